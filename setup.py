@@ -15,8 +15,11 @@ from setuptools import setup
 HERE = Path(__file__).resolve().parent
 
 RECORDS = ["kafka_wire/records/_hot_native.py", "kafka_wire/records/_record_native.py"]
+#: The native bases of the compiled message classes.
+BASES = ["kafka_wire/codec/native_base.py"]
 COMPILED = [
     *RECORDS,
+    *BASES,
     # The message codec's mypyc flavour: every generated module (kafka_wire.codegen.mypyc_flavour).
     *sorted(
         p.relative_to(HERE).as_posix()

@@ -96,7 +96,7 @@ def decode(cls: type[Struct], buf: bytes, pos: int, version: int, path: Path = (
 def _decode_struct(cls: type[Struct], r: _Reader, v: int, path: Path) -> Struct:
     if v not in cls.STRUCT_VERSIONS:
         raise InvalidValueError(f"{cls.__name__} has no version {v}", offset=r.pos, path=path)
-    obj = object.__new__(cls)
+    obj = cls.__new__(cls)  # native (compiled) classes refuse object.__new__
     flexible = v in cls.FLEXIBLE_VERSIONS
     for f in cls.FIELDS:
         setattr(obj, f.name, f.default())

@@ -19,6 +19,7 @@ once the collector runs again (the allocation count is kept).
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import struct
 import sys
@@ -116,8 +117,34 @@ class FieldSpec:
         return version in (message_flexible if override is None else override)
 
 
-class Struct:
-    """Base of every generated message and nested struct class."""
+class StructType(type):
+    """Metaclass of :class:`Struct`: ``isinstance(x, Struct)`` / ``Message`` also holds for the
+    compiled flavour's classes, which derive from the native bases of
+    :mod:`kafka_wire.codec.native_base` instead (a mypyc class cannot derive from an interpreted one)."""
+
+    def __instancecheck__(cls, obj: object) -> bool:
+        if type.__instancecheck__(cls, obj):
+            return True
+        native = NATIVE_BASES.get(cls)
+        return native is not None and isinstance(obj, native)
+
+    def __subclasscheck__(cls, sub: type) -> bool:
+        if type.__subclasscheck__(cls, sub):
+            return True
+        native = NATIVE_BASES.get(cls)
+        return native is not None and issubclass(sub, native)
+
+
+#: ``runtime.Struct`` / ``runtime.Message`` -> the compiled flavour's base, once it is installed.
+NATIVE_BASES: Final[dict[type, type]] = {}
+
+
+class Struct(metaclass=StructType):
+    """Base of every generated message and nested struct class.
+
+    The behaviour lives in module functions (``struct_eq``, ``encode_message``...) that the compiled
+    flavour's native base (:mod:`kafka_wire.codec.native_base`) calls too.
+    """
 
     __slots__ = ("unknown_tagged_fields",)
 
@@ -135,103 +162,32 @@ class Struct:
     _native_encoders: ClassVar[dict[int, Callable[[Any, Any], None]]] = {}
 
     def __eq__(self, other: object) -> bool:
-        if type(other) is not type(self):
-            return NotImplemented
-        return all(getattr(self, f) == getattr(other, f) for f in self._value_names())
+        return struct_eq(self, other)
 
     __hash__ = None  # type: ignore[assignment]  # mutable values compare by content
 
-    @classmethod
-    def _value_names(cls) -> tuple[str, ...]:
-        return (*(f.name for f in cls.FIELDS), "unknown_tagged_fields")
-
     def __repr__(self) -> str:
-        parts = [f"{f.name}={getattr(self, f.name)!r}" for f in self.FIELDS]
-        if self.unknown_tagged_fields:
-            parts.append(f"unknown_tagged_fields={self.unknown_tagged_fields!r}")
-        return f"{type(self).__name__}({', '.join(parts)})"
+        return struct_repr(self)
 
     def encode(self, version: int) -> bytes:
         """The body bytes of this message at ``version``."""
-        if NATIVE.enabled:
-            data = _encode_native(self, version)
-            if data is not None:
-                return data
-        out = bytearray()
-        self.encode_into(out, version)
-        return bytes(out)
+        return encode_message(self, version)
 
     def encode_into(self, out: bytearray, version: int) -> None:
         """Append the bytes of this message at ``version`` to ``out``."""
-        if NATIVE.enabled:
-            data = _encode_native(self, version)
-            if data is not None:
-                out += data
-                return
-        encoder = self._encoders.get(version)
-        if encoder is None:
-            raise UnsupportedVersionError(
-                f"valid versions are {self.STRUCT_VERSIONS.format()}", message=type(self).__name__, version=version
-            )
-        mark = len(out)
-        try:
-            encoder(self, out)
-        except ENCODE_FAILURES as exc:
-            del out[mark:]
-            from kafka_wire.codec import interp
-
-            interp.encode(self, version, bytearray())  # raises the precise EncodeError
-            raise EncodeError(f"cannot encode: {exc!r}", message=type(self).__name__, version=version) from exc
+        encode_message_into(self, out, version)
 
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, *, strict: bool = False) -> Self:
         """Decode one message from ``buf``; ``strict`` rejects bytes left over after it."""
-        data = buf if type(buf) is bytes else bytes(buf)
-        msg, end = cls.decode_from(data, 0, version)
-        if strict and end != len(data):
-            raise InvalidValueError(
-                f"{len(data) - end} bytes left after the message", offset=end, version=version, message=cls.__name__
-            )
+        msg: Self = decode_message(cls, buf, version, strict)
         return msg
 
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, version: int) -> tuple[Self, int]:
         """Decode from ``buf`` at ``pos``; return the message and the position after it."""
-        # Only a caller that had the collector on gets it back on (see the module docstring).
-        if len(buf) - pos >= GC_PAUSE_MIN_BYTES and _gc_isenabled():
-            _gc_disable()
-            try:
-                return cls._decode_from(buf, pos, version)
-            finally:
-                _gc_enable()
-        return cls._decode_from(buf, pos, version)
-
-    @classmethod
-    def _decode_from(cls, buf: bytes, pos: int, version: int) -> tuple[Self, int]:
-        if NATIVE.enabled:
-            native = cls._native_decoders.get(version)
-            if native is not None:
-                try:
-                    result: tuple[Self, int] = native(buf, pos)
-                    return result
-                except DECODE_FAILURES:
-                    pass  # the pure decoder below decides, and the interpreter reports, as without it
-        decoder = cls._decoders.get(version)
-        if decoder is None:
-            raise InvalidValueError(
-                f"no such version (valid: {cls.STRUCT_VERSIONS.format()})",
-                offset=pos,
-                version=version,
-                message=cls.__name__,
-            )
-        try:
-            result = decoder(buf, pos)
-            return result
-        except DECODE_FAILURES as exc:
-            from kafka_wire.codec import interp
-
-            interp.decode(cls, buf, pos, version)  # raises the precise DecodeError
-            raise DecodeError(f"undecodable: {exc!r}", offset=pos, version=version, message=cls.__name__) from exc
+        result: tuple[Self, int] = decode_message_from(cls, buf, pos, version)
+        return result
 
 
 class Message(Struct):
@@ -243,6 +199,109 @@ class Message(Struct):
     KIND: ClassVar[str]
     #: Valid versions, ascending.
     VERSIONS: ClassVar[tuple[int, ...]]
+
+
+def value_names(cls: Any) -> tuple[str, ...]:
+    """The attributes that make a struct's value: its fields and ``unknown_tagged_fields``."""
+    return (*(f.name for f in cls.FIELDS), "unknown_tagged_fields")
+
+
+def struct_eq(a: Any, b: object) -> bool:
+    if type(b) is not type(a):
+        result: bool = NotImplemented
+        return result
+    return all(getattr(a, f) == getattr(b, f) for f in value_names(type(a)))
+
+
+def struct_repr(x: Any) -> str:
+    parts = [f"{f.name}={getattr(x, f.name)!r}" for f in x.FIELDS]
+    if x.unknown_tagged_fields:
+        parts.append(f"unknown_tagged_fields={x.unknown_tagged_fields!r}")
+    return f"{type(x).__name__}({', '.join(parts)})"
+
+
+def encode_message(msg: Any, version: int) -> bytes:
+    """``msg.encode(version)``."""
+    if NATIVE.enabled:
+        data = _encode_native(msg, version)
+        if data is not None:
+            return data
+    out = bytearray()
+    encode_message_into(msg, out, version)
+    return bytes(out)
+
+
+def encode_message_into(msg: Any, out: bytearray, version: int) -> None:
+    """``msg.encode_into(out, version)``."""
+    if NATIVE.enabled:
+        data = _encode_native(msg, version)
+        if data is not None:
+            out += data
+            return
+    encoder = msg._encoders.get(version)
+    if encoder is None:
+        raise UnsupportedVersionError(
+            f"valid versions are {msg.STRUCT_VERSIONS.format()}", message=type(msg).__name__, version=version
+        )
+    mark = len(out)
+    try:
+        encoder(msg, out)
+    except ENCODE_FAILURES as exc:
+        del out[mark:]
+        from kafka_wire.codec import interp
+
+        interp.encode(msg, version, bytearray())  # raises the precise EncodeError
+        raise EncodeError(f"cannot encode: {exc!r}", message=type(msg).__name__, version=version) from exc
+
+
+def decode_message(cls: Any, buf: bytes | bytearray | memoryview, version: int, strict: bool) -> Any:
+    """``cls.decode(buf, version, strict=strict)``."""
+    data = buf if type(buf) is bytes else bytes(buf)
+    msg, end = decode_message_from(cls, data, 0, version)
+    if strict and end != len(data):
+        raise InvalidValueError(
+            f"{len(data) - end} bytes left after the message", offset=end, version=version, message=cls.__name__
+        )
+    return msg
+
+
+def decode_message_from(cls: Any, buf: bytes, pos: int, version: int) -> tuple[Any, int]:
+    """``cls.decode_from(buf, pos, version)``."""
+    # Only a caller that had the collector on gets it back on (see the module docstring).
+    if len(buf) - pos >= GC_PAUSE_MIN_BYTES and _gc_isenabled():
+        _gc_disable()
+        try:
+            return _decode_dispatch(cls, buf, pos, version)
+        finally:
+            _gc_enable()
+    return _decode_dispatch(cls, buf, pos, version)
+
+
+def _decode_dispatch(cls: Any, buf: bytes, pos: int, version: int) -> tuple[Any, int]:
+    if NATIVE.enabled:
+        native = cls._native_decoders.get(version)
+        if native is not None:
+            try:
+                result: tuple[Any, int] = native(buf, pos)
+                return result
+            except DECODE_FAILURES:
+                pass  # the pure decoder below decides, and the interpreter reports, as without it
+    decoder = cls._decoders.get(version)
+    if decoder is None:
+        raise InvalidValueError(
+            f"no such version (valid: {cls.STRUCT_VERSIONS.format()})",
+            offset=pos,
+            version=version,
+            message=cls.__name__,
+        )
+    try:
+        result = decoder(buf, pos)
+        return result
+    except DECODE_FAILURES as exc:
+        from kafka_wire.codec import interp
+
+        interp.decode(cls, buf, pos, version)  # raises the precise DecodeError
+        raise DecodeError(f"undecodable: {exc!r}", offset=pos, version=version, message=cls.__name__) from exc
 
 
 _gc_isenabled = gc.isenabled
@@ -306,18 +365,56 @@ def use_native(pure_module: str) -> None:
         compiled_module(native)
 
 
-def install_native(tables: tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]) -> None:
-    """Give each class its compiled decoders and encoders (called by the compiled modules)."""
+#: Class attributes the generated pure module sets on each class; the compiled twin gets them too.
+_CLASS_DATA: Final = ("FLEXIBLE_VERSIONS", "STRUCT_VERSIONS", "_decoders", "_encoders", "API_KEY", "KIND", "VERSIONS")
+
+
+def install_native(pure_module: str, tables: tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]) -> None:
+    """Make the compiled module's classes the public ones (called by each compiled module).
+
+    Each entry of ``tables`` is (compiled class, {version: decoder}, {version: encoder}). The
+    compiled classes are mypyc native classes with the same names, constructors and fields as the
+    pure ones; they take the pure classes' class data (``FIELDS`` pointing at compiled classes),
+    and the pure module's names are rebound to them, so every importer, the pure functions (run
+    when the compiled ones fail, or with ``NATIVE.enabled`` off) and the interpreter all see one
+    set of classes. The pure functions create instances with ``cls.__new__(cls)`` from then on,
+    since a native class refuses ``object.__new__``.
+    """
     if pure_forced():
         return
     global _BytesWriter
     from librt.strings import BytesWriter  # compiled modules need librt (it comes with mypy)
 
+    from kafka_wire.codec import native_base
+
     _BytesWriter = BytesWriter
-    for cls, decoders, encoders in tables:
-        cls._native_decoders = decoders
-        cls._native_encoders = encoders
+    NATIVE_BASES.setdefault(Struct, native_base.Struct)
+    NATIVE_BASES.setdefault(Message, native_base.Message)
+    module = sys.modules[pure_module]
+    twins = {getattr(module, cls.__name__): cls for cls, _, _ in tables}
+    for pure, native in twins.items():
+        native.__module__ = pure_module
+        native.FIELDS = tuple(_replace_struct(f, twins.get(f.struct, f.struct)) for f in pure.FIELDS)
+        for name in _CLASS_DATA:
+            if name in pure.__dict__:
+                setattr(native, name, pure.__dict__[name])
+    for native, decoders, encoders in tables:
+        native._native_decoders = decoders
+        native._native_encoders = encoders
+        setattr(module, native.__name__, native)
+        if hasattr(module, f"_DEFAULT_{native.__name__}"):
+            setattr(module, f"_DEFAULT_{native.__name__}", native())
+    setattr(module, "_new", new_instance)  # noqa: B010  # the pure decoders' instance maker
     NATIVE.enabled = True
+
+
+def _replace_struct(f: FieldSpec, struct: type[Struct] | None) -> FieldSpec:
+    return f if struct is f.struct else dataclasses.replace(f, struct=struct)
+
+
+def new_instance(cls: Any) -> Any:
+    """An instance of ``cls`` to fill in (``object.__new__`` for pure classes, which native ones refuse)."""
+    return cls.__new__(cls)
 
 
 def _encode_native(msg: Struct, version: int) -> bytes | None:

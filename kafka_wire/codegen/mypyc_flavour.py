@@ -25,10 +25,22 @@ from __future__ import annotations
 
 import re
 
-from kafka_wire.codegen.python_flavour import ModuleEmitter, fresh_default, nondefault_check, read_sized
+from kafka_wire.codegen.python_flavour import (
+    ModuleEmitter,
+    default_literal,
+    fresh_default,
+    nondefault_check,
+    read_sized,
+)
 from kafka_wire.codegen.writer import SourceWriter
 from kafka_wire.errors import SchemaError
 from kafka_wire.schema.model import FIXED_WIDTH, Field, Message, Struct
+
+#: The Python type of each number kind (bools are ints), for typed locals in encoders.
+NUMBER_TYPES: dict[str, str] = {
+    "int8": "int", "int16": "int", "int32": "int", "int64": "int", "uint16": "int", "uint32": "int",
+    "float64": "float",
+}  # fmt: skip
 
 #: ``librt.strings`` read/write suffix of each fixed-width integer kind.
 INT_IO: dict[str, str] = {"int16": "i16", "int32": "i32", "int64": "i64", "float64": "f64"}
@@ -81,26 +93,31 @@ class NativeModuleEmitter(ModuleEmitter):
 
     # ----------------------------------------------------------------- decode
     def emit_decoder(self, msg: Message, s: Struct, v: int) -> str:
+        """Fields are read into ``f_<name>`` locals and the object is made by its (native)
+        constructor at the end: a direct C call, where attribute stores one by one would each
+        check the object's type. Fields absent in ``v`` are left to the constructor's defaults."""
         w = SourceWriter()
         cls = s.class_name
         flexible = v in msg.flexible
         uses_mv = any(f.present(v) and f.type.kind == "records" for f in s.fields)
         with w.block(f"def @NAME@(buf: bytes, pos: i64) -> tuple[{cls}, i64]:"):
-            w.line(f"o = _new(_K_{cls})")
             w.line("blen: i64 = len(buf)")
             w.line("n: i64 = 0")
             w.line("end: i64 = 0")
             w.line("b8: int = 0")
             if uses_mv:
                 w.line("mv = memoryview(buf)")
-            for f in s.fields:
-                if not f.present(v) or f.is_tagged(v):
-                    w.line(f"o.{f.py_name} = {fresh_default(f, self.msg_classes)}")
-            for f in s.fields:
-                if not f.present(v) or f.is_tagged(v):
+            present = [f for f in s.fields if f.present(v)]
+            for f in present:
+                if f.is_tagged(v):
+                    w.line(f"f_{f.py_name}: Any = {fresh_default(f, self.msg_classes)}")
+                else:
+                    w.line(f"f_{f.py_name}: Any")
+            for f in present:
+                if f.is_tagged(v):
                     continue
                 kind = f.type.kind
-                target = f"o.{f.py_name}"
+                target = f"f_{f.py_name}"
                 if kind in FIXED_WIDTH:
                     self.read_fixed(w, kind, target)
                 else:
@@ -108,8 +125,9 @@ class NativeModuleEmitter(ModuleEmitter):
             if flexible:
                 self.native_read_tagged(w, msg, s, v)
             else:
-                w.line("o.unknown_tagged_fields = ()")
-            w.line("return o, pos")
+                w.line("utf: Any = ()")
+            args = [f"{f.py_name}=f_{f.py_name}" for f in present] + ["unknown_tagged_fields=utf"]
+            w.line(f"return {cls}({', '.join(args)}), pos")
         text = w.text()
         for local in ("blen", "n", "end", "b8"):
             if len(re.findall(rf"\b{local}\b", text)) == 1:
@@ -213,9 +231,8 @@ class NativeModuleEmitter(ModuleEmitter):
             w.line("pos += 1")
         with w.block("else:"):
             w.line("n, pos = _uvarint(buf, pos)")
-        with w.block("if n == 0:"):
-            w.line("o.unknown_tagged_fields = ()")
-        with w.block("else:"):
+        w.line("utf: Any = ()")
+        with w.block("if n != 0:"):
             # The count gets its own local: compiled by mypyc, ``for ... in range(n)`` over an i64
             # local re-reads ``n`` at every iteration, and the tagged fields' reads reassign ``n``.
             w.line("ntags: i64 = n")
@@ -227,7 +244,7 @@ class NativeModuleEmitter(ModuleEmitter):
                 for f in tagged:
                     with w.block(f"{'if' if first else 'elif'} tag == {f.tag}:"):
                         kind = f.type.kind
-                        target = f"o.{f.py_name}"
+                        target = f"f_{f.py_name}"
                         if kind in FIXED_WIDTH:
                             self.read_fixed(w, kind, target)
                         else:
@@ -244,7 +261,7 @@ class NativeModuleEmitter(ModuleEmitter):
                         w.line("raise _truncated('a tagged field')")
                     w.line("unknown.append((tag, buf[pos:end]))")
                     w.line("pos = end")
-            w.line("o.unknown_tagged_fields = tuple(unknown)")
+            w.line("utf = tuple(unknown)")
 
     # ----------------------------------------------------------------- encode
     def emit_encoder(self, msg: Message, s: Struct, v: int) -> str:
@@ -254,7 +271,12 @@ class NativeModuleEmitter(ModuleEmitter):
         with w.block(f"def @NAME@(o: {cls}, w: BytesWriter) -> None:"):
             for f in s.fields:
                 if not f.present(v) and not f.ignorable:
-                    with w.block(f"if {nondefault_check(f, 'o.' + f.py_name, self.msg_classes)}:"):
+                    value = f"o.{f.py_name}"
+                    if f.type.kind in NUMBER_TYPES:
+                        # a typed local: the comparison is then a C comparison, not a generic one
+                        value = f"d_{f.py_name}"
+                        w.line(f"{value}: {NUMBER_TYPES[f.type.kind]} = o.{f.py_name}")
+                    with w.block(f"if {nondefault_check(f, value, self.msg_classes)}:"):
                         w.line(f"raise FieldNotInVersionError('non-default {f.name} cannot be written', version={v})")
             for f in s.fields:
                 if not f.present(v) or f.is_tagged(v):
@@ -294,6 +316,11 @@ class NativeModuleEmitter(ModuleEmitter):
         kind = f.type.kind
         p = f.py_name
         if kind in FIXED_WIDTH:
+            if kind in NUMBER_TYPES:
+                # The classes' attributes are untyped (``Any``): a typed local makes the write a
+                # C call (its check raises TypeError for a wrong type, and the pure encoder decides).
+                w.line(f"v_{p}: {NUMBER_TYPES[kind]} = {value}")
+                value = f"v_{p}"
             self.write_fixed(w, kind, value, out)
             return
         if kind == "struct":
@@ -308,7 +335,7 @@ class NativeModuleEmitter(ModuleEmitter):
             else:
                 w.line(f"{fn}({value}, {out})")
             return
-        w.line(f"x_{p} = {value}")
+        w.line(f"x_{p}: {'str | None' if kind == 'string' else 'Any'} = {value}")
         with w.block(f"if x_{p} is None:"):
             if f.is_nullable(v) and not known_not_none:
                 self.write_null(w, flexible, kind, out)
@@ -377,15 +404,46 @@ class NativeModuleEmitter(ModuleEmitter):
         with w.block("else:"):
             w.line("w.append(_ZERO)")
 
+    # ----------------------------------------------------------------- classes
+    def emit_native_class(self, w: SourceWriter, msg: Message, s: Struct) -> None:
+        """The native twin of the pure class: same name, constructor and fields. Attributes are
+        ``Any``, as the pure classes accept any value until it is encoded."""
+        base = "_NativeMessage" if s is msg.root else "_NativeStruct"
+        w.line()
+        w.line()
+        with w.block(f"class {s.class_name}({base}):"):
+            for f in s.fields:
+                w.line(f"{f.py_name}: Any")
+            if s.fields:
+                w.line()
+            params = []
+            for f in s.fields:
+                lit = default_literal(f, self.msg_classes)
+                params.append(f"{f.py_name}: Any = {lit if lit is not None else 'FRESH'}")
+            params.append("unknown_tagged_fields: Any = ()")
+            with w.block(f"def __init__(self, *, {', '.join(params)}) -> None:"):
+                for f in s.fields:
+                    lit = default_literal(f, self.msg_classes)
+                    if lit is None:
+                        fresh = fresh_default(f, self.msg_classes)
+                        w.line(f"self.{f.py_name} = {fresh} if {f.py_name} is FRESH else {f.py_name}")
+                    else:
+                        w.line(f"self.{f.py_name} = {f.py_name}")
+                w.line("self.unknown_tagged_fields = unknown_tagged_fields")
+
     # ----------------------------------------------------------------- module
     def emit(self) -> str:
         self.fn_table: dict[tuple[str, int, bool], str] = {}
-        classes: list[str] = []
+        classes = SourceWriter()
+        defaults: list[str] = []
         table = SourceWriter()
         for msg in self.messages:
             self.msg_classes = {s.name: s.class_name for s in msg.structs.values()}
             self.msg_classes[msg.name] = msg.root.class_name
-            classes += [s.class_name for s in msg.all_structs()]
+            for s in msg.all_structs():
+                self.emit_native_class(classes, msg, s)
+                if s is not msg.root:
+                    defaults.append(f"_DEFAULT_{s.class_name} = {s.class_name}()")
             self.plan_functions(msg)
             self.emit_functions(msg)
             for s in msg.all_structs():
@@ -408,25 +466,20 @@ class NativeModuleEmitter(ModuleEmitter):
         head.line(")")
         head.line("from mypy_extensions import i64, u8")
         head.line()
-        head.line("from kafka_wire.codec.runtime import ZERO_UUID, install_native")
+        head.line("from kafka_wire.codec.native_base import Message as _NativeMessage")
+        head.line("from kafka_wire.codec.native_base import Struct as _NativeStruct")
+        head.line("from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native")
         head.line("from kafka_wire.codec.runtime import invalid as _invalid")
         head.line("from kafka_wire.codec.runtime import truncated as _truncated")
         head.line("from kafka_wire.codec.runtime import write_tagged as _write_tagged")
         head.line("from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError")
-        body = self.body.text()
-        defaults = sorted(set(re.findall(r"\b_DEFAULT_\w+", body)))
-        head.line(f"from {self.pure_module} import (")
-        for c in sorted(set(classes), key=lambda c: (c.lower(), c)):
-            head.line(f"    {c},")
-        for d in defaults:
-            head.line(f"    {d},")
-        head.line(")")
         head.line()
         head.line("_new: Final = object.__new__")
-        head.line("# The classes as static references: a module-global lookup is a dict lookup in mypyc.")
-        for c in sorted(set(classes), key=lambda c: (c.lower(), c)):
-            head.line(f"_K_{c}: Final = {c}")
         head.lines(_HELPERS)
+        body = classes.text()
+        if defaults:
+            body += "\n\n" + "\n".join(defaults) + "\n"
+        body += self.body.text()
         tail = SourceWriter()
         tail.line()
         tail.line()
@@ -435,7 +488,7 @@ class NativeModuleEmitter(ModuleEmitter):
             tail.lines(table.text().rstrip("\n").split("\n"))
         tail.line(")")
         tail.line()
-        tail.line("install_native(TABLES)")
+        tail.line(f"install_native({self.pure_module!r}, TABLES)")
         text = head.text() + body + tail.text()
         return _tidy(text)
 

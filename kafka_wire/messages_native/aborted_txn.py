@@ -18,17 +18,13 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
+from kafka_wire.codec.native_base import Message as _NativeMessage
 from kafka_wire.codec.runtime import ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError
-from kafka_wire.messages.aborted_txn import (
-    AbortedTxn,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_AbortedTxn: Final = AbortedTxn
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -114,25 +110,46 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class AbortedTxn(_NativeMessage):
+    producer_id: Any
+    first_offset: Any
+    last_offset: Any
+    last_stable_offset: Any
+
+    def __init__(self, *, producer_id: Any = 0, first_offset: Any = 0, last_offset: Any = 0, last_stable_offset: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.producer_id = producer_id
+        self.first_offset = first_offset
+        self.last_offset = last_offset
+        self.last_stable_offset = last_stable_offset
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
 def _decode_AbortedTxn_v0(buf: bytes, pos: i64) -> tuple[AbortedTxn, i64]:
-    o = _new(_K_AbortedTxn)
-    o.producer_id = read_i64_be(buf, pos)
+    f_producer_id: Any
+    f_first_offset: Any
+    f_last_offset: Any
+    f_last_stable_offset: Any
+    f_producer_id = read_i64_be(buf, pos)
     pos += 8
-    o.first_offset = read_i64_be(buf, pos)
+    f_first_offset = read_i64_be(buf, pos)
     pos += 8
-    o.last_offset = read_i64_be(buf, pos)
+    f_last_offset = read_i64_be(buf, pos)
     pos += 8
-    o.last_stable_offset = read_i64_be(buf, pos)
+    f_last_stable_offset = read_i64_be(buf, pos)
     pos += 8
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return AbortedTxn(producer_id=f_producer_id, first_offset=f_first_offset, last_offset=f_last_offset, last_stable_offset=f_last_stable_offset, unknown_tagged_fields=utf), pos
 
 
 def _encode_AbortedTxn_v0(o: AbortedTxn, w: BytesWriter) -> None:
-    write_i64_be(w, o.producer_id)
-    write_i64_be(w, o.first_offset)
-    write_i64_be(w, o.last_offset)
-    write_i64_be(w, o.last_stable_offset)
+    v_producer_id: int = o.producer_id
+    write_i64_be(w, v_producer_id)
+    v_first_offset: int = o.first_offset
+    write_i64_be(w, v_first_offset)
+    v_last_offset: int = o.last_offset
+    write_i64_be(w, v_last_offset)
+    v_last_stable_offset: int = o.last_stable_offset
+    write_i64_be(w, v_last_stable_offset)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -142,4 +159,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (AbortedTxn, {0: _decode_AbortedTxn_v0}, {0: _encode_AbortedTxn_v0}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.aborted_txn', TABLES)

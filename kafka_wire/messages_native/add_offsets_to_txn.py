@@ -22,20 +22,14 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
+from kafka_wire.codec.native_base import Message as _NativeMessage
 from kafka_wire.codec.runtime import ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.add_offsets_to_txn import (
-    AddOffsetsToTxnRequest,
-    AddOffsetsToTxnResponse,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_AddOffsetsToTxnRequest: Final = AddOffsetsToTxnRequest
-_K_AddOffsetsToTxnResponse: Final = AddOffsetsToTxnResponse
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -121,11 +115,38 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class AddOffsetsToTxnRequest(_NativeMessage):
+    transactional_id: Any
+    producer_id: Any
+    producer_epoch: Any
+    group_id: Any
+
+    def __init__(self, *, transactional_id: Any = '', producer_id: Any = 0, producer_epoch: Any = 0, group_id: Any = '', unknown_tagged_fields: Any = ()) -> None:
+        self.transactional_id = transactional_id
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.group_id = group_id
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AddOffsetsToTxnResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
 def _decode_AddOffsetsToTxnRequest_v0(buf: bytes, pos: i64) -> tuple[AddOffsetsToTxnRequest, i64]:
-    o = _new(_K_AddOffsetsToTxnRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_transactional_id: Any
+    f_producer_id: Any
+    f_producer_epoch: Any
+    f_group_id: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -136,11 +157,11 @@ def _decode_AddOffsetsToTxnRequest_v0(buf: bytes, pos: i64) -> tuple[AddOffsetsT
         end = pos + n
         if end > blen:
             raise _truncated('TransactionalId')
-        o.transactional_id = buf[pos:end].decode()
+        f_transactional_id = buf[pos:end].decode()
         pos = end
-    o.producer_id = read_i64_be(buf, pos)
+    f_producer_id = read_i64_be(buf, pos)
     pos += 8
-    o.producer_epoch = read_i16_be(buf, pos)
+    f_producer_epoch = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -152,14 +173,14 @@ def _decode_AddOffsetsToTxnRequest_v0(buf: bytes, pos: i64) -> tuple[AddOffsetsT
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return AddOffsetsToTxnRequest(transactional_id=f_transactional_id, producer_id=f_producer_id, producer_epoch=f_producer_epoch, group_id=f_group_id, unknown_tagged_fields=utf), pos
 
 
 def _encode_AddOffsetsToTxnRequest_v0(o: AddOffsetsToTxnRequest, w: BytesWriter) -> None:
-    x_transactional_id = o.transactional_id
+    x_transactional_id: str | None = o.transactional_id
     if x_transactional_id is None:
         raise ValueOutOfRangeError('non-nullable field TransactionalId is None', version=0)
     else:
@@ -168,9 +189,11 @@ def _encode_AddOffsetsToTxnRequest_v0(o: AddOffsetsToTxnRequest, w: BytesWriter)
             raise ValueOutOfRangeError('string field TransactionalId is too long', version=0)
         write_i16_be(w, len(b_transactional_id))
         w.write(b_transactional_id)
-    write_i64_be(w, o.producer_id)
-    write_i16_be(w, o.producer_epoch)
-    x_group_id = o.group_id
+    v_producer_id: int = o.producer_id
+    write_i64_be(w, v_producer_id)
+    v_producer_epoch: int = o.producer_epoch
+    write_i16_be(w, v_producer_epoch)
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
@@ -184,10 +207,13 @@ def _encode_AddOffsetsToTxnRequest_v0(o: AddOffsetsToTxnRequest, w: BytesWriter)
 
 
 def _decode_AddOffsetsToTxnRequest_v3(buf: bytes, pos: i64) -> tuple[AddOffsetsToTxnRequest, i64]:
-    o = _new(_K_AddOffsetsToTxnRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_transactional_id: Any
+    f_producer_id: Any
+    f_producer_epoch: Any
+    f_group_id: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -202,11 +228,11 @@ def _decode_AddOffsetsToTxnRequest_v3(buf: bytes, pos: i64) -> tuple[AddOffsetsT
         end = pos + n
         if end > blen:
             raise _truncated('TransactionalId')
-        o.transactional_id = buf[pos:end].decode()
+        f_transactional_id = buf[pos:end].decode()
         pos = end
-    o.producer_id = read_i64_be(buf, pos)
+    f_producer_id = read_i64_be(buf, pos)
     pos += 8
-    o.producer_epoch = read_i16_be(buf, pos)
+    f_producer_epoch = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -222,16 +248,15 @@ def _decode_AddOffsetsToTxnRequest_v3(buf: bytes, pos: i64) -> tuple[AddOffsetsT
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -243,12 +268,12 @@ def _decode_AddOffsetsToTxnRequest_v3(buf: bytes, pos: i64) -> tuple[AddOffsetsT
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AddOffsetsToTxnRequest(transactional_id=f_transactional_id, producer_id=f_producer_id, producer_epoch=f_producer_epoch, group_id=f_group_id, unknown_tagged_fields=utf), pos
 
 
 def _encode_AddOffsetsToTxnRequest_v3(o: AddOffsetsToTxnRequest, w: BytesWriter) -> None:
-    x_transactional_id = o.transactional_id
+    x_transactional_id: str | None = o.transactional_id
     if x_transactional_id is None:
         raise ValueOutOfRangeError('non-nullable field TransactionalId is None', version=3)
     else:
@@ -261,9 +286,11 @@ def _encode_AddOffsetsToTxnRequest_v3(o: AddOffsetsToTxnRequest, w: BytesWriter)
         else:
             _put_uvarint(w, m)
         w.write(b_transactional_id)
-    write_i64_be(w, o.producer_id)
-    write_i16_be(w, o.producer_epoch)
-    x_group_id = o.group_id
+    v_producer_id: int = o.producer_id
+    write_i64_be(w, v_producer_id)
+    v_producer_epoch: int = o.producer_epoch
+    write_i16_be(w, v_producer_epoch)
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=3)
     else:
@@ -283,39 +310,42 @@ def _encode_AddOffsetsToTxnRequest_v3(o: AddOffsetsToTxnRequest, w: BytesWriter)
 
 
 def _decode_AddOffsetsToTxnResponse_v0(buf: bytes, pos: i64) -> tuple[AddOffsetsToTxnResponse, i64]:
-    o = _new(_K_AddOffsetsToTxnResponse)
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return AddOffsetsToTxnResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_AddOffsetsToTxnResponse_v0(o: AddOffsetsToTxnResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_AddOffsetsToTxnResponse_v3(buf: bytes, pos: i64) -> tuple[AddOffsetsToTxnResponse, i64]:
-    o = _new(_K_AddOffsetsToTxnResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -327,13 +357,15 @@ def _decode_AddOffsetsToTxnResponse_v3(buf: bytes, pos: i64) -> tuple[AddOffsets
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AddOffsetsToTxnResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_AddOffsetsToTxnResponse_v3(o: AddOffsetsToTxnResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -346,4 +378,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (AddOffsetsToTxnResponse, {0: _decode_AddOffsetsToTxnResponse_v0, 1: _decode_AddOffsetsToTxnResponse_v0, 2: _decode_AddOffsetsToTxnResponse_v0, 3: _decode_AddOffsetsToTxnResponse_v3, 4: _decode_AddOffsetsToTxnResponse_v3}, {0: _encode_AddOffsetsToTxnResponse_v0, 1: _encode_AddOffsetsToTxnResponse_v0, 2: _encode_AddOffsetsToTxnResponse_v0, 3: _encode_AddOffsetsToTxnResponse_v3, 4: _encode_AddOffsetsToTxnResponse_v3}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.add_offsets_to_txn', TABLES)

@@ -22,30 +22,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.add_partitions_to_txn import (
-    AddPartitionsToTxnRequest,
-    AddPartitionsToTxnRequestTopic,
-    AddPartitionsToTxnRequestTransaction,
-    AddPartitionsToTxnResponse,
-    AddPartitionsToTxnResponsePartitionResult,
-    AddPartitionsToTxnResponseResult,
-    AddPartitionsToTxnResponseTopicResult,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_AddPartitionsToTxnRequest: Final = AddPartitionsToTxnRequest
-_K_AddPartitionsToTxnRequestTopic: Final = AddPartitionsToTxnRequestTopic
-_K_AddPartitionsToTxnRequestTransaction: Final = AddPartitionsToTxnRequestTransaction
-_K_AddPartitionsToTxnResponse: Final = AddPartitionsToTxnResponse
-_K_AddPartitionsToTxnResponsePartitionResult: Final = AddPartitionsToTxnResponsePartitionResult
-_K_AddPartitionsToTxnResponseResult: Final = AddPartitionsToTxnResponseResult
-_K_AddPartitionsToTxnResponseTopicResult: Final = AddPartitionsToTxnResponseTopicResult
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -131,11 +116,105 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class AddPartitionsToTxnRequestTopic(_NativeStruct):
+    name: Any
+    partitions: Any
+
+    def __init__(self, *, name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AddPartitionsToTxnRequestTransaction(_NativeStruct):
+    transactional_id: Any
+    producer_id: Any
+    producer_epoch: Any
+    verify_only: Any
+    topics: Any
+
+    def __init__(self, *, transactional_id: Any = '', producer_id: Any = 0, producer_epoch: Any = 0, verify_only: Any = False, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.transactional_id = transactional_id
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.verify_only = verify_only
+        self.topics = [] if topics is FRESH else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AddPartitionsToTxnRequest(_NativeMessage):
+    transactions: Any
+    v3_and_below_transactional_id: Any
+    v3_and_below_producer_id: Any
+    v3_and_below_producer_epoch: Any
+    v3_and_below_topics: Any
+
+    def __init__(self, *, transactions: Any = FRESH, v3_and_below_transactional_id: Any = '', v3_and_below_producer_id: Any = 0, v3_and_below_producer_epoch: Any = 0, v3_and_below_topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.transactions = [] if transactions is FRESH else transactions
+        self.v3_and_below_transactional_id = v3_and_below_transactional_id
+        self.v3_and_below_producer_id = v3_and_below_producer_id
+        self.v3_and_below_producer_epoch = v3_and_below_producer_epoch
+        self.v3_and_below_topics = [] if v3_and_below_topics is FRESH else v3_and_below_topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AddPartitionsToTxnResponsePartitionResult(_NativeStruct):
+    partition_index: Any
+    partition_error_code: Any
+
+    def __init__(self, *, partition_index: Any = 0, partition_error_code: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.partition_error_code = partition_error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AddPartitionsToTxnResponseTopicResult(_NativeStruct):
+    name: Any
+    results_by_partition: Any
+
+    def __init__(self, *, name: Any = '', results_by_partition: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.results_by_partition = [] if results_by_partition is FRESH else results_by_partition
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AddPartitionsToTxnResponseResult(_NativeStruct):
+    transactional_id: Any
+    topic_results: Any
+
+    def __init__(self, *, transactional_id: Any = '', topic_results: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.transactional_id = transactional_id
+        self.topic_results = [] if topic_results is FRESH else topic_results
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AddPartitionsToTxnResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+    results_by_transaction: Any
+    results_by_topic_v3_and_below: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, results_by_transaction: Any = FRESH, results_by_topic_v3_and_below: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.results_by_transaction = [] if results_by_transaction is FRESH else results_by_transaction
+        self.results_by_topic_v3_and_below = [] if results_by_topic_v3_and_below is FRESH else results_by_topic_v3_and_below
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_AddPartitionsToTxnRequestTopic = AddPartitionsToTxnRequestTopic()
+_DEFAULT_AddPartitionsToTxnRequestTransaction = AddPartitionsToTxnRequestTransaction()
+_DEFAULT_AddPartitionsToTxnResponsePartitionResult = AddPartitionsToTxnResponsePartitionResult()
+_DEFAULT_AddPartitionsToTxnResponseTopicResult = AddPartitionsToTxnResponseTopicResult()
+_DEFAULT_AddPartitionsToTxnResponseResult = AddPartitionsToTxnResponseResult()
+
+
 def _decode_AddPartitionsToTxnRequestTopic_v0(buf: bytes, pos: i64) -> tuple[AddPartitionsToTxnRequestTopic, i64]:
-    o = _new(_K_AddPartitionsToTxnRequestTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -146,7 +225,7 @@ def _decode_AddPartitionsToTxnRequestTopic_v0(buf: bytes, pos: i64) -> tuple[Add
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -160,13 +239,13 @@ def _decode_AddPartitionsToTxnRequestTopic_v0(buf: bytes, pos: i64) -> tuple[Add
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return AddPartitionsToTxnRequestTopic(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_AddPartitionsToTxnRequestTopic_v0(o: AddPartitionsToTxnRequestTopic, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -175,7 +254,7 @@ def _encode_AddPartitionsToTxnRequestTopic_v0(o: AddPartitionsToTxnRequestTopic,
             raise ValueOutOfRangeError('string field Name is too long', version=0)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -188,10 +267,11 @@ def _encode_AddPartitionsToTxnRequestTopic_v0(o: AddPartitionsToTxnRequestTopic,
 
 
 def _decode_AddPartitionsToTxnRequestTopic_v3(buf: bytes, pos: i64) -> tuple[AddPartitionsToTxnRequestTopic, i64]:
-    o = _new(_K_AddPartitionsToTxnRequestTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -206,7 +286,7 @@ def _decode_AddPartitionsToTxnRequestTopic_v3(buf: bytes, pos: i64) -> tuple[Add
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -224,15 +304,14 @@ def _decode_AddPartitionsToTxnRequestTopic_v3(buf: bytes, pos: i64) -> tuple[Add
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -244,12 +323,12 @@ def _decode_AddPartitionsToTxnRequestTopic_v3(buf: bytes, pos: i64) -> tuple[Add
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AddPartitionsToTxnRequestTopic(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_AddPartitionsToTxnRequestTopic_v3(o: AddPartitionsToTxnRequestTopic, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=3)
     else:
@@ -262,7 +341,7 @@ def _encode_AddPartitionsToTxnRequestTopic_v3(o: AddPartitionsToTxnRequestTopic,
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=3)
     else:
@@ -281,10 +360,14 @@ def _encode_AddPartitionsToTxnRequestTopic_v3(o: AddPartitionsToTxnRequestTopic,
 
 
 def _decode_AddPartitionsToTxnRequestTransaction_v4(buf: bytes, pos: i64) -> tuple[AddPartitionsToTxnRequestTransaction, i64]:
-    o = _new(_K_AddPartitionsToTxnRequestTransaction)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_transactional_id: Any
+    f_producer_id: Any
+    f_producer_epoch: Any
+    f_verify_only: Any
+    f_topics: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -299,13 +382,13 @@ def _decode_AddPartitionsToTxnRequestTransaction_v4(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('TransactionalId')
-        o.transactional_id = buf[pos:end].decode()
+        f_transactional_id = buf[pos:end].decode()
         pos = end
-    o.producer_id = read_i64_be(buf, pos)
+    f_producer_id = read_i64_be(buf, pos)
     pos += 8
-    o.producer_epoch = read_i16_be(buf, pos)
+    f_producer_epoch = read_i16_be(buf, pos)
     pos += 2
-    o.verify_only = buf[pos] != 0
+    f_verify_only = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -322,15 +405,14 @@ def _decode_AddPartitionsToTxnRequestTransaction_v4(buf: bytes, pos: i64) -> tup
         for _i_topics in range(n):
             x_topics, pos = _decode_AddPartitionsToTxnRequestTopic_v3(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -342,12 +424,12 @@ def _decode_AddPartitionsToTxnRequestTransaction_v4(buf: bytes, pos: i64) -> tup
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AddPartitionsToTxnRequestTransaction(transactional_id=f_transactional_id, producer_id=f_producer_id, producer_epoch=f_producer_epoch, verify_only=f_verify_only, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_AddPartitionsToTxnRequestTransaction_v4(o: AddPartitionsToTxnRequestTransaction, w: BytesWriter) -> None:
-    x_transactional_id = o.transactional_id
+    x_transactional_id: str | None = o.transactional_id
     if x_transactional_id is None:
         raise ValueOutOfRangeError('non-nullable field TransactionalId is None', version=4)
     else:
@@ -360,10 +442,12 @@ def _encode_AddPartitionsToTxnRequestTransaction_v4(o: AddPartitionsToTxnRequest
         else:
             _put_uvarint(w, m)
         w.write(b_transactional_id)
-    write_i64_be(w, o.producer_id)
-    write_i16_be(w, o.producer_epoch)
+    v_producer_id: int = o.producer_id
+    write_i64_be(w, v_producer_id)
+    v_producer_epoch: int = o.producer_epoch
+    write_i16_be(w, v_producer_epoch)
     w.append(_ONE if o.verify_only else _ZERO)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=4)
     else:
@@ -382,11 +466,13 @@ def _encode_AddPartitionsToTxnRequestTransaction_v4(o: AddPartitionsToTxnRequest
 
 
 def _decode_AddPartitionsToTxnRequest_v0(buf: bytes, pos: i64) -> tuple[AddPartitionsToTxnRequest, i64]:
-    o = _new(_K_AddPartitionsToTxnRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.transactions = []
+    f_v3_and_below_transactional_id: Any
+    f_v3_and_below_producer_id: Any
+    f_v3_and_below_producer_epoch: Any
+    f_v3_and_below_topics: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -397,11 +483,11 @@ def _decode_AddPartitionsToTxnRequest_v0(buf: bytes, pos: i64) -> tuple[AddParti
         end = pos + n
         if end > blen:
             raise _truncated('V3AndBelowTransactionalId')
-        o.v3_and_below_transactional_id = buf[pos:end].decode()
+        f_v3_and_below_transactional_id = buf[pos:end].decode()
         pos = end
-    o.v3_and_below_producer_id = read_i64_be(buf, pos)
+    f_v3_and_below_producer_id = read_i64_be(buf, pos)
     pos += 8
-    o.v3_and_below_producer_epoch = read_i16_be(buf, pos)
+    f_v3_and_below_producer_epoch = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -414,15 +500,15 @@ def _decode_AddPartitionsToTxnRequest_v0(buf: bytes, pos: i64) -> tuple[AddParti
         for _i_v3_and_below_topics in range(n):
             x_v3_and_below_topics, pos = _decode_AddPartitionsToTxnRequestTopic_v0(buf, pos)
             lst_v3_and_below_topics.append(x_v3_and_below_topics)
-        o.v3_and_below_topics = lst_v3_and_below_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_v3_and_below_topics = lst_v3_and_below_topics
+    utf: Any = ()
+    return AddPartitionsToTxnRequest(v3_and_below_transactional_id=f_v3_and_below_transactional_id, v3_and_below_producer_id=f_v3_and_below_producer_id, v3_and_below_producer_epoch=f_v3_and_below_producer_epoch, v3_and_below_topics=f_v3_and_below_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_AddPartitionsToTxnRequest_v0(o: AddPartitionsToTxnRequest, w: BytesWriter) -> None:
     if o.transactions is None or len(o.transactions) != 0:
         raise FieldNotInVersionError('non-default Transactions cannot be written', version=0)
-    x_v3_and_below_transactional_id = o.v3_and_below_transactional_id
+    x_v3_and_below_transactional_id: str | None = o.v3_and_below_transactional_id
     if x_v3_and_below_transactional_id is None:
         raise ValueOutOfRangeError('non-nullable field V3AndBelowTransactionalId is None', version=0)
     else:
@@ -431,9 +517,11 @@ def _encode_AddPartitionsToTxnRequest_v0(o: AddPartitionsToTxnRequest, w: BytesW
             raise ValueOutOfRangeError('string field V3AndBelowTransactionalId is too long', version=0)
         write_i16_be(w, len(b_v3_and_below_transactional_id))
         w.write(b_v3_and_below_transactional_id)
-    write_i64_be(w, o.v3_and_below_producer_id)
-    write_i16_be(w, o.v3_and_below_producer_epoch)
-    x_v3_and_below_topics = o.v3_and_below_topics
+    v_v3_and_below_producer_id: int = o.v3_and_below_producer_id
+    write_i64_be(w, v_v3_and_below_producer_id)
+    v_v3_and_below_producer_epoch: int = o.v3_and_below_producer_epoch
+    write_i16_be(w, v_v3_and_below_producer_epoch)
+    x_v3_and_below_topics: Any = o.v3_and_below_topics
     if x_v3_and_below_topics is None:
         raise ValueOutOfRangeError('non-nullable field V3AndBelowTopics is None', version=0)
     else:
@@ -446,11 +534,13 @@ def _encode_AddPartitionsToTxnRequest_v0(o: AddPartitionsToTxnRequest, w: BytesW
 
 
 def _decode_AddPartitionsToTxnRequest_v3(buf: bytes, pos: i64) -> tuple[AddPartitionsToTxnRequest, i64]:
-    o = _new(_K_AddPartitionsToTxnRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.transactions = []
+    f_v3_and_below_transactional_id: Any
+    f_v3_and_below_producer_id: Any
+    f_v3_and_below_producer_epoch: Any
+    f_v3_and_below_topics: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -465,11 +555,11 @@ def _decode_AddPartitionsToTxnRequest_v3(buf: bytes, pos: i64) -> tuple[AddParti
         end = pos + n
         if end > blen:
             raise _truncated('V3AndBelowTransactionalId')
-        o.v3_and_below_transactional_id = buf[pos:end].decode()
+        f_v3_and_below_transactional_id = buf[pos:end].decode()
         pos = end
-    o.v3_and_below_producer_id = read_i64_be(buf, pos)
+    f_v3_and_below_producer_id = read_i64_be(buf, pos)
     pos += 8
-    o.v3_and_below_producer_epoch = read_i16_be(buf, pos)
+    f_v3_and_below_producer_epoch = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -486,15 +576,14 @@ def _decode_AddPartitionsToTxnRequest_v3(buf: bytes, pos: i64) -> tuple[AddParti
         for _i_v3_and_below_topics in range(n):
             x_v3_and_below_topics, pos = _decode_AddPartitionsToTxnRequestTopic_v3(buf, pos)
             lst_v3_and_below_topics.append(x_v3_and_below_topics)
-        o.v3_and_below_topics = lst_v3_and_below_topics
+        f_v3_and_below_topics = lst_v3_and_below_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -506,14 +595,14 @@ def _decode_AddPartitionsToTxnRequest_v3(buf: bytes, pos: i64) -> tuple[AddParti
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AddPartitionsToTxnRequest(v3_and_below_transactional_id=f_v3_and_below_transactional_id, v3_and_below_producer_id=f_v3_and_below_producer_id, v3_and_below_producer_epoch=f_v3_and_below_producer_epoch, v3_and_below_topics=f_v3_and_below_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_AddPartitionsToTxnRequest_v3(o: AddPartitionsToTxnRequest, w: BytesWriter) -> None:
     if o.transactions is None or len(o.transactions) != 0:
         raise FieldNotInVersionError('non-default Transactions cannot be written', version=3)
-    x_v3_and_below_transactional_id = o.v3_and_below_transactional_id
+    x_v3_and_below_transactional_id: str | None = o.v3_and_below_transactional_id
     if x_v3_and_below_transactional_id is None:
         raise ValueOutOfRangeError('non-nullable field V3AndBelowTransactionalId is None', version=3)
     else:
@@ -526,9 +615,11 @@ def _encode_AddPartitionsToTxnRequest_v3(o: AddPartitionsToTxnRequest, w: BytesW
         else:
             _put_uvarint(w, m)
         w.write(b_v3_and_below_transactional_id)
-    write_i64_be(w, o.v3_and_below_producer_id)
-    write_i16_be(w, o.v3_and_below_producer_epoch)
-    x_v3_and_below_topics = o.v3_and_below_topics
+    v_v3_and_below_producer_id: int = o.v3_and_below_producer_id
+    write_i64_be(w, v_v3_and_below_producer_id)
+    v_v3_and_below_producer_epoch: int = o.v3_and_below_producer_epoch
+    write_i16_be(w, v_v3_and_below_producer_epoch)
+    x_v3_and_below_topics: Any = o.v3_and_below_topics
     if x_v3_and_below_topics is None:
         raise ValueOutOfRangeError('non-nullable field V3AndBelowTopics is None', version=3)
     else:
@@ -547,14 +638,10 @@ def _encode_AddPartitionsToTxnRequest_v3(o: AddPartitionsToTxnRequest, w: BytesW
 
 
 def _decode_AddPartitionsToTxnRequest_v4(buf: bytes, pos: i64) -> tuple[AddPartitionsToTxnRequest, i64]:
-    o = _new(_K_AddPartitionsToTxnRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.v3_and_below_transactional_id = ''
-    o.v3_and_below_producer_id = 0
-    o.v3_and_below_producer_epoch = 0
-    o.v3_and_below_topics = []
+    f_transactions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -570,15 +657,14 @@ def _decode_AddPartitionsToTxnRequest_v4(buf: bytes, pos: i64) -> tuple[AddParti
         for _i_transactions in range(n):
             x_transactions, pos = _decode_AddPartitionsToTxnRequestTransaction_v4(buf, pos)
             lst_transactions.append(x_transactions)
-        o.transactions = lst_transactions
+        f_transactions = lst_transactions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -590,20 +676,22 @@ def _decode_AddPartitionsToTxnRequest_v4(buf: bytes, pos: i64) -> tuple[AddParti
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AddPartitionsToTxnRequest(transactions=f_transactions, unknown_tagged_fields=utf), pos
 
 
 def _encode_AddPartitionsToTxnRequest_v4(o: AddPartitionsToTxnRequest, w: BytesWriter) -> None:
     if o.v3_and_below_transactional_id != '':
         raise FieldNotInVersionError('non-default V3AndBelowTransactionalId cannot be written', version=4)
-    if o.v3_and_below_producer_id != 0:
+    d_v3_and_below_producer_id: int = o.v3_and_below_producer_id
+    if d_v3_and_below_producer_id != 0:
         raise FieldNotInVersionError('non-default V3AndBelowProducerId cannot be written', version=4)
-    if o.v3_and_below_producer_epoch != 0:
+    d_v3_and_below_producer_epoch: int = o.v3_and_below_producer_epoch
+    if d_v3_and_below_producer_epoch != 0:
         raise FieldNotInVersionError('non-default V3AndBelowProducerEpoch cannot be written', version=4)
     if o.v3_and_below_topics is None or len(o.v3_and_below_topics) != 0:
         raise FieldNotInVersionError('non-default V3AndBelowTopics cannot be written', version=4)
-    x_transactions = o.transactions
+    x_transactions: Any = o.transactions
     if x_transactions is None:
         raise ValueOutOfRangeError('non-nullable field Transactions is None', version=4)
     else:
@@ -622,39 +710,42 @@ def _encode_AddPartitionsToTxnRequest_v4(o: AddPartitionsToTxnRequest, w: BytesW
 
 
 def _decode_AddPartitionsToTxnResponsePartitionResult_v0(buf: bytes, pos: i64) -> tuple[AddPartitionsToTxnResponsePartitionResult, i64]:
-    o = _new(_K_AddPartitionsToTxnResponsePartitionResult)
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_partition_error_code: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.partition_error_code = read_i16_be(buf, pos)
+    f_partition_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return AddPartitionsToTxnResponsePartitionResult(partition_index=f_partition_index, partition_error_code=f_partition_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_AddPartitionsToTxnResponsePartitionResult_v0(o: AddPartitionsToTxnResponsePartitionResult, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.partition_error_code)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_partition_error_code: int = o.partition_error_code
+    write_i16_be(w, v_partition_error_code)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_AddPartitionsToTxnResponsePartitionResult_v3(buf: bytes, pos: i64) -> tuple[AddPartitionsToTxnResponsePartitionResult, i64]:
-    o = _new(_K_AddPartitionsToTxnResponsePartitionResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_partition_error_code: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.partition_error_code = read_i16_be(buf, pos)
+    f_partition_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -666,13 +757,15 @@ def _decode_AddPartitionsToTxnResponsePartitionResult_v3(buf: bytes, pos: i64) -
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AddPartitionsToTxnResponsePartitionResult(partition_index=f_partition_index, partition_error_code=f_partition_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_AddPartitionsToTxnResponsePartitionResult_v3(o: AddPartitionsToTxnResponsePartitionResult, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.partition_error_code)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_partition_error_code: int = o.partition_error_code
+    write_i16_be(w, v_partition_error_code)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -680,10 +773,11 @@ def _encode_AddPartitionsToTxnResponsePartitionResult_v3(o: AddPartitionsToTxnRe
 
 
 def _decode_AddPartitionsToTxnResponseTopicResult_v0(buf: bytes, pos: i64) -> tuple[AddPartitionsToTxnResponseTopicResult, i64]:
-    o = _new(_K_AddPartitionsToTxnResponseTopicResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_results_by_partition: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -694,7 +788,7 @@ def _decode_AddPartitionsToTxnResponseTopicResult_v0(buf: bytes, pos: i64) -> tu
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -707,13 +801,13 @@ def _decode_AddPartitionsToTxnResponseTopicResult_v0(buf: bytes, pos: i64) -> tu
         for _i_results_by_partition in range(n):
             x_results_by_partition, pos = _decode_AddPartitionsToTxnResponsePartitionResult_v0(buf, pos)
             lst_results_by_partition.append(x_results_by_partition)
-        o.results_by_partition = lst_results_by_partition
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_results_by_partition = lst_results_by_partition
+    utf: Any = ()
+    return AddPartitionsToTxnResponseTopicResult(name=f_name, results_by_partition=f_results_by_partition, unknown_tagged_fields=utf), pos
 
 
 def _encode_AddPartitionsToTxnResponseTopicResult_v0(o: AddPartitionsToTxnResponseTopicResult, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -722,7 +816,7 @@ def _encode_AddPartitionsToTxnResponseTopicResult_v0(o: AddPartitionsToTxnRespon
             raise ValueOutOfRangeError('string field Name is too long', version=0)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_results_by_partition = o.results_by_partition
+    x_results_by_partition: Any = o.results_by_partition
     if x_results_by_partition is None:
         raise ValueOutOfRangeError('non-nullable field ResultsByPartition is None', version=0)
     else:
@@ -735,10 +829,11 @@ def _encode_AddPartitionsToTxnResponseTopicResult_v0(o: AddPartitionsToTxnRespon
 
 
 def _decode_AddPartitionsToTxnResponseTopicResult_v3(buf: bytes, pos: i64) -> tuple[AddPartitionsToTxnResponseTopicResult, i64]:
-    o = _new(_K_AddPartitionsToTxnResponseTopicResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_results_by_partition: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -753,7 +848,7 @@ def _decode_AddPartitionsToTxnResponseTopicResult_v3(buf: bytes, pos: i64) -> tu
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -770,15 +865,14 @@ def _decode_AddPartitionsToTxnResponseTopicResult_v3(buf: bytes, pos: i64) -> tu
         for _i_results_by_partition in range(n):
             x_results_by_partition, pos = _decode_AddPartitionsToTxnResponsePartitionResult_v3(buf, pos)
             lst_results_by_partition.append(x_results_by_partition)
-        o.results_by_partition = lst_results_by_partition
+        f_results_by_partition = lst_results_by_partition
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -790,12 +884,12 @@ def _decode_AddPartitionsToTxnResponseTopicResult_v3(buf: bytes, pos: i64) -> tu
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AddPartitionsToTxnResponseTopicResult(name=f_name, results_by_partition=f_results_by_partition, unknown_tagged_fields=utf), pos
 
 
 def _encode_AddPartitionsToTxnResponseTopicResult_v3(o: AddPartitionsToTxnResponseTopicResult, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=3)
     else:
@@ -808,7 +902,7 @@ def _encode_AddPartitionsToTxnResponseTopicResult_v3(o: AddPartitionsToTxnRespon
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_results_by_partition = o.results_by_partition
+    x_results_by_partition: Any = o.results_by_partition
     if x_results_by_partition is None:
         raise ValueOutOfRangeError('non-nullable field ResultsByPartition is None', version=3)
     else:
@@ -827,10 +921,11 @@ def _encode_AddPartitionsToTxnResponseTopicResult_v3(o: AddPartitionsToTxnRespon
 
 
 def _decode_AddPartitionsToTxnResponseResult_v4(buf: bytes, pos: i64) -> tuple[AddPartitionsToTxnResponseResult, i64]:
-    o = _new(_K_AddPartitionsToTxnResponseResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_transactional_id: Any
+    f_topic_results: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -845,7 +940,7 @@ def _decode_AddPartitionsToTxnResponseResult_v4(buf: bytes, pos: i64) -> tuple[A
         end = pos + n
         if end > blen:
             raise _truncated('TransactionalId')
-        o.transactional_id = buf[pos:end].decode()
+        f_transactional_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -862,15 +957,14 @@ def _decode_AddPartitionsToTxnResponseResult_v4(buf: bytes, pos: i64) -> tuple[A
         for _i_topic_results in range(n):
             x_topic_results, pos = _decode_AddPartitionsToTxnResponseTopicResult_v3(buf, pos)
             lst_topic_results.append(x_topic_results)
-        o.topic_results = lst_topic_results
+        f_topic_results = lst_topic_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -882,12 +976,12 @@ def _decode_AddPartitionsToTxnResponseResult_v4(buf: bytes, pos: i64) -> tuple[A
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AddPartitionsToTxnResponseResult(transactional_id=f_transactional_id, topic_results=f_topic_results, unknown_tagged_fields=utf), pos
 
 
 def _encode_AddPartitionsToTxnResponseResult_v4(o: AddPartitionsToTxnResponseResult, w: BytesWriter) -> None:
-    x_transactional_id = o.transactional_id
+    x_transactional_id: str | None = o.transactional_id
     if x_transactional_id is None:
         raise ValueOutOfRangeError('non-nullable field TransactionalId is None', version=4)
     else:
@@ -900,7 +994,7 @@ def _encode_AddPartitionsToTxnResponseResult_v4(o: AddPartitionsToTxnResponseRes
         else:
             _put_uvarint(w, m)
         w.write(b_transactional_id)
-    x_topic_results = o.topic_results
+    x_topic_results: Any = o.topic_results
     if x_topic_results is None:
         raise ValueOutOfRangeError('non-nullable field TopicResults is None', version=4)
     else:
@@ -919,12 +1013,11 @@ def _encode_AddPartitionsToTxnResponseResult_v4(o: AddPartitionsToTxnResponseRes
 
 
 def _decode_AddPartitionsToTxnResponse_v0(buf: bytes, pos: i64) -> tuple[AddPartitionsToTxnResponse, i64]:
-    o = _new(_K_AddPartitionsToTxnResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.error_code = 0
-    o.results_by_transaction = []
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_results_by_topic_v3_and_below: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -937,16 +1030,17 @@ def _decode_AddPartitionsToTxnResponse_v0(buf: bytes, pos: i64) -> tuple[AddPart
         for _i_results_by_topic_v3_and_below in range(n):
             x_results_by_topic_v3_and_below, pos = _decode_AddPartitionsToTxnResponseTopicResult_v0(buf, pos)
             lst_results_by_topic_v3_and_below.append(x_results_by_topic_v3_and_below)
-        o.results_by_topic_v3_and_below = lst_results_by_topic_v3_and_below
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_results_by_topic_v3_and_below = lst_results_by_topic_v3_and_below
+    utf: Any = ()
+    return AddPartitionsToTxnResponse(throttle_time_ms=f_throttle_time_ms, results_by_topic_v3_and_below=f_results_by_topic_v3_and_below, unknown_tagged_fields=utf), pos
 
 
 def _encode_AddPartitionsToTxnResponse_v0(o: AddPartitionsToTxnResponse, w: BytesWriter) -> None:
     if o.results_by_transaction is None or len(o.results_by_transaction) != 0:
         raise FieldNotInVersionError('non-default ResultsByTransaction cannot be written', version=0)
-    write_i32_be(w, o.throttle_time_ms)
-    x_results_by_topic_v3_and_below = o.results_by_topic_v3_and_below
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_results_by_topic_v3_and_below: Any = o.results_by_topic_v3_and_below
     if x_results_by_topic_v3_and_below is None:
         raise ValueOutOfRangeError('non-nullable field ResultsByTopicV3AndBelow is None', version=0)
     else:
@@ -959,13 +1053,12 @@ def _encode_AddPartitionsToTxnResponse_v0(o: AddPartitionsToTxnResponse, w: Byte
 
 
 def _decode_AddPartitionsToTxnResponse_v3(buf: bytes, pos: i64) -> tuple[AddPartitionsToTxnResponse, i64]:
-    o = _new(_K_AddPartitionsToTxnResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = 0
-    o.results_by_transaction = []
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_results_by_topic_v3_and_below: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -982,15 +1075,14 @@ def _decode_AddPartitionsToTxnResponse_v3(buf: bytes, pos: i64) -> tuple[AddPart
         for _i_results_by_topic_v3_and_below in range(n):
             x_results_by_topic_v3_and_below, pos = _decode_AddPartitionsToTxnResponseTopicResult_v3(buf, pos)
             lst_results_by_topic_v3_and_below.append(x_results_by_topic_v3_and_below)
-        o.results_by_topic_v3_and_below = lst_results_by_topic_v3_and_below
+        f_results_by_topic_v3_and_below = lst_results_by_topic_v3_and_below
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1002,15 +1094,16 @@ def _decode_AddPartitionsToTxnResponse_v3(buf: bytes, pos: i64) -> tuple[AddPart
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AddPartitionsToTxnResponse(throttle_time_ms=f_throttle_time_ms, results_by_topic_v3_and_below=f_results_by_topic_v3_and_below, unknown_tagged_fields=utf), pos
 
 
 def _encode_AddPartitionsToTxnResponse_v3(o: AddPartitionsToTxnResponse, w: BytesWriter) -> None:
     if o.results_by_transaction is None or len(o.results_by_transaction) != 0:
         raise FieldNotInVersionError('non-default ResultsByTransaction cannot be written', version=3)
-    write_i32_be(w, o.throttle_time_ms)
-    x_results_by_topic_v3_and_below = o.results_by_topic_v3_and_below
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_results_by_topic_v3_and_below: Any = o.results_by_topic_v3_and_below
     if x_results_by_topic_v3_and_below is None:
         raise ValueOutOfRangeError('non-nullable field ResultsByTopicV3AndBelow is None', version=3)
     else:
@@ -1029,14 +1122,15 @@ def _encode_AddPartitionsToTxnResponse_v3(o: AddPartitionsToTxnResponse, w: Byte
 
 
 def _decode_AddPartitionsToTxnResponse_v4(buf: bytes, pos: i64) -> tuple[AddPartitionsToTxnResponse, i64]:
-    o = _new(_K_AddPartitionsToTxnResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.results_by_topic_v3_and_below = []
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_results_by_transaction: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1053,15 +1147,14 @@ def _decode_AddPartitionsToTxnResponse_v4(buf: bytes, pos: i64) -> tuple[AddPart
         for _i_results_by_transaction in range(n):
             x_results_by_transaction, pos = _decode_AddPartitionsToTxnResponseResult_v4(buf, pos)
             lst_results_by_transaction.append(x_results_by_transaction)
-        o.results_by_transaction = lst_results_by_transaction
+        f_results_by_transaction = lst_results_by_transaction
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1073,16 +1166,18 @@ def _decode_AddPartitionsToTxnResponse_v4(buf: bytes, pos: i64) -> tuple[AddPart
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AddPartitionsToTxnResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, results_by_transaction=f_results_by_transaction, unknown_tagged_fields=utf), pos
 
 
 def _encode_AddPartitionsToTxnResponse_v4(o: AddPartitionsToTxnResponse, w: BytesWriter) -> None:
     if o.results_by_topic_v3_and_below is None or len(o.results_by_topic_v3_and_below) != 0:
         raise FieldNotInVersionError('non-default ResultsByTopicV3AndBelow cannot be written', version=4)
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_results_by_transaction = o.results_by_transaction
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_results_by_transaction: Any = o.results_by_transaction
     if x_results_by_transaction is None:
         raise ValueOutOfRangeError('non-nullable field ResultsByTransaction is None', version=4)
     else:
@@ -1111,4 +1206,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (AddPartitionsToTxnResponse, {0: _decode_AddPartitionsToTxnResponse_v0, 1: _decode_AddPartitionsToTxnResponse_v0, 2: _decode_AddPartitionsToTxnResponse_v0, 3: _decode_AddPartitionsToTxnResponse_v3, 4: _decode_AddPartitionsToTxnResponse_v4, 5: _decode_AddPartitionsToTxnResponse_v4}, {0: _encode_AddPartitionsToTxnResponse_v0, 1: _encode_AddPartitionsToTxnResponse_v0, 2: _encode_AddPartitionsToTxnResponse_v0, 3: _encode_AddPartitionsToTxnResponse_v3, 4: _encode_AddPartitionsToTxnResponse_v4, 5: _encode_AddPartitionsToTxnResponse_v4}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.add_partitions_to_txn', TABLES)

@@ -21,22 +21,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.add_raft_voter import (
-    AddRaftVoterRequest,
-    AddRaftVoterRequestListener,
-    AddRaftVoterResponse,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_AddRaftVoterRequest: Final = AddRaftVoterRequest
-_K_AddRaftVoterRequestListener: Final = AddRaftVoterRequestListener
-_K_AddRaftVoterResponse: Final = AddRaftVoterResponse
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -122,11 +115,58 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class AddRaftVoterRequestListener(_NativeStruct):
+    name: Any
+    host: Any
+    port: Any
+
+    def __init__(self, *, name: Any = '', host: Any = '', port: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AddRaftVoterRequest(_NativeMessage):
+    cluster_id: Any
+    timeout_ms: Any
+    voter_id: Any
+    voter_directory_id: Any
+    listeners: Any
+    ack_when_committed: Any
+
+    def __init__(self, *, cluster_id: Any = '', timeout_ms: Any = 0, voter_id: Any = 0, voter_directory_id: Any = ZERO_UUID, listeners: Any = FRESH, ack_when_committed: Any = True, unknown_tagged_fields: Any = ()) -> None:
+        self.cluster_id = cluster_id
+        self.timeout_ms = timeout_ms
+        self.voter_id = voter_id
+        self.voter_directory_id = voter_directory_id
+        self.listeners = [] if listeners is FRESH else listeners
+        self.ack_when_committed = ack_when_committed
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AddRaftVoterResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+    error_message: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, error_message: Any = '', unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_AddRaftVoterRequestListener = AddRaftVoterRequestListener()
+
+
 def _decode_AddRaftVoterRequestListener_v0(buf: bytes, pos: i64) -> tuple[AddRaftVoterRequestListener, i64]:
-    o = _new(_K_AddRaftVoterRequestListener)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_host: Any
+    f_port: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -141,7 +181,7 @@ def _decode_AddRaftVoterRequestListener_v0(buf: bytes, pos: i64) -> tuple[AddRaf
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -157,18 +197,17 @@ def _decode_AddRaftVoterRequestListener_v0(buf: bytes, pos: i64) -> tuple[AddRaf
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
-    o.port = int(read_i16_be(buf, pos)) & 0xFFFF
+    f_port = int(read_i16_be(buf, pos)) & 0xFFFF
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -180,12 +219,12 @@ def _decode_AddRaftVoterRequestListener_v0(buf: bytes, pos: i64) -> tuple[AddRaf
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AddRaftVoterRequestListener(name=f_name, host=f_host, port=f_port, unknown_tagged_fields=utf), pos
 
 
 def _encode_AddRaftVoterRequestListener_v0(o: AddRaftVoterRequestListener, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -198,7 +237,7 @@ def _encode_AddRaftVoterRequestListener_v0(o: AddRaftVoterRequestListener, w: By
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_host = o.host
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
     else:
@@ -211,7 +250,8 @@ def _encode_AddRaftVoterRequestListener_v0(o: AddRaftVoterRequestListener, w: By
         else:
             _put_uvarint(w, m)
         w.write(b_host)
-    _put_u16(w, o.port)
+    v_port: int = o.port
+    _put_u16(w, v_port)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -219,11 +259,14 @@ def _encode_AddRaftVoterRequestListener_v0(o: AddRaftVoterRequestListener, w: By
 
 
 def _decode_AddRaftVoterRequest_v0(buf: bytes, pos: i64) -> tuple[AddRaftVoterRequest, i64]:
-    o = _new(_K_AddRaftVoterRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.ack_when_committed = True
+    f_cluster_id: Any
+    f_timeout_ms: Any
+    f_voter_id: Any
+    f_voter_directory_id: Any
+    f_listeners: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -231,20 +274,20 @@ def _decode_AddRaftVoterRequest_v0(buf: bytes, pos: i64) -> tuple[AddRaftVoterRe
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.cluster_id = None
+        f_cluster_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ClusterId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ClusterId')
-        o.cluster_id = buf[pos:end].decode()
+        f_cluster_id = buf[pos:end].decode()
         pos = end
-    o.timeout_ms = read_i32_be(buf, pos)
+    f_timeout_ms = read_i32_be(buf, pos)
     pos += 4
-    o.voter_id = read_i32_be(buf, pos)
+    f_voter_id = read_i32_be(buf, pos)
     pos += 4
-    o.voter_directory_id = _uuid(buf, pos)
+    f_voter_directory_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -261,15 +304,14 @@ def _decode_AddRaftVoterRequest_v0(buf: bytes, pos: i64) -> tuple[AddRaftVoterRe
         for _i_listeners in range(n):
             x_listeners, pos = _decode_AddRaftVoterRequestListener_v0(buf, pos)
             lst_listeners.append(x_listeners)
-        o.listeners = lst_listeners
+        f_listeners = lst_listeners
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -281,14 +323,14 @@ def _decode_AddRaftVoterRequest_v0(buf: bytes, pos: i64) -> tuple[AddRaftVoterRe
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AddRaftVoterRequest(cluster_id=f_cluster_id, timeout_ms=f_timeout_ms, voter_id=f_voter_id, voter_directory_id=f_voter_directory_id, listeners=f_listeners, unknown_tagged_fields=utf), pos
 
 
 def _encode_AddRaftVoterRequest_v0(o: AddRaftVoterRequest, w: BytesWriter) -> None:
     if not o.ack_when_committed:
         raise FieldNotInVersionError('non-default AckWhenCommitted cannot be written', version=0)
-    x_cluster_id = o.cluster_id
+    x_cluster_id: str | None = o.cluster_id
     if x_cluster_id is None:
         w.append(_ZERO)
     else:
@@ -301,10 +343,12 @@ def _encode_AddRaftVoterRequest_v0(o: AddRaftVoterRequest, w: BytesWriter) -> No
         else:
             _put_uvarint(w, m)
         w.write(b_cluster_id)
-    write_i32_be(w, o.timeout_ms)
-    write_i32_be(w, o.voter_id)
+    v_timeout_ms: int = o.timeout_ms
+    write_i32_be(w, v_timeout_ms)
+    v_voter_id: int = o.voter_id
+    write_i32_be(w, v_voter_id)
     _put_uuid(w, o.voter_directory_id)
-    x_listeners = o.listeners
+    x_listeners: Any = o.listeners
     if x_listeners is None:
         raise ValueOutOfRangeError('non-nullable field Listeners is None', version=0)
     else:
@@ -323,10 +367,15 @@ def _encode_AddRaftVoterRequest_v0(o: AddRaftVoterRequest, w: BytesWriter) -> No
 
 
 def _decode_AddRaftVoterRequest_v1(buf: bytes, pos: i64) -> tuple[AddRaftVoterRequest, i64]:
-    o = _new(_K_AddRaftVoterRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_cluster_id: Any
+    f_timeout_ms: Any
+    f_voter_id: Any
+    f_voter_directory_id: Any
+    f_listeners: Any
+    f_ack_when_committed: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -334,20 +383,20 @@ def _decode_AddRaftVoterRequest_v1(buf: bytes, pos: i64) -> tuple[AddRaftVoterRe
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.cluster_id = None
+        f_cluster_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ClusterId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ClusterId')
-        o.cluster_id = buf[pos:end].decode()
+        f_cluster_id = buf[pos:end].decode()
         pos = end
-    o.timeout_ms = read_i32_be(buf, pos)
+    f_timeout_ms = read_i32_be(buf, pos)
     pos += 4
-    o.voter_id = read_i32_be(buf, pos)
+    f_voter_id = read_i32_be(buf, pos)
     pos += 4
-    o.voter_directory_id = _uuid(buf, pos)
+    f_voter_directory_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -364,17 +413,16 @@ def _decode_AddRaftVoterRequest_v1(buf: bytes, pos: i64) -> tuple[AddRaftVoterRe
         for _i_listeners in range(n):
             x_listeners, pos = _decode_AddRaftVoterRequestListener_v0(buf, pos)
             lst_listeners.append(x_listeners)
-        o.listeners = lst_listeners
-    o.ack_when_committed = buf[pos] != 0
+        f_listeners = lst_listeners
+    f_ack_when_committed = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -386,12 +434,12 @@ def _decode_AddRaftVoterRequest_v1(buf: bytes, pos: i64) -> tuple[AddRaftVoterRe
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AddRaftVoterRequest(cluster_id=f_cluster_id, timeout_ms=f_timeout_ms, voter_id=f_voter_id, voter_directory_id=f_voter_directory_id, listeners=f_listeners, ack_when_committed=f_ack_when_committed, unknown_tagged_fields=utf), pos
 
 
 def _encode_AddRaftVoterRequest_v1(o: AddRaftVoterRequest, w: BytesWriter) -> None:
-    x_cluster_id = o.cluster_id
+    x_cluster_id: str | None = o.cluster_id
     if x_cluster_id is None:
         w.append(_ZERO)
     else:
@@ -404,10 +452,12 @@ def _encode_AddRaftVoterRequest_v1(o: AddRaftVoterRequest, w: BytesWriter) -> No
         else:
             _put_uvarint(w, m)
         w.write(b_cluster_id)
-    write_i32_be(w, o.timeout_ms)
-    write_i32_be(w, o.voter_id)
+    v_timeout_ms: int = o.timeout_ms
+    write_i32_be(w, v_timeout_ms)
+    v_voter_id: int = o.voter_id
+    write_i32_be(w, v_voter_id)
     _put_uuid(w, o.voter_directory_id)
-    x_listeners = o.listeners
+    x_listeners: Any = o.listeners
     if x_listeners is None:
         raise ValueOutOfRangeError('non-nullable field Listeners is None', version=1)
     else:
@@ -427,13 +477,15 @@ def _encode_AddRaftVoterRequest_v1(o: AddRaftVoterRequest, w: BytesWriter) -> No
 
 
 def _decode_AddRaftVoterResponse_v0(buf: bytes, pos: i64) -> tuple[AddRaftVoterResponse, i64]:
-    o = _new(_K_AddRaftVoterResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -442,23 +494,22 @@ def _decode_AddRaftVoterResponse_v0(buf: bytes, pos: i64) -> tuple[AddRaftVoterR
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -470,14 +521,16 @@ def _decode_AddRaftVoterResponse_v0(buf: bytes, pos: i64) -> tuple[AddRaftVoterR
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AddRaftVoterResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, unknown_tagged_fields=utf), pos
 
 
 def _encode_AddRaftVoterResponse_v0(o: AddRaftVoterResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -503,4 +556,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (AddRaftVoterResponse, {0: _decode_AddRaftVoterResponse_v0, 1: _decode_AddRaftVoterResponse_v0}, {0: _encode_AddRaftVoterResponse_v0, 1: _encode_AddRaftVoterResponse_v0}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.add_raft_voter', TABLES)

@@ -22,20 +22,14 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
+from kafka_wire.codec.native_base import Message as _NativeMessage
 from kafka_wire.codec.runtime import ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError
-from kafka_wire.messages.allocate_producer_ids import (
-    AllocateProducerIdsRequest,
-    AllocateProducerIdsResponse,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_AllocateProducerIdsRequest: Final = AllocateProducerIdsRequest
-_K_AllocateProducerIdsResponse: Final = AllocateProducerIdsResponse
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -121,23 +115,47 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class AllocateProducerIdsRequest(_NativeMessage):
+    broker_id: Any
+    broker_epoch: Any
+
+    def __init__(self, *, broker_id: Any = 0, broker_epoch: Any = -1, unknown_tagged_fields: Any = ()) -> None:
+        self.broker_id = broker_id
+        self.broker_epoch = broker_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AllocateProducerIdsResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+    producer_id_start: Any
+    producer_id_len: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, producer_id_start: Any = 0, producer_id_len: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.producer_id_start = producer_id_start
+        self.producer_id_len = producer_id_len
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
 def _decode_AllocateProducerIdsRequest_v0(buf: bytes, pos: i64) -> tuple[AllocateProducerIdsRequest, i64]:
-    o = _new(_K_AllocateProducerIdsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.broker_id = read_i32_be(buf, pos)
+    f_broker_id: Any
+    f_broker_epoch: Any
+    f_broker_id = read_i32_be(buf, pos)
     pos += 4
-    o.broker_epoch = read_i64_be(buf, pos)
+    f_broker_epoch = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -149,13 +167,15 @@ def _decode_AllocateProducerIdsRequest_v0(buf: bytes, pos: i64) -> tuple[Allocat
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AllocateProducerIdsRequest(broker_id=f_broker_id, broker_epoch=f_broker_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_AllocateProducerIdsRequest_v0(o: AllocateProducerIdsRequest, w: BytesWriter) -> None:
-    write_i32_be(w, o.broker_id)
-    write_i64_be(w, o.broker_epoch)
+    v_broker_id: int = o.broker_id
+    write_i32_be(w, v_broker_id)
+    v_broker_epoch: int = o.broker_epoch
+    write_i64_be(w, v_broker_epoch)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -163,26 +183,28 @@ def _encode_AllocateProducerIdsRequest_v0(o: AllocateProducerIdsRequest, w: Byte
 
 
 def _decode_AllocateProducerIdsResponse_v0(buf: bytes, pos: i64) -> tuple[AllocateProducerIdsResponse, i64]:
-    o = _new(_K_AllocateProducerIdsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_producer_id_start: Any
+    f_producer_id_len: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.producer_id_start = read_i64_be(buf, pos)
+    f_producer_id_start = read_i64_be(buf, pos)
     pos += 8
-    o.producer_id_len = read_i32_be(buf, pos)
+    f_producer_id_len = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -194,15 +216,19 @@ def _decode_AllocateProducerIdsResponse_v0(buf: bytes, pos: i64) -> tuple[Alloca
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AllocateProducerIdsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, producer_id_start=f_producer_id_start, producer_id_len=f_producer_id_len, unknown_tagged_fields=utf), pos
 
 
 def _encode_AllocateProducerIdsResponse_v0(o: AllocateProducerIdsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    write_i64_be(w, o.producer_id_start)
-    write_i32_be(w, o.producer_id_len)
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_producer_id_start: int = o.producer_id_start
+    write_i64_be(w, v_producer_id_start)
+    v_producer_id_len: int = o.producer_id_len
+    write_i32_be(w, v_producer_id_len)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -215,4 +241,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (AllocateProducerIdsResponse, {0: _decode_AllocateProducerIdsResponse_v0}, {0: _encode_AllocateProducerIdsResponse_v0}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.allocate_producer_ids', TABLES)

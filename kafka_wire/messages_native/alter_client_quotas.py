@@ -23,30 +23,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.alter_client_quotas import (
-    AlterClientQuotasRequest,
-    AlterClientQuotasRequestEntityData,
-    AlterClientQuotasRequestEntryData,
-    AlterClientQuotasRequestOpData,
-    AlterClientQuotasResponse,
-    AlterClientQuotasResponseEntityData,
-    AlterClientQuotasResponseEntryData,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_AlterClientQuotasRequest: Final = AlterClientQuotasRequest
-_K_AlterClientQuotasRequestEntityData: Final = AlterClientQuotasRequestEntityData
-_K_AlterClientQuotasRequestEntryData: Final = AlterClientQuotasRequestEntryData
-_K_AlterClientQuotasRequestOpData: Final = AlterClientQuotasRequestOpData
-_K_AlterClientQuotasResponse: Final = AlterClientQuotasResponse
-_K_AlterClientQuotasResponseEntityData: Final = AlterClientQuotasResponseEntityData
-_K_AlterClientQuotasResponseEntryData: Final = AlterClientQuotasResponseEntryData
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -132,11 +117,93 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class AlterClientQuotasRequestEntityData(_NativeStruct):
+    entity_type: Any
+    entity_name: Any
+
+    def __init__(self, *, entity_type: Any = '', entity_name: Any = '', unknown_tagged_fields: Any = ()) -> None:
+        self.entity_type = entity_type
+        self.entity_name = entity_name
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AlterClientQuotasRequestOpData(_NativeStruct):
+    key: Any
+    value: Any
+    remove: Any
+
+    def __init__(self, *, key: Any = '', value: Any = 0.0, remove: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.key = key
+        self.value = value
+        self.remove = remove
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AlterClientQuotasRequestEntryData(_NativeStruct):
+    entity: Any
+    ops: Any
+
+    def __init__(self, *, entity: Any = FRESH, ops: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.entity = [] if entity is FRESH else entity
+        self.ops = [] if ops is FRESH else ops
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AlterClientQuotasRequest(_NativeMessage):
+    entries: Any
+    validate_only: Any
+
+    def __init__(self, *, entries: Any = FRESH, validate_only: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.entries = [] if entries is FRESH else entries
+        self.validate_only = validate_only
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AlterClientQuotasResponseEntityData(_NativeStruct):
+    entity_type: Any
+    entity_name: Any
+
+    def __init__(self, *, entity_type: Any = '', entity_name: Any = '', unknown_tagged_fields: Any = ()) -> None:
+        self.entity_type = entity_type
+        self.entity_name = entity_name
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AlterClientQuotasResponseEntryData(_NativeStruct):
+    error_code: Any
+    error_message: Any
+    entity: Any
+
+    def __init__(self, *, error_code: Any = 0, error_message: Any = '', entity: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.entity = [] if entity is FRESH else entity
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AlterClientQuotasResponse(_NativeMessage):
+    throttle_time_ms: Any
+    entries: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, entries: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.entries = [] if entries is FRESH else entries
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_AlterClientQuotasRequestEntityData = AlterClientQuotasRequestEntityData()
+_DEFAULT_AlterClientQuotasRequestOpData = AlterClientQuotasRequestOpData()
+_DEFAULT_AlterClientQuotasRequestEntryData = AlterClientQuotasRequestEntryData()
+_DEFAULT_AlterClientQuotasResponseEntityData = AlterClientQuotasResponseEntityData()
+_DEFAULT_AlterClientQuotasResponseEntryData = AlterClientQuotasResponseEntryData()
+
+
 def _decode_AlterClientQuotasRequestEntityData_v0(buf: bytes, pos: i64) -> tuple[AlterClientQuotasRequestEntityData, i64]:
-    o = _new(_K_AlterClientQuotasRequestEntityData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_entity_type: Any
+    f_entity_name: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -147,26 +214,26 @@ def _decode_AlterClientQuotasRequestEntityData_v0(buf: bytes, pos: i64) -> tuple
         end = pos + n
         if end > blen:
             raise _truncated('EntityType')
-        o.entity_type = buf[pos:end].decode()
+        f_entity_type = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.entity_name = None
+        f_entity_name = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field EntityName is too long')
         end = pos + n
         if end > blen:
             raise _truncated('EntityName')
-        o.entity_name = buf[pos:end].decode()
+        f_entity_name = buf[pos:end].decode()
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return AlterClientQuotasRequestEntityData(entity_type=f_entity_type, entity_name=f_entity_name, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterClientQuotasRequestEntityData_v0(o: AlterClientQuotasRequestEntityData, w: BytesWriter) -> None:
-    x_entity_type = o.entity_type
+    x_entity_type: str | None = o.entity_type
     if x_entity_type is None:
         raise ValueOutOfRangeError('non-nullable field EntityType is None', version=0)
     else:
@@ -175,7 +242,7 @@ def _encode_AlterClientQuotasRequestEntityData_v0(o: AlterClientQuotasRequestEnt
             raise ValueOutOfRangeError('string field EntityType is too long', version=0)
         write_i16_be(w, len(b_entity_type))
         w.write(b_entity_type)
-    x_entity_name = o.entity_name
+    x_entity_name: str | None = o.entity_name
     if x_entity_name is None:
         write_i16_be(w, -1)
     else:
@@ -189,10 +256,11 @@ def _encode_AlterClientQuotasRequestEntityData_v0(o: AlterClientQuotasRequestEnt
 
 
 def _decode_AlterClientQuotasRequestEntityData_v1(buf: bytes, pos: i64) -> tuple[AlterClientQuotasRequestEntityData, i64]:
-    o = _new(_K_AlterClientQuotasRequestEntityData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_entity_type: Any
+    f_entity_name: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -207,7 +275,7 @@ def _decode_AlterClientQuotasRequestEntityData_v1(buf: bytes, pos: i64) -> tuple
         end = pos + n
         if end > blen:
             raise _truncated('EntityType')
-        o.entity_type = buf[pos:end].decode()
+        f_entity_type = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -216,23 +284,22 @@ def _decode_AlterClientQuotasRequestEntityData_v1(buf: bytes, pos: i64) -> tuple
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.entity_name = None
+        f_entity_name = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field EntityName is too long')
         end = pos + n
         if end > blen:
             raise _truncated('EntityName')
-        o.entity_name = buf[pos:end].decode()
+        f_entity_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -244,12 +311,12 @@ def _decode_AlterClientQuotasRequestEntityData_v1(buf: bytes, pos: i64) -> tuple
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterClientQuotasRequestEntityData(entity_type=f_entity_type, entity_name=f_entity_name, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterClientQuotasRequestEntityData_v1(o: AlterClientQuotasRequestEntityData, w: BytesWriter) -> None:
-    x_entity_type = o.entity_type
+    x_entity_type: str | None = o.entity_type
     if x_entity_type is None:
         raise ValueOutOfRangeError('non-nullable field EntityType is None', version=1)
     else:
@@ -262,7 +329,7 @@ def _encode_AlterClientQuotasRequestEntityData_v1(o: AlterClientQuotasRequestEnt
         else:
             _put_uvarint(w, m)
         w.write(b_entity_type)
-    x_entity_name = o.entity_name
+    x_entity_name: str | None = o.entity_name
     if x_entity_name is None:
         w.append(_ZERO)
     else:
@@ -282,10 +349,12 @@ def _encode_AlterClientQuotasRequestEntityData_v1(o: AlterClientQuotasRequestEnt
 
 
 def _decode_AlterClientQuotasRequestOpData_v0(buf: bytes, pos: i64) -> tuple[AlterClientQuotasRequestOpData, i64]:
-    o = _new(_K_AlterClientQuotasRequestOpData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_key: Any
+    f_value: Any
+    f_remove: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -296,18 +365,18 @@ def _decode_AlterClientQuotasRequestOpData_v0(buf: bytes, pos: i64) -> tuple[Alt
         end = pos + n
         if end > blen:
             raise _truncated('Key')
-        o.key = buf[pos:end].decode()
+        f_key = buf[pos:end].decode()
         pos = end
-    o.value = read_f64_be(buf, pos)
+    f_value = read_f64_be(buf, pos)
     pos += 8
-    o.remove = buf[pos] != 0
+    f_remove = buf[pos] != 0
     pos += 1
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return AlterClientQuotasRequestOpData(key=f_key, value=f_value, remove=f_remove, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterClientQuotasRequestOpData_v0(o: AlterClientQuotasRequestOpData, w: BytesWriter) -> None:
-    x_key = o.key
+    x_key: str | None = o.key
     if x_key is None:
         raise ValueOutOfRangeError('non-nullable field Key is None', version=0)
     else:
@@ -316,17 +385,20 @@ def _encode_AlterClientQuotasRequestOpData_v0(o: AlterClientQuotasRequestOpData,
             raise ValueOutOfRangeError('string field Key is too long', version=0)
         write_i16_be(w, len(b_key))
         w.write(b_key)
-    write_f64_be(w, o.value)
+    v_value: float = o.value
+    write_f64_be(w, v_value)
     w.append(_ONE if o.remove else _ZERO)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_AlterClientQuotasRequestOpData_v1(buf: bytes, pos: i64) -> tuple[AlterClientQuotasRequestOpData, i64]:
-    o = _new(_K_AlterClientQuotasRequestOpData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_key: Any
+    f_value: Any
+    f_remove: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -341,20 +413,19 @@ def _decode_AlterClientQuotasRequestOpData_v1(buf: bytes, pos: i64) -> tuple[Alt
         end = pos + n
         if end > blen:
             raise _truncated('Key')
-        o.key = buf[pos:end].decode()
+        f_key = buf[pos:end].decode()
         pos = end
-    o.value = read_f64_be(buf, pos)
+    f_value = read_f64_be(buf, pos)
     pos += 8
-    o.remove = buf[pos] != 0
+    f_remove = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -366,12 +437,12 @@ def _decode_AlterClientQuotasRequestOpData_v1(buf: bytes, pos: i64) -> tuple[Alt
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterClientQuotasRequestOpData(key=f_key, value=f_value, remove=f_remove, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterClientQuotasRequestOpData_v1(o: AlterClientQuotasRequestOpData, w: BytesWriter) -> None:
-    x_key = o.key
+    x_key: str | None = o.key
     if x_key is None:
         raise ValueOutOfRangeError('non-nullable field Key is None', version=1)
     else:
@@ -384,7 +455,8 @@ def _encode_AlterClientQuotasRequestOpData_v1(o: AlterClientQuotasRequestOpData,
         else:
             _put_uvarint(w, m)
         w.write(b_key)
-    write_f64_be(w, o.value)
+    v_value: float = o.value
+    write_f64_be(w, v_value)
     w.append(_ONE if o.remove else _ZERO)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
@@ -393,9 +465,10 @@ def _encode_AlterClientQuotasRequestOpData_v1(o: AlterClientQuotasRequestOpData,
 
 
 def _decode_AlterClientQuotasRequestEntryData_v0(buf: bytes, pos: i64) -> tuple[AlterClientQuotasRequestEntryData, i64]:
-    o = _new(_K_AlterClientQuotasRequestEntryData)
     blen: i64 = len(buf)
     n: i64 = 0
+    f_entity: Any
+    f_ops: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -407,7 +480,7 @@ def _decode_AlterClientQuotasRequestEntryData_v0(buf: bytes, pos: i64) -> tuple[
         for _i_entity in range(n):
             x_entity, pos = _decode_AlterClientQuotasRequestEntityData_v0(buf, pos)
             lst_entity.append(x_entity)
-        o.entity = lst_entity
+        f_entity = lst_entity
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -419,13 +492,13 @@ def _decode_AlterClientQuotasRequestEntryData_v0(buf: bytes, pos: i64) -> tuple[
         for _i_ops in range(n):
             x_ops, pos = _decode_AlterClientQuotasRequestOpData_v0(buf, pos)
             lst_ops.append(x_ops)
-        o.ops = lst_ops
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_ops = lst_ops
+    utf: Any = ()
+    return AlterClientQuotasRequestEntryData(entity=f_entity, ops=f_ops, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterClientQuotasRequestEntryData_v0(o: AlterClientQuotasRequestEntryData, w: BytesWriter) -> None:
-    x_entity = o.entity
+    x_entity: Any = o.entity
     if x_entity is None:
         raise ValueOutOfRangeError('non-nullable field Entity is None', version=0)
     else:
@@ -433,7 +506,7 @@ def _encode_AlterClientQuotasRequestEntryData_v0(o: AlterClientQuotasRequestEntr
         write_i32_be(w, len(l_entity))
         for e_entity in l_entity:
             _encode_AlterClientQuotasRequestEntityData_v0(e_entity, w)
-    x_ops = o.ops
+    x_ops: Any = o.ops
     if x_ops is None:
         raise ValueOutOfRangeError('non-nullable field Ops is None', version=0)
     else:
@@ -446,10 +519,11 @@ def _encode_AlterClientQuotasRequestEntryData_v0(o: AlterClientQuotasRequestEntr
 
 
 def _decode_AlterClientQuotasRequestEntryData_v1(buf: bytes, pos: i64) -> tuple[AlterClientQuotasRequestEntryData, i64]:
-    o = _new(_K_AlterClientQuotasRequestEntryData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_entity: Any
+    f_ops: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -465,7 +539,7 @@ def _decode_AlterClientQuotasRequestEntryData_v1(buf: bytes, pos: i64) -> tuple[
         for _i_entity in range(n):
             x_entity, pos = _decode_AlterClientQuotasRequestEntityData_v1(buf, pos)
             lst_entity.append(x_entity)
-        o.entity = lst_entity
+        f_entity = lst_entity
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -481,15 +555,14 @@ def _decode_AlterClientQuotasRequestEntryData_v1(buf: bytes, pos: i64) -> tuple[
         for _i_ops in range(n):
             x_ops, pos = _decode_AlterClientQuotasRequestOpData_v1(buf, pos)
             lst_ops.append(x_ops)
-        o.ops = lst_ops
+        f_ops = lst_ops
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -501,12 +574,12 @@ def _decode_AlterClientQuotasRequestEntryData_v1(buf: bytes, pos: i64) -> tuple[
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterClientQuotasRequestEntryData(entity=f_entity, ops=f_ops, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterClientQuotasRequestEntryData_v1(o: AlterClientQuotasRequestEntryData, w: BytesWriter) -> None:
-    x_entity = o.entity
+    x_entity: Any = o.entity
     if x_entity is None:
         raise ValueOutOfRangeError('non-nullable field Entity is None', version=1)
     else:
@@ -518,7 +591,7 @@ def _encode_AlterClientQuotasRequestEntryData_v1(o: AlterClientQuotasRequestEntr
             _put_uvarint(w, m)
         for e_entity in l_entity:
             _encode_AlterClientQuotasRequestEntityData_v1(e_entity, w)
-    x_ops = o.ops
+    x_ops: Any = o.ops
     if x_ops is None:
         raise ValueOutOfRangeError('non-nullable field Ops is None', version=1)
     else:
@@ -537,9 +610,10 @@ def _encode_AlterClientQuotasRequestEntryData_v1(o: AlterClientQuotasRequestEntr
 
 
 def _decode_AlterClientQuotasRequest_v0(buf: bytes, pos: i64) -> tuple[AlterClientQuotasRequest, i64]:
-    o = _new(_K_AlterClientQuotasRequest)
     blen: i64 = len(buf)
     n: i64 = 0
+    f_entries: Any
+    f_validate_only: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -551,15 +625,15 @@ def _decode_AlterClientQuotasRequest_v0(buf: bytes, pos: i64) -> tuple[AlterClie
         for _i_entries in range(n):
             x_entries, pos = _decode_AlterClientQuotasRequestEntryData_v0(buf, pos)
             lst_entries.append(x_entries)
-        o.entries = lst_entries
-    o.validate_only = buf[pos] != 0
+        f_entries = lst_entries
+    f_validate_only = buf[pos] != 0
     pos += 1
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return AlterClientQuotasRequest(entries=f_entries, validate_only=f_validate_only, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterClientQuotasRequest_v0(o: AlterClientQuotasRequest, w: BytesWriter) -> None:
-    x_entries = o.entries
+    x_entries: Any = o.entries
     if x_entries is None:
         raise ValueOutOfRangeError('non-nullable field Entries is None', version=0)
     else:
@@ -573,10 +647,11 @@ def _encode_AlterClientQuotasRequest_v0(o: AlterClientQuotasRequest, w: BytesWri
 
 
 def _decode_AlterClientQuotasRequest_v1(buf: bytes, pos: i64) -> tuple[AlterClientQuotasRequest, i64]:
-    o = _new(_K_AlterClientQuotasRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_entries: Any
+    f_validate_only: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -592,17 +667,16 @@ def _decode_AlterClientQuotasRequest_v1(buf: bytes, pos: i64) -> tuple[AlterClie
         for _i_entries in range(n):
             x_entries, pos = _decode_AlterClientQuotasRequestEntryData_v1(buf, pos)
             lst_entries.append(x_entries)
-        o.entries = lst_entries
-    o.validate_only = buf[pos] != 0
+        f_entries = lst_entries
+    f_validate_only = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -614,12 +688,12 @@ def _decode_AlterClientQuotasRequest_v1(buf: bytes, pos: i64) -> tuple[AlterClie
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterClientQuotasRequest(entries=f_entries, validate_only=f_validate_only, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterClientQuotasRequest_v1(o: AlterClientQuotasRequest, w: BytesWriter) -> None:
-    x_entries = o.entries
+    x_entries: Any = o.entries
     if x_entries is None:
         raise ValueOutOfRangeError('non-nullable field Entries is None', version=1)
     else:
@@ -639,10 +713,11 @@ def _encode_AlterClientQuotasRequest_v1(o: AlterClientQuotasRequest, w: BytesWri
 
 
 def _decode_AlterClientQuotasResponseEntityData_v0(buf: bytes, pos: i64) -> tuple[AlterClientQuotasResponseEntityData, i64]:
-    o = _new(_K_AlterClientQuotasResponseEntityData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_entity_type: Any
+    f_entity_name: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -653,26 +728,26 @@ def _decode_AlterClientQuotasResponseEntityData_v0(buf: bytes, pos: i64) -> tupl
         end = pos + n
         if end > blen:
             raise _truncated('EntityType')
-        o.entity_type = buf[pos:end].decode()
+        f_entity_type = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.entity_name = None
+        f_entity_name = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field EntityName is too long')
         end = pos + n
         if end > blen:
             raise _truncated('EntityName')
-        o.entity_name = buf[pos:end].decode()
+        f_entity_name = buf[pos:end].decode()
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return AlterClientQuotasResponseEntityData(entity_type=f_entity_type, entity_name=f_entity_name, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterClientQuotasResponseEntityData_v0(o: AlterClientQuotasResponseEntityData, w: BytesWriter) -> None:
-    x_entity_type = o.entity_type
+    x_entity_type: str | None = o.entity_type
     if x_entity_type is None:
         raise ValueOutOfRangeError('non-nullable field EntityType is None', version=0)
     else:
@@ -681,7 +756,7 @@ def _encode_AlterClientQuotasResponseEntityData_v0(o: AlterClientQuotasResponseE
             raise ValueOutOfRangeError('string field EntityType is too long', version=0)
         write_i16_be(w, len(b_entity_type))
         w.write(b_entity_type)
-    x_entity_name = o.entity_name
+    x_entity_name: str | None = o.entity_name
     if x_entity_name is None:
         write_i16_be(w, -1)
     else:
@@ -695,10 +770,11 @@ def _encode_AlterClientQuotasResponseEntityData_v0(o: AlterClientQuotasResponseE
 
 
 def _decode_AlterClientQuotasResponseEntityData_v1(buf: bytes, pos: i64) -> tuple[AlterClientQuotasResponseEntityData, i64]:
-    o = _new(_K_AlterClientQuotasResponseEntityData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_entity_type: Any
+    f_entity_name: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -713,7 +789,7 @@ def _decode_AlterClientQuotasResponseEntityData_v1(buf: bytes, pos: i64) -> tupl
         end = pos + n
         if end > blen:
             raise _truncated('EntityType')
-        o.entity_type = buf[pos:end].decode()
+        f_entity_type = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -722,23 +798,22 @@ def _decode_AlterClientQuotasResponseEntityData_v1(buf: bytes, pos: i64) -> tupl
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.entity_name = None
+        f_entity_name = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field EntityName is too long')
         end = pos + n
         if end > blen:
             raise _truncated('EntityName')
-        o.entity_name = buf[pos:end].decode()
+        f_entity_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -750,12 +825,12 @@ def _decode_AlterClientQuotasResponseEntityData_v1(buf: bytes, pos: i64) -> tupl
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterClientQuotasResponseEntityData(entity_type=f_entity_type, entity_name=f_entity_name, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterClientQuotasResponseEntityData_v1(o: AlterClientQuotasResponseEntityData, w: BytesWriter) -> None:
-    x_entity_type = o.entity_type
+    x_entity_type: str | None = o.entity_type
     if x_entity_type is None:
         raise ValueOutOfRangeError('non-nullable field EntityType is None', version=1)
     else:
@@ -768,7 +843,7 @@ def _encode_AlterClientQuotasResponseEntityData_v1(o: AlterClientQuotasResponseE
         else:
             _put_uvarint(w, m)
         w.write(b_entity_type)
-    x_entity_name = o.entity_name
+    x_entity_name: str | None = o.entity_name
     if x_entity_name is None:
         w.append(_ZERO)
     else:
@@ -788,23 +863,25 @@ def _encode_AlterClientQuotasResponseEntityData_v1(o: AlterClientQuotasResponseE
 
 
 def _decode_AlterClientQuotasResponseEntryData_v0(buf: bytes, pos: i64) -> tuple[AlterClientQuotasResponseEntryData, i64]:
-    o = _new(_K_AlterClientQuotasResponseEntryData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_error_message: Any
+    f_entity: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -817,14 +894,15 @@ def _decode_AlterClientQuotasResponseEntryData_v0(buf: bytes, pos: i64) -> tuple
         for _i_entity in range(n):
             x_entity, pos = _decode_AlterClientQuotasResponseEntityData_v0(buf, pos)
             lst_entity.append(x_entity)
-        o.entity = lst_entity
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_entity = lst_entity
+    utf: Any = ()
+    return AlterClientQuotasResponseEntryData(error_code=f_error_code, error_message=f_error_message, entity=f_entity, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterClientQuotasResponseEntryData_v0(o: AlterClientQuotasResponseEntryData, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         write_i16_be(w, -1)
     else:
@@ -833,7 +911,7 @@ def _encode_AlterClientQuotasResponseEntryData_v0(o: AlterClientQuotasResponseEn
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
         write_i16_be(w, len(b_error_message))
         w.write(b_error_message)
-    x_entity = o.entity
+    x_entity: Any = o.entity
     if x_entity is None:
         raise ValueOutOfRangeError('non-nullable field Entity is None', version=0)
     else:
@@ -846,11 +924,13 @@ def _encode_AlterClientQuotasResponseEntryData_v0(o: AlterClientQuotasResponseEn
 
 
 def _decode_AlterClientQuotasResponseEntryData_v1(buf: bytes, pos: i64) -> tuple[AlterClientQuotasResponseEntryData, i64]:
-    o = _new(_K_AlterClientQuotasResponseEntryData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_error_message: Any
+    f_entity: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -859,14 +939,14 @@ def _decode_AlterClientQuotasResponseEntryData_v1(buf: bytes, pos: i64) -> tuple
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -883,15 +963,14 @@ def _decode_AlterClientQuotasResponseEntryData_v1(buf: bytes, pos: i64) -> tuple
         for _i_entity in range(n):
             x_entity, pos = _decode_AlterClientQuotasResponseEntityData_v1(buf, pos)
             lst_entity.append(x_entity)
-        o.entity = lst_entity
+        f_entity = lst_entity
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -903,13 +982,14 @@ def _decode_AlterClientQuotasResponseEntryData_v1(buf: bytes, pos: i64) -> tuple
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterClientQuotasResponseEntryData(error_code=f_error_code, error_message=f_error_message, entity=f_entity, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterClientQuotasResponseEntryData_v1(o: AlterClientQuotasResponseEntryData, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -922,7 +1002,7 @@ def _encode_AlterClientQuotasResponseEntryData_v1(o: AlterClientQuotasResponseEn
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    x_entity = o.entity
+    x_entity: Any = o.entity
     if x_entity is None:
         raise ValueOutOfRangeError('non-nullable field Entity is None', version=1)
     else:
@@ -941,10 +1021,11 @@ def _encode_AlterClientQuotasResponseEntryData_v1(o: AlterClientQuotasResponseEn
 
 
 def _decode_AlterClientQuotasResponse_v0(buf: bytes, pos: i64) -> tuple[AlterClientQuotasResponse, i64]:
-    o = _new(_K_AlterClientQuotasResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_entries: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -957,14 +1038,15 @@ def _decode_AlterClientQuotasResponse_v0(buf: bytes, pos: i64) -> tuple[AlterCli
         for _i_entries in range(n):
             x_entries, pos = _decode_AlterClientQuotasResponseEntryData_v0(buf, pos)
             lst_entries.append(x_entries)
-        o.entries = lst_entries
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_entries = lst_entries
+    utf: Any = ()
+    return AlterClientQuotasResponse(throttle_time_ms=f_throttle_time_ms, entries=f_entries, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterClientQuotasResponse_v0(o: AlterClientQuotasResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_entries = o.entries
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_entries: Any = o.entries
     if x_entries is None:
         raise ValueOutOfRangeError('non-nullable field Entries is None', version=0)
     else:
@@ -977,11 +1059,12 @@ def _encode_AlterClientQuotasResponse_v0(o: AlterClientQuotasResponse, w: BytesW
 
 
 def _decode_AlterClientQuotasResponse_v1(buf: bytes, pos: i64) -> tuple[AlterClientQuotasResponse, i64]:
-    o = _new(_K_AlterClientQuotasResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_entries: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -998,15 +1081,14 @@ def _decode_AlterClientQuotasResponse_v1(buf: bytes, pos: i64) -> tuple[AlterCli
         for _i_entries in range(n):
             x_entries, pos = _decode_AlterClientQuotasResponseEntryData_v1(buf, pos)
             lst_entries.append(x_entries)
-        o.entries = lst_entries
+        f_entries = lst_entries
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1018,13 +1100,14 @@ def _decode_AlterClientQuotasResponse_v1(buf: bytes, pos: i64) -> tuple[AlterCli
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterClientQuotasResponse(throttle_time_ms=f_throttle_time_ms, entries=f_entries, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterClientQuotasResponse_v1(o: AlterClientQuotasResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_entries = o.entries
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_entries: Any = o.entries
     if x_entries is None:
         raise ValueOutOfRangeError('non-nullable field Entries is None', version=1)
     else:
@@ -1053,4 +1136,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (AlterClientQuotasResponse, {0: _decode_AlterClientQuotasResponse_v0, 1: _decode_AlterClientQuotasResponse_v1}, {0: _encode_AlterClientQuotasResponse_v0, 1: _encode_AlterClientQuotasResponse_v1}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.alter_client_quotas', TABLES)

@@ -21,26 +21,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.alter_configs import (
-    AlterConfigsRequest,
-    AlterConfigsRequestAlterableConfig,
-    AlterConfigsRequestResource,
-    AlterConfigsResponse,
-    AlterConfigsResponseResourceResponse,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_AlterConfigsRequest: Final = AlterConfigsRequest
-_K_AlterConfigsRequestAlterableConfig: Final = AlterConfigsRequestAlterableConfig
-_K_AlterConfigsRequestResource: Final = AlterConfigsRequestResource
-_K_AlterConfigsResponse: Final = AlterConfigsResponse
-_K_AlterConfigsResponseResourceResponse: Final = AlterConfigsResponseResourceResponse
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -126,11 +115,73 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class AlterConfigsRequestAlterableConfig(_NativeStruct):
+    name: Any
+    value: Any
+
+    def __init__(self, *, name: Any = '', value: Any = '', unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.value = value
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AlterConfigsRequestResource(_NativeStruct):
+    resource_type: Any
+    resource_name: Any
+    configs: Any
+
+    def __init__(self, *, resource_type: Any = 0, resource_name: Any = '', configs: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.configs = [] if configs is FRESH else configs
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AlterConfigsRequest(_NativeMessage):
+    resources: Any
+    validate_only: Any
+
+    def __init__(self, *, resources: Any = FRESH, validate_only: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.resources = [] if resources is FRESH else resources
+        self.validate_only = validate_only
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AlterConfigsResponseResourceResponse(_NativeStruct):
+    error_code: Any
+    error_message: Any
+    resource_type: Any
+    resource_name: Any
+
+    def __init__(self, *, error_code: Any = 0, error_message: Any = '', resource_type: Any = 0, resource_name: Any = '', unknown_tagged_fields: Any = ()) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AlterConfigsResponse(_NativeMessage):
+    throttle_time_ms: Any
+    responses: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, responses: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.responses = [] if responses is FRESH else responses
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_AlterConfigsRequestAlterableConfig = AlterConfigsRequestAlterableConfig()
+_DEFAULT_AlterConfigsRequestResource = AlterConfigsRequestResource()
+_DEFAULT_AlterConfigsResponseResourceResponse = AlterConfigsResponseResourceResponse()
+
+
 def _decode_AlterConfigsRequestAlterableConfig_v0(buf: bytes, pos: i64) -> tuple[AlterConfigsRequestAlterableConfig, i64]:
-    o = _new(_K_AlterConfigsRequestAlterableConfig)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_value: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -141,26 +192,26 @@ def _decode_AlterConfigsRequestAlterableConfig_v0(buf: bytes, pos: i64) -> tuple
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.value = None
+        f_value = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Value is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Value')
-        o.value = buf[pos:end].decode()
+        f_value = buf[pos:end].decode()
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return AlterConfigsRequestAlterableConfig(name=f_name, value=f_value, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterConfigsRequestAlterableConfig_v0(o: AlterConfigsRequestAlterableConfig, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -169,7 +220,7 @@ def _encode_AlterConfigsRequestAlterableConfig_v0(o: AlterConfigsRequestAlterabl
             raise ValueOutOfRangeError('string field Name is too long', version=0)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_value = o.value
+    x_value: str | None = o.value
     if x_value is None:
         write_i16_be(w, -1)
     else:
@@ -183,10 +234,11 @@ def _encode_AlterConfigsRequestAlterableConfig_v0(o: AlterConfigsRequestAlterabl
 
 
 def _decode_AlterConfigsRequestAlterableConfig_v2(buf: bytes, pos: i64) -> tuple[AlterConfigsRequestAlterableConfig, i64]:
-    o = _new(_K_AlterConfigsRequestAlterableConfig)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_value: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -201,7 +253,7 @@ def _decode_AlterConfigsRequestAlterableConfig_v2(buf: bytes, pos: i64) -> tuple
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -210,23 +262,22 @@ def _decode_AlterConfigsRequestAlterableConfig_v2(buf: bytes, pos: i64) -> tuple
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.value = None
+        f_value = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Value is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Value')
-        o.value = buf[pos:end].decode()
+        f_value = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -238,12 +289,12 @@ def _decode_AlterConfigsRequestAlterableConfig_v2(buf: bytes, pos: i64) -> tuple
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterConfigsRequestAlterableConfig(name=f_name, value=f_value, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterConfigsRequestAlterableConfig_v2(o: AlterConfigsRequestAlterableConfig, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
     else:
@@ -256,7 +307,7 @@ def _encode_AlterConfigsRequestAlterableConfig_v2(o: AlterConfigsRequestAlterabl
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_value = o.value
+    x_value: str | None = o.value
     if x_value is None:
         w.append(_ZERO)
     else:
@@ -276,13 +327,15 @@ def _encode_AlterConfigsRequestAlterableConfig_v2(o: AlterConfigsRequestAlterabl
 
 
 def _decode_AlterConfigsRequestResource_v0(buf: bytes, pos: i64) -> tuple[AlterConfigsRequestResource, i64]:
-    o = _new(_K_AlterConfigsRequestResource)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
+    f_resource_type: Any
+    f_resource_name: Any
+    f_configs: Any
     b8 = buf[pos]
-    o.resource_type = b8 - 256 if b8 >= 128 else b8
+    f_resource_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -294,7 +347,7 @@ def _decode_AlterConfigsRequestResource_v0(buf: bytes, pos: i64) -> tuple[AlterC
         end = pos + n
         if end > blen:
             raise _truncated('ResourceName')
-        o.resource_name = buf[pos:end].decode()
+        f_resource_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -307,14 +360,15 @@ def _decode_AlterConfigsRequestResource_v0(buf: bytes, pos: i64) -> tuple[AlterC
         for _i_configs in range(n):
             x_configs, pos = _decode_AlterConfigsRequestAlterableConfig_v0(buf, pos)
             lst_configs.append(x_configs)
-        o.configs = lst_configs
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_configs = lst_configs
+    utf: Any = ()
+    return AlterConfigsRequestResource(resource_type=f_resource_type, resource_name=f_resource_name, configs=f_configs, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterConfigsRequestResource_v0(o: AlterConfigsRequestResource, w: BytesWriter) -> None:
-    _put_i8(w, o.resource_type)
-    x_resource_name = o.resource_name
+    v_resource_type: int = o.resource_type
+    _put_i8(w, v_resource_type)
+    x_resource_name: str | None = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=0)
     else:
@@ -323,7 +377,7 @@ def _encode_AlterConfigsRequestResource_v0(o: AlterConfigsRequestResource, w: By
             raise ValueOutOfRangeError('string field ResourceName is too long', version=0)
         write_i16_be(w, len(b_resource_name))
         w.write(b_resource_name)
-    x_configs = o.configs
+    x_configs: Any = o.configs
     if x_configs is None:
         raise ValueOutOfRangeError('non-nullable field Configs is None', version=0)
     else:
@@ -336,13 +390,15 @@ def _encode_AlterConfigsRequestResource_v0(o: AlterConfigsRequestResource, w: By
 
 
 def _decode_AlterConfigsRequestResource_v2(buf: bytes, pos: i64) -> tuple[AlterConfigsRequestResource, i64]:
-    o = _new(_K_AlterConfigsRequestResource)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
+    f_resource_type: Any
+    f_resource_name: Any
+    f_configs: Any
     b8 = buf[pos]
-    o.resource_type = b8 - 256 if b8 >= 128 else b8
+    f_resource_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -358,7 +414,7 @@ def _decode_AlterConfigsRequestResource_v2(buf: bytes, pos: i64) -> tuple[AlterC
         end = pos + n
         if end > blen:
             raise _truncated('ResourceName')
-        o.resource_name = buf[pos:end].decode()
+        f_resource_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -375,15 +431,14 @@ def _decode_AlterConfigsRequestResource_v2(buf: bytes, pos: i64) -> tuple[AlterC
         for _i_configs in range(n):
             x_configs, pos = _decode_AlterConfigsRequestAlterableConfig_v2(buf, pos)
             lst_configs.append(x_configs)
-        o.configs = lst_configs
+        f_configs = lst_configs
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -395,13 +450,14 @@ def _decode_AlterConfigsRequestResource_v2(buf: bytes, pos: i64) -> tuple[AlterC
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterConfigsRequestResource(resource_type=f_resource_type, resource_name=f_resource_name, configs=f_configs, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterConfigsRequestResource_v2(o: AlterConfigsRequestResource, w: BytesWriter) -> None:
-    _put_i8(w, o.resource_type)
-    x_resource_name = o.resource_name
+    v_resource_type: int = o.resource_type
+    _put_i8(w, v_resource_type)
+    x_resource_name: str | None = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=2)
     else:
@@ -414,7 +470,7 @@ def _encode_AlterConfigsRequestResource_v2(o: AlterConfigsRequestResource, w: By
         else:
             _put_uvarint(w, m)
         w.write(b_resource_name)
-    x_configs = o.configs
+    x_configs: Any = o.configs
     if x_configs is None:
         raise ValueOutOfRangeError('non-nullable field Configs is None', version=2)
     else:
@@ -433,9 +489,10 @@ def _encode_AlterConfigsRequestResource_v2(o: AlterConfigsRequestResource, w: By
 
 
 def _decode_AlterConfigsRequest_v0(buf: bytes, pos: i64) -> tuple[AlterConfigsRequest, i64]:
-    o = _new(_K_AlterConfigsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
+    f_resources: Any
+    f_validate_only: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -447,15 +504,15 @@ def _decode_AlterConfigsRequest_v0(buf: bytes, pos: i64) -> tuple[AlterConfigsRe
         for _i_resources in range(n):
             x_resources, pos = _decode_AlterConfigsRequestResource_v0(buf, pos)
             lst_resources.append(x_resources)
-        o.resources = lst_resources
-    o.validate_only = buf[pos] != 0
+        f_resources = lst_resources
+    f_validate_only = buf[pos] != 0
     pos += 1
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return AlterConfigsRequest(resources=f_resources, validate_only=f_validate_only, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterConfigsRequest_v0(o: AlterConfigsRequest, w: BytesWriter) -> None:
-    x_resources = o.resources
+    x_resources: Any = o.resources
     if x_resources is None:
         raise ValueOutOfRangeError('non-nullable field Resources is None', version=0)
     else:
@@ -469,10 +526,11 @@ def _encode_AlterConfigsRequest_v0(o: AlterConfigsRequest, w: BytesWriter) -> No
 
 
 def _decode_AlterConfigsRequest_v2(buf: bytes, pos: i64) -> tuple[AlterConfigsRequest, i64]:
-    o = _new(_K_AlterConfigsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_resources: Any
+    f_validate_only: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -488,17 +546,16 @@ def _decode_AlterConfigsRequest_v2(buf: bytes, pos: i64) -> tuple[AlterConfigsRe
         for _i_resources in range(n):
             x_resources, pos = _decode_AlterConfigsRequestResource_v2(buf, pos)
             lst_resources.append(x_resources)
-        o.resources = lst_resources
-    o.validate_only = buf[pos] != 0
+        f_resources = lst_resources
+    f_validate_only = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -510,12 +567,12 @@ def _decode_AlterConfigsRequest_v2(buf: bytes, pos: i64) -> tuple[AlterConfigsRe
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterConfigsRequest(resources=f_resources, validate_only=f_validate_only, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterConfigsRequest_v2(o: AlterConfigsRequest, w: BytesWriter) -> None:
-    x_resources = o.resources
+    x_resources: Any = o.resources
     if x_resources is None:
         raise ValueOutOfRangeError('non-nullable field Resources is None', version=2)
     else:
@@ -535,27 +592,30 @@ def _encode_AlterConfigsRequest_v2(o: AlterConfigsRequest, w: BytesWriter) -> No
 
 
 def _decode_AlterConfigsResponseResourceResponse_v0(buf: bytes, pos: i64) -> tuple[AlterConfigsResponseResourceResponse, i64]:
-    o = _new(_K_AlterConfigsResponseResourceResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_error_message: Any
+    f_resource_type: Any
+    f_resource_name: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.resource_type = b8 - 256 if b8 >= 128 else b8
+    f_resource_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -567,15 +627,16 @@ def _decode_AlterConfigsResponseResourceResponse_v0(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('ResourceName')
-        o.resource_name = buf[pos:end].decode()
+        f_resource_name = buf[pos:end].decode()
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return AlterConfigsResponseResourceResponse(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterConfigsResponseResourceResponse_v0(o: AlterConfigsResponseResourceResponse, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         write_i16_be(w, -1)
     else:
@@ -584,8 +645,9 @@ def _encode_AlterConfigsResponseResourceResponse_v0(o: AlterConfigsResponseResou
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
         write_i16_be(w, len(b_error_message))
         w.write(b_error_message)
-    _put_i8(w, o.resource_type)
-    x_resource_name = o.resource_name
+    v_resource_type: int = o.resource_type
+    _put_i8(w, v_resource_type)
+    x_resource_name: str | None = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=0)
     else:
@@ -599,12 +661,15 @@ def _encode_AlterConfigsResponseResourceResponse_v0(o: AlterConfigsResponseResou
 
 
 def _decode_AlterConfigsResponseResourceResponse_v2(buf: bytes, pos: i64) -> tuple[AlterConfigsResponseResourceResponse, i64]:
-    o = _new(_K_AlterConfigsResponseResourceResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_error_message: Any
+    f_resource_type: Any
+    f_resource_name: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -613,17 +678,17 @@ def _decode_AlterConfigsResponseResourceResponse_v2(buf: bytes, pos: i64) -> tup
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.resource_type = b8 - 256 if b8 >= 128 else b8
+    f_resource_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -639,16 +704,15 @@ def _decode_AlterConfigsResponseResourceResponse_v2(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('ResourceName')
-        o.resource_name = buf[pos:end].decode()
+        f_resource_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -660,13 +724,14 @@ def _decode_AlterConfigsResponseResourceResponse_v2(buf: bytes, pos: i64) -> tup
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterConfigsResponseResourceResponse(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterConfigsResponseResourceResponse_v2(o: AlterConfigsResponseResourceResponse, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -679,8 +744,9 @@ def _encode_AlterConfigsResponseResourceResponse_v2(o: AlterConfigsResponseResou
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    _put_i8(w, o.resource_type)
-    x_resource_name = o.resource_name
+    v_resource_type: int = o.resource_type
+    _put_i8(w, v_resource_type)
+    x_resource_name: str | None = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=2)
     else:
@@ -700,10 +766,11 @@ def _encode_AlterConfigsResponseResourceResponse_v2(o: AlterConfigsResponseResou
 
 
 def _decode_AlterConfigsResponse_v0(buf: bytes, pos: i64) -> tuple[AlterConfigsResponse, i64]:
-    o = _new(_K_AlterConfigsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_responses: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -716,14 +783,15 @@ def _decode_AlterConfigsResponse_v0(buf: bytes, pos: i64) -> tuple[AlterConfigsR
         for _i_responses in range(n):
             x_responses, pos = _decode_AlterConfigsResponseResourceResponse_v0(buf, pos)
             lst_responses.append(x_responses)
-        o.responses = lst_responses
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_responses = lst_responses
+    utf: Any = ()
+    return AlterConfigsResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterConfigsResponse_v0(o: AlterConfigsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_responses = o.responses
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_responses: Any = o.responses
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=0)
     else:
@@ -736,11 +804,12 @@ def _encode_AlterConfigsResponse_v0(o: AlterConfigsResponse, w: BytesWriter) -> 
 
 
 def _decode_AlterConfigsResponse_v2(buf: bytes, pos: i64) -> tuple[AlterConfigsResponse, i64]:
-    o = _new(_K_AlterConfigsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_responses: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -757,15 +826,14 @@ def _decode_AlterConfigsResponse_v2(buf: bytes, pos: i64) -> tuple[AlterConfigsR
         for _i_responses in range(n):
             x_responses, pos = _decode_AlterConfigsResponseResourceResponse_v2(buf, pos)
             lst_responses.append(x_responses)
-        o.responses = lst_responses
+        f_responses = lst_responses
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -777,13 +845,14 @@ def _decode_AlterConfigsResponse_v2(buf: bytes, pos: i64) -> tuple[AlterConfigsR
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterConfigsResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterConfigsResponse_v2(o: AlterConfigsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_responses = o.responses
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_responses: Any = o.responses
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=2)
     else:
@@ -810,4 +879,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (AlterConfigsResponse, {0: _decode_AlterConfigsResponse_v0, 1: _decode_AlterConfigsResponse_v0, 2: _decode_AlterConfigsResponse_v2}, {0: _encode_AlterConfigsResponse_v0, 1: _encode_AlterConfigsResponse_v0, 2: _encode_AlterConfigsResponse_v2}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.alter_configs', TABLES)

@@ -24,30 +24,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.alter_partition import (
-    AlterPartitionRequest,
-    AlterPartitionRequestBrokerState,
-    AlterPartitionRequestPartitionData,
-    AlterPartitionRequestTopicData,
-    AlterPartitionResponse,
-    AlterPartitionResponsePartitionData,
-    AlterPartitionResponseTopicData,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_AlterPartitionRequest: Final = AlterPartitionRequest
-_K_AlterPartitionRequestBrokerState: Final = AlterPartitionRequestBrokerState
-_K_AlterPartitionRequestPartitionData: Final = AlterPartitionRequestPartitionData
-_K_AlterPartitionRequestTopicData: Final = AlterPartitionRequestTopicData
-_K_AlterPartitionResponse: Final = AlterPartitionResponse
-_K_AlterPartitionResponsePartitionData: Final = AlterPartitionResponsePartitionData
-_K_AlterPartitionResponseTopicData: Final = AlterPartitionResponseTopicData
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -133,23 +118,126 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class AlterPartitionRequestBrokerState(_NativeStruct):
+    broker_id: Any
+    broker_epoch: Any
+
+    def __init__(self, *, broker_id: Any = 0, broker_epoch: Any = -1, unknown_tagged_fields: Any = ()) -> None:
+        self.broker_id = broker_id
+        self.broker_epoch = broker_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AlterPartitionRequestPartitionData(_NativeStruct):
+    partition_index: Any
+    leader_epoch: Any
+    new_isr_with_epochs: Any
+    new_isr: Any
+    leader_recovery_state: Any
+    partition_epoch: Any
+
+    def __init__(self, *, partition_index: Any = 0, leader_epoch: Any = 0, new_isr_with_epochs: Any = FRESH, new_isr: Any = FRESH, leader_recovery_state: Any = 0, partition_epoch: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.leader_epoch = leader_epoch
+        self.new_isr_with_epochs = [] if new_isr_with_epochs is FRESH else new_isr_with_epochs
+        self.new_isr = [] if new_isr is FRESH else new_isr
+        self.leader_recovery_state = leader_recovery_state
+        self.partition_epoch = partition_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AlterPartitionRequestTopicData(_NativeStruct):
+    topic_id: Any
+    topic_name: Any
+    partitions: Any
+
+    def __init__(self, *, topic_id: Any = ZERO_UUID, topic_name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_id = topic_id
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AlterPartitionRequest(_NativeMessage):
+    broker_id: Any
+    broker_epoch: Any
+    topics: Any
+
+    def __init__(self, *, broker_id: Any = 0, broker_epoch: Any = -1, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.broker_id = broker_id
+        self.broker_epoch = broker_epoch
+        self.topics = [] if topics is FRESH else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AlterPartitionResponsePartitionData(_NativeStruct):
+    partition_index: Any
+    error_code: Any
+    leader_id: Any
+    leader_epoch: Any
+    isr: Any
+    leader_recovery_state: Any
+    partition_epoch: Any
+
+    def __init__(self, *, partition_index: Any = 0, error_code: Any = 0, leader_id: Any = 0, leader_epoch: Any = 0, isr: Any = FRESH, leader_recovery_state: Any = 0, partition_epoch: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.isr = [] if isr is FRESH else isr
+        self.leader_recovery_state = leader_recovery_state
+        self.partition_epoch = partition_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AlterPartitionResponseTopicData(_NativeStruct):
+    topic_id: Any
+    topic_name: Any
+    partitions: Any
+
+    def __init__(self, *, topic_id: Any = ZERO_UUID, topic_name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_id = topic_id
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AlterPartitionResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+    topics: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.topics = [] if topics is FRESH else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_AlterPartitionRequestBrokerState = AlterPartitionRequestBrokerState()
+_DEFAULT_AlterPartitionRequestPartitionData = AlterPartitionRequestPartitionData()
+_DEFAULT_AlterPartitionRequestTopicData = AlterPartitionRequestTopicData()
+_DEFAULT_AlterPartitionResponsePartitionData = AlterPartitionResponsePartitionData()
+_DEFAULT_AlterPartitionResponseTopicData = AlterPartitionResponseTopicData()
+
+
 def _decode_AlterPartitionRequestBrokerState_v3(buf: bytes, pos: i64) -> tuple[AlterPartitionRequestBrokerState, i64]:
-    o = _new(_K_AlterPartitionRequestBrokerState)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.broker_id = read_i32_be(buf, pos)
+    f_broker_id: Any
+    f_broker_epoch: Any
+    f_broker_id = read_i32_be(buf, pos)
     pos += 4
-    o.broker_epoch = read_i64_be(buf, pos)
+    f_broker_epoch = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -161,13 +249,15 @@ def _decode_AlterPartitionRequestBrokerState_v3(buf: bytes, pos: i64) -> tuple[A
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterPartitionRequestBrokerState(broker_id=f_broker_id, broker_epoch=f_broker_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterPartitionRequestBrokerState_v3(o: AlterPartitionRequestBrokerState, w: BytesWriter) -> None:
-    write_i32_be(w, o.broker_id)
-    write_i64_be(w, o.broker_epoch)
+    v_broker_id: int = o.broker_id
+    write_i32_be(w, v_broker_id)
+    v_broker_epoch: int = o.broker_epoch
+    write_i64_be(w, v_broker_epoch)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -175,15 +265,16 @@ def _encode_AlterPartitionRequestBrokerState_v3(o: AlterPartitionRequestBrokerSt
 
 
 def _decode_AlterPartitionRequestPartitionData_v0(buf: bytes, pos: i64) -> tuple[AlterPartitionRequestPartitionData, i64]:
-    o = _new(_K_AlterPartitionRequestPartitionData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.new_isr_with_epochs = []
-    o.leader_recovery_state = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_leader_epoch: Any
+    f_new_isr: Any
+    f_partition_epoch: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -201,17 +292,16 @@ def _decode_AlterPartitionRequestPartitionData_v0(buf: bytes, pos: i64) -> tuple
             e_new_isr = read_i32_be(buf, pos)
             pos += 4
             lst_new_isr.append(e_new_isr)
-        o.new_isr = lst_new_isr
-    o.partition_epoch = read_i32_be(buf, pos)
+        f_new_isr = lst_new_isr
+    f_partition_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -223,18 +313,21 @@ def _decode_AlterPartitionRequestPartitionData_v0(buf: bytes, pos: i64) -> tuple
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterPartitionRequestPartitionData(partition_index=f_partition_index, leader_epoch=f_leader_epoch, new_isr=f_new_isr, partition_epoch=f_partition_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterPartitionRequestPartitionData_v0(o: AlterPartitionRequestPartitionData, w: BytesWriter) -> None:
     if o.new_isr_with_epochs is None or len(o.new_isr_with_epochs) != 0:
         raise FieldNotInVersionError('non-default NewIsrWithEpochs cannot be written', version=0)
-    if o.leader_recovery_state != 0:
+    d_leader_recovery_state: int = o.leader_recovery_state
+    if d_leader_recovery_state != 0:
         raise FieldNotInVersionError('non-default LeaderRecoveryState cannot be written', version=0)
-    write_i32_be(w, o.partition_index)
-    write_i32_be(w, o.leader_epoch)
-    x_new_isr = o.new_isr
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
+    x_new_isr: Any = o.new_isr
     if x_new_isr is None:
         raise ValueOutOfRangeError('non-nullable field NewIsr is None', version=0)
     else:
@@ -246,7 +339,8 @@ def _encode_AlterPartitionRequestPartitionData_v0(o: AlterPartitionRequestPartit
             _put_uvarint(w, m)
         for e_new_isr in l_new_isr:
             write_i32_be(w, e_new_isr)
-    write_i32_be(w, o.partition_epoch)
+    v_partition_epoch: int = o.partition_epoch
+    write_i32_be(w, v_partition_epoch)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -254,15 +348,18 @@ def _encode_AlterPartitionRequestPartitionData_v0(o: AlterPartitionRequestPartit
 
 
 def _decode_AlterPartitionRequestPartitionData_v1(buf: bytes, pos: i64) -> tuple[AlterPartitionRequestPartitionData, i64]:
-    o = _new(_K_AlterPartitionRequestPartitionData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.new_isr_with_epochs = []
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_leader_epoch: Any
+    f_new_isr: Any
+    f_leader_recovery_state: Any
+    f_partition_epoch: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -280,20 +377,19 @@ def _decode_AlterPartitionRequestPartitionData_v1(buf: bytes, pos: i64) -> tuple
             e_new_isr = read_i32_be(buf, pos)
             pos += 4
             lst_new_isr.append(e_new_isr)
-        o.new_isr = lst_new_isr
+        f_new_isr = lst_new_isr
     b8 = buf[pos]
-    o.leader_recovery_state = b8 - 256 if b8 >= 128 else b8
+    f_leader_recovery_state = b8 - 256 if b8 >= 128 else b8
     pos += 1
-    o.partition_epoch = read_i32_be(buf, pos)
+    f_partition_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -305,16 +401,18 @@ def _decode_AlterPartitionRequestPartitionData_v1(buf: bytes, pos: i64) -> tuple
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterPartitionRequestPartitionData(partition_index=f_partition_index, leader_epoch=f_leader_epoch, new_isr=f_new_isr, leader_recovery_state=f_leader_recovery_state, partition_epoch=f_partition_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterPartitionRequestPartitionData_v1(o: AlterPartitionRequestPartitionData, w: BytesWriter) -> None:
     if o.new_isr_with_epochs is None or len(o.new_isr_with_epochs) != 0:
         raise FieldNotInVersionError('non-default NewIsrWithEpochs cannot be written', version=1)
-    write_i32_be(w, o.partition_index)
-    write_i32_be(w, o.leader_epoch)
-    x_new_isr = o.new_isr
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
+    x_new_isr: Any = o.new_isr
     if x_new_isr is None:
         raise ValueOutOfRangeError('non-nullable field NewIsr is None', version=1)
     else:
@@ -326,8 +424,10 @@ def _encode_AlterPartitionRequestPartitionData_v1(o: AlterPartitionRequestPartit
             _put_uvarint(w, m)
         for e_new_isr in l_new_isr:
             write_i32_be(w, e_new_isr)
-    _put_i8(w, o.leader_recovery_state)
-    write_i32_be(w, o.partition_epoch)
+    v_leader_recovery_state: int = o.leader_recovery_state
+    _put_i8(w, v_leader_recovery_state)
+    v_partition_epoch: int = o.partition_epoch
+    write_i32_be(w, v_partition_epoch)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -335,15 +435,18 @@ def _encode_AlterPartitionRequestPartitionData_v1(o: AlterPartitionRequestPartit
 
 
 def _decode_AlterPartitionRequestPartitionData_v3(buf: bytes, pos: i64) -> tuple[AlterPartitionRequestPartitionData, i64]:
-    o = _new(_K_AlterPartitionRequestPartitionData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.new_isr = []
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_leader_epoch: Any
+    f_new_isr_with_epochs: Any
+    f_leader_recovery_state: Any
+    f_partition_epoch: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -360,20 +463,19 @@ def _decode_AlterPartitionRequestPartitionData_v3(buf: bytes, pos: i64) -> tuple
         for _i_new_isr_with_epochs in range(n):
             x_new_isr_with_epochs, pos = _decode_AlterPartitionRequestBrokerState_v3(buf, pos)
             lst_new_isr_with_epochs.append(x_new_isr_with_epochs)
-        o.new_isr_with_epochs = lst_new_isr_with_epochs
+        f_new_isr_with_epochs = lst_new_isr_with_epochs
     b8 = buf[pos]
-    o.leader_recovery_state = b8 - 256 if b8 >= 128 else b8
+    f_leader_recovery_state = b8 - 256 if b8 >= 128 else b8
     pos += 1
-    o.partition_epoch = read_i32_be(buf, pos)
+    f_partition_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -385,16 +487,18 @@ def _decode_AlterPartitionRequestPartitionData_v3(buf: bytes, pos: i64) -> tuple
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterPartitionRequestPartitionData(partition_index=f_partition_index, leader_epoch=f_leader_epoch, new_isr_with_epochs=f_new_isr_with_epochs, leader_recovery_state=f_leader_recovery_state, partition_epoch=f_partition_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterPartitionRequestPartitionData_v3(o: AlterPartitionRequestPartitionData, w: BytesWriter) -> None:
     if o.new_isr is None or len(o.new_isr) != 0:
         raise FieldNotInVersionError('non-default NewIsr cannot be written', version=3)
-    write_i32_be(w, o.partition_index)
-    write_i32_be(w, o.leader_epoch)
-    x_new_isr_with_epochs = o.new_isr_with_epochs
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
+    x_new_isr_with_epochs: Any = o.new_isr_with_epochs
     if x_new_isr_with_epochs is None:
         raise ValueOutOfRangeError('non-nullable field NewIsrWithEpochs is None', version=3)
     else:
@@ -406,8 +510,10 @@ def _encode_AlterPartitionRequestPartitionData_v3(o: AlterPartitionRequestPartit
             _put_uvarint(w, m)
         for e_new_isr_with_epochs in l_new_isr_with_epochs:
             _encode_AlterPartitionRequestBrokerState_v3(e_new_isr_with_epochs, w)
-    _put_i8(w, o.leader_recovery_state)
-    write_i32_be(w, o.partition_epoch)
+    v_leader_recovery_state: int = o.leader_recovery_state
+    _put_i8(w, v_leader_recovery_state)
+    v_partition_epoch: int = o.partition_epoch
+    write_i32_be(w, v_partition_epoch)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -415,11 +521,11 @@ def _encode_AlterPartitionRequestPartitionData_v3(o: AlterPartitionRequestPartit
 
 
 def _decode_AlterPartitionRequestTopicData_v0(buf: bytes, pos: i64) -> tuple[AlterPartitionRequestTopicData, i64]:
-    o = _new(_K_AlterPartitionRequestTopicData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_topic_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -434,7 +540,7 @@ def _decode_AlterPartitionRequestTopicData_v0(buf: bytes, pos: i64) -> tuple[Alt
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -451,15 +557,14 @@ def _decode_AlterPartitionRequestTopicData_v0(buf: bytes, pos: i64) -> tuple[Alt
         for _i_partitions in range(n):
             x_partitions, pos = _decode_AlterPartitionRequestPartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -471,12 +576,12 @@ def _decode_AlterPartitionRequestTopicData_v0(buf: bytes, pos: i64) -> tuple[Alt
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterPartitionRequestTopicData(topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterPartitionRequestTopicData_v0(o: AlterPartitionRequestTopicData, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
@@ -489,7 +594,7 @@ def _encode_AlterPartitionRequestTopicData_v0(o: AlterPartitionRequestTopicData,
         else:
             _put_uvarint(w, m)
         w.write(b_topic_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -508,11 +613,11 @@ def _encode_AlterPartitionRequestTopicData_v0(o: AlterPartitionRequestTopicData,
 
 
 def _decode_AlterPartitionRequestTopicData_v1(buf: bytes, pos: i64) -> tuple[AlterPartitionRequestTopicData, i64]:
-    o = _new(_K_AlterPartitionRequestTopicData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_topic_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -527,7 +632,7 @@ def _decode_AlterPartitionRequestTopicData_v1(buf: bytes, pos: i64) -> tuple[Alt
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -544,15 +649,14 @@ def _decode_AlterPartitionRequestTopicData_v1(buf: bytes, pos: i64) -> tuple[Alt
         for _i_partitions in range(n):
             x_partitions, pos = _decode_AlterPartitionRequestPartitionData_v1(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -564,12 +668,12 @@ def _decode_AlterPartitionRequestTopicData_v1(buf: bytes, pos: i64) -> tuple[Alt
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterPartitionRequestTopicData(topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterPartitionRequestTopicData_v1(o: AlterPartitionRequestTopicData, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=1)
     else:
@@ -582,7 +686,7 @@ def _encode_AlterPartitionRequestTopicData_v1(o: AlterPartitionRequestTopicData,
         else:
             _put_uvarint(w, m)
         w.write(b_topic_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
@@ -601,12 +705,12 @@ def _encode_AlterPartitionRequestTopicData_v1(o: AlterPartitionRequestTopicData,
 
 
 def _decode_AlterPartitionRequestTopicData_v2(buf: bytes, pos: i64) -> tuple[AlterPartitionRequestTopicData, i64]:
-    o = _new(_K_AlterPartitionRequestTopicData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_name = ''
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partitions: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -623,15 +727,14 @@ def _decode_AlterPartitionRequestTopicData_v2(buf: bytes, pos: i64) -> tuple[Alt
         for _i_partitions in range(n):
             x_partitions, pos = _decode_AlterPartitionRequestPartitionData_v1(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -643,13 +746,13 @@ def _decode_AlterPartitionRequestTopicData_v2(buf: bytes, pos: i64) -> tuple[Alt
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterPartitionRequestTopicData(topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterPartitionRequestTopicData_v2(o: AlterPartitionRequestTopicData, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
     else:
@@ -668,12 +771,12 @@ def _encode_AlterPartitionRequestTopicData_v2(o: AlterPartitionRequestTopicData,
 
 
 def _decode_AlterPartitionRequestTopicData_v3(buf: bytes, pos: i64) -> tuple[AlterPartitionRequestTopicData, i64]:
-    o = _new(_K_AlterPartitionRequestTopicData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_name = ''
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partitions: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -690,15 +793,14 @@ def _decode_AlterPartitionRequestTopicData_v3(buf: bytes, pos: i64) -> tuple[Alt
         for _i_partitions in range(n):
             x_partitions, pos = _decode_AlterPartitionRequestPartitionData_v3(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -710,13 +812,13 @@ def _decode_AlterPartitionRequestTopicData_v3(buf: bytes, pos: i64) -> tuple[Alt
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterPartitionRequestTopicData(topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterPartitionRequestTopicData_v3(o: AlterPartitionRequestTopicData, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=3)
     else:
@@ -735,13 +837,15 @@ def _encode_AlterPartitionRequestTopicData_v3(o: AlterPartitionRequestTopicData,
 
 
 def _decode_AlterPartitionRequest_v0(buf: bytes, pos: i64) -> tuple[AlterPartitionRequest, i64]:
-    o = _new(_K_AlterPartitionRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.broker_id = read_i32_be(buf, pos)
+    f_broker_id: Any
+    f_broker_epoch: Any
+    f_topics: Any
+    f_broker_id = read_i32_be(buf, pos)
     pos += 4
-    o.broker_epoch = read_i64_be(buf, pos)
+    f_broker_epoch = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
@@ -758,15 +862,14 @@ def _decode_AlterPartitionRequest_v0(buf: bytes, pos: i64) -> tuple[AlterPartiti
         for _i_topics in range(n):
             x_topics, pos = _decode_AlterPartitionRequestTopicData_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -778,14 +881,16 @@ def _decode_AlterPartitionRequest_v0(buf: bytes, pos: i64) -> tuple[AlterPartiti
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterPartitionRequest(broker_id=f_broker_id, broker_epoch=f_broker_epoch, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterPartitionRequest_v0(o: AlterPartitionRequest, w: BytesWriter) -> None:
-    write_i32_be(w, o.broker_id)
-    write_i64_be(w, o.broker_epoch)
-    x_topics = o.topics
+    v_broker_id: int = o.broker_id
+    write_i32_be(w, v_broker_id)
+    v_broker_epoch: int = o.broker_epoch
+    write_i64_be(w, v_broker_epoch)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -804,13 +909,15 @@ def _encode_AlterPartitionRequest_v0(o: AlterPartitionRequest, w: BytesWriter) -
 
 
 def _decode_AlterPartitionRequest_v1(buf: bytes, pos: i64) -> tuple[AlterPartitionRequest, i64]:
-    o = _new(_K_AlterPartitionRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.broker_id = read_i32_be(buf, pos)
+    f_broker_id: Any
+    f_broker_epoch: Any
+    f_topics: Any
+    f_broker_id = read_i32_be(buf, pos)
     pos += 4
-    o.broker_epoch = read_i64_be(buf, pos)
+    f_broker_epoch = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
@@ -827,15 +934,14 @@ def _decode_AlterPartitionRequest_v1(buf: bytes, pos: i64) -> tuple[AlterPartiti
         for _i_topics in range(n):
             x_topics, pos = _decode_AlterPartitionRequestTopicData_v1(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -847,14 +953,16 @@ def _decode_AlterPartitionRequest_v1(buf: bytes, pos: i64) -> tuple[AlterPartiti
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterPartitionRequest(broker_id=f_broker_id, broker_epoch=f_broker_epoch, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterPartitionRequest_v1(o: AlterPartitionRequest, w: BytesWriter) -> None:
-    write_i32_be(w, o.broker_id)
-    write_i64_be(w, o.broker_epoch)
-    x_topics = o.topics
+    v_broker_id: int = o.broker_id
+    write_i32_be(w, v_broker_id)
+    v_broker_epoch: int = o.broker_epoch
+    write_i64_be(w, v_broker_epoch)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
@@ -873,13 +981,15 @@ def _encode_AlterPartitionRequest_v1(o: AlterPartitionRequest, w: BytesWriter) -
 
 
 def _decode_AlterPartitionRequest_v2(buf: bytes, pos: i64) -> tuple[AlterPartitionRequest, i64]:
-    o = _new(_K_AlterPartitionRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.broker_id = read_i32_be(buf, pos)
+    f_broker_id: Any
+    f_broker_epoch: Any
+    f_topics: Any
+    f_broker_id = read_i32_be(buf, pos)
     pos += 4
-    o.broker_epoch = read_i64_be(buf, pos)
+    f_broker_epoch = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
@@ -896,15 +1006,14 @@ def _decode_AlterPartitionRequest_v2(buf: bytes, pos: i64) -> tuple[AlterPartiti
         for _i_topics in range(n):
             x_topics, pos = _decode_AlterPartitionRequestTopicData_v2(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -916,14 +1025,16 @@ def _decode_AlterPartitionRequest_v2(buf: bytes, pos: i64) -> tuple[AlterPartiti
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterPartitionRequest(broker_id=f_broker_id, broker_epoch=f_broker_epoch, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterPartitionRequest_v2(o: AlterPartitionRequest, w: BytesWriter) -> None:
-    write_i32_be(w, o.broker_id)
-    write_i64_be(w, o.broker_epoch)
-    x_topics = o.topics
+    v_broker_id: int = o.broker_id
+    write_i32_be(w, v_broker_id)
+    v_broker_epoch: int = o.broker_epoch
+    write_i64_be(w, v_broker_epoch)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
@@ -942,13 +1053,15 @@ def _encode_AlterPartitionRequest_v2(o: AlterPartitionRequest, w: BytesWriter) -
 
 
 def _decode_AlterPartitionRequest_v3(buf: bytes, pos: i64) -> tuple[AlterPartitionRequest, i64]:
-    o = _new(_K_AlterPartitionRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.broker_id = read_i32_be(buf, pos)
+    f_broker_id: Any
+    f_broker_epoch: Any
+    f_topics: Any
+    f_broker_id = read_i32_be(buf, pos)
     pos += 4
-    o.broker_epoch = read_i64_be(buf, pos)
+    f_broker_epoch = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
@@ -965,15 +1078,14 @@ def _decode_AlterPartitionRequest_v3(buf: bytes, pos: i64) -> tuple[AlterPartiti
         for _i_topics in range(n):
             x_topics, pos = _decode_AlterPartitionRequestTopicData_v3(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -985,14 +1097,16 @@ def _decode_AlterPartitionRequest_v3(buf: bytes, pos: i64) -> tuple[AlterPartiti
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterPartitionRequest(broker_id=f_broker_id, broker_epoch=f_broker_epoch, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterPartitionRequest_v3(o: AlterPartitionRequest, w: BytesWriter) -> None:
-    write_i32_be(w, o.broker_id)
-    write_i64_be(w, o.broker_epoch)
-    x_topics = o.topics
+    v_broker_id: int = o.broker_id
+    write_i32_be(w, v_broker_id)
+    v_broker_epoch: int = o.broker_epoch
+    write_i64_be(w, v_broker_epoch)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=3)
     else:
@@ -1011,18 +1125,22 @@ def _encode_AlterPartitionRequest_v3(o: AlterPartitionRequest, w: BytesWriter) -
 
 
 def _decode_AlterPartitionResponsePartitionData_v0(buf: bytes, pos: i64) -> tuple[AlterPartitionResponsePartitionData, i64]:
-    o = _new(_K_AlterPartitionResponsePartitionData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.leader_recovery_state = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_error_code: Any
+    f_leader_id: Any
+    f_leader_epoch: Any
+    f_isr: Any
+    f_partition_epoch: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.leader_id = read_i32_be(buf, pos)
+    f_leader_id = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1040,17 +1158,16 @@ def _decode_AlterPartitionResponsePartitionData_v0(buf: bytes, pos: i64) -> tupl
             e_isr = read_i32_be(buf, pos)
             pos += 4
             lst_isr.append(e_isr)
-        o.isr = lst_isr
-    o.partition_epoch = read_i32_be(buf, pos)
+        f_isr = lst_isr
+    f_partition_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1062,16 +1179,20 @@ def _decode_AlterPartitionResponsePartitionData_v0(buf: bytes, pos: i64) -> tupl
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterPartitionResponsePartitionData(partition_index=f_partition_index, error_code=f_error_code, leader_id=f_leader_id, leader_epoch=f_leader_epoch, isr=f_isr, partition_epoch=f_partition_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterPartitionResponsePartitionData_v0(o: AlterPartitionResponsePartitionData, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
-    write_i32_be(w, o.leader_id)
-    write_i32_be(w, o.leader_epoch)
-    x_isr = o.isr
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_leader_id: int = o.leader_id
+    write_i32_be(w, v_leader_id)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
+    x_isr: Any = o.isr
     if x_isr is None:
         raise ValueOutOfRangeError('non-nullable field Isr is None', version=0)
     else:
@@ -1083,7 +1204,8 @@ def _encode_AlterPartitionResponsePartitionData_v0(o: AlterPartitionResponsePart
             _put_uvarint(w, m)
         for e_isr in l_isr:
             write_i32_be(w, e_isr)
-    write_i32_be(w, o.partition_epoch)
+    v_partition_epoch: int = o.partition_epoch
+    write_i32_be(w, v_partition_epoch)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1091,18 +1213,24 @@ def _encode_AlterPartitionResponsePartitionData_v0(o: AlterPartitionResponsePart
 
 
 def _decode_AlterPartitionResponsePartitionData_v1(buf: bytes, pos: i64) -> tuple[AlterPartitionResponsePartitionData, i64]:
-    o = _new(_K_AlterPartitionResponsePartitionData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_error_code: Any
+    f_leader_id: Any
+    f_leader_epoch: Any
+    f_isr: Any
+    f_leader_recovery_state: Any
+    f_partition_epoch: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.leader_id = read_i32_be(buf, pos)
+    f_leader_id = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1120,20 +1248,19 @@ def _decode_AlterPartitionResponsePartitionData_v1(buf: bytes, pos: i64) -> tupl
             e_isr = read_i32_be(buf, pos)
             pos += 4
             lst_isr.append(e_isr)
-        o.isr = lst_isr
+        f_isr = lst_isr
     b8 = buf[pos]
-    o.leader_recovery_state = b8 - 256 if b8 >= 128 else b8
+    f_leader_recovery_state = b8 - 256 if b8 >= 128 else b8
     pos += 1
-    o.partition_epoch = read_i32_be(buf, pos)
+    f_partition_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1145,16 +1272,20 @@ def _decode_AlterPartitionResponsePartitionData_v1(buf: bytes, pos: i64) -> tupl
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterPartitionResponsePartitionData(partition_index=f_partition_index, error_code=f_error_code, leader_id=f_leader_id, leader_epoch=f_leader_epoch, isr=f_isr, leader_recovery_state=f_leader_recovery_state, partition_epoch=f_partition_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterPartitionResponsePartitionData_v1(o: AlterPartitionResponsePartitionData, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
-    write_i32_be(w, o.leader_id)
-    write_i32_be(w, o.leader_epoch)
-    x_isr = o.isr
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_leader_id: int = o.leader_id
+    write_i32_be(w, v_leader_id)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
+    x_isr: Any = o.isr
     if x_isr is None:
         raise ValueOutOfRangeError('non-nullable field Isr is None', version=1)
     else:
@@ -1166,8 +1297,10 @@ def _encode_AlterPartitionResponsePartitionData_v1(o: AlterPartitionResponsePart
             _put_uvarint(w, m)
         for e_isr in l_isr:
             write_i32_be(w, e_isr)
-    _put_i8(w, o.leader_recovery_state)
-    write_i32_be(w, o.partition_epoch)
+    v_leader_recovery_state: int = o.leader_recovery_state
+    _put_i8(w, v_leader_recovery_state)
+    v_partition_epoch: int = o.partition_epoch
+    write_i32_be(w, v_partition_epoch)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1175,11 +1308,11 @@ def _encode_AlterPartitionResponsePartitionData_v1(o: AlterPartitionResponsePart
 
 
 def _decode_AlterPartitionResponseTopicData_v0(buf: bytes, pos: i64) -> tuple[AlterPartitionResponseTopicData, i64]:
-    o = _new(_K_AlterPartitionResponseTopicData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_topic_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1194,7 +1327,7 @@ def _decode_AlterPartitionResponseTopicData_v0(buf: bytes, pos: i64) -> tuple[Al
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1211,15 +1344,14 @@ def _decode_AlterPartitionResponseTopicData_v0(buf: bytes, pos: i64) -> tuple[Al
         for _i_partitions in range(n):
             x_partitions, pos = _decode_AlterPartitionResponsePartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1231,12 +1363,12 @@ def _decode_AlterPartitionResponseTopicData_v0(buf: bytes, pos: i64) -> tuple[Al
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterPartitionResponseTopicData(topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterPartitionResponseTopicData_v0(o: AlterPartitionResponseTopicData, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
@@ -1249,7 +1381,7 @@ def _encode_AlterPartitionResponseTopicData_v0(o: AlterPartitionResponseTopicDat
         else:
             _put_uvarint(w, m)
         w.write(b_topic_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -1268,11 +1400,11 @@ def _encode_AlterPartitionResponseTopicData_v0(o: AlterPartitionResponseTopicDat
 
 
 def _decode_AlterPartitionResponseTopicData_v1(buf: bytes, pos: i64) -> tuple[AlterPartitionResponseTopicData, i64]:
-    o = _new(_K_AlterPartitionResponseTopicData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_topic_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1287,7 +1419,7 @@ def _decode_AlterPartitionResponseTopicData_v1(buf: bytes, pos: i64) -> tuple[Al
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1304,15 +1436,14 @@ def _decode_AlterPartitionResponseTopicData_v1(buf: bytes, pos: i64) -> tuple[Al
         for _i_partitions in range(n):
             x_partitions, pos = _decode_AlterPartitionResponsePartitionData_v1(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1324,12 +1455,12 @@ def _decode_AlterPartitionResponseTopicData_v1(buf: bytes, pos: i64) -> tuple[Al
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterPartitionResponseTopicData(topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterPartitionResponseTopicData_v1(o: AlterPartitionResponseTopicData, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=1)
     else:
@@ -1342,7 +1473,7 @@ def _encode_AlterPartitionResponseTopicData_v1(o: AlterPartitionResponseTopicDat
         else:
             _put_uvarint(w, m)
         w.write(b_topic_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
@@ -1361,12 +1492,12 @@ def _encode_AlterPartitionResponseTopicData_v1(o: AlterPartitionResponseTopicDat
 
 
 def _decode_AlterPartitionResponseTopicData_v2(buf: bytes, pos: i64) -> tuple[AlterPartitionResponseTopicData, i64]:
-    o = _new(_K_AlterPartitionResponseTopicData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_name = ''
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partitions: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -1383,15 +1514,14 @@ def _decode_AlterPartitionResponseTopicData_v2(buf: bytes, pos: i64) -> tuple[Al
         for _i_partitions in range(n):
             x_partitions, pos = _decode_AlterPartitionResponsePartitionData_v1(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1403,13 +1533,13 @@ def _decode_AlterPartitionResponseTopicData_v2(buf: bytes, pos: i64) -> tuple[Al
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterPartitionResponseTopicData(topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterPartitionResponseTopicData_v2(o: AlterPartitionResponseTopicData, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
     else:
@@ -1428,13 +1558,15 @@ def _encode_AlterPartitionResponseTopicData_v2(o: AlterPartitionResponseTopicDat
 
 
 def _decode_AlterPartitionResponse_v0(buf: bytes, pos: i64) -> tuple[AlterPartitionResponse, i64]:
-    o = _new(_K_AlterPartitionResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_topics: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1451,15 +1583,14 @@ def _decode_AlterPartitionResponse_v0(buf: bytes, pos: i64) -> tuple[AlterPartit
         for _i_topics in range(n):
             x_topics, pos = _decode_AlterPartitionResponseTopicData_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1471,14 +1602,16 @@ def _decode_AlterPartitionResponse_v0(buf: bytes, pos: i64) -> tuple[AlterPartit
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterPartitionResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterPartitionResponse_v0(o: AlterPartitionResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_topics = o.topics
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -1497,13 +1630,15 @@ def _encode_AlterPartitionResponse_v0(o: AlterPartitionResponse, w: BytesWriter)
 
 
 def _decode_AlterPartitionResponse_v1(buf: bytes, pos: i64) -> tuple[AlterPartitionResponse, i64]:
-    o = _new(_K_AlterPartitionResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_topics: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1520,15 +1655,14 @@ def _decode_AlterPartitionResponse_v1(buf: bytes, pos: i64) -> tuple[AlterPartit
         for _i_topics in range(n):
             x_topics, pos = _decode_AlterPartitionResponseTopicData_v1(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1540,14 +1674,16 @@ def _decode_AlterPartitionResponse_v1(buf: bytes, pos: i64) -> tuple[AlterPartit
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterPartitionResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterPartitionResponse_v1(o: AlterPartitionResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_topics = o.topics
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
@@ -1566,13 +1702,15 @@ def _encode_AlterPartitionResponse_v1(o: AlterPartitionResponse, w: BytesWriter)
 
 
 def _decode_AlterPartitionResponse_v2(buf: bytes, pos: i64) -> tuple[AlterPartitionResponse, i64]:
-    o = _new(_K_AlterPartitionResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_topics: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1589,15 +1727,14 @@ def _decode_AlterPartitionResponse_v2(buf: bytes, pos: i64) -> tuple[AlterPartit
         for _i_topics in range(n):
             x_topics, pos = _decode_AlterPartitionResponseTopicData_v2(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1609,14 +1746,16 @@ def _decode_AlterPartitionResponse_v2(buf: bytes, pos: i64) -> tuple[AlterPartit
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterPartitionResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterPartitionResponse_v2(o: AlterPartitionResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_topics = o.topics
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
@@ -1645,4 +1784,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (AlterPartitionResponse, {0: _decode_AlterPartitionResponse_v0, 1: _decode_AlterPartitionResponse_v1, 2: _decode_AlterPartitionResponse_v2, 3: _decode_AlterPartitionResponse_v2}, {0: _encode_AlterPartitionResponse_v0, 1: _encode_AlterPartitionResponse_v1, 2: _encode_AlterPartitionResponse_v2, 3: _encode_AlterPartitionResponse_v2}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.alter_partition', TABLES)

@@ -21,28 +21,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.alter_partition_reassignments import (
-    AlterPartitionReassignmentsRequest,
-    AlterPartitionReassignmentsRequestReassignablePartition,
-    AlterPartitionReassignmentsRequestReassignableTopic,
-    AlterPartitionReassignmentsResponse,
-    AlterPartitionReassignmentsResponseReassignablePartitionResponse,
-    AlterPartitionReassignmentsResponseReassignableTopicResponse,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_AlterPartitionReassignmentsRequest: Final = AlterPartitionReassignmentsRequest
-_K_AlterPartitionReassignmentsRequestReassignablePartition: Final = AlterPartitionReassignmentsRequestReassignablePartition
-_K_AlterPartitionReassignmentsRequestReassignableTopic: Final = AlterPartitionReassignmentsRequestReassignableTopic
-_K_AlterPartitionReassignmentsResponse: Final = AlterPartitionReassignmentsResponse
-_K_AlterPartitionReassignmentsResponseReassignablePartitionResponse: Final = AlterPartitionReassignmentsResponseReassignablePartitionResponse
-_K_AlterPartitionReassignmentsResponseReassignableTopicResponse: Final = AlterPartitionReassignmentsResponseReassignableTopicResponse
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -128,12 +115,89 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class AlterPartitionReassignmentsRequestReassignablePartition(_NativeStruct):
+    partition_index: Any
+    replicas: Any
+
+    def __init__(self, *, partition_index: Any = 0, replicas: Any = None, unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.replicas = replicas
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AlterPartitionReassignmentsRequestReassignableTopic(_NativeStruct):
+    name: Any
+    partitions: Any
+
+    def __init__(self, *, name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AlterPartitionReassignmentsRequest(_NativeMessage):
+    timeout_ms: Any
+    allow_replication_factor_change: Any
+    topics: Any
+
+    def __init__(self, *, timeout_ms: Any = 60000, allow_replication_factor_change: Any = True, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.timeout_ms = timeout_ms
+        self.allow_replication_factor_change = allow_replication_factor_change
+        self.topics = [] if topics is FRESH else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AlterPartitionReassignmentsResponseReassignablePartitionResponse(_NativeStruct):
+    partition_index: Any
+    error_code: Any
+    error_message: Any
+
+    def __init__(self, *, partition_index: Any = 0, error_code: Any = 0, error_message: Any = '', unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AlterPartitionReassignmentsResponseReassignableTopicResponse(_NativeStruct):
+    name: Any
+    partitions: Any
+
+    def __init__(self, *, name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AlterPartitionReassignmentsResponse(_NativeMessage):
+    throttle_time_ms: Any
+    allow_replication_factor_change: Any
+    error_code: Any
+    error_message: Any
+    responses: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, allow_replication_factor_change: Any = True, error_code: Any = 0, error_message: Any = '', responses: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.allow_replication_factor_change = allow_replication_factor_change
+        self.error_code = error_code
+        self.error_message = error_message
+        self.responses = [] if responses is FRESH else responses
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_AlterPartitionReassignmentsRequestReassignablePartition = AlterPartitionReassignmentsRequestReassignablePartition()
+_DEFAULT_AlterPartitionReassignmentsRequestReassignableTopic = AlterPartitionReassignmentsRequestReassignableTopic()
+_DEFAULT_AlterPartitionReassignmentsResponseReassignablePartitionResponse = AlterPartitionReassignmentsResponseReassignablePartitionResponse()
+_DEFAULT_AlterPartitionReassignmentsResponseReassignableTopicResponse = AlterPartitionReassignmentsResponseReassignableTopicResponse()
+
+
 def _decode_AlterPartitionReassignmentsRequestReassignablePartition_v0(buf: bytes, pos: i64) -> tuple[AlterPartitionReassignmentsRequestReassignablePartition, i64]:
-    o = _new(_K_AlterPartitionReassignmentsRequestReassignablePartition)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_replicas: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -142,7 +206,7 @@ def _decode_AlterPartitionReassignmentsRequestReassignablePartition_v0(buf: byte
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.replicas = None
+        f_replicas = None
     else:
         if n * 4 > blen - pos:
             raise _truncated('Replicas')
@@ -151,15 +215,14 @@ def _decode_AlterPartitionReassignmentsRequestReassignablePartition_v0(buf: byte
             e_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_replicas.append(e_replicas)
-        o.replicas = lst_replicas
+        f_replicas = lst_replicas
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -171,13 +234,14 @@ def _decode_AlterPartitionReassignmentsRequestReassignablePartition_v0(buf: byte
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterPartitionReassignmentsRequestReassignablePartition(partition_index=f_partition_index, replicas=f_replicas, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterPartitionReassignmentsRequestReassignablePartition_v0(o: AlterPartitionReassignmentsRequestReassignablePartition, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    x_replicas = o.replicas
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    x_replicas: Any = o.replicas
     if x_replicas is None:
         w.append(_ZERO)
     else:
@@ -196,10 +260,11 @@ def _encode_AlterPartitionReassignmentsRequestReassignablePartition_v0(o: AlterP
 
 
 def _decode_AlterPartitionReassignmentsRequestReassignableTopic_v0(buf: bytes, pos: i64) -> tuple[AlterPartitionReassignmentsRequestReassignableTopic, i64]:
-    o = _new(_K_AlterPartitionReassignmentsRequestReassignableTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -214,7 +279,7 @@ def _decode_AlterPartitionReassignmentsRequestReassignableTopic_v0(buf: bytes, p
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -231,15 +296,14 @@ def _decode_AlterPartitionReassignmentsRequestReassignableTopic_v0(buf: bytes, p
         for _i_partitions in range(n):
             x_partitions, pos = _decode_AlterPartitionReassignmentsRequestReassignablePartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -251,12 +315,12 @@ def _decode_AlterPartitionReassignmentsRequestReassignableTopic_v0(buf: bytes, p
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterPartitionReassignmentsRequestReassignableTopic(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterPartitionReassignmentsRequestReassignableTopic_v0(o: AlterPartitionReassignmentsRequestReassignableTopic, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -269,7 +333,7 @@ def _encode_AlterPartitionReassignmentsRequestReassignableTopic_v0(o: AlterParti
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -288,12 +352,12 @@ def _encode_AlterPartitionReassignmentsRequestReassignableTopic_v0(o: AlterParti
 
 
 def _decode_AlterPartitionReassignmentsRequest_v0(buf: bytes, pos: i64) -> tuple[AlterPartitionReassignmentsRequest, i64]:
-    o = _new(_K_AlterPartitionReassignmentsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.allow_replication_factor_change = True
-    o.timeout_ms = read_i32_be(buf, pos)
+    f_timeout_ms: Any
+    f_topics: Any
+    f_timeout_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -310,15 +374,14 @@ def _decode_AlterPartitionReassignmentsRequest_v0(buf: bytes, pos: i64) -> tuple
         for _i_topics in range(n):
             x_topics, pos = _decode_AlterPartitionReassignmentsRequestReassignableTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -330,15 +393,16 @@ def _decode_AlterPartitionReassignmentsRequest_v0(buf: bytes, pos: i64) -> tuple
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterPartitionReassignmentsRequest(timeout_ms=f_timeout_ms, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterPartitionReassignmentsRequest_v0(o: AlterPartitionReassignmentsRequest, w: BytesWriter) -> None:
     if not o.allow_replication_factor_change:
         raise FieldNotInVersionError('non-default AllowReplicationFactorChange cannot be written', version=0)
-    write_i32_be(w, o.timeout_ms)
-    x_topics = o.topics
+    v_timeout_ms: int = o.timeout_ms
+    write_i32_be(w, v_timeout_ms)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -357,13 +421,15 @@ def _encode_AlterPartitionReassignmentsRequest_v0(o: AlterPartitionReassignments
 
 
 def _decode_AlterPartitionReassignmentsRequest_v1(buf: bytes, pos: i64) -> tuple[AlterPartitionReassignmentsRequest, i64]:
-    o = _new(_K_AlterPartitionReassignmentsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.timeout_ms = read_i32_be(buf, pos)
+    f_timeout_ms: Any
+    f_allow_replication_factor_change: Any
+    f_topics: Any
+    f_timeout_ms = read_i32_be(buf, pos)
     pos += 4
-    o.allow_replication_factor_change = buf[pos] != 0
+    f_allow_replication_factor_change = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -380,15 +446,14 @@ def _decode_AlterPartitionReassignmentsRequest_v1(buf: bytes, pos: i64) -> tuple
         for _i_topics in range(n):
             x_topics, pos = _decode_AlterPartitionReassignmentsRequestReassignableTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -400,14 +465,15 @@ def _decode_AlterPartitionReassignmentsRequest_v1(buf: bytes, pos: i64) -> tuple
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterPartitionReassignmentsRequest(timeout_ms=f_timeout_ms, allow_replication_factor_change=f_allow_replication_factor_change, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterPartitionReassignmentsRequest_v1(o: AlterPartitionReassignmentsRequest, w: BytesWriter) -> None:
-    write_i32_be(w, o.timeout_ms)
+    v_timeout_ms: int = o.timeout_ms
+    write_i32_be(w, v_timeout_ms)
     w.append(_ONE if o.allow_replication_factor_change else _ZERO)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
@@ -426,13 +492,15 @@ def _encode_AlterPartitionReassignmentsRequest_v1(o: AlterPartitionReassignments
 
 
 def _decode_AlterPartitionReassignmentsResponseReassignablePartitionResponse_v0(buf: bytes, pos: i64) -> tuple[AlterPartitionReassignmentsResponseReassignablePartitionResponse, i64]:
-    o = _new(_K_AlterPartitionReassignmentsResponseReassignablePartitionResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -441,23 +509,22 @@ def _decode_AlterPartitionReassignmentsResponseReassignablePartitionResponse_v0(
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -469,14 +536,16 @@ def _decode_AlterPartitionReassignmentsResponseReassignablePartitionResponse_v0(
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterPartitionReassignmentsResponseReassignablePartitionResponse(partition_index=f_partition_index, error_code=f_error_code, error_message=f_error_message, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterPartitionReassignmentsResponseReassignablePartitionResponse_v0(o: AlterPartitionReassignmentsResponseReassignablePartitionResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -496,10 +565,11 @@ def _encode_AlterPartitionReassignmentsResponseReassignablePartitionResponse_v0(
 
 
 def _decode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0(buf: bytes, pos: i64) -> tuple[AlterPartitionReassignmentsResponseReassignableTopicResponse, i64]:
-    o = _new(_K_AlterPartitionReassignmentsResponseReassignableTopicResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -514,7 +584,7 @@ def _decode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0(buf:
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -531,15 +601,14 @@ def _decode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0(buf:
         for _i_partitions in range(n):
             x_partitions, pos = _decode_AlterPartitionReassignmentsResponseReassignablePartitionResponse_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -551,12 +620,12 @@ def _decode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0(buf:
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterPartitionReassignmentsResponseReassignableTopicResponse(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0(o: AlterPartitionReassignmentsResponseReassignableTopicResponse, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -569,7 +638,7 @@ def _encode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0(o: A
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -588,14 +657,16 @@ def _encode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0(o: A
 
 
 def _decode_AlterPartitionReassignmentsResponse_v0(buf: bytes, pos: i64) -> tuple[AlterPartitionReassignmentsResponse, i64]:
-    o = _new(_K_AlterPartitionReassignmentsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.allow_replication_factor_change = True
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_responses: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -604,14 +675,14 @@ def _decode_AlterPartitionReassignmentsResponse_v0(buf: bytes, pos: i64) -> tupl
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -628,15 +699,14 @@ def _decode_AlterPartitionReassignmentsResponse_v0(buf: bytes, pos: i64) -> tupl
         for _i_responses in range(n):
             x_responses, pos = _decode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0(buf, pos)
             lst_responses.append(x_responses)
-        o.responses = lst_responses
+        f_responses = lst_responses
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -648,14 +718,16 @@ def _decode_AlterPartitionReassignmentsResponse_v0(buf: bytes, pos: i64) -> tupl
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterPartitionReassignmentsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, responses=f_responses, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterPartitionReassignmentsResponse_v0(o: AlterPartitionReassignmentsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -668,7 +740,7 @@ def _encode_AlterPartitionReassignmentsResponse_v0(o: AlterPartitionReassignment
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    x_responses = o.responses
+    x_responses: Any = o.responses
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=0)
     else:
@@ -687,15 +759,19 @@ def _encode_AlterPartitionReassignmentsResponse_v0(o: AlterPartitionReassignment
 
 
 def _decode_AlterPartitionReassignmentsResponse_v1(buf: bytes, pos: i64) -> tuple[AlterPartitionReassignmentsResponse, i64]:
-    o = _new(_K_AlterPartitionReassignmentsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_allow_replication_factor_change: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_responses: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.allow_replication_factor_change = buf[pos] != 0
+    f_allow_replication_factor_change = buf[pos] != 0
     pos += 1
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -704,14 +780,14 @@ def _decode_AlterPartitionReassignmentsResponse_v1(buf: bytes, pos: i64) -> tupl
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -728,15 +804,14 @@ def _decode_AlterPartitionReassignmentsResponse_v1(buf: bytes, pos: i64) -> tupl
         for _i_responses in range(n):
             x_responses, pos = _decode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0(buf, pos)
             lst_responses.append(x_responses)
-        o.responses = lst_responses
+        f_responses = lst_responses
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -748,15 +823,17 @@ def _decode_AlterPartitionReassignmentsResponse_v1(buf: bytes, pos: i64) -> tupl
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterPartitionReassignmentsResponse(throttle_time_ms=f_throttle_time_ms, allow_replication_factor_change=f_allow_replication_factor_change, error_code=f_error_code, error_message=f_error_message, responses=f_responses, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterPartitionReassignmentsResponse_v1(o: AlterPartitionReassignmentsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
     w.append(_ONE if o.allow_replication_factor_change else _ZERO)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -769,7 +846,7 @@ def _encode_AlterPartitionReassignmentsResponse_v1(o: AlterPartitionReassignment
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    x_responses = o.responses
+    x_responses: Any = o.responses
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=1)
     else:
@@ -797,4 +874,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (AlterPartitionReassignmentsResponse, {0: _decode_AlterPartitionReassignmentsResponse_v0, 1: _decode_AlterPartitionReassignmentsResponse_v1}, {0: _encode_AlterPartitionReassignmentsResponse_v0, 1: _encode_AlterPartitionReassignmentsResponse_v1}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.alter_partition_reassignments', TABLES)

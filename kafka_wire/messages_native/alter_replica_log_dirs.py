@@ -23,28 +23,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.alter_replica_log_dirs import (
-    AlterReplicaLogDirsRequest,
-    AlterReplicaLogDirsRequestAlterReplicaLogDir,
-    AlterReplicaLogDirsRequestAlterReplicaLogDirTopic,
-    AlterReplicaLogDirsResponse,
-    AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult,
-    AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_AlterReplicaLogDirsRequest: Final = AlterReplicaLogDirsRequest
-_K_AlterReplicaLogDirsRequestAlterReplicaLogDir: Final = AlterReplicaLogDirsRequestAlterReplicaLogDir
-_K_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic: Final = AlterReplicaLogDirsRequestAlterReplicaLogDirTopic
-_K_AlterReplicaLogDirsResponse: Final = AlterReplicaLogDirsResponse
-_K_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult: Final = AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult
-_K_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult: Final = AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -130,11 +117,76 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class AlterReplicaLogDirsRequestAlterReplicaLogDirTopic(_NativeStruct):
+    name: Any
+    partitions: Any
+
+    def __init__(self, *, name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AlterReplicaLogDirsRequestAlterReplicaLogDir(_NativeStruct):
+    path: Any
+    topics: Any
+
+    def __init__(self, *, path: Any = '', topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.path = path
+        self.topics = [] if topics is FRESH else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AlterReplicaLogDirsRequest(_NativeMessage):
+    dirs: Any
+
+    def __init__(self, *, dirs: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.dirs = [] if dirs is FRESH else dirs
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult(_NativeStruct):
+    partition_index: Any
+    error_code: Any
+
+    def __init__(self, *, partition_index: Any = 0, error_code: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult(_NativeStruct):
+    topic_name: Any
+    partitions: Any
+
+    def __init__(self, *, topic_name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AlterReplicaLogDirsResponse(_NativeMessage):
+    throttle_time_ms: Any
+    results: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, results: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = [] if results is FRESH else results
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic = AlterReplicaLogDirsRequestAlterReplicaLogDirTopic()
+_DEFAULT_AlterReplicaLogDirsRequestAlterReplicaLogDir = AlterReplicaLogDirsRequestAlterReplicaLogDir()
+_DEFAULT_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult = AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult()
+_DEFAULT_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult = AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult()
+
+
 def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v0(buf: bytes, pos: i64) -> tuple[AlterReplicaLogDirsRequestAlterReplicaLogDirTopic, i64]:
-    o = _new(_K_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -145,7 +197,7 @@ def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v0(buf: bytes, pos
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -159,13 +211,13 @@ def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v0(buf: bytes, pos
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return AlterReplicaLogDirsRequestAlterReplicaLogDirTopic(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v0(o: AlterReplicaLogDirsRequestAlterReplicaLogDirTopic, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -174,7 +226,7 @@ def _encode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v0(o: AlterReplica
             raise ValueOutOfRangeError('string field Name is too long', version=0)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -187,10 +239,11 @@ def _encode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v0(o: AlterReplica
 
 
 def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v2(buf: bytes, pos: i64) -> tuple[AlterReplicaLogDirsRequestAlterReplicaLogDirTopic, i64]:
-    o = _new(_K_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -205,7 +258,7 @@ def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v2(buf: bytes, pos
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -223,15 +276,14 @@ def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v2(buf: bytes, pos
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -243,12 +295,12 @@ def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v2(buf: bytes, pos
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterReplicaLogDirsRequestAlterReplicaLogDirTopic(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v2(o: AlterReplicaLogDirsRequestAlterReplicaLogDirTopic, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
     else:
@@ -261,7 +313,7 @@ def _encode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v2(o: AlterReplica
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
     else:
@@ -280,10 +332,11 @@ def _encode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v2(o: AlterReplica
 
 
 def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v0(buf: bytes, pos: i64) -> tuple[AlterReplicaLogDirsRequestAlterReplicaLogDir, i64]:
-    o = _new(_K_AlterReplicaLogDirsRequestAlterReplicaLogDir)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_path: Any
+    f_topics: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -294,7 +347,7 @@ def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v0(buf: bytes, pos: i64
         end = pos + n
         if end > blen:
             raise _truncated('Path')
-        o.path = buf[pos:end].decode()
+        f_path = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -307,13 +360,13 @@ def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v0(buf: bytes, pos: i64
         for _i_topics in range(n):
             x_topics, pos = _decode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return AlterReplicaLogDirsRequestAlterReplicaLogDir(path=f_path, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v0(o: AlterReplicaLogDirsRequestAlterReplicaLogDir, w: BytesWriter) -> None:
-    x_path = o.path
+    x_path: str | None = o.path
     if x_path is None:
         raise ValueOutOfRangeError('non-nullable field Path is None', version=0)
     else:
@@ -322,7 +375,7 @@ def _encode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v0(o: AlterReplicaLogDi
             raise ValueOutOfRangeError('string field Path is too long', version=0)
         write_i16_be(w, len(b_path))
         w.write(b_path)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -335,10 +388,11 @@ def _encode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v0(o: AlterReplicaLogDi
 
 
 def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v2(buf: bytes, pos: i64) -> tuple[AlterReplicaLogDirsRequestAlterReplicaLogDir, i64]:
-    o = _new(_K_AlterReplicaLogDirsRequestAlterReplicaLogDir)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_path: Any
+    f_topics: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -353,7 +407,7 @@ def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v2(buf: bytes, pos: i64
         end = pos + n
         if end > blen:
             raise _truncated('Path')
-        o.path = buf[pos:end].decode()
+        f_path = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -370,15 +424,14 @@ def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v2(buf: bytes, pos: i64
         for _i_topics in range(n):
             x_topics, pos = _decode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v2(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -390,12 +443,12 @@ def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v2(buf: bytes, pos: i64
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterReplicaLogDirsRequestAlterReplicaLogDir(path=f_path, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v2(o: AlterReplicaLogDirsRequestAlterReplicaLogDir, w: BytesWriter) -> None:
-    x_path = o.path
+    x_path: str | None = o.path
     if x_path is None:
         raise ValueOutOfRangeError('non-nullable field Path is None', version=2)
     else:
@@ -408,7 +461,7 @@ def _encode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v2(o: AlterReplicaLogDi
         else:
             _put_uvarint(w, m)
         w.write(b_path)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
@@ -427,9 +480,9 @@ def _encode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v2(o: AlterReplicaLogDi
 
 
 def _decode_AlterReplicaLogDirsRequest_v0(buf: bytes, pos: i64) -> tuple[AlterReplicaLogDirsRequest, i64]:
-    o = _new(_K_AlterReplicaLogDirsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
+    f_dirs: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -441,13 +494,13 @@ def _decode_AlterReplicaLogDirsRequest_v0(buf: bytes, pos: i64) -> tuple[AlterRe
         for _i_dirs in range(n):
             x_dirs, pos = _decode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v0(buf, pos)
             lst_dirs.append(x_dirs)
-        o.dirs = lst_dirs
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_dirs = lst_dirs
+    utf: Any = ()
+    return AlterReplicaLogDirsRequest(dirs=f_dirs, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterReplicaLogDirsRequest_v0(o: AlterReplicaLogDirsRequest, w: BytesWriter) -> None:
-    x_dirs = o.dirs
+    x_dirs: Any = o.dirs
     if x_dirs is None:
         raise ValueOutOfRangeError('non-nullable field Dirs is None', version=0)
     else:
@@ -460,10 +513,10 @@ def _encode_AlterReplicaLogDirsRequest_v0(o: AlterReplicaLogDirsRequest, w: Byte
 
 
 def _decode_AlterReplicaLogDirsRequest_v2(buf: bytes, pos: i64) -> tuple[AlterReplicaLogDirsRequest, i64]:
-    o = _new(_K_AlterReplicaLogDirsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_dirs: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -479,15 +532,14 @@ def _decode_AlterReplicaLogDirsRequest_v2(buf: bytes, pos: i64) -> tuple[AlterRe
         for _i_dirs in range(n):
             x_dirs, pos = _decode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v2(buf, pos)
             lst_dirs.append(x_dirs)
-        o.dirs = lst_dirs
+        f_dirs = lst_dirs
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -499,12 +551,12 @@ def _decode_AlterReplicaLogDirsRequest_v2(buf: bytes, pos: i64) -> tuple[AlterRe
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterReplicaLogDirsRequest(dirs=f_dirs, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterReplicaLogDirsRequest_v2(o: AlterReplicaLogDirsRequest, w: BytesWriter) -> None:
-    x_dirs = o.dirs
+    x_dirs: Any = o.dirs
     if x_dirs is None:
         raise ValueOutOfRangeError('non-nullable field Dirs is None', version=2)
     else:
@@ -523,39 +575,42 @@ def _encode_AlterReplicaLogDirsRequest_v2(o: AlterReplicaLogDirsRequest, w: Byte
 
 
 def _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v0(buf: bytes, pos: i64) -> tuple[AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult, i64]:
-    o = _new(_K_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult)
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_error_code: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult(partition_index=f_partition_index, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v0(o: AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v2(buf: bytes, pos: i64) -> tuple[AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult, i64]:
-    o = _new(_K_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_error_code: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -567,13 +622,15 @@ def _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v2(buf:
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult(partition_index=f_partition_index, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v2(o: AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -581,10 +638,11 @@ def _encode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v2(o: A
 
 
 def _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v0(buf: bytes, pos: i64) -> tuple[AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult, i64]:
-    o = _new(_K_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_name: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -595,7 +653,7 @@ def _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v0(buf: byt
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -608,13 +666,13 @@ def _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v0(buf: byt
         for _i_partitions in range(n):
             x_partitions, pos = _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult(topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v0(o: AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
@@ -623,7 +681,7 @@ def _encode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v0(o: Alter
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
         write_i16_be(w, len(b_topic_name))
         w.write(b_topic_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -636,10 +694,11 @@ def _encode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v0(o: Alter
 
 
 def _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v2(buf: bytes, pos: i64) -> tuple[AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult, i64]:
-    o = _new(_K_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -654,7 +713,7 @@ def _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v2(buf: byt
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -671,15 +730,14 @@ def _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v2(buf: byt
         for _i_partitions in range(n):
             x_partitions, pos = _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v2(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -691,12 +749,12 @@ def _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v2(buf: byt
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult(topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v2(o: AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=2)
     else:
@@ -709,7 +767,7 @@ def _encode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v2(o: Alter
         else:
             _put_uvarint(w, m)
         w.write(b_topic_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
     else:
@@ -728,10 +786,11 @@ def _encode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v2(o: Alter
 
 
 def _decode_AlterReplicaLogDirsResponse_v0(buf: bytes, pos: i64) -> tuple[AlterReplicaLogDirsResponse, i64]:
-    o = _new(_K_AlterReplicaLogDirsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_results: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -744,14 +803,15 @@ def _decode_AlterReplicaLogDirsResponse_v0(buf: bytes, pos: i64) -> tuple[AlterR
         for _i_results in range(n):
             x_results, pos = _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v0(buf, pos)
             lst_results.append(x_results)
-        o.results = lst_results
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_results = lst_results
+    utf: Any = ()
+    return AlterReplicaLogDirsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterReplicaLogDirsResponse_v0(o: AlterReplicaLogDirsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_results = o.results
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_results: Any = o.results
     if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=0)
     else:
@@ -764,11 +824,12 @@ def _encode_AlterReplicaLogDirsResponse_v0(o: AlterReplicaLogDirsResponse, w: By
 
 
 def _decode_AlterReplicaLogDirsResponse_v2(buf: bytes, pos: i64) -> tuple[AlterReplicaLogDirsResponse, i64]:
-    o = _new(_K_AlterReplicaLogDirsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_results: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -785,15 +846,14 @@ def _decode_AlterReplicaLogDirsResponse_v2(buf: bytes, pos: i64) -> tuple[AlterR
         for _i_results in range(n):
             x_results, pos = _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v2(buf, pos)
             lst_results.append(x_results)
-        o.results = lst_results
+        f_results = lst_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -805,13 +865,14 @@ def _decode_AlterReplicaLogDirsResponse_v2(buf: bytes, pos: i64) -> tuple[AlterR
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterReplicaLogDirsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterReplicaLogDirsResponse_v2(o: AlterReplicaLogDirsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_results = o.results
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_results: Any = o.results
     if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=2)
     else:
@@ -839,4 +900,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (AlterReplicaLogDirsResponse, {0: _decode_AlterReplicaLogDirsResponse_v0, 1: _decode_AlterReplicaLogDirsResponse_v0, 2: _decode_AlterReplicaLogDirsResponse_v2}, {0: _encode_AlterReplicaLogDirsResponse_v0, 1: _encode_AlterReplicaLogDirsResponse_v0, 2: _encode_AlterReplicaLogDirsResponse_v2}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.alter_replica_log_dirs', TABLES)

@@ -22,28 +22,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.alter_share_group_offsets import (
-    AlterShareGroupOffsetsRequest,
-    AlterShareGroupOffsetsRequestPartition,
-    AlterShareGroupOffsetsRequestTopic,
-    AlterShareGroupOffsetsResponse,
-    AlterShareGroupOffsetsResponsePartition,
-    AlterShareGroupOffsetsResponseTopic,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_AlterShareGroupOffsetsRequest: Final = AlterShareGroupOffsetsRequest
-_K_AlterShareGroupOffsetsRequestPartition: Final = AlterShareGroupOffsetsRequestPartition
-_K_AlterShareGroupOffsetsRequestTopic: Final = AlterShareGroupOffsetsRequestTopic
-_K_AlterShareGroupOffsetsResponse: Final = AlterShareGroupOffsetsResponse
-_K_AlterShareGroupOffsetsResponsePartition: Final = AlterShareGroupOffsetsResponsePartition
-_K_AlterShareGroupOffsetsResponseTopic: Final = AlterShareGroupOffsetsResponseTopic
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -129,23 +116,97 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class AlterShareGroupOffsetsRequestPartition(_NativeStruct):
+    partition_index: Any
+    start_offset: Any
+
+    def __init__(self, *, partition_index: Any = 0, start_offset: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.start_offset = start_offset
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AlterShareGroupOffsetsRequestTopic(_NativeStruct):
+    topic_name: Any
+    partitions: Any
+
+    def __init__(self, *, topic_name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AlterShareGroupOffsetsRequest(_NativeMessage):
+    group_id: Any
+    topics: Any
+
+    def __init__(self, *, group_id: Any = '', topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is FRESH else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AlterShareGroupOffsetsResponsePartition(_NativeStruct):
+    partition_index: Any
+    error_code: Any
+    error_message: Any
+
+    def __init__(self, *, partition_index: Any = 0, error_code: Any = 0, error_message: Any = None, unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AlterShareGroupOffsetsResponseTopic(_NativeStruct):
+    topic_name: Any
+    topic_id: Any
+    partitions: Any
+
+    def __init__(self, *, topic_name: Any = '', topic_id: Any = ZERO_UUID, partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_name = topic_name
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AlterShareGroupOffsetsResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+    error_message: Any
+    responses: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, error_message: Any = None, responses: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.responses = [] if responses is FRESH else responses
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_AlterShareGroupOffsetsRequestPartition = AlterShareGroupOffsetsRequestPartition()
+_DEFAULT_AlterShareGroupOffsetsRequestTopic = AlterShareGroupOffsetsRequestTopic()
+_DEFAULT_AlterShareGroupOffsetsResponsePartition = AlterShareGroupOffsetsResponsePartition()
+_DEFAULT_AlterShareGroupOffsetsResponseTopic = AlterShareGroupOffsetsResponseTopic()
+
+
 def _decode_AlterShareGroupOffsetsRequestPartition_v0(buf: bytes, pos: i64) -> tuple[AlterShareGroupOffsetsRequestPartition, i64]:
-    o = _new(_K_AlterShareGroupOffsetsRequestPartition)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_start_offset: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.start_offset = read_i64_be(buf, pos)
+    f_start_offset = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -157,13 +218,15 @@ def _decode_AlterShareGroupOffsetsRequestPartition_v0(buf: bytes, pos: i64) -> t
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterShareGroupOffsetsRequestPartition(partition_index=f_partition_index, start_offset=f_start_offset, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterShareGroupOffsetsRequestPartition_v0(o: AlterShareGroupOffsetsRequestPartition, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i64_be(w, o.start_offset)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_start_offset: int = o.start_offset
+    write_i64_be(w, v_start_offset)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -171,10 +234,11 @@ def _encode_AlterShareGroupOffsetsRequestPartition_v0(o: AlterShareGroupOffsetsR
 
 
 def _decode_AlterShareGroupOffsetsRequestTopic_v0(buf: bytes, pos: i64) -> tuple[AlterShareGroupOffsetsRequestTopic, i64]:
-    o = _new(_K_AlterShareGroupOffsetsRequestTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -189,7 +253,7 @@ def _decode_AlterShareGroupOffsetsRequestTopic_v0(buf: bytes, pos: i64) -> tuple
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -206,15 +270,14 @@ def _decode_AlterShareGroupOffsetsRequestTopic_v0(buf: bytes, pos: i64) -> tuple
         for _i_partitions in range(n):
             x_partitions, pos = _decode_AlterShareGroupOffsetsRequestPartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -226,12 +289,12 @@ def _decode_AlterShareGroupOffsetsRequestTopic_v0(buf: bytes, pos: i64) -> tuple
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterShareGroupOffsetsRequestTopic(topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterShareGroupOffsetsRequestTopic_v0(o: AlterShareGroupOffsetsRequestTopic, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
@@ -244,7 +307,7 @@ def _encode_AlterShareGroupOffsetsRequestTopic_v0(o: AlterShareGroupOffsetsReque
         else:
             _put_uvarint(w, m)
         w.write(b_topic_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -263,10 +326,11 @@ def _encode_AlterShareGroupOffsetsRequestTopic_v0(o: AlterShareGroupOffsetsReque
 
 
 def _decode_AlterShareGroupOffsetsRequest_v0(buf: bytes, pos: i64) -> tuple[AlterShareGroupOffsetsRequest, i64]:
-    o = _new(_K_AlterShareGroupOffsetsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_group_id: Any
+    f_topics: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -281,7 +345,7 @@ def _decode_AlterShareGroupOffsetsRequest_v0(buf: bytes, pos: i64) -> tuple[Alte
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -298,15 +362,14 @@ def _decode_AlterShareGroupOffsetsRequest_v0(buf: bytes, pos: i64) -> tuple[Alte
         for _i_topics in range(n):
             x_topics, pos = _decode_AlterShareGroupOffsetsRequestTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -318,12 +381,12 @@ def _decode_AlterShareGroupOffsetsRequest_v0(buf: bytes, pos: i64) -> tuple[Alte
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterShareGroupOffsetsRequest(group_id=f_group_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterShareGroupOffsetsRequest_v0(o: AlterShareGroupOffsetsRequest, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
@@ -336,7 +399,7 @@ def _encode_AlterShareGroupOffsetsRequest_v0(o: AlterShareGroupOffsetsRequest, w
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -355,13 +418,15 @@ def _encode_AlterShareGroupOffsetsRequest_v0(o: AlterShareGroupOffsetsRequest, w
 
 
 def _decode_AlterShareGroupOffsetsResponsePartition_v0(buf: bytes, pos: i64) -> tuple[AlterShareGroupOffsetsResponsePartition, i64]:
-    o = _new(_K_AlterShareGroupOffsetsResponsePartition)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -370,23 +435,22 @@ def _decode_AlterShareGroupOffsetsResponsePartition_v0(buf: bytes, pos: i64) -> 
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -398,14 +462,16 @@ def _decode_AlterShareGroupOffsetsResponsePartition_v0(buf: bytes, pos: i64) -> 
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterShareGroupOffsetsResponsePartition(partition_index=f_partition_index, error_code=f_error_code, error_message=f_error_message, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterShareGroupOffsetsResponsePartition_v0(o: AlterShareGroupOffsetsResponsePartition, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -425,10 +491,12 @@ def _encode_AlterShareGroupOffsetsResponsePartition_v0(o: AlterShareGroupOffsets
 
 
 def _decode_AlterShareGroupOffsetsResponseTopic_v0(buf: bytes, pos: i64) -> tuple[AlterShareGroupOffsetsResponseTopic, i64]:
-    o = _new(_K_AlterShareGroupOffsetsResponseTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_name: Any
+    f_topic_id: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -443,9 +511,9 @@ def _decode_AlterShareGroupOffsetsResponseTopic_v0(buf: bytes, pos: i64) -> tupl
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -462,15 +530,14 @@ def _decode_AlterShareGroupOffsetsResponseTopic_v0(buf: bytes, pos: i64) -> tupl
         for _i_partitions in range(n):
             x_partitions, pos = _decode_AlterShareGroupOffsetsResponsePartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -482,12 +549,12 @@ def _decode_AlterShareGroupOffsetsResponseTopic_v0(buf: bytes, pos: i64) -> tupl
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterShareGroupOffsetsResponseTopic(topic_name=f_topic_name, topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterShareGroupOffsetsResponseTopic_v0(o: AlterShareGroupOffsetsResponseTopic, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
@@ -501,7 +568,7 @@ def _encode_AlterShareGroupOffsetsResponseTopic_v0(o: AlterShareGroupOffsetsResp
             _put_uvarint(w, m)
         w.write(b_topic_name)
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -520,13 +587,16 @@ def _encode_AlterShareGroupOffsetsResponseTopic_v0(o: AlterShareGroupOffsetsResp
 
 
 def _decode_AlterShareGroupOffsetsResponse_v0(buf: bytes, pos: i64) -> tuple[AlterShareGroupOffsetsResponse, i64]:
-    o = _new(_K_AlterShareGroupOffsetsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_responses: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -535,14 +605,14 @@ def _decode_AlterShareGroupOffsetsResponse_v0(buf: bytes, pos: i64) -> tuple[Alt
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -559,15 +629,14 @@ def _decode_AlterShareGroupOffsetsResponse_v0(buf: bytes, pos: i64) -> tuple[Alt
         for _i_responses in range(n):
             x_responses, pos = _decode_AlterShareGroupOffsetsResponseTopic_v0(buf, pos)
             lst_responses.append(x_responses)
-        o.responses = lst_responses
+        f_responses = lst_responses
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -579,14 +648,16 @@ def _decode_AlterShareGroupOffsetsResponse_v0(buf: bytes, pos: i64) -> tuple[Alt
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterShareGroupOffsetsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, responses=f_responses, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterShareGroupOffsetsResponse_v0(o: AlterShareGroupOffsetsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -599,7 +670,7 @@ def _encode_AlterShareGroupOffsetsResponse_v0(o: AlterShareGroupOffsetsResponse,
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    x_responses = o.responses
+    x_responses: Any = o.responses
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=0)
     else:
@@ -627,4 +698,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (AlterShareGroupOffsetsResponse, {0: _decode_AlterShareGroupOffsetsResponse_v0}, {0: _encode_AlterShareGroupOffsetsResponse_v0}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.alter_share_group_offsets', TABLES)

@@ -21,26 +21,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.alter_user_scram_credentials import (
-    AlterUserScramCredentialsRequest,
-    AlterUserScramCredentialsRequestScramCredentialDeletion,
-    AlterUserScramCredentialsRequestScramCredentialUpsertion,
-    AlterUserScramCredentialsResponse,
-    AlterUserScramCredentialsResponseResult,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_AlterUserScramCredentialsRequest: Final = AlterUserScramCredentialsRequest
-_K_AlterUserScramCredentialsRequestScramCredentialDeletion: Final = AlterUserScramCredentialsRequestScramCredentialDeletion
-_K_AlterUserScramCredentialsRequestScramCredentialUpsertion: Final = AlterUserScramCredentialsRequestScramCredentialUpsertion
-_K_AlterUserScramCredentialsResponse: Final = AlterUserScramCredentialsResponse
-_K_AlterUserScramCredentialsResponseResult: Final = AlterUserScramCredentialsResponseResult
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -126,12 +115,76 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class AlterUserScramCredentialsRequestScramCredentialDeletion(_NativeStruct):
+    name: Any
+    mechanism: Any
+
+    def __init__(self, *, name: Any = '', mechanism: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.mechanism = mechanism
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AlterUserScramCredentialsRequestScramCredentialUpsertion(_NativeStruct):
+    name: Any
+    mechanism: Any
+    iterations: Any
+    salt: Any
+    salted_password: Any
+
+    def __init__(self, *, name: Any = '', mechanism: Any = 0, iterations: Any = 0, salt: Any = b"", salted_password: Any = b"", unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.mechanism = mechanism
+        self.iterations = iterations
+        self.salt = salt
+        self.salted_password = salted_password
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AlterUserScramCredentialsRequest(_NativeMessage):
+    deletions: Any
+    upsertions: Any
+
+    def __init__(self, *, deletions: Any = FRESH, upsertions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.deletions = [] if deletions is FRESH else deletions
+        self.upsertions = [] if upsertions is FRESH else upsertions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AlterUserScramCredentialsResponseResult(_NativeStruct):
+    user: Any
+    error_code: Any
+    error_message: Any
+
+    def __init__(self, *, user: Any = '', error_code: Any = 0, error_message: Any = '', unknown_tagged_fields: Any = ()) -> None:
+        self.user = user
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AlterUserScramCredentialsResponse(_NativeMessage):
+    throttle_time_ms: Any
+    results: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, results: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = [] if results is FRESH else results
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_AlterUserScramCredentialsRequestScramCredentialDeletion = AlterUserScramCredentialsRequestScramCredentialDeletion()
+_DEFAULT_AlterUserScramCredentialsRequestScramCredentialUpsertion = AlterUserScramCredentialsRequestScramCredentialUpsertion()
+_DEFAULT_AlterUserScramCredentialsResponseResult = AlterUserScramCredentialsResponseResult()
+
+
 def _decode_AlterUserScramCredentialsRequestScramCredentialDeletion_v0(buf: bytes, pos: i64) -> tuple[AlterUserScramCredentialsRequestScramCredentialDeletion, i64]:
-    o = _new(_K_AlterUserScramCredentialsRequestScramCredentialDeletion)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
+    f_name: Any
+    f_mechanism: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -146,19 +199,18 @@ def _decode_AlterUserScramCredentialsRequestScramCredentialDeletion_v0(buf: byte
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.mechanism = b8 - 256 if b8 >= 128 else b8
+    f_mechanism = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -170,12 +222,12 @@ def _decode_AlterUserScramCredentialsRequestScramCredentialDeletion_v0(buf: byte
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterUserScramCredentialsRequestScramCredentialDeletion(name=f_name, mechanism=f_mechanism, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterUserScramCredentialsRequestScramCredentialDeletion_v0(o: AlterUserScramCredentialsRequestScramCredentialDeletion, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -188,7 +240,8 @@ def _encode_AlterUserScramCredentialsRequestScramCredentialDeletion_v0(o: AlterU
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    _put_i8(w, o.mechanism)
+    v_mechanism: int = o.mechanism
+    _put_i8(w, v_mechanism)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -196,11 +249,15 @@ def _encode_AlterUserScramCredentialsRequestScramCredentialDeletion_v0(o: AlterU
 
 
 def _decode_AlterUserScramCredentialsRequestScramCredentialUpsertion_v0(buf: bytes, pos: i64) -> tuple[AlterUserScramCredentialsRequestScramCredentialUpsertion, i64]:
-    o = _new(_K_AlterUserScramCredentialsRequestScramCredentialUpsertion)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
+    f_name: Any
+    f_mechanism: Any
+    f_iterations: Any
+    f_salt: Any
+    f_salted_password: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -215,12 +272,12 @@ def _decode_AlterUserScramCredentialsRequestScramCredentialUpsertion_v0(buf: byt
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.mechanism = b8 - 256 if b8 >= 128 else b8
+    f_mechanism = b8 - 256 if b8 >= 128 else b8
     pos += 1
-    o.iterations = read_i32_be(buf, pos)
+    f_iterations = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -234,7 +291,7 @@ def _decode_AlterUserScramCredentialsRequestScramCredentialUpsertion_v0(buf: byt
         end = pos + n
         if end > blen:
             raise _truncated('Salt')
-        o.salt = buf[pos:end]
+        f_salt = buf[pos:end]
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -248,16 +305,15 @@ def _decode_AlterUserScramCredentialsRequestScramCredentialUpsertion_v0(buf: byt
         end = pos + n
         if end > blen:
             raise _truncated('SaltedPassword')
-        o.salted_password = buf[pos:end]
+        f_salted_password = buf[pos:end]
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -269,12 +325,12 @@ def _decode_AlterUserScramCredentialsRequestScramCredentialUpsertion_v0(buf: byt
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterUserScramCredentialsRequestScramCredentialUpsertion(name=f_name, mechanism=f_mechanism, iterations=f_iterations, salt=f_salt, salted_password=f_salted_password, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterUserScramCredentialsRequestScramCredentialUpsertion_v0(o: AlterUserScramCredentialsRequestScramCredentialUpsertion, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -287,9 +343,11 @@ def _encode_AlterUserScramCredentialsRequestScramCredentialUpsertion_v0(o: Alter
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    _put_i8(w, o.mechanism)
-    write_i32_be(w, o.iterations)
-    x_salt = o.salt
+    v_mechanism: int = o.mechanism
+    _put_i8(w, v_mechanism)
+    v_iterations: int = o.iterations
+    write_i32_be(w, v_iterations)
+    x_salt: Any = o.salt
     if x_salt is None:
         raise ValueOutOfRangeError('non-nullable field Salt is None', version=0)
     else:
@@ -300,7 +358,7 @@ def _encode_AlterUserScramCredentialsRequestScramCredentialUpsertion_v0(o: Alter
         else:
             _put_uvarint(w, m)
         w.write(b_salt)
-    x_salted_password = o.salted_password
+    x_salted_password: Any = o.salted_password
     if x_salted_password is None:
         raise ValueOutOfRangeError('non-nullable field SaltedPassword is None', version=0)
     else:
@@ -318,10 +376,11 @@ def _encode_AlterUserScramCredentialsRequestScramCredentialUpsertion_v0(o: Alter
 
 
 def _decode_AlterUserScramCredentialsRequest_v0(buf: bytes, pos: i64) -> tuple[AlterUserScramCredentialsRequest, i64]:
-    o = _new(_K_AlterUserScramCredentialsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_deletions: Any
+    f_upsertions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -337,7 +396,7 @@ def _decode_AlterUserScramCredentialsRequest_v0(buf: bytes, pos: i64) -> tuple[A
         for _i_deletions in range(n):
             x_deletions, pos = _decode_AlterUserScramCredentialsRequestScramCredentialDeletion_v0(buf, pos)
             lst_deletions.append(x_deletions)
-        o.deletions = lst_deletions
+        f_deletions = lst_deletions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -353,15 +412,14 @@ def _decode_AlterUserScramCredentialsRequest_v0(buf: bytes, pos: i64) -> tuple[A
         for _i_upsertions in range(n):
             x_upsertions, pos = _decode_AlterUserScramCredentialsRequestScramCredentialUpsertion_v0(buf, pos)
             lst_upsertions.append(x_upsertions)
-        o.upsertions = lst_upsertions
+        f_upsertions = lst_upsertions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -373,12 +431,12 @@ def _decode_AlterUserScramCredentialsRequest_v0(buf: bytes, pos: i64) -> tuple[A
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterUserScramCredentialsRequest(deletions=f_deletions, upsertions=f_upsertions, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterUserScramCredentialsRequest_v0(o: AlterUserScramCredentialsRequest, w: BytesWriter) -> None:
-    x_deletions = o.deletions
+    x_deletions: Any = o.deletions
     if x_deletions is None:
         raise ValueOutOfRangeError('non-nullable field Deletions is None', version=0)
     else:
@@ -390,7 +448,7 @@ def _encode_AlterUserScramCredentialsRequest_v0(o: AlterUserScramCredentialsRequ
             _put_uvarint(w, m)
         for e_deletions in l_deletions:
             _encode_AlterUserScramCredentialsRequestScramCredentialDeletion_v0(e_deletions, w)
-    x_upsertions = o.upsertions
+    x_upsertions: Any = o.upsertions
     if x_upsertions is None:
         raise ValueOutOfRangeError('non-nullable field Upsertions is None', version=0)
     else:
@@ -409,10 +467,12 @@ def _encode_AlterUserScramCredentialsRequest_v0(o: AlterUserScramCredentialsRequ
 
 
 def _decode_AlterUserScramCredentialsResponseResult_v0(buf: bytes, pos: i64) -> tuple[AlterUserScramCredentialsResponseResult, i64]:
-    o = _new(_K_AlterUserScramCredentialsResponseResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_user: Any
+    f_error_code: Any
+    f_error_message: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -427,9 +487,9 @@ def _decode_AlterUserScramCredentialsResponseResult_v0(buf: bytes, pos: i64) -> 
         end = pos + n
         if end > blen:
             raise _truncated('User')
-        o.user = buf[pos:end].decode()
+        f_user = buf[pos:end].decode()
         pos = end
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -438,23 +498,22 @@ def _decode_AlterUserScramCredentialsResponseResult_v0(buf: bytes, pos: i64) -> 
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -466,12 +525,12 @@ def _decode_AlterUserScramCredentialsResponseResult_v0(buf: bytes, pos: i64) -> 
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterUserScramCredentialsResponseResult(user=f_user, error_code=f_error_code, error_message=f_error_message, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterUserScramCredentialsResponseResult_v0(o: AlterUserScramCredentialsResponseResult, w: BytesWriter) -> None:
-    x_user = o.user
+    x_user: str | None = o.user
     if x_user is None:
         raise ValueOutOfRangeError('non-nullable field User is None', version=0)
     else:
@@ -484,8 +543,9 @@ def _encode_AlterUserScramCredentialsResponseResult_v0(o: AlterUserScramCredenti
         else:
             _put_uvarint(w, m)
         w.write(b_user)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -505,11 +565,12 @@ def _encode_AlterUserScramCredentialsResponseResult_v0(o: AlterUserScramCredenti
 
 
 def _decode_AlterUserScramCredentialsResponse_v0(buf: bytes, pos: i64) -> tuple[AlterUserScramCredentialsResponse, i64]:
-    o = _new(_K_AlterUserScramCredentialsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_results: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -526,15 +587,14 @@ def _decode_AlterUserScramCredentialsResponse_v0(buf: bytes, pos: i64) -> tuple[
         for _i_results in range(n):
             x_results, pos = _decode_AlterUserScramCredentialsResponseResult_v0(buf, pos)
             lst_results.append(x_results)
-        o.results = lst_results
+        f_results = lst_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -546,13 +606,14 @@ def _decode_AlterUserScramCredentialsResponse_v0(buf: bytes, pos: i64) -> tuple[
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AlterUserScramCredentialsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results, unknown_tagged_fields=utf), pos
 
 
 def _encode_AlterUserScramCredentialsResponse_v0(o: AlterUserScramCredentialsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_results = o.results
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_results: Any = o.results
     if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=0)
     else:
@@ -579,4 +640,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (AlterUserScramCredentialsResponse, {0: _decode_AlterUserScramCredentialsResponse_v0}, {0: _encode_AlterUserScramCredentialsResponse_v0}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.alter_user_scram_credentials', TABLES)

@@ -22,26 +22,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.api_versions import (
-    ApiVersionsRequest,
-    ApiVersionsResponse,
-    ApiVersionsResponseApiVersion,
-    ApiVersionsResponseFinalizedFeatureKey,
-    ApiVersionsResponseSupportedFeatureKey,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_ApiVersionsRequest: Final = ApiVersionsRequest
-_K_ApiVersionsResponse: Final = ApiVersionsResponse
-_K_ApiVersionsResponseApiVersion: Final = ApiVersionsResponseApiVersion
-_K_ApiVersionsResponseFinalizedFeatureKey: Final = ApiVersionsResponseFinalizedFeatureKey
-_K_ApiVersionsResponseSupportedFeatureKey: Final = ApiVersionsResponseSupportedFeatureKey
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -127,14 +116,84 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class ApiVersionsRequest(_NativeMessage):
+    client_software_name: Any
+    client_software_version: Any
+    cluster_id: Any
+    node_id: Any
+
+    def __init__(self, *, client_software_name: Any = '', client_software_version: Any = '', cluster_id: Any = None, node_id: Any = -1, unknown_tagged_fields: Any = ()) -> None:
+        self.client_software_name = client_software_name
+        self.client_software_version = client_software_version
+        self.cluster_id = cluster_id
+        self.node_id = node_id
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ApiVersionsResponseApiVersion(_NativeStruct):
+    api_key: Any
+    min_version: Any
+    max_version: Any
+
+    def __init__(self, *, api_key: Any = 0, min_version: Any = 0, max_version: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.api_key = api_key
+        self.min_version = min_version
+        self.max_version = max_version
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ApiVersionsResponseSupportedFeatureKey(_NativeStruct):
+    name: Any
+    min_version: Any
+    max_version: Any
+
+    def __init__(self, *, name: Any = '', min_version: Any = 0, max_version: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.min_version = min_version
+        self.max_version = max_version
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ApiVersionsResponseFinalizedFeatureKey(_NativeStruct):
+    name: Any
+    max_version_level: Any
+    min_version_level: Any
+
+    def __init__(self, *, name: Any = '', max_version_level: Any = 0, min_version_level: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.max_version_level = max_version_level
+        self.min_version_level = min_version_level
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ApiVersionsResponse(_NativeMessage):
+    error_code: Any
+    api_keys: Any
+    throttle_time_ms: Any
+    supported_features: Any
+    finalized_features_epoch: Any
+    finalized_features: Any
+    zk_migration_ready: Any
+
+    def __init__(self, *, error_code: Any = 0, api_keys: Any = FRESH, throttle_time_ms: Any = 0, supported_features: Any = FRESH, finalized_features_epoch: Any = -1, finalized_features: Any = FRESH, zk_migration_ready: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.error_code = error_code
+        self.api_keys = [] if api_keys is FRESH else api_keys
+        self.throttle_time_ms = throttle_time_ms
+        self.supported_features = [] if supported_features is FRESH else supported_features
+        self.finalized_features_epoch = finalized_features_epoch
+        self.finalized_features = [] if finalized_features is FRESH else finalized_features
+        self.zk_migration_ready = zk_migration_ready
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_ApiVersionsResponseApiVersion = ApiVersionsResponseApiVersion()
+_DEFAULT_ApiVersionsResponseSupportedFeatureKey = ApiVersionsResponseSupportedFeatureKey()
+_DEFAULT_ApiVersionsResponseFinalizedFeatureKey = ApiVersionsResponseFinalizedFeatureKey()
+
+
 def _decode_ApiVersionsRequest_v0(buf: bytes, pos: i64) -> tuple[ApiVersionsRequest, i64]:
-    o = _new(_K_ApiVersionsRequest)
-    o.client_software_name = ''
-    o.client_software_version = ''
-    o.cluster_id = None
-    o.node_id = -1
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return ApiVersionsRequest(unknown_tagged_fields=utf), pos
 
 
 def _encode_ApiVersionsRequest_v0(o: ApiVersionsRequest, w: BytesWriter) -> None:
@@ -143,12 +202,11 @@ def _encode_ApiVersionsRequest_v0(o: ApiVersionsRequest, w: BytesWriter) -> None
 
 
 def _decode_ApiVersionsRequest_v3(buf: bytes, pos: i64) -> tuple[ApiVersionsRequest, i64]:
-    o = _new(_K_ApiVersionsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.cluster_id = None
-    o.node_id = -1
+    f_client_software_name: Any
+    f_client_software_version: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -163,7 +221,7 @@ def _decode_ApiVersionsRequest_v3(buf: bytes, pos: i64) -> tuple[ApiVersionsRequ
         end = pos + n
         if end > blen:
             raise _truncated('ClientSoftwareName')
-        o.client_software_name = buf[pos:end].decode()
+        f_client_software_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -179,16 +237,15 @@ def _decode_ApiVersionsRequest_v3(buf: bytes, pos: i64) -> tuple[ApiVersionsRequ
         end = pos + n
         if end > blen:
             raise _truncated('ClientSoftwareVersion')
-        o.client_software_version = buf[pos:end].decode()
+        f_client_software_version = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -200,12 +257,12 @@ def _decode_ApiVersionsRequest_v3(buf: bytes, pos: i64) -> tuple[ApiVersionsRequ
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ApiVersionsRequest(client_software_name=f_client_software_name, client_software_version=f_client_software_version, unknown_tagged_fields=utf), pos
 
 
 def _encode_ApiVersionsRequest_v3(o: ApiVersionsRequest, w: BytesWriter) -> None:
-    x_client_software_name = o.client_software_name
+    x_client_software_name: str | None = o.client_software_name
     if x_client_software_name is None:
         raise ValueOutOfRangeError('non-nullable field ClientSoftwareName is None', version=3)
     else:
@@ -218,7 +275,7 @@ def _encode_ApiVersionsRequest_v3(o: ApiVersionsRequest, w: BytesWriter) -> None
         else:
             _put_uvarint(w, m)
         w.write(b_client_software_name)
-    x_client_software_version = o.client_software_version
+    x_client_software_version: str | None = o.client_software_version
     if x_client_software_version is None:
         raise ValueOutOfRangeError('non-nullable field ClientSoftwareVersion is None', version=3)
     else:
@@ -238,10 +295,13 @@ def _encode_ApiVersionsRequest_v3(o: ApiVersionsRequest, w: BytesWriter) -> None
 
 
 def _decode_ApiVersionsRequest_v5(buf: bytes, pos: i64) -> tuple[ApiVersionsRequest, i64]:
-    o = _new(_K_ApiVersionsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_client_software_name: Any
+    f_client_software_version: Any
+    f_cluster_id: Any
+    f_node_id: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -256,7 +316,7 @@ def _decode_ApiVersionsRequest_v5(buf: bytes, pos: i64) -> tuple[ApiVersionsRequ
         end = pos + n
         if end > blen:
             raise _truncated('ClientSoftwareName')
-        o.client_software_name = buf[pos:end].decode()
+        f_client_software_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -272,7 +332,7 @@ def _decode_ApiVersionsRequest_v5(buf: bytes, pos: i64) -> tuple[ApiVersionsRequ
         end = pos + n
         if end > blen:
             raise _truncated('ClientSoftwareVersion')
-        o.client_software_version = buf[pos:end].decode()
+        f_client_software_version = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -281,25 +341,24 @@ def _decode_ApiVersionsRequest_v5(buf: bytes, pos: i64) -> tuple[ApiVersionsRequ
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.cluster_id = None
+        f_cluster_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ClusterId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ClusterId')
-        o.cluster_id = buf[pos:end].decode()
+        f_cluster_id = buf[pos:end].decode()
         pos = end
-    o.node_id = read_i32_be(buf, pos)
+    f_node_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -311,12 +370,12 @@ def _decode_ApiVersionsRequest_v5(buf: bytes, pos: i64) -> tuple[ApiVersionsRequ
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ApiVersionsRequest(client_software_name=f_client_software_name, client_software_version=f_client_software_version, cluster_id=f_cluster_id, node_id=f_node_id, unknown_tagged_fields=utf), pos
 
 
 def _encode_ApiVersionsRequest_v5(o: ApiVersionsRequest, w: BytesWriter) -> None:
-    x_client_software_name = o.client_software_name
+    x_client_software_name: str | None = o.client_software_name
     if x_client_software_name is None:
         raise ValueOutOfRangeError('non-nullable field ClientSoftwareName is None', version=5)
     else:
@@ -329,7 +388,7 @@ def _encode_ApiVersionsRequest_v5(o: ApiVersionsRequest, w: BytesWriter) -> None
         else:
             _put_uvarint(w, m)
         w.write(b_client_software_name)
-    x_client_software_version = o.client_software_version
+    x_client_software_version: str | None = o.client_software_version
     if x_client_software_version is None:
         raise ValueOutOfRangeError('non-nullable field ClientSoftwareVersion is None', version=5)
     else:
@@ -342,7 +401,7 @@ def _encode_ApiVersionsRequest_v5(o: ApiVersionsRequest, w: BytesWriter) -> None
         else:
             _put_uvarint(w, m)
         w.write(b_client_software_version)
-    x_cluster_id = o.cluster_id
+    x_cluster_id: str | None = o.cluster_id
     if x_cluster_id is None:
         w.append(_ZERO)
     else:
@@ -355,7 +414,8 @@ def _encode_ApiVersionsRequest_v5(o: ApiVersionsRequest, w: BytesWriter) -> None
         else:
             _put_uvarint(w, m)
         w.write(b_cluster_id)
-    write_i32_be(w, o.node_id)
+    v_node_id: int = o.node_id
+    write_i32_be(w, v_node_id)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -363,44 +423,50 @@ def _encode_ApiVersionsRequest_v5(o: ApiVersionsRequest, w: BytesWriter) -> None
 
 
 def _decode_ApiVersionsResponseApiVersion_v0(buf: bytes, pos: i64) -> tuple[ApiVersionsResponseApiVersion, i64]:
-    o = _new(_K_ApiVersionsResponseApiVersion)
-    o.api_key = read_i16_be(buf, pos)
+    f_api_key: Any
+    f_min_version: Any
+    f_max_version: Any
+    f_api_key = read_i16_be(buf, pos)
     pos += 2
-    o.min_version = read_i16_be(buf, pos)
+    f_min_version = read_i16_be(buf, pos)
     pos += 2
-    o.max_version = read_i16_be(buf, pos)
+    f_max_version = read_i16_be(buf, pos)
     pos += 2
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return ApiVersionsResponseApiVersion(api_key=f_api_key, min_version=f_min_version, max_version=f_max_version, unknown_tagged_fields=utf), pos
 
 
 def _encode_ApiVersionsResponseApiVersion_v0(o: ApiVersionsResponseApiVersion, w: BytesWriter) -> None:
-    write_i16_be(w, o.api_key)
-    write_i16_be(w, o.min_version)
-    write_i16_be(w, o.max_version)
+    v_api_key: int = o.api_key
+    write_i16_be(w, v_api_key)
+    v_min_version: int = o.min_version
+    write_i16_be(w, v_min_version)
+    v_max_version: int = o.max_version
+    write_i16_be(w, v_max_version)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_ApiVersionsResponseApiVersion_v3(buf: bytes, pos: i64) -> tuple[ApiVersionsResponseApiVersion, i64]:
-    o = _new(_K_ApiVersionsResponseApiVersion)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.api_key = read_i16_be(buf, pos)
+    f_api_key: Any
+    f_min_version: Any
+    f_max_version: Any
+    f_api_key = read_i16_be(buf, pos)
     pos += 2
-    o.min_version = read_i16_be(buf, pos)
+    f_min_version = read_i16_be(buf, pos)
     pos += 2
-    o.max_version = read_i16_be(buf, pos)
+    f_max_version = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -412,14 +478,17 @@ def _decode_ApiVersionsResponseApiVersion_v3(buf: bytes, pos: i64) -> tuple[ApiV
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ApiVersionsResponseApiVersion(api_key=f_api_key, min_version=f_min_version, max_version=f_max_version, unknown_tagged_fields=utf), pos
 
 
 def _encode_ApiVersionsResponseApiVersion_v3(o: ApiVersionsResponseApiVersion, w: BytesWriter) -> None:
-    write_i16_be(w, o.api_key)
-    write_i16_be(w, o.min_version)
-    write_i16_be(w, o.max_version)
+    v_api_key: int = o.api_key
+    write_i16_be(w, v_api_key)
+    v_min_version: int = o.min_version
+    write_i16_be(w, v_min_version)
+    v_max_version: int = o.max_version
+    write_i16_be(w, v_max_version)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -427,10 +496,12 @@ def _encode_ApiVersionsResponseApiVersion_v3(o: ApiVersionsResponseApiVersion, w
 
 
 def _decode_ApiVersionsResponseSupportedFeatureKey_v3(buf: bytes, pos: i64) -> tuple[ApiVersionsResponseSupportedFeatureKey, i64]:
-    o = _new(_K_ApiVersionsResponseSupportedFeatureKey)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_min_version: Any
+    f_max_version: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -445,20 +516,19 @@ def _decode_ApiVersionsResponseSupportedFeatureKey_v3(buf: bytes, pos: i64) -> t
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
-    o.min_version = read_i16_be(buf, pos)
+    f_min_version = read_i16_be(buf, pos)
     pos += 2
-    o.max_version = read_i16_be(buf, pos)
+    f_max_version = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -470,12 +540,12 @@ def _decode_ApiVersionsResponseSupportedFeatureKey_v3(buf: bytes, pos: i64) -> t
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ApiVersionsResponseSupportedFeatureKey(name=f_name, min_version=f_min_version, max_version=f_max_version, unknown_tagged_fields=utf), pos
 
 
 def _encode_ApiVersionsResponseSupportedFeatureKey_v3(o: ApiVersionsResponseSupportedFeatureKey, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=3)
     else:
@@ -488,8 +558,10 @@ def _encode_ApiVersionsResponseSupportedFeatureKey_v3(o: ApiVersionsResponseSupp
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    write_i16_be(w, o.min_version)
-    write_i16_be(w, o.max_version)
+    v_min_version: int = o.min_version
+    write_i16_be(w, v_min_version)
+    v_max_version: int = o.max_version
+    write_i16_be(w, v_max_version)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -497,10 +569,12 @@ def _encode_ApiVersionsResponseSupportedFeatureKey_v3(o: ApiVersionsResponseSupp
 
 
 def _decode_ApiVersionsResponseFinalizedFeatureKey_v3(buf: bytes, pos: i64) -> tuple[ApiVersionsResponseFinalizedFeatureKey, i64]:
-    o = _new(_K_ApiVersionsResponseFinalizedFeatureKey)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_max_version_level: Any
+    f_min_version_level: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -515,20 +589,19 @@ def _decode_ApiVersionsResponseFinalizedFeatureKey_v3(buf: bytes, pos: i64) -> t
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
-    o.max_version_level = read_i16_be(buf, pos)
+    f_max_version_level = read_i16_be(buf, pos)
     pos += 2
-    o.min_version_level = read_i16_be(buf, pos)
+    f_min_version_level = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -540,12 +613,12 @@ def _decode_ApiVersionsResponseFinalizedFeatureKey_v3(buf: bytes, pos: i64) -> t
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ApiVersionsResponseFinalizedFeatureKey(name=f_name, max_version_level=f_max_version_level, min_version_level=f_min_version_level, unknown_tagged_fields=utf), pos
 
 
 def _encode_ApiVersionsResponseFinalizedFeatureKey_v3(o: ApiVersionsResponseFinalizedFeatureKey, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=3)
     else:
@@ -558,8 +631,10 @@ def _encode_ApiVersionsResponseFinalizedFeatureKey_v3(o: ApiVersionsResponseFina
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    write_i16_be(w, o.max_version_level)
-    write_i16_be(w, o.min_version_level)
+    v_max_version_level: int = o.max_version_level
+    write_i16_be(w, v_max_version_level)
+    v_min_version_level: int = o.min_version_level
+    write_i16_be(w, v_min_version_level)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -567,15 +642,11 @@ def _encode_ApiVersionsResponseFinalizedFeatureKey_v3(o: ApiVersionsResponseFina
 
 
 def _decode_ApiVersionsResponse_v0(buf: bytes, pos: i64) -> tuple[ApiVersionsResponse, i64]:
-    o = _new(_K_ApiVersionsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = 0
-    o.supported_features = []
-    o.finalized_features_epoch = -1
-    o.finalized_features = []
-    o.zk_migration_ready = False
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_api_keys: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -588,14 +659,15 @@ def _decode_ApiVersionsResponse_v0(buf: bytes, pos: i64) -> tuple[ApiVersionsRes
         for _i_api_keys in range(n):
             x_api_keys, pos = _decode_ApiVersionsResponseApiVersion_v0(buf, pos)
             lst_api_keys.append(x_api_keys)
-        o.api_keys = lst_api_keys
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_api_keys = lst_api_keys
+    utf: Any = ()
+    return ApiVersionsResponse(error_code=f_error_code, api_keys=f_api_keys, unknown_tagged_fields=utf), pos
 
 
 def _encode_ApiVersionsResponse_v0(o: ApiVersionsResponse, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_api_keys = o.api_keys
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_api_keys: Any = o.api_keys
     if x_api_keys is None:
         raise ValueOutOfRangeError('non-nullable field ApiKeys is None', version=0)
     else:
@@ -608,14 +680,12 @@ def _encode_ApiVersionsResponse_v0(o: ApiVersionsResponse, w: BytesWriter) -> No
 
 
 def _decode_ApiVersionsResponse_v1(buf: bytes, pos: i64) -> tuple[ApiVersionsResponse, i64]:
-    o = _new(_K_ApiVersionsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.supported_features = []
-    o.finalized_features_epoch = -1
-    o.finalized_features = []
-    o.zk_migration_ready = False
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_api_keys: Any
+    f_throttle_time_ms: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -628,16 +698,17 @@ def _decode_ApiVersionsResponse_v1(buf: bytes, pos: i64) -> tuple[ApiVersionsRes
         for _i_api_keys in range(n):
             x_api_keys, pos = _decode_ApiVersionsResponseApiVersion_v0(buf, pos)
             lst_api_keys.append(x_api_keys)
-        o.api_keys = lst_api_keys
-    o.throttle_time_ms = read_i32_be(buf, pos)
+        f_api_keys = lst_api_keys
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return ApiVersionsResponse(error_code=f_error_code, api_keys=f_api_keys, throttle_time_ms=f_throttle_time_ms, unknown_tagged_fields=utf), pos
 
 
 def _encode_ApiVersionsResponse_v1(o: ApiVersionsResponse, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_api_keys = o.api_keys
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_api_keys: Any = o.api_keys
     if x_api_keys is None:
         raise ValueOutOfRangeError('non-nullable field ApiKeys is None', version=1)
     else:
@@ -645,21 +716,24 @@ def _encode_ApiVersionsResponse_v1(o: ApiVersionsResponse, w: BytesWriter) -> No
         write_i32_be(w, len(l_api_keys))
         for e_api_keys in l_api_keys:
             _encode_ApiVersionsResponseApiVersion_v0(e_api_keys, w)
-    write_i32_be(w, o.throttle_time_ms)
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_ApiVersionsResponse_v3(buf: bytes, pos: i64) -> tuple[ApiVersionsResponse, i64]:
-    o = _new(_K_ApiVersionsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.supported_features = []
-    o.finalized_features_epoch = -1
-    o.finalized_features = []
-    o.zk_migration_ready = False
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_api_keys: Any
+    f_throttle_time_ms: Any
+    f_supported_features: Any = []
+    f_finalized_features_epoch: Any = -1
+    f_finalized_features: Any = []
+    f_zk_migration_ready: Any = False
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -676,17 +750,16 @@ def _decode_ApiVersionsResponse_v3(buf: bytes, pos: i64) -> tuple[ApiVersionsRes
         for _i_api_keys in range(n):
             x_api_keys, pos = _decode_ApiVersionsResponseApiVersion_v3(buf, pos)
             lst_api_keys.append(x_api_keys)
-        o.api_keys = lst_api_keys
-    o.throttle_time_ms = read_i32_be(buf, pos)
+        f_api_keys = lst_api_keys
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -708,9 +781,9 @@ def _decode_ApiVersionsResponse_v3(buf: bytes, pos: i64) -> tuple[ApiVersionsRes
                     for _i_supported_features in range(n):
                         x_supported_features, pos = _decode_ApiVersionsResponseSupportedFeatureKey_v3(buf, pos)
                         lst_supported_features.append(x_supported_features)
-                    o.supported_features = lst_supported_features
+                    f_supported_features = lst_supported_features
             elif tag == 1:
-                o.finalized_features_epoch = read_i64_be(buf, pos)
+                f_finalized_features_epoch = read_i64_be(buf, pos)
                 pos += 8
             elif tag == 2:
                 n = buf[pos]
@@ -728,9 +801,9 @@ def _decode_ApiVersionsResponse_v3(buf: bytes, pos: i64) -> tuple[ApiVersionsRes
                     for _i_finalized_features in range(n):
                         x_finalized_features, pos = _decode_ApiVersionsResponseFinalizedFeatureKey_v3(buf, pos)
                         lst_finalized_features.append(x_finalized_features)
-                    o.finalized_features = lst_finalized_features
+                    f_finalized_features = lst_finalized_features
             elif tag == 3:
-                o.zk_migration_ready = buf[pos] != 0
+                f_zk_migration_ready = buf[pos] != 0
                 pos += 1
             else:
                 end = pos + size
@@ -738,13 +811,14 @@ def _decode_ApiVersionsResponse_v3(buf: bytes, pos: i64) -> tuple[ApiVersionsRes
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ApiVersionsResponse(error_code=f_error_code, api_keys=f_api_keys, throttle_time_ms=f_throttle_time_ms, supported_features=f_supported_features, finalized_features_epoch=f_finalized_features_epoch, finalized_features=f_finalized_features, zk_migration_ready=f_zk_migration_ready, unknown_tagged_fields=utf), pos
 
 
 def _encode_ApiVersionsResponse_v3(o: ApiVersionsResponse, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_api_keys = o.api_keys
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_api_keys: Any = o.api_keys
     if x_api_keys is None:
         raise ValueOutOfRangeError('non-nullable field ApiKeys is None', version=3)
     else:
@@ -756,11 +830,12 @@ def _encode_ApiVersionsResponse_v3(o: ApiVersionsResponse, w: BytesWriter) -> No
             _put_uvarint(w, m)
         for e_api_keys in l_api_keys:
             _encode_ApiVersionsResponseApiVersion_v3(e_api_keys, w)
-    write_i32_be(w, o.throttle_time_ms)
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.supported_features is None or len(o.supported_features) != 0:
         t_supported_features = BytesWriter()
-        x_supported_features = o.supported_features
+        x_supported_features: Any = o.supported_features
         if x_supported_features is None:
             raise ValueOutOfRangeError('non-nullable field SupportedFeatures is None', version=3)
         else:
@@ -775,11 +850,12 @@ def _encode_ApiVersionsResponse_v3(o: ApiVersionsResponse, w: BytesWriter) -> No
         known.append((0, t_supported_features.getvalue()))
     if o.finalized_features_epoch != -1:
         t_finalized_features_epoch = BytesWriter()
-        write_i64_be(t_finalized_features_epoch, o.finalized_features_epoch)
+        v_finalized_features_epoch: int = o.finalized_features_epoch
+        write_i64_be(t_finalized_features_epoch, v_finalized_features_epoch)
         known.append((1, t_finalized_features_epoch.getvalue()))
     if o.finalized_features is None or len(o.finalized_features) != 0:
         t_finalized_features = BytesWriter()
-        x_finalized_features = o.finalized_features
+        x_finalized_features: Any = o.finalized_features
         if x_finalized_features is None:
             raise ValueOutOfRangeError('non-nullable field FinalizedFeatures is None', version=3)
         else:
@@ -811,4 +887,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (ApiVersionsResponse, {0: _decode_ApiVersionsResponse_v0, 1: _decode_ApiVersionsResponse_v1, 2: _decode_ApiVersionsResponse_v1, 3: _decode_ApiVersionsResponse_v3, 4: _decode_ApiVersionsResponse_v3, 5: _decode_ApiVersionsResponse_v3}, {0: _encode_ApiVersionsResponse_v0, 1: _encode_ApiVersionsResponse_v1, 2: _encode_ApiVersionsResponse_v1, 3: _encode_ApiVersionsResponse_v3, 4: _encode_ApiVersionsResponse_v3, 5: _encode_ApiVersionsResponse_v3}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.api_versions', TABLES)

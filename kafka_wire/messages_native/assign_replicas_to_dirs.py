@@ -22,32 +22,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.assign_replicas_to_dirs import (
-    AssignReplicasToDirsRequest,
-    AssignReplicasToDirsRequestDirectoryData,
-    AssignReplicasToDirsRequestPartitionData,
-    AssignReplicasToDirsRequestTopicData,
-    AssignReplicasToDirsResponse,
-    AssignReplicasToDirsResponseDirectoryData,
-    AssignReplicasToDirsResponsePartitionData,
-    AssignReplicasToDirsResponseTopicData,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_AssignReplicasToDirsRequest: Final = AssignReplicasToDirsRequest
-_K_AssignReplicasToDirsRequestDirectoryData: Final = AssignReplicasToDirsRequestDirectoryData
-_K_AssignReplicasToDirsRequestPartitionData: Final = AssignReplicasToDirsRequestPartitionData
-_K_AssignReplicasToDirsRequestTopicData: Final = AssignReplicasToDirsRequestTopicData
-_K_AssignReplicasToDirsResponse: Final = AssignReplicasToDirsResponse
-_K_AssignReplicasToDirsResponseDirectoryData: Final = AssignReplicasToDirsResponseDirectoryData
-_K_AssignReplicasToDirsResponsePartitionData: Final = AssignReplicasToDirsResponsePartitionData
-_K_AssignReplicasToDirsResponseTopicData: Final = AssignReplicasToDirsResponseTopicData
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -133,21 +116,110 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class AssignReplicasToDirsRequestPartitionData(_NativeStruct):
+    partition_index: Any
+
+    def __init__(self, *, partition_index: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AssignReplicasToDirsRequestTopicData(_NativeStruct):
+    topic_id: Any
+    partitions: Any
+
+    def __init__(self, *, topic_id: Any = ZERO_UUID, partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AssignReplicasToDirsRequestDirectoryData(_NativeStruct):
+    id: Any
+    topics: Any
+
+    def __init__(self, *, id: Any = ZERO_UUID, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.id = id
+        self.topics = [] if topics is FRESH else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AssignReplicasToDirsRequest(_NativeMessage):
+    broker_id: Any
+    broker_epoch: Any
+    directories: Any
+
+    def __init__(self, *, broker_id: Any = 0, broker_epoch: Any = -1, directories: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.broker_id = broker_id
+        self.broker_epoch = broker_epoch
+        self.directories = [] if directories is FRESH else directories
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AssignReplicasToDirsResponsePartitionData(_NativeStruct):
+    partition_index: Any
+    error_code: Any
+
+    def __init__(self, *, partition_index: Any = 0, error_code: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AssignReplicasToDirsResponseTopicData(_NativeStruct):
+    topic_id: Any
+    partitions: Any
+
+    def __init__(self, *, topic_id: Any = ZERO_UUID, partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AssignReplicasToDirsResponseDirectoryData(_NativeStruct):
+    id: Any
+    topics: Any
+
+    def __init__(self, *, id: Any = ZERO_UUID, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.id = id
+        self.topics = [] if topics is FRESH else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class AssignReplicasToDirsResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+    directories: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, directories: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.directories = [] if directories is FRESH else directories
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_AssignReplicasToDirsRequestPartitionData = AssignReplicasToDirsRequestPartitionData()
+_DEFAULT_AssignReplicasToDirsRequestTopicData = AssignReplicasToDirsRequestTopicData()
+_DEFAULT_AssignReplicasToDirsRequestDirectoryData = AssignReplicasToDirsRequestDirectoryData()
+_DEFAULT_AssignReplicasToDirsResponsePartitionData = AssignReplicasToDirsResponsePartitionData()
+_DEFAULT_AssignReplicasToDirsResponseTopicData = AssignReplicasToDirsResponseTopicData()
+_DEFAULT_AssignReplicasToDirsResponseDirectoryData = AssignReplicasToDirsResponseDirectoryData()
+
+
 def _decode_AssignReplicasToDirsRequestPartitionData_v0(buf: bytes, pos: i64) -> tuple[AssignReplicasToDirsRequestPartitionData, i64]:
-    o = _new(_K_AssignReplicasToDirsRequestPartitionData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -159,12 +231,13 @@ def _decode_AssignReplicasToDirsRequestPartitionData_v0(buf: bytes, pos: i64) ->
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AssignReplicasToDirsRequestPartitionData(partition_index=f_partition_index, unknown_tagged_fields=utf), pos
 
 
 def _encode_AssignReplicasToDirsRequestPartitionData_v0(o: AssignReplicasToDirsRequestPartitionData, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -172,11 +245,12 @@ def _encode_AssignReplicasToDirsRequestPartitionData_v0(o: AssignReplicasToDirsR
 
 
 def _decode_AssignReplicasToDirsRequestTopicData_v0(buf: bytes, pos: i64) -> tuple[AssignReplicasToDirsRequestTopicData, i64]:
-    o = _new(_K_AssignReplicasToDirsRequestTopicData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partitions: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -193,15 +267,14 @@ def _decode_AssignReplicasToDirsRequestTopicData_v0(buf: bytes, pos: i64) -> tup
         for _i_partitions in range(n):
             x_partitions, pos = _decode_AssignReplicasToDirsRequestPartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -213,13 +286,13 @@ def _decode_AssignReplicasToDirsRequestTopicData_v0(buf: bytes, pos: i64) -> tup
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AssignReplicasToDirsRequestTopicData(topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_AssignReplicasToDirsRequestTopicData_v0(o: AssignReplicasToDirsRequestTopicData, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -238,11 +311,12 @@ def _encode_AssignReplicasToDirsRequestTopicData_v0(o: AssignReplicasToDirsReque
 
 
 def _decode_AssignReplicasToDirsRequestDirectoryData_v0(buf: bytes, pos: i64) -> tuple[AssignReplicasToDirsRequestDirectoryData, i64]:
-    o = _new(_K_AssignReplicasToDirsRequestDirectoryData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.id = _uuid(buf, pos)
+    f_id: Any
+    f_topics: Any
+    f_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -259,15 +333,14 @@ def _decode_AssignReplicasToDirsRequestDirectoryData_v0(buf: bytes, pos: i64) ->
         for _i_topics in range(n):
             x_topics, pos = _decode_AssignReplicasToDirsRequestTopicData_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -279,13 +352,13 @@ def _decode_AssignReplicasToDirsRequestDirectoryData_v0(buf: bytes, pos: i64) ->
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AssignReplicasToDirsRequestDirectoryData(id=f_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_AssignReplicasToDirsRequestDirectoryData_v0(o: AssignReplicasToDirsRequestDirectoryData, w: BytesWriter) -> None:
     _put_uuid(w, o.id)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -304,13 +377,15 @@ def _encode_AssignReplicasToDirsRequestDirectoryData_v0(o: AssignReplicasToDirsR
 
 
 def _decode_AssignReplicasToDirsRequest_v0(buf: bytes, pos: i64) -> tuple[AssignReplicasToDirsRequest, i64]:
-    o = _new(_K_AssignReplicasToDirsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.broker_id = read_i32_be(buf, pos)
+    f_broker_id: Any
+    f_broker_epoch: Any
+    f_directories: Any
+    f_broker_id = read_i32_be(buf, pos)
     pos += 4
-    o.broker_epoch = read_i64_be(buf, pos)
+    f_broker_epoch = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
@@ -327,15 +402,14 @@ def _decode_AssignReplicasToDirsRequest_v0(buf: bytes, pos: i64) -> tuple[Assign
         for _i_directories in range(n):
             x_directories, pos = _decode_AssignReplicasToDirsRequestDirectoryData_v0(buf, pos)
             lst_directories.append(x_directories)
-        o.directories = lst_directories
+        f_directories = lst_directories
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -347,14 +421,16 @@ def _decode_AssignReplicasToDirsRequest_v0(buf: bytes, pos: i64) -> tuple[Assign
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AssignReplicasToDirsRequest(broker_id=f_broker_id, broker_epoch=f_broker_epoch, directories=f_directories, unknown_tagged_fields=utf), pos
 
 
 def _encode_AssignReplicasToDirsRequest_v0(o: AssignReplicasToDirsRequest, w: BytesWriter) -> None:
-    write_i32_be(w, o.broker_id)
-    write_i64_be(w, o.broker_epoch)
-    x_directories = o.directories
+    v_broker_id: int = o.broker_id
+    write_i32_be(w, v_broker_id)
+    v_broker_epoch: int = o.broker_epoch
+    write_i64_be(w, v_broker_epoch)
+    x_directories: Any = o.directories
     if x_directories is None:
         raise ValueOutOfRangeError('non-nullable field Directories is None', version=0)
     else:
@@ -373,22 +449,22 @@ def _encode_AssignReplicasToDirsRequest_v0(o: AssignReplicasToDirsRequest, w: By
 
 
 def _decode_AssignReplicasToDirsResponsePartitionData_v0(buf: bytes, pos: i64) -> tuple[AssignReplicasToDirsResponsePartitionData, i64]:
-    o = _new(_K_AssignReplicasToDirsResponsePartitionData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_error_code: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -400,13 +476,15 @@ def _decode_AssignReplicasToDirsResponsePartitionData_v0(buf: bytes, pos: i64) -
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AssignReplicasToDirsResponsePartitionData(partition_index=f_partition_index, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_AssignReplicasToDirsResponsePartitionData_v0(o: AssignReplicasToDirsResponsePartitionData, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -414,11 +492,12 @@ def _encode_AssignReplicasToDirsResponsePartitionData_v0(o: AssignReplicasToDirs
 
 
 def _decode_AssignReplicasToDirsResponseTopicData_v0(buf: bytes, pos: i64) -> tuple[AssignReplicasToDirsResponseTopicData, i64]:
-    o = _new(_K_AssignReplicasToDirsResponseTopicData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partitions: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -435,15 +514,14 @@ def _decode_AssignReplicasToDirsResponseTopicData_v0(buf: bytes, pos: i64) -> tu
         for _i_partitions in range(n):
             x_partitions, pos = _decode_AssignReplicasToDirsResponsePartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -455,13 +533,13 @@ def _decode_AssignReplicasToDirsResponseTopicData_v0(buf: bytes, pos: i64) -> tu
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AssignReplicasToDirsResponseTopicData(topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_AssignReplicasToDirsResponseTopicData_v0(o: AssignReplicasToDirsResponseTopicData, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -480,11 +558,12 @@ def _encode_AssignReplicasToDirsResponseTopicData_v0(o: AssignReplicasToDirsResp
 
 
 def _decode_AssignReplicasToDirsResponseDirectoryData_v0(buf: bytes, pos: i64) -> tuple[AssignReplicasToDirsResponseDirectoryData, i64]:
-    o = _new(_K_AssignReplicasToDirsResponseDirectoryData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.id = _uuid(buf, pos)
+    f_id: Any
+    f_topics: Any
+    f_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -501,15 +580,14 @@ def _decode_AssignReplicasToDirsResponseDirectoryData_v0(buf: bytes, pos: i64) -
         for _i_topics in range(n):
             x_topics, pos = _decode_AssignReplicasToDirsResponseTopicData_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -521,13 +599,13 @@ def _decode_AssignReplicasToDirsResponseDirectoryData_v0(buf: bytes, pos: i64) -
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AssignReplicasToDirsResponseDirectoryData(id=f_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_AssignReplicasToDirsResponseDirectoryData_v0(o: AssignReplicasToDirsResponseDirectoryData, w: BytesWriter) -> None:
     _put_uuid(w, o.id)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -546,13 +624,15 @@ def _encode_AssignReplicasToDirsResponseDirectoryData_v0(o: AssignReplicasToDirs
 
 
 def _decode_AssignReplicasToDirsResponse_v0(buf: bytes, pos: i64) -> tuple[AssignReplicasToDirsResponse, i64]:
-    o = _new(_K_AssignReplicasToDirsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_directories: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -569,15 +649,14 @@ def _decode_AssignReplicasToDirsResponse_v0(buf: bytes, pos: i64) -> tuple[Assig
         for _i_directories in range(n):
             x_directories, pos = _decode_AssignReplicasToDirsResponseDirectoryData_v0(buf, pos)
             lst_directories.append(x_directories)
-        o.directories = lst_directories
+        f_directories = lst_directories
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -589,14 +668,16 @@ def _decode_AssignReplicasToDirsResponse_v0(buf: bytes, pos: i64) -> tuple[Assig
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return AssignReplicasToDirsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, directories=f_directories, unknown_tagged_fields=utf), pos
 
 
 def _encode_AssignReplicasToDirsResponse_v0(o: AssignReplicasToDirsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_directories = o.directories
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_directories: Any = o.directories
     if x_directories is None:
         raise ValueOutOfRangeError('non-nullable field Directories is None', version=0)
     else:
@@ -626,4 +707,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (AssignReplicasToDirsResponse, {0: _decode_AssignReplicasToDirsResponse_v0}, {0: _encode_AssignReplicasToDirsResponse_v0}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.assign_replicas_to_dirs', TABLES)

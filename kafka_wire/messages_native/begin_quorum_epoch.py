@@ -21,32 +21,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.begin_quorum_epoch import (
-    BeginQuorumEpochRequest,
-    BeginQuorumEpochRequestLeaderEndpoint,
-    BeginQuorumEpochRequestPartitionData,
-    BeginQuorumEpochRequestTopicData,
-    BeginQuorumEpochResponse,
-    BeginQuorumEpochResponseNodeEndpoint,
-    BeginQuorumEpochResponsePartitionData,
-    BeginQuorumEpochResponseTopicData,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_BeginQuorumEpochRequest: Final = BeginQuorumEpochRequest
-_K_BeginQuorumEpochRequestLeaderEndpoint: Final = BeginQuorumEpochRequestLeaderEndpoint
-_K_BeginQuorumEpochRequestPartitionData: Final = BeginQuorumEpochRequestPartitionData
-_K_BeginQuorumEpochRequestTopicData: Final = BeginQuorumEpochRequestTopicData
-_K_BeginQuorumEpochResponse: Final = BeginQuorumEpochResponse
-_K_BeginQuorumEpochResponseNodeEndpoint: Final = BeginQuorumEpochResponseNodeEndpoint
-_K_BeginQuorumEpochResponsePartitionData: Final = BeginQuorumEpochResponsePartitionData
-_K_BeginQuorumEpochResponseTopicData: Final = BeginQuorumEpochResponseTopicData
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -132,48 +115,160 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class BeginQuorumEpochRequestPartitionData(_NativeStruct):
+    partition_index: Any
+    voter_directory_id: Any
+    leader_id: Any
+    leader_epoch: Any
+
+    def __init__(self, *, partition_index: Any = 0, voter_directory_id: Any = ZERO_UUID, leader_id: Any = 0, leader_epoch: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.voter_directory_id = voter_directory_id
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class BeginQuorumEpochRequestTopicData(_NativeStruct):
+    topic_name: Any
+    partitions: Any
+
+    def __init__(self, *, topic_name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class BeginQuorumEpochRequestLeaderEndpoint(_NativeStruct):
+    name: Any
+    host: Any
+    port: Any
+
+    def __init__(self, *, name: Any = '', host: Any = '', port: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class BeginQuorumEpochRequest(_NativeMessage):
+    cluster_id: Any
+    voter_id: Any
+    topics: Any
+    leader_endpoints: Any
+
+    def __init__(self, *, cluster_id: Any = None, voter_id: Any = -1, topics: Any = FRESH, leader_endpoints: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.cluster_id = cluster_id
+        self.voter_id = voter_id
+        self.topics = [] if topics is FRESH else topics
+        self.leader_endpoints = [] if leader_endpoints is FRESH else leader_endpoints
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class BeginQuorumEpochResponsePartitionData(_NativeStruct):
+    partition_index: Any
+    error_code: Any
+    leader_id: Any
+    leader_epoch: Any
+
+    def __init__(self, *, partition_index: Any = 0, error_code: Any = 0, leader_id: Any = 0, leader_epoch: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class BeginQuorumEpochResponseTopicData(_NativeStruct):
+    topic_name: Any
+    partitions: Any
+
+    def __init__(self, *, topic_name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class BeginQuorumEpochResponseNodeEndpoint(_NativeStruct):
+    node_id: Any
+    host: Any
+    port: Any
+
+    def __init__(self, *, node_id: Any = 0, host: Any = '', port: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class BeginQuorumEpochResponse(_NativeMessage):
+    error_code: Any
+    topics: Any
+    node_endpoints: Any
+
+    def __init__(self, *, error_code: Any = 0, topics: Any = FRESH, node_endpoints: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.error_code = error_code
+        self.topics = [] if topics is FRESH else topics
+        self.node_endpoints = [] if node_endpoints is FRESH else node_endpoints
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_BeginQuorumEpochRequestPartitionData = BeginQuorumEpochRequestPartitionData()
+_DEFAULT_BeginQuorumEpochRequestTopicData = BeginQuorumEpochRequestTopicData()
+_DEFAULT_BeginQuorumEpochRequestLeaderEndpoint = BeginQuorumEpochRequestLeaderEndpoint()
+_DEFAULT_BeginQuorumEpochResponsePartitionData = BeginQuorumEpochResponsePartitionData()
+_DEFAULT_BeginQuorumEpochResponseTopicData = BeginQuorumEpochResponseTopicData()
+_DEFAULT_BeginQuorumEpochResponseNodeEndpoint = BeginQuorumEpochResponseNodeEndpoint()
+
+
 def _decode_BeginQuorumEpochRequestPartitionData_v0(buf: bytes, pos: i64) -> tuple[BeginQuorumEpochRequestPartitionData, i64]:
-    o = _new(_K_BeginQuorumEpochRequestPartitionData)
-    o.voter_directory_id = ZERO_UUID
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_leader_id: Any
+    f_leader_epoch: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.leader_id = read_i32_be(buf, pos)
+    f_leader_id = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return BeginQuorumEpochRequestPartitionData(partition_index=f_partition_index, leader_id=f_leader_id, leader_epoch=f_leader_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_BeginQuorumEpochRequestPartitionData_v0(o: BeginQuorumEpochRequestPartitionData, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i32_be(w, o.leader_id)
-    write_i32_be(w, o.leader_epoch)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_leader_id: int = o.leader_id
+    write_i32_be(w, v_leader_id)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_BeginQuorumEpochRequestPartitionData_v1(buf: bytes, pos: i64) -> tuple[BeginQuorumEpochRequestPartitionData, i64]:
-    o = _new(_K_BeginQuorumEpochRequestPartitionData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_voter_directory_id: Any
+    f_leader_id: Any
+    f_leader_epoch: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.voter_directory_id = _uuid(buf, pos)
+    f_voter_directory_id = _uuid(buf, pos)
     pos += 16
-    o.leader_id = read_i32_be(buf, pos)
+    f_leader_id = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -185,15 +280,18 @@ def _decode_BeginQuorumEpochRequestPartitionData_v1(buf: bytes, pos: i64) -> tup
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return BeginQuorumEpochRequestPartitionData(partition_index=f_partition_index, voter_directory_id=f_voter_directory_id, leader_id=f_leader_id, leader_epoch=f_leader_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_BeginQuorumEpochRequestPartitionData_v1(o: BeginQuorumEpochRequestPartitionData, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
     _put_uuid(w, o.voter_directory_id)
-    write_i32_be(w, o.leader_id)
-    write_i32_be(w, o.leader_epoch)
+    v_leader_id: int = o.leader_id
+    write_i32_be(w, v_leader_id)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -201,10 +299,11 @@ def _encode_BeginQuorumEpochRequestPartitionData_v1(o: BeginQuorumEpochRequestPa
 
 
 def _decode_BeginQuorumEpochRequestTopicData_v0(buf: bytes, pos: i64) -> tuple[BeginQuorumEpochRequestTopicData, i64]:
-    o = _new(_K_BeginQuorumEpochRequestTopicData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_name: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -215,7 +314,7 @@ def _decode_BeginQuorumEpochRequestTopicData_v0(buf: bytes, pos: i64) -> tuple[B
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -228,13 +327,13 @@ def _decode_BeginQuorumEpochRequestTopicData_v0(buf: bytes, pos: i64) -> tuple[B
         for _i_partitions in range(n):
             x_partitions, pos = _decode_BeginQuorumEpochRequestPartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return BeginQuorumEpochRequestTopicData(topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_BeginQuorumEpochRequestTopicData_v0(o: BeginQuorumEpochRequestTopicData, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
@@ -243,7 +342,7 @@ def _encode_BeginQuorumEpochRequestTopicData_v0(o: BeginQuorumEpochRequestTopicD
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
         write_i16_be(w, len(b_topic_name))
         w.write(b_topic_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -256,10 +355,11 @@ def _encode_BeginQuorumEpochRequestTopicData_v0(o: BeginQuorumEpochRequestTopicD
 
 
 def _decode_BeginQuorumEpochRequestTopicData_v1(buf: bytes, pos: i64) -> tuple[BeginQuorumEpochRequestTopicData, i64]:
-    o = _new(_K_BeginQuorumEpochRequestTopicData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -274,7 +374,7 @@ def _decode_BeginQuorumEpochRequestTopicData_v1(buf: bytes, pos: i64) -> tuple[B
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -291,15 +391,14 @@ def _decode_BeginQuorumEpochRequestTopicData_v1(buf: bytes, pos: i64) -> tuple[B
         for _i_partitions in range(n):
             x_partitions, pos = _decode_BeginQuorumEpochRequestPartitionData_v1(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -311,12 +410,12 @@ def _decode_BeginQuorumEpochRequestTopicData_v1(buf: bytes, pos: i64) -> tuple[B
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return BeginQuorumEpochRequestTopicData(topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_BeginQuorumEpochRequestTopicData_v1(o: BeginQuorumEpochRequestTopicData, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=1)
     else:
@@ -329,7 +428,7 @@ def _encode_BeginQuorumEpochRequestTopicData_v1(o: BeginQuorumEpochRequestTopicD
         else:
             _put_uvarint(w, m)
         w.write(b_topic_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
@@ -348,10 +447,12 @@ def _encode_BeginQuorumEpochRequestTopicData_v1(o: BeginQuorumEpochRequestTopicD
 
 
 def _decode_BeginQuorumEpochRequestLeaderEndpoint_v1(buf: bytes, pos: i64) -> tuple[BeginQuorumEpochRequestLeaderEndpoint, i64]:
-    o = _new(_K_BeginQuorumEpochRequestLeaderEndpoint)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_host: Any
+    f_port: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -366,7 +467,7 @@ def _decode_BeginQuorumEpochRequestLeaderEndpoint_v1(buf: bytes, pos: i64) -> tu
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -382,18 +483,17 @@ def _decode_BeginQuorumEpochRequestLeaderEndpoint_v1(buf: bytes, pos: i64) -> tu
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
-    o.port = int(read_i16_be(buf, pos)) & 0xFFFF
+    f_port = int(read_i16_be(buf, pos)) & 0xFFFF
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -405,12 +505,12 @@ def _decode_BeginQuorumEpochRequestLeaderEndpoint_v1(buf: bytes, pos: i64) -> tu
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return BeginQuorumEpochRequestLeaderEndpoint(name=f_name, host=f_host, port=f_port, unknown_tagged_fields=utf), pos
 
 
 def _encode_BeginQuorumEpochRequestLeaderEndpoint_v1(o: BeginQuorumEpochRequestLeaderEndpoint, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
     else:
@@ -423,7 +523,7 @@ def _encode_BeginQuorumEpochRequestLeaderEndpoint_v1(o: BeginQuorumEpochRequestL
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_host = o.host
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
     else:
@@ -436,7 +536,8 @@ def _encode_BeginQuorumEpochRequestLeaderEndpoint_v1(o: BeginQuorumEpochRequestL
         else:
             _put_uvarint(w, m)
         w.write(b_host)
-    _put_u16(w, o.port)
+    v_port: int = o.port
+    _put_u16(w, v_port)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -444,23 +545,22 @@ def _encode_BeginQuorumEpochRequestLeaderEndpoint_v1(o: BeginQuorumEpochRequestL
 
 
 def _decode_BeginQuorumEpochRequest_v0(buf: bytes, pos: i64) -> tuple[BeginQuorumEpochRequest, i64]:
-    o = _new(_K_BeginQuorumEpochRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.voter_id = -1
-    o.leader_endpoints = []
+    f_cluster_id: Any
+    f_topics: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.cluster_id = None
+        f_cluster_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ClusterId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ClusterId')
-        o.cluster_id = buf[pos:end].decode()
+        f_cluster_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -473,13 +573,13 @@ def _decode_BeginQuorumEpochRequest_v0(buf: bytes, pos: i64) -> tuple[BeginQuoru
         for _i_topics in range(n):
             x_topics, pos = _decode_BeginQuorumEpochRequestTopicData_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return BeginQuorumEpochRequest(cluster_id=f_cluster_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_BeginQuorumEpochRequest_v0(o: BeginQuorumEpochRequest, w: BytesWriter) -> None:
-    x_cluster_id = o.cluster_id
+    x_cluster_id: str | None = o.cluster_id
     if x_cluster_id is None:
         write_i16_be(w, -1)
     else:
@@ -488,7 +588,7 @@ def _encode_BeginQuorumEpochRequest_v0(o: BeginQuorumEpochRequest, w: BytesWrite
             raise ValueOutOfRangeError('string field ClusterId is too long', version=0)
         write_i16_be(w, len(b_cluster_id))
         w.write(b_cluster_id)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -501,10 +601,13 @@ def _encode_BeginQuorumEpochRequest_v0(o: BeginQuorumEpochRequest, w: BytesWrite
 
 
 def _decode_BeginQuorumEpochRequest_v1(buf: bytes, pos: i64) -> tuple[BeginQuorumEpochRequest, i64]:
-    o = _new(_K_BeginQuorumEpochRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_cluster_id: Any
+    f_voter_id: Any
+    f_topics: Any
+    f_leader_endpoints: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -512,16 +615,16 @@ def _decode_BeginQuorumEpochRequest_v1(buf: bytes, pos: i64) -> tuple[BeginQuoru
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.cluster_id = None
+        f_cluster_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ClusterId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ClusterId')
-        o.cluster_id = buf[pos:end].decode()
+        f_cluster_id = buf[pos:end].decode()
         pos = end
-    o.voter_id = read_i32_be(buf, pos)
+    f_voter_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -538,7 +641,7 @@ def _decode_BeginQuorumEpochRequest_v1(buf: bytes, pos: i64) -> tuple[BeginQuoru
         for _i_topics in range(n):
             x_topics, pos = _decode_BeginQuorumEpochRequestTopicData_v1(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -554,15 +657,14 @@ def _decode_BeginQuorumEpochRequest_v1(buf: bytes, pos: i64) -> tuple[BeginQuoru
         for _i_leader_endpoints in range(n):
             x_leader_endpoints, pos = _decode_BeginQuorumEpochRequestLeaderEndpoint_v1(buf, pos)
             lst_leader_endpoints.append(x_leader_endpoints)
-        o.leader_endpoints = lst_leader_endpoints
+        f_leader_endpoints = lst_leader_endpoints
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -574,12 +676,12 @@ def _decode_BeginQuorumEpochRequest_v1(buf: bytes, pos: i64) -> tuple[BeginQuoru
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return BeginQuorumEpochRequest(cluster_id=f_cluster_id, voter_id=f_voter_id, topics=f_topics, leader_endpoints=f_leader_endpoints, unknown_tagged_fields=utf), pos
 
 
 def _encode_BeginQuorumEpochRequest_v1(o: BeginQuorumEpochRequest, w: BytesWriter) -> None:
-    x_cluster_id = o.cluster_id
+    x_cluster_id: str | None = o.cluster_id
     if x_cluster_id is None:
         w.append(_ZERO)
     else:
@@ -592,8 +694,9 @@ def _encode_BeginQuorumEpochRequest_v1(o: BeginQuorumEpochRequest, w: BytesWrite
         else:
             _put_uvarint(w, m)
         w.write(b_cluster_id)
-    write_i32_be(w, o.voter_id)
-    x_topics = o.topics
+    v_voter_id: int = o.voter_id
+    write_i32_be(w, v_voter_id)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
@@ -605,7 +708,7 @@ def _encode_BeginQuorumEpochRequest_v1(o: BeginQuorumEpochRequest, w: BytesWrite
             _put_uvarint(w, m)
         for e_topics in l_topics:
             _encode_BeginQuorumEpochRequestTopicData_v1(e_topics, w)
-    x_leader_endpoints = o.leader_endpoints
+    x_leader_endpoints: Any = o.leader_endpoints
     if x_leader_endpoints is None:
         raise ValueOutOfRangeError('non-nullable field LeaderEndpoints is None', version=1)
     else:
@@ -624,49 +727,58 @@ def _encode_BeginQuorumEpochRequest_v1(o: BeginQuorumEpochRequest, w: BytesWrite
 
 
 def _decode_BeginQuorumEpochResponsePartitionData_v0(buf: bytes, pos: i64) -> tuple[BeginQuorumEpochResponsePartitionData, i64]:
-    o = _new(_K_BeginQuorumEpochResponsePartitionData)
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_error_code: Any
+    f_leader_id: Any
+    f_leader_epoch: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.leader_id = read_i32_be(buf, pos)
+    f_leader_id = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return BeginQuorumEpochResponsePartitionData(partition_index=f_partition_index, error_code=f_error_code, leader_id=f_leader_id, leader_epoch=f_leader_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_BeginQuorumEpochResponsePartitionData_v0(o: BeginQuorumEpochResponsePartitionData, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
-    write_i32_be(w, o.leader_id)
-    write_i32_be(w, o.leader_epoch)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_leader_id: int = o.leader_id
+    write_i32_be(w, v_leader_id)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_BeginQuorumEpochResponsePartitionData_v1(buf: bytes, pos: i64) -> tuple[BeginQuorumEpochResponsePartitionData, i64]:
-    o = _new(_K_BeginQuorumEpochResponsePartitionData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_error_code: Any
+    f_leader_id: Any
+    f_leader_epoch: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.leader_id = read_i32_be(buf, pos)
+    f_leader_id = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -678,15 +790,19 @@ def _decode_BeginQuorumEpochResponsePartitionData_v1(buf: bytes, pos: i64) -> tu
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return BeginQuorumEpochResponsePartitionData(partition_index=f_partition_index, error_code=f_error_code, leader_id=f_leader_id, leader_epoch=f_leader_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_BeginQuorumEpochResponsePartitionData_v1(o: BeginQuorumEpochResponsePartitionData, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
-    write_i32_be(w, o.leader_id)
-    write_i32_be(w, o.leader_epoch)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_leader_id: int = o.leader_id
+    write_i32_be(w, v_leader_id)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -694,10 +810,11 @@ def _encode_BeginQuorumEpochResponsePartitionData_v1(o: BeginQuorumEpochResponse
 
 
 def _decode_BeginQuorumEpochResponseTopicData_v0(buf: bytes, pos: i64) -> tuple[BeginQuorumEpochResponseTopicData, i64]:
-    o = _new(_K_BeginQuorumEpochResponseTopicData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_name: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -708,7 +825,7 @@ def _decode_BeginQuorumEpochResponseTopicData_v0(buf: bytes, pos: i64) -> tuple[
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -721,13 +838,13 @@ def _decode_BeginQuorumEpochResponseTopicData_v0(buf: bytes, pos: i64) -> tuple[
         for _i_partitions in range(n):
             x_partitions, pos = _decode_BeginQuorumEpochResponsePartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return BeginQuorumEpochResponseTopicData(topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_BeginQuorumEpochResponseTopicData_v0(o: BeginQuorumEpochResponseTopicData, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
@@ -736,7 +853,7 @@ def _encode_BeginQuorumEpochResponseTopicData_v0(o: BeginQuorumEpochResponseTopi
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
         write_i16_be(w, len(b_topic_name))
         w.write(b_topic_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -749,10 +866,11 @@ def _encode_BeginQuorumEpochResponseTopicData_v0(o: BeginQuorumEpochResponseTopi
 
 
 def _decode_BeginQuorumEpochResponseTopicData_v1(buf: bytes, pos: i64) -> tuple[BeginQuorumEpochResponseTopicData, i64]:
-    o = _new(_K_BeginQuorumEpochResponseTopicData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -767,7 +885,7 @@ def _decode_BeginQuorumEpochResponseTopicData_v1(buf: bytes, pos: i64) -> tuple[
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -784,15 +902,14 @@ def _decode_BeginQuorumEpochResponseTopicData_v1(buf: bytes, pos: i64) -> tuple[
         for _i_partitions in range(n):
             x_partitions, pos = _decode_BeginQuorumEpochResponsePartitionData_v1(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -804,12 +921,12 @@ def _decode_BeginQuorumEpochResponseTopicData_v1(buf: bytes, pos: i64) -> tuple[
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return BeginQuorumEpochResponseTopicData(topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_BeginQuorumEpochResponseTopicData_v1(o: BeginQuorumEpochResponseTopicData, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=1)
     else:
@@ -822,7 +939,7 @@ def _encode_BeginQuorumEpochResponseTopicData_v1(o: BeginQuorumEpochResponseTopi
         else:
             _put_uvarint(w, m)
         w.write(b_topic_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
@@ -841,11 +958,13 @@ def _encode_BeginQuorumEpochResponseTopicData_v1(o: BeginQuorumEpochResponseTopi
 
 
 def _decode_BeginQuorumEpochResponseNodeEndpoint_v1(buf: bytes, pos: i64) -> tuple[BeginQuorumEpochResponseNodeEndpoint, i64]:
-    o = _new(_K_BeginQuorumEpochResponseNodeEndpoint)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.node_id = read_i32_be(buf, pos)
+    f_node_id: Any
+    f_host: Any
+    f_port: Any
+    f_node_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -861,18 +980,17 @@ def _decode_BeginQuorumEpochResponseNodeEndpoint_v1(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
-    o.port = int(read_i16_be(buf, pos)) & 0xFFFF
+    f_port = int(read_i16_be(buf, pos)) & 0xFFFF
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -884,13 +1002,14 @@ def _decode_BeginQuorumEpochResponseNodeEndpoint_v1(buf: bytes, pos: i64) -> tup
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return BeginQuorumEpochResponseNodeEndpoint(node_id=f_node_id, host=f_host, port=f_port, unknown_tagged_fields=utf), pos
 
 
 def _encode_BeginQuorumEpochResponseNodeEndpoint_v1(o: BeginQuorumEpochResponseNodeEndpoint, w: BytesWriter) -> None:
-    write_i32_be(w, o.node_id)
-    x_host = o.host
+    v_node_id: int = o.node_id
+    write_i32_be(w, v_node_id)
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
     else:
@@ -903,7 +1022,8 @@ def _encode_BeginQuorumEpochResponseNodeEndpoint_v1(o: BeginQuorumEpochResponseN
         else:
             _put_uvarint(w, m)
         w.write(b_host)
-    _put_u16(w, o.port)
+    v_port: int = o.port
+    _put_u16(w, v_port)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -911,11 +1031,11 @@ def _encode_BeginQuorumEpochResponseNodeEndpoint_v1(o: BeginQuorumEpochResponseN
 
 
 def _decode_BeginQuorumEpochResponse_v0(buf: bytes, pos: i64) -> tuple[BeginQuorumEpochResponse, i64]:
-    o = _new(_K_BeginQuorumEpochResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.node_endpoints = []
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_topics: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -928,16 +1048,17 @@ def _decode_BeginQuorumEpochResponse_v0(buf: bytes, pos: i64) -> tuple[BeginQuor
         for _i_topics in range(n):
             x_topics, pos = _decode_BeginQuorumEpochResponseTopicData_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return BeginQuorumEpochResponse(error_code=f_error_code, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_BeginQuorumEpochResponse_v0(o: BeginQuorumEpochResponse, w: BytesWriter) -> None:
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=0)
-    write_i16_be(w, o.error_code)
-    x_topics = o.topics
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -950,12 +1071,13 @@ def _encode_BeginQuorumEpochResponse_v0(o: BeginQuorumEpochResponse, w: BytesWri
 
 
 def _decode_BeginQuorumEpochResponse_v1(buf: bytes, pos: i64) -> tuple[BeginQuorumEpochResponse, i64]:
-    o = _new(_K_BeginQuorumEpochResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.node_endpoints = []
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_topics: Any
+    f_node_endpoints: Any = []
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -972,15 +1094,14 @@ def _decode_BeginQuorumEpochResponse_v1(buf: bytes, pos: i64) -> tuple[BeginQuor
         for _i_topics in range(n):
             x_topics, pos = _decode_BeginQuorumEpochResponseTopicData_v1(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1002,20 +1123,21 @@ def _decode_BeginQuorumEpochResponse_v1(buf: bytes, pos: i64) -> tuple[BeginQuor
                     for _i_node_endpoints in range(n):
                         x_node_endpoints, pos = _decode_BeginQuorumEpochResponseNodeEndpoint_v1(buf, pos)
                         lst_node_endpoints.append(x_node_endpoints)
-                    o.node_endpoints = lst_node_endpoints
+                    f_node_endpoints = lst_node_endpoints
             else:
                 end = pos + size
                 if end > blen:
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return BeginQuorumEpochResponse(error_code=f_error_code, topics=f_topics, node_endpoints=f_node_endpoints, unknown_tagged_fields=utf), pos
 
 
 def _encode_BeginQuorumEpochResponse_v1(o: BeginQuorumEpochResponse, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_topics = o.topics
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
@@ -1030,7 +1152,7 @@ def _encode_BeginQuorumEpochResponse_v1(o: BeginQuorumEpochResponse, w: BytesWri
     known: list[tuple[int, bytes | bytearray]] = []
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         t_node_endpoints = BytesWriter()
-        x_node_endpoints = o.node_endpoints
+        x_node_endpoints: Any = o.node_endpoints
         if x_node_endpoints is None:
             raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=1)
         else:
@@ -1061,4 +1183,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (BeginQuorumEpochResponse, {0: _decode_BeginQuorumEpochResponse_v0, 1: _decode_BeginQuorumEpochResponse_v1}, {0: _encode_BeginQuorumEpochResponse_v0, 1: _encode_BeginQuorumEpochResponse_v1}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.begin_quorum_epoch', TABLES)

@@ -22,20 +22,14 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.broker_heartbeat import (
-    BrokerHeartbeatRequest,
-    BrokerHeartbeatResponse,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_BrokerHeartbeatRequest: Final = BrokerHeartbeatRequest
-_K_BrokerHeartbeatResponse: Final = BrokerHeartbeatResponse
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -121,31 +115,68 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class BrokerHeartbeatRequest(_NativeMessage):
+    broker_id: Any
+    broker_epoch: Any
+    current_metadata_offset: Any
+    want_fence: Any
+    want_shut_down: Any
+    offline_log_dirs: Any
+    cordoned_log_dirs: Any
+
+    def __init__(self, *, broker_id: Any = 0, broker_epoch: Any = -1, current_metadata_offset: Any = 0, want_fence: Any = False, want_shut_down: Any = False, offline_log_dirs: Any = FRESH, cordoned_log_dirs: Any = None, unknown_tagged_fields: Any = ()) -> None:
+        self.broker_id = broker_id
+        self.broker_epoch = broker_epoch
+        self.current_metadata_offset = current_metadata_offset
+        self.want_fence = want_fence
+        self.want_shut_down = want_shut_down
+        self.offline_log_dirs = [] if offline_log_dirs is FRESH else offline_log_dirs
+        self.cordoned_log_dirs = cordoned_log_dirs
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class BrokerHeartbeatResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+    is_caught_up: Any
+    is_fenced: Any
+    should_shut_down: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, is_caught_up: Any = False, is_fenced: Any = True, should_shut_down: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.is_caught_up = is_caught_up
+        self.is_fenced = is_fenced
+        self.should_shut_down = should_shut_down
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
 def _decode_BrokerHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[BrokerHeartbeatRequest, i64]:
-    o = _new(_K_BrokerHeartbeatRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.offline_log_dirs = []
-    o.cordoned_log_dirs = None
-    o.broker_id = read_i32_be(buf, pos)
+    f_broker_id: Any
+    f_broker_epoch: Any
+    f_current_metadata_offset: Any
+    f_want_fence: Any
+    f_want_shut_down: Any
+    f_broker_id = read_i32_be(buf, pos)
     pos += 4
-    o.broker_epoch = read_i64_be(buf, pos)
+    f_broker_epoch = read_i64_be(buf, pos)
     pos += 8
-    o.current_metadata_offset = read_i64_be(buf, pos)
+    f_current_metadata_offset = read_i64_be(buf, pos)
     pos += 8
-    o.want_fence = buf[pos] != 0
+    f_want_fence = buf[pos] != 0
     pos += 1
-    o.want_shut_down = buf[pos] != 0
+    f_want_shut_down = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -159,8 +190,8 @@ def _decode_BrokerHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[BrokerHeart
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return BrokerHeartbeatRequest(broker_id=f_broker_id, broker_epoch=f_broker_epoch, current_metadata_offset=f_current_metadata_offset, want_fence=f_want_fence, want_shut_down=f_want_shut_down, unknown_tagged_fields=utf), pos
 
 
 def _encode_BrokerHeartbeatRequest_v0(o: BrokerHeartbeatRequest, w: BytesWriter) -> None:
@@ -168,9 +199,12 @@ def _encode_BrokerHeartbeatRequest_v0(o: BrokerHeartbeatRequest, w: BytesWriter)
         raise FieldNotInVersionError('non-default OfflineLogDirs cannot be written', version=0)
     if o.cordoned_log_dirs is not None:
         raise FieldNotInVersionError('non-default CordonedLogDirs cannot be written', version=0)
-    write_i32_be(w, o.broker_id)
-    write_i64_be(w, o.broker_epoch)
-    write_i64_be(w, o.current_metadata_offset)
+    v_broker_id: int = o.broker_id
+    write_i32_be(w, v_broker_id)
+    v_broker_epoch: int = o.broker_epoch
+    write_i64_be(w, v_broker_epoch)
+    v_current_metadata_offset: int = o.current_metadata_offset
+    write_i64_be(w, v_current_metadata_offset)
     w.append(_ONE if o.want_fence else _ZERO)
     w.append(_ONE if o.want_shut_down else _ZERO)
     if o.unknown_tagged_fields:
@@ -180,30 +214,32 @@ def _encode_BrokerHeartbeatRequest_v0(o: BrokerHeartbeatRequest, w: BytesWriter)
 
 
 def _decode_BrokerHeartbeatRequest_v1(buf: bytes, pos: i64) -> tuple[BrokerHeartbeatRequest, i64]:
-    o = _new(_K_BrokerHeartbeatRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.offline_log_dirs = []
-    o.cordoned_log_dirs = None
-    o.broker_id = read_i32_be(buf, pos)
+    f_broker_id: Any
+    f_broker_epoch: Any
+    f_current_metadata_offset: Any
+    f_want_fence: Any
+    f_want_shut_down: Any
+    f_offline_log_dirs: Any = []
+    f_broker_id = read_i32_be(buf, pos)
     pos += 4
-    o.broker_epoch = read_i64_be(buf, pos)
+    f_broker_epoch = read_i64_be(buf, pos)
     pos += 8
-    o.current_metadata_offset = read_i64_be(buf, pos)
+    f_current_metadata_offset = read_i64_be(buf, pos)
     pos += 8
-    o.want_fence = buf[pos] != 0
+    f_want_fence = buf[pos] != 0
     pos += 1
-    o.want_shut_down = buf[pos] != 0
+    f_want_shut_down = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -226,7 +262,7 @@ def _decode_BrokerHeartbeatRequest_v1(buf: bytes, pos: i64) -> tuple[BrokerHeart
                         e_offline_log_dirs = _uuid(buf, pos)
                         pos += 16
                         lst_offline_log_dirs.append(e_offline_log_dirs)
-                    o.offline_log_dirs = lst_offline_log_dirs
+                    f_offline_log_dirs = lst_offline_log_dirs
             elif tag == 1:
                 raise _invalid(f'tag {tag} is not valid in version 1')
             else:
@@ -235,22 +271,25 @@ def _decode_BrokerHeartbeatRequest_v1(buf: bytes, pos: i64) -> tuple[BrokerHeart
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return BrokerHeartbeatRequest(broker_id=f_broker_id, broker_epoch=f_broker_epoch, current_metadata_offset=f_current_metadata_offset, want_fence=f_want_fence, want_shut_down=f_want_shut_down, offline_log_dirs=f_offline_log_dirs, unknown_tagged_fields=utf), pos
 
 
 def _encode_BrokerHeartbeatRequest_v1(o: BrokerHeartbeatRequest, w: BytesWriter) -> None:
     if o.cordoned_log_dirs is not None:
         raise FieldNotInVersionError('non-default CordonedLogDirs cannot be written', version=1)
-    write_i32_be(w, o.broker_id)
-    write_i64_be(w, o.broker_epoch)
-    write_i64_be(w, o.current_metadata_offset)
+    v_broker_id: int = o.broker_id
+    write_i32_be(w, v_broker_id)
+    v_broker_epoch: int = o.broker_epoch
+    write_i64_be(w, v_broker_epoch)
+    v_current_metadata_offset: int = o.current_metadata_offset
+    write_i64_be(w, v_current_metadata_offset)
     w.append(_ONE if o.want_fence else _ZERO)
     w.append(_ONE if o.want_shut_down else _ZERO)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.offline_log_dirs is None or len(o.offline_log_dirs) != 0:
         t_offline_log_dirs = BytesWriter()
-        x_offline_log_dirs = o.offline_log_dirs
+        x_offline_log_dirs: Any = o.offline_log_dirs
         if x_offline_log_dirs is None:
             raise ValueOutOfRangeError('non-nullable field OfflineLogDirs is None', version=1)
         else:
@@ -270,30 +309,33 @@ def _encode_BrokerHeartbeatRequest_v1(o: BrokerHeartbeatRequest, w: BytesWriter)
 
 
 def _decode_BrokerHeartbeatRequest_v2(buf: bytes, pos: i64) -> tuple[BrokerHeartbeatRequest, i64]:
-    o = _new(_K_BrokerHeartbeatRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.offline_log_dirs = []
-    o.cordoned_log_dirs = None
-    o.broker_id = read_i32_be(buf, pos)
+    f_broker_id: Any
+    f_broker_epoch: Any
+    f_current_metadata_offset: Any
+    f_want_fence: Any
+    f_want_shut_down: Any
+    f_offline_log_dirs: Any = []
+    f_cordoned_log_dirs: Any = None
+    f_broker_id = read_i32_be(buf, pos)
     pos += 4
-    o.broker_epoch = read_i64_be(buf, pos)
+    f_broker_epoch = read_i64_be(buf, pos)
     pos += 8
-    o.current_metadata_offset = read_i64_be(buf, pos)
+    f_current_metadata_offset = read_i64_be(buf, pos)
     pos += 8
-    o.want_fence = buf[pos] != 0
+    f_want_fence = buf[pos] != 0
     pos += 1
-    o.want_shut_down = buf[pos] != 0
+    f_want_shut_down = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -316,7 +358,7 @@ def _decode_BrokerHeartbeatRequest_v2(buf: bytes, pos: i64) -> tuple[BrokerHeart
                         e_offline_log_dirs = _uuid(buf, pos)
                         pos += 16
                         lst_offline_log_dirs.append(e_offline_log_dirs)
-                    o.offline_log_dirs = lst_offline_log_dirs
+                    f_offline_log_dirs = lst_offline_log_dirs
             elif tag == 1:
                 n = buf[pos]
                 if n < 0x80:
@@ -325,7 +367,7 @@ def _decode_BrokerHeartbeatRequest_v2(buf: bytes, pos: i64) -> tuple[BrokerHeart
                     n, pos = _uvarint(buf, pos)
                 n -= 1
                 if n < 0:
-                    o.cordoned_log_dirs = None
+                    f_cordoned_log_dirs = None
                 else:
                     if n > blen - pos:
                         raise _invalid('array CordonedLogDirs declares more elements than bytes remain')
@@ -334,27 +376,30 @@ def _decode_BrokerHeartbeatRequest_v2(buf: bytes, pos: i64) -> tuple[BrokerHeart
                         e_cordoned_log_dirs = _uuid(buf, pos)
                         pos += 16
                         lst_cordoned_log_dirs.append(e_cordoned_log_dirs)
-                    o.cordoned_log_dirs = lst_cordoned_log_dirs
+                    f_cordoned_log_dirs = lst_cordoned_log_dirs
             else:
                 end = pos + size
                 if end > blen:
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return BrokerHeartbeatRequest(broker_id=f_broker_id, broker_epoch=f_broker_epoch, current_metadata_offset=f_current_metadata_offset, want_fence=f_want_fence, want_shut_down=f_want_shut_down, offline_log_dirs=f_offline_log_dirs, cordoned_log_dirs=f_cordoned_log_dirs, unknown_tagged_fields=utf), pos
 
 
 def _encode_BrokerHeartbeatRequest_v2(o: BrokerHeartbeatRequest, w: BytesWriter) -> None:
-    write_i32_be(w, o.broker_id)
-    write_i64_be(w, o.broker_epoch)
-    write_i64_be(w, o.current_metadata_offset)
+    v_broker_id: int = o.broker_id
+    write_i32_be(w, v_broker_id)
+    v_broker_epoch: int = o.broker_epoch
+    write_i64_be(w, v_broker_epoch)
+    v_current_metadata_offset: int = o.current_metadata_offset
+    write_i64_be(w, v_current_metadata_offset)
     w.append(_ONE if o.want_fence else _ZERO)
     w.append(_ONE if o.want_shut_down else _ZERO)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.offline_log_dirs is None or len(o.offline_log_dirs) != 0:
         t_offline_log_dirs = BytesWriter()
-        x_offline_log_dirs = o.offline_log_dirs
+        x_offline_log_dirs: Any = o.offline_log_dirs
         if x_offline_log_dirs is None:
             raise ValueOutOfRangeError('non-nullable field OfflineLogDirs is None', version=2)
         else:
@@ -369,7 +414,7 @@ def _encode_BrokerHeartbeatRequest_v2(o: BrokerHeartbeatRequest, w: BytesWriter)
         known.append((0, t_offline_log_dirs.getvalue()))
     if o.cordoned_log_dirs is not None:
         t_cordoned_log_dirs = BytesWriter()
-        x_cordoned_log_dirs = o.cordoned_log_dirs
+        x_cordoned_log_dirs: Any = o.cordoned_log_dirs
         if x_cordoned_log_dirs is None:
             raise ValueOutOfRangeError('non-nullable field CordonedLogDirs is None', version=2)
         else:
@@ -389,28 +434,31 @@ def _encode_BrokerHeartbeatRequest_v2(o: BrokerHeartbeatRequest, w: BytesWriter)
 
 
 def _decode_BrokerHeartbeatResponse_v0(buf: bytes, pos: i64) -> tuple[BrokerHeartbeatResponse, i64]:
-    o = _new(_K_BrokerHeartbeatResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_is_caught_up: Any
+    f_is_fenced: Any
+    f_should_shut_down: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.is_caught_up = buf[pos] != 0
+    f_is_caught_up = buf[pos] != 0
     pos += 1
-    o.is_fenced = buf[pos] != 0
+    f_is_fenced = buf[pos] != 0
     pos += 1
-    o.should_shut_down = buf[pos] != 0
+    f_should_shut_down = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -422,13 +470,15 @@ def _decode_BrokerHeartbeatResponse_v0(buf: bytes, pos: i64) -> tuple[BrokerHear
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return BrokerHeartbeatResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, is_caught_up=f_is_caught_up, is_fenced=f_is_fenced, should_shut_down=f_should_shut_down, unknown_tagged_fields=utf), pos
 
 
 def _encode_BrokerHeartbeatResponse_v0(o: BrokerHeartbeatResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     w.append(_ONE if o.is_caught_up else _ZERO)
     w.append(_ONE if o.is_fenced else _ZERO)
     w.append(_ONE if o.should_shut_down else _ZERO)
@@ -444,4 +494,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (BrokerHeartbeatResponse, {0: _decode_BrokerHeartbeatResponse_v0, 1: _decode_BrokerHeartbeatResponse_v0, 2: _decode_BrokerHeartbeatResponse_v0}, {0: _encode_BrokerHeartbeatResponse_v0, 1: _encode_BrokerHeartbeatResponse_v0, 2: _encode_BrokerHeartbeatResponse_v0}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.broker_heartbeat', TABLES)

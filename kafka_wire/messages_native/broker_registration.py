@@ -22,24 +22,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.broker_registration import (
-    BrokerRegistrationRequest,
-    BrokerRegistrationRequestFeature,
-    BrokerRegistrationRequestListener,
-    BrokerRegistrationResponse,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_BrokerRegistrationRequest: Final = BrokerRegistrationRequest
-_K_BrokerRegistrationRequestFeature: Final = BrokerRegistrationRequestFeature
-_K_BrokerRegistrationRequestListener: Final = BrokerRegistrationRequestListener
-_K_BrokerRegistrationResponse: Final = BrokerRegistrationResponse
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -125,11 +116,80 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class BrokerRegistrationRequestListener(_NativeStruct):
+    name: Any
+    host: Any
+    port: Any
+    security_protocol: Any
+
+    def __init__(self, *, name: Any = '', host: Any = '', port: Any = 0, security_protocol: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.host = host
+        self.port = port
+        self.security_protocol = security_protocol
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class BrokerRegistrationRequestFeature(_NativeStruct):
+    name: Any
+    min_supported_version: Any
+    max_supported_version: Any
+
+    def __init__(self, *, name: Any = '', min_supported_version: Any = 0, max_supported_version: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.min_supported_version = min_supported_version
+        self.max_supported_version = max_supported_version
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class BrokerRegistrationRequest(_NativeMessage):
+    broker_id: Any
+    cluster_id: Any
+    incarnation_id: Any
+    listeners: Any
+    features: Any
+    rack: Any
+    is_migrating_zk_broker: Any
+    log_dirs: Any
+    previous_broker_epoch: Any
+
+    def __init__(self, *, broker_id: Any = 0, cluster_id: Any = '', incarnation_id: Any = ZERO_UUID, listeners: Any = FRESH, features: Any = FRESH, rack: Any = '', is_migrating_zk_broker: Any = False, log_dirs: Any = FRESH, previous_broker_epoch: Any = -1, unknown_tagged_fields: Any = ()) -> None:
+        self.broker_id = broker_id
+        self.cluster_id = cluster_id
+        self.incarnation_id = incarnation_id
+        self.listeners = [] if listeners is FRESH else listeners
+        self.features = [] if features is FRESH else features
+        self.rack = rack
+        self.is_migrating_zk_broker = is_migrating_zk_broker
+        self.log_dirs = [] if log_dirs is FRESH else log_dirs
+        self.previous_broker_epoch = previous_broker_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class BrokerRegistrationResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+    broker_epoch: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, broker_epoch: Any = -1, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.broker_epoch = broker_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_BrokerRegistrationRequestListener = BrokerRegistrationRequestListener()
+_DEFAULT_BrokerRegistrationRequestFeature = BrokerRegistrationRequestFeature()
+
+
 def _decode_BrokerRegistrationRequestListener_v0(buf: bytes, pos: i64) -> tuple[BrokerRegistrationRequestListener, i64]:
-    o = _new(_K_BrokerRegistrationRequestListener)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_host: Any
+    f_port: Any
+    f_security_protocol: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -144,7 +204,7 @@ def _decode_BrokerRegistrationRequestListener_v0(buf: bytes, pos: i64) -> tuple[
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -160,20 +220,19 @@ def _decode_BrokerRegistrationRequestListener_v0(buf: bytes, pos: i64) -> tuple[
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
-    o.port = int(read_i16_be(buf, pos)) & 0xFFFF
+    f_port = int(read_i16_be(buf, pos)) & 0xFFFF
     pos += 2
-    o.security_protocol = read_i16_be(buf, pos)
+    f_security_protocol = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -185,12 +244,12 @@ def _decode_BrokerRegistrationRequestListener_v0(buf: bytes, pos: i64) -> tuple[
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return BrokerRegistrationRequestListener(name=f_name, host=f_host, port=f_port, security_protocol=f_security_protocol, unknown_tagged_fields=utf), pos
 
 
 def _encode_BrokerRegistrationRequestListener_v0(o: BrokerRegistrationRequestListener, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -203,7 +262,7 @@ def _encode_BrokerRegistrationRequestListener_v0(o: BrokerRegistrationRequestLis
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_host = o.host
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
     else:
@@ -216,8 +275,10 @@ def _encode_BrokerRegistrationRequestListener_v0(o: BrokerRegistrationRequestLis
         else:
             _put_uvarint(w, m)
         w.write(b_host)
-    _put_u16(w, o.port)
-    write_i16_be(w, o.security_protocol)
+    v_port: int = o.port
+    _put_u16(w, v_port)
+    v_security_protocol: int = o.security_protocol
+    write_i16_be(w, v_security_protocol)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -225,10 +286,12 @@ def _encode_BrokerRegistrationRequestListener_v0(o: BrokerRegistrationRequestLis
 
 
 def _decode_BrokerRegistrationRequestFeature_v0(buf: bytes, pos: i64) -> tuple[BrokerRegistrationRequestFeature, i64]:
-    o = _new(_K_BrokerRegistrationRequestFeature)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_min_supported_version: Any
+    f_max_supported_version: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -243,20 +306,19 @@ def _decode_BrokerRegistrationRequestFeature_v0(buf: bytes, pos: i64) -> tuple[B
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
-    o.min_supported_version = read_i16_be(buf, pos)
+    f_min_supported_version = read_i16_be(buf, pos)
     pos += 2
-    o.max_supported_version = read_i16_be(buf, pos)
+    f_max_supported_version = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -268,12 +330,12 @@ def _decode_BrokerRegistrationRequestFeature_v0(buf: bytes, pos: i64) -> tuple[B
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return BrokerRegistrationRequestFeature(name=f_name, min_supported_version=f_min_supported_version, max_supported_version=f_max_supported_version, unknown_tagged_fields=utf), pos
 
 
 def _encode_BrokerRegistrationRequestFeature_v0(o: BrokerRegistrationRequestFeature, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -286,8 +348,10 @@ def _encode_BrokerRegistrationRequestFeature_v0(o: BrokerRegistrationRequestFeat
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    write_i16_be(w, o.min_supported_version)
-    write_i16_be(w, o.max_supported_version)
+    v_min_supported_version: int = o.min_supported_version
+    write_i16_be(w, v_min_supported_version)
+    v_max_supported_version: int = o.max_supported_version
+    write_i16_be(w, v_max_supported_version)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -295,14 +359,16 @@ def _encode_BrokerRegistrationRequestFeature_v0(o: BrokerRegistrationRequestFeat
 
 
 def _decode_BrokerRegistrationRequest_v0(buf: bytes, pos: i64) -> tuple[BrokerRegistrationRequest, i64]:
-    o = _new(_K_BrokerRegistrationRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.is_migrating_zk_broker = False
-    o.log_dirs = []
-    o.previous_broker_epoch = -1
-    o.broker_id = read_i32_be(buf, pos)
+    f_broker_id: Any
+    f_cluster_id: Any
+    f_incarnation_id: Any
+    f_listeners: Any
+    f_features: Any
+    f_rack: Any
+    f_broker_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -318,9 +384,9 @@ def _decode_BrokerRegistrationRequest_v0(buf: bytes, pos: i64) -> tuple[BrokerRe
         end = pos + n
         if end > blen:
             raise _truncated('ClusterId')
-        o.cluster_id = buf[pos:end].decode()
+        f_cluster_id = buf[pos:end].decode()
         pos = end
-    o.incarnation_id = _uuid(buf, pos)
+    f_incarnation_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -337,7 +403,7 @@ def _decode_BrokerRegistrationRequest_v0(buf: bytes, pos: i64) -> tuple[BrokerRe
         for _i_listeners in range(n):
             x_listeners, pos = _decode_BrokerRegistrationRequestListener_v0(buf, pos)
             lst_listeners.append(x_listeners)
-        o.listeners = lst_listeners
+        f_listeners = lst_listeners
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -353,7 +419,7 @@ def _decode_BrokerRegistrationRequest_v0(buf: bytes, pos: i64) -> tuple[BrokerRe
         for _i_features in range(n):
             x_features, pos = _decode_BrokerRegistrationRequestFeature_v0(buf, pos)
             lst_features.append(x_features)
-        o.features = lst_features
+        f_features = lst_features
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -361,23 +427,22 @@ def _decode_BrokerRegistrationRequest_v0(buf: bytes, pos: i64) -> tuple[BrokerRe
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.rack = None
+        f_rack = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Rack is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Rack')
-        o.rack = buf[pos:end].decode()
+        f_rack = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -389,15 +454,16 @@ def _decode_BrokerRegistrationRequest_v0(buf: bytes, pos: i64) -> tuple[BrokerRe
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return BrokerRegistrationRequest(broker_id=f_broker_id, cluster_id=f_cluster_id, incarnation_id=f_incarnation_id, listeners=f_listeners, features=f_features, rack=f_rack, unknown_tagged_fields=utf), pos
 
 
 def _encode_BrokerRegistrationRequest_v0(o: BrokerRegistrationRequest, w: BytesWriter) -> None:
     if bool(o.is_migrating_zk_broker):
         raise FieldNotInVersionError('non-default IsMigratingZkBroker cannot be written', version=0)
-    write_i32_be(w, o.broker_id)
-    x_cluster_id = o.cluster_id
+    v_broker_id: int = o.broker_id
+    write_i32_be(w, v_broker_id)
+    x_cluster_id: str | None = o.cluster_id
     if x_cluster_id is None:
         raise ValueOutOfRangeError('non-nullable field ClusterId is None', version=0)
     else:
@@ -411,7 +477,7 @@ def _encode_BrokerRegistrationRequest_v0(o: BrokerRegistrationRequest, w: BytesW
             _put_uvarint(w, m)
         w.write(b_cluster_id)
     _put_uuid(w, o.incarnation_id)
-    x_listeners = o.listeners
+    x_listeners: Any = o.listeners
     if x_listeners is None:
         raise ValueOutOfRangeError('non-nullable field Listeners is None', version=0)
     else:
@@ -423,7 +489,7 @@ def _encode_BrokerRegistrationRequest_v0(o: BrokerRegistrationRequest, w: BytesW
             _put_uvarint(w, m)
         for e_listeners in l_listeners:
             _encode_BrokerRegistrationRequestListener_v0(e_listeners, w)
-    x_features = o.features
+    x_features: Any = o.features
     if x_features is None:
         raise ValueOutOfRangeError('non-nullable field Features is None', version=0)
     else:
@@ -435,7 +501,7 @@ def _encode_BrokerRegistrationRequest_v0(o: BrokerRegistrationRequest, w: BytesW
             _put_uvarint(w, m)
         for e_features in l_features:
             _encode_BrokerRegistrationRequestFeature_v0(e_features, w)
-    x_rack = o.rack
+    x_rack: str | None = o.rack
     if x_rack is None:
         w.append(_ZERO)
     else:
@@ -455,13 +521,17 @@ def _encode_BrokerRegistrationRequest_v0(o: BrokerRegistrationRequest, w: BytesW
 
 
 def _decode_BrokerRegistrationRequest_v1(buf: bytes, pos: i64) -> tuple[BrokerRegistrationRequest, i64]:
-    o = _new(_K_BrokerRegistrationRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.log_dirs = []
-    o.previous_broker_epoch = -1
-    o.broker_id = read_i32_be(buf, pos)
+    f_broker_id: Any
+    f_cluster_id: Any
+    f_incarnation_id: Any
+    f_listeners: Any
+    f_features: Any
+    f_rack: Any
+    f_is_migrating_zk_broker: Any
+    f_broker_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -477,9 +547,9 @@ def _decode_BrokerRegistrationRequest_v1(buf: bytes, pos: i64) -> tuple[BrokerRe
         end = pos + n
         if end > blen:
             raise _truncated('ClusterId')
-        o.cluster_id = buf[pos:end].decode()
+        f_cluster_id = buf[pos:end].decode()
         pos = end
-    o.incarnation_id = _uuid(buf, pos)
+    f_incarnation_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -496,7 +566,7 @@ def _decode_BrokerRegistrationRequest_v1(buf: bytes, pos: i64) -> tuple[BrokerRe
         for _i_listeners in range(n):
             x_listeners, pos = _decode_BrokerRegistrationRequestListener_v0(buf, pos)
             lst_listeners.append(x_listeners)
-        o.listeners = lst_listeners
+        f_listeners = lst_listeners
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -512,7 +582,7 @@ def _decode_BrokerRegistrationRequest_v1(buf: bytes, pos: i64) -> tuple[BrokerRe
         for _i_features in range(n):
             x_features, pos = _decode_BrokerRegistrationRequestFeature_v0(buf, pos)
             lst_features.append(x_features)
-        o.features = lst_features
+        f_features = lst_features
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -520,25 +590,24 @@ def _decode_BrokerRegistrationRequest_v1(buf: bytes, pos: i64) -> tuple[BrokerRe
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.rack = None
+        f_rack = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Rack is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Rack')
-        o.rack = buf[pos:end].decode()
+        f_rack = buf[pos:end].decode()
         pos = end
-    o.is_migrating_zk_broker = buf[pos] != 0
+    f_is_migrating_zk_broker = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -550,13 +619,14 @@ def _decode_BrokerRegistrationRequest_v1(buf: bytes, pos: i64) -> tuple[BrokerRe
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return BrokerRegistrationRequest(broker_id=f_broker_id, cluster_id=f_cluster_id, incarnation_id=f_incarnation_id, listeners=f_listeners, features=f_features, rack=f_rack, is_migrating_zk_broker=f_is_migrating_zk_broker, unknown_tagged_fields=utf), pos
 
 
 def _encode_BrokerRegistrationRequest_v1(o: BrokerRegistrationRequest, w: BytesWriter) -> None:
-    write_i32_be(w, o.broker_id)
-    x_cluster_id = o.cluster_id
+    v_broker_id: int = o.broker_id
+    write_i32_be(w, v_broker_id)
+    x_cluster_id: str | None = o.cluster_id
     if x_cluster_id is None:
         raise ValueOutOfRangeError('non-nullable field ClusterId is None', version=1)
     else:
@@ -570,7 +640,7 @@ def _encode_BrokerRegistrationRequest_v1(o: BrokerRegistrationRequest, w: BytesW
             _put_uvarint(w, m)
         w.write(b_cluster_id)
     _put_uuid(w, o.incarnation_id)
-    x_listeners = o.listeners
+    x_listeners: Any = o.listeners
     if x_listeners is None:
         raise ValueOutOfRangeError('non-nullable field Listeners is None', version=1)
     else:
@@ -582,7 +652,7 @@ def _encode_BrokerRegistrationRequest_v1(o: BrokerRegistrationRequest, w: BytesW
             _put_uvarint(w, m)
         for e_listeners in l_listeners:
             _encode_BrokerRegistrationRequestListener_v0(e_listeners, w)
-    x_features = o.features
+    x_features: Any = o.features
     if x_features is None:
         raise ValueOutOfRangeError('non-nullable field Features is None', version=1)
     else:
@@ -594,7 +664,7 @@ def _encode_BrokerRegistrationRequest_v1(o: BrokerRegistrationRequest, w: BytesW
             _put_uvarint(w, m)
         for e_features in l_features:
             _encode_BrokerRegistrationRequestFeature_v0(e_features, w)
-    x_rack = o.rack
+    x_rack: str | None = o.rack
     if x_rack is None:
         w.append(_ZERO)
     else:
@@ -615,12 +685,18 @@ def _encode_BrokerRegistrationRequest_v1(o: BrokerRegistrationRequest, w: BytesW
 
 
 def _decode_BrokerRegistrationRequest_v2(buf: bytes, pos: i64) -> tuple[BrokerRegistrationRequest, i64]:
-    o = _new(_K_BrokerRegistrationRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.previous_broker_epoch = -1
-    o.broker_id = read_i32_be(buf, pos)
+    f_broker_id: Any
+    f_cluster_id: Any
+    f_incarnation_id: Any
+    f_listeners: Any
+    f_features: Any
+    f_rack: Any
+    f_is_migrating_zk_broker: Any
+    f_log_dirs: Any
+    f_broker_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -636,9 +712,9 @@ def _decode_BrokerRegistrationRequest_v2(buf: bytes, pos: i64) -> tuple[BrokerRe
         end = pos + n
         if end > blen:
             raise _truncated('ClusterId')
-        o.cluster_id = buf[pos:end].decode()
+        f_cluster_id = buf[pos:end].decode()
         pos = end
-    o.incarnation_id = _uuid(buf, pos)
+    f_incarnation_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -655,7 +731,7 @@ def _decode_BrokerRegistrationRequest_v2(buf: bytes, pos: i64) -> tuple[BrokerRe
         for _i_listeners in range(n):
             x_listeners, pos = _decode_BrokerRegistrationRequestListener_v0(buf, pos)
             lst_listeners.append(x_listeners)
-        o.listeners = lst_listeners
+        f_listeners = lst_listeners
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -671,7 +747,7 @@ def _decode_BrokerRegistrationRequest_v2(buf: bytes, pos: i64) -> tuple[BrokerRe
         for _i_features in range(n):
             x_features, pos = _decode_BrokerRegistrationRequestFeature_v0(buf, pos)
             lst_features.append(x_features)
-        o.features = lst_features
+        f_features = lst_features
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -679,16 +755,16 @@ def _decode_BrokerRegistrationRequest_v2(buf: bytes, pos: i64) -> tuple[BrokerRe
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.rack = None
+        f_rack = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Rack is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Rack')
-        o.rack = buf[pos:end].decode()
+        f_rack = buf[pos:end].decode()
         pos = end
-    o.is_migrating_zk_broker = buf[pos] != 0
+    f_is_migrating_zk_broker = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -706,15 +782,14 @@ def _decode_BrokerRegistrationRequest_v2(buf: bytes, pos: i64) -> tuple[BrokerRe
             e_log_dirs = _uuid(buf, pos)
             pos += 16
             lst_log_dirs.append(e_log_dirs)
-        o.log_dirs = lst_log_dirs
+        f_log_dirs = lst_log_dirs
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -726,13 +801,14 @@ def _decode_BrokerRegistrationRequest_v2(buf: bytes, pos: i64) -> tuple[BrokerRe
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return BrokerRegistrationRequest(broker_id=f_broker_id, cluster_id=f_cluster_id, incarnation_id=f_incarnation_id, listeners=f_listeners, features=f_features, rack=f_rack, is_migrating_zk_broker=f_is_migrating_zk_broker, log_dirs=f_log_dirs, unknown_tagged_fields=utf), pos
 
 
 def _encode_BrokerRegistrationRequest_v2(o: BrokerRegistrationRequest, w: BytesWriter) -> None:
-    write_i32_be(w, o.broker_id)
-    x_cluster_id = o.cluster_id
+    v_broker_id: int = o.broker_id
+    write_i32_be(w, v_broker_id)
+    x_cluster_id: str | None = o.cluster_id
     if x_cluster_id is None:
         raise ValueOutOfRangeError('non-nullable field ClusterId is None', version=2)
     else:
@@ -746,7 +822,7 @@ def _encode_BrokerRegistrationRequest_v2(o: BrokerRegistrationRequest, w: BytesW
             _put_uvarint(w, m)
         w.write(b_cluster_id)
     _put_uuid(w, o.incarnation_id)
-    x_listeners = o.listeners
+    x_listeners: Any = o.listeners
     if x_listeners is None:
         raise ValueOutOfRangeError('non-nullable field Listeners is None', version=2)
     else:
@@ -758,7 +834,7 @@ def _encode_BrokerRegistrationRequest_v2(o: BrokerRegistrationRequest, w: BytesW
             _put_uvarint(w, m)
         for e_listeners in l_listeners:
             _encode_BrokerRegistrationRequestListener_v0(e_listeners, w)
-    x_features = o.features
+    x_features: Any = o.features
     if x_features is None:
         raise ValueOutOfRangeError('non-nullable field Features is None', version=2)
     else:
@@ -770,7 +846,7 @@ def _encode_BrokerRegistrationRequest_v2(o: BrokerRegistrationRequest, w: BytesW
             _put_uvarint(w, m)
         for e_features in l_features:
             _encode_BrokerRegistrationRequestFeature_v0(e_features, w)
-    x_rack = o.rack
+    x_rack: str | None = o.rack
     if x_rack is None:
         w.append(_ZERO)
     else:
@@ -784,7 +860,7 @@ def _encode_BrokerRegistrationRequest_v2(o: BrokerRegistrationRequest, w: BytesW
             _put_uvarint(w, m)
         w.write(b_rack)
     w.append(_ONE if o.is_migrating_zk_broker else _ZERO)
-    x_log_dirs = o.log_dirs
+    x_log_dirs: Any = o.log_dirs
     if x_log_dirs is None:
         raise ValueOutOfRangeError('non-nullable field LogDirs is None', version=2)
     else:
@@ -803,11 +879,19 @@ def _encode_BrokerRegistrationRequest_v2(o: BrokerRegistrationRequest, w: BytesW
 
 
 def _decode_BrokerRegistrationRequest_v3(buf: bytes, pos: i64) -> tuple[BrokerRegistrationRequest, i64]:
-    o = _new(_K_BrokerRegistrationRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.broker_id = read_i32_be(buf, pos)
+    f_broker_id: Any
+    f_cluster_id: Any
+    f_incarnation_id: Any
+    f_listeners: Any
+    f_features: Any
+    f_rack: Any
+    f_is_migrating_zk_broker: Any
+    f_log_dirs: Any
+    f_previous_broker_epoch: Any
+    f_broker_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -823,9 +907,9 @@ def _decode_BrokerRegistrationRequest_v3(buf: bytes, pos: i64) -> tuple[BrokerRe
         end = pos + n
         if end > blen:
             raise _truncated('ClusterId')
-        o.cluster_id = buf[pos:end].decode()
+        f_cluster_id = buf[pos:end].decode()
         pos = end
-    o.incarnation_id = _uuid(buf, pos)
+    f_incarnation_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -842,7 +926,7 @@ def _decode_BrokerRegistrationRequest_v3(buf: bytes, pos: i64) -> tuple[BrokerRe
         for _i_listeners in range(n):
             x_listeners, pos = _decode_BrokerRegistrationRequestListener_v0(buf, pos)
             lst_listeners.append(x_listeners)
-        o.listeners = lst_listeners
+        f_listeners = lst_listeners
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -858,7 +942,7 @@ def _decode_BrokerRegistrationRequest_v3(buf: bytes, pos: i64) -> tuple[BrokerRe
         for _i_features in range(n):
             x_features, pos = _decode_BrokerRegistrationRequestFeature_v0(buf, pos)
             lst_features.append(x_features)
-        o.features = lst_features
+        f_features = lst_features
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -866,16 +950,16 @@ def _decode_BrokerRegistrationRequest_v3(buf: bytes, pos: i64) -> tuple[BrokerRe
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.rack = None
+        f_rack = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Rack is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Rack')
-        o.rack = buf[pos:end].decode()
+        f_rack = buf[pos:end].decode()
         pos = end
-    o.is_migrating_zk_broker = buf[pos] != 0
+    f_is_migrating_zk_broker = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -893,17 +977,16 @@ def _decode_BrokerRegistrationRequest_v3(buf: bytes, pos: i64) -> tuple[BrokerRe
             e_log_dirs = _uuid(buf, pos)
             pos += 16
             lst_log_dirs.append(e_log_dirs)
-        o.log_dirs = lst_log_dirs
-    o.previous_broker_epoch = read_i64_be(buf, pos)
+        f_log_dirs = lst_log_dirs
+    f_previous_broker_epoch = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -915,13 +998,14 @@ def _decode_BrokerRegistrationRequest_v3(buf: bytes, pos: i64) -> tuple[BrokerRe
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return BrokerRegistrationRequest(broker_id=f_broker_id, cluster_id=f_cluster_id, incarnation_id=f_incarnation_id, listeners=f_listeners, features=f_features, rack=f_rack, is_migrating_zk_broker=f_is_migrating_zk_broker, log_dirs=f_log_dirs, previous_broker_epoch=f_previous_broker_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_BrokerRegistrationRequest_v3(o: BrokerRegistrationRequest, w: BytesWriter) -> None:
-    write_i32_be(w, o.broker_id)
-    x_cluster_id = o.cluster_id
+    v_broker_id: int = o.broker_id
+    write_i32_be(w, v_broker_id)
+    x_cluster_id: str | None = o.cluster_id
     if x_cluster_id is None:
         raise ValueOutOfRangeError('non-nullable field ClusterId is None', version=3)
     else:
@@ -935,7 +1019,7 @@ def _encode_BrokerRegistrationRequest_v3(o: BrokerRegistrationRequest, w: BytesW
             _put_uvarint(w, m)
         w.write(b_cluster_id)
     _put_uuid(w, o.incarnation_id)
-    x_listeners = o.listeners
+    x_listeners: Any = o.listeners
     if x_listeners is None:
         raise ValueOutOfRangeError('non-nullable field Listeners is None', version=3)
     else:
@@ -947,7 +1031,7 @@ def _encode_BrokerRegistrationRequest_v3(o: BrokerRegistrationRequest, w: BytesW
             _put_uvarint(w, m)
         for e_listeners in l_listeners:
             _encode_BrokerRegistrationRequestListener_v0(e_listeners, w)
-    x_features = o.features
+    x_features: Any = o.features
     if x_features is None:
         raise ValueOutOfRangeError('non-nullable field Features is None', version=3)
     else:
@@ -959,7 +1043,7 @@ def _encode_BrokerRegistrationRequest_v3(o: BrokerRegistrationRequest, w: BytesW
             _put_uvarint(w, m)
         for e_features in l_features:
             _encode_BrokerRegistrationRequestFeature_v0(e_features, w)
-    x_rack = o.rack
+    x_rack: str | None = o.rack
     if x_rack is None:
         w.append(_ZERO)
     else:
@@ -973,7 +1057,7 @@ def _encode_BrokerRegistrationRequest_v3(o: BrokerRegistrationRequest, w: BytesW
             _put_uvarint(w, m)
         w.write(b_rack)
     w.append(_ONE if o.is_migrating_zk_broker else _ZERO)
-    x_log_dirs = o.log_dirs
+    x_log_dirs: Any = o.log_dirs
     if x_log_dirs is None:
         raise ValueOutOfRangeError('non-nullable field LogDirs is None', version=3)
     else:
@@ -985,7 +1069,8 @@ def _encode_BrokerRegistrationRequest_v3(o: BrokerRegistrationRequest, w: BytesW
             _put_uvarint(w, m)
         for e_log_dirs in l_log_dirs:
             _put_uuid(w, e_log_dirs)
-    write_i64_be(w, o.previous_broker_epoch)
+    v_previous_broker_epoch: int = o.previous_broker_epoch
+    write_i64_be(w, v_previous_broker_epoch)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -993,24 +1078,25 @@ def _encode_BrokerRegistrationRequest_v3(o: BrokerRegistrationRequest, w: BytesW
 
 
 def _decode_BrokerRegistrationResponse_v0(buf: bytes, pos: i64) -> tuple[BrokerRegistrationResponse, i64]:
-    o = _new(_K_BrokerRegistrationResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_broker_epoch: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.broker_epoch = read_i64_be(buf, pos)
+    f_broker_epoch = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1022,14 +1108,17 @@ def _decode_BrokerRegistrationResponse_v0(buf: bytes, pos: i64) -> tuple[BrokerR
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return BrokerRegistrationResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, broker_epoch=f_broker_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_BrokerRegistrationResponse_v0(o: BrokerRegistrationResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    write_i64_be(w, o.broker_epoch)
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_broker_epoch: int = o.broker_epoch
+    write_i64_be(w, v_broker_epoch)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1044,4 +1133,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (BrokerRegistrationResponse, {0: _decode_BrokerRegistrationResponse_v0, 1: _decode_BrokerRegistrationResponse_v0, 2: _decode_BrokerRegistrationResponse_v0, 3: _decode_BrokerRegistrationResponse_v0, 4: _decode_BrokerRegistrationResponse_v0}, {0: _encode_BrokerRegistrationResponse_v0, 1: _encode_BrokerRegistrationResponse_v0, 2: _encode_BrokerRegistrationResponse_v0, 3: _encode_BrokerRegistrationResponse_v0, 4: _encode_BrokerRegistrationResponse_v0}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.broker_registration', TABLES)

@@ -21,28 +21,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.consumer_group_describe import (
-    ConsumerGroupDescribeRequest,
-    ConsumerGroupDescribeResponse,
-    ConsumerGroupDescribeResponseAssignment,
-    ConsumerGroupDescribeResponseDescribedGroup,
-    ConsumerGroupDescribeResponseMember,
-    ConsumerGroupDescribeResponseTopicPartitions,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_ConsumerGroupDescribeRequest: Final = ConsumerGroupDescribeRequest
-_K_ConsumerGroupDescribeResponse: Final = ConsumerGroupDescribeResponse
-_K_ConsumerGroupDescribeResponseAssignment: Final = ConsumerGroupDescribeResponseAssignment
-_K_ConsumerGroupDescribeResponseDescribedGroup: Final = ConsumerGroupDescribeResponseDescribedGroup
-_K_ConsumerGroupDescribeResponseMember: Final = ConsumerGroupDescribeResponseMember
-_K_ConsumerGroupDescribeResponseTopicPartitions: Final = ConsumerGroupDescribeResponseTopicPartitions
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -128,11 +115,110 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class ConsumerGroupDescribeRequest(_NativeMessage):
+    group_ids: Any
+    include_authorized_operations: Any
+
+    def __init__(self, *, group_ids: Any = FRESH, include_authorized_operations: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.group_ids = [] if group_ids is FRESH else group_ids
+        self.include_authorized_operations = include_authorized_operations
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ConsumerGroupDescribeResponseTopicPartitions(_NativeStruct):
+    topic_id: Any
+    topic_name: Any
+    partitions: Any
+
+    def __init__(self, *, topic_id: Any = ZERO_UUID, topic_name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_id = topic_id
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ConsumerGroupDescribeResponseAssignment(_NativeStruct):
+    topic_partitions: Any
+
+    def __init__(self, *, topic_partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_partitions = [] if topic_partitions is FRESH else topic_partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ConsumerGroupDescribeResponseMember(_NativeStruct):
+    member_id: Any
+    instance_id: Any
+    rack_id: Any
+    member_epoch: Any
+    client_id: Any
+    client_host: Any
+    subscribed_topic_names: Any
+    subscribed_topic_regex: Any
+    assignment: Any
+    target_assignment: Any
+    member_type: Any
+
+    def __init__(self, *, member_id: Any = '', instance_id: Any = None, rack_id: Any = None, member_epoch: Any = 0, client_id: Any = '', client_host: Any = '', subscribed_topic_names: Any = FRESH, subscribed_topic_regex: Any = None, assignment: Any = FRESH, target_assignment: Any = FRESH, member_type: Any = -1, unknown_tagged_fields: Any = ()) -> None:
+        self.member_id = member_id
+        self.instance_id = instance_id
+        self.rack_id = rack_id
+        self.member_epoch = member_epoch
+        self.client_id = client_id
+        self.client_host = client_host
+        self.subscribed_topic_names = [] if subscribed_topic_names is FRESH else subscribed_topic_names
+        self.subscribed_topic_regex = subscribed_topic_regex
+        self.assignment = ConsumerGroupDescribeResponseAssignment() if assignment is FRESH else assignment
+        self.target_assignment = ConsumerGroupDescribeResponseAssignment() if target_assignment is FRESH else target_assignment
+        self.member_type = member_type
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ConsumerGroupDescribeResponseDescribedGroup(_NativeStruct):
+    error_code: Any
+    error_message: Any
+    group_id: Any
+    group_state: Any
+    group_epoch: Any
+    assignment_epoch: Any
+    assignor_name: Any
+    members: Any
+    authorized_operations: Any
+
+    def __init__(self, *, error_code: Any = 0, error_message: Any = None, group_id: Any = '', group_state: Any = '', group_epoch: Any = 0, assignment_epoch: Any = 0, assignor_name: Any = '', members: Any = FRESH, authorized_operations: Any = -2147483648, unknown_tagged_fields: Any = ()) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.group_id = group_id
+        self.group_state = group_state
+        self.group_epoch = group_epoch
+        self.assignment_epoch = assignment_epoch
+        self.assignor_name = assignor_name
+        self.members = [] if members is FRESH else members
+        self.authorized_operations = authorized_operations
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ConsumerGroupDescribeResponse(_NativeMessage):
+    throttle_time_ms: Any
+    groups: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, groups: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.groups = [] if groups is FRESH else groups
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_ConsumerGroupDescribeResponseTopicPartitions = ConsumerGroupDescribeResponseTopicPartitions()
+_DEFAULT_ConsumerGroupDescribeResponseAssignment = ConsumerGroupDescribeResponseAssignment()
+_DEFAULT_ConsumerGroupDescribeResponseMember = ConsumerGroupDescribeResponseMember()
+_DEFAULT_ConsumerGroupDescribeResponseDescribedGroup = ConsumerGroupDescribeResponseDescribedGroup()
+
+
 def _decode_ConsumerGroupDescribeRequest_v0(buf: bytes, pos: i64) -> tuple[ConsumerGroupDescribeRequest, i64]:
-    o = _new(_K_ConsumerGroupDescribeRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_group_ids: Any
+    f_include_authorized_operations: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -161,17 +247,16 @@ def _decode_ConsumerGroupDescribeRequest_v0(buf: bytes, pos: i64) -> tuple[Consu
                 raise _truncated('GroupIds')
             lst_group_ids.append(buf[pos:end].decode())
             pos = end
-        o.group_ids = lst_group_ids
-    o.include_authorized_operations = buf[pos] != 0
+        f_group_ids = lst_group_ids
+    f_include_authorized_operations = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -183,12 +268,12 @@ def _decode_ConsumerGroupDescribeRequest_v0(buf: bytes, pos: i64) -> tuple[Consu
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ConsumerGroupDescribeRequest(group_ids=f_group_ids, include_authorized_operations=f_include_authorized_operations, unknown_tagged_fields=utf), pos
 
 
 def _encode_ConsumerGroupDescribeRequest_v0(o: ConsumerGroupDescribeRequest, w: BytesWriter) -> None:
-    x_group_ids = o.group_ids
+    x_group_ids: Any = o.group_ids
     if x_group_ids is None:
         raise ValueOutOfRangeError('non-nullable field GroupIds is None', version=0)
     else:
@@ -216,11 +301,13 @@ def _encode_ConsumerGroupDescribeRequest_v0(o: ConsumerGroupDescribeRequest, w: 
 
 
 def _decode_ConsumerGroupDescribeResponseTopicPartitions_v0(buf: bytes, pos: i64) -> tuple[ConsumerGroupDescribeResponseTopicPartitions, i64]:
-    o = _new(_K_ConsumerGroupDescribeResponseTopicPartitions)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_topic_name: Any
+    f_partitions: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -236,7 +323,7 @@ def _decode_ConsumerGroupDescribeResponseTopicPartitions_v0(buf: bytes, pos: i64
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -254,15 +341,14 @@ def _decode_ConsumerGroupDescribeResponseTopicPartitions_v0(buf: bytes, pos: i64
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -274,13 +360,13 @@ def _decode_ConsumerGroupDescribeResponseTopicPartitions_v0(buf: bytes, pos: i64
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ConsumerGroupDescribeResponseTopicPartitions(topic_id=f_topic_id, topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_ConsumerGroupDescribeResponseTopicPartitions_v0(o: ConsumerGroupDescribeResponseTopicPartitions, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
@@ -293,7 +379,7 @@ def _encode_ConsumerGroupDescribeResponseTopicPartitions_v0(o: ConsumerGroupDesc
         else:
             _put_uvarint(w, m)
         w.write(b_topic_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -312,10 +398,10 @@ def _encode_ConsumerGroupDescribeResponseTopicPartitions_v0(o: ConsumerGroupDesc
 
 
 def _decode_ConsumerGroupDescribeResponseAssignment_v0(buf: bytes, pos: i64) -> tuple[ConsumerGroupDescribeResponseAssignment, i64]:
-    o = _new(_K_ConsumerGroupDescribeResponseAssignment)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -331,15 +417,14 @@ def _decode_ConsumerGroupDescribeResponseAssignment_v0(buf: bytes, pos: i64) -> 
         for _i_topic_partitions in range(n):
             x_topic_partitions, pos = _decode_ConsumerGroupDescribeResponseTopicPartitions_v0(buf, pos)
             lst_topic_partitions.append(x_topic_partitions)
-        o.topic_partitions = lst_topic_partitions
+        f_topic_partitions = lst_topic_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -351,12 +436,12 @@ def _decode_ConsumerGroupDescribeResponseAssignment_v0(buf: bytes, pos: i64) -> 
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ConsumerGroupDescribeResponseAssignment(topic_partitions=f_topic_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_ConsumerGroupDescribeResponseAssignment_v0(o: ConsumerGroupDescribeResponseAssignment, w: BytesWriter) -> None:
-    x_topic_partitions = o.topic_partitions
+    x_topic_partitions: Any = o.topic_partitions
     if x_topic_partitions is None:
         raise ValueOutOfRangeError('non-nullable field TopicPartitions is None', version=0)
     else:
@@ -375,11 +460,19 @@ def _encode_ConsumerGroupDescribeResponseAssignment_v0(o: ConsumerGroupDescribeR
 
 
 def _decode_ConsumerGroupDescribeResponseMember_v0(buf: bytes, pos: i64) -> tuple[ConsumerGroupDescribeResponseMember, i64]:
-    o = _new(_K_ConsumerGroupDescribeResponseMember)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.member_type = -1
+    f_member_id: Any
+    f_instance_id: Any
+    f_rack_id: Any
+    f_member_epoch: Any
+    f_client_id: Any
+    f_client_host: Any
+    f_subscribed_topic_names: Any
+    f_subscribed_topic_regex: Any
+    f_assignment: Any
+    f_target_assignment: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -394,7 +487,7 @@ def _decode_ConsumerGroupDescribeResponseMember_v0(buf: bytes, pos: i64) -> tupl
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -403,14 +496,14 @@ def _decode_ConsumerGroupDescribeResponseMember_v0(buf: bytes, pos: i64) -> tupl
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.instance_id = None
+        f_instance_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field InstanceId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('InstanceId')
-        o.instance_id = buf[pos:end].decode()
+        f_instance_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -419,16 +512,16 @@ def _decode_ConsumerGroupDescribeResponseMember_v0(buf: bytes, pos: i64) -> tupl
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.rack_id = None
+        f_rack_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field RackId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('RackId')
-        o.rack_id = buf[pos:end].decode()
+        f_rack_id = buf[pos:end].decode()
         pos = end
-    o.member_epoch = read_i32_be(buf, pos)
+    f_member_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -444,7 +537,7 @@ def _decode_ConsumerGroupDescribeResponseMember_v0(buf: bytes, pos: i64) -> tupl
         end = pos + n
         if end > blen:
             raise _truncated('ClientId')
-        o.client_id = buf[pos:end].decode()
+        f_client_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -460,7 +553,7 @@ def _decode_ConsumerGroupDescribeResponseMember_v0(buf: bytes, pos: i64) -> tupl
         end = pos + n
         if end > blen:
             raise _truncated('ClientHost')
-        o.client_host = buf[pos:end].decode()
+        f_client_host = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -490,7 +583,7 @@ def _decode_ConsumerGroupDescribeResponseMember_v0(buf: bytes, pos: i64) -> tupl
                 raise _truncated('SubscribedTopicNames')
             lst_subscribed_topic_names.append(buf[pos:end].decode())
             pos = end
-        o.subscribed_topic_names = lst_subscribed_topic_names
+        f_subscribed_topic_names = lst_subscribed_topic_names
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -498,27 +591,26 @@ def _decode_ConsumerGroupDescribeResponseMember_v0(buf: bytes, pos: i64) -> tupl
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.subscribed_topic_regex = None
+        f_subscribed_topic_regex = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field SubscribedTopicRegex is too long')
         end = pos + n
         if end > blen:
             raise _truncated('SubscribedTopicRegex')
-        o.subscribed_topic_regex = buf[pos:end].decode()
+        f_subscribed_topic_regex = buf[pos:end].decode()
         pos = end
     x_assignment, pos = _decode_ConsumerGroupDescribeResponseAssignment_v0(buf, pos)
-    o.assignment = x_assignment
+    f_assignment = x_assignment
     x_target_assignment, pos = _decode_ConsumerGroupDescribeResponseAssignment_v0(buf, pos)
-    o.target_assignment = x_target_assignment
+    f_target_assignment = x_target_assignment
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -530,12 +622,12 @@ def _decode_ConsumerGroupDescribeResponseMember_v0(buf: bytes, pos: i64) -> tupl
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ConsumerGroupDescribeResponseMember(member_id=f_member_id, instance_id=f_instance_id, rack_id=f_rack_id, member_epoch=f_member_epoch, client_id=f_client_id, client_host=f_client_host, subscribed_topic_names=f_subscribed_topic_names, subscribed_topic_regex=f_subscribed_topic_regex, assignment=f_assignment, target_assignment=f_target_assignment, unknown_tagged_fields=utf), pos
 
 
 def _encode_ConsumerGroupDescribeResponseMember_v0(o: ConsumerGroupDescribeResponseMember, w: BytesWriter) -> None:
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=0)
     else:
@@ -548,7 +640,7 @@ def _encode_ConsumerGroupDescribeResponseMember_v0(o: ConsumerGroupDescribeRespo
         else:
             _put_uvarint(w, m)
         w.write(b_member_id)
-    x_instance_id = o.instance_id
+    x_instance_id: str | None = o.instance_id
     if x_instance_id is None:
         w.append(_ZERO)
     else:
@@ -561,7 +653,7 @@ def _encode_ConsumerGroupDescribeResponseMember_v0(o: ConsumerGroupDescribeRespo
         else:
             _put_uvarint(w, m)
         w.write(b_instance_id)
-    x_rack_id = o.rack_id
+    x_rack_id: str | None = o.rack_id
     if x_rack_id is None:
         w.append(_ZERO)
     else:
@@ -574,8 +666,9 @@ def _encode_ConsumerGroupDescribeResponseMember_v0(o: ConsumerGroupDescribeRespo
         else:
             _put_uvarint(w, m)
         w.write(b_rack_id)
-    write_i32_be(w, o.member_epoch)
-    x_client_id = o.client_id
+    v_member_epoch: int = o.member_epoch
+    write_i32_be(w, v_member_epoch)
+    x_client_id: str | None = o.client_id
     if x_client_id is None:
         raise ValueOutOfRangeError('non-nullable field ClientId is None', version=0)
     else:
@@ -588,7 +681,7 @@ def _encode_ConsumerGroupDescribeResponseMember_v0(o: ConsumerGroupDescribeRespo
         else:
             _put_uvarint(w, m)
         w.write(b_client_id)
-    x_client_host = o.client_host
+    x_client_host: str | None = o.client_host
     if x_client_host is None:
         raise ValueOutOfRangeError('non-nullable field ClientHost is None', version=0)
     else:
@@ -601,7 +694,7 @@ def _encode_ConsumerGroupDescribeResponseMember_v0(o: ConsumerGroupDescribeRespo
         else:
             _put_uvarint(w, m)
         w.write(b_client_host)
-    x_subscribed_topic_names = o.subscribed_topic_names
+    x_subscribed_topic_names: Any = o.subscribed_topic_names
     if x_subscribed_topic_names is None:
         raise ValueOutOfRangeError('non-nullable field SubscribedTopicNames is None', version=0)
     else:
@@ -621,7 +714,7 @@ def _encode_ConsumerGroupDescribeResponseMember_v0(o: ConsumerGroupDescribeRespo
             else:
                 _put_uvarint(w, m)
             w.write(b_subscribed_topic_names)
-    x_subscribed_topic_regex = o.subscribed_topic_regex
+    x_subscribed_topic_regex: str | None = o.subscribed_topic_regex
     if x_subscribed_topic_regex is None:
         w.append(_ZERO)
     else:
@@ -643,11 +736,21 @@ def _encode_ConsumerGroupDescribeResponseMember_v0(o: ConsumerGroupDescribeRespo
 
 
 def _decode_ConsumerGroupDescribeResponseMember_v1(buf: bytes, pos: i64) -> tuple[ConsumerGroupDescribeResponseMember, i64]:
-    o = _new(_K_ConsumerGroupDescribeResponseMember)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
+    f_member_id: Any
+    f_instance_id: Any
+    f_rack_id: Any
+    f_member_epoch: Any
+    f_client_id: Any
+    f_client_host: Any
+    f_subscribed_topic_names: Any
+    f_subscribed_topic_regex: Any
+    f_assignment: Any
+    f_target_assignment: Any
+    f_member_type: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -662,7 +765,7 @@ def _decode_ConsumerGroupDescribeResponseMember_v1(buf: bytes, pos: i64) -> tupl
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -671,14 +774,14 @@ def _decode_ConsumerGroupDescribeResponseMember_v1(buf: bytes, pos: i64) -> tupl
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.instance_id = None
+        f_instance_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field InstanceId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('InstanceId')
-        o.instance_id = buf[pos:end].decode()
+        f_instance_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -687,16 +790,16 @@ def _decode_ConsumerGroupDescribeResponseMember_v1(buf: bytes, pos: i64) -> tupl
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.rack_id = None
+        f_rack_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field RackId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('RackId')
-        o.rack_id = buf[pos:end].decode()
+        f_rack_id = buf[pos:end].decode()
         pos = end
-    o.member_epoch = read_i32_be(buf, pos)
+    f_member_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -712,7 +815,7 @@ def _decode_ConsumerGroupDescribeResponseMember_v1(buf: bytes, pos: i64) -> tupl
         end = pos + n
         if end > blen:
             raise _truncated('ClientId')
-        o.client_id = buf[pos:end].decode()
+        f_client_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -728,7 +831,7 @@ def _decode_ConsumerGroupDescribeResponseMember_v1(buf: bytes, pos: i64) -> tupl
         end = pos + n
         if end > blen:
             raise _truncated('ClientHost')
-        o.client_host = buf[pos:end].decode()
+        f_client_host = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -758,7 +861,7 @@ def _decode_ConsumerGroupDescribeResponseMember_v1(buf: bytes, pos: i64) -> tupl
                 raise _truncated('SubscribedTopicNames')
             lst_subscribed_topic_names.append(buf[pos:end].decode())
             pos = end
-        o.subscribed_topic_names = lst_subscribed_topic_names
+        f_subscribed_topic_names = lst_subscribed_topic_names
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -766,30 +869,29 @@ def _decode_ConsumerGroupDescribeResponseMember_v1(buf: bytes, pos: i64) -> tupl
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.subscribed_topic_regex = None
+        f_subscribed_topic_regex = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field SubscribedTopicRegex is too long')
         end = pos + n
         if end > blen:
             raise _truncated('SubscribedTopicRegex')
-        o.subscribed_topic_regex = buf[pos:end].decode()
+        f_subscribed_topic_regex = buf[pos:end].decode()
         pos = end
     x_assignment, pos = _decode_ConsumerGroupDescribeResponseAssignment_v0(buf, pos)
-    o.assignment = x_assignment
+    f_assignment = x_assignment
     x_target_assignment, pos = _decode_ConsumerGroupDescribeResponseAssignment_v0(buf, pos)
-    o.target_assignment = x_target_assignment
+    f_target_assignment = x_target_assignment
     b8 = buf[pos]
-    o.member_type = b8 - 256 if b8 >= 128 else b8
+    f_member_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -801,12 +903,12 @@ def _decode_ConsumerGroupDescribeResponseMember_v1(buf: bytes, pos: i64) -> tupl
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ConsumerGroupDescribeResponseMember(member_id=f_member_id, instance_id=f_instance_id, rack_id=f_rack_id, member_epoch=f_member_epoch, client_id=f_client_id, client_host=f_client_host, subscribed_topic_names=f_subscribed_topic_names, subscribed_topic_regex=f_subscribed_topic_regex, assignment=f_assignment, target_assignment=f_target_assignment, member_type=f_member_type, unknown_tagged_fields=utf), pos
 
 
 def _encode_ConsumerGroupDescribeResponseMember_v1(o: ConsumerGroupDescribeResponseMember, w: BytesWriter) -> None:
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=1)
     else:
@@ -819,7 +921,7 @@ def _encode_ConsumerGroupDescribeResponseMember_v1(o: ConsumerGroupDescribeRespo
         else:
             _put_uvarint(w, m)
         w.write(b_member_id)
-    x_instance_id = o.instance_id
+    x_instance_id: str | None = o.instance_id
     if x_instance_id is None:
         w.append(_ZERO)
     else:
@@ -832,7 +934,7 @@ def _encode_ConsumerGroupDescribeResponseMember_v1(o: ConsumerGroupDescribeRespo
         else:
             _put_uvarint(w, m)
         w.write(b_instance_id)
-    x_rack_id = o.rack_id
+    x_rack_id: str | None = o.rack_id
     if x_rack_id is None:
         w.append(_ZERO)
     else:
@@ -845,8 +947,9 @@ def _encode_ConsumerGroupDescribeResponseMember_v1(o: ConsumerGroupDescribeRespo
         else:
             _put_uvarint(w, m)
         w.write(b_rack_id)
-    write_i32_be(w, o.member_epoch)
-    x_client_id = o.client_id
+    v_member_epoch: int = o.member_epoch
+    write_i32_be(w, v_member_epoch)
+    x_client_id: str | None = o.client_id
     if x_client_id is None:
         raise ValueOutOfRangeError('non-nullable field ClientId is None', version=1)
     else:
@@ -859,7 +962,7 @@ def _encode_ConsumerGroupDescribeResponseMember_v1(o: ConsumerGroupDescribeRespo
         else:
             _put_uvarint(w, m)
         w.write(b_client_id)
-    x_client_host = o.client_host
+    x_client_host: str | None = o.client_host
     if x_client_host is None:
         raise ValueOutOfRangeError('non-nullable field ClientHost is None', version=1)
     else:
@@ -872,7 +975,7 @@ def _encode_ConsumerGroupDescribeResponseMember_v1(o: ConsumerGroupDescribeRespo
         else:
             _put_uvarint(w, m)
         w.write(b_client_host)
-    x_subscribed_topic_names = o.subscribed_topic_names
+    x_subscribed_topic_names: Any = o.subscribed_topic_names
     if x_subscribed_topic_names is None:
         raise ValueOutOfRangeError('non-nullable field SubscribedTopicNames is None', version=1)
     else:
@@ -892,7 +995,7 @@ def _encode_ConsumerGroupDescribeResponseMember_v1(o: ConsumerGroupDescribeRespo
             else:
                 _put_uvarint(w, m)
             w.write(b_subscribed_topic_names)
-    x_subscribed_topic_regex = o.subscribed_topic_regex
+    x_subscribed_topic_regex: str | None = o.subscribed_topic_regex
     if x_subscribed_topic_regex is None:
         w.append(_ZERO)
     else:
@@ -907,7 +1010,8 @@ def _encode_ConsumerGroupDescribeResponseMember_v1(o: ConsumerGroupDescribeRespo
         w.write(b_subscribed_topic_regex)
     _encode_ConsumerGroupDescribeResponseAssignment_v0(o.assignment, w)
     _encode_ConsumerGroupDescribeResponseAssignment_v0(o.target_assignment, w)
-    _put_i8(w, o.member_type)
+    v_member_type: int = o.member_type
+    _put_i8(w, v_member_type)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -915,11 +1019,19 @@ def _encode_ConsumerGroupDescribeResponseMember_v1(o: ConsumerGroupDescribeRespo
 
 
 def _decode_ConsumerGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: i64) -> tuple[ConsumerGroupDescribeResponseDescribedGroup, i64]:
-    o = _new(_K_ConsumerGroupDescribeResponseDescribedGroup)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_error_message: Any
+    f_group_id: Any
+    f_group_state: Any
+    f_group_epoch: Any
+    f_assignment_epoch: Any
+    f_assignor_name: Any
+    f_members: Any
+    f_authorized_operations: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -928,14 +1040,14 @@ def _decode_ConsumerGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: i64)
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -951,7 +1063,7 @@ def _decode_ConsumerGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: i64)
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -967,11 +1079,11 @@ def _decode_ConsumerGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: i64)
         end = pos + n
         if end > blen:
             raise _truncated('GroupState')
-        o.group_state = buf[pos:end].decode()
+        f_group_state = buf[pos:end].decode()
         pos = end
-    o.group_epoch = read_i32_be(buf, pos)
+    f_group_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.assignment_epoch = read_i32_be(buf, pos)
+    f_assignment_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -987,7 +1099,7 @@ def _decode_ConsumerGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: i64)
         end = pos + n
         if end > blen:
             raise _truncated('AssignorName')
-        o.assignor_name = buf[pos:end].decode()
+        f_assignor_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1004,17 +1116,16 @@ def _decode_ConsumerGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: i64)
         for _i_members in range(n):
             x_members, pos = _decode_ConsumerGroupDescribeResponseMember_v0(buf, pos)
             lst_members.append(x_members)
-        o.members = lst_members
-    o.authorized_operations = read_i32_be(buf, pos)
+        f_members = lst_members
+    f_authorized_operations = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1026,13 +1137,14 @@ def _decode_ConsumerGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: i64)
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ConsumerGroupDescribeResponseDescribedGroup(error_code=f_error_code, error_message=f_error_message, group_id=f_group_id, group_state=f_group_state, group_epoch=f_group_epoch, assignment_epoch=f_assignment_epoch, assignor_name=f_assignor_name, members=f_members, authorized_operations=f_authorized_operations, unknown_tagged_fields=utf), pos
 
 
 def _encode_ConsumerGroupDescribeResponseDescribedGroup_v0(o: ConsumerGroupDescribeResponseDescribedGroup, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -1045,7 +1157,7 @@ def _encode_ConsumerGroupDescribeResponseDescribedGroup_v0(o: ConsumerGroupDescr
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
@@ -1058,7 +1170,7 @@ def _encode_ConsumerGroupDescribeResponseDescribedGroup_v0(o: ConsumerGroupDescr
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_group_state = o.group_state
+    x_group_state: str | None = o.group_state
     if x_group_state is None:
         raise ValueOutOfRangeError('non-nullable field GroupState is None', version=0)
     else:
@@ -1071,9 +1183,11 @@ def _encode_ConsumerGroupDescribeResponseDescribedGroup_v0(o: ConsumerGroupDescr
         else:
             _put_uvarint(w, m)
         w.write(b_group_state)
-    write_i32_be(w, o.group_epoch)
-    write_i32_be(w, o.assignment_epoch)
-    x_assignor_name = o.assignor_name
+    v_group_epoch: int = o.group_epoch
+    write_i32_be(w, v_group_epoch)
+    v_assignment_epoch: int = o.assignment_epoch
+    write_i32_be(w, v_assignment_epoch)
+    x_assignor_name: str | None = o.assignor_name
     if x_assignor_name is None:
         raise ValueOutOfRangeError('non-nullable field AssignorName is None', version=0)
     else:
@@ -1086,7 +1200,7 @@ def _encode_ConsumerGroupDescribeResponseDescribedGroup_v0(o: ConsumerGroupDescr
         else:
             _put_uvarint(w, m)
         w.write(b_assignor_name)
-    x_members = o.members
+    x_members: Any = o.members
     if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=0)
     else:
@@ -1098,7 +1212,8 @@ def _encode_ConsumerGroupDescribeResponseDescribedGroup_v0(o: ConsumerGroupDescr
             _put_uvarint(w, m)
         for e_members in l_members:
             _encode_ConsumerGroupDescribeResponseMember_v0(e_members, w)
-    write_i32_be(w, o.authorized_operations)
+    v_authorized_operations: int = o.authorized_operations
+    write_i32_be(w, v_authorized_operations)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1106,11 +1221,19 @@ def _encode_ConsumerGroupDescribeResponseDescribedGroup_v0(o: ConsumerGroupDescr
 
 
 def _decode_ConsumerGroupDescribeResponseDescribedGroup_v1(buf: bytes, pos: i64) -> tuple[ConsumerGroupDescribeResponseDescribedGroup, i64]:
-    o = _new(_K_ConsumerGroupDescribeResponseDescribedGroup)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_error_message: Any
+    f_group_id: Any
+    f_group_state: Any
+    f_group_epoch: Any
+    f_assignment_epoch: Any
+    f_assignor_name: Any
+    f_members: Any
+    f_authorized_operations: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1119,14 +1242,14 @@ def _decode_ConsumerGroupDescribeResponseDescribedGroup_v1(buf: bytes, pos: i64)
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1142,7 +1265,7 @@ def _decode_ConsumerGroupDescribeResponseDescribedGroup_v1(buf: bytes, pos: i64)
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1158,11 +1281,11 @@ def _decode_ConsumerGroupDescribeResponseDescribedGroup_v1(buf: bytes, pos: i64)
         end = pos + n
         if end > blen:
             raise _truncated('GroupState')
-        o.group_state = buf[pos:end].decode()
+        f_group_state = buf[pos:end].decode()
         pos = end
-    o.group_epoch = read_i32_be(buf, pos)
+    f_group_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.assignment_epoch = read_i32_be(buf, pos)
+    f_assignment_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1178,7 +1301,7 @@ def _decode_ConsumerGroupDescribeResponseDescribedGroup_v1(buf: bytes, pos: i64)
         end = pos + n
         if end > blen:
             raise _truncated('AssignorName')
-        o.assignor_name = buf[pos:end].decode()
+        f_assignor_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1195,17 +1318,16 @@ def _decode_ConsumerGroupDescribeResponseDescribedGroup_v1(buf: bytes, pos: i64)
         for _i_members in range(n):
             x_members, pos = _decode_ConsumerGroupDescribeResponseMember_v1(buf, pos)
             lst_members.append(x_members)
-        o.members = lst_members
-    o.authorized_operations = read_i32_be(buf, pos)
+        f_members = lst_members
+    f_authorized_operations = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1217,13 +1339,14 @@ def _decode_ConsumerGroupDescribeResponseDescribedGroup_v1(buf: bytes, pos: i64)
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ConsumerGroupDescribeResponseDescribedGroup(error_code=f_error_code, error_message=f_error_message, group_id=f_group_id, group_state=f_group_state, group_epoch=f_group_epoch, assignment_epoch=f_assignment_epoch, assignor_name=f_assignor_name, members=f_members, authorized_operations=f_authorized_operations, unknown_tagged_fields=utf), pos
 
 
 def _encode_ConsumerGroupDescribeResponseDescribedGroup_v1(o: ConsumerGroupDescribeResponseDescribedGroup, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -1236,7 +1359,7 @@ def _encode_ConsumerGroupDescribeResponseDescribedGroup_v1(o: ConsumerGroupDescr
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=1)
     else:
@@ -1249,7 +1372,7 @@ def _encode_ConsumerGroupDescribeResponseDescribedGroup_v1(o: ConsumerGroupDescr
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_group_state = o.group_state
+    x_group_state: str | None = o.group_state
     if x_group_state is None:
         raise ValueOutOfRangeError('non-nullable field GroupState is None', version=1)
     else:
@@ -1262,9 +1385,11 @@ def _encode_ConsumerGroupDescribeResponseDescribedGroup_v1(o: ConsumerGroupDescr
         else:
             _put_uvarint(w, m)
         w.write(b_group_state)
-    write_i32_be(w, o.group_epoch)
-    write_i32_be(w, o.assignment_epoch)
-    x_assignor_name = o.assignor_name
+    v_group_epoch: int = o.group_epoch
+    write_i32_be(w, v_group_epoch)
+    v_assignment_epoch: int = o.assignment_epoch
+    write_i32_be(w, v_assignment_epoch)
+    x_assignor_name: str | None = o.assignor_name
     if x_assignor_name is None:
         raise ValueOutOfRangeError('non-nullable field AssignorName is None', version=1)
     else:
@@ -1277,7 +1402,7 @@ def _encode_ConsumerGroupDescribeResponseDescribedGroup_v1(o: ConsumerGroupDescr
         else:
             _put_uvarint(w, m)
         w.write(b_assignor_name)
-    x_members = o.members
+    x_members: Any = o.members
     if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=1)
     else:
@@ -1289,7 +1414,8 @@ def _encode_ConsumerGroupDescribeResponseDescribedGroup_v1(o: ConsumerGroupDescr
             _put_uvarint(w, m)
         for e_members in l_members:
             _encode_ConsumerGroupDescribeResponseMember_v1(e_members, w)
-    write_i32_be(w, o.authorized_operations)
+    v_authorized_operations: int = o.authorized_operations
+    write_i32_be(w, v_authorized_operations)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1297,11 +1423,12 @@ def _encode_ConsumerGroupDescribeResponseDescribedGroup_v1(o: ConsumerGroupDescr
 
 
 def _decode_ConsumerGroupDescribeResponse_v0(buf: bytes, pos: i64) -> tuple[ConsumerGroupDescribeResponse, i64]:
-    o = _new(_K_ConsumerGroupDescribeResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_groups: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1318,15 +1445,14 @@ def _decode_ConsumerGroupDescribeResponse_v0(buf: bytes, pos: i64) -> tuple[Cons
         for _i_groups in range(n):
             x_groups, pos = _decode_ConsumerGroupDescribeResponseDescribedGroup_v0(buf, pos)
             lst_groups.append(x_groups)
-        o.groups = lst_groups
+        f_groups = lst_groups
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1338,13 +1464,14 @@ def _decode_ConsumerGroupDescribeResponse_v0(buf: bytes, pos: i64) -> tuple[Cons
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ConsumerGroupDescribeResponse(throttle_time_ms=f_throttle_time_ms, groups=f_groups, unknown_tagged_fields=utf), pos
 
 
 def _encode_ConsumerGroupDescribeResponse_v0(o: ConsumerGroupDescribeResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_groups = o.groups
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_groups: Any = o.groups
     if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=0)
     else:
@@ -1363,11 +1490,12 @@ def _encode_ConsumerGroupDescribeResponse_v0(o: ConsumerGroupDescribeResponse, w
 
 
 def _decode_ConsumerGroupDescribeResponse_v1(buf: bytes, pos: i64) -> tuple[ConsumerGroupDescribeResponse, i64]:
-    o = _new(_K_ConsumerGroupDescribeResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_groups: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1384,15 +1512,14 @@ def _decode_ConsumerGroupDescribeResponse_v1(buf: bytes, pos: i64) -> tuple[Cons
         for _i_groups in range(n):
             x_groups, pos = _decode_ConsumerGroupDescribeResponseDescribedGroup_v1(buf, pos)
             lst_groups.append(x_groups)
-        o.groups = lst_groups
+        f_groups = lst_groups
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1404,13 +1531,14 @@ def _decode_ConsumerGroupDescribeResponse_v1(buf: bytes, pos: i64) -> tuple[Cons
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ConsumerGroupDescribeResponse(throttle_time_ms=f_throttle_time_ms, groups=f_groups, unknown_tagged_fields=utf), pos
 
 
 def _encode_ConsumerGroupDescribeResponse_v1(o: ConsumerGroupDescribeResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_groups = o.groups
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_groups: Any = o.groups
     if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=1)
     else:
@@ -1438,4 +1566,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (ConsumerGroupDescribeResponse, {0: _decode_ConsumerGroupDescribeResponse_v0, 1: _decode_ConsumerGroupDescribeResponse_v1}, {0: _encode_ConsumerGroupDescribeResponse_v0, 1: _encode_ConsumerGroupDescribeResponse_v1}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.consumer_group_describe', TABLES)

@@ -21,26 +21,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.consumer_group_heartbeat import (
-    ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatRequestTopicPartitions,
-    ConsumerGroupHeartbeatResponse,
-    ConsumerGroupHeartbeatResponseAssignment,
-    ConsumerGroupHeartbeatResponseTopicPartitions,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_ConsumerGroupHeartbeatRequest: Final = ConsumerGroupHeartbeatRequest
-_K_ConsumerGroupHeartbeatRequestTopicPartitions: Final = ConsumerGroupHeartbeatRequestTopicPartitions
-_K_ConsumerGroupHeartbeatResponse: Final = ConsumerGroupHeartbeatResponse
-_K_ConsumerGroupHeartbeatResponseAssignment: Final = ConsumerGroupHeartbeatResponseAssignment
-_K_ConsumerGroupHeartbeatResponseTopicPartitions: Final = ConsumerGroupHeartbeatResponseTopicPartitions
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -126,12 +115,92 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class ConsumerGroupHeartbeatRequestTopicPartitions(_NativeStruct):
+    topic_id: Any
+    partitions: Any
+
+    def __init__(self, *, topic_id: Any = ZERO_UUID, partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ConsumerGroupHeartbeatRequest(_NativeMessage):
+    group_id: Any
+    member_id: Any
+    member_epoch: Any
+    instance_id: Any
+    rack_id: Any
+    rebalance_timeout_ms: Any
+    subscribed_topic_names: Any
+    subscribed_topic_regex: Any
+    server_assignor: Any
+    topic_partitions: Any
+
+    def __init__(self, *, group_id: Any = '', member_id: Any = '', member_epoch: Any = 0, instance_id: Any = None, rack_id: Any = None, rebalance_timeout_ms: Any = -1, subscribed_topic_names: Any = None, subscribed_topic_regex: Any = None, server_assignor: Any = None, topic_partitions: Any = None, unknown_tagged_fields: Any = ()) -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+        self.member_epoch = member_epoch
+        self.instance_id = instance_id
+        self.rack_id = rack_id
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self.subscribed_topic_names = subscribed_topic_names
+        self.subscribed_topic_regex = subscribed_topic_regex
+        self.server_assignor = server_assignor
+        self.topic_partitions = topic_partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ConsumerGroupHeartbeatResponseTopicPartitions(_NativeStruct):
+    topic_id: Any
+    partitions: Any
+
+    def __init__(self, *, topic_id: Any = ZERO_UUID, partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ConsumerGroupHeartbeatResponseAssignment(_NativeStruct):
+    topic_partitions: Any
+
+    def __init__(self, *, topic_partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_partitions = [] if topic_partitions is FRESH else topic_partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ConsumerGroupHeartbeatResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+    error_message: Any
+    member_id: Any
+    member_epoch: Any
+    heartbeat_interval_ms: Any
+    assignment: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, error_message: Any = None, member_id: Any = None, member_epoch: Any = 0, heartbeat_interval_ms: Any = 0, assignment: Any = None, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.member_id = member_id
+        self.member_epoch = member_epoch
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.assignment = assignment
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_ConsumerGroupHeartbeatRequestTopicPartitions = ConsumerGroupHeartbeatRequestTopicPartitions()
+_DEFAULT_ConsumerGroupHeartbeatResponseTopicPartitions = ConsumerGroupHeartbeatResponseTopicPartitions()
+_DEFAULT_ConsumerGroupHeartbeatResponseAssignment = ConsumerGroupHeartbeatResponseAssignment()
+
+
 def _decode_ConsumerGroupHeartbeatRequestTopicPartitions_v0(buf: bytes, pos: i64) -> tuple[ConsumerGroupHeartbeatRequestTopicPartitions, i64]:
-    o = _new(_K_ConsumerGroupHeartbeatRequestTopicPartitions)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partitions: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -149,15 +218,14 @@ def _decode_ConsumerGroupHeartbeatRequestTopicPartitions_v0(buf: bytes, pos: i64
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -169,13 +237,13 @@ def _decode_ConsumerGroupHeartbeatRequestTopicPartitions_v0(buf: bytes, pos: i64
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ConsumerGroupHeartbeatRequestTopicPartitions(topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_ConsumerGroupHeartbeatRequestTopicPartitions_v0(o: ConsumerGroupHeartbeatRequestTopicPartitions, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -194,11 +262,18 @@ def _encode_ConsumerGroupHeartbeatRequestTopicPartitions_v0(o: ConsumerGroupHear
 
 
 def _decode_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[ConsumerGroupHeartbeatRequest, i64]:
-    o = _new(_K_ConsumerGroupHeartbeatRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.subscribed_topic_regex = None
+    f_group_id: Any
+    f_member_id: Any
+    f_member_epoch: Any
+    f_instance_id: Any
+    f_rack_id: Any
+    f_rebalance_timeout_ms: Any
+    f_subscribed_topic_names: Any
+    f_server_assignor: Any
+    f_topic_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -213,7 +288,7 @@ def _decode_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[Cons
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -229,9 +304,9 @@ def _decode_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[Cons
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
-    o.member_epoch = read_i32_be(buf, pos)
+    f_member_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -240,14 +315,14 @@ def _decode_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[Cons
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.instance_id = None
+        f_instance_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field InstanceId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('InstanceId')
-        o.instance_id = buf[pos:end].decode()
+        f_instance_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -256,16 +331,16 @@ def _decode_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[Cons
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.rack_id = None
+        f_rack_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field RackId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('RackId')
-        o.rack_id = buf[pos:end].decode()
+        f_rack_id = buf[pos:end].decode()
         pos = end
-    o.rebalance_timeout_ms = read_i32_be(buf, pos)
+    f_rebalance_timeout_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -274,7 +349,7 @@ def _decode_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[Cons
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.subscribed_topic_names = None
+        f_subscribed_topic_names = None
     else:
         if n > blen - pos:
             raise _invalid('array SubscribedTopicNames declares more elements than bytes remain')
@@ -295,7 +370,7 @@ def _decode_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[Cons
                 raise _truncated('SubscribedTopicNames')
             lst_subscribed_topic_names.append(buf[pos:end].decode())
             pos = end
-        o.subscribed_topic_names = lst_subscribed_topic_names
+        f_subscribed_topic_names = lst_subscribed_topic_names
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -303,14 +378,14 @@ def _decode_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[Cons
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.server_assignor = None
+        f_server_assignor = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ServerAssignor is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ServerAssignor')
-        o.server_assignor = buf[pos:end].decode()
+        f_server_assignor = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -319,7 +394,7 @@ def _decode_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[Cons
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.topic_partitions = None
+        f_topic_partitions = None
     else:
         if n > blen - pos:
             raise _invalid('array TopicPartitions declares more elements than bytes remain')
@@ -327,15 +402,14 @@ def _decode_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[Cons
         for _i_topic_partitions in range(n):
             x_topic_partitions, pos = _decode_ConsumerGroupHeartbeatRequestTopicPartitions_v0(buf, pos)
             lst_topic_partitions.append(x_topic_partitions)
-        o.topic_partitions = lst_topic_partitions
+        f_topic_partitions = lst_topic_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -347,14 +421,14 @@ def _decode_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[Cons
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ConsumerGroupHeartbeatRequest(group_id=f_group_id, member_id=f_member_id, member_epoch=f_member_epoch, instance_id=f_instance_id, rack_id=f_rack_id, rebalance_timeout_ms=f_rebalance_timeout_ms, subscribed_topic_names=f_subscribed_topic_names, server_assignor=f_server_assignor, topic_partitions=f_topic_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_ConsumerGroupHeartbeatRequest_v0(o: ConsumerGroupHeartbeatRequest, w: BytesWriter) -> None:
     if o.subscribed_topic_regex is not None:
         raise FieldNotInVersionError('non-default SubscribedTopicRegex cannot be written', version=0)
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
@@ -367,7 +441,7 @@ def _encode_ConsumerGroupHeartbeatRequest_v0(o: ConsumerGroupHeartbeatRequest, w
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=0)
     else:
@@ -380,8 +454,9 @@ def _encode_ConsumerGroupHeartbeatRequest_v0(o: ConsumerGroupHeartbeatRequest, w
         else:
             _put_uvarint(w, m)
         w.write(b_member_id)
-    write_i32_be(w, o.member_epoch)
-    x_instance_id = o.instance_id
+    v_member_epoch: int = o.member_epoch
+    write_i32_be(w, v_member_epoch)
+    x_instance_id: str | None = o.instance_id
     if x_instance_id is None:
         w.append(_ZERO)
     else:
@@ -394,7 +469,7 @@ def _encode_ConsumerGroupHeartbeatRequest_v0(o: ConsumerGroupHeartbeatRequest, w
         else:
             _put_uvarint(w, m)
         w.write(b_instance_id)
-    x_rack_id = o.rack_id
+    x_rack_id: str | None = o.rack_id
     if x_rack_id is None:
         w.append(_ZERO)
     else:
@@ -407,8 +482,9 @@ def _encode_ConsumerGroupHeartbeatRequest_v0(o: ConsumerGroupHeartbeatRequest, w
         else:
             _put_uvarint(w, m)
         w.write(b_rack_id)
-    write_i32_be(w, o.rebalance_timeout_ms)
-    x_subscribed_topic_names = o.subscribed_topic_names
+    v_rebalance_timeout_ms: int = o.rebalance_timeout_ms
+    write_i32_be(w, v_rebalance_timeout_ms)
+    x_subscribed_topic_names: Any = o.subscribed_topic_names
     if x_subscribed_topic_names is None:
         w.append(_ZERO)
     else:
@@ -428,7 +504,7 @@ def _encode_ConsumerGroupHeartbeatRequest_v0(o: ConsumerGroupHeartbeatRequest, w
             else:
                 _put_uvarint(w, m)
             w.write(b_subscribed_topic_names)
-    x_server_assignor = o.server_assignor
+    x_server_assignor: str | None = o.server_assignor
     if x_server_assignor is None:
         w.append(_ZERO)
     else:
@@ -441,7 +517,7 @@ def _encode_ConsumerGroupHeartbeatRequest_v0(o: ConsumerGroupHeartbeatRequest, w
         else:
             _put_uvarint(w, m)
         w.write(b_server_assignor)
-    x_topic_partitions = o.topic_partitions
+    x_topic_partitions: Any = o.topic_partitions
     if x_topic_partitions is None:
         w.append(_ZERO)
     else:
@@ -460,10 +536,19 @@ def _encode_ConsumerGroupHeartbeatRequest_v0(o: ConsumerGroupHeartbeatRequest, w
 
 
 def _decode_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: i64) -> tuple[ConsumerGroupHeartbeatRequest, i64]:
-    o = _new(_K_ConsumerGroupHeartbeatRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_group_id: Any
+    f_member_id: Any
+    f_member_epoch: Any
+    f_instance_id: Any
+    f_rack_id: Any
+    f_rebalance_timeout_ms: Any
+    f_subscribed_topic_names: Any
+    f_subscribed_topic_regex: Any
+    f_server_assignor: Any
+    f_topic_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -478,7 +563,7 @@ def _decode_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: i64) -> tuple[Cons
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -494,9 +579,9 @@ def _decode_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: i64) -> tuple[Cons
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
-    o.member_epoch = read_i32_be(buf, pos)
+    f_member_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -505,14 +590,14 @@ def _decode_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: i64) -> tuple[Cons
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.instance_id = None
+        f_instance_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field InstanceId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('InstanceId')
-        o.instance_id = buf[pos:end].decode()
+        f_instance_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -521,16 +606,16 @@ def _decode_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: i64) -> tuple[Cons
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.rack_id = None
+        f_rack_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field RackId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('RackId')
-        o.rack_id = buf[pos:end].decode()
+        f_rack_id = buf[pos:end].decode()
         pos = end
-    o.rebalance_timeout_ms = read_i32_be(buf, pos)
+    f_rebalance_timeout_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -539,7 +624,7 @@ def _decode_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: i64) -> tuple[Cons
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.subscribed_topic_names = None
+        f_subscribed_topic_names = None
     else:
         if n > blen - pos:
             raise _invalid('array SubscribedTopicNames declares more elements than bytes remain')
@@ -560,7 +645,7 @@ def _decode_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: i64) -> tuple[Cons
                 raise _truncated('SubscribedTopicNames')
             lst_subscribed_topic_names.append(buf[pos:end].decode())
             pos = end
-        o.subscribed_topic_names = lst_subscribed_topic_names
+        f_subscribed_topic_names = lst_subscribed_topic_names
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -568,14 +653,14 @@ def _decode_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: i64) -> tuple[Cons
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.subscribed_topic_regex = None
+        f_subscribed_topic_regex = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field SubscribedTopicRegex is too long')
         end = pos + n
         if end > blen:
             raise _truncated('SubscribedTopicRegex')
-        o.subscribed_topic_regex = buf[pos:end].decode()
+        f_subscribed_topic_regex = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -584,14 +669,14 @@ def _decode_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: i64) -> tuple[Cons
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.server_assignor = None
+        f_server_assignor = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ServerAssignor is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ServerAssignor')
-        o.server_assignor = buf[pos:end].decode()
+        f_server_assignor = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -600,7 +685,7 @@ def _decode_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: i64) -> tuple[Cons
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.topic_partitions = None
+        f_topic_partitions = None
     else:
         if n > blen - pos:
             raise _invalid('array TopicPartitions declares more elements than bytes remain')
@@ -608,15 +693,14 @@ def _decode_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: i64) -> tuple[Cons
         for _i_topic_partitions in range(n):
             x_topic_partitions, pos = _decode_ConsumerGroupHeartbeatRequestTopicPartitions_v0(buf, pos)
             lst_topic_partitions.append(x_topic_partitions)
-        o.topic_partitions = lst_topic_partitions
+        f_topic_partitions = lst_topic_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -628,12 +712,12 @@ def _decode_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: i64) -> tuple[Cons
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ConsumerGroupHeartbeatRequest(group_id=f_group_id, member_id=f_member_id, member_epoch=f_member_epoch, instance_id=f_instance_id, rack_id=f_rack_id, rebalance_timeout_ms=f_rebalance_timeout_ms, subscribed_topic_names=f_subscribed_topic_names, subscribed_topic_regex=f_subscribed_topic_regex, server_assignor=f_server_assignor, topic_partitions=f_topic_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_ConsumerGroupHeartbeatRequest_v1(o: ConsumerGroupHeartbeatRequest, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=1)
     else:
@@ -646,7 +730,7 @@ def _encode_ConsumerGroupHeartbeatRequest_v1(o: ConsumerGroupHeartbeatRequest, w
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=1)
     else:
@@ -659,8 +743,9 @@ def _encode_ConsumerGroupHeartbeatRequest_v1(o: ConsumerGroupHeartbeatRequest, w
         else:
             _put_uvarint(w, m)
         w.write(b_member_id)
-    write_i32_be(w, o.member_epoch)
-    x_instance_id = o.instance_id
+    v_member_epoch: int = o.member_epoch
+    write_i32_be(w, v_member_epoch)
+    x_instance_id: str | None = o.instance_id
     if x_instance_id is None:
         w.append(_ZERO)
     else:
@@ -673,7 +758,7 @@ def _encode_ConsumerGroupHeartbeatRequest_v1(o: ConsumerGroupHeartbeatRequest, w
         else:
             _put_uvarint(w, m)
         w.write(b_instance_id)
-    x_rack_id = o.rack_id
+    x_rack_id: str | None = o.rack_id
     if x_rack_id is None:
         w.append(_ZERO)
     else:
@@ -686,8 +771,9 @@ def _encode_ConsumerGroupHeartbeatRequest_v1(o: ConsumerGroupHeartbeatRequest, w
         else:
             _put_uvarint(w, m)
         w.write(b_rack_id)
-    write_i32_be(w, o.rebalance_timeout_ms)
-    x_subscribed_topic_names = o.subscribed_topic_names
+    v_rebalance_timeout_ms: int = o.rebalance_timeout_ms
+    write_i32_be(w, v_rebalance_timeout_ms)
+    x_subscribed_topic_names: Any = o.subscribed_topic_names
     if x_subscribed_topic_names is None:
         w.append(_ZERO)
     else:
@@ -707,7 +793,7 @@ def _encode_ConsumerGroupHeartbeatRequest_v1(o: ConsumerGroupHeartbeatRequest, w
             else:
                 _put_uvarint(w, m)
             w.write(b_subscribed_topic_names)
-    x_subscribed_topic_regex = o.subscribed_topic_regex
+    x_subscribed_topic_regex: str | None = o.subscribed_topic_regex
     if x_subscribed_topic_regex is None:
         w.append(_ZERO)
     else:
@@ -720,7 +806,7 @@ def _encode_ConsumerGroupHeartbeatRequest_v1(o: ConsumerGroupHeartbeatRequest, w
         else:
             _put_uvarint(w, m)
         w.write(b_subscribed_topic_regex)
-    x_server_assignor = o.server_assignor
+    x_server_assignor: str | None = o.server_assignor
     if x_server_assignor is None:
         w.append(_ZERO)
     else:
@@ -733,7 +819,7 @@ def _encode_ConsumerGroupHeartbeatRequest_v1(o: ConsumerGroupHeartbeatRequest, w
         else:
             _put_uvarint(w, m)
         w.write(b_server_assignor)
-    x_topic_partitions = o.topic_partitions
+    x_topic_partitions: Any = o.topic_partitions
     if x_topic_partitions is None:
         w.append(_ZERO)
     else:
@@ -752,11 +838,12 @@ def _encode_ConsumerGroupHeartbeatRequest_v1(o: ConsumerGroupHeartbeatRequest, w
 
 
 def _decode_ConsumerGroupHeartbeatResponseTopicPartitions_v0(buf: bytes, pos: i64) -> tuple[ConsumerGroupHeartbeatResponseTopicPartitions, i64]:
-    o = _new(_K_ConsumerGroupHeartbeatResponseTopicPartitions)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partitions: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -774,15 +861,14 @@ def _decode_ConsumerGroupHeartbeatResponseTopicPartitions_v0(buf: bytes, pos: i6
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -794,13 +880,13 @@ def _decode_ConsumerGroupHeartbeatResponseTopicPartitions_v0(buf: bytes, pos: i6
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ConsumerGroupHeartbeatResponseTopicPartitions(topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_ConsumerGroupHeartbeatResponseTopicPartitions_v0(o: ConsumerGroupHeartbeatResponseTopicPartitions, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -819,10 +905,10 @@ def _encode_ConsumerGroupHeartbeatResponseTopicPartitions_v0(o: ConsumerGroupHea
 
 
 def _decode_ConsumerGroupHeartbeatResponseAssignment_v0(buf: bytes, pos: i64) -> tuple[ConsumerGroupHeartbeatResponseAssignment, i64]:
-    o = _new(_K_ConsumerGroupHeartbeatResponseAssignment)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -838,15 +924,14 @@ def _decode_ConsumerGroupHeartbeatResponseAssignment_v0(buf: bytes, pos: i64) ->
         for _i_topic_partitions in range(n):
             x_topic_partitions, pos = _decode_ConsumerGroupHeartbeatResponseTopicPartitions_v0(buf, pos)
             lst_topic_partitions.append(x_topic_partitions)
-        o.topic_partitions = lst_topic_partitions
+        f_topic_partitions = lst_topic_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -858,12 +943,12 @@ def _decode_ConsumerGroupHeartbeatResponseAssignment_v0(buf: bytes, pos: i64) ->
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ConsumerGroupHeartbeatResponseAssignment(topic_partitions=f_topic_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_ConsumerGroupHeartbeatResponseAssignment_v0(o: ConsumerGroupHeartbeatResponseAssignment, w: BytesWriter) -> None:
-    x_topic_partitions = o.topic_partitions
+    x_topic_partitions: Any = o.topic_partitions
     if x_topic_partitions is None:
         raise ValueOutOfRangeError('non-nullable field TopicPartitions is None', version=0)
     else:
@@ -882,14 +967,20 @@ def _encode_ConsumerGroupHeartbeatResponseAssignment_v0(o: ConsumerGroupHeartbea
 
 
 def _decode_ConsumerGroupHeartbeatResponse_v0(buf: bytes, pos: i64) -> tuple[ConsumerGroupHeartbeatResponse, i64]:
-    o = _new(_K_ConsumerGroupHeartbeatResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_member_id: Any
+    f_member_epoch: Any
+    f_heartbeat_interval_ms: Any
+    f_assignment: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -898,14 +989,14 @@ def _decode_ConsumerGroupHeartbeatResponse_v0(buf: bytes, pos: i64) -> tuple[Con
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -914,34 +1005,33 @@ def _decode_ConsumerGroupHeartbeatResponse_v0(buf: bytes, pos: i64) -> tuple[Con
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.member_id = None
+        f_member_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field MemberId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
-    o.member_epoch = read_i32_be(buf, pos)
+    f_member_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.heartbeat_interval_ms = read_i32_be(buf, pos)
+    f_heartbeat_interval_ms = read_i32_be(buf, pos)
     pos += 4
     b8 = buf[pos]
     pos += 1
     if b8 >= 0x80:
-        o.assignment = None
+        f_assignment = None
     else:
         x_assignment, pos = _decode_ConsumerGroupHeartbeatResponseAssignment_v0(buf, pos)
-        o.assignment = x_assignment
+        f_assignment = x_assignment
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -953,14 +1043,16 @@ def _decode_ConsumerGroupHeartbeatResponse_v0(buf: bytes, pos: i64) -> tuple[Con
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ConsumerGroupHeartbeatResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, member_id=f_member_id, member_epoch=f_member_epoch, heartbeat_interval_ms=f_heartbeat_interval_ms, assignment=f_assignment, unknown_tagged_fields=utf), pos
 
 
 def _encode_ConsumerGroupHeartbeatResponse_v0(o: ConsumerGroupHeartbeatResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -973,7 +1065,7 @@ def _encode_ConsumerGroupHeartbeatResponse_v0(o: ConsumerGroupHeartbeatResponse,
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         w.append(_ZERO)
     else:
@@ -986,8 +1078,10 @@ def _encode_ConsumerGroupHeartbeatResponse_v0(o: ConsumerGroupHeartbeatResponse,
         else:
             _put_uvarint(w, m)
         w.write(b_member_id)
-    write_i32_be(w, o.member_epoch)
-    write_i32_be(w, o.heartbeat_interval_ms)
+    v_member_epoch: int = o.member_epoch
+    write_i32_be(w, v_member_epoch)
+    v_heartbeat_interval_ms: int = o.heartbeat_interval_ms
+    write_i32_be(w, v_heartbeat_interval_ms)
     x_assignment = o.assignment
     if x_assignment is None:
         w.append(_FF)
@@ -1009,4 +1103,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (ConsumerGroupHeartbeatResponse, {0: _decode_ConsumerGroupHeartbeatResponse_v0, 1: _decode_ConsumerGroupHeartbeatResponse_v0}, {0: _encode_ConsumerGroupHeartbeatResponse_v0, 1: _encode_ConsumerGroupHeartbeatResponse_v0}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.consumer_group_heartbeat', TABLES)

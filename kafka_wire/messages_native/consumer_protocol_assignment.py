@@ -20,20 +20,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.consumer_protocol_assignment import (
-    ConsumerProtocolAssignment,
-    ConsumerProtocolAssignmentTopicPartition,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_ConsumerProtocolAssignment: Final = ConsumerProtocolAssignment
-_K_ConsumerProtocolAssignmentTopicPartition: Final = ConsumerProtocolAssignmentTopicPartition
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -119,11 +114,35 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class ConsumerProtocolAssignmentTopicPartition(_NativeStruct):
+    topic: Any
+    partitions: Any
+
+    def __init__(self, *, topic: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic = topic
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ConsumerProtocolAssignment(_NativeMessage):
+    assigned_partitions: Any
+    user_data: Any
+
+    def __init__(self, *, assigned_partitions: Any = FRESH, user_data: Any = None, unknown_tagged_fields: Any = ()) -> None:
+        self.assigned_partitions = [] if assigned_partitions is FRESH else assigned_partitions
+        self.user_data = user_data
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_ConsumerProtocolAssignmentTopicPartition = ConsumerProtocolAssignmentTopicPartition()
+
+
 def _decode_ConsumerProtocolAssignmentTopicPartition_v0(buf: bytes, pos: i64) -> tuple[ConsumerProtocolAssignmentTopicPartition, i64]:
-    o = _new(_K_ConsumerProtocolAssignmentTopicPartition)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -134,7 +153,7 @@ def _decode_ConsumerProtocolAssignmentTopicPartition_v0(buf: bytes, pos: i64) ->
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
-        o.topic = buf[pos:end].decode()
+        f_topic = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -148,13 +167,13 @@ def _decode_ConsumerProtocolAssignmentTopicPartition_v0(buf: bytes, pos: i64) ->
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return ConsumerProtocolAssignmentTopicPartition(topic=f_topic, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_ConsumerProtocolAssignmentTopicPartition_v0(o: ConsumerProtocolAssignmentTopicPartition, w: BytesWriter) -> None:
-    x_topic = o.topic
+    x_topic: str | None = o.topic
     if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=0)
     else:
@@ -163,7 +182,7 @@ def _encode_ConsumerProtocolAssignmentTopicPartition_v0(o: ConsumerProtocolAssig
             raise ValueOutOfRangeError('string field Topic is too long', version=0)
         write_i16_be(w, len(b_topic))
         w.write(b_topic)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -176,10 +195,11 @@ def _encode_ConsumerProtocolAssignmentTopicPartition_v0(o: ConsumerProtocolAssig
 
 
 def _decode_ConsumerProtocolAssignment_v0(buf: bytes, pos: i64) -> tuple[ConsumerProtocolAssignment, i64]:
-    o = _new(_K_ConsumerProtocolAssignment)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_assigned_partitions: Any
+    f_user_data: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -191,23 +211,23 @@ def _decode_ConsumerProtocolAssignment_v0(buf: bytes, pos: i64) -> tuple[Consume
         for _i_assigned_partitions in range(n):
             x_assigned_partitions, pos = _decode_ConsumerProtocolAssignmentTopicPartition_v0(buf, pos)
             lst_assigned_partitions.append(x_assigned_partitions)
-        o.assigned_partitions = lst_assigned_partitions
+        f_assigned_partitions = lst_assigned_partitions
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
-        o.user_data = None
+        f_user_data = None
     else:
         end = pos + n
         if end > blen:
             raise _truncated('UserData')
-        o.user_data = buf[pos:end]
+        f_user_data = buf[pos:end]
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return ConsumerProtocolAssignment(assigned_partitions=f_assigned_partitions, user_data=f_user_data, unknown_tagged_fields=utf), pos
 
 
 def _encode_ConsumerProtocolAssignment_v0(o: ConsumerProtocolAssignment, w: BytesWriter) -> None:
-    x_assigned_partitions = o.assigned_partitions
+    x_assigned_partitions: Any = o.assigned_partitions
     if x_assigned_partitions is None:
         raise ValueOutOfRangeError('non-nullable field AssignedPartitions is None', version=0)
     else:
@@ -215,7 +235,7 @@ def _encode_ConsumerProtocolAssignment_v0(o: ConsumerProtocolAssignment, w: Byte
         write_i32_be(w, len(l_assigned_partitions))
         for e_assigned_partitions in l_assigned_partitions:
             _encode_ConsumerProtocolAssignmentTopicPartition_v0(e_assigned_partitions, w)
-    x_user_data = o.user_data
+    x_user_data: Any = o.user_data
     if x_user_data is None:
         write_i32_be(w, -1)
     else:
@@ -232,4 +252,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (ConsumerProtocolAssignment, {0: _decode_ConsumerProtocolAssignment_v0, 1: _decode_ConsumerProtocolAssignment_v0, 2: _decode_ConsumerProtocolAssignment_v0, 3: _decode_ConsumerProtocolAssignment_v0}, {0: _encode_ConsumerProtocolAssignment_v0, 1: _encode_ConsumerProtocolAssignment_v0, 2: _encode_ConsumerProtocolAssignment_v0, 3: _encode_ConsumerProtocolAssignment_v0}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.consumer_protocol_assignment', TABLES)

@@ -20,20 +20,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.consumer_protocol_subscription import (
-    ConsumerProtocolSubscription,
-    ConsumerProtocolSubscriptionTopicPartition,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_ConsumerProtocolSubscription: Final = ConsumerProtocolSubscription
-_K_ConsumerProtocolSubscriptionTopicPartition: Final = ConsumerProtocolSubscriptionTopicPartition
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -119,11 +114,41 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class ConsumerProtocolSubscriptionTopicPartition(_NativeStruct):
+    topic: Any
+    partitions: Any
+
+    def __init__(self, *, topic: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic = topic
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ConsumerProtocolSubscription(_NativeMessage):
+    topics: Any
+    user_data: Any
+    owned_partitions: Any
+    generation_id: Any
+    rack_id: Any
+
+    def __init__(self, *, topics: Any = FRESH, user_data: Any = None, owned_partitions: Any = FRESH, generation_id: Any = -1, rack_id: Any = None, unknown_tagged_fields: Any = ()) -> None:
+        self.topics = [] if topics is FRESH else topics
+        self.user_data = user_data
+        self.owned_partitions = [] if owned_partitions is FRESH else owned_partitions
+        self.generation_id = generation_id
+        self.rack_id = rack_id
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_ConsumerProtocolSubscriptionTopicPartition = ConsumerProtocolSubscriptionTopicPartition()
+
+
 def _decode_ConsumerProtocolSubscriptionTopicPartition_v1(buf: bytes, pos: i64) -> tuple[ConsumerProtocolSubscriptionTopicPartition, i64]:
-    o = _new(_K_ConsumerProtocolSubscriptionTopicPartition)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -134,7 +159,7 @@ def _decode_ConsumerProtocolSubscriptionTopicPartition_v1(buf: bytes, pos: i64) 
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
-        o.topic = buf[pos:end].decode()
+        f_topic = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -148,13 +173,13 @@ def _decode_ConsumerProtocolSubscriptionTopicPartition_v1(buf: bytes, pos: i64) 
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return ConsumerProtocolSubscriptionTopicPartition(topic=f_topic, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_ConsumerProtocolSubscriptionTopicPartition_v1(o: ConsumerProtocolSubscriptionTopicPartition, w: BytesWriter) -> None:
-    x_topic = o.topic
+    x_topic: str | None = o.topic
     if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=1)
     else:
@@ -163,7 +188,7 @@ def _encode_ConsumerProtocolSubscriptionTopicPartition_v1(o: ConsumerProtocolSub
             raise ValueOutOfRangeError('string field Topic is too long', version=1)
         write_i16_be(w, len(b_topic))
         w.write(b_topic)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
@@ -176,13 +201,11 @@ def _encode_ConsumerProtocolSubscriptionTopicPartition_v1(o: ConsumerProtocolSub
 
 
 def _decode_ConsumerProtocolSubscription_v0(buf: bytes, pos: i64) -> tuple[ConsumerProtocolSubscription, i64]:
-    o = _new(_K_ConsumerProtocolSubscription)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.owned_partitions = []
-    o.generation_id = -1
-    o.rack_id = None
+    f_topics: Any
+    f_user_data: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -203,23 +226,23 @@ def _decode_ConsumerProtocolSubscription_v0(buf: bytes, pos: i64) -> tuple[Consu
                 raise _truncated('Topics')
             lst_topics.append(buf[pos:end].decode())
             pos = end
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
-        o.user_data = None
+        f_user_data = None
     else:
         end = pos + n
         if end > blen:
             raise _truncated('UserData')
-        o.user_data = buf[pos:end]
+        f_user_data = buf[pos:end]
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return ConsumerProtocolSubscription(topics=f_topics, user_data=f_user_data, unknown_tagged_fields=utf), pos
 
 
 def _encode_ConsumerProtocolSubscription_v0(o: ConsumerProtocolSubscription, w: BytesWriter) -> None:
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -231,7 +254,7 @@ def _encode_ConsumerProtocolSubscription_v0(o: ConsumerProtocolSubscription, w: 
                 raise ValueOutOfRangeError('string in Topics is too long', version=0)
             write_i16_be(w, len(b_topics))
             w.write(b_topics)
-    x_user_data = o.user_data
+    x_user_data: Any = o.user_data
     if x_user_data is None:
         write_i32_be(w, -1)
     else:
@@ -243,12 +266,12 @@ def _encode_ConsumerProtocolSubscription_v0(o: ConsumerProtocolSubscription, w: 
 
 
 def _decode_ConsumerProtocolSubscription_v1(buf: bytes, pos: i64) -> tuple[ConsumerProtocolSubscription, i64]:
-    o = _new(_K_ConsumerProtocolSubscription)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.generation_id = -1
-    o.rack_id = None
+    f_topics: Any
+    f_user_data: Any
+    f_owned_partitions: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -269,16 +292,16 @@ def _decode_ConsumerProtocolSubscription_v1(buf: bytes, pos: i64) -> tuple[Consu
                 raise _truncated('Topics')
             lst_topics.append(buf[pos:end].decode())
             pos = end
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
-        o.user_data = None
+        f_user_data = None
     else:
         end = pos + n
         if end > blen:
             raise _truncated('UserData')
-        o.user_data = buf[pos:end]
+        f_user_data = buf[pos:end]
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -291,13 +314,13 @@ def _decode_ConsumerProtocolSubscription_v1(buf: bytes, pos: i64) -> tuple[Consu
         for _i_owned_partitions in range(n):
             x_owned_partitions, pos = _decode_ConsumerProtocolSubscriptionTopicPartition_v1(buf, pos)
             lst_owned_partitions.append(x_owned_partitions)
-        o.owned_partitions = lst_owned_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_owned_partitions = lst_owned_partitions
+    utf: Any = ()
+    return ConsumerProtocolSubscription(topics=f_topics, user_data=f_user_data, owned_partitions=f_owned_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_ConsumerProtocolSubscription_v1(o: ConsumerProtocolSubscription, w: BytesWriter) -> None:
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
@@ -309,14 +332,14 @@ def _encode_ConsumerProtocolSubscription_v1(o: ConsumerProtocolSubscription, w: 
                 raise ValueOutOfRangeError('string in Topics is too long', version=1)
             write_i16_be(w, len(b_topics))
             w.write(b_topics)
-    x_user_data = o.user_data
+    x_user_data: Any = o.user_data
     if x_user_data is None:
         write_i32_be(w, -1)
     else:
         b_user_data = _as_bytes(x_user_data)
         write_i32_be(w, len(b_user_data))
         w.write(b_user_data)
-    x_owned_partitions = o.owned_partitions
+    x_owned_partitions: Any = o.owned_partitions
     if x_owned_partitions is None:
         raise ValueOutOfRangeError('non-nullable field OwnedPartitions is None', version=1)
     else:
@@ -329,11 +352,13 @@ def _encode_ConsumerProtocolSubscription_v1(o: ConsumerProtocolSubscription, w: 
 
 
 def _decode_ConsumerProtocolSubscription_v2(buf: bytes, pos: i64) -> tuple[ConsumerProtocolSubscription, i64]:
-    o = _new(_K_ConsumerProtocolSubscription)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.rack_id = None
+    f_topics: Any
+    f_user_data: Any
+    f_owned_partitions: Any
+    f_generation_id: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -354,16 +379,16 @@ def _decode_ConsumerProtocolSubscription_v2(buf: bytes, pos: i64) -> tuple[Consu
                 raise _truncated('Topics')
             lst_topics.append(buf[pos:end].decode())
             pos = end
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
-        o.user_data = None
+        f_user_data = None
     else:
         end = pos + n
         if end > blen:
             raise _truncated('UserData')
-        o.user_data = buf[pos:end]
+        f_user_data = buf[pos:end]
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -376,15 +401,15 @@ def _decode_ConsumerProtocolSubscription_v2(buf: bytes, pos: i64) -> tuple[Consu
         for _i_owned_partitions in range(n):
             x_owned_partitions, pos = _decode_ConsumerProtocolSubscriptionTopicPartition_v1(buf, pos)
             lst_owned_partitions.append(x_owned_partitions)
-        o.owned_partitions = lst_owned_partitions
-    o.generation_id = read_i32_be(buf, pos)
+        f_owned_partitions = lst_owned_partitions
+    f_generation_id = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return ConsumerProtocolSubscription(topics=f_topics, user_data=f_user_data, owned_partitions=f_owned_partitions, generation_id=f_generation_id, unknown_tagged_fields=utf), pos
 
 
 def _encode_ConsumerProtocolSubscription_v2(o: ConsumerProtocolSubscription, w: BytesWriter) -> None:
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
@@ -396,14 +421,14 @@ def _encode_ConsumerProtocolSubscription_v2(o: ConsumerProtocolSubscription, w: 
                 raise ValueOutOfRangeError('string in Topics is too long', version=2)
             write_i16_be(w, len(b_topics))
             w.write(b_topics)
-    x_user_data = o.user_data
+    x_user_data: Any = o.user_data
     if x_user_data is None:
         write_i32_be(w, -1)
     else:
         b_user_data = _as_bytes(x_user_data)
         write_i32_be(w, len(b_user_data))
         w.write(b_user_data)
-    x_owned_partitions = o.owned_partitions
+    x_owned_partitions: Any = o.owned_partitions
     if x_owned_partitions is None:
         raise ValueOutOfRangeError('non-nullable field OwnedPartitions is None', version=2)
     else:
@@ -411,16 +436,21 @@ def _encode_ConsumerProtocolSubscription_v2(o: ConsumerProtocolSubscription, w: 
         write_i32_be(w, len(l_owned_partitions))
         for e_owned_partitions in l_owned_partitions:
             _encode_ConsumerProtocolSubscriptionTopicPartition_v1(e_owned_partitions, w)
-    write_i32_be(w, o.generation_id)
+    v_generation_id: int = o.generation_id
+    write_i32_be(w, v_generation_id)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
 
 
 def _decode_ConsumerProtocolSubscription_v3(buf: bytes, pos: i64) -> tuple[ConsumerProtocolSubscription, i64]:
-    o = _new(_K_ConsumerProtocolSubscription)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topics: Any
+    f_user_data: Any
+    f_owned_partitions: Any
+    f_generation_id: Any
+    f_rack_id: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -441,16 +471,16 @@ def _decode_ConsumerProtocolSubscription_v3(buf: bytes, pos: i64) -> tuple[Consu
                 raise _truncated('Topics')
             lst_topics.append(buf[pos:end].decode())
             pos = end
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
-        o.user_data = None
+        f_user_data = None
     else:
         end = pos + n
         if end > blen:
             raise _truncated('UserData')
-        o.user_data = buf[pos:end]
+        f_user_data = buf[pos:end]
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -463,27 +493,27 @@ def _decode_ConsumerProtocolSubscription_v3(buf: bytes, pos: i64) -> tuple[Consu
         for _i_owned_partitions in range(n):
             x_owned_partitions, pos = _decode_ConsumerProtocolSubscriptionTopicPartition_v1(buf, pos)
             lst_owned_partitions.append(x_owned_partitions)
-        o.owned_partitions = lst_owned_partitions
-    o.generation_id = read_i32_be(buf, pos)
+        f_owned_partitions = lst_owned_partitions
+    f_generation_id = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.rack_id = None
+        f_rack_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field RackId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('RackId')
-        o.rack_id = buf[pos:end].decode()
+        f_rack_id = buf[pos:end].decode()
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return ConsumerProtocolSubscription(topics=f_topics, user_data=f_user_data, owned_partitions=f_owned_partitions, generation_id=f_generation_id, rack_id=f_rack_id, unknown_tagged_fields=utf), pos
 
 
 def _encode_ConsumerProtocolSubscription_v3(o: ConsumerProtocolSubscription, w: BytesWriter) -> None:
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=3)
     else:
@@ -495,14 +525,14 @@ def _encode_ConsumerProtocolSubscription_v3(o: ConsumerProtocolSubscription, w: 
                 raise ValueOutOfRangeError('string in Topics is too long', version=3)
             write_i16_be(w, len(b_topics))
             w.write(b_topics)
-    x_user_data = o.user_data
+    x_user_data: Any = o.user_data
     if x_user_data is None:
         write_i32_be(w, -1)
     else:
         b_user_data = _as_bytes(x_user_data)
         write_i32_be(w, len(b_user_data))
         w.write(b_user_data)
-    x_owned_partitions = o.owned_partitions
+    x_owned_partitions: Any = o.owned_partitions
     if x_owned_partitions is None:
         raise ValueOutOfRangeError('non-nullable field OwnedPartitions is None', version=3)
     else:
@@ -510,8 +540,9 @@ def _encode_ConsumerProtocolSubscription_v3(o: ConsumerProtocolSubscription, w: 
         write_i32_be(w, len(l_owned_partitions))
         for e_owned_partitions in l_owned_partitions:
             _encode_ConsumerProtocolSubscriptionTopicPartition_v1(e_owned_partitions, w)
-    write_i32_be(w, o.generation_id)
-    x_rack_id = o.rack_id
+    v_generation_id: int = o.generation_id
+    write_i32_be(w, v_generation_id)
+    x_rack_id: str | None = o.rack_id
     if x_rack_id is None:
         write_i16_be(w, -1)
     else:
@@ -530,4 +561,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (ConsumerProtocolSubscription, {0: _decode_ConsumerProtocolSubscription_v0, 1: _decode_ConsumerProtocolSubscription_v1, 2: _decode_ConsumerProtocolSubscription_v2, 3: _decode_ConsumerProtocolSubscription_v3}, {0: _encode_ConsumerProtocolSubscription_v0, 1: _encode_ConsumerProtocolSubscription_v1, 2: _encode_ConsumerProtocolSubscription_v2, 3: _encode_ConsumerProtocolSubscription_v3}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.consumer_protocol_subscription', TABLES)

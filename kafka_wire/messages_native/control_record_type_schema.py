@@ -19,17 +19,13 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
+from kafka_wire.codec.native_base import Message as _NativeMessage
 from kafka_wire.codec.runtime import ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError
-from kafka_wire.messages.control_record_type_schema import (
-    ControlRecordTypeSchema,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_ControlRecordTypeSchema: Final = ControlRecordTypeSchema
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -115,16 +111,25 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class ControlRecordTypeSchema(_NativeMessage):
+    type: Any
+
+    def __init__(self, *, type: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.type = type
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
 def _decode_ControlRecordTypeSchema_v0(buf: bytes, pos: i64) -> tuple[ControlRecordTypeSchema, i64]:
-    o = _new(_K_ControlRecordTypeSchema)
-    o.type = read_i16_be(buf, pos)
+    f_type: Any
+    f_type = read_i16_be(buf, pos)
     pos += 2
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return ControlRecordTypeSchema(type=f_type, unknown_tagged_fields=utf), pos
 
 
 def _encode_ControlRecordTypeSchema_v0(o: ControlRecordTypeSchema, w: BytesWriter) -> None:
-    write_i16_be(w, o.type)
+    v_type: int = o.type
+    write_i16_be(w, v_type)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -134,4 +139,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (ControlRecordTypeSchema, {0: _decode_ControlRecordTypeSchema_v0}, {0: _encode_ControlRecordTypeSchema_v0}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.control_record_type_schema', TABLES)

@@ -22,22 +22,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.controlled_shutdown import (
-    ControlledShutdownRequest,
-    ControlledShutdownResponse,
-    ControlledShutdownResponseRemainingPartition,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_ControlledShutdownRequest: Final = ControlledShutdownRequest
-_K_ControlledShutdownResponse: Final = ControlledShutdownResponse
-_K_ControlledShutdownResponseRemainingPartition: Final = ControlledShutdownResponseRemainingPartition
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -123,55 +116,91 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class ControlledShutdownRequest(_NativeMessage):
+    broker_id: Any
+    broker_epoch: Any
+
+    def __init__(self, *, broker_id: Any = 0, broker_epoch: Any = -1, unknown_tagged_fields: Any = ()) -> None:
+        self.broker_id = broker_id
+        self.broker_epoch = broker_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ControlledShutdownResponseRemainingPartition(_NativeStruct):
+    topic_name: Any
+    partition_index: Any
+
+    def __init__(self, *, topic_name: Any = '', partition_index: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_name = topic_name
+        self.partition_index = partition_index
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ControlledShutdownResponse(_NativeMessage):
+    error_code: Any
+    remaining_partitions: Any
+
+    def __init__(self, *, error_code: Any = 0, remaining_partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.error_code = error_code
+        self.remaining_partitions = [] if remaining_partitions is FRESH else remaining_partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_ControlledShutdownResponseRemainingPartition = ControlledShutdownResponseRemainingPartition()
+
+
 def _decode_ControlledShutdownRequest_v0(buf: bytes, pos: i64) -> tuple[ControlledShutdownRequest, i64]:
-    o = _new(_K_ControlledShutdownRequest)
-    o.broker_epoch = -1
-    o.broker_id = read_i32_be(buf, pos)
+    f_broker_id: Any
+    f_broker_id = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return ControlledShutdownRequest(broker_id=f_broker_id, unknown_tagged_fields=utf), pos
 
 
 def _encode_ControlledShutdownRequest_v0(o: ControlledShutdownRequest, w: BytesWriter) -> None:
-    write_i32_be(w, o.broker_id)
+    v_broker_id: int = o.broker_id
+    write_i32_be(w, v_broker_id)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_ControlledShutdownRequest_v2(buf: bytes, pos: i64) -> tuple[ControlledShutdownRequest, i64]:
-    o = _new(_K_ControlledShutdownRequest)
-    o.broker_id = read_i32_be(buf, pos)
+    f_broker_id: Any
+    f_broker_epoch: Any
+    f_broker_id = read_i32_be(buf, pos)
     pos += 4
-    o.broker_epoch = read_i64_be(buf, pos)
+    f_broker_epoch = read_i64_be(buf, pos)
     pos += 8
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return ControlledShutdownRequest(broker_id=f_broker_id, broker_epoch=f_broker_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_ControlledShutdownRequest_v2(o: ControlledShutdownRequest, w: BytesWriter) -> None:
-    write_i32_be(w, o.broker_id)
-    write_i64_be(w, o.broker_epoch)
+    v_broker_id: int = o.broker_id
+    write_i32_be(w, v_broker_id)
+    v_broker_epoch: int = o.broker_epoch
+    write_i64_be(w, v_broker_epoch)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
 
 
 def _decode_ControlledShutdownRequest_v3(buf: bytes, pos: i64) -> tuple[ControlledShutdownRequest, i64]:
-    o = _new(_K_ControlledShutdownRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.broker_id = read_i32_be(buf, pos)
+    f_broker_id: Any
+    f_broker_epoch: Any
+    f_broker_id = read_i32_be(buf, pos)
     pos += 4
-    o.broker_epoch = read_i64_be(buf, pos)
+    f_broker_epoch = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -183,13 +212,15 @@ def _decode_ControlledShutdownRequest_v3(buf: bytes, pos: i64) -> tuple[Controll
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ControlledShutdownRequest(broker_id=f_broker_id, broker_epoch=f_broker_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_ControlledShutdownRequest_v3(o: ControlledShutdownRequest, w: BytesWriter) -> None:
-    write_i32_be(w, o.broker_id)
-    write_i64_be(w, o.broker_epoch)
+    v_broker_id: int = o.broker_id
+    write_i32_be(w, v_broker_id)
+    v_broker_epoch: int = o.broker_epoch
+    write_i64_be(w, v_broker_epoch)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -197,10 +228,11 @@ def _encode_ControlledShutdownRequest_v3(o: ControlledShutdownRequest, w: BytesW
 
 
 def _decode_ControlledShutdownResponseRemainingPartition_v0(buf: bytes, pos: i64) -> tuple[ControlledShutdownResponseRemainingPartition, i64]:
-    o = _new(_K_ControlledShutdownResponseRemainingPartition)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_name: Any
+    f_partition_index: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -211,16 +243,16 @@ def _decode_ControlledShutdownResponseRemainingPartition_v0(buf: bytes, pos: i64
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return ControlledShutdownResponseRemainingPartition(topic_name=f_topic_name, partition_index=f_partition_index, unknown_tagged_fields=utf), pos
 
 
 def _encode_ControlledShutdownResponseRemainingPartition_v0(o: ControlledShutdownResponseRemainingPartition, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
@@ -229,16 +261,18 @@ def _encode_ControlledShutdownResponseRemainingPartition_v0(o: ControlledShutdow
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
         write_i16_be(w, len(b_topic_name))
         w.write(b_topic_name)
-    write_i32_be(w, o.partition_index)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_ControlledShutdownResponseRemainingPartition_v3(buf: bytes, pos: i64) -> tuple[ControlledShutdownResponseRemainingPartition, i64]:
-    o = _new(_K_ControlledShutdownResponseRemainingPartition)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_name: Any
+    f_partition_index: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -253,18 +287,17 @@ def _decode_ControlledShutdownResponseRemainingPartition_v3(buf: bytes, pos: i64
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -276,12 +309,12 @@ def _decode_ControlledShutdownResponseRemainingPartition_v3(buf: bytes, pos: i64
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ControlledShutdownResponseRemainingPartition(topic_name=f_topic_name, partition_index=f_partition_index, unknown_tagged_fields=utf), pos
 
 
 def _encode_ControlledShutdownResponseRemainingPartition_v3(o: ControlledShutdownResponseRemainingPartition, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=3)
     else:
@@ -294,7 +327,8 @@ def _encode_ControlledShutdownResponseRemainingPartition_v3(o: ControlledShutdow
         else:
             _put_uvarint(w, m)
         w.write(b_topic_name)
-    write_i32_be(w, o.partition_index)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -302,10 +336,11 @@ def _encode_ControlledShutdownResponseRemainingPartition_v3(o: ControlledShutdow
 
 
 def _decode_ControlledShutdownResponse_v0(buf: bytes, pos: i64) -> tuple[ControlledShutdownResponse, i64]:
-    o = _new(_K_ControlledShutdownResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_remaining_partitions: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -318,14 +353,15 @@ def _decode_ControlledShutdownResponse_v0(buf: bytes, pos: i64) -> tuple[Control
         for _i_remaining_partitions in range(n):
             x_remaining_partitions, pos = _decode_ControlledShutdownResponseRemainingPartition_v0(buf, pos)
             lst_remaining_partitions.append(x_remaining_partitions)
-        o.remaining_partitions = lst_remaining_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_remaining_partitions = lst_remaining_partitions
+    utf: Any = ()
+    return ControlledShutdownResponse(error_code=f_error_code, remaining_partitions=f_remaining_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_ControlledShutdownResponse_v0(o: ControlledShutdownResponse, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_remaining_partitions = o.remaining_partitions
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_remaining_partitions: Any = o.remaining_partitions
     if x_remaining_partitions is None:
         raise ValueOutOfRangeError('non-nullable field RemainingPartitions is None', version=0)
     else:
@@ -338,11 +374,12 @@ def _encode_ControlledShutdownResponse_v0(o: ControlledShutdownResponse, w: Byte
 
 
 def _decode_ControlledShutdownResponse_v3(buf: bytes, pos: i64) -> tuple[ControlledShutdownResponse, i64]:
-    o = _new(_K_ControlledShutdownResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_remaining_partitions: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -359,15 +396,14 @@ def _decode_ControlledShutdownResponse_v3(buf: bytes, pos: i64) -> tuple[Control
         for _i_remaining_partitions in range(n):
             x_remaining_partitions, pos = _decode_ControlledShutdownResponseRemainingPartition_v3(buf, pos)
             lst_remaining_partitions.append(x_remaining_partitions)
-        o.remaining_partitions = lst_remaining_partitions
+        f_remaining_partitions = lst_remaining_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -379,13 +415,14 @@ def _decode_ControlledShutdownResponse_v3(buf: bytes, pos: i64) -> tuple[Control
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ControlledShutdownResponse(error_code=f_error_code, remaining_partitions=f_remaining_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_ControlledShutdownResponse_v3(o: ControlledShutdownResponse, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_remaining_partitions = o.remaining_partitions
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_remaining_partitions: Any = o.remaining_partitions
     if x_remaining_partitions is None:
         raise ValueOutOfRangeError('non-nullable field RemainingPartitions is None', version=3)
     else:
@@ -410,4 +447,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (ControlledShutdownResponse, {0: _decode_ControlledShutdownResponse_v0, 1: _decode_ControlledShutdownResponse_v0, 2: _decode_ControlledShutdownResponse_v0, 3: _decode_ControlledShutdownResponse_v3}, {0: _encode_ControlledShutdownResponse_v0, 1: _encode_ControlledShutdownResponse_v0, 2: _encode_ControlledShutdownResponse_v0, 3: _encode_ControlledShutdownResponse_v3}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.controlled_shutdown', TABLES)

@@ -21,24 +21,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.controller_registration import (
-    ControllerRegistrationRequest,
-    ControllerRegistrationRequestFeature,
-    ControllerRegistrationRequestListener,
-    ControllerRegistrationResponse,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_ControllerRegistrationRequest: Final = ControllerRegistrationRequest
-_K_ControllerRegistrationRequestFeature: Final = ControllerRegistrationRequestFeature
-_K_ControllerRegistrationRequestListener: Final = ControllerRegistrationRequestListener
-_K_ControllerRegistrationResponse: Final = ControllerRegistrationResponse
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -124,11 +115,72 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class ControllerRegistrationRequestListener(_NativeStruct):
+    name: Any
+    host: Any
+    port: Any
+    security_protocol: Any
+
+    def __init__(self, *, name: Any = '', host: Any = '', port: Any = 0, security_protocol: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.host = host
+        self.port = port
+        self.security_protocol = security_protocol
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ControllerRegistrationRequestFeature(_NativeStruct):
+    name: Any
+    min_supported_version: Any
+    max_supported_version: Any
+
+    def __init__(self, *, name: Any = '', min_supported_version: Any = 0, max_supported_version: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.min_supported_version = min_supported_version
+        self.max_supported_version = max_supported_version
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ControllerRegistrationRequest(_NativeMessage):
+    controller_id: Any
+    incarnation_id: Any
+    zk_migration_ready: Any
+    listeners: Any
+    features: Any
+
+    def __init__(self, *, controller_id: Any = 0, incarnation_id: Any = ZERO_UUID, zk_migration_ready: Any = False, listeners: Any = FRESH, features: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.controller_id = controller_id
+        self.incarnation_id = incarnation_id
+        self.zk_migration_ready = zk_migration_ready
+        self.listeners = [] if listeners is FRESH else listeners
+        self.features = [] if features is FRESH else features
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ControllerRegistrationResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+    error_message: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, error_message: Any = '', unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_ControllerRegistrationRequestListener = ControllerRegistrationRequestListener()
+_DEFAULT_ControllerRegistrationRequestFeature = ControllerRegistrationRequestFeature()
+
+
 def _decode_ControllerRegistrationRequestListener_v0(buf: bytes, pos: i64) -> tuple[ControllerRegistrationRequestListener, i64]:
-    o = _new(_K_ControllerRegistrationRequestListener)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_host: Any
+    f_port: Any
+    f_security_protocol: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -143,7 +195,7 @@ def _decode_ControllerRegistrationRequestListener_v0(buf: bytes, pos: i64) -> tu
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -159,20 +211,19 @@ def _decode_ControllerRegistrationRequestListener_v0(buf: bytes, pos: i64) -> tu
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
-    o.port = int(read_i16_be(buf, pos)) & 0xFFFF
+    f_port = int(read_i16_be(buf, pos)) & 0xFFFF
     pos += 2
-    o.security_protocol = read_i16_be(buf, pos)
+    f_security_protocol = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -184,12 +235,12 @@ def _decode_ControllerRegistrationRequestListener_v0(buf: bytes, pos: i64) -> tu
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ControllerRegistrationRequestListener(name=f_name, host=f_host, port=f_port, security_protocol=f_security_protocol, unknown_tagged_fields=utf), pos
 
 
 def _encode_ControllerRegistrationRequestListener_v0(o: ControllerRegistrationRequestListener, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -202,7 +253,7 @@ def _encode_ControllerRegistrationRequestListener_v0(o: ControllerRegistrationRe
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_host = o.host
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
     else:
@@ -215,8 +266,10 @@ def _encode_ControllerRegistrationRequestListener_v0(o: ControllerRegistrationRe
         else:
             _put_uvarint(w, m)
         w.write(b_host)
-    _put_u16(w, o.port)
-    write_i16_be(w, o.security_protocol)
+    v_port: int = o.port
+    _put_u16(w, v_port)
+    v_security_protocol: int = o.security_protocol
+    write_i16_be(w, v_security_protocol)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -224,10 +277,12 @@ def _encode_ControllerRegistrationRequestListener_v0(o: ControllerRegistrationRe
 
 
 def _decode_ControllerRegistrationRequestFeature_v0(buf: bytes, pos: i64) -> tuple[ControllerRegistrationRequestFeature, i64]:
-    o = _new(_K_ControllerRegistrationRequestFeature)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_min_supported_version: Any
+    f_max_supported_version: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -242,20 +297,19 @@ def _decode_ControllerRegistrationRequestFeature_v0(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
-    o.min_supported_version = read_i16_be(buf, pos)
+    f_min_supported_version = read_i16_be(buf, pos)
     pos += 2
-    o.max_supported_version = read_i16_be(buf, pos)
+    f_max_supported_version = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -267,12 +321,12 @@ def _decode_ControllerRegistrationRequestFeature_v0(buf: bytes, pos: i64) -> tup
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ControllerRegistrationRequestFeature(name=f_name, min_supported_version=f_min_supported_version, max_supported_version=f_max_supported_version, unknown_tagged_fields=utf), pos
 
 
 def _encode_ControllerRegistrationRequestFeature_v0(o: ControllerRegistrationRequestFeature, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -285,8 +339,10 @@ def _encode_ControllerRegistrationRequestFeature_v0(o: ControllerRegistrationReq
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    write_i16_be(w, o.min_supported_version)
-    write_i16_be(w, o.max_supported_version)
+    v_min_supported_version: int = o.min_supported_version
+    write_i16_be(w, v_min_supported_version)
+    v_max_supported_version: int = o.max_supported_version
+    write_i16_be(w, v_max_supported_version)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -294,15 +350,19 @@ def _encode_ControllerRegistrationRequestFeature_v0(o: ControllerRegistrationReq
 
 
 def _decode_ControllerRegistrationRequest_v0(buf: bytes, pos: i64) -> tuple[ControllerRegistrationRequest, i64]:
-    o = _new(_K_ControllerRegistrationRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.controller_id = read_i32_be(buf, pos)
+    f_controller_id: Any
+    f_incarnation_id: Any
+    f_zk_migration_ready: Any
+    f_listeners: Any
+    f_features: Any
+    f_controller_id = read_i32_be(buf, pos)
     pos += 4
-    o.incarnation_id = _uuid(buf, pos)
+    f_incarnation_id = _uuid(buf, pos)
     pos += 16
-    o.zk_migration_ready = buf[pos] != 0
+    f_zk_migration_ready = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -319,7 +379,7 @@ def _decode_ControllerRegistrationRequest_v0(buf: bytes, pos: i64) -> tuple[Cont
         for _i_listeners in range(n):
             x_listeners, pos = _decode_ControllerRegistrationRequestListener_v0(buf, pos)
             lst_listeners.append(x_listeners)
-        o.listeners = lst_listeners
+        f_listeners = lst_listeners
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -335,15 +395,14 @@ def _decode_ControllerRegistrationRequest_v0(buf: bytes, pos: i64) -> tuple[Cont
         for _i_features in range(n):
             x_features, pos = _decode_ControllerRegistrationRequestFeature_v0(buf, pos)
             lst_features.append(x_features)
-        o.features = lst_features
+        f_features = lst_features
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -355,15 +414,16 @@ def _decode_ControllerRegistrationRequest_v0(buf: bytes, pos: i64) -> tuple[Cont
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ControllerRegistrationRequest(controller_id=f_controller_id, incarnation_id=f_incarnation_id, zk_migration_ready=f_zk_migration_ready, listeners=f_listeners, features=f_features, unknown_tagged_fields=utf), pos
 
 
 def _encode_ControllerRegistrationRequest_v0(o: ControllerRegistrationRequest, w: BytesWriter) -> None:
-    write_i32_be(w, o.controller_id)
+    v_controller_id: int = o.controller_id
+    write_i32_be(w, v_controller_id)
     _put_uuid(w, o.incarnation_id)
     w.append(_ONE if o.zk_migration_ready else _ZERO)
-    x_listeners = o.listeners
+    x_listeners: Any = o.listeners
     if x_listeners is None:
         raise ValueOutOfRangeError('non-nullable field Listeners is None', version=0)
     else:
@@ -375,7 +435,7 @@ def _encode_ControllerRegistrationRequest_v0(o: ControllerRegistrationRequest, w
             _put_uvarint(w, m)
         for e_listeners in l_listeners:
             _encode_ControllerRegistrationRequestListener_v0(e_listeners, w)
-    x_features = o.features
+    x_features: Any = o.features
     if x_features is None:
         raise ValueOutOfRangeError('non-nullable field Features is None', version=0)
     else:
@@ -394,13 +454,15 @@ def _encode_ControllerRegistrationRequest_v0(o: ControllerRegistrationRequest, w
 
 
 def _decode_ControllerRegistrationResponse_v0(buf: bytes, pos: i64) -> tuple[ControllerRegistrationResponse, i64]:
-    o = _new(_K_ControllerRegistrationResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -409,23 +471,22 @@ def _decode_ControllerRegistrationResponse_v0(buf: bytes, pos: i64) -> tuple[Con
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -437,14 +498,16 @@ def _decode_ControllerRegistrationResponse_v0(buf: bytes, pos: i64) -> tuple[Con
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ControllerRegistrationResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, unknown_tagged_fields=utf), pos
 
 
 def _encode_ControllerRegistrationResponse_v0(o: ControllerRegistrationResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -471,4 +534,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (ControllerRegistrationResponse, {0: _decode_ControllerRegistrationResponse_v0}, {0: _encode_ControllerRegistrationResponse_v0}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.controller_registration', TABLES)

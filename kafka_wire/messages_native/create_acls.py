@@ -23,24 +23,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.create_acls import (
-    CreateAclsRequest,
-    CreateAclsRequestAclCreation,
-    CreateAclsResponse,
-    CreateAclsResponseAclCreationResult,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_CreateAclsRequest: Final = CreateAclsRequest
-_K_CreateAclsRequestAclCreation: Final = CreateAclsRequestAclCreation
-_K_CreateAclsResponse: Final = CreateAclsResponse
-_K_CreateAclsResponseAclCreationResult: Final = CreateAclsResponseAclCreationResult
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -126,15 +117,71 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class CreateAclsRequestAclCreation(_NativeStruct):
+    resource_type: Any
+    resource_name: Any
+    resource_pattern_type: Any
+    principal: Any
+    host: Any
+    operation: Any
+    permission_type: Any
+
+    def __init__(self, *, resource_type: Any = 0, resource_name: Any = '', resource_pattern_type: Any = 3, principal: Any = '', host: Any = '', operation: Any = 0, permission_type: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.resource_pattern_type = resource_pattern_type
+        self.principal = principal
+        self.host = host
+        self.operation = operation
+        self.permission_type = permission_type
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class CreateAclsRequest(_NativeMessage):
+    creations: Any
+
+    def __init__(self, *, creations: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.creations = [] if creations is FRESH else creations
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class CreateAclsResponseAclCreationResult(_NativeStruct):
+    error_code: Any
+    error_message: Any
+
+    def __init__(self, *, error_code: Any = 0, error_message: Any = '', unknown_tagged_fields: Any = ()) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class CreateAclsResponse(_NativeMessage):
+    throttle_time_ms: Any
+    results: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, results: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = [] if results is FRESH else results
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_CreateAclsRequestAclCreation = CreateAclsRequestAclCreation()
+_DEFAULT_CreateAclsResponseAclCreationResult = CreateAclsResponseAclCreationResult()
+
+
 def _decode_CreateAclsRequestAclCreation_v0(buf: bytes, pos: i64) -> tuple[CreateAclsRequestAclCreation, i64]:
-    o = _new(_K_CreateAclsRequestAclCreation)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.resource_pattern_type = 3
+    f_resource_type: Any
+    f_resource_name: Any
+    f_principal: Any
+    f_host: Any
+    f_operation: Any
+    f_permission_type: Any
     b8 = buf[pos]
-    o.resource_type = b8 - 256 if b8 >= 128 else b8
+    f_resource_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -146,7 +193,7 @@ def _decode_CreateAclsRequestAclCreation_v0(buf: bytes, pos: i64) -> tuple[Creat
         end = pos + n
         if end > blen:
             raise _truncated('ResourceName')
-        o.resource_name = buf[pos:end].decode()
+        f_resource_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -158,7 +205,7 @@ def _decode_CreateAclsRequestAclCreation_v0(buf: bytes, pos: i64) -> tuple[Creat
         end = pos + n
         if end > blen:
             raise _truncated('Principal')
-        o.principal = buf[pos:end].decode()
+        f_principal = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -170,23 +217,25 @@ def _decode_CreateAclsRequestAclCreation_v0(buf: bytes, pos: i64) -> tuple[Creat
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.operation = b8 - 256 if b8 >= 128 else b8
+    f_operation = b8 - 256 if b8 >= 128 else b8
     pos += 1
     b8 = buf[pos]
-    o.permission_type = b8 - 256 if b8 >= 128 else b8
+    f_permission_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return CreateAclsRequestAclCreation(resource_type=f_resource_type, resource_name=f_resource_name, principal=f_principal, host=f_host, operation=f_operation, permission_type=f_permission_type, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreateAclsRequestAclCreation_v0(o: CreateAclsRequestAclCreation, w: BytesWriter) -> None:
-    if o.resource_pattern_type != 3:
+    d_resource_pattern_type: int = o.resource_pattern_type
+    if d_resource_pattern_type != 3:
         raise FieldNotInVersionError('non-default ResourcePatternType cannot be written', version=0)
-    _put_i8(w, o.resource_type)
-    x_resource_name = o.resource_name
+    v_resource_type: int = o.resource_type
+    _put_i8(w, v_resource_type)
+    x_resource_name: str | None = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=0)
     else:
@@ -195,7 +244,7 @@ def _encode_CreateAclsRequestAclCreation_v0(o: CreateAclsRequestAclCreation, w: 
             raise ValueOutOfRangeError('string field ResourceName is too long', version=0)
         write_i16_be(w, len(b_resource_name))
         w.write(b_resource_name)
-    x_principal = o.principal
+    x_principal: str | None = o.principal
     if x_principal is None:
         raise ValueOutOfRangeError('non-nullable field Principal is None', version=0)
     else:
@@ -204,7 +253,7 @@ def _encode_CreateAclsRequestAclCreation_v0(o: CreateAclsRequestAclCreation, w: 
             raise ValueOutOfRangeError('string field Principal is too long', version=0)
         write_i16_be(w, len(b_principal))
         w.write(b_principal)
-    x_host = o.host
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
     else:
@@ -213,20 +262,28 @@ def _encode_CreateAclsRequestAclCreation_v0(o: CreateAclsRequestAclCreation, w: 
             raise ValueOutOfRangeError('string field Host is too long', version=0)
         write_i16_be(w, len(b_host))
         w.write(b_host)
-    _put_i8(w, o.operation)
-    _put_i8(w, o.permission_type)
+    v_operation: int = o.operation
+    _put_i8(w, v_operation)
+    v_permission_type: int = o.permission_type
+    _put_i8(w, v_permission_type)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_CreateAclsRequestAclCreation_v1(buf: bytes, pos: i64) -> tuple[CreateAclsRequestAclCreation, i64]:
-    o = _new(_K_CreateAclsRequestAclCreation)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
+    f_resource_type: Any
+    f_resource_name: Any
+    f_resource_pattern_type: Any
+    f_principal: Any
+    f_host: Any
+    f_operation: Any
+    f_permission_type: Any
     b8 = buf[pos]
-    o.resource_type = b8 - 256 if b8 >= 128 else b8
+    f_resource_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -238,10 +295,10 @@ def _decode_CreateAclsRequestAclCreation_v1(buf: bytes, pos: i64) -> tuple[Creat
         end = pos + n
         if end > blen:
             raise _truncated('ResourceName')
-        o.resource_name = buf[pos:end].decode()
+        f_resource_name = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.resource_pattern_type = b8 - 256 if b8 >= 128 else b8
+    f_resource_pattern_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -253,7 +310,7 @@ def _decode_CreateAclsRequestAclCreation_v1(buf: bytes, pos: i64) -> tuple[Creat
         end = pos + n
         if end > blen:
             raise _truncated('Principal')
-        o.principal = buf[pos:end].decode()
+        f_principal = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -265,21 +322,22 @@ def _decode_CreateAclsRequestAclCreation_v1(buf: bytes, pos: i64) -> tuple[Creat
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.operation = b8 - 256 if b8 >= 128 else b8
+    f_operation = b8 - 256 if b8 >= 128 else b8
     pos += 1
     b8 = buf[pos]
-    o.permission_type = b8 - 256 if b8 >= 128 else b8
+    f_permission_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return CreateAclsRequestAclCreation(resource_type=f_resource_type, resource_name=f_resource_name, resource_pattern_type=f_resource_pattern_type, principal=f_principal, host=f_host, operation=f_operation, permission_type=f_permission_type, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreateAclsRequestAclCreation_v1(o: CreateAclsRequestAclCreation, w: BytesWriter) -> None:
-    _put_i8(w, o.resource_type)
-    x_resource_name = o.resource_name
+    v_resource_type: int = o.resource_type
+    _put_i8(w, v_resource_type)
+    x_resource_name: str | None = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=1)
     else:
@@ -288,8 +346,9 @@ def _encode_CreateAclsRequestAclCreation_v1(o: CreateAclsRequestAclCreation, w: 
             raise ValueOutOfRangeError('string field ResourceName is too long', version=1)
         write_i16_be(w, len(b_resource_name))
         w.write(b_resource_name)
-    _put_i8(w, o.resource_pattern_type)
-    x_principal = o.principal
+    v_resource_pattern_type: int = o.resource_pattern_type
+    _put_i8(w, v_resource_pattern_type)
+    x_principal: str | None = o.principal
     if x_principal is None:
         raise ValueOutOfRangeError('non-nullable field Principal is None', version=1)
     else:
@@ -298,7 +357,7 @@ def _encode_CreateAclsRequestAclCreation_v1(o: CreateAclsRequestAclCreation, w: 
             raise ValueOutOfRangeError('string field Principal is too long', version=1)
         write_i16_be(w, len(b_principal))
         w.write(b_principal)
-    x_host = o.host
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
     else:
@@ -307,20 +366,28 @@ def _encode_CreateAclsRequestAclCreation_v1(o: CreateAclsRequestAclCreation, w: 
             raise ValueOutOfRangeError('string field Host is too long', version=1)
         write_i16_be(w, len(b_host))
         w.write(b_host)
-    _put_i8(w, o.operation)
-    _put_i8(w, o.permission_type)
+    v_operation: int = o.operation
+    _put_i8(w, v_operation)
+    v_permission_type: int = o.permission_type
+    _put_i8(w, v_permission_type)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_CreateAclsRequestAclCreation_v2(buf: bytes, pos: i64) -> tuple[CreateAclsRequestAclCreation, i64]:
-    o = _new(_K_CreateAclsRequestAclCreation)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
+    f_resource_type: Any
+    f_resource_name: Any
+    f_resource_pattern_type: Any
+    f_principal: Any
+    f_host: Any
+    f_operation: Any
+    f_permission_type: Any
     b8 = buf[pos]
-    o.resource_type = b8 - 256 if b8 >= 128 else b8
+    f_resource_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -336,10 +403,10 @@ def _decode_CreateAclsRequestAclCreation_v2(buf: bytes, pos: i64) -> tuple[Creat
         end = pos + n
         if end > blen:
             raise _truncated('ResourceName')
-        o.resource_name = buf[pos:end].decode()
+        f_resource_name = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.resource_pattern_type = b8 - 256 if b8 >= 128 else b8
+    f_resource_pattern_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -355,7 +422,7 @@ def _decode_CreateAclsRequestAclCreation_v2(buf: bytes, pos: i64) -> tuple[Creat
         end = pos + n
         if end > blen:
             raise _truncated('Principal')
-        o.principal = buf[pos:end].decode()
+        f_principal = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -371,22 +438,21 @@ def _decode_CreateAclsRequestAclCreation_v2(buf: bytes, pos: i64) -> tuple[Creat
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.operation = b8 - 256 if b8 >= 128 else b8
+    f_operation = b8 - 256 if b8 >= 128 else b8
     pos += 1
     b8 = buf[pos]
-    o.permission_type = b8 - 256 if b8 >= 128 else b8
+    f_permission_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -398,13 +464,14 @@ def _decode_CreateAclsRequestAclCreation_v2(buf: bytes, pos: i64) -> tuple[Creat
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return CreateAclsRequestAclCreation(resource_type=f_resource_type, resource_name=f_resource_name, resource_pattern_type=f_resource_pattern_type, principal=f_principal, host=f_host, operation=f_operation, permission_type=f_permission_type, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreateAclsRequestAclCreation_v2(o: CreateAclsRequestAclCreation, w: BytesWriter) -> None:
-    _put_i8(w, o.resource_type)
-    x_resource_name = o.resource_name
+    v_resource_type: int = o.resource_type
+    _put_i8(w, v_resource_type)
+    x_resource_name: str | None = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=2)
     else:
@@ -417,8 +484,9 @@ def _encode_CreateAclsRequestAclCreation_v2(o: CreateAclsRequestAclCreation, w: 
         else:
             _put_uvarint(w, m)
         w.write(b_resource_name)
-    _put_i8(w, o.resource_pattern_type)
-    x_principal = o.principal
+    v_resource_pattern_type: int = o.resource_pattern_type
+    _put_i8(w, v_resource_pattern_type)
+    x_principal: str | None = o.principal
     if x_principal is None:
         raise ValueOutOfRangeError('non-nullable field Principal is None', version=2)
     else:
@@ -431,7 +499,7 @@ def _encode_CreateAclsRequestAclCreation_v2(o: CreateAclsRequestAclCreation, w: 
         else:
             _put_uvarint(w, m)
         w.write(b_principal)
-    x_host = o.host
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=2)
     else:
@@ -444,8 +512,10 @@ def _encode_CreateAclsRequestAclCreation_v2(o: CreateAclsRequestAclCreation, w: 
         else:
             _put_uvarint(w, m)
         w.write(b_host)
-    _put_i8(w, o.operation)
-    _put_i8(w, o.permission_type)
+    v_operation: int = o.operation
+    _put_i8(w, v_operation)
+    v_permission_type: int = o.permission_type
+    _put_i8(w, v_permission_type)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -453,9 +523,9 @@ def _encode_CreateAclsRequestAclCreation_v2(o: CreateAclsRequestAclCreation, w: 
 
 
 def _decode_CreateAclsRequest_v0(buf: bytes, pos: i64) -> tuple[CreateAclsRequest, i64]:
-    o = _new(_K_CreateAclsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
+    f_creations: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -467,13 +537,13 @@ def _decode_CreateAclsRequest_v0(buf: bytes, pos: i64) -> tuple[CreateAclsReques
         for _i_creations in range(n):
             x_creations, pos = _decode_CreateAclsRequestAclCreation_v0(buf, pos)
             lst_creations.append(x_creations)
-        o.creations = lst_creations
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_creations = lst_creations
+    utf: Any = ()
+    return CreateAclsRequest(creations=f_creations, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreateAclsRequest_v0(o: CreateAclsRequest, w: BytesWriter) -> None:
-    x_creations = o.creations
+    x_creations: Any = o.creations
     if x_creations is None:
         raise ValueOutOfRangeError('non-nullable field Creations is None', version=0)
     else:
@@ -486,9 +556,9 @@ def _encode_CreateAclsRequest_v0(o: CreateAclsRequest, w: BytesWriter) -> None:
 
 
 def _decode_CreateAclsRequest_v1(buf: bytes, pos: i64) -> tuple[CreateAclsRequest, i64]:
-    o = _new(_K_CreateAclsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
+    f_creations: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -500,13 +570,13 @@ def _decode_CreateAclsRequest_v1(buf: bytes, pos: i64) -> tuple[CreateAclsReques
         for _i_creations in range(n):
             x_creations, pos = _decode_CreateAclsRequestAclCreation_v1(buf, pos)
             lst_creations.append(x_creations)
-        o.creations = lst_creations
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_creations = lst_creations
+    utf: Any = ()
+    return CreateAclsRequest(creations=f_creations, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreateAclsRequest_v1(o: CreateAclsRequest, w: BytesWriter) -> None:
-    x_creations = o.creations
+    x_creations: Any = o.creations
     if x_creations is None:
         raise ValueOutOfRangeError('non-nullable field Creations is None', version=1)
     else:
@@ -519,10 +589,10 @@ def _encode_CreateAclsRequest_v1(o: CreateAclsRequest, w: BytesWriter) -> None:
 
 
 def _decode_CreateAclsRequest_v2(buf: bytes, pos: i64) -> tuple[CreateAclsRequest, i64]:
-    o = _new(_K_CreateAclsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_creations: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -538,15 +608,14 @@ def _decode_CreateAclsRequest_v2(buf: bytes, pos: i64) -> tuple[CreateAclsReques
         for _i_creations in range(n):
             x_creations, pos = _decode_CreateAclsRequestAclCreation_v2(buf, pos)
             lst_creations.append(x_creations)
-        o.creations = lst_creations
+        f_creations = lst_creations
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -558,12 +627,12 @@ def _decode_CreateAclsRequest_v2(buf: bytes, pos: i64) -> tuple[CreateAclsReques
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return CreateAclsRequest(creations=f_creations, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreateAclsRequest_v2(o: CreateAclsRequest, w: BytesWriter) -> None:
-    x_creations = o.creations
+    x_creations: Any = o.creations
     if x_creations is None:
         raise ValueOutOfRangeError('non-nullable field Creations is None', version=2)
     else:
@@ -582,31 +651,33 @@ def _encode_CreateAclsRequest_v2(o: CreateAclsRequest, w: BytesWriter) -> None:
 
 
 def _decode_CreateAclsResponseAclCreationResult_v0(buf: bytes, pos: i64) -> tuple[CreateAclsResponseAclCreationResult, i64]:
-    o = _new(_K_CreateAclsResponseAclCreationResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_error_message: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return CreateAclsResponseAclCreationResult(error_code=f_error_code, error_message=f_error_message, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreateAclsResponseAclCreationResult_v0(o: CreateAclsResponseAclCreationResult, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         write_i16_be(w, -1)
     else:
@@ -620,11 +691,12 @@ def _encode_CreateAclsResponseAclCreationResult_v0(o: CreateAclsResponseAclCreat
 
 
 def _decode_CreateAclsResponseAclCreationResult_v2(buf: bytes, pos: i64) -> tuple[CreateAclsResponseAclCreationResult, i64]:
-    o = _new(_K_CreateAclsResponseAclCreationResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_error_message: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -633,23 +705,22 @@ def _decode_CreateAclsResponseAclCreationResult_v2(buf: bytes, pos: i64) -> tupl
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -661,13 +732,14 @@ def _decode_CreateAclsResponseAclCreationResult_v2(buf: bytes, pos: i64) -> tupl
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return CreateAclsResponseAclCreationResult(error_code=f_error_code, error_message=f_error_message, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreateAclsResponseAclCreationResult_v2(o: CreateAclsResponseAclCreationResult, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -687,10 +759,11 @@ def _encode_CreateAclsResponseAclCreationResult_v2(o: CreateAclsResponseAclCreat
 
 
 def _decode_CreateAclsResponse_v0(buf: bytes, pos: i64) -> tuple[CreateAclsResponse, i64]:
-    o = _new(_K_CreateAclsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_results: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -703,14 +776,15 @@ def _decode_CreateAclsResponse_v0(buf: bytes, pos: i64) -> tuple[CreateAclsRespo
         for _i_results in range(n):
             x_results, pos = _decode_CreateAclsResponseAclCreationResult_v0(buf, pos)
             lst_results.append(x_results)
-        o.results = lst_results
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_results = lst_results
+    utf: Any = ()
+    return CreateAclsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreateAclsResponse_v0(o: CreateAclsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_results = o.results
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_results: Any = o.results
     if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=0)
     else:
@@ -723,11 +797,12 @@ def _encode_CreateAclsResponse_v0(o: CreateAclsResponse, w: BytesWriter) -> None
 
 
 def _decode_CreateAclsResponse_v2(buf: bytes, pos: i64) -> tuple[CreateAclsResponse, i64]:
-    o = _new(_K_CreateAclsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_results: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -744,15 +819,14 @@ def _decode_CreateAclsResponse_v2(buf: bytes, pos: i64) -> tuple[CreateAclsRespo
         for _i_results in range(n):
             x_results, pos = _decode_CreateAclsResponseAclCreationResult_v2(buf, pos)
             lst_results.append(x_results)
-        o.results = lst_results
+        f_results = lst_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -764,13 +838,14 @@ def _decode_CreateAclsResponse_v2(buf: bytes, pos: i64) -> tuple[CreateAclsRespo
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return CreateAclsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreateAclsResponse_v2(o: CreateAclsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_results = o.results
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_results: Any = o.results
     if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=2)
     else:
@@ -796,4 +871,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (CreateAclsResponse, {0: _decode_CreateAclsResponse_v0, 1: _decode_CreateAclsResponse_v0, 2: _decode_CreateAclsResponse_v2, 3: _decode_CreateAclsResponse_v2}, {0: _encode_CreateAclsResponse_v0, 1: _encode_CreateAclsResponse_v0, 2: _encode_CreateAclsResponse_v2, 3: _encode_CreateAclsResponse_v2}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.create_acls', TABLES)

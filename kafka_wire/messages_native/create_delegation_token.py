@@ -24,22 +24,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.create_delegation_token import (
-    CreateDelegationTokenRequest,
-    CreateDelegationTokenRequestCreatableRenewers,
-    CreateDelegationTokenResponse,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_CreateDelegationTokenRequest: Final = CreateDelegationTokenRequest
-_K_CreateDelegationTokenRequestCreatableRenewers: Final = CreateDelegationTokenRequestCreatableRenewers
-_K_CreateDelegationTokenResponse: Final = CreateDelegationTokenResponse
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -125,11 +118,67 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class CreateDelegationTokenRequestCreatableRenewers(_NativeStruct):
+    principal_type: Any
+    principal_name: Any
+
+    def __init__(self, *, principal_type: Any = '', principal_name: Any = '', unknown_tagged_fields: Any = ()) -> None:
+        self.principal_type = principal_type
+        self.principal_name = principal_name
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class CreateDelegationTokenRequest(_NativeMessage):
+    owner_principal_type: Any
+    owner_principal_name: Any
+    renewers: Any
+    max_lifetime_ms: Any
+
+    def __init__(self, *, owner_principal_type: Any = '', owner_principal_name: Any = '', renewers: Any = FRESH, max_lifetime_ms: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.owner_principal_type = owner_principal_type
+        self.owner_principal_name = owner_principal_name
+        self.renewers = [] if renewers is FRESH else renewers
+        self.max_lifetime_ms = max_lifetime_ms
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class CreateDelegationTokenResponse(_NativeMessage):
+    error_code: Any
+    principal_type: Any
+    principal_name: Any
+    token_requester_principal_type: Any
+    token_requester_principal_name: Any
+    issue_timestamp_ms: Any
+    expiry_timestamp_ms: Any
+    max_timestamp_ms: Any
+    token_id: Any
+    hmac: Any
+    throttle_time_ms: Any
+
+    def __init__(self, *, error_code: Any = 0, principal_type: Any = '', principal_name: Any = '', token_requester_principal_type: Any = '', token_requester_principal_name: Any = '', issue_timestamp_ms: Any = 0, expiry_timestamp_ms: Any = 0, max_timestamp_ms: Any = 0, token_id: Any = '', hmac: Any = b"", throttle_time_ms: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.error_code = error_code
+        self.principal_type = principal_type
+        self.principal_name = principal_name
+        self.token_requester_principal_type = token_requester_principal_type
+        self.token_requester_principal_name = token_requester_principal_name
+        self.issue_timestamp_ms = issue_timestamp_ms
+        self.expiry_timestamp_ms = expiry_timestamp_ms
+        self.max_timestamp_ms = max_timestamp_ms
+        self.token_id = token_id
+        self.hmac = hmac
+        self.throttle_time_ms = throttle_time_ms
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_CreateDelegationTokenRequestCreatableRenewers = CreateDelegationTokenRequestCreatableRenewers()
+
+
 def _decode_CreateDelegationTokenRequestCreatableRenewers_v0(buf: bytes, pos: i64) -> tuple[CreateDelegationTokenRequestCreatableRenewers, i64]:
-    o = _new(_K_CreateDelegationTokenRequestCreatableRenewers)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_principal_type: Any
+    f_principal_name: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -140,7 +189,7 @@ def _decode_CreateDelegationTokenRequestCreatableRenewers_v0(buf: bytes, pos: i6
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalType')
-        o.principal_type = buf[pos:end].decode()
+        f_principal_type = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -152,14 +201,14 @@ def _decode_CreateDelegationTokenRequestCreatableRenewers_v0(buf: bytes, pos: i6
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalName')
-        o.principal_name = buf[pos:end].decode()
+        f_principal_name = buf[pos:end].decode()
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return CreateDelegationTokenRequestCreatableRenewers(principal_type=f_principal_type, principal_name=f_principal_name, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreateDelegationTokenRequestCreatableRenewers_v0(o: CreateDelegationTokenRequestCreatableRenewers, w: BytesWriter) -> None:
-    x_principal_type = o.principal_type
+    x_principal_type: str | None = o.principal_type
     if x_principal_type is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalType is None', version=0)
     else:
@@ -168,7 +217,7 @@ def _encode_CreateDelegationTokenRequestCreatableRenewers_v0(o: CreateDelegation
             raise ValueOutOfRangeError('string field PrincipalType is too long', version=0)
         write_i16_be(w, len(b_principal_type))
         w.write(b_principal_type)
-    x_principal_name = o.principal_name
+    x_principal_name: str | None = o.principal_name
     if x_principal_name is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalName is None', version=0)
     else:
@@ -182,10 +231,11 @@ def _encode_CreateDelegationTokenRequestCreatableRenewers_v0(o: CreateDelegation
 
 
 def _decode_CreateDelegationTokenRequestCreatableRenewers_v2(buf: bytes, pos: i64) -> tuple[CreateDelegationTokenRequestCreatableRenewers, i64]:
-    o = _new(_K_CreateDelegationTokenRequestCreatableRenewers)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_principal_type: Any
+    f_principal_name: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -200,7 +250,7 @@ def _decode_CreateDelegationTokenRequestCreatableRenewers_v2(buf: bytes, pos: i6
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalType')
-        o.principal_type = buf[pos:end].decode()
+        f_principal_type = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -216,16 +266,15 @@ def _decode_CreateDelegationTokenRequestCreatableRenewers_v2(buf: bytes, pos: i6
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalName')
-        o.principal_name = buf[pos:end].decode()
+        f_principal_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -237,12 +286,12 @@ def _decode_CreateDelegationTokenRequestCreatableRenewers_v2(buf: bytes, pos: i6
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return CreateDelegationTokenRequestCreatableRenewers(principal_type=f_principal_type, principal_name=f_principal_name, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreateDelegationTokenRequestCreatableRenewers_v2(o: CreateDelegationTokenRequestCreatableRenewers, w: BytesWriter) -> None:
-    x_principal_type = o.principal_type
+    x_principal_type: str | None = o.principal_type
     if x_principal_type is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalType is None', version=2)
     else:
@@ -255,7 +304,7 @@ def _encode_CreateDelegationTokenRequestCreatableRenewers_v2(o: CreateDelegation
         else:
             _put_uvarint(w, m)
         w.write(b_principal_type)
-    x_principal_name = o.principal_name
+    x_principal_name: str | None = o.principal_name
     if x_principal_name is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalName is None', version=2)
     else:
@@ -275,11 +324,10 @@ def _encode_CreateDelegationTokenRequestCreatableRenewers_v2(o: CreateDelegation
 
 
 def _decode_CreateDelegationTokenRequest_v0(buf: bytes, pos: i64) -> tuple[CreateDelegationTokenRequest, i64]:
-    o = _new(_K_CreateDelegationTokenRequest)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.owner_principal_type = ''
-    o.owner_principal_name = ''
+    f_renewers: Any
+    f_max_lifetime_ms: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -291,11 +339,11 @@ def _decode_CreateDelegationTokenRequest_v0(buf: bytes, pos: i64) -> tuple[Creat
         for _i_renewers in range(n):
             x_renewers, pos = _decode_CreateDelegationTokenRequestCreatableRenewers_v0(buf, pos)
             lst_renewers.append(x_renewers)
-        o.renewers = lst_renewers
-    o.max_lifetime_ms = read_i64_be(buf, pos)
+        f_renewers = lst_renewers
+    f_max_lifetime_ms = read_i64_be(buf, pos)
     pos += 8
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return CreateDelegationTokenRequest(renewers=f_renewers, max_lifetime_ms=f_max_lifetime_ms, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreateDelegationTokenRequest_v0(o: CreateDelegationTokenRequest, w: BytesWriter) -> None:
@@ -303,7 +351,7 @@ def _encode_CreateDelegationTokenRequest_v0(o: CreateDelegationTokenRequest, w: 
         raise FieldNotInVersionError('non-default OwnerPrincipalType cannot be written', version=0)
     if o.owner_principal_name != '':
         raise FieldNotInVersionError('non-default OwnerPrincipalName cannot be written', version=0)
-    x_renewers = o.renewers
+    x_renewers: Any = o.renewers
     if x_renewers is None:
         raise ValueOutOfRangeError('non-nullable field Renewers is None', version=0)
     else:
@@ -311,18 +359,18 @@ def _encode_CreateDelegationTokenRequest_v0(o: CreateDelegationTokenRequest, w: 
         write_i32_be(w, len(l_renewers))
         for e_renewers in l_renewers:
             _encode_CreateDelegationTokenRequestCreatableRenewers_v0(e_renewers, w)
-    write_i64_be(w, o.max_lifetime_ms)
+    v_max_lifetime_ms: int = o.max_lifetime_ms
+    write_i64_be(w, v_max_lifetime_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_CreateDelegationTokenRequest_v2(buf: bytes, pos: i64) -> tuple[CreateDelegationTokenRequest, i64]:
-    o = _new(_K_CreateDelegationTokenRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.owner_principal_type = ''
-    o.owner_principal_name = ''
+    f_renewers: Any
+    f_max_lifetime_ms: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -338,17 +386,16 @@ def _decode_CreateDelegationTokenRequest_v2(buf: bytes, pos: i64) -> tuple[Creat
         for _i_renewers in range(n):
             x_renewers, pos = _decode_CreateDelegationTokenRequestCreatableRenewers_v2(buf, pos)
             lst_renewers.append(x_renewers)
-        o.renewers = lst_renewers
-    o.max_lifetime_ms = read_i64_be(buf, pos)
+        f_renewers = lst_renewers
+    f_max_lifetime_ms = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -360,8 +407,8 @@ def _decode_CreateDelegationTokenRequest_v2(buf: bytes, pos: i64) -> tuple[Creat
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return CreateDelegationTokenRequest(renewers=f_renewers, max_lifetime_ms=f_max_lifetime_ms, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreateDelegationTokenRequest_v2(o: CreateDelegationTokenRequest, w: BytesWriter) -> None:
@@ -369,7 +416,7 @@ def _encode_CreateDelegationTokenRequest_v2(o: CreateDelegationTokenRequest, w: 
         raise FieldNotInVersionError('non-default OwnerPrincipalType cannot be written', version=2)
     if o.owner_principal_name != '':
         raise FieldNotInVersionError('non-default OwnerPrincipalName cannot be written', version=2)
-    x_renewers = o.renewers
+    x_renewers: Any = o.renewers
     if x_renewers is None:
         raise ValueOutOfRangeError('non-nullable field Renewers is None', version=2)
     else:
@@ -381,7 +428,8 @@ def _encode_CreateDelegationTokenRequest_v2(o: CreateDelegationTokenRequest, w: 
             _put_uvarint(w, m)
         for e_renewers in l_renewers:
             _encode_CreateDelegationTokenRequestCreatableRenewers_v2(e_renewers, w)
-    write_i64_be(w, o.max_lifetime_ms)
+    v_max_lifetime_ms: int = o.max_lifetime_ms
+    write_i64_be(w, v_max_lifetime_ms)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -389,10 +437,13 @@ def _encode_CreateDelegationTokenRequest_v2(o: CreateDelegationTokenRequest, w: 
 
 
 def _decode_CreateDelegationTokenRequest_v3(buf: bytes, pos: i64) -> tuple[CreateDelegationTokenRequest, i64]:
-    o = _new(_K_CreateDelegationTokenRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_owner_principal_type: Any
+    f_owner_principal_name: Any
+    f_renewers: Any
+    f_max_lifetime_ms: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -400,14 +451,14 @@ def _decode_CreateDelegationTokenRequest_v3(buf: bytes, pos: i64) -> tuple[Creat
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.owner_principal_type = None
+        f_owner_principal_type = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field OwnerPrincipalType is too long')
         end = pos + n
         if end > blen:
             raise _truncated('OwnerPrincipalType')
-        o.owner_principal_type = buf[pos:end].decode()
+        f_owner_principal_type = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -416,14 +467,14 @@ def _decode_CreateDelegationTokenRequest_v3(buf: bytes, pos: i64) -> tuple[Creat
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.owner_principal_name = None
+        f_owner_principal_name = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field OwnerPrincipalName is too long')
         end = pos + n
         if end > blen:
             raise _truncated('OwnerPrincipalName')
-        o.owner_principal_name = buf[pos:end].decode()
+        f_owner_principal_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -440,17 +491,16 @@ def _decode_CreateDelegationTokenRequest_v3(buf: bytes, pos: i64) -> tuple[Creat
         for _i_renewers in range(n):
             x_renewers, pos = _decode_CreateDelegationTokenRequestCreatableRenewers_v2(buf, pos)
             lst_renewers.append(x_renewers)
-        o.renewers = lst_renewers
-    o.max_lifetime_ms = read_i64_be(buf, pos)
+        f_renewers = lst_renewers
+    f_max_lifetime_ms = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -462,12 +512,12 @@ def _decode_CreateDelegationTokenRequest_v3(buf: bytes, pos: i64) -> tuple[Creat
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return CreateDelegationTokenRequest(owner_principal_type=f_owner_principal_type, owner_principal_name=f_owner_principal_name, renewers=f_renewers, max_lifetime_ms=f_max_lifetime_ms, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreateDelegationTokenRequest_v3(o: CreateDelegationTokenRequest, w: BytesWriter) -> None:
-    x_owner_principal_type = o.owner_principal_type
+    x_owner_principal_type: str | None = o.owner_principal_type
     if x_owner_principal_type is None:
         w.append(_ZERO)
     else:
@@ -480,7 +530,7 @@ def _encode_CreateDelegationTokenRequest_v3(o: CreateDelegationTokenRequest, w: 
         else:
             _put_uvarint(w, m)
         w.write(b_owner_principal_type)
-    x_owner_principal_name = o.owner_principal_name
+    x_owner_principal_name: str | None = o.owner_principal_name
     if x_owner_principal_name is None:
         w.append(_ZERO)
     else:
@@ -493,7 +543,7 @@ def _encode_CreateDelegationTokenRequest_v3(o: CreateDelegationTokenRequest, w: 
         else:
             _put_uvarint(w, m)
         w.write(b_owner_principal_name)
-    x_renewers = o.renewers
+    x_renewers: Any = o.renewers
     if x_renewers is None:
         raise ValueOutOfRangeError('non-nullable field Renewers is None', version=3)
     else:
@@ -505,7 +555,8 @@ def _encode_CreateDelegationTokenRequest_v3(o: CreateDelegationTokenRequest, w: 
             _put_uvarint(w, m)
         for e_renewers in l_renewers:
             _encode_CreateDelegationTokenRequestCreatableRenewers_v2(e_renewers, w)
-    write_i64_be(w, o.max_lifetime_ms)
+    v_max_lifetime_ms: int = o.max_lifetime_ms
+    write_i64_be(w, v_max_lifetime_ms)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -513,13 +564,19 @@ def _encode_CreateDelegationTokenRequest_v3(o: CreateDelegationTokenRequest, w: 
 
 
 def _decode_CreateDelegationTokenResponse_v0(buf: bytes, pos: i64) -> tuple[CreateDelegationTokenResponse, i64]:
-    o = _new(_K_CreateDelegationTokenResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.token_requester_principal_type = ''
-    o.token_requester_principal_name = ''
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_principal_type: Any
+    f_principal_name: Any
+    f_issue_timestamp_ms: Any
+    f_expiry_timestamp_ms: Any
+    f_max_timestamp_ms: Any
+    f_token_id: Any
+    f_hmac: Any
+    f_throttle_time_ms: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -531,7 +588,7 @@ def _decode_CreateDelegationTokenResponse_v0(buf: bytes, pos: i64) -> tuple[Crea
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalType')
-        o.principal_type = buf[pos:end].decode()
+        f_principal_type = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -543,13 +600,13 @@ def _decode_CreateDelegationTokenResponse_v0(buf: bytes, pos: i64) -> tuple[Crea
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalName')
-        o.principal_name = buf[pos:end].decode()
+        f_principal_name = buf[pos:end].decode()
         pos = end
-    o.issue_timestamp_ms = read_i64_be(buf, pos)
+    f_issue_timestamp_ms = read_i64_be(buf, pos)
     pos += 8
-    o.expiry_timestamp_ms = read_i64_be(buf, pos)
+    f_expiry_timestamp_ms = read_i64_be(buf, pos)
     pos += 8
-    o.max_timestamp_ms = read_i64_be(buf, pos)
+    f_max_timestamp_ms = read_i64_be(buf, pos)
     pos += 8
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -561,7 +618,7 @@ def _decode_CreateDelegationTokenResponse_v0(buf: bytes, pos: i64) -> tuple[Crea
         end = pos + n
         if end > blen:
             raise _truncated('TokenId')
-        o.token_id = buf[pos:end].decode()
+        f_token_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -571,12 +628,12 @@ def _decode_CreateDelegationTokenResponse_v0(buf: bytes, pos: i64) -> tuple[Crea
         end = pos + n
         if end > blen:
             raise _truncated('Hmac')
-        o.hmac = buf[pos:end]
+        f_hmac = buf[pos:end]
         pos = end
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return CreateDelegationTokenResponse(error_code=f_error_code, principal_type=f_principal_type, principal_name=f_principal_name, issue_timestamp_ms=f_issue_timestamp_ms, expiry_timestamp_ms=f_expiry_timestamp_ms, max_timestamp_ms=f_max_timestamp_ms, token_id=f_token_id, hmac=f_hmac, throttle_time_ms=f_throttle_time_ms, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreateDelegationTokenResponse_v0(o: CreateDelegationTokenResponse, w: BytesWriter) -> None:
@@ -584,8 +641,9 @@ def _encode_CreateDelegationTokenResponse_v0(o: CreateDelegationTokenResponse, w
         raise FieldNotInVersionError('non-default TokenRequesterPrincipalType cannot be written', version=0)
     if o.token_requester_principal_name != '':
         raise FieldNotInVersionError('non-default TokenRequesterPrincipalName cannot be written', version=0)
-    write_i16_be(w, o.error_code)
-    x_principal_type = o.principal_type
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_principal_type: str | None = o.principal_type
     if x_principal_type is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalType is None', version=0)
     else:
@@ -594,7 +652,7 @@ def _encode_CreateDelegationTokenResponse_v0(o: CreateDelegationTokenResponse, w
             raise ValueOutOfRangeError('string field PrincipalType is too long', version=0)
         write_i16_be(w, len(b_principal_type))
         w.write(b_principal_type)
-    x_principal_name = o.principal_name
+    x_principal_name: str | None = o.principal_name
     if x_principal_name is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalName is None', version=0)
     else:
@@ -603,10 +661,13 @@ def _encode_CreateDelegationTokenResponse_v0(o: CreateDelegationTokenResponse, w
             raise ValueOutOfRangeError('string field PrincipalName is too long', version=0)
         write_i16_be(w, len(b_principal_name))
         w.write(b_principal_name)
-    write_i64_be(w, o.issue_timestamp_ms)
-    write_i64_be(w, o.expiry_timestamp_ms)
-    write_i64_be(w, o.max_timestamp_ms)
-    x_token_id = o.token_id
+    v_issue_timestamp_ms: int = o.issue_timestamp_ms
+    write_i64_be(w, v_issue_timestamp_ms)
+    v_expiry_timestamp_ms: int = o.expiry_timestamp_ms
+    write_i64_be(w, v_expiry_timestamp_ms)
+    v_max_timestamp_ms: int = o.max_timestamp_ms
+    write_i64_be(w, v_max_timestamp_ms)
+    x_token_id: str | None = o.token_id
     if x_token_id is None:
         raise ValueOutOfRangeError('non-nullable field TokenId is None', version=0)
     else:
@@ -615,26 +676,33 @@ def _encode_CreateDelegationTokenResponse_v0(o: CreateDelegationTokenResponse, w
             raise ValueOutOfRangeError('string field TokenId is too long', version=0)
         write_i16_be(w, len(b_token_id))
         w.write(b_token_id)
-    x_hmac = o.hmac
+    x_hmac: Any = o.hmac
     if x_hmac is None:
         raise ValueOutOfRangeError('non-nullable field Hmac is None', version=0)
     else:
         b_hmac = _as_bytes(x_hmac)
         write_i32_be(w, len(b_hmac))
         w.write(b_hmac)
-    write_i32_be(w, o.throttle_time_ms)
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_CreateDelegationTokenResponse_v2(buf: bytes, pos: i64) -> tuple[CreateDelegationTokenResponse, i64]:
-    o = _new(_K_CreateDelegationTokenResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.token_requester_principal_type = ''
-    o.token_requester_principal_name = ''
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_principal_type: Any
+    f_principal_name: Any
+    f_issue_timestamp_ms: Any
+    f_expiry_timestamp_ms: Any
+    f_max_timestamp_ms: Any
+    f_token_id: Any
+    f_hmac: Any
+    f_throttle_time_ms: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -650,7 +718,7 @@ def _decode_CreateDelegationTokenResponse_v2(buf: bytes, pos: i64) -> tuple[Crea
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalType')
-        o.principal_type = buf[pos:end].decode()
+        f_principal_type = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -666,13 +734,13 @@ def _decode_CreateDelegationTokenResponse_v2(buf: bytes, pos: i64) -> tuple[Crea
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalName')
-        o.principal_name = buf[pos:end].decode()
+        f_principal_name = buf[pos:end].decode()
         pos = end
-    o.issue_timestamp_ms = read_i64_be(buf, pos)
+    f_issue_timestamp_ms = read_i64_be(buf, pos)
     pos += 8
-    o.expiry_timestamp_ms = read_i64_be(buf, pos)
+    f_expiry_timestamp_ms = read_i64_be(buf, pos)
     pos += 8
-    o.max_timestamp_ms = read_i64_be(buf, pos)
+    f_max_timestamp_ms = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
@@ -688,7 +756,7 @@ def _decode_CreateDelegationTokenResponse_v2(buf: bytes, pos: i64) -> tuple[Crea
         end = pos + n
         if end > blen:
             raise _truncated('TokenId')
-        o.token_id = buf[pos:end].decode()
+        f_token_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -702,18 +770,17 @@ def _decode_CreateDelegationTokenResponse_v2(buf: bytes, pos: i64) -> tuple[Crea
         end = pos + n
         if end > blen:
             raise _truncated('Hmac')
-        o.hmac = buf[pos:end]
+        f_hmac = buf[pos:end]
         pos = end
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -725,8 +792,8 @@ def _decode_CreateDelegationTokenResponse_v2(buf: bytes, pos: i64) -> tuple[Crea
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return CreateDelegationTokenResponse(error_code=f_error_code, principal_type=f_principal_type, principal_name=f_principal_name, issue_timestamp_ms=f_issue_timestamp_ms, expiry_timestamp_ms=f_expiry_timestamp_ms, max_timestamp_ms=f_max_timestamp_ms, token_id=f_token_id, hmac=f_hmac, throttle_time_ms=f_throttle_time_ms, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreateDelegationTokenResponse_v2(o: CreateDelegationTokenResponse, w: BytesWriter) -> None:
@@ -734,8 +801,9 @@ def _encode_CreateDelegationTokenResponse_v2(o: CreateDelegationTokenResponse, w
         raise FieldNotInVersionError('non-default TokenRequesterPrincipalType cannot be written', version=2)
     if o.token_requester_principal_name != '':
         raise FieldNotInVersionError('non-default TokenRequesterPrincipalName cannot be written', version=2)
-    write_i16_be(w, o.error_code)
-    x_principal_type = o.principal_type
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_principal_type: str | None = o.principal_type
     if x_principal_type is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalType is None', version=2)
     else:
@@ -748,7 +816,7 @@ def _encode_CreateDelegationTokenResponse_v2(o: CreateDelegationTokenResponse, w
         else:
             _put_uvarint(w, m)
         w.write(b_principal_type)
-    x_principal_name = o.principal_name
+    x_principal_name: str | None = o.principal_name
     if x_principal_name is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalName is None', version=2)
     else:
@@ -761,10 +829,13 @@ def _encode_CreateDelegationTokenResponse_v2(o: CreateDelegationTokenResponse, w
         else:
             _put_uvarint(w, m)
         w.write(b_principal_name)
-    write_i64_be(w, o.issue_timestamp_ms)
-    write_i64_be(w, o.expiry_timestamp_ms)
-    write_i64_be(w, o.max_timestamp_ms)
-    x_token_id = o.token_id
+    v_issue_timestamp_ms: int = o.issue_timestamp_ms
+    write_i64_be(w, v_issue_timestamp_ms)
+    v_expiry_timestamp_ms: int = o.expiry_timestamp_ms
+    write_i64_be(w, v_expiry_timestamp_ms)
+    v_max_timestamp_ms: int = o.max_timestamp_ms
+    write_i64_be(w, v_max_timestamp_ms)
+    x_token_id: str | None = o.token_id
     if x_token_id is None:
         raise ValueOutOfRangeError('non-nullable field TokenId is None', version=2)
     else:
@@ -777,7 +848,7 @@ def _encode_CreateDelegationTokenResponse_v2(o: CreateDelegationTokenResponse, w
         else:
             _put_uvarint(w, m)
         w.write(b_token_id)
-    x_hmac = o.hmac
+    x_hmac: Any = o.hmac
     if x_hmac is None:
         raise ValueOutOfRangeError('non-nullable field Hmac is None', version=2)
     else:
@@ -788,7 +859,8 @@ def _encode_CreateDelegationTokenResponse_v2(o: CreateDelegationTokenResponse, w
         else:
             _put_uvarint(w, m)
         w.write(b_hmac)
-    write_i32_be(w, o.throttle_time_ms)
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -796,11 +868,21 @@ def _encode_CreateDelegationTokenResponse_v2(o: CreateDelegationTokenResponse, w
 
 
 def _decode_CreateDelegationTokenResponse_v3(buf: bytes, pos: i64) -> tuple[CreateDelegationTokenResponse, i64]:
-    o = _new(_K_CreateDelegationTokenResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_principal_type: Any
+    f_principal_name: Any
+    f_token_requester_principal_type: Any
+    f_token_requester_principal_name: Any
+    f_issue_timestamp_ms: Any
+    f_expiry_timestamp_ms: Any
+    f_max_timestamp_ms: Any
+    f_token_id: Any
+    f_hmac: Any
+    f_throttle_time_ms: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -816,7 +898,7 @@ def _decode_CreateDelegationTokenResponse_v3(buf: bytes, pos: i64) -> tuple[Crea
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalType')
-        o.principal_type = buf[pos:end].decode()
+        f_principal_type = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -832,7 +914,7 @@ def _decode_CreateDelegationTokenResponse_v3(buf: bytes, pos: i64) -> tuple[Crea
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalName')
-        o.principal_name = buf[pos:end].decode()
+        f_principal_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -848,7 +930,7 @@ def _decode_CreateDelegationTokenResponse_v3(buf: bytes, pos: i64) -> tuple[Crea
         end = pos + n
         if end > blen:
             raise _truncated('TokenRequesterPrincipalType')
-        o.token_requester_principal_type = buf[pos:end].decode()
+        f_token_requester_principal_type = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -864,13 +946,13 @@ def _decode_CreateDelegationTokenResponse_v3(buf: bytes, pos: i64) -> tuple[Crea
         end = pos + n
         if end > blen:
             raise _truncated('TokenRequesterPrincipalName')
-        o.token_requester_principal_name = buf[pos:end].decode()
+        f_token_requester_principal_name = buf[pos:end].decode()
         pos = end
-    o.issue_timestamp_ms = read_i64_be(buf, pos)
+    f_issue_timestamp_ms = read_i64_be(buf, pos)
     pos += 8
-    o.expiry_timestamp_ms = read_i64_be(buf, pos)
+    f_expiry_timestamp_ms = read_i64_be(buf, pos)
     pos += 8
-    o.max_timestamp_ms = read_i64_be(buf, pos)
+    f_max_timestamp_ms = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
@@ -886,7 +968,7 @@ def _decode_CreateDelegationTokenResponse_v3(buf: bytes, pos: i64) -> tuple[Crea
         end = pos + n
         if end > blen:
             raise _truncated('TokenId')
-        o.token_id = buf[pos:end].decode()
+        f_token_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -900,18 +982,17 @@ def _decode_CreateDelegationTokenResponse_v3(buf: bytes, pos: i64) -> tuple[Crea
         end = pos + n
         if end > blen:
             raise _truncated('Hmac')
-        o.hmac = buf[pos:end]
+        f_hmac = buf[pos:end]
         pos = end
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -923,13 +1004,14 @@ def _decode_CreateDelegationTokenResponse_v3(buf: bytes, pos: i64) -> tuple[Crea
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return CreateDelegationTokenResponse(error_code=f_error_code, principal_type=f_principal_type, principal_name=f_principal_name, token_requester_principal_type=f_token_requester_principal_type, token_requester_principal_name=f_token_requester_principal_name, issue_timestamp_ms=f_issue_timestamp_ms, expiry_timestamp_ms=f_expiry_timestamp_ms, max_timestamp_ms=f_max_timestamp_ms, token_id=f_token_id, hmac=f_hmac, throttle_time_ms=f_throttle_time_ms, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreateDelegationTokenResponse_v3(o: CreateDelegationTokenResponse, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_principal_type = o.principal_type
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_principal_type: str | None = o.principal_type
     if x_principal_type is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalType is None', version=3)
     else:
@@ -942,7 +1024,7 @@ def _encode_CreateDelegationTokenResponse_v3(o: CreateDelegationTokenResponse, w
         else:
             _put_uvarint(w, m)
         w.write(b_principal_type)
-    x_principal_name = o.principal_name
+    x_principal_name: str | None = o.principal_name
     if x_principal_name is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalName is None', version=3)
     else:
@@ -955,7 +1037,7 @@ def _encode_CreateDelegationTokenResponse_v3(o: CreateDelegationTokenResponse, w
         else:
             _put_uvarint(w, m)
         w.write(b_principal_name)
-    x_token_requester_principal_type = o.token_requester_principal_type
+    x_token_requester_principal_type: str | None = o.token_requester_principal_type
     if x_token_requester_principal_type is None:
         raise ValueOutOfRangeError('non-nullable field TokenRequesterPrincipalType is None', version=3)
     else:
@@ -968,7 +1050,7 @@ def _encode_CreateDelegationTokenResponse_v3(o: CreateDelegationTokenResponse, w
         else:
             _put_uvarint(w, m)
         w.write(b_token_requester_principal_type)
-    x_token_requester_principal_name = o.token_requester_principal_name
+    x_token_requester_principal_name: str | None = o.token_requester_principal_name
     if x_token_requester_principal_name is None:
         raise ValueOutOfRangeError('non-nullable field TokenRequesterPrincipalName is None', version=3)
     else:
@@ -981,10 +1063,13 @@ def _encode_CreateDelegationTokenResponse_v3(o: CreateDelegationTokenResponse, w
         else:
             _put_uvarint(w, m)
         w.write(b_token_requester_principal_name)
-    write_i64_be(w, o.issue_timestamp_ms)
-    write_i64_be(w, o.expiry_timestamp_ms)
-    write_i64_be(w, o.max_timestamp_ms)
-    x_token_id = o.token_id
+    v_issue_timestamp_ms: int = o.issue_timestamp_ms
+    write_i64_be(w, v_issue_timestamp_ms)
+    v_expiry_timestamp_ms: int = o.expiry_timestamp_ms
+    write_i64_be(w, v_expiry_timestamp_ms)
+    v_max_timestamp_ms: int = o.max_timestamp_ms
+    write_i64_be(w, v_max_timestamp_ms)
+    x_token_id: str | None = o.token_id
     if x_token_id is None:
         raise ValueOutOfRangeError('non-nullable field TokenId is None', version=3)
     else:
@@ -997,7 +1082,7 @@ def _encode_CreateDelegationTokenResponse_v3(o: CreateDelegationTokenResponse, w
         else:
             _put_uvarint(w, m)
         w.write(b_token_id)
-    x_hmac = o.hmac
+    x_hmac: Any = o.hmac
     if x_hmac is None:
         raise ValueOutOfRangeError('non-nullable field Hmac is None', version=3)
     else:
@@ -1008,7 +1093,8 @@ def _encode_CreateDelegationTokenResponse_v3(o: CreateDelegationTokenResponse, w
         else:
             _put_uvarint(w, m)
         w.write(b_hmac)
-    write_i32_be(w, o.throttle_time_ms)
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1022,4 +1108,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (CreateDelegationTokenResponse, {0: _decode_CreateDelegationTokenResponse_v0, 1: _decode_CreateDelegationTokenResponse_v0, 2: _decode_CreateDelegationTokenResponse_v2, 3: _decode_CreateDelegationTokenResponse_v3}, {0: _encode_CreateDelegationTokenResponse_v0, 1: _encode_CreateDelegationTokenResponse_v0, 2: _encode_CreateDelegationTokenResponse_v2, 3: _encode_CreateDelegationTokenResponse_v3}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.create_delegation_token', TABLES)

@@ -21,26 +21,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.create_partitions import (
-    CreatePartitionsRequest,
-    CreatePartitionsRequestAssignment,
-    CreatePartitionsRequestTopic,
-    CreatePartitionsResponse,
-    CreatePartitionsResponseTopicResult,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_CreatePartitionsRequest: Final = CreatePartitionsRequest
-_K_CreatePartitionsRequestAssignment: Final = CreatePartitionsRequestAssignment
-_K_CreatePartitionsRequestTopic: Final = CreatePartitionsRequestTopic
-_K_CreatePartitionsResponse: Final = CreatePartitionsResponse
-_K_CreatePartitionsResponseTopicResult: Final = CreatePartitionsResponseTopicResult
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -126,10 +115,69 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class CreatePartitionsRequestAssignment(_NativeStruct):
+    broker_ids: Any
+
+    def __init__(self, *, broker_ids: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.broker_ids = [] if broker_ids is FRESH else broker_ids
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class CreatePartitionsRequestTopic(_NativeStruct):
+    name: Any
+    count: Any
+    assignments: Any
+
+    def __init__(self, *, name: Any = '', count: Any = 0, assignments: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.count = count
+        self.assignments = [] if assignments is FRESH else assignments
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class CreatePartitionsRequest(_NativeMessage):
+    topics: Any
+    timeout_ms: Any
+    validate_only: Any
+
+    def __init__(self, *, topics: Any = FRESH, timeout_ms: Any = 0, validate_only: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.topics = [] if topics is FRESH else topics
+        self.timeout_ms = timeout_ms
+        self.validate_only = validate_only
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class CreatePartitionsResponseTopicResult(_NativeStruct):
+    name: Any
+    error_code: Any
+    error_message: Any
+
+    def __init__(self, *, name: Any = '', error_code: Any = 0, error_message: Any = None, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class CreatePartitionsResponse(_NativeMessage):
+    throttle_time_ms: Any
+    results: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, results: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = [] if results is FRESH else results
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_CreatePartitionsRequestAssignment = CreatePartitionsRequestAssignment()
+_DEFAULT_CreatePartitionsRequestTopic = CreatePartitionsRequestTopic()
+_DEFAULT_CreatePartitionsResponseTopicResult = CreatePartitionsResponseTopicResult()
+
+
 def _decode_CreatePartitionsRequestAssignment_v0(buf: bytes, pos: i64) -> tuple[CreatePartitionsRequestAssignment, i64]:
-    o = _new(_K_CreatePartitionsRequestAssignment)
     blen: i64 = len(buf)
     n: i64 = 0
+    f_broker_ids: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -142,13 +190,13 @@ def _decode_CreatePartitionsRequestAssignment_v0(buf: bytes, pos: i64) -> tuple[
             e_broker_ids = read_i32_be(buf, pos)
             pos += 4
             lst_broker_ids.append(e_broker_ids)
-        o.broker_ids = lst_broker_ids
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_broker_ids = lst_broker_ids
+    utf: Any = ()
+    return CreatePartitionsRequestAssignment(broker_ids=f_broker_ids, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreatePartitionsRequestAssignment_v0(o: CreatePartitionsRequestAssignment, w: BytesWriter) -> None:
-    x_broker_ids = o.broker_ids
+    x_broker_ids: Any = o.broker_ids
     if x_broker_ids is None:
         raise ValueOutOfRangeError('non-nullable field BrokerIds is None', version=0)
     else:
@@ -161,10 +209,10 @@ def _encode_CreatePartitionsRequestAssignment_v0(o: CreatePartitionsRequestAssig
 
 
 def _decode_CreatePartitionsRequestAssignment_v2(buf: bytes, pos: i64) -> tuple[CreatePartitionsRequestAssignment, i64]:
-    o = _new(_K_CreatePartitionsRequestAssignment)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_broker_ids: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -181,15 +229,14 @@ def _decode_CreatePartitionsRequestAssignment_v2(buf: bytes, pos: i64) -> tuple[
             e_broker_ids = read_i32_be(buf, pos)
             pos += 4
             lst_broker_ids.append(e_broker_ids)
-        o.broker_ids = lst_broker_ids
+        f_broker_ids = lst_broker_ids
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -201,12 +248,12 @@ def _decode_CreatePartitionsRequestAssignment_v2(buf: bytes, pos: i64) -> tuple[
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return CreatePartitionsRequestAssignment(broker_ids=f_broker_ids, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreatePartitionsRequestAssignment_v2(o: CreatePartitionsRequestAssignment, w: BytesWriter) -> None:
-    x_broker_ids = o.broker_ids
+    x_broker_ids: Any = o.broker_ids
     if x_broker_ids is None:
         raise ValueOutOfRangeError('non-nullable field BrokerIds is None', version=2)
     else:
@@ -225,10 +272,12 @@ def _encode_CreatePartitionsRequestAssignment_v2(o: CreatePartitionsRequestAssig
 
 
 def _decode_CreatePartitionsRequestTopic_v0(buf: bytes, pos: i64) -> tuple[CreatePartitionsRequestTopic, i64]:
-    o = _new(_K_CreatePartitionsRequestTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_count: Any
+    f_assignments: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -239,14 +288,14 @@ def _decode_CreatePartitionsRequestTopic_v0(buf: bytes, pos: i64) -> tuple[Creat
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
-    o.count = read_i32_be(buf, pos)
+    f_count = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
-        o.assignments = None
+        f_assignments = None
     else:
         if n > blen - pos:
             raise _invalid('array Assignments declares more elements than bytes remain')
@@ -254,13 +303,13 @@ def _decode_CreatePartitionsRequestTopic_v0(buf: bytes, pos: i64) -> tuple[Creat
         for _i_assignments in range(n):
             x_assignments, pos = _decode_CreatePartitionsRequestAssignment_v0(buf, pos)
             lst_assignments.append(x_assignments)
-        o.assignments = lst_assignments
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_assignments = lst_assignments
+    utf: Any = ()
+    return CreatePartitionsRequestTopic(name=f_name, count=f_count, assignments=f_assignments, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreatePartitionsRequestTopic_v0(o: CreatePartitionsRequestTopic, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -269,8 +318,9 @@ def _encode_CreatePartitionsRequestTopic_v0(o: CreatePartitionsRequestTopic, w: 
             raise ValueOutOfRangeError('string field Name is too long', version=0)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    write_i32_be(w, o.count)
-    x_assignments = o.assignments
+    v_count: int = o.count
+    write_i32_be(w, v_count)
+    x_assignments: Any = o.assignments
     if x_assignments is None:
         write_i32_be(w, -1)
     else:
@@ -283,10 +333,12 @@ def _encode_CreatePartitionsRequestTopic_v0(o: CreatePartitionsRequestTopic, w: 
 
 
 def _decode_CreatePartitionsRequestTopic_v2(buf: bytes, pos: i64) -> tuple[CreatePartitionsRequestTopic, i64]:
-    o = _new(_K_CreatePartitionsRequestTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_count: Any
+    f_assignments: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -301,9 +353,9 @@ def _decode_CreatePartitionsRequestTopic_v2(buf: bytes, pos: i64) -> tuple[Creat
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
-    o.count = read_i32_be(buf, pos)
+    f_count = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -312,7 +364,7 @@ def _decode_CreatePartitionsRequestTopic_v2(buf: bytes, pos: i64) -> tuple[Creat
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.assignments = None
+        f_assignments = None
     else:
         if n > blen - pos:
             raise _invalid('array Assignments declares more elements than bytes remain')
@@ -320,15 +372,14 @@ def _decode_CreatePartitionsRequestTopic_v2(buf: bytes, pos: i64) -> tuple[Creat
         for _i_assignments in range(n):
             x_assignments, pos = _decode_CreatePartitionsRequestAssignment_v2(buf, pos)
             lst_assignments.append(x_assignments)
-        o.assignments = lst_assignments
+        f_assignments = lst_assignments
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -340,12 +391,12 @@ def _decode_CreatePartitionsRequestTopic_v2(buf: bytes, pos: i64) -> tuple[Creat
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return CreatePartitionsRequestTopic(name=f_name, count=f_count, assignments=f_assignments, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreatePartitionsRequestTopic_v2(o: CreatePartitionsRequestTopic, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
     else:
@@ -358,8 +409,9 @@ def _encode_CreatePartitionsRequestTopic_v2(o: CreatePartitionsRequestTopic, w: 
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    write_i32_be(w, o.count)
-    x_assignments = o.assignments
+    v_count: int = o.count
+    write_i32_be(w, v_count)
+    x_assignments: Any = o.assignments
     if x_assignments is None:
         w.append(_ZERO)
     else:
@@ -378,9 +430,11 @@ def _encode_CreatePartitionsRequestTopic_v2(o: CreatePartitionsRequestTopic, w: 
 
 
 def _decode_CreatePartitionsRequest_v0(buf: bytes, pos: i64) -> tuple[CreatePartitionsRequest, i64]:
-    o = _new(_K_CreatePartitionsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
+    f_topics: Any
+    f_timeout_ms: Any
+    f_validate_only: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -392,17 +446,17 @@ def _decode_CreatePartitionsRequest_v0(buf: bytes, pos: i64) -> tuple[CreatePart
         for _i_topics in range(n):
             x_topics, pos = _decode_CreatePartitionsRequestTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.timeout_ms = read_i32_be(buf, pos)
+        f_topics = lst_topics
+    f_timeout_ms = read_i32_be(buf, pos)
     pos += 4
-    o.validate_only = buf[pos] != 0
+    f_validate_only = buf[pos] != 0
     pos += 1
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return CreatePartitionsRequest(topics=f_topics, timeout_ms=f_timeout_ms, validate_only=f_validate_only, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreatePartitionsRequest_v0(o: CreatePartitionsRequest, w: BytesWriter) -> None:
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -410,17 +464,20 @@ def _encode_CreatePartitionsRequest_v0(o: CreatePartitionsRequest, w: BytesWrite
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_CreatePartitionsRequestTopic_v0(e_topics, w)
-    write_i32_be(w, o.timeout_ms)
+    v_timeout_ms: int = o.timeout_ms
+    write_i32_be(w, v_timeout_ms)
     w.append(_ONE if o.validate_only else _ZERO)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_CreatePartitionsRequest_v2(buf: bytes, pos: i64) -> tuple[CreatePartitionsRequest, i64]:
-    o = _new(_K_CreatePartitionsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topics: Any
+    f_timeout_ms: Any
+    f_validate_only: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -436,19 +493,18 @@ def _decode_CreatePartitionsRequest_v2(buf: bytes, pos: i64) -> tuple[CreatePart
         for _i_topics in range(n):
             x_topics, pos = _decode_CreatePartitionsRequestTopic_v2(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.timeout_ms = read_i32_be(buf, pos)
+        f_topics = lst_topics
+    f_timeout_ms = read_i32_be(buf, pos)
     pos += 4
-    o.validate_only = buf[pos] != 0
+    f_validate_only = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -460,12 +516,12 @@ def _decode_CreatePartitionsRequest_v2(buf: bytes, pos: i64) -> tuple[CreatePart
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return CreatePartitionsRequest(topics=f_topics, timeout_ms=f_timeout_ms, validate_only=f_validate_only, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreatePartitionsRequest_v2(o: CreatePartitionsRequest, w: BytesWriter) -> None:
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
@@ -477,7 +533,8 @@ def _encode_CreatePartitionsRequest_v2(o: CreatePartitionsRequest, w: BytesWrite
             _put_uvarint(w, m)
         for e_topics in l_topics:
             _encode_CreatePartitionsRequestTopic_v2(e_topics, w)
-    write_i32_be(w, o.timeout_ms)
+    v_timeout_ms: int = o.timeout_ms
+    write_i32_be(w, v_timeout_ms)
     w.append(_ONE if o.validate_only else _ZERO)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
@@ -486,10 +543,12 @@ def _encode_CreatePartitionsRequest_v2(o: CreatePartitionsRequest, w: BytesWrite
 
 
 def _decode_CreatePartitionsResponseTopicResult_v0(buf: bytes, pos: i64) -> tuple[CreatePartitionsResponseTopicResult, i64]:
-    o = _new(_K_CreatePartitionsResponseTopicResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_error_code: Any
+    f_error_message: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -500,28 +559,28 @@ def _decode_CreatePartitionsResponseTopicResult_v0(buf: bytes, pos: i64) -> tupl
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return CreatePartitionsResponseTopicResult(name=f_name, error_code=f_error_code, error_message=f_error_message, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreatePartitionsResponseTopicResult_v0(o: CreatePartitionsResponseTopicResult, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -530,8 +589,9 @@ def _encode_CreatePartitionsResponseTopicResult_v0(o: CreatePartitionsResponseTo
             raise ValueOutOfRangeError('string field Name is too long', version=0)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         write_i16_be(w, -1)
     else:
@@ -545,10 +605,12 @@ def _encode_CreatePartitionsResponseTopicResult_v0(o: CreatePartitionsResponseTo
 
 
 def _decode_CreatePartitionsResponseTopicResult_v2(buf: bytes, pos: i64) -> tuple[CreatePartitionsResponseTopicResult, i64]:
-    o = _new(_K_CreatePartitionsResponseTopicResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_error_code: Any
+    f_error_message: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -563,9 +625,9 @@ def _decode_CreatePartitionsResponseTopicResult_v2(buf: bytes, pos: i64) -> tupl
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -574,23 +636,22 @@ def _decode_CreatePartitionsResponseTopicResult_v2(buf: bytes, pos: i64) -> tupl
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -602,12 +663,12 @@ def _decode_CreatePartitionsResponseTopicResult_v2(buf: bytes, pos: i64) -> tupl
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return CreatePartitionsResponseTopicResult(name=f_name, error_code=f_error_code, error_message=f_error_message, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreatePartitionsResponseTopicResult_v2(o: CreatePartitionsResponseTopicResult, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
     else:
@@ -620,8 +681,9 @@ def _encode_CreatePartitionsResponseTopicResult_v2(o: CreatePartitionsResponseTo
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -641,10 +703,11 @@ def _encode_CreatePartitionsResponseTopicResult_v2(o: CreatePartitionsResponseTo
 
 
 def _decode_CreatePartitionsResponse_v0(buf: bytes, pos: i64) -> tuple[CreatePartitionsResponse, i64]:
-    o = _new(_K_CreatePartitionsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_results: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -657,14 +720,15 @@ def _decode_CreatePartitionsResponse_v0(buf: bytes, pos: i64) -> tuple[CreatePar
         for _i_results in range(n):
             x_results, pos = _decode_CreatePartitionsResponseTopicResult_v0(buf, pos)
             lst_results.append(x_results)
-        o.results = lst_results
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_results = lst_results
+    utf: Any = ()
+    return CreatePartitionsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreatePartitionsResponse_v0(o: CreatePartitionsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_results = o.results
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_results: Any = o.results
     if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=0)
     else:
@@ -677,11 +741,12 @@ def _encode_CreatePartitionsResponse_v0(o: CreatePartitionsResponse, w: BytesWri
 
 
 def _decode_CreatePartitionsResponse_v2(buf: bytes, pos: i64) -> tuple[CreatePartitionsResponse, i64]:
-    o = _new(_K_CreatePartitionsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_results: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -698,15 +763,14 @@ def _decode_CreatePartitionsResponse_v2(buf: bytes, pos: i64) -> tuple[CreatePar
         for _i_results in range(n):
             x_results, pos = _decode_CreatePartitionsResponseTopicResult_v2(buf, pos)
             lst_results.append(x_results)
-        o.results = lst_results
+        f_results = lst_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -718,13 +782,14 @@ def _decode_CreatePartitionsResponse_v2(buf: bytes, pos: i64) -> tuple[CreatePar
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return CreatePartitionsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreatePartitionsResponse_v2(o: CreatePartitionsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_results = o.results
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_results: Any = o.results
     if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=2)
     else:
@@ -751,4 +816,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (CreatePartitionsResponse, {0: _decode_CreatePartitionsResponse_v0, 1: _decode_CreatePartitionsResponse_v0, 2: _decode_CreatePartitionsResponse_v2, 3: _decode_CreatePartitionsResponse_v2}, {0: _encode_CreatePartitionsResponse_v0, 1: _encode_CreatePartitionsResponse_v0, 2: _encode_CreatePartitionsResponse_v2, 3: _encode_CreatePartitionsResponse_v2}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.create_partitions', TABLES)

@@ -23,30 +23,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.create_topics import (
-    CreateTopicsRequest,
-    CreateTopicsRequestCreatableReplicaAssignment,
-    CreateTopicsRequestCreatableTopic,
-    CreateTopicsRequestCreatableTopicConfig,
-    CreateTopicsResponse,
-    CreateTopicsResponseCreatableTopicConfigs,
-    CreateTopicsResponseCreatableTopicResult,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_CreateTopicsRequest: Final = CreateTopicsRequest
-_K_CreateTopicsRequestCreatableReplicaAssignment: Final = CreateTopicsRequestCreatableReplicaAssignment
-_K_CreateTopicsRequestCreatableTopic: Final = CreateTopicsRequestCreatableTopic
-_K_CreateTopicsRequestCreatableTopicConfig: Final = CreateTopicsRequestCreatableTopicConfig
-_K_CreateTopicsResponse: Final = CreateTopicsResponse
-_K_CreateTopicsResponseCreatableTopicConfigs: Final = CreateTopicsResponseCreatableTopicConfigs
-_K_CreateTopicsResponseCreatableTopicResult: Final = CreateTopicsResponseCreatableTopicResult
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -132,11 +117,115 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class CreateTopicsRequestCreatableReplicaAssignment(_NativeStruct):
+    partition_index: Any
+    broker_ids: Any
+
+    def __init__(self, *, partition_index: Any = 0, broker_ids: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.broker_ids = [] if broker_ids is FRESH else broker_ids
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class CreateTopicsRequestCreatableTopicConfig(_NativeStruct):
+    name: Any
+    value: Any
+
+    def __init__(self, *, name: Any = '', value: Any = '', unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.value = value
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class CreateTopicsRequestCreatableTopic(_NativeStruct):
+    name: Any
+    num_partitions: Any
+    replication_factor: Any
+    assignments: Any
+    configs: Any
+
+    def __init__(self, *, name: Any = '', num_partitions: Any = 0, replication_factor: Any = 0, assignments: Any = FRESH, configs: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.num_partitions = num_partitions
+        self.replication_factor = replication_factor
+        self.assignments = [] if assignments is FRESH else assignments
+        self.configs = [] if configs is FRESH else configs
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class CreateTopicsRequest(_NativeMessage):
+    topics: Any
+    timeout_ms: Any
+    validate_only: Any
+
+    def __init__(self, *, topics: Any = FRESH, timeout_ms: Any = 60000, validate_only: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.topics = [] if topics is FRESH else topics
+        self.timeout_ms = timeout_ms
+        self.validate_only = validate_only
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class CreateTopicsResponseCreatableTopicConfigs(_NativeStruct):
+    name: Any
+    value: Any
+    read_only: Any
+    config_source: Any
+    is_sensitive: Any
+
+    def __init__(self, *, name: Any = '', value: Any = '', read_only: Any = False, config_source: Any = -1, is_sensitive: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.value = value
+        self.read_only = read_only
+        self.config_source = config_source
+        self.is_sensitive = is_sensitive
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class CreateTopicsResponseCreatableTopicResult(_NativeStruct):
+    name: Any
+    topic_id: Any
+    error_code: Any
+    error_message: Any
+    topic_config_error_code: Any
+    num_partitions: Any
+    replication_factor: Any
+    configs: Any
+
+    def __init__(self, *, name: Any = '', topic_id: Any = ZERO_UUID, error_code: Any = 0, error_message: Any = '', topic_config_error_code: Any = 0, num_partitions: Any = -1, replication_factor: Any = -1, configs: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.topic_id = topic_id
+        self.error_code = error_code
+        self.error_message = error_message
+        self.topic_config_error_code = topic_config_error_code
+        self.num_partitions = num_partitions
+        self.replication_factor = replication_factor
+        self.configs = [] if configs is FRESH else configs
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class CreateTopicsResponse(_NativeMessage):
+    throttle_time_ms: Any
+    topics: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is FRESH else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_CreateTopicsRequestCreatableReplicaAssignment = CreateTopicsRequestCreatableReplicaAssignment()
+_DEFAULT_CreateTopicsRequestCreatableTopicConfig = CreateTopicsRequestCreatableTopicConfig()
+_DEFAULT_CreateTopicsRequestCreatableTopic = CreateTopicsRequestCreatableTopic()
+_DEFAULT_CreateTopicsResponseCreatableTopicConfigs = CreateTopicsResponseCreatableTopicConfigs()
+_DEFAULT_CreateTopicsResponseCreatableTopicResult = CreateTopicsResponseCreatableTopicResult()
+
+
 def _decode_CreateTopicsRequestCreatableReplicaAssignment_v0(buf: bytes, pos: i64) -> tuple[CreateTopicsRequestCreatableReplicaAssignment, i64]:
-    o = _new(_K_CreateTopicsRequestCreatableReplicaAssignment)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_broker_ids: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -150,14 +239,15 @@ def _decode_CreateTopicsRequestCreatableReplicaAssignment_v0(buf: bytes, pos: i6
             e_broker_ids = read_i32_be(buf, pos)
             pos += 4
             lst_broker_ids.append(e_broker_ids)
-        o.broker_ids = lst_broker_ids
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_broker_ids = lst_broker_ids
+    utf: Any = ()
+    return CreateTopicsRequestCreatableReplicaAssignment(partition_index=f_partition_index, broker_ids=f_broker_ids, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreateTopicsRequestCreatableReplicaAssignment_v0(o: CreateTopicsRequestCreatableReplicaAssignment, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    x_broker_ids = o.broker_ids
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    x_broker_ids: Any = o.broker_ids
     if x_broker_ids is None:
         raise ValueOutOfRangeError('non-nullable field BrokerIds is None', version=0)
     else:
@@ -170,11 +260,12 @@ def _encode_CreateTopicsRequestCreatableReplicaAssignment_v0(o: CreateTopicsRequ
 
 
 def _decode_CreateTopicsRequestCreatableReplicaAssignment_v5(buf: bytes, pos: i64) -> tuple[CreateTopicsRequestCreatableReplicaAssignment, i64]:
-    o = _new(_K_CreateTopicsRequestCreatableReplicaAssignment)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_broker_ids: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -192,15 +283,14 @@ def _decode_CreateTopicsRequestCreatableReplicaAssignment_v5(buf: bytes, pos: i6
             e_broker_ids = read_i32_be(buf, pos)
             pos += 4
             lst_broker_ids.append(e_broker_ids)
-        o.broker_ids = lst_broker_ids
+        f_broker_ids = lst_broker_ids
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -212,13 +302,14 @@ def _decode_CreateTopicsRequestCreatableReplicaAssignment_v5(buf: bytes, pos: i6
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return CreateTopicsRequestCreatableReplicaAssignment(partition_index=f_partition_index, broker_ids=f_broker_ids, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreateTopicsRequestCreatableReplicaAssignment_v5(o: CreateTopicsRequestCreatableReplicaAssignment, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    x_broker_ids = o.broker_ids
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    x_broker_ids: Any = o.broker_ids
     if x_broker_ids is None:
         raise ValueOutOfRangeError('non-nullable field BrokerIds is None', version=5)
     else:
@@ -237,10 +328,11 @@ def _encode_CreateTopicsRequestCreatableReplicaAssignment_v5(o: CreateTopicsRequ
 
 
 def _decode_CreateTopicsRequestCreatableTopicConfig_v0(buf: bytes, pos: i64) -> tuple[CreateTopicsRequestCreatableTopicConfig, i64]:
-    o = _new(_K_CreateTopicsRequestCreatableTopicConfig)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_value: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -251,26 +343,26 @@ def _decode_CreateTopicsRequestCreatableTopicConfig_v0(buf: bytes, pos: i64) -> 
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.value = None
+        f_value = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Value is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Value')
-        o.value = buf[pos:end].decode()
+        f_value = buf[pos:end].decode()
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return CreateTopicsRequestCreatableTopicConfig(name=f_name, value=f_value, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreateTopicsRequestCreatableTopicConfig_v0(o: CreateTopicsRequestCreatableTopicConfig, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -279,7 +371,7 @@ def _encode_CreateTopicsRequestCreatableTopicConfig_v0(o: CreateTopicsRequestCre
             raise ValueOutOfRangeError('string field Name is too long', version=0)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_value = o.value
+    x_value: str | None = o.value
     if x_value is None:
         write_i16_be(w, -1)
     else:
@@ -293,10 +385,11 @@ def _encode_CreateTopicsRequestCreatableTopicConfig_v0(o: CreateTopicsRequestCre
 
 
 def _decode_CreateTopicsRequestCreatableTopicConfig_v5(buf: bytes, pos: i64) -> tuple[CreateTopicsRequestCreatableTopicConfig, i64]:
-    o = _new(_K_CreateTopicsRequestCreatableTopicConfig)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_value: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -311,7 +404,7 @@ def _decode_CreateTopicsRequestCreatableTopicConfig_v5(buf: bytes, pos: i64) -> 
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -320,23 +413,22 @@ def _decode_CreateTopicsRequestCreatableTopicConfig_v5(buf: bytes, pos: i64) -> 
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.value = None
+        f_value = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Value is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Value')
-        o.value = buf[pos:end].decode()
+        f_value = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -348,12 +440,12 @@ def _decode_CreateTopicsRequestCreatableTopicConfig_v5(buf: bytes, pos: i64) -> 
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return CreateTopicsRequestCreatableTopicConfig(name=f_name, value=f_value, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreateTopicsRequestCreatableTopicConfig_v5(o: CreateTopicsRequestCreatableTopicConfig, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=5)
     else:
@@ -366,7 +458,7 @@ def _encode_CreateTopicsRequestCreatableTopicConfig_v5(o: CreateTopicsRequestCre
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_value = o.value
+    x_value: str | None = o.value
     if x_value is None:
         w.append(_ZERO)
     else:
@@ -386,10 +478,14 @@ def _encode_CreateTopicsRequestCreatableTopicConfig_v5(o: CreateTopicsRequestCre
 
 
 def _decode_CreateTopicsRequestCreatableTopic_v0(buf: bytes, pos: i64) -> tuple[CreateTopicsRequestCreatableTopic, i64]:
-    o = _new(_K_CreateTopicsRequestCreatableTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_num_partitions: Any
+    f_replication_factor: Any
+    f_assignments: Any
+    f_configs: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -400,11 +496,11 @@ def _decode_CreateTopicsRequestCreatableTopic_v0(buf: bytes, pos: i64) -> tuple[
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
-    o.num_partitions = read_i32_be(buf, pos)
+    f_num_partitions = read_i32_be(buf, pos)
     pos += 4
-    o.replication_factor = read_i16_be(buf, pos)
+    f_replication_factor = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -417,7 +513,7 @@ def _decode_CreateTopicsRequestCreatableTopic_v0(buf: bytes, pos: i64) -> tuple[
         for _i_assignments in range(n):
             x_assignments, pos = _decode_CreateTopicsRequestCreatableReplicaAssignment_v0(buf, pos)
             lst_assignments.append(x_assignments)
-        o.assignments = lst_assignments
+        f_assignments = lst_assignments
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -429,13 +525,13 @@ def _decode_CreateTopicsRequestCreatableTopic_v0(buf: bytes, pos: i64) -> tuple[
         for _i_configs in range(n):
             x_configs, pos = _decode_CreateTopicsRequestCreatableTopicConfig_v0(buf, pos)
             lst_configs.append(x_configs)
-        o.configs = lst_configs
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_configs = lst_configs
+    utf: Any = ()
+    return CreateTopicsRequestCreatableTopic(name=f_name, num_partitions=f_num_partitions, replication_factor=f_replication_factor, assignments=f_assignments, configs=f_configs, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreateTopicsRequestCreatableTopic_v0(o: CreateTopicsRequestCreatableTopic, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -444,9 +540,11 @@ def _encode_CreateTopicsRequestCreatableTopic_v0(o: CreateTopicsRequestCreatable
             raise ValueOutOfRangeError('string field Name is too long', version=0)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    write_i32_be(w, o.num_partitions)
-    write_i16_be(w, o.replication_factor)
-    x_assignments = o.assignments
+    v_num_partitions: int = o.num_partitions
+    write_i32_be(w, v_num_partitions)
+    v_replication_factor: int = o.replication_factor
+    write_i16_be(w, v_replication_factor)
+    x_assignments: Any = o.assignments
     if x_assignments is None:
         raise ValueOutOfRangeError('non-nullable field Assignments is None', version=0)
     else:
@@ -454,7 +552,7 @@ def _encode_CreateTopicsRequestCreatableTopic_v0(o: CreateTopicsRequestCreatable
         write_i32_be(w, len(l_assignments))
         for e_assignments in l_assignments:
             _encode_CreateTopicsRequestCreatableReplicaAssignment_v0(e_assignments, w)
-    x_configs = o.configs
+    x_configs: Any = o.configs
     if x_configs is None:
         raise ValueOutOfRangeError('non-nullable field Configs is None', version=0)
     else:
@@ -467,10 +565,14 @@ def _encode_CreateTopicsRequestCreatableTopic_v0(o: CreateTopicsRequestCreatable
 
 
 def _decode_CreateTopicsRequestCreatableTopic_v5(buf: bytes, pos: i64) -> tuple[CreateTopicsRequestCreatableTopic, i64]:
-    o = _new(_K_CreateTopicsRequestCreatableTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_num_partitions: Any
+    f_replication_factor: Any
+    f_assignments: Any
+    f_configs: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -485,11 +587,11 @@ def _decode_CreateTopicsRequestCreatableTopic_v5(buf: bytes, pos: i64) -> tuple[
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
-    o.num_partitions = read_i32_be(buf, pos)
+    f_num_partitions = read_i32_be(buf, pos)
     pos += 4
-    o.replication_factor = read_i16_be(buf, pos)
+    f_replication_factor = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -506,7 +608,7 @@ def _decode_CreateTopicsRequestCreatableTopic_v5(buf: bytes, pos: i64) -> tuple[
         for _i_assignments in range(n):
             x_assignments, pos = _decode_CreateTopicsRequestCreatableReplicaAssignment_v5(buf, pos)
             lst_assignments.append(x_assignments)
-        o.assignments = lst_assignments
+        f_assignments = lst_assignments
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -522,15 +624,14 @@ def _decode_CreateTopicsRequestCreatableTopic_v5(buf: bytes, pos: i64) -> tuple[
         for _i_configs in range(n):
             x_configs, pos = _decode_CreateTopicsRequestCreatableTopicConfig_v5(buf, pos)
             lst_configs.append(x_configs)
-        o.configs = lst_configs
+        f_configs = lst_configs
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -542,12 +643,12 @@ def _decode_CreateTopicsRequestCreatableTopic_v5(buf: bytes, pos: i64) -> tuple[
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return CreateTopicsRequestCreatableTopic(name=f_name, num_partitions=f_num_partitions, replication_factor=f_replication_factor, assignments=f_assignments, configs=f_configs, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreateTopicsRequestCreatableTopic_v5(o: CreateTopicsRequestCreatableTopic, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=5)
     else:
@@ -560,9 +661,11 @@ def _encode_CreateTopicsRequestCreatableTopic_v5(o: CreateTopicsRequestCreatable
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    write_i32_be(w, o.num_partitions)
-    write_i16_be(w, o.replication_factor)
-    x_assignments = o.assignments
+    v_num_partitions: int = o.num_partitions
+    write_i32_be(w, v_num_partitions)
+    v_replication_factor: int = o.replication_factor
+    write_i16_be(w, v_replication_factor)
+    x_assignments: Any = o.assignments
     if x_assignments is None:
         raise ValueOutOfRangeError('non-nullable field Assignments is None', version=5)
     else:
@@ -574,7 +677,7 @@ def _encode_CreateTopicsRequestCreatableTopic_v5(o: CreateTopicsRequestCreatable
             _put_uvarint(w, m)
         for e_assignments in l_assignments:
             _encode_CreateTopicsRequestCreatableReplicaAssignment_v5(e_assignments, w)
-    x_configs = o.configs
+    x_configs: Any = o.configs
     if x_configs is None:
         raise ValueOutOfRangeError('non-nullable field Configs is None', version=5)
     else:
@@ -593,10 +696,10 @@ def _encode_CreateTopicsRequestCreatableTopic_v5(o: CreateTopicsRequestCreatable
 
 
 def _decode_CreateTopicsRequest_v0(buf: bytes, pos: i64) -> tuple[CreateTopicsRequest, i64]:
-    o = _new(_K_CreateTopicsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.validate_only = False
+    f_topics: Any
+    f_timeout_ms: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -608,17 +711,17 @@ def _decode_CreateTopicsRequest_v0(buf: bytes, pos: i64) -> tuple[CreateTopicsRe
         for _i_topics in range(n):
             x_topics, pos = _decode_CreateTopicsRequestCreatableTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.timeout_ms = read_i32_be(buf, pos)
+        f_topics = lst_topics
+    f_timeout_ms = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return CreateTopicsRequest(topics=f_topics, timeout_ms=f_timeout_ms, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreateTopicsRequest_v0(o: CreateTopicsRequest, w: BytesWriter) -> None:
     if bool(o.validate_only):
         raise FieldNotInVersionError('non-default validateOnly cannot be written', version=0)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -626,15 +729,18 @@ def _encode_CreateTopicsRequest_v0(o: CreateTopicsRequest, w: BytesWriter) -> No
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_CreateTopicsRequestCreatableTopic_v0(e_topics, w)
-    write_i32_be(w, o.timeout_ms)
+    v_timeout_ms: int = o.timeout_ms
+    write_i32_be(w, v_timeout_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_CreateTopicsRequest_v1(buf: bytes, pos: i64) -> tuple[CreateTopicsRequest, i64]:
-    o = _new(_K_CreateTopicsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
+    f_topics: Any
+    f_timeout_ms: Any
+    f_validate_only: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -646,17 +752,17 @@ def _decode_CreateTopicsRequest_v1(buf: bytes, pos: i64) -> tuple[CreateTopicsRe
         for _i_topics in range(n):
             x_topics, pos = _decode_CreateTopicsRequestCreatableTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.timeout_ms = read_i32_be(buf, pos)
+        f_topics = lst_topics
+    f_timeout_ms = read_i32_be(buf, pos)
     pos += 4
-    o.validate_only = buf[pos] != 0
+    f_validate_only = buf[pos] != 0
     pos += 1
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return CreateTopicsRequest(topics=f_topics, timeout_ms=f_timeout_ms, validate_only=f_validate_only, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreateTopicsRequest_v1(o: CreateTopicsRequest, w: BytesWriter) -> None:
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
@@ -664,17 +770,20 @@ def _encode_CreateTopicsRequest_v1(o: CreateTopicsRequest, w: BytesWriter) -> No
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_CreateTopicsRequestCreatableTopic_v0(e_topics, w)
-    write_i32_be(w, o.timeout_ms)
+    v_timeout_ms: int = o.timeout_ms
+    write_i32_be(w, v_timeout_ms)
     w.append(_ONE if o.validate_only else _ZERO)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_CreateTopicsRequest_v5(buf: bytes, pos: i64) -> tuple[CreateTopicsRequest, i64]:
-    o = _new(_K_CreateTopicsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topics: Any
+    f_timeout_ms: Any
+    f_validate_only: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -690,19 +799,18 @@ def _decode_CreateTopicsRequest_v5(buf: bytes, pos: i64) -> tuple[CreateTopicsRe
         for _i_topics in range(n):
             x_topics, pos = _decode_CreateTopicsRequestCreatableTopic_v5(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.timeout_ms = read_i32_be(buf, pos)
+        f_topics = lst_topics
+    f_timeout_ms = read_i32_be(buf, pos)
     pos += 4
-    o.validate_only = buf[pos] != 0
+    f_validate_only = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -714,12 +822,12 @@ def _decode_CreateTopicsRequest_v5(buf: bytes, pos: i64) -> tuple[CreateTopicsRe
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return CreateTopicsRequest(topics=f_topics, timeout_ms=f_timeout_ms, validate_only=f_validate_only, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreateTopicsRequest_v5(o: CreateTopicsRequest, w: BytesWriter) -> None:
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=5)
     else:
@@ -731,7 +839,8 @@ def _encode_CreateTopicsRequest_v5(o: CreateTopicsRequest, w: BytesWriter) -> No
             _put_uvarint(w, m)
         for e_topics in l_topics:
             _encode_CreateTopicsRequestCreatableTopic_v5(e_topics, w)
-    write_i32_be(w, o.timeout_ms)
+    v_timeout_ms: int = o.timeout_ms
+    write_i32_be(w, v_timeout_ms)
     w.append(_ONE if o.validate_only else _ZERO)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
@@ -740,11 +849,15 @@ def _encode_CreateTopicsRequest_v5(o: CreateTopicsRequest, w: BytesWriter) -> No
 
 
 def _decode_CreateTopicsResponseCreatableTopicConfigs_v5(buf: bytes, pos: i64) -> tuple[CreateTopicsResponseCreatableTopicConfigs, i64]:
-    o = _new(_K_CreateTopicsResponseCreatableTopicConfigs)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
+    f_name: Any
+    f_value: Any
+    f_read_only: Any
+    f_config_source: Any
+    f_is_sensitive: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -759,7 +872,7 @@ def _decode_CreateTopicsResponseCreatableTopicConfigs_v5(buf: bytes, pos: i64) -
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -768,30 +881,29 @@ def _decode_CreateTopicsResponseCreatableTopicConfigs_v5(buf: bytes, pos: i64) -
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.value = None
+        f_value = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Value is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Value')
-        o.value = buf[pos:end].decode()
+        f_value = buf[pos:end].decode()
         pos = end
-    o.read_only = buf[pos] != 0
+    f_read_only = buf[pos] != 0
     pos += 1
     b8 = buf[pos]
-    o.config_source = b8 - 256 if b8 >= 128 else b8
+    f_config_source = b8 - 256 if b8 >= 128 else b8
     pos += 1
-    o.is_sensitive = buf[pos] != 0
+    f_is_sensitive = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -803,12 +915,12 @@ def _decode_CreateTopicsResponseCreatableTopicConfigs_v5(buf: bytes, pos: i64) -
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return CreateTopicsResponseCreatableTopicConfigs(name=f_name, value=f_value, read_only=f_read_only, config_source=f_config_source, is_sensitive=f_is_sensitive, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreateTopicsResponseCreatableTopicConfigs_v5(o: CreateTopicsResponseCreatableTopicConfigs, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=5)
     else:
@@ -821,7 +933,7 @@ def _encode_CreateTopicsResponseCreatableTopicConfigs_v5(o: CreateTopicsResponse
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_value = o.value
+    x_value: str | None = o.value
     if x_value is None:
         w.append(_ZERO)
     else:
@@ -835,7 +947,8 @@ def _encode_CreateTopicsResponseCreatableTopicConfigs_v5(o: CreateTopicsResponse
             _put_uvarint(w, m)
         w.write(b_value)
     w.append(_ONE if o.read_only else _ZERO)
-    _put_i8(w, o.config_source)
+    v_config_source: int = o.config_source
+    _put_i8(w, v_config_source)
     w.append(_ONE if o.is_sensitive else _ZERO)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
@@ -844,16 +957,11 @@ def _encode_CreateTopicsResponseCreatableTopicConfigs_v5(o: CreateTopicsResponse
 
 
 def _decode_CreateTopicsResponseCreatableTopicResult_v0(buf: bytes, pos: i64) -> tuple[CreateTopicsResponseCreatableTopicResult, i64]:
-    o = _new(_K_CreateTopicsResponseCreatableTopicResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
-    o.error_message = ''
-    o.topic_config_error_code = 0
-    o.num_partitions = -1
-    o.replication_factor = -1
-    o.configs = []
+    f_name: Any
+    f_error_code: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -864,16 +972,16 @@ def _decode_CreateTopicsResponseCreatableTopicResult_v0(buf: bytes, pos: i64) ->
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return CreateTopicsResponseCreatableTopicResult(name=f_name, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreateTopicsResponseCreatableTopicResult_v0(o: CreateTopicsResponseCreatableTopicResult, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -882,21 +990,19 @@ def _encode_CreateTopicsResponseCreatableTopicResult_v0(o: CreateTopicsResponseC
             raise ValueOutOfRangeError('string field Name is too long', version=0)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    write_i16_be(w, o.error_code)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_CreateTopicsResponseCreatableTopicResult_v1(buf: bytes, pos: i64) -> tuple[CreateTopicsResponseCreatableTopicResult, i64]:
-    o = _new(_K_CreateTopicsResponseCreatableTopicResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
-    o.topic_config_error_code = 0
-    o.num_partitions = -1
-    o.replication_factor = -1
-    o.configs = []
+    f_name: Any
+    f_error_code: Any
+    f_error_message: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -907,28 +1013,28 @@ def _decode_CreateTopicsResponseCreatableTopicResult_v1(buf: bytes, pos: i64) ->
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return CreateTopicsResponseCreatableTopicResult(name=f_name, error_code=f_error_code, error_message=f_error_message, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreateTopicsResponseCreatableTopicResult_v1(o: CreateTopicsResponseCreatableTopicResult, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
     else:
@@ -937,8 +1043,9 @@ def _encode_CreateTopicsResponseCreatableTopicResult_v1(o: CreateTopicsResponseC
             raise ValueOutOfRangeError('string field Name is too long', version=1)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         write_i16_be(w, -1)
     else:
@@ -952,12 +1059,16 @@ def _encode_CreateTopicsResponseCreatableTopicResult_v1(o: CreateTopicsResponseC
 
 
 def _decode_CreateTopicsResponseCreatableTopicResult_v5(buf: bytes, pos: i64) -> tuple[CreateTopicsResponseCreatableTopicResult, i64]:
-    o = _new(_K_CreateTopicsResponseCreatableTopicResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
-    o.topic_config_error_code = 0
+    f_name: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_topic_config_error_code: Any = 0
+    f_num_partitions: Any
+    f_replication_factor: Any
+    f_configs: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -972,9 +1083,9 @@ def _decode_CreateTopicsResponseCreatableTopicResult_v5(buf: bytes, pos: i64) ->
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -983,18 +1094,18 @@ def _decode_CreateTopicsResponseCreatableTopicResult_v5(buf: bytes, pos: i64) ->
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
-    o.num_partitions = read_i32_be(buf, pos)
+    f_num_partitions = read_i32_be(buf, pos)
     pos += 4
-    o.replication_factor = read_i16_be(buf, pos)
+    f_replication_factor = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1003,7 +1114,7 @@ def _decode_CreateTopicsResponseCreatableTopicResult_v5(buf: bytes, pos: i64) ->
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.configs = None
+        f_configs = None
     else:
         if n > blen - pos:
             raise _invalid('array Configs declares more elements than bytes remain')
@@ -1011,22 +1122,21 @@ def _decode_CreateTopicsResponseCreatableTopicResult_v5(buf: bytes, pos: i64) ->
         for _i_configs in range(n):
             x_configs, pos = _decode_CreateTopicsResponseCreatableTopicConfigs_v5(buf, pos)
             lst_configs.append(x_configs)
-        o.configs = lst_configs
+        f_configs = lst_configs
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
-                o.topic_config_error_code = read_i16_be(buf, pos)
+                f_topic_config_error_code = read_i16_be(buf, pos)
                 pos += 2
             else:
                 end = pos + size
@@ -1034,12 +1144,12 @@ def _decode_CreateTopicsResponseCreatableTopicResult_v5(buf: bytes, pos: i64) ->
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return CreateTopicsResponseCreatableTopicResult(name=f_name, error_code=f_error_code, error_message=f_error_message, topic_config_error_code=f_topic_config_error_code, num_partitions=f_num_partitions, replication_factor=f_replication_factor, configs=f_configs, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreateTopicsResponseCreatableTopicResult_v5(o: CreateTopicsResponseCreatableTopicResult, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=5)
     else:
@@ -1052,8 +1162,9 @@ def _encode_CreateTopicsResponseCreatableTopicResult_v5(o: CreateTopicsResponseC
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -1066,9 +1177,11 @@ def _encode_CreateTopicsResponseCreatableTopicResult_v5(o: CreateTopicsResponseC
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    write_i32_be(w, o.num_partitions)
-    write_i16_be(w, o.replication_factor)
-    x_configs = o.configs
+    v_num_partitions: int = o.num_partitions
+    write_i32_be(w, v_num_partitions)
+    v_replication_factor: int = o.replication_factor
+    write_i16_be(w, v_replication_factor)
+    x_configs: Any = o.configs
     if x_configs is None:
         w.append(_ZERO)
     else:
@@ -1083,7 +1196,8 @@ def _encode_CreateTopicsResponseCreatableTopicResult_v5(o: CreateTopicsResponseC
     known: list[tuple[int, bytes | bytearray]] = []
     if o.topic_config_error_code != 0:
         t_topic_config_error_code = BytesWriter()
-        write_i16_be(t_topic_config_error_code, o.topic_config_error_code)
+        v_topic_config_error_code: int = o.topic_config_error_code
+        write_i16_be(t_topic_config_error_code, v_topic_config_error_code)
         known.append((0, t_topic_config_error_code.getvalue()))
     if o.unknown_tagged_fields or known:
         _put_tagged(w, known, o.unknown_tagged_fields, frozenset([0]))
@@ -1092,11 +1206,17 @@ def _encode_CreateTopicsResponseCreatableTopicResult_v5(o: CreateTopicsResponseC
 
 
 def _decode_CreateTopicsResponseCreatableTopicResult_v7(buf: bytes, pos: i64) -> tuple[CreateTopicsResponseCreatableTopicResult, i64]:
-    o = _new(_K_CreateTopicsResponseCreatableTopicResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_config_error_code = 0
+    f_name: Any
+    f_topic_id: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_topic_config_error_code: Any = 0
+    f_num_partitions: Any
+    f_replication_factor: Any
+    f_configs: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1111,11 +1231,11 @@ def _decode_CreateTopicsResponseCreatableTopicResult_v7(buf: bytes, pos: i64) ->
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id = _uuid(buf, pos)
     pos += 16
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1124,18 +1244,18 @@ def _decode_CreateTopicsResponseCreatableTopicResult_v7(buf: bytes, pos: i64) ->
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
-    o.num_partitions = read_i32_be(buf, pos)
+    f_num_partitions = read_i32_be(buf, pos)
     pos += 4
-    o.replication_factor = read_i16_be(buf, pos)
+    f_replication_factor = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1144,7 +1264,7 @@ def _decode_CreateTopicsResponseCreatableTopicResult_v7(buf: bytes, pos: i64) ->
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.configs = None
+        f_configs = None
     else:
         if n > blen - pos:
             raise _invalid('array Configs declares more elements than bytes remain')
@@ -1152,22 +1272,21 @@ def _decode_CreateTopicsResponseCreatableTopicResult_v7(buf: bytes, pos: i64) ->
         for _i_configs in range(n):
             x_configs, pos = _decode_CreateTopicsResponseCreatableTopicConfigs_v5(buf, pos)
             lst_configs.append(x_configs)
-        o.configs = lst_configs
+        f_configs = lst_configs
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
-                o.topic_config_error_code = read_i16_be(buf, pos)
+                f_topic_config_error_code = read_i16_be(buf, pos)
                 pos += 2
             else:
                 end = pos + size
@@ -1175,12 +1294,12 @@ def _decode_CreateTopicsResponseCreatableTopicResult_v7(buf: bytes, pos: i64) ->
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return CreateTopicsResponseCreatableTopicResult(name=f_name, topic_id=f_topic_id, error_code=f_error_code, error_message=f_error_message, topic_config_error_code=f_topic_config_error_code, num_partitions=f_num_partitions, replication_factor=f_replication_factor, configs=f_configs, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreateTopicsResponseCreatableTopicResult_v7(o: CreateTopicsResponseCreatableTopicResult, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=7)
     else:
@@ -1194,8 +1313,9 @@ def _encode_CreateTopicsResponseCreatableTopicResult_v7(o: CreateTopicsResponseC
             _put_uvarint(w, m)
         w.write(b_name)
     _put_uuid(w, o.topic_id)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -1208,9 +1328,11 @@ def _encode_CreateTopicsResponseCreatableTopicResult_v7(o: CreateTopicsResponseC
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    write_i32_be(w, o.num_partitions)
-    write_i16_be(w, o.replication_factor)
-    x_configs = o.configs
+    v_num_partitions: int = o.num_partitions
+    write_i32_be(w, v_num_partitions)
+    v_replication_factor: int = o.replication_factor
+    write_i16_be(w, v_replication_factor)
+    x_configs: Any = o.configs
     if x_configs is None:
         w.append(_ZERO)
     else:
@@ -1225,7 +1347,8 @@ def _encode_CreateTopicsResponseCreatableTopicResult_v7(o: CreateTopicsResponseC
     known: list[tuple[int, bytes | bytearray]] = []
     if o.topic_config_error_code != 0:
         t_topic_config_error_code = BytesWriter()
-        write_i16_be(t_topic_config_error_code, o.topic_config_error_code)
+        v_topic_config_error_code: int = o.topic_config_error_code
+        write_i16_be(t_topic_config_error_code, v_topic_config_error_code)
         known.append((0, t_topic_config_error_code.getvalue()))
     if o.unknown_tagged_fields or known:
         _put_tagged(w, known, o.unknown_tagged_fields, frozenset([0]))
@@ -1234,10 +1357,9 @@ def _encode_CreateTopicsResponseCreatableTopicResult_v7(o: CreateTopicsResponseC
 
 
 def _decode_CreateTopicsResponse_v0(buf: bytes, pos: i64) -> tuple[CreateTopicsResponse, i64]:
-    o = _new(_K_CreateTopicsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = 0
+    f_topics: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -1249,13 +1371,13 @@ def _decode_CreateTopicsResponse_v0(buf: bytes, pos: i64) -> tuple[CreateTopicsR
         for _i_topics in range(n):
             x_topics, pos = _decode_CreateTopicsResponseCreatableTopicResult_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return CreateTopicsResponse(topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreateTopicsResponse_v0(o: CreateTopicsResponse, w: BytesWriter) -> None:
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -1268,10 +1390,9 @@ def _encode_CreateTopicsResponse_v0(o: CreateTopicsResponse, w: BytesWriter) -> 
 
 
 def _decode_CreateTopicsResponse_v1(buf: bytes, pos: i64) -> tuple[CreateTopicsResponse, i64]:
-    o = _new(_K_CreateTopicsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = 0
+    f_topics: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -1283,13 +1404,13 @@ def _decode_CreateTopicsResponse_v1(buf: bytes, pos: i64) -> tuple[CreateTopicsR
         for _i_topics in range(n):
             x_topics, pos = _decode_CreateTopicsResponseCreatableTopicResult_v1(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return CreateTopicsResponse(topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreateTopicsResponse_v1(o: CreateTopicsResponse, w: BytesWriter) -> None:
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
@@ -1302,10 +1423,11 @@ def _encode_CreateTopicsResponse_v1(o: CreateTopicsResponse, w: BytesWriter) -> 
 
 
 def _decode_CreateTopicsResponse_v2(buf: bytes, pos: i64) -> tuple[CreateTopicsResponse, i64]:
-    o = _new(_K_CreateTopicsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_topics: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1318,14 +1440,15 @@ def _decode_CreateTopicsResponse_v2(buf: bytes, pos: i64) -> tuple[CreateTopicsR
         for _i_topics in range(n):
             x_topics, pos = _decode_CreateTopicsResponseCreatableTopicResult_v1(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return CreateTopicsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreateTopicsResponse_v2(o: CreateTopicsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_topics = o.topics
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
@@ -1338,11 +1461,12 @@ def _encode_CreateTopicsResponse_v2(o: CreateTopicsResponse, w: BytesWriter) -> 
 
 
 def _decode_CreateTopicsResponse_v5(buf: bytes, pos: i64) -> tuple[CreateTopicsResponse, i64]:
-    o = _new(_K_CreateTopicsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_topics: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1359,15 +1483,14 @@ def _decode_CreateTopicsResponse_v5(buf: bytes, pos: i64) -> tuple[CreateTopicsR
         for _i_topics in range(n):
             x_topics, pos = _decode_CreateTopicsResponseCreatableTopicResult_v5(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1379,13 +1502,14 @@ def _decode_CreateTopicsResponse_v5(buf: bytes, pos: i64) -> tuple[CreateTopicsR
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return CreateTopicsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreateTopicsResponse_v5(o: CreateTopicsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_topics = o.topics
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=5)
     else:
@@ -1404,11 +1528,12 @@ def _encode_CreateTopicsResponse_v5(o: CreateTopicsResponse, w: BytesWriter) -> 
 
 
 def _decode_CreateTopicsResponse_v7(buf: bytes, pos: i64) -> tuple[CreateTopicsResponse, i64]:
-    o = _new(_K_CreateTopicsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_topics: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1425,15 +1550,14 @@ def _decode_CreateTopicsResponse_v7(buf: bytes, pos: i64) -> tuple[CreateTopicsR
         for _i_topics in range(n):
             x_topics, pos = _decode_CreateTopicsResponseCreatableTopicResult_v7(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1445,13 +1569,14 @@ def _decode_CreateTopicsResponse_v7(buf: bytes, pos: i64) -> tuple[CreateTopicsR
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return CreateTopicsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_CreateTopicsResponse_v7(o: CreateTopicsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_topics = o.topics
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=7)
     else:
@@ -1480,4 +1605,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (CreateTopicsResponse, {0: _decode_CreateTopicsResponse_v0, 1: _decode_CreateTopicsResponse_v1, 2: _decode_CreateTopicsResponse_v2, 3: _decode_CreateTopicsResponse_v2, 4: _decode_CreateTopicsResponse_v2, 5: _decode_CreateTopicsResponse_v5, 6: _decode_CreateTopicsResponse_v5, 7: _decode_CreateTopicsResponse_v7}, {0: _encode_CreateTopicsResponse_v0, 1: _encode_CreateTopicsResponse_v1, 2: _encode_CreateTopicsResponse_v2, 3: _encode_CreateTopicsResponse_v2, 4: _encode_CreateTopicsResponse_v2, 5: _encode_CreateTopicsResponse_v5, 6: _encode_CreateTopicsResponse_v5, 7: _encode_CreateTopicsResponse_v7}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.create_topics', TABLES)

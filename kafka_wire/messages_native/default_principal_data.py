@@ -17,18 +17,14 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
+from kafka_wire.codec.native_base import Message as _NativeMessage
 from kafka_wire.codec.runtime import ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.default_principal_data import (
-    DefaultPrincipalData,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_DefaultPrincipalData: Final = DefaultPrincipalData
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -114,11 +110,25 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class DefaultPrincipalData(_NativeMessage):
+    type: Any
+    name: Any
+    token_authenticated: Any
+
+    def __init__(self, *, type: Any = '', name: Any = '', token_authenticated: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.type = type
+        self.name = name
+        self.token_authenticated = token_authenticated
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
 def _decode_DefaultPrincipalData_v0(buf: bytes, pos: i64) -> tuple[DefaultPrincipalData, i64]:
-    o = _new(_K_DefaultPrincipalData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_type: Any
+    f_name: Any
+    f_token_authenticated: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -133,7 +143,7 @@ def _decode_DefaultPrincipalData_v0(buf: bytes, pos: i64) -> tuple[DefaultPrinci
         end = pos + n
         if end > blen:
             raise _truncated('Type')
-        o.type = buf[pos:end].decode()
+        f_type = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -149,18 +159,17 @@ def _decode_DefaultPrincipalData_v0(buf: bytes, pos: i64) -> tuple[DefaultPrinci
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
-    o.token_authenticated = buf[pos] != 0
+    f_token_authenticated = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -172,12 +181,12 @@ def _decode_DefaultPrincipalData_v0(buf: bytes, pos: i64) -> tuple[DefaultPrinci
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DefaultPrincipalData(type=f_type, name=f_name, token_authenticated=f_token_authenticated, unknown_tagged_fields=utf), pos
 
 
 def _encode_DefaultPrincipalData_v0(o: DefaultPrincipalData, w: BytesWriter) -> None:
-    x_type = o.type
+    x_type: str | None = o.type
     if x_type is None:
         raise ValueOutOfRangeError('non-nullable field Type is None', version=0)
     else:
@@ -190,7 +199,7 @@ def _encode_DefaultPrincipalData_v0(o: DefaultPrincipalData, w: BytesWriter) -> 
         else:
             _put_uvarint(w, m)
         w.write(b_type)
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -215,4 +224,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (DefaultPrincipalData, {0: _decode_DefaultPrincipalData_v0}, {0: _encode_DefaultPrincipalData_v0}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.default_principal_data', TABLES)

@@ -23,26 +23,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.delete_acls import (
-    DeleteAclsRequest,
-    DeleteAclsRequestFilter,
-    DeleteAclsResponse,
-    DeleteAclsResponseFilterResult,
-    DeleteAclsResponseMatchingAcl,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_DeleteAclsRequest: Final = DeleteAclsRequest
-_K_DeleteAclsRequestFilter: Final = DeleteAclsRequestFilter
-_K_DeleteAclsResponse: Final = DeleteAclsResponse
-_K_DeleteAclsResponseFilterResult: Final = DeleteAclsResponseFilterResult
-_K_DeleteAclsResponseMatchingAcl: Final = DeleteAclsResponseMatchingAcl
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -128,67 +117,152 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class DeleteAclsRequestFilter(_NativeStruct):
+    resource_type_filter: Any
+    resource_name_filter: Any
+    pattern_type_filter: Any
+    principal_filter: Any
+    host_filter: Any
+    operation: Any
+    permission_type: Any
+
+    def __init__(self, *, resource_type_filter: Any = 0, resource_name_filter: Any = '', pattern_type_filter: Any = 3, principal_filter: Any = '', host_filter: Any = '', operation: Any = 0, permission_type: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.resource_type_filter = resource_type_filter
+        self.resource_name_filter = resource_name_filter
+        self.pattern_type_filter = pattern_type_filter
+        self.principal_filter = principal_filter
+        self.host_filter = host_filter
+        self.operation = operation
+        self.permission_type = permission_type
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DeleteAclsRequest(_NativeMessage):
+    filters: Any
+
+    def __init__(self, *, filters: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.filters = [] if filters is FRESH else filters
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DeleteAclsResponseMatchingAcl(_NativeStruct):
+    error_code: Any
+    error_message: Any
+    resource_type: Any
+    resource_name: Any
+    pattern_type: Any
+    principal: Any
+    host: Any
+    operation: Any
+    permission_type: Any
+
+    def __init__(self, *, error_code: Any = 0, error_message: Any = '', resource_type: Any = 0, resource_name: Any = '', pattern_type: Any = 3, principal: Any = '', host: Any = '', operation: Any = 0, permission_type: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.pattern_type = pattern_type
+        self.principal = principal
+        self.host = host
+        self.operation = operation
+        self.permission_type = permission_type
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DeleteAclsResponseFilterResult(_NativeStruct):
+    error_code: Any
+    error_message: Any
+    matching_acls: Any
+
+    def __init__(self, *, error_code: Any = 0, error_message: Any = '', matching_acls: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.matching_acls = [] if matching_acls is FRESH else matching_acls
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DeleteAclsResponse(_NativeMessage):
+    throttle_time_ms: Any
+    filter_results: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, filter_results: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.filter_results = [] if filter_results is FRESH else filter_results
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_DeleteAclsRequestFilter = DeleteAclsRequestFilter()
+_DEFAULT_DeleteAclsResponseMatchingAcl = DeleteAclsResponseMatchingAcl()
+_DEFAULT_DeleteAclsResponseFilterResult = DeleteAclsResponseFilterResult()
+
+
 def _decode_DeleteAclsRequestFilter_v0(buf: bytes, pos: i64) -> tuple[DeleteAclsRequestFilter, i64]:
-    o = _new(_K_DeleteAclsRequestFilter)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.pattern_type_filter = 3
+    f_resource_type_filter: Any
+    f_resource_name_filter: Any
+    f_principal_filter: Any
+    f_host_filter: Any
+    f_operation: Any
+    f_permission_type: Any
     b8 = buf[pos]
-    o.resource_type_filter = b8 - 256 if b8 >= 128 else b8
+    f_resource_type_filter = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.resource_name_filter = None
+        f_resource_name_filter = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ResourceNameFilter is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ResourceNameFilter')
-        o.resource_name_filter = buf[pos:end].decode()
+        f_resource_name_filter = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.principal_filter = None
+        f_principal_filter = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field PrincipalFilter is too long')
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalFilter')
-        o.principal_filter = buf[pos:end].decode()
+        f_principal_filter = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.host_filter = None
+        f_host_filter = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field HostFilter is too long')
         end = pos + n
         if end > blen:
             raise _truncated('HostFilter')
-        o.host_filter = buf[pos:end].decode()
+        f_host_filter = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.operation = b8 - 256 if b8 >= 128 else b8
+    f_operation = b8 - 256 if b8 >= 128 else b8
     pos += 1
     b8 = buf[pos]
-    o.permission_type = b8 - 256 if b8 >= 128 else b8
+    f_permission_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return DeleteAclsRequestFilter(resource_type_filter=f_resource_type_filter, resource_name_filter=f_resource_name_filter, principal_filter=f_principal_filter, host_filter=f_host_filter, operation=f_operation, permission_type=f_permission_type, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteAclsRequestFilter_v0(o: DeleteAclsRequestFilter, w: BytesWriter) -> None:
-    if o.pattern_type_filter != 3:
+    d_pattern_type_filter: int = o.pattern_type_filter
+    if d_pattern_type_filter != 3:
         raise FieldNotInVersionError('non-default PatternTypeFilter cannot be written', version=0)
-    _put_i8(w, o.resource_type_filter)
-    x_resource_name_filter = o.resource_name_filter
+    v_resource_type_filter: int = o.resource_type_filter
+    _put_i8(w, v_resource_type_filter)
+    x_resource_name_filter: str | None = o.resource_name_filter
     if x_resource_name_filter is None:
         write_i16_be(w, -1)
     else:
@@ -197,7 +271,7 @@ def _encode_DeleteAclsRequestFilter_v0(o: DeleteAclsRequestFilter, w: BytesWrite
             raise ValueOutOfRangeError('string field ResourceNameFilter is too long', version=0)
         write_i16_be(w, len(b_resource_name_filter))
         w.write(b_resource_name_filter)
-    x_principal_filter = o.principal_filter
+    x_principal_filter: str | None = o.principal_filter
     if x_principal_filter is None:
         write_i16_be(w, -1)
     else:
@@ -206,7 +280,7 @@ def _encode_DeleteAclsRequestFilter_v0(o: DeleteAclsRequestFilter, w: BytesWrite
             raise ValueOutOfRangeError('string field PrincipalFilter is too long', version=0)
         write_i16_be(w, len(b_principal_filter))
         w.write(b_principal_filter)
-    x_host_filter = o.host_filter
+    x_host_filter: str | None = o.host_filter
     if x_host_filter is None:
         write_i16_be(w, -1)
     else:
@@ -215,73 +289,82 @@ def _encode_DeleteAclsRequestFilter_v0(o: DeleteAclsRequestFilter, w: BytesWrite
             raise ValueOutOfRangeError('string field HostFilter is too long', version=0)
         write_i16_be(w, len(b_host_filter))
         w.write(b_host_filter)
-    _put_i8(w, o.operation)
-    _put_i8(w, o.permission_type)
+    v_operation: int = o.operation
+    _put_i8(w, v_operation)
+    v_permission_type: int = o.permission_type
+    _put_i8(w, v_permission_type)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_DeleteAclsRequestFilter_v1(buf: bytes, pos: i64) -> tuple[DeleteAclsRequestFilter, i64]:
-    o = _new(_K_DeleteAclsRequestFilter)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
+    f_resource_type_filter: Any
+    f_resource_name_filter: Any
+    f_pattern_type_filter: Any
+    f_principal_filter: Any
+    f_host_filter: Any
+    f_operation: Any
+    f_permission_type: Any
     b8 = buf[pos]
-    o.resource_type_filter = b8 - 256 if b8 >= 128 else b8
+    f_resource_type_filter = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.resource_name_filter = None
+        f_resource_name_filter = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ResourceNameFilter is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ResourceNameFilter')
-        o.resource_name_filter = buf[pos:end].decode()
+        f_resource_name_filter = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.pattern_type_filter = b8 - 256 if b8 >= 128 else b8
+    f_pattern_type_filter = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.principal_filter = None
+        f_principal_filter = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field PrincipalFilter is too long')
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalFilter')
-        o.principal_filter = buf[pos:end].decode()
+        f_principal_filter = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.host_filter = None
+        f_host_filter = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field HostFilter is too long')
         end = pos + n
         if end > blen:
             raise _truncated('HostFilter')
-        o.host_filter = buf[pos:end].decode()
+        f_host_filter = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.operation = b8 - 256 if b8 >= 128 else b8
+    f_operation = b8 - 256 if b8 >= 128 else b8
     pos += 1
     b8 = buf[pos]
-    o.permission_type = b8 - 256 if b8 >= 128 else b8
+    f_permission_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return DeleteAclsRequestFilter(resource_type_filter=f_resource_type_filter, resource_name_filter=f_resource_name_filter, pattern_type_filter=f_pattern_type_filter, principal_filter=f_principal_filter, host_filter=f_host_filter, operation=f_operation, permission_type=f_permission_type, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteAclsRequestFilter_v1(o: DeleteAclsRequestFilter, w: BytesWriter) -> None:
-    _put_i8(w, o.resource_type_filter)
-    x_resource_name_filter = o.resource_name_filter
+    v_resource_type_filter: int = o.resource_type_filter
+    _put_i8(w, v_resource_type_filter)
+    x_resource_name_filter: str | None = o.resource_name_filter
     if x_resource_name_filter is None:
         write_i16_be(w, -1)
     else:
@@ -290,8 +373,9 @@ def _encode_DeleteAclsRequestFilter_v1(o: DeleteAclsRequestFilter, w: BytesWrite
             raise ValueOutOfRangeError('string field ResourceNameFilter is too long', version=1)
         write_i16_be(w, len(b_resource_name_filter))
         w.write(b_resource_name_filter)
-    _put_i8(w, o.pattern_type_filter)
-    x_principal_filter = o.principal_filter
+    v_pattern_type_filter: int = o.pattern_type_filter
+    _put_i8(w, v_pattern_type_filter)
+    x_principal_filter: str | None = o.principal_filter
     if x_principal_filter is None:
         write_i16_be(w, -1)
     else:
@@ -300,7 +384,7 @@ def _encode_DeleteAclsRequestFilter_v1(o: DeleteAclsRequestFilter, w: BytesWrite
             raise ValueOutOfRangeError('string field PrincipalFilter is too long', version=1)
         write_i16_be(w, len(b_principal_filter))
         w.write(b_principal_filter)
-    x_host_filter = o.host_filter
+    x_host_filter: str | None = o.host_filter
     if x_host_filter is None:
         write_i16_be(w, -1)
     else:
@@ -309,20 +393,28 @@ def _encode_DeleteAclsRequestFilter_v1(o: DeleteAclsRequestFilter, w: BytesWrite
             raise ValueOutOfRangeError('string field HostFilter is too long', version=1)
         write_i16_be(w, len(b_host_filter))
         w.write(b_host_filter)
-    _put_i8(w, o.operation)
-    _put_i8(w, o.permission_type)
+    v_operation: int = o.operation
+    _put_i8(w, v_operation)
+    v_permission_type: int = o.permission_type
+    _put_i8(w, v_permission_type)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_DeleteAclsRequestFilter_v2(buf: bytes, pos: i64) -> tuple[DeleteAclsRequestFilter, i64]:
-    o = _new(_K_DeleteAclsRequestFilter)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
+    f_resource_type_filter: Any
+    f_resource_name_filter: Any
+    f_pattern_type_filter: Any
+    f_principal_filter: Any
+    f_host_filter: Any
+    f_operation: Any
+    f_permission_type: Any
     b8 = buf[pos]
-    o.resource_type_filter = b8 - 256 if b8 >= 128 else b8
+    f_resource_type_filter = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -331,17 +423,17 @@ def _decode_DeleteAclsRequestFilter_v2(buf: bytes, pos: i64) -> tuple[DeleteAcls
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.resource_name_filter = None
+        f_resource_name_filter = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ResourceNameFilter is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ResourceNameFilter')
-        o.resource_name_filter = buf[pos:end].decode()
+        f_resource_name_filter = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.pattern_type_filter = b8 - 256 if b8 >= 128 else b8
+    f_pattern_type_filter = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -350,14 +442,14 @@ def _decode_DeleteAclsRequestFilter_v2(buf: bytes, pos: i64) -> tuple[DeleteAcls
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.principal_filter = None
+        f_principal_filter = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field PrincipalFilter is too long')
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalFilter')
-        o.principal_filter = buf[pos:end].decode()
+        f_principal_filter = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -366,29 +458,28 @@ def _decode_DeleteAclsRequestFilter_v2(buf: bytes, pos: i64) -> tuple[DeleteAcls
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.host_filter = None
+        f_host_filter = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field HostFilter is too long')
         end = pos + n
         if end > blen:
             raise _truncated('HostFilter')
-        o.host_filter = buf[pos:end].decode()
+        f_host_filter = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.operation = b8 - 256 if b8 >= 128 else b8
+    f_operation = b8 - 256 if b8 >= 128 else b8
     pos += 1
     b8 = buf[pos]
-    o.permission_type = b8 - 256 if b8 >= 128 else b8
+    f_permission_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -400,13 +491,14 @@ def _decode_DeleteAclsRequestFilter_v2(buf: bytes, pos: i64) -> tuple[DeleteAcls
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DeleteAclsRequestFilter(resource_type_filter=f_resource_type_filter, resource_name_filter=f_resource_name_filter, pattern_type_filter=f_pattern_type_filter, principal_filter=f_principal_filter, host_filter=f_host_filter, operation=f_operation, permission_type=f_permission_type, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteAclsRequestFilter_v2(o: DeleteAclsRequestFilter, w: BytesWriter) -> None:
-    _put_i8(w, o.resource_type_filter)
-    x_resource_name_filter = o.resource_name_filter
+    v_resource_type_filter: int = o.resource_type_filter
+    _put_i8(w, v_resource_type_filter)
+    x_resource_name_filter: str | None = o.resource_name_filter
     if x_resource_name_filter is None:
         w.append(_ZERO)
     else:
@@ -419,8 +511,9 @@ def _encode_DeleteAclsRequestFilter_v2(o: DeleteAclsRequestFilter, w: BytesWrite
         else:
             _put_uvarint(w, m)
         w.write(b_resource_name_filter)
-    _put_i8(w, o.pattern_type_filter)
-    x_principal_filter = o.principal_filter
+    v_pattern_type_filter: int = o.pattern_type_filter
+    _put_i8(w, v_pattern_type_filter)
+    x_principal_filter: str | None = o.principal_filter
     if x_principal_filter is None:
         w.append(_ZERO)
     else:
@@ -433,7 +526,7 @@ def _encode_DeleteAclsRequestFilter_v2(o: DeleteAclsRequestFilter, w: BytesWrite
         else:
             _put_uvarint(w, m)
         w.write(b_principal_filter)
-    x_host_filter = o.host_filter
+    x_host_filter: str | None = o.host_filter
     if x_host_filter is None:
         w.append(_ZERO)
     else:
@@ -446,8 +539,10 @@ def _encode_DeleteAclsRequestFilter_v2(o: DeleteAclsRequestFilter, w: BytesWrite
         else:
             _put_uvarint(w, m)
         w.write(b_host_filter)
-    _put_i8(w, o.operation)
-    _put_i8(w, o.permission_type)
+    v_operation: int = o.operation
+    _put_i8(w, v_operation)
+    v_permission_type: int = o.permission_type
+    _put_i8(w, v_permission_type)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -455,9 +550,9 @@ def _encode_DeleteAclsRequestFilter_v2(o: DeleteAclsRequestFilter, w: BytesWrite
 
 
 def _decode_DeleteAclsRequest_v0(buf: bytes, pos: i64) -> tuple[DeleteAclsRequest, i64]:
-    o = _new(_K_DeleteAclsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
+    f_filters: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -469,13 +564,13 @@ def _decode_DeleteAclsRequest_v0(buf: bytes, pos: i64) -> tuple[DeleteAclsReques
         for _i_filters in range(n):
             x_filters, pos = _decode_DeleteAclsRequestFilter_v0(buf, pos)
             lst_filters.append(x_filters)
-        o.filters = lst_filters
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_filters = lst_filters
+    utf: Any = ()
+    return DeleteAclsRequest(filters=f_filters, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteAclsRequest_v0(o: DeleteAclsRequest, w: BytesWriter) -> None:
-    x_filters = o.filters
+    x_filters: Any = o.filters
     if x_filters is None:
         raise ValueOutOfRangeError('non-nullable field Filters is None', version=0)
     else:
@@ -488,9 +583,9 @@ def _encode_DeleteAclsRequest_v0(o: DeleteAclsRequest, w: BytesWriter) -> None:
 
 
 def _decode_DeleteAclsRequest_v1(buf: bytes, pos: i64) -> tuple[DeleteAclsRequest, i64]:
-    o = _new(_K_DeleteAclsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
+    f_filters: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -502,13 +597,13 @@ def _decode_DeleteAclsRequest_v1(buf: bytes, pos: i64) -> tuple[DeleteAclsReques
         for _i_filters in range(n):
             x_filters, pos = _decode_DeleteAclsRequestFilter_v1(buf, pos)
             lst_filters.append(x_filters)
-        o.filters = lst_filters
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_filters = lst_filters
+    utf: Any = ()
+    return DeleteAclsRequest(filters=f_filters, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteAclsRequest_v1(o: DeleteAclsRequest, w: BytesWriter) -> None:
-    x_filters = o.filters
+    x_filters: Any = o.filters
     if x_filters is None:
         raise ValueOutOfRangeError('non-nullable field Filters is None', version=1)
     else:
@@ -521,10 +616,10 @@ def _encode_DeleteAclsRequest_v1(o: DeleteAclsRequest, w: BytesWriter) -> None:
 
 
 def _decode_DeleteAclsRequest_v2(buf: bytes, pos: i64) -> tuple[DeleteAclsRequest, i64]:
-    o = _new(_K_DeleteAclsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_filters: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -540,15 +635,14 @@ def _decode_DeleteAclsRequest_v2(buf: bytes, pos: i64) -> tuple[DeleteAclsReques
         for _i_filters in range(n):
             x_filters, pos = _decode_DeleteAclsRequestFilter_v2(buf, pos)
             lst_filters.append(x_filters)
-        o.filters = lst_filters
+        f_filters = lst_filters
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -560,12 +654,12 @@ def _decode_DeleteAclsRequest_v2(buf: bytes, pos: i64) -> tuple[DeleteAclsReques
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DeleteAclsRequest(filters=f_filters, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteAclsRequest_v2(o: DeleteAclsRequest, w: BytesWriter) -> None:
-    x_filters = o.filters
+    x_filters: Any = o.filters
     if x_filters is None:
         raise ValueOutOfRangeError('non-nullable field Filters is None', version=2)
     else:
@@ -584,28 +678,34 @@ def _encode_DeleteAclsRequest_v2(o: DeleteAclsRequest, w: BytesWriter) -> None:
 
 
 def _decode_DeleteAclsResponseMatchingAcl_v0(buf: bytes, pos: i64) -> tuple[DeleteAclsResponseMatchingAcl, i64]:
-    o = _new(_K_DeleteAclsResponseMatchingAcl)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.pattern_type = 3
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_error_message: Any
+    f_resource_type: Any
+    f_resource_name: Any
+    f_principal: Any
+    f_host: Any
+    f_operation: Any
+    f_permission_type: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.resource_type = b8 - 256 if b8 >= 128 else b8
+    f_resource_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -617,7 +717,7 @@ def _decode_DeleteAclsResponseMatchingAcl_v0(buf: bytes, pos: i64) -> tuple[Dele
         end = pos + n
         if end > blen:
             raise _truncated('ResourceName')
-        o.resource_name = buf[pos:end].decode()
+        f_resource_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -629,7 +729,7 @@ def _decode_DeleteAclsResponseMatchingAcl_v0(buf: bytes, pos: i64) -> tuple[Dele
         end = pos + n
         if end > blen:
             raise _truncated('Principal')
-        o.principal = buf[pos:end].decode()
+        f_principal = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -641,23 +741,25 @@ def _decode_DeleteAclsResponseMatchingAcl_v0(buf: bytes, pos: i64) -> tuple[Dele
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.operation = b8 - 256 if b8 >= 128 else b8
+    f_operation = b8 - 256 if b8 >= 128 else b8
     pos += 1
     b8 = buf[pos]
-    o.permission_type = b8 - 256 if b8 >= 128 else b8
+    f_permission_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return DeleteAclsResponseMatchingAcl(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, principal=f_principal, host=f_host, operation=f_operation, permission_type=f_permission_type, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteAclsResponseMatchingAcl_v0(o: DeleteAclsResponseMatchingAcl, w: BytesWriter) -> None:
-    if o.pattern_type != 3:
+    d_pattern_type: int = o.pattern_type
+    if d_pattern_type != 3:
         raise FieldNotInVersionError('non-default PatternType cannot be written', version=0)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         write_i16_be(w, -1)
     else:
@@ -666,8 +768,9 @@ def _encode_DeleteAclsResponseMatchingAcl_v0(o: DeleteAclsResponseMatchingAcl, w
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
         write_i16_be(w, len(b_error_message))
         w.write(b_error_message)
-    _put_i8(w, o.resource_type)
-    x_resource_name = o.resource_name
+    v_resource_type: int = o.resource_type
+    _put_i8(w, v_resource_type)
+    x_resource_name: str | None = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=0)
     else:
@@ -676,7 +779,7 @@ def _encode_DeleteAclsResponseMatchingAcl_v0(o: DeleteAclsResponseMatchingAcl, w
             raise ValueOutOfRangeError('string field ResourceName is too long', version=0)
         write_i16_be(w, len(b_resource_name))
         w.write(b_resource_name)
-    x_principal = o.principal
+    x_principal: str | None = o.principal
     if x_principal is None:
         raise ValueOutOfRangeError('non-nullable field Principal is None', version=0)
     else:
@@ -685,7 +788,7 @@ def _encode_DeleteAclsResponseMatchingAcl_v0(o: DeleteAclsResponseMatchingAcl, w
             raise ValueOutOfRangeError('string field Principal is too long', version=0)
         write_i16_be(w, len(b_principal))
         w.write(b_principal)
-    x_host = o.host
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
     else:
@@ -694,34 +797,44 @@ def _encode_DeleteAclsResponseMatchingAcl_v0(o: DeleteAclsResponseMatchingAcl, w
             raise ValueOutOfRangeError('string field Host is too long', version=0)
         write_i16_be(w, len(b_host))
         w.write(b_host)
-    _put_i8(w, o.operation)
-    _put_i8(w, o.permission_type)
+    v_operation: int = o.operation
+    _put_i8(w, v_operation)
+    v_permission_type: int = o.permission_type
+    _put_i8(w, v_permission_type)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_DeleteAclsResponseMatchingAcl_v1(buf: bytes, pos: i64) -> tuple[DeleteAclsResponseMatchingAcl, i64]:
-    o = _new(_K_DeleteAclsResponseMatchingAcl)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_error_message: Any
+    f_resource_type: Any
+    f_resource_name: Any
+    f_pattern_type: Any
+    f_principal: Any
+    f_host: Any
+    f_operation: Any
+    f_permission_type: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.resource_type = b8 - 256 if b8 >= 128 else b8
+    f_resource_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -733,10 +846,10 @@ def _decode_DeleteAclsResponseMatchingAcl_v1(buf: bytes, pos: i64) -> tuple[Dele
         end = pos + n
         if end > blen:
             raise _truncated('ResourceName')
-        o.resource_name = buf[pos:end].decode()
+        f_resource_name = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.pattern_type = b8 - 256 if b8 >= 128 else b8
+    f_pattern_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -748,7 +861,7 @@ def _decode_DeleteAclsResponseMatchingAcl_v1(buf: bytes, pos: i64) -> tuple[Dele
         end = pos + n
         if end > blen:
             raise _truncated('Principal')
-        o.principal = buf[pos:end].decode()
+        f_principal = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -760,21 +873,22 @@ def _decode_DeleteAclsResponseMatchingAcl_v1(buf: bytes, pos: i64) -> tuple[Dele
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.operation = b8 - 256 if b8 >= 128 else b8
+    f_operation = b8 - 256 if b8 >= 128 else b8
     pos += 1
     b8 = buf[pos]
-    o.permission_type = b8 - 256 if b8 >= 128 else b8
+    f_permission_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return DeleteAclsResponseMatchingAcl(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, pattern_type=f_pattern_type, principal=f_principal, host=f_host, operation=f_operation, permission_type=f_permission_type, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteAclsResponseMatchingAcl_v1(o: DeleteAclsResponseMatchingAcl, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         write_i16_be(w, -1)
     else:
@@ -783,8 +897,9 @@ def _encode_DeleteAclsResponseMatchingAcl_v1(o: DeleteAclsResponseMatchingAcl, w
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
         write_i16_be(w, len(b_error_message))
         w.write(b_error_message)
-    _put_i8(w, o.resource_type)
-    x_resource_name = o.resource_name
+    v_resource_type: int = o.resource_type
+    _put_i8(w, v_resource_type)
+    x_resource_name: str | None = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=1)
     else:
@@ -793,8 +908,9 @@ def _encode_DeleteAclsResponseMatchingAcl_v1(o: DeleteAclsResponseMatchingAcl, w
             raise ValueOutOfRangeError('string field ResourceName is too long', version=1)
         write_i16_be(w, len(b_resource_name))
         w.write(b_resource_name)
-    _put_i8(w, o.pattern_type)
-    x_principal = o.principal
+    v_pattern_type: int = o.pattern_type
+    _put_i8(w, v_pattern_type)
+    x_principal: str | None = o.principal
     if x_principal is None:
         raise ValueOutOfRangeError('non-nullable field Principal is None', version=1)
     else:
@@ -803,7 +919,7 @@ def _encode_DeleteAclsResponseMatchingAcl_v1(o: DeleteAclsResponseMatchingAcl, w
             raise ValueOutOfRangeError('string field Principal is too long', version=1)
         write_i16_be(w, len(b_principal))
         w.write(b_principal)
-    x_host = o.host
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
     else:
@@ -812,19 +928,29 @@ def _encode_DeleteAclsResponseMatchingAcl_v1(o: DeleteAclsResponseMatchingAcl, w
             raise ValueOutOfRangeError('string field Host is too long', version=1)
         write_i16_be(w, len(b_host))
         w.write(b_host)
-    _put_i8(w, o.operation)
-    _put_i8(w, o.permission_type)
+    v_operation: int = o.operation
+    _put_i8(w, v_operation)
+    v_permission_type: int = o.permission_type
+    _put_i8(w, v_permission_type)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_DeleteAclsResponseMatchingAcl_v2(buf: bytes, pos: i64) -> tuple[DeleteAclsResponseMatchingAcl, i64]:
-    o = _new(_K_DeleteAclsResponseMatchingAcl)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_error_message: Any
+    f_resource_type: Any
+    f_resource_name: Any
+    f_pattern_type: Any
+    f_principal: Any
+    f_host: Any
+    f_operation: Any
+    f_permission_type: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -833,17 +959,17 @@ def _decode_DeleteAclsResponseMatchingAcl_v2(buf: bytes, pos: i64) -> tuple[Dele
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.resource_type = b8 - 256 if b8 >= 128 else b8
+    f_resource_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -859,10 +985,10 @@ def _decode_DeleteAclsResponseMatchingAcl_v2(buf: bytes, pos: i64) -> tuple[Dele
         end = pos + n
         if end > blen:
             raise _truncated('ResourceName')
-        o.resource_name = buf[pos:end].decode()
+        f_resource_name = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.pattern_type = b8 - 256 if b8 >= 128 else b8
+    f_pattern_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -878,7 +1004,7 @@ def _decode_DeleteAclsResponseMatchingAcl_v2(buf: bytes, pos: i64) -> tuple[Dele
         end = pos + n
         if end > blen:
             raise _truncated('Principal')
-        o.principal = buf[pos:end].decode()
+        f_principal = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -894,22 +1020,21 @@ def _decode_DeleteAclsResponseMatchingAcl_v2(buf: bytes, pos: i64) -> tuple[Dele
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.operation = b8 - 256 if b8 >= 128 else b8
+    f_operation = b8 - 256 if b8 >= 128 else b8
     pos += 1
     b8 = buf[pos]
-    o.permission_type = b8 - 256 if b8 >= 128 else b8
+    f_permission_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -921,13 +1046,14 @@ def _decode_DeleteAclsResponseMatchingAcl_v2(buf: bytes, pos: i64) -> tuple[Dele
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DeleteAclsResponseMatchingAcl(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, pattern_type=f_pattern_type, principal=f_principal, host=f_host, operation=f_operation, permission_type=f_permission_type, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteAclsResponseMatchingAcl_v2(o: DeleteAclsResponseMatchingAcl, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -940,8 +1066,9 @@ def _encode_DeleteAclsResponseMatchingAcl_v2(o: DeleteAclsResponseMatchingAcl, w
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    _put_i8(w, o.resource_type)
-    x_resource_name = o.resource_name
+    v_resource_type: int = o.resource_type
+    _put_i8(w, v_resource_type)
+    x_resource_name: str | None = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=2)
     else:
@@ -954,8 +1081,9 @@ def _encode_DeleteAclsResponseMatchingAcl_v2(o: DeleteAclsResponseMatchingAcl, w
         else:
             _put_uvarint(w, m)
         w.write(b_resource_name)
-    _put_i8(w, o.pattern_type)
-    x_principal = o.principal
+    v_pattern_type: int = o.pattern_type
+    _put_i8(w, v_pattern_type)
+    x_principal: str | None = o.principal
     if x_principal is None:
         raise ValueOutOfRangeError('non-nullable field Principal is None', version=2)
     else:
@@ -968,7 +1096,7 @@ def _encode_DeleteAclsResponseMatchingAcl_v2(o: DeleteAclsResponseMatchingAcl, w
         else:
             _put_uvarint(w, m)
         w.write(b_principal)
-    x_host = o.host
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=2)
     else:
@@ -981,8 +1109,10 @@ def _encode_DeleteAclsResponseMatchingAcl_v2(o: DeleteAclsResponseMatchingAcl, w
         else:
             _put_uvarint(w, m)
         w.write(b_host)
-    _put_i8(w, o.operation)
-    _put_i8(w, o.permission_type)
+    v_operation: int = o.operation
+    _put_i8(w, v_operation)
+    v_permission_type: int = o.permission_type
+    _put_i8(w, v_permission_type)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -990,23 +1120,25 @@ def _encode_DeleteAclsResponseMatchingAcl_v2(o: DeleteAclsResponseMatchingAcl, w
 
 
 def _decode_DeleteAclsResponseFilterResult_v0(buf: bytes, pos: i64) -> tuple[DeleteAclsResponseFilterResult, i64]:
-    o = _new(_K_DeleteAclsResponseFilterResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_error_message: Any
+    f_matching_acls: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1019,14 +1151,15 @@ def _decode_DeleteAclsResponseFilterResult_v0(buf: bytes, pos: i64) -> tuple[Del
         for _i_matching_acls in range(n):
             x_matching_acls, pos = _decode_DeleteAclsResponseMatchingAcl_v0(buf, pos)
             lst_matching_acls.append(x_matching_acls)
-        o.matching_acls = lst_matching_acls
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_matching_acls = lst_matching_acls
+    utf: Any = ()
+    return DeleteAclsResponseFilterResult(error_code=f_error_code, error_message=f_error_message, matching_acls=f_matching_acls, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteAclsResponseFilterResult_v0(o: DeleteAclsResponseFilterResult, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         write_i16_be(w, -1)
     else:
@@ -1035,7 +1168,7 @@ def _encode_DeleteAclsResponseFilterResult_v0(o: DeleteAclsResponseFilterResult,
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
         write_i16_be(w, len(b_error_message))
         w.write(b_error_message)
-    x_matching_acls = o.matching_acls
+    x_matching_acls: Any = o.matching_acls
     if x_matching_acls is None:
         raise ValueOutOfRangeError('non-nullable field MatchingAcls is None', version=0)
     else:
@@ -1048,23 +1181,25 @@ def _encode_DeleteAclsResponseFilterResult_v0(o: DeleteAclsResponseFilterResult,
 
 
 def _decode_DeleteAclsResponseFilterResult_v1(buf: bytes, pos: i64) -> tuple[DeleteAclsResponseFilterResult, i64]:
-    o = _new(_K_DeleteAclsResponseFilterResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_error_message: Any
+    f_matching_acls: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1077,14 +1212,15 @@ def _decode_DeleteAclsResponseFilterResult_v1(buf: bytes, pos: i64) -> tuple[Del
         for _i_matching_acls in range(n):
             x_matching_acls, pos = _decode_DeleteAclsResponseMatchingAcl_v1(buf, pos)
             lst_matching_acls.append(x_matching_acls)
-        o.matching_acls = lst_matching_acls
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_matching_acls = lst_matching_acls
+    utf: Any = ()
+    return DeleteAclsResponseFilterResult(error_code=f_error_code, error_message=f_error_message, matching_acls=f_matching_acls, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteAclsResponseFilterResult_v1(o: DeleteAclsResponseFilterResult, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         write_i16_be(w, -1)
     else:
@@ -1093,7 +1229,7 @@ def _encode_DeleteAclsResponseFilterResult_v1(o: DeleteAclsResponseFilterResult,
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
         write_i16_be(w, len(b_error_message))
         w.write(b_error_message)
-    x_matching_acls = o.matching_acls
+    x_matching_acls: Any = o.matching_acls
     if x_matching_acls is None:
         raise ValueOutOfRangeError('non-nullable field MatchingAcls is None', version=1)
     else:
@@ -1106,11 +1242,13 @@ def _encode_DeleteAclsResponseFilterResult_v1(o: DeleteAclsResponseFilterResult,
 
 
 def _decode_DeleteAclsResponseFilterResult_v2(buf: bytes, pos: i64) -> tuple[DeleteAclsResponseFilterResult, i64]:
-    o = _new(_K_DeleteAclsResponseFilterResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_error_message: Any
+    f_matching_acls: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1119,14 +1257,14 @@ def _decode_DeleteAclsResponseFilterResult_v2(buf: bytes, pos: i64) -> tuple[Del
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1143,15 +1281,14 @@ def _decode_DeleteAclsResponseFilterResult_v2(buf: bytes, pos: i64) -> tuple[Del
         for _i_matching_acls in range(n):
             x_matching_acls, pos = _decode_DeleteAclsResponseMatchingAcl_v2(buf, pos)
             lst_matching_acls.append(x_matching_acls)
-        o.matching_acls = lst_matching_acls
+        f_matching_acls = lst_matching_acls
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1163,13 +1300,14 @@ def _decode_DeleteAclsResponseFilterResult_v2(buf: bytes, pos: i64) -> tuple[Del
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DeleteAclsResponseFilterResult(error_code=f_error_code, error_message=f_error_message, matching_acls=f_matching_acls, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteAclsResponseFilterResult_v2(o: DeleteAclsResponseFilterResult, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -1182,7 +1320,7 @@ def _encode_DeleteAclsResponseFilterResult_v2(o: DeleteAclsResponseFilterResult,
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    x_matching_acls = o.matching_acls
+    x_matching_acls: Any = o.matching_acls
     if x_matching_acls is None:
         raise ValueOutOfRangeError('non-nullable field MatchingAcls is None', version=2)
     else:
@@ -1201,10 +1339,11 @@ def _encode_DeleteAclsResponseFilterResult_v2(o: DeleteAclsResponseFilterResult,
 
 
 def _decode_DeleteAclsResponse_v0(buf: bytes, pos: i64) -> tuple[DeleteAclsResponse, i64]:
-    o = _new(_K_DeleteAclsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_filter_results: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1217,14 +1356,15 @@ def _decode_DeleteAclsResponse_v0(buf: bytes, pos: i64) -> tuple[DeleteAclsRespo
         for _i_filter_results in range(n):
             x_filter_results, pos = _decode_DeleteAclsResponseFilterResult_v0(buf, pos)
             lst_filter_results.append(x_filter_results)
-        o.filter_results = lst_filter_results
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_filter_results = lst_filter_results
+    utf: Any = ()
+    return DeleteAclsResponse(throttle_time_ms=f_throttle_time_ms, filter_results=f_filter_results, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteAclsResponse_v0(o: DeleteAclsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_filter_results = o.filter_results
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_filter_results: Any = o.filter_results
     if x_filter_results is None:
         raise ValueOutOfRangeError('non-nullable field FilterResults is None', version=0)
     else:
@@ -1237,10 +1377,11 @@ def _encode_DeleteAclsResponse_v0(o: DeleteAclsResponse, w: BytesWriter) -> None
 
 
 def _decode_DeleteAclsResponse_v1(buf: bytes, pos: i64) -> tuple[DeleteAclsResponse, i64]:
-    o = _new(_K_DeleteAclsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_filter_results: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1253,14 +1394,15 @@ def _decode_DeleteAclsResponse_v1(buf: bytes, pos: i64) -> tuple[DeleteAclsRespo
         for _i_filter_results in range(n):
             x_filter_results, pos = _decode_DeleteAclsResponseFilterResult_v1(buf, pos)
             lst_filter_results.append(x_filter_results)
-        o.filter_results = lst_filter_results
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_filter_results = lst_filter_results
+    utf: Any = ()
+    return DeleteAclsResponse(throttle_time_ms=f_throttle_time_ms, filter_results=f_filter_results, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteAclsResponse_v1(o: DeleteAclsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_filter_results = o.filter_results
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_filter_results: Any = o.filter_results
     if x_filter_results is None:
         raise ValueOutOfRangeError('non-nullable field FilterResults is None', version=1)
     else:
@@ -1273,11 +1415,12 @@ def _encode_DeleteAclsResponse_v1(o: DeleteAclsResponse, w: BytesWriter) -> None
 
 
 def _decode_DeleteAclsResponse_v2(buf: bytes, pos: i64) -> tuple[DeleteAclsResponse, i64]:
-    o = _new(_K_DeleteAclsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_filter_results: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1294,15 +1437,14 @@ def _decode_DeleteAclsResponse_v2(buf: bytes, pos: i64) -> tuple[DeleteAclsRespo
         for _i_filter_results in range(n):
             x_filter_results, pos = _decode_DeleteAclsResponseFilterResult_v2(buf, pos)
             lst_filter_results.append(x_filter_results)
-        o.filter_results = lst_filter_results
+        f_filter_results = lst_filter_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1314,13 +1456,14 @@ def _decode_DeleteAclsResponse_v2(buf: bytes, pos: i64) -> tuple[DeleteAclsRespo
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DeleteAclsResponse(throttle_time_ms=f_throttle_time_ms, filter_results=f_filter_results, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteAclsResponse_v2(o: DeleteAclsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_filter_results = o.filter_results
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_filter_results: Any = o.filter_results
     if x_filter_results is None:
         raise ValueOutOfRangeError('non-nullable field FilterResults is None', version=2)
     else:
@@ -1347,4 +1490,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (DeleteAclsResponse, {0: _decode_DeleteAclsResponse_v0, 1: _decode_DeleteAclsResponse_v1, 2: _decode_DeleteAclsResponse_v2, 3: _decode_DeleteAclsResponse_v2}, {0: _encode_DeleteAclsResponse_v0, 1: _encode_DeleteAclsResponse_v1, 2: _encode_DeleteAclsResponse_v2, 3: _encode_DeleteAclsResponse_v2}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.delete_acls', TABLES)

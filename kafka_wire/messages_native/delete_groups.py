@@ -21,22 +21,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.delete_groups import (
-    DeleteGroupsRequest,
-    DeleteGroupsResponse,
-    DeleteGroupsResponseDeletableGroupResult,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_DeleteGroupsRequest: Final = DeleteGroupsRequest
-_K_DeleteGroupsResponse: Final = DeleteGroupsResponse
-_K_DeleteGroupsResponseDeletableGroupResult: Final = DeleteGroupsResponseDeletableGroupResult
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -122,11 +115,44 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class DeleteGroupsRequest(_NativeMessage):
+    groups_names: Any
+
+    def __init__(self, *, groups_names: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.groups_names = [] if groups_names is FRESH else groups_names
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DeleteGroupsResponseDeletableGroupResult(_NativeStruct):
+    group_id: Any
+    error_code: Any
+    error_message: Any
+
+    def __init__(self, *, group_id: Any = '', error_code: Any = 0, error_message: Any = None, unknown_tagged_fields: Any = ()) -> None:
+        self.group_id = group_id
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DeleteGroupsResponse(_NativeMessage):
+    throttle_time_ms: Any
+    results: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, results: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = [] if results is FRESH else results
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_DeleteGroupsResponseDeletableGroupResult = DeleteGroupsResponseDeletableGroupResult()
+
+
 def _decode_DeleteGroupsRequest_v0(buf: bytes, pos: i64) -> tuple[DeleteGroupsRequest, i64]:
-    o = _new(_K_DeleteGroupsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_groups_names: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -147,13 +173,13 @@ def _decode_DeleteGroupsRequest_v0(buf: bytes, pos: i64) -> tuple[DeleteGroupsRe
                 raise _truncated('GroupsNames')
             lst_groups_names.append(buf[pos:end].decode())
             pos = end
-        o.groups_names = lst_groups_names
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_groups_names = lst_groups_names
+    utf: Any = ()
+    return DeleteGroupsRequest(groups_names=f_groups_names, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteGroupsRequest_v0(o: DeleteGroupsRequest, w: BytesWriter) -> None:
-    x_groups_names = o.groups_names
+    x_groups_names: Any = o.groups_names
     if x_groups_names is None:
         raise ValueOutOfRangeError('non-nullable field GroupsNames is None', version=0)
     else:
@@ -170,10 +196,10 @@ def _encode_DeleteGroupsRequest_v0(o: DeleteGroupsRequest, w: BytesWriter) -> No
 
 
 def _decode_DeleteGroupsRequest_v2(buf: bytes, pos: i64) -> tuple[DeleteGroupsRequest, i64]:
-    o = _new(_K_DeleteGroupsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_groups_names: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -202,15 +228,14 @@ def _decode_DeleteGroupsRequest_v2(buf: bytes, pos: i64) -> tuple[DeleteGroupsRe
                 raise _truncated('GroupsNames')
             lst_groups_names.append(buf[pos:end].decode())
             pos = end
-        o.groups_names = lst_groups_names
+        f_groups_names = lst_groups_names
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -222,12 +247,12 @@ def _decode_DeleteGroupsRequest_v2(buf: bytes, pos: i64) -> tuple[DeleteGroupsRe
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DeleteGroupsRequest(groups_names=f_groups_names, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteGroupsRequest_v2(o: DeleteGroupsRequest, w: BytesWriter) -> None:
-    x_groups_names = o.groups_names
+    x_groups_names: Any = o.groups_names
     if x_groups_names is None:
         raise ValueOutOfRangeError('non-nullable field GroupsNames is None', version=2)
     else:
@@ -254,11 +279,11 @@ def _encode_DeleteGroupsRequest_v2(o: DeleteGroupsRequest, w: BytesWriter) -> No
 
 
 def _decode_DeleteGroupsResponseDeletableGroupResult_v0(buf: bytes, pos: i64) -> tuple[DeleteGroupsResponseDeletableGroupResult, i64]:
-    o = _new(_K_DeleteGroupsResponseDeletableGroupResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_message = None
+    f_group_id: Any
+    f_error_code: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -269,16 +294,16 @@ def _decode_DeleteGroupsResponseDeletableGroupResult_v0(buf: bytes, pos: i64) ->
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return DeleteGroupsResponseDeletableGroupResult(group_id=f_group_id, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteGroupsResponseDeletableGroupResult_v0(o: DeleteGroupsResponseDeletableGroupResult, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
@@ -287,17 +312,18 @@ def _encode_DeleteGroupsResponseDeletableGroupResult_v0(o: DeleteGroupsResponseD
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
         write_i16_be(w, len(b_group_id))
         w.write(b_group_id)
-    write_i16_be(w, o.error_code)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_DeleteGroupsResponseDeletableGroupResult_v2(buf: bytes, pos: i64) -> tuple[DeleteGroupsResponseDeletableGroupResult, i64]:
-    o = _new(_K_DeleteGroupsResponseDeletableGroupResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_message = None
+    f_group_id: Any
+    f_error_code: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -312,18 +338,17 @@ def _decode_DeleteGroupsResponseDeletableGroupResult_v2(buf: bytes, pos: i64) ->
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -335,12 +360,12 @@ def _decode_DeleteGroupsResponseDeletableGroupResult_v2(buf: bytes, pos: i64) ->
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DeleteGroupsResponseDeletableGroupResult(group_id=f_group_id, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteGroupsResponseDeletableGroupResult_v2(o: DeleteGroupsResponseDeletableGroupResult, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=2)
     else:
@@ -353,7 +378,8 @@ def _encode_DeleteGroupsResponseDeletableGroupResult_v2(o: DeleteGroupsResponseD
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    write_i16_be(w, o.error_code)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -361,10 +387,12 @@ def _encode_DeleteGroupsResponseDeletableGroupResult_v2(o: DeleteGroupsResponseD
 
 
 def _decode_DeleteGroupsResponseDeletableGroupResult_v3(buf: bytes, pos: i64) -> tuple[DeleteGroupsResponseDeletableGroupResult, i64]:
-    o = _new(_K_DeleteGroupsResponseDeletableGroupResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_group_id: Any
+    f_error_code: Any
+    f_error_message: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -379,9 +407,9 @@ def _decode_DeleteGroupsResponseDeletableGroupResult_v3(buf: bytes, pos: i64) ->
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -390,23 +418,22 @@ def _decode_DeleteGroupsResponseDeletableGroupResult_v3(buf: bytes, pos: i64) ->
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -418,12 +445,12 @@ def _decode_DeleteGroupsResponseDeletableGroupResult_v3(buf: bytes, pos: i64) ->
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DeleteGroupsResponseDeletableGroupResult(group_id=f_group_id, error_code=f_error_code, error_message=f_error_message, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteGroupsResponseDeletableGroupResult_v3(o: DeleteGroupsResponseDeletableGroupResult, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=3)
     else:
@@ -436,8 +463,9 @@ def _encode_DeleteGroupsResponseDeletableGroupResult_v3(o: DeleteGroupsResponseD
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -457,10 +485,11 @@ def _encode_DeleteGroupsResponseDeletableGroupResult_v3(o: DeleteGroupsResponseD
 
 
 def _decode_DeleteGroupsResponse_v0(buf: bytes, pos: i64) -> tuple[DeleteGroupsResponse, i64]:
-    o = _new(_K_DeleteGroupsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_results: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -473,14 +502,15 @@ def _decode_DeleteGroupsResponse_v0(buf: bytes, pos: i64) -> tuple[DeleteGroupsR
         for _i_results in range(n):
             x_results, pos = _decode_DeleteGroupsResponseDeletableGroupResult_v0(buf, pos)
             lst_results.append(x_results)
-        o.results = lst_results
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_results = lst_results
+    utf: Any = ()
+    return DeleteGroupsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteGroupsResponse_v0(o: DeleteGroupsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_results = o.results
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_results: Any = o.results
     if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=0)
     else:
@@ -493,11 +523,12 @@ def _encode_DeleteGroupsResponse_v0(o: DeleteGroupsResponse, w: BytesWriter) -> 
 
 
 def _decode_DeleteGroupsResponse_v2(buf: bytes, pos: i64) -> tuple[DeleteGroupsResponse, i64]:
-    o = _new(_K_DeleteGroupsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_results: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -514,15 +545,14 @@ def _decode_DeleteGroupsResponse_v2(buf: bytes, pos: i64) -> tuple[DeleteGroupsR
         for _i_results in range(n):
             x_results, pos = _decode_DeleteGroupsResponseDeletableGroupResult_v2(buf, pos)
             lst_results.append(x_results)
-        o.results = lst_results
+        f_results = lst_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -534,13 +564,14 @@ def _decode_DeleteGroupsResponse_v2(buf: bytes, pos: i64) -> tuple[DeleteGroupsR
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DeleteGroupsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteGroupsResponse_v2(o: DeleteGroupsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_results = o.results
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_results: Any = o.results
     if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=2)
     else:
@@ -559,11 +590,12 @@ def _encode_DeleteGroupsResponse_v2(o: DeleteGroupsResponse, w: BytesWriter) -> 
 
 
 def _decode_DeleteGroupsResponse_v3(buf: bytes, pos: i64) -> tuple[DeleteGroupsResponse, i64]:
-    o = _new(_K_DeleteGroupsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_results: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -580,15 +612,14 @@ def _decode_DeleteGroupsResponse_v3(buf: bytes, pos: i64) -> tuple[DeleteGroupsR
         for _i_results in range(n):
             x_results, pos = _decode_DeleteGroupsResponseDeletableGroupResult_v3(buf, pos)
             lst_results.append(x_results)
-        o.results = lst_results
+        f_results = lst_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -600,13 +631,14 @@ def _decode_DeleteGroupsResponse_v3(buf: bytes, pos: i64) -> tuple[DeleteGroupsR
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DeleteGroupsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteGroupsResponse_v3(o: DeleteGroupsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_results = o.results
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_results: Any = o.results
     if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=3)
     else:
@@ -631,4 +663,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (DeleteGroupsResponse, {0: _decode_DeleteGroupsResponse_v0, 1: _decode_DeleteGroupsResponse_v0, 2: _decode_DeleteGroupsResponse_v2, 3: _decode_DeleteGroupsResponse_v3}, {0: _encode_DeleteGroupsResponse_v0, 1: _encode_DeleteGroupsResponse_v0, 2: _encode_DeleteGroupsResponse_v2, 3: _encode_DeleteGroupsResponse_v3}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.delete_groups', TABLES)

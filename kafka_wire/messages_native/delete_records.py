@@ -22,28 +22,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.delete_records import (
-    DeleteRecordsRequest,
-    DeleteRecordsRequestPartition,
-    DeleteRecordsRequestTopic,
-    DeleteRecordsResponse,
-    DeleteRecordsResponsePartitionResult,
-    DeleteRecordsResponseTopicResult,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_DeleteRecordsRequest: Final = DeleteRecordsRequest
-_K_DeleteRecordsRequestPartition: Final = DeleteRecordsRequestPartition
-_K_DeleteRecordsRequestTopic: Final = DeleteRecordsRequestTopic
-_K_DeleteRecordsResponse: Final = DeleteRecordsResponse
-_K_DeleteRecordsResponsePartitionResult: Final = DeleteRecordsResponsePartitionResult
-_K_DeleteRecordsResponseTopicResult: Final = DeleteRecordsResponseTopicResult
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -129,40 +116,111 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class DeleteRecordsRequestPartition(_NativeStruct):
+    partition_index: Any
+    offset: Any
+
+    def __init__(self, *, partition_index: Any = 0, offset: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.offset = offset
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DeleteRecordsRequestTopic(_NativeStruct):
+    name: Any
+    partitions: Any
+
+    def __init__(self, *, name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DeleteRecordsRequest(_NativeMessage):
+    topics: Any
+    timeout_ms: Any
+
+    def __init__(self, *, topics: Any = FRESH, timeout_ms: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.topics = [] if topics is FRESH else topics
+        self.timeout_ms = timeout_ms
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DeleteRecordsResponsePartitionResult(_NativeStruct):
+    partition_index: Any
+    low_watermark: Any
+    error_code: Any
+
+    def __init__(self, *, partition_index: Any = 0, low_watermark: Any = 0, error_code: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.low_watermark = low_watermark
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DeleteRecordsResponseTopicResult(_NativeStruct):
+    name: Any
+    partitions: Any
+
+    def __init__(self, *, name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DeleteRecordsResponse(_NativeMessage):
+    throttle_time_ms: Any
+    topics: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is FRESH else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_DeleteRecordsRequestPartition = DeleteRecordsRequestPartition()
+_DEFAULT_DeleteRecordsRequestTopic = DeleteRecordsRequestTopic()
+_DEFAULT_DeleteRecordsResponsePartitionResult = DeleteRecordsResponsePartitionResult()
+_DEFAULT_DeleteRecordsResponseTopicResult = DeleteRecordsResponseTopicResult()
+
+
 def _decode_DeleteRecordsRequestPartition_v0(buf: bytes, pos: i64) -> tuple[DeleteRecordsRequestPartition, i64]:
-    o = _new(_K_DeleteRecordsRequestPartition)
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_offset: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.offset = read_i64_be(buf, pos)
+    f_offset = read_i64_be(buf, pos)
     pos += 8
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return DeleteRecordsRequestPartition(partition_index=f_partition_index, offset=f_offset, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteRecordsRequestPartition_v0(o: DeleteRecordsRequestPartition, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i64_be(w, o.offset)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_offset: int = o.offset
+    write_i64_be(w, v_offset)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_DeleteRecordsRequestPartition_v2(buf: bytes, pos: i64) -> tuple[DeleteRecordsRequestPartition, i64]:
-    o = _new(_K_DeleteRecordsRequestPartition)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_offset: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.offset = read_i64_be(buf, pos)
+    f_offset = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -174,13 +232,15 @@ def _decode_DeleteRecordsRequestPartition_v2(buf: bytes, pos: i64) -> tuple[Dele
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DeleteRecordsRequestPartition(partition_index=f_partition_index, offset=f_offset, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteRecordsRequestPartition_v2(o: DeleteRecordsRequestPartition, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i64_be(w, o.offset)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_offset: int = o.offset
+    write_i64_be(w, v_offset)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -188,10 +248,11 @@ def _encode_DeleteRecordsRequestPartition_v2(o: DeleteRecordsRequestPartition, w
 
 
 def _decode_DeleteRecordsRequestTopic_v0(buf: bytes, pos: i64) -> tuple[DeleteRecordsRequestTopic, i64]:
-    o = _new(_K_DeleteRecordsRequestTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -202,7 +263,7 @@ def _decode_DeleteRecordsRequestTopic_v0(buf: bytes, pos: i64) -> tuple[DeleteRe
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -215,13 +276,13 @@ def _decode_DeleteRecordsRequestTopic_v0(buf: bytes, pos: i64) -> tuple[DeleteRe
         for _i_partitions in range(n):
             x_partitions, pos = _decode_DeleteRecordsRequestPartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return DeleteRecordsRequestTopic(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteRecordsRequestTopic_v0(o: DeleteRecordsRequestTopic, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -230,7 +291,7 @@ def _encode_DeleteRecordsRequestTopic_v0(o: DeleteRecordsRequestTopic, w: BytesW
             raise ValueOutOfRangeError('string field Name is too long', version=0)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -243,10 +304,11 @@ def _encode_DeleteRecordsRequestTopic_v0(o: DeleteRecordsRequestTopic, w: BytesW
 
 
 def _decode_DeleteRecordsRequestTopic_v2(buf: bytes, pos: i64) -> tuple[DeleteRecordsRequestTopic, i64]:
-    o = _new(_K_DeleteRecordsRequestTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -261,7 +323,7 @@ def _decode_DeleteRecordsRequestTopic_v2(buf: bytes, pos: i64) -> tuple[DeleteRe
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -278,15 +340,14 @@ def _decode_DeleteRecordsRequestTopic_v2(buf: bytes, pos: i64) -> tuple[DeleteRe
         for _i_partitions in range(n):
             x_partitions, pos = _decode_DeleteRecordsRequestPartition_v2(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -298,12 +359,12 @@ def _decode_DeleteRecordsRequestTopic_v2(buf: bytes, pos: i64) -> tuple[DeleteRe
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DeleteRecordsRequestTopic(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteRecordsRequestTopic_v2(o: DeleteRecordsRequestTopic, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
     else:
@@ -316,7 +377,7 @@ def _encode_DeleteRecordsRequestTopic_v2(o: DeleteRecordsRequestTopic, w: BytesW
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
     else:
@@ -335,9 +396,10 @@ def _encode_DeleteRecordsRequestTopic_v2(o: DeleteRecordsRequestTopic, w: BytesW
 
 
 def _decode_DeleteRecordsRequest_v0(buf: bytes, pos: i64) -> tuple[DeleteRecordsRequest, i64]:
-    o = _new(_K_DeleteRecordsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
+    f_topics: Any
+    f_timeout_ms: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -349,15 +411,15 @@ def _decode_DeleteRecordsRequest_v0(buf: bytes, pos: i64) -> tuple[DeleteRecords
         for _i_topics in range(n):
             x_topics, pos = _decode_DeleteRecordsRequestTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.timeout_ms = read_i32_be(buf, pos)
+        f_topics = lst_topics
+    f_timeout_ms = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return DeleteRecordsRequest(topics=f_topics, timeout_ms=f_timeout_ms, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteRecordsRequest_v0(o: DeleteRecordsRequest, w: BytesWriter) -> None:
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -365,16 +427,18 @@ def _encode_DeleteRecordsRequest_v0(o: DeleteRecordsRequest, w: BytesWriter) -> 
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_DeleteRecordsRequestTopic_v0(e_topics, w)
-    write_i32_be(w, o.timeout_ms)
+    v_timeout_ms: int = o.timeout_ms
+    write_i32_be(w, v_timeout_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_DeleteRecordsRequest_v2(buf: bytes, pos: i64) -> tuple[DeleteRecordsRequest, i64]:
-    o = _new(_K_DeleteRecordsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topics: Any
+    f_timeout_ms: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -390,17 +454,16 @@ def _decode_DeleteRecordsRequest_v2(buf: bytes, pos: i64) -> tuple[DeleteRecords
         for _i_topics in range(n):
             x_topics, pos = _decode_DeleteRecordsRequestTopic_v2(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.timeout_ms = read_i32_be(buf, pos)
+        f_topics = lst_topics
+    f_timeout_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -412,12 +475,12 @@ def _decode_DeleteRecordsRequest_v2(buf: bytes, pos: i64) -> tuple[DeleteRecords
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DeleteRecordsRequest(topics=f_topics, timeout_ms=f_timeout_ms, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteRecordsRequest_v2(o: DeleteRecordsRequest, w: BytesWriter) -> None:
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
@@ -429,7 +492,8 @@ def _encode_DeleteRecordsRequest_v2(o: DeleteRecordsRequest, w: BytesWriter) -> 
             _put_uvarint(w, m)
         for e_topics in l_topics:
             _encode_DeleteRecordsRequestTopic_v2(e_topics, w)
-    write_i32_be(w, o.timeout_ms)
+    v_timeout_ms: int = o.timeout_ms
+    write_i32_be(w, v_timeout_ms)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -437,44 +501,50 @@ def _encode_DeleteRecordsRequest_v2(o: DeleteRecordsRequest, w: BytesWriter) -> 
 
 
 def _decode_DeleteRecordsResponsePartitionResult_v0(buf: bytes, pos: i64) -> tuple[DeleteRecordsResponsePartitionResult, i64]:
-    o = _new(_K_DeleteRecordsResponsePartitionResult)
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_low_watermark: Any
+    f_error_code: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.low_watermark = read_i64_be(buf, pos)
+    f_low_watermark = read_i64_be(buf, pos)
     pos += 8
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return DeleteRecordsResponsePartitionResult(partition_index=f_partition_index, low_watermark=f_low_watermark, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteRecordsResponsePartitionResult_v0(o: DeleteRecordsResponsePartitionResult, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i64_be(w, o.low_watermark)
-    write_i16_be(w, o.error_code)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_low_watermark: int = o.low_watermark
+    write_i64_be(w, v_low_watermark)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_DeleteRecordsResponsePartitionResult_v2(buf: bytes, pos: i64) -> tuple[DeleteRecordsResponsePartitionResult, i64]:
-    o = _new(_K_DeleteRecordsResponsePartitionResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_low_watermark: Any
+    f_error_code: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.low_watermark = read_i64_be(buf, pos)
+    f_low_watermark = read_i64_be(buf, pos)
     pos += 8
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -486,14 +556,17 @@ def _decode_DeleteRecordsResponsePartitionResult_v2(buf: bytes, pos: i64) -> tup
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DeleteRecordsResponsePartitionResult(partition_index=f_partition_index, low_watermark=f_low_watermark, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteRecordsResponsePartitionResult_v2(o: DeleteRecordsResponsePartitionResult, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i64_be(w, o.low_watermark)
-    write_i16_be(w, o.error_code)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_low_watermark: int = o.low_watermark
+    write_i64_be(w, v_low_watermark)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -501,10 +574,11 @@ def _encode_DeleteRecordsResponsePartitionResult_v2(o: DeleteRecordsResponsePart
 
 
 def _decode_DeleteRecordsResponseTopicResult_v0(buf: bytes, pos: i64) -> tuple[DeleteRecordsResponseTopicResult, i64]:
-    o = _new(_K_DeleteRecordsResponseTopicResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -515,7 +589,7 @@ def _decode_DeleteRecordsResponseTopicResult_v0(buf: bytes, pos: i64) -> tuple[D
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -528,13 +602,13 @@ def _decode_DeleteRecordsResponseTopicResult_v0(buf: bytes, pos: i64) -> tuple[D
         for _i_partitions in range(n):
             x_partitions, pos = _decode_DeleteRecordsResponsePartitionResult_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return DeleteRecordsResponseTopicResult(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteRecordsResponseTopicResult_v0(o: DeleteRecordsResponseTopicResult, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -543,7 +617,7 @@ def _encode_DeleteRecordsResponseTopicResult_v0(o: DeleteRecordsResponseTopicRes
             raise ValueOutOfRangeError('string field Name is too long', version=0)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -556,10 +630,11 @@ def _encode_DeleteRecordsResponseTopicResult_v0(o: DeleteRecordsResponseTopicRes
 
 
 def _decode_DeleteRecordsResponseTopicResult_v2(buf: bytes, pos: i64) -> tuple[DeleteRecordsResponseTopicResult, i64]:
-    o = _new(_K_DeleteRecordsResponseTopicResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -574,7 +649,7 @@ def _decode_DeleteRecordsResponseTopicResult_v2(buf: bytes, pos: i64) -> tuple[D
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -591,15 +666,14 @@ def _decode_DeleteRecordsResponseTopicResult_v2(buf: bytes, pos: i64) -> tuple[D
         for _i_partitions in range(n):
             x_partitions, pos = _decode_DeleteRecordsResponsePartitionResult_v2(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -611,12 +685,12 @@ def _decode_DeleteRecordsResponseTopicResult_v2(buf: bytes, pos: i64) -> tuple[D
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DeleteRecordsResponseTopicResult(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteRecordsResponseTopicResult_v2(o: DeleteRecordsResponseTopicResult, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
     else:
@@ -629,7 +703,7 @@ def _encode_DeleteRecordsResponseTopicResult_v2(o: DeleteRecordsResponseTopicRes
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
     else:
@@ -648,10 +722,11 @@ def _encode_DeleteRecordsResponseTopicResult_v2(o: DeleteRecordsResponseTopicRes
 
 
 def _decode_DeleteRecordsResponse_v0(buf: bytes, pos: i64) -> tuple[DeleteRecordsResponse, i64]:
-    o = _new(_K_DeleteRecordsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_topics: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -664,14 +739,15 @@ def _decode_DeleteRecordsResponse_v0(buf: bytes, pos: i64) -> tuple[DeleteRecord
         for _i_topics in range(n):
             x_topics, pos = _decode_DeleteRecordsResponseTopicResult_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return DeleteRecordsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteRecordsResponse_v0(o: DeleteRecordsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_topics = o.topics
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -684,11 +760,12 @@ def _encode_DeleteRecordsResponse_v0(o: DeleteRecordsResponse, w: BytesWriter) -
 
 
 def _decode_DeleteRecordsResponse_v2(buf: bytes, pos: i64) -> tuple[DeleteRecordsResponse, i64]:
-    o = _new(_K_DeleteRecordsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_topics: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -705,15 +782,14 @@ def _decode_DeleteRecordsResponse_v2(buf: bytes, pos: i64) -> tuple[DeleteRecord
         for _i_topics in range(n):
             x_topics, pos = _decode_DeleteRecordsResponseTopicResult_v2(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -725,13 +801,14 @@ def _decode_DeleteRecordsResponse_v2(buf: bytes, pos: i64) -> tuple[DeleteRecord
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DeleteRecordsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteRecordsResponse_v2(o: DeleteRecordsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_topics = o.topics
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
@@ -759,4 +836,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (DeleteRecordsResponse, {0: _decode_DeleteRecordsResponse_v0, 1: _decode_DeleteRecordsResponse_v0, 2: _decode_DeleteRecordsResponse_v2}, {0: _encode_DeleteRecordsResponse_v0, 1: _encode_DeleteRecordsResponse_v0, 2: _encode_DeleteRecordsResponse_v2}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.delete_records', TABLES)

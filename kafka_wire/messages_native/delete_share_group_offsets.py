@@ -21,24 +21,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.delete_share_group_offsets import (
-    DeleteShareGroupOffsetsRequest,
-    DeleteShareGroupOffsetsRequestTopic,
-    DeleteShareGroupOffsetsResponse,
-    DeleteShareGroupOffsetsResponseTopic,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_DeleteShareGroupOffsetsRequest: Final = DeleteShareGroupOffsetsRequest
-_K_DeleteShareGroupOffsetsRequestTopic: Final = DeleteShareGroupOffsetsRequestTopic
-_K_DeleteShareGroupOffsetsResponse: Final = DeleteShareGroupOffsetsResponse
-_K_DeleteShareGroupOffsetsResponseTopic: Final = DeleteShareGroupOffsetsResponseTopic
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -124,11 +115,61 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class DeleteShareGroupOffsetsRequestTopic(_NativeStruct):
+    topic_name: Any
+
+    def __init__(self, *, topic_name: Any = '', unknown_tagged_fields: Any = ()) -> None:
+        self.topic_name = topic_name
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DeleteShareGroupOffsetsRequest(_NativeMessage):
+    group_id: Any
+    topics: Any
+
+    def __init__(self, *, group_id: Any = '', topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is FRESH else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DeleteShareGroupOffsetsResponseTopic(_NativeStruct):
+    topic_name: Any
+    topic_id: Any
+    error_code: Any
+    error_message: Any
+
+    def __init__(self, *, topic_name: Any = '', topic_id: Any = ZERO_UUID, error_code: Any = 0, error_message: Any = None, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_name = topic_name
+        self.topic_id = topic_id
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DeleteShareGroupOffsetsResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+    error_message: Any
+    responses: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, error_message: Any = None, responses: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.responses = [] if responses is FRESH else responses
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_DeleteShareGroupOffsetsRequestTopic = DeleteShareGroupOffsetsRequestTopic()
+_DEFAULT_DeleteShareGroupOffsetsResponseTopic = DeleteShareGroupOffsetsResponseTopic()
+
+
 def _decode_DeleteShareGroupOffsetsRequestTopic_v0(buf: bytes, pos: i64) -> tuple[DeleteShareGroupOffsetsRequestTopic, i64]:
-    o = _new(_K_DeleteShareGroupOffsetsRequestTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_name: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -143,16 +184,15 @@ def _decode_DeleteShareGroupOffsetsRequestTopic_v0(buf: bytes, pos: i64) -> tupl
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -164,12 +204,12 @@ def _decode_DeleteShareGroupOffsetsRequestTopic_v0(buf: bytes, pos: i64) -> tupl
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DeleteShareGroupOffsetsRequestTopic(topic_name=f_topic_name, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteShareGroupOffsetsRequestTopic_v0(o: DeleteShareGroupOffsetsRequestTopic, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
@@ -189,10 +229,11 @@ def _encode_DeleteShareGroupOffsetsRequestTopic_v0(o: DeleteShareGroupOffsetsReq
 
 
 def _decode_DeleteShareGroupOffsetsRequest_v0(buf: bytes, pos: i64) -> tuple[DeleteShareGroupOffsetsRequest, i64]:
-    o = _new(_K_DeleteShareGroupOffsetsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_group_id: Any
+    f_topics: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -207,7 +248,7 @@ def _decode_DeleteShareGroupOffsetsRequest_v0(buf: bytes, pos: i64) -> tuple[Del
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -224,15 +265,14 @@ def _decode_DeleteShareGroupOffsetsRequest_v0(buf: bytes, pos: i64) -> tuple[Del
         for _i_topics in range(n):
             x_topics, pos = _decode_DeleteShareGroupOffsetsRequestTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -244,12 +284,12 @@ def _decode_DeleteShareGroupOffsetsRequest_v0(buf: bytes, pos: i64) -> tuple[Del
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DeleteShareGroupOffsetsRequest(group_id=f_group_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteShareGroupOffsetsRequest_v0(o: DeleteShareGroupOffsetsRequest, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
@@ -262,7 +302,7 @@ def _encode_DeleteShareGroupOffsetsRequest_v0(o: DeleteShareGroupOffsetsRequest,
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -281,10 +321,13 @@ def _encode_DeleteShareGroupOffsetsRequest_v0(o: DeleteShareGroupOffsetsRequest,
 
 
 def _decode_DeleteShareGroupOffsetsResponseTopic_v0(buf: bytes, pos: i64) -> tuple[DeleteShareGroupOffsetsResponseTopic, i64]:
-    o = _new(_K_DeleteShareGroupOffsetsResponseTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_name: Any
+    f_topic_id: Any
+    f_error_code: Any
+    f_error_message: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -299,11 +342,11 @@ def _decode_DeleteShareGroupOffsetsResponseTopic_v0(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id = _uuid(buf, pos)
     pos += 16
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -312,23 +355,22 @@ def _decode_DeleteShareGroupOffsetsResponseTopic_v0(buf: bytes, pos: i64) -> tup
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -340,12 +382,12 @@ def _decode_DeleteShareGroupOffsetsResponseTopic_v0(buf: bytes, pos: i64) -> tup
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DeleteShareGroupOffsetsResponseTopic(topic_name=f_topic_name, topic_id=f_topic_id, error_code=f_error_code, error_message=f_error_message, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteShareGroupOffsetsResponseTopic_v0(o: DeleteShareGroupOffsetsResponseTopic, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
@@ -359,8 +401,9 @@ def _encode_DeleteShareGroupOffsetsResponseTopic_v0(o: DeleteShareGroupOffsetsRe
             _put_uvarint(w, m)
         w.write(b_topic_name)
     _put_uuid(w, o.topic_id)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -380,13 +423,16 @@ def _encode_DeleteShareGroupOffsetsResponseTopic_v0(o: DeleteShareGroupOffsetsRe
 
 
 def _decode_DeleteShareGroupOffsetsResponse_v0(buf: bytes, pos: i64) -> tuple[DeleteShareGroupOffsetsResponse, i64]:
-    o = _new(_K_DeleteShareGroupOffsetsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_responses: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -395,14 +441,14 @@ def _decode_DeleteShareGroupOffsetsResponse_v0(buf: bytes, pos: i64) -> tuple[De
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -419,15 +465,14 @@ def _decode_DeleteShareGroupOffsetsResponse_v0(buf: bytes, pos: i64) -> tuple[De
         for _i_responses in range(n):
             x_responses, pos = _decode_DeleteShareGroupOffsetsResponseTopic_v0(buf, pos)
             lst_responses.append(x_responses)
-        o.responses = lst_responses
+        f_responses = lst_responses
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -439,14 +484,16 @@ def _decode_DeleteShareGroupOffsetsResponse_v0(buf: bytes, pos: i64) -> tuple[De
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DeleteShareGroupOffsetsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, responses=f_responses, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteShareGroupOffsetsResponse_v0(o: DeleteShareGroupOffsetsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -459,7 +506,7 @@ def _encode_DeleteShareGroupOffsetsResponse_v0(o: DeleteShareGroupOffsetsRespons
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    x_responses = o.responses
+    x_responses: Any = o.responses
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=0)
     else:
@@ -485,4 +532,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (DeleteShareGroupOffsetsResponse, {0: _decode_DeleteShareGroupOffsetsResponse_v0}, {0: _encode_DeleteShareGroupOffsetsResponse_v0}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.delete_share_group_offsets', TABLES)

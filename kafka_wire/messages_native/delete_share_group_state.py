@@ -21,28 +21,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.delete_share_group_state import (
-    DeleteShareGroupStateRequest,
-    DeleteShareGroupStateRequestDeleteStateData,
-    DeleteShareGroupStateRequestPartitionData,
-    DeleteShareGroupStateResponse,
-    DeleteShareGroupStateResponseDeleteStateResult,
-    DeleteShareGroupStateResponsePartitionResult,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_DeleteShareGroupStateRequest: Final = DeleteShareGroupStateRequest
-_K_DeleteShareGroupStateRequestDeleteStateData: Final = DeleteShareGroupStateRequestDeleteStateData
-_K_DeleteShareGroupStateRequestPartitionData: Final = DeleteShareGroupStateRequestPartitionData
-_K_DeleteShareGroupStateResponse: Final = DeleteShareGroupStateResponse
-_K_DeleteShareGroupStateResponseDeleteStateResult: Final = DeleteShareGroupStateResponseDeleteStateResult
-_K_DeleteShareGroupStateResponsePartitionResult: Final = DeleteShareGroupStateResponsePartitionResult
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -128,21 +115,84 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class DeleteShareGroupStateRequestPartitionData(_NativeStruct):
+    partition: Any
+
+    def __init__(self, *, partition: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.partition = partition
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DeleteShareGroupStateRequestDeleteStateData(_NativeStruct):
+    topic_id: Any
+    partitions: Any
+
+    def __init__(self, *, topic_id: Any = ZERO_UUID, partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DeleteShareGroupStateRequest(_NativeMessage):
+    group_id: Any
+    topics: Any
+
+    def __init__(self, *, group_id: Any = '', topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is FRESH else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DeleteShareGroupStateResponsePartitionResult(_NativeStruct):
+    partition: Any
+    error_code: Any
+    error_message: Any
+
+    def __init__(self, *, partition: Any = 0, error_code: Any = 0, error_message: Any = None, unknown_tagged_fields: Any = ()) -> None:
+        self.partition = partition
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DeleteShareGroupStateResponseDeleteStateResult(_NativeStruct):
+    topic_id: Any
+    partitions: Any
+
+    def __init__(self, *, topic_id: Any = ZERO_UUID, partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DeleteShareGroupStateResponse(_NativeMessage):
+    results: Any
+
+    def __init__(self, *, results: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.results = [] if results is FRESH else results
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_DeleteShareGroupStateRequestPartitionData = DeleteShareGroupStateRequestPartitionData()
+_DEFAULT_DeleteShareGroupStateRequestDeleteStateData = DeleteShareGroupStateRequestDeleteStateData()
+_DEFAULT_DeleteShareGroupStateResponsePartitionResult = DeleteShareGroupStateResponsePartitionResult()
+_DEFAULT_DeleteShareGroupStateResponseDeleteStateResult = DeleteShareGroupStateResponseDeleteStateResult()
+
+
 def _decode_DeleteShareGroupStateRequestPartitionData_v0(buf: bytes, pos: i64) -> tuple[DeleteShareGroupStateRequestPartitionData, i64]:
-    o = _new(_K_DeleteShareGroupStateRequestPartitionData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition = read_i32_be(buf, pos)
+    f_partition: Any
+    f_partition = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -154,12 +204,13 @@ def _decode_DeleteShareGroupStateRequestPartitionData_v0(buf: bytes, pos: i64) -
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DeleteShareGroupStateRequestPartitionData(partition=f_partition, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteShareGroupStateRequestPartitionData_v0(o: DeleteShareGroupStateRequestPartitionData, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition)
+    v_partition: int = o.partition
+    write_i32_be(w, v_partition)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -167,11 +218,12 @@ def _encode_DeleteShareGroupStateRequestPartitionData_v0(o: DeleteShareGroupStat
 
 
 def _decode_DeleteShareGroupStateRequestDeleteStateData_v0(buf: bytes, pos: i64) -> tuple[DeleteShareGroupStateRequestDeleteStateData, i64]:
-    o = _new(_K_DeleteShareGroupStateRequestDeleteStateData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partitions: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -188,15 +240,14 @@ def _decode_DeleteShareGroupStateRequestDeleteStateData_v0(buf: bytes, pos: i64)
         for _i_partitions in range(n):
             x_partitions, pos = _decode_DeleteShareGroupStateRequestPartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -208,13 +259,13 @@ def _decode_DeleteShareGroupStateRequestDeleteStateData_v0(buf: bytes, pos: i64)
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DeleteShareGroupStateRequestDeleteStateData(topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteShareGroupStateRequestDeleteStateData_v0(o: DeleteShareGroupStateRequestDeleteStateData, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -233,10 +284,11 @@ def _encode_DeleteShareGroupStateRequestDeleteStateData_v0(o: DeleteShareGroupSt
 
 
 def _decode_DeleteShareGroupStateRequest_v0(buf: bytes, pos: i64) -> tuple[DeleteShareGroupStateRequest, i64]:
-    o = _new(_K_DeleteShareGroupStateRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_group_id: Any
+    f_topics: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -251,7 +303,7 @@ def _decode_DeleteShareGroupStateRequest_v0(buf: bytes, pos: i64) -> tuple[Delet
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -268,15 +320,14 @@ def _decode_DeleteShareGroupStateRequest_v0(buf: bytes, pos: i64) -> tuple[Delet
         for _i_topics in range(n):
             x_topics, pos = _decode_DeleteShareGroupStateRequestDeleteStateData_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -288,12 +339,12 @@ def _decode_DeleteShareGroupStateRequest_v0(buf: bytes, pos: i64) -> tuple[Delet
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DeleteShareGroupStateRequest(group_id=f_group_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteShareGroupStateRequest_v0(o: DeleteShareGroupStateRequest, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
@@ -306,7 +357,7 @@ def _encode_DeleteShareGroupStateRequest_v0(o: DeleteShareGroupStateRequest, w: 
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -325,13 +376,15 @@ def _encode_DeleteShareGroupStateRequest_v0(o: DeleteShareGroupStateRequest, w: 
 
 
 def _decode_DeleteShareGroupStateResponsePartitionResult_v0(buf: bytes, pos: i64) -> tuple[DeleteShareGroupStateResponsePartitionResult, i64]:
-    o = _new(_K_DeleteShareGroupStateResponsePartitionResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition = read_i32_be(buf, pos)
+    f_partition: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_partition = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -340,23 +393,22 @@ def _decode_DeleteShareGroupStateResponsePartitionResult_v0(buf: bytes, pos: i64
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -368,14 +420,16 @@ def _decode_DeleteShareGroupStateResponsePartitionResult_v0(buf: bytes, pos: i64
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DeleteShareGroupStateResponsePartitionResult(partition=f_partition, error_code=f_error_code, error_message=f_error_message, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteShareGroupStateResponsePartitionResult_v0(o: DeleteShareGroupStateResponsePartitionResult, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_partition: int = o.partition
+    write_i32_be(w, v_partition)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -395,11 +449,12 @@ def _encode_DeleteShareGroupStateResponsePartitionResult_v0(o: DeleteShareGroupS
 
 
 def _decode_DeleteShareGroupStateResponseDeleteStateResult_v0(buf: bytes, pos: i64) -> tuple[DeleteShareGroupStateResponseDeleteStateResult, i64]:
-    o = _new(_K_DeleteShareGroupStateResponseDeleteStateResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partitions: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -416,15 +471,14 @@ def _decode_DeleteShareGroupStateResponseDeleteStateResult_v0(buf: bytes, pos: i
         for _i_partitions in range(n):
             x_partitions, pos = _decode_DeleteShareGroupStateResponsePartitionResult_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -436,13 +490,13 @@ def _decode_DeleteShareGroupStateResponseDeleteStateResult_v0(buf: bytes, pos: i
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DeleteShareGroupStateResponseDeleteStateResult(topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteShareGroupStateResponseDeleteStateResult_v0(o: DeleteShareGroupStateResponseDeleteStateResult, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -461,10 +515,10 @@ def _encode_DeleteShareGroupStateResponseDeleteStateResult_v0(o: DeleteShareGrou
 
 
 def _decode_DeleteShareGroupStateResponse_v0(buf: bytes, pos: i64) -> tuple[DeleteShareGroupStateResponse, i64]:
-    o = _new(_K_DeleteShareGroupStateResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_results: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -480,15 +534,14 @@ def _decode_DeleteShareGroupStateResponse_v0(buf: bytes, pos: i64) -> tuple[Dele
         for _i_results in range(n):
             x_results, pos = _decode_DeleteShareGroupStateResponseDeleteStateResult_v0(buf, pos)
             lst_results.append(x_results)
-        o.results = lst_results
+        f_results = lst_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -500,12 +553,12 @@ def _decode_DeleteShareGroupStateResponse_v0(buf: bytes, pos: i64) -> tuple[Dele
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DeleteShareGroupStateResponse(results=f_results, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteShareGroupStateResponse_v0(o: DeleteShareGroupStateResponse, w: BytesWriter) -> None:
-    x_results = o.results
+    x_results: Any = o.results
     if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=0)
     else:
@@ -533,4 +586,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (DeleteShareGroupStateResponse, {0: _decode_DeleteShareGroupStateResponse_v0}, {0: _encode_DeleteShareGroupStateResponse_v0}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.delete_share_group_state', TABLES)

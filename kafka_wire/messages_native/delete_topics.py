@@ -23,24 +23,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.delete_topics import (
-    DeleteTopicsRequest,
-    DeleteTopicsRequestDeleteTopicState,
-    DeleteTopicsResponse,
-    DeleteTopicsResponseDeletableTopicResult,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_DeleteTopicsRequest: Final = DeleteTopicsRequest
-_K_DeleteTopicsRequestDeleteTopicState: Final = DeleteTopicsRequestDeleteTopicState
-_K_DeleteTopicsResponse: Final = DeleteTopicsResponse
-_K_DeleteTopicsResponseDeletableTopicResult: Final = DeleteTopicsResponseDeletableTopicResult
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -126,11 +117,62 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class DeleteTopicsRequestDeleteTopicState(_NativeStruct):
+    name: Any
+    topic_id: Any
+
+    def __init__(self, *, name: Any = None, topic_id: Any = ZERO_UUID, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.topic_id = topic_id
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DeleteTopicsRequest(_NativeMessage):
+    topics: Any
+    topic_names: Any
+    timeout_ms: Any
+
+    def __init__(self, *, topics: Any = FRESH, topic_names: Any = FRESH, timeout_ms: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.topics = [] if topics is FRESH else topics
+        self.topic_names = [] if topic_names is FRESH else topic_names
+        self.timeout_ms = timeout_ms
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DeleteTopicsResponseDeletableTopicResult(_NativeStruct):
+    name: Any
+    topic_id: Any
+    error_code: Any
+    error_message: Any
+
+    def __init__(self, *, name: Any = '', topic_id: Any = ZERO_UUID, error_code: Any = 0, error_message: Any = None, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.topic_id = topic_id
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DeleteTopicsResponse(_NativeMessage):
+    throttle_time_ms: Any
+    responses: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, responses: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.responses = [] if responses is FRESH else responses
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_DeleteTopicsRequestDeleteTopicState = DeleteTopicsRequestDeleteTopicState()
+_DEFAULT_DeleteTopicsResponseDeletableTopicResult = DeleteTopicsResponseDeletableTopicResult()
+
+
 def _decode_DeleteTopicsRequestDeleteTopicState_v6(buf: bytes, pos: i64) -> tuple[DeleteTopicsRequestDeleteTopicState, i64]:
-    o = _new(_K_DeleteTopicsRequestDeleteTopicState)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_topic_id: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -138,25 +180,24 @@ def _decode_DeleteTopicsRequestDeleteTopicState_v6(buf: bytes, pos: i64) -> tupl
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.name = None
+        f_name = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -168,12 +209,12 @@ def _decode_DeleteTopicsRequestDeleteTopicState_v6(buf: bytes, pos: i64) -> tupl
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DeleteTopicsRequestDeleteTopicState(name=f_name, topic_id=f_topic_id, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteTopicsRequestDeleteTopicState_v6(o: DeleteTopicsRequestDeleteTopicState, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         w.append(_ZERO)
     else:
@@ -194,11 +235,11 @@ def _encode_DeleteTopicsRequestDeleteTopicState_v6(o: DeleteTopicsRequestDeleteT
 
 
 def _decode_DeleteTopicsRequest_v0(buf: bytes, pos: i64) -> tuple[DeleteTopicsRequest, i64]:
-    o = _new(_K_DeleteTopicsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topics = []
+    f_topic_names: Any
+    f_timeout_ms: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -219,17 +260,17 @@ def _decode_DeleteTopicsRequest_v0(buf: bytes, pos: i64) -> tuple[DeleteTopicsRe
                 raise _truncated('TopicNames')
             lst_topic_names.append(buf[pos:end].decode())
             pos = end
-        o.topic_names = lst_topic_names
-    o.timeout_ms = read_i32_be(buf, pos)
+        f_topic_names = lst_topic_names
+    f_timeout_ms = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return DeleteTopicsRequest(topic_names=f_topic_names, timeout_ms=f_timeout_ms, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteTopicsRequest_v0(o: DeleteTopicsRequest, w: BytesWriter) -> None:
     if o.topics is None or len(o.topics) != 0:
         raise FieldNotInVersionError('non-default Topics cannot be written', version=0)
-    x_topic_names = o.topic_names
+    x_topic_names: Any = o.topic_names
     if x_topic_names is None:
         raise ValueOutOfRangeError('non-nullable field TopicNames is None', version=0)
     else:
@@ -241,17 +282,18 @@ def _encode_DeleteTopicsRequest_v0(o: DeleteTopicsRequest, w: BytesWriter) -> No
                 raise ValueOutOfRangeError('string in TopicNames is too long', version=0)
             write_i16_be(w, len(b_topic_names))
             w.write(b_topic_names)
-    write_i32_be(w, o.timeout_ms)
+    v_timeout_ms: int = o.timeout_ms
+    write_i32_be(w, v_timeout_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_DeleteTopicsRequest_v4(buf: bytes, pos: i64) -> tuple[DeleteTopicsRequest, i64]:
-    o = _new(_K_DeleteTopicsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topics = []
+    f_topic_names: Any
+    f_timeout_ms: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -280,17 +322,16 @@ def _decode_DeleteTopicsRequest_v4(buf: bytes, pos: i64) -> tuple[DeleteTopicsRe
                 raise _truncated('TopicNames')
             lst_topic_names.append(buf[pos:end].decode())
             pos = end
-        o.topic_names = lst_topic_names
-    o.timeout_ms = read_i32_be(buf, pos)
+        f_topic_names = lst_topic_names
+    f_timeout_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -302,14 +343,14 @@ def _decode_DeleteTopicsRequest_v4(buf: bytes, pos: i64) -> tuple[DeleteTopicsRe
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DeleteTopicsRequest(topic_names=f_topic_names, timeout_ms=f_timeout_ms, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteTopicsRequest_v4(o: DeleteTopicsRequest, w: BytesWriter) -> None:
     if o.topics is None or len(o.topics) != 0:
         raise FieldNotInVersionError('non-default Topics cannot be written', version=4)
-    x_topic_names = o.topic_names
+    x_topic_names: Any = o.topic_names
     if x_topic_names is None:
         raise ValueOutOfRangeError('non-nullable field TopicNames is None', version=4)
     else:
@@ -329,7 +370,8 @@ def _encode_DeleteTopicsRequest_v4(o: DeleteTopicsRequest, w: BytesWriter) -> No
             else:
                 _put_uvarint(w, m)
             w.write(b_topic_names)
-    write_i32_be(w, o.timeout_ms)
+    v_timeout_ms: int = o.timeout_ms
+    write_i32_be(w, v_timeout_ms)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -337,11 +379,11 @@ def _encode_DeleteTopicsRequest_v4(o: DeleteTopicsRequest, w: BytesWriter) -> No
 
 
 def _decode_DeleteTopicsRequest_v6(buf: bytes, pos: i64) -> tuple[DeleteTopicsRequest, i64]:
-    o = _new(_K_DeleteTopicsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_names = []
+    f_topics: Any
+    f_timeout_ms: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -357,17 +399,16 @@ def _decode_DeleteTopicsRequest_v6(buf: bytes, pos: i64) -> tuple[DeleteTopicsRe
         for _i_topics in range(n):
             x_topics, pos = _decode_DeleteTopicsRequestDeleteTopicState_v6(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.timeout_ms = read_i32_be(buf, pos)
+        f_topics = lst_topics
+    f_timeout_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -379,12 +420,12 @@ def _decode_DeleteTopicsRequest_v6(buf: bytes, pos: i64) -> tuple[DeleteTopicsRe
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DeleteTopicsRequest(topics=f_topics, timeout_ms=f_timeout_ms, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteTopicsRequest_v6(o: DeleteTopicsRequest, w: BytesWriter) -> None:
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=6)
     else:
@@ -396,7 +437,8 @@ def _encode_DeleteTopicsRequest_v6(o: DeleteTopicsRequest, w: BytesWriter) -> No
             _put_uvarint(w, m)
         for e_topics in l_topics:
             _encode_DeleteTopicsRequestDeleteTopicState_v6(e_topics, w)
-    write_i32_be(w, o.timeout_ms)
+    v_timeout_ms: int = o.timeout_ms
+    write_i32_be(w, v_timeout_ms)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -404,12 +446,11 @@ def _encode_DeleteTopicsRequest_v6(o: DeleteTopicsRequest, w: BytesWriter) -> No
 
 
 def _decode_DeleteTopicsResponseDeletableTopicResult_v0(buf: bytes, pos: i64) -> tuple[DeleteTopicsResponseDeletableTopicResult, i64]:
-    o = _new(_K_DeleteTopicsResponseDeletableTopicResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
-    o.error_message = None
+    f_name: Any
+    f_error_code: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -420,16 +461,16 @@ def _decode_DeleteTopicsResponseDeletableTopicResult_v0(buf: bytes, pos: i64) ->
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return DeleteTopicsResponseDeletableTopicResult(name=f_name, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteTopicsResponseDeletableTopicResult_v0(o: DeleteTopicsResponseDeletableTopicResult, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -438,18 +479,18 @@ def _encode_DeleteTopicsResponseDeletableTopicResult_v0(o: DeleteTopicsResponseD
             raise ValueOutOfRangeError('string field Name is too long', version=0)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    write_i16_be(w, o.error_code)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_DeleteTopicsResponseDeletableTopicResult_v4(buf: bytes, pos: i64) -> tuple[DeleteTopicsResponseDeletableTopicResult, i64]:
-    o = _new(_K_DeleteTopicsResponseDeletableTopicResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
-    o.error_message = None
+    f_name: Any
+    f_error_code: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -464,18 +505,17 @@ def _decode_DeleteTopicsResponseDeletableTopicResult_v4(buf: bytes, pos: i64) ->
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -487,12 +527,12 @@ def _decode_DeleteTopicsResponseDeletableTopicResult_v4(buf: bytes, pos: i64) ->
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DeleteTopicsResponseDeletableTopicResult(name=f_name, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteTopicsResponseDeletableTopicResult_v4(o: DeleteTopicsResponseDeletableTopicResult, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=4)
     else:
@@ -505,7 +545,8 @@ def _encode_DeleteTopicsResponseDeletableTopicResult_v4(o: DeleteTopicsResponseD
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    write_i16_be(w, o.error_code)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -513,11 +554,12 @@ def _encode_DeleteTopicsResponseDeletableTopicResult_v4(o: DeleteTopicsResponseD
 
 
 def _decode_DeleteTopicsResponseDeletableTopicResult_v5(buf: bytes, pos: i64) -> tuple[DeleteTopicsResponseDeletableTopicResult, i64]:
-    o = _new(_K_DeleteTopicsResponseDeletableTopicResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_name: Any
+    f_error_code: Any
+    f_error_message: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -532,9 +574,9 @@ def _decode_DeleteTopicsResponseDeletableTopicResult_v5(buf: bytes, pos: i64) ->
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -543,23 +585,22 @@ def _decode_DeleteTopicsResponseDeletableTopicResult_v5(buf: bytes, pos: i64) ->
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -571,12 +612,12 @@ def _decode_DeleteTopicsResponseDeletableTopicResult_v5(buf: bytes, pos: i64) ->
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DeleteTopicsResponseDeletableTopicResult(name=f_name, error_code=f_error_code, error_message=f_error_message, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteTopicsResponseDeletableTopicResult_v5(o: DeleteTopicsResponseDeletableTopicResult, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=5)
     else:
@@ -589,8 +630,9 @@ def _encode_DeleteTopicsResponseDeletableTopicResult_v5(o: DeleteTopicsResponseD
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -610,10 +652,13 @@ def _encode_DeleteTopicsResponseDeletableTopicResult_v5(o: DeleteTopicsResponseD
 
 
 def _decode_DeleteTopicsResponseDeletableTopicResult_v6(buf: bytes, pos: i64) -> tuple[DeleteTopicsResponseDeletableTopicResult, i64]:
-    o = _new(_K_DeleteTopicsResponseDeletableTopicResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_topic_id: Any
+    f_error_code: Any
+    f_error_message: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -621,18 +666,18 @@ def _decode_DeleteTopicsResponseDeletableTopicResult_v6(buf: bytes, pos: i64) ->
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.name = None
+        f_name = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id = _uuid(buf, pos)
     pos += 16
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -641,23 +686,22 @@ def _decode_DeleteTopicsResponseDeletableTopicResult_v6(buf: bytes, pos: i64) ->
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -669,12 +713,12 @@ def _decode_DeleteTopicsResponseDeletableTopicResult_v6(buf: bytes, pos: i64) ->
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DeleteTopicsResponseDeletableTopicResult(name=f_name, topic_id=f_topic_id, error_code=f_error_code, error_message=f_error_message, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteTopicsResponseDeletableTopicResult_v6(o: DeleteTopicsResponseDeletableTopicResult, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         w.append(_ZERO)
     else:
@@ -688,8 +732,9 @@ def _encode_DeleteTopicsResponseDeletableTopicResult_v6(o: DeleteTopicsResponseD
             _put_uvarint(w, m)
         w.write(b_name)
     _put_uuid(w, o.topic_id)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -709,10 +754,9 @@ def _encode_DeleteTopicsResponseDeletableTopicResult_v6(o: DeleteTopicsResponseD
 
 
 def _decode_DeleteTopicsResponse_v0(buf: bytes, pos: i64) -> tuple[DeleteTopicsResponse, i64]:
-    o = _new(_K_DeleteTopicsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = 0
+    f_responses: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -724,13 +768,13 @@ def _decode_DeleteTopicsResponse_v0(buf: bytes, pos: i64) -> tuple[DeleteTopicsR
         for _i_responses in range(n):
             x_responses, pos = _decode_DeleteTopicsResponseDeletableTopicResult_v0(buf, pos)
             lst_responses.append(x_responses)
-        o.responses = lst_responses
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_responses = lst_responses
+    utf: Any = ()
+    return DeleteTopicsResponse(responses=f_responses, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteTopicsResponse_v0(o: DeleteTopicsResponse, w: BytesWriter) -> None:
-    x_responses = o.responses
+    x_responses: Any = o.responses
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=0)
     else:
@@ -743,10 +787,11 @@ def _encode_DeleteTopicsResponse_v0(o: DeleteTopicsResponse, w: BytesWriter) -> 
 
 
 def _decode_DeleteTopicsResponse_v1(buf: bytes, pos: i64) -> tuple[DeleteTopicsResponse, i64]:
-    o = _new(_K_DeleteTopicsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_responses: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -759,14 +804,15 @@ def _decode_DeleteTopicsResponse_v1(buf: bytes, pos: i64) -> tuple[DeleteTopicsR
         for _i_responses in range(n):
             x_responses, pos = _decode_DeleteTopicsResponseDeletableTopicResult_v0(buf, pos)
             lst_responses.append(x_responses)
-        o.responses = lst_responses
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_responses = lst_responses
+    utf: Any = ()
+    return DeleteTopicsResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteTopicsResponse_v1(o: DeleteTopicsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_responses = o.responses
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_responses: Any = o.responses
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=1)
     else:
@@ -779,11 +825,12 @@ def _encode_DeleteTopicsResponse_v1(o: DeleteTopicsResponse, w: BytesWriter) -> 
 
 
 def _decode_DeleteTopicsResponse_v4(buf: bytes, pos: i64) -> tuple[DeleteTopicsResponse, i64]:
-    o = _new(_K_DeleteTopicsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_responses: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -800,15 +847,14 @@ def _decode_DeleteTopicsResponse_v4(buf: bytes, pos: i64) -> tuple[DeleteTopicsR
         for _i_responses in range(n):
             x_responses, pos = _decode_DeleteTopicsResponseDeletableTopicResult_v4(buf, pos)
             lst_responses.append(x_responses)
-        o.responses = lst_responses
+        f_responses = lst_responses
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -820,13 +866,14 @@ def _decode_DeleteTopicsResponse_v4(buf: bytes, pos: i64) -> tuple[DeleteTopicsR
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DeleteTopicsResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteTopicsResponse_v4(o: DeleteTopicsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_responses = o.responses
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_responses: Any = o.responses
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=4)
     else:
@@ -845,11 +892,12 @@ def _encode_DeleteTopicsResponse_v4(o: DeleteTopicsResponse, w: BytesWriter) -> 
 
 
 def _decode_DeleteTopicsResponse_v5(buf: bytes, pos: i64) -> tuple[DeleteTopicsResponse, i64]:
-    o = _new(_K_DeleteTopicsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_responses: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -866,15 +914,14 @@ def _decode_DeleteTopicsResponse_v5(buf: bytes, pos: i64) -> tuple[DeleteTopicsR
         for _i_responses in range(n):
             x_responses, pos = _decode_DeleteTopicsResponseDeletableTopicResult_v5(buf, pos)
             lst_responses.append(x_responses)
-        o.responses = lst_responses
+        f_responses = lst_responses
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -886,13 +933,14 @@ def _decode_DeleteTopicsResponse_v5(buf: bytes, pos: i64) -> tuple[DeleteTopicsR
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DeleteTopicsResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteTopicsResponse_v5(o: DeleteTopicsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_responses = o.responses
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_responses: Any = o.responses
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=5)
     else:
@@ -911,11 +959,12 @@ def _encode_DeleteTopicsResponse_v5(o: DeleteTopicsResponse, w: BytesWriter) -> 
 
 
 def _decode_DeleteTopicsResponse_v6(buf: bytes, pos: i64) -> tuple[DeleteTopicsResponse, i64]:
-    o = _new(_K_DeleteTopicsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_responses: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -932,15 +981,14 @@ def _decode_DeleteTopicsResponse_v6(buf: bytes, pos: i64) -> tuple[DeleteTopicsR
         for _i_responses in range(n):
             x_responses, pos = _decode_DeleteTopicsResponseDeletableTopicResult_v6(buf, pos)
             lst_responses.append(x_responses)
-        o.responses = lst_responses
+        f_responses = lst_responses
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -952,13 +1000,14 @@ def _decode_DeleteTopicsResponse_v6(buf: bytes, pos: i64) -> tuple[DeleteTopicsR
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DeleteTopicsResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses, unknown_tagged_fields=utf), pos
 
 
 def _encode_DeleteTopicsResponse_v6(o: DeleteTopicsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_responses = o.responses
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_responses: Any = o.responses
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=6)
     else:
@@ -984,4 +1033,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (DeleteTopicsResponse, {0: _decode_DeleteTopicsResponse_v0, 1: _decode_DeleteTopicsResponse_v1, 2: _decode_DeleteTopicsResponse_v1, 3: _decode_DeleteTopicsResponse_v1, 4: _decode_DeleteTopicsResponse_v4, 5: _decode_DeleteTopicsResponse_v5, 6: _decode_DeleteTopicsResponse_v6}, {0: _encode_DeleteTopicsResponse_v0, 1: _encode_DeleteTopicsResponse_v1, 2: _encode_DeleteTopicsResponse_v1, 3: _encode_DeleteTopicsResponse_v1, 4: _encode_DeleteTopicsResponse_v4, 5: _encode_DeleteTopicsResponse_v5, 6: _encode_DeleteTopicsResponse_v6}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.delete_topics', TABLES)

@@ -23,24 +23,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.describe_acls import (
-    DescribeAclsRequest,
-    DescribeAclsResponse,
-    DescribeAclsResponseAclDescription,
-    DescribeAclsResponseResource,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_DescribeAclsRequest: Final = DescribeAclsRequest
-_K_DescribeAclsResponse: Final = DescribeAclsResponse
-_K_DescribeAclsResponseAclDescription: Final = DescribeAclsResponseAclDescription
-_K_DescribeAclsResponseResource: Final = DescribeAclsResponseResource
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -126,67 +117,139 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class DescribeAclsRequest(_NativeMessage):
+    resource_type_filter: Any
+    resource_name_filter: Any
+    pattern_type_filter: Any
+    principal_filter: Any
+    host_filter: Any
+    operation: Any
+    permission_type: Any
+
+    def __init__(self, *, resource_type_filter: Any = 0, resource_name_filter: Any = '', pattern_type_filter: Any = 3, principal_filter: Any = '', host_filter: Any = '', operation: Any = 0, permission_type: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.resource_type_filter = resource_type_filter
+        self.resource_name_filter = resource_name_filter
+        self.pattern_type_filter = pattern_type_filter
+        self.principal_filter = principal_filter
+        self.host_filter = host_filter
+        self.operation = operation
+        self.permission_type = permission_type
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeAclsResponseAclDescription(_NativeStruct):
+    principal: Any
+    host: Any
+    operation: Any
+    permission_type: Any
+
+    def __init__(self, *, principal: Any = '', host: Any = '', operation: Any = 0, permission_type: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.principal = principal
+        self.host = host
+        self.operation = operation
+        self.permission_type = permission_type
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeAclsResponseResource(_NativeStruct):
+    resource_type: Any
+    resource_name: Any
+    pattern_type: Any
+    acls: Any
+
+    def __init__(self, *, resource_type: Any = 0, resource_name: Any = '', pattern_type: Any = 3, acls: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.pattern_type = pattern_type
+        self.acls = [] if acls is FRESH else acls
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeAclsResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+    error_message: Any
+    resources: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, error_message: Any = '', resources: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.resources = [] if resources is FRESH else resources
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_DescribeAclsResponseAclDescription = DescribeAclsResponseAclDescription()
+_DEFAULT_DescribeAclsResponseResource = DescribeAclsResponseResource()
+
+
 def _decode_DescribeAclsRequest_v0(buf: bytes, pos: i64) -> tuple[DescribeAclsRequest, i64]:
-    o = _new(_K_DescribeAclsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.pattern_type_filter = 3
+    f_resource_type_filter: Any
+    f_resource_name_filter: Any
+    f_principal_filter: Any
+    f_host_filter: Any
+    f_operation: Any
+    f_permission_type: Any
     b8 = buf[pos]
-    o.resource_type_filter = b8 - 256 if b8 >= 128 else b8
+    f_resource_type_filter = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.resource_name_filter = None
+        f_resource_name_filter = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ResourceNameFilter is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ResourceNameFilter')
-        o.resource_name_filter = buf[pos:end].decode()
+        f_resource_name_filter = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.principal_filter = None
+        f_principal_filter = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field PrincipalFilter is too long')
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalFilter')
-        o.principal_filter = buf[pos:end].decode()
+        f_principal_filter = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.host_filter = None
+        f_host_filter = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field HostFilter is too long')
         end = pos + n
         if end > blen:
             raise _truncated('HostFilter')
-        o.host_filter = buf[pos:end].decode()
+        f_host_filter = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.operation = b8 - 256 if b8 >= 128 else b8
+    f_operation = b8 - 256 if b8 >= 128 else b8
     pos += 1
     b8 = buf[pos]
-    o.permission_type = b8 - 256 if b8 >= 128 else b8
+    f_permission_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return DescribeAclsRequest(resource_type_filter=f_resource_type_filter, resource_name_filter=f_resource_name_filter, principal_filter=f_principal_filter, host_filter=f_host_filter, operation=f_operation, permission_type=f_permission_type, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeAclsRequest_v0(o: DescribeAclsRequest, w: BytesWriter) -> None:
-    if o.pattern_type_filter != 3:
+    d_pattern_type_filter: int = o.pattern_type_filter
+    if d_pattern_type_filter != 3:
         raise FieldNotInVersionError('non-default PatternTypeFilter cannot be written', version=0)
-    _put_i8(w, o.resource_type_filter)
-    x_resource_name_filter = o.resource_name_filter
+    v_resource_type_filter: int = o.resource_type_filter
+    _put_i8(w, v_resource_type_filter)
+    x_resource_name_filter: str | None = o.resource_name_filter
     if x_resource_name_filter is None:
         write_i16_be(w, -1)
     else:
@@ -195,7 +258,7 @@ def _encode_DescribeAclsRequest_v0(o: DescribeAclsRequest, w: BytesWriter) -> No
             raise ValueOutOfRangeError('string field ResourceNameFilter is too long', version=0)
         write_i16_be(w, len(b_resource_name_filter))
         w.write(b_resource_name_filter)
-    x_principal_filter = o.principal_filter
+    x_principal_filter: str | None = o.principal_filter
     if x_principal_filter is None:
         write_i16_be(w, -1)
     else:
@@ -204,7 +267,7 @@ def _encode_DescribeAclsRequest_v0(o: DescribeAclsRequest, w: BytesWriter) -> No
             raise ValueOutOfRangeError('string field PrincipalFilter is too long', version=0)
         write_i16_be(w, len(b_principal_filter))
         w.write(b_principal_filter)
-    x_host_filter = o.host_filter
+    x_host_filter: str | None = o.host_filter
     if x_host_filter is None:
         write_i16_be(w, -1)
     else:
@@ -213,73 +276,82 @@ def _encode_DescribeAclsRequest_v0(o: DescribeAclsRequest, w: BytesWriter) -> No
             raise ValueOutOfRangeError('string field HostFilter is too long', version=0)
         write_i16_be(w, len(b_host_filter))
         w.write(b_host_filter)
-    _put_i8(w, o.operation)
-    _put_i8(w, o.permission_type)
+    v_operation: int = o.operation
+    _put_i8(w, v_operation)
+    v_permission_type: int = o.permission_type
+    _put_i8(w, v_permission_type)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_DescribeAclsRequest_v1(buf: bytes, pos: i64) -> tuple[DescribeAclsRequest, i64]:
-    o = _new(_K_DescribeAclsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
+    f_resource_type_filter: Any
+    f_resource_name_filter: Any
+    f_pattern_type_filter: Any
+    f_principal_filter: Any
+    f_host_filter: Any
+    f_operation: Any
+    f_permission_type: Any
     b8 = buf[pos]
-    o.resource_type_filter = b8 - 256 if b8 >= 128 else b8
+    f_resource_type_filter = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.resource_name_filter = None
+        f_resource_name_filter = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ResourceNameFilter is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ResourceNameFilter')
-        o.resource_name_filter = buf[pos:end].decode()
+        f_resource_name_filter = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.pattern_type_filter = b8 - 256 if b8 >= 128 else b8
+    f_pattern_type_filter = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.principal_filter = None
+        f_principal_filter = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field PrincipalFilter is too long')
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalFilter')
-        o.principal_filter = buf[pos:end].decode()
+        f_principal_filter = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.host_filter = None
+        f_host_filter = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field HostFilter is too long')
         end = pos + n
         if end > blen:
             raise _truncated('HostFilter')
-        o.host_filter = buf[pos:end].decode()
+        f_host_filter = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.operation = b8 - 256 if b8 >= 128 else b8
+    f_operation = b8 - 256 if b8 >= 128 else b8
     pos += 1
     b8 = buf[pos]
-    o.permission_type = b8 - 256 if b8 >= 128 else b8
+    f_permission_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return DescribeAclsRequest(resource_type_filter=f_resource_type_filter, resource_name_filter=f_resource_name_filter, pattern_type_filter=f_pattern_type_filter, principal_filter=f_principal_filter, host_filter=f_host_filter, operation=f_operation, permission_type=f_permission_type, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeAclsRequest_v1(o: DescribeAclsRequest, w: BytesWriter) -> None:
-    _put_i8(w, o.resource_type_filter)
-    x_resource_name_filter = o.resource_name_filter
+    v_resource_type_filter: int = o.resource_type_filter
+    _put_i8(w, v_resource_type_filter)
+    x_resource_name_filter: str | None = o.resource_name_filter
     if x_resource_name_filter is None:
         write_i16_be(w, -1)
     else:
@@ -288,8 +360,9 @@ def _encode_DescribeAclsRequest_v1(o: DescribeAclsRequest, w: BytesWriter) -> No
             raise ValueOutOfRangeError('string field ResourceNameFilter is too long', version=1)
         write_i16_be(w, len(b_resource_name_filter))
         w.write(b_resource_name_filter)
-    _put_i8(w, o.pattern_type_filter)
-    x_principal_filter = o.principal_filter
+    v_pattern_type_filter: int = o.pattern_type_filter
+    _put_i8(w, v_pattern_type_filter)
+    x_principal_filter: str | None = o.principal_filter
     if x_principal_filter is None:
         write_i16_be(w, -1)
     else:
@@ -298,7 +371,7 @@ def _encode_DescribeAclsRequest_v1(o: DescribeAclsRequest, w: BytesWriter) -> No
             raise ValueOutOfRangeError('string field PrincipalFilter is too long', version=1)
         write_i16_be(w, len(b_principal_filter))
         w.write(b_principal_filter)
-    x_host_filter = o.host_filter
+    x_host_filter: str | None = o.host_filter
     if x_host_filter is None:
         write_i16_be(w, -1)
     else:
@@ -307,20 +380,28 @@ def _encode_DescribeAclsRequest_v1(o: DescribeAclsRequest, w: BytesWriter) -> No
             raise ValueOutOfRangeError('string field HostFilter is too long', version=1)
         write_i16_be(w, len(b_host_filter))
         w.write(b_host_filter)
-    _put_i8(w, o.operation)
-    _put_i8(w, o.permission_type)
+    v_operation: int = o.operation
+    _put_i8(w, v_operation)
+    v_permission_type: int = o.permission_type
+    _put_i8(w, v_permission_type)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_DescribeAclsRequest_v2(buf: bytes, pos: i64) -> tuple[DescribeAclsRequest, i64]:
-    o = _new(_K_DescribeAclsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
+    f_resource_type_filter: Any
+    f_resource_name_filter: Any
+    f_pattern_type_filter: Any
+    f_principal_filter: Any
+    f_host_filter: Any
+    f_operation: Any
+    f_permission_type: Any
     b8 = buf[pos]
-    o.resource_type_filter = b8 - 256 if b8 >= 128 else b8
+    f_resource_type_filter = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -329,17 +410,17 @@ def _decode_DescribeAclsRequest_v2(buf: bytes, pos: i64) -> tuple[DescribeAclsRe
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.resource_name_filter = None
+        f_resource_name_filter = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ResourceNameFilter is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ResourceNameFilter')
-        o.resource_name_filter = buf[pos:end].decode()
+        f_resource_name_filter = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.pattern_type_filter = b8 - 256 if b8 >= 128 else b8
+    f_pattern_type_filter = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -348,14 +429,14 @@ def _decode_DescribeAclsRequest_v2(buf: bytes, pos: i64) -> tuple[DescribeAclsRe
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.principal_filter = None
+        f_principal_filter = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field PrincipalFilter is too long')
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalFilter')
-        o.principal_filter = buf[pos:end].decode()
+        f_principal_filter = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -364,29 +445,28 @@ def _decode_DescribeAclsRequest_v2(buf: bytes, pos: i64) -> tuple[DescribeAclsRe
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.host_filter = None
+        f_host_filter = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field HostFilter is too long')
         end = pos + n
         if end > blen:
             raise _truncated('HostFilter')
-        o.host_filter = buf[pos:end].decode()
+        f_host_filter = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.operation = b8 - 256 if b8 >= 128 else b8
+    f_operation = b8 - 256 if b8 >= 128 else b8
     pos += 1
     b8 = buf[pos]
-    o.permission_type = b8 - 256 if b8 >= 128 else b8
+    f_permission_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -398,13 +478,14 @@ def _decode_DescribeAclsRequest_v2(buf: bytes, pos: i64) -> tuple[DescribeAclsRe
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeAclsRequest(resource_type_filter=f_resource_type_filter, resource_name_filter=f_resource_name_filter, pattern_type_filter=f_pattern_type_filter, principal_filter=f_principal_filter, host_filter=f_host_filter, operation=f_operation, permission_type=f_permission_type, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeAclsRequest_v2(o: DescribeAclsRequest, w: BytesWriter) -> None:
-    _put_i8(w, o.resource_type_filter)
-    x_resource_name_filter = o.resource_name_filter
+    v_resource_type_filter: int = o.resource_type_filter
+    _put_i8(w, v_resource_type_filter)
+    x_resource_name_filter: str | None = o.resource_name_filter
     if x_resource_name_filter is None:
         w.append(_ZERO)
     else:
@@ -417,8 +498,9 @@ def _encode_DescribeAclsRequest_v2(o: DescribeAclsRequest, w: BytesWriter) -> No
         else:
             _put_uvarint(w, m)
         w.write(b_resource_name_filter)
-    _put_i8(w, o.pattern_type_filter)
-    x_principal_filter = o.principal_filter
+    v_pattern_type_filter: int = o.pattern_type_filter
+    _put_i8(w, v_pattern_type_filter)
+    x_principal_filter: str | None = o.principal_filter
     if x_principal_filter is None:
         w.append(_ZERO)
     else:
@@ -431,7 +513,7 @@ def _encode_DescribeAclsRequest_v2(o: DescribeAclsRequest, w: BytesWriter) -> No
         else:
             _put_uvarint(w, m)
         w.write(b_principal_filter)
-    x_host_filter = o.host_filter
+    x_host_filter: str | None = o.host_filter
     if x_host_filter is None:
         w.append(_ZERO)
     else:
@@ -444,8 +526,10 @@ def _encode_DescribeAclsRequest_v2(o: DescribeAclsRequest, w: BytesWriter) -> No
         else:
             _put_uvarint(w, m)
         w.write(b_host_filter)
-    _put_i8(w, o.operation)
-    _put_i8(w, o.permission_type)
+    v_operation: int = o.operation
+    _put_i8(w, v_operation)
+    v_permission_type: int = o.permission_type
+    _put_i8(w, v_permission_type)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -453,11 +537,14 @@ def _encode_DescribeAclsRequest_v2(o: DescribeAclsRequest, w: BytesWriter) -> No
 
 
 def _decode_DescribeAclsResponseAclDescription_v0(buf: bytes, pos: i64) -> tuple[DescribeAclsResponseAclDescription, i64]:
-    o = _new(_K_DescribeAclsResponseAclDescription)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
+    f_principal: Any
+    f_host: Any
+    f_operation: Any
+    f_permission_type: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -468,7 +555,7 @@ def _decode_DescribeAclsResponseAclDescription_v0(buf: bytes, pos: i64) -> tuple
         end = pos + n
         if end > blen:
             raise _truncated('Principal')
-        o.principal = buf[pos:end].decode()
+        f_principal = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -480,20 +567,20 @@ def _decode_DescribeAclsResponseAclDescription_v0(buf: bytes, pos: i64) -> tuple
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.operation = b8 - 256 if b8 >= 128 else b8
+    f_operation = b8 - 256 if b8 >= 128 else b8
     pos += 1
     b8 = buf[pos]
-    o.permission_type = b8 - 256 if b8 >= 128 else b8
+    f_permission_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return DescribeAclsResponseAclDescription(principal=f_principal, host=f_host, operation=f_operation, permission_type=f_permission_type, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeAclsResponseAclDescription_v0(o: DescribeAclsResponseAclDescription, w: BytesWriter) -> None:
-    x_principal = o.principal
+    x_principal: str | None = o.principal
     if x_principal is None:
         raise ValueOutOfRangeError('non-nullable field Principal is None', version=0)
     else:
@@ -502,7 +589,7 @@ def _encode_DescribeAclsResponseAclDescription_v0(o: DescribeAclsResponseAclDesc
             raise ValueOutOfRangeError('string field Principal is too long', version=0)
         write_i16_be(w, len(b_principal))
         w.write(b_principal)
-    x_host = o.host
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
     else:
@@ -511,18 +598,23 @@ def _encode_DescribeAclsResponseAclDescription_v0(o: DescribeAclsResponseAclDesc
             raise ValueOutOfRangeError('string field Host is too long', version=0)
         write_i16_be(w, len(b_host))
         w.write(b_host)
-    _put_i8(w, o.operation)
-    _put_i8(w, o.permission_type)
+    v_operation: int = o.operation
+    _put_i8(w, v_operation)
+    v_permission_type: int = o.permission_type
+    _put_i8(w, v_permission_type)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_DescribeAclsResponseAclDescription_v2(buf: bytes, pos: i64) -> tuple[DescribeAclsResponseAclDescription, i64]:
-    o = _new(_K_DescribeAclsResponseAclDescription)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
+    f_principal: Any
+    f_host: Any
+    f_operation: Any
+    f_permission_type: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -537,7 +629,7 @@ def _decode_DescribeAclsResponseAclDescription_v2(buf: bytes, pos: i64) -> tuple
         end = pos + n
         if end > blen:
             raise _truncated('Principal')
-        o.principal = buf[pos:end].decode()
+        f_principal = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -553,22 +645,21 @@ def _decode_DescribeAclsResponseAclDescription_v2(buf: bytes, pos: i64) -> tuple
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.operation = b8 - 256 if b8 >= 128 else b8
+    f_operation = b8 - 256 if b8 >= 128 else b8
     pos += 1
     b8 = buf[pos]
-    o.permission_type = b8 - 256 if b8 >= 128 else b8
+    f_permission_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -580,12 +671,12 @@ def _decode_DescribeAclsResponseAclDescription_v2(buf: bytes, pos: i64) -> tuple
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeAclsResponseAclDescription(principal=f_principal, host=f_host, operation=f_operation, permission_type=f_permission_type, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeAclsResponseAclDescription_v2(o: DescribeAclsResponseAclDescription, w: BytesWriter) -> None:
-    x_principal = o.principal
+    x_principal: str | None = o.principal
     if x_principal is None:
         raise ValueOutOfRangeError('non-nullable field Principal is None', version=2)
     else:
@@ -598,7 +689,7 @@ def _encode_DescribeAclsResponseAclDescription_v2(o: DescribeAclsResponseAclDesc
         else:
             _put_uvarint(w, m)
         w.write(b_principal)
-    x_host = o.host
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=2)
     else:
@@ -611,8 +702,10 @@ def _encode_DescribeAclsResponseAclDescription_v2(o: DescribeAclsResponseAclDesc
         else:
             _put_uvarint(w, m)
         w.write(b_host)
-    _put_i8(w, o.operation)
-    _put_i8(w, o.permission_type)
+    v_operation: int = o.operation
+    _put_i8(w, v_operation)
+    v_permission_type: int = o.permission_type
+    _put_i8(w, v_permission_type)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -620,14 +713,15 @@ def _encode_DescribeAclsResponseAclDescription_v2(o: DescribeAclsResponseAclDesc
 
 
 def _decode_DescribeAclsResponseResource_v0(buf: bytes, pos: i64) -> tuple[DescribeAclsResponseResource, i64]:
-    o = _new(_K_DescribeAclsResponseResource)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.pattern_type = 3
+    f_resource_type: Any
+    f_resource_name: Any
+    f_acls: Any
     b8 = buf[pos]
-    o.resource_type = b8 - 256 if b8 >= 128 else b8
+    f_resource_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -639,7 +733,7 @@ def _decode_DescribeAclsResponseResource_v0(buf: bytes, pos: i64) -> tuple[Descr
         end = pos + n
         if end > blen:
             raise _truncated('ResourceName')
-        o.resource_name = buf[pos:end].decode()
+        f_resource_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -652,16 +746,18 @@ def _decode_DescribeAclsResponseResource_v0(buf: bytes, pos: i64) -> tuple[Descr
         for _i_acls in range(n):
             x_acls, pos = _decode_DescribeAclsResponseAclDescription_v0(buf, pos)
             lst_acls.append(x_acls)
-        o.acls = lst_acls
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_acls = lst_acls
+    utf: Any = ()
+    return DescribeAclsResponseResource(resource_type=f_resource_type, resource_name=f_resource_name, acls=f_acls, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeAclsResponseResource_v0(o: DescribeAclsResponseResource, w: BytesWriter) -> None:
-    if o.pattern_type != 3:
+    d_pattern_type: int = o.pattern_type
+    if d_pattern_type != 3:
         raise FieldNotInVersionError('non-default PatternType cannot be written', version=0)
-    _put_i8(w, o.resource_type)
-    x_resource_name = o.resource_name
+    v_resource_type: int = o.resource_type
+    _put_i8(w, v_resource_type)
+    x_resource_name: str | None = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=0)
     else:
@@ -670,7 +766,7 @@ def _encode_DescribeAclsResponseResource_v0(o: DescribeAclsResponseResource, w: 
             raise ValueOutOfRangeError('string field ResourceName is too long', version=0)
         write_i16_be(w, len(b_resource_name))
         w.write(b_resource_name)
-    x_acls = o.acls
+    x_acls: Any = o.acls
     if x_acls is None:
         raise ValueOutOfRangeError('non-nullable field Acls is None', version=0)
     else:
@@ -683,13 +779,16 @@ def _encode_DescribeAclsResponseResource_v0(o: DescribeAclsResponseResource, w: 
 
 
 def _decode_DescribeAclsResponseResource_v1(buf: bytes, pos: i64) -> tuple[DescribeAclsResponseResource, i64]:
-    o = _new(_K_DescribeAclsResponseResource)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
+    f_resource_type: Any
+    f_resource_name: Any
+    f_pattern_type: Any
+    f_acls: Any
     b8 = buf[pos]
-    o.resource_type = b8 - 256 if b8 >= 128 else b8
+    f_resource_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -701,10 +800,10 @@ def _decode_DescribeAclsResponseResource_v1(buf: bytes, pos: i64) -> tuple[Descr
         end = pos + n
         if end > blen:
             raise _truncated('ResourceName')
-        o.resource_name = buf[pos:end].decode()
+        f_resource_name = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.pattern_type = b8 - 256 if b8 >= 128 else b8
+    f_pattern_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -717,14 +816,15 @@ def _decode_DescribeAclsResponseResource_v1(buf: bytes, pos: i64) -> tuple[Descr
         for _i_acls in range(n):
             x_acls, pos = _decode_DescribeAclsResponseAclDescription_v0(buf, pos)
             lst_acls.append(x_acls)
-        o.acls = lst_acls
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_acls = lst_acls
+    utf: Any = ()
+    return DescribeAclsResponseResource(resource_type=f_resource_type, resource_name=f_resource_name, pattern_type=f_pattern_type, acls=f_acls, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeAclsResponseResource_v1(o: DescribeAclsResponseResource, w: BytesWriter) -> None:
-    _put_i8(w, o.resource_type)
-    x_resource_name = o.resource_name
+    v_resource_type: int = o.resource_type
+    _put_i8(w, v_resource_type)
+    x_resource_name: str | None = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=1)
     else:
@@ -733,8 +833,9 @@ def _encode_DescribeAclsResponseResource_v1(o: DescribeAclsResponseResource, w: 
             raise ValueOutOfRangeError('string field ResourceName is too long', version=1)
         write_i16_be(w, len(b_resource_name))
         w.write(b_resource_name)
-    _put_i8(w, o.pattern_type)
-    x_acls = o.acls
+    v_pattern_type: int = o.pattern_type
+    _put_i8(w, v_pattern_type)
+    x_acls: Any = o.acls
     if x_acls is None:
         raise ValueOutOfRangeError('non-nullable field Acls is None', version=1)
     else:
@@ -747,13 +848,16 @@ def _encode_DescribeAclsResponseResource_v1(o: DescribeAclsResponseResource, w: 
 
 
 def _decode_DescribeAclsResponseResource_v2(buf: bytes, pos: i64) -> tuple[DescribeAclsResponseResource, i64]:
-    o = _new(_K_DescribeAclsResponseResource)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
+    f_resource_type: Any
+    f_resource_name: Any
+    f_pattern_type: Any
+    f_acls: Any
     b8 = buf[pos]
-    o.resource_type = b8 - 256 if b8 >= 128 else b8
+    f_resource_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -769,10 +873,10 @@ def _decode_DescribeAclsResponseResource_v2(buf: bytes, pos: i64) -> tuple[Descr
         end = pos + n
         if end > blen:
             raise _truncated('ResourceName')
-        o.resource_name = buf[pos:end].decode()
+        f_resource_name = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.pattern_type = b8 - 256 if b8 >= 128 else b8
+    f_pattern_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -789,15 +893,14 @@ def _decode_DescribeAclsResponseResource_v2(buf: bytes, pos: i64) -> tuple[Descr
         for _i_acls in range(n):
             x_acls, pos = _decode_DescribeAclsResponseAclDescription_v2(buf, pos)
             lst_acls.append(x_acls)
-        o.acls = lst_acls
+        f_acls = lst_acls
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -809,13 +912,14 @@ def _decode_DescribeAclsResponseResource_v2(buf: bytes, pos: i64) -> tuple[Descr
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeAclsResponseResource(resource_type=f_resource_type, resource_name=f_resource_name, pattern_type=f_pattern_type, acls=f_acls, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeAclsResponseResource_v2(o: DescribeAclsResponseResource, w: BytesWriter) -> None:
-    _put_i8(w, o.resource_type)
-    x_resource_name = o.resource_name
+    v_resource_type: int = o.resource_type
+    _put_i8(w, v_resource_type)
+    x_resource_name: str | None = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=2)
     else:
@@ -828,8 +932,9 @@ def _encode_DescribeAclsResponseResource_v2(o: DescribeAclsResponseResource, w: 
         else:
             _put_uvarint(w, m)
         w.write(b_resource_name)
-    _put_i8(w, o.pattern_type)
-    x_acls = o.acls
+    v_pattern_type: int = o.pattern_type
+    _put_i8(w, v_pattern_type)
+    x_acls: Any = o.acls
     if x_acls is None:
         raise ValueOutOfRangeError('non-nullable field Acls is None', version=2)
     else:
@@ -848,25 +953,28 @@ def _encode_DescribeAclsResponseResource_v2(o: DescribeAclsResponseResource, w: 
 
 
 def _decode_DescribeAclsResponse_v0(buf: bytes, pos: i64) -> tuple[DescribeAclsResponse, i64]:
-    o = _new(_K_DescribeAclsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_resources: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -879,15 +987,17 @@ def _decode_DescribeAclsResponse_v0(buf: bytes, pos: i64) -> tuple[DescribeAclsR
         for _i_resources in range(n):
             x_resources, pos = _decode_DescribeAclsResponseResource_v0(buf, pos)
             lst_resources.append(x_resources)
-        o.resources = lst_resources
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_resources = lst_resources
+    utf: Any = ()
+    return DescribeAclsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, resources=f_resources, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeAclsResponse_v0(o: DescribeAclsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         write_i16_be(w, -1)
     else:
@@ -896,7 +1006,7 @@ def _encode_DescribeAclsResponse_v0(o: DescribeAclsResponse, w: BytesWriter) -> 
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
         write_i16_be(w, len(b_error_message))
         w.write(b_error_message)
-    x_resources = o.resources
+    x_resources: Any = o.resources
     if x_resources is None:
         raise ValueOutOfRangeError('non-nullable field Resources is None', version=0)
     else:
@@ -909,25 +1019,28 @@ def _encode_DescribeAclsResponse_v0(o: DescribeAclsResponse, w: BytesWriter) -> 
 
 
 def _decode_DescribeAclsResponse_v1(buf: bytes, pos: i64) -> tuple[DescribeAclsResponse, i64]:
-    o = _new(_K_DescribeAclsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_resources: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -940,15 +1053,17 @@ def _decode_DescribeAclsResponse_v1(buf: bytes, pos: i64) -> tuple[DescribeAclsR
         for _i_resources in range(n):
             x_resources, pos = _decode_DescribeAclsResponseResource_v1(buf, pos)
             lst_resources.append(x_resources)
-        o.resources = lst_resources
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_resources = lst_resources
+    utf: Any = ()
+    return DescribeAclsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, resources=f_resources, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeAclsResponse_v1(o: DescribeAclsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         write_i16_be(w, -1)
     else:
@@ -957,7 +1072,7 @@ def _encode_DescribeAclsResponse_v1(o: DescribeAclsResponse, w: BytesWriter) -> 
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
         write_i16_be(w, len(b_error_message))
         w.write(b_error_message)
-    x_resources = o.resources
+    x_resources: Any = o.resources
     if x_resources is None:
         raise ValueOutOfRangeError('non-nullable field Resources is None', version=1)
     else:
@@ -970,13 +1085,16 @@ def _encode_DescribeAclsResponse_v1(o: DescribeAclsResponse, w: BytesWriter) -> 
 
 
 def _decode_DescribeAclsResponse_v2(buf: bytes, pos: i64) -> tuple[DescribeAclsResponse, i64]:
-    o = _new(_K_DescribeAclsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_resources: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -985,14 +1103,14 @@ def _decode_DescribeAclsResponse_v2(buf: bytes, pos: i64) -> tuple[DescribeAclsR
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1009,15 +1127,14 @@ def _decode_DescribeAclsResponse_v2(buf: bytes, pos: i64) -> tuple[DescribeAclsR
         for _i_resources in range(n):
             x_resources, pos = _decode_DescribeAclsResponseResource_v2(buf, pos)
             lst_resources.append(x_resources)
-        o.resources = lst_resources
+        f_resources = lst_resources
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1029,14 +1146,16 @@ def _decode_DescribeAclsResponse_v2(buf: bytes, pos: i64) -> tuple[DescribeAclsR
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeAclsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, resources=f_resources, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeAclsResponse_v2(o: DescribeAclsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -1049,7 +1168,7 @@ def _encode_DescribeAclsResponse_v2(o: DescribeAclsResponse, w: BytesWriter) -> 
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    x_resources = o.resources
+    x_resources: Any = o.resources
     if x_resources is None:
         raise ValueOutOfRangeError('non-nullable field Resources is None', version=2)
     else:
@@ -1075,4 +1194,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (DescribeAclsResponse, {0: _decode_DescribeAclsResponse_v0, 1: _decode_DescribeAclsResponse_v1, 2: _decode_DescribeAclsResponse_v2, 3: _decode_DescribeAclsResponse_v2}, {0: _encode_DescribeAclsResponse_v0, 1: _encode_DescribeAclsResponse_v1, 2: _encode_DescribeAclsResponse_v2, 3: _encode_DescribeAclsResponse_v2}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.describe_acls', TABLES)

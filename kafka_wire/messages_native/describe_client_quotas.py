@@ -23,28 +23,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.describe_client_quotas import (
-    DescribeClientQuotasRequest,
-    DescribeClientQuotasRequestComponentData,
-    DescribeClientQuotasResponse,
-    DescribeClientQuotasResponseEntityData,
-    DescribeClientQuotasResponseEntryData,
-    DescribeClientQuotasResponseValueData,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_DescribeClientQuotasRequest: Final = DescribeClientQuotasRequest
-_K_DescribeClientQuotasRequestComponentData: Final = DescribeClientQuotasRequestComponentData
-_K_DescribeClientQuotasResponse: Final = DescribeClientQuotasResponse
-_K_DescribeClientQuotasResponseEntityData: Final = DescribeClientQuotasResponseEntityData
-_K_DescribeClientQuotasResponseEntryData: Final = DescribeClientQuotasResponseEntryData
-_K_DescribeClientQuotasResponseValueData: Final = DescribeClientQuotasResponseValueData
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -130,12 +117,86 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class DescribeClientQuotasRequestComponentData(_NativeStruct):
+    entity_type: Any
+    match_type: Any
+    match: Any
+
+    def __init__(self, *, entity_type: Any = '', match_type: Any = 0, match: Any = '', unknown_tagged_fields: Any = ()) -> None:
+        self.entity_type = entity_type
+        self.match_type = match_type
+        self.match = match
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeClientQuotasRequest(_NativeMessage):
+    components: Any
+    strict: Any
+
+    def __init__(self, *, components: Any = FRESH, strict: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.components = [] if components is FRESH else components
+        self.strict = strict
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeClientQuotasResponseEntityData(_NativeStruct):
+    entity_type: Any
+    entity_name: Any
+
+    def __init__(self, *, entity_type: Any = '', entity_name: Any = '', unknown_tagged_fields: Any = ()) -> None:
+        self.entity_type = entity_type
+        self.entity_name = entity_name
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeClientQuotasResponseValueData(_NativeStruct):
+    key: Any
+    value: Any
+
+    def __init__(self, *, key: Any = '', value: Any = 0.0, unknown_tagged_fields: Any = ()) -> None:
+        self.key = key
+        self.value = value
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeClientQuotasResponseEntryData(_NativeStruct):
+    entity: Any
+    values: Any
+
+    def __init__(self, *, entity: Any = FRESH, values: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.entity = [] if entity is FRESH else entity
+        self.values = [] if values is FRESH else values
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeClientQuotasResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+    error_message: Any
+    entries: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, error_message: Any = '', entries: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.entries = [] if entries is FRESH else entries
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_DescribeClientQuotasRequestComponentData = DescribeClientQuotasRequestComponentData()
+_DEFAULT_DescribeClientQuotasResponseEntityData = DescribeClientQuotasResponseEntityData()
+_DEFAULT_DescribeClientQuotasResponseValueData = DescribeClientQuotasResponseValueData()
+_DEFAULT_DescribeClientQuotasResponseEntryData = DescribeClientQuotasResponseEntryData()
+
+
 def _decode_DescribeClientQuotasRequestComponentData_v0(buf: bytes, pos: i64) -> tuple[DescribeClientQuotasRequestComponentData, i64]:
-    o = _new(_K_DescribeClientQuotasRequestComponentData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
+    f_entity_type: Any
+    f_match_type: Any
+    f_match: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -146,29 +207,29 @@ def _decode_DescribeClientQuotasRequestComponentData_v0(buf: bytes, pos: i64) ->
         end = pos + n
         if end > blen:
             raise _truncated('EntityType')
-        o.entity_type = buf[pos:end].decode()
+        f_entity_type = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.match_type = b8 - 256 if b8 >= 128 else b8
+    f_match_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.match = None
+        f_match = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Match is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Match')
-        o.match = buf[pos:end].decode()
+        f_match = buf[pos:end].decode()
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return DescribeClientQuotasRequestComponentData(entity_type=f_entity_type, match_type=f_match_type, match=f_match, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeClientQuotasRequestComponentData_v0(o: DescribeClientQuotasRequestComponentData, w: BytesWriter) -> None:
-    x_entity_type = o.entity_type
+    x_entity_type: str | None = o.entity_type
     if x_entity_type is None:
         raise ValueOutOfRangeError('non-nullable field EntityType is None', version=0)
     else:
@@ -177,8 +238,9 @@ def _encode_DescribeClientQuotasRequestComponentData_v0(o: DescribeClientQuotasR
             raise ValueOutOfRangeError('string field EntityType is too long', version=0)
         write_i16_be(w, len(b_entity_type))
         w.write(b_entity_type)
-    _put_i8(w, o.match_type)
-    x_match = o.match
+    v_match_type: int = o.match_type
+    _put_i8(w, v_match_type)
+    x_match: str | None = o.match
     if x_match is None:
         write_i16_be(w, -1)
     else:
@@ -192,11 +254,13 @@ def _encode_DescribeClientQuotasRequestComponentData_v0(o: DescribeClientQuotasR
 
 
 def _decode_DescribeClientQuotasRequestComponentData_v1(buf: bytes, pos: i64) -> tuple[DescribeClientQuotasRequestComponentData, i64]:
-    o = _new(_K_DescribeClientQuotasRequestComponentData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
+    f_entity_type: Any
+    f_match_type: Any
+    f_match: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -211,10 +275,10 @@ def _decode_DescribeClientQuotasRequestComponentData_v1(buf: bytes, pos: i64) ->
         end = pos + n
         if end > blen:
             raise _truncated('EntityType')
-        o.entity_type = buf[pos:end].decode()
+        f_entity_type = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.match_type = b8 - 256 if b8 >= 128 else b8
+    f_match_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -223,23 +287,22 @@ def _decode_DescribeClientQuotasRequestComponentData_v1(buf: bytes, pos: i64) ->
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.match = None
+        f_match = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Match is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Match')
-        o.match = buf[pos:end].decode()
+        f_match = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -251,12 +314,12 @@ def _decode_DescribeClientQuotasRequestComponentData_v1(buf: bytes, pos: i64) ->
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeClientQuotasRequestComponentData(entity_type=f_entity_type, match_type=f_match_type, match=f_match, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeClientQuotasRequestComponentData_v1(o: DescribeClientQuotasRequestComponentData, w: BytesWriter) -> None:
-    x_entity_type = o.entity_type
+    x_entity_type: str | None = o.entity_type
     if x_entity_type is None:
         raise ValueOutOfRangeError('non-nullable field EntityType is None', version=1)
     else:
@@ -269,8 +332,9 @@ def _encode_DescribeClientQuotasRequestComponentData_v1(o: DescribeClientQuotasR
         else:
             _put_uvarint(w, m)
         w.write(b_entity_type)
-    _put_i8(w, o.match_type)
-    x_match = o.match
+    v_match_type: int = o.match_type
+    _put_i8(w, v_match_type)
+    x_match: str | None = o.match
     if x_match is None:
         w.append(_ZERO)
     else:
@@ -290,9 +354,10 @@ def _encode_DescribeClientQuotasRequestComponentData_v1(o: DescribeClientQuotasR
 
 
 def _decode_DescribeClientQuotasRequest_v0(buf: bytes, pos: i64) -> tuple[DescribeClientQuotasRequest, i64]:
-    o = _new(_K_DescribeClientQuotasRequest)
     blen: i64 = len(buf)
     n: i64 = 0
+    f_components: Any
+    f_strict: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -304,15 +369,15 @@ def _decode_DescribeClientQuotasRequest_v0(buf: bytes, pos: i64) -> tuple[Descri
         for _i_components in range(n):
             x_components, pos = _decode_DescribeClientQuotasRequestComponentData_v0(buf, pos)
             lst_components.append(x_components)
-        o.components = lst_components
-    o.strict = buf[pos] != 0
+        f_components = lst_components
+    f_strict = buf[pos] != 0
     pos += 1
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return DescribeClientQuotasRequest(components=f_components, strict=f_strict, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeClientQuotasRequest_v0(o: DescribeClientQuotasRequest, w: BytesWriter) -> None:
-    x_components = o.components
+    x_components: Any = o.components
     if x_components is None:
         raise ValueOutOfRangeError('non-nullable field Components is None', version=0)
     else:
@@ -326,10 +391,11 @@ def _encode_DescribeClientQuotasRequest_v0(o: DescribeClientQuotasRequest, w: By
 
 
 def _decode_DescribeClientQuotasRequest_v1(buf: bytes, pos: i64) -> tuple[DescribeClientQuotasRequest, i64]:
-    o = _new(_K_DescribeClientQuotasRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_components: Any
+    f_strict: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -345,17 +411,16 @@ def _decode_DescribeClientQuotasRequest_v1(buf: bytes, pos: i64) -> tuple[Descri
         for _i_components in range(n):
             x_components, pos = _decode_DescribeClientQuotasRequestComponentData_v1(buf, pos)
             lst_components.append(x_components)
-        o.components = lst_components
-    o.strict = buf[pos] != 0
+        f_components = lst_components
+    f_strict = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -367,12 +432,12 @@ def _decode_DescribeClientQuotasRequest_v1(buf: bytes, pos: i64) -> tuple[Descri
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeClientQuotasRequest(components=f_components, strict=f_strict, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeClientQuotasRequest_v1(o: DescribeClientQuotasRequest, w: BytesWriter) -> None:
-    x_components = o.components
+    x_components: Any = o.components
     if x_components is None:
         raise ValueOutOfRangeError('non-nullable field Components is None', version=1)
     else:
@@ -392,10 +457,11 @@ def _encode_DescribeClientQuotasRequest_v1(o: DescribeClientQuotasRequest, w: By
 
 
 def _decode_DescribeClientQuotasResponseEntityData_v0(buf: bytes, pos: i64) -> tuple[DescribeClientQuotasResponseEntityData, i64]:
-    o = _new(_K_DescribeClientQuotasResponseEntityData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_entity_type: Any
+    f_entity_name: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -406,26 +472,26 @@ def _decode_DescribeClientQuotasResponseEntityData_v0(buf: bytes, pos: i64) -> t
         end = pos + n
         if end > blen:
             raise _truncated('EntityType')
-        o.entity_type = buf[pos:end].decode()
+        f_entity_type = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.entity_name = None
+        f_entity_name = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field EntityName is too long')
         end = pos + n
         if end > blen:
             raise _truncated('EntityName')
-        o.entity_name = buf[pos:end].decode()
+        f_entity_name = buf[pos:end].decode()
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return DescribeClientQuotasResponseEntityData(entity_type=f_entity_type, entity_name=f_entity_name, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeClientQuotasResponseEntityData_v0(o: DescribeClientQuotasResponseEntityData, w: BytesWriter) -> None:
-    x_entity_type = o.entity_type
+    x_entity_type: str | None = o.entity_type
     if x_entity_type is None:
         raise ValueOutOfRangeError('non-nullable field EntityType is None', version=0)
     else:
@@ -434,7 +500,7 @@ def _encode_DescribeClientQuotasResponseEntityData_v0(o: DescribeClientQuotasRes
             raise ValueOutOfRangeError('string field EntityType is too long', version=0)
         write_i16_be(w, len(b_entity_type))
         w.write(b_entity_type)
-    x_entity_name = o.entity_name
+    x_entity_name: str | None = o.entity_name
     if x_entity_name is None:
         write_i16_be(w, -1)
     else:
@@ -448,10 +514,11 @@ def _encode_DescribeClientQuotasResponseEntityData_v0(o: DescribeClientQuotasRes
 
 
 def _decode_DescribeClientQuotasResponseEntityData_v1(buf: bytes, pos: i64) -> tuple[DescribeClientQuotasResponseEntityData, i64]:
-    o = _new(_K_DescribeClientQuotasResponseEntityData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_entity_type: Any
+    f_entity_name: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -466,7 +533,7 @@ def _decode_DescribeClientQuotasResponseEntityData_v1(buf: bytes, pos: i64) -> t
         end = pos + n
         if end > blen:
             raise _truncated('EntityType')
-        o.entity_type = buf[pos:end].decode()
+        f_entity_type = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -475,23 +542,22 @@ def _decode_DescribeClientQuotasResponseEntityData_v1(buf: bytes, pos: i64) -> t
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.entity_name = None
+        f_entity_name = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field EntityName is too long')
         end = pos + n
         if end > blen:
             raise _truncated('EntityName')
-        o.entity_name = buf[pos:end].decode()
+        f_entity_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -503,12 +569,12 @@ def _decode_DescribeClientQuotasResponseEntityData_v1(buf: bytes, pos: i64) -> t
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeClientQuotasResponseEntityData(entity_type=f_entity_type, entity_name=f_entity_name, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeClientQuotasResponseEntityData_v1(o: DescribeClientQuotasResponseEntityData, w: BytesWriter) -> None:
-    x_entity_type = o.entity_type
+    x_entity_type: str | None = o.entity_type
     if x_entity_type is None:
         raise ValueOutOfRangeError('non-nullable field EntityType is None', version=1)
     else:
@@ -521,7 +587,7 @@ def _encode_DescribeClientQuotasResponseEntityData_v1(o: DescribeClientQuotasRes
         else:
             _put_uvarint(w, m)
         w.write(b_entity_type)
-    x_entity_name = o.entity_name
+    x_entity_name: str | None = o.entity_name
     if x_entity_name is None:
         w.append(_ZERO)
     else:
@@ -541,10 +607,11 @@ def _encode_DescribeClientQuotasResponseEntityData_v1(o: DescribeClientQuotasRes
 
 
 def _decode_DescribeClientQuotasResponseValueData_v0(buf: bytes, pos: i64) -> tuple[DescribeClientQuotasResponseValueData, i64]:
-    o = _new(_K_DescribeClientQuotasResponseValueData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_key: Any
+    f_value: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -555,16 +622,16 @@ def _decode_DescribeClientQuotasResponseValueData_v0(buf: bytes, pos: i64) -> tu
         end = pos + n
         if end > blen:
             raise _truncated('Key')
-        o.key = buf[pos:end].decode()
+        f_key = buf[pos:end].decode()
         pos = end
-    o.value = read_f64_be(buf, pos)
+    f_value = read_f64_be(buf, pos)
     pos += 8
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return DescribeClientQuotasResponseValueData(key=f_key, value=f_value, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeClientQuotasResponseValueData_v0(o: DescribeClientQuotasResponseValueData, w: BytesWriter) -> None:
-    x_key = o.key
+    x_key: str | None = o.key
     if x_key is None:
         raise ValueOutOfRangeError('non-nullable field Key is None', version=0)
     else:
@@ -573,16 +640,18 @@ def _encode_DescribeClientQuotasResponseValueData_v0(o: DescribeClientQuotasResp
             raise ValueOutOfRangeError('string field Key is too long', version=0)
         write_i16_be(w, len(b_key))
         w.write(b_key)
-    write_f64_be(w, o.value)
+    v_value: float = o.value
+    write_f64_be(w, v_value)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_DescribeClientQuotasResponseValueData_v1(buf: bytes, pos: i64) -> tuple[DescribeClientQuotasResponseValueData, i64]:
-    o = _new(_K_DescribeClientQuotasResponseValueData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_key: Any
+    f_value: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -597,18 +666,17 @@ def _decode_DescribeClientQuotasResponseValueData_v1(buf: bytes, pos: i64) -> tu
         end = pos + n
         if end > blen:
             raise _truncated('Key')
-        o.key = buf[pos:end].decode()
+        f_key = buf[pos:end].decode()
         pos = end
-    o.value = read_f64_be(buf, pos)
+    f_value = read_f64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -620,12 +688,12 @@ def _decode_DescribeClientQuotasResponseValueData_v1(buf: bytes, pos: i64) -> tu
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeClientQuotasResponseValueData(key=f_key, value=f_value, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeClientQuotasResponseValueData_v1(o: DescribeClientQuotasResponseValueData, w: BytesWriter) -> None:
-    x_key = o.key
+    x_key: str | None = o.key
     if x_key is None:
         raise ValueOutOfRangeError('non-nullable field Key is None', version=1)
     else:
@@ -638,7 +706,8 @@ def _encode_DescribeClientQuotasResponseValueData_v1(o: DescribeClientQuotasResp
         else:
             _put_uvarint(w, m)
         w.write(b_key)
-    write_f64_be(w, o.value)
+    v_value: float = o.value
+    write_f64_be(w, v_value)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -646,9 +715,10 @@ def _encode_DescribeClientQuotasResponseValueData_v1(o: DescribeClientQuotasResp
 
 
 def _decode_DescribeClientQuotasResponseEntryData_v0(buf: bytes, pos: i64) -> tuple[DescribeClientQuotasResponseEntryData, i64]:
-    o = _new(_K_DescribeClientQuotasResponseEntryData)
     blen: i64 = len(buf)
     n: i64 = 0
+    f_entity: Any
+    f_values: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -660,7 +730,7 @@ def _decode_DescribeClientQuotasResponseEntryData_v0(buf: bytes, pos: i64) -> tu
         for _i_entity in range(n):
             x_entity, pos = _decode_DescribeClientQuotasResponseEntityData_v0(buf, pos)
             lst_entity.append(x_entity)
-        o.entity = lst_entity
+        f_entity = lst_entity
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -672,13 +742,13 @@ def _decode_DescribeClientQuotasResponseEntryData_v0(buf: bytes, pos: i64) -> tu
         for _i_values in range(n):
             x_values, pos = _decode_DescribeClientQuotasResponseValueData_v0(buf, pos)
             lst_values.append(x_values)
-        o.values = lst_values
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_values = lst_values
+    utf: Any = ()
+    return DescribeClientQuotasResponseEntryData(entity=f_entity, values=f_values, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeClientQuotasResponseEntryData_v0(o: DescribeClientQuotasResponseEntryData, w: BytesWriter) -> None:
-    x_entity = o.entity
+    x_entity: Any = o.entity
     if x_entity is None:
         raise ValueOutOfRangeError('non-nullable field Entity is None', version=0)
     else:
@@ -686,7 +756,7 @@ def _encode_DescribeClientQuotasResponseEntryData_v0(o: DescribeClientQuotasResp
         write_i32_be(w, len(l_entity))
         for e_entity in l_entity:
             _encode_DescribeClientQuotasResponseEntityData_v0(e_entity, w)
-    x_values = o.values
+    x_values: Any = o.values
     if x_values is None:
         raise ValueOutOfRangeError('non-nullable field Values is None', version=0)
     else:
@@ -699,10 +769,11 @@ def _encode_DescribeClientQuotasResponseEntryData_v0(o: DescribeClientQuotasResp
 
 
 def _decode_DescribeClientQuotasResponseEntryData_v1(buf: bytes, pos: i64) -> tuple[DescribeClientQuotasResponseEntryData, i64]:
-    o = _new(_K_DescribeClientQuotasResponseEntryData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_entity: Any
+    f_values: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -718,7 +789,7 @@ def _decode_DescribeClientQuotasResponseEntryData_v1(buf: bytes, pos: i64) -> tu
         for _i_entity in range(n):
             x_entity, pos = _decode_DescribeClientQuotasResponseEntityData_v1(buf, pos)
             lst_entity.append(x_entity)
-        o.entity = lst_entity
+        f_entity = lst_entity
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -734,15 +805,14 @@ def _decode_DescribeClientQuotasResponseEntryData_v1(buf: bytes, pos: i64) -> tu
         for _i_values in range(n):
             x_values, pos = _decode_DescribeClientQuotasResponseValueData_v1(buf, pos)
             lst_values.append(x_values)
-        o.values = lst_values
+        f_values = lst_values
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -754,12 +824,12 @@ def _decode_DescribeClientQuotasResponseEntryData_v1(buf: bytes, pos: i64) -> tu
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeClientQuotasResponseEntryData(entity=f_entity, values=f_values, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeClientQuotasResponseEntryData_v1(o: DescribeClientQuotasResponseEntryData, w: BytesWriter) -> None:
-    x_entity = o.entity
+    x_entity: Any = o.entity
     if x_entity is None:
         raise ValueOutOfRangeError('non-nullable field Entity is None', version=1)
     else:
@@ -771,7 +841,7 @@ def _encode_DescribeClientQuotasResponseEntryData_v1(o: DescribeClientQuotasResp
             _put_uvarint(w, m)
         for e_entity in l_entity:
             _encode_DescribeClientQuotasResponseEntityData_v1(e_entity, w)
-    x_values = o.values
+    x_values: Any = o.values
     if x_values is None:
         raise ValueOutOfRangeError('non-nullable field Values is None', version=1)
     else:
@@ -790,30 +860,33 @@ def _encode_DescribeClientQuotasResponseEntryData_v1(o: DescribeClientQuotasResp
 
 
 def _decode_DescribeClientQuotasResponse_v0(buf: bytes, pos: i64) -> tuple[DescribeClientQuotasResponse, i64]:
-    o = _new(_K_DescribeClientQuotasResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_entries: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
-        o.entries = None
+        f_entries = None
     else:
         if n > blen - pos:
             raise _invalid('array Entries declares more elements than bytes remain')
@@ -821,15 +894,17 @@ def _decode_DescribeClientQuotasResponse_v0(buf: bytes, pos: i64) -> tuple[Descr
         for _i_entries in range(n):
             x_entries, pos = _decode_DescribeClientQuotasResponseEntryData_v0(buf, pos)
             lst_entries.append(x_entries)
-        o.entries = lst_entries
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_entries = lst_entries
+    utf: Any = ()
+    return DescribeClientQuotasResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, entries=f_entries, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeClientQuotasResponse_v0(o: DescribeClientQuotasResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         write_i16_be(w, -1)
     else:
@@ -838,7 +913,7 @@ def _encode_DescribeClientQuotasResponse_v0(o: DescribeClientQuotasResponse, w: 
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
         write_i16_be(w, len(b_error_message))
         w.write(b_error_message)
-    x_entries = o.entries
+    x_entries: Any = o.entries
     if x_entries is None:
         write_i32_be(w, -1)
     else:
@@ -851,13 +926,16 @@ def _encode_DescribeClientQuotasResponse_v0(o: DescribeClientQuotasResponse, w: 
 
 
 def _decode_DescribeClientQuotasResponse_v1(buf: bytes, pos: i64) -> tuple[DescribeClientQuotasResponse, i64]:
-    o = _new(_K_DescribeClientQuotasResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_entries: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -866,14 +944,14 @@ def _decode_DescribeClientQuotasResponse_v1(buf: bytes, pos: i64) -> tuple[Descr
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -882,7 +960,7 @@ def _decode_DescribeClientQuotasResponse_v1(buf: bytes, pos: i64) -> tuple[Descr
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.entries = None
+        f_entries = None
     else:
         if n > blen - pos:
             raise _invalid('array Entries declares more elements than bytes remain')
@@ -890,15 +968,14 @@ def _decode_DescribeClientQuotasResponse_v1(buf: bytes, pos: i64) -> tuple[Descr
         for _i_entries in range(n):
             x_entries, pos = _decode_DescribeClientQuotasResponseEntryData_v1(buf, pos)
             lst_entries.append(x_entries)
-        o.entries = lst_entries
+        f_entries = lst_entries
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -910,14 +987,16 @@ def _decode_DescribeClientQuotasResponse_v1(buf: bytes, pos: i64) -> tuple[Descr
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeClientQuotasResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, entries=f_entries, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeClientQuotasResponse_v1(o: DescribeClientQuotasResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -930,7 +1009,7 @@ def _encode_DescribeClientQuotasResponse_v1(o: DescribeClientQuotasResponse, w: 
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    x_entries = o.entries
+    x_entries: Any = o.entries
     if x_entries is None:
         w.append(_ZERO)
     else:
@@ -958,4 +1037,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (DescribeClientQuotasResponse, {0: _decode_DescribeClientQuotasResponse_v0, 1: _decode_DescribeClientQuotasResponse_v1}, {0: _encode_DescribeClientQuotasResponse_v0, 1: _encode_DescribeClientQuotasResponse_v1}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.describe_client_quotas', TABLES)

@@ -21,22 +21,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.describe_cluster import (
-    DescribeClusterRequest,
-    DescribeClusterResponse,
-    DescribeClusterResponseBroker,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_DescribeClusterRequest: Final = DescribeClusterRequest
-_K_DescribeClusterResponse: Final = DescribeClusterResponse
-_K_DescribeClusterResponseBroker: Final = DescribeClusterResponseBroker
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -122,23 +115,73 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class DescribeClusterRequest(_NativeMessage):
+    include_cluster_authorized_operations: Any
+    endpoint_type: Any
+    include_fenced_brokers: Any
+
+    def __init__(self, *, include_cluster_authorized_operations: Any = False, endpoint_type: Any = 1, include_fenced_brokers: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.include_cluster_authorized_operations = include_cluster_authorized_operations
+        self.endpoint_type = endpoint_type
+        self.include_fenced_brokers = include_fenced_brokers
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeClusterResponseBroker(_NativeStruct):
+    broker_id: Any
+    host: Any
+    port: Any
+    rack: Any
+    is_fenced: Any
+
+    def __init__(self, *, broker_id: Any = 0, host: Any = '', port: Any = 0, rack: Any = None, is_fenced: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.broker_id = broker_id
+        self.host = host
+        self.port = port
+        self.rack = rack
+        self.is_fenced = is_fenced
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeClusterResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+    error_message: Any
+    endpoint_type: Any
+    cluster_id: Any
+    controller_id: Any
+    brokers: Any
+    cluster_authorized_operations: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, error_message: Any = None, endpoint_type: Any = 1, cluster_id: Any = '', controller_id: Any = -1, brokers: Any = FRESH, cluster_authorized_operations: Any = -2147483648, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.endpoint_type = endpoint_type
+        self.cluster_id = cluster_id
+        self.controller_id = controller_id
+        self.brokers = [] if brokers is FRESH else brokers
+        self.cluster_authorized_operations = cluster_authorized_operations
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_DescribeClusterResponseBroker = DescribeClusterResponseBroker()
+
+
 def _decode_DescribeClusterRequest_v0(buf: bytes, pos: i64) -> tuple[DescribeClusterRequest, i64]:
-    o = _new(_K_DescribeClusterRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.endpoint_type = 1
-    o.include_fenced_brokers = False
-    o.include_cluster_authorized_operations = buf[pos] != 0
+    f_include_cluster_authorized_operations: Any
+    f_include_cluster_authorized_operations = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -150,12 +193,13 @@ def _decode_DescribeClusterRequest_v0(buf: bytes, pos: i64) -> tuple[DescribeClu
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeClusterRequest(include_cluster_authorized_operations=f_include_cluster_authorized_operations, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeClusterRequest_v0(o: DescribeClusterRequest, w: BytesWriter) -> None:
-    if o.endpoint_type != 1:
+    d_endpoint_type: int = o.endpoint_type
+    if d_endpoint_type != 1:
         raise FieldNotInVersionError('non-default EndpointType cannot be written', version=0)
     if bool(o.include_fenced_brokers):
         raise FieldNotInVersionError('non-default IncludeFencedBrokers cannot be written', version=0)
@@ -167,25 +211,24 @@ def _encode_DescribeClusterRequest_v0(o: DescribeClusterRequest, w: BytesWriter)
 
 
 def _decode_DescribeClusterRequest_v1(buf: bytes, pos: i64) -> tuple[DescribeClusterRequest, i64]:
-    o = _new(_K_DescribeClusterRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.include_fenced_brokers = False
-    o.include_cluster_authorized_operations = buf[pos] != 0
+    f_include_cluster_authorized_operations: Any
+    f_endpoint_type: Any
+    f_include_cluster_authorized_operations = buf[pos] != 0
     pos += 1
     b8 = buf[pos]
-    o.endpoint_type = b8 - 256 if b8 >= 128 else b8
+    f_endpoint_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -197,15 +240,16 @@ def _decode_DescribeClusterRequest_v1(buf: bytes, pos: i64) -> tuple[DescribeClu
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeClusterRequest(include_cluster_authorized_operations=f_include_cluster_authorized_operations, endpoint_type=f_endpoint_type, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeClusterRequest_v1(o: DescribeClusterRequest, w: BytesWriter) -> None:
     if bool(o.include_fenced_brokers):
         raise FieldNotInVersionError('non-default IncludeFencedBrokers cannot be written', version=1)
     w.append(_ONE if o.include_cluster_authorized_operations else _ZERO)
-    _put_i8(w, o.endpoint_type)
+    v_endpoint_type: int = o.endpoint_type
+    _put_i8(w, v_endpoint_type)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -213,26 +257,27 @@ def _encode_DescribeClusterRequest_v1(o: DescribeClusterRequest, w: BytesWriter)
 
 
 def _decode_DescribeClusterRequest_v2(buf: bytes, pos: i64) -> tuple[DescribeClusterRequest, i64]:
-    o = _new(_K_DescribeClusterRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.include_cluster_authorized_operations = buf[pos] != 0
+    f_include_cluster_authorized_operations: Any
+    f_endpoint_type: Any
+    f_include_fenced_brokers: Any
+    f_include_cluster_authorized_operations = buf[pos] != 0
     pos += 1
     b8 = buf[pos]
-    o.endpoint_type = b8 - 256 if b8 >= 128 else b8
+    f_endpoint_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
-    o.include_fenced_brokers = buf[pos] != 0
+    f_include_fenced_brokers = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -244,13 +289,14 @@ def _decode_DescribeClusterRequest_v2(buf: bytes, pos: i64) -> tuple[DescribeClu
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeClusterRequest(include_cluster_authorized_operations=f_include_cluster_authorized_operations, endpoint_type=f_endpoint_type, include_fenced_brokers=f_include_fenced_brokers, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeClusterRequest_v2(o: DescribeClusterRequest, w: BytesWriter) -> None:
     w.append(_ONE if o.include_cluster_authorized_operations else _ZERO)
-    _put_i8(w, o.endpoint_type)
+    v_endpoint_type: int = o.endpoint_type
+    _put_i8(w, v_endpoint_type)
     w.append(_ONE if o.include_fenced_brokers else _ZERO)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
@@ -259,12 +305,14 @@ def _encode_DescribeClusterRequest_v2(o: DescribeClusterRequest, w: BytesWriter)
 
 
 def _decode_DescribeClusterResponseBroker_v0(buf: bytes, pos: i64) -> tuple[DescribeClusterResponseBroker, i64]:
-    o = _new(_K_DescribeClusterResponseBroker)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.is_fenced = False
-    o.broker_id = read_i32_be(buf, pos)
+    f_broker_id: Any
+    f_host: Any
+    f_port: Any
+    f_rack: Any
+    f_broker_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -280,9 +328,9 @@ def _decode_DescribeClusterResponseBroker_v0(buf: bytes, pos: i64) -> tuple[Desc
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
-    o.port = read_i32_be(buf, pos)
+    f_port = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -291,23 +339,22 @@ def _decode_DescribeClusterResponseBroker_v0(buf: bytes, pos: i64) -> tuple[Desc
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.rack = None
+        f_rack = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Rack is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Rack')
-        o.rack = buf[pos:end].decode()
+        f_rack = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -319,15 +366,16 @@ def _decode_DescribeClusterResponseBroker_v0(buf: bytes, pos: i64) -> tuple[Desc
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeClusterResponseBroker(broker_id=f_broker_id, host=f_host, port=f_port, rack=f_rack, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeClusterResponseBroker_v0(o: DescribeClusterResponseBroker, w: BytesWriter) -> None:
     if bool(o.is_fenced):
         raise FieldNotInVersionError('non-default IsFenced cannot be written', version=0)
-    write_i32_be(w, o.broker_id)
-    x_host = o.host
+    v_broker_id: int = o.broker_id
+    write_i32_be(w, v_broker_id)
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
     else:
@@ -340,8 +388,9 @@ def _encode_DescribeClusterResponseBroker_v0(o: DescribeClusterResponseBroker, w
         else:
             _put_uvarint(w, m)
         w.write(b_host)
-    write_i32_be(w, o.port)
-    x_rack = o.rack
+    v_port: int = o.port
+    write_i32_be(w, v_port)
+    x_rack: str | None = o.rack
     if x_rack is None:
         w.append(_ZERO)
     else:
@@ -361,11 +410,15 @@ def _encode_DescribeClusterResponseBroker_v0(o: DescribeClusterResponseBroker, w
 
 
 def _decode_DescribeClusterResponseBroker_v2(buf: bytes, pos: i64) -> tuple[DescribeClusterResponseBroker, i64]:
-    o = _new(_K_DescribeClusterResponseBroker)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.broker_id = read_i32_be(buf, pos)
+    f_broker_id: Any
+    f_host: Any
+    f_port: Any
+    f_rack: Any
+    f_is_fenced: Any
+    f_broker_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -381,9 +434,9 @@ def _decode_DescribeClusterResponseBroker_v2(buf: bytes, pos: i64) -> tuple[Desc
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
-    o.port = read_i32_be(buf, pos)
+    f_port = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -392,25 +445,24 @@ def _decode_DescribeClusterResponseBroker_v2(buf: bytes, pos: i64) -> tuple[Desc
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.rack = None
+        f_rack = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Rack is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Rack')
-        o.rack = buf[pos:end].decode()
+        f_rack = buf[pos:end].decode()
         pos = end
-    o.is_fenced = buf[pos] != 0
+    f_is_fenced = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -422,13 +474,14 @@ def _decode_DescribeClusterResponseBroker_v2(buf: bytes, pos: i64) -> tuple[Desc
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeClusterResponseBroker(broker_id=f_broker_id, host=f_host, port=f_port, rack=f_rack, is_fenced=f_is_fenced, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeClusterResponseBroker_v2(o: DescribeClusterResponseBroker, w: BytesWriter) -> None:
-    write_i32_be(w, o.broker_id)
-    x_host = o.host
+    v_broker_id: int = o.broker_id
+    write_i32_be(w, v_broker_id)
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=2)
     else:
@@ -441,8 +494,9 @@ def _encode_DescribeClusterResponseBroker_v2(o: DescribeClusterResponseBroker, w
         else:
             _put_uvarint(w, m)
         w.write(b_host)
-    write_i32_be(w, o.port)
-    x_rack = o.rack
+    v_port: int = o.port
+    write_i32_be(w, v_port)
+    x_rack: str | None = o.rack
     if x_rack is None:
         w.append(_ZERO)
     else:
@@ -463,14 +517,19 @@ def _encode_DescribeClusterResponseBroker_v2(o: DescribeClusterResponseBroker, w
 
 
 def _decode_DescribeClusterResponse_v0(buf: bytes, pos: i64) -> tuple[DescribeClusterResponse, i64]:
-    o = _new(_K_DescribeClusterResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.endpoint_type = 1
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_cluster_id: Any
+    f_controller_id: Any
+    f_brokers: Any
+    f_cluster_authorized_operations: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -479,14 +538,14 @@ def _decode_DescribeClusterResponse_v0(buf: bytes, pos: i64) -> tuple[DescribeCl
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -502,9 +561,9 @@ def _decode_DescribeClusterResponse_v0(buf: bytes, pos: i64) -> tuple[DescribeCl
         end = pos + n
         if end > blen:
             raise _truncated('ClusterId')
-        o.cluster_id = buf[pos:end].decode()
+        f_cluster_id = buf[pos:end].decode()
         pos = end
-    o.controller_id = read_i32_be(buf, pos)
+    f_controller_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -521,17 +580,16 @@ def _decode_DescribeClusterResponse_v0(buf: bytes, pos: i64) -> tuple[DescribeCl
         for _i_brokers in range(n):
             x_brokers, pos = _decode_DescribeClusterResponseBroker_v0(buf, pos)
             lst_brokers.append(x_brokers)
-        o.brokers = lst_brokers
-    o.cluster_authorized_operations = read_i32_be(buf, pos)
+        f_brokers = lst_brokers
+    f_cluster_authorized_operations = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -543,16 +601,19 @@ def _decode_DescribeClusterResponse_v0(buf: bytes, pos: i64) -> tuple[DescribeCl
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeClusterResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, cluster_id=f_cluster_id, controller_id=f_controller_id, brokers=f_brokers, cluster_authorized_operations=f_cluster_authorized_operations, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeClusterResponse_v0(o: DescribeClusterResponse, w: BytesWriter) -> None:
-    if o.endpoint_type != 1:
+    d_endpoint_type: int = o.endpoint_type
+    if d_endpoint_type != 1:
         raise FieldNotInVersionError('non-default EndpointType cannot be written', version=0)
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -565,7 +626,7 @@ def _encode_DescribeClusterResponse_v0(o: DescribeClusterResponse, w: BytesWrite
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    x_cluster_id = o.cluster_id
+    x_cluster_id: str | None = o.cluster_id
     if x_cluster_id is None:
         raise ValueOutOfRangeError('non-nullable field ClusterId is None', version=0)
     else:
@@ -578,8 +639,9 @@ def _encode_DescribeClusterResponse_v0(o: DescribeClusterResponse, w: BytesWrite
         else:
             _put_uvarint(w, m)
         w.write(b_cluster_id)
-    write_i32_be(w, o.controller_id)
-    x_brokers = o.brokers
+    v_controller_id: int = o.controller_id
+    write_i32_be(w, v_controller_id)
+    x_brokers: Any = o.brokers
     if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=0)
     else:
@@ -591,7 +653,8 @@ def _encode_DescribeClusterResponse_v0(o: DescribeClusterResponse, w: BytesWrite
             _put_uvarint(w, m)
         for e_brokers in l_brokers:
             _encode_DescribeClusterResponseBroker_v0(e_brokers, w)
-    write_i32_be(w, o.cluster_authorized_operations)
+    v_cluster_authorized_operations: int = o.cluster_authorized_operations
+    write_i32_be(w, v_cluster_authorized_operations)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -599,14 +662,21 @@ def _encode_DescribeClusterResponse_v0(o: DescribeClusterResponse, w: BytesWrite
 
 
 def _decode_DescribeClusterResponse_v1(buf: bytes, pos: i64) -> tuple[DescribeClusterResponse, i64]:
-    o = _new(_K_DescribeClusterResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_endpoint_type: Any
+    f_cluster_id: Any
+    f_controller_id: Any
+    f_brokers: Any
+    f_cluster_authorized_operations: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -615,17 +685,17 @@ def _decode_DescribeClusterResponse_v1(buf: bytes, pos: i64) -> tuple[DescribeCl
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.endpoint_type = b8 - 256 if b8 >= 128 else b8
+    f_endpoint_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -641,9 +711,9 @@ def _decode_DescribeClusterResponse_v1(buf: bytes, pos: i64) -> tuple[DescribeCl
         end = pos + n
         if end > blen:
             raise _truncated('ClusterId')
-        o.cluster_id = buf[pos:end].decode()
+        f_cluster_id = buf[pos:end].decode()
         pos = end
-    o.controller_id = read_i32_be(buf, pos)
+    f_controller_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -660,17 +730,16 @@ def _decode_DescribeClusterResponse_v1(buf: bytes, pos: i64) -> tuple[DescribeCl
         for _i_brokers in range(n):
             x_brokers, pos = _decode_DescribeClusterResponseBroker_v0(buf, pos)
             lst_brokers.append(x_brokers)
-        o.brokers = lst_brokers
-    o.cluster_authorized_operations = read_i32_be(buf, pos)
+        f_brokers = lst_brokers
+    f_cluster_authorized_operations = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -682,14 +751,16 @@ def _decode_DescribeClusterResponse_v1(buf: bytes, pos: i64) -> tuple[DescribeCl
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeClusterResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, endpoint_type=f_endpoint_type, cluster_id=f_cluster_id, controller_id=f_controller_id, brokers=f_brokers, cluster_authorized_operations=f_cluster_authorized_operations, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeClusterResponse_v1(o: DescribeClusterResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -702,8 +773,9 @@ def _encode_DescribeClusterResponse_v1(o: DescribeClusterResponse, w: BytesWrite
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    _put_i8(w, o.endpoint_type)
-    x_cluster_id = o.cluster_id
+    v_endpoint_type: int = o.endpoint_type
+    _put_i8(w, v_endpoint_type)
+    x_cluster_id: str | None = o.cluster_id
     if x_cluster_id is None:
         raise ValueOutOfRangeError('non-nullable field ClusterId is None', version=1)
     else:
@@ -716,8 +788,9 @@ def _encode_DescribeClusterResponse_v1(o: DescribeClusterResponse, w: BytesWrite
         else:
             _put_uvarint(w, m)
         w.write(b_cluster_id)
-    write_i32_be(w, o.controller_id)
-    x_brokers = o.brokers
+    v_controller_id: int = o.controller_id
+    write_i32_be(w, v_controller_id)
+    x_brokers: Any = o.brokers
     if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=1)
     else:
@@ -729,7 +802,8 @@ def _encode_DescribeClusterResponse_v1(o: DescribeClusterResponse, w: BytesWrite
             _put_uvarint(w, m)
         for e_brokers in l_brokers:
             _encode_DescribeClusterResponseBroker_v0(e_brokers, w)
-    write_i32_be(w, o.cluster_authorized_operations)
+    v_cluster_authorized_operations: int = o.cluster_authorized_operations
+    write_i32_be(w, v_cluster_authorized_operations)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -737,14 +811,21 @@ def _encode_DescribeClusterResponse_v1(o: DescribeClusterResponse, w: BytesWrite
 
 
 def _decode_DescribeClusterResponse_v2(buf: bytes, pos: i64) -> tuple[DescribeClusterResponse, i64]:
-    o = _new(_K_DescribeClusterResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_endpoint_type: Any
+    f_cluster_id: Any
+    f_controller_id: Any
+    f_brokers: Any
+    f_cluster_authorized_operations: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -753,17 +834,17 @@ def _decode_DescribeClusterResponse_v2(buf: bytes, pos: i64) -> tuple[DescribeCl
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.endpoint_type = b8 - 256 if b8 >= 128 else b8
+    f_endpoint_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -779,9 +860,9 @@ def _decode_DescribeClusterResponse_v2(buf: bytes, pos: i64) -> tuple[DescribeCl
         end = pos + n
         if end > blen:
             raise _truncated('ClusterId')
-        o.cluster_id = buf[pos:end].decode()
+        f_cluster_id = buf[pos:end].decode()
         pos = end
-    o.controller_id = read_i32_be(buf, pos)
+    f_controller_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -798,17 +879,16 @@ def _decode_DescribeClusterResponse_v2(buf: bytes, pos: i64) -> tuple[DescribeCl
         for _i_brokers in range(n):
             x_brokers, pos = _decode_DescribeClusterResponseBroker_v2(buf, pos)
             lst_brokers.append(x_brokers)
-        o.brokers = lst_brokers
-    o.cluster_authorized_operations = read_i32_be(buf, pos)
+        f_brokers = lst_brokers
+    f_cluster_authorized_operations = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -820,14 +900,16 @@ def _decode_DescribeClusterResponse_v2(buf: bytes, pos: i64) -> tuple[DescribeCl
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeClusterResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, endpoint_type=f_endpoint_type, cluster_id=f_cluster_id, controller_id=f_controller_id, brokers=f_brokers, cluster_authorized_operations=f_cluster_authorized_operations, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeClusterResponse_v2(o: DescribeClusterResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -840,8 +922,9 @@ def _encode_DescribeClusterResponse_v2(o: DescribeClusterResponse, w: BytesWrite
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    _put_i8(w, o.endpoint_type)
-    x_cluster_id = o.cluster_id
+    v_endpoint_type: int = o.endpoint_type
+    _put_i8(w, v_endpoint_type)
+    x_cluster_id: str | None = o.cluster_id
     if x_cluster_id is None:
         raise ValueOutOfRangeError('non-nullable field ClusterId is None', version=2)
     else:
@@ -854,8 +937,9 @@ def _encode_DescribeClusterResponse_v2(o: DescribeClusterResponse, w: BytesWrite
         else:
             _put_uvarint(w, m)
         w.write(b_cluster_id)
-    write_i32_be(w, o.controller_id)
-    x_brokers = o.brokers
+    v_controller_id: int = o.controller_id
+    write_i32_be(w, v_controller_id)
+    x_brokers: Any = o.brokers
     if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=2)
     else:
@@ -867,7 +951,8 @@ def _encode_DescribeClusterResponse_v2(o: DescribeClusterResponse, w: BytesWrite
             _put_uvarint(w, m)
         for e_brokers in l_brokers:
             _encode_DescribeClusterResponseBroker_v2(e_brokers, w)
-    write_i32_be(w, o.cluster_authorized_operations)
+    v_cluster_authorized_operations: int = o.cluster_authorized_operations
+    write_i32_be(w, v_cluster_authorized_operations)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -881,4 +966,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (DescribeClusterResponse, {0: _decode_DescribeClusterResponse_v0, 1: _decode_DescribeClusterResponse_v1, 2: _decode_DescribeClusterResponse_v2}, {0: _encode_DescribeClusterResponse_v0, 1: _encode_DescribeClusterResponse_v1, 2: _encode_DescribeClusterResponse_v2}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.describe_cluster', TABLES)

@@ -23,28 +23,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.describe_configs import (
-    DescribeConfigsRequest,
-    DescribeConfigsRequestResource,
-    DescribeConfigsResponse,
-    DescribeConfigsResponseResourceResult,
-    DescribeConfigsResponseResult,
-    DescribeConfigsResponseSynonym,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_DescribeConfigsRequest: Final = DescribeConfigsRequest
-_K_DescribeConfigsRequestResource: Final = DescribeConfigsRequestResource
-_K_DescribeConfigsResponse: Final = DescribeConfigsResponse
-_K_DescribeConfigsResponseResourceResult: Final = DescribeConfigsResponseResourceResult
-_K_DescribeConfigsResponseResult: Final = DescribeConfigsResponseResult
-_K_DescribeConfigsResponseSynonym: Final = DescribeConfigsResponseSynonym
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -130,14 +117,108 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class DescribeConfigsRequestResource(_NativeStruct):
+    resource_type: Any
+    resource_name: Any
+    configuration_keys: Any
+
+    def __init__(self, *, resource_type: Any = 0, resource_name: Any = '', configuration_keys: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.configuration_keys = [] if configuration_keys is FRESH else configuration_keys
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeConfigsRequest(_NativeMessage):
+    resources: Any
+    include_synonyms: Any
+    include_documentation: Any
+
+    def __init__(self, *, resources: Any = FRESH, include_synonyms: Any = False, include_documentation: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.resources = [] if resources is FRESH else resources
+        self.include_synonyms = include_synonyms
+        self.include_documentation = include_documentation
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeConfigsResponseSynonym(_NativeStruct):
+    name: Any
+    value: Any
+    source: Any
+
+    def __init__(self, *, name: Any = '', value: Any = '', source: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.value = value
+        self.source = source
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeConfigsResponseResourceResult(_NativeStruct):
+    name: Any
+    value: Any
+    read_only: Any
+    config_source: Any
+    is_default: Any
+    is_sensitive: Any
+    synonyms: Any
+    config_type: Any
+    documentation: Any
+
+    def __init__(self, *, name: Any = '', value: Any = '', read_only: Any = False, config_source: Any = -1, is_default: Any = False, is_sensitive: Any = False, synonyms: Any = FRESH, config_type: Any = 0, documentation: Any = '', unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.value = value
+        self.read_only = read_only
+        self.config_source = config_source
+        self.is_default = is_default
+        self.is_sensitive = is_sensitive
+        self.synonyms = [] if synonyms is FRESH else synonyms
+        self.config_type = config_type
+        self.documentation = documentation
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeConfigsResponseResult(_NativeStruct):
+    error_code: Any
+    error_message: Any
+    resource_type: Any
+    resource_name: Any
+    configs: Any
+
+    def __init__(self, *, error_code: Any = 0, error_message: Any = '', resource_type: Any = 0, resource_name: Any = '', configs: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.configs = [] if configs is FRESH else configs
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeConfigsResponse(_NativeMessage):
+    throttle_time_ms: Any
+    results: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, results: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.results = [] if results is FRESH else results
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_DescribeConfigsRequestResource = DescribeConfigsRequestResource()
+_DEFAULT_DescribeConfigsResponseSynonym = DescribeConfigsResponseSynonym()
+_DEFAULT_DescribeConfigsResponseResourceResult = DescribeConfigsResponseResourceResult()
+_DEFAULT_DescribeConfigsResponseResult = DescribeConfigsResponseResult()
+
+
 def _decode_DescribeConfigsRequestResource_v0(buf: bytes, pos: i64) -> tuple[DescribeConfigsRequestResource, i64]:
-    o = _new(_K_DescribeConfigsRequestResource)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
+    f_resource_type: Any
+    f_resource_name: Any
+    f_configuration_keys: Any
     b8 = buf[pos]
-    o.resource_type = b8 - 256 if b8 >= 128 else b8
+    f_resource_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -149,12 +230,12 @@ def _decode_DescribeConfigsRequestResource_v0(buf: bytes, pos: i64) -> tuple[Des
         end = pos + n
         if end > blen:
             raise _truncated('ResourceName')
-        o.resource_name = buf[pos:end].decode()
+        f_resource_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
-        o.configuration_keys = None
+        f_configuration_keys = None
     else:
         if n > blen - pos:
             raise _invalid('array ConfigurationKeys declares more elements than bytes remain')
@@ -171,14 +252,15 @@ def _decode_DescribeConfigsRequestResource_v0(buf: bytes, pos: i64) -> tuple[Des
                 raise _truncated('ConfigurationKeys')
             lst_configuration_keys.append(buf[pos:end].decode())
             pos = end
-        o.configuration_keys = lst_configuration_keys
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_configuration_keys = lst_configuration_keys
+    utf: Any = ()
+    return DescribeConfigsRequestResource(resource_type=f_resource_type, resource_name=f_resource_name, configuration_keys=f_configuration_keys, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeConfigsRequestResource_v0(o: DescribeConfigsRequestResource, w: BytesWriter) -> None:
-    _put_i8(w, o.resource_type)
-    x_resource_name = o.resource_name
+    v_resource_type: int = o.resource_type
+    _put_i8(w, v_resource_type)
+    x_resource_name: str | None = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=0)
     else:
@@ -187,7 +269,7 @@ def _encode_DescribeConfigsRequestResource_v0(o: DescribeConfigsRequestResource,
             raise ValueOutOfRangeError('string field ResourceName is too long', version=0)
         write_i16_be(w, len(b_resource_name))
         w.write(b_resource_name)
-    x_configuration_keys = o.configuration_keys
+    x_configuration_keys: Any = o.configuration_keys
     if x_configuration_keys is None:
         write_i32_be(w, -1)
     else:
@@ -204,13 +286,15 @@ def _encode_DescribeConfigsRequestResource_v0(o: DescribeConfigsRequestResource,
 
 
 def _decode_DescribeConfigsRequestResource_v4(buf: bytes, pos: i64) -> tuple[DescribeConfigsRequestResource, i64]:
-    o = _new(_K_DescribeConfigsRequestResource)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
+    f_resource_type: Any
+    f_resource_name: Any
+    f_configuration_keys: Any
     b8 = buf[pos]
-    o.resource_type = b8 - 256 if b8 >= 128 else b8
+    f_resource_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -226,7 +310,7 @@ def _decode_DescribeConfigsRequestResource_v4(buf: bytes, pos: i64) -> tuple[Des
         end = pos + n
         if end > blen:
             raise _truncated('ResourceName')
-        o.resource_name = buf[pos:end].decode()
+        f_resource_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -235,7 +319,7 @@ def _decode_DescribeConfigsRequestResource_v4(buf: bytes, pos: i64) -> tuple[Des
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.configuration_keys = None
+        f_configuration_keys = None
     else:
         if n > blen - pos:
             raise _invalid('array ConfigurationKeys declares more elements than bytes remain')
@@ -256,15 +340,14 @@ def _decode_DescribeConfigsRequestResource_v4(buf: bytes, pos: i64) -> tuple[Des
                 raise _truncated('ConfigurationKeys')
             lst_configuration_keys.append(buf[pos:end].decode())
             pos = end
-        o.configuration_keys = lst_configuration_keys
+        f_configuration_keys = lst_configuration_keys
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -276,13 +359,14 @@ def _decode_DescribeConfigsRequestResource_v4(buf: bytes, pos: i64) -> tuple[Des
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeConfigsRequestResource(resource_type=f_resource_type, resource_name=f_resource_name, configuration_keys=f_configuration_keys, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeConfigsRequestResource_v4(o: DescribeConfigsRequestResource, w: BytesWriter) -> None:
-    _put_i8(w, o.resource_type)
-    x_resource_name = o.resource_name
+    v_resource_type: int = o.resource_type
+    _put_i8(w, v_resource_type)
+    x_resource_name: str | None = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=4)
     else:
@@ -295,7 +379,7 @@ def _encode_DescribeConfigsRequestResource_v4(o: DescribeConfigsRequestResource,
         else:
             _put_uvarint(w, m)
         w.write(b_resource_name)
-    x_configuration_keys = o.configuration_keys
+    x_configuration_keys: Any = o.configuration_keys
     if x_configuration_keys is None:
         w.append(_ZERO)
     else:
@@ -322,11 +406,9 @@ def _encode_DescribeConfigsRequestResource_v4(o: DescribeConfigsRequestResource,
 
 
 def _decode_DescribeConfigsRequest_v0(buf: bytes, pos: i64) -> tuple[DescribeConfigsRequest, i64]:
-    o = _new(_K_DescribeConfigsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.include_synonyms = False
-    o.include_documentation = False
+    f_resources: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -338,9 +420,9 @@ def _decode_DescribeConfigsRequest_v0(buf: bytes, pos: i64) -> tuple[DescribeCon
         for _i_resources in range(n):
             x_resources, pos = _decode_DescribeConfigsRequestResource_v0(buf, pos)
             lst_resources.append(x_resources)
-        o.resources = lst_resources
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_resources = lst_resources
+    utf: Any = ()
+    return DescribeConfigsRequest(resources=f_resources, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeConfigsRequest_v0(o: DescribeConfigsRequest, w: BytesWriter) -> None:
@@ -348,7 +430,7 @@ def _encode_DescribeConfigsRequest_v0(o: DescribeConfigsRequest, w: BytesWriter)
         raise FieldNotInVersionError('non-default IncludeSynonyms cannot be written', version=0)
     if bool(o.include_documentation):
         raise FieldNotInVersionError('non-default IncludeDocumentation cannot be written', version=0)
-    x_resources = o.resources
+    x_resources: Any = o.resources
     if x_resources is None:
         raise ValueOutOfRangeError('non-nullable field Resources is None', version=0)
     else:
@@ -361,10 +443,10 @@ def _encode_DescribeConfigsRequest_v0(o: DescribeConfigsRequest, w: BytesWriter)
 
 
 def _decode_DescribeConfigsRequest_v1(buf: bytes, pos: i64) -> tuple[DescribeConfigsRequest, i64]:
-    o = _new(_K_DescribeConfigsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.include_documentation = False
+    f_resources: Any
+    f_include_synonyms: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -376,17 +458,17 @@ def _decode_DescribeConfigsRequest_v1(buf: bytes, pos: i64) -> tuple[DescribeCon
         for _i_resources in range(n):
             x_resources, pos = _decode_DescribeConfigsRequestResource_v0(buf, pos)
             lst_resources.append(x_resources)
-        o.resources = lst_resources
-    o.include_synonyms = buf[pos] != 0
+        f_resources = lst_resources
+    f_include_synonyms = buf[pos] != 0
     pos += 1
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return DescribeConfigsRequest(resources=f_resources, include_synonyms=f_include_synonyms, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeConfigsRequest_v1(o: DescribeConfigsRequest, w: BytesWriter) -> None:
     if bool(o.include_documentation):
         raise FieldNotInVersionError('non-default IncludeDocumentation cannot be written', version=1)
-    x_resources = o.resources
+    x_resources: Any = o.resources
     if x_resources is None:
         raise ValueOutOfRangeError('non-nullable field Resources is None', version=1)
     else:
@@ -400,9 +482,11 @@ def _encode_DescribeConfigsRequest_v1(o: DescribeConfigsRequest, w: BytesWriter)
 
 
 def _decode_DescribeConfigsRequest_v3(buf: bytes, pos: i64) -> tuple[DescribeConfigsRequest, i64]:
-    o = _new(_K_DescribeConfigsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
+    f_resources: Any
+    f_include_synonyms: Any
+    f_include_documentation: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -414,17 +498,17 @@ def _decode_DescribeConfigsRequest_v3(buf: bytes, pos: i64) -> tuple[DescribeCon
         for _i_resources in range(n):
             x_resources, pos = _decode_DescribeConfigsRequestResource_v0(buf, pos)
             lst_resources.append(x_resources)
-        o.resources = lst_resources
-    o.include_synonyms = buf[pos] != 0
+        f_resources = lst_resources
+    f_include_synonyms = buf[pos] != 0
     pos += 1
-    o.include_documentation = buf[pos] != 0
+    f_include_documentation = buf[pos] != 0
     pos += 1
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return DescribeConfigsRequest(resources=f_resources, include_synonyms=f_include_synonyms, include_documentation=f_include_documentation, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeConfigsRequest_v3(o: DescribeConfigsRequest, w: BytesWriter) -> None:
-    x_resources = o.resources
+    x_resources: Any = o.resources
     if x_resources is None:
         raise ValueOutOfRangeError('non-nullable field Resources is None', version=3)
     else:
@@ -439,10 +523,12 @@ def _encode_DescribeConfigsRequest_v3(o: DescribeConfigsRequest, w: BytesWriter)
 
 
 def _decode_DescribeConfigsRequest_v4(buf: bytes, pos: i64) -> tuple[DescribeConfigsRequest, i64]:
-    o = _new(_K_DescribeConfigsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_resources: Any
+    f_include_synonyms: Any
+    f_include_documentation: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -458,19 +544,18 @@ def _decode_DescribeConfigsRequest_v4(buf: bytes, pos: i64) -> tuple[DescribeCon
         for _i_resources in range(n):
             x_resources, pos = _decode_DescribeConfigsRequestResource_v4(buf, pos)
             lst_resources.append(x_resources)
-        o.resources = lst_resources
-    o.include_synonyms = buf[pos] != 0
+        f_resources = lst_resources
+    f_include_synonyms = buf[pos] != 0
     pos += 1
-    o.include_documentation = buf[pos] != 0
+    f_include_documentation = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -482,12 +567,12 @@ def _decode_DescribeConfigsRequest_v4(buf: bytes, pos: i64) -> tuple[DescribeCon
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeConfigsRequest(resources=f_resources, include_synonyms=f_include_synonyms, include_documentation=f_include_documentation, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeConfigsRequest_v4(o: DescribeConfigsRequest, w: BytesWriter) -> None:
-    x_resources = o.resources
+    x_resources: Any = o.resources
     if x_resources is None:
         raise ValueOutOfRangeError('non-nullable field Resources is None', version=4)
     else:
@@ -508,11 +593,13 @@ def _encode_DescribeConfigsRequest_v4(o: DescribeConfigsRequest, w: BytesWriter)
 
 
 def _decode_DescribeConfigsResponseSynonym_v1(buf: bytes, pos: i64) -> tuple[DescribeConfigsResponseSynonym, i64]:
-    o = _new(_K_DescribeConfigsResponseSynonym)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
+    f_name: Any
+    f_value: Any
+    f_source: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -523,29 +610,29 @@ def _decode_DescribeConfigsResponseSynonym_v1(buf: bytes, pos: i64) -> tuple[Des
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.value = None
+        f_value = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Value is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Value')
-        o.value = buf[pos:end].decode()
+        f_value = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.source = b8 - 256 if b8 >= 128 else b8
+    f_source = b8 - 256 if b8 >= 128 else b8
     pos += 1
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return DescribeConfigsResponseSynonym(name=f_name, value=f_value, source=f_source, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeConfigsResponseSynonym_v1(o: DescribeConfigsResponseSynonym, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
     else:
@@ -554,7 +641,7 @@ def _encode_DescribeConfigsResponseSynonym_v1(o: DescribeConfigsResponseSynonym,
             raise ValueOutOfRangeError('string field Name is too long', version=1)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_value = o.value
+    x_value: str | None = o.value
     if x_value is None:
         write_i16_be(w, -1)
     else:
@@ -563,17 +650,20 @@ def _encode_DescribeConfigsResponseSynonym_v1(o: DescribeConfigsResponseSynonym,
             raise ValueOutOfRangeError('string field Value is too long', version=1)
         write_i16_be(w, len(b_value))
         w.write(b_value)
-    _put_i8(w, o.source)
+    v_source: int = o.source
+    _put_i8(w, v_source)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_DescribeConfigsResponseSynonym_v4(buf: bytes, pos: i64) -> tuple[DescribeConfigsResponseSynonym, i64]:
-    o = _new(_K_DescribeConfigsResponseSynonym)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
+    f_name: Any
+    f_value: Any
+    f_source: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -588,7 +678,7 @@ def _decode_DescribeConfigsResponseSynonym_v4(buf: bytes, pos: i64) -> tuple[Des
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -597,26 +687,25 @@ def _decode_DescribeConfigsResponseSynonym_v4(buf: bytes, pos: i64) -> tuple[Des
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.value = None
+        f_value = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Value is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Value')
-        o.value = buf[pos:end].decode()
+        f_value = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.source = b8 - 256 if b8 >= 128 else b8
+    f_source = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -628,12 +717,12 @@ def _decode_DescribeConfigsResponseSynonym_v4(buf: bytes, pos: i64) -> tuple[Des
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeConfigsResponseSynonym(name=f_name, value=f_value, source=f_source, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeConfigsResponseSynonym_v4(o: DescribeConfigsResponseSynonym, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=4)
     else:
@@ -646,7 +735,7 @@ def _encode_DescribeConfigsResponseSynonym_v4(o: DescribeConfigsResponseSynonym,
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_value = o.value
+    x_value: str | None = o.value
     if x_value is None:
         w.append(_ZERO)
     else:
@@ -659,7 +748,8 @@ def _encode_DescribeConfigsResponseSynonym_v4(o: DescribeConfigsResponseSynonym,
         else:
             _put_uvarint(w, m)
         w.write(b_value)
-    _put_i8(w, o.source)
+    v_source: int = o.source
+    _put_i8(w, v_source)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -667,14 +757,14 @@ def _encode_DescribeConfigsResponseSynonym_v4(o: DescribeConfigsResponseSynonym,
 
 
 def _decode_DescribeConfigsResponseResourceResult_v0(buf: bytes, pos: i64) -> tuple[DescribeConfigsResponseResourceResult, i64]:
-    o = _new(_K_DescribeConfigsResponseResourceResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.config_source = -1
-    o.synonyms = []
-    o.config_type = 0
-    o.documentation = ''
+    f_name: Any
+    f_value: Any
+    f_read_only: Any
+    f_is_default: Any
+    f_is_sensitive: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -685,32 +775,32 @@ def _decode_DescribeConfigsResponseResourceResult_v0(buf: bytes, pos: i64) -> tu
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.value = None
+        f_value = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Value is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Value')
-        o.value = buf[pos:end].decode()
+        f_value = buf[pos:end].decode()
         pos = end
-    o.read_only = buf[pos] != 0
+    f_read_only = buf[pos] != 0
     pos += 1
-    o.is_default = buf[pos] != 0
+    f_is_default = buf[pos] != 0
     pos += 1
-    o.is_sensitive = buf[pos] != 0
+    f_is_sensitive = buf[pos] != 0
     pos += 1
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return DescribeConfigsResponseResourceResult(name=f_name, value=f_value, read_only=f_read_only, is_default=f_is_default, is_sensitive=f_is_sensitive, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeConfigsResponseResourceResult_v0(o: DescribeConfigsResponseResourceResult, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -719,7 +809,7 @@ def _encode_DescribeConfigsResponseResourceResult_v0(o: DescribeConfigsResponseR
             raise ValueOutOfRangeError('string field Name is too long', version=0)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_value = o.value
+    x_value: str | None = o.value
     if x_value is None:
         write_i16_be(w, -1)
     else:
@@ -736,14 +826,16 @@ def _encode_DescribeConfigsResponseResourceResult_v0(o: DescribeConfigsResponseR
 
 
 def _decode_DescribeConfigsResponseResourceResult_v1(buf: bytes, pos: i64) -> tuple[DescribeConfigsResponseResourceResult, i64]:
-    o = _new(_K_DescribeConfigsResponseResourceResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.is_default = False
-    o.config_type = 0
-    o.documentation = ''
+    f_name: Any
+    f_value: Any
+    f_read_only: Any
+    f_config_source: Any
+    f_is_sensitive: Any
+    f_synonyms: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -754,26 +846,26 @@ def _decode_DescribeConfigsResponseResourceResult_v1(buf: bytes, pos: i64) -> tu
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.value = None
+        f_value = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Value is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Value')
-        o.value = buf[pos:end].decode()
+        f_value = buf[pos:end].decode()
         pos = end
-    o.read_only = buf[pos] != 0
+    f_read_only = buf[pos] != 0
     pos += 1
     b8 = buf[pos]
-    o.config_source = b8 - 256 if b8 >= 128 else b8
+    f_config_source = b8 - 256 if b8 >= 128 else b8
     pos += 1
-    o.is_sensitive = buf[pos] != 0
+    f_is_sensitive = buf[pos] != 0
     pos += 1
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -786,15 +878,15 @@ def _decode_DescribeConfigsResponseResourceResult_v1(buf: bytes, pos: i64) -> tu
         for _i_synonyms in range(n):
             x_synonyms, pos = _decode_DescribeConfigsResponseSynonym_v1(buf, pos)
             lst_synonyms.append(x_synonyms)
-        o.synonyms = lst_synonyms
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_synonyms = lst_synonyms
+    utf: Any = ()
+    return DescribeConfigsResponseResourceResult(name=f_name, value=f_value, read_only=f_read_only, config_source=f_config_source, is_sensitive=f_is_sensitive, synonyms=f_synonyms, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeConfigsResponseResourceResult_v1(o: DescribeConfigsResponseResourceResult, w: BytesWriter) -> None:
     if bool(o.is_default):
         raise FieldNotInVersionError('non-default IsDefault cannot be written', version=1)
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
     else:
@@ -803,7 +895,7 @@ def _encode_DescribeConfigsResponseResourceResult_v1(o: DescribeConfigsResponseR
             raise ValueOutOfRangeError('string field Name is too long', version=1)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_value = o.value
+    x_value: str | None = o.value
     if x_value is None:
         write_i16_be(w, -1)
     else:
@@ -813,9 +905,10 @@ def _encode_DescribeConfigsResponseResourceResult_v1(o: DescribeConfigsResponseR
         write_i16_be(w, len(b_value))
         w.write(b_value)
     w.append(_ONE if o.read_only else _ZERO)
-    _put_i8(w, o.config_source)
+    v_config_source: int = o.config_source
+    _put_i8(w, v_config_source)
     w.append(_ONE if o.is_sensitive else _ZERO)
-    x_synonyms = o.synonyms
+    x_synonyms: Any = o.synonyms
     if x_synonyms is None:
         raise ValueOutOfRangeError('non-nullable field Synonyms is None', version=1)
     else:
@@ -828,12 +921,18 @@ def _encode_DescribeConfigsResponseResourceResult_v1(o: DescribeConfigsResponseR
 
 
 def _decode_DescribeConfigsResponseResourceResult_v3(buf: bytes, pos: i64) -> tuple[DescribeConfigsResponseResourceResult, i64]:
-    o = _new(_K_DescribeConfigsResponseResourceResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.is_default = False
+    f_name: Any
+    f_value: Any
+    f_read_only: Any
+    f_config_source: Any
+    f_is_sensitive: Any
+    f_synonyms: Any
+    f_config_type: Any
+    f_documentation: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -844,26 +943,26 @@ def _decode_DescribeConfigsResponseResourceResult_v3(buf: bytes, pos: i64) -> tu
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.value = None
+        f_value = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Value is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Value')
-        o.value = buf[pos:end].decode()
+        f_value = buf[pos:end].decode()
         pos = end
-    o.read_only = buf[pos] != 0
+    f_read_only = buf[pos] != 0
     pos += 1
     b8 = buf[pos]
-    o.config_source = b8 - 256 if b8 >= 128 else b8
+    f_config_source = b8 - 256 if b8 >= 128 else b8
     pos += 1
-    o.is_sensitive = buf[pos] != 0
+    f_is_sensitive = buf[pos] != 0
     pos += 1
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -876,30 +975,30 @@ def _decode_DescribeConfigsResponseResourceResult_v3(buf: bytes, pos: i64) -> tu
         for _i_synonyms in range(n):
             x_synonyms, pos = _decode_DescribeConfigsResponseSynonym_v1(buf, pos)
             lst_synonyms.append(x_synonyms)
-        o.synonyms = lst_synonyms
+        f_synonyms = lst_synonyms
     b8 = buf[pos]
-    o.config_type = b8 - 256 if b8 >= 128 else b8
+    f_config_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.documentation = None
+        f_documentation = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Documentation is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Documentation')
-        o.documentation = buf[pos:end].decode()
+        f_documentation = buf[pos:end].decode()
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return DescribeConfigsResponseResourceResult(name=f_name, value=f_value, read_only=f_read_only, config_source=f_config_source, is_sensitive=f_is_sensitive, synonyms=f_synonyms, config_type=f_config_type, documentation=f_documentation, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeConfigsResponseResourceResult_v3(o: DescribeConfigsResponseResourceResult, w: BytesWriter) -> None:
     if bool(o.is_default):
         raise FieldNotInVersionError('non-default IsDefault cannot be written', version=3)
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=3)
     else:
@@ -908,7 +1007,7 @@ def _encode_DescribeConfigsResponseResourceResult_v3(o: DescribeConfigsResponseR
             raise ValueOutOfRangeError('string field Name is too long', version=3)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_value = o.value
+    x_value: str | None = o.value
     if x_value is None:
         write_i16_be(w, -1)
     else:
@@ -918,9 +1017,10 @@ def _encode_DescribeConfigsResponseResourceResult_v3(o: DescribeConfigsResponseR
         write_i16_be(w, len(b_value))
         w.write(b_value)
     w.append(_ONE if o.read_only else _ZERO)
-    _put_i8(w, o.config_source)
+    v_config_source: int = o.config_source
+    _put_i8(w, v_config_source)
     w.append(_ONE if o.is_sensitive else _ZERO)
-    x_synonyms = o.synonyms
+    x_synonyms: Any = o.synonyms
     if x_synonyms is None:
         raise ValueOutOfRangeError('non-nullable field Synonyms is None', version=3)
     else:
@@ -928,8 +1028,9 @@ def _encode_DescribeConfigsResponseResourceResult_v3(o: DescribeConfigsResponseR
         write_i32_be(w, len(l_synonyms))
         for e_synonyms in l_synonyms:
             _encode_DescribeConfigsResponseSynonym_v1(e_synonyms, w)
-    _put_i8(w, o.config_type)
-    x_documentation = o.documentation
+    v_config_type: int = o.config_type
+    _put_i8(w, v_config_type)
+    x_documentation: str | None = o.documentation
     if x_documentation is None:
         write_i16_be(w, -1)
     else:
@@ -943,12 +1044,18 @@ def _encode_DescribeConfigsResponseResourceResult_v3(o: DescribeConfigsResponseR
 
 
 def _decode_DescribeConfigsResponseResourceResult_v4(buf: bytes, pos: i64) -> tuple[DescribeConfigsResponseResourceResult, i64]:
-    o = _new(_K_DescribeConfigsResponseResourceResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.is_default = False
+    f_name: Any
+    f_value: Any
+    f_read_only: Any
+    f_config_source: Any
+    f_is_sensitive: Any
+    f_synonyms: Any
+    f_config_type: Any
+    f_documentation: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -963,7 +1070,7 @@ def _decode_DescribeConfigsResponseResourceResult_v4(buf: bytes, pos: i64) -> tu
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -972,21 +1079,21 @@ def _decode_DescribeConfigsResponseResourceResult_v4(buf: bytes, pos: i64) -> tu
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.value = None
+        f_value = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Value is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Value')
-        o.value = buf[pos:end].decode()
+        f_value = buf[pos:end].decode()
         pos = end
-    o.read_only = buf[pos] != 0
+    f_read_only = buf[pos] != 0
     pos += 1
     b8 = buf[pos]
-    o.config_source = b8 - 256 if b8 >= 128 else b8
+    f_config_source = b8 - 256 if b8 >= 128 else b8
     pos += 1
-    o.is_sensitive = buf[pos] != 0
+    f_is_sensitive = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -1003,9 +1110,9 @@ def _decode_DescribeConfigsResponseResourceResult_v4(buf: bytes, pos: i64) -> tu
         for _i_synonyms in range(n):
             x_synonyms, pos = _decode_DescribeConfigsResponseSynonym_v4(buf, pos)
             lst_synonyms.append(x_synonyms)
-        o.synonyms = lst_synonyms
+        f_synonyms = lst_synonyms
     b8 = buf[pos]
-    o.config_type = b8 - 256 if b8 >= 128 else b8
+    f_config_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -1014,23 +1121,22 @@ def _decode_DescribeConfigsResponseResourceResult_v4(buf: bytes, pos: i64) -> tu
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.documentation = None
+        f_documentation = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Documentation is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Documentation')
-        o.documentation = buf[pos:end].decode()
+        f_documentation = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1042,14 +1148,14 @@ def _decode_DescribeConfigsResponseResourceResult_v4(buf: bytes, pos: i64) -> tu
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeConfigsResponseResourceResult(name=f_name, value=f_value, read_only=f_read_only, config_source=f_config_source, is_sensitive=f_is_sensitive, synonyms=f_synonyms, config_type=f_config_type, documentation=f_documentation, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeConfigsResponseResourceResult_v4(o: DescribeConfigsResponseResourceResult, w: BytesWriter) -> None:
     if bool(o.is_default):
         raise FieldNotInVersionError('non-default IsDefault cannot be written', version=4)
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=4)
     else:
@@ -1062,7 +1168,7 @@ def _encode_DescribeConfigsResponseResourceResult_v4(o: DescribeConfigsResponseR
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_value = o.value
+    x_value: str | None = o.value
     if x_value is None:
         w.append(_ZERO)
     else:
@@ -1076,9 +1182,10 @@ def _encode_DescribeConfigsResponseResourceResult_v4(o: DescribeConfigsResponseR
             _put_uvarint(w, m)
         w.write(b_value)
     w.append(_ONE if o.read_only else _ZERO)
-    _put_i8(w, o.config_source)
+    v_config_source: int = o.config_source
+    _put_i8(w, v_config_source)
     w.append(_ONE if o.is_sensitive else _ZERO)
-    x_synonyms = o.synonyms
+    x_synonyms: Any = o.synonyms
     if x_synonyms is None:
         raise ValueOutOfRangeError('non-nullable field Synonyms is None', version=4)
     else:
@@ -1090,8 +1197,9 @@ def _encode_DescribeConfigsResponseResourceResult_v4(o: DescribeConfigsResponseR
             _put_uvarint(w, m)
         for e_synonyms in l_synonyms:
             _encode_DescribeConfigsResponseSynonym_v4(e_synonyms, w)
-    _put_i8(w, o.config_type)
-    x_documentation = o.documentation
+    v_config_type: int = o.config_type
+    _put_i8(w, v_config_type)
+    x_documentation: str | None = o.documentation
     if x_documentation is None:
         w.append(_ZERO)
     else:
@@ -1111,27 +1219,31 @@ def _encode_DescribeConfigsResponseResourceResult_v4(o: DescribeConfigsResponseR
 
 
 def _decode_DescribeConfigsResponseResult_v0(buf: bytes, pos: i64) -> tuple[DescribeConfigsResponseResult, i64]:
-    o = _new(_K_DescribeConfigsResponseResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_error_message: Any
+    f_resource_type: Any
+    f_resource_name: Any
+    f_configs: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.resource_type = b8 - 256 if b8 >= 128 else b8
+    f_resource_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -1143,7 +1255,7 @@ def _decode_DescribeConfigsResponseResult_v0(buf: bytes, pos: i64) -> tuple[Desc
         end = pos + n
         if end > blen:
             raise _truncated('ResourceName')
-        o.resource_name = buf[pos:end].decode()
+        f_resource_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1156,14 +1268,15 @@ def _decode_DescribeConfigsResponseResult_v0(buf: bytes, pos: i64) -> tuple[Desc
         for _i_configs in range(n):
             x_configs, pos = _decode_DescribeConfigsResponseResourceResult_v0(buf, pos)
             lst_configs.append(x_configs)
-        o.configs = lst_configs
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_configs = lst_configs
+    utf: Any = ()
+    return DescribeConfigsResponseResult(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, configs=f_configs, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeConfigsResponseResult_v0(o: DescribeConfigsResponseResult, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         write_i16_be(w, -1)
     else:
@@ -1172,8 +1285,9 @@ def _encode_DescribeConfigsResponseResult_v0(o: DescribeConfigsResponseResult, w
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
         write_i16_be(w, len(b_error_message))
         w.write(b_error_message)
-    _put_i8(w, o.resource_type)
-    x_resource_name = o.resource_name
+    v_resource_type: int = o.resource_type
+    _put_i8(w, v_resource_type)
+    x_resource_name: str | None = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=0)
     else:
@@ -1182,7 +1296,7 @@ def _encode_DescribeConfigsResponseResult_v0(o: DescribeConfigsResponseResult, w
             raise ValueOutOfRangeError('string field ResourceName is too long', version=0)
         write_i16_be(w, len(b_resource_name))
         w.write(b_resource_name)
-    x_configs = o.configs
+    x_configs: Any = o.configs
     if x_configs is None:
         raise ValueOutOfRangeError('non-nullable field Configs is None', version=0)
     else:
@@ -1195,27 +1309,31 @@ def _encode_DescribeConfigsResponseResult_v0(o: DescribeConfigsResponseResult, w
 
 
 def _decode_DescribeConfigsResponseResult_v1(buf: bytes, pos: i64) -> tuple[DescribeConfigsResponseResult, i64]:
-    o = _new(_K_DescribeConfigsResponseResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_error_message: Any
+    f_resource_type: Any
+    f_resource_name: Any
+    f_configs: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.resource_type = b8 - 256 if b8 >= 128 else b8
+    f_resource_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -1227,7 +1345,7 @@ def _decode_DescribeConfigsResponseResult_v1(buf: bytes, pos: i64) -> tuple[Desc
         end = pos + n
         if end > blen:
             raise _truncated('ResourceName')
-        o.resource_name = buf[pos:end].decode()
+        f_resource_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1240,14 +1358,15 @@ def _decode_DescribeConfigsResponseResult_v1(buf: bytes, pos: i64) -> tuple[Desc
         for _i_configs in range(n):
             x_configs, pos = _decode_DescribeConfigsResponseResourceResult_v1(buf, pos)
             lst_configs.append(x_configs)
-        o.configs = lst_configs
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_configs = lst_configs
+    utf: Any = ()
+    return DescribeConfigsResponseResult(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, configs=f_configs, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeConfigsResponseResult_v1(o: DescribeConfigsResponseResult, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         write_i16_be(w, -1)
     else:
@@ -1256,8 +1375,9 @@ def _encode_DescribeConfigsResponseResult_v1(o: DescribeConfigsResponseResult, w
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
         write_i16_be(w, len(b_error_message))
         w.write(b_error_message)
-    _put_i8(w, o.resource_type)
-    x_resource_name = o.resource_name
+    v_resource_type: int = o.resource_type
+    _put_i8(w, v_resource_type)
+    x_resource_name: str | None = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=1)
     else:
@@ -1266,7 +1386,7 @@ def _encode_DescribeConfigsResponseResult_v1(o: DescribeConfigsResponseResult, w
             raise ValueOutOfRangeError('string field ResourceName is too long', version=1)
         write_i16_be(w, len(b_resource_name))
         w.write(b_resource_name)
-    x_configs = o.configs
+    x_configs: Any = o.configs
     if x_configs is None:
         raise ValueOutOfRangeError('non-nullable field Configs is None', version=1)
     else:
@@ -1279,27 +1399,31 @@ def _encode_DescribeConfigsResponseResult_v1(o: DescribeConfigsResponseResult, w
 
 
 def _decode_DescribeConfigsResponseResult_v3(buf: bytes, pos: i64) -> tuple[DescribeConfigsResponseResult, i64]:
-    o = _new(_K_DescribeConfigsResponseResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_error_message: Any
+    f_resource_type: Any
+    f_resource_name: Any
+    f_configs: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.resource_type = b8 - 256 if b8 >= 128 else b8
+    f_resource_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -1311,7 +1435,7 @@ def _decode_DescribeConfigsResponseResult_v3(buf: bytes, pos: i64) -> tuple[Desc
         end = pos + n
         if end > blen:
             raise _truncated('ResourceName')
-        o.resource_name = buf[pos:end].decode()
+        f_resource_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1324,14 +1448,15 @@ def _decode_DescribeConfigsResponseResult_v3(buf: bytes, pos: i64) -> tuple[Desc
         for _i_configs in range(n):
             x_configs, pos = _decode_DescribeConfigsResponseResourceResult_v3(buf, pos)
             lst_configs.append(x_configs)
-        o.configs = lst_configs
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_configs = lst_configs
+    utf: Any = ()
+    return DescribeConfigsResponseResult(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, configs=f_configs, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeConfigsResponseResult_v3(o: DescribeConfigsResponseResult, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         write_i16_be(w, -1)
     else:
@@ -1340,8 +1465,9 @@ def _encode_DescribeConfigsResponseResult_v3(o: DescribeConfigsResponseResult, w
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=3)
         write_i16_be(w, len(b_error_message))
         w.write(b_error_message)
-    _put_i8(w, o.resource_type)
-    x_resource_name = o.resource_name
+    v_resource_type: int = o.resource_type
+    _put_i8(w, v_resource_type)
+    x_resource_name: str | None = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=3)
     else:
@@ -1350,7 +1476,7 @@ def _encode_DescribeConfigsResponseResult_v3(o: DescribeConfigsResponseResult, w
             raise ValueOutOfRangeError('string field ResourceName is too long', version=3)
         write_i16_be(w, len(b_resource_name))
         w.write(b_resource_name)
-    x_configs = o.configs
+    x_configs: Any = o.configs
     if x_configs is None:
         raise ValueOutOfRangeError('non-nullable field Configs is None', version=3)
     else:
@@ -1363,12 +1489,16 @@ def _encode_DescribeConfigsResponseResult_v3(o: DescribeConfigsResponseResult, w
 
 
 def _decode_DescribeConfigsResponseResult_v4(buf: bytes, pos: i64) -> tuple[DescribeConfigsResponseResult, i64]:
-    o = _new(_K_DescribeConfigsResponseResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_error_message: Any
+    f_resource_type: Any
+    f_resource_name: Any
+    f_configs: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1377,17 +1507,17 @@ def _decode_DescribeConfigsResponseResult_v4(buf: bytes, pos: i64) -> tuple[Desc
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.resource_type = b8 - 256 if b8 >= 128 else b8
+    f_resource_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -1403,7 +1533,7 @@ def _decode_DescribeConfigsResponseResult_v4(buf: bytes, pos: i64) -> tuple[Desc
         end = pos + n
         if end > blen:
             raise _truncated('ResourceName')
-        o.resource_name = buf[pos:end].decode()
+        f_resource_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1420,15 +1550,14 @@ def _decode_DescribeConfigsResponseResult_v4(buf: bytes, pos: i64) -> tuple[Desc
         for _i_configs in range(n):
             x_configs, pos = _decode_DescribeConfigsResponseResourceResult_v4(buf, pos)
             lst_configs.append(x_configs)
-        o.configs = lst_configs
+        f_configs = lst_configs
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1440,13 +1569,14 @@ def _decode_DescribeConfigsResponseResult_v4(buf: bytes, pos: i64) -> tuple[Desc
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeConfigsResponseResult(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, configs=f_configs, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeConfigsResponseResult_v4(o: DescribeConfigsResponseResult, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -1459,8 +1589,9 @@ def _encode_DescribeConfigsResponseResult_v4(o: DescribeConfigsResponseResult, w
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    _put_i8(w, o.resource_type)
-    x_resource_name = o.resource_name
+    v_resource_type: int = o.resource_type
+    _put_i8(w, v_resource_type)
+    x_resource_name: str | None = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=4)
     else:
@@ -1473,7 +1604,7 @@ def _encode_DescribeConfigsResponseResult_v4(o: DescribeConfigsResponseResult, w
         else:
             _put_uvarint(w, m)
         w.write(b_resource_name)
-    x_configs = o.configs
+    x_configs: Any = o.configs
     if x_configs is None:
         raise ValueOutOfRangeError('non-nullable field Configs is None', version=4)
     else:
@@ -1492,10 +1623,11 @@ def _encode_DescribeConfigsResponseResult_v4(o: DescribeConfigsResponseResult, w
 
 
 def _decode_DescribeConfigsResponse_v0(buf: bytes, pos: i64) -> tuple[DescribeConfigsResponse, i64]:
-    o = _new(_K_DescribeConfigsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_results: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1508,14 +1640,15 @@ def _decode_DescribeConfigsResponse_v0(buf: bytes, pos: i64) -> tuple[DescribeCo
         for _i_results in range(n):
             x_results, pos = _decode_DescribeConfigsResponseResult_v0(buf, pos)
             lst_results.append(x_results)
-        o.results = lst_results
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_results = lst_results
+    utf: Any = ()
+    return DescribeConfigsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeConfigsResponse_v0(o: DescribeConfigsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_results = o.results
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_results: Any = o.results
     if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=0)
     else:
@@ -1528,10 +1661,11 @@ def _encode_DescribeConfigsResponse_v0(o: DescribeConfigsResponse, w: BytesWrite
 
 
 def _decode_DescribeConfigsResponse_v1(buf: bytes, pos: i64) -> tuple[DescribeConfigsResponse, i64]:
-    o = _new(_K_DescribeConfigsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_results: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1544,14 +1678,15 @@ def _decode_DescribeConfigsResponse_v1(buf: bytes, pos: i64) -> tuple[DescribeCo
         for _i_results in range(n):
             x_results, pos = _decode_DescribeConfigsResponseResult_v1(buf, pos)
             lst_results.append(x_results)
-        o.results = lst_results
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_results = lst_results
+    utf: Any = ()
+    return DescribeConfigsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeConfigsResponse_v1(o: DescribeConfigsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_results = o.results
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_results: Any = o.results
     if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=1)
     else:
@@ -1564,10 +1699,11 @@ def _encode_DescribeConfigsResponse_v1(o: DescribeConfigsResponse, w: BytesWrite
 
 
 def _decode_DescribeConfigsResponse_v3(buf: bytes, pos: i64) -> tuple[DescribeConfigsResponse, i64]:
-    o = _new(_K_DescribeConfigsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_results: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1580,14 +1716,15 @@ def _decode_DescribeConfigsResponse_v3(buf: bytes, pos: i64) -> tuple[DescribeCo
         for _i_results in range(n):
             x_results, pos = _decode_DescribeConfigsResponseResult_v3(buf, pos)
             lst_results.append(x_results)
-        o.results = lst_results
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_results = lst_results
+    utf: Any = ()
+    return DescribeConfigsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeConfigsResponse_v3(o: DescribeConfigsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_results = o.results
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_results: Any = o.results
     if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=3)
     else:
@@ -1600,11 +1737,12 @@ def _encode_DescribeConfigsResponse_v3(o: DescribeConfigsResponse, w: BytesWrite
 
 
 def _decode_DescribeConfigsResponse_v4(buf: bytes, pos: i64) -> tuple[DescribeConfigsResponse, i64]:
-    o = _new(_K_DescribeConfigsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_results: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1621,15 +1759,14 @@ def _decode_DescribeConfigsResponse_v4(buf: bytes, pos: i64) -> tuple[DescribeCo
         for _i_results in range(n):
             x_results, pos = _decode_DescribeConfigsResponseResult_v4(buf, pos)
             lst_results.append(x_results)
-        o.results = lst_results
+        f_results = lst_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1641,13 +1778,14 @@ def _decode_DescribeConfigsResponse_v4(buf: bytes, pos: i64) -> tuple[DescribeCo
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeConfigsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeConfigsResponse_v4(o: DescribeConfigsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_results = o.results
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_results: Any = o.results
     if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=4)
     else:
@@ -1675,4 +1813,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (DescribeConfigsResponse, {0: _decode_DescribeConfigsResponse_v0, 1: _decode_DescribeConfigsResponse_v1, 2: _decode_DescribeConfigsResponse_v1, 3: _decode_DescribeConfigsResponse_v3, 4: _decode_DescribeConfigsResponse_v4}, {0: _encode_DescribeConfigsResponse_v0, 1: _encode_DescribeConfigsResponse_v1, 2: _encode_DescribeConfigsResponse_v1, 3: _encode_DescribeConfigsResponse_v3, 4: _encode_DescribeConfigsResponse_v4}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.describe_configs', TABLES)

@@ -24,26 +24,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.describe_delegation_token import (
-    DescribeDelegationTokenRequest,
-    DescribeDelegationTokenRequestOwner,
-    DescribeDelegationTokenResponse,
-    DescribeDelegationTokenResponseDescribedDelegationToken,
-    DescribeDelegationTokenResponseDescribedDelegationTokenRenewer,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_DescribeDelegationTokenRequest: Final = DescribeDelegationTokenRequest
-_K_DescribeDelegationTokenRequestOwner: Final = DescribeDelegationTokenRequestOwner
-_K_DescribeDelegationTokenResponse: Final = DescribeDelegationTokenResponse
-_K_DescribeDelegationTokenResponseDescribedDelegationToken: Final = DescribeDelegationTokenResponseDescribedDelegationToken
-_K_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer: Final = DescribeDelegationTokenResponseDescribedDelegationTokenRenewer
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -129,11 +118,83 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class DescribeDelegationTokenRequestOwner(_NativeStruct):
+    principal_type: Any
+    principal_name: Any
+
+    def __init__(self, *, principal_type: Any = '', principal_name: Any = '', unknown_tagged_fields: Any = ()) -> None:
+        self.principal_type = principal_type
+        self.principal_name = principal_name
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeDelegationTokenRequest(_NativeMessage):
+    owners: Any
+
+    def __init__(self, *, owners: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.owners = [] if owners is FRESH else owners
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeDelegationTokenResponseDescribedDelegationTokenRenewer(_NativeStruct):
+    principal_type: Any
+    principal_name: Any
+
+    def __init__(self, *, principal_type: Any = '', principal_name: Any = '', unknown_tagged_fields: Any = ()) -> None:
+        self.principal_type = principal_type
+        self.principal_name = principal_name
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeDelegationTokenResponseDescribedDelegationToken(_NativeStruct):
+    principal_type: Any
+    principal_name: Any
+    token_requester_principal_type: Any
+    token_requester_principal_name: Any
+    issue_timestamp: Any
+    expiry_timestamp: Any
+    max_timestamp: Any
+    token_id: Any
+    hmac: Any
+    renewers: Any
+
+    def __init__(self, *, principal_type: Any = '', principal_name: Any = '', token_requester_principal_type: Any = '', token_requester_principal_name: Any = '', issue_timestamp: Any = 0, expiry_timestamp: Any = 0, max_timestamp: Any = 0, token_id: Any = '', hmac: Any = b"", renewers: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.principal_type = principal_type
+        self.principal_name = principal_name
+        self.token_requester_principal_type = token_requester_principal_type
+        self.token_requester_principal_name = token_requester_principal_name
+        self.issue_timestamp = issue_timestamp
+        self.expiry_timestamp = expiry_timestamp
+        self.max_timestamp = max_timestamp
+        self.token_id = token_id
+        self.hmac = hmac
+        self.renewers = [] if renewers is FRESH else renewers
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeDelegationTokenResponse(_NativeMessage):
+    error_code: Any
+    tokens: Any
+    throttle_time_ms: Any
+
+    def __init__(self, *, error_code: Any = 0, tokens: Any = FRESH, throttle_time_ms: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.error_code = error_code
+        self.tokens = [] if tokens is FRESH else tokens
+        self.throttle_time_ms = throttle_time_ms
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_DescribeDelegationTokenRequestOwner = DescribeDelegationTokenRequestOwner()
+_DEFAULT_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer = DescribeDelegationTokenResponseDescribedDelegationTokenRenewer()
+_DEFAULT_DescribeDelegationTokenResponseDescribedDelegationToken = DescribeDelegationTokenResponseDescribedDelegationToken()
+
+
 def _decode_DescribeDelegationTokenRequestOwner_v0(buf: bytes, pos: i64) -> tuple[DescribeDelegationTokenRequestOwner, i64]:
-    o = _new(_K_DescribeDelegationTokenRequestOwner)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_principal_type: Any
+    f_principal_name: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -144,7 +205,7 @@ def _decode_DescribeDelegationTokenRequestOwner_v0(buf: bytes, pos: i64) -> tupl
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalType')
-        o.principal_type = buf[pos:end].decode()
+        f_principal_type = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -156,14 +217,14 @@ def _decode_DescribeDelegationTokenRequestOwner_v0(buf: bytes, pos: i64) -> tupl
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalName')
-        o.principal_name = buf[pos:end].decode()
+        f_principal_name = buf[pos:end].decode()
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return DescribeDelegationTokenRequestOwner(principal_type=f_principal_type, principal_name=f_principal_name, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeDelegationTokenRequestOwner_v0(o: DescribeDelegationTokenRequestOwner, w: BytesWriter) -> None:
-    x_principal_type = o.principal_type
+    x_principal_type: str | None = o.principal_type
     if x_principal_type is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalType is None', version=0)
     else:
@@ -172,7 +233,7 @@ def _encode_DescribeDelegationTokenRequestOwner_v0(o: DescribeDelegationTokenReq
             raise ValueOutOfRangeError('string field PrincipalType is too long', version=0)
         write_i16_be(w, len(b_principal_type))
         w.write(b_principal_type)
-    x_principal_name = o.principal_name
+    x_principal_name: str | None = o.principal_name
     if x_principal_name is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalName is None', version=0)
     else:
@@ -186,10 +247,11 @@ def _encode_DescribeDelegationTokenRequestOwner_v0(o: DescribeDelegationTokenReq
 
 
 def _decode_DescribeDelegationTokenRequestOwner_v2(buf: bytes, pos: i64) -> tuple[DescribeDelegationTokenRequestOwner, i64]:
-    o = _new(_K_DescribeDelegationTokenRequestOwner)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_principal_type: Any
+    f_principal_name: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -204,7 +266,7 @@ def _decode_DescribeDelegationTokenRequestOwner_v2(buf: bytes, pos: i64) -> tupl
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalType')
-        o.principal_type = buf[pos:end].decode()
+        f_principal_type = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -220,16 +282,15 @@ def _decode_DescribeDelegationTokenRequestOwner_v2(buf: bytes, pos: i64) -> tupl
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalName')
-        o.principal_name = buf[pos:end].decode()
+        f_principal_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -241,12 +302,12 @@ def _decode_DescribeDelegationTokenRequestOwner_v2(buf: bytes, pos: i64) -> tupl
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeDelegationTokenRequestOwner(principal_type=f_principal_type, principal_name=f_principal_name, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeDelegationTokenRequestOwner_v2(o: DescribeDelegationTokenRequestOwner, w: BytesWriter) -> None:
-    x_principal_type = o.principal_type
+    x_principal_type: str | None = o.principal_type
     if x_principal_type is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalType is None', version=2)
     else:
@@ -259,7 +320,7 @@ def _encode_DescribeDelegationTokenRequestOwner_v2(o: DescribeDelegationTokenReq
         else:
             _put_uvarint(w, m)
         w.write(b_principal_type)
-    x_principal_name = o.principal_name
+    x_principal_name: str | None = o.principal_name
     if x_principal_name is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalName is None', version=2)
     else:
@@ -279,13 +340,13 @@ def _encode_DescribeDelegationTokenRequestOwner_v2(o: DescribeDelegationTokenReq
 
 
 def _decode_DescribeDelegationTokenRequest_v0(buf: bytes, pos: i64) -> tuple[DescribeDelegationTokenRequest, i64]:
-    o = _new(_K_DescribeDelegationTokenRequest)
     blen: i64 = len(buf)
     n: i64 = 0
+    f_owners: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
-        o.owners = None
+        f_owners = None
     else:
         if n > blen - pos:
             raise _invalid('array Owners declares more elements than bytes remain')
@@ -293,13 +354,13 @@ def _decode_DescribeDelegationTokenRequest_v0(buf: bytes, pos: i64) -> tuple[Des
         for _i_owners in range(n):
             x_owners, pos = _decode_DescribeDelegationTokenRequestOwner_v0(buf, pos)
             lst_owners.append(x_owners)
-        o.owners = lst_owners
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_owners = lst_owners
+    utf: Any = ()
+    return DescribeDelegationTokenRequest(owners=f_owners, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeDelegationTokenRequest_v0(o: DescribeDelegationTokenRequest, w: BytesWriter) -> None:
-    x_owners = o.owners
+    x_owners: Any = o.owners
     if x_owners is None:
         write_i32_be(w, -1)
     else:
@@ -312,10 +373,10 @@ def _encode_DescribeDelegationTokenRequest_v0(o: DescribeDelegationTokenRequest,
 
 
 def _decode_DescribeDelegationTokenRequest_v2(buf: bytes, pos: i64) -> tuple[DescribeDelegationTokenRequest, i64]:
-    o = _new(_K_DescribeDelegationTokenRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_owners: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -323,7 +384,7 @@ def _decode_DescribeDelegationTokenRequest_v2(buf: bytes, pos: i64) -> tuple[Des
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.owners = None
+        f_owners = None
     else:
         if n > blen - pos:
             raise _invalid('array Owners declares more elements than bytes remain')
@@ -331,15 +392,14 @@ def _decode_DescribeDelegationTokenRequest_v2(buf: bytes, pos: i64) -> tuple[Des
         for _i_owners in range(n):
             x_owners, pos = _decode_DescribeDelegationTokenRequestOwner_v2(buf, pos)
             lst_owners.append(x_owners)
-        o.owners = lst_owners
+        f_owners = lst_owners
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -351,12 +411,12 @@ def _decode_DescribeDelegationTokenRequest_v2(buf: bytes, pos: i64) -> tuple[Des
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeDelegationTokenRequest(owners=f_owners, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeDelegationTokenRequest_v2(o: DescribeDelegationTokenRequest, w: BytesWriter) -> None:
-    x_owners = o.owners
+    x_owners: Any = o.owners
     if x_owners is None:
         w.append(_ZERO)
     else:
@@ -375,10 +435,11 @@ def _encode_DescribeDelegationTokenRequest_v2(o: DescribeDelegationTokenRequest,
 
 
 def _decode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v0(buf: bytes, pos: i64) -> tuple[DescribeDelegationTokenResponseDescribedDelegationTokenRenewer, i64]:
-    o = _new(_K_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_principal_type: Any
+    f_principal_name: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -389,7 +450,7 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v0(bu
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalType')
-        o.principal_type = buf[pos:end].decode()
+        f_principal_type = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -401,14 +462,14 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v0(bu
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalName')
-        o.principal_name = buf[pos:end].decode()
+        f_principal_name = buf[pos:end].decode()
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return DescribeDelegationTokenResponseDescribedDelegationTokenRenewer(principal_type=f_principal_type, principal_name=f_principal_name, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v0(o: DescribeDelegationTokenResponseDescribedDelegationTokenRenewer, w: BytesWriter) -> None:
-    x_principal_type = o.principal_type
+    x_principal_type: str | None = o.principal_type
     if x_principal_type is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalType is None', version=0)
     else:
@@ -417,7 +478,7 @@ def _encode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v0(o:
             raise ValueOutOfRangeError('string field PrincipalType is too long', version=0)
         write_i16_be(w, len(b_principal_type))
         w.write(b_principal_type)
-    x_principal_name = o.principal_name
+    x_principal_name: str | None = o.principal_name
     if x_principal_name is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalName is None', version=0)
     else:
@@ -431,10 +492,11 @@ def _encode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v0(o:
 
 
 def _decode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v2(buf: bytes, pos: i64) -> tuple[DescribeDelegationTokenResponseDescribedDelegationTokenRenewer, i64]:
-    o = _new(_K_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_principal_type: Any
+    f_principal_name: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -449,7 +511,7 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v2(bu
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalType')
-        o.principal_type = buf[pos:end].decode()
+        f_principal_type = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -465,16 +527,15 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v2(bu
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalName')
-        o.principal_name = buf[pos:end].decode()
+        f_principal_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -486,12 +547,12 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v2(bu
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeDelegationTokenResponseDescribedDelegationTokenRenewer(principal_type=f_principal_type, principal_name=f_principal_name, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v2(o: DescribeDelegationTokenResponseDescribedDelegationTokenRenewer, w: BytesWriter) -> None:
-    x_principal_type = o.principal_type
+    x_principal_type: str | None = o.principal_type
     if x_principal_type is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalType is None', version=2)
     else:
@@ -504,7 +565,7 @@ def _encode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v2(o:
         else:
             _put_uvarint(w, m)
         w.write(b_principal_type)
-    x_principal_name = o.principal_name
+    x_principal_name: str | None = o.principal_name
     if x_principal_name is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalName is None', version=2)
     else:
@@ -524,12 +585,17 @@ def _encode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v2(o:
 
 
 def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v0(buf: bytes, pos: i64) -> tuple[DescribeDelegationTokenResponseDescribedDelegationToken, i64]:
-    o = _new(_K_DescribeDelegationTokenResponseDescribedDelegationToken)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.token_requester_principal_type = ''
-    o.token_requester_principal_name = ''
+    f_principal_type: Any
+    f_principal_name: Any
+    f_issue_timestamp: Any
+    f_expiry_timestamp: Any
+    f_max_timestamp: Any
+    f_token_id: Any
+    f_hmac: Any
+    f_renewers: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -540,7 +606,7 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v0(buf: byte
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalType')
-        o.principal_type = buf[pos:end].decode()
+        f_principal_type = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -552,13 +618,13 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v0(buf: byte
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalName')
-        o.principal_name = buf[pos:end].decode()
+        f_principal_name = buf[pos:end].decode()
         pos = end
-    o.issue_timestamp = read_i64_be(buf, pos)
+    f_issue_timestamp = read_i64_be(buf, pos)
     pos += 8
-    o.expiry_timestamp = read_i64_be(buf, pos)
+    f_expiry_timestamp = read_i64_be(buf, pos)
     pos += 8
-    o.max_timestamp = read_i64_be(buf, pos)
+    f_max_timestamp = read_i64_be(buf, pos)
     pos += 8
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -570,7 +636,7 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v0(buf: byte
         end = pos + n
         if end > blen:
             raise _truncated('TokenId')
-        o.token_id = buf[pos:end].decode()
+        f_token_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -580,7 +646,7 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v0(buf: byte
         end = pos + n
         if end > blen:
             raise _truncated('Hmac')
-        o.hmac = buf[pos:end]
+        f_hmac = buf[pos:end]
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -593,9 +659,9 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v0(buf: byte
         for _i_renewers in range(n):
             x_renewers, pos = _decode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v0(buf, pos)
             lst_renewers.append(x_renewers)
-        o.renewers = lst_renewers
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_renewers = lst_renewers
+    utf: Any = ()
+    return DescribeDelegationTokenResponseDescribedDelegationToken(principal_type=f_principal_type, principal_name=f_principal_name, issue_timestamp=f_issue_timestamp, expiry_timestamp=f_expiry_timestamp, max_timestamp=f_max_timestamp, token_id=f_token_id, hmac=f_hmac, renewers=f_renewers, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v0(o: DescribeDelegationTokenResponseDescribedDelegationToken, w: BytesWriter) -> None:
@@ -603,7 +669,7 @@ def _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v0(o: Descri
         raise FieldNotInVersionError('non-default TokenRequesterPrincipalType cannot be written', version=0)
     if o.token_requester_principal_name != '':
         raise FieldNotInVersionError('non-default TokenRequesterPrincipalName cannot be written', version=0)
-    x_principal_type = o.principal_type
+    x_principal_type: str | None = o.principal_type
     if x_principal_type is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalType is None', version=0)
     else:
@@ -612,7 +678,7 @@ def _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v0(o: Descri
             raise ValueOutOfRangeError('string field PrincipalType is too long', version=0)
         write_i16_be(w, len(b_principal_type))
         w.write(b_principal_type)
-    x_principal_name = o.principal_name
+    x_principal_name: str | None = o.principal_name
     if x_principal_name is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalName is None', version=0)
     else:
@@ -621,10 +687,13 @@ def _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v0(o: Descri
             raise ValueOutOfRangeError('string field PrincipalName is too long', version=0)
         write_i16_be(w, len(b_principal_name))
         w.write(b_principal_name)
-    write_i64_be(w, o.issue_timestamp)
-    write_i64_be(w, o.expiry_timestamp)
-    write_i64_be(w, o.max_timestamp)
-    x_token_id = o.token_id
+    v_issue_timestamp: int = o.issue_timestamp
+    write_i64_be(w, v_issue_timestamp)
+    v_expiry_timestamp: int = o.expiry_timestamp
+    write_i64_be(w, v_expiry_timestamp)
+    v_max_timestamp: int = o.max_timestamp
+    write_i64_be(w, v_max_timestamp)
+    x_token_id: str | None = o.token_id
     if x_token_id is None:
         raise ValueOutOfRangeError('non-nullable field TokenId is None', version=0)
     else:
@@ -633,14 +702,14 @@ def _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v0(o: Descri
             raise ValueOutOfRangeError('string field TokenId is too long', version=0)
         write_i16_be(w, len(b_token_id))
         w.write(b_token_id)
-    x_hmac = o.hmac
+    x_hmac: Any = o.hmac
     if x_hmac is None:
         raise ValueOutOfRangeError('non-nullable field Hmac is None', version=0)
     else:
         b_hmac = _as_bytes(x_hmac)
         write_i32_be(w, len(b_hmac))
         w.write(b_hmac)
-    x_renewers = o.renewers
+    x_renewers: Any = o.renewers
     if x_renewers is None:
         raise ValueOutOfRangeError('non-nullable field Renewers is None', version=0)
     else:
@@ -653,12 +722,17 @@ def _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v0(o: Descri
 
 
 def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v2(buf: bytes, pos: i64) -> tuple[DescribeDelegationTokenResponseDescribedDelegationToken, i64]:
-    o = _new(_K_DescribeDelegationTokenResponseDescribedDelegationToken)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.token_requester_principal_type = ''
-    o.token_requester_principal_name = ''
+    f_principal_type: Any
+    f_principal_name: Any
+    f_issue_timestamp: Any
+    f_expiry_timestamp: Any
+    f_max_timestamp: Any
+    f_token_id: Any
+    f_hmac: Any
+    f_renewers: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -673,7 +747,7 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v2(buf: byte
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalType')
-        o.principal_type = buf[pos:end].decode()
+        f_principal_type = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -689,13 +763,13 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v2(buf: byte
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalName')
-        o.principal_name = buf[pos:end].decode()
+        f_principal_name = buf[pos:end].decode()
         pos = end
-    o.issue_timestamp = read_i64_be(buf, pos)
+    f_issue_timestamp = read_i64_be(buf, pos)
     pos += 8
-    o.expiry_timestamp = read_i64_be(buf, pos)
+    f_expiry_timestamp = read_i64_be(buf, pos)
     pos += 8
-    o.max_timestamp = read_i64_be(buf, pos)
+    f_max_timestamp = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
@@ -711,7 +785,7 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v2(buf: byte
         end = pos + n
         if end > blen:
             raise _truncated('TokenId')
-        o.token_id = buf[pos:end].decode()
+        f_token_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -725,7 +799,7 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v2(buf: byte
         end = pos + n
         if end > blen:
             raise _truncated('Hmac')
-        o.hmac = buf[pos:end]
+        f_hmac = buf[pos:end]
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -742,15 +816,14 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v2(buf: byte
         for _i_renewers in range(n):
             x_renewers, pos = _decode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v2(buf, pos)
             lst_renewers.append(x_renewers)
-        o.renewers = lst_renewers
+        f_renewers = lst_renewers
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -762,8 +835,8 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v2(buf: byte
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeDelegationTokenResponseDescribedDelegationToken(principal_type=f_principal_type, principal_name=f_principal_name, issue_timestamp=f_issue_timestamp, expiry_timestamp=f_expiry_timestamp, max_timestamp=f_max_timestamp, token_id=f_token_id, hmac=f_hmac, renewers=f_renewers, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v2(o: DescribeDelegationTokenResponseDescribedDelegationToken, w: BytesWriter) -> None:
@@ -771,7 +844,7 @@ def _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v2(o: Descri
         raise FieldNotInVersionError('non-default TokenRequesterPrincipalType cannot be written', version=2)
     if o.token_requester_principal_name != '':
         raise FieldNotInVersionError('non-default TokenRequesterPrincipalName cannot be written', version=2)
-    x_principal_type = o.principal_type
+    x_principal_type: str | None = o.principal_type
     if x_principal_type is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalType is None', version=2)
     else:
@@ -784,7 +857,7 @@ def _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v2(o: Descri
         else:
             _put_uvarint(w, m)
         w.write(b_principal_type)
-    x_principal_name = o.principal_name
+    x_principal_name: str | None = o.principal_name
     if x_principal_name is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalName is None', version=2)
     else:
@@ -797,10 +870,13 @@ def _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v2(o: Descri
         else:
             _put_uvarint(w, m)
         w.write(b_principal_name)
-    write_i64_be(w, o.issue_timestamp)
-    write_i64_be(w, o.expiry_timestamp)
-    write_i64_be(w, o.max_timestamp)
-    x_token_id = o.token_id
+    v_issue_timestamp: int = o.issue_timestamp
+    write_i64_be(w, v_issue_timestamp)
+    v_expiry_timestamp: int = o.expiry_timestamp
+    write_i64_be(w, v_expiry_timestamp)
+    v_max_timestamp: int = o.max_timestamp
+    write_i64_be(w, v_max_timestamp)
+    x_token_id: str | None = o.token_id
     if x_token_id is None:
         raise ValueOutOfRangeError('non-nullable field TokenId is None', version=2)
     else:
@@ -813,7 +889,7 @@ def _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v2(o: Descri
         else:
             _put_uvarint(w, m)
         w.write(b_token_id)
-    x_hmac = o.hmac
+    x_hmac: Any = o.hmac
     if x_hmac is None:
         raise ValueOutOfRangeError('non-nullable field Hmac is None', version=2)
     else:
@@ -824,7 +900,7 @@ def _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v2(o: Descri
         else:
             _put_uvarint(w, m)
         w.write(b_hmac)
-    x_renewers = o.renewers
+    x_renewers: Any = o.renewers
     if x_renewers is None:
         raise ValueOutOfRangeError('non-nullable field Renewers is None', version=2)
     else:
@@ -843,10 +919,19 @@ def _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v2(o: Descri
 
 
 def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(buf: bytes, pos: i64) -> tuple[DescribeDelegationTokenResponseDescribedDelegationToken, i64]:
-    o = _new(_K_DescribeDelegationTokenResponseDescribedDelegationToken)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_principal_type: Any
+    f_principal_name: Any
+    f_token_requester_principal_type: Any
+    f_token_requester_principal_name: Any
+    f_issue_timestamp: Any
+    f_expiry_timestamp: Any
+    f_max_timestamp: Any
+    f_token_id: Any
+    f_hmac: Any
+    f_renewers: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -861,7 +946,7 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(buf: byte
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalType')
-        o.principal_type = buf[pos:end].decode()
+        f_principal_type = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -877,7 +962,7 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(buf: byte
         end = pos + n
         if end > blen:
             raise _truncated('PrincipalName')
-        o.principal_name = buf[pos:end].decode()
+        f_principal_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -893,7 +978,7 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(buf: byte
         end = pos + n
         if end > blen:
             raise _truncated('TokenRequesterPrincipalType')
-        o.token_requester_principal_type = buf[pos:end].decode()
+        f_token_requester_principal_type = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -909,13 +994,13 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(buf: byte
         end = pos + n
         if end > blen:
             raise _truncated('TokenRequesterPrincipalName')
-        o.token_requester_principal_name = buf[pos:end].decode()
+        f_token_requester_principal_name = buf[pos:end].decode()
         pos = end
-    o.issue_timestamp = read_i64_be(buf, pos)
+    f_issue_timestamp = read_i64_be(buf, pos)
     pos += 8
-    o.expiry_timestamp = read_i64_be(buf, pos)
+    f_expiry_timestamp = read_i64_be(buf, pos)
     pos += 8
-    o.max_timestamp = read_i64_be(buf, pos)
+    f_max_timestamp = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
@@ -931,7 +1016,7 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(buf: byte
         end = pos + n
         if end > blen:
             raise _truncated('TokenId')
-        o.token_id = buf[pos:end].decode()
+        f_token_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -945,7 +1030,7 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(buf: byte
         end = pos + n
         if end > blen:
             raise _truncated('Hmac')
-        o.hmac = buf[pos:end]
+        f_hmac = buf[pos:end]
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -962,15 +1047,14 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(buf: byte
         for _i_renewers in range(n):
             x_renewers, pos = _decode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v2(buf, pos)
             lst_renewers.append(x_renewers)
-        o.renewers = lst_renewers
+        f_renewers = lst_renewers
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -982,12 +1066,12 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(buf: byte
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeDelegationTokenResponseDescribedDelegationToken(principal_type=f_principal_type, principal_name=f_principal_name, token_requester_principal_type=f_token_requester_principal_type, token_requester_principal_name=f_token_requester_principal_name, issue_timestamp=f_issue_timestamp, expiry_timestamp=f_expiry_timestamp, max_timestamp=f_max_timestamp, token_id=f_token_id, hmac=f_hmac, renewers=f_renewers, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(o: DescribeDelegationTokenResponseDescribedDelegationToken, w: BytesWriter) -> None:
-    x_principal_type = o.principal_type
+    x_principal_type: str | None = o.principal_type
     if x_principal_type is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalType is None', version=3)
     else:
@@ -1000,7 +1084,7 @@ def _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(o: Descri
         else:
             _put_uvarint(w, m)
         w.write(b_principal_type)
-    x_principal_name = o.principal_name
+    x_principal_name: str | None = o.principal_name
     if x_principal_name is None:
         raise ValueOutOfRangeError('non-nullable field PrincipalName is None', version=3)
     else:
@@ -1013,7 +1097,7 @@ def _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(o: Descri
         else:
             _put_uvarint(w, m)
         w.write(b_principal_name)
-    x_token_requester_principal_type = o.token_requester_principal_type
+    x_token_requester_principal_type: str | None = o.token_requester_principal_type
     if x_token_requester_principal_type is None:
         raise ValueOutOfRangeError('non-nullable field TokenRequesterPrincipalType is None', version=3)
     else:
@@ -1026,7 +1110,7 @@ def _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(o: Descri
         else:
             _put_uvarint(w, m)
         w.write(b_token_requester_principal_type)
-    x_token_requester_principal_name = o.token_requester_principal_name
+    x_token_requester_principal_name: str | None = o.token_requester_principal_name
     if x_token_requester_principal_name is None:
         raise ValueOutOfRangeError('non-nullable field TokenRequesterPrincipalName is None', version=3)
     else:
@@ -1039,10 +1123,13 @@ def _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(o: Descri
         else:
             _put_uvarint(w, m)
         w.write(b_token_requester_principal_name)
-    write_i64_be(w, o.issue_timestamp)
-    write_i64_be(w, o.expiry_timestamp)
-    write_i64_be(w, o.max_timestamp)
-    x_token_id = o.token_id
+    v_issue_timestamp: int = o.issue_timestamp
+    write_i64_be(w, v_issue_timestamp)
+    v_expiry_timestamp: int = o.expiry_timestamp
+    write_i64_be(w, v_expiry_timestamp)
+    v_max_timestamp: int = o.max_timestamp
+    write_i64_be(w, v_max_timestamp)
+    x_token_id: str | None = o.token_id
     if x_token_id is None:
         raise ValueOutOfRangeError('non-nullable field TokenId is None', version=3)
     else:
@@ -1055,7 +1142,7 @@ def _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(o: Descri
         else:
             _put_uvarint(w, m)
         w.write(b_token_id)
-    x_hmac = o.hmac
+    x_hmac: Any = o.hmac
     if x_hmac is None:
         raise ValueOutOfRangeError('non-nullable field Hmac is None', version=3)
     else:
@@ -1066,7 +1153,7 @@ def _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(o: Descri
         else:
             _put_uvarint(w, m)
         w.write(b_hmac)
-    x_renewers = o.renewers
+    x_renewers: Any = o.renewers
     if x_renewers is None:
         raise ValueOutOfRangeError('non-nullable field Renewers is None', version=3)
     else:
@@ -1085,10 +1172,12 @@ def _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(o: Descri
 
 
 def _decode_DescribeDelegationTokenResponse_v0(buf: bytes, pos: i64) -> tuple[DescribeDelegationTokenResponse, i64]:
-    o = _new(_K_DescribeDelegationTokenResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_tokens: Any
+    f_throttle_time_ms: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1101,16 +1190,17 @@ def _decode_DescribeDelegationTokenResponse_v0(buf: bytes, pos: i64) -> tuple[De
         for _i_tokens in range(n):
             x_tokens, pos = _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v0(buf, pos)
             lst_tokens.append(x_tokens)
-        o.tokens = lst_tokens
-    o.throttle_time_ms = read_i32_be(buf, pos)
+        f_tokens = lst_tokens
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return DescribeDelegationTokenResponse(error_code=f_error_code, tokens=f_tokens, throttle_time_ms=f_throttle_time_ms, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeDelegationTokenResponse_v0(o: DescribeDelegationTokenResponse, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_tokens = o.tokens
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_tokens: Any = o.tokens
     if x_tokens is None:
         raise ValueOutOfRangeError('non-nullable field Tokens is None', version=0)
     else:
@@ -1118,17 +1208,20 @@ def _encode_DescribeDelegationTokenResponse_v0(o: DescribeDelegationTokenRespons
         write_i32_be(w, len(l_tokens))
         for e_tokens in l_tokens:
             _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v0(e_tokens, w)
-    write_i32_be(w, o.throttle_time_ms)
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_DescribeDelegationTokenResponse_v2(buf: bytes, pos: i64) -> tuple[DescribeDelegationTokenResponse, i64]:
-    o = _new(_K_DescribeDelegationTokenResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_tokens: Any
+    f_throttle_time_ms: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1145,17 +1238,16 @@ def _decode_DescribeDelegationTokenResponse_v2(buf: bytes, pos: i64) -> tuple[De
         for _i_tokens in range(n):
             x_tokens, pos = _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v2(buf, pos)
             lst_tokens.append(x_tokens)
-        o.tokens = lst_tokens
-    o.throttle_time_ms = read_i32_be(buf, pos)
+        f_tokens = lst_tokens
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1167,13 +1259,14 @@ def _decode_DescribeDelegationTokenResponse_v2(buf: bytes, pos: i64) -> tuple[De
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeDelegationTokenResponse(error_code=f_error_code, tokens=f_tokens, throttle_time_ms=f_throttle_time_ms, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeDelegationTokenResponse_v2(o: DescribeDelegationTokenResponse, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_tokens = o.tokens
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_tokens: Any = o.tokens
     if x_tokens is None:
         raise ValueOutOfRangeError('non-nullable field Tokens is None', version=2)
     else:
@@ -1185,7 +1278,8 @@ def _encode_DescribeDelegationTokenResponse_v2(o: DescribeDelegationTokenRespons
             _put_uvarint(w, m)
         for e_tokens in l_tokens:
             _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v2(e_tokens, w)
-    write_i32_be(w, o.throttle_time_ms)
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1193,11 +1287,13 @@ def _encode_DescribeDelegationTokenResponse_v2(o: DescribeDelegationTokenRespons
 
 
 def _decode_DescribeDelegationTokenResponse_v3(buf: bytes, pos: i64) -> tuple[DescribeDelegationTokenResponse, i64]:
-    o = _new(_K_DescribeDelegationTokenResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_tokens: Any
+    f_throttle_time_ms: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1214,17 +1310,16 @@ def _decode_DescribeDelegationTokenResponse_v3(buf: bytes, pos: i64) -> tuple[De
         for _i_tokens in range(n):
             x_tokens, pos = _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(buf, pos)
             lst_tokens.append(x_tokens)
-        o.tokens = lst_tokens
-    o.throttle_time_ms = read_i32_be(buf, pos)
+        f_tokens = lst_tokens
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1236,13 +1331,14 @@ def _decode_DescribeDelegationTokenResponse_v3(buf: bytes, pos: i64) -> tuple[De
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeDelegationTokenResponse(error_code=f_error_code, tokens=f_tokens, throttle_time_ms=f_throttle_time_ms, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeDelegationTokenResponse_v3(o: DescribeDelegationTokenResponse, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_tokens = o.tokens
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_tokens: Any = o.tokens
     if x_tokens is None:
         raise ValueOutOfRangeError('non-nullable field Tokens is None', version=3)
     else:
@@ -1254,7 +1350,8 @@ def _encode_DescribeDelegationTokenResponse_v3(o: DescribeDelegationTokenRespons
             _put_uvarint(w, m)
         for e_tokens in l_tokens:
             _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(e_tokens, w)
-    write_i32_be(w, o.throttle_time_ms)
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1270,4 +1367,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (DescribeDelegationTokenResponse, {0: _decode_DescribeDelegationTokenResponse_v0, 1: _decode_DescribeDelegationTokenResponse_v0, 2: _decode_DescribeDelegationTokenResponse_v2, 3: _decode_DescribeDelegationTokenResponse_v3}, {0: _encode_DescribeDelegationTokenResponse_v0, 1: _encode_DescribeDelegationTokenResponse_v0, 2: _encode_DescribeDelegationTokenResponse_v2, 3: _encode_DescribeDelegationTokenResponse_v3}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.describe_delegation_token', TABLES)

@@ -21,24 +21,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.describe_groups import (
-    DescribeGroupsRequest,
-    DescribeGroupsResponse,
-    DescribeGroupsResponseDescribedGroup,
-    DescribeGroupsResponseDescribedGroupMember,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_DescribeGroupsRequest: Final = DescribeGroupsRequest
-_K_DescribeGroupsResponse: Final = DescribeGroupsResponse
-_K_DescribeGroupsResponseDescribedGroup: Final = DescribeGroupsResponseDescribedGroup
-_K_DescribeGroupsResponseDescribedGroupMember: Final = DescribeGroupsResponseDescribedGroupMember
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -124,12 +115,75 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class DescribeGroupsRequest(_NativeMessage):
+    groups: Any
+    include_authorized_operations: Any
+
+    def __init__(self, *, groups: Any = FRESH, include_authorized_operations: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.groups = [] if groups is FRESH else groups
+        self.include_authorized_operations = include_authorized_operations
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeGroupsResponseDescribedGroupMember(_NativeStruct):
+    member_id: Any
+    group_instance_id: Any
+    client_id: Any
+    client_host: Any
+    member_metadata: Any
+    member_assignment: Any
+
+    def __init__(self, *, member_id: Any = '', group_instance_id: Any = None, client_id: Any = '', client_host: Any = '', member_metadata: Any = b"", member_assignment: Any = b"", unknown_tagged_fields: Any = ()) -> None:
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.client_id = client_id
+        self.client_host = client_host
+        self.member_metadata = member_metadata
+        self.member_assignment = member_assignment
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeGroupsResponseDescribedGroup(_NativeStruct):
+    error_code: Any
+    error_message: Any
+    group_id: Any
+    group_state: Any
+    protocol_type: Any
+    protocol_data: Any
+    members: Any
+    authorized_operations: Any
+
+    def __init__(self, *, error_code: Any = 0, error_message: Any = None, group_id: Any = '', group_state: Any = '', protocol_type: Any = '', protocol_data: Any = '', members: Any = FRESH, authorized_operations: Any = -2147483648, unknown_tagged_fields: Any = ()) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.group_id = group_id
+        self.group_state = group_state
+        self.protocol_type = protocol_type
+        self.protocol_data = protocol_data
+        self.members = [] if members is FRESH else members
+        self.authorized_operations = authorized_operations
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeGroupsResponse(_NativeMessage):
+    throttle_time_ms: Any
+    groups: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, groups: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.groups = [] if groups is FRESH else groups
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_DescribeGroupsResponseDescribedGroupMember = DescribeGroupsResponseDescribedGroupMember()
+_DEFAULT_DescribeGroupsResponseDescribedGroup = DescribeGroupsResponseDescribedGroup()
+
+
 def _decode_DescribeGroupsRequest_v0(buf: bytes, pos: i64) -> tuple[DescribeGroupsRequest, i64]:
-    o = _new(_K_DescribeGroupsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.include_authorized_operations = False
+    f_groups: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -150,15 +204,15 @@ def _decode_DescribeGroupsRequest_v0(buf: bytes, pos: i64) -> tuple[DescribeGrou
                 raise _truncated('Groups')
             lst_groups.append(buf[pos:end].decode())
             pos = end
-        o.groups = lst_groups
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_groups = lst_groups
+    utf: Any = ()
+    return DescribeGroupsRequest(groups=f_groups, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeGroupsRequest_v0(o: DescribeGroupsRequest, w: BytesWriter) -> None:
     if bool(o.include_authorized_operations):
         raise FieldNotInVersionError('non-default IncludeAuthorizedOperations cannot be written', version=0)
-    x_groups = o.groups
+    x_groups: Any = o.groups
     if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=0)
     else:
@@ -175,10 +229,11 @@ def _encode_DescribeGroupsRequest_v0(o: DescribeGroupsRequest, w: BytesWriter) -
 
 
 def _decode_DescribeGroupsRequest_v3(buf: bytes, pos: i64) -> tuple[DescribeGroupsRequest, i64]:
-    o = _new(_K_DescribeGroupsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_groups: Any
+    f_include_authorized_operations: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -199,15 +254,15 @@ def _decode_DescribeGroupsRequest_v3(buf: bytes, pos: i64) -> tuple[DescribeGrou
                 raise _truncated('Groups')
             lst_groups.append(buf[pos:end].decode())
             pos = end
-        o.groups = lst_groups
-    o.include_authorized_operations = buf[pos] != 0
+        f_groups = lst_groups
+    f_include_authorized_operations = buf[pos] != 0
     pos += 1
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return DescribeGroupsRequest(groups=f_groups, include_authorized_operations=f_include_authorized_operations, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeGroupsRequest_v3(o: DescribeGroupsRequest, w: BytesWriter) -> None:
-    x_groups = o.groups
+    x_groups: Any = o.groups
     if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=3)
     else:
@@ -225,10 +280,11 @@ def _encode_DescribeGroupsRequest_v3(o: DescribeGroupsRequest, w: BytesWriter) -
 
 
 def _decode_DescribeGroupsRequest_v5(buf: bytes, pos: i64) -> tuple[DescribeGroupsRequest, i64]:
-    o = _new(_K_DescribeGroupsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_groups: Any
+    f_include_authorized_operations: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -257,17 +313,16 @@ def _decode_DescribeGroupsRequest_v5(buf: bytes, pos: i64) -> tuple[DescribeGrou
                 raise _truncated('Groups')
             lst_groups.append(buf[pos:end].decode())
             pos = end
-        o.groups = lst_groups
-    o.include_authorized_operations = buf[pos] != 0
+        f_groups = lst_groups
+    f_include_authorized_operations = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -279,12 +334,12 @@ def _decode_DescribeGroupsRequest_v5(buf: bytes, pos: i64) -> tuple[DescribeGrou
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeGroupsRequest(groups=f_groups, include_authorized_operations=f_include_authorized_operations, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeGroupsRequest_v5(o: DescribeGroupsRequest, w: BytesWriter) -> None:
-    x_groups = o.groups
+    x_groups: Any = o.groups
     if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=5)
     else:
@@ -312,11 +367,14 @@ def _encode_DescribeGroupsRequest_v5(o: DescribeGroupsRequest, w: BytesWriter) -
 
 
 def _decode_DescribeGroupsResponseDescribedGroupMember_v0(buf: bytes, pos: i64) -> tuple[DescribeGroupsResponseDescribedGroupMember, i64]:
-    o = _new(_K_DescribeGroupsResponseDescribedGroupMember)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.group_instance_id = None
+    f_member_id: Any
+    f_client_id: Any
+    f_client_host: Any
+    f_member_metadata: Any
+    f_member_assignment: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -327,7 +385,7 @@ def _decode_DescribeGroupsResponseDescribedGroupMember_v0(buf: bytes, pos: i64) 
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -339,7 +397,7 @@ def _decode_DescribeGroupsResponseDescribedGroupMember_v0(buf: bytes, pos: i64) 
         end = pos + n
         if end > blen:
             raise _truncated('ClientId')
-        o.client_id = buf[pos:end].decode()
+        f_client_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -351,7 +409,7 @@ def _decode_DescribeGroupsResponseDescribedGroupMember_v0(buf: bytes, pos: i64) 
         end = pos + n
         if end > blen:
             raise _truncated('ClientHost')
-        o.client_host = buf[pos:end].decode()
+        f_client_host = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -361,7 +419,7 @@ def _decode_DescribeGroupsResponseDescribedGroupMember_v0(buf: bytes, pos: i64) 
         end = pos + n
         if end > blen:
             raise _truncated('MemberMetadata')
-        o.member_metadata = buf[pos:end]
+        f_member_metadata = buf[pos:end]
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -371,14 +429,14 @@ def _decode_DescribeGroupsResponseDescribedGroupMember_v0(buf: bytes, pos: i64) 
         end = pos + n
         if end > blen:
             raise _truncated('MemberAssignment')
-        o.member_assignment = buf[pos:end]
+        f_member_assignment = buf[pos:end]
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return DescribeGroupsResponseDescribedGroupMember(member_id=f_member_id, client_id=f_client_id, client_host=f_client_host, member_metadata=f_member_metadata, member_assignment=f_member_assignment, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeGroupsResponseDescribedGroupMember_v0(o: DescribeGroupsResponseDescribedGroupMember, w: BytesWriter) -> None:
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=0)
     else:
@@ -387,7 +445,7 @@ def _encode_DescribeGroupsResponseDescribedGroupMember_v0(o: DescribeGroupsRespo
             raise ValueOutOfRangeError('string field MemberId is too long', version=0)
         write_i16_be(w, len(b_member_id))
         w.write(b_member_id)
-    x_client_id = o.client_id
+    x_client_id: str | None = o.client_id
     if x_client_id is None:
         raise ValueOutOfRangeError('non-nullable field ClientId is None', version=0)
     else:
@@ -396,7 +454,7 @@ def _encode_DescribeGroupsResponseDescribedGroupMember_v0(o: DescribeGroupsRespo
             raise ValueOutOfRangeError('string field ClientId is too long', version=0)
         write_i16_be(w, len(b_client_id))
         w.write(b_client_id)
-    x_client_host = o.client_host
+    x_client_host: str | None = o.client_host
     if x_client_host is None:
         raise ValueOutOfRangeError('non-nullable field ClientHost is None', version=0)
     else:
@@ -405,14 +463,14 @@ def _encode_DescribeGroupsResponseDescribedGroupMember_v0(o: DescribeGroupsRespo
             raise ValueOutOfRangeError('string field ClientHost is too long', version=0)
         write_i16_be(w, len(b_client_host))
         w.write(b_client_host)
-    x_member_metadata = o.member_metadata
+    x_member_metadata: Any = o.member_metadata
     if x_member_metadata is None:
         raise ValueOutOfRangeError('non-nullable field MemberMetadata is None', version=0)
     else:
         b_member_metadata = _as_bytes(x_member_metadata)
         write_i32_be(w, len(b_member_metadata))
         w.write(b_member_metadata)
-    x_member_assignment = o.member_assignment
+    x_member_assignment: Any = o.member_assignment
     if x_member_assignment is None:
         raise ValueOutOfRangeError('non-nullable field MemberAssignment is None', version=0)
     else:
@@ -424,10 +482,15 @@ def _encode_DescribeGroupsResponseDescribedGroupMember_v0(o: DescribeGroupsRespo
 
 
 def _decode_DescribeGroupsResponseDescribedGroupMember_v4(buf: bytes, pos: i64) -> tuple[DescribeGroupsResponseDescribedGroupMember, i64]:
-    o = _new(_K_DescribeGroupsResponseDescribedGroupMember)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_member_id: Any
+    f_group_instance_id: Any
+    f_client_id: Any
+    f_client_host: Any
+    f_member_metadata: Any
+    f_member_assignment: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -438,19 +501,19 @@ def _decode_DescribeGroupsResponseDescribedGroupMember_v4(buf: bytes, pos: i64) 
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.group_instance_id = None
+        f_group_instance_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field GroupInstanceId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupInstanceId')
-        o.group_instance_id = buf[pos:end].decode()
+        f_group_instance_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -462,7 +525,7 @@ def _decode_DescribeGroupsResponseDescribedGroupMember_v4(buf: bytes, pos: i64) 
         end = pos + n
         if end > blen:
             raise _truncated('ClientId')
-        o.client_id = buf[pos:end].decode()
+        f_client_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -474,7 +537,7 @@ def _decode_DescribeGroupsResponseDescribedGroupMember_v4(buf: bytes, pos: i64) 
         end = pos + n
         if end > blen:
             raise _truncated('ClientHost')
-        o.client_host = buf[pos:end].decode()
+        f_client_host = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -484,7 +547,7 @@ def _decode_DescribeGroupsResponseDescribedGroupMember_v4(buf: bytes, pos: i64) 
         end = pos + n
         if end > blen:
             raise _truncated('MemberMetadata')
-        o.member_metadata = buf[pos:end]
+        f_member_metadata = buf[pos:end]
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -494,14 +557,14 @@ def _decode_DescribeGroupsResponseDescribedGroupMember_v4(buf: bytes, pos: i64) 
         end = pos + n
         if end > blen:
             raise _truncated('MemberAssignment')
-        o.member_assignment = buf[pos:end]
+        f_member_assignment = buf[pos:end]
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return DescribeGroupsResponseDescribedGroupMember(member_id=f_member_id, group_instance_id=f_group_instance_id, client_id=f_client_id, client_host=f_client_host, member_metadata=f_member_metadata, member_assignment=f_member_assignment, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeGroupsResponseDescribedGroupMember_v4(o: DescribeGroupsResponseDescribedGroupMember, w: BytesWriter) -> None:
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=4)
     else:
@@ -510,7 +573,7 @@ def _encode_DescribeGroupsResponseDescribedGroupMember_v4(o: DescribeGroupsRespo
             raise ValueOutOfRangeError('string field MemberId is too long', version=4)
         write_i16_be(w, len(b_member_id))
         w.write(b_member_id)
-    x_group_instance_id = o.group_instance_id
+    x_group_instance_id: str | None = o.group_instance_id
     if x_group_instance_id is None:
         write_i16_be(w, -1)
     else:
@@ -519,7 +582,7 @@ def _encode_DescribeGroupsResponseDescribedGroupMember_v4(o: DescribeGroupsRespo
             raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=4)
         write_i16_be(w, len(b_group_instance_id))
         w.write(b_group_instance_id)
-    x_client_id = o.client_id
+    x_client_id: str | None = o.client_id
     if x_client_id is None:
         raise ValueOutOfRangeError('non-nullable field ClientId is None', version=4)
     else:
@@ -528,7 +591,7 @@ def _encode_DescribeGroupsResponseDescribedGroupMember_v4(o: DescribeGroupsRespo
             raise ValueOutOfRangeError('string field ClientId is too long', version=4)
         write_i16_be(w, len(b_client_id))
         w.write(b_client_id)
-    x_client_host = o.client_host
+    x_client_host: str | None = o.client_host
     if x_client_host is None:
         raise ValueOutOfRangeError('non-nullable field ClientHost is None', version=4)
     else:
@@ -537,14 +600,14 @@ def _encode_DescribeGroupsResponseDescribedGroupMember_v4(o: DescribeGroupsRespo
             raise ValueOutOfRangeError('string field ClientHost is too long', version=4)
         write_i16_be(w, len(b_client_host))
         w.write(b_client_host)
-    x_member_metadata = o.member_metadata
+    x_member_metadata: Any = o.member_metadata
     if x_member_metadata is None:
         raise ValueOutOfRangeError('non-nullable field MemberMetadata is None', version=4)
     else:
         b_member_metadata = _as_bytes(x_member_metadata)
         write_i32_be(w, len(b_member_metadata))
         w.write(b_member_metadata)
-    x_member_assignment = o.member_assignment
+    x_member_assignment: Any = o.member_assignment
     if x_member_assignment is None:
         raise ValueOutOfRangeError('non-nullable field MemberAssignment is None', version=4)
     else:
@@ -556,10 +619,15 @@ def _encode_DescribeGroupsResponseDescribedGroupMember_v4(o: DescribeGroupsRespo
 
 
 def _decode_DescribeGroupsResponseDescribedGroupMember_v5(buf: bytes, pos: i64) -> tuple[DescribeGroupsResponseDescribedGroupMember, i64]:
-    o = _new(_K_DescribeGroupsResponseDescribedGroupMember)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_member_id: Any
+    f_group_instance_id: Any
+    f_client_id: Any
+    f_client_host: Any
+    f_member_metadata: Any
+    f_member_assignment: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -574,7 +642,7 @@ def _decode_DescribeGroupsResponseDescribedGroupMember_v5(buf: bytes, pos: i64) 
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -583,14 +651,14 @@ def _decode_DescribeGroupsResponseDescribedGroupMember_v5(buf: bytes, pos: i64) 
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.group_instance_id = None
+        f_group_instance_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field GroupInstanceId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupInstanceId')
-        o.group_instance_id = buf[pos:end].decode()
+        f_group_instance_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -606,7 +674,7 @@ def _decode_DescribeGroupsResponseDescribedGroupMember_v5(buf: bytes, pos: i64) 
         end = pos + n
         if end > blen:
             raise _truncated('ClientId')
-        o.client_id = buf[pos:end].decode()
+        f_client_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -622,7 +690,7 @@ def _decode_DescribeGroupsResponseDescribedGroupMember_v5(buf: bytes, pos: i64) 
         end = pos + n
         if end > blen:
             raise _truncated('ClientHost')
-        o.client_host = buf[pos:end].decode()
+        f_client_host = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -636,7 +704,7 @@ def _decode_DescribeGroupsResponseDescribedGroupMember_v5(buf: bytes, pos: i64) 
         end = pos + n
         if end > blen:
             raise _truncated('MemberMetadata')
-        o.member_metadata = buf[pos:end]
+        f_member_metadata = buf[pos:end]
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -650,16 +718,15 @@ def _decode_DescribeGroupsResponseDescribedGroupMember_v5(buf: bytes, pos: i64) 
         end = pos + n
         if end > blen:
             raise _truncated('MemberAssignment')
-        o.member_assignment = buf[pos:end]
+        f_member_assignment = buf[pos:end]
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -671,12 +738,12 @@ def _decode_DescribeGroupsResponseDescribedGroupMember_v5(buf: bytes, pos: i64) 
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeGroupsResponseDescribedGroupMember(member_id=f_member_id, group_instance_id=f_group_instance_id, client_id=f_client_id, client_host=f_client_host, member_metadata=f_member_metadata, member_assignment=f_member_assignment, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeGroupsResponseDescribedGroupMember_v5(o: DescribeGroupsResponseDescribedGroupMember, w: BytesWriter) -> None:
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=5)
     else:
@@ -689,7 +756,7 @@ def _encode_DescribeGroupsResponseDescribedGroupMember_v5(o: DescribeGroupsRespo
         else:
             _put_uvarint(w, m)
         w.write(b_member_id)
-    x_group_instance_id = o.group_instance_id
+    x_group_instance_id: str | None = o.group_instance_id
     if x_group_instance_id is None:
         w.append(_ZERO)
     else:
@@ -702,7 +769,7 @@ def _encode_DescribeGroupsResponseDescribedGroupMember_v5(o: DescribeGroupsRespo
         else:
             _put_uvarint(w, m)
         w.write(b_group_instance_id)
-    x_client_id = o.client_id
+    x_client_id: str | None = o.client_id
     if x_client_id is None:
         raise ValueOutOfRangeError('non-nullable field ClientId is None', version=5)
     else:
@@ -715,7 +782,7 @@ def _encode_DescribeGroupsResponseDescribedGroupMember_v5(o: DescribeGroupsRespo
         else:
             _put_uvarint(w, m)
         w.write(b_client_id)
-    x_client_host = o.client_host
+    x_client_host: str | None = o.client_host
     if x_client_host is None:
         raise ValueOutOfRangeError('non-nullable field ClientHost is None', version=5)
     else:
@@ -728,7 +795,7 @@ def _encode_DescribeGroupsResponseDescribedGroupMember_v5(o: DescribeGroupsRespo
         else:
             _put_uvarint(w, m)
         w.write(b_client_host)
-    x_member_metadata = o.member_metadata
+    x_member_metadata: Any = o.member_metadata
     if x_member_metadata is None:
         raise ValueOutOfRangeError('non-nullable field MemberMetadata is None', version=5)
     else:
@@ -739,7 +806,7 @@ def _encode_DescribeGroupsResponseDescribedGroupMember_v5(o: DescribeGroupsRespo
         else:
             _put_uvarint(w, m)
         w.write(b_member_metadata)
-    x_member_assignment = o.member_assignment
+    x_member_assignment: Any = o.member_assignment
     if x_member_assignment is None:
         raise ValueOutOfRangeError('non-nullable field MemberAssignment is None', version=5)
     else:
@@ -757,13 +824,16 @@ def _encode_DescribeGroupsResponseDescribedGroupMember_v5(o: DescribeGroupsRespo
 
 
 def _decode_DescribeGroupsResponseDescribedGroup_v0(buf: bytes, pos: i64) -> tuple[DescribeGroupsResponseDescribedGroup, i64]:
-    o = _new(_K_DescribeGroupsResponseDescribedGroup)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_message = None
-    o.authorized_operations = -2147483648
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_group_id: Any
+    f_group_state: Any
+    f_protocol_type: Any
+    f_protocol_data: Any
+    f_members: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -775,7 +845,7 @@ def _decode_DescribeGroupsResponseDescribedGroup_v0(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -787,7 +857,7 @@ def _decode_DescribeGroupsResponseDescribedGroup_v0(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('GroupState')
-        o.group_state = buf[pos:end].decode()
+        f_group_state = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -799,7 +869,7 @@ def _decode_DescribeGroupsResponseDescribedGroup_v0(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolType')
-        o.protocol_type = buf[pos:end].decode()
+        f_protocol_type = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -811,7 +881,7 @@ def _decode_DescribeGroupsResponseDescribedGroup_v0(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolData')
-        o.protocol_data = buf[pos:end].decode()
+        f_protocol_data = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -824,18 +894,20 @@ def _decode_DescribeGroupsResponseDescribedGroup_v0(buf: bytes, pos: i64) -> tup
         for _i_members in range(n):
             x_members, pos = _decode_DescribeGroupsResponseDescribedGroupMember_v0(buf, pos)
             lst_members.append(x_members)
-        o.members = lst_members
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_members = lst_members
+    utf: Any = ()
+    return DescribeGroupsResponseDescribedGroup(error_code=f_error_code, group_id=f_group_id, group_state=f_group_state, protocol_type=f_protocol_type, protocol_data=f_protocol_data, members=f_members, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeGroupsResponseDescribedGroup_v0(o: DescribeGroupsResponseDescribedGroup, w: BytesWriter) -> None:
     if o.error_message is not None:
         raise FieldNotInVersionError('non-default ErrorMessage cannot be written', version=0)
-    if o.authorized_operations != -2147483648:
+    d_authorized_operations: int = o.authorized_operations
+    if d_authorized_operations != -2147483648:
         raise FieldNotInVersionError('non-default AuthorizedOperations cannot be written', version=0)
-    write_i16_be(w, o.error_code)
-    x_group_id = o.group_id
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
@@ -844,7 +916,7 @@ def _encode_DescribeGroupsResponseDescribedGroup_v0(o: DescribeGroupsResponseDes
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
         write_i16_be(w, len(b_group_id))
         w.write(b_group_id)
-    x_group_state = o.group_state
+    x_group_state: str | None = o.group_state
     if x_group_state is None:
         raise ValueOutOfRangeError('non-nullable field GroupState is None', version=0)
     else:
@@ -853,7 +925,7 @@ def _encode_DescribeGroupsResponseDescribedGroup_v0(o: DescribeGroupsResponseDes
             raise ValueOutOfRangeError('string field GroupState is too long', version=0)
         write_i16_be(w, len(b_group_state))
         w.write(b_group_state)
-    x_protocol_type = o.protocol_type
+    x_protocol_type: str | None = o.protocol_type
     if x_protocol_type is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolType is None', version=0)
     else:
@@ -862,7 +934,7 @@ def _encode_DescribeGroupsResponseDescribedGroup_v0(o: DescribeGroupsResponseDes
             raise ValueOutOfRangeError('string field ProtocolType is too long', version=0)
         write_i16_be(w, len(b_protocol_type))
         w.write(b_protocol_type)
-    x_protocol_data = o.protocol_data
+    x_protocol_data: str | None = o.protocol_data
     if x_protocol_data is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolData is None', version=0)
     else:
@@ -871,7 +943,7 @@ def _encode_DescribeGroupsResponseDescribedGroup_v0(o: DescribeGroupsResponseDes
             raise ValueOutOfRangeError('string field ProtocolData is too long', version=0)
         write_i16_be(w, len(b_protocol_data))
         w.write(b_protocol_data)
-    x_members = o.members
+    x_members: Any = o.members
     if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=0)
     else:
@@ -884,12 +956,17 @@ def _encode_DescribeGroupsResponseDescribedGroup_v0(o: DescribeGroupsResponseDes
 
 
 def _decode_DescribeGroupsResponseDescribedGroup_v3(buf: bytes, pos: i64) -> tuple[DescribeGroupsResponseDescribedGroup, i64]:
-    o = _new(_K_DescribeGroupsResponseDescribedGroup)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_message = None
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_group_id: Any
+    f_group_state: Any
+    f_protocol_type: Any
+    f_protocol_data: Any
+    f_members: Any
+    f_authorized_operations: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -901,7 +978,7 @@ def _decode_DescribeGroupsResponseDescribedGroup_v3(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -913,7 +990,7 @@ def _decode_DescribeGroupsResponseDescribedGroup_v3(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('GroupState')
-        o.group_state = buf[pos:end].decode()
+        f_group_state = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -925,7 +1002,7 @@ def _decode_DescribeGroupsResponseDescribedGroup_v3(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolType')
-        o.protocol_type = buf[pos:end].decode()
+        f_protocol_type = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -937,7 +1014,7 @@ def _decode_DescribeGroupsResponseDescribedGroup_v3(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolData')
-        o.protocol_data = buf[pos:end].decode()
+        f_protocol_data = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -950,18 +1027,19 @@ def _decode_DescribeGroupsResponseDescribedGroup_v3(buf: bytes, pos: i64) -> tup
         for _i_members in range(n):
             x_members, pos = _decode_DescribeGroupsResponseDescribedGroupMember_v0(buf, pos)
             lst_members.append(x_members)
-        o.members = lst_members
-    o.authorized_operations = read_i32_be(buf, pos)
+        f_members = lst_members
+    f_authorized_operations = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return DescribeGroupsResponseDescribedGroup(error_code=f_error_code, group_id=f_group_id, group_state=f_group_state, protocol_type=f_protocol_type, protocol_data=f_protocol_data, members=f_members, authorized_operations=f_authorized_operations, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeGroupsResponseDescribedGroup_v3(o: DescribeGroupsResponseDescribedGroup, w: BytesWriter) -> None:
     if o.error_message is not None:
         raise FieldNotInVersionError('non-default ErrorMessage cannot be written', version=3)
-    write_i16_be(w, o.error_code)
-    x_group_id = o.group_id
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=3)
     else:
@@ -970,7 +1048,7 @@ def _encode_DescribeGroupsResponseDescribedGroup_v3(o: DescribeGroupsResponseDes
             raise ValueOutOfRangeError('string field GroupId is too long', version=3)
         write_i16_be(w, len(b_group_id))
         w.write(b_group_id)
-    x_group_state = o.group_state
+    x_group_state: str | None = o.group_state
     if x_group_state is None:
         raise ValueOutOfRangeError('non-nullable field GroupState is None', version=3)
     else:
@@ -979,7 +1057,7 @@ def _encode_DescribeGroupsResponseDescribedGroup_v3(o: DescribeGroupsResponseDes
             raise ValueOutOfRangeError('string field GroupState is too long', version=3)
         write_i16_be(w, len(b_group_state))
         w.write(b_group_state)
-    x_protocol_type = o.protocol_type
+    x_protocol_type: str | None = o.protocol_type
     if x_protocol_type is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolType is None', version=3)
     else:
@@ -988,7 +1066,7 @@ def _encode_DescribeGroupsResponseDescribedGroup_v3(o: DescribeGroupsResponseDes
             raise ValueOutOfRangeError('string field ProtocolType is too long', version=3)
         write_i16_be(w, len(b_protocol_type))
         w.write(b_protocol_type)
-    x_protocol_data = o.protocol_data
+    x_protocol_data: str | None = o.protocol_data
     if x_protocol_data is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolData is None', version=3)
     else:
@@ -997,7 +1075,7 @@ def _encode_DescribeGroupsResponseDescribedGroup_v3(o: DescribeGroupsResponseDes
             raise ValueOutOfRangeError('string field ProtocolData is too long', version=3)
         write_i16_be(w, len(b_protocol_data))
         w.write(b_protocol_data)
-    x_members = o.members
+    x_members: Any = o.members
     if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=3)
     else:
@@ -1005,18 +1083,24 @@ def _encode_DescribeGroupsResponseDescribedGroup_v3(o: DescribeGroupsResponseDes
         write_i32_be(w, len(l_members))
         for e_members in l_members:
             _encode_DescribeGroupsResponseDescribedGroupMember_v0(e_members, w)
-    write_i32_be(w, o.authorized_operations)
+    v_authorized_operations: int = o.authorized_operations
+    write_i32_be(w, v_authorized_operations)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
 
 
 def _decode_DescribeGroupsResponseDescribedGroup_v4(buf: bytes, pos: i64) -> tuple[DescribeGroupsResponseDescribedGroup, i64]:
-    o = _new(_K_DescribeGroupsResponseDescribedGroup)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_message = None
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_group_id: Any
+    f_group_state: Any
+    f_protocol_type: Any
+    f_protocol_data: Any
+    f_members: Any
+    f_authorized_operations: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -1028,7 +1112,7 @@ def _decode_DescribeGroupsResponseDescribedGroup_v4(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -1040,7 +1124,7 @@ def _decode_DescribeGroupsResponseDescribedGroup_v4(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('GroupState')
-        o.group_state = buf[pos:end].decode()
+        f_group_state = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -1052,7 +1136,7 @@ def _decode_DescribeGroupsResponseDescribedGroup_v4(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolType')
-        o.protocol_type = buf[pos:end].decode()
+        f_protocol_type = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -1064,7 +1148,7 @@ def _decode_DescribeGroupsResponseDescribedGroup_v4(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolData')
-        o.protocol_data = buf[pos:end].decode()
+        f_protocol_data = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1077,18 +1161,19 @@ def _decode_DescribeGroupsResponseDescribedGroup_v4(buf: bytes, pos: i64) -> tup
         for _i_members in range(n):
             x_members, pos = _decode_DescribeGroupsResponseDescribedGroupMember_v4(buf, pos)
             lst_members.append(x_members)
-        o.members = lst_members
-    o.authorized_operations = read_i32_be(buf, pos)
+        f_members = lst_members
+    f_authorized_operations = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return DescribeGroupsResponseDescribedGroup(error_code=f_error_code, group_id=f_group_id, group_state=f_group_state, protocol_type=f_protocol_type, protocol_data=f_protocol_data, members=f_members, authorized_operations=f_authorized_operations, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeGroupsResponseDescribedGroup_v4(o: DescribeGroupsResponseDescribedGroup, w: BytesWriter) -> None:
     if o.error_message is not None:
         raise FieldNotInVersionError('non-default ErrorMessage cannot be written', version=4)
-    write_i16_be(w, o.error_code)
-    x_group_id = o.group_id
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=4)
     else:
@@ -1097,7 +1182,7 @@ def _encode_DescribeGroupsResponseDescribedGroup_v4(o: DescribeGroupsResponseDes
             raise ValueOutOfRangeError('string field GroupId is too long', version=4)
         write_i16_be(w, len(b_group_id))
         w.write(b_group_id)
-    x_group_state = o.group_state
+    x_group_state: str | None = o.group_state
     if x_group_state is None:
         raise ValueOutOfRangeError('non-nullable field GroupState is None', version=4)
     else:
@@ -1106,7 +1191,7 @@ def _encode_DescribeGroupsResponseDescribedGroup_v4(o: DescribeGroupsResponseDes
             raise ValueOutOfRangeError('string field GroupState is too long', version=4)
         write_i16_be(w, len(b_group_state))
         w.write(b_group_state)
-    x_protocol_type = o.protocol_type
+    x_protocol_type: str | None = o.protocol_type
     if x_protocol_type is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolType is None', version=4)
     else:
@@ -1115,7 +1200,7 @@ def _encode_DescribeGroupsResponseDescribedGroup_v4(o: DescribeGroupsResponseDes
             raise ValueOutOfRangeError('string field ProtocolType is too long', version=4)
         write_i16_be(w, len(b_protocol_type))
         w.write(b_protocol_type)
-    x_protocol_data = o.protocol_data
+    x_protocol_data: str | None = o.protocol_data
     if x_protocol_data is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolData is None', version=4)
     else:
@@ -1124,7 +1209,7 @@ def _encode_DescribeGroupsResponseDescribedGroup_v4(o: DescribeGroupsResponseDes
             raise ValueOutOfRangeError('string field ProtocolData is too long', version=4)
         write_i16_be(w, len(b_protocol_data))
         w.write(b_protocol_data)
-    x_members = o.members
+    x_members: Any = o.members
     if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=4)
     else:
@@ -1132,18 +1217,24 @@ def _encode_DescribeGroupsResponseDescribedGroup_v4(o: DescribeGroupsResponseDes
         write_i32_be(w, len(l_members))
         for e_members in l_members:
             _encode_DescribeGroupsResponseDescribedGroupMember_v4(e_members, w)
-    write_i32_be(w, o.authorized_operations)
+    v_authorized_operations: int = o.authorized_operations
+    write_i32_be(w, v_authorized_operations)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 4')
 
 
 def _decode_DescribeGroupsResponseDescribedGroup_v5(buf: bytes, pos: i64) -> tuple[DescribeGroupsResponseDescribedGroup, i64]:
-    o = _new(_K_DescribeGroupsResponseDescribedGroup)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_message = None
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_group_id: Any
+    f_group_state: Any
+    f_protocol_type: Any
+    f_protocol_data: Any
+    f_members: Any
+    f_authorized_operations: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1159,7 +1250,7 @@ def _decode_DescribeGroupsResponseDescribedGroup_v5(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1175,7 +1266,7 @@ def _decode_DescribeGroupsResponseDescribedGroup_v5(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('GroupState')
-        o.group_state = buf[pos:end].decode()
+        f_group_state = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1191,7 +1282,7 @@ def _decode_DescribeGroupsResponseDescribedGroup_v5(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolType')
-        o.protocol_type = buf[pos:end].decode()
+        f_protocol_type = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1207,7 +1298,7 @@ def _decode_DescribeGroupsResponseDescribedGroup_v5(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolData')
-        o.protocol_data = buf[pos:end].decode()
+        f_protocol_data = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1224,17 +1315,16 @@ def _decode_DescribeGroupsResponseDescribedGroup_v5(buf: bytes, pos: i64) -> tup
         for _i_members in range(n):
             x_members, pos = _decode_DescribeGroupsResponseDescribedGroupMember_v5(buf, pos)
             lst_members.append(x_members)
-        o.members = lst_members
-    o.authorized_operations = read_i32_be(buf, pos)
+        f_members = lst_members
+    f_authorized_operations = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1246,15 +1336,16 @@ def _decode_DescribeGroupsResponseDescribedGroup_v5(buf: bytes, pos: i64) -> tup
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeGroupsResponseDescribedGroup(error_code=f_error_code, group_id=f_group_id, group_state=f_group_state, protocol_type=f_protocol_type, protocol_data=f_protocol_data, members=f_members, authorized_operations=f_authorized_operations, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeGroupsResponseDescribedGroup_v5(o: DescribeGroupsResponseDescribedGroup, w: BytesWriter) -> None:
     if o.error_message is not None:
         raise FieldNotInVersionError('non-default ErrorMessage cannot be written', version=5)
-    write_i16_be(w, o.error_code)
-    x_group_id = o.group_id
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=5)
     else:
@@ -1267,7 +1358,7 @@ def _encode_DescribeGroupsResponseDescribedGroup_v5(o: DescribeGroupsResponseDes
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_group_state = o.group_state
+    x_group_state: str | None = o.group_state
     if x_group_state is None:
         raise ValueOutOfRangeError('non-nullable field GroupState is None', version=5)
     else:
@@ -1280,7 +1371,7 @@ def _encode_DescribeGroupsResponseDescribedGroup_v5(o: DescribeGroupsResponseDes
         else:
             _put_uvarint(w, m)
         w.write(b_group_state)
-    x_protocol_type = o.protocol_type
+    x_protocol_type: str | None = o.protocol_type
     if x_protocol_type is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolType is None', version=5)
     else:
@@ -1293,7 +1384,7 @@ def _encode_DescribeGroupsResponseDescribedGroup_v5(o: DescribeGroupsResponseDes
         else:
             _put_uvarint(w, m)
         w.write(b_protocol_type)
-    x_protocol_data = o.protocol_data
+    x_protocol_data: str | None = o.protocol_data
     if x_protocol_data is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolData is None', version=5)
     else:
@@ -1306,7 +1397,7 @@ def _encode_DescribeGroupsResponseDescribedGroup_v5(o: DescribeGroupsResponseDes
         else:
             _put_uvarint(w, m)
         w.write(b_protocol_data)
-    x_members = o.members
+    x_members: Any = o.members
     if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=5)
     else:
@@ -1318,7 +1409,8 @@ def _encode_DescribeGroupsResponseDescribedGroup_v5(o: DescribeGroupsResponseDes
             _put_uvarint(w, m)
         for e_members in l_members:
             _encode_DescribeGroupsResponseDescribedGroupMember_v5(e_members, w)
-    write_i32_be(w, o.authorized_operations)
+    v_authorized_operations: int = o.authorized_operations
+    write_i32_be(w, v_authorized_operations)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1326,11 +1418,18 @@ def _encode_DescribeGroupsResponseDescribedGroup_v5(o: DescribeGroupsResponseDes
 
 
 def _decode_DescribeGroupsResponseDescribedGroup_v6(buf: bytes, pos: i64) -> tuple[DescribeGroupsResponseDescribedGroup, i64]:
-    o = _new(_K_DescribeGroupsResponseDescribedGroup)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_error_message: Any
+    f_group_id: Any
+    f_group_state: Any
+    f_protocol_type: Any
+    f_protocol_data: Any
+    f_members: Any
+    f_authorized_operations: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1339,14 +1438,14 @@ def _decode_DescribeGroupsResponseDescribedGroup_v6(buf: bytes, pos: i64) -> tup
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1362,7 +1461,7 @@ def _decode_DescribeGroupsResponseDescribedGroup_v6(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1378,7 +1477,7 @@ def _decode_DescribeGroupsResponseDescribedGroup_v6(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('GroupState')
-        o.group_state = buf[pos:end].decode()
+        f_group_state = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1394,7 +1493,7 @@ def _decode_DescribeGroupsResponseDescribedGroup_v6(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolType')
-        o.protocol_type = buf[pos:end].decode()
+        f_protocol_type = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1410,7 +1509,7 @@ def _decode_DescribeGroupsResponseDescribedGroup_v6(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolData')
-        o.protocol_data = buf[pos:end].decode()
+        f_protocol_data = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1427,17 +1526,16 @@ def _decode_DescribeGroupsResponseDescribedGroup_v6(buf: bytes, pos: i64) -> tup
         for _i_members in range(n):
             x_members, pos = _decode_DescribeGroupsResponseDescribedGroupMember_v5(buf, pos)
             lst_members.append(x_members)
-        o.members = lst_members
-    o.authorized_operations = read_i32_be(buf, pos)
+        f_members = lst_members
+    f_authorized_operations = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1449,13 +1547,14 @@ def _decode_DescribeGroupsResponseDescribedGroup_v6(buf: bytes, pos: i64) -> tup
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeGroupsResponseDescribedGroup(error_code=f_error_code, error_message=f_error_message, group_id=f_group_id, group_state=f_group_state, protocol_type=f_protocol_type, protocol_data=f_protocol_data, members=f_members, authorized_operations=f_authorized_operations, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeGroupsResponseDescribedGroup_v6(o: DescribeGroupsResponseDescribedGroup, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -1468,7 +1567,7 @@ def _encode_DescribeGroupsResponseDescribedGroup_v6(o: DescribeGroupsResponseDes
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=6)
     else:
@@ -1481,7 +1580,7 @@ def _encode_DescribeGroupsResponseDescribedGroup_v6(o: DescribeGroupsResponseDes
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_group_state = o.group_state
+    x_group_state: str | None = o.group_state
     if x_group_state is None:
         raise ValueOutOfRangeError('non-nullable field GroupState is None', version=6)
     else:
@@ -1494,7 +1593,7 @@ def _encode_DescribeGroupsResponseDescribedGroup_v6(o: DescribeGroupsResponseDes
         else:
             _put_uvarint(w, m)
         w.write(b_group_state)
-    x_protocol_type = o.protocol_type
+    x_protocol_type: str | None = o.protocol_type
     if x_protocol_type is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolType is None', version=6)
     else:
@@ -1507,7 +1606,7 @@ def _encode_DescribeGroupsResponseDescribedGroup_v6(o: DescribeGroupsResponseDes
         else:
             _put_uvarint(w, m)
         w.write(b_protocol_type)
-    x_protocol_data = o.protocol_data
+    x_protocol_data: str | None = o.protocol_data
     if x_protocol_data is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolData is None', version=6)
     else:
@@ -1520,7 +1619,7 @@ def _encode_DescribeGroupsResponseDescribedGroup_v6(o: DescribeGroupsResponseDes
         else:
             _put_uvarint(w, m)
         w.write(b_protocol_data)
-    x_members = o.members
+    x_members: Any = o.members
     if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=6)
     else:
@@ -1532,7 +1631,8 @@ def _encode_DescribeGroupsResponseDescribedGroup_v6(o: DescribeGroupsResponseDes
             _put_uvarint(w, m)
         for e_members in l_members:
             _encode_DescribeGroupsResponseDescribedGroupMember_v5(e_members, w)
-    write_i32_be(w, o.authorized_operations)
+    v_authorized_operations: int = o.authorized_operations
+    write_i32_be(w, v_authorized_operations)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1540,10 +1640,9 @@ def _encode_DescribeGroupsResponseDescribedGroup_v6(o: DescribeGroupsResponseDes
 
 
 def _decode_DescribeGroupsResponse_v0(buf: bytes, pos: i64) -> tuple[DescribeGroupsResponse, i64]:
-    o = _new(_K_DescribeGroupsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = 0
+    f_groups: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -1555,13 +1654,13 @@ def _decode_DescribeGroupsResponse_v0(buf: bytes, pos: i64) -> tuple[DescribeGro
         for _i_groups in range(n):
             x_groups, pos = _decode_DescribeGroupsResponseDescribedGroup_v0(buf, pos)
             lst_groups.append(x_groups)
-        o.groups = lst_groups
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_groups = lst_groups
+    utf: Any = ()
+    return DescribeGroupsResponse(groups=f_groups, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeGroupsResponse_v0(o: DescribeGroupsResponse, w: BytesWriter) -> None:
-    x_groups = o.groups
+    x_groups: Any = o.groups
     if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=0)
     else:
@@ -1574,10 +1673,11 @@ def _encode_DescribeGroupsResponse_v0(o: DescribeGroupsResponse, w: BytesWriter)
 
 
 def _decode_DescribeGroupsResponse_v1(buf: bytes, pos: i64) -> tuple[DescribeGroupsResponse, i64]:
-    o = _new(_K_DescribeGroupsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_groups: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1590,14 +1690,15 @@ def _decode_DescribeGroupsResponse_v1(buf: bytes, pos: i64) -> tuple[DescribeGro
         for _i_groups in range(n):
             x_groups, pos = _decode_DescribeGroupsResponseDescribedGroup_v0(buf, pos)
             lst_groups.append(x_groups)
-        o.groups = lst_groups
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_groups = lst_groups
+    utf: Any = ()
+    return DescribeGroupsResponse(throttle_time_ms=f_throttle_time_ms, groups=f_groups, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeGroupsResponse_v1(o: DescribeGroupsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_groups = o.groups
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_groups: Any = o.groups
     if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=1)
     else:
@@ -1610,10 +1711,11 @@ def _encode_DescribeGroupsResponse_v1(o: DescribeGroupsResponse, w: BytesWriter)
 
 
 def _decode_DescribeGroupsResponse_v3(buf: bytes, pos: i64) -> tuple[DescribeGroupsResponse, i64]:
-    o = _new(_K_DescribeGroupsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_groups: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1626,14 +1728,15 @@ def _decode_DescribeGroupsResponse_v3(buf: bytes, pos: i64) -> tuple[DescribeGro
         for _i_groups in range(n):
             x_groups, pos = _decode_DescribeGroupsResponseDescribedGroup_v3(buf, pos)
             lst_groups.append(x_groups)
-        o.groups = lst_groups
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_groups = lst_groups
+    utf: Any = ()
+    return DescribeGroupsResponse(throttle_time_ms=f_throttle_time_ms, groups=f_groups, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeGroupsResponse_v3(o: DescribeGroupsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_groups = o.groups
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_groups: Any = o.groups
     if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=3)
     else:
@@ -1646,10 +1749,11 @@ def _encode_DescribeGroupsResponse_v3(o: DescribeGroupsResponse, w: BytesWriter)
 
 
 def _decode_DescribeGroupsResponse_v4(buf: bytes, pos: i64) -> tuple[DescribeGroupsResponse, i64]:
-    o = _new(_K_DescribeGroupsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_groups: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1662,14 +1766,15 @@ def _decode_DescribeGroupsResponse_v4(buf: bytes, pos: i64) -> tuple[DescribeGro
         for _i_groups in range(n):
             x_groups, pos = _decode_DescribeGroupsResponseDescribedGroup_v4(buf, pos)
             lst_groups.append(x_groups)
-        o.groups = lst_groups
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_groups = lst_groups
+    utf: Any = ()
+    return DescribeGroupsResponse(throttle_time_ms=f_throttle_time_ms, groups=f_groups, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeGroupsResponse_v4(o: DescribeGroupsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_groups = o.groups
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_groups: Any = o.groups
     if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=4)
     else:
@@ -1682,11 +1787,12 @@ def _encode_DescribeGroupsResponse_v4(o: DescribeGroupsResponse, w: BytesWriter)
 
 
 def _decode_DescribeGroupsResponse_v5(buf: bytes, pos: i64) -> tuple[DescribeGroupsResponse, i64]:
-    o = _new(_K_DescribeGroupsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_groups: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1703,15 +1809,14 @@ def _decode_DescribeGroupsResponse_v5(buf: bytes, pos: i64) -> tuple[DescribeGro
         for _i_groups in range(n):
             x_groups, pos = _decode_DescribeGroupsResponseDescribedGroup_v5(buf, pos)
             lst_groups.append(x_groups)
-        o.groups = lst_groups
+        f_groups = lst_groups
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1723,13 +1828,14 @@ def _decode_DescribeGroupsResponse_v5(buf: bytes, pos: i64) -> tuple[DescribeGro
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeGroupsResponse(throttle_time_ms=f_throttle_time_ms, groups=f_groups, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeGroupsResponse_v5(o: DescribeGroupsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_groups = o.groups
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_groups: Any = o.groups
     if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=5)
     else:
@@ -1748,11 +1854,12 @@ def _encode_DescribeGroupsResponse_v5(o: DescribeGroupsResponse, w: BytesWriter)
 
 
 def _decode_DescribeGroupsResponse_v6(buf: bytes, pos: i64) -> tuple[DescribeGroupsResponse, i64]:
-    o = _new(_K_DescribeGroupsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_groups: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1769,15 +1876,14 @@ def _decode_DescribeGroupsResponse_v6(buf: bytes, pos: i64) -> tuple[DescribeGro
         for _i_groups in range(n):
             x_groups, pos = _decode_DescribeGroupsResponseDescribedGroup_v6(buf, pos)
             lst_groups.append(x_groups)
-        o.groups = lst_groups
+        f_groups = lst_groups
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1789,13 +1895,14 @@ def _decode_DescribeGroupsResponse_v6(buf: bytes, pos: i64) -> tuple[DescribeGro
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeGroupsResponse(throttle_time_ms=f_throttle_time_ms, groups=f_groups, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeGroupsResponse_v6(o: DescribeGroupsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_groups = o.groups
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_groups: Any = o.groups
     if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=6)
     else:
@@ -1821,4 +1928,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (DescribeGroupsResponse, {0: _decode_DescribeGroupsResponse_v0, 1: _decode_DescribeGroupsResponse_v1, 2: _decode_DescribeGroupsResponse_v1, 3: _decode_DescribeGroupsResponse_v3, 4: _decode_DescribeGroupsResponse_v4, 5: _decode_DescribeGroupsResponse_v5, 6: _decode_DescribeGroupsResponse_v6}, {0: _encode_DescribeGroupsResponse_v0, 1: _encode_DescribeGroupsResponse_v1, 2: _encode_DescribeGroupsResponse_v1, 3: _encode_DescribeGroupsResponse_v3, 4: _encode_DescribeGroupsResponse_v4, 5: _encode_DescribeGroupsResponse_v5, 6: _encode_DescribeGroupsResponse_v6}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.describe_groups', TABLES)

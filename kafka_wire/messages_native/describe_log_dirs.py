@@ -24,28 +24,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.describe_log_dirs import (
-    DescribeLogDirsRequest,
-    DescribeLogDirsRequestDescribableLogDirTopic,
-    DescribeLogDirsResponse,
-    DescribeLogDirsResponsePartition,
-    DescribeLogDirsResponseResult,
-    DescribeLogDirsResponseTopic,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_DescribeLogDirsRequest: Final = DescribeLogDirsRequest
-_K_DescribeLogDirsRequestDescribableLogDirTopic: Final = DescribeLogDirsRequestDescribableLogDirTopic
-_K_DescribeLogDirsResponse: Final = DescribeLogDirsResponse
-_K_DescribeLogDirsResponsePartition: Final = DescribeLogDirsResponsePartition
-_K_DescribeLogDirsResponseResult: Final = DescribeLogDirsResponseResult
-_K_DescribeLogDirsResponseTopic: Final = DescribeLogDirsResponseTopic
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -131,11 +118,90 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class DescribeLogDirsRequestDescribableLogDirTopic(_NativeStruct):
+    topic: Any
+    partitions: Any
+
+    def __init__(self, *, topic: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic = topic
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeLogDirsRequest(_NativeMessage):
+    topics: Any
+
+    def __init__(self, *, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topics = [] if topics is FRESH else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeLogDirsResponsePartition(_NativeStruct):
+    partition_index: Any
+    partition_size: Any
+    offset_lag: Any
+    is_future_key: Any
+
+    def __init__(self, *, partition_index: Any = 0, partition_size: Any = 0, offset_lag: Any = 0, is_future_key: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.partition_size = partition_size
+        self.offset_lag = offset_lag
+        self.is_future_key = is_future_key
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeLogDirsResponseTopic(_NativeStruct):
+    name: Any
+    partitions: Any
+
+    def __init__(self, *, name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeLogDirsResponseResult(_NativeStruct):
+    error_code: Any
+    log_dir: Any
+    topics: Any
+    total_bytes: Any
+    usable_bytes: Any
+    is_cordoned: Any
+
+    def __init__(self, *, error_code: Any = 0, log_dir: Any = '', topics: Any = FRESH, total_bytes: Any = -1, usable_bytes: Any = -1, is_cordoned: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.error_code = error_code
+        self.log_dir = log_dir
+        self.topics = [] if topics is FRESH else topics
+        self.total_bytes = total_bytes
+        self.usable_bytes = usable_bytes
+        self.is_cordoned = is_cordoned
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeLogDirsResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+    results: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, results: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.results = [] if results is FRESH else results
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_DescribeLogDirsRequestDescribableLogDirTopic = DescribeLogDirsRequestDescribableLogDirTopic()
+_DEFAULT_DescribeLogDirsResponsePartition = DescribeLogDirsResponsePartition()
+_DEFAULT_DescribeLogDirsResponseTopic = DescribeLogDirsResponseTopic()
+_DEFAULT_DescribeLogDirsResponseResult = DescribeLogDirsResponseResult()
+
+
 def _decode_DescribeLogDirsRequestDescribableLogDirTopic_v0(buf: bytes, pos: i64) -> tuple[DescribeLogDirsRequestDescribableLogDirTopic, i64]:
-    o = _new(_K_DescribeLogDirsRequestDescribableLogDirTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -146,7 +212,7 @@ def _decode_DescribeLogDirsRequestDescribableLogDirTopic_v0(buf: bytes, pos: i64
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
-        o.topic = buf[pos:end].decode()
+        f_topic = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -160,13 +226,13 @@ def _decode_DescribeLogDirsRequestDescribableLogDirTopic_v0(buf: bytes, pos: i64
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return DescribeLogDirsRequestDescribableLogDirTopic(topic=f_topic, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeLogDirsRequestDescribableLogDirTopic_v0(o: DescribeLogDirsRequestDescribableLogDirTopic, w: BytesWriter) -> None:
-    x_topic = o.topic
+    x_topic: str | None = o.topic
     if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=0)
     else:
@@ -175,7 +241,7 @@ def _encode_DescribeLogDirsRequestDescribableLogDirTopic_v0(o: DescribeLogDirsRe
             raise ValueOutOfRangeError('string field Topic is too long', version=0)
         write_i16_be(w, len(b_topic))
         w.write(b_topic)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -188,10 +254,11 @@ def _encode_DescribeLogDirsRequestDescribableLogDirTopic_v0(o: DescribeLogDirsRe
 
 
 def _decode_DescribeLogDirsRequestDescribableLogDirTopic_v2(buf: bytes, pos: i64) -> tuple[DescribeLogDirsRequestDescribableLogDirTopic, i64]:
-    o = _new(_K_DescribeLogDirsRequestDescribableLogDirTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -206,7 +273,7 @@ def _decode_DescribeLogDirsRequestDescribableLogDirTopic_v2(buf: bytes, pos: i64
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
-        o.topic = buf[pos:end].decode()
+        f_topic = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -224,15 +291,14 @@ def _decode_DescribeLogDirsRequestDescribableLogDirTopic_v2(buf: bytes, pos: i64
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -244,12 +310,12 @@ def _decode_DescribeLogDirsRequestDescribableLogDirTopic_v2(buf: bytes, pos: i64
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeLogDirsRequestDescribableLogDirTopic(topic=f_topic, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeLogDirsRequestDescribableLogDirTopic_v2(o: DescribeLogDirsRequestDescribableLogDirTopic, w: BytesWriter) -> None:
-    x_topic = o.topic
+    x_topic: str | None = o.topic
     if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=2)
     else:
@@ -262,7 +328,7 @@ def _encode_DescribeLogDirsRequestDescribableLogDirTopic_v2(o: DescribeLogDirsRe
         else:
             _put_uvarint(w, m)
         w.write(b_topic)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
     else:
@@ -281,13 +347,13 @@ def _encode_DescribeLogDirsRequestDescribableLogDirTopic_v2(o: DescribeLogDirsRe
 
 
 def _decode_DescribeLogDirsRequest_v0(buf: bytes, pos: i64) -> tuple[DescribeLogDirsRequest, i64]:
-    o = _new(_K_DescribeLogDirsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
+    f_topics: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
-        o.topics = None
+        f_topics = None
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
@@ -295,13 +361,13 @@ def _decode_DescribeLogDirsRequest_v0(buf: bytes, pos: i64) -> tuple[DescribeLog
         for _i_topics in range(n):
             x_topics, pos = _decode_DescribeLogDirsRequestDescribableLogDirTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return DescribeLogDirsRequest(topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeLogDirsRequest_v0(o: DescribeLogDirsRequest, w: BytesWriter) -> None:
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         write_i32_be(w, -1)
     else:
@@ -314,10 +380,10 @@ def _encode_DescribeLogDirsRequest_v0(o: DescribeLogDirsRequest, w: BytesWriter)
 
 
 def _decode_DescribeLogDirsRequest_v2(buf: bytes, pos: i64) -> tuple[DescribeLogDirsRequest, i64]:
-    o = _new(_K_DescribeLogDirsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topics: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -325,7 +391,7 @@ def _decode_DescribeLogDirsRequest_v2(buf: bytes, pos: i64) -> tuple[DescribeLog
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.topics = None
+        f_topics = None
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
@@ -333,15 +399,14 @@ def _decode_DescribeLogDirsRequest_v2(buf: bytes, pos: i64) -> tuple[DescribeLog
         for _i_topics in range(n):
             x_topics, pos = _decode_DescribeLogDirsRequestDescribableLogDirTopic_v2(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -353,12 +418,12 @@ def _decode_DescribeLogDirsRequest_v2(buf: bytes, pos: i64) -> tuple[DescribeLog
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeLogDirsRequest(topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeLogDirsRequest_v2(o: DescribeLogDirsRequest, w: BytesWriter) -> None:
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         w.append(_ZERO)
     else:
@@ -377,49 +442,57 @@ def _encode_DescribeLogDirsRequest_v2(o: DescribeLogDirsRequest, w: BytesWriter)
 
 
 def _decode_DescribeLogDirsResponsePartition_v0(buf: bytes, pos: i64) -> tuple[DescribeLogDirsResponsePartition, i64]:
-    o = _new(_K_DescribeLogDirsResponsePartition)
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_partition_size: Any
+    f_offset_lag: Any
+    f_is_future_key: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.partition_size = read_i64_be(buf, pos)
+    f_partition_size = read_i64_be(buf, pos)
     pos += 8
-    o.offset_lag = read_i64_be(buf, pos)
+    f_offset_lag = read_i64_be(buf, pos)
     pos += 8
-    o.is_future_key = buf[pos] != 0
+    f_is_future_key = buf[pos] != 0
     pos += 1
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return DescribeLogDirsResponsePartition(partition_index=f_partition_index, partition_size=f_partition_size, offset_lag=f_offset_lag, is_future_key=f_is_future_key, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeLogDirsResponsePartition_v0(o: DescribeLogDirsResponsePartition, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i64_be(w, o.partition_size)
-    write_i64_be(w, o.offset_lag)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_partition_size: int = o.partition_size
+    write_i64_be(w, v_partition_size)
+    v_offset_lag: int = o.offset_lag
+    write_i64_be(w, v_offset_lag)
     w.append(_ONE if o.is_future_key else _ZERO)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_DescribeLogDirsResponsePartition_v2(buf: bytes, pos: i64) -> tuple[DescribeLogDirsResponsePartition, i64]:
-    o = _new(_K_DescribeLogDirsResponsePartition)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_partition_size: Any
+    f_offset_lag: Any
+    f_is_future_key: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.partition_size = read_i64_be(buf, pos)
+    f_partition_size = read_i64_be(buf, pos)
     pos += 8
-    o.offset_lag = read_i64_be(buf, pos)
+    f_offset_lag = read_i64_be(buf, pos)
     pos += 8
-    o.is_future_key = buf[pos] != 0
+    f_is_future_key = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -431,14 +504,17 @@ def _decode_DescribeLogDirsResponsePartition_v2(buf: bytes, pos: i64) -> tuple[D
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeLogDirsResponsePartition(partition_index=f_partition_index, partition_size=f_partition_size, offset_lag=f_offset_lag, is_future_key=f_is_future_key, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeLogDirsResponsePartition_v2(o: DescribeLogDirsResponsePartition, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i64_be(w, o.partition_size)
-    write_i64_be(w, o.offset_lag)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_partition_size: int = o.partition_size
+    write_i64_be(w, v_partition_size)
+    v_offset_lag: int = o.offset_lag
+    write_i64_be(w, v_offset_lag)
     w.append(_ONE if o.is_future_key else _ZERO)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
@@ -447,10 +523,11 @@ def _encode_DescribeLogDirsResponsePartition_v2(o: DescribeLogDirsResponsePartit
 
 
 def _decode_DescribeLogDirsResponseTopic_v0(buf: bytes, pos: i64) -> tuple[DescribeLogDirsResponseTopic, i64]:
-    o = _new(_K_DescribeLogDirsResponseTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -461,7 +538,7 @@ def _decode_DescribeLogDirsResponseTopic_v0(buf: bytes, pos: i64) -> tuple[Descr
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -474,13 +551,13 @@ def _decode_DescribeLogDirsResponseTopic_v0(buf: bytes, pos: i64) -> tuple[Descr
         for _i_partitions in range(n):
             x_partitions, pos = _decode_DescribeLogDirsResponsePartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return DescribeLogDirsResponseTopic(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeLogDirsResponseTopic_v0(o: DescribeLogDirsResponseTopic, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -489,7 +566,7 @@ def _encode_DescribeLogDirsResponseTopic_v0(o: DescribeLogDirsResponseTopic, w: 
             raise ValueOutOfRangeError('string field Name is too long', version=0)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -502,10 +579,11 @@ def _encode_DescribeLogDirsResponseTopic_v0(o: DescribeLogDirsResponseTopic, w: 
 
 
 def _decode_DescribeLogDirsResponseTopic_v2(buf: bytes, pos: i64) -> tuple[DescribeLogDirsResponseTopic, i64]:
-    o = _new(_K_DescribeLogDirsResponseTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -520,7 +598,7 @@ def _decode_DescribeLogDirsResponseTopic_v2(buf: bytes, pos: i64) -> tuple[Descr
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -537,15 +615,14 @@ def _decode_DescribeLogDirsResponseTopic_v2(buf: bytes, pos: i64) -> tuple[Descr
         for _i_partitions in range(n):
             x_partitions, pos = _decode_DescribeLogDirsResponsePartition_v2(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -557,12 +634,12 @@ def _decode_DescribeLogDirsResponseTopic_v2(buf: bytes, pos: i64) -> tuple[Descr
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeLogDirsResponseTopic(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeLogDirsResponseTopic_v2(o: DescribeLogDirsResponseTopic, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
     else:
@@ -575,7 +652,7 @@ def _encode_DescribeLogDirsResponseTopic_v2(o: DescribeLogDirsResponseTopic, w: 
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
     else:
@@ -594,14 +671,13 @@ def _encode_DescribeLogDirsResponseTopic_v2(o: DescribeLogDirsResponseTopic, w: 
 
 
 def _decode_DescribeLogDirsResponseResult_v0(buf: bytes, pos: i64) -> tuple[DescribeLogDirsResponseResult, i64]:
-    o = _new(_K_DescribeLogDirsResponseResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.total_bytes = -1
-    o.usable_bytes = -1
-    o.is_cordoned = False
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_log_dir: Any
+    f_topics: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -613,7 +689,7 @@ def _decode_DescribeLogDirsResponseResult_v0(buf: bytes, pos: i64) -> tuple[Desc
         end = pos + n
         if end > blen:
             raise _truncated('LogDir')
-        o.log_dir = buf[pos:end].decode()
+        f_log_dir = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -626,14 +702,15 @@ def _decode_DescribeLogDirsResponseResult_v0(buf: bytes, pos: i64) -> tuple[Desc
         for _i_topics in range(n):
             x_topics, pos = _decode_DescribeLogDirsResponseTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return DescribeLogDirsResponseResult(error_code=f_error_code, log_dir=f_log_dir, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeLogDirsResponseResult_v0(o: DescribeLogDirsResponseResult, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_log_dir = o.log_dir
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_log_dir: str | None = o.log_dir
     if x_log_dir is None:
         raise ValueOutOfRangeError('non-nullable field LogDir is None', version=0)
     else:
@@ -642,7 +719,7 @@ def _encode_DescribeLogDirsResponseResult_v0(o: DescribeLogDirsResponseResult, w
             raise ValueOutOfRangeError('string field LogDir is too long', version=0)
         write_i16_be(w, len(b_log_dir))
         w.write(b_log_dir)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -655,14 +732,13 @@ def _encode_DescribeLogDirsResponseResult_v0(o: DescribeLogDirsResponseResult, w
 
 
 def _decode_DescribeLogDirsResponseResult_v2(buf: bytes, pos: i64) -> tuple[DescribeLogDirsResponseResult, i64]:
-    o = _new(_K_DescribeLogDirsResponseResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.total_bytes = -1
-    o.usable_bytes = -1
-    o.is_cordoned = False
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_log_dir: Any
+    f_topics: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -678,7 +754,7 @@ def _decode_DescribeLogDirsResponseResult_v2(buf: bytes, pos: i64) -> tuple[Desc
         end = pos + n
         if end > blen:
             raise _truncated('LogDir')
-        o.log_dir = buf[pos:end].decode()
+        f_log_dir = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -695,15 +771,14 @@ def _decode_DescribeLogDirsResponseResult_v2(buf: bytes, pos: i64) -> tuple[Desc
         for _i_topics in range(n):
             x_topics, pos = _decode_DescribeLogDirsResponseTopic_v2(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -715,13 +790,14 @@ def _decode_DescribeLogDirsResponseResult_v2(buf: bytes, pos: i64) -> tuple[Desc
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeLogDirsResponseResult(error_code=f_error_code, log_dir=f_log_dir, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeLogDirsResponseResult_v2(o: DescribeLogDirsResponseResult, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_log_dir = o.log_dir
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_log_dir: str | None = o.log_dir
     if x_log_dir is None:
         raise ValueOutOfRangeError('non-nullable field LogDir is None', version=2)
     else:
@@ -734,7 +810,7 @@ def _encode_DescribeLogDirsResponseResult_v2(o: DescribeLogDirsResponseResult, w
         else:
             _put_uvarint(w, m)
         w.write(b_log_dir)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
@@ -753,12 +829,15 @@ def _encode_DescribeLogDirsResponseResult_v2(o: DescribeLogDirsResponseResult, w
 
 
 def _decode_DescribeLogDirsResponseResult_v4(buf: bytes, pos: i64) -> tuple[DescribeLogDirsResponseResult, i64]:
-    o = _new(_K_DescribeLogDirsResponseResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.is_cordoned = False
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_log_dir: Any
+    f_topics: Any
+    f_total_bytes: Any
+    f_usable_bytes: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -774,7 +853,7 @@ def _decode_DescribeLogDirsResponseResult_v4(buf: bytes, pos: i64) -> tuple[Desc
         end = pos + n
         if end > blen:
             raise _truncated('LogDir')
-        o.log_dir = buf[pos:end].decode()
+        f_log_dir = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -791,19 +870,18 @@ def _decode_DescribeLogDirsResponseResult_v4(buf: bytes, pos: i64) -> tuple[Desc
         for _i_topics in range(n):
             x_topics, pos = _decode_DescribeLogDirsResponseTopic_v2(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.total_bytes = read_i64_be(buf, pos)
+        f_topics = lst_topics
+    f_total_bytes = read_i64_be(buf, pos)
     pos += 8
-    o.usable_bytes = read_i64_be(buf, pos)
+    f_usable_bytes = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -815,13 +893,14 @@ def _decode_DescribeLogDirsResponseResult_v4(buf: bytes, pos: i64) -> tuple[Desc
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeLogDirsResponseResult(error_code=f_error_code, log_dir=f_log_dir, topics=f_topics, total_bytes=f_total_bytes, usable_bytes=f_usable_bytes, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeLogDirsResponseResult_v4(o: DescribeLogDirsResponseResult, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_log_dir = o.log_dir
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_log_dir: str | None = o.log_dir
     if x_log_dir is None:
         raise ValueOutOfRangeError('non-nullable field LogDir is None', version=4)
     else:
@@ -834,7 +913,7 @@ def _encode_DescribeLogDirsResponseResult_v4(o: DescribeLogDirsResponseResult, w
         else:
             _put_uvarint(w, m)
         w.write(b_log_dir)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=4)
     else:
@@ -846,8 +925,10 @@ def _encode_DescribeLogDirsResponseResult_v4(o: DescribeLogDirsResponseResult, w
             _put_uvarint(w, m)
         for e_topics in l_topics:
             _encode_DescribeLogDirsResponseTopic_v2(e_topics, w)
-    write_i64_be(w, o.total_bytes)
-    write_i64_be(w, o.usable_bytes)
+    v_total_bytes: int = o.total_bytes
+    write_i64_be(w, v_total_bytes)
+    v_usable_bytes: int = o.usable_bytes
+    write_i64_be(w, v_usable_bytes)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -855,11 +936,16 @@ def _encode_DescribeLogDirsResponseResult_v4(o: DescribeLogDirsResponseResult, w
 
 
 def _decode_DescribeLogDirsResponseResult_v5(buf: bytes, pos: i64) -> tuple[DescribeLogDirsResponseResult, i64]:
-    o = _new(_K_DescribeLogDirsResponseResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_log_dir: Any
+    f_topics: Any
+    f_total_bytes: Any
+    f_usable_bytes: Any
+    f_is_cordoned: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -875,7 +961,7 @@ def _decode_DescribeLogDirsResponseResult_v5(buf: bytes, pos: i64) -> tuple[Desc
         end = pos + n
         if end > blen:
             raise _truncated('LogDir')
-        o.log_dir = buf[pos:end].decode()
+        f_log_dir = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -892,21 +978,20 @@ def _decode_DescribeLogDirsResponseResult_v5(buf: bytes, pos: i64) -> tuple[Desc
         for _i_topics in range(n):
             x_topics, pos = _decode_DescribeLogDirsResponseTopic_v2(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.total_bytes = read_i64_be(buf, pos)
+        f_topics = lst_topics
+    f_total_bytes = read_i64_be(buf, pos)
     pos += 8
-    o.usable_bytes = read_i64_be(buf, pos)
+    f_usable_bytes = read_i64_be(buf, pos)
     pos += 8
-    o.is_cordoned = buf[pos] != 0
+    f_is_cordoned = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -918,13 +1003,14 @@ def _decode_DescribeLogDirsResponseResult_v5(buf: bytes, pos: i64) -> tuple[Desc
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeLogDirsResponseResult(error_code=f_error_code, log_dir=f_log_dir, topics=f_topics, total_bytes=f_total_bytes, usable_bytes=f_usable_bytes, is_cordoned=f_is_cordoned, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeLogDirsResponseResult_v5(o: DescribeLogDirsResponseResult, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_log_dir = o.log_dir
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_log_dir: str | None = o.log_dir
     if x_log_dir is None:
         raise ValueOutOfRangeError('non-nullable field LogDir is None', version=5)
     else:
@@ -937,7 +1023,7 @@ def _encode_DescribeLogDirsResponseResult_v5(o: DescribeLogDirsResponseResult, w
         else:
             _put_uvarint(w, m)
         w.write(b_log_dir)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=5)
     else:
@@ -949,8 +1035,10 @@ def _encode_DescribeLogDirsResponseResult_v5(o: DescribeLogDirsResponseResult, w
             _put_uvarint(w, m)
         for e_topics in l_topics:
             _encode_DescribeLogDirsResponseTopic_v2(e_topics, w)
-    write_i64_be(w, o.total_bytes)
-    write_i64_be(w, o.usable_bytes)
+    v_total_bytes: int = o.total_bytes
+    write_i64_be(w, v_total_bytes)
+    v_usable_bytes: int = o.usable_bytes
+    write_i64_be(w, v_usable_bytes)
     w.append(_ONE if o.is_cordoned else _ZERO)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
@@ -959,11 +1047,11 @@ def _encode_DescribeLogDirsResponseResult_v5(o: DescribeLogDirsResponseResult, w
 
 
 def _decode_DescribeLogDirsResponse_v0(buf: bytes, pos: i64) -> tuple[DescribeLogDirsResponse, i64]:
-    o = _new(_K_DescribeLogDirsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.error_code = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_results: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -976,14 +1064,15 @@ def _decode_DescribeLogDirsResponse_v0(buf: bytes, pos: i64) -> tuple[DescribeLo
         for _i_results in range(n):
             x_results, pos = _decode_DescribeLogDirsResponseResult_v0(buf, pos)
             lst_results.append(x_results)
-        o.results = lst_results
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_results = lst_results
+    utf: Any = ()
+    return DescribeLogDirsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeLogDirsResponse_v0(o: DescribeLogDirsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_results = o.results
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_results: Any = o.results
     if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=0)
     else:
@@ -996,12 +1085,12 @@ def _encode_DescribeLogDirsResponse_v0(o: DescribeLogDirsResponse, w: BytesWrite
 
 
 def _decode_DescribeLogDirsResponse_v2(buf: bytes, pos: i64) -> tuple[DescribeLogDirsResponse, i64]:
-    o = _new(_K_DescribeLogDirsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_results: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1018,15 +1107,14 @@ def _decode_DescribeLogDirsResponse_v2(buf: bytes, pos: i64) -> tuple[DescribeLo
         for _i_results in range(n):
             x_results, pos = _decode_DescribeLogDirsResponseResult_v2(buf, pos)
             lst_results.append(x_results)
-        o.results = lst_results
+        f_results = lst_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1038,13 +1126,14 @@ def _decode_DescribeLogDirsResponse_v2(buf: bytes, pos: i64) -> tuple[DescribeLo
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeLogDirsResponse(throttle_time_ms=f_throttle_time_ms, results=f_results, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeLogDirsResponse_v2(o: DescribeLogDirsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_results = o.results
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_results: Any = o.results
     if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=2)
     else:
@@ -1063,13 +1152,15 @@ def _encode_DescribeLogDirsResponse_v2(o: DescribeLogDirsResponse, w: BytesWrite
 
 
 def _decode_DescribeLogDirsResponse_v3(buf: bytes, pos: i64) -> tuple[DescribeLogDirsResponse, i64]:
-    o = _new(_K_DescribeLogDirsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_results: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1086,15 +1177,14 @@ def _decode_DescribeLogDirsResponse_v3(buf: bytes, pos: i64) -> tuple[DescribeLo
         for _i_results in range(n):
             x_results, pos = _decode_DescribeLogDirsResponseResult_v2(buf, pos)
             lst_results.append(x_results)
-        o.results = lst_results
+        f_results = lst_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1106,14 +1196,16 @@ def _decode_DescribeLogDirsResponse_v3(buf: bytes, pos: i64) -> tuple[DescribeLo
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeLogDirsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, results=f_results, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeLogDirsResponse_v3(o: DescribeLogDirsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_results = o.results
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_results: Any = o.results
     if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=3)
     else:
@@ -1132,13 +1224,15 @@ def _encode_DescribeLogDirsResponse_v3(o: DescribeLogDirsResponse, w: BytesWrite
 
 
 def _decode_DescribeLogDirsResponse_v4(buf: bytes, pos: i64) -> tuple[DescribeLogDirsResponse, i64]:
-    o = _new(_K_DescribeLogDirsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_results: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1155,15 +1249,14 @@ def _decode_DescribeLogDirsResponse_v4(buf: bytes, pos: i64) -> tuple[DescribeLo
         for _i_results in range(n):
             x_results, pos = _decode_DescribeLogDirsResponseResult_v4(buf, pos)
             lst_results.append(x_results)
-        o.results = lst_results
+        f_results = lst_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1175,14 +1268,16 @@ def _decode_DescribeLogDirsResponse_v4(buf: bytes, pos: i64) -> tuple[DescribeLo
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeLogDirsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, results=f_results, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeLogDirsResponse_v4(o: DescribeLogDirsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_results = o.results
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_results: Any = o.results
     if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=4)
     else:
@@ -1201,13 +1296,15 @@ def _encode_DescribeLogDirsResponse_v4(o: DescribeLogDirsResponse, w: BytesWrite
 
 
 def _decode_DescribeLogDirsResponse_v5(buf: bytes, pos: i64) -> tuple[DescribeLogDirsResponse, i64]:
-    o = _new(_K_DescribeLogDirsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_results: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1224,15 +1321,14 @@ def _decode_DescribeLogDirsResponse_v5(buf: bytes, pos: i64) -> tuple[DescribeLo
         for _i_results in range(n):
             x_results, pos = _decode_DescribeLogDirsResponseResult_v5(buf, pos)
             lst_results.append(x_results)
-        o.results = lst_results
+        f_results = lst_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1244,14 +1340,16 @@ def _decode_DescribeLogDirsResponse_v5(buf: bytes, pos: i64) -> tuple[DescribeLo
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeLogDirsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, results=f_results, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeLogDirsResponse_v5(o: DescribeLogDirsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_results = o.results
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_results: Any = o.results
     if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=5)
     else:
@@ -1279,4 +1377,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (DescribeLogDirsResponse, {0: _decode_DescribeLogDirsResponse_v0, 1: _decode_DescribeLogDirsResponse_v0, 2: _decode_DescribeLogDirsResponse_v2, 3: _decode_DescribeLogDirsResponse_v3, 4: _decode_DescribeLogDirsResponse_v4, 5: _decode_DescribeLogDirsResponse_v5}, {0: _encode_DescribeLogDirsResponse_v0, 1: _encode_DescribeLogDirsResponse_v0, 2: _encode_DescribeLogDirsResponse_v2, 3: _encode_DescribeLogDirsResponse_v3, 4: _encode_DescribeLogDirsResponse_v4, 5: _encode_DescribeLogDirsResponse_v5}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.describe_log_dirs', TABLES)

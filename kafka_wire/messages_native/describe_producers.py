@@ -22,28 +22,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.describe_producers import (
-    DescribeProducersRequest,
-    DescribeProducersRequestTopicRequest,
-    DescribeProducersResponse,
-    DescribeProducersResponsePartitionResponse,
-    DescribeProducersResponseProducerState,
-    DescribeProducersResponseTopicResponse,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_DescribeProducersRequest: Final = DescribeProducersRequest
-_K_DescribeProducersRequestTopicRequest: Final = DescribeProducersRequestTopicRequest
-_K_DescribeProducersResponse: Final = DescribeProducersResponse
-_K_DescribeProducersResponsePartitionResponse: Final = DescribeProducersResponsePartitionResponse
-_K_DescribeProducersResponseProducerState: Final = DescribeProducersResponseProducerState
-_K_DescribeProducersResponseTopicResponse: Final = DescribeProducersResponseTopicResponse
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -129,11 +116,88 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class DescribeProducersRequestTopicRequest(_NativeStruct):
+    name: Any
+    partition_indexes: Any
+
+    def __init__(self, *, name: Any = '', partition_indexes: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.partition_indexes = [] if partition_indexes is FRESH else partition_indexes
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeProducersRequest(_NativeMessage):
+    topics: Any
+
+    def __init__(self, *, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topics = [] if topics is FRESH else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeProducersResponseProducerState(_NativeStruct):
+    producer_id: Any
+    producer_epoch: Any
+    last_sequence: Any
+    last_timestamp: Any
+    coordinator_epoch: Any
+    current_txn_start_offset: Any
+
+    def __init__(self, *, producer_id: Any = 0, producer_epoch: Any = 0, last_sequence: Any = -1, last_timestamp: Any = -1, coordinator_epoch: Any = 0, current_txn_start_offset: Any = -1, unknown_tagged_fields: Any = ()) -> None:
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.last_sequence = last_sequence
+        self.last_timestamp = last_timestamp
+        self.coordinator_epoch = coordinator_epoch
+        self.current_txn_start_offset = current_txn_start_offset
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeProducersResponsePartitionResponse(_NativeStruct):
+    partition_index: Any
+    error_code: Any
+    error_message: Any
+    active_producers: Any
+
+    def __init__(self, *, partition_index: Any = 0, error_code: Any = 0, error_message: Any = None, active_producers: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.error_message = error_message
+        self.active_producers = [] if active_producers is FRESH else active_producers
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeProducersResponseTopicResponse(_NativeStruct):
+    name: Any
+    partitions: Any
+
+    def __init__(self, *, name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeProducersResponse(_NativeMessage):
+    throttle_time_ms: Any
+    topics: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is FRESH else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_DescribeProducersRequestTopicRequest = DescribeProducersRequestTopicRequest()
+_DEFAULT_DescribeProducersResponseProducerState = DescribeProducersResponseProducerState()
+_DEFAULT_DescribeProducersResponsePartitionResponse = DescribeProducersResponsePartitionResponse()
+_DEFAULT_DescribeProducersResponseTopicResponse = DescribeProducersResponseTopicResponse()
+
+
 def _decode_DescribeProducersRequestTopicRequest_v0(buf: bytes, pos: i64) -> tuple[DescribeProducersRequestTopicRequest, i64]:
-    o = _new(_K_DescribeProducersRequestTopicRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partition_indexes: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -148,7 +212,7 @@ def _decode_DescribeProducersRequestTopicRequest_v0(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -166,15 +230,14 @@ def _decode_DescribeProducersRequestTopicRequest_v0(buf: bytes, pos: i64) -> tup
             e_partition_indexes = read_i32_be(buf, pos)
             pos += 4
             lst_partition_indexes.append(e_partition_indexes)
-        o.partition_indexes = lst_partition_indexes
+        f_partition_indexes = lst_partition_indexes
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -186,12 +249,12 @@ def _decode_DescribeProducersRequestTopicRequest_v0(buf: bytes, pos: i64) -> tup
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeProducersRequestTopicRequest(name=f_name, partition_indexes=f_partition_indexes, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeProducersRequestTopicRequest_v0(o: DescribeProducersRequestTopicRequest, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -204,7 +267,7 @@ def _encode_DescribeProducersRequestTopicRequest_v0(o: DescribeProducersRequestT
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_partition_indexes = o.partition_indexes
+    x_partition_indexes: Any = o.partition_indexes
     if x_partition_indexes is None:
         raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=0)
     else:
@@ -223,10 +286,10 @@ def _encode_DescribeProducersRequestTopicRequest_v0(o: DescribeProducersRequestT
 
 
 def _decode_DescribeProducersRequest_v0(buf: bytes, pos: i64) -> tuple[DescribeProducersRequest, i64]:
-    o = _new(_K_DescribeProducersRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topics: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -242,15 +305,14 @@ def _decode_DescribeProducersRequest_v0(buf: bytes, pos: i64) -> tuple[DescribeP
         for _i_topics in range(n):
             x_topics, pos = _decode_DescribeProducersRequestTopicRequest_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -262,12 +324,12 @@ def _decode_DescribeProducersRequest_v0(buf: bytes, pos: i64) -> tuple[DescribeP
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeProducersRequest(topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeProducersRequest_v0(o: DescribeProducersRequest, w: BytesWriter) -> None:
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -286,30 +348,34 @@ def _encode_DescribeProducersRequest_v0(o: DescribeProducersRequest, w: BytesWri
 
 
 def _decode_DescribeProducersResponseProducerState_v0(buf: bytes, pos: i64) -> tuple[DescribeProducersResponseProducerState, i64]:
-    o = _new(_K_DescribeProducersResponseProducerState)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.producer_id = read_i64_be(buf, pos)
+    f_producer_id: Any
+    f_producer_epoch: Any
+    f_last_sequence: Any
+    f_last_timestamp: Any
+    f_coordinator_epoch: Any
+    f_current_txn_start_offset: Any
+    f_producer_id = read_i64_be(buf, pos)
     pos += 8
-    o.producer_epoch = read_i32_be(buf, pos)
+    f_producer_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.last_sequence = read_i32_be(buf, pos)
+    f_last_sequence = read_i32_be(buf, pos)
     pos += 4
-    o.last_timestamp = read_i64_be(buf, pos)
+    f_last_timestamp = read_i64_be(buf, pos)
     pos += 8
-    o.coordinator_epoch = read_i32_be(buf, pos)
+    f_coordinator_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.current_txn_start_offset = read_i64_be(buf, pos)
+    f_current_txn_start_offset = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -321,17 +387,23 @@ def _decode_DescribeProducersResponseProducerState_v0(buf: bytes, pos: i64) -> t
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeProducersResponseProducerState(producer_id=f_producer_id, producer_epoch=f_producer_epoch, last_sequence=f_last_sequence, last_timestamp=f_last_timestamp, coordinator_epoch=f_coordinator_epoch, current_txn_start_offset=f_current_txn_start_offset, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeProducersResponseProducerState_v0(o: DescribeProducersResponseProducerState, w: BytesWriter) -> None:
-    write_i64_be(w, o.producer_id)
-    write_i32_be(w, o.producer_epoch)
-    write_i32_be(w, o.last_sequence)
-    write_i64_be(w, o.last_timestamp)
-    write_i32_be(w, o.coordinator_epoch)
-    write_i64_be(w, o.current_txn_start_offset)
+    v_producer_id: int = o.producer_id
+    write_i64_be(w, v_producer_id)
+    v_producer_epoch: int = o.producer_epoch
+    write_i32_be(w, v_producer_epoch)
+    v_last_sequence: int = o.last_sequence
+    write_i32_be(w, v_last_sequence)
+    v_last_timestamp: int = o.last_timestamp
+    write_i64_be(w, v_last_timestamp)
+    v_coordinator_epoch: int = o.coordinator_epoch
+    write_i32_be(w, v_coordinator_epoch)
+    v_current_txn_start_offset: int = o.current_txn_start_offset
+    write_i64_be(w, v_current_txn_start_offset)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -339,13 +411,16 @@ def _encode_DescribeProducersResponseProducerState_v0(o: DescribeProducersRespon
 
 
 def _decode_DescribeProducersResponsePartitionResponse_v0(buf: bytes, pos: i64) -> tuple[DescribeProducersResponsePartitionResponse, i64]:
-    o = _new(_K_DescribeProducersResponsePartitionResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_active_producers: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -354,14 +429,14 @@ def _decode_DescribeProducersResponsePartitionResponse_v0(buf: bytes, pos: i64) 
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -378,15 +453,14 @@ def _decode_DescribeProducersResponsePartitionResponse_v0(buf: bytes, pos: i64) 
         for _i_active_producers in range(n):
             x_active_producers, pos = _decode_DescribeProducersResponseProducerState_v0(buf, pos)
             lst_active_producers.append(x_active_producers)
-        o.active_producers = lst_active_producers
+        f_active_producers = lst_active_producers
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -398,14 +472,16 @@ def _decode_DescribeProducersResponsePartitionResponse_v0(buf: bytes, pos: i64) 
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeProducersResponsePartitionResponse(partition_index=f_partition_index, error_code=f_error_code, error_message=f_error_message, active_producers=f_active_producers, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeProducersResponsePartitionResponse_v0(o: DescribeProducersResponsePartitionResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -418,7 +494,7 @@ def _encode_DescribeProducersResponsePartitionResponse_v0(o: DescribeProducersRe
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    x_active_producers = o.active_producers
+    x_active_producers: Any = o.active_producers
     if x_active_producers is None:
         raise ValueOutOfRangeError('non-nullable field ActiveProducers is None', version=0)
     else:
@@ -437,10 +513,11 @@ def _encode_DescribeProducersResponsePartitionResponse_v0(o: DescribeProducersRe
 
 
 def _decode_DescribeProducersResponseTopicResponse_v0(buf: bytes, pos: i64) -> tuple[DescribeProducersResponseTopicResponse, i64]:
-    o = _new(_K_DescribeProducersResponseTopicResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -455,7 +532,7 @@ def _decode_DescribeProducersResponseTopicResponse_v0(buf: bytes, pos: i64) -> t
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -472,15 +549,14 @@ def _decode_DescribeProducersResponseTopicResponse_v0(buf: bytes, pos: i64) -> t
         for _i_partitions in range(n):
             x_partitions, pos = _decode_DescribeProducersResponsePartitionResponse_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -492,12 +568,12 @@ def _decode_DescribeProducersResponseTopicResponse_v0(buf: bytes, pos: i64) -> t
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeProducersResponseTopicResponse(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeProducersResponseTopicResponse_v0(o: DescribeProducersResponseTopicResponse, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -510,7 +586,7 @@ def _encode_DescribeProducersResponseTopicResponse_v0(o: DescribeProducersRespon
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -529,11 +605,12 @@ def _encode_DescribeProducersResponseTopicResponse_v0(o: DescribeProducersRespon
 
 
 def _decode_DescribeProducersResponse_v0(buf: bytes, pos: i64) -> tuple[DescribeProducersResponse, i64]:
-    o = _new(_K_DescribeProducersResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_topics: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -550,15 +627,14 @@ def _decode_DescribeProducersResponse_v0(buf: bytes, pos: i64) -> tuple[Describe
         for _i_topics in range(n):
             x_topics, pos = _decode_DescribeProducersResponseTopicResponse_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -570,13 +646,14 @@ def _decode_DescribeProducersResponse_v0(buf: bytes, pos: i64) -> tuple[Describe
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeProducersResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeProducersResponse_v0(o: DescribeProducersResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_topics = o.topics
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -604,4 +681,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (DescribeProducersResponse, {0: _decode_DescribeProducersResponse_v0}, {0: _encode_DescribeProducersResponse_v0}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.describe_producers', TABLES)

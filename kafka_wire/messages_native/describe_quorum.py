@@ -22,34 +22,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.describe_quorum import (
-    DescribeQuorumRequest,
-    DescribeQuorumRequestPartitionData,
-    DescribeQuorumRequestTopicData,
-    DescribeQuorumResponse,
-    DescribeQuorumResponseListener,
-    DescribeQuorumResponseNode,
-    DescribeQuorumResponsePartitionData,
-    DescribeQuorumResponseReplicaState,
-    DescribeQuorumResponseTopicData,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_DescribeQuorumRequest: Final = DescribeQuorumRequest
-_K_DescribeQuorumRequestPartitionData: Final = DescribeQuorumRequestPartitionData
-_K_DescribeQuorumRequestTopicData: Final = DescribeQuorumRequestTopicData
-_K_DescribeQuorumResponse: Final = DescribeQuorumResponse
-_K_DescribeQuorumResponseListener: Final = DescribeQuorumResponseListener
-_K_DescribeQuorumResponseNode: Final = DescribeQuorumResponseNode
-_K_DescribeQuorumResponsePartitionData: Final = DescribeQuorumResponsePartitionData
-_K_DescribeQuorumResponseReplicaState: Final = DescribeQuorumResponseReplicaState
-_K_DescribeQuorumResponseTopicData: Final = DescribeQuorumResponseTopicData
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -135,21 +116,139 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class DescribeQuorumRequestPartitionData(_NativeStruct):
+    partition_index: Any
+
+    def __init__(self, *, partition_index: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeQuorumRequestTopicData(_NativeStruct):
+    topic_name: Any
+    partitions: Any
+
+    def __init__(self, *, topic_name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeQuorumRequest(_NativeMessage):
+    topics: Any
+
+    def __init__(self, *, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topics = [] if topics is FRESH else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeQuorumResponseReplicaState(_NativeStruct):
+    replica_id: Any
+    replica_directory_id: Any
+    log_end_offset: Any
+    last_fetch_timestamp: Any
+    last_caught_up_timestamp: Any
+
+    def __init__(self, *, replica_id: Any = 0, replica_directory_id: Any = ZERO_UUID, log_end_offset: Any = 0, last_fetch_timestamp: Any = -1, last_caught_up_timestamp: Any = -1, unknown_tagged_fields: Any = ()) -> None:
+        self.replica_id = replica_id
+        self.replica_directory_id = replica_directory_id
+        self.log_end_offset = log_end_offset
+        self.last_fetch_timestamp = last_fetch_timestamp
+        self.last_caught_up_timestamp = last_caught_up_timestamp
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeQuorumResponsePartitionData(_NativeStruct):
+    partition_index: Any
+    error_code: Any
+    error_message: Any
+    leader_id: Any
+    leader_epoch: Any
+    high_watermark: Any
+    current_voters: Any
+    observers: Any
+
+    def __init__(self, *, partition_index: Any = 0, error_code: Any = 0, error_message: Any = '', leader_id: Any = 0, leader_epoch: Any = 0, high_watermark: Any = 0, current_voters: Any = FRESH, observers: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.error_message = error_message
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.high_watermark = high_watermark
+        self.current_voters = [] if current_voters is FRESH else current_voters
+        self.observers = [] if observers is FRESH else observers
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeQuorumResponseTopicData(_NativeStruct):
+    topic_name: Any
+    partitions: Any
+
+    def __init__(self, *, topic_name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeQuorumResponseListener(_NativeStruct):
+    name: Any
+    host: Any
+    port: Any
+
+    def __init__(self, *, name: Any = '', host: Any = '', port: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeQuorumResponseNode(_NativeStruct):
+    node_id: Any
+    listeners: Any
+
+    def __init__(self, *, node_id: Any = 0, listeners: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.node_id = node_id
+        self.listeners = [] if listeners is FRESH else listeners
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeQuorumResponse(_NativeMessage):
+    error_code: Any
+    error_message: Any
+    topics: Any
+    nodes: Any
+
+    def __init__(self, *, error_code: Any = 0, error_message: Any = '', topics: Any = FRESH, nodes: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.topics = [] if topics is FRESH else topics
+        self.nodes = [] if nodes is FRESH else nodes
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_DescribeQuorumRequestPartitionData = DescribeQuorumRequestPartitionData()
+_DEFAULT_DescribeQuorumRequestTopicData = DescribeQuorumRequestTopicData()
+_DEFAULT_DescribeQuorumResponseReplicaState = DescribeQuorumResponseReplicaState()
+_DEFAULT_DescribeQuorumResponsePartitionData = DescribeQuorumResponsePartitionData()
+_DEFAULT_DescribeQuorumResponseTopicData = DescribeQuorumResponseTopicData()
+_DEFAULT_DescribeQuorumResponseListener = DescribeQuorumResponseListener()
+_DEFAULT_DescribeQuorumResponseNode = DescribeQuorumResponseNode()
+
+
 def _decode_DescribeQuorumRequestPartitionData_v0(buf: bytes, pos: i64) -> tuple[DescribeQuorumRequestPartitionData, i64]:
-    o = _new(_K_DescribeQuorumRequestPartitionData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -161,12 +260,13 @@ def _decode_DescribeQuorumRequestPartitionData_v0(buf: bytes, pos: i64) -> tuple
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeQuorumRequestPartitionData(partition_index=f_partition_index, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeQuorumRequestPartitionData_v0(o: DescribeQuorumRequestPartitionData, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -174,10 +274,11 @@ def _encode_DescribeQuorumRequestPartitionData_v0(o: DescribeQuorumRequestPartit
 
 
 def _decode_DescribeQuorumRequestTopicData_v0(buf: bytes, pos: i64) -> tuple[DescribeQuorumRequestTopicData, i64]:
-    o = _new(_K_DescribeQuorumRequestTopicData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -192,7 +293,7 @@ def _decode_DescribeQuorumRequestTopicData_v0(buf: bytes, pos: i64) -> tuple[Des
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -209,15 +310,14 @@ def _decode_DescribeQuorumRequestTopicData_v0(buf: bytes, pos: i64) -> tuple[Des
         for _i_partitions in range(n):
             x_partitions, pos = _decode_DescribeQuorumRequestPartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -229,12 +329,12 @@ def _decode_DescribeQuorumRequestTopicData_v0(buf: bytes, pos: i64) -> tuple[Des
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeQuorumRequestTopicData(topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeQuorumRequestTopicData_v0(o: DescribeQuorumRequestTopicData, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
@@ -247,7 +347,7 @@ def _encode_DescribeQuorumRequestTopicData_v0(o: DescribeQuorumRequestTopicData,
         else:
             _put_uvarint(w, m)
         w.write(b_topic_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -266,10 +366,10 @@ def _encode_DescribeQuorumRequestTopicData_v0(o: DescribeQuorumRequestTopicData,
 
 
 def _decode_DescribeQuorumRequest_v0(buf: bytes, pos: i64) -> tuple[DescribeQuorumRequest, i64]:
-    o = _new(_K_DescribeQuorumRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topics: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -285,15 +385,14 @@ def _decode_DescribeQuorumRequest_v0(buf: bytes, pos: i64) -> tuple[DescribeQuor
         for _i_topics in range(n):
             x_topics, pos = _decode_DescribeQuorumRequestTopicData_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -305,12 +404,12 @@ def _decode_DescribeQuorumRequest_v0(buf: bytes, pos: i64) -> tuple[DescribeQuor
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeQuorumRequest(topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeQuorumRequest_v0(o: DescribeQuorumRequest, w: BytesWriter) -> None:
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -329,25 +428,22 @@ def _encode_DescribeQuorumRequest_v0(o: DescribeQuorumRequest, w: BytesWriter) -
 
 
 def _decode_DescribeQuorumResponseReplicaState_v0(buf: bytes, pos: i64) -> tuple[DescribeQuorumResponseReplicaState, i64]:
-    o = _new(_K_DescribeQuorumResponseReplicaState)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.replica_directory_id = ZERO_UUID
-    o.last_fetch_timestamp = -1
-    o.last_caught_up_timestamp = -1
-    o.replica_id = read_i32_be(buf, pos)
+    f_replica_id: Any
+    f_log_end_offset: Any
+    f_replica_id = read_i32_be(buf, pos)
     pos += 4
-    o.log_end_offset = read_i64_be(buf, pos)
+    f_log_end_offset = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -359,15 +455,17 @@ def _decode_DescribeQuorumResponseReplicaState_v0(buf: bytes, pos: i64) -> tuple
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeQuorumResponseReplicaState(replica_id=f_replica_id, log_end_offset=f_log_end_offset, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeQuorumResponseReplicaState_v0(o: DescribeQuorumResponseReplicaState, w: BytesWriter) -> None:
     if o.replica_directory_id != ZERO_UUID:
         raise FieldNotInVersionError('non-default ReplicaDirectoryId cannot be written', version=0)
-    write_i32_be(w, o.replica_id)
-    write_i64_be(w, o.log_end_offset)
+    v_replica_id: int = o.replica_id
+    write_i32_be(w, v_replica_id)
+    v_log_end_offset: int = o.log_end_offset
+    write_i64_be(w, v_log_end_offset)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -375,27 +473,28 @@ def _encode_DescribeQuorumResponseReplicaState_v0(o: DescribeQuorumResponseRepli
 
 
 def _decode_DescribeQuorumResponseReplicaState_v1(buf: bytes, pos: i64) -> tuple[DescribeQuorumResponseReplicaState, i64]:
-    o = _new(_K_DescribeQuorumResponseReplicaState)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.replica_directory_id = ZERO_UUID
-    o.replica_id = read_i32_be(buf, pos)
+    f_replica_id: Any
+    f_log_end_offset: Any
+    f_last_fetch_timestamp: Any
+    f_last_caught_up_timestamp: Any
+    f_replica_id = read_i32_be(buf, pos)
     pos += 4
-    o.log_end_offset = read_i64_be(buf, pos)
+    f_log_end_offset = read_i64_be(buf, pos)
     pos += 8
-    o.last_fetch_timestamp = read_i64_be(buf, pos)
+    f_last_fetch_timestamp = read_i64_be(buf, pos)
     pos += 8
-    o.last_caught_up_timestamp = read_i64_be(buf, pos)
+    f_last_caught_up_timestamp = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -407,17 +506,21 @@ def _decode_DescribeQuorumResponseReplicaState_v1(buf: bytes, pos: i64) -> tuple
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeQuorumResponseReplicaState(replica_id=f_replica_id, log_end_offset=f_log_end_offset, last_fetch_timestamp=f_last_fetch_timestamp, last_caught_up_timestamp=f_last_caught_up_timestamp, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeQuorumResponseReplicaState_v1(o: DescribeQuorumResponseReplicaState, w: BytesWriter) -> None:
     if o.replica_directory_id != ZERO_UUID:
         raise FieldNotInVersionError('non-default ReplicaDirectoryId cannot be written', version=1)
-    write_i32_be(w, o.replica_id)
-    write_i64_be(w, o.log_end_offset)
-    write_i64_be(w, o.last_fetch_timestamp)
-    write_i64_be(w, o.last_caught_up_timestamp)
+    v_replica_id: int = o.replica_id
+    write_i32_be(w, v_replica_id)
+    v_log_end_offset: int = o.log_end_offset
+    write_i64_be(w, v_log_end_offset)
+    v_last_fetch_timestamp: int = o.last_fetch_timestamp
+    write_i64_be(w, v_last_fetch_timestamp)
+    v_last_caught_up_timestamp: int = o.last_caught_up_timestamp
+    write_i64_be(w, v_last_caught_up_timestamp)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -425,28 +528,31 @@ def _encode_DescribeQuorumResponseReplicaState_v1(o: DescribeQuorumResponseRepli
 
 
 def _decode_DescribeQuorumResponseReplicaState_v2(buf: bytes, pos: i64) -> tuple[DescribeQuorumResponseReplicaState, i64]:
-    o = _new(_K_DescribeQuorumResponseReplicaState)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.replica_id = read_i32_be(buf, pos)
+    f_replica_id: Any
+    f_replica_directory_id: Any
+    f_log_end_offset: Any
+    f_last_fetch_timestamp: Any
+    f_last_caught_up_timestamp: Any
+    f_replica_id = read_i32_be(buf, pos)
     pos += 4
-    o.replica_directory_id = _uuid(buf, pos)
+    f_replica_directory_id = _uuid(buf, pos)
     pos += 16
-    o.log_end_offset = read_i64_be(buf, pos)
+    f_log_end_offset = read_i64_be(buf, pos)
     pos += 8
-    o.last_fetch_timestamp = read_i64_be(buf, pos)
+    f_last_fetch_timestamp = read_i64_be(buf, pos)
     pos += 8
-    o.last_caught_up_timestamp = read_i64_be(buf, pos)
+    f_last_caught_up_timestamp = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -458,16 +564,20 @@ def _decode_DescribeQuorumResponseReplicaState_v2(buf: bytes, pos: i64) -> tuple
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeQuorumResponseReplicaState(replica_id=f_replica_id, replica_directory_id=f_replica_directory_id, log_end_offset=f_log_end_offset, last_fetch_timestamp=f_last_fetch_timestamp, last_caught_up_timestamp=f_last_caught_up_timestamp, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeQuorumResponseReplicaState_v2(o: DescribeQuorumResponseReplicaState, w: BytesWriter) -> None:
-    write_i32_be(w, o.replica_id)
+    v_replica_id: int = o.replica_id
+    write_i32_be(w, v_replica_id)
     _put_uuid(w, o.replica_directory_id)
-    write_i64_be(w, o.log_end_offset)
-    write_i64_be(w, o.last_fetch_timestamp)
-    write_i64_be(w, o.last_caught_up_timestamp)
+    v_log_end_offset: int = o.log_end_offset
+    write_i64_be(w, v_log_end_offset)
+    v_last_fetch_timestamp: int = o.last_fetch_timestamp
+    write_i64_be(w, v_last_fetch_timestamp)
+    v_last_caught_up_timestamp: int = o.last_caught_up_timestamp
+    write_i64_be(w, v_last_caught_up_timestamp)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -475,20 +585,25 @@ def _encode_DescribeQuorumResponseReplicaState_v2(o: DescribeQuorumResponseRepli
 
 
 def _decode_DescribeQuorumResponsePartitionData_v0(buf: bytes, pos: i64) -> tuple[DescribeQuorumResponsePartitionData, i64]:
-    o = _new(_K_DescribeQuorumResponsePartitionData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_message = ''
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_error_code: Any
+    f_leader_id: Any
+    f_leader_epoch: Any
+    f_high_watermark: Any
+    f_current_voters: Any
+    f_observers: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.leader_id = read_i32_be(buf, pos)
+    f_leader_id = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.high_watermark = read_i64_be(buf, pos)
+    f_high_watermark = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
@@ -505,7 +620,7 @@ def _decode_DescribeQuorumResponsePartitionData_v0(buf: bytes, pos: i64) -> tupl
         for _i_current_voters in range(n):
             x_current_voters, pos = _decode_DescribeQuorumResponseReplicaState_v0(buf, pos)
             lst_current_voters.append(x_current_voters)
-        o.current_voters = lst_current_voters
+        f_current_voters = lst_current_voters
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -521,15 +636,14 @@ def _decode_DescribeQuorumResponsePartitionData_v0(buf: bytes, pos: i64) -> tupl
         for _i_observers in range(n):
             x_observers, pos = _decode_DescribeQuorumResponseReplicaState_v0(buf, pos)
             lst_observers.append(x_observers)
-        o.observers = lst_observers
+        f_observers = lst_observers
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -541,17 +655,22 @@ def _decode_DescribeQuorumResponsePartitionData_v0(buf: bytes, pos: i64) -> tupl
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeQuorumResponsePartitionData(partition_index=f_partition_index, error_code=f_error_code, leader_id=f_leader_id, leader_epoch=f_leader_epoch, high_watermark=f_high_watermark, current_voters=f_current_voters, observers=f_observers, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeQuorumResponsePartitionData_v0(o: DescribeQuorumResponsePartitionData, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
-    write_i32_be(w, o.leader_id)
-    write_i32_be(w, o.leader_epoch)
-    write_i64_be(w, o.high_watermark)
-    x_current_voters = o.current_voters
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_leader_id: int = o.leader_id
+    write_i32_be(w, v_leader_id)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
+    v_high_watermark: int = o.high_watermark
+    write_i64_be(w, v_high_watermark)
+    x_current_voters: Any = o.current_voters
     if x_current_voters is None:
         raise ValueOutOfRangeError('non-nullable field CurrentVoters is None', version=0)
     else:
@@ -563,7 +682,7 @@ def _encode_DescribeQuorumResponsePartitionData_v0(o: DescribeQuorumResponsePart
             _put_uvarint(w, m)
         for e_current_voters in l_current_voters:
             _encode_DescribeQuorumResponseReplicaState_v0(e_current_voters, w)
-    x_observers = o.observers
+    x_observers: Any = o.observers
     if x_observers is None:
         raise ValueOutOfRangeError('non-nullable field Observers is None', version=0)
     else:
@@ -582,20 +701,25 @@ def _encode_DescribeQuorumResponsePartitionData_v0(o: DescribeQuorumResponsePart
 
 
 def _decode_DescribeQuorumResponsePartitionData_v1(buf: bytes, pos: i64) -> tuple[DescribeQuorumResponsePartitionData, i64]:
-    o = _new(_K_DescribeQuorumResponsePartitionData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_message = ''
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_error_code: Any
+    f_leader_id: Any
+    f_leader_epoch: Any
+    f_high_watermark: Any
+    f_current_voters: Any
+    f_observers: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.leader_id = read_i32_be(buf, pos)
+    f_leader_id = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.high_watermark = read_i64_be(buf, pos)
+    f_high_watermark = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
@@ -612,7 +736,7 @@ def _decode_DescribeQuorumResponsePartitionData_v1(buf: bytes, pos: i64) -> tupl
         for _i_current_voters in range(n):
             x_current_voters, pos = _decode_DescribeQuorumResponseReplicaState_v1(buf, pos)
             lst_current_voters.append(x_current_voters)
-        o.current_voters = lst_current_voters
+        f_current_voters = lst_current_voters
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -628,15 +752,14 @@ def _decode_DescribeQuorumResponsePartitionData_v1(buf: bytes, pos: i64) -> tupl
         for _i_observers in range(n):
             x_observers, pos = _decode_DescribeQuorumResponseReplicaState_v1(buf, pos)
             lst_observers.append(x_observers)
-        o.observers = lst_observers
+        f_observers = lst_observers
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -648,17 +771,22 @@ def _decode_DescribeQuorumResponsePartitionData_v1(buf: bytes, pos: i64) -> tupl
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeQuorumResponsePartitionData(partition_index=f_partition_index, error_code=f_error_code, leader_id=f_leader_id, leader_epoch=f_leader_epoch, high_watermark=f_high_watermark, current_voters=f_current_voters, observers=f_observers, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeQuorumResponsePartitionData_v1(o: DescribeQuorumResponsePartitionData, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
-    write_i32_be(w, o.leader_id)
-    write_i32_be(w, o.leader_epoch)
-    write_i64_be(w, o.high_watermark)
-    x_current_voters = o.current_voters
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_leader_id: int = o.leader_id
+    write_i32_be(w, v_leader_id)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
+    v_high_watermark: int = o.high_watermark
+    write_i64_be(w, v_high_watermark)
+    x_current_voters: Any = o.current_voters
     if x_current_voters is None:
         raise ValueOutOfRangeError('non-nullable field CurrentVoters is None', version=1)
     else:
@@ -670,7 +798,7 @@ def _encode_DescribeQuorumResponsePartitionData_v1(o: DescribeQuorumResponsePart
             _put_uvarint(w, m)
         for e_current_voters in l_current_voters:
             _encode_DescribeQuorumResponseReplicaState_v1(e_current_voters, w)
-    x_observers = o.observers
+    x_observers: Any = o.observers
     if x_observers is None:
         raise ValueOutOfRangeError('non-nullable field Observers is None', version=1)
     else:
@@ -689,13 +817,20 @@ def _encode_DescribeQuorumResponsePartitionData_v1(o: DescribeQuorumResponsePart
 
 
 def _decode_DescribeQuorumResponsePartitionData_v2(buf: bytes, pos: i64) -> tuple[DescribeQuorumResponsePartitionData, i64]:
-    o = _new(_K_DescribeQuorumResponsePartitionData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_leader_id: Any
+    f_leader_epoch: Any
+    f_high_watermark: Any
+    f_current_voters: Any
+    f_observers: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -704,20 +839,20 @@ def _decode_DescribeQuorumResponsePartitionData_v2(buf: bytes, pos: i64) -> tupl
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
-    o.leader_id = read_i32_be(buf, pos)
+    f_leader_id = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.high_watermark = read_i64_be(buf, pos)
+    f_high_watermark = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
@@ -734,7 +869,7 @@ def _decode_DescribeQuorumResponsePartitionData_v2(buf: bytes, pos: i64) -> tupl
         for _i_current_voters in range(n):
             x_current_voters, pos = _decode_DescribeQuorumResponseReplicaState_v2(buf, pos)
             lst_current_voters.append(x_current_voters)
-        o.current_voters = lst_current_voters
+        f_current_voters = lst_current_voters
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -750,15 +885,14 @@ def _decode_DescribeQuorumResponsePartitionData_v2(buf: bytes, pos: i64) -> tupl
         for _i_observers in range(n):
             x_observers, pos = _decode_DescribeQuorumResponseReplicaState_v2(buf, pos)
             lst_observers.append(x_observers)
-        o.observers = lst_observers
+        f_observers = lst_observers
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -770,14 +904,16 @@ def _decode_DescribeQuorumResponsePartitionData_v2(buf: bytes, pos: i64) -> tupl
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeQuorumResponsePartitionData(partition_index=f_partition_index, error_code=f_error_code, error_message=f_error_message, leader_id=f_leader_id, leader_epoch=f_leader_epoch, high_watermark=f_high_watermark, current_voters=f_current_voters, observers=f_observers, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeQuorumResponsePartitionData_v2(o: DescribeQuorumResponsePartitionData, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -790,10 +926,13 @@ def _encode_DescribeQuorumResponsePartitionData_v2(o: DescribeQuorumResponsePart
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    write_i32_be(w, o.leader_id)
-    write_i32_be(w, o.leader_epoch)
-    write_i64_be(w, o.high_watermark)
-    x_current_voters = o.current_voters
+    v_leader_id: int = o.leader_id
+    write_i32_be(w, v_leader_id)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
+    v_high_watermark: int = o.high_watermark
+    write_i64_be(w, v_high_watermark)
+    x_current_voters: Any = o.current_voters
     if x_current_voters is None:
         raise ValueOutOfRangeError('non-nullable field CurrentVoters is None', version=2)
     else:
@@ -805,7 +944,7 @@ def _encode_DescribeQuorumResponsePartitionData_v2(o: DescribeQuorumResponsePart
             _put_uvarint(w, m)
         for e_current_voters in l_current_voters:
             _encode_DescribeQuorumResponseReplicaState_v2(e_current_voters, w)
-    x_observers = o.observers
+    x_observers: Any = o.observers
     if x_observers is None:
         raise ValueOutOfRangeError('non-nullable field Observers is None', version=2)
     else:
@@ -824,10 +963,11 @@ def _encode_DescribeQuorumResponsePartitionData_v2(o: DescribeQuorumResponsePart
 
 
 def _decode_DescribeQuorumResponseTopicData_v0(buf: bytes, pos: i64) -> tuple[DescribeQuorumResponseTopicData, i64]:
-    o = _new(_K_DescribeQuorumResponseTopicData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -842,7 +982,7 @@ def _decode_DescribeQuorumResponseTopicData_v0(buf: bytes, pos: i64) -> tuple[De
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -859,15 +999,14 @@ def _decode_DescribeQuorumResponseTopicData_v0(buf: bytes, pos: i64) -> tuple[De
         for _i_partitions in range(n):
             x_partitions, pos = _decode_DescribeQuorumResponsePartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -879,12 +1018,12 @@ def _decode_DescribeQuorumResponseTopicData_v0(buf: bytes, pos: i64) -> tuple[De
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeQuorumResponseTopicData(topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeQuorumResponseTopicData_v0(o: DescribeQuorumResponseTopicData, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
@@ -897,7 +1036,7 @@ def _encode_DescribeQuorumResponseTopicData_v0(o: DescribeQuorumResponseTopicDat
         else:
             _put_uvarint(w, m)
         w.write(b_topic_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -916,10 +1055,11 @@ def _encode_DescribeQuorumResponseTopicData_v0(o: DescribeQuorumResponseTopicDat
 
 
 def _decode_DescribeQuorumResponseTopicData_v1(buf: bytes, pos: i64) -> tuple[DescribeQuorumResponseTopicData, i64]:
-    o = _new(_K_DescribeQuorumResponseTopicData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -934,7 +1074,7 @@ def _decode_DescribeQuorumResponseTopicData_v1(buf: bytes, pos: i64) -> tuple[De
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -951,15 +1091,14 @@ def _decode_DescribeQuorumResponseTopicData_v1(buf: bytes, pos: i64) -> tuple[De
         for _i_partitions in range(n):
             x_partitions, pos = _decode_DescribeQuorumResponsePartitionData_v1(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -971,12 +1110,12 @@ def _decode_DescribeQuorumResponseTopicData_v1(buf: bytes, pos: i64) -> tuple[De
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeQuorumResponseTopicData(topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeQuorumResponseTopicData_v1(o: DescribeQuorumResponseTopicData, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=1)
     else:
@@ -989,7 +1128,7 @@ def _encode_DescribeQuorumResponseTopicData_v1(o: DescribeQuorumResponseTopicDat
         else:
             _put_uvarint(w, m)
         w.write(b_topic_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
@@ -1008,10 +1147,11 @@ def _encode_DescribeQuorumResponseTopicData_v1(o: DescribeQuorumResponseTopicDat
 
 
 def _decode_DescribeQuorumResponseTopicData_v2(buf: bytes, pos: i64) -> tuple[DescribeQuorumResponseTopicData, i64]:
-    o = _new(_K_DescribeQuorumResponseTopicData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1026,7 +1166,7 @@ def _decode_DescribeQuorumResponseTopicData_v2(buf: bytes, pos: i64) -> tuple[De
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1043,15 +1183,14 @@ def _decode_DescribeQuorumResponseTopicData_v2(buf: bytes, pos: i64) -> tuple[De
         for _i_partitions in range(n):
             x_partitions, pos = _decode_DescribeQuorumResponsePartitionData_v2(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1063,12 +1202,12 @@ def _decode_DescribeQuorumResponseTopicData_v2(buf: bytes, pos: i64) -> tuple[De
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeQuorumResponseTopicData(topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeQuorumResponseTopicData_v2(o: DescribeQuorumResponseTopicData, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=2)
     else:
@@ -1081,7 +1220,7 @@ def _encode_DescribeQuorumResponseTopicData_v2(o: DescribeQuorumResponseTopicDat
         else:
             _put_uvarint(w, m)
         w.write(b_topic_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
     else:
@@ -1100,10 +1239,12 @@ def _encode_DescribeQuorumResponseTopicData_v2(o: DescribeQuorumResponseTopicDat
 
 
 def _decode_DescribeQuorumResponseListener_v2(buf: bytes, pos: i64) -> tuple[DescribeQuorumResponseListener, i64]:
-    o = _new(_K_DescribeQuorumResponseListener)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_host: Any
+    f_port: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1118,7 +1259,7 @@ def _decode_DescribeQuorumResponseListener_v2(buf: bytes, pos: i64) -> tuple[Des
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1134,18 +1275,17 @@ def _decode_DescribeQuorumResponseListener_v2(buf: bytes, pos: i64) -> tuple[Des
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
-    o.port = int(read_i16_be(buf, pos)) & 0xFFFF
+    f_port = int(read_i16_be(buf, pos)) & 0xFFFF
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1157,12 +1297,12 @@ def _decode_DescribeQuorumResponseListener_v2(buf: bytes, pos: i64) -> tuple[Des
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeQuorumResponseListener(name=f_name, host=f_host, port=f_port, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeQuorumResponseListener_v2(o: DescribeQuorumResponseListener, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
     else:
@@ -1175,7 +1315,7 @@ def _encode_DescribeQuorumResponseListener_v2(o: DescribeQuorumResponseListener,
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_host = o.host
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=2)
     else:
@@ -1188,7 +1328,8 @@ def _encode_DescribeQuorumResponseListener_v2(o: DescribeQuorumResponseListener,
         else:
             _put_uvarint(w, m)
         w.write(b_host)
-    _put_u16(w, o.port)
+    v_port: int = o.port
+    _put_u16(w, v_port)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1196,11 +1337,12 @@ def _encode_DescribeQuorumResponseListener_v2(o: DescribeQuorumResponseListener,
 
 
 def _decode_DescribeQuorumResponseNode_v2(buf: bytes, pos: i64) -> tuple[DescribeQuorumResponseNode, i64]:
-    o = _new(_K_DescribeQuorumResponseNode)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.node_id = read_i32_be(buf, pos)
+    f_node_id: Any
+    f_listeners: Any
+    f_node_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1217,15 +1359,14 @@ def _decode_DescribeQuorumResponseNode_v2(buf: bytes, pos: i64) -> tuple[Describ
         for _i_listeners in range(n):
             x_listeners, pos = _decode_DescribeQuorumResponseListener_v2(buf, pos)
             lst_listeners.append(x_listeners)
-        o.listeners = lst_listeners
+        f_listeners = lst_listeners
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1237,13 +1378,14 @@ def _decode_DescribeQuorumResponseNode_v2(buf: bytes, pos: i64) -> tuple[Describ
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeQuorumResponseNode(node_id=f_node_id, listeners=f_listeners, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeQuorumResponseNode_v2(o: DescribeQuorumResponseNode, w: BytesWriter) -> None:
-    write_i32_be(w, o.node_id)
-    x_listeners = o.listeners
+    v_node_id: int = o.node_id
+    write_i32_be(w, v_node_id)
+    x_listeners: Any = o.listeners
     if x_listeners is None:
         raise ValueOutOfRangeError('non-nullable field Listeners is None', version=2)
     else:
@@ -1262,13 +1404,12 @@ def _encode_DescribeQuorumResponseNode_v2(o: DescribeQuorumResponseNode, w: Byte
 
 
 def _decode_DescribeQuorumResponse_v0(buf: bytes, pos: i64) -> tuple[DescribeQuorumResponse, i64]:
-    o = _new(_K_DescribeQuorumResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_message = ''
-    o.nodes = []
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_topics: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1285,15 +1426,14 @@ def _decode_DescribeQuorumResponse_v0(buf: bytes, pos: i64) -> tuple[DescribeQuo
         for _i_topics in range(n):
             x_topics, pos = _decode_DescribeQuorumResponseTopicData_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1305,15 +1445,16 @@ def _decode_DescribeQuorumResponse_v0(buf: bytes, pos: i64) -> tuple[DescribeQuo
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeQuorumResponse(error_code=f_error_code, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeQuorumResponse_v0(o: DescribeQuorumResponse, w: BytesWriter) -> None:
     if o.nodes is None or len(o.nodes) != 0:
         raise FieldNotInVersionError('non-default Nodes cannot be written', version=0)
-    write_i16_be(w, o.error_code)
-    x_topics = o.topics
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -1332,13 +1473,12 @@ def _encode_DescribeQuorumResponse_v0(o: DescribeQuorumResponse, w: BytesWriter)
 
 
 def _decode_DescribeQuorumResponse_v1(buf: bytes, pos: i64) -> tuple[DescribeQuorumResponse, i64]:
-    o = _new(_K_DescribeQuorumResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_message = ''
-    o.nodes = []
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_topics: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1355,15 +1495,14 @@ def _decode_DescribeQuorumResponse_v1(buf: bytes, pos: i64) -> tuple[DescribeQuo
         for _i_topics in range(n):
             x_topics, pos = _decode_DescribeQuorumResponseTopicData_v1(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1375,15 +1514,16 @@ def _decode_DescribeQuorumResponse_v1(buf: bytes, pos: i64) -> tuple[DescribeQuo
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeQuorumResponse(error_code=f_error_code, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeQuorumResponse_v1(o: DescribeQuorumResponse, w: BytesWriter) -> None:
     if o.nodes is None or len(o.nodes) != 0:
         raise FieldNotInVersionError('non-default Nodes cannot be written', version=1)
-    write_i16_be(w, o.error_code)
-    x_topics = o.topics
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
@@ -1402,11 +1542,14 @@ def _encode_DescribeQuorumResponse_v1(o: DescribeQuorumResponse, w: BytesWriter)
 
 
 def _decode_DescribeQuorumResponse_v2(buf: bytes, pos: i64) -> tuple[DescribeQuorumResponse, i64]:
-    o = _new(_K_DescribeQuorumResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_error_message: Any
+    f_topics: Any
+    f_nodes: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1415,14 +1558,14 @@ def _decode_DescribeQuorumResponse_v2(buf: bytes, pos: i64) -> tuple[DescribeQuo
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1439,7 +1582,7 @@ def _decode_DescribeQuorumResponse_v2(buf: bytes, pos: i64) -> tuple[DescribeQuo
         for _i_topics in range(n):
             x_topics, pos = _decode_DescribeQuorumResponseTopicData_v2(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1455,15 +1598,14 @@ def _decode_DescribeQuorumResponse_v2(buf: bytes, pos: i64) -> tuple[DescribeQuo
         for _i_nodes in range(n):
             x_nodes, pos = _decode_DescribeQuorumResponseNode_v2(buf, pos)
             lst_nodes.append(x_nodes)
-        o.nodes = lst_nodes
+        f_nodes = lst_nodes
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1475,13 +1617,14 @@ def _decode_DescribeQuorumResponse_v2(buf: bytes, pos: i64) -> tuple[DescribeQuo
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeQuorumResponse(error_code=f_error_code, error_message=f_error_message, topics=f_topics, nodes=f_nodes, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeQuorumResponse_v2(o: DescribeQuorumResponse, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -1494,7 +1637,7 @@ def _encode_DescribeQuorumResponse_v2(o: DescribeQuorumResponse, w: BytesWriter)
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
@@ -1506,7 +1649,7 @@ def _encode_DescribeQuorumResponse_v2(o: DescribeQuorumResponse, w: BytesWriter)
             _put_uvarint(w, m)
         for e_topics in l_topics:
             _encode_DescribeQuorumResponseTopicData_v2(e_topics, w)
-    x_nodes = o.nodes
+    x_nodes: Any = o.nodes
     if x_nodes is None:
         raise ValueOutOfRangeError('non-nullable field Nodes is None', version=2)
     else:
@@ -1537,4 +1680,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (DescribeQuorumResponse, {0: _decode_DescribeQuorumResponse_v0, 1: _decode_DescribeQuorumResponse_v1, 2: _decode_DescribeQuorumResponse_v2}, {0: _encode_DescribeQuorumResponse_v0, 1: _encode_DescribeQuorumResponse_v1, 2: _encode_DescribeQuorumResponse_v2}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.describe_quorum', TABLES)

@@ -22,30 +22,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.describe_share_group_offsets import (
-    DescribeShareGroupOffsetsRequest,
-    DescribeShareGroupOffsetsRequestGroup,
-    DescribeShareGroupOffsetsRequestTopic,
-    DescribeShareGroupOffsetsResponse,
-    DescribeShareGroupOffsetsResponseGroup,
-    DescribeShareGroupOffsetsResponsePartition,
-    DescribeShareGroupOffsetsResponseTopic,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_DescribeShareGroupOffsetsRequest: Final = DescribeShareGroupOffsetsRequest
-_K_DescribeShareGroupOffsetsRequestGroup: Final = DescribeShareGroupOffsetsRequestGroup
-_K_DescribeShareGroupOffsetsRequestTopic: Final = DescribeShareGroupOffsetsRequestTopic
-_K_DescribeShareGroupOffsetsResponse: Final = DescribeShareGroupOffsetsResponse
-_K_DescribeShareGroupOffsetsResponseGroup: Final = DescribeShareGroupOffsetsResponseGroup
-_K_DescribeShareGroupOffsetsResponsePartition: Final = DescribeShareGroupOffsetsResponsePartition
-_K_DescribeShareGroupOffsetsResponseTopic: Final = DescribeShareGroupOffsetsResponseTopic
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -131,11 +116,101 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class DescribeShareGroupOffsetsRequestTopic(_NativeStruct):
+    topic_name: Any
+    partitions: Any
+
+    def __init__(self, *, topic_name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeShareGroupOffsetsRequestGroup(_NativeStruct):
+    group_id: Any
+    topics: Any
+
+    def __init__(self, *, group_id: Any = '', topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is FRESH else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeShareGroupOffsetsRequest(_NativeMessage):
+    groups: Any
+
+    def __init__(self, *, groups: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.groups = [] if groups is FRESH else groups
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeShareGroupOffsetsResponsePartition(_NativeStruct):
+    partition_index: Any
+    start_offset: Any
+    leader_epoch: Any
+    lag: Any
+    error_code: Any
+    error_message: Any
+
+    def __init__(self, *, partition_index: Any = 0, start_offset: Any = 0, leader_epoch: Any = 0, lag: Any = -1, error_code: Any = 0, error_message: Any = None, unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.start_offset = start_offset
+        self.leader_epoch = leader_epoch
+        self.lag = lag
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeShareGroupOffsetsResponseTopic(_NativeStruct):
+    topic_name: Any
+    topic_id: Any
+    partitions: Any
+
+    def __init__(self, *, topic_name: Any = '', topic_id: Any = ZERO_UUID, partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_name = topic_name
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeShareGroupOffsetsResponseGroup(_NativeStruct):
+    group_id: Any
+    topics: Any
+    error_code: Any
+    error_message: Any
+
+    def __init__(self, *, group_id: Any = '', topics: Any = FRESH, error_code: Any = 0, error_message: Any = None, unknown_tagged_fields: Any = ()) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is FRESH else topics
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeShareGroupOffsetsResponse(_NativeMessage):
+    throttle_time_ms: Any
+    groups: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, groups: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.groups = [] if groups is FRESH else groups
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_DescribeShareGroupOffsetsRequestTopic = DescribeShareGroupOffsetsRequestTopic()
+_DEFAULT_DescribeShareGroupOffsetsRequestGroup = DescribeShareGroupOffsetsRequestGroup()
+_DEFAULT_DescribeShareGroupOffsetsResponsePartition = DescribeShareGroupOffsetsResponsePartition()
+_DEFAULT_DescribeShareGroupOffsetsResponseTopic = DescribeShareGroupOffsetsResponseTopic()
+_DEFAULT_DescribeShareGroupOffsetsResponseGroup = DescribeShareGroupOffsetsResponseGroup()
+
+
 def _decode_DescribeShareGroupOffsetsRequestTopic_v0(buf: bytes, pos: i64) -> tuple[DescribeShareGroupOffsetsRequestTopic, i64]:
-    o = _new(_K_DescribeShareGroupOffsetsRequestTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -150,7 +225,7 @@ def _decode_DescribeShareGroupOffsetsRequestTopic_v0(buf: bytes, pos: i64) -> tu
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -168,15 +243,14 @@ def _decode_DescribeShareGroupOffsetsRequestTopic_v0(buf: bytes, pos: i64) -> tu
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -188,12 +262,12 @@ def _decode_DescribeShareGroupOffsetsRequestTopic_v0(buf: bytes, pos: i64) -> tu
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeShareGroupOffsetsRequestTopic(topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeShareGroupOffsetsRequestTopic_v0(o: DescribeShareGroupOffsetsRequestTopic, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
@@ -206,7 +280,7 @@ def _encode_DescribeShareGroupOffsetsRequestTopic_v0(o: DescribeShareGroupOffset
         else:
             _put_uvarint(w, m)
         w.write(b_topic_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -225,10 +299,11 @@ def _encode_DescribeShareGroupOffsetsRequestTopic_v0(o: DescribeShareGroupOffset
 
 
 def _decode_DescribeShareGroupOffsetsRequestGroup_v0(buf: bytes, pos: i64) -> tuple[DescribeShareGroupOffsetsRequestGroup, i64]:
-    o = _new(_K_DescribeShareGroupOffsetsRequestGroup)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_group_id: Any
+    f_topics: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -243,7 +318,7 @@ def _decode_DescribeShareGroupOffsetsRequestGroup_v0(buf: bytes, pos: i64) -> tu
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -252,7 +327,7 @@ def _decode_DescribeShareGroupOffsetsRequestGroup_v0(buf: bytes, pos: i64) -> tu
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.topics = None
+        f_topics = None
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
@@ -260,15 +335,14 @@ def _decode_DescribeShareGroupOffsetsRequestGroup_v0(buf: bytes, pos: i64) -> tu
         for _i_topics in range(n):
             x_topics, pos = _decode_DescribeShareGroupOffsetsRequestTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -280,12 +354,12 @@ def _decode_DescribeShareGroupOffsetsRequestGroup_v0(buf: bytes, pos: i64) -> tu
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeShareGroupOffsetsRequestGroup(group_id=f_group_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeShareGroupOffsetsRequestGroup_v0(o: DescribeShareGroupOffsetsRequestGroup, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
@@ -298,7 +372,7 @@ def _encode_DescribeShareGroupOffsetsRequestGroup_v0(o: DescribeShareGroupOffset
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         w.append(_ZERO)
     else:
@@ -317,10 +391,10 @@ def _encode_DescribeShareGroupOffsetsRequestGroup_v0(o: DescribeShareGroupOffset
 
 
 def _decode_DescribeShareGroupOffsetsRequest_v0(buf: bytes, pos: i64) -> tuple[DescribeShareGroupOffsetsRequest, i64]:
-    o = _new(_K_DescribeShareGroupOffsetsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_groups: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -336,15 +410,14 @@ def _decode_DescribeShareGroupOffsetsRequest_v0(buf: bytes, pos: i64) -> tuple[D
         for _i_groups in range(n):
             x_groups, pos = _decode_DescribeShareGroupOffsetsRequestGroup_v0(buf, pos)
             lst_groups.append(x_groups)
-        o.groups = lst_groups
+        f_groups = lst_groups
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -356,12 +429,12 @@ def _decode_DescribeShareGroupOffsetsRequest_v0(buf: bytes, pos: i64) -> tuple[D
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeShareGroupOffsetsRequest(groups=f_groups, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeShareGroupOffsetsRequest_v0(o: DescribeShareGroupOffsetsRequest, w: BytesWriter) -> None:
-    x_groups = o.groups
+    x_groups: Any = o.groups
     if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=0)
     else:
@@ -380,18 +453,21 @@ def _encode_DescribeShareGroupOffsetsRequest_v0(o: DescribeShareGroupOffsetsRequ
 
 
 def _decode_DescribeShareGroupOffsetsResponsePartition_v0(buf: bytes, pos: i64) -> tuple[DescribeShareGroupOffsetsResponsePartition, i64]:
-    o = _new(_K_DescribeShareGroupOffsetsResponsePartition)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.lag = -1
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_start_offset: Any
+    f_leader_epoch: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.start_offset = read_i64_be(buf, pos)
+    f_start_offset = read_i64_be(buf, pos)
     pos += 8
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -400,23 +476,22 @@ def _decode_DescribeShareGroupOffsetsResponsePartition_v0(buf: bytes, pos: i64) 
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -428,16 +503,20 @@ def _decode_DescribeShareGroupOffsetsResponsePartition_v0(buf: bytes, pos: i64) 
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeShareGroupOffsetsResponsePartition(partition_index=f_partition_index, start_offset=f_start_offset, leader_epoch=f_leader_epoch, error_code=f_error_code, error_message=f_error_message, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeShareGroupOffsetsResponsePartition_v0(o: DescribeShareGroupOffsetsResponsePartition, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i64_be(w, o.start_offset)
-    write_i32_be(w, o.leader_epoch)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_start_offset: int = o.start_offset
+    write_i64_be(w, v_start_offset)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -457,19 +536,24 @@ def _encode_DescribeShareGroupOffsetsResponsePartition_v0(o: DescribeShareGroupO
 
 
 def _decode_DescribeShareGroupOffsetsResponsePartition_v1(buf: bytes, pos: i64) -> tuple[DescribeShareGroupOffsetsResponsePartition, i64]:
-    o = _new(_K_DescribeShareGroupOffsetsResponsePartition)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_start_offset: Any
+    f_leader_epoch: Any
+    f_lag: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.start_offset = read_i64_be(buf, pos)
+    f_start_offset = read_i64_be(buf, pos)
     pos += 8
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.lag = read_i64_be(buf, pos)
+    f_lag = read_i64_be(buf, pos)
     pos += 8
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -478,23 +562,22 @@ def _decode_DescribeShareGroupOffsetsResponsePartition_v1(buf: bytes, pos: i64) 
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -506,17 +589,22 @@ def _decode_DescribeShareGroupOffsetsResponsePartition_v1(buf: bytes, pos: i64) 
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeShareGroupOffsetsResponsePartition(partition_index=f_partition_index, start_offset=f_start_offset, leader_epoch=f_leader_epoch, lag=f_lag, error_code=f_error_code, error_message=f_error_message, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeShareGroupOffsetsResponsePartition_v1(o: DescribeShareGroupOffsetsResponsePartition, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i64_be(w, o.start_offset)
-    write_i32_be(w, o.leader_epoch)
-    write_i64_be(w, o.lag)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_start_offset: int = o.start_offset
+    write_i64_be(w, v_start_offset)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
+    v_lag: int = o.lag
+    write_i64_be(w, v_lag)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -536,10 +624,12 @@ def _encode_DescribeShareGroupOffsetsResponsePartition_v1(o: DescribeShareGroupO
 
 
 def _decode_DescribeShareGroupOffsetsResponseTopic_v0(buf: bytes, pos: i64) -> tuple[DescribeShareGroupOffsetsResponseTopic, i64]:
-    o = _new(_K_DescribeShareGroupOffsetsResponseTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_name: Any
+    f_topic_id: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -554,9 +644,9 @@ def _decode_DescribeShareGroupOffsetsResponseTopic_v0(buf: bytes, pos: i64) -> t
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -573,15 +663,14 @@ def _decode_DescribeShareGroupOffsetsResponseTopic_v0(buf: bytes, pos: i64) -> t
         for _i_partitions in range(n):
             x_partitions, pos = _decode_DescribeShareGroupOffsetsResponsePartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -593,12 +682,12 @@ def _decode_DescribeShareGroupOffsetsResponseTopic_v0(buf: bytes, pos: i64) -> t
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeShareGroupOffsetsResponseTopic(topic_name=f_topic_name, topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeShareGroupOffsetsResponseTopic_v0(o: DescribeShareGroupOffsetsResponseTopic, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
@@ -612,7 +701,7 @@ def _encode_DescribeShareGroupOffsetsResponseTopic_v0(o: DescribeShareGroupOffse
             _put_uvarint(w, m)
         w.write(b_topic_name)
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -631,10 +720,12 @@ def _encode_DescribeShareGroupOffsetsResponseTopic_v0(o: DescribeShareGroupOffse
 
 
 def _decode_DescribeShareGroupOffsetsResponseTopic_v1(buf: bytes, pos: i64) -> tuple[DescribeShareGroupOffsetsResponseTopic, i64]:
-    o = _new(_K_DescribeShareGroupOffsetsResponseTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_name: Any
+    f_topic_id: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -649,9 +740,9 @@ def _decode_DescribeShareGroupOffsetsResponseTopic_v1(buf: bytes, pos: i64) -> t
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -668,15 +759,14 @@ def _decode_DescribeShareGroupOffsetsResponseTopic_v1(buf: bytes, pos: i64) -> t
         for _i_partitions in range(n):
             x_partitions, pos = _decode_DescribeShareGroupOffsetsResponsePartition_v1(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -688,12 +778,12 @@ def _decode_DescribeShareGroupOffsetsResponseTopic_v1(buf: bytes, pos: i64) -> t
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeShareGroupOffsetsResponseTopic(topic_name=f_topic_name, topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeShareGroupOffsetsResponseTopic_v1(o: DescribeShareGroupOffsetsResponseTopic, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=1)
     else:
@@ -707,7 +797,7 @@ def _encode_DescribeShareGroupOffsetsResponseTopic_v1(o: DescribeShareGroupOffse
             _put_uvarint(w, m)
         w.write(b_topic_name)
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
@@ -726,10 +816,13 @@ def _encode_DescribeShareGroupOffsetsResponseTopic_v1(o: DescribeShareGroupOffse
 
 
 def _decode_DescribeShareGroupOffsetsResponseGroup_v0(buf: bytes, pos: i64) -> tuple[DescribeShareGroupOffsetsResponseGroup, i64]:
-    o = _new(_K_DescribeShareGroupOffsetsResponseGroup)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_group_id: Any
+    f_topics: Any
+    f_error_code: Any
+    f_error_message: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -744,7 +837,7 @@ def _decode_DescribeShareGroupOffsetsResponseGroup_v0(buf: bytes, pos: i64) -> t
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -761,8 +854,8 @@ def _decode_DescribeShareGroupOffsetsResponseGroup_v0(buf: bytes, pos: i64) -> t
         for _i_topics in range(n):
             x_topics, pos = _decode_DescribeShareGroupOffsetsResponseTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.error_code = read_i16_be(buf, pos)
+        f_topics = lst_topics
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -771,23 +864,22 @@ def _decode_DescribeShareGroupOffsetsResponseGroup_v0(buf: bytes, pos: i64) -> t
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -799,12 +891,12 @@ def _decode_DescribeShareGroupOffsetsResponseGroup_v0(buf: bytes, pos: i64) -> t
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeShareGroupOffsetsResponseGroup(group_id=f_group_id, topics=f_topics, error_code=f_error_code, error_message=f_error_message, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeShareGroupOffsetsResponseGroup_v0(o: DescribeShareGroupOffsetsResponseGroup, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
@@ -817,7 +909,7 @@ def _encode_DescribeShareGroupOffsetsResponseGroup_v0(o: DescribeShareGroupOffse
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -829,8 +921,9 @@ def _encode_DescribeShareGroupOffsetsResponseGroup_v0(o: DescribeShareGroupOffse
             _put_uvarint(w, m)
         for e_topics in l_topics:
             _encode_DescribeShareGroupOffsetsResponseTopic_v0(e_topics, w)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -850,10 +943,13 @@ def _encode_DescribeShareGroupOffsetsResponseGroup_v0(o: DescribeShareGroupOffse
 
 
 def _decode_DescribeShareGroupOffsetsResponseGroup_v1(buf: bytes, pos: i64) -> tuple[DescribeShareGroupOffsetsResponseGroup, i64]:
-    o = _new(_K_DescribeShareGroupOffsetsResponseGroup)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_group_id: Any
+    f_topics: Any
+    f_error_code: Any
+    f_error_message: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -868,7 +964,7 @@ def _decode_DescribeShareGroupOffsetsResponseGroup_v1(buf: bytes, pos: i64) -> t
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -885,8 +981,8 @@ def _decode_DescribeShareGroupOffsetsResponseGroup_v1(buf: bytes, pos: i64) -> t
         for _i_topics in range(n):
             x_topics, pos = _decode_DescribeShareGroupOffsetsResponseTopic_v1(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.error_code = read_i16_be(buf, pos)
+        f_topics = lst_topics
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -895,23 +991,22 @@ def _decode_DescribeShareGroupOffsetsResponseGroup_v1(buf: bytes, pos: i64) -> t
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -923,12 +1018,12 @@ def _decode_DescribeShareGroupOffsetsResponseGroup_v1(buf: bytes, pos: i64) -> t
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeShareGroupOffsetsResponseGroup(group_id=f_group_id, topics=f_topics, error_code=f_error_code, error_message=f_error_message, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeShareGroupOffsetsResponseGroup_v1(o: DescribeShareGroupOffsetsResponseGroup, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=1)
     else:
@@ -941,7 +1036,7 @@ def _encode_DescribeShareGroupOffsetsResponseGroup_v1(o: DescribeShareGroupOffse
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
@@ -953,8 +1048,9 @@ def _encode_DescribeShareGroupOffsetsResponseGroup_v1(o: DescribeShareGroupOffse
             _put_uvarint(w, m)
         for e_topics in l_topics:
             _encode_DescribeShareGroupOffsetsResponseTopic_v1(e_topics, w)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -974,11 +1070,12 @@ def _encode_DescribeShareGroupOffsetsResponseGroup_v1(o: DescribeShareGroupOffse
 
 
 def _decode_DescribeShareGroupOffsetsResponse_v0(buf: bytes, pos: i64) -> tuple[DescribeShareGroupOffsetsResponse, i64]:
-    o = _new(_K_DescribeShareGroupOffsetsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_groups: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -995,15 +1092,14 @@ def _decode_DescribeShareGroupOffsetsResponse_v0(buf: bytes, pos: i64) -> tuple[
         for _i_groups in range(n):
             x_groups, pos = _decode_DescribeShareGroupOffsetsResponseGroup_v0(buf, pos)
             lst_groups.append(x_groups)
-        o.groups = lst_groups
+        f_groups = lst_groups
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1015,13 +1111,14 @@ def _decode_DescribeShareGroupOffsetsResponse_v0(buf: bytes, pos: i64) -> tuple[
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeShareGroupOffsetsResponse(throttle_time_ms=f_throttle_time_ms, groups=f_groups, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeShareGroupOffsetsResponse_v0(o: DescribeShareGroupOffsetsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_groups = o.groups
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_groups: Any = o.groups
     if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=0)
     else:
@@ -1040,11 +1137,12 @@ def _encode_DescribeShareGroupOffsetsResponse_v0(o: DescribeShareGroupOffsetsRes
 
 
 def _decode_DescribeShareGroupOffsetsResponse_v1(buf: bytes, pos: i64) -> tuple[DescribeShareGroupOffsetsResponse, i64]:
-    o = _new(_K_DescribeShareGroupOffsetsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_groups: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1061,15 +1159,14 @@ def _decode_DescribeShareGroupOffsetsResponse_v1(buf: bytes, pos: i64) -> tuple[
         for _i_groups in range(n):
             x_groups, pos = _decode_DescribeShareGroupOffsetsResponseGroup_v1(buf, pos)
             lst_groups.append(x_groups)
-        o.groups = lst_groups
+        f_groups = lst_groups
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1081,13 +1178,14 @@ def _decode_DescribeShareGroupOffsetsResponse_v1(buf: bytes, pos: i64) -> tuple[
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeShareGroupOffsetsResponse(throttle_time_ms=f_throttle_time_ms, groups=f_groups, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeShareGroupOffsetsResponse_v1(o: DescribeShareGroupOffsetsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_groups = o.groups
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_groups: Any = o.groups
     if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=1)
     else:
@@ -1116,4 +1214,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (DescribeShareGroupOffsetsResponse, {0: _decode_DescribeShareGroupOffsetsResponse_v0, 1: _decode_DescribeShareGroupOffsetsResponse_v1}, {0: _encode_DescribeShareGroupOffsetsResponse_v0, 1: _encode_DescribeShareGroupOffsetsResponse_v1}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.describe_share_group_offsets', TABLES)

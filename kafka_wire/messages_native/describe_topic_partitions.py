@@ -21,30 +21,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.describe_topic_partitions import (
-    DescribeTopicPartitionsRequest,
-    DescribeTopicPartitionsRequestCursor,
-    DescribeTopicPartitionsRequestTopicRequest,
-    DescribeTopicPartitionsResponse,
-    DescribeTopicPartitionsResponseCursor,
-    DescribeTopicPartitionsResponsePartition,
-    DescribeTopicPartitionsResponseTopic,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_DescribeTopicPartitionsRequest: Final = DescribeTopicPartitionsRequest
-_K_DescribeTopicPartitionsRequestCursor: Final = DescribeTopicPartitionsRequestCursor
-_K_DescribeTopicPartitionsRequestTopicRequest: Final = DescribeTopicPartitionsRequestTopicRequest
-_K_DescribeTopicPartitionsResponse: Final = DescribeTopicPartitionsResponse
-_K_DescribeTopicPartitionsResponseCursor: Final = DescribeTopicPartitionsResponseCursor
-_K_DescribeTopicPartitionsResponsePartition: Final = DescribeTopicPartitionsResponsePartition
-_K_DescribeTopicPartitionsResponseTopic: Final = DescribeTopicPartitionsResponseTopic
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -130,11 +115,112 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class DescribeTopicPartitionsRequestTopicRequest(_NativeStruct):
+    name: Any
+
+    def __init__(self, *, name: Any = '', unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeTopicPartitionsRequestCursor(_NativeStruct):
+    topic_name: Any
+    partition_index: Any
+
+    def __init__(self, *, topic_name: Any = '', partition_index: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_name = topic_name
+        self.partition_index = partition_index
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeTopicPartitionsRequest(_NativeMessage):
+    topics: Any
+    response_partition_limit: Any
+    cursor: Any
+
+    def __init__(self, *, topics: Any = FRESH, response_partition_limit: Any = 2000, cursor: Any = None, unknown_tagged_fields: Any = ()) -> None:
+        self.topics = [] if topics is FRESH else topics
+        self.response_partition_limit = response_partition_limit
+        self.cursor = cursor
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeTopicPartitionsResponsePartition(_NativeStruct):
+    error_code: Any
+    partition_index: Any
+    leader_id: Any
+    leader_epoch: Any
+    replica_nodes: Any
+    isr_nodes: Any
+    eligible_leader_replicas: Any
+    last_known_elr: Any
+    offline_replicas: Any
+
+    def __init__(self, *, error_code: Any = 0, partition_index: Any = 0, leader_id: Any = 0, leader_epoch: Any = -1, replica_nodes: Any = FRESH, isr_nodes: Any = FRESH, eligible_leader_replicas: Any = None, last_known_elr: Any = None, offline_replicas: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.error_code = error_code
+        self.partition_index = partition_index
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.replica_nodes = [] if replica_nodes is FRESH else replica_nodes
+        self.isr_nodes = [] if isr_nodes is FRESH else isr_nodes
+        self.eligible_leader_replicas = eligible_leader_replicas
+        self.last_known_elr = last_known_elr
+        self.offline_replicas = [] if offline_replicas is FRESH else offline_replicas
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeTopicPartitionsResponseTopic(_NativeStruct):
+    error_code: Any
+    name: Any
+    topic_id: Any
+    is_internal: Any
+    partitions: Any
+    topic_authorized_operations: Any
+
+    def __init__(self, *, error_code: Any = 0, name: Any = '', topic_id: Any = ZERO_UUID, is_internal: Any = False, partitions: Any = FRESH, topic_authorized_operations: Any = -2147483648, unknown_tagged_fields: Any = ()) -> None:
+        self.error_code = error_code
+        self.name = name
+        self.topic_id = topic_id
+        self.is_internal = is_internal
+        self.partitions = [] if partitions is FRESH else partitions
+        self.topic_authorized_operations = topic_authorized_operations
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeTopicPartitionsResponseCursor(_NativeStruct):
+    topic_name: Any
+    partition_index: Any
+
+    def __init__(self, *, topic_name: Any = '', partition_index: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_name = topic_name
+        self.partition_index = partition_index
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeTopicPartitionsResponse(_NativeMessage):
+    throttle_time_ms: Any
+    topics: Any
+    next_cursor: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, topics: Any = FRESH, next_cursor: Any = None, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is FRESH else topics
+        self.next_cursor = next_cursor
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_DescribeTopicPartitionsRequestTopicRequest = DescribeTopicPartitionsRequestTopicRequest()
+_DEFAULT_DescribeTopicPartitionsRequestCursor = DescribeTopicPartitionsRequestCursor()
+_DEFAULT_DescribeTopicPartitionsResponsePartition = DescribeTopicPartitionsResponsePartition()
+_DEFAULT_DescribeTopicPartitionsResponseTopic = DescribeTopicPartitionsResponseTopic()
+_DEFAULT_DescribeTopicPartitionsResponseCursor = DescribeTopicPartitionsResponseCursor()
+
+
 def _decode_DescribeTopicPartitionsRequestTopicRequest_v0(buf: bytes, pos: i64) -> tuple[DescribeTopicPartitionsRequestTopicRequest, i64]:
-    o = _new(_K_DescribeTopicPartitionsRequestTopicRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -149,16 +235,15 @@ def _decode_DescribeTopicPartitionsRequestTopicRequest_v0(buf: bytes, pos: i64) 
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -170,12 +255,12 @@ def _decode_DescribeTopicPartitionsRequestTopicRequest_v0(buf: bytes, pos: i64) 
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeTopicPartitionsRequestTopicRequest(name=f_name, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeTopicPartitionsRequestTopicRequest_v0(o: DescribeTopicPartitionsRequestTopicRequest, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -195,10 +280,11 @@ def _encode_DescribeTopicPartitionsRequestTopicRequest_v0(o: DescribeTopicPartit
 
 
 def _decode_DescribeTopicPartitionsRequestCursor_v0(buf: bytes, pos: i64) -> tuple[DescribeTopicPartitionsRequestCursor, i64]:
-    o = _new(_K_DescribeTopicPartitionsRequestCursor)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_name: Any
+    f_partition_index: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -213,18 +299,17 @@ def _decode_DescribeTopicPartitionsRequestCursor_v0(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -236,12 +321,12 @@ def _decode_DescribeTopicPartitionsRequestCursor_v0(buf: bytes, pos: i64) -> tup
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeTopicPartitionsRequestCursor(topic_name=f_topic_name, partition_index=f_partition_index, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeTopicPartitionsRequestCursor_v0(o: DescribeTopicPartitionsRequestCursor, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
@@ -254,7 +339,8 @@ def _encode_DescribeTopicPartitionsRequestCursor_v0(o: DescribeTopicPartitionsRe
         else:
             _put_uvarint(w, m)
         w.write(b_topic_name)
-    write_i32_be(w, o.partition_index)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -262,11 +348,13 @@ def _encode_DescribeTopicPartitionsRequestCursor_v0(o: DescribeTopicPartitionsRe
 
 
 def _decode_DescribeTopicPartitionsRequest_v0(buf: bytes, pos: i64) -> tuple[DescribeTopicPartitionsRequest, i64]:
-    o = _new(_K_DescribeTopicPartitionsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
+    f_topics: Any
+    f_response_partition_limit: Any
+    f_cursor: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -282,24 +370,23 @@ def _decode_DescribeTopicPartitionsRequest_v0(buf: bytes, pos: i64) -> tuple[Des
         for _i_topics in range(n):
             x_topics, pos = _decode_DescribeTopicPartitionsRequestTopicRequest_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.response_partition_limit = read_i32_be(buf, pos)
+        f_topics = lst_topics
+    f_response_partition_limit = read_i32_be(buf, pos)
     pos += 4
     b8 = buf[pos]
     pos += 1
     if b8 >= 0x80:
-        o.cursor = None
+        f_cursor = None
     else:
         x_cursor, pos = _decode_DescribeTopicPartitionsRequestCursor_v0(buf, pos)
-        o.cursor = x_cursor
+        f_cursor = x_cursor
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -311,12 +398,12 @@ def _decode_DescribeTopicPartitionsRequest_v0(buf: bytes, pos: i64) -> tuple[Des
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeTopicPartitionsRequest(topics=f_topics, response_partition_limit=f_response_partition_limit, cursor=f_cursor, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeTopicPartitionsRequest_v0(o: DescribeTopicPartitionsRequest, w: BytesWriter) -> None:
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -328,7 +415,8 @@ def _encode_DescribeTopicPartitionsRequest_v0(o: DescribeTopicPartitionsRequest,
             _put_uvarint(w, m)
         for e_topics in l_topics:
             _encode_DescribeTopicPartitionsRequestTopicRequest_v0(e_topics, w)
-    write_i32_be(w, o.response_partition_limit)
+    v_response_partition_limit: int = o.response_partition_limit
+    write_i32_be(w, v_response_partition_limit)
     x_cursor = o.cursor
     if x_cursor is None:
         w.append(_FF)
@@ -342,17 +430,25 @@ def _encode_DescribeTopicPartitionsRequest_v0(o: DescribeTopicPartitionsRequest,
 
 
 def _decode_DescribeTopicPartitionsResponsePartition_v0(buf: bytes, pos: i64) -> tuple[DescribeTopicPartitionsResponsePartition, i64]:
-    o = _new(_K_DescribeTopicPartitionsResponsePartition)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_partition_index: Any
+    f_leader_id: Any
+    f_leader_epoch: Any
+    f_replica_nodes: Any
+    f_isr_nodes: Any
+    f_eligible_leader_replicas: Any
+    f_last_known_elr: Any
+    f_offline_replicas: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.leader_id = read_i32_be(buf, pos)
+    f_leader_id = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -370,7 +466,7 @@ def _decode_DescribeTopicPartitionsResponsePartition_v0(buf: bytes, pos: i64) ->
             e_replica_nodes = read_i32_be(buf, pos)
             pos += 4
             lst_replica_nodes.append(e_replica_nodes)
-        o.replica_nodes = lst_replica_nodes
+        f_replica_nodes = lst_replica_nodes
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -387,7 +483,7 @@ def _decode_DescribeTopicPartitionsResponsePartition_v0(buf: bytes, pos: i64) ->
             e_isr_nodes = read_i32_be(buf, pos)
             pos += 4
             lst_isr_nodes.append(e_isr_nodes)
-        o.isr_nodes = lst_isr_nodes
+        f_isr_nodes = lst_isr_nodes
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -395,7 +491,7 @@ def _decode_DescribeTopicPartitionsResponsePartition_v0(buf: bytes, pos: i64) ->
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.eligible_leader_replicas = None
+        f_eligible_leader_replicas = None
     else:
         if n * 4 > blen - pos:
             raise _truncated('EligibleLeaderReplicas')
@@ -404,7 +500,7 @@ def _decode_DescribeTopicPartitionsResponsePartition_v0(buf: bytes, pos: i64) ->
             e_eligible_leader_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_eligible_leader_replicas.append(e_eligible_leader_replicas)
-        o.eligible_leader_replicas = lst_eligible_leader_replicas
+        f_eligible_leader_replicas = lst_eligible_leader_replicas
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -412,7 +508,7 @@ def _decode_DescribeTopicPartitionsResponsePartition_v0(buf: bytes, pos: i64) ->
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.last_known_elr = None
+        f_last_known_elr = None
     else:
         if n * 4 > blen - pos:
             raise _truncated('LastKnownElr')
@@ -421,7 +517,7 @@ def _decode_DescribeTopicPartitionsResponsePartition_v0(buf: bytes, pos: i64) ->
             e_last_known_elr = read_i32_be(buf, pos)
             pos += 4
             lst_last_known_elr.append(e_last_known_elr)
-        o.last_known_elr = lst_last_known_elr
+        f_last_known_elr = lst_last_known_elr
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -438,15 +534,14 @@ def _decode_DescribeTopicPartitionsResponsePartition_v0(buf: bytes, pos: i64) ->
             e_offline_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_offline_replicas.append(e_offline_replicas)
-        o.offline_replicas = lst_offline_replicas
+        f_offline_replicas = lst_offline_replicas
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -458,16 +553,20 @@ def _decode_DescribeTopicPartitionsResponsePartition_v0(buf: bytes, pos: i64) ->
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeTopicPartitionsResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, leader_epoch=f_leader_epoch, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes, eligible_leader_replicas=f_eligible_leader_replicas, last_known_elr=f_last_known_elr, offline_replicas=f_offline_replicas, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeTopicPartitionsResponsePartition_v0(o: DescribeTopicPartitionsResponsePartition, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    write_i32_be(w, o.partition_index)
-    write_i32_be(w, o.leader_id)
-    write_i32_be(w, o.leader_epoch)
-    x_replica_nodes = o.replica_nodes
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_leader_id: int = o.leader_id
+    write_i32_be(w, v_leader_id)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
+    x_replica_nodes: Any = o.replica_nodes
     if x_replica_nodes is None:
         raise ValueOutOfRangeError('non-nullable field ReplicaNodes is None', version=0)
     else:
@@ -479,7 +578,7 @@ def _encode_DescribeTopicPartitionsResponsePartition_v0(o: DescribeTopicPartitio
             _put_uvarint(w, m)
         for e_replica_nodes in l_replica_nodes:
             write_i32_be(w, e_replica_nodes)
-    x_isr_nodes = o.isr_nodes
+    x_isr_nodes: Any = o.isr_nodes
     if x_isr_nodes is None:
         raise ValueOutOfRangeError('non-nullable field IsrNodes is None', version=0)
     else:
@@ -491,7 +590,7 @@ def _encode_DescribeTopicPartitionsResponsePartition_v0(o: DescribeTopicPartitio
             _put_uvarint(w, m)
         for e_isr_nodes in l_isr_nodes:
             write_i32_be(w, e_isr_nodes)
-    x_eligible_leader_replicas = o.eligible_leader_replicas
+    x_eligible_leader_replicas: Any = o.eligible_leader_replicas
     if x_eligible_leader_replicas is None:
         w.append(_ZERO)
     else:
@@ -503,7 +602,7 @@ def _encode_DescribeTopicPartitionsResponsePartition_v0(o: DescribeTopicPartitio
             _put_uvarint(w, m)
         for e_eligible_leader_replicas in l_eligible_leader_replicas:
             write_i32_be(w, e_eligible_leader_replicas)
-    x_last_known_elr = o.last_known_elr
+    x_last_known_elr: Any = o.last_known_elr
     if x_last_known_elr is None:
         w.append(_ZERO)
     else:
@@ -515,7 +614,7 @@ def _encode_DescribeTopicPartitionsResponsePartition_v0(o: DescribeTopicPartitio
             _put_uvarint(w, m)
         for e_last_known_elr in l_last_known_elr:
             write_i32_be(w, e_last_known_elr)
-    x_offline_replicas = o.offline_replicas
+    x_offline_replicas: Any = o.offline_replicas
     if x_offline_replicas is None:
         raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=0)
     else:
@@ -534,11 +633,16 @@ def _encode_DescribeTopicPartitionsResponsePartition_v0(o: DescribeTopicPartitio
 
 
 def _decode_DescribeTopicPartitionsResponseTopic_v0(buf: bytes, pos: i64) -> tuple[DescribeTopicPartitionsResponseTopic, i64]:
-    o = _new(_K_DescribeTopicPartitionsResponseTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_name: Any
+    f_topic_id: Any
+    f_is_internal: Any
+    f_partitions: Any
+    f_topic_authorized_operations: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -547,18 +651,18 @@ def _decode_DescribeTopicPartitionsResponseTopic_v0(buf: bytes, pos: i64) -> tup
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.name = None
+        f_name = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id = _uuid(buf, pos)
     pos += 16
-    o.is_internal = buf[pos] != 0
+    f_is_internal = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -575,17 +679,16 @@ def _decode_DescribeTopicPartitionsResponseTopic_v0(buf: bytes, pos: i64) -> tup
         for _i_partitions in range(n):
             x_partitions, pos = _decode_DescribeTopicPartitionsResponsePartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.topic_authorized_operations = read_i32_be(buf, pos)
+        f_partitions = lst_partitions
+    f_topic_authorized_operations = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -597,13 +700,14 @@ def _decode_DescribeTopicPartitionsResponseTopic_v0(buf: bytes, pos: i64) -> tup
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeTopicPartitionsResponseTopic(error_code=f_error_code, name=f_name, topic_id=f_topic_id, is_internal=f_is_internal, partitions=f_partitions, topic_authorized_operations=f_topic_authorized_operations, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeTopicPartitionsResponseTopic_v0(o: DescribeTopicPartitionsResponseTopic, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_name = o.name
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_name: str | None = o.name
     if x_name is None:
         w.append(_ZERO)
     else:
@@ -618,7 +722,7 @@ def _encode_DescribeTopicPartitionsResponseTopic_v0(o: DescribeTopicPartitionsRe
         w.write(b_name)
     _put_uuid(w, o.topic_id)
     w.append(_ONE if o.is_internal else _ZERO)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -630,7 +734,8 @@ def _encode_DescribeTopicPartitionsResponseTopic_v0(o: DescribeTopicPartitionsRe
             _put_uvarint(w, m)
         for e_partitions in l_partitions:
             _encode_DescribeTopicPartitionsResponsePartition_v0(e_partitions, w)
-    write_i32_be(w, o.topic_authorized_operations)
+    v_topic_authorized_operations: int = o.topic_authorized_operations
+    write_i32_be(w, v_topic_authorized_operations)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -638,10 +743,11 @@ def _encode_DescribeTopicPartitionsResponseTopic_v0(o: DescribeTopicPartitionsRe
 
 
 def _decode_DescribeTopicPartitionsResponseCursor_v0(buf: bytes, pos: i64) -> tuple[DescribeTopicPartitionsResponseCursor, i64]:
-    o = _new(_K_DescribeTopicPartitionsResponseCursor)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_name: Any
+    f_partition_index: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -656,18 +762,17 @@ def _decode_DescribeTopicPartitionsResponseCursor_v0(buf: bytes, pos: i64) -> tu
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -679,12 +784,12 @@ def _decode_DescribeTopicPartitionsResponseCursor_v0(buf: bytes, pos: i64) -> tu
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeTopicPartitionsResponseCursor(topic_name=f_topic_name, partition_index=f_partition_index, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeTopicPartitionsResponseCursor_v0(o: DescribeTopicPartitionsResponseCursor, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
@@ -697,7 +802,8 @@ def _encode_DescribeTopicPartitionsResponseCursor_v0(o: DescribeTopicPartitionsR
         else:
             _put_uvarint(w, m)
         w.write(b_topic_name)
-    write_i32_be(w, o.partition_index)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -705,12 +811,14 @@ def _encode_DescribeTopicPartitionsResponseCursor_v0(o: DescribeTopicPartitionsR
 
 
 def _decode_DescribeTopicPartitionsResponse_v0(buf: bytes, pos: i64) -> tuple[DescribeTopicPartitionsResponse, i64]:
-    o = _new(_K_DescribeTopicPartitionsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_topics: Any
+    f_next_cursor: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -727,22 +835,21 @@ def _decode_DescribeTopicPartitionsResponse_v0(buf: bytes, pos: i64) -> tuple[De
         for _i_topics in range(n):
             x_topics, pos = _decode_DescribeTopicPartitionsResponseTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     b8 = buf[pos]
     pos += 1
     if b8 >= 0x80:
-        o.next_cursor = None
+        f_next_cursor = None
     else:
         x_next_cursor, pos = _decode_DescribeTopicPartitionsResponseCursor_v0(buf, pos)
-        o.next_cursor = x_next_cursor
+        f_next_cursor = x_next_cursor
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -754,13 +861,14 @@ def _decode_DescribeTopicPartitionsResponse_v0(buf: bytes, pos: i64) -> tuple[De
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeTopicPartitionsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics, next_cursor=f_next_cursor, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeTopicPartitionsResponse_v0(o: DescribeTopicPartitionsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_topics = o.topics
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -795,4 +903,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (DescribeTopicPartitionsResponse, {0: _decode_DescribeTopicPartitionsResponse_v0}, {0: _encode_DescribeTopicPartitionsResponse_v0}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.describe_topic_partitions', TABLES)

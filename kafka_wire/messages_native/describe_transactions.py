@@ -22,24 +22,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.describe_transactions import (
-    DescribeTransactionsRequest,
-    DescribeTransactionsResponse,
-    DescribeTransactionsResponseTopicData,
-    DescribeTransactionsResponseTransactionState,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_DescribeTransactionsRequest: Final = DescribeTransactionsRequest
-_K_DescribeTransactionsResponse: Final = DescribeTransactionsResponse
-_K_DescribeTransactionsResponseTopicData: Final = DescribeTransactionsResponseTopicData
-_K_DescribeTransactionsResponseTransactionState: Final = DescribeTransactionsResponseTransactionState
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -125,11 +116,65 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class DescribeTransactionsRequest(_NativeMessage):
+    transactional_ids: Any
+
+    def __init__(self, *, transactional_ids: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.transactional_ids = [] if transactional_ids is FRESH else transactional_ids
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeTransactionsResponseTopicData(_NativeStruct):
+    topic: Any
+    partitions: Any
+
+    def __init__(self, *, topic: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic = topic
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeTransactionsResponseTransactionState(_NativeStruct):
+    error_code: Any
+    transactional_id: Any
+    transaction_state: Any
+    transaction_timeout_ms: Any
+    transaction_start_time_ms: Any
+    producer_id: Any
+    producer_epoch: Any
+    topics: Any
+
+    def __init__(self, *, error_code: Any = 0, transactional_id: Any = '', transaction_state: Any = '', transaction_timeout_ms: Any = 0, transaction_start_time_ms: Any = 0, producer_id: Any = 0, producer_epoch: Any = 0, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.error_code = error_code
+        self.transactional_id = transactional_id
+        self.transaction_state = transaction_state
+        self.transaction_timeout_ms = transaction_timeout_ms
+        self.transaction_start_time_ms = transaction_start_time_ms
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.topics = [] if topics is FRESH else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeTransactionsResponse(_NativeMessage):
+    throttle_time_ms: Any
+    transaction_states: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, transaction_states: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.transaction_states = [] if transaction_states is FRESH else transaction_states
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_DescribeTransactionsResponseTopicData = DescribeTransactionsResponseTopicData()
+_DEFAULT_DescribeTransactionsResponseTransactionState = DescribeTransactionsResponseTransactionState()
+
+
 def _decode_DescribeTransactionsRequest_v0(buf: bytes, pos: i64) -> tuple[DescribeTransactionsRequest, i64]:
-    o = _new(_K_DescribeTransactionsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_transactional_ids: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -158,15 +203,14 @@ def _decode_DescribeTransactionsRequest_v0(buf: bytes, pos: i64) -> tuple[Descri
                 raise _truncated('TransactionalIds')
             lst_transactional_ids.append(buf[pos:end].decode())
             pos = end
-        o.transactional_ids = lst_transactional_ids
+        f_transactional_ids = lst_transactional_ids
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -178,12 +222,12 @@ def _decode_DescribeTransactionsRequest_v0(buf: bytes, pos: i64) -> tuple[Descri
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeTransactionsRequest(transactional_ids=f_transactional_ids, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeTransactionsRequest_v0(o: DescribeTransactionsRequest, w: BytesWriter) -> None:
-    x_transactional_ids = o.transactional_ids
+    x_transactional_ids: Any = o.transactional_ids
     if x_transactional_ids is None:
         raise ValueOutOfRangeError('non-nullable field TransactionalIds is None', version=0)
     else:
@@ -210,10 +254,11 @@ def _encode_DescribeTransactionsRequest_v0(o: DescribeTransactionsRequest, w: By
 
 
 def _decode_DescribeTransactionsResponseTopicData_v0(buf: bytes, pos: i64) -> tuple[DescribeTransactionsResponseTopicData, i64]:
-    o = _new(_K_DescribeTransactionsResponseTopicData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -228,7 +273,7 @@ def _decode_DescribeTransactionsResponseTopicData_v0(buf: bytes, pos: i64) -> tu
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
-        o.topic = buf[pos:end].decode()
+        f_topic = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -246,15 +291,14 @@ def _decode_DescribeTransactionsResponseTopicData_v0(buf: bytes, pos: i64) -> tu
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -266,12 +310,12 @@ def _decode_DescribeTransactionsResponseTopicData_v0(buf: bytes, pos: i64) -> tu
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeTransactionsResponseTopicData(topic=f_topic, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeTransactionsResponseTopicData_v0(o: DescribeTransactionsResponseTopicData, w: BytesWriter) -> None:
-    x_topic = o.topic
+    x_topic: str | None = o.topic
     if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=0)
     else:
@@ -284,7 +328,7 @@ def _encode_DescribeTransactionsResponseTopicData_v0(o: DescribeTransactionsResp
         else:
             _put_uvarint(w, m)
         w.write(b_topic)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -303,11 +347,18 @@ def _encode_DescribeTransactionsResponseTopicData_v0(o: DescribeTransactionsResp
 
 
 def _decode_DescribeTransactionsResponseTransactionState_v0(buf: bytes, pos: i64) -> tuple[DescribeTransactionsResponseTransactionState, i64]:
-    o = _new(_K_DescribeTransactionsResponseTransactionState)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_transactional_id: Any
+    f_transaction_state: Any
+    f_transaction_timeout_ms: Any
+    f_transaction_start_time_ms: Any
+    f_producer_id: Any
+    f_producer_epoch: Any
+    f_topics: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -323,7 +374,7 @@ def _decode_DescribeTransactionsResponseTransactionState_v0(buf: bytes, pos: i64
         end = pos + n
         if end > blen:
             raise _truncated('TransactionalId')
-        o.transactional_id = buf[pos:end].decode()
+        f_transactional_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -339,15 +390,15 @@ def _decode_DescribeTransactionsResponseTransactionState_v0(buf: bytes, pos: i64
         end = pos + n
         if end > blen:
             raise _truncated('TransactionState')
-        o.transaction_state = buf[pos:end].decode()
+        f_transaction_state = buf[pos:end].decode()
         pos = end
-    o.transaction_timeout_ms = read_i32_be(buf, pos)
+    f_transaction_timeout_ms = read_i32_be(buf, pos)
     pos += 4
-    o.transaction_start_time_ms = read_i64_be(buf, pos)
+    f_transaction_start_time_ms = read_i64_be(buf, pos)
     pos += 8
-    o.producer_id = read_i64_be(buf, pos)
+    f_producer_id = read_i64_be(buf, pos)
     pos += 8
-    o.producer_epoch = read_i16_be(buf, pos)
+    f_producer_epoch = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -364,15 +415,14 @@ def _decode_DescribeTransactionsResponseTransactionState_v0(buf: bytes, pos: i64
         for _i_topics in range(n):
             x_topics, pos = _decode_DescribeTransactionsResponseTopicData_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -384,13 +434,14 @@ def _decode_DescribeTransactionsResponseTransactionState_v0(buf: bytes, pos: i64
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeTransactionsResponseTransactionState(error_code=f_error_code, transactional_id=f_transactional_id, transaction_state=f_transaction_state, transaction_timeout_ms=f_transaction_timeout_ms, transaction_start_time_ms=f_transaction_start_time_ms, producer_id=f_producer_id, producer_epoch=f_producer_epoch, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeTransactionsResponseTransactionState_v0(o: DescribeTransactionsResponseTransactionState, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_transactional_id = o.transactional_id
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_transactional_id: str | None = o.transactional_id
     if x_transactional_id is None:
         raise ValueOutOfRangeError('non-nullable field TransactionalId is None', version=0)
     else:
@@ -403,7 +454,7 @@ def _encode_DescribeTransactionsResponseTransactionState_v0(o: DescribeTransacti
         else:
             _put_uvarint(w, m)
         w.write(b_transactional_id)
-    x_transaction_state = o.transaction_state
+    x_transaction_state: str | None = o.transaction_state
     if x_transaction_state is None:
         raise ValueOutOfRangeError('non-nullable field TransactionState is None', version=0)
     else:
@@ -416,11 +467,15 @@ def _encode_DescribeTransactionsResponseTransactionState_v0(o: DescribeTransacti
         else:
             _put_uvarint(w, m)
         w.write(b_transaction_state)
-    write_i32_be(w, o.transaction_timeout_ms)
-    write_i64_be(w, o.transaction_start_time_ms)
-    write_i64_be(w, o.producer_id)
-    write_i16_be(w, o.producer_epoch)
-    x_topics = o.topics
+    v_transaction_timeout_ms: int = o.transaction_timeout_ms
+    write_i32_be(w, v_transaction_timeout_ms)
+    v_transaction_start_time_ms: int = o.transaction_start_time_ms
+    write_i64_be(w, v_transaction_start_time_ms)
+    v_producer_id: int = o.producer_id
+    write_i64_be(w, v_producer_id)
+    v_producer_epoch: int = o.producer_epoch
+    write_i16_be(w, v_producer_epoch)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -439,11 +494,12 @@ def _encode_DescribeTransactionsResponseTransactionState_v0(o: DescribeTransacti
 
 
 def _decode_DescribeTransactionsResponse_v0(buf: bytes, pos: i64) -> tuple[DescribeTransactionsResponse, i64]:
-    o = _new(_K_DescribeTransactionsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_transaction_states: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -460,15 +516,14 @@ def _decode_DescribeTransactionsResponse_v0(buf: bytes, pos: i64) -> tuple[Descr
         for _i_transaction_states in range(n):
             x_transaction_states, pos = _decode_DescribeTransactionsResponseTransactionState_v0(buf, pos)
             lst_transaction_states.append(x_transaction_states)
-        o.transaction_states = lst_transaction_states
+        f_transaction_states = lst_transaction_states
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -480,13 +535,14 @@ def _decode_DescribeTransactionsResponse_v0(buf: bytes, pos: i64) -> tuple[Descr
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeTransactionsResponse(throttle_time_ms=f_throttle_time_ms, transaction_states=f_transaction_states, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeTransactionsResponse_v0(o: DescribeTransactionsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_transaction_states = o.transaction_states
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_transaction_states: Any = o.transaction_states
     if x_transaction_states is None:
         raise ValueOutOfRangeError('non-nullable field TransactionStates is None', version=0)
     else:
@@ -512,4 +568,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (DescribeTransactionsResponse, {0: _decode_DescribeTransactionsResponse_v0}, {0: _encode_DescribeTransactionsResponse_v0}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.describe_transactions', TABLES)

@@ -21,26 +21,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.describe_user_scram_credentials import (
-    DescribeUserScramCredentialsRequest,
-    DescribeUserScramCredentialsRequestUserName,
-    DescribeUserScramCredentialsResponse,
-    DescribeUserScramCredentialsResponseCredentialInfo,
-    DescribeUserScramCredentialsResponseResult,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_DescribeUserScramCredentialsRequest: Final = DescribeUserScramCredentialsRequest
-_K_DescribeUserScramCredentialsRequestUserName: Final = DescribeUserScramCredentialsRequestUserName
-_K_DescribeUserScramCredentialsResponse: Final = DescribeUserScramCredentialsResponse
-_K_DescribeUserScramCredentialsResponseCredentialInfo: Final = DescribeUserScramCredentialsResponseCredentialInfo
-_K_DescribeUserScramCredentialsResponseResult: Final = DescribeUserScramCredentialsResponseResult
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -126,11 +115,70 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class DescribeUserScramCredentialsRequestUserName(_NativeStruct):
+    name: Any
+
+    def __init__(self, *, name: Any = '', unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeUserScramCredentialsRequest(_NativeMessage):
+    users: Any
+
+    def __init__(self, *, users: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.users = [] if users is FRESH else users
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeUserScramCredentialsResponseCredentialInfo(_NativeStruct):
+    mechanism: Any
+    iterations: Any
+
+    def __init__(self, *, mechanism: Any = 0, iterations: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.mechanism = mechanism
+        self.iterations = iterations
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeUserScramCredentialsResponseResult(_NativeStruct):
+    user: Any
+    error_code: Any
+    error_message: Any
+    credential_infos: Any
+
+    def __init__(self, *, user: Any = '', error_code: Any = 0, error_message: Any = '', credential_infos: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.user = user
+        self.error_code = error_code
+        self.error_message = error_message
+        self.credential_infos = [] if credential_infos is FRESH else credential_infos
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class DescribeUserScramCredentialsResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+    error_message: Any
+    results: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, error_message: Any = '', results: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.results = [] if results is FRESH else results
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_DescribeUserScramCredentialsRequestUserName = DescribeUserScramCredentialsRequestUserName()
+_DEFAULT_DescribeUserScramCredentialsResponseCredentialInfo = DescribeUserScramCredentialsResponseCredentialInfo()
+_DEFAULT_DescribeUserScramCredentialsResponseResult = DescribeUserScramCredentialsResponseResult()
+
+
 def _decode_DescribeUserScramCredentialsRequestUserName_v0(buf: bytes, pos: i64) -> tuple[DescribeUserScramCredentialsRequestUserName, i64]:
-    o = _new(_K_DescribeUserScramCredentialsRequestUserName)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -145,16 +193,15 @@ def _decode_DescribeUserScramCredentialsRequestUserName_v0(buf: bytes, pos: i64)
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -166,12 +213,12 @@ def _decode_DescribeUserScramCredentialsRequestUserName_v0(buf: bytes, pos: i64)
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeUserScramCredentialsRequestUserName(name=f_name, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeUserScramCredentialsRequestUserName_v0(o: DescribeUserScramCredentialsRequestUserName, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -191,10 +238,10 @@ def _encode_DescribeUserScramCredentialsRequestUserName_v0(o: DescribeUserScramC
 
 
 def _decode_DescribeUserScramCredentialsRequest_v0(buf: bytes, pos: i64) -> tuple[DescribeUserScramCredentialsRequest, i64]:
-    o = _new(_K_DescribeUserScramCredentialsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_users: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -202,7 +249,7 @@ def _decode_DescribeUserScramCredentialsRequest_v0(buf: bytes, pos: i64) -> tupl
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.users = None
+        f_users = None
     else:
         if n > blen - pos:
             raise _invalid('array Users declares more elements than bytes remain')
@@ -210,15 +257,14 @@ def _decode_DescribeUserScramCredentialsRequest_v0(buf: bytes, pos: i64) -> tupl
         for _i_users in range(n):
             x_users, pos = _decode_DescribeUserScramCredentialsRequestUserName_v0(buf, pos)
             lst_users.append(x_users)
-        o.users = lst_users
+        f_users = lst_users
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -230,12 +276,12 @@ def _decode_DescribeUserScramCredentialsRequest_v0(buf: bytes, pos: i64) -> tupl
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeUserScramCredentialsRequest(users=f_users, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeUserScramCredentialsRequest_v0(o: DescribeUserScramCredentialsRequest, w: BytesWriter) -> None:
-    x_users = o.users
+    x_users: Any = o.users
     if x_users is None:
         w.append(_ZERO)
     else:
@@ -254,24 +300,24 @@ def _encode_DescribeUserScramCredentialsRequest_v0(o: DescribeUserScramCredentia
 
 
 def _decode_DescribeUserScramCredentialsResponseCredentialInfo_v0(buf: bytes, pos: i64) -> tuple[DescribeUserScramCredentialsResponseCredentialInfo, i64]:
-    o = _new(_K_DescribeUserScramCredentialsResponseCredentialInfo)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
+    f_mechanism: Any
+    f_iterations: Any
     b8 = buf[pos]
-    o.mechanism = b8 - 256 if b8 >= 128 else b8
+    f_mechanism = b8 - 256 if b8 >= 128 else b8
     pos += 1
-    o.iterations = read_i32_be(buf, pos)
+    f_iterations = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -283,13 +329,15 @@ def _decode_DescribeUserScramCredentialsResponseCredentialInfo_v0(buf: bytes, po
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeUserScramCredentialsResponseCredentialInfo(mechanism=f_mechanism, iterations=f_iterations, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeUserScramCredentialsResponseCredentialInfo_v0(o: DescribeUserScramCredentialsResponseCredentialInfo, w: BytesWriter) -> None:
-    _put_i8(w, o.mechanism)
-    write_i32_be(w, o.iterations)
+    v_mechanism: int = o.mechanism
+    _put_i8(w, v_mechanism)
+    v_iterations: int = o.iterations
+    write_i32_be(w, v_iterations)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -297,10 +345,13 @@ def _encode_DescribeUserScramCredentialsResponseCredentialInfo_v0(o: DescribeUse
 
 
 def _decode_DescribeUserScramCredentialsResponseResult_v0(buf: bytes, pos: i64) -> tuple[DescribeUserScramCredentialsResponseResult, i64]:
-    o = _new(_K_DescribeUserScramCredentialsResponseResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_user: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_credential_infos: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -315,9 +366,9 @@ def _decode_DescribeUserScramCredentialsResponseResult_v0(buf: bytes, pos: i64) 
         end = pos + n
         if end > blen:
             raise _truncated('User')
-        o.user = buf[pos:end].decode()
+        f_user = buf[pos:end].decode()
         pos = end
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -326,14 +377,14 @@ def _decode_DescribeUserScramCredentialsResponseResult_v0(buf: bytes, pos: i64) 
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -350,15 +401,14 @@ def _decode_DescribeUserScramCredentialsResponseResult_v0(buf: bytes, pos: i64) 
         for _i_credential_infos in range(n):
             x_credential_infos, pos = _decode_DescribeUserScramCredentialsResponseCredentialInfo_v0(buf, pos)
             lst_credential_infos.append(x_credential_infos)
-        o.credential_infos = lst_credential_infos
+        f_credential_infos = lst_credential_infos
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -370,12 +420,12 @@ def _decode_DescribeUserScramCredentialsResponseResult_v0(buf: bytes, pos: i64) 
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeUserScramCredentialsResponseResult(user=f_user, error_code=f_error_code, error_message=f_error_message, credential_infos=f_credential_infos, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeUserScramCredentialsResponseResult_v0(o: DescribeUserScramCredentialsResponseResult, w: BytesWriter) -> None:
-    x_user = o.user
+    x_user: str | None = o.user
     if x_user is None:
         raise ValueOutOfRangeError('non-nullable field User is None', version=0)
     else:
@@ -388,8 +438,9 @@ def _encode_DescribeUserScramCredentialsResponseResult_v0(o: DescribeUserScramCr
         else:
             _put_uvarint(w, m)
         w.write(b_user)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -402,7 +453,7 @@ def _encode_DescribeUserScramCredentialsResponseResult_v0(o: DescribeUserScramCr
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    x_credential_infos = o.credential_infos
+    x_credential_infos: Any = o.credential_infos
     if x_credential_infos is None:
         raise ValueOutOfRangeError('non-nullable field CredentialInfos is None', version=0)
     else:
@@ -421,13 +472,16 @@ def _encode_DescribeUserScramCredentialsResponseResult_v0(o: DescribeUserScramCr
 
 
 def _decode_DescribeUserScramCredentialsResponse_v0(buf: bytes, pos: i64) -> tuple[DescribeUserScramCredentialsResponse, i64]:
-    o = _new(_K_DescribeUserScramCredentialsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_results: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -436,14 +490,14 @@ def _decode_DescribeUserScramCredentialsResponse_v0(buf: bytes, pos: i64) -> tup
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -460,15 +514,14 @@ def _decode_DescribeUserScramCredentialsResponse_v0(buf: bytes, pos: i64) -> tup
         for _i_results in range(n):
             x_results, pos = _decode_DescribeUserScramCredentialsResponseResult_v0(buf, pos)
             lst_results.append(x_results)
-        o.results = lst_results
+        f_results = lst_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -480,14 +533,16 @@ def _decode_DescribeUserScramCredentialsResponse_v0(buf: bytes, pos: i64) -> tup
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return DescribeUserScramCredentialsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, results=f_results, unknown_tagged_fields=utf), pos
 
 
 def _encode_DescribeUserScramCredentialsResponse_v0(o: DescribeUserScramCredentialsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -500,7 +555,7 @@ def _encode_DescribeUserScramCredentialsResponse_v0(o: DescribeUserScramCredenti
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    x_results = o.results
+    x_results: Any = o.results
     if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=0)
     else:
@@ -527,4 +582,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (DescribeUserScramCredentialsResponse, {0: _decode_DescribeUserScramCredentialsResponse_v0}, {0: _encode_DescribeUserScramCredentialsResponse_v0}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.describe_user_scram_credentials', TABLES)

@@ -21,26 +21,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.elect_leaders import (
-    ElectLeadersRequest,
-    ElectLeadersRequestTopicPartitions,
-    ElectLeadersResponse,
-    ElectLeadersResponsePartitionResult,
-    ElectLeadersResponseReplicaElectionResult,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_ElectLeadersRequest: Final = ElectLeadersRequest
-_K_ElectLeadersRequestTopicPartitions: Final = ElectLeadersRequestTopicPartitions
-_K_ElectLeadersResponse: Final = ElectLeadersResponse
-_K_ElectLeadersResponsePartitionResult: Final = ElectLeadersResponsePartitionResult
-_K_ElectLeadersResponseReplicaElectionResult: Final = ElectLeadersResponseReplicaElectionResult
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -126,11 +115,73 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class ElectLeadersRequestTopicPartitions(_NativeStruct):
+    topic: Any
+    partitions: Any
+
+    def __init__(self, *, topic: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic = topic
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ElectLeadersRequest(_NativeMessage):
+    election_type: Any
+    topic_partitions: Any
+    timeout_ms: Any
+
+    def __init__(self, *, election_type: Any = 0, topic_partitions: Any = FRESH, timeout_ms: Any = 60000, unknown_tagged_fields: Any = ()) -> None:
+        self.election_type = election_type
+        self.topic_partitions = [] if topic_partitions is FRESH else topic_partitions
+        self.timeout_ms = timeout_ms
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ElectLeadersResponsePartitionResult(_NativeStruct):
+    partition_id: Any
+    error_code: Any
+    error_message: Any
+
+    def __init__(self, *, partition_id: Any = 0, error_code: Any = 0, error_message: Any = '', unknown_tagged_fields: Any = ()) -> None:
+        self.partition_id = partition_id
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ElectLeadersResponseReplicaElectionResult(_NativeStruct):
+    topic: Any
+    partition_result: Any
+
+    def __init__(self, *, topic: Any = '', partition_result: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic = topic
+        self.partition_result = [] if partition_result is FRESH else partition_result
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ElectLeadersResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+    replica_election_results: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, replica_election_results: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.replica_election_results = [] if replica_election_results is FRESH else replica_election_results
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_ElectLeadersRequestTopicPartitions = ElectLeadersRequestTopicPartitions()
+_DEFAULT_ElectLeadersResponsePartitionResult = ElectLeadersResponsePartitionResult()
+_DEFAULT_ElectLeadersResponseReplicaElectionResult = ElectLeadersResponseReplicaElectionResult()
+
+
 def _decode_ElectLeadersRequestTopicPartitions_v0(buf: bytes, pos: i64) -> tuple[ElectLeadersRequestTopicPartitions, i64]:
-    o = _new(_K_ElectLeadersRequestTopicPartitions)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -141,7 +192,7 @@ def _decode_ElectLeadersRequestTopicPartitions_v0(buf: bytes, pos: i64) -> tuple
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
-        o.topic = buf[pos:end].decode()
+        f_topic = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -155,13 +206,13 @@ def _decode_ElectLeadersRequestTopicPartitions_v0(buf: bytes, pos: i64) -> tuple
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return ElectLeadersRequestTopicPartitions(topic=f_topic, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_ElectLeadersRequestTopicPartitions_v0(o: ElectLeadersRequestTopicPartitions, w: BytesWriter) -> None:
-    x_topic = o.topic
+    x_topic: str | None = o.topic
     if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=0)
     else:
@@ -170,7 +221,7 @@ def _encode_ElectLeadersRequestTopicPartitions_v0(o: ElectLeadersRequestTopicPar
             raise ValueOutOfRangeError('string field Topic is too long', version=0)
         write_i16_be(w, len(b_topic))
         w.write(b_topic)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -183,10 +234,11 @@ def _encode_ElectLeadersRequestTopicPartitions_v0(o: ElectLeadersRequestTopicPar
 
 
 def _decode_ElectLeadersRequestTopicPartitions_v2(buf: bytes, pos: i64) -> tuple[ElectLeadersRequestTopicPartitions, i64]:
-    o = _new(_K_ElectLeadersRequestTopicPartitions)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -201,7 +253,7 @@ def _decode_ElectLeadersRequestTopicPartitions_v2(buf: bytes, pos: i64) -> tuple
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
-        o.topic = buf[pos:end].decode()
+        f_topic = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -219,15 +271,14 @@ def _decode_ElectLeadersRequestTopicPartitions_v2(buf: bytes, pos: i64) -> tuple
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -239,12 +290,12 @@ def _decode_ElectLeadersRequestTopicPartitions_v2(buf: bytes, pos: i64) -> tuple
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ElectLeadersRequestTopicPartitions(topic=f_topic, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_ElectLeadersRequestTopicPartitions_v2(o: ElectLeadersRequestTopicPartitions, w: BytesWriter) -> None:
-    x_topic = o.topic
+    x_topic: str | None = o.topic
     if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=2)
     else:
@@ -257,7 +308,7 @@ def _encode_ElectLeadersRequestTopicPartitions_v2(o: ElectLeadersRequestTopicPar
         else:
             _put_uvarint(w, m)
         w.write(b_topic)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
     else:
@@ -276,14 +327,14 @@ def _encode_ElectLeadersRequestTopicPartitions_v2(o: ElectLeadersRequestTopicPar
 
 
 def _decode_ElectLeadersRequest_v0(buf: bytes, pos: i64) -> tuple[ElectLeadersRequest, i64]:
-    o = _new(_K_ElectLeadersRequest)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.election_type = 0
+    f_topic_partitions: Any
+    f_timeout_ms: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
-        o.topic_partitions = None
+        f_topic_partitions = None
     else:
         if n > blen - pos:
             raise _invalid('array TopicPartitions declares more elements than bytes remain')
@@ -291,17 +342,18 @@ def _decode_ElectLeadersRequest_v0(buf: bytes, pos: i64) -> tuple[ElectLeadersRe
         for _i_topic_partitions in range(n):
             x_topic_partitions, pos = _decode_ElectLeadersRequestTopicPartitions_v0(buf, pos)
             lst_topic_partitions.append(x_topic_partitions)
-        o.topic_partitions = lst_topic_partitions
-    o.timeout_ms = read_i32_be(buf, pos)
+        f_topic_partitions = lst_topic_partitions
+    f_timeout_ms = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return ElectLeadersRequest(topic_partitions=f_topic_partitions, timeout_ms=f_timeout_ms, unknown_tagged_fields=utf), pos
 
 
 def _encode_ElectLeadersRequest_v0(o: ElectLeadersRequest, w: BytesWriter) -> None:
-    if o.election_type != 0:
+    d_election_type: int = o.election_type
+    if d_election_type != 0:
         raise FieldNotInVersionError('non-default ElectionType cannot be written', version=0)
-    x_topic_partitions = o.topic_partitions
+    x_topic_partitions: Any = o.topic_partitions
     if x_topic_partitions is None:
         write_i32_be(w, -1)
     else:
@@ -309,23 +361,26 @@ def _encode_ElectLeadersRequest_v0(o: ElectLeadersRequest, w: BytesWriter) -> No
         write_i32_be(w, len(l_topic_partitions))
         for e_topic_partitions in l_topic_partitions:
             _encode_ElectLeadersRequestTopicPartitions_v0(e_topic_partitions, w)
-    write_i32_be(w, o.timeout_ms)
+    v_timeout_ms: int = o.timeout_ms
+    write_i32_be(w, v_timeout_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_ElectLeadersRequest_v1(buf: bytes, pos: i64) -> tuple[ElectLeadersRequest, i64]:
-    o = _new(_K_ElectLeadersRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     b8: int = 0
+    f_election_type: Any
+    f_topic_partitions: Any
+    f_timeout_ms: Any
     b8 = buf[pos]
-    o.election_type = b8 - 256 if b8 >= 128 else b8
+    f_election_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
-        o.topic_partitions = None
+        f_topic_partitions = None
     else:
         if n > blen - pos:
             raise _invalid('array TopicPartitions declares more elements than bytes remain')
@@ -333,16 +388,17 @@ def _decode_ElectLeadersRequest_v1(buf: bytes, pos: i64) -> tuple[ElectLeadersRe
         for _i_topic_partitions in range(n):
             x_topic_partitions, pos = _decode_ElectLeadersRequestTopicPartitions_v0(buf, pos)
             lst_topic_partitions.append(x_topic_partitions)
-        o.topic_partitions = lst_topic_partitions
-    o.timeout_ms = read_i32_be(buf, pos)
+        f_topic_partitions = lst_topic_partitions
+    f_timeout_ms = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return ElectLeadersRequest(election_type=f_election_type, topic_partitions=f_topic_partitions, timeout_ms=f_timeout_ms, unknown_tagged_fields=utf), pos
 
 
 def _encode_ElectLeadersRequest_v1(o: ElectLeadersRequest, w: BytesWriter) -> None:
-    _put_i8(w, o.election_type)
-    x_topic_partitions = o.topic_partitions
+    v_election_type: int = o.election_type
+    _put_i8(w, v_election_type)
+    x_topic_partitions: Any = o.topic_partitions
     if x_topic_partitions is None:
         write_i32_be(w, -1)
     else:
@@ -350,19 +406,22 @@ def _encode_ElectLeadersRequest_v1(o: ElectLeadersRequest, w: BytesWriter) -> No
         write_i32_be(w, len(l_topic_partitions))
         for e_topic_partitions in l_topic_partitions:
             _encode_ElectLeadersRequestTopicPartitions_v0(e_topic_partitions, w)
-    write_i32_be(w, o.timeout_ms)
+    v_timeout_ms: int = o.timeout_ms
+    write_i32_be(w, v_timeout_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_ElectLeadersRequest_v2(buf: bytes, pos: i64) -> tuple[ElectLeadersRequest, i64]:
-    o = _new(_K_ElectLeadersRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
+    f_election_type: Any
+    f_topic_partitions: Any
+    f_timeout_ms: Any
     b8 = buf[pos]
-    o.election_type = b8 - 256 if b8 >= 128 else b8
+    f_election_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -371,7 +430,7 @@ def _decode_ElectLeadersRequest_v2(buf: bytes, pos: i64) -> tuple[ElectLeadersRe
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.topic_partitions = None
+        f_topic_partitions = None
     else:
         if n > blen - pos:
             raise _invalid('array TopicPartitions declares more elements than bytes remain')
@@ -379,17 +438,16 @@ def _decode_ElectLeadersRequest_v2(buf: bytes, pos: i64) -> tuple[ElectLeadersRe
         for _i_topic_partitions in range(n):
             x_topic_partitions, pos = _decode_ElectLeadersRequestTopicPartitions_v2(buf, pos)
             lst_topic_partitions.append(x_topic_partitions)
-        o.topic_partitions = lst_topic_partitions
-    o.timeout_ms = read_i32_be(buf, pos)
+        f_topic_partitions = lst_topic_partitions
+    f_timeout_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -401,13 +459,14 @@ def _decode_ElectLeadersRequest_v2(buf: bytes, pos: i64) -> tuple[ElectLeadersRe
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ElectLeadersRequest(election_type=f_election_type, topic_partitions=f_topic_partitions, timeout_ms=f_timeout_ms, unknown_tagged_fields=utf), pos
 
 
 def _encode_ElectLeadersRequest_v2(o: ElectLeadersRequest, w: BytesWriter) -> None:
-    _put_i8(w, o.election_type)
-    x_topic_partitions = o.topic_partitions
+    v_election_type: int = o.election_type
+    _put_i8(w, v_election_type)
+    x_topic_partitions: Any = o.topic_partitions
     if x_topic_partitions is None:
         w.append(_ZERO)
     else:
@@ -419,7 +478,8 @@ def _encode_ElectLeadersRequest_v2(o: ElectLeadersRequest, w: BytesWriter) -> No
             _put_uvarint(w, m)
         for e_topic_partitions in l_topic_partitions:
             _encode_ElectLeadersRequestTopicPartitions_v2(e_topic_partitions, w)
-    write_i32_be(w, o.timeout_ms)
+    v_timeout_ms: int = o.timeout_ms
+    write_i32_be(w, v_timeout_ms)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -427,34 +487,38 @@ def _encode_ElectLeadersRequest_v2(o: ElectLeadersRequest, w: BytesWriter) -> No
 
 
 def _decode_ElectLeadersResponsePartitionResult_v0(buf: bytes, pos: i64) -> tuple[ElectLeadersResponsePartitionResult, i64]:
-    o = _new(_K_ElectLeadersResponsePartitionResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition_id = read_i32_be(buf, pos)
+    f_partition_id: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_partition_id = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return ElectLeadersResponsePartitionResult(partition_id=f_partition_id, error_code=f_error_code, error_message=f_error_message, unknown_tagged_fields=utf), pos
 
 
 def _encode_ElectLeadersResponsePartitionResult_v0(o: ElectLeadersResponsePartitionResult, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_id)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_partition_id: int = o.partition_id
+    write_i32_be(w, v_partition_id)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         write_i16_be(w, -1)
     else:
@@ -468,13 +532,15 @@ def _encode_ElectLeadersResponsePartitionResult_v0(o: ElectLeadersResponsePartit
 
 
 def _decode_ElectLeadersResponsePartitionResult_v2(buf: bytes, pos: i64) -> tuple[ElectLeadersResponsePartitionResult, i64]:
-    o = _new(_K_ElectLeadersResponsePartitionResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition_id = read_i32_be(buf, pos)
+    f_partition_id: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_partition_id = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -483,23 +549,22 @@ def _decode_ElectLeadersResponsePartitionResult_v2(buf: bytes, pos: i64) -> tupl
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -511,14 +576,16 @@ def _decode_ElectLeadersResponsePartitionResult_v2(buf: bytes, pos: i64) -> tupl
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ElectLeadersResponsePartitionResult(partition_id=f_partition_id, error_code=f_error_code, error_message=f_error_message, unknown_tagged_fields=utf), pos
 
 
 def _encode_ElectLeadersResponsePartitionResult_v2(o: ElectLeadersResponsePartitionResult, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_id)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_partition_id: int = o.partition_id
+    write_i32_be(w, v_partition_id)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -538,10 +605,11 @@ def _encode_ElectLeadersResponsePartitionResult_v2(o: ElectLeadersResponsePartit
 
 
 def _decode_ElectLeadersResponseReplicaElectionResult_v0(buf: bytes, pos: i64) -> tuple[ElectLeadersResponseReplicaElectionResult, i64]:
-    o = _new(_K_ElectLeadersResponseReplicaElectionResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic: Any
+    f_partition_result: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -552,7 +620,7 @@ def _decode_ElectLeadersResponseReplicaElectionResult_v0(buf: bytes, pos: i64) -
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
-        o.topic = buf[pos:end].decode()
+        f_topic = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -565,13 +633,13 @@ def _decode_ElectLeadersResponseReplicaElectionResult_v0(buf: bytes, pos: i64) -
         for _i_partition_result in range(n):
             x_partition_result, pos = _decode_ElectLeadersResponsePartitionResult_v0(buf, pos)
             lst_partition_result.append(x_partition_result)
-        o.partition_result = lst_partition_result
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partition_result = lst_partition_result
+    utf: Any = ()
+    return ElectLeadersResponseReplicaElectionResult(topic=f_topic, partition_result=f_partition_result, unknown_tagged_fields=utf), pos
 
 
 def _encode_ElectLeadersResponseReplicaElectionResult_v0(o: ElectLeadersResponseReplicaElectionResult, w: BytesWriter) -> None:
-    x_topic = o.topic
+    x_topic: str | None = o.topic
     if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=0)
     else:
@@ -580,7 +648,7 @@ def _encode_ElectLeadersResponseReplicaElectionResult_v0(o: ElectLeadersResponse
             raise ValueOutOfRangeError('string field Topic is too long', version=0)
         write_i16_be(w, len(b_topic))
         w.write(b_topic)
-    x_partition_result = o.partition_result
+    x_partition_result: Any = o.partition_result
     if x_partition_result is None:
         raise ValueOutOfRangeError('non-nullable field PartitionResult is None', version=0)
     else:
@@ -593,10 +661,11 @@ def _encode_ElectLeadersResponseReplicaElectionResult_v0(o: ElectLeadersResponse
 
 
 def _decode_ElectLeadersResponseReplicaElectionResult_v2(buf: bytes, pos: i64) -> tuple[ElectLeadersResponseReplicaElectionResult, i64]:
-    o = _new(_K_ElectLeadersResponseReplicaElectionResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic: Any
+    f_partition_result: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -611,7 +680,7 @@ def _decode_ElectLeadersResponseReplicaElectionResult_v2(buf: bytes, pos: i64) -
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
-        o.topic = buf[pos:end].decode()
+        f_topic = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -628,15 +697,14 @@ def _decode_ElectLeadersResponseReplicaElectionResult_v2(buf: bytes, pos: i64) -
         for _i_partition_result in range(n):
             x_partition_result, pos = _decode_ElectLeadersResponsePartitionResult_v2(buf, pos)
             lst_partition_result.append(x_partition_result)
-        o.partition_result = lst_partition_result
+        f_partition_result = lst_partition_result
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -648,12 +716,12 @@ def _decode_ElectLeadersResponseReplicaElectionResult_v2(buf: bytes, pos: i64) -
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ElectLeadersResponseReplicaElectionResult(topic=f_topic, partition_result=f_partition_result, unknown_tagged_fields=utf), pos
 
 
 def _encode_ElectLeadersResponseReplicaElectionResult_v2(o: ElectLeadersResponseReplicaElectionResult, w: BytesWriter) -> None:
-    x_topic = o.topic
+    x_topic: str | None = o.topic
     if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=2)
     else:
@@ -666,7 +734,7 @@ def _encode_ElectLeadersResponseReplicaElectionResult_v2(o: ElectLeadersResponse
         else:
             _put_uvarint(w, m)
         w.write(b_topic)
-    x_partition_result = o.partition_result
+    x_partition_result: Any = o.partition_result
     if x_partition_result is None:
         raise ValueOutOfRangeError('non-nullable field PartitionResult is None', version=2)
     else:
@@ -685,11 +753,11 @@ def _encode_ElectLeadersResponseReplicaElectionResult_v2(o: ElectLeadersResponse
 
 
 def _decode_ElectLeadersResponse_v0(buf: bytes, pos: i64) -> tuple[ElectLeadersResponse, i64]:
-    o = _new(_K_ElectLeadersResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.error_code = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_replica_election_results: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -702,16 +770,18 @@ def _decode_ElectLeadersResponse_v0(buf: bytes, pos: i64) -> tuple[ElectLeadersR
         for _i_replica_election_results in range(n):
             x_replica_election_results, pos = _decode_ElectLeadersResponseReplicaElectionResult_v0(buf, pos)
             lst_replica_election_results.append(x_replica_election_results)
-        o.replica_election_results = lst_replica_election_results
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_replica_election_results = lst_replica_election_results
+    utf: Any = ()
+    return ElectLeadersResponse(throttle_time_ms=f_throttle_time_ms, replica_election_results=f_replica_election_results, unknown_tagged_fields=utf), pos
 
 
 def _encode_ElectLeadersResponse_v0(o: ElectLeadersResponse, w: BytesWriter) -> None:
-    if o.error_code != 0:
+    d_error_code: int = o.error_code
+    if d_error_code != 0:
         raise FieldNotInVersionError('non-default ErrorCode cannot be written', version=0)
-    write_i32_be(w, o.throttle_time_ms)
-    x_replica_election_results = o.replica_election_results
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_replica_election_results: Any = o.replica_election_results
     if x_replica_election_results is None:
         raise ValueOutOfRangeError('non-nullable field ReplicaElectionResults is None', version=0)
     else:
@@ -724,12 +794,14 @@ def _encode_ElectLeadersResponse_v0(o: ElectLeadersResponse, w: BytesWriter) -> 
 
 
 def _decode_ElectLeadersResponse_v1(buf: bytes, pos: i64) -> tuple[ElectLeadersResponse, i64]:
-    o = _new(_K_ElectLeadersResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_replica_election_results: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -742,15 +814,17 @@ def _decode_ElectLeadersResponse_v1(buf: bytes, pos: i64) -> tuple[ElectLeadersR
         for _i_replica_election_results in range(n):
             x_replica_election_results, pos = _decode_ElectLeadersResponseReplicaElectionResult_v0(buf, pos)
             lst_replica_election_results.append(x_replica_election_results)
-        o.replica_election_results = lst_replica_election_results
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_replica_election_results = lst_replica_election_results
+    utf: Any = ()
+    return ElectLeadersResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, replica_election_results=f_replica_election_results, unknown_tagged_fields=utf), pos
 
 
 def _encode_ElectLeadersResponse_v1(o: ElectLeadersResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_replica_election_results = o.replica_election_results
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_replica_election_results: Any = o.replica_election_results
     if x_replica_election_results is None:
         raise ValueOutOfRangeError('non-nullable field ReplicaElectionResults is None', version=1)
     else:
@@ -763,13 +837,15 @@ def _encode_ElectLeadersResponse_v1(o: ElectLeadersResponse, w: BytesWriter) -> 
 
 
 def _decode_ElectLeadersResponse_v2(buf: bytes, pos: i64) -> tuple[ElectLeadersResponse, i64]:
-    o = _new(_K_ElectLeadersResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_replica_election_results: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -786,15 +862,14 @@ def _decode_ElectLeadersResponse_v2(buf: bytes, pos: i64) -> tuple[ElectLeadersR
         for _i_replica_election_results in range(n):
             x_replica_election_results, pos = _decode_ElectLeadersResponseReplicaElectionResult_v2(buf, pos)
             lst_replica_election_results.append(x_replica_election_results)
-        o.replica_election_results = lst_replica_election_results
+        f_replica_election_results = lst_replica_election_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -806,14 +881,16 @@ def _decode_ElectLeadersResponse_v2(buf: bytes, pos: i64) -> tuple[ElectLeadersR
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ElectLeadersResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, replica_election_results=f_replica_election_results, unknown_tagged_fields=utf), pos
 
 
 def _encode_ElectLeadersResponse_v2(o: ElectLeadersResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_replica_election_results = o.replica_election_results
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_replica_election_results: Any = o.replica_election_results
     if x_replica_election_results is None:
         raise ValueOutOfRangeError('non-nullable field ReplicaElectionResults is None', version=2)
     else:
@@ -840,4 +917,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (ElectLeadersResponse, {0: _decode_ElectLeadersResponse_v0, 1: _decode_ElectLeadersResponse_v1, 2: _decode_ElectLeadersResponse_v2}, {0: _encode_ElectLeadersResponse_v0, 1: _encode_ElectLeadersResponse_v1, 2: _encode_ElectLeadersResponse_v2}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.elect_leaders', TABLES)

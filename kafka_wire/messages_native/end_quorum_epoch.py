@@ -21,34 +21,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.end_quorum_epoch import (
-    EndQuorumEpochRequest,
-    EndQuorumEpochRequestLeaderEndpoint,
-    EndQuorumEpochRequestPartitionData,
-    EndQuorumEpochRequestReplicaInfo,
-    EndQuorumEpochRequestTopicData,
-    EndQuorumEpochResponse,
-    EndQuorumEpochResponseNodeEndpoint,
-    EndQuorumEpochResponsePartitionData,
-    EndQuorumEpochResponseTopicData,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_EndQuorumEpochRequest: Final = EndQuorumEpochRequest
-_K_EndQuorumEpochRequestLeaderEndpoint: Final = EndQuorumEpochRequestLeaderEndpoint
-_K_EndQuorumEpochRequestPartitionData: Final = EndQuorumEpochRequestPartitionData
-_K_EndQuorumEpochRequestReplicaInfo: Final = EndQuorumEpochRequestReplicaInfo
-_K_EndQuorumEpochRequestTopicData: Final = EndQuorumEpochRequestTopicData
-_K_EndQuorumEpochResponse: Final = EndQuorumEpochResponse
-_K_EndQuorumEpochResponseNodeEndpoint: Final = EndQuorumEpochResponseNodeEndpoint
-_K_EndQuorumEpochResponsePartitionData: Final = EndQuorumEpochResponsePartitionData
-_K_EndQuorumEpochResponseTopicData: Final = EndQuorumEpochResponseTopicData
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -134,23 +115,140 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class EndQuorumEpochRequestReplicaInfo(_NativeStruct):
+    candidate_id: Any
+    candidate_directory_id: Any
+
+    def __init__(self, *, candidate_id: Any = 0, candidate_directory_id: Any = ZERO_UUID, unknown_tagged_fields: Any = ()) -> None:
+        self.candidate_id = candidate_id
+        self.candidate_directory_id = candidate_directory_id
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class EndQuorumEpochRequestPartitionData(_NativeStruct):
+    partition_index: Any
+    leader_id: Any
+    leader_epoch: Any
+    preferred_candidates: Any
+    preferred_successors: Any
+
+    def __init__(self, *, partition_index: Any = 0, leader_id: Any = 0, leader_epoch: Any = 0, preferred_candidates: Any = FRESH, preferred_successors: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.preferred_candidates = [] if preferred_candidates is FRESH else preferred_candidates
+        self.preferred_successors = [] if preferred_successors is FRESH else preferred_successors
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class EndQuorumEpochRequestTopicData(_NativeStruct):
+    topic_name: Any
+    partitions: Any
+
+    def __init__(self, *, topic_name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class EndQuorumEpochRequestLeaderEndpoint(_NativeStruct):
+    name: Any
+    host: Any
+    port: Any
+
+    def __init__(self, *, name: Any = '', host: Any = '', port: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class EndQuorumEpochRequest(_NativeMessage):
+    cluster_id: Any
+    topics: Any
+    leader_endpoints: Any
+
+    def __init__(self, *, cluster_id: Any = None, topics: Any = FRESH, leader_endpoints: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.cluster_id = cluster_id
+        self.topics = [] if topics is FRESH else topics
+        self.leader_endpoints = [] if leader_endpoints is FRESH else leader_endpoints
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class EndQuorumEpochResponsePartitionData(_NativeStruct):
+    partition_index: Any
+    error_code: Any
+    leader_id: Any
+    leader_epoch: Any
+
+    def __init__(self, *, partition_index: Any = 0, error_code: Any = 0, leader_id: Any = 0, leader_epoch: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class EndQuorumEpochResponseTopicData(_NativeStruct):
+    topic_name: Any
+    partitions: Any
+
+    def __init__(self, *, topic_name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class EndQuorumEpochResponseNodeEndpoint(_NativeStruct):
+    node_id: Any
+    host: Any
+    port: Any
+
+    def __init__(self, *, node_id: Any = 0, host: Any = '', port: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class EndQuorumEpochResponse(_NativeMessage):
+    error_code: Any
+    topics: Any
+    node_endpoints: Any
+
+    def __init__(self, *, error_code: Any = 0, topics: Any = FRESH, node_endpoints: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.error_code = error_code
+        self.topics = [] if topics is FRESH else topics
+        self.node_endpoints = [] if node_endpoints is FRESH else node_endpoints
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_EndQuorumEpochRequestReplicaInfo = EndQuorumEpochRequestReplicaInfo()
+_DEFAULT_EndQuorumEpochRequestPartitionData = EndQuorumEpochRequestPartitionData()
+_DEFAULT_EndQuorumEpochRequestTopicData = EndQuorumEpochRequestTopicData()
+_DEFAULT_EndQuorumEpochRequestLeaderEndpoint = EndQuorumEpochRequestLeaderEndpoint()
+_DEFAULT_EndQuorumEpochResponsePartitionData = EndQuorumEpochResponsePartitionData()
+_DEFAULT_EndQuorumEpochResponseTopicData = EndQuorumEpochResponseTopicData()
+_DEFAULT_EndQuorumEpochResponseNodeEndpoint = EndQuorumEpochResponseNodeEndpoint()
+
+
 def _decode_EndQuorumEpochRequestReplicaInfo_v1(buf: bytes, pos: i64) -> tuple[EndQuorumEpochRequestReplicaInfo, i64]:
-    o = _new(_K_EndQuorumEpochRequestReplicaInfo)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.candidate_id = read_i32_be(buf, pos)
+    f_candidate_id: Any
+    f_candidate_directory_id: Any
+    f_candidate_id = read_i32_be(buf, pos)
     pos += 4
-    o.candidate_directory_id = _uuid(buf, pos)
+    f_candidate_directory_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -162,12 +260,13 @@ def _decode_EndQuorumEpochRequestReplicaInfo_v1(buf: bytes, pos: i64) -> tuple[E
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return EndQuorumEpochRequestReplicaInfo(candidate_id=f_candidate_id, candidate_directory_id=f_candidate_directory_id, unknown_tagged_fields=utf), pos
 
 
 def _encode_EndQuorumEpochRequestReplicaInfo_v1(o: EndQuorumEpochRequestReplicaInfo, w: BytesWriter) -> None:
-    write_i32_be(w, o.candidate_id)
+    v_candidate_id: int = o.candidate_id
+    write_i32_be(w, v_candidate_id)
     _put_uuid(w, o.candidate_directory_id)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
@@ -176,15 +275,17 @@ def _encode_EndQuorumEpochRequestReplicaInfo_v1(o: EndQuorumEpochRequestReplicaI
 
 
 def _decode_EndQuorumEpochRequestPartitionData_v0(buf: bytes, pos: i64) -> tuple[EndQuorumEpochRequestPartitionData, i64]:
-    o = _new(_K_EndQuorumEpochRequestPartitionData)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.preferred_candidates = []
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_leader_id: Any
+    f_leader_epoch: Any
+    f_preferred_successors: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.leader_id = read_i32_be(buf, pos)
+    f_leader_id = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -198,16 +299,19 @@ def _decode_EndQuorumEpochRequestPartitionData_v0(buf: bytes, pos: i64) -> tuple
             e_preferred_successors = read_i32_be(buf, pos)
             pos += 4
             lst_preferred_successors.append(e_preferred_successors)
-        o.preferred_successors = lst_preferred_successors
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_preferred_successors = lst_preferred_successors
+    utf: Any = ()
+    return EndQuorumEpochRequestPartitionData(partition_index=f_partition_index, leader_id=f_leader_id, leader_epoch=f_leader_epoch, preferred_successors=f_preferred_successors, unknown_tagged_fields=utf), pos
 
 
 def _encode_EndQuorumEpochRequestPartitionData_v0(o: EndQuorumEpochRequestPartitionData, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i32_be(w, o.leader_id)
-    write_i32_be(w, o.leader_epoch)
-    x_preferred_successors = o.preferred_successors
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_leader_id: int = o.leader_id
+    write_i32_be(w, v_leader_id)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
+    x_preferred_successors: Any = o.preferred_successors
     if x_preferred_successors is None:
         raise ValueOutOfRangeError('non-nullable field PreferredSuccessors is None', version=0)
     else:
@@ -220,16 +324,18 @@ def _encode_EndQuorumEpochRequestPartitionData_v0(o: EndQuorumEpochRequestPartit
 
 
 def _decode_EndQuorumEpochRequestPartitionData_v1(buf: bytes, pos: i64) -> tuple[EndQuorumEpochRequestPartitionData, i64]:
-    o = _new(_K_EndQuorumEpochRequestPartitionData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.preferred_successors = []
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_leader_id: Any
+    f_leader_epoch: Any
+    f_preferred_candidates: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.leader_id = read_i32_be(buf, pos)
+    f_leader_id = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -246,15 +352,14 @@ def _decode_EndQuorumEpochRequestPartitionData_v1(buf: bytes, pos: i64) -> tuple
         for _i_preferred_candidates in range(n):
             x_preferred_candidates, pos = _decode_EndQuorumEpochRequestReplicaInfo_v1(buf, pos)
             lst_preferred_candidates.append(x_preferred_candidates)
-        o.preferred_candidates = lst_preferred_candidates
+        f_preferred_candidates = lst_preferred_candidates
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -266,15 +371,18 @@ def _decode_EndQuorumEpochRequestPartitionData_v1(buf: bytes, pos: i64) -> tuple
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return EndQuorumEpochRequestPartitionData(partition_index=f_partition_index, leader_id=f_leader_id, leader_epoch=f_leader_epoch, preferred_candidates=f_preferred_candidates, unknown_tagged_fields=utf), pos
 
 
 def _encode_EndQuorumEpochRequestPartitionData_v1(o: EndQuorumEpochRequestPartitionData, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i32_be(w, o.leader_id)
-    write_i32_be(w, o.leader_epoch)
-    x_preferred_candidates = o.preferred_candidates
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_leader_id: int = o.leader_id
+    write_i32_be(w, v_leader_id)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
+    x_preferred_candidates: Any = o.preferred_candidates
     if x_preferred_candidates is None:
         raise ValueOutOfRangeError('non-nullable field PreferredCandidates is None', version=1)
     else:
@@ -293,10 +401,11 @@ def _encode_EndQuorumEpochRequestPartitionData_v1(o: EndQuorumEpochRequestPartit
 
 
 def _decode_EndQuorumEpochRequestTopicData_v0(buf: bytes, pos: i64) -> tuple[EndQuorumEpochRequestTopicData, i64]:
-    o = _new(_K_EndQuorumEpochRequestTopicData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_name: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -307,7 +416,7 @@ def _decode_EndQuorumEpochRequestTopicData_v0(buf: bytes, pos: i64) -> tuple[End
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -320,13 +429,13 @@ def _decode_EndQuorumEpochRequestTopicData_v0(buf: bytes, pos: i64) -> tuple[End
         for _i_partitions in range(n):
             x_partitions, pos = _decode_EndQuorumEpochRequestPartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return EndQuorumEpochRequestTopicData(topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_EndQuorumEpochRequestTopicData_v0(o: EndQuorumEpochRequestTopicData, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
@@ -335,7 +444,7 @@ def _encode_EndQuorumEpochRequestTopicData_v0(o: EndQuorumEpochRequestTopicData,
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
         write_i16_be(w, len(b_topic_name))
         w.write(b_topic_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -348,10 +457,11 @@ def _encode_EndQuorumEpochRequestTopicData_v0(o: EndQuorumEpochRequestTopicData,
 
 
 def _decode_EndQuorumEpochRequestTopicData_v1(buf: bytes, pos: i64) -> tuple[EndQuorumEpochRequestTopicData, i64]:
-    o = _new(_K_EndQuorumEpochRequestTopicData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -366,7 +476,7 @@ def _decode_EndQuorumEpochRequestTopicData_v1(buf: bytes, pos: i64) -> tuple[End
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -383,15 +493,14 @@ def _decode_EndQuorumEpochRequestTopicData_v1(buf: bytes, pos: i64) -> tuple[End
         for _i_partitions in range(n):
             x_partitions, pos = _decode_EndQuorumEpochRequestPartitionData_v1(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -403,12 +512,12 @@ def _decode_EndQuorumEpochRequestTopicData_v1(buf: bytes, pos: i64) -> tuple[End
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return EndQuorumEpochRequestTopicData(topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_EndQuorumEpochRequestTopicData_v1(o: EndQuorumEpochRequestTopicData, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=1)
     else:
@@ -421,7 +530,7 @@ def _encode_EndQuorumEpochRequestTopicData_v1(o: EndQuorumEpochRequestTopicData,
         else:
             _put_uvarint(w, m)
         w.write(b_topic_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
@@ -440,10 +549,12 @@ def _encode_EndQuorumEpochRequestTopicData_v1(o: EndQuorumEpochRequestTopicData,
 
 
 def _decode_EndQuorumEpochRequestLeaderEndpoint_v1(buf: bytes, pos: i64) -> tuple[EndQuorumEpochRequestLeaderEndpoint, i64]:
-    o = _new(_K_EndQuorumEpochRequestLeaderEndpoint)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_host: Any
+    f_port: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -458,7 +569,7 @@ def _decode_EndQuorumEpochRequestLeaderEndpoint_v1(buf: bytes, pos: i64) -> tupl
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -474,18 +585,17 @@ def _decode_EndQuorumEpochRequestLeaderEndpoint_v1(buf: bytes, pos: i64) -> tupl
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
-    o.port = int(read_i16_be(buf, pos)) & 0xFFFF
+    f_port = int(read_i16_be(buf, pos)) & 0xFFFF
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -497,12 +607,12 @@ def _decode_EndQuorumEpochRequestLeaderEndpoint_v1(buf: bytes, pos: i64) -> tupl
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return EndQuorumEpochRequestLeaderEndpoint(name=f_name, host=f_host, port=f_port, unknown_tagged_fields=utf), pos
 
 
 def _encode_EndQuorumEpochRequestLeaderEndpoint_v1(o: EndQuorumEpochRequestLeaderEndpoint, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
     else:
@@ -515,7 +625,7 @@ def _encode_EndQuorumEpochRequestLeaderEndpoint_v1(o: EndQuorumEpochRequestLeade
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_host = o.host
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
     else:
@@ -528,7 +638,8 @@ def _encode_EndQuorumEpochRequestLeaderEndpoint_v1(o: EndQuorumEpochRequestLeade
         else:
             _put_uvarint(w, m)
         w.write(b_host)
-    _put_u16(w, o.port)
+    v_port: int = o.port
+    _put_u16(w, v_port)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -536,22 +647,22 @@ def _encode_EndQuorumEpochRequestLeaderEndpoint_v1(o: EndQuorumEpochRequestLeade
 
 
 def _decode_EndQuorumEpochRequest_v0(buf: bytes, pos: i64) -> tuple[EndQuorumEpochRequest, i64]:
-    o = _new(_K_EndQuorumEpochRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.leader_endpoints = []
+    f_cluster_id: Any
+    f_topics: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.cluster_id = None
+        f_cluster_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ClusterId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ClusterId')
-        o.cluster_id = buf[pos:end].decode()
+        f_cluster_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -564,13 +675,13 @@ def _decode_EndQuorumEpochRequest_v0(buf: bytes, pos: i64) -> tuple[EndQuorumEpo
         for _i_topics in range(n):
             x_topics, pos = _decode_EndQuorumEpochRequestTopicData_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return EndQuorumEpochRequest(cluster_id=f_cluster_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_EndQuorumEpochRequest_v0(o: EndQuorumEpochRequest, w: BytesWriter) -> None:
-    x_cluster_id = o.cluster_id
+    x_cluster_id: str | None = o.cluster_id
     if x_cluster_id is None:
         write_i16_be(w, -1)
     else:
@@ -579,7 +690,7 @@ def _encode_EndQuorumEpochRequest_v0(o: EndQuorumEpochRequest, w: BytesWriter) -
             raise ValueOutOfRangeError('string field ClusterId is too long', version=0)
         write_i16_be(w, len(b_cluster_id))
         w.write(b_cluster_id)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -592,10 +703,12 @@ def _encode_EndQuorumEpochRequest_v0(o: EndQuorumEpochRequest, w: BytesWriter) -
 
 
 def _decode_EndQuorumEpochRequest_v1(buf: bytes, pos: i64) -> tuple[EndQuorumEpochRequest, i64]:
-    o = _new(_K_EndQuorumEpochRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_cluster_id: Any
+    f_topics: Any
+    f_leader_endpoints: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -603,14 +716,14 @@ def _decode_EndQuorumEpochRequest_v1(buf: bytes, pos: i64) -> tuple[EndQuorumEpo
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.cluster_id = None
+        f_cluster_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ClusterId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ClusterId')
-        o.cluster_id = buf[pos:end].decode()
+        f_cluster_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -627,7 +740,7 @@ def _decode_EndQuorumEpochRequest_v1(buf: bytes, pos: i64) -> tuple[EndQuorumEpo
         for _i_topics in range(n):
             x_topics, pos = _decode_EndQuorumEpochRequestTopicData_v1(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -643,15 +756,14 @@ def _decode_EndQuorumEpochRequest_v1(buf: bytes, pos: i64) -> tuple[EndQuorumEpo
         for _i_leader_endpoints in range(n):
             x_leader_endpoints, pos = _decode_EndQuorumEpochRequestLeaderEndpoint_v1(buf, pos)
             lst_leader_endpoints.append(x_leader_endpoints)
-        o.leader_endpoints = lst_leader_endpoints
+        f_leader_endpoints = lst_leader_endpoints
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -663,12 +775,12 @@ def _decode_EndQuorumEpochRequest_v1(buf: bytes, pos: i64) -> tuple[EndQuorumEpo
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return EndQuorumEpochRequest(cluster_id=f_cluster_id, topics=f_topics, leader_endpoints=f_leader_endpoints, unknown_tagged_fields=utf), pos
 
 
 def _encode_EndQuorumEpochRequest_v1(o: EndQuorumEpochRequest, w: BytesWriter) -> None:
-    x_cluster_id = o.cluster_id
+    x_cluster_id: str | None = o.cluster_id
     if x_cluster_id is None:
         w.append(_ZERO)
     else:
@@ -681,7 +793,7 @@ def _encode_EndQuorumEpochRequest_v1(o: EndQuorumEpochRequest, w: BytesWriter) -
         else:
             _put_uvarint(w, m)
         w.write(b_cluster_id)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
@@ -693,7 +805,7 @@ def _encode_EndQuorumEpochRequest_v1(o: EndQuorumEpochRequest, w: BytesWriter) -
             _put_uvarint(w, m)
         for e_topics in l_topics:
             _encode_EndQuorumEpochRequestTopicData_v1(e_topics, w)
-    x_leader_endpoints = o.leader_endpoints
+    x_leader_endpoints: Any = o.leader_endpoints
     if x_leader_endpoints is None:
         raise ValueOutOfRangeError('non-nullable field LeaderEndpoints is None', version=1)
     else:
@@ -712,49 +824,58 @@ def _encode_EndQuorumEpochRequest_v1(o: EndQuorumEpochRequest, w: BytesWriter) -
 
 
 def _decode_EndQuorumEpochResponsePartitionData_v0(buf: bytes, pos: i64) -> tuple[EndQuorumEpochResponsePartitionData, i64]:
-    o = _new(_K_EndQuorumEpochResponsePartitionData)
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_error_code: Any
+    f_leader_id: Any
+    f_leader_epoch: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.leader_id = read_i32_be(buf, pos)
+    f_leader_id = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return EndQuorumEpochResponsePartitionData(partition_index=f_partition_index, error_code=f_error_code, leader_id=f_leader_id, leader_epoch=f_leader_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_EndQuorumEpochResponsePartitionData_v0(o: EndQuorumEpochResponsePartitionData, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
-    write_i32_be(w, o.leader_id)
-    write_i32_be(w, o.leader_epoch)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_leader_id: int = o.leader_id
+    write_i32_be(w, v_leader_id)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_EndQuorumEpochResponsePartitionData_v1(buf: bytes, pos: i64) -> tuple[EndQuorumEpochResponsePartitionData, i64]:
-    o = _new(_K_EndQuorumEpochResponsePartitionData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_error_code: Any
+    f_leader_id: Any
+    f_leader_epoch: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.leader_id = read_i32_be(buf, pos)
+    f_leader_id = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -766,15 +887,19 @@ def _decode_EndQuorumEpochResponsePartitionData_v1(buf: bytes, pos: i64) -> tupl
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return EndQuorumEpochResponsePartitionData(partition_index=f_partition_index, error_code=f_error_code, leader_id=f_leader_id, leader_epoch=f_leader_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_EndQuorumEpochResponsePartitionData_v1(o: EndQuorumEpochResponsePartitionData, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
-    write_i32_be(w, o.leader_id)
-    write_i32_be(w, o.leader_epoch)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_leader_id: int = o.leader_id
+    write_i32_be(w, v_leader_id)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -782,10 +907,11 @@ def _encode_EndQuorumEpochResponsePartitionData_v1(o: EndQuorumEpochResponsePart
 
 
 def _decode_EndQuorumEpochResponseTopicData_v0(buf: bytes, pos: i64) -> tuple[EndQuorumEpochResponseTopicData, i64]:
-    o = _new(_K_EndQuorumEpochResponseTopicData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_name: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -796,7 +922,7 @@ def _decode_EndQuorumEpochResponseTopicData_v0(buf: bytes, pos: i64) -> tuple[En
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -809,13 +935,13 @@ def _decode_EndQuorumEpochResponseTopicData_v0(buf: bytes, pos: i64) -> tuple[En
         for _i_partitions in range(n):
             x_partitions, pos = _decode_EndQuorumEpochResponsePartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return EndQuorumEpochResponseTopicData(topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_EndQuorumEpochResponseTopicData_v0(o: EndQuorumEpochResponseTopicData, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
@@ -824,7 +950,7 @@ def _encode_EndQuorumEpochResponseTopicData_v0(o: EndQuorumEpochResponseTopicDat
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
         write_i16_be(w, len(b_topic_name))
         w.write(b_topic_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -837,10 +963,11 @@ def _encode_EndQuorumEpochResponseTopicData_v0(o: EndQuorumEpochResponseTopicDat
 
 
 def _decode_EndQuorumEpochResponseTopicData_v1(buf: bytes, pos: i64) -> tuple[EndQuorumEpochResponseTopicData, i64]:
-    o = _new(_K_EndQuorumEpochResponseTopicData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -855,7 +982,7 @@ def _decode_EndQuorumEpochResponseTopicData_v1(buf: bytes, pos: i64) -> tuple[En
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -872,15 +999,14 @@ def _decode_EndQuorumEpochResponseTopicData_v1(buf: bytes, pos: i64) -> tuple[En
         for _i_partitions in range(n):
             x_partitions, pos = _decode_EndQuorumEpochResponsePartitionData_v1(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -892,12 +1018,12 @@ def _decode_EndQuorumEpochResponseTopicData_v1(buf: bytes, pos: i64) -> tuple[En
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return EndQuorumEpochResponseTopicData(topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_EndQuorumEpochResponseTopicData_v1(o: EndQuorumEpochResponseTopicData, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=1)
     else:
@@ -910,7 +1036,7 @@ def _encode_EndQuorumEpochResponseTopicData_v1(o: EndQuorumEpochResponseTopicDat
         else:
             _put_uvarint(w, m)
         w.write(b_topic_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
@@ -929,11 +1055,13 @@ def _encode_EndQuorumEpochResponseTopicData_v1(o: EndQuorumEpochResponseTopicDat
 
 
 def _decode_EndQuorumEpochResponseNodeEndpoint_v1(buf: bytes, pos: i64) -> tuple[EndQuorumEpochResponseNodeEndpoint, i64]:
-    o = _new(_K_EndQuorumEpochResponseNodeEndpoint)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.node_id = read_i32_be(buf, pos)
+    f_node_id: Any
+    f_host: Any
+    f_port: Any
+    f_node_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -949,18 +1077,17 @@ def _decode_EndQuorumEpochResponseNodeEndpoint_v1(buf: bytes, pos: i64) -> tuple
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
-    o.port = int(read_i16_be(buf, pos)) & 0xFFFF
+    f_port = int(read_i16_be(buf, pos)) & 0xFFFF
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -972,13 +1099,14 @@ def _decode_EndQuorumEpochResponseNodeEndpoint_v1(buf: bytes, pos: i64) -> tuple
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return EndQuorumEpochResponseNodeEndpoint(node_id=f_node_id, host=f_host, port=f_port, unknown_tagged_fields=utf), pos
 
 
 def _encode_EndQuorumEpochResponseNodeEndpoint_v1(o: EndQuorumEpochResponseNodeEndpoint, w: BytesWriter) -> None:
-    write_i32_be(w, o.node_id)
-    x_host = o.host
+    v_node_id: int = o.node_id
+    write_i32_be(w, v_node_id)
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
     else:
@@ -991,7 +1119,8 @@ def _encode_EndQuorumEpochResponseNodeEndpoint_v1(o: EndQuorumEpochResponseNodeE
         else:
             _put_uvarint(w, m)
         w.write(b_host)
-    _put_u16(w, o.port)
+    v_port: int = o.port
+    _put_u16(w, v_port)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -999,11 +1128,11 @@ def _encode_EndQuorumEpochResponseNodeEndpoint_v1(o: EndQuorumEpochResponseNodeE
 
 
 def _decode_EndQuorumEpochResponse_v0(buf: bytes, pos: i64) -> tuple[EndQuorumEpochResponse, i64]:
-    o = _new(_K_EndQuorumEpochResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.node_endpoints = []
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_topics: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1016,16 +1145,17 @@ def _decode_EndQuorumEpochResponse_v0(buf: bytes, pos: i64) -> tuple[EndQuorumEp
         for _i_topics in range(n):
             x_topics, pos = _decode_EndQuorumEpochResponseTopicData_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return EndQuorumEpochResponse(error_code=f_error_code, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_EndQuorumEpochResponse_v0(o: EndQuorumEpochResponse, w: BytesWriter) -> None:
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=0)
-    write_i16_be(w, o.error_code)
-    x_topics = o.topics
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -1038,12 +1168,13 @@ def _encode_EndQuorumEpochResponse_v0(o: EndQuorumEpochResponse, w: BytesWriter)
 
 
 def _decode_EndQuorumEpochResponse_v1(buf: bytes, pos: i64) -> tuple[EndQuorumEpochResponse, i64]:
-    o = _new(_K_EndQuorumEpochResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.node_endpoints = []
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_topics: Any
+    f_node_endpoints: Any = []
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1060,15 +1191,14 @@ def _decode_EndQuorumEpochResponse_v1(buf: bytes, pos: i64) -> tuple[EndQuorumEp
         for _i_topics in range(n):
             x_topics, pos = _decode_EndQuorumEpochResponseTopicData_v1(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1090,20 +1220,21 @@ def _decode_EndQuorumEpochResponse_v1(buf: bytes, pos: i64) -> tuple[EndQuorumEp
                     for _i_node_endpoints in range(n):
                         x_node_endpoints, pos = _decode_EndQuorumEpochResponseNodeEndpoint_v1(buf, pos)
                         lst_node_endpoints.append(x_node_endpoints)
-                    o.node_endpoints = lst_node_endpoints
+                    f_node_endpoints = lst_node_endpoints
             else:
                 end = pos + size
                 if end > blen:
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return EndQuorumEpochResponse(error_code=f_error_code, topics=f_topics, node_endpoints=f_node_endpoints, unknown_tagged_fields=utf), pos
 
 
 def _encode_EndQuorumEpochResponse_v1(o: EndQuorumEpochResponse, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_topics = o.topics
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
@@ -1118,7 +1249,7 @@ def _encode_EndQuorumEpochResponse_v1(o: EndQuorumEpochResponse, w: BytesWriter)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         t_node_endpoints = BytesWriter()
-        x_node_endpoints = o.node_endpoints
+        x_node_endpoints: Any = o.node_endpoints
         if x_node_endpoints is None:
             raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=1)
         else:
@@ -1150,4 +1281,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (EndQuorumEpochResponse, {0: _decode_EndQuorumEpochResponse_v0, 1: _decode_EndQuorumEpochResponse_v1}, {0: _encode_EndQuorumEpochResponse_v0, 1: _encode_EndQuorumEpochResponse_v1}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.end_quorum_epoch', TABLES)

@@ -18,17 +18,13 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
+from kafka_wire.codec.native_base import Message as _NativeMessage
 from kafka_wire.codec.runtime import ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError
-from kafka_wire.messages.end_txn_marker import (
-    EndTxnMarker,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_EndTxnMarker: Final = EndTxnMarker
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -114,16 +110,25 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class EndTxnMarker(_NativeMessage):
+    coordinator_epoch: Any
+
+    def __init__(self, *, coordinator_epoch: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.coordinator_epoch = coordinator_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
 def _decode_EndTxnMarker_v0(buf: bytes, pos: i64) -> tuple[EndTxnMarker, i64]:
-    o = _new(_K_EndTxnMarker)
-    o.coordinator_epoch = read_i32_be(buf, pos)
+    f_coordinator_epoch: Any
+    f_coordinator_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return EndTxnMarker(coordinator_epoch=f_coordinator_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_EndTxnMarker_v0(o: EndTxnMarker, w: BytesWriter) -> None:
-    write_i32_be(w, o.coordinator_epoch)
+    v_coordinator_epoch: int = o.coordinator_epoch
+    write_i32_be(w, v_coordinator_epoch)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -133,4 +138,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (EndTxnMarker, {0: _decode_EndTxnMarker_v0}, {0: _encode_EndTxnMarker_v0}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.end_txn_marker', TABLES)

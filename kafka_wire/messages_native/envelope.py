@@ -20,20 +20,14 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
+from kafka_wire.codec.native_base import Message as _NativeMessage
 from kafka_wire.codec.runtime import ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.envelope import (
-    EnvelopeRequest,
-    EnvelopeResponse,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_EnvelopeRequest: Final = EnvelopeRequest
-_K_EnvelopeResponse: Final = EnvelopeResponse
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -119,11 +113,35 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class EnvelopeRequest(_NativeMessage):
+    request_data: Any
+    request_principal: Any
+    client_host_address: Any
+
+    def __init__(self, *, request_data: Any = b"", request_principal: Any = b"", client_host_address: Any = b"", unknown_tagged_fields: Any = ()) -> None:
+        self.request_data = request_data
+        self.request_principal = request_principal
+        self.client_host_address = client_host_address
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class EnvelopeResponse(_NativeMessage):
+    response_data: Any
+    error_code: Any
+
+    def __init__(self, *, response_data: Any = None, error_code: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.response_data = response_data
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
 def _decode_EnvelopeRequest_v0(buf: bytes, pos: i64) -> tuple[EnvelopeRequest, i64]:
-    o = _new(_K_EnvelopeRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_request_data: Any
+    f_request_principal: Any
+    f_client_host_address: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -136,7 +154,7 @@ def _decode_EnvelopeRequest_v0(buf: bytes, pos: i64) -> tuple[EnvelopeRequest, i
         end = pos + n
         if end > blen:
             raise _truncated('RequestData')
-        o.request_data = buf[pos:end]
+        f_request_data = buf[pos:end]
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -145,12 +163,12 @@ def _decode_EnvelopeRequest_v0(buf: bytes, pos: i64) -> tuple[EnvelopeRequest, i
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.request_principal = None
+        f_request_principal = None
     else:
         end = pos + n
         if end > blen:
             raise _truncated('RequestPrincipal')
-        o.request_principal = buf[pos:end]
+        f_request_principal = buf[pos:end]
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -164,16 +182,15 @@ def _decode_EnvelopeRequest_v0(buf: bytes, pos: i64) -> tuple[EnvelopeRequest, i
         end = pos + n
         if end > blen:
             raise _truncated('ClientHostAddress')
-        o.client_host_address = buf[pos:end]
+        f_client_host_address = buf[pos:end]
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -185,12 +202,12 @@ def _decode_EnvelopeRequest_v0(buf: bytes, pos: i64) -> tuple[EnvelopeRequest, i
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return EnvelopeRequest(request_data=f_request_data, request_principal=f_request_principal, client_host_address=f_client_host_address, unknown_tagged_fields=utf), pos
 
 
 def _encode_EnvelopeRequest_v0(o: EnvelopeRequest, w: BytesWriter) -> None:
-    x_request_data = o.request_data
+    x_request_data: Any = o.request_data
     if x_request_data is None:
         raise ValueOutOfRangeError('non-nullable field RequestData is None', version=0)
     else:
@@ -201,7 +218,7 @@ def _encode_EnvelopeRequest_v0(o: EnvelopeRequest, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_request_data)
-    x_request_principal = o.request_principal
+    x_request_principal: Any = o.request_principal
     if x_request_principal is None:
         w.append(_ZERO)
     else:
@@ -212,7 +229,7 @@ def _encode_EnvelopeRequest_v0(o: EnvelopeRequest, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_request_principal)
-    x_client_host_address = o.client_host_address
+    x_client_host_address: Any = o.client_host_address
     if x_client_host_address is None:
         raise ValueOutOfRangeError('non-nullable field ClientHostAddress is None', version=0)
     else:
@@ -230,10 +247,11 @@ def _encode_EnvelopeRequest_v0(o: EnvelopeRequest, w: BytesWriter) -> None:
 
 
 def _decode_EnvelopeResponse_v0(buf: bytes, pos: i64) -> tuple[EnvelopeResponse, i64]:
-    o = _new(_K_EnvelopeResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_response_data: Any
+    f_error_code: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -241,23 +259,22 @@ def _decode_EnvelopeResponse_v0(buf: bytes, pos: i64) -> tuple[EnvelopeResponse,
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.response_data = None
+        f_response_data = None
     else:
         end = pos + n
         if end > blen:
             raise _truncated('ResponseData')
-        o.response_data = buf[pos:end]
+        f_response_data = buf[pos:end]
         pos = end
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -269,12 +286,12 @@ def _decode_EnvelopeResponse_v0(buf: bytes, pos: i64) -> tuple[EnvelopeResponse,
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return EnvelopeResponse(response_data=f_response_data, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_EnvelopeResponse_v0(o: EnvelopeResponse, w: BytesWriter) -> None:
-    x_response_data = o.response_data
+    x_response_data: Any = o.response_data
     if x_response_data is None:
         w.append(_ZERO)
     else:
@@ -285,7 +302,8 @@ def _encode_EnvelopeResponse_v0(o: EnvelopeResponse, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_response_data)
-    write_i16_be(w, o.error_code)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -298,4 +316,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (EnvelopeResponse, {0: _decode_EnvelopeResponse_v0}, {0: _encode_EnvelopeResponse_v0}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.envelope', TABLES)

@@ -24,46 +24,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.fetch import (
-    FetchRequest,
-    FetchRequestForgottenTopic,
-    FetchRequestPartition,
-    FetchRequestReplicaState,
-    FetchRequestTopic,
-    FetchResponse,
-    FetchResponseAbortedTransaction,
-    FetchResponseEpochEndOffset,
-    FetchResponseFetchableTopicResponse,
-    FetchResponseLeaderIdAndEpoch,
-    FetchResponseNodeEndpoint,
-    FetchResponsePartitionData,
-    FetchResponseSnapshotId,
-    _DEFAULT_FetchRequestReplicaState,
-    _DEFAULT_FetchResponseEpochEndOffset,
-    _DEFAULT_FetchResponseLeaderIdAndEpoch,
-    _DEFAULT_FetchResponseSnapshotId,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_FetchRequest: Final = FetchRequest
-_K_FetchRequestForgottenTopic: Final = FetchRequestForgottenTopic
-_K_FetchRequestPartition: Final = FetchRequestPartition
-_K_FetchRequestReplicaState: Final = FetchRequestReplicaState
-_K_FetchRequestTopic: Final = FetchRequestTopic
-_K_FetchResponse: Final = FetchResponse
-_K_FetchResponseAbortedTransaction: Final = FetchResponseAbortedTransaction
-_K_FetchResponseEpochEndOffset: Final = FetchResponseEpochEndOffset
-_K_FetchResponseFetchableTopicResponse: Final = FetchResponseFetchableTopicResponse
-_K_FetchResponseLeaderIdAndEpoch: Final = FetchResponseLeaderIdAndEpoch
-_K_FetchResponseNodeEndpoint: Final = FetchResponseNodeEndpoint
-_K_FetchResponsePartitionData: Final = FetchResponsePartitionData
-_K_FetchResponseSnapshotId: Final = FetchResponseSnapshotId
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -149,23 +118,232 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class FetchRequestReplicaState(_NativeStruct):
+    replica_id: Any
+    replica_epoch: Any
+
+    def __init__(self, *, replica_id: Any = -1, replica_epoch: Any = -1, unknown_tagged_fields: Any = ()) -> None:
+        self.replica_id = replica_id
+        self.replica_epoch = replica_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class FetchRequestPartition(_NativeStruct):
+    partition: Any
+    current_leader_epoch: Any
+    fetch_offset: Any
+    last_fetched_epoch: Any
+    log_start_offset: Any
+    partition_max_bytes: Any
+    replica_directory_id: Any
+    high_watermark: Any
+
+    def __init__(self, *, partition: Any = 0, current_leader_epoch: Any = -1, fetch_offset: Any = 0, last_fetched_epoch: Any = -1, log_start_offset: Any = -1, partition_max_bytes: Any = 0, replica_directory_id: Any = ZERO_UUID, high_watermark: Any = 9223372036854775807, unknown_tagged_fields: Any = ()) -> None:
+        self.partition = partition
+        self.current_leader_epoch = current_leader_epoch
+        self.fetch_offset = fetch_offset
+        self.last_fetched_epoch = last_fetched_epoch
+        self.log_start_offset = log_start_offset
+        self.partition_max_bytes = partition_max_bytes
+        self.replica_directory_id = replica_directory_id
+        self.high_watermark = high_watermark
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class FetchRequestTopic(_NativeStruct):
+    topic_id: Any
+    topic: Any
+    partitions: Any
+
+    def __init__(self, *, topic_id: Any = ZERO_UUID, topic: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_id = topic_id
+        self.topic = topic
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class FetchRequestForgottenTopic(_NativeStruct):
+    topic_id: Any
+    topic: Any
+    partitions: Any
+
+    def __init__(self, *, topic_id: Any = ZERO_UUID, topic: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_id = topic_id
+        self.topic = topic
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class FetchRequest(_NativeMessage):
+    cluster_id: Any
+    replica_state: Any
+    replica_id: Any
+    max_wait_ms: Any
+    min_bytes: Any
+    max_bytes: Any
+    isolation_level: Any
+    session_id: Any
+    session_epoch: Any
+    topics: Any
+    forgotten_topics_data: Any
+    rack_id: Any
+
+    def __init__(self, *, cluster_id: Any = None, replica_state: Any = FRESH, replica_id: Any = -1, max_wait_ms: Any = 0, min_bytes: Any = 0, max_bytes: Any = 2147483647, isolation_level: Any = 0, session_id: Any = 0, session_epoch: Any = -1, topics: Any = FRESH, forgotten_topics_data: Any = FRESH, rack_id: Any = '', unknown_tagged_fields: Any = ()) -> None:
+        self.cluster_id = cluster_id
+        self.replica_state = FetchRequestReplicaState() if replica_state is FRESH else replica_state
+        self.replica_id = replica_id
+        self.max_wait_ms = max_wait_ms
+        self.min_bytes = min_bytes
+        self.max_bytes = max_bytes
+        self.isolation_level = isolation_level
+        self.session_id = session_id
+        self.session_epoch = session_epoch
+        self.topics = [] if topics is FRESH else topics
+        self.forgotten_topics_data = [] if forgotten_topics_data is FRESH else forgotten_topics_data
+        self.rack_id = rack_id
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class FetchResponseEpochEndOffset(_NativeStruct):
+    epoch: Any
+    end_offset: Any
+
+    def __init__(self, *, epoch: Any = -1, end_offset: Any = -1, unknown_tagged_fields: Any = ()) -> None:
+        self.epoch = epoch
+        self.end_offset = end_offset
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class FetchResponseLeaderIdAndEpoch(_NativeStruct):
+    leader_id: Any
+    leader_epoch: Any
+
+    def __init__(self, *, leader_id: Any = -1, leader_epoch: Any = -1, unknown_tagged_fields: Any = ()) -> None:
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class FetchResponseSnapshotId(_NativeStruct):
+    end_offset: Any
+    epoch: Any
+
+    def __init__(self, *, end_offset: Any = -1, epoch: Any = -1, unknown_tagged_fields: Any = ()) -> None:
+        self.end_offset = end_offset
+        self.epoch = epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class FetchResponseAbortedTransaction(_NativeStruct):
+    producer_id: Any
+    first_offset: Any
+
+    def __init__(self, *, producer_id: Any = 0, first_offset: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.producer_id = producer_id
+        self.first_offset = first_offset
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class FetchResponsePartitionData(_NativeStruct):
+    partition_index: Any
+    error_code: Any
+    high_watermark: Any
+    last_stable_offset: Any
+    log_start_offset: Any
+    diverging_epoch: Any
+    current_leader: Any
+    snapshot_id: Any
+    aborted_transactions: Any
+    preferred_read_replica: Any
+    records: Any
+
+    def __init__(self, *, partition_index: Any = 0, error_code: Any = 0, high_watermark: Any = 0, last_stable_offset: Any = -1, log_start_offset: Any = -1, diverging_epoch: Any = FRESH, current_leader: Any = FRESH, snapshot_id: Any = FRESH, aborted_transactions: Any = FRESH, preferred_read_replica: Any = -1, records: Any = None, unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.high_watermark = high_watermark
+        self.last_stable_offset = last_stable_offset
+        self.log_start_offset = log_start_offset
+        self.diverging_epoch = FetchResponseEpochEndOffset() if diverging_epoch is FRESH else diverging_epoch
+        self.current_leader = FetchResponseLeaderIdAndEpoch() if current_leader is FRESH else current_leader
+        self.snapshot_id = FetchResponseSnapshotId() if snapshot_id is FRESH else snapshot_id
+        self.aborted_transactions = [] if aborted_transactions is FRESH else aborted_transactions
+        self.preferred_read_replica = preferred_read_replica
+        self.records = records
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class FetchResponseFetchableTopicResponse(_NativeStruct):
+    topic_id: Any
+    topic: Any
+    partitions: Any
+
+    def __init__(self, *, topic_id: Any = ZERO_UUID, topic: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_id = topic_id
+        self.topic = topic
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class FetchResponseNodeEndpoint(_NativeStruct):
+    node_id: Any
+    host: Any
+    port: Any
+    rack: Any
+
+    def __init__(self, *, node_id: Any = 0, host: Any = '', port: Any = 0, rack: Any = None, unknown_tagged_fields: Any = ()) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.rack = rack
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class FetchResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+    session_id: Any
+    responses: Any
+    node_endpoints: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, session_id: Any = 0, responses: Any = FRESH, node_endpoints: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.session_id = session_id
+        self.responses = [] if responses is FRESH else responses
+        self.node_endpoints = [] if node_endpoints is FRESH else node_endpoints
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_FetchRequestReplicaState = FetchRequestReplicaState()
+_DEFAULT_FetchRequestPartition = FetchRequestPartition()
+_DEFAULT_FetchRequestTopic = FetchRequestTopic()
+_DEFAULT_FetchRequestForgottenTopic = FetchRequestForgottenTopic()
+_DEFAULT_FetchResponseEpochEndOffset = FetchResponseEpochEndOffset()
+_DEFAULT_FetchResponseLeaderIdAndEpoch = FetchResponseLeaderIdAndEpoch()
+_DEFAULT_FetchResponseSnapshotId = FetchResponseSnapshotId()
+_DEFAULT_FetchResponseAbortedTransaction = FetchResponseAbortedTransaction()
+_DEFAULT_FetchResponsePartitionData = FetchResponsePartitionData()
+_DEFAULT_FetchResponseFetchableTopicResponse = FetchResponseFetchableTopicResponse()
+_DEFAULT_FetchResponseNodeEndpoint = FetchResponseNodeEndpoint()
+
+
 def _decode_FetchRequestReplicaState_v15(buf: bytes, pos: i64) -> tuple[FetchRequestReplicaState, i64]:
-    o = _new(_K_FetchRequestReplicaState)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.replica_id = read_i32_be(buf, pos)
+    f_replica_id: Any
+    f_replica_epoch: Any
+    f_replica_id = read_i32_be(buf, pos)
     pos += 4
-    o.replica_epoch = read_i64_be(buf, pos)
+    f_replica_epoch = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -177,13 +355,15 @@ def _decode_FetchRequestReplicaState_v15(buf: bytes, pos: i64) -> tuple[FetchReq
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchRequestReplicaState(replica_id=f_replica_id, replica_epoch=f_replica_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchRequestReplicaState_v15(o: FetchRequestReplicaState, w: BytesWriter) -> None:
-    write_i32_be(w, o.replica_id)
-    write_i64_be(w, o.replica_epoch)
+    v_replica_id: int = o.replica_id
+    write_i32_be(w, v_replica_id)
+    v_replica_epoch: int = o.replica_epoch
+    write_i64_be(w, v_replica_epoch)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -191,119 +371,133 @@ def _encode_FetchRequestReplicaState_v15(o: FetchRequestReplicaState, w: BytesWr
 
 
 def _decode_FetchRequestPartition_v0(buf: bytes, pos: i64) -> tuple[FetchRequestPartition, i64]:
-    o = _new(_K_FetchRequestPartition)
-    o.current_leader_epoch = -1
-    o.last_fetched_epoch = -1
-    o.log_start_offset = -1
-    o.replica_directory_id = ZERO_UUID
-    o.high_watermark = 9223372036854775807
-    o.partition = read_i32_be(buf, pos)
+    f_partition: Any
+    f_fetch_offset: Any
+    f_partition_max_bytes: Any
+    f_partition = read_i32_be(buf, pos)
     pos += 4
-    o.fetch_offset = read_i64_be(buf, pos)
+    f_fetch_offset = read_i64_be(buf, pos)
     pos += 8
-    o.partition_max_bytes = read_i32_be(buf, pos)
+    f_partition_max_bytes = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return FetchRequestPartition(partition=f_partition, fetch_offset=f_fetch_offset, partition_max_bytes=f_partition_max_bytes, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchRequestPartition_v0(o: FetchRequestPartition, w: BytesWriter) -> None:
-    if o.last_fetched_epoch != -1:
+    d_last_fetched_epoch: int = o.last_fetched_epoch
+    if d_last_fetched_epoch != -1:
         raise FieldNotInVersionError('non-default LastFetchedEpoch cannot be written', version=0)
-    write_i32_be(w, o.partition)
-    write_i64_be(w, o.fetch_offset)
-    write_i32_be(w, o.partition_max_bytes)
+    v_partition: int = o.partition
+    write_i32_be(w, v_partition)
+    v_fetch_offset: int = o.fetch_offset
+    write_i64_be(w, v_fetch_offset)
+    v_partition_max_bytes: int = o.partition_max_bytes
+    write_i32_be(w, v_partition_max_bytes)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_FetchRequestPartition_v5(buf: bytes, pos: i64) -> tuple[FetchRequestPartition, i64]:
-    o = _new(_K_FetchRequestPartition)
-    o.current_leader_epoch = -1
-    o.last_fetched_epoch = -1
-    o.replica_directory_id = ZERO_UUID
-    o.high_watermark = 9223372036854775807
-    o.partition = read_i32_be(buf, pos)
+    f_partition: Any
+    f_fetch_offset: Any
+    f_log_start_offset: Any
+    f_partition_max_bytes: Any
+    f_partition = read_i32_be(buf, pos)
     pos += 4
-    o.fetch_offset = read_i64_be(buf, pos)
+    f_fetch_offset = read_i64_be(buf, pos)
     pos += 8
-    o.log_start_offset = read_i64_be(buf, pos)
+    f_log_start_offset = read_i64_be(buf, pos)
     pos += 8
-    o.partition_max_bytes = read_i32_be(buf, pos)
+    f_partition_max_bytes = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return FetchRequestPartition(partition=f_partition, fetch_offset=f_fetch_offset, log_start_offset=f_log_start_offset, partition_max_bytes=f_partition_max_bytes, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchRequestPartition_v5(o: FetchRequestPartition, w: BytesWriter) -> None:
-    if o.last_fetched_epoch != -1:
+    d_last_fetched_epoch: int = o.last_fetched_epoch
+    if d_last_fetched_epoch != -1:
         raise FieldNotInVersionError('non-default LastFetchedEpoch cannot be written', version=5)
-    write_i32_be(w, o.partition)
-    write_i64_be(w, o.fetch_offset)
-    write_i64_be(w, o.log_start_offset)
-    write_i32_be(w, o.partition_max_bytes)
+    v_partition: int = o.partition
+    write_i32_be(w, v_partition)
+    v_fetch_offset: int = o.fetch_offset
+    write_i64_be(w, v_fetch_offset)
+    v_log_start_offset: int = o.log_start_offset
+    write_i64_be(w, v_log_start_offset)
+    v_partition_max_bytes: int = o.partition_max_bytes
+    write_i32_be(w, v_partition_max_bytes)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 5')
 
 
 def _decode_FetchRequestPartition_v9(buf: bytes, pos: i64) -> tuple[FetchRequestPartition, i64]:
-    o = _new(_K_FetchRequestPartition)
-    o.last_fetched_epoch = -1
-    o.replica_directory_id = ZERO_UUID
-    o.high_watermark = 9223372036854775807
-    o.partition = read_i32_be(buf, pos)
+    f_partition: Any
+    f_current_leader_epoch: Any
+    f_fetch_offset: Any
+    f_log_start_offset: Any
+    f_partition_max_bytes: Any
+    f_partition = read_i32_be(buf, pos)
     pos += 4
-    o.current_leader_epoch = read_i32_be(buf, pos)
+    f_current_leader_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.fetch_offset = read_i64_be(buf, pos)
+    f_fetch_offset = read_i64_be(buf, pos)
     pos += 8
-    o.log_start_offset = read_i64_be(buf, pos)
+    f_log_start_offset = read_i64_be(buf, pos)
     pos += 8
-    o.partition_max_bytes = read_i32_be(buf, pos)
+    f_partition_max_bytes = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return FetchRequestPartition(partition=f_partition, current_leader_epoch=f_current_leader_epoch, fetch_offset=f_fetch_offset, log_start_offset=f_log_start_offset, partition_max_bytes=f_partition_max_bytes, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchRequestPartition_v9(o: FetchRequestPartition, w: BytesWriter) -> None:
-    if o.last_fetched_epoch != -1:
+    d_last_fetched_epoch: int = o.last_fetched_epoch
+    if d_last_fetched_epoch != -1:
         raise FieldNotInVersionError('non-default LastFetchedEpoch cannot be written', version=9)
-    write_i32_be(w, o.partition)
-    write_i32_be(w, o.current_leader_epoch)
-    write_i64_be(w, o.fetch_offset)
-    write_i64_be(w, o.log_start_offset)
-    write_i32_be(w, o.partition_max_bytes)
+    v_partition: int = o.partition
+    write_i32_be(w, v_partition)
+    v_current_leader_epoch: int = o.current_leader_epoch
+    write_i32_be(w, v_current_leader_epoch)
+    v_fetch_offset: int = o.fetch_offset
+    write_i64_be(w, v_fetch_offset)
+    v_log_start_offset: int = o.log_start_offset
+    write_i64_be(w, v_log_start_offset)
+    v_partition_max_bytes: int = o.partition_max_bytes
+    write_i32_be(w, v_partition_max_bytes)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 9')
 
 
 def _decode_FetchRequestPartition_v12(buf: bytes, pos: i64) -> tuple[FetchRequestPartition, i64]:
-    o = _new(_K_FetchRequestPartition)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.replica_directory_id = ZERO_UUID
-    o.high_watermark = 9223372036854775807
-    o.partition = read_i32_be(buf, pos)
+    f_partition: Any
+    f_current_leader_epoch: Any
+    f_fetch_offset: Any
+    f_last_fetched_epoch: Any
+    f_log_start_offset: Any
+    f_partition_max_bytes: Any
+    f_partition = read_i32_be(buf, pos)
     pos += 4
-    o.current_leader_epoch = read_i32_be(buf, pos)
+    f_current_leader_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.fetch_offset = read_i64_be(buf, pos)
+    f_fetch_offset = read_i64_be(buf, pos)
     pos += 8
-    o.last_fetched_epoch = read_i32_be(buf, pos)
+    f_last_fetched_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.log_start_offset = read_i64_be(buf, pos)
+    f_log_start_offset = read_i64_be(buf, pos)
     pos += 8
-    o.partition_max_bytes = read_i32_be(buf, pos)
+    f_partition_max_bytes = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -317,17 +511,23 @@ def _decode_FetchRequestPartition_v12(buf: bytes, pos: i64) -> tuple[FetchReques
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchRequestPartition(partition=f_partition, current_leader_epoch=f_current_leader_epoch, fetch_offset=f_fetch_offset, last_fetched_epoch=f_last_fetched_epoch, log_start_offset=f_log_start_offset, partition_max_bytes=f_partition_max_bytes, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchRequestPartition_v12(o: FetchRequestPartition, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition)
-    write_i32_be(w, o.current_leader_epoch)
-    write_i64_be(w, o.fetch_offset)
-    write_i32_be(w, o.last_fetched_epoch)
-    write_i64_be(w, o.log_start_offset)
-    write_i32_be(w, o.partition_max_bytes)
+    v_partition: int = o.partition
+    write_i32_be(w, v_partition)
+    v_current_leader_epoch: int = o.current_leader_epoch
+    write_i32_be(w, v_current_leader_epoch)
+    v_fetch_offset: int = o.fetch_offset
+    write_i64_be(w, v_fetch_offset)
+    v_last_fetched_epoch: int = o.last_fetched_epoch
+    write_i32_be(w, v_last_fetched_epoch)
+    v_log_start_offset: int = o.log_start_offset
+    write_i64_be(w, v_log_start_offset)
+    v_partition_max_bytes: int = o.partition_max_bytes
+    write_i32_be(w, v_partition_max_bytes)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -335,39 +535,42 @@ def _encode_FetchRequestPartition_v12(o: FetchRequestPartition, w: BytesWriter) 
 
 
 def _decode_FetchRequestPartition_v17(buf: bytes, pos: i64) -> tuple[FetchRequestPartition, i64]:
-    o = _new(_K_FetchRequestPartition)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.replica_directory_id = ZERO_UUID
-    o.high_watermark = 9223372036854775807
-    o.partition = read_i32_be(buf, pos)
+    f_partition: Any
+    f_current_leader_epoch: Any
+    f_fetch_offset: Any
+    f_last_fetched_epoch: Any
+    f_log_start_offset: Any
+    f_partition_max_bytes: Any
+    f_replica_directory_id: Any = ZERO_UUID
+    f_partition = read_i32_be(buf, pos)
     pos += 4
-    o.current_leader_epoch = read_i32_be(buf, pos)
+    f_current_leader_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.fetch_offset = read_i64_be(buf, pos)
+    f_fetch_offset = read_i64_be(buf, pos)
     pos += 8
-    o.last_fetched_epoch = read_i32_be(buf, pos)
+    f_last_fetched_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.log_start_offset = read_i64_be(buf, pos)
+    f_log_start_offset = read_i64_be(buf, pos)
     pos += 8
-    o.partition_max_bytes = read_i32_be(buf, pos)
+    f_partition_max_bytes = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
-                o.replica_directory_id = _uuid(buf, pos)
+                f_replica_directory_id = _uuid(buf, pos)
                 pos += 16
             elif tag == 1:
                 raise _invalid(f'tag {tag} is not valid in version 17')
@@ -377,17 +580,23 @@ def _decode_FetchRequestPartition_v17(buf: bytes, pos: i64) -> tuple[FetchReques
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchRequestPartition(partition=f_partition, current_leader_epoch=f_current_leader_epoch, fetch_offset=f_fetch_offset, last_fetched_epoch=f_last_fetched_epoch, log_start_offset=f_log_start_offset, partition_max_bytes=f_partition_max_bytes, replica_directory_id=f_replica_directory_id, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchRequestPartition_v17(o: FetchRequestPartition, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition)
-    write_i32_be(w, o.current_leader_epoch)
-    write_i64_be(w, o.fetch_offset)
-    write_i32_be(w, o.last_fetched_epoch)
-    write_i64_be(w, o.log_start_offset)
-    write_i32_be(w, o.partition_max_bytes)
+    v_partition: int = o.partition
+    write_i32_be(w, v_partition)
+    v_current_leader_epoch: int = o.current_leader_epoch
+    write_i32_be(w, v_current_leader_epoch)
+    v_fetch_offset: int = o.fetch_offset
+    write_i64_be(w, v_fetch_offset)
+    v_last_fetched_epoch: int = o.last_fetched_epoch
+    write_i32_be(w, v_last_fetched_epoch)
+    v_log_start_offset: int = o.log_start_offset
+    write_i64_be(w, v_log_start_offset)
+    v_partition_max_bytes: int = o.partition_max_bytes
+    write_i32_be(w, v_partition_max_bytes)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.replica_directory_id != ZERO_UUID:
         t_replica_directory_id = BytesWriter()
@@ -400,42 +609,46 @@ def _encode_FetchRequestPartition_v17(o: FetchRequestPartition, w: BytesWriter) 
 
 
 def _decode_FetchRequestPartition_v18(buf: bytes, pos: i64) -> tuple[FetchRequestPartition, i64]:
-    o = _new(_K_FetchRequestPartition)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.replica_directory_id = ZERO_UUID
-    o.high_watermark = 9223372036854775807
-    o.partition = read_i32_be(buf, pos)
+    f_partition: Any
+    f_current_leader_epoch: Any
+    f_fetch_offset: Any
+    f_last_fetched_epoch: Any
+    f_log_start_offset: Any
+    f_partition_max_bytes: Any
+    f_replica_directory_id: Any = ZERO_UUID
+    f_high_watermark: Any = 9223372036854775807
+    f_partition = read_i32_be(buf, pos)
     pos += 4
-    o.current_leader_epoch = read_i32_be(buf, pos)
+    f_current_leader_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.fetch_offset = read_i64_be(buf, pos)
+    f_fetch_offset = read_i64_be(buf, pos)
     pos += 8
-    o.last_fetched_epoch = read_i32_be(buf, pos)
+    f_last_fetched_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.log_start_offset = read_i64_be(buf, pos)
+    f_log_start_offset = read_i64_be(buf, pos)
     pos += 8
-    o.partition_max_bytes = read_i32_be(buf, pos)
+    f_partition_max_bytes = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
-                o.replica_directory_id = _uuid(buf, pos)
+                f_replica_directory_id = _uuid(buf, pos)
                 pos += 16
             elif tag == 1:
-                o.high_watermark = read_i64_be(buf, pos)
+                f_high_watermark = read_i64_be(buf, pos)
                 pos += 8
             else:
                 end = pos + size
@@ -443,17 +656,23 @@ def _decode_FetchRequestPartition_v18(buf: bytes, pos: i64) -> tuple[FetchReques
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchRequestPartition(partition=f_partition, current_leader_epoch=f_current_leader_epoch, fetch_offset=f_fetch_offset, last_fetched_epoch=f_last_fetched_epoch, log_start_offset=f_log_start_offset, partition_max_bytes=f_partition_max_bytes, replica_directory_id=f_replica_directory_id, high_watermark=f_high_watermark, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchRequestPartition_v18(o: FetchRequestPartition, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition)
-    write_i32_be(w, o.current_leader_epoch)
-    write_i64_be(w, o.fetch_offset)
-    write_i32_be(w, o.last_fetched_epoch)
-    write_i64_be(w, o.log_start_offset)
-    write_i32_be(w, o.partition_max_bytes)
+    v_partition: int = o.partition
+    write_i32_be(w, v_partition)
+    v_current_leader_epoch: int = o.current_leader_epoch
+    write_i32_be(w, v_current_leader_epoch)
+    v_fetch_offset: int = o.fetch_offset
+    write_i64_be(w, v_fetch_offset)
+    v_last_fetched_epoch: int = o.last_fetched_epoch
+    write_i32_be(w, v_last_fetched_epoch)
+    v_log_start_offset: int = o.log_start_offset
+    write_i64_be(w, v_log_start_offset)
+    v_partition_max_bytes: int = o.partition_max_bytes
+    write_i32_be(w, v_partition_max_bytes)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.replica_directory_id != ZERO_UUID:
         t_replica_directory_id = BytesWriter()
@@ -461,7 +680,8 @@ def _encode_FetchRequestPartition_v18(o: FetchRequestPartition, w: BytesWriter) 
         known.append((0, t_replica_directory_id.getvalue()))
     if o.high_watermark != 9223372036854775807:
         t_high_watermark = BytesWriter()
-        write_i64_be(t_high_watermark, o.high_watermark)
+        v_high_watermark: int = o.high_watermark
+        write_i64_be(t_high_watermark, v_high_watermark)
         known.append((1, t_high_watermark.getvalue()))
     if o.unknown_tagged_fields or known:
         _put_tagged(w, known, o.unknown_tagged_fields, frozenset([0, 1]))
@@ -470,11 +690,11 @@ def _encode_FetchRequestPartition_v18(o: FetchRequestPartition, w: BytesWriter) 
 
 
 def _decode_FetchRequestTopic_v0(buf: bytes, pos: i64) -> tuple[FetchRequestTopic, i64]:
-    o = _new(_K_FetchRequestTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_topic: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -485,7 +705,7 @@ def _decode_FetchRequestTopic_v0(buf: bytes, pos: i64) -> tuple[FetchRequestTopi
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
-        o.topic = buf[pos:end].decode()
+        f_topic = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -498,13 +718,13 @@ def _decode_FetchRequestTopic_v0(buf: bytes, pos: i64) -> tuple[FetchRequestTopi
         for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchRequestPartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return FetchRequestTopic(topic=f_topic, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchRequestTopic_v0(o: FetchRequestTopic, w: BytesWriter) -> None:
-    x_topic = o.topic
+    x_topic: str | None = o.topic
     if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=0)
     else:
@@ -513,7 +733,7 @@ def _encode_FetchRequestTopic_v0(o: FetchRequestTopic, w: BytesWriter) -> None:
             raise ValueOutOfRangeError('string field Topic is too long', version=0)
         write_i16_be(w, len(b_topic))
         w.write(b_topic)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -526,11 +746,11 @@ def _encode_FetchRequestTopic_v0(o: FetchRequestTopic, w: BytesWriter) -> None:
 
 
 def _decode_FetchRequestTopic_v5(buf: bytes, pos: i64) -> tuple[FetchRequestTopic, i64]:
-    o = _new(_K_FetchRequestTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_topic: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -541,7 +761,7 @@ def _decode_FetchRequestTopic_v5(buf: bytes, pos: i64) -> tuple[FetchRequestTopi
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
-        o.topic = buf[pos:end].decode()
+        f_topic = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -554,13 +774,13 @@ def _decode_FetchRequestTopic_v5(buf: bytes, pos: i64) -> tuple[FetchRequestTopi
         for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchRequestPartition_v5(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return FetchRequestTopic(topic=f_topic, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchRequestTopic_v5(o: FetchRequestTopic, w: BytesWriter) -> None:
-    x_topic = o.topic
+    x_topic: str | None = o.topic
     if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=5)
     else:
@@ -569,7 +789,7 @@ def _encode_FetchRequestTopic_v5(o: FetchRequestTopic, w: BytesWriter) -> None:
             raise ValueOutOfRangeError('string field Topic is too long', version=5)
         write_i16_be(w, len(b_topic))
         w.write(b_topic)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=5)
     else:
@@ -582,11 +802,11 @@ def _encode_FetchRequestTopic_v5(o: FetchRequestTopic, w: BytesWriter) -> None:
 
 
 def _decode_FetchRequestTopic_v9(buf: bytes, pos: i64) -> tuple[FetchRequestTopic, i64]:
-    o = _new(_K_FetchRequestTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_topic: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -597,7 +817,7 @@ def _decode_FetchRequestTopic_v9(buf: bytes, pos: i64) -> tuple[FetchRequestTopi
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
-        o.topic = buf[pos:end].decode()
+        f_topic = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -610,13 +830,13 @@ def _decode_FetchRequestTopic_v9(buf: bytes, pos: i64) -> tuple[FetchRequestTopi
         for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchRequestPartition_v9(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return FetchRequestTopic(topic=f_topic, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchRequestTopic_v9(o: FetchRequestTopic, w: BytesWriter) -> None:
-    x_topic = o.topic
+    x_topic: str | None = o.topic
     if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=9)
     else:
@@ -625,7 +845,7 @@ def _encode_FetchRequestTopic_v9(o: FetchRequestTopic, w: BytesWriter) -> None:
             raise ValueOutOfRangeError('string field Topic is too long', version=9)
         write_i16_be(w, len(b_topic))
         w.write(b_topic)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=9)
     else:
@@ -638,11 +858,11 @@ def _encode_FetchRequestTopic_v9(o: FetchRequestTopic, w: BytesWriter) -> None:
 
 
 def _decode_FetchRequestTopic_v12(buf: bytes, pos: i64) -> tuple[FetchRequestTopic, i64]:
-    o = _new(_K_FetchRequestTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_topic: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -657,7 +877,7 @@ def _decode_FetchRequestTopic_v12(buf: bytes, pos: i64) -> tuple[FetchRequestTop
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
-        o.topic = buf[pos:end].decode()
+        f_topic = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -674,15 +894,14 @@ def _decode_FetchRequestTopic_v12(buf: bytes, pos: i64) -> tuple[FetchRequestTop
         for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchRequestPartition_v12(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -694,12 +913,12 @@ def _decode_FetchRequestTopic_v12(buf: bytes, pos: i64) -> tuple[FetchRequestTop
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchRequestTopic(topic=f_topic, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchRequestTopic_v12(o: FetchRequestTopic, w: BytesWriter) -> None:
-    x_topic = o.topic
+    x_topic: str | None = o.topic
     if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=12)
     else:
@@ -712,7 +931,7 @@ def _encode_FetchRequestTopic_v12(o: FetchRequestTopic, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_topic)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=12)
     else:
@@ -731,12 +950,12 @@ def _encode_FetchRequestTopic_v12(o: FetchRequestTopic, w: BytesWriter) -> None:
 
 
 def _decode_FetchRequestTopic_v13(buf: bytes, pos: i64) -> tuple[FetchRequestTopic, i64]:
-    o = _new(_K_FetchRequestTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic = ''
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partitions: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -753,15 +972,14 @@ def _decode_FetchRequestTopic_v13(buf: bytes, pos: i64) -> tuple[FetchRequestTop
         for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchRequestPartition_v12(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -773,13 +991,13 @@ def _decode_FetchRequestTopic_v13(buf: bytes, pos: i64) -> tuple[FetchRequestTop
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchRequestTopic(topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchRequestTopic_v13(o: FetchRequestTopic, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=13)
     else:
@@ -798,12 +1016,12 @@ def _encode_FetchRequestTopic_v13(o: FetchRequestTopic, w: BytesWriter) -> None:
 
 
 def _decode_FetchRequestTopic_v17(buf: bytes, pos: i64) -> tuple[FetchRequestTopic, i64]:
-    o = _new(_K_FetchRequestTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic = ''
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partitions: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -820,15 +1038,14 @@ def _decode_FetchRequestTopic_v17(buf: bytes, pos: i64) -> tuple[FetchRequestTop
         for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchRequestPartition_v17(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -840,13 +1057,13 @@ def _decode_FetchRequestTopic_v17(buf: bytes, pos: i64) -> tuple[FetchRequestTop
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchRequestTopic(topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchRequestTopic_v17(o: FetchRequestTopic, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=17)
     else:
@@ -865,12 +1082,12 @@ def _encode_FetchRequestTopic_v17(o: FetchRequestTopic, w: BytesWriter) -> None:
 
 
 def _decode_FetchRequestTopic_v18(buf: bytes, pos: i64) -> tuple[FetchRequestTopic, i64]:
-    o = _new(_K_FetchRequestTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic = ''
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partitions: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -887,15 +1104,14 @@ def _decode_FetchRequestTopic_v18(buf: bytes, pos: i64) -> tuple[FetchRequestTop
         for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchRequestPartition_v18(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -907,13 +1123,13 @@ def _decode_FetchRequestTopic_v18(buf: bytes, pos: i64) -> tuple[FetchRequestTop
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchRequestTopic(topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchRequestTopic_v18(o: FetchRequestTopic, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=18)
     else:
@@ -932,11 +1148,11 @@ def _encode_FetchRequestTopic_v18(o: FetchRequestTopic, w: BytesWriter) -> None:
 
 
 def _decode_FetchRequestForgottenTopic_v7(buf: bytes, pos: i64) -> tuple[FetchRequestForgottenTopic, i64]:
-    o = _new(_K_FetchRequestForgottenTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_topic: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -947,7 +1163,7 @@ def _decode_FetchRequestForgottenTopic_v7(buf: bytes, pos: i64) -> tuple[FetchRe
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
-        o.topic = buf[pos:end].decode()
+        f_topic = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -961,13 +1177,13 @@ def _decode_FetchRequestForgottenTopic_v7(buf: bytes, pos: i64) -> tuple[FetchRe
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return FetchRequestForgottenTopic(topic=f_topic, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchRequestForgottenTopic_v7(o: FetchRequestForgottenTopic, w: BytesWriter) -> None:
-    x_topic = o.topic
+    x_topic: str | None = o.topic
     if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=7)
     else:
@@ -976,7 +1192,7 @@ def _encode_FetchRequestForgottenTopic_v7(o: FetchRequestForgottenTopic, w: Byte
             raise ValueOutOfRangeError('string field Topic is too long', version=7)
         write_i16_be(w, len(b_topic))
         w.write(b_topic)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=7)
     else:
@@ -989,11 +1205,11 @@ def _encode_FetchRequestForgottenTopic_v7(o: FetchRequestForgottenTopic, w: Byte
 
 
 def _decode_FetchRequestForgottenTopic_v12(buf: bytes, pos: i64) -> tuple[FetchRequestForgottenTopic, i64]:
-    o = _new(_K_FetchRequestForgottenTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_topic: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1008,7 +1224,7 @@ def _decode_FetchRequestForgottenTopic_v12(buf: bytes, pos: i64) -> tuple[FetchR
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
-        o.topic = buf[pos:end].decode()
+        f_topic = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1026,15 +1242,14 @@ def _decode_FetchRequestForgottenTopic_v12(buf: bytes, pos: i64) -> tuple[FetchR
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1046,12 +1261,12 @@ def _decode_FetchRequestForgottenTopic_v12(buf: bytes, pos: i64) -> tuple[FetchR
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchRequestForgottenTopic(topic=f_topic, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchRequestForgottenTopic_v12(o: FetchRequestForgottenTopic, w: BytesWriter) -> None:
-    x_topic = o.topic
+    x_topic: str | None = o.topic
     if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=12)
     else:
@@ -1064,7 +1279,7 @@ def _encode_FetchRequestForgottenTopic_v12(o: FetchRequestForgottenTopic, w: Byt
         else:
             _put_uvarint(w, m)
         w.write(b_topic)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=12)
     else:
@@ -1083,12 +1298,12 @@ def _encode_FetchRequestForgottenTopic_v12(o: FetchRequestForgottenTopic, w: Byt
 
 
 def _decode_FetchRequestForgottenTopic_v13(buf: bytes, pos: i64) -> tuple[FetchRequestForgottenTopic, i64]:
-    o = _new(_K_FetchRequestForgottenTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic = ''
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partitions: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -1106,15 +1321,14 @@ def _decode_FetchRequestForgottenTopic_v13(buf: bytes, pos: i64) -> tuple[FetchR
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1126,13 +1340,13 @@ def _decode_FetchRequestForgottenTopic_v13(buf: bytes, pos: i64) -> tuple[FetchR
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchRequestForgottenTopic(topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchRequestForgottenTopic_v13(o: FetchRequestForgottenTopic, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=13)
     else:
@@ -1151,22 +1365,17 @@ def _encode_FetchRequestForgottenTopic_v13(o: FetchRequestForgottenTopic, w: Byt
 
 
 def _decode_FetchRequest_v0(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
-    o = _new(_K_FetchRequest)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.cluster_id = None
-    o.replica_state = FetchRequestReplicaState()
-    o.max_bytes = 2147483647
-    o.isolation_level = 0
-    o.session_id = 0
-    o.session_epoch = -1
-    o.forgotten_topics_data = []
-    o.rack_id = ''
-    o.replica_id = read_i32_be(buf, pos)
+    f_replica_id: Any
+    f_max_wait_ms: Any
+    f_min_bytes: Any
+    f_topics: Any
+    f_replica_id = read_i32_be(buf, pos)
     pos += 4
-    o.max_wait_ms = read_i32_be(buf, pos)
+    f_max_wait_ms = read_i32_be(buf, pos)
     pos += 4
-    o.min_bytes = read_i32_be(buf, pos)
+    f_min_bytes = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1179,9 +1388,9 @@ def _decode_FetchRequest_v0(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         for _i_topics in range(n):
             x_topics, pos = _decode_FetchRequestTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchRequest_v0(o: FetchRequest, w: BytesWriter) -> None:
@@ -1189,10 +1398,13 @@ def _encode_FetchRequest_v0(o: FetchRequest, w: BytesWriter) -> None:
         raise FieldNotInVersionError('non-default ReplicaState cannot be written', version=0)
     if o.forgotten_topics_data is None or len(o.forgotten_topics_data) != 0:
         raise FieldNotInVersionError('non-default ForgottenTopicsData cannot be written', version=0)
-    write_i32_be(w, o.replica_id)
-    write_i32_be(w, o.max_wait_ms)
-    write_i32_be(w, o.min_bytes)
-    x_topics = o.topics
+    v_replica_id: int = o.replica_id
+    write_i32_be(w, v_replica_id)
+    v_max_wait_ms: int = o.max_wait_ms
+    write_i32_be(w, v_max_wait_ms)
+    v_min_bytes: int = o.min_bytes
+    write_i32_be(w, v_min_bytes)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -1205,23 +1417,20 @@ def _encode_FetchRequest_v0(o: FetchRequest, w: BytesWriter) -> None:
 
 
 def _decode_FetchRequest_v3(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
-    o = _new(_K_FetchRequest)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.cluster_id = None
-    o.replica_state = FetchRequestReplicaState()
-    o.isolation_level = 0
-    o.session_id = 0
-    o.session_epoch = -1
-    o.forgotten_topics_data = []
-    o.rack_id = ''
-    o.replica_id = read_i32_be(buf, pos)
+    f_replica_id: Any
+    f_max_wait_ms: Any
+    f_min_bytes: Any
+    f_max_bytes: Any
+    f_topics: Any
+    f_replica_id = read_i32_be(buf, pos)
     pos += 4
-    o.max_wait_ms = read_i32_be(buf, pos)
+    f_max_wait_ms = read_i32_be(buf, pos)
     pos += 4
-    o.min_bytes = read_i32_be(buf, pos)
+    f_min_bytes = read_i32_be(buf, pos)
     pos += 4
-    o.max_bytes = read_i32_be(buf, pos)
+    f_max_bytes = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1234,9 +1443,9 @@ def _decode_FetchRequest_v3(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         for _i_topics in range(n):
             x_topics, pos = _decode_FetchRequestTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchRequest_v3(o: FetchRequest, w: BytesWriter) -> None:
@@ -1244,11 +1453,15 @@ def _encode_FetchRequest_v3(o: FetchRequest, w: BytesWriter) -> None:
         raise FieldNotInVersionError('non-default ReplicaState cannot be written', version=3)
     if o.forgotten_topics_data is None or len(o.forgotten_topics_data) != 0:
         raise FieldNotInVersionError('non-default ForgottenTopicsData cannot be written', version=3)
-    write_i32_be(w, o.replica_id)
-    write_i32_be(w, o.max_wait_ms)
-    write_i32_be(w, o.min_bytes)
-    write_i32_be(w, o.max_bytes)
-    x_topics = o.topics
+    v_replica_id: int = o.replica_id
+    write_i32_be(w, v_replica_id)
+    v_max_wait_ms: int = o.max_wait_ms
+    write_i32_be(w, v_max_wait_ms)
+    v_min_bytes: int = o.min_bytes
+    write_i32_be(w, v_min_bytes)
+    v_max_bytes: int = o.max_bytes
+    write_i32_be(w, v_max_bytes)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=3)
     else:
@@ -1261,26 +1474,25 @@ def _encode_FetchRequest_v3(o: FetchRequest, w: BytesWriter) -> None:
 
 
 def _decode_FetchRequest_v4(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
-    o = _new(_K_FetchRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     b8: int = 0
-    o.cluster_id = None
-    o.replica_state = FetchRequestReplicaState()
-    o.session_id = 0
-    o.session_epoch = -1
-    o.forgotten_topics_data = []
-    o.rack_id = ''
-    o.replica_id = read_i32_be(buf, pos)
+    f_replica_id: Any
+    f_max_wait_ms: Any
+    f_min_bytes: Any
+    f_max_bytes: Any
+    f_isolation_level: Any
+    f_topics: Any
+    f_replica_id = read_i32_be(buf, pos)
     pos += 4
-    o.max_wait_ms = read_i32_be(buf, pos)
+    f_max_wait_ms = read_i32_be(buf, pos)
     pos += 4
-    o.min_bytes = read_i32_be(buf, pos)
+    f_min_bytes = read_i32_be(buf, pos)
     pos += 4
-    o.max_bytes = read_i32_be(buf, pos)
+    f_max_bytes = read_i32_be(buf, pos)
     pos += 4
     b8 = buf[pos]
-    o.isolation_level = b8 - 256 if b8 >= 128 else b8
+    f_isolation_level = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1293,9 +1505,9 @@ def _decode_FetchRequest_v4(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         for _i_topics in range(n):
             x_topics, pos = _decode_FetchRequestTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchRequest_v4(o: FetchRequest, w: BytesWriter) -> None:
@@ -1303,12 +1515,17 @@ def _encode_FetchRequest_v4(o: FetchRequest, w: BytesWriter) -> None:
         raise FieldNotInVersionError('non-default ReplicaState cannot be written', version=4)
     if o.forgotten_topics_data is None or len(o.forgotten_topics_data) != 0:
         raise FieldNotInVersionError('non-default ForgottenTopicsData cannot be written', version=4)
-    write_i32_be(w, o.replica_id)
-    write_i32_be(w, o.max_wait_ms)
-    write_i32_be(w, o.min_bytes)
-    write_i32_be(w, o.max_bytes)
-    _put_i8(w, o.isolation_level)
-    x_topics = o.topics
+    v_replica_id: int = o.replica_id
+    write_i32_be(w, v_replica_id)
+    v_max_wait_ms: int = o.max_wait_ms
+    write_i32_be(w, v_max_wait_ms)
+    v_min_bytes: int = o.min_bytes
+    write_i32_be(w, v_min_bytes)
+    v_max_bytes: int = o.max_bytes
+    write_i32_be(w, v_max_bytes)
+    v_isolation_level: int = o.isolation_level
+    _put_i8(w, v_isolation_level)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=4)
     else:
@@ -1321,26 +1538,25 @@ def _encode_FetchRequest_v4(o: FetchRequest, w: BytesWriter) -> None:
 
 
 def _decode_FetchRequest_v5(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
-    o = _new(_K_FetchRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     b8: int = 0
-    o.cluster_id = None
-    o.replica_state = FetchRequestReplicaState()
-    o.session_id = 0
-    o.session_epoch = -1
-    o.forgotten_topics_data = []
-    o.rack_id = ''
-    o.replica_id = read_i32_be(buf, pos)
+    f_replica_id: Any
+    f_max_wait_ms: Any
+    f_min_bytes: Any
+    f_max_bytes: Any
+    f_isolation_level: Any
+    f_topics: Any
+    f_replica_id = read_i32_be(buf, pos)
     pos += 4
-    o.max_wait_ms = read_i32_be(buf, pos)
+    f_max_wait_ms = read_i32_be(buf, pos)
     pos += 4
-    o.min_bytes = read_i32_be(buf, pos)
+    f_min_bytes = read_i32_be(buf, pos)
     pos += 4
-    o.max_bytes = read_i32_be(buf, pos)
+    f_max_bytes = read_i32_be(buf, pos)
     pos += 4
     b8 = buf[pos]
-    o.isolation_level = b8 - 256 if b8 >= 128 else b8
+    f_isolation_level = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1353,9 +1569,9 @@ def _decode_FetchRequest_v5(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         for _i_topics in range(n):
             x_topics, pos = _decode_FetchRequestTopic_v5(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchRequest_v5(o: FetchRequest, w: BytesWriter) -> None:
@@ -1363,12 +1579,17 @@ def _encode_FetchRequest_v5(o: FetchRequest, w: BytesWriter) -> None:
         raise FieldNotInVersionError('non-default ReplicaState cannot be written', version=5)
     if o.forgotten_topics_data is None or len(o.forgotten_topics_data) != 0:
         raise FieldNotInVersionError('non-default ForgottenTopicsData cannot be written', version=5)
-    write_i32_be(w, o.replica_id)
-    write_i32_be(w, o.max_wait_ms)
-    write_i32_be(w, o.min_bytes)
-    write_i32_be(w, o.max_bytes)
-    _put_i8(w, o.isolation_level)
-    x_topics = o.topics
+    v_replica_id: int = o.replica_id
+    write_i32_be(w, v_replica_id)
+    v_max_wait_ms: int = o.max_wait_ms
+    write_i32_be(w, v_max_wait_ms)
+    v_min_bytes: int = o.min_bytes
+    write_i32_be(w, v_min_bytes)
+    v_max_bytes: int = o.max_bytes
+    write_i32_be(w, v_max_bytes)
+    v_isolation_level: int = o.isolation_level
+    _put_i8(w, v_isolation_level)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=5)
     else:
@@ -1381,27 +1602,32 @@ def _encode_FetchRequest_v5(o: FetchRequest, w: BytesWriter) -> None:
 
 
 def _decode_FetchRequest_v7(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
-    o = _new(_K_FetchRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     b8: int = 0
-    o.cluster_id = None
-    o.replica_state = FetchRequestReplicaState()
-    o.rack_id = ''
-    o.replica_id = read_i32_be(buf, pos)
+    f_replica_id: Any
+    f_max_wait_ms: Any
+    f_min_bytes: Any
+    f_max_bytes: Any
+    f_isolation_level: Any
+    f_session_id: Any
+    f_session_epoch: Any
+    f_topics: Any
+    f_forgotten_topics_data: Any
+    f_replica_id = read_i32_be(buf, pos)
     pos += 4
-    o.max_wait_ms = read_i32_be(buf, pos)
+    f_max_wait_ms = read_i32_be(buf, pos)
     pos += 4
-    o.min_bytes = read_i32_be(buf, pos)
+    f_min_bytes = read_i32_be(buf, pos)
     pos += 4
-    o.max_bytes = read_i32_be(buf, pos)
+    f_max_bytes = read_i32_be(buf, pos)
     pos += 4
     b8 = buf[pos]
-    o.isolation_level = b8 - 256 if b8 >= 128 else b8
+    f_isolation_level = b8 - 256 if b8 >= 128 else b8
     pos += 1
-    o.session_id = read_i32_be(buf, pos)
+    f_session_id = read_i32_be(buf, pos)
     pos += 4
-    o.session_epoch = read_i32_be(buf, pos)
+    f_session_epoch = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1414,7 +1640,7 @@ def _decode_FetchRequest_v7(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         for _i_topics in range(n):
             x_topics, pos = _decode_FetchRequestTopic_v5(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -1426,22 +1652,29 @@ def _decode_FetchRequest_v7(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         for _i_forgotten_topics_data in range(n):
             x_forgotten_topics_data, pos = _decode_FetchRequestForgottenTopic_v7(buf, pos)
             lst_forgotten_topics_data.append(x_forgotten_topics_data)
-        o.forgotten_topics_data = lst_forgotten_topics_data
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_forgotten_topics_data = lst_forgotten_topics_data
+    utf: Any = ()
+    return FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchRequest_v7(o: FetchRequest, w: BytesWriter) -> None:
     if o.replica_state != _DEFAULT_FetchRequestReplicaState:
         raise FieldNotInVersionError('non-default ReplicaState cannot be written', version=7)
-    write_i32_be(w, o.replica_id)
-    write_i32_be(w, o.max_wait_ms)
-    write_i32_be(w, o.min_bytes)
-    write_i32_be(w, o.max_bytes)
-    _put_i8(w, o.isolation_level)
-    write_i32_be(w, o.session_id)
-    write_i32_be(w, o.session_epoch)
-    x_topics = o.topics
+    v_replica_id: int = o.replica_id
+    write_i32_be(w, v_replica_id)
+    v_max_wait_ms: int = o.max_wait_ms
+    write_i32_be(w, v_max_wait_ms)
+    v_min_bytes: int = o.min_bytes
+    write_i32_be(w, v_min_bytes)
+    v_max_bytes: int = o.max_bytes
+    write_i32_be(w, v_max_bytes)
+    v_isolation_level: int = o.isolation_level
+    _put_i8(w, v_isolation_level)
+    v_session_id: int = o.session_id
+    write_i32_be(w, v_session_id)
+    v_session_epoch: int = o.session_epoch
+    write_i32_be(w, v_session_epoch)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=7)
     else:
@@ -1449,7 +1682,7 @@ def _encode_FetchRequest_v7(o: FetchRequest, w: BytesWriter) -> None:
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_FetchRequestTopic_v5(e_topics, w)
-    x_forgotten_topics_data = o.forgotten_topics_data
+    x_forgotten_topics_data: Any = o.forgotten_topics_data
     if x_forgotten_topics_data is None:
         raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=7)
     else:
@@ -1462,27 +1695,32 @@ def _encode_FetchRequest_v7(o: FetchRequest, w: BytesWriter) -> None:
 
 
 def _decode_FetchRequest_v9(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
-    o = _new(_K_FetchRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     b8: int = 0
-    o.cluster_id = None
-    o.replica_state = FetchRequestReplicaState()
-    o.rack_id = ''
-    o.replica_id = read_i32_be(buf, pos)
+    f_replica_id: Any
+    f_max_wait_ms: Any
+    f_min_bytes: Any
+    f_max_bytes: Any
+    f_isolation_level: Any
+    f_session_id: Any
+    f_session_epoch: Any
+    f_topics: Any
+    f_forgotten_topics_data: Any
+    f_replica_id = read_i32_be(buf, pos)
     pos += 4
-    o.max_wait_ms = read_i32_be(buf, pos)
+    f_max_wait_ms = read_i32_be(buf, pos)
     pos += 4
-    o.min_bytes = read_i32_be(buf, pos)
+    f_min_bytes = read_i32_be(buf, pos)
     pos += 4
-    o.max_bytes = read_i32_be(buf, pos)
+    f_max_bytes = read_i32_be(buf, pos)
     pos += 4
     b8 = buf[pos]
-    o.isolation_level = b8 - 256 if b8 >= 128 else b8
+    f_isolation_level = b8 - 256 if b8 >= 128 else b8
     pos += 1
-    o.session_id = read_i32_be(buf, pos)
+    f_session_id = read_i32_be(buf, pos)
     pos += 4
-    o.session_epoch = read_i32_be(buf, pos)
+    f_session_epoch = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1495,7 +1733,7 @@ def _decode_FetchRequest_v9(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         for _i_topics in range(n):
             x_topics, pos = _decode_FetchRequestTopic_v9(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -1507,22 +1745,29 @@ def _decode_FetchRequest_v9(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         for _i_forgotten_topics_data in range(n):
             x_forgotten_topics_data, pos = _decode_FetchRequestForgottenTopic_v7(buf, pos)
             lst_forgotten_topics_data.append(x_forgotten_topics_data)
-        o.forgotten_topics_data = lst_forgotten_topics_data
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_forgotten_topics_data = lst_forgotten_topics_data
+    utf: Any = ()
+    return FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchRequest_v9(o: FetchRequest, w: BytesWriter) -> None:
     if o.replica_state != _DEFAULT_FetchRequestReplicaState:
         raise FieldNotInVersionError('non-default ReplicaState cannot be written', version=9)
-    write_i32_be(w, o.replica_id)
-    write_i32_be(w, o.max_wait_ms)
-    write_i32_be(w, o.min_bytes)
-    write_i32_be(w, o.max_bytes)
-    _put_i8(w, o.isolation_level)
-    write_i32_be(w, o.session_id)
-    write_i32_be(w, o.session_epoch)
-    x_topics = o.topics
+    v_replica_id: int = o.replica_id
+    write_i32_be(w, v_replica_id)
+    v_max_wait_ms: int = o.max_wait_ms
+    write_i32_be(w, v_max_wait_ms)
+    v_min_bytes: int = o.min_bytes
+    write_i32_be(w, v_min_bytes)
+    v_max_bytes: int = o.max_bytes
+    write_i32_be(w, v_max_bytes)
+    v_isolation_level: int = o.isolation_level
+    _put_i8(w, v_isolation_level)
+    v_session_id: int = o.session_id
+    write_i32_be(w, v_session_id)
+    v_session_epoch: int = o.session_epoch
+    write_i32_be(w, v_session_epoch)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=9)
     else:
@@ -1530,7 +1775,7 @@ def _encode_FetchRequest_v9(o: FetchRequest, w: BytesWriter) -> None:
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_FetchRequestTopic_v9(e_topics, w)
-    x_forgotten_topics_data = o.forgotten_topics_data
+    x_forgotten_topics_data: Any = o.forgotten_topics_data
     if x_forgotten_topics_data is None:
         raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=9)
     else:
@@ -1543,27 +1788,34 @@ def _encode_FetchRequest_v9(o: FetchRequest, w: BytesWriter) -> None:
 
 
 def _decode_FetchRequest_v11(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
-    o = _new(_K_FetchRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.cluster_id = None
-    o.replica_state = FetchRequestReplicaState()
-    o.replica_id = read_i32_be(buf, pos)
+    f_replica_id: Any
+    f_max_wait_ms: Any
+    f_min_bytes: Any
+    f_max_bytes: Any
+    f_isolation_level: Any
+    f_session_id: Any
+    f_session_epoch: Any
+    f_topics: Any
+    f_forgotten_topics_data: Any
+    f_rack_id: Any
+    f_replica_id = read_i32_be(buf, pos)
     pos += 4
-    o.max_wait_ms = read_i32_be(buf, pos)
+    f_max_wait_ms = read_i32_be(buf, pos)
     pos += 4
-    o.min_bytes = read_i32_be(buf, pos)
+    f_min_bytes = read_i32_be(buf, pos)
     pos += 4
-    o.max_bytes = read_i32_be(buf, pos)
+    f_max_bytes = read_i32_be(buf, pos)
     pos += 4
     b8 = buf[pos]
-    o.isolation_level = b8 - 256 if b8 >= 128 else b8
+    f_isolation_level = b8 - 256 if b8 >= 128 else b8
     pos += 1
-    o.session_id = read_i32_be(buf, pos)
+    f_session_id = read_i32_be(buf, pos)
     pos += 4
-    o.session_epoch = read_i32_be(buf, pos)
+    f_session_epoch = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1576,7 +1828,7 @@ def _decode_FetchRequest_v11(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         for _i_topics in range(n):
             x_topics, pos = _decode_FetchRequestTopic_v9(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -1588,7 +1840,7 @@ def _decode_FetchRequest_v11(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         for _i_forgotten_topics_data in range(n):
             x_forgotten_topics_data, pos = _decode_FetchRequestForgottenTopic_v7(buf, pos)
             lst_forgotten_topics_data.append(x_forgotten_topics_data)
-        o.forgotten_topics_data = lst_forgotten_topics_data
+        f_forgotten_topics_data = lst_forgotten_topics_data
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -1599,23 +1851,30 @@ def _decode_FetchRequest_v11(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         end = pos + n
         if end > blen:
             raise _truncated('RackId')
-        o.rack_id = buf[pos:end].decode()
+        f_rack_id = buf[pos:end].decode()
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return FetchRequest(replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data, rack_id=f_rack_id, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchRequest_v11(o: FetchRequest, w: BytesWriter) -> None:
     if o.replica_state != _DEFAULT_FetchRequestReplicaState:
         raise FieldNotInVersionError('non-default ReplicaState cannot be written', version=11)
-    write_i32_be(w, o.replica_id)
-    write_i32_be(w, o.max_wait_ms)
-    write_i32_be(w, o.min_bytes)
-    write_i32_be(w, o.max_bytes)
-    _put_i8(w, o.isolation_level)
-    write_i32_be(w, o.session_id)
-    write_i32_be(w, o.session_epoch)
-    x_topics = o.topics
+    v_replica_id: int = o.replica_id
+    write_i32_be(w, v_replica_id)
+    v_max_wait_ms: int = o.max_wait_ms
+    write_i32_be(w, v_max_wait_ms)
+    v_min_bytes: int = o.min_bytes
+    write_i32_be(w, v_min_bytes)
+    v_max_bytes: int = o.max_bytes
+    write_i32_be(w, v_max_bytes)
+    v_isolation_level: int = o.isolation_level
+    _put_i8(w, v_isolation_level)
+    v_session_id: int = o.session_id
+    write_i32_be(w, v_session_id)
+    v_session_epoch: int = o.session_epoch
+    write_i32_be(w, v_session_epoch)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=11)
     else:
@@ -1623,7 +1882,7 @@ def _encode_FetchRequest_v11(o: FetchRequest, w: BytesWriter) -> None:
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_FetchRequestTopic_v9(e_topics, w)
-    x_forgotten_topics_data = o.forgotten_topics_data
+    x_forgotten_topics_data: Any = o.forgotten_topics_data
     if x_forgotten_topics_data is None:
         raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=11)
     else:
@@ -1631,7 +1890,7 @@ def _encode_FetchRequest_v11(o: FetchRequest, w: BytesWriter) -> None:
         write_i32_be(w, len(l_forgotten_topics_data))
         for e_forgotten_topics_data in l_forgotten_topics_data:
             _encode_FetchRequestForgottenTopic_v7(e_forgotten_topics_data, w)
-    x_rack_id = o.rack_id
+    x_rack_id: str | None = o.rack_id
     if x_rack_id is None:
         raise ValueOutOfRangeError('non-nullable field RackId is None', version=11)
     else:
@@ -1645,27 +1904,35 @@ def _encode_FetchRequest_v11(o: FetchRequest, w: BytesWriter) -> None:
 
 
 def _decode_FetchRequest_v12(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
-    o = _new(_K_FetchRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.cluster_id = None
-    o.replica_state = FetchRequestReplicaState()
-    o.replica_id = read_i32_be(buf, pos)
+    f_cluster_id: Any = None
+    f_replica_id: Any
+    f_max_wait_ms: Any
+    f_min_bytes: Any
+    f_max_bytes: Any
+    f_isolation_level: Any
+    f_session_id: Any
+    f_session_epoch: Any
+    f_topics: Any
+    f_forgotten_topics_data: Any
+    f_rack_id: Any
+    f_replica_id = read_i32_be(buf, pos)
     pos += 4
-    o.max_wait_ms = read_i32_be(buf, pos)
+    f_max_wait_ms = read_i32_be(buf, pos)
     pos += 4
-    o.min_bytes = read_i32_be(buf, pos)
+    f_min_bytes = read_i32_be(buf, pos)
     pos += 4
-    o.max_bytes = read_i32_be(buf, pos)
+    f_max_bytes = read_i32_be(buf, pos)
     pos += 4
     b8 = buf[pos]
-    o.isolation_level = b8 - 256 if b8 >= 128 else b8
+    f_isolation_level = b8 - 256 if b8 >= 128 else b8
     pos += 1
-    o.session_id = read_i32_be(buf, pos)
+    f_session_id = read_i32_be(buf, pos)
     pos += 4
-    o.session_epoch = read_i32_be(buf, pos)
+    f_session_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1682,7 +1949,7 @@ def _decode_FetchRequest_v12(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         for _i_topics in range(n):
             x_topics, pos = _decode_FetchRequestTopic_v12(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1698,7 +1965,7 @@ def _decode_FetchRequest_v12(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         for _i_forgotten_topics_data in range(n):
             x_forgotten_topics_data, pos = _decode_FetchRequestForgottenTopic_v12(buf, pos)
             lst_forgotten_topics_data.append(x_forgotten_topics_data)
-        o.forgotten_topics_data = lst_forgotten_topics_data
+        f_forgotten_topics_data = lst_forgotten_topics_data
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1713,16 +1980,15 @@ def _decode_FetchRequest_v12(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         end = pos + n
         if end > blen:
             raise _truncated('RackId')
-        o.rack_id = buf[pos:end].decode()
+        f_rack_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1736,14 +2002,14 @@ def _decode_FetchRequest_v12(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
                     n, pos = _uvarint(buf, pos)
                 n -= 1
                 if n < 0:
-                    o.cluster_id = None
+                    f_cluster_id = None
                 else:
                     if n > 0x7FFF:
                         raise _invalid('string field ClusterId is too long')
                     end = pos + n
                     if end > blen:
                         raise _truncated('ClusterId')
-                    o.cluster_id = buf[pos:end].decode()
+                    f_cluster_id = buf[pos:end].decode()
                     pos = end
             elif tag == 1:
                 raise _invalid(f'tag {tag} is not valid in version 12')
@@ -1753,21 +2019,28 @@ def _decode_FetchRequest_v12(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchRequest(cluster_id=f_cluster_id, replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data, rack_id=f_rack_id, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchRequest_v12(o: FetchRequest, w: BytesWriter) -> None:
     if o.replica_state != _DEFAULT_FetchRequestReplicaState:
         raise FieldNotInVersionError('non-default ReplicaState cannot be written', version=12)
-    write_i32_be(w, o.replica_id)
-    write_i32_be(w, o.max_wait_ms)
-    write_i32_be(w, o.min_bytes)
-    write_i32_be(w, o.max_bytes)
-    _put_i8(w, o.isolation_level)
-    write_i32_be(w, o.session_id)
-    write_i32_be(w, o.session_epoch)
-    x_topics = o.topics
+    v_replica_id: int = o.replica_id
+    write_i32_be(w, v_replica_id)
+    v_max_wait_ms: int = o.max_wait_ms
+    write_i32_be(w, v_max_wait_ms)
+    v_min_bytes: int = o.min_bytes
+    write_i32_be(w, v_min_bytes)
+    v_max_bytes: int = o.max_bytes
+    write_i32_be(w, v_max_bytes)
+    v_isolation_level: int = o.isolation_level
+    _put_i8(w, v_isolation_level)
+    v_session_id: int = o.session_id
+    write_i32_be(w, v_session_id)
+    v_session_epoch: int = o.session_epoch
+    write_i32_be(w, v_session_epoch)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=12)
     else:
@@ -1779,7 +2052,7 @@ def _encode_FetchRequest_v12(o: FetchRequest, w: BytesWriter) -> None:
             _put_uvarint(w, m)
         for e_topics in l_topics:
             _encode_FetchRequestTopic_v12(e_topics, w)
-    x_forgotten_topics_data = o.forgotten_topics_data
+    x_forgotten_topics_data: Any = o.forgotten_topics_data
     if x_forgotten_topics_data is None:
         raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=12)
     else:
@@ -1791,7 +2064,7 @@ def _encode_FetchRequest_v12(o: FetchRequest, w: BytesWriter) -> None:
             _put_uvarint(w, m)
         for e_forgotten_topics_data in l_forgotten_topics_data:
             _encode_FetchRequestForgottenTopic_v12(e_forgotten_topics_data, w)
-    x_rack_id = o.rack_id
+    x_rack_id: str | None = o.rack_id
     if x_rack_id is None:
         raise ValueOutOfRangeError('non-nullable field RackId is None', version=12)
     else:
@@ -1807,7 +2080,7 @@ def _encode_FetchRequest_v12(o: FetchRequest, w: BytesWriter) -> None:
     known: list[tuple[int, bytes | bytearray]] = []
     if o.cluster_id is not None:
         t_cluster_id = BytesWriter()
-        x_cluster_id = o.cluster_id
+        x_cluster_id: str | None = o.cluster_id
         if x_cluster_id is None:
             raise ValueOutOfRangeError('non-nullable field ClusterId is None', version=12)
         else:
@@ -1828,27 +2101,35 @@ def _encode_FetchRequest_v12(o: FetchRequest, w: BytesWriter) -> None:
 
 
 def _decode_FetchRequest_v13(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
-    o = _new(_K_FetchRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.cluster_id = None
-    o.replica_state = FetchRequestReplicaState()
-    o.replica_id = read_i32_be(buf, pos)
+    f_cluster_id: Any = None
+    f_replica_id: Any
+    f_max_wait_ms: Any
+    f_min_bytes: Any
+    f_max_bytes: Any
+    f_isolation_level: Any
+    f_session_id: Any
+    f_session_epoch: Any
+    f_topics: Any
+    f_forgotten_topics_data: Any
+    f_rack_id: Any
+    f_replica_id = read_i32_be(buf, pos)
     pos += 4
-    o.max_wait_ms = read_i32_be(buf, pos)
+    f_max_wait_ms = read_i32_be(buf, pos)
     pos += 4
-    o.min_bytes = read_i32_be(buf, pos)
+    f_min_bytes = read_i32_be(buf, pos)
     pos += 4
-    o.max_bytes = read_i32_be(buf, pos)
+    f_max_bytes = read_i32_be(buf, pos)
     pos += 4
     b8 = buf[pos]
-    o.isolation_level = b8 - 256 if b8 >= 128 else b8
+    f_isolation_level = b8 - 256 if b8 >= 128 else b8
     pos += 1
-    o.session_id = read_i32_be(buf, pos)
+    f_session_id = read_i32_be(buf, pos)
     pos += 4
-    o.session_epoch = read_i32_be(buf, pos)
+    f_session_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1865,7 +2146,7 @@ def _decode_FetchRequest_v13(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         for _i_topics in range(n):
             x_topics, pos = _decode_FetchRequestTopic_v13(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1881,7 +2162,7 @@ def _decode_FetchRequest_v13(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         for _i_forgotten_topics_data in range(n):
             x_forgotten_topics_data, pos = _decode_FetchRequestForgottenTopic_v13(buf, pos)
             lst_forgotten_topics_data.append(x_forgotten_topics_data)
-        o.forgotten_topics_data = lst_forgotten_topics_data
+        f_forgotten_topics_data = lst_forgotten_topics_data
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1896,16 +2177,15 @@ def _decode_FetchRequest_v13(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         end = pos + n
         if end > blen:
             raise _truncated('RackId')
-        o.rack_id = buf[pos:end].decode()
+        f_rack_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1919,14 +2199,14 @@ def _decode_FetchRequest_v13(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
                     n, pos = _uvarint(buf, pos)
                 n -= 1
                 if n < 0:
-                    o.cluster_id = None
+                    f_cluster_id = None
                 else:
                     if n > 0x7FFF:
                         raise _invalid('string field ClusterId is too long')
                     end = pos + n
                     if end > blen:
                         raise _truncated('ClusterId')
-                    o.cluster_id = buf[pos:end].decode()
+                    f_cluster_id = buf[pos:end].decode()
                     pos = end
             elif tag == 1:
                 raise _invalid(f'tag {tag} is not valid in version 13')
@@ -1936,21 +2216,28 @@ def _decode_FetchRequest_v13(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchRequest(cluster_id=f_cluster_id, replica_id=f_replica_id, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data, rack_id=f_rack_id, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchRequest_v13(o: FetchRequest, w: BytesWriter) -> None:
     if o.replica_state != _DEFAULT_FetchRequestReplicaState:
         raise FieldNotInVersionError('non-default ReplicaState cannot be written', version=13)
-    write_i32_be(w, o.replica_id)
-    write_i32_be(w, o.max_wait_ms)
-    write_i32_be(w, o.min_bytes)
-    write_i32_be(w, o.max_bytes)
-    _put_i8(w, o.isolation_level)
-    write_i32_be(w, o.session_id)
-    write_i32_be(w, o.session_epoch)
-    x_topics = o.topics
+    v_replica_id: int = o.replica_id
+    write_i32_be(w, v_replica_id)
+    v_max_wait_ms: int = o.max_wait_ms
+    write_i32_be(w, v_max_wait_ms)
+    v_min_bytes: int = o.min_bytes
+    write_i32_be(w, v_min_bytes)
+    v_max_bytes: int = o.max_bytes
+    write_i32_be(w, v_max_bytes)
+    v_isolation_level: int = o.isolation_level
+    _put_i8(w, v_isolation_level)
+    v_session_id: int = o.session_id
+    write_i32_be(w, v_session_id)
+    v_session_epoch: int = o.session_epoch
+    write_i32_be(w, v_session_epoch)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=13)
     else:
@@ -1962,7 +2249,7 @@ def _encode_FetchRequest_v13(o: FetchRequest, w: BytesWriter) -> None:
             _put_uvarint(w, m)
         for e_topics in l_topics:
             _encode_FetchRequestTopic_v13(e_topics, w)
-    x_forgotten_topics_data = o.forgotten_topics_data
+    x_forgotten_topics_data: Any = o.forgotten_topics_data
     if x_forgotten_topics_data is None:
         raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=13)
     else:
@@ -1974,7 +2261,7 @@ def _encode_FetchRequest_v13(o: FetchRequest, w: BytesWriter) -> None:
             _put_uvarint(w, m)
         for e_forgotten_topics_data in l_forgotten_topics_data:
             _encode_FetchRequestForgottenTopic_v13(e_forgotten_topics_data, w)
-    x_rack_id = o.rack_id
+    x_rack_id: str | None = o.rack_id
     if x_rack_id is None:
         raise ValueOutOfRangeError('non-nullable field RackId is None', version=13)
     else:
@@ -1990,7 +2277,7 @@ def _encode_FetchRequest_v13(o: FetchRequest, w: BytesWriter) -> None:
     known: list[tuple[int, bytes | bytearray]] = []
     if o.cluster_id is not None:
         t_cluster_id = BytesWriter()
-        x_cluster_id = o.cluster_id
+        x_cluster_id: str | None = o.cluster_id
         if x_cluster_id is None:
             raise ValueOutOfRangeError('non-nullable field ClusterId is None', version=13)
         else:
@@ -2011,26 +2298,33 @@ def _encode_FetchRequest_v13(o: FetchRequest, w: BytesWriter) -> None:
 
 
 def _decode_FetchRequest_v15(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
-    o = _new(_K_FetchRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.cluster_id = None
-    o.replica_state = FetchRequestReplicaState()
-    o.replica_id = -1
-    o.max_wait_ms = read_i32_be(buf, pos)
+    f_cluster_id: Any = None
+    f_replica_state: Any = FetchRequestReplicaState()
+    f_max_wait_ms: Any
+    f_min_bytes: Any
+    f_max_bytes: Any
+    f_isolation_level: Any
+    f_session_id: Any
+    f_session_epoch: Any
+    f_topics: Any
+    f_forgotten_topics_data: Any
+    f_rack_id: Any
+    f_max_wait_ms = read_i32_be(buf, pos)
     pos += 4
-    o.min_bytes = read_i32_be(buf, pos)
+    f_min_bytes = read_i32_be(buf, pos)
     pos += 4
-    o.max_bytes = read_i32_be(buf, pos)
+    f_max_bytes = read_i32_be(buf, pos)
     pos += 4
     b8 = buf[pos]
-    o.isolation_level = b8 - 256 if b8 >= 128 else b8
+    f_isolation_level = b8 - 256 if b8 >= 128 else b8
     pos += 1
-    o.session_id = read_i32_be(buf, pos)
+    f_session_id = read_i32_be(buf, pos)
     pos += 4
-    o.session_epoch = read_i32_be(buf, pos)
+    f_session_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -2047,7 +2341,7 @@ def _decode_FetchRequest_v15(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         for _i_topics in range(n):
             x_topics, pos = _decode_FetchRequestTopic_v13(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2063,7 +2357,7 @@ def _decode_FetchRequest_v15(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         for _i_forgotten_topics_data in range(n):
             x_forgotten_topics_data, pos = _decode_FetchRequestForgottenTopic_v13(buf, pos)
             lst_forgotten_topics_data.append(x_forgotten_topics_data)
-        o.forgotten_topics_data = lst_forgotten_topics_data
+        f_forgotten_topics_data = lst_forgotten_topics_data
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2078,16 +2372,15 @@ def _decode_FetchRequest_v15(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         end = pos + n
         if end > blen:
             raise _truncated('RackId')
-        o.rack_id = buf[pos:end].decode()
+        f_rack_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -2101,38 +2394,45 @@ def _decode_FetchRequest_v15(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
                     n, pos = _uvarint(buf, pos)
                 n -= 1
                 if n < 0:
-                    o.cluster_id = None
+                    f_cluster_id = None
                 else:
                     if n > 0x7FFF:
                         raise _invalid('string field ClusterId is too long')
                     end = pos + n
                     if end > blen:
                         raise _truncated('ClusterId')
-                    o.cluster_id = buf[pos:end].decode()
+                    f_cluster_id = buf[pos:end].decode()
                     pos = end
             elif tag == 1:
                 x_replica_state, pos = _decode_FetchRequestReplicaState_v15(buf, pos)
-                o.replica_state = x_replica_state
+                f_replica_state = x_replica_state
             else:
                 end = pos + size
                 if end > blen:
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchRequest(cluster_id=f_cluster_id, replica_state=f_replica_state, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data, rack_id=f_rack_id, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchRequest_v15(o: FetchRequest, w: BytesWriter) -> None:
-    if o.replica_id != -1:
+    d_replica_id: int = o.replica_id
+    if d_replica_id != -1:
         raise FieldNotInVersionError('non-default ReplicaId cannot be written', version=15)
-    write_i32_be(w, o.max_wait_ms)
-    write_i32_be(w, o.min_bytes)
-    write_i32_be(w, o.max_bytes)
-    _put_i8(w, o.isolation_level)
-    write_i32_be(w, o.session_id)
-    write_i32_be(w, o.session_epoch)
-    x_topics = o.topics
+    v_max_wait_ms: int = o.max_wait_ms
+    write_i32_be(w, v_max_wait_ms)
+    v_min_bytes: int = o.min_bytes
+    write_i32_be(w, v_min_bytes)
+    v_max_bytes: int = o.max_bytes
+    write_i32_be(w, v_max_bytes)
+    v_isolation_level: int = o.isolation_level
+    _put_i8(w, v_isolation_level)
+    v_session_id: int = o.session_id
+    write_i32_be(w, v_session_id)
+    v_session_epoch: int = o.session_epoch
+    write_i32_be(w, v_session_epoch)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=15)
     else:
@@ -2144,7 +2444,7 @@ def _encode_FetchRequest_v15(o: FetchRequest, w: BytesWriter) -> None:
             _put_uvarint(w, m)
         for e_topics in l_topics:
             _encode_FetchRequestTopic_v13(e_topics, w)
-    x_forgotten_topics_data = o.forgotten_topics_data
+    x_forgotten_topics_data: Any = o.forgotten_topics_data
     if x_forgotten_topics_data is None:
         raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=15)
     else:
@@ -2156,7 +2456,7 @@ def _encode_FetchRequest_v15(o: FetchRequest, w: BytesWriter) -> None:
             _put_uvarint(w, m)
         for e_forgotten_topics_data in l_forgotten_topics_data:
             _encode_FetchRequestForgottenTopic_v13(e_forgotten_topics_data, w)
-    x_rack_id = o.rack_id
+    x_rack_id: str | None = o.rack_id
     if x_rack_id is None:
         raise ValueOutOfRangeError('non-nullable field RackId is None', version=15)
     else:
@@ -2172,7 +2472,7 @@ def _encode_FetchRequest_v15(o: FetchRequest, w: BytesWriter) -> None:
     known: list[tuple[int, bytes | bytearray]] = []
     if o.cluster_id is not None:
         t_cluster_id = BytesWriter()
-        x_cluster_id = o.cluster_id
+        x_cluster_id: str | None = o.cluster_id
         if x_cluster_id is None:
             raise ValueOutOfRangeError('non-nullable field ClusterId is None', version=15)
         else:
@@ -2197,26 +2497,33 @@ def _encode_FetchRequest_v15(o: FetchRequest, w: BytesWriter) -> None:
 
 
 def _decode_FetchRequest_v17(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
-    o = _new(_K_FetchRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.cluster_id = None
-    o.replica_state = FetchRequestReplicaState()
-    o.replica_id = -1
-    o.max_wait_ms = read_i32_be(buf, pos)
+    f_cluster_id: Any = None
+    f_replica_state: Any = FetchRequestReplicaState()
+    f_max_wait_ms: Any
+    f_min_bytes: Any
+    f_max_bytes: Any
+    f_isolation_level: Any
+    f_session_id: Any
+    f_session_epoch: Any
+    f_topics: Any
+    f_forgotten_topics_data: Any
+    f_rack_id: Any
+    f_max_wait_ms = read_i32_be(buf, pos)
     pos += 4
-    o.min_bytes = read_i32_be(buf, pos)
+    f_min_bytes = read_i32_be(buf, pos)
     pos += 4
-    o.max_bytes = read_i32_be(buf, pos)
+    f_max_bytes = read_i32_be(buf, pos)
     pos += 4
     b8 = buf[pos]
-    o.isolation_level = b8 - 256 if b8 >= 128 else b8
+    f_isolation_level = b8 - 256 if b8 >= 128 else b8
     pos += 1
-    o.session_id = read_i32_be(buf, pos)
+    f_session_id = read_i32_be(buf, pos)
     pos += 4
-    o.session_epoch = read_i32_be(buf, pos)
+    f_session_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -2233,7 +2540,7 @@ def _decode_FetchRequest_v17(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         for _i_topics in range(n):
             x_topics, pos = _decode_FetchRequestTopic_v17(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2249,7 +2556,7 @@ def _decode_FetchRequest_v17(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         for _i_forgotten_topics_data in range(n):
             x_forgotten_topics_data, pos = _decode_FetchRequestForgottenTopic_v13(buf, pos)
             lst_forgotten_topics_data.append(x_forgotten_topics_data)
-        o.forgotten_topics_data = lst_forgotten_topics_data
+        f_forgotten_topics_data = lst_forgotten_topics_data
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2264,16 +2571,15 @@ def _decode_FetchRequest_v17(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         end = pos + n
         if end > blen:
             raise _truncated('RackId')
-        o.rack_id = buf[pos:end].decode()
+        f_rack_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -2287,38 +2593,45 @@ def _decode_FetchRequest_v17(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
                     n, pos = _uvarint(buf, pos)
                 n -= 1
                 if n < 0:
-                    o.cluster_id = None
+                    f_cluster_id = None
                 else:
                     if n > 0x7FFF:
                         raise _invalid('string field ClusterId is too long')
                     end = pos + n
                     if end > blen:
                         raise _truncated('ClusterId')
-                    o.cluster_id = buf[pos:end].decode()
+                    f_cluster_id = buf[pos:end].decode()
                     pos = end
             elif tag == 1:
                 x_replica_state, pos = _decode_FetchRequestReplicaState_v15(buf, pos)
-                o.replica_state = x_replica_state
+                f_replica_state = x_replica_state
             else:
                 end = pos + size
                 if end > blen:
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchRequest(cluster_id=f_cluster_id, replica_state=f_replica_state, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data, rack_id=f_rack_id, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchRequest_v17(o: FetchRequest, w: BytesWriter) -> None:
-    if o.replica_id != -1:
+    d_replica_id: int = o.replica_id
+    if d_replica_id != -1:
         raise FieldNotInVersionError('non-default ReplicaId cannot be written', version=17)
-    write_i32_be(w, o.max_wait_ms)
-    write_i32_be(w, o.min_bytes)
-    write_i32_be(w, o.max_bytes)
-    _put_i8(w, o.isolation_level)
-    write_i32_be(w, o.session_id)
-    write_i32_be(w, o.session_epoch)
-    x_topics = o.topics
+    v_max_wait_ms: int = o.max_wait_ms
+    write_i32_be(w, v_max_wait_ms)
+    v_min_bytes: int = o.min_bytes
+    write_i32_be(w, v_min_bytes)
+    v_max_bytes: int = o.max_bytes
+    write_i32_be(w, v_max_bytes)
+    v_isolation_level: int = o.isolation_level
+    _put_i8(w, v_isolation_level)
+    v_session_id: int = o.session_id
+    write_i32_be(w, v_session_id)
+    v_session_epoch: int = o.session_epoch
+    write_i32_be(w, v_session_epoch)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=17)
     else:
@@ -2330,7 +2643,7 @@ def _encode_FetchRequest_v17(o: FetchRequest, w: BytesWriter) -> None:
             _put_uvarint(w, m)
         for e_topics in l_topics:
             _encode_FetchRequestTopic_v17(e_topics, w)
-    x_forgotten_topics_data = o.forgotten_topics_data
+    x_forgotten_topics_data: Any = o.forgotten_topics_data
     if x_forgotten_topics_data is None:
         raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=17)
     else:
@@ -2342,7 +2655,7 @@ def _encode_FetchRequest_v17(o: FetchRequest, w: BytesWriter) -> None:
             _put_uvarint(w, m)
         for e_forgotten_topics_data in l_forgotten_topics_data:
             _encode_FetchRequestForgottenTopic_v13(e_forgotten_topics_data, w)
-    x_rack_id = o.rack_id
+    x_rack_id: str | None = o.rack_id
     if x_rack_id is None:
         raise ValueOutOfRangeError('non-nullable field RackId is None', version=17)
     else:
@@ -2358,7 +2671,7 @@ def _encode_FetchRequest_v17(o: FetchRequest, w: BytesWriter) -> None:
     known: list[tuple[int, bytes | bytearray]] = []
     if o.cluster_id is not None:
         t_cluster_id = BytesWriter()
-        x_cluster_id = o.cluster_id
+        x_cluster_id: str | None = o.cluster_id
         if x_cluster_id is None:
             raise ValueOutOfRangeError('non-nullable field ClusterId is None', version=17)
         else:
@@ -2383,26 +2696,33 @@ def _encode_FetchRequest_v17(o: FetchRequest, w: BytesWriter) -> None:
 
 
 def _decode_FetchRequest_v18(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
-    o = _new(_K_FetchRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.cluster_id = None
-    o.replica_state = FetchRequestReplicaState()
-    o.replica_id = -1
-    o.max_wait_ms = read_i32_be(buf, pos)
+    f_cluster_id: Any = None
+    f_replica_state: Any = FetchRequestReplicaState()
+    f_max_wait_ms: Any
+    f_min_bytes: Any
+    f_max_bytes: Any
+    f_isolation_level: Any
+    f_session_id: Any
+    f_session_epoch: Any
+    f_topics: Any
+    f_forgotten_topics_data: Any
+    f_rack_id: Any
+    f_max_wait_ms = read_i32_be(buf, pos)
     pos += 4
-    o.min_bytes = read_i32_be(buf, pos)
+    f_min_bytes = read_i32_be(buf, pos)
     pos += 4
-    o.max_bytes = read_i32_be(buf, pos)
+    f_max_bytes = read_i32_be(buf, pos)
     pos += 4
     b8 = buf[pos]
-    o.isolation_level = b8 - 256 if b8 >= 128 else b8
+    f_isolation_level = b8 - 256 if b8 >= 128 else b8
     pos += 1
-    o.session_id = read_i32_be(buf, pos)
+    f_session_id = read_i32_be(buf, pos)
     pos += 4
-    o.session_epoch = read_i32_be(buf, pos)
+    f_session_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -2419,7 +2739,7 @@ def _decode_FetchRequest_v18(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         for _i_topics in range(n):
             x_topics, pos = _decode_FetchRequestTopic_v18(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2435,7 +2755,7 @@ def _decode_FetchRequest_v18(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         for _i_forgotten_topics_data in range(n):
             x_forgotten_topics_data, pos = _decode_FetchRequestForgottenTopic_v13(buf, pos)
             lst_forgotten_topics_data.append(x_forgotten_topics_data)
-        o.forgotten_topics_data = lst_forgotten_topics_data
+        f_forgotten_topics_data = lst_forgotten_topics_data
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2450,16 +2770,15 @@ def _decode_FetchRequest_v18(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
         end = pos + n
         if end > blen:
             raise _truncated('RackId')
-        o.rack_id = buf[pos:end].decode()
+        f_rack_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -2473,38 +2792,45 @@ def _decode_FetchRequest_v18(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
                     n, pos = _uvarint(buf, pos)
                 n -= 1
                 if n < 0:
-                    o.cluster_id = None
+                    f_cluster_id = None
                 else:
                     if n > 0x7FFF:
                         raise _invalid('string field ClusterId is too long')
                     end = pos + n
                     if end > blen:
                         raise _truncated('ClusterId')
-                    o.cluster_id = buf[pos:end].decode()
+                    f_cluster_id = buf[pos:end].decode()
                     pos = end
             elif tag == 1:
                 x_replica_state, pos = _decode_FetchRequestReplicaState_v15(buf, pos)
-                o.replica_state = x_replica_state
+                f_replica_state = x_replica_state
             else:
                 end = pos + size
                 if end > blen:
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchRequest(cluster_id=f_cluster_id, replica_state=f_replica_state, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, isolation_level=f_isolation_level, session_id=f_session_id, session_epoch=f_session_epoch, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data, rack_id=f_rack_id, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchRequest_v18(o: FetchRequest, w: BytesWriter) -> None:
-    if o.replica_id != -1:
+    d_replica_id: int = o.replica_id
+    if d_replica_id != -1:
         raise FieldNotInVersionError('non-default ReplicaId cannot be written', version=18)
-    write_i32_be(w, o.max_wait_ms)
-    write_i32_be(w, o.min_bytes)
-    write_i32_be(w, o.max_bytes)
-    _put_i8(w, o.isolation_level)
-    write_i32_be(w, o.session_id)
-    write_i32_be(w, o.session_epoch)
-    x_topics = o.topics
+    v_max_wait_ms: int = o.max_wait_ms
+    write_i32_be(w, v_max_wait_ms)
+    v_min_bytes: int = o.min_bytes
+    write_i32_be(w, v_min_bytes)
+    v_max_bytes: int = o.max_bytes
+    write_i32_be(w, v_max_bytes)
+    v_isolation_level: int = o.isolation_level
+    _put_i8(w, v_isolation_level)
+    v_session_id: int = o.session_id
+    write_i32_be(w, v_session_id)
+    v_session_epoch: int = o.session_epoch
+    write_i32_be(w, v_session_epoch)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=18)
     else:
@@ -2516,7 +2842,7 @@ def _encode_FetchRequest_v18(o: FetchRequest, w: BytesWriter) -> None:
             _put_uvarint(w, m)
         for e_topics in l_topics:
             _encode_FetchRequestTopic_v18(e_topics, w)
-    x_forgotten_topics_data = o.forgotten_topics_data
+    x_forgotten_topics_data: Any = o.forgotten_topics_data
     if x_forgotten_topics_data is None:
         raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=18)
     else:
@@ -2528,7 +2854,7 @@ def _encode_FetchRequest_v18(o: FetchRequest, w: BytesWriter) -> None:
             _put_uvarint(w, m)
         for e_forgotten_topics_data in l_forgotten_topics_data:
             _encode_FetchRequestForgottenTopic_v13(e_forgotten_topics_data, w)
-    x_rack_id = o.rack_id
+    x_rack_id: str | None = o.rack_id
     if x_rack_id is None:
         raise ValueOutOfRangeError('non-nullable field RackId is None', version=18)
     else:
@@ -2544,7 +2870,7 @@ def _encode_FetchRequest_v18(o: FetchRequest, w: BytesWriter) -> None:
     known: list[tuple[int, bytes | bytearray]] = []
     if o.cluster_id is not None:
         t_cluster_id = BytesWriter()
-        x_cluster_id = o.cluster_id
+        x_cluster_id: str | None = o.cluster_id
         if x_cluster_id is None:
             raise ValueOutOfRangeError('non-nullable field ClusterId is None', version=18)
         else:
@@ -2569,22 +2895,22 @@ def _encode_FetchRequest_v18(o: FetchRequest, w: BytesWriter) -> None:
 
 
 def _decode_FetchResponseEpochEndOffset_v12(buf: bytes, pos: i64) -> tuple[FetchResponseEpochEndOffset, i64]:
-    o = _new(_K_FetchResponseEpochEndOffset)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.epoch = read_i32_be(buf, pos)
+    f_epoch: Any
+    f_end_offset: Any
+    f_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.end_offset = read_i64_be(buf, pos)
+    f_end_offset = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -2596,13 +2922,15 @@ def _decode_FetchResponseEpochEndOffset_v12(buf: bytes, pos: i64) -> tuple[Fetch
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchResponseEpochEndOffset(epoch=f_epoch, end_offset=f_end_offset, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchResponseEpochEndOffset_v12(o: FetchResponseEpochEndOffset, w: BytesWriter) -> None:
-    write_i32_be(w, o.epoch)
-    write_i64_be(w, o.end_offset)
+    v_epoch: int = o.epoch
+    write_i32_be(w, v_epoch)
+    v_end_offset: int = o.end_offset
+    write_i64_be(w, v_end_offset)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -2610,22 +2938,22 @@ def _encode_FetchResponseEpochEndOffset_v12(o: FetchResponseEpochEndOffset, w: B
 
 
 def _decode_FetchResponseLeaderIdAndEpoch_v12(buf: bytes, pos: i64) -> tuple[FetchResponseLeaderIdAndEpoch, i64]:
-    o = _new(_K_FetchResponseLeaderIdAndEpoch)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.leader_id = read_i32_be(buf, pos)
+    f_leader_id: Any
+    f_leader_epoch: Any
+    f_leader_id = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -2637,13 +2965,15 @@ def _decode_FetchResponseLeaderIdAndEpoch_v12(buf: bytes, pos: i64) -> tuple[Fet
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchResponseLeaderIdAndEpoch(leader_id=f_leader_id, leader_epoch=f_leader_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchResponseLeaderIdAndEpoch_v12(o: FetchResponseLeaderIdAndEpoch, w: BytesWriter) -> None:
-    write_i32_be(w, o.leader_id)
-    write_i32_be(w, o.leader_epoch)
+    v_leader_id: int = o.leader_id
+    write_i32_be(w, v_leader_id)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -2651,22 +2981,22 @@ def _encode_FetchResponseLeaderIdAndEpoch_v12(o: FetchResponseLeaderIdAndEpoch, 
 
 
 def _decode_FetchResponseSnapshotId_v12(buf: bytes, pos: i64) -> tuple[FetchResponseSnapshotId, i64]:
-    o = _new(_K_FetchResponseSnapshotId)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.end_offset = read_i64_be(buf, pos)
+    f_end_offset: Any
+    f_epoch: Any
+    f_end_offset = read_i64_be(buf, pos)
     pos += 8
-    o.epoch = read_i32_be(buf, pos)
+    f_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -2678,13 +3008,15 @@ def _decode_FetchResponseSnapshotId_v12(buf: bytes, pos: i64) -> tuple[FetchResp
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchResponseSnapshotId(end_offset=f_end_offset, epoch=f_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchResponseSnapshotId_v12(o: FetchResponseSnapshotId, w: BytesWriter) -> None:
-    write_i64_be(w, o.end_offset)
-    write_i32_be(w, o.epoch)
+    v_end_offset: int = o.end_offset
+    write_i64_be(w, v_end_offset)
+    v_epoch: int = o.epoch
+    write_i32_be(w, v_epoch)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -2692,39 +3024,42 @@ def _encode_FetchResponseSnapshotId_v12(o: FetchResponseSnapshotId, w: BytesWrit
 
 
 def _decode_FetchResponseAbortedTransaction_v4(buf: bytes, pos: i64) -> tuple[FetchResponseAbortedTransaction, i64]:
-    o = _new(_K_FetchResponseAbortedTransaction)
-    o.producer_id = read_i64_be(buf, pos)
+    f_producer_id: Any
+    f_first_offset: Any
+    f_producer_id = read_i64_be(buf, pos)
     pos += 8
-    o.first_offset = read_i64_be(buf, pos)
+    f_first_offset = read_i64_be(buf, pos)
     pos += 8
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return FetchResponseAbortedTransaction(producer_id=f_producer_id, first_offset=f_first_offset, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchResponseAbortedTransaction_v4(o: FetchResponseAbortedTransaction, w: BytesWriter) -> None:
-    write_i64_be(w, o.producer_id)
-    write_i64_be(w, o.first_offset)
+    v_producer_id: int = o.producer_id
+    write_i64_be(w, v_producer_id)
+    v_first_offset: int = o.first_offset
+    write_i64_be(w, v_first_offset)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 4')
 
 
 def _decode_FetchResponseAbortedTransaction_v12(buf: bytes, pos: i64) -> tuple[FetchResponseAbortedTransaction, i64]:
-    o = _new(_K_FetchResponseAbortedTransaction)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.producer_id = read_i64_be(buf, pos)
+    f_producer_id: Any
+    f_first_offset: Any
+    f_producer_id = read_i64_be(buf, pos)
     pos += 8
-    o.first_offset = read_i64_be(buf, pos)
+    f_first_offset = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -2736,13 +3071,15 @@ def _decode_FetchResponseAbortedTransaction_v12(buf: bytes, pos: i64) -> tuple[F
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchResponseAbortedTransaction(producer_id=f_producer_id, first_offset=f_first_offset, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchResponseAbortedTransaction_v12(o: FetchResponseAbortedTransaction, w: BytesWriter) -> None:
-    write_i64_be(w, o.producer_id)
-    write_i64_be(w, o.first_offset)
+    v_producer_id: int = o.producer_id
+    write_i64_be(w, v_producer_id)
+    v_first_offset: int = o.first_offset
+    write_i64_be(w, v_first_offset)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -2750,36 +3087,32 @@ def _encode_FetchResponseAbortedTransaction_v12(o: FetchResponseAbortedTransacti
 
 
 def _decode_FetchResponsePartitionData_v0(buf: bytes, pos: i64) -> tuple[FetchResponsePartitionData, i64]:
-    o = _new(_K_FetchResponsePartitionData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     mv = memoryview(buf)
-    o.last_stable_offset = -1
-    o.log_start_offset = -1
-    o.diverging_epoch = FetchResponseEpochEndOffset()
-    o.current_leader = FetchResponseLeaderIdAndEpoch()
-    o.snapshot_id = FetchResponseSnapshotId()
-    o.aborted_transactions = []
-    o.preferred_read_replica = -1
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_error_code: Any
+    f_high_watermark: Any
+    f_records: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.high_watermark = read_i64_be(buf, pos)
+    f_high_watermark = read_i64_be(buf, pos)
     pos += 8
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
-        o.records = None
+        f_records = None
     else:
         end = pos + n
         if end > blen:
             raise _truncated('Records')
-        o.records = mv[pos:end]
+        f_records = mv[pos:end]
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return FetchResponsePartitionData(partition_index=f_partition_index, error_code=f_error_code, high_watermark=f_high_watermark, records=f_records, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchResponsePartitionData_v0(o: FetchResponsePartitionData, w: BytesWriter) -> None:
@@ -2789,12 +3122,16 @@ def _encode_FetchResponsePartitionData_v0(o: FetchResponsePartitionData, w: Byte
         raise FieldNotInVersionError('non-default CurrentLeader cannot be written', version=0)
     if o.snapshot_id != _DEFAULT_FetchResponseSnapshotId:
         raise FieldNotInVersionError('non-default SnapshotId cannot be written', version=0)
-    if o.preferred_read_replica != -1:
+    d_preferred_read_replica: int = o.preferred_read_replica
+    if d_preferred_read_replica != -1:
         raise FieldNotInVersionError('non-default PreferredReadReplica cannot be written', version=0)
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
-    write_i64_be(w, o.high_watermark)
-    x_records = o.records
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_high_watermark: int = o.high_watermark
+    write_i64_be(w, v_high_watermark)
+    x_records: Any = o.records
     if x_records is None:
         write_i32_be(w, -1)
     else:
@@ -2806,28 +3143,28 @@ def _encode_FetchResponsePartitionData_v0(o: FetchResponsePartitionData, w: Byte
 
 
 def _decode_FetchResponsePartitionData_v4(buf: bytes, pos: i64) -> tuple[FetchResponsePartitionData, i64]:
-    o = _new(_K_FetchResponsePartitionData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     mv = memoryview(buf)
-    o.log_start_offset = -1
-    o.diverging_epoch = FetchResponseEpochEndOffset()
-    o.current_leader = FetchResponseLeaderIdAndEpoch()
-    o.snapshot_id = FetchResponseSnapshotId()
-    o.preferred_read_replica = -1
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_error_code: Any
+    f_high_watermark: Any
+    f_last_stable_offset: Any
+    f_aborted_transactions: Any
+    f_records: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.high_watermark = read_i64_be(buf, pos)
+    f_high_watermark = read_i64_be(buf, pos)
     pos += 8
-    o.last_stable_offset = read_i64_be(buf, pos)
+    f_last_stable_offset = read_i64_be(buf, pos)
     pos += 8
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
-        o.aborted_transactions = None
+        f_aborted_transactions = None
     else:
         if n > blen - pos:
             raise _invalid('array AbortedTransactions declares more elements than bytes remain')
@@ -2835,19 +3172,19 @@ def _decode_FetchResponsePartitionData_v4(buf: bytes, pos: i64) -> tuple[FetchRe
         for _i_aborted_transactions in range(n):
             x_aborted_transactions, pos = _decode_FetchResponseAbortedTransaction_v4(buf, pos)
             lst_aborted_transactions.append(x_aborted_transactions)
-        o.aborted_transactions = lst_aborted_transactions
+        f_aborted_transactions = lst_aborted_transactions
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
-        o.records = None
+        f_records = None
     else:
         end = pos + n
         if end > blen:
             raise _truncated('Records')
-        o.records = mv[pos:end]
+        f_records = mv[pos:end]
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return FetchResponsePartitionData(partition_index=f_partition_index, error_code=f_error_code, high_watermark=f_high_watermark, last_stable_offset=f_last_stable_offset, aborted_transactions=f_aborted_transactions, records=f_records, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchResponsePartitionData_v4(o: FetchResponsePartitionData, w: BytesWriter) -> None:
@@ -2857,13 +3194,18 @@ def _encode_FetchResponsePartitionData_v4(o: FetchResponsePartitionData, w: Byte
         raise FieldNotInVersionError('non-default CurrentLeader cannot be written', version=4)
     if o.snapshot_id != _DEFAULT_FetchResponseSnapshotId:
         raise FieldNotInVersionError('non-default SnapshotId cannot be written', version=4)
-    if o.preferred_read_replica != -1:
+    d_preferred_read_replica: int = o.preferred_read_replica
+    if d_preferred_read_replica != -1:
         raise FieldNotInVersionError('non-default PreferredReadReplica cannot be written', version=4)
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
-    write_i64_be(w, o.high_watermark)
-    write_i64_be(w, o.last_stable_offset)
-    x_aborted_transactions = o.aborted_transactions
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_high_watermark: int = o.high_watermark
+    write_i64_be(w, v_high_watermark)
+    v_last_stable_offset: int = o.last_stable_offset
+    write_i64_be(w, v_last_stable_offset)
+    x_aborted_transactions: Any = o.aborted_transactions
     if x_aborted_transactions is None:
         write_i32_be(w, -1)
     else:
@@ -2871,7 +3213,7 @@ def _encode_FetchResponsePartitionData_v4(o: FetchResponsePartitionData, w: Byte
         write_i32_be(w, len(l_aborted_transactions))
         for e_aborted_transactions in l_aborted_transactions:
             _encode_FetchResponseAbortedTransaction_v4(e_aborted_transactions, w)
-    x_records = o.records
+    x_records: Any = o.records
     if x_records is None:
         write_i32_be(w, -1)
     else:
@@ -2883,29 +3225,31 @@ def _encode_FetchResponsePartitionData_v4(o: FetchResponsePartitionData, w: Byte
 
 
 def _decode_FetchResponsePartitionData_v5(buf: bytes, pos: i64) -> tuple[FetchResponsePartitionData, i64]:
-    o = _new(_K_FetchResponsePartitionData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     mv = memoryview(buf)
-    o.diverging_epoch = FetchResponseEpochEndOffset()
-    o.current_leader = FetchResponseLeaderIdAndEpoch()
-    o.snapshot_id = FetchResponseSnapshotId()
-    o.preferred_read_replica = -1
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_error_code: Any
+    f_high_watermark: Any
+    f_last_stable_offset: Any
+    f_log_start_offset: Any
+    f_aborted_transactions: Any
+    f_records: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.high_watermark = read_i64_be(buf, pos)
+    f_high_watermark = read_i64_be(buf, pos)
     pos += 8
-    o.last_stable_offset = read_i64_be(buf, pos)
+    f_last_stable_offset = read_i64_be(buf, pos)
     pos += 8
-    o.log_start_offset = read_i64_be(buf, pos)
+    f_log_start_offset = read_i64_be(buf, pos)
     pos += 8
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
-        o.aborted_transactions = None
+        f_aborted_transactions = None
     else:
         if n > blen - pos:
             raise _invalid('array AbortedTransactions declares more elements than bytes remain')
@@ -2913,19 +3257,19 @@ def _decode_FetchResponsePartitionData_v5(buf: bytes, pos: i64) -> tuple[FetchRe
         for _i_aborted_transactions in range(n):
             x_aborted_transactions, pos = _decode_FetchResponseAbortedTransaction_v4(buf, pos)
             lst_aborted_transactions.append(x_aborted_transactions)
-        o.aborted_transactions = lst_aborted_transactions
+        f_aborted_transactions = lst_aborted_transactions
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
-        o.records = None
+        f_records = None
     else:
         end = pos + n
         if end > blen:
             raise _truncated('Records')
-        o.records = mv[pos:end]
+        f_records = mv[pos:end]
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return FetchResponsePartitionData(partition_index=f_partition_index, error_code=f_error_code, high_watermark=f_high_watermark, last_stable_offset=f_last_stable_offset, log_start_offset=f_log_start_offset, aborted_transactions=f_aborted_transactions, records=f_records, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchResponsePartitionData_v5(o: FetchResponsePartitionData, w: BytesWriter) -> None:
@@ -2935,14 +3279,20 @@ def _encode_FetchResponsePartitionData_v5(o: FetchResponsePartitionData, w: Byte
         raise FieldNotInVersionError('non-default CurrentLeader cannot be written', version=5)
     if o.snapshot_id != _DEFAULT_FetchResponseSnapshotId:
         raise FieldNotInVersionError('non-default SnapshotId cannot be written', version=5)
-    if o.preferred_read_replica != -1:
+    d_preferred_read_replica: int = o.preferred_read_replica
+    if d_preferred_read_replica != -1:
         raise FieldNotInVersionError('non-default PreferredReadReplica cannot be written', version=5)
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
-    write_i64_be(w, o.high_watermark)
-    write_i64_be(w, o.last_stable_offset)
-    write_i64_be(w, o.log_start_offset)
-    x_aborted_transactions = o.aborted_transactions
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_high_watermark: int = o.high_watermark
+    write_i64_be(w, v_high_watermark)
+    v_last_stable_offset: int = o.last_stable_offset
+    write_i64_be(w, v_last_stable_offset)
+    v_log_start_offset: int = o.log_start_offset
+    write_i64_be(w, v_log_start_offset)
+    x_aborted_transactions: Any = o.aborted_transactions
     if x_aborted_transactions is None:
         write_i32_be(w, -1)
     else:
@@ -2950,7 +3300,7 @@ def _encode_FetchResponsePartitionData_v5(o: FetchResponsePartitionData, w: Byte
         write_i32_be(w, len(l_aborted_transactions))
         for e_aborted_transactions in l_aborted_transactions:
             _encode_FetchResponseAbortedTransaction_v4(e_aborted_transactions, w)
-    x_records = o.records
+    x_records: Any = o.records
     if x_records is None:
         write_i32_be(w, -1)
     else:
@@ -2962,28 +3312,32 @@ def _encode_FetchResponsePartitionData_v5(o: FetchResponsePartitionData, w: Byte
 
 
 def _decode_FetchResponsePartitionData_v11(buf: bytes, pos: i64) -> tuple[FetchResponsePartitionData, i64]:
-    o = _new(_K_FetchResponsePartitionData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     mv = memoryview(buf)
-    o.diverging_epoch = FetchResponseEpochEndOffset()
-    o.current_leader = FetchResponseLeaderIdAndEpoch()
-    o.snapshot_id = FetchResponseSnapshotId()
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_error_code: Any
+    f_high_watermark: Any
+    f_last_stable_offset: Any
+    f_log_start_offset: Any
+    f_aborted_transactions: Any
+    f_preferred_read_replica: Any
+    f_records: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.high_watermark = read_i64_be(buf, pos)
+    f_high_watermark = read_i64_be(buf, pos)
     pos += 8
-    o.last_stable_offset = read_i64_be(buf, pos)
+    f_last_stable_offset = read_i64_be(buf, pos)
     pos += 8
-    o.log_start_offset = read_i64_be(buf, pos)
+    f_log_start_offset = read_i64_be(buf, pos)
     pos += 8
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
-        o.aborted_transactions = None
+        f_aborted_transactions = None
     else:
         if n > blen - pos:
             raise _invalid('array AbortedTransactions declares more elements than bytes remain')
@@ -2991,21 +3345,21 @@ def _decode_FetchResponsePartitionData_v11(buf: bytes, pos: i64) -> tuple[FetchR
         for _i_aborted_transactions in range(n):
             x_aborted_transactions, pos = _decode_FetchResponseAbortedTransaction_v4(buf, pos)
             lst_aborted_transactions.append(x_aborted_transactions)
-        o.aborted_transactions = lst_aborted_transactions
-    o.preferred_read_replica = read_i32_be(buf, pos)
+        f_aborted_transactions = lst_aborted_transactions
+    f_preferred_read_replica = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
-        o.records = None
+        f_records = None
     else:
         end = pos + n
         if end > blen:
             raise _truncated('Records')
-        o.records = mv[pos:end]
+        f_records = mv[pos:end]
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return FetchResponsePartitionData(partition_index=f_partition_index, error_code=f_error_code, high_watermark=f_high_watermark, last_stable_offset=f_last_stable_offset, log_start_offset=f_log_start_offset, aborted_transactions=f_aborted_transactions, preferred_read_replica=f_preferred_read_replica, records=f_records, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchResponsePartitionData_v11(o: FetchResponsePartitionData, w: BytesWriter) -> None:
@@ -3015,12 +3369,17 @@ def _encode_FetchResponsePartitionData_v11(o: FetchResponsePartitionData, w: Byt
         raise FieldNotInVersionError('non-default CurrentLeader cannot be written', version=11)
     if o.snapshot_id != _DEFAULT_FetchResponseSnapshotId:
         raise FieldNotInVersionError('non-default SnapshotId cannot be written', version=11)
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
-    write_i64_be(w, o.high_watermark)
-    write_i64_be(w, o.last_stable_offset)
-    write_i64_be(w, o.log_start_offset)
-    x_aborted_transactions = o.aborted_transactions
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_high_watermark: int = o.high_watermark
+    write_i64_be(w, v_high_watermark)
+    v_last_stable_offset: int = o.last_stable_offset
+    write_i64_be(w, v_last_stable_offset)
+    v_log_start_offset: int = o.log_start_offset
+    write_i64_be(w, v_log_start_offset)
+    x_aborted_transactions: Any = o.aborted_transactions
     if x_aborted_transactions is None:
         write_i32_be(w, -1)
     else:
@@ -3028,8 +3387,9 @@ def _encode_FetchResponsePartitionData_v11(o: FetchResponsePartitionData, w: Byt
         write_i32_be(w, len(l_aborted_transactions))
         for e_aborted_transactions in l_aborted_transactions:
             _encode_FetchResponseAbortedTransaction_v4(e_aborted_transactions, w)
-    write_i32_be(w, o.preferred_read_replica)
-    x_records = o.records
+    v_preferred_read_replica: int = o.preferred_read_replica
+    write_i32_be(w, v_preferred_read_replica)
+    x_records: Any = o.records
     if x_records is None:
         write_i32_be(w, -1)
     else:
@@ -3041,23 +3401,30 @@ def _encode_FetchResponsePartitionData_v11(o: FetchResponsePartitionData, w: Byt
 
 
 def _decode_FetchResponsePartitionData_v12(buf: bytes, pos: i64) -> tuple[FetchResponsePartitionData, i64]:
-    o = _new(_K_FetchResponsePartitionData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     mv = memoryview(buf)
-    o.diverging_epoch = FetchResponseEpochEndOffset()
-    o.current_leader = FetchResponseLeaderIdAndEpoch()
-    o.snapshot_id = FetchResponseSnapshotId()
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_error_code: Any
+    f_high_watermark: Any
+    f_last_stable_offset: Any
+    f_log_start_offset: Any
+    f_diverging_epoch: Any = FetchResponseEpochEndOffset()
+    f_current_leader: Any = FetchResponseLeaderIdAndEpoch()
+    f_snapshot_id: Any = FetchResponseSnapshotId()
+    f_aborted_transactions: Any
+    f_preferred_read_replica: Any
+    f_records: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.high_watermark = read_i64_be(buf, pos)
+    f_high_watermark = read_i64_be(buf, pos)
     pos += 8
-    o.last_stable_offset = read_i64_be(buf, pos)
+    f_last_stable_offset = read_i64_be(buf, pos)
     pos += 8
-    o.log_start_offset = read_i64_be(buf, pos)
+    f_log_start_offset = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
@@ -3066,7 +3433,7 @@ def _decode_FetchResponsePartitionData_v12(buf: bytes, pos: i64) -> tuple[FetchR
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.aborted_transactions = None
+        f_aborted_transactions = None
     else:
         if n > blen - pos:
             raise _invalid('array AbortedTransactions declares more elements than bytes remain')
@@ -3074,8 +3441,8 @@ def _decode_FetchResponsePartitionData_v12(buf: bytes, pos: i64) -> tuple[FetchR
         for _i_aborted_transactions in range(n):
             x_aborted_transactions, pos = _decode_FetchResponseAbortedTransaction_v12(buf, pos)
             lst_aborted_transactions.append(x_aborted_transactions)
-        o.aborted_transactions = lst_aborted_transactions
-    o.preferred_read_replica = read_i32_be(buf, pos)
+        f_aborted_transactions = lst_aborted_transactions
+    f_preferred_read_replica = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -3084,21 +3451,20 @@ def _decode_FetchResponsePartitionData_v12(buf: bytes, pos: i64) -> tuple[FetchR
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.records = None
+        f_records = None
     else:
         end = pos + n
         if end > blen:
             raise _truncated('Records')
-        o.records = mv[pos:end]
+        f_records = mv[pos:end]
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -3106,30 +3472,35 @@ def _decode_FetchResponsePartitionData_v12(buf: bytes, pos: i64) -> tuple[FetchR
             size, pos = _uvarint(buf, pos)
             if tag == 0:
                 x_diverging_epoch, pos = _decode_FetchResponseEpochEndOffset_v12(buf, pos)
-                o.diverging_epoch = x_diverging_epoch
+                f_diverging_epoch = x_diverging_epoch
             elif tag == 1:
                 x_current_leader, pos = _decode_FetchResponseLeaderIdAndEpoch_v12(buf, pos)
-                o.current_leader = x_current_leader
+                f_current_leader = x_current_leader
             elif tag == 2:
                 x_snapshot_id, pos = _decode_FetchResponseSnapshotId_v12(buf, pos)
-                o.snapshot_id = x_snapshot_id
+                f_snapshot_id = x_snapshot_id
             else:
                 end = pos + size
                 if end > blen:
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchResponsePartitionData(partition_index=f_partition_index, error_code=f_error_code, high_watermark=f_high_watermark, last_stable_offset=f_last_stable_offset, log_start_offset=f_log_start_offset, diverging_epoch=f_diverging_epoch, current_leader=f_current_leader, snapshot_id=f_snapshot_id, aborted_transactions=f_aborted_transactions, preferred_read_replica=f_preferred_read_replica, records=f_records, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchResponsePartitionData_v12(o: FetchResponsePartitionData, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
-    write_i64_be(w, o.high_watermark)
-    write_i64_be(w, o.last_stable_offset)
-    write_i64_be(w, o.log_start_offset)
-    x_aborted_transactions = o.aborted_transactions
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_high_watermark: int = o.high_watermark
+    write_i64_be(w, v_high_watermark)
+    v_last_stable_offset: int = o.last_stable_offset
+    write_i64_be(w, v_last_stable_offset)
+    v_log_start_offset: int = o.log_start_offset
+    write_i64_be(w, v_log_start_offset)
+    x_aborted_transactions: Any = o.aborted_transactions
     if x_aborted_transactions is None:
         w.append(_ZERO)
     else:
@@ -3141,8 +3512,9 @@ def _encode_FetchResponsePartitionData_v12(o: FetchResponsePartitionData, w: Byt
             _put_uvarint(w, m)
         for e_aborted_transactions in l_aborted_transactions:
             _encode_FetchResponseAbortedTransaction_v12(e_aborted_transactions, w)
-    write_i32_be(w, o.preferred_read_replica)
-    x_records = o.records
+    v_preferred_read_replica: int = o.preferred_read_replica
+    write_i32_be(w, v_preferred_read_replica)
+    x_records: Any = o.records
     if x_records is None:
         w.append(_ZERO)
     else:
@@ -3173,11 +3545,11 @@ def _encode_FetchResponsePartitionData_v12(o: FetchResponsePartitionData, w: Byt
 
 
 def _decode_FetchResponseFetchableTopicResponse_v0(buf: bytes, pos: i64) -> tuple[FetchResponseFetchableTopicResponse, i64]:
-    o = _new(_K_FetchResponseFetchableTopicResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_topic: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -3188,7 +3560,7 @@ def _decode_FetchResponseFetchableTopicResponse_v0(buf: bytes, pos: i64) -> tupl
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
-        o.topic = buf[pos:end].decode()
+        f_topic = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -3201,13 +3573,13 @@ def _decode_FetchResponseFetchableTopicResponse_v0(buf: bytes, pos: i64) -> tupl
         for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchResponsePartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return FetchResponseFetchableTopicResponse(topic=f_topic, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchResponseFetchableTopicResponse_v0(o: FetchResponseFetchableTopicResponse, w: BytesWriter) -> None:
-    x_topic = o.topic
+    x_topic: str | None = o.topic
     if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=0)
     else:
@@ -3216,7 +3588,7 @@ def _encode_FetchResponseFetchableTopicResponse_v0(o: FetchResponseFetchableTopi
             raise ValueOutOfRangeError('string field Topic is too long', version=0)
         write_i16_be(w, len(b_topic))
         w.write(b_topic)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -3229,11 +3601,11 @@ def _encode_FetchResponseFetchableTopicResponse_v0(o: FetchResponseFetchableTopi
 
 
 def _decode_FetchResponseFetchableTopicResponse_v4(buf: bytes, pos: i64) -> tuple[FetchResponseFetchableTopicResponse, i64]:
-    o = _new(_K_FetchResponseFetchableTopicResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_topic: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -3244,7 +3616,7 @@ def _decode_FetchResponseFetchableTopicResponse_v4(buf: bytes, pos: i64) -> tupl
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
-        o.topic = buf[pos:end].decode()
+        f_topic = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -3257,13 +3629,13 @@ def _decode_FetchResponseFetchableTopicResponse_v4(buf: bytes, pos: i64) -> tupl
         for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchResponsePartitionData_v4(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return FetchResponseFetchableTopicResponse(topic=f_topic, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchResponseFetchableTopicResponse_v4(o: FetchResponseFetchableTopicResponse, w: BytesWriter) -> None:
-    x_topic = o.topic
+    x_topic: str | None = o.topic
     if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=4)
     else:
@@ -3272,7 +3644,7 @@ def _encode_FetchResponseFetchableTopicResponse_v4(o: FetchResponseFetchableTopi
             raise ValueOutOfRangeError('string field Topic is too long', version=4)
         write_i16_be(w, len(b_topic))
         w.write(b_topic)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=4)
     else:
@@ -3285,11 +3657,11 @@ def _encode_FetchResponseFetchableTopicResponse_v4(o: FetchResponseFetchableTopi
 
 
 def _decode_FetchResponseFetchableTopicResponse_v5(buf: bytes, pos: i64) -> tuple[FetchResponseFetchableTopicResponse, i64]:
-    o = _new(_K_FetchResponseFetchableTopicResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_topic: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -3300,7 +3672,7 @@ def _decode_FetchResponseFetchableTopicResponse_v5(buf: bytes, pos: i64) -> tupl
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
-        o.topic = buf[pos:end].decode()
+        f_topic = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -3313,13 +3685,13 @@ def _decode_FetchResponseFetchableTopicResponse_v5(buf: bytes, pos: i64) -> tupl
         for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchResponsePartitionData_v5(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return FetchResponseFetchableTopicResponse(topic=f_topic, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchResponseFetchableTopicResponse_v5(o: FetchResponseFetchableTopicResponse, w: BytesWriter) -> None:
-    x_topic = o.topic
+    x_topic: str | None = o.topic
     if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=5)
     else:
@@ -3328,7 +3700,7 @@ def _encode_FetchResponseFetchableTopicResponse_v5(o: FetchResponseFetchableTopi
             raise ValueOutOfRangeError('string field Topic is too long', version=5)
         write_i16_be(w, len(b_topic))
         w.write(b_topic)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=5)
     else:
@@ -3341,11 +3713,11 @@ def _encode_FetchResponseFetchableTopicResponse_v5(o: FetchResponseFetchableTopi
 
 
 def _decode_FetchResponseFetchableTopicResponse_v11(buf: bytes, pos: i64) -> tuple[FetchResponseFetchableTopicResponse, i64]:
-    o = _new(_K_FetchResponseFetchableTopicResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_topic: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -3356,7 +3728,7 @@ def _decode_FetchResponseFetchableTopicResponse_v11(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
-        o.topic = buf[pos:end].decode()
+        f_topic = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -3369,13 +3741,13 @@ def _decode_FetchResponseFetchableTopicResponse_v11(buf: bytes, pos: i64) -> tup
         for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchResponsePartitionData_v11(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return FetchResponseFetchableTopicResponse(topic=f_topic, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchResponseFetchableTopicResponse_v11(o: FetchResponseFetchableTopicResponse, w: BytesWriter) -> None:
-    x_topic = o.topic
+    x_topic: str | None = o.topic
     if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=11)
     else:
@@ -3384,7 +3756,7 @@ def _encode_FetchResponseFetchableTopicResponse_v11(o: FetchResponseFetchableTop
             raise ValueOutOfRangeError('string field Topic is too long', version=11)
         write_i16_be(w, len(b_topic))
         w.write(b_topic)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=11)
     else:
@@ -3397,11 +3769,11 @@ def _encode_FetchResponseFetchableTopicResponse_v11(o: FetchResponseFetchableTop
 
 
 def _decode_FetchResponseFetchableTopicResponse_v12(buf: bytes, pos: i64) -> tuple[FetchResponseFetchableTopicResponse, i64]:
-    o = _new(_K_FetchResponseFetchableTopicResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_topic: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -3416,7 +3788,7 @@ def _decode_FetchResponseFetchableTopicResponse_v12(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
-        o.topic = buf[pos:end].decode()
+        f_topic = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -3433,15 +3805,14 @@ def _decode_FetchResponseFetchableTopicResponse_v12(buf: bytes, pos: i64) -> tup
         for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchResponsePartitionData_v12(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -3453,12 +3824,12 @@ def _decode_FetchResponseFetchableTopicResponse_v12(buf: bytes, pos: i64) -> tup
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchResponseFetchableTopicResponse(topic=f_topic, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchResponseFetchableTopicResponse_v12(o: FetchResponseFetchableTopicResponse, w: BytesWriter) -> None:
-    x_topic = o.topic
+    x_topic: str | None = o.topic
     if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=12)
     else:
@@ -3471,7 +3842,7 @@ def _encode_FetchResponseFetchableTopicResponse_v12(o: FetchResponseFetchableTop
         else:
             _put_uvarint(w, m)
         w.write(b_topic)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=12)
     else:
@@ -3490,12 +3861,12 @@ def _encode_FetchResponseFetchableTopicResponse_v12(o: FetchResponseFetchableTop
 
 
 def _decode_FetchResponseFetchableTopicResponse_v13(buf: bytes, pos: i64) -> tuple[FetchResponseFetchableTopicResponse, i64]:
-    o = _new(_K_FetchResponseFetchableTopicResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic = ''
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partitions: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -3512,15 +3883,14 @@ def _decode_FetchResponseFetchableTopicResponse_v13(buf: bytes, pos: i64) -> tup
         for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchResponsePartitionData_v12(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -3532,13 +3902,13 @@ def _decode_FetchResponseFetchableTopicResponse_v13(buf: bytes, pos: i64) -> tup
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchResponseFetchableTopicResponse(topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchResponseFetchableTopicResponse_v13(o: FetchResponseFetchableTopicResponse, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=13)
     else:
@@ -3557,11 +3927,14 @@ def _encode_FetchResponseFetchableTopicResponse_v13(o: FetchResponseFetchableTop
 
 
 def _decode_FetchResponseNodeEndpoint_v16(buf: bytes, pos: i64) -> tuple[FetchResponseNodeEndpoint, i64]:
-    o = _new(_K_FetchResponseNodeEndpoint)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.node_id = read_i32_be(buf, pos)
+    f_node_id: Any
+    f_host: Any
+    f_port: Any
+    f_rack: Any
+    f_node_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -3577,9 +3950,9 @@ def _decode_FetchResponseNodeEndpoint_v16(buf: bytes, pos: i64) -> tuple[FetchRe
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
-    o.port = read_i32_be(buf, pos)
+    f_port = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -3588,23 +3961,22 @@ def _decode_FetchResponseNodeEndpoint_v16(buf: bytes, pos: i64) -> tuple[FetchRe
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.rack = None
+        f_rack = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Rack is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Rack')
-        o.rack = buf[pos:end].decode()
+        f_rack = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -3616,13 +3988,14 @@ def _decode_FetchResponseNodeEndpoint_v16(buf: bytes, pos: i64) -> tuple[FetchRe
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchResponseNodeEndpoint(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchResponseNodeEndpoint_v16(o: FetchResponseNodeEndpoint, w: BytesWriter) -> None:
-    write_i32_be(w, o.node_id)
-    x_host = o.host
+    v_node_id: int = o.node_id
+    write_i32_be(w, v_node_id)
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=16)
     else:
@@ -3635,8 +4008,9 @@ def _encode_FetchResponseNodeEndpoint_v16(o: FetchResponseNodeEndpoint, w: Bytes
         else:
             _put_uvarint(w, m)
         w.write(b_host)
-    write_i32_be(w, o.port)
-    x_rack = o.rack
+    v_port: int = o.port
+    write_i32_be(w, v_port)
+    x_rack: str | None = o.rack
     if x_rack is None:
         w.append(_ZERO)
     else:
@@ -3656,13 +4030,9 @@ def _encode_FetchResponseNodeEndpoint_v16(o: FetchResponseNodeEndpoint, w: Bytes
 
 
 def _decode_FetchResponse_v0(buf: bytes, pos: i64) -> tuple[FetchResponse, i64]:
-    o = _new(_K_FetchResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = 0
-    o.error_code = 0
-    o.session_id = 0
-    o.node_endpoints = []
+    f_responses: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -3674,17 +4044,18 @@ def _decode_FetchResponse_v0(buf: bytes, pos: i64) -> tuple[FetchResponse, i64]:
         for _i_responses in range(n):
             x_responses, pos = _decode_FetchResponseFetchableTopicResponse_v0(buf, pos)
             lst_responses.append(x_responses)
-        o.responses = lst_responses
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_responses = lst_responses
+    utf: Any = ()
+    return FetchResponse(responses=f_responses, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchResponse_v0(o: FetchResponse, w: BytesWriter) -> None:
-    if o.session_id != 0:
+    d_session_id: int = o.session_id
+    if d_session_id != 0:
         raise FieldNotInVersionError('non-default SessionId cannot be written', version=0)
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=0)
-    x_responses = o.responses
+    x_responses: Any = o.responses
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=0)
     else:
@@ -3697,13 +4068,11 @@ def _encode_FetchResponse_v0(o: FetchResponse, w: BytesWriter) -> None:
 
 
 def _decode_FetchResponse_v1(buf: bytes, pos: i64) -> tuple[FetchResponse, i64]:
-    o = _new(_K_FetchResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.error_code = 0
-    o.session_id = 0
-    o.node_endpoints = []
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_responses: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -3716,18 +4085,20 @@ def _decode_FetchResponse_v1(buf: bytes, pos: i64) -> tuple[FetchResponse, i64]:
         for _i_responses in range(n):
             x_responses, pos = _decode_FetchResponseFetchableTopicResponse_v0(buf, pos)
             lst_responses.append(x_responses)
-        o.responses = lst_responses
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_responses = lst_responses
+    utf: Any = ()
+    return FetchResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchResponse_v1(o: FetchResponse, w: BytesWriter) -> None:
-    if o.session_id != 0:
+    d_session_id: int = o.session_id
+    if d_session_id != 0:
         raise FieldNotInVersionError('non-default SessionId cannot be written', version=1)
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=1)
-    write_i32_be(w, o.throttle_time_ms)
-    x_responses = o.responses
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_responses: Any = o.responses
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=1)
     else:
@@ -3740,13 +4111,11 @@ def _encode_FetchResponse_v1(o: FetchResponse, w: BytesWriter) -> None:
 
 
 def _decode_FetchResponse_v4(buf: bytes, pos: i64) -> tuple[FetchResponse, i64]:
-    o = _new(_K_FetchResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.error_code = 0
-    o.session_id = 0
-    o.node_endpoints = []
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_responses: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -3759,18 +4128,20 @@ def _decode_FetchResponse_v4(buf: bytes, pos: i64) -> tuple[FetchResponse, i64]:
         for _i_responses in range(n):
             x_responses, pos = _decode_FetchResponseFetchableTopicResponse_v4(buf, pos)
             lst_responses.append(x_responses)
-        o.responses = lst_responses
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_responses = lst_responses
+    utf: Any = ()
+    return FetchResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchResponse_v4(o: FetchResponse, w: BytesWriter) -> None:
-    if o.session_id != 0:
+    d_session_id: int = o.session_id
+    if d_session_id != 0:
         raise FieldNotInVersionError('non-default SessionId cannot be written', version=4)
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=4)
-    write_i32_be(w, o.throttle_time_ms)
-    x_responses = o.responses
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_responses: Any = o.responses
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=4)
     else:
@@ -3783,13 +4154,11 @@ def _encode_FetchResponse_v4(o: FetchResponse, w: BytesWriter) -> None:
 
 
 def _decode_FetchResponse_v5(buf: bytes, pos: i64) -> tuple[FetchResponse, i64]:
-    o = _new(_K_FetchResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.error_code = 0
-    o.session_id = 0
-    o.node_endpoints = []
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_responses: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -3802,18 +4171,20 @@ def _decode_FetchResponse_v5(buf: bytes, pos: i64) -> tuple[FetchResponse, i64]:
         for _i_responses in range(n):
             x_responses, pos = _decode_FetchResponseFetchableTopicResponse_v5(buf, pos)
             lst_responses.append(x_responses)
-        o.responses = lst_responses
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_responses = lst_responses
+    utf: Any = ()
+    return FetchResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchResponse_v5(o: FetchResponse, w: BytesWriter) -> None:
-    if o.session_id != 0:
+    d_session_id: int = o.session_id
+    if d_session_id != 0:
         raise FieldNotInVersionError('non-default SessionId cannot be written', version=5)
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=5)
-    write_i32_be(w, o.throttle_time_ms)
-    x_responses = o.responses
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_responses: Any = o.responses
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=5)
     else:
@@ -3826,15 +4197,17 @@ def _encode_FetchResponse_v5(o: FetchResponse, w: BytesWriter) -> None:
 
 
 def _decode_FetchResponse_v7(buf: bytes, pos: i64) -> tuple[FetchResponse, i64]:
-    o = _new(_K_FetchResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.node_endpoints = []
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_session_id: Any
+    f_responses: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.session_id = read_i32_be(buf, pos)
+    f_session_id = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -3847,18 +4220,21 @@ def _decode_FetchResponse_v7(buf: bytes, pos: i64) -> tuple[FetchResponse, i64]:
         for _i_responses in range(n):
             x_responses, pos = _decode_FetchResponseFetchableTopicResponse_v5(buf, pos)
             lst_responses.append(x_responses)
-        o.responses = lst_responses
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_responses = lst_responses
+    utf: Any = ()
+    return FetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, session_id=f_session_id, responses=f_responses, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchResponse_v7(o: FetchResponse, w: BytesWriter) -> None:
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=7)
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    write_i32_be(w, o.session_id)
-    x_responses = o.responses
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_session_id: int = o.session_id
+    write_i32_be(w, v_session_id)
+    x_responses: Any = o.responses
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=7)
     else:
@@ -3871,15 +4247,17 @@ def _encode_FetchResponse_v7(o: FetchResponse, w: BytesWriter) -> None:
 
 
 def _decode_FetchResponse_v11(buf: bytes, pos: i64) -> tuple[FetchResponse, i64]:
-    o = _new(_K_FetchResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.node_endpoints = []
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_session_id: Any
+    f_responses: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.session_id = read_i32_be(buf, pos)
+    f_session_id = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -3892,18 +4270,21 @@ def _decode_FetchResponse_v11(buf: bytes, pos: i64) -> tuple[FetchResponse, i64]
         for _i_responses in range(n):
             x_responses, pos = _decode_FetchResponseFetchableTopicResponse_v11(buf, pos)
             lst_responses.append(x_responses)
-        o.responses = lst_responses
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_responses = lst_responses
+    utf: Any = ()
+    return FetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, session_id=f_session_id, responses=f_responses, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchResponse_v11(o: FetchResponse, w: BytesWriter) -> None:
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=11)
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    write_i32_be(w, o.session_id)
-    x_responses = o.responses
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_session_id: int = o.session_id
+    write_i32_be(w, v_session_id)
+    x_responses: Any = o.responses
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=11)
     else:
@@ -3916,16 +4297,18 @@ def _encode_FetchResponse_v11(o: FetchResponse, w: BytesWriter) -> None:
 
 
 def _decode_FetchResponse_v12(buf: bytes, pos: i64) -> tuple[FetchResponse, i64]:
-    o = _new(_K_FetchResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.node_endpoints = []
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_session_id: Any
+    f_responses: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.session_id = read_i32_be(buf, pos)
+    f_session_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -3942,15 +4325,14 @@ def _decode_FetchResponse_v12(buf: bytes, pos: i64) -> tuple[FetchResponse, i64]
         for _i_responses in range(n):
             x_responses, pos = _decode_FetchResponseFetchableTopicResponse_v12(buf, pos)
             lst_responses.append(x_responses)
-        o.responses = lst_responses
+        f_responses = lst_responses
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -3964,17 +4346,20 @@ def _decode_FetchResponse_v12(buf: bytes, pos: i64) -> tuple[FetchResponse, i64]
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, session_id=f_session_id, responses=f_responses, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchResponse_v12(o: FetchResponse, w: BytesWriter) -> None:
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=12)
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    write_i32_be(w, o.session_id)
-    x_responses = o.responses
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_session_id: int = o.session_id
+    write_i32_be(w, v_session_id)
+    x_responses: Any = o.responses
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=12)
     else:
@@ -3993,16 +4378,18 @@ def _encode_FetchResponse_v12(o: FetchResponse, w: BytesWriter) -> None:
 
 
 def _decode_FetchResponse_v13(buf: bytes, pos: i64) -> tuple[FetchResponse, i64]:
-    o = _new(_K_FetchResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.node_endpoints = []
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_session_id: Any
+    f_responses: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.session_id = read_i32_be(buf, pos)
+    f_session_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -4019,15 +4406,14 @@ def _decode_FetchResponse_v13(buf: bytes, pos: i64) -> tuple[FetchResponse, i64]
         for _i_responses in range(n):
             x_responses, pos = _decode_FetchResponseFetchableTopicResponse_v13(buf, pos)
             lst_responses.append(x_responses)
-        o.responses = lst_responses
+        f_responses = lst_responses
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -4041,17 +4427,20 @@ def _decode_FetchResponse_v13(buf: bytes, pos: i64) -> tuple[FetchResponse, i64]
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, session_id=f_session_id, responses=f_responses, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchResponse_v13(o: FetchResponse, w: BytesWriter) -> None:
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=13)
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    write_i32_be(w, o.session_id)
-    x_responses = o.responses
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_session_id: int = o.session_id
+    write_i32_be(w, v_session_id)
+    x_responses: Any = o.responses
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=13)
     else:
@@ -4070,16 +4459,19 @@ def _encode_FetchResponse_v13(o: FetchResponse, w: BytesWriter) -> None:
 
 
 def _decode_FetchResponse_v16(buf: bytes, pos: i64) -> tuple[FetchResponse, i64]:
-    o = _new(_K_FetchResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.node_endpoints = []
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_session_id: Any
+    f_responses: Any
+    f_node_endpoints: Any = []
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.session_id = read_i32_be(buf, pos)
+    f_session_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -4096,15 +4488,14 @@ def _decode_FetchResponse_v16(buf: bytes, pos: i64) -> tuple[FetchResponse, i64]
         for _i_responses in range(n):
             x_responses, pos = _decode_FetchResponseFetchableTopicResponse_v13(buf, pos)
             lst_responses.append(x_responses)
-        o.responses = lst_responses
+        f_responses = lst_responses
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -4126,22 +4517,25 @@ def _decode_FetchResponse_v16(buf: bytes, pos: i64) -> tuple[FetchResponse, i64]
                     for _i_node_endpoints in range(n):
                         x_node_endpoints, pos = _decode_FetchResponseNodeEndpoint_v16(buf, pos)
                         lst_node_endpoints.append(x_node_endpoints)
-                    o.node_endpoints = lst_node_endpoints
+                    f_node_endpoints = lst_node_endpoints
             else:
                 end = pos + size
                 if end > blen:
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, session_id=f_session_id, responses=f_responses, node_endpoints=f_node_endpoints, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchResponse_v16(o: FetchResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    write_i32_be(w, o.session_id)
-    x_responses = o.responses
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_session_id: int = o.session_id
+    write_i32_be(w, v_session_id)
+    x_responses: Any = o.responses
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=16)
     else:
@@ -4156,7 +4550,7 @@ def _encode_FetchResponse_v16(o: FetchResponse, w: BytesWriter) -> None:
     known: list[tuple[int, bytes | bytearray]] = []
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         t_node_endpoints = BytesWriter()
-        x_node_endpoints = o.node_endpoints
+        x_node_endpoints: Any = o.node_endpoints
         if x_node_endpoints is None:
             raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=16)
         else:
@@ -4192,4 +4586,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (FetchResponse, {0: _decode_FetchResponse_v0, 1: _decode_FetchResponse_v1, 2: _decode_FetchResponse_v1, 3: _decode_FetchResponse_v1, 4: _decode_FetchResponse_v4, 5: _decode_FetchResponse_v5, 6: _decode_FetchResponse_v5, 7: _decode_FetchResponse_v7, 8: _decode_FetchResponse_v7, 9: _decode_FetchResponse_v7, 10: _decode_FetchResponse_v7, 11: _decode_FetchResponse_v11, 12: _decode_FetchResponse_v12, 13: _decode_FetchResponse_v13, 14: _decode_FetchResponse_v13, 15: _decode_FetchResponse_v13, 16: _decode_FetchResponse_v16, 17: _decode_FetchResponse_v16, 18: _decode_FetchResponse_v16}, {0: _encode_FetchResponse_v0, 1: _encode_FetchResponse_v1, 2: _encode_FetchResponse_v1, 3: _encode_FetchResponse_v1, 4: _encode_FetchResponse_v4, 5: _encode_FetchResponse_v5, 6: _encode_FetchResponse_v5, 7: _encode_FetchResponse_v7, 8: _encode_FetchResponse_v7, 9: _encode_FetchResponse_v7, 10: _encode_FetchResponse_v7, 11: _encode_FetchResponse_v11, 12: _encode_FetchResponse_v12, 13: _encode_FetchResponse_v13, 14: _encode_FetchResponse_v13, 15: _encode_FetchResponse_v13, 16: _encode_FetchResponse_v16, 17: _encode_FetchResponse_v16, 18: _encode_FetchResponse_v16}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.fetch', TABLES)

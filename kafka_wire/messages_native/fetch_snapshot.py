@@ -22,37 +22,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.fetch_snapshot import (
-    FetchSnapshotRequest,
-    FetchSnapshotRequestPartitionSnapshot,
-    FetchSnapshotRequestSnapshotId,
-    FetchSnapshotRequestTopicSnapshot,
-    FetchSnapshotResponse,
-    FetchSnapshotResponseLeaderIdAndEpoch,
-    FetchSnapshotResponseNodeEndpoint,
-    FetchSnapshotResponsePartitionSnapshot,
-    FetchSnapshotResponseSnapshotId,
-    FetchSnapshotResponseTopicSnapshot,
-    _DEFAULT_FetchSnapshotResponseLeaderIdAndEpoch,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_FetchSnapshotRequest: Final = FetchSnapshotRequest
-_K_FetchSnapshotRequestPartitionSnapshot: Final = FetchSnapshotRequestPartitionSnapshot
-_K_FetchSnapshotRequestSnapshotId: Final = FetchSnapshotRequestSnapshotId
-_K_FetchSnapshotRequestTopicSnapshot: Final = FetchSnapshotRequestTopicSnapshot
-_K_FetchSnapshotResponse: Final = FetchSnapshotResponse
-_K_FetchSnapshotResponseLeaderIdAndEpoch: Final = FetchSnapshotResponseLeaderIdAndEpoch
-_K_FetchSnapshotResponseNodeEndpoint: Final = FetchSnapshotResponseNodeEndpoint
-_K_FetchSnapshotResponsePartitionSnapshot: Final = FetchSnapshotResponsePartitionSnapshot
-_K_FetchSnapshotResponseSnapshotId: Final = FetchSnapshotResponseSnapshotId
-_K_FetchSnapshotResponseTopicSnapshot: Final = FetchSnapshotResponseTopicSnapshot
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -138,23 +116,159 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class FetchSnapshotRequestSnapshotId(_NativeStruct):
+    end_offset: Any
+    epoch: Any
+
+    def __init__(self, *, end_offset: Any = 0, epoch: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.end_offset = end_offset
+        self.epoch = epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class FetchSnapshotRequestPartitionSnapshot(_NativeStruct):
+    partition: Any
+    current_leader_epoch: Any
+    snapshot_id: Any
+    position: Any
+    replica_directory_id: Any
+
+    def __init__(self, *, partition: Any = 0, current_leader_epoch: Any = 0, snapshot_id: Any = FRESH, position: Any = 0, replica_directory_id: Any = ZERO_UUID, unknown_tagged_fields: Any = ()) -> None:
+        self.partition = partition
+        self.current_leader_epoch = current_leader_epoch
+        self.snapshot_id = FetchSnapshotRequestSnapshotId() if snapshot_id is FRESH else snapshot_id
+        self.position = position
+        self.replica_directory_id = replica_directory_id
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class FetchSnapshotRequestTopicSnapshot(_NativeStruct):
+    name: Any
+    partitions: Any
+
+    def __init__(self, *, name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class FetchSnapshotRequest(_NativeMessage):
+    cluster_id: Any
+    replica_id: Any
+    max_bytes: Any
+    topics: Any
+
+    def __init__(self, *, cluster_id: Any = None, replica_id: Any = -1, max_bytes: Any = 2147483647, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.cluster_id = cluster_id
+        self.replica_id = replica_id
+        self.max_bytes = max_bytes
+        self.topics = [] if topics is FRESH else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class FetchSnapshotResponseSnapshotId(_NativeStruct):
+    end_offset: Any
+    epoch: Any
+
+    def __init__(self, *, end_offset: Any = 0, epoch: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.end_offset = end_offset
+        self.epoch = epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class FetchSnapshotResponseLeaderIdAndEpoch(_NativeStruct):
+    leader_id: Any
+    leader_epoch: Any
+
+    def __init__(self, *, leader_id: Any = 0, leader_epoch: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class FetchSnapshotResponsePartitionSnapshot(_NativeStruct):
+    index: Any
+    error_code: Any
+    snapshot_id: Any
+    current_leader: Any
+    size: Any
+    position: Any
+    unaligned_records: Any
+
+    def __init__(self, *, index: Any = 0, error_code: Any = 0, snapshot_id: Any = FRESH, current_leader: Any = FRESH, size: Any = 0, position: Any = 0, unaligned_records: Any = b"", unknown_tagged_fields: Any = ()) -> None:
+        self.index = index
+        self.error_code = error_code
+        self.snapshot_id = FetchSnapshotResponseSnapshotId() if snapshot_id is FRESH else snapshot_id
+        self.current_leader = FetchSnapshotResponseLeaderIdAndEpoch() if current_leader is FRESH else current_leader
+        self.size = size
+        self.position = position
+        self.unaligned_records = unaligned_records
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class FetchSnapshotResponseTopicSnapshot(_NativeStruct):
+    name: Any
+    partitions: Any
+
+    def __init__(self, *, name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class FetchSnapshotResponseNodeEndpoint(_NativeStruct):
+    node_id: Any
+    host: Any
+    port: Any
+
+    def __init__(self, *, node_id: Any = 0, host: Any = '', port: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class FetchSnapshotResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+    topics: Any
+    node_endpoints: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, topics: Any = FRESH, node_endpoints: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.topics = [] if topics is FRESH else topics
+        self.node_endpoints = [] if node_endpoints is FRESH else node_endpoints
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_FetchSnapshotRequestSnapshotId = FetchSnapshotRequestSnapshotId()
+_DEFAULT_FetchSnapshotRequestPartitionSnapshot = FetchSnapshotRequestPartitionSnapshot()
+_DEFAULT_FetchSnapshotRequestTopicSnapshot = FetchSnapshotRequestTopicSnapshot()
+_DEFAULT_FetchSnapshotResponseSnapshotId = FetchSnapshotResponseSnapshotId()
+_DEFAULT_FetchSnapshotResponseLeaderIdAndEpoch = FetchSnapshotResponseLeaderIdAndEpoch()
+_DEFAULT_FetchSnapshotResponsePartitionSnapshot = FetchSnapshotResponsePartitionSnapshot()
+_DEFAULT_FetchSnapshotResponseTopicSnapshot = FetchSnapshotResponseTopicSnapshot()
+_DEFAULT_FetchSnapshotResponseNodeEndpoint = FetchSnapshotResponseNodeEndpoint()
+
+
 def _decode_FetchSnapshotRequestSnapshotId_v0(buf: bytes, pos: i64) -> tuple[FetchSnapshotRequestSnapshotId, i64]:
-    o = _new(_K_FetchSnapshotRequestSnapshotId)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.end_offset = read_i64_be(buf, pos)
+    f_end_offset: Any
+    f_epoch: Any
+    f_end_offset = read_i64_be(buf, pos)
     pos += 8
-    o.epoch = read_i32_be(buf, pos)
+    f_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -166,13 +280,15 @@ def _decode_FetchSnapshotRequestSnapshotId_v0(buf: bytes, pos: i64) -> tuple[Fet
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchSnapshotRequestSnapshotId(end_offset=f_end_offset, epoch=f_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchSnapshotRequestSnapshotId_v0(o: FetchSnapshotRequestSnapshotId, w: BytesWriter) -> None:
-    write_i64_be(w, o.end_offset)
-    write_i32_be(w, o.epoch)
+    v_end_offset: int = o.end_offset
+    write_i64_be(w, v_end_offset)
+    v_epoch: int = o.epoch
+    write_i32_be(w, v_epoch)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -180,27 +296,28 @@ def _encode_FetchSnapshotRequestSnapshotId_v0(o: FetchSnapshotRequestSnapshotId,
 
 
 def _decode_FetchSnapshotRequestPartitionSnapshot_v0(buf: bytes, pos: i64) -> tuple[FetchSnapshotRequestPartitionSnapshot, i64]:
-    o = _new(_K_FetchSnapshotRequestPartitionSnapshot)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.replica_directory_id = ZERO_UUID
-    o.partition = read_i32_be(buf, pos)
+    f_partition: Any
+    f_current_leader_epoch: Any
+    f_snapshot_id: Any
+    f_position: Any
+    f_partition = read_i32_be(buf, pos)
     pos += 4
-    o.current_leader_epoch = read_i32_be(buf, pos)
+    f_current_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     x_snapshot_id, pos = _decode_FetchSnapshotRequestSnapshotId_v0(buf, pos)
-    o.snapshot_id = x_snapshot_id
-    o.position = read_i64_be(buf, pos)
+    f_snapshot_id = x_snapshot_id
+    f_position = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -214,15 +331,18 @@ def _decode_FetchSnapshotRequestPartitionSnapshot_v0(buf: bytes, pos: i64) -> tu
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchSnapshotRequestPartitionSnapshot(partition=f_partition, current_leader_epoch=f_current_leader_epoch, snapshot_id=f_snapshot_id, position=f_position, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchSnapshotRequestPartitionSnapshot_v0(o: FetchSnapshotRequestPartitionSnapshot, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition)
-    write_i32_be(w, o.current_leader_epoch)
+    v_partition: int = o.partition
+    write_i32_be(w, v_partition)
+    v_current_leader_epoch: int = o.current_leader_epoch
+    write_i32_be(w, v_current_leader_epoch)
     _encode_FetchSnapshotRequestSnapshotId_v0(o.snapshot_id, w)
-    write_i64_be(w, o.position)
+    v_position: int = o.position
+    write_i64_be(w, v_position)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -230,34 +350,36 @@ def _encode_FetchSnapshotRequestPartitionSnapshot_v0(o: FetchSnapshotRequestPart
 
 
 def _decode_FetchSnapshotRequestPartitionSnapshot_v1(buf: bytes, pos: i64) -> tuple[FetchSnapshotRequestPartitionSnapshot, i64]:
-    o = _new(_K_FetchSnapshotRequestPartitionSnapshot)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.replica_directory_id = ZERO_UUID
-    o.partition = read_i32_be(buf, pos)
+    f_partition: Any
+    f_current_leader_epoch: Any
+    f_snapshot_id: Any
+    f_position: Any
+    f_replica_directory_id: Any = ZERO_UUID
+    f_partition = read_i32_be(buf, pos)
     pos += 4
-    o.current_leader_epoch = read_i32_be(buf, pos)
+    f_current_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     x_snapshot_id, pos = _decode_FetchSnapshotRequestSnapshotId_v0(buf, pos)
-    o.snapshot_id = x_snapshot_id
-    o.position = read_i64_be(buf, pos)
+    f_snapshot_id = x_snapshot_id
+    f_position = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
             size, pos = _uvarint(buf, pos)
             if tag == 0:
-                o.replica_directory_id = _uuid(buf, pos)
+                f_replica_directory_id = _uuid(buf, pos)
                 pos += 16
             else:
                 end = pos + size
@@ -265,15 +387,18 @@ def _decode_FetchSnapshotRequestPartitionSnapshot_v1(buf: bytes, pos: i64) -> tu
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchSnapshotRequestPartitionSnapshot(partition=f_partition, current_leader_epoch=f_current_leader_epoch, snapshot_id=f_snapshot_id, position=f_position, replica_directory_id=f_replica_directory_id, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchSnapshotRequestPartitionSnapshot_v1(o: FetchSnapshotRequestPartitionSnapshot, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition)
-    write_i32_be(w, o.current_leader_epoch)
+    v_partition: int = o.partition
+    write_i32_be(w, v_partition)
+    v_current_leader_epoch: int = o.current_leader_epoch
+    write_i32_be(w, v_current_leader_epoch)
     _encode_FetchSnapshotRequestSnapshotId_v0(o.snapshot_id, w)
-    write_i64_be(w, o.position)
+    v_position: int = o.position
+    write_i64_be(w, v_position)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.replica_directory_id != ZERO_UUID:
         t_replica_directory_id = BytesWriter()
@@ -286,10 +411,11 @@ def _encode_FetchSnapshotRequestPartitionSnapshot_v1(o: FetchSnapshotRequestPart
 
 
 def _decode_FetchSnapshotRequestTopicSnapshot_v0(buf: bytes, pos: i64) -> tuple[FetchSnapshotRequestTopicSnapshot, i64]:
-    o = _new(_K_FetchSnapshotRequestTopicSnapshot)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -304,7 +430,7 @@ def _decode_FetchSnapshotRequestTopicSnapshot_v0(buf: bytes, pos: i64) -> tuple[
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -321,15 +447,14 @@ def _decode_FetchSnapshotRequestTopicSnapshot_v0(buf: bytes, pos: i64) -> tuple[
         for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchSnapshotRequestPartitionSnapshot_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -341,12 +466,12 @@ def _decode_FetchSnapshotRequestTopicSnapshot_v0(buf: bytes, pos: i64) -> tuple[
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchSnapshotRequestTopicSnapshot(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchSnapshotRequestTopicSnapshot_v0(o: FetchSnapshotRequestTopicSnapshot, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -359,7 +484,7 @@ def _encode_FetchSnapshotRequestTopicSnapshot_v0(o: FetchSnapshotRequestTopicSna
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -378,10 +503,11 @@ def _encode_FetchSnapshotRequestTopicSnapshot_v0(o: FetchSnapshotRequestTopicSna
 
 
 def _decode_FetchSnapshotRequestTopicSnapshot_v1(buf: bytes, pos: i64) -> tuple[FetchSnapshotRequestTopicSnapshot, i64]:
-    o = _new(_K_FetchSnapshotRequestTopicSnapshot)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -396,7 +522,7 @@ def _decode_FetchSnapshotRequestTopicSnapshot_v1(buf: bytes, pos: i64) -> tuple[
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -413,15 +539,14 @@ def _decode_FetchSnapshotRequestTopicSnapshot_v1(buf: bytes, pos: i64) -> tuple[
         for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchSnapshotRequestPartitionSnapshot_v1(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -433,12 +558,12 @@ def _decode_FetchSnapshotRequestTopicSnapshot_v1(buf: bytes, pos: i64) -> tuple[
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchSnapshotRequestTopicSnapshot(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchSnapshotRequestTopicSnapshot_v1(o: FetchSnapshotRequestTopicSnapshot, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
     else:
@@ -451,7 +576,7 @@ def _encode_FetchSnapshotRequestTopicSnapshot_v1(o: FetchSnapshotRequestTopicSna
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
@@ -470,14 +595,16 @@ def _encode_FetchSnapshotRequestTopicSnapshot_v1(o: FetchSnapshotRequestTopicSna
 
 
 def _decode_FetchSnapshotRequest_v0(buf: bytes, pos: i64) -> tuple[FetchSnapshotRequest, i64]:
-    o = _new(_K_FetchSnapshotRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.cluster_id = None
-    o.replica_id = read_i32_be(buf, pos)
+    f_cluster_id: Any = None
+    f_replica_id: Any
+    f_max_bytes: Any
+    f_topics: Any
+    f_replica_id = read_i32_be(buf, pos)
     pos += 4
-    o.max_bytes = read_i32_be(buf, pos)
+    f_max_bytes = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -494,15 +621,14 @@ def _decode_FetchSnapshotRequest_v0(buf: bytes, pos: i64) -> tuple[FetchSnapshot
         for _i_topics in range(n):
             x_topics, pos = _decode_FetchSnapshotRequestTopicSnapshot_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -516,14 +642,14 @@ def _decode_FetchSnapshotRequest_v0(buf: bytes, pos: i64) -> tuple[FetchSnapshot
                     n, pos = _uvarint(buf, pos)
                 n -= 1
                 if n < 0:
-                    o.cluster_id = None
+                    f_cluster_id = None
                 else:
                     if n > 0x7FFF:
                         raise _invalid('string field ClusterId is too long')
                     end = pos + n
                     if end > blen:
                         raise _truncated('ClusterId')
-                    o.cluster_id = buf[pos:end].decode()
+                    f_cluster_id = buf[pos:end].decode()
                     pos = end
             else:
                 end = pos + size
@@ -531,14 +657,16 @@ def _decode_FetchSnapshotRequest_v0(buf: bytes, pos: i64) -> tuple[FetchSnapshot
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchSnapshotRequest(cluster_id=f_cluster_id, replica_id=f_replica_id, max_bytes=f_max_bytes, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchSnapshotRequest_v0(o: FetchSnapshotRequest, w: BytesWriter) -> None:
-    write_i32_be(w, o.replica_id)
-    write_i32_be(w, o.max_bytes)
-    x_topics = o.topics
+    v_replica_id: int = o.replica_id
+    write_i32_be(w, v_replica_id)
+    v_max_bytes: int = o.max_bytes
+    write_i32_be(w, v_max_bytes)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -553,7 +681,7 @@ def _encode_FetchSnapshotRequest_v0(o: FetchSnapshotRequest, w: BytesWriter) -> 
     known: list[tuple[int, bytes | bytearray]] = []
     if o.cluster_id is not None:
         t_cluster_id = BytesWriter()
-        x_cluster_id = o.cluster_id
+        x_cluster_id: str | None = o.cluster_id
         if x_cluster_id is None:
             raise ValueOutOfRangeError('non-nullable field ClusterId is None', version=0)
         else:
@@ -574,14 +702,16 @@ def _encode_FetchSnapshotRequest_v0(o: FetchSnapshotRequest, w: BytesWriter) -> 
 
 
 def _decode_FetchSnapshotRequest_v1(buf: bytes, pos: i64) -> tuple[FetchSnapshotRequest, i64]:
-    o = _new(_K_FetchSnapshotRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.cluster_id = None
-    o.replica_id = read_i32_be(buf, pos)
+    f_cluster_id: Any = None
+    f_replica_id: Any
+    f_max_bytes: Any
+    f_topics: Any
+    f_replica_id = read_i32_be(buf, pos)
     pos += 4
-    o.max_bytes = read_i32_be(buf, pos)
+    f_max_bytes = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -598,15 +728,14 @@ def _decode_FetchSnapshotRequest_v1(buf: bytes, pos: i64) -> tuple[FetchSnapshot
         for _i_topics in range(n):
             x_topics, pos = _decode_FetchSnapshotRequestTopicSnapshot_v1(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -620,14 +749,14 @@ def _decode_FetchSnapshotRequest_v1(buf: bytes, pos: i64) -> tuple[FetchSnapshot
                     n, pos = _uvarint(buf, pos)
                 n -= 1
                 if n < 0:
-                    o.cluster_id = None
+                    f_cluster_id = None
                 else:
                     if n > 0x7FFF:
                         raise _invalid('string field ClusterId is too long')
                     end = pos + n
                     if end > blen:
                         raise _truncated('ClusterId')
-                    o.cluster_id = buf[pos:end].decode()
+                    f_cluster_id = buf[pos:end].decode()
                     pos = end
             else:
                 end = pos + size
@@ -635,14 +764,16 @@ def _decode_FetchSnapshotRequest_v1(buf: bytes, pos: i64) -> tuple[FetchSnapshot
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchSnapshotRequest(cluster_id=f_cluster_id, replica_id=f_replica_id, max_bytes=f_max_bytes, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchSnapshotRequest_v1(o: FetchSnapshotRequest, w: BytesWriter) -> None:
-    write_i32_be(w, o.replica_id)
-    write_i32_be(w, o.max_bytes)
-    x_topics = o.topics
+    v_replica_id: int = o.replica_id
+    write_i32_be(w, v_replica_id)
+    v_max_bytes: int = o.max_bytes
+    write_i32_be(w, v_max_bytes)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
@@ -657,7 +788,7 @@ def _encode_FetchSnapshotRequest_v1(o: FetchSnapshotRequest, w: BytesWriter) -> 
     known: list[tuple[int, bytes | bytearray]] = []
     if o.cluster_id is not None:
         t_cluster_id = BytesWriter()
-        x_cluster_id = o.cluster_id
+        x_cluster_id: str | None = o.cluster_id
         if x_cluster_id is None:
             raise ValueOutOfRangeError('non-nullable field ClusterId is None', version=1)
         else:
@@ -678,22 +809,22 @@ def _encode_FetchSnapshotRequest_v1(o: FetchSnapshotRequest, w: BytesWriter) -> 
 
 
 def _decode_FetchSnapshotResponseSnapshotId_v0(buf: bytes, pos: i64) -> tuple[FetchSnapshotResponseSnapshotId, i64]:
-    o = _new(_K_FetchSnapshotResponseSnapshotId)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.end_offset = read_i64_be(buf, pos)
+    f_end_offset: Any
+    f_epoch: Any
+    f_end_offset = read_i64_be(buf, pos)
     pos += 8
-    o.epoch = read_i32_be(buf, pos)
+    f_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -705,13 +836,15 @@ def _decode_FetchSnapshotResponseSnapshotId_v0(buf: bytes, pos: i64) -> tuple[Fe
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchSnapshotResponseSnapshotId(end_offset=f_end_offset, epoch=f_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchSnapshotResponseSnapshotId_v0(o: FetchSnapshotResponseSnapshotId, w: BytesWriter) -> None:
-    write_i64_be(w, o.end_offset)
-    write_i32_be(w, o.epoch)
+    v_end_offset: int = o.end_offset
+    write_i64_be(w, v_end_offset)
+    v_epoch: int = o.epoch
+    write_i32_be(w, v_epoch)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -719,22 +852,22 @@ def _encode_FetchSnapshotResponseSnapshotId_v0(o: FetchSnapshotResponseSnapshotI
 
 
 def _decode_FetchSnapshotResponseLeaderIdAndEpoch_v0(buf: bytes, pos: i64) -> tuple[FetchSnapshotResponseLeaderIdAndEpoch, i64]:
-    o = _new(_K_FetchSnapshotResponseLeaderIdAndEpoch)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.leader_id = read_i32_be(buf, pos)
+    f_leader_id: Any
+    f_leader_epoch: Any
+    f_leader_id = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -746,13 +879,15 @@ def _decode_FetchSnapshotResponseLeaderIdAndEpoch_v0(buf: bytes, pos: i64) -> tu
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchSnapshotResponseLeaderIdAndEpoch(leader_id=f_leader_id, leader_epoch=f_leader_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchSnapshotResponseLeaderIdAndEpoch_v0(o: FetchSnapshotResponseLeaderIdAndEpoch, w: BytesWriter) -> None:
-    write_i32_be(w, o.leader_id)
-    write_i32_be(w, o.leader_epoch)
+    v_leader_id: int = o.leader_id
+    write_i32_be(w, v_leader_id)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -760,21 +895,26 @@ def _encode_FetchSnapshotResponseLeaderIdAndEpoch_v0(o: FetchSnapshotResponseLea
 
 
 def _decode_FetchSnapshotResponsePartitionSnapshot_v0(buf: bytes, pos: i64) -> tuple[FetchSnapshotResponsePartitionSnapshot, i64]:
-    o = _new(_K_FetchSnapshotResponsePartitionSnapshot)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     mv = memoryview(buf)
-    o.current_leader = FetchSnapshotResponseLeaderIdAndEpoch()
-    o.index = read_i32_be(buf, pos)
+    f_index: Any
+    f_error_code: Any
+    f_snapshot_id: Any
+    f_current_leader: Any = FetchSnapshotResponseLeaderIdAndEpoch()
+    f_size: Any
+    f_position: Any
+    f_unaligned_records: Any
+    f_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     x_snapshot_id, pos = _decode_FetchSnapshotResponseSnapshotId_v0(buf, pos)
-    o.snapshot_id = x_snapshot_id
-    o.size = read_i64_be(buf, pos)
+    f_snapshot_id = x_snapshot_id
+    f_size = read_i64_be(buf, pos)
     pos += 8
-    o.position = read_i64_be(buf, pos)
+    f_position = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
@@ -788,16 +928,15 @@ def _decode_FetchSnapshotResponsePartitionSnapshot_v0(buf: bytes, pos: i64) -> t
         end = pos + n
         if end > blen:
             raise _truncated('UnalignedRecords')
-        o.unaligned_records = mv[pos:end]
+        f_unaligned_records = mv[pos:end]
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -805,24 +944,28 @@ def _decode_FetchSnapshotResponsePartitionSnapshot_v0(buf: bytes, pos: i64) -> t
             size, pos = _uvarint(buf, pos)
             if tag == 0:
                 x_current_leader, pos = _decode_FetchSnapshotResponseLeaderIdAndEpoch_v0(buf, pos)
-                o.current_leader = x_current_leader
+                f_current_leader = x_current_leader
             else:
                 end = pos + size
                 if end > blen:
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchSnapshotResponsePartitionSnapshot(index=f_index, error_code=f_error_code, snapshot_id=f_snapshot_id, current_leader=f_current_leader, size=f_size, position=f_position, unaligned_records=f_unaligned_records, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchSnapshotResponsePartitionSnapshot_v0(o: FetchSnapshotResponsePartitionSnapshot, w: BytesWriter) -> None:
-    write_i32_be(w, o.index)
-    write_i16_be(w, o.error_code)
+    v_index: int = o.index
+    write_i32_be(w, v_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     _encode_FetchSnapshotResponseSnapshotId_v0(o.snapshot_id, w)
-    write_i64_be(w, o.size)
-    write_i64_be(w, o.position)
-    x_unaligned_records = o.unaligned_records
+    v_size: int = o.size
+    write_i64_be(w, v_size)
+    v_position: int = o.position
+    write_i64_be(w, v_position)
+    x_unaligned_records: Any = o.unaligned_records
     if x_unaligned_records is None:
         raise ValueOutOfRangeError('non-nullable field UnalignedRecords is None', version=0)
     else:
@@ -845,10 +988,11 @@ def _encode_FetchSnapshotResponsePartitionSnapshot_v0(o: FetchSnapshotResponsePa
 
 
 def _decode_FetchSnapshotResponseTopicSnapshot_v0(buf: bytes, pos: i64) -> tuple[FetchSnapshotResponseTopicSnapshot, i64]:
-    o = _new(_K_FetchSnapshotResponseTopicSnapshot)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -863,7 +1007,7 @@ def _decode_FetchSnapshotResponseTopicSnapshot_v0(buf: bytes, pos: i64) -> tuple
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -880,15 +1024,14 @@ def _decode_FetchSnapshotResponseTopicSnapshot_v0(buf: bytes, pos: i64) -> tuple
         for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchSnapshotResponsePartitionSnapshot_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -900,12 +1043,12 @@ def _decode_FetchSnapshotResponseTopicSnapshot_v0(buf: bytes, pos: i64) -> tuple
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchSnapshotResponseTopicSnapshot(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchSnapshotResponseTopicSnapshot_v0(o: FetchSnapshotResponseTopicSnapshot, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -918,7 +1061,7 @@ def _encode_FetchSnapshotResponseTopicSnapshot_v0(o: FetchSnapshotResponseTopicS
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -937,11 +1080,13 @@ def _encode_FetchSnapshotResponseTopicSnapshot_v0(o: FetchSnapshotResponseTopicS
 
 
 def _decode_FetchSnapshotResponseNodeEndpoint_v1(buf: bytes, pos: i64) -> tuple[FetchSnapshotResponseNodeEndpoint, i64]:
-    o = _new(_K_FetchSnapshotResponseNodeEndpoint)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.node_id = read_i32_be(buf, pos)
+    f_node_id: Any
+    f_host: Any
+    f_port: Any
+    f_node_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -957,18 +1102,17 @@ def _decode_FetchSnapshotResponseNodeEndpoint_v1(buf: bytes, pos: i64) -> tuple[
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
-    o.port = int(read_i16_be(buf, pos)) & 0xFFFF
+    f_port = int(read_i16_be(buf, pos)) & 0xFFFF
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -980,13 +1124,14 @@ def _decode_FetchSnapshotResponseNodeEndpoint_v1(buf: bytes, pos: i64) -> tuple[
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchSnapshotResponseNodeEndpoint(node_id=f_node_id, host=f_host, port=f_port, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchSnapshotResponseNodeEndpoint_v1(o: FetchSnapshotResponseNodeEndpoint, w: BytesWriter) -> None:
-    write_i32_be(w, o.node_id)
-    x_host = o.host
+    v_node_id: int = o.node_id
+    write_i32_be(w, v_node_id)
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
     else:
@@ -999,7 +1144,8 @@ def _encode_FetchSnapshotResponseNodeEndpoint_v1(o: FetchSnapshotResponseNodeEnd
         else:
             _put_uvarint(w, m)
         w.write(b_host)
-    _put_u16(w, o.port)
+    v_port: int = o.port
+    _put_u16(w, v_port)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1007,14 +1153,15 @@ def _encode_FetchSnapshotResponseNodeEndpoint_v1(o: FetchSnapshotResponseNodeEnd
 
 
 def _decode_FetchSnapshotResponse_v0(buf: bytes, pos: i64) -> tuple[FetchSnapshotResponse, i64]:
-    o = _new(_K_FetchSnapshotResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.node_endpoints = []
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_topics: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1031,15 +1178,14 @@ def _decode_FetchSnapshotResponse_v0(buf: bytes, pos: i64) -> tuple[FetchSnapsho
         for _i_topics in range(n):
             x_topics, pos = _decode_FetchSnapshotResponseTopicSnapshot_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1053,16 +1199,18 @@ def _decode_FetchSnapshotResponse_v0(buf: bytes, pos: i64) -> tuple[FetchSnapsho
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchSnapshotResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchSnapshotResponse_v0(o: FetchSnapshotResponse, w: BytesWriter) -> None:
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=0)
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_topics = o.topics
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -1081,14 +1229,16 @@ def _encode_FetchSnapshotResponse_v0(o: FetchSnapshotResponse, w: BytesWriter) -
 
 
 def _decode_FetchSnapshotResponse_v1(buf: bytes, pos: i64) -> tuple[FetchSnapshotResponse, i64]:
-    o = _new(_K_FetchSnapshotResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.node_endpoints = []
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_topics: Any
+    f_node_endpoints: Any = []
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1105,15 +1255,14 @@ def _decode_FetchSnapshotResponse_v1(buf: bytes, pos: i64) -> tuple[FetchSnapsho
         for _i_topics in range(n):
             x_topics, pos = _decode_FetchSnapshotResponseTopicSnapshot_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1135,21 +1284,23 @@ def _decode_FetchSnapshotResponse_v1(buf: bytes, pos: i64) -> tuple[FetchSnapsho
                     for _i_node_endpoints in range(n):
                         x_node_endpoints, pos = _decode_FetchSnapshotResponseNodeEndpoint_v1(buf, pos)
                         lst_node_endpoints.append(x_node_endpoints)
-                    o.node_endpoints = lst_node_endpoints
+                    f_node_endpoints = lst_node_endpoints
             else:
                 end = pos + size
                 if end > blen:
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FetchSnapshotResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, topics=f_topics, node_endpoints=f_node_endpoints, unknown_tagged_fields=utf), pos
 
 
 def _encode_FetchSnapshotResponse_v1(o: FetchSnapshotResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_topics = o.topics
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
@@ -1164,7 +1315,7 @@ def _encode_FetchSnapshotResponse_v1(o: FetchSnapshotResponse, w: BytesWriter) -
     known: list[tuple[int, bytes | bytearray]] = []
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         t_node_endpoints = BytesWriter()
-        x_node_endpoints = o.node_endpoints
+        x_node_endpoints: Any = o.node_endpoints
         if x_node_endpoints is None:
             raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=1)
         else:
@@ -1197,4 +1348,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (FetchSnapshotResponse, {0: _decode_FetchSnapshotResponse_v0, 1: _decode_FetchSnapshotResponse_v1}, {0: _encode_FetchSnapshotResponse_v0, 1: _encode_FetchSnapshotResponse_v1}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.fetch_snapshot', TABLES)

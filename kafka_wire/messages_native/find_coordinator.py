@@ -21,22 +21,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.find_coordinator import (
-    FindCoordinatorRequest,
-    FindCoordinatorResponse,
-    FindCoordinatorResponseCoordinator,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_FindCoordinatorRequest: Final = FindCoordinatorRequest
-_K_FindCoordinatorResponse: Final = FindCoordinatorResponse
-_K_FindCoordinatorResponseCoordinator: Final = FindCoordinatorResponseCoordinator
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -122,13 +115,64 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class FindCoordinatorRequest(_NativeMessage):
+    key: Any
+    key_type: Any
+    coordinator_keys: Any
+
+    def __init__(self, *, key: Any = '', key_type: Any = 0, coordinator_keys: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.key = key
+        self.key_type = key_type
+        self.coordinator_keys = [] if coordinator_keys is FRESH else coordinator_keys
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class FindCoordinatorResponseCoordinator(_NativeStruct):
+    key: Any
+    node_id: Any
+    host: Any
+    port: Any
+    error_code: Any
+    error_message: Any
+
+    def __init__(self, *, key: Any = '', node_id: Any = 0, host: Any = '', port: Any = 0, error_code: Any = 0, error_message: Any = '', unknown_tagged_fields: Any = ()) -> None:
+        self.key = key
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class FindCoordinatorResponse(_NativeMessage):
+    throttle_time_ms: Any
+    coordinators: Any
+    error_code: Any
+    error_message: Any
+    node_id: Any
+    host: Any
+    port: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, coordinators: Any = FRESH, error_code: Any = 0, error_message: Any = '', node_id: Any = 0, host: Any = '', port: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.coordinators = [] if coordinators is FRESH else coordinators
+        self.error_code = error_code
+        self.error_message = error_message
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_FindCoordinatorResponseCoordinator = FindCoordinatorResponseCoordinator()
+
+
 def _decode_FindCoordinatorRequest_v0(buf: bytes, pos: i64) -> tuple[FindCoordinatorRequest, i64]:
-    o = _new(_K_FindCoordinatorRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.key_type = 0
-    o.coordinator_keys = []
+    f_key: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -139,18 +183,19 @@ def _decode_FindCoordinatorRequest_v0(buf: bytes, pos: i64) -> tuple[FindCoordin
         end = pos + n
         if end > blen:
             raise _truncated('Key')
-        o.key = buf[pos:end].decode()
+        f_key = buf[pos:end].decode()
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return FindCoordinatorRequest(key=f_key, unknown_tagged_fields=utf), pos
 
 
 def _encode_FindCoordinatorRequest_v0(o: FindCoordinatorRequest, w: BytesWriter) -> None:
-    if o.key_type != 0:
+    d_key_type: int = o.key_type
+    if d_key_type != 0:
         raise FieldNotInVersionError('non-default KeyType cannot be written', version=0)
     if o.coordinator_keys is None or len(o.coordinator_keys) != 0:
         raise FieldNotInVersionError('non-default CoordinatorKeys cannot be written', version=0)
-    x_key = o.key
+    x_key: str | None = o.key
     if x_key is None:
         raise ValueOutOfRangeError('non-nullable field Key is None', version=0)
     else:
@@ -164,12 +209,12 @@ def _encode_FindCoordinatorRequest_v0(o: FindCoordinatorRequest, w: BytesWriter)
 
 
 def _decode_FindCoordinatorRequest_v1(buf: bytes, pos: i64) -> tuple[FindCoordinatorRequest, i64]:
-    o = _new(_K_FindCoordinatorRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.coordinator_keys = []
+    f_key: Any
+    f_key_type: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -180,19 +225,19 @@ def _decode_FindCoordinatorRequest_v1(buf: bytes, pos: i64) -> tuple[FindCoordin
         end = pos + n
         if end > blen:
             raise _truncated('Key')
-        o.key = buf[pos:end].decode()
+        f_key = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.key_type = b8 - 256 if b8 >= 128 else b8
+    f_key_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return FindCoordinatorRequest(key=f_key, key_type=f_key_type, unknown_tagged_fields=utf), pos
 
 
 def _encode_FindCoordinatorRequest_v1(o: FindCoordinatorRequest, w: BytesWriter) -> None:
     if o.coordinator_keys is None or len(o.coordinator_keys) != 0:
         raise FieldNotInVersionError('non-default CoordinatorKeys cannot be written', version=1)
-    x_key = o.key
+    x_key: str | None = o.key
     if x_key is None:
         raise ValueOutOfRangeError('non-nullable field Key is None', version=1)
     else:
@@ -201,18 +246,19 @@ def _encode_FindCoordinatorRequest_v1(o: FindCoordinatorRequest, w: BytesWriter)
             raise ValueOutOfRangeError('string field Key is too long', version=1)
         write_i16_be(w, len(b_key))
         w.write(b_key)
-    _put_i8(w, o.key_type)
+    v_key_type: int = o.key_type
+    _put_i8(w, v_key_type)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_FindCoordinatorRequest_v3(buf: bytes, pos: i64) -> tuple[FindCoordinatorRequest, i64]:
-    o = _new(_K_FindCoordinatorRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.coordinator_keys = []
+    f_key: Any
+    f_key_type: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -227,19 +273,18 @@ def _decode_FindCoordinatorRequest_v3(buf: bytes, pos: i64) -> tuple[FindCoordin
         end = pos + n
         if end > blen:
             raise _truncated('Key')
-        o.key = buf[pos:end].decode()
+        f_key = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.key_type = b8 - 256 if b8 >= 128 else b8
+    f_key_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -251,14 +296,14 @@ def _decode_FindCoordinatorRequest_v3(buf: bytes, pos: i64) -> tuple[FindCoordin
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FindCoordinatorRequest(key=f_key, key_type=f_key_type, unknown_tagged_fields=utf), pos
 
 
 def _encode_FindCoordinatorRequest_v3(o: FindCoordinatorRequest, w: BytesWriter) -> None:
     if o.coordinator_keys is None or len(o.coordinator_keys) != 0:
         raise FieldNotInVersionError('non-default CoordinatorKeys cannot be written', version=3)
-    x_key = o.key
+    x_key: str | None = o.key
     if x_key is None:
         raise ValueOutOfRangeError('non-nullable field Key is None', version=3)
     else:
@@ -271,7 +316,8 @@ def _encode_FindCoordinatorRequest_v3(o: FindCoordinatorRequest, w: BytesWriter)
         else:
             _put_uvarint(w, m)
         w.write(b_key)
-    _put_i8(w, o.key_type)
+    v_key_type: int = o.key_type
+    _put_i8(w, v_key_type)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -279,14 +325,14 @@ def _encode_FindCoordinatorRequest_v3(o: FindCoordinatorRequest, w: BytesWriter)
 
 
 def _decode_FindCoordinatorRequest_v4(buf: bytes, pos: i64) -> tuple[FindCoordinatorRequest, i64]:
-    o = _new(_K_FindCoordinatorRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.key = ''
+    f_key_type: Any
+    f_coordinator_keys: Any
     b8 = buf[pos]
-    o.key_type = b8 - 256 if b8 >= 128 else b8
+    f_key_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -316,15 +362,14 @@ def _decode_FindCoordinatorRequest_v4(buf: bytes, pos: i64) -> tuple[FindCoordin
                 raise _truncated('CoordinatorKeys')
             lst_coordinator_keys.append(buf[pos:end].decode())
             pos = end
-        o.coordinator_keys = lst_coordinator_keys
+        f_coordinator_keys = lst_coordinator_keys
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -336,15 +381,16 @@ def _decode_FindCoordinatorRequest_v4(buf: bytes, pos: i64) -> tuple[FindCoordin
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FindCoordinatorRequest(key_type=f_key_type, coordinator_keys=f_coordinator_keys, unknown_tagged_fields=utf), pos
 
 
 def _encode_FindCoordinatorRequest_v4(o: FindCoordinatorRequest, w: BytesWriter) -> None:
     if o.key != '':
         raise FieldNotInVersionError('non-default Key cannot be written', version=4)
-    _put_i8(w, o.key_type)
-    x_coordinator_keys = o.coordinator_keys
+    v_key_type: int = o.key_type
+    _put_i8(w, v_key_type)
+    x_coordinator_keys: Any = o.coordinator_keys
     if x_coordinator_keys is None:
         raise ValueOutOfRangeError('non-nullable field CoordinatorKeys is None', version=4)
     else:
@@ -371,10 +417,15 @@ def _encode_FindCoordinatorRequest_v4(o: FindCoordinatorRequest, w: BytesWriter)
 
 
 def _decode_FindCoordinatorResponseCoordinator_v4(buf: bytes, pos: i64) -> tuple[FindCoordinatorResponseCoordinator, i64]:
-    o = _new(_K_FindCoordinatorResponseCoordinator)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_key: Any
+    f_node_id: Any
+    f_host: Any
+    f_port: Any
+    f_error_code: Any
+    f_error_message: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -389,9 +440,9 @@ def _decode_FindCoordinatorResponseCoordinator_v4(buf: bytes, pos: i64) -> tuple
         end = pos + n
         if end > blen:
             raise _truncated('Key')
-        o.key = buf[pos:end].decode()
+        f_key = buf[pos:end].decode()
         pos = end
-    o.node_id = read_i32_be(buf, pos)
+    f_node_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -407,11 +458,11 @@ def _decode_FindCoordinatorResponseCoordinator_v4(buf: bytes, pos: i64) -> tuple
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
-    o.port = read_i32_be(buf, pos)
+    f_port = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -420,23 +471,22 @@ def _decode_FindCoordinatorResponseCoordinator_v4(buf: bytes, pos: i64) -> tuple
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -448,12 +498,12 @@ def _decode_FindCoordinatorResponseCoordinator_v4(buf: bytes, pos: i64) -> tuple
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FindCoordinatorResponseCoordinator(key=f_key, node_id=f_node_id, host=f_host, port=f_port, error_code=f_error_code, error_message=f_error_message, unknown_tagged_fields=utf), pos
 
 
 def _encode_FindCoordinatorResponseCoordinator_v4(o: FindCoordinatorResponseCoordinator, w: BytesWriter) -> None:
-    x_key = o.key
+    x_key: str | None = o.key
     if x_key is None:
         raise ValueOutOfRangeError('non-nullable field Key is None', version=4)
     else:
@@ -466,8 +516,9 @@ def _encode_FindCoordinatorResponseCoordinator_v4(o: FindCoordinatorResponseCoor
         else:
             _put_uvarint(w, m)
         w.write(b_key)
-    write_i32_be(w, o.node_id)
-    x_host = o.host
+    v_node_id: int = o.node_id
+    write_i32_be(w, v_node_id)
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=4)
     else:
@@ -480,9 +531,11 @@ def _encode_FindCoordinatorResponseCoordinator_v4(o: FindCoordinatorResponseCoor
         else:
             _put_uvarint(w, m)
         w.write(b_host)
-    write_i32_be(w, o.port)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_port: int = o.port
+    write_i32_be(w, v_port)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -502,16 +555,16 @@ def _encode_FindCoordinatorResponseCoordinator_v4(o: FindCoordinatorResponseCoor
 
 
 def _decode_FindCoordinatorResponse_v0(buf: bytes, pos: i64) -> tuple[FindCoordinatorResponse, i64]:
-    o = _new(_K_FindCoordinatorResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = 0
-    o.coordinators = []
-    o.error_message = ''
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_node_id: Any
+    f_host: Any
+    f_port: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.node_id = read_i32_be(buf, pos)
+    f_node_id = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -523,20 +576,22 @@ def _decode_FindCoordinatorResponse_v0(buf: bytes, pos: i64) -> tuple[FindCoordi
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
-    o.port = read_i32_be(buf, pos)
+    f_port = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return FindCoordinatorResponse(error_code=f_error_code, node_id=f_node_id, host=f_host, port=f_port, unknown_tagged_fields=utf), pos
 
 
 def _encode_FindCoordinatorResponse_v0(o: FindCoordinatorResponse, w: BytesWriter) -> None:
     if o.coordinators is None or len(o.coordinators) != 0:
         raise FieldNotInVersionError('non-default Coordinators cannot be written', version=0)
-    write_i16_be(w, o.error_code)
-    write_i32_be(w, o.node_id)
-    x_host = o.host
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_node_id: int = o.node_id
+    write_i32_be(w, v_node_id)
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
     else:
@@ -545,34 +600,39 @@ def _encode_FindCoordinatorResponse_v0(o: FindCoordinatorResponse, w: BytesWrite
             raise ValueOutOfRangeError('string field Host is too long', version=0)
         write_i16_be(w, len(b_host))
         w.write(b_host)
-    write_i32_be(w, o.port)
+    v_port: int = o.port
+    write_i32_be(w, v_port)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_FindCoordinatorResponse_v1(buf: bytes, pos: i64) -> tuple[FindCoordinatorResponse, i64]:
-    o = _new(_K_FindCoordinatorResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.coordinators = []
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_node_id: Any
+    f_host: Any
+    f_port: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
-    o.node_id = read_i32_be(buf, pos)
+    f_node_id = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -584,20 +644,22 @@ def _decode_FindCoordinatorResponse_v1(buf: bytes, pos: i64) -> tuple[FindCoordi
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
-    o.port = read_i32_be(buf, pos)
+    f_port = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return FindCoordinatorResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, node_id=f_node_id, host=f_host, port=f_port, unknown_tagged_fields=utf), pos
 
 
 def _encode_FindCoordinatorResponse_v1(o: FindCoordinatorResponse, w: BytesWriter) -> None:
     if o.coordinators is None or len(o.coordinators) != 0:
         raise FieldNotInVersionError('non-default Coordinators cannot be written', version=1)
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         write_i16_be(w, -1)
     else:
@@ -606,8 +668,9 @@ def _encode_FindCoordinatorResponse_v1(o: FindCoordinatorResponse, w: BytesWrite
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
         write_i16_be(w, len(b_error_message))
         w.write(b_error_message)
-    write_i32_be(w, o.node_id)
-    x_host = o.host
+    v_node_id: int = o.node_id
+    write_i32_be(w, v_node_id)
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
     else:
@@ -616,20 +679,25 @@ def _encode_FindCoordinatorResponse_v1(o: FindCoordinatorResponse, w: BytesWrite
             raise ValueOutOfRangeError('string field Host is too long', version=1)
         write_i16_be(w, len(b_host))
         w.write(b_host)
-    write_i32_be(w, o.port)
+    v_port: int = o.port
+    write_i32_be(w, v_port)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_FindCoordinatorResponse_v3(buf: bytes, pos: i64) -> tuple[FindCoordinatorResponse, i64]:
-    o = _new(_K_FindCoordinatorResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.coordinators = []
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_node_id: Any
+    f_host: Any
+    f_port: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -638,16 +706,16 @@ def _decode_FindCoordinatorResponse_v3(buf: bytes, pos: i64) -> tuple[FindCoordi
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
-    o.node_id = read_i32_be(buf, pos)
+    f_node_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -663,18 +731,17 @@ def _decode_FindCoordinatorResponse_v3(buf: bytes, pos: i64) -> tuple[FindCoordi
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
-    o.port = read_i32_be(buf, pos)
+    f_port = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -686,16 +753,18 @@ def _decode_FindCoordinatorResponse_v3(buf: bytes, pos: i64) -> tuple[FindCoordi
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FindCoordinatorResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, node_id=f_node_id, host=f_host, port=f_port, unknown_tagged_fields=utf), pos
 
 
 def _encode_FindCoordinatorResponse_v3(o: FindCoordinatorResponse, w: BytesWriter) -> None:
     if o.coordinators is None or len(o.coordinators) != 0:
         raise FieldNotInVersionError('non-default Coordinators cannot be written', version=3)
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -708,8 +777,9 @@ def _encode_FindCoordinatorResponse_v3(o: FindCoordinatorResponse, w: BytesWrite
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    write_i32_be(w, o.node_id)
-    x_host = o.host
+    v_node_id: int = o.node_id
+    write_i32_be(w, v_node_id)
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=3)
     else:
@@ -722,7 +792,8 @@ def _encode_FindCoordinatorResponse_v3(o: FindCoordinatorResponse, w: BytesWrite
         else:
             _put_uvarint(w, m)
         w.write(b_host)
-    write_i32_be(w, o.port)
+    v_port: int = o.port
+    write_i32_be(w, v_port)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -730,16 +801,12 @@ def _encode_FindCoordinatorResponse_v3(o: FindCoordinatorResponse, w: BytesWrite
 
 
 def _decode_FindCoordinatorResponse_v4(buf: bytes, pos: i64) -> tuple[FindCoordinatorResponse, i64]:
-    o = _new(_K_FindCoordinatorResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = 0
-    o.error_message = ''
-    o.node_id = 0
-    o.host = ''
-    o.port = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_coordinators: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -756,15 +823,14 @@ def _decode_FindCoordinatorResponse_v4(buf: bytes, pos: i64) -> tuple[FindCoordi
         for _i_coordinators in range(n):
             x_coordinators, pos = _decode_FindCoordinatorResponseCoordinator_v4(buf, pos)
             lst_coordinators.append(x_coordinators)
-        o.coordinators = lst_coordinators
+        f_coordinators = lst_coordinators
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -776,21 +842,25 @@ def _decode_FindCoordinatorResponse_v4(buf: bytes, pos: i64) -> tuple[FindCoordi
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return FindCoordinatorResponse(throttle_time_ms=f_throttle_time_ms, coordinators=f_coordinators, unknown_tagged_fields=utf), pos
 
 
 def _encode_FindCoordinatorResponse_v4(o: FindCoordinatorResponse, w: BytesWriter) -> None:
-    if o.error_code != 0:
+    d_error_code: int = o.error_code
+    if d_error_code != 0:
         raise FieldNotInVersionError('non-default ErrorCode cannot be written', version=4)
-    if o.node_id != 0:
+    d_node_id: int = o.node_id
+    if d_node_id != 0:
         raise FieldNotInVersionError('non-default NodeId cannot be written', version=4)
     if o.host != '':
         raise FieldNotInVersionError('non-default Host cannot be written', version=4)
-    if o.port != 0:
+    d_port: int = o.port
+    if d_port != 0:
         raise FieldNotInVersionError('non-default Port cannot be written', version=4)
-    write_i32_be(w, o.throttle_time_ms)
-    x_coordinators = o.coordinators
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_coordinators: Any = o.coordinators
     if x_coordinators is None:
         raise ValueOutOfRangeError('non-nullable field Coordinators is None', version=4)
     else:
@@ -815,4 +885,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (FindCoordinatorResponse, {0: _decode_FindCoordinatorResponse_v0, 1: _decode_FindCoordinatorResponse_v1, 2: _decode_FindCoordinatorResponse_v1, 3: _decode_FindCoordinatorResponse_v3, 4: _decode_FindCoordinatorResponse_v4, 5: _decode_FindCoordinatorResponse_v4, 6: _decode_FindCoordinatorResponse_v4}, {0: _encode_FindCoordinatorResponse_v0, 1: _encode_FindCoordinatorResponse_v1, 2: _encode_FindCoordinatorResponse_v1, 3: _encode_FindCoordinatorResponse_v3, 4: _encode_FindCoordinatorResponse_v4, 5: _encode_FindCoordinatorResponse_v4, 6: _encode_FindCoordinatorResponse_v4}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.find_coordinator', TABLES)

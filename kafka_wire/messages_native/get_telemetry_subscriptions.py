@@ -21,20 +21,14 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.get_telemetry_subscriptions import (
-    GetTelemetrySubscriptionsRequest,
-    GetTelemetrySubscriptionsResponse,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_GetTelemetrySubscriptionsRequest: Final = GetTelemetrySubscriptionsRequest
-_K_GetTelemetrySubscriptionsResponse: Final = GetTelemetrySubscriptionsResponse
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -120,21 +114,52 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class GetTelemetrySubscriptionsRequest(_NativeMessage):
+    client_instance_id: Any
+
+    def __init__(self, *, client_instance_id: Any = ZERO_UUID, unknown_tagged_fields: Any = ()) -> None:
+        self.client_instance_id = client_instance_id
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class GetTelemetrySubscriptionsResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+    client_instance_id: Any
+    subscription_id: Any
+    accepted_compression_types: Any
+    push_interval_ms: Any
+    telemetry_max_bytes: Any
+    delta_temporality: Any
+    requested_metrics: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, client_instance_id: Any = ZERO_UUID, subscription_id: Any = 0, accepted_compression_types: Any = FRESH, push_interval_ms: Any = 0, telemetry_max_bytes: Any = 0, delta_temporality: Any = False, requested_metrics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.client_instance_id = client_instance_id
+        self.subscription_id = subscription_id
+        self.accepted_compression_types = [] if accepted_compression_types is FRESH else accepted_compression_types
+        self.push_interval_ms = push_interval_ms
+        self.telemetry_max_bytes = telemetry_max_bytes
+        self.delta_temporality = delta_temporality
+        self.requested_metrics = [] if requested_metrics is FRESH else requested_metrics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
 def _decode_GetTelemetrySubscriptionsRequest_v0(buf: bytes, pos: i64) -> tuple[GetTelemetrySubscriptionsRequest, i64]:
-    o = _new(_K_GetTelemetrySubscriptionsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.client_instance_id = _uuid(buf, pos)
+    f_client_instance_id: Any
+    f_client_instance_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -146,8 +171,8 @@ def _decode_GetTelemetrySubscriptionsRequest_v0(buf: bytes, pos: i64) -> tuple[G
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return GetTelemetrySubscriptionsRequest(client_instance_id=f_client_instance_id, unknown_tagged_fields=utf), pos
 
 
 def _encode_GetTelemetrySubscriptionsRequest_v0(o: GetTelemetrySubscriptionsRequest, w: BytesWriter) -> None:
@@ -159,18 +184,26 @@ def _encode_GetTelemetrySubscriptionsRequest_v0(o: GetTelemetrySubscriptionsRequ
 
 
 def _decode_GetTelemetrySubscriptionsResponse_v0(buf: bytes, pos: i64) -> tuple[GetTelemetrySubscriptionsResponse, i64]:
-    o = _new(_K_GetTelemetrySubscriptionsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_client_instance_id: Any
+    f_subscription_id: Any
+    f_accepted_compression_types: Any
+    f_push_interval_ms: Any
+    f_telemetry_max_bytes: Any
+    f_delta_temporality: Any
+    f_requested_metrics: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.client_instance_id = _uuid(buf, pos)
+    f_client_instance_id = _uuid(buf, pos)
     pos += 16
-    o.subscription_id = read_i32_be(buf, pos)
+    f_subscription_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -189,12 +222,12 @@ def _decode_GetTelemetrySubscriptionsResponse_v0(buf: bytes, pos: i64) -> tuple[
             e_accepted_compression_types = b8 - 256 if b8 >= 128 else b8
             pos += 1
             lst_accepted_compression_types.append(e_accepted_compression_types)
-        o.accepted_compression_types = lst_accepted_compression_types
-    o.push_interval_ms = read_i32_be(buf, pos)
+        f_accepted_compression_types = lst_accepted_compression_types
+    f_push_interval_ms = read_i32_be(buf, pos)
     pos += 4
-    o.telemetry_max_bytes = read_i32_be(buf, pos)
+    f_telemetry_max_bytes = read_i32_be(buf, pos)
     pos += 4
-    o.delta_temporality = buf[pos] != 0
+    f_delta_temporality = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -224,15 +257,14 @@ def _decode_GetTelemetrySubscriptionsResponse_v0(buf: bytes, pos: i64) -> tuple[
                 raise _truncated('RequestedMetrics')
             lst_requested_metrics.append(buf[pos:end].decode())
             pos = end
-        o.requested_metrics = lst_requested_metrics
+        f_requested_metrics = lst_requested_metrics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -244,16 +276,19 @@ def _decode_GetTelemetrySubscriptionsResponse_v0(buf: bytes, pos: i64) -> tuple[
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return GetTelemetrySubscriptionsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, client_instance_id=f_client_instance_id, subscription_id=f_subscription_id, accepted_compression_types=f_accepted_compression_types, push_interval_ms=f_push_interval_ms, telemetry_max_bytes=f_telemetry_max_bytes, delta_temporality=f_delta_temporality, requested_metrics=f_requested_metrics, unknown_tagged_fields=utf), pos
 
 
 def _encode_GetTelemetrySubscriptionsResponse_v0(o: GetTelemetrySubscriptionsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     _put_uuid(w, o.client_instance_id)
-    write_i32_be(w, o.subscription_id)
-    x_accepted_compression_types = o.accepted_compression_types
+    v_subscription_id: int = o.subscription_id
+    write_i32_be(w, v_subscription_id)
+    x_accepted_compression_types: Any = o.accepted_compression_types
     if x_accepted_compression_types is None:
         raise ValueOutOfRangeError('non-nullable field AcceptedCompressionTypes is None', version=0)
     else:
@@ -265,10 +300,12 @@ def _encode_GetTelemetrySubscriptionsResponse_v0(o: GetTelemetrySubscriptionsRes
             _put_uvarint(w, m)
         for e_accepted_compression_types in l_accepted_compression_types:
             _put_i8(w, e_accepted_compression_types)
-    write_i32_be(w, o.push_interval_ms)
-    write_i32_be(w, o.telemetry_max_bytes)
+    v_push_interval_ms: int = o.push_interval_ms
+    write_i32_be(w, v_push_interval_ms)
+    v_telemetry_max_bytes: int = o.telemetry_max_bytes
+    write_i32_be(w, v_telemetry_max_bytes)
     w.append(_ONE if o.delta_temporality else _ZERO)
-    x_requested_metrics = o.requested_metrics
+    x_requested_metrics: Any = o.requested_metrics
     if x_requested_metrics is None:
         raise ValueOutOfRangeError('non-nullable field RequestedMetrics is None', version=0)
     else:
@@ -300,4 +337,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (GetTelemetrySubscriptionsResponse, {0: _decode_GetTelemetrySubscriptionsResponse_v0}, {0: _encode_GetTelemetrySubscriptionsResponse_v0}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.get_telemetry_subscriptions', TABLES)

@@ -21,20 +21,14 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
+from kafka_wire.codec.native_base import Message as _NativeMessage
 from kafka_wire.codec.runtime import ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.heartbeat import (
-    HeartbeatRequest,
-    HeartbeatResponse,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_HeartbeatRequest: Final = HeartbeatRequest
-_K_HeartbeatResponse: Final = HeartbeatResponse
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -120,12 +114,37 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class HeartbeatRequest(_NativeMessage):
+    group_id: Any
+    generation_id: Any
+    member_id: Any
+    group_instance_id: Any
+
+    def __init__(self, *, group_id: Any = '', generation_id: Any = 0, member_id: Any = '', group_instance_id: Any = None, unknown_tagged_fields: Any = ()) -> None:
+        self.group_id = group_id
+        self.generation_id = generation_id
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class HeartbeatResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
 def _decode_HeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[HeartbeatRequest, i64]:
-    o = _new(_K_HeartbeatRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.group_instance_id = None
+    f_group_id: Any
+    f_generation_id: Any
+    f_member_id: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -136,9 +155,9 @@ def _decode_HeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[HeartbeatRequest,
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
-    o.generation_id = read_i32_be(buf, pos)
+    f_generation_id = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -150,16 +169,16 @@ def _decode_HeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[HeartbeatRequest,
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return HeartbeatRequest(group_id=f_group_id, generation_id=f_generation_id, member_id=f_member_id, unknown_tagged_fields=utf), pos
 
 
 def _encode_HeartbeatRequest_v0(o: HeartbeatRequest, w: BytesWriter) -> None:
     if o.group_instance_id is not None:
         raise FieldNotInVersionError('non-default GroupInstanceId cannot be written', version=0)
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
@@ -168,8 +187,9 @@ def _encode_HeartbeatRequest_v0(o: HeartbeatRequest, w: BytesWriter) -> None:
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
         write_i16_be(w, len(b_group_id))
         w.write(b_group_id)
-    write_i32_be(w, o.generation_id)
-    x_member_id = o.member_id
+    v_generation_id: int = o.generation_id
+    write_i32_be(w, v_generation_id)
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=0)
     else:
@@ -183,10 +203,13 @@ def _encode_HeartbeatRequest_v0(o: HeartbeatRequest, w: BytesWriter) -> None:
 
 
 def _decode_HeartbeatRequest_v3(buf: bytes, pos: i64) -> tuple[HeartbeatRequest, i64]:
-    o = _new(_K_HeartbeatRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_group_id: Any
+    f_generation_id: Any
+    f_member_id: Any
+    f_group_instance_id: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -197,9 +220,9 @@ def _decode_HeartbeatRequest_v3(buf: bytes, pos: i64) -> tuple[HeartbeatRequest,
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
-    o.generation_id = read_i32_be(buf, pos)
+    f_generation_id = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -211,26 +234,26 @@ def _decode_HeartbeatRequest_v3(buf: bytes, pos: i64) -> tuple[HeartbeatRequest,
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.group_instance_id = None
+        f_group_instance_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field GroupInstanceId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupInstanceId')
-        o.group_instance_id = buf[pos:end].decode()
+        f_group_instance_id = buf[pos:end].decode()
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return HeartbeatRequest(group_id=f_group_id, generation_id=f_generation_id, member_id=f_member_id, group_instance_id=f_group_instance_id, unknown_tagged_fields=utf), pos
 
 
 def _encode_HeartbeatRequest_v3(o: HeartbeatRequest, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=3)
     else:
@@ -239,8 +262,9 @@ def _encode_HeartbeatRequest_v3(o: HeartbeatRequest, w: BytesWriter) -> None:
             raise ValueOutOfRangeError('string field GroupId is too long', version=3)
         write_i16_be(w, len(b_group_id))
         w.write(b_group_id)
-    write_i32_be(w, o.generation_id)
-    x_member_id = o.member_id
+    v_generation_id: int = o.generation_id
+    write_i32_be(w, v_generation_id)
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=3)
     else:
@@ -249,7 +273,7 @@ def _encode_HeartbeatRequest_v3(o: HeartbeatRequest, w: BytesWriter) -> None:
             raise ValueOutOfRangeError('string field MemberId is too long', version=3)
         write_i16_be(w, len(b_member_id))
         w.write(b_member_id)
-    x_group_instance_id = o.group_instance_id
+    x_group_instance_id: str | None = o.group_instance_id
     if x_group_instance_id is None:
         write_i16_be(w, -1)
     else:
@@ -263,10 +287,13 @@ def _encode_HeartbeatRequest_v3(o: HeartbeatRequest, w: BytesWriter) -> None:
 
 
 def _decode_HeartbeatRequest_v4(buf: bytes, pos: i64) -> tuple[HeartbeatRequest, i64]:
-    o = _new(_K_HeartbeatRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_group_id: Any
+    f_generation_id: Any
+    f_member_id: Any
+    f_group_instance_id: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -281,9 +308,9 @@ def _decode_HeartbeatRequest_v4(buf: bytes, pos: i64) -> tuple[HeartbeatRequest,
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
-    o.generation_id = read_i32_be(buf, pos)
+    f_generation_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -299,7 +326,7 @@ def _decode_HeartbeatRequest_v4(buf: bytes, pos: i64) -> tuple[HeartbeatRequest,
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -308,23 +335,22 @@ def _decode_HeartbeatRequest_v4(buf: bytes, pos: i64) -> tuple[HeartbeatRequest,
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.group_instance_id = None
+        f_group_instance_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field GroupInstanceId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupInstanceId')
-        o.group_instance_id = buf[pos:end].decode()
+        f_group_instance_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -336,12 +362,12 @@ def _decode_HeartbeatRequest_v4(buf: bytes, pos: i64) -> tuple[HeartbeatRequest,
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return HeartbeatRequest(group_id=f_group_id, generation_id=f_generation_id, member_id=f_member_id, group_instance_id=f_group_instance_id, unknown_tagged_fields=utf), pos
 
 
 def _encode_HeartbeatRequest_v4(o: HeartbeatRequest, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=4)
     else:
@@ -354,8 +380,9 @@ def _encode_HeartbeatRequest_v4(o: HeartbeatRequest, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    write_i32_be(w, o.generation_id)
-    x_member_id = o.member_id
+    v_generation_id: int = o.generation_id
+    write_i32_be(w, v_generation_id)
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=4)
     else:
@@ -368,7 +395,7 @@ def _encode_HeartbeatRequest_v4(o: HeartbeatRequest, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_member_id)
-    x_group_instance_id = o.group_instance_id
+    x_group_instance_id: str | None = o.group_instance_id
     if x_group_instance_id is None:
         w.append(_ZERO)
     else:
@@ -388,54 +415,57 @@ def _encode_HeartbeatRequest_v4(o: HeartbeatRequest, w: BytesWriter) -> None:
 
 
 def _decode_HeartbeatResponse_v0(buf: bytes, pos: i64) -> tuple[HeartbeatResponse, i64]:
-    o = _new(_K_HeartbeatResponse)
-    o.throttle_time_ms = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return HeartbeatResponse(error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_HeartbeatResponse_v0(o: HeartbeatResponse, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_HeartbeatResponse_v1(buf: bytes, pos: i64) -> tuple[HeartbeatResponse, i64]:
-    o = _new(_K_HeartbeatResponse)
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return HeartbeatResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_HeartbeatResponse_v1(o: HeartbeatResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_HeartbeatResponse_v4(buf: bytes, pos: i64) -> tuple[HeartbeatResponse, i64]:
-    o = _new(_K_HeartbeatResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -447,13 +477,15 @@ def _decode_HeartbeatResponse_v4(buf: bytes, pos: i64) -> tuple[HeartbeatRespons
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return HeartbeatResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_HeartbeatResponse_v4(o: HeartbeatResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -466,4 +498,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (HeartbeatResponse, {0: _decode_HeartbeatResponse_v0, 1: _decode_HeartbeatResponse_v1, 2: _decode_HeartbeatResponse_v1, 3: _decode_HeartbeatResponse_v1, 4: _decode_HeartbeatResponse_v4}, {0: _encode_HeartbeatResponse_v0, 1: _encode_HeartbeatResponse_v1, 2: _encode_HeartbeatResponse_v1, 3: _encode_HeartbeatResponse_v1, 4: _encode_HeartbeatResponse_v4}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.heartbeat', TABLES)

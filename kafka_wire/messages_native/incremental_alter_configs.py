@@ -21,26 +21,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.incremental_alter_configs import (
-    IncrementalAlterConfigsRequest,
-    IncrementalAlterConfigsRequestAlterableConfig,
-    IncrementalAlterConfigsRequestAlterConfigsResource,
-    IncrementalAlterConfigsResponse,
-    IncrementalAlterConfigsResponseAlterConfigsResourceResponse,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_IncrementalAlterConfigsRequest: Final = IncrementalAlterConfigsRequest
-_K_IncrementalAlterConfigsRequestAlterableConfig: Final = IncrementalAlterConfigsRequestAlterableConfig
-_K_IncrementalAlterConfigsRequestAlterConfigsResource: Final = IncrementalAlterConfigsRequestAlterConfigsResource
-_K_IncrementalAlterConfigsResponse: Final = IncrementalAlterConfigsResponse
-_K_IncrementalAlterConfigsResponseAlterConfigsResourceResponse: Final = IncrementalAlterConfigsResponseAlterConfigsResourceResponse
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -126,12 +115,77 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class IncrementalAlterConfigsRequestAlterableConfig(_NativeStruct):
+    name: Any
+    config_operation: Any
+    value: Any
+
+    def __init__(self, *, name: Any = '', config_operation: Any = 0, value: Any = '', unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.config_operation = config_operation
+        self.value = value
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class IncrementalAlterConfigsRequestAlterConfigsResource(_NativeStruct):
+    resource_type: Any
+    resource_name: Any
+    configs: Any
+
+    def __init__(self, *, resource_type: Any = 0, resource_name: Any = '', configs: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.configs = [] if configs is FRESH else configs
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class IncrementalAlterConfigsRequest(_NativeMessage):
+    resources: Any
+    validate_only: Any
+
+    def __init__(self, *, resources: Any = FRESH, validate_only: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.resources = [] if resources is FRESH else resources
+        self.validate_only = validate_only
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class IncrementalAlterConfigsResponseAlterConfigsResourceResponse(_NativeStruct):
+    error_code: Any
+    error_message: Any
+    resource_type: Any
+    resource_name: Any
+
+    def __init__(self, *, error_code: Any = 0, error_message: Any = '', resource_type: Any = 0, resource_name: Any = '', unknown_tagged_fields: Any = ()) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class IncrementalAlterConfigsResponse(_NativeMessage):
+    throttle_time_ms: Any
+    responses: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, responses: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.responses = [] if responses is FRESH else responses
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_IncrementalAlterConfigsRequestAlterableConfig = IncrementalAlterConfigsRequestAlterableConfig()
+_DEFAULT_IncrementalAlterConfigsRequestAlterConfigsResource = IncrementalAlterConfigsRequestAlterConfigsResource()
+_DEFAULT_IncrementalAlterConfigsResponseAlterConfigsResourceResponse = IncrementalAlterConfigsResponseAlterConfigsResourceResponse()
+
+
 def _decode_IncrementalAlterConfigsRequestAlterableConfig_v0(buf: bytes, pos: i64) -> tuple[IncrementalAlterConfigsRequestAlterableConfig, i64]:
-    o = _new(_K_IncrementalAlterConfigsRequestAlterableConfig)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
+    f_name: Any
+    f_config_operation: Any
+    f_value: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -142,29 +196,29 @@ def _decode_IncrementalAlterConfigsRequestAlterableConfig_v0(buf: bytes, pos: i6
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.config_operation = b8 - 256 if b8 >= 128 else b8
+    f_config_operation = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.value = None
+        f_value = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Value is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Value')
-        o.value = buf[pos:end].decode()
+        f_value = buf[pos:end].decode()
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return IncrementalAlterConfigsRequestAlterableConfig(name=f_name, config_operation=f_config_operation, value=f_value, unknown_tagged_fields=utf), pos
 
 
 def _encode_IncrementalAlterConfigsRequestAlterableConfig_v0(o: IncrementalAlterConfigsRequestAlterableConfig, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -173,8 +227,9 @@ def _encode_IncrementalAlterConfigsRequestAlterableConfig_v0(o: IncrementalAlter
             raise ValueOutOfRangeError('string field Name is too long', version=0)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    _put_i8(w, o.config_operation)
-    x_value = o.value
+    v_config_operation: int = o.config_operation
+    _put_i8(w, v_config_operation)
+    x_value: str | None = o.value
     if x_value is None:
         write_i16_be(w, -1)
     else:
@@ -188,11 +243,13 @@ def _encode_IncrementalAlterConfigsRequestAlterableConfig_v0(o: IncrementalAlter
 
 
 def _decode_IncrementalAlterConfigsRequestAlterableConfig_v1(buf: bytes, pos: i64) -> tuple[IncrementalAlterConfigsRequestAlterableConfig, i64]:
-    o = _new(_K_IncrementalAlterConfigsRequestAlterableConfig)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
+    f_name: Any
+    f_config_operation: Any
+    f_value: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -207,10 +264,10 @@ def _decode_IncrementalAlterConfigsRequestAlterableConfig_v1(buf: bytes, pos: i6
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.config_operation = b8 - 256 if b8 >= 128 else b8
+    f_config_operation = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -219,23 +276,22 @@ def _decode_IncrementalAlterConfigsRequestAlterableConfig_v1(buf: bytes, pos: i6
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.value = None
+        f_value = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Value is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Value')
-        o.value = buf[pos:end].decode()
+        f_value = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -247,12 +303,12 @@ def _decode_IncrementalAlterConfigsRequestAlterableConfig_v1(buf: bytes, pos: i6
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return IncrementalAlterConfigsRequestAlterableConfig(name=f_name, config_operation=f_config_operation, value=f_value, unknown_tagged_fields=utf), pos
 
 
 def _encode_IncrementalAlterConfigsRequestAlterableConfig_v1(o: IncrementalAlterConfigsRequestAlterableConfig, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
     else:
@@ -265,8 +321,9 @@ def _encode_IncrementalAlterConfigsRequestAlterableConfig_v1(o: IncrementalAlter
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    _put_i8(w, o.config_operation)
-    x_value = o.value
+    v_config_operation: int = o.config_operation
+    _put_i8(w, v_config_operation)
+    x_value: str | None = o.value
     if x_value is None:
         w.append(_ZERO)
     else:
@@ -286,13 +343,15 @@ def _encode_IncrementalAlterConfigsRequestAlterableConfig_v1(o: IncrementalAlter
 
 
 def _decode_IncrementalAlterConfigsRequestAlterConfigsResource_v0(buf: bytes, pos: i64) -> tuple[IncrementalAlterConfigsRequestAlterConfigsResource, i64]:
-    o = _new(_K_IncrementalAlterConfigsRequestAlterConfigsResource)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
+    f_resource_type: Any
+    f_resource_name: Any
+    f_configs: Any
     b8 = buf[pos]
-    o.resource_type = b8 - 256 if b8 >= 128 else b8
+    f_resource_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -304,7 +363,7 @@ def _decode_IncrementalAlterConfigsRequestAlterConfigsResource_v0(buf: bytes, po
         end = pos + n
         if end > blen:
             raise _truncated('ResourceName')
-        o.resource_name = buf[pos:end].decode()
+        f_resource_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -317,14 +376,15 @@ def _decode_IncrementalAlterConfigsRequestAlterConfigsResource_v0(buf: bytes, po
         for _i_configs in range(n):
             x_configs, pos = _decode_IncrementalAlterConfigsRequestAlterableConfig_v0(buf, pos)
             lst_configs.append(x_configs)
-        o.configs = lst_configs
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_configs = lst_configs
+    utf: Any = ()
+    return IncrementalAlterConfigsRequestAlterConfigsResource(resource_type=f_resource_type, resource_name=f_resource_name, configs=f_configs, unknown_tagged_fields=utf), pos
 
 
 def _encode_IncrementalAlterConfigsRequestAlterConfigsResource_v0(o: IncrementalAlterConfigsRequestAlterConfigsResource, w: BytesWriter) -> None:
-    _put_i8(w, o.resource_type)
-    x_resource_name = o.resource_name
+    v_resource_type: int = o.resource_type
+    _put_i8(w, v_resource_type)
+    x_resource_name: str | None = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=0)
     else:
@@ -333,7 +393,7 @@ def _encode_IncrementalAlterConfigsRequestAlterConfigsResource_v0(o: Incremental
             raise ValueOutOfRangeError('string field ResourceName is too long', version=0)
         write_i16_be(w, len(b_resource_name))
         w.write(b_resource_name)
-    x_configs = o.configs
+    x_configs: Any = o.configs
     if x_configs is None:
         raise ValueOutOfRangeError('non-nullable field Configs is None', version=0)
     else:
@@ -346,13 +406,15 @@ def _encode_IncrementalAlterConfigsRequestAlterConfigsResource_v0(o: Incremental
 
 
 def _decode_IncrementalAlterConfigsRequestAlterConfigsResource_v1(buf: bytes, pos: i64) -> tuple[IncrementalAlterConfigsRequestAlterConfigsResource, i64]:
-    o = _new(_K_IncrementalAlterConfigsRequestAlterConfigsResource)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
+    f_resource_type: Any
+    f_resource_name: Any
+    f_configs: Any
     b8 = buf[pos]
-    o.resource_type = b8 - 256 if b8 >= 128 else b8
+    f_resource_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -368,7 +430,7 @@ def _decode_IncrementalAlterConfigsRequestAlterConfigsResource_v1(buf: bytes, po
         end = pos + n
         if end > blen:
             raise _truncated('ResourceName')
-        o.resource_name = buf[pos:end].decode()
+        f_resource_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -385,15 +447,14 @@ def _decode_IncrementalAlterConfigsRequestAlterConfigsResource_v1(buf: bytes, po
         for _i_configs in range(n):
             x_configs, pos = _decode_IncrementalAlterConfigsRequestAlterableConfig_v1(buf, pos)
             lst_configs.append(x_configs)
-        o.configs = lst_configs
+        f_configs = lst_configs
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -405,13 +466,14 @@ def _decode_IncrementalAlterConfigsRequestAlterConfigsResource_v1(buf: bytes, po
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return IncrementalAlterConfigsRequestAlterConfigsResource(resource_type=f_resource_type, resource_name=f_resource_name, configs=f_configs, unknown_tagged_fields=utf), pos
 
 
 def _encode_IncrementalAlterConfigsRequestAlterConfigsResource_v1(o: IncrementalAlterConfigsRequestAlterConfigsResource, w: BytesWriter) -> None:
-    _put_i8(w, o.resource_type)
-    x_resource_name = o.resource_name
+    v_resource_type: int = o.resource_type
+    _put_i8(w, v_resource_type)
+    x_resource_name: str | None = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=1)
     else:
@@ -424,7 +486,7 @@ def _encode_IncrementalAlterConfigsRequestAlterConfigsResource_v1(o: Incremental
         else:
             _put_uvarint(w, m)
         w.write(b_resource_name)
-    x_configs = o.configs
+    x_configs: Any = o.configs
     if x_configs is None:
         raise ValueOutOfRangeError('non-nullable field Configs is None', version=1)
     else:
@@ -443,9 +505,10 @@ def _encode_IncrementalAlterConfigsRequestAlterConfigsResource_v1(o: Incremental
 
 
 def _decode_IncrementalAlterConfigsRequest_v0(buf: bytes, pos: i64) -> tuple[IncrementalAlterConfigsRequest, i64]:
-    o = _new(_K_IncrementalAlterConfigsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
+    f_resources: Any
+    f_validate_only: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -457,15 +520,15 @@ def _decode_IncrementalAlterConfigsRequest_v0(buf: bytes, pos: i64) -> tuple[Inc
         for _i_resources in range(n):
             x_resources, pos = _decode_IncrementalAlterConfigsRequestAlterConfigsResource_v0(buf, pos)
             lst_resources.append(x_resources)
-        o.resources = lst_resources
-    o.validate_only = buf[pos] != 0
+        f_resources = lst_resources
+    f_validate_only = buf[pos] != 0
     pos += 1
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return IncrementalAlterConfigsRequest(resources=f_resources, validate_only=f_validate_only, unknown_tagged_fields=utf), pos
 
 
 def _encode_IncrementalAlterConfigsRequest_v0(o: IncrementalAlterConfigsRequest, w: BytesWriter) -> None:
-    x_resources = o.resources
+    x_resources: Any = o.resources
     if x_resources is None:
         raise ValueOutOfRangeError('non-nullable field Resources is None', version=0)
     else:
@@ -479,10 +542,11 @@ def _encode_IncrementalAlterConfigsRequest_v0(o: IncrementalAlterConfigsRequest,
 
 
 def _decode_IncrementalAlterConfigsRequest_v1(buf: bytes, pos: i64) -> tuple[IncrementalAlterConfigsRequest, i64]:
-    o = _new(_K_IncrementalAlterConfigsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_resources: Any
+    f_validate_only: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -498,17 +562,16 @@ def _decode_IncrementalAlterConfigsRequest_v1(buf: bytes, pos: i64) -> tuple[Inc
         for _i_resources in range(n):
             x_resources, pos = _decode_IncrementalAlterConfigsRequestAlterConfigsResource_v1(buf, pos)
             lst_resources.append(x_resources)
-        o.resources = lst_resources
-    o.validate_only = buf[pos] != 0
+        f_resources = lst_resources
+    f_validate_only = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -520,12 +583,12 @@ def _decode_IncrementalAlterConfigsRequest_v1(buf: bytes, pos: i64) -> tuple[Inc
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return IncrementalAlterConfigsRequest(resources=f_resources, validate_only=f_validate_only, unknown_tagged_fields=utf), pos
 
 
 def _encode_IncrementalAlterConfigsRequest_v1(o: IncrementalAlterConfigsRequest, w: BytesWriter) -> None:
-    x_resources = o.resources
+    x_resources: Any = o.resources
     if x_resources is None:
         raise ValueOutOfRangeError('non-nullable field Resources is None', version=1)
     else:
@@ -545,27 +608,30 @@ def _encode_IncrementalAlterConfigsRequest_v1(o: IncrementalAlterConfigsRequest,
 
 
 def _decode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v0(buf: bytes, pos: i64) -> tuple[IncrementalAlterConfigsResponseAlterConfigsResourceResponse, i64]:
-    o = _new(_K_IncrementalAlterConfigsResponseAlterConfigsResourceResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_error_message: Any
+    f_resource_type: Any
+    f_resource_name: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.resource_type = b8 - 256 if b8 >= 128 else b8
+    f_resource_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -577,15 +643,16 @@ def _decode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v0(buf: 
         end = pos + n
         if end > blen:
             raise _truncated('ResourceName')
-        o.resource_name = buf[pos:end].decode()
+        f_resource_name = buf[pos:end].decode()
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return IncrementalAlterConfigsResponseAlterConfigsResourceResponse(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, unknown_tagged_fields=utf), pos
 
 
 def _encode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v0(o: IncrementalAlterConfigsResponseAlterConfigsResourceResponse, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         write_i16_be(w, -1)
     else:
@@ -594,8 +661,9 @@ def _encode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v0(o: In
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
         write_i16_be(w, len(b_error_message))
         w.write(b_error_message)
-    _put_i8(w, o.resource_type)
-    x_resource_name = o.resource_name
+    v_resource_type: int = o.resource_type
+    _put_i8(w, v_resource_type)
+    x_resource_name: str | None = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=0)
     else:
@@ -609,12 +677,15 @@ def _encode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v0(o: In
 
 
 def _decode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v1(buf: bytes, pos: i64) -> tuple[IncrementalAlterConfigsResponseAlterConfigsResourceResponse, i64]:
-    o = _new(_K_IncrementalAlterConfigsResponseAlterConfigsResourceResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_error_message: Any
+    f_resource_type: Any
+    f_resource_name: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -623,17 +694,17 @@ def _decode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v1(buf: 
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.resource_type = b8 - 256 if b8 >= 128 else b8
+    f_resource_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -649,16 +720,15 @@ def _decode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v1(buf: 
         end = pos + n
         if end > blen:
             raise _truncated('ResourceName')
-        o.resource_name = buf[pos:end].decode()
+        f_resource_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -670,13 +740,14 @@ def _decode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v1(buf: 
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return IncrementalAlterConfigsResponseAlterConfigsResourceResponse(error_code=f_error_code, error_message=f_error_message, resource_type=f_resource_type, resource_name=f_resource_name, unknown_tagged_fields=utf), pos
 
 
 def _encode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v1(o: IncrementalAlterConfigsResponseAlterConfigsResourceResponse, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -689,8 +760,9 @@ def _encode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v1(o: In
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    _put_i8(w, o.resource_type)
-    x_resource_name = o.resource_name
+    v_resource_type: int = o.resource_type
+    _put_i8(w, v_resource_type)
+    x_resource_name: str | None = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=1)
     else:
@@ -710,10 +782,11 @@ def _encode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v1(o: In
 
 
 def _decode_IncrementalAlterConfigsResponse_v0(buf: bytes, pos: i64) -> tuple[IncrementalAlterConfigsResponse, i64]:
-    o = _new(_K_IncrementalAlterConfigsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_responses: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -726,14 +799,15 @@ def _decode_IncrementalAlterConfigsResponse_v0(buf: bytes, pos: i64) -> tuple[In
         for _i_responses in range(n):
             x_responses, pos = _decode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v0(buf, pos)
             lst_responses.append(x_responses)
-        o.responses = lst_responses
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_responses = lst_responses
+    utf: Any = ()
+    return IncrementalAlterConfigsResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses, unknown_tagged_fields=utf), pos
 
 
 def _encode_IncrementalAlterConfigsResponse_v0(o: IncrementalAlterConfigsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_responses = o.responses
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_responses: Any = o.responses
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=0)
     else:
@@ -746,11 +820,12 @@ def _encode_IncrementalAlterConfigsResponse_v0(o: IncrementalAlterConfigsRespons
 
 
 def _decode_IncrementalAlterConfigsResponse_v1(buf: bytes, pos: i64) -> tuple[IncrementalAlterConfigsResponse, i64]:
-    o = _new(_K_IncrementalAlterConfigsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_responses: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -767,15 +842,14 @@ def _decode_IncrementalAlterConfigsResponse_v1(buf: bytes, pos: i64) -> tuple[In
         for _i_responses in range(n):
             x_responses, pos = _decode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v1(buf, pos)
             lst_responses.append(x_responses)
-        o.responses = lst_responses
+        f_responses = lst_responses
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -787,13 +861,14 @@ def _decode_IncrementalAlterConfigsResponse_v1(buf: bytes, pos: i64) -> tuple[In
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return IncrementalAlterConfigsResponse(throttle_time_ms=f_throttle_time_ms, responses=f_responses, unknown_tagged_fields=utf), pos
 
 
 def _encode_IncrementalAlterConfigsResponse_v1(o: IncrementalAlterConfigsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_responses = o.responses
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_responses: Any = o.responses
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=1)
     else:
@@ -820,4 +895,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (IncrementalAlterConfigsResponse, {0: _decode_IncrementalAlterConfigsResponse_v0, 1: _decode_IncrementalAlterConfigsResponse_v1}, {0: _encode_IncrementalAlterConfigsResponse_v0, 1: _encode_IncrementalAlterConfigsResponse_v1}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.incremental_alter_configs', TABLES)

@@ -22,20 +22,14 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
+from kafka_wire.codec.native_base import Message as _NativeMessage
 from kafka_wire.codec.runtime import ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.init_producer_id import (
-    InitProducerIdRequest,
-    InitProducerIdResponse,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_InitProducerIdRequest: Final = InitProducerIdRequest
-_K_InitProducerIdResponse: Final = InitProducerIdResponse
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -121,43 +115,78 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class InitProducerIdRequest(_NativeMessage):
+    transactional_id: Any
+    transaction_timeout_ms: Any
+    producer_id: Any
+    producer_epoch: Any
+    enable2_pc: Any
+    keep_prepared_txn: Any
+
+    def __init__(self, *, transactional_id: Any = '', transaction_timeout_ms: Any = 0, producer_id: Any = -1, producer_epoch: Any = -1, enable2_pc: Any = False, keep_prepared_txn: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.transactional_id = transactional_id
+        self.transaction_timeout_ms = transaction_timeout_ms
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.enable2_pc = enable2_pc
+        self.keep_prepared_txn = keep_prepared_txn
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class InitProducerIdResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+    producer_id: Any
+    producer_epoch: Any
+    ongoing_txn_producer_id: Any
+    ongoing_txn_producer_epoch: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, producer_id: Any = -1, producer_epoch: Any = 0, ongoing_txn_producer_id: Any = -1, ongoing_txn_producer_epoch: Any = -1, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.ongoing_txn_producer_id = ongoing_txn_producer_id
+        self.ongoing_txn_producer_epoch = ongoing_txn_producer_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
 def _decode_InitProducerIdRequest_v0(buf: bytes, pos: i64) -> tuple[InitProducerIdRequest, i64]:
-    o = _new(_K_InitProducerIdRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.producer_id = -1
-    o.producer_epoch = -1
-    o.enable2_pc = False
-    o.keep_prepared_txn = False
+    f_transactional_id: Any
+    f_transaction_timeout_ms: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.transactional_id = None
+        f_transactional_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field TransactionalId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('TransactionalId')
-        o.transactional_id = buf[pos:end].decode()
+        f_transactional_id = buf[pos:end].decode()
         pos = end
-    o.transaction_timeout_ms = read_i32_be(buf, pos)
+    f_transaction_timeout_ms = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return InitProducerIdRequest(transactional_id=f_transactional_id, transaction_timeout_ms=f_transaction_timeout_ms, unknown_tagged_fields=utf), pos
 
 
 def _encode_InitProducerIdRequest_v0(o: InitProducerIdRequest, w: BytesWriter) -> None:
-    if o.producer_id != -1:
+    d_producer_id: int = o.producer_id
+    if d_producer_id != -1:
         raise FieldNotInVersionError('non-default ProducerId cannot be written', version=0)
-    if o.producer_epoch != -1:
+    d_producer_epoch: int = o.producer_epoch
+    if d_producer_epoch != -1:
         raise FieldNotInVersionError('non-default ProducerEpoch cannot be written', version=0)
     if bool(o.enable2_pc):
         raise FieldNotInVersionError('non-default Enable2Pc cannot be written', version=0)
     if bool(o.keep_prepared_txn):
         raise FieldNotInVersionError('non-default KeepPreparedTxn cannot be written', version=0)
-    x_transactional_id = o.transactional_id
+    x_transactional_id: str | None = o.transactional_id
     if x_transactional_id is None:
         write_i16_be(w, -1)
     else:
@@ -166,20 +195,18 @@ def _encode_InitProducerIdRequest_v0(o: InitProducerIdRequest, w: BytesWriter) -
             raise ValueOutOfRangeError('string field TransactionalId is too long', version=0)
         write_i16_be(w, len(b_transactional_id))
         w.write(b_transactional_id)
-    write_i32_be(w, o.transaction_timeout_ms)
+    v_transaction_timeout_ms: int = o.transaction_timeout_ms
+    write_i32_be(w, v_transaction_timeout_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_InitProducerIdRequest_v2(buf: bytes, pos: i64) -> tuple[InitProducerIdRequest, i64]:
-    o = _new(_K_InitProducerIdRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.producer_id = -1
-    o.producer_epoch = -1
-    o.enable2_pc = False
-    o.keep_prepared_txn = False
+    f_transactional_id: Any
+    f_transaction_timeout_ms: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -187,25 +214,24 @@ def _decode_InitProducerIdRequest_v2(buf: bytes, pos: i64) -> tuple[InitProducer
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.transactional_id = None
+        f_transactional_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field TransactionalId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('TransactionalId')
-        o.transactional_id = buf[pos:end].decode()
+        f_transactional_id = buf[pos:end].decode()
         pos = end
-    o.transaction_timeout_ms = read_i32_be(buf, pos)
+    f_transaction_timeout_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -217,20 +243,22 @@ def _decode_InitProducerIdRequest_v2(buf: bytes, pos: i64) -> tuple[InitProducer
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return InitProducerIdRequest(transactional_id=f_transactional_id, transaction_timeout_ms=f_transaction_timeout_ms, unknown_tagged_fields=utf), pos
 
 
 def _encode_InitProducerIdRequest_v2(o: InitProducerIdRequest, w: BytesWriter) -> None:
-    if o.producer_id != -1:
+    d_producer_id: int = o.producer_id
+    if d_producer_id != -1:
         raise FieldNotInVersionError('non-default ProducerId cannot be written', version=2)
-    if o.producer_epoch != -1:
+    d_producer_epoch: int = o.producer_epoch
+    if d_producer_epoch != -1:
         raise FieldNotInVersionError('non-default ProducerEpoch cannot be written', version=2)
     if bool(o.enable2_pc):
         raise FieldNotInVersionError('non-default Enable2Pc cannot be written', version=2)
     if bool(o.keep_prepared_txn):
         raise FieldNotInVersionError('non-default KeepPreparedTxn cannot be written', version=2)
-    x_transactional_id = o.transactional_id
+    x_transactional_id: str | None = o.transactional_id
     if x_transactional_id is None:
         w.append(_ZERO)
     else:
@@ -243,7 +271,8 @@ def _encode_InitProducerIdRequest_v2(o: InitProducerIdRequest, w: BytesWriter) -
         else:
             _put_uvarint(w, m)
         w.write(b_transactional_id)
-    write_i32_be(w, o.transaction_timeout_ms)
+    v_transaction_timeout_ms: int = o.transaction_timeout_ms
+    write_i32_be(w, v_transaction_timeout_ms)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -251,12 +280,13 @@ def _encode_InitProducerIdRequest_v2(o: InitProducerIdRequest, w: BytesWriter) -
 
 
 def _decode_InitProducerIdRequest_v3(buf: bytes, pos: i64) -> tuple[InitProducerIdRequest, i64]:
-    o = _new(_K_InitProducerIdRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.enable2_pc = False
-    o.keep_prepared_txn = False
+    f_transactional_id: Any
+    f_transaction_timeout_ms: Any
+    f_producer_id: Any
+    f_producer_epoch: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -264,29 +294,28 @@ def _decode_InitProducerIdRequest_v3(buf: bytes, pos: i64) -> tuple[InitProducer
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.transactional_id = None
+        f_transactional_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field TransactionalId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('TransactionalId')
-        o.transactional_id = buf[pos:end].decode()
+        f_transactional_id = buf[pos:end].decode()
         pos = end
-    o.transaction_timeout_ms = read_i32_be(buf, pos)
+    f_transaction_timeout_ms = read_i32_be(buf, pos)
     pos += 4
-    o.producer_id = read_i64_be(buf, pos)
+    f_producer_id = read_i64_be(buf, pos)
     pos += 8
-    o.producer_epoch = read_i16_be(buf, pos)
+    f_producer_epoch = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -298,8 +327,8 @@ def _decode_InitProducerIdRequest_v3(buf: bytes, pos: i64) -> tuple[InitProducer
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return InitProducerIdRequest(transactional_id=f_transactional_id, transaction_timeout_ms=f_transaction_timeout_ms, producer_id=f_producer_id, producer_epoch=f_producer_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_InitProducerIdRequest_v3(o: InitProducerIdRequest, w: BytesWriter) -> None:
@@ -307,7 +336,7 @@ def _encode_InitProducerIdRequest_v3(o: InitProducerIdRequest, w: BytesWriter) -
         raise FieldNotInVersionError('non-default Enable2Pc cannot be written', version=3)
     if bool(o.keep_prepared_txn):
         raise FieldNotInVersionError('non-default KeepPreparedTxn cannot be written', version=3)
-    x_transactional_id = o.transactional_id
+    x_transactional_id: str | None = o.transactional_id
     if x_transactional_id is None:
         w.append(_ZERO)
     else:
@@ -320,9 +349,12 @@ def _encode_InitProducerIdRequest_v3(o: InitProducerIdRequest, w: BytesWriter) -
         else:
             _put_uvarint(w, m)
         w.write(b_transactional_id)
-    write_i32_be(w, o.transaction_timeout_ms)
-    write_i64_be(w, o.producer_id)
-    write_i16_be(w, o.producer_epoch)
+    v_transaction_timeout_ms: int = o.transaction_timeout_ms
+    write_i32_be(w, v_transaction_timeout_ms)
+    v_producer_id: int = o.producer_id
+    write_i64_be(w, v_producer_id)
+    v_producer_epoch: int = o.producer_epoch
+    write_i16_be(w, v_producer_epoch)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -330,10 +362,15 @@ def _encode_InitProducerIdRequest_v3(o: InitProducerIdRequest, w: BytesWriter) -
 
 
 def _decode_InitProducerIdRequest_v6(buf: bytes, pos: i64) -> tuple[InitProducerIdRequest, i64]:
-    o = _new(_K_InitProducerIdRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_transactional_id: Any
+    f_transaction_timeout_ms: Any
+    f_producer_id: Any
+    f_producer_epoch: Any
+    f_enable2_pc: Any
+    f_keep_prepared_txn: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -341,33 +378,32 @@ def _decode_InitProducerIdRequest_v6(buf: bytes, pos: i64) -> tuple[InitProducer
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.transactional_id = None
+        f_transactional_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field TransactionalId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('TransactionalId')
-        o.transactional_id = buf[pos:end].decode()
+        f_transactional_id = buf[pos:end].decode()
         pos = end
-    o.transaction_timeout_ms = read_i32_be(buf, pos)
+    f_transaction_timeout_ms = read_i32_be(buf, pos)
     pos += 4
-    o.producer_id = read_i64_be(buf, pos)
+    f_producer_id = read_i64_be(buf, pos)
     pos += 8
-    o.producer_epoch = read_i16_be(buf, pos)
+    f_producer_epoch = read_i16_be(buf, pos)
     pos += 2
-    o.enable2_pc = buf[pos] != 0
+    f_enable2_pc = buf[pos] != 0
     pos += 1
-    o.keep_prepared_txn = buf[pos] != 0
+    f_keep_prepared_txn = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -379,12 +415,12 @@ def _decode_InitProducerIdRequest_v6(buf: bytes, pos: i64) -> tuple[InitProducer
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return InitProducerIdRequest(transactional_id=f_transactional_id, transaction_timeout_ms=f_transaction_timeout_ms, producer_id=f_producer_id, producer_epoch=f_producer_epoch, enable2_pc=f_enable2_pc, keep_prepared_txn=f_keep_prepared_txn, unknown_tagged_fields=utf), pos
 
 
 def _encode_InitProducerIdRequest_v6(o: InitProducerIdRequest, w: BytesWriter) -> None:
-    x_transactional_id = o.transactional_id
+    x_transactional_id: str | None = o.transactional_id
     if x_transactional_id is None:
         w.append(_ZERO)
     else:
@@ -397,9 +433,12 @@ def _encode_InitProducerIdRequest_v6(o: InitProducerIdRequest, w: BytesWriter) -
         else:
             _put_uvarint(w, m)
         w.write(b_transactional_id)
-    write_i32_be(w, o.transaction_timeout_ms)
-    write_i64_be(w, o.producer_id)
-    write_i16_be(w, o.producer_epoch)
+    v_transaction_timeout_ms: int = o.transaction_timeout_ms
+    write_i32_be(w, v_transaction_timeout_ms)
+    v_producer_id: int = o.producer_id
+    write_i64_be(w, v_producer_id)
+    v_producer_epoch: int = o.producer_epoch
+    write_i16_be(w, v_producer_epoch)
     w.append(_ONE if o.enable2_pc else _ZERO)
     w.append(_ONE if o.keep_prepared_txn else _ZERO)
     if o.unknown_tagged_fields:
@@ -409,57 +448,64 @@ def _encode_InitProducerIdRequest_v6(o: InitProducerIdRequest, w: BytesWriter) -
 
 
 def _decode_InitProducerIdResponse_v0(buf: bytes, pos: i64) -> tuple[InitProducerIdResponse, i64]:
-    o = _new(_K_InitProducerIdResponse)
-    o.ongoing_txn_producer_id = -1
-    o.ongoing_txn_producer_epoch = -1
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_producer_id: Any
+    f_producer_epoch: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.producer_id = read_i64_be(buf, pos)
+    f_producer_id = read_i64_be(buf, pos)
     pos += 8
-    o.producer_epoch = read_i16_be(buf, pos)
+    f_producer_epoch = read_i16_be(buf, pos)
     pos += 2
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return InitProducerIdResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, producer_id=f_producer_id, producer_epoch=f_producer_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_InitProducerIdResponse_v0(o: InitProducerIdResponse, w: BytesWriter) -> None:
-    if o.ongoing_txn_producer_id != -1:
+    d_ongoing_txn_producer_id: int = o.ongoing_txn_producer_id
+    if d_ongoing_txn_producer_id != -1:
         raise FieldNotInVersionError('non-default OngoingTxnProducerId cannot be written', version=0)
-    if o.ongoing_txn_producer_epoch != -1:
+    d_ongoing_txn_producer_epoch: int = o.ongoing_txn_producer_epoch
+    if d_ongoing_txn_producer_epoch != -1:
         raise FieldNotInVersionError('non-default OngoingTxnProducerEpoch cannot be written', version=0)
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    write_i64_be(w, o.producer_id)
-    write_i16_be(w, o.producer_epoch)
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_producer_id: int = o.producer_id
+    write_i64_be(w, v_producer_id)
+    v_producer_epoch: int = o.producer_epoch
+    write_i16_be(w, v_producer_epoch)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_InitProducerIdResponse_v2(buf: bytes, pos: i64) -> tuple[InitProducerIdResponse, i64]:
-    o = _new(_K_InitProducerIdResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.ongoing_txn_producer_id = -1
-    o.ongoing_txn_producer_epoch = -1
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_producer_id: Any
+    f_producer_epoch: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.producer_id = read_i64_be(buf, pos)
+    f_producer_id = read_i64_be(buf, pos)
     pos += 8
-    o.producer_epoch = read_i16_be(buf, pos)
+    f_producer_epoch = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -471,19 +517,25 @@ def _decode_InitProducerIdResponse_v2(buf: bytes, pos: i64) -> tuple[InitProduce
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return InitProducerIdResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, producer_id=f_producer_id, producer_epoch=f_producer_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_InitProducerIdResponse_v2(o: InitProducerIdResponse, w: BytesWriter) -> None:
-    if o.ongoing_txn_producer_id != -1:
+    d_ongoing_txn_producer_id: int = o.ongoing_txn_producer_id
+    if d_ongoing_txn_producer_id != -1:
         raise FieldNotInVersionError('non-default OngoingTxnProducerId cannot be written', version=2)
-    if o.ongoing_txn_producer_epoch != -1:
+    d_ongoing_txn_producer_epoch: int = o.ongoing_txn_producer_epoch
+    if d_ongoing_txn_producer_epoch != -1:
         raise FieldNotInVersionError('non-default OngoingTxnProducerEpoch cannot be written', version=2)
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    write_i64_be(w, o.producer_id)
-    write_i16_be(w, o.producer_epoch)
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_producer_id: int = o.producer_id
+    write_i64_be(w, v_producer_id)
+    v_producer_epoch: int = o.producer_epoch
+    write_i16_be(w, v_producer_epoch)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -491,30 +543,34 @@ def _encode_InitProducerIdResponse_v2(o: InitProducerIdResponse, w: BytesWriter)
 
 
 def _decode_InitProducerIdResponse_v6(buf: bytes, pos: i64) -> tuple[InitProducerIdResponse, i64]:
-    o = _new(_K_InitProducerIdResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_producer_id: Any
+    f_producer_epoch: Any
+    f_ongoing_txn_producer_id: Any
+    f_ongoing_txn_producer_epoch: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.producer_id = read_i64_be(buf, pos)
+    f_producer_id = read_i64_be(buf, pos)
     pos += 8
-    o.producer_epoch = read_i16_be(buf, pos)
+    f_producer_epoch = read_i16_be(buf, pos)
     pos += 2
-    o.ongoing_txn_producer_id = read_i64_be(buf, pos)
+    f_ongoing_txn_producer_id = read_i64_be(buf, pos)
     pos += 8
-    o.ongoing_txn_producer_epoch = read_i16_be(buf, pos)
+    f_ongoing_txn_producer_epoch = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -526,17 +582,23 @@ def _decode_InitProducerIdResponse_v6(buf: bytes, pos: i64) -> tuple[InitProduce
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return InitProducerIdResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, producer_id=f_producer_id, producer_epoch=f_producer_epoch, ongoing_txn_producer_id=f_ongoing_txn_producer_id, ongoing_txn_producer_epoch=f_ongoing_txn_producer_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_InitProducerIdResponse_v6(o: InitProducerIdResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    write_i64_be(w, o.producer_id)
-    write_i16_be(w, o.producer_epoch)
-    write_i64_be(w, o.ongoing_txn_producer_id)
-    write_i16_be(w, o.ongoing_txn_producer_epoch)
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_producer_id: int = o.producer_id
+    write_i64_be(w, v_producer_id)
+    v_producer_epoch: int = o.producer_epoch
+    write_i16_be(w, v_producer_epoch)
+    v_ongoing_txn_producer_id: int = o.ongoing_txn_producer_id
+    write_i64_be(w, v_ongoing_txn_producer_id)
+    v_ongoing_txn_producer_epoch: int = o.ongoing_txn_producer_epoch
+    write_i16_be(w, v_ongoing_txn_producer_epoch)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -549,4 +611,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (InitProducerIdResponse, {0: _decode_InitProducerIdResponse_v0, 1: _decode_InitProducerIdResponse_v0, 2: _decode_InitProducerIdResponse_v2, 3: _decode_InitProducerIdResponse_v2, 4: _decode_InitProducerIdResponse_v2, 5: _decode_InitProducerIdResponse_v2, 6: _decode_InitProducerIdResponse_v6}, {0: _encode_InitProducerIdResponse_v0, 1: _encode_InitProducerIdResponse_v0, 2: _encode_InitProducerIdResponse_v2, 3: _encode_InitProducerIdResponse_v2, 4: _encode_InitProducerIdResponse_v2, 5: _encode_InitProducerIdResponse_v2, 6: _encode_InitProducerIdResponse_v6}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.init_producer_id', TABLES)

@@ -22,28 +22,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.initialize_share_group_state import (
-    InitializeShareGroupStateRequest,
-    InitializeShareGroupStateRequestInitializeStateData,
-    InitializeShareGroupStateRequestPartitionData,
-    InitializeShareGroupStateResponse,
-    InitializeShareGroupStateResponseInitializeStateResult,
-    InitializeShareGroupStateResponsePartitionResult,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_InitializeShareGroupStateRequest: Final = InitializeShareGroupStateRequest
-_K_InitializeShareGroupStateRequestInitializeStateData: Final = InitializeShareGroupStateRequestInitializeStateData
-_K_InitializeShareGroupStateRequestPartitionData: Final = InitializeShareGroupStateRequestPartitionData
-_K_InitializeShareGroupStateResponse: Final = InitializeShareGroupStateResponse
-_K_InitializeShareGroupStateResponseInitializeStateResult: Final = InitializeShareGroupStateResponseInitializeStateResult
-_K_InitializeShareGroupStateResponsePartitionResult: Final = InitializeShareGroupStateResponsePartitionResult
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -129,25 +116,94 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class InitializeShareGroupStateRequestPartitionData(_NativeStruct):
+    partition: Any
+    state_epoch: Any
+    start_offset: Any
+
+    def __init__(self, *, partition: Any = 0, state_epoch: Any = 0, start_offset: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.partition = partition
+        self.state_epoch = state_epoch
+        self.start_offset = start_offset
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class InitializeShareGroupStateRequestInitializeStateData(_NativeStruct):
+    topic_id: Any
+    partitions: Any
+
+    def __init__(self, *, topic_id: Any = ZERO_UUID, partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class InitializeShareGroupStateRequest(_NativeMessage):
+    group_id: Any
+    topics: Any
+
+    def __init__(self, *, group_id: Any = '', topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is FRESH else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class InitializeShareGroupStateResponsePartitionResult(_NativeStruct):
+    partition: Any
+    error_code: Any
+    error_message: Any
+
+    def __init__(self, *, partition: Any = 0, error_code: Any = 0, error_message: Any = None, unknown_tagged_fields: Any = ()) -> None:
+        self.partition = partition
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class InitializeShareGroupStateResponseInitializeStateResult(_NativeStruct):
+    topic_id: Any
+    partitions: Any
+
+    def __init__(self, *, topic_id: Any = ZERO_UUID, partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class InitializeShareGroupStateResponse(_NativeMessage):
+    results: Any
+
+    def __init__(self, *, results: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.results = [] if results is FRESH else results
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_InitializeShareGroupStateRequestPartitionData = InitializeShareGroupStateRequestPartitionData()
+_DEFAULT_InitializeShareGroupStateRequestInitializeStateData = InitializeShareGroupStateRequestInitializeStateData()
+_DEFAULT_InitializeShareGroupStateResponsePartitionResult = InitializeShareGroupStateResponsePartitionResult()
+_DEFAULT_InitializeShareGroupStateResponseInitializeStateResult = InitializeShareGroupStateResponseInitializeStateResult()
+
+
 def _decode_InitializeShareGroupStateRequestPartitionData_v0(buf: bytes, pos: i64) -> tuple[InitializeShareGroupStateRequestPartitionData, i64]:
-    o = _new(_K_InitializeShareGroupStateRequestPartitionData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition = read_i32_be(buf, pos)
+    f_partition: Any
+    f_state_epoch: Any
+    f_start_offset: Any
+    f_partition = read_i32_be(buf, pos)
     pos += 4
-    o.state_epoch = read_i32_be(buf, pos)
+    f_state_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.start_offset = read_i64_be(buf, pos)
+    f_start_offset = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -159,14 +215,17 @@ def _decode_InitializeShareGroupStateRequestPartitionData_v0(buf: bytes, pos: i6
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return InitializeShareGroupStateRequestPartitionData(partition=f_partition, state_epoch=f_state_epoch, start_offset=f_start_offset, unknown_tagged_fields=utf), pos
 
 
 def _encode_InitializeShareGroupStateRequestPartitionData_v0(o: InitializeShareGroupStateRequestPartitionData, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition)
-    write_i32_be(w, o.state_epoch)
-    write_i64_be(w, o.start_offset)
+    v_partition: int = o.partition
+    write_i32_be(w, v_partition)
+    v_state_epoch: int = o.state_epoch
+    write_i32_be(w, v_state_epoch)
+    v_start_offset: int = o.start_offset
+    write_i64_be(w, v_start_offset)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -174,11 +233,12 @@ def _encode_InitializeShareGroupStateRequestPartitionData_v0(o: InitializeShareG
 
 
 def _decode_InitializeShareGroupStateRequestInitializeStateData_v0(buf: bytes, pos: i64) -> tuple[InitializeShareGroupStateRequestInitializeStateData, i64]:
-    o = _new(_K_InitializeShareGroupStateRequestInitializeStateData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partitions: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -195,15 +255,14 @@ def _decode_InitializeShareGroupStateRequestInitializeStateData_v0(buf: bytes, p
         for _i_partitions in range(n):
             x_partitions, pos = _decode_InitializeShareGroupStateRequestPartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -215,13 +274,13 @@ def _decode_InitializeShareGroupStateRequestInitializeStateData_v0(buf: bytes, p
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return InitializeShareGroupStateRequestInitializeStateData(topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_InitializeShareGroupStateRequestInitializeStateData_v0(o: InitializeShareGroupStateRequestInitializeStateData, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -240,10 +299,11 @@ def _encode_InitializeShareGroupStateRequestInitializeStateData_v0(o: Initialize
 
 
 def _decode_InitializeShareGroupStateRequest_v0(buf: bytes, pos: i64) -> tuple[InitializeShareGroupStateRequest, i64]:
-    o = _new(_K_InitializeShareGroupStateRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_group_id: Any
+    f_topics: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -258,7 +318,7 @@ def _decode_InitializeShareGroupStateRequest_v0(buf: bytes, pos: i64) -> tuple[I
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -275,15 +335,14 @@ def _decode_InitializeShareGroupStateRequest_v0(buf: bytes, pos: i64) -> tuple[I
         for _i_topics in range(n):
             x_topics, pos = _decode_InitializeShareGroupStateRequestInitializeStateData_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -295,12 +354,12 @@ def _decode_InitializeShareGroupStateRequest_v0(buf: bytes, pos: i64) -> tuple[I
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return InitializeShareGroupStateRequest(group_id=f_group_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_InitializeShareGroupStateRequest_v0(o: InitializeShareGroupStateRequest, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
@@ -313,7 +372,7 @@ def _encode_InitializeShareGroupStateRequest_v0(o: InitializeShareGroupStateRequ
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -332,13 +391,15 @@ def _encode_InitializeShareGroupStateRequest_v0(o: InitializeShareGroupStateRequ
 
 
 def _decode_InitializeShareGroupStateResponsePartitionResult_v0(buf: bytes, pos: i64) -> tuple[InitializeShareGroupStateResponsePartitionResult, i64]:
-    o = _new(_K_InitializeShareGroupStateResponsePartitionResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition = read_i32_be(buf, pos)
+    f_partition: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_partition = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -347,23 +408,22 @@ def _decode_InitializeShareGroupStateResponsePartitionResult_v0(buf: bytes, pos:
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -375,14 +435,16 @@ def _decode_InitializeShareGroupStateResponsePartitionResult_v0(buf: bytes, pos:
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return InitializeShareGroupStateResponsePartitionResult(partition=f_partition, error_code=f_error_code, error_message=f_error_message, unknown_tagged_fields=utf), pos
 
 
 def _encode_InitializeShareGroupStateResponsePartitionResult_v0(o: InitializeShareGroupStateResponsePartitionResult, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_partition: int = o.partition
+    write_i32_be(w, v_partition)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -402,11 +464,12 @@ def _encode_InitializeShareGroupStateResponsePartitionResult_v0(o: InitializeSha
 
 
 def _decode_InitializeShareGroupStateResponseInitializeStateResult_v0(buf: bytes, pos: i64) -> tuple[InitializeShareGroupStateResponseInitializeStateResult, i64]:
-    o = _new(_K_InitializeShareGroupStateResponseInitializeStateResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partitions: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -423,15 +486,14 @@ def _decode_InitializeShareGroupStateResponseInitializeStateResult_v0(buf: bytes
         for _i_partitions in range(n):
             x_partitions, pos = _decode_InitializeShareGroupStateResponsePartitionResult_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -443,13 +505,13 @@ def _decode_InitializeShareGroupStateResponseInitializeStateResult_v0(buf: bytes
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return InitializeShareGroupStateResponseInitializeStateResult(topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_InitializeShareGroupStateResponseInitializeStateResult_v0(o: InitializeShareGroupStateResponseInitializeStateResult, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -468,10 +530,10 @@ def _encode_InitializeShareGroupStateResponseInitializeStateResult_v0(o: Initial
 
 
 def _decode_InitializeShareGroupStateResponse_v0(buf: bytes, pos: i64) -> tuple[InitializeShareGroupStateResponse, i64]:
-    o = _new(_K_InitializeShareGroupStateResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_results: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -487,15 +549,14 @@ def _decode_InitializeShareGroupStateResponse_v0(buf: bytes, pos: i64) -> tuple[
         for _i_results in range(n):
             x_results, pos = _decode_InitializeShareGroupStateResponseInitializeStateResult_v0(buf, pos)
             lst_results.append(x_results)
-        o.results = lst_results
+        f_results = lst_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -507,12 +568,12 @@ def _decode_InitializeShareGroupStateResponse_v0(buf: bytes, pos: i64) -> tuple[
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return InitializeShareGroupStateResponse(results=f_results, unknown_tagged_fields=utf), pos
 
 
 def _encode_InitializeShareGroupStateResponse_v0(o: InitializeShareGroupStateResponse, w: BytesWriter) -> None:
-    x_results = o.results
+    x_results: Any = o.results
     if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=0)
     else:
@@ -540,4 +601,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (InitializeShareGroupStateResponse, {0: _decode_InitializeShareGroupStateResponse_v0}, {0: _encode_InitializeShareGroupStateResponse_v0}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.initialize_share_group_state', TABLES)

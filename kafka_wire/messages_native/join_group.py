@@ -21,24 +21,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.join_group import (
-    JoinGroupRequest,
-    JoinGroupRequestProtocol,
-    JoinGroupResponse,
-    JoinGroupResponseMember,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_JoinGroupRequest: Final = JoinGroupRequest
-_K_JoinGroupRequestProtocol: Final = JoinGroupRequestProtocol
-_K_JoinGroupResponse: Final = JoinGroupResponse
-_K_JoinGroupResponseMember: Final = JoinGroupResponseMember
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -124,11 +115,84 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class JoinGroupRequestProtocol(_NativeStruct):
+    name: Any
+    metadata: Any
+
+    def __init__(self, *, name: Any = '', metadata: Any = b"", unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.metadata = metadata
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class JoinGroupRequest(_NativeMessage):
+    group_id: Any
+    session_timeout_ms: Any
+    rebalance_timeout_ms: Any
+    member_id: Any
+    group_instance_id: Any
+    protocol_type: Any
+    protocols: Any
+    reason: Any
+
+    def __init__(self, *, group_id: Any = '', session_timeout_ms: Any = 0, rebalance_timeout_ms: Any = -1, member_id: Any = '', group_instance_id: Any = None, protocol_type: Any = '', protocols: Any = FRESH, reason: Any = None, unknown_tagged_fields: Any = ()) -> None:
+        self.group_id = group_id
+        self.session_timeout_ms = session_timeout_ms
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.protocol_type = protocol_type
+        self.protocols = [] if protocols is FRESH else protocols
+        self.reason = reason
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class JoinGroupResponseMember(_NativeStruct):
+    member_id: Any
+    group_instance_id: Any
+    metadata: Any
+
+    def __init__(self, *, member_id: Any = '', group_instance_id: Any = None, metadata: Any = b"", unknown_tagged_fields: Any = ()) -> None:
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.metadata = metadata
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class JoinGroupResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+    generation_id: Any
+    protocol_type: Any
+    protocol_name: Any
+    leader: Any
+    skip_assignment: Any
+    member_id: Any
+    members: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, generation_id: Any = -1, protocol_type: Any = None, protocol_name: Any = '', leader: Any = '', skip_assignment: Any = False, member_id: Any = '', members: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.generation_id = generation_id
+        self.protocol_type = protocol_type
+        self.protocol_name = protocol_name
+        self.leader = leader
+        self.skip_assignment = skip_assignment
+        self.member_id = member_id
+        self.members = [] if members is FRESH else members
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_JoinGroupRequestProtocol = JoinGroupRequestProtocol()
+_DEFAULT_JoinGroupResponseMember = JoinGroupResponseMember()
+
+
 def _decode_JoinGroupRequestProtocol_v0(buf: bytes, pos: i64) -> tuple[JoinGroupRequestProtocol, i64]:
-    o = _new(_K_JoinGroupRequestProtocol)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_metadata: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -139,7 +203,7 @@ def _decode_JoinGroupRequestProtocol_v0(buf: bytes, pos: i64) -> tuple[JoinGroup
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -149,14 +213,14 @@ def _decode_JoinGroupRequestProtocol_v0(buf: bytes, pos: i64) -> tuple[JoinGroup
         end = pos + n
         if end > blen:
             raise _truncated('Metadata')
-        o.metadata = buf[pos:end]
+        f_metadata = buf[pos:end]
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return JoinGroupRequestProtocol(name=f_name, metadata=f_metadata, unknown_tagged_fields=utf), pos
 
 
 def _encode_JoinGroupRequestProtocol_v0(o: JoinGroupRequestProtocol, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -165,7 +229,7 @@ def _encode_JoinGroupRequestProtocol_v0(o: JoinGroupRequestProtocol, w: BytesWri
             raise ValueOutOfRangeError('string field Name is too long', version=0)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_metadata = o.metadata
+    x_metadata: Any = o.metadata
     if x_metadata is None:
         raise ValueOutOfRangeError('non-nullable field Metadata is None', version=0)
     else:
@@ -177,10 +241,11 @@ def _encode_JoinGroupRequestProtocol_v0(o: JoinGroupRequestProtocol, w: BytesWri
 
 
 def _decode_JoinGroupRequestProtocol_v6(buf: bytes, pos: i64) -> tuple[JoinGroupRequestProtocol, i64]:
-    o = _new(_K_JoinGroupRequestProtocol)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_metadata: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -195,7 +260,7 @@ def _decode_JoinGroupRequestProtocol_v6(buf: bytes, pos: i64) -> tuple[JoinGroup
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -209,16 +274,15 @@ def _decode_JoinGroupRequestProtocol_v6(buf: bytes, pos: i64) -> tuple[JoinGroup
         end = pos + n
         if end > blen:
             raise _truncated('Metadata')
-        o.metadata = buf[pos:end]
+        f_metadata = buf[pos:end]
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -230,12 +294,12 @@ def _decode_JoinGroupRequestProtocol_v6(buf: bytes, pos: i64) -> tuple[JoinGroup
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return JoinGroupRequestProtocol(name=f_name, metadata=f_metadata, unknown_tagged_fields=utf), pos
 
 
 def _encode_JoinGroupRequestProtocol_v6(o: JoinGroupRequestProtocol, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=6)
     else:
@@ -248,7 +312,7 @@ def _encode_JoinGroupRequestProtocol_v6(o: JoinGroupRequestProtocol, w: BytesWri
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_metadata = o.metadata
+    x_metadata: Any = o.metadata
     if x_metadata is None:
         raise ValueOutOfRangeError('non-nullable field Metadata is None', version=6)
     else:
@@ -266,13 +330,14 @@ def _encode_JoinGroupRequestProtocol_v6(o: JoinGroupRequestProtocol, w: BytesWri
 
 
 def _decode_JoinGroupRequest_v0(buf: bytes, pos: i64) -> tuple[JoinGroupRequest, i64]:
-    o = _new(_K_JoinGroupRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.rebalance_timeout_ms = -1
-    o.group_instance_id = None
-    o.reason = None
+    f_group_id: Any
+    f_session_timeout_ms: Any
+    f_member_id: Any
+    f_protocol_type: Any
+    f_protocols: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -283,9 +348,9 @@ def _decode_JoinGroupRequest_v0(buf: bytes, pos: i64) -> tuple[JoinGroupRequest,
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
-    o.session_timeout_ms = read_i32_be(buf, pos)
+    f_session_timeout_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -297,7 +362,7 @@ def _decode_JoinGroupRequest_v0(buf: bytes, pos: i64) -> tuple[JoinGroupRequest,
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -309,7 +374,7 @@ def _decode_JoinGroupRequest_v0(buf: bytes, pos: i64) -> tuple[JoinGroupRequest,
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolType')
-        o.protocol_type = buf[pos:end].decode()
+        f_protocol_type = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -322,15 +387,15 @@ def _decode_JoinGroupRequest_v0(buf: bytes, pos: i64) -> tuple[JoinGroupRequest,
         for _i_protocols in range(n):
             x_protocols, pos = _decode_JoinGroupRequestProtocol_v0(buf, pos)
             lst_protocols.append(x_protocols)
-        o.protocols = lst_protocols
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_protocols = lst_protocols
+    utf: Any = ()
+    return JoinGroupRequest(group_id=f_group_id, session_timeout_ms=f_session_timeout_ms, member_id=f_member_id, protocol_type=f_protocol_type, protocols=f_protocols, unknown_tagged_fields=utf), pos
 
 
 def _encode_JoinGroupRequest_v0(o: JoinGroupRequest, w: BytesWriter) -> None:
     if o.group_instance_id is not None:
         raise FieldNotInVersionError('non-default GroupInstanceId cannot be written', version=0)
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
@@ -339,8 +404,9 @@ def _encode_JoinGroupRequest_v0(o: JoinGroupRequest, w: BytesWriter) -> None:
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
         write_i16_be(w, len(b_group_id))
         w.write(b_group_id)
-    write_i32_be(w, o.session_timeout_ms)
-    x_member_id = o.member_id
+    v_session_timeout_ms: int = o.session_timeout_ms
+    write_i32_be(w, v_session_timeout_ms)
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=0)
     else:
@@ -349,7 +415,7 @@ def _encode_JoinGroupRequest_v0(o: JoinGroupRequest, w: BytesWriter) -> None:
             raise ValueOutOfRangeError('string field MemberId is too long', version=0)
         write_i16_be(w, len(b_member_id))
         w.write(b_member_id)
-    x_protocol_type = o.protocol_type
+    x_protocol_type: str | None = o.protocol_type
     if x_protocol_type is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolType is None', version=0)
     else:
@@ -358,7 +424,7 @@ def _encode_JoinGroupRequest_v0(o: JoinGroupRequest, w: BytesWriter) -> None:
             raise ValueOutOfRangeError('string field ProtocolType is too long', version=0)
         write_i16_be(w, len(b_protocol_type))
         w.write(b_protocol_type)
-    x_protocols = o.protocols
+    x_protocols: Any = o.protocols
     if x_protocols is None:
         raise ValueOutOfRangeError('non-nullable field Protocols is None', version=0)
     else:
@@ -371,12 +437,15 @@ def _encode_JoinGroupRequest_v0(o: JoinGroupRequest, w: BytesWriter) -> None:
 
 
 def _decode_JoinGroupRequest_v1(buf: bytes, pos: i64) -> tuple[JoinGroupRequest, i64]:
-    o = _new(_K_JoinGroupRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.group_instance_id = None
-    o.reason = None
+    f_group_id: Any
+    f_session_timeout_ms: Any
+    f_rebalance_timeout_ms: Any
+    f_member_id: Any
+    f_protocol_type: Any
+    f_protocols: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -387,11 +456,11 @@ def _decode_JoinGroupRequest_v1(buf: bytes, pos: i64) -> tuple[JoinGroupRequest,
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
-    o.session_timeout_ms = read_i32_be(buf, pos)
+    f_session_timeout_ms = read_i32_be(buf, pos)
     pos += 4
-    o.rebalance_timeout_ms = read_i32_be(buf, pos)
+    f_rebalance_timeout_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -403,7 +472,7 @@ def _decode_JoinGroupRequest_v1(buf: bytes, pos: i64) -> tuple[JoinGroupRequest,
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -415,7 +484,7 @@ def _decode_JoinGroupRequest_v1(buf: bytes, pos: i64) -> tuple[JoinGroupRequest,
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolType')
-        o.protocol_type = buf[pos:end].decode()
+        f_protocol_type = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -428,15 +497,15 @@ def _decode_JoinGroupRequest_v1(buf: bytes, pos: i64) -> tuple[JoinGroupRequest,
         for _i_protocols in range(n):
             x_protocols, pos = _decode_JoinGroupRequestProtocol_v0(buf, pos)
             lst_protocols.append(x_protocols)
-        o.protocols = lst_protocols
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_protocols = lst_protocols
+    utf: Any = ()
+    return JoinGroupRequest(group_id=f_group_id, session_timeout_ms=f_session_timeout_ms, rebalance_timeout_ms=f_rebalance_timeout_ms, member_id=f_member_id, protocol_type=f_protocol_type, protocols=f_protocols, unknown_tagged_fields=utf), pos
 
 
 def _encode_JoinGroupRequest_v1(o: JoinGroupRequest, w: BytesWriter) -> None:
     if o.group_instance_id is not None:
         raise FieldNotInVersionError('non-default GroupInstanceId cannot be written', version=1)
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=1)
     else:
@@ -445,9 +514,11 @@ def _encode_JoinGroupRequest_v1(o: JoinGroupRequest, w: BytesWriter) -> None:
             raise ValueOutOfRangeError('string field GroupId is too long', version=1)
         write_i16_be(w, len(b_group_id))
         w.write(b_group_id)
-    write_i32_be(w, o.session_timeout_ms)
-    write_i32_be(w, o.rebalance_timeout_ms)
-    x_member_id = o.member_id
+    v_session_timeout_ms: int = o.session_timeout_ms
+    write_i32_be(w, v_session_timeout_ms)
+    v_rebalance_timeout_ms: int = o.rebalance_timeout_ms
+    write_i32_be(w, v_rebalance_timeout_ms)
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=1)
     else:
@@ -456,7 +527,7 @@ def _encode_JoinGroupRequest_v1(o: JoinGroupRequest, w: BytesWriter) -> None:
             raise ValueOutOfRangeError('string field MemberId is too long', version=1)
         write_i16_be(w, len(b_member_id))
         w.write(b_member_id)
-    x_protocol_type = o.protocol_type
+    x_protocol_type: str | None = o.protocol_type
     if x_protocol_type is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolType is None', version=1)
     else:
@@ -465,7 +536,7 @@ def _encode_JoinGroupRequest_v1(o: JoinGroupRequest, w: BytesWriter) -> None:
             raise ValueOutOfRangeError('string field ProtocolType is too long', version=1)
         write_i16_be(w, len(b_protocol_type))
         w.write(b_protocol_type)
-    x_protocols = o.protocols
+    x_protocols: Any = o.protocols
     if x_protocols is None:
         raise ValueOutOfRangeError('non-nullable field Protocols is None', version=1)
     else:
@@ -478,11 +549,16 @@ def _encode_JoinGroupRequest_v1(o: JoinGroupRequest, w: BytesWriter) -> None:
 
 
 def _decode_JoinGroupRequest_v5(buf: bytes, pos: i64) -> tuple[JoinGroupRequest, i64]:
-    o = _new(_K_JoinGroupRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.reason = None
+    f_group_id: Any
+    f_session_timeout_ms: Any
+    f_rebalance_timeout_ms: Any
+    f_member_id: Any
+    f_group_instance_id: Any
+    f_protocol_type: Any
+    f_protocols: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -493,11 +569,11 @@ def _decode_JoinGroupRequest_v5(buf: bytes, pos: i64) -> tuple[JoinGroupRequest,
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
-    o.session_timeout_ms = read_i32_be(buf, pos)
+    f_session_timeout_ms = read_i32_be(buf, pos)
     pos += 4
-    o.rebalance_timeout_ms = read_i32_be(buf, pos)
+    f_rebalance_timeout_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -509,19 +585,19 @@ def _decode_JoinGroupRequest_v5(buf: bytes, pos: i64) -> tuple[JoinGroupRequest,
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.group_instance_id = None
+        f_group_instance_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field GroupInstanceId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupInstanceId')
-        o.group_instance_id = buf[pos:end].decode()
+        f_group_instance_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -533,7 +609,7 @@ def _decode_JoinGroupRequest_v5(buf: bytes, pos: i64) -> tuple[JoinGroupRequest,
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolType')
-        o.protocol_type = buf[pos:end].decode()
+        f_protocol_type = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -546,13 +622,13 @@ def _decode_JoinGroupRequest_v5(buf: bytes, pos: i64) -> tuple[JoinGroupRequest,
         for _i_protocols in range(n):
             x_protocols, pos = _decode_JoinGroupRequestProtocol_v0(buf, pos)
             lst_protocols.append(x_protocols)
-        o.protocols = lst_protocols
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_protocols = lst_protocols
+    utf: Any = ()
+    return JoinGroupRequest(group_id=f_group_id, session_timeout_ms=f_session_timeout_ms, rebalance_timeout_ms=f_rebalance_timeout_ms, member_id=f_member_id, group_instance_id=f_group_instance_id, protocol_type=f_protocol_type, protocols=f_protocols, unknown_tagged_fields=utf), pos
 
 
 def _encode_JoinGroupRequest_v5(o: JoinGroupRequest, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=5)
     else:
@@ -561,9 +637,11 @@ def _encode_JoinGroupRequest_v5(o: JoinGroupRequest, w: BytesWriter) -> None:
             raise ValueOutOfRangeError('string field GroupId is too long', version=5)
         write_i16_be(w, len(b_group_id))
         w.write(b_group_id)
-    write_i32_be(w, o.session_timeout_ms)
-    write_i32_be(w, o.rebalance_timeout_ms)
-    x_member_id = o.member_id
+    v_session_timeout_ms: int = o.session_timeout_ms
+    write_i32_be(w, v_session_timeout_ms)
+    v_rebalance_timeout_ms: int = o.rebalance_timeout_ms
+    write_i32_be(w, v_rebalance_timeout_ms)
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=5)
     else:
@@ -572,7 +650,7 @@ def _encode_JoinGroupRequest_v5(o: JoinGroupRequest, w: BytesWriter) -> None:
             raise ValueOutOfRangeError('string field MemberId is too long', version=5)
         write_i16_be(w, len(b_member_id))
         w.write(b_member_id)
-    x_group_instance_id = o.group_instance_id
+    x_group_instance_id: str | None = o.group_instance_id
     if x_group_instance_id is None:
         write_i16_be(w, -1)
     else:
@@ -581,7 +659,7 @@ def _encode_JoinGroupRequest_v5(o: JoinGroupRequest, w: BytesWriter) -> None:
             raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=5)
         write_i16_be(w, len(b_group_instance_id))
         w.write(b_group_instance_id)
-    x_protocol_type = o.protocol_type
+    x_protocol_type: str | None = o.protocol_type
     if x_protocol_type is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolType is None', version=5)
     else:
@@ -590,7 +668,7 @@ def _encode_JoinGroupRequest_v5(o: JoinGroupRequest, w: BytesWriter) -> None:
             raise ValueOutOfRangeError('string field ProtocolType is too long', version=5)
         write_i16_be(w, len(b_protocol_type))
         w.write(b_protocol_type)
-    x_protocols = o.protocols
+    x_protocols: Any = o.protocols
     if x_protocols is None:
         raise ValueOutOfRangeError('non-nullable field Protocols is None', version=5)
     else:
@@ -603,11 +681,16 @@ def _encode_JoinGroupRequest_v5(o: JoinGroupRequest, w: BytesWriter) -> None:
 
 
 def _decode_JoinGroupRequest_v6(buf: bytes, pos: i64) -> tuple[JoinGroupRequest, i64]:
-    o = _new(_K_JoinGroupRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.reason = None
+    f_group_id: Any
+    f_session_timeout_ms: Any
+    f_rebalance_timeout_ms: Any
+    f_member_id: Any
+    f_group_instance_id: Any
+    f_protocol_type: Any
+    f_protocols: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -622,11 +705,11 @@ def _decode_JoinGroupRequest_v6(buf: bytes, pos: i64) -> tuple[JoinGroupRequest,
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
-    o.session_timeout_ms = read_i32_be(buf, pos)
+    f_session_timeout_ms = read_i32_be(buf, pos)
     pos += 4
-    o.rebalance_timeout_ms = read_i32_be(buf, pos)
+    f_rebalance_timeout_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -642,7 +725,7 @@ def _decode_JoinGroupRequest_v6(buf: bytes, pos: i64) -> tuple[JoinGroupRequest,
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -651,14 +734,14 @@ def _decode_JoinGroupRequest_v6(buf: bytes, pos: i64) -> tuple[JoinGroupRequest,
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.group_instance_id = None
+        f_group_instance_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field GroupInstanceId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupInstanceId')
-        o.group_instance_id = buf[pos:end].decode()
+        f_group_instance_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -674,7 +757,7 @@ def _decode_JoinGroupRequest_v6(buf: bytes, pos: i64) -> tuple[JoinGroupRequest,
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolType')
-        o.protocol_type = buf[pos:end].decode()
+        f_protocol_type = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -691,15 +774,14 @@ def _decode_JoinGroupRequest_v6(buf: bytes, pos: i64) -> tuple[JoinGroupRequest,
         for _i_protocols in range(n):
             x_protocols, pos = _decode_JoinGroupRequestProtocol_v6(buf, pos)
             lst_protocols.append(x_protocols)
-        o.protocols = lst_protocols
+        f_protocols = lst_protocols
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -711,12 +793,12 @@ def _decode_JoinGroupRequest_v6(buf: bytes, pos: i64) -> tuple[JoinGroupRequest,
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return JoinGroupRequest(group_id=f_group_id, session_timeout_ms=f_session_timeout_ms, rebalance_timeout_ms=f_rebalance_timeout_ms, member_id=f_member_id, group_instance_id=f_group_instance_id, protocol_type=f_protocol_type, protocols=f_protocols, unknown_tagged_fields=utf), pos
 
 
 def _encode_JoinGroupRequest_v6(o: JoinGroupRequest, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=6)
     else:
@@ -729,9 +811,11 @@ def _encode_JoinGroupRequest_v6(o: JoinGroupRequest, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    write_i32_be(w, o.session_timeout_ms)
-    write_i32_be(w, o.rebalance_timeout_ms)
-    x_member_id = o.member_id
+    v_session_timeout_ms: int = o.session_timeout_ms
+    write_i32_be(w, v_session_timeout_ms)
+    v_rebalance_timeout_ms: int = o.rebalance_timeout_ms
+    write_i32_be(w, v_rebalance_timeout_ms)
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=6)
     else:
@@ -744,7 +828,7 @@ def _encode_JoinGroupRequest_v6(o: JoinGroupRequest, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_member_id)
-    x_group_instance_id = o.group_instance_id
+    x_group_instance_id: str | None = o.group_instance_id
     if x_group_instance_id is None:
         w.append(_ZERO)
     else:
@@ -757,7 +841,7 @@ def _encode_JoinGroupRequest_v6(o: JoinGroupRequest, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_group_instance_id)
-    x_protocol_type = o.protocol_type
+    x_protocol_type: str | None = o.protocol_type
     if x_protocol_type is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolType is None', version=6)
     else:
@@ -770,7 +854,7 @@ def _encode_JoinGroupRequest_v6(o: JoinGroupRequest, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_protocol_type)
-    x_protocols = o.protocols
+    x_protocols: Any = o.protocols
     if x_protocols is None:
         raise ValueOutOfRangeError('non-nullable field Protocols is None', version=6)
     else:
@@ -789,10 +873,17 @@ def _encode_JoinGroupRequest_v6(o: JoinGroupRequest, w: BytesWriter) -> None:
 
 
 def _decode_JoinGroupRequest_v8(buf: bytes, pos: i64) -> tuple[JoinGroupRequest, i64]:
-    o = _new(_K_JoinGroupRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_group_id: Any
+    f_session_timeout_ms: Any
+    f_rebalance_timeout_ms: Any
+    f_member_id: Any
+    f_group_instance_id: Any
+    f_protocol_type: Any
+    f_protocols: Any
+    f_reason: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -807,11 +898,11 @@ def _decode_JoinGroupRequest_v8(buf: bytes, pos: i64) -> tuple[JoinGroupRequest,
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
-    o.session_timeout_ms = read_i32_be(buf, pos)
+    f_session_timeout_ms = read_i32_be(buf, pos)
     pos += 4
-    o.rebalance_timeout_ms = read_i32_be(buf, pos)
+    f_rebalance_timeout_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -827,7 +918,7 @@ def _decode_JoinGroupRequest_v8(buf: bytes, pos: i64) -> tuple[JoinGroupRequest,
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -836,14 +927,14 @@ def _decode_JoinGroupRequest_v8(buf: bytes, pos: i64) -> tuple[JoinGroupRequest,
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.group_instance_id = None
+        f_group_instance_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field GroupInstanceId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupInstanceId')
-        o.group_instance_id = buf[pos:end].decode()
+        f_group_instance_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -859,7 +950,7 @@ def _decode_JoinGroupRequest_v8(buf: bytes, pos: i64) -> tuple[JoinGroupRequest,
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolType')
-        o.protocol_type = buf[pos:end].decode()
+        f_protocol_type = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -876,7 +967,7 @@ def _decode_JoinGroupRequest_v8(buf: bytes, pos: i64) -> tuple[JoinGroupRequest,
         for _i_protocols in range(n):
             x_protocols, pos = _decode_JoinGroupRequestProtocol_v6(buf, pos)
             lst_protocols.append(x_protocols)
-        o.protocols = lst_protocols
+        f_protocols = lst_protocols
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -884,23 +975,22 @@ def _decode_JoinGroupRequest_v8(buf: bytes, pos: i64) -> tuple[JoinGroupRequest,
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.reason = None
+        f_reason = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Reason is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Reason')
-        o.reason = buf[pos:end].decode()
+        f_reason = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -912,12 +1002,12 @@ def _decode_JoinGroupRequest_v8(buf: bytes, pos: i64) -> tuple[JoinGroupRequest,
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return JoinGroupRequest(group_id=f_group_id, session_timeout_ms=f_session_timeout_ms, rebalance_timeout_ms=f_rebalance_timeout_ms, member_id=f_member_id, group_instance_id=f_group_instance_id, protocol_type=f_protocol_type, protocols=f_protocols, reason=f_reason, unknown_tagged_fields=utf), pos
 
 
 def _encode_JoinGroupRequest_v8(o: JoinGroupRequest, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=8)
     else:
@@ -930,9 +1020,11 @@ def _encode_JoinGroupRequest_v8(o: JoinGroupRequest, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    write_i32_be(w, o.session_timeout_ms)
-    write_i32_be(w, o.rebalance_timeout_ms)
-    x_member_id = o.member_id
+    v_session_timeout_ms: int = o.session_timeout_ms
+    write_i32_be(w, v_session_timeout_ms)
+    v_rebalance_timeout_ms: int = o.rebalance_timeout_ms
+    write_i32_be(w, v_rebalance_timeout_ms)
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=8)
     else:
@@ -945,7 +1037,7 @@ def _encode_JoinGroupRequest_v8(o: JoinGroupRequest, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_member_id)
-    x_group_instance_id = o.group_instance_id
+    x_group_instance_id: str | None = o.group_instance_id
     if x_group_instance_id is None:
         w.append(_ZERO)
     else:
@@ -958,7 +1050,7 @@ def _encode_JoinGroupRequest_v8(o: JoinGroupRequest, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_group_instance_id)
-    x_protocol_type = o.protocol_type
+    x_protocol_type: str | None = o.protocol_type
     if x_protocol_type is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolType is None', version=8)
     else:
@@ -971,7 +1063,7 @@ def _encode_JoinGroupRequest_v8(o: JoinGroupRequest, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_protocol_type)
-    x_protocols = o.protocols
+    x_protocols: Any = o.protocols
     if x_protocols is None:
         raise ValueOutOfRangeError('non-nullable field Protocols is None', version=8)
     else:
@@ -983,7 +1075,7 @@ def _encode_JoinGroupRequest_v8(o: JoinGroupRequest, w: BytesWriter) -> None:
             _put_uvarint(w, m)
         for e_protocols in l_protocols:
             _encode_JoinGroupRequestProtocol_v6(e_protocols, w)
-    x_reason = o.reason
+    x_reason: str | None = o.reason
     if x_reason is None:
         w.append(_ZERO)
     else:
@@ -1003,11 +1095,11 @@ def _encode_JoinGroupRequest_v8(o: JoinGroupRequest, w: BytesWriter) -> None:
 
 
 def _decode_JoinGroupResponseMember_v0(buf: bytes, pos: i64) -> tuple[JoinGroupResponseMember, i64]:
-    o = _new(_K_JoinGroupResponseMember)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.group_instance_id = None
+    f_member_id: Any
+    f_metadata: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -1018,7 +1110,7 @@ def _decode_JoinGroupResponseMember_v0(buf: bytes, pos: i64) -> tuple[JoinGroupR
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1028,14 +1120,14 @@ def _decode_JoinGroupResponseMember_v0(buf: bytes, pos: i64) -> tuple[JoinGroupR
         end = pos + n
         if end > blen:
             raise _truncated('Metadata')
-        o.metadata = buf[pos:end]
+        f_metadata = buf[pos:end]
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return JoinGroupResponseMember(member_id=f_member_id, metadata=f_metadata, unknown_tagged_fields=utf), pos
 
 
 def _encode_JoinGroupResponseMember_v0(o: JoinGroupResponseMember, w: BytesWriter) -> None:
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=0)
     else:
@@ -1044,7 +1136,7 @@ def _encode_JoinGroupResponseMember_v0(o: JoinGroupResponseMember, w: BytesWrite
             raise ValueOutOfRangeError('string field MemberId is too long', version=0)
         write_i16_be(w, len(b_member_id))
         w.write(b_member_id)
-    x_metadata = o.metadata
+    x_metadata: Any = o.metadata
     if x_metadata is None:
         raise ValueOutOfRangeError('non-nullable field Metadata is None', version=0)
     else:
@@ -1056,10 +1148,12 @@ def _encode_JoinGroupResponseMember_v0(o: JoinGroupResponseMember, w: BytesWrite
 
 
 def _decode_JoinGroupResponseMember_v5(buf: bytes, pos: i64) -> tuple[JoinGroupResponseMember, i64]:
-    o = _new(_K_JoinGroupResponseMember)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_member_id: Any
+    f_group_instance_id: Any
+    f_metadata: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -1070,19 +1164,19 @@ def _decode_JoinGroupResponseMember_v5(buf: bytes, pos: i64) -> tuple[JoinGroupR
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.group_instance_id = None
+        f_group_instance_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field GroupInstanceId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupInstanceId')
-        o.group_instance_id = buf[pos:end].decode()
+        f_group_instance_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1092,14 +1186,14 @@ def _decode_JoinGroupResponseMember_v5(buf: bytes, pos: i64) -> tuple[JoinGroupR
         end = pos + n
         if end > blen:
             raise _truncated('Metadata')
-        o.metadata = buf[pos:end]
+        f_metadata = buf[pos:end]
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return JoinGroupResponseMember(member_id=f_member_id, group_instance_id=f_group_instance_id, metadata=f_metadata, unknown_tagged_fields=utf), pos
 
 
 def _encode_JoinGroupResponseMember_v5(o: JoinGroupResponseMember, w: BytesWriter) -> None:
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=5)
     else:
@@ -1108,7 +1202,7 @@ def _encode_JoinGroupResponseMember_v5(o: JoinGroupResponseMember, w: BytesWrite
             raise ValueOutOfRangeError('string field MemberId is too long', version=5)
         write_i16_be(w, len(b_member_id))
         w.write(b_member_id)
-    x_group_instance_id = o.group_instance_id
+    x_group_instance_id: str | None = o.group_instance_id
     if x_group_instance_id is None:
         write_i16_be(w, -1)
     else:
@@ -1117,7 +1211,7 @@ def _encode_JoinGroupResponseMember_v5(o: JoinGroupResponseMember, w: BytesWrite
             raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=5)
         write_i16_be(w, len(b_group_instance_id))
         w.write(b_group_instance_id)
-    x_metadata = o.metadata
+    x_metadata: Any = o.metadata
     if x_metadata is None:
         raise ValueOutOfRangeError('non-nullable field Metadata is None', version=5)
     else:
@@ -1129,10 +1223,12 @@ def _encode_JoinGroupResponseMember_v5(o: JoinGroupResponseMember, w: BytesWrite
 
 
 def _decode_JoinGroupResponseMember_v6(buf: bytes, pos: i64) -> tuple[JoinGroupResponseMember, i64]:
-    o = _new(_K_JoinGroupResponseMember)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_member_id: Any
+    f_group_instance_id: Any
+    f_metadata: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1147,7 +1243,7 @@ def _decode_JoinGroupResponseMember_v6(buf: bytes, pos: i64) -> tuple[JoinGroupR
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1156,14 +1252,14 @@ def _decode_JoinGroupResponseMember_v6(buf: bytes, pos: i64) -> tuple[JoinGroupR
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.group_instance_id = None
+        f_group_instance_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field GroupInstanceId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupInstanceId')
-        o.group_instance_id = buf[pos:end].decode()
+        f_group_instance_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1177,16 +1273,15 @@ def _decode_JoinGroupResponseMember_v6(buf: bytes, pos: i64) -> tuple[JoinGroupR
         end = pos + n
         if end > blen:
             raise _truncated('Metadata')
-        o.metadata = buf[pos:end]
+        f_metadata = buf[pos:end]
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1198,12 +1293,12 @@ def _decode_JoinGroupResponseMember_v6(buf: bytes, pos: i64) -> tuple[JoinGroupR
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return JoinGroupResponseMember(member_id=f_member_id, group_instance_id=f_group_instance_id, metadata=f_metadata, unknown_tagged_fields=utf), pos
 
 
 def _encode_JoinGroupResponseMember_v6(o: JoinGroupResponseMember, w: BytesWriter) -> None:
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=6)
     else:
@@ -1216,7 +1311,7 @@ def _encode_JoinGroupResponseMember_v6(o: JoinGroupResponseMember, w: BytesWrite
         else:
             _put_uvarint(w, m)
         w.write(b_member_id)
-    x_group_instance_id = o.group_instance_id
+    x_group_instance_id: str | None = o.group_instance_id
     if x_group_instance_id is None:
         w.append(_ZERO)
     else:
@@ -1229,7 +1324,7 @@ def _encode_JoinGroupResponseMember_v6(o: JoinGroupResponseMember, w: BytesWrite
         else:
             _put_uvarint(w, m)
         w.write(b_group_instance_id)
-    x_metadata = o.metadata
+    x_metadata: Any = o.metadata
     if x_metadata is None:
         raise ValueOutOfRangeError('non-nullable field Metadata is None', version=6)
     else:
@@ -1247,16 +1342,18 @@ def _encode_JoinGroupResponseMember_v6(o: JoinGroupResponseMember, w: BytesWrite
 
 
 def _decode_JoinGroupResponse_v0(buf: bytes, pos: i64) -> tuple[JoinGroupResponse, i64]:
-    o = _new(_K_JoinGroupResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = 0
-    o.protocol_type = None
-    o.skip_assignment = False
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_generation_id: Any
+    f_protocol_name: Any
+    f_leader: Any
+    f_member_id: Any
+    f_members: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.generation_id = read_i32_be(buf, pos)
+    f_generation_id = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -1268,7 +1365,7 @@ def _decode_JoinGroupResponse_v0(buf: bytes, pos: i64) -> tuple[JoinGroupRespons
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolName')
-        o.protocol_name = buf[pos:end].decode()
+        f_protocol_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -1280,7 +1377,7 @@ def _decode_JoinGroupResponse_v0(buf: bytes, pos: i64) -> tuple[JoinGroupRespons
         end = pos + n
         if end > blen:
             raise _truncated('Leader')
-        o.leader = buf[pos:end].decode()
+        f_leader = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -1292,7 +1389,7 @@ def _decode_JoinGroupResponse_v0(buf: bytes, pos: i64) -> tuple[JoinGroupRespons
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1305,17 +1402,19 @@ def _decode_JoinGroupResponse_v0(buf: bytes, pos: i64) -> tuple[JoinGroupRespons
         for _i_members in range(n):
             x_members, pos = _decode_JoinGroupResponseMember_v0(buf, pos)
             lst_members.append(x_members)
-        o.members = lst_members
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_members = lst_members
+    utf: Any = ()
+    return JoinGroupResponse(error_code=f_error_code, generation_id=f_generation_id, protocol_name=f_protocol_name, leader=f_leader, member_id=f_member_id, members=f_members, unknown_tagged_fields=utf), pos
 
 
 def _encode_JoinGroupResponse_v0(o: JoinGroupResponse, w: BytesWriter) -> None:
     if bool(o.skip_assignment):
         raise FieldNotInVersionError('non-default SkipAssignment cannot be written', version=0)
-    write_i16_be(w, o.error_code)
-    write_i32_be(w, o.generation_id)
-    x_protocol_name = o.protocol_name
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_generation_id: int = o.generation_id
+    write_i32_be(w, v_generation_id)
+    x_protocol_name: str | None = o.protocol_name
     if x_protocol_name is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolName is None', version=0)
     else:
@@ -1324,7 +1423,7 @@ def _encode_JoinGroupResponse_v0(o: JoinGroupResponse, w: BytesWriter) -> None:
             raise ValueOutOfRangeError('string field ProtocolName is too long', version=0)
         write_i16_be(w, len(b_protocol_name))
         w.write(b_protocol_name)
-    x_leader = o.leader
+    x_leader: str | None = o.leader
     if x_leader is None:
         raise ValueOutOfRangeError('non-nullable field Leader is None', version=0)
     else:
@@ -1333,7 +1432,7 @@ def _encode_JoinGroupResponse_v0(o: JoinGroupResponse, w: BytesWriter) -> None:
             raise ValueOutOfRangeError('string field Leader is too long', version=0)
         write_i16_be(w, len(b_leader))
         w.write(b_leader)
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=0)
     else:
@@ -1342,7 +1441,7 @@ def _encode_JoinGroupResponse_v0(o: JoinGroupResponse, w: BytesWriter) -> None:
             raise ValueOutOfRangeError('string field MemberId is too long', version=0)
         write_i16_be(w, len(b_member_id))
         w.write(b_member_id)
-    x_members = o.members
+    x_members: Any = o.members
     if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=0)
     else:
@@ -1355,17 +1454,21 @@ def _encode_JoinGroupResponse_v0(o: JoinGroupResponse, w: BytesWriter) -> None:
 
 
 def _decode_JoinGroupResponse_v2(buf: bytes, pos: i64) -> tuple[JoinGroupResponse, i64]:
-    o = _new(_K_JoinGroupResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.protocol_type = None
-    o.skip_assignment = False
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_generation_id: Any
+    f_protocol_name: Any
+    f_leader: Any
+    f_member_id: Any
+    f_members: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.generation_id = read_i32_be(buf, pos)
+    f_generation_id = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -1377,7 +1480,7 @@ def _decode_JoinGroupResponse_v2(buf: bytes, pos: i64) -> tuple[JoinGroupRespons
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolName')
-        o.protocol_name = buf[pos:end].decode()
+        f_protocol_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -1389,7 +1492,7 @@ def _decode_JoinGroupResponse_v2(buf: bytes, pos: i64) -> tuple[JoinGroupRespons
         end = pos + n
         if end > blen:
             raise _truncated('Leader')
-        o.leader = buf[pos:end].decode()
+        f_leader = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -1401,7 +1504,7 @@ def _decode_JoinGroupResponse_v2(buf: bytes, pos: i64) -> tuple[JoinGroupRespons
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1414,18 +1517,21 @@ def _decode_JoinGroupResponse_v2(buf: bytes, pos: i64) -> tuple[JoinGroupRespons
         for _i_members in range(n):
             x_members, pos = _decode_JoinGroupResponseMember_v0(buf, pos)
             lst_members.append(x_members)
-        o.members = lst_members
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_members = lst_members
+    utf: Any = ()
+    return JoinGroupResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, generation_id=f_generation_id, protocol_name=f_protocol_name, leader=f_leader, member_id=f_member_id, members=f_members, unknown_tagged_fields=utf), pos
 
 
 def _encode_JoinGroupResponse_v2(o: JoinGroupResponse, w: BytesWriter) -> None:
     if bool(o.skip_assignment):
         raise FieldNotInVersionError('non-default SkipAssignment cannot be written', version=2)
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    write_i32_be(w, o.generation_id)
-    x_protocol_name = o.protocol_name
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_generation_id: int = o.generation_id
+    write_i32_be(w, v_generation_id)
+    x_protocol_name: str | None = o.protocol_name
     if x_protocol_name is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolName is None', version=2)
     else:
@@ -1434,7 +1540,7 @@ def _encode_JoinGroupResponse_v2(o: JoinGroupResponse, w: BytesWriter) -> None:
             raise ValueOutOfRangeError('string field ProtocolName is too long', version=2)
         write_i16_be(w, len(b_protocol_name))
         w.write(b_protocol_name)
-    x_leader = o.leader
+    x_leader: str | None = o.leader
     if x_leader is None:
         raise ValueOutOfRangeError('non-nullable field Leader is None', version=2)
     else:
@@ -1443,7 +1549,7 @@ def _encode_JoinGroupResponse_v2(o: JoinGroupResponse, w: BytesWriter) -> None:
             raise ValueOutOfRangeError('string field Leader is too long', version=2)
         write_i16_be(w, len(b_leader))
         w.write(b_leader)
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=2)
     else:
@@ -1452,7 +1558,7 @@ def _encode_JoinGroupResponse_v2(o: JoinGroupResponse, w: BytesWriter) -> None:
             raise ValueOutOfRangeError('string field MemberId is too long', version=2)
         write_i16_be(w, len(b_member_id))
         w.write(b_member_id)
-    x_members = o.members
+    x_members: Any = o.members
     if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=2)
     else:
@@ -1465,17 +1571,21 @@ def _encode_JoinGroupResponse_v2(o: JoinGroupResponse, w: BytesWriter) -> None:
 
 
 def _decode_JoinGroupResponse_v5(buf: bytes, pos: i64) -> tuple[JoinGroupResponse, i64]:
-    o = _new(_K_JoinGroupResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.protocol_type = None
-    o.skip_assignment = False
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_generation_id: Any
+    f_protocol_name: Any
+    f_leader: Any
+    f_member_id: Any
+    f_members: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.generation_id = read_i32_be(buf, pos)
+    f_generation_id = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -1487,7 +1597,7 @@ def _decode_JoinGroupResponse_v5(buf: bytes, pos: i64) -> tuple[JoinGroupRespons
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolName')
-        o.protocol_name = buf[pos:end].decode()
+        f_protocol_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -1499,7 +1609,7 @@ def _decode_JoinGroupResponse_v5(buf: bytes, pos: i64) -> tuple[JoinGroupRespons
         end = pos + n
         if end > blen:
             raise _truncated('Leader')
-        o.leader = buf[pos:end].decode()
+        f_leader = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -1511,7 +1621,7 @@ def _decode_JoinGroupResponse_v5(buf: bytes, pos: i64) -> tuple[JoinGroupRespons
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1524,18 +1634,21 @@ def _decode_JoinGroupResponse_v5(buf: bytes, pos: i64) -> tuple[JoinGroupRespons
         for _i_members in range(n):
             x_members, pos = _decode_JoinGroupResponseMember_v5(buf, pos)
             lst_members.append(x_members)
-        o.members = lst_members
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_members = lst_members
+    utf: Any = ()
+    return JoinGroupResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, generation_id=f_generation_id, protocol_name=f_protocol_name, leader=f_leader, member_id=f_member_id, members=f_members, unknown_tagged_fields=utf), pos
 
 
 def _encode_JoinGroupResponse_v5(o: JoinGroupResponse, w: BytesWriter) -> None:
     if bool(o.skip_assignment):
         raise FieldNotInVersionError('non-default SkipAssignment cannot be written', version=5)
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    write_i32_be(w, o.generation_id)
-    x_protocol_name = o.protocol_name
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_generation_id: int = o.generation_id
+    write_i32_be(w, v_generation_id)
+    x_protocol_name: str | None = o.protocol_name
     if x_protocol_name is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolName is None', version=5)
     else:
@@ -1544,7 +1657,7 @@ def _encode_JoinGroupResponse_v5(o: JoinGroupResponse, w: BytesWriter) -> None:
             raise ValueOutOfRangeError('string field ProtocolName is too long', version=5)
         write_i16_be(w, len(b_protocol_name))
         w.write(b_protocol_name)
-    x_leader = o.leader
+    x_leader: str | None = o.leader
     if x_leader is None:
         raise ValueOutOfRangeError('non-nullable field Leader is None', version=5)
     else:
@@ -1553,7 +1666,7 @@ def _encode_JoinGroupResponse_v5(o: JoinGroupResponse, w: BytesWriter) -> None:
             raise ValueOutOfRangeError('string field Leader is too long', version=5)
         write_i16_be(w, len(b_leader))
         w.write(b_leader)
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=5)
     else:
@@ -1562,7 +1675,7 @@ def _encode_JoinGroupResponse_v5(o: JoinGroupResponse, w: BytesWriter) -> None:
             raise ValueOutOfRangeError('string field MemberId is too long', version=5)
         write_i16_be(w, len(b_member_id))
         w.write(b_member_id)
-    x_members = o.members
+    x_members: Any = o.members
     if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=5)
     else:
@@ -1575,17 +1688,21 @@ def _encode_JoinGroupResponse_v5(o: JoinGroupResponse, w: BytesWriter) -> None:
 
 
 def _decode_JoinGroupResponse_v6(buf: bytes, pos: i64) -> tuple[JoinGroupResponse, i64]:
-    o = _new(_K_JoinGroupResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.protocol_type = None
-    o.skip_assignment = False
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_generation_id: Any
+    f_protocol_name: Any
+    f_leader: Any
+    f_member_id: Any
+    f_members: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.generation_id = read_i32_be(buf, pos)
+    f_generation_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1601,7 +1718,7 @@ def _decode_JoinGroupResponse_v6(buf: bytes, pos: i64) -> tuple[JoinGroupRespons
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolName')
-        o.protocol_name = buf[pos:end].decode()
+        f_protocol_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1617,7 +1734,7 @@ def _decode_JoinGroupResponse_v6(buf: bytes, pos: i64) -> tuple[JoinGroupRespons
         end = pos + n
         if end > blen:
             raise _truncated('Leader')
-        o.leader = buf[pos:end].decode()
+        f_leader = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1633,7 +1750,7 @@ def _decode_JoinGroupResponse_v6(buf: bytes, pos: i64) -> tuple[JoinGroupRespons
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1650,15 +1767,14 @@ def _decode_JoinGroupResponse_v6(buf: bytes, pos: i64) -> tuple[JoinGroupRespons
         for _i_members in range(n):
             x_members, pos = _decode_JoinGroupResponseMember_v6(buf, pos)
             lst_members.append(x_members)
-        o.members = lst_members
+        f_members = lst_members
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1670,17 +1786,20 @@ def _decode_JoinGroupResponse_v6(buf: bytes, pos: i64) -> tuple[JoinGroupRespons
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return JoinGroupResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, generation_id=f_generation_id, protocol_name=f_protocol_name, leader=f_leader, member_id=f_member_id, members=f_members, unknown_tagged_fields=utf), pos
 
 
 def _encode_JoinGroupResponse_v6(o: JoinGroupResponse, w: BytesWriter) -> None:
     if bool(o.skip_assignment):
         raise FieldNotInVersionError('non-default SkipAssignment cannot be written', version=6)
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    write_i32_be(w, o.generation_id)
-    x_protocol_name = o.protocol_name
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_generation_id: int = o.generation_id
+    write_i32_be(w, v_generation_id)
+    x_protocol_name: str | None = o.protocol_name
     if x_protocol_name is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolName is None', version=6)
     else:
@@ -1693,7 +1812,7 @@ def _encode_JoinGroupResponse_v6(o: JoinGroupResponse, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_protocol_name)
-    x_leader = o.leader
+    x_leader: str | None = o.leader
     if x_leader is None:
         raise ValueOutOfRangeError('non-nullable field Leader is None', version=6)
     else:
@@ -1706,7 +1825,7 @@ def _encode_JoinGroupResponse_v6(o: JoinGroupResponse, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_leader)
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=6)
     else:
@@ -1719,7 +1838,7 @@ def _encode_JoinGroupResponse_v6(o: JoinGroupResponse, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_member_id)
-    x_members = o.members
+    x_members: Any = o.members
     if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=6)
     else:
@@ -1738,16 +1857,22 @@ def _encode_JoinGroupResponse_v6(o: JoinGroupResponse, w: BytesWriter) -> None:
 
 
 def _decode_JoinGroupResponse_v7(buf: bytes, pos: i64) -> tuple[JoinGroupResponse, i64]:
-    o = _new(_K_JoinGroupResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.skip_assignment = False
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_generation_id: Any
+    f_protocol_type: Any
+    f_protocol_name: Any
+    f_leader: Any
+    f_member_id: Any
+    f_members: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.generation_id = read_i32_be(buf, pos)
+    f_generation_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1756,14 +1881,14 @@ def _decode_JoinGroupResponse_v7(buf: bytes, pos: i64) -> tuple[JoinGroupRespons
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.protocol_type = None
+        f_protocol_type = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ProtocolType is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolType')
-        o.protocol_type = buf[pos:end].decode()
+        f_protocol_type = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1772,14 +1897,14 @@ def _decode_JoinGroupResponse_v7(buf: bytes, pos: i64) -> tuple[JoinGroupRespons
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.protocol_name = None
+        f_protocol_name = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ProtocolName is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolName')
-        o.protocol_name = buf[pos:end].decode()
+        f_protocol_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1795,7 +1920,7 @@ def _decode_JoinGroupResponse_v7(buf: bytes, pos: i64) -> tuple[JoinGroupRespons
         end = pos + n
         if end > blen:
             raise _truncated('Leader')
-        o.leader = buf[pos:end].decode()
+        f_leader = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1811,7 +1936,7 @@ def _decode_JoinGroupResponse_v7(buf: bytes, pos: i64) -> tuple[JoinGroupRespons
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1828,15 +1953,14 @@ def _decode_JoinGroupResponse_v7(buf: bytes, pos: i64) -> tuple[JoinGroupRespons
         for _i_members in range(n):
             x_members, pos = _decode_JoinGroupResponseMember_v6(buf, pos)
             lst_members.append(x_members)
-        o.members = lst_members
+        f_members = lst_members
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1848,17 +1972,20 @@ def _decode_JoinGroupResponse_v7(buf: bytes, pos: i64) -> tuple[JoinGroupRespons
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return JoinGroupResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, generation_id=f_generation_id, protocol_type=f_protocol_type, protocol_name=f_protocol_name, leader=f_leader, member_id=f_member_id, members=f_members, unknown_tagged_fields=utf), pos
 
 
 def _encode_JoinGroupResponse_v7(o: JoinGroupResponse, w: BytesWriter) -> None:
     if bool(o.skip_assignment):
         raise FieldNotInVersionError('non-default SkipAssignment cannot be written', version=7)
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    write_i32_be(w, o.generation_id)
-    x_protocol_type = o.protocol_type
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_generation_id: int = o.generation_id
+    write_i32_be(w, v_generation_id)
+    x_protocol_type: str | None = o.protocol_type
     if x_protocol_type is None:
         w.append(_ZERO)
     else:
@@ -1871,7 +1998,7 @@ def _encode_JoinGroupResponse_v7(o: JoinGroupResponse, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_protocol_type)
-    x_protocol_name = o.protocol_name
+    x_protocol_name: str | None = o.protocol_name
     if x_protocol_name is None:
         w.append(_ZERO)
     else:
@@ -1884,7 +2011,7 @@ def _encode_JoinGroupResponse_v7(o: JoinGroupResponse, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_protocol_name)
-    x_leader = o.leader
+    x_leader: str | None = o.leader
     if x_leader is None:
         raise ValueOutOfRangeError('non-nullable field Leader is None', version=7)
     else:
@@ -1897,7 +2024,7 @@ def _encode_JoinGroupResponse_v7(o: JoinGroupResponse, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_leader)
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=7)
     else:
@@ -1910,7 +2037,7 @@ def _encode_JoinGroupResponse_v7(o: JoinGroupResponse, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_member_id)
-    x_members = o.members
+    x_members: Any = o.members
     if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=7)
     else:
@@ -1929,15 +2056,23 @@ def _encode_JoinGroupResponse_v7(o: JoinGroupResponse, w: BytesWriter) -> None:
 
 
 def _decode_JoinGroupResponse_v9(buf: bytes, pos: i64) -> tuple[JoinGroupResponse, i64]:
-    o = _new(_K_JoinGroupResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_generation_id: Any
+    f_protocol_type: Any
+    f_protocol_name: Any
+    f_leader: Any
+    f_skip_assignment: Any
+    f_member_id: Any
+    f_members: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.generation_id = read_i32_be(buf, pos)
+    f_generation_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1946,14 +2081,14 @@ def _decode_JoinGroupResponse_v9(buf: bytes, pos: i64) -> tuple[JoinGroupRespons
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.protocol_type = None
+        f_protocol_type = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ProtocolType is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolType')
-        o.protocol_type = buf[pos:end].decode()
+        f_protocol_type = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1962,14 +2097,14 @@ def _decode_JoinGroupResponse_v9(buf: bytes, pos: i64) -> tuple[JoinGroupRespons
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.protocol_name = None
+        f_protocol_name = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ProtocolName is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolName')
-        o.protocol_name = buf[pos:end].decode()
+        f_protocol_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1985,9 +2120,9 @@ def _decode_JoinGroupResponse_v9(buf: bytes, pos: i64) -> tuple[JoinGroupRespons
         end = pos + n
         if end > blen:
             raise _truncated('Leader')
-        o.leader = buf[pos:end].decode()
+        f_leader = buf[pos:end].decode()
         pos = end
-    o.skip_assignment = buf[pos] != 0
+    f_skip_assignment = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -2003,7 +2138,7 @@ def _decode_JoinGroupResponse_v9(buf: bytes, pos: i64) -> tuple[JoinGroupRespons
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -2020,15 +2155,14 @@ def _decode_JoinGroupResponse_v9(buf: bytes, pos: i64) -> tuple[JoinGroupRespons
         for _i_members in range(n):
             x_members, pos = _decode_JoinGroupResponseMember_v6(buf, pos)
             lst_members.append(x_members)
-        o.members = lst_members
+        f_members = lst_members
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -2040,15 +2174,18 @@ def _decode_JoinGroupResponse_v9(buf: bytes, pos: i64) -> tuple[JoinGroupRespons
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return JoinGroupResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, generation_id=f_generation_id, protocol_type=f_protocol_type, protocol_name=f_protocol_name, leader=f_leader, skip_assignment=f_skip_assignment, member_id=f_member_id, members=f_members, unknown_tagged_fields=utf), pos
 
 
 def _encode_JoinGroupResponse_v9(o: JoinGroupResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    write_i32_be(w, o.generation_id)
-    x_protocol_type = o.protocol_type
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_generation_id: int = o.generation_id
+    write_i32_be(w, v_generation_id)
+    x_protocol_type: str | None = o.protocol_type
     if x_protocol_type is None:
         w.append(_ZERO)
     else:
@@ -2061,7 +2198,7 @@ def _encode_JoinGroupResponse_v9(o: JoinGroupResponse, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_protocol_type)
-    x_protocol_name = o.protocol_name
+    x_protocol_name: str | None = o.protocol_name
     if x_protocol_name is None:
         w.append(_ZERO)
     else:
@@ -2074,7 +2211,7 @@ def _encode_JoinGroupResponse_v9(o: JoinGroupResponse, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_protocol_name)
-    x_leader = o.leader
+    x_leader: str | None = o.leader
     if x_leader is None:
         raise ValueOutOfRangeError('non-nullable field Leader is None', version=9)
     else:
@@ -2088,7 +2225,7 @@ def _encode_JoinGroupResponse_v9(o: JoinGroupResponse, w: BytesWriter) -> None:
             _put_uvarint(w, m)
         w.write(b_leader)
     w.append(_ONE if o.skip_assignment else _ZERO)
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=9)
     else:
@@ -2101,7 +2238,7 @@ def _encode_JoinGroupResponse_v9(o: JoinGroupResponse, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_member_id)
-    x_members = o.members
+    x_members: Any = o.members
     if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=9)
     else:
@@ -2127,4 +2264,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (JoinGroupResponse, {0: _decode_JoinGroupResponse_v0, 1: _decode_JoinGroupResponse_v0, 2: _decode_JoinGroupResponse_v2, 3: _decode_JoinGroupResponse_v2, 4: _decode_JoinGroupResponse_v2, 5: _decode_JoinGroupResponse_v5, 6: _decode_JoinGroupResponse_v6, 7: _decode_JoinGroupResponse_v7, 8: _decode_JoinGroupResponse_v7, 9: _decode_JoinGroupResponse_v9}, {0: _encode_JoinGroupResponse_v0, 1: _encode_JoinGroupResponse_v0, 2: _encode_JoinGroupResponse_v2, 3: _encode_JoinGroupResponse_v2, 4: _encode_JoinGroupResponse_v2, 5: _encode_JoinGroupResponse_v5, 6: _encode_JoinGroupResponse_v6, 7: _encode_JoinGroupResponse_v7, 8: _encode_JoinGroupResponse_v7, 9: _encode_JoinGroupResponse_v9}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.join_group', TABLES)

@@ -19,18 +19,14 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
+from kafka_wire.codec.native_base import Message as _NativeMessage
 from kafka_wire.codec.runtime import ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError
-from kafka_wire.messages.k_raft_version_record import (
-    KRaftVersionRecord,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_KRaftVersionRecord: Final = KRaftVersionRecord
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -116,23 +112,33 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class KRaftVersionRecord(_NativeMessage):
+    version: Any
+    k_raft_version: Any
+
+    def __init__(self, *, version: Any = 0, k_raft_version: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.version = version
+        self.k_raft_version = k_raft_version
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
 def _decode_KRaftVersionRecord_v0(buf: bytes, pos: i64) -> tuple[KRaftVersionRecord, i64]:
-    o = _new(_K_KRaftVersionRecord)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.version = read_i16_be(buf, pos)
+    f_version: Any
+    f_k_raft_version: Any
+    f_version = read_i16_be(buf, pos)
     pos += 2
-    o.k_raft_version = read_i16_be(buf, pos)
+    f_k_raft_version = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -144,13 +150,15 @@ def _decode_KRaftVersionRecord_v0(buf: bytes, pos: i64) -> tuple[KRaftVersionRec
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return KRaftVersionRecord(version=f_version, k_raft_version=f_k_raft_version, unknown_tagged_fields=utf), pos
 
 
 def _encode_KRaftVersionRecord_v0(o: KRaftVersionRecord, w: BytesWriter) -> None:
-    write_i16_be(w, o.version)
-    write_i16_be(w, o.k_raft_version)
+    v_version: int = o.version
+    write_i16_be(w, v_version)
+    v_k_raft_version: int = o.k_raft_version
+    write_i16_be(w, v_k_raft_version)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -162,4 +170,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (KRaftVersionRecord, {0: _decode_KRaftVersionRecord_v0}, {0: _encode_KRaftVersionRecord_v0}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.k_raft_version_record', TABLES)

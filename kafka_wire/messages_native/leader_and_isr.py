@@ -22,30 +22,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.leader_and_isr import (
-    LeaderAndIsrRequest,
-    LeaderAndIsrRequestLiveLeader,
-    LeaderAndIsrRequestPartitionState,
-    LeaderAndIsrRequestTopicState,
-    LeaderAndIsrResponse,
-    LeaderAndIsrResponsePartitionError,
-    LeaderAndIsrResponseTopicError,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_LeaderAndIsrRequest: Final = LeaderAndIsrRequest
-_K_LeaderAndIsrRequestLiveLeader: Final = LeaderAndIsrRequestLiveLeader
-_K_LeaderAndIsrRequestPartitionState: Final = LeaderAndIsrRequestPartitionState
-_K_LeaderAndIsrRequestTopicState: Final = LeaderAndIsrRequestTopicState
-_K_LeaderAndIsrResponse: Final = LeaderAndIsrResponse
-_K_LeaderAndIsrResponsePartitionError: Final = LeaderAndIsrResponsePartitionError
-_K_LeaderAndIsrResponseTopicError: Final = LeaderAndIsrResponseTopicError
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -131,15 +116,135 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class LeaderAndIsrRequestPartitionState(_NativeStruct):
+    topic_name: Any
+    partition_index: Any
+    controller_epoch: Any
+    leader: Any
+    leader_epoch: Any
+    isr: Any
+    partition_epoch: Any
+    replicas: Any
+    adding_replicas: Any
+    removing_replicas: Any
+    is_new: Any
+    leader_recovery_state: Any
+
+    def __init__(self, *, topic_name: Any = '', partition_index: Any = 0, controller_epoch: Any = 0, leader: Any = 0, leader_epoch: Any = 0, isr: Any = FRESH, partition_epoch: Any = 0, replicas: Any = FRESH, adding_replicas: Any = FRESH, removing_replicas: Any = FRESH, is_new: Any = False, leader_recovery_state: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_name = topic_name
+        self.partition_index = partition_index
+        self.controller_epoch = controller_epoch
+        self.leader = leader
+        self.leader_epoch = leader_epoch
+        self.isr = [] if isr is FRESH else isr
+        self.partition_epoch = partition_epoch
+        self.replicas = [] if replicas is FRESH else replicas
+        self.adding_replicas = [] if adding_replicas is FRESH else adding_replicas
+        self.removing_replicas = [] if removing_replicas is FRESH else removing_replicas
+        self.is_new = is_new
+        self.leader_recovery_state = leader_recovery_state
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class LeaderAndIsrRequestTopicState(_NativeStruct):
+    topic_name: Any
+    topic_id: Any
+    partition_states: Any
+
+    def __init__(self, *, topic_name: Any = '', topic_id: Any = ZERO_UUID, partition_states: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_name = topic_name
+        self.topic_id = topic_id
+        self.partition_states = [] if partition_states is FRESH else partition_states
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class LeaderAndIsrRequestLiveLeader(_NativeStruct):
+    broker_id: Any
+    host_name: Any
+    port: Any
+
+    def __init__(self, *, broker_id: Any = 0, host_name: Any = '', port: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.broker_id = broker_id
+        self.host_name = host_name
+        self.port = port
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class LeaderAndIsrRequest(_NativeMessage):
+    controller_id: Any
+    is_k_raft_controller: Any
+    controller_epoch: Any
+    broker_epoch: Any
+    type: Any
+    topic_states: Any
+    ungrouped_partition_states: Any
+    live_leaders: Any
+
+    def __init__(self, *, controller_id: Any = 0, is_k_raft_controller: Any = False, controller_epoch: Any = 0, broker_epoch: Any = -1, type: Any = 0, topic_states: Any = FRESH, ungrouped_partition_states: Any = FRESH, live_leaders: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.controller_id = controller_id
+        self.is_k_raft_controller = is_k_raft_controller
+        self.controller_epoch = controller_epoch
+        self.broker_epoch = broker_epoch
+        self.type = type
+        self.topic_states = [] if topic_states is FRESH else topic_states
+        self.ungrouped_partition_states = [] if ungrouped_partition_states is FRESH else ungrouped_partition_states
+        self.live_leaders = [] if live_leaders is FRESH else live_leaders
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class LeaderAndIsrResponsePartitionError(_NativeStruct):
+    topic_name: Any
+    partition_index: Any
+    error_code: Any
+
+    def __init__(self, *, topic_name: Any = '', partition_index: Any = 0, error_code: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_name = topic_name
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class LeaderAndIsrResponseTopicError(_NativeStruct):
+    topic_id: Any
+    partition_errors: Any
+
+    def __init__(self, *, topic_id: Any = ZERO_UUID, partition_errors: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_id = topic_id
+        self.partition_errors = [] if partition_errors is FRESH else partition_errors
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class LeaderAndIsrResponse(_NativeMessage):
+    error_code: Any
+    topics: Any
+    partition_errors: Any
+
+    def __init__(self, *, error_code: Any = 0, topics: Any = FRESH, partition_errors: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.error_code = error_code
+        self.topics = [] if topics is FRESH else topics
+        self.partition_errors = [] if partition_errors is FRESH else partition_errors
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_LeaderAndIsrRequestPartitionState = LeaderAndIsrRequestPartitionState()
+_DEFAULT_LeaderAndIsrRequestTopicState = LeaderAndIsrRequestTopicState()
+_DEFAULT_LeaderAndIsrRequestLiveLeader = LeaderAndIsrRequestLiveLeader()
+_DEFAULT_LeaderAndIsrResponsePartitionError = LeaderAndIsrResponsePartitionError()
+_DEFAULT_LeaderAndIsrResponseTopicError = LeaderAndIsrResponseTopicError()
+
+
 def _decode_LeaderAndIsrRequestPartitionState_v0(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRequestPartitionState, i64]:
-    o = _new(_K_LeaderAndIsrRequestPartitionState)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.adding_replicas = []
-    o.removing_replicas = []
-    o.is_new = False
-    o.leader_recovery_state = 0
+    f_topic_name: Any
+    f_partition_index: Any
+    f_controller_epoch: Any
+    f_leader: Any
+    f_leader_epoch: Any
+    f_isr: Any
+    f_partition_epoch: Any
+    f_replicas: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -150,15 +255,15 @@ def _decode_LeaderAndIsrRequestPartitionState_v0(buf: bytes, pos: i64) -> tuple[
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.controller_epoch = read_i32_be(buf, pos)
+    f_controller_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.leader = read_i32_be(buf, pos)
+    f_leader = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -172,8 +277,8 @@ def _decode_LeaderAndIsrRequestPartitionState_v0(buf: bytes, pos: i64) -> tuple[
             e_isr = read_i32_be(buf, pos)
             pos += 4
             lst_isr.append(e_isr)
-        o.isr = lst_isr
-    o.partition_epoch = read_i32_be(buf, pos)
+        f_isr = lst_isr
+    f_partition_epoch = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -187,15 +292,16 @@ def _decode_LeaderAndIsrRequestPartitionState_v0(buf: bytes, pos: i64) -> tuple[
             e_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_replicas.append(e_replicas)
-        o.replicas = lst_replicas
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_replicas = lst_replicas
+    utf: Any = ()
+    return LeaderAndIsrRequestPartitionState(topic_name=f_topic_name, partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, partition_epoch=f_partition_epoch, replicas=f_replicas, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaderAndIsrRequestPartitionState_v0(o: LeaderAndIsrRequestPartitionState, w: BytesWriter) -> None:
-    if o.leader_recovery_state != 0:
+    d_leader_recovery_state: int = o.leader_recovery_state
+    if d_leader_recovery_state != 0:
         raise FieldNotInVersionError('non-default LeaderRecoveryState cannot be written', version=0)
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
@@ -204,11 +310,15 @@ def _encode_LeaderAndIsrRequestPartitionState_v0(o: LeaderAndIsrRequestPartition
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
         write_i16_be(w, len(b_topic_name))
         w.write(b_topic_name)
-    write_i32_be(w, o.partition_index)
-    write_i32_be(w, o.controller_epoch)
-    write_i32_be(w, o.leader)
-    write_i32_be(w, o.leader_epoch)
-    x_isr = o.isr
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_controller_epoch: int = o.controller_epoch
+    write_i32_be(w, v_controller_epoch)
+    v_leader: int = o.leader
+    write_i32_be(w, v_leader)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
+    x_isr: Any = o.isr
     if x_isr is None:
         raise ValueOutOfRangeError('non-nullable field Isr is None', version=0)
     else:
@@ -216,8 +326,9 @@ def _encode_LeaderAndIsrRequestPartitionState_v0(o: LeaderAndIsrRequestPartition
         write_i32_be(w, len(l_isr))
         for e_isr in l_isr:
             write_i32_be(w, e_isr)
-    write_i32_be(w, o.partition_epoch)
-    x_replicas = o.replicas
+    v_partition_epoch: int = o.partition_epoch
+    write_i32_be(w, v_partition_epoch)
+    x_replicas: Any = o.replicas
     if x_replicas is None:
         raise ValueOutOfRangeError('non-nullable field Replicas is None', version=0)
     else:
@@ -230,13 +341,18 @@ def _encode_LeaderAndIsrRequestPartitionState_v0(o: LeaderAndIsrRequestPartition
 
 
 def _decode_LeaderAndIsrRequestPartitionState_v1(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRequestPartitionState, i64]:
-    o = _new(_K_LeaderAndIsrRequestPartitionState)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.adding_replicas = []
-    o.removing_replicas = []
-    o.leader_recovery_state = 0
+    f_topic_name: Any
+    f_partition_index: Any
+    f_controller_epoch: Any
+    f_leader: Any
+    f_leader_epoch: Any
+    f_isr: Any
+    f_partition_epoch: Any
+    f_replicas: Any
+    f_is_new: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -247,15 +363,15 @@ def _decode_LeaderAndIsrRequestPartitionState_v1(buf: bytes, pos: i64) -> tuple[
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.controller_epoch = read_i32_be(buf, pos)
+    f_controller_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.leader = read_i32_be(buf, pos)
+    f_leader = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -269,8 +385,8 @@ def _decode_LeaderAndIsrRequestPartitionState_v1(buf: bytes, pos: i64) -> tuple[
             e_isr = read_i32_be(buf, pos)
             pos += 4
             lst_isr.append(e_isr)
-        o.isr = lst_isr
-    o.partition_epoch = read_i32_be(buf, pos)
+        f_isr = lst_isr
+    f_partition_epoch = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -284,17 +400,18 @@ def _decode_LeaderAndIsrRequestPartitionState_v1(buf: bytes, pos: i64) -> tuple[
             e_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_replicas.append(e_replicas)
-        o.replicas = lst_replicas
-    o.is_new = buf[pos] != 0
+        f_replicas = lst_replicas
+    f_is_new = buf[pos] != 0
     pos += 1
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return LeaderAndIsrRequestPartitionState(topic_name=f_topic_name, partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, partition_epoch=f_partition_epoch, replicas=f_replicas, is_new=f_is_new, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaderAndIsrRequestPartitionState_v1(o: LeaderAndIsrRequestPartitionState, w: BytesWriter) -> None:
-    if o.leader_recovery_state != 0:
+    d_leader_recovery_state: int = o.leader_recovery_state
+    if d_leader_recovery_state != 0:
         raise FieldNotInVersionError('non-default LeaderRecoveryState cannot be written', version=1)
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=1)
     else:
@@ -303,11 +420,15 @@ def _encode_LeaderAndIsrRequestPartitionState_v1(o: LeaderAndIsrRequestPartition
             raise ValueOutOfRangeError('string field TopicName is too long', version=1)
         write_i16_be(w, len(b_topic_name))
         w.write(b_topic_name)
-    write_i32_be(w, o.partition_index)
-    write_i32_be(w, o.controller_epoch)
-    write_i32_be(w, o.leader)
-    write_i32_be(w, o.leader_epoch)
-    x_isr = o.isr
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_controller_epoch: int = o.controller_epoch
+    write_i32_be(w, v_controller_epoch)
+    v_leader: int = o.leader
+    write_i32_be(w, v_leader)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
+    x_isr: Any = o.isr
     if x_isr is None:
         raise ValueOutOfRangeError('non-nullable field Isr is None', version=1)
     else:
@@ -315,8 +436,9 @@ def _encode_LeaderAndIsrRequestPartitionState_v1(o: LeaderAndIsrRequestPartition
         write_i32_be(w, len(l_isr))
         for e_isr in l_isr:
             write_i32_be(w, e_isr)
-    write_i32_be(w, o.partition_epoch)
-    x_replicas = o.replicas
+    v_partition_epoch: int = o.partition_epoch
+    write_i32_be(w, v_partition_epoch)
+    x_replicas: Any = o.replicas
     if x_replicas is None:
         raise ValueOutOfRangeError('non-nullable field Replicas is None', version=1)
     else:
@@ -330,20 +452,23 @@ def _encode_LeaderAndIsrRequestPartitionState_v1(o: LeaderAndIsrRequestPartition
 
 
 def _decode_LeaderAndIsrRequestPartitionState_v2(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRequestPartitionState, i64]:
-    o = _new(_K_LeaderAndIsrRequestPartitionState)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.topic_name = ''
-    o.adding_replicas = []
-    o.removing_replicas = []
-    o.leader_recovery_state = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_controller_epoch: Any
+    f_leader: Any
+    f_leader_epoch: Any
+    f_isr: Any
+    f_partition_epoch: Any
+    f_replicas: Any
+    f_is_new: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.controller_epoch = read_i32_be(buf, pos)
+    f_controller_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.leader = read_i32_be(buf, pos)
+    f_leader = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -357,8 +482,8 @@ def _decode_LeaderAndIsrRequestPartitionState_v2(buf: bytes, pos: i64) -> tuple[
             e_isr = read_i32_be(buf, pos)
             pos += 4
             lst_isr.append(e_isr)
-        o.isr = lst_isr
-    o.partition_epoch = read_i32_be(buf, pos)
+        f_isr = lst_isr
+    f_partition_epoch = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -372,21 +497,26 @@ def _decode_LeaderAndIsrRequestPartitionState_v2(buf: bytes, pos: i64) -> tuple[
             e_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_replicas.append(e_replicas)
-        o.replicas = lst_replicas
-    o.is_new = buf[pos] != 0
+        f_replicas = lst_replicas
+    f_is_new = buf[pos] != 0
     pos += 1
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return LeaderAndIsrRequestPartitionState(partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, partition_epoch=f_partition_epoch, replicas=f_replicas, is_new=f_is_new, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaderAndIsrRequestPartitionState_v2(o: LeaderAndIsrRequestPartitionState, w: BytesWriter) -> None:
-    if o.leader_recovery_state != 0:
+    d_leader_recovery_state: int = o.leader_recovery_state
+    if d_leader_recovery_state != 0:
         raise FieldNotInVersionError('non-default LeaderRecoveryState cannot be written', version=2)
-    write_i32_be(w, o.partition_index)
-    write_i32_be(w, o.controller_epoch)
-    write_i32_be(w, o.leader)
-    write_i32_be(w, o.leader_epoch)
-    x_isr = o.isr
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_controller_epoch: int = o.controller_epoch
+    write_i32_be(w, v_controller_epoch)
+    v_leader: int = o.leader
+    write_i32_be(w, v_leader)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
+    x_isr: Any = o.isr
     if x_isr is None:
         raise ValueOutOfRangeError('non-nullable field Isr is None', version=2)
     else:
@@ -394,8 +524,9 @@ def _encode_LeaderAndIsrRequestPartitionState_v2(o: LeaderAndIsrRequestPartition
         write_i32_be(w, len(l_isr))
         for e_isr in l_isr:
             write_i32_be(w, e_isr)
-    write_i32_be(w, o.partition_epoch)
-    x_replicas = o.replicas
+    v_partition_epoch: int = o.partition_epoch
+    write_i32_be(w, v_partition_epoch)
+    x_replicas: Any = o.replicas
     if x_replicas is None:
         raise ValueOutOfRangeError('non-nullable field Replicas is None', version=2)
     else:
@@ -409,18 +540,25 @@ def _encode_LeaderAndIsrRequestPartitionState_v2(o: LeaderAndIsrRequestPartition
 
 
 def _decode_LeaderAndIsrRequestPartitionState_v3(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRequestPartitionState, i64]:
-    o = _new(_K_LeaderAndIsrRequestPartitionState)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.topic_name = ''
-    o.leader_recovery_state = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_controller_epoch: Any
+    f_leader: Any
+    f_leader_epoch: Any
+    f_isr: Any
+    f_partition_epoch: Any
+    f_replicas: Any
+    f_adding_replicas: Any
+    f_removing_replicas: Any
+    f_is_new: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.controller_epoch = read_i32_be(buf, pos)
+    f_controller_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.leader = read_i32_be(buf, pos)
+    f_leader = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -434,8 +572,8 @@ def _decode_LeaderAndIsrRequestPartitionState_v3(buf: bytes, pos: i64) -> tuple[
             e_isr = read_i32_be(buf, pos)
             pos += 4
             lst_isr.append(e_isr)
-        o.isr = lst_isr
-    o.partition_epoch = read_i32_be(buf, pos)
+        f_isr = lst_isr
+    f_partition_epoch = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -449,7 +587,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v3(buf: bytes, pos: i64) -> tuple[
             e_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_replicas.append(e_replicas)
-        o.replicas = lst_replicas
+        f_replicas = lst_replicas
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -462,7 +600,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v3(buf: bytes, pos: i64) -> tuple[
             e_adding_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_adding_replicas.append(e_adding_replicas)
-        o.adding_replicas = lst_adding_replicas
+        f_adding_replicas = lst_adding_replicas
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -475,21 +613,26 @@ def _decode_LeaderAndIsrRequestPartitionState_v3(buf: bytes, pos: i64) -> tuple[
             e_removing_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_removing_replicas.append(e_removing_replicas)
-        o.removing_replicas = lst_removing_replicas
-    o.is_new = buf[pos] != 0
+        f_removing_replicas = lst_removing_replicas
+    f_is_new = buf[pos] != 0
     pos += 1
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return LeaderAndIsrRequestPartitionState(partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, partition_epoch=f_partition_epoch, replicas=f_replicas, adding_replicas=f_adding_replicas, removing_replicas=f_removing_replicas, is_new=f_is_new, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaderAndIsrRequestPartitionState_v3(o: LeaderAndIsrRequestPartitionState, w: BytesWriter) -> None:
-    if o.leader_recovery_state != 0:
+    d_leader_recovery_state: int = o.leader_recovery_state
+    if d_leader_recovery_state != 0:
         raise FieldNotInVersionError('non-default LeaderRecoveryState cannot be written', version=3)
-    write_i32_be(w, o.partition_index)
-    write_i32_be(w, o.controller_epoch)
-    write_i32_be(w, o.leader)
-    write_i32_be(w, o.leader_epoch)
-    x_isr = o.isr
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_controller_epoch: int = o.controller_epoch
+    write_i32_be(w, v_controller_epoch)
+    v_leader: int = o.leader
+    write_i32_be(w, v_leader)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
+    x_isr: Any = o.isr
     if x_isr is None:
         raise ValueOutOfRangeError('non-nullable field Isr is None', version=3)
     else:
@@ -497,8 +640,9 @@ def _encode_LeaderAndIsrRequestPartitionState_v3(o: LeaderAndIsrRequestPartition
         write_i32_be(w, len(l_isr))
         for e_isr in l_isr:
             write_i32_be(w, e_isr)
-    write_i32_be(w, o.partition_epoch)
-    x_replicas = o.replicas
+    v_partition_epoch: int = o.partition_epoch
+    write_i32_be(w, v_partition_epoch)
+    x_replicas: Any = o.replicas
     if x_replicas is None:
         raise ValueOutOfRangeError('non-nullable field Replicas is None', version=3)
     else:
@@ -506,7 +650,7 @@ def _encode_LeaderAndIsrRequestPartitionState_v3(o: LeaderAndIsrRequestPartition
         write_i32_be(w, len(l_replicas))
         for e_replicas in l_replicas:
             write_i32_be(w, e_replicas)
-    x_adding_replicas = o.adding_replicas
+    x_adding_replicas: Any = o.adding_replicas
     if x_adding_replicas is None:
         raise ValueOutOfRangeError('non-nullable field AddingReplicas is None', version=3)
     else:
@@ -514,7 +658,7 @@ def _encode_LeaderAndIsrRequestPartitionState_v3(o: LeaderAndIsrRequestPartition
         write_i32_be(w, len(l_adding_replicas))
         for e_adding_replicas in l_adding_replicas:
             write_i32_be(w, e_adding_replicas)
-    x_removing_replicas = o.removing_replicas
+    x_removing_replicas: Any = o.removing_replicas
     if x_removing_replicas is None:
         raise ValueOutOfRangeError('non-nullable field RemovingReplicas is None', version=3)
     else:
@@ -528,19 +672,26 @@ def _encode_LeaderAndIsrRequestPartitionState_v3(o: LeaderAndIsrRequestPartition
 
 
 def _decode_LeaderAndIsrRequestPartitionState_v4(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRequestPartitionState, i64]:
-    o = _new(_K_LeaderAndIsrRequestPartitionState)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_name = ''
-    o.leader_recovery_state = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_controller_epoch: Any
+    f_leader: Any
+    f_leader_epoch: Any
+    f_isr: Any
+    f_partition_epoch: Any
+    f_replicas: Any
+    f_adding_replicas: Any
+    f_removing_replicas: Any
+    f_is_new: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.controller_epoch = read_i32_be(buf, pos)
+    f_controller_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.leader = read_i32_be(buf, pos)
+    f_leader = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -558,8 +709,8 @@ def _decode_LeaderAndIsrRequestPartitionState_v4(buf: bytes, pos: i64) -> tuple[
             e_isr = read_i32_be(buf, pos)
             pos += 4
             lst_isr.append(e_isr)
-        o.isr = lst_isr
-    o.partition_epoch = read_i32_be(buf, pos)
+        f_isr = lst_isr
+    f_partition_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -577,7 +728,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v4(buf: bytes, pos: i64) -> tuple[
             e_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_replicas.append(e_replicas)
-        o.replicas = lst_replicas
+        f_replicas = lst_replicas
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -594,7 +745,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v4(buf: bytes, pos: i64) -> tuple[
             e_adding_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_adding_replicas.append(e_adding_replicas)
-        o.adding_replicas = lst_adding_replicas
+        f_adding_replicas = lst_adding_replicas
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -611,17 +762,16 @@ def _decode_LeaderAndIsrRequestPartitionState_v4(buf: bytes, pos: i64) -> tuple[
             e_removing_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_removing_replicas.append(e_removing_replicas)
-        o.removing_replicas = lst_removing_replicas
-    o.is_new = buf[pos] != 0
+        f_removing_replicas = lst_removing_replicas
+    f_is_new = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -633,18 +783,23 @@ def _decode_LeaderAndIsrRequestPartitionState_v4(buf: bytes, pos: i64) -> tuple[
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return LeaderAndIsrRequestPartitionState(partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, partition_epoch=f_partition_epoch, replicas=f_replicas, adding_replicas=f_adding_replicas, removing_replicas=f_removing_replicas, is_new=f_is_new, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaderAndIsrRequestPartitionState_v4(o: LeaderAndIsrRequestPartitionState, w: BytesWriter) -> None:
-    if o.leader_recovery_state != 0:
+    d_leader_recovery_state: int = o.leader_recovery_state
+    if d_leader_recovery_state != 0:
         raise FieldNotInVersionError('non-default LeaderRecoveryState cannot be written', version=4)
-    write_i32_be(w, o.partition_index)
-    write_i32_be(w, o.controller_epoch)
-    write_i32_be(w, o.leader)
-    write_i32_be(w, o.leader_epoch)
-    x_isr = o.isr
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_controller_epoch: int = o.controller_epoch
+    write_i32_be(w, v_controller_epoch)
+    v_leader: int = o.leader
+    write_i32_be(w, v_leader)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
+    x_isr: Any = o.isr
     if x_isr is None:
         raise ValueOutOfRangeError('non-nullable field Isr is None', version=4)
     else:
@@ -656,8 +811,9 @@ def _encode_LeaderAndIsrRequestPartitionState_v4(o: LeaderAndIsrRequestPartition
             _put_uvarint(w, m)
         for e_isr in l_isr:
             write_i32_be(w, e_isr)
-    write_i32_be(w, o.partition_epoch)
-    x_replicas = o.replicas
+    v_partition_epoch: int = o.partition_epoch
+    write_i32_be(w, v_partition_epoch)
+    x_replicas: Any = o.replicas
     if x_replicas is None:
         raise ValueOutOfRangeError('non-nullable field Replicas is None', version=4)
     else:
@@ -669,7 +825,7 @@ def _encode_LeaderAndIsrRequestPartitionState_v4(o: LeaderAndIsrRequestPartition
             _put_uvarint(w, m)
         for e_replicas in l_replicas:
             write_i32_be(w, e_replicas)
-    x_adding_replicas = o.adding_replicas
+    x_adding_replicas: Any = o.adding_replicas
     if x_adding_replicas is None:
         raise ValueOutOfRangeError('non-nullable field AddingReplicas is None', version=4)
     else:
@@ -681,7 +837,7 @@ def _encode_LeaderAndIsrRequestPartitionState_v4(o: LeaderAndIsrRequestPartition
             _put_uvarint(w, m)
         for e_adding_replicas in l_adding_replicas:
             write_i32_be(w, e_adding_replicas)
-    x_removing_replicas = o.removing_replicas
+    x_removing_replicas: Any = o.removing_replicas
     if x_removing_replicas is None:
         raise ValueOutOfRangeError('non-nullable field RemovingReplicas is None', version=4)
     else:
@@ -701,19 +857,28 @@ def _encode_LeaderAndIsrRequestPartitionState_v4(o: LeaderAndIsrRequestPartition
 
 
 def _decode_LeaderAndIsrRequestPartitionState_v6(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRequestPartitionState, i64]:
-    o = _new(_K_LeaderAndIsrRequestPartitionState)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.topic_name = ''
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_controller_epoch: Any
+    f_leader: Any
+    f_leader_epoch: Any
+    f_isr: Any
+    f_partition_epoch: Any
+    f_replicas: Any
+    f_adding_replicas: Any
+    f_removing_replicas: Any
+    f_is_new: Any
+    f_leader_recovery_state: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.controller_epoch = read_i32_be(buf, pos)
+    f_controller_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.leader = read_i32_be(buf, pos)
+    f_leader = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -731,8 +896,8 @@ def _decode_LeaderAndIsrRequestPartitionState_v6(buf: bytes, pos: i64) -> tuple[
             e_isr = read_i32_be(buf, pos)
             pos += 4
             lst_isr.append(e_isr)
-        o.isr = lst_isr
-    o.partition_epoch = read_i32_be(buf, pos)
+        f_isr = lst_isr
+    f_partition_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -750,7 +915,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v6(buf: bytes, pos: i64) -> tuple[
             e_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_replicas.append(e_replicas)
-        o.replicas = lst_replicas
+        f_replicas = lst_replicas
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -767,7 +932,7 @@ def _decode_LeaderAndIsrRequestPartitionState_v6(buf: bytes, pos: i64) -> tuple[
             e_adding_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_adding_replicas.append(e_adding_replicas)
-        o.adding_replicas = lst_adding_replicas
+        f_adding_replicas = lst_adding_replicas
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -784,20 +949,19 @@ def _decode_LeaderAndIsrRequestPartitionState_v6(buf: bytes, pos: i64) -> tuple[
             e_removing_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_removing_replicas.append(e_removing_replicas)
-        o.removing_replicas = lst_removing_replicas
-    o.is_new = buf[pos] != 0
+        f_removing_replicas = lst_removing_replicas
+    f_is_new = buf[pos] != 0
     pos += 1
     b8 = buf[pos]
-    o.leader_recovery_state = b8 - 256 if b8 >= 128 else b8
+    f_leader_recovery_state = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -809,16 +973,20 @@ def _decode_LeaderAndIsrRequestPartitionState_v6(buf: bytes, pos: i64) -> tuple[
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return LeaderAndIsrRequestPartitionState(partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, partition_epoch=f_partition_epoch, replicas=f_replicas, adding_replicas=f_adding_replicas, removing_replicas=f_removing_replicas, is_new=f_is_new, leader_recovery_state=f_leader_recovery_state, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaderAndIsrRequestPartitionState_v6(o: LeaderAndIsrRequestPartitionState, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i32_be(w, o.controller_epoch)
-    write_i32_be(w, o.leader)
-    write_i32_be(w, o.leader_epoch)
-    x_isr = o.isr
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_controller_epoch: int = o.controller_epoch
+    write_i32_be(w, v_controller_epoch)
+    v_leader: int = o.leader
+    write_i32_be(w, v_leader)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
+    x_isr: Any = o.isr
     if x_isr is None:
         raise ValueOutOfRangeError('non-nullable field Isr is None', version=6)
     else:
@@ -830,8 +998,9 @@ def _encode_LeaderAndIsrRequestPartitionState_v6(o: LeaderAndIsrRequestPartition
             _put_uvarint(w, m)
         for e_isr in l_isr:
             write_i32_be(w, e_isr)
-    write_i32_be(w, o.partition_epoch)
-    x_replicas = o.replicas
+    v_partition_epoch: int = o.partition_epoch
+    write_i32_be(w, v_partition_epoch)
+    x_replicas: Any = o.replicas
     if x_replicas is None:
         raise ValueOutOfRangeError('non-nullable field Replicas is None', version=6)
     else:
@@ -843,7 +1012,7 @@ def _encode_LeaderAndIsrRequestPartitionState_v6(o: LeaderAndIsrRequestPartition
             _put_uvarint(w, m)
         for e_replicas in l_replicas:
             write_i32_be(w, e_replicas)
-    x_adding_replicas = o.adding_replicas
+    x_adding_replicas: Any = o.adding_replicas
     if x_adding_replicas is None:
         raise ValueOutOfRangeError('non-nullable field AddingReplicas is None', version=6)
     else:
@@ -855,7 +1024,7 @@ def _encode_LeaderAndIsrRequestPartitionState_v6(o: LeaderAndIsrRequestPartition
             _put_uvarint(w, m)
         for e_adding_replicas in l_adding_replicas:
             write_i32_be(w, e_adding_replicas)
-    x_removing_replicas = o.removing_replicas
+    x_removing_replicas: Any = o.removing_replicas
     if x_removing_replicas is None:
         raise ValueOutOfRangeError('non-nullable field RemovingReplicas is None', version=6)
     else:
@@ -868,7 +1037,8 @@ def _encode_LeaderAndIsrRequestPartitionState_v6(o: LeaderAndIsrRequestPartition
         for e_removing_replicas in l_removing_replicas:
             write_i32_be(w, e_removing_replicas)
     w.append(_ONE if o.is_new else _ZERO)
-    _put_i8(w, o.leader_recovery_state)
+    v_leader_recovery_state: int = o.leader_recovery_state
+    _put_i8(w, v_leader_recovery_state)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -876,11 +1046,11 @@ def _encode_LeaderAndIsrRequestPartitionState_v6(o: LeaderAndIsrRequestPartition
 
 
 def _decode_LeaderAndIsrRequestTopicState_v2(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRequestTopicState, i64]:
-    o = _new(_K_LeaderAndIsrRequestTopicState)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_topic_name: Any
+    f_partition_states: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -891,7 +1061,7 @@ def _decode_LeaderAndIsrRequestTopicState_v2(buf: bytes, pos: i64) -> tuple[Lead
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -904,13 +1074,13 @@ def _decode_LeaderAndIsrRequestTopicState_v2(buf: bytes, pos: i64) -> tuple[Lead
         for _i_partition_states in range(n):
             x_partition_states, pos = _decode_LeaderAndIsrRequestPartitionState_v2(buf, pos)
             lst_partition_states.append(x_partition_states)
-        o.partition_states = lst_partition_states
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partition_states = lst_partition_states
+    utf: Any = ()
+    return LeaderAndIsrRequestTopicState(topic_name=f_topic_name, partition_states=f_partition_states, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaderAndIsrRequestTopicState_v2(o: LeaderAndIsrRequestTopicState, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=2)
     else:
@@ -919,7 +1089,7 @@ def _encode_LeaderAndIsrRequestTopicState_v2(o: LeaderAndIsrRequestTopicState, w
             raise ValueOutOfRangeError('string field TopicName is too long', version=2)
         write_i16_be(w, len(b_topic_name))
         w.write(b_topic_name)
-    x_partition_states = o.partition_states
+    x_partition_states: Any = o.partition_states
     if x_partition_states is None:
         raise ValueOutOfRangeError('non-nullable field PartitionStates is None', version=2)
     else:
@@ -932,11 +1102,11 @@ def _encode_LeaderAndIsrRequestTopicState_v2(o: LeaderAndIsrRequestTopicState, w
 
 
 def _decode_LeaderAndIsrRequestTopicState_v3(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRequestTopicState, i64]:
-    o = _new(_K_LeaderAndIsrRequestTopicState)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_topic_name: Any
+    f_partition_states: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -947,7 +1117,7 @@ def _decode_LeaderAndIsrRequestTopicState_v3(buf: bytes, pos: i64) -> tuple[Lead
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -960,13 +1130,13 @@ def _decode_LeaderAndIsrRequestTopicState_v3(buf: bytes, pos: i64) -> tuple[Lead
         for _i_partition_states in range(n):
             x_partition_states, pos = _decode_LeaderAndIsrRequestPartitionState_v3(buf, pos)
             lst_partition_states.append(x_partition_states)
-        o.partition_states = lst_partition_states
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partition_states = lst_partition_states
+    utf: Any = ()
+    return LeaderAndIsrRequestTopicState(topic_name=f_topic_name, partition_states=f_partition_states, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaderAndIsrRequestTopicState_v3(o: LeaderAndIsrRequestTopicState, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=3)
     else:
@@ -975,7 +1145,7 @@ def _encode_LeaderAndIsrRequestTopicState_v3(o: LeaderAndIsrRequestTopicState, w
             raise ValueOutOfRangeError('string field TopicName is too long', version=3)
         write_i16_be(w, len(b_topic_name))
         w.write(b_topic_name)
-    x_partition_states = o.partition_states
+    x_partition_states: Any = o.partition_states
     if x_partition_states is None:
         raise ValueOutOfRangeError('non-nullable field PartitionStates is None', version=3)
     else:
@@ -988,11 +1158,11 @@ def _encode_LeaderAndIsrRequestTopicState_v3(o: LeaderAndIsrRequestTopicState, w
 
 
 def _decode_LeaderAndIsrRequestTopicState_v4(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRequestTopicState, i64]:
-    o = _new(_K_LeaderAndIsrRequestTopicState)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_topic_name: Any
+    f_partition_states: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1007,7 +1177,7 @@ def _decode_LeaderAndIsrRequestTopicState_v4(buf: bytes, pos: i64) -> tuple[Lead
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1024,15 +1194,14 @@ def _decode_LeaderAndIsrRequestTopicState_v4(buf: bytes, pos: i64) -> tuple[Lead
         for _i_partition_states in range(n):
             x_partition_states, pos = _decode_LeaderAndIsrRequestPartitionState_v4(buf, pos)
             lst_partition_states.append(x_partition_states)
-        o.partition_states = lst_partition_states
+        f_partition_states = lst_partition_states
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1044,12 +1213,12 @@ def _decode_LeaderAndIsrRequestTopicState_v4(buf: bytes, pos: i64) -> tuple[Lead
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return LeaderAndIsrRequestTopicState(topic_name=f_topic_name, partition_states=f_partition_states, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaderAndIsrRequestTopicState_v4(o: LeaderAndIsrRequestTopicState, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=4)
     else:
@@ -1062,7 +1231,7 @@ def _encode_LeaderAndIsrRequestTopicState_v4(o: LeaderAndIsrRequestTopicState, w
         else:
             _put_uvarint(w, m)
         w.write(b_topic_name)
-    x_partition_states = o.partition_states
+    x_partition_states: Any = o.partition_states
     if x_partition_states is None:
         raise ValueOutOfRangeError('non-nullable field PartitionStates is None', version=4)
     else:
@@ -1081,10 +1250,12 @@ def _encode_LeaderAndIsrRequestTopicState_v4(o: LeaderAndIsrRequestTopicState, w
 
 
 def _decode_LeaderAndIsrRequestTopicState_v5(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRequestTopicState, i64]:
-    o = _new(_K_LeaderAndIsrRequestTopicState)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_name: Any
+    f_topic_id: Any
+    f_partition_states: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1099,9 +1270,9 @@ def _decode_LeaderAndIsrRequestTopicState_v5(buf: bytes, pos: i64) -> tuple[Lead
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -1118,15 +1289,14 @@ def _decode_LeaderAndIsrRequestTopicState_v5(buf: bytes, pos: i64) -> tuple[Lead
         for _i_partition_states in range(n):
             x_partition_states, pos = _decode_LeaderAndIsrRequestPartitionState_v4(buf, pos)
             lst_partition_states.append(x_partition_states)
-        o.partition_states = lst_partition_states
+        f_partition_states = lst_partition_states
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1138,12 +1308,12 @@ def _decode_LeaderAndIsrRequestTopicState_v5(buf: bytes, pos: i64) -> tuple[Lead
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return LeaderAndIsrRequestTopicState(topic_name=f_topic_name, topic_id=f_topic_id, partition_states=f_partition_states, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaderAndIsrRequestTopicState_v5(o: LeaderAndIsrRequestTopicState, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=5)
     else:
@@ -1157,7 +1327,7 @@ def _encode_LeaderAndIsrRequestTopicState_v5(o: LeaderAndIsrRequestTopicState, w
             _put_uvarint(w, m)
         w.write(b_topic_name)
     _put_uuid(w, o.topic_id)
-    x_partition_states = o.partition_states
+    x_partition_states: Any = o.partition_states
     if x_partition_states is None:
         raise ValueOutOfRangeError('non-nullable field PartitionStates is None', version=5)
     else:
@@ -1176,10 +1346,12 @@ def _encode_LeaderAndIsrRequestTopicState_v5(o: LeaderAndIsrRequestTopicState, w
 
 
 def _decode_LeaderAndIsrRequestTopicState_v6(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRequestTopicState, i64]:
-    o = _new(_K_LeaderAndIsrRequestTopicState)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_name: Any
+    f_topic_id: Any
+    f_partition_states: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1194,9 +1366,9 @@ def _decode_LeaderAndIsrRequestTopicState_v6(buf: bytes, pos: i64) -> tuple[Lead
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -1213,15 +1385,14 @@ def _decode_LeaderAndIsrRequestTopicState_v6(buf: bytes, pos: i64) -> tuple[Lead
         for _i_partition_states in range(n):
             x_partition_states, pos = _decode_LeaderAndIsrRequestPartitionState_v6(buf, pos)
             lst_partition_states.append(x_partition_states)
-        o.partition_states = lst_partition_states
+        f_partition_states = lst_partition_states
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1233,12 +1404,12 @@ def _decode_LeaderAndIsrRequestTopicState_v6(buf: bytes, pos: i64) -> tuple[Lead
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return LeaderAndIsrRequestTopicState(topic_name=f_topic_name, topic_id=f_topic_id, partition_states=f_partition_states, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaderAndIsrRequestTopicState_v6(o: LeaderAndIsrRequestTopicState, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=6)
     else:
@@ -1252,7 +1423,7 @@ def _encode_LeaderAndIsrRequestTopicState_v6(o: LeaderAndIsrRequestTopicState, w
             _put_uvarint(w, m)
         w.write(b_topic_name)
     _put_uuid(w, o.topic_id)
-    x_partition_states = o.partition_states
+    x_partition_states: Any = o.partition_states
     if x_partition_states is None:
         raise ValueOutOfRangeError('non-nullable field PartitionStates is None', version=6)
     else:
@@ -1271,11 +1442,13 @@ def _encode_LeaderAndIsrRequestTopicState_v6(o: LeaderAndIsrRequestTopicState, w
 
 
 def _decode_LeaderAndIsrRequestLiveLeader_v0(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRequestLiveLeader, i64]:
-    o = _new(_K_LeaderAndIsrRequestLiveLeader)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.broker_id = read_i32_be(buf, pos)
+    f_broker_id: Any
+    f_host_name: Any
+    f_port: Any
+    f_broker_id = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -1287,17 +1460,18 @@ def _decode_LeaderAndIsrRequestLiveLeader_v0(buf: bytes, pos: i64) -> tuple[Lead
         end = pos + n
         if end > blen:
             raise _truncated('HostName')
-        o.host_name = buf[pos:end].decode()
+        f_host_name = buf[pos:end].decode()
         pos = end
-    o.port = read_i32_be(buf, pos)
+    f_port = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return LeaderAndIsrRequestLiveLeader(broker_id=f_broker_id, host_name=f_host_name, port=f_port, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaderAndIsrRequestLiveLeader_v0(o: LeaderAndIsrRequestLiveLeader, w: BytesWriter) -> None:
-    write_i32_be(w, o.broker_id)
-    x_host_name = o.host_name
+    v_broker_id: int = o.broker_id
+    write_i32_be(w, v_broker_id)
+    x_host_name: str | None = o.host_name
     if x_host_name is None:
         raise ValueOutOfRangeError('non-nullable field HostName is None', version=0)
     else:
@@ -1306,17 +1480,20 @@ def _encode_LeaderAndIsrRequestLiveLeader_v0(o: LeaderAndIsrRequestLiveLeader, w
             raise ValueOutOfRangeError('string field HostName is too long', version=0)
         write_i16_be(w, len(b_host_name))
         w.write(b_host_name)
-    write_i32_be(w, o.port)
+    v_port: int = o.port
+    write_i32_be(w, v_port)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_LeaderAndIsrRequestLiveLeader_v4(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRequestLiveLeader, i64]:
-    o = _new(_K_LeaderAndIsrRequestLiveLeader)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.broker_id = read_i32_be(buf, pos)
+    f_broker_id: Any
+    f_host_name: Any
+    f_port: Any
+    f_broker_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1332,18 +1509,17 @@ def _decode_LeaderAndIsrRequestLiveLeader_v4(buf: bytes, pos: i64) -> tuple[Lead
         end = pos + n
         if end > blen:
             raise _truncated('HostName')
-        o.host_name = buf[pos:end].decode()
+        f_host_name = buf[pos:end].decode()
         pos = end
-    o.port = read_i32_be(buf, pos)
+    f_port = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1355,13 +1531,14 @@ def _decode_LeaderAndIsrRequestLiveLeader_v4(buf: bytes, pos: i64) -> tuple[Lead
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return LeaderAndIsrRequestLiveLeader(broker_id=f_broker_id, host_name=f_host_name, port=f_port, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaderAndIsrRequestLiveLeader_v4(o: LeaderAndIsrRequestLiveLeader, w: BytesWriter) -> None:
-    write_i32_be(w, o.broker_id)
-    x_host_name = o.host_name
+    v_broker_id: int = o.broker_id
+    write_i32_be(w, v_broker_id)
+    x_host_name: str | None = o.host_name
     if x_host_name is None:
         raise ValueOutOfRangeError('non-nullable field HostName is None', version=4)
     else:
@@ -1374,7 +1551,8 @@ def _encode_LeaderAndIsrRequestLiveLeader_v4(o: LeaderAndIsrRequestLiveLeader, w
         else:
             _put_uvarint(w, m)
         w.write(b_host_name)
-    write_i32_be(w, o.port)
+    v_port: int = o.port
+    write_i32_be(w, v_port)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1382,16 +1560,15 @@ def _encode_LeaderAndIsrRequestLiveLeader_v4(o: LeaderAndIsrRequestLiveLeader, w
 
 
 def _decode_LeaderAndIsrRequest_v0(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRequest, i64]:
-    o = _new(_K_LeaderAndIsrRequest)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.is_k_raft_controller = False
-    o.broker_epoch = -1
-    o.type = 0
-    o.topic_states = []
-    o.controller_id = read_i32_be(buf, pos)
+    f_controller_id: Any
+    f_controller_epoch: Any
+    f_ungrouped_partition_states: Any
+    f_live_leaders: Any
+    f_controller_id = read_i32_be(buf, pos)
     pos += 4
-    o.controller_epoch = read_i32_be(buf, pos)
+    f_controller_epoch = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1404,7 +1581,7 @@ def _decode_LeaderAndIsrRequest_v0(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
         for _i_ungrouped_partition_states in range(n):
             x_ungrouped_partition_states, pos = _decode_LeaderAndIsrRequestPartitionState_v0(buf, pos)
             lst_ungrouped_partition_states.append(x_ungrouped_partition_states)
-        o.ungrouped_partition_states = lst_ungrouped_partition_states
+        f_ungrouped_partition_states = lst_ungrouped_partition_states
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -1416,21 +1593,24 @@ def _decode_LeaderAndIsrRequest_v0(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
         for _i_live_leaders in range(n):
             x_live_leaders, pos = _decode_LeaderAndIsrRequestLiveLeader_v0(buf, pos)
             lst_live_leaders.append(x_live_leaders)
-        o.live_leaders = lst_live_leaders
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_live_leaders = lst_live_leaders
+    utf: Any = ()
+    return LeaderAndIsrRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, ungrouped_partition_states=f_ungrouped_partition_states, live_leaders=f_live_leaders, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaderAndIsrRequest_v0(o: LeaderAndIsrRequest, w: BytesWriter) -> None:
     if bool(o.is_k_raft_controller):
         raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=0)
-    if o.type != 0:
+    d_type: int = o.type
+    if d_type != 0:
         raise FieldNotInVersionError('non-default Type cannot be written', version=0)
     if o.topic_states is None or len(o.topic_states) != 0:
         raise FieldNotInVersionError('non-default TopicStates cannot be written', version=0)
-    write_i32_be(w, o.controller_id)
-    write_i32_be(w, o.controller_epoch)
-    x_ungrouped_partition_states = o.ungrouped_partition_states
+    v_controller_id: int = o.controller_id
+    write_i32_be(w, v_controller_id)
+    v_controller_epoch: int = o.controller_epoch
+    write_i32_be(w, v_controller_epoch)
+    x_ungrouped_partition_states: Any = o.ungrouped_partition_states
     if x_ungrouped_partition_states is None:
         raise ValueOutOfRangeError('non-nullable field UngroupedPartitionStates is None', version=0)
     else:
@@ -1438,7 +1618,7 @@ def _encode_LeaderAndIsrRequest_v0(o: LeaderAndIsrRequest, w: BytesWriter) -> No
         write_i32_be(w, len(l_ungrouped_partition_states))
         for e_ungrouped_partition_states in l_ungrouped_partition_states:
             _encode_LeaderAndIsrRequestPartitionState_v0(e_ungrouped_partition_states, w)
-    x_live_leaders = o.live_leaders
+    x_live_leaders: Any = o.live_leaders
     if x_live_leaders is None:
         raise ValueOutOfRangeError('non-nullable field LiveLeaders is None', version=0)
     else:
@@ -1451,16 +1631,15 @@ def _encode_LeaderAndIsrRequest_v0(o: LeaderAndIsrRequest, w: BytesWriter) -> No
 
 
 def _decode_LeaderAndIsrRequest_v1(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRequest, i64]:
-    o = _new(_K_LeaderAndIsrRequest)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.is_k_raft_controller = False
-    o.broker_epoch = -1
-    o.type = 0
-    o.topic_states = []
-    o.controller_id = read_i32_be(buf, pos)
+    f_controller_id: Any
+    f_controller_epoch: Any
+    f_ungrouped_partition_states: Any
+    f_live_leaders: Any
+    f_controller_id = read_i32_be(buf, pos)
     pos += 4
-    o.controller_epoch = read_i32_be(buf, pos)
+    f_controller_epoch = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1473,7 +1652,7 @@ def _decode_LeaderAndIsrRequest_v1(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
         for _i_ungrouped_partition_states in range(n):
             x_ungrouped_partition_states, pos = _decode_LeaderAndIsrRequestPartitionState_v1(buf, pos)
             lst_ungrouped_partition_states.append(x_ungrouped_partition_states)
-        o.ungrouped_partition_states = lst_ungrouped_partition_states
+        f_ungrouped_partition_states = lst_ungrouped_partition_states
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -1485,21 +1664,24 @@ def _decode_LeaderAndIsrRequest_v1(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
         for _i_live_leaders in range(n):
             x_live_leaders, pos = _decode_LeaderAndIsrRequestLiveLeader_v0(buf, pos)
             lst_live_leaders.append(x_live_leaders)
-        o.live_leaders = lst_live_leaders
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_live_leaders = lst_live_leaders
+    utf: Any = ()
+    return LeaderAndIsrRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, ungrouped_partition_states=f_ungrouped_partition_states, live_leaders=f_live_leaders, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaderAndIsrRequest_v1(o: LeaderAndIsrRequest, w: BytesWriter) -> None:
     if bool(o.is_k_raft_controller):
         raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=1)
-    if o.type != 0:
+    d_type: int = o.type
+    if d_type != 0:
         raise FieldNotInVersionError('non-default Type cannot be written', version=1)
     if o.topic_states is None or len(o.topic_states) != 0:
         raise FieldNotInVersionError('non-default TopicStates cannot be written', version=1)
-    write_i32_be(w, o.controller_id)
-    write_i32_be(w, o.controller_epoch)
-    x_ungrouped_partition_states = o.ungrouped_partition_states
+    v_controller_id: int = o.controller_id
+    write_i32_be(w, v_controller_id)
+    v_controller_epoch: int = o.controller_epoch
+    write_i32_be(w, v_controller_epoch)
+    x_ungrouped_partition_states: Any = o.ungrouped_partition_states
     if x_ungrouped_partition_states is None:
         raise ValueOutOfRangeError('non-nullable field UngroupedPartitionStates is None', version=1)
     else:
@@ -1507,7 +1689,7 @@ def _encode_LeaderAndIsrRequest_v1(o: LeaderAndIsrRequest, w: BytesWriter) -> No
         write_i32_be(w, len(l_ungrouped_partition_states))
         for e_ungrouped_partition_states in l_ungrouped_partition_states:
             _encode_LeaderAndIsrRequestPartitionState_v1(e_ungrouped_partition_states, w)
-    x_live_leaders = o.live_leaders
+    x_live_leaders: Any = o.live_leaders
     if x_live_leaders is None:
         raise ValueOutOfRangeError('non-nullable field LiveLeaders is None', version=1)
     else:
@@ -1520,17 +1702,18 @@ def _encode_LeaderAndIsrRequest_v1(o: LeaderAndIsrRequest, w: BytesWriter) -> No
 
 
 def _decode_LeaderAndIsrRequest_v2(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRequest, i64]:
-    o = _new(_K_LeaderAndIsrRequest)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.is_k_raft_controller = False
-    o.type = 0
-    o.ungrouped_partition_states = []
-    o.controller_id = read_i32_be(buf, pos)
+    f_controller_id: Any
+    f_controller_epoch: Any
+    f_broker_epoch: Any
+    f_topic_states: Any
+    f_live_leaders: Any
+    f_controller_id = read_i32_be(buf, pos)
     pos += 4
-    o.controller_epoch = read_i32_be(buf, pos)
+    f_controller_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.broker_epoch = read_i64_be(buf, pos)
+    f_broker_epoch = read_i64_be(buf, pos)
     pos += 8
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1543,7 +1726,7 @@ def _decode_LeaderAndIsrRequest_v2(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
         for _i_topic_states in range(n):
             x_topic_states, pos = _decode_LeaderAndIsrRequestTopicState_v2(buf, pos)
             lst_topic_states.append(x_topic_states)
-        o.topic_states = lst_topic_states
+        f_topic_states = lst_topic_states
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -1555,22 +1738,26 @@ def _decode_LeaderAndIsrRequest_v2(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
         for _i_live_leaders in range(n):
             x_live_leaders, pos = _decode_LeaderAndIsrRequestLiveLeader_v0(buf, pos)
             lst_live_leaders.append(x_live_leaders)
-        o.live_leaders = lst_live_leaders
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_live_leaders = lst_live_leaders
+    utf: Any = ()
+    return LeaderAndIsrRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, topic_states=f_topic_states, live_leaders=f_live_leaders, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaderAndIsrRequest_v2(o: LeaderAndIsrRequest, w: BytesWriter) -> None:
     if bool(o.is_k_raft_controller):
         raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=2)
-    if o.type != 0:
+    d_type: int = o.type
+    if d_type != 0:
         raise FieldNotInVersionError('non-default Type cannot be written', version=2)
     if o.ungrouped_partition_states is None or len(o.ungrouped_partition_states) != 0:
         raise FieldNotInVersionError('non-default UngroupedPartitionStates cannot be written', version=2)
-    write_i32_be(w, o.controller_id)
-    write_i32_be(w, o.controller_epoch)
-    write_i64_be(w, o.broker_epoch)
-    x_topic_states = o.topic_states
+    v_controller_id: int = o.controller_id
+    write_i32_be(w, v_controller_id)
+    v_controller_epoch: int = o.controller_epoch
+    write_i32_be(w, v_controller_epoch)
+    v_broker_epoch: int = o.broker_epoch
+    write_i64_be(w, v_broker_epoch)
+    x_topic_states: Any = o.topic_states
     if x_topic_states is None:
         raise ValueOutOfRangeError('non-nullable field TopicStates is None', version=2)
     else:
@@ -1578,7 +1765,7 @@ def _encode_LeaderAndIsrRequest_v2(o: LeaderAndIsrRequest, w: BytesWriter) -> No
         write_i32_be(w, len(l_topic_states))
         for e_topic_states in l_topic_states:
             _encode_LeaderAndIsrRequestTopicState_v2(e_topic_states, w)
-    x_live_leaders = o.live_leaders
+    x_live_leaders: Any = o.live_leaders
     if x_live_leaders is None:
         raise ValueOutOfRangeError('non-nullable field LiveLeaders is None', version=2)
     else:
@@ -1591,17 +1778,18 @@ def _encode_LeaderAndIsrRequest_v2(o: LeaderAndIsrRequest, w: BytesWriter) -> No
 
 
 def _decode_LeaderAndIsrRequest_v3(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRequest, i64]:
-    o = _new(_K_LeaderAndIsrRequest)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.is_k_raft_controller = False
-    o.type = 0
-    o.ungrouped_partition_states = []
-    o.controller_id = read_i32_be(buf, pos)
+    f_controller_id: Any
+    f_controller_epoch: Any
+    f_broker_epoch: Any
+    f_topic_states: Any
+    f_live_leaders: Any
+    f_controller_id = read_i32_be(buf, pos)
     pos += 4
-    o.controller_epoch = read_i32_be(buf, pos)
+    f_controller_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.broker_epoch = read_i64_be(buf, pos)
+    f_broker_epoch = read_i64_be(buf, pos)
     pos += 8
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1614,7 +1802,7 @@ def _decode_LeaderAndIsrRequest_v3(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
         for _i_topic_states in range(n):
             x_topic_states, pos = _decode_LeaderAndIsrRequestTopicState_v3(buf, pos)
             lst_topic_states.append(x_topic_states)
-        o.topic_states = lst_topic_states
+        f_topic_states = lst_topic_states
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -1626,22 +1814,26 @@ def _decode_LeaderAndIsrRequest_v3(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
         for _i_live_leaders in range(n):
             x_live_leaders, pos = _decode_LeaderAndIsrRequestLiveLeader_v0(buf, pos)
             lst_live_leaders.append(x_live_leaders)
-        o.live_leaders = lst_live_leaders
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_live_leaders = lst_live_leaders
+    utf: Any = ()
+    return LeaderAndIsrRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, topic_states=f_topic_states, live_leaders=f_live_leaders, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaderAndIsrRequest_v3(o: LeaderAndIsrRequest, w: BytesWriter) -> None:
     if bool(o.is_k_raft_controller):
         raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=3)
-    if o.type != 0:
+    d_type: int = o.type
+    if d_type != 0:
         raise FieldNotInVersionError('non-default Type cannot be written', version=3)
     if o.ungrouped_partition_states is None or len(o.ungrouped_partition_states) != 0:
         raise FieldNotInVersionError('non-default UngroupedPartitionStates cannot be written', version=3)
-    write_i32_be(w, o.controller_id)
-    write_i32_be(w, o.controller_epoch)
-    write_i64_be(w, o.broker_epoch)
-    x_topic_states = o.topic_states
+    v_controller_id: int = o.controller_id
+    write_i32_be(w, v_controller_id)
+    v_controller_epoch: int = o.controller_epoch
+    write_i32_be(w, v_controller_epoch)
+    v_broker_epoch: int = o.broker_epoch
+    write_i64_be(w, v_broker_epoch)
+    x_topic_states: Any = o.topic_states
     if x_topic_states is None:
         raise ValueOutOfRangeError('non-nullable field TopicStates is None', version=3)
     else:
@@ -1649,7 +1841,7 @@ def _encode_LeaderAndIsrRequest_v3(o: LeaderAndIsrRequest, w: BytesWriter) -> No
         write_i32_be(w, len(l_topic_states))
         for e_topic_states in l_topic_states:
             _encode_LeaderAndIsrRequestTopicState_v3(e_topic_states, w)
-    x_live_leaders = o.live_leaders
+    x_live_leaders: Any = o.live_leaders
     if x_live_leaders is None:
         raise ValueOutOfRangeError('non-nullable field LiveLeaders is None', version=3)
     else:
@@ -1662,18 +1854,19 @@ def _encode_LeaderAndIsrRequest_v3(o: LeaderAndIsrRequest, w: BytesWriter) -> No
 
 
 def _decode_LeaderAndIsrRequest_v4(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRequest, i64]:
-    o = _new(_K_LeaderAndIsrRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.is_k_raft_controller = False
-    o.type = 0
-    o.ungrouped_partition_states = []
-    o.controller_id = read_i32_be(buf, pos)
+    f_controller_id: Any
+    f_controller_epoch: Any
+    f_broker_epoch: Any
+    f_topic_states: Any
+    f_live_leaders: Any
+    f_controller_id = read_i32_be(buf, pos)
     pos += 4
-    o.controller_epoch = read_i32_be(buf, pos)
+    f_controller_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.broker_epoch = read_i64_be(buf, pos)
+    f_broker_epoch = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
@@ -1690,7 +1883,7 @@ def _decode_LeaderAndIsrRequest_v4(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
         for _i_topic_states in range(n):
             x_topic_states, pos = _decode_LeaderAndIsrRequestTopicState_v4(buf, pos)
             lst_topic_states.append(x_topic_states)
-        o.topic_states = lst_topic_states
+        f_topic_states = lst_topic_states
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1706,15 +1899,14 @@ def _decode_LeaderAndIsrRequest_v4(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
         for _i_live_leaders in range(n):
             x_live_leaders, pos = _decode_LeaderAndIsrRequestLiveLeader_v4(buf, pos)
             lst_live_leaders.append(x_live_leaders)
-        o.live_leaders = lst_live_leaders
+        f_live_leaders = lst_live_leaders
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1726,21 +1918,25 @@ def _decode_LeaderAndIsrRequest_v4(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return LeaderAndIsrRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, topic_states=f_topic_states, live_leaders=f_live_leaders, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaderAndIsrRequest_v4(o: LeaderAndIsrRequest, w: BytesWriter) -> None:
     if bool(o.is_k_raft_controller):
         raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=4)
-    if o.type != 0:
+    d_type: int = o.type
+    if d_type != 0:
         raise FieldNotInVersionError('non-default Type cannot be written', version=4)
     if o.ungrouped_partition_states is None or len(o.ungrouped_partition_states) != 0:
         raise FieldNotInVersionError('non-default UngroupedPartitionStates cannot be written', version=4)
-    write_i32_be(w, o.controller_id)
-    write_i32_be(w, o.controller_epoch)
-    write_i64_be(w, o.broker_epoch)
-    x_topic_states = o.topic_states
+    v_controller_id: int = o.controller_id
+    write_i32_be(w, v_controller_id)
+    v_controller_epoch: int = o.controller_epoch
+    write_i32_be(w, v_controller_epoch)
+    v_broker_epoch: int = o.broker_epoch
+    write_i64_be(w, v_broker_epoch)
+    x_topic_states: Any = o.topic_states
     if x_topic_states is None:
         raise ValueOutOfRangeError('non-nullable field TopicStates is None', version=4)
     else:
@@ -1752,7 +1948,7 @@ def _encode_LeaderAndIsrRequest_v4(o: LeaderAndIsrRequest, w: BytesWriter) -> No
             _put_uvarint(w, m)
         for e_topic_states in l_topic_states:
             _encode_LeaderAndIsrRequestTopicState_v4(e_topic_states, w)
-    x_live_leaders = o.live_leaders
+    x_live_leaders: Any = o.live_leaders
     if x_live_leaders is None:
         raise ValueOutOfRangeError('non-nullable field LiveLeaders is None', version=4)
     else:
@@ -1771,21 +1967,24 @@ def _encode_LeaderAndIsrRequest_v4(o: LeaderAndIsrRequest, w: BytesWriter) -> No
 
 
 def _decode_LeaderAndIsrRequest_v5(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRequest, i64]:
-    o = _new(_K_LeaderAndIsrRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.is_k_raft_controller = False
-    o.ungrouped_partition_states = []
-    o.controller_id = read_i32_be(buf, pos)
+    f_controller_id: Any
+    f_controller_epoch: Any
+    f_broker_epoch: Any
+    f_type: Any
+    f_topic_states: Any
+    f_live_leaders: Any
+    f_controller_id = read_i32_be(buf, pos)
     pos += 4
-    o.controller_epoch = read_i32_be(buf, pos)
+    f_controller_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.broker_epoch = read_i64_be(buf, pos)
+    f_broker_epoch = read_i64_be(buf, pos)
     pos += 8
     b8 = buf[pos]
-    o.type = b8 - 256 if b8 >= 128 else b8
+    f_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -1802,7 +2001,7 @@ def _decode_LeaderAndIsrRequest_v5(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
         for _i_topic_states in range(n):
             x_topic_states, pos = _decode_LeaderAndIsrRequestTopicState_v5(buf, pos)
             lst_topic_states.append(x_topic_states)
-        o.topic_states = lst_topic_states
+        f_topic_states = lst_topic_states
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1818,15 +2017,14 @@ def _decode_LeaderAndIsrRequest_v5(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
         for _i_live_leaders in range(n):
             x_live_leaders, pos = _decode_LeaderAndIsrRequestLiveLeader_v4(buf, pos)
             lst_live_leaders.append(x_live_leaders)
-        o.live_leaders = lst_live_leaders
+        f_live_leaders = lst_live_leaders
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1838,8 +2036,8 @@ def _decode_LeaderAndIsrRequest_v5(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return LeaderAndIsrRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, type=f_type, topic_states=f_topic_states, live_leaders=f_live_leaders, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaderAndIsrRequest_v5(o: LeaderAndIsrRequest, w: BytesWriter) -> None:
@@ -1847,11 +2045,15 @@ def _encode_LeaderAndIsrRequest_v5(o: LeaderAndIsrRequest, w: BytesWriter) -> No
         raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=5)
     if o.ungrouped_partition_states is None or len(o.ungrouped_partition_states) != 0:
         raise FieldNotInVersionError('non-default UngroupedPartitionStates cannot be written', version=5)
-    write_i32_be(w, o.controller_id)
-    write_i32_be(w, o.controller_epoch)
-    write_i64_be(w, o.broker_epoch)
-    _put_i8(w, o.type)
-    x_topic_states = o.topic_states
+    v_controller_id: int = o.controller_id
+    write_i32_be(w, v_controller_id)
+    v_controller_epoch: int = o.controller_epoch
+    write_i32_be(w, v_controller_epoch)
+    v_broker_epoch: int = o.broker_epoch
+    write_i64_be(w, v_broker_epoch)
+    v_type: int = o.type
+    _put_i8(w, v_type)
+    x_topic_states: Any = o.topic_states
     if x_topic_states is None:
         raise ValueOutOfRangeError('non-nullable field TopicStates is None', version=5)
     else:
@@ -1863,7 +2065,7 @@ def _encode_LeaderAndIsrRequest_v5(o: LeaderAndIsrRequest, w: BytesWriter) -> No
             _put_uvarint(w, m)
         for e_topic_states in l_topic_states:
             _encode_LeaderAndIsrRequestTopicState_v5(e_topic_states, w)
-    x_live_leaders = o.live_leaders
+    x_live_leaders: Any = o.live_leaders
     if x_live_leaders is None:
         raise ValueOutOfRangeError('non-nullable field LiveLeaders is None', version=5)
     else:
@@ -1882,21 +2084,24 @@ def _encode_LeaderAndIsrRequest_v5(o: LeaderAndIsrRequest, w: BytesWriter) -> No
 
 
 def _decode_LeaderAndIsrRequest_v6(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRequest, i64]:
-    o = _new(_K_LeaderAndIsrRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.is_k_raft_controller = False
-    o.ungrouped_partition_states = []
-    o.controller_id = read_i32_be(buf, pos)
+    f_controller_id: Any
+    f_controller_epoch: Any
+    f_broker_epoch: Any
+    f_type: Any
+    f_topic_states: Any
+    f_live_leaders: Any
+    f_controller_id = read_i32_be(buf, pos)
     pos += 4
-    o.controller_epoch = read_i32_be(buf, pos)
+    f_controller_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.broker_epoch = read_i64_be(buf, pos)
+    f_broker_epoch = read_i64_be(buf, pos)
     pos += 8
     b8 = buf[pos]
-    o.type = b8 - 256 if b8 >= 128 else b8
+    f_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -1913,7 +2118,7 @@ def _decode_LeaderAndIsrRequest_v6(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
         for _i_topic_states in range(n):
             x_topic_states, pos = _decode_LeaderAndIsrRequestTopicState_v6(buf, pos)
             lst_topic_states.append(x_topic_states)
-        o.topic_states = lst_topic_states
+        f_topic_states = lst_topic_states
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1929,15 +2134,14 @@ def _decode_LeaderAndIsrRequest_v6(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
         for _i_live_leaders in range(n):
             x_live_leaders, pos = _decode_LeaderAndIsrRequestLiveLeader_v4(buf, pos)
             lst_live_leaders.append(x_live_leaders)
-        o.live_leaders = lst_live_leaders
+        f_live_leaders = lst_live_leaders
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1949,8 +2153,8 @@ def _decode_LeaderAndIsrRequest_v6(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return LeaderAndIsrRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, type=f_type, topic_states=f_topic_states, live_leaders=f_live_leaders, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaderAndIsrRequest_v6(o: LeaderAndIsrRequest, w: BytesWriter) -> None:
@@ -1958,11 +2162,15 @@ def _encode_LeaderAndIsrRequest_v6(o: LeaderAndIsrRequest, w: BytesWriter) -> No
         raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=6)
     if o.ungrouped_partition_states is None or len(o.ungrouped_partition_states) != 0:
         raise FieldNotInVersionError('non-default UngroupedPartitionStates cannot be written', version=6)
-    write_i32_be(w, o.controller_id)
-    write_i32_be(w, o.controller_epoch)
-    write_i64_be(w, o.broker_epoch)
-    _put_i8(w, o.type)
-    x_topic_states = o.topic_states
+    v_controller_id: int = o.controller_id
+    write_i32_be(w, v_controller_id)
+    v_controller_epoch: int = o.controller_epoch
+    write_i32_be(w, v_controller_epoch)
+    v_broker_epoch: int = o.broker_epoch
+    write_i64_be(w, v_broker_epoch)
+    v_type: int = o.type
+    _put_i8(w, v_type)
+    x_topic_states: Any = o.topic_states
     if x_topic_states is None:
         raise ValueOutOfRangeError('non-nullable field TopicStates is None', version=6)
     else:
@@ -1974,7 +2182,7 @@ def _encode_LeaderAndIsrRequest_v6(o: LeaderAndIsrRequest, w: BytesWriter) -> No
             _put_uvarint(w, m)
         for e_topic_states in l_topic_states:
             _encode_LeaderAndIsrRequestTopicState_v6(e_topic_states, w)
-    x_live_leaders = o.live_leaders
+    x_live_leaders: Any = o.live_leaders
     if x_live_leaders is None:
         raise ValueOutOfRangeError('non-nullable field LiveLeaders is None', version=6)
     else:
@@ -1993,22 +2201,27 @@ def _encode_LeaderAndIsrRequest_v6(o: LeaderAndIsrRequest, w: BytesWriter) -> No
 
 
 def _decode_LeaderAndIsrRequest_v7(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRequest, i64]:
-    o = _new(_K_LeaderAndIsrRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.ungrouped_partition_states = []
-    o.controller_id = read_i32_be(buf, pos)
+    f_controller_id: Any
+    f_is_k_raft_controller: Any
+    f_controller_epoch: Any
+    f_broker_epoch: Any
+    f_type: Any
+    f_topic_states: Any
+    f_live_leaders: Any
+    f_controller_id = read_i32_be(buf, pos)
     pos += 4
-    o.is_k_raft_controller = buf[pos] != 0
+    f_is_k_raft_controller = buf[pos] != 0
     pos += 1
-    o.controller_epoch = read_i32_be(buf, pos)
+    f_controller_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.broker_epoch = read_i64_be(buf, pos)
+    f_broker_epoch = read_i64_be(buf, pos)
     pos += 8
     b8 = buf[pos]
-    o.type = b8 - 256 if b8 >= 128 else b8
+    f_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -2025,7 +2238,7 @@ def _decode_LeaderAndIsrRequest_v7(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
         for _i_topic_states in range(n):
             x_topic_states, pos = _decode_LeaderAndIsrRequestTopicState_v6(buf, pos)
             lst_topic_states.append(x_topic_states)
-        o.topic_states = lst_topic_states
+        f_topic_states = lst_topic_states
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2041,15 +2254,14 @@ def _decode_LeaderAndIsrRequest_v7(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
         for _i_live_leaders in range(n):
             x_live_leaders, pos = _decode_LeaderAndIsrRequestLiveLeader_v4(buf, pos)
             lst_live_leaders.append(x_live_leaders)
-        o.live_leaders = lst_live_leaders
+        f_live_leaders = lst_live_leaders
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -2061,19 +2273,23 @@ def _decode_LeaderAndIsrRequest_v7(buf: bytes, pos: i64) -> tuple[LeaderAndIsrRe
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return LeaderAndIsrRequest(controller_id=f_controller_id, is_k_raft_controller=f_is_k_raft_controller, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, type=f_type, topic_states=f_topic_states, live_leaders=f_live_leaders, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaderAndIsrRequest_v7(o: LeaderAndIsrRequest, w: BytesWriter) -> None:
     if o.ungrouped_partition_states is None or len(o.ungrouped_partition_states) != 0:
         raise FieldNotInVersionError('non-default UngroupedPartitionStates cannot be written', version=7)
-    write_i32_be(w, o.controller_id)
+    v_controller_id: int = o.controller_id
+    write_i32_be(w, v_controller_id)
     w.append(_ONE if o.is_k_raft_controller else _ZERO)
-    write_i32_be(w, o.controller_epoch)
-    write_i64_be(w, o.broker_epoch)
-    _put_i8(w, o.type)
-    x_topic_states = o.topic_states
+    v_controller_epoch: int = o.controller_epoch
+    write_i32_be(w, v_controller_epoch)
+    v_broker_epoch: int = o.broker_epoch
+    write_i64_be(w, v_broker_epoch)
+    v_type: int = o.type
+    _put_i8(w, v_type)
+    x_topic_states: Any = o.topic_states
     if x_topic_states is None:
         raise ValueOutOfRangeError('non-nullable field TopicStates is None', version=7)
     else:
@@ -2085,7 +2301,7 @@ def _encode_LeaderAndIsrRequest_v7(o: LeaderAndIsrRequest, w: BytesWriter) -> No
             _put_uvarint(w, m)
         for e_topic_states in l_topic_states:
             _encode_LeaderAndIsrRequestTopicState_v6(e_topic_states, w)
-    x_live_leaders = o.live_leaders
+    x_live_leaders: Any = o.live_leaders
     if x_live_leaders is None:
         raise ValueOutOfRangeError('non-nullable field LiveLeaders is None', version=7)
     else:
@@ -2104,10 +2320,12 @@ def _encode_LeaderAndIsrRequest_v7(o: LeaderAndIsrRequest, w: BytesWriter) -> No
 
 
 def _decode_LeaderAndIsrResponsePartitionError_v0(buf: bytes, pos: i64) -> tuple[LeaderAndIsrResponsePartitionError, i64]:
-    o = _new(_K_LeaderAndIsrResponsePartitionError)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_name: Any
+    f_partition_index: Any
+    f_error_code: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -2118,18 +2336,18 @@ def _decode_LeaderAndIsrResponsePartitionError_v0(buf: bytes, pos: i64) -> tuple
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return LeaderAndIsrResponsePartitionError(topic_name=f_topic_name, partition_index=f_partition_index, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaderAndIsrResponsePartitionError_v0(o: LeaderAndIsrResponsePartitionError, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
@@ -2138,17 +2356,21 @@ def _encode_LeaderAndIsrResponsePartitionError_v0(o: LeaderAndIsrResponsePartiti
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
         write_i16_be(w, len(b_topic_name))
         w.write(b_topic_name)
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_LeaderAndIsrResponsePartitionError_v4(buf: bytes, pos: i64) -> tuple[LeaderAndIsrResponsePartitionError, i64]:
-    o = _new(_K_LeaderAndIsrResponsePartitionError)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_name: Any
+    f_partition_index: Any
+    f_error_code: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2163,20 +2385,19 @@ def _decode_LeaderAndIsrResponsePartitionError_v4(buf: bytes, pos: i64) -> tuple
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -2188,12 +2409,12 @@ def _decode_LeaderAndIsrResponsePartitionError_v4(buf: bytes, pos: i64) -> tuple
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return LeaderAndIsrResponsePartitionError(topic_name=f_topic_name, partition_index=f_partition_index, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaderAndIsrResponsePartitionError_v4(o: LeaderAndIsrResponsePartitionError, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=4)
     else:
@@ -2206,8 +2427,10 @@ def _encode_LeaderAndIsrResponsePartitionError_v4(o: LeaderAndIsrResponsePartiti
         else:
             _put_uvarint(w, m)
         w.write(b_topic_name)
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -2215,23 +2438,22 @@ def _encode_LeaderAndIsrResponsePartitionError_v4(o: LeaderAndIsrResponsePartiti
 
 
 def _decode_LeaderAndIsrResponsePartitionError_v5(buf: bytes, pos: i64) -> tuple[LeaderAndIsrResponsePartitionError, i64]:
-    o = _new(_K_LeaderAndIsrResponsePartitionError)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_name = ''
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_error_code: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -2243,13 +2465,15 @@ def _decode_LeaderAndIsrResponsePartitionError_v5(buf: bytes, pos: i64) -> tuple
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return LeaderAndIsrResponsePartitionError(partition_index=f_partition_index, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaderAndIsrResponsePartitionError_v5(o: LeaderAndIsrResponsePartitionError, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -2257,11 +2481,12 @@ def _encode_LeaderAndIsrResponsePartitionError_v5(o: LeaderAndIsrResponsePartiti
 
 
 def _decode_LeaderAndIsrResponseTopicError_v5(buf: bytes, pos: i64) -> tuple[LeaderAndIsrResponseTopicError, i64]:
-    o = _new(_K_LeaderAndIsrResponseTopicError)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partition_errors: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -2278,15 +2503,14 @@ def _decode_LeaderAndIsrResponseTopicError_v5(buf: bytes, pos: i64) -> tuple[Lea
         for _i_partition_errors in range(n):
             x_partition_errors, pos = _decode_LeaderAndIsrResponsePartitionError_v5(buf, pos)
             lst_partition_errors.append(x_partition_errors)
-        o.partition_errors = lst_partition_errors
+        f_partition_errors = lst_partition_errors
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -2298,13 +2522,13 @@ def _decode_LeaderAndIsrResponseTopicError_v5(buf: bytes, pos: i64) -> tuple[Lea
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return LeaderAndIsrResponseTopicError(topic_id=f_topic_id, partition_errors=f_partition_errors, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaderAndIsrResponseTopicError_v5(o: LeaderAndIsrResponseTopicError, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partition_errors = o.partition_errors
+    x_partition_errors: Any = o.partition_errors
     if x_partition_errors is None:
         raise ValueOutOfRangeError('non-nullable field PartitionErrors is None', version=5)
     else:
@@ -2323,11 +2547,11 @@ def _encode_LeaderAndIsrResponseTopicError_v5(o: LeaderAndIsrResponseTopicError,
 
 
 def _decode_LeaderAndIsrResponse_v0(buf: bytes, pos: i64) -> tuple[LeaderAndIsrResponse, i64]:
-    o = _new(_K_LeaderAndIsrResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.topics = []
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_partition_errors: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -2340,16 +2564,17 @@ def _decode_LeaderAndIsrResponse_v0(buf: bytes, pos: i64) -> tuple[LeaderAndIsrR
         for _i_partition_errors in range(n):
             x_partition_errors, pos = _decode_LeaderAndIsrResponsePartitionError_v0(buf, pos)
             lst_partition_errors.append(x_partition_errors)
-        o.partition_errors = lst_partition_errors
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partition_errors = lst_partition_errors
+    utf: Any = ()
+    return LeaderAndIsrResponse(error_code=f_error_code, partition_errors=f_partition_errors, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaderAndIsrResponse_v0(o: LeaderAndIsrResponse, w: BytesWriter) -> None:
     if o.topics is None or len(o.topics) != 0:
         raise FieldNotInVersionError('non-default Topics cannot be written', version=0)
-    write_i16_be(w, o.error_code)
-    x_partition_errors = o.partition_errors
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_partition_errors: Any = o.partition_errors
     if x_partition_errors is None:
         raise ValueOutOfRangeError('non-nullable field PartitionErrors is None', version=0)
     else:
@@ -2362,12 +2587,12 @@ def _encode_LeaderAndIsrResponse_v0(o: LeaderAndIsrResponse, w: BytesWriter) -> 
 
 
 def _decode_LeaderAndIsrResponse_v4(buf: bytes, pos: i64) -> tuple[LeaderAndIsrResponse, i64]:
-    o = _new(_K_LeaderAndIsrResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topics = []
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_partition_errors: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -2384,15 +2609,14 @@ def _decode_LeaderAndIsrResponse_v4(buf: bytes, pos: i64) -> tuple[LeaderAndIsrR
         for _i_partition_errors in range(n):
             x_partition_errors, pos = _decode_LeaderAndIsrResponsePartitionError_v4(buf, pos)
             lst_partition_errors.append(x_partition_errors)
-        o.partition_errors = lst_partition_errors
+        f_partition_errors = lst_partition_errors
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -2404,15 +2628,16 @@ def _decode_LeaderAndIsrResponse_v4(buf: bytes, pos: i64) -> tuple[LeaderAndIsrR
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return LeaderAndIsrResponse(error_code=f_error_code, partition_errors=f_partition_errors, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaderAndIsrResponse_v4(o: LeaderAndIsrResponse, w: BytesWriter) -> None:
     if o.topics is None or len(o.topics) != 0:
         raise FieldNotInVersionError('non-default Topics cannot be written', version=4)
-    write_i16_be(w, o.error_code)
-    x_partition_errors = o.partition_errors
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_partition_errors: Any = o.partition_errors
     if x_partition_errors is None:
         raise ValueOutOfRangeError('non-nullable field PartitionErrors is None', version=4)
     else:
@@ -2431,12 +2656,12 @@ def _encode_LeaderAndIsrResponse_v4(o: LeaderAndIsrResponse, w: BytesWriter) -> 
 
 
 def _decode_LeaderAndIsrResponse_v5(buf: bytes, pos: i64) -> tuple[LeaderAndIsrResponse, i64]:
-    o = _new(_K_LeaderAndIsrResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition_errors = []
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_topics: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -2453,15 +2678,14 @@ def _decode_LeaderAndIsrResponse_v5(buf: bytes, pos: i64) -> tuple[LeaderAndIsrR
         for _i_topics in range(n):
             x_topics, pos = _decode_LeaderAndIsrResponseTopicError_v5(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -2473,15 +2697,16 @@ def _decode_LeaderAndIsrResponse_v5(buf: bytes, pos: i64) -> tuple[LeaderAndIsrR
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return LeaderAndIsrResponse(error_code=f_error_code, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaderAndIsrResponse_v5(o: LeaderAndIsrResponse, w: BytesWriter) -> None:
     if o.partition_errors is None or len(o.partition_errors) != 0:
         raise FieldNotInVersionError('non-default PartitionErrors cannot be written', version=5)
-    write_i16_be(w, o.error_code)
-    x_topics = o.topics
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=5)
     else:
@@ -2510,4 +2735,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (LeaderAndIsrResponse, {0: _decode_LeaderAndIsrResponse_v0, 1: _decode_LeaderAndIsrResponse_v0, 2: _decode_LeaderAndIsrResponse_v0, 3: _decode_LeaderAndIsrResponse_v0, 4: _decode_LeaderAndIsrResponse_v4, 5: _decode_LeaderAndIsrResponse_v5, 6: _decode_LeaderAndIsrResponse_v5, 7: _decode_LeaderAndIsrResponse_v5}, {0: _encode_LeaderAndIsrResponse_v0, 1: _encode_LeaderAndIsrResponse_v0, 2: _encode_LeaderAndIsrResponse_v0, 3: _encode_LeaderAndIsrResponse_v0, 4: _encode_LeaderAndIsrResponse_v4, 5: _encode_LeaderAndIsrResponse_v5, 6: _encode_LeaderAndIsrResponse_v5, 7: _encode_LeaderAndIsrResponse_v5}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.leader_and_isr', TABLES)

@@ -20,20 +20,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.leader_change_message import (
-    LeaderChangeMessage,
-    LeaderChangeMessageVoter,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_LeaderChangeMessage: Final = LeaderChangeMessage
-_K_LeaderChangeMessageVoter: Final = LeaderChangeMessageVoter
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -119,22 +114,47 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class LeaderChangeMessageVoter(_NativeStruct):
+    voter_id: Any
+    voter_directory_id: Any
+
+    def __init__(self, *, voter_id: Any = 0, voter_directory_id: Any = ZERO_UUID, unknown_tagged_fields: Any = ()) -> None:
+        self.voter_id = voter_id
+        self.voter_directory_id = voter_directory_id
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class LeaderChangeMessage(_NativeMessage):
+    version: Any
+    leader_id: Any
+    voters: Any
+    granting_voters: Any
+
+    def __init__(self, *, version: Any = 0, leader_id: Any = 0, voters: Any = FRESH, granting_voters: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.version = version
+        self.leader_id = leader_id
+        self.voters = [] if voters is FRESH else voters
+        self.granting_voters = [] if granting_voters is FRESH else granting_voters
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_LeaderChangeMessageVoter = LeaderChangeMessageVoter()
+
+
 def _decode_LeaderChangeMessageVoter_v0(buf: bytes, pos: i64) -> tuple[LeaderChangeMessageVoter, i64]:
-    o = _new(_K_LeaderChangeMessageVoter)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.voter_directory_id = ZERO_UUID
-    o.voter_id = read_i32_be(buf, pos)
+    f_voter_id: Any
+    f_voter_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -146,14 +166,15 @@ def _decode_LeaderChangeMessageVoter_v0(buf: bytes, pos: i64) -> tuple[LeaderCha
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return LeaderChangeMessageVoter(voter_id=f_voter_id, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaderChangeMessageVoter_v0(o: LeaderChangeMessageVoter, w: BytesWriter) -> None:
     if o.voter_directory_id != ZERO_UUID:
         raise FieldNotInVersionError('non-default VoterDirectoryId cannot be written', version=0)
-    write_i32_be(w, o.voter_id)
+    v_voter_id: int = o.voter_id
+    write_i32_be(w, v_voter_id)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -161,22 +182,22 @@ def _encode_LeaderChangeMessageVoter_v0(o: LeaderChangeMessageVoter, w: BytesWri
 
 
 def _decode_LeaderChangeMessageVoter_v1(buf: bytes, pos: i64) -> tuple[LeaderChangeMessageVoter, i64]:
-    o = _new(_K_LeaderChangeMessageVoter)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.voter_id = read_i32_be(buf, pos)
+    f_voter_id: Any
+    f_voter_directory_id: Any
+    f_voter_id = read_i32_be(buf, pos)
     pos += 4
-    o.voter_directory_id = _uuid(buf, pos)
+    f_voter_directory_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -188,12 +209,13 @@ def _decode_LeaderChangeMessageVoter_v1(buf: bytes, pos: i64) -> tuple[LeaderCha
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return LeaderChangeMessageVoter(voter_id=f_voter_id, voter_directory_id=f_voter_directory_id, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaderChangeMessageVoter_v1(o: LeaderChangeMessageVoter, w: BytesWriter) -> None:
-    write_i32_be(w, o.voter_id)
+    v_voter_id: int = o.voter_id
+    write_i32_be(w, v_voter_id)
     _put_uuid(w, o.voter_directory_id)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
@@ -202,13 +224,16 @@ def _encode_LeaderChangeMessageVoter_v1(o: LeaderChangeMessageVoter, w: BytesWri
 
 
 def _decode_LeaderChangeMessage_v0(buf: bytes, pos: i64) -> tuple[LeaderChangeMessage, i64]:
-    o = _new(_K_LeaderChangeMessage)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.version = read_i16_be(buf, pos)
+    f_version: Any
+    f_leader_id: Any
+    f_voters: Any
+    f_granting_voters: Any
+    f_version = read_i16_be(buf, pos)
     pos += 2
-    o.leader_id = read_i32_be(buf, pos)
+    f_leader_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -225,7 +250,7 @@ def _decode_LeaderChangeMessage_v0(buf: bytes, pos: i64) -> tuple[LeaderChangeMe
         for _i_voters in range(n):
             x_voters, pos = _decode_LeaderChangeMessageVoter_v0(buf, pos)
             lst_voters.append(x_voters)
-        o.voters = lst_voters
+        f_voters = lst_voters
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -241,15 +266,14 @@ def _decode_LeaderChangeMessage_v0(buf: bytes, pos: i64) -> tuple[LeaderChangeMe
         for _i_granting_voters in range(n):
             x_granting_voters, pos = _decode_LeaderChangeMessageVoter_v0(buf, pos)
             lst_granting_voters.append(x_granting_voters)
-        o.granting_voters = lst_granting_voters
+        f_granting_voters = lst_granting_voters
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -261,14 +285,16 @@ def _decode_LeaderChangeMessage_v0(buf: bytes, pos: i64) -> tuple[LeaderChangeMe
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return LeaderChangeMessage(version=f_version, leader_id=f_leader_id, voters=f_voters, granting_voters=f_granting_voters, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaderChangeMessage_v0(o: LeaderChangeMessage, w: BytesWriter) -> None:
-    write_i16_be(w, o.version)
-    write_i32_be(w, o.leader_id)
-    x_voters = o.voters
+    v_version: int = o.version
+    write_i16_be(w, v_version)
+    v_leader_id: int = o.leader_id
+    write_i32_be(w, v_leader_id)
+    x_voters: Any = o.voters
     if x_voters is None:
         raise ValueOutOfRangeError('non-nullable field Voters is None', version=0)
     else:
@@ -280,7 +306,7 @@ def _encode_LeaderChangeMessage_v0(o: LeaderChangeMessage, w: BytesWriter) -> No
             _put_uvarint(w, m)
         for e_voters in l_voters:
             _encode_LeaderChangeMessageVoter_v0(e_voters, w)
-    x_granting_voters = o.granting_voters
+    x_granting_voters: Any = o.granting_voters
     if x_granting_voters is None:
         raise ValueOutOfRangeError('non-nullable field GrantingVoters is None', version=0)
     else:
@@ -299,13 +325,16 @@ def _encode_LeaderChangeMessage_v0(o: LeaderChangeMessage, w: BytesWriter) -> No
 
 
 def _decode_LeaderChangeMessage_v1(buf: bytes, pos: i64) -> tuple[LeaderChangeMessage, i64]:
-    o = _new(_K_LeaderChangeMessage)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.version = read_i16_be(buf, pos)
+    f_version: Any
+    f_leader_id: Any
+    f_voters: Any
+    f_granting_voters: Any
+    f_version = read_i16_be(buf, pos)
     pos += 2
-    o.leader_id = read_i32_be(buf, pos)
+    f_leader_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -322,7 +351,7 @@ def _decode_LeaderChangeMessage_v1(buf: bytes, pos: i64) -> tuple[LeaderChangeMe
         for _i_voters in range(n):
             x_voters, pos = _decode_LeaderChangeMessageVoter_v1(buf, pos)
             lst_voters.append(x_voters)
-        o.voters = lst_voters
+        f_voters = lst_voters
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -338,15 +367,14 @@ def _decode_LeaderChangeMessage_v1(buf: bytes, pos: i64) -> tuple[LeaderChangeMe
         for _i_granting_voters in range(n):
             x_granting_voters, pos = _decode_LeaderChangeMessageVoter_v1(buf, pos)
             lst_granting_voters.append(x_granting_voters)
-        o.granting_voters = lst_granting_voters
+        f_granting_voters = lst_granting_voters
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -358,14 +386,16 @@ def _decode_LeaderChangeMessage_v1(buf: bytes, pos: i64) -> tuple[LeaderChangeMe
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return LeaderChangeMessage(version=f_version, leader_id=f_leader_id, voters=f_voters, granting_voters=f_granting_voters, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaderChangeMessage_v1(o: LeaderChangeMessage, w: BytesWriter) -> None:
-    write_i16_be(w, o.version)
-    write_i32_be(w, o.leader_id)
-    x_voters = o.voters
+    v_version: int = o.version
+    write_i16_be(w, v_version)
+    v_leader_id: int = o.leader_id
+    write_i32_be(w, v_leader_id)
+    x_voters: Any = o.voters
     if x_voters is None:
         raise ValueOutOfRangeError('non-nullable field Voters is None', version=1)
     else:
@@ -377,7 +407,7 @@ def _encode_LeaderChangeMessage_v1(o: LeaderChangeMessage, w: BytesWriter) -> No
             _put_uvarint(w, m)
         for e_voters in l_voters:
             _encode_LeaderChangeMessageVoter_v1(e_voters, w)
-    x_granting_voters = o.granting_voters
+    x_granting_voters: Any = o.granting_voters
     if x_granting_voters is None:
         raise ValueOutOfRangeError('non-nullable field GrantingVoters is None', version=1)
     else:
@@ -401,4 +431,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (LeaderChangeMessage, {0: _decode_LeaderChangeMessage_v0, 1: _decode_LeaderChangeMessage_v1}, {0: _encode_LeaderChangeMessage_v0, 1: _encode_LeaderChangeMessage_v1}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.leader_change_message', TABLES)

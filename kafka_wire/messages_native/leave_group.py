@@ -21,24 +21,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.leave_group import (
-    LeaveGroupRequest,
-    LeaveGroupRequestMemberIdentity,
-    LeaveGroupResponse,
-    LeaveGroupResponseMemberResponse,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_LeaveGroupRequest: Final = LeaveGroupRequest
-_K_LeaveGroupRequestMemberIdentity: Final = LeaveGroupRequestMemberIdentity
-_K_LeaveGroupResponse: Final = LeaveGroupResponse
-_K_LeaveGroupResponseMemberResponse: Final = LeaveGroupResponseMemberResponse
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -124,12 +115,64 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class LeaveGroupRequestMemberIdentity(_NativeStruct):
+    member_id: Any
+    group_instance_id: Any
+    reason: Any
+
+    def __init__(self, *, member_id: Any = '', group_instance_id: Any = None, reason: Any = None, unknown_tagged_fields: Any = ()) -> None:
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.reason = reason
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class LeaveGroupRequest(_NativeMessage):
+    group_id: Any
+    members: Any
+    member_id: Any
+
+    def __init__(self, *, group_id: Any = '', members: Any = FRESH, member_id: Any = '', unknown_tagged_fields: Any = ()) -> None:
+        self.group_id = group_id
+        self.members = [] if members is FRESH else members
+        self.member_id = member_id
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class LeaveGroupResponseMemberResponse(_NativeStruct):
+    member_id: Any
+    group_instance_id: Any
+    error_code: Any
+
+    def __init__(self, *, member_id: Any = '', group_instance_id: Any = '', error_code: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class LeaveGroupResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+    members: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, members: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.members = [] if members is FRESH else members
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_LeaveGroupRequestMemberIdentity = LeaveGroupRequestMemberIdentity()
+_DEFAULT_LeaveGroupResponseMemberResponse = LeaveGroupResponseMemberResponse()
+
+
 def _decode_LeaveGroupRequestMemberIdentity_v3(buf: bytes, pos: i64) -> tuple[LeaveGroupRequestMemberIdentity, i64]:
-    o = _new(_K_LeaveGroupRequestMemberIdentity)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.reason = None
+    f_member_id: Any
+    f_group_instance_id: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -140,26 +183,26 @@ def _decode_LeaveGroupRequestMemberIdentity_v3(buf: bytes, pos: i64) -> tuple[Le
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.group_instance_id = None
+        f_group_instance_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field GroupInstanceId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupInstanceId')
-        o.group_instance_id = buf[pos:end].decode()
+        f_group_instance_id = buf[pos:end].decode()
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return LeaveGroupRequestMemberIdentity(member_id=f_member_id, group_instance_id=f_group_instance_id, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaveGroupRequestMemberIdentity_v3(o: LeaveGroupRequestMemberIdentity, w: BytesWriter) -> None:
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=3)
     else:
@@ -168,7 +211,7 @@ def _encode_LeaveGroupRequestMemberIdentity_v3(o: LeaveGroupRequestMemberIdentit
             raise ValueOutOfRangeError('string field MemberId is too long', version=3)
         write_i16_be(w, len(b_member_id))
         w.write(b_member_id)
-    x_group_instance_id = o.group_instance_id
+    x_group_instance_id: str | None = o.group_instance_id
     if x_group_instance_id is None:
         write_i16_be(w, -1)
     else:
@@ -182,11 +225,11 @@ def _encode_LeaveGroupRequestMemberIdentity_v3(o: LeaveGroupRequestMemberIdentit
 
 
 def _decode_LeaveGroupRequestMemberIdentity_v4(buf: bytes, pos: i64) -> tuple[LeaveGroupRequestMemberIdentity, i64]:
-    o = _new(_K_LeaveGroupRequestMemberIdentity)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.reason = None
+    f_member_id: Any
+    f_group_instance_id: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -201,7 +244,7 @@ def _decode_LeaveGroupRequestMemberIdentity_v4(buf: bytes, pos: i64) -> tuple[Le
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -210,23 +253,22 @@ def _decode_LeaveGroupRequestMemberIdentity_v4(buf: bytes, pos: i64) -> tuple[Le
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.group_instance_id = None
+        f_group_instance_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field GroupInstanceId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupInstanceId')
-        o.group_instance_id = buf[pos:end].decode()
+        f_group_instance_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -238,12 +280,12 @@ def _decode_LeaveGroupRequestMemberIdentity_v4(buf: bytes, pos: i64) -> tuple[Le
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return LeaveGroupRequestMemberIdentity(member_id=f_member_id, group_instance_id=f_group_instance_id, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaveGroupRequestMemberIdentity_v4(o: LeaveGroupRequestMemberIdentity, w: BytesWriter) -> None:
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=4)
     else:
@@ -256,7 +298,7 @@ def _encode_LeaveGroupRequestMemberIdentity_v4(o: LeaveGroupRequestMemberIdentit
         else:
             _put_uvarint(w, m)
         w.write(b_member_id)
-    x_group_instance_id = o.group_instance_id
+    x_group_instance_id: str | None = o.group_instance_id
     if x_group_instance_id is None:
         w.append(_ZERO)
     else:
@@ -276,10 +318,12 @@ def _encode_LeaveGroupRequestMemberIdentity_v4(o: LeaveGroupRequestMemberIdentit
 
 
 def _decode_LeaveGroupRequestMemberIdentity_v5(buf: bytes, pos: i64) -> tuple[LeaveGroupRequestMemberIdentity, i64]:
-    o = _new(_K_LeaveGroupRequestMemberIdentity)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_member_id: Any
+    f_group_instance_id: Any
+    f_reason: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -294,7 +338,7 @@ def _decode_LeaveGroupRequestMemberIdentity_v5(buf: bytes, pos: i64) -> tuple[Le
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -303,14 +347,14 @@ def _decode_LeaveGroupRequestMemberIdentity_v5(buf: bytes, pos: i64) -> tuple[Le
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.group_instance_id = None
+        f_group_instance_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field GroupInstanceId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupInstanceId')
-        o.group_instance_id = buf[pos:end].decode()
+        f_group_instance_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -319,23 +363,22 @@ def _decode_LeaveGroupRequestMemberIdentity_v5(buf: bytes, pos: i64) -> tuple[Le
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.reason = None
+        f_reason = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Reason is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Reason')
-        o.reason = buf[pos:end].decode()
+        f_reason = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -347,12 +390,12 @@ def _decode_LeaveGroupRequestMemberIdentity_v5(buf: bytes, pos: i64) -> tuple[Le
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return LeaveGroupRequestMemberIdentity(member_id=f_member_id, group_instance_id=f_group_instance_id, reason=f_reason, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaveGroupRequestMemberIdentity_v5(o: LeaveGroupRequestMemberIdentity, w: BytesWriter) -> None:
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=5)
     else:
@@ -365,7 +408,7 @@ def _encode_LeaveGroupRequestMemberIdentity_v5(o: LeaveGroupRequestMemberIdentit
         else:
             _put_uvarint(w, m)
         w.write(b_member_id)
-    x_group_instance_id = o.group_instance_id
+    x_group_instance_id: str | None = o.group_instance_id
     if x_group_instance_id is None:
         w.append(_ZERO)
     else:
@@ -378,7 +421,7 @@ def _encode_LeaveGroupRequestMemberIdentity_v5(o: LeaveGroupRequestMemberIdentit
         else:
             _put_uvarint(w, m)
         w.write(b_group_instance_id)
-    x_reason = o.reason
+    x_reason: str | None = o.reason
     if x_reason is None:
         w.append(_ZERO)
     else:
@@ -398,11 +441,11 @@ def _encode_LeaveGroupRequestMemberIdentity_v5(o: LeaveGroupRequestMemberIdentit
 
 
 def _decode_LeaveGroupRequest_v0(buf: bytes, pos: i64) -> tuple[LeaveGroupRequest, i64]:
-    o = _new(_K_LeaveGroupRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.members = []
+    f_group_id: Any
+    f_member_id: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -413,7 +456,7 @@ def _decode_LeaveGroupRequest_v0(buf: bytes, pos: i64) -> tuple[LeaveGroupReques
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -425,16 +468,16 @@ def _decode_LeaveGroupRequest_v0(buf: bytes, pos: i64) -> tuple[LeaveGroupReques
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return LeaveGroupRequest(group_id=f_group_id, member_id=f_member_id, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaveGroupRequest_v0(o: LeaveGroupRequest, w: BytesWriter) -> None:
     if o.members is None or len(o.members) != 0:
         raise FieldNotInVersionError('non-default Members cannot be written', version=0)
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
@@ -443,7 +486,7 @@ def _encode_LeaveGroupRequest_v0(o: LeaveGroupRequest, w: BytesWriter) -> None:
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
         write_i16_be(w, len(b_group_id))
         w.write(b_group_id)
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=0)
     else:
@@ -457,11 +500,11 @@ def _encode_LeaveGroupRequest_v0(o: LeaveGroupRequest, w: BytesWriter) -> None:
 
 
 def _decode_LeaveGroupRequest_v3(buf: bytes, pos: i64) -> tuple[LeaveGroupRequest, i64]:
-    o = _new(_K_LeaveGroupRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.member_id = ''
+    f_group_id: Any
+    f_members: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -472,7 +515,7 @@ def _decode_LeaveGroupRequest_v3(buf: bytes, pos: i64) -> tuple[LeaveGroupReques
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -485,15 +528,15 @@ def _decode_LeaveGroupRequest_v3(buf: bytes, pos: i64) -> tuple[LeaveGroupReques
         for _i_members in range(n):
             x_members, pos = _decode_LeaveGroupRequestMemberIdentity_v3(buf, pos)
             lst_members.append(x_members)
-        o.members = lst_members
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_members = lst_members
+    utf: Any = ()
+    return LeaveGroupRequest(group_id=f_group_id, members=f_members, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaveGroupRequest_v3(o: LeaveGroupRequest, w: BytesWriter) -> None:
     if o.member_id != '':
         raise FieldNotInVersionError('non-default MemberId cannot be written', version=3)
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=3)
     else:
@@ -502,7 +545,7 @@ def _encode_LeaveGroupRequest_v3(o: LeaveGroupRequest, w: BytesWriter) -> None:
             raise ValueOutOfRangeError('string field GroupId is too long', version=3)
         write_i16_be(w, len(b_group_id))
         w.write(b_group_id)
-    x_members = o.members
+    x_members: Any = o.members
     if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=3)
     else:
@@ -515,11 +558,11 @@ def _encode_LeaveGroupRequest_v3(o: LeaveGroupRequest, w: BytesWriter) -> None:
 
 
 def _decode_LeaveGroupRequest_v4(buf: bytes, pos: i64) -> tuple[LeaveGroupRequest, i64]:
-    o = _new(_K_LeaveGroupRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.member_id = ''
+    f_group_id: Any
+    f_members: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -534,7 +577,7 @@ def _decode_LeaveGroupRequest_v4(buf: bytes, pos: i64) -> tuple[LeaveGroupReques
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -551,15 +594,14 @@ def _decode_LeaveGroupRequest_v4(buf: bytes, pos: i64) -> tuple[LeaveGroupReques
         for _i_members in range(n):
             x_members, pos = _decode_LeaveGroupRequestMemberIdentity_v4(buf, pos)
             lst_members.append(x_members)
-        o.members = lst_members
+        f_members = lst_members
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -571,14 +613,14 @@ def _decode_LeaveGroupRequest_v4(buf: bytes, pos: i64) -> tuple[LeaveGroupReques
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return LeaveGroupRequest(group_id=f_group_id, members=f_members, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaveGroupRequest_v4(o: LeaveGroupRequest, w: BytesWriter) -> None:
     if o.member_id != '':
         raise FieldNotInVersionError('non-default MemberId cannot be written', version=4)
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=4)
     else:
@@ -591,7 +633,7 @@ def _encode_LeaveGroupRequest_v4(o: LeaveGroupRequest, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_members = o.members
+    x_members: Any = o.members
     if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=4)
     else:
@@ -610,11 +652,11 @@ def _encode_LeaveGroupRequest_v4(o: LeaveGroupRequest, w: BytesWriter) -> None:
 
 
 def _decode_LeaveGroupRequest_v5(buf: bytes, pos: i64) -> tuple[LeaveGroupRequest, i64]:
-    o = _new(_K_LeaveGroupRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.member_id = ''
+    f_group_id: Any
+    f_members: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -629,7 +671,7 @@ def _decode_LeaveGroupRequest_v5(buf: bytes, pos: i64) -> tuple[LeaveGroupReques
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -646,15 +688,14 @@ def _decode_LeaveGroupRequest_v5(buf: bytes, pos: i64) -> tuple[LeaveGroupReques
         for _i_members in range(n):
             x_members, pos = _decode_LeaveGroupRequestMemberIdentity_v5(buf, pos)
             lst_members.append(x_members)
-        o.members = lst_members
+        f_members = lst_members
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -666,14 +707,14 @@ def _decode_LeaveGroupRequest_v5(buf: bytes, pos: i64) -> tuple[LeaveGroupReques
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return LeaveGroupRequest(group_id=f_group_id, members=f_members, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaveGroupRequest_v5(o: LeaveGroupRequest, w: BytesWriter) -> None:
     if o.member_id != '':
         raise FieldNotInVersionError('non-default MemberId cannot be written', version=5)
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=5)
     else:
@@ -686,7 +727,7 @@ def _encode_LeaveGroupRequest_v5(o: LeaveGroupRequest, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_members = o.members
+    x_members: Any = o.members
     if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=5)
     else:
@@ -705,10 +746,12 @@ def _encode_LeaveGroupRequest_v5(o: LeaveGroupRequest, w: BytesWriter) -> None:
 
 
 def _decode_LeaveGroupResponseMemberResponse_v3(buf: bytes, pos: i64) -> tuple[LeaveGroupResponseMemberResponse, i64]:
-    o = _new(_K_LeaveGroupResponseMemberResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_member_id: Any
+    f_group_instance_id: Any
+    f_error_code: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -719,28 +762,28 @@ def _decode_LeaveGroupResponseMemberResponse_v3(buf: bytes, pos: i64) -> tuple[L
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.group_instance_id = None
+        f_group_instance_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field GroupInstanceId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupInstanceId')
-        o.group_instance_id = buf[pos:end].decode()
+        f_group_instance_id = buf[pos:end].decode()
         pos = end
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return LeaveGroupResponseMemberResponse(member_id=f_member_id, group_instance_id=f_group_instance_id, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaveGroupResponseMemberResponse_v3(o: LeaveGroupResponseMemberResponse, w: BytesWriter) -> None:
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=3)
     else:
@@ -749,7 +792,7 @@ def _encode_LeaveGroupResponseMemberResponse_v3(o: LeaveGroupResponseMemberRespo
             raise ValueOutOfRangeError('string field MemberId is too long', version=3)
         write_i16_be(w, len(b_member_id))
         w.write(b_member_id)
-    x_group_instance_id = o.group_instance_id
+    x_group_instance_id: str | None = o.group_instance_id
     if x_group_instance_id is None:
         write_i16_be(w, -1)
     else:
@@ -758,16 +801,19 @@ def _encode_LeaveGroupResponseMemberResponse_v3(o: LeaveGroupResponseMemberRespo
             raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=3)
         write_i16_be(w, len(b_group_instance_id))
         w.write(b_group_instance_id)
-    write_i16_be(w, o.error_code)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
 
 
 def _decode_LeaveGroupResponseMemberResponse_v4(buf: bytes, pos: i64) -> tuple[LeaveGroupResponseMemberResponse, i64]:
-    o = _new(_K_LeaveGroupResponseMemberResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_member_id: Any
+    f_group_instance_id: Any
+    f_error_code: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -782,7 +828,7 @@ def _decode_LeaveGroupResponseMemberResponse_v4(buf: bytes, pos: i64) -> tuple[L
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -791,25 +837,24 @@ def _decode_LeaveGroupResponseMemberResponse_v4(buf: bytes, pos: i64) -> tuple[L
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.group_instance_id = None
+        f_group_instance_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field GroupInstanceId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupInstanceId')
-        o.group_instance_id = buf[pos:end].decode()
+        f_group_instance_id = buf[pos:end].decode()
         pos = end
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -821,12 +866,12 @@ def _decode_LeaveGroupResponseMemberResponse_v4(buf: bytes, pos: i64) -> tuple[L
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return LeaveGroupResponseMemberResponse(member_id=f_member_id, group_instance_id=f_group_instance_id, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaveGroupResponseMemberResponse_v4(o: LeaveGroupResponseMemberResponse, w: BytesWriter) -> None:
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=4)
     else:
@@ -839,7 +884,7 @@ def _encode_LeaveGroupResponseMemberResponse_v4(o: LeaveGroupResponseMemberRespo
         else:
             _put_uvarint(w, m)
         w.write(b_member_id)
-    x_group_instance_id = o.group_instance_id
+    x_group_instance_id: str | None = o.group_instance_id
     if x_group_instance_id is None:
         w.append(_ZERO)
     else:
@@ -852,7 +897,8 @@ def _encode_LeaveGroupResponseMemberResponse_v4(o: LeaveGroupResponseMemberRespo
         else:
             _put_uvarint(w, m)
         w.write(b_group_instance_id)
-    write_i16_be(w, o.error_code)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -860,50 +906,53 @@ def _encode_LeaveGroupResponseMemberResponse_v4(o: LeaveGroupResponseMemberRespo
 
 
 def _decode_LeaveGroupResponse_v0(buf: bytes, pos: i64) -> tuple[LeaveGroupResponse, i64]:
-    o = _new(_K_LeaveGroupResponse)
-    o.throttle_time_ms = 0
-    o.members = []
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return LeaveGroupResponse(error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaveGroupResponse_v0(o: LeaveGroupResponse, w: BytesWriter) -> None:
     if o.members is None or len(o.members) != 0:
         raise FieldNotInVersionError('non-default Members cannot be written', version=0)
-    write_i16_be(w, o.error_code)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_LeaveGroupResponse_v1(buf: bytes, pos: i64) -> tuple[LeaveGroupResponse, i64]:
-    o = _new(_K_LeaveGroupResponse)
-    o.members = []
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return LeaveGroupResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaveGroupResponse_v1(o: LeaveGroupResponse, w: BytesWriter) -> None:
     if o.members is None or len(o.members) != 0:
         raise FieldNotInVersionError('non-default Members cannot be written', version=1)
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_LeaveGroupResponse_v3(buf: bytes, pos: i64) -> tuple[LeaveGroupResponse, i64]:
-    o = _new(_K_LeaveGroupResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_members: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -916,15 +965,17 @@ def _decode_LeaveGroupResponse_v3(buf: bytes, pos: i64) -> tuple[LeaveGroupRespo
         for _i_members in range(n):
             x_members, pos = _decode_LeaveGroupResponseMemberResponse_v3(buf, pos)
             lst_members.append(x_members)
-        o.members = lst_members
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_members = lst_members
+    utf: Any = ()
+    return LeaveGroupResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, members=f_members, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaveGroupResponse_v3(o: LeaveGroupResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_members = o.members
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_members: Any = o.members
     if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=3)
     else:
@@ -937,13 +988,15 @@ def _encode_LeaveGroupResponse_v3(o: LeaveGroupResponse, w: BytesWriter) -> None
 
 
 def _decode_LeaveGroupResponse_v4(buf: bytes, pos: i64) -> tuple[LeaveGroupResponse, i64]:
-    o = _new(_K_LeaveGroupResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_members: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -960,15 +1013,14 @@ def _decode_LeaveGroupResponse_v4(buf: bytes, pos: i64) -> tuple[LeaveGroupRespo
         for _i_members in range(n):
             x_members, pos = _decode_LeaveGroupResponseMemberResponse_v4(buf, pos)
             lst_members.append(x_members)
-        o.members = lst_members
+        f_members = lst_members
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -980,14 +1032,16 @@ def _decode_LeaveGroupResponse_v4(buf: bytes, pos: i64) -> tuple[LeaveGroupRespo
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return LeaveGroupResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, members=f_members, unknown_tagged_fields=utf), pos
 
 
 def _encode_LeaveGroupResponse_v4(o: LeaveGroupResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_members = o.members
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_members: Any = o.members
     if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=4)
     else:
@@ -1013,4 +1067,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (LeaveGroupResponse, {0: _decode_LeaveGroupResponse_v0, 1: _decode_LeaveGroupResponse_v1, 2: _decode_LeaveGroupResponse_v1, 3: _decode_LeaveGroupResponse_v3, 4: _decode_LeaveGroupResponse_v4, 5: _decode_LeaveGroupResponse_v4}, {0: _encode_LeaveGroupResponse_v0, 1: _encode_LeaveGroupResponse_v1, 2: _encode_LeaveGroupResponse_v1, 3: _encode_LeaveGroupResponse_v3, 4: _encode_LeaveGroupResponse_v4, 5: _encode_LeaveGroupResponse_v4}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.leave_group', TABLES)

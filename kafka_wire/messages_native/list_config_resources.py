@@ -21,22 +21,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.list_config_resources import (
-    ListConfigResourcesRequest,
-    ListConfigResourcesResponse,
-    ListConfigResourcesResponseConfigResource,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_ListConfigResourcesRequest: Final = ListConfigResourcesRequest
-_K_ListConfigResourcesResponse: Final = ListConfigResourcesResponse
-_K_ListConfigResourcesResponseConfigResource: Final = ListConfigResourcesResponseConfigResource
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -122,20 +115,50 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class ListConfigResourcesRequest(_NativeMessage):
+    resource_types: Any
+
+    def __init__(self, *, resource_types: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.resource_types = [] if resource_types is FRESH else resource_types
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ListConfigResourcesResponseConfigResource(_NativeStruct):
+    resource_name: Any
+    resource_type: Any
+
+    def __init__(self, *, resource_name: Any = '', resource_type: Any = 16, unknown_tagged_fields: Any = ()) -> None:
+        self.resource_name = resource_name
+        self.resource_type = resource_type
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ListConfigResourcesResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+    config_resources: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, config_resources: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.config_resources = [] if config_resources is FRESH else config_resources
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_ListConfigResourcesResponseConfigResource = ListConfigResourcesResponseConfigResource()
+
+
 def _decode_ListConfigResourcesRequest_v0(buf: bytes, pos: i64) -> tuple[ListConfigResourcesRequest, i64]:
-    o = _new(_K_ListConfigResourcesRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.resource_types = []
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -147,8 +170,8 @@ def _decode_ListConfigResourcesRequest_v0(buf: bytes, pos: i64) -> tuple[ListCon
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ListConfigResourcesRequest(unknown_tagged_fields=utf), pos
 
 
 def _encode_ListConfigResourcesRequest_v0(o: ListConfigResourcesRequest, w: BytesWriter) -> None:
@@ -161,11 +184,11 @@ def _encode_ListConfigResourcesRequest_v0(o: ListConfigResourcesRequest, w: Byte
 
 
 def _decode_ListConfigResourcesRequest_v1(buf: bytes, pos: i64) -> tuple[ListConfigResourcesRequest, i64]:
-    o = _new(_K_ListConfigResourcesRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
+    f_resource_types: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -183,15 +206,14 @@ def _decode_ListConfigResourcesRequest_v1(buf: bytes, pos: i64) -> tuple[ListCon
             e_resource_types = b8 - 256 if b8 >= 128 else b8
             pos += 1
             lst_resource_types.append(e_resource_types)
-        o.resource_types = lst_resource_types
+        f_resource_types = lst_resource_types
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -203,12 +225,12 @@ def _decode_ListConfigResourcesRequest_v1(buf: bytes, pos: i64) -> tuple[ListCon
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ListConfigResourcesRequest(resource_types=f_resource_types, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListConfigResourcesRequest_v1(o: ListConfigResourcesRequest, w: BytesWriter) -> None:
-    x_resource_types = o.resource_types
+    x_resource_types: Any = o.resource_types
     if x_resource_types is None:
         raise ValueOutOfRangeError('non-nullable field ResourceTypes is None', version=1)
     else:
@@ -227,11 +249,10 @@ def _encode_ListConfigResourcesRequest_v1(o: ListConfigResourcesRequest, w: Byte
 
 
 def _decode_ListConfigResourcesResponseConfigResource_v0(buf: bytes, pos: i64) -> tuple[ListConfigResourcesResponseConfigResource, i64]:
-    o = _new(_K_ListConfigResourcesResponseConfigResource)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.resource_type = 16
+    f_resource_name: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -246,16 +267,15 @@ def _decode_ListConfigResourcesResponseConfigResource_v0(buf: bytes, pos: i64) -
         end = pos + n
         if end > blen:
             raise _truncated('ResourceName')
-        o.resource_name = buf[pos:end].decode()
+        f_resource_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -267,12 +287,12 @@ def _decode_ListConfigResourcesResponseConfigResource_v0(buf: bytes, pos: i64) -
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ListConfigResourcesResponseConfigResource(resource_name=f_resource_name, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListConfigResourcesResponseConfigResource_v0(o: ListConfigResourcesResponseConfigResource, w: BytesWriter) -> None:
-    x_resource_name = o.resource_name
+    x_resource_name: str | None = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=0)
     else:
@@ -292,11 +312,12 @@ def _encode_ListConfigResourcesResponseConfigResource_v0(o: ListConfigResourcesR
 
 
 def _decode_ListConfigResourcesResponseConfigResource_v1(buf: bytes, pos: i64) -> tuple[ListConfigResourcesResponseConfigResource, i64]:
-    o = _new(_K_ListConfigResourcesResponseConfigResource)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
+    f_resource_name: Any
+    f_resource_type: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -311,19 +332,18 @@ def _decode_ListConfigResourcesResponseConfigResource_v1(buf: bytes, pos: i64) -
         end = pos + n
         if end > blen:
             raise _truncated('ResourceName')
-        o.resource_name = buf[pos:end].decode()
+        f_resource_name = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.resource_type = b8 - 256 if b8 >= 128 else b8
+    f_resource_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -335,12 +355,12 @@ def _decode_ListConfigResourcesResponseConfigResource_v1(buf: bytes, pos: i64) -
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ListConfigResourcesResponseConfigResource(resource_name=f_resource_name, resource_type=f_resource_type, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListConfigResourcesResponseConfigResource_v1(o: ListConfigResourcesResponseConfigResource, w: BytesWriter) -> None:
-    x_resource_name = o.resource_name
+    x_resource_name: str | None = o.resource_name
     if x_resource_name is None:
         raise ValueOutOfRangeError('non-nullable field ResourceName is None', version=1)
     else:
@@ -353,7 +373,8 @@ def _encode_ListConfigResourcesResponseConfigResource_v1(o: ListConfigResourcesR
         else:
             _put_uvarint(w, m)
         w.write(b_resource_name)
-    _put_i8(w, o.resource_type)
+    v_resource_type: int = o.resource_type
+    _put_i8(w, v_resource_type)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -361,13 +382,15 @@ def _encode_ListConfigResourcesResponseConfigResource_v1(o: ListConfigResourcesR
 
 
 def _decode_ListConfigResourcesResponse_v0(buf: bytes, pos: i64) -> tuple[ListConfigResourcesResponse, i64]:
-    o = _new(_K_ListConfigResourcesResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_config_resources: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -384,15 +407,14 @@ def _decode_ListConfigResourcesResponse_v0(buf: bytes, pos: i64) -> tuple[ListCo
         for _i_config_resources in range(n):
             x_config_resources, pos = _decode_ListConfigResourcesResponseConfigResource_v0(buf, pos)
             lst_config_resources.append(x_config_resources)
-        o.config_resources = lst_config_resources
+        f_config_resources = lst_config_resources
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -404,14 +426,16 @@ def _decode_ListConfigResourcesResponse_v0(buf: bytes, pos: i64) -> tuple[ListCo
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ListConfigResourcesResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, config_resources=f_config_resources, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListConfigResourcesResponse_v0(o: ListConfigResourcesResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_config_resources = o.config_resources
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_config_resources: Any = o.config_resources
     if x_config_resources is None:
         raise ValueOutOfRangeError('non-nullable field ConfigResources is None', version=0)
     else:
@@ -430,13 +454,15 @@ def _encode_ListConfigResourcesResponse_v0(o: ListConfigResourcesResponse, w: By
 
 
 def _decode_ListConfigResourcesResponse_v1(buf: bytes, pos: i64) -> tuple[ListConfigResourcesResponse, i64]:
-    o = _new(_K_ListConfigResourcesResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_config_resources: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -453,15 +479,14 @@ def _decode_ListConfigResourcesResponse_v1(buf: bytes, pos: i64) -> tuple[ListCo
         for _i_config_resources in range(n):
             x_config_resources, pos = _decode_ListConfigResourcesResponseConfigResource_v1(buf, pos)
             lst_config_resources.append(x_config_resources)
-        o.config_resources = lst_config_resources
+        f_config_resources = lst_config_resources
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -473,14 +498,16 @@ def _decode_ListConfigResourcesResponse_v1(buf: bytes, pos: i64) -> tuple[ListCo
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ListConfigResourcesResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, config_resources=f_config_resources, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListConfigResourcesResponse_v1(o: ListConfigResourcesResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_config_resources = o.config_resources
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_config_resources: Any = o.config_resources
     if x_config_resources is None:
         raise ValueOutOfRangeError('non-nullable field ConfigResources is None', version=1)
     else:
@@ -505,4 +532,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (ListConfigResourcesResponse, {0: _decode_ListConfigResourcesResponse_v0, 1: _decode_ListConfigResourcesResponse_v1}, {0: _encode_ListConfigResourcesResponse_v0, 1: _encode_ListConfigResourcesResponse_v1}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.list_config_resources', TABLES)

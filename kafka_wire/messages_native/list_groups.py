@@ -21,22 +21,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.list_groups import (
-    ListGroupsRequest,
-    ListGroupsResponse,
-    ListGroupsResponseListedGroup,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_ListGroupsRequest: Final = ListGroupsRequest
-_K_ListGroupsResponse: Final = ListGroupsResponse
-_K_ListGroupsResponseListedGroup: Final = ListGroupsResponseListedGroup
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -122,12 +115,48 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class ListGroupsRequest(_NativeMessage):
+    states_filter: Any
+    types_filter: Any
+
+    def __init__(self, *, states_filter: Any = FRESH, types_filter: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.states_filter = [] if states_filter is FRESH else states_filter
+        self.types_filter = [] if types_filter is FRESH else types_filter
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ListGroupsResponseListedGroup(_NativeStruct):
+    group_id: Any
+    protocol_type: Any
+    group_state: Any
+    group_type: Any
+
+    def __init__(self, *, group_id: Any = '', protocol_type: Any = '', group_state: Any = '', group_type: Any = '', unknown_tagged_fields: Any = ()) -> None:
+        self.group_id = group_id
+        self.protocol_type = protocol_type
+        self.group_state = group_state
+        self.group_type = group_type
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ListGroupsResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+    groups: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, groups: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.groups = [] if groups is FRESH else groups
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_ListGroupsResponseListedGroup = ListGroupsResponseListedGroup()
+
+
 def _decode_ListGroupsRequest_v0(buf: bytes, pos: i64) -> tuple[ListGroupsRequest, i64]:
-    o = _new(_K_ListGroupsRequest)
-    o.states_filter = []
-    o.types_filter = []
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return ListGroupsRequest(unknown_tagged_fields=utf), pos
 
 
 def _encode_ListGroupsRequest_v0(o: ListGroupsRequest, w: BytesWriter) -> None:
@@ -140,20 +169,16 @@ def _encode_ListGroupsRequest_v0(o: ListGroupsRequest, w: BytesWriter) -> None:
 
 
 def _decode_ListGroupsRequest_v3(buf: bytes, pos: i64) -> tuple[ListGroupsRequest, i64]:
-    o = _new(_K_ListGroupsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.states_filter = []
-    o.types_filter = []
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -165,8 +190,8 @@ def _decode_ListGroupsRequest_v3(buf: bytes, pos: i64) -> tuple[ListGroupsReques
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ListGroupsRequest(unknown_tagged_fields=utf), pos
 
 
 def _encode_ListGroupsRequest_v3(o: ListGroupsRequest, w: BytesWriter) -> None:
@@ -181,11 +206,10 @@ def _encode_ListGroupsRequest_v3(o: ListGroupsRequest, w: BytesWriter) -> None:
 
 
 def _decode_ListGroupsRequest_v4(buf: bytes, pos: i64) -> tuple[ListGroupsRequest, i64]:
-    o = _new(_K_ListGroupsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.types_filter = []
+    f_states_filter: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -214,15 +238,14 @@ def _decode_ListGroupsRequest_v4(buf: bytes, pos: i64) -> tuple[ListGroupsReques
                 raise _truncated('StatesFilter')
             lst_states_filter.append(buf[pos:end].decode())
             pos = end
-        o.states_filter = lst_states_filter
+        f_states_filter = lst_states_filter
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -234,14 +257,14 @@ def _decode_ListGroupsRequest_v4(buf: bytes, pos: i64) -> tuple[ListGroupsReques
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ListGroupsRequest(states_filter=f_states_filter, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListGroupsRequest_v4(o: ListGroupsRequest, w: BytesWriter) -> None:
     if o.types_filter is None or len(o.types_filter) != 0:
         raise FieldNotInVersionError('non-default TypesFilter cannot be written', version=4)
-    x_states_filter = o.states_filter
+    x_states_filter: Any = o.states_filter
     if x_states_filter is None:
         raise ValueOutOfRangeError('non-nullable field StatesFilter is None', version=4)
     else:
@@ -268,10 +291,11 @@ def _encode_ListGroupsRequest_v4(o: ListGroupsRequest, w: BytesWriter) -> None:
 
 
 def _decode_ListGroupsRequest_v5(buf: bytes, pos: i64) -> tuple[ListGroupsRequest, i64]:
-    o = _new(_K_ListGroupsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_states_filter: Any
+    f_types_filter: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -300,7 +324,7 @@ def _decode_ListGroupsRequest_v5(buf: bytes, pos: i64) -> tuple[ListGroupsReques
                 raise _truncated('StatesFilter')
             lst_states_filter.append(buf[pos:end].decode())
             pos = end
-        o.states_filter = lst_states_filter
+        f_states_filter = lst_states_filter
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -329,15 +353,14 @@ def _decode_ListGroupsRequest_v5(buf: bytes, pos: i64) -> tuple[ListGroupsReques
                 raise _truncated('TypesFilter')
             lst_types_filter.append(buf[pos:end].decode())
             pos = end
-        o.types_filter = lst_types_filter
+        f_types_filter = lst_types_filter
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -349,12 +372,12 @@ def _decode_ListGroupsRequest_v5(buf: bytes, pos: i64) -> tuple[ListGroupsReques
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ListGroupsRequest(states_filter=f_states_filter, types_filter=f_types_filter, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListGroupsRequest_v5(o: ListGroupsRequest, w: BytesWriter) -> None:
-    x_states_filter = o.states_filter
+    x_states_filter: Any = o.states_filter
     if x_states_filter is None:
         raise ValueOutOfRangeError('non-nullable field StatesFilter is None', version=5)
     else:
@@ -374,7 +397,7 @@ def _encode_ListGroupsRequest_v5(o: ListGroupsRequest, w: BytesWriter) -> None:
             else:
                 _put_uvarint(w, m)
             w.write(b_states_filter)
-    x_types_filter = o.types_filter
+    x_types_filter: Any = o.types_filter
     if x_types_filter is None:
         raise ValueOutOfRangeError('non-nullable field TypesFilter is None', version=5)
     else:
@@ -401,12 +424,11 @@ def _encode_ListGroupsRequest_v5(o: ListGroupsRequest, w: BytesWriter) -> None:
 
 
 def _decode_ListGroupsResponseListedGroup_v0(buf: bytes, pos: i64) -> tuple[ListGroupsResponseListedGroup, i64]:
-    o = _new(_K_ListGroupsResponseListedGroup)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.group_state = ''
-    o.group_type = ''
+    f_group_id: Any
+    f_protocol_type: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -417,7 +439,7 @@ def _decode_ListGroupsResponseListedGroup_v0(buf: bytes, pos: i64) -> tuple[List
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -429,14 +451,14 @@ def _decode_ListGroupsResponseListedGroup_v0(buf: bytes, pos: i64) -> tuple[List
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolType')
-        o.protocol_type = buf[pos:end].decode()
+        f_protocol_type = buf[pos:end].decode()
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return ListGroupsResponseListedGroup(group_id=f_group_id, protocol_type=f_protocol_type, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListGroupsResponseListedGroup_v0(o: ListGroupsResponseListedGroup, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
@@ -445,7 +467,7 @@ def _encode_ListGroupsResponseListedGroup_v0(o: ListGroupsResponseListedGroup, w
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
         write_i16_be(w, len(b_group_id))
         w.write(b_group_id)
-    x_protocol_type = o.protocol_type
+    x_protocol_type: str | None = o.protocol_type
     if x_protocol_type is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolType is None', version=0)
     else:
@@ -459,12 +481,11 @@ def _encode_ListGroupsResponseListedGroup_v0(o: ListGroupsResponseListedGroup, w
 
 
 def _decode_ListGroupsResponseListedGroup_v3(buf: bytes, pos: i64) -> tuple[ListGroupsResponseListedGroup, i64]:
-    o = _new(_K_ListGroupsResponseListedGroup)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.group_state = ''
-    o.group_type = ''
+    f_group_id: Any
+    f_protocol_type: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -479,7 +500,7 @@ def _decode_ListGroupsResponseListedGroup_v3(buf: bytes, pos: i64) -> tuple[List
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -495,16 +516,15 @@ def _decode_ListGroupsResponseListedGroup_v3(buf: bytes, pos: i64) -> tuple[List
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolType')
-        o.protocol_type = buf[pos:end].decode()
+        f_protocol_type = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -516,12 +536,12 @@ def _decode_ListGroupsResponseListedGroup_v3(buf: bytes, pos: i64) -> tuple[List
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ListGroupsResponseListedGroup(group_id=f_group_id, protocol_type=f_protocol_type, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListGroupsResponseListedGroup_v3(o: ListGroupsResponseListedGroup, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=3)
     else:
@@ -534,7 +554,7 @@ def _encode_ListGroupsResponseListedGroup_v3(o: ListGroupsResponseListedGroup, w
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_protocol_type = o.protocol_type
+    x_protocol_type: str | None = o.protocol_type
     if x_protocol_type is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolType is None', version=3)
     else:
@@ -554,11 +574,12 @@ def _encode_ListGroupsResponseListedGroup_v3(o: ListGroupsResponseListedGroup, w
 
 
 def _decode_ListGroupsResponseListedGroup_v4(buf: bytes, pos: i64) -> tuple[ListGroupsResponseListedGroup, i64]:
-    o = _new(_K_ListGroupsResponseListedGroup)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.group_type = ''
+    f_group_id: Any
+    f_protocol_type: Any
+    f_group_state: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -573,7 +594,7 @@ def _decode_ListGroupsResponseListedGroup_v4(buf: bytes, pos: i64) -> tuple[List
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -589,7 +610,7 @@ def _decode_ListGroupsResponseListedGroup_v4(buf: bytes, pos: i64) -> tuple[List
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolType')
-        o.protocol_type = buf[pos:end].decode()
+        f_protocol_type = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -605,16 +626,15 @@ def _decode_ListGroupsResponseListedGroup_v4(buf: bytes, pos: i64) -> tuple[List
         end = pos + n
         if end > blen:
             raise _truncated('GroupState')
-        o.group_state = buf[pos:end].decode()
+        f_group_state = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -626,12 +646,12 @@ def _decode_ListGroupsResponseListedGroup_v4(buf: bytes, pos: i64) -> tuple[List
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ListGroupsResponseListedGroup(group_id=f_group_id, protocol_type=f_protocol_type, group_state=f_group_state, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListGroupsResponseListedGroup_v4(o: ListGroupsResponseListedGroup, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=4)
     else:
@@ -644,7 +664,7 @@ def _encode_ListGroupsResponseListedGroup_v4(o: ListGroupsResponseListedGroup, w
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_protocol_type = o.protocol_type
+    x_protocol_type: str | None = o.protocol_type
     if x_protocol_type is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolType is None', version=4)
     else:
@@ -657,7 +677,7 @@ def _encode_ListGroupsResponseListedGroup_v4(o: ListGroupsResponseListedGroup, w
         else:
             _put_uvarint(w, m)
         w.write(b_protocol_type)
-    x_group_state = o.group_state
+    x_group_state: str | None = o.group_state
     if x_group_state is None:
         raise ValueOutOfRangeError('non-nullable field GroupState is None', version=4)
     else:
@@ -677,10 +697,13 @@ def _encode_ListGroupsResponseListedGroup_v4(o: ListGroupsResponseListedGroup, w
 
 
 def _decode_ListGroupsResponseListedGroup_v5(buf: bytes, pos: i64) -> tuple[ListGroupsResponseListedGroup, i64]:
-    o = _new(_K_ListGroupsResponseListedGroup)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_group_id: Any
+    f_protocol_type: Any
+    f_group_state: Any
+    f_group_type: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -695,7 +718,7 @@ def _decode_ListGroupsResponseListedGroup_v5(buf: bytes, pos: i64) -> tuple[List
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -711,7 +734,7 @@ def _decode_ListGroupsResponseListedGroup_v5(buf: bytes, pos: i64) -> tuple[List
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolType')
-        o.protocol_type = buf[pos:end].decode()
+        f_protocol_type = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -727,7 +750,7 @@ def _decode_ListGroupsResponseListedGroup_v5(buf: bytes, pos: i64) -> tuple[List
         end = pos + n
         if end > blen:
             raise _truncated('GroupState')
-        o.group_state = buf[pos:end].decode()
+        f_group_state = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -743,16 +766,15 @@ def _decode_ListGroupsResponseListedGroup_v5(buf: bytes, pos: i64) -> tuple[List
         end = pos + n
         if end > blen:
             raise _truncated('GroupType')
-        o.group_type = buf[pos:end].decode()
+        f_group_type = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -764,12 +786,12 @@ def _decode_ListGroupsResponseListedGroup_v5(buf: bytes, pos: i64) -> tuple[List
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ListGroupsResponseListedGroup(group_id=f_group_id, protocol_type=f_protocol_type, group_state=f_group_state, group_type=f_group_type, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListGroupsResponseListedGroup_v5(o: ListGroupsResponseListedGroup, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=5)
     else:
@@ -782,7 +804,7 @@ def _encode_ListGroupsResponseListedGroup_v5(o: ListGroupsResponseListedGroup, w
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_protocol_type = o.protocol_type
+    x_protocol_type: str | None = o.protocol_type
     if x_protocol_type is None:
         raise ValueOutOfRangeError('non-nullable field ProtocolType is None', version=5)
     else:
@@ -795,7 +817,7 @@ def _encode_ListGroupsResponseListedGroup_v5(o: ListGroupsResponseListedGroup, w
         else:
             _put_uvarint(w, m)
         w.write(b_protocol_type)
-    x_group_state = o.group_state
+    x_group_state: str | None = o.group_state
     if x_group_state is None:
         raise ValueOutOfRangeError('non-nullable field GroupState is None', version=5)
     else:
@@ -808,7 +830,7 @@ def _encode_ListGroupsResponseListedGroup_v5(o: ListGroupsResponseListedGroup, w
         else:
             _put_uvarint(w, m)
         w.write(b_group_state)
-    x_group_type = o.group_type
+    x_group_type: str | None = o.group_type
     if x_group_type is None:
         raise ValueOutOfRangeError('non-nullable field GroupType is None', version=5)
     else:
@@ -828,11 +850,11 @@ def _encode_ListGroupsResponseListedGroup_v5(o: ListGroupsResponseListedGroup, w
 
 
 def _decode_ListGroupsResponse_v0(buf: bytes, pos: i64) -> tuple[ListGroupsResponse, i64]:
-    o = _new(_K_ListGroupsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_groups: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -845,14 +867,15 @@ def _decode_ListGroupsResponse_v0(buf: bytes, pos: i64) -> tuple[ListGroupsRespo
         for _i_groups in range(n):
             x_groups, pos = _decode_ListGroupsResponseListedGroup_v0(buf, pos)
             lst_groups.append(x_groups)
-        o.groups = lst_groups
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_groups = lst_groups
+    utf: Any = ()
+    return ListGroupsResponse(error_code=f_error_code, groups=f_groups, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListGroupsResponse_v0(o: ListGroupsResponse, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_groups = o.groups
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_groups: Any = o.groups
     if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=0)
     else:
@@ -865,12 +888,14 @@ def _encode_ListGroupsResponse_v0(o: ListGroupsResponse, w: BytesWriter) -> None
 
 
 def _decode_ListGroupsResponse_v1(buf: bytes, pos: i64) -> tuple[ListGroupsResponse, i64]:
-    o = _new(_K_ListGroupsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_groups: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -883,15 +908,17 @@ def _decode_ListGroupsResponse_v1(buf: bytes, pos: i64) -> tuple[ListGroupsRespo
         for _i_groups in range(n):
             x_groups, pos = _decode_ListGroupsResponseListedGroup_v0(buf, pos)
             lst_groups.append(x_groups)
-        o.groups = lst_groups
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_groups = lst_groups
+    utf: Any = ()
+    return ListGroupsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, groups=f_groups, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListGroupsResponse_v1(o: ListGroupsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_groups = o.groups
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_groups: Any = o.groups
     if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=1)
     else:
@@ -904,13 +931,15 @@ def _encode_ListGroupsResponse_v1(o: ListGroupsResponse, w: BytesWriter) -> None
 
 
 def _decode_ListGroupsResponse_v3(buf: bytes, pos: i64) -> tuple[ListGroupsResponse, i64]:
-    o = _new(_K_ListGroupsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_groups: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -927,15 +956,14 @@ def _decode_ListGroupsResponse_v3(buf: bytes, pos: i64) -> tuple[ListGroupsRespo
         for _i_groups in range(n):
             x_groups, pos = _decode_ListGroupsResponseListedGroup_v3(buf, pos)
             lst_groups.append(x_groups)
-        o.groups = lst_groups
+        f_groups = lst_groups
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -947,14 +975,16 @@ def _decode_ListGroupsResponse_v3(buf: bytes, pos: i64) -> tuple[ListGroupsRespo
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ListGroupsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, groups=f_groups, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListGroupsResponse_v3(o: ListGroupsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_groups = o.groups
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_groups: Any = o.groups
     if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=3)
     else:
@@ -973,13 +1003,15 @@ def _encode_ListGroupsResponse_v3(o: ListGroupsResponse, w: BytesWriter) -> None
 
 
 def _decode_ListGroupsResponse_v4(buf: bytes, pos: i64) -> tuple[ListGroupsResponse, i64]:
-    o = _new(_K_ListGroupsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_groups: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -996,15 +1028,14 @@ def _decode_ListGroupsResponse_v4(buf: bytes, pos: i64) -> tuple[ListGroupsRespo
         for _i_groups in range(n):
             x_groups, pos = _decode_ListGroupsResponseListedGroup_v4(buf, pos)
             lst_groups.append(x_groups)
-        o.groups = lst_groups
+        f_groups = lst_groups
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1016,14 +1047,16 @@ def _decode_ListGroupsResponse_v4(buf: bytes, pos: i64) -> tuple[ListGroupsRespo
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ListGroupsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, groups=f_groups, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListGroupsResponse_v4(o: ListGroupsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_groups = o.groups
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_groups: Any = o.groups
     if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=4)
     else:
@@ -1042,13 +1075,15 @@ def _encode_ListGroupsResponse_v4(o: ListGroupsResponse, w: BytesWriter) -> None
 
 
 def _decode_ListGroupsResponse_v5(buf: bytes, pos: i64) -> tuple[ListGroupsResponse, i64]:
-    o = _new(_K_ListGroupsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_groups: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1065,15 +1100,14 @@ def _decode_ListGroupsResponse_v5(buf: bytes, pos: i64) -> tuple[ListGroupsRespo
         for _i_groups in range(n):
             x_groups, pos = _decode_ListGroupsResponseListedGroup_v5(buf, pos)
             lst_groups.append(x_groups)
-        o.groups = lst_groups
+        f_groups = lst_groups
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1085,14 +1119,16 @@ def _decode_ListGroupsResponse_v5(buf: bytes, pos: i64) -> tuple[ListGroupsRespo
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ListGroupsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, groups=f_groups, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListGroupsResponse_v5(o: ListGroupsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_groups = o.groups
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_groups: Any = o.groups
     if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=5)
     else:
@@ -1117,4 +1153,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (ListGroupsResponse, {0: _decode_ListGroupsResponse_v0, 1: _decode_ListGroupsResponse_v1, 2: _decode_ListGroupsResponse_v1, 3: _decode_ListGroupsResponse_v3, 4: _decode_ListGroupsResponse_v4, 5: _decode_ListGroupsResponse_v5}, {0: _encode_ListGroupsResponse_v0, 1: _encode_ListGroupsResponse_v1, 2: _encode_ListGroupsResponse_v1, 3: _encode_ListGroupsResponse_v3, 4: _encode_ListGroupsResponse_v4, 5: _encode_ListGroupsResponse_v5}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.list_groups', TABLES)

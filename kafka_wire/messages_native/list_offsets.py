@@ -24,28 +24,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.list_offsets import (
-    ListOffsetsRequest,
-    ListOffsetsRequestPartition,
-    ListOffsetsRequestTopic,
-    ListOffsetsResponse,
-    ListOffsetsResponsePartitionResponse,
-    ListOffsetsResponseTopicResponse,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_ListOffsetsRequest: Final = ListOffsetsRequest
-_K_ListOffsetsRequestPartition: Final = ListOffsetsRequestPartition
-_K_ListOffsetsRequestTopic: Final = ListOffsetsRequestTopic
-_K_ListOffsetsResponse: Final = ListOffsetsResponse
-_K_ListOffsetsResponsePartitionResponse: Final = ListOffsetsResponsePartitionResponse
-_K_ListOffsetsResponseTopicResponse: Final = ListOffsetsResponseTopicResponse
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -131,91 +118,184 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class ListOffsetsRequestPartition(_NativeStruct):
+    partition_index: Any
+    current_leader_epoch: Any
+    timestamp: Any
+    max_num_offsets: Any
+
+    def __init__(self, *, partition_index: Any = 0, current_leader_epoch: Any = -1, timestamp: Any = 0, max_num_offsets: Any = 1, unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.current_leader_epoch = current_leader_epoch
+        self.timestamp = timestamp
+        self.max_num_offsets = max_num_offsets
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ListOffsetsRequestTopic(_NativeStruct):
+    name: Any
+    partitions: Any
+
+    def __init__(self, *, name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ListOffsetsRequest(_NativeMessage):
+    replica_id: Any
+    isolation_level: Any
+    topics: Any
+    timeout_ms: Any
+
+    def __init__(self, *, replica_id: Any = 0, isolation_level: Any = 0, topics: Any = FRESH, timeout_ms: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.replica_id = replica_id
+        self.isolation_level = isolation_level
+        self.topics = [] if topics is FRESH else topics
+        self.timeout_ms = timeout_ms
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ListOffsetsResponsePartitionResponse(_NativeStruct):
+    partition_index: Any
+    error_code: Any
+    timestamp: Any
+    offset: Any
+    leader_epoch: Any
+    old_style_offsets: Any
+
+    def __init__(self, *, partition_index: Any = 0, error_code: Any = 0, timestamp: Any = -1, offset: Any = -1, leader_epoch: Any = -1, old_style_offsets: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.timestamp = timestamp
+        self.offset = offset
+        self.leader_epoch = leader_epoch
+        self.old_style_offsets = [] if old_style_offsets is FRESH else old_style_offsets
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ListOffsetsResponseTopicResponse(_NativeStruct):
+    name: Any
+    partitions: Any
+
+    def __init__(self, *, name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ListOffsetsResponse(_NativeMessage):
+    throttle_time_ms: Any
+    topics: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is FRESH else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_ListOffsetsRequestPartition = ListOffsetsRequestPartition()
+_DEFAULT_ListOffsetsRequestTopic = ListOffsetsRequestTopic()
+_DEFAULT_ListOffsetsResponsePartitionResponse = ListOffsetsResponsePartitionResponse()
+_DEFAULT_ListOffsetsResponseTopicResponse = ListOffsetsResponseTopicResponse()
+
+
 def _decode_ListOffsetsRequestPartition_v0(buf: bytes, pos: i64) -> tuple[ListOffsetsRequestPartition, i64]:
-    o = _new(_K_ListOffsetsRequestPartition)
-    o.current_leader_epoch = -1
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_timestamp: Any
+    f_max_num_offsets: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.timestamp = read_i64_be(buf, pos)
+    f_timestamp = read_i64_be(buf, pos)
     pos += 8
-    o.max_num_offsets = read_i32_be(buf, pos)
+    f_max_num_offsets = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return ListOffsetsRequestPartition(partition_index=f_partition_index, timestamp=f_timestamp, max_num_offsets=f_max_num_offsets, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListOffsetsRequestPartition_v0(o: ListOffsetsRequestPartition, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i64_be(w, o.timestamp)
-    write_i32_be(w, o.max_num_offsets)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_timestamp: int = o.timestamp
+    write_i64_be(w, v_timestamp)
+    v_max_num_offsets: int = o.max_num_offsets
+    write_i32_be(w, v_max_num_offsets)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_ListOffsetsRequestPartition_v1(buf: bytes, pos: i64) -> tuple[ListOffsetsRequestPartition, i64]:
-    o = _new(_K_ListOffsetsRequestPartition)
-    o.current_leader_epoch = -1
-    o.max_num_offsets = 1
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_timestamp: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.timestamp = read_i64_be(buf, pos)
+    f_timestamp = read_i64_be(buf, pos)
     pos += 8
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return ListOffsetsRequestPartition(partition_index=f_partition_index, timestamp=f_timestamp, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListOffsetsRequestPartition_v1(o: ListOffsetsRequestPartition, w: BytesWriter) -> None:
-    if o.max_num_offsets != 1:
+    d_max_num_offsets: int = o.max_num_offsets
+    if d_max_num_offsets != 1:
         raise FieldNotInVersionError('non-default MaxNumOffsets cannot be written', version=1)
-    write_i32_be(w, o.partition_index)
-    write_i64_be(w, o.timestamp)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_timestamp: int = o.timestamp
+    write_i64_be(w, v_timestamp)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_ListOffsetsRequestPartition_v4(buf: bytes, pos: i64) -> tuple[ListOffsetsRequestPartition, i64]:
-    o = _new(_K_ListOffsetsRequestPartition)
-    o.max_num_offsets = 1
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_current_leader_epoch: Any
+    f_timestamp: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.current_leader_epoch = read_i32_be(buf, pos)
+    f_current_leader_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.timestamp = read_i64_be(buf, pos)
+    f_timestamp = read_i64_be(buf, pos)
     pos += 8
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return ListOffsetsRequestPartition(partition_index=f_partition_index, current_leader_epoch=f_current_leader_epoch, timestamp=f_timestamp, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListOffsetsRequestPartition_v4(o: ListOffsetsRequestPartition, w: BytesWriter) -> None:
-    if o.max_num_offsets != 1:
+    d_max_num_offsets: int = o.max_num_offsets
+    if d_max_num_offsets != 1:
         raise FieldNotInVersionError('non-default MaxNumOffsets cannot be written', version=4)
-    write_i32_be(w, o.partition_index)
-    write_i32_be(w, o.current_leader_epoch)
-    write_i64_be(w, o.timestamp)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_current_leader_epoch: int = o.current_leader_epoch
+    write_i32_be(w, v_current_leader_epoch)
+    v_timestamp: int = o.timestamp
+    write_i64_be(w, v_timestamp)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 4')
 
 
 def _decode_ListOffsetsRequestPartition_v6(buf: bytes, pos: i64) -> tuple[ListOffsetsRequestPartition, i64]:
-    o = _new(_K_ListOffsetsRequestPartition)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.max_num_offsets = 1
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_current_leader_epoch: Any
+    f_timestamp: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.current_leader_epoch = read_i32_be(buf, pos)
+    f_current_leader_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.timestamp = read_i64_be(buf, pos)
+    f_timestamp = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -227,16 +307,20 @@ def _decode_ListOffsetsRequestPartition_v6(buf: bytes, pos: i64) -> tuple[ListOf
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ListOffsetsRequestPartition(partition_index=f_partition_index, current_leader_epoch=f_current_leader_epoch, timestamp=f_timestamp, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListOffsetsRequestPartition_v6(o: ListOffsetsRequestPartition, w: BytesWriter) -> None:
-    if o.max_num_offsets != 1:
+    d_max_num_offsets: int = o.max_num_offsets
+    if d_max_num_offsets != 1:
         raise FieldNotInVersionError('non-default MaxNumOffsets cannot be written', version=6)
-    write_i32_be(w, o.partition_index)
-    write_i32_be(w, o.current_leader_epoch)
-    write_i64_be(w, o.timestamp)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_current_leader_epoch: int = o.current_leader_epoch
+    write_i32_be(w, v_current_leader_epoch)
+    v_timestamp: int = o.timestamp
+    write_i64_be(w, v_timestamp)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -244,10 +328,11 @@ def _encode_ListOffsetsRequestPartition_v6(o: ListOffsetsRequestPartition, w: By
 
 
 def _decode_ListOffsetsRequestTopic_v0(buf: bytes, pos: i64) -> tuple[ListOffsetsRequestTopic, i64]:
-    o = _new(_K_ListOffsetsRequestTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -258,7 +343,7 @@ def _decode_ListOffsetsRequestTopic_v0(buf: bytes, pos: i64) -> tuple[ListOffset
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -271,13 +356,13 @@ def _decode_ListOffsetsRequestTopic_v0(buf: bytes, pos: i64) -> tuple[ListOffset
         for _i_partitions in range(n):
             x_partitions, pos = _decode_ListOffsetsRequestPartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return ListOffsetsRequestTopic(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListOffsetsRequestTopic_v0(o: ListOffsetsRequestTopic, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -286,7 +371,7 @@ def _encode_ListOffsetsRequestTopic_v0(o: ListOffsetsRequestTopic, w: BytesWrite
             raise ValueOutOfRangeError('string field Name is too long', version=0)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -299,10 +384,11 @@ def _encode_ListOffsetsRequestTopic_v0(o: ListOffsetsRequestTopic, w: BytesWrite
 
 
 def _decode_ListOffsetsRequestTopic_v1(buf: bytes, pos: i64) -> tuple[ListOffsetsRequestTopic, i64]:
-    o = _new(_K_ListOffsetsRequestTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -313,7 +399,7 @@ def _decode_ListOffsetsRequestTopic_v1(buf: bytes, pos: i64) -> tuple[ListOffset
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -326,13 +412,13 @@ def _decode_ListOffsetsRequestTopic_v1(buf: bytes, pos: i64) -> tuple[ListOffset
         for _i_partitions in range(n):
             x_partitions, pos = _decode_ListOffsetsRequestPartition_v1(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return ListOffsetsRequestTopic(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListOffsetsRequestTopic_v1(o: ListOffsetsRequestTopic, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
     else:
@@ -341,7 +427,7 @@ def _encode_ListOffsetsRequestTopic_v1(o: ListOffsetsRequestTopic, w: BytesWrite
             raise ValueOutOfRangeError('string field Name is too long', version=1)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
@@ -354,10 +440,11 @@ def _encode_ListOffsetsRequestTopic_v1(o: ListOffsetsRequestTopic, w: BytesWrite
 
 
 def _decode_ListOffsetsRequestTopic_v4(buf: bytes, pos: i64) -> tuple[ListOffsetsRequestTopic, i64]:
-    o = _new(_K_ListOffsetsRequestTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -368,7 +455,7 @@ def _decode_ListOffsetsRequestTopic_v4(buf: bytes, pos: i64) -> tuple[ListOffset
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -381,13 +468,13 @@ def _decode_ListOffsetsRequestTopic_v4(buf: bytes, pos: i64) -> tuple[ListOffset
         for _i_partitions in range(n):
             x_partitions, pos = _decode_ListOffsetsRequestPartition_v4(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return ListOffsetsRequestTopic(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListOffsetsRequestTopic_v4(o: ListOffsetsRequestTopic, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=4)
     else:
@@ -396,7 +483,7 @@ def _encode_ListOffsetsRequestTopic_v4(o: ListOffsetsRequestTopic, w: BytesWrite
             raise ValueOutOfRangeError('string field Name is too long', version=4)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=4)
     else:
@@ -409,10 +496,11 @@ def _encode_ListOffsetsRequestTopic_v4(o: ListOffsetsRequestTopic, w: BytesWrite
 
 
 def _decode_ListOffsetsRequestTopic_v6(buf: bytes, pos: i64) -> tuple[ListOffsetsRequestTopic, i64]:
-    o = _new(_K_ListOffsetsRequestTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -427,7 +515,7 @@ def _decode_ListOffsetsRequestTopic_v6(buf: bytes, pos: i64) -> tuple[ListOffset
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -444,15 +532,14 @@ def _decode_ListOffsetsRequestTopic_v6(buf: bytes, pos: i64) -> tuple[ListOffset
         for _i_partitions in range(n):
             x_partitions, pos = _decode_ListOffsetsRequestPartition_v6(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -464,12 +551,12 @@ def _decode_ListOffsetsRequestTopic_v6(buf: bytes, pos: i64) -> tuple[ListOffset
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ListOffsetsRequestTopic(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListOffsetsRequestTopic_v6(o: ListOffsetsRequestTopic, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=6)
     else:
@@ -482,7 +569,7 @@ def _encode_ListOffsetsRequestTopic_v6(o: ListOffsetsRequestTopic, w: BytesWrite
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=6)
     else:
@@ -501,12 +588,11 @@ def _encode_ListOffsetsRequestTopic_v6(o: ListOffsetsRequestTopic, w: BytesWrite
 
 
 def _decode_ListOffsetsRequest_v0(buf: bytes, pos: i64) -> tuple[ListOffsetsRequest, i64]:
-    o = _new(_K_ListOffsetsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.isolation_level = 0
-    o.timeout_ms = 0
-    o.replica_id = read_i32_be(buf, pos)
+    f_replica_id: Any
+    f_topics: Any
+    f_replica_id = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -519,16 +605,18 @@ def _decode_ListOffsetsRequest_v0(buf: bytes, pos: i64) -> tuple[ListOffsetsRequ
         for _i_topics in range(n):
             x_topics, pos = _decode_ListOffsetsRequestTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return ListOffsetsRequest(replica_id=f_replica_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListOffsetsRequest_v0(o: ListOffsetsRequest, w: BytesWriter) -> None:
-    if o.isolation_level != 0:
+    d_isolation_level: int = o.isolation_level
+    if d_isolation_level != 0:
         raise FieldNotInVersionError('non-default IsolationLevel cannot be written', version=0)
-    write_i32_be(w, o.replica_id)
-    x_topics = o.topics
+    v_replica_id: int = o.replica_id
+    write_i32_be(w, v_replica_id)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -541,12 +629,11 @@ def _encode_ListOffsetsRequest_v0(o: ListOffsetsRequest, w: BytesWriter) -> None
 
 
 def _decode_ListOffsetsRequest_v1(buf: bytes, pos: i64) -> tuple[ListOffsetsRequest, i64]:
-    o = _new(_K_ListOffsetsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.isolation_level = 0
-    o.timeout_ms = 0
-    o.replica_id = read_i32_be(buf, pos)
+    f_replica_id: Any
+    f_topics: Any
+    f_replica_id = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -559,16 +646,18 @@ def _decode_ListOffsetsRequest_v1(buf: bytes, pos: i64) -> tuple[ListOffsetsRequ
         for _i_topics in range(n):
             x_topics, pos = _decode_ListOffsetsRequestTopic_v1(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return ListOffsetsRequest(replica_id=f_replica_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListOffsetsRequest_v1(o: ListOffsetsRequest, w: BytesWriter) -> None:
-    if o.isolation_level != 0:
+    d_isolation_level: int = o.isolation_level
+    if d_isolation_level != 0:
         raise FieldNotInVersionError('non-default IsolationLevel cannot be written', version=1)
-    write_i32_be(w, o.replica_id)
-    x_topics = o.topics
+    v_replica_id: int = o.replica_id
+    write_i32_be(w, v_replica_id)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
@@ -581,15 +670,16 @@ def _encode_ListOffsetsRequest_v1(o: ListOffsetsRequest, w: BytesWriter) -> None
 
 
 def _decode_ListOffsetsRequest_v2(buf: bytes, pos: i64) -> tuple[ListOffsetsRequest, i64]:
-    o = _new(_K_ListOffsetsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     b8: int = 0
-    o.timeout_ms = 0
-    o.replica_id = read_i32_be(buf, pos)
+    f_replica_id: Any
+    f_isolation_level: Any
+    f_topics: Any
+    f_replica_id = read_i32_be(buf, pos)
     pos += 4
     b8 = buf[pos]
-    o.isolation_level = b8 - 256 if b8 >= 128 else b8
+    f_isolation_level = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -602,15 +692,17 @@ def _decode_ListOffsetsRequest_v2(buf: bytes, pos: i64) -> tuple[ListOffsetsRequ
         for _i_topics in range(n):
             x_topics, pos = _decode_ListOffsetsRequestTopic_v1(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return ListOffsetsRequest(replica_id=f_replica_id, isolation_level=f_isolation_level, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListOffsetsRequest_v2(o: ListOffsetsRequest, w: BytesWriter) -> None:
-    write_i32_be(w, o.replica_id)
-    _put_i8(w, o.isolation_level)
-    x_topics = o.topics
+    v_replica_id: int = o.replica_id
+    write_i32_be(w, v_replica_id)
+    v_isolation_level: int = o.isolation_level
+    _put_i8(w, v_isolation_level)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
@@ -623,15 +715,16 @@ def _encode_ListOffsetsRequest_v2(o: ListOffsetsRequest, w: BytesWriter) -> None
 
 
 def _decode_ListOffsetsRequest_v4(buf: bytes, pos: i64) -> tuple[ListOffsetsRequest, i64]:
-    o = _new(_K_ListOffsetsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     b8: int = 0
-    o.timeout_ms = 0
-    o.replica_id = read_i32_be(buf, pos)
+    f_replica_id: Any
+    f_isolation_level: Any
+    f_topics: Any
+    f_replica_id = read_i32_be(buf, pos)
     pos += 4
     b8 = buf[pos]
-    o.isolation_level = b8 - 256 if b8 >= 128 else b8
+    f_isolation_level = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -644,15 +737,17 @@ def _decode_ListOffsetsRequest_v4(buf: bytes, pos: i64) -> tuple[ListOffsetsRequ
         for _i_topics in range(n):
             x_topics, pos = _decode_ListOffsetsRequestTopic_v4(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return ListOffsetsRequest(replica_id=f_replica_id, isolation_level=f_isolation_level, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListOffsetsRequest_v4(o: ListOffsetsRequest, w: BytesWriter) -> None:
-    write_i32_be(w, o.replica_id)
-    _put_i8(w, o.isolation_level)
-    x_topics = o.topics
+    v_replica_id: int = o.replica_id
+    write_i32_be(w, v_replica_id)
+    v_isolation_level: int = o.isolation_level
+    _put_i8(w, v_isolation_level)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=4)
     else:
@@ -665,16 +760,17 @@ def _encode_ListOffsetsRequest_v4(o: ListOffsetsRequest, w: BytesWriter) -> None
 
 
 def _decode_ListOffsetsRequest_v6(buf: bytes, pos: i64) -> tuple[ListOffsetsRequest, i64]:
-    o = _new(_K_ListOffsetsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.timeout_ms = 0
-    o.replica_id = read_i32_be(buf, pos)
+    f_replica_id: Any
+    f_isolation_level: Any
+    f_topics: Any
+    f_replica_id = read_i32_be(buf, pos)
     pos += 4
     b8 = buf[pos]
-    o.isolation_level = b8 - 256 if b8 >= 128 else b8
+    f_isolation_level = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -691,15 +787,14 @@ def _decode_ListOffsetsRequest_v6(buf: bytes, pos: i64) -> tuple[ListOffsetsRequ
         for _i_topics in range(n):
             x_topics, pos = _decode_ListOffsetsRequestTopic_v6(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -711,14 +806,16 @@ def _decode_ListOffsetsRequest_v6(buf: bytes, pos: i64) -> tuple[ListOffsetsRequ
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ListOffsetsRequest(replica_id=f_replica_id, isolation_level=f_isolation_level, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListOffsetsRequest_v6(o: ListOffsetsRequest, w: BytesWriter) -> None:
-    write_i32_be(w, o.replica_id)
-    _put_i8(w, o.isolation_level)
-    x_topics = o.topics
+    v_replica_id: int = o.replica_id
+    write_i32_be(w, v_replica_id)
+    v_isolation_level: int = o.isolation_level
+    _put_i8(w, v_isolation_level)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=6)
     else:
@@ -737,15 +834,18 @@ def _encode_ListOffsetsRequest_v6(o: ListOffsetsRequest, w: BytesWriter) -> None
 
 
 def _decode_ListOffsetsRequest_v10(buf: bytes, pos: i64) -> tuple[ListOffsetsRequest, i64]:
-    o = _new(_K_ListOffsetsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.replica_id = read_i32_be(buf, pos)
+    f_replica_id: Any
+    f_isolation_level: Any
+    f_topics: Any
+    f_timeout_ms: Any
+    f_replica_id = read_i32_be(buf, pos)
     pos += 4
     b8 = buf[pos]
-    o.isolation_level = b8 - 256 if b8 >= 128 else b8
+    f_isolation_level = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -762,17 +862,16 @@ def _decode_ListOffsetsRequest_v10(buf: bytes, pos: i64) -> tuple[ListOffsetsReq
         for _i_topics in range(n):
             x_topics, pos = _decode_ListOffsetsRequestTopic_v6(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.timeout_ms = read_i32_be(buf, pos)
+        f_topics = lst_topics
+    f_timeout_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -784,14 +883,16 @@ def _decode_ListOffsetsRequest_v10(buf: bytes, pos: i64) -> tuple[ListOffsetsReq
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ListOffsetsRequest(replica_id=f_replica_id, isolation_level=f_isolation_level, topics=f_topics, timeout_ms=f_timeout_ms, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListOffsetsRequest_v10(o: ListOffsetsRequest, w: BytesWriter) -> None:
-    write_i32_be(w, o.replica_id)
-    _put_i8(w, o.isolation_level)
-    x_topics = o.topics
+    v_replica_id: int = o.replica_id
+    write_i32_be(w, v_replica_id)
+    v_isolation_level: int = o.isolation_level
+    _put_i8(w, v_isolation_level)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=10)
     else:
@@ -803,7 +904,8 @@ def _encode_ListOffsetsRequest_v10(o: ListOffsetsRequest, w: BytesWriter) -> Non
             _put_uvarint(w, m)
         for e_topics in l_topics:
             _encode_ListOffsetsRequestTopic_v6(e_topics, w)
-    write_i32_be(w, o.timeout_ms)
+    v_timeout_ms: int = o.timeout_ms
+    write_i32_be(w, v_timeout_ms)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -811,15 +913,14 @@ def _encode_ListOffsetsRequest_v10(o: ListOffsetsRequest, w: BytesWriter) -> Non
 
 
 def _decode_ListOffsetsResponsePartitionResponse_v0(buf: bytes, pos: i64) -> tuple[ListOffsetsResponsePartitionResponse, i64]:
-    o = _new(_K_ListOffsetsResponsePartitionResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.timestamp = -1
-    o.offset = -1
-    o.leader_epoch = -1
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_error_code: Any
+    f_old_style_offsets: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -833,21 +934,26 @@ def _decode_ListOffsetsResponsePartitionResponse_v0(buf: bytes, pos: i64) -> tup
             e_old_style_offsets = read_i64_be(buf, pos)
             pos += 8
             lst_old_style_offsets.append(e_old_style_offsets)
-        o.old_style_offsets = lst_old_style_offsets
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_old_style_offsets = lst_old_style_offsets
+    utf: Any = ()
+    return ListOffsetsResponsePartitionResponse(partition_index=f_partition_index, error_code=f_error_code, old_style_offsets=f_old_style_offsets, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListOffsetsResponsePartitionResponse_v0(o: ListOffsetsResponsePartitionResponse, w: BytesWriter) -> None:
-    if o.timestamp != -1:
+    d_timestamp: int = o.timestamp
+    if d_timestamp != -1:
         raise FieldNotInVersionError('non-default Timestamp cannot be written', version=0)
-    if o.offset != -1:
+    d_offset: int = o.offset
+    if d_offset != -1:
         raise FieldNotInVersionError('non-default Offset cannot be written', version=0)
-    if o.leader_epoch != -1:
+    d_leader_epoch: int = o.leader_epoch
+    if d_leader_epoch != -1:
         raise FieldNotInVersionError('non-default LeaderEpoch cannot be written', version=0)
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
-    x_old_style_offsets = o.old_style_offsets
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_old_style_offsets: Any = o.old_style_offsets
     if x_old_style_offsets is None:
         raise ValueOutOfRangeError('non-nullable field OldStyleOffsets is None', version=0)
     else:
@@ -860,87 +966,103 @@ def _encode_ListOffsetsResponsePartitionResponse_v0(o: ListOffsetsResponsePartit
 
 
 def _decode_ListOffsetsResponsePartitionResponse_v1(buf: bytes, pos: i64) -> tuple[ListOffsetsResponsePartitionResponse, i64]:
-    o = _new(_K_ListOffsetsResponsePartitionResponse)
-    o.leader_epoch = -1
-    o.old_style_offsets = []
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_error_code: Any
+    f_timestamp: Any
+    f_offset: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.timestamp = read_i64_be(buf, pos)
+    f_timestamp = read_i64_be(buf, pos)
     pos += 8
-    o.offset = read_i64_be(buf, pos)
+    f_offset = read_i64_be(buf, pos)
     pos += 8
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return ListOffsetsResponsePartitionResponse(partition_index=f_partition_index, error_code=f_error_code, timestamp=f_timestamp, offset=f_offset, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListOffsetsResponsePartitionResponse_v1(o: ListOffsetsResponsePartitionResponse, w: BytesWriter) -> None:
-    if o.leader_epoch != -1:
+    d_leader_epoch: int = o.leader_epoch
+    if d_leader_epoch != -1:
         raise FieldNotInVersionError('non-default LeaderEpoch cannot be written', version=1)
     if o.old_style_offsets is None or len(o.old_style_offsets) != 0:
         raise FieldNotInVersionError('non-default OldStyleOffsets cannot be written', version=1)
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
-    write_i64_be(w, o.timestamp)
-    write_i64_be(w, o.offset)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_timestamp: int = o.timestamp
+    write_i64_be(w, v_timestamp)
+    v_offset: int = o.offset
+    write_i64_be(w, v_offset)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_ListOffsetsResponsePartitionResponse_v4(buf: bytes, pos: i64) -> tuple[ListOffsetsResponsePartitionResponse, i64]:
-    o = _new(_K_ListOffsetsResponsePartitionResponse)
-    o.old_style_offsets = []
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_error_code: Any
+    f_timestamp: Any
+    f_offset: Any
+    f_leader_epoch: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.timestamp = read_i64_be(buf, pos)
+    f_timestamp = read_i64_be(buf, pos)
     pos += 8
-    o.offset = read_i64_be(buf, pos)
+    f_offset = read_i64_be(buf, pos)
     pos += 8
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return ListOffsetsResponsePartitionResponse(partition_index=f_partition_index, error_code=f_error_code, timestamp=f_timestamp, offset=f_offset, leader_epoch=f_leader_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListOffsetsResponsePartitionResponse_v4(o: ListOffsetsResponsePartitionResponse, w: BytesWriter) -> None:
     if o.old_style_offsets is None or len(o.old_style_offsets) != 0:
         raise FieldNotInVersionError('non-default OldStyleOffsets cannot be written', version=4)
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
-    write_i64_be(w, o.timestamp)
-    write_i64_be(w, o.offset)
-    write_i32_be(w, o.leader_epoch)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_timestamp: int = o.timestamp
+    write_i64_be(w, v_timestamp)
+    v_offset: int = o.offset
+    write_i64_be(w, v_offset)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 4')
 
 
 def _decode_ListOffsetsResponsePartitionResponse_v6(buf: bytes, pos: i64) -> tuple[ListOffsetsResponsePartitionResponse, i64]:
-    o = _new(_K_ListOffsetsResponsePartitionResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.old_style_offsets = []
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_error_code: Any
+    f_timestamp: Any
+    f_offset: Any
+    f_leader_epoch: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.timestamp = read_i64_be(buf, pos)
+    f_timestamp = read_i64_be(buf, pos)
     pos += 8
-    o.offset = read_i64_be(buf, pos)
+    f_offset = read_i64_be(buf, pos)
     pos += 8
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -952,18 +1074,23 @@ def _decode_ListOffsetsResponsePartitionResponse_v6(buf: bytes, pos: i64) -> tup
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ListOffsetsResponsePartitionResponse(partition_index=f_partition_index, error_code=f_error_code, timestamp=f_timestamp, offset=f_offset, leader_epoch=f_leader_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListOffsetsResponsePartitionResponse_v6(o: ListOffsetsResponsePartitionResponse, w: BytesWriter) -> None:
     if o.old_style_offsets is None or len(o.old_style_offsets) != 0:
         raise FieldNotInVersionError('non-default OldStyleOffsets cannot be written', version=6)
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
-    write_i64_be(w, o.timestamp)
-    write_i64_be(w, o.offset)
-    write_i32_be(w, o.leader_epoch)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_timestamp: int = o.timestamp
+    write_i64_be(w, v_timestamp)
+    v_offset: int = o.offset
+    write_i64_be(w, v_offset)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -971,10 +1098,11 @@ def _encode_ListOffsetsResponsePartitionResponse_v6(o: ListOffsetsResponsePartit
 
 
 def _decode_ListOffsetsResponseTopicResponse_v0(buf: bytes, pos: i64) -> tuple[ListOffsetsResponseTopicResponse, i64]:
-    o = _new(_K_ListOffsetsResponseTopicResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -985,7 +1113,7 @@ def _decode_ListOffsetsResponseTopicResponse_v0(buf: bytes, pos: i64) -> tuple[L
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -998,13 +1126,13 @@ def _decode_ListOffsetsResponseTopicResponse_v0(buf: bytes, pos: i64) -> tuple[L
         for _i_partitions in range(n):
             x_partitions, pos = _decode_ListOffsetsResponsePartitionResponse_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return ListOffsetsResponseTopicResponse(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListOffsetsResponseTopicResponse_v0(o: ListOffsetsResponseTopicResponse, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -1013,7 +1141,7 @@ def _encode_ListOffsetsResponseTopicResponse_v0(o: ListOffsetsResponseTopicRespo
             raise ValueOutOfRangeError('string field Name is too long', version=0)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -1026,10 +1154,11 @@ def _encode_ListOffsetsResponseTopicResponse_v0(o: ListOffsetsResponseTopicRespo
 
 
 def _decode_ListOffsetsResponseTopicResponse_v1(buf: bytes, pos: i64) -> tuple[ListOffsetsResponseTopicResponse, i64]:
-    o = _new(_K_ListOffsetsResponseTopicResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -1040,7 +1169,7 @@ def _decode_ListOffsetsResponseTopicResponse_v1(buf: bytes, pos: i64) -> tuple[L
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1053,13 +1182,13 @@ def _decode_ListOffsetsResponseTopicResponse_v1(buf: bytes, pos: i64) -> tuple[L
         for _i_partitions in range(n):
             x_partitions, pos = _decode_ListOffsetsResponsePartitionResponse_v1(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return ListOffsetsResponseTopicResponse(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListOffsetsResponseTopicResponse_v1(o: ListOffsetsResponseTopicResponse, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
     else:
@@ -1068,7 +1197,7 @@ def _encode_ListOffsetsResponseTopicResponse_v1(o: ListOffsetsResponseTopicRespo
             raise ValueOutOfRangeError('string field Name is too long', version=1)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
@@ -1081,10 +1210,11 @@ def _encode_ListOffsetsResponseTopicResponse_v1(o: ListOffsetsResponseTopicRespo
 
 
 def _decode_ListOffsetsResponseTopicResponse_v4(buf: bytes, pos: i64) -> tuple[ListOffsetsResponseTopicResponse, i64]:
-    o = _new(_K_ListOffsetsResponseTopicResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -1095,7 +1225,7 @@ def _decode_ListOffsetsResponseTopicResponse_v4(buf: bytes, pos: i64) -> tuple[L
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1108,13 +1238,13 @@ def _decode_ListOffsetsResponseTopicResponse_v4(buf: bytes, pos: i64) -> tuple[L
         for _i_partitions in range(n):
             x_partitions, pos = _decode_ListOffsetsResponsePartitionResponse_v4(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return ListOffsetsResponseTopicResponse(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListOffsetsResponseTopicResponse_v4(o: ListOffsetsResponseTopicResponse, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=4)
     else:
@@ -1123,7 +1253,7 @@ def _encode_ListOffsetsResponseTopicResponse_v4(o: ListOffsetsResponseTopicRespo
             raise ValueOutOfRangeError('string field Name is too long', version=4)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=4)
     else:
@@ -1136,10 +1266,11 @@ def _encode_ListOffsetsResponseTopicResponse_v4(o: ListOffsetsResponseTopicRespo
 
 
 def _decode_ListOffsetsResponseTopicResponse_v6(buf: bytes, pos: i64) -> tuple[ListOffsetsResponseTopicResponse, i64]:
-    o = _new(_K_ListOffsetsResponseTopicResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1154,7 +1285,7 @@ def _decode_ListOffsetsResponseTopicResponse_v6(buf: bytes, pos: i64) -> tuple[L
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1171,15 +1302,14 @@ def _decode_ListOffsetsResponseTopicResponse_v6(buf: bytes, pos: i64) -> tuple[L
         for _i_partitions in range(n):
             x_partitions, pos = _decode_ListOffsetsResponsePartitionResponse_v6(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1191,12 +1321,12 @@ def _decode_ListOffsetsResponseTopicResponse_v6(buf: bytes, pos: i64) -> tuple[L
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ListOffsetsResponseTopicResponse(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListOffsetsResponseTopicResponse_v6(o: ListOffsetsResponseTopicResponse, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=6)
     else:
@@ -1209,7 +1339,7 @@ def _encode_ListOffsetsResponseTopicResponse_v6(o: ListOffsetsResponseTopicRespo
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=6)
     else:
@@ -1228,10 +1358,9 @@ def _encode_ListOffsetsResponseTopicResponse_v6(o: ListOffsetsResponseTopicRespo
 
 
 def _decode_ListOffsetsResponse_v0(buf: bytes, pos: i64) -> tuple[ListOffsetsResponse, i64]:
-    o = _new(_K_ListOffsetsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = 0
+    f_topics: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -1243,13 +1372,13 @@ def _decode_ListOffsetsResponse_v0(buf: bytes, pos: i64) -> tuple[ListOffsetsRes
         for _i_topics in range(n):
             x_topics, pos = _decode_ListOffsetsResponseTopicResponse_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return ListOffsetsResponse(topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListOffsetsResponse_v0(o: ListOffsetsResponse, w: BytesWriter) -> None:
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -1262,10 +1391,9 @@ def _encode_ListOffsetsResponse_v0(o: ListOffsetsResponse, w: BytesWriter) -> No
 
 
 def _decode_ListOffsetsResponse_v1(buf: bytes, pos: i64) -> tuple[ListOffsetsResponse, i64]:
-    o = _new(_K_ListOffsetsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = 0
+    f_topics: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -1277,13 +1405,13 @@ def _decode_ListOffsetsResponse_v1(buf: bytes, pos: i64) -> tuple[ListOffsetsRes
         for _i_topics in range(n):
             x_topics, pos = _decode_ListOffsetsResponseTopicResponse_v1(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return ListOffsetsResponse(topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListOffsetsResponse_v1(o: ListOffsetsResponse, w: BytesWriter) -> None:
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
@@ -1296,10 +1424,11 @@ def _encode_ListOffsetsResponse_v1(o: ListOffsetsResponse, w: BytesWriter) -> No
 
 
 def _decode_ListOffsetsResponse_v2(buf: bytes, pos: i64) -> tuple[ListOffsetsResponse, i64]:
-    o = _new(_K_ListOffsetsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_topics: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1312,14 +1441,15 @@ def _decode_ListOffsetsResponse_v2(buf: bytes, pos: i64) -> tuple[ListOffsetsRes
         for _i_topics in range(n):
             x_topics, pos = _decode_ListOffsetsResponseTopicResponse_v1(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return ListOffsetsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListOffsetsResponse_v2(o: ListOffsetsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_topics = o.topics
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
@@ -1332,10 +1462,11 @@ def _encode_ListOffsetsResponse_v2(o: ListOffsetsResponse, w: BytesWriter) -> No
 
 
 def _decode_ListOffsetsResponse_v4(buf: bytes, pos: i64) -> tuple[ListOffsetsResponse, i64]:
-    o = _new(_K_ListOffsetsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_topics: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1348,14 +1479,15 @@ def _decode_ListOffsetsResponse_v4(buf: bytes, pos: i64) -> tuple[ListOffsetsRes
         for _i_topics in range(n):
             x_topics, pos = _decode_ListOffsetsResponseTopicResponse_v4(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return ListOffsetsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListOffsetsResponse_v4(o: ListOffsetsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_topics = o.topics
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=4)
     else:
@@ -1368,11 +1500,12 @@ def _encode_ListOffsetsResponse_v4(o: ListOffsetsResponse, w: BytesWriter) -> No
 
 
 def _decode_ListOffsetsResponse_v6(buf: bytes, pos: i64) -> tuple[ListOffsetsResponse, i64]:
-    o = _new(_K_ListOffsetsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_topics: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1389,15 +1522,14 @@ def _decode_ListOffsetsResponse_v6(buf: bytes, pos: i64) -> tuple[ListOffsetsRes
         for _i_topics in range(n):
             x_topics, pos = _decode_ListOffsetsResponseTopicResponse_v6(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1409,13 +1541,14 @@ def _decode_ListOffsetsResponse_v6(buf: bytes, pos: i64) -> tuple[ListOffsetsRes
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ListOffsetsResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListOffsetsResponse_v6(o: ListOffsetsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_topics = o.topics
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=6)
     else:
@@ -1443,4 +1576,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (ListOffsetsResponse, {0: _decode_ListOffsetsResponse_v0, 1: _decode_ListOffsetsResponse_v1, 2: _decode_ListOffsetsResponse_v2, 3: _decode_ListOffsetsResponse_v2, 4: _decode_ListOffsetsResponse_v4, 5: _decode_ListOffsetsResponse_v4, 6: _decode_ListOffsetsResponse_v6, 7: _decode_ListOffsetsResponse_v6, 8: _decode_ListOffsetsResponse_v6, 9: _decode_ListOffsetsResponse_v6, 10: _decode_ListOffsetsResponse_v6, 11: _decode_ListOffsetsResponse_v6}, {0: _encode_ListOffsetsResponse_v0, 1: _encode_ListOffsetsResponse_v1, 2: _encode_ListOffsetsResponse_v2, 3: _encode_ListOffsetsResponse_v2, 4: _encode_ListOffsetsResponse_v4, 5: _encode_ListOffsetsResponse_v4, 6: _encode_ListOffsetsResponse_v6, 7: _encode_ListOffsetsResponse_v6, 8: _encode_ListOffsetsResponse_v6, 9: _encode_ListOffsetsResponse_v6, 10: _encode_ListOffsetsResponse_v6, 11: _encode_ListOffsetsResponse_v6}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.list_offsets', TABLES)

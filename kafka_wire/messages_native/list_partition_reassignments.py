@@ -21,26 +21,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.list_partition_reassignments import (
-    ListPartitionReassignmentsRequest,
-    ListPartitionReassignmentsRequestTopics,
-    ListPartitionReassignmentsResponse,
-    ListPartitionReassignmentsResponseOngoingPartitionReassignment,
-    ListPartitionReassignmentsResponseOngoingTopicReassignment,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_ListPartitionReassignmentsRequest: Final = ListPartitionReassignmentsRequest
-_K_ListPartitionReassignmentsRequestTopics: Final = ListPartitionReassignmentsRequestTopics
-_K_ListPartitionReassignmentsResponse: Final = ListPartitionReassignmentsResponse
-_K_ListPartitionReassignmentsResponseOngoingPartitionReassignment: Final = ListPartitionReassignmentsResponseOngoingPartitionReassignment
-_K_ListPartitionReassignmentsResponseOngoingTopicReassignment: Final = ListPartitionReassignmentsResponseOngoingTopicReassignment
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -126,11 +115,75 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class ListPartitionReassignmentsRequestTopics(_NativeStruct):
+    name: Any
+    partition_indexes: Any
+
+    def __init__(self, *, name: Any = '', partition_indexes: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.partition_indexes = [] if partition_indexes is FRESH else partition_indexes
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ListPartitionReassignmentsRequest(_NativeMessage):
+    timeout_ms: Any
+    topics: Any
+
+    def __init__(self, *, timeout_ms: Any = 60000, topics: Any = None, unknown_tagged_fields: Any = ()) -> None:
+        self.timeout_ms = timeout_ms
+        self.topics = topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ListPartitionReassignmentsResponseOngoingPartitionReassignment(_NativeStruct):
+    partition_index: Any
+    replicas: Any
+    adding_replicas: Any
+    removing_replicas: Any
+
+    def __init__(self, *, partition_index: Any = 0, replicas: Any = FRESH, adding_replicas: Any = FRESH, removing_replicas: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.replicas = [] if replicas is FRESH else replicas
+        self.adding_replicas = [] if adding_replicas is FRESH else adding_replicas
+        self.removing_replicas = [] if removing_replicas is FRESH else removing_replicas
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ListPartitionReassignmentsResponseOngoingTopicReassignment(_NativeStruct):
+    name: Any
+    partitions: Any
+
+    def __init__(self, *, name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ListPartitionReassignmentsResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+    error_message: Any
+    topics: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, error_message: Any = '', topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.topics = [] if topics is FRESH else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_ListPartitionReassignmentsRequestTopics = ListPartitionReassignmentsRequestTopics()
+_DEFAULT_ListPartitionReassignmentsResponseOngoingPartitionReassignment = ListPartitionReassignmentsResponseOngoingPartitionReassignment()
+_DEFAULT_ListPartitionReassignmentsResponseOngoingTopicReassignment = ListPartitionReassignmentsResponseOngoingTopicReassignment()
+
+
 def _decode_ListPartitionReassignmentsRequestTopics_v0(buf: bytes, pos: i64) -> tuple[ListPartitionReassignmentsRequestTopics, i64]:
-    o = _new(_K_ListPartitionReassignmentsRequestTopics)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partition_indexes: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -145,7 +198,7 @@ def _decode_ListPartitionReassignmentsRequestTopics_v0(buf: bytes, pos: i64) -> 
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -163,15 +216,14 @@ def _decode_ListPartitionReassignmentsRequestTopics_v0(buf: bytes, pos: i64) -> 
             e_partition_indexes = read_i32_be(buf, pos)
             pos += 4
             lst_partition_indexes.append(e_partition_indexes)
-        o.partition_indexes = lst_partition_indexes
+        f_partition_indexes = lst_partition_indexes
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -183,12 +235,12 @@ def _decode_ListPartitionReassignmentsRequestTopics_v0(buf: bytes, pos: i64) -> 
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ListPartitionReassignmentsRequestTopics(name=f_name, partition_indexes=f_partition_indexes, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListPartitionReassignmentsRequestTopics_v0(o: ListPartitionReassignmentsRequestTopics, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -201,7 +253,7 @@ def _encode_ListPartitionReassignmentsRequestTopics_v0(o: ListPartitionReassignm
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_partition_indexes = o.partition_indexes
+    x_partition_indexes: Any = o.partition_indexes
     if x_partition_indexes is None:
         raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=0)
     else:
@@ -220,11 +272,12 @@ def _encode_ListPartitionReassignmentsRequestTopics_v0(o: ListPartitionReassignm
 
 
 def _decode_ListPartitionReassignmentsRequest_v0(buf: bytes, pos: i64) -> tuple[ListPartitionReassignmentsRequest, i64]:
-    o = _new(_K_ListPartitionReassignmentsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.timeout_ms = read_i32_be(buf, pos)
+    f_timeout_ms: Any
+    f_topics: Any
+    f_timeout_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -233,7 +286,7 @@ def _decode_ListPartitionReassignmentsRequest_v0(buf: bytes, pos: i64) -> tuple[
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.topics = None
+        f_topics = None
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
@@ -241,15 +294,14 @@ def _decode_ListPartitionReassignmentsRequest_v0(buf: bytes, pos: i64) -> tuple[
         for _i_topics in range(n):
             x_topics, pos = _decode_ListPartitionReassignmentsRequestTopics_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -261,13 +313,14 @@ def _decode_ListPartitionReassignmentsRequest_v0(buf: bytes, pos: i64) -> tuple[
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ListPartitionReassignmentsRequest(timeout_ms=f_timeout_ms, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListPartitionReassignmentsRequest_v0(o: ListPartitionReassignmentsRequest, w: BytesWriter) -> None:
-    write_i32_be(w, o.timeout_ms)
-    x_topics = o.topics
+    v_timeout_ms: int = o.timeout_ms
+    write_i32_be(w, v_timeout_ms)
+    x_topics: Any = o.topics
     if x_topics is None:
         w.append(_ZERO)
     else:
@@ -286,11 +339,14 @@ def _encode_ListPartitionReassignmentsRequest_v0(o: ListPartitionReassignmentsRe
 
 
 def _decode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(buf: bytes, pos: i64) -> tuple[ListPartitionReassignmentsResponseOngoingPartitionReassignment, i64]:
-    o = _new(_K_ListPartitionReassignmentsResponseOngoingPartitionReassignment)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_replicas: Any
+    f_adding_replicas: Any
+    f_removing_replicas: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -308,7 +364,7 @@ def _decode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(bu
             e_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_replicas.append(e_replicas)
-        o.replicas = lst_replicas
+        f_replicas = lst_replicas
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -325,7 +381,7 @@ def _decode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(bu
             e_adding_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_adding_replicas.append(e_adding_replicas)
-        o.adding_replicas = lst_adding_replicas
+        f_adding_replicas = lst_adding_replicas
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -342,15 +398,14 @@ def _decode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(bu
             e_removing_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_removing_replicas.append(e_removing_replicas)
-        o.removing_replicas = lst_removing_replicas
+        f_removing_replicas = lst_removing_replicas
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -362,13 +417,14 @@ def _decode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(bu
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ListPartitionReassignmentsResponseOngoingPartitionReassignment(partition_index=f_partition_index, replicas=f_replicas, adding_replicas=f_adding_replicas, removing_replicas=f_removing_replicas, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(o: ListPartitionReassignmentsResponseOngoingPartitionReassignment, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    x_replicas = o.replicas
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    x_replicas: Any = o.replicas
     if x_replicas is None:
         raise ValueOutOfRangeError('non-nullable field Replicas is None', version=0)
     else:
@@ -380,7 +436,7 @@ def _encode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(o:
             _put_uvarint(w, m)
         for e_replicas in l_replicas:
             write_i32_be(w, e_replicas)
-    x_adding_replicas = o.adding_replicas
+    x_adding_replicas: Any = o.adding_replicas
     if x_adding_replicas is None:
         raise ValueOutOfRangeError('non-nullable field AddingReplicas is None', version=0)
     else:
@@ -392,7 +448,7 @@ def _encode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(o:
             _put_uvarint(w, m)
         for e_adding_replicas in l_adding_replicas:
             write_i32_be(w, e_adding_replicas)
-    x_removing_replicas = o.removing_replicas
+    x_removing_replicas: Any = o.removing_replicas
     if x_removing_replicas is None:
         raise ValueOutOfRangeError('non-nullable field RemovingReplicas is None', version=0)
     else:
@@ -411,10 +467,11 @@ def _encode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(o:
 
 
 def _decode_ListPartitionReassignmentsResponseOngoingTopicReassignment_v0(buf: bytes, pos: i64) -> tuple[ListPartitionReassignmentsResponseOngoingTopicReassignment, i64]:
-    o = _new(_K_ListPartitionReassignmentsResponseOngoingTopicReassignment)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -429,7 +486,7 @@ def _decode_ListPartitionReassignmentsResponseOngoingTopicReassignment_v0(buf: b
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -446,15 +503,14 @@ def _decode_ListPartitionReassignmentsResponseOngoingTopicReassignment_v0(buf: b
         for _i_partitions in range(n):
             x_partitions, pos = _decode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -466,12 +522,12 @@ def _decode_ListPartitionReassignmentsResponseOngoingTopicReassignment_v0(buf: b
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ListPartitionReassignmentsResponseOngoingTopicReassignment(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListPartitionReassignmentsResponseOngoingTopicReassignment_v0(o: ListPartitionReassignmentsResponseOngoingTopicReassignment, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -484,7 +540,7 @@ def _encode_ListPartitionReassignmentsResponseOngoingTopicReassignment_v0(o: Lis
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -503,13 +559,16 @@ def _encode_ListPartitionReassignmentsResponseOngoingTopicReassignment_v0(o: Lis
 
 
 def _decode_ListPartitionReassignmentsResponse_v0(buf: bytes, pos: i64) -> tuple[ListPartitionReassignmentsResponse, i64]:
-    o = _new(_K_ListPartitionReassignmentsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_topics: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -518,14 +577,14 @@ def _decode_ListPartitionReassignmentsResponse_v0(buf: bytes, pos: i64) -> tuple
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -542,15 +601,14 @@ def _decode_ListPartitionReassignmentsResponse_v0(buf: bytes, pos: i64) -> tuple
         for _i_topics in range(n):
             x_topics, pos = _decode_ListPartitionReassignmentsResponseOngoingTopicReassignment_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -562,14 +620,16 @@ def _decode_ListPartitionReassignmentsResponse_v0(buf: bytes, pos: i64) -> tuple
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ListPartitionReassignmentsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListPartitionReassignmentsResponse_v0(o: ListPartitionReassignmentsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -582,7 +642,7 @@ def _encode_ListPartitionReassignmentsResponse_v0(o: ListPartitionReassignmentsR
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -609,4 +669,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (ListPartitionReassignmentsResponse, {0: _decode_ListPartitionReassignmentsResponse_v0}, {0: _encode_ListPartitionReassignmentsResponse_v0}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.list_partition_reassignments', TABLES)

@@ -22,22 +22,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.list_transactions import (
-    ListTransactionsRequest,
-    ListTransactionsResponse,
-    ListTransactionsResponseTransactionState,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_ListTransactionsRequest: Final = ListTransactionsRequest
-_K_ListTransactionsResponse: Final = ListTransactionsResponse
-_K_ListTransactionsResponseTransactionState: Final = ListTransactionsResponseTransactionState
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -123,13 +116,55 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class ListTransactionsRequest(_NativeMessage):
+    state_filters: Any
+    producer_id_filters: Any
+    duration_filter: Any
+    transactional_id_pattern: Any
+
+    def __init__(self, *, state_filters: Any = FRESH, producer_id_filters: Any = FRESH, duration_filter: Any = -1, transactional_id_pattern: Any = None, unknown_tagged_fields: Any = ()) -> None:
+        self.state_filters = [] if state_filters is FRESH else state_filters
+        self.producer_id_filters = [] if producer_id_filters is FRESH else producer_id_filters
+        self.duration_filter = duration_filter
+        self.transactional_id_pattern = transactional_id_pattern
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ListTransactionsResponseTransactionState(_NativeStruct):
+    transactional_id: Any
+    producer_id: Any
+    transaction_state: Any
+
+    def __init__(self, *, transactional_id: Any = '', producer_id: Any = 0, transaction_state: Any = '', unknown_tagged_fields: Any = ()) -> None:
+        self.transactional_id = transactional_id
+        self.producer_id = producer_id
+        self.transaction_state = transaction_state
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ListTransactionsResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+    unknown_state_filters: Any
+    transaction_states: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, unknown_state_filters: Any = FRESH, transaction_states: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.unknown_state_filters = [] if unknown_state_filters is FRESH else unknown_state_filters
+        self.transaction_states = [] if transaction_states is FRESH else transaction_states
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_ListTransactionsResponseTransactionState = ListTransactionsResponseTransactionState()
+
+
 def _decode_ListTransactionsRequest_v0(buf: bytes, pos: i64) -> tuple[ListTransactionsRequest, i64]:
-    o = _new(_K_ListTransactionsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.duration_filter = -1
-    o.transactional_id_pattern = None
+    f_state_filters: Any
+    f_producer_id_filters: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -158,7 +193,7 @@ def _decode_ListTransactionsRequest_v0(buf: bytes, pos: i64) -> tuple[ListTransa
                 raise _truncated('StateFilters')
             lst_state_filters.append(buf[pos:end].decode())
             pos = end
-        o.state_filters = lst_state_filters
+        f_state_filters = lst_state_filters
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -175,15 +210,14 @@ def _decode_ListTransactionsRequest_v0(buf: bytes, pos: i64) -> tuple[ListTransa
             e_producer_id_filters = read_i64_be(buf, pos)
             pos += 8
             lst_producer_id_filters.append(e_producer_id_filters)
-        o.producer_id_filters = lst_producer_id_filters
+        f_producer_id_filters = lst_producer_id_filters
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -195,16 +229,17 @@ def _decode_ListTransactionsRequest_v0(buf: bytes, pos: i64) -> tuple[ListTransa
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ListTransactionsRequest(state_filters=f_state_filters, producer_id_filters=f_producer_id_filters, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListTransactionsRequest_v0(o: ListTransactionsRequest, w: BytesWriter) -> None:
-    if o.duration_filter != -1:
+    d_duration_filter: int = o.duration_filter
+    if d_duration_filter != -1:
         raise FieldNotInVersionError('non-default DurationFilter cannot be written', version=0)
     if o.transactional_id_pattern is not None:
         raise FieldNotInVersionError('non-default TransactionalIdPattern cannot be written', version=0)
-    x_state_filters = o.state_filters
+    x_state_filters: Any = o.state_filters
     if x_state_filters is None:
         raise ValueOutOfRangeError('non-nullable field StateFilters is None', version=0)
     else:
@@ -224,7 +259,7 @@ def _encode_ListTransactionsRequest_v0(o: ListTransactionsRequest, w: BytesWrite
             else:
                 _put_uvarint(w, m)
             w.write(b_state_filters)
-    x_producer_id_filters = o.producer_id_filters
+    x_producer_id_filters: Any = o.producer_id_filters
     if x_producer_id_filters is None:
         raise ValueOutOfRangeError('non-nullable field ProducerIdFilters is None', version=0)
     else:
@@ -243,11 +278,12 @@ def _encode_ListTransactionsRequest_v0(o: ListTransactionsRequest, w: BytesWrite
 
 
 def _decode_ListTransactionsRequest_v1(buf: bytes, pos: i64) -> tuple[ListTransactionsRequest, i64]:
-    o = _new(_K_ListTransactionsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.transactional_id_pattern = None
+    f_state_filters: Any
+    f_producer_id_filters: Any
+    f_duration_filter: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -276,7 +312,7 @@ def _decode_ListTransactionsRequest_v1(buf: bytes, pos: i64) -> tuple[ListTransa
                 raise _truncated('StateFilters')
             lst_state_filters.append(buf[pos:end].decode())
             pos = end
-        o.state_filters = lst_state_filters
+        f_state_filters = lst_state_filters
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -293,17 +329,16 @@ def _decode_ListTransactionsRequest_v1(buf: bytes, pos: i64) -> tuple[ListTransa
             e_producer_id_filters = read_i64_be(buf, pos)
             pos += 8
             lst_producer_id_filters.append(e_producer_id_filters)
-        o.producer_id_filters = lst_producer_id_filters
-    o.duration_filter = read_i64_be(buf, pos)
+        f_producer_id_filters = lst_producer_id_filters
+    f_duration_filter = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -315,14 +350,14 @@ def _decode_ListTransactionsRequest_v1(buf: bytes, pos: i64) -> tuple[ListTransa
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ListTransactionsRequest(state_filters=f_state_filters, producer_id_filters=f_producer_id_filters, duration_filter=f_duration_filter, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListTransactionsRequest_v1(o: ListTransactionsRequest, w: BytesWriter) -> None:
     if o.transactional_id_pattern is not None:
         raise FieldNotInVersionError('non-default TransactionalIdPattern cannot be written', version=1)
-    x_state_filters = o.state_filters
+    x_state_filters: Any = o.state_filters
     if x_state_filters is None:
         raise ValueOutOfRangeError('non-nullable field StateFilters is None', version=1)
     else:
@@ -342,7 +377,7 @@ def _encode_ListTransactionsRequest_v1(o: ListTransactionsRequest, w: BytesWrite
             else:
                 _put_uvarint(w, m)
             w.write(b_state_filters)
-    x_producer_id_filters = o.producer_id_filters
+    x_producer_id_filters: Any = o.producer_id_filters
     if x_producer_id_filters is None:
         raise ValueOutOfRangeError('non-nullable field ProducerIdFilters is None', version=1)
     else:
@@ -354,7 +389,8 @@ def _encode_ListTransactionsRequest_v1(o: ListTransactionsRequest, w: BytesWrite
             _put_uvarint(w, m)
         for e_producer_id_filters in l_producer_id_filters:
             write_i64_be(w, e_producer_id_filters)
-    write_i64_be(w, o.duration_filter)
+    v_duration_filter: int = o.duration_filter
+    write_i64_be(w, v_duration_filter)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -362,10 +398,13 @@ def _encode_ListTransactionsRequest_v1(o: ListTransactionsRequest, w: BytesWrite
 
 
 def _decode_ListTransactionsRequest_v2(buf: bytes, pos: i64) -> tuple[ListTransactionsRequest, i64]:
-    o = _new(_K_ListTransactionsRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_state_filters: Any
+    f_producer_id_filters: Any
+    f_duration_filter: Any
+    f_transactional_id_pattern: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -394,7 +433,7 @@ def _decode_ListTransactionsRequest_v2(buf: bytes, pos: i64) -> tuple[ListTransa
                 raise _truncated('StateFilters')
             lst_state_filters.append(buf[pos:end].decode())
             pos = end
-        o.state_filters = lst_state_filters
+        f_state_filters = lst_state_filters
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -411,8 +450,8 @@ def _decode_ListTransactionsRequest_v2(buf: bytes, pos: i64) -> tuple[ListTransa
             e_producer_id_filters = read_i64_be(buf, pos)
             pos += 8
             lst_producer_id_filters.append(e_producer_id_filters)
-        o.producer_id_filters = lst_producer_id_filters
-    o.duration_filter = read_i64_be(buf, pos)
+        f_producer_id_filters = lst_producer_id_filters
+    f_duration_filter = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
@@ -421,23 +460,22 @@ def _decode_ListTransactionsRequest_v2(buf: bytes, pos: i64) -> tuple[ListTransa
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.transactional_id_pattern = None
+        f_transactional_id_pattern = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field TransactionalIdPattern is too long')
         end = pos + n
         if end > blen:
             raise _truncated('TransactionalIdPattern')
-        o.transactional_id_pattern = buf[pos:end].decode()
+        f_transactional_id_pattern = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -449,12 +487,12 @@ def _decode_ListTransactionsRequest_v2(buf: bytes, pos: i64) -> tuple[ListTransa
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ListTransactionsRequest(state_filters=f_state_filters, producer_id_filters=f_producer_id_filters, duration_filter=f_duration_filter, transactional_id_pattern=f_transactional_id_pattern, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListTransactionsRequest_v2(o: ListTransactionsRequest, w: BytesWriter) -> None:
-    x_state_filters = o.state_filters
+    x_state_filters: Any = o.state_filters
     if x_state_filters is None:
         raise ValueOutOfRangeError('non-nullable field StateFilters is None', version=2)
     else:
@@ -474,7 +512,7 @@ def _encode_ListTransactionsRequest_v2(o: ListTransactionsRequest, w: BytesWrite
             else:
                 _put_uvarint(w, m)
             w.write(b_state_filters)
-    x_producer_id_filters = o.producer_id_filters
+    x_producer_id_filters: Any = o.producer_id_filters
     if x_producer_id_filters is None:
         raise ValueOutOfRangeError('non-nullable field ProducerIdFilters is None', version=2)
     else:
@@ -486,8 +524,9 @@ def _encode_ListTransactionsRequest_v2(o: ListTransactionsRequest, w: BytesWrite
             _put_uvarint(w, m)
         for e_producer_id_filters in l_producer_id_filters:
             write_i64_be(w, e_producer_id_filters)
-    write_i64_be(w, o.duration_filter)
-    x_transactional_id_pattern = o.transactional_id_pattern
+    v_duration_filter: int = o.duration_filter
+    write_i64_be(w, v_duration_filter)
+    x_transactional_id_pattern: str | None = o.transactional_id_pattern
     if x_transactional_id_pattern is None:
         w.append(_ZERO)
     else:
@@ -507,10 +546,12 @@ def _encode_ListTransactionsRequest_v2(o: ListTransactionsRequest, w: BytesWrite
 
 
 def _decode_ListTransactionsResponseTransactionState_v0(buf: bytes, pos: i64) -> tuple[ListTransactionsResponseTransactionState, i64]:
-    o = _new(_K_ListTransactionsResponseTransactionState)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_transactional_id: Any
+    f_producer_id: Any
+    f_transaction_state: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -525,9 +566,9 @@ def _decode_ListTransactionsResponseTransactionState_v0(buf: bytes, pos: i64) ->
         end = pos + n
         if end > blen:
             raise _truncated('TransactionalId')
-        o.transactional_id = buf[pos:end].decode()
+        f_transactional_id = buf[pos:end].decode()
         pos = end
-    o.producer_id = read_i64_be(buf, pos)
+    f_producer_id = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
@@ -543,16 +584,15 @@ def _decode_ListTransactionsResponseTransactionState_v0(buf: bytes, pos: i64) ->
         end = pos + n
         if end > blen:
             raise _truncated('TransactionState')
-        o.transaction_state = buf[pos:end].decode()
+        f_transaction_state = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -564,12 +604,12 @@ def _decode_ListTransactionsResponseTransactionState_v0(buf: bytes, pos: i64) ->
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ListTransactionsResponseTransactionState(transactional_id=f_transactional_id, producer_id=f_producer_id, transaction_state=f_transaction_state, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListTransactionsResponseTransactionState_v0(o: ListTransactionsResponseTransactionState, w: BytesWriter) -> None:
-    x_transactional_id = o.transactional_id
+    x_transactional_id: str | None = o.transactional_id
     if x_transactional_id is None:
         raise ValueOutOfRangeError('non-nullable field TransactionalId is None', version=0)
     else:
@@ -582,8 +622,9 @@ def _encode_ListTransactionsResponseTransactionState_v0(o: ListTransactionsRespo
         else:
             _put_uvarint(w, m)
         w.write(b_transactional_id)
-    write_i64_be(w, o.producer_id)
-    x_transaction_state = o.transaction_state
+    v_producer_id: int = o.producer_id
+    write_i64_be(w, v_producer_id)
+    x_transaction_state: str | None = o.transaction_state
     if x_transaction_state is None:
         raise ValueOutOfRangeError('non-nullable field TransactionState is None', version=0)
     else:
@@ -603,13 +644,16 @@ def _encode_ListTransactionsResponseTransactionState_v0(o: ListTransactionsRespo
 
 
 def _decode_ListTransactionsResponse_v0(buf: bytes, pos: i64) -> tuple[ListTransactionsResponse, i64]:
-    o = _new(_K_ListTransactionsResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_unknown_state_filters: Any
+    f_transaction_states: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -639,7 +683,7 @@ def _decode_ListTransactionsResponse_v0(buf: bytes, pos: i64) -> tuple[ListTrans
                 raise _truncated('UnknownStateFilters')
             lst_unknown_state_filters.append(buf[pos:end].decode())
             pos = end
-        o.unknown_state_filters = lst_unknown_state_filters
+        f_unknown_state_filters = lst_unknown_state_filters
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -655,15 +699,14 @@ def _decode_ListTransactionsResponse_v0(buf: bytes, pos: i64) -> tuple[ListTrans
         for _i_transaction_states in range(n):
             x_transaction_states, pos = _decode_ListTransactionsResponseTransactionState_v0(buf, pos)
             lst_transaction_states.append(x_transaction_states)
-        o.transaction_states = lst_transaction_states
+        f_transaction_states = lst_transaction_states
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -675,14 +718,16 @@ def _decode_ListTransactionsResponse_v0(buf: bytes, pos: i64) -> tuple[ListTrans
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ListTransactionsResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, unknown_state_filters=f_unknown_state_filters, transaction_states=f_transaction_states, unknown_tagged_fields=utf), pos
 
 
 def _encode_ListTransactionsResponse_v0(o: ListTransactionsResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_unknown_state_filters = o.unknown_state_filters
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_unknown_state_filters: Any = o.unknown_state_filters
     if x_unknown_state_filters is None:
         raise ValueOutOfRangeError('non-nullable field UnknownStateFilters is None', version=0)
     else:
@@ -702,7 +747,7 @@ def _encode_ListTransactionsResponse_v0(o: ListTransactionsResponse, w: BytesWri
             else:
                 _put_uvarint(w, m)
             w.write(b_unknown_state_filters)
-    x_transaction_states = o.transaction_states
+    x_transaction_states: Any = o.transaction_states
     if x_transaction_states is None:
         raise ValueOutOfRangeError('non-nullable field TransactionStates is None', version=0)
     else:
@@ -727,4 +772,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (ListTransactionsResponse, {0: _decode_ListTransactionsResponse_v0, 1: _decode_ListTransactionsResponse_v0, 2: _decode_ListTransactionsResponse_v0}, {0: _encode_ListTransactionsResponse_v0, 1: _encode_ListTransactionsResponse_v0, 2: _encode_ListTransactionsResponse_v0}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.list_transactions', TABLES)

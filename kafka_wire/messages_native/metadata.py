@@ -21,28 +21,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.metadata import (
-    MetadataRequest,
-    MetadataRequestTopic,
-    MetadataResponse,
-    MetadataResponseBroker,
-    MetadataResponsePartition,
-    MetadataResponseTopic,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_MetadataRequest: Final = MetadataRequest
-_K_MetadataRequestTopic: Final = MetadataRequestTopic
-_K_MetadataResponse: Final = MetadataResponse
-_K_MetadataResponseBroker: Final = MetadataResponseBroker
-_K_MetadataResponsePartition: Final = MetadataResponsePartition
-_K_MetadataResponseTopic: Final = MetadataResponseTopic
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -128,12 +115,113 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class MetadataRequestTopic(_NativeStruct):
+    topic_id: Any
+    name: Any
+
+    def __init__(self, *, topic_id: Any = ZERO_UUID, name: Any = '', unknown_tagged_fields: Any = ()) -> None:
+        self.topic_id = topic_id
+        self.name = name
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class MetadataRequest(_NativeMessage):
+    topics: Any
+    allow_auto_topic_creation: Any
+    include_cluster_authorized_operations: Any
+    include_topic_authorized_operations: Any
+
+    def __init__(self, *, topics: Any = FRESH, allow_auto_topic_creation: Any = True, include_cluster_authorized_operations: Any = False, include_topic_authorized_operations: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.topics = [] if topics is FRESH else topics
+        self.allow_auto_topic_creation = allow_auto_topic_creation
+        self.include_cluster_authorized_operations = include_cluster_authorized_operations
+        self.include_topic_authorized_operations = include_topic_authorized_operations
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class MetadataResponseBroker(_NativeStruct):
+    node_id: Any
+    host: Any
+    port: Any
+    rack: Any
+
+    def __init__(self, *, node_id: Any = 0, host: Any = '', port: Any = 0, rack: Any = None, unknown_tagged_fields: Any = ()) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.rack = rack
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class MetadataResponsePartition(_NativeStruct):
+    error_code: Any
+    partition_index: Any
+    leader_id: Any
+    leader_epoch: Any
+    replica_nodes: Any
+    isr_nodes: Any
+    offline_replicas: Any
+
+    def __init__(self, *, error_code: Any = 0, partition_index: Any = 0, leader_id: Any = 0, leader_epoch: Any = -1, replica_nodes: Any = FRESH, isr_nodes: Any = FRESH, offline_replicas: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.error_code = error_code
+        self.partition_index = partition_index
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.replica_nodes = [] if replica_nodes is FRESH else replica_nodes
+        self.isr_nodes = [] if isr_nodes is FRESH else isr_nodes
+        self.offline_replicas = [] if offline_replicas is FRESH else offline_replicas
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class MetadataResponseTopic(_NativeStruct):
+    error_code: Any
+    name: Any
+    topic_id: Any
+    is_internal: Any
+    partitions: Any
+    topic_authorized_operations: Any
+
+    def __init__(self, *, error_code: Any = 0, name: Any = '', topic_id: Any = ZERO_UUID, is_internal: Any = False, partitions: Any = FRESH, topic_authorized_operations: Any = -2147483648, unknown_tagged_fields: Any = ()) -> None:
+        self.error_code = error_code
+        self.name = name
+        self.topic_id = topic_id
+        self.is_internal = is_internal
+        self.partitions = [] if partitions is FRESH else partitions
+        self.topic_authorized_operations = topic_authorized_operations
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class MetadataResponse(_NativeMessage):
+    throttle_time_ms: Any
+    brokers: Any
+    cluster_id: Any
+    controller_id: Any
+    topics: Any
+    error_code: Any
+    cluster_authorized_operations: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, brokers: Any = FRESH, cluster_id: Any = None, controller_id: Any = -1, topics: Any = FRESH, error_code: Any = 0, cluster_authorized_operations: Any = -2147483648, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.brokers = [] if brokers is FRESH else brokers
+        self.cluster_id = cluster_id
+        self.controller_id = controller_id
+        self.topics = [] if topics is FRESH else topics
+        self.error_code = error_code
+        self.cluster_authorized_operations = cluster_authorized_operations
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_MetadataRequestTopic = MetadataRequestTopic()
+_DEFAULT_MetadataResponseBroker = MetadataResponseBroker()
+_DEFAULT_MetadataResponsePartition = MetadataResponsePartition()
+_DEFAULT_MetadataResponseTopic = MetadataResponseTopic()
+
+
 def _decode_MetadataRequestTopic_v0(buf: bytes, pos: i64) -> tuple[MetadataRequestTopic, i64]:
-    o = _new(_K_MetadataRequestTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_name: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -144,14 +232,14 @@ def _decode_MetadataRequestTopic_v0(buf: bytes, pos: i64) -> tuple[MetadataReque
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return MetadataRequestTopic(name=f_name, unknown_tagged_fields=utf), pos
 
 
 def _encode_MetadataRequestTopic_v0(o: MetadataRequestTopic, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -165,11 +253,10 @@ def _encode_MetadataRequestTopic_v0(o: MetadataRequestTopic, w: BytesWriter) -> 
 
 
 def _decode_MetadataRequestTopic_v9(buf: bytes, pos: i64) -> tuple[MetadataRequestTopic, i64]:
-    o = _new(_K_MetadataRequestTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_name: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -184,16 +271,15 @@ def _decode_MetadataRequestTopic_v9(buf: bytes, pos: i64) -> tuple[MetadataReque
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -205,12 +291,12 @@ def _decode_MetadataRequestTopic_v9(buf: bytes, pos: i64) -> tuple[MetadataReque
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return MetadataRequestTopic(name=f_name, unknown_tagged_fields=utf), pos
 
 
 def _encode_MetadataRequestTopic_v9(o: MetadataRequestTopic, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=9)
     else:
@@ -230,11 +316,12 @@ def _encode_MetadataRequestTopic_v9(o: MetadataRequestTopic, w: BytesWriter) -> 
 
 
 def _decode_MetadataRequestTopic_v10(buf: bytes, pos: i64) -> tuple[MetadataRequestTopic, i64]:
-    o = _new(_K_MetadataRequestTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_name: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -243,23 +330,22 @@ def _decode_MetadataRequestTopic_v10(buf: bytes, pos: i64) -> tuple[MetadataRequ
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.name = None
+        f_name = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -271,13 +357,13 @@ def _decode_MetadataRequestTopic_v10(buf: bytes, pos: i64) -> tuple[MetadataRequ
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return MetadataRequestTopic(topic_id=f_topic_id, name=f_name, unknown_tagged_fields=utf), pos
 
 
 def _encode_MetadataRequestTopic_v10(o: MetadataRequestTopic, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         w.append(_ZERO)
     else:
@@ -297,12 +383,9 @@ def _encode_MetadataRequestTopic_v10(o: MetadataRequestTopic, w: BytesWriter) ->
 
 
 def _decode_MetadataRequest_v0(buf: bytes, pos: i64) -> tuple[MetadataRequest, i64]:
-    o = _new(_K_MetadataRequest)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.allow_auto_topic_creation = True
-    o.include_cluster_authorized_operations = False
-    o.include_topic_authorized_operations = False
+    f_topics: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -314,9 +397,9 @@ def _decode_MetadataRequest_v0(buf: bytes, pos: i64) -> tuple[MetadataRequest, i
         for _i_topics in range(n):
             x_topics, pos = _decode_MetadataRequestTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return MetadataRequest(topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_MetadataRequest_v0(o: MetadataRequest, w: BytesWriter) -> None:
@@ -326,7 +409,7 @@ def _encode_MetadataRequest_v0(o: MetadataRequest, w: BytesWriter) -> None:
         raise FieldNotInVersionError('non-default IncludeClusterAuthorizedOperations cannot be written', version=0)
     if bool(o.include_topic_authorized_operations):
         raise FieldNotInVersionError('non-default IncludeTopicAuthorizedOperations cannot be written', version=0)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -339,16 +422,13 @@ def _encode_MetadataRequest_v0(o: MetadataRequest, w: BytesWriter) -> None:
 
 
 def _decode_MetadataRequest_v1(buf: bytes, pos: i64) -> tuple[MetadataRequest, i64]:
-    o = _new(_K_MetadataRequest)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.allow_auto_topic_creation = True
-    o.include_cluster_authorized_operations = False
-    o.include_topic_authorized_operations = False
+    f_topics: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
-        o.topics = None
+        f_topics = None
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
@@ -356,9 +436,9 @@ def _decode_MetadataRequest_v1(buf: bytes, pos: i64) -> tuple[MetadataRequest, i
         for _i_topics in range(n):
             x_topics, pos = _decode_MetadataRequestTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return MetadataRequest(topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_MetadataRequest_v1(o: MetadataRequest, w: BytesWriter) -> None:
@@ -368,7 +448,7 @@ def _encode_MetadataRequest_v1(o: MetadataRequest, w: BytesWriter) -> None:
         raise FieldNotInVersionError('non-default IncludeClusterAuthorizedOperations cannot be written', version=1)
     if bool(o.include_topic_authorized_operations):
         raise FieldNotInVersionError('non-default IncludeTopicAuthorizedOperations cannot be written', version=1)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         write_i32_be(w, -1)
     else:
@@ -381,15 +461,14 @@ def _encode_MetadataRequest_v1(o: MetadataRequest, w: BytesWriter) -> None:
 
 
 def _decode_MetadataRequest_v4(buf: bytes, pos: i64) -> tuple[MetadataRequest, i64]:
-    o = _new(_K_MetadataRequest)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.include_cluster_authorized_operations = False
-    o.include_topic_authorized_operations = False
+    f_topics: Any
+    f_allow_auto_topic_creation: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
-        o.topics = None
+        f_topics = None
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
@@ -397,11 +476,11 @@ def _decode_MetadataRequest_v4(buf: bytes, pos: i64) -> tuple[MetadataRequest, i
         for _i_topics in range(n):
             x_topics, pos = _decode_MetadataRequestTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.allow_auto_topic_creation = buf[pos] != 0
+        f_topics = lst_topics
+    f_allow_auto_topic_creation = buf[pos] != 0
     pos += 1
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return MetadataRequest(topics=f_topics, allow_auto_topic_creation=f_allow_auto_topic_creation, unknown_tagged_fields=utf), pos
 
 
 def _encode_MetadataRequest_v4(o: MetadataRequest, w: BytesWriter) -> None:
@@ -409,7 +488,7 @@ def _encode_MetadataRequest_v4(o: MetadataRequest, w: BytesWriter) -> None:
         raise FieldNotInVersionError('non-default IncludeClusterAuthorizedOperations cannot be written', version=4)
     if bool(o.include_topic_authorized_operations):
         raise FieldNotInVersionError('non-default IncludeTopicAuthorizedOperations cannot be written', version=4)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         write_i32_be(w, -1)
     else:
@@ -423,13 +502,16 @@ def _encode_MetadataRequest_v4(o: MetadataRequest, w: BytesWriter) -> None:
 
 
 def _decode_MetadataRequest_v8(buf: bytes, pos: i64) -> tuple[MetadataRequest, i64]:
-    o = _new(_K_MetadataRequest)
     blen: i64 = len(buf)
     n: i64 = 0
+    f_topics: Any
+    f_allow_auto_topic_creation: Any
+    f_include_cluster_authorized_operations: Any
+    f_include_topic_authorized_operations: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
-        o.topics = None
+        f_topics = None
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
@@ -437,19 +519,19 @@ def _decode_MetadataRequest_v8(buf: bytes, pos: i64) -> tuple[MetadataRequest, i
         for _i_topics in range(n):
             x_topics, pos = _decode_MetadataRequestTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.allow_auto_topic_creation = buf[pos] != 0
+        f_topics = lst_topics
+    f_allow_auto_topic_creation = buf[pos] != 0
     pos += 1
-    o.include_cluster_authorized_operations = buf[pos] != 0
+    f_include_cluster_authorized_operations = buf[pos] != 0
     pos += 1
-    o.include_topic_authorized_operations = buf[pos] != 0
+    f_include_topic_authorized_operations = buf[pos] != 0
     pos += 1
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return MetadataRequest(topics=f_topics, allow_auto_topic_creation=f_allow_auto_topic_creation, include_cluster_authorized_operations=f_include_cluster_authorized_operations, include_topic_authorized_operations=f_include_topic_authorized_operations, unknown_tagged_fields=utf), pos
 
 
 def _encode_MetadataRequest_v8(o: MetadataRequest, w: BytesWriter) -> None:
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         write_i32_be(w, -1)
     else:
@@ -465,10 +547,13 @@ def _encode_MetadataRequest_v8(o: MetadataRequest, w: BytesWriter) -> None:
 
 
 def _decode_MetadataRequest_v9(buf: bytes, pos: i64) -> tuple[MetadataRequest, i64]:
-    o = _new(_K_MetadataRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topics: Any
+    f_allow_auto_topic_creation: Any
+    f_include_cluster_authorized_operations: Any
+    f_include_topic_authorized_operations: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -476,7 +561,7 @@ def _decode_MetadataRequest_v9(buf: bytes, pos: i64) -> tuple[MetadataRequest, i
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.topics = None
+        f_topics = None
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
@@ -484,21 +569,20 @@ def _decode_MetadataRequest_v9(buf: bytes, pos: i64) -> tuple[MetadataRequest, i
         for _i_topics in range(n):
             x_topics, pos = _decode_MetadataRequestTopic_v9(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.allow_auto_topic_creation = buf[pos] != 0
+        f_topics = lst_topics
+    f_allow_auto_topic_creation = buf[pos] != 0
     pos += 1
-    o.include_cluster_authorized_operations = buf[pos] != 0
+    f_include_cluster_authorized_operations = buf[pos] != 0
     pos += 1
-    o.include_topic_authorized_operations = buf[pos] != 0
+    f_include_topic_authorized_operations = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -510,12 +594,12 @@ def _decode_MetadataRequest_v9(buf: bytes, pos: i64) -> tuple[MetadataRequest, i
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return MetadataRequest(topics=f_topics, allow_auto_topic_creation=f_allow_auto_topic_creation, include_cluster_authorized_operations=f_include_cluster_authorized_operations, include_topic_authorized_operations=f_include_topic_authorized_operations, unknown_tagged_fields=utf), pos
 
 
 def _encode_MetadataRequest_v9(o: MetadataRequest, w: BytesWriter) -> None:
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         w.append(_ZERO)
     else:
@@ -537,10 +621,13 @@ def _encode_MetadataRequest_v9(o: MetadataRequest, w: BytesWriter) -> None:
 
 
 def _decode_MetadataRequest_v10(buf: bytes, pos: i64) -> tuple[MetadataRequest, i64]:
-    o = _new(_K_MetadataRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topics: Any
+    f_allow_auto_topic_creation: Any
+    f_include_cluster_authorized_operations: Any
+    f_include_topic_authorized_operations: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -548,7 +635,7 @@ def _decode_MetadataRequest_v10(buf: bytes, pos: i64) -> tuple[MetadataRequest, 
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.topics = None
+        f_topics = None
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
@@ -556,21 +643,20 @@ def _decode_MetadataRequest_v10(buf: bytes, pos: i64) -> tuple[MetadataRequest, 
         for _i_topics in range(n):
             x_topics, pos = _decode_MetadataRequestTopic_v10(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.allow_auto_topic_creation = buf[pos] != 0
+        f_topics = lst_topics
+    f_allow_auto_topic_creation = buf[pos] != 0
     pos += 1
-    o.include_cluster_authorized_operations = buf[pos] != 0
+    f_include_cluster_authorized_operations = buf[pos] != 0
     pos += 1
-    o.include_topic_authorized_operations = buf[pos] != 0
+    f_include_topic_authorized_operations = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -582,12 +668,12 @@ def _decode_MetadataRequest_v10(buf: bytes, pos: i64) -> tuple[MetadataRequest, 
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return MetadataRequest(topics=f_topics, allow_auto_topic_creation=f_allow_auto_topic_creation, include_cluster_authorized_operations=f_include_cluster_authorized_operations, include_topic_authorized_operations=f_include_topic_authorized_operations, unknown_tagged_fields=utf), pos
 
 
 def _encode_MetadataRequest_v10(o: MetadataRequest, w: BytesWriter) -> None:
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         w.append(_ZERO)
     else:
@@ -609,11 +695,12 @@ def _encode_MetadataRequest_v10(o: MetadataRequest, w: BytesWriter) -> None:
 
 
 def _decode_MetadataRequest_v11(buf: bytes, pos: i64) -> tuple[MetadataRequest, i64]:
-    o = _new(_K_MetadataRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.include_cluster_authorized_operations = False
+    f_topics: Any
+    f_allow_auto_topic_creation: Any
+    f_include_topic_authorized_operations: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -621,7 +708,7 @@ def _decode_MetadataRequest_v11(buf: bytes, pos: i64) -> tuple[MetadataRequest, 
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.topics = None
+        f_topics = None
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
@@ -629,19 +716,18 @@ def _decode_MetadataRequest_v11(buf: bytes, pos: i64) -> tuple[MetadataRequest, 
         for _i_topics in range(n):
             x_topics, pos = _decode_MetadataRequestTopic_v10(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.allow_auto_topic_creation = buf[pos] != 0
+        f_topics = lst_topics
+    f_allow_auto_topic_creation = buf[pos] != 0
     pos += 1
-    o.include_topic_authorized_operations = buf[pos] != 0
+    f_include_topic_authorized_operations = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -653,14 +739,14 @@ def _decode_MetadataRequest_v11(buf: bytes, pos: i64) -> tuple[MetadataRequest, 
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return MetadataRequest(topics=f_topics, allow_auto_topic_creation=f_allow_auto_topic_creation, include_topic_authorized_operations=f_include_topic_authorized_operations, unknown_tagged_fields=utf), pos
 
 
 def _encode_MetadataRequest_v11(o: MetadataRequest, w: BytesWriter) -> None:
     if bool(o.include_cluster_authorized_operations):
         raise FieldNotInVersionError('non-default IncludeClusterAuthorizedOperations cannot be written', version=11)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         w.append(_ZERO)
     else:
@@ -681,12 +767,13 @@ def _encode_MetadataRequest_v11(o: MetadataRequest, w: BytesWriter) -> None:
 
 
 def _decode_MetadataResponseBroker_v0(buf: bytes, pos: i64) -> tuple[MetadataResponseBroker, i64]:
-    o = _new(_K_MetadataResponseBroker)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.rack = None
-    o.node_id = read_i32_be(buf, pos)
+    f_node_id: Any
+    f_host: Any
+    f_port: Any
+    f_node_id = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -698,17 +785,18 @@ def _decode_MetadataResponseBroker_v0(buf: bytes, pos: i64) -> tuple[MetadataRes
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
-    o.port = read_i32_be(buf, pos)
+    f_port = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return MetadataResponseBroker(node_id=f_node_id, host=f_host, port=f_port, unknown_tagged_fields=utf), pos
 
 
 def _encode_MetadataResponseBroker_v0(o: MetadataResponseBroker, w: BytesWriter) -> None:
-    write_i32_be(w, o.node_id)
-    x_host = o.host
+    v_node_id: int = o.node_id
+    write_i32_be(w, v_node_id)
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
     else:
@@ -717,17 +805,21 @@ def _encode_MetadataResponseBroker_v0(o: MetadataResponseBroker, w: BytesWriter)
             raise ValueOutOfRangeError('string field Host is too long', version=0)
         write_i16_be(w, len(b_host))
         w.write(b_host)
-    write_i32_be(w, o.port)
+    v_port: int = o.port
+    write_i32_be(w, v_port)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_MetadataResponseBroker_v1(buf: bytes, pos: i64) -> tuple[MetadataResponseBroker, i64]:
-    o = _new(_K_MetadataResponseBroker)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.node_id = read_i32_be(buf, pos)
+    f_node_id: Any
+    f_host: Any
+    f_port: Any
+    f_rack: Any
+    f_node_id = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -739,29 +831,30 @@ def _decode_MetadataResponseBroker_v1(buf: bytes, pos: i64) -> tuple[MetadataRes
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
-    o.port = read_i32_be(buf, pos)
+    f_port = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.rack = None
+        f_rack = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Rack is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Rack')
-        o.rack = buf[pos:end].decode()
+        f_rack = buf[pos:end].decode()
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return MetadataResponseBroker(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack, unknown_tagged_fields=utf), pos
 
 
 def _encode_MetadataResponseBroker_v1(o: MetadataResponseBroker, w: BytesWriter) -> None:
-    write_i32_be(w, o.node_id)
-    x_host = o.host
+    v_node_id: int = o.node_id
+    write_i32_be(w, v_node_id)
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
     else:
@@ -770,8 +863,9 @@ def _encode_MetadataResponseBroker_v1(o: MetadataResponseBroker, w: BytesWriter)
             raise ValueOutOfRangeError('string field Host is too long', version=1)
         write_i16_be(w, len(b_host))
         w.write(b_host)
-    write_i32_be(w, o.port)
-    x_rack = o.rack
+    v_port: int = o.port
+    write_i32_be(w, v_port)
+    x_rack: str | None = o.rack
     if x_rack is None:
         write_i16_be(w, -1)
     else:
@@ -785,11 +879,14 @@ def _encode_MetadataResponseBroker_v1(o: MetadataResponseBroker, w: BytesWriter)
 
 
 def _decode_MetadataResponseBroker_v9(buf: bytes, pos: i64) -> tuple[MetadataResponseBroker, i64]:
-    o = _new(_K_MetadataResponseBroker)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.node_id = read_i32_be(buf, pos)
+    f_node_id: Any
+    f_host: Any
+    f_port: Any
+    f_rack: Any
+    f_node_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -805,9 +902,9 @@ def _decode_MetadataResponseBroker_v9(buf: bytes, pos: i64) -> tuple[MetadataRes
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
-    o.port = read_i32_be(buf, pos)
+    f_port = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -816,23 +913,22 @@ def _decode_MetadataResponseBroker_v9(buf: bytes, pos: i64) -> tuple[MetadataRes
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.rack = None
+        f_rack = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Rack is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Rack')
-        o.rack = buf[pos:end].decode()
+        f_rack = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -844,13 +940,14 @@ def _decode_MetadataResponseBroker_v9(buf: bytes, pos: i64) -> tuple[MetadataRes
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return MetadataResponseBroker(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack, unknown_tagged_fields=utf), pos
 
 
 def _encode_MetadataResponseBroker_v9(o: MetadataResponseBroker, w: BytesWriter) -> None:
-    write_i32_be(w, o.node_id)
-    x_host = o.host
+    v_node_id: int = o.node_id
+    write_i32_be(w, v_node_id)
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=9)
     else:
@@ -863,8 +960,9 @@ def _encode_MetadataResponseBroker_v9(o: MetadataResponseBroker, w: BytesWriter)
         else:
             _put_uvarint(w, m)
         w.write(b_host)
-    write_i32_be(w, o.port)
-    x_rack = o.rack
+    v_port: int = o.port
+    write_i32_be(w, v_port)
+    x_rack: str | None = o.rack
     if x_rack is None:
         w.append(_ZERO)
     else:
@@ -884,16 +982,18 @@ def _encode_MetadataResponseBroker_v9(o: MetadataResponseBroker, w: BytesWriter)
 
 
 def _decode_MetadataResponsePartition_v0(buf: bytes, pos: i64) -> tuple[MetadataResponsePartition, i64]:
-    o = _new(_K_MetadataResponsePartition)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.leader_epoch = -1
-    o.offline_replicas = []
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_partition_index: Any
+    f_leader_id: Any
+    f_replica_nodes: Any
+    f_isr_nodes: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.leader_id = read_i32_be(buf, pos)
+    f_leader_id = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -907,7 +1007,7 @@ def _decode_MetadataResponsePartition_v0(buf: bytes, pos: i64) -> tuple[Metadata
             e_replica_nodes = read_i32_be(buf, pos)
             pos += 4
             lst_replica_nodes.append(e_replica_nodes)
-        o.replica_nodes = lst_replica_nodes
+        f_replica_nodes = lst_replica_nodes
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -920,16 +1020,19 @@ def _decode_MetadataResponsePartition_v0(buf: bytes, pos: i64) -> tuple[Metadata
             e_isr_nodes = read_i32_be(buf, pos)
             pos += 4
             lst_isr_nodes.append(e_isr_nodes)
-        o.isr_nodes = lst_isr_nodes
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_isr_nodes = lst_isr_nodes
+    utf: Any = ()
+    return MetadataResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes, unknown_tagged_fields=utf), pos
 
 
 def _encode_MetadataResponsePartition_v0(o: MetadataResponsePartition, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    write_i32_be(w, o.partition_index)
-    write_i32_be(w, o.leader_id)
-    x_replica_nodes = o.replica_nodes
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_leader_id: int = o.leader_id
+    write_i32_be(w, v_leader_id)
+    x_replica_nodes: Any = o.replica_nodes
     if x_replica_nodes is None:
         raise ValueOutOfRangeError('non-nullable field ReplicaNodes is None', version=0)
     else:
@@ -937,7 +1040,7 @@ def _encode_MetadataResponsePartition_v0(o: MetadataResponsePartition, w: BytesW
         write_i32_be(w, len(l_replica_nodes))
         for e_replica_nodes in l_replica_nodes:
             write_i32_be(w, e_replica_nodes)
-    x_isr_nodes = o.isr_nodes
+    x_isr_nodes: Any = o.isr_nodes
     if x_isr_nodes is None:
         raise ValueOutOfRangeError('non-nullable field IsrNodes is None', version=0)
     else:
@@ -950,15 +1053,19 @@ def _encode_MetadataResponsePartition_v0(o: MetadataResponsePartition, w: BytesW
 
 
 def _decode_MetadataResponsePartition_v5(buf: bytes, pos: i64) -> tuple[MetadataResponsePartition, i64]:
-    o = _new(_K_MetadataResponsePartition)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.leader_epoch = -1
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_partition_index: Any
+    f_leader_id: Any
+    f_replica_nodes: Any
+    f_isr_nodes: Any
+    f_offline_replicas: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.leader_id = read_i32_be(buf, pos)
+    f_leader_id = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -972,7 +1079,7 @@ def _decode_MetadataResponsePartition_v5(buf: bytes, pos: i64) -> tuple[Metadata
             e_replica_nodes = read_i32_be(buf, pos)
             pos += 4
             lst_replica_nodes.append(e_replica_nodes)
-        o.replica_nodes = lst_replica_nodes
+        f_replica_nodes = lst_replica_nodes
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -985,7 +1092,7 @@ def _decode_MetadataResponsePartition_v5(buf: bytes, pos: i64) -> tuple[Metadata
             e_isr_nodes = read_i32_be(buf, pos)
             pos += 4
             lst_isr_nodes.append(e_isr_nodes)
-        o.isr_nodes = lst_isr_nodes
+        f_isr_nodes = lst_isr_nodes
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -998,16 +1105,19 @@ def _decode_MetadataResponsePartition_v5(buf: bytes, pos: i64) -> tuple[Metadata
             e_offline_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_offline_replicas.append(e_offline_replicas)
-        o.offline_replicas = lst_offline_replicas
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_offline_replicas = lst_offline_replicas
+    utf: Any = ()
+    return MetadataResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes, offline_replicas=f_offline_replicas, unknown_tagged_fields=utf), pos
 
 
 def _encode_MetadataResponsePartition_v5(o: MetadataResponsePartition, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    write_i32_be(w, o.partition_index)
-    write_i32_be(w, o.leader_id)
-    x_replica_nodes = o.replica_nodes
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_leader_id: int = o.leader_id
+    write_i32_be(w, v_leader_id)
+    x_replica_nodes: Any = o.replica_nodes
     if x_replica_nodes is None:
         raise ValueOutOfRangeError('non-nullable field ReplicaNodes is None', version=5)
     else:
@@ -1015,7 +1125,7 @@ def _encode_MetadataResponsePartition_v5(o: MetadataResponsePartition, w: BytesW
         write_i32_be(w, len(l_replica_nodes))
         for e_replica_nodes in l_replica_nodes:
             write_i32_be(w, e_replica_nodes)
-    x_isr_nodes = o.isr_nodes
+    x_isr_nodes: Any = o.isr_nodes
     if x_isr_nodes is None:
         raise ValueOutOfRangeError('non-nullable field IsrNodes is None', version=5)
     else:
@@ -1023,7 +1133,7 @@ def _encode_MetadataResponsePartition_v5(o: MetadataResponsePartition, w: BytesW
         write_i32_be(w, len(l_isr_nodes))
         for e_isr_nodes in l_isr_nodes:
             write_i32_be(w, e_isr_nodes)
-    x_offline_replicas = o.offline_replicas
+    x_offline_replicas: Any = o.offline_replicas
     if x_offline_replicas is None:
         raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=5)
     else:
@@ -1036,16 +1146,22 @@ def _encode_MetadataResponsePartition_v5(o: MetadataResponsePartition, w: BytesW
 
 
 def _decode_MetadataResponsePartition_v7(buf: bytes, pos: i64) -> tuple[MetadataResponsePartition, i64]:
-    o = _new(_K_MetadataResponsePartition)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_partition_index: Any
+    f_leader_id: Any
+    f_leader_epoch: Any
+    f_replica_nodes: Any
+    f_isr_nodes: Any
+    f_offline_replicas: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.leader_id = read_i32_be(buf, pos)
+    f_leader_id = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1059,7 +1175,7 @@ def _decode_MetadataResponsePartition_v7(buf: bytes, pos: i64) -> tuple[Metadata
             e_replica_nodes = read_i32_be(buf, pos)
             pos += 4
             lst_replica_nodes.append(e_replica_nodes)
-        o.replica_nodes = lst_replica_nodes
+        f_replica_nodes = lst_replica_nodes
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -1072,7 +1188,7 @@ def _decode_MetadataResponsePartition_v7(buf: bytes, pos: i64) -> tuple[Metadata
             e_isr_nodes = read_i32_be(buf, pos)
             pos += 4
             lst_isr_nodes.append(e_isr_nodes)
-        o.isr_nodes = lst_isr_nodes
+        f_isr_nodes = lst_isr_nodes
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -1085,17 +1201,21 @@ def _decode_MetadataResponsePartition_v7(buf: bytes, pos: i64) -> tuple[Metadata
             e_offline_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_offline_replicas.append(e_offline_replicas)
-        o.offline_replicas = lst_offline_replicas
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_offline_replicas = lst_offline_replicas
+    utf: Any = ()
+    return MetadataResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, leader_epoch=f_leader_epoch, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes, offline_replicas=f_offline_replicas, unknown_tagged_fields=utf), pos
 
 
 def _encode_MetadataResponsePartition_v7(o: MetadataResponsePartition, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    write_i32_be(w, o.partition_index)
-    write_i32_be(w, o.leader_id)
-    write_i32_be(w, o.leader_epoch)
-    x_replica_nodes = o.replica_nodes
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_leader_id: int = o.leader_id
+    write_i32_be(w, v_leader_id)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
+    x_replica_nodes: Any = o.replica_nodes
     if x_replica_nodes is None:
         raise ValueOutOfRangeError('non-nullable field ReplicaNodes is None', version=7)
     else:
@@ -1103,7 +1223,7 @@ def _encode_MetadataResponsePartition_v7(o: MetadataResponsePartition, w: BytesW
         write_i32_be(w, len(l_replica_nodes))
         for e_replica_nodes in l_replica_nodes:
             write_i32_be(w, e_replica_nodes)
-    x_isr_nodes = o.isr_nodes
+    x_isr_nodes: Any = o.isr_nodes
     if x_isr_nodes is None:
         raise ValueOutOfRangeError('non-nullable field IsrNodes is None', version=7)
     else:
@@ -1111,7 +1231,7 @@ def _encode_MetadataResponsePartition_v7(o: MetadataResponsePartition, w: BytesW
         write_i32_be(w, len(l_isr_nodes))
         for e_isr_nodes in l_isr_nodes:
             write_i32_be(w, e_isr_nodes)
-    x_offline_replicas = o.offline_replicas
+    x_offline_replicas: Any = o.offline_replicas
     if x_offline_replicas is None:
         raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=7)
     else:
@@ -1124,17 +1244,23 @@ def _encode_MetadataResponsePartition_v7(o: MetadataResponsePartition, w: BytesW
 
 
 def _decode_MetadataResponsePartition_v9(buf: bytes, pos: i64) -> tuple[MetadataResponsePartition, i64]:
-    o = _new(_K_MetadataResponsePartition)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_partition_index: Any
+    f_leader_id: Any
+    f_leader_epoch: Any
+    f_replica_nodes: Any
+    f_isr_nodes: Any
+    f_offline_replicas: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.leader_id = read_i32_be(buf, pos)
+    f_leader_id = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1152,7 +1278,7 @@ def _decode_MetadataResponsePartition_v9(buf: bytes, pos: i64) -> tuple[Metadata
             e_replica_nodes = read_i32_be(buf, pos)
             pos += 4
             lst_replica_nodes.append(e_replica_nodes)
-        o.replica_nodes = lst_replica_nodes
+        f_replica_nodes = lst_replica_nodes
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1169,7 +1295,7 @@ def _decode_MetadataResponsePartition_v9(buf: bytes, pos: i64) -> tuple[Metadata
             e_isr_nodes = read_i32_be(buf, pos)
             pos += 4
             lst_isr_nodes.append(e_isr_nodes)
-        o.isr_nodes = lst_isr_nodes
+        f_isr_nodes = lst_isr_nodes
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1186,15 +1312,14 @@ def _decode_MetadataResponsePartition_v9(buf: bytes, pos: i64) -> tuple[Metadata
             e_offline_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_offline_replicas.append(e_offline_replicas)
-        o.offline_replicas = lst_offline_replicas
+        f_offline_replicas = lst_offline_replicas
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1206,16 +1331,20 @@ def _decode_MetadataResponsePartition_v9(buf: bytes, pos: i64) -> tuple[Metadata
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return MetadataResponsePartition(error_code=f_error_code, partition_index=f_partition_index, leader_id=f_leader_id, leader_epoch=f_leader_epoch, replica_nodes=f_replica_nodes, isr_nodes=f_isr_nodes, offline_replicas=f_offline_replicas, unknown_tagged_fields=utf), pos
 
 
 def _encode_MetadataResponsePartition_v9(o: MetadataResponsePartition, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    write_i32_be(w, o.partition_index)
-    write_i32_be(w, o.leader_id)
-    write_i32_be(w, o.leader_epoch)
-    x_replica_nodes = o.replica_nodes
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_leader_id: int = o.leader_id
+    write_i32_be(w, v_leader_id)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
+    x_replica_nodes: Any = o.replica_nodes
     if x_replica_nodes is None:
         raise ValueOutOfRangeError('non-nullable field ReplicaNodes is None', version=9)
     else:
@@ -1227,7 +1356,7 @@ def _encode_MetadataResponsePartition_v9(o: MetadataResponsePartition, w: BytesW
             _put_uvarint(w, m)
         for e_replica_nodes in l_replica_nodes:
             write_i32_be(w, e_replica_nodes)
-    x_isr_nodes = o.isr_nodes
+    x_isr_nodes: Any = o.isr_nodes
     if x_isr_nodes is None:
         raise ValueOutOfRangeError('non-nullable field IsrNodes is None', version=9)
     else:
@@ -1239,7 +1368,7 @@ def _encode_MetadataResponsePartition_v9(o: MetadataResponsePartition, w: BytesW
             _put_uvarint(w, m)
         for e_isr_nodes in l_isr_nodes:
             write_i32_be(w, e_isr_nodes)
-    x_offline_replicas = o.offline_replicas
+    x_offline_replicas: Any = o.offline_replicas
     if x_offline_replicas is None:
         raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=9)
     else:
@@ -1258,14 +1387,13 @@ def _encode_MetadataResponsePartition_v9(o: MetadataResponsePartition, w: BytesW
 
 
 def _decode_MetadataResponseTopic_v0(buf: bytes, pos: i64) -> tuple[MetadataResponseTopic, i64]:
-    o = _new(_K_MetadataResponseTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
-    o.is_internal = False
-    o.topic_authorized_operations = -2147483648
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_name: Any
+    f_partitions: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -1277,7 +1405,7 @@ def _decode_MetadataResponseTopic_v0(buf: bytes, pos: i64) -> tuple[MetadataResp
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1290,16 +1418,18 @@ def _decode_MetadataResponseTopic_v0(buf: bytes, pos: i64) -> tuple[MetadataResp
         for _i_partitions in range(n):
             x_partitions, pos = _decode_MetadataResponsePartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return MetadataResponseTopic(error_code=f_error_code, name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_MetadataResponseTopic_v0(o: MetadataResponseTopic, w: BytesWriter) -> None:
-    if o.topic_authorized_operations != -2147483648:
+    d_topic_authorized_operations: int = o.topic_authorized_operations
+    if d_topic_authorized_operations != -2147483648:
         raise FieldNotInVersionError('non-default TopicAuthorizedOperations cannot be written', version=0)
-    write_i16_be(w, o.error_code)
-    x_name = o.name
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -1308,7 +1438,7 @@ def _encode_MetadataResponseTopic_v0(o: MetadataResponseTopic, w: BytesWriter) -
             raise ValueOutOfRangeError('string field Name is too long', version=0)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -1321,13 +1451,14 @@ def _encode_MetadataResponseTopic_v0(o: MetadataResponseTopic, w: BytesWriter) -
 
 
 def _decode_MetadataResponseTopic_v1(buf: bytes, pos: i64) -> tuple[MetadataResponseTopic, i64]:
-    o = _new(_K_MetadataResponseTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
-    o.topic_authorized_operations = -2147483648
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_name: Any
+    f_is_internal: Any
+    f_partitions: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -1339,9 +1470,9 @@ def _decode_MetadataResponseTopic_v1(buf: bytes, pos: i64) -> tuple[MetadataResp
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
-    o.is_internal = buf[pos] != 0
+    f_is_internal = buf[pos] != 0
     pos += 1
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1354,16 +1485,18 @@ def _decode_MetadataResponseTopic_v1(buf: bytes, pos: i64) -> tuple[MetadataResp
         for _i_partitions in range(n):
             x_partitions, pos = _decode_MetadataResponsePartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return MetadataResponseTopic(error_code=f_error_code, name=f_name, is_internal=f_is_internal, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_MetadataResponseTopic_v1(o: MetadataResponseTopic, w: BytesWriter) -> None:
-    if o.topic_authorized_operations != -2147483648:
+    d_topic_authorized_operations: int = o.topic_authorized_operations
+    if d_topic_authorized_operations != -2147483648:
         raise FieldNotInVersionError('non-default TopicAuthorizedOperations cannot be written', version=1)
-    write_i16_be(w, o.error_code)
-    x_name = o.name
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
     else:
@@ -1373,7 +1506,7 @@ def _encode_MetadataResponseTopic_v1(o: MetadataResponseTopic, w: BytesWriter) -
         write_i16_be(w, len(b_name))
         w.write(b_name)
     w.append(_ONE if o.is_internal else _ZERO)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
@@ -1386,13 +1519,14 @@ def _encode_MetadataResponseTopic_v1(o: MetadataResponseTopic, w: BytesWriter) -
 
 
 def _decode_MetadataResponseTopic_v5(buf: bytes, pos: i64) -> tuple[MetadataResponseTopic, i64]:
-    o = _new(_K_MetadataResponseTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
-    o.topic_authorized_operations = -2147483648
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_name: Any
+    f_is_internal: Any
+    f_partitions: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -1404,9 +1538,9 @@ def _decode_MetadataResponseTopic_v5(buf: bytes, pos: i64) -> tuple[MetadataResp
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
-    o.is_internal = buf[pos] != 0
+    f_is_internal = buf[pos] != 0
     pos += 1
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1419,16 +1553,18 @@ def _decode_MetadataResponseTopic_v5(buf: bytes, pos: i64) -> tuple[MetadataResp
         for _i_partitions in range(n):
             x_partitions, pos = _decode_MetadataResponsePartition_v5(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return MetadataResponseTopic(error_code=f_error_code, name=f_name, is_internal=f_is_internal, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_MetadataResponseTopic_v5(o: MetadataResponseTopic, w: BytesWriter) -> None:
-    if o.topic_authorized_operations != -2147483648:
+    d_topic_authorized_operations: int = o.topic_authorized_operations
+    if d_topic_authorized_operations != -2147483648:
         raise FieldNotInVersionError('non-default TopicAuthorizedOperations cannot be written', version=5)
-    write_i16_be(w, o.error_code)
-    x_name = o.name
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=5)
     else:
@@ -1438,7 +1574,7 @@ def _encode_MetadataResponseTopic_v5(o: MetadataResponseTopic, w: BytesWriter) -
         write_i16_be(w, len(b_name))
         w.write(b_name)
     w.append(_ONE if o.is_internal else _ZERO)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=5)
     else:
@@ -1451,13 +1587,14 @@ def _encode_MetadataResponseTopic_v5(o: MetadataResponseTopic, w: BytesWriter) -
 
 
 def _decode_MetadataResponseTopic_v7(buf: bytes, pos: i64) -> tuple[MetadataResponseTopic, i64]:
-    o = _new(_K_MetadataResponseTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
-    o.topic_authorized_operations = -2147483648
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_name: Any
+    f_is_internal: Any
+    f_partitions: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -1469,9 +1606,9 @@ def _decode_MetadataResponseTopic_v7(buf: bytes, pos: i64) -> tuple[MetadataResp
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
-    o.is_internal = buf[pos] != 0
+    f_is_internal = buf[pos] != 0
     pos += 1
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1484,16 +1621,18 @@ def _decode_MetadataResponseTopic_v7(buf: bytes, pos: i64) -> tuple[MetadataResp
         for _i_partitions in range(n):
             x_partitions, pos = _decode_MetadataResponsePartition_v7(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return MetadataResponseTopic(error_code=f_error_code, name=f_name, is_internal=f_is_internal, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_MetadataResponseTopic_v7(o: MetadataResponseTopic, w: BytesWriter) -> None:
-    if o.topic_authorized_operations != -2147483648:
+    d_topic_authorized_operations: int = o.topic_authorized_operations
+    if d_topic_authorized_operations != -2147483648:
         raise FieldNotInVersionError('non-default TopicAuthorizedOperations cannot be written', version=7)
-    write_i16_be(w, o.error_code)
-    x_name = o.name
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=7)
     else:
@@ -1503,7 +1642,7 @@ def _encode_MetadataResponseTopic_v7(o: MetadataResponseTopic, w: BytesWriter) -
         write_i16_be(w, len(b_name))
         w.write(b_name)
     w.append(_ONE if o.is_internal else _ZERO)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=7)
     else:
@@ -1516,12 +1655,15 @@ def _encode_MetadataResponseTopic_v7(o: MetadataResponseTopic, w: BytesWriter) -
 
 
 def _decode_MetadataResponseTopic_v8(buf: bytes, pos: i64) -> tuple[MetadataResponseTopic, i64]:
-    o = _new(_K_MetadataResponseTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_name: Any
+    f_is_internal: Any
+    f_partitions: Any
+    f_topic_authorized_operations: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -1533,9 +1675,9 @@ def _decode_MetadataResponseTopic_v8(buf: bytes, pos: i64) -> tuple[MetadataResp
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
-    o.is_internal = buf[pos] != 0
+    f_is_internal = buf[pos] != 0
     pos += 1
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1548,16 +1690,17 @@ def _decode_MetadataResponseTopic_v8(buf: bytes, pos: i64) -> tuple[MetadataResp
         for _i_partitions in range(n):
             x_partitions, pos = _decode_MetadataResponsePartition_v7(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.topic_authorized_operations = read_i32_be(buf, pos)
+        f_partitions = lst_partitions
+    f_topic_authorized_operations = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return MetadataResponseTopic(error_code=f_error_code, name=f_name, is_internal=f_is_internal, partitions=f_partitions, topic_authorized_operations=f_topic_authorized_operations, unknown_tagged_fields=utf), pos
 
 
 def _encode_MetadataResponseTopic_v8(o: MetadataResponseTopic, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_name = o.name
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=8)
     else:
@@ -1567,7 +1710,7 @@ def _encode_MetadataResponseTopic_v8(o: MetadataResponseTopic, w: BytesWriter) -
         write_i16_be(w, len(b_name))
         w.write(b_name)
     w.append(_ONE if o.is_internal else _ZERO)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=8)
     else:
@@ -1575,18 +1718,22 @@ def _encode_MetadataResponseTopic_v8(o: MetadataResponseTopic, w: BytesWriter) -
         write_i32_be(w, len(l_partitions))
         for e_partitions in l_partitions:
             _encode_MetadataResponsePartition_v7(e_partitions, w)
-    write_i32_be(w, o.topic_authorized_operations)
+    v_topic_authorized_operations: int = o.topic_authorized_operations
+    write_i32_be(w, v_topic_authorized_operations)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 8')
 
 
 def _decode_MetadataResponseTopic_v9(buf: bytes, pos: i64) -> tuple[MetadataResponseTopic, i64]:
-    o = _new(_K_MetadataResponseTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_name: Any
+    f_is_internal: Any
+    f_partitions: Any
+    f_topic_authorized_operations: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1602,9 +1749,9 @@ def _decode_MetadataResponseTopic_v9(buf: bytes, pos: i64) -> tuple[MetadataResp
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
-    o.is_internal = buf[pos] != 0
+    f_is_internal = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -1621,17 +1768,16 @@ def _decode_MetadataResponseTopic_v9(buf: bytes, pos: i64) -> tuple[MetadataResp
         for _i_partitions in range(n):
             x_partitions, pos = _decode_MetadataResponsePartition_v9(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.topic_authorized_operations = read_i32_be(buf, pos)
+        f_partitions = lst_partitions
+    f_topic_authorized_operations = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1643,13 +1789,14 @@ def _decode_MetadataResponseTopic_v9(buf: bytes, pos: i64) -> tuple[MetadataResp
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return MetadataResponseTopic(error_code=f_error_code, name=f_name, is_internal=f_is_internal, partitions=f_partitions, topic_authorized_operations=f_topic_authorized_operations, unknown_tagged_fields=utf), pos
 
 
 def _encode_MetadataResponseTopic_v9(o: MetadataResponseTopic, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_name = o.name
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=9)
     else:
@@ -1663,7 +1810,7 @@ def _encode_MetadataResponseTopic_v9(o: MetadataResponseTopic, w: BytesWriter) -
             _put_uvarint(w, m)
         w.write(b_name)
     w.append(_ONE if o.is_internal else _ZERO)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=9)
     else:
@@ -1675,7 +1822,8 @@ def _encode_MetadataResponseTopic_v9(o: MetadataResponseTopic, w: BytesWriter) -
             _put_uvarint(w, m)
         for e_partitions in l_partitions:
             _encode_MetadataResponsePartition_v9(e_partitions, w)
-    write_i32_be(w, o.topic_authorized_operations)
+    v_topic_authorized_operations: int = o.topic_authorized_operations
+    write_i32_be(w, v_topic_authorized_operations)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1683,11 +1831,16 @@ def _encode_MetadataResponseTopic_v9(o: MetadataResponseTopic, w: BytesWriter) -
 
 
 def _decode_MetadataResponseTopic_v10(buf: bytes, pos: i64) -> tuple[MetadataResponseTopic, i64]:
-    o = _new(_K_MetadataResponseTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_name: Any
+    f_topic_id: Any
+    f_is_internal: Any
+    f_partitions: Any
+    f_topic_authorized_operations: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1703,11 +1856,11 @@ def _decode_MetadataResponseTopic_v10(buf: bytes, pos: i64) -> tuple[MetadataRes
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id = _uuid(buf, pos)
     pos += 16
-    o.is_internal = buf[pos] != 0
+    f_is_internal = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -1724,17 +1877,16 @@ def _decode_MetadataResponseTopic_v10(buf: bytes, pos: i64) -> tuple[MetadataRes
         for _i_partitions in range(n):
             x_partitions, pos = _decode_MetadataResponsePartition_v9(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.topic_authorized_operations = read_i32_be(buf, pos)
+        f_partitions = lst_partitions
+    f_topic_authorized_operations = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1746,13 +1898,14 @@ def _decode_MetadataResponseTopic_v10(buf: bytes, pos: i64) -> tuple[MetadataRes
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return MetadataResponseTopic(error_code=f_error_code, name=f_name, topic_id=f_topic_id, is_internal=f_is_internal, partitions=f_partitions, topic_authorized_operations=f_topic_authorized_operations, unknown_tagged_fields=utf), pos
 
 
 def _encode_MetadataResponseTopic_v10(o: MetadataResponseTopic, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_name = o.name
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=10)
     else:
@@ -1767,7 +1920,7 @@ def _encode_MetadataResponseTopic_v10(o: MetadataResponseTopic, w: BytesWriter) 
         w.write(b_name)
     _put_uuid(w, o.topic_id)
     w.append(_ONE if o.is_internal else _ZERO)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=10)
     else:
@@ -1779,7 +1932,8 @@ def _encode_MetadataResponseTopic_v10(o: MetadataResponseTopic, w: BytesWriter) 
             _put_uvarint(w, m)
         for e_partitions in l_partitions:
             _encode_MetadataResponsePartition_v9(e_partitions, w)
-    write_i32_be(w, o.topic_authorized_operations)
+    v_topic_authorized_operations: int = o.topic_authorized_operations
+    write_i32_be(w, v_topic_authorized_operations)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1787,11 +1941,16 @@ def _encode_MetadataResponseTopic_v10(o: MetadataResponseTopic, w: BytesWriter) 
 
 
 def _decode_MetadataResponseTopic_v12(buf: bytes, pos: i64) -> tuple[MetadataResponseTopic, i64]:
-    o = _new(_K_MetadataResponseTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_name: Any
+    f_topic_id: Any
+    f_is_internal: Any
+    f_partitions: Any
+    f_topic_authorized_operations: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1800,18 +1959,18 @@ def _decode_MetadataResponseTopic_v12(buf: bytes, pos: i64) -> tuple[MetadataRes
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.name = None
+        f_name = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Name is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id = _uuid(buf, pos)
     pos += 16
-    o.is_internal = buf[pos] != 0
+    f_is_internal = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -1828,17 +1987,16 @@ def _decode_MetadataResponseTopic_v12(buf: bytes, pos: i64) -> tuple[MetadataRes
         for _i_partitions in range(n):
             x_partitions, pos = _decode_MetadataResponsePartition_v9(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.topic_authorized_operations = read_i32_be(buf, pos)
+        f_partitions = lst_partitions
+    f_topic_authorized_operations = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1850,13 +2008,14 @@ def _decode_MetadataResponseTopic_v12(buf: bytes, pos: i64) -> tuple[MetadataRes
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return MetadataResponseTopic(error_code=f_error_code, name=f_name, topic_id=f_topic_id, is_internal=f_is_internal, partitions=f_partitions, topic_authorized_operations=f_topic_authorized_operations, unknown_tagged_fields=utf), pos
 
 
 def _encode_MetadataResponseTopic_v12(o: MetadataResponseTopic, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_name = o.name
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_name: str | None = o.name
     if x_name is None:
         w.append(_ZERO)
     else:
@@ -1871,7 +2030,7 @@ def _encode_MetadataResponseTopic_v12(o: MetadataResponseTopic, w: BytesWriter) 
         w.write(b_name)
     _put_uuid(w, o.topic_id)
     w.append(_ONE if o.is_internal else _ZERO)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=12)
     else:
@@ -1883,7 +2042,8 @@ def _encode_MetadataResponseTopic_v12(o: MetadataResponseTopic, w: BytesWriter) 
             _put_uvarint(w, m)
         for e_partitions in l_partitions:
             _encode_MetadataResponsePartition_v9(e_partitions, w)
-    write_i32_be(w, o.topic_authorized_operations)
+    v_topic_authorized_operations: int = o.topic_authorized_operations
+    write_i32_be(w, v_topic_authorized_operations)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1891,14 +2051,10 @@ def _encode_MetadataResponseTopic_v12(o: MetadataResponseTopic, w: BytesWriter) 
 
 
 def _decode_MetadataResponse_v0(buf: bytes, pos: i64) -> tuple[MetadataResponse, i64]:
-    o = _new(_K_MetadataResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = 0
-    o.cluster_id = None
-    o.controller_id = -1
-    o.error_code = 0
-    o.cluster_authorized_operations = -2147483648
+    f_brokers: Any
+    f_topics: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -1910,7 +2066,7 @@ def _decode_MetadataResponse_v0(buf: bytes, pos: i64) -> tuple[MetadataResponse,
         for _i_brokers in range(n):
             x_brokers, pos = _decode_MetadataResponseBroker_v0(buf, pos)
             lst_brokers.append(x_brokers)
-        o.brokers = lst_brokers
+        f_brokers = lst_brokers
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -1922,15 +2078,16 @@ def _decode_MetadataResponse_v0(buf: bytes, pos: i64) -> tuple[MetadataResponse,
         for _i_topics in range(n):
             x_topics, pos = _decode_MetadataResponseTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return MetadataResponse(brokers=f_brokers, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_MetadataResponse_v0(o: MetadataResponse, w: BytesWriter) -> None:
-    if o.cluster_authorized_operations != -2147483648:
+    d_cluster_authorized_operations: int = o.cluster_authorized_operations
+    if d_cluster_authorized_operations != -2147483648:
         raise FieldNotInVersionError('non-default ClusterAuthorizedOperations cannot be written', version=0)
-    x_brokers = o.brokers
+    x_brokers: Any = o.brokers
     if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=0)
     else:
@@ -1938,7 +2095,7 @@ def _encode_MetadataResponse_v0(o: MetadataResponse, w: BytesWriter) -> None:
         write_i32_be(w, len(l_brokers))
         for e_brokers in l_brokers:
             _encode_MetadataResponseBroker_v0(e_brokers, w)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -1951,13 +2108,11 @@ def _encode_MetadataResponse_v0(o: MetadataResponse, w: BytesWriter) -> None:
 
 
 def _decode_MetadataResponse_v1(buf: bytes, pos: i64) -> tuple[MetadataResponse, i64]:
-    o = _new(_K_MetadataResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = 0
-    o.cluster_id = None
-    o.error_code = 0
-    o.cluster_authorized_operations = -2147483648
+    f_brokers: Any
+    f_controller_id: Any
+    f_topics: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -1969,8 +2124,8 @@ def _decode_MetadataResponse_v1(buf: bytes, pos: i64) -> tuple[MetadataResponse,
         for _i_brokers in range(n):
             x_brokers, pos = _decode_MetadataResponseBroker_v1(buf, pos)
             lst_brokers.append(x_brokers)
-        o.brokers = lst_brokers
-    o.controller_id = read_i32_be(buf, pos)
+        f_brokers = lst_brokers
+    f_controller_id = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1983,15 +2138,16 @@ def _decode_MetadataResponse_v1(buf: bytes, pos: i64) -> tuple[MetadataResponse,
         for _i_topics in range(n):
             x_topics, pos = _decode_MetadataResponseTopic_v1(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return MetadataResponse(brokers=f_brokers, controller_id=f_controller_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_MetadataResponse_v1(o: MetadataResponse, w: BytesWriter) -> None:
-    if o.cluster_authorized_operations != -2147483648:
+    d_cluster_authorized_operations: int = o.cluster_authorized_operations
+    if d_cluster_authorized_operations != -2147483648:
         raise FieldNotInVersionError('non-default ClusterAuthorizedOperations cannot be written', version=1)
-    x_brokers = o.brokers
+    x_brokers: Any = o.brokers
     if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=1)
     else:
@@ -1999,8 +2155,9 @@ def _encode_MetadataResponse_v1(o: MetadataResponse, w: BytesWriter) -> None:
         write_i32_be(w, len(l_brokers))
         for e_brokers in l_brokers:
             _encode_MetadataResponseBroker_v1(e_brokers, w)
-    write_i32_be(w, o.controller_id)
-    x_topics = o.topics
+    v_controller_id: int = o.controller_id
+    write_i32_be(w, v_controller_id)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
@@ -2013,13 +2170,13 @@ def _encode_MetadataResponse_v1(o: MetadataResponse, w: BytesWriter) -> None:
 
 
 def _decode_MetadataResponse_v2(buf: bytes, pos: i64) -> tuple[MetadataResponse, i64]:
-    o = _new(_K_MetadataResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = 0
-    o.error_code = 0
-    o.cluster_authorized_operations = -2147483648
+    f_brokers: Any
+    f_cluster_id: Any
+    f_controller_id: Any
+    f_topics: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -2031,20 +2188,20 @@ def _decode_MetadataResponse_v2(buf: bytes, pos: i64) -> tuple[MetadataResponse,
         for _i_brokers in range(n):
             x_brokers, pos = _decode_MetadataResponseBroker_v1(buf, pos)
             lst_brokers.append(x_brokers)
-        o.brokers = lst_brokers
+        f_brokers = lst_brokers
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.cluster_id = None
+        f_cluster_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ClusterId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ClusterId')
-        o.cluster_id = buf[pos:end].decode()
+        f_cluster_id = buf[pos:end].decode()
         pos = end
-    o.controller_id = read_i32_be(buf, pos)
+    f_controller_id = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -2057,15 +2214,16 @@ def _decode_MetadataResponse_v2(buf: bytes, pos: i64) -> tuple[MetadataResponse,
         for _i_topics in range(n):
             x_topics, pos = _decode_MetadataResponseTopic_v1(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return MetadataResponse(brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_MetadataResponse_v2(o: MetadataResponse, w: BytesWriter) -> None:
-    if o.cluster_authorized_operations != -2147483648:
+    d_cluster_authorized_operations: int = o.cluster_authorized_operations
+    if d_cluster_authorized_operations != -2147483648:
         raise FieldNotInVersionError('non-default ClusterAuthorizedOperations cannot be written', version=2)
-    x_brokers = o.brokers
+    x_brokers: Any = o.brokers
     if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=2)
     else:
@@ -2073,7 +2231,7 @@ def _encode_MetadataResponse_v2(o: MetadataResponse, w: BytesWriter) -> None:
         write_i32_be(w, len(l_brokers))
         for e_brokers in l_brokers:
             _encode_MetadataResponseBroker_v1(e_brokers, w)
-    x_cluster_id = o.cluster_id
+    x_cluster_id: str | None = o.cluster_id
     if x_cluster_id is None:
         write_i16_be(w, -1)
     else:
@@ -2082,8 +2240,9 @@ def _encode_MetadataResponse_v2(o: MetadataResponse, w: BytesWriter) -> None:
             raise ValueOutOfRangeError('string field ClusterId is too long', version=2)
         write_i16_be(w, len(b_cluster_id))
         w.write(b_cluster_id)
-    write_i32_be(w, o.controller_id)
-    x_topics = o.topics
+    v_controller_id: int = o.controller_id
+    write_i32_be(w, v_controller_id)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
@@ -2096,13 +2255,15 @@ def _encode_MetadataResponse_v2(o: MetadataResponse, w: BytesWriter) -> None:
 
 
 def _decode_MetadataResponse_v3(buf: bytes, pos: i64) -> tuple[MetadataResponse, i64]:
-    o = _new(_K_MetadataResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = 0
-    o.cluster_authorized_operations = -2147483648
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_brokers: Any
+    f_cluster_id: Any
+    f_controller_id: Any
+    f_topics: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -2115,20 +2276,20 @@ def _decode_MetadataResponse_v3(buf: bytes, pos: i64) -> tuple[MetadataResponse,
         for _i_brokers in range(n):
             x_brokers, pos = _decode_MetadataResponseBroker_v1(buf, pos)
             lst_brokers.append(x_brokers)
-        o.brokers = lst_brokers
+        f_brokers = lst_brokers
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.cluster_id = None
+        f_cluster_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ClusterId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ClusterId')
-        o.cluster_id = buf[pos:end].decode()
+        f_cluster_id = buf[pos:end].decode()
         pos = end
-    o.controller_id = read_i32_be(buf, pos)
+    f_controller_id = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -2141,16 +2302,18 @@ def _decode_MetadataResponse_v3(buf: bytes, pos: i64) -> tuple[MetadataResponse,
         for _i_topics in range(n):
             x_topics, pos = _decode_MetadataResponseTopic_v1(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_MetadataResponse_v3(o: MetadataResponse, w: BytesWriter) -> None:
-    if o.cluster_authorized_operations != -2147483648:
+    d_cluster_authorized_operations: int = o.cluster_authorized_operations
+    if d_cluster_authorized_operations != -2147483648:
         raise FieldNotInVersionError('non-default ClusterAuthorizedOperations cannot be written', version=3)
-    write_i32_be(w, o.throttle_time_ms)
-    x_brokers = o.brokers
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_brokers: Any = o.brokers
     if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=3)
     else:
@@ -2158,7 +2321,7 @@ def _encode_MetadataResponse_v3(o: MetadataResponse, w: BytesWriter) -> None:
         write_i32_be(w, len(l_brokers))
         for e_brokers in l_brokers:
             _encode_MetadataResponseBroker_v1(e_brokers, w)
-    x_cluster_id = o.cluster_id
+    x_cluster_id: str | None = o.cluster_id
     if x_cluster_id is None:
         write_i16_be(w, -1)
     else:
@@ -2167,8 +2330,9 @@ def _encode_MetadataResponse_v3(o: MetadataResponse, w: BytesWriter) -> None:
             raise ValueOutOfRangeError('string field ClusterId is too long', version=3)
         write_i16_be(w, len(b_cluster_id))
         w.write(b_cluster_id)
-    write_i32_be(w, o.controller_id)
-    x_topics = o.topics
+    v_controller_id: int = o.controller_id
+    write_i32_be(w, v_controller_id)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=3)
     else:
@@ -2181,13 +2345,15 @@ def _encode_MetadataResponse_v3(o: MetadataResponse, w: BytesWriter) -> None:
 
 
 def _decode_MetadataResponse_v5(buf: bytes, pos: i64) -> tuple[MetadataResponse, i64]:
-    o = _new(_K_MetadataResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = 0
-    o.cluster_authorized_operations = -2147483648
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_brokers: Any
+    f_cluster_id: Any
+    f_controller_id: Any
+    f_topics: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -2200,20 +2366,20 @@ def _decode_MetadataResponse_v5(buf: bytes, pos: i64) -> tuple[MetadataResponse,
         for _i_brokers in range(n):
             x_brokers, pos = _decode_MetadataResponseBroker_v1(buf, pos)
             lst_brokers.append(x_brokers)
-        o.brokers = lst_brokers
+        f_brokers = lst_brokers
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.cluster_id = None
+        f_cluster_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ClusterId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ClusterId')
-        o.cluster_id = buf[pos:end].decode()
+        f_cluster_id = buf[pos:end].decode()
         pos = end
-    o.controller_id = read_i32_be(buf, pos)
+    f_controller_id = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -2226,16 +2392,18 @@ def _decode_MetadataResponse_v5(buf: bytes, pos: i64) -> tuple[MetadataResponse,
         for _i_topics in range(n):
             x_topics, pos = _decode_MetadataResponseTopic_v5(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_MetadataResponse_v5(o: MetadataResponse, w: BytesWriter) -> None:
-    if o.cluster_authorized_operations != -2147483648:
+    d_cluster_authorized_operations: int = o.cluster_authorized_operations
+    if d_cluster_authorized_operations != -2147483648:
         raise FieldNotInVersionError('non-default ClusterAuthorizedOperations cannot be written', version=5)
-    write_i32_be(w, o.throttle_time_ms)
-    x_brokers = o.brokers
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_brokers: Any = o.brokers
     if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=5)
     else:
@@ -2243,7 +2411,7 @@ def _encode_MetadataResponse_v5(o: MetadataResponse, w: BytesWriter) -> None:
         write_i32_be(w, len(l_brokers))
         for e_brokers in l_brokers:
             _encode_MetadataResponseBroker_v1(e_brokers, w)
-    x_cluster_id = o.cluster_id
+    x_cluster_id: str | None = o.cluster_id
     if x_cluster_id is None:
         write_i16_be(w, -1)
     else:
@@ -2252,8 +2420,9 @@ def _encode_MetadataResponse_v5(o: MetadataResponse, w: BytesWriter) -> None:
             raise ValueOutOfRangeError('string field ClusterId is too long', version=5)
         write_i16_be(w, len(b_cluster_id))
         w.write(b_cluster_id)
-    write_i32_be(w, o.controller_id)
-    x_topics = o.topics
+    v_controller_id: int = o.controller_id
+    write_i32_be(w, v_controller_id)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=5)
     else:
@@ -2266,13 +2435,15 @@ def _encode_MetadataResponse_v5(o: MetadataResponse, w: BytesWriter) -> None:
 
 
 def _decode_MetadataResponse_v7(buf: bytes, pos: i64) -> tuple[MetadataResponse, i64]:
-    o = _new(_K_MetadataResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = 0
-    o.cluster_authorized_operations = -2147483648
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_brokers: Any
+    f_cluster_id: Any
+    f_controller_id: Any
+    f_topics: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -2285,20 +2456,20 @@ def _decode_MetadataResponse_v7(buf: bytes, pos: i64) -> tuple[MetadataResponse,
         for _i_brokers in range(n):
             x_brokers, pos = _decode_MetadataResponseBroker_v1(buf, pos)
             lst_brokers.append(x_brokers)
-        o.brokers = lst_brokers
+        f_brokers = lst_brokers
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.cluster_id = None
+        f_cluster_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ClusterId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ClusterId')
-        o.cluster_id = buf[pos:end].decode()
+        f_cluster_id = buf[pos:end].decode()
         pos = end
-    o.controller_id = read_i32_be(buf, pos)
+    f_controller_id = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -2311,16 +2482,18 @@ def _decode_MetadataResponse_v7(buf: bytes, pos: i64) -> tuple[MetadataResponse,
         for _i_topics in range(n):
             x_topics, pos = _decode_MetadataResponseTopic_v7(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_MetadataResponse_v7(o: MetadataResponse, w: BytesWriter) -> None:
-    if o.cluster_authorized_operations != -2147483648:
+    d_cluster_authorized_operations: int = o.cluster_authorized_operations
+    if d_cluster_authorized_operations != -2147483648:
         raise FieldNotInVersionError('non-default ClusterAuthorizedOperations cannot be written', version=7)
-    write_i32_be(w, o.throttle_time_ms)
-    x_brokers = o.brokers
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_brokers: Any = o.brokers
     if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=7)
     else:
@@ -2328,7 +2501,7 @@ def _encode_MetadataResponse_v7(o: MetadataResponse, w: BytesWriter) -> None:
         write_i32_be(w, len(l_brokers))
         for e_brokers in l_brokers:
             _encode_MetadataResponseBroker_v1(e_brokers, w)
-    x_cluster_id = o.cluster_id
+    x_cluster_id: str | None = o.cluster_id
     if x_cluster_id is None:
         write_i16_be(w, -1)
     else:
@@ -2337,8 +2510,9 @@ def _encode_MetadataResponse_v7(o: MetadataResponse, w: BytesWriter) -> None:
             raise ValueOutOfRangeError('string field ClusterId is too long', version=7)
         write_i16_be(w, len(b_cluster_id))
         w.write(b_cluster_id)
-    write_i32_be(w, o.controller_id)
-    x_topics = o.topics
+    v_controller_id: int = o.controller_id
+    write_i32_be(w, v_controller_id)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=7)
     else:
@@ -2351,12 +2525,16 @@ def _encode_MetadataResponse_v7(o: MetadataResponse, w: BytesWriter) -> None:
 
 
 def _decode_MetadataResponse_v8(buf: bytes, pos: i64) -> tuple[MetadataResponse, i64]:
-    o = _new(_K_MetadataResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_brokers: Any
+    f_cluster_id: Any
+    f_controller_id: Any
+    f_topics: Any
+    f_cluster_authorized_operations: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -2369,20 +2547,20 @@ def _decode_MetadataResponse_v8(buf: bytes, pos: i64) -> tuple[MetadataResponse,
         for _i_brokers in range(n):
             x_brokers, pos = _decode_MetadataResponseBroker_v1(buf, pos)
             lst_brokers.append(x_brokers)
-        o.brokers = lst_brokers
+        f_brokers = lst_brokers
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.cluster_id = None
+        f_cluster_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ClusterId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ClusterId')
-        o.cluster_id = buf[pos:end].decode()
+        f_cluster_id = buf[pos:end].decode()
         pos = end
-    o.controller_id = read_i32_be(buf, pos)
+    f_controller_id = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -2395,16 +2573,17 @@ def _decode_MetadataResponse_v8(buf: bytes, pos: i64) -> tuple[MetadataResponse,
         for _i_topics in range(n):
             x_topics, pos = _decode_MetadataResponseTopic_v8(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.cluster_authorized_operations = read_i32_be(buf, pos)
+        f_topics = lst_topics
+    f_cluster_authorized_operations = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics, cluster_authorized_operations=f_cluster_authorized_operations, unknown_tagged_fields=utf), pos
 
 
 def _encode_MetadataResponse_v8(o: MetadataResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_brokers = o.brokers
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_brokers: Any = o.brokers
     if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=8)
     else:
@@ -2412,7 +2591,7 @@ def _encode_MetadataResponse_v8(o: MetadataResponse, w: BytesWriter) -> None:
         write_i32_be(w, len(l_brokers))
         for e_brokers in l_brokers:
             _encode_MetadataResponseBroker_v1(e_brokers, w)
-    x_cluster_id = o.cluster_id
+    x_cluster_id: str | None = o.cluster_id
     if x_cluster_id is None:
         write_i16_be(w, -1)
     else:
@@ -2421,8 +2600,9 @@ def _encode_MetadataResponse_v8(o: MetadataResponse, w: BytesWriter) -> None:
             raise ValueOutOfRangeError('string field ClusterId is too long', version=8)
         write_i16_be(w, len(b_cluster_id))
         w.write(b_cluster_id)
-    write_i32_be(w, o.controller_id)
-    x_topics = o.topics
+    v_controller_id: int = o.controller_id
+    write_i32_be(w, v_controller_id)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=8)
     else:
@@ -2430,18 +2610,23 @@ def _encode_MetadataResponse_v8(o: MetadataResponse, w: BytesWriter) -> None:
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_MetadataResponseTopic_v8(e_topics, w)
-    write_i32_be(w, o.cluster_authorized_operations)
+    v_cluster_authorized_operations: int = o.cluster_authorized_operations
+    write_i32_be(w, v_cluster_authorized_operations)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 8')
 
 
 def _decode_MetadataResponse_v9(buf: bytes, pos: i64) -> tuple[MetadataResponse, i64]:
-    o = _new(_K_MetadataResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_brokers: Any
+    f_cluster_id: Any
+    f_controller_id: Any
+    f_topics: Any
+    f_cluster_authorized_operations: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -2458,7 +2643,7 @@ def _decode_MetadataResponse_v9(buf: bytes, pos: i64) -> tuple[MetadataResponse,
         for _i_brokers in range(n):
             x_brokers, pos = _decode_MetadataResponseBroker_v9(buf, pos)
             lst_brokers.append(x_brokers)
-        o.brokers = lst_brokers
+        f_brokers = lst_brokers
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2466,16 +2651,16 @@ def _decode_MetadataResponse_v9(buf: bytes, pos: i64) -> tuple[MetadataResponse,
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.cluster_id = None
+        f_cluster_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ClusterId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ClusterId')
-        o.cluster_id = buf[pos:end].decode()
+        f_cluster_id = buf[pos:end].decode()
         pos = end
-    o.controller_id = read_i32_be(buf, pos)
+    f_controller_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -2492,17 +2677,16 @@ def _decode_MetadataResponse_v9(buf: bytes, pos: i64) -> tuple[MetadataResponse,
         for _i_topics in range(n):
             x_topics, pos = _decode_MetadataResponseTopic_v9(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.cluster_authorized_operations = read_i32_be(buf, pos)
+        f_topics = lst_topics
+    f_cluster_authorized_operations = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -2514,13 +2698,14 @@ def _decode_MetadataResponse_v9(buf: bytes, pos: i64) -> tuple[MetadataResponse,
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics, cluster_authorized_operations=f_cluster_authorized_operations, unknown_tagged_fields=utf), pos
 
 
 def _encode_MetadataResponse_v9(o: MetadataResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_brokers = o.brokers
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_brokers: Any = o.brokers
     if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=9)
     else:
@@ -2532,7 +2717,7 @@ def _encode_MetadataResponse_v9(o: MetadataResponse, w: BytesWriter) -> None:
             _put_uvarint(w, m)
         for e_brokers in l_brokers:
             _encode_MetadataResponseBroker_v9(e_brokers, w)
-    x_cluster_id = o.cluster_id
+    x_cluster_id: str | None = o.cluster_id
     if x_cluster_id is None:
         w.append(_ZERO)
     else:
@@ -2545,8 +2730,9 @@ def _encode_MetadataResponse_v9(o: MetadataResponse, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_cluster_id)
-    write_i32_be(w, o.controller_id)
-    x_topics = o.topics
+    v_controller_id: int = o.controller_id
+    write_i32_be(w, v_controller_id)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=9)
     else:
@@ -2558,7 +2744,8 @@ def _encode_MetadataResponse_v9(o: MetadataResponse, w: BytesWriter) -> None:
             _put_uvarint(w, m)
         for e_topics in l_topics:
             _encode_MetadataResponseTopic_v9(e_topics, w)
-    write_i32_be(w, o.cluster_authorized_operations)
+    v_cluster_authorized_operations: int = o.cluster_authorized_operations
+    write_i32_be(w, v_cluster_authorized_operations)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -2566,12 +2753,16 @@ def _encode_MetadataResponse_v9(o: MetadataResponse, w: BytesWriter) -> None:
 
 
 def _decode_MetadataResponse_v10(buf: bytes, pos: i64) -> tuple[MetadataResponse, i64]:
-    o = _new(_K_MetadataResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_brokers: Any
+    f_cluster_id: Any
+    f_controller_id: Any
+    f_topics: Any
+    f_cluster_authorized_operations: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -2588,7 +2779,7 @@ def _decode_MetadataResponse_v10(buf: bytes, pos: i64) -> tuple[MetadataResponse
         for _i_brokers in range(n):
             x_brokers, pos = _decode_MetadataResponseBroker_v9(buf, pos)
             lst_brokers.append(x_brokers)
-        o.brokers = lst_brokers
+        f_brokers = lst_brokers
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2596,16 +2787,16 @@ def _decode_MetadataResponse_v10(buf: bytes, pos: i64) -> tuple[MetadataResponse
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.cluster_id = None
+        f_cluster_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ClusterId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ClusterId')
-        o.cluster_id = buf[pos:end].decode()
+        f_cluster_id = buf[pos:end].decode()
         pos = end
-    o.controller_id = read_i32_be(buf, pos)
+    f_controller_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -2622,17 +2813,16 @@ def _decode_MetadataResponse_v10(buf: bytes, pos: i64) -> tuple[MetadataResponse
         for _i_topics in range(n):
             x_topics, pos = _decode_MetadataResponseTopic_v10(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.cluster_authorized_operations = read_i32_be(buf, pos)
+        f_topics = lst_topics
+    f_cluster_authorized_operations = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -2644,13 +2834,14 @@ def _decode_MetadataResponse_v10(buf: bytes, pos: i64) -> tuple[MetadataResponse
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics, cluster_authorized_operations=f_cluster_authorized_operations, unknown_tagged_fields=utf), pos
 
 
 def _encode_MetadataResponse_v10(o: MetadataResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_brokers = o.brokers
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_brokers: Any = o.brokers
     if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=10)
     else:
@@ -2662,7 +2853,7 @@ def _encode_MetadataResponse_v10(o: MetadataResponse, w: BytesWriter) -> None:
             _put_uvarint(w, m)
         for e_brokers in l_brokers:
             _encode_MetadataResponseBroker_v9(e_brokers, w)
-    x_cluster_id = o.cluster_id
+    x_cluster_id: str | None = o.cluster_id
     if x_cluster_id is None:
         w.append(_ZERO)
     else:
@@ -2675,8 +2866,9 @@ def _encode_MetadataResponse_v10(o: MetadataResponse, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_cluster_id)
-    write_i32_be(w, o.controller_id)
-    x_topics = o.topics
+    v_controller_id: int = o.controller_id
+    write_i32_be(w, v_controller_id)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=10)
     else:
@@ -2688,7 +2880,8 @@ def _encode_MetadataResponse_v10(o: MetadataResponse, w: BytesWriter) -> None:
             _put_uvarint(w, m)
         for e_topics in l_topics:
             _encode_MetadataResponseTopic_v10(e_topics, w)
-    write_i32_be(w, o.cluster_authorized_operations)
+    v_cluster_authorized_operations: int = o.cluster_authorized_operations
+    write_i32_be(w, v_cluster_authorized_operations)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -2696,13 +2889,15 @@ def _encode_MetadataResponse_v10(o: MetadataResponse, w: BytesWriter) -> None:
 
 
 def _decode_MetadataResponse_v11(buf: bytes, pos: i64) -> tuple[MetadataResponse, i64]:
-    o = _new(_K_MetadataResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = 0
-    o.cluster_authorized_operations = -2147483648
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_brokers: Any
+    f_cluster_id: Any
+    f_controller_id: Any
+    f_topics: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -2719,7 +2914,7 @@ def _decode_MetadataResponse_v11(buf: bytes, pos: i64) -> tuple[MetadataResponse
         for _i_brokers in range(n):
             x_brokers, pos = _decode_MetadataResponseBroker_v9(buf, pos)
             lst_brokers.append(x_brokers)
-        o.brokers = lst_brokers
+        f_brokers = lst_brokers
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2727,16 +2922,16 @@ def _decode_MetadataResponse_v11(buf: bytes, pos: i64) -> tuple[MetadataResponse
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.cluster_id = None
+        f_cluster_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ClusterId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ClusterId')
-        o.cluster_id = buf[pos:end].decode()
+        f_cluster_id = buf[pos:end].decode()
         pos = end
-    o.controller_id = read_i32_be(buf, pos)
+    f_controller_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -2753,15 +2948,14 @@ def _decode_MetadataResponse_v11(buf: bytes, pos: i64) -> tuple[MetadataResponse
         for _i_topics in range(n):
             x_topics, pos = _decode_MetadataResponseTopic_v10(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -2773,15 +2967,17 @@ def _decode_MetadataResponse_v11(buf: bytes, pos: i64) -> tuple[MetadataResponse
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_MetadataResponse_v11(o: MetadataResponse, w: BytesWriter) -> None:
-    if o.cluster_authorized_operations != -2147483648:
+    d_cluster_authorized_operations: int = o.cluster_authorized_operations
+    if d_cluster_authorized_operations != -2147483648:
         raise FieldNotInVersionError('non-default ClusterAuthorizedOperations cannot be written', version=11)
-    write_i32_be(w, o.throttle_time_ms)
-    x_brokers = o.brokers
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_brokers: Any = o.brokers
     if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=11)
     else:
@@ -2793,7 +2989,7 @@ def _encode_MetadataResponse_v11(o: MetadataResponse, w: BytesWriter) -> None:
             _put_uvarint(w, m)
         for e_brokers in l_brokers:
             _encode_MetadataResponseBroker_v9(e_brokers, w)
-    x_cluster_id = o.cluster_id
+    x_cluster_id: str | None = o.cluster_id
     if x_cluster_id is None:
         w.append(_ZERO)
     else:
@@ -2806,8 +3002,9 @@ def _encode_MetadataResponse_v11(o: MetadataResponse, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_cluster_id)
-    write_i32_be(w, o.controller_id)
-    x_topics = o.topics
+    v_controller_id: int = o.controller_id
+    write_i32_be(w, v_controller_id)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=11)
     else:
@@ -2826,13 +3023,15 @@ def _encode_MetadataResponse_v11(o: MetadataResponse, w: BytesWriter) -> None:
 
 
 def _decode_MetadataResponse_v12(buf: bytes, pos: i64) -> tuple[MetadataResponse, i64]:
-    o = _new(_K_MetadataResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = 0
-    o.cluster_authorized_operations = -2147483648
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_brokers: Any
+    f_cluster_id: Any
+    f_controller_id: Any
+    f_topics: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -2849,7 +3048,7 @@ def _decode_MetadataResponse_v12(buf: bytes, pos: i64) -> tuple[MetadataResponse
         for _i_brokers in range(n):
             x_brokers, pos = _decode_MetadataResponseBroker_v9(buf, pos)
             lst_brokers.append(x_brokers)
-        o.brokers = lst_brokers
+        f_brokers = lst_brokers
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2857,16 +3056,16 @@ def _decode_MetadataResponse_v12(buf: bytes, pos: i64) -> tuple[MetadataResponse
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.cluster_id = None
+        f_cluster_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ClusterId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ClusterId')
-        o.cluster_id = buf[pos:end].decode()
+        f_cluster_id = buf[pos:end].decode()
         pos = end
-    o.controller_id = read_i32_be(buf, pos)
+    f_controller_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -2883,15 +3082,14 @@ def _decode_MetadataResponse_v12(buf: bytes, pos: i64) -> tuple[MetadataResponse
         for _i_topics in range(n):
             x_topics, pos = _decode_MetadataResponseTopic_v12(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -2903,15 +3101,17 @@ def _decode_MetadataResponse_v12(buf: bytes, pos: i64) -> tuple[MetadataResponse
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_MetadataResponse_v12(o: MetadataResponse, w: BytesWriter) -> None:
-    if o.cluster_authorized_operations != -2147483648:
+    d_cluster_authorized_operations: int = o.cluster_authorized_operations
+    if d_cluster_authorized_operations != -2147483648:
         raise FieldNotInVersionError('non-default ClusterAuthorizedOperations cannot be written', version=12)
-    write_i32_be(w, o.throttle_time_ms)
-    x_brokers = o.brokers
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_brokers: Any = o.brokers
     if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=12)
     else:
@@ -2923,7 +3123,7 @@ def _encode_MetadataResponse_v12(o: MetadataResponse, w: BytesWriter) -> None:
             _put_uvarint(w, m)
         for e_brokers in l_brokers:
             _encode_MetadataResponseBroker_v9(e_brokers, w)
-    x_cluster_id = o.cluster_id
+    x_cluster_id: str | None = o.cluster_id
     if x_cluster_id is None:
         w.append(_ZERO)
     else:
@@ -2936,8 +3136,9 @@ def _encode_MetadataResponse_v12(o: MetadataResponse, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_cluster_id)
-    write_i32_be(w, o.controller_id)
-    x_topics = o.topics
+    v_controller_id: int = o.controller_id
+    write_i32_be(w, v_controller_id)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=12)
     else:
@@ -2956,12 +3157,16 @@ def _encode_MetadataResponse_v12(o: MetadataResponse, w: BytesWriter) -> None:
 
 
 def _decode_MetadataResponse_v13(buf: bytes, pos: i64) -> tuple[MetadataResponse, i64]:
-    o = _new(_K_MetadataResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.cluster_authorized_operations = -2147483648
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_brokers: Any
+    f_cluster_id: Any
+    f_controller_id: Any
+    f_topics: Any
+    f_error_code: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -2978,7 +3183,7 @@ def _decode_MetadataResponse_v13(buf: bytes, pos: i64) -> tuple[MetadataResponse
         for _i_brokers in range(n):
             x_brokers, pos = _decode_MetadataResponseBroker_v9(buf, pos)
             lst_brokers.append(x_brokers)
-        o.brokers = lst_brokers
+        f_brokers = lst_brokers
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2986,16 +3191,16 @@ def _decode_MetadataResponse_v13(buf: bytes, pos: i64) -> tuple[MetadataResponse
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.cluster_id = None
+        f_cluster_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ClusterId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ClusterId')
-        o.cluster_id = buf[pos:end].decode()
+        f_cluster_id = buf[pos:end].decode()
         pos = end
-    o.controller_id = read_i32_be(buf, pos)
+    f_controller_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -3012,17 +3217,16 @@ def _decode_MetadataResponse_v13(buf: bytes, pos: i64) -> tuple[MetadataResponse
         for _i_topics in range(n):
             x_topics, pos = _decode_MetadataResponseTopic_v12(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.error_code = read_i16_be(buf, pos)
+        f_topics = lst_topics
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -3034,15 +3238,17 @@ def _decode_MetadataResponse_v13(buf: bytes, pos: i64) -> tuple[MetadataResponse
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return MetadataResponse(throttle_time_ms=f_throttle_time_ms, brokers=f_brokers, cluster_id=f_cluster_id, controller_id=f_controller_id, topics=f_topics, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_MetadataResponse_v13(o: MetadataResponse, w: BytesWriter) -> None:
-    if o.cluster_authorized_operations != -2147483648:
+    d_cluster_authorized_operations: int = o.cluster_authorized_operations
+    if d_cluster_authorized_operations != -2147483648:
         raise FieldNotInVersionError('non-default ClusterAuthorizedOperations cannot be written', version=13)
-    write_i32_be(w, o.throttle_time_ms)
-    x_brokers = o.brokers
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_brokers: Any = o.brokers
     if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=13)
     else:
@@ -3054,7 +3260,7 @@ def _encode_MetadataResponse_v13(o: MetadataResponse, w: BytesWriter) -> None:
             _put_uvarint(w, m)
         for e_brokers in l_brokers:
             _encode_MetadataResponseBroker_v9(e_brokers, w)
-    x_cluster_id = o.cluster_id
+    x_cluster_id: str | None = o.cluster_id
     if x_cluster_id is None:
         w.append(_ZERO)
     else:
@@ -3067,8 +3273,9 @@ def _encode_MetadataResponse_v13(o: MetadataResponse, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_cluster_id)
-    write_i32_be(w, o.controller_id)
-    x_topics = o.topics
+    v_controller_id: int = o.controller_id
+    write_i32_be(w, v_controller_id)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=13)
     else:
@@ -3080,7 +3287,8 @@ def _encode_MetadataResponse_v13(o: MetadataResponse, w: BytesWriter) -> None:
             _put_uvarint(w, m)
         for e_topics in l_topics:
             _encode_MetadataResponseTopic_v12(e_topics, w)
-    write_i16_be(w, o.error_code)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -3097,4 +3305,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (MetadataResponse, {0: _decode_MetadataResponse_v0, 1: _decode_MetadataResponse_v1, 2: _decode_MetadataResponse_v2, 3: _decode_MetadataResponse_v3, 4: _decode_MetadataResponse_v3, 5: _decode_MetadataResponse_v5, 6: _decode_MetadataResponse_v5, 7: _decode_MetadataResponse_v7, 8: _decode_MetadataResponse_v8, 9: _decode_MetadataResponse_v9, 10: _decode_MetadataResponse_v10, 11: _decode_MetadataResponse_v11, 12: _decode_MetadataResponse_v12, 13: _decode_MetadataResponse_v13}, {0: _encode_MetadataResponse_v0, 1: _encode_MetadataResponse_v1, 2: _encode_MetadataResponse_v2, 3: _encode_MetadataResponse_v3, 4: _encode_MetadataResponse_v3, 5: _encode_MetadataResponse_v5, 6: _encode_MetadataResponse_v5, 7: _encode_MetadataResponse_v7, 8: _encode_MetadataResponse_v8, 9: _encode_MetadataResponse_v9, 10: _encode_MetadataResponse_v10, 11: _encode_MetadataResponse_v11, 12: _encode_MetadataResponse_v12, 13: _encode_MetadataResponse_v13}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.metadata', TABLES)

@@ -24,28 +24,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.offset_commit import (
-    OffsetCommitRequest,
-    OffsetCommitRequestPartition,
-    OffsetCommitRequestTopic,
-    OffsetCommitResponse,
-    OffsetCommitResponsePartition,
-    OffsetCommitResponseTopic,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_OffsetCommitRequest: Final = OffsetCommitRequest
-_K_OffsetCommitRequestPartition: Final = OffsetCommitRequestPartition
-_K_OffsetCommitRequestTopic: Final = OffsetCommitRequestTopic
-_K_OffsetCommitResponse: Final = OffsetCommitResponse
-_K_OffsetCommitResponsePartition: Final = OffsetCommitResponsePartition
-_K_OffsetCommitResponseTopic: Final = OffsetCommitResponseTopic
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -131,39 +118,126 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class OffsetCommitRequestPartition(_NativeStruct):
+    partition_index: Any
+    committed_offset: Any
+    committed_leader_epoch: Any
+    commit_timestamp: Any
+    committed_metadata: Any
+
+    def __init__(self, *, partition_index: Any = 0, committed_offset: Any = 0, committed_leader_epoch: Any = -1, commit_timestamp: Any = -1, committed_metadata: Any = '', unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.committed_offset = committed_offset
+        self.committed_leader_epoch = committed_leader_epoch
+        self.commit_timestamp = commit_timestamp
+        self.committed_metadata = committed_metadata
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class OffsetCommitRequestTopic(_NativeStruct):
+    topic_id: Any
+    name: Any
+    partitions: Any
+
+    def __init__(self, *, topic_id: Any = ZERO_UUID, name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_id = topic_id
+        self.name = name
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class OffsetCommitRequest(_NativeMessage):
+    group_id: Any
+    generation_id_or_member_epoch: Any
+    member_id: Any
+    group_instance_id: Any
+    retention_time_ms: Any
+    topics: Any
+
+    def __init__(self, *, group_id: Any = '', generation_id_or_member_epoch: Any = -1, member_id: Any = '', group_instance_id: Any = None, retention_time_ms: Any = -1, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.group_id = group_id
+        self.generation_id_or_member_epoch = generation_id_or_member_epoch
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.retention_time_ms = retention_time_ms
+        self.topics = [] if topics is FRESH else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class OffsetCommitResponsePartition(_NativeStruct):
+    partition_index: Any
+    error_code: Any
+
+    def __init__(self, *, partition_index: Any = 0, error_code: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class OffsetCommitResponseTopic(_NativeStruct):
+    topic_id: Any
+    name: Any
+    partitions: Any
+
+    def __init__(self, *, topic_id: Any = ZERO_UUID, name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_id = topic_id
+        self.name = name
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class OffsetCommitResponse(_NativeMessage):
+    throttle_time_ms: Any
+    topics: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is FRESH else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_OffsetCommitRequestPartition = OffsetCommitRequestPartition()
+_DEFAULT_OffsetCommitRequestTopic = OffsetCommitRequestTopic()
+_DEFAULT_OffsetCommitResponsePartition = OffsetCommitResponsePartition()
+_DEFAULT_OffsetCommitResponseTopic = OffsetCommitResponseTopic()
+
+
 def _decode_OffsetCommitRequestPartition_v0(buf: bytes, pos: i64) -> tuple[OffsetCommitRequestPartition, i64]:
-    o = _new(_K_OffsetCommitRequestPartition)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.committed_leader_epoch = -1
-    o.commit_timestamp = -1
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_committed_offset: Any
+    f_committed_metadata: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.committed_offset = read_i64_be(buf, pos)
+    f_committed_offset = read_i64_be(buf, pos)
     pos += 8
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.committed_metadata = None
+        f_committed_metadata = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field CommittedMetadata is too long')
         end = pos + n
         if end > blen:
             raise _truncated('CommittedMetadata')
-        o.committed_metadata = buf[pos:end].decode()
+        f_committed_metadata = buf[pos:end].decode()
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return OffsetCommitRequestPartition(partition_index=f_partition_index, committed_offset=f_committed_offset, committed_metadata=f_committed_metadata, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetCommitRequestPartition_v0(o: OffsetCommitRequestPartition, w: BytesWriter) -> None:
-    if o.commit_timestamp != -1:
+    d_commit_timestamp: int = o.commit_timestamp
+    if d_commit_timestamp != -1:
         raise FieldNotInVersionError('non-default CommitTimestamp cannot be written', version=0)
-    write_i32_be(w, o.partition_index)
-    write_i64_be(w, o.committed_offset)
-    x_committed_metadata = o.committed_metadata
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_committed_offset: int = o.committed_offset
+    write_i64_be(w, v_committed_offset)
+    x_committed_metadata: str | None = o.committed_metadata
     if x_committed_metadata is None:
         write_i16_be(w, -1)
     else:
@@ -177,38 +251,43 @@ def _encode_OffsetCommitRequestPartition_v0(o: OffsetCommitRequestPartition, w: 
 
 
 def _decode_OffsetCommitRequestPartition_v1(buf: bytes, pos: i64) -> tuple[OffsetCommitRequestPartition, i64]:
-    o = _new(_K_OffsetCommitRequestPartition)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.committed_leader_epoch = -1
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_committed_offset: Any
+    f_commit_timestamp: Any
+    f_committed_metadata: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.committed_offset = read_i64_be(buf, pos)
+    f_committed_offset = read_i64_be(buf, pos)
     pos += 8
-    o.commit_timestamp = read_i64_be(buf, pos)
+    f_commit_timestamp = read_i64_be(buf, pos)
     pos += 8
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.committed_metadata = None
+        f_committed_metadata = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field CommittedMetadata is too long')
         end = pos + n
         if end > blen:
             raise _truncated('CommittedMetadata')
-        o.committed_metadata = buf[pos:end].decode()
+        f_committed_metadata = buf[pos:end].decode()
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return OffsetCommitRequestPartition(partition_index=f_partition_index, committed_offset=f_committed_offset, commit_timestamp=f_commit_timestamp, committed_metadata=f_committed_metadata, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetCommitRequestPartition_v1(o: OffsetCommitRequestPartition, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i64_be(w, o.committed_offset)
-    write_i64_be(w, o.commit_timestamp)
-    x_committed_metadata = o.committed_metadata
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_committed_offset: int = o.committed_offset
+    write_i64_be(w, v_committed_offset)
+    v_commit_timestamp: int = o.commit_timestamp
+    write_i64_be(w, v_commit_timestamp)
+    x_committed_metadata: str | None = o.committed_metadata
     if x_committed_metadata is None:
         write_i16_be(w, -1)
     else:
@@ -222,40 +301,46 @@ def _encode_OffsetCommitRequestPartition_v1(o: OffsetCommitRequestPartition, w: 
 
 
 def _decode_OffsetCommitRequestPartition_v6(buf: bytes, pos: i64) -> tuple[OffsetCommitRequestPartition, i64]:
-    o = _new(_K_OffsetCommitRequestPartition)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.commit_timestamp = -1
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_committed_offset: Any
+    f_committed_leader_epoch: Any
+    f_committed_metadata: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.committed_offset = read_i64_be(buf, pos)
+    f_committed_offset = read_i64_be(buf, pos)
     pos += 8
-    o.committed_leader_epoch = read_i32_be(buf, pos)
+    f_committed_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.committed_metadata = None
+        f_committed_metadata = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field CommittedMetadata is too long')
         end = pos + n
         if end > blen:
             raise _truncated('CommittedMetadata')
-        o.committed_metadata = buf[pos:end].decode()
+        f_committed_metadata = buf[pos:end].decode()
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return OffsetCommitRequestPartition(partition_index=f_partition_index, committed_offset=f_committed_offset, committed_leader_epoch=f_committed_leader_epoch, committed_metadata=f_committed_metadata, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetCommitRequestPartition_v6(o: OffsetCommitRequestPartition, w: BytesWriter) -> None:
-    if o.commit_timestamp != -1:
+    d_commit_timestamp: int = o.commit_timestamp
+    if d_commit_timestamp != -1:
         raise FieldNotInVersionError('non-default CommitTimestamp cannot be written', version=6)
-    write_i32_be(w, o.partition_index)
-    write_i64_be(w, o.committed_offset)
-    write_i32_be(w, o.committed_leader_epoch)
-    x_committed_metadata = o.committed_metadata
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_committed_offset: int = o.committed_offset
+    write_i64_be(w, v_committed_offset)
+    v_committed_leader_epoch: int = o.committed_leader_epoch
+    write_i32_be(w, v_committed_leader_epoch)
+    x_committed_metadata: str | None = o.committed_metadata
     if x_committed_metadata is None:
         write_i16_be(w, -1)
     else:
@@ -269,16 +354,18 @@ def _encode_OffsetCommitRequestPartition_v6(o: OffsetCommitRequestPartition, w: 
 
 
 def _decode_OffsetCommitRequestPartition_v8(buf: bytes, pos: i64) -> tuple[OffsetCommitRequestPartition, i64]:
-    o = _new(_K_OffsetCommitRequestPartition)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.commit_timestamp = -1
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_committed_offset: Any
+    f_committed_leader_epoch: Any
+    f_committed_metadata: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.committed_offset = read_i64_be(buf, pos)
+    f_committed_offset = read_i64_be(buf, pos)
     pos += 8
-    o.committed_leader_epoch = read_i32_be(buf, pos)
+    f_committed_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -287,23 +374,22 @@ def _decode_OffsetCommitRequestPartition_v8(buf: bytes, pos: i64) -> tuple[Offse
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.committed_metadata = None
+        f_committed_metadata = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field CommittedMetadata is too long')
         end = pos + n
         if end > blen:
             raise _truncated('CommittedMetadata')
-        o.committed_metadata = buf[pos:end].decode()
+        f_committed_metadata = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -315,17 +401,21 @@ def _decode_OffsetCommitRequestPartition_v8(buf: bytes, pos: i64) -> tuple[Offse
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return OffsetCommitRequestPartition(partition_index=f_partition_index, committed_offset=f_committed_offset, committed_leader_epoch=f_committed_leader_epoch, committed_metadata=f_committed_metadata, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetCommitRequestPartition_v8(o: OffsetCommitRequestPartition, w: BytesWriter) -> None:
-    if o.commit_timestamp != -1:
+    d_commit_timestamp: int = o.commit_timestamp
+    if d_commit_timestamp != -1:
         raise FieldNotInVersionError('non-default CommitTimestamp cannot be written', version=8)
-    write_i32_be(w, o.partition_index)
-    write_i64_be(w, o.committed_offset)
-    write_i32_be(w, o.committed_leader_epoch)
-    x_committed_metadata = o.committed_metadata
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_committed_offset: int = o.committed_offset
+    write_i64_be(w, v_committed_offset)
+    v_committed_leader_epoch: int = o.committed_leader_epoch
+    write_i32_be(w, v_committed_leader_epoch)
+    x_committed_metadata: str | None = o.committed_metadata
     if x_committed_metadata is None:
         w.append(_ZERO)
     else:
@@ -345,11 +435,11 @@ def _encode_OffsetCommitRequestPartition_v8(o: OffsetCommitRequestPartition, w: 
 
 
 def _decode_OffsetCommitRequestTopic_v0(buf: bytes, pos: i64) -> tuple[OffsetCommitRequestTopic, i64]:
-    o = _new(_K_OffsetCommitRequestTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_name: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -360,7 +450,7 @@ def _decode_OffsetCommitRequestTopic_v0(buf: bytes, pos: i64) -> tuple[OffsetCom
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -373,13 +463,13 @@ def _decode_OffsetCommitRequestTopic_v0(buf: bytes, pos: i64) -> tuple[OffsetCom
         for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetCommitRequestPartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return OffsetCommitRequestTopic(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetCommitRequestTopic_v0(o: OffsetCommitRequestTopic, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -388,7 +478,7 @@ def _encode_OffsetCommitRequestTopic_v0(o: OffsetCommitRequestTopic, w: BytesWri
             raise ValueOutOfRangeError('string field Name is too long', version=0)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -401,11 +491,11 @@ def _encode_OffsetCommitRequestTopic_v0(o: OffsetCommitRequestTopic, w: BytesWri
 
 
 def _decode_OffsetCommitRequestTopic_v1(buf: bytes, pos: i64) -> tuple[OffsetCommitRequestTopic, i64]:
-    o = _new(_K_OffsetCommitRequestTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_name: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -416,7 +506,7 @@ def _decode_OffsetCommitRequestTopic_v1(buf: bytes, pos: i64) -> tuple[OffsetCom
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -429,13 +519,13 @@ def _decode_OffsetCommitRequestTopic_v1(buf: bytes, pos: i64) -> tuple[OffsetCom
         for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetCommitRequestPartition_v1(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return OffsetCommitRequestTopic(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetCommitRequestTopic_v1(o: OffsetCommitRequestTopic, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
     else:
@@ -444,7 +534,7 @@ def _encode_OffsetCommitRequestTopic_v1(o: OffsetCommitRequestTopic, w: BytesWri
             raise ValueOutOfRangeError('string field Name is too long', version=1)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
@@ -457,11 +547,11 @@ def _encode_OffsetCommitRequestTopic_v1(o: OffsetCommitRequestTopic, w: BytesWri
 
 
 def _decode_OffsetCommitRequestTopic_v6(buf: bytes, pos: i64) -> tuple[OffsetCommitRequestTopic, i64]:
-    o = _new(_K_OffsetCommitRequestTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_name: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -472,7 +562,7 @@ def _decode_OffsetCommitRequestTopic_v6(buf: bytes, pos: i64) -> tuple[OffsetCom
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -485,13 +575,13 @@ def _decode_OffsetCommitRequestTopic_v6(buf: bytes, pos: i64) -> tuple[OffsetCom
         for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetCommitRequestPartition_v6(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return OffsetCommitRequestTopic(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetCommitRequestTopic_v6(o: OffsetCommitRequestTopic, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=6)
     else:
@@ -500,7 +590,7 @@ def _encode_OffsetCommitRequestTopic_v6(o: OffsetCommitRequestTopic, w: BytesWri
             raise ValueOutOfRangeError('string field Name is too long', version=6)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=6)
     else:
@@ -513,11 +603,11 @@ def _encode_OffsetCommitRequestTopic_v6(o: OffsetCommitRequestTopic, w: BytesWri
 
 
 def _decode_OffsetCommitRequestTopic_v8(buf: bytes, pos: i64) -> tuple[OffsetCommitRequestTopic, i64]:
-    o = _new(_K_OffsetCommitRequestTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -532,7 +622,7 @@ def _decode_OffsetCommitRequestTopic_v8(buf: bytes, pos: i64) -> tuple[OffsetCom
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -549,15 +639,14 @@ def _decode_OffsetCommitRequestTopic_v8(buf: bytes, pos: i64) -> tuple[OffsetCom
         for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetCommitRequestPartition_v8(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -569,12 +658,12 @@ def _decode_OffsetCommitRequestTopic_v8(buf: bytes, pos: i64) -> tuple[OffsetCom
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return OffsetCommitRequestTopic(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetCommitRequestTopic_v8(o: OffsetCommitRequestTopic, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=8)
     else:
@@ -587,7 +676,7 @@ def _encode_OffsetCommitRequestTopic_v8(o: OffsetCommitRequestTopic, w: BytesWri
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=8)
     else:
@@ -606,12 +695,12 @@ def _encode_OffsetCommitRequestTopic_v8(o: OffsetCommitRequestTopic, w: BytesWri
 
 
 def _decode_OffsetCommitRequestTopic_v10(buf: bytes, pos: i64) -> tuple[OffsetCommitRequestTopic, i64]:
-    o = _new(_K_OffsetCommitRequestTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.name = ''
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partitions: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -628,15 +717,14 @@ def _decode_OffsetCommitRequestTopic_v10(buf: bytes, pos: i64) -> tuple[OffsetCo
         for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetCommitRequestPartition_v8(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -648,13 +736,13 @@ def _decode_OffsetCommitRequestTopic_v10(buf: bytes, pos: i64) -> tuple[OffsetCo
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return OffsetCommitRequestTopic(topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetCommitRequestTopic_v10(o: OffsetCommitRequestTopic, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=10)
     else:
@@ -673,14 +761,11 @@ def _encode_OffsetCommitRequestTopic_v10(o: OffsetCommitRequestTopic, w: BytesWr
 
 
 def _decode_OffsetCommitRequest_v0(buf: bytes, pos: i64) -> tuple[OffsetCommitRequest, i64]:
-    o = _new(_K_OffsetCommitRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.generation_id_or_member_epoch = -1
-    o.member_id = ''
-    o.group_instance_id = None
-    o.retention_time_ms = -1
+    f_group_id: Any
+    f_topics: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -691,7 +776,7 @@ def _decode_OffsetCommitRequest_v0(buf: bytes, pos: i64) -> tuple[OffsetCommitRe
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -704,15 +789,15 @@ def _decode_OffsetCommitRequest_v0(buf: bytes, pos: i64) -> tuple[OffsetCommitRe
         for _i_topics in range(n):
             x_topics, pos = _decode_OffsetCommitRequestTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return OffsetCommitRequest(group_id=f_group_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetCommitRequest_v0(o: OffsetCommitRequest, w: BytesWriter) -> None:
     if o.group_instance_id is not None:
         raise FieldNotInVersionError('non-default GroupInstanceId cannot be written', version=0)
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
@@ -721,7 +806,7 @@ def _encode_OffsetCommitRequest_v0(o: OffsetCommitRequest, w: BytesWriter) -> No
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
         write_i16_be(w, len(b_group_id))
         w.write(b_group_id)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -734,12 +819,13 @@ def _encode_OffsetCommitRequest_v0(o: OffsetCommitRequest, w: BytesWriter) -> No
 
 
 def _decode_OffsetCommitRequest_v1(buf: bytes, pos: i64) -> tuple[OffsetCommitRequest, i64]:
-    o = _new(_K_OffsetCommitRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.group_instance_id = None
-    o.retention_time_ms = -1
+    f_group_id: Any
+    f_generation_id_or_member_epoch: Any
+    f_member_id: Any
+    f_topics: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -750,9 +836,9 @@ def _decode_OffsetCommitRequest_v1(buf: bytes, pos: i64) -> tuple[OffsetCommitRe
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
-    o.generation_id_or_member_epoch = read_i32_be(buf, pos)
+    f_generation_id_or_member_epoch = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -764,7 +850,7 @@ def _decode_OffsetCommitRequest_v1(buf: bytes, pos: i64) -> tuple[OffsetCommitRe
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -777,15 +863,15 @@ def _decode_OffsetCommitRequest_v1(buf: bytes, pos: i64) -> tuple[OffsetCommitRe
         for _i_topics in range(n):
             x_topics, pos = _decode_OffsetCommitRequestTopic_v1(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return OffsetCommitRequest(group_id=f_group_id, generation_id_or_member_epoch=f_generation_id_or_member_epoch, member_id=f_member_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetCommitRequest_v1(o: OffsetCommitRequest, w: BytesWriter) -> None:
     if o.group_instance_id is not None:
         raise FieldNotInVersionError('non-default GroupInstanceId cannot be written', version=1)
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=1)
     else:
@@ -794,8 +880,9 @@ def _encode_OffsetCommitRequest_v1(o: OffsetCommitRequest, w: BytesWriter) -> No
             raise ValueOutOfRangeError('string field GroupId is too long', version=1)
         write_i16_be(w, len(b_group_id))
         w.write(b_group_id)
-    write_i32_be(w, o.generation_id_or_member_epoch)
-    x_member_id = o.member_id
+    v_generation_id_or_member_epoch: int = o.generation_id_or_member_epoch
+    write_i32_be(w, v_generation_id_or_member_epoch)
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=1)
     else:
@@ -804,7 +891,7 @@ def _encode_OffsetCommitRequest_v1(o: OffsetCommitRequest, w: BytesWriter) -> No
             raise ValueOutOfRangeError('string field MemberId is too long', version=1)
         write_i16_be(w, len(b_member_id))
         w.write(b_member_id)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
@@ -817,11 +904,14 @@ def _encode_OffsetCommitRequest_v1(o: OffsetCommitRequest, w: BytesWriter) -> No
 
 
 def _decode_OffsetCommitRequest_v2(buf: bytes, pos: i64) -> tuple[OffsetCommitRequest, i64]:
-    o = _new(_K_OffsetCommitRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.group_instance_id = None
+    f_group_id: Any
+    f_generation_id_or_member_epoch: Any
+    f_member_id: Any
+    f_retention_time_ms: Any
+    f_topics: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -832,9 +922,9 @@ def _decode_OffsetCommitRequest_v2(buf: bytes, pos: i64) -> tuple[OffsetCommitRe
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
-    o.generation_id_or_member_epoch = read_i32_be(buf, pos)
+    f_generation_id_or_member_epoch = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -846,9 +936,9 @@ def _decode_OffsetCommitRequest_v2(buf: bytes, pos: i64) -> tuple[OffsetCommitRe
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
-    o.retention_time_ms = read_i64_be(buf, pos)
+    f_retention_time_ms = read_i64_be(buf, pos)
     pos += 8
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -861,15 +951,15 @@ def _decode_OffsetCommitRequest_v2(buf: bytes, pos: i64) -> tuple[OffsetCommitRe
         for _i_topics in range(n):
             x_topics, pos = _decode_OffsetCommitRequestTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return OffsetCommitRequest(group_id=f_group_id, generation_id_or_member_epoch=f_generation_id_or_member_epoch, member_id=f_member_id, retention_time_ms=f_retention_time_ms, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetCommitRequest_v2(o: OffsetCommitRequest, w: BytesWriter) -> None:
     if o.group_instance_id is not None:
         raise FieldNotInVersionError('non-default GroupInstanceId cannot be written', version=2)
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=2)
     else:
@@ -878,8 +968,9 @@ def _encode_OffsetCommitRequest_v2(o: OffsetCommitRequest, w: BytesWriter) -> No
             raise ValueOutOfRangeError('string field GroupId is too long', version=2)
         write_i16_be(w, len(b_group_id))
         w.write(b_group_id)
-    write_i32_be(w, o.generation_id_or_member_epoch)
-    x_member_id = o.member_id
+    v_generation_id_or_member_epoch: int = o.generation_id_or_member_epoch
+    write_i32_be(w, v_generation_id_or_member_epoch)
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=2)
     else:
@@ -888,8 +979,9 @@ def _encode_OffsetCommitRequest_v2(o: OffsetCommitRequest, w: BytesWriter) -> No
             raise ValueOutOfRangeError('string field MemberId is too long', version=2)
         write_i16_be(w, len(b_member_id))
         w.write(b_member_id)
-    write_i64_be(w, o.retention_time_ms)
-    x_topics = o.topics
+    v_retention_time_ms: int = o.retention_time_ms
+    write_i64_be(w, v_retention_time_ms)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
@@ -902,12 +994,13 @@ def _encode_OffsetCommitRequest_v2(o: OffsetCommitRequest, w: BytesWriter) -> No
 
 
 def _decode_OffsetCommitRequest_v5(buf: bytes, pos: i64) -> tuple[OffsetCommitRequest, i64]:
-    o = _new(_K_OffsetCommitRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.group_instance_id = None
-    o.retention_time_ms = -1
+    f_group_id: Any
+    f_generation_id_or_member_epoch: Any
+    f_member_id: Any
+    f_topics: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -918,9 +1011,9 @@ def _decode_OffsetCommitRequest_v5(buf: bytes, pos: i64) -> tuple[OffsetCommitRe
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
-    o.generation_id_or_member_epoch = read_i32_be(buf, pos)
+    f_generation_id_or_member_epoch = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -932,7 +1025,7 @@ def _decode_OffsetCommitRequest_v5(buf: bytes, pos: i64) -> tuple[OffsetCommitRe
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -945,15 +1038,15 @@ def _decode_OffsetCommitRequest_v5(buf: bytes, pos: i64) -> tuple[OffsetCommitRe
         for _i_topics in range(n):
             x_topics, pos = _decode_OffsetCommitRequestTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return OffsetCommitRequest(group_id=f_group_id, generation_id_or_member_epoch=f_generation_id_or_member_epoch, member_id=f_member_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetCommitRequest_v5(o: OffsetCommitRequest, w: BytesWriter) -> None:
     if o.group_instance_id is not None:
         raise FieldNotInVersionError('non-default GroupInstanceId cannot be written', version=5)
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=5)
     else:
@@ -962,8 +1055,9 @@ def _encode_OffsetCommitRequest_v5(o: OffsetCommitRequest, w: BytesWriter) -> No
             raise ValueOutOfRangeError('string field GroupId is too long', version=5)
         write_i16_be(w, len(b_group_id))
         w.write(b_group_id)
-    write_i32_be(w, o.generation_id_or_member_epoch)
-    x_member_id = o.member_id
+    v_generation_id_or_member_epoch: int = o.generation_id_or_member_epoch
+    write_i32_be(w, v_generation_id_or_member_epoch)
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=5)
     else:
@@ -972,7 +1066,7 @@ def _encode_OffsetCommitRequest_v5(o: OffsetCommitRequest, w: BytesWriter) -> No
             raise ValueOutOfRangeError('string field MemberId is too long', version=5)
         write_i16_be(w, len(b_member_id))
         w.write(b_member_id)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=5)
     else:
@@ -985,12 +1079,13 @@ def _encode_OffsetCommitRequest_v5(o: OffsetCommitRequest, w: BytesWriter) -> No
 
 
 def _decode_OffsetCommitRequest_v6(buf: bytes, pos: i64) -> tuple[OffsetCommitRequest, i64]:
-    o = _new(_K_OffsetCommitRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.group_instance_id = None
-    o.retention_time_ms = -1
+    f_group_id: Any
+    f_generation_id_or_member_epoch: Any
+    f_member_id: Any
+    f_topics: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -1001,9 +1096,9 @@ def _decode_OffsetCommitRequest_v6(buf: bytes, pos: i64) -> tuple[OffsetCommitRe
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
-    o.generation_id_or_member_epoch = read_i32_be(buf, pos)
+    f_generation_id_or_member_epoch = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -1015,7 +1110,7 @@ def _decode_OffsetCommitRequest_v6(buf: bytes, pos: i64) -> tuple[OffsetCommitRe
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1028,15 +1123,15 @@ def _decode_OffsetCommitRequest_v6(buf: bytes, pos: i64) -> tuple[OffsetCommitRe
         for _i_topics in range(n):
             x_topics, pos = _decode_OffsetCommitRequestTopic_v6(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return OffsetCommitRequest(group_id=f_group_id, generation_id_or_member_epoch=f_generation_id_or_member_epoch, member_id=f_member_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetCommitRequest_v6(o: OffsetCommitRequest, w: BytesWriter) -> None:
     if o.group_instance_id is not None:
         raise FieldNotInVersionError('non-default GroupInstanceId cannot be written', version=6)
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=6)
     else:
@@ -1045,8 +1140,9 @@ def _encode_OffsetCommitRequest_v6(o: OffsetCommitRequest, w: BytesWriter) -> No
             raise ValueOutOfRangeError('string field GroupId is too long', version=6)
         write_i16_be(w, len(b_group_id))
         w.write(b_group_id)
-    write_i32_be(w, o.generation_id_or_member_epoch)
-    x_member_id = o.member_id
+    v_generation_id_or_member_epoch: int = o.generation_id_or_member_epoch
+    write_i32_be(w, v_generation_id_or_member_epoch)
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=6)
     else:
@@ -1055,7 +1151,7 @@ def _encode_OffsetCommitRequest_v6(o: OffsetCommitRequest, w: BytesWriter) -> No
             raise ValueOutOfRangeError('string field MemberId is too long', version=6)
         write_i16_be(w, len(b_member_id))
         w.write(b_member_id)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=6)
     else:
@@ -1068,11 +1164,14 @@ def _encode_OffsetCommitRequest_v6(o: OffsetCommitRequest, w: BytesWriter) -> No
 
 
 def _decode_OffsetCommitRequest_v7(buf: bytes, pos: i64) -> tuple[OffsetCommitRequest, i64]:
-    o = _new(_K_OffsetCommitRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.retention_time_ms = -1
+    f_group_id: Any
+    f_generation_id_or_member_epoch: Any
+    f_member_id: Any
+    f_group_instance_id: Any
+    f_topics: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -1083,9 +1182,9 @@ def _decode_OffsetCommitRequest_v7(buf: bytes, pos: i64) -> tuple[OffsetCommitRe
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
-    o.generation_id_or_member_epoch = read_i32_be(buf, pos)
+    f_generation_id_or_member_epoch = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -1097,19 +1196,19 @@ def _decode_OffsetCommitRequest_v7(buf: bytes, pos: i64) -> tuple[OffsetCommitRe
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.group_instance_id = None
+        f_group_instance_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field GroupInstanceId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupInstanceId')
-        o.group_instance_id = buf[pos:end].decode()
+        f_group_instance_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1122,13 +1221,13 @@ def _decode_OffsetCommitRequest_v7(buf: bytes, pos: i64) -> tuple[OffsetCommitRe
         for _i_topics in range(n):
             x_topics, pos = _decode_OffsetCommitRequestTopic_v6(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return OffsetCommitRequest(group_id=f_group_id, generation_id_or_member_epoch=f_generation_id_or_member_epoch, member_id=f_member_id, group_instance_id=f_group_instance_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetCommitRequest_v7(o: OffsetCommitRequest, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=7)
     else:
@@ -1137,8 +1236,9 @@ def _encode_OffsetCommitRequest_v7(o: OffsetCommitRequest, w: BytesWriter) -> No
             raise ValueOutOfRangeError('string field GroupId is too long', version=7)
         write_i16_be(w, len(b_group_id))
         w.write(b_group_id)
-    write_i32_be(w, o.generation_id_or_member_epoch)
-    x_member_id = o.member_id
+    v_generation_id_or_member_epoch: int = o.generation_id_or_member_epoch
+    write_i32_be(w, v_generation_id_or_member_epoch)
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=7)
     else:
@@ -1147,7 +1247,7 @@ def _encode_OffsetCommitRequest_v7(o: OffsetCommitRequest, w: BytesWriter) -> No
             raise ValueOutOfRangeError('string field MemberId is too long', version=7)
         write_i16_be(w, len(b_member_id))
         w.write(b_member_id)
-    x_group_instance_id = o.group_instance_id
+    x_group_instance_id: str | None = o.group_instance_id
     if x_group_instance_id is None:
         write_i16_be(w, -1)
     else:
@@ -1156,7 +1256,7 @@ def _encode_OffsetCommitRequest_v7(o: OffsetCommitRequest, w: BytesWriter) -> No
             raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=7)
         write_i16_be(w, len(b_group_instance_id))
         w.write(b_group_instance_id)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=7)
     else:
@@ -1169,11 +1269,14 @@ def _encode_OffsetCommitRequest_v7(o: OffsetCommitRequest, w: BytesWriter) -> No
 
 
 def _decode_OffsetCommitRequest_v8(buf: bytes, pos: i64) -> tuple[OffsetCommitRequest, i64]:
-    o = _new(_K_OffsetCommitRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.retention_time_ms = -1
+    f_group_id: Any
+    f_generation_id_or_member_epoch: Any
+    f_member_id: Any
+    f_group_instance_id: Any
+    f_topics: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1188,9 +1291,9 @@ def _decode_OffsetCommitRequest_v8(buf: bytes, pos: i64) -> tuple[OffsetCommitRe
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
-    o.generation_id_or_member_epoch = read_i32_be(buf, pos)
+    f_generation_id_or_member_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1206,7 +1309,7 @@ def _decode_OffsetCommitRequest_v8(buf: bytes, pos: i64) -> tuple[OffsetCommitRe
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1215,14 +1318,14 @@ def _decode_OffsetCommitRequest_v8(buf: bytes, pos: i64) -> tuple[OffsetCommitRe
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.group_instance_id = None
+        f_group_instance_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field GroupInstanceId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupInstanceId')
-        o.group_instance_id = buf[pos:end].decode()
+        f_group_instance_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1239,15 +1342,14 @@ def _decode_OffsetCommitRequest_v8(buf: bytes, pos: i64) -> tuple[OffsetCommitRe
         for _i_topics in range(n):
             x_topics, pos = _decode_OffsetCommitRequestTopic_v8(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1259,12 +1361,12 @@ def _decode_OffsetCommitRequest_v8(buf: bytes, pos: i64) -> tuple[OffsetCommitRe
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return OffsetCommitRequest(group_id=f_group_id, generation_id_or_member_epoch=f_generation_id_or_member_epoch, member_id=f_member_id, group_instance_id=f_group_instance_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetCommitRequest_v8(o: OffsetCommitRequest, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=8)
     else:
@@ -1277,8 +1379,9 @@ def _encode_OffsetCommitRequest_v8(o: OffsetCommitRequest, w: BytesWriter) -> No
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    write_i32_be(w, o.generation_id_or_member_epoch)
-    x_member_id = o.member_id
+    v_generation_id_or_member_epoch: int = o.generation_id_or_member_epoch
+    write_i32_be(w, v_generation_id_or_member_epoch)
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=8)
     else:
@@ -1291,7 +1394,7 @@ def _encode_OffsetCommitRequest_v8(o: OffsetCommitRequest, w: BytesWriter) -> No
         else:
             _put_uvarint(w, m)
         w.write(b_member_id)
-    x_group_instance_id = o.group_instance_id
+    x_group_instance_id: str | None = o.group_instance_id
     if x_group_instance_id is None:
         w.append(_ZERO)
     else:
@@ -1304,7 +1407,7 @@ def _encode_OffsetCommitRequest_v8(o: OffsetCommitRequest, w: BytesWriter) -> No
         else:
             _put_uvarint(w, m)
         w.write(b_group_instance_id)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=8)
     else:
@@ -1323,11 +1426,14 @@ def _encode_OffsetCommitRequest_v8(o: OffsetCommitRequest, w: BytesWriter) -> No
 
 
 def _decode_OffsetCommitRequest_v10(buf: bytes, pos: i64) -> tuple[OffsetCommitRequest, i64]:
-    o = _new(_K_OffsetCommitRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.retention_time_ms = -1
+    f_group_id: Any
+    f_generation_id_or_member_epoch: Any
+    f_member_id: Any
+    f_group_instance_id: Any
+    f_topics: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1342,9 +1448,9 @@ def _decode_OffsetCommitRequest_v10(buf: bytes, pos: i64) -> tuple[OffsetCommitR
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
-    o.generation_id_or_member_epoch = read_i32_be(buf, pos)
+    f_generation_id_or_member_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1360,7 +1466,7 @@ def _decode_OffsetCommitRequest_v10(buf: bytes, pos: i64) -> tuple[OffsetCommitR
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1369,14 +1475,14 @@ def _decode_OffsetCommitRequest_v10(buf: bytes, pos: i64) -> tuple[OffsetCommitR
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.group_instance_id = None
+        f_group_instance_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field GroupInstanceId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupInstanceId')
-        o.group_instance_id = buf[pos:end].decode()
+        f_group_instance_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1393,15 +1499,14 @@ def _decode_OffsetCommitRequest_v10(buf: bytes, pos: i64) -> tuple[OffsetCommitR
         for _i_topics in range(n):
             x_topics, pos = _decode_OffsetCommitRequestTopic_v10(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1413,12 +1518,12 @@ def _decode_OffsetCommitRequest_v10(buf: bytes, pos: i64) -> tuple[OffsetCommitR
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return OffsetCommitRequest(group_id=f_group_id, generation_id_or_member_epoch=f_generation_id_or_member_epoch, member_id=f_member_id, group_instance_id=f_group_instance_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetCommitRequest_v10(o: OffsetCommitRequest, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=10)
     else:
@@ -1431,8 +1536,9 @@ def _encode_OffsetCommitRequest_v10(o: OffsetCommitRequest, w: BytesWriter) -> N
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    write_i32_be(w, o.generation_id_or_member_epoch)
-    x_member_id = o.member_id
+    v_generation_id_or_member_epoch: int = o.generation_id_or_member_epoch
+    write_i32_be(w, v_generation_id_or_member_epoch)
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=10)
     else:
@@ -1445,7 +1551,7 @@ def _encode_OffsetCommitRequest_v10(o: OffsetCommitRequest, w: BytesWriter) -> N
         else:
             _put_uvarint(w, m)
         w.write(b_member_id)
-    x_group_instance_id = o.group_instance_id
+    x_group_instance_id: str | None = o.group_instance_id
     if x_group_instance_id is None:
         w.append(_ZERO)
     else:
@@ -1458,7 +1564,7 @@ def _encode_OffsetCommitRequest_v10(o: OffsetCommitRequest, w: BytesWriter) -> N
         else:
             _put_uvarint(w, m)
         w.write(b_group_instance_id)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=10)
     else:
@@ -1477,39 +1583,42 @@ def _encode_OffsetCommitRequest_v10(o: OffsetCommitRequest, w: BytesWriter) -> N
 
 
 def _decode_OffsetCommitResponsePartition_v0(buf: bytes, pos: i64) -> tuple[OffsetCommitResponsePartition, i64]:
-    o = _new(_K_OffsetCommitResponsePartition)
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_error_code: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return OffsetCommitResponsePartition(partition_index=f_partition_index, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetCommitResponsePartition_v0(o: OffsetCommitResponsePartition, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_OffsetCommitResponsePartition_v8(buf: bytes, pos: i64) -> tuple[OffsetCommitResponsePartition, i64]:
-    o = _new(_K_OffsetCommitResponsePartition)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_error_code: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1521,13 +1630,15 @@ def _decode_OffsetCommitResponsePartition_v8(buf: bytes, pos: i64) -> tuple[Offs
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return OffsetCommitResponsePartition(partition_index=f_partition_index, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetCommitResponsePartition_v8(o: OffsetCommitResponsePartition, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1535,11 +1646,11 @@ def _encode_OffsetCommitResponsePartition_v8(o: OffsetCommitResponsePartition, w
 
 
 def _decode_OffsetCommitResponseTopic_v0(buf: bytes, pos: i64) -> tuple[OffsetCommitResponseTopic, i64]:
-    o = _new(_K_OffsetCommitResponseTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_name: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -1550,7 +1661,7 @@ def _decode_OffsetCommitResponseTopic_v0(buf: bytes, pos: i64) -> tuple[OffsetCo
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1563,13 +1674,13 @@ def _decode_OffsetCommitResponseTopic_v0(buf: bytes, pos: i64) -> tuple[OffsetCo
         for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetCommitResponsePartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return OffsetCommitResponseTopic(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetCommitResponseTopic_v0(o: OffsetCommitResponseTopic, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -1578,7 +1689,7 @@ def _encode_OffsetCommitResponseTopic_v0(o: OffsetCommitResponseTopic, w: BytesW
             raise ValueOutOfRangeError('string field Name is too long', version=0)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -1591,11 +1702,11 @@ def _encode_OffsetCommitResponseTopic_v0(o: OffsetCommitResponseTopic, w: BytesW
 
 
 def _decode_OffsetCommitResponseTopic_v8(buf: bytes, pos: i64) -> tuple[OffsetCommitResponseTopic, i64]:
-    o = _new(_K_OffsetCommitResponseTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1610,7 +1721,7 @@ def _decode_OffsetCommitResponseTopic_v8(buf: bytes, pos: i64) -> tuple[OffsetCo
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1627,15 +1738,14 @@ def _decode_OffsetCommitResponseTopic_v8(buf: bytes, pos: i64) -> tuple[OffsetCo
         for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetCommitResponsePartition_v8(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1647,12 +1757,12 @@ def _decode_OffsetCommitResponseTopic_v8(buf: bytes, pos: i64) -> tuple[OffsetCo
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return OffsetCommitResponseTopic(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetCommitResponseTopic_v8(o: OffsetCommitResponseTopic, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=8)
     else:
@@ -1665,7 +1775,7 @@ def _encode_OffsetCommitResponseTopic_v8(o: OffsetCommitResponseTopic, w: BytesW
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=8)
     else:
@@ -1684,12 +1794,12 @@ def _encode_OffsetCommitResponseTopic_v8(o: OffsetCommitResponseTopic, w: BytesW
 
 
 def _decode_OffsetCommitResponseTopic_v10(buf: bytes, pos: i64) -> tuple[OffsetCommitResponseTopic, i64]:
-    o = _new(_K_OffsetCommitResponseTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.name = ''
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partitions: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -1706,15 +1816,14 @@ def _decode_OffsetCommitResponseTopic_v10(buf: bytes, pos: i64) -> tuple[OffsetC
         for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetCommitResponsePartition_v8(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1726,13 +1835,13 @@ def _decode_OffsetCommitResponseTopic_v10(buf: bytes, pos: i64) -> tuple[OffsetC
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return OffsetCommitResponseTopic(topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetCommitResponseTopic_v10(o: OffsetCommitResponseTopic, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=10)
     else:
@@ -1751,10 +1860,9 @@ def _encode_OffsetCommitResponseTopic_v10(o: OffsetCommitResponseTopic, w: Bytes
 
 
 def _decode_OffsetCommitResponse_v0(buf: bytes, pos: i64) -> tuple[OffsetCommitResponse, i64]:
-    o = _new(_K_OffsetCommitResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = 0
+    f_topics: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -1766,13 +1874,13 @@ def _decode_OffsetCommitResponse_v0(buf: bytes, pos: i64) -> tuple[OffsetCommitR
         for _i_topics in range(n):
             x_topics, pos = _decode_OffsetCommitResponseTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return OffsetCommitResponse(topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetCommitResponse_v0(o: OffsetCommitResponse, w: BytesWriter) -> None:
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -1785,10 +1893,11 @@ def _encode_OffsetCommitResponse_v0(o: OffsetCommitResponse, w: BytesWriter) -> 
 
 
 def _decode_OffsetCommitResponse_v3(buf: bytes, pos: i64) -> tuple[OffsetCommitResponse, i64]:
-    o = _new(_K_OffsetCommitResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_topics: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1801,14 +1910,15 @@ def _decode_OffsetCommitResponse_v3(buf: bytes, pos: i64) -> tuple[OffsetCommitR
         for _i_topics in range(n):
             x_topics, pos = _decode_OffsetCommitResponseTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return OffsetCommitResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetCommitResponse_v3(o: OffsetCommitResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_topics = o.topics
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=3)
     else:
@@ -1821,11 +1931,12 @@ def _encode_OffsetCommitResponse_v3(o: OffsetCommitResponse, w: BytesWriter) -> 
 
 
 def _decode_OffsetCommitResponse_v8(buf: bytes, pos: i64) -> tuple[OffsetCommitResponse, i64]:
-    o = _new(_K_OffsetCommitResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_topics: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1842,15 +1953,14 @@ def _decode_OffsetCommitResponse_v8(buf: bytes, pos: i64) -> tuple[OffsetCommitR
         for _i_topics in range(n):
             x_topics, pos = _decode_OffsetCommitResponseTopic_v8(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1862,13 +1972,14 @@ def _decode_OffsetCommitResponse_v8(buf: bytes, pos: i64) -> tuple[OffsetCommitR
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return OffsetCommitResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetCommitResponse_v8(o: OffsetCommitResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_topics = o.topics
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=8)
     else:
@@ -1887,11 +1998,12 @@ def _encode_OffsetCommitResponse_v8(o: OffsetCommitResponse, w: BytesWriter) -> 
 
 
 def _decode_OffsetCommitResponse_v10(buf: bytes, pos: i64) -> tuple[OffsetCommitResponse, i64]:
-    o = _new(_K_OffsetCommitResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_topics: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1908,15 +2020,14 @@ def _decode_OffsetCommitResponse_v10(buf: bytes, pos: i64) -> tuple[OffsetCommit
         for _i_topics in range(n):
             x_topics, pos = _decode_OffsetCommitResponseTopic_v10(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1928,13 +2039,14 @@ def _decode_OffsetCommitResponse_v10(buf: bytes, pos: i64) -> tuple[OffsetCommit
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return OffsetCommitResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetCommitResponse_v10(o: OffsetCommitResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_topics = o.topics
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=10)
     else:
@@ -1962,4 +2074,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (OffsetCommitResponse, {0: _decode_OffsetCommitResponse_v0, 1: _decode_OffsetCommitResponse_v0, 2: _decode_OffsetCommitResponse_v0, 3: _decode_OffsetCommitResponse_v3, 4: _decode_OffsetCommitResponse_v3, 5: _decode_OffsetCommitResponse_v3, 6: _decode_OffsetCommitResponse_v3, 7: _decode_OffsetCommitResponse_v3, 8: _decode_OffsetCommitResponse_v8, 9: _decode_OffsetCommitResponse_v8, 10: _decode_OffsetCommitResponse_v10}, {0: _encode_OffsetCommitResponse_v0, 1: _encode_OffsetCommitResponse_v0, 2: _encode_OffsetCommitResponse_v0, 3: _encode_OffsetCommitResponse_v3, 4: _encode_OffsetCommitResponse_v3, 5: _encode_OffsetCommitResponse_v3, 6: _encode_OffsetCommitResponse_v3, 7: _encode_OffsetCommitResponse_v3, 8: _encode_OffsetCommitResponse_v8, 9: _encode_OffsetCommitResponse_v8, 10: _encode_OffsetCommitResponse_v10}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.offset_commit', TABLES)

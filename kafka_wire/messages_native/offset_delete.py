@@ -21,28 +21,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.offset_delete import (
-    OffsetDeleteRequest,
-    OffsetDeleteRequestPartition,
-    OffsetDeleteRequestTopic,
-    OffsetDeleteResponse,
-    OffsetDeleteResponsePartition,
-    OffsetDeleteResponseTopic,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_OffsetDeleteRequest: Final = OffsetDeleteRequest
-_K_OffsetDeleteRequestPartition: Final = OffsetDeleteRequestPartition
-_K_OffsetDeleteRequestTopic: Final = OffsetDeleteRequestTopic
-_K_OffsetDeleteResponse: Final = OffsetDeleteResponse
-_K_OffsetDeleteResponsePartition: Final = OffsetDeleteResponsePartition
-_K_OffsetDeleteResponseTopic: Final = OffsetDeleteResponseTopic
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -128,25 +115,93 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class OffsetDeleteRequestPartition(_NativeStruct):
+    partition_index: Any
+
+    def __init__(self, *, partition_index: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class OffsetDeleteRequestTopic(_NativeStruct):
+    name: Any
+    partitions: Any
+
+    def __init__(self, *, name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class OffsetDeleteRequest(_NativeMessage):
+    group_id: Any
+    topics: Any
+
+    def __init__(self, *, group_id: Any = '', topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is FRESH else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class OffsetDeleteResponsePartition(_NativeStruct):
+    partition_index: Any
+    error_code: Any
+
+    def __init__(self, *, partition_index: Any = 0, error_code: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class OffsetDeleteResponseTopic(_NativeStruct):
+    name: Any
+    partitions: Any
+
+    def __init__(self, *, name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class OffsetDeleteResponse(_NativeMessage):
+    error_code: Any
+    throttle_time_ms: Any
+    topics: Any
+
+    def __init__(self, *, error_code: Any = 0, throttle_time_ms: Any = 0, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.error_code = error_code
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is FRESH else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_OffsetDeleteRequestPartition = OffsetDeleteRequestPartition()
+_DEFAULT_OffsetDeleteRequestTopic = OffsetDeleteRequestTopic()
+_DEFAULT_OffsetDeleteResponsePartition = OffsetDeleteResponsePartition()
+_DEFAULT_OffsetDeleteResponseTopic = OffsetDeleteResponseTopic()
+
+
 def _decode_OffsetDeleteRequestPartition_v0(buf: bytes, pos: i64) -> tuple[OffsetDeleteRequestPartition, i64]:
-    o = _new(_K_OffsetDeleteRequestPartition)
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return OffsetDeleteRequestPartition(partition_index=f_partition_index, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetDeleteRequestPartition_v0(o: OffsetDeleteRequestPartition, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_OffsetDeleteRequestTopic_v0(buf: bytes, pos: i64) -> tuple[OffsetDeleteRequestTopic, i64]:
-    o = _new(_K_OffsetDeleteRequestTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -157,7 +212,7 @@ def _decode_OffsetDeleteRequestTopic_v0(buf: bytes, pos: i64) -> tuple[OffsetDel
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -170,13 +225,13 @@ def _decode_OffsetDeleteRequestTopic_v0(buf: bytes, pos: i64) -> tuple[OffsetDel
         for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetDeleteRequestPartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return OffsetDeleteRequestTopic(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetDeleteRequestTopic_v0(o: OffsetDeleteRequestTopic, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -185,7 +240,7 @@ def _encode_OffsetDeleteRequestTopic_v0(o: OffsetDeleteRequestTopic, w: BytesWri
             raise ValueOutOfRangeError('string field Name is too long', version=0)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -198,10 +253,11 @@ def _encode_OffsetDeleteRequestTopic_v0(o: OffsetDeleteRequestTopic, w: BytesWri
 
 
 def _decode_OffsetDeleteRequest_v0(buf: bytes, pos: i64) -> tuple[OffsetDeleteRequest, i64]:
-    o = _new(_K_OffsetDeleteRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_group_id: Any
+    f_topics: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -212,7 +268,7 @@ def _decode_OffsetDeleteRequest_v0(buf: bytes, pos: i64) -> tuple[OffsetDeleteRe
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -225,13 +281,13 @@ def _decode_OffsetDeleteRequest_v0(buf: bytes, pos: i64) -> tuple[OffsetDeleteRe
         for _i_topics in range(n):
             x_topics, pos = _decode_OffsetDeleteRequestTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return OffsetDeleteRequest(group_id=f_group_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetDeleteRequest_v0(o: OffsetDeleteRequest, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
@@ -240,7 +296,7 @@ def _encode_OffsetDeleteRequest_v0(o: OffsetDeleteRequest, w: BytesWriter) -> No
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
         write_i16_be(w, len(b_group_id))
         w.write(b_group_id)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -253,27 +309,31 @@ def _encode_OffsetDeleteRequest_v0(o: OffsetDeleteRequest, w: BytesWriter) -> No
 
 
 def _decode_OffsetDeleteResponsePartition_v0(buf: bytes, pos: i64) -> tuple[OffsetDeleteResponsePartition, i64]:
-    o = _new(_K_OffsetDeleteResponsePartition)
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_error_code: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return OffsetDeleteResponsePartition(partition_index=f_partition_index, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetDeleteResponsePartition_v0(o: OffsetDeleteResponsePartition, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_OffsetDeleteResponseTopic_v0(buf: bytes, pos: i64) -> tuple[OffsetDeleteResponseTopic, i64]:
-    o = _new(_K_OffsetDeleteResponseTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -284,7 +344,7 @@ def _decode_OffsetDeleteResponseTopic_v0(buf: bytes, pos: i64) -> tuple[OffsetDe
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -297,13 +357,13 @@ def _decode_OffsetDeleteResponseTopic_v0(buf: bytes, pos: i64) -> tuple[OffsetDe
         for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetDeleteResponsePartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return OffsetDeleteResponseTopic(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetDeleteResponseTopic_v0(o: OffsetDeleteResponseTopic, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -312,7 +372,7 @@ def _encode_OffsetDeleteResponseTopic_v0(o: OffsetDeleteResponseTopic, w: BytesW
             raise ValueOutOfRangeError('string field Name is too long', version=0)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -325,12 +385,14 @@ def _encode_OffsetDeleteResponseTopic_v0(o: OffsetDeleteResponseTopic, w: BytesW
 
 
 def _decode_OffsetDeleteResponse_v0(buf: bytes, pos: i64) -> tuple[OffsetDeleteResponse, i64]:
-    o = _new(_K_OffsetDeleteResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_throttle_time_ms: Any
+    f_topics: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -343,15 +405,17 @@ def _decode_OffsetDeleteResponse_v0(buf: bytes, pos: i64) -> tuple[OffsetDeleteR
         for _i_topics in range(n):
             x_topics, pos = _decode_OffsetDeleteResponseTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return OffsetDeleteResponse(error_code=f_error_code, throttle_time_ms=f_throttle_time_ms, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetDeleteResponse_v0(o: OffsetDeleteResponse, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    write_i32_be(w, o.throttle_time_ms)
-    x_topics = o.topics
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -373,4 +437,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (OffsetDeleteResponse, {0: _decode_OffsetDeleteResponse_v0}, {0: _encode_OffsetDeleteResponse_v0}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.offset_delete', TABLES)

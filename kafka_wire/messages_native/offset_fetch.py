@@ -24,36 +24,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.offset_fetch import (
-    OffsetFetchRequest,
-    OffsetFetchRequestGroup,
-    OffsetFetchRequestTopic,
-    OffsetFetchRequestTopics,
-    OffsetFetchResponse,
-    OffsetFetchResponseGroup,
-    OffsetFetchResponsePartition,
-    OffsetFetchResponsePartitions,
-    OffsetFetchResponseTopic,
-    OffsetFetchResponseTopics,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_OffsetFetchRequest: Final = OffsetFetchRequest
-_K_OffsetFetchRequestGroup: Final = OffsetFetchRequestGroup
-_K_OffsetFetchRequestTopic: Final = OffsetFetchRequestTopic
-_K_OffsetFetchRequestTopics: Final = OffsetFetchRequestTopics
-_K_OffsetFetchResponse: Final = OffsetFetchResponse
-_K_OffsetFetchResponseGroup: Final = OffsetFetchResponseGroup
-_K_OffsetFetchResponsePartition: Final = OffsetFetchResponsePartition
-_K_OffsetFetchResponsePartitions: Final = OffsetFetchResponsePartitions
-_K_OffsetFetchResponseTopic: Final = OffsetFetchResponseTopic
-_K_OffsetFetchResponseTopics: Final = OffsetFetchResponseTopics
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -139,12 +118,152 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class OffsetFetchRequestTopics(_NativeStruct):
+    topic_id: Any
+    name: Any
+    partition_indexes: Any
+
+    def __init__(self, *, topic_id: Any = ZERO_UUID, name: Any = '', partition_indexes: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_id = topic_id
+        self.name = name
+        self.partition_indexes = [] if partition_indexes is FRESH else partition_indexes
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class OffsetFetchRequestGroup(_NativeStruct):
+    group_id: Any
+    member_id: Any
+    member_epoch: Any
+    topics: Any
+
+    def __init__(self, *, group_id: Any = '', member_id: Any = None, member_epoch: Any = -1, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+        self.member_epoch = member_epoch
+        self.topics = [] if topics is FRESH else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class OffsetFetchRequestTopic(_NativeStruct):
+    name: Any
+    partition_indexes: Any
+
+    def __init__(self, *, name: Any = '', partition_indexes: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.partition_indexes = [] if partition_indexes is FRESH else partition_indexes
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class OffsetFetchRequest(_NativeMessage):
+    groups: Any
+    group_id: Any
+    topics: Any
+    require_stable: Any
+
+    def __init__(self, *, groups: Any = FRESH, group_id: Any = '', topics: Any = FRESH, require_stable: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.groups = [] if groups is FRESH else groups
+        self.group_id = group_id
+        self.topics = [] if topics is FRESH else topics
+        self.require_stable = require_stable
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class OffsetFetchResponsePartitions(_NativeStruct):
+    partition_index: Any
+    committed_offset: Any
+    committed_leader_epoch: Any
+    metadata: Any
+    error_code: Any
+
+    def __init__(self, *, partition_index: Any = 0, committed_offset: Any = 0, committed_leader_epoch: Any = -1, metadata: Any = '', error_code: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.committed_offset = committed_offset
+        self.committed_leader_epoch = committed_leader_epoch
+        self.metadata = metadata
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class OffsetFetchResponseTopics(_NativeStruct):
+    topic_id: Any
+    name: Any
+    partitions: Any
+
+    def __init__(self, *, topic_id: Any = ZERO_UUID, name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_id = topic_id
+        self.name = name
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class OffsetFetchResponseGroup(_NativeStruct):
+    group_id: Any
+    topics: Any
+    error_code: Any
+
+    def __init__(self, *, group_id: Any = '', topics: Any = FRESH, error_code: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is FRESH else topics
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class OffsetFetchResponsePartition(_NativeStruct):
+    partition_index: Any
+    committed_offset: Any
+    committed_leader_epoch: Any
+    metadata: Any
+    error_code: Any
+
+    def __init__(self, *, partition_index: Any = 0, committed_offset: Any = 0, committed_leader_epoch: Any = -1, metadata: Any = '', error_code: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.committed_offset = committed_offset
+        self.committed_leader_epoch = committed_leader_epoch
+        self.metadata = metadata
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class OffsetFetchResponseTopic(_NativeStruct):
+    name: Any
+    partitions: Any
+
+    def __init__(self, *, name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class OffsetFetchResponse(_NativeMessage):
+    throttle_time_ms: Any
+    groups: Any
+    topics: Any
+    error_code: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, groups: Any = FRESH, topics: Any = FRESH, error_code: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.groups = [] if groups is FRESH else groups
+        self.topics = [] if topics is FRESH else topics
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_OffsetFetchRequestTopics = OffsetFetchRequestTopics()
+_DEFAULT_OffsetFetchRequestGroup = OffsetFetchRequestGroup()
+_DEFAULT_OffsetFetchRequestTopic = OffsetFetchRequestTopic()
+_DEFAULT_OffsetFetchResponsePartitions = OffsetFetchResponsePartitions()
+_DEFAULT_OffsetFetchResponseTopics = OffsetFetchResponseTopics()
+_DEFAULT_OffsetFetchResponseGroup = OffsetFetchResponseGroup()
+_DEFAULT_OffsetFetchResponsePartition = OffsetFetchResponsePartition()
+_DEFAULT_OffsetFetchResponseTopic = OffsetFetchResponseTopic()
+
+
 def _decode_OffsetFetchRequestTopics_v8(buf: bytes, pos: i64) -> tuple[OffsetFetchRequestTopics, i64]:
-    o = _new(_K_OffsetFetchRequestTopics)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_name: Any
+    f_partition_indexes: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -159,7 +278,7 @@ def _decode_OffsetFetchRequestTopics_v8(buf: bytes, pos: i64) -> tuple[OffsetFet
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -177,15 +296,14 @@ def _decode_OffsetFetchRequestTopics_v8(buf: bytes, pos: i64) -> tuple[OffsetFet
             e_partition_indexes = read_i32_be(buf, pos)
             pos += 4
             lst_partition_indexes.append(e_partition_indexes)
-        o.partition_indexes = lst_partition_indexes
+        f_partition_indexes = lst_partition_indexes
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -197,12 +315,12 @@ def _decode_OffsetFetchRequestTopics_v8(buf: bytes, pos: i64) -> tuple[OffsetFet
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return OffsetFetchRequestTopics(name=f_name, partition_indexes=f_partition_indexes, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetFetchRequestTopics_v8(o: OffsetFetchRequestTopics, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=8)
     else:
@@ -215,7 +333,7 @@ def _encode_OffsetFetchRequestTopics_v8(o: OffsetFetchRequestTopics, w: BytesWri
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_partition_indexes = o.partition_indexes
+    x_partition_indexes: Any = o.partition_indexes
     if x_partition_indexes is None:
         raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=8)
     else:
@@ -234,12 +352,12 @@ def _encode_OffsetFetchRequestTopics_v8(o: OffsetFetchRequestTopics, w: BytesWri
 
 
 def _decode_OffsetFetchRequestTopics_v10(buf: bytes, pos: i64) -> tuple[OffsetFetchRequestTopics, i64]:
-    o = _new(_K_OffsetFetchRequestTopics)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.name = ''
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partition_indexes: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -257,15 +375,14 @@ def _decode_OffsetFetchRequestTopics_v10(buf: bytes, pos: i64) -> tuple[OffsetFe
             e_partition_indexes = read_i32_be(buf, pos)
             pos += 4
             lst_partition_indexes.append(e_partition_indexes)
-        o.partition_indexes = lst_partition_indexes
+        f_partition_indexes = lst_partition_indexes
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -277,13 +394,13 @@ def _decode_OffsetFetchRequestTopics_v10(buf: bytes, pos: i64) -> tuple[OffsetFe
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return OffsetFetchRequestTopics(topic_id=f_topic_id, partition_indexes=f_partition_indexes, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetFetchRequestTopics_v10(o: OffsetFetchRequestTopics, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partition_indexes = o.partition_indexes
+    x_partition_indexes: Any = o.partition_indexes
     if x_partition_indexes is None:
         raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=10)
     else:
@@ -302,12 +419,11 @@ def _encode_OffsetFetchRequestTopics_v10(o: OffsetFetchRequestTopics, w: BytesWr
 
 
 def _decode_OffsetFetchRequestGroup_v8(buf: bytes, pos: i64) -> tuple[OffsetFetchRequestGroup, i64]:
-    o = _new(_K_OffsetFetchRequestGroup)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.member_id = None
-    o.member_epoch = -1
+    f_group_id: Any
+    f_topics: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -322,7 +438,7 @@ def _decode_OffsetFetchRequestGroup_v8(buf: bytes, pos: i64) -> tuple[OffsetFetc
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -331,7 +447,7 @@ def _decode_OffsetFetchRequestGroup_v8(buf: bytes, pos: i64) -> tuple[OffsetFetc
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.topics = None
+        f_topics = None
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
@@ -339,15 +455,14 @@ def _decode_OffsetFetchRequestGroup_v8(buf: bytes, pos: i64) -> tuple[OffsetFetc
         for _i_topics in range(n):
             x_topics, pos = _decode_OffsetFetchRequestTopics_v8(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -359,12 +474,12 @@ def _decode_OffsetFetchRequestGroup_v8(buf: bytes, pos: i64) -> tuple[OffsetFetc
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return OffsetFetchRequestGroup(group_id=f_group_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetFetchRequestGroup_v8(o: OffsetFetchRequestGroup, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=8)
     else:
@@ -377,7 +492,7 @@ def _encode_OffsetFetchRequestGroup_v8(o: OffsetFetchRequestGroup, w: BytesWrite
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         w.append(_ZERO)
     else:
@@ -396,10 +511,13 @@ def _encode_OffsetFetchRequestGroup_v8(o: OffsetFetchRequestGroup, w: BytesWrite
 
 
 def _decode_OffsetFetchRequestGroup_v9(buf: bytes, pos: i64) -> tuple[OffsetFetchRequestGroup, i64]:
-    o = _new(_K_OffsetFetchRequestGroup)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_group_id: Any
+    f_member_id: Any
+    f_member_epoch: Any
+    f_topics: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -414,7 +532,7 @@ def _decode_OffsetFetchRequestGroup_v9(buf: bytes, pos: i64) -> tuple[OffsetFetc
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -423,16 +541,16 @@ def _decode_OffsetFetchRequestGroup_v9(buf: bytes, pos: i64) -> tuple[OffsetFetc
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.member_id = None
+        f_member_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field MemberId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
-    o.member_epoch = read_i32_be(buf, pos)
+    f_member_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -441,7 +559,7 @@ def _decode_OffsetFetchRequestGroup_v9(buf: bytes, pos: i64) -> tuple[OffsetFetc
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.topics = None
+        f_topics = None
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
@@ -449,15 +567,14 @@ def _decode_OffsetFetchRequestGroup_v9(buf: bytes, pos: i64) -> tuple[OffsetFetc
         for _i_topics in range(n):
             x_topics, pos = _decode_OffsetFetchRequestTopics_v8(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -469,12 +586,12 @@ def _decode_OffsetFetchRequestGroup_v9(buf: bytes, pos: i64) -> tuple[OffsetFetc
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return OffsetFetchRequestGroup(group_id=f_group_id, member_id=f_member_id, member_epoch=f_member_epoch, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetFetchRequestGroup_v9(o: OffsetFetchRequestGroup, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=9)
     else:
@@ -487,7 +604,7 @@ def _encode_OffsetFetchRequestGroup_v9(o: OffsetFetchRequestGroup, w: BytesWrite
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         w.append(_ZERO)
     else:
@@ -500,8 +617,9 @@ def _encode_OffsetFetchRequestGroup_v9(o: OffsetFetchRequestGroup, w: BytesWrite
         else:
             _put_uvarint(w, m)
         w.write(b_member_id)
-    write_i32_be(w, o.member_epoch)
-    x_topics = o.topics
+    v_member_epoch: int = o.member_epoch
+    write_i32_be(w, v_member_epoch)
+    x_topics: Any = o.topics
     if x_topics is None:
         w.append(_ZERO)
     else:
@@ -520,10 +638,13 @@ def _encode_OffsetFetchRequestGroup_v9(o: OffsetFetchRequestGroup, w: BytesWrite
 
 
 def _decode_OffsetFetchRequestGroup_v10(buf: bytes, pos: i64) -> tuple[OffsetFetchRequestGroup, i64]:
-    o = _new(_K_OffsetFetchRequestGroup)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_group_id: Any
+    f_member_id: Any
+    f_member_epoch: Any
+    f_topics: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -538,7 +659,7 @@ def _decode_OffsetFetchRequestGroup_v10(buf: bytes, pos: i64) -> tuple[OffsetFet
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -547,16 +668,16 @@ def _decode_OffsetFetchRequestGroup_v10(buf: bytes, pos: i64) -> tuple[OffsetFet
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.member_id = None
+        f_member_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field MemberId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
-    o.member_epoch = read_i32_be(buf, pos)
+    f_member_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -565,7 +686,7 @@ def _decode_OffsetFetchRequestGroup_v10(buf: bytes, pos: i64) -> tuple[OffsetFet
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.topics = None
+        f_topics = None
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
@@ -573,15 +694,14 @@ def _decode_OffsetFetchRequestGroup_v10(buf: bytes, pos: i64) -> tuple[OffsetFet
         for _i_topics in range(n):
             x_topics, pos = _decode_OffsetFetchRequestTopics_v10(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -593,12 +713,12 @@ def _decode_OffsetFetchRequestGroup_v10(buf: bytes, pos: i64) -> tuple[OffsetFet
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return OffsetFetchRequestGroup(group_id=f_group_id, member_id=f_member_id, member_epoch=f_member_epoch, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetFetchRequestGroup_v10(o: OffsetFetchRequestGroup, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=10)
     else:
@@ -611,7 +731,7 @@ def _encode_OffsetFetchRequestGroup_v10(o: OffsetFetchRequestGroup, w: BytesWrit
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         w.append(_ZERO)
     else:
@@ -624,8 +744,9 @@ def _encode_OffsetFetchRequestGroup_v10(o: OffsetFetchRequestGroup, w: BytesWrit
         else:
             _put_uvarint(w, m)
         w.write(b_member_id)
-    write_i32_be(w, o.member_epoch)
-    x_topics = o.topics
+    v_member_epoch: int = o.member_epoch
+    write_i32_be(w, v_member_epoch)
+    x_topics: Any = o.topics
     if x_topics is None:
         w.append(_ZERO)
     else:
@@ -644,10 +765,11 @@ def _encode_OffsetFetchRequestGroup_v10(o: OffsetFetchRequestGroup, w: BytesWrit
 
 
 def _decode_OffsetFetchRequestTopic_v0(buf: bytes, pos: i64) -> tuple[OffsetFetchRequestTopic, i64]:
-    o = _new(_K_OffsetFetchRequestTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partition_indexes: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -658,7 +780,7 @@ def _decode_OffsetFetchRequestTopic_v0(buf: bytes, pos: i64) -> tuple[OffsetFetc
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -672,13 +794,13 @@ def _decode_OffsetFetchRequestTopic_v0(buf: bytes, pos: i64) -> tuple[OffsetFetc
             e_partition_indexes = read_i32_be(buf, pos)
             pos += 4
             lst_partition_indexes.append(e_partition_indexes)
-        o.partition_indexes = lst_partition_indexes
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partition_indexes = lst_partition_indexes
+    utf: Any = ()
+    return OffsetFetchRequestTopic(name=f_name, partition_indexes=f_partition_indexes, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetFetchRequestTopic_v0(o: OffsetFetchRequestTopic, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -687,7 +809,7 @@ def _encode_OffsetFetchRequestTopic_v0(o: OffsetFetchRequestTopic, w: BytesWrite
             raise ValueOutOfRangeError('string field Name is too long', version=0)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_partition_indexes = o.partition_indexes
+    x_partition_indexes: Any = o.partition_indexes
     if x_partition_indexes is None:
         raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=0)
     else:
@@ -700,10 +822,11 @@ def _encode_OffsetFetchRequestTopic_v0(o: OffsetFetchRequestTopic, w: BytesWrite
 
 
 def _decode_OffsetFetchRequestTopic_v6(buf: bytes, pos: i64) -> tuple[OffsetFetchRequestTopic, i64]:
-    o = _new(_K_OffsetFetchRequestTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partition_indexes: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -718,7 +841,7 @@ def _decode_OffsetFetchRequestTopic_v6(buf: bytes, pos: i64) -> tuple[OffsetFetc
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -736,15 +859,14 @@ def _decode_OffsetFetchRequestTopic_v6(buf: bytes, pos: i64) -> tuple[OffsetFetc
             e_partition_indexes = read_i32_be(buf, pos)
             pos += 4
             lst_partition_indexes.append(e_partition_indexes)
-        o.partition_indexes = lst_partition_indexes
+        f_partition_indexes = lst_partition_indexes
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -756,12 +878,12 @@ def _decode_OffsetFetchRequestTopic_v6(buf: bytes, pos: i64) -> tuple[OffsetFetc
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return OffsetFetchRequestTopic(name=f_name, partition_indexes=f_partition_indexes, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetFetchRequestTopic_v6(o: OffsetFetchRequestTopic, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=6)
     else:
@@ -774,7 +896,7 @@ def _encode_OffsetFetchRequestTopic_v6(o: OffsetFetchRequestTopic, w: BytesWrite
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_partition_indexes = o.partition_indexes
+    x_partition_indexes: Any = o.partition_indexes
     if x_partition_indexes is None:
         raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=6)
     else:
@@ -793,12 +915,11 @@ def _encode_OffsetFetchRequestTopic_v6(o: OffsetFetchRequestTopic, w: BytesWrite
 
 
 def _decode_OffsetFetchRequest_v0(buf: bytes, pos: i64) -> tuple[OffsetFetchRequest, i64]:
-    o = _new(_K_OffsetFetchRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.groups = []
-    o.require_stable = False
+    f_group_id: Any
+    f_topics: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -809,7 +930,7 @@ def _decode_OffsetFetchRequest_v0(buf: bytes, pos: i64) -> tuple[OffsetFetchRequ
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -822,9 +943,9 @@ def _decode_OffsetFetchRequest_v0(buf: bytes, pos: i64) -> tuple[OffsetFetchRequ
         for _i_topics in range(n):
             x_topics, pos = _decode_OffsetFetchRequestTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return OffsetFetchRequest(group_id=f_group_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetFetchRequest_v0(o: OffsetFetchRequest, w: BytesWriter) -> None:
@@ -832,7 +953,7 @@ def _encode_OffsetFetchRequest_v0(o: OffsetFetchRequest, w: BytesWriter) -> None
         raise FieldNotInVersionError('non-default Groups cannot be written', version=0)
     if bool(o.require_stable):
         raise FieldNotInVersionError('non-default RequireStable cannot be written', version=0)
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
@@ -841,7 +962,7 @@ def _encode_OffsetFetchRequest_v0(o: OffsetFetchRequest, w: BytesWriter) -> None
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
         write_i16_be(w, len(b_group_id))
         w.write(b_group_id)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -854,12 +975,11 @@ def _encode_OffsetFetchRequest_v0(o: OffsetFetchRequest, w: BytesWriter) -> None
 
 
 def _decode_OffsetFetchRequest_v2(buf: bytes, pos: i64) -> tuple[OffsetFetchRequest, i64]:
-    o = _new(_K_OffsetFetchRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.groups = []
-    o.require_stable = False
+    f_group_id: Any
+    f_topics: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -870,12 +990,12 @@ def _decode_OffsetFetchRequest_v2(buf: bytes, pos: i64) -> tuple[OffsetFetchRequ
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
-        o.topics = None
+        f_topics = None
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
@@ -883,9 +1003,9 @@ def _decode_OffsetFetchRequest_v2(buf: bytes, pos: i64) -> tuple[OffsetFetchRequ
         for _i_topics in range(n):
             x_topics, pos = _decode_OffsetFetchRequestTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return OffsetFetchRequest(group_id=f_group_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetFetchRequest_v2(o: OffsetFetchRequest, w: BytesWriter) -> None:
@@ -893,7 +1013,7 @@ def _encode_OffsetFetchRequest_v2(o: OffsetFetchRequest, w: BytesWriter) -> None
         raise FieldNotInVersionError('non-default Groups cannot be written', version=2)
     if bool(o.require_stable):
         raise FieldNotInVersionError('non-default RequireStable cannot be written', version=2)
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=2)
     else:
@@ -902,7 +1022,7 @@ def _encode_OffsetFetchRequest_v2(o: OffsetFetchRequest, w: BytesWriter) -> None
             raise ValueOutOfRangeError('string field GroupId is too long', version=2)
         write_i16_be(w, len(b_group_id))
         w.write(b_group_id)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         write_i32_be(w, -1)
     else:
@@ -915,12 +1035,11 @@ def _encode_OffsetFetchRequest_v2(o: OffsetFetchRequest, w: BytesWriter) -> None
 
 
 def _decode_OffsetFetchRequest_v6(buf: bytes, pos: i64) -> tuple[OffsetFetchRequest, i64]:
-    o = _new(_K_OffsetFetchRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.groups = []
-    o.require_stable = False
+    f_group_id: Any
+    f_topics: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -935,7 +1054,7 @@ def _decode_OffsetFetchRequest_v6(buf: bytes, pos: i64) -> tuple[OffsetFetchRequ
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -944,7 +1063,7 @@ def _decode_OffsetFetchRequest_v6(buf: bytes, pos: i64) -> tuple[OffsetFetchRequ
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.topics = None
+        f_topics = None
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
@@ -952,15 +1071,14 @@ def _decode_OffsetFetchRequest_v6(buf: bytes, pos: i64) -> tuple[OffsetFetchRequ
         for _i_topics in range(n):
             x_topics, pos = _decode_OffsetFetchRequestTopic_v6(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -972,8 +1090,8 @@ def _decode_OffsetFetchRequest_v6(buf: bytes, pos: i64) -> tuple[OffsetFetchRequ
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return OffsetFetchRequest(group_id=f_group_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetFetchRequest_v6(o: OffsetFetchRequest, w: BytesWriter) -> None:
@@ -981,7 +1099,7 @@ def _encode_OffsetFetchRequest_v6(o: OffsetFetchRequest, w: BytesWriter) -> None
         raise FieldNotInVersionError('non-default Groups cannot be written', version=6)
     if bool(o.require_stable):
         raise FieldNotInVersionError('non-default RequireStable cannot be written', version=6)
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=6)
     else:
@@ -994,7 +1112,7 @@ def _encode_OffsetFetchRequest_v6(o: OffsetFetchRequest, w: BytesWriter) -> None
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         w.append(_ZERO)
     else:
@@ -1013,11 +1131,12 @@ def _encode_OffsetFetchRequest_v6(o: OffsetFetchRequest, w: BytesWriter) -> None
 
 
 def _decode_OffsetFetchRequest_v7(buf: bytes, pos: i64) -> tuple[OffsetFetchRequest, i64]:
-    o = _new(_K_OffsetFetchRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.groups = []
+    f_group_id: Any
+    f_topics: Any
+    f_require_stable: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1032,7 +1151,7 @@ def _decode_OffsetFetchRequest_v7(buf: bytes, pos: i64) -> tuple[OffsetFetchRequ
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1041,7 +1160,7 @@ def _decode_OffsetFetchRequest_v7(buf: bytes, pos: i64) -> tuple[OffsetFetchRequ
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.topics = None
+        f_topics = None
     else:
         if n > blen - pos:
             raise _invalid('array Topics declares more elements than bytes remain')
@@ -1049,17 +1168,16 @@ def _decode_OffsetFetchRequest_v7(buf: bytes, pos: i64) -> tuple[OffsetFetchRequ
         for _i_topics in range(n):
             x_topics, pos = _decode_OffsetFetchRequestTopic_v6(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.require_stable = buf[pos] != 0
+        f_topics = lst_topics
+    f_require_stable = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1071,14 +1189,14 @@ def _decode_OffsetFetchRequest_v7(buf: bytes, pos: i64) -> tuple[OffsetFetchRequ
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return OffsetFetchRequest(group_id=f_group_id, topics=f_topics, require_stable=f_require_stable, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetFetchRequest_v7(o: OffsetFetchRequest, w: BytesWriter) -> None:
     if o.groups is None or len(o.groups) != 0:
         raise FieldNotInVersionError('non-default Groups cannot be written', version=7)
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=7)
     else:
@@ -1091,7 +1209,7 @@ def _encode_OffsetFetchRequest_v7(o: OffsetFetchRequest, w: BytesWriter) -> None
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         w.append(_ZERO)
     else:
@@ -1111,12 +1229,11 @@ def _encode_OffsetFetchRequest_v7(o: OffsetFetchRequest, w: BytesWriter) -> None
 
 
 def _decode_OffsetFetchRequest_v8(buf: bytes, pos: i64) -> tuple[OffsetFetchRequest, i64]:
-    o = _new(_K_OffsetFetchRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.group_id = ''
-    o.topics = []
+    f_groups: Any
+    f_require_stable: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1132,17 +1249,16 @@ def _decode_OffsetFetchRequest_v8(buf: bytes, pos: i64) -> tuple[OffsetFetchRequ
         for _i_groups in range(n):
             x_groups, pos = _decode_OffsetFetchRequestGroup_v8(buf, pos)
             lst_groups.append(x_groups)
-        o.groups = lst_groups
-    o.require_stable = buf[pos] != 0
+        f_groups = lst_groups
+    f_require_stable = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1154,8 +1270,8 @@ def _decode_OffsetFetchRequest_v8(buf: bytes, pos: i64) -> tuple[OffsetFetchRequ
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return OffsetFetchRequest(groups=f_groups, require_stable=f_require_stable, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetFetchRequest_v8(o: OffsetFetchRequest, w: BytesWriter) -> None:
@@ -1163,7 +1279,7 @@ def _encode_OffsetFetchRequest_v8(o: OffsetFetchRequest, w: BytesWriter) -> None
         raise FieldNotInVersionError('non-default GroupId cannot be written', version=8)
     if o.topics is None or len(o.topics) != 0:
         raise FieldNotInVersionError('non-default Topics cannot be written', version=8)
-    x_groups = o.groups
+    x_groups: Any = o.groups
     if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=8)
     else:
@@ -1183,12 +1299,11 @@ def _encode_OffsetFetchRequest_v8(o: OffsetFetchRequest, w: BytesWriter) -> None
 
 
 def _decode_OffsetFetchRequest_v9(buf: bytes, pos: i64) -> tuple[OffsetFetchRequest, i64]:
-    o = _new(_K_OffsetFetchRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.group_id = ''
-    o.topics = []
+    f_groups: Any
+    f_require_stable: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1204,17 +1319,16 @@ def _decode_OffsetFetchRequest_v9(buf: bytes, pos: i64) -> tuple[OffsetFetchRequ
         for _i_groups in range(n):
             x_groups, pos = _decode_OffsetFetchRequestGroup_v9(buf, pos)
             lst_groups.append(x_groups)
-        o.groups = lst_groups
-    o.require_stable = buf[pos] != 0
+        f_groups = lst_groups
+    f_require_stable = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1226,8 +1340,8 @@ def _decode_OffsetFetchRequest_v9(buf: bytes, pos: i64) -> tuple[OffsetFetchRequ
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return OffsetFetchRequest(groups=f_groups, require_stable=f_require_stable, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetFetchRequest_v9(o: OffsetFetchRequest, w: BytesWriter) -> None:
@@ -1235,7 +1349,7 @@ def _encode_OffsetFetchRequest_v9(o: OffsetFetchRequest, w: BytesWriter) -> None
         raise FieldNotInVersionError('non-default GroupId cannot be written', version=9)
     if o.topics is None or len(o.topics) != 0:
         raise FieldNotInVersionError('non-default Topics cannot be written', version=9)
-    x_groups = o.groups
+    x_groups: Any = o.groups
     if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=9)
     else:
@@ -1255,12 +1369,11 @@ def _encode_OffsetFetchRequest_v9(o: OffsetFetchRequest, w: BytesWriter) -> None
 
 
 def _decode_OffsetFetchRequest_v10(buf: bytes, pos: i64) -> tuple[OffsetFetchRequest, i64]:
-    o = _new(_K_OffsetFetchRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.group_id = ''
-    o.topics = []
+    f_groups: Any
+    f_require_stable: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1276,17 +1389,16 @@ def _decode_OffsetFetchRequest_v10(buf: bytes, pos: i64) -> tuple[OffsetFetchReq
         for _i_groups in range(n):
             x_groups, pos = _decode_OffsetFetchRequestGroup_v10(buf, pos)
             lst_groups.append(x_groups)
-        o.groups = lst_groups
-    o.require_stable = buf[pos] != 0
+        f_groups = lst_groups
+    f_require_stable = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1298,8 +1410,8 @@ def _decode_OffsetFetchRequest_v10(buf: bytes, pos: i64) -> tuple[OffsetFetchReq
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return OffsetFetchRequest(groups=f_groups, require_stable=f_require_stable, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetFetchRequest_v10(o: OffsetFetchRequest, w: BytesWriter) -> None:
@@ -1307,7 +1419,7 @@ def _encode_OffsetFetchRequest_v10(o: OffsetFetchRequest, w: BytesWriter) -> Non
         raise FieldNotInVersionError('non-default GroupId cannot be written', version=10)
     if o.topics is None or len(o.topics) != 0:
         raise FieldNotInVersionError('non-default Topics cannot be written', version=10)
-    x_groups = o.groups
+    x_groups: Any = o.groups
     if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=10)
     else:
@@ -1327,15 +1439,19 @@ def _encode_OffsetFetchRequest_v10(o: OffsetFetchRequest, w: BytesWriter) -> Non
 
 
 def _decode_OffsetFetchResponsePartitions_v8(buf: bytes, pos: i64) -> tuple[OffsetFetchResponsePartitions, i64]:
-    o = _new(_K_OffsetFetchResponsePartitions)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_committed_offset: Any
+    f_committed_leader_epoch: Any
+    f_metadata: Any
+    f_error_code: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.committed_offset = read_i64_be(buf, pos)
+    f_committed_offset = read_i64_be(buf, pos)
     pos += 8
-    o.committed_leader_epoch = read_i32_be(buf, pos)
+    f_committed_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1344,25 +1460,24 @@ def _decode_OffsetFetchResponsePartitions_v8(buf: bytes, pos: i64) -> tuple[Offs
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.metadata = None
+        f_metadata = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Metadata is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Metadata')
-        o.metadata = buf[pos:end].decode()
+        f_metadata = buf[pos:end].decode()
         pos = end
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1374,15 +1489,18 @@ def _decode_OffsetFetchResponsePartitions_v8(buf: bytes, pos: i64) -> tuple[Offs
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return OffsetFetchResponsePartitions(partition_index=f_partition_index, committed_offset=f_committed_offset, committed_leader_epoch=f_committed_leader_epoch, metadata=f_metadata, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetFetchResponsePartitions_v8(o: OffsetFetchResponsePartitions, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i64_be(w, o.committed_offset)
-    write_i32_be(w, o.committed_leader_epoch)
-    x_metadata = o.metadata
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_committed_offset: int = o.committed_offset
+    write_i64_be(w, v_committed_offset)
+    v_committed_leader_epoch: int = o.committed_leader_epoch
+    write_i32_be(w, v_committed_leader_epoch)
+    x_metadata: str | None = o.metadata
     if x_metadata is None:
         w.append(_ZERO)
     else:
@@ -1395,7 +1513,8 @@ def _encode_OffsetFetchResponsePartitions_v8(o: OffsetFetchResponsePartitions, w
         else:
             _put_uvarint(w, m)
         w.write(b_metadata)
-    write_i16_be(w, o.error_code)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1403,11 +1522,11 @@ def _encode_OffsetFetchResponsePartitions_v8(o: OffsetFetchResponsePartitions, w
 
 
 def _decode_OffsetFetchResponseTopics_v8(buf: bytes, pos: i64) -> tuple[OffsetFetchResponseTopics, i64]:
-    o = _new(_K_OffsetFetchResponseTopics)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1422,7 +1541,7 @@ def _decode_OffsetFetchResponseTopics_v8(buf: bytes, pos: i64) -> tuple[OffsetFe
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1439,15 +1558,14 @@ def _decode_OffsetFetchResponseTopics_v8(buf: bytes, pos: i64) -> tuple[OffsetFe
         for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetFetchResponsePartitions_v8(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1459,12 +1577,12 @@ def _decode_OffsetFetchResponseTopics_v8(buf: bytes, pos: i64) -> tuple[OffsetFe
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return OffsetFetchResponseTopics(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetFetchResponseTopics_v8(o: OffsetFetchResponseTopics, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=8)
     else:
@@ -1477,7 +1595,7 @@ def _encode_OffsetFetchResponseTopics_v8(o: OffsetFetchResponseTopics, w: BytesW
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=8)
     else:
@@ -1496,12 +1614,12 @@ def _encode_OffsetFetchResponseTopics_v8(o: OffsetFetchResponseTopics, w: BytesW
 
 
 def _decode_OffsetFetchResponseTopics_v10(buf: bytes, pos: i64) -> tuple[OffsetFetchResponseTopics, i64]:
-    o = _new(_K_OffsetFetchResponseTopics)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.name = ''
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partitions: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -1518,15 +1636,14 @@ def _decode_OffsetFetchResponseTopics_v10(buf: bytes, pos: i64) -> tuple[OffsetF
         for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetFetchResponsePartitions_v8(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1538,13 +1655,13 @@ def _decode_OffsetFetchResponseTopics_v10(buf: bytes, pos: i64) -> tuple[OffsetF
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return OffsetFetchResponseTopics(topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetFetchResponseTopics_v10(o: OffsetFetchResponseTopics, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=10)
     else:
@@ -1563,10 +1680,12 @@ def _encode_OffsetFetchResponseTopics_v10(o: OffsetFetchResponseTopics, w: Bytes
 
 
 def _decode_OffsetFetchResponseGroup_v8(buf: bytes, pos: i64) -> tuple[OffsetFetchResponseGroup, i64]:
-    o = _new(_K_OffsetFetchResponseGroup)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_group_id: Any
+    f_topics: Any
+    f_error_code: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1581,7 +1700,7 @@ def _decode_OffsetFetchResponseGroup_v8(buf: bytes, pos: i64) -> tuple[OffsetFet
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1598,17 +1717,16 @@ def _decode_OffsetFetchResponseGroup_v8(buf: bytes, pos: i64) -> tuple[OffsetFet
         for _i_topics in range(n):
             x_topics, pos = _decode_OffsetFetchResponseTopics_v8(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.error_code = read_i16_be(buf, pos)
+        f_topics = lst_topics
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1620,12 +1738,12 @@ def _decode_OffsetFetchResponseGroup_v8(buf: bytes, pos: i64) -> tuple[OffsetFet
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return OffsetFetchResponseGroup(group_id=f_group_id, topics=f_topics, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetFetchResponseGroup_v8(o: OffsetFetchResponseGroup, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=8)
     else:
@@ -1638,7 +1756,7 @@ def _encode_OffsetFetchResponseGroup_v8(o: OffsetFetchResponseGroup, w: BytesWri
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=8)
     else:
@@ -1650,7 +1768,8 @@ def _encode_OffsetFetchResponseGroup_v8(o: OffsetFetchResponseGroup, w: BytesWri
             _put_uvarint(w, m)
         for e_topics in l_topics:
             _encode_OffsetFetchResponseTopics_v8(e_topics, w)
-    write_i16_be(w, o.error_code)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1658,10 +1777,12 @@ def _encode_OffsetFetchResponseGroup_v8(o: OffsetFetchResponseGroup, w: BytesWri
 
 
 def _decode_OffsetFetchResponseGroup_v10(buf: bytes, pos: i64) -> tuple[OffsetFetchResponseGroup, i64]:
-    o = _new(_K_OffsetFetchResponseGroup)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_group_id: Any
+    f_topics: Any
+    f_error_code: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1676,7 +1797,7 @@ def _decode_OffsetFetchResponseGroup_v10(buf: bytes, pos: i64) -> tuple[OffsetFe
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1693,17 +1814,16 @@ def _decode_OffsetFetchResponseGroup_v10(buf: bytes, pos: i64) -> tuple[OffsetFe
         for _i_topics in range(n):
             x_topics, pos = _decode_OffsetFetchResponseTopics_v10(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.error_code = read_i16_be(buf, pos)
+        f_topics = lst_topics
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1715,12 +1835,12 @@ def _decode_OffsetFetchResponseGroup_v10(buf: bytes, pos: i64) -> tuple[OffsetFe
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return OffsetFetchResponseGroup(group_id=f_group_id, topics=f_topics, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetFetchResponseGroup_v10(o: OffsetFetchResponseGroup, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=10)
     else:
@@ -1733,7 +1853,7 @@ def _encode_OffsetFetchResponseGroup_v10(o: OffsetFetchResponseGroup, w: BytesWr
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=10)
     else:
@@ -1745,7 +1865,8 @@ def _encode_OffsetFetchResponseGroup_v10(o: OffsetFetchResponseGroup, w: BytesWr
             _put_uvarint(w, m)
         for e_topics in l_topics:
             _encode_OffsetFetchResponseTopics_v10(e_topics, w)
-    write_i16_be(w, o.error_code)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1753,37 +1874,41 @@ def _encode_OffsetFetchResponseGroup_v10(o: OffsetFetchResponseGroup, w: BytesWr
 
 
 def _decode_OffsetFetchResponsePartition_v0(buf: bytes, pos: i64) -> tuple[OffsetFetchResponsePartition, i64]:
-    o = _new(_K_OffsetFetchResponsePartition)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.committed_leader_epoch = -1
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_committed_offset: Any
+    f_metadata: Any
+    f_error_code: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.committed_offset = read_i64_be(buf, pos)
+    f_committed_offset = read_i64_be(buf, pos)
     pos += 8
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.metadata = None
+        f_metadata = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Metadata is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Metadata')
-        o.metadata = buf[pos:end].decode()
+        f_metadata = buf[pos:end].decode()
         pos = end
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return OffsetFetchResponsePartition(partition_index=f_partition_index, committed_offset=f_committed_offset, metadata=f_metadata, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetFetchResponsePartition_v0(o: OffsetFetchResponsePartition, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i64_be(w, o.committed_offset)
-    x_metadata = o.metadata
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_committed_offset: int = o.committed_offset
+    write_i64_be(w, v_committed_offset)
+    x_metadata: str | None = o.metadata
     if x_metadata is None:
         write_i16_be(w, -1)
     else:
@@ -1792,45 +1917,53 @@ def _encode_OffsetFetchResponsePartition_v0(o: OffsetFetchResponsePartition, w: 
             raise ValueOutOfRangeError('string field Metadata is too long', version=0)
         write_i16_be(w, len(b_metadata))
         w.write(b_metadata)
-    write_i16_be(w, o.error_code)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_OffsetFetchResponsePartition_v5(buf: bytes, pos: i64) -> tuple[OffsetFetchResponsePartition, i64]:
-    o = _new(_K_OffsetFetchResponsePartition)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_committed_offset: Any
+    f_committed_leader_epoch: Any
+    f_metadata: Any
+    f_error_code: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.committed_offset = read_i64_be(buf, pos)
+    f_committed_offset = read_i64_be(buf, pos)
     pos += 8
-    o.committed_leader_epoch = read_i32_be(buf, pos)
+    f_committed_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.metadata = None
+        f_metadata = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Metadata is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Metadata')
-        o.metadata = buf[pos:end].decode()
+        f_metadata = buf[pos:end].decode()
         pos = end
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return OffsetFetchResponsePartition(partition_index=f_partition_index, committed_offset=f_committed_offset, committed_leader_epoch=f_committed_leader_epoch, metadata=f_metadata, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetFetchResponsePartition_v5(o: OffsetFetchResponsePartition, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i64_be(w, o.committed_offset)
-    write_i32_be(w, o.committed_leader_epoch)
-    x_metadata = o.metadata
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_committed_offset: int = o.committed_offset
+    write_i64_be(w, v_committed_offset)
+    v_committed_leader_epoch: int = o.committed_leader_epoch
+    write_i32_be(w, v_committed_leader_epoch)
+    x_metadata: str | None = o.metadata
     if x_metadata is None:
         write_i16_be(w, -1)
     else:
@@ -1839,21 +1972,26 @@ def _encode_OffsetFetchResponsePartition_v5(o: OffsetFetchResponsePartition, w: 
             raise ValueOutOfRangeError('string field Metadata is too long', version=5)
         write_i16_be(w, len(b_metadata))
         w.write(b_metadata)
-    write_i16_be(w, o.error_code)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 5')
 
 
 def _decode_OffsetFetchResponsePartition_v6(buf: bytes, pos: i64) -> tuple[OffsetFetchResponsePartition, i64]:
-    o = _new(_K_OffsetFetchResponsePartition)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_committed_offset: Any
+    f_committed_leader_epoch: Any
+    f_metadata: Any
+    f_error_code: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.committed_offset = read_i64_be(buf, pos)
+    f_committed_offset = read_i64_be(buf, pos)
     pos += 8
-    o.committed_leader_epoch = read_i32_be(buf, pos)
+    f_committed_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1862,25 +2000,24 @@ def _decode_OffsetFetchResponsePartition_v6(buf: bytes, pos: i64) -> tuple[Offse
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.metadata = None
+        f_metadata = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Metadata is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Metadata')
-        o.metadata = buf[pos:end].decode()
+        f_metadata = buf[pos:end].decode()
         pos = end
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1892,15 +2029,18 @@ def _decode_OffsetFetchResponsePartition_v6(buf: bytes, pos: i64) -> tuple[Offse
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return OffsetFetchResponsePartition(partition_index=f_partition_index, committed_offset=f_committed_offset, committed_leader_epoch=f_committed_leader_epoch, metadata=f_metadata, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetFetchResponsePartition_v6(o: OffsetFetchResponsePartition, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i64_be(w, o.committed_offset)
-    write_i32_be(w, o.committed_leader_epoch)
-    x_metadata = o.metadata
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_committed_offset: int = o.committed_offset
+    write_i64_be(w, v_committed_offset)
+    v_committed_leader_epoch: int = o.committed_leader_epoch
+    write_i32_be(w, v_committed_leader_epoch)
+    x_metadata: str | None = o.metadata
     if x_metadata is None:
         w.append(_ZERO)
     else:
@@ -1913,7 +2053,8 @@ def _encode_OffsetFetchResponsePartition_v6(o: OffsetFetchResponsePartition, w: 
         else:
             _put_uvarint(w, m)
         w.write(b_metadata)
-    write_i16_be(w, o.error_code)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1921,10 +2062,11 @@ def _encode_OffsetFetchResponsePartition_v6(o: OffsetFetchResponsePartition, w: 
 
 
 def _decode_OffsetFetchResponseTopic_v0(buf: bytes, pos: i64) -> tuple[OffsetFetchResponseTopic, i64]:
-    o = _new(_K_OffsetFetchResponseTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -1935,7 +2077,7 @@ def _decode_OffsetFetchResponseTopic_v0(buf: bytes, pos: i64) -> tuple[OffsetFet
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1948,13 +2090,13 @@ def _decode_OffsetFetchResponseTopic_v0(buf: bytes, pos: i64) -> tuple[OffsetFet
         for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetFetchResponsePartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return OffsetFetchResponseTopic(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetFetchResponseTopic_v0(o: OffsetFetchResponseTopic, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -1963,7 +2105,7 @@ def _encode_OffsetFetchResponseTopic_v0(o: OffsetFetchResponseTopic, w: BytesWri
             raise ValueOutOfRangeError('string field Name is too long', version=0)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -1976,10 +2118,11 @@ def _encode_OffsetFetchResponseTopic_v0(o: OffsetFetchResponseTopic, w: BytesWri
 
 
 def _decode_OffsetFetchResponseTopic_v5(buf: bytes, pos: i64) -> tuple[OffsetFetchResponseTopic, i64]:
-    o = _new(_K_OffsetFetchResponseTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -1990,7 +2133,7 @@ def _decode_OffsetFetchResponseTopic_v5(buf: bytes, pos: i64) -> tuple[OffsetFet
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -2003,13 +2146,13 @@ def _decode_OffsetFetchResponseTopic_v5(buf: bytes, pos: i64) -> tuple[OffsetFet
         for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetFetchResponsePartition_v5(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return OffsetFetchResponseTopic(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetFetchResponseTopic_v5(o: OffsetFetchResponseTopic, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=5)
     else:
@@ -2018,7 +2161,7 @@ def _encode_OffsetFetchResponseTopic_v5(o: OffsetFetchResponseTopic, w: BytesWri
             raise ValueOutOfRangeError('string field Name is too long', version=5)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=5)
     else:
@@ -2031,10 +2174,11 @@ def _encode_OffsetFetchResponseTopic_v5(o: OffsetFetchResponseTopic, w: BytesWri
 
 
 def _decode_OffsetFetchResponseTopic_v6(buf: bytes, pos: i64) -> tuple[OffsetFetchResponseTopic, i64]:
-    o = _new(_K_OffsetFetchResponseTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2049,7 +2193,7 @@ def _decode_OffsetFetchResponseTopic_v6(buf: bytes, pos: i64) -> tuple[OffsetFet
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -2066,15 +2210,14 @@ def _decode_OffsetFetchResponseTopic_v6(buf: bytes, pos: i64) -> tuple[OffsetFet
         for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetFetchResponsePartition_v6(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -2086,12 +2229,12 @@ def _decode_OffsetFetchResponseTopic_v6(buf: bytes, pos: i64) -> tuple[OffsetFet
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return OffsetFetchResponseTopic(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetFetchResponseTopic_v6(o: OffsetFetchResponseTopic, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=6)
     else:
@@ -2104,7 +2247,7 @@ def _encode_OffsetFetchResponseTopic_v6(o: OffsetFetchResponseTopic, w: BytesWri
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=6)
     else:
@@ -2123,12 +2266,9 @@ def _encode_OffsetFetchResponseTopic_v6(o: OffsetFetchResponseTopic, w: BytesWri
 
 
 def _decode_OffsetFetchResponse_v0(buf: bytes, pos: i64) -> tuple[OffsetFetchResponse, i64]:
-    o = _new(_K_OffsetFetchResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = 0
-    o.groups = []
-    o.error_code = 0
+    f_topics: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -2140,15 +2280,15 @@ def _decode_OffsetFetchResponse_v0(buf: bytes, pos: i64) -> tuple[OffsetFetchRes
         for _i_topics in range(n):
             x_topics, pos = _decode_OffsetFetchResponseTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return OffsetFetchResponse(topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetFetchResponse_v0(o: OffsetFetchResponse, w: BytesWriter) -> None:
     if o.groups is None or len(o.groups) != 0:
         raise FieldNotInVersionError('non-default Groups cannot be written', version=0)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -2161,11 +2301,10 @@ def _encode_OffsetFetchResponse_v0(o: OffsetFetchResponse, w: BytesWriter) -> No
 
 
 def _decode_OffsetFetchResponse_v2(buf: bytes, pos: i64) -> tuple[OffsetFetchResponse, i64]:
-    o = _new(_K_OffsetFetchResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = 0
-    o.groups = []
+    f_topics: Any
+    f_error_code: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -2177,17 +2316,17 @@ def _decode_OffsetFetchResponse_v2(buf: bytes, pos: i64) -> tuple[OffsetFetchRes
         for _i_topics in range(n):
             x_topics, pos = _decode_OffsetFetchResponseTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.error_code = read_i16_be(buf, pos)
+        f_topics = lst_topics
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return OffsetFetchResponse(topics=f_topics, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetFetchResponse_v2(o: OffsetFetchResponse, w: BytesWriter) -> None:
     if o.groups is None or len(o.groups) != 0:
         raise FieldNotInVersionError('non-default Groups cannot be written', version=2)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
@@ -2195,17 +2334,19 @@ def _encode_OffsetFetchResponse_v2(o: OffsetFetchResponse, w: BytesWriter) -> No
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_OffsetFetchResponseTopic_v0(e_topics, w)
-    write_i16_be(w, o.error_code)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
 
 
 def _decode_OffsetFetchResponse_v3(buf: bytes, pos: i64) -> tuple[OffsetFetchResponse, i64]:
-    o = _new(_K_OffsetFetchResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.groups = []
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_topics: Any
+    f_error_code: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -2218,18 +2359,19 @@ def _decode_OffsetFetchResponse_v3(buf: bytes, pos: i64) -> tuple[OffsetFetchRes
         for _i_topics in range(n):
             x_topics, pos = _decode_OffsetFetchResponseTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.error_code = read_i16_be(buf, pos)
+        f_topics = lst_topics
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return OffsetFetchResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetFetchResponse_v3(o: OffsetFetchResponse, w: BytesWriter) -> None:
     if o.groups is None or len(o.groups) != 0:
         raise FieldNotInVersionError('non-default Groups cannot be written', version=3)
-    write_i32_be(w, o.throttle_time_ms)
-    x_topics = o.topics
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=3)
     else:
@@ -2237,17 +2379,19 @@ def _encode_OffsetFetchResponse_v3(o: OffsetFetchResponse, w: BytesWriter) -> No
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_OffsetFetchResponseTopic_v0(e_topics, w)
-    write_i16_be(w, o.error_code)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
 
 
 def _decode_OffsetFetchResponse_v5(buf: bytes, pos: i64) -> tuple[OffsetFetchResponse, i64]:
-    o = _new(_K_OffsetFetchResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.groups = []
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_topics: Any
+    f_error_code: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -2260,18 +2404,19 @@ def _decode_OffsetFetchResponse_v5(buf: bytes, pos: i64) -> tuple[OffsetFetchRes
         for _i_topics in range(n):
             x_topics, pos = _decode_OffsetFetchResponseTopic_v5(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.error_code = read_i16_be(buf, pos)
+        f_topics = lst_topics
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return OffsetFetchResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetFetchResponse_v5(o: OffsetFetchResponse, w: BytesWriter) -> None:
     if o.groups is None or len(o.groups) != 0:
         raise FieldNotInVersionError('non-default Groups cannot be written', version=5)
-    write_i32_be(w, o.throttle_time_ms)
-    x_topics = o.topics
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=5)
     else:
@@ -2279,18 +2424,20 @@ def _encode_OffsetFetchResponse_v5(o: OffsetFetchResponse, w: BytesWriter) -> No
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_OffsetFetchResponseTopic_v5(e_topics, w)
-    write_i16_be(w, o.error_code)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 5')
 
 
 def _decode_OffsetFetchResponse_v6(buf: bytes, pos: i64) -> tuple[OffsetFetchResponse, i64]:
-    o = _new(_K_OffsetFetchResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.groups = []
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_topics: Any
+    f_error_code: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -2307,17 +2454,16 @@ def _decode_OffsetFetchResponse_v6(buf: bytes, pos: i64) -> tuple[OffsetFetchRes
         for _i_topics in range(n):
             x_topics, pos = _decode_OffsetFetchResponseTopic_v6(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.error_code = read_i16_be(buf, pos)
+        f_topics = lst_topics
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -2329,15 +2475,16 @@ def _decode_OffsetFetchResponse_v6(buf: bytes, pos: i64) -> tuple[OffsetFetchRes
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return OffsetFetchResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetFetchResponse_v6(o: OffsetFetchResponse, w: BytesWriter) -> None:
     if o.groups is None or len(o.groups) != 0:
         raise FieldNotInVersionError('non-default Groups cannot be written', version=6)
-    write_i32_be(w, o.throttle_time_ms)
-    x_topics = o.topics
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=6)
     else:
@@ -2349,7 +2496,8 @@ def _encode_OffsetFetchResponse_v6(o: OffsetFetchResponse, w: BytesWriter) -> No
             _put_uvarint(w, m)
         for e_topics in l_topics:
             _encode_OffsetFetchResponseTopic_v6(e_topics, w)
-    write_i16_be(w, o.error_code)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -2357,13 +2505,12 @@ def _encode_OffsetFetchResponse_v6(o: OffsetFetchResponse, w: BytesWriter) -> No
 
 
 def _decode_OffsetFetchResponse_v8(buf: bytes, pos: i64) -> tuple[OffsetFetchResponse, i64]:
-    o = _new(_K_OffsetFetchResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topics = []
-    o.error_code = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_groups: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -2380,15 +2527,14 @@ def _decode_OffsetFetchResponse_v8(buf: bytes, pos: i64) -> tuple[OffsetFetchRes
         for _i_groups in range(n):
             x_groups, pos = _decode_OffsetFetchResponseGroup_v8(buf, pos)
             lst_groups.append(x_groups)
-        o.groups = lst_groups
+        f_groups = lst_groups
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -2400,15 +2546,16 @@ def _decode_OffsetFetchResponse_v8(buf: bytes, pos: i64) -> tuple[OffsetFetchRes
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return OffsetFetchResponse(throttle_time_ms=f_throttle_time_ms, groups=f_groups, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetFetchResponse_v8(o: OffsetFetchResponse, w: BytesWriter) -> None:
     if o.topics is None or len(o.topics) != 0:
         raise FieldNotInVersionError('non-default Topics cannot be written', version=8)
-    write_i32_be(w, o.throttle_time_ms)
-    x_groups = o.groups
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_groups: Any = o.groups
     if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=8)
     else:
@@ -2427,13 +2574,12 @@ def _encode_OffsetFetchResponse_v8(o: OffsetFetchResponse, w: BytesWriter) -> No
 
 
 def _decode_OffsetFetchResponse_v10(buf: bytes, pos: i64) -> tuple[OffsetFetchResponse, i64]:
-    o = _new(_K_OffsetFetchResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topics = []
-    o.error_code = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_groups: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -2450,15 +2596,14 @@ def _decode_OffsetFetchResponse_v10(buf: bytes, pos: i64) -> tuple[OffsetFetchRe
         for _i_groups in range(n):
             x_groups, pos = _decode_OffsetFetchResponseGroup_v10(buf, pos)
             lst_groups.append(x_groups)
-        o.groups = lst_groups
+        f_groups = lst_groups
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -2470,15 +2615,16 @@ def _decode_OffsetFetchResponse_v10(buf: bytes, pos: i64) -> tuple[OffsetFetchRe
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return OffsetFetchResponse(throttle_time_ms=f_throttle_time_ms, groups=f_groups, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetFetchResponse_v10(o: OffsetFetchResponse, w: BytesWriter) -> None:
     if o.topics is None or len(o.topics) != 0:
         raise FieldNotInVersionError('non-default Topics cannot be written', version=10)
-    write_i32_be(w, o.throttle_time_ms)
-    x_groups = o.groups
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_groups: Any = o.groups
     if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=10)
     else:
@@ -2510,4 +2656,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (OffsetFetchResponse, {0: _decode_OffsetFetchResponse_v0, 1: _decode_OffsetFetchResponse_v0, 2: _decode_OffsetFetchResponse_v2, 3: _decode_OffsetFetchResponse_v3, 4: _decode_OffsetFetchResponse_v3, 5: _decode_OffsetFetchResponse_v5, 6: _decode_OffsetFetchResponse_v6, 7: _decode_OffsetFetchResponse_v6, 8: _decode_OffsetFetchResponse_v8, 9: _decode_OffsetFetchResponse_v8, 10: _decode_OffsetFetchResponse_v10}, {0: _encode_OffsetFetchResponse_v0, 1: _encode_OffsetFetchResponse_v0, 2: _encode_OffsetFetchResponse_v2, 3: _encode_OffsetFetchResponse_v3, 4: _encode_OffsetFetchResponse_v3, 5: _encode_OffsetFetchResponse_v5, 6: _encode_OffsetFetchResponse_v6, 7: _encode_OffsetFetchResponse_v6, 8: _encode_OffsetFetchResponse_v8, 9: _encode_OffsetFetchResponse_v8, 10: _encode_OffsetFetchResponse_v10}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.offset_fetch', TABLES)

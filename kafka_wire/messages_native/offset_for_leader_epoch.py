@@ -24,28 +24,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.offset_for_leader_epoch import (
-    OffsetForLeaderEpochRequest,
-    OffsetForLeaderEpochRequestOffsetForLeaderPartition,
-    OffsetForLeaderEpochRequestOffsetForLeaderTopic,
-    OffsetForLeaderEpochResponse,
-    OffsetForLeaderEpochResponseEpochEndOffset,
-    OffsetForLeaderEpochResponseOffsetForLeaderTopicResult,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_OffsetForLeaderEpochRequest: Final = OffsetForLeaderEpochRequest
-_K_OffsetForLeaderEpochRequestOffsetForLeaderPartition: Final = OffsetForLeaderEpochRequestOffsetForLeaderPartition
-_K_OffsetForLeaderEpochRequestOffsetForLeaderTopic: Final = OffsetForLeaderEpochRequestOffsetForLeaderTopic
-_K_OffsetForLeaderEpochResponse: Final = OffsetForLeaderEpochResponse
-_K_OffsetForLeaderEpochResponseEpochEndOffset: Final = OffsetForLeaderEpochResponseEpochEndOffset
-_K_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult: Final = OffsetForLeaderEpochResponseOffsetForLeaderTopicResult
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -131,63 +118,143 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class OffsetForLeaderEpochRequestOffsetForLeaderPartition(_NativeStruct):
+    partition: Any
+    current_leader_epoch: Any
+    leader_epoch: Any
+
+    def __init__(self, *, partition: Any = 0, current_leader_epoch: Any = -1, leader_epoch: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.partition = partition
+        self.current_leader_epoch = current_leader_epoch
+        self.leader_epoch = leader_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class OffsetForLeaderEpochRequestOffsetForLeaderTopic(_NativeStruct):
+    topic: Any
+    partitions: Any
+
+    def __init__(self, *, topic: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic = topic
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class OffsetForLeaderEpochRequest(_NativeMessage):
+    replica_id: Any
+    topics: Any
+
+    def __init__(self, *, replica_id: Any = -2, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.replica_id = replica_id
+        self.topics = [] if topics is FRESH else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class OffsetForLeaderEpochResponseEpochEndOffset(_NativeStruct):
+    error_code: Any
+    partition: Any
+    leader_epoch: Any
+    end_offset: Any
+
+    def __init__(self, *, error_code: Any = 0, partition: Any = 0, leader_epoch: Any = -1, end_offset: Any = -1, unknown_tagged_fields: Any = ()) -> None:
+        self.error_code = error_code
+        self.partition = partition
+        self.leader_epoch = leader_epoch
+        self.end_offset = end_offset
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class OffsetForLeaderEpochResponseOffsetForLeaderTopicResult(_NativeStruct):
+    topic: Any
+    partitions: Any
+
+    def __init__(self, *, topic: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic = topic
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class OffsetForLeaderEpochResponse(_NativeMessage):
+    throttle_time_ms: Any
+    topics: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is FRESH else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_OffsetForLeaderEpochRequestOffsetForLeaderPartition = OffsetForLeaderEpochRequestOffsetForLeaderPartition()
+_DEFAULT_OffsetForLeaderEpochRequestOffsetForLeaderTopic = OffsetForLeaderEpochRequestOffsetForLeaderTopic()
+_DEFAULT_OffsetForLeaderEpochResponseEpochEndOffset = OffsetForLeaderEpochResponseEpochEndOffset()
+_DEFAULT_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult = OffsetForLeaderEpochResponseOffsetForLeaderTopicResult()
+
+
 def _decode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v0(buf: bytes, pos: i64) -> tuple[OffsetForLeaderEpochRequestOffsetForLeaderPartition, i64]:
-    o = _new(_K_OffsetForLeaderEpochRequestOffsetForLeaderPartition)
-    o.current_leader_epoch = -1
-    o.partition = read_i32_be(buf, pos)
+    f_partition: Any
+    f_leader_epoch: Any
+    f_partition = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return OffsetForLeaderEpochRequestOffsetForLeaderPartition(partition=f_partition, leader_epoch=f_leader_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v0(o: OffsetForLeaderEpochRequestOffsetForLeaderPartition, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition)
-    write_i32_be(w, o.leader_epoch)
+    v_partition: int = o.partition
+    write_i32_be(w, v_partition)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v2(buf: bytes, pos: i64) -> tuple[OffsetForLeaderEpochRequestOffsetForLeaderPartition, i64]:
-    o = _new(_K_OffsetForLeaderEpochRequestOffsetForLeaderPartition)
-    o.partition = read_i32_be(buf, pos)
+    f_partition: Any
+    f_current_leader_epoch: Any
+    f_leader_epoch: Any
+    f_partition = read_i32_be(buf, pos)
     pos += 4
-    o.current_leader_epoch = read_i32_be(buf, pos)
+    f_current_leader_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return OffsetForLeaderEpochRequestOffsetForLeaderPartition(partition=f_partition, current_leader_epoch=f_current_leader_epoch, leader_epoch=f_leader_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v2(o: OffsetForLeaderEpochRequestOffsetForLeaderPartition, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition)
-    write_i32_be(w, o.current_leader_epoch)
-    write_i32_be(w, o.leader_epoch)
+    v_partition: int = o.partition
+    write_i32_be(w, v_partition)
+    v_current_leader_epoch: int = o.current_leader_epoch
+    write_i32_be(w, v_current_leader_epoch)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
 
 
 def _decode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v4(buf: bytes, pos: i64) -> tuple[OffsetForLeaderEpochRequestOffsetForLeaderPartition, i64]:
-    o = _new(_K_OffsetForLeaderEpochRequestOffsetForLeaderPartition)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition = read_i32_be(buf, pos)
+    f_partition: Any
+    f_current_leader_epoch: Any
+    f_leader_epoch: Any
+    f_partition = read_i32_be(buf, pos)
     pos += 4
-    o.current_leader_epoch = read_i32_be(buf, pos)
+    f_current_leader_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -199,14 +266,17 @@ def _decode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v4(buf: bytes, p
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return OffsetForLeaderEpochRequestOffsetForLeaderPartition(partition=f_partition, current_leader_epoch=f_current_leader_epoch, leader_epoch=f_leader_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v4(o: OffsetForLeaderEpochRequestOffsetForLeaderPartition, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition)
-    write_i32_be(w, o.current_leader_epoch)
-    write_i32_be(w, o.leader_epoch)
+    v_partition: int = o.partition
+    write_i32_be(w, v_partition)
+    v_current_leader_epoch: int = o.current_leader_epoch
+    write_i32_be(w, v_current_leader_epoch)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -214,10 +284,11 @@ def _encode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v4(o: OffsetForL
 
 
 def _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0(buf: bytes, pos: i64) -> tuple[OffsetForLeaderEpochRequestOffsetForLeaderTopic, i64]:
-    o = _new(_K_OffsetForLeaderEpochRequestOffsetForLeaderTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -228,7 +299,7 @@ def _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0(buf: bytes, pos: 
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
-        o.topic = buf[pos:end].decode()
+        f_topic = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -241,13 +312,13 @@ def _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0(buf: bytes, pos: 
         for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return OffsetForLeaderEpochRequestOffsetForLeaderTopic(topic=f_topic, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0(o: OffsetForLeaderEpochRequestOffsetForLeaderTopic, w: BytesWriter) -> None:
-    x_topic = o.topic
+    x_topic: str | None = o.topic
     if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=0)
     else:
@@ -256,7 +327,7 @@ def _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0(o: OffsetForLeade
             raise ValueOutOfRangeError('string field Topic is too long', version=0)
         write_i16_be(w, len(b_topic))
         w.write(b_topic)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -269,10 +340,11 @@ def _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0(o: OffsetForLeade
 
 
 def _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2(buf: bytes, pos: i64) -> tuple[OffsetForLeaderEpochRequestOffsetForLeaderTopic, i64]:
-    o = _new(_K_OffsetForLeaderEpochRequestOffsetForLeaderTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -283,7 +355,7 @@ def _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2(buf: bytes, pos: 
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
-        o.topic = buf[pos:end].decode()
+        f_topic = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -296,13 +368,13 @@ def _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2(buf: bytes, pos: 
         for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v2(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return OffsetForLeaderEpochRequestOffsetForLeaderTopic(topic=f_topic, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2(o: OffsetForLeaderEpochRequestOffsetForLeaderTopic, w: BytesWriter) -> None:
-    x_topic = o.topic
+    x_topic: str | None = o.topic
     if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=2)
     else:
@@ -311,7 +383,7 @@ def _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2(o: OffsetForLeade
             raise ValueOutOfRangeError('string field Topic is too long', version=2)
         write_i16_be(w, len(b_topic))
         w.write(b_topic)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
     else:
@@ -324,10 +396,11 @@ def _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2(o: OffsetForLeade
 
 
 def _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v4(buf: bytes, pos: i64) -> tuple[OffsetForLeaderEpochRequestOffsetForLeaderTopic, i64]:
-    o = _new(_K_OffsetForLeaderEpochRequestOffsetForLeaderTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -342,7 +415,7 @@ def _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v4(buf: bytes, pos: 
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
-        o.topic = buf[pos:end].decode()
+        f_topic = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -359,15 +432,14 @@ def _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v4(buf: bytes, pos: 
         for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v4(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -379,12 +451,12 @@ def _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v4(buf: bytes, pos: 
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return OffsetForLeaderEpochRequestOffsetForLeaderTopic(topic=f_topic, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v4(o: OffsetForLeaderEpochRequestOffsetForLeaderTopic, w: BytesWriter) -> None:
-    x_topic = o.topic
+    x_topic: str | None = o.topic
     if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=4)
     else:
@@ -397,7 +469,7 @@ def _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v4(o: OffsetForLeade
         else:
             _put_uvarint(w, m)
         w.write(b_topic)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=4)
     else:
@@ -416,10 +488,9 @@ def _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v4(o: OffsetForLeade
 
 
 def _decode_OffsetForLeaderEpochRequest_v0(buf: bytes, pos: i64) -> tuple[OffsetForLeaderEpochRequest, i64]:
-    o = _new(_K_OffsetForLeaderEpochRequest)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.replica_id = -2
+    f_topics: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -431,13 +502,13 @@ def _decode_OffsetForLeaderEpochRequest_v0(buf: bytes, pos: i64) -> tuple[Offset
         for _i_topics in range(n):
             x_topics, pos = _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return OffsetForLeaderEpochRequest(topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetForLeaderEpochRequest_v0(o: OffsetForLeaderEpochRequest, w: BytesWriter) -> None:
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -450,10 +521,9 @@ def _encode_OffsetForLeaderEpochRequest_v0(o: OffsetForLeaderEpochRequest, w: By
 
 
 def _decode_OffsetForLeaderEpochRequest_v2(buf: bytes, pos: i64) -> tuple[OffsetForLeaderEpochRequest, i64]:
-    o = _new(_K_OffsetForLeaderEpochRequest)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.replica_id = -2
+    f_topics: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -465,13 +535,13 @@ def _decode_OffsetForLeaderEpochRequest_v2(buf: bytes, pos: i64) -> tuple[Offset
         for _i_topics in range(n):
             x_topics, pos = _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return OffsetForLeaderEpochRequest(topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetForLeaderEpochRequest_v2(o: OffsetForLeaderEpochRequest, w: BytesWriter) -> None:
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
@@ -484,10 +554,11 @@ def _encode_OffsetForLeaderEpochRequest_v2(o: OffsetForLeaderEpochRequest, w: By
 
 
 def _decode_OffsetForLeaderEpochRequest_v3(buf: bytes, pos: i64) -> tuple[OffsetForLeaderEpochRequest, i64]:
-    o = _new(_K_OffsetForLeaderEpochRequest)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.replica_id = read_i32_be(buf, pos)
+    f_replica_id: Any
+    f_topics: Any
+    f_replica_id = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -500,14 +571,15 @@ def _decode_OffsetForLeaderEpochRequest_v3(buf: bytes, pos: i64) -> tuple[Offset
         for _i_topics in range(n):
             x_topics, pos = _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return OffsetForLeaderEpochRequest(replica_id=f_replica_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetForLeaderEpochRequest_v3(o: OffsetForLeaderEpochRequest, w: BytesWriter) -> None:
-    write_i32_be(w, o.replica_id)
-    x_topics = o.topics
+    v_replica_id: int = o.replica_id
+    write_i32_be(w, v_replica_id)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=3)
     else:
@@ -520,11 +592,12 @@ def _encode_OffsetForLeaderEpochRequest_v3(o: OffsetForLeaderEpochRequest, w: By
 
 
 def _decode_OffsetForLeaderEpochRequest_v4(buf: bytes, pos: i64) -> tuple[OffsetForLeaderEpochRequest, i64]:
-    o = _new(_K_OffsetForLeaderEpochRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.replica_id = read_i32_be(buf, pos)
+    f_replica_id: Any
+    f_topics: Any
+    f_replica_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -541,15 +614,14 @@ def _decode_OffsetForLeaderEpochRequest_v4(buf: bytes, pos: i64) -> tuple[Offset
         for _i_topics in range(n):
             x_topics, pos = _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v4(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -561,13 +633,14 @@ def _decode_OffsetForLeaderEpochRequest_v4(buf: bytes, pos: i64) -> tuple[Offset
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return OffsetForLeaderEpochRequest(replica_id=f_replica_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetForLeaderEpochRequest_v4(o: OffsetForLeaderEpochRequest, w: BytesWriter) -> None:
-    write_i32_be(w, o.replica_id)
-    x_topics = o.topics
+    v_replica_id: int = o.replica_id
+    write_i32_be(w, v_replica_id)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=4)
     else:
@@ -586,70 +659,83 @@ def _encode_OffsetForLeaderEpochRequest_v4(o: OffsetForLeaderEpochRequest, w: By
 
 
 def _decode_OffsetForLeaderEpochResponseEpochEndOffset_v0(buf: bytes, pos: i64) -> tuple[OffsetForLeaderEpochResponseEpochEndOffset, i64]:
-    o = _new(_K_OffsetForLeaderEpochResponseEpochEndOffset)
-    o.leader_epoch = -1
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_partition: Any
+    f_end_offset: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.partition = read_i32_be(buf, pos)
+    f_partition = read_i32_be(buf, pos)
     pos += 4
-    o.end_offset = read_i64_be(buf, pos)
+    f_end_offset = read_i64_be(buf, pos)
     pos += 8
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return OffsetForLeaderEpochResponseEpochEndOffset(error_code=f_error_code, partition=f_partition, end_offset=f_end_offset, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetForLeaderEpochResponseEpochEndOffset_v0(o: OffsetForLeaderEpochResponseEpochEndOffset, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    write_i32_be(w, o.partition)
-    write_i64_be(w, o.end_offset)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_partition: int = o.partition
+    write_i32_be(w, v_partition)
+    v_end_offset: int = o.end_offset
+    write_i64_be(w, v_end_offset)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_OffsetForLeaderEpochResponseEpochEndOffset_v1(buf: bytes, pos: i64) -> tuple[OffsetForLeaderEpochResponseEpochEndOffset, i64]:
-    o = _new(_K_OffsetForLeaderEpochResponseEpochEndOffset)
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_partition: Any
+    f_leader_epoch: Any
+    f_end_offset: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.partition = read_i32_be(buf, pos)
+    f_partition = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.end_offset = read_i64_be(buf, pos)
+    f_end_offset = read_i64_be(buf, pos)
     pos += 8
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return OffsetForLeaderEpochResponseEpochEndOffset(error_code=f_error_code, partition=f_partition, leader_epoch=f_leader_epoch, end_offset=f_end_offset, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetForLeaderEpochResponseEpochEndOffset_v1(o: OffsetForLeaderEpochResponseEpochEndOffset, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    write_i32_be(w, o.partition)
-    write_i32_be(w, o.leader_epoch)
-    write_i64_be(w, o.end_offset)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_partition: int = o.partition
+    write_i32_be(w, v_partition)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
+    v_end_offset: int = o.end_offset
+    write_i64_be(w, v_end_offset)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_OffsetForLeaderEpochResponseEpochEndOffset_v4(buf: bytes, pos: i64) -> tuple[OffsetForLeaderEpochResponseEpochEndOffset, i64]:
-    o = _new(_K_OffsetForLeaderEpochResponseEpochEndOffset)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_partition: Any
+    f_leader_epoch: Any
+    f_end_offset: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.partition = read_i32_be(buf, pos)
+    f_partition = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.end_offset = read_i64_be(buf, pos)
+    f_end_offset = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -661,15 +747,19 @@ def _decode_OffsetForLeaderEpochResponseEpochEndOffset_v4(buf: bytes, pos: i64) 
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return OffsetForLeaderEpochResponseEpochEndOffset(error_code=f_error_code, partition=f_partition, leader_epoch=f_leader_epoch, end_offset=f_end_offset, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetForLeaderEpochResponseEpochEndOffset_v4(o: OffsetForLeaderEpochResponseEpochEndOffset, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    write_i32_be(w, o.partition)
-    write_i32_be(w, o.leader_epoch)
-    write_i64_be(w, o.end_offset)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_partition: int = o.partition
+    write_i32_be(w, v_partition)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
+    v_end_offset: int = o.end_offset
+    write_i64_be(w, v_end_offset)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -677,10 +767,11 @@ def _encode_OffsetForLeaderEpochResponseEpochEndOffset_v4(o: OffsetForLeaderEpoc
 
 
 def _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v0(buf: bytes, pos: i64) -> tuple[OffsetForLeaderEpochResponseOffsetForLeaderTopicResult, i64]:
-    o = _new(_K_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -691,7 +782,7 @@ def _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v0(buf: bytes
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
-        o.topic = buf[pos:end].decode()
+        f_topic = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -704,13 +795,13 @@ def _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v0(buf: bytes
         for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetForLeaderEpochResponseEpochEndOffset_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return OffsetForLeaderEpochResponseOffsetForLeaderTopicResult(topic=f_topic, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v0(o: OffsetForLeaderEpochResponseOffsetForLeaderTopicResult, w: BytesWriter) -> None:
-    x_topic = o.topic
+    x_topic: str | None = o.topic
     if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=0)
     else:
@@ -719,7 +810,7 @@ def _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v0(o: OffsetF
             raise ValueOutOfRangeError('string field Topic is too long', version=0)
         write_i16_be(w, len(b_topic))
         w.write(b_topic)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -732,10 +823,11 @@ def _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v0(o: OffsetF
 
 
 def _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1(buf: bytes, pos: i64) -> tuple[OffsetForLeaderEpochResponseOffsetForLeaderTopicResult, i64]:
-    o = _new(_K_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -746,7 +838,7 @@ def _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1(buf: bytes
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
-        o.topic = buf[pos:end].decode()
+        f_topic = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -759,13 +851,13 @@ def _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1(buf: bytes
         for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetForLeaderEpochResponseEpochEndOffset_v1(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return OffsetForLeaderEpochResponseOffsetForLeaderTopicResult(topic=f_topic, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1(o: OffsetForLeaderEpochResponseOffsetForLeaderTopicResult, w: BytesWriter) -> None:
-    x_topic = o.topic
+    x_topic: str | None = o.topic
     if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=1)
     else:
@@ -774,7 +866,7 @@ def _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1(o: OffsetF
             raise ValueOutOfRangeError('string field Topic is too long', version=1)
         write_i16_be(w, len(b_topic))
         w.write(b_topic)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
@@ -787,10 +879,11 @@ def _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1(o: OffsetF
 
 
 def _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v4(buf: bytes, pos: i64) -> tuple[OffsetForLeaderEpochResponseOffsetForLeaderTopicResult, i64]:
-    o = _new(_K_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -805,7 +898,7 @@ def _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v4(buf: bytes
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
-        o.topic = buf[pos:end].decode()
+        f_topic = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -822,15 +915,14 @@ def _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v4(buf: bytes
         for _i_partitions in range(n):
             x_partitions, pos = _decode_OffsetForLeaderEpochResponseEpochEndOffset_v4(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -842,12 +934,12 @@ def _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v4(buf: bytes
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return OffsetForLeaderEpochResponseOffsetForLeaderTopicResult(topic=f_topic, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v4(o: OffsetForLeaderEpochResponseOffsetForLeaderTopicResult, w: BytesWriter) -> None:
-    x_topic = o.topic
+    x_topic: str | None = o.topic
     if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=4)
     else:
@@ -860,7 +952,7 @@ def _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v4(o: OffsetF
         else:
             _put_uvarint(w, m)
         w.write(b_topic)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=4)
     else:
@@ -879,10 +971,9 @@ def _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v4(o: OffsetF
 
 
 def _decode_OffsetForLeaderEpochResponse_v0(buf: bytes, pos: i64) -> tuple[OffsetForLeaderEpochResponse, i64]:
-    o = _new(_K_OffsetForLeaderEpochResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = 0
+    f_topics: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -894,13 +985,13 @@ def _decode_OffsetForLeaderEpochResponse_v0(buf: bytes, pos: i64) -> tuple[Offse
         for _i_topics in range(n):
             x_topics, pos = _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return OffsetForLeaderEpochResponse(topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetForLeaderEpochResponse_v0(o: OffsetForLeaderEpochResponse, w: BytesWriter) -> None:
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -913,10 +1004,9 @@ def _encode_OffsetForLeaderEpochResponse_v0(o: OffsetForLeaderEpochResponse, w: 
 
 
 def _decode_OffsetForLeaderEpochResponse_v1(buf: bytes, pos: i64) -> tuple[OffsetForLeaderEpochResponse, i64]:
-    o = _new(_K_OffsetForLeaderEpochResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = 0
+    f_topics: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -928,13 +1018,13 @@ def _decode_OffsetForLeaderEpochResponse_v1(buf: bytes, pos: i64) -> tuple[Offse
         for _i_topics in range(n):
             x_topics, pos = _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return OffsetForLeaderEpochResponse(topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetForLeaderEpochResponse_v1(o: OffsetForLeaderEpochResponse, w: BytesWriter) -> None:
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
@@ -947,10 +1037,11 @@ def _encode_OffsetForLeaderEpochResponse_v1(o: OffsetForLeaderEpochResponse, w: 
 
 
 def _decode_OffsetForLeaderEpochResponse_v2(buf: bytes, pos: i64) -> tuple[OffsetForLeaderEpochResponse, i64]:
-    o = _new(_K_OffsetForLeaderEpochResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_topics: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -963,14 +1054,15 @@ def _decode_OffsetForLeaderEpochResponse_v2(buf: bytes, pos: i64) -> tuple[Offse
         for _i_topics in range(n):
             x_topics, pos = _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return OffsetForLeaderEpochResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetForLeaderEpochResponse_v2(o: OffsetForLeaderEpochResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_topics = o.topics
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
@@ -983,11 +1075,12 @@ def _encode_OffsetForLeaderEpochResponse_v2(o: OffsetForLeaderEpochResponse, w: 
 
 
 def _decode_OffsetForLeaderEpochResponse_v4(buf: bytes, pos: i64) -> tuple[OffsetForLeaderEpochResponse, i64]:
-    o = _new(_K_OffsetForLeaderEpochResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_topics: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1004,15 +1097,14 @@ def _decode_OffsetForLeaderEpochResponse_v4(buf: bytes, pos: i64) -> tuple[Offse
         for _i_topics in range(n):
             x_topics, pos = _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v4(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1024,13 +1116,14 @@ def _decode_OffsetForLeaderEpochResponse_v4(buf: bytes, pos: i64) -> tuple[Offse
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return OffsetForLeaderEpochResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_OffsetForLeaderEpochResponse_v4(o: OffsetForLeaderEpochResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_topics = o.topics
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=4)
     else:
@@ -1058,4 +1151,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (OffsetForLeaderEpochResponse, {0: _decode_OffsetForLeaderEpochResponse_v0, 1: _decode_OffsetForLeaderEpochResponse_v1, 2: _decode_OffsetForLeaderEpochResponse_v2, 3: _decode_OffsetForLeaderEpochResponse_v2, 4: _decode_OffsetForLeaderEpochResponse_v4}, {0: _encode_OffsetForLeaderEpochResponse_v0, 1: _encode_OffsetForLeaderEpochResponse_v1, 2: _encode_OffsetForLeaderEpochResponse_v2, 3: _encode_OffsetForLeaderEpochResponse_v2, 4: _encode_OffsetForLeaderEpochResponse_v4}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.offset_for_leader_epoch', TABLES)

@@ -24,35 +24,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.produce import (
-    ProduceRequest,
-    ProduceRequestPartitionProduceData,
-    ProduceRequestTopicProduceData,
-    ProduceResponse,
-    ProduceResponseBatchIndexAndErrorMessage,
-    ProduceResponseLeaderIdAndEpoch,
-    ProduceResponseNodeEndpoint,
-    ProduceResponsePartitionProduceResponse,
-    ProduceResponseTopicProduceResponse,
-    _DEFAULT_ProduceResponseLeaderIdAndEpoch,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_ProduceRequest: Final = ProduceRequest
-_K_ProduceRequestPartitionProduceData: Final = ProduceRequestPartitionProduceData
-_K_ProduceRequestTopicProduceData: Final = ProduceRequestTopicProduceData
-_K_ProduceResponse: Final = ProduceResponse
-_K_ProduceResponseBatchIndexAndErrorMessage: Final = ProduceResponseBatchIndexAndErrorMessage
-_K_ProduceResponseLeaderIdAndEpoch: Final = ProduceResponseLeaderIdAndEpoch
-_K_ProduceResponseNodeEndpoint: Final = ProduceResponseNodeEndpoint
-_K_ProduceResponsePartitionProduceResponse: Final = ProduceResponsePartitionProduceResponse
-_K_ProduceResponseTopicProduceResponse: Final = ProduceResponseTopicProduceResponse
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -138,31 +118,158 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class ProduceRequestPartitionProduceData(_NativeStruct):
+    index: Any
+    records: Any
+
+    def __init__(self, *, index: Any = 0, records: Any = None, unknown_tagged_fields: Any = ()) -> None:
+        self.index = index
+        self.records = records
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ProduceRequestTopicProduceData(_NativeStruct):
+    topic_id: Any
+    name: Any
+    partition_data: Any
+
+    def __init__(self, *, topic_id: Any = ZERO_UUID, name: Any = '', partition_data: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_id = topic_id
+        self.name = name
+        self.partition_data = [] if partition_data is FRESH else partition_data
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ProduceRequest(_NativeMessage):
+    transactional_id: Any
+    acks: Any
+    timeout_ms: Any
+    topic_data: Any
+
+    def __init__(self, *, transactional_id: Any = None, acks: Any = 0, timeout_ms: Any = 0, topic_data: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.transactional_id = transactional_id
+        self.acks = acks
+        self.timeout_ms = timeout_ms
+        self.topic_data = [] if topic_data is FRESH else topic_data
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ProduceResponseBatchIndexAndErrorMessage(_NativeStruct):
+    batch_index: Any
+    batch_index_error_message: Any
+
+    def __init__(self, *, batch_index: Any = 0, batch_index_error_message: Any = None, unknown_tagged_fields: Any = ()) -> None:
+        self.batch_index = batch_index
+        self.batch_index_error_message = batch_index_error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ProduceResponseLeaderIdAndEpoch(_NativeStruct):
+    leader_id: Any
+    leader_epoch: Any
+
+    def __init__(self, *, leader_id: Any = -1, leader_epoch: Any = -1, unknown_tagged_fields: Any = ()) -> None:
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ProduceResponsePartitionProduceResponse(_NativeStruct):
+    index: Any
+    error_code: Any
+    base_offset: Any
+    log_append_time_ms: Any
+    log_start_offset: Any
+    record_errors: Any
+    error_message: Any
+    current_leader: Any
+
+    def __init__(self, *, index: Any = 0, error_code: Any = 0, base_offset: Any = 0, log_append_time_ms: Any = -1, log_start_offset: Any = -1, record_errors: Any = FRESH, error_message: Any = None, current_leader: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.index = index
+        self.error_code = error_code
+        self.base_offset = base_offset
+        self.log_append_time_ms = log_append_time_ms
+        self.log_start_offset = log_start_offset
+        self.record_errors = [] if record_errors is FRESH else record_errors
+        self.error_message = error_message
+        self.current_leader = ProduceResponseLeaderIdAndEpoch() if current_leader is FRESH else current_leader
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ProduceResponseTopicProduceResponse(_NativeStruct):
+    topic_id: Any
+    name: Any
+    partition_responses: Any
+
+    def __init__(self, *, topic_id: Any = ZERO_UUID, name: Any = '', partition_responses: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_id = topic_id
+        self.name = name
+        self.partition_responses = [] if partition_responses is FRESH else partition_responses
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ProduceResponseNodeEndpoint(_NativeStruct):
+    node_id: Any
+    host: Any
+    port: Any
+    rack: Any
+
+    def __init__(self, *, node_id: Any = 0, host: Any = '', port: Any = 0, rack: Any = None, unknown_tagged_fields: Any = ()) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.rack = rack
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ProduceResponse(_NativeMessage):
+    responses: Any
+    throttle_time_ms: Any
+    node_endpoints: Any
+
+    def __init__(self, *, responses: Any = FRESH, throttle_time_ms: Any = 0, node_endpoints: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.responses = [] if responses is FRESH else responses
+        self.throttle_time_ms = throttle_time_ms
+        self.node_endpoints = [] if node_endpoints is FRESH else node_endpoints
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_ProduceRequestPartitionProduceData = ProduceRequestPartitionProduceData()
+_DEFAULT_ProduceRequestTopicProduceData = ProduceRequestTopicProduceData()
+_DEFAULT_ProduceResponseBatchIndexAndErrorMessage = ProduceResponseBatchIndexAndErrorMessage()
+_DEFAULT_ProduceResponseLeaderIdAndEpoch = ProduceResponseLeaderIdAndEpoch()
+_DEFAULT_ProduceResponsePartitionProduceResponse = ProduceResponsePartitionProduceResponse()
+_DEFAULT_ProduceResponseTopicProduceResponse = ProduceResponseTopicProduceResponse()
+_DEFAULT_ProduceResponseNodeEndpoint = ProduceResponseNodeEndpoint()
+
+
 def _decode_ProduceRequestPartitionProduceData_v0(buf: bytes, pos: i64) -> tuple[ProduceRequestPartitionProduceData, i64]:
-    o = _new(_K_ProduceRequestPartitionProduceData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     mv = memoryview(buf)
-    o.index = read_i32_be(buf, pos)
+    f_index: Any
+    f_records: Any
+    f_index = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
-        o.records = None
+        f_records = None
     else:
         end = pos + n
         if end > blen:
             raise _truncated('Records')
-        o.records = mv[pos:end]
+        f_records = mv[pos:end]
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return ProduceRequestPartitionProduceData(index=f_index, records=f_records, unknown_tagged_fields=utf), pos
 
 
 def _encode_ProduceRequestPartitionProduceData_v0(o: ProduceRequestPartitionProduceData, w: BytesWriter) -> None:
-    write_i32_be(w, o.index)
-    x_records = o.records
+    v_index: int = o.index
+    write_i32_be(w, v_index)
+    x_records: Any = o.records
     if x_records is None:
         write_i32_be(w, -1)
     else:
@@ -174,12 +281,13 @@ def _encode_ProduceRequestPartitionProduceData_v0(o: ProduceRequestPartitionProd
 
 
 def _decode_ProduceRequestPartitionProduceData_v9(buf: bytes, pos: i64) -> tuple[ProduceRequestPartitionProduceData, i64]:
-    o = _new(_K_ProduceRequestPartitionProduceData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     mv = memoryview(buf)
-    o.index = read_i32_be(buf, pos)
+    f_index: Any
+    f_records: Any
+    f_index = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -188,21 +296,20 @@ def _decode_ProduceRequestPartitionProduceData_v9(buf: bytes, pos: i64) -> tuple
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.records = None
+        f_records = None
     else:
         end = pos + n
         if end > blen:
             raise _truncated('Records')
-        o.records = mv[pos:end]
+        f_records = mv[pos:end]
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -214,13 +321,14 @@ def _decode_ProduceRequestPartitionProduceData_v9(buf: bytes, pos: i64) -> tuple
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ProduceRequestPartitionProduceData(index=f_index, records=f_records, unknown_tagged_fields=utf), pos
 
 
 def _encode_ProduceRequestPartitionProduceData_v9(o: ProduceRequestPartitionProduceData, w: BytesWriter) -> None:
-    write_i32_be(w, o.index)
-    x_records = o.records
+    v_index: int = o.index
+    write_i32_be(w, v_index)
+    x_records: Any = o.records
     if x_records is None:
         w.append(_ZERO)
     else:
@@ -238,11 +346,11 @@ def _encode_ProduceRequestPartitionProduceData_v9(o: ProduceRequestPartitionProd
 
 
 def _decode_ProduceRequestTopicProduceData_v0(buf: bytes, pos: i64) -> tuple[ProduceRequestTopicProduceData, i64]:
-    o = _new(_K_ProduceRequestTopicProduceData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_name: Any
+    f_partition_data: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -253,7 +361,7 @@ def _decode_ProduceRequestTopicProduceData_v0(buf: bytes, pos: i64) -> tuple[Pro
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -266,13 +374,13 @@ def _decode_ProduceRequestTopicProduceData_v0(buf: bytes, pos: i64) -> tuple[Pro
         for _i_partition_data in range(n):
             x_partition_data, pos = _decode_ProduceRequestPartitionProduceData_v0(buf, pos)
             lst_partition_data.append(x_partition_data)
-        o.partition_data = lst_partition_data
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partition_data = lst_partition_data
+    utf: Any = ()
+    return ProduceRequestTopicProduceData(name=f_name, partition_data=f_partition_data, unknown_tagged_fields=utf), pos
 
 
 def _encode_ProduceRequestTopicProduceData_v0(o: ProduceRequestTopicProduceData, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -281,7 +389,7 @@ def _encode_ProduceRequestTopicProduceData_v0(o: ProduceRequestTopicProduceData,
             raise ValueOutOfRangeError('string field Name is too long', version=0)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_partition_data = o.partition_data
+    x_partition_data: Any = o.partition_data
     if x_partition_data is None:
         raise ValueOutOfRangeError('non-nullable field PartitionData is None', version=0)
     else:
@@ -294,11 +402,11 @@ def _encode_ProduceRequestTopicProduceData_v0(o: ProduceRequestTopicProduceData,
 
 
 def _decode_ProduceRequestTopicProduceData_v9(buf: bytes, pos: i64) -> tuple[ProduceRequestTopicProduceData, i64]:
-    o = _new(_K_ProduceRequestTopicProduceData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_name: Any
+    f_partition_data: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -313,7 +421,7 @@ def _decode_ProduceRequestTopicProduceData_v9(buf: bytes, pos: i64) -> tuple[Pro
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -330,15 +438,14 @@ def _decode_ProduceRequestTopicProduceData_v9(buf: bytes, pos: i64) -> tuple[Pro
         for _i_partition_data in range(n):
             x_partition_data, pos = _decode_ProduceRequestPartitionProduceData_v9(buf, pos)
             lst_partition_data.append(x_partition_data)
-        o.partition_data = lst_partition_data
+        f_partition_data = lst_partition_data
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -350,12 +457,12 @@ def _decode_ProduceRequestTopicProduceData_v9(buf: bytes, pos: i64) -> tuple[Pro
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ProduceRequestTopicProduceData(name=f_name, partition_data=f_partition_data, unknown_tagged_fields=utf), pos
 
 
 def _encode_ProduceRequestTopicProduceData_v9(o: ProduceRequestTopicProduceData, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=9)
     else:
@@ -368,7 +475,7 @@ def _encode_ProduceRequestTopicProduceData_v9(o: ProduceRequestTopicProduceData,
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_partition_data = o.partition_data
+    x_partition_data: Any = o.partition_data
     if x_partition_data is None:
         raise ValueOutOfRangeError('non-nullable field PartitionData is None', version=9)
     else:
@@ -387,12 +494,12 @@ def _encode_ProduceRequestTopicProduceData_v9(o: ProduceRequestTopicProduceData,
 
 
 def _decode_ProduceRequestTopicProduceData_v13(buf: bytes, pos: i64) -> tuple[ProduceRequestTopicProduceData, i64]:
-    o = _new(_K_ProduceRequestTopicProduceData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.name = ''
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partition_data: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -409,15 +516,14 @@ def _decode_ProduceRequestTopicProduceData_v13(buf: bytes, pos: i64) -> tuple[Pr
         for _i_partition_data in range(n):
             x_partition_data, pos = _decode_ProduceRequestPartitionProduceData_v9(buf, pos)
             lst_partition_data.append(x_partition_data)
-        o.partition_data = lst_partition_data
+        f_partition_data = lst_partition_data
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -429,13 +535,13 @@ def _decode_ProduceRequestTopicProduceData_v13(buf: bytes, pos: i64) -> tuple[Pr
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ProduceRequestTopicProduceData(topic_id=f_topic_id, partition_data=f_partition_data, unknown_tagged_fields=utf), pos
 
 
 def _encode_ProduceRequestTopicProduceData_v13(o: ProduceRequestTopicProduceData, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partition_data = o.partition_data
+    x_partition_data: Any = o.partition_data
     if x_partition_data is None:
         raise ValueOutOfRangeError('non-nullable field PartitionData is None', version=13)
     else:
@@ -454,13 +560,14 @@ def _encode_ProduceRequestTopicProduceData_v13(o: ProduceRequestTopicProduceData
 
 
 def _decode_ProduceRequest_v0(buf: bytes, pos: i64) -> tuple[ProduceRequest, i64]:
-    o = _new(_K_ProduceRequest)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.transactional_id = None
-    o.acks = read_i16_be(buf, pos)
+    f_acks: Any
+    f_timeout_ms: Any
+    f_topic_data: Any
+    f_acks = read_i16_be(buf, pos)
     pos += 2
-    o.timeout_ms = read_i32_be(buf, pos)
+    f_timeout_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -473,17 +580,19 @@ def _decode_ProduceRequest_v0(buf: bytes, pos: i64) -> tuple[ProduceRequest, i64
         for _i_topic_data in range(n):
             x_topic_data, pos = _decode_ProduceRequestTopicProduceData_v0(buf, pos)
             lst_topic_data.append(x_topic_data)
-        o.topic_data = lst_topic_data
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topic_data = lst_topic_data
+    utf: Any = ()
+    return ProduceRequest(acks=f_acks, timeout_ms=f_timeout_ms, topic_data=f_topic_data, unknown_tagged_fields=utf), pos
 
 
 def _encode_ProduceRequest_v0(o: ProduceRequest, w: BytesWriter) -> None:
     if o.transactional_id is not None:
         raise FieldNotInVersionError('non-default TransactionalId cannot be written', version=0)
-    write_i16_be(w, o.acks)
-    write_i32_be(w, o.timeout_ms)
-    x_topic_data = o.topic_data
+    v_acks: int = o.acks
+    write_i16_be(w, v_acks)
+    v_timeout_ms: int = o.timeout_ms
+    write_i32_be(w, v_timeout_ms)
+    x_topic_data: Any = o.topic_data
     if x_topic_data is None:
         raise ValueOutOfRangeError('non-nullable field TopicData is None', version=0)
     else:
@@ -496,25 +605,28 @@ def _encode_ProduceRequest_v0(o: ProduceRequest, w: BytesWriter) -> None:
 
 
 def _decode_ProduceRequest_v3(buf: bytes, pos: i64) -> tuple[ProduceRequest, i64]:
-    o = _new(_K_ProduceRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_transactional_id: Any
+    f_acks: Any
+    f_timeout_ms: Any
+    f_topic_data: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.transactional_id = None
+        f_transactional_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field TransactionalId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('TransactionalId')
-        o.transactional_id = buf[pos:end].decode()
+        f_transactional_id = buf[pos:end].decode()
         pos = end
-    o.acks = read_i16_be(buf, pos)
+    f_acks = read_i16_be(buf, pos)
     pos += 2
-    o.timeout_ms = read_i32_be(buf, pos)
+    f_timeout_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -527,13 +639,13 @@ def _decode_ProduceRequest_v3(buf: bytes, pos: i64) -> tuple[ProduceRequest, i64
         for _i_topic_data in range(n):
             x_topic_data, pos = _decode_ProduceRequestTopicProduceData_v0(buf, pos)
             lst_topic_data.append(x_topic_data)
-        o.topic_data = lst_topic_data
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topic_data = lst_topic_data
+    utf: Any = ()
+    return ProduceRequest(transactional_id=f_transactional_id, acks=f_acks, timeout_ms=f_timeout_ms, topic_data=f_topic_data, unknown_tagged_fields=utf), pos
 
 
 def _encode_ProduceRequest_v3(o: ProduceRequest, w: BytesWriter) -> None:
-    x_transactional_id = o.transactional_id
+    x_transactional_id: str | None = o.transactional_id
     if x_transactional_id is None:
         write_i16_be(w, -1)
     else:
@@ -542,9 +654,11 @@ def _encode_ProduceRequest_v3(o: ProduceRequest, w: BytesWriter) -> None:
             raise ValueOutOfRangeError('string field TransactionalId is too long', version=3)
         write_i16_be(w, len(b_transactional_id))
         w.write(b_transactional_id)
-    write_i16_be(w, o.acks)
-    write_i32_be(w, o.timeout_ms)
-    x_topic_data = o.topic_data
+    v_acks: int = o.acks
+    write_i16_be(w, v_acks)
+    v_timeout_ms: int = o.timeout_ms
+    write_i32_be(w, v_timeout_ms)
+    x_topic_data: Any = o.topic_data
     if x_topic_data is None:
         raise ValueOutOfRangeError('non-nullable field TopicData is None', version=3)
     else:
@@ -557,10 +671,13 @@ def _encode_ProduceRequest_v3(o: ProduceRequest, w: BytesWriter) -> None:
 
 
 def _decode_ProduceRequest_v9(buf: bytes, pos: i64) -> tuple[ProduceRequest, i64]:
-    o = _new(_K_ProduceRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_transactional_id: Any
+    f_acks: Any
+    f_timeout_ms: Any
+    f_topic_data: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -568,18 +685,18 @@ def _decode_ProduceRequest_v9(buf: bytes, pos: i64) -> tuple[ProduceRequest, i64
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.transactional_id = None
+        f_transactional_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field TransactionalId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('TransactionalId')
-        o.transactional_id = buf[pos:end].decode()
+        f_transactional_id = buf[pos:end].decode()
         pos = end
-    o.acks = read_i16_be(buf, pos)
+    f_acks = read_i16_be(buf, pos)
     pos += 2
-    o.timeout_ms = read_i32_be(buf, pos)
+    f_timeout_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -596,15 +713,14 @@ def _decode_ProduceRequest_v9(buf: bytes, pos: i64) -> tuple[ProduceRequest, i64
         for _i_topic_data in range(n):
             x_topic_data, pos = _decode_ProduceRequestTopicProduceData_v9(buf, pos)
             lst_topic_data.append(x_topic_data)
-        o.topic_data = lst_topic_data
+        f_topic_data = lst_topic_data
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -616,12 +732,12 @@ def _decode_ProduceRequest_v9(buf: bytes, pos: i64) -> tuple[ProduceRequest, i64
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ProduceRequest(transactional_id=f_transactional_id, acks=f_acks, timeout_ms=f_timeout_ms, topic_data=f_topic_data, unknown_tagged_fields=utf), pos
 
 
 def _encode_ProduceRequest_v9(o: ProduceRequest, w: BytesWriter) -> None:
-    x_transactional_id = o.transactional_id
+    x_transactional_id: str | None = o.transactional_id
     if x_transactional_id is None:
         w.append(_ZERO)
     else:
@@ -634,9 +750,11 @@ def _encode_ProduceRequest_v9(o: ProduceRequest, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_transactional_id)
-    write_i16_be(w, o.acks)
-    write_i32_be(w, o.timeout_ms)
-    x_topic_data = o.topic_data
+    v_acks: int = o.acks
+    write_i16_be(w, v_acks)
+    v_timeout_ms: int = o.timeout_ms
+    write_i32_be(w, v_timeout_ms)
+    x_topic_data: Any = o.topic_data
     if x_topic_data is None:
         raise ValueOutOfRangeError('non-nullable field TopicData is None', version=9)
     else:
@@ -655,10 +773,13 @@ def _encode_ProduceRequest_v9(o: ProduceRequest, w: BytesWriter) -> None:
 
 
 def _decode_ProduceRequest_v13(buf: bytes, pos: i64) -> tuple[ProduceRequest, i64]:
-    o = _new(_K_ProduceRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_transactional_id: Any
+    f_acks: Any
+    f_timeout_ms: Any
+    f_topic_data: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -666,18 +787,18 @@ def _decode_ProduceRequest_v13(buf: bytes, pos: i64) -> tuple[ProduceRequest, i6
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.transactional_id = None
+        f_transactional_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field TransactionalId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('TransactionalId')
-        o.transactional_id = buf[pos:end].decode()
+        f_transactional_id = buf[pos:end].decode()
         pos = end
-    o.acks = read_i16_be(buf, pos)
+    f_acks = read_i16_be(buf, pos)
     pos += 2
-    o.timeout_ms = read_i32_be(buf, pos)
+    f_timeout_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -694,15 +815,14 @@ def _decode_ProduceRequest_v13(buf: bytes, pos: i64) -> tuple[ProduceRequest, i6
         for _i_topic_data in range(n):
             x_topic_data, pos = _decode_ProduceRequestTopicProduceData_v13(buf, pos)
             lst_topic_data.append(x_topic_data)
-        o.topic_data = lst_topic_data
+        f_topic_data = lst_topic_data
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -714,12 +834,12 @@ def _decode_ProduceRequest_v13(buf: bytes, pos: i64) -> tuple[ProduceRequest, i6
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ProduceRequest(transactional_id=f_transactional_id, acks=f_acks, timeout_ms=f_timeout_ms, topic_data=f_topic_data, unknown_tagged_fields=utf), pos
 
 
 def _encode_ProduceRequest_v13(o: ProduceRequest, w: BytesWriter) -> None:
-    x_transactional_id = o.transactional_id
+    x_transactional_id: str | None = o.transactional_id
     if x_transactional_id is None:
         w.append(_ZERO)
     else:
@@ -732,9 +852,11 @@ def _encode_ProduceRequest_v13(o: ProduceRequest, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_transactional_id)
-    write_i16_be(w, o.acks)
-    write_i32_be(w, o.timeout_ms)
-    x_topic_data = o.topic_data
+    v_acks: int = o.acks
+    write_i16_be(w, v_acks)
+    v_timeout_ms: int = o.timeout_ms
+    write_i32_be(w, v_timeout_ms)
+    x_topic_data: Any = o.topic_data
     if x_topic_data is None:
         raise ValueOutOfRangeError('non-nullable field TopicData is None', version=13)
     else:
@@ -753,31 +875,33 @@ def _encode_ProduceRequest_v13(o: ProduceRequest, w: BytesWriter) -> None:
 
 
 def _decode_ProduceResponseBatchIndexAndErrorMessage_v8(buf: bytes, pos: i64) -> tuple[ProduceResponseBatchIndexAndErrorMessage, i64]:
-    o = _new(_K_ProduceResponseBatchIndexAndErrorMessage)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.batch_index = read_i32_be(buf, pos)
+    f_batch_index: Any
+    f_batch_index_error_message: Any
+    f_batch_index = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.batch_index_error_message = None
+        f_batch_index_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field BatchIndexErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('BatchIndexErrorMessage')
-        o.batch_index_error_message = buf[pos:end].decode()
+        f_batch_index_error_message = buf[pos:end].decode()
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return ProduceResponseBatchIndexAndErrorMessage(batch_index=f_batch_index, batch_index_error_message=f_batch_index_error_message, unknown_tagged_fields=utf), pos
 
 
 def _encode_ProduceResponseBatchIndexAndErrorMessage_v8(o: ProduceResponseBatchIndexAndErrorMessage, w: BytesWriter) -> None:
-    write_i32_be(w, o.batch_index)
-    x_batch_index_error_message = o.batch_index_error_message
+    v_batch_index: int = o.batch_index
+    write_i32_be(w, v_batch_index)
+    x_batch_index_error_message: str | None = o.batch_index_error_message
     if x_batch_index_error_message is None:
         write_i16_be(w, -1)
     else:
@@ -791,11 +915,12 @@ def _encode_ProduceResponseBatchIndexAndErrorMessage_v8(o: ProduceResponseBatchI
 
 
 def _decode_ProduceResponseBatchIndexAndErrorMessage_v9(buf: bytes, pos: i64) -> tuple[ProduceResponseBatchIndexAndErrorMessage, i64]:
-    o = _new(_K_ProduceResponseBatchIndexAndErrorMessage)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.batch_index = read_i32_be(buf, pos)
+    f_batch_index: Any
+    f_batch_index_error_message: Any
+    f_batch_index = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -804,23 +929,22 @@ def _decode_ProduceResponseBatchIndexAndErrorMessage_v9(buf: bytes, pos: i64) ->
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.batch_index_error_message = None
+        f_batch_index_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field BatchIndexErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('BatchIndexErrorMessage')
-        o.batch_index_error_message = buf[pos:end].decode()
+        f_batch_index_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -832,13 +956,14 @@ def _decode_ProduceResponseBatchIndexAndErrorMessage_v9(buf: bytes, pos: i64) ->
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ProduceResponseBatchIndexAndErrorMessage(batch_index=f_batch_index, batch_index_error_message=f_batch_index_error_message, unknown_tagged_fields=utf), pos
 
 
 def _encode_ProduceResponseBatchIndexAndErrorMessage_v9(o: ProduceResponseBatchIndexAndErrorMessage, w: BytesWriter) -> None:
-    write_i32_be(w, o.batch_index)
-    x_batch_index_error_message = o.batch_index_error_message
+    v_batch_index: int = o.batch_index
+    write_i32_be(w, v_batch_index)
+    x_batch_index_error_message: str | None = o.batch_index_error_message
     if x_batch_index_error_message is None:
         w.append(_ZERO)
     else:
@@ -858,22 +983,22 @@ def _encode_ProduceResponseBatchIndexAndErrorMessage_v9(o: ProduceResponseBatchI
 
 
 def _decode_ProduceResponseLeaderIdAndEpoch_v10(buf: bytes, pos: i64) -> tuple[ProduceResponseLeaderIdAndEpoch, i64]:
-    o = _new(_K_ProduceResponseLeaderIdAndEpoch)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.leader_id = read_i32_be(buf, pos)
+    f_leader_id: Any
+    f_leader_epoch: Any
+    f_leader_id = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -885,13 +1010,15 @@ def _decode_ProduceResponseLeaderIdAndEpoch_v10(buf: bytes, pos: i64) -> tuple[P
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ProduceResponseLeaderIdAndEpoch(leader_id=f_leader_id, leader_epoch=f_leader_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_ProduceResponseLeaderIdAndEpoch_v10(o: ProduceResponseLeaderIdAndEpoch, w: BytesWriter) -> None:
-    write_i32_be(w, o.leader_id)
-    write_i32_be(w, o.leader_epoch)
+    v_leader_id: int = o.leader_id
+    write_i32_be(w, v_leader_id)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -899,107 +1026,121 @@ def _encode_ProduceResponseLeaderIdAndEpoch_v10(o: ProduceResponseLeaderIdAndEpo
 
 
 def _decode_ProduceResponsePartitionProduceResponse_v0(buf: bytes, pos: i64) -> tuple[ProduceResponsePartitionProduceResponse, i64]:
-    o = _new(_K_ProduceResponsePartitionProduceResponse)
-    o.log_append_time_ms = -1
-    o.log_start_offset = -1
-    o.record_errors = []
-    o.error_message = None
-    o.current_leader = ProduceResponseLeaderIdAndEpoch()
-    o.index = read_i32_be(buf, pos)
+    f_index: Any
+    f_error_code: Any
+    f_base_offset: Any
+    f_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.base_offset = read_i64_be(buf, pos)
+    f_base_offset = read_i64_be(buf, pos)
     pos += 8
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return ProduceResponsePartitionProduceResponse(index=f_index, error_code=f_error_code, base_offset=f_base_offset, unknown_tagged_fields=utf), pos
 
 
 def _encode_ProduceResponsePartitionProduceResponse_v0(o: ProduceResponsePartitionProduceResponse, w: BytesWriter) -> None:
     if o.current_leader != _DEFAULT_ProduceResponseLeaderIdAndEpoch:
         raise FieldNotInVersionError('non-default CurrentLeader cannot be written', version=0)
-    write_i32_be(w, o.index)
-    write_i16_be(w, o.error_code)
-    write_i64_be(w, o.base_offset)
+    v_index: int = o.index
+    write_i32_be(w, v_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_base_offset: int = o.base_offset
+    write_i64_be(w, v_base_offset)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_ProduceResponsePartitionProduceResponse_v2(buf: bytes, pos: i64) -> tuple[ProduceResponsePartitionProduceResponse, i64]:
-    o = _new(_K_ProduceResponsePartitionProduceResponse)
-    o.log_start_offset = -1
-    o.record_errors = []
-    o.error_message = None
-    o.current_leader = ProduceResponseLeaderIdAndEpoch()
-    o.index = read_i32_be(buf, pos)
+    f_index: Any
+    f_error_code: Any
+    f_base_offset: Any
+    f_log_append_time_ms: Any
+    f_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.base_offset = read_i64_be(buf, pos)
+    f_base_offset = read_i64_be(buf, pos)
     pos += 8
-    o.log_append_time_ms = read_i64_be(buf, pos)
+    f_log_append_time_ms = read_i64_be(buf, pos)
     pos += 8
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return ProduceResponsePartitionProduceResponse(index=f_index, error_code=f_error_code, base_offset=f_base_offset, log_append_time_ms=f_log_append_time_ms, unknown_tagged_fields=utf), pos
 
 
 def _encode_ProduceResponsePartitionProduceResponse_v2(o: ProduceResponsePartitionProduceResponse, w: BytesWriter) -> None:
     if o.current_leader != _DEFAULT_ProduceResponseLeaderIdAndEpoch:
         raise FieldNotInVersionError('non-default CurrentLeader cannot be written', version=2)
-    write_i32_be(w, o.index)
-    write_i16_be(w, o.error_code)
-    write_i64_be(w, o.base_offset)
-    write_i64_be(w, o.log_append_time_ms)
+    v_index: int = o.index
+    write_i32_be(w, v_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_base_offset: int = o.base_offset
+    write_i64_be(w, v_base_offset)
+    v_log_append_time_ms: int = o.log_append_time_ms
+    write_i64_be(w, v_log_append_time_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
 
 
 def _decode_ProduceResponsePartitionProduceResponse_v5(buf: bytes, pos: i64) -> tuple[ProduceResponsePartitionProduceResponse, i64]:
-    o = _new(_K_ProduceResponsePartitionProduceResponse)
-    o.record_errors = []
-    o.error_message = None
-    o.current_leader = ProduceResponseLeaderIdAndEpoch()
-    o.index = read_i32_be(buf, pos)
+    f_index: Any
+    f_error_code: Any
+    f_base_offset: Any
+    f_log_append_time_ms: Any
+    f_log_start_offset: Any
+    f_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.base_offset = read_i64_be(buf, pos)
+    f_base_offset = read_i64_be(buf, pos)
     pos += 8
-    o.log_append_time_ms = read_i64_be(buf, pos)
+    f_log_append_time_ms = read_i64_be(buf, pos)
     pos += 8
-    o.log_start_offset = read_i64_be(buf, pos)
+    f_log_start_offset = read_i64_be(buf, pos)
     pos += 8
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return ProduceResponsePartitionProduceResponse(index=f_index, error_code=f_error_code, base_offset=f_base_offset, log_append_time_ms=f_log_append_time_ms, log_start_offset=f_log_start_offset, unknown_tagged_fields=utf), pos
 
 
 def _encode_ProduceResponsePartitionProduceResponse_v5(o: ProduceResponsePartitionProduceResponse, w: BytesWriter) -> None:
     if o.current_leader != _DEFAULT_ProduceResponseLeaderIdAndEpoch:
         raise FieldNotInVersionError('non-default CurrentLeader cannot be written', version=5)
-    write_i32_be(w, o.index)
-    write_i16_be(w, o.error_code)
-    write_i64_be(w, o.base_offset)
-    write_i64_be(w, o.log_append_time_ms)
-    write_i64_be(w, o.log_start_offset)
+    v_index: int = o.index
+    write_i32_be(w, v_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_base_offset: int = o.base_offset
+    write_i64_be(w, v_base_offset)
+    v_log_append_time_ms: int = o.log_append_time_ms
+    write_i64_be(w, v_log_append_time_ms)
+    v_log_start_offset: int = o.log_start_offset
+    write_i64_be(w, v_log_start_offset)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 5')
 
 
 def _decode_ProduceResponsePartitionProduceResponse_v8(buf: bytes, pos: i64) -> tuple[ProduceResponsePartitionProduceResponse, i64]:
-    o = _new(_K_ProduceResponsePartitionProduceResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.current_leader = ProduceResponseLeaderIdAndEpoch()
-    o.index = read_i32_be(buf, pos)
+    f_index: Any
+    f_error_code: Any
+    f_base_offset: Any
+    f_log_append_time_ms: Any
+    f_log_start_offset: Any
+    f_record_errors: Any
+    f_error_message: Any
+    f_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.base_offset = read_i64_be(buf, pos)
+    f_base_offset = read_i64_be(buf, pos)
     pos += 8
-    o.log_append_time_ms = read_i64_be(buf, pos)
+    f_log_append_time_ms = read_i64_be(buf, pos)
     pos += 8
-    o.log_start_offset = read_i64_be(buf, pos)
+    f_log_start_offset = read_i64_be(buf, pos)
     pos += 8
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1012,32 +1153,37 @@ def _decode_ProduceResponsePartitionProduceResponse_v8(buf: bytes, pos: i64) -> 
         for _i_record_errors in range(n):
             x_record_errors, pos = _decode_ProduceResponseBatchIndexAndErrorMessage_v8(buf, pos)
             lst_record_errors.append(x_record_errors)
-        o.record_errors = lst_record_errors
+        f_record_errors = lst_record_errors
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return ProduceResponsePartitionProduceResponse(index=f_index, error_code=f_error_code, base_offset=f_base_offset, log_append_time_ms=f_log_append_time_ms, log_start_offset=f_log_start_offset, record_errors=f_record_errors, error_message=f_error_message, unknown_tagged_fields=utf), pos
 
 
 def _encode_ProduceResponsePartitionProduceResponse_v8(o: ProduceResponsePartitionProduceResponse, w: BytesWriter) -> None:
     if o.current_leader != _DEFAULT_ProduceResponseLeaderIdAndEpoch:
         raise FieldNotInVersionError('non-default CurrentLeader cannot be written', version=8)
-    write_i32_be(w, o.index)
-    write_i16_be(w, o.error_code)
-    write_i64_be(w, o.base_offset)
-    write_i64_be(w, o.log_append_time_ms)
-    write_i64_be(w, o.log_start_offset)
-    x_record_errors = o.record_errors
+    v_index: int = o.index
+    write_i32_be(w, v_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_base_offset: int = o.base_offset
+    write_i64_be(w, v_base_offset)
+    v_log_append_time_ms: int = o.log_append_time_ms
+    write_i64_be(w, v_log_append_time_ms)
+    v_log_start_offset: int = o.log_start_offset
+    write_i64_be(w, v_log_start_offset)
+    x_record_errors: Any = o.record_errors
     if x_record_errors is None:
         raise ValueOutOfRangeError('non-nullable field RecordErrors is None', version=8)
     else:
@@ -1045,7 +1191,7 @@ def _encode_ProduceResponsePartitionProduceResponse_v8(o: ProduceResponsePartiti
         write_i32_be(w, len(l_record_errors))
         for e_record_errors in l_record_errors:
             _encode_ProduceResponseBatchIndexAndErrorMessage_v8(e_record_errors, w)
-    x_error_message = o.error_message
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         write_i16_be(w, -1)
     else:
@@ -1059,20 +1205,25 @@ def _encode_ProduceResponsePartitionProduceResponse_v8(o: ProduceResponsePartiti
 
 
 def _decode_ProduceResponsePartitionProduceResponse_v9(buf: bytes, pos: i64) -> tuple[ProduceResponsePartitionProduceResponse, i64]:
-    o = _new(_K_ProduceResponsePartitionProduceResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.current_leader = ProduceResponseLeaderIdAndEpoch()
-    o.index = read_i32_be(buf, pos)
+    f_index: Any
+    f_error_code: Any
+    f_base_offset: Any
+    f_log_append_time_ms: Any
+    f_log_start_offset: Any
+    f_record_errors: Any
+    f_error_message: Any
+    f_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.base_offset = read_i64_be(buf, pos)
+    f_base_offset = read_i64_be(buf, pos)
     pos += 8
-    o.log_append_time_ms = read_i64_be(buf, pos)
+    f_log_append_time_ms = read_i64_be(buf, pos)
     pos += 8
-    o.log_start_offset = read_i64_be(buf, pos)
+    f_log_start_offset = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
@@ -1089,7 +1240,7 @@ def _decode_ProduceResponsePartitionProduceResponse_v9(buf: bytes, pos: i64) -> 
         for _i_record_errors in range(n):
             x_record_errors, pos = _decode_ProduceResponseBatchIndexAndErrorMessage_v9(buf, pos)
             lst_record_errors.append(x_record_errors)
-        o.record_errors = lst_record_errors
+        f_record_errors = lst_record_errors
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1097,23 +1248,22 @@ def _decode_ProduceResponsePartitionProduceResponse_v9(buf: bytes, pos: i64) -> 
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1127,19 +1277,24 @@ def _decode_ProduceResponsePartitionProduceResponse_v9(buf: bytes, pos: i64) -> 
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ProduceResponsePartitionProduceResponse(index=f_index, error_code=f_error_code, base_offset=f_base_offset, log_append_time_ms=f_log_append_time_ms, log_start_offset=f_log_start_offset, record_errors=f_record_errors, error_message=f_error_message, unknown_tagged_fields=utf), pos
 
 
 def _encode_ProduceResponsePartitionProduceResponse_v9(o: ProduceResponsePartitionProduceResponse, w: BytesWriter) -> None:
     if o.current_leader != _DEFAULT_ProduceResponseLeaderIdAndEpoch:
         raise FieldNotInVersionError('non-default CurrentLeader cannot be written', version=9)
-    write_i32_be(w, o.index)
-    write_i16_be(w, o.error_code)
-    write_i64_be(w, o.base_offset)
-    write_i64_be(w, o.log_append_time_ms)
-    write_i64_be(w, o.log_start_offset)
-    x_record_errors = o.record_errors
+    v_index: int = o.index
+    write_i32_be(w, v_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_base_offset: int = o.base_offset
+    write_i64_be(w, v_base_offset)
+    v_log_append_time_ms: int = o.log_append_time_ms
+    write_i64_be(w, v_log_append_time_ms)
+    v_log_start_offset: int = o.log_start_offset
+    write_i64_be(w, v_log_start_offset)
+    x_record_errors: Any = o.record_errors
     if x_record_errors is None:
         raise ValueOutOfRangeError('non-nullable field RecordErrors is None', version=9)
     else:
@@ -1151,7 +1306,7 @@ def _encode_ProduceResponsePartitionProduceResponse_v9(o: ProduceResponsePartiti
             _put_uvarint(w, m)
         for e_record_errors in l_record_errors:
             _encode_ProduceResponseBatchIndexAndErrorMessage_v9(e_record_errors, w)
-    x_error_message = o.error_message
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -1171,20 +1326,26 @@ def _encode_ProduceResponsePartitionProduceResponse_v9(o: ProduceResponsePartiti
 
 
 def _decode_ProduceResponsePartitionProduceResponse_v10(buf: bytes, pos: i64) -> tuple[ProduceResponsePartitionProduceResponse, i64]:
-    o = _new(_K_ProduceResponsePartitionProduceResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.current_leader = ProduceResponseLeaderIdAndEpoch()
-    o.index = read_i32_be(buf, pos)
+    f_index: Any
+    f_error_code: Any
+    f_base_offset: Any
+    f_log_append_time_ms: Any
+    f_log_start_offset: Any
+    f_record_errors: Any
+    f_error_message: Any
+    f_current_leader: Any = ProduceResponseLeaderIdAndEpoch()
+    f_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.base_offset = read_i64_be(buf, pos)
+    f_base_offset = read_i64_be(buf, pos)
     pos += 8
-    o.log_append_time_ms = read_i64_be(buf, pos)
+    f_log_append_time_ms = read_i64_be(buf, pos)
     pos += 8
-    o.log_start_offset = read_i64_be(buf, pos)
+    f_log_start_offset = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
@@ -1201,7 +1362,7 @@ def _decode_ProduceResponsePartitionProduceResponse_v10(buf: bytes, pos: i64) ->
         for _i_record_errors in range(n):
             x_record_errors, pos = _decode_ProduceResponseBatchIndexAndErrorMessage_v9(buf, pos)
             lst_record_errors.append(x_record_errors)
-        o.record_errors = lst_record_errors
+        f_record_errors = lst_record_errors
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1209,23 +1370,22 @@ def _decode_ProduceResponsePartitionProduceResponse_v10(buf: bytes, pos: i64) ->
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1233,24 +1393,29 @@ def _decode_ProduceResponsePartitionProduceResponse_v10(buf: bytes, pos: i64) ->
             size, pos = _uvarint(buf, pos)
             if tag == 0:
                 x_current_leader, pos = _decode_ProduceResponseLeaderIdAndEpoch_v10(buf, pos)
-                o.current_leader = x_current_leader
+                f_current_leader = x_current_leader
             else:
                 end = pos + size
                 if end > blen:
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ProduceResponsePartitionProduceResponse(index=f_index, error_code=f_error_code, base_offset=f_base_offset, log_append_time_ms=f_log_append_time_ms, log_start_offset=f_log_start_offset, record_errors=f_record_errors, error_message=f_error_message, current_leader=f_current_leader, unknown_tagged_fields=utf), pos
 
 
 def _encode_ProduceResponsePartitionProduceResponse_v10(o: ProduceResponsePartitionProduceResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.index)
-    write_i16_be(w, o.error_code)
-    write_i64_be(w, o.base_offset)
-    write_i64_be(w, o.log_append_time_ms)
-    write_i64_be(w, o.log_start_offset)
-    x_record_errors = o.record_errors
+    v_index: int = o.index
+    write_i32_be(w, v_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_base_offset: int = o.base_offset
+    write_i64_be(w, v_base_offset)
+    v_log_append_time_ms: int = o.log_append_time_ms
+    write_i64_be(w, v_log_append_time_ms)
+    v_log_start_offset: int = o.log_start_offset
+    write_i64_be(w, v_log_start_offset)
+    x_record_errors: Any = o.record_errors
     if x_record_errors is None:
         raise ValueOutOfRangeError('non-nullable field RecordErrors is None', version=10)
     else:
@@ -1262,7 +1427,7 @@ def _encode_ProduceResponsePartitionProduceResponse_v10(o: ProduceResponsePartit
             _put_uvarint(w, m)
         for e_record_errors in l_record_errors:
             _encode_ProduceResponseBatchIndexAndErrorMessage_v9(e_record_errors, w)
-    x_error_message = o.error_message
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -1287,11 +1452,11 @@ def _encode_ProduceResponsePartitionProduceResponse_v10(o: ProduceResponsePartit
 
 
 def _decode_ProduceResponseTopicProduceResponse_v0(buf: bytes, pos: i64) -> tuple[ProduceResponseTopicProduceResponse, i64]:
-    o = _new(_K_ProduceResponseTopicProduceResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_name: Any
+    f_partition_responses: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -1302,7 +1467,7 @@ def _decode_ProduceResponseTopicProduceResponse_v0(buf: bytes, pos: i64) -> tupl
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1315,13 +1480,13 @@ def _decode_ProduceResponseTopicProduceResponse_v0(buf: bytes, pos: i64) -> tupl
         for _i_partition_responses in range(n):
             x_partition_responses, pos = _decode_ProduceResponsePartitionProduceResponse_v0(buf, pos)
             lst_partition_responses.append(x_partition_responses)
-        o.partition_responses = lst_partition_responses
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partition_responses = lst_partition_responses
+    utf: Any = ()
+    return ProduceResponseTopicProduceResponse(name=f_name, partition_responses=f_partition_responses, unknown_tagged_fields=utf), pos
 
 
 def _encode_ProduceResponseTopicProduceResponse_v0(o: ProduceResponseTopicProduceResponse, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -1330,7 +1495,7 @@ def _encode_ProduceResponseTopicProduceResponse_v0(o: ProduceResponseTopicProduc
             raise ValueOutOfRangeError('string field Name is too long', version=0)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_partition_responses = o.partition_responses
+    x_partition_responses: Any = o.partition_responses
     if x_partition_responses is None:
         raise ValueOutOfRangeError('non-nullable field PartitionResponses is None', version=0)
     else:
@@ -1343,11 +1508,11 @@ def _encode_ProduceResponseTopicProduceResponse_v0(o: ProduceResponseTopicProduc
 
 
 def _decode_ProduceResponseTopicProduceResponse_v2(buf: bytes, pos: i64) -> tuple[ProduceResponseTopicProduceResponse, i64]:
-    o = _new(_K_ProduceResponseTopicProduceResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_name: Any
+    f_partition_responses: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -1358,7 +1523,7 @@ def _decode_ProduceResponseTopicProduceResponse_v2(buf: bytes, pos: i64) -> tupl
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1371,13 +1536,13 @@ def _decode_ProduceResponseTopicProduceResponse_v2(buf: bytes, pos: i64) -> tupl
         for _i_partition_responses in range(n):
             x_partition_responses, pos = _decode_ProduceResponsePartitionProduceResponse_v2(buf, pos)
             lst_partition_responses.append(x_partition_responses)
-        o.partition_responses = lst_partition_responses
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partition_responses = lst_partition_responses
+    utf: Any = ()
+    return ProduceResponseTopicProduceResponse(name=f_name, partition_responses=f_partition_responses, unknown_tagged_fields=utf), pos
 
 
 def _encode_ProduceResponseTopicProduceResponse_v2(o: ProduceResponseTopicProduceResponse, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
     else:
@@ -1386,7 +1551,7 @@ def _encode_ProduceResponseTopicProduceResponse_v2(o: ProduceResponseTopicProduc
             raise ValueOutOfRangeError('string field Name is too long', version=2)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_partition_responses = o.partition_responses
+    x_partition_responses: Any = o.partition_responses
     if x_partition_responses is None:
         raise ValueOutOfRangeError('non-nullable field PartitionResponses is None', version=2)
     else:
@@ -1399,11 +1564,11 @@ def _encode_ProduceResponseTopicProduceResponse_v2(o: ProduceResponseTopicProduc
 
 
 def _decode_ProduceResponseTopicProduceResponse_v5(buf: bytes, pos: i64) -> tuple[ProduceResponseTopicProduceResponse, i64]:
-    o = _new(_K_ProduceResponseTopicProduceResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_name: Any
+    f_partition_responses: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -1414,7 +1579,7 @@ def _decode_ProduceResponseTopicProduceResponse_v5(buf: bytes, pos: i64) -> tupl
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1427,13 +1592,13 @@ def _decode_ProduceResponseTopicProduceResponse_v5(buf: bytes, pos: i64) -> tupl
         for _i_partition_responses in range(n):
             x_partition_responses, pos = _decode_ProduceResponsePartitionProduceResponse_v5(buf, pos)
             lst_partition_responses.append(x_partition_responses)
-        o.partition_responses = lst_partition_responses
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partition_responses = lst_partition_responses
+    utf: Any = ()
+    return ProduceResponseTopicProduceResponse(name=f_name, partition_responses=f_partition_responses, unknown_tagged_fields=utf), pos
 
 
 def _encode_ProduceResponseTopicProduceResponse_v5(o: ProduceResponseTopicProduceResponse, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=5)
     else:
@@ -1442,7 +1607,7 @@ def _encode_ProduceResponseTopicProduceResponse_v5(o: ProduceResponseTopicProduc
             raise ValueOutOfRangeError('string field Name is too long', version=5)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_partition_responses = o.partition_responses
+    x_partition_responses: Any = o.partition_responses
     if x_partition_responses is None:
         raise ValueOutOfRangeError('non-nullable field PartitionResponses is None', version=5)
     else:
@@ -1455,11 +1620,11 @@ def _encode_ProduceResponseTopicProduceResponse_v5(o: ProduceResponseTopicProduc
 
 
 def _decode_ProduceResponseTopicProduceResponse_v8(buf: bytes, pos: i64) -> tuple[ProduceResponseTopicProduceResponse, i64]:
-    o = _new(_K_ProduceResponseTopicProduceResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_name: Any
+    f_partition_responses: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -1470,7 +1635,7 @@ def _decode_ProduceResponseTopicProduceResponse_v8(buf: bytes, pos: i64) -> tupl
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1483,13 +1648,13 @@ def _decode_ProduceResponseTopicProduceResponse_v8(buf: bytes, pos: i64) -> tupl
         for _i_partition_responses in range(n):
             x_partition_responses, pos = _decode_ProduceResponsePartitionProduceResponse_v8(buf, pos)
             lst_partition_responses.append(x_partition_responses)
-        o.partition_responses = lst_partition_responses
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partition_responses = lst_partition_responses
+    utf: Any = ()
+    return ProduceResponseTopicProduceResponse(name=f_name, partition_responses=f_partition_responses, unknown_tagged_fields=utf), pos
 
 
 def _encode_ProduceResponseTopicProduceResponse_v8(o: ProduceResponseTopicProduceResponse, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=8)
     else:
@@ -1498,7 +1663,7 @@ def _encode_ProduceResponseTopicProduceResponse_v8(o: ProduceResponseTopicProduc
             raise ValueOutOfRangeError('string field Name is too long', version=8)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_partition_responses = o.partition_responses
+    x_partition_responses: Any = o.partition_responses
     if x_partition_responses is None:
         raise ValueOutOfRangeError('non-nullable field PartitionResponses is None', version=8)
     else:
@@ -1511,11 +1676,11 @@ def _encode_ProduceResponseTopicProduceResponse_v8(o: ProduceResponseTopicProduc
 
 
 def _decode_ProduceResponseTopicProduceResponse_v9(buf: bytes, pos: i64) -> tuple[ProduceResponseTopicProduceResponse, i64]:
-    o = _new(_K_ProduceResponseTopicProduceResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_name: Any
+    f_partition_responses: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1530,7 +1695,7 @@ def _decode_ProduceResponseTopicProduceResponse_v9(buf: bytes, pos: i64) -> tupl
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1547,15 +1712,14 @@ def _decode_ProduceResponseTopicProduceResponse_v9(buf: bytes, pos: i64) -> tupl
         for _i_partition_responses in range(n):
             x_partition_responses, pos = _decode_ProduceResponsePartitionProduceResponse_v9(buf, pos)
             lst_partition_responses.append(x_partition_responses)
-        o.partition_responses = lst_partition_responses
+        f_partition_responses = lst_partition_responses
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1567,12 +1731,12 @@ def _decode_ProduceResponseTopicProduceResponse_v9(buf: bytes, pos: i64) -> tupl
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ProduceResponseTopicProduceResponse(name=f_name, partition_responses=f_partition_responses, unknown_tagged_fields=utf), pos
 
 
 def _encode_ProduceResponseTopicProduceResponse_v9(o: ProduceResponseTopicProduceResponse, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=9)
     else:
@@ -1585,7 +1749,7 @@ def _encode_ProduceResponseTopicProduceResponse_v9(o: ProduceResponseTopicProduc
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_partition_responses = o.partition_responses
+    x_partition_responses: Any = o.partition_responses
     if x_partition_responses is None:
         raise ValueOutOfRangeError('non-nullable field PartitionResponses is None', version=9)
     else:
@@ -1604,11 +1768,11 @@ def _encode_ProduceResponseTopicProduceResponse_v9(o: ProduceResponseTopicProduc
 
 
 def _decode_ProduceResponseTopicProduceResponse_v10(buf: bytes, pos: i64) -> tuple[ProduceResponseTopicProduceResponse, i64]:
-    o = _new(_K_ProduceResponseTopicProduceResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_name: Any
+    f_partition_responses: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1623,7 +1787,7 @@ def _decode_ProduceResponseTopicProduceResponse_v10(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1640,15 +1804,14 @@ def _decode_ProduceResponseTopicProduceResponse_v10(buf: bytes, pos: i64) -> tup
         for _i_partition_responses in range(n):
             x_partition_responses, pos = _decode_ProduceResponsePartitionProduceResponse_v10(buf, pos)
             lst_partition_responses.append(x_partition_responses)
-        o.partition_responses = lst_partition_responses
+        f_partition_responses = lst_partition_responses
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1660,12 +1823,12 @@ def _decode_ProduceResponseTopicProduceResponse_v10(buf: bytes, pos: i64) -> tup
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ProduceResponseTopicProduceResponse(name=f_name, partition_responses=f_partition_responses, unknown_tagged_fields=utf), pos
 
 
 def _encode_ProduceResponseTopicProduceResponse_v10(o: ProduceResponseTopicProduceResponse, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=10)
     else:
@@ -1678,7 +1841,7 @@ def _encode_ProduceResponseTopicProduceResponse_v10(o: ProduceResponseTopicProdu
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_partition_responses = o.partition_responses
+    x_partition_responses: Any = o.partition_responses
     if x_partition_responses is None:
         raise ValueOutOfRangeError('non-nullable field PartitionResponses is None', version=10)
     else:
@@ -1697,12 +1860,12 @@ def _encode_ProduceResponseTopicProduceResponse_v10(o: ProduceResponseTopicProdu
 
 
 def _decode_ProduceResponseTopicProduceResponse_v13(buf: bytes, pos: i64) -> tuple[ProduceResponseTopicProduceResponse, i64]:
-    o = _new(_K_ProduceResponseTopicProduceResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.name = ''
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partition_responses: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -1719,15 +1882,14 @@ def _decode_ProduceResponseTopicProduceResponse_v13(buf: bytes, pos: i64) -> tup
         for _i_partition_responses in range(n):
             x_partition_responses, pos = _decode_ProduceResponsePartitionProduceResponse_v10(buf, pos)
             lst_partition_responses.append(x_partition_responses)
-        o.partition_responses = lst_partition_responses
+        f_partition_responses = lst_partition_responses
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1739,13 +1901,13 @@ def _decode_ProduceResponseTopicProduceResponse_v13(buf: bytes, pos: i64) -> tup
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ProduceResponseTopicProduceResponse(topic_id=f_topic_id, partition_responses=f_partition_responses, unknown_tagged_fields=utf), pos
 
 
 def _encode_ProduceResponseTopicProduceResponse_v13(o: ProduceResponseTopicProduceResponse, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partition_responses = o.partition_responses
+    x_partition_responses: Any = o.partition_responses
     if x_partition_responses is None:
         raise ValueOutOfRangeError('non-nullable field PartitionResponses is None', version=13)
     else:
@@ -1764,11 +1926,14 @@ def _encode_ProduceResponseTopicProduceResponse_v13(o: ProduceResponseTopicProdu
 
 
 def _decode_ProduceResponseNodeEndpoint_v10(buf: bytes, pos: i64) -> tuple[ProduceResponseNodeEndpoint, i64]:
-    o = _new(_K_ProduceResponseNodeEndpoint)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.node_id = read_i32_be(buf, pos)
+    f_node_id: Any
+    f_host: Any
+    f_port: Any
+    f_rack: Any
+    f_node_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1784,9 +1949,9 @@ def _decode_ProduceResponseNodeEndpoint_v10(buf: bytes, pos: i64) -> tuple[Produ
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
-    o.port = read_i32_be(buf, pos)
+    f_port = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1795,23 +1960,22 @@ def _decode_ProduceResponseNodeEndpoint_v10(buf: bytes, pos: i64) -> tuple[Produ
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.rack = None
+        f_rack = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Rack is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Rack')
-        o.rack = buf[pos:end].decode()
+        f_rack = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1823,13 +1987,14 @@ def _decode_ProduceResponseNodeEndpoint_v10(buf: bytes, pos: i64) -> tuple[Produ
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ProduceResponseNodeEndpoint(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack, unknown_tagged_fields=utf), pos
 
 
 def _encode_ProduceResponseNodeEndpoint_v10(o: ProduceResponseNodeEndpoint, w: BytesWriter) -> None:
-    write_i32_be(w, o.node_id)
-    x_host = o.host
+    v_node_id: int = o.node_id
+    write_i32_be(w, v_node_id)
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=10)
     else:
@@ -1842,8 +2007,9 @@ def _encode_ProduceResponseNodeEndpoint_v10(o: ProduceResponseNodeEndpoint, w: B
         else:
             _put_uvarint(w, m)
         w.write(b_host)
-    write_i32_be(w, o.port)
-    x_rack = o.rack
+    v_port: int = o.port
+    write_i32_be(w, v_port)
+    x_rack: str | None = o.rack
     if x_rack is None:
         w.append(_ZERO)
     else:
@@ -1863,11 +2029,9 @@ def _encode_ProduceResponseNodeEndpoint_v10(o: ProduceResponseNodeEndpoint, w: B
 
 
 def _decode_ProduceResponse_v0(buf: bytes, pos: i64) -> tuple[ProduceResponse, i64]:
-    o = _new(_K_ProduceResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = 0
-    o.node_endpoints = []
+    f_responses: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -1879,15 +2043,15 @@ def _decode_ProduceResponse_v0(buf: bytes, pos: i64) -> tuple[ProduceResponse, i
         for _i_responses in range(n):
             x_responses, pos = _decode_ProduceResponseTopicProduceResponse_v0(buf, pos)
             lst_responses.append(x_responses)
-        o.responses = lst_responses
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_responses = lst_responses
+    utf: Any = ()
+    return ProduceResponse(responses=f_responses, unknown_tagged_fields=utf), pos
 
 
 def _encode_ProduceResponse_v0(o: ProduceResponse, w: BytesWriter) -> None:
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=0)
-    x_responses = o.responses
+    x_responses: Any = o.responses
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=0)
     else:
@@ -1900,10 +2064,10 @@ def _encode_ProduceResponse_v0(o: ProduceResponse, w: BytesWriter) -> None:
 
 
 def _decode_ProduceResponse_v1(buf: bytes, pos: i64) -> tuple[ProduceResponse, i64]:
-    o = _new(_K_ProduceResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.node_endpoints = []
+    f_responses: Any
+    f_throttle_time_ms: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -1915,17 +2079,17 @@ def _decode_ProduceResponse_v1(buf: bytes, pos: i64) -> tuple[ProduceResponse, i
         for _i_responses in range(n):
             x_responses, pos = _decode_ProduceResponseTopicProduceResponse_v0(buf, pos)
             lst_responses.append(x_responses)
-        o.responses = lst_responses
-    o.throttle_time_ms = read_i32_be(buf, pos)
+        f_responses = lst_responses
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return ProduceResponse(responses=f_responses, throttle_time_ms=f_throttle_time_ms, unknown_tagged_fields=utf), pos
 
 
 def _encode_ProduceResponse_v1(o: ProduceResponse, w: BytesWriter) -> None:
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=1)
-    x_responses = o.responses
+    x_responses: Any = o.responses
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=1)
     else:
@@ -1933,16 +2097,17 @@ def _encode_ProduceResponse_v1(o: ProduceResponse, w: BytesWriter) -> None:
         write_i32_be(w, len(l_responses))
         for e_responses in l_responses:
             _encode_ProduceResponseTopicProduceResponse_v0(e_responses, w)
-    write_i32_be(w, o.throttle_time_ms)
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_ProduceResponse_v2(buf: bytes, pos: i64) -> tuple[ProduceResponse, i64]:
-    o = _new(_K_ProduceResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.node_endpoints = []
+    f_responses: Any
+    f_throttle_time_ms: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -1954,17 +2119,17 @@ def _decode_ProduceResponse_v2(buf: bytes, pos: i64) -> tuple[ProduceResponse, i
         for _i_responses in range(n):
             x_responses, pos = _decode_ProduceResponseTopicProduceResponse_v2(buf, pos)
             lst_responses.append(x_responses)
-        o.responses = lst_responses
-    o.throttle_time_ms = read_i32_be(buf, pos)
+        f_responses = lst_responses
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return ProduceResponse(responses=f_responses, throttle_time_ms=f_throttle_time_ms, unknown_tagged_fields=utf), pos
 
 
 def _encode_ProduceResponse_v2(o: ProduceResponse, w: BytesWriter) -> None:
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=2)
-    x_responses = o.responses
+    x_responses: Any = o.responses
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=2)
     else:
@@ -1972,16 +2137,17 @@ def _encode_ProduceResponse_v2(o: ProduceResponse, w: BytesWriter) -> None:
         write_i32_be(w, len(l_responses))
         for e_responses in l_responses:
             _encode_ProduceResponseTopicProduceResponse_v2(e_responses, w)
-    write_i32_be(w, o.throttle_time_ms)
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 2')
 
 
 def _decode_ProduceResponse_v5(buf: bytes, pos: i64) -> tuple[ProduceResponse, i64]:
-    o = _new(_K_ProduceResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.node_endpoints = []
+    f_responses: Any
+    f_throttle_time_ms: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -1993,17 +2159,17 @@ def _decode_ProduceResponse_v5(buf: bytes, pos: i64) -> tuple[ProduceResponse, i
         for _i_responses in range(n):
             x_responses, pos = _decode_ProduceResponseTopicProduceResponse_v5(buf, pos)
             lst_responses.append(x_responses)
-        o.responses = lst_responses
-    o.throttle_time_ms = read_i32_be(buf, pos)
+        f_responses = lst_responses
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return ProduceResponse(responses=f_responses, throttle_time_ms=f_throttle_time_ms, unknown_tagged_fields=utf), pos
 
 
 def _encode_ProduceResponse_v5(o: ProduceResponse, w: BytesWriter) -> None:
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=5)
-    x_responses = o.responses
+    x_responses: Any = o.responses
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=5)
     else:
@@ -2011,16 +2177,17 @@ def _encode_ProduceResponse_v5(o: ProduceResponse, w: BytesWriter) -> None:
         write_i32_be(w, len(l_responses))
         for e_responses in l_responses:
             _encode_ProduceResponseTopicProduceResponse_v5(e_responses, w)
-    write_i32_be(w, o.throttle_time_ms)
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 5')
 
 
 def _decode_ProduceResponse_v8(buf: bytes, pos: i64) -> tuple[ProduceResponse, i64]:
-    o = _new(_K_ProduceResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.node_endpoints = []
+    f_responses: Any
+    f_throttle_time_ms: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -2032,17 +2199,17 @@ def _decode_ProduceResponse_v8(buf: bytes, pos: i64) -> tuple[ProduceResponse, i
         for _i_responses in range(n):
             x_responses, pos = _decode_ProduceResponseTopicProduceResponse_v8(buf, pos)
             lst_responses.append(x_responses)
-        o.responses = lst_responses
-    o.throttle_time_ms = read_i32_be(buf, pos)
+        f_responses = lst_responses
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return ProduceResponse(responses=f_responses, throttle_time_ms=f_throttle_time_ms, unknown_tagged_fields=utf), pos
 
 
 def _encode_ProduceResponse_v8(o: ProduceResponse, w: BytesWriter) -> None:
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=8)
-    x_responses = o.responses
+    x_responses: Any = o.responses
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=8)
     else:
@@ -2050,17 +2217,18 @@ def _encode_ProduceResponse_v8(o: ProduceResponse, w: BytesWriter) -> None:
         write_i32_be(w, len(l_responses))
         for e_responses in l_responses:
             _encode_ProduceResponseTopicProduceResponse_v8(e_responses, w)
-    write_i32_be(w, o.throttle_time_ms)
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 8')
 
 
 def _decode_ProduceResponse_v9(buf: bytes, pos: i64) -> tuple[ProduceResponse, i64]:
-    o = _new(_K_ProduceResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.node_endpoints = []
+    f_responses: Any
+    f_throttle_time_ms: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2076,17 +2244,16 @@ def _decode_ProduceResponse_v9(buf: bytes, pos: i64) -> tuple[ProduceResponse, i
         for _i_responses in range(n):
             x_responses, pos = _decode_ProduceResponseTopicProduceResponse_v9(buf, pos)
             lst_responses.append(x_responses)
-        o.responses = lst_responses
-    o.throttle_time_ms = read_i32_be(buf, pos)
+        f_responses = lst_responses
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -2100,14 +2267,14 @@ def _decode_ProduceResponse_v9(buf: bytes, pos: i64) -> tuple[ProduceResponse, i
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ProduceResponse(responses=f_responses, throttle_time_ms=f_throttle_time_ms, unknown_tagged_fields=utf), pos
 
 
 def _encode_ProduceResponse_v9(o: ProduceResponse, w: BytesWriter) -> None:
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=9)
-    x_responses = o.responses
+    x_responses: Any = o.responses
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=9)
     else:
@@ -2119,7 +2286,8 @@ def _encode_ProduceResponse_v9(o: ProduceResponse, w: BytesWriter) -> None:
             _put_uvarint(w, m)
         for e_responses in l_responses:
             _encode_ProduceResponseTopicProduceResponse_v9(e_responses, w)
-    write_i32_be(w, o.throttle_time_ms)
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -2127,11 +2295,12 @@ def _encode_ProduceResponse_v9(o: ProduceResponse, w: BytesWriter) -> None:
 
 
 def _decode_ProduceResponse_v10(buf: bytes, pos: i64) -> tuple[ProduceResponse, i64]:
-    o = _new(_K_ProduceResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.node_endpoints = []
+    f_responses: Any
+    f_throttle_time_ms: Any
+    f_node_endpoints: Any = []
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2147,17 +2316,16 @@ def _decode_ProduceResponse_v10(buf: bytes, pos: i64) -> tuple[ProduceResponse, 
         for _i_responses in range(n):
             x_responses, pos = _decode_ProduceResponseTopicProduceResponse_v10(buf, pos)
             lst_responses.append(x_responses)
-        o.responses = lst_responses
-    o.throttle_time_ms = read_i32_be(buf, pos)
+        f_responses = lst_responses
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -2179,19 +2347,19 @@ def _decode_ProduceResponse_v10(buf: bytes, pos: i64) -> tuple[ProduceResponse, 
                     for _i_node_endpoints in range(n):
                         x_node_endpoints, pos = _decode_ProduceResponseNodeEndpoint_v10(buf, pos)
                         lst_node_endpoints.append(x_node_endpoints)
-                    o.node_endpoints = lst_node_endpoints
+                    f_node_endpoints = lst_node_endpoints
             else:
                 end = pos + size
                 if end > blen:
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ProduceResponse(responses=f_responses, throttle_time_ms=f_throttle_time_ms, node_endpoints=f_node_endpoints, unknown_tagged_fields=utf), pos
 
 
 def _encode_ProduceResponse_v10(o: ProduceResponse, w: BytesWriter) -> None:
-    x_responses = o.responses
+    x_responses: Any = o.responses
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=10)
     else:
@@ -2203,11 +2371,12 @@ def _encode_ProduceResponse_v10(o: ProduceResponse, w: BytesWriter) -> None:
             _put_uvarint(w, m)
         for e_responses in l_responses:
             _encode_ProduceResponseTopicProduceResponse_v10(e_responses, w)
-    write_i32_be(w, o.throttle_time_ms)
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         t_node_endpoints = BytesWriter()
-        x_node_endpoints = o.node_endpoints
+        x_node_endpoints: Any = o.node_endpoints
         if x_node_endpoints is None:
             raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=10)
         else:
@@ -2227,11 +2396,12 @@ def _encode_ProduceResponse_v10(o: ProduceResponse, w: BytesWriter) -> None:
 
 
 def _decode_ProduceResponse_v13(buf: bytes, pos: i64) -> tuple[ProduceResponse, i64]:
-    o = _new(_K_ProduceResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.node_endpoints = []
+    f_responses: Any
+    f_throttle_time_ms: Any
+    f_node_endpoints: Any = []
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2247,17 +2417,16 @@ def _decode_ProduceResponse_v13(buf: bytes, pos: i64) -> tuple[ProduceResponse, 
         for _i_responses in range(n):
             x_responses, pos = _decode_ProduceResponseTopicProduceResponse_v13(buf, pos)
             lst_responses.append(x_responses)
-        o.responses = lst_responses
-    o.throttle_time_ms = read_i32_be(buf, pos)
+        f_responses = lst_responses
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -2279,19 +2448,19 @@ def _decode_ProduceResponse_v13(buf: bytes, pos: i64) -> tuple[ProduceResponse, 
                     for _i_node_endpoints in range(n):
                         x_node_endpoints, pos = _decode_ProduceResponseNodeEndpoint_v10(buf, pos)
                         lst_node_endpoints.append(x_node_endpoints)
-                    o.node_endpoints = lst_node_endpoints
+                    f_node_endpoints = lst_node_endpoints
             else:
                 end = pos + size
                 if end > blen:
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ProduceResponse(responses=f_responses, throttle_time_ms=f_throttle_time_ms, node_endpoints=f_node_endpoints, unknown_tagged_fields=utf), pos
 
 
 def _encode_ProduceResponse_v13(o: ProduceResponse, w: BytesWriter) -> None:
-    x_responses = o.responses
+    x_responses: Any = o.responses
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=13)
     else:
@@ -2303,11 +2472,12 @@ def _encode_ProduceResponse_v13(o: ProduceResponse, w: BytesWriter) -> None:
             _put_uvarint(w, m)
         for e_responses in l_responses:
             _encode_ProduceResponseTopicProduceResponse_v13(e_responses, w)
-    write_i32_be(w, o.throttle_time_ms)
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         t_node_endpoints = BytesWriter()
-        x_node_endpoints = o.node_endpoints
+        x_node_endpoints: Any = o.node_endpoints
         if x_node_endpoints is None:
             raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=13)
         else:
@@ -2339,4 +2509,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (ProduceResponse, {0: _decode_ProduceResponse_v0, 1: _decode_ProduceResponse_v1, 2: _decode_ProduceResponse_v2, 3: _decode_ProduceResponse_v2, 4: _decode_ProduceResponse_v2, 5: _decode_ProduceResponse_v5, 6: _decode_ProduceResponse_v5, 7: _decode_ProduceResponse_v5, 8: _decode_ProduceResponse_v8, 9: _decode_ProduceResponse_v9, 10: _decode_ProduceResponse_v10, 11: _decode_ProduceResponse_v10, 12: _decode_ProduceResponse_v10, 13: _decode_ProduceResponse_v13}, {0: _encode_ProduceResponse_v0, 1: _encode_ProduceResponse_v1, 2: _encode_ProduceResponse_v2, 3: _encode_ProduceResponse_v2, 4: _encode_ProduceResponse_v2, 5: _encode_ProduceResponse_v5, 6: _encode_ProduceResponse_v5, 7: _encode_ProduceResponse_v5, 8: _encode_ProduceResponse_v8, 9: _encode_ProduceResponse_v9, 10: _encode_ProduceResponse_v10, 11: _encode_ProduceResponse_v10, 12: _encode_ProduceResponse_v10, 13: _encode_ProduceResponse_v13}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.produce', TABLES)

@@ -21,20 +21,14 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
+from kafka_wire.codec.native_base import Message as _NativeMessage
 from kafka_wire.codec.runtime import ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.push_telemetry import (
-    PushTelemetryRequest,
-    PushTelemetryResponse,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_PushTelemetryRequest: Final = PushTelemetryRequest
-_K_PushTelemetryResponse: Final = PushTelemetryResponse
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -120,20 +114,50 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class PushTelemetryRequest(_NativeMessage):
+    client_instance_id: Any
+    subscription_id: Any
+    terminating: Any
+    compression_type: Any
+    metrics: Any
+
+    def __init__(self, *, client_instance_id: Any = ZERO_UUID, subscription_id: Any = 0, terminating: Any = False, compression_type: Any = 0, metrics: Any = b"", unknown_tagged_fields: Any = ()) -> None:
+        self.client_instance_id = client_instance_id
+        self.subscription_id = subscription_id
+        self.terminating = terminating
+        self.compression_type = compression_type
+        self.metrics = metrics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class PushTelemetryResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
 def _decode_PushTelemetryRequest_v0(buf: bytes, pos: i64) -> tuple[PushTelemetryRequest, i64]:
-    o = _new(_K_PushTelemetryRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.client_instance_id = _uuid(buf, pos)
+    f_client_instance_id: Any
+    f_subscription_id: Any
+    f_terminating: Any
+    f_compression_type: Any
+    f_metrics: Any
+    f_client_instance_id = _uuid(buf, pos)
     pos += 16
-    o.subscription_id = read_i32_be(buf, pos)
+    f_subscription_id = read_i32_be(buf, pos)
     pos += 4
-    o.terminating = buf[pos] != 0
+    f_terminating = buf[pos] != 0
     pos += 1
     b8 = buf[pos]
-    o.compression_type = b8 - 256 if b8 >= 128 else b8
+    f_compression_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -147,16 +171,15 @@ def _decode_PushTelemetryRequest_v0(buf: bytes, pos: i64) -> tuple[PushTelemetry
         end = pos + n
         if end > blen:
             raise _truncated('Metrics')
-        o.metrics = buf[pos:end]
+        f_metrics = buf[pos:end]
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -168,16 +191,18 @@ def _decode_PushTelemetryRequest_v0(buf: bytes, pos: i64) -> tuple[PushTelemetry
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return PushTelemetryRequest(client_instance_id=f_client_instance_id, subscription_id=f_subscription_id, terminating=f_terminating, compression_type=f_compression_type, metrics=f_metrics, unknown_tagged_fields=utf), pos
 
 
 def _encode_PushTelemetryRequest_v0(o: PushTelemetryRequest, w: BytesWriter) -> None:
     _put_uuid(w, o.client_instance_id)
-    write_i32_be(w, o.subscription_id)
+    v_subscription_id: int = o.subscription_id
+    write_i32_be(w, v_subscription_id)
     w.append(_ONE if o.terminating else _ZERO)
-    _put_i8(w, o.compression_type)
-    x_metrics = o.metrics
+    v_compression_type: int = o.compression_type
+    _put_i8(w, v_compression_type)
+    x_metrics: Any = o.metrics
     if x_metrics is None:
         raise ValueOutOfRangeError('non-nullable field Metrics is None', version=0)
     else:
@@ -195,22 +220,22 @@ def _encode_PushTelemetryRequest_v0(o: PushTelemetryRequest, w: BytesWriter) -> 
 
 
 def _decode_PushTelemetryResponse_v0(buf: bytes, pos: i64) -> tuple[PushTelemetryResponse, i64]:
-    o = _new(_K_PushTelemetryResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -222,13 +247,15 @@ def _decode_PushTelemetryResponse_v0(buf: bytes, pos: i64) -> tuple[PushTelemetr
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return PushTelemetryResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_PushTelemetryResponse_v0(o: PushTelemetryResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -241,4 +268,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (PushTelemetryResponse, {0: _decode_PushTelemetryResponse_v0}, {0: _encode_PushTelemetryResponse_v0}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.push_telemetry', TABLES)

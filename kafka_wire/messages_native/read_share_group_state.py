@@ -22,30 +22,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.read_share_group_state import (
-    ReadShareGroupStateRequest,
-    ReadShareGroupStateRequestPartitionData,
-    ReadShareGroupStateRequestReadStateData,
-    ReadShareGroupStateResponse,
-    ReadShareGroupStateResponsePartitionResult,
-    ReadShareGroupStateResponseReadStateResult,
-    ReadShareGroupStateResponseStateBatch,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_ReadShareGroupStateRequest: Final = ReadShareGroupStateRequest
-_K_ReadShareGroupStateRequestPartitionData: Final = ReadShareGroupStateRequestPartitionData
-_K_ReadShareGroupStateRequestReadStateData: Final = ReadShareGroupStateRequestReadStateData
-_K_ReadShareGroupStateResponse: Final = ReadShareGroupStateResponse
-_K_ReadShareGroupStateResponsePartitionResult: Final = ReadShareGroupStateResponsePartitionResult
-_K_ReadShareGroupStateResponseReadStateResult: Final = ReadShareGroupStateResponseReadStateResult
-_K_ReadShareGroupStateResponseStateBatch: Final = ReadShareGroupStateResponseStateBatch
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -131,23 +116,110 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class ReadShareGroupStateRequestPartitionData(_NativeStruct):
+    partition: Any
+    leader_epoch: Any
+
+    def __init__(self, *, partition: Any = 0, leader_epoch: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.partition = partition
+        self.leader_epoch = leader_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ReadShareGroupStateRequestReadStateData(_NativeStruct):
+    topic_id: Any
+    partitions: Any
+
+    def __init__(self, *, topic_id: Any = ZERO_UUID, partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ReadShareGroupStateRequest(_NativeMessage):
+    group_id: Any
+    topics: Any
+
+    def __init__(self, *, group_id: Any = '', topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is FRESH else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ReadShareGroupStateResponseStateBatch(_NativeStruct):
+    first_offset: Any
+    last_offset: Any
+    delivery_state: Any
+    delivery_count: Any
+
+    def __init__(self, *, first_offset: Any = 0, last_offset: Any = 0, delivery_state: Any = 0, delivery_count: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.first_offset = first_offset
+        self.last_offset = last_offset
+        self.delivery_state = delivery_state
+        self.delivery_count = delivery_count
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ReadShareGroupStateResponsePartitionResult(_NativeStruct):
+    partition: Any
+    error_code: Any
+    error_message: Any
+    state_epoch: Any
+    start_offset: Any
+    state_batches: Any
+
+    def __init__(self, *, partition: Any = 0, error_code: Any = 0, error_message: Any = None, state_epoch: Any = 0, start_offset: Any = 0, state_batches: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.partition = partition
+        self.error_code = error_code
+        self.error_message = error_message
+        self.state_epoch = state_epoch
+        self.start_offset = start_offset
+        self.state_batches = [] if state_batches is FRESH else state_batches
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ReadShareGroupStateResponseReadStateResult(_NativeStruct):
+    topic_id: Any
+    partitions: Any
+
+    def __init__(self, *, topic_id: Any = ZERO_UUID, partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ReadShareGroupStateResponse(_NativeMessage):
+    results: Any
+
+    def __init__(self, *, results: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.results = [] if results is FRESH else results
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_ReadShareGroupStateRequestPartitionData = ReadShareGroupStateRequestPartitionData()
+_DEFAULT_ReadShareGroupStateRequestReadStateData = ReadShareGroupStateRequestReadStateData()
+_DEFAULT_ReadShareGroupStateResponseStateBatch = ReadShareGroupStateResponseStateBatch()
+_DEFAULT_ReadShareGroupStateResponsePartitionResult = ReadShareGroupStateResponsePartitionResult()
+_DEFAULT_ReadShareGroupStateResponseReadStateResult = ReadShareGroupStateResponseReadStateResult()
+
+
 def _decode_ReadShareGroupStateRequestPartitionData_v0(buf: bytes, pos: i64) -> tuple[ReadShareGroupStateRequestPartitionData, i64]:
-    o = _new(_K_ReadShareGroupStateRequestPartitionData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition = read_i32_be(buf, pos)
+    f_partition: Any
+    f_leader_epoch: Any
+    f_partition = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -159,13 +231,15 @@ def _decode_ReadShareGroupStateRequestPartitionData_v0(buf: bytes, pos: i64) -> 
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ReadShareGroupStateRequestPartitionData(partition=f_partition, leader_epoch=f_leader_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_ReadShareGroupStateRequestPartitionData_v0(o: ReadShareGroupStateRequestPartitionData, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition)
-    write_i32_be(w, o.leader_epoch)
+    v_partition: int = o.partition
+    write_i32_be(w, v_partition)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -173,11 +247,12 @@ def _encode_ReadShareGroupStateRequestPartitionData_v0(o: ReadShareGroupStateReq
 
 
 def _decode_ReadShareGroupStateRequestReadStateData_v0(buf: bytes, pos: i64) -> tuple[ReadShareGroupStateRequestReadStateData, i64]:
-    o = _new(_K_ReadShareGroupStateRequestReadStateData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partitions: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -194,15 +269,14 @@ def _decode_ReadShareGroupStateRequestReadStateData_v0(buf: bytes, pos: i64) -> 
         for _i_partitions in range(n):
             x_partitions, pos = _decode_ReadShareGroupStateRequestPartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -214,13 +288,13 @@ def _decode_ReadShareGroupStateRequestReadStateData_v0(buf: bytes, pos: i64) -> 
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ReadShareGroupStateRequestReadStateData(topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_ReadShareGroupStateRequestReadStateData_v0(o: ReadShareGroupStateRequestReadStateData, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -239,10 +313,11 @@ def _encode_ReadShareGroupStateRequestReadStateData_v0(o: ReadShareGroupStateReq
 
 
 def _decode_ReadShareGroupStateRequest_v0(buf: bytes, pos: i64) -> tuple[ReadShareGroupStateRequest, i64]:
-    o = _new(_K_ReadShareGroupStateRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_group_id: Any
+    f_topics: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -257,7 +332,7 @@ def _decode_ReadShareGroupStateRequest_v0(buf: bytes, pos: i64) -> tuple[ReadSha
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -274,15 +349,14 @@ def _decode_ReadShareGroupStateRequest_v0(buf: bytes, pos: i64) -> tuple[ReadSha
         for _i_topics in range(n):
             x_topics, pos = _decode_ReadShareGroupStateRequestReadStateData_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -294,12 +368,12 @@ def _decode_ReadShareGroupStateRequest_v0(buf: bytes, pos: i64) -> tuple[ReadSha
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ReadShareGroupStateRequest(group_id=f_group_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_ReadShareGroupStateRequest_v0(o: ReadShareGroupStateRequest, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
@@ -312,7 +386,7 @@ def _encode_ReadShareGroupStateRequest_v0(o: ReadShareGroupStateRequest, w: Byte
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -331,28 +405,30 @@ def _encode_ReadShareGroupStateRequest_v0(o: ReadShareGroupStateRequest, w: Byte
 
 
 def _decode_ReadShareGroupStateResponseStateBatch_v0(buf: bytes, pos: i64) -> tuple[ReadShareGroupStateResponseStateBatch, i64]:
-    o = _new(_K_ReadShareGroupStateResponseStateBatch)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.first_offset = read_i64_be(buf, pos)
+    f_first_offset: Any
+    f_last_offset: Any
+    f_delivery_state: Any
+    f_delivery_count: Any
+    f_first_offset = read_i64_be(buf, pos)
     pos += 8
-    o.last_offset = read_i64_be(buf, pos)
+    f_last_offset = read_i64_be(buf, pos)
     pos += 8
     b8 = buf[pos]
-    o.delivery_state = b8 - 256 if b8 >= 128 else b8
+    f_delivery_state = b8 - 256 if b8 >= 128 else b8
     pos += 1
-    o.delivery_count = read_i16_be(buf, pos)
+    f_delivery_count = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -364,15 +440,19 @@ def _decode_ReadShareGroupStateResponseStateBatch_v0(buf: bytes, pos: i64) -> tu
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ReadShareGroupStateResponseStateBatch(first_offset=f_first_offset, last_offset=f_last_offset, delivery_state=f_delivery_state, delivery_count=f_delivery_count, unknown_tagged_fields=utf), pos
 
 
 def _encode_ReadShareGroupStateResponseStateBatch_v0(o: ReadShareGroupStateResponseStateBatch, w: BytesWriter) -> None:
-    write_i64_be(w, o.first_offset)
-    write_i64_be(w, o.last_offset)
-    _put_i8(w, o.delivery_state)
-    write_i16_be(w, o.delivery_count)
+    v_first_offset: int = o.first_offset
+    write_i64_be(w, v_first_offset)
+    v_last_offset: int = o.last_offset
+    write_i64_be(w, v_last_offset)
+    v_delivery_state: int = o.delivery_state
+    _put_i8(w, v_delivery_state)
+    v_delivery_count: int = o.delivery_count
+    write_i16_be(w, v_delivery_count)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -380,13 +460,18 @@ def _encode_ReadShareGroupStateResponseStateBatch_v0(o: ReadShareGroupStateRespo
 
 
 def _decode_ReadShareGroupStateResponsePartitionResult_v0(buf: bytes, pos: i64) -> tuple[ReadShareGroupStateResponsePartitionResult, i64]:
-    o = _new(_K_ReadShareGroupStateResponsePartitionResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition = read_i32_be(buf, pos)
+    f_partition: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_state_epoch: Any
+    f_start_offset: Any
+    f_state_batches: Any
+    f_partition = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -395,18 +480,18 @@ def _decode_ReadShareGroupStateResponsePartitionResult_v0(buf: bytes, pos: i64) 
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
-    o.state_epoch = read_i32_be(buf, pos)
+    f_state_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.start_offset = read_i64_be(buf, pos)
+    f_start_offset = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
@@ -423,15 +508,14 @@ def _decode_ReadShareGroupStateResponsePartitionResult_v0(buf: bytes, pos: i64) 
         for _i_state_batches in range(n):
             x_state_batches, pos = _decode_ReadShareGroupStateResponseStateBatch_v0(buf, pos)
             lst_state_batches.append(x_state_batches)
-        o.state_batches = lst_state_batches
+        f_state_batches = lst_state_batches
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -443,14 +527,16 @@ def _decode_ReadShareGroupStateResponsePartitionResult_v0(buf: bytes, pos: i64) 
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ReadShareGroupStateResponsePartitionResult(partition=f_partition, error_code=f_error_code, error_message=f_error_message, state_epoch=f_state_epoch, start_offset=f_start_offset, state_batches=f_state_batches, unknown_tagged_fields=utf), pos
 
 
 def _encode_ReadShareGroupStateResponsePartitionResult_v0(o: ReadShareGroupStateResponsePartitionResult, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_partition: int = o.partition
+    write_i32_be(w, v_partition)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -463,9 +549,11 @@ def _encode_ReadShareGroupStateResponsePartitionResult_v0(o: ReadShareGroupState
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    write_i32_be(w, o.state_epoch)
-    write_i64_be(w, o.start_offset)
-    x_state_batches = o.state_batches
+    v_state_epoch: int = o.state_epoch
+    write_i32_be(w, v_state_epoch)
+    v_start_offset: int = o.start_offset
+    write_i64_be(w, v_start_offset)
+    x_state_batches: Any = o.state_batches
     if x_state_batches is None:
         raise ValueOutOfRangeError('non-nullable field StateBatches is None', version=0)
     else:
@@ -484,11 +572,12 @@ def _encode_ReadShareGroupStateResponsePartitionResult_v0(o: ReadShareGroupState
 
 
 def _decode_ReadShareGroupStateResponseReadStateResult_v0(buf: bytes, pos: i64) -> tuple[ReadShareGroupStateResponseReadStateResult, i64]:
-    o = _new(_K_ReadShareGroupStateResponseReadStateResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partitions: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -505,15 +594,14 @@ def _decode_ReadShareGroupStateResponseReadStateResult_v0(buf: bytes, pos: i64) 
         for _i_partitions in range(n):
             x_partitions, pos = _decode_ReadShareGroupStateResponsePartitionResult_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -525,13 +613,13 @@ def _decode_ReadShareGroupStateResponseReadStateResult_v0(buf: bytes, pos: i64) 
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ReadShareGroupStateResponseReadStateResult(topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_ReadShareGroupStateResponseReadStateResult_v0(o: ReadShareGroupStateResponseReadStateResult, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -550,10 +638,10 @@ def _encode_ReadShareGroupStateResponseReadStateResult_v0(o: ReadShareGroupState
 
 
 def _decode_ReadShareGroupStateResponse_v0(buf: bytes, pos: i64) -> tuple[ReadShareGroupStateResponse, i64]:
-    o = _new(_K_ReadShareGroupStateResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_results: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -569,15 +657,14 @@ def _decode_ReadShareGroupStateResponse_v0(buf: bytes, pos: i64) -> tuple[ReadSh
         for _i_results in range(n):
             x_results, pos = _decode_ReadShareGroupStateResponseReadStateResult_v0(buf, pos)
             lst_results.append(x_results)
-        o.results = lst_results
+        f_results = lst_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -589,12 +676,12 @@ def _decode_ReadShareGroupStateResponse_v0(buf: bytes, pos: i64) -> tuple[ReadSh
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ReadShareGroupStateResponse(results=f_results, unknown_tagged_fields=utf), pos
 
 
 def _encode_ReadShareGroupStateResponse_v0(o: ReadShareGroupStateResponse, w: BytesWriter) -> None:
-    x_results = o.results
+    x_results: Any = o.results
     if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=0)
     else:
@@ -623,4 +710,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (ReadShareGroupStateResponse, {0: _decode_ReadShareGroupStateResponse_v0}, {0: _encode_ReadShareGroupStateResponse_v0}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.read_share_group_state', TABLES)

@@ -22,28 +22,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.read_share_group_state_summary import (
-    ReadShareGroupStateSummaryRequest,
-    ReadShareGroupStateSummaryRequestPartitionData,
-    ReadShareGroupStateSummaryRequestReadStateSummaryData,
-    ReadShareGroupStateSummaryResponse,
-    ReadShareGroupStateSummaryResponsePartitionResult,
-    ReadShareGroupStateSummaryResponseReadStateSummaryResult,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_ReadShareGroupStateSummaryRequest: Final = ReadShareGroupStateSummaryRequest
-_K_ReadShareGroupStateSummaryRequestPartitionData: Final = ReadShareGroupStateSummaryRequestPartitionData
-_K_ReadShareGroupStateSummaryRequestReadStateSummaryData: Final = ReadShareGroupStateSummaryRequestReadStateSummaryData
-_K_ReadShareGroupStateSummaryResponse: Final = ReadShareGroupStateSummaryResponse
-_K_ReadShareGroupStateSummaryResponsePartitionResult: Final = ReadShareGroupStateSummaryResponsePartitionResult
-_K_ReadShareGroupStateSummaryResponseReadStateSummaryResult: Final = ReadShareGroupStateSummaryResponseReadStateSummaryResult
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -129,23 +116,97 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class ReadShareGroupStateSummaryRequestPartitionData(_NativeStruct):
+    partition: Any
+    leader_epoch: Any
+
+    def __init__(self, *, partition: Any = 0, leader_epoch: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.partition = partition
+        self.leader_epoch = leader_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ReadShareGroupStateSummaryRequestReadStateSummaryData(_NativeStruct):
+    topic_id: Any
+    partitions: Any
+
+    def __init__(self, *, topic_id: Any = ZERO_UUID, partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ReadShareGroupStateSummaryRequest(_NativeMessage):
+    group_id: Any
+    topics: Any
+
+    def __init__(self, *, group_id: Any = '', topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is FRESH else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ReadShareGroupStateSummaryResponsePartitionResult(_NativeStruct):
+    partition: Any
+    error_code: Any
+    error_message: Any
+    state_epoch: Any
+    leader_epoch: Any
+    start_offset: Any
+    delivery_complete_count: Any
+
+    def __init__(self, *, partition: Any = 0, error_code: Any = 0, error_message: Any = None, state_epoch: Any = 0, leader_epoch: Any = 0, start_offset: Any = 0, delivery_complete_count: Any = -1, unknown_tagged_fields: Any = ()) -> None:
+        self.partition = partition
+        self.error_code = error_code
+        self.error_message = error_message
+        self.state_epoch = state_epoch
+        self.leader_epoch = leader_epoch
+        self.start_offset = start_offset
+        self.delivery_complete_count = delivery_complete_count
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ReadShareGroupStateSummaryResponseReadStateSummaryResult(_NativeStruct):
+    topic_id: Any
+    partitions: Any
+
+    def __init__(self, *, topic_id: Any = ZERO_UUID, partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ReadShareGroupStateSummaryResponse(_NativeMessage):
+    results: Any
+
+    def __init__(self, *, results: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.results = [] if results is FRESH else results
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_ReadShareGroupStateSummaryRequestPartitionData = ReadShareGroupStateSummaryRequestPartitionData()
+_DEFAULT_ReadShareGroupStateSummaryRequestReadStateSummaryData = ReadShareGroupStateSummaryRequestReadStateSummaryData()
+_DEFAULT_ReadShareGroupStateSummaryResponsePartitionResult = ReadShareGroupStateSummaryResponsePartitionResult()
+_DEFAULT_ReadShareGroupStateSummaryResponseReadStateSummaryResult = ReadShareGroupStateSummaryResponseReadStateSummaryResult()
+
+
 def _decode_ReadShareGroupStateSummaryRequestPartitionData_v0(buf: bytes, pos: i64) -> tuple[ReadShareGroupStateSummaryRequestPartitionData, i64]:
-    o = _new(_K_ReadShareGroupStateSummaryRequestPartitionData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition = read_i32_be(buf, pos)
+    f_partition: Any
+    f_leader_epoch: Any
+    f_partition = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -157,13 +218,15 @@ def _decode_ReadShareGroupStateSummaryRequestPartitionData_v0(buf: bytes, pos: i
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ReadShareGroupStateSummaryRequestPartitionData(partition=f_partition, leader_epoch=f_leader_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_ReadShareGroupStateSummaryRequestPartitionData_v0(o: ReadShareGroupStateSummaryRequestPartitionData, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition)
-    write_i32_be(w, o.leader_epoch)
+    v_partition: int = o.partition
+    write_i32_be(w, v_partition)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -171,11 +234,12 @@ def _encode_ReadShareGroupStateSummaryRequestPartitionData_v0(o: ReadShareGroupS
 
 
 def _decode_ReadShareGroupStateSummaryRequestReadStateSummaryData_v0(buf: bytes, pos: i64) -> tuple[ReadShareGroupStateSummaryRequestReadStateSummaryData, i64]:
-    o = _new(_K_ReadShareGroupStateSummaryRequestReadStateSummaryData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partitions: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -192,15 +256,14 @@ def _decode_ReadShareGroupStateSummaryRequestReadStateSummaryData_v0(buf: bytes,
         for _i_partitions in range(n):
             x_partitions, pos = _decode_ReadShareGroupStateSummaryRequestPartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -212,13 +275,13 @@ def _decode_ReadShareGroupStateSummaryRequestReadStateSummaryData_v0(buf: bytes,
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ReadShareGroupStateSummaryRequestReadStateSummaryData(topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_ReadShareGroupStateSummaryRequestReadStateSummaryData_v0(o: ReadShareGroupStateSummaryRequestReadStateSummaryData, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -237,10 +300,11 @@ def _encode_ReadShareGroupStateSummaryRequestReadStateSummaryData_v0(o: ReadShar
 
 
 def _decode_ReadShareGroupStateSummaryRequest_v0(buf: bytes, pos: i64) -> tuple[ReadShareGroupStateSummaryRequest, i64]:
-    o = _new(_K_ReadShareGroupStateSummaryRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_group_id: Any
+    f_topics: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -255,7 +319,7 @@ def _decode_ReadShareGroupStateSummaryRequest_v0(buf: bytes, pos: i64) -> tuple[
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -272,15 +336,14 @@ def _decode_ReadShareGroupStateSummaryRequest_v0(buf: bytes, pos: i64) -> tuple[
         for _i_topics in range(n):
             x_topics, pos = _decode_ReadShareGroupStateSummaryRequestReadStateSummaryData_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -292,12 +355,12 @@ def _decode_ReadShareGroupStateSummaryRequest_v0(buf: bytes, pos: i64) -> tuple[
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ReadShareGroupStateSummaryRequest(group_id=f_group_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_ReadShareGroupStateSummaryRequest_v0(o: ReadShareGroupStateSummaryRequest, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
@@ -310,7 +373,7 @@ def _encode_ReadShareGroupStateSummaryRequest_v0(o: ReadShareGroupStateSummaryRe
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -329,14 +392,18 @@ def _encode_ReadShareGroupStateSummaryRequest_v0(o: ReadShareGroupStateSummaryRe
 
 
 def _decode_ReadShareGroupStateSummaryResponsePartitionResult_v0(buf: bytes, pos: i64) -> tuple[ReadShareGroupStateSummaryResponsePartitionResult, i64]:
-    o = _new(_K_ReadShareGroupStateSummaryResponsePartitionResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.delivery_complete_count = -1
-    o.partition = read_i32_be(buf, pos)
+    f_partition: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_state_epoch: Any
+    f_leader_epoch: Any
+    f_start_offset: Any
+    f_partition = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -345,29 +412,28 @@ def _decode_ReadShareGroupStateSummaryResponsePartitionResult_v0(buf: bytes, pos
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
-    o.state_epoch = read_i32_be(buf, pos)
+    f_state_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.start_offset = read_i64_be(buf, pos)
+    f_start_offset = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -379,14 +445,16 @@ def _decode_ReadShareGroupStateSummaryResponsePartitionResult_v0(buf: bytes, pos
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ReadShareGroupStateSummaryResponsePartitionResult(partition=f_partition, error_code=f_error_code, error_message=f_error_message, state_epoch=f_state_epoch, leader_epoch=f_leader_epoch, start_offset=f_start_offset, unknown_tagged_fields=utf), pos
 
 
 def _encode_ReadShareGroupStateSummaryResponsePartitionResult_v0(o: ReadShareGroupStateSummaryResponsePartitionResult, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_partition: int = o.partition
+    write_i32_be(w, v_partition)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -399,9 +467,12 @@ def _encode_ReadShareGroupStateSummaryResponsePartitionResult_v0(o: ReadShareGro
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    write_i32_be(w, o.state_epoch)
-    write_i32_be(w, o.leader_epoch)
-    write_i64_be(w, o.start_offset)
+    v_state_epoch: int = o.state_epoch
+    write_i32_be(w, v_state_epoch)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
+    v_start_offset: int = o.start_offset
+    write_i64_be(w, v_start_offset)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -409,13 +480,19 @@ def _encode_ReadShareGroupStateSummaryResponsePartitionResult_v0(o: ReadShareGro
 
 
 def _decode_ReadShareGroupStateSummaryResponsePartitionResult_v1(buf: bytes, pos: i64) -> tuple[ReadShareGroupStateSummaryResponsePartitionResult, i64]:
-    o = _new(_K_ReadShareGroupStateSummaryResponsePartitionResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition = read_i32_be(buf, pos)
+    f_partition: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_state_epoch: Any
+    f_leader_epoch: Any
+    f_start_offset: Any
+    f_delivery_complete_count: Any
+    f_partition = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -424,31 +501,30 @@ def _decode_ReadShareGroupStateSummaryResponsePartitionResult_v1(buf: bytes, pos
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
-    o.state_epoch = read_i32_be(buf, pos)
+    f_state_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.start_offset = read_i64_be(buf, pos)
+    f_start_offset = read_i64_be(buf, pos)
     pos += 8
-    o.delivery_complete_count = read_i32_be(buf, pos)
+    f_delivery_complete_count = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -460,14 +536,16 @@ def _decode_ReadShareGroupStateSummaryResponsePartitionResult_v1(buf: bytes, pos
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ReadShareGroupStateSummaryResponsePartitionResult(partition=f_partition, error_code=f_error_code, error_message=f_error_message, state_epoch=f_state_epoch, leader_epoch=f_leader_epoch, start_offset=f_start_offset, delivery_complete_count=f_delivery_complete_count, unknown_tagged_fields=utf), pos
 
 
 def _encode_ReadShareGroupStateSummaryResponsePartitionResult_v1(o: ReadShareGroupStateSummaryResponsePartitionResult, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_partition: int = o.partition
+    write_i32_be(w, v_partition)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -480,10 +558,14 @@ def _encode_ReadShareGroupStateSummaryResponsePartitionResult_v1(o: ReadShareGro
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    write_i32_be(w, o.state_epoch)
-    write_i32_be(w, o.leader_epoch)
-    write_i64_be(w, o.start_offset)
-    write_i32_be(w, o.delivery_complete_count)
+    v_state_epoch: int = o.state_epoch
+    write_i32_be(w, v_state_epoch)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
+    v_start_offset: int = o.start_offset
+    write_i64_be(w, v_start_offset)
+    v_delivery_complete_count: int = o.delivery_complete_count
+    write_i32_be(w, v_delivery_complete_count)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -491,11 +573,12 @@ def _encode_ReadShareGroupStateSummaryResponsePartitionResult_v1(o: ReadShareGro
 
 
 def _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v0(buf: bytes, pos: i64) -> tuple[ReadShareGroupStateSummaryResponseReadStateSummaryResult, i64]:
-    o = _new(_K_ReadShareGroupStateSummaryResponseReadStateSummaryResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partitions: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -512,15 +595,14 @@ def _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v0(buf: byt
         for _i_partitions in range(n):
             x_partitions, pos = _decode_ReadShareGroupStateSummaryResponsePartitionResult_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -532,13 +614,13 @@ def _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v0(buf: byt
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ReadShareGroupStateSummaryResponseReadStateSummaryResult(topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v0(o: ReadShareGroupStateSummaryResponseReadStateSummaryResult, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -557,11 +639,12 @@ def _encode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v0(o: ReadS
 
 
 def _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v1(buf: bytes, pos: i64) -> tuple[ReadShareGroupStateSummaryResponseReadStateSummaryResult, i64]:
-    o = _new(_K_ReadShareGroupStateSummaryResponseReadStateSummaryResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partitions: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -578,15 +661,14 @@ def _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v1(buf: byt
         for _i_partitions in range(n):
             x_partitions, pos = _decode_ReadShareGroupStateSummaryResponsePartitionResult_v1(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -598,13 +680,13 @@ def _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v1(buf: byt
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ReadShareGroupStateSummaryResponseReadStateSummaryResult(topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v1(o: ReadShareGroupStateSummaryResponseReadStateSummaryResult, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
@@ -623,10 +705,10 @@ def _encode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v1(o: ReadS
 
 
 def _decode_ReadShareGroupStateSummaryResponse_v0(buf: bytes, pos: i64) -> tuple[ReadShareGroupStateSummaryResponse, i64]:
-    o = _new(_K_ReadShareGroupStateSummaryResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_results: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -642,15 +724,14 @@ def _decode_ReadShareGroupStateSummaryResponse_v0(buf: bytes, pos: i64) -> tuple
         for _i_results in range(n):
             x_results, pos = _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v0(buf, pos)
             lst_results.append(x_results)
-        o.results = lst_results
+        f_results = lst_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -662,12 +743,12 @@ def _decode_ReadShareGroupStateSummaryResponse_v0(buf: bytes, pos: i64) -> tuple
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ReadShareGroupStateSummaryResponse(results=f_results, unknown_tagged_fields=utf), pos
 
 
 def _encode_ReadShareGroupStateSummaryResponse_v0(o: ReadShareGroupStateSummaryResponse, w: BytesWriter) -> None:
-    x_results = o.results
+    x_results: Any = o.results
     if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=0)
     else:
@@ -686,10 +767,10 @@ def _encode_ReadShareGroupStateSummaryResponse_v0(o: ReadShareGroupStateSummaryR
 
 
 def _decode_ReadShareGroupStateSummaryResponse_v1(buf: bytes, pos: i64) -> tuple[ReadShareGroupStateSummaryResponse, i64]:
-    o = _new(_K_ReadShareGroupStateSummaryResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_results: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -705,15 +786,14 @@ def _decode_ReadShareGroupStateSummaryResponse_v1(buf: bytes, pos: i64) -> tuple
         for _i_results in range(n):
             x_results, pos = _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v1(buf, pos)
             lst_results.append(x_results)
-        o.results = lst_results
+        f_results = lst_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -725,12 +805,12 @@ def _decode_ReadShareGroupStateSummaryResponse_v1(buf: bytes, pos: i64) -> tuple
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ReadShareGroupStateSummaryResponse(results=f_results, unknown_tagged_fields=utf), pos
 
 
 def _encode_ReadShareGroupStateSummaryResponse_v1(o: ReadShareGroupStateSummaryResponse, w: BytesWriter) -> None:
-    x_results = o.results
+    x_results: Any = o.results
     if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=1)
     else:
@@ -758,4 +838,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (ReadShareGroupStateSummaryResponse, {0: _decode_ReadShareGroupStateSummaryResponse_v0, 1: _decode_ReadShareGroupStateSummaryResponse_v1}, {0: _encode_ReadShareGroupStateSummaryResponse_v0, 1: _encode_ReadShareGroupStateSummaryResponse_v1}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.read_share_group_state_summary', TABLES)

@@ -21,20 +21,14 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
+from kafka_wire.codec.native_base import Message as _NativeMessage
 from kafka_wire.codec.runtime import ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.remove_raft_voter import (
-    RemoveRaftVoterRequest,
-    RemoveRaftVoterResponse,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_RemoveRaftVoterRequest: Final = RemoveRaftVoterRequest
-_K_RemoveRaftVoterResponse: Final = RemoveRaftVoterResponse
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -120,11 +114,37 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class RemoveRaftVoterRequest(_NativeMessage):
+    cluster_id: Any
+    voter_id: Any
+    voter_directory_id: Any
+
+    def __init__(self, *, cluster_id: Any = '', voter_id: Any = 0, voter_directory_id: Any = ZERO_UUID, unknown_tagged_fields: Any = ()) -> None:
+        self.cluster_id = cluster_id
+        self.voter_id = voter_id
+        self.voter_directory_id = voter_directory_id
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class RemoveRaftVoterResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+    error_message: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, error_message: Any = '', unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
 def _decode_RemoveRaftVoterRequest_v0(buf: bytes, pos: i64) -> tuple[RemoveRaftVoterRequest, i64]:
-    o = _new(_K_RemoveRaftVoterRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_cluster_id: Any
+    f_voter_id: Any
+    f_voter_directory_id: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -132,27 +152,26 @@ def _decode_RemoveRaftVoterRequest_v0(buf: bytes, pos: i64) -> tuple[RemoveRaftV
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.cluster_id = None
+        f_cluster_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ClusterId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ClusterId')
-        o.cluster_id = buf[pos:end].decode()
+        f_cluster_id = buf[pos:end].decode()
         pos = end
-    o.voter_id = read_i32_be(buf, pos)
+    f_voter_id = read_i32_be(buf, pos)
     pos += 4
-    o.voter_directory_id = _uuid(buf, pos)
+    f_voter_directory_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -164,12 +183,12 @@ def _decode_RemoveRaftVoterRequest_v0(buf: bytes, pos: i64) -> tuple[RemoveRaftV
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return RemoveRaftVoterRequest(cluster_id=f_cluster_id, voter_id=f_voter_id, voter_directory_id=f_voter_directory_id, unknown_tagged_fields=utf), pos
 
 
 def _encode_RemoveRaftVoterRequest_v0(o: RemoveRaftVoterRequest, w: BytesWriter) -> None:
-    x_cluster_id = o.cluster_id
+    x_cluster_id: str | None = o.cluster_id
     if x_cluster_id is None:
         w.append(_ZERO)
     else:
@@ -182,7 +201,8 @@ def _encode_RemoveRaftVoterRequest_v0(o: RemoveRaftVoterRequest, w: BytesWriter)
         else:
             _put_uvarint(w, m)
         w.write(b_cluster_id)
-    write_i32_be(w, o.voter_id)
+    v_voter_id: int = o.voter_id
+    write_i32_be(w, v_voter_id)
     _put_uuid(w, o.voter_directory_id)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
@@ -191,13 +211,15 @@ def _encode_RemoveRaftVoterRequest_v0(o: RemoveRaftVoterRequest, w: BytesWriter)
 
 
 def _decode_RemoveRaftVoterResponse_v0(buf: bytes, pos: i64) -> tuple[RemoveRaftVoterResponse, i64]:
-    o = _new(_K_RemoveRaftVoterResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -206,23 +228,22 @@ def _decode_RemoveRaftVoterResponse_v0(buf: bytes, pos: i64) -> tuple[RemoveRaft
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -234,14 +255,16 @@ def _decode_RemoveRaftVoterResponse_v0(buf: bytes, pos: i64) -> tuple[RemoveRaft
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return RemoveRaftVoterResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, unknown_tagged_fields=utf), pos
 
 
 def _encode_RemoveRaftVoterResponse_v0(o: RemoveRaftVoterResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -266,4 +289,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (RemoveRaftVoterResponse, {0: _decode_RemoveRaftVoterResponse_v0}, {0: _encode_RemoveRaftVoterResponse_v0}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.remove_raft_voter', TABLES)

@@ -24,20 +24,14 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
+from kafka_wire.codec.native_base import Message as _NativeMessage
 from kafka_wire.codec.runtime import ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.renew_delegation_token import (
-    RenewDelegationTokenRequest,
-    RenewDelegationTokenResponse,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_RenewDelegationTokenRequest: Final = RenewDelegationTokenRequest
-_K_RenewDelegationTokenResponse: Final = RenewDelegationTokenResponse
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -123,11 +117,34 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class RenewDelegationTokenRequest(_NativeMessage):
+    hmac: Any
+    renew_period_ms: Any
+
+    def __init__(self, *, hmac: Any = b"", renew_period_ms: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.hmac = hmac
+        self.renew_period_ms = renew_period_ms
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class RenewDelegationTokenResponse(_NativeMessage):
+    error_code: Any
+    expiry_timestamp_ms: Any
+    throttle_time_ms: Any
+
+    def __init__(self, *, error_code: Any = 0, expiry_timestamp_ms: Any = 0, throttle_time_ms: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.error_code = error_code
+        self.expiry_timestamp_ms = expiry_timestamp_ms
+        self.throttle_time_ms = throttle_time_ms
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
 def _decode_RenewDelegationTokenRequest_v0(buf: bytes, pos: i64) -> tuple[RenewDelegationTokenRequest, i64]:
-    o = _new(_K_RenewDelegationTokenRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_hmac: Any
+    f_renew_period_ms: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -136,32 +153,34 @@ def _decode_RenewDelegationTokenRequest_v0(buf: bytes, pos: i64) -> tuple[RenewD
         end = pos + n
         if end > blen:
             raise _truncated('Hmac')
-        o.hmac = buf[pos:end]
+        f_hmac = buf[pos:end]
         pos = end
-    o.renew_period_ms = read_i64_be(buf, pos)
+    f_renew_period_ms = read_i64_be(buf, pos)
     pos += 8
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return RenewDelegationTokenRequest(hmac=f_hmac, renew_period_ms=f_renew_period_ms, unknown_tagged_fields=utf), pos
 
 
 def _encode_RenewDelegationTokenRequest_v0(o: RenewDelegationTokenRequest, w: BytesWriter) -> None:
-    x_hmac = o.hmac
+    x_hmac: Any = o.hmac
     if x_hmac is None:
         raise ValueOutOfRangeError('non-nullable field Hmac is None', version=0)
     else:
         b_hmac = _as_bytes(x_hmac)
         write_i32_be(w, len(b_hmac))
         w.write(b_hmac)
-    write_i64_be(w, o.renew_period_ms)
+    v_renew_period_ms: int = o.renew_period_ms
+    write_i64_be(w, v_renew_period_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_RenewDelegationTokenRequest_v2(buf: bytes, pos: i64) -> tuple[RenewDelegationTokenRequest, i64]:
-    o = _new(_K_RenewDelegationTokenRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_hmac: Any
+    f_renew_period_ms: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -174,18 +193,17 @@ def _decode_RenewDelegationTokenRequest_v2(buf: bytes, pos: i64) -> tuple[RenewD
         end = pos + n
         if end > blen:
             raise _truncated('Hmac')
-        o.hmac = buf[pos:end]
+        f_hmac = buf[pos:end]
         pos = end
-    o.renew_period_ms = read_i64_be(buf, pos)
+    f_renew_period_ms = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -197,12 +215,12 @@ def _decode_RenewDelegationTokenRequest_v2(buf: bytes, pos: i64) -> tuple[RenewD
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return RenewDelegationTokenRequest(hmac=f_hmac, renew_period_ms=f_renew_period_ms, unknown_tagged_fields=utf), pos
 
 
 def _encode_RenewDelegationTokenRequest_v2(o: RenewDelegationTokenRequest, w: BytesWriter) -> None:
-    x_hmac = o.hmac
+    x_hmac: Any = o.hmac
     if x_hmac is None:
         raise ValueOutOfRangeError('non-nullable field Hmac is None', version=2)
     else:
@@ -213,7 +231,8 @@ def _encode_RenewDelegationTokenRequest_v2(o: RenewDelegationTokenRequest, w: By
         else:
             _put_uvarint(w, m)
         w.write(b_hmac)
-    write_i64_be(w, o.renew_period_ms)
+    v_renew_period_ms: int = o.renew_period_ms
+    write_i64_be(w, v_renew_period_ms)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -221,44 +240,50 @@ def _encode_RenewDelegationTokenRequest_v2(o: RenewDelegationTokenRequest, w: By
 
 
 def _decode_RenewDelegationTokenResponse_v0(buf: bytes, pos: i64) -> tuple[RenewDelegationTokenResponse, i64]:
-    o = _new(_K_RenewDelegationTokenResponse)
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_expiry_timestamp_ms: Any
+    f_throttle_time_ms: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.expiry_timestamp_ms = read_i64_be(buf, pos)
+    f_expiry_timestamp_ms = read_i64_be(buf, pos)
     pos += 8
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return RenewDelegationTokenResponse(error_code=f_error_code, expiry_timestamp_ms=f_expiry_timestamp_ms, throttle_time_ms=f_throttle_time_ms, unknown_tagged_fields=utf), pos
 
 
 def _encode_RenewDelegationTokenResponse_v0(o: RenewDelegationTokenResponse, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    write_i64_be(w, o.expiry_timestamp_ms)
-    write_i32_be(w, o.throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_expiry_timestamp_ms: int = o.expiry_timestamp_ms
+    write_i64_be(w, v_expiry_timestamp_ms)
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_RenewDelegationTokenResponse_v2(buf: bytes, pos: i64) -> tuple[RenewDelegationTokenResponse, i64]:
-    o = _new(_K_RenewDelegationTokenResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_expiry_timestamp_ms: Any
+    f_throttle_time_ms: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.expiry_timestamp_ms = read_i64_be(buf, pos)
+    f_expiry_timestamp_ms = read_i64_be(buf, pos)
     pos += 8
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -270,14 +295,17 @@ def _decode_RenewDelegationTokenResponse_v2(buf: bytes, pos: i64) -> tuple[Renew
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return RenewDelegationTokenResponse(error_code=f_error_code, expiry_timestamp_ms=f_expiry_timestamp_ms, throttle_time_ms=f_throttle_time_ms, unknown_tagged_fields=utf), pos
 
 
 def _encode_RenewDelegationTokenResponse_v2(o: RenewDelegationTokenResponse, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    write_i64_be(w, o.expiry_timestamp_ms)
-    write_i32_be(w, o.throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_expiry_timestamp_ms: int = o.expiry_timestamp_ms
+    write_i64_be(w, v_expiry_timestamp_ms)
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -290,4 +318,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (RenewDelegationTokenResponse, {0: _decode_RenewDelegationTokenResponse_v0, 1: _decode_RenewDelegationTokenResponse_v0, 2: _decode_RenewDelegationTokenResponse_v2}, {0: _encode_RenewDelegationTokenResponse_v0, 1: _encode_RenewDelegationTokenResponse_v0, 2: _encode_RenewDelegationTokenResponse_v2}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.renew_delegation_token', TABLES)

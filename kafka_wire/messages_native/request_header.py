@@ -21,18 +21,14 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
+from kafka_wire.codec.native_base import Message as _NativeMessage
 from kafka_wire.codec.runtime import ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.request_header import (
-    RequestHeader,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_RequestHeader: Final = RequestHeader
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -118,61 +114,85 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class RequestHeader(_NativeMessage):
+    request_api_key: Any
+    request_api_version: Any
+    correlation_id: Any
+    client_id: Any
+
+    def __init__(self, *, request_api_key: Any = 0, request_api_version: Any = 0, correlation_id: Any = 0, client_id: Any = '', unknown_tagged_fields: Any = ()) -> None:
+        self.request_api_key = request_api_key
+        self.request_api_version = request_api_version
+        self.correlation_id = correlation_id
+        self.client_id = client_id
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
 def _decode_RequestHeader_v0(buf: bytes, pos: i64) -> tuple[RequestHeader, i64]:
-    o = _new(_K_RequestHeader)
-    o.client_id = ''
-    o.request_api_key = read_i16_be(buf, pos)
+    f_request_api_key: Any
+    f_request_api_version: Any
+    f_correlation_id: Any
+    f_request_api_key = read_i16_be(buf, pos)
     pos += 2
-    o.request_api_version = read_i16_be(buf, pos)
+    f_request_api_version = read_i16_be(buf, pos)
     pos += 2
-    o.correlation_id = read_i32_be(buf, pos)
+    f_correlation_id = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return RequestHeader(request_api_key=f_request_api_key, request_api_version=f_request_api_version, correlation_id=f_correlation_id, unknown_tagged_fields=utf), pos
 
 
 def _encode_RequestHeader_v0(o: RequestHeader, w: BytesWriter) -> None:
     if o.client_id != '':
         raise FieldNotInVersionError('non-default ClientId cannot be written', version=0)
-    write_i16_be(w, o.request_api_key)
-    write_i16_be(w, o.request_api_version)
-    write_i32_be(w, o.correlation_id)
+    v_request_api_key: int = o.request_api_key
+    write_i16_be(w, v_request_api_key)
+    v_request_api_version: int = o.request_api_version
+    write_i16_be(w, v_request_api_version)
+    v_correlation_id: int = o.correlation_id
+    write_i32_be(w, v_correlation_id)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_RequestHeader_v1(buf: bytes, pos: i64) -> tuple[RequestHeader, i64]:
-    o = _new(_K_RequestHeader)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.request_api_key = read_i16_be(buf, pos)
+    f_request_api_key: Any
+    f_request_api_version: Any
+    f_correlation_id: Any
+    f_client_id: Any
+    f_request_api_key = read_i16_be(buf, pos)
     pos += 2
-    o.request_api_version = read_i16_be(buf, pos)
+    f_request_api_version = read_i16_be(buf, pos)
     pos += 2
-    o.correlation_id = read_i32_be(buf, pos)
+    f_correlation_id = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.client_id = None
+        f_client_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ClientId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ClientId')
-        o.client_id = buf[pos:end].decode()
+        f_client_id = buf[pos:end].decode()
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return RequestHeader(request_api_key=f_request_api_key, request_api_version=f_request_api_version, correlation_id=f_correlation_id, client_id=f_client_id, unknown_tagged_fields=utf), pos
 
 
 def _encode_RequestHeader_v1(o: RequestHeader, w: BytesWriter) -> None:
-    write_i16_be(w, o.request_api_key)
-    write_i16_be(w, o.request_api_version)
-    write_i32_be(w, o.correlation_id)
-    x_client_id = o.client_id
+    v_request_api_key: int = o.request_api_key
+    write_i16_be(w, v_request_api_key)
+    v_request_api_version: int = o.request_api_version
+    write_i16_be(w, v_request_api_version)
+    v_correlation_id: int = o.correlation_id
+    write_i32_be(w, v_correlation_id)
+    x_client_id: str | None = o.client_id
     if x_client_id is None:
         write_i16_be(w, -1)
     else:
@@ -186,36 +206,38 @@ def _encode_RequestHeader_v1(o: RequestHeader, w: BytesWriter) -> None:
 
 
 def _decode_RequestHeader_v2(buf: bytes, pos: i64) -> tuple[RequestHeader, i64]:
-    o = _new(_K_RequestHeader)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.request_api_key = read_i16_be(buf, pos)
+    f_request_api_key: Any
+    f_request_api_version: Any
+    f_correlation_id: Any
+    f_client_id: Any
+    f_request_api_key = read_i16_be(buf, pos)
     pos += 2
-    o.request_api_version = read_i16_be(buf, pos)
+    f_request_api_version = read_i16_be(buf, pos)
     pos += 2
-    o.correlation_id = read_i32_be(buf, pos)
+    f_correlation_id = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.client_id = None
+        f_client_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ClientId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ClientId')
-        o.client_id = buf[pos:end].decode()
+        f_client_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -227,15 +249,18 @@ def _decode_RequestHeader_v2(buf: bytes, pos: i64) -> tuple[RequestHeader, i64]:
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return RequestHeader(request_api_key=f_request_api_key, request_api_version=f_request_api_version, correlation_id=f_correlation_id, client_id=f_client_id, unknown_tagged_fields=utf), pos
 
 
 def _encode_RequestHeader_v2(o: RequestHeader, w: BytesWriter) -> None:
-    write_i16_be(w, o.request_api_key)
-    write_i16_be(w, o.request_api_version)
-    write_i32_be(w, o.correlation_id)
-    x_client_id = o.client_id
+    v_request_api_key: int = o.request_api_key
+    write_i16_be(w, v_request_api_key)
+    v_request_api_version: int = o.request_api_version
+    write_i16_be(w, v_request_api_version)
+    v_correlation_id: int = o.correlation_id
+    write_i32_be(w, v_correlation_id)
+    x_client_id: str | None = o.client_id
     if x_client_id is None:
         write_i16_be(w, -1)
     else:
@@ -255,4 +280,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (RequestHeader, {0: _decode_RequestHeader_v0, 1: _decode_RequestHeader_v1, 2: _decode_RequestHeader_v2}, {0: _encode_RequestHeader_v0, 1: _encode_RequestHeader_v1, 2: _encode_RequestHeader_v2}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.request_header', TABLES)

@@ -18,18 +18,14 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
+from kafka_wire.codec.native_base import Message as _NativeMessage
 from kafka_wire.codec.runtime import ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError
-from kafka_wire.messages.response_header import (
-    ResponseHeader,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_ResponseHeader: Final = ResponseHeader
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -115,35 +111,43 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class ResponseHeader(_NativeMessage):
+    correlation_id: Any
+
+    def __init__(self, *, correlation_id: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.correlation_id = correlation_id
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
 def _decode_ResponseHeader_v0(buf: bytes, pos: i64) -> tuple[ResponseHeader, i64]:
-    o = _new(_K_ResponseHeader)
-    o.correlation_id = read_i32_be(buf, pos)
+    f_correlation_id: Any
+    f_correlation_id = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return ResponseHeader(correlation_id=f_correlation_id, unknown_tagged_fields=utf), pos
 
 
 def _encode_ResponseHeader_v0(o: ResponseHeader, w: BytesWriter) -> None:
-    write_i32_be(w, o.correlation_id)
+    v_correlation_id: int = o.correlation_id
+    write_i32_be(w, v_correlation_id)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_ResponseHeader_v1(buf: bytes, pos: i64) -> tuple[ResponseHeader, i64]:
-    o = _new(_K_ResponseHeader)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.correlation_id = read_i32_be(buf, pos)
+    f_correlation_id: Any
+    f_correlation_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -155,12 +159,13 @@ def _decode_ResponseHeader_v1(buf: bytes, pos: i64) -> tuple[ResponseHeader, i64
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ResponseHeader(correlation_id=f_correlation_id, unknown_tagged_fields=utf), pos
 
 
 def _encode_ResponseHeader_v1(o: ResponseHeader, w: BytesWriter) -> None:
-    write_i32_be(w, o.correlation_id)
+    v_correlation_id: int = o.correlation_id
+    write_i32_be(w, v_correlation_id)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -172,4 +177,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (ResponseHeader, {0: _decode_ResponseHeader_v0, 1: _decode_ResponseHeader_v1}, {0: _encode_ResponseHeader_v0, 1: _encode_ResponseHeader_v1}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.response_header', TABLES)

@@ -22,20 +22,14 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
+from kafka_wire.codec.native_base import Message as _NativeMessage
 from kafka_wire.codec.runtime import ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.sasl_authenticate import (
-    SaslAuthenticateRequest,
-    SaslAuthenticateResponse,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_SaslAuthenticateRequest: Final = SaslAuthenticateRequest
-_K_SaslAuthenticateResponse: Final = SaslAuthenticateResponse
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -121,11 +115,33 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class SaslAuthenticateRequest(_NativeMessage):
+    auth_bytes: Any
+
+    def __init__(self, *, auth_bytes: Any = b"", unknown_tagged_fields: Any = ()) -> None:
+        self.auth_bytes = auth_bytes
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class SaslAuthenticateResponse(_NativeMessage):
+    error_code: Any
+    error_message: Any
+    auth_bytes: Any
+    session_lifetime_ms: Any
+
+    def __init__(self, *, error_code: Any = 0, error_message: Any = '', auth_bytes: Any = b"", session_lifetime_ms: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.auth_bytes = auth_bytes
+        self.session_lifetime_ms = session_lifetime_ms
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
 def _decode_SaslAuthenticateRequest_v0(buf: bytes, pos: i64) -> tuple[SaslAuthenticateRequest, i64]:
-    o = _new(_K_SaslAuthenticateRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_auth_bytes: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -134,14 +150,14 @@ def _decode_SaslAuthenticateRequest_v0(buf: bytes, pos: i64) -> tuple[SaslAuthen
         end = pos + n
         if end > blen:
             raise _truncated('AuthBytes')
-        o.auth_bytes = buf[pos:end]
+        f_auth_bytes = buf[pos:end]
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return SaslAuthenticateRequest(auth_bytes=f_auth_bytes, unknown_tagged_fields=utf), pos
 
 
 def _encode_SaslAuthenticateRequest_v0(o: SaslAuthenticateRequest, w: BytesWriter) -> None:
-    x_auth_bytes = o.auth_bytes
+    x_auth_bytes: Any = o.auth_bytes
     if x_auth_bytes is None:
         raise ValueOutOfRangeError('non-nullable field AuthBytes is None', version=0)
     else:
@@ -153,10 +169,10 @@ def _encode_SaslAuthenticateRequest_v0(o: SaslAuthenticateRequest, w: BytesWrite
 
 
 def _decode_SaslAuthenticateRequest_v2(buf: bytes, pos: i64) -> tuple[SaslAuthenticateRequest, i64]:
-    o = _new(_K_SaslAuthenticateRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_auth_bytes: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -169,16 +185,15 @@ def _decode_SaslAuthenticateRequest_v2(buf: bytes, pos: i64) -> tuple[SaslAuthen
         end = pos + n
         if end > blen:
             raise _truncated('AuthBytes')
-        o.auth_bytes = buf[pos:end]
+        f_auth_bytes = buf[pos:end]
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -190,12 +205,12 @@ def _decode_SaslAuthenticateRequest_v2(buf: bytes, pos: i64) -> tuple[SaslAuthen
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return SaslAuthenticateRequest(auth_bytes=f_auth_bytes, unknown_tagged_fields=utf), pos
 
 
 def _encode_SaslAuthenticateRequest_v2(o: SaslAuthenticateRequest, w: BytesWriter) -> None:
-    x_auth_bytes = o.auth_bytes
+    x_auth_bytes: Any = o.auth_bytes
     if x_auth_bytes is None:
         raise ValueOutOfRangeError('non-nullable field AuthBytes is None', version=2)
     else:
@@ -213,24 +228,25 @@ def _encode_SaslAuthenticateRequest_v2(o: SaslAuthenticateRequest, w: BytesWrite
 
 
 def _decode_SaslAuthenticateResponse_v0(buf: bytes, pos: i64) -> tuple[SaslAuthenticateResponse, i64]:
-    o = _new(_K_SaslAuthenticateResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.session_lifetime_ms = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_error_message: Any
+    f_auth_bytes: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -240,15 +256,16 @@ def _decode_SaslAuthenticateResponse_v0(buf: bytes, pos: i64) -> tuple[SaslAuthe
         end = pos + n
         if end > blen:
             raise _truncated('AuthBytes')
-        o.auth_bytes = buf[pos:end]
+        f_auth_bytes = buf[pos:end]
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return SaslAuthenticateResponse(error_code=f_error_code, error_message=f_error_message, auth_bytes=f_auth_bytes, unknown_tagged_fields=utf), pos
 
 
 def _encode_SaslAuthenticateResponse_v0(o: SaslAuthenticateResponse, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         write_i16_be(w, -1)
     else:
@@ -257,7 +274,7 @@ def _encode_SaslAuthenticateResponse_v0(o: SaslAuthenticateResponse, w: BytesWri
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=0)
         write_i16_be(w, len(b_error_message))
         w.write(b_error_message)
-    x_auth_bytes = o.auth_bytes
+    x_auth_bytes: Any = o.auth_bytes
     if x_auth_bytes is None:
         raise ValueOutOfRangeError('non-nullable field AuthBytes is None', version=0)
     else:
@@ -269,23 +286,26 @@ def _encode_SaslAuthenticateResponse_v0(o: SaslAuthenticateResponse, w: BytesWri
 
 
 def _decode_SaslAuthenticateResponse_v1(buf: bytes, pos: i64) -> tuple[SaslAuthenticateResponse, i64]:
-    o = _new(_K_SaslAuthenticateResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_error_message: Any
+    f_auth_bytes: Any
+    f_session_lifetime_ms: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -295,17 +315,18 @@ def _decode_SaslAuthenticateResponse_v1(buf: bytes, pos: i64) -> tuple[SaslAuthe
         end = pos + n
         if end > blen:
             raise _truncated('AuthBytes')
-        o.auth_bytes = buf[pos:end]
+        f_auth_bytes = buf[pos:end]
         pos = end
-    o.session_lifetime_ms = read_i64_be(buf, pos)
+    f_session_lifetime_ms = read_i64_be(buf, pos)
     pos += 8
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return SaslAuthenticateResponse(error_code=f_error_code, error_message=f_error_message, auth_bytes=f_auth_bytes, session_lifetime_ms=f_session_lifetime_ms, unknown_tagged_fields=utf), pos
 
 
 def _encode_SaslAuthenticateResponse_v1(o: SaslAuthenticateResponse, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         write_i16_be(w, -1)
     else:
@@ -314,24 +335,28 @@ def _encode_SaslAuthenticateResponse_v1(o: SaslAuthenticateResponse, w: BytesWri
             raise ValueOutOfRangeError('string field ErrorMessage is too long', version=1)
         write_i16_be(w, len(b_error_message))
         w.write(b_error_message)
-    x_auth_bytes = o.auth_bytes
+    x_auth_bytes: Any = o.auth_bytes
     if x_auth_bytes is None:
         raise ValueOutOfRangeError('non-nullable field AuthBytes is None', version=1)
     else:
         b_auth_bytes = _as_bytes(x_auth_bytes)
         write_i32_be(w, len(b_auth_bytes))
         w.write(b_auth_bytes)
-    write_i64_be(w, o.session_lifetime_ms)
+    v_session_lifetime_ms: int = o.session_lifetime_ms
+    write_i64_be(w, v_session_lifetime_ms)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_SaslAuthenticateResponse_v2(buf: bytes, pos: i64) -> tuple[SaslAuthenticateResponse, i64]:
-    o = _new(_K_SaslAuthenticateResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_error_message: Any
+    f_auth_bytes: Any
+    f_session_lifetime_ms: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -340,14 +365,14 @@ def _decode_SaslAuthenticateResponse_v2(buf: bytes, pos: i64) -> tuple[SaslAuthe
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -361,18 +386,17 @@ def _decode_SaslAuthenticateResponse_v2(buf: bytes, pos: i64) -> tuple[SaslAuthe
         end = pos + n
         if end > blen:
             raise _truncated('AuthBytes')
-        o.auth_bytes = buf[pos:end]
+        f_auth_bytes = buf[pos:end]
         pos = end
-    o.session_lifetime_ms = read_i64_be(buf, pos)
+    f_session_lifetime_ms = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -384,13 +408,14 @@ def _decode_SaslAuthenticateResponse_v2(buf: bytes, pos: i64) -> tuple[SaslAuthe
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return SaslAuthenticateResponse(error_code=f_error_code, error_message=f_error_message, auth_bytes=f_auth_bytes, session_lifetime_ms=f_session_lifetime_ms, unknown_tagged_fields=utf), pos
 
 
 def _encode_SaslAuthenticateResponse_v2(o: SaslAuthenticateResponse, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -403,7 +428,7 @@ def _encode_SaslAuthenticateResponse_v2(o: SaslAuthenticateResponse, w: BytesWri
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    x_auth_bytes = o.auth_bytes
+    x_auth_bytes: Any = o.auth_bytes
     if x_auth_bytes is None:
         raise ValueOutOfRangeError('non-nullable field AuthBytes is None', version=2)
     else:
@@ -414,7 +439,8 @@ def _encode_SaslAuthenticateResponse_v2(o: SaslAuthenticateResponse, w: BytesWri
         else:
             _put_uvarint(w, m)
         w.write(b_auth_bytes)
-    write_i64_be(w, o.session_lifetime_ms)
+    v_session_lifetime_ms: int = o.session_lifetime_ms
+    write_i64_be(w, v_session_lifetime_ms)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -427,4 +453,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (SaslAuthenticateResponse, {0: _decode_SaslAuthenticateResponse_v0, 1: _decode_SaslAuthenticateResponse_v1, 2: _decode_SaslAuthenticateResponse_v2}, {0: _encode_SaslAuthenticateResponse_v0, 1: _encode_SaslAuthenticateResponse_v1, 2: _encode_SaslAuthenticateResponse_v2}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.sasl_authenticate', TABLES)

@@ -21,20 +21,14 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.sasl_handshake import (
-    SaslHandshakeRequest,
-    SaslHandshakeResponse,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_SaslHandshakeRequest: Final = SaslHandshakeRequest
-_K_SaslHandshakeResponse: Final = SaslHandshakeResponse
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -120,11 +114,29 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class SaslHandshakeRequest(_NativeMessage):
+    mechanism: Any
+
+    def __init__(self, *, mechanism: Any = '', unknown_tagged_fields: Any = ()) -> None:
+        self.mechanism = mechanism
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class SaslHandshakeResponse(_NativeMessage):
+    error_code: Any
+    mechanisms: Any
+
+    def __init__(self, *, error_code: Any = 0, mechanisms: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.error_code = error_code
+        self.mechanisms = [] if mechanisms is FRESH else mechanisms
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
 def _decode_SaslHandshakeRequest_v0(buf: bytes, pos: i64) -> tuple[SaslHandshakeRequest, i64]:
-    o = _new(_K_SaslHandshakeRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_mechanism: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -135,14 +147,14 @@ def _decode_SaslHandshakeRequest_v0(buf: bytes, pos: i64) -> tuple[SaslHandshake
         end = pos + n
         if end > blen:
             raise _truncated('Mechanism')
-        o.mechanism = buf[pos:end].decode()
+        f_mechanism = buf[pos:end].decode()
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return SaslHandshakeRequest(mechanism=f_mechanism, unknown_tagged_fields=utf), pos
 
 
 def _encode_SaslHandshakeRequest_v0(o: SaslHandshakeRequest, w: BytesWriter) -> None:
-    x_mechanism = o.mechanism
+    x_mechanism: str | None = o.mechanism
     if x_mechanism is None:
         raise ValueOutOfRangeError('non-nullable field Mechanism is None', version=0)
     else:
@@ -156,11 +168,12 @@ def _encode_SaslHandshakeRequest_v0(o: SaslHandshakeRequest, w: BytesWriter) -> 
 
 
 def _decode_SaslHandshakeResponse_v0(buf: bytes, pos: i64) -> tuple[SaslHandshakeResponse, i64]:
-    o = _new(_K_SaslHandshakeResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_mechanisms: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -182,14 +195,15 @@ def _decode_SaslHandshakeResponse_v0(buf: bytes, pos: i64) -> tuple[SaslHandshak
                 raise _truncated('Mechanisms')
             lst_mechanisms.append(buf[pos:end].decode())
             pos = end
-        o.mechanisms = lst_mechanisms
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_mechanisms = lst_mechanisms
+    utf: Any = ()
+    return SaslHandshakeResponse(error_code=f_error_code, mechanisms=f_mechanisms, unknown_tagged_fields=utf), pos
 
 
 def _encode_SaslHandshakeResponse_v0(o: SaslHandshakeResponse, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_mechanisms = o.mechanisms
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_mechanisms: Any = o.mechanisms
     if x_mechanisms is None:
         raise ValueOutOfRangeError('non-nullable field Mechanisms is None', version=0)
     else:
@@ -211,4 +225,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (SaslHandshakeResponse, {0: _decode_SaslHandshakeResponse_v0, 1: _decode_SaslHandshakeResponse_v0}, {0: _encode_SaslHandshakeResponse_v0, 1: _encode_SaslHandshakeResponse_v0}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.sasl_handshake', TABLES)

@@ -24,34 +24,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.share_acknowledge import (
-    ShareAcknowledgeRequest,
-    ShareAcknowledgeRequestAcknowledgementBatch,
-    ShareAcknowledgeRequestAcknowledgePartition,
-    ShareAcknowledgeRequestAcknowledgeTopic,
-    ShareAcknowledgeResponse,
-    ShareAcknowledgeResponseLeaderIdAndEpoch,
-    ShareAcknowledgeResponseNodeEndpoint,
-    ShareAcknowledgeResponsePartitionData,
-    ShareAcknowledgeResponseTopicResponse,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_ShareAcknowledgeRequest: Final = ShareAcknowledgeRequest
-_K_ShareAcknowledgeRequestAcknowledgementBatch: Final = ShareAcknowledgeRequestAcknowledgementBatch
-_K_ShareAcknowledgeRequestAcknowledgePartition: Final = ShareAcknowledgeRequestAcknowledgePartition
-_K_ShareAcknowledgeRequestAcknowledgeTopic: Final = ShareAcknowledgeRequestAcknowledgeTopic
-_K_ShareAcknowledgeResponse: Final = ShareAcknowledgeResponse
-_K_ShareAcknowledgeResponseLeaderIdAndEpoch: Final = ShareAcknowledgeResponseLeaderIdAndEpoch
-_K_ShareAcknowledgeResponseNodeEndpoint: Final = ShareAcknowledgeResponseNodeEndpoint
-_K_ShareAcknowledgeResponsePartitionData: Final = ShareAcknowledgeResponsePartitionData
-_K_ShareAcknowledgeResponseTopicResponse: Final = ShareAcknowledgeResponseTopicResponse
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -137,15 +118,140 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class ShareAcknowledgeRequestAcknowledgementBatch(_NativeStruct):
+    first_offset: Any
+    last_offset: Any
+    acknowledge_types: Any
+
+    def __init__(self, *, first_offset: Any = 0, last_offset: Any = 0, acknowledge_types: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.first_offset = first_offset
+        self.last_offset = last_offset
+        self.acknowledge_types = [] if acknowledge_types is FRESH else acknowledge_types
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ShareAcknowledgeRequestAcknowledgePartition(_NativeStruct):
+    partition_index: Any
+    acknowledgement_batches: Any
+
+    def __init__(self, *, partition_index: Any = 0, acknowledgement_batches: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.acknowledgement_batches = [] if acknowledgement_batches is FRESH else acknowledgement_batches
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ShareAcknowledgeRequestAcknowledgeTopic(_NativeStruct):
+    topic_id: Any
+    partitions: Any
+
+    def __init__(self, *, topic_id: Any = ZERO_UUID, partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ShareAcknowledgeRequest(_NativeMessage):
+    group_id: Any
+    member_id: Any
+    share_session_epoch: Any
+    is_renew_ack: Any
+    topics: Any
+
+    def __init__(self, *, group_id: Any = None, member_id: Any = '', share_session_epoch: Any = 0, is_renew_ack: Any = False, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+        self.share_session_epoch = share_session_epoch
+        self.is_renew_ack = is_renew_ack
+        self.topics = [] if topics is FRESH else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ShareAcknowledgeResponseLeaderIdAndEpoch(_NativeStruct):
+    leader_id: Any
+    leader_epoch: Any
+
+    def __init__(self, *, leader_id: Any = 0, leader_epoch: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ShareAcknowledgeResponsePartitionData(_NativeStruct):
+    partition_index: Any
+    error_code: Any
+    error_message: Any
+    current_leader: Any
+
+    def __init__(self, *, partition_index: Any = 0, error_code: Any = 0, error_message: Any = None, current_leader: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.error_message = error_message
+        self.current_leader = ShareAcknowledgeResponseLeaderIdAndEpoch() if current_leader is FRESH else current_leader
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ShareAcknowledgeResponseTopicResponse(_NativeStruct):
+    topic_id: Any
+    partitions: Any
+
+    def __init__(self, *, topic_id: Any = ZERO_UUID, partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ShareAcknowledgeResponseNodeEndpoint(_NativeStruct):
+    node_id: Any
+    host: Any
+    port: Any
+    rack: Any
+
+    def __init__(self, *, node_id: Any = 0, host: Any = '', port: Any = 0, rack: Any = None, unknown_tagged_fields: Any = ()) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.rack = rack
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ShareAcknowledgeResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+    error_message: Any
+    acquisition_lock_timeout_ms: Any
+    responses: Any
+    node_endpoints: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, error_message: Any = None, acquisition_lock_timeout_ms: Any = 0, responses: Any = FRESH, node_endpoints: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.acquisition_lock_timeout_ms = acquisition_lock_timeout_ms
+        self.responses = [] if responses is FRESH else responses
+        self.node_endpoints = [] if node_endpoints is FRESH else node_endpoints
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_ShareAcknowledgeRequestAcknowledgementBatch = ShareAcknowledgeRequestAcknowledgementBatch()
+_DEFAULT_ShareAcknowledgeRequestAcknowledgePartition = ShareAcknowledgeRequestAcknowledgePartition()
+_DEFAULT_ShareAcknowledgeRequestAcknowledgeTopic = ShareAcknowledgeRequestAcknowledgeTopic()
+_DEFAULT_ShareAcknowledgeResponseLeaderIdAndEpoch = ShareAcknowledgeResponseLeaderIdAndEpoch()
+_DEFAULT_ShareAcknowledgeResponsePartitionData = ShareAcknowledgeResponsePartitionData()
+_DEFAULT_ShareAcknowledgeResponseTopicResponse = ShareAcknowledgeResponseTopicResponse()
+_DEFAULT_ShareAcknowledgeResponseNodeEndpoint = ShareAcknowledgeResponseNodeEndpoint()
+
+
 def _decode_ShareAcknowledgeRequestAcknowledgementBatch_v0(buf: bytes, pos: i64) -> tuple[ShareAcknowledgeRequestAcknowledgementBatch, i64]:
-    o = _new(_K_ShareAcknowledgeRequestAcknowledgementBatch)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.first_offset = read_i64_be(buf, pos)
+    f_first_offset: Any
+    f_last_offset: Any
+    f_acknowledge_types: Any
+    f_first_offset = read_i64_be(buf, pos)
     pos += 8
-    o.last_offset = read_i64_be(buf, pos)
+    f_last_offset = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
@@ -164,15 +270,14 @@ def _decode_ShareAcknowledgeRequestAcknowledgementBatch_v0(buf: bytes, pos: i64)
             e_acknowledge_types = b8 - 256 if b8 >= 128 else b8
             pos += 1
             lst_acknowledge_types.append(e_acknowledge_types)
-        o.acknowledge_types = lst_acknowledge_types
+        f_acknowledge_types = lst_acknowledge_types
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -184,14 +289,16 @@ def _decode_ShareAcknowledgeRequestAcknowledgementBatch_v0(buf: bytes, pos: i64)
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ShareAcknowledgeRequestAcknowledgementBatch(first_offset=f_first_offset, last_offset=f_last_offset, acknowledge_types=f_acknowledge_types, unknown_tagged_fields=utf), pos
 
 
 def _encode_ShareAcknowledgeRequestAcknowledgementBatch_v0(o: ShareAcknowledgeRequestAcknowledgementBatch, w: BytesWriter) -> None:
-    write_i64_be(w, o.first_offset)
-    write_i64_be(w, o.last_offset)
-    x_acknowledge_types = o.acknowledge_types
+    v_first_offset: int = o.first_offset
+    write_i64_be(w, v_first_offset)
+    v_last_offset: int = o.last_offset
+    write_i64_be(w, v_last_offset)
+    x_acknowledge_types: Any = o.acknowledge_types
     if x_acknowledge_types is None:
         raise ValueOutOfRangeError('non-nullable field AcknowledgeTypes is None', version=0)
     else:
@@ -210,11 +317,12 @@ def _encode_ShareAcknowledgeRequestAcknowledgementBatch_v0(o: ShareAcknowledgeRe
 
 
 def _decode_ShareAcknowledgeRequestAcknowledgePartition_v0(buf: bytes, pos: i64) -> tuple[ShareAcknowledgeRequestAcknowledgePartition, i64]:
-    o = _new(_K_ShareAcknowledgeRequestAcknowledgePartition)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_acknowledgement_batches: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -231,15 +339,14 @@ def _decode_ShareAcknowledgeRequestAcknowledgePartition_v0(buf: bytes, pos: i64)
         for _i_acknowledgement_batches in range(n):
             x_acknowledgement_batches, pos = _decode_ShareAcknowledgeRequestAcknowledgementBatch_v0(buf, pos)
             lst_acknowledgement_batches.append(x_acknowledgement_batches)
-        o.acknowledgement_batches = lst_acknowledgement_batches
+        f_acknowledgement_batches = lst_acknowledgement_batches
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -251,13 +358,14 @@ def _decode_ShareAcknowledgeRequestAcknowledgePartition_v0(buf: bytes, pos: i64)
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ShareAcknowledgeRequestAcknowledgePartition(partition_index=f_partition_index, acknowledgement_batches=f_acknowledgement_batches, unknown_tagged_fields=utf), pos
 
 
 def _encode_ShareAcknowledgeRequestAcknowledgePartition_v0(o: ShareAcknowledgeRequestAcknowledgePartition, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    x_acknowledgement_batches = o.acknowledgement_batches
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    x_acknowledgement_batches: Any = o.acknowledgement_batches
     if x_acknowledgement_batches is None:
         raise ValueOutOfRangeError('non-nullable field AcknowledgementBatches is None', version=0)
     else:
@@ -276,11 +384,12 @@ def _encode_ShareAcknowledgeRequestAcknowledgePartition_v0(o: ShareAcknowledgeRe
 
 
 def _decode_ShareAcknowledgeRequestAcknowledgeTopic_v0(buf: bytes, pos: i64) -> tuple[ShareAcknowledgeRequestAcknowledgeTopic, i64]:
-    o = _new(_K_ShareAcknowledgeRequestAcknowledgeTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partitions: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -297,15 +406,14 @@ def _decode_ShareAcknowledgeRequestAcknowledgeTopic_v0(buf: bytes, pos: i64) -> 
         for _i_partitions in range(n):
             x_partitions, pos = _decode_ShareAcknowledgeRequestAcknowledgePartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -317,13 +425,13 @@ def _decode_ShareAcknowledgeRequestAcknowledgeTopic_v0(buf: bytes, pos: i64) -> 
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ShareAcknowledgeRequestAcknowledgeTopic(topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_ShareAcknowledgeRequestAcknowledgeTopic_v0(o: ShareAcknowledgeRequestAcknowledgeTopic, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -342,11 +450,13 @@ def _encode_ShareAcknowledgeRequestAcknowledgeTopic_v0(o: ShareAcknowledgeReques
 
 
 def _decode_ShareAcknowledgeRequest_v0(buf: bytes, pos: i64) -> tuple[ShareAcknowledgeRequest, i64]:
-    o = _new(_K_ShareAcknowledgeRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.is_renew_ack = False
+    f_group_id: Any
+    f_member_id: Any
+    f_share_session_epoch: Any
+    f_topics: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -354,14 +464,14 @@ def _decode_ShareAcknowledgeRequest_v0(buf: bytes, pos: i64) -> tuple[ShareAckno
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.group_id = None
+        f_group_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field GroupId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -370,16 +480,16 @@ def _decode_ShareAcknowledgeRequest_v0(buf: bytes, pos: i64) -> tuple[ShareAckno
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.member_id = None
+        f_member_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field MemberId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
-    o.share_session_epoch = read_i32_be(buf, pos)
+    f_share_session_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -396,15 +506,14 @@ def _decode_ShareAcknowledgeRequest_v0(buf: bytes, pos: i64) -> tuple[ShareAckno
         for _i_topics in range(n):
             x_topics, pos = _decode_ShareAcknowledgeRequestAcknowledgeTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -416,14 +525,14 @@ def _decode_ShareAcknowledgeRequest_v0(buf: bytes, pos: i64) -> tuple[ShareAckno
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ShareAcknowledgeRequest(group_id=f_group_id, member_id=f_member_id, share_session_epoch=f_share_session_epoch, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_ShareAcknowledgeRequest_v0(o: ShareAcknowledgeRequest, w: BytesWriter) -> None:
     if bool(o.is_renew_ack):
         raise FieldNotInVersionError('non-default IsRenewAck cannot be written', version=0)
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         w.append(_ZERO)
     else:
@@ -436,7 +545,7 @@ def _encode_ShareAcknowledgeRequest_v0(o: ShareAcknowledgeRequest, w: BytesWrite
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         w.append(_ZERO)
     else:
@@ -449,8 +558,9 @@ def _encode_ShareAcknowledgeRequest_v0(o: ShareAcknowledgeRequest, w: BytesWrite
         else:
             _put_uvarint(w, m)
         w.write(b_member_id)
-    write_i32_be(w, o.share_session_epoch)
-    x_topics = o.topics
+    v_share_session_epoch: int = o.share_session_epoch
+    write_i32_be(w, v_share_session_epoch)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -469,10 +579,14 @@ def _encode_ShareAcknowledgeRequest_v0(o: ShareAcknowledgeRequest, w: BytesWrite
 
 
 def _decode_ShareAcknowledgeRequest_v2(buf: bytes, pos: i64) -> tuple[ShareAcknowledgeRequest, i64]:
-    o = _new(_K_ShareAcknowledgeRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_group_id: Any
+    f_member_id: Any
+    f_share_session_epoch: Any
+    f_is_renew_ack: Any
+    f_topics: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -480,14 +594,14 @@ def _decode_ShareAcknowledgeRequest_v2(buf: bytes, pos: i64) -> tuple[ShareAckno
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.group_id = None
+        f_group_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field GroupId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -496,18 +610,18 @@ def _decode_ShareAcknowledgeRequest_v2(buf: bytes, pos: i64) -> tuple[ShareAckno
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.member_id = None
+        f_member_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field MemberId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
-    o.share_session_epoch = read_i32_be(buf, pos)
+    f_share_session_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.is_renew_ack = buf[pos] != 0
+    f_is_renew_ack = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -524,15 +638,14 @@ def _decode_ShareAcknowledgeRequest_v2(buf: bytes, pos: i64) -> tuple[ShareAckno
         for _i_topics in range(n):
             x_topics, pos = _decode_ShareAcknowledgeRequestAcknowledgeTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -544,12 +657,12 @@ def _decode_ShareAcknowledgeRequest_v2(buf: bytes, pos: i64) -> tuple[ShareAckno
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ShareAcknowledgeRequest(group_id=f_group_id, member_id=f_member_id, share_session_epoch=f_share_session_epoch, is_renew_ack=f_is_renew_ack, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_ShareAcknowledgeRequest_v2(o: ShareAcknowledgeRequest, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         w.append(_ZERO)
     else:
@@ -562,7 +675,7 @@ def _encode_ShareAcknowledgeRequest_v2(o: ShareAcknowledgeRequest, w: BytesWrite
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         w.append(_ZERO)
     else:
@@ -575,9 +688,10 @@ def _encode_ShareAcknowledgeRequest_v2(o: ShareAcknowledgeRequest, w: BytesWrite
         else:
             _put_uvarint(w, m)
         w.write(b_member_id)
-    write_i32_be(w, o.share_session_epoch)
+    v_share_session_epoch: int = o.share_session_epoch
+    write_i32_be(w, v_share_session_epoch)
     w.append(_ONE if o.is_renew_ack else _ZERO)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
@@ -596,22 +710,22 @@ def _encode_ShareAcknowledgeRequest_v2(o: ShareAcknowledgeRequest, w: BytesWrite
 
 
 def _decode_ShareAcknowledgeResponseLeaderIdAndEpoch_v0(buf: bytes, pos: i64) -> tuple[ShareAcknowledgeResponseLeaderIdAndEpoch, i64]:
-    o = _new(_K_ShareAcknowledgeResponseLeaderIdAndEpoch)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.leader_id = read_i32_be(buf, pos)
+    f_leader_id: Any
+    f_leader_epoch: Any
+    f_leader_id = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -623,13 +737,15 @@ def _decode_ShareAcknowledgeResponseLeaderIdAndEpoch_v0(buf: bytes, pos: i64) ->
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ShareAcknowledgeResponseLeaderIdAndEpoch(leader_id=f_leader_id, leader_epoch=f_leader_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_ShareAcknowledgeResponseLeaderIdAndEpoch_v0(o: ShareAcknowledgeResponseLeaderIdAndEpoch, w: BytesWriter) -> None:
-    write_i32_be(w, o.leader_id)
-    write_i32_be(w, o.leader_epoch)
+    v_leader_id: int = o.leader_id
+    write_i32_be(w, v_leader_id)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -637,13 +753,16 @@ def _encode_ShareAcknowledgeResponseLeaderIdAndEpoch_v0(o: ShareAcknowledgeRespo
 
 
 def _decode_ShareAcknowledgeResponsePartitionData_v0(buf: bytes, pos: i64) -> tuple[ShareAcknowledgeResponsePartitionData, i64]:
-    o = _new(_K_ShareAcknowledgeResponsePartitionData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_current_leader: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -652,25 +771,24 @@ def _decode_ShareAcknowledgeResponsePartitionData_v0(buf: bytes, pos: i64) -> tu
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     x_current_leader, pos = _decode_ShareAcknowledgeResponseLeaderIdAndEpoch_v0(buf, pos)
-    o.current_leader = x_current_leader
+    f_current_leader = x_current_leader
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -682,14 +800,16 @@ def _decode_ShareAcknowledgeResponsePartitionData_v0(buf: bytes, pos: i64) -> tu
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ShareAcknowledgeResponsePartitionData(partition_index=f_partition_index, error_code=f_error_code, error_message=f_error_message, current_leader=f_current_leader, unknown_tagged_fields=utf), pos
 
 
 def _encode_ShareAcknowledgeResponsePartitionData_v0(o: ShareAcknowledgeResponsePartitionData, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -710,11 +830,12 @@ def _encode_ShareAcknowledgeResponsePartitionData_v0(o: ShareAcknowledgeResponse
 
 
 def _decode_ShareAcknowledgeResponseTopicResponse_v0(buf: bytes, pos: i64) -> tuple[ShareAcknowledgeResponseTopicResponse, i64]:
-    o = _new(_K_ShareAcknowledgeResponseTopicResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partitions: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -731,15 +852,14 @@ def _decode_ShareAcknowledgeResponseTopicResponse_v0(buf: bytes, pos: i64) -> tu
         for _i_partitions in range(n):
             x_partitions, pos = _decode_ShareAcknowledgeResponsePartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -751,13 +871,13 @@ def _decode_ShareAcknowledgeResponseTopicResponse_v0(buf: bytes, pos: i64) -> tu
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ShareAcknowledgeResponseTopicResponse(topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_ShareAcknowledgeResponseTopicResponse_v0(o: ShareAcknowledgeResponseTopicResponse, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -776,11 +896,14 @@ def _encode_ShareAcknowledgeResponseTopicResponse_v0(o: ShareAcknowledgeResponse
 
 
 def _decode_ShareAcknowledgeResponseNodeEndpoint_v0(buf: bytes, pos: i64) -> tuple[ShareAcknowledgeResponseNodeEndpoint, i64]:
-    o = _new(_K_ShareAcknowledgeResponseNodeEndpoint)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.node_id = read_i32_be(buf, pos)
+    f_node_id: Any
+    f_host: Any
+    f_port: Any
+    f_rack: Any
+    f_node_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -796,9 +919,9 @@ def _decode_ShareAcknowledgeResponseNodeEndpoint_v0(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
-    o.port = read_i32_be(buf, pos)
+    f_port = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -807,23 +930,22 @@ def _decode_ShareAcknowledgeResponseNodeEndpoint_v0(buf: bytes, pos: i64) -> tup
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.rack = None
+        f_rack = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Rack is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Rack')
-        o.rack = buf[pos:end].decode()
+        f_rack = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -835,13 +957,14 @@ def _decode_ShareAcknowledgeResponseNodeEndpoint_v0(buf: bytes, pos: i64) -> tup
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ShareAcknowledgeResponseNodeEndpoint(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack, unknown_tagged_fields=utf), pos
 
 
 def _encode_ShareAcknowledgeResponseNodeEndpoint_v0(o: ShareAcknowledgeResponseNodeEndpoint, w: BytesWriter) -> None:
-    write_i32_be(w, o.node_id)
-    x_host = o.host
+    v_node_id: int = o.node_id
+    write_i32_be(w, v_node_id)
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
     else:
@@ -854,8 +977,9 @@ def _encode_ShareAcknowledgeResponseNodeEndpoint_v0(o: ShareAcknowledgeResponseN
         else:
             _put_uvarint(w, m)
         w.write(b_host)
-    write_i32_be(w, o.port)
-    x_rack = o.rack
+    v_port: int = o.port
+    write_i32_be(w, v_port)
+    x_rack: str | None = o.rack
     if x_rack is None:
         w.append(_ZERO)
     else:
@@ -875,14 +999,17 @@ def _encode_ShareAcknowledgeResponseNodeEndpoint_v0(o: ShareAcknowledgeResponseN
 
 
 def _decode_ShareAcknowledgeResponse_v0(buf: bytes, pos: i64) -> tuple[ShareAcknowledgeResponse, i64]:
-    o = _new(_K_ShareAcknowledgeResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.acquisition_lock_timeout_ms = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_responses: Any
+    f_node_endpoints: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -891,14 +1018,14 @@ def _decode_ShareAcknowledgeResponse_v0(buf: bytes, pos: i64) -> tuple[ShareAckn
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -915,7 +1042,7 @@ def _decode_ShareAcknowledgeResponse_v0(buf: bytes, pos: i64) -> tuple[ShareAckn
         for _i_responses in range(n):
             x_responses, pos = _decode_ShareAcknowledgeResponseTopicResponse_v0(buf, pos)
             lst_responses.append(x_responses)
-        o.responses = lst_responses
+        f_responses = lst_responses
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -931,15 +1058,14 @@ def _decode_ShareAcknowledgeResponse_v0(buf: bytes, pos: i64) -> tuple[ShareAckn
         for _i_node_endpoints in range(n):
             x_node_endpoints, pos = _decode_ShareAcknowledgeResponseNodeEndpoint_v0(buf, pos)
             lst_node_endpoints.append(x_node_endpoints)
-        o.node_endpoints = lst_node_endpoints
+        f_node_endpoints = lst_node_endpoints
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -951,14 +1077,16 @@ def _decode_ShareAcknowledgeResponse_v0(buf: bytes, pos: i64) -> tuple[ShareAckn
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ShareAcknowledgeResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, responses=f_responses, node_endpoints=f_node_endpoints, unknown_tagged_fields=utf), pos
 
 
 def _encode_ShareAcknowledgeResponse_v0(o: ShareAcknowledgeResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -971,7 +1099,7 @@ def _encode_ShareAcknowledgeResponse_v0(o: ShareAcknowledgeResponse, w: BytesWri
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    x_responses = o.responses
+    x_responses: Any = o.responses
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=0)
     else:
@@ -983,7 +1111,7 @@ def _encode_ShareAcknowledgeResponse_v0(o: ShareAcknowledgeResponse, w: BytesWri
             _put_uvarint(w, m)
         for e_responses in l_responses:
             _encode_ShareAcknowledgeResponseTopicResponse_v0(e_responses, w)
-    x_node_endpoints = o.node_endpoints
+    x_node_endpoints: Any = o.node_endpoints
     if x_node_endpoints is None:
         raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=0)
     else:
@@ -1002,13 +1130,18 @@ def _encode_ShareAcknowledgeResponse_v0(o: ShareAcknowledgeResponse, w: BytesWri
 
 
 def _decode_ShareAcknowledgeResponse_v2(buf: bytes, pos: i64) -> tuple[ShareAcknowledgeResponse, i64]:
-    o = _new(_K_ShareAcknowledgeResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_acquisition_lock_timeout_ms: Any
+    f_responses: Any
+    f_node_endpoints: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1017,16 +1150,16 @@ def _decode_ShareAcknowledgeResponse_v2(buf: bytes, pos: i64) -> tuple[ShareAckn
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
-    o.acquisition_lock_timeout_ms = read_i32_be(buf, pos)
+    f_acquisition_lock_timeout_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1043,7 +1176,7 @@ def _decode_ShareAcknowledgeResponse_v2(buf: bytes, pos: i64) -> tuple[ShareAckn
         for _i_responses in range(n):
             x_responses, pos = _decode_ShareAcknowledgeResponseTopicResponse_v0(buf, pos)
             lst_responses.append(x_responses)
-        o.responses = lst_responses
+        f_responses = lst_responses
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1059,15 +1192,14 @@ def _decode_ShareAcknowledgeResponse_v2(buf: bytes, pos: i64) -> tuple[ShareAckn
         for _i_node_endpoints in range(n):
             x_node_endpoints, pos = _decode_ShareAcknowledgeResponseNodeEndpoint_v0(buf, pos)
             lst_node_endpoints.append(x_node_endpoints)
-        o.node_endpoints = lst_node_endpoints
+        f_node_endpoints = lst_node_endpoints
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1079,14 +1211,16 @@ def _decode_ShareAcknowledgeResponse_v2(buf: bytes, pos: i64) -> tuple[ShareAckn
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ShareAcknowledgeResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, acquisition_lock_timeout_ms=f_acquisition_lock_timeout_ms, responses=f_responses, node_endpoints=f_node_endpoints, unknown_tagged_fields=utf), pos
 
 
 def _encode_ShareAcknowledgeResponse_v2(o: ShareAcknowledgeResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -1099,8 +1233,9 @@ def _encode_ShareAcknowledgeResponse_v2(o: ShareAcknowledgeResponse, w: BytesWri
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    write_i32_be(w, o.acquisition_lock_timeout_ms)
-    x_responses = o.responses
+    v_acquisition_lock_timeout_ms: int = o.acquisition_lock_timeout_ms
+    write_i32_be(w, v_acquisition_lock_timeout_ms)
+    x_responses: Any = o.responses
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=2)
     else:
@@ -1112,7 +1247,7 @@ def _encode_ShareAcknowledgeResponse_v2(o: ShareAcknowledgeResponse, w: BytesWri
             _put_uvarint(w, m)
         for e_responses in l_responses:
             _encode_ShareAcknowledgeResponseTopicResponse_v0(e_responses, w)
-    x_node_endpoints = o.node_endpoints
+    x_node_endpoints: Any = o.node_endpoints
     if x_node_endpoints is None:
         raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=2)
     else:
@@ -1143,4 +1278,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (ShareAcknowledgeResponse, {0: _decode_ShareAcknowledgeResponse_v0, 1: _decode_ShareAcknowledgeResponse_v0, 2: _decode_ShareAcknowledgeResponse_v2}, {0: _encode_ShareAcknowledgeResponse_v0, 1: _encode_ShareAcknowledgeResponse_v0, 2: _encode_ShareAcknowledgeResponse_v2}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.share_acknowledge', TABLES)

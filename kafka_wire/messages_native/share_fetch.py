@@ -24,38 +24,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.share_fetch import (
-    ShareFetchRequest,
-    ShareFetchRequestAcknowledgementBatch,
-    ShareFetchRequestFetchPartition,
-    ShareFetchRequestFetchTopic,
-    ShareFetchRequestForgottenTopic,
-    ShareFetchResponse,
-    ShareFetchResponseAcquiredRecords,
-    ShareFetchResponseLeaderIdAndEpoch,
-    ShareFetchResponseNodeEndpoint,
-    ShareFetchResponsePartitionData,
-    ShareFetchResponseShareFetchableTopicResponse,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_ShareFetchRequest: Final = ShareFetchRequest
-_K_ShareFetchRequestAcknowledgementBatch: Final = ShareFetchRequestAcknowledgementBatch
-_K_ShareFetchRequestFetchPartition: Final = ShareFetchRequestFetchPartition
-_K_ShareFetchRequestFetchTopic: Final = ShareFetchRequestFetchTopic
-_K_ShareFetchRequestForgottenTopic: Final = ShareFetchRequestForgottenTopic
-_K_ShareFetchResponse: Final = ShareFetchResponse
-_K_ShareFetchResponseAcquiredRecords: Final = ShareFetchResponseAcquiredRecords
-_K_ShareFetchResponseLeaderIdAndEpoch: Final = ShareFetchResponseLeaderIdAndEpoch
-_K_ShareFetchResponseNodeEndpoint: Final = ShareFetchResponseNodeEndpoint
-_K_ShareFetchResponsePartitionData: Final = ShareFetchResponsePartitionData
-_K_ShareFetchResponseShareFetchableTopicResponse: Final = ShareFetchResponseShareFetchableTopicResponse
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -141,15 +118,188 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class ShareFetchRequestAcknowledgementBatch(_NativeStruct):
+    first_offset: Any
+    last_offset: Any
+    acknowledge_types: Any
+
+    def __init__(self, *, first_offset: Any = 0, last_offset: Any = 0, acknowledge_types: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.first_offset = first_offset
+        self.last_offset = last_offset
+        self.acknowledge_types = [] if acknowledge_types is FRESH else acknowledge_types
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ShareFetchRequestFetchPartition(_NativeStruct):
+    partition_index: Any
+    partition_max_bytes: Any
+    acknowledgement_batches: Any
+
+    def __init__(self, *, partition_index: Any = 0, partition_max_bytes: Any = 0, acknowledgement_batches: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.partition_max_bytes = partition_max_bytes
+        self.acknowledgement_batches = [] if acknowledgement_batches is FRESH else acknowledgement_batches
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ShareFetchRequestFetchTopic(_NativeStruct):
+    topic_id: Any
+    partitions: Any
+
+    def __init__(self, *, topic_id: Any = ZERO_UUID, partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ShareFetchRequestForgottenTopic(_NativeStruct):
+    topic_id: Any
+    partitions: Any
+
+    def __init__(self, *, topic_id: Any = ZERO_UUID, partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ShareFetchRequest(_NativeMessage):
+    group_id: Any
+    member_id: Any
+    share_session_epoch: Any
+    max_wait_ms: Any
+    min_bytes: Any
+    max_bytes: Any
+    max_records: Any
+    batch_size: Any
+    share_acquire_mode: Any
+    is_renew_ack: Any
+    topics: Any
+    forgotten_topics_data: Any
+
+    def __init__(self, *, group_id: Any = None, member_id: Any = '', share_session_epoch: Any = 0, max_wait_ms: Any = 0, min_bytes: Any = 0, max_bytes: Any = 2147483647, max_records: Any = 0, batch_size: Any = 0, share_acquire_mode: Any = 0, is_renew_ack: Any = False, topics: Any = FRESH, forgotten_topics_data: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+        self.share_session_epoch = share_session_epoch
+        self.max_wait_ms = max_wait_ms
+        self.min_bytes = min_bytes
+        self.max_bytes = max_bytes
+        self.max_records = max_records
+        self.batch_size = batch_size
+        self.share_acquire_mode = share_acquire_mode
+        self.is_renew_ack = is_renew_ack
+        self.topics = [] if topics is FRESH else topics
+        self.forgotten_topics_data = [] if forgotten_topics_data is FRESH else forgotten_topics_data
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ShareFetchResponseLeaderIdAndEpoch(_NativeStruct):
+    leader_id: Any
+    leader_epoch: Any
+
+    def __init__(self, *, leader_id: Any = 0, leader_epoch: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ShareFetchResponseAcquiredRecords(_NativeStruct):
+    first_offset: Any
+    last_offset: Any
+    delivery_count: Any
+
+    def __init__(self, *, first_offset: Any = 0, last_offset: Any = 0, delivery_count: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.first_offset = first_offset
+        self.last_offset = last_offset
+        self.delivery_count = delivery_count
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ShareFetchResponsePartitionData(_NativeStruct):
+    partition_index: Any
+    error_code: Any
+    error_message: Any
+    acknowledge_error_code: Any
+    acknowledge_error_message: Any
+    current_leader: Any
+    records: Any
+    acquired_records: Any
+
+    def __init__(self, *, partition_index: Any = 0, error_code: Any = 0, error_message: Any = None, acknowledge_error_code: Any = 0, acknowledge_error_message: Any = None, current_leader: Any = FRESH, records: Any = None, acquired_records: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.error_message = error_message
+        self.acknowledge_error_code = acknowledge_error_code
+        self.acknowledge_error_message = acknowledge_error_message
+        self.current_leader = ShareFetchResponseLeaderIdAndEpoch() if current_leader is FRESH else current_leader
+        self.records = records
+        self.acquired_records = [] if acquired_records is FRESH else acquired_records
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ShareFetchResponseShareFetchableTopicResponse(_NativeStruct):
+    topic_id: Any
+    partitions: Any
+
+    def __init__(self, *, topic_id: Any = ZERO_UUID, partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ShareFetchResponseNodeEndpoint(_NativeStruct):
+    node_id: Any
+    host: Any
+    port: Any
+    rack: Any
+
+    def __init__(self, *, node_id: Any = 0, host: Any = '', port: Any = 0, rack: Any = None, unknown_tagged_fields: Any = ()) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.rack = rack
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ShareFetchResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+    error_message: Any
+    acquisition_lock_timeout_ms: Any
+    responses: Any
+    node_endpoints: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, error_message: Any = None, acquisition_lock_timeout_ms: Any = 0, responses: Any = FRESH, node_endpoints: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.acquisition_lock_timeout_ms = acquisition_lock_timeout_ms
+        self.responses = [] if responses is FRESH else responses
+        self.node_endpoints = [] if node_endpoints is FRESH else node_endpoints
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_ShareFetchRequestAcknowledgementBatch = ShareFetchRequestAcknowledgementBatch()
+_DEFAULT_ShareFetchRequestFetchPartition = ShareFetchRequestFetchPartition()
+_DEFAULT_ShareFetchRequestFetchTopic = ShareFetchRequestFetchTopic()
+_DEFAULT_ShareFetchRequestForgottenTopic = ShareFetchRequestForgottenTopic()
+_DEFAULT_ShareFetchResponseLeaderIdAndEpoch = ShareFetchResponseLeaderIdAndEpoch()
+_DEFAULT_ShareFetchResponseAcquiredRecords = ShareFetchResponseAcquiredRecords()
+_DEFAULT_ShareFetchResponsePartitionData = ShareFetchResponsePartitionData()
+_DEFAULT_ShareFetchResponseShareFetchableTopicResponse = ShareFetchResponseShareFetchableTopicResponse()
+_DEFAULT_ShareFetchResponseNodeEndpoint = ShareFetchResponseNodeEndpoint()
+
+
 def _decode_ShareFetchRequestAcknowledgementBatch_v0(buf: bytes, pos: i64) -> tuple[ShareFetchRequestAcknowledgementBatch, i64]:
-    o = _new(_K_ShareFetchRequestAcknowledgementBatch)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.first_offset = read_i64_be(buf, pos)
+    f_first_offset: Any
+    f_last_offset: Any
+    f_acknowledge_types: Any
+    f_first_offset = read_i64_be(buf, pos)
     pos += 8
-    o.last_offset = read_i64_be(buf, pos)
+    f_last_offset = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
@@ -168,15 +318,14 @@ def _decode_ShareFetchRequestAcknowledgementBatch_v0(buf: bytes, pos: i64) -> tu
             e_acknowledge_types = b8 - 256 if b8 >= 128 else b8
             pos += 1
             lst_acknowledge_types.append(e_acknowledge_types)
-        o.acknowledge_types = lst_acknowledge_types
+        f_acknowledge_types = lst_acknowledge_types
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -188,14 +337,16 @@ def _decode_ShareFetchRequestAcknowledgementBatch_v0(buf: bytes, pos: i64) -> tu
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ShareFetchRequestAcknowledgementBatch(first_offset=f_first_offset, last_offset=f_last_offset, acknowledge_types=f_acknowledge_types, unknown_tagged_fields=utf), pos
 
 
 def _encode_ShareFetchRequestAcknowledgementBatch_v0(o: ShareFetchRequestAcknowledgementBatch, w: BytesWriter) -> None:
-    write_i64_be(w, o.first_offset)
-    write_i64_be(w, o.last_offset)
-    x_acknowledge_types = o.acknowledge_types
+    v_first_offset: int = o.first_offset
+    write_i64_be(w, v_first_offset)
+    v_last_offset: int = o.last_offset
+    write_i64_be(w, v_last_offset)
+    x_acknowledge_types: Any = o.acknowledge_types
     if x_acknowledge_types is None:
         raise ValueOutOfRangeError('non-nullable field AcknowledgeTypes is None', version=0)
     else:
@@ -214,13 +365,15 @@ def _encode_ShareFetchRequestAcknowledgementBatch_v0(o: ShareFetchRequestAcknowl
 
 
 def _decode_ShareFetchRequestFetchPartition_v0(buf: bytes, pos: i64) -> tuple[ShareFetchRequestFetchPartition, i64]:
-    o = _new(_K_ShareFetchRequestFetchPartition)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_partition_max_bytes: Any
+    f_acknowledgement_batches: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.partition_max_bytes = read_i32_be(buf, pos)
+    f_partition_max_bytes = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -237,15 +390,14 @@ def _decode_ShareFetchRequestFetchPartition_v0(buf: bytes, pos: i64) -> tuple[Sh
         for _i_acknowledgement_batches in range(n):
             x_acknowledgement_batches, pos = _decode_ShareFetchRequestAcknowledgementBatch_v0(buf, pos)
             lst_acknowledgement_batches.append(x_acknowledgement_batches)
-        o.acknowledgement_batches = lst_acknowledgement_batches
+        f_acknowledgement_batches = lst_acknowledgement_batches
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -257,14 +409,16 @@ def _decode_ShareFetchRequestFetchPartition_v0(buf: bytes, pos: i64) -> tuple[Sh
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ShareFetchRequestFetchPartition(partition_index=f_partition_index, partition_max_bytes=f_partition_max_bytes, acknowledgement_batches=f_acknowledgement_batches, unknown_tagged_fields=utf), pos
 
 
 def _encode_ShareFetchRequestFetchPartition_v0(o: ShareFetchRequestFetchPartition, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i32_be(w, o.partition_max_bytes)
-    x_acknowledgement_batches = o.acknowledgement_batches
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_partition_max_bytes: int = o.partition_max_bytes
+    write_i32_be(w, v_partition_max_bytes)
+    x_acknowledgement_batches: Any = o.acknowledgement_batches
     if x_acknowledgement_batches is None:
         raise ValueOutOfRangeError('non-nullable field AcknowledgementBatches is None', version=0)
     else:
@@ -283,12 +437,12 @@ def _encode_ShareFetchRequestFetchPartition_v0(o: ShareFetchRequestFetchPartitio
 
 
 def _decode_ShareFetchRequestFetchPartition_v1(buf: bytes, pos: i64) -> tuple[ShareFetchRequestFetchPartition, i64]:
-    o = _new(_K_ShareFetchRequestFetchPartition)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition_max_bytes = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_acknowledgement_batches: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -305,15 +459,14 @@ def _decode_ShareFetchRequestFetchPartition_v1(buf: bytes, pos: i64) -> tuple[Sh
         for _i_acknowledgement_batches in range(n):
             x_acknowledgement_batches, pos = _decode_ShareFetchRequestAcknowledgementBatch_v0(buf, pos)
             lst_acknowledgement_batches.append(x_acknowledgement_batches)
-        o.acknowledgement_batches = lst_acknowledgement_batches
+        f_acknowledgement_batches = lst_acknowledgement_batches
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -325,15 +478,17 @@ def _decode_ShareFetchRequestFetchPartition_v1(buf: bytes, pos: i64) -> tuple[Sh
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ShareFetchRequestFetchPartition(partition_index=f_partition_index, acknowledgement_batches=f_acknowledgement_batches, unknown_tagged_fields=utf), pos
 
 
 def _encode_ShareFetchRequestFetchPartition_v1(o: ShareFetchRequestFetchPartition, w: BytesWriter) -> None:
-    if o.partition_max_bytes != 0:
+    d_partition_max_bytes: int = o.partition_max_bytes
+    if d_partition_max_bytes != 0:
         raise FieldNotInVersionError('non-default PartitionMaxBytes cannot be written', version=1)
-    write_i32_be(w, o.partition_index)
-    x_acknowledgement_batches = o.acknowledgement_batches
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    x_acknowledgement_batches: Any = o.acknowledgement_batches
     if x_acknowledgement_batches is None:
         raise ValueOutOfRangeError('non-nullable field AcknowledgementBatches is None', version=1)
     else:
@@ -352,11 +507,12 @@ def _encode_ShareFetchRequestFetchPartition_v1(o: ShareFetchRequestFetchPartitio
 
 
 def _decode_ShareFetchRequestFetchTopic_v0(buf: bytes, pos: i64) -> tuple[ShareFetchRequestFetchTopic, i64]:
-    o = _new(_K_ShareFetchRequestFetchTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partitions: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -373,15 +529,14 @@ def _decode_ShareFetchRequestFetchTopic_v0(buf: bytes, pos: i64) -> tuple[ShareF
         for _i_partitions in range(n):
             x_partitions, pos = _decode_ShareFetchRequestFetchPartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -393,13 +548,13 @@ def _decode_ShareFetchRequestFetchTopic_v0(buf: bytes, pos: i64) -> tuple[ShareF
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ShareFetchRequestFetchTopic(topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_ShareFetchRequestFetchTopic_v0(o: ShareFetchRequestFetchTopic, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -418,11 +573,12 @@ def _encode_ShareFetchRequestFetchTopic_v0(o: ShareFetchRequestFetchTopic, w: By
 
 
 def _decode_ShareFetchRequestFetchTopic_v1(buf: bytes, pos: i64) -> tuple[ShareFetchRequestFetchTopic, i64]:
-    o = _new(_K_ShareFetchRequestFetchTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partitions: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -439,15 +595,14 @@ def _decode_ShareFetchRequestFetchTopic_v1(buf: bytes, pos: i64) -> tuple[ShareF
         for _i_partitions in range(n):
             x_partitions, pos = _decode_ShareFetchRequestFetchPartition_v1(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -459,13 +614,13 @@ def _decode_ShareFetchRequestFetchTopic_v1(buf: bytes, pos: i64) -> tuple[ShareF
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ShareFetchRequestFetchTopic(topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_ShareFetchRequestFetchTopic_v1(o: ShareFetchRequestFetchTopic, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
@@ -484,11 +639,12 @@ def _encode_ShareFetchRequestFetchTopic_v1(o: ShareFetchRequestFetchTopic, w: By
 
 
 def _decode_ShareFetchRequestForgottenTopic_v0(buf: bytes, pos: i64) -> tuple[ShareFetchRequestForgottenTopic, i64]:
-    o = _new(_K_ShareFetchRequestForgottenTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partitions: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -506,15 +662,14 @@ def _decode_ShareFetchRequestForgottenTopic_v0(buf: bytes, pos: i64) -> tuple[Sh
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -526,13 +681,13 @@ def _decode_ShareFetchRequestForgottenTopic_v0(buf: bytes, pos: i64) -> tuple[Sh
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ShareFetchRequestForgottenTopic(topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_ShareFetchRequestForgottenTopic_v0(o: ShareFetchRequestForgottenTopic, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -551,14 +706,17 @@ def _encode_ShareFetchRequestForgottenTopic_v0(o: ShareFetchRequestForgottenTopi
 
 
 def _decode_ShareFetchRequest_v0(buf: bytes, pos: i64) -> tuple[ShareFetchRequest, i64]:
-    o = _new(_K_ShareFetchRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.max_records = 0
-    o.batch_size = 0
-    o.share_acquire_mode = 0
-    o.is_renew_ack = False
+    f_group_id: Any
+    f_member_id: Any
+    f_share_session_epoch: Any
+    f_max_wait_ms: Any
+    f_min_bytes: Any
+    f_max_bytes: Any
+    f_topics: Any
+    f_forgotten_topics_data: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -566,14 +724,14 @@ def _decode_ShareFetchRequest_v0(buf: bytes, pos: i64) -> tuple[ShareFetchReques
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.group_id = None
+        f_group_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field GroupId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -582,22 +740,22 @@ def _decode_ShareFetchRequest_v0(buf: bytes, pos: i64) -> tuple[ShareFetchReques
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.member_id = None
+        f_member_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field MemberId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
-    o.share_session_epoch = read_i32_be(buf, pos)
+    f_share_session_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.max_wait_ms = read_i32_be(buf, pos)
+    f_max_wait_ms = read_i32_be(buf, pos)
     pos += 4
-    o.min_bytes = read_i32_be(buf, pos)
+    f_min_bytes = read_i32_be(buf, pos)
     pos += 4
-    o.max_bytes = read_i32_be(buf, pos)
+    f_max_bytes = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -614,7 +772,7 @@ def _decode_ShareFetchRequest_v0(buf: bytes, pos: i64) -> tuple[ShareFetchReques
         for _i_topics in range(n):
             x_topics, pos = _decode_ShareFetchRequestFetchTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -630,15 +788,14 @@ def _decode_ShareFetchRequest_v0(buf: bytes, pos: i64) -> tuple[ShareFetchReques
         for _i_forgotten_topics_data in range(n):
             x_forgotten_topics_data, pos = _decode_ShareFetchRequestForgottenTopic_v0(buf, pos)
             lst_forgotten_topics_data.append(x_forgotten_topics_data)
-        o.forgotten_topics_data = lst_forgotten_topics_data
+        f_forgotten_topics_data = lst_forgotten_topics_data
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -650,18 +807,20 @@ def _decode_ShareFetchRequest_v0(buf: bytes, pos: i64) -> tuple[ShareFetchReques
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ShareFetchRequest(group_id=f_group_id, member_id=f_member_id, share_session_epoch=f_share_session_epoch, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data, unknown_tagged_fields=utf), pos
 
 
 def _encode_ShareFetchRequest_v0(o: ShareFetchRequest, w: BytesWriter) -> None:
-    if o.max_records != 0:
+    d_max_records: int = o.max_records
+    if d_max_records != 0:
         raise FieldNotInVersionError('non-default MaxRecords cannot be written', version=0)
-    if o.batch_size != 0:
+    d_batch_size: int = o.batch_size
+    if d_batch_size != 0:
         raise FieldNotInVersionError('non-default BatchSize cannot be written', version=0)
     if bool(o.is_renew_ack):
         raise FieldNotInVersionError('non-default IsRenewAck cannot be written', version=0)
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         w.append(_ZERO)
     else:
@@ -674,7 +833,7 @@ def _encode_ShareFetchRequest_v0(o: ShareFetchRequest, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         w.append(_ZERO)
     else:
@@ -687,11 +846,15 @@ def _encode_ShareFetchRequest_v0(o: ShareFetchRequest, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_member_id)
-    write_i32_be(w, o.share_session_epoch)
-    write_i32_be(w, o.max_wait_ms)
-    write_i32_be(w, o.min_bytes)
-    write_i32_be(w, o.max_bytes)
-    x_topics = o.topics
+    v_share_session_epoch: int = o.share_session_epoch
+    write_i32_be(w, v_share_session_epoch)
+    v_max_wait_ms: int = o.max_wait_ms
+    write_i32_be(w, v_max_wait_ms)
+    v_min_bytes: int = o.min_bytes
+    write_i32_be(w, v_min_bytes)
+    v_max_bytes: int = o.max_bytes
+    write_i32_be(w, v_max_bytes)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -703,7 +866,7 @@ def _encode_ShareFetchRequest_v0(o: ShareFetchRequest, w: BytesWriter) -> None:
             _put_uvarint(w, m)
         for e_topics in l_topics:
             _encode_ShareFetchRequestFetchTopic_v0(e_topics, w)
-    x_forgotten_topics_data = o.forgotten_topics_data
+    x_forgotten_topics_data: Any = o.forgotten_topics_data
     if x_forgotten_topics_data is None:
         raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=0)
     else:
@@ -722,12 +885,19 @@ def _encode_ShareFetchRequest_v0(o: ShareFetchRequest, w: BytesWriter) -> None:
 
 
 def _decode_ShareFetchRequest_v1(buf: bytes, pos: i64) -> tuple[ShareFetchRequest, i64]:
-    o = _new(_K_ShareFetchRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.share_acquire_mode = 0
-    o.is_renew_ack = False
+    f_group_id: Any
+    f_member_id: Any
+    f_share_session_epoch: Any
+    f_max_wait_ms: Any
+    f_min_bytes: Any
+    f_max_bytes: Any
+    f_max_records: Any
+    f_batch_size: Any
+    f_topics: Any
+    f_forgotten_topics_data: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -735,14 +905,14 @@ def _decode_ShareFetchRequest_v1(buf: bytes, pos: i64) -> tuple[ShareFetchReques
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.group_id = None
+        f_group_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field GroupId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -751,26 +921,26 @@ def _decode_ShareFetchRequest_v1(buf: bytes, pos: i64) -> tuple[ShareFetchReques
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.member_id = None
+        f_member_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field MemberId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
-    o.share_session_epoch = read_i32_be(buf, pos)
+    f_share_session_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.max_wait_ms = read_i32_be(buf, pos)
+    f_max_wait_ms = read_i32_be(buf, pos)
     pos += 4
-    o.min_bytes = read_i32_be(buf, pos)
+    f_min_bytes = read_i32_be(buf, pos)
     pos += 4
-    o.max_bytes = read_i32_be(buf, pos)
+    f_max_bytes = read_i32_be(buf, pos)
     pos += 4
-    o.max_records = read_i32_be(buf, pos)
+    f_max_records = read_i32_be(buf, pos)
     pos += 4
-    o.batch_size = read_i32_be(buf, pos)
+    f_batch_size = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -787,7 +957,7 @@ def _decode_ShareFetchRequest_v1(buf: bytes, pos: i64) -> tuple[ShareFetchReques
         for _i_topics in range(n):
             x_topics, pos = _decode_ShareFetchRequestFetchTopic_v1(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -803,15 +973,14 @@ def _decode_ShareFetchRequest_v1(buf: bytes, pos: i64) -> tuple[ShareFetchReques
         for _i_forgotten_topics_data in range(n):
             x_forgotten_topics_data, pos = _decode_ShareFetchRequestForgottenTopic_v0(buf, pos)
             lst_forgotten_topics_data.append(x_forgotten_topics_data)
-        o.forgotten_topics_data = lst_forgotten_topics_data
+        f_forgotten_topics_data = lst_forgotten_topics_data
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -823,14 +992,14 @@ def _decode_ShareFetchRequest_v1(buf: bytes, pos: i64) -> tuple[ShareFetchReques
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ShareFetchRequest(group_id=f_group_id, member_id=f_member_id, share_session_epoch=f_share_session_epoch, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, max_records=f_max_records, batch_size=f_batch_size, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data, unknown_tagged_fields=utf), pos
 
 
 def _encode_ShareFetchRequest_v1(o: ShareFetchRequest, w: BytesWriter) -> None:
     if bool(o.is_renew_ack):
         raise FieldNotInVersionError('non-default IsRenewAck cannot be written', version=1)
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         w.append(_ZERO)
     else:
@@ -843,7 +1012,7 @@ def _encode_ShareFetchRequest_v1(o: ShareFetchRequest, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         w.append(_ZERO)
     else:
@@ -856,13 +1025,19 @@ def _encode_ShareFetchRequest_v1(o: ShareFetchRequest, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_member_id)
-    write_i32_be(w, o.share_session_epoch)
-    write_i32_be(w, o.max_wait_ms)
-    write_i32_be(w, o.min_bytes)
-    write_i32_be(w, o.max_bytes)
-    write_i32_be(w, o.max_records)
-    write_i32_be(w, o.batch_size)
-    x_topics = o.topics
+    v_share_session_epoch: int = o.share_session_epoch
+    write_i32_be(w, v_share_session_epoch)
+    v_max_wait_ms: int = o.max_wait_ms
+    write_i32_be(w, v_max_wait_ms)
+    v_min_bytes: int = o.min_bytes
+    write_i32_be(w, v_min_bytes)
+    v_max_bytes: int = o.max_bytes
+    write_i32_be(w, v_max_bytes)
+    v_max_records: int = o.max_records
+    write_i32_be(w, v_max_records)
+    v_batch_size: int = o.batch_size
+    write_i32_be(w, v_batch_size)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
@@ -874,7 +1049,7 @@ def _encode_ShareFetchRequest_v1(o: ShareFetchRequest, w: BytesWriter) -> None:
             _put_uvarint(w, m)
         for e_topics in l_topics:
             _encode_ShareFetchRequestFetchTopic_v1(e_topics, w)
-    x_forgotten_topics_data = o.forgotten_topics_data
+    x_forgotten_topics_data: Any = o.forgotten_topics_data
     if x_forgotten_topics_data is None:
         raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=1)
     else:
@@ -893,11 +1068,22 @@ def _encode_ShareFetchRequest_v1(o: ShareFetchRequest, w: BytesWriter) -> None:
 
 
 def _decode_ShareFetchRequest_v2(buf: bytes, pos: i64) -> tuple[ShareFetchRequest, i64]:
-    o = _new(_K_ShareFetchRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
+    f_group_id: Any
+    f_member_id: Any
+    f_share_session_epoch: Any
+    f_max_wait_ms: Any
+    f_min_bytes: Any
+    f_max_bytes: Any
+    f_max_records: Any
+    f_batch_size: Any
+    f_share_acquire_mode: Any
+    f_is_renew_ack: Any
+    f_topics: Any
+    f_forgotten_topics_data: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -905,14 +1091,14 @@ def _decode_ShareFetchRequest_v2(buf: bytes, pos: i64) -> tuple[ShareFetchReques
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.group_id = None
+        f_group_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field GroupId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -921,31 +1107,31 @@ def _decode_ShareFetchRequest_v2(buf: bytes, pos: i64) -> tuple[ShareFetchReques
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.member_id = None
+        f_member_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field MemberId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
-    o.share_session_epoch = read_i32_be(buf, pos)
+    f_share_session_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.max_wait_ms = read_i32_be(buf, pos)
+    f_max_wait_ms = read_i32_be(buf, pos)
     pos += 4
-    o.min_bytes = read_i32_be(buf, pos)
+    f_min_bytes = read_i32_be(buf, pos)
     pos += 4
-    o.max_bytes = read_i32_be(buf, pos)
+    f_max_bytes = read_i32_be(buf, pos)
     pos += 4
-    o.max_records = read_i32_be(buf, pos)
+    f_max_records = read_i32_be(buf, pos)
     pos += 4
-    o.batch_size = read_i32_be(buf, pos)
+    f_batch_size = read_i32_be(buf, pos)
     pos += 4
     b8 = buf[pos]
-    o.share_acquire_mode = b8 - 256 if b8 >= 128 else b8
+    f_share_acquire_mode = b8 - 256 if b8 >= 128 else b8
     pos += 1
-    o.is_renew_ack = buf[pos] != 0
+    f_is_renew_ack = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -962,7 +1148,7 @@ def _decode_ShareFetchRequest_v2(buf: bytes, pos: i64) -> tuple[ShareFetchReques
         for _i_topics in range(n):
             x_topics, pos = _decode_ShareFetchRequestFetchTopic_v1(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -978,15 +1164,14 @@ def _decode_ShareFetchRequest_v2(buf: bytes, pos: i64) -> tuple[ShareFetchReques
         for _i_forgotten_topics_data in range(n):
             x_forgotten_topics_data, pos = _decode_ShareFetchRequestForgottenTopic_v0(buf, pos)
             lst_forgotten_topics_data.append(x_forgotten_topics_data)
-        o.forgotten_topics_data = lst_forgotten_topics_data
+        f_forgotten_topics_data = lst_forgotten_topics_data
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -998,12 +1183,12 @@ def _decode_ShareFetchRequest_v2(buf: bytes, pos: i64) -> tuple[ShareFetchReques
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ShareFetchRequest(group_id=f_group_id, member_id=f_member_id, share_session_epoch=f_share_session_epoch, max_wait_ms=f_max_wait_ms, min_bytes=f_min_bytes, max_bytes=f_max_bytes, max_records=f_max_records, batch_size=f_batch_size, share_acquire_mode=f_share_acquire_mode, is_renew_ack=f_is_renew_ack, topics=f_topics, forgotten_topics_data=f_forgotten_topics_data, unknown_tagged_fields=utf), pos
 
 
 def _encode_ShareFetchRequest_v2(o: ShareFetchRequest, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         w.append(_ZERO)
     else:
@@ -1016,7 +1201,7 @@ def _encode_ShareFetchRequest_v2(o: ShareFetchRequest, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         w.append(_ZERO)
     else:
@@ -1029,15 +1214,22 @@ def _encode_ShareFetchRequest_v2(o: ShareFetchRequest, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_member_id)
-    write_i32_be(w, o.share_session_epoch)
-    write_i32_be(w, o.max_wait_ms)
-    write_i32_be(w, o.min_bytes)
-    write_i32_be(w, o.max_bytes)
-    write_i32_be(w, o.max_records)
-    write_i32_be(w, o.batch_size)
-    _put_i8(w, o.share_acquire_mode)
+    v_share_session_epoch: int = o.share_session_epoch
+    write_i32_be(w, v_share_session_epoch)
+    v_max_wait_ms: int = o.max_wait_ms
+    write_i32_be(w, v_max_wait_ms)
+    v_min_bytes: int = o.min_bytes
+    write_i32_be(w, v_min_bytes)
+    v_max_bytes: int = o.max_bytes
+    write_i32_be(w, v_max_bytes)
+    v_max_records: int = o.max_records
+    write_i32_be(w, v_max_records)
+    v_batch_size: int = o.batch_size
+    write_i32_be(w, v_batch_size)
+    v_share_acquire_mode: int = o.share_acquire_mode
+    _put_i8(w, v_share_acquire_mode)
     w.append(_ONE if o.is_renew_ack else _ZERO)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
@@ -1049,7 +1241,7 @@ def _encode_ShareFetchRequest_v2(o: ShareFetchRequest, w: BytesWriter) -> None:
             _put_uvarint(w, m)
         for e_topics in l_topics:
             _encode_ShareFetchRequestFetchTopic_v1(e_topics, w)
-    x_forgotten_topics_data = o.forgotten_topics_data
+    x_forgotten_topics_data: Any = o.forgotten_topics_data
     if x_forgotten_topics_data is None:
         raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=2)
     else:
@@ -1068,22 +1260,22 @@ def _encode_ShareFetchRequest_v2(o: ShareFetchRequest, w: BytesWriter) -> None:
 
 
 def _decode_ShareFetchResponseLeaderIdAndEpoch_v0(buf: bytes, pos: i64) -> tuple[ShareFetchResponseLeaderIdAndEpoch, i64]:
-    o = _new(_K_ShareFetchResponseLeaderIdAndEpoch)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.leader_id = read_i32_be(buf, pos)
+    f_leader_id: Any
+    f_leader_epoch: Any
+    f_leader_id = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1095,13 +1287,15 @@ def _decode_ShareFetchResponseLeaderIdAndEpoch_v0(buf: bytes, pos: i64) -> tuple
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ShareFetchResponseLeaderIdAndEpoch(leader_id=f_leader_id, leader_epoch=f_leader_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_ShareFetchResponseLeaderIdAndEpoch_v0(o: ShareFetchResponseLeaderIdAndEpoch, w: BytesWriter) -> None:
-    write_i32_be(w, o.leader_id)
-    write_i32_be(w, o.leader_epoch)
+    v_leader_id: int = o.leader_id
+    write_i32_be(w, v_leader_id)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1109,24 +1303,25 @@ def _encode_ShareFetchResponseLeaderIdAndEpoch_v0(o: ShareFetchResponseLeaderIdA
 
 
 def _decode_ShareFetchResponseAcquiredRecords_v0(buf: bytes, pos: i64) -> tuple[ShareFetchResponseAcquiredRecords, i64]:
-    o = _new(_K_ShareFetchResponseAcquiredRecords)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.first_offset = read_i64_be(buf, pos)
+    f_first_offset: Any
+    f_last_offset: Any
+    f_delivery_count: Any
+    f_first_offset = read_i64_be(buf, pos)
     pos += 8
-    o.last_offset = read_i64_be(buf, pos)
+    f_last_offset = read_i64_be(buf, pos)
     pos += 8
-    o.delivery_count = read_i16_be(buf, pos)
+    f_delivery_count = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1138,14 +1333,17 @@ def _decode_ShareFetchResponseAcquiredRecords_v0(buf: bytes, pos: i64) -> tuple[
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ShareFetchResponseAcquiredRecords(first_offset=f_first_offset, last_offset=f_last_offset, delivery_count=f_delivery_count, unknown_tagged_fields=utf), pos
 
 
 def _encode_ShareFetchResponseAcquiredRecords_v0(o: ShareFetchResponseAcquiredRecords, w: BytesWriter) -> None:
-    write_i64_be(w, o.first_offset)
-    write_i64_be(w, o.last_offset)
-    write_i16_be(w, o.delivery_count)
+    v_first_offset: int = o.first_offset
+    write_i64_be(w, v_first_offset)
+    v_last_offset: int = o.last_offset
+    write_i64_be(w, v_last_offset)
+    v_delivery_count: int = o.delivery_count
+    write_i16_be(w, v_delivery_count)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1153,14 +1351,21 @@ def _encode_ShareFetchResponseAcquiredRecords_v0(o: ShareFetchResponseAcquiredRe
 
 
 def _decode_ShareFetchResponsePartitionData_v0(buf: bytes, pos: i64) -> tuple[ShareFetchResponsePartitionData, i64]:
-    o = _new(_K_ShareFetchResponsePartitionData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     mv = memoryview(buf)
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_acknowledge_error_code: Any
+    f_acknowledge_error_message: Any
+    f_current_leader: Any
+    f_records: Any
+    f_acquired_records: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1169,16 +1374,16 @@ def _decode_ShareFetchResponsePartitionData_v0(buf: bytes, pos: i64) -> tuple[Sh
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
-    o.acknowledge_error_code = read_i16_be(buf, pos)
+    f_acknowledge_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1187,17 +1392,17 @@ def _decode_ShareFetchResponsePartitionData_v0(buf: bytes, pos: i64) -> tuple[Sh
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.acknowledge_error_message = None
+        f_acknowledge_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field AcknowledgeErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('AcknowledgeErrorMessage')
-        o.acknowledge_error_message = buf[pos:end].decode()
+        f_acknowledge_error_message = buf[pos:end].decode()
         pos = end
     x_current_leader, pos = _decode_ShareFetchResponseLeaderIdAndEpoch_v0(buf, pos)
-    o.current_leader = x_current_leader
+    f_current_leader = x_current_leader
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1205,12 +1410,12 @@ def _decode_ShareFetchResponsePartitionData_v0(buf: bytes, pos: i64) -> tuple[Sh
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.records = None
+        f_records = None
     else:
         end = pos + n
         if end > blen:
             raise _truncated('Records')
-        o.records = mv[pos:end]
+        f_records = mv[pos:end]
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1227,15 +1432,14 @@ def _decode_ShareFetchResponsePartitionData_v0(buf: bytes, pos: i64) -> tuple[Sh
         for _i_acquired_records in range(n):
             x_acquired_records, pos = _decode_ShareFetchResponseAcquiredRecords_v0(buf, pos)
             lst_acquired_records.append(x_acquired_records)
-        o.acquired_records = lst_acquired_records
+        f_acquired_records = lst_acquired_records
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1247,14 +1451,16 @@ def _decode_ShareFetchResponsePartitionData_v0(buf: bytes, pos: i64) -> tuple[Sh
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ShareFetchResponsePartitionData(partition_index=f_partition_index, error_code=f_error_code, error_message=f_error_message, acknowledge_error_code=f_acknowledge_error_code, acknowledge_error_message=f_acknowledge_error_message, current_leader=f_current_leader, records=f_records, acquired_records=f_acquired_records, unknown_tagged_fields=utf), pos
 
 
 def _encode_ShareFetchResponsePartitionData_v0(o: ShareFetchResponsePartitionData, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -1267,8 +1473,9 @@ def _encode_ShareFetchResponsePartitionData_v0(o: ShareFetchResponsePartitionDat
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    write_i16_be(w, o.acknowledge_error_code)
-    x_acknowledge_error_message = o.acknowledge_error_message
+    v_acknowledge_error_code: int = o.acknowledge_error_code
+    write_i16_be(w, v_acknowledge_error_code)
+    x_acknowledge_error_message: str | None = o.acknowledge_error_message
     if x_acknowledge_error_message is None:
         w.append(_ZERO)
     else:
@@ -1282,7 +1489,7 @@ def _encode_ShareFetchResponsePartitionData_v0(o: ShareFetchResponsePartitionDat
             _put_uvarint(w, m)
         w.write(b_acknowledge_error_message)
     _encode_ShareFetchResponseLeaderIdAndEpoch_v0(o.current_leader, w)
-    x_records = o.records
+    x_records: Any = o.records
     if x_records is None:
         w.append(_ZERO)
     else:
@@ -1293,7 +1500,7 @@ def _encode_ShareFetchResponsePartitionData_v0(o: ShareFetchResponsePartitionDat
         else:
             _put_uvarint(w, m)
         w.write(b_records)
-    x_acquired_records = o.acquired_records
+    x_acquired_records: Any = o.acquired_records
     if x_acquired_records is None:
         raise ValueOutOfRangeError('non-nullable field AcquiredRecords is None', version=0)
     else:
@@ -1312,14 +1519,21 @@ def _encode_ShareFetchResponsePartitionData_v0(o: ShareFetchResponsePartitionDat
 
 
 def _decode_ShareFetchResponsePartitionData_v1(buf: bytes, pos: i64) -> tuple[ShareFetchResponsePartitionData, i64]:
-    o = _new(_K_ShareFetchResponsePartitionData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     mv = memoryview(buf)
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_acknowledge_error_code: Any
+    f_acknowledge_error_message: Any
+    f_current_leader: Any
+    f_records: Any
+    f_acquired_records: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1328,16 +1542,16 @@ def _decode_ShareFetchResponsePartitionData_v1(buf: bytes, pos: i64) -> tuple[Sh
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
-    o.acknowledge_error_code = read_i16_be(buf, pos)
+    f_acknowledge_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1346,17 +1560,17 @@ def _decode_ShareFetchResponsePartitionData_v1(buf: bytes, pos: i64) -> tuple[Sh
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.acknowledge_error_message = None
+        f_acknowledge_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field AcknowledgeErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('AcknowledgeErrorMessage')
-        o.acknowledge_error_message = buf[pos:end].decode()
+        f_acknowledge_error_message = buf[pos:end].decode()
         pos = end
     x_current_leader, pos = _decode_ShareFetchResponseLeaderIdAndEpoch_v0(buf, pos)
-    o.current_leader = x_current_leader
+    f_current_leader = x_current_leader
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1369,7 +1583,7 @@ def _decode_ShareFetchResponsePartitionData_v1(buf: bytes, pos: i64) -> tuple[Sh
         end = pos + n
         if end > blen:
             raise _truncated('Records')
-        o.records = mv[pos:end]
+        f_records = mv[pos:end]
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1386,15 +1600,14 @@ def _decode_ShareFetchResponsePartitionData_v1(buf: bytes, pos: i64) -> tuple[Sh
         for _i_acquired_records in range(n):
             x_acquired_records, pos = _decode_ShareFetchResponseAcquiredRecords_v0(buf, pos)
             lst_acquired_records.append(x_acquired_records)
-        o.acquired_records = lst_acquired_records
+        f_acquired_records = lst_acquired_records
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1406,14 +1619,16 @@ def _decode_ShareFetchResponsePartitionData_v1(buf: bytes, pos: i64) -> tuple[Sh
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ShareFetchResponsePartitionData(partition_index=f_partition_index, error_code=f_error_code, error_message=f_error_message, acknowledge_error_code=f_acknowledge_error_code, acknowledge_error_message=f_acknowledge_error_message, current_leader=f_current_leader, records=f_records, acquired_records=f_acquired_records, unknown_tagged_fields=utf), pos
 
 
 def _encode_ShareFetchResponsePartitionData_v1(o: ShareFetchResponsePartitionData, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -1426,8 +1641,9 @@ def _encode_ShareFetchResponsePartitionData_v1(o: ShareFetchResponsePartitionDat
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    write_i16_be(w, o.acknowledge_error_code)
-    x_acknowledge_error_message = o.acknowledge_error_message
+    v_acknowledge_error_code: int = o.acknowledge_error_code
+    write_i16_be(w, v_acknowledge_error_code)
+    x_acknowledge_error_message: str | None = o.acknowledge_error_message
     if x_acknowledge_error_message is None:
         w.append(_ZERO)
     else:
@@ -1441,7 +1657,7 @@ def _encode_ShareFetchResponsePartitionData_v1(o: ShareFetchResponsePartitionDat
             _put_uvarint(w, m)
         w.write(b_acknowledge_error_message)
     _encode_ShareFetchResponseLeaderIdAndEpoch_v0(o.current_leader, w)
-    x_records = o.records
+    x_records: Any = o.records
     if x_records is None:
         raise ValueOutOfRangeError('non-nullable field Records is None', version=1)
     else:
@@ -1452,7 +1668,7 @@ def _encode_ShareFetchResponsePartitionData_v1(o: ShareFetchResponsePartitionDat
         else:
             _put_uvarint(w, m)
         w.write(b_records)
-    x_acquired_records = o.acquired_records
+    x_acquired_records: Any = o.acquired_records
     if x_acquired_records is None:
         raise ValueOutOfRangeError('non-nullable field AcquiredRecords is None', version=1)
     else:
@@ -1471,11 +1687,12 @@ def _encode_ShareFetchResponsePartitionData_v1(o: ShareFetchResponsePartitionDat
 
 
 def _decode_ShareFetchResponseShareFetchableTopicResponse_v0(buf: bytes, pos: i64) -> tuple[ShareFetchResponseShareFetchableTopicResponse, i64]:
-    o = _new(_K_ShareFetchResponseShareFetchableTopicResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partitions: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -1492,15 +1709,14 @@ def _decode_ShareFetchResponseShareFetchableTopicResponse_v0(buf: bytes, pos: i6
         for _i_partitions in range(n):
             x_partitions, pos = _decode_ShareFetchResponsePartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1512,13 +1728,13 @@ def _decode_ShareFetchResponseShareFetchableTopicResponse_v0(buf: bytes, pos: i6
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ShareFetchResponseShareFetchableTopicResponse(topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_ShareFetchResponseShareFetchableTopicResponse_v0(o: ShareFetchResponseShareFetchableTopicResponse, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -1537,11 +1753,12 @@ def _encode_ShareFetchResponseShareFetchableTopicResponse_v0(o: ShareFetchRespon
 
 
 def _decode_ShareFetchResponseShareFetchableTopicResponse_v1(buf: bytes, pos: i64) -> tuple[ShareFetchResponseShareFetchableTopicResponse, i64]:
-    o = _new(_K_ShareFetchResponseShareFetchableTopicResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partitions: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -1558,15 +1775,14 @@ def _decode_ShareFetchResponseShareFetchableTopicResponse_v1(buf: bytes, pos: i6
         for _i_partitions in range(n):
             x_partitions, pos = _decode_ShareFetchResponsePartitionData_v1(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1578,13 +1794,13 @@ def _decode_ShareFetchResponseShareFetchableTopicResponse_v1(buf: bytes, pos: i6
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ShareFetchResponseShareFetchableTopicResponse(topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_ShareFetchResponseShareFetchableTopicResponse_v1(o: ShareFetchResponseShareFetchableTopicResponse, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
@@ -1603,11 +1819,14 @@ def _encode_ShareFetchResponseShareFetchableTopicResponse_v1(o: ShareFetchRespon
 
 
 def _decode_ShareFetchResponseNodeEndpoint_v0(buf: bytes, pos: i64) -> tuple[ShareFetchResponseNodeEndpoint, i64]:
-    o = _new(_K_ShareFetchResponseNodeEndpoint)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.node_id = read_i32_be(buf, pos)
+    f_node_id: Any
+    f_host: Any
+    f_port: Any
+    f_rack: Any
+    f_node_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1623,9 +1842,9 @@ def _decode_ShareFetchResponseNodeEndpoint_v0(buf: bytes, pos: i64) -> tuple[Sha
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
-    o.port = read_i32_be(buf, pos)
+    f_port = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1634,23 +1853,22 @@ def _decode_ShareFetchResponseNodeEndpoint_v0(buf: bytes, pos: i64) -> tuple[Sha
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.rack = None
+        f_rack = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Rack is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Rack')
-        o.rack = buf[pos:end].decode()
+        f_rack = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1662,13 +1880,14 @@ def _decode_ShareFetchResponseNodeEndpoint_v0(buf: bytes, pos: i64) -> tuple[Sha
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ShareFetchResponseNodeEndpoint(node_id=f_node_id, host=f_host, port=f_port, rack=f_rack, unknown_tagged_fields=utf), pos
 
 
 def _encode_ShareFetchResponseNodeEndpoint_v0(o: ShareFetchResponseNodeEndpoint, w: BytesWriter) -> None:
-    write_i32_be(w, o.node_id)
-    x_host = o.host
+    v_node_id: int = o.node_id
+    write_i32_be(w, v_node_id)
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
     else:
@@ -1681,8 +1900,9 @@ def _encode_ShareFetchResponseNodeEndpoint_v0(o: ShareFetchResponseNodeEndpoint,
         else:
             _put_uvarint(w, m)
         w.write(b_host)
-    write_i32_be(w, o.port)
-    x_rack = o.rack
+    v_port: int = o.port
+    write_i32_be(w, v_port)
+    x_rack: str | None = o.rack
     if x_rack is None:
         w.append(_ZERO)
     else:
@@ -1702,14 +1922,17 @@ def _encode_ShareFetchResponseNodeEndpoint_v0(o: ShareFetchResponseNodeEndpoint,
 
 
 def _decode_ShareFetchResponse_v0(buf: bytes, pos: i64) -> tuple[ShareFetchResponse, i64]:
-    o = _new(_K_ShareFetchResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.acquisition_lock_timeout_ms = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_responses: Any
+    f_node_endpoints: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1718,14 +1941,14 @@ def _decode_ShareFetchResponse_v0(buf: bytes, pos: i64) -> tuple[ShareFetchRespo
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1742,7 +1965,7 @@ def _decode_ShareFetchResponse_v0(buf: bytes, pos: i64) -> tuple[ShareFetchRespo
         for _i_responses in range(n):
             x_responses, pos = _decode_ShareFetchResponseShareFetchableTopicResponse_v0(buf, pos)
             lst_responses.append(x_responses)
-        o.responses = lst_responses
+        f_responses = lst_responses
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1758,15 +1981,14 @@ def _decode_ShareFetchResponse_v0(buf: bytes, pos: i64) -> tuple[ShareFetchRespo
         for _i_node_endpoints in range(n):
             x_node_endpoints, pos = _decode_ShareFetchResponseNodeEndpoint_v0(buf, pos)
             lst_node_endpoints.append(x_node_endpoints)
-        o.node_endpoints = lst_node_endpoints
+        f_node_endpoints = lst_node_endpoints
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1778,16 +2000,19 @@ def _decode_ShareFetchResponse_v0(buf: bytes, pos: i64) -> tuple[ShareFetchRespo
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ShareFetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, responses=f_responses, node_endpoints=f_node_endpoints, unknown_tagged_fields=utf), pos
 
 
 def _encode_ShareFetchResponse_v0(o: ShareFetchResponse, w: BytesWriter) -> None:
-    if o.acquisition_lock_timeout_ms != 0:
+    d_acquisition_lock_timeout_ms: int = o.acquisition_lock_timeout_ms
+    if d_acquisition_lock_timeout_ms != 0:
         raise FieldNotInVersionError('non-default AcquisitionLockTimeoutMs cannot be written', version=0)
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -1800,7 +2025,7 @@ def _encode_ShareFetchResponse_v0(o: ShareFetchResponse, w: BytesWriter) -> None
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    x_responses = o.responses
+    x_responses: Any = o.responses
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=0)
     else:
@@ -1812,7 +2037,7 @@ def _encode_ShareFetchResponse_v0(o: ShareFetchResponse, w: BytesWriter) -> None
             _put_uvarint(w, m)
         for e_responses in l_responses:
             _encode_ShareFetchResponseShareFetchableTopicResponse_v0(e_responses, w)
-    x_node_endpoints = o.node_endpoints
+    x_node_endpoints: Any = o.node_endpoints
     if x_node_endpoints is None:
         raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=0)
     else:
@@ -1831,13 +2056,18 @@ def _encode_ShareFetchResponse_v0(o: ShareFetchResponse, w: BytesWriter) -> None
 
 
 def _decode_ShareFetchResponse_v1(buf: bytes, pos: i64) -> tuple[ShareFetchResponse, i64]:
-    o = _new(_K_ShareFetchResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_acquisition_lock_timeout_ms: Any
+    f_responses: Any
+    f_node_endpoints: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1846,16 +2076,16 @@ def _decode_ShareFetchResponse_v1(buf: bytes, pos: i64) -> tuple[ShareFetchRespo
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
-    o.acquisition_lock_timeout_ms = read_i32_be(buf, pos)
+    f_acquisition_lock_timeout_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1872,7 +2102,7 @@ def _decode_ShareFetchResponse_v1(buf: bytes, pos: i64) -> tuple[ShareFetchRespo
         for _i_responses in range(n):
             x_responses, pos = _decode_ShareFetchResponseShareFetchableTopicResponse_v1(buf, pos)
             lst_responses.append(x_responses)
-        o.responses = lst_responses
+        f_responses = lst_responses
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1888,15 +2118,14 @@ def _decode_ShareFetchResponse_v1(buf: bytes, pos: i64) -> tuple[ShareFetchRespo
         for _i_node_endpoints in range(n):
             x_node_endpoints, pos = _decode_ShareFetchResponseNodeEndpoint_v0(buf, pos)
             lst_node_endpoints.append(x_node_endpoints)
-        o.node_endpoints = lst_node_endpoints
+        f_node_endpoints = lst_node_endpoints
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1908,14 +2137,16 @@ def _decode_ShareFetchResponse_v1(buf: bytes, pos: i64) -> tuple[ShareFetchRespo
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ShareFetchResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, acquisition_lock_timeout_ms=f_acquisition_lock_timeout_ms, responses=f_responses, node_endpoints=f_node_endpoints, unknown_tagged_fields=utf), pos
 
 
 def _encode_ShareFetchResponse_v1(o: ShareFetchResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -1928,8 +2159,9 @@ def _encode_ShareFetchResponse_v1(o: ShareFetchResponse, w: BytesWriter) -> None
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    write_i32_be(w, o.acquisition_lock_timeout_ms)
-    x_responses = o.responses
+    v_acquisition_lock_timeout_ms: int = o.acquisition_lock_timeout_ms
+    write_i32_be(w, v_acquisition_lock_timeout_ms)
+    x_responses: Any = o.responses
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=1)
     else:
@@ -1941,7 +2173,7 @@ def _encode_ShareFetchResponse_v1(o: ShareFetchResponse, w: BytesWriter) -> None
             _put_uvarint(w, m)
         for e_responses in l_responses:
             _encode_ShareFetchResponseShareFetchableTopicResponse_v1(e_responses, w)
-    x_node_endpoints = o.node_endpoints
+    x_node_endpoints: Any = o.node_endpoints
     if x_node_endpoints is None:
         raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=1)
     else:
@@ -1974,4 +2206,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (ShareFetchResponse, {0: _decode_ShareFetchResponse_v0, 1: _decode_ShareFetchResponse_v1, 2: _decode_ShareFetchResponse_v1}, {0: _encode_ShareFetchResponse_v0, 1: _encode_ShareFetchResponse_v1, 2: _encode_ShareFetchResponse_v1}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.share_fetch', TABLES)

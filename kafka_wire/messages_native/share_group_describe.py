@@ -23,28 +23,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.share_group_describe import (
-    ShareGroupDescribeRequest,
-    ShareGroupDescribeResponse,
-    ShareGroupDescribeResponseAssignment,
-    ShareGroupDescribeResponseDescribedGroup,
-    ShareGroupDescribeResponseMember,
-    ShareGroupDescribeResponseTopicPartitions,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_ShareGroupDescribeRequest: Final = ShareGroupDescribeRequest
-_K_ShareGroupDescribeResponse: Final = ShareGroupDescribeResponse
-_K_ShareGroupDescribeResponseAssignment: Final = ShareGroupDescribeResponseAssignment
-_K_ShareGroupDescribeResponseDescribedGroup: Final = ShareGroupDescribeResponseDescribedGroup
-_K_ShareGroupDescribeResponseMember: Final = ShareGroupDescribeResponseMember
-_K_ShareGroupDescribeResponseTopicPartitions: Final = ShareGroupDescribeResponseTopicPartitions
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -130,11 +117,102 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class ShareGroupDescribeRequest(_NativeMessage):
+    group_ids: Any
+    include_authorized_operations: Any
+
+    def __init__(self, *, group_ids: Any = FRESH, include_authorized_operations: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.group_ids = [] if group_ids is FRESH else group_ids
+        self.include_authorized_operations = include_authorized_operations
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ShareGroupDescribeResponseTopicPartitions(_NativeStruct):
+    topic_id: Any
+    topic_name: Any
+    partitions: Any
+
+    def __init__(self, *, topic_id: Any = ZERO_UUID, topic_name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_id = topic_id
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ShareGroupDescribeResponseAssignment(_NativeStruct):
+    topic_partitions: Any
+
+    def __init__(self, *, topic_partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_partitions = [] if topic_partitions is FRESH else topic_partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ShareGroupDescribeResponseMember(_NativeStruct):
+    member_id: Any
+    rack_id: Any
+    member_epoch: Any
+    client_id: Any
+    client_host: Any
+    subscribed_topic_names: Any
+    assignment: Any
+
+    def __init__(self, *, member_id: Any = '', rack_id: Any = None, member_epoch: Any = 0, client_id: Any = '', client_host: Any = '', subscribed_topic_names: Any = FRESH, assignment: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.member_id = member_id
+        self.rack_id = rack_id
+        self.member_epoch = member_epoch
+        self.client_id = client_id
+        self.client_host = client_host
+        self.subscribed_topic_names = [] if subscribed_topic_names is FRESH else subscribed_topic_names
+        self.assignment = ShareGroupDescribeResponseAssignment() if assignment is FRESH else assignment
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ShareGroupDescribeResponseDescribedGroup(_NativeStruct):
+    error_code: Any
+    error_message: Any
+    group_id: Any
+    group_state: Any
+    group_epoch: Any
+    assignment_epoch: Any
+    assignor_name: Any
+    members: Any
+    authorized_operations: Any
+
+    def __init__(self, *, error_code: Any = 0, error_message: Any = None, group_id: Any = '', group_state: Any = '', group_epoch: Any = 0, assignment_epoch: Any = 0, assignor_name: Any = '', members: Any = FRESH, authorized_operations: Any = -2147483648, unknown_tagged_fields: Any = ()) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.group_id = group_id
+        self.group_state = group_state
+        self.group_epoch = group_epoch
+        self.assignment_epoch = assignment_epoch
+        self.assignor_name = assignor_name
+        self.members = [] if members is FRESH else members
+        self.authorized_operations = authorized_operations
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ShareGroupDescribeResponse(_NativeMessage):
+    throttle_time_ms: Any
+    groups: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, groups: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.groups = [] if groups is FRESH else groups
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_ShareGroupDescribeResponseTopicPartitions = ShareGroupDescribeResponseTopicPartitions()
+_DEFAULT_ShareGroupDescribeResponseAssignment = ShareGroupDescribeResponseAssignment()
+_DEFAULT_ShareGroupDescribeResponseMember = ShareGroupDescribeResponseMember()
+_DEFAULT_ShareGroupDescribeResponseDescribedGroup = ShareGroupDescribeResponseDescribedGroup()
+
+
 def _decode_ShareGroupDescribeRequest_v0(buf: bytes, pos: i64) -> tuple[ShareGroupDescribeRequest, i64]:
-    o = _new(_K_ShareGroupDescribeRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_group_ids: Any
+    f_include_authorized_operations: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -163,17 +241,16 @@ def _decode_ShareGroupDescribeRequest_v0(buf: bytes, pos: i64) -> tuple[ShareGro
                 raise _truncated('GroupIds')
             lst_group_ids.append(buf[pos:end].decode())
             pos = end
-        o.group_ids = lst_group_ids
-    o.include_authorized_operations = buf[pos] != 0
+        f_group_ids = lst_group_ids
+    f_include_authorized_operations = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -185,12 +262,12 @@ def _decode_ShareGroupDescribeRequest_v0(buf: bytes, pos: i64) -> tuple[ShareGro
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ShareGroupDescribeRequest(group_ids=f_group_ids, include_authorized_operations=f_include_authorized_operations, unknown_tagged_fields=utf), pos
 
 
 def _encode_ShareGroupDescribeRequest_v0(o: ShareGroupDescribeRequest, w: BytesWriter) -> None:
-    x_group_ids = o.group_ids
+    x_group_ids: Any = o.group_ids
     if x_group_ids is None:
         raise ValueOutOfRangeError('non-nullable field GroupIds is None', version=0)
     else:
@@ -218,11 +295,13 @@ def _encode_ShareGroupDescribeRequest_v0(o: ShareGroupDescribeRequest, w: BytesW
 
 
 def _decode_ShareGroupDescribeResponseTopicPartitions_v0(buf: bytes, pos: i64) -> tuple[ShareGroupDescribeResponseTopicPartitions, i64]:
-    o = _new(_K_ShareGroupDescribeResponseTopicPartitions)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_topic_name: Any
+    f_partitions: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -238,7 +317,7 @@ def _decode_ShareGroupDescribeResponseTopicPartitions_v0(buf: bytes, pos: i64) -
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -256,15 +335,14 @@ def _decode_ShareGroupDescribeResponseTopicPartitions_v0(buf: bytes, pos: i64) -
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -276,13 +354,13 @@ def _decode_ShareGroupDescribeResponseTopicPartitions_v0(buf: bytes, pos: i64) -
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ShareGroupDescribeResponseTopicPartitions(topic_id=f_topic_id, topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_ShareGroupDescribeResponseTopicPartitions_v0(o: ShareGroupDescribeResponseTopicPartitions, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
@@ -295,7 +373,7 @@ def _encode_ShareGroupDescribeResponseTopicPartitions_v0(o: ShareGroupDescribeRe
         else:
             _put_uvarint(w, m)
         w.write(b_topic_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -314,10 +392,10 @@ def _encode_ShareGroupDescribeResponseTopicPartitions_v0(o: ShareGroupDescribeRe
 
 
 def _decode_ShareGroupDescribeResponseAssignment_v0(buf: bytes, pos: i64) -> tuple[ShareGroupDescribeResponseAssignment, i64]:
-    o = _new(_K_ShareGroupDescribeResponseAssignment)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -333,15 +411,14 @@ def _decode_ShareGroupDescribeResponseAssignment_v0(buf: bytes, pos: i64) -> tup
         for _i_topic_partitions in range(n):
             x_topic_partitions, pos = _decode_ShareGroupDescribeResponseTopicPartitions_v0(buf, pos)
             lst_topic_partitions.append(x_topic_partitions)
-        o.topic_partitions = lst_topic_partitions
+        f_topic_partitions = lst_topic_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -353,12 +430,12 @@ def _decode_ShareGroupDescribeResponseAssignment_v0(buf: bytes, pos: i64) -> tup
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ShareGroupDescribeResponseAssignment(topic_partitions=f_topic_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_ShareGroupDescribeResponseAssignment_v0(o: ShareGroupDescribeResponseAssignment, w: BytesWriter) -> None:
-    x_topic_partitions = o.topic_partitions
+    x_topic_partitions: Any = o.topic_partitions
     if x_topic_partitions is None:
         raise ValueOutOfRangeError('non-nullable field TopicPartitions is None', version=0)
     else:
@@ -377,10 +454,16 @@ def _encode_ShareGroupDescribeResponseAssignment_v0(o: ShareGroupDescribeRespons
 
 
 def _decode_ShareGroupDescribeResponseMember_v0(buf: bytes, pos: i64) -> tuple[ShareGroupDescribeResponseMember, i64]:
-    o = _new(_K_ShareGroupDescribeResponseMember)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_member_id: Any
+    f_rack_id: Any
+    f_member_epoch: Any
+    f_client_id: Any
+    f_client_host: Any
+    f_subscribed_topic_names: Any
+    f_assignment: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -395,7 +478,7 @@ def _decode_ShareGroupDescribeResponseMember_v0(buf: bytes, pos: i64) -> tuple[S
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -404,16 +487,16 @@ def _decode_ShareGroupDescribeResponseMember_v0(buf: bytes, pos: i64) -> tuple[S
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.rack_id = None
+        f_rack_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field RackId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('RackId')
-        o.rack_id = buf[pos:end].decode()
+        f_rack_id = buf[pos:end].decode()
         pos = end
-    o.member_epoch = read_i32_be(buf, pos)
+    f_member_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -429,7 +512,7 @@ def _decode_ShareGroupDescribeResponseMember_v0(buf: bytes, pos: i64) -> tuple[S
         end = pos + n
         if end > blen:
             raise _truncated('ClientId')
-        o.client_id = buf[pos:end].decode()
+        f_client_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -445,7 +528,7 @@ def _decode_ShareGroupDescribeResponseMember_v0(buf: bytes, pos: i64) -> tuple[S
         end = pos + n
         if end > blen:
             raise _truncated('ClientHost')
-        o.client_host = buf[pos:end].decode()
+        f_client_host = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -475,17 +558,16 @@ def _decode_ShareGroupDescribeResponseMember_v0(buf: bytes, pos: i64) -> tuple[S
                 raise _truncated('SubscribedTopicNames')
             lst_subscribed_topic_names.append(buf[pos:end].decode())
             pos = end
-        o.subscribed_topic_names = lst_subscribed_topic_names
+        f_subscribed_topic_names = lst_subscribed_topic_names
     x_assignment, pos = _decode_ShareGroupDescribeResponseAssignment_v0(buf, pos)
-    o.assignment = x_assignment
+    f_assignment = x_assignment
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -497,12 +579,12 @@ def _decode_ShareGroupDescribeResponseMember_v0(buf: bytes, pos: i64) -> tuple[S
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ShareGroupDescribeResponseMember(member_id=f_member_id, rack_id=f_rack_id, member_epoch=f_member_epoch, client_id=f_client_id, client_host=f_client_host, subscribed_topic_names=f_subscribed_topic_names, assignment=f_assignment, unknown_tagged_fields=utf), pos
 
 
 def _encode_ShareGroupDescribeResponseMember_v0(o: ShareGroupDescribeResponseMember, w: BytesWriter) -> None:
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=0)
     else:
@@ -515,7 +597,7 @@ def _encode_ShareGroupDescribeResponseMember_v0(o: ShareGroupDescribeResponseMem
         else:
             _put_uvarint(w, m)
         w.write(b_member_id)
-    x_rack_id = o.rack_id
+    x_rack_id: str | None = o.rack_id
     if x_rack_id is None:
         w.append(_ZERO)
     else:
@@ -528,8 +610,9 @@ def _encode_ShareGroupDescribeResponseMember_v0(o: ShareGroupDescribeResponseMem
         else:
             _put_uvarint(w, m)
         w.write(b_rack_id)
-    write_i32_be(w, o.member_epoch)
-    x_client_id = o.client_id
+    v_member_epoch: int = o.member_epoch
+    write_i32_be(w, v_member_epoch)
+    x_client_id: str | None = o.client_id
     if x_client_id is None:
         raise ValueOutOfRangeError('non-nullable field ClientId is None', version=0)
     else:
@@ -542,7 +625,7 @@ def _encode_ShareGroupDescribeResponseMember_v0(o: ShareGroupDescribeResponseMem
         else:
             _put_uvarint(w, m)
         w.write(b_client_id)
-    x_client_host = o.client_host
+    x_client_host: str | None = o.client_host
     if x_client_host is None:
         raise ValueOutOfRangeError('non-nullable field ClientHost is None', version=0)
     else:
@@ -555,7 +638,7 @@ def _encode_ShareGroupDescribeResponseMember_v0(o: ShareGroupDescribeResponseMem
         else:
             _put_uvarint(w, m)
         w.write(b_client_host)
-    x_subscribed_topic_names = o.subscribed_topic_names
+    x_subscribed_topic_names: Any = o.subscribed_topic_names
     if x_subscribed_topic_names is None:
         raise ValueOutOfRangeError('non-nullable field SubscribedTopicNames is None', version=0)
     else:
@@ -583,11 +666,19 @@ def _encode_ShareGroupDescribeResponseMember_v0(o: ShareGroupDescribeResponseMem
 
 
 def _decode_ShareGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: i64) -> tuple[ShareGroupDescribeResponseDescribedGroup, i64]:
-    o = _new(_K_ShareGroupDescribeResponseDescribedGroup)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_error_message: Any
+    f_group_id: Any
+    f_group_state: Any
+    f_group_epoch: Any
+    f_assignment_epoch: Any
+    f_assignor_name: Any
+    f_members: Any
+    f_authorized_operations: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -596,14 +687,14 @@ def _decode_ShareGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: i64) ->
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -619,7 +710,7 @@ def _decode_ShareGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: i64) ->
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -635,11 +726,11 @@ def _decode_ShareGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: i64) ->
         end = pos + n
         if end > blen:
             raise _truncated('GroupState')
-        o.group_state = buf[pos:end].decode()
+        f_group_state = buf[pos:end].decode()
         pos = end
-    o.group_epoch = read_i32_be(buf, pos)
+    f_group_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.assignment_epoch = read_i32_be(buf, pos)
+    f_assignment_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -655,7 +746,7 @@ def _decode_ShareGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: i64) ->
         end = pos + n
         if end > blen:
             raise _truncated('AssignorName')
-        o.assignor_name = buf[pos:end].decode()
+        f_assignor_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -672,17 +763,16 @@ def _decode_ShareGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: i64) ->
         for _i_members in range(n):
             x_members, pos = _decode_ShareGroupDescribeResponseMember_v0(buf, pos)
             lst_members.append(x_members)
-        o.members = lst_members
-    o.authorized_operations = read_i32_be(buf, pos)
+        f_members = lst_members
+    f_authorized_operations = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -694,13 +784,14 @@ def _decode_ShareGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: i64) ->
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ShareGroupDescribeResponseDescribedGroup(error_code=f_error_code, error_message=f_error_message, group_id=f_group_id, group_state=f_group_state, group_epoch=f_group_epoch, assignment_epoch=f_assignment_epoch, assignor_name=f_assignor_name, members=f_members, authorized_operations=f_authorized_operations, unknown_tagged_fields=utf), pos
 
 
 def _encode_ShareGroupDescribeResponseDescribedGroup_v0(o: ShareGroupDescribeResponseDescribedGroup, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -713,7 +804,7 @@ def _encode_ShareGroupDescribeResponseDescribedGroup_v0(o: ShareGroupDescribeRes
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
@@ -726,7 +817,7 @@ def _encode_ShareGroupDescribeResponseDescribedGroup_v0(o: ShareGroupDescribeRes
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_group_state = o.group_state
+    x_group_state: str | None = o.group_state
     if x_group_state is None:
         raise ValueOutOfRangeError('non-nullable field GroupState is None', version=0)
     else:
@@ -739,9 +830,11 @@ def _encode_ShareGroupDescribeResponseDescribedGroup_v0(o: ShareGroupDescribeRes
         else:
             _put_uvarint(w, m)
         w.write(b_group_state)
-    write_i32_be(w, o.group_epoch)
-    write_i32_be(w, o.assignment_epoch)
-    x_assignor_name = o.assignor_name
+    v_group_epoch: int = o.group_epoch
+    write_i32_be(w, v_group_epoch)
+    v_assignment_epoch: int = o.assignment_epoch
+    write_i32_be(w, v_assignment_epoch)
+    x_assignor_name: str | None = o.assignor_name
     if x_assignor_name is None:
         raise ValueOutOfRangeError('non-nullable field AssignorName is None', version=0)
     else:
@@ -754,7 +847,7 @@ def _encode_ShareGroupDescribeResponseDescribedGroup_v0(o: ShareGroupDescribeRes
         else:
             _put_uvarint(w, m)
         w.write(b_assignor_name)
-    x_members = o.members
+    x_members: Any = o.members
     if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=0)
     else:
@@ -766,7 +859,8 @@ def _encode_ShareGroupDescribeResponseDescribedGroup_v0(o: ShareGroupDescribeRes
             _put_uvarint(w, m)
         for e_members in l_members:
             _encode_ShareGroupDescribeResponseMember_v0(e_members, w)
-    write_i32_be(w, o.authorized_operations)
+    v_authorized_operations: int = o.authorized_operations
+    write_i32_be(w, v_authorized_operations)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -774,11 +868,12 @@ def _encode_ShareGroupDescribeResponseDescribedGroup_v0(o: ShareGroupDescribeRes
 
 
 def _decode_ShareGroupDescribeResponse_v0(buf: bytes, pos: i64) -> tuple[ShareGroupDescribeResponse, i64]:
-    o = _new(_K_ShareGroupDescribeResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_groups: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -795,15 +890,14 @@ def _decode_ShareGroupDescribeResponse_v0(buf: bytes, pos: i64) -> tuple[ShareGr
         for _i_groups in range(n):
             x_groups, pos = _decode_ShareGroupDescribeResponseDescribedGroup_v0(buf, pos)
             lst_groups.append(x_groups)
-        o.groups = lst_groups
+        f_groups = lst_groups
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -815,13 +909,14 @@ def _decode_ShareGroupDescribeResponse_v0(buf: bytes, pos: i64) -> tuple[ShareGr
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ShareGroupDescribeResponse(throttle_time_ms=f_throttle_time_ms, groups=f_groups, unknown_tagged_fields=utf), pos
 
 
 def _encode_ShareGroupDescribeResponse_v0(o: ShareGroupDescribeResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_groups = o.groups
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_groups: Any = o.groups
     if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=0)
     else:
@@ -849,4 +944,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (ShareGroupDescribeResponse, {0: _decode_ShareGroupDescribeResponse_v0, 1: _decode_ShareGroupDescribeResponse_v0}, {0: _encode_ShareGroupDescribeResponse_v0, 1: _encode_ShareGroupDescribeResponse_v0}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.share_group_describe', TABLES)

@@ -23,24 +23,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.share_group_heartbeat import (
-    ShareGroupHeartbeatRequest,
-    ShareGroupHeartbeatResponse,
-    ShareGroupHeartbeatResponseAssignment,
-    ShareGroupHeartbeatResponseTopicPartitions,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_ShareGroupHeartbeatRequest: Final = ShareGroupHeartbeatRequest
-_K_ShareGroupHeartbeatResponse: Final = ShareGroupHeartbeatResponse
-_K_ShareGroupHeartbeatResponseAssignment: Final = ShareGroupHeartbeatResponseAssignment
-_K_ShareGroupHeartbeatResponseTopicPartitions: Final = ShareGroupHeartbeatResponseTopicPartitions
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -126,11 +117,73 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class ShareGroupHeartbeatRequest(_NativeMessage):
+    group_id: Any
+    member_id: Any
+    member_epoch: Any
+    rack_id: Any
+    subscribed_topic_names: Any
+
+    def __init__(self, *, group_id: Any = '', member_id: Any = '', member_epoch: Any = 0, rack_id: Any = None, subscribed_topic_names: Any = None, unknown_tagged_fields: Any = ()) -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+        self.member_epoch = member_epoch
+        self.rack_id = rack_id
+        self.subscribed_topic_names = subscribed_topic_names
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ShareGroupHeartbeatResponseTopicPartitions(_NativeStruct):
+    topic_id: Any
+    partitions: Any
+
+    def __init__(self, *, topic_id: Any = ZERO_UUID, partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ShareGroupHeartbeatResponseAssignment(_NativeStruct):
+    topic_partitions: Any
+
+    def __init__(self, *, topic_partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_partitions = [] if topic_partitions is FRESH else topic_partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class ShareGroupHeartbeatResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+    error_message: Any
+    member_id: Any
+    member_epoch: Any
+    heartbeat_interval_ms: Any
+    assignment: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, error_message: Any = None, member_id: Any = None, member_epoch: Any = 0, heartbeat_interval_ms: Any = 0, assignment: Any = None, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.member_id = member_id
+        self.member_epoch = member_epoch
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.assignment = assignment
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_ShareGroupHeartbeatResponseTopicPartitions = ShareGroupHeartbeatResponseTopicPartitions()
+_DEFAULT_ShareGroupHeartbeatResponseAssignment = ShareGroupHeartbeatResponseAssignment()
+
+
 def _decode_ShareGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[ShareGroupHeartbeatRequest, i64]:
-    o = _new(_K_ShareGroupHeartbeatRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_group_id: Any
+    f_member_id: Any
+    f_member_epoch: Any
+    f_rack_id: Any
+    f_subscribed_topic_names: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -145,7 +198,7 @@ def _decode_ShareGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[ShareGr
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -161,9 +214,9 @@ def _decode_ShareGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[ShareGr
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
-    o.member_epoch = read_i32_be(buf, pos)
+    f_member_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -172,14 +225,14 @@ def _decode_ShareGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[ShareGr
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.rack_id = None
+        f_rack_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field RackId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('RackId')
-        o.rack_id = buf[pos:end].decode()
+        f_rack_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -188,7 +241,7 @@ def _decode_ShareGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[ShareGr
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.subscribed_topic_names = None
+        f_subscribed_topic_names = None
     else:
         if n > blen - pos:
             raise _invalid('array SubscribedTopicNames declares more elements than bytes remain')
@@ -209,15 +262,14 @@ def _decode_ShareGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[ShareGr
                 raise _truncated('SubscribedTopicNames')
             lst_subscribed_topic_names.append(buf[pos:end].decode())
             pos = end
-        o.subscribed_topic_names = lst_subscribed_topic_names
+        f_subscribed_topic_names = lst_subscribed_topic_names
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -229,12 +281,12 @@ def _decode_ShareGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[ShareGr
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ShareGroupHeartbeatRequest(group_id=f_group_id, member_id=f_member_id, member_epoch=f_member_epoch, rack_id=f_rack_id, subscribed_topic_names=f_subscribed_topic_names, unknown_tagged_fields=utf), pos
 
 
 def _encode_ShareGroupHeartbeatRequest_v0(o: ShareGroupHeartbeatRequest, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
@@ -247,7 +299,7 @@ def _encode_ShareGroupHeartbeatRequest_v0(o: ShareGroupHeartbeatRequest, w: Byte
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=0)
     else:
@@ -260,8 +312,9 @@ def _encode_ShareGroupHeartbeatRequest_v0(o: ShareGroupHeartbeatRequest, w: Byte
         else:
             _put_uvarint(w, m)
         w.write(b_member_id)
-    write_i32_be(w, o.member_epoch)
-    x_rack_id = o.rack_id
+    v_member_epoch: int = o.member_epoch
+    write_i32_be(w, v_member_epoch)
+    x_rack_id: str | None = o.rack_id
     if x_rack_id is None:
         w.append(_ZERO)
     else:
@@ -274,7 +327,7 @@ def _encode_ShareGroupHeartbeatRequest_v0(o: ShareGroupHeartbeatRequest, w: Byte
         else:
             _put_uvarint(w, m)
         w.write(b_rack_id)
-    x_subscribed_topic_names = o.subscribed_topic_names
+    x_subscribed_topic_names: Any = o.subscribed_topic_names
     if x_subscribed_topic_names is None:
         w.append(_ZERO)
     else:
@@ -301,11 +354,12 @@ def _encode_ShareGroupHeartbeatRequest_v0(o: ShareGroupHeartbeatRequest, w: Byte
 
 
 def _decode_ShareGroupHeartbeatResponseTopicPartitions_v0(buf: bytes, pos: i64) -> tuple[ShareGroupHeartbeatResponseTopicPartitions, i64]:
-    o = _new(_K_ShareGroupHeartbeatResponseTopicPartitions)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partitions: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -323,15 +377,14 @@ def _decode_ShareGroupHeartbeatResponseTopicPartitions_v0(buf: bytes, pos: i64) 
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -343,13 +396,13 @@ def _decode_ShareGroupHeartbeatResponseTopicPartitions_v0(buf: bytes, pos: i64) 
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ShareGroupHeartbeatResponseTopicPartitions(topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_ShareGroupHeartbeatResponseTopicPartitions_v0(o: ShareGroupHeartbeatResponseTopicPartitions, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -368,10 +421,10 @@ def _encode_ShareGroupHeartbeatResponseTopicPartitions_v0(o: ShareGroupHeartbeat
 
 
 def _decode_ShareGroupHeartbeatResponseAssignment_v0(buf: bytes, pos: i64) -> tuple[ShareGroupHeartbeatResponseAssignment, i64]:
-    o = _new(_K_ShareGroupHeartbeatResponseAssignment)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -387,15 +440,14 @@ def _decode_ShareGroupHeartbeatResponseAssignment_v0(buf: bytes, pos: i64) -> tu
         for _i_topic_partitions in range(n):
             x_topic_partitions, pos = _decode_ShareGroupHeartbeatResponseTopicPartitions_v0(buf, pos)
             lst_topic_partitions.append(x_topic_partitions)
-        o.topic_partitions = lst_topic_partitions
+        f_topic_partitions = lst_topic_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -407,12 +459,12 @@ def _decode_ShareGroupHeartbeatResponseAssignment_v0(buf: bytes, pos: i64) -> tu
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ShareGroupHeartbeatResponseAssignment(topic_partitions=f_topic_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_ShareGroupHeartbeatResponseAssignment_v0(o: ShareGroupHeartbeatResponseAssignment, w: BytesWriter) -> None:
-    x_topic_partitions = o.topic_partitions
+    x_topic_partitions: Any = o.topic_partitions
     if x_topic_partitions is None:
         raise ValueOutOfRangeError('non-nullable field TopicPartitions is None', version=0)
     else:
@@ -431,14 +483,20 @@ def _encode_ShareGroupHeartbeatResponseAssignment_v0(o: ShareGroupHeartbeatRespo
 
 
 def _decode_ShareGroupHeartbeatResponse_v0(buf: bytes, pos: i64) -> tuple[ShareGroupHeartbeatResponse, i64]:
-    o = _new(_K_ShareGroupHeartbeatResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_member_id: Any
+    f_member_epoch: Any
+    f_heartbeat_interval_ms: Any
+    f_assignment: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -447,14 +505,14 @@ def _decode_ShareGroupHeartbeatResponse_v0(buf: bytes, pos: i64) -> tuple[ShareG
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -463,34 +521,33 @@ def _decode_ShareGroupHeartbeatResponse_v0(buf: bytes, pos: i64) -> tuple[ShareG
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.member_id = None
+        f_member_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field MemberId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
-    o.member_epoch = read_i32_be(buf, pos)
+    f_member_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.heartbeat_interval_ms = read_i32_be(buf, pos)
+    f_heartbeat_interval_ms = read_i32_be(buf, pos)
     pos += 4
     b8 = buf[pos]
     pos += 1
     if b8 >= 0x80:
-        o.assignment = None
+        f_assignment = None
     else:
         x_assignment, pos = _decode_ShareGroupHeartbeatResponseAssignment_v0(buf, pos)
-        o.assignment = x_assignment
+        f_assignment = x_assignment
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -502,14 +559,16 @@ def _decode_ShareGroupHeartbeatResponse_v0(buf: bytes, pos: i64) -> tuple[ShareG
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return ShareGroupHeartbeatResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, member_id=f_member_id, member_epoch=f_member_epoch, heartbeat_interval_ms=f_heartbeat_interval_ms, assignment=f_assignment, unknown_tagged_fields=utf), pos
 
 
 def _encode_ShareGroupHeartbeatResponse_v0(o: ShareGroupHeartbeatResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -522,7 +581,7 @@ def _encode_ShareGroupHeartbeatResponse_v0(o: ShareGroupHeartbeatResponse, w: By
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         w.append(_ZERO)
     else:
@@ -535,8 +594,10 @@ def _encode_ShareGroupHeartbeatResponse_v0(o: ShareGroupHeartbeatResponse, w: By
         else:
             _put_uvarint(w, m)
         w.write(b_member_id)
-    write_i32_be(w, o.member_epoch)
-    write_i32_be(w, o.heartbeat_interval_ms)
+    v_member_epoch: int = o.member_epoch
+    write_i32_be(w, v_member_epoch)
+    v_heartbeat_interval_ms: int = o.heartbeat_interval_ms
+    write_i32_be(w, v_heartbeat_interval_ms)
     x_assignment = o.assignment
     if x_assignment is None:
         w.append(_FF)
@@ -557,4 +618,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (ShareGroupHeartbeatResponse, {0: _decode_ShareGroupHeartbeatResponse_v0, 1: _decode_ShareGroupHeartbeatResponse_v0}, {0: _encode_ShareGroupHeartbeatResponse_v0, 1: _encode_ShareGroupHeartbeatResponse_v0}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.share_group_heartbeat', TABLES)

@@ -20,18 +20,14 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
+from kafka_wire.codec.native_base import Message as _NativeMessage
 from kafka_wire.codec.runtime import ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError
-from kafka_wire.messages.snapshot_header_record import (
-    SnapshotHeaderRecord,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_SnapshotHeaderRecord: Final = SnapshotHeaderRecord
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -117,23 +113,33 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class SnapshotHeaderRecord(_NativeMessage):
+    version: Any
+    last_contained_log_timestamp: Any
+
+    def __init__(self, *, version: Any = 0, last_contained_log_timestamp: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.version = version
+        self.last_contained_log_timestamp = last_contained_log_timestamp
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
 def _decode_SnapshotHeaderRecord_v0(buf: bytes, pos: i64) -> tuple[SnapshotHeaderRecord, i64]:
-    o = _new(_K_SnapshotHeaderRecord)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.version = read_i16_be(buf, pos)
+    f_version: Any
+    f_last_contained_log_timestamp: Any
+    f_version = read_i16_be(buf, pos)
     pos += 2
-    o.last_contained_log_timestamp = read_i64_be(buf, pos)
+    f_last_contained_log_timestamp = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -145,13 +151,15 @@ def _decode_SnapshotHeaderRecord_v0(buf: bytes, pos: i64) -> tuple[SnapshotHeade
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return SnapshotHeaderRecord(version=f_version, last_contained_log_timestamp=f_last_contained_log_timestamp, unknown_tagged_fields=utf), pos
 
 
 def _encode_SnapshotHeaderRecord_v0(o: SnapshotHeaderRecord, w: BytesWriter) -> None:
-    write_i16_be(w, o.version)
-    write_i64_be(w, o.last_contained_log_timestamp)
+    v_version: int = o.version
+    write_i16_be(w, v_version)
+    v_last_contained_log_timestamp: int = o.last_contained_log_timestamp
+    write_i64_be(w, v_last_contained_log_timestamp)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -163,4 +171,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (SnapshotHeaderRecord, {0: _decode_SnapshotHeaderRecord_v0}, {0: _encode_SnapshotHeaderRecord_v0}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.snapshot_header_record', TABLES)

@@ -22,30 +22,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.stop_replica import (
-    StopReplicaRequest,
-    StopReplicaRequestPartitionState,
-    StopReplicaRequestPartitionV0,
-    StopReplicaRequestTopicState,
-    StopReplicaRequestTopicV1,
-    StopReplicaResponse,
-    StopReplicaResponsePartitionError,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_StopReplicaRequest: Final = StopReplicaRequest
-_K_StopReplicaRequestPartitionState: Final = StopReplicaRequestPartitionState
-_K_StopReplicaRequestPartitionV0: Final = StopReplicaRequestPartitionV0
-_K_StopReplicaRequestTopicState: Final = StopReplicaRequestTopicState
-_K_StopReplicaRequestTopicV1: Final = StopReplicaRequestTopicV1
-_K_StopReplicaResponse: Final = StopReplicaResponse
-_K_StopReplicaResponsePartitionError: Final = StopReplicaResponsePartitionError
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -131,25 +116,119 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class StopReplicaRequestPartitionState(_NativeStruct):
+    partition_index: Any
+    leader_epoch: Any
+    delete_partition: Any
+
+    def __init__(self, *, partition_index: Any = 0, leader_epoch: Any = -1, delete_partition: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.leader_epoch = leader_epoch
+        self.delete_partition = delete_partition
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StopReplicaRequestTopicState(_NativeStruct):
+    topic_name: Any
+    partition_states: Any
+
+    def __init__(self, *, topic_name: Any = '', partition_states: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_name = topic_name
+        self.partition_states = [] if partition_states is FRESH else partition_states
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StopReplicaRequestTopicV1(_NativeStruct):
+    name: Any
+    partition_indexes: Any
+
+    def __init__(self, *, name: Any = '', partition_indexes: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.partition_indexes = [] if partition_indexes is FRESH else partition_indexes
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StopReplicaRequestPartitionV0(_NativeStruct):
+    topic_name: Any
+    partition_index: Any
+
+    def __init__(self, *, topic_name: Any = '', partition_index: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_name = topic_name
+        self.partition_index = partition_index
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StopReplicaRequest(_NativeMessage):
+    controller_id: Any
+    is_k_raft_controller: Any
+    controller_epoch: Any
+    broker_epoch: Any
+    topic_states: Any
+    delete_partitions: Any
+    topics: Any
+    ungrouped_partitions: Any
+
+    def __init__(self, *, controller_id: Any = 0, is_k_raft_controller: Any = False, controller_epoch: Any = 0, broker_epoch: Any = -1, topic_states: Any = FRESH, delete_partitions: Any = False, topics: Any = FRESH, ungrouped_partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.controller_id = controller_id
+        self.is_k_raft_controller = is_k_raft_controller
+        self.controller_epoch = controller_epoch
+        self.broker_epoch = broker_epoch
+        self.topic_states = [] if topic_states is FRESH else topic_states
+        self.delete_partitions = delete_partitions
+        self.topics = [] if topics is FRESH else topics
+        self.ungrouped_partitions = [] if ungrouped_partitions is FRESH else ungrouped_partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StopReplicaResponsePartitionError(_NativeStruct):
+    topic_name: Any
+    partition_index: Any
+    error_code: Any
+
+    def __init__(self, *, topic_name: Any = '', partition_index: Any = 0, error_code: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_name = topic_name
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StopReplicaResponse(_NativeMessage):
+    error_code: Any
+    partition_errors: Any
+
+    def __init__(self, *, error_code: Any = 0, partition_errors: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.error_code = error_code
+        self.partition_errors = [] if partition_errors is FRESH else partition_errors
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_StopReplicaRequestPartitionState = StopReplicaRequestPartitionState()
+_DEFAULT_StopReplicaRequestTopicState = StopReplicaRequestTopicState()
+_DEFAULT_StopReplicaRequestTopicV1 = StopReplicaRequestTopicV1()
+_DEFAULT_StopReplicaRequestPartitionV0 = StopReplicaRequestPartitionV0()
+_DEFAULT_StopReplicaResponsePartitionError = StopReplicaResponsePartitionError()
+
+
 def _decode_StopReplicaRequestPartitionState_v3(buf: bytes, pos: i64) -> tuple[StopReplicaRequestPartitionState, i64]:
-    o = _new(_K_StopReplicaRequestPartitionState)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_leader_epoch: Any
+    f_delete_partition: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.delete_partition = buf[pos] != 0
+    f_delete_partition = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -161,13 +240,15 @@ def _decode_StopReplicaRequestPartitionState_v3(buf: bytes, pos: i64) -> tuple[S
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StopReplicaRequestPartitionState(partition_index=f_partition_index, leader_epoch=f_leader_epoch, delete_partition=f_delete_partition, unknown_tagged_fields=utf), pos
 
 
 def _encode_StopReplicaRequestPartitionState_v3(o: StopReplicaRequestPartitionState, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i32_be(w, o.leader_epoch)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
     w.append(_ONE if o.delete_partition else _ZERO)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
@@ -176,10 +257,11 @@ def _encode_StopReplicaRequestPartitionState_v3(o: StopReplicaRequestPartitionSt
 
 
 def _decode_StopReplicaRequestTopicState_v3(buf: bytes, pos: i64) -> tuple[StopReplicaRequestTopicState, i64]:
-    o = _new(_K_StopReplicaRequestTopicState)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_name: Any
+    f_partition_states: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -194,7 +276,7 @@ def _decode_StopReplicaRequestTopicState_v3(buf: bytes, pos: i64) -> tuple[StopR
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -211,15 +293,14 @@ def _decode_StopReplicaRequestTopicState_v3(buf: bytes, pos: i64) -> tuple[StopR
         for _i_partition_states in range(n):
             x_partition_states, pos = _decode_StopReplicaRequestPartitionState_v3(buf, pos)
             lst_partition_states.append(x_partition_states)
-        o.partition_states = lst_partition_states
+        f_partition_states = lst_partition_states
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -231,12 +312,12 @@ def _decode_StopReplicaRequestTopicState_v3(buf: bytes, pos: i64) -> tuple[StopR
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StopReplicaRequestTopicState(topic_name=f_topic_name, partition_states=f_partition_states, unknown_tagged_fields=utf), pos
 
 
 def _encode_StopReplicaRequestTopicState_v3(o: StopReplicaRequestTopicState, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=3)
     else:
@@ -249,7 +330,7 @@ def _encode_StopReplicaRequestTopicState_v3(o: StopReplicaRequestTopicState, w: 
         else:
             _put_uvarint(w, m)
         w.write(b_topic_name)
-    x_partition_states = o.partition_states
+    x_partition_states: Any = o.partition_states
     if x_partition_states is None:
         raise ValueOutOfRangeError('non-nullable field PartitionStates is None', version=3)
     else:
@@ -268,10 +349,11 @@ def _encode_StopReplicaRequestTopicState_v3(o: StopReplicaRequestTopicState, w: 
 
 
 def _decode_StopReplicaRequestTopicV1_v1(buf: bytes, pos: i64) -> tuple[StopReplicaRequestTopicV1, i64]:
-    o = _new(_K_StopReplicaRequestTopicV1)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partition_indexes: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -282,7 +364,7 @@ def _decode_StopReplicaRequestTopicV1_v1(buf: bytes, pos: i64) -> tuple[StopRepl
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -296,13 +378,13 @@ def _decode_StopReplicaRequestTopicV1_v1(buf: bytes, pos: i64) -> tuple[StopRepl
             e_partition_indexes = read_i32_be(buf, pos)
             pos += 4
             lst_partition_indexes.append(e_partition_indexes)
-        o.partition_indexes = lst_partition_indexes
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partition_indexes = lst_partition_indexes
+    utf: Any = ()
+    return StopReplicaRequestTopicV1(name=f_name, partition_indexes=f_partition_indexes, unknown_tagged_fields=utf), pos
 
 
 def _encode_StopReplicaRequestTopicV1_v1(o: StopReplicaRequestTopicV1, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
     else:
@@ -311,7 +393,7 @@ def _encode_StopReplicaRequestTopicV1_v1(o: StopReplicaRequestTopicV1, w: BytesW
             raise ValueOutOfRangeError('string field Name is too long', version=1)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_partition_indexes = o.partition_indexes
+    x_partition_indexes: Any = o.partition_indexes
     if x_partition_indexes is None:
         raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=1)
     else:
@@ -324,10 +406,11 @@ def _encode_StopReplicaRequestTopicV1_v1(o: StopReplicaRequestTopicV1, w: BytesW
 
 
 def _decode_StopReplicaRequestTopicV1_v2(buf: bytes, pos: i64) -> tuple[StopReplicaRequestTopicV1, i64]:
-    o = _new(_K_StopReplicaRequestTopicV1)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partition_indexes: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -342,7 +425,7 @@ def _decode_StopReplicaRequestTopicV1_v2(buf: bytes, pos: i64) -> tuple[StopRepl
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -360,15 +443,14 @@ def _decode_StopReplicaRequestTopicV1_v2(buf: bytes, pos: i64) -> tuple[StopRepl
             e_partition_indexes = read_i32_be(buf, pos)
             pos += 4
             lst_partition_indexes.append(e_partition_indexes)
-        o.partition_indexes = lst_partition_indexes
+        f_partition_indexes = lst_partition_indexes
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -380,12 +462,12 @@ def _decode_StopReplicaRequestTopicV1_v2(buf: bytes, pos: i64) -> tuple[StopRepl
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StopReplicaRequestTopicV1(name=f_name, partition_indexes=f_partition_indexes, unknown_tagged_fields=utf), pos
 
 
 def _encode_StopReplicaRequestTopicV1_v2(o: StopReplicaRequestTopicV1, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
     else:
@@ -398,7 +480,7 @@ def _encode_StopReplicaRequestTopicV1_v2(o: StopReplicaRequestTopicV1, w: BytesW
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_partition_indexes = o.partition_indexes
+    x_partition_indexes: Any = o.partition_indexes
     if x_partition_indexes is None:
         raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=2)
     else:
@@ -417,10 +499,11 @@ def _encode_StopReplicaRequestTopicV1_v2(o: StopReplicaRequestTopicV1, w: BytesW
 
 
 def _decode_StopReplicaRequestPartitionV0_v0(buf: bytes, pos: i64) -> tuple[StopReplicaRequestPartitionV0, i64]:
-    o = _new(_K_StopReplicaRequestPartitionV0)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_name: Any
+    f_partition_index: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -431,16 +514,16 @@ def _decode_StopReplicaRequestPartitionV0_v0(buf: bytes, pos: i64) -> tuple[Stop
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return StopReplicaRequestPartitionV0(topic_name=f_topic_name, partition_index=f_partition_index, unknown_tagged_fields=utf), pos
 
 
 def _encode_StopReplicaRequestPartitionV0_v0(o: StopReplicaRequestPartitionV0, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
@@ -449,24 +532,24 @@ def _encode_StopReplicaRequestPartitionV0_v0(o: StopReplicaRequestPartitionV0, w
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
         write_i16_be(w, len(b_topic_name))
         w.write(b_topic_name)
-    write_i32_be(w, o.partition_index)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_StopReplicaRequest_v0(buf: bytes, pos: i64) -> tuple[StopReplicaRequest, i64]:
-    o = _new(_K_StopReplicaRequest)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.is_k_raft_controller = False
-    o.broker_epoch = -1
-    o.topic_states = []
-    o.topics = []
-    o.controller_id = read_i32_be(buf, pos)
+    f_controller_id: Any
+    f_controller_epoch: Any
+    f_delete_partitions: Any
+    f_ungrouped_partitions: Any
+    f_controller_id = read_i32_be(buf, pos)
     pos += 4
-    o.controller_epoch = read_i32_be(buf, pos)
+    f_controller_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.delete_partitions = buf[pos] != 0
+    f_delete_partitions = buf[pos] != 0
     pos += 1
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -479,9 +562,9 @@ def _decode_StopReplicaRequest_v0(buf: bytes, pos: i64) -> tuple[StopReplicaRequ
         for _i_ungrouped_partitions in range(n):
             x_ungrouped_partitions, pos = _decode_StopReplicaRequestPartitionV0_v0(buf, pos)
             lst_ungrouped_partitions.append(x_ungrouped_partitions)
-        o.ungrouped_partitions = lst_ungrouped_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_ungrouped_partitions = lst_ungrouped_partitions
+    utf: Any = ()
+    return StopReplicaRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, delete_partitions=f_delete_partitions, ungrouped_partitions=f_ungrouped_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_StopReplicaRequest_v0(o: StopReplicaRequest, w: BytesWriter) -> None:
@@ -491,10 +574,12 @@ def _encode_StopReplicaRequest_v0(o: StopReplicaRequest, w: BytesWriter) -> None
         raise FieldNotInVersionError('non-default TopicStates cannot be written', version=0)
     if o.topics is None or len(o.topics) != 0:
         raise FieldNotInVersionError('non-default Topics cannot be written', version=0)
-    write_i32_be(w, o.controller_id)
-    write_i32_be(w, o.controller_epoch)
+    v_controller_id: int = o.controller_id
+    write_i32_be(w, v_controller_id)
+    v_controller_epoch: int = o.controller_epoch
+    write_i32_be(w, v_controller_epoch)
     w.append(_ONE if o.delete_partitions else _ZERO)
-    x_ungrouped_partitions = o.ungrouped_partitions
+    x_ungrouped_partitions: Any = o.ungrouped_partitions
     if x_ungrouped_partitions is None:
         raise ValueOutOfRangeError('non-nullable field UngroupedPartitions is None', version=0)
     else:
@@ -507,19 +592,20 @@ def _encode_StopReplicaRequest_v0(o: StopReplicaRequest, w: BytesWriter) -> None
 
 
 def _decode_StopReplicaRequest_v1(buf: bytes, pos: i64) -> tuple[StopReplicaRequest, i64]:
-    o = _new(_K_StopReplicaRequest)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.is_k_raft_controller = False
-    o.topic_states = []
-    o.ungrouped_partitions = []
-    o.controller_id = read_i32_be(buf, pos)
+    f_controller_id: Any
+    f_controller_epoch: Any
+    f_broker_epoch: Any
+    f_delete_partitions: Any
+    f_topics: Any
+    f_controller_id = read_i32_be(buf, pos)
     pos += 4
-    o.controller_epoch = read_i32_be(buf, pos)
+    f_controller_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.broker_epoch = read_i64_be(buf, pos)
+    f_broker_epoch = read_i64_be(buf, pos)
     pos += 8
-    o.delete_partitions = buf[pos] != 0
+    f_delete_partitions = buf[pos] != 0
     pos += 1
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -532,9 +618,9 @@ def _decode_StopReplicaRequest_v1(buf: bytes, pos: i64) -> tuple[StopReplicaRequ
         for _i_topics in range(n):
             x_topics, pos = _decode_StopReplicaRequestTopicV1_v1(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return StopReplicaRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, delete_partitions=f_delete_partitions, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_StopReplicaRequest_v1(o: StopReplicaRequest, w: BytesWriter) -> None:
@@ -544,11 +630,14 @@ def _encode_StopReplicaRequest_v1(o: StopReplicaRequest, w: BytesWriter) -> None
         raise FieldNotInVersionError('non-default TopicStates cannot be written', version=1)
     if o.ungrouped_partitions is None or len(o.ungrouped_partitions) != 0:
         raise FieldNotInVersionError('non-default UngroupedPartitions cannot be written', version=1)
-    write_i32_be(w, o.controller_id)
-    write_i32_be(w, o.controller_epoch)
-    write_i64_be(w, o.broker_epoch)
+    v_controller_id: int = o.controller_id
+    write_i32_be(w, v_controller_id)
+    v_controller_epoch: int = o.controller_epoch
+    write_i32_be(w, v_controller_epoch)
+    v_broker_epoch: int = o.broker_epoch
+    write_i64_be(w, v_broker_epoch)
     w.append(_ONE if o.delete_partitions else _ZERO)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
@@ -561,20 +650,21 @@ def _encode_StopReplicaRequest_v1(o: StopReplicaRequest, w: BytesWriter) -> None
 
 
 def _decode_StopReplicaRequest_v2(buf: bytes, pos: i64) -> tuple[StopReplicaRequest, i64]:
-    o = _new(_K_StopReplicaRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.is_k_raft_controller = False
-    o.topic_states = []
-    o.ungrouped_partitions = []
-    o.controller_id = read_i32_be(buf, pos)
+    f_controller_id: Any
+    f_controller_epoch: Any
+    f_broker_epoch: Any
+    f_delete_partitions: Any
+    f_topics: Any
+    f_controller_id = read_i32_be(buf, pos)
     pos += 4
-    o.controller_epoch = read_i32_be(buf, pos)
+    f_controller_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.broker_epoch = read_i64_be(buf, pos)
+    f_broker_epoch = read_i64_be(buf, pos)
     pos += 8
-    o.delete_partitions = buf[pos] != 0
+    f_delete_partitions = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -591,15 +681,14 @@ def _decode_StopReplicaRequest_v2(buf: bytes, pos: i64) -> tuple[StopReplicaRequ
         for _i_topics in range(n):
             x_topics, pos = _decode_StopReplicaRequestTopicV1_v2(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -611,8 +700,8 @@ def _decode_StopReplicaRequest_v2(buf: bytes, pos: i64) -> tuple[StopReplicaRequ
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StopReplicaRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, delete_partitions=f_delete_partitions, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_StopReplicaRequest_v2(o: StopReplicaRequest, w: BytesWriter) -> None:
@@ -622,11 +711,14 @@ def _encode_StopReplicaRequest_v2(o: StopReplicaRequest, w: BytesWriter) -> None
         raise FieldNotInVersionError('non-default TopicStates cannot be written', version=2)
     if o.ungrouped_partitions is None or len(o.ungrouped_partitions) != 0:
         raise FieldNotInVersionError('non-default UngroupedPartitions cannot be written', version=2)
-    write_i32_be(w, o.controller_id)
-    write_i32_be(w, o.controller_epoch)
-    write_i64_be(w, o.broker_epoch)
+    v_controller_id: int = o.controller_id
+    write_i32_be(w, v_controller_id)
+    v_controller_epoch: int = o.controller_epoch
+    write_i32_be(w, v_controller_epoch)
+    v_broker_epoch: int = o.broker_epoch
+    write_i64_be(w, v_broker_epoch)
     w.append(_ONE if o.delete_partitions else _ZERO)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
@@ -645,19 +737,18 @@ def _encode_StopReplicaRequest_v2(o: StopReplicaRequest, w: BytesWriter) -> None
 
 
 def _decode_StopReplicaRequest_v3(buf: bytes, pos: i64) -> tuple[StopReplicaRequest, i64]:
-    o = _new(_K_StopReplicaRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.is_k_raft_controller = False
-    o.delete_partitions = False
-    o.topics = []
-    o.ungrouped_partitions = []
-    o.controller_id = read_i32_be(buf, pos)
+    f_controller_id: Any
+    f_controller_epoch: Any
+    f_broker_epoch: Any
+    f_topic_states: Any
+    f_controller_id = read_i32_be(buf, pos)
     pos += 4
-    o.controller_epoch = read_i32_be(buf, pos)
+    f_controller_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.broker_epoch = read_i64_be(buf, pos)
+    f_broker_epoch = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
@@ -674,15 +765,14 @@ def _decode_StopReplicaRequest_v3(buf: bytes, pos: i64) -> tuple[StopReplicaRequ
         for _i_topic_states in range(n):
             x_topic_states, pos = _decode_StopReplicaRequestTopicState_v3(buf, pos)
             lst_topic_states.append(x_topic_states)
-        o.topic_states = lst_topic_states
+        f_topic_states = lst_topic_states
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -694,8 +784,8 @@ def _decode_StopReplicaRequest_v3(buf: bytes, pos: i64) -> tuple[StopReplicaRequ
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StopReplicaRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, topic_states=f_topic_states, unknown_tagged_fields=utf), pos
 
 
 def _encode_StopReplicaRequest_v3(o: StopReplicaRequest, w: BytesWriter) -> None:
@@ -707,10 +797,13 @@ def _encode_StopReplicaRequest_v3(o: StopReplicaRequest, w: BytesWriter) -> None
         raise FieldNotInVersionError('non-default Topics cannot be written', version=3)
     if o.ungrouped_partitions is None or len(o.ungrouped_partitions) != 0:
         raise FieldNotInVersionError('non-default UngroupedPartitions cannot be written', version=3)
-    write_i32_be(w, o.controller_id)
-    write_i32_be(w, o.controller_epoch)
-    write_i64_be(w, o.broker_epoch)
-    x_topic_states = o.topic_states
+    v_controller_id: int = o.controller_id
+    write_i32_be(w, v_controller_id)
+    v_controller_epoch: int = o.controller_epoch
+    write_i32_be(w, v_controller_epoch)
+    v_broker_epoch: int = o.broker_epoch
+    write_i64_be(w, v_broker_epoch)
+    x_topic_states: Any = o.topic_states
     if x_topic_states is None:
         raise ValueOutOfRangeError('non-nullable field TopicStates is None', version=3)
     else:
@@ -729,20 +822,21 @@ def _encode_StopReplicaRequest_v3(o: StopReplicaRequest, w: BytesWriter) -> None
 
 
 def _decode_StopReplicaRequest_v4(buf: bytes, pos: i64) -> tuple[StopReplicaRequest, i64]:
-    o = _new(_K_StopReplicaRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.delete_partitions = False
-    o.topics = []
-    o.ungrouped_partitions = []
-    o.controller_id = read_i32_be(buf, pos)
+    f_controller_id: Any
+    f_is_k_raft_controller: Any
+    f_controller_epoch: Any
+    f_broker_epoch: Any
+    f_topic_states: Any
+    f_controller_id = read_i32_be(buf, pos)
     pos += 4
-    o.is_k_raft_controller = buf[pos] != 0
+    f_is_k_raft_controller = buf[pos] != 0
     pos += 1
-    o.controller_epoch = read_i32_be(buf, pos)
+    f_controller_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.broker_epoch = read_i64_be(buf, pos)
+    f_broker_epoch = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
@@ -759,15 +853,14 @@ def _decode_StopReplicaRequest_v4(buf: bytes, pos: i64) -> tuple[StopReplicaRequ
         for _i_topic_states in range(n):
             x_topic_states, pos = _decode_StopReplicaRequestTopicState_v3(buf, pos)
             lst_topic_states.append(x_topic_states)
-        o.topic_states = lst_topic_states
+        f_topic_states = lst_topic_states
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -779,8 +872,8 @@ def _decode_StopReplicaRequest_v4(buf: bytes, pos: i64) -> tuple[StopReplicaRequ
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StopReplicaRequest(controller_id=f_controller_id, is_k_raft_controller=f_is_k_raft_controller, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, topic_states=f_topic_states, unknown_tagged_fields=utf), pos
 
 
 def _encode_StopReplicaRequest_v4(o: StopReplicaRequest, w: BytesWriter) -> None:
@@ -790,11 +883,14 @@ def _encode_StopReplicaRequest_v4(o: StopReplicaRequest, w: BytesWriter) -> None
         raise FieldNotInVersionError('non-default Topics cannot be written', version=4)
     if o.ungrouped_partitions is None or len(o.ungrouped_partitions) != 0:
         raise FieldNotInVersionError('non-default UngroupedPartitions cannot be written', version=4)
-    write_i32_be(w, o.controller_id)
+    v_controller_id: int = o.controller_id
+    write_i32_be(w, v_controller_id)
     w.append(_ONE if o.is_k_raft_controller else _ZERO)
-    write_i32_be(w, o.controller_epoch)
-    write_i64_be(w, o.broker_epoch)
-    x_topic_states = o.topic_states
+    v_controller_epoch: int = o.controller_epoch
+    write_i32_be(w, v_controller_epoch)
+    v_broker_epoch: int = o.broker_epoch
+    write_i64_be(w, v_broker_epoch)
+    x_topic_states: Any = o.topic_states
     if x_topic_states is None:
         raise ValueOutOfRangeError('non-nullable field TopicStates is None', version=4)
     else:
@@ -813,10 +909,12 @@ def _encode_StopReplicaRequest_v4(o: StopReplicaRequest, w: BytesWriter) -> None
 
 
 def _decode_StopReplicaResponsePartitionError_v0(buf: bytes, pos: i64) -> tuple[StopReplicaResponsePartitionError, i64]:
-    o = _new(_K_StopReplicaResponsePartitionError)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_name: Any
+    f_partition_index: Any
+    f_error_code: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -827,18 +925,18 @@ def _decode_StopReplicaResponsePartitionError_v0(buf: bytes, pos: i64) -> tuple[
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return StopReplicaResponsePartitionError(topic_name=f_topic_name, partition_index=f_partition_index, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_StopReplicaResponsePartitionError_v0(o: StopReplicaResponsePartitionError, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
@@ -847,17 +945,21 @@ def _encode_StopReplicaResponsePartitionError_v0(o: StopReplicaResponsePartition
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
         write_i16_be(w, len(b_topic_name))
         w.write(b_topic_name)
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_StopReplicaResponsePartitionError_v2(buf: bytes, pos: i64) -> tuple[StopReplicaResponsePartitionError, i64]:
-    o = _new(_K_StopReplicaResponsePartitionError)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_name: Any
+    f_partition_index: Any
+    f_error_code: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -872,20 +974,19 @@ def _decode_StopReplicaResponsePartitionError_v2(buf: bytes, pos: i64) -> tuple[
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -897,12 +998,12 @@ def _decode_StopReplicaResponsePartitionError_v2(buf: bytes, pos: i64) -> tuple[
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StopReplicaResponsePartitionError(topic_name=f_topic_name, partition_index=f_partition_index, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_StopReplicaResponsePartitionError_v2(o: StopReplicaResponsePartitionError, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=2)
     else:
@@ -915,8 +1016,10 @@ def _encode_StopReplicaResponsePartitionError_v2(o: StopReplicaResponsePartition
         else:
             _put_uvarint(w, m)
         w.write(b_topic_name)
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -924,10 +1027,11 @@ def _encode_StopReplicaResponsePartitionError_v2(o: StopReplicaResponsePartition
 
 
 def _decode_StopReplicaResponse_v0(buf: bytes, pos: i64) -> tuple[StopReplicaResponse, i64]:
-    o = _new(_K_StopReplicaResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_partition_errors: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -940,14 +1044,15 @@ def _decode_StopReplicaResponse_v0(buf: bytes, pos: i64) -> tuple[StopReplicaRes
         for _i_partition_errors in range(n):
             x_partition_errors, pos = _decode_StopReplicaResponsePartitionError_v0(buf, pos)
             lst_partition_errors.append(x_partition_errors)
-        o.partition_errors = lst_partition_errors
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partition_errors = lst_partition_errors
+    utf: Any = ()
+    return StopReplicaResponse(error_code=f_error_code, partition_errors=f_partition_errors, unknown_tagged_fields=utf), pos
 
 
 def _encode_StopReplicaResponse_v0(o: StopReplicaResponse, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_partition_errors = o.partition_errors
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_partition_errors: Any = o.partition_errors
     if x_partition_errors is None:
         raise ValueOutOfRangeError('non-nullable field PartitionErrors is None', version=0)
     else:
@@ -960,11 +1065,12 @@ def _encode_StopReplicaResponse_v0(o: StopReplicaResponse, w: BytesWriter) -> No
 
 
 def _decode_StopReplicaResponse_v2(buf: bytes, pos: i64) -> tuple[StopReplicaResponse, i64]:
-    o = _new(_K_StopReplicaResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_partition_errors: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -981,15 +1087,14 @@ def _decode_StopReplicaResponse_v2(buf: bytes, pos: i64) -> tuple[StopReplicaRes
         for _i_partition_errors in range(n):
             x_partition_errors, pos = _decode_StopReplicaResponsePartitionError_v2(buf, pos)
             lst_partition_errors.append(x_partition_errors)
-        o.partition_errors = lst_partition_errors
+        f_partition_errors = lst_partition_errors
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1001,13 +1106,14 @@ def _decode_StopReplicaResponse_v2(buf: bytes, pos: i64) -> tuple[StopReplicaRes
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StopReplicaResponse(error_code=f_error_code, partition_errors=f_partition_errors, unknown_tagged_fields=utf), pos
 
 
 def _encode_StopReplicaResponse_v2(o: StopReplicaResponse, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_partition_errors = o.partition_errors
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_partition_errors: Any = o.partition_errors
     if x_partition_errors is None:
         raise ValueOutOfRangeError('non-nullable field PartitionErrors is None', version=2)
     else:
@@ -1036,4 +1142,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (StopReplicaResponse, {0: _decode_StopReplicaResponse_v0, 1: _decode_StopReplicaResponse_v0, 2: _decode_StopReplicaResponse_v2, 3: _decode_StopReplicaResponse_v2, 4: _decode_StopReplicaResponse_v2}, {0: _encode_StopReplicaResponse_v0, 1: _encode_StopReplicaResponse_v0, 2: _encode_StopReplicaResponse_v2, 3: _encode_StopReplicaResponse_v2, 4: _encode_StopReplicaResponse_v2}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.stop_replica', TABLES)

@@ -22,48 +22,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.streams_group_describe import (
-    StreamsGroupDescribeRequest,
-    StreamsGroupDescribeResponse,
-    StreamsGroupDescribeResponseAssignment,
-    StreamsGroupDescribeResponseDescribedGroup,
-    StreamsGroupDescribeResponseEndpoint,
-    StreamsGroupDescribeResponseKeyValue,
-    StreamsGroupDescribeResponseMember,
-    StreamsGroupDescribeResponseSubtopology,
-    StreamsGroupDescribeResponseTaskIds,
-    StreamsGroupDescribeResponseTaskOffset,
-    StreamsGroupDescribeResponseTopicInfo,
-    StreamsGroupDescribeResponseTopology,
-    StreamsGroupDescribeResponseTopologyDescription,
-    StreamsGroupDescribeResponseTopologyDescriptionGlobalStore,
-    StreamsGroupDescribeResponseTopologyDescriptionNode,
-    StreamsGroupDescribeResponseTopologyDescriptionSubtopology,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_StreamsGroupDescribeRequest: Final = StreamsGroupDescribeRequest
-_K_StreamsGroupDescribeResponse: Final = StreamsGroupDescribeResponse
-_K_StreamsGroupDescribeResponseAssignment: Final = StreamsGroupDescribeResponseAssignment
-_K_StreamsGroupDescribeResponseDescribedGroup: Final = StreamsGroupDescribeResponseDescribedGroup
-_K_StreamsGroupDescribeResponseEndpoint: Final = StreamsGroupDescribeResponseEndpoint
-_K_StreamsGroupDescribeResponseKeyValue: Final = StreamsGroupDescribeResponseKeyValue
-_K_StreamsGroupDescribeResponseMember: Final = StreamsGroupDescribeResponseMember
-_K_StreamsGroupDescribeResponseSubtopology: Final = StreamsGroupDescribeResponseSubtopology
-_K_StreamsGroupDescribeResponseTaskIds: Final = StreamsGroupDescribeResponseTaskIds
-_K_StreamsGroupDescribeResponseTaskOffset: Final = StreamsGroupDescribeResponseTaskOffset
-_K_StreamsGroupDescribeResponseTopicInfo: Final = StreamsGroupDescribeResponseTopicInfo
-_K_StreamsGroupDescribeResponseTopology: Final = StreamsGroupDescribeResponseTopology
-_K_StreamsGroupDescribeResponseTopologyDescription: Final = StreamsGroupDescribeResponseTopologyDescription
-_K_StreamsGroupDescribeResponseTopologyDescriptionGlobalStore: Final = StreamsGroupDescribeResponseTopologyDescriptionGlobalStore
-_K_StreamsGroupDescribeResponseTopologyDescriptionNode: Final = StreamsGroupDescribeResponseTopologyDescriptionNode
-_K_StreamsGroupDescribeResponseTopologyDescriptionSubtopology: Final = StreamsGroupDescribeResponseTopologyDescriptionSubtopology
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -149,12 +116,258 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class StreamsGroupDescribeRequest(_NativeMessage):
+    group_ids: Any
+    include_authorized_operations: Any
+    include_topology_description: Any
+
+    def __init__(self, *, group_ids: Any = FRESH, include_authorized_operations: Any = False, include_topology_description: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.group_ids = [] if group_ids is FRESH else group_ids
+        self.include_authorized_operations = include_authorized_operations
+        self.include_topology_description = include_topology_description
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StreamsGroupDescribeResponseKeyValue(_NativeStruct):
+    key: Any
+    value: Any
+
+    def __init__(self, *, key: Any = '', value: Any = '', unknown_tagged_fields: Any = ()) -> None:
+        self.key = key
+        self.value = value
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StreamsGroupDescribeResponseTopicInfo(_NativeStruct):
+    name: Any
+    partitions: Any
+    replication_factor: Any
+    topic_configs: Any
+
+    def __init__(self, *, name: Any = '', partitions: Any = 0, replication_factor: Any = 0, topic_configs: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.partitions = partitions
+        self.replication_factor = replication_factor
+        self.topic_configs = [] if topic_configs is FRESH else topic_configs
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StreamsGroupDescribeResponseSubtopology(_NativeStruct):
+    subtopology_id: Any
+    source_topics: Any
+    repartition_sink_topics: Any
+    state_changelog_topics: Any
+    repartition_source_topics: Any
+
+    def __init__(self, *, subtopology_id: Any = '', source_topics: Any = FRESH, repartition_sink_topics: Any = FRESH, state_changelog_topics: Any = FRESH, repartition_source_topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.subtopology_id = subtopology_id
+        self.source_topics = [] if source_topics is FRESH else source_topics
+        self.repartition_sink_topics = [] if repartition_sink_topics is FRESH else repartition_sink_topics
+        self.state_changelog_topics = [] if state_changelog_topics is FRESH else state_changelog_topics
+        self.repartition_source_topics = [] if repartition_source_topics is FRESH else repartition_source_topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StreamsGroupDescribeResponseTopology(_NativeStruct):
+    epoch: Any
+    subtopologies: Any
+
+    def __init__(self, *, epoch: Any = 0, subtopologies: Any = None, unknown_tagged_fields: Any = ()) -> None:
+        self.epoch = epoch
+        self.subtopologies = subtopologies
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StreamsGroupDescribeResponseEndpoint(_NativeStruct):
+    host: Any
+    port: Any
+
+    def __init__(self, *, host: Any = '', port: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StreamsGroupDescribeResponseTaskOffset(_NativeStruct):
+    subtopology_id: Any
+    partition: Any
+    offset: Any
+
+    def __init__(self, *, subtopology_id: Any = '', partition: Any = 0, offset: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.subtopology_id = subtopology_id
+        self.partition = partition
+        self.offset = offset
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StreamsGroupDescribeResponseTaskIds(_NativeStruct):
+    subtopology_id: Any
+    partitions: Any
+
+    def __init__(self, *, subtopology_id: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.subtopology_id = subtopology_id
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StreamsGroupDescribeResponseAssignment(_NativeStruct):
+    active_tasks: Any
+    standby_tasks: Any
+    warmup_tasks: Any
+
+    def __init__(self, *, active_tasks: Any = FRESH, standby_tasks: Any = FRESH, warmup_tasks: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.active_tasks = [] if active_tasks is FRESH else active_tasks
+        self.standby_tasks = [] if standby_tasks is FRESH else standby_tasks
+        self.warmup_tasks = [] if warmup_tasks is FRESH else warmup_tasks
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StreamsGroupDescribeResponseMember(_NativeStruct):
+    member_id: Any
+    member_epoch: Any
+    instance_id: Any
+    rack_id: Any
+    client_id: Any
+    client_host: Any
+    topology_epoch: Any
+    process_id: Any
+    user_endpoint: Any
+    client_tags: Any
+    task_offsets: Any
+    task_end_offsets: Any
+    assignment: Any
+    target_assignment: Any
+    is_classic: Any
+
+    def __init__(self, *, member_id: Any = '', member_epoch: Any = 0, instance_id: Any = None, rack_id: Any = None, client_id: Any = '', client_host: Any = '', topology_epoch: Any = 0, process_id: Any = '', user_endpoint: Any = None, client_tags: Any = FRESH, task_offsets: Any = FRESH, task_end_offsets: Any = FRESH, assignment: Any = FRESH, target_assignment: Any = FRESH, is_classic: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.member_id = member_id
+        self.member_epoch = member_epoch
+        self.instance_id = instance_id
+        self.rack_id = rack_id
+        self.client_id = client_id
+        self.client_host = client_host
+        self.topology_epoch = topology_epoch
+        self.process_id = process_id
+        self.user_endpoint = user_endpoint
+        self.client_tags = [] if client_tags is FRESH else client_tags
+        self.task_offsets = [] if task_offsets is FRESH else task_offsets
+        self.task_end_offsets = [] if task_end_offsets is FRESH else task_end_offsets
+        self.assignment = StreamsGroupDescribeResponseAssignment() if assignment is FRESH else assignment
+        self.target_assignment = StreamsGroupDescribeResponseAssignment() if target_assignment is FRESH else target_assignment
+        self.is_classic = is_classic
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StreamsGroupDescribeResponseTopologyDescriptionNode(_NativeStruct):
+    name: Any
+    node_type: Any
+    source_topics: Any
+    sink_topic: Any
+    stores: Any
+    successors: Any
+
+    def __init__(self, *, name: Any = '', node_type: Any = 0, source_topics: Any = FRESH, sink_topic: Any = None, stores: Any = FRESH, successors: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.node_type = node_type
+        self.source_topics = [] if source_topics is FRESH else source_topics
+        self.sink_topic = sink_topic
+        self.stores = [] if stores is FRESH else stores
+        self.successors = [] if successors is FRESH else successors
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StreamsGroupDescribeResponseTopologyDescriptionSubtopology(_NativeStruct):
+    subtopology_id: Any
+    nodes: Any
+
+    def __init__(self, *, subtopology_id: Any = '', nodes: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.subtopology_id = subtopology_id
+        self.nodes = [] if nodes is FRESH else nodes
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StreamsGroupDescribeResponseTopologyDescriptionGlobalStore(_NativeStruct):
+    source: Any
+    processor: Any
+
+    def __init__(self, *, source: Any = FRESH, processor: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.source = StreamsGroupDescribeResponseTopologyDescriptionNode() if source is FRESH else source
+        self.processor = StreamsGroupDescribeResponseTopologyDescriptionNode() if processor is FRESH else processor
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StreamsGroupDescribeResponseTopologyDescription(_NativeStruct):
+    subtopologies: Any
+    global_stores: Any
+
+    def __init__(self, *, subtopologies: Any = FRESH, global_stores: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.subtopologies = [] if subtopologies is FRESH else subtopologies
+        self.global_stores = [] if global_stores is FRESH else global_stores
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StreamsGroupDescribeResponseDescribedGroup(_NativeStruct):
+    error_code: Any
+    error_message: Any
+    group_id: Any
+    group_state: Any
+    group_epoch: Any
+    assignment_epoch: Any
+    topology: Any
+    members: Any
+    authorized_operations: Any
+    topology_description: Any
+    topology_description_status: Any
+    assignor_name: Any
+
+    def __init__(self, *, error_code: Any = 0, error_message: Any = None, group_id: Any = '', group_state: Any = '', group_epoch: Any = 0, assignment_epoch: Any = 0, topology: Any = None, members: Any = FRESH, authorized_operations: Any = -2147483648, topology_description: Any = None, topology_description_status: Any = 0, assignor_name: Any = None, unknown_tagged_fields: Any = ()) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.group_id = group_id
+        self.group_state = group_state
+        self.group_epoch = group_epoch
+        self.assignment_epoch = assignment_epoch
+        self.topology = topology
+        self.members = [] if members is FRESH else members
+        self.authorized_operations = authorized_operations
+        self.topology_description = topology_description
+        self.topology_description_status = topology_description_status
+        self.assignor_name = assignor_name
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StreamsGroupDescribeResponse(_NativeMessage):
+    throttle_time_ms: Any
+    groups: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, groups: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.groups = [] if groups is FRESH else groups
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_StreamsGroupDescribeResponseKeyValue = StreamsGroupDescribeResponseKeyValue()
+_DEFAULT_StreamsGroupDescribeResponseTopicInfo = StreamsGroupDescribeResponseTopicInfo()
+_DEFAULT_StreamsGroupDescribeResponseSubtopology = StreamsGroupDescribeResponseSubtopology()
+_DEFAULT_StreamsGroupDescribeResponseTopology = StreamsGroupDescribeResponseTopology()
+_DEFAULT_StreamsGroupDescribeResponseEndpoint = StreamsGroupDescribeResponseEndpoint()
+_DEFAULT_StreamsGroupDescribeResponseTaskOffset = StreamsGroupDescribeResponseTaskOffset()
+_DEFAULT_StreamsGroupDescribeResponseTaskIds = StreamsGroupDescribeResponseTaskIds()
+_DEFAULT_StreamsGroupDescribeResponseAssignment = StreamsGroupDescribeResponseAssignment()
+_DEFAULT_StreamsGroupDescribeResponseMember = StreamsGroupDescribeResponseMember()
+_DEFAULT_StreamsGroupDescribeResponseTopologyDescriptionNode = StreamsGroupDescribeResponseTopologyDescriptionNode()
+_DEFAULT_StreamsGroupDescribeResponseTopologyDescriptionSubtopology = StreamsGroupDescribeResponseTopologyDescriptionSubtopology()
+_DEFAULT_StreamsGroupDescribeResponseTopologyDescriptionGlobalStore = StreamsGroupDescribeResponseTopologyDescriptionGlobalStore()
+_DEFAULT_StreamsGroupDescribeResponseTopologyDescription = StreamsGroupDescribeResponseTopologyDescription()
+_DEFAULT_StreamsGroupDescribeResponseDescribedGroup = StreamsGroupDescribeResponseDescribedGroup()
+
+
 def _decode_StreamsGroupDescribeRequest_v0(buf: bytes, pos: i64) -> tuple[StreamsGroupDescribeRequest, i64]:
-    o = _new(_K_StreamsGroupDescribeRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.include_topology_description = False
+    f_group_ids: Any
+    f_include_authorized_operations: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -183,17 +396,16 @@ def _decode_StreamsGroupDescribeRequest_v0(buf: bytes, pos: i64) -> tuple[Stream
                 raise _truncated('GroupIds')
             lst_group_ids.append(buf[pos:end].decode())
             pos = end
-        o.group_ids = lst_group_ids
-    o.include_authorized_operations = buf[pos] != 0
+        f_group_ids = lst_group_ids
+    f_include_authorized_operations = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -205,14 +417,14 @@ def _decode_StreamsGroupDescribeRequest_v0(buf: bytes, pos: i64) -> tuple[Stream
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupDescribeRequest(group_ids=f_group_ids, include_authorized_operations=f_include_authorized_operations, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupDescribeRequest_v0(o: StreamsGroupDescribeRequest, w: BytesWriter) -> None:
     if bool(o.include_topology_description):
         raise FieldNotInVersionError('non-default IncludeTopologyDescription cannot be written', version=0)
-    x_group_ids = o.group_ids
+    x_group_ids: Any = o.group_ids
     if x_group_ids is None:
         raise ValueOutOfRangeError('non-nullable field GroupIds is None', version=0)
     else:
@@ -240,10 +452,12 @@ def _encode_StreamsGroupDescribeRequest_v0(o: StreamsGroupDescribeRequest, w: By
 
 
 def _decode_StreamsGroupDescribeRequest_v1(buf: bytes, pos: i64) -> tuple[StreamsGroupDescribeRequest, i64]:
-    o = _new(_K_StreamsGroupDescribeRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_group_ids: Any
+    f_include_authorized_operations: Any
+    f_include_topology_description: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -272,19 +486,18 @@ def _decode_StreamsGroupDescribeRequest_v1(buf: bytes, pos: i64) -> tuple[Stream
                 raise _truncated('GroupIds')
             lst_group_ids.append(buf[pos:end].decode())
             pos = end
-        o.group_ids = lst_group_ids
-    o.include_authorized_operations = buf[pos] != 0
+        f_group_ids = lst_group_ids
+    f_include_authorized_operations = buf[pos] != 0
     pos += 1
-    o.include_topology_description = buf[pos] != 0
+    f_include_topology_description = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -296,12 +509,12 @@ def _decode_StreamsGroupDescribeRequest_v1(buf: bytes, pos: i64) -> tuple[Stream
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupDescribeRequest(group_ids=f_group_ids, include_authorized_operations=f_include_authorized_operations, include_topology_description=f_include_topology_description, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupDescribeRequest_v1(o: StreamsGroupDescribeRequest, w: BytesWriter) -> None:
-    x_group_ids = o.group_ids
+    x_group_ids: Any = o.group_ids
     if x_group_ids is None:
         raise ValueOutOfRangeError('non-nullable field GroupIds is None', version=1)
     else:
@@ -330,10 +543,11 @@ def _encode_StreamsGroupDescribeRequest_v1(o: StreamsGroupDescribeRequest, w: By
 
 
 def _decode_StreamsGroupDescribeResponseKeyValue_v0(buf: bytes, pos: i64) -> tuple[StreamsGroupDescribeResponseKeyValue, i64]:
-    o = _new(_K_StreamsGroupDescribeResponseKeyValue)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_key: Any
+    f_value: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -348,7 +562,7 @@ def _decode_StreamsGroupDescribeResponseKeyValue_v0(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('Key')
-        o.key = buf[pos:end].decode()
+        f_key = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -364,16 +578,15 @@ def _decode_StreamsGroupDescribeResponseKeyValue_v0(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('Value')
-        o.value = buf[pos:end].decode()
+        f_value = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -385,12 +598,12 @@ def _decode_StreamsGroupDescribeResponseKeyValue_v0(buf: bytes, pos: i64) -> tup
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupDescribeResponseKeyValue(key=f_key, value=f_value, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupDescribeResponseKeyValue_v0(o: StreamsGroupDescribeResponseKeyValue, w: BytesWriter) -> None:
-    x_key = o.key
+    x_key: str | None = o.key
     if x_key is None:
         raise ValueOutOfRangeError('non-nullable field Key is None', version=0)
     else:
@@ -403,7 +616,7 @@ def _encode_StreamsGroupDescribeResponseKeyValue_v0(o: StreamsGroupDescribeRespo
         else:
             _put_uvarint(w, m)
         w.write(b_key)
-    x_value = o.value
+    x_value: str | None = o.value
     if x_value is None:
         raise ValueOutOfRangeError('non-nullable field Value is None', version=0)
     else:
@@ -423,10 +636,13 @@ def _encode_StreamsGroupDescribeResponseKeyValue_v0(o: StreamsGroupDescribeRespo
 
 
 def _decode_StreamsGroupDescribeResponseTopicInfo_v0(buf: bytes, pos: i64) -> tuple[StreamsGroupDescribeResponseTopicInfo, i64]:
-    o = _new(_K_StreamsGroupDescribeResponseTopicInfo)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partitions: Any
+    f_replication_factor: Any
+    f_topic_configs: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -441,11 +657,11 @@ def _decode_StreamsGroupDescribeResponseTopicInfo_v0(buf: bytes, pos: i64) -> tu
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
-    o.partitions = read_i32_be(buf, pos)
+    f_partitions = read_i32_be(buf, pos)
     pos += 4
-    o.replication_factor = read_i16_be(buf, pos)
+    f_replication_factor = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -462,15 +678,14 @@ def _decode_StreamsGroupDescribeResponseTopicInfo_v0(buf: bytes, pos: i64) -> tu
         for _i_topic_configs in range(n):
             x_topic_configs, pos = _decode_StreamsGroupDescribeResponseKeyValue_v0(buf, pos)
             lst_topic_configs.append(x_topic_configs)
-        o.topic_configs = lst_topic_configs
+        f_topic_configs = lst_topic_configs
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -482,12 +697,12 @@ def _decode_StreamsGroupDescribeResponseTopicInfo_v0(buf: bytes, pos: i64) -> tu
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupDescribeResponseTopicInfo(name=f_name, partitions=f_partitions, replication_factor=f_replication_factor, topic_configs=f_topic_configs, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupDescribeResponseTopicInfo_v0(o: StreamsGroupDescribeResponseTopicInfo, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -500,9 +715,11 @@ def _encode_StreamsGroupDescribeResponseTopicInfo_v0(o: StreamsGroupDescribeResp
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    write_i32_be(w, o.partitions)
-    write_i16_be(w, o.replication_factor)
-    x_topic_configs = o.topic_configs
+    v_partitions: int = o.partitions
+    write_i32_be(w, v_partitions)
+    v_replication_factor: int = o.replication_factor
+    write_i16_be(w, v_replication_factor)
+    x_topic_configs: Any = o.topic_configs
     if x_topic_configs is None:
         raise ValueOutOfRangeError('non-nullable field TopicConfigs is None', version=0)
     else:
@@ -521,10 +738,14 @@ def _encode_StreamsGroupDescribeResponseTopicInfo_v0(o: StreamsGroupDescribeResp
 
 
 def _decode_StreamsGroupDescribeResponseSubtopology_v0(buf: bytes, pos: i64) -> tuple[StreamsGroupDescribeResponseSubtopology, i64]:
-    o = _new(_K_StreamsGroupDescribeResponseSubtopology)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_subtopology_id: Any
+    f_source_topics: Any
+    f_repartition_sink_topics: Any
+    f_state_changelog_topics: Any
+    f_repartition_source_topics: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -539,7 +760,7 @@ def _decode_StreamsGroupDescribeResponseSubtopology_v0(buf: bytes, pos: i64) -> 
         end = pos + n
         if end > blen:
             raise _truncated('SubtopologyId')
-        o.subtopology_id = buf[pos:end].decode()
+        f_subtopology_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -569,7 +790,7 @@ def _decode_StreamsGroupDescribeResponseSubtopology_v0(buf: bytes, pos: i64) -> 
                 raise _truncated('SourceTopics')
             lst_source_topics.append(buf[pos:end].decode())
             pos = end
-        o.source_topics = lst_source_topics
+        f_source_topics = lst_source_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -598,7 +819,7 @@ def _decode_StreamsGroupDescribeResponseSubtopology_v0(buf: bytes, pos: i64) -> 
                 raise _truncated('RepartitionSinkTopics')
             lst_repartition_sink_topics.append(buf[pos:end].decode())
             pos = end
-        o.repartition_sink_topics = lst_repartition_sink_topics
+        f_repartition_sink_topics = lst_repartition_sink_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -614,7 +835,7 @@ def _decode_StreamsGroupDescribeResponseSubtopology_v0(buf: bytes, pos: i64) -> 
         for _i_state_changelog_topics in range(n):
             x_state_changelog_topics, pos = _decode_StreamsGroupDescribeResponseTopicInfo_v0(buf, pos)
             lst_state_changelog_topics.append(x_state_changelog_topics)
-        o.state_changelog_topics = lst_state_changelog_topics
+        f_state_changelog_topics = lst_state_changelog_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -630,15 +851,14 @@ def _decode_StreamsGroupDescribeResponseSubtopology_v0(buf: bytes, pos: i64) -> 
         for _i_repartition_source_topics in range(n):
             x_repartition_source_topics, pos = _decode_StreamsGroupDescribeResponseTopicInfo_v0(buf, pos)
             lst_repartition_source_topics.append(x_repartition_source_topics)
-        o.repartition_source_topics = lst_repartition_source_topics
+        f_repartition_source_topics = lst_repartition_source_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -650,12 +870,12 @@ def _decode_StreamsGroupDescribeResponseSubtopology_v0(buf: bytes, pos: i64) -> 
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupDescribeResponseSubtopology(subtopology_id=f_subtopology_id, source_topics=f_source_topics, repartition_sink_topics=f_repartition_sink_topics, state_changelog_topics=f_state_changelog_topics, repartition_source_topics=f_repartition_source_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupDescribeResponseSubtopology_v0(o: StreamsGroupDescribeResponseSubtopology, w: BytesWriter) -> None:
-    x_subtopology_id = o.subtopology_id
+    x_subtopology_id: str | None = o.subtopology_id
     if x_subtopology_id is None:
         raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
     else:
@@ -668,7 +888,7 @@ def _encode_StreamsGroupDescribeResponseSubtopology_v0(o: StreamsGroupDescribeRe
         else:
             _put_uvarint(w, m)
         w.write(b_subtopology_id)
-    x_source_topics = o.source_topics
+    x_source_topics: Any = o.source_topics
     if x_source_topics is None:
         raise ValueOutOfRangeError('non-nullable field SourceTopics is None', version=0)
     else:
@@ -688,7 +908,7 @@ def _encode_StreamsGroupDescribeResponseSubtopology_v0(o: StreamsGroupDescribeRe
             else:
                 _put_uvarint(w, m)
             w.write(b_source_topics)
-    x_repartition_sink_topics = o.repartition_sink_topics
+    x_repartition_sink_topics: Any = o.repartition_sink_topics
     if x_repartition_sink_topics is None:
         raise ValueOutOfRangeError('non-nullable field RepartitionSinkTopics is None', version=0)
     else:
@@ -708,7 +928,7 @@ def _encode_StreamsGroupDescribeResponseSubtopology_v0(o: StreamsGroupDescribeRe
             else:
                 _put_uvarint(w, m)
             w.write(b_repartition_sink_topics)
-    x_state_changelog_topics = o.state_changelog_topics
+    x_state_changelog_topics: Any = o.state_changelog_topics
     if x_state_changelog_topics is None:
         raise ValueOutOfRangeError('non-nullable field StateChangelogTopics is None', version=0)
     else:
@@ -720,7 +940,7 @@ def _encode_StreamsGroupDescribeResponseSubtopology_v0(o: StreamsGroupDescribeRe
             _put_uvarint(w, m)
         for e_state_changelog_topics in l_state_changelog_topics:
             _encode_StreamsGroupDescribeResponseTopicInfo_v0(e_state_changelog_topics, w)
-    x_repartition_source_topics = o.repartition_source_topics
+    x_repartition_source_topics: Any = o.repartition_source_topics
     if x_repartition_source_topics is None:
         raise ValueOutOfRangeError('non-nullable field RepartitionSourceTopics is None', version=0)
     else:
@@ -739,11 +959,12 @@ def _encode_StreamsGroupDescribeResponseSubtopology_v0(o: StreamsGroupDescribeRe
 
 
 def _decode_StreamsGroupDescribeResponseTopology_v0(buf: bytes, pos: i64) -> tuple[StreamsGroupDescribeResponseTopology, i64]:
-    o = _new(_K_StreamsGroupDescribeResponseTopology)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.epoch = read_i32_be(buf, pos)
+    f_epoch: Any
+    f_subtopologies: Any
+    f_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -752,7 +973,7 @@ def _decode_StreamsGroupDescribeResponseTopology_v0(buf: bytes, pos: i64) -> tup
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.subtopologies = None
+        f_subtopologies = None
     else:
         if n > blen - pos:
             raise _invalid('array Subtopologies declares more elements than bytes remain')
@@ -760,15 +981,14 @@ def _decode_StreamsGroupDescribeResponseTopology_v0(buf: bytes, pos: i64) -> tup
         for _i_subtopologies in range(n):
             x_subtopologies, pos = _decode_StreamsGroupDescribeResponseSubtopology_v0(buf, pos)
             lst_subtopologies.append(x_subtopologies)
-        o.subtopologies = lst_subtopologies
+        f_subtopologies = lst_subtopologies
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -780,13 +1000,14 @@ def _decode_StreamsGroupDescribeResponseTopology_v0(buf: bytes, pos: i64) -> tup
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupDescribeResponseTopology(epoch=f_epoch, subtopologies=f_subtopologies, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupDescribeResponseTopology_v0(o: StreamsGroupDescribeResponseTopology, w: BytesWriter) -> None:
-    write_i32_be(w, o.epoch)
-    x_subtopologies = o.subtopologies
+    v_epoch: int = o.epoch
+    write_i32_be(w, v_epoch)
+    x_subtopologies: Any = o.subtopologies
     if x_subtopologies is None:
         w.append(_ZERO)
     else:
@@ -805,10 +1026,11 @@ def _encode_StreamsGroupDescribeResponseTopology_v0(o: StreamsGroupDescribeRespo
 
 
 def _decode_StreamsGroupDescribeResponseEndpoint_v0(buf: bytes, pos: i64) -> tuple[StreamsGroupDescribeResponseEndpoint, i64]:
-    o = _new(_K_StreamsGroupDescribeResponseEndpoint)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_host: Any
+    f_port: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -823,18 +1045,17 @@ def _decode_StreamsGroupDescribeResponseEndpoint_v0(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
-    o.port = int(read_i16_be(buf, pos)) & 0xFFFF
+    f_port = int(read_i16_be(buf, pos)) & 0xFFFF
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -846,12 +1067,12 @@ def _decode_StreamsGroupDescribeResponseEndpoint_v0(buf: bytes, pos: i64) -> tup
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupDescribeResponseEndpoint(host=f_host, port=f_port, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupDescribeResponseEndpoint_v0(o: StreamsGroupDescribeResponseEndpoint, w: BytesWriter) -> None:
-    x_host = o.host
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
     else:
@@ -864,7 +1085,8 @@ def _encode_StreamsGroupDescribeResponseEndpoint_v0(o: StreamsGroupDescribeRespo
         else:
             _put_uvarint(w, m)
         w.write(b_host)
-    _put_u16(w, o.port)
+    v_port: int = o.port
+    _put_u16(w, v_port)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -872,10 +1094,12 @@ def _encode_StreamsGroupDescribeResponseEndpoint_v0(o: StreamsGroupDescribeRespo
 
 
 def _decode_StreamsGroupDescribeResponseTaskOffset_v0(buf: bytes, pos: i64) -> tuple[StreamsGroupDescribeResponseTaskOffset, i64]:
-    o = _new(_K_StreamsGroupDescribeResponseTaskOffset)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_subtopology_id: Any
+    f_partition: Any
+    f_offset: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -890,20 +1114,19 @@ def _decode_StreamsGroupDescribeResponseTaskOffset_v0(buf: bytes, pos: i64) -> t
         end = pos + n
         if end > blen:
             raise _truncated('SubtopologyId')
-        o.subtopology_id = buf[pos:end].decode()
+        f_subtopology_id = buf[pos:end].decode()
         pos = end
-    o.partition = read_i32_be(buf, pos)
+    f_partition = read_i32_be(buf, pos)
     pos += 4
-    o.offset = read_i64_be(buf, pos)
+    f_offset = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -915,12 +1138,12 @@ def _decode_StreamsGroupDescribeResponseTaskOffset_v0(buf: bytes, pos: i64) -> t
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupDescribeResponseTaskOffset(subtopology_id=f_subtopology_id, partition=f_partition, offset=f_offset, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupDescribeResponseTaskOffset_v0(o: StreamsGroupDescribeResponseTaskOffset, w: BytesWriter) -> None:
-    x_subtopology_id = o.subtopology_id
+    x_subtopology_id: str | None = o.subtopology_id
     if x_subtopology_id is None:
         raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
     else:
@@ -933,8 +1156,10 @@ def _encode_StreamsGroupDescribeResponseTaskOffset_v0(o: StreamsGroupDescribeRes
         else:
             _put_uvarint(w, m)
         w.write(b_subtopology_id)
-    write_i32_be(w, o.partition)
-    write_i64_be(w, o.offset)
+    v_partition: int = o.partition
+    write_i32_be(w, v_partition)
+    v_offset: int = o.offset
+    write_i64_be(w, v_offset)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -942,10 +1167,11 @@ def _encode_StreamsGroupDescribeResponseTaskOffset_v0(o: StreamsGroupDescribeRes
 
 
 def _decode_StreamsGroupDescribeResponseTaskIds_v0(buf: bytes, pos: i64) -> tuple[StreamsGroupDescribeResponseTaskIds, i64]:
-    o = _new(_K_StreamsGroupDescribeResponseTaskIds)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_subtopology_id: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -960,7 +1186,7 @@ def _decode_StreamsGroupDescribeResponseTaskIds_v0(buf: bytes, pos: i64) -> tupl
         end = pos + n
         if end > blen:
             raise _truncated('SubtopologyId')
-        o.subtopology_id = buf[pos:end].decode()
+        f_subtopology_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -978,15 +1204,14 @@ def _decode_StreamsGroupDescribeResponseTaskIds_v0(buf: bytes, pos: i64) -> tupl
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -998,12 +1223,12 @@ def _decode_StreamsGroupDescribeResponseTaskIds_v0(buf: bytes, pos: i64) -> tupl
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupDescribeResponseTaskIds(subtopology_id=f_subtopology_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupDescribeResponseTaskIds_v0(o: StreamsGroupDescribeResponseTaskIds, w: BytesWriter) -> None:
-    x_subtopology_id = o.subtopology_id
+    x_subtopology_id: str | None = o.subtopology_id
     if x_subtopology_id is None:
         raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
     else:
@@ -1016,7 +1241,7 @@ def _encode_StreamsGroupDescribeResponseTaskIds_v0(o: StreamsGroupDescribeRespon
         else:
             _put_uvarint(w, m)
         w.write(b_subtopology_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -1035,10 +1260,12 @@ def _encode_StreamsGroupDescribeResponseTaskIds_v0(o: StreamsGroupDescribeRespon
 
 
 def _decode_StreamsGroupDescribeResponseAssignment_v0(buf: bytes, pos: i64) -> tuple[StreamsGroupDescribeResponseAssignment, i64]:
-    o = _new(_K_StreamsGroupDescribeResponseAssignment)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_active_tasks: Any
+    f_standby_tasks: Any
+    f_warmup_tasks: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1054,7 +1281,7 @@ def _decode_StreamsGroupDescribeResponseAssignment_v0(buf: bytes, pos: i64) -> t
         for _i_active_tasks in range(n):
             x_active_tasks, pos = _decode_StreamsGroupDescribeResponseTaskIds_v0(buf, pos)
             lst_active_tasks.append(x_active_tasks)
-        o.active_tasks = lst_active_tasks
+        f_active_tasks = lst_active_tasks
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1070,7 +1297,7 @@ def _decode_StreamsGroupDescribeResponseAssignment_v0(buf: bytes, pos: i64) -> t
         for _i_standby_tasks in range(n):
             x_standby_tasks, pos = _decode_StreamsGroupDescribeResponseTaskIds_v0(buf, pos)
             lst_standby_tasks.append(x_standby_tasks)
-        o.standby_tasks = lst_standby_tasks
+        f_standby_tasks = lst_standby_tasks
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1086,15 +1313,14 @@ def _decode_StreamsGroupDescribeResponseAssignment_v0(buf: bytes, pos: i64) -> t
         for _i_warmup_tasks in range(n):
             x_warmup_tasks, pos = _decode_StreamsGroupDescribeResponseTaskIds_v0(buf, pos)
             lst_warmup_tasks.append(x_warmup_tasks)
-        o.warmup_tasks = lst_warmup_tasks
+        f_warmup_tasks = lst_warmup_tasks
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1106,12 +1332,12 @@ def _decode_StreamsGroupDescribeResponseAssignment_v0(buf: bytes, pos: i64) -> t
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupDescribeResponseAssignment(active_tasks=f_active_tasks, standby_tasks=f_standby_tasks, warmup_tasks=f_warmup_tasks, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupDescribeResponseAssignment_v0(o: StreamsGroupDescribeResponseAssignment, w: BytesWriter) -> None:
-    x_active_tasks = o.active_tasks
+    x_active_tasks: Any = o.active_tasks
     if x_active_tasks is None:
         raise ValueOutOfRangeError('non-nullable field ActiveTasks is None', version=0)
     else:
@@ -1123,7 +1349,7 @@ def _encode_StreamsGroupDescribeResponseAssignment_v0(o: StreamsGroupDescribeRes
             _put_uvarint(w, m)
         for e_active_tasks in l_active_tasks:
             _encode_StreamsGroupDescribeResponseTaskIds_v0(e_active_tasks, w)
-    x_standby_tasks = o.standby_tasks
+    x_standby_tasks: Any = o.standby_tasks
     if x_standby_tasks is None:
         raise ValueOutOfRangeError('non-nullable field StandbyTasks is None', version=0)
     else:
@@ -1135,7 +1361,7 @@ def _encode_StreamsGroupDescribeResponseAssignment_v0(o: StreamsGroupDescribeRes
             _put_uvarint(w, m)
         for e_standby_tasks in l_standby_tasks:
             _encode_StreamsGroupDescribeResponseTaskIds_v0(e_standby_tasks, w)
-    x_warmup_tasks = o.warmup_tasks
+    x_warmup_tasks: Any = o.warmup_tasks
     if x_warmup_tasks is None:
         raise ValueOutOfRangeError('non-nullable field WarmupTasks is None', version=0)
     else:
@@ -1154,11 +1380,25 @@ def _encode_StreamsGroupDescribeResponseAssignment_v0(o: StreamsGroupDescribeRes
 
 
 def _decode_StreamsGroupDescribeResponseMember_v0(buf: bytes, pos: i64) -> tuple[StreamsGroupDescribeResponseMember, i64]:
-    o = _new(_K_StreamsGroupDescribeResponseMember)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
+    f_member_id: Any
+    f_member_epoch: Any
+    f_instance_id: Any
+    f_rack_id: Any
+    f_client_id: Any
+    f_client_host: Any
+    f_topology_epoch: Any
+    f_process_id: Any
+    f_user_endpoint: Any
+    f_client_tags: Any
+    f_task_offsets: Any
+    f_task_end_offsets: Any
+    f_assignment: Any
+    f_target_assignment: Any
+    f_is_classic: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1173,9 +1413,9 @@ def _decode_StreamsGroupDescribeResponseMember_v0(buf: bytes, pos: i64) -> tuple
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
-    o.member_epoch = read_i32_be(buf, pos)
+    f_member_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1184,14 +1424,14 @@ def _decode_StreamsGroupDescribeResponseMember_v0(buf: bytes, pos: i64) -> tuple
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.instance_id = None
+        f_instance_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field InstanceId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('InstanceId')
-        o.instance_id = buf[pos:end].decode()
+        f_instance_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1200,14 +1440,14 @@ def _decode_StreamsGroupDescribeResponseMember_v0(buf: bytes, pos: i64) -> tuple
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.rack_id = None
+        f_rack_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field RackId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('RackId')
-        o.rack_id = buf[pos:end].decode()
+        f_rack_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1223,7 +1463,7 @@ def _decode_StreamsGroupDescribeResponseMember_v0(buf: bytes, pos: i64) -> tuple
         end = pos + n
         if end > blen:
             raise _truncated('ClientId')
-        o.client_id = buf[pos:end].decode()
+        f_client_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1239,9 +1479,9 @@ def _decode_StreamsGroupDescribeResponseMember_v0(buf: bytes, pos: i64) -> tuple
         end = pos + n
         if end > blen:
             raise _truncated('ClientHost')
-        o.client_host = buf[pos:end].decode()
+        f_client_host = buf[pos:end].decode()
         pos = end
-    o.topology_epoch = read_i32_be(buf, pos)
+    f_topology_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1257,15 +1497,15 @@ def _decode_StreamsGroupDescribeResponseMember_v0(buf: bytes, pos: i64) -> tuple
         end = pos + n
         if end > blen:
             raise _truncated('ProcessId')
-        o.process_id = buf[pos:end].decode()
+        f_process_id = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
     pos += 1
     if b8 >= 0x80:
-        o.user_endpoint = None
+        f_user_endpoint = None
     else:
         x_user_endpoint, pos = _decode_StreamsGroupDescribeResponseEndpoint_v0(buf, pos)
-        o.user_endpoint = x_user_endpoint
+        f_user_endpoint = x_user_endpoint
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1281,7 +1521,7 @@ def _decode_StreamsGroupDescribeResponseMember_v0(buf: bytes, pos: i64) -> tuple
         for _i_client_tags in range(n):
             x_client_tags, pos = _decode_StreamsGroupDescribeResponseKeyValue_v0(buf, pos)
             lst_client_tags.append(x_client_tags)
-        o.client_tags = lst_client_tags
+        f_client_tags = lst_client_tags
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1297,7 +1537,7 @@ def _decode_StreamsGroupDescribeResponseMember_v0(buf: bytes, pos: i64) -> tuple
         for _i_task_offsets in range(n):
             x_task_offsets, pos = _decode_StreamsGroupDescribeResponseTaskOffset_v0(buf, pos)
             lst_task_offsets.append(x_task_offsets)
-        o.task_offsets = lst_task_offsets
+        f_task_offsets = lst_task_offsets
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1313,21 +1553,20 @@ def _decode_StreamsGroupDescribeResponseMember_v0(buf: bytes, pos: i64) -> tuple
         for _i_task_end_offsets in range(n):
             x_task_end_offsets, pos = _decode_StreamsGroupDescribeResponseTaskOffset_v0(buf, pos)
             lst_task_end_offsets.append(x_task_end_offsets)
-        o.task_end_offsets = lst_task_end_offsets
+        f_task_end_offsets = lst_task_end_offsets
     x_assignment, pos = _decode_StreamsGroupDescribeResponseAssignment_v0(buf, pos)
-    o.assignment = x_assignment
+    f_assignment = x_assignment
     x_target_assignment, pos = _decode_StreamsGroupDescribeResponseAssignment_v0(buf, pos)
-    o.target_assignment = x_target_assignment
-    o.is_classic = buf[pos] != 0
+    f_target_assignment = x_target_assignment
+    f_is_classic = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1339,12 +1578,12 @@ def _decode_StreamsGroupDescribeResponseMember_v0(buf: bytes, pos: i64) -> tuple
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupDescribeResponseMember(member_id=f_member_id, member_epoch=f_member_epoch, instance_id=f_instance_id, rack_id=f_rack_id, client_id=f_client_id, client_host=f_client_host, topology_epoch=f_topology_epoch, process_id=f_process_id, user_endpoint=f_user_endpoint, client_tags=f_client_tags, task_offsets=f_task_offsets, task_end_offsets=f_task_end_offsets, assignment=f_assignment, target_assignment=f_target_assignment, is_classic=f_is_classic, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupDescribeResponseMember_v0(o: StreamsGroupDescribeResponseMember, w: BytesWriter) -> None:
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=0)
     else:
@@ -1357,8 +1596,9 @@ def _encode_StreamsGroupDescribeResponseMember_v0(o: StreamsGroupDescribeRespons
         else:
             _put_uvarint(w, m)
         w.write(b_member_id)
-    write_i32_be(w, o.member_epoch)
-    x_instance_id = o.instance_id
+    v_member_epoch: int = o.member_epoch
+    write_i32_be(w, v_member_epoch)
+    x_instance_id: str | None = o.instance_id
     if x_instance_id is None:
         w.append(_ZERO)
     else:
@@ -1371,7 +1611,7 @@ def _encode_StreamsGroupDescribeResponseMember_v0(o: StreamsGroupDescribeRespons
         else:
             _put_uvarint(w, m)
         w.write(b_instance_id)
-    x_rack_id = o.rack_id
+    x_rack_id: str | None = o.rack_id
     if x_rack_id is None:
         w.append(_ZERO)
     else:
@@ -1384,7 +1624,7 @@ def _encode_StreamsGroupDescribeResponseMember_v0(o: StreamsGroupDescribeRespons
         else:
             _put_uvarint(w, m)
         w.write(b_rack_id)
-    x_client_id = o.client_id
+    x_client_id: str | None = o.client_id
     if x_client_id is None:
         raise ValueOutOfRangeError('non-nullable field ClientId is None', version=0)
     else:
@@ -1397,7 +1637,7 @@ def _encode_StreamsGroupDescribeResponseMember_v0(o: StreamsGroupDescribeRespons
         else:
             _put_uvarint(w, m)
         w.write(b_client_id)
-    x_client_host = o.client_host
+    x_client_host: str | None = o.client_host
     if x_client_host is None:
         raise ValueOutOfRangeError('non-nullable field ClientHost is None', version=0)
     else:
@@ -1410,8 +1650,9 @@ def _encode_StreamsGroupDescribeResponseMember_v0(o: StreamsGroupDescribeRespons
         else:
             _put_uvarint(w, m)
         w.write(b_client_host)
-    write_i32_be(w, o.topology_epoch)
-    x_process_id = o.process_id
+    v_topology_epoch: int = o.topology_epoch
+    write_i32_be(w, v_topology_epoch)
+    x_process_id: str | None = o.process_id
     if x_process_id is None:
         raise ValueOutOfRangeError('non-nullable field ProcessId is None', version=0)
     else:
@@ -1430,7 +1671,7 @@ def _encode_StreamsGroupDescribeResponseMember_v0(o: StreamsGroupDescribeRespons
     else:
         w.append(_ONE)
         _encode_StreamsGroupDescribeResponseEndpoint_v0(x_user_endpoint, w)
-    x_client_tags = o.client_tags
+    x_client_tags: Any = o.client_tags
     if x_client_tags is None:
         raise ValueOutOfRangeError('non-nullable field ClientTags is None', version=0)
     else:
@@ -1442,7 +1683,7 @@ def _encode_StreamsGroupDescribeResponseMember_v0(o: StreamsGroupDescribeRespons
             _put_uvarint(w, m)
         for e_client_tags in l_client_tags:
             _encode_StreamsGroupDescribeResponseKeyValue_v0(e_client_tags, w)
-    x_task_offsets = o.task_offsets
+    x_task_offsets: Any = o.task_offsets
     if x_task_offsets is None:
         raise ValueOutOfRangeError('non-nullable field TaskOffsets is None', version=0)
     else:
@@ -1454,7 +1695,7 @@ def _encode_StreamsGroupDescribeResponseMember_v0(o: StreamsGroupDescribeRespons
             _put_uvarint(w, m)
         for e_task_offsets in l_task_offsets:
             _encode_StreamsGroupDescribeResponseTaskOffset_v0(e_task_offsets, w)
-    x_task_end_offsets = o.task_end_offsets
+    x_task_end_offsets: Any = o.task_end_offsets
     if x_task_end_offsets is None:
         raise ValueOutOfRangeError('non-nullable field TaskEndOffsets is None', version=0)
     else:
@@ -1476,11 +1717,16 @@ def _encode_StreamsGroupDescribeResponseMember_v0(o: StreamsGroupDescribeRespons
 
 
 def _decode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(buf: bytes, pos: i64) -> tuple[StreamsGroupDescribeResponseTopologyDescriptionNode, i64]:
-    o = _new(_K_StreamsGroupDescribeResponseTopologyDescriptionNode)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
+    f_name: Any
+    f_node_type: Any
+    f_source_topics: Any
+    f_sink_topic: Any
+    f_stores: Any
+    f_successors: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1495,10 +1741,10 @@ def _decode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(buf: bytes, p
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.node_type = b8 - 256 if b8 >= 128 else b8
+    f_node_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -1528,7 +1774,7 @@ def _decode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(buf: bytes, p
                 raise _truncated('SourceTopics')
             lst_source_topics.append(buf[pos:end].decode())
             pos = end
-        o.source_topics = lst_source_topics
+        f_source_topics = lst_source_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1536,14 +1782,14 @@ def _decode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(buf: bytes, p
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.sink_topic = None
+        f_sink_topic = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field SinkTopic is too long')
         end = pos + n
         if end > blen:
             raise _truncated('SinkTopic')
-        o.sink_topic = buf[pos:end].decode()
+        f_sink_topic = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1573,7 +1819,7 @@ def _decode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(buf: bytes, p
                 raise _truncated('Stores')
             lst_stores.append(buf[pos:end].decode())
             pos = end
-        o.stores = lst_stores
+        f_stores = lst_stores
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1602,15 +1848,14 @@ def _decode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(buf: bytes, p
                 raise _truncated('Successors')
             lst_successors.append(buf[pos:end].decode())
             pos = end
-        o.successors = lst_successors
+        f_successors = lst_successors
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1622,12 +1867,12 @@ def _decode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(buf: bytes, p
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupDescribeResponseTopologyDescriptionNode(name=f_name, node_type=f_node_type, source_topics=f_source_topics, sink_topic=f_sink_topic, stores=f_stores, successors=f_successors, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(o: StreamsGroupDescribeResponseTopologyDescriptionNode, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
     else:
@@ -1640,8 +1885,9 @@ def _encode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(o: StreamsGro
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    _put_i8(w, o.node_type)
-    x_source_topics = o.source_topics
+    v_node_type: int = o.node_type
+    _put_i8(w, v_node_type)
+    x_source_topics: Any = o.source_topics
     if x_source_topics is None:
         raise ValueOutOfRangeError('non-nullable field SourceTopics is None', version=1)
     else:
@@ -1661,7 +1907,7 @@ def _encode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(o: StreamsGro
             else:
                 _put_uvarint(w, m)
             w.write(b_source_topics)
-    x_sink_topic = o.sink_topic
+    x_sink_topic: str | None = o.sink_topic
     if x_sink_topic is None:
         w.append(_ZERO)
     else:
@@ -1674,7 +1920,7 @@ def _encode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(o: StreamsGro
         else:
             _put_uvarint(w, m)
         w.write(b_sink_topic)
-    x_stores = o.stores
+    x_stores: Any = o.stores
     if x_stores is None:
         raise ValueOutOfRangeError('non-nullable field Stores is None', version=1)
     else:
@@ -1694,7 +1940,7 @@ def _encode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(o: StreamsGro
             else:
                 _put_uvarint(w, m)
             w.write(b_stores)
-    x_successors = o.successors
+    x_successors: Any = o.successors
     if x_successors is None:
         raise ValueOutOfRangeError('non-nullable field Successors is None', version=1)
     else:
@@ -1721,10 +1967,11 @@ def _encode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(o: StreamsGro
 
 
 def _decode_StreamsGroupDescribeResponseTopologyDescriptionSubtopology_v1(buf: bytes, pos: i64) -> tuple[StreamsGroupDescribeResponseTopologyDescriptionSubtopology, i64]:
-    o = _new(_K_StreamsGroupDescribeResponseTopologyDescriptionSubtopology)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_subtopology_id: Any
+    f_nodes: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1739,7 +1986,7 @@ def _decode_StreamsGroupDescribeResponseTopologyDescriptionSubtopology_v1(buf: b
         end = pos + n
         if end > blen:
             raise _truncated('SubtopologyId')
-        o.subtopology_id = buf[pos:end].decode()
+        f_subtopology_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1756,15 +2003,14 @@ def _decode_StreamsGroupDescribeResponseTopologyDescriptionSubtopology_v1(buf: b
         for _i_nodes in range(n):
             x_nodes, pos = _decode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(buf, pos)
             lst_nodes.append(x_nodes)
-        o.nodes = lst_nodes
+        f_nodes = lst_nodes
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1776,12 +2022,12 @@ def _decode_StreamsGroupDescribeResponseTopologyDescriptionSubtopology_v1(buf: b
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupDescribeResponseTopologyDescriptionSubtopology(subtopology_id=f_subtopology_id, nodes=f_nodes, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupDescribeResponseTopologyDescriptionSubtopology_v1(o: StreamsGroupDescribeResponseTopologyDescriptionSubtopology, w: BytesWriter) -> None:
-    x_subtopology_id = o.subtopology_id
+    x_subtopology_id: str | None = o.subtopology_id
     if x_subtopology_id is None:
         raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=1)
     else:
@@ -1794,7 +2040,7 @@ def _encode_StreamsGroupDescribeResponseTopologyDescriptionSubtopology_v1(o: Str
         else:
             _put_uvarint(w, m)
         w.write(b_subtopology_id)
-    x_nodes = o.nodes
+    x_nodes: Any = o.nodes
     if x_nodes is None:
         raise ValueOutOfRangeError('non-nullable field Nodes is None', version=1)
     else:
@@ -1813,22 +2059,22 @@ def _encode_StreamsGroupDescribeResponseTopologyDescriptionSubtopology_v1(o: Str
 
 
 def _decode_StreamsGroupDescribeResponseTopologyDescriptionGlobalStore_v1(buf: bytes, pos: i64) -> tuple[StreamsGroupDescribeResponseTopologyDescriptionGlobalStore, i64]:
-    o = _new(_K_StreamsGroupDescribeResponseTopologyDescriptionGlobalStore)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_source: Any
+    f_processor: Any
     x_source, pos = _decode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(buf, pos)
-    o.source = x_source
+    f_source = x_source
     x_processor, pos = _decode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(buf, pos)
-    o.processor = x_processor
+    f_processor = x_processor
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1840,8 +2086,8 @@ def _decode_StreamsGroupDescribeResponseTopologyDescriptionGlobalStore_v1(buf: b
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupDescribeResponseTopologyDescriptionGlobalStore(source=f_source, processor=f_processor, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupDescribeResponseTopologyDescriptionGlobalStore_v1(o: StreamsGroupDescribeResponseTopologyDescriptionGlobalStore, w: BytesWriter) -> None:
@@ -1854,10 +2100,11 @@ def _encode_StreamsGroupDescribeResponseTopologyDescriptionGlobalStore_v1(o: Str
 
 
 def _decode_StreamsGroupDescribeResponseTopologyDescription_v1(buf: bytes, pos: i64) -> tuple[StreamsGroupDescribeResponseTopologyDescription, i64]:
-    o = _new(_K_StreamsGroupDescribeResponseTopologyDescription)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_subtopologies: Any
+    f_global_stores: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1873,7 +2120,7 @@ def _decode_StreamsGroupDescribeResponseTopologyDescription_v1(buf: bytes, pos: 
         for _i_subtopologies in range(n):
             x_subtopologies, pos = _decode_StreamsGroupDescribeResponseTopologyDescriptionSubtopology_v1(buf, pos)
             lst_subtopologies.append(x_subtopologies)
-        o.subtopologies = lst_subtopologies
+        f_subtopologies = lst_subtopologies
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1889,15 +2136,14 @@ def _decode_StreamsGroupDescribeResponseTopologyDescription_v1(buf: bytes, pos: 
         for _i_global_stores in range(n):
             x_global_stores, pos = _decode_StreamsGroupDescribeResponseTopologyDescriptionGlobalStore_v1(buf, pos)
             lst_global_stores.append(x_global_stores)
-        o.global_stores = lst_global_stores
+        f_global_stores = lst_global_stores
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1909,12 +2155,12 @@ def _decode_StreamsGroupDescribeResponseTopologyDescription_v1(buf: bytes, pos: 
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupDescribeResponseTopologyDescription(subtopologies=f_subtopologies, global_stores=f_global_stores, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupDescribeResponseTopologyDescription_v1(o: StreamsGroupDescribeResponseTopologyDescription, w: BytesWriter) -> None:
-    x_subtopologies = o.subtopologies
+    x_subtopologies: Any = o.subtopologies
     if x_subtopologies is None:
         raise ValueOutOfRangeError('non-nullable field Subtopologies is None', version=1)
     else:
@@ -1926,7 +2172,7 @@ def _encode_StreamsGroupDescribeResponseTopologyDescription_v1(o: StreamsGroupDe
             _put_uvarint(w, m)
         for e_subtopologies in l_subtopologies:
             _encode_StreamsGroupDescribeResponseTopologyDescriptionSubtopology_v1(e_subtopologies, w)
-    x_global_stores = o.global_stores
+    x_global_stores: Any = o.global_stores
     if x_global_stores is None:
         raise ValueOutOfRangeError('non-nullable field GlobalStores is None', version=1)
     else:
@@ -1945,15 +2191,20 @@ def _encode_StreamsGroupDescribeResponseTopologyDescription_v1(o: StreamsGroupDe
 
 
 def _decode_StreamsGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: i64) -> tuple[StreamsGroupDescribeResponseDescribedGroup, i64]:
-    o = _new(_K_StreamsGroupDescribeResponseDescribedGroup)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.topology_description = None
-    o.topology_description_status = 0
-    o.assignor_name = None
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_error_message: Any
+    f_group_id: Any
+    f_group_state: Any
+    f_group_epoch: Any
+    f_assignment_epoch: Any
+    f_topology: Any
+    f_members: Any
+    f_authorized_operations: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1962,14 +2213,14 @@ def _decode_StreamsGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: i64) 
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1985,7 +2236,7 @@ def _decode_StreamsGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: i64) 
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -2001,19 +2252,19 @@ def _decode_StreamsGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: i64) 
         end = pos + n
         if end > blen:
             raise _truncated('GroupState')
-        o.group_state = buf[pos:end].decode()
+        f_group_state = buf[pos:end].decode()
         pos = end
-    o.group_epoch = read_i32_be(buf, pos)
+    f_group_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.assignment_epoch = read_i32_be(buf, pos)
+    f_assignment_epoch = read_i32_be(buf, pos)
     pos += 4
     b8 = buf[pos]
     pos += 1
     if b8 >= 0x80:
-        o.topology = None
+        f_topology = None
     else:
         x_topology, pos = _decode_StreamsGroupDescribeResponseTopology_v0(buf, pos)
-        o.topology = x_topology
+        f_topology = x_topology
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2029,17 +2280,16 @@ def _decode_StreamsGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: i64) 
         for _i_members in range(n):
             x_members, pos = _decode_StreamsGroupDescribeResponseMember_v0(buf, pos)
             lst_members.append(x_members)
-        o.members = lst_members
-    o.authorized_operations = read_i32_be(buf, pos)
+        f_members = lst_members
+    f_authorized_operations = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -2051,17 +2301,19 @@ def _decode_StreamsGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: i64) 
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupDescribeResponseDescribedGroup(error_code=f_error_code, error_message=f_error_message, group_id=f_group_id, group_state=f_group_state, group_epoch=f_group_epoch, assignment_epoch=f_assignment_epoch, topology=f_topology, members=f_members, authorized_operations=f_authorized_operations, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupDescribeResponseDescribedGroup_v0(o: StreamsGroupDescribeResponseDescribedGroup, w: BytesWriter) -> None:
     if o.topology_description is not None:
         raise FieldNotInVersionError('non-default TopologyDescription cannot be written', version=0)
-    if o.topology_description_status != 0:
+    d_topology_description_status: int = o.topology_description_status
+    if d_topology_description_status != 0:
         raise FieldNotInVersionError('non-default TopologyDescriptionStatus cannot be written', version=0)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -2074,7 +2326,7 @@ def _encode_StreamsGroupDescribeResponseDescribedGroup_v0(o: StreamsGroupDescrib
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
@@ -2087,7 +2339,7 @@ def _encode_StreamsGroupDescribeResponseDescribedGroup_v0(o: StreamsGroupDescrib
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_group_state = o.group_state
+    x_group_state: str | None = o.group_state
     if x_group_state is None:
         raise ValueOutOfRangeError('non-nullable field GroupState is None', version=0)
     else:
@@ -2100,15 +2352,17 @@ def _encode_StreamsGroupDescribeResponseDescribedGroup_v0(o: StreamsGroupDescrib
         else:
             _put_uvarint(w, m)
         w.write(b_group_state)
-    write_i32_be(w, o.group_epoch)
-    write_i32_be(w, o.assignment_epoch)
+    v_group_epoch: int = o.group_epoch
+    write_i32_be(w, v_group_epoch)
+    v_assignment_epoch: int = o.assignment_epoch
+    write_i32_be(w, v_assignment_epoch)
     x_topology = o.topology
     if x_topology is None:
         w.append(_FF)
     else:
         w.append(_ONE)
         _encode_StreamsGroupDescribeResponseTopology_v0(x_topology, w)
-    x_members = o.members
+    x_members: Any = o.members
     if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=0)
     else:
@@ -2120,7 +2374,8 @@ def _encode_StreamsGroupDescribeResponseDescribedGroup_v0(o: StreamsGroupDescrib
             _put_uvarint(w, m)
         for e_members in l_members:
             _encode_StreamsGroupDescribeResponseMember_v0(e_members, w)
-    write_i32_be(w, o.authorized_operations)
+    v_authorized_operations: int = o.authorized_operations
+    write_i32_be(w, v_authorized_operations)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -2128,12 +2383,23 @@ def _encode_StreamsGroupDescribeResponseDescribedGroup_v0(o: StreamsGroupDescrib
 
 
 def _decode_StreamsGroupDescribeResponseDescribedGroup_v1(buf: bytes, pos: i64) -> tuple[StreamsGroupDescribeResponseDescribedGroup, i64]:
-    o = _new(_K_StreamsGroupDescribeResponseDescribedGroup)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_error_message: Any
+    f_group_id: Any
+    f_group_state: Any
+    f_group_epoch: Any
+    f_assignment_epoch: Any
+    f_topology: Any
+    f_members: Any
+    f_authorized_operations: Any
+    f_topology_description: Any
+    f_topology_description_status: Any
+    f_assignor_name: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -2142,14 +2408,14 @@ def _decode_StreamsGroupDescribeResponseDescribedGroup_v1(buf: bytes, pos: i64) 
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -2165,7 +2431,7 @@ def _decode_StreamsGroupDescribeResponseDescribedGroup_v1(buf: bytes, pos: i64) 
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -2181,19 +2447,19 @@ def _decode_StreamsGroupDescribeResponseDescribedGroup_v1(buf: bytes, pos: i64) 
         end = pos + n
         if end > blen:
             raise _truncated('GroupState')
-        o.group_state = buf[pos:end].decode()
+        f_group_state = buf[pos:end].decode()
         pos = end
-    o.group_epoch = read_i32_be(buf, pos)
+    f_group_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.assignment_epoch = read_i32_be(buf, pos)
+    f_assignment_epoch = read_i32_be(buf, pos)
     pos += 4
     b8 = buf[pos]
     pos += 1
     if b8 >= 0x80:
-        o.topology = None
+        f_topology = None
     else:
         x_topology, pos = _decode_StreamsGroupDescribeResponseTopology_v0(buf, pos)
-        o.topology = x_topology
+        f_topology = x_topology
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2209,18 +2475,18 @@ def _decode_StreamsGroupDescribeResponseDescribedGroup_v1(buf: bytes, pos: i64) 
         for _i_members in range(n):
             x_members, pos = _decode_StreamsGroupDescribeResponseMember_v0(buf, pos)
             lst_members.append(x_members)
-        o.members = lst_members
-    o.authorized_operations = read_i32_be(buf, pos)
+        f_members = lst_members
+    f_authorized_operations = read_i32_be(buf, pos)
     pos += 4
     b8 = buf[pos]
     pos += 1
     if b8 >= 0x80:
-        o.topology_description = None
+        f_topology_description = None
     else:
         x_topology_description, pos = _decode_StreamsGroupDescribeResponseTopologyDescription_v1(buf, pos)
-        o.topology_description = x_topology_description
+        f_topology_description = x_topology_description
     b8 = buf[pos]
-    o.topology_description_status = b8 - 256 if b8 >= 128 else b8
+    f_topology_description_status = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -2229,23 +2495,22 @@ def _decode_StreamsGroupDescribeResponseDescribedGroup_v1(buf: bytes, pos: i64) 
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.assignor_name = None
+        f_assignor_name = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field AssignorName is too long')
         end = pos + n
         if end > blen:
             raise _truncated('AssignorName')
-        o.assignor_name = buf[pos:end].decode()
+        f_assignor_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -2257,13 +2522,14 @@ def _decode_StreamsGroupDescribeResponseDescribedGroup_v1(buf: bytes, pos: i64) 
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupDescribeResponseDescribedGroup(error_code=f_error_code, error_message=f_error_message, group_id=f_group_id, group_state=f_group_state, group_epoch=f_group_epoch, assignment_epoch=f_assignment_epoch, topology=f_topology, members=f_members, authorized_operations=f_authorized_operations, topology_description=f_topology_description, topology_description_status=f_topology_description_status, assignor_name=f_assignor_name, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupDescribeResponseDescribedGroup_v1(o: StreamsGroupDescribeResponseDescribedGroup, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -2276,7 +2542,7 @@ def _encode_StreamsGroupDescribeResponseDescribedGroup_v1(o: StreamsGroupDescrib
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=1)
     else:
@@ -2289,7 +2555,7 @@ def _encode_StreamsGroupDescribeResponseDescribedGroup_v1(o: StreamsGroupDescrib
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_group_state = o.group_state
+    x_group_state: str | None = o.group_state
     if x_group_state is None:
         raise ValueOutOfRangeError('non-nullable field GroupState is None', version=1)
     else:
@@ -2302,15 +2568,17 @@ def _encode_StreamsGroupDescribeResponseDescribedGroup_v1(o: StreamsGroupDescrib
         else:
             _put_uvarint(w, m)
         w.write(b_group_state)
-    write_i32_be(w, o.group_epoch)
-    write_i32_be(w, o.assignment_epoch)
+    v_group_epoch: int = o.group_epoch
+    write_i32_be(w, v_group_epoch)
+    v_assignment_epoch: int = o.assignment_epoch
+    write_i32_be(w, v_assignment_epoch)
     x_topology = o.topology
     if x_topology is None:
         w.append(_FF)
     else:
         w.append(_ONE)
         _encode_StreamsGroupDescribeResponseTopology_v0(x_topology, w)
-    x_members = o.members
+    x_members: Any = o.members
     if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=1)
     else:
@@ -2322,15 +2590,17 @@ def _encode_StreamsGroupDescribeResponseDescribedGroup_v1(o: StreamsGroupDescrib
             _put_uvarint(w, m)
         for e_members in l_members:
             _encode_StreamsGroupDescribeResponseMember_v0(e_members, w)
-    write_i32_be(w, o.authorized_operations)
+    v_authorized_operations: int = o.authorized_operations
+    write_i32_be(w, v_authorized_operations)
     x_topology_description = o.topology_description
     if x_topology_description is None:
         w.append(_FF)
     else:
         w.append(_ONE)
         _encode_StreamsGroupDescribeResponseTopologyDescription_v1(x_topology_description, w)
-    _put_i8(w, o.topology_description_status)
-    x_assignor_name = o.assignor_name
+    v_topology_description_status: int = o.topology_description_status
+    _put_i8(w, v_topology_description_status)
+    x_assignor_name: str | None = o.assignor_name
     if x_assignor_name is None:
         w.append(_ZERO)
     else:
@@ -2350,11 +2620,12 @@ def _encode_StreamsGroupDescribeResponseDescribedGroup_v1(o: StreamsGroupDescrib
 
 
 def _decode_StreamsGroupDescribeResponse_v0(buf: bytes, pos: i64) -> tuple[StreamsGroupDescribeResponse, i64]:
-    o = _new(_K_StreamsGroupDescribeResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_groups: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -2371,15 +2642,14 @@ def _decode_StreamsGroupDescribeResponse_v0(buf: bytes, pos: i64) -> tuple[Strea
         for _i_groups in range(n):
             x_groups, pos = _decode_StreamsGroupDescribeResponseDescribedGroup_v0(buf, pos)
             lst_groups.append(x_groups)
-        o.groups = lst_groups
+        f_groups = lst_groups
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -2391,13 +2661,14 @@ def _decode_StreamsGroupDescribeResponse_v0(buf: bytes, pos: i64) -> tuple[Strea
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupDescribeResponse(throttle_time_ms=f_throttle_time_ms, groups=f_groups, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupDescribeResponse_v0(o: StreamsGroupDescribeResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_groups = o.groups
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_groups: Any = o.groups
     if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=0)
     else:
@@ -2416,11 +2687,12 @@ def _encode_StreamsGroupDescribeResponse_v0(o: StreamsGroupDescribeResponse, w: 
 
 
 def _decode_StreamsGroupDescribeResponse_v1(buf: bytes, pos: i64) -> tuple[StreamsGroupDescribeResponse, i64]:
-    o = _new(_K_StreamsGroupDescribeResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_groups: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -2437,15 +2709,14 @@ def _decode_StreamsGroupDescribeResponse_v1(buf: bytes, pos: i64) -> tuple[Strea
         for _i_groups in range(n):
             x_groups, pos = _decode_StreamsGroupDescribeResponseDescribedGroup_v1(buf, pos)
             lst_groups.append(x_groups)
-        o.groups = lst_groups
+        f_groups = lst_groups
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -2457,13 +2728,14 @@ def _decode_StreamsGroupDescribeResponse_v1(buf: bytes, pos: i64) -> tuple[Strea
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupDescribeResponse(throttle_time_ms=f_throttle_time_ms, groups=f_groups, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupDescribeResponse_v1(o: StreamsGroupDescribeResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_groups = o.groups
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_groups: Any = o.groups
     if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=1)
     else:
@@ -2501,4 +2773,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (StreamsGroupDescribeResponse, {0: _decode_StreamsGroupDescribeResponse_v0, 1: _decode_StreamsGroupDescribeResponse_v1}, {0: _encode_StreamsGroupDescribeResponse_v0, 1: _encode_StreamsGroupDescribeResponse_v1}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.streams_group_describe', TABLES)

@@ -22,46 +22,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.streams_group_heartbeat import (
-    StreamsGroupHeartbeatRequest,
-    StreamsGroupHeartbeatRequestCopartitionGroup,
-    StreamsGroupHeartbeatRequestEndpoint,
-    StreamsGroupHeartbeatRequestKeyValue,
-    StreamsGroupHeartbeatRequestSubtopology,
-    StreamsGroupHeartbeatRequestTaskIds,
-    StreamsGroupHeartbeatRequestTaskOffset,
-    StreamsGroupHeartbeatRequestTopicInfo,
-    StreamsGroupHeartbeatRequestTopology,
-    StreamsGroupHeartbeatResponse,
-    StreamsGroupHeartbeatResponseEndpoint,
-    StreamsGroupHeartbeatResponseEndpointToPartitions,
-    StreamsGroupHeartbeatResponseStatus,
-    StreamsGroupHeartbeatResponseTaskIds,
-    StreamsGroupHeartbeatResponseTopicPartition,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_StreamsGroupHeartbeatRequest: Final = StreamsGroupHeartbeatRequest
-_K_StreamsGroupHeartbeatRequestCopartitionGroup: Final = StreamsGroupHeartbeatRequestCopartitionGroup
-_K_StreamsGroupHeartbeatRequestEndpoint: Final = StreamsGroupHeartbeatRequestEndpoint
-_K_StreamsGroupHeartbeatRequestKeyValue: Final = StreamsGroupHeartbeatRequestKeyValue
-_K_StreamsGroupHeartbeatRequestSubtopology: Final = StreamsGroupHeartbeatRequestSubtopology
-_K_StreamsGroupHeartbeatRequestTaskIds: Final = StreamsGroupHeartbeatRequestTaskIds
-_K_StreamsGroupHeartbeatRequestTaskOffset: Final = StreamsGroupHeartbeatRequestTaskOffset
-_K_StreamsGroupHeartbeatRequestTopicInfo: Final = StreamsGroupHeartbeatRequestTopicInfo
-_K_StreamsGroupHeartbeatRequestTopology: Final = StreamsGroupHeartbeatRequestTopology
-_K_StreamsGroupHeartbeatResponse: Final = StreamsGroupHeartbeatResponse
-_K_StreamsGroupHeartbeatResponseEndpoint: Final = StreamsGroupHeartbeatResponseEndpoint
-_K_StreamsGroupHeartbeatResponseEndpointToPartitions: Final = StreamsGroupHeartbeatResponseEndpointToPartitions
-_K_StreamsGroupHeartbeatResponseStatus: Final = StreamsGroupHeartbeatResponseStatus
-_K_StreamsGroupHeartbeatResponseTaskIds: Final = StreamsGroupHeartbeatResponseTaskIds
-_K_StreamsGroupHeartbeatResponseTopicPartition: Final = StreamsGroupHeartbeatResponseTopicPartition
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -147,11 +116,255 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class StreamsGroupHeartbeatRequestKeyValue(_NativeStruct):
+    key: Any
+    value: Any
+
+    def __init__(self, *, key: Any = '', value: Any = '', unknown_tagged_fields: Any = ()) -> None:
+        self.key = key
+        self.value = value
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StreamsGroupHeartbeatRequestTopicInfo(_NativeStruct):
+    name: Any
+    partitions: Any
+    replication_factor: Any
+    topic_configs: Any
+
+    def __init__(self, *, name: Any = '', partitions: Any = 0, replication_factor: Any = 0, topic_configs: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.partitions = partitions
+        self.replication_factor = replication_factor
+        self.topic_configs = [] if topic_configs is FRESH else topic_configs
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StreamsGroupHeartbeatRequestCopartitionGroup(_NativeStruct):
+    source_topics: Any
+    source_topic_regex: Any
+    repartition_source_topics: Any
+
+    def __init__(self, *, source_topics: Any = FRESH, source_topic_regex: Any = FRESH, repartition_source_topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.source_topics = [] if source_topics is FRESH else source_topics
+        self.source_topic_regex = [] if source_topic_regex is FRESH else source_topic_regex
+        self.repartition_source_topics = [] if repartition_source_topics is FRESH else repartition_source_topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StreamsGroupHeartbeatRequestSubtopology(_NativeStruct):
+    subtopology_id: Any
+    source_topics: Any
+    source_topic_regex: Any
+    state_changelog_topics: Any
+    repartition_sink_topics: Any
+    repartition_source_topics: Any
+    copartition_groups: Any
+
+    def __init__(self, *, subtopology_id: Any = '', source_topics: Any = FRESH, source_topic_regex: Any = FRESH, state_changelog_topics: Any = FRESH, repartition_sink_topics: Any = FRESH, repartition_source_topics: Any = FRESH, copartition_groups: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.subtopology_id = subtopology_id
+        self.source_topics = [] if source_topics is FRESH else source_topics
+        self.source_topic_regex = [] if source_topic_regex is FRESH else source_topic_regex
+        self.state_changelog_topics = [] if state_changelog_topics is FRESH else state_changelog_topics
+        self.repartition_sink_topics = [] if repartition_sink_topics is FRESH else repartition_sink_topics
+        self.repartition_source_topics = [] if repartition_source_topics is FRESH else repartition_source_topics
+        self.copartition_groups = [] if copartition_groups is FRESH else copartition_groups
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StreamsGroupHeartbeatRequestTopology(_NativeStruct):
+    epoch: Any
+    subtopologies: Any
+
+    def __init__(self, *, epoch: Any = 0, subtopologies: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.epoch = epoch
+        self.subtopologies = [] if subtopologies is FRESH else subtopologies
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StreamsGroupHeartbeatRequestTaskIds(_NativeStruct):
+    subtopology_id: Any
+    partitions: Any
+
+    def __init__(self, *, subtopology_id: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.subtopology_id = subtopology_id
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StreamsGroupHeartbeatRequestEndpoint(_NativeStruct):
+    host: Any
+    port: Any
+
+    def __init__(self, *, host: Any = '', port: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StreamsGroupHeartbeatRequestTaskOffset(_NativeStruct):
+    subtopology_id: Any
+    partition: Any
+    offset: Any
+
+    def __init__(self, *, subtopology_id: Any = '', partition: Any = 0, offset: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.subtopology_id = subtopology_id
+        self.partition = partition
+        self.offset = offset
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StreamsGroupHeartbeatRequest(_NativeMessage):
+    group_id: Any
+    member_id: Any
+    member_epoch: Any
+    endpoint_information_epoch: Any
+    instance_id: Any
+    rack_id: Any
+    rebalance_timeout_ms: Any
+    topology: Any
+    active_tasks: Any
+    standby_tasks: Any
+    warmup_tasks: Any
+    process_id: Any
+    user_endpoint: Any
+    client_tags: Any
+    task_offsets: Any
+    task_end_offsets: Any
+    shutdown_application: Any
+
+    def __init__(self, *, group_id: Any = '', member_id: Any = '', member_epoch: Any = 0, endpoint_information_epoch: Any = 0, instance_id: Any = None, rack_id: Any = None, rebalance_timeout_ms: Any = -1, topology: Any = None, active_tasks: Any = None, standby_tasks: Any = None, warmup_tasks: Any = None, process_id: Any = None, user_endpoint: Any = None, client_tags: Any = None, task_offsets: Any = None, task_end_offsets: Any = None, shutdown_application: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+        self.member_epoch = member_epoch
+        self.endpoint_information_epoch = endpoint_information_epoch
+        self.instance_id = instance_id
+        self.rack_id = rack_id
+        self.rebalance_timeout_ms = rebalance_timeout_ms
+        self.topology = topology
+        self.active_tasks = active_tasks
+        self.standby_tasks = standby_tasks
+        self.warmup_tasks = warmup_tasks
+        self.process_id = process_id
+        self.user_endpoint = user_endpoint
+        self.client_tags = client_tags
+        self.task_offsets = task_offsets
+        self.task_end_offsets = task_end_offsets
+        self.shutdown_application = shutdown_application
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StreamsGroupHeartbeatResponseStatus(_NativeStruct):
+    status_code: Any
+    status_detail: Any
+
+    def __init__(self, *, status_code: Any = 0, status_detail: Any = '', unknown_tagged_fields: Any = ()) -> None:
+        self.status_code = status_code
+        self.status_detail = status_detail
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StreamsGroupHeartbeatResponseTaskIds(_NativeStruct):
+    subtopology_id: Any
+    partitions: Any
+
+    def __init__(self, *, subtopology_id: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.subtopology_id = subtopology_id
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StreamsGroupHeartbeatResponseEndpoint(_NativeStruct):
+    host: Any
+    port: Any
+
+    def __init__(self, *, host: Any = '', port: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StreamsGroupHeartbeatResponseTopicPartition(_NativeStruct):
+    topic: Any
+    partitions: Any
+
+    def __init__(self, *, topic: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic = topic
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StreamsGroupHeartbeatResponseEndpointToPartitions(_NativeStruct):
+    user_endpoint: Any
+    active_partitions: Any
+    standby_partitions: Any
+
+    def __init__(self, *, user_endpoint: Any = FRESH, active_partitions: Any = FRESH, standby_partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.user_endpoint = StreamsGroupHeartbeatResponseEndpoint() if user_endpoint is FRESH else user_endpoint
+        self.active_partitions = [] if active_partitions is FRESH else active_partitions
+        self.standby_partitions = [] if standby_partitions is FRESH else standby_partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StreamsGroupHeartbeatResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+    error_message: Any
+    member_id: Any
+    member_epoch: Any
+    heartbeat_interval_ms: Any
+    acceptable_recovery_lag_legacy: Any
+    task_offset_interval_ms: Any
+    acceptable_recovery_lag: Any
+    status: Any
+    active_tasks: Any
+    standby_tasks: Any
+    warmup_tasks: Any
+    topology_description_required: Any
+    endpoint_information_epoch: Any
+    partitions_by_user_endpoint: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, error_message: Any = None, member_id: Any = '', member_epoch: Any = 0, heartbeat_interval_ms: Any = 0, acceptable_recovery_lag_legacy: Any = 0, task_offset_interval_ms: Any = 0, acceptable_recovery_lag: Any = -1, status: Any = FRESH, active_tasks: Any = None, standby_tasks: Any = None, warmup_tasks: Any = None, topology_description_required: Any = False, endpoint_information_epoch: Any = 0, partitions_by_user_endpoint: Any = None, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.member_id = member_id
+        self.member_epoch = member_epoch
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.acceptable_recovery_lag_legacy = acceptable_recovery_lag_legacy
+        self.task_offset_interval_ms = task_offset_interval_ms
+        self.acceptable_recovery_lag = acceptable_recovery_lag
+        self.status = [] if status is FRESH else status
+        self.active_tasks = active_tasks
+        self.standby_tasks = standby_tasks
+        self.warmup_tasks = warmup_tasks
+        self.topology_description_required = topology_description_required
+        self.endpoint_information_epoch = endpoint_information_epoch
+        self.partitions_by_user_endpoint = partitions_by_user_endpoint
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_StreamsGroupHeartbeatRequestKeyValue = StreamsGroupHeartbeatRequestKeyValue()
+_DEFAULT_StreamsGroupHeartbeatRequestTopicInfo = StreamsGroupHeartbeatRequestTopicInfo()
+_DEFAULT_StreamsGroupHeartbeatRequestCopartitionGroup = StreamsGroupHeartbeatRequestCopartitionGroup()
+_DEFAULT_StreamsGroupHeartbeatRequestSubtopology = StreamsGroupHeartbeatRequestSubtopology()
+_DEFAULT_StreamsGroupHeartbeatRequestTopology = StreamsGroupHeartbeatRequestTopology()
+_DEFAULT_StreamsGroupHeartbeatRequestTaskIds = StreamsGroupHeartbeatRequestTaskIds()
+_DEFAULT_StreamsGroupHeartbeatRequestEndpoint = StreamsGroupHeartbeatRequestEndpoint()
+_DEFAULT_StreamsGroupHeartbeatRequestTaskOffset = StreamsGroupHeartbeatRequestTaskOffset()
+_DEFAULT_StreamsGroupHeartbeatResponseStatus = StreamsGroupHeartbeatResponseStatus()
+_DEFAULT_StreamsGroupHeartbeatResponseTaskIds = StreamsGroupHeartbeatResponseTaskIds()
+_DEFAULT_StreamsGroupHeartbeatResponseEndpoint = StreamsGroupHeartbeatResponseEndpoint()
+_DEFAULT_StreamsGroupHeartbeatResponseTopicPartition = StreamsGroupHeartbeatResponseTopicPartition()
+_DEFAULT_StreamsGroupHeartbeatResponseEndpointToPartitions = StreamsGroupHeartbeatResponseEndpointToPartitions()
+
+
 def _decode_StreamsGroupHeartbeatRequestKeyValue_v0(buf: bytes, pos: i64) -> tuple[StreamsGroupHeartbeatRequestKeyValue, i64]:
-    o = _new(_K_StreamsGroupHeartbeatRequestKeyValue)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_key: Any
+    f_value: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -166,7 +379,7 @@ def _decode_StreamsGroupHeartbeatRequestKeyValue_v0(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('Key')
-        o.key = buf[pos:end].decode()
+        f_key = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -182,16 +395,15 @@ def _decode_StreamsGroupHeartbeatRequestKeyValue_v0(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('Value')
-        o.value = buf[pos:end].decode()
+        f_value = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -203,12 +415,12 @@ def _decode_StreamsGroupHeartbeatRequestKeyValue_v0(buf: bytes, pos: i64) -> tup
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupHeartbeatRequestKeyValue(key=f_key, value=f_value, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupHeartbeatRequestKeyValue_v0(o: StreamsGroupHeartbeatRequestKeyValue, w: BytesWriter) -> None:
-    x_key = o.key
+    x_key: str | None = o.key
     if x_key is None:
         raise ValueOutOfRangeError('non-nullable field Key is None', version=0)
     else:
@@ -221,7 +433,7 @@ def _encode_StreamsGroupHeartbeatRequestKeyValue_v0(o: StreamsGroupHeartbeatRequ
         else:
             _put_uvarint(w, m)
         w.write(b_key)
-    x_value = o.value
+    x_value: str | None = o.value
     if x_value is None:
         raise ValueOutOfRangeError('non-nullable field Value is None', version=0)
     else:
@@ -241,10 +453,13 @@ def _encode_StreamsGroupHeartbeatRequestKeyValue_v0(o: StreamsGroupHeartbeatRequ
 
 
 def _decode_StreamsGroupHeartbeatRequestTopicInfo_v0(buf: bytes, pos: i64) -> tuple[StreamsGroupHeartbeatRequestTopicInfo, i64]:
-    o = _new(_K_StreamsGroupHeartbeatRequestTopicInfo)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partitions: Any
+    f_replication_factor: Any
+    f_topic_configs: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -259,11 +474,11 @@ def _decode_StreamsGroupHeartbeatRequestTopicInfo_v0(buf: bytes, pos: i64) -> tu
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
-    o.partitions = read_i32_be(buf, pos)
+    f_partitions = read_i32_be(buf, pos)
     pos += 4
-    o.replication_factor = read_i16_be(buf, pos)
+    f_replication_factor = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -280,15 +495,14 @@ def _decode_StreamsGroupHeartbeatRequestTopicInfo_v0(buf: bytes, pos: i64) -> tu
         for _i_topic_configs in range(n):
             x_topic_configs, pos = _decode_StreamsGroupHeartbeatRequestKeyValue_v0(buf, pos)
             lst_topic_configs.append(x_topic_configs)
-        o.topic_configs = lst_topic_configs
+        f_topic_configs = lst_topic_configs
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -300,12 +514,12 @@ def _decode_StreamsGroupHeartbeatRequestTopicInfo_v0(buf: bytes, pos: i64) -> tu
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupHeartbeatRequestTopicInfo(name=f_name, partitions=f_partitions, replication_factor=f_replication_factor, topic_configs=f_topic_configs, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupHeartbeatRequestTopicInfo_v0(o: StreamsGroupHeartbeatRequestTopicInfo, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -318,9 +532,11 @@ def _encode_StreamsGroupHeartbeatRequestTopicInfo_v0(o: StreamsGroupHeartbeatReq
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    write_i32_be(w, o.partitions)
-    write_i16_be(w, o.replication_factor)
-    x_topic_configs = o.topic_configs
+    v_partitions: int = o.partitions
+    write_i32_be(w, v_partitions)
+    v_replication_factor: int = o.replication_factor
+    write_i16_be(w, v_replication_factor)
+    x_topic_configs: Any = o.topic_configs
     if x_topic_configs is None:
         raise ValueOutOfRangeError('non-nullable field TopicConfigs is None', version=0)
     else:
@@ -339,10 +555,12 @@ def _encode_StreamsGroupHeartbeatRequestTopicInfo_v0(o: StreamsGroupHeartbeatReq
 
 
 def _decode_StreamsGroupHeartbeatRequestCopartitionGroup_v0(buf: bytes, pos: i64) -> tuple[StreamsGroupHeartbeatRequestCopartitionGroup, i64]:
-    o = _new(_K_StreamsGroupHeartbeatRequestCopartitionGroup)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_source_topics: Any
+    f_source_topic_regex: Any
+    f_repartition_source_topics: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -359,7 +577,7 @@ def _decode_StreamsGroupHeartbeatRequestCopartitionGroup_v0(buf: bytes, pos: i64
             e_source_topics = read_i16_be(buf, pos)
             pos += 2
             lst_source_topics.append(e_source_topics)
-        o.source_topics = lst_source_topics
+        f_source_topics = lst_source_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -376,7 +594,7 @@ def _decode_StreamsGroupHeartbeatRequestCopartitionGroup_v0(buf: bytes, pos: i64
             e_source_topic_regex = read_i16_be(buf, pos)
             pos += 2
             lst_source_topic_regex.append(e_source_topic_regex)
-        o.source_topic_regex = lst_source_topic_regex
+        f_source_topic_regex = lst_source_topic_regex
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -393,15 +611,14 @@ def _decode_StreamsGroupHeartbeatRequestCopartitionGroup_v0(buf: bytes, pos: i64
             e_repartition_source_topics = read_i16_be(buf, pos)
             pos += 2
             lst_repartition_source_topics.append(e_repartition_source_topics)
-        o.repartition_source_topics = lst_repartition_source_topics
+        f_repartition_source_topics = lst_repartition_source_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -413,12 +630,12 @@ def _decode_StreamsGroupHeartbeatRequestCopartitionGroup_v0(buf: bytes, pos: i64
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupHeartbeatRequestCopartitionGroup(source_topics=f_source_topics, source_topic_regex=f_source_topic_regex, repartition_source_topics=f_repartition_source_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupHeartbeatRequestCopartitionGroup_v0(o: StreamsGroupHeartbeatRequestCopartitionGroup, w: BytesWriter) -> None:
-    x_source_topics = o.source_topics
+    x_source_topics: Any = o.source_topics
     if x_source_topics is None:
         raise ValueOutOfRangeError('non-nullable field SourceTopics is None', version=0)
     else:
@@ -430,7 +647,7 @@ def _encode_StreamsGroupHeartbeatRequestCopartitionGroup_v0(o: StreamsGroupHeart
             _put_uvarint(w, m)
         for e_source_topics in l_source_topics:
             write_i16_be(w, e_source_topics)
-    x_source_topic_regex = o.source_topic_regex
+    x_source_topic_regex: Any = o.source_topic_regex
     if x_source_topic_regex is None:
         raise ValueOutOfRangeError('non-nullable field SourceTopicRegex is None', version=0)
     else:
@@ -442,7 +659,7 @@ def _encode_StreamsGroupHeartbeatRequestCopartitionGroup_v0(o: StreamsGroupHeart
             _put_uvarint(w, m)
         for e_source_topic_regex in l_source_topic_regex:
             write_i16_be(w, e_source_topic_regex)
-    x_repartition_source_topics = o.repartition_source_topics
+    x_repartition_source_topics: Any = o.repartition_source_topics
     if x_repartition_source_topics is None:
         raise ValueOutOfRangeError('non-nullable field RepartitionSourceTopics is None', version=0)
     else:
@@ -461,10 +678,16 @@ def _encode_StreamsGroupHeartbeatRequestCopartitionGroup_v0(o: StreamsGroupHeart
 
 
 def _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf: bytes, pos: i64) -> tuple[StreamsGroupHeartbeatRequestSubtopology, i64]:
-    o = _new(_K_StreamsGroupHeartbeatRequestSubtopology)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_subtopology_id: Any
+    f_source_topics: Any
+    f_source_topic_regex: Any
+    f_state_changelog_topics: Any
+    f_repartition_sink_topics: Any
+    f_repartition_source_topics: Any
+    f_copartition_groups: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -479,7 +702,7 @@ def _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf: bytes, pos: i64) -> 
         end = pos + n
         if end > blen:
             raise _truncated('SubtopologyId')
-        o.subtopology_id = buf[pos:end].decode()
+        f_subtopology_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -509,7 +732,7 @@ def _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf: bytes, pos: i64) -> 
                 raise _truncated('SourceTopics')
             lst_source_topics.append(buf[pos:end].decode())
             pos = end
-        o.source_topics = lst_source_topics
+        f_source_topics = lst_source_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -538,7 +761,7 @@ def _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf: bytes, pos: i64) -> 
                 raise _truncated('SourceTopicRegex')
             lst_source_topic_regex.append(buf[pos:end].decode())
             pos = end
-        o.source_topic_regex = lst_source_topic_regex
+        f_source_topic_regex = lst_source_topic_regex
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -554,7 +777,7 @@ def _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf: bytes, pos: i64) -> 
         for _i_state_changelog_topics in range(n):
             x_state_changelog_topics, pos = _decode_StreamsGroupHeartbeatRequestTopicInfo_v0(buf, pos)
             lst_state_changelog_topics.append(x_state_changelog_topics)
-        o.state_changelog_topics = lst_state_changelog_topics
+        f_state_changelog_topics = lst_state_changelog_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -583,7 +806,7 @@ def _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf: bytes, pos: i64) -> 
                 raise _truncated('RepartitionSinkTopics')
             lst_repartition_sink_topics.append(buf[pos:end].decode())
             pos = end
-        o.repartition_sink_topics = lst_repartition_sink_topics
+        f_repartition_sink_topics = lst_repartition_sink_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -599,7 +822,7 @@ def _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf: bytes, pos: i64) -> 
         for _i_repartition_source_topics in range(n):
             x_repartition_source_topics, pos = _decode_StreamsGroupHeartbeatRequestTopicInfo_v0(buf, pos)
             lst_repartition_source_topics.append(x_repartition_source_topics)
-        o.repartition_source_topics = lst_repartition_source_topics
+        f_repartition_source_topics = lst_repartition_source_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -615,15 +838,14 @@ def _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf: bytes, pos: i64) -> 
         for _i_copartition_groups in range(n):
             x_copartition_groups, pos = _decode_StreamsGroupHeartbeatRequestCopartitionGroup_v0(buf, pos)
             lst_copartition_groups.append(x_copartition_groups)
-        o.copartition_groups = lst_copartition_groups
+        f_copartition_groups = lst_copartition_groups
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -635,12 +857,12 @@ def _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf: bytes, pos: i64) -> 
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupHeartbeatRequestSubtopology(subtopology_id=f_subtopology_id, source_topics=f_source_topics, source_topic_regex=f_source_topic_regex, state_changelog_topics=f_state_changelog_topics, repartition_sink_topics=f_repartition_sink_topics, repartition_source_topics=f_repartition_source_topics, copartition_groups=f_copartition_groups, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupHeartbeatRequestSubtopology_v0(o: StreamsGroupHeartbeatRequestSubtopology, w: BytesWriter) -> None:
-    x_subtopology_id = o.subtopology_id
+    x_subtopology_id: str | None = o.subtopology_id
     if x_subtopology_id is None:
         raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
     else:
@@ -653,7 +875,7 @@ def _encode_StreamsGroupHeartbeatRequestSubtopology_v0(o: StreamsGroupHeartbeatR
         else:
             _put_uvarint(w, m)
         w.write(b_subtopology_id)
-    x_source_topics = o.source_topics
+    x_source_topics: Any = o.source_topics
     if x_source_topics is None:
         raise ValueOutOfRangeError('non-nullable field SourceTopics is None', version=0)
     else:
@@ -673,7 +895,7 @@ def _encode_StreamsGroupHeartbeatRequestSubtopology_v0(o: StreamsGroupHeartbeatR
             else:
                 _put_uvarint(w, m)
             w.write(b_source_topics)
-    x_source_topic_regex = o.source_topic_regex
+    x_source_topic_regex: Any = o.source_topic_regex
     if x_source_topic_regex is None:
         raise ValueOutOfRangeError('non-nullable field SourceTopicRegex is None', version=0)
     else:
@@ -693,7 +915,7 @@ def _encode_StreamsGroupHeartbeatRequestSubtopology_v0(o: StreamsGroupHeartbeatR
             else:
                 _put_uvarint(w, m)
             w.write(b_source_topic_regex)
-    x_state_changelog_topics = o.state_changelog_topics
+    x_state_changelog_topics: Any = o.state_changelog_topics
     if x_state_changelog_topics is None:
         raise ValueOutOfRangeError('non-nullable field StateChangelogTopics is None', version=0)
     else:
@@ -705,7 +927,7 @@ def _encode_StreamsGroupHeartbeatRequestSubtopology_v0(o: StreamsGroupHeartbeatR
             _put_uvarint(w, m)
         for e_state_changelog_topics in l_state_changelog_topics:
             _encode_StreamsGroupHeartbeatRequestTopicInfo_v0(e_state_changelog_topics, w)
-    x_repartition_sink_topics = o.repartition_sink_topics
+    x_repartition_sink_topics: Any = o.repartition_sink_topics
     if x_repartition_sink_topics is None:
         raise ValueOutOfRangeError('non-nullable field RepartitionSinkTopics is None', version=0)
     else:
@@ -725,7 +947,7 @@ def _encode_StreamsGroupHeartbeatRequestSubtopology_v0(o: StreamsGroupHeartbeatR
             else:
                 _put_uvarint(w, m)
             w.write(b_repartition_sink_topics)
-    x_repartition_source_topics = o.repartition_source_topics
+    x_repartition_source_topics: Any = o.repartition_source_topics
     if x_repartition_source_topics is None:
         raise ValueOutOfRangeError('non-nullable field RepartitionSourceTopics is None', version=0)
     else:
@@ -737,7 +959,7 @@ def _encode_StreamsGroupHeartbeatRequestSubtopology_v0(o: StreamsGroupHeartbeatR
             _put_uvarint(w, m)
         for e_repartition_source_topics in l_repartition_source_topics:
             _encode_StreamsGroupHeartbeatRequestTopicInfo_v0(e_repartition_source_topics, w)
-    x_copartition_groups = o.copartition_groups
+    x_copartition_groups: Any = o.copartition_groups
     if x_copartition_groups is None:
         raise ValueOutOfRangeError('non-nullable field CopartitionGroups is None', version=0)
     else:
@@ -756,11 +978,12 @@ def _encode_StreamsGroupHeartbeatRequestSubtopology_v0(o: StreamsGroupHeartbeatR
 
 
 def _decode_StreamsGroupHeartbeatRequestTopology_v0(buf: bytes, pos: i64) -> tuple[StreamsGroupHeartbeatRequestTopology, i64]:
-    o = _new(_K_StreamsGroupHeartbeatRequestTopology)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.epoch = read_i32_be(buf, pos)
+    f_epoch: Any
+    f_subtopologies: Any
+    f_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -777,15 +1000,14 @@ def _decode_StreamsGroupHeartbeatRequestTopology_v0(buf: bytes, pos: i64) -> tup
         for _i_subtopologies in range(n):
             x_subtopologies, pos = _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf, pos)
             lst_subtopologies.append(x_subtopologies)
-        o.subtopologies = lst_subtopologies
+        f_subtopologies = lst_subtopologies
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -797,13 +1019,14 @@ def _decode_StreamsGroupHeartbeatRequestTopology_v0(buf: bytes, pos: i64) -> tup
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupHeartbeatRequestTopology(epoch=f_epoch, subtopologies=f_subtopologies, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupHeartbeatRequestTopology_v0(o: StreamsGroupHeartbeatRequestTopology, w: BytesWriter) -> None:
-    write_i32_be(w, o.epoch)
-    x_subtopologies = o.subtopologies
+    v_epoch: int = o.epoch
+    write_i32_be(w, v_epoch)
+    x_subtopologies: Any = o.subtopologies
     if x_subtopologies is None:
         raise ValueOutOfRangeError('non-nullable field Subtopologies is None', version=0)
     else:
@@ -822,10 +1045,11 @@ def _encode_StreamsGroupHeartbeatRequestTopology_v0(o: StreamsGroupHeartbeatRequ
 
 
 def _decode_StreamsGroupHeartbeatRequestTaskIds_v0(buf: bytes, pos: i64) -> tuple[StreamsGroupHeartbeatRequestTaskIds, i64]:
-    o = _new(_K_StreamsGroupHeartbeatRequestTaskIds)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_subtopology_id: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -840,7 +1064,7 @@ def _decode_StreamsGroupHeartbeatRequestTaskIds_v0(buf: bytes, pos: i64) -> tupl
         end = pos + n
         if end > blen:
             raise _truncated('SubtopologyId')
-        o.subtopology_id = buf[pos:end].decode()
+        f_subtopology_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -858,15 +1082,14 @@ def _decode_StreamsGroupHeartbeatRequestTaskIds_v0(buf: bytes, pos: i64) -> tupl
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -878,12 +1101,12 @@ def _decode_StreamsGroupHeartbeatRequestTaskIds_v0(buf: bytes, pos: i64) -> tupl
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupHeartbeatRequestTaskIds(subtopology_id=f_subtopology_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupHeartbeatRequestTaskIds_v0(o: StreamsGroupHeartbeatRequestTaskIds, w: BytesWriter) -> None:
-    x_subtopology_id = o.subtopology_id
+    x_subtopology_id: str | None = o.subtopology_id
     if x_subtopology_id is None:
         raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
     else:
@@ -896,7 +1119,7 @@ def _encode_StreamsGroupHeartbeatRequestTaskIds_v0(o: StreamsGroupHeartbeatReque
         else:
             _put_uvarint(w, m)
         w.write(b_subtopology_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -915,10 +1138,11 @@ def _encode_StreamsGroupHeartbeatRequestTaskIds_v0(o: StreamsGroupHeartbeatReque
 
 
 def _decode_StreamsGroupHeartbeatRequestEndpoint_v0(buf: bytes, pos: i64) -> tuple[StreamsGroupHeartbeatRequestEndpoint, i64]:
-    o = _new(_K_StreamsGroupHeartbeatRequestEndpoint)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_host: Any
+    f_port: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -933,18 +1157,17 @@ def _decode_StreamsGroupHeartbeatRequestEndpoint_v0(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
-    o.port = int(read_i16_be(buf, pos)) & 0xFFFF
+    f_port = int(read_i16_be(buf, pos)) & 0xFFFF
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -956,12 +1179,12 @@ def _decode_StreamsGroupHeartbeatRequestEndpoint_v0(buf: bytes, pos: i64) -> tup
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupHeartbeatRequestEndpoint(host=f_host, port=f_port, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupHeartbeatRequestEndpoint_v0(o: StreamsGroupHeartbeatRequestEndpoint, w: BytesWriter) -> None:
-    x_host = o.host
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
     else:
@@ -974,7 +1197,8 @@ def _encode_StreamsGroupHeartbeatRequestEndpoint_v0(o: StreamsGroupHeartbeatRequ
         else:
             _put_uvarint(w, m)
         w.write(b_host)
-    _put_u16(w, o.port)
+    v_port: int = o.port
+    _put_u16(w, v_port)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -982,10 +1206,12 @@ def _encode_StreamsGroupHeartbeatRequestEndpoint_v0(o: StreamsGroupHeartbeatRequ
 
 
 def _decode_StreamsGroupHeartbeatRequestTaskOffset_v0(buf: bytes, pos: i64) -> tuple[StreamsGroupHeartbeatRequestTaskOffset, i64]:
-    o = _new(_K_StreamsGroupHeartbeatRequestTaskOffset)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_subtopology_id: Any
+    f_partition: Any
+    f_offset: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1000,20 +1226,19 @@ def _decode_StreamsGroupHeartbeatRequestTaskOffset_v0(buf: bytes, pos: i64) -> t
         end = pos + n
         if end > blen:
             raise _truncated('SubtopologyId')
-        o.subtopology_id = buf[pos:end].decode()
+        f_subtopology_id = buf[pos:end].decode()
         pos = end
-    o.partition = read_i32_be(buf, pos)
+    f_partition = read_i32_be(buf, pos)
     pos += 4
-    o.offset = read_i64_be(buf, pos)
+    f_offset = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1025,12 +1250,12 @@ def _decode_StreamsGroupHeartbeatRequestTaskOffset_v0(buf: bytes, pos: i64) -> t
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupHeartbeatRequestTaskOffset(subtopology_id=f_subtopology_id, partition=f_partition, offset=f_offset, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupHeartbeatRequestTaskOffset_v0(o: StreamsGroupHeartbeatRequestTaskOffset, w: BytesWriter) -> None:
-    x_subtopology_id = o.subtopology_id
+    x_subtopology_id: str | None = o.subtopology_id
     if x_subtopology_id is None:
         raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
     else:
@@ -1043,8 +1268,10 @@ def _encode_StreamsGroupHeartbeatRequestTaskOffset_v0(o: StreamsGroupHeartbeatRe
         else:
             _put_uvarint(w, m)
         w.write(b_subtopology_id)
-    write_i32_be(w, o.partition)
-    write_i64_be(w, o.offset)
+    v_partition: int = o.partition
+    write_i32_be(w, v_partition)
+    v_offset: int = o.offset
+    write_i64_be(w, v_offset)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1052,11 +1279,27 @@ def _encode_StreamsGroupHeartbeatRequestTaskOffset_v0(o: StreamsGroupHeartbeatRe
 
 
 def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[StreamsGroupHeartbeatRequest, i64]:
-    o = _new(_K_StreamsGroupHeartbeatRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
+    f_group_id: Any
+    f_member_id: Any
+    f_member_epoch: Any
+    f_endpoint_information_epoch: Any
+    f_instance_id: Any
+    f_rack_id: Any
+    f_rebalance_timeout_ms: Any
+    f_topology: Any
+    f_active_tasks: Any
+    f_standby_tasks: Any
+    f_warmup_tasks: Any
+    f_process_id: Any
+    f_user_endpoint: Any
+    f_client_tags: Any
+    f_task_offsets: Any
+    f_task_end_offsets: Any
+    f_shutdown_application: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1071,7 +1314,7 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[Strea
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1087,11 +1330,11 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[Strea
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
-    o.member_epoch = read_i32_be(buf, pos)
+    f_member_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.endpoint_information_epoch = read_i32_be(buf, pos)
+    f_endpoint_information_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1100,14 +1343,14 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[Strea
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.instance_id = None
+        f_instance_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field InstanceId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('InstanceId')
-        o.instance_id = buf[pos:end].decode()
+        f_instance_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1116,24 +1359,24 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[Strea
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.rack_id = None
+        f_rack_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field RackId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('RackId')
-        o.rack_id = buf[pos:end].decode()
+        f_rack_id = buf[pos:end].decode()
         pos = end
-    o.rebalance_timeout_ms = read_i32_be(buf, pos)
+    f_rebalance_timeout_ms = read_i32_be(buf, pos)
     pos += 4
     b8 = buf[pos]
     pos += 1
     if b8 >= 0x80:
-        o.topology = None
+        f_topology = None
     else:
         x_topology, pos = _decode_StreamsGroupHeartbeatRequestTopology_v0(buf, pos)
-        o.topology = x_topology
+        f_topology = x_topology
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1141,7 +1384,7 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[Strea
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.active_tasks = None
+        f_active_tasks = None
     else:
         if n > blen - pos:
             raise _invalid('array ActiveTasks declares more elements than bytes remain')
@@ -1149,7 +1392,7 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[Strea
         for _i_active_tasks in range(n):
             x_active_tasks, pos = _decode_StreamsGroupHeartbeatRequestTaskIds_v0(buf, pos)
             lst_active_tasks.append(x_active_tasks)
-        o.active_tasks = lst_active_tasks
+        f_active_tasks = lst_active_tasks
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1157,7 +1400,7 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[Strea
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.standby_tasks = None
+        f_standby_tasks = None
     else:
         if n > blen - pos:
             raise _invalid('array StandbyTasks declares more elements than bytes remain')
@@ -1165,7 +1408,7 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[Strea
         for _i_standby_tasks in range(n):
             x_standby_tasks, pos = _decode_StreamsGroupHeartbeatRequestTaskIds_v0(buf, pos)
             lst_standby_tasks.append(x_standby_tasks)
-        o.standby_tasks = lst_standby_tasks
+        f_standby_tasks = lst_standby_tasks
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1173,7 +1416,7 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[Strea
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.warmup_tasks = None
+        f_warmup_tasks = None
     else:
         if n > blen - pos:
             raise _invalid('array WarmupTasks declares more elements than bytes remain')
@@ -1181,7 +1424,7 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[Strea
         for _i_warmup_tasks in range(n):
             x_warmup_tasks, pos = _decode_StreamsGroupHeartbeatRequestTaskIds_v0(buf, pos)
             lst_warmup_tasks.append(x_warmup_tasks)
-        o.warmup_tasks = lst_warmup_tasks
+        f_warmup_tasks = lst_warmup_tasks
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1189,22 +1432,22 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[Strea
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.process_id = None
+        f_process_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ProcessId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ProcessId')
-        o.process_id = buf[pos:end].decode()
+        f_process_id = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
     pos += 1
     if b8 >= 0x80:
-        o.user_endpoint = None
+        f_user_endpoint = None
     else:
         x_user_endpoint, pos = _decode_StreamsGroupHeartbeatRequestEndpoint_v0(buf, pos)
-        o.user_endpoint = x_user_endpoint
+        f_user_endpoint = x_user_endpoint
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1212,7 +1455,7 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[Strea
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.client_tags = None
+        f_client_tags = None
     else:
         if n > blen - pos:
             raise _invalid('array ClientTags declares more elements than bytes remain')
@@ -1220,7 +1463,7 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[Strea
         for _i_client_tags in range(n):
             x_client_tags, pos = _decode_StreamsGroupHeartbeatRequestKeyValue_v0(buf, pos)
             lst_client_tags.append(x_client_tags)
-        o.client_tags = lst_client_tags
+        f_client_tags = lst_client_tags
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1228,7 +1471,7 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[Strea
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.task_offsets = None
+        f_task_offsets = None
     else:
         if n > blen - pos:
             raise _invalid('array TaskOffsets declares more elements than bytes remain')
@@ -1236,7 +1479,7 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[Strea
         for _i_task_offsets in range(n):
             x_task_offsets, pos = _decode_StreamsGroupHeartbeatRequestTaskOffset_v0(buf, pos)
             lst_task_offsets.append(x_task_offsets)
-        o.task_offsets = lst_task_offsets
+        f_task_offsets = lst_task_offsets
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1244,7 +1487,7 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[Strea
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.task_end_offsets = None
+        f_task_end_offsets = None
     else:
         if n > blen - pos:
             raise _invalid('array TaskEndOffsets declares more elements than bytes remain')
@@ -1252,17 +1495,16 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[Strea
         for _i_task_end_offsets in range(n):
             x_task_end_offsets, pos = _decode_StreamsGroupHeartbeatRequestTaskOffset_v0(buf, pos)
             lst_task_end_offsets.append(x_task_end_offsets)
-        o.task_end_offsets = lst_task_end_offsets
-    o.shutdown_application = buf[pos] != 0
+        f_task_end_offsets = lst_task_end_offsets
+    f_shutdown_application = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1274,12 +1516,12 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: i64) -> tuple[Strea
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupHeartbeatRequest(group_id=f_group_id, member_id=f_member_id, member_epoch=f_member_epoch, endpoint_information_epoch=f_endpoint_information_epoch, instance_id=f_instance_id, rack_id=f_rack_id, rebalance_timeout_ms=f_rebalance_timeout_ms, topology=f_topology, active_tasks=f_active_tasks, standby_tasks=f_standby_tasks, warmup_tasks=f_warmup_tasks, process_id=f_process_id, user_endpoint=f_user_endpoint, client_tags=f_client_tags, task_offsets=f_task_offsets, task_end_offsets=f_task_end_offsets, shutdown_application=f_shutdown_application, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupHeartbeatRequest_v0(o: StreamsGroupHeartbeatRequest, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
@@ -1292,7 +1534,7 @@ def _encode_StreamsGroupHeartbeatRequest_v0(o: StreamsGroupHeartbeatRequest, w: 
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=0)
     else:
@@ -1305,9 +1547,11 @@ def _encode_StreamsGroupHeartbeatRequest_v0(o: StreamsGroupHeartbeatRequest, w: 
         else:
             _put_uvarint(w, m)
         w.write(b_member_id)
-    write_i32_be(w, o.member_epoch)
-    write_i32_be(w, o.endpoint_information_epoch)
-    x_instance_id = o.instance_id
+    v_member_epoch: int = o.member_epoch
+    write_i32_be(w, v_member_epoch)
+    v_endpoint_information_epoch: int = o.endpoint_information_epoch
+    write_i32_be(w, v_endpoint_information_epoch)
+    x_instance_id: str | None = o.instance_id
     if x_instance_id is None:
         w.append(_ZERO)
     else:
@@ -1320,7 +1564,7 @@ def _encode_StreamsGroupHeartbeatRequest_v0(o: StreamsGroupHeartbeatRequest, w: 
         else:
             _put_uvarint(w, m)
         w.write(b_instance_id)
-    x_rack_id = o.rack_id
+    x_rack_id: str | None = o.rack_id
     if x_rack_id is None:
         w.append(_ZERO)
     else:
@@ -1333,14 +1577,15 @@ def _encode_StreamsGroupHeartbeatRequest_v0(o: StreamsGroupHeartbeatRequest, w: 
         else:
             _put_uvarint(w, m)
         w.write(b_rack_id)
-    write_i32_be(w, o.rebalance_timeout_ms)
+    v_rebalance_timeout_ms: int = o.rebalance_timeout_ms
+    write_i32_be(w, v_rebalance_timeout_ms)
     x_topology = o.topology
     if x_topology is None:
         w.append(_FF)
     else:
         w.append(_ONE)
         _encode_StreamsGroupHeartbeatRequestTopology_v0(x_topology, w)
-    x_active_tasks = o.active_tasks
+    x_active_tasks: Any = o.active_tasks
     if x_active_tasks is None:
         w.append(_ZERO)
     else:
@@ -1352,7 +1597,7 @@ def _encode_StreamsGroupHeartbeatRequest_v0(o: StreamsGroupHeartbeatRequest, w: 
             _put_uvarint(w, m)
         for e_active_tasks in l_active_tasks:
             _encode_StreamsGroupHeartbeatRequestTaskIds_v0(e_active_tasks, w)
-    x_standby_tasks = o.standby_tasks
+    x_standby_tasks: Any = o.standby_tasks
     if x_standby_tasks is None:
         w.append(_ZERO)
     else:
@@ -1364,7 +1609,7 @@ def _encode_StreamsGroupHeartbeatRequest_v0(o: StreamsGroupHeartbeatRequest, w: 
             _put_uvarint(w, m)
         for e_standby_tasks in l_standby_tasks:
             _encode_StreamsGroupHeartbeatRequestTaskIds_v0(e_standby_tasks, w)
-    x_warmup_tasks = o.warmup_tasks
+    x_warmup_tasks: Any = o.warmup_tasks
     if x_warmup_tasks is None:
         w.append(_ZERO)
     else:
@@ -1376,7 +1621,7 @@ def _encode_StreamsGroupHeartbeatRequest_v0(o: StreamsGroupHeartbeatRequest, w: 
             _put_uvarint(w, m)
         for e_warmup_tasks in l_warmup_tasks:
             _encode_StreamsGroupHeartbeatRequestTaskIds_v0(e_warmup_tasks, w)
-    x_process_id = o.process_id
+    x_process_id: str | None = o.process_id
     if x_process_id is None:
         w.append(_ZERO)
     else:
@@ -1395,7 +1640,7 @@ def _encode_StreamsGroupHeartbeatRequest_v0(o: StreamsGroupHeartbeatRequest, w: 
     else:
         w.append(_ONE)
         _encode_StreamsGroupHeartbeatRequestEndpoint_v0(x_user_endpoint, w)
-    x_client_tags = o.client_tags
+    x_client_tags: Any = o.client_tags
     if x_client_tags is None:
         w.append(_ZERO)
     else:
@@ -1407,7 +1652,7 @@ def _encode_StreamsGroupHeartbeatRequest_v0(o: StreamsGroupHeartbeatRequest, w: 
             _put_uvarint(w, m)
         for e_client_tags in l_client_tags:
             _encode_StreamsGroupHeartbeatRequestKeyValue_v0(e_client_tags, w)
-    x_task_offsets = o.task_offsets
+    x_task_offsets: Any = o.task_offsets
     if x_task_offsets is None:
         w.append(_ZERO)
     else:
@@ -1419,7 +1664,7 @@ def _encode_StreamsGroupHeartbeatRequest_v0(o: StreamsGroupHeartbeatRequest, w: 
             _put_uvarint(w, m)
         for e_task_offsets in l_task_offsets:
             _encode_StreamsGroupHeartbeatRequestTaskOffset_v0(e_task_offsets, w)
-    x_task_end_offsets = o.task_end_offsets
+    x_task_end_offsets: Any = o.task_end_offsets
     if x_task_end_offsets is None:
         w.append(_ZERO)
     else:
@@ -1439,13 +1684,14 @@ def _encode_StreamsGroupHeartbeatRequest_v0(o: StreamsGroupHeartbeatRequest, w: 
 
 
 def _decode_StreamsGroupHeartbeatResponseStatus_v0(buf: bytes, pos: i64) -> tuple[StreamsGroupHeartbeatResponseStatus, i64]:
-    o = _new(_K_StreamsGroupHeartbeatResponseStatus)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
+    f_status_code: Any
+    f_status_detail: Any
     b8 = buf[pos]
-    o.status_code = b8 - 256 if b8 >= 128 else b8
+    f_status_code = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -1461,16 +1707,15 @@ def _decode_StreamsGroupHeartbeatResponseStatus_v0(buf: bytes, pos: i64) -> tupl
         end = pos + n
         if end > blen:
             raise _truncated('StatusDetail')
-        o.status_detail = buf[pos:end].decode()
+        f_status_detail = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1482,13 +1727,14 @@ def _decode_StreamsGroupHeartbeatResponseStatus_v0(buf: bytes, pos: i64) -> tupl
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupHeartbeatResponseStatus(status_code=f_status_code, status_detail=f_status_detail, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupHeartbeatResponseStatus_v0(o: StreamsGroupHeartbeatResponseStatus, w: BytesWriter) -> None:
-    _put_i8(w, o.status_code)
-    x_status_detail = o.status_detail
+    v_status_code: int = o.status_code
+    _put_i8(w, v_status_code)
+    x_status_detail: str | None = o.status_detail
     if x_status_detail is None:
         raise ValueOutOfRangeError('non-nullable field StatusDetail is None', version=0)
     else:
@@ -1508,10 +1754,11 @@ def _encode_StreamsGroupHeartbeatResponseStatus_v0(o: StreamsGroupHeartbeatRespo
 
 
 def _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf: bytes, pos: i64) -> tuple[StreamsGroupHeartbeatResponseTaskIds, i64]:
-    o = _new(_K_StreamsGroupHeartbeatResponseTaskIds)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_subtopology_id: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1526,7 +1773,7 @@ def _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('SubtopologyId')
-        o.subtopology_id = buf[pos:end].decode()
+        f_subtopology_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1544,15 +1791,14 @@ def _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf: bytes, pos: i64) -> tup
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1564,12 +1810,12 @@ def _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf: bytes, pos: i64) -> tup
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupHeartbeatResponseTaskIds(subtopology_id=f_subtopology_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupHeartbeatResponseTaskIds_v0(o: StreamsGroupHeartbeatResponseTaskIds, w: BytesWriter) -> None:
-    x_subtopology_id = o.subtopology_id
+    x_subtopology_id: str | None = o.subtopology_id
     if x_subtopology_id is None:
         raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
     else:
@@ -1582,7 +1828,7 @@ def _encode_StreamsGroupHeartbeatResponseTaskIds_v0(o: StreamsGroupHeartbeatResp
         else:
             _put_uvarint(w, m)
         w.write(b_subtopology_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -1601,10 +1847,11 @@ def _encode_StreamsGroupHeartbeatResponseTaskIds_v0(o: StreamsGroupHeartbeatResp
 
 
 def _decode_StreamsGroupHeartbeatResponseEndpoint_v0(buf: bytes, pos: i64) -> tuple[StreamsGroupHeartbeatResponseEndpoint, i64]:
-    o = _new(_K_StreamsGroupHeartbeatResponseEndpoint)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_host: Any
+    f_port: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1619,18 +1866,17 @@ def _decode_StreamsGroupHeartbeatResponseEndpoint_v0(buf: bytes, pos: i64) -> tu
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
-    o.port = int(read_i16_be(buf, pos)) & 0xFFFF
+    f_port = int(read_i16_be(buf, pos)) & 0xFFFF
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1642,12 +1888,12 @@ def _decode_StreamsGroupHeartbeatResponseEndpoint_v0(buf: bytes, pos: i64) -> tu
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupHeartbeatResponseEndpoint(host=f_host, port=f_port, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupHeartbeatResponseEndpoint_v0(o: StreamsGroupHeartbeatResponseEndpoint, w: BytesWriter) -> None:
-    x_host = o.host
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
     else:
@@ -1660,7 +1906,8 @@ def _encode_StreamsGroupHeartbeatResponseEndpoint_v0(o: StreamsGroupHeartbeatRes
         else:
             _put_uvarint(w, m)
         w.write(b_host)
-    _put_u16(w, o.port)
+    v_port: int = o.port
+    _put_u16(w, v_port)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1668,10 +1915,11 @@ def _encode_StreamsGroupHeartbeatResponseEndpoint_v0(o: StreamsGroupHeartbeatRes
 
 
 def _decode_StreamsGroupHeartbeatResponseTopicPartition_v0(buf: bytes, pos: i64) -> tuple[StreamsGroupHeartbeatResponseTopicPartition, i64]:
-    o = _new(_K_StreamsGroupHeartbeatResponseTopicPartition)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1686,7 +1934,7 @@ def _decode_StreamsGroupHeartbeatResponseTopicPartition_v0(buf: bytes, pos: i64)
         end = pos + n
         if end > blen:
             raise _truncated('Topic')
-        o.topic = buf[pos:end].decode()
+        f_topic = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1704,15 +1952,14 @@ def _decode_StreamsGroupHeartbeatResponseTopicPartition_v0(buf: bytes, pos: i64)
             e_partitions = read_i32_be(buf, pos)
             pos += 4
             lst_partitions.append(e_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1724,12 +1971,12 @@ def _decode_StreamsGroupHeartbeatResponseTopicPartition_v0(buf: bytes, pos: i64)
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupHeartbeatResponseTopicPartition(topic=f_topic, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupHeartbeatResponseTopicPartition_v0(o: StreamsGroupHeartbeatResponseTopicPartition, w: BytesWriter) -> None:
-    x_topic = o.topic
+    x_topic: str | None = o.topic
     if x_topic is None:
         raise ValueOutOfRangeError('non-nullable field Topic is None', version=0)
     else:
@@ -1742,7 +1989,7 @@ def _encode_StreamsGroupHeartbeatResponseTopicPartition_v0(o: StreamsGroupHeartb
         else:
             _put_uvarint(w, m)
         w.write(b_topic)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -1761,12 +2008,14 @@ def _encode_StreamsGroupHeartbeatResponseTopicPartition_v0(o: StreamsGroupHeartb
 
 
 def _decode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(buf: bytes, pos: i64) -> tuple[StreamsGroupHeartbeatResponseEndpointToPartitions, i64]:
-    o = _new(_K_StreamsGroupHeartbeatResponseEndpointToPartitions)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_user_endpoint: Any
+    f_active_partitions: Any
+    f_standby_partitions: Any
     x_user_endpoint, pos = _decode_StreamsGroupHeartbeatResponseEndpoint_v0(buf, pos)
-    o.user_endpoint = x_user_endpoint
+    f_user_endpoint = x_user_endpoint
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1782,7 +2031,7 @@ def _decode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(buf: bytes, pos
         for _i_active_partitions in range(n):
             x_active_partitions, pos = _decode_StreamsGroupHeartbeatResponseTopicPartition_v0(buf, pos)
             lst_active_partitions.append(x_active_partitions)
-        o.active_partitions = lst_active_partitions
+        f_active_partitions = lst_active_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1798,15 +2047,14 @@ def _decode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(buf: bytes, pos
         for _i_standby_partitions in range(n):
             x_standby_partitions, pos = _decode_StreamsGroupHeartbeatResponseTopicPartition_v0(buf, pos)
             lst_standby_partitions.append(x_standby_partitions)
-        o.standby_partitions = lst_standby_partitions
+        f_standby_partitions = lst_standby_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1818,13 +2066,13 @@ def _decode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(buf: bytes, pos
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupHeartbeatResponseEndpointToPartitions(user_endpoint=f_user_endpoint, active_partitions=f_active_partitions, standby_partitions=f_standby_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(o: StreamsGroupHeartbeatResponseEndpointToPartitions, w: BytesWriter) -> None:
     _encode_StreamsGroupHeartbeatResponseEndpoint_v0(o.user_endpoint, w)
-    x_active_partitions = o.active_partitions
+    x_active_partitions: Any = o.active_partitions
     if x_active_partitions is None:
         raise ValueOutOfRangeError('non-nullable field ActivePartitions is None', version=0)
     else:
@@ -1836,7 +2084,7 @@ def _encode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(o: StreamsGroup
             _put_uvarint(w, m)
         for e_active_partitions in l_active_partitions:
             _encode_StreamsGroupHeartbeatResponseTopicPartition_v0(e_active_partitions, w)
-    x_standby_partitions = o.standby_partitions
+    x_standby_partitions: Any = o.standby_partitions
     if x_standby_partitions is None:
         raise ValueOutOfRangeError('non-nullable field StandbyPartitions is None', version=0)
     else:
@@ -1855,15 +2103,26 @@ def _encode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(o: StreamsGroup
 
 
 def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: i64) -> tuple[StreamsGroupHeartbeatResponse, i64]:
-    o = _new(_K_StreamsGroupHeartbeatResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.acceptable_recovery_lag = -1
-    o.topology_description_required = False
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_member_id: Any
+    f_member_epoch: Any
+    f_heartbeat_interval_ms: Any
+    f_acceptable_recovery_lag_legacy: Any
+    f_task_offset_interval_ms: Any
+    f_status: Any
+    f_active_tasks: Any
+    f_standby_tasks: Any
+    f_warmup_tasks: Any
+    f_endpoint_information_epoch: Any
+    f_partitions_by_user_endpoint: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1872,14 +2131,14 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: i64) -> tuple[Stre
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1895,15 +2154,15 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: i64) -> tuple[Stre
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
-    o.member_epoch = read_i32_be(buf, pos)
+    f_member_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.heartbeat_interval_ms = read_i32_be(buf, pos)
+    f_heartbeat_interval_ms = read_i32_be(buf, pos)
     pos += 4
-    o.acceptable_recovery_lag_legacy = read_i32_be(buf, pos)
+    f_acceptable_recovery_lag_legacy = read_i32_be(buf, pos)
     pos += 4
-    o.task_offset_interval_ms = read_i32_be(buf, pos)
+    f_task_offset_interval_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1912,7 +2171,7 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: i64) -> tuple[Stre
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.status = None
+        f_status = None
     else:
         if n > blen - pos:
             raise _invalid('array Status declares more elements than bytes remain')
@@ -1920,7 +2179,7 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: i64) -> tuple[Stre
         for _i_status in range(n):
             x_status, pos = _decode_StreamsGroupHeartbeatResponseStatus_v0(buf, pos)
             lst_status.append(x_status)
-        o.status = lst_status
+        f_status = lst_status
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1928,7 +2187,7 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: i64) -> tuple[Stre
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.active_tasks = None
+        f_active_tasks = None
     else:
         if n > blen - pos:
             raise _invalid('array ActiveTasks declares more elements than bytes remain')
@@ -1936,7 +2195,7 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: i64) -> tuple[Stre
         for _i_active_tasks in range(n):
             x_active_tasks, pos = _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf, pos)
             lst_active_tasks.append(x_active_tasks)
-        o.active_tasks = lst_active_tasks
+        f_active_tasks = lst_active_tasks
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1944,7 +2203,7 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: i64) -> tuple[Stre
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.standby_tasks = None
+        f_standby_tasks = None
     else:
         if n > blen - pos:
             raise _invalid('array StandbyTasks declares more elements than bytes remain')
@@ -1952,7 +2211,7 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: i64) -> tuple[Stre
         for _i_standby_tasks in range(n):
             x_standby_tasks, pos = _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf, pos)
             lst_standby_tasks.append(x_standby_tasks)
-        o.standby_tasks = lst_standby_tasks
+        f_standby_tasks = lst_standby_tasks
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1960,7 +2219,7 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: i64) -> tuple[Stre
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.warmup_tasks = None
+        f_warmup_tasks = None
     else:
         if n > blen - pos:
             raise _invalid('array WarmupTasks declares more elements than bytes remain')
@@ -1968,8 +2227,8 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: i64) -> tuple[Stre
         for _i_warmup_tasks in range(n):
             x_warmup_tasks, pos = _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf, pos)
             lst_warmup_tasks.append(x_warmup_tasks)
-        o.warmup_tasks = lst_warmup_tasks
-    o.endpoint_information_epoch = read_i32_be(buf, pos)
+        f_warmup_tasks = lst_warmup_tasks
+    f_endpoint_information_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1978,7 +2237,7 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: i64) -> tuple[Stre
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.partitions_by_user_endpoint = None
+        f_partitions_by_user_endpoint = None
     else:
         if n > blen - pos:
             raise _invalid('array PartitionsByUserEndpoint declares more elements than bytes remain')
@@ -1986,15 +2245,14 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: i64) -> tuple[Stre
         for _i_partitions_by_user_endpoint in range(n):
             x_partitions_by_user_endpoint, pos = _decode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(buf, pos)
             lst_partitions_by_user_endpoint.append(x_partitions_by_user_endpoint)
-        o.partitions_by_user_endpoint = lst_partitions_by_user_endpoint
+        f_partitions_by_user_endpoint = lst_partitions_by_user_endpoint
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -2006,16 +2264,18 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: i64) -> tuple[Stre
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupHeartbeatResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, member_id=f_member_id, member_epoch=f_member_epoch, heartbeat_interval_ms=f_heartbeat_interval_ms, acceptable_recovery_lag_legacy=f_acceptable_recovery_lag_legacy, task_offset_interval_ms=f_task_offset_interval_ms, status=f_status, active_tasks=f_active_tasks, standby_tasks=f_standby_tasks, warmup_tasks=f_warmup_tasks, endpoint_information_epoch=f_endpoint_information_epoch, partitions_by_user_endpoint=f_partitions_by_user_endpoint, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupHeartbeatResponse_v0(o: StreamsGroupHeartbeatResponse, w: BytesWriter) -> None:
     if bool(o.topology_description_required):
         raise FieldNotInVersionError('non-default TopologyDescriptionRequired cannot be written', version=0)
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -2028,7 +2288,7 @@ def _encode_StreamsGroupHeartbeatResponse_v0(o: StreamsGroupHeartbeatResponse, w
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=0)
     else:
@@ -2041,11 +2301,15 @@ def _encode_StreamsGroupHeartbeatResponse_v0(o: StreamsGroupHeartbeatResponse, w
         else:
             _put_uvarint(w, m)
         w.write(b_member_id)
-    write_i32_be(w, o.member_epoch)
-    write_i32_be(w, o.heartbeat_interval_ms)
-    write_i32_be(w, o.acceptable_recovery_lag_legacy)
-    write_i32_be(w, o.task_offset_interval_ms)
-    x_status = o.status
+    v_member_epoch: int = o.member_epoch
+    write_i32_be(w, v_member_epoch)
+    v_heartbeat_interval_ms: int = o.heartbeat_interval_ms
+    write_i32_be(w, v_heartbeat_interval_ms)
+    v_acceptable_recovery_lag_legacy: int = o.acceptable_recovery_lag_legacy
+    write_i32_be(w, v_acceptable_recovery_lag_legacy)
+    v_task_offset_interval_ms: int = o.task_offset_interval_ms
+    write_i32_be(w, v_task_offset_interval_ms)
+    x_status: Any = o.status
     if x_status is None:
         w.append(_ZERO)
     else:
@@ -2057,7 +2321,7 @@ def _encode_StreamsGroupHeartbeatResponse_v0(o: StreamsGroupHeartbeatResponse, w
             _put_uvarint(w, m)
         for e_status in l_status:
             _encode_StreamsGroupHeartbeatResponseStatus_v0(e_status, w)
-    x_active_tasks = o.active_tasks
+    x_active_tasks: Any = o.active_tasks
     if x_active_tasks is None:
         w.append(_ZERO)
     else:
@@ -2069,7 +2333,7 @@ def _encode_StreamsGroupHeartbeatResponse_v0(o: StreamsGroupHeartbeatResponse, w
             _put_uvarint(w, m)
         for e_active_tasks in l_active_tasks:
             _encode_StreamsGroupHeartbeatResponseTaskIds_v0(e_active_tasks, w)
-    x_standby_tasks = o.standby_tasks
+    x_standby_tasks: Any = o.standby_tasks
     if x_standby_tasks is None:
         w.append(_ZERO)
     else:
@@ -2081,7 +2345,7 @@ def _encode_StreamsGroupHeartbeatResponse_v0(o: StreamsGroupHeartbeatResponse, w
             _put_uvarint(w, m)
         for e_standby_tasks in l_standby_tasks:
             _encode_StreamsGroupHeartbeatResponseTaskIds_v0(e_standby_tasks, w)
-    x_warmup_tasks = o.warmup_tasks
+    x_warmup_tasks: Any = o.warmup_tasks
     if x_warmup_tasks is None:
         w.append(_ZERO)
     else:
@@ -2093,8 +2357,9 @@ def _encode_StreamsGroupHeartbeatResponse_v0(o: StreamsGroupHeartbeatResponse, w
             _put_uvarint(w, m)
         for e_warmup_tasks in l_warmup_tasks:
             _encode_StreamsGroupHeartbeatResponseTaskIds_v0(e_warmup_tasks, w)
-    write_i32_be(w, o.endpoint_information_epoch)
-    x_partitions_by_user_endpoint = o.partitions_by_user_endpoint
+    v_endpoint_information_epoch: int = o.endpoint_information_epoch
+    write_i32_be(w, v_endpoint_information_epoch)
+    x_partitions_by_user_endpoint: Any = o.partitions_by_user_endpoint
     if x_partitions_by_user_endpoint is None:
         w.append(_ZERO)
     else:
@@ -2113,14 +2378,27 @@ def _encode_StreamsGroupHeartbeatResponse_v0(o: StreamsGroupHeartbeatResponse, w
 
 
 def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: i64) -> tuple[StreamsGroupHeartbeatResponse, i64]:
-    o = _new(_K_StreamsGroupHeartbeatResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.acceptable_recovery_lag_legacy = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_member_id: Any
+    f_member_epoch: Any
+    f_heartbeat_interval_ms: Any
+    f_task_offset_interval_ms: Any
+    f_acceptable_recovery_lag: Any
+    f_status: Any
+    f_active_tasks: Any
+    f_standby_tasks: Any
+    f_warmup_tasks: Any
+    f_topology_description_required: Any
+    f_endpoint_information_epoch: Any
+    f_partitions_by_user_endpoint: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -2129,14 +2407,14 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: i64) -> tuple[Stre
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -2152,15 +2430,15 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: i64) -> tuple[Stre
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
-    o.member_epoch = read_i32_be(buf, pos)
+    f_member_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.heartbeat_interval_ms = read_i32_be(buf, pos)
+    f_heartbeat_interval_ms = read_i32_be(buf, pos)
     pos += 4
-    o.task_offset_interval_ms = read_i32_be(buf, pos)
+    f_task_offset_interval_ms = read_i32_be(buf, pos)
     pos += 4
-    o.acceptable_recovery_lag = read_i64_be(buf, pos)
+    f_acceptable_recovery_lag = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
@@ -2169,7 +2447,7 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: i64) -> tuple[Stre
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.status = None
+        f_status = None
     else:
         if n > blen - pos:
             raise _invalid('array Status declares more elements than bytes remain')
@@ -2177,7 +2455,7 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: i64) -> tuple[Stre
         for _i_status in range(n):
             x_status, pos = _decode_StreamsGroupHeartbeatResponseStatus_v0(buf, pos)
             lst_status.append(x_status)
-        o.status = lst_status
+        f_status = lst_status
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2185,7 +2463,7 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: i64) -> tuple[Stre
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.active_tasks = None
+        f_active_tasks = None
     else:
         if n > blen - pos:
             raise _invalid('array ActiveTasks declares more elements than bytes remain')
@@ -2193,7 +2471,7 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: i64) -> tuple[Stre
         for _i_active_tasks in range(n):
             x_active_tasks, pos = _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf, pos)
             lst_active_tasks.append(x_active_tasks)
-        o.active_tasks = lst_active_tasks
+        f_active_tasks = lst_active_tasks
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2201,7 +2479,7 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: i64) -> tuple[Stre
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.standby_tasks = None
+        f_standby_tasks = None
     else:
         if n > blen - pos:
             raise _invalid('array StandbyTasks declares more elements than bytes remain')
@@ -2209,7 +2487,7 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: i64) -> tuple[Stre
         for _i_standby_tasks in range(n):
             x_standby_tasks, pos = _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf, pos)
             lst_standby_tasks.append(x_standby_tasks)
-        o.standby_tasks = lst_standby_tasks
+        f_standby_tasks = lst_standby_tasks
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -2217,7 +2495,7 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: i64) -> tuple[Stre
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.warmup_tasks = None
+        f_warmup_tasks = None
     else:
         if n > blen - pos:
             raise _invalid('array WarmupTasks declares more elements than bytes remain')
@@ -2225,10 +2503,10 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: i64) -> tuple[Stre
         for _i_warmup_tasks in range(n):
             x_warmup_tasks, pos = _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf, pos)
             lst_warmup_tasks.append(x_warmup_tasks)
-        o.warmup_tasks = lst_warmup_tasks
-    o.topology_description_required = buf[pos] != 0
+        f_warmup_tasks = lst_warmup_tasks
+    f_topology_description_required = buf[pos] != 0
     pos += 1
-    o.endpoint_information_epoch = read_i32_be(buf, pos)
+    f_endpoint_information_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -2237,7 +2515,7 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: i64) -> tuple[Stre
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.partitions_by_user_endpoint = None
+        f_partitions_by_user_endpoint = None
     else:
         if n > blen - pos:
             raise _invalid('array PartitionsByUserEndpoint declares more elements than bytes remain')
@@ -2245,15 +2523,14 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: i64) -> tuple[Stre
         for _i_partitions_by_user_endpoint in range(n):
             x_partitions_by_user_endpoint, pos = _decode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(buf, pos)
             lst_partitions_by_user_endpoint.append(x_partitions_by_user_endpoint)
-        o.partitions_by_user_endpoint = lst_partitions_by_user_endpoint
+        f_partitions_by_user_endpoint = lst_partitions_by_user_endpoint
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -2265,16 +2542,19 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: i64) -> tuple[Stre
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupHeartbeatResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, member_id=f_member_id, member_epoch=f_member_epoch, heartbeat_interval_ms=f_heartbeat_interval_ms, task_offset_interval_ms=f_task_offset_interval_ms, acceptable_recovery_lag=f_acceptable_recovery_lag, status=f_status, active_tasks=f_active_tasks, standby_tasks=f_standby_tasks, warmup_tasks=f_warmup_tasks, topology_description_required=f_topology_description_required, endpoint_information_epoch=f_endpoint_information_epoch, partitions_by_user_endpoint=f_partitions_by_user_endpoint, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupHeartbeatResponse_v1(o: StreamsGroupHeartbeatResponse, w: BytesWriter) -> None:
-    if o.acceptable_recovery_lag_legacy != 0:
+    d_acceptable_recovery_lag_legacy: int = o.acceptable_recovery_lag_legacy
+    if d_acceptable_recovery_lag_legacy != 0:
         raise FieldNotInVersionError('non-default AcceptableRecoveryLagLegacy cannot be written', version=1)
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -2287,7 +2567,7 @@ def _encode_StreamsGroupHeartbeatResponse_v1(o: StreamsGroupHeartbeatResponse, w
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=1)
     else:
@@ -2300,11 +2580,15 @@ def _encode_StreamsGroupHeartbeatResponse_v1(o: StreamsGroupHeartbeatResponse, w
         else:
             _put_uvarint(w, m)
         w.write(b_member_id)
-    write_i32_be(w, o.member_epoch)
-    write_i32_be(w, o.heartbeat_interval_ms)
-    write_i32_be(w, o.task_offset_interval_ms)
-    write_i64_be(w, o.acceptable_recovery_lag)
-    x_status = o.status
+    v_member_epoch: int = o.member_epoch
+    write_i32_be(w, v_member_epoch)
+    v_heartbeat_interval_ms: int = o.heartbeat_interval_ms
+    write_i32_be(w, v_heartbeat_interval_ms)
+    v_task_offset_interval_ms: int = o.task_offset_interval_ms
+    write_i32_be(w, v_task_offset_interval_ms)
+    v_acceptable_recovery_lag: int = o.acceptable_recovery_lag
+    write_i64_be(w, v_acceptable_recovery_lag)
+    x_status: Any = o.status
     if x_status is None:
         w.append(_ZERO)
     else:
@@ -2316,7 +2600,7 @@ def _encode_StreamsGroupHeartbeatResponse_v1(o: StreamsGroupHeartbeatResponse, w
             _put_uvarint(w, m)
         for e_status in l_status:
             _encode_StreamsGroupHeartbeatResponseStatus_v0(e_status, w)
-    x_active_tasks = o.active_tasks
+    x_active_tasks: Any = o.active_tasks
     if x_active_tasks is None:
         w.append(_ZERO)
     else:
@@ -2328,7 +2612,7 @@ def _encode_StreamsGroupHeartbeatResponse_v1(o: StreamsGroupHeartbeatResponse, w
             _put_uvarint(w, m)
         for e_active_tasks in l_active_tasks:
             _encode_StreamsGroupHeartbeatResponseTaskIds_v0(e_active_tasks, w)
-    x_standby_tasks = o.standby_tasks
+    x_standby_tasks: Any = o.standby_tasks
     if x_standby_tasks is None:
         w.append(_ZERO)
     else:
@@ -2340,7 +2624,7 @@ def _encode_StreamsGroupHeartbeatResponse_v1(o: StreamsGroupHeartbeatResponse, w
             _put_uvarint(w, m)
         for e_standby_tasks in l_standby_tasks:
             _encode_StreamsGroupHeartbeatResponseTaskIds_v0(e_standby_tasks, w)
-    x_warmup_tasks = o.warmup_tasks
+    x_warmup_tasks: Any = o.warmup_tasks
     if x_warmup_tasks is None:
         w.append(_ZERO)
     else:
@@ -2353,8 +2637,9 @@ def _encode_StreamsGroupHeartbeatResponse_v1(o: StreamsGroupHeartbeatResponse, w
         for e_warmup_tasks in l_warmup_tasks:
             _encode_StreamsGroupHeartbeatResponseTaskIds_v0(e_warmup_tasks, w)
     w.append(_ONE if o.topology_description_required else _ZERO)
-    write_i32_be(w, o.endpoint_information_epoch)
-    x_partitions_by_user_endpoint = o.partitions_by_user_endpoint
+    v_endpoint_information_epoch: int = o.endpoint_information_epoch
+    write_i32_be(w, v_endpoint_information_epoch)
+    x_partitions_by_user_endpoint: Any = o.partitions_by_user_endpoint
     if x_partitions_by_user_endpoint is None:
         w.append(_ZERO)
     else:
@@ -2391,4 +2676,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (StreamsGroupHeartbeatResponse, {0: _decode_StreamsGroupHeartbeatResponse_v0, 1: _decode_StreamsGroupHeartbeatResponse_v1}, {0: _encode_StreamsGroupHeartbeatResponse_v0, 1: _encode_StreamsGroupHeartbeatResponse_v1}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.streams_group_heartbeat', TABLES)

@@ -21,28 +21,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.streams_group_topology_description_update import (
-    StreamsGroupTopologyDescriptionUpdateRequest,
-    StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription,
-    StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore,
-    StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode,
-    StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology,
-    StreamsGroupTopologyDescriptionUpdateResponse,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_StreamsGroupTopologyDescriptionUpdateRequest: Final = StreamsGroupTopologyDescriptionUpdateRequest
-_K_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription: Final = StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription
-_K_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore: Final = StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore
-_K_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode: Final = StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode
-_K_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology: Final = StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology
-_K_StreamsGroupTopologyDescriptionUpdateResponse: Final = StreamsGroupTopologyDescriptionUpdateResponse
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -128,12 +115,97 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode(_NativeStruct):
+    name: Any
+    node_type: Any
+    source_topics: Any
+    sink_topic: Any
+    stores: Any
+    successors: Any
+
+    def __init__(self, *, name: Any = '', node_type: Any = 0, source_topics: Any = FRESH, sink_topic: Any = None, stores: Any = FRESH, successors: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.node_type = node_type
+        self.source_topics = [] if source_topics is FRESH else source_topics
+        self.sink_topic = sink_topic
+        self.stores = [] if stores is FRESH else stores
+        self.successors = [] if successors is FRESH else successors
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology(_NativeStruct):
+    subtopology_id: Any
+    nodes: Any
+
+    def __init__(self, *, subtopology_id: Any = '', nodes: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.subtopology_id = subtopology_id
+        self.nodes = [] if nodes is FRESH else nodes
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore(_NativeStruct):
+    source: Any
+    processor: Any
+
+    def __init__(self, *, source: Any = FRESH, processor: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.source = StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode() if source is FRESH else source
+        self.processor = StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode() if processor is FRESH else processor
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription(_NativeStruct):
+    subtopologies: Any
+    global_stores: Any
+
+    def __init__(self, *, subtopologies: Any = FRESH, global_stores: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.subtopologies = [] if subtopologies is FRESH else subtopologies
+        self.global_stores = [] if global_stores is FRESH else global_stores
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StreamsGroupTopologyDescriptionUpdateRequest(_NativeMessage):
+    group_id: Any
+    member_id: Any
+    topology_epoch: Any
+    topology_description: Any
+
+    def __init__(self, *, group_id: Any = '', member_id: Any = '', topology_epoch: Any = 0, topology_description: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+        self.topology_epoch = topology_epoch
+        self.topology_description = StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription() if topology_description is FRESH else topology_description
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class StreamsGroupTopologyDescriptionUpdateResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+    error_message: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, error_message: Any = None, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode = StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode()
+_DEFAULT_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology = StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology()
+_DEFAULT_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore = StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore()
+_DEFAULT_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription = StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription()
+
+
 def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_v0(buf: bytes, pos: i64) -> tuple[StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode, i64]:
-    o = _new(_K_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
+    f_name: Any
+    f_node_type: Any
+    f_source_topics: Any
+    f_sink_topic: Any
+    f_stores: Any
+    f_successors: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -148,10 +220,10 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     b8 = buf[pos]
-    o.node_type = b8 - 256 if b8 >= 128 else b8
+    f_node_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -181,7 +253,7 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_
                 raise _truncated('SourceTopics')
             lst_source_topics.append(buf[pos:end].decode())
             pos = end
-        o.source_topics = lst_source_topics
+        f_source_topics = lst_source_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -189,14 +261,14 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.sink_topic = None
+        f_sink_topic = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field SinkTopic is too long')
         end = pos + n
         if end > blen:
             raise _truncated('SinkTopic')
-        o.sink_topic = buf[pos:end].decode()
+        f_sink_topic = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -226,7 +298,7 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_
                 raise _truncated('Stores')
             lst_stores.append(buf[pos:end].decode())
             pos = end
-        o.stores = lst_stores
+        f_stores = lst_stores
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -255,15 +327,14 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_
                 raise _truncated('Successors')
             lst_successors.append(buf[pos:end].decode())
             pos = end
-        o.successors = lst_successors
+        f_successors = lst_successors
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -275,12 +346,12 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode(name=f_name, node_type=f_node_type, source_topics=f_source_topics, sink_topic=f_sink_topic, stores=f_stores, successors=f_successors, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_v0(o: StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -293,8 +364,9 @@ def _encode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    _put_i8(w, o.node_type)
-    x_source_topics = o.source_topics
+    v_node_type: int = o.node_type
+    _put_i8(w, v_node_type)
+    x_source_topics: Any = o.source_topics
     if x_source_topics is None:
         raise ValueOutOfRangeError('non-nullable field SourceTopics is None', version=0)
     else:
@@ -314,7 +386,7 @@ def _encode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_
             else:
                 _put_uvarint(w, m)
             w.write(b_source_topics)
-    x_sink_topic = o.sink_topic
+    x_sink_topic: str | None = o.sink_topic
     if x_sink_topic is None:
         w.append(_ZERO)
     else:
@@ -327,7 +399,7 @@ def _encode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_
         else:
             _put_uvarint(w, m)
         w.write(b_sink_topic)
-    x_stores = o.stores
+    x_stores: Any = o.stores
     if x_stores is None:
         raise ValueOutOfRangeError('non-nullable field Stores is None', version=0)
     else:
@@ -347,7 +419,7 @@ def _encode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_
             else:
                 _put_uvarint(w, m)
             w.write(b_stores)
-    x_successors = o.successors
+    x_successors: Any = o.successors
     if x_successors is None:
         raise ValueOutOfRangeError('non-nullable field Successors is None', version=0)
     else:
@@ -374,10 +446,11 @@ def _encode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_
 
 
 def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology_v0(buf: bytes, pos: i64) -> tuple[StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology, i64]:
-    o = _new(_K_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_subtopology_id: Any
+    f_nodes: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -392,7 +465,7 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubto
         end = pos + n
         if end > blen:
             raise _truncated('SubtopologyId')
-        o.subtopology_id = buf[pos:end].decode()
+        f_subtopology_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -409,15 +482,14 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubto
         for _i_nodes in range(n):
             x_nodes, pos = _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_v0(buf, pos)
             lst_nodes.append(x_nodes)
-        o.nodes = lst_nodes
+        f_nodes = lst_nodes
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -429,12 +501,12 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubto
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology(subtopology_id=f_subtopology_id, nodes=f_nodes, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology_v0(o: StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology, w: BytesWriter) -> None:
-    x_subtopology_id = o.subtopology_id
+    x_subtopology_id: str | None = o.subtopology_id
     if x_subtopology_id is None:
         raise ValueOutOfRangeError('non-nullable field SubtopologyId is None', version=0)
     else:
@@ -447,7 +519,7 @@ def _encode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubto
         else:
             _put_uvarint(w, m)
         w.write(b_subtopology_id)
-    x_nodes = o.nodes
+    x_nodes: Any = o.nodes
     if x_nodes is None:
         raise ValueOutOfRangeError('non-nullable field Nodes is None', version=0)
     else:
@@ -466,22 +538,22 @@ def _encode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubto
 
 
 def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore_v0(buf: bytes, pos: i64) -> tuple[StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore, i64]:
-    o = _new(_K_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_source: Any
+    f_processor: Any
     x_source, pos = _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_v0(buf, pos)
-    o.source = x_source
+    f_source = x_source
     x_processor, pos = _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_v0(buf, pos)
-    o.processor = x_processor
+    f_processor = x_processor
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -493,8 +565,8 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGloba
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore(source=f_source, processor=f_processor, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore_v0(o: StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore, w: BytesWriter) -> None:
@@ -507,10 +579,11 @@ def _encode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGloba
 
 
 def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription_v0(buf: bytes, pos: i64) -> tuple[StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription, i64]:
-    o = _new(_K_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_subtopologies: Any
+    f_global_stores: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -526,7 +599,7 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription_v0(b
         for _i_subtopologies in range(n):
             x_subtopologies, pos = _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology_v0(buf, pos)
             lst_subtopologies.append(x_subtopologies)
-        o.subtopologies = lst_subtopologies
+        f_subtopologies = lst_subtopologies
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -542,15 +615,14 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription_v0(b
         for _i_global_stores in range(n):
             x_global_stores, pos = _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore_v0(buf, pos)
             lst_global_stores.append(x_global_stores)
-        o.global_stores = lst_global_stores
+        f_global_stores = lst_global_stores
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -562,12 +634,12 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription_v0(b
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription(subtopologies=f_subtopologies, global_stores=f_global_stores, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription_v0(o: StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription, w: BytesWriter) -> None:
-    x_subtopologies = o.subtopologies
+    x_subtopologies: Any = o.subtopologies
     if x_subtopologies is None:
         raise ValueOutOfRangeError('non-nullable field Subtopologies is None', version=0)
     else:
@@ -579,7 +651,7 @@ def _encode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription_v0(o
             _put_uvarint(w, m)
         for e_subtopologies in l_subtopologies:
             _encode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology_v0(e_subtopologies, w)
-    x_global_stores = o.global_stores
+    x_global_stores: Any = o.global_stores
     if x_global_stores is None:
         raise ValueOutOfRangeError('non-nullable field GlobalStores is None', version=0)
     else:
@@ -598,10 +670,13 @@ def _encode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription_v0(o
 
 
 def _decode_StreamsGroupTopologyDescriptionUpdateRequest_v0(buf: bytes, pos: i64) -> tuple[StreamsGroupTopologyDescriptionUpdateRequest, i64]:
-    o = _new(_K_StreamsGroupTopologyDescriptionUpdateRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_group_id: Any
+    f_member_id: Any
+    f_topology_epoch: Any
+    f_topology_description: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -616,7 +691,7 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequest_v0(buf: bytes, pos: i64
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -632,20 +707,19 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequest_v0(buf: bytes, pos: i64
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
-    o.topology_epoch = read_i32_be(buf, pos)
+    f_topology_epoch = read_i32_be(buf, pos)
     pos += 4
     x_topology_description, pos = _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription_v0(buf, pos)
-    o.topology_description = x_topology_description
+    f_topology_description = x_topology_description
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -657,12 +731,12 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequest_v0(buf: bytes, pos: i64
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupTopologyDescriptionUpdateRequest(group_id=f_group_id, member_id=f_member_id, topology_epoch=f_topology_epoch, topology_description=f_topology_description, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupTopologyDescriptionUpdateRequest_v0(o: StreamsGroupTopologyDescriptionUpdateRequest, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
@@ -675,7 +749,7 @@ def _encode_StreamsGroupTopologyDescriptionUpdateRequest_v0(o: StreamsGroupTopol
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=0)
     else:
@@ -688,7 +762,8 @@ def _encode_StreamsGroupTopologyDescriptionUpdateRequest_v0(o: StreamsGroupTopol
         else:
             _put_uvarint(w, m)
         w.write(b_member_id)
-    write_i32_be(w, o.topology_epoch)
+    v_topology_epoch: int = o.topology_epoch
+    write_i32_be(w, v_topology_epoch)
     _encode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription_v0(o.topology_description, w)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
@@ -697,13 +772,15 @@ def _encode_StreamsGroupTopologyDescriptionUpdateRequest_v0(o: StreamsGroupTopol
 
 
 def _decode_StreamsGroupTopologyDescriptionUpdateResponse_v0(buf: bytes, pos: i64) -> tuple[StreamsGroupTopologyDescriptionUpdateResponse, i64]:
-    o = _new(_K_StreamsGroupTopologyDescriptionUpdateResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -712,23 +789,22 @@ def _decode_StreamsGroupTopologyDescriptionUpdateResponse_v0(buf: bytes, pos: i6
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -740,14 +816,16 @@ def _decode_StreamsGroupTopologyDescriptionUpdateResponse_v0(buf: bytes, pos: i6
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return StreamsGroupTopologyDescriptionUpdateResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, unknown_tagged_fields=utf), pos
 
 
 def _encode_StreamsGroupTopologyDescriptionUpdateResponse_v0(o: StreamsGroupTopologyDescriptionUpdateResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -776,4 +854,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (StreamsGroupTopologyDescriptionUpdateResponse, {0: _decode_StreamsGroupTopologyDescriptionUpdateResponse_v0}, {0: _encode_StreamsGroupTopologyDescriptionUpdateResponse_v0}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.streams_group_topology_description_update', TABLES)

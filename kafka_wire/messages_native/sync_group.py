@@ -21,22 +21,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.sync_group import (
-    SyncGroupRequest,
-    SyncGroupRequestAssignment,
-    SyncGroupResponse,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_SyncGroupRequest: Final = SyncGroupRequest
-_K_SyncGroupRequestAssignment: Final = SyncGroupRequestAssignment
-_K_SyncGroupResponse: Final = SyncGroupResponse
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -122,11 +115,61 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class SyncGroupRequestAssignment(_NativeStruct):
+    member_id: Any
+    assignment: Any
+
+    def __init__(self, *, member_id: Any = '', assignment: Any = b"", unknown_tagged_fields: Any = ()) -> None:
+        self.member_id = member_id
+        self.assignment = assignment
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class SyncGroupRequest(_NativeMessage):
+    group_id: Any
+    generation_id: Any
+    member_id: Any
+    group_instance_id: Any
+    protocol_type: Any
+    protocol_name: Any
+    assignments: Any
+
+    def __init__(self, *, group_id: Any = '', generation_id: Any = 0, member_id: Any = '', group_instance_id: Any = None, protocol_type: Any = None, protocol_name: Any = None, assignments: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.group_id = group_id
+        self.generation_id = generation_id
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.protocol_type = protocol_type
+        self.protocol_name = protocol_name
+        self.assignments = [] if assignments is FRESH else assignments
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class SyncGroupResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+    protocol_type: Any
+    protocol_name: Any
+    assignment: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, protocol_type: Any = None, protocol_name: Any = None, assignment: Any = b"", unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.protocol_type = protocol_type
+        self.protocol_name = protocol_name
+        self.assignment = assignment
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_SyncGroupRequestAssignment = SyncGroupRequestAssignment()
+
+
 def _decode_SyncGroupRequestAssignment_v0(buf: bytes, pos: i64) -> tuple[SyncGroupRequestAssignment, i64]:
-    o = _new(_K_SyncGroupRequestAssignment)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_member_id: Any
+    f_assignment: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -137,7 +180,7 @@ def _decode_SyncGroupRequestAssignment_v0(buf: bytes, pos: i64) -> tuple[SyncGro
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -147,14 +190,14 @@ def _decode_SyncGroupRequestAssignment_v0(buf: bytes, pos: i64) -> tuple[SyncGro
         end = pos + n
         if end > blen:
             raise _truncated('Assignment')
-        o.assignment = buf[pos:end]
+        f_assignment = buf[pos:end]
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return SyncGroupRequestAssignment(member_id=f_member_id, assignment=f_assignment, unknown_tagged_fields=utf), pos
 
 
 def _encode_SyncGroupRequestAssignment_v0(o: SyncGroupRequestAssignment, w: BytesWriter) -> None:
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=0)
     else:
@@ -163,7 +206,7 @@ def _encode_SyncGroupRequestAssignment_v0(o: SyncGroupRequestAssignment, w: Byte
             raise ValueOutOfRangeError('string field MemberId is too long', version=0)
         write_i16_be(w, len(b_member_id))
         w.write(b_member_id)
-    x_assignment = o.assignment
+    x_assignment: Any = o.assignment
     if x_assignment is None:
         raise ValueOutOfRangeError('non-nullable field Assignment is None', version=0)
     else:
@@ -175,10 +218,11 @@ def _encode_SyncGroupRequestAssignment_v0(o: SyncGroupRequestAssignment, w: Byte
 
 
 def _decode_SyncGroupRequestAssignment_v4(buf: bytes, pos: i64) -> tuple[SyncGroupRequestAssignment, i64]:
-    o = _new(_K_SyncGroupRequestAssignment)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_member_id: Any
+    f_assignment: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -193,7 +237,7 @@ def _decode_SyncGroupRequestAssignment_v4(buf: bytes, pos: i64) -> tuple[SyncGro
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -207,16 +251,15 @@ def _decode_SyncGroupRequestAssignment_v4(buf: bytes, pos: i64) -> tuple[SyncGro
         end = pos + n
         if end > blen:
             raise _truncated('Assignment')
-        o.assignment = buf[pos:end]
+        f_assignment = buf[pos:end]
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -228,12 +271,12 @@ def _decode_SyncGroupRequestAssignment_v4(buf: bytes, pos: i64) -> tuple[SyncGro
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return SyncGroupRequestAssignment(member_id=f_member_id, assignment=f_assignment, unknown_tagged_fields=utf), pos
 
 
 def _encode_SyncGroupRequestAssignment_v4(o: SyncGroupRequestAssignment, w: BytesWriter) -> None:
-    x_member_id = o.member_id
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=4)
     else:
@@ -246,7 +289,7 @@ def _encode_SyncGroupRequestAssignment_v4(o: SyncGroupRequestAssignment, w: Byte
         else:
             _put_uvarint(w, m)
         w.write(b_member_id)
-    x_assignment = o.assignment
+    x_assignment: Any = o.assignment
     if x_assignment is None:
         raise ValueOutOfRangeError('non-nullable field Assignment is None', version=4)
     else:
@@ -264,13 +307,13 @@ def _encode_SyncGroupRequestAssignment_v4(o: SyncGroupRequestAssignment, w: Byte
 
 
 def _decode_SyncGroupRequest_v0(buf: bytes, pos: i64) -> tuple[SyncGroupRequest, i64]:
-    o = _new(_K_SyncGroupRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.group_instance_id = None
-    o.protocol_type = None
-    o.protocol_name = None
+    f_group_id: Any
+    f_generation_id: Any
+    f_member_id: Any
+    f_assignments: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -281,9 +324,9 @@ def _decode_SyncGroupRequest_v0(buf: bytes, pos: i64) -> tuple[SyncGroupRequest,
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
-    o.generation_id = read_i32_be(buf, pos)
+    f_generation_id = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -295,7 +338,7 @@ def _decode_SyncGroupRequest_v0(buf: bytes, pos: i64) -> tuple[SyncGroupRequest,
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -308,15 +351,15 @@ def _decode_SyncGroupRequest_v0(buf: bytes, pos: i64) -> tuple[SyncGroupRequest,
         for _i_assignments in range(n):
             x_assignments, pos = _decode_SyncGroupRequestAssignment_v0(buf, pos)
             lst_assignments.append(x_assignments)
-        o.assignments = lst_assignments
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_assignments = lst_assignments
+    utf: Any = ()
+    return SyncGroupRequest(group_id=f_group_id, generation_id=f_generation_id, member_id=f_member_id, assignments=f_assignments, unknown_tagged_fields=utf), pos
 
 
 def _encode_SyncGroupRequest_v0(o: SyncGroupRequest, w: BytesWriter) -> None:
     if o.group_instance_id is not None:
         raise FieldNotInVersionError('non-default GroupInstanceId cannot be written', version=0)
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
@@ -325,8 +368,9 @@ def _encode_SyncGroupRequest_v0(o: SyncGroupRequest, w: BytesWriter) -> None:
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
         write_i16_be(w, len(b_group_id))
         w.write(b_group_id)
-    write_i32_be(w, o.generation_id)
-    x_member_id = o.member_id
+    v_generation_id: int = o.generation_id
+    write_i32_be(w, v_generation_id)
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=0)
     else:
@@ -335,7 +379,7 @@ def _encode_SyncGroupRequest_v0(o: SyncGroupRequest, w: BytesWriter) -> None:
             raise ValueOutOfRangeError('string field MemberId is too long', version=0)
         write_i16_be(w, len(b_member_id))
         w.write(b_member_id)
-    x_assignments = o.assignments
+    x_assignments: Any = o.assignments
     if x_assignments is None:
         raise ValueOutOfRangeError('non-nullable field Assignments is None', version=0)
     else:
@@ -348,12 +392,14 @@ def _encode_SyncGroupRequest_v0(o: SyncGroupRequest, w: BytesWriter) -> None:
 
 
 def _decode_SyncGroupRequest_v3(buf: bytes, pos: i64) -> tuple[SyncGroupRequest, i64]:
-    o = _new(_K_SyncGroupRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.protocol_type = None
-    o.protocol_name = None
+    f_group_id: Any
+    f_generation_id: Any
+    f_member_id: Any
+    f_group_instance_id: Any
+    f_assignments: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -364,9 +410,9 @@ def _decode_SyncGroupRequest_v3(buf: bytes, pos: i64) -> tuple[SyncGroupRequest,
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
-    o.generation_id = read_i32_be(buf, pos)
+    f_generation_id = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -378,19 +424,19 @@ def _decode_SyncGroupRequest_v3(buf: bytes, pos: i64) -> tuple[SyncGroupRequest,
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.group_instance_id = None
+        f_group_instance_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field GroupInstanceId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupInstanceId')
-        o.group_instance_id = buf[pos:end].decode()
+        f_group_instance_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -403,13 +449,13 @@ def _decode_SyncGroupRequest_v3(buf: bytes, pos: i64) -> tuple[SyncGroupRequest,
         for _i_assignments in range(n):
             x_assignments, pos = _decode_SyncGroupRequestAssignment_v0(buf, pos)
             lst_assignments.append(x_assignments)
-        o.assignments = lst_assignments
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_assignments = lst_assignments
+    utf: Any = ()
+    return SyncGroupRequest(group_id=f_group_id, generation_id=f_generation_id, member_id=f_member_id, group_instance_id=f_group_instance_id, assignments=f_assignments, unknown_tagged_fields=utf), pos
 
 
 def _encode_SyncGroupRequest_v3(o: SyncGroupRequest, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=3)
     else:
@@ -418,8 +464,9 @@ def _encode_SyncGroupRequest_v3(o: SyncGroupRequest, w: BytesWriter) -> None:
             raise ValueOutOfRangeError('string field GroupId is too long', version=3)
         write_i16_be(w, len(b_group_id))
         w.write(b_group_id)
-    write_i32_be(w, o.generation_id)
-    x_member_id = o.member_id
+    v_generation_id: int = o.generation_id
+    write_i32_be(w, v_generation_id)
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=3)
     else:
@@ -428,7 +475,7 @@ def _encode_SyncGroupRequest_v3(o: SyncGroupRequest, w: BytesWriter) -> None:
             raise ValueOutOfRangeError('string field MemberId is too long', version=3)
         write_i16_be(w, len(b_member_id))
         w.write(b_member_id)
-    x_group_instance_id = o.group_instance_id
+    x_group_instance_id: str | None = o.group_instance_id
     if x_group_instance_id is None:
         write_i16_be(w, -1)
     else:
@@ -437,7 +484,7 @@ def _encode_SyncGroupRequest_v3(o: SyncGroupRequest, w: BytesWriter) -> None:
             raise ValueOutOfRangeError('string field GroupInstanceId is too long', version=3)
         write_i16_be(w, len(b_group_instance_id))
         w.write(b_group_instance_id)
-    x_assignments = o.assignments
+    x_assignments: Any = o.assignments
     if x_assignments is None:
         raise ValueOutOfRangeError('non-nullable field Assignments is None', version=3)
     else:
@@ -450,12 +497,14 @@ def _encode_SyncGroupRequest_v3(o: SyncGroupRequest, w: BytesWriter) -> None:
 
 
 def _decode_SyncGroupRequest_v4(buf: bytes, pos: i64) -> tuple[SyncGroupRequest, i64]:
-    o = _new(_K_SyncGroupRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.protocol_type = None
-    o.protocol_name = None
+    f_group_id: Any
+    f_generation_id: Any
+    f_member_id: Any
+    f_group_instance_id: Any
+    f_assignments: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -470,9 +519,9 @@ def _decode_SyncGroupRequest_v4(buf: bytes, pos: i64) -> tuple[SyncGroupRequest,
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
-    o.generation_id = read_i32_be(buf, pos)
+    f_generation_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -488,7 +537,7 @@ def _decode_SyncGroupRequest_v4(buf: bytes, pos: i64) -> tuple[SyncGroupRequest,
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -497,14 +546,14 @@ def _decode_SyncGroupRequest_v4(buf: bytes, pos: i64) -> tuple[SyncGroupRequest,
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.group_instance_id = None
+        f_group_instance_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field GroupInstanceId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupInstanceId')
-        o.group_instance_id = buf[pos:end].decode()
+        f_group_instance_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -521,15 +570,14 @@ def _decode_SyncGroupRequest_v4(buf: bytes, pos: i64) -> tuple[SyncGroupRequest,
         for _i_assignments in range(n):
             x_assignments, pos = _decode_SyncGroupRequestAssignment_v4(buf, pos)
             lst_assignments.append(x_assignments)
-        o.assignments = lst_assignments
+        f_assignments = lst_assignments
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -541,12 +589,12 @@ def _decode_SyncGroupRequest_v4(buf: bytes, pos: i64) -> tuple[SyncGroupRequest,
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return SyncGroupRequest(group_id=f_group_id, generation_id=f_generation_id, member_id=f_member_id, group_instance_id=f_group_instance_id, assignments=f_assignments, unknown_tagged_fields=utf), pos
 
 
 def _encode_SyncGroupRequest_v4(o: SyncGroupRequest, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=4)
     else:
@@ -559,8 +607,9 @@ def _encode_SyncGroupRequest_v4(o: SyncGroupRequest, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    write_i32_be(w, o.generation_id)
-    x_member_id = o.member_id
+    v_generation_id: int = o.generation_id
+    write_i32_be(w, v_generation_id)
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=4)
     else:
@@ -573,7 +622,7 @@ def _encode_SyncGroupRequest_v4(o: SyncGroupRequest, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_member_id)
-    x_group_instance_id = o.group_instance_id
+    x_group_instance_id: str | None = o.group_instance_id
     if x_group_instance_id is None:
         w.append(_ZERO)
     else:
@@ -586,7 +635,7 @@ def _encode_SyncGroupRequest_v4(o: SyncGroupRequest, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_group_instance_id)
-    x_assignments = o.assignments
+    x_assignments: Any = o.assignments
     if x_assignments is None:
         raise ValueOutOfRangeError('non-nullable field Assignments is None', version=4)
     else:
@@ -605,10 +654,16 @@ def _encode_SyncGroupRequest_v4(o: SyncGroupRequest, w: BytesWriter) -> None:
 
 
 def _decode_SyncGroupRequest_v5(buf: bytes, pos: i64) -> tuple[SyncGroupRequest, i64]:
-    o = _new(_K_SyncGroupRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_group_id: Any
+    f_generation_id: Any
+    f_member_id: Any
+    f_group_instance_id: Any
+    f_protocol_type: Any
+    f_protocol_name: Any
+    f_assignments: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -623,9 +678,9 @@ def _decode_SyncGroupRequest_v5(buf: bytes, pos: i64) -> tuple[SyncGroupRequest,
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
-    o.generation_id = read_i32_be(buf, pos)
+    f_generation_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -641,7 +696,7 @@ def _decode_SyncGroupRequest_v5(buf: bytes, pos: i64) -> tuple[SyncGroupRequest,
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -650,14 +705,14 @@ def _decode_SyncGroupRequest_v5(buf: bytes, pos: i64) -> tuple[SyncGroupRequest,
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.group_instance_id = None
+        f_group_instance_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field GroupInstanceId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupInstanceId')
-        o.group_instance_id = buf[pos:end].decode()
+        f_group_instance_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -666,14 +721,14 @@ def _decode_SyncGroupRequest_v5(buf: bytes, pos: i64) -> tuple[SyncGroupRequest,
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.protocol_type = None
+        f_protocol_type = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ProtocolType is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolType')
-        o.protocol_type = buf[pos:end].decode()
+        f_protocol_type = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -682,14 +737,14 @@ def _decode_SyncGroupRequest_v5(buf: bytes, pos: i64) -> tuple[SyncGroupRequest,
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.protocol_name = None
+        f_protocol_name = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ProtocolName is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolName')
-        o.protocol_name = buf[pos:end].decode()
+        f_protocol_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -706,15 +761,14 @@ def _decode_SyncGroupRequest_v5(buf: bytes, pos: i64) -> tuple[SyncGroupRequest,
         for _i_assignments in range(n):
             x_assignments, pos = _decode_SyncGroupRequestAssignment_v4(buf, pos)
             lst_assignments.append(x_assignments)
-        o.assignments = lst_assignments
+        f_assignments = lst_assignments
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -726,12 +780,12 @@ def _decode_SyncGroupRequest_v5(buf: bytes, pos: i64) -> tuple[SyncGroupRequest,
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return SyncGroupRequest(group_id=f_group_id, generation_id=f_generation_id, member_id=f_member_id, group_instance_id=f_group_instance_id, protocol_type=f_protocol_type, protocol_name=f_protocol_name, assignments=f_assignments, unknown_tagged_fields=utf), pos
 
 
 def _encode_SyncGroupRequest_v5(o: SyncGroupRequest, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=5)
     else:
@@ -744,8 +798,9 @@ def _encode_SyncGroupRequest_v5(o: SyncGroupRequest, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    write_i32_be(w, o.generation_id)
-    x_member_id = o.member_id
+    v_generation_id: int = o.generation_id
+    write_i32_be(w, v_generation_id)
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=5)
     else:
@@ -758,7 +813,7 @@ def _encode_SyncGroupRequest_v5(o: SyncGroupRequest, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_member_id)
-    x_group_instance_id = o.group_instance_id
+    x_group_instance_id: str | None = o.group_instance_id
     if x_group_instance_id is None:
         w.append(_ZERO)
     else:
@@ -771,7 +826,7 @@ def _encode_SyncGroupRequest_v5(o: SyncGroupRequest, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_group_instance_id)
-    x_protocol_type = o.protocol_type
+    x_protocol_type: str | None = o.protocol_type
     if x_protocol_type is None:
         w.append(_ZERO)
     else:
@@ -784,7 +839,7 @@ def _encode_SyncGroupRequest_v5(o: SyncGroupRequest, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_protocol_type)
-    x_protocol_name = o.protocol_name
+    x_protocol_name: str | None = o.protocol_name
     if x_protocol_name is None:
         w.append(_ZERO)
     else:
@@ -797,7 +852,7 @@ def _encode_SyncGroupRequest_v5(o: SyncGroupRequest, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_protocol_name)
-    x_assignments = o.assignments
+    x_assignments: Any = o.assignments
     if x_assignments is None:
         raise ValueOutOfRangeError('non-nullable field Assignments is None', version=5)
     else:
@@ -816,14 +871,12 @@ def _encode_SyncGroupRequest_v5(o: SyncGroupRequest, w: BytesWriter) -> None:
 
 
 def _decode_SyncGroupResponse_v0(buf: bytes, pos: i64) -> tuple[SyncGroupResponse, i64]:
-    o = _new(_K_SyncGroupResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = 0
-    o.protocol_type = None
-    o.protocol_name = None
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_assignment: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -833,15 +886,16 @@ def _decode_SyncGroupResponse_v0(buf: bytes, pos: i64) -> tuple[SyncGroupRespons
         end = pos + n
         if end > blen:
             raise _truncated('Assignment')
-        o.assignment = buf[pos:end]
+        f_assignment = buf[pos:end]
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return SyncGroupResponse(error_code=f_error_code, assignment=f_assignment, unknown_tagged_fields=utf), pos
 
 
 def _encode_SyncGroupResponse_v0(o: SyncGroupResponse, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_assignment = o.assignment
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_assignment: Any = o.assignment
     if x_assignment is None:
         raise ValueOutOfRangeError('non-nullable field Assignment is None', version=0)
     else:
@@ -853,15 +907,15 @@ def _encode_SyncGroupResponse_v0(o: SyncGroupResponse, w: BytesWriter) -> None:
 
 
 def _decode_SyncGroupResponse_v1(buf: bytes, pos: i64) -> tuple[SyncGroupResponse, i64]:
-    o = _new(_K_SyncGroupResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.protocol_type = None
-    o.protocol_name = None
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_assignment: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -871,16 +925,18 @@ def _decode_SyncGroupResponse_v1(buf: bytes, pos: i64) -> tuple[SyncGroupRespons
         end = pos + n
         if end > blen:
             raise _truncated('Assignment')
-        o.assignment = buf[pos:end]
+        f_assignment = buf[pos:end]
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return SyncGroupResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, assignment=f_assignment, unknown_tagged_fields=utf), pos
 
 
 def _encode_SyncGroupResponse_v1(o: SyncGroupResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_assignment = o.assignment
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_assignment: Any = o.assignment
     if x_assignment is None:
         raise ValueOutOfRangeError('non-nullable field Assignment is None', version=1)
     else:
@@ -892,15 +948,15 @@ def _encode_SyncGroupResponse_v1(o: SyncGroupResponse, w: BytesWriter) -> None:
 
 
 def _decode_SyncGroupResponse_v4(buf: bytes, pos: i64) -> tuple[SyncGroupResponse, i64]:
-    o = _new(_K_SyncGroupResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.protocol_type = None
-    o.protocol_name = None
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_assignment: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -914,16 +970,15 @@ def _decode_SyncGroupResponse_v4(buf: bytes, pos: i64) -> tuple[SyncGroupRespons
         end = pos + n
         if end > blen:
             raise _truncated('Assignment')
-        o.assignment = buf[pos:end]
+        f_assignment = buf[pos:end]
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -935,14 +990,16 @@ def _decode_SyncGroupResponse_v4(buf: bytes, pos: i64) -> tuple[SyncGroupRespons
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return SyncGroupResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, assignment=f_assignment, unknown_tagged_fields=utf), pos
 
 
 def _encode_SyncGroupResponse_v4(o: SyncGroupResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_assignment = o.assignment
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_assignment: Any = o.assignment
     if x_assignment is None:
         raise ValueOutOfRangeError('non-nullable field Assignment is None', version=4)
     else:
@@ -960,13 +1017,17 @@ def _encode_SyncGroupResponse_v4(o: SyncGroupResponse, w: BytesWriter) -> None:
 
 
 def _decode_SyncGroupResponse_v5(buf: bytes, pos: i64) -> tuple[SyncGroupResponse, i64]:
-    o = _new(_K_SyncGroupResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_protocol_type: Any
+    f_protocol_name: Any
+    f_assignment: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -975,14 +1036,14 @@ def _decode_SyncGroupResponse_v5(buf: bytes, pos: i64) -> tuple[SyncGroupRespons
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.protocol_type = None
+        f_protocol_type = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ProtocolType is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolType')
-        o.protocol_type = buf[pos:end].decode()
+        f_protocol_type = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -991,14 +1052,14 @@ def _decode_SyncGroupResponse_v5(buf: bytes, pos: i64) -> tuple[SyncGroupRespons
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.protocol_name = None
+        f_protocol_name = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ProtocolName is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ProtocolName')
-        o.protocol_name = buf[pos:end].decode()
+        f_protocol_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1012,16 +1073,15 @@ def _decode_SyncGroupResponse_v5(buf: bytes, pos: i64) -> tuple[SyncGroupRespons
         end = pos + n
         if end > blen:
             raise _truncated('Assignment')
-        o.assignment = buf[pos:end]
+        f_assignment = buf[pos:end]
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1033,14 +1093,16 @@ def _decode_SyncGroupResponse_v5(buf: bytes, pos: i64) -> tuple[SyncGroupRespons
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return SyncGroupResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, protocol_type=f_protocol_type, protocol_name=f_protocol_name, assignment=f_assignment, unknown_tagged_fields=utf), pos
 
 
 def _encode_SyncGroupResponse_v5(o: SyncGroupResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_protocol_type = o.protocol_type
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_protocol_type: str | None = o.protocol_type
     if x_protocol_type is None:
         w.append(_ZERO)
     else:
@@ -1053,7 +1115,7 @@ def _encode_SyncGroupResponse_v5(o: SyncGroupResponse, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_protocol_type)
-    x_protocol_name = o.protocol_name
+    x_protocol_name: str | None = o.protocol_name
     if x_protocol_name is None:
         w.append(_ZERO)
     else:
@@ -1066,7 +1128,7 @@ def _encode_SyncGroupResponse_v5(o: SyncGroupResponse, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_protocol_name)
-    x_assignment = o.assignment
+    x_assignment: Any = o.assignment
     if x_assignment is None:
         raise ValueOutOfRangeError('non-nullable field Assignment is None', version=5)
     else:
@@ -1090,4 +1152,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (SyncGroupResponse, {0: _decode_SyncGroupResponse_v0, 1: _decode_SyncGroupResponse_v1, 2: _decode_SyncGroupResponse_v1, 3: _decode_SyncGroupResponse_v1, 4: _decode_SyncGroupResponse_v4, 5: _decode_SyncGroupResponse_v5}, {0: _encode_SyncGroupResponse_v0, 1: _encode_SyncGroupResponse_v1, 2: _encode_SyncGroupResponse_v1, 3: _encode_SyncGroupResponse_v1, 4: _encode_SyncGroupResponse_v4, 5: _encode_SyncGroupResponse_v5}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.sync_group', TABLES)

@@ -22,28 +22,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.txn_offset_commit import (
-    TxnOffsetCommitRequest,
-    TxnOffsetCommitRequestPartition,
-    TxnOffsetCommitRequestTopic,
-    TxnOffsetCommitResponse,
-    TxnOffsetCommitResponsePartition,
-    TxnOffsetCommitResponseTopic,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_TxnOffsetCommitRequest: Final = TxnOffsetCommitRequest
-_K_TxnOffsetCommitRequestPartition: Final = TxnOffsetCommitRequestPartition
-_K_TxnOffsetCommitRequestTopic: Final = TxnOffsetCommitRequestTopic
-_K_TxnOffsetCommitResponse: Final = TxnOffsetCommitResponse
-_K_TxnOffsetCommitResponsePartition: Final = TxnOffsetCommitResponsePartition
-_K_TxnOffsetCommitResponseTopic: Final = TxnOffsetCommitResponseTopic
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -129,36 +116,125 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class TxnOffsetCommitRequestPartition(_NativeStruct):
+    partition_index: Any
+    committed_offset: Any
+    committed_leader_epoch: Any
+    committed_metadata: Any
+
+    def __init__(self, *, partition_index: Any = 0, committed_offset: Any = 0, committed_leader_epoch: Any = -1, committed_metadata: Any = '', unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.committed_offset = committed_offset
+        self.committed_leader_epoch = committed_leader_epoch
+        self.committed_metadata = committed_metadata
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class TxnOffsetCommitRequestTopic(_NativeStruct):
+    topic_id: Any
+    name: Any
+    partitions: Any
+
+    def __init__(self, *, topic_id: Any = ZERO_UUID, name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_id = topic_id
+        self.name = name
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class TxnOffsetCommitRequest(_NativeMessage):
+    transactional_id: Any
+    group_id: Any
+    producer_id: Any
+    producer_epoch: Any
+    generation_id_or_member_epoch: Any
+    member_id: Any
+    group_instance_id: Any
+    topics: Any
+
+    def __init__(self, *, transactional_id: Any = '', group_id: Any = '', producer_id: Any = 0, producer_epoch: Any = 0, generation_id_or_member_epoch: Any = -1, member_id: Any = '', group_instance_id: Any = None, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.transactional_id = transactional_id
+        self.group_id = group_id
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.generation_id_or_member_epoch = generation_id_or_member_epoch
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.topics = [] if topics is FRESH else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class TxnOffsetCommitResponsePartition(_NativeStruct):
+    partition_index: Any
+    error_code: Any
+
+    def __init__(self, *, partition_index: Any = 0, error_code: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class TxnOffsetCommitResponseTopic(_NativeStruct):
+    topic_id: Any
+    name: Any
+    partitions: Any
+
+    def __init__(self, *, topic_id: Any = ZERO_UUID, name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_id = topic_id
+        self.name = name
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class TxnOffsetCommitResponse(_NativeMessage):
+    throttle_time_ms: Any
+    topics: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.topics = [] if topics is FRESH else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_TxnOffsetCommitRequestPartition = TxnOffsetCommitRequestPartition()
+_DEFAULT_TxnOffsetCommitRequestTopic = TxnOffsetCommitRequestTopic()
+_DEFAULT_TxnOffsetCommitResponsePartition = TxnOffsetCommitResponsePartition()
+_DEFAULT_TxnOffsetCommitResponseTopic = TxnOffsetCommitResponseTopic()
+
+
 def _decode_TxnOffsetCommitRequestPartition_v0(buf: bytes, pos: i64) -> tuple[TxnOffsetCommitRequestPartition, i64]:
-    o = _new(_K_TxnOffsetCommitRequestPartition)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.committed_leader_epoch = -1
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_committed_offset: Any
+    f_committed_metadata: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.committed_offset = read_i64_be(buf, pos)
+    f_committed_offset = read_i64_be(buf, pos)
     pos += 8
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.committed_metadata = None
+        f_committed_metadata = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field CommittedMetadata is too long')
         end = pos + n
         if end > blen:
             raise _truncated('CommittedMetadata')
-        o.committed_metadata = buf[pos:end].decode()
+        f_committed_metadata = buf[pos:end].decode()
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return TxnOffsetCommitRequestPartition(partition_index=f_partition_index, committed_offset=f_committed_offset, committed_metadata=f_committed_metadata, unknown_tagged_fields=utf), pos
 
 
 def _encode_TxnOffsetCommitRequestPartition_v0(o: TxnOffsetCommitRequestPartition, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i64_be(w, o.committed_offset)
-    x_committed_metadata = o.committed_metadata
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_committed_offset: int = o.committed_offset
+    write_i64_be(w, v_committed_offset)
+    x_committed_metadata: str | None = o.committed_metadata
     if x_committed_metadata is None:
         write_i16_be(w, -1)
     else:
@@ -172,37 +248,43 @@ def _encode_TxnOffsetCommitRequestPartition_v0(o: TxnOffsetCommitRequestPartitio
 
 
 def _decode_TxnOffsetCommitRequestPartition_v2(buf: bytes, pos: i64) -> tuple[TxnOffsetCommitRequestPartition, i64]:
-    o = _new(_K_TxnOffsetCommitRequestPartition)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_committed_offset: Any
+    f_committed_leader_epoch: Any
+    f_committed_metadata: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.committed_offset = read_i64_be(buf, pos)
+    f_committed_offset = read_i64_be(buf, pos)
     pos += 8
-    o.committed_leader_epoch = read_i32_be(buf, pos)
+    f_committed_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.committed_metadata = None
+        f_committed_metadata = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field CommittedMetadata is too long')
         end = pos + n
         if end > blen:
             raise _truncated('CommittedMetadata')
-        o.committed_metadata = buf[pos:end].decode()
+        f_committed_metadata = buf[pos:end].decode()
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return TxnOffsetCommitRequestPartition(partition_index=f_partition_index, committed_offset=f_committed_offset, committed_leader_epoch=f_committed_leader_epoch, committed_metadata=f_committed_metadata, unknown_tagged_fields=utf), pos
 
 
 def _encode_TxnOffsetCommitRequestPartition_v2(o: TxnOffsetCommitRequestPartition, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i64_be(w, o.committed_offset)
-    write_i32_be(w, o.committed_leader_epoch)
-    x_committed_metadata = o.committed_metadata
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_committed_offset: int = o.committed_offset
+    write_i64_be(w, v_committed_offset)
+    v_committed_leader_epoch: int = o.committed_leader_epoch
+    write_i32_be(w, v_committed_leader_epoch)
+    x_committed_metadata: str | None = o.committed_metadata
     if x_committed_metadata is None:
         write_i16_be(w, -1)
     else:
@@ -216,15 +298,18 @@ def _encode_TxnOffsetCommitRequestPartition_v2(o: TxnOffsetCommitRequestPartitio
 
 
 def _decode_TxnOffsetCommitRequestPartition_v3(buf: bytes, pos: i64) -> tuple[TxnOffsetCommitRequestPartition, i64]:
-    o = _new(_K_TxnOffsetCommitRequestPartition)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_committed_offset: Any
+    f_committed_leader_epoch: Any
+    f_committed_metadata: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.committed_offset = read_i64_be(buf, pos)
+    f_committed_offset = read_i64_be(buf, pos)
     pos += 8
-    o.committed_leader_epoch = read_i32_be(buf, pos)
+    f_committed_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -233,23 +318,22 @@ def _decode_TxnOffsetCommitRequestPartition_v3(buf: bytes, pos: i64) -> tuple[Tx
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.committed_metadata = None
+        f_committed_metadata = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field CommittedMetadata is too long')
         end = pos + n
         if end > blen:
             raise _truncated('CommittedMetadata')
-        o.committed_metadata = buf[pos:end].decode()
+        f_committed_metadata = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -261,15 +345,18 @@ def _decode_TxnOffsetCommitRequestPartition_v3(buf: bytes, pos: i64) -> tuple[Tx
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return TxnOffsetCommitRequestPartition(partition_index=f_partition_index, committed_offset=f_committed_offset, committed_leader_epoch=f_committed_leader_epoch, committed_metadata=f_committed_metadata, unknown_tagged_fields=utf), pos
 
 
 def _encode_TxnOffsetCommitRequestPartition_v3(o: TxnOffsetCommitRequestPartition, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i64_be(w, o.committed_offset)
-    write_i32_be(w, o.committed_leader_epoch)
-    x_committed_metadata = o.committed_metadata
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_committed_offset: int = o.committed_offset
+    write_i64_be(w, v_committed_offset)
+    v_committed_leader_epoch: int = o.committed_leader_epoch
+    write_i32_be(w, v_committed_leader_epoch)
+    x_committed_metadata: str | None = o.committed_metadata
     if x_committed_metadata is None:
         w.append(_ZERO)
     else:
@@ -289,11 +376,11 @@ def _encode_TxnOffsetCommitRequestPartition_v3(o: TxnOffsetCommitRequestPartitio
 
 
 def _decode_TxnOffsetCommitRequestTopic_v0(buf: bytes, pos: i64) -> tuple[TxnOffsetCommitRequestTopic, i64]:
-    o = _new(_K_TxnOffsetCommitRequestTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_name: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -304,7 +391,7 @@ def _decode_TxnOffsetCommitRequestTopic_v0(buf: bytes, pos: i64) -> tuple[TxnOff
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -317,13 +404,13 @@ def _decode_TxnOffsetCommitRequestTopic_v0(buf: bytes, pos: i64) -> tuple[TxnOff
         for _i_partitions in range(n):
             x_partitions, pos = _decode_TxnOffsetCommitRequestPartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return TxnOffsetCommitRequestTopic(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_TxnOffsetCommitRequestTopic_v0(o: TxnOffsetCommitRequestTopic, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -332,7 +419,7 @@ def _encode_TxnOffsetCommitRequestTopic_v0(o: TxnOffsetCommitRequestTopic, w: By
             raise ValueOutOfRangeError('string field Name is too long', version=0)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -345,11 +432,11 @@ def _encode_TxnOffsetCommitRequestTopic_v0(o: TxnOffsetCommitRequestTopic, w: By
 
 
 def _decode_TxnOffsetCommitRequestTopic_v2(buf: bytes, pos: i64) -> tuple[TxnOffsetCommitRequestTopic, i64]:
-    o = _new(_K_TxnOffsetCommitRequestTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_name: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -360,7 +447,7 @@ def _decode_TxnOffsetCommitRequestTopic_v2(buf: bytes, pos: i64) -> tuple[TxnOff
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -373,13 +460,13 @@ def _decode_TxnOffsetCommitRequestTopic_v2(buf: bytes, pos: i64) -> tuple[TxnOff
         for _i_partitions in range(n):
             x_partitions, pos = _decode_TxnOffsetCommitRequestPartition_v2(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return TxnOffsetCommitRequestTopic(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_TxnOffsetCommitRequestTopic_v2(o: TxnOffsetCommitRequestTopic, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=2)
     else:
@@ -388,7 +475,7 @@ def _encode_TxnOffsetCommitRequestTopic_v2(o: TxnOffsetCommitRequestTopic, w: By
             raise ValueOutOfRangeError('string field Name is too long', version=2)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
     else:
@@ -401,11 +488,11 @@ def _encode_TxnOffsetCommitRequestTopic_v2(o: TxnOffsetCommitRequestTopic, w: By
 
 
 def _decode_TxnOffsetCommitRequestTopic_v3(buf: bytes, pos: i64) -> tuple[TxnOffsetCommitRequestTopic, i64]:
-    o = _new(_K_TxnOffsetCommitRequestTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -420,7 +507,7 @@ def _decode_TxnOffsetCommitRequestTopic_v3(buf: bytes, pos: i64) -> tuple[TxnOff
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -437,15 +524,14 @@ def _decode_TxnOffsetCommitRequestTopic_v3(buf: bytes, pos: i64) -> tuple[TxnOff
         for _i_partitions in range(n):
             x_partitions, pos = _decode_TxnOffsetCommitRequestPartition_v3(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -457,12 +543,12 @@ def _decode_TxnOffsetCommitRequestTopic_v3(buf: bytes, pos: i64) -> tuple[TxnOff
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return TxnOffsetCommitRequestTopic(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_TxnOffsetCommitRequestTopic_v3(o: TxnOffsetCommitRequestTopic, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=3)
     else:
@@ -475,7 +561,7 @@ def _encode_TxnOffsetCommitRequestTopic_v3(o: TxnOffsetCommitRequestTopic, w: By
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=3)
     else:
@@ -494,12 +580,12 @@ def _encode_TxnOffsetCommitRequestTopic_v3(o: TxnOffsetCommitRequestTopic, w: By
 
 
 def _decode_TxnOffsetCommitRequestTopic_v6(buf: bytes, pos: i64) -> tuple[TxnOffsetCommitRequestTopic, i64]:
-    o = _new(_K_TxnOffsetCommitRequestTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.name = ''
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partitions: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -516,15 +602,14 @@ def _decode_TxnOffsetCommitRequestTopic_v6(buf: bytes, pos: i64) -> tuple[TxnOff
         for _i_partitions in range(n):
             x_partitions, pos = _decode_TxnOffsetCommitRequestPartition_v3(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -536,13 +621,13 @@ def _decode_TxnOffsetCommitRequestTopic_v6(buf: bytes, pos: i64) -> tuple[TxnOff
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return TxnOffsetCommitRequestTopic(topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_TxnOffsetCommitRequestTopic_v6(o: TxnOffsetCommitRequestTopic, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=6)
     else:
@@ -561,13 +646,14 @@ def _encode_TxnOffsetCommitRequestTopic_v6(o: TxnOffsetCommitRequestTopic, w: By
 
 
 def _decode_TxnOffsetCommitRequest_v0(buf: bytes, pos: i64) -> tuple[TxnOffsetCommitRequest, i64]:
-    o = _new(_K_TxnOffsetCommitRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.generation_id_or_member_epoch = -1
-    o.member_id = ''
-    o.group_instance_id = None
+    f_transactional_id: Any
+    f_group_id: Any
+    f_producer_id: Any
+    f_producer_epoch: Any
+    f_topics: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -578,7 +664,7 @@ def _decode_TxnOffsetCommitRequest_v0(buf: bytes, pos: i64) -> tuple[TxnOffsetCo
         end = pos + n
         if end > blen:
             raise _truncated('TransactionalId')
-        o.transactional_id = buf[pos:end].decode()
+        f_transactional_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -590,11 +676,11 @@ def _decode_TxnOffsetCommitRequest_v0(buf: bytes, pos: i64) -> tuple[TxnOffsetCo
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
-    o.producer_id = read_i64_be(buf, pos)
+    f_producer_id = read_i64_be(buf, pos)
     pos += 8
-    o.producer_epoch = read_i16_be(buf, pos)
+    f_producer_epoch = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -607,19 +693,20 @@ def _decode_TxnOffsetCommitRequest_v0(buf: bytes, pos: i64) -> tuple[TxnOffsetCo
         for _i_topics in range(n):
             x_topics, pos = _decode_TxnOffsetCommitRequestTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return TxnOffsetCommitRequest(transactional_id=f_transactional_id, group_id=f_group_id, producer_id=f_producer_id, producer_epoch=f_producer_epoch, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_TxnOffsetCommitRequest_v0(o: TxnOffsetCommitRequest, w: BytesWriter) -> None:
-    if o.generation_id_or_member_epoch != -1:
+    d_generation_id_or_member_epoch: int = o.generation_id_or_member_epoch
+    if d_generation_id_or_member_epoch != -1:
         raise FieldNotInVersionError('non-default GenerationIdOrMemberEpoch cannot be written', version=0)
     if o.member_id != '':
         raise FieldNotInVersionError('non-default MemberId cannot be written', version=0)
     if o.group_instance_id is not None:
         raise FieldNotInVersionError('non-default GroupInstanceId cannot be written', version=0)
-    x_transactional_id = o.transactional_id
+    x_transactional_id: str | None = o.transactional_id
     if x_transactional_id is None:
         raise ValueOutOfRangeError('non-nullable field TransactionalId is None', version=0)
     else:
@@ -628,7 +715,7 @@ def _encode_TxnOffsetCommitRequest_v0(o: TxnOffsetCommitRequest, w: BytesWriter)
             raise ValueOutOfRangeError('string field TransactionalId is too long', version=0)
         write_i16_be(w, len(b_transactional_id))
         w.write(b_transactional_id)
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
@@ -637,9 +724,11 @@ def _encode_TxnOffsetCommitRequest_v0(o: TxnOffsetCommitRequest, w: BytesWriter)
             raise ValueOutOfRangeError('string field GroupId is too long', version=0)
         write_i16_be(w, len(b_group_id))
         w.write(b_group_id)
-    write_i64_be(w, o.producer_id)
-    write_i16_be(w, o.producer_epoch)
-    x_topics = o.topics
+    v_producer_id: int = o.producer_id
+    write_i64_be(w, v_producer_id)
+    v_producer_epoch: int = o.producer_epoch
+    write_i16_be(w, v_producer_epoch)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -652,13 +741,14 @@ def _encode_TxnOffsetCommitRequest_v0(o: TxnOffsetCommitRequest, w: BytesWriter)
 
 
 def _decode_TxnOffsetCommitRequest_v2(buf: bytes, pos: i64) -> tuple[TxnOffsetCommitRequest, i64]:
-    o = _new(_K_TxnOffsetCommitRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.generation_id_or_member_epoch = -1
-    o.member_id = ''
-    o.group_instance_id = None
+    f_transactional_id: Any
+    f_group_id: Any
+    f_producer_id: Any
+    f_producer_epoch: Any
+    f_topics: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -669,7 +759,7 @@ def _decode_TxnOffsetCommitRequest_v2(buf: bytes, pos: i64) -> tuple[TxnOffsetCo
         end = pos + n
         if end > blen:
             raise _truncated('TransactionalId')
-        o.transactional_id = buf[pos:end].decode()
+        f_transactional_id = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -681,11 +771,11 @@ def _decode_TxnOffsetCommitRequest_v2(buf: bytes, pos: i64) -> tuple[TxnOffsetCo
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
-    o.producer_id = read_i64_be(buf, pos)
+    f_producer_id = read_i64_be(buf, pos)
     pos += 8
-    o.producer_epoch = read_i16_be(buf, pos)
+    f_producer_epoch = read_i16_be(buf, pos)
     pos += 2
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -698,19 +788,20 @@ def _decode_TxnOffsetCommitRequest_v2(buf: bytes, pos: i64) -> tuple[TxnOffsetCo
         for _i_topics in range(n):
             x_topics, pos = _decode_TxnOffsetCommitRequestTopic_v2(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return TxnOffsetCommitRequest(transactional_id=f_transactional_id, group_id=f_group_id, producer_id=f_producer_id, producer_epoch=f_producer_epoch, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_TxnOffsetCommitRequest_v2(o: TxnOffsetCommitRequest, w: BytesWriter) -> None:
-    if o.generation_id_or_member_epoch != -1:
+    d_generation_id_or_member_epoch: int = o.generation_id_or_member_epoch
+    if d_generation_id_or_member_epoch != -1:
         raise FieldNotInVersionError('non-default GenerationIdOrMemberEpoch cannot be written', version=2)
     if o.member_id != '':
         raise FieldNotInVersionError('non-default MemberId cannot be written', version=2)
     if o.group_instance_id is not None:
         raise FieldNotInVersionError('non-default GroupInstanceId cannot be written', version=2)
-    x_transactional_id = o.transactional_id
+    x_transactional_id: str | None = o.transactional_id
     if x_transactional_id is None:
         raise ValueOutOfRangeError('non-nullable field TransactionalId is None', version=2)
     else:
@@ -719,7 +810,7 @@ def _encode_TxnOffsetCommitRequest_v2(o: TxnOffsetCommitRequest, w: BytesWriter)
             raise ValueOutOfRangeError('string field TransactionalId is too long', version=2)
         write_i16_be(w, len(b_transactional_id))
         w.write(b_transactional_id)
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=2)
     else:
@@ -728,9 +819,11 @@ def _encode_TxnOffsetCommitRequest_v2(o: TxnOffsetCommitRequest, w: BytesWriter)
             raise ValueOutOfRangeError('string field GroupId is too long', version=2)
         write_i16_be(w, len(b_group_id))
         w.write(b_group_id)
-    write_i64_be(w, o.producer_id)
-    write_i16_be(w, o.producer_epoch)
-    x_topics = o.topics
+    v_producer_id: int = o.producer_id
+    write_i64_be(w, v_producer_id)
+    v_producer_epoch: int = o.producer_epoch
+    write_i16_be(w, v_producer_epoch)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
@@ -743,10 +836,17 @@ def _encode_TxnOffsetCommitRequest_v2(o: TxnOffsetCommitRequest, w: BytesWriter)
 
 
 def _decode_TxnOffsetCommitRequest_v3(buf: bytes, pos: i64) -> tuple[TxnOffsetCommitRequest, i64]:
-    o = _new(_K_TxnOffsetCommitRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_transactional_id: Any
+    f_group_id: Any
+    f_producer_id: Any
+    f_producer_epoch: Any
+    f_generation_id_or_member_epoch: Any
+    f_member_id: Any
+    f_group_instance_id: Any
+    f_topics: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -761,7 +861,7 @@ def _decode_TxnOffsetCommitRequest_v3(buf: bytes, pos: i64) -> tuple[TxnOffsetCo
         end = pos + n
         if end > blen:
             raise _truncated('TransactionalId')
-        o.transactional_id = buf[pos:end].decode()
+        f_transactional_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -777,13 +877,13 @@ def _decode_TxnOffsetCommitRequest_v3(buf: bytes, pos: i64) -> tuple[TxnOffsetCo
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
-    o.producer_id = read_i64_be(buf, pos)
+    f_producer_id = read_i64_be(buf, pos)
     pos += 8
-    o.producer_epoch = read_i16_be(buf, pos)
+    f_producer_epoch = read_i16_be(buf, pos)
     pos += 2
-    o.generation_id_or_member_epoch = read_i32_be(buf, pos)
+    f_generation_id_or_member_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -799,7 +899,7 @@ def _decode_TxnOffsetCommitRequest_v3(buf: bytes, pos: i64) -> tuple[TxnOffsetCo
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -808,14 +908,14 @@ def _decode_TxnOffsetCommitRequest_v3(buf: bytes, pos: i64) -> tuple[TxnOffsetCo
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.group_instance_id = None
+        f_group_instance_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field GroupInstanceId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupInstanceId')
-        o.group_instance_id = buf[pos:end].decode()
+        f_group_instance_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -832,15 +932,14 @@ def _decode_TxnOffsetCommitRequest_v3(buf: bytes, pos: i64) -> tuple[TxnOffsetCo
         for _i_topics in range(n):
             x_topics, pos = _decode_TxnOffsetCommitRequestTopic_v3(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -852,12 +951,12 @@ def _decode_TxnOffsetCommitRequest_v3(buf: bytes, pos: i64) -> tuple[TxnOffsetCo
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return TxnOffsetCommitRequest(transactional_id=f_transactional_id, group_id=f_group_id, producer_id=f_producer_id, producer_epoch=f_producer_epoch, generation_id_or_member_epoch=f_generation_id_or_member_epoch, member_id=f_member_id, group_instance_id=f_group_instance_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_TxnOffsetCommitRequest_v3(o: TxnOffsetCommitRequest, w: BytesWriter) -> None:
-    x_transactional_id = o.transactional_id
+    x_transactional_id: str | None = o.transactional_id
     if x_transactional_id is None:
         raise ValueOutOfRangeError('non-nullable field TransactionalId is None', version=3)
     else:
@@ -870,7 +969,7 @@ def _encode_TxnOffsetCommitRequest_v3(o: TxnOffsetCommitRequest, w: BytesWriter)
         else:
             _put_uvarint(w, m)
         w.write(b_transactional_id)
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=3)
     else:
@@ -883,10 +982,13 @@ def _encode_TxnOffsetCommitRequest_v3(o: TxnOffsetCommitRequest, w: BytesWriter)
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    write_i64_be(w, o.producer_id)
-    write_i16_be(w, o.producer_epoch)
-    write_i32_be(w, o.generation_id_or_member_epoch)
-    x_member_id = o.member_id
+    v_producer_id: int = o.producer_id
+    write_i64_be(w, v_producer_id)
+    v_producer_epoch: int = o.producer_epoch
+    write_i16_be(w, v_producer_epoch)
+    v_generation_id_or_member_epoch: int = o.generation_id_or_member_epoch
+    write_i32_be(w, v_generation_id_or_member_epoch)
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=3)
     else:
@@ -899,7 +1001,7 @@ def _encode_TxnOffsetCommitRequest_v3(o: TxnOffsetCommitRequest, w: BytesWriter)
         else:
             _put_uvarint(w, m)
         w.write(b_member_id)
-    x_group_instance_id = o.group_instance_id
+    x_group_instance_id: str | None = o.group_instance_id
     if x_group_instance_id is None:
         w.append(_ZERO)
     else:
@@ -912,7 +1014,7 @@ def _encode_TxnOffsetCommitRequest_v3(o: TxnOffsetCommitRequest, w: BytesWriter)
         else:
             _put_uvarint(w, m)
         w.write(b_group_instance_id)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=3)
     else:
@@ -931,10 +1033,17 @@ def _encode_TxnOffsetCommitRequest_v3(o: TxnOffsetCommitRequest, w: BytesWriter)
 
 
 def _decode_TxnOffsetCommitRequest_v6(buf: bytes, pos: i64) -> tuple[TxnOffsetCommitRequest, i64]:
-    o = _new(_K_TxnOffsetCommitRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_transactional_id: Any
+    f_group_id: Any
+    f_producer_id: Any
+    f_producer_epoch: Any
+    f_generation_id_or_member_epoch: Any
+    f_member_id: Any
+    f_group_instance_id: Any
+    f_topics: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -949,7 +1058,7 @@ def _decode_TxnOffsetCommitRequest_v6(buf: bytes, pos: i64) -> tuple[TxnOffsetCo
         end = pos + n
         if end > blen:
             raise _truncated('TransactionalId')
-        o.transactional_id = buf[pos:end].decode()
+        f_transactional_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -965,13 +1074,13 @@ def _decode_TxnOffsetCommitRequest_v6(buf: bytes, pos: i64) -> tuple[TxnOffsetCo
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
-    o.producer_id = read_i64_be(buf, pos)
+    f_producer_id = read_i64_be(buf, pos)
     pos += 8
-    o.producer_epoch = read_i16_be(buf, pos)
+    f_producer_epoch = read_i16_be(buf, pos)
     pos += 2
-    o.generation_id_or_member_epoch = read_i32_be(buf, pos)
+    f_generation_id_or_member_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -987,7 +1096,7 @@ def _decode_TxnOffsetCommitRequest_v6(buf: bytes, pos: i64) -> tuple[TxnOffsetCo
         end = pos + n
         if end > blen:
             raise _truncated('MemberId')
-        o.member_id = buf[pos:end].decode()
+        f_member_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -996,14 +1105,14 @@ def _decode_TxnOffsetCommitRequest_v6(buf: bytes, pos: i64) -> tuple[TxnOffsetCo
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.group_instance_id = None
+        f_group_instance_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field GroupInstanceId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('GroupInstanceId')
-        o.group_instance_id = buf[pos:end].decode()
+        f_group_instance_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1020,15 +1129,14 @@ def _decode_TxnOffsetCommitRequest_v6(buf: bytes, pos: i64) -> tuple[TxnOffsetCo
         for _i_topics in range(n):
             x_topics, pos = _decode_TxnOffsetCommitRequestTopic_v6(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1040,12 +1148,12 @@ def _decode_TxnOffsetCommitRequest_v6(buf: bytes, pos: i64) -> tuple[TxnOffsetCo
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return TxnOffsetCommitRequest(transactional_id=f_transactional_id, group_id=f_group_id, producer_id=f_producer_id, producer_epoch=f_producer_epoch, generation_id_or_member_epoch=f_generation_id_or_member_epoch, member_id=f_member_id, group_instance_id=f_group_instance_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_TxnOffsetCommitRequest_v6(o: TxnOffsetCommitRequest, w: BytesWriter) -> None:
-    x_transactional_id = o.transactional_id
+    x_transactional_id: str | None = o.transactional_id
     if x_transactional_id is None:
         raise ValueOutOfRangeError('non-nullable field TransactionalId is None', version=6)
     else:
@@ -1058,7 +1166,7 @@ def _encode_TxnOffsetCommitRequest_v6(o: TxnOffsetCommitRequest, w: BytesWriter)
         else:
             _put_uvarint(w, m)
         w.write(b_transactional_id)
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=6)
     else:
@@ -1071,10 +1179,13 @@ def _encode_TxnOffsetCommitRequest_v6(o: TxnOffsetCommitRequest, w: BytesWriter)
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    write_i64_be(w, o.producer_id)
-    write_i16_be(w, o.producer_epoch)
-    write_i32_be(w, o.generation_id_or_member_epoch)
-    x_member_id = o.member_id
+    v_producer_id: int = o.producer_id
+    write_i64_be(w, v_producer_id)
+    v_producer_epoch: int = o.producer_epoch
+    write_i16_be(w, v_producer_epoch)
+    v_generation_id_or_member_epoch: int = o.generation_id_or_member_epoch
+    write_i32_be(w, v_generation_id_or_member_epoch)
+    x_member_id: str | None = o.member_id
     if x_member_id is None:
         raise ValueOutOfRangeError('non-nullable field MemberId is None', version=6)
     else:
@@ -1087,7 +1198,7 @@ def _encode_TxnOffsetCommitRequest_v6(o: TxnOffsetCommitRequest, w: BytesWriter)
         else:
             _put_uvarint(w, m)
         w.write(b_member_id)
-    x_group_instance_id = o.group_instance_id
+    x_group_instance_id: str | None = o.group_instance_id
     if x_group_instance_id is None:
         w.append(_ZERO)
     else:
@@ -1100,7 +1211,7 @@ def _encode_TxnOffsetCommitRequest_v6(o: TxnOffsetCommitRequest, w: BytesWriter)
         else:
             _put_uvarint(w, m)
         w.write(b_group_instance_id)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=6)
     else:
@@ -1119,39 +1230,42 @@ def _encode_TxnOffsetCommitRequest_v6(o: TxnOffsetCommitRequest, w: BytesWriter)
 
 
 def _decode_TxnOffsetCommitResponsePartition_v0(buf: bytes, pos: i64) -> tuple[TxnOffsetCommitResponsePartition, i64]:
-    o = _new(_K_TxnOffsetCommitResponsePartition)
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_error_code: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return TxnOffsetCommitResponsePartition(partition_index=f_partition_index, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_TxnOffsetCommitResponsePartition_v0(o: TxnOffsetCommitResponsePartition, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_TxnOffsetCommitResponsePartition_v3(buf: bytes, pos: i64) -> tuple[TxnOffsetCommitResponsePartition, i64]:
-    o = _new(_K_TxnOffsetCommitResponsePartition)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_error_code: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1163,13 +1277,15 @@ def _decode_TxnOffsetCommitResponsePartition_v3(buf: bytes, pos: i64) -> tuple[T
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return TxnOffsetCommitResponsePartition(partition_index=f_partition_index, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_TxnOffsetCommitResponsePartition_v3(o: TxnOffsetCommitResponsePartition, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1177,11 +1293,11 @@ def _encode_TxnOffsetCommitResponsePartition_v3(o: TxnOffsetCommitResponsePartit
 
 
 def _decode_TxnOffsetCommitResponseTopic_v0(buf: bytes, pos: i64) -> tuple[TxnOffsetCommitResponseTopic, i64]:
-    o = _new(_K_TxnOffsetCommitResponseTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_name: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -1192,7 +1308,7 @@ def _decode_TxnOffsetCommitResponseTopic_v0(buf: bytes, pos: i64) -> tuple[TxnOf
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1205,13 +1321,13 @@ def _decode_TxnOffsetCommitResponseTopic_v0(buf: bytes, pos: i64) -> tuple[TxnOf
         for _i_partitions in range(n):
             x_partitions, pos = _decode_TxnOffsetCommitResponsePartition_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return TxnOffsetCommitResponseTopic(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_TxnOffsetCommitResponseTopic_v0(o: TxnOffsetCommitResponseTopic, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -1220,7 +1336,7 @@ def _encode_TxnOffsetCommitResponseTopic_v0(o: TxnOffsetCommitResponseTopic, w: 
             raise ValueOutOfRangeError('string field Name is too long', version=0)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -1233,11 +1349,11 @@ def _encode_TxnOffsetCommitResponseTopic_v0(o: TxnOffsetCommitResponseTopic, w: 
 
 
 def _decode_TxnOffsetCommitResponseTopic_v3(buf: bytes, pos: i64) -> tuple[TxnOffsetCommitResponseTopic, i64]:
-    o = _new(_K_TxnOffsetCommitResponseTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1252,7 +1368,7 @@ def _decode_TxnOffsetCommitResponseTopic_v3(buf: bytes, pos: i64) -> tuple[TxnOf
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -1269,15 +1385,14 @@ def _decode_TxnOffsetCommitResponseTopic_v3(buf: bytes, pos: i64) -> tuple[TxnOf
         for _i_partitions in range(n):
             x_partitions, pos = _decode_TxnOffsetCommitResponsePartition_v3(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1289,12 +1404,12 @@ def _decode_TxnOffsetCommitResponseTopic_v3(buf: bytes, pos: i64) -> tuple[TxnOf
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return TxnOffsetCommitResponseTopic(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_TxnOffsetCommitResponseTopic_v3(o: TxnOffsetCommitResponseTopic, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=3)
     else:
@@ -1307,7 +1422,7 @@ def _encode_TxnOffsetCommitResponseTopic_v3(o: TxnOffsetCommitResponseTopic, w: 
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=3)
     else:
@@ -1326,12 +1441,12 @@ def _encode_TxnOffsetCommitResponseTopic_v3(o: TxnOffsetCommitResponseTopic, w: 
 
 
 def _decode_TxnOffsetCommitResponseTopic_v6(buf: bytes, pos: i64) -> tuple[TxnOffsetCommitResponseTopic, i64]:
-    o = _new(_K_TxnOffsetCommitResponseTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.name = ''
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partitions: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -1348,15 +1463,14 @@ def _decode_TxnOffsetCommitResponseTopic_v6(buf: bytes, pos: i64) -> tuple[TxnOf
         for _i_partitions in range(n):
             x_partitions, pos = _decode_TxnOffsetCommitResponsePartition_v3(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1368,13 +1482,13 @@ def _decode_TxnOffsetCommitResponseTopic_v6(buf: bytes, pos: i64) -> tuple[TxnOf
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return TxnOffsetCommitResponseTopic(topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_TxnOffsetCommitResponseTopic_v6(o: TxnOffsetCommitResponseTopic, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=6)
     else:
@@ -1393,10 +1507,11 @@ def _encode_TxnOffsetCommitResponseTopic_v6(o: TxnOffsetCommitResponseTopic, w: 
 
 
 def _decode_TxnOffsetCommitResponse_v0(buf: bytes, pos: i64) -> tuple[TxnOffsetCommitResponse, i64]:
-    o = _new(_K_TxnOffsetCommitResponse)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_topics: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1409,14 +1524,15 @@ def _decode_TxnOffsetCommitResponse_v0(buf: bytes, pos: i64) -> tuple[TxnOffsetC
         for _i_topics in range(n):
             x_topics, pos = _decode_TxnOffsetCommitResponseTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return TxnOffsetCommitResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_TxnOffsetCommitResponse_v0(o: TxnOffsetCommitResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_topics = o.topics
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -1429,11 +1545,12 @@ def _encode_TxnOffsetCommitResponse_v0(o: TxnOffsetCommitResponse, w: BytesWrite
 
 
 def _decode_TxnOffsetCommitResponse_v3(buf: bytes, pos: i64) -> tuple[TxnOffsetCommitResponse, i64]:
-    o = _new(_K_TxnOffsetCommitResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_topics: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1450,15 +1567,14 @@ def _decode_TxnOffsetCommitResponse_v3(buf: bytes, pos: i64) -> tuple[TxnOffsetC
         for _i_topics in range(n):
             x_topics, pos = _decode_TxnOffsetCommitResponseTopic_v3(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1470,13 +1586,14 @@ def _decode_TxnOffsetCommitResponse_v3(buf: bytes, pos: i64) -> tuple[TxnOffsetC
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return TxnOffsetCommitResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_TxnOffsetCommitResponse_v3(o: TxnOffsetCommitResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_topics = o.topics
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=3)
     else:
@@ -1495,11 +1612,12 @@ def _encode_TxnOffsetCommitResponse_v3(o: TxnOffsetCommitResponse, w: BytesWrite
 
 
 def _decode_TxnOffsetCommitResponse_v6(buf: bytes, pos: i64) -> tuple[TxnOffsetCommitResponse, i64]:
-    o = _new(_K_TxnOffsetCommitResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_topics: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1516,15 +1634,14 @@ def _decode_TxnOffsetCommitResponse_v6(buf: bytes, pos: i64) -> tuple[TxnOffsetC
         for _i_topics in range(n):
             x_topics, pos = _decode_TxnOffsetCommitResponseTopic_v6(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1536,13 +1653,14 @@ def _decode_TxnOffsetCommitResponse_v6(buf: bytes, pos: i64) -> tuple[TxnOffsetC
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return TxnOffsetCommitResponse(throttle_time_ms=f_throttle_time_ms, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_TxnOffsetCommitResponse_v6(o: TxnOffsetCommitResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    x_topics = o.topics
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=6)
     else:
@@ -1570,4 +1688,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (TxnOffsetCommitResponse, {0: _decode_TxnOffsetCommitResponse_v0, 1: _decode_TxnOffsetCommitResponse_v0, 2: _decode_TxnOffsetCommitResponse_v0, 3: _decode_TxnOffsetCommitResponse_v3, 4: _decode_TxnOffsetCommitResponse_v3, 5: _decode_TxnOffsetCommitResponse_v3, 6: _decode_TxnOffsetCommitResponse_v6}, {0: _encode_TxnOffsetCommitResponse_v0, 1: _encode_TxnOffsetCommitResponse_v0, 2: _encode_TxnOffsetCommitResponse_v0, 3: _encode_TxnOffsetCommitResponse_v3, 4: _encode_TxnOffsetCommitResponse_v3, 5: _encode_TxnOffsetCommitResponse_v3, 6: _encode_TxnOffsetCommitResponse_v6}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.txn_offset_commit', TABLES)

@@ -21,20 +21,14 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
+from kafka_wire.codec.native_base import Message as _NativeMessage
 from kafka_wire.codec.runtime import ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.unregister_broker import (
-    UnregisterBrokerRequest,
-    UnregisterBrokerResponse,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_UnregisterBrokerRequest: Final = UnregisterBrokerRequest
-_K_UnregisterBrokerResponse: Final = UnregisterBrokerResponse
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -120,21 +114,40 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class UnregisterBrokerRequest(_NativeMessage):
+    broker_id: Any
+
+    def __init__(self, *, broker_id: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.broker_id = broker_id
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class UnregisterBrokerResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+    error_message: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, error_message: Any = '', unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
 def _decode_UnregisterBrokerRequest_v0(buf: bytes, pos: i64) -> tuple[UnregisterBrokerRequest, i64]:
-    o = _new(_K_UnregisterBrokerRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.broker_id = read_i32_be(buf, pos)
+    f_broker_id: Any
+    f_broker_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -146,12 +159,13 @@ def _decode_UnregisterBrokerRequest_v0(buf: bytes, pos: i64) -> tuple[Unregister
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return UnregisterBrokerRequest(broker_id=f_broker_id, unknown_tagged_fields=utf), pos
 
 
 def _encode_UnregisterBrokerRequest_v0(o: UnregisterBrokerRequest, w: BytesWriter) -> None:
-    write_i32_be(w, o.broker_id)
+    v_broker_id: int = o.broker_id
+    write_i32_be(w, v_broker_id)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -159,13 +173,15 @@ def _encode_UnregisterBrokerRequest_v0(o: UnregisterBrokerRequest, w: BytesWrite
 
 
 def _decode_UnregisterBrokerResponse_v0(buf: bytes, pos: i64) -> tuple[UnregisterBrokerResponse, i64]:
-    o = _new(_K_UnregisterBrokerResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -174,23 +190,22 @@ def _decode_UnregisterBrokerResponse_v0(buf: bytes, pos: i64) -> tuple[Unregiste
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -202,14 +217,16 @@ def _decode_UnregisterBrokerResponse_v0(buf: bytes, pos: i64) -> tuple[Unregiste
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return UnregisterBrokerResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, unknown_tagged_fields=utf), pos
 
 
 def _encode_UnregisterBrokerResponse_v0(o: UnregisterBrokerResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -234,4 +251,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (UnregisterBrokerResponse, {0: _decode_UnregisterBrokerResponse_v0}, {0: _encode_UnregisterBrokerResponse_v0}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.unregister_broker', TABLES)

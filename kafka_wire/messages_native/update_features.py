@@ -21,24 +21,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.update_features import (
-    UpdateFeaturesRequest,
-    UpdateFeaturesRequestFeatureUpdateKey,
-    UpdateFeaturesResponse,
-    UpdateFeaturesResponseUpdatableFeatureResult,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_UpdateFeaturesRequest: Final = UpdateFeaturesRequest
-_K_UpdateFeaturesRequestFeatureUpdateKey: Final = UpdateFeaturesRequestFeatureUpdateKey
-_K_UpdateFeaturesResponse: Final = UpdateFeaturesResponse
-_K_UpdateFeaturesResponseUpdatableFeatureResult: Final = UpdateFeaturesResponseUpdatableFeatureResult
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -124,12 +115,69 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class UpdateFeaturesRequestFeatureUpdateKey(_NativeStruct):
+    feature: Any
+    max_version_level: Any
+    upgrade_type: Any
+    allow_downgrade: Any
+
+    def __init__(self, *, feature: Any = '', max_version_level: Any = 0, upgrade_type: Any = 1, allow_downgrade: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.feature = feature
+        self.max_version_level = max_version_level
+        self.upgrade_type = upgrade_type
+        self.allow_downgrade = allow_downgrade
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class UpdateFeaturesRequest(_NativeMessage):
+    timeout_ms: Any
+    feature_updates: Any
+    validate_only: Any
+
+    def __init__(self, *, timeout_ms: Any = 60000, feature_updates: Any = FRESH, validate_only: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.timeout_ms = timeout_ms
+        self.feature_updates = [] if feature_updates is FRESH else feature_updates
+        self.validate_only = validate_only
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class UpdateFeaturesResponseUpdatableFeatureResult(_NativeStruct):
+    feature: Any
+    error_code: Any
+    error_message: Any
+
+    def __init__(self, *, feature: Any = '', error_code: Any = 0, error_message: Any = '', unknown_tagged_fields: Any = ()) -> None:
+        self.feature = feature
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class UpdateFeaturesResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+    error_message: Any
+    results: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, error_message: Any = '', results: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.error_message = error_message
+        self.results = [] if results is FRESH else results
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_UpdateFeaturesRequestFeatureUpdateKey = UpdateFeaturesRequestFeatureUpdateKey()
+_DEFAULT_UpdateFeaturesResponseUpdatableFeatureResult = UpdateFeaturesResponseUpdatableFeatureResult()
+
+
 def _decode_UpdateFeaturesRequestFeatureUpdateKey_v0(buf: bytes, pos: i64) -> tuple[UpdateFeaturesRequestFeatureUpdateKey, i64]:
-    o = _new(_K_UpdateFeaturesRequestFeatureUpdateKey)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.upgrade_type = 1
+    f_feature: Any
+    f_max_version_level: Any
+    f_allow_downgrade: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -144,20 +192,19 @@ def _decode_UpdateFeaturesRequestFeatureUpdateKey_v0(buf: bytes, pos: i64) -> tu
         end = pos + n
         if end > blen:
             raise _truncated('Feature')
-        o.feature = buf[pos:end].decode()
+        f_feature = buf[pos:end].decode()
         pos = end
-    o.max_version_level = read_i16_be(buf, pos)
+    f_max_version_level = read_i16_be(buf, pos)
     pos += 2
-    o.allow_downgrade = buf[pos] != 0
+    f_allow_downgrade = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -169,14 +216,15 @@ def _decode_UpdateFeaturesRequestFeatureUpdateKey_v0(buf: bytes, pos: i64) -> tu
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return UpdateFeaturesRequestFeatureUpdateKey(feature=f_feature, max_version_level=f_max_version_level, allow_downgrade=f_allow_downgrade, unknown_tagged_fields=utf), pos
 
 
 def _encode_UpdateFeaturesRequestFeatureUpdateKey_v0(o: UpdateFeaturesRequestFeatureUpdateKey, w: BytesWriter) -> None:
-    if o.upgrade_type != 1:
+    d_upgrade_type: int = o.upgrade_type
+    if d_upgrade_type != 1:
         raise FieldNotInVersionError('non-default UpgradeType cannot be written', version=0)
-    x_feature = o.feature
+    x_feature: str | None = o.feature
     if x_feature is None:
         raise ValueOutOfRangeError('non-nullable field Feature is None', version=0)
     else:
@@ -189,7 +237,8 @@ def _encode_UpdateFeaturesRequestFeatureUpdateKey_v0(o: UpdateFeaturesRequestFea
         else:
             _put_uvarint(w, m)
         w.write(b_feature)
-    write_i16_be(w, o.max_version_level)
+    v_max_version_level: int = o.max_version_level
+    write_i16_be(w, v_max_version_level)
     w.append(_ONE if o.allow_downgrade else _ZERO)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
@@ -198,12 +247,13 @@ def _encode_UpdateFeaturesRequestFeatureUpdateKey_v0(o: UpdateFeaturesRequestFea
 
 
 def _decode_UpdateFeaturesRequestFeatureUpdateKey_v1(buf: bytes, pos: i64) -> tuple[UpdateFeaturesRequestFeatureUpdateKey, i64]:
-    o = _new(_K_UpdateFeaturesRequestFeatureUpdateKey)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.allow_downgrade = False
+    f_feature: Any
+    f_max_version_level: Any
+    f_upgrade_type: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -218,21 +268,20 @@ def _decode_UpdateFeaturesRequestFeatureUpdateKey_v1(buf: bytes, pos: i64) -> tu
         end = pos + n
         if end > blen:
             raise _truncated('Feature')
-        o.feature = buf[pos:end].decode()
+        f_feature = buf[pos:end].decode()
         pos = end
-    o.max_version_level = read_i16_be(buf, pos)
+    f_max_version_level = read_i16_be(buf, pos)
     pos += 2
     b8 = buf[pos]
-    o.upgrade_type = b8 - 256 if b8 >= 128 else b8
+    f_upgrade_type = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -244,14 +293,14 @@ def _decode_UpdateFeaturesRequestFeatureUpdateKey_v1(buf: bytes, pos: i64) -> tu
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return UpdateFeaturesRequestFeatureUpdateKey(feature=f_feature, max_version_level=f_max_version_level, upgrade_type=f_upgrade_type, unknown_tagged_fields=utf), pos
 
 
 def _encode_UpdateFeaturesRequestFeatureUpdateKey_v1(o: UpdateFeaturesRequestFeatureUpdateKey, w: BytesWriter) -> None:
     if bool(o.allow_downgrade):
         raise FieldNotInVersionError('non-default AllowDowngrade cannot be written', version=1)
-    x_feature = o.feature
+    x_feature: str | None = o.feature
     if x_feature is None:
         raise ValueOutOfRangeError('non-nullable field Feature is None', version=1)
     else:
@@ -264,8 +313,10 @@ def _encode_UpdateFeaturesRequestFeatureUpdateKey_v1(o: UpdateFeaturesRequestFea
         else:
             _put_uvarint(w, m)
         w.write(b_feature)
-    write_i16_be(w, o.max_version_level)
-    _put_i8(w, o.upgrade_type)
+    v_max_version_level: int = o.max_version_level
+    write_i16_be(w, v_max_version_level)
+    v_upgrade_type: int = o.upgrade_type
+    _put_i8(w, v_upgrade_type)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -273,12 +324,12 @@ def _encode_UpdateFeaturesRequestFeatureUpdateKey_v1(o: UpdateFeaturesRequestFea
 
 
 def _decode_UpdateFeaturesRequest_v0(buf: bytes, pos: i64) -> tuple[UpdateFeaturesRequest, i64]:
-    o = _new(_K_UpdateFeaturesRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.validate_only = False
-    o.timeout_ms = read_i32_be(buf, pos)
+    f_timeout_ms: Any
+    f_feature_updates: Any
+    f_timeout_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -295,15 +346,14 @@ def _decode_UpdateFeaturesRequest_v0(buf: bytes, pos: i64) -> tuple[UpdateFeatur
         for _i_feature_updates in range(n):
             x_feature_updates, pos = _decode_UpdateFeaturesRequestFeatureUpdateKey_v0(buf, pos)
             lst_feature_updates.append(x_feature_updates)
-        o.feature_updates = lst_feature_updates
+        f_feature_updates = lst_feature_updates
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -315,15 +365,16 @@ def _decode_UpdateFeaturesRequest_v0(buf: bytes, pos: i64) -> tuple[UpdateFeatur
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return UpdateFeaturesRequest(timeout_ms=f_timeout_ms, feature_updates=f_feature_updates, unknown_tagged_fields=utf), pos
 
 
 def _encode_UpdateFeaturesRequest_v0(o: UpdateFeaturesRequest, w: BytesWriter) -> None:
     if bool(o.validate_only):
         raise FieldNotInVersionError('non-default ValidateOnly cannot be written', version=0)
-    write_i32_be(w, o.timeout_ms)
-    x_feature_updates = o.feature_updates
+    v_timeout_ms: int = o.timeout_ms
+    write_i32_be(w, v_timeout_ms)
+    x_feature_updates: Any = o.feature_updates
     if x_feature_updates is None:
         raise ValueOutOfRangeError('non-nullable field FeatureUpdates is None', version=0)
     else:
@@ -342,11 +393,13 @@ def _encode_UpdateFeaturesRequest_v0(o: UpdateFeaturesRequest, w: BytesWriter) -
 
 
 def _decode_UpdateFeaturesRequest_v1(buf: bytes, pos: i64) -> tuple[UpdateFeaturesRequest, i64]:
-    o = _new(_K_UpdateFeaturesRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.timeout_ms = read_i32_be(buf, pos)
+    f_timeout_ms: Any
+    f_feature_updates: Any
+    f_validate_only: Any
+    f_timeout_ms = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -363,17 +416,16 @@ def _decode_UpdateFeaturesRequest_v1(buf: bytes, pos: i64) -> tuple[UpdateFeatur
         for _i_feature_updates in range(n):
             x_feature_updates, pos = _decode_UpdateFeaturesRequestFeatureUpdateKey_v1(buf, pos)
             lst_feature_updates.append(x_feature_updates)
-        o.feature_updates = lst_feature_updates
-    o.validate_only = buf[pos] != 0
+        f_feature_updates = lst_feature_updates
+    f_validate_only = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -385,13 +437,14 @@ def _decode_UpdateFeaturesRequest_v1(buf: bytes, pos: i64) -> tuple[UpdateFeatur
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return UpdateFeaturesRequest(timeout_ms=f_timeout_ms, feature_updates=f_feature_updates, validate_only=f_validate_only, unknown_tagged_fields=utf), pos
 
 
 def _encode_UpdateFeaturesRequest_v1(o: UpdateFeaturesRequest, w: BytesWriter) -> None:
-    write_i32_be(w, o.timeout_ms)
-    x_feature_updates = o.feature_updates
+    v_timeout_ms: int = o.timeout_ms
+    write_i32_be(w, v_timeout_ms)
+    x_feature_updates: Any = o.feature_updates
     if x_feature_updates is None:
         raise ValueOutOfRangeError('non-nullable field FeatureUpdates is None', version=1)
     else:
@@ -411,10 +464,12 @@ def _encode_UpdateFeaturesRequest_v1(o: UpdateFeaturesRequest, w: BytesWriter) -
 
 
 def _decode_UpdateFeaturesResponseUpdatableFeatureResult_v0(buf: bytes, pos: i64) -> tuple[UpdateFeaturesResponseUpdatableFeatureResult, i64]:
-    o = _new(_K_UpdateFeaturesResponseUpdatableFeatureResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_feature: Any
+    f_error_code: Any
+    f_error_message: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -429,9 +484,9 @@ def _decode_UpdateFeaturesResponseUpdatableFeatureResult_v0(buf: bytes, pos: i64
         end = pos + n
         if end > blen:
             raise _truncated('Feature')
-        o.feature = buf[pos:end].decode()
+        f_feature = buf[pos:end].decode()
         pos = end
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -440,23 +495,22 @@ def _decode_UpdateFeaturesResponseUpdatableFeatureResult_v0(buf: bytes, pos: i64
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -468,12 +522,12 @@ def _decode_UpdateFeaturesResponseUpdatableFeatureResult_v0(buf: bytes, pos: i64
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return UpdateFeaturesResponseUpdatableFeatureResult(feature=f_feature, error_code=f_error_code, error_message=f_error_message, unknown_tagged_fields=utf), pos
 
 
 def _encode_UpdateFeaturesResponseUpdatableFeatureResult_v0(o: UpdateFeaturesResponseUpdatableFeatureResult, w: BytesWriter) -> None:
-    x_feature = o.feature
+    x_feature: str | None = o.feature
     if x_feature is None:
         raise ValueOutOfRangeError('non-nullable field Feature is None', version=0)
     else:
@@ -486,8 +540,9 @@ def _encode_UpdateFeaturesResponseUpdatableFeatureResult_v0(o: UpdateFeaturesRes
         else:
             _put_uvarint(w, m)
         w.write(b_feature)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -507,13 +562,16 @@ def _encode_UpdateFeaturesResponseUpdatableFeatureResult_v0(o: UpdateFeaturesRes
 
 
 def _decode_UpdateFeaturesResponse_v0(buf: bytes, pos: i64) -> tuple[UpdateFeaturesResponse, i64]:
-    o = _new(_K_UpdateFeaturesResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_results: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -522,14 +580,14 @@ def _decode_UpdateFeaturesResponse_v0(buf: bytes, pos: i64) -> tuple[UpdateFeatu
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -546,15 +604,14 @@ def _decode_UpdateFeaturesResponse_v0(buf: bytes, pos: i64) -> tuple[UpdateFeatu
         for _i_results in range(n):
             x_results, pos = _decode_UpdateFeaturesResponseUpdatableFeatureResult_v0(buf, pos)
             lst_results.append(x_results)
-        o.results = lst_results
+        f_results = lst_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -566,14 +623,16 @@ def _decode_UpdateFeaturesResponse_v0(buf: bytes, pos: i64) -> tuple[UpdateFeatu
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return UpdateFeaturesResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, results=f_results, unknown_tagged_fields=utf), pos
 
 
 def _encode_UpdateFeaturesResponse_v0(o: UpdateFeaturesResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -586,7 +645,7 @@ def _encode_UpdateFeaturesResponse_v0(o: UpdateFeaturesResponse, w: BytesWriter)
         else:
             _put_uvarint(w, m)
         w.write(b_error_message)
-    x_results = o.results
+    x_results: Any = o.results
     if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=0)
     else:
@@ -605,14 +664,15 @@ def _encode_UpdateFeaturesResponse_v0(o: UpdateFeaturesResponse, w: BytesWriter)
 
 
 def _decode_UpdateFeaturesResponse_v2(buf: bytes, pos: i64) -> tuple[UpdateFeaturesResponse, i64]:
-    o = _new(_K_UpdateFeaturesResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.results = []
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -621,23 +681,22 @@ def _decode_UpdateFeaturesResponse_v2(buf: bytes, pos: i64) -> tuple[UpdateFeatu
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -649,14 +708,16 @@ def _decode_UpdateFeaturesResponse_v2(buf: bytes, pos: i64) -> tuple[UpdateFeatu
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return UpdateFeaturesResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, error_message=f_error_message, unknown_tagged_fields=utf), pos
 
 
 def _encode_UpdateFeaturesResponse_v2(o: UpdateFeaturesResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -683,4 +744,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (UpdateFeaturesResponse, {0: _decode_UpdateFeaturesResponse_v0, 1: _decode_UpdateFeaturesResponse_v0, 2: _decode_UpdateFeaturesResponse_v2}, {0: _encode_UpdateFeaturesResponse_v0, 1: _encode_UpdateFeaturesResponse_v0, 2: _encode_UpdateFeaturesResponse_v2}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.update_features', TABLES)

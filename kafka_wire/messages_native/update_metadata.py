@@ -22,28 +22,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.update_metadata import (
-    UpdateMetadataRequest,
-    UpdateMetadataRequestBroker,
-    UpdateMetadataRequestEndpoint,
-    UpdateMetadataRequestPartitionState,
-    UpdateMetadataRequestTopicState,
-    UpdateMetadataResponse,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_UpdateMetadataRequest: Final = UpdateMetadataRequest
-_K_UpdateMetadataRequestBroker: Final = UpdateMetadataRequestBroker
-_K_UpdateMetadataRequestEndpoint: Final = UpdateMetadataRequestEndpoint
-_K_UpdateMetadataRequestPartitionState: Final = UpdateMetadataRequestPartitionState
-_K_UpdateMetadataRequestTopicState: Final = UpdateMetadataRequestTopicState
-_K_UpdateMetadataResponse: Final = UpdateMetadataResponse
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -129,12 +116,120 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class UpdateMetadataRequestPartitionState(_NativeStruct):
+    topic_name: Any
+    partition_index: Any
+    controller_epoch: Any
+    leader: Any
+    leader_epoch: Any
+    isr: Any
+    zk_version: Any
+    replicas: Any
+    offline_replicas: Any
+
+    def __init__(self, *, topic_name: Any = '', partition_index: Any = 0, controller_epoch: Any = 0, leader: Any = 0, leader_epoch: Any = 0, isr: Any = FRESH, zk_version: Any = 0, replicas: Any = FRESH, offline_replicas: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_name = topic_name
+        self.partition_index = partition_index
+        self.controller_epoch = controller_epoch
+        self.leader = leader
+        self.leader_epoch = leader_epoch
+        self.isr = [] if isr is FRESH else isr
+        self.zk_version = zk_version
+        self.replicas = [] if replicas is FRESH else replicas
+        self.offline_replicas = [] if offline_replicas is FRESH else offline_replicas
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class UpdateMetadataRequestTopicState(_NativeStruct):
+    topic_name: Any
+    topic_id: Any
+    partition_states: Any
+
+    def __init__(self, *, topic_name: Any = '', topic_id: Any = ZERO_UUID, partition_states: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_name = topic_name
+        self.topic_id = topic_id
+        self.partition_states = [] if partition_states is FRESH else partition_states
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class UpdateMetadataRequestEndpoint(_NativeStruct):
+    port: Any
+    host: Any
+    listener: Any
+    security_protocol: Any
+
+    def __init__(self, *, port: Any = 0, host: Any = '', listener: Any = '', security_protocol: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.port = port
+        self.host = host
+        self.listener = listener
+        self.security_protocol = security_protocol
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class UpdateMetadataRequestBroker(_NativeStruct):
+    id: Any
+    endpoints: Any
+    rack: Any
+    v0_host: Any
+    v0_port: Any
+
+    def __init__(self, *, id: Any = 0, endpoints: Any = FRESH, rack: Any = '', v0_host: Any = '', v0_port: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.id = id
+        self.endpoints = [] if endpoints is FRESH else endpoints
+        self.rack = rack
+        self.v0_host = v0_host
+        self.v0_port = v0_port
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class UpdateMetadataRequest(_NativeMessage):
+    controller_id: Any
+    is_k_raft_controller: Any
+    type: Any
+    controller_epoch: Any
+    broker_epoch: Any
+    topic_states: Any
+    ungrouped_partition_states: Any
+    live_brokers: Any
+
+    def __init__(self, *, controller_id: Any = 0, is_k_raft_controller: Any = False, type: Any = 0, controller_epoch: Any = 0, broker_epoch: Any = -1, topic_states: Any = FRESH, ungrouped_partition_states: Any = FRESH, live_brokers: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.controller_id = controller_id
+        self.is_k_raft_controller = is_k_raft_controller
+        self.type = type
+        self.controller_epoch = controller_epoch
+        self.broker_epoch = broker_epoch
+        self.topic_states = [] if topic_states is FRESH else topic_states
+        self.ungrouped_partition_states = [] if ungrouped_partition_states is FRESH else ungrouped_partition_states
+        self.live_brokers = [] if live_brokers is FRESH else live_brokers
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class UpdateMetadataResponse(_NativeMessage):
+    error_code: Any
+
+    def __init__(self, *, error_code: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_UpdateMetadataRequestPartitionState = UpdateMetadataRequestPartitionState()
+_DEFAULT_UpdateMetadataRequestTopicState = UpdateMetadataRequestTopicState()
+_DEFAULT_UpdateMetadataRequestEndpoint = UpdateMetadataRequestEndpoint()
+_DEFAULT_UpdateMetadataRequestBroker = UpdateMetadataRequestBroker()
+
+
 def _decode_UpdateMetadataRequestPartitionState_v0(buf: bytes, pos: i64) -> tuple[UpdateMetadataRequestPartitionState, i64]:
-    o = _new(_K_UpdateMetadataRequestPartitionState)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.offline_replicas = []
+    f_topic_name: Any
+    f_partition_index: Any
+    f_controller_epoch: Any
+    f_leader: Any
+    f_leader_epoch: Any
+    f_isr: Any
+    f_zk_version: Any
+    f_replicas: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -145,15 +240,15 @@ def _decode_UpdateMetadataRequestPartitionState_v0(buf: bytes, pos: i64) -> tupl
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.controller_epoch = read_i32_be(buf, pos)
+    f_controller_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.leader = read_i32_be(buf, pos)
+    f_leader = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -167,8 +262,8 @@ def _decode_UpdateMetadataRequestPartitionState_v0(buf: bytes, pos: i64) -> tupl
             e_isr = read_i32_be(buf, pos)
             pos += 4
             lst_isr.append(e_isr)
-        o.isr = lst_isr
-    o.zk_version = read_i32_be(buf, pos)
+        f_isr = lst_isr
+    f_zk_version = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -182,13 +277,13 @@ def _decode_UpdateMetadataRequestPartitionState_v0(buf: bytes, pos: i64) -> tupl
             e_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_replicas.append(e_replicas)
-        o.replicas = lst_replicas
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_replicas = lst_replicas
+    utf: Any = ()
+    return UpdateMetadataRequestPartitionState(topic_name=f_topic_name, partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, zk_version=f_zk_version, replicas=f_replicas, unknown_tagged_fields=utf), pos
 
 
 def _encode_UpdateMetadataRequestPartitionState_v0(o: UpdateMetadataRequestPartitionState, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
@@ -197,11 +292,15 @@ def _encode_UpdateMetadataRequestPartitionState_v0(o: UpdateMetadataRequestParti
             raise ValueOutOfRangeError('string field TopicName is too long', version=0)
         write_i16_be(w, len(b_topic_name))
         w.write(b_topic_name)
-    write_i32_be(w, o.partition_index)
-    write_i32_be(w, o.controller_epoch)
-    write_i32_be(w, o.leader)
-    write_i32_be(w, o.leader_epoch)
-    x_isr = o.isr
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_controller_epoch: int = o.controller_epoch
+    write_i32_be(w, v_controller_epoch)
+    v_leader: int = o.leader
+    write_i32_be(w, v_leader)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
+    x_isr: Any = o.isr
     if x_isr is None:
         raise ValueOutOfRangeError('non-nullable field Isr is None', version=0)
     else:
@@ -209,8 +308,9 @@ def _encode_UpdateMetadataRequestPartitionState_v0(o: UpdateMetadataRequestParti
         write_i32_be(w, len(l_isr))
         for e_isr in l_isr:
             write_i32_be(w, e_isr)
-    write_i32_be(w, o.zk_version)
-    x_replicas = o.replicas
+    v_zk_version: int = o.zk_version
+    write_i32_be(w, v_zk_version)
+    x_replicas: Any = o.replicas
     if x_replicas is None:
         raise ValueOutOfRangeError('non-nullable field Replicas is None', version=0)
     else:
@@ -223,10 +323,18 @@ def _encode_UpdateMetadataRequestPartitionState_v0(o: UpdateMetadataRequestParti
 
 
 def _decode_UpdateMetadataRequestPartitionState_v4(buf: bytes, pos: i64) -> tuple[UpdateMetadataRequestPartitionState, i64]:
-    o = _new(_K_UpdateMetadataRequestPartitionState)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_name: Any
+    f_partition_index: Any
+    f_controller_epoch: Any
+    f_leader: Any
+    f_leader_epoch: Any
+    f_isr: Any
+    f_zk_version: Any
+    f_replicas: Any
+    f_offline_replicas: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -237,15 +345,15 @@ def _decode_UpdateMetadataRequestPartitionState_v4(buf: bytes, pos: i64) -> tupl
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.controller_epoch = read_i32_be(buf, pos)
+    f_controller_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.leader = read_i32_be(buf, pos)
+    f_leader = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -259,8 +367,8 @@ def _decode_UpdateMetadataRequestPartitionState_v4(buf: bytes, pos: i64) -> tupl
             e_isr = read_i32_be(buf, pos)
             pos += 4
             lst_isr.append(e_isr)
-        o.isr = lst_isr
-    o.zk_version = read_i32_be(buf, pos)
+        f_isr = lst_isr
+    f_zk_version = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -274,7 +382,7 @@ def _decode_UpdateMetadataRequestPartitionState_v4(buf: bytes, pos: i64) -> tupl
             e_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_replicas.append(e_replicas)
-        o.replicas = lst_replicas
+        f_replicas = lst_replicas
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -287,13 +395,13 @@ def _decode_UpdateMetadataRequestPartitionState_v4(buf: bytes, pos: i64) -> tupl
             e_offline_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_offline_replicas.append(e_offline_replicas)
-        o.offline_replicas = lst_offline_replicas
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_offline_replicas = lst_offline_replicas
+    utf: Any = ()
+    return UpdateMetadataRequestPartitionState(topic_name=f_topic_name, partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, zk_version=f_zk_version, replicas=f_replicas, offline_replicas=f_offline_replicas, unknown_tagged_fields=utf), pos
 
 
 def _encode_UpdateMetadataRequestPartitionState_v4(o: UpdateMetadataRequestPartitionState, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=4)
     else:
@@ -302,11 +410,15 @@ def _encode_UpdateMetadataRequestPartitionState_v4(o: UpdateMetadataRequestParti
             raise ValueOutOfRangeError('string field TopicName is too long', version=4)
         write_i16_be(w, len(b_topic_name))
         w.write(b_topic_name)
-    write_i32_be(w, o.partition_index)
-    write_i32_be(w, o.controller_epoch)
-    write_i32_be(w, o.leader)
-    write_i32_be(w, o.leader_epoch)
-    x_isr = o.isr
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_controller_epoch: int = o.controller_epoch
+    write_i32_be(w, v_controller_epoch)
+    v_leader: int = o.leader
+    write_i32_be(w, v_leader)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
+    x_isr: Any = o.isr
     if x_isr is None:
         raise ValueOutOfRangeError('non-nullable field Isr is None', version=4)
     else:
@@ -314,8 +426,9 @@ def _encode_UpdateMetadataRequestPartitionState_v4(o: UpdateMetadataRequestParti
         write_i32_be(w, len(l_isr))
         for e_isr in l_isr:
             write_i32_be(w, e_isr)
-    write_i32_be(w, o.zk_version)
-    x_replicas = o.replicas
+    v_zk_version: int = o.zk_version
+    write_i32_be(w, v_zk_version)
+    x_replicas: Any = o.replicas
     if x_replicas is None:
         raise ValueOutOfRangeError('non-nullable field Replicas is None', version=4)
     else:
@@ -323,7 +436,7 @@ def _encode_UpdateMetadataRequestPartitionState_v4(o: UpdateMetadataRequestParti
         write_i32_be(w, len(l_replicas))
         for e_replicas in l_replicas:
             write_i32_be(w, e_replicas)
-    x_offline_replicas = o.offline_replicas
+    x_offline_replicas: Any = o.offline_replicas
     if x_offline_replicas is None:
         raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=4)
     else:
@@ -336,17 +449,23 @@ def _encode_UpdateMetadataRequestPartitionState_v4(o: UpdateMetadataRequestParti
 
 
 def _decode_UpdateMetadataRequestPartitionState_v5(buf: bytes, pos: i64) -> tuple[UpdateMetadataRequestPartitionState, i64]:
-    o = _new(_K_UpdateMetadataRequestPartitionState)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.topic_name = ''
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_controller_epoch: Any
+    f_leader: Any
+    f_leader_epoch: Any
+    f_isr: Any
+    f_zk_version: Any
+    f_replicas: Any
+    f_offline_replicas: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.controller_epoch = read_i32_be(buf, pos)
+    f_controller_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.leader = read_i32_be(buf, pos)
+    f_leader = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -360,8 +479,8 @@ def _decode_UpdateMetadataRequestPartitionState_v5(buf: bytes, pos: i64) -> tupl
             e_isr = read_i32_be(buf, pos)
             pos += 4
             lst_isr.append(e_isr)
-        o.isr = lst_isr
-    o.zk_version = read_i32_be(buf, pos)
+        f_isr = lst_isr
+    f_zk_version = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -375,7 +494,7 @@ def _decode_UpdateMetadataRequestPartitionState_v5(buf: bytes, pos: i64) -> tupl
             e_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_replicas.append(e_replicas)
-        o.replicas = lst_replicas
+        f_replicas = lst_replicas
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -388,17 +507,21 @@ def _decode_UpdateMetadataRequestPartitionState_v5(buf: bytes, pos: i64) -> tupl
             e_offline_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_offline_replicas.append(e_offline_replicas)
-        o.offline_replicas = lst_offline_replicas
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_offline_replicas = lst_offline_replicas
+    utf: Any = ()
+    return UpdateMetadataRequestPartitionState(partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, zk_version=f_zk_version, replicas=f_replicas, offline_replicas=f_offline_replicas, unknown_tagged_fields=utf), pos
 
 
 def _encode_UpdateMetadataRequestPartitionState_v5(o: UpdateMetadataRequestPartitionState, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i32_be(w, o.controller_epoch)
-    write_i32_be(w, o.leader)
-    write_i32_be(w, o.leader_epoch)
-    x_isr = o.isr
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_controller_epoch: int = o.controller_epoch
+    write_i32_be(w, v_controller_epoch)
+    v_leader: int = o.leader
+    write_i32_be(w, v_leader)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
+    x_isr: Any = o.isr
     if x_isr is None:
         raise ValueOutOfRangeError('non-nullable field Isr is None', version=5)
     else:
@@ -406,8 +529,9 @@ def _encode_UpdateMetadataRequestPartitionState_v5(o: UpdateMetadataRequestParti
         write_i32_be(w, len(l_isr))
         for e_isr in l_isr:
             write_i32_be(w, e_isr)
-    write_i32_be(w, o.zk_version)
-    x_replicas = o.replicas
+    v_zk_version: int = o.zk_version
+    write_i32_be(w, v_zk_version)
+    x_replicas: Any = o.replicas
     if x_replicas is None:
         raise ValueOutOfRangeError('non-nullable field Replicas is None', version=5)
     else:
@@ -415,7 +539,7 @@ def _encode_UpdateMetadataRequestPartitionState_v5(o: UpdateMetadataRequestParti
         write_i32_be(w, len(l_replicas))
         for e_replicas in l_replicas:
             write_i32_be(w, e_replicas)
-    x_offline_replicas = o.offline_replicas
+    x_offline_replicas: Any = o.offline_replicas
     if x_offline_replicas is None:
         raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=5)
     else:
@@ -428,18 +552,24 @@ def _encode_UpdateMetadataRequestPartitionState_v5(o: UpdateMetadataRequestParti
 
 
 def _decode_UpdateMetadataRequestPartitionState_v6(buf: bytes, pos: i64) -> tuple[UpdateMetadataRequestPartitionState, i64]:
-    o = _new(_K_UpdateMetadataRequestPartitionState)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_name = ''
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_controller_epoch: Any
+    f_leader: Any
+    f_leader_epoch: Any
+    f_isr: Any
+    f_zk_version: Any
+    f_replicas: Any
+    f_offline_replicas: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.controller_epoch = read_i32_be(buf, pos)
+    f_controller_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.leader = read_i32_be(buf, pos)
+    f_leader = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -457,8 +587,8 @@ def _decode_UpdateMetadataRequestPartitionState_v6(buf: bytes, pos: i64) -> tupl
             e_isr = read_i32_be(buf, pos)
             pos += 4
             lst_isr.append(e_isr)
-        o.isr = lst_isr
-    o.zk_version = read_i32_be(buf, pos)
+        f_isr = lst_isr
+    f_zk_version = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -476,7 +606,7 @@ def _decode_UpdateMetadataRequestPartitionState_v6(buf: bytes, pos: i64) -> tupl
             e_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_replicas.append(e_replicas)
-        o.replicas = lst_replicas
+        f_replicas = lst_replicas
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -493,15 +623,14 @@ def _decode_UpdateMetadataRequestPartitionState_v6(buf: bytes, pos: i64) -> tupl
             e_offline_replicas = read_i32_be(buf, pos)
             pos += 4
             lst_offline_replicas.append(e_offline_replicas)
-        o.offline_replicas = lst_offline_replicas
+        f_offline_replicas = lst_offline_replicas
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -513,16 +642,20 @@ def _decode_UpdateMetadataRequestPartitionState_v6(buf: bytes, pos: i64) -> tupl
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return UpdateMetadataRequestPartitionState(partition_index=f_partition_index, controller_epoch=f_controller_epoch, leader=f_leader, leader_epoch=f_leader_epoch, isr=f_isr, zk_version=f_zk_version, replicas=f_replicas, offline_replicas=f_offline_replicas, unknown_tagged_fields=utf), pos
 
 
 def _encode_UpdateMetadataRequestPartitionState_v6(o: UpdateMetadataRequestPartitionState, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i32_be(w, o.controller_epoch)
-    write_i32_be(w, o.leader)
-    write_i32_be(w, o.leader_epoch)
-    x_isr = o.isr
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_controller_epoch: int = o.controller_epoch
+    write_i32_be(w, v_controller_epoch)
+    v_leader: int = o.leader
+    write_i32_be(w, v_leader)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
+    x_isr: Any = o.isr
     if x_isr is None:
         raise ValueOutOfRangeError('non-nullable field Isr is None', version=6)
     else:
@@ -534,8 +667,9 @@ def _encode_UpdateMetadataRequestPartitionState_v6(o: UpdateMetadataRequestParti
             _put_uvarint(w, m)
         for e_isr in l_isr:
             write_i32_be(w, e_isr)
-    write_i32_be(w, o.zk_version)
-    x_replicas = o.replicas
+    v_zk_version: int = o.zk_version
+    write_i32_be(w, v_zk_version)
+    x_replicas: Any = o.replicas
     if x_replicas is None:
         raise ValueOutOfRangeError('non-nullable field Replicas is None', version=6)
     else:
@@ -547,7 +681,7 @@ def _encode_UpdateMetadataRequestPartitionState_v6(o: UpdateMetadataRequestParti
             _put_uvarint(w, m)
         for e_replicas in l_replicas:
             write_i32_be(w, e_replicas)
-    x_offline_replicas = o.offline_replicas
+    x_offline_replicas: Any = o.offline_replicas
     if x_offline_replicas is None:
         raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=6)
     else:
@@ -566,11 +700,11 @@ def _encode_UpdateMetadataRequestPartitionState_v6(o: UpdateMetadataRequestParti
 
 
 def _decode_UpdateMetadataRequestTopicState_v5(buf: bytes, pos: i64) -> tuple[UpdateMetadataRequestTopicState, i64]:
-    o = _new(_K_UpdateMetadataRequestTopicState)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_topic_name: Any
+    f_partition_states: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -581,7 +715,7 @@ def _decode_UpdateMetadataRequestTopicState_v5(buf: bytes, pos: i64) -> tuple[Up
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -594,13 +728,13 @@ def _decode_UpdateMetadataRequestTopicState_v5(buf: bytes, pos: i64) -> tuple[Up
         for _i_partition_states in range(n):
             x_partition_states, pos = _decode_UpdateMetadataRequestPartitionState_v5(buf, pos)
             lst_partition_states.append(x_partition_states)
-        o.partition_states = lst_partition_states
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partition_states = lst_partition_states
+    utf: Any = ()
+    return UpdateMetadataRequestTopicState(topic_name=f_topic_name, partition_states=f_partition_states, unknown_tagged_fields=utf), pos
 
 
 def _encode_UpdateMetadataRequestTopicState_v5(o: UpdateMetadataRequestTopicState, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=5)
     else:
@@ -609,7 +743,7 @@ def _encode_UpdateMetadataRequestTopicState_v5(o: UpdateMetadataRequestTopicStat
             raise ValueOutOfRangeError('string field TopicName is too long', version=5)
         write_i16_be(w, len(b_topic_name))
         w.write(b_topic_name)
-    x_partition_states = o.partition_states
+    x_partition_states: Any = o.partition_states
     if x_partition_states is None:
         raise ValueOutOfRangeError('non-nullable field PartitionStates is None', version=5)
     else:
@@ -622,11 +756,11 @@ def _encode_UpdateMetadataRequestTopicState_v5(o: UpdateMetadataRequestTopicStat
 
 
 def _decode_UpdateMetadataRequestTopicState_v6(buf: bytes, pos: i64) -> tuple[UpdateMetadataRequestTopicState, i64]:
-    o = _new(_K_UpdateMetadataRequestTopicState)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = ZERO_UUID
+    f_topic_name: Any
+    f_partition_states: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -641,7 +775,7 @@ def _decode_UpdateMetadataRequestTopicState_v6(buf: bytes, pos: i64) -> tuple[Up
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -658,15 +792,14 @@ def _decode_UpdateMetadataRequestTopicState_v6(buf: bytes, pos: i64) -> tuple[Up
         for _i_partition_states in range(n):
             x_partition_states, pos = _decode_UpdateMetadataRequestPartitionState_v6(buf, pos)
             lst_partition_states.append(x_partition_states)
-        o.partition_states = lst_partition_states
+        f_partition_states = lst_partition_states
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -678,12 +811,12 @@ def _decode_UpdateMetadataRequestTopicState_v6(buf: bytes, pos: i64) -> tuple[Up
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return UpdateMetadataRequestTopicState(topic_name=f_topic_name, partition_states=f_partition_states, unknown_tagged_fields=utf), pos
 
 
 def _encode_UpdateMetadataRequestTopicState_v6(o: UpdateMetadataRequestTopicState, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=6)
     else:
@@ -696,7 +829,7 @@ def _encode_UpdateMetadataRequestTopicState_v6(o: UpdateMetadataRequestTopicStat
         else:
             _put_uvarint(w, m)
         w.write(b_topic_name)
-    x_partition_states = o.partition_states
+    x_partition_states: Any = o.partition_states
     if x_partition_states is None:
         raise ValueOutOfRangeError('non-nullable field PartitionStates is None', version=6)
     else:
@@ -715,10 +848,12 @@ def _encode_UpdateMetadataRequestTopicState_v6(o: UpdateMetadataRequestTopicStat
 
 
 def _decode_UpdateMetadataRequestTopicState_v7(buf: bytes, pos: i64) -> tuple[UpdateMetadataRequestTopicState, i64]:
-    o = _new(_K_UpdateMetadataRequestTopicState)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_name: Any
+    f_topic_id: Any
+    f_partition_states: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -733,9 +868,9 @@ def _decode_UpdateMetadataRequestTopicState_v7(buf: bytes, pos: i64) -> tuple[Up
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -752,15 +887,14 @@ def _decode_UpdateMetadataRequestTopicState_v7(buf: bytes, pos: i64) -> tuple[Up
         for _i_partition_states in range(n):
             x_partition_states, pos = _decode_UpdateMetadataRequestPartitionState_v6(buf, pos)
             lst_partition_states.append(x_partition_states)
-        o.partition_states = lst_partition_states
+        f_partition_states = lst_partition_states
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -772,12 +906,12 @@ def _decode_UpdateMetadataRequestTopicState_v7(buf: bytes, pos: i64) -> tuple[Up
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return UpdateMetadataRequestTopicState(topic_name=f_topic_name, topic_id=f_topic_id, partition_states=f_partition_states, unknown_tagged_fields=utf), pos
 
 
 def _encode_UpdateMetadataRequestTopicState_v7(o: UpdateMetadataRequestTopicState, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=7)
     else:
@@ -791,7 +925,7 @@ def _encode_UpdateMetadataRequestTopicState_v7(o: UpdateMetadataRequestTopicStat
             _put_uvarint(w, m)
         w.write(b_topic_name)
     _put_uuid(w, o.topic_id)
-    x_partition_states = o.partition_states
+    x_partition_states: Any = o.partition_states
     if x_partition_states is None:
         raise ValueOutOfRangeError('non-nullable field PartitionStates is None', version=7)
     else:
@@ -810,12 +944,13 @@ def _encode_UpdateMetadataRequestTopicState_v7(o: UpdateMetadataRequestTopicStat
 
 
 def _decode_UpdateMetadataRequestEndpoint_v1(buf: bytes, pos: i64) -> tuple[UpdateMetadataRequestEndpoint, i64]:
-    o = _new(_K_UpdateMetadataRequestEndpoint)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.listener = ''
-    o.port = read_i32_be(buf, pos)
+    f_port: Any
+    f_host: Any
+    f_security_protocol: Any
+    f_port = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -827,17 +962,18 @@ def _decode_UpdateMetadataRequestEndpoint_v1(buf: bytes, pos: i64) -> tuple[Upda
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
-    o.security_protocol = read_i16_be(buf, pos)
+    f_security_protocol = read_i16_be(buf, pos)
     pos += 2
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return UpdateMetadataRequestEndpoint(port=f_port, host=f_host, security_protocol=f_security_protocol, unknown_tagged_fields=utf), pos
 
 
 def _encode_UpdateMetadataRequestEndpoint_v1(o: UpdateMetadataRequestEndpoint, w: BytesWriter) -> None:
-    write_i32_be(w, o.port)
-    x_host = o.host
+    v_port: int = o.port
+    write_i32_be(w, v_port)
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
     else:
@@ -846,17 +982,21 @@ def _encode_UpdateMetadataRequestEndpoint_v1(o: UpdateMetadataRequestEndpoint, w
             raise ValueOutOfRangeError('string field Host is too long', version=1)
         write_i16_be(w, len(b_host))
         w.write(b_host)
-    write_i16_be(w, o.security_protocol)
+    v_security_protocol: int = o.security_protocol
+    write_i16_be(w, v_security_protocol)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 1')
 
 
 def _decode_UpdateMetadataRequestEndpoint_v3(buf: bytes, pos: i64) -> tuple[UpdateMetadataRequestEndpoint, i64]:
-    o = _new(_K_UpdateMetadataRequestEndpoint)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.port = read_i32_be(buf, pos)
+    f_port: Any
+    f_host: Any
+    f_listener: Any
+    f_security_protocol: Any
+    f_port = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -868,7 +1008,7 @@ def _decode_UpdateMetadataRequestEndpoint_v3(buf: bytes, pos: i64) -> tuple[Upda
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -880,17 +1020,18 @@ def _decode_UpdateMetadataRequestEndpoint_v3(buf: bytes, pos: i64) -> tuple[Upda
         end = pos + n
         if end > blen:
             raise _truncated('Listener')
-        o.listener = buf[pos:end].decode()
+        f_listener = buf[pos:end].decode()
         pos = end
-    o.security_protocol = read_i16_be(buf, pos)
+    f_security_protocol = read_i16_be(buf, pos)
     pos += 2
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return UpdateMetadataRequestEndpoint(port=f_port, host=f_host, listener=f_listener, security_protocol=f_security_protocol, unknown_tagged_fields=utf), pos
 
 
 def _encode_UpdateMetadataRequestEndpoint_v3(o: UpdateMetadataRequestEndpoint, w: BytesWriter) -> None:
-    write_i32_be(w, o.port)
-    x_host = o.host
+    v_port: int = o.port
+    write_i32_be(w, v_port)
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=3)
     else:
@@ -899,7 +1040,7 @@ def _encode_UpdateMetadataRequestEndpoint_v3(o: UpdateMetadataRequestEndpoint, w
             raise ValueOutOfRangeError('string field Host is too long', version=3)
         write_i16_be(w, len(b_host))
         w.write(b_host)
-    x_listener = o.listener
+    x_listener: str | None = o.listener
     if x_listener is None:
         raise ValueOutOfRangeError('non-nullable field Listener is None', version=3)
     else:
@@ -908,17 +1049,21 @@ def _encode_UpdateMetadataRequestEndpoint_v3(o: UpdateMetadataRequestEndpoint, w
             raise ValueOutOfRangeError('string field Listener is too long', version=3)
         write_i16_be(w, len(b_listener))
         w.write(b_listener)
-    write_i16_be(w, o.security_protocol)
+    v_security_protocol: int = o.security_protocol
+    write_i16_be(w, v_security_protocol)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 3')
 
 
 def _decode_UpdateMetadataRequestEndpoint_v6(buf: bytes, pos: i64) -> tuple[UpdateMetadataRequestEndpoint, i64]:
-    o = _new(_K_UpdateMetadataRequestEndpoint)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.port = read_i32_be(buf, pos)
+    f_port: Any
+    f_host: Any
+    f_listener: Any
+    f_security_protocol: Any
+    f_port = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -934,7 +1079,7 @@ def _decode_UpdateMetadataRequestEndpoint_v6(buf: bytes, pos: i64) -> tuple[Upda
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -950,18 +1095,17 @@ def _decode_UpdateMetadataRequestEndpoint_v6(buf: bytes, pos: i64) -> tuple[Upda
         end = pos + n
         if end > blen:
             raise _truncated('Listener')
-        o.listener = buf[pos:end].decode()
+        f_listener = buf[pos:end].decode()
         pos = end
-    o.security_protocol = read_i16_be(buf, pos)
+    f_security_protocol = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -973,13 +1117,14 @@ def _decode_UpdateMetadataRequestEndpoint_v6(buf: bytes, pos: i64) -> tuple[Upda
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return UpdateMetadataRequestEndpoint(port=f_port, host=f_host, listener=f_listener, security_protocol=f_security_protocol, unknown_tagged_fields=utf), pos
 
 
 def _encode_UpdateMetadataRequestEndpoint_v6(o: UpdateMetadataRequestEndpoint, w: BytesWriter) -> None:
-    write_i32_be(w, o.port)
-    x_host = o.host
+    v_port: int = o.port
+    write_i32_be(w, v_port)
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=6)
     else:
@@ -992,7 +1137,7 @@ def _encode_UpdateMetadataRequestEndpoint_v6(o: UpdateMetadataRequestEndpoint, w
         else:
             _put_uvarint(w, m)
         w.write(b_host)
-    x_listener = o.listener
+    x_listener: str | None = o.listener
     if x_listener is None:
         raise ValueOutOfRangeError('non-nullable field Listener is None', version=6)
     else:
@@ -1005,7 +1150,8 @@ def _encode_UpdateMetadataRequestEndpoint_v6(o: UpdateMetadataRequestEndpoint, w
         else:
             _put_uvarint(w, m)
         w.write(b_listener)
-    write_i16_be(w, o.security_protocol)
+    v_security_protocol: int = o.security_protocol
+    write_i16_be(w, v_security_protocol)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1013,13 +1159,13 @@ def _encode_UpdateMetadataRequestEndpoint_v6(o: UpdateMetadataRequestEndpoint, w
 
 
 def _decode_UpdateMetadataRequestBroker_v0(buf: bytes, pos: i64) -> tuple[UpdateMetadataRequestBroker, i64]:
-    o = _new(_K_UpdateMetadataRequestBroker)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.endpoints = []
-    o.rack = ''
-    o.id = read_i32_be(buf, pos)
+    f_id: Any
+    f_v0_host: Any
+    f_v0_port: Any
+    f_id = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i16_be(buf, pos))
     pos += 2
@@ -1031,17 +1177,18 @@ def _decode_UpdateMetadataRequestBroker_v0(buf: bytes, pos: i64) -> tuple[Update
         end = pos + n
         if end > blen:
             raise _truncated('V0Host')
-        o.v0_host = buf[pos:end].decode()
+        f_v0_host = buf[pos:end].decode()
         pos = end
-    o.v0_port = read_i32_be(buf, pos)
+    f_v0_port = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return UpdateMetadataRequestBroker(id=f_id, v0_host=f_v0_host, v0_port=f_v0_port, unknown_tagged_fields=utf), pos
 
 
 def _encode_UpdateMetadataRequestBroker_v0(o: UpdateMetadataRequestBroker, w: BytesWriter) -> None:
-    write_i32_be(w, o.id)
-    x_v0_host = o.v0_host
+    v_id: int = o.id
+    write_i32_be(w, v_id)
+    x_v0_host: str | None = o.v0_host
     if x_v0_host is None:
         raise ValueOutOfRangeError('non-nullable field V0Host is None', version=0)
     else:
@@ -1050,19 +1197,18 @@ def _encode_UpdateMetadataRequestBroker_v0(o: UpdateMetadataRequestBroker, w: By
             raise ValueOutOfRangeError('string field V0Host is too long', version=0)
         write_i16_be(w, len(b_v0_host))
         w.write(b_v0_host)
-    write_i32_be(w, o.v0_port)
+    v_v0_port: int = o.v0_port
+    write_i32_be(w, v_v0_port)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_UpdateMetadataRequestBroker_v1(buf: bytes, pos: i64) -> tuple[UpdateMetadataRequestBroker, i64]:
-    o = _new(_K_UpdateMetadataRequestBroker)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.rack = ''
-    o.v0_host = ''
-    o.v0_port = 0
-    o.id = read_i32_be(buf, pos)
+    f_id: Any
+    f_endpoints: Any
+    f_id = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1075,14 +1221,15 @@ def _decode_UpdateMetadataRequestBroker_v1(buf: bytes, pos: i64) -> tuple[Update
         for _i_endpoints in range(n):
             x_endpoints, pos = _decode_UpdateMetadataRequestEndpoint_v1(buf, pos)
             lst_endpoints.append(x_endpoints)
-        o.endpoints = lst_endpoints
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_endpoints = lst_endpoints
+    utf: Any = ()
+    return UpdateMetadataRequestBroker(id=f_id, endpoints=f_endpoints, unknown_tagged_fields=utf), pos
 
 
 def _encode_UpdateMetadataRequestBroker_v1(o: UpdateMetadataRequestBroker, w: BytesWriter) -> None:
-    write_i32_be(w, o.id)
-    x_endpoints = o.endpoints
+    v_id: int = o.id
+    write_i32_be(w, v_id)
+    x_endpoints: Any = o.endpoints
     if x_endpoints is None:
         raise ValueOutOfRangeError('non-nullable field Endpoints is None', version=1)
     else:
@@ -1095,13 +1242,13 @@ def _encode_UpdateMetadataRequestBroker_v1(o: UpdateMetadataRequestBroker, w: By
 
 
 def _decode_UpdateMetadataRequestBroker_v2(buf: bytes, pos: i64) -> tuple[UpdateMetadataRequestBroker, i64]:
-    o = _new(_K_UpdateMetadataRequestBroker)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.v0_host = ''
-    o.v0_port = 0
-    o.id = read_i32_be(buf, pos)
+    f_id: Any
+    f_endpoints: Any
+    f_rack: Any
+    f_id = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1114,26 +1261,27 @@ def _decode_UpdateMetadataRequestBroker_v2(buf: bytes, pos: i64) -> tuple[Update
         for _i_endpoints in range(n):
             x_endpoints, pos = _decode_UpdateMetadataRequestEndpoint_v1(buf, pos)
             lst_endpoints.append(x_endpoints)
-        o.endpoints = lst_endpoints
+        f_endpoints = lst_endpoints
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.rack = None
+        f_rack = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Rack is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Rack')
-        o.rack = buf[pos:end].decode()
+        f_rack = buf[pos:end].decode()
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return UpdateMetadataRequestBroker(id=f_id, endpoints=f_endpoints, rack=f_rack, unknown_tagged_fields=utf), pos
 
 
 def _encode_UpdateMetadataRequestBroker_v2(o: UpdateMetadataRequestBroker, w: BytesWriter) -> None:
-    write_i32_be(w, o.id)
-    x_endpoints = o.endpoints
+    v_id: int = o.id
+    write_i32_be(w, v_id)
+    x_endpoints: Any = o.endpoints
     if x_endpoints is None:
         raise ValueOutOfRangeError('non-nullable field Endpoints is None', version=2)
     else:
@@ -1141,7 +1289,7 @@ def _encode_UpdateMetadataRequestBroker_v2(o: UpdateMetadataRequestBroker, w: By
         write_i32_be(w, len(l_endpoints))
         for e_endpoints in l_endpoints:
             _encode_UpdateMetadataRequestEndpoint_v1(e_endpoints, w)
-    x_rack = o.rack
+    x_rack: str | None = o.rack
     if x_rack is None:
         write_i16_be(w, -1)
     else:
@@ -1155,13 +1303,13 @@ def _encode_UpdateMetadataRequestBroker_v2(o: UpdateMetadataRequestBroker, w: By
 
 
 def _decode_UpdateMetadataRequestBroker_v3(buf: bytes, pos: i64) -> tuple[UpdateMetadataRequestBroker, i64]:
-    o = _new(_K_UpdateMetadataRequestBroker)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.v0_host = ''
-    o.v0_port = 0
-    o.id = read_i32_be(buf, pos)
+    f_id: Any
+    f_endpoints: Any
+    f_rack: Any
+    f_id = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1174,26 +1322,27 @@ def _decode_UpdateMetadataRequestBroker_v3(buf: bytes, pos: i64) -> tuple[Update
         for _i_endpoints in range(n):
             x_endpoints, pos = _decode_UpdateMetadataRequestEndpoint_v3(buf, pos)
             lst_endpoints.append(x_endpoints)
-        o.endpoints = lst_endpoints
+        f_endpoints = lst_endpoints
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
-        o.rack = None
+        f_rack = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Rack is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Rack')
-        o.rack = buf[pos:end].decode()
+        f_rack = buf[pos:end].decode()
         pos = end
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return UpdateMetadataRequestBroker(id=f_id, endpoints=f_endpoints, rack=f_rack, unknown_tagged_fields=utf), pos
 
 
 def _encode_UpdateMetadataRequestBroker_v3(o: UpdateMetadataRequestBroker, w: BytesWriter) -> None:
-    write_i32_be(w, o.id)
-    x_endpoints = o.endpoints
+    v_id: int = o.id
+    write_i32_be(w, v_id)
+    x_endpoints: Any = o.endpoints
     if x_endpoints is None:
         raise ValueOutOfRangeError('non-nullable field Endpoints is None', version=3)
     else:
@@ -1201,7 +1350,7 @@ def _encode_UpdateMetadataRequestBroker_v3(o: UpdateMetadataRequestBroker, w: By
         write_i32_be(w, len(l_endpoints))
         for e_endpoints in l_endpoints:
             _encode_UpdateMetadataRequestEndpoint_v3(e_endpoints, w)
-    x_rack = o.rack
+    x_rack: str | None = o.rack
     if x_rack is None:
         write_i16_be(w, -1)
     else:
@@ -1215,13 +1364,13 @@ def _encode_UpdateMetadataRequestBroker_v3(o: UpdateMetadataRequestBroker, w: By
 
 
 def _decode_UpdateMetadataRequestBroker_v6(buf: bytes, pos: i64) -> tuple[UpdateMetadataRequestBroker, i64]:
-    o = _new(_K_UpdateMetadataRequestBroker)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.v0_host = ''
-    o.v0_port = 0
-    o.id = read_i32_be(buf, pos)
+    f_id: Any
+    f_endpoints: Any
+    f_rack: Any
+    f_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1238,7 +1387,7 @@ def _decode_UpdateMetadataRequestBroker_v6(buf: bytes, pos: i64) -> tuple[Update
         for _i_endpoints in range(n):
             x_endpoints, pos = _decode_UpdateMetadataRequestEndpoint_v6(buf, pos)
             lst_endpoints.append(x_endpoints)
-        o.endpoints = lst_endpoints
+        f_endpoints = lst_endpoints
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1246,23 +1395,22 @@ def _decode_UpdateMetadataRequestBroker_v6(buf: bytes, pos: i64) -> tuple[Update
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.rack = None
+        f_rack = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field Rack is too long')
         end = pos + n
         if end > blen:
             raise _truncated('Rack')
-        o.rack = buf[pos:end].decode()
+        f_rack = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1274,13 +1422,14 @@ def _decode_UpdateMetadataRequestBroker_v6(buf: bytes, pos: i64) -> tuple[Update
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return UpdateMetadataRequestBroker(id=f_id, endpoints=f_endpoints, rack=f_rack, unknown_tagged_fields=utf), pos
 
 
 def _encode_UpdateMetadataRequestBroker_v6(o: UpdateMetadataRequestBroker, w: BytesWriter) -> None:
-    write_i32_be(w, o.id)
-    x_endpoints = o.endpoints
+    v_id: int = o.id
+    write_i32_be(w, v_id)
+    x_endpoints: Any = o.endpoints
     if x_endpoints is None:
         raise ValueOutOfRangeError('non-nullable field Endpoints is None', version=6)
     else:
@@ -1292,7 +1441,7 @@ def _encode_UpdateMetadataRequestBroker_v6(o: UpdateMetadataRequestBroker, w: By
             _put_uvarint(w, m)
         for e_endpoints in l_endpoints:
             _encode_UpdateMetadataRequestEndpoint_v6(e_endpoints, w)
-    x_rack = o.rack
+    x_rack: str | None = o.rack
     if x_rack is None:
         w.append(_ZERO)
     else:
@@ -1312,16 +1461,15 @@ def _encode_UpdateMetadataRequestBroker_v6(o: UpdateMetadataRequestBroker, w: By
 
 
 def _decode_UpdateMetadataRequest_v0(buf: bytes, pos: i64) -> tuple[UpdateMetadataRequest, i64]:
-    o = _new(_K_UpdateMetadataRequest)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.is_k_raft_controller = False
-    o.type = 0
-    o.broker_epoch = -1
-    o.topic_states = []
-    o.controller_id = read_i32_be(buf, pos)
+    f_controller_id: Any
+    f_controller_epoch: Any
+    f_ungrouped_partition_states: Any
+    f_live_brokers: Any
+    f_controller_id = read_i32_be(buf, pos)
     pos += 4
-    o.controller_epoch = read_i32_be(buf, pos)
+    f_controller_epoch = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1334,7 +1482,7 @@ def _decode_UpdateMetadataRequest_v0(buf: bytes, pos: i64) -> tuple[UpdateMetada
         for _i_ungrouped_partition_states in range(n):
             x_ungrouped_partition_states, pos = _decode_UpdateMetadataRequestPartitionState_v0(buf, pos)
             lst_ungrouped_partition_states.append(x_ungrouped_partition_states)
-        o.ungrouped_partition_states = lst_ungrouped_partition_states
+        f_ungrouped_partition_states = lst_ungrouped_partition_states
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -1346,21 +1494,24 @@ def _decode_UpdateMetadataRequest_v0(buf: bytes, pos: i64) -> tuple[UpdateMetada
         for _i_live_brokers in range(n):
             x_live_brokers, pos = _decode_UpdateMetadataRequestBroker_v0(buf, pos)
             lst_live_brokers.append(x_live_brokers)
-        o.live_brokers = lst_live_brokers
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_live_brokers = lst_live_brokers
+    utf: Any = ()
+    return UpdateMetadataRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, ungrouped_partition_states=f_ungrouped_partition_states, live_brokers=f_live_brokers, unknown_tagged_fields=utf), pos
 
 
 def _encode_UpdateMetadataRequest_v0(o: UpdateMetadataRequest, w: BytesWriter) -> None:
     if bool(o.is_k_raft_controller):
         raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=0)
-    if o.type != 0:
+    d_type: int = o.type
+    if d_type != 0:
         raise FieldNotInVersionError('non-default Type cannot be written', version=0)
     if o.topic_states is None or len(o.topic_states) != 0:
         raise FieldNotInVersionError('non-default TopicStates cannot be written', version=0)
-    write_i32_be(w, o.controller_id)
-    write_i32_be(w, o.controller_epoch)
-    x_ungrouped_partition_states = o.ungrouped_partition_states
+    v_controller_id: int = o.controller_id
+    write_i32_be(w, v_controller_id)
+    v_controller_epoch: int = o.controller_epoch
+    write_i32_be(w, v_controller_epoch)
+    x_ungrouped_partition_states: Any = o.ungrouped_partition_states
     if x_ungrouped_partition_states is None:
         raise ValueOutOfRangeError('non-nullable field UngroupedPartitionStates is None', version=0)
     else:
@@ -1368,7 +1519,7 @@ def _encode_UpdateMetadataRequest_v0(o: UpdateMetadataRequest, w: BytesWriter) -
         write_i32_be(w, len(l_ungrouped_partition_states))
         for e_ungrouped_partition_states in l_ungrouped_partition_states:
             _encode_UpdateMetadataRequestPartitionState_v0(e_ungrouped_partition_states, w)
-    x_live_brokers = o.live_brokers
+    x_live_brokers: Any = o.live_brokers
     if x_live_brokers is None:
         raise ValueOutOfRangeError('non-nullable field LiveBrokers is None', version=0)
     else:
@@ -1381,16 +1532,15 @@ def _encode_UpdateMetadataRequest_v0(o: UpdateMetadataRequest, w: BytesWriter) -
 
 
 def _decode_UpdateMetadataRequest_v1(buf: bytes, pos: i64) -> tuple[UpdateMetadataRequest, i64]:
-    o = _new(_K_UpdateMetadataRequest)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.is_k_raft_controller = False
-    o.type = 0
-    o.broker_epoch = -1
-    o.topic_states = []
-    o.controller_id = read_i32_be(buf, pos)
+    f_controller_id: Any
+    f_controller_epoch: Any
+    f_ungrouped_partition_states: Any
+    f_live_brokers: Any
+    f_controller_id = read_i32_be(buf, pos)
     pos += 4
-    o.controller_epoch = read_i32_be(buf, pos)
+    f_controller_epoch = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1403,7 +1553,7 @@ def _decode_UpdateMetadataRequest_v1(buf: bytes, pos: i64) -> tuple[UpdateMetada
         for _i_ungrouped_partition_states in range(n):
             x_ungrouped_partition_states, pos = _decode_UpdateMetadataRequestPartitionState_v0(buf, pos)
             lst_ungrouped_partition_states.append(x_ungrouped_partition_states)
-        o.ungrouped_partition_states = lst_ungrouped_partition_states
+        f_ungrouped_partition_states = lst_ungrouped_partition_states
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -1415,21 +1565,24 @@ def _decode_UpdateMetadataRequest_v1(buf: bytes, pos: i64) -> tuple[UpdateMetada
         for _i_live_brokers in range(n):
             x_live_brokers, pos = _decode_UpdateMetadataRequestBroker_v1(buf, pos)
             lst_live_brokers.append(x_live_brokers)
-        o.live_brokers = lst_live_brokers
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_live_brokers = lst_live_brokers
+    utf: Any = ()
+    return UpdateMetadataRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, ungrouped_partition_states=f_ungrouped_partition_states, live_brokers=f_live_brokers, unknown_tagged_fields=utf), pos
 
 
 def _encode_UpdateMetadataRequest_v1(o: UpdateMetadataRequest, w: BytesWriter) -> None:
     if bool(o.is_k_raft_controller):
         raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=1)
-    if o.type != 0:
+    d_type: int = o.type
+    if d_type != 0:
         raise FieldNotInVersionError('non-default Type cannot be written', version=1)
     if o.topic_states is None or len(o.topic_states) != 0:
         raise FieldNotInVersionError('non-default TopicStates cannot be written', version=1)
-    write_i32_be(w, o.controller_id)
-    write_i32_be(w, o.controller_epoch)
-    x_ungrouped_partition_states = o.ungrouped_partition_states
+    v_controller_id: int = o.controller_id
+    write_i32_be(w, v_controller_id)
+    v_controller_epoch: int = o.controller_epoch
+    write_i32_be(w, v_controller_epoch)
+    x_ungrouped_partition_states: Any = o.ungrouped_partition_states
     if x_ungrouped_partition_states is None:
         raise ValueOutOfRangeError('non-nullable field UngroupedPartitionStates is None', version=1)
     else:
@@ -1437,7 +1590,7 @@ def _encode_UpdateMetadataRequest_v1(o: UpdateMetadataRequest, w: BytesWriter) -
         write_i32_be(w, len(l_ungrouped_partition_states))
         for e_ungrouped_partition_states in l_ungrouped_partition_states:
             _encode_UpdateMetadataRequestPartitionState_v0(e_ungrouped_partition_states, w)
-    x_live_brokers = o.live_brokers
+    x_live_brokers: Any = o.live_brokers
     if x_live_brokers is None:
         raise ValueOutOfRangeError('non-nullable field LiveBrokers is None', version=1)
     else:
@@ -1450,16 +1603,15 @@ def _encode_UpdateMetadataRequest_v1(o: UpdateMetadataRequest, w: BytesWriter) -
 
 
 def _decode_UpdateMetadataRequest_v2(buf: bytes, pos: i64) -> tuple[UpdateMetadataRequest, i64]:
-    o = _new(_K_UpdateMetadataRequest)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.is_k_raft_controller = False
-    o.type = 0
-    o.broker_epoch = -1
-    o.topic_states = []
-    o.controller_id = read_i32_be(buf, pos)
+    f_controller_id: Any
+    f_controller_epoch: Any
+    f_ungrouped_partition_states: Any
+    f_live_brokers: Any
+    f_controller_id = read_i32_be(buf, pos)
     pos += 4
-    o.controller_epoch = read_i32_be(buf, pos)
+    f_controller_epoch = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1472,7 +1624,7 @@ def _decode_UpdateMetadataRequest_v2(buf: bytes, pos: i64) -> tuple[UpdateMetada
         for _i_ungrouped_partition_states in range(n):
             x_ungrouped_partition_states, pos = _decode_UpdateMetadataRequestPartitionState_v0(buf, pos)
             lst_ungrouped_partition_states.append(x_ungrouped_partition_states)
-        o.ungrouped_partition_states = lst_ungrouped_partition_states
+        f_ungrouped_partition_states = lst_ungrouped_partition_states
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -1484,21 +1636,24 @@ def _decode_UpdateMetadataRequest_v2(buf: bytes, pos: i64) -> tuple[UpdateMetada
         for _i_live_brokers in range(n):
             x_live_brokers, pos = _decode_UpdateMetadataRequestBroker_v2(buf, pos)
             lst_live_brokers.append(x_live_brokers)
-        o.live_brokers = lst_live_brokers
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_live_brokers = lst_live_brokers
+    utf: Any = ()
+    return UpdateMetadataRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, ungrouped_partition_states=f_ungrouped_partition_states, live_brokers=f_live_brokers, unknown_tagged_fields=utf), pos
 
 
 def _encode_UpdateMetadataRequest_v2(o: UpdateMetadataRequest, w: BytesWriter) -> None:
     if bool(o.is_k_raft_controller):
         raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=2)
-    if o.type != 0:
+    d_type: int = o.type
+    if d_type != 0:
         raise FieldNotInVersionError('non-default Type cannot be written', version=2)
     if o.topic_states is None or len(o.topic_states) != 0:
         raise FieldNotInVersionError('non-default TopicStates cannot be written', version=2)
-    write_i32_be(w, o.controller_id)
-    write_i32_be(w, o.controller_epoch)
-    x_ungrouped_partition_states = o.ungrouped_partition_states
+    v_controller_id: int = o.controller_id
+    write_i32_be(w, v_controller_id)
+    v_controller_epoch: int = o.controller_epoch
+    write_i32_be(w, v_controller_epoch)
+    x_ungrouped_partition_states: Any = o.ungrouped_partition_states
     if x_ungrouped_partition_states is None:
         raise ValueOutOfRangeError('non-nullable field UngroupedPartitionStates is None', version=2)
     else:
@@ -1506,7 +1661,7 @@ def _encode_UpdateMetadataRequest_v2(o: UpdateMetadataRequest, w: BytesWriter) -
         write_i32_be(w, len(l_ungrouped_partition_states))
         for e_ungrouped_partition_states in l_ungrouped_partition_states:
             _encode_UpdateMetadataRequestPartitionState_v0(e_ungrouped_partition_states, w)
-    x_live_brokers = o.live_brokers
+    x_live_brokers: Any = o.live_brokers
     if x_live_brokers is None:
         raise ValueOutOfRangeError('non-nullable field LiveBrokers is None', version=2)
     else:
@@ -1519,16 +1674,15 @@ def _encode_UpdateMetadataRequest_v2(o: UpdateMetadataRequest, w: BytesWriter) -
 
 
 def _decode_UpdateMetadataRequest_v3(buf: bytes, pos: i64) -> tuple[UpdateMetadataRequest, i64]:
-    o = _new(_K_UpdateMetadataRequest)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.is_k_raft_controller = False
-    o.type = 0
-    o.broker_epoch = -1
-    o.topic_states = []
-    o.controller_id = read_i32_be(buf, pos)
+    f_controller_id: Any
+    f_controller_epoch: Any
+    f_ungrouped_partition_states: Any
+    f_live_brokers: Any
+    f_controller_id = read_i32_be(buf, pos)
     pos += 4
-    o.controller_epoch = read_i32_be(buf, pos)
+    f_controller_epoch = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1541,7 +1695,7 @@ def _decode_UpdateMetadataRequest_v3(buf: bytes, pos: i64) -> tuple[UpdateMetada
         for _i_ungrouped_partition_states in range(n):
             x_ungrouped_partition_states, pos = _decode_UpdateMetadataRequestPartitionState_v0(buf, pos)
             lst_ungrouped_partition_states.append(x_ungrouped_partition_states)
-        o.ungrouped_partition_states = lst_ungrouped_partition_states
+        f_ungrouped_partition_states = lst_ungrouped_partition_states
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -1553,21 +1707,24 @@ def _decode_UpdateMetadataRequest_v3(buf: bytes, pos: i64) -> tuple[UpdateMetada
         for _i_live_brokers in range(n):
             x_live_brokers, pos = _decode_UpdateMetadataRequestBroker_v3(buf, pos)
             lst_live_brokers.append(x_live_brokers)
-        o.live_brokers = lst_live_brokers
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_live_brokers = lst_live_brokers
+    utf: Any = ()
+    return UpdateMetadataRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, ungrouped_partition_states=f_ungrouped_partition_states, live_brokers=f_live_brokers, unknown_tagged_fields=utf), pos
 
 
 def _encode_UpdateMetadataRequest_v3(o: UpdateMetadataRequest, w: BytesWriter) -> None:
     if bool(o.is_k_raft_controller):
         raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=3)
-    if o.type != 0:
+    d_type: int = o.type
+    if d_type != 0:
         raise FieldNotInVersionError('non-default Type cannot be written', version=3)
     if o.topic_states is None or len(o.topic_states) != 0:
         raise FieldNotInVersionError('non-default TopicStates cannot be written', version=3)
-    write_i32_be(w, o.controller_id)
-    write_i32_be(w, o.controller_epoch)
-    x_ungrouped_partition_states = o.ungrouped_partition_states
+    v_controller_id: int = o.controller_id
+    write_i32_be(w, v_controller_id)
+    v_controller_epoch: int = o.controller_epoch
+    write_i32_be(w, v_controller_epoch)
+    x_ungrouped_partition_states: Any = o.ungrouped_partition_states
     if x_ungrouped_partition_states is None:
         raise ValueOutOfRangeError('non-nullable field UngroupedPartitionStates is None', version=3)
     else:
@@ -1575,7 +1732,7 @@ def _encode_UpdateMetadataRequest_v3(o: UpdateMetadataRequest, w: BytesWriter) -
         write_i32_be(w, len(l_ungrouped_partition_states))
         for e_ungrouped_partition_states in l_ungrouped_partition_states:
             _encode_UpdateMetadataRequestPartitionState_v0(e_ungrouped_partition_states, w)
-    x_live_brokers = o.live_brokers
+    x_live_brokers: Any = o.live_brokers
     if x_live_brokers is None:
         raise ValueOutOfRangeError('non-nullable field LiveBrokers is None', version=3)
     else:
@@ -1588,16 +1745,15 @@ def _encode_UpdateMetadataRequest_v3(o: UpdateMetadataRequest, w: BytesWriter) -
 
 
 def _decode_UpdateMetadataRequest_v4(buf: bytes, pos: i64) -> tuple[UpdateMetadataRequest, i64]:
-    o = _new(_K_UpdateMetadataRequest)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.is_k_raft_controller = False
-    o.type = 0
-    o.broker_epoch = -1
-    o.topic_states = []
-    o.controller_id = read_i32_be(buf, pos)
+    f_controller_id: Any
+    f_controller_epoch: Any
+    f_ungrouped_partition_states: Any
+    f_live_brokers: Any
+    f_controller_id = read_i32_be(buf, pos)
     pos += 4
-    o.controller_epoch = read_i32_be(buf, pos)
+    f_controller_epoch = read_i32_be(buf, pos)
     pos += 4
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1610,7 +1766,7 @@ def _decode_UpdateMetadataRequest_v4(buf: bytes, pos: i64) -> tuple[UpdateMetada
         for _i_ungrouped_partition_states in range(n):
             x_ungrouped_partition_states, pos = _decode_UpdateMetadataRequestPartitionState_v4(buf, pos)
             lst_ungrouped_partition_states.append(x_ungrouped_partition_states)
-        o.ungrouped_partition_states = lst_ungrouped_partition_states
+        f_ungrouped_partition_states = lst_ungrouped_partition_states
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -1622,21 +1778,24 @@ def _decode_UpdateMetadataRequest_v4(buf: bytes, pos: i64) -> tuple[UpdateMetada
         for _i_live_brokers in range(n):
             x_live_brokers, pos = _decode_UpdateMetadataRequestBroker_v3(buf, pos)
             lst_live_brokers.append(x_live_brokers)
-        o.live_brokers = lst_live_brokers
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_live_brokers = lst_live_brokers
+    utf: Any = ()
+    return UpdateMetadataRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, ungrouped_partition_states=f_ungrouped_partition_states, live_brokers=f_live_brokers, unknown_tagged_fields=utf), pos
 
 
 def _encode_UpdateMetadataRequest_v4(o: UpdateMetadataRequest, w: BytesWriter) -> None:
     if bool(o.is_k_raft_controller):
         raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=4)
-    if o.type != 0:
+    d_type: int = o.type
+    if d_type != 0:
         raise FieldNotInVersionError('non-default Type cannot be written', version=4)
     if o.topic_states is None or len(o.topic_states) != 0:
         raise FieldNotInVersionError('non-default TopicStates cannot be written', version=4)
-    write_i32_be(w, o.controller_id)
-    write_i32_be(w, o.controller_epoch)
-    x_ungrouped_partition_states = o.ungrouped_partition_states
+    v_controller_id: int = o.controller_id
+    write_i32_be(w, v_controller_id)
+    v_controller_epoch: int = o.controller_epoch
+    write_i32_be(w, v_controller_epoch)
+    x_ungrouped_partition_states: Any = o.ungrouped_partition_states
     if x_ungrouped_partition_states is None:
         raise ValueOutOfRangeError('non-nullable field UngroupedPartitionStates is None', version=4)
     else:
@@ -1644,7 +1803,7 @@ def _encode_UpdateMetadataRequest_v4(o: UpdateMetadataRequest, w: BytesWriter) -
         write_i32_be(w, len(l_ungrouped_partition_states))
         for e_ungrouped_partition_states in l_ungrouped_partition_states:
             _encode_UpdateMetadataRequestPartitionState_v4(e_ungrouped_partition_states, w)
-    x_live_brokers = o.live_brokers
+    x_live_brokers: Any = o.live_brokers
     if x_live_brokers is None:
         raise ValueOutOfRangeError('non-nullable field LiveBrokers is None', version=4)
     else:
@@ -1657,17 +1816,18 @@ def _encode_UpdateMetadataRequest_v4(o: UpdateMetadataRequest, w: BytesWriter) -
 
 
 def _decode_UpdateMetadataRequest_v5(buf: bytes, pos: i64) -> tuple[UpdateMetadataRequest, i64]:
-    o = _new(_K_UpdateMetadataRequest)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.is_k_raft_controller = False
-    o.type = 0
-    o.ungrouped_partition_states = []
-    o.controller_id = read_i32_be(buf, pos)
+    f_controller_id: Any
+    f_controller_epoch: Any
+    f_broker_epoch: Any
+    f_topic_states: Any
+    f_live_brokers: Any
+    f_controller_id = read_i32_be(buf, pos)
     pos += 4
-    o.controller_epoch = read_i32_be(buf, pos)
+    f_controller_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.broker_epoch = read_i64_be(buf, pos)
+    f_broker_epoch = read_i64_be(buf, pos)
     pos += 8
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -1680,7 +1840,7 @@ def _decode_UpdateMetadataRequest_v5(buf: bytes, pos: i64) -> tuple[UpdateMetada
         for _i_topic_states in range(n):
             x_topic_states, pos = _decode_UpdateMetadataRequestTopicState_v5(buf, pos)
             lst_topic_states.append(x_topic_states)
-        o.topic_states = lst_topic_states
+        f_topic_states = lst_topic_states
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -1692,22 +1852,26 @@ def _decode_UpdateMetadataRequest_v5(buf: bytes, pos: i64) -> tuple[UpdateMetada
         for _i_live_brokers in range(n):
             x_live_brokers, pos = _decode_UpdateMetadataRequestBroker_v3(buf, pos)
             lst_live_brokers.append(x_live_brokers)
-        o.live_brokers = lst_live_brokers
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_live_brokers = lst_live_brokers
+    utf: Any = ()
+    return UpdateMetadataRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, topic_states=f_topic_states, live_brokers=f_live_brokers, unknown_tagged_fields=utf), pos
 
 
 def _encode_UpdateMetadataRequest_v5(o: UpdateMetadataRequest, w: BytesWriter) -> None:
     if bool(o.is_k_raft_controller):
         raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=5)
-    if o.type != 0:
+    d_type: int = o.type
+    if d_type != 0:
         raise FieldNotInVersionError('non-default Type cannot be written', version=5)
     if o.ungrouped_partition_states is None or len(o.ungrouped_partition_states) != 0:
         raise FieldNotInVersionError('non-default UngroupedPartitionStates cannot be written', version=5)
-    write_i32_be(w, o.controller_id)
-    write_i32_be(w, o.controller_epoch)
-    write_i64_be(w, o.broker_epoch)
-    x_topic_states = o.topic_states
+    v_controller_id: int = o.controller_id
+    write_i32_be(w, v_controller_id)
+    v_controller_epoch: int = o.controller_epoch
+    write_i32_be(w, v_controller_epoch)
+    v_broker_epoch: int = o.broker_epoch
+    write_i64_be(w, v_broker_epoch)
+    x_topic_states: Any = o.topic_states
     if x_topic_states is None:
         raise ValueOutOfRangeError('non-nullable field TopicStates is None', version=5)
     else:
@@ -1715,7 +1879,7 @@ def _encode_UpdateMetadataRequest_v5(o: UpdateMetadataRequest, w: BytesWriter) -
         write_i32_be(w, len(l_topic_states))
         for e_topic_states in l_topic_states:
             _encode_UpdateMetadataRequestTopicState_v5(e_topic_states, w)
-    x_live_brokers = o.live_brokers
+    x_live_brokers: Any = o.live_brokers
     if x_live_brokers is None:
         raise ValueOutOfRangeError('non-nullable field LiveBrokers is None', version=5)
     else:
@@ -1728,18 +1892,19 @@ def _encode_UpdateMetadataRequest_v5(o: UpdateMetadataRequest, w: BytesWriter) -
 
 
 def _decode_UpdateMetadataRequest_v6(buf: bytes, pos: i64) -> tuple[UpdateMetadataRequest, i64]:
-    o = _new(_K_UpdateMetadataRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.is_k_raft_controller = False
-    o.type = 0
-    o.ungrouped_partition_states = []
-    o.controller_id = read_i32_be(buf, pos)
+    f_controller_id: Any
+    f_controller_epoch: Any
+    f_broker_epoch: Any
+    f_topic_states: Any
+    f_live_brokers: Any
+    f_controller_id = read_i32_be(buf, pos)
     pos += 4
-    o.controller_epoch = read_i32_be(buf, pos)
+    f_controller_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.broker_epoch = read_i64_be(buf, pos)
+    f_broker_epoch = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
@@ -1756,7 +1921,7 @@ def _decode_UpdateMetadataRequest_v6(buf: bytes, pos: i64) -> tuple[UpdateMetada
         for _i_topic_states in range(n):
             x_topic_states, pos = _decode_UpdateMetadataRequestTopicState_v6(buf, pos)
             lst_topic_states.append(x_topic_states)
-        o.topic_states = lst_topic_states
+        f_topic_states = lst_topic_states
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1772,15 +1937,14 @@ def _decode_UpdateMetadataRequest_v6(buf: bytes, pos: i64) -> tuple[UpdateMetada
         for _i_live_brokers in range(n):
             x_live_brokers, pos = _decode_UpdateMetadataRequestBroker_v6(buf, pos)
             lst_live_brokers.append(x_live_brokers)
-        o.live_brokers = lst_live_brokers
+        f_live_brokers = lst_live_brokers
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1794,21 +1958,25 @@ def _decode_UpdateMetadataRequest_v6(buf: bytes, pos: i64) -> tuple[UpdateMetada
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return UpdateMetadataRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, topic_states=f_topic_states, live_brokers=f_live_brokers, unknown_tagged_fields=utf), pos
 
 
 def _encode_UpdateMetadataRequest_v6(o: UpdateMetadataRequest, w: BytesWriter) -> None:
     if bool(o.is_k_raft_controller):
         raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=6)
-    if o.type != 0:
+    d_type: int = o.type
+    if d_type != 0:
         raise FieldNotInVersionError('non-default Type cannot be written', version=6)
     if o.ungrouped_partition_states is None or len(o.ungrouped_partition_states) != 0:
         raise FieldNotInVersionError('non-default UngroupedPartitionStates cannot be written', version=6)
-    write_i32_be(w, o.controller_id)
-    write_i32_be(w, o.controller_epoch)
-    write_i64_be(w, o.broker_epoch)
-    x_topic_states = o.topic_states
+    v_controller_id: int = o.controller_id
+    write_i32_be(w, v_controller_id)
+    v_controller_epoch: int = o.controller_epoch
+    write_i32_be(w, v_controller_epoch)
+    v_broker_epoch: int = o.broker_epoch
+    write_i64_be(w, v_broker_epoch)
+    x_topic_states: Any = o.topic_states
     if x_topic_states is None:
         raise ValueOutOfRangeError('non-nullable field TopicStates is None', version=6)
     else:
@@ -1820,7 +1988,7 @@ def _encode_UpdateMetadataRequest_v6(o: UpdateMetadataRequest, w: BytesWriter) -
             _put_uvarint(w, m)
         for e_topic_states in l_topic_states:
             _encode_UpdateMetadataRequestTopicState_v6(e_topic_states, w)
-    x_live_brokers = o.live_brokers
+    x_live_brokers: Any = o.live_brokers
     if x_live_brokers is None:
         raise ValueOutOfRangeError('non-nullable field LiveBrokers is None', version=6)
     else:
@@ -1839,18 +2007,19 @@ def _encode_UpdateMetadataRequest_v6(o: UpdateMetadataRequest, w: BytesWriter) -
 
 
 def _decode_UpdateMetadataRequest_v7(buf: bytes, pos: i64) -> tuple[UpdateMetadataRequest, i64]:
-    o = _new(_K_UpdateMetadataRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.is_k_raft_controller = False
-    o.type = 0
-    o.ungrouped_partition_states = []
-    o.controller_id = read_i32_be(buf, pos)
+    f_controller_id: Any
+    f_controller_epoch: Any
+    f_broker_epoch: Any
+    f_topic_states: Any
+    f_live_brokers: Any
+    f_controller_id = read_i32_be(buf, pos)
     pos += 4
-    o.controller_epoch = read_i32_be(buf, pos)
+    f_controller_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.broker_epoch = read_i64_be(buf, pos)
+    f_broker_epoch = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
@@ -1867,7 +2036,7 @@ def _decode_UpdateMetadataRequest_v7(buf: bytes, pos: i64) -> tuple[UpdateMetada
         for _i_topic_states in range(n):
             x_topic_states, pos = _decode_UpdateMetadataRequestTopicState_v7(buf, pos)
             lst_topic_states.append(x_topic_states)
-        o.topic_states = lst_topic_states
+        f_topic_states = lst_topic_states
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1883,15 +2052,14 @@ def _decode_UpdateMetadataRequest_v7(buf: bytes, pos: i64) -> tuple[UpdateMetada
         for _i_live_brokers in range(n):
             x_live_brokers, pos = _decode_UpdateMetadataRequestBroker_v6(buf, pos)
             lst_live_brokers.append(x_live_brokers)
-        o.live_brokers = lst_live_brokers
+        f_live_brokers = lst_live_brokers
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1905,21 +2073,25 @@ def _decode_UpdateMetadataRequest_v7(buf: bytes, pos: i64) -> tuple[UpdateMetada
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return UpdateMetadataRequest(controller_id=f_controller_id, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, topic_states=f_topic_states, live_brokers=f_live_brokers, unknown_tagged_fields=utf), pos
 
 
 def _encode_UpdateMetadataRequest_v7(o: UpdateMetadataRequest, w: BytesWriter) -> None:
     if bool(o.is_k_raft_controller):
         raise FieldNotInVersionError('non-default isKRaftController cannot be written', version=7)
-    if o.type != 0:
+    d_type: int = o.type
+    if d_type != 0:
         raise FieldNotInVersionError('non-default Type cannot be written', version=7)
     if o.ungrouped_partition_states is None or len(o.ungrouped_partition_states) != 0:
         raise FieldNotInVersionError('non-default UngroupedPartitionStates cannot be written', version=7)
-    write_i32_be(w, o.controller_id)
-    write_i32_be(w, o.controller_epoch)
-    write_i64_be(w, o.broker_epoch)
-    x_topic_states = o.topic_states
+    v_controller_id: int = o.controller_id
+    write_i32_be(w, v_controller_id)
+    v_controller_epoch: int = o.controller_epoch
+    write_i32_be(w, v_controller_epoch)
+    v_broker_epoch: int = o.broker_epoch
+    write_i64_be(w, v_broker_epoch)
+    x_topic_states: Any = o.topic_states
     if x_topic_states is None:
         raise ValueOutOfRangeError('non-nullable field TopicStates is None', version=7)
     else:
@@ -1931,7 +2103,7 @@ def _encode_UpdateMetadataRequest_v7(o: UpdateMetadataRequest, w: BytesWriter) -
             _put_uvarint(w, m)
         for e_topic_states in l_topic_states:
             _encode_UpdateMetadataRequestTopicState_v7(e_topic_states, w)
-    x_live_brokers = o.live_brokers
+    x_live_brokers: Any = o.live_brokers
     if x_live_brokers is None:
         raise ValueOutOfRangeError('non-nullable field LiveBrokers is None', version=7)
     else:
@@ -1950,20 +2122,24 @@ def _encode_UpdateMetadataRequest_v7(o: UpdateMetadataRequest, w: BytesWriter) -
 
 
 def _decode_UpdateMetadataRequest_v8(buf: bytes, pos: i64) -> tuple[UpdateMetadataRequest, i64]:
-    o = _new(_K_UpdateMetadataRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.type = 0
-    o.ungrouped_partition_states = []
-    o.controller_id = read_i32_be(buf, pos)
+    f_controller_id: Any
+    f_is_k_raft_controller: Any
+    f_type: Any = 0
+    f_controller_epoch: Any
+    f_broker_epoch: Any
+    f_topic_states: Any
+    f_live_brokers: Any
+    f_controller_id = read_i32_be(buf, pos)
     pos += 4
-    o.is_k_raft_controller = buf[pos] != 0
+    f_is_k_raft_controller = buf[pos] != 0
     pos += 1
-    o.controller_epoch = read_i32_be(buf, pos)
+    f_controller_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.broker_epoch = read_i64_be(buf, pos)
+    f_broker_epoch = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
@@ -1980,7 +2156,7 @@ def _decode_UpdateMetadataRequest_v8(buf: bytes, pos: i64) -> tuple[UpdateMetada
         for _i_topic_states in range(n):
             x_topic_states, pos = _decode_UpdateMetadataRequestTopicState_v7(buf, pos)
             lst_topic_states.append(x_topic_states)
-        o.topic_states = lst_topic_states
+        f_topic_states = lst_topic_states
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1996,15 +2172,14 @@ def _decode_UpdateMetadataRequest_v8(buf: bytes, pos: i64) -> tuple[UpdateMetada
         for _i_live_brokers in range(n):
             x_live_brokers, pos = _decode_UpdateMetadataRequestBroker_v6(buf, pos)
             lst_live_brokers.append(x_live_brokers)
-        o.live_brokers = lst_live_brokers
+        f_live_brokers = lst_live_brokers
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -2012,7 +2187,7 @@ def _decode_UpdateMetadataRequest_v8(buf: bytes, pos: i64) -> tuple[UpdateMetada
             size, pos = _uvarint(buf, pos)
             if tag == 0:
                 b8 = buf[pos]
-                o.type = b8 - 256 if b8 >= 128 else b8
+                f_type = b8 - 256 if b8 >= 128 else b8
                 pos += 1
             else:
                 end = pos + size
@@ -2020,18 +2195,21 @@ def _decode_UpdateMetadataRequest_v8(buf: bytes, pos: i64) -> tuple[UpdateMetada
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return UpdateMetadataRequest(controller_id=f_controller_id, is_k_raft_controller=f_is_k_raft_controller, type=f_type, controller_epoch=f_controller_epoch, broker_epoch=f_broker_epoch, topic_states=f_topic_states, live_brokers=f_live_brokers, unknown_tagged_fields=utf), pos
 
 
 def _encode_UpdateMetadataRequest_v8(o: UpdateMetadataRequest, w: BytesWriter) -> None:
     if o.ungrouped_partition_states is None or len(o.ungrouped_partition_states) != 0:
         raise FieldNotInVersionError('non-default UngroupedPartitionStates cannot be written', version=8)
-    write_i32_be(w, o.controller_id)
+    v_controller_id: int = o.controller_id
+    write_i32_be(w, v_controller_id)
     w.append(_ONE if o.is_k_raft_controller else _ZERO)
-    write_i32_be(w, o.controller_epoch)
-    write_i64_be(w, o.broker_epoch)
-    x_topic_states = o.topic_states
+    v_controller_epoch: int = o.controller_epoch
+    write_i32_be(w, v_controller_epoch)
+    v_broker_epoch: int = o.broker_epoch
+    write_i64_be(w, v_broker_epoch)
+    x_topic_states: Any = o.topic_states
     if x_topic_states is None:
         raise ValueOutOfRangeError('non-nullable field TopicStates is None', version=8)
     else:
@@ -2043,7 +2221,7 @@ def _encode_UpdateMetadataRequest_v8(o: UpdateMetadataRequest, w: BytesWriter) -
             _put_uvarint(w, m)
         for e_topic_states in l_topic_states:
             _encode_UpdateMetadataRequestTopicState_v7(e_topic_states, w)
-    x_live_brokers = o.live_brokers
+    x_live_brokers: Any = o.live_brokers
     if x_live_brokers is None:
         raise ValueOutOfRangeError('non-nullable field LiveBrokers is None', version=8)
     else:
@@ -2058,7 +2236,8 @@ def _encode_UpdateMetadataRequest_v8(o: UpdateMetadataRequest, w: BytesWriter) -
     known: list[tuple[int, bytes | bytearray]] = []
     if o.type != 0:
         t_type = BytesWriter()
-        _put_i8(t_type, o.type)
+        v_type: int = o.type
+        _put_i8(t_type, v_type)
         known.append((0, t_type.getvalue()))
     if o.unknown_tagged_fields or known:
         _put_tagged(w, known, o.unknown_tagged_fields, frozenset([0]))
@@ -2067,34 +2246,34 @@ def _encode_UpdateMetadataRequest_v8(o: UpdateMetadataRequest, w: BytesWriter) -
 
 
 def _decode_UpdateMetadataResponse_v0(buf: bytes, pos: i64) -> tuple[UpdateMetadataResponse, i64]:
-    o = _new(_K_UpdateMetadataResponse)
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return UpdateMetadataResponse(error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_UpdateMetadataResponse_v0(o: UpdateMetadataResponse, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_UpdateMetadataResponse_v6(buf: bytes, pos: i64) -> tuple[UpdateMetadataResponse, i64]:
-    o = _new(_K_UpdateMetadataResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -2106,12 +2285,13 @@ def _decode_UpdateMetadataResponse_v6(buf: bytes, pos: i64) -> tuple[UpdateMetad
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return UpdateMetadataResponse(error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_UpdateMetadataResponse_v6(o: UpdateMetadataResponse, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -2128,4 +2308,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (UpdateMetadataResponse, {0: _decode_UpdateMetadataResponse_v0, 1: _decode_UpdateMetadataResponse_v0, 2: _decode_UpdateMetadataResponse_v0, 3: _decode_UpdateMetadataResponse_v0, 4: _decode_UpdateMetadataResponse_v0, 5: _decode_UpdateMetadataResponse_v0, 6: _decode_UpdateMetadataResponse_v6, 7: _decode_UpdateMetadataResponse_v6, 8: _decode_UpdateMetadataResponse_v6}, {0: _encode_UpdateMetadataResponse_v0, 1: _encode_UpdateMetadataResponse_v0, 2: _encode_UpdateMetadataResponse_v0, 3: _encode_UpdateMetadataResponse_v0, 4: _encode_UpdateMetadataResponse_v0, 5: _encode_UpdateMetadataResponse_v0, 6: _encode_UpdateMetadataResponse_v6, 7: _encode_UpdateMetadataResponse_v6, 8: _encode_UpdateMetadataResponse_v6}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.update_metadata', TABLES)

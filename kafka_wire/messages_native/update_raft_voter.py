@@ -21,27 +21,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.update_raft_voter import (
-    UpdateRaftVoterRequest,
-    UpdateRaftVoterRequestKRaftVersionFeature,
-    UpdateRaftVoterRequestListener,
-    UpdateRaftVoterResponse,
-    UpdateRaftVoterResponseCurrentLeader,
-    _DEFAULT_UpdateRaftVoterResponseCurrentLeader,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_UpdateRaftVoterRequest: Final = UpdateRaftVoterRequest
-_K_UpdateRaftVoterRequestKRaftVersionFeature: Final = UpdateRaftVoterRequestKRaftVersionFeature
-_K_UpdateRaftVoterRequestListener: Final = UpdateRaftVoterRequestListener
-_K_UpdateRaftVoterResponse: Final = UpdateRaftVoterResponse
-_K_UpdateRaftVoterResponseCurrentLeader: Final = UpdateRaftVoterResponseCurrentLeader
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -127,11 +115,84 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class UpdateRaftVoterRequestListener(_NativeStruct):
+    name: Any
+    host: Any
+    port: Any
+
+    def __init__(self, *, name: Any = '', host: Any = '', port: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class UpdateRaftVoterRequestKRaftVersionFeature(_NativeStruct):
+    min_supported_version: Any
+    max_supported_version: Any
+
+    def __init__(self, *, min_supported_version: Any = 0, max_supported_version: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.min_supported_version = min_supported_version
+        self.max_supported_version = max_supported_version
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class UpdateRaftVoterRequest(_NativeMessage):
+    cluster_id: Any
+    current_leader_epoch: Any
+    voter_id: Any
+    voter_directory_id: Any
+    listeners: Any
+    k_raft_version_feature: Any
+
+    def __init__(self, *, cluster_id: Any = '', current_leader_epoch: Any = 0, voter_id: Any = 0, voter_directory_id: Any = ZERO_UUID, listeners: Any = FRESH, k_raft_version_feature: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.cluster_id = cluster_id
+        self.current_leader_epoch = current_leader_epoch
+        self.voter_id = voter_id
+        self.voter_directory_id = voter_directory_id
+        self.listeners = [] if listeners is FRESH else listeners
+        self.k_raft_version_feature = UpdateRaftVoterRequestKRaftVersionFeature() if k_raft_version_feature is FRESH else k_raft_version_feature
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class UpdateRaftVoterResponseCurrentLeader(_NativeStruct):
+    leader_id: Any
+    leader_epoch: Any
+    host: Any
+    port: Any
+
+    def __init__(self, *, leader_id: Any = -1, leader_epoch: Any = -1, host: Any = '', port: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class UpdateRaftVoterResponse(_NativeMessage):
+    throttle_time_ms: Any
+    error_code: Any
+    current_leader: Any
+
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, current_leader: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.throttle_time_ms = throttle_time_ms
+        self.error_code = error_code
+        self.current_leader = UpdateRaftVoterResponseCurrentLeader() if current_leader is FRESH else current_leader
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_UpdateRaftVoterRequestListener = UpdateRaftVoterRequestListener()
+_DEFAULT_UpdateRaftVoterRequestKRaftVersionFeature = UpdateRaftVoterRequestKRaftVersionFeature()
+_DEFAULT_UpdateRaftVoterResponseCurrentLeader = UpdateRaftVoterResponseCurrentLeader()
+
+
 def _decode_UpdateRaftVoterRequestListener_v0(buf: bytes, pos: i64) -> tuple[UpdateRaftVoterRequestListener, i64]:
-    o = _new(_K_UpdateRaftVoterRequestListener)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_host: Any
+    f_port: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -146,7 +207,7 @@ def _decode_UpdateRaftVoterRequestListener_v0(buf: bytes, pos: i64) -> tuple[Upd
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -162,18 +223,17 @@ def _decode_UpdateRaftVoterRequestListener_v0(buf: bytes, pos: i64) -> tuple[Upd
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
-    o.port = int(read_i16_be(buf, pos)) & 0xFFFF
+    f_port = int(read_i16_be(buf, pos)) & 0xFFFF
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -185,12 +245,12 @@ def _decode_UpdateRaftVoterRequestListener_v0(buf: bytes, pos: i64) -> tuple[Upd
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return UpdateRaftVoterRequestListener(name=f_name, host=f_host, port=f_port, unknown_tagged_fields=utf), pos
 
 
 def _encode_UpdateRaftVoterRequestListener_v0(o: UpdateRaftVoterRequestListener, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -203,7 +263,7 @@ def _encode_UpdateRaftVoterRequestListener_v0(o: UpdateRaftVoterRequestListener,
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_host = o.host
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
     else:
@@ -216,7 +276,8 @@ def _encode_UpdateRaftVoterRequestListener_v0(o: UpdateRaftVoterRequestListener,
         else:
             _put_uvarint(w, m)
         w.write(b_host)
-    _put_u16(w, o.port)
+    v_port: int = o.port
+    _put_u16(w, v_port)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -224,22 +285,22 @@ def _encode_UpdateRaftVoterRequestListener_v0(o: UpdateRaftVoterRequestListener,
 
 
 def _decode_UpdateRaftVoterRequestKRaftVersionFeature_v0(buf: bytes, pos: i64) -> tuple[UpdateRaftVoterRequestKRaftVersionFeature, i64]:
-    o = _new(_K_UpdateRaftVoterRequestKRaftVersionFeature)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.min_supported_version = read_i16_be(buf, pos)
+    f_min_supported_version: Any
+    f_max_supported_version: Any
+    f_min_supported_version = read_i16_be(buf, pos)
     pos += 2
-    o.max_supported_version = read_i16_be(buf, pos)
+    f_max_supported_version = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -251,13 +312,15 @@ def _decode_UpdateRaftVoterRequestKRaftVersionFeature_v0(buf: bytes, pos: i64) -
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return UpdateRaftVoterRequestKRaftVersionFeature(min_supported_version=f_min_supported_version, max_supported_version=f_max_supported_version, unknown_tagged_fields=utf), pos
 
 
 def _encode_UpdateRaftVoterRequestKRaftVersionFeature_v0(o: UpdateRaftVoterRequestKRaftVersionFeature, w: BytesWriter) -> None:
-    write_i16_be(w, o.min_supported_version)
-    write_i16_be(w, o.max_supported_version)
+    v_min_supported_version: int = o.min_supported_version
+    write_i16_be(w, v_min_supported_version)
+    v_max_supported_version: int = o.max_supported_version
+    write_i16_be(w, v_max_supported_version)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -265,10 +328,15 @@ def _encode_UpdateRaftVoterRequestKRaftVersionFeature_v0(o: UpdateRaftVoterReque
 
 
 def _decode_UpdateRaftVoterRequest_v0(buf: bytes, pos: i64) -> tuple[UpdateRaftVoterRequest, i64]:
-    o = _new(_K_UpdateRaftVoterRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_cluster_id: Any
+    f_current_leader_epoch: Any
+    f_voter_id: Any
+    f_voter_directory_id: Any
+    f_listeners: Any
+    f_k_raft_version_feature: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -276,20 +344,20 @@ def _decode_UpdateRaftVoterRequest_v0(buf: bytes, pos: i64) -> tuple[UpdateRaftV
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.cluster_id = None
+        f_cluster_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ClusterId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ClusterId')
-        o.cluster_id = buf[pos:end].decode()
+        f_cluster_id = buf[pos:end].decode()
         pos = end
-    o.current_leader_epoch = read_i32_be(buf, pos)
+    f_current_leader_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.voter_id = read_i32_be(buf, pos)
+    f_voter_id = read_i32_be(buf, pos)
     pos += 4
-    o.voter_directory_id = _uuid(buf, pos)
+    f_voter_directory_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -306,17 +374,16 @@ def _decode_UpdateRaftVoterRequest_v0(buf: bytes, pos: i64) -> tuple[UpdateRaftV
         for _i_listeners in range(n):
             x_listeners, pos = _decode_UpdateRaftVoterRequestListener_v0(buf, pos)
             lst_listeners.append(x_listeners)
-        o.listeners = lst_listeners
+        f_listeners = lst_listeners
     x_k_raft_version_feature, pos = _decode_UpdateRaftVoterRequestKRaftVersionFeature_v0(buf, pos)
-    o.k_raft_version_feature = x_k_raft_version_feature
+    f_k_raft_version_feature = x_k_raft_version_feature
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -328,12 +395,12 @@ def _decode_UpdateRaftVoterRequest_v0(buf: bytes, pos: i64) -> tuple[UpdateRaftV
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return UpdateRaftVoterRequest(cluster_id=f_cluster_id, current_leader_epoch=f_current_leader_epoch, voter_id=f_voter_id, voter_directory_id=f_voter_directory_id, listeners=f_listeners, k_raft_version_feature=f_k_raft_version_feature, unknown_tagged_fields=utf), pos
 
 
 def _encode_UpdateRaftVoterRequest_v0(o: UpdateRaftVoterRequest, w: BytesWriter) -> None:
-    x_cluster_id = o.cluster_id
+    x_cluster_id: str | None = o.cluster_id
     if x_cluster_id is None:
         w.append(_ZERO)
     else:
@@ -346,10 +413,12 @@ def _encode_UpdateRaftVoterRequest_v0(o: UpdateRaftVoterRequest, w: BytesWriter)
         else:
             _put_uvarint(w, m)
         w.write(b_cluster_id)
-    write_i32_be(w, o.current_leader_epoch)
-    write_i32_be(w, o.voter_id)
+    v_current_leader_epoch: int = o.current_leader_epoch
+    write_i32_be(w, v_current_leader_epoch)
+    v_voter_id: int = o.voter_id
+    write_i32_be(w, v_voter_id)
     _put_uuid(w, o.voter_directory_id)
-    x_listeners = o.listeners
+    x_listeners: Any = o.listeners
     if x_listeners is None:
         raise ValueOutOfRangeError('non-nullable field Listeners is None', version=0)
     else:
@@ -369,13 +438,16 @@ def _encode_UpdateRaftVoterRequest_v0(o: UpdateRaftVoterRequest, w: BytesWriter)
 
 
 def _decode_UpdateRaftVoterResponseCurrentLeader_v0(buf: bytes, pos: i64) -> tuple[UpdateRaftVoterResponseCurrentLeader, i64]:
-    o = _new(_K_UpdateRaftVoterResponseCurrentLeader)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.leader_id = read_i32_be(buf, pos)
+    f_leader_id: Any
+    f_leader_epoch: Any
+    f_host: Any
+    f_port: Any
+    f_leader_id = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -391,18 +463,17 @@ def _decode_UpdateRaftVoterResponseCurrentLeader_v0(buf: bytes, pos: i64) -> tup
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
-    o.port = read_i32_be(buf, pos)
+    f_port = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -414,14 +485,16 @@ def _decode_UpdateRaftVoterResponseCurrentLeader_v0(buf: bytes, pos: i64) -> tup
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return UpdateRaftVoterResponseCurrentLeader(leader_id=f_leader_id, leader_epoch=f_leader_epoch, host=f_host, port=f_port, unknown_tagged_fields=utf), pos
 
 
 def _encode_UpdateRaftVoterResponseCurrentLeader_v0(o: UpdateRaftVoterResponseCurrentLeader, w: BytesWriter) -> None:
-    write_i32_be(w, o.leader_id)
-    write_i32_be(w, o.leader_epoch)
-    x_host = o.host
+    v_leader_id: int = o.leader_id
+    write_i32_be(w, v_leader_id)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
     else:
@@ -434,7 +507,8 @@ def _encode_UpdateRaftVoterResponseCurrentLeader_v0(o: UpdateRaftVoterResponseCu
         else:
             _put_uvarint(w, m)
         w.write(b_host)
-    write_i32_be(w, o.port)
+    v_port: int = o.port
+    write_i32_be(w, v_port)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -442,23 +516,23 @@ def _encode_UpdateRaftVoterResponseCurrentLeader_v0(o: UpdateRaftVoterResponseCu
 
 
 def _decode_UpdateRaftVoterResponse_v0(buf: bytes, pos: i64) -> tuple[UpdateRaftVoterResponse, i64]:
-    o = _new(_K_UpdateRaftVoterResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.current_leader = UpdateRaftVoterResponseCurrentLeader()
-    o.throttle_time_ms = read_i32_be(buf, pos)
+    f_throttle_time_ms: Any
+    f_error_code: Any
+    f_current_leader: Any = UpdateRaftVoterResponseCurrentLeader()
+    f_throttle_time_ms = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -466,20 +540,22 @@ def _decode_UpdateRaftVoterResponse_v0(buf: bytes, pos: i64) -> tuple[UpdateRaft
             size, pos = _uvarint(buf, pos)
             if tag == 0:
                 x_current_leader, pos = _decode_UpdateRaftVoterResponseCurrentLeader_v0(buf, pos)
-                o.current_leader = x_current_leader
+                f_current_leader = x_current_leader
             else:
                 end = pos + size
                 if end > blen:
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return UpdateRaftVoterResponse(throttle_time_ms=f_throttle_time_ms, error_code=f_error_code, current_leader=f_current_leader, unknown_tagged_fields=utf), pos
 
 
 def _encode_UpdateRaftVoterResponse_v0(o: UpdateRaftVoterResponse, w: BytesWriter) -> None:
-    write_i32_be(w, o.throttle_time_ms)
-    write_i16_be(w, o.error_code)
+    v_throttle_time_ms: int = o.throttle_time_ms
+    write_i32_be(w, v_throttle_time_ms)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.current_leader != _DEFAULT_UpdateRaftVoterResponseCurrentLeader:
         t_current_leader = BytesWriter()
@@ -500,4 +576,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (UpdateRaftVoterResponse, {0: _decode_UpdateRaftVoterResponse_v0}, {0: _encode_UpdateRaftVoterResponse_v0}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.update_raft_voter', TABLES)

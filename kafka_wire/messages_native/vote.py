@@ -22,30 +22,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.messages.vote import (
-    VoteRequest,
-    VoteRequestPartitionData,
-    VoteRequestTopicData,
-    VoteResponse,
-    VoteResponseNodeEndpoint,
-    VoteResponsePartitionData,
-    VoteResponseTopicData,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_VoteRequest: Final = VoteRequest
-_K_VoteRequestPartitionData: Final = VoteRequestPartitionData
-_K_VoteRequestTopicData: Final = VoteRequestTopicData
-_K_VoteResponse: Final = VoteResponse
-_K_VoteResponseNodeEndpoint: Final = VoteResponseNodeEndpoint
-_K_VoteResponsePartitionData: Final = VoteResponsePartitionData
-_K_VoteResponseTopicData: Final = VoteResponseTopicData
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -131,32 +116,133 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class VoteRequestPartitionData(_NativeStruct):
+    partition_index: Any
+    replica_epoch: Any
+    replica_id: Any
+    replica_directory_id: Any
+    voter_directory_id: Any
+    last_offset_epoch: Any
+    last_offset: Any
+    pre_vote: Any
+
+    def __init__(self, *, partition_index: Any = 0, replica_epoch: Any = 0, replica_id: Any = 0, replica_directory_id: Any = ZERO_UUID, voter_directory_id: Any = ZERO_UUID, last_offset_epoch: Any = 0, last_offset: Any = 0, pre_vote: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.replica_epoch = replica_epoch
+        self.replica_id = replica_id
+        self.replica_directory_id = replica_directory_id
+        self.voter_directory_id = voter_directory_id
+        self.last_offset_epoch = last_offset_epoch
+        self.last_offset = last_offset
+        self.pre_vote = pre_vote
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class VoteRequestTopicData(_NativeStruct):
+    topic_name: Any
+    partitions: Any
+
+    def __init__(self, *, topic_name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class VoteRequest(_NativeMessage):
+    cluster_id: Any
+    voter_id: Any
+    topics: Any
+
+    def __init__(self, *, cluster_id: Any = None, voter_id: Any = -1, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.cluster_id = cluster_id
+        self.voter_id = voter_id
+        self.topics = [] if topics is FRESH else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class VoteResponsePartitionData(_NativeStruct):
+    partition_index: Any
+    error_code: Any
+    leader_id: Any
+    leader_epoch: Any
+    vote_granted: Any
+
+    def __init__(self, *, partition_index: Any = 0, error_code: Any = 0, leader_id: Any = 0, leader_epoch: Any = 0, vote_granted: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.vote_granted = vote_granted
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class VoteResponseTopicData(_NativeStruct):
+    topic_name: Any
+    partitions: Any
+
+    def __init__(self, *, topic_name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class VoteResponseNodeEndpoint(_NativeStruct):
+    node_id: Any
+    host: Any
+    port: Any
+
+    def __init__(self, *, node_id: Any = 0, host: Any = '', port: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class VoteResponse(_NativeMessage):
+    error_code: Any
+    topics: Any
+    node_endpoints: Any
+
+    def __init__(self, *, error_code: Any = 0, topics: Any = FRESH, node_endpoints: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.error_code = error_code
+        self.topics = [] if topics is FRESH else topics
+        self.node_endpoints = [] if node_endpoints is FRESH else node_endpoints
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_VoteRequestPartitionData = VoteRequestPartitionData()
+_DEFAULT_VoteRequestTopicData = VoteRequestTopicData()
+_DEFAULT_VoteResponsePartitionData = VoteResponsePartitionData()
+_DEFAULT_VoteResponseTopicData = VoteResponseTopicData()
+_DEFAULT_VoteResponseNodeEndpoint = VoteResponseNodeEndpoint()
+
+
 def _decode_VoteRequestPartitionData_v0(buf: bytes, pos: i64) -> tuple[VoteRequestPartitionData, i64]:
-    o = _new(_K_VoteRequestPartitionData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.replica_directory_id = ZERO_UUID
-    o.voter_directory_id = ZERO_UUID
-    o.pre_vote = False
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_replica_epoch: Any
+    f_replica_id: Any
+    f_last_offset_epoch: Any
+    f_last_offset: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.replica_epoch = read_i32_be(buf, pos)
+    f_replica_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.replica_id = read_i32_be(buf, pos)
+    f_replica_id = read_i32_be(buf, pos)
     pos += 4
-    o.last_offset_epoch = read_i32_be(buf, pos)
+    f_last_offset_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.last_offset = read_i64_be(buf, pos)
+    f_last_offset = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -168,18 +254,23 @@ def _decode_VoteRequestPartitionData_v0(buf: bytes, pos: i64) -> tuple[VoteReque
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return VoteRequestPartitionData(partition_index=f_partition_index, replica_epoch=f_replica_epoch, replica_id=f_replica_id, last_offset_epoch=f_last_offset_epoch, last_offset=f_last_offset, unknown_tagged_fields=utf), pos
 
 
 def _encode_VoteRequestPartitionData_v0(o: VoteRequestPartitionData, w: BytesWriter) -> None:
     if bool(o.pre_vote):
         raise FieldNotInVersionError('non-default PreVote cannot be written', version=0)
-    write_i32_be(w, o.partition_index)
-    write_i32_be(w, o.replica_epoch)
-    write_i32_be(w, o.replica_id)
-    write_i32_be(w, o.last_offset_epoch)
-    write_i64_be(w, o.last_offset)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_replica_epoch: int = o.replica_epoch
+    write_i32_be(w, v_replica_epoch)
+    v_replica_id: int = o.replica_id
+    write_i32_be(w, v_replica_id)
+    v_last_offset_epoch: int = o.last_offset_epoch
+    write_i32_be(w, v_last_offset_epoch)
+    v_last_offset: int = o.last_offset
+    write_i64_be(w, v_last_offset)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -187,33 +278,37 @@ def _encode_VoteRequestPartitionData_v0(o: VoteRequestPartitionData, w: BytesWri
 
 
 def _decode_VoteRequestPartitionData_v1(buf: bytes, pos: i64) -> tuple[VoteRequestPartitionData, i64]:
-    o = _new(_K_VoteRequestPartitionData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.pre_vote = False
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_replica_epoch: Any
+    f_replica_id: Any
+    f_replica_directory_id: Any
+    f_voter_directory_id: Any
+    f_last_offset_epoch: Any
+    f_last_offset: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.replica_epoch = read_i32_be(buf, pos)
+    f_replica_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.replica_id = read_i32_be(buf, pos)
+    f_replica_id = read_i32_be(buf, pos)
     pos += 4
-    o.replica_directory_id = _uuid(buf, pos)
+    f_replica_directory_id = _uuid(buf, pos)
     pos += 16
-    o.voter_directory_id = _uuid(buf, pos)
+    f_voter_directory_id = _uuid(buf, pos)
     pos += 16
-    o.last_offset_epoch = read_i32_be(buf, pos)
+    f_last_offset_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.last_offset = read_i64_be(buf, pos)
+    f_last_offset = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -225,20 +320,25 @@ def _decode_VoteRequestPartitionData_v1(buf: bytes, pos: i64) -> tuple[VoteReque
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return VoteRequestPartitionData(partition_index=f_partition_index, replica_epoch=f_replica_epoch, replica_id=f_replica_id, replica_directory_id=f_replica_directory_id, voter_directory_id=f_voter_directory_id, last_offset_epoch=f_last_offset_epoch, last_offset=f_last_offset, unknown_tagged_fields=utf), pos
 
 
 def _encode_VoteRequestPartitionData_v1(o: VoteRequestPartitionData, w: BytesWriter) -> None:
     if bool(o.pre_vote):
         raise FieldNotInVersionError('non-default PreVote cannot be written', version=1)
-    write_i32_be(w, o.partition_index)
-    write_i32_be(w, o.replica_epoch)
-    write_i32_be(w, o.replica_id)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_replica_epoch: int = o.replica_epoch
+    write_i32_be(w, v_replica_epoch)
+    v_replica_id: int = o.replica_id
+    write_i32_be(w, v_replica_id)
     _put_uuid(w, o.replica_directory_id)
     _put_uuid(w, o.voter_directory_id)
-    write_i32_be(w, o.last_offset_epoch)
-    write_i64_be(w, o.last_offset)
+    v_last_offset_epoch: int = o.last_offset_epoch
+    write_i32_be(w, v_last_offset_epoch)
+    v_last_offset: int = o.last_offset
+    write_i64_be(w, v_last_offset)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -246,34 +346,40 @@ def _encode_VoteRequestPartitionData_v1(o: VoteRequestPartitionData, w: BytesWri
 
 
 def _decode_VoteRequestPartitionData_v2(buf: bytes, pos: i64) -> tuple[VoteRequestPartitionData, i64]:
-    o = _new(_K_VoteRequestPartitionData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_replica_epoch: Any
+    f_replica_id: Any
+    f_replica_directory_id: Any
+    f_voter_directory_id: Any
+    f_last_offset_epoch: Any
+    f_last_offset: Any
+    f_pre_vote: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.replica_epoch = read_i32_be(buf, pos)
+    f_replica_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.replica_id = read_i32_be(buf, pos)
+    f_replica_id = read_i32_be(buf, pos)
     pos += 4
-    o.replica_directory_id = _uuid(buf, pos)
+    f_replica_directory_id = _uuid(buf, pos)
     pos += 16
-    o.voter_directory_id = _uuid(buf, pos)
+    f_voter_directory_id = _uuid(buf, pos)
     pos += 16
-    o.last_offset_epoch = read_i32_be(buf, pos)
+    f_last_offset_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.last_offset = read_i64_be(buf, pos)
+    f_last_offset = read_i64_be(buf, pos)
     pos += 8
-    o.pre_vote = buf[pos] != 0
+    f_pre_vote = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -285,18 +391,23 @@ def _decode_VoteRequestPartitionData_v2(buf: bytes, pos: i64) -> tuple[VoteReque
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return VoteRequestPartitionData(partition_index=f_partition_index, replica_epoch=f_replica_epoch, replica_id=f_replica_id, replica_directory_id=f_replica_directory_id, voter_directory_id=f_voter_directory_id, last_offset_epoch=f_last_offset_epoch, last_offset=f_last_offset, pre_vote=f_pre_vote, unknown_tagged_fields=utf), pos
 
 
 def _encode_VoteRequestPartitionData_v2(o: VoteRequestPartitionData, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i32_be(w, o.replica_epoch)
-    write_i32_be(w, o.replica_id)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_replica_epoch: int = o.replica_epoch
+    write_i32_be(w, v_replica_epoch)
+    v_replica_id: int = o.replica_id
+    write_i32_be(w, v_replica_id)
     _put_uuid(w, o.replica_directory_id)
     _put_uuid(w, o.voter_directory_id)
-    write_i32_be(w, o.last_offset_epoch)
-    write_i64_be(w, o.last_offset)
+    v_last_offset_epoch: int = o.last_offset_epoch
+    write_i32_be(w, v_last_offset_epoch)
+    v_last_offset: int = o.last_offset
+    write_i64_be(w, v_last_offset)
     w.append(_ONE if o.pre_vote else _ZERO)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
@@ -305,10 +416,11 @@ def _encode_VoteRequestPartitionData_v2(o: VoteRequestPartitionData, w: BytesWri
 
 
 def _decode_VoteRequestTopicData_v0(buf: bytes, pos: i64) -> tuple[VoteRequestTopicData, i64]:
-    o = _new(_K_VoteRequestTopicData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -323,7 +435,7 @@ def _decode_VoteRequestTopicData_v0(buf: bytes, pos: i64) -> tuple[VoteRequestTo
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -340,15 +452,14 @@ def _decode_VoteRequestTopicData_v0(buf: bytes, pos: i64) -> tuple[VoteRequestTo
         for _i_partitions in range(n):
             x_partitions, pos = _decode_VoteRequestPartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -360,12 +471,12 @@ def _decode_VoteRequestTopicData_v0(buf: bytes, pos: i64) -> tuple[VoteRequestTo
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return VoteRequestTopicData(topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_VoteRequestTopicData_v0(o: VoteRequestTopicData, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
@@ -378,7 +489,7 @@ def _encode_VoteRequestTopicData_v0(o: VoteRequestTopicData, w: BytesWriter) -> 
         else:
             _put_uvarint(w, m)
         w.write(b_topic_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -397,10 +508,11 @@ def _encode_VoteRequestTopicData_v0(o: VoteRequestTopicData, w: BytesWriter) -> 
 
 
 def _decode_VoteRequestTopicData_v1(buf: bytes, pos: i64) -> tuple[VoteRequestTopicData, i64]:
-    o = _new(_K_VoteRequestTopicData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -415,7 +527,7 @@ def _decode_VoteRequestTopicData_v1(buf: bytes, pos: i64) -> tuple[VoteRequestTo
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -432,15 +544,14 @@ def _decode_VoteRequestTopicData_v1(buf: bytes, pos: i64) -> tuple[VoteRequestTo
         for _i_partitions in range(n):
             x_partitions, pos = _decode_VoteRequestPartitionData_v1(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -452,12 +563,12 @@ def _decode_VoteRequestTopicData_v1(buf: bytes, pos: i64) -> tuple[VoteRequestTo
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return VoteRequestTopicData(topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_VoteRequestTopicData_v1(o: VoteRequestTopicData, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=1)
     else:
@@ -470,7 +581,7 @@ def _encode_VoteRequestTopicData_v1(o: VoteRequestTopicData, w: BytesWriter) -> 
         else:
             _put_uvarint(w, m)
         w.write(b_topic_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
@@ -489,10 +600,11 @@ def _encode_VoteRequestTopicData_v1(o: VoteRequestTopicData, w: BytesWriter) -> 
 
 
 def _decode_VoteRequestTopicData_v2(buf: bytes, pos: i64) -> tuple[VoteRequestTopicData, i64]:
-    o = _new(_K_VoteRequestTopicData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -507,7 +619,7 @@ def _decode_VoteRequestTopicData_v2(buf: bytes, pos: i64) -> tuple[VoteRequestTo
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -524,15 +636,14 @@ def _decode_VoteRequestTopicData_v2(buf: bytes, pos: i64) -> tuple[VoteRequestTo
         for _i_partitions in range(n):
             x_partitions, pos = _decode_VoteRequestPartitionData_v2(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -544,12 +655,12 @@ def _decode_VoteRequestTopicData_v2(buf: bytes, pos: i64) -> tuple[VoteRequestTo
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return VoteRequestTopicData(topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_VoteRequestTopicData_v2(o: VoteRequestTopicData, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=2)
     else:
@@ -562,7 +673,7 @@ def _encode_VoteRequestTopicData_v2(o: VoteRequestTopicData, w: BytesWriter) -> 
         else:
             _put_uvarint(w, m)
         w.write(b_topic_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=2)
     else:
@@ -581,11 +692,11 @@ def _encode_VoteRequestTopicData_v2(o: VoteRequestTopicData, w: BytesWriter) -> 
 
 
 def _decode_VoteRequest_v0(buf: bytes, pos: i64) -> tuple[VoteRequest, i64]:
-    o = _new(_K_VoteRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.voter_id = -1
+    f_cluster_id: Any
+    f_topics: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -593,14 +704,14 @@ def _decode_VoteRequest_v0(buf: bytes, pos: i64) -> tuple[VoteRequest, i64]:
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.cluster_id = None
+        f_cluster_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ClusterId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ClusterId')
-        o.cluster_id = buf[pos:end].decode()
+        f_cluster_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -617,15 +728,14 @@ def _decode_VoteRequest_v0(buf: bytes, pos: i64) -> tuple[VoteRequest, i64]:
         for _i_topics in range(n):
             x_topics, pos = _decode_VoteRequestTopicData_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -637,12 +747,12 @@ def _decode_VoteRequest_v0(buf: bytes, pos: i64) -> tuple[VoteRequest, i64]:
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return VoteRequest(cluster_id=f_cluster_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_VoteRequest_v0(o: VoteRequest, w: BytesWriter) -> None:
-    x_cluster_id = o.cluster_id
+    x_cluster_id: str | None = o.cluster_id
     if x_cluster_id is None:
         w.append(_ZERO)
     else:
@@ -655,7 +765,7 @@ def _encode_VoteRequest_v0(o: VoteRequest, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_cluster_id)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -674,10 +784,12 @@ def _encode_VoteRequest_v0(o: VoteRequest, w: BytesWriter) -> None:
 
 
 def _decode_VoteRequest_v1(buf: bytes, pos: i64) -> tuple[VoteRequest, i64]:
-    o = _new(_K_VoteRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_cluster_id: Any
+    f_voter_id: Any
+    f_topics: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -685,16 +797,16 @@ def _decode_VoteRequest_v1(buf: bytes, pos: i64) -> tuple[VoteRequest, i64]:
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.cluster_id = None
+        f_cluster_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ClusterId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ClusterId')
-        o.cluster_id = buf[pos:end].decode()
+        f_cluster_id = buf[pos:end].decode()
         pos = end
-    o.voter_id = read_i32_be(buf, pos)
+    f_voter_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -711,15 +823,14 @@ def _decode_VoteRequest_v1(buf: bytes, pos: i64) -> tuple[VoteRequest, i64]:
         for _i_topics in range(n):
             x_topics, pos = _decode_VoteRequestTopicData_v1(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -731,12 +842,12 @@ def _decode_VoteRequest_v1(buf: bytes, pos: i64) -> tuple[VoteRequest, i64]:
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return VoteRequest(cluster_id=f_cluster_id, voter_id=f_voter_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_VoteRequest_v1(o: VoteRequest, w: BytesWriter) -> None:
-    x_cluster_id = o.cluster_id
+    x_cluster_id: str | None = o.cluster_id
     if x_cluster_id is None:
         w.append(_ZERO)
     else:
@@ -749,8 +860,9 @@ def _encode_VoteRequest_v1(o: VoteRequest, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_cluster_id)
-    write_i32_be(w, o.voter_id)
-    x_topics = o.topics
+    v_voter_id: int = o.voter_id
+    write_i32_be(w, v_voter_id)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
@@ -769,10 +881,12 @@ def _encode_VoteRequest_v1(o: VoteRequest, w: BytesWriter) -> None:
 
 
 def _decode_VoteRequest_v2(buf: bytes, pos: i64) -> tuple[VoteRequest, i64]:
-    o = _new(_K_VoteRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_cluster_id: Any
+    f_voter_id: Any
+    f_topics: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -780,16 +894,16 @@ def _decode_VoteRequest_v2(buf: bytes, pos: i64) -> tuple[VoteRequest, i64]:
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.cluster_id = None
+        f_cluster_id = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ClusterId is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ClusterId')
-        o.cluster_id = buf[pos:end].decode()
+        f_cluster_id = buf[pos:end].decode()
         pos = end
-    o.voter_id = read_i32_be(buf, pos)
+    f_voter_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -806,15 +920,14 @@ def _decode_VoteRequest_v2(buf: bytes, pos: i64) -> tuple[VoteRequest, i64]:
         for _i_topics in range(n):
             x_topics, pos = _decode_VoteRequestTopicData_v2(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -826,12 +939,12 @@ def _decode_VoteRequest_v2(buf: bytes, pos: i64) -> tuple[VoteRequest, i64]:
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return VoteRequest(cluster_id=f_cluster_id, voter_id=f_voter_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_VoteRequest_v2(o: VoteRequest, w: BytesWriter) -> None:
-    x_cluster_id = o.cluster_id
+    x_cluster_id: str | None = o.cluster_id
     if x_cluster_id is None:
         w.append(_ZERO)
     else:
@@ -844,8 +957,9 @@ def _encode_VoteRequest_v2(o: VoteRequest, w: BytesWriter) -> None:
         else:
             _put_uvarint(w, m)
         w.write(b_cluster_id)
-    write_i32_be(w, o.voter_id)
-    x_topics = o.topics
+    v_voter_id: int = o.voter_id
+    write_i32_be(w, v_voter_id)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
@@ -864,28 +978,31 @@ def _encode_VoteRequest_v2(o: VoteRequest, w: BytesWriter) -> None:
 
 
 def _decode_VoteResponsePartitionData_v0(buf: bytes, pos: i64) -> tuple[VoteResponsePartitionData, i64]:
-    o = _new(_K_VoteResponsePartitionData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_error_code: Any
+    f_leader_id: Any
+    f_leader_epoch: Any
+    f_vote_granted: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.leader_id = read_i32_be(buf, pos)
+    f_leader_id = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.vote_granted = buf[pos] != 0
+    f_vote_granted = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -897,15 +1014,19 @@ def _decode_VoteResponsePartitionData_v0(buf: bytes, pos: i64) -> tuple[VoteResp
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return VoteResponsePartitionData(partition_index=f_partition_index, error_code=f_error_code, leader_id=f_leader_id, leader_epoch=f_leader_epoch, vote_granted=f_vote_granted, unknown_tagged_fields=utf), pos
 
 
 def _encode_VoteResponsePartitionData_v0(o: VoteResponsePartitionData, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
-    write_i32_be(w, o.leader_id)
-    write_i32_be(w, o.leader_epoch)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    v_leader_id: int = o.leader_id
+    write_i32_be(w, v_leader_id)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
     w.append(_ONE if o.vote_granted else _ZERO)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
@@ -914,10 +1035,11 @@ def _encode_VoteResponsePartitionData_v0(o: VoteResponsePartitionData, w: BytesW
 
 
 def _decode_VoteResponseTopicData_v0(buf: bytes, pos: i64) -> tuple[VoteResponseTopicData, i64]:
-    o = _new(_K_VoteResponseTopicData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_topic_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -932,7 +1054,7 @@ def _decode_VoteResponseTopicData_v0(buf: bytes, pos: i64) -> tuple[VoteResponse
         end = pos + n
         if end > blen:
             raise _truncated('TopicName')
-        o.topic_name = buf[pos:end].decode()
+        f_topic_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -949,15 +1071,14 @@ def _decode_VoteResponseTopicData_v0(buf: bytes, pos: i64) -> tuple[VoteResponse
         for _i_partitions in range(n):
             x_partitions, pos = _decode_VoteResponsePartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -969,12 +1090,12 @@ def _decode_VoteResponseTopicData_v0(buf: bytes, pos: i64) -> tuple[VoteResponse
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return VoteResponseTopicData(topic_name=f_topic_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_VoteResponseTopicData_v0(o: VoteResponseTopicData, w: BytesWriter) -> None:
-    x_topic_name = o.topic_name
+    x_topic_name: str | None = o.topic_name
     if x_topic_name is None:
         raise ValueOutOfRangeError('non-nullable field TopicName is None', version=0)
     else:
@@ -987,7 +1108,7 @@ def _encode_VoteResponseTopicData_v0(o: VoteResponseTopicData, w: BytesWriter) -
         else:
             _put_uvarint(w, m)
         w.write(b_topic_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -1006,11 +1127,13 @@ def _encode_VoteResponseTopicData_v0(o: VoteResponseTopicData, w: BytesWriter) -
 
 
 def _decode_VoteResponseNodeEndpoint_v1(buf: bytes, pos: i64) -> tuple[VoteResponseNodeEndpoint, i64]:
-    o = _new(_K_VoteResponseNodeEndpoint)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.node_id = read_i32_be(buf, pos)
+    f_node_id: Any
+    f_host: Any
+    f_port: Any
+    f_node_id = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -1026,18 +1149,17 @@ def _decode_VoteResponseNodeEndpoint_v1(buf: bytes, pos: i64) -> tuple[VoteRespo
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
-    o.port = int(read_i16_be(buf, pos)) & 0xFFFF
+    f_port = int(read_i16_be(buf, pos)) & 0xFFFF
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1049,13 +1171,14 @@ def _decode_VoteResponseNodeEndpoint_v1(buf: bytes, pos: i64) -> tuple[VoteRespo
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return VoteResponseNodeEndpoint(node_id=f_node_id, host=f_host, port=f_port, unknown_tagged_fields=utf), pos
 
 
 def _encode_VoteResponseNodeEndpoint_v1(o: VoteResponseNodeEndpoint, w: BytesWriter) -> None:
-    write_i32_be(w, o.node_id)
-    x_host = o.host
+    v_node_id: int = o.node_id
+    write_i32_be(w, v_node_id)
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
     else:
@@ -1068,7 +1191,8 @@ def _encode_VoteResponseNodeEndpoint_v1(o: VoteResponseNodeEndpoint, w: BytesWri
         else:
             _put_uvarint(w, m)
         w.write(b_host)
-    _put_u16(w, o.port)
+    v_port: int = o.port
+    _put_u16(w, v_port)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -1076,12 +1200,12 @@ def _encode_VoteResponseNodeEndpoint_v1(o: VoteResponseNodeEndpoint, w: BytesWri
 
 
 def _decode_VoteResponse_v0(buf: bytes, pos: i64) -> tuple[VoteResponse, i64]:
-    o = _new(_K_VoteResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.node_endpoints = []
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_topics: Any
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1098,15 +1222,14 @@ def _decode_VoteResponse_v0(buf: bytes, pos: i64) -> tuple[VoteResponse, i64]:
         for _i_topics in range(n):
             x_topics, pos = _decode_VoteResponseTopicData_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1120,15 +1243,16 @@ def _decode_VoteResponse_v0(buf: bytes, pos: i64) -> tuple[VoteResponse, i64]:
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return VoteResponse(error_code=f_error_code, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_VoteResponse_v0(o: VoteResponse, w: BytesWriter) -> None:
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise FieldNotInVersionError('non-default NodeEndpoints cannot be written', version=0)
-    write_i16_be(w, o.error_code)
-    x_topics = o.topics
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -1147,12 +1271,13 @@ def _encode_VoteResponse_v0(o: VoteResponse, w: BytesWriter) -> None:
 
 
 def _decode_VoteResponse_v1(buf: bytes, pos: i64) -> tuple[VoteResponse, i64]:
-    o = _new(_K_VoteResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.node_endpoints = []
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code: Any
+    f_topics: Any
+    f_node_endpoints: Any = []
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -1169,15 +1294,14 @@ def _decode_VoteResponse_v1(buf: bytes, pos: i64) -> tuple[VoteResponse, i64]:
         for _i_topics in range(n):
             x_topics, pos = _decode_VoteResponseTopicData_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1199,20 +1323,21 @@ def _decode_VoteResponse_v1(buf: bytes, pos: i64) -> tuple[VoteResponse, i64]:
                     for _i_node_endpoints in range(n):
                         x_node_endpoints, pos = _decode_VoteResponseNodeEndpoint_v1(buf, pos)
                         lst_node_endpoints.append(x_node_endpoints)
-                    o.node_endpoints = lst_node_endpoints
+                    f_node_endpoints = lst_node_endpoints
             else:
                 end = pos + size
                 if end > blen:
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return VoteResponse(error_code=f_error_code, topics=f_topics, node_endpoints=f_node_endpoints, unknown_tagged_fields=utf), pos
 
 
 def _encode_VoteResponse_v1(o: VoteResponse, w: BytesWriter) -> None:
-    write_i16_be(w, o.error_code)
-    x_topics = o.topics
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
@@ -1227,7 +1352,7 @@ def _encode_VoteResponse_v1(o: VoteResponse, w: BytesWriter) -> None:
     known: list[tuple[int, bytes | bytearray]] = []
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         t_node_endpoints = BytesWriter()
-        x_node_endpoints = o.node_endpoints
+        x_node_endpoints: Any = o.node_endpoints
         if x_node_endpoints is None:
             raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=1)
         else:
@@ -1257,4 +1382,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (VoteResponse, {0: _decode_VoteResponse_v0, 1: _decode_VoteResponse_v1, 2: _decode_VoteResponse_v1}, {0: _encode_VoteResponse_v0, 1: _encode_VoteResponse_v1, 2: _encode_VoteResponse_v1}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.vote', TABLES)

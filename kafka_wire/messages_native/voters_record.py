@@ -20,24 +20,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.voters_record import (
-    VotersRecord,
-    VotersRecordEndpoint,
-    VotersRecordKRaftVersionFeature,
-    VotersRecordVoter,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_VotersRecord: Final = VotersRecord
-_K_VotersRecordEndpoint: Final = VotersRecordEndpoint
-_K_VotersRecordKRaftVersionFeature: Final = VotersRecordKRaftVersionFeature
-_K_VotersRecordVoter: Final = VotersRecordVoter
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -123,11 +114,64 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class VotersRecordEndpoint(_NativeStruct):
+    name: Any
+    host: Any
+    port: Any
+
+    def __init__(self, *, name: Any = '', host: Any = '', port: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class VotersRecordKRaftVersionFeature(_NativeStruct):
+    min_supported_version: Any
+    max_supported_version: Any
+
+    def __init__(self, *, min_supported_version: Any = 0, max_supported_version: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.min_supported_version = min_supported_version
+        self.max_supported_version = max_supported_version
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class VotersRecordVoter(_NativeStruct):
+    voter_id: Any
+    voter_directory_id: Any
+    endpoints: Any
+    k_raft_version_feature: Any
+
+    def __init__(self, *, voter_id: Any = 0, voter_directory_id: Any = ZERO_UUID, endpoints: Any = FRESH, k_raft_version_feature: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.voter_id = voter_id
+        self.voter_directory_id = voter_directory_id
+        self.endpoints = [] if endpoints is FRESH else endpoints
+        self.k_raft_version_feature = VotersRecordKRaftVersionFeature() if k_raft_version_feature is FRESH else k_raft_version_feature
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class VotersRecord(_NativeMessage):
+    version: Any
+    voters: Any
+
+    def __init__(self, *, version: Any = 0, voters: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.version = version
+        self.voters = [] if voters is FRESH else voters
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_VotersRecordEndpoint = VotersRecordEndpoint()
+_DEFAULT_VotersRecordKRaftVersionFeature = VotersRecordKRaftVersionFeature()
+_DEFAULT_VotersRecordVoter = VotersRecordVoter()
+
+
 def _decode_VotersRecordEndpoint_v0(buf: bytes, pos: i64) -> tuple[VotersRecordEndpoint, i64]:
-    o = _new(_K_VotersRecordEndpoint)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_host: Any
+    f_port: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -142,7 +186,7 @@ def _decode_VotersRecordEndpoint_v0(buf: bytes, pos: i64) -> tuple[VotersRecordE
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -158,18 +202,17 @@ def _decode_VotersRecordEndpoint_v0(buf: bytes, pos: i64) -> tuple[VotersRecordE
         end = pos + n
         if end > blen:
             raise _truncated('Host')
-        o.host = buf[pos:end].decode()
+        f_host = buf[pos:end].decode()
         pos = end
-    o.port = int(read_i16_be(buf, pos)) & 0xFFFF
+    f_port = int(read_i16_be(buf, pos)) & 0xFFFF
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -181,12 +224,12 @@ def _decode_VotersRecordEndpoint_v0(buf: bytes, pos: i64) -> tuple[VotersRecordE
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return VotersRecordEndpoint(name=f_name, host=f_host, port=f_port, unknown_tagged_fields=utf), pos
 
 
 def _encode_VotersRecordEndpoint_v0(o: VotersRecordEndpoint, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -199,7 +242,7 @@ def _encode_VotersRecordEndpoint_v0(o: VotersRecordEndpoint, w: BytesWriter) -> 
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_host = o.host
+    x_host: str | None = o.host
     if x_host is None:
         raise ValueOutOfRangeError('non-nullable field Host is None', version=0)
     else:
@@ -212,7 +255,8 @@ def _encode_VotersRecordEndpoint_v0(o: VotersRecordEndpoint, w: BytesWriter) -> 
         else:
             _put_uvarint(w, m)
         w.write(b_host)
-    _put_u16(w, o.port)
+    v_port: int = o.port
+    _put_u16(w, v_port)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -220,22 +264,22 @@ def _encode_VotersRecordEndpoint_v0(o: VotersRecordEndpoint, w: BytesWriter) -> 
 
 
 def _decode_VotersRecordKRaftVersionFeature_v0(buf: bytes, pos: i64) -> tuple[VotersRecordKRaftVersionFeature, i64]:
-    o = _new(_K_VotersRecordKRaftVersionFeature)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.min_supported_version = read_i16_be(buf, pos)
+    f_min_supported_version: Any
+    f_max_supported_version: Any
+    f_min_supported_version = read_i16_be(buf, pos)
     pos += 2
-    o.max_supported_version = read_i16_be(buf, pos)
+    f_max_supported_version = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -247,13 +291,15 @@ def _decode_VotersRecordKRaftVersionFeature_v0(buf: bytes, pos: i64) -> tuple[Vo
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return VotersRecordKRaftVersionFeature(min_supported_version=f_min_supported_version, max_supported_version=f_max_supported_version, unknown_tagged_fields=utf), pos
 
 
 def _encode_VotersRecordKRaftVersionFeature_v0(o: VotersRecordKRaftVersionFeature, w: BytesWriter) -> None:
-    write_i16_be(w, o.min_supported_version)
-    write_i16_be(w, o.max_supported_version)
+    v_min_supported_version: int = o.min_supported_version
+    write_i16_be(w, v_min_supported_version)
+    v_max_supported_version: int = o.max_supported_version
+    write_i16_be(w, v_max_supported_version)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -261,13 +307,16 @@ def _encode_VotersRecordKRaftVersionFeature_v0(o: VotersRecordKRaftVersionFeatur
 
 
 def _decode_VotersRecordVoter_v0(buf: bytes, pos: i64) -> tuple[VotersRecordVoter, i64]:
-    o = _new(_K_VotersRecordVoter)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.voter_id = read_i32_be(buf, pos)
+    f_voter_id: Any
+    f_voter_directory_id: Any
+    f_endpoints: Any
+    f_k_raft_version_feature: Any
+    f_voter_id = read_i32_be(buf, pos)
     pos += 4
-    o.voter_directory_id = _uuid(buf, pos)
+    f_voter_directory_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -284,17 +333,16 @@ def _decode_VotersRecordVoter_v0(buf: bytes, pos: i64) -> tuple[VotersRecordVote
         for _i_endpoints in range(n):
             x_endpoints, pos = _decode_VotersRecordEndpoint_v0(buf, pos)
             lst_endpoints.append(x_endpoints)
-        o.endpoints = lst_endpoints
+        f_endpoints = lst_endpoints
     x_k_raft_version_feature, pos = _decode_VotersRecordKRaftVersionFeature_v0(buf, pos)
-    o.k_raft_version_feature = x_k_raft_version_feature
+    f_k_raft_version_feature = x_k_raft_version_feature
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -306,14 +354,15 @@ def _decode_VotersRecordVoter_v0(buf: bytes, pos: i64) -> tuple[VotersRecordVote
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return VotersRecordVoter(voter_id=f_voter_id, voter_directory_id=f_voter_directory_id, endpoints=f_endpoints, k_raft_version_feature=f_k_raft_version_feature, unknown_tagged_fields=utf), pos
 
 
 def _encode_VotersRecordVoter_v0(o: VotersRecordVoter, w: BytesWriter) -> None:
-    write_i32_be(w, o.voter_id)
+    v_voter_id: int = o.voter_id
+    write_i32_be(w, v_voter_id)
     _put_uuid(w, o.voter_directory_id)
-    x_endpoints = o.endpoints
+    x_endpoints: Any = o.endpoints
     if x_endpoints is None:
         raise ValueOutOfRangeError('non-nullable field Endpoints is None', version=0)
     else:
@@ -333,11 +382,12 @@ def _encode_VotersRecordVoter_v0(o: VotersRecordVoter, w: BytesWriter) -> None:
 
 
 def _decode_VotersRecord_v0(buf: bytes, pos: i64) -> tuple[VotersRecord, i64]:
-    o = _new(_K_VotersRecord)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.version = read_i16_be(buf, pos)
+    f_version: Any
+    f_voters: Any
+    f_version = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -354,15 +404,14 @@ def _decode_VotersRecord_v0(buf: bytes, pos: i64) -> tuple[VotersRecord, i64]:
         for _i_voters in range(n):
             x_voters, pos = _decode_VotersRecordVoter_v0(buf, pos)
             lst_voters.append(x_voters)
-        o.voters = lst_voters
+        f_voters = lst_voters
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -374,13 +423,14 @@ def _decode_VotersRecord_v0(buf: bytes, pos: i64) -> tuple[VotersRecord, i64]:
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return VotersRecord(version=f_version, voters=f_voters, unknown_tagged_fields=utf), pos
 
 
 def _encode_VotersRecord_v0(o: VotersRecord, w: BytesWriter) -> None:
-    write_i16_be(w, o.version)
-    x_voters = o.voters
+    v_version: int = o.version
+    write_i16_be(w, v_version)
+    x_voters: Any = o.voters
     if x_voters is None:
         raise ValueOutOfRangeError('non-nullable field Voters is None', version=0)
     else:
@@ -406,4 +456,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (VotersRecord, {0: _decode_VotersRecord_v0}, {0: _encode_VotersRecord_v0}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.voters_record', TABLES)

@@ -22,30 +22,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.write_share_group_state import (
-    WriteShareGroupStateRequest,
-    WriteShareGroupStateRequestPartitionData,
-    WriteShareGroupStateRequestStateBatch,
-    WriteShareGroupStateRequestWriteStateData,
-    WriteShareGroupStateResponse,
-    WriteShareGroupStateResponsePartitionResult,
-    WriteShareGroupStateResponseWriteStateResult,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_WriteShareGroupStateRequest: Final = WriteShareGroupStateRequest
-_K_WriteShareGroupStateRequestPartitionData: Final = WriteShareGroupStateRequestPartitionData
-_K_WriteShareGroupStateRequestStateBatch: Final = WriteShareGroupStateRequestStateBatch
-_K_WriteShareGroupStateRequestWriteStateData: Final = WriteShareGroupStateRequestWriteStateData
-_K_WriteShareGroupStateResponse: Final = WriteShareGroupStateResponse
-_K_WriteShareGroupStateResponsePartitionResult: Final = WriteShareGroupStateResponsePartitionResult
-_K_WriteShareGroupStateResponseWriteStateResult: Final = WriteShareGroupStateResponseWriteStateResult
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -131,29 +116,120 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class WriteShareGroupStateRequestStateBatch(_NativeStruct):
+    first_offset: Any
+    last_offset: Any
+    delivery_state: Any
+    delivery_count: Any
+
+    def __init__(self, *, first_offset: Any = 0, last_offset: Any = 0, delivery_state: Any = 0, delivery_count: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.first_offset = first_offset
+        self.last_offset = last_offset
+        self.delivery_state = delivery_state
+        self.delivery_count = delivery_count
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class WriteShareGroupStateRequestPartitionData(_NativeStruct):
+    partition: Any
+    state_epoch: Any
+    leader_epoch: Any
+    start_offset: Any
+    delivery_complete_count: Any
+    state_batches: Any
+
+    def __init__(self, *, partition: Any = 0, state_epoch: Any = 0, leader_epoch: Any = 0, start_offset: Any = 0, delivery_complete_count: Any = -1, state_batches: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.partition = partition
+        self.state_epoch = state_epoch
+        self.leader_epoch = leader_epoch
+        self.start_offset = start_offset
+        self.delivery_complete_count = delivery_complete_count
+        self.state_batches = [] if state_batches is FRESH else state_batches
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class WriteShareGroupStateRequestWriteStateData(_NativeStruct):
+    topic_id: Any
+    partitions: Any
+
+    def __init__(self, *, topic_id: Any = ZERO_UUID, partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class WriteShareGroupStateRequest(_NativeMessage):
+    group_id: Any
+    topics: Any
+
+    def __init__(self, *, group_id: Any = '', topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is FRESH else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class WriteShareGroupStateResponsePartitionResult(_NativeStruct):
+    partition: Any
+    error_code: Any
+    error_message: Any
+
+    def __init__(self, *, partition: Any = 0, error_code: Any = 0, error_message: Any = None, unknown_tagged_fields: Any = ()) -> None:
+        self.partition = partition
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class WriteShareGroupStateResponseWriteStateResult(_NativeStruct):
+    topic_id: Any
+    partitions: Any
+
+    def __init__(self, *, topic_id: Any = ZERO_UUID, partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class WriteShareGroupStateResponse(_NativeMessage):
+    results: Any
+
+    def __init__(self, *, results: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.results = [] if results is FRESH else results
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_WriteShareGroupStateRequestStateBatch = WriteShareGroupStateRequestStateBatch()
+_DEFAULT_WriteShareGroupStateRequestPartitionData = WriteShareGroupStateRequestPartitionData()
+_DEFAULT_WriteShareGroupStateRequestWriteStateData = WriteShareGroupStateRequestWriteStateData()
+_DEFAULT_WriteShareGroupStateResponsePartitionResult = WriteShareGroupStateResponsePartitionResult()
+_DEFAULT_WriteShareGroupStateResponseWriteStateResult = WriteShareGroupStateResponseWriteStateResult()
+
+
 def _decode_WriteShareGroupStateRequestStateBatch_v0(buf: bytes, pos: i64) -> tuple[WriteShareGroupStateRequestStateBatch, i64]:
-    o = _new(_K_WriteShareGroupStateRequestStateBatch)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.first_offset = read_i64_be(buf, pos)
+    f_first_offset: Any
+    f_last_offset: Any
+    f_delivery_state: Any
+    f_delivery_count: Any
+    f_first_offset = read_i64_be(buf, pos)
     pos += 8
-    o.last_offset = read_i64_be(buf, pos)
+    f_last_offset = read_i64_be(buf, pos)
     pos += 8
     b8 = buf[pos]
-    o.delivery_state = b8 - 256 if b8 >= 128 else b8
+    f_delivery_state = b8 - 256 if b8 >= 128 else b8
     pos += 1
-    o.delivery_count = read_i16_be(buf, pos)
+    f_delivery_count = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -165,15 +241,19 @@ def _decode_WriteShareGroupStateRequestStateBatch_v0(buf: bytes, pos: i64) -> tu
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return WriteShareGroupStateRequestStateBatch(first_offset=f_first_offset, last_offset=f_last_offset, delivery_state=f_delivery_state, delivery_count=f_delivery_count, unknown_tagged_fields=utf), pos
 
 
 def _encode_WriteShareGroupStateRequestStateBatch_v0(o: WriteShareGroupStateRequestStateBatch, w: BytesWriter) -> None:
-    write_i64_be(w, o.first_offset)
-    write_i64_be(w, o.last_offset)
-    _put_i8(w, o.delivery_state)
-    write_i16_be(w, o.delivery_count)
+    v_first_offset: int = o.first_offset
+    write_i64_be(w, v_first_offset)
+    v_last_offset: int = o.last_offset
+    write_i64_be(w, v_last_offset)
+    v_delivery_state: int = o.delivery_state
+    _put_i8(w, v_delivery_state)
+    v_delivery_count: int = o.delivery_count
+    write_i16_be(w, v_delivery_count)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -181,18 +261,21 @@ def _encode_WriteShareGroupStateRequestStateBatch_v0(o: WriteShareGroupStateRequ
 
 
 def _decode_WriteShareGroupStateRequestPartitionData_v0(buf: bytes, pos: i64) -> tuple[WriteShareGroupStateRequestPartitionData, i64]:
-    o = _new(_K_WriteShareGroupStateRequestPartitionData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.delivery_complete_count = -1
-    o.partition = read_i32_be(buf, pos)
+    f_partition: Any
+    f_state_epoch: Any
+    f_leader_epoch: Any
+    f_start_offset: Any
+    f_state_batches: Any
+    f_partition = read_i32_be(buf, pos)
     pos += 4
-    o.state_epoch = read_i32_be(buf, pos)
+    f_state_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.start_offset = read_i64_be(buf, pos)
+    f_start_offset = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
@@ -209,15 +292,14 @@ def _decode_WriteShareGroupStateRequestPartitionData_v0(buf: bytes, pos: i64) ->
         for _i_state_batches in range(n):
             x_state_batches, pos = _decode_WriteShareGroupStateRequestStateBatch_v0(buf, pos)
             lst_state_batches.append(x_state_batches)
-        o.state_batches = lst_state_batches
+        f_state_batches = lst_state_batches
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -229,16 +311,20 @@ def _decode_WriteShareGroupStateRequestPartitionData_v0(buf: bytes, pos: i64) ->
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return WriteShareGroupStateRequestPartitionData(partition=f_partition, state_epoch=f_state_epoch, leader_epoch=f_leader_epoch, start_offset=f_start_offset, state_batches=f_state_batches, unknown_tagged_fields=utf), pos
 
 
 def _encode_WriteShareGroupStateRequestPartitionData_v0(o: WriteShareGroupStateRequestPartitionData, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition)
-    write_i32_be(w, o.state_epoch)
-    write_i32_be(w, o.leader_epoch)
-    write_i64_be(w, o.start_offset)
-    x_state_batches = o.state_batches
+    v_partition: int = o.partition
+    write_i32_be(w, v_partition)
+    v_state_epoch: int = o.state_epoch
+    write_i32_be(w, v_state_epoch)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
+    v_start_offset: int = o.start_offset
+    write_i64_be(w, v_start_offset)
+    x_state_batches: Any = o.state_batches
     if x_state_batches is None:
         raise ValueOutOfRangeError('non-nullable field StateBatches is None', version=0)
     else:
@@ -257,19 +343,24 @@ def _encode_WriteShareGroupStateRequestPartitionData_v0(o: WriteShareGroupStateR
 
 
 def _decode_WriteShareGroupStateRequestPartitionData_v1(buf: bytes, pos: i64) -> tuple[WriteShareGroupStateRequestPartitionData, i64]:
-    o = _new(_K_WriteShareGroupStateRequestPartitionData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition = read_i32_be(buf, pos)
+    f_partition: Any
+    f_state_epoch: Any
+    f_leader_epoch: Any
+    f_start_offset: Any
+    f_delivery_complete_count: Any
+    f_state_batches: Any
+    f_partition = read_i32_be(buf, pos)
     pos += 4
-    o.state_epoch = read_i32_be(buf, pos)
+    f_state_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.leader_epoch = read_i32_be(buf, pos)
+    f_leader_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.start_offset = read_i64_be(buf, pos)
+    f_start_offset = read_i64_be(buf, pos)
     pos += 8
-    o.delivery_complete_count = read_i32_be(buf, pos)
+    f_delivery_complete_count = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
@@ -286,15 +377,14 @@ def _decode_WriteShareGroupStateRequestPartitionData_v1(buf: bytes, pos: i64) ->
         for _i_state_batches in range(n):
             x_state_batches, pos = _decode_WriteShareGroupStateRequestStateBatch_v0(buf, pos)
             lst_state_batches.append(x_state_batches)
-        o.state_batches = lst_state_batches
+        f_state_batches = lst_state_batches
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -306,17 +396,22 @@ def _decode_WriteShareGroupStateRequestPartitionData_v1(buf: bytes, pos: i64) ->
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return WriteShareGroupStateRequestPartitionData(partition=f_partition, state_epoch=f_state_epoch, leader_epoch=f_leader_epoch, start_offset=f_start_offset, delivery_complete_count=f_delivery_complete_count, state_batches=f_state_batches, unknown_tagged_fields=utf), pos
 
 
 def _encode_WriteShareGroupStateRequestPartitionData_v1(o: WriteShareGroupStateRequestPartitionData, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition)
-    write_i32_be(w, o.state_epoch)
-    write_i32_be(w, o.leader_epoch)
-    write_i64_be(w, o.start_offset)
-    write_i32_be(w, o.delivery_complete_count)
-    x_state_batches = o.state_batches
+    v_partition: int = o.partition
+    write_i32_be(w, v_partition)
+    v_state_epoch: int = o.state_epoch
+    write_i32_be(w, v_state_epoch)
+    v_leader_epoch: int = o.leader_epoch
+    write_i32_be(w, v_leader_epoch)
+    v_start_offset: int = o.start_offset
+    write_i64_be(w, v_start_offset)
+    v_delivery_complete_count: int = o.delivery_complete_count
+    write_i32_be(w, v_delivery_complete_count)
+    x_state_batches: Any = o.state_batches
     if x_state_batches is None:
         raise ValueOutOfRangeError('non-nullable field StateBatches is None', version=1)
     else:
@@ -335,11 +430,12 @@ def _encode_WriteShareGroupStateRequestPartitionData_v1(o: WriteShareGroupStateR
 
 
 def _decode_WriteShareGroupStateRequestWriteStateData_v0(buf: bytes, pos: i64) -> tuple[WriteShareGroupStateRequestWriteStateData, i64]:
-    o = _new(_K_WriteShareGroupStateRequestWriteStateData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partitions: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -356,15 +452,14 @@ def _decode_WriteShareGroupStateRequestWriteStateData_v0(buf: bytes, pos: i64) -
         for _i_partitions in range(n):
             x_partitions, pos = _decode_WriteShareGroupStateRequestPartitionData_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -376,13 +471,13 @@ def _decode_WriteShareGroupStateRequestWriteStateData_v0(buf: bytes, pos: i64) -
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return WriteShareGroupStateRequestWriteStateData(topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_WriteShareGroupStateRequestWriteStateData_v0(o: WriteShareGroupStateRequestWriteStateData, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -401,11 +496,12 @@ def _encode_WriteShareGroupStateRequestWriteStateData_v0(o: WriteShareGroupState
 
 
 def _decode_WriteShareGroupStateRequestWriteStateData_v1(buf: bytes, pos: i64) -> tuple[WriteShareGroupStateRequestWriteStateData, i64]:
-    o = _new(_K_WriteShareGroupStateRequestWriteStateData)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partitions: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -422,15 +518,14 @@ def _decode_WriteShareGroupStateRequestWriteStateData_v1(buf: bytes, pos: i64) -
         for _i_partitions in range(n):
             x_partitions, pos = _decode_WriteShareGroupStateRequestPartitionData_v1(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -442,13 +537,13 @@ def _decode_WriteShareGroupStateRequestWriteStateData_v1(buf: bytes, pos: i64) -
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return WriteShareGroupStateRequestWriteStateData(topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_WriteShareGroupStateRequestWriteStateData_v1(o: WriteShareGroupStateRequestWriteStateData, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
@@ -467,10 +562,11 @@ def _encode_WriteShareGroupStateRequestWriteStateData_v1(o: WriteShareGroupState
 
 
 def _decode_WriteShareGroupStateRequest_v0(buf: bytes, pos: i64) -> tuple[WriteShareGroupStateRequest, i64]:
-    o = _new(_K_WriteShareGroupStateRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_group_id: Any
+    f_topics: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -485,7 +581,7 @@ def _decode_WriteShareGroupStateRequest_v0(buf: bytes, pos: i64) -> tuple[WriteS
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -502,15 +598,14 @@ def _decode_WriteShareGroupStateRequest_v0(buf: bytes, pos: i64) -> tuple[WriteS
         for _i_topics in range(n):
             x_topics, pos = _decode_WriteShareGroupStateRequestWriteStateData_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -522,12 +617,12 @@ def _decode_WriteShareGroupStateRequest_v0(buf: bytes, pos: i64) -> tuple[WriteS
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return WriteShareGroupStateRequest(group_id=f_group_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_WriteShareGroupStateRequest_v0(o: WriteShareGroupStateRequest, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=0)
     else:
@@ -540,7 +635,7 @@ def _encode_WriteShareGroupStateRequest_v0(o: WriteShareGroupStateRequest, w: By
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -559,10 +654,11 @@ def _encode_WriteShareGroupStateRequest_v0(o: WriteShareGroupStateRequest, w: By
 
 
 def _decode_WriteShareGroupStateRequest_v1(buf: bytes, pos: i64) -> tuple[WriteShareGroupStateRequest, i64]:
-    o = _new(_K_WriteShareGroupStateRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_group_id: Any
+    f_topics: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -577,7 +673,7 @@ def _decode_WriteShareGroupStateRequest_v1(buf: bytes, pos: i64) -> tuple[WriteS
         end = pos + n
         if end > blen:
             raise _truncated('GroupId')
-        o.group_id = buf[pos:end].decode()
+        f_group_id = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -594,15 +690,14 @@ def _decode_WriteShareGroupStateRequest_v1(buf: bytes, pos: i64) -> tuple[WriteS
         for _i_topics in range(n):
             x_topics, pos = _decode_WriteShareGroupStateRequestWriteStateData_v1(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -614,12 +709,12 @@ def _decode_WriteShareGroupStateRequest_v1(buf: bytes, pos: i64) -> tuple[WriteS
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return WriteShareGroupStateRequest(group_id=f_group_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_WriteShareGroupStateRequest_v1(o: WriteShareGroupStateRequest, w: BytesWriter) -> None:
-    x_group_id = o.group_id
+    x_group_id: str | None = o.group_id
     if x_group_id is None:
         raise ValueOutOfRangeError('non-nullable field GroupId is None', version=1)
     else:
@@ -632,7 +727,7 @@ def _encode_WriteShareGroupStateRequest_v1(o: WriteShareGroupStateRequest, w: By
         else:
             _put_uvarint(w, m)
         w.write(b_group_id)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
@@ -651,13 +746,15 @@ def _encode_WriteShareGroupStateRequest_v1(o: WriteShareGroupStateRequest, w: By
 
 
 def _decode_WriteShareGroupStateResponsePartitionResult_v0(buf: bytes, pos: i64) -> tuple[WriteShareGroupStateResponsePartitionResult, i64]:
-    o = _new(_K_WriteShareGroupStateResponsePartitionResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition = read_i32_be(buf, pos)
+    f_partition: Any
+    f_error_code: Any
+    f_error_message: Any
+    f_partition = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
@@ -666,23 +763,22 @@ def _decode_WriteShareGroupStateResponsePartitionResult_v0(buf: bytes, pos: i64)
         n, pos = _uvarint(buf, pos)
     n -= 1
     if n < 0:
-        o.error_message = None
+        f_error_message = None
     else:
         if n > 0x7FFF:
             raise _invalid('string field ErrorMessage is too long')
         end = pos + n
         if end > blen:
             raise _truncated('ErrorMessage')
-        o.error_message = buf[pos:end].decode()
+        f_error_message = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -694,14 +790,16 @@ def _decode_WriteShareGroupStateResponsePartitionResult_v0(buf: bytes, pos: i64)
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return WriteShareGroupStateResponsePartitionResult(partition=f_partition, error_code=f_error_code, error_message=f_error_message, unknown_tagged_fields=utf), pos
 
 
 def _encode_WriteShareGroupStateResponsePartitionResult_v0(o: WriteShareGroupStateResponsePartitionResult, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition)
-    write_i16_be(w, o.error_code)
-    x_error_message = o.error_message
+    v_partition: int = o.partition
+    write_i32_be(w, v_partition)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
+    x_error_message: str | None = o.error_message
     if x_error_message is None:
         w.append(_ZERO)
     else:
@@ -721,11 +819,12 @@ def _encode_WriteShareGroupStateResponsePartitionResult_v0(o: WriteShareGroupSta
 
 
 def _decode_WriteShareGroupStateResponseWriteStateResult_v0(buf: bytes, pos: i64) -> tuple[WriteShareGroupStateResponseWriteStateResult, i64]:
-    o = _new(_K_WriteShareGroupStateResponseWriteStateResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.topic_id = _uuid(buf, pos)
+    f_topic_id: Any
+    f_partitions: Any
+    f_topic_id = _uuid(buf, pos)
     pos += 16
     n = buf[pos]
     if n < 0x80:
@@ -742,15 +841,14 @@ def _decode_WriteShareGroupStateResponseWriteStateResult_v0(buf: bytes, pos: i64
         for _i_partitions in range(n):
             x_partitions, pos = _decode_WriteShareGroupStateResponsePartitionResult_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -762,13 +860,13 @@ def _decode_WriteShareGroupStateResponseWriteStateResult_v0(buf: bytes, pos: i64
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return WriteShareGroupStateResponseWriteStateResult(topic_id=f_topic_id, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_WriteShareGroupStateResponseWriteStateResult_v0(o: WriteShareGroupStateResponseWriteStateResult, w: BytesWriter) -> None:
     _put_uuid(w, o.topic_id)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -787,10 +885,10 @@ def _encode_WriteShareGroupStateResponseWriteStateResult_v0(o: WriteShareGroupSt
 
 
 def _decode_WriteShareGroupStateResponse_v0(buf: bytes, pos: i64) -> tuple[WriteShareGroupStateResponse, i64]:
-    o = _new(_K_WriteShareGroupStateResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_results: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -806,15 +904,14 @@ def _decode_WriteShareGroupStateResponse_v0(buf: bytes, pos: i64) -> tuple[Write
         for _i_results in range(n):
             x_results, pos = _decode_WriteShareGroupStateResponseWriteStateResult_v0(buf, pos)
             lst_results.append(x_results)
-        o.results = lst_results
+        f_results = lst_results
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -826,12 +923,12 @@ def _decode_WriteShareGroupStateResponse_v0(buf: bytes, pos: i64) -> tuple[Write
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return WriteShareGroupStateResponse(results=f_results, unknown_tagged_fields=utf), pos
 
 
 def _encode_WriteShareGroupStateResponse_v0(o: WriteShareGroupStateResponse, w: BytesWriter) -> None:
-    x_results = o.results
+    x_results: Any = o.results
     if x_results is None:
         raise ValueOutOfRangeError('non-nullable field Results is None', version=0)
     else:
@@ -860,4 +957,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (WriteShareGroupStateResponse, {0: _decode_WriteShareGroupStateResponse_v0, 1: _decode_WriteShareGroupStateResponse_v0}, {0: _encode_WriteShareGroupStateResponse_v0, 1: _encode_WriteShareGroupStateResponse_v0}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.write_share_group_state', TABLES)

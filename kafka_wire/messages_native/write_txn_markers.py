@@ -24,30 +24,15 @@ from librt.strings import (
 )
 from mypy_extensions import i64, u8
 
-from kafka_wire.codec.runtime import ZERO_UUID, install_native
+from kafka_wire.codec.native_base import Message as _NativeMessage
+from kafka_wire.codec.native_base import Struct as _NativeStruct
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.messages.write_txn_markers import (
-    WriteTxnMarkersRequest,
-    WriteTxnMarkersRequestWritableTxnMarker,
-    WriteTxnMarkersRequestWritableTxnMarkerTopic,
-    WriteTxnMarkersResponse,
-    WriteTxnMarkersResponseWritableTxnMarkerPartitionResult,
-    WriteTxnMarkersResponseWritableTxnMarkerResult,
-    WriteTxnMarkersResponseWritableTxnMarkerTopicResult,
-)
 
 _new: Final = object.__new__
-# The classes as static references: a module-global lookup is a dict lookup in mypyc.
-_K_WriteTxnMarkersRequest: Final = WriteTxnMarkersRequest
-_K_WriteTxnMarkersRequestWritableTxnMarker: Final = WriteTxnMarkersRequestWritableTxnMarker
-_K_WriteTxnMarkersRequestWritableTxnMarkerTopic: Final = WriteTxnMarkersRequestWritableTxnMarkerTopic
-_K_WriteTxnMarkersResponse: Final = WriteTxnMarkersResponse
-_K_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult: Final = WriteTxnMarkersResponseWritableTxnMarkerPartitionResult
-_K_WriteTxnMarkersResponseWritableTxnMarkerResult: Final = WriteTxnMarkersResponseWritableTxnMarkerResult
-_K_WriteTxnMarkersResponseWritableTxnMarkerTopicResult: Final = WriteTxnMarkersResponseWritableTxnMarkerTopicResult
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -133,11 +118,93 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     w.write(tmp)
 
 
+class WriteTxnMarkersRequestWritableTxnMarkerTopic(_NativeStruct):
+    name: Any
+    partition_indexes: Any
+
+    def __init__(self, *, name: Any = '', partition_indexes: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.partition_indexes = [] if partition_indexes is FRESH else partition_indexes
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class WriteTxnMarkersRequestWritableTxnMarker(_NativeStruct):
+    producer_id: Any
+    producer_epoch: Any
+    transaction_result: Any
+    topics: Any
+    coordinator_epoch: Any
+    transaction_version: Any
+
+    def __init__(self, *, producer_id: Any = 0, producer_epoch: Any = 0, transaction_result: Any = False, topics: Any = FRESH, coordinator_epoch: Any = 0, transaction_version: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.transaction_result = transaction_result
+        self.topics = [] if topics is FRESH else topics
+        self.coordinator_epoch = coordinator_epoch
+        self.transaction_version = transaction_version
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class WriteTxnMarkersRequest(_NativeMessage):
+    markers: Any
+
+    def __init__(self, *, markers: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.markers = [] if markers is FRESH else markers
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class WriteTxnMarkersResponseWritableTxnMarkerPartitionResult(_NativeStruct):
+    partition_index: Any
+    error_code: Any
+
+    def __init__(self, *, partition_index: Any = 0, error_code: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class WriteTxnMarkersResponseWritableTxnMarkerTopicResult(_NativeStruct):
+    name: Any
+    partitions: Any
+
+    def __init__(self, *, name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.name = name
+        self.partitions = [] if partitions is FRESH else partitions
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class WriteTxnMarkersResponseWritableTxnMarkerResult(_NativeStruct):
+    producer_id: Any
+    topics: Any
+
+    def __init__(self, *, producer_id: Any = 0, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.producer_id = producer_id
+        self.topics = [] if topics is FRESH else topics
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+class WriteTxnMarkersResponse(_NativeMessage):
+    markers: Any
+
+    def __init__(self, *, markers: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.markers = [] if markers is FRESH else markers
+        self.unknown_tagged_fields = unknown_tagged_fields
+
+
+_DEFAULT_WriteTxnMarkersRequestWritableTxnMarkerTopic = WriteTxnMarkersRequestWritableTxnMarkerTopic()
+_DEFAULT_WriteTxnMarkersRequestWritableTxnMarker = WriteTxnMarkersRequestWritableTxnMarker()
+_DEFAULT_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult = WriteTxnMarkersResponseWritableTxnMarkerPartitionResult()
+_DEFAULT_WriteTxnMarkersResponseWritableTxnMarkerTopicResult = WriteTxnMarkersResponseWritableTxnMarkerTopicResult()
+_DEFAULT_WriteTxnMarkersResponseWritableTxnMarkerResult = WriteTxnMarkersResponseWritableTxnMarkerResult()
+
+
 def _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v0(buf: bytes, pos: i64) -> tuple[WriteTxnMarkersRequestWritableTxnMarkerTopic, i64]:
-    o = _new(_K_WriteTxnMarkersRequestWritableTxnMarkerTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partition_indexes: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -148,7 +215,7 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v0(buf: bytes, pos: i64
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -162,13 +229,13 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v0(buf: bytes, pos: i64
             e_partition_indexes = read_i32_be(buf, pos)
             pos += 4
             lst_partition_indexes.append(e_partition_indexes)
-        o.partition_indexes = lst_partition_indexes
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partition_indexes = lst_partition_indexes
+    utf: Any = ()
+    return WriteTxnMarkersRequestWritableTxnMarkerTopic(name=f_name, partition_indexes=f_partition_indexes, unknown_tagged_fields=utf), pos
 
 
 def _encode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v0(o: WriteTxnMarkersRequestWritableTxnMarkerTopic, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -177,7 +244,7 @@ def _encode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v0(o: WriteTxnMarkersRe
             raise ValueOutOfRangeError('string field Name is too long', version=0)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_partition_indexes = o.partition_indexes
+    x_partition_indexes: Any = o.partition_indexes
     if x_partition_indexes is None:
         raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=0)
     else:
@@ -190,10 +257,11 @@ def _encode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v0(o: WriteTxnMarkersRe
 
 
 def _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1(buf: bytes, pos: i64) -> tuple[WriteTxnMarkersRequestWritableTxnMarkerTopic, i64]:
-    o = _new(_K_WriteTxnMarkersRequestWritableTxnMarkerTopic)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partition_indexes: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -208,7 +276,7 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1(buf: bytes, pos: i64
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -226,15 +294,14 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1(buf: bytes, pos: i64
             e_partition_indexes = read_i32_be(buf, pos)
             pos += 4
             lst_partition_indexes.append(e_partition_indexes)
-        o.partition_indexes = lst_partition_indexes
+        f_partition_indexes = lst_partition_indexes
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -246,12 +313,12 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1(buf: bytes, pos: i64
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return WriteTxnMarkersRequestWritableTxnMarkerTopic(name=f_name, partition_indexes=f_partition_indexes, unknown_tagged_fields=utf), pos
 
 
 def _encode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1(o: WriteTxnMarkersRequestWritableTxnMarkerTopic, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
     else:
@@ -264,7 +331,7 @@ def _encode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1(o: WriteTxnMarkersRe
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_partition_indexes = o.partition_indexes
+    x_partition_indexes: Any = o.partition_indexes
     if x_partition_indexes is None:
         raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=1)
     else:
@@ -283,15 +350,18 @@ def _encode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1(o: WriteTxnMarkersRe
 
 
 def _decode_WriteTxnMarkersRequestWritableTxnMarker_v0(buf: bytes, pos: i64) -> tuple[WriteTxnMarkersRequestWritableTxnMarker, i64]:
-    o = _new(_K_WriteTxnMarkersRequestWritableTxnMarker)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.transaction_version = 0
-    o.producer_id = read_i64_be(buf, pos)
+    f_producer_id: Any
+    f_producer_epoch: Any
+    f_transaction_result: Any
+    f_topics: Any
+    f_coordinator_epoch: Any
+    f_producer_id = read_i64_be(buf, pos)
     pos += 8
-    o.producer_epoch = read_i16_be(buf, pos)
+    f_producer_epoch = read_i16_be(buf, pos)
     pos += 2
-    o.transaction_result = buf[pos] != 0
+    f_transaction_result = buf[pos] != 0
     pos += 1
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -304,18 +374,20 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarker_v0(buf: bytes, pos: i64) -> 
         for _i_topics in range(n):
             x_topics, pos = _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.coordinator_epoch = read_i32_be(buf, pos)
+        f_topics = lst_topics
+    f_coordinator_epoch = read_i32_be(buf, pos)
     pos += 4
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return WriteTxnMarkersRequestWritableTxnMarker(producer_id=f_producer_id, producer_epoch=f_producer_epoch, transaction_result=f_transaction_result, topics=f_topics, coordinator_epoch=f_coordinator_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_WriteTxnMarkersRequestWritableTxnMarker_v0(o: WriteTxnMarkersRequestWritableTxnMarker, w: BytesWriter) -> None:
-    write_i64_be(w, o.producer_id)
-    write_i16_be(w, o.producer_epoch)
+    v_producer_id: int = o.producer_id
+    write_i64_be(w, v_producer_id)
+    v_producer_epoch: int = o.producer_epoch
+    write_i16_be(w, v_producer_epoch)
     w.append(_ONE if o.transaction_result else _ZERO)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -323,22 +395,26 @@ def _encode_WriteTxnMarkersRequestWritableTxnMarker_v0(o: WriteTxnMarkersRequest
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v0(e_topics, w)
-    write_i32_be(w, o.coordinator_epoch)
+    v_coordinator_epoch: int = o.coordinator_epoch
+    write_i32_be(w, v_coordinator_epoch)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_WriteTxnMarkersRequestWritableTxnMarker_v1(buf: bytes, pos: i64) -> tuple[WriteTxnMarkersRequestWritableTxnMarker, i64]:
-    o = _new(_K_WriteTxnMarkersRequestWritableTxnMarker)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.transaction_version = 0
-    o.producer_id = read_i64_be(buf, pos)
+    f_producer_id: Any
+    f_producer_epoch: Any
+    f_transaction_result: Any
+    f_topics: Any
+    f_coordinator_epoch: Any
+    f_producer_id = read_i64_be(buf, pos)
     pos += 8
-    o.producer_epoch = read_i16_be(buf, pos)
+    f_producer_epoch = read_i16_be(buf, pos)
     pos += 2
-    o.transaction_result = buf[pos] != 0
+    f_transaction_result = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -355,17 +431,16 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarker_v1(buf: bytes, pos: i64) -> 
         for _i_topics in range(n):
             x_topics, pos = _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.coordinator_epoch = read_i32_be(buf, pos)
+        f_topics = lst_topics
+    f_coordinator_epoch = read_i32_be(buf, pos)
     pos += 4
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -377,15 +452,17 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarker_v1(buf: bytes, pos: i64) -> 
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return WriteTxnMarkersRequestWritableTxnMarker(producer_id=f_producer_id, producer_epoch=f_producer_epoch, transaction_result=f_transaction_result, topics=f_topics, coordinator_epoch=f_coordinator_epoch, unknown_tagged_fields=utf), pos
 
 
 def _encode_WriteTxnMarkersRequestWritableTxnMarker_v1(o: WriteTxnMarkersRequestWritableTxnMarker, w: BytesWriter) -> None:
-    write_i64_be(w, o.producer_id)
-    write_i16_be(w, o.producer_epoch)
+    v_producer_id: int = o.producer_id
+    write_i64_be(w, v_producer_id)
+    v_producer_epoch: int = o.producer_epoch
+    write_i16_be(w, v_producer_epoch)
     w.append(_ONE if o.transaction_result else _ZERO)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
@@ -397,7 +474,8 @@ def _encode_WriteTxnMarkersRequestWritableTxnMarker_v1(o: WriteTxnMarkersRequest
             _put_uvarint(w, m)
         for e_topics in l_topics:
             _encode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1(e_topics, w)
-    write_i32_be(w, o.coordinator_epoch)
+    v_coordinator_epoch: int = o.coordinator_epoch
+    write_i32_be(w, v_coordinator_epoch)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -405,16 +483,21 @@ def _encode_WriteTxnMarkersRequestWritableTxnMarker_v1(o: WriteTxnMarkersRequest
 
 
 def _decode_WriteTxnMarkersRequestWritableTxnMarker_v2(buf: bytes, pos: i64) -> tuple[WriteTxnMarkersRequestWritableTxnMarker, i64]:
-    o = _new(_K_WriteTxnMarkersRequestWritableTxnMarker)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
     b8: int = 0
-    o.producer_id = read_i64_be(buf, pos)
+    f_producer_id: Any
+    f_producer_epoch: Any
+    f_transaction_result: Any
+    f_topics: Any
+    f_coordinator_epoch: Any
+    f_transaction_version: Any
+    f_producer_id = read_i64_be(buf, pos)
     pos += 8
-    o.producer_epoch = read_i16_be(buf, pos)
+    f_producer_epoch = read_i16_be(buf, pos)
     pos += 2
-    o.transaction_result = buf[pos] != 0
+    f_transaction_result = buf[pos] != 0
     pos += 1
     n = buf[pos]
     if n < 0x80:
@@ -431,20 +514,19 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarker_v2(buf: bytes, pos: i64) -> 
         for _i_topics in range(n):
             x_topics, pos = _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.coordinator_epoch = read_i32_be(buf, pos)
+        f_topics = lst_topics
+    f_coordinator_epoch = read_i32_be(buf, pos)
     pos += 4
     b8 = buf[pos]
-    o.transaction_version = b8 - 256 if b8 >= 128 else b8
+    f_transaction_version = b8 - 256 if b8 >= 128 else b8
     pos += 1
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -456,15 +538,17 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarker_v2(buf: bytes, pos: i64) -> 
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return WriteTxnMarkersRequestWritableTxnMarker(producer_id=f_producer_id, producer_epoch=f_producer_epoch, transaction_result=f_transaction_result, topics=f_topics, coordinator_epoch=f_coordinator_epoch, transaction_version=f_transaction_version, unknown_tagged_fields=utf), pos
 
 
 def _encode_WriteTxnMarkersRequestWritableTxnMarker_v2(o: WriteTxnMarkersRequestWritableTxnMarker, w: BytesWriter) -> None:
-    write_i64_be(w, o.producer_id)
-    write_i16_be(w, o.producer_epoch)
+    v_producer_id: int = o.producer_id
+    write_i64_be(w, v_producer_id)
+    v_producer_epoch: int = o.producer_epoch
+    write_i16_be(w, v_producer_epoch)
     w.append(_ONE if o.transaction_result else _ZERO)
-    x_topics = o.topics
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
@@ -476,8 +560,10 @@ def _encode_WriteTxnMarkersRequestWritableTxnMarker_v2(o: WriteTxnMarkersRequest
             _put_uvarint(w, m)
         for e_topics in l_topics:
             _encode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1(e_topics, w)
-    write_i32_be(w, o.coordinator_epoch)
-    _put_i8(w, o.transaction_version)
+    v_coordinator_epoch: int = o.coordinator_epoch
+    write_i32_be(w, v_coordinator_epoch)
+    v_transaction_version: int = o.transaction_version
+    _put_i8(w, v_transaction_version)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -485,9 +571,9 @@ def _encode_WriteTxnMarkersRequestWritableTxnMarker_v2(o: WriteTxnMarkersRequest
 
 
 def _decode_WriteTxnMarkersRequest_v0(buf: bytes, pos: i64) -> tuple[WriteTxnMarkersRequest, i64]:
-    o = _new(_K_WriteTxnMarkersRequest)
     blen: i64 = len(buf)
     n: i64 = 0
+    f_markers: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -499,13 +585,13 @@ def _decode_WriteTxnMarkersRequest_v0(buf: bytes, pos: i64) -> tuple[WriteTxnMar
         for _i_markers in range(n):
             x_markers, pos = _decode_WriteTxnMarkersRequestWritableTxnMarker_v0(buf, pos)
             lst_markers.append(x_markers)
-        o.markers = lst_markers
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_markers = lst_markers
+    utf: Any = ()
+    return WriteTxnMarkersRequest(markers=f_markers, unknown_tagged_fields=utf), pos
 
 
 def _encode_WriteTxnMarkersRequest_v0(o: WriteTxnMarkersRequest, w: BytesWriter) -> None:
-    x_markers = o.markers
+    x_markers: Any = o.markers
     if x_markers is None:
         raise ValueOutOfRangeError('non-nullable field Markers is None', version=0)
     else:
@@ -518,10 +604,10 @@ def _encode_WriteTxnMarkersRequest_v0(o: WriteTxnMarkersRequest, w: BytesWriter)
 
 
 def _decode_WriteTxnMarkersRequest_v1(buf: bytes, pos: i64) -> tuple[WriteTxnMarkersRequest, i64]:
-    o = _new(_K_WriteTxnMarkersRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_markers: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -537,15 +623,14 @@ def _decode_WriteTxnMarkersRequest_v1(buf: bytes, pos: i64) -> tuple[WriteTxnMar
         for _i_markers in range(n):
             x_markers, pos = _decode_WriteTxnMarkersRequestWritableTxnMarker_v1(buf, pos)
             lst_markers.append(x_markers)
-        o.markers = lst_markers
+        f_markers = lst_markers
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -557,12 +642,12 @@ def _decode_WriteTxnMarkersRequest_v1(buf: bytes, pos: i64) -> tuple[WriteTxnMar
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return WriteTxnMarkersRequest(markers=f_markers, unknown_tagged_fields=utf), pos
 
 
 def _encode_WriteTxnMarkersRequest_v1(o: WriteTxnMarkersRequest, w: BytesWriter) -> None:
-    x_markers = o.markers
+    x_markers: Any = o.markers
     if x_markers is None:
         raise ValueOutOfRangeError('non-nullable field Markers is None', version=1)
     else:
@@ -581,10 +666,10 @@ def _encode_WriteTxnMarkersRequest_v1(o: WriteTxnMarkersRequest, w: BytesWriter)
 
 
 def _decode_WriteTxnMarkersRequest_v2(buf: bytes, pos: i64) -> tuple[WriteTxnMarkersRequest, i64]:
-    o = _new(_K_WriteTxnMarkersRequest)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_markers: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -600,15 +685,14 @@ def _decode_WriteTxnMarkersRequest_v2(buf: bytes, pos: i64) -> tuple[WriteTxnMar
         for _i_markers in range(n):
             x_markers, pos = _decode_WriteTxnMarkersRequestWritableTxnMarker_v2(buf, pos)
             lst_markers.append(x_markers)
-        o.markers = lst_markers
+        f_markers = lst_markers
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -620,12 +704,12 @@ def _decode_WriteTxnMarkersRequest_v2(buf: bytes, pos: i64) -> tuple[WriteTxnMar
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return WriteTxnMarkersRequest(markers=f_markers, unknown_tagged_fields=utf), pos
 
 
 def _encode_WriteTxnMarkersRequest_v2(o: WriteTxnMarkersRequest, w: BytesWriter) -> None:
-    x_markers = o.markers
+    x_markers: Any = o.markers
     if x_markers is None:
         raise ValueOutOfRangeError('non-nullable field Markers is None', version=2)
     else:
@@ -644,39 +728,42 @@ def _encode_WriteTxnMarkersRequest_v2(o: WriteTxnMarkersRequest, w: BytesWriter)
 
 
 def _decode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v0(buf: bytes, pos: i64) -> tuple[WriteTxnMarkersResponseWritableTxnMarkerPartitionResult, i64]:
-    o = _new(_K_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult)
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_error_code: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
-    o.unknown_tagged_fields = ()
-    return o, pos
+    utf: Any = ()
+    return WriteTxnMarkersResponseWritableTxnMarkerPartitionResult(partition_index=f_partition_index, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v0(o: WriteTxnMarkersResponseWritableTxnMarkerPartitionResult, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
 def _decode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v1(buf: bytes, pos: i64) -> tuple[WriteTxnMarkersResponseWritableTxnMarkerPartitionResult, i64]:
-    o = _new(_K_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.partition_index = read_i32_be(buf, pos)
+    f_partition_index: Any
+    f_error_code: Any
+    f_partition_index = read_i32_be(buf, pos)
     pos += 4
-    o.error_code = read_i16_be(buf, pos)
+    f_error_code = read_i16_be(buf, pos)
     pos += 2
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -688,13 +775,15 @@ def _decode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v1(buf: byte
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return WriteTxnMarkersResponseWritableTxnMarkerPartitionResult(partition_index=f_partition_index, error_code=f_error_code, unknown_tagged_fields=utf), pos
 
 
 def _encode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v1(o: WriteTxnMarkersResponseWritableTxnMarkerPartitionResult, w: BytesWriter) -> None:
-    write_i32_be(w, o.partition_index)
-    write_i16_be(w, o.error_code)
+    v_partition_index: int = o.partition_index
+    write_i32_be(w, v_partition_index)
+    v_error_code: int = o.error_code
+    write_i16_be(w, v_error_code)
     if o.unknown_tagged_fields:
         _put_tagged(w, [], o.unknown_tagged_fields, frozenset())
     else:
@@ -702,10 +791,11 @@ def _encode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v1(o: WriteT
 
 
 def _decode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v0(buf: bytes, pos: i64) -> tuple[WriteTxnMarkersResponseWritableTxnMarkerTopicResult, i64]:
-    o = _new(_K_WriteTxnMarkersResponseWritableTxnMarkerTopicResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partitions: Any
     n = i64(read_i16_be(buf, pos))
     pos += 2
     if n < 0:
@@ -716,7 +806,7 @@ def _decode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v0(buf: bytes, p
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -729,13 +819,13 @@ def _decode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v0(buf: bytes, p
         for _i_partitions in range(n):
             x_partitions, pos = _decode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v0(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_partitions = lst_partitions
+    utf: Any = ()
+    return WriteTxnMarkersResponseWritableTxnMarkerTopicResult(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v0(o: WriteTxnMarkersResponseWritableTxnMarkerTopicResult, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=0)
     else:
@@ -744,7 +834,7 @@ def _encode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v0(o: WriteTxnMa
             raise ValueOutOfRangeError('string field Name is too long', version=0)
         write_i16_be(w, len(b_name))
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
@@ -757,10 +847,11 @@ def _encode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v0(o: WriteTxnMa
 
 
 def _decode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v1(buf: bytes, pos: i64) -> tuple[WriteTxnMarkersResponseWritableTxnMarkerTopicResult, i64]:
-    o = _new(_K_WriteTxnMarkersResponseWritableTxnMarkerTopicResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_name: Any
+    f_partitions: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -775,7 +866,7 @@ def _decode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v1(buf: bytes, p
         end = pos + n
         if end > blen:
             raise _truncated('Name')
-        o.name = buf[pos:end].decode()
+        f_name = buf[pos:end].decode()
         pos = end
     n = buf[pos]
     if n < 0x80:
@@ -792,15 +883,14 @@ def _decode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v1(buf: bytes, p
         for _i_partitions in range(n):
             x_partitions, pos = _decode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v1(buf, pos)
             lst_partitions.append(x_partitions)
-        o.partitions = lst_partitions
+        f_partitions = lst_partitions
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -812,12 +902,12 @@ def _decode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v1(buf: bytes, p
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return WriteTxnMarkersResponseWritableTxnMarkerTopicResult(name=f_name, partitions=f_partitions, unknown_tagged_fields=utf), pos
 
 
 def _encode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v1(o: WriteTxnMarkersResponseWritableTxnMarkerTopicResult, w: BytesWriter) -> None:
-    x_name = o.name
+    x_name: str | None = o.name
     if x_name is None:
         raise ValueOutOfRangeError('non-nullable field Name is None', version=1)
     else:
@@ -830,7 +920,7 @@ def _encode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v1(o: WriteTxnMa
         else:
             _put_uvarint(w, m)
         w.write(b_name)
-    x_partitions = o.partitions
+    x_partitions: Any = o.partitions
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
@@ -849,10 +939,11 @@ def _encode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v1(o: WriteTxnMa
 
 
 def _decode_WriteTxnMarkersResponseWritableTxnMarkerResult_v0(buf: bytes, pos: i64) -> tuple[WriteTxnMarkersResponseWritableTxnMarkerResult, i64]:
-    o = _new(_K_WriteTxnMarkersResponseWritableTxnMarkerResult)
     blen: i64 = len(buf)
     n: i64 = 0
-    o.producer_id = read_i64_be(buf, pos)
+    f_producer_id: Any
+    f_topics: Any
+    f_producer_id = read_i64_be(buf, pos)
     pos += 8
     n = i64(read_i32_be(buf, pos))
     pos += 4
@@ -865,14 +956,15 @@ def _decode_WriteTxnMarkersResponseWritableTxnMarkerResult_v0(buf: bytes, pos: i
         for _i_topics in range(n):
             x_topics, pos = _decode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v0(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_topics = lst_topics
+    utf: Any = ()
+    return WriteTxnMarkersResponseWritableTxnMarkerResult(producer_id=f_producer_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_WriteTxnMarkersResponseWritableTxnMarkerResult_v0(o: WriteTxnMarkersResponseWritableTxnMarkerResult, w: BytesWriter) -> None:
-    write_i64_be(w, o.producer_id)
-    x_topics = o.topics
+    v_producer_id: int = o.producer_id
+    write_i64_be(w, v_producer_id)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
@@ -885,11 +977,12 @@ def _encode_WriteTxnMarkersResponseWritableTxnMarkerResult_v0(o: WriteTxnMarkers
 
 
 def _decode_WriteTxnMarkersResponseWritableTxnMarkerResult_v1(buf: bytes, pos: i64) -> tuple[WriteTxnMarkersResponseWritableTxnMarkerResult, i64]:
-    o = _new(_K_WriteTxnMarkersResponseWritableTxnMarkerResult)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
-    o.producer_id = read_i64_be(buf, pos)
+    f_producer_id: Any
+    f_topics: Any
+    f_producer_id = read_i64_be(buf, pos)
     pos += 8
     n = buf[pos]
     if n < 0x80:
@@ -906,15 +999,14 @@ def _decode_WriteTxnMarkersResponseWritableTxnMarkerResult_v1(buf: bytes, pos: i
         for _i_topics in range(n):
             x_topics, pos = _decode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v1(buf, pos)
             lst_topics.append(x_topics)
-        o.topics = lst_topics
+        f_topics = lst_topics
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -926,13 +1018,14 @@ def _decode_WriteTxnMarkersResponseWritableTxnMarkerResult_v1(buf: bytes, pos: i
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return WriteTxnMarkersResponseWritableTxnMarkerResult(producer_id=f_producer_id, topics=f_topics, unknown_tagged_fields=utf), pos
 
 
 def _encode_WriteTxnMarkersResponseWritableTxnMarkerResult_v1(o: WriteTxnMarkersResponseWritableTxnMarkerResult, w: BytesWriter) -> None:
-    write_i64_be(w, o.producer_id)
-    x_topics = o.topics
+    v_producer_id: int = o.producer_id
+    write_i64_be(w, v_producer_id)
+    x_topics: Any = o.topics
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
@@ -951,9 +1044,9 @@ def _encode_WriteTxnMarkersResponseWritableTxnMarkerResult_v1(o: WriteTxnMarkers
 
 
 def _decode_WriteTxnMarkersResponse_v0(buf: bytes, pos: i64) -> tuple[WriteTxnMarkersResponse, i64]:
-    o = _new(_K_WriteTxnMarkersResponse)
     blen: i64 = len(buf)
     n: i64 = 0
+    f_markers: Any
     n = i64(read_i32_be(buf, pos))
     pos += 4
     if n < 0:
@@ -965,13 +1058,13 @@ def _decode_WriteTxnMarkersResponse_v0(buf: bytes, pos: i64) -> tuple[WriteTxnMa
         for _i_markers in range(n):
             x_markers, pos = _decode_WriteTxnMarkersResponseWritableTxnMarkerResult_v0(buf, pos)
             lst_markers.append(x_markers)
-        o.markers = lst_markers
-    o.unknown_tagged_fields = ()
-    return o, pos
+        f_markers = lst_markers
+    utf: Any = ()
+    return WriteTxnMarkersResponse(markers=f_markers, unknown_tagged_fields=utf), pos
 
 
 def _encode_WriteTxnMarkersResponse_v0(o: WriteTxnMarkersResponse, w: BytesWriter) -> None:
-    x_markers = o.markers
+    x_markers: Any = o.markers
     if x_markers is None:
         raise ValueOutOfRangeError('non-nullable field Markers is None', version=0)
     else:
@@ -984,10 +1077,10 @@ def _encode_WriteTxnMarkersResponse_v0(o: WriteTxnMarkersResponse, w: BytesWrite
 
 
 def _decode_WriteTxnMarkersResponse_v1(buf: bytes, pos: i64) -> tuple[WriteTxnMarkersResponse, i64]:
-    o = _new(_K_WriteTxnMarkersResponse)
     blen: i64 = len(buf)
     n: i64 = 0
     end: i64 = 0
+    f_markers: Any
     n = buf[pos]
     if n < 0x80:
         pos += 1
@@ -1003,15 +1096,14 @@ def _decode_WriteTxnMarkersResponse_v1(buf: bytes, pos: i64) -> tuple[WriteTxnMa
         for _i_markers in range(n):
             x_markers, pos = _decode_WriteTxnMarkersResponseWritableTxnMarkerResult_v1(buf, pos)
             lst_markers.append(x_markers)
-        o.markers = lst_markers
+        f_markers = lst_markers
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    utf: Any = ()
+    if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
         for _i_tag in range(ntags):
@@ -1023,12 +1115,12 @@ def _decode_WriteTxnMarkersResponse_v1(buf: bytes, pos: i64) -> tuple[WriteTxnMa
                     raise _truncated('a tagged field')
                 unknown.append((tag, buf[pos:end]))
                 pos = end
-        o.unknown_tagged_fields = tuple(unknown)
-    return o, pos
+        utf = tuple(unknown)
+    return WriteTxnMarkersResponse(markers=f_markers, unknown_tagged_fields=utf), pos
 
 
 def _encode_WriteTxnMarkersResponse_v1(o: WriteTxnMarkersResponse, w: BytesWriter) -> None:
-    x_markers = o.markers
+    x_markers: Any = o.markers
     if x_markers is None:
         raise ValueOutOfRangeError('non-nullable field Markers is None', version=1)
     else:
@@ -1057,4 +1149,4 @@ TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = (
     (WriteTxnMarkersResponse, {0: _decode_WriteTxnMarkersResponse_v0, 1: _decode_WriteTxnMarkersResponse_v1, 2: _decode_WriteTxnMarkersResponse_v1}, {0: _encode_WriteTxnMarkersResponse_v0, 1: _encode_WriteTxnMarkersResponse_v1, 2: _encode_WriteTxnMarkersResponse_v1}),
 )
 
-install_native(TABLES)
+install_native('kafka_wire.messages.write_txn_markers', TABLES)
