@@ -2,8 +2,9 @@
 
 Run: ``python bench/bench_metadata.py`` (``make bench``). kafka_wire is timed in both flavours in
 the same run: ``compiled`` (the mypyc modules of ``kafka_wire.messages_native``, when built with
-``make compile``) and ``pure`` (the same classes with the compiled functions switched off through
-``kafka_wire.codec.runtime.NATIVE``); the compiled column says "not built" otherwise. One fixed cluster description (200 topics x
+``make compile``) and ``pure`` (a child process of the same script with ``KAFKA_WIRE_PURE=1``:
+the compiled flavour's classes are native classes); the compiled column says "not built" otherwise.
+One fixed cluster description (200 topics x
 10 partitions x 3 replicas, 5 brokers, topic names of about 20 characters, seeded) is built as a
 MetadataRequest and a MetadataResponse at v1 and v12 by each library. The script first checks that
 the three encodings are byte-identical and that each library decodes the common bytes and encodes
@@ -24,10 +25,12 @@ import argparse
 import datetime
 import gc
 import io
+import json
 import os
 import platform
 import random
 import statistics
+import subprocess
 import sys
 import timeit
 import uuid
@@ -284,15 +287,10 @@ def kio_decoder(cls: type[Any]) -> Callable[[bytes], Any]:
 
 
 LIBS = ("kafka_wire", "kio", "kafka-python")
-#: kafka_wire's two flavours, timed as two libraries.
-FLAVOURS = ("compiled", "pure")
-
-
-def set_flavour(flavour: str) -> None:
-    runtime.NATIVE.enabled = flavour == "compiled" and NATIVE_BUILT
-
-
-NATIVE_BUILT = runtime.NATIVE.enabled
+#: kafka_wire's flavour in this process: the compiled one when it is built, else pure Python. The
+#: compiled flavour's classes are native classes, so the pure flavour is timed in a child process
+#: started with ``KAFKA_WIRE_PURE=1`` (same script, ``--only-pure``), within the same run.
+OURS = "compiled" if runtime.NATIVE.enabled else "pure"
 
 
 def codec(lib: str, c: Cluster, kind: str, version: int) -> Codec:
@@ -354,6 +352,40 @@ def fmt_ratio(a: float, b: float) -> str:
     return f"{a / b:.2f}x"
 
 
+def time_rows(cluster: Cluster, plan: list[tuple[str, int]], libs: tuple[str, ...], args: argparse.Namespace,
+              ) -> dict[str, dict[str, float]]:  # fmt: skip
+    """MB/s of every path for each library in ``libs`` (kafka_wire under the name of its flavour)."""
+    rows: dict[str, dict[str, float]] = {}
+    for kind, v in plan:
+        name = f"Metadata{kind.capitalize()} v{v}"
+        data = check(name, {lib: codec(lib, cluster, kind, v) for lib in LIBS})
+        if libs != (OURS,):
+            print(f"{name}: {len(data):,} bytes, byte-identical in kafka_wire, kio and kafka-python; all decode it")
+        # Time one library at a time with only its own message alive, so that no library's full
+        # collections walk the others' inputs.
+        for lib in libs:
+            gc.collect()
+            subject = codec("kafka_wire" if lib == OURS else lib, cluster, kind, v)
+            if args.gc == "frozen":
+                gc.freeze()  # long-lived objects (modules, the input) move out of the collector's sight
+            for op, fn in (("decode", decode_call(subject, data)), ("encode", subject.encode)):
+                seconds = median_seconds(fn, args.repeat, args.target, args.gc != "off")
+                rows.setdefault(f"{name} {op}", {})[lib] = len(data) / seconds / 1e6
+            if args.gc == "frozen":
+                gc.unfreeze()
+            del subject, fn
+    return rows
+
+
+def pure_rows(args: argparse.Namespace) -> dict[str, dict[str, float]]:
+    """The pure flavour's rows, timed by this script in a child process with ``KAFKA_WIRE_PURE=1``."""
+    cmd = [sys.executable, __file__, "--only-pure", "--repeat", str(args.repeat), "--target", str(args.target)]
+    env = {**os.environ, "KAFKA_WIRE_PURE": "1"}
+    done = subprocess.run([*cmd, "--gc", args.gc], env=env, capture_output=True, text=True, check=True)
+    rows: dict[str, dict[str, float]] = json.loads(done.stdout.strip().splitlines()[-1])
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7, help="timed runs per path (median reported)")
@@ -364,9 +396,16 @@ def main(argv: list[str] | None = None) -> int:
         default="on",
         help="cyclic GC on (default); on after gc.freeze() of everything built before timing; or off",
     )
+    parser.add_argument("--only-pure", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     cluster = make_cluster()
+    plan = [(kind, v) for kind in ("request", "response") for v in VERSIONS]
+    if args.only_pure:
+        if OURS != "pure":
+            raise SystemExit("--only-pure needs KAFKA_WIRE_PURE=1")
+        print(json.dumps(time_rows(cluster, plan, ("pure",), args)))
+        return 0
     print(
         f"python {platform.python_version()} ({platform.python_implementation()}), {platform.machine()}, "
         f"kafka_wire {dist_version('kafka-wire')}, kio {dist_version('kio')}, "
@@ -377,36 +416,12 @@ def main(argv: list[str] | None = None) -> int:
         f"input: {len(cluster.topics)} topics x {len(cluster.topics[0].partitions)} partitions x "
         f"{len(cluster.topics[0].partitions[0].replicas)} replicas, {len(cluster.brokers)} brokers"
     )
-    print(f"kafka_wire compiled flavour: {'in use' if NATIVE_BUILT else 'NOT BUILT (make compile)'}")
-    plan = [(kind, v) for kind in ("request", "response") for v in VERSIONS]
-    rows: dict[str, dict[str, float]] = {}
-    for kind, v in plan:
-        name = f"Metadata{kind.capitalize()} v{v}"
-        for flavour in FLAVOURS if NATIVE_BUILT else ("pure",):
-            set_flavour(flavour)
-            data = check(name, {lib: codec(lib, cluster, kind, v) for lib in LIBS})
-        print(
-            f"{name}: {len(data):,} bytes, byte-identical in kafka_wire (both flavours), kio and kafka-python; "
-            "all decode it"
-        )
-        # Time one library at a time with only its own message alive, so that no library's full
-        # collections walk the others' inputs.
-        for lib in (*FLAVOURS, *LIBS[1:]):
-            if lib == "compiled" and not NATIVE_BUILT:
-                continue
-            set_flavour(lib)
-            gc.collect()
-            subject = codec("kafka_wire" if lib in FLAVOURS else lib, cluster, kind, v)
-            if args.gc == "frozen":
-                gc.freeze()  # long-lived objects (modules, the input) move out of the collector's sight
-            for op, fn in (("decode", decode_call(subject, data)), ("encode", subject.encode)):
-                seconds = median_seconds(fn, args.repeat, args.target, args.gc != "off")
-                rows.setdefault(f"{name} {op}", {})[lib] = len(data) / seconds / 1e6
-            if args.gc == "frozen":
-                gc.unfreeze()
-            del subject, fn
+    print(f"kafka_wire compiled flavour: {'in use' if OURS == 'compiled' else 'NOT BUILT (make compile)'}")
+    rows = time_rows(cluster, plan, (OURS, *LIBS[1:]), args)
+    if OURS == "compiled":
+        for path, pure in pure_rows(args).items():
+            rows[path].update(pure)
 
-    set_flavour("compiled")
     header = (
         "path",
         "compiled MB/s",

@@ -10,9 +10,10 @@ FetchRequest carry no records, so they are measured once.
 kafka_wire builds each message and encodes it; kio and kafka-python decode those bytes into their
 own objects and must encode them back unchanged (the script stops otherwise). Every path is then
 timed with the cyclic GC on: the median of the repeats, in MB/s of message body (1 MB = 10**6
-bytes) and in microseconds per call. kafka_wire runs in both flavours in the same process: compiled
-(``kafka_wire.messages_native``, built by ``make compile``) and pure (the compiled functions
-switched off through ``kafka_wire.codec.runtime.NATIVE``).
+bytes) and in microseconds per call. kafka_wire runs in both flavours in the same run: compiled
+(``kafka_wire.messages_native``, built by ``make compile``) in this process and pure in a child
+process of this script started with ``KAFKA_WIRE_PURE=1`` (the compiled flavour's classes are
+native classes, so the two cannot share a process).
 """
 
 from __future__ import annotations
@@ -20,8 +21,11 @@ from __future__ import annotations
 import argparse
 import gc
 import io
+import json
+import os
 import platform
 import statistics
+import subprocess
 import sys
 import timeit
 import uuid
@@ -59,7 +63,9 @@ PRODUCE_V = 13
 FETCH_V = 18
 PARTITIONS = 1
 TOPIC_ID = uuid.UUID("6f1c9a52-3e1b-4d2f-9a7e-0c5b8e2d4f10")
-NATIVE_BUILT = runtime.NATIVE.enabled
+#: kafka_wire's flavour in this process; the pure one is timed in a child process of this script
+#: (``KAFKA_WIRE_PURE=1``, ``--only-pure``) when the compiled one is built: its classes are native.
+OURS = "compiled" if runtime.NATIVE.enabled else "pure"
 
 
 def batch(payload: int) -> bytes:
@@ -156,10 +162,6 @@ def kio_class(module: str, name: str) -> Any:
     return getattr(import_module(module), name)
 
 
-def set_flavour(flavour: str) -> None:
-    runtime.NATIVE.enabled = flavour == "compiled" and NATIVE_BUILT
-
-
 def median_seconds(fn: Callable[[], object], repeat: int, target: float) -> float:
     timer = timeit.Timer(fn, setup="gc.enable()")
     number, _ = timer.autorange()
@@ -173,12 +175,10 @@ def prepare(case: Case, data: bytes) -> dict[str, tuple[Callable[[], object], Ca
     cls = type(case.message)
     v = case.version
     calls: dict[str, tuple[Callable[[], object], Callable[[], object]]] = {}
-    for flavour in ("compiled", "pure") if NATIVE_BUILT else ("pure",):
-        set_flavour(flavour)
-        if case.message.encode(v) != data or cls.decode(data, v) != case.message:
-            raise SystemExit(f"{case.name}: kafka_wire {flavour} does not round-trip")
+    if case.message.encode(v) != data or cls.decode(data, v) != case.message:
+        raise SystemExit(f"{case.name}: kafka_wire {OURS} does not round-trip")
     msg = case.message
-    calls["kafka_wire"] = (lambda: cls.decode(data, v), lambda: msg.encode(v))
+    calls[OURS] = (lambda: cls.decode(data, v), lambda: msg.encode(v))
 
     kio_cls = kio_class(case.kio, cls.__name__)
     read, write = entity_reader(kio_cls), entity_writer(kio_cls)
@@ -200,32 +200,48 @@ def prepare(case: Case, data: bytes) -> dict[str, tuple[Callable[[], object], Ca
     return calls
 
 
+def time_rows(libs: tuple[str, ...], args: argparse.Namespace) -> list[tuple[str, int, dict[str, float]]]:
+    """(path, message size, {library: seconds per call}) for every case and direction."""
+    rows: list[tuple[str, int, dict[str, float]]] = []
+    for case in cases():
+        data = case.message.encode(case.version)
+        calls = prepare(case, data)
+        if libs != (OURS,):
+            print(f"{case.name}: {len(data):,} bytes; kio and kafka-python re-encode them unchanged")
+        for op_index, op in enumerate(("decode", "encode")):
+            speeds: dict[str, float] = {}
+            for lib in libs:
+                gc.collect()
+                speeds[lib] = median_seconds(calls[lib][op_index], args.repeat, args.target)
+            rows.append((f"{case.name} {op}", len(data), speeds))
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5, help="timed runs per path (median reported)")
     parser.add_argument("--target", type=float, default=0.2, help="seconds per timed run")
+    parser.add_argument("--only-pure", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.only_pure:
+        if OURS != "pure":
+            raise SystemExit("--only-pure needs KAFKA_WIRE_PURE=1")
+        print(json.dumps(time_rows(("pure",), args)))
+        return 0
     print(
         f"python {platform.python_version()}, {platform.machine()}, kafka_wire {dist_version('kafka-wire')}, "
         f"kio {dist_version('kio')}, kafka-python {dist_version('kafka-python')}; GC on; median of {args.repeat}"
     )
-    print(f"kafka_wire compiled flavour: {'in use' if NATIVE_BUILT else 'NOT BUILT (make compile)'}")
-    libs = (*(("compiled",) if NATIVE_BUILT else ()), "pure", "kio", "kafka-python")
-    rows: list[tuple[str, int, dict[str, float]]] = []
-    for case in cases():
-        set_flavour("compiled")
-        data = case.message.encode(case.version)
-        calls = prepare(case, data)
-        print(f"{case.name}: {len(data):,} bytes; kio and kafka-python re-encode them unchanged")
-        for op_index, op in enumerate(("decode", "encode")):
-            speeds: dict[str, float] = {}
-            for lib in libs:
-                set_flavour(lib)
-                fn = calls["kafka_wire" if lib in ("compiled", "pure") else lib][op_index]
-                gc.collect()
-                speeds[lib] = median_seconds(fn, args.repeat, args.target)
-            rows.append((f"{case.name} {op}", len(data), speeds))
-    set_flavour("compiled")
+    print(f"kafka_wire compiled flavour: {'in use' if OURS == 'compiled' else 'NOT BUILT (make compile)'}")
+    libs = (*(("compiled",) if OURS == "compiled" else ()), "pure", "kio", "kafka-python")
+    rows = time_rows((OURS, "kio", "kafka-python"), args)
+    if OURS == "compiled":
+        cmd = [sys.executable, __file__, "--only-pure", "--repeat", str(args.repeat), "--target", str(args.target)]
+        done = subprocess.run(cmd, env={**os.environ, "KAFKA_WIRE_PURE": "1"}, capture_output=True, text=True,
+                              check=True)  # fmt: skip
+        for (path, _, speeds), (pure_path, _, pure) in zip(rows, json.loads(done.stdout.splitlines()[-1]), strict=True):
+            assert path == pure_path
+            speeds.update(pure)
 
     def ratio(s: dict[str, float], a: str, b: str) -> str:
         return f"{s[b] / s[a]:.2f}x" if a in s else "-"

@@ -220,20 +220,20 @@ def struct_repr(x: Any) -> str:
     return f"{type(x).__name__}({', '.join(parts)})"
 
 
-def encode_message(msg: Any, version: int) -> bytes:
-    """``msg.encode(version)``."""
-    if NATIVE.enabled:
+def encode_message(msg: Any, version: int, native: bool = True) -> bytes:
+    """``msg.encode(version)``; ``native=False``: without the compiled encoder (its caller tried it)."""
+    if native and NATIVE.enabled:
         data = _encode_native(msg, version)
         if data is not None:
             return data
     out = bytearray()
-    encode_message_into(msg, out, version)
+    encode_message_into(msg, out, version, False)
     return bytes(out)
 
 
-def encode_message_into(msg: Any, out: bytearray, version: int) -> None:
+def encode_message_into(msg: Any, out: bytearray, version: int, native: bool = True) -> None:
     """``msg.encode_into(out, version)``."""
-    if NATIVE.enabled:
+    if native and NATIVE.enabled:
         data = _encode_native(msg, version)
         if data is not None:
             out += data
@@ -254,10 +254,11 @@ def encode_message_into(msg: Any, out: bytearray, version: int) -> None:
         raise EncodeError(f"cannot encode: {exc!r}", message=type(msg).__name__, version=version) from exc
 
 
-def decode_message(cls: Any, buf: bytes | bytearray | memoryview, version: int, strict: bool) -> Any:
-    """``cls.decode(buf, version, strict=strict)``."""
+def decode_message(cls: Any, buf: bytes | bytearray | memoryview, version: int, strict: bool,
+                   native: bool = True) -> Any:  # fmt: skip
+    """``cls.decode(buf, version, strict=strict)``; ``native=False``: without the compiled decoder."""
     data = buf if type(buf) is bytes else bytes(buf)
-    msg, end = decode_message_from(cls, data, 0, version)
+    msg, end = decode_message_from(cls, data, 0, version, native)
     if strict and end != len(data):
         raise InvalidValueError(
             f"{len(data) - end} bytes left after the message", offset=end, version=version, message=cls.__name__
@@ -265,24 +266,24 @@ def decode_message(cls: Any, buf: bytes | bytearray | memoryview, version: int, 
     return msg
 
 
-def decode_message_from(cls: Any, buf: bytes, pos: int, version: int) -> tuple[Any, int]:
+def decode_message_from(cls: Any, buf: bytes, pos: int, version: int, native: bool = True) -> tuple[Any, int]:
     """``cls.decode_from(buf, pos, version)``."""
     # Only a caller that had the collector on gets it back on (see the module docstring).
     if len(buf) - pos >= GC_PAUSE_MIN_BYTES and _gc_isenabled():
         _gc_disable()
         try:
-            return _decode_dispatch(cls, buf, pos, version)
+            return _decode_dispatch(cls, buf, pos, version, native)
         finally:
             _gc_enable()
-    return _decode_dispatch(cls, buf, pos, version)
+    return _decode_dispatch(cls, buf, pos, version, native)
 
 
-def _decode_dispatch(cls: Any, buf: bytes, pos: int, version: int) -> tuple[Any, int]:
-    if NATIVE.enabled:
-        native = cls._native_decoders.get(version)
-        if native is not None:
+def _decode_dispatch(cls: Any, buf: bytes, pos: int, version: int, native: bool) -> tuple[Any, int]:
+    if native and NATIVE.enabled:
+        compiled = cls._native_decoders.get(version)
+        if compiled is not None:
             try:
-                result: tuple[Any, int] = native(buf, pos)
+                result: tuple[Any, int] = compiled(buf, pos)
                 return result
             except DECODE_FAILURES:
                 pass  # the pure decoder below decides, and the interpreter reports, as without it

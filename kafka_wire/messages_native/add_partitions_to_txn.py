@@ -31,6 +31,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -58,12 +63,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -98,7 +103,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -115,14 +123,13 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
 
-
 class AddPartitionsToTxnRequestTopic(_NativeStruct):
     name: Any
     partitions: Any
 
-    def __init__(self, *, name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, name: Any = '', partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.name = name
-        self.partitions = [] if partitions is FRESH else partitions
+        self.partitions = [] if partitions is _FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -133,12 +140,12 @@ class AddPartitionsToTxnRequestTransaction(_NativeStruct):
     verify_only: Any
     topics: Any
 
-    def __init__(self, *, transactional_id: Any = '', producer_id: Any = 0, producer_epoch: Any = 0, verify_only: Any = False, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, transactional_id: Any = '', producer_id: Any = 0, producer_epoch: Any = 0, verify_only: Any = False, topics: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.transactional_id = transactional_id
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self.verify_only = verify_only
-        self.topics = [] if topics is FRESH else topics
+        self.topics = [] if topics is _FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -149,12 +156,12 @@ class AddPartitionsToTxnRequest(_NativeMessage):
     v3_and_below_producer_epoch: Any
     v3_and_below_topics: Any
 
-    def __init__(self, *, transactions: Any = FRESH, v3_and_below_transactional_id: Any = '', v3_and_below_producer_id: Any = 0, v3_and_below_producer_epoch: Any = 0, v3_and_below_topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
-        self.transactions = [] if transactions is FRESH else transactions
+    def __init__(self, *, transactions: Any = _FRESH, v3_and_below_transactional_id: Any = '', v3_and_below_producer_id: Any = 0, v3_and_below_producer_epoch: Any = 0, v3_and_below_topics: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.transactions = [] if transactions is _FRESH else transactions
         self.v3_and_below_transactional_id = v3_and_below_transactional_id
         self.v3_and_below_producer_id = v3_and_below_producer_id
         self.v3_and_below_producer_epoch = v3_and_below_producer_epoch
-        self.v3_and_below_topics = [] if v3_and_below_topics is FRESH else v3_and_below_topics
+        self.v3_and_below_topics = [] if v3_and_below_topics is _FRESH else v3_and_below_topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -172,9 +179,9 @@ class AddPartitionsToTxnResponseTopicResult(_NativeStruct):
     name: Any
     results_by_partition: Any
 
-    def __init__(self, *, name: Any = '', results_by_partition: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, name: Any = '', results_by_partition: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.name = name
-        self.results_by_partition = [] if results_by_partition is FRESH else results_by_partition
+        self.results_by_partition = [] if results_by_partition is _FRESH else results_by_partition
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -182,9 +189,9 @@ class AddPartitionsToTxnResponseResult(_NativeStruct):
     transactional_id: Any
     topic_results: Any
 
-    def __init__(self, *, transactional_id: Any = '', topic_results: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, transactional_id: Any = '', topic_results: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.transactional_id = transactional_id
-        self.topic_results = [] if topic_results is FRESH else topic_results
+        self.topic_results = [] if topic_results is _FRESH else topic_results
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -194,11 +201,11 @@ class AddPartitionsToTxnResponse(_NativeMessage):
     results_by_transaction: Any
     results_by_topic_v3_and_below: Any
 
-    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, results_by_transaction: Any = FRESH, results_by_topic_v3_and_below: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, results_by_transaction: Any = _FRESH, results_by_topic_v3_and_below: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
-        self.results_by_transaction = [] if results_by_transaction is FRESH else results_by_transaction
-        self.results_by_topic_v3_and_below = [] if results_by_topic_v3_and_below is FRESH else results_by_topic_v3_and_below
+        self.results_by_transaction = [] if results_by_transaction is _FRESH else results_by_transaction
+        self.results_by_topic_v3_and_below = [] if results_by_topic_v3_and_below is _FRESH else results_by_topic_v3_and_below
         self.unknown_tagged_fields = unknown_tagged_fields
 
 

@@ -32,6 +32,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -59,12 +64,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -99,7 +104,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -115,7 +123,6 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     tmp = bytearray()
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
-
 
 class AlterClientQuotasRequestEntityData(_NativeStruct):
     entity_type: Any
@@ -143,9 +150,9 @@ class AlterClientQuotasRequestEntryData(_NativeStruct):
     entity: Any
     ops: Any
 
-    def __init__(self, *, entity: Any = FRESH, ops: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
-        self.entity = [] if entity is FRESH else entity
-        self.ops = [] if ops is FRESH else ops
+    def __init__(self, *, entity: Any = _FRESH, ops: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.entity = [] if entity is _FRESH else entity
+        self.ops = [] if ops is _FRESH else ops
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -153,8 +160,8 @@ class AlterClientQuotasRequest(_NativeMessage):
     entries: Any
     validate_only: Any
 
-    def __init__(self, *, entries: Any = FRESH, validate_only: Any = False, unknown_tagged_fields: Any = ()) -> None:
-        self.entries = [] if entries is FRESH else entries
+    def __init__(self, *, entries: Any = _FRESH, validate_only: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.entries = [] if entries is _FRESH else entries
         self.validate_only = validate_only
         self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -174,10 +181,10 @@ class AlterClientQuotasResponseEntryData(_NativeStruct):
     error_message: Any
     entity: Any
 
-    def __init__(self, *, error_code: Any = 0, error_message: Any = '', entity: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, error_code: Any = 0, error_message: Any = '', entity: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.error_code = error_code
         self.error_message = error_message
-        self.entity = [] if entity is FRESH else entity
+        self.entity = [] if entity is _FRESH else entity
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -185,9 +192,9 @@ class AlterClientQuotasResponse(_NativeMessage):
     throttle_time_ms: Any
     entries: Any
 
-    def __init__(self, *, throttle_time_ms: Any = 0, entries: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, throttle_time_ms: Any = 0, entries: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.throttle_time_ms = throttle_time_ms
-        self.entries = [] if entries is FRESH else entries
+        self.entries = [] if entries is _FRESH else entries
         self.unknown_tagged_fields = unknown_tagged_fields
 
 

@@ -33,6 +33,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -60,12 +65,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -100,7 +105,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -116,7 +124,6 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     tmp = bytearray()
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
-
 
 class AlterPartitionRequestBrokerState(_NativeStruct):
     broker_id: Any
@@ -136,11 +143,11 @@ class AlterPartitionRequestPartitionData(_NativeStruct):
     leader_recovery_state: Any
     partition_epoch: Any
 
-    def __init__(self, *, partition_index: Any = 0, leader_epoch: Any = 0, new_isr_with_epochs: Any = FRESH, new_isr: Any = FRESH, leader_recovery_state: Any = 0, partition_epoch: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, partition_index: Any = 0, leader_epoch: Any = 0, new_isr_with_epochs: Any = _FRESH, new_isr: Any = _FRESH, leader_recovery_state: Any = 0, partition_epoch: Any = 0, unknown_tagged_fields: Any = ()) -> None:
         self.partition_index = partition_index
         self.leader_epoch = leader_epoch
-        self.new_isr_with_epochs = [] if new_isr_with_epochs is FRESH else new_isr_with_epochs
-        self.new_isr = [] if new_isr is FRESH else new_isr
+        self.new_isr_with_epochs = [] if new_isr_with_epochs is _FRESH else new_isr_with_epochs
+        self.new_isr = [] if new_isr is _FRESH else new_isr
         self.leader_recovery_state = leader_recovery_state
         self.partition_epoch = partition_epoch
         self.unknown_tagged_fields = unknown_tagged_fields
@@ -151,10 +158,10 @@ class AlterPartitionRequestTopicData(_NativeStruct):
     topic_name: Any
     partitions: Any
 
-    def __init__(self, *, topic_id: Any = ZERO_UUID, topic_name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_id: Any = _ZERO_UUID, topic_name: Any = '', partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic_id = topic_id
         self.topic_name = topic_name
-        self.partitions = [] if partitions is FRESH else partitions
+        self.partitions = [] if partitions is _FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -163,10 +170,10 @@ class AlterPartitionRequest(_NativeMessage):
     broker_epoch: Any
     topics: Any
 
-    def __init__(self, *, broker_id: Any = 0, broker_epoch: Any = -1, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, broker_id: Any = 0, broker_epoch: Any = -1, topics: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
-        self.topics = [] if topics is FRESH else topics
+        self.topics = [] if topics is _FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -179,12 +186,12 @@ class AlterPartitionResponsePartitionData(_NativeStruct):
     leader_recovery_state: Any
     partition_epoch: Any
 
-    def __init__(self, *, partition_index: Any = 0, error_code: Any = 0, leader_id: Any = 0, leader_epoch: Any = 0, isr: Any = FRESH, leader_recovery_state: Any = 0, partition_epoch: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, partition_index: Any = 0, error_code: Any = 0, leader_id: Any = 0, leader_epoch: Any = 0, isr: Any = _FRESH, leader_recovery_state: Any = 0, partition_epoch: Any = 0, unknown_tagged_fields: Any = ()) -> None:
         self.partition_index = partition_index
         self.error_code = error_code
         self.leader_id = leader_id
         self.leader_epoch = leader_epoch
-        self.isr = [] if isr is FRESH else isr
+        self.isr = [] if isr is _FRESH else isr
         self.leader_recovery_state = leader_recovery_state
         self.partition_epoch = partition_epoch
         self.unknown_tagged_fields = unknown_tagged_fields
@@ -195,10 +202,10 @@ class AlterPartitionResponseTopicData(_NativeStruct):
     topic_name: Any
     partitions: Any
 
-    def __init__(self, *, topic_id: Any = ZERO_UUID, topic_name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_id: Any = _ZERO_UUID, topic_name: Any = '', partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic_id = topic_id
         self.topic_name = topic_name
-        self.partitions = [] if partitions is FRESH else partitions
+        self.partitions = [] if partitions is _FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -207,10 +214,10 @@ class AlterPartitionResponse(_NativeMessage):
     error_code: Any
     topics: Any
 
-    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, topics: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
-        self.topics = [] if topics is FRESH else topics
+        self.topics = [] if topics is _FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
 

@@ -31,6 +31,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -58,12 +63,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -98,7 +103,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -114,7 +122,6 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     tmp = bytearray()
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
-
 
 class ApiVersionsRequest(_NativeMessage):
     client_software_name: Any
@@ -175,13 +182,13 @@ class ApiVersionsResponse(_NativeMessage):
     finalized_features: Any
     zk_migration_ready: Any
 
-    def __init__(self, *, error_code: Any = 0, api_keys: Any = FRESH, throttle_time_ms: Any = 0, supported_features: Any = FRESH, finalized_features_epoch: Any = -1, finalized_features: Any = FRESH, zk_migration_ready: Any = False, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, error_code: Any = 0, api_keys: Any = _FRESH, throttle_time_ms: Any = 0, supported_features: Any = _FRESH, finalized_features_epoch: Any = -1, finalized_features: Any = _FRESH, zk_migration_ready: Any = False, unknown_tagged_fields: Any = ()) -> None:
         self.error_code = error_code
-        self.api_keys = [] if api_keys is FRESH else api_keys
+        self.api_keys = [] if api_keys is _FRESH else api_keys
         self.throttle_time_ms = throttle_time_ms
-        self.supported_features = [] if supported_features is FRESH else supported_features
+        self.supported_features = [] if supported_features is _FRESH else supported_features
         self.finalized_features_epoch = finalized_features_epoch
-        self.finalized_features = [] if finalized_features is FRESH else finalized_features
+        self.finalized_features = [] if finalized_features is _FRESH else finalized_features
         self.zk_migration_ready = zk_migration_ready
         self.unknown_tagged_fields = unknown_tagged_fields
 

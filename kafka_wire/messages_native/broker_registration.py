@@ -31,6 +31,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -58,12 +63,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -98,7 +103,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -114,7 +122,6 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     tmp = bytearray()
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
-
 
 class BrokerRegistrationRequestListener(_NativeStruct):
     name: Any
@@ -153,15 +160,15 @@ class BrokerRegistrationRequest(_NativeMessage):
     log_dirs: Any
     previous_broker_epoch: Any
 
-    def __init__(self, *, broker_id: Any = 0, cluster_id: Any = '', incarnation_id: Any = ZERO_UUID, listeners: Any = FRESH, features: Any = FRESH, rack: Any = '', is_migrating_zk_broker: Any = False, log_dirs: Any = FRESH, previous_broker_epoch: Any = -1, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, broker_id: Any = 0, cluster_id: Any = '', incarnation_id: Any = _ZERO_UUID, listeners: Any = _FRESH, features: Any = _FRESH, rack: Any = '', is_migrating_zk_broker: Any = False, log_dirs: Any = _FRESH, previous_broker_epoch: Any = -1, unknown_tagged_fields: Any = ()) -> None:
         self.broker_id = broker_id
         self.cluster_id = cluster_id
         self.incarnation_id = incarnation_id
-        self.listeners = [] if listeners is FRESH else listeners
-        self.features = [] if features is FRESH else features
+        self.listeners = [] if listeners is _FRESH else listeners
+        self.features = [] if features is _FRESH else features
         self.rack = rack
         self.is_migrating_zk_broker = is_migrating_zk_broker
-        self.log_dirs = [] if log_dirs is FRESH else log_dirs
+        self.log_dirs = [] if log_dirs is _FRESH else log_dirs
         self.previous_broker_epoch = previous_broker_epoch
         self.unknown_tagged_fields = unknown_tagged_fields
 

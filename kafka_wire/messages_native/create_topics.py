@@ -32,6 +32,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -59,12 +64,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -99,7 +104,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -116,14 +124,13 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
 
-
 class CreateTopicsRequestCreatableReplicaAssignment(_NativeStruct):
     partition_index: Any
     broker_ids: Any
 
-    def __init__(self, *, partition_index: Any = 0, broker_ids: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, partition_index: Any = 0, broker_ids: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.partition_index = partition_index
-        self.broker_ids = [] if broker_ids is FRESH else broker_ids
+        self.broker_ids = [] if broker_ids is _FRESH else broker_ids
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -144,12 +151,12 @@ class CreateTopicsRequestCreatableTopic(_NativeStruct):
     assignments: Any
     configs: Any
 
-    def __init__(self, *, name: Any = '', num_partitions: Any = 0, replication_factor: Any = 0, assignments: Any = FRESH, configs: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, name: Any = '', num_partitions: Any = 0, replication_factor: Any = 0, assignments: Any = _FRESH, configs: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.name = name
         self.num_partitions = num_partitions
         self.replication_factor = replication_factor
-        self.assignments = [] if assignments is FRESH else assignments
-        self.configs = [] if configs is FRESH else configs
+        self.assignments = [] if assignments is _FRESH else assignments
+        self.configs = [] if configs is _FRESH else configs
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -158,8 +165,8 @@ class CreateTopicsRequest(_NativeMessage):
     timeout_ms: Any
     validate_only: Any
 
-    def __init__(self, *, topics: Any = FRESH, timeout_ms: Any = 60000, validate_only: Any = False, unknown_tagged_fields: Any = ()) -> None:
-        self.topics = [] if topics is FRESH else topics
+    def __init__(self, *, topics: Any = _FRESH, timeout_ms: Any = 60000, validate_only: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.topics = [] if topics is _FRESH else topics
         self.timeout_ms = timeout_ms
         self.validate_only = validate_only
         self.unknown_tagged_fields = unknown_tagged_fields
@@ -191,7 +198,7 @@ class CreateTopicsResponseCreatableTopicResult(_NativeStruct):
     replication_factor: Any
     configs: Any
 
-    def __init__(self, *, name: Any = '', topic_id: Any = ZERO_UUID, error_code: Any = 0, error_message: Any = '', topic_config_error_code: Any = 0, num_partitions: Any = -1, replication_factor: Any = -1, configs: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, name: Any = '', topic_id: Any = _ZERO_UUID, error_code: Any = 0, error_message: Any = '', topic_config_error_code: Any = 0, num_partitions: Any = -1, replication_factor: Any = -1, configs: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.name = name
         self.topic_id = topic_id
         self.error_code = error_code
@@ -199,7 +206,7 @@ class CreateTopicsResponseCreatableTopicResult(_NativeStruct):
         self.topic_config_error_code = topic_config_error_code
         self.num_partitions = num_partitions
         self.replication_factor = replication_factor
-        self.configs = [] if configs is FRESH else configs
+        self.configs = [] if configs is _FRESH else configs
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -207,9 +214,9 @@ class CreateTopicsResponse(_NativeMessage):
     throttle_time_ms: Any
     topics: Any
 
-    def __init__(self, *, throttle_time_ms: Any = 0, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, throttle_time_ms: Any = 0, topics: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.throttle_time_ms = throttle_time_ms
-        self.topics = [] if topics is FRESH else topics
+        self.topics = [] if topics is _FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
 

@@ -32,6 +32,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -59,12 +64,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -99,7 +104,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -115,7 +123,6 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     tmp = bytearray()
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
-
 
 class DeleteAclsRequestFilter(_NativeStruct):
     resource_type_filter: Any
@@ -140,8 +147,8 @@ class DeleteAclsRequestFilter(_NativeStruct):
 class DeleteAclsRequest(_NativeMessage):
     filters: Any
 
-    def __init__(self, *, filters: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
-        self.filters = [] if filters is FRESH else filters
+    def __init__(self, *, filters: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.filters = [] if filters is _FRESH else filters
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -174,10 +181,10 @@ class DeleteAclsResponseFilterResult(_NativeStruct):
     error_message: Any
     matching_acls: Any
 
-    def __init__(self, *, error_code: Any = 0, error_message: Any = '', matching_acls: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, error_code: Any = 0, error_message: Any = '', matching_acls: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.error_code = error_code
         self.error_message = error_message
-        self.matching_acls = [] if matching_acls is FRESH else matching_acls
+        self.matching_acls = [] if matching_acls is _FRESH else matching_acls
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -185,9 +192,9 @@ class DeleteAclsResponse(_NativeMessage):
     throttle_time_ms: Any
     filter_results: Any
 
-    def __init__(self, *, throttle_time_ms: Any = 0, filter_results: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, throttle_time_ms: Any = 0, filter_results: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.throttle_time_ms = throttle_time_ms
-        self.filter_results = [] if filter_results is FRESH else filter_results
+        self.filter_results = [] if filter_results is _FRESH else filter_results
         self.unknown_tagged_fields = unknown_tagged_fields
 
 

@@ -32,6 +32,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -59,12 +64,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -99,7 +104,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -115,7 +123,6 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     tmp = bytearray()
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
-
 
 class DescribeClientQuotasRequestComponentData(_NativeStruct):
     entity_type: Any
@@ -133,8 +140,8 @@ class DescribeClientQuotasRequest(_NativeMessage):
     components: Any
     strict: Any
 
-    def __init__(self, *, components: Any = FRESH, strict: Any = False, unknown_tagged_fields: Any = ()) -> None:
-        self.components = [] if components is FRESH else components
+    def __init__(self, *, components: Any = _FRESH, strict: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.components = [] if components is _FRESH else components
         self.strict = strict
         self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -163,9 +170,9 @@ class DescribeClientQuotasResponseEntryData(_NativeStruct):
     entity: Any
     values: Any
 
-    def __init__(self, *, entity: Any = FRESH, values: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
-        self.entity = [] if entity is FRESH else entity
-        self.values = [] if values is FRESH else values
+    def __init__(self, *, entity: Any = _FRESH, values: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.entity = [] if entity is _FRESH else entity
+        self.values = [] if values is _FRESH else values
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -175,11 +182,11 @@ class DescribeClientQuotasResponse(_NativeMessage):
     error_message: Any
     entries: Any
 
-    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, error_message: Any = '', entries: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, error_message: Any = '', entries: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
-        self.entries = [] if entries is FRESH else entries
+        self.entries = [] if entries is _FRESH else entries
         self.unknown_tagged_fields = unknown_tagged_fields
 
 

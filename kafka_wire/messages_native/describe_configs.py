@@ -32,6 +32,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -59,12 +64,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -99,7 +104,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -116,16 +124,15 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
 
-
 class DescribeConfigsRequestResource(_NativeStruct):
     resource_type: Any
     resource_name: Any
     configuration_keys: Any
 
-    def __init__(self, *, resource_type: Any = 0, resource_name: Any = '', configuration_keys: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, resource_type: Any = 0, resource_name: Any = '', configuration_keys: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.resource_type = resource_type
         self.resource_name = resource_name
-        self.configuration_keys = [] if configuration_keys is FRESH else configuration_keys
+        self.configuration_keys = [] if configuration_keys is _FRESH else configuration_keys
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -134,8 +141,8 @@ class DescribeConfigsRequest(_NativeMessage):
     include_synonyms: Any
     include_documentation: Any
 
-    def __init__(self, *, resources: Any = FRESH, include_synonyms: Any = False, include_documentation: Any = False, unknown_tagged_fields: Any = ()) -> None:
-        self.resources = [] if resources is FRESH else resources
+    def __init__(self, *, resources: Any = _FRESH, include_synonyms: Any = False, include_documentation: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.resources = [] if resources is _FRESH else resources
         self.include_synonyms = include_synonyms
         self.include_documentation = include_documentation
         self.unknown_tagged_fields = unknown_tagged_fields
@@ -164,14 +171,14 @@ class DescribeConfigsResponseResourceResult(_NativeStruct):
     config_type: Any
     documentation: Any
 
-    def __init__(self, *, name: Any = '', value: Any = '', read_only: Any = False, config_source: Any = -1, is_default: Any = False, is_sensitive: Any = False, synonyms: Any = FRESH, config_type: Any = 0, documentation: Any = '', unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, name: Any = '', value: Any = '', read_only: Any = False, config_source: Any = -1, is_default: Any = False, is_sensitive: Any = False, synonyms: Any = _FRESH, config_type: Any = 0, documentation: Any = '', unknown_tagged_fields: Any = ()) -> None:
         self.name = name
         self.value = value
         self.read_only = read_only
         self.config_source = config_source
         self.is_default = is_default
         self.is_sensitive = is_sensitive
-        self.synonyms = [] if synonyms is FRESH else synonyms
+        self.synonyms = [] if synonyms is _FRESH else synonyms
         self.config_type = config_type
         self.documentation = documentation
         self.unknown_tagged_fields = unknown_tagged_fields
@@ -184,12 +191,12 @@ class DescribeConfigsResponseResult(_NativeStruct):
     resource_name: Any
     configs: Any
 
-    def __init__(self, *, error_code: Any = 0, error_message: Any = '', resource_type: Any = 0, resource_name: Any = '', configs: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, error_code: Any = 0, error_message: Any = '', resource_type: Any = 0, resource_name: Any = '', configs: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.error_code = error_code
         self.error_message = error_message
         self.resource_type = resource_type
         self.resource_name = resource_name
-        self.configs = [] if configs is FRESH else configs
+        self.configs = [] if configs is _FRESH else configs
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -197,9 +204,9 @@ class DescribeConfigsResponse(_NativeMessage):
     throttle_time_ms: Any
     results: Any
 
-    def __init__(self, *, throttle_time_ms: Any = 0, results: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, throttle_time_ms: Any = 0, results: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.throttle_time_ms = throttle_time_ms
-        self.results = [] if results is FRESH else results
+        self.results = [] if results is _FRESH else results
         self.unknown_tagged_fields = unknown_tagged_fields
 
 

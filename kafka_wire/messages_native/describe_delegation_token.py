@@ -33,6 +33,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -60,12 +65,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -100,7 +105,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -117,7 +125,6 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
 
-
 class DescribeDelegationTokenRequestOwner(_NativeStruct):
     principal_type: Any
     principal_name: Any
@@ -131,8 +138,8 @@ class DescribeDelegationTokenRequestOwner(_NativeStruct):
 class DescribeDelegationTokenRequest(_NativeMessage):
     owners: Any
 
-    def __init__(self, *, owners: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
-        self.owners = [] if owners is FRESH else owners
+    def __init__(self, *, owners: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.owners = [] if owners is _FRESH else owners
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -158,7 +165,7 @@ class DescribeDelegationTokenResponseDescribedDelegationToken(_NativeStruct):
     hmac: Any
     renewers: Any
 
-    def __init__(self, *, principal_type: Any = '', principal_name: Any = '', token_requester_principal_type: Any = '', token_requester_principal_name: Any = '', issue_timestamp: Any = 0, expiry_timestamp: Any = 0, max_timestamp: Any = 0, token_id: Any = '', hmac: Any = b"", renewers: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, principal_type: Any = '', principal_name: Any = '', token_requester_principal_type: Any = '', token_requester_principal_name: Any = '', issue_timestamp: Any = 0, expiry_timestamp: Any = 0, max_timestamp: Any = 0, token_id: Any = '', hmac: Any = b"", renewers: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.principal_type = principal_type
         self.principal_name = principal_name
         self.token_requester_principal_type = token_requester_principal_type
@@ -168,7 +175,7 @@ class DescribeDelegationTokenResponseDescribedDelegationToken(_NativeStruct):
         self.max_timestamp = max_timestamp
         self.token_id = token_id
         self.hmac = hmac
-        self.renewers = [] if renewers is FRESH else renewers
+        self.renewers = [] if renewers is _FRESH else renewers
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -177,9 +184,9 @@ class DescribeDelegationTokenResponse(_NativeMessage):
     tokens: Any
     throttle_time_ms: Any
 
-    def __init__(self, *, error_code: Any = 0, tokens: Any = FRESH, throttle_time_ms: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, error_code: Any = 0, tokens: Any = _FRESH, throttle_time_ms: Any = 0, unknown_tagged_fields: Any = ()) -> None:
         self.error_code = error_code
-        self.tokens = [] if tokens is FRESH else tokens
+        self.tokens = [] if tokens is _FRESH else tokens
         self.throttle_time_ms = throttle_time_ms
         self.unknown_tagged_fields = unknown_tagged_fields
 

@@ -30,6 +30,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -57,12 +62,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -97,7 +102,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -114,13 +122,12 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
 
-
 class DescribeGroupsRequest(_NativeMessage):
     groups: Any
     include_authorized_operations: Any
 
-    def __init__(self, *, groups: Any = FRESH, include_authorized_operations: Any = False, unknown_tagged_fields: Any = ()) -> None:
-        self.groups = [] if groups is FRESH else groups
+    def __init__(self, *, groups: Any = _FRESH, include_authorized_operations: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.groups = [] if groups is _FRESH else groups
         self.include_authorized_operations = include_authorized_operations
         self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -153,14 +160,14 @@ class DescribeGroupsResponseDescribedGroup(_NativeStruct):
     members: Any
     authorized_operations: Any
 
-    def __init__(self, *, error_code: Any = 0, error_message: Any = None, group_id: Any = '', group_state: Any = '', protocol_type: Any = '', protocol_data: Any = '', members: Any = FRESH, authorized_operations: Any = -2147483648, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, error_code: Any = 0, error_message: Any = None, group_id: Any = '', group_state: Any = '', protocol_type: Any = '', protocol_data: Any = '', members: Any = _FRESH, authorized_operations: Any = -2147483648, unknown_tagged_fields: Any = ()) -> None:
         self.error_code = error_code
         self.error_message = error_message
         self.group_id = group_id
         self.group_state = group_state
         self.protocol_type = protocol_type
         self.protocol_data = protocol_data
-        self.members = [] if members is FRESH else members
+        self.members = [] if members is _FRESH else members
         self.authorized_operations = authorized_operations
         self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -169,9 +176,9 @@ class DescribeGroupsResponse(_NativeMessage):
     throttle_time_ms: Any
     groups: Any
 
-    def __init__(self, *, throttle_time_ms: Any = 0, groups: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, throttle_time_ms: Any = 0, groups: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.throttle_time_ms = throttle_time_ms
-        self.groups = [] if groups is FRESH else groups
+        self.groups = [] if groups is _FRESH else groups
         self.unknown_tagged_fields = unknown_tagged_fields
 
 

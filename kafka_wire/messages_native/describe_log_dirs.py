@@ -33,6 +33,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -60,12 +65,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -100,7 +105,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -117,22 +125,21 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
 
-
 class DescribeLogDirsRequestDescribableLogDirTopic(_NativeStruct):
     topic: Any
     partitions: Any
 
-    def __init__(self, *, topic: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic: Any = '', partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic = topic
-        self.partitions = [] if partitions is FRESH else partitions
+        self.partitions = [] if partitions is _FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
 class DescribeLogDirsRequest(_NativeMessage):
     topics: Any
 
-    def __init__(self, *, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
-        self.topics = [] if topics is FRESH else topics
+    def __init__(self, *, topics: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topics = [] if topics is _FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -154,9 +161,9 @@ class DescribeLogDirsResponseTopic(_NativeStruct):
     name: Any
     partitions: Any
 
-    def __init__(self, *, name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, name: Any = '', partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.name = name
-        self.partitions = [] if partitions is FRESH else partitions
+        self.partitions = [] if partitions is _FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -168,10 +175,10 @@ class DescribeLogDirsResponseResult(_NativeStruct):
     usable_bytes: Any
     is_cordoned: Any
 
-    def __init__(self, *, error_code: Any = 0, log_dir: Any = '', topics: Any = FRESH, total_bytes: Any = -1, usable_bytes: Any = -1, is_cordoned: Any = False, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, error_code: Any = 0, log_dir: Any = '', topics: Any = _FRESH, total_bytes: Any = -1, usable_bytes: Any = -1, is_cordoned: Any = False, unknown_tagged_fields: Any = ()) -> None:
         self.error_code = error_code
         self.log_dir = log_dir
-        self.topics = [] if topics is FRESH else topics
+        self.topics = [] if topics is _FRESH else topics
         self.total_bytes = total_bytes
         self.usable_bytes = usable_bytes
         self.is_cordoned = is_cordoned
@@ -183,10 +190,10 @@ class DescribeLogDirsResponse(_NativeMessage):
     error_code: Any
     results: Any
 
-    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, results: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, results: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
-        self.results = [] if results is FRESH else results
+        self.results = [] if results is _FRESH else results
         self.unknown_tagged_fields = unknown_tagged_fields
 
 

@@ -31,6 +31,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -58,12 +63,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -98,7 +103,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -115,7 +123,6 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
 
-
 class DescribeQuorumRequestPartitionData(_NativeStruct):
     partition_index: Any
 
@@ -128,17 +135,17 @@ class DescribeQuorumRequestTopicData(_NativeStruct):
     topic_name: Any
     partitions: Any
 
-    def __init__(self, *, topic_name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_name: Any = '', partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic_name = topic_name
-        self.partitions = [] if partitions is FRESH else partitions
+        self.partitions = [] if partitions is _FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
 class DescribeQuorumRequest(_NativeMessage):
     topics: Any
 
-    def __init__(self, *, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
-        self.topics = [] if topics is FRESH else topics
+    def __init__(self, *, topics: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topics = [] if topics is _FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -149,7 +156,7 @@ class DescribeQuorumResponseReplicaState(_NativeStruct):
     last_fetch_timestamp: Any
     last_caught_up_timestamp: Any
 
-    def __init__(self, *, replica_id: Any = 0, replica_directory_id: Any = ZERO_UUID, log_end_offset: Any = 0, last_fetch_timestamp: Any = -1, last_caught_up_timestamp: Any = -1, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, replica_id: Any = 0, replica_directory_id: Any = _ZERO_UUID, log_end_offset: Any = 0, last_fetch_timestamp: Any = -1, last_caught_up_timestamp: Any = -1, unknown_tagged_fields: Any = ()) -> None:
         self.replica_id = replica_id
         self.replica_directory_id = replica_directory_id
         self.log_end_offset = log_end_offset
@@ -168,15 +175,15 @@ class DescribeQuorumResponsePartitionData(_NativeStruct):
     current_voters: Any
     observers: Any
 
-    def __init__(self, *, partition_index: Any = 0, error_code: Any = 0, error_message: Any = '', leader_id: Any = 0, leader_epoch: Any = 0, high_watermark: Any = 0, current_voters: Any = FRESH, observers: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, partition_index: Any = 0, error_code: Any = 0, error_message: Any = '', leader_id: Any = 0, leader_epoch: Any = 0, high_watermark: Any = 0, current_voters: Any = _FRESH, observers: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.partition_index = partition_index
         self.error_code = error_code
         self.error_message = error_message
         self.leader_id = leader_id
         self.leader_epoch = leader_epoch
         self.high_watermark = high_watermark
-        self.current_voters = [] if current_voters is FRESH else current_voters
-        self.observers = [] if observers is FRESH else observers
+        self.current_voters = [] if current_voters is _FRESH else current_voters
+        self.observers = [] if observers is _FRESH else observers
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -184,9 +191,9 @@ class DescribeQuorumResponseTopicData(_NativeStruct):
     topic_name: Any
     partitions: Any
 
-    def __init__(self, *, topic_name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_name: Any = '', partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic_name = topic_name
-        self.partitions = [] if partitions is FRESH else partitions
+        self.partitions = [] if partitions is _FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -206,9 +213,9 @@ class DescribeQuorumResponseNode(_NativeStruct):
     node_id: Any
     listeners: Any
 
-    def __init__(self, *, node_id: Any = 0, listeners: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, node_id: Any = 0, listeners: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.node_id = node_id
-        self.listeners = [] if listeners is FRESH else listeners
+        self.listeners = [] if listeners is _FRESH else listeners
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -218,11 +225,11 @@ class DescribeQuorumResponse(_NativeMessage):
     topics: Any
     nodes: Any
 
-    def __init__(self, *, error_code: Any = 0, error_message: Any = '', topics: Any = FRESH, nodes: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, error_code: Any = 0, error_message: Any = '', topics: Any = _FRESH, nodes: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.error_code = error_code
         self.error_message = error_message
-        self.topics = [] if topics is FRESH else topics
-        self.nodes = [] if nodes is FRESH else nodes
+        self.topics = [] if topics is _FRESH else topics
+        self.nodes = [] if nodes is _FRESH else nodes
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -460,7 +467,7 @@ def _decode_DescribeQuorumResponseReplicaState_v0(buf: bytes, pos: i64) -> tuple
 
 
 def _encode_DescribeQuorumResponseReplicaState_v0(o: DescribeQuorumResponseReplicaState, w: BytesWriter) -> None:
-    if o.replica_directory_id != ZERO_UUID:
+    if o.replica_directory_id != _ZERO_UUID:
         raise FieldNotInVersionError('non-default ReplicaDirectoryId cannot be written', version=0)
     v_replica_id: int = o.replica_id
     write_i32_be(w, v_replica_id)
@@ -511,7 +518,7 @@ def _decode_DescribeQuorumResponseReplicaState_v1(buf: bytes, pos: i64) -> tuple
 
 
 def _encode_DescribeQuorumResponseReplicaState_v1(o: DescribeQuorumResponseReplicaState, w: BytesWriter) -> None:
-    if o.replica_directory_id != ZERO_UUID:
+    if o.replica_directory_id != _ZERO_UUID:
         raise FieldNotInVersionError('non-default ReplicaDirectoryId cannot be written', version=1)
     v_replica_id: int = o.replica_id
     write_i32_be(w, v_replica_id)

@@ -31,6 +31,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -58,12 +63,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -98,7 +103,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -115,14 +123,13 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
 
-
 class DescribeShareGroupOffsetsRequestTopic(_NativeStruct):
     topic_name: Any
     partitions: Any
 
-    def __init__(self, *, topic_name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_name: Any = '', partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic_name = topic_name
-        self.partitions = [] if partitions is FRESH else partitions
+        self.partitions = [] if partitions is _FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -130,17 +137,17 @@ class DescribeShareGroupOffsetsRequestGroup(_NativeStruct):
     group_id: Any
     topics: Any
 
-    def __init__(self, *, group_id: Any = '', topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, group_id: Any = '', topics: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.group_id = group_id
-        self.topics = [] if topics is FRESH else topics
+        self.topics = [] if topics is _FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
 class DescribeShareGroupOffsetsRequest(_NativeMessage):
     groups: Any
 
-    def __init__(self, *, groups: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
-        self.groups = [] if groups is FRESH else groups
+    def __init__(self, *, groups: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.groups = [] if groups is _FRESH else groups
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -167,10 +174,10 @@ class DescribeShareGroupOffsetsResponseTopic(_NativeStruct):
     topic_id: Any
     partitions: Any
 
-    def __init__(self, *, topic_name: Any = '', topic_id: Any = ZERO_UUID, partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_name: Any = '', topic_id: Any = _ZERO_UUID, partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic_name = topic_name
         self.topic_id = topic_id
-        self.partitions = [] if partitions is FRESH else partitions
+        self.partitions = [] if partitions is _FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -180,9 +187,9 @@ class DescribeShareGroupOffsetsResponseGroup(_NativeStruct):
     error_code: Any
     error_message: Any
 
-    def __init__(self, *, group_id: Any = '', topics: Any = FRESH, error_code: Any = 0, error_message: Any = None, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, group_id: Any = '', topics: Any = _FRESH, error_code: Any = 0, error_message: Any = None, unknown_tagged_fields: Any = ()) -> None:
         self.group_id = group_id
-        self.topics = [] if topics is FRESH else topics
+        self.topics = [] if topics is _FRESH else topics
         self.error_code = error_code
         self.error_message = error_message
         self.unknown_tagged_fields = unknown_tagged_fields
@@ -192,9 +199,9 @@ class DescribeShareGroupOffsetsResponse(_NativeMessage):
     throttle_time_ms: Any
     groups: Any
 
-    def __init__(self, *, throttle_time_ms: Any = 0, groups: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, throttle_time_ms: Any = 0, groups: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.throttle_time_ms = throttle_time_ms
-        self.groups = [] if groups is FRESH else groups
+        self.groups = [] if groups is _FRESH else groups
         self.unknown_tagged_fields = unknown_tagged_fields
 
 

@@ -31,6 +31,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -58,12 +63,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -98,7 +103,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -115,12 +123,11 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
 
-
 class DescribeTransactionsRequest(_NativeMessage):
     transactional_ids: Any
 
-    def __init__(self, *, transactional_ids: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
-        self.transactional_ids = [] if transactional_ids is FRESH else transactional_ids
+    def __init__(self, *, transactional_ids: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.transactional_ids = [] if transactional_ids is _FRESH else transactional_ids
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -128,9 +135,9 @@ class DescribeTransactionsResponseTopicData(_NativeStruct):
     topic: Any
     partitions: Any
 
-    def __init__(self, *, topic: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic: Any = '', partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic = topic
-        self.partitions = [] if partitions is FRESH else partitions
+        self.partitions = [] if partitions is _FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -144,7 +151,7 @@ class DescribeTransactionsResponseTransactionState(_NativeStruct):
     producer_epoch: Any
     topics: Any
 
-    def __init__(self, *, error_code: Any = 0, transactional_id: Any = '', transaction_state: Any = '', transaction_timeout_ms: Any = 0, transaction_start_time_ms: Any = 0, producer_id: Any = 0, producer_epoch: Any = 0, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, error_code: Any = 0, transactional_id: Any = '', transaction_state: Any = '', transaction_timeout_ms: Any = 0, transaction_start_time_ms: Any = 0, producer_id: Any = 0, producer_epoch: Any = 0, topics: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.error_code = error_code
         self.transactional_id = transactional_id
         self.transaction_state = transaction_state
@@ -152,7 +159,7 @@ class DescribeTransactionsResponseTransactionState(_NativeStruct):
         self.transaction_start_time_ms = transaction_start_time_ms
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
-        self.topics = [] if topics is FRESH else topics
+        self.topics = [] if topics is _FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -160,9 +167,9 @@ class DescribeTransactionsResponse(_NativeMessage):
     throttle_time_ms: Any
     transaction_states: Any
 
-    def __init__(self, *, throttle_time_ms: Any = 0, transaction_states: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, throttle_time_ms: Any = 0, transaction_states: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.throttle_time_ms = throttle_time_ms
-        self.transaction_states = [] if transaction_states is FRESH else transaction_states
+        self.transaction_states = [] if transaction_states is _FRESH else transaction_states
         self.unknown_tagged_fields = unknown_tagged_fields
 
 

@@ -30,6 +30,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -57,12 +62,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -97,7 +102,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -114,7 +122,6 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
 
-
 class DescribeUserScramCredentialsRequestUserName(_NativeStruct):
     name: Any
 
@@ -126,8 +133,8 @@ class DescribeUserScramCredentialsRequestUserName(_NativeStruct):
 class DescribeUserScramCredentialsRequest(_NativeMessage):
     users: Any
 
-    def __init__(self, *, users: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
-        self.users = [] if users is FRESH else users
+    def __init__(self, *, users: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.users = [] if users is _FRESH else users
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -147,11 +154,11 @@ class DescribeUserScramCredentialsResponseResult(_NativeStruct):
     error_message: Any
     credential_infos: Any
 
-    def __init__(self, *, user: Any = '', error_code: Any = 0, error_message: Any = '', credential_infos: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, user: Any = '', error_code: Any = 0, error_message: Any = '', credential_infos: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.user = user
         self.error_code = error_code
         self.error_message = error_message
-        self.credential_infos = [] if credential_infos is FRESH else credential_infos
+        self.credential_infos = [] if credential_infos is _FRESH else credential_infos
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -161,11 +168,11 @@ class DescribeUserScramCredentialsResponse(_NativeMessage):
     error_message: Any
     results: Any
 
-    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, error_message: Any = '', results: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, error_message: Any = '', results: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
-        self.results = [] if results is FRESH else results
+        self.results = [] if results is _FRESH else results
         self.unknown_tagged_fields = unknown_tagged_fields
 
 

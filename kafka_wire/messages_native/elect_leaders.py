@@ -30,6 +30,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -57,12 +62,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -97,7 +102,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -114,14 +122,13 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
 
-
 class ElectLeadersRequestTopicPartitions(_NativeStruct):
     topic: Any
     partitions: Any
 
-    def __init__(self, *, topic: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic: Any = '', partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic = topic
-        self.partitions = [] if partitions is FRESH else partitions
+        self.partitions = [] if partitions is _FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -130,9 +137,9 @@ class ElectLeadersRequest(_NativeMessage):
     topic_partitions: Any
     timeout_ms: Any
 
-    def __init__(self, *, election_type: Any = 0, topic_partitions: Any = FRESH, timeout_ms: Any = 60000, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, election_type: Any = 0, topic_partitions: Any = _FRESH, timeout_ms: Any = 60000, unknown_tagged_fields: Any = ()) -> None:
         self.election_type = election_type
-        self.topic_partitions = [] if topic_partitions is FRESH else topic_partitions
+        self.topic_partitions = [] if topic_partitions is _FRESH else topic_partitions
         self.timeout_ms = timeout_ms
         self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -153,9 +160,9 @@ class ElectLeadersResponseReplicaElectionResult(_NativeStruct):
     topic: Any
     partition_result: Any
 
-    def __init__(self, *, topic: Any = '', partition_result: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic: Any = '', partition_result: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic = topic
-        self.partition_result = [] if partition_result is FRESH else partition_result
+        self.partition_result = [] if partition_result is _FRESH else partition_result
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -164,10 +171,10 @@ class ElectLeadersResponse(_NativeMessage):
     error_code: Any
     replica_election_results: Any
 
-    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, replica_election_results: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, replica_election_results: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
-        self.replica_election_results = [] if replica_election_results is FRESH else replica_election_results
+        self.replica_election_results = [] if replica_election_results is _FRESH else replica_election_results
         self.unknown_tagged_fields = unknown_tagged_fields
 
 

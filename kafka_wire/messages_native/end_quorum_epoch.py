@@ -30,6 +30,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -57,12 +62,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -97,7 +102,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -114,12 +122,11 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
 
-
 class EndQuorumEpochRequestReplicaInfo(_NativeStruct):
     candidate_id: Any
     candidate_directory_id: Any
 
-    def __init__(self, *, candidate_id: Any = 0, candidate_directory_id: Any = ZERO_UUID, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, candidate_id: Any = 0, candidate_directory_id: Any = _ZERO_UUID, unknown_tagged_fields: Any = ()) -> None:
         self.candidate_id = candidate_id
         self.candidate_directory_id = candidate_directory_id
         self.unknown_tagged_fields = unknown_tagged_fields
@@ -132,12 +139,12 @@ class EndQuorumEpochRequestPartitionData(_NativeStruct):
     preferred_candidates: Any
     preferred_successors: Any
 
-    def __init__(self, *, partition_index: Any = 0, leader_id: Any = 0, leader_epoch: Any = 0, preferred_candidates: Any = FRESH, preferred_successors: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, partition_index: Any = 0, leader_id: Any = 0, leader_epoch: Any = 0, preferred_candidates: Any = _FRESH, preferred_successors: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.partition_index = partition_index
         self.leader_id = leader_id
         self.leader_epoch = leader_epoch
-        self.preferred_candidates = [] if preferred_candidates is FRESH else preferred_candidates
-        self.preferred_successors = [] if preferred_successors is FRESH else preferred_successors
+        self.preferred_candidates = [] if preferred_candidates is _FRESH else preferred_candidates
+        self.preferred_successors = [] if preferred_successors is _FRESH else preferred_successors
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -145,9 +152,9 @@ class EndQuorumEpochRequestTopicData(_NativeStruct):
     topic_name: Any
     partitions: Any
 
-    def __init__(self, *, topic_name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_name: Any = '', partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic_name = topic_name
-        self.partitions = [] if partitions is FRESH else partitions
+        self.partitions = [] if partitions is _FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -168,10 +175,10 @@ class EndQuorumEpochRequest(_NativeMessage):
     topics: Any
     leader_endpoints: Any
 
-    def __init__(self, *, cluster_id: Any = None, topics: Any = FRESH, leader_endpoints: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, cluster_id: Any = None, topics: Any = _FRESH, leader_endpoints: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.cluster_id = cluster_id
-        self.topics = [] if topics is FRESH else topics
-        self.leader_endpoints = [] if leader_endpoints is FRESH else leader_endpoints
+        self.topics = [] if topics is _FRESH else topics
+        self.leader_endpoints = [] if leader_endpoints is _FRESH else leader_endpoints
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -193,9 +200,9 @@ class EndQuorumEpochResponseTopicData(_NativeStruct):
     topic_name: Any
     partitions: Any
 
-    def __init__(self, *, topic_name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_name: Any = '', partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic_name = topic_name
-        self.partitions = [] if partitions is FRESH else partitions
+        self.partitions = [] if partitions is _FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -216,10 +223,10 @@ class EndQuorumEpochResponse(_NativeMessage):
     topics: Any
     node_endpoints: Any
 
-    def __init__(self, *, error_code: Any = 0, topics: Any = FRESH, node_endpoints: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, error_code: Any = 0, topics: Any = _FRESH, node_endpoints: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.error_code = error_code
-        self.topics = [] if topics is FRESH else topics
-        self.node_endpoints = [] if node_endpoints is FRESH else node_endpoints
+        self.topics = [] if topics is _FRESH else topics
+        self.node_endpoints = [] if node_endpoints is _FRESH else node_endpoints
         self.unknown_tagged_fields = unknown_tagged_fields
 
 

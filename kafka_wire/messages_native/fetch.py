@@ -33,6 +33,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -60,12 +65,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -100,7 +105,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -116,7 +124,6 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     tmp = bytearray()
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
-
 
 class FetchRequestReplicaState(_NativeStruct):
     replica_id: Any
@@ -138,7 +145,7 @@ class FetchRequestPartition(_NativeStruct):
     replica_directory_id: Any
     high_watermark: Any
 
-    def __init__(self, *, partition: Any = 0, current_leader_epoch: Any = -1, fetch_offset: Any = 0, last_fetched_epoch: Any = -1, log_start_offset: Any = -1, partition_max_bytes: Any = 0, replica_directory_id: Any = ZERO_UUID, high_watermark: Any = 9223372036854775807, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, partition: Any = 0, current_leader_epoch: Any = -1, fetch_offset: Any = 0, last_fetched_epoch: Any = -1, log_start_offset: Any = -1, partition_max_bytes: Any = 0, replica_directory_id: Any = _ZERO_UUID, high_watermark: Any = 9223372036854775807, unknown_tagged_fields: Any = ()) -> None:
         self.partition = partition
         self.current_leader_epoch = current_leader_epoch
         self.fetch_offset = fetch_offset
@@ -155,10 +162,10 @@ class FetchRequestTopic(_NativeStruct):
     topic: Any
     partitions: Any
 
-    def __init__(self, *, topic_id: Any = ZERO_UUID, topic: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_id: Any = _ZERO_UUID, topic: Any = '', partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic_id = topic_id
         self.topic = topic
-        self.partitions = [] if partitions is FRESH else partitions
+        self.partitions = [] if partitions is _FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -167,10 +174,10 @@ class FetchRequestForgottenTopic(_NativeStruct):
     topic: Any
     partitions: Any
 
-    def __init__(self, *, topic_id: Any = ZERO_UUID, topic: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_id: Any = _ZERO_UUID, topic: Any = '', partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic_id = topic_id
         self.topic = topic
-        self.partitions = [] if partitions is FRESH else partitions
+        self.partitions = [] if partitions is _FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -188,9 +195,9 @@ class FetchRequest(_NativeMessage):
     forgotten_topics_data: Any
     rack_id: Any
 
-    def __init__(self, *, cluster_id: Any = None, replica_state: Any = FRESH, replica_id: Any = -1, max_wait_ms: Any = 0, min_bytes: Any = 0, max_bytes: Any = 2147483647, isolation_level: Any = 0, session_id: Any = 0, session_epoch: Any = -1, topics: Any = FRESH, forgotten_topics_data: Any = FRESH, rack_id: Any = '', unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, cluster_id: Any = None, replica_state: Any = _FRESH, replica_id: Any = -1, max_wait_ms: Any = 0, min_bytes: Any = 0, max_bytes: Any = 2147483647, isolation_level: Any = 0, session_id: Any = 0, session_epoch: Any = -1, topics: Any = _FRESH, forgotten_topics_data: Any = _FRESH, rack_id: Any = '', unknown_tagged_fields: Any = ()) -> None:
         self.cluster_id = cluster_id
-        self.replica_state = FetchRequestReplicaState() if replica_state is FRESH else replica_state
+        self.replica_state = FetchRequestReplicaState() if replica_state is _FRESH else replica_state
         self.replica_id = replica_id
         self.max_wait_ms = max_wait_ms
         self.min_bytes = min_bytes
@@ -198,8 +205,8 @@ class FetchRequest(_NativeMessage):
         self.isolation_level = isolation_level
         self.session_id = session_id
         self.session_epoch = session_epoch
-        self.topics = [] if topics is FRESH else topics
-        self.forgotten_topics_data = [] if forgotten_topics_data is FRESH else forgotten_topics_data
+        self.topics = [] if topics is _FRESH else topics
+        self.forgotten_topics_data = [] if forgotten_topics_data is _FRESH else forgotten_topics_data
         self.rack_id = rack_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -257,16 +264,16 @@ class FetchResponsePartitionData(_NativeStruct):
     preferred_read_replica: Any
     records: Any
 
-    def __init__(self, *, partition_index: Any = 0, error_code: Any = 0, high_watermark: Any = 0, last_stable_offset: Any = -1, log_start_offset: Any = -1, diverging_epoch: Any = FRESH, current_leader: Any = FRESH, snapshot_id: Any = FRESH, aborted_transactions: Any = FRESH, preferred_read_replica: Any = -1, records: Any = None, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, partition_index: Any = 0, error_code: Any = 0, high_watermark: Any = 0, last_stable_offset: Any = -1, log_start_offset: Any = -1, diverging_epoch: Any = _FRESH, current_leader: Any = _FRESH, snapshot_id: Any = _FRESH, aborted_transactions: Any = _FRESH, preferred_read_replica: Any = -1, records: Any = None, unknown_tagged_fields: Any = ()) -> None:
         self.partition_index = partition_index
         self.error_code = error_code
         self.high_watermark = high_watermark
         self.last_stable_offset = last_stable_offset
         self.log_start_offset = log_start_offset
-        self.diverging_epoch = FetchResponseEpochEndOffset() if diverging_epoch is FRESH else diverging_epoch
-        self.current_leader = FetchResponseLeaderIdAndEpoch() if current_leader is FRESH else current_leader
-        self.snapshot_id = FetchResponseSnapshotId() if snapshot_id is FRESH else snapshot_id
-        self.aborted_transactions = [] if aborted_transactions is FRESH else aborted_transactions
+        self.diverging_epoch = FetchResponseEpochEndOffset() if diverging_epoch is _FRESH else diverging_epoch
+        self.current_leader = FetchResponseLeaderIdAndEpoch() if current_leader is _FRESH else current_leader
+        self.snapshot_id = FetchResponseSnapshotId() if snapshot_id is _FRESH else snapshot_id
+        self.aborted_transactions = [] if aborted_transactions is _FRESH else aborted_transactions
         self.preferred_read_replica = preferred_read_replica
         self.records = records
         self.unknown_tagged_fields = unknown_tagged_fields
@@ -277,10 +284,10 @@ class FetchResponseFetchableTopicResponse(_NativeStruct):
     topic: Any
     partitions: Any
 
-    def __init__(self, *, topic_id: Any = ZERO_UUID, topic: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_id: Any = _ZERO_UUID, topic: Any = '', partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic_id = topic_id
         self.topic = topic
-        self.partitions = [] if partitions is FRESH else partitions
+        self.partitions = [] if partitions is _FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -305,12 +312,12 @@ class FetchResponse(_NativeMessage):
     responses: Any
     node_endpoints: Any
 
-    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, session_id: Any = 0, responses: Any = FRESH, node_endpoints: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, session_id: Any = 0, responses: Any = _FRESH, node_endpoints: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.session_id = session_id
-        self.responses = [] if responses is FRESH else responses
-        self.node_endpoints = [] if node_endpoints is FRESH else node_endpoints
+        self.responses = [] if responses is _FRESH else responses
+        self.node_endpoints = [] if node_endpoints is _FRESH else node_endpoints
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -544,7 +551,7 @@ def _decode_FetchRequestPartition_v17(buf: bytes, pos: i64) -> tuple[FetchReques
     f_last_fetched_epoch: Any
     f_log_start_offset: Any
     f_partition_max_bytes: Any
-    f_replica_directory_id: Any = ZERO_UUID
+    f_replica_directory_id: Any = _ZERO_UUID
     f_partition = read_i32_be(buf, pos)
     pos += 4
     f_current_leader_epoch = read_i32_be(buf, pos)
@@ -598,7 +605,7 @@ def _encode_FetchRequestPartition_v17(o: FetchRequestPartition, w: BytesWriter) 
     v_partition_max_bytes: int = o.partition_max_bytes
     write_i32_be(w, v_partition_max_bytes)
     known: list[tuple[int, bytes | bytearray]] = []
-    if o.replica_directory_id != ZERO_UUID:
+    if o.replica_directory_id != _ZERO_UUID:
         t_replica_directory_id = BytesWriter()
         _put_uuid(t_replica_directory_id, o.replica_directory_id)
         known.append((0, t_replica_directory_id.getvalue()))
@@ -618,7 +625,7 @@ def _decode_FetchRequestPartition_v18(buf: bytes, pos: i64) -> tuple[FetchReques
     f_last_fetched_epoch: Any
     f_log_start_offset: Any
     f_partition_max_bytes: Any
-    f_replica_directory_id: Any = ZERO_UUID
+    f_replica_directory_id: Any = _ZERO_UUID
     f_high_watermark: Any = 9223372036854775807
     f_partition = read_i32_be(buf, pos)
     pos += 4
@@ -674,7 +681,7 @@ def _encode_FetchRequestPartition_v18(o: FetchRequestPartition, w: BytesWriter) 
     v_partition_max_bytes: int = o.partition_max_bytes
     write_i32_be(w, v_partition_max_bytes)
     known: list[tuple[int, bytes | bytearray]] = []
-    if o.replica_directory_id != ZERO_UUID:
+    if o.replica_directory_id != _ZERO_UUID:
         t_replica_directory_id = BytesWriter()
         _put_uuid(t_replica_directory_id, o.replica_directory_id)
         known.append((0, t_replica_directory_id.getvalue()))

@@ -31,6 +31,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -58,12 +63,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -98,7 +103,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -114,7 +122,6 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     tmp = bytearray()
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
-
 
 class FetchSnapshotRequestSnapshotId(_NativeStruct):
     end_offset: Any
@@ -133,10 +140,10 @@ class FetchSnapshotRequestPartitionSnapshot(_NativeStruct):
     position: Any
     replica_directory_id: Any
 
-    def __init__(self, *, partition: Any = 0, current_leader_epoch: Any = 0, snapshot_id: Any = FRESH, position: Any = 0, replica_directory_id: Any = ZERO_UUID, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, partition: Any = 0, current_leader_epoch: Any = 0, snapshot_id: Any = _FRESH, position: Any = 0, replica_directory_id: Any = _ZERO_UUID, unknown_tagged_fields: Any = ()) -> None:
         self.partition = partition
         self.current_leader_epoch = current_leader_epoch
-        self.snapshot_id = FetchSnapshotRequestSnapshotId() if snapshot_id is FRESH else snapshot_id
+        self.snapshot_id = FetchSnapshotRequestSnapshotId() if snapshot_id is _FRESH else snapshot_id
         self.position = position
         self.replica_directory_id = replica_directory_id
         self.unknown_tagged_fields = unknown_tagged_fields
@@ -146,9 +153,9 @@ class FetchSnapshotRequestTopicSnapshot(_NativeStruct):
     name: Any
     partitions: Any
 
-    def __init__(self, *, name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, name: Any = '', partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.name = name
-        self.partitions = [] if partitions is FRESH else partitions
+        self.partitions = [] if partitions is _FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -158,11 +165,11 @@ class FetchSnapshotRequest(_NativeMessage):
     max_bytes: Any
     topics: Any
 
-    def __init__(self, *, cluster_id: Any = None, replica_id: Any = -1, max_bytes: Any = 2147483647, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, cluster_id: Any = None, replica_id: Any = -1, max_bytes: Any = 2147483647, topics: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.cluster_id = cluster_id
         self.replica_id = replica_id
         self.max_bytes = max_bytes
-        self.topics = [] if topics is FRESH else topics
+        self.topics = [] if topics is _FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -195,11 +202,11 @@ class FetchSnapshotResponsePartitionSnapshot(_NativeStruct):
     position: Any
     unaligned_records: Any
 
-    def __init__(self, *, index: Any = 0, error_code: Any = 0, snapshot_id: Any = FRESH, current_leader: Any = FRESH, size: Any = 0, position: Any = 0, unaligned_records: Any = b"", unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, index: Any = 0, error_code: Any = 0, snapshot_id: Any = _FRESH, current_leader: Any = _FRESH, size: Any = 0, position: Any = 0, unaligned_records: Any = b"", unknown_tagged_fields: Any = ()) -> None:
         self.index = index
         self.error_code = error_code
-        self.snapshot_id = FetchSnapshotResponseSnapshotId() if snapshot_id is FRESH else snapshot_id
-        self.current_leader = FetchSnapshotResponseLeaderIdAndEpoch() if current_leader is FRESH else current_leader
+        self.snapshot_id = FetchSnapshotResponseSnapshotId() if snapshot_id is _FRESH else snapshot_id
+        self.current_leader = FetchSnapshotResponseLeaderIdAndEpoch() if current_leader is _FRESH else current_leader
         self.size = size
         self.position = position
         self.unaligned_records = unaligned_records
@@ -210,9 +217,9 @@ class FetchSnapshotResponseTopicSnapshot(_NativeStruct):
     name: Any
     partitions: Any
 
-    def __init__(self, *, name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, name: Any = '', partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.name = name
-        self.partitions = [] if partitions is FRESH else partitions
+        self.partitions = [] if partitions is _FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -234,11 +241,11 @@ class FetchSnapshotResponse(_NativeMessage):
     topics: Any
     node_endpoints: Any
 
-    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, topics: Any = FRESH, node_endpoints: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, topics: Any = _FRESH, node_endpoints: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
-        self.topics = [] if topics is FRESH else topics
-        self.node_endpoints = [] if node_endpoints is FRESH else node_endpoints
+        self.topics = [] if topics is _FRESH else topics
+        self.node_endpoints = [] if node_endpoints is _FRESH else node_endpoints
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -357,7 +364,7 @@ def _decode_FetchSnapshotRequestPartitionSnapshot_v1(buf: bytes, pos: i64) -> tu
     f_current_leader_epoch: Any
     f_snapshot_id: Any
     f_position: Any
-    f_replica_directory_id: Any = ZERO_UUID
+    f_replica_directory_id: Any = _ZERO_UUID
     f_partition = read_i32_be(buf, pos)
     pos += 4
     f_current_leader_epoch = read_i32_be(buf, pos)
@@ -400,7 +407,7 @@ def _encode_FetchSnapshotRequestPartitionSnapshot_v1(o: FetchSnapshotRequestPart
     v_position: int = o.position
     write_i64_be(w, v_position)
     known: list[tuple[int, bytes | bytearray]] = []
-    if o.replica_directory_id != ZERO_UUID:
+    if o.replica_directory_id != _ZERO_UUID:
         t_replica_directory_id = BytesWriter()
         _put_uuid(t_replica_directory_id, o.replica_directory_id)
         known.append((0, t_replica_directory_id.getvalue()))

@@ -29,6 +29,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -56,12 +61,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -96,7 +101,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -113,11 +121,10 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
 
-
 class GetTelemetrySubscriptionsRequest(_NativeMessage):
     client_instance_id: Any
 
-    def __init__(self, *, client_instance_id: Any = ZERO_UUID, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, client_instance_id: Any = _ZERO_UUID, unknown_tagged_fields: Any = ()) -> None:
         self.client_instance_id = client_instance_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -133,16 +140,16 @@ class GetTelemetrySubscriptionsResponse(_NativeMessage):
     delta_temporality: Any
     requested_metrics: Any
 
-    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, client_instance_id: Any = ZERO_UUID, subscription_id: Any = 0, accepted_compression_types: Any = FRESH, push_interval_ms: Any = 0, telemetry_max_bytes: Any = 0, delta_temporality: Any = False, requested_metrics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, client_instance_id: Any = _ZERO_UUID, subscription_id: Any = 0, accepted_compression_types: Any = _FRESH, push_interval_ms: Any = 0, telemetry_max_bytes: Any = 0, delta_temporality: Any = False, requested_metrics: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.client_instance_id = client_instance_id
         self.subscription_id = subscription_id
-        self.accepted_compression_types = [] if accepted_compression_types is FRESH else accepted_compression_types
+        self.accepted_compression_types = [] if accepted_compression_types is _FRESH else accepted_compression_types
         self.push_interval_ms = push_interval_ms
         self.telemetry_max_bytes = telemetry_max_bytes
         self.delta_temporality = delta_temporality
-        self.requested_metrics = [] if requested_metrics is FRESH else requested_metrics
+        self.requested_metrics = [] if requested_metrics is _FRESH else requested_metrics
         self.unknown_tagged_fields = unknown_tagged_fields
 
 

@@ -31,6 +31,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -58,12 +63,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -98,7 +103,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -115,7 +123,6 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
 
-
 class LeaderAndIsrRequestPartitionState(_NativeStruct):
     topic_name: Any
     partition_index: Any
@@ -130,17 +137,17 @@ class LeaderAndIsrRequestPartitionState(_NativeStruct):
     is_new: Any
     leader_recovery_state: Any
 
-    def __init__(self, *, topic_name: Any = '', partition_index: Any = 0, controller_epoch: Any = 0, leader: Any = 0, leader_epoch: Any = 0, isr: Any = FRESH, partition_epoch: Any = 0, replicas: Any = FRESH, adding_replicas: Any = FRESH, removing_replicas: Any = FRESH, is_new: Any = False, leader_recovery_state: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_name: Any = '', partition_index: Any = 0, controller_epoch: Any = 0, leader: Any = 0, leader_epoch: Any = 0, isr: Any = _FRESH, partition_epoch: Any = 0, replicas: Any = _FRESH, adding_replicas: Any = _FRESH, removing_replicas: Any = _FRESH, is_new: Any = False, leader_recovery_state: Any = 0, unknown_tagged_fields: Any = ()) -> None:
         self.topic_name = topic_name
         self.partition_index = partition_index
         self.controller_epoch = controller_epoch
         self.leader = leader
         self.leader_epoch = leader_epoch
-        self.isr = [] if isr is FRESH else isr
+        self.isr = [] if isr is _FRESH else isr
         self.partition_epoch = partition_epoch
-        self.replicas = [] if replicas is FRESH else replicas
-        self.adding_replicas = [] if adding_replicas is FRESH else adding_replicas
-        self.removing_replicas = [] if removing_replicas is FRESH else removing_replicas
+        self.replicas = [] if replicas is _FRESH else replicas
+        self.adding_replicas = [] if adding_replicas is _FRESH else adding_replicas
+        self.removing_replicas = [] if removing_replicas is _FRESH else removing_replicas
         self.is_new = is_new
         self.leader_recovery_state = leader_recovery_state
         self.unknown_tagged_fields = unknown_tagged_fields
@@ -151,10 +158,10 @@ class LeaderAndIsrRequestTopicState(_NativeStruct):
     topic_id: Any
     partition_states: Any
 
-    def __init__(self, *, topic_name: Any = '', topic_id: Any = ZERO_UUID, partition_states: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_name: Any = '', topic_id: Any = _ZERO_UUID, partition_states: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic_name = topic_name
         self.topic_id = topic_id
-        self.partition_states = [] if partition_states is FRESH else partition_states
+        self.partition_states = [] if partition_states is _FRESH else partition_states
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -180,15 +187,15 @@ class LeaderAndIsrRequest(_NativeMessage):
     ungrouped_partition_states: Any
     live_leaders: Any
 
-    def __init__(self, *, controller_id: Any = 0, is_k_raft_controller: Any = False, controller_epoch: Any = 0, broker_epoch: Any = -1, type: Any = 0, topic_states: Any = FRESH, ungrouped_partition_states: Any = FRESH, live_leaders: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, controller_id: Any = 0, is_k_raft_controller: Any = False, controller_epoch: Any = 0, broker_epoch: Any = -1, type: Any = 0, topic_states: Any = _FRESH, ungrouped_partition_states: Any = _FRESH, live_leaders: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.controller_id = controller_id
         self.is_k_raft_controller = is_k_raft_controller
         self.controller_epoch = controller_epoch
         self.broker_epoch = broker_epoch
         self.type = type
-        self.topic_states = [] if topic_states is FRESH else topic_states
-        self.ungrouped_partition_states = [] if ungrouped_partition_states is FRESH else ungrouped_partition_states
-        self.live_leaders = [] if live_leaders is FRESH else live_leaders
+        self.topic_states = [] if topic_states is _FRESH else topic_states
+        self.ungrouped_partition_states = [] if ungrouped_partition_states is _FRESH else ungrouped_partition_states
+        self.live_leaders = [] if live_leaders is _FRESH else live_leaders
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -208,9 +215,9 @@ class LeaderAndIsrResponseTopicError(_NativeStruct):
     topic_id: Any
     partition_errors: Any
 
-    def __init__(self, *, topic_id: Any = ZERO_UUID, partition_errors: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_id: Any = _ZERO_UUID, partition_errors: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic_id = topic_id
-        self.partition_errors = [] if partition_errors is FRESH else partition_errors
+        self.partition_errors = [] if partition_errors is _FRESH else partition_errors
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -219,10 +226,10 @@ class LeaderAndIsrResponse(_NativeMessage):
     topics: Any
     partition_errors: Any
 
-    def __init__(self, *, error_code: Any = 0, topics: Any = FRESH, partition_errors: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, error_code: Any = 0, topics: Any = _FRESH, partition_errors: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.error_code = error_code
-        self.topics = [] if topics is FRESH else topics
-        self.partition_errors = [] if partition_errors is FRESH else partition_errors
+        self.topics = [] if topics is _FRESH else topics
+        self.partition_errors = [] if partition_errors is _FRESH else partition_errors
         self.unknown_tagged_fields = unknown_tagged_fields
 
 

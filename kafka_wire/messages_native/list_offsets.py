@@ -33,6 +33,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -60,12 +65,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -100,7 +105,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -116,7 +124,6 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     tmp = bytearray()
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
-
 
 class ListOffsetsRequestPartition(_NativeStruct):
     partition_index: Any
@@ -136,9 +143,9 @@ class ListOffsetsRequestTopic(_NativeStruct):
     name: Any
     partitions: Any
 
-    def __init__(self, *, name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, name: Any = '', partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.name = name
-        self.partitions = [] if partitions is FRESH else partitions
+        self.partitions = [] if partitions is _FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -148,10 +155,10 @@ class ListOffsetsRequest(_NativeMessage):
     topics: Any
     timeout_ms: Any
 
-    def __init__(self, *, replica_id: Any = 0, isolation_level: Any = 0, topics: Any = FRESH, timeout_ms: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, replica_id: Any = 0, isolation_level: Any = 0, topics: Any = _FRESH, timeout_ms: Any = 0, unknown_tagged_fields: Any = ()) -> None:
         self.replica_id = replica_id
         self.isolation_level = isolation_level
-        self.topics = [] if topics is FRESH else topics
+        self.topics = [] if topics is _FRESH else topics
         self.timeout_ms = timeout_ms
         self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -164,13 +171,13 @@ class ListOffsetsResponsePartitionResponse(_NativeStruct):
     leader_epoch: Any
     old_style_offsets: Any
 
-    def __init__(self, *, partition_index: Any = 0, error_code: Any = 0, timestamp: Any = -1, offset: Any = -1, leader_epoch: Any = -1, old_style_offsets: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, partition_index: Any = 0, error_code: Any = 0, timestamp: Any = -1, offset: Any = -1, leader_epoch: Any = -1, old_style_offsets: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.partition_index = partition_index
         self.error_code = error_code
         self.timestamp = timestamp
         self.offset = offset
         self.leader_epoch = leader_epoch
-        self.old_style_offsets = [] if old_style_offsets is FRESH else old_style_offsets
+        self.old_style_offsets = [] if old_style_offsets is _FRESH else old_style_offsets
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -178,9 +185,9 @@ class ListOffsetsResponseTopicResponse(_NativeStruct):
     name: Any
     partitions: Any
 
-    def __init__(self, *, name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, name: Any = '', partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.name = name
-        self.partitions = [] if partitions is FRESH else partitions
+        self.partitions = [] if partitions is _FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -188,9 +195,9 @@ class ListOffsetsResponse(_NativeMessage):
     throttle_time_ms: Any
     topics: Any
 
-    def __init__(self, *, throttle_time_ms: Any = 0, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, throttle_time_ms: Any = 0, topics: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.throttle_time_ms = throttle_time_ms
-        self.topics = [] if topics is FRESH else topics
+        self.topics = [] if topics is _FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
 

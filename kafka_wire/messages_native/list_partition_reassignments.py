@@ -30,6 +30,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -57,12 +62,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -97,7 +102,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -114,14 +122,13 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
 
-
 class ListPartitionReassignmentsRequestTopics(_NativeStruct):
     name: Any
     partition_indexes: Any
 
-    def __init__(self, *, name: Any = '', partition_indexes: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, name: Any = '', partition_indexes: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.name = name
-        self.partition_indexes = [] if partition_indexes is FRESH else partition_indexes
+        self.partition_indexes = [] if partition_indexes is _FRESH else partition_indexes
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -141,11 +148,11 @@ class ListPartitionReassignmentsResponseOngoingPartitionReassignment(_NativeStru
     adding_replicas: Any
     removing_replicas: Any
 
-    def __init__(self, *, partition_index: Any = 0, replicas: Any = FRESH, adding_replicas: Any = FRESH, removing_replicas: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, partition_index: Any = 0, replicas: Any = _FRESH, adding_replicas: Any = _FRESH, removing_replicas: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.partition_index = partition_index
-        self.replicas = [] if replicas is FRESH else replicas
-        self.adding_replicas = [] if adding_replicas is FRESH else adding_replicas
-        self.removing_replicas = [] if removing_replicas is FRESH else removing_replicas
+        self.replicas = [] if replicas is _FRESH else replicas
+        self.adding_replicas = [] if adding_replicas is _FRESH else adding_replicas
+        self.removing_replicas = [] if removing_replicas is _FRESH else removing_replicas
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -153,9 +160,9 @@ class ListPartitionReassignmentsResponseOngoingTopicReassignment(_NativeStruct):
     name: Any
     partitions: Any
 
-    def __init__(self, *, name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, name: Any = '', partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.name = name
-        self.partitions = [] if partitions is FRESH else partitions
+        self.partitions = [] if partitions is _FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -165,11 +172,11 @@ class ListPartitionReassignmentsResponse(_NativeMessage):
     error_message: Any
     topics: Any
 
-    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, error_message: Any = '', topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, error_message: Any = '', topics: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
-        self.topics = [] if topics is FRESH else topics
+        self.topics = [] if topics is _FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
 

@@ -31,6 +31,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -58,12 +63,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -98,7 +103,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -115,16 +123,15 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
 
-
 class ListTransactionsRequest(_NativeMessage):
     state_filters: Any
     producer_id_filters: Any
     duration_filter: Any
     transactional_id_pattern: Any
 
-    def __init__(self, *, state_filters: Any = FRESH, producer_id_filters: Any = FRESH, duration_filter: Any = -1, transactional_id_pattern: Any = None, unknown_tagged_fields: Any = ()) -> None:
-        self.state_filters = [] if state_filters is FRESH else state_filters
-        self.producer_id_filters = [] if producer_id_filters is FRESH else producer_id_filters
+    def __init__(self, *, state_filters: Any = _FRESH, producer_id_filters: Any = _FRESH, duration_filter: Any = -1, transactional_id_pattern: Any = None, unknown_tagged_fields: Any = ()) -> None:
+        self.state_filters = [] if state_filters is _FRESH else state_filters
+        self.producer_id_filters = [] if producer_id_filters is _FRESH else producer_id_filters
         self.duration_filter = duration_filter
         self.transactional_id_pattern = transactional_id_pattern
         self.unknown_tagged_fields = unknown_tagged_fields
@@ -148,11 +155,11 @@ class ListTransactionsResponse(_NativeMessage):
     unknown_state_filters: Any
     transaction_states: Any
 
-    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, unknown_state_filters: Any = FRESH, transaction_states: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, unknown_state_filters: Any = _FRESH, transaction_states: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
-        self.unknown_state_filters = [] if unknown_state_filters is FRESH else unknown_state_filters
-        self.transaction_states = [] if transaction_states is FRESH else transaction_states
+        self.unknown_state_filters = [] if unknown_state_filters is _FRESH else unknown_state_filters
+        self.transaction_states = [] if transaction_states is _FRESH else transaction_states
         self.unknown_tagged_fields = unknown_tagged_fields
 
 

@@ -30,6 +30,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -57,12 +62,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -97,7 +102,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -114,12 +122,11 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
 
-
 class MetadataRequestTopic(_NativeStruct):
     topic_id: Any
     name: Any
 
-    def __init__(self, *, topic_id: Any = ZERO_UUID, name: Any = '', unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_id: Any = _ZERO_UUID, name: Any = '', unknown_tagged_fields: Any = ()) -> None:
         self.topic_id = topic_id
         self.name = name
         self.unknown_tagged_fields = unknown_tagged_fields
@@ -131,8 +138,8 @@ class MetadataRequest(_NativeMessage):
     include_cluster_authorized_operations: Any
     include_topic_authorized_operations: Any
 
-    def __init__(self, *, topics: Any = FRESH, allow_auto_topic_creation: Any = True, include_cluster_authorized_operations: Any = False, include_topic_authorized_operations: Any = False, unknown_tagged_fields: Any = ()) -> None:
-        self.topics = [] if topics is FRESH else topics
+    def __init__(self, *, topics: Any = _FRESH, allow_auto_topic_creation: Any = True, include_cluster_authorized_operations: Any = False, include_topic_authorized_operations: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.topics = [] if topics is _FRESH else topics
         self.allow_auto_topic_creation = allow_auto_topic_creation
         self.include_cluster_authorized_operations = include_cluster_authorized_operations
         self.include_topic_authorized_operations = include_topic_authorized_operations
@@ -162,14 +169,14 @@ class MetadataResponsePartition(_NativeStruct):
     isr_nodes: Any
     offline_replicas: Any
 
-    def __init__(self, *, error_code: Any = 0, partition_index: Any = 0, leader_id: Any = 0, leader_epoch: Any = -1, replica_nodes: Any = FRESH, isr_nodes: Any = FRESH, offline_replicas: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, error_code: Any = 0, partition_index: Any = 0, leader_id: Any = 0, leader_epoch: Any = -1, replica_nodes: Any = _FRESH, isr_nodes: Any = _FRESH, offline_replicas: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.error_code = error_code
         self.partition_index = partition_index
         self.leader_id = leader_id
         self.leader_epoch = leader_epoch
-        self.replica_nodes = [] if replica_nodes is FRESH else replica_nodes
-        self.isr_nodes = [] if isr_nodes is FRESH else isr_nodes
-        self.offline_replicas = [] if offline_replicas is FRESH else offline_replicas
+        self.replica_nodes = [] if replica_nodes is _FRESH else replica_nodes
+        self.isr_nodes = [] if isr_nodes is _FRESH else isr_nodes
+        self.offline_replicas = [] if offline_replicas is _FRESH else offline_replicas
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -181,12 +188,12 @@ class MetadataResponseTopic(_NativeStruct):
     partitions: Any
     topic_authorized_operations: Any
 
-    def __init__(self, *, error_code: Any = 0, name: Any = '', topic_id: Any = ZERO_UUID, is_internal: Any = False, partitions: Any = FRESH, topic_authorized_operations: Any = -2147483648, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, error_code: Any = 0, name: Any = '', topic_id: Any = _ZERO_UUID, is_internal: Any = False, partitions: Any = _FRESH, topic_authorized_operations: Any = -2147483648, unknown_tagged_fields: Any = ()) -> None:
         self.error_code = error_code
         self.name = name
         self.topic_id = topic_id
         self.is_internal = is_internal
-        self.partitions = [] if partitions is FRESH else partitions
+        self.partitions = [] if partitions is _FRESH else partitions
         self.topic_authorized_operations = topic_authorized_operations
         self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -200,12 +207,12 @@ class MetadataResponse(_NativeMessage):
     error_code: Any
     cluster_authorized_operations: Any
 
-    def __init__(self, *, throttle_time_ms: Any = 0, brokers: Any = FRESH, cluster_id: Any = None, controller_id: Any = -1, topics: Any = FRESH, error_code: Any = 0, cluster_authorized_operations: Any = -2147483648, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, throttle_time_ms: Any = 0, brokers: Any = _FRESH, cluster_id: Any = None, controller_id: Any = -1, topics: Any = _FRESH, error_code: Any = 0, cluster_authorized_operations: Any = -2147483648, unknown_tagged_fields: Any = ()) -> None:
         self.throttle_time_ms = throttle_time_ms
-        self.brokers = [] if brokers is FRESH else brokers
+        self.brokers = [] if brokers is _FRESH else brokers
         self.cluster_id = cluster_id
         self.controller_id = controller_id
-        self.topics = [] if topics is FRESH else topics
+        self.topics = [] if topics is _FRESH else topics
         self.error_code = error_code
         self.cluster_authorized_operations = cluster_authorized_operations
         self.unknown_tagged_fields = unknown_tagged_fields

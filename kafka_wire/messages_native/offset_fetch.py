@@ -33,6 +33,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -60,12 +65,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -100,7 +105,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -117,16 +125,15 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
 
-
 class OffsetFetchRequestTopics(_NativeStruct):
     topic_id: Any
     name: Any
     partition_indexes: Any
 
-    def __init__(self, *, topic_id: Any = ZERO_UUID, name: Any = '', partition_indexes: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_id: Any = _ZERO_UUID, name: Any = '', partition_indexes: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic_id = topic_id
         self.name = name
-        self.partition_indexes = [] if partition_indexes is FRESH else partition_indexes
+        self.partition_indexes = [] if partition_indexes is _FRESH else partition_indexes
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -136,11 +143,11 @@ class OffsetFetchRequestGroup(_NativeStruct):
     member_epoch: Any
     topics: Any
 
-    def __init__(self, *, group_id: Any = '', member_id: Any = None, member_epoch: Any = -1, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, group_id: Any = '', member_id: Any = None, member_epoch: Any = -1, topics: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.group_id = group_id
         self.member_id = member_id
         self.member_epoch = member_epoch
-        self.topics = [] if topics is FRESH else topics
+        self.topics = [] if topics is _FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -148,9 +155,9 @@ class OffsetFetchRequestTopic(_NativeStruct):
     name: Any
     partition_indexes: Any
 
-    def __init__(self, *, name: Any = '', partition_indexes: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, name: Any = '', partition_indexes: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.name = name
-        self.partition_indexes = [] if partition_indexes is FRESH else partition_indexes
+        self.partition_indexes = [] if partition_indexes is _FRESH else partition_indexes
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -160,10 +167,10 @@ class OffsetFetchRequest(_NativeMessage):
     topics: Any
     require_stable: Any
 
-    def __init__(self, *, groups: Any = FRESH, group_id: Any = '', topics: Any = FRESH, require_stable: Any = False, unknown_tagged_fields: Any = ()) -> None:
-        self.groups = [] if groups is FRESH else groups
+    def __init__(self, *, groups: Any = _FRESH, group_id: Any = '', topics: Any = _FRESH, require_stable: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.groups = [] if groups is _FRESH else groups
         self.group_id = group_id
-        self.topics = [] if topics is FRESH else topics
+        self.topics = [] if topics is _FRESH else topics
         self.require_stable = require_stable
         self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -189,10 +196,10 @@ class OffsetFetchResponseTopics(_NativeStruct):
     name: Any
     partitions: Any
 
-    def __init__(self, *, topic_id: Any = ZERO_UUID, name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_id: Any = _ZERO_UUID, name: Any = '', partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic_id = topic_id
         self.name = name
-        self.partitions = [] if partitions is FRESH else partitions
+        self.partitions = [] if partitions is _FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -201,9 +208,9 @@ class OffsetFetchResponseGroup(_NativeStruct):
     topics: Any
     error_code: Any
 
-    def __init__(self, *, group_id: Any = '', topics: Any = FRESH, error_code: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, group_id: Any = '', topics: Any = _FRESH, error_code: Any = 0, unknown_tagged_fields: Any = ()) -> None:
         self.group_id = group_id
-        self.topics = [] if topics is FRESH else topics
+        self.topics = [] if topics is _FRESH else topics
         self.error_code = error_code
         self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -228,9 +235,9 @@ class OffsetFetchResponseTopic(_NativeStruct):
     name: Any
     partitions: Any
 
-    def __init__(self, *, name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, name: Any = '', partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.name = name
-        self.partitions = [] if partitions is FRESH else partitions
+        self.partitions = [] if partitions is _FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -240,10 +247,10 @@ class OffsetFetchResponse(_NativeMessage):
     topics: Any
     error_code: Any
 
-    def __init__(self, *, throttle_time_ms: Any = 0, groups: Any = FRESH, topics: Any = FRESH, error_code: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, throttle_time_ms: Any = 0, groups: Any = _FRESH, topics: Any = _FRESH, error_code: Any = 0, unknown_tagged_fields: Any = ()) -> None:
         self.throttle_time_ms = throttle_time_ms
-        self.groups = [] if groups is FRESH else groups
-        self.topics = [] if topics is FRESH else topics
+        self.groups = [] if groups is _FRESH else groups
+        self.topics = [] if topics is _FRESH else topics
         self.error_code = error_code
         self.unknown_tagged_fields = unknown_tagged_fields
 

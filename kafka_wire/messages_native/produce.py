@@ -33,6 +33,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -60,12 +65,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -100,7 +105,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -117,7 +125,6 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
 
-
 class ProduceRequestPartitionProduceData(_NativeStruct):
     index: Any
     records: Any
@@ -133,10 +140,10 @@ class ProduceRequestTopicProduceData(_NativeStruct):
     name: Any
     partition_data: Any
 
-    def __init__(self, *, topic_id: Any = ZERO_UUID, name: Any = '', partition_data: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_id: Any = _ZERO_UUID, name: Any = '', partition_data: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic_id = topic_id
         self.name = name
-        self.partition_data = [] if partition_data is FRESH else partition_data
+        self.partition_data = [] if partition_data is _FRESH else partition_data
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -146,11 +153,11 @@ class ProduceRequest(_NativeMessage):
     timeout_ms: Any
     topic_data: Any
 
-    def __init__(self, *, transactional_id: Any = None, acks: Any = 0, timeout_ms: Any = 0, topic_data: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, transactional_id: Any = None, acks: Any = 0, timeout_ms: Any = 0, topic_data: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.transactional_id = transactional_id
         self.acks = acks
         self.timeout_ms = timeout_ms
-        self.topic_data = [] if topic_data is FRESH else topic_data
+        self.topic_data = [] if topic_data is _FRESH else topic_data
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -184,15 +191,15 @@ class ProduceResponsePartitionProduceResponse(_NativeStruct):
     error_message: Any
     current_leader: Any
 
-    def __init__(self, *, index: Any = 0, error_code: Any = 0, base_offset: Any = 0, log_append_time_ms: Any = -1, log_start_offset: Any = -1, record_errors: Any = FRESH, error_message: Any = None, current_leader: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, index: Any = 0, error_code: Any = 0, base_offset: Any = 0, log_append_time_ms: Any = -1, log_start_offset: Any = -1, record_errors: Any = _FRESH, error_message: Any = None, current_leader: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.index = index
         self.error_code = error_code
         self.base_offset = base_offset
         self.log_append_time_ms = log_append_time_ms
         self.log_start_offset = log_start_offset
-        self.record_errors = [] if record_errors is FRESH else record_errors
+        self.record_errors = [] if record_errors is _FRESH else record_errors
         self.error_message = error_message
-        self.current_leader = ProduceResponseLeaderIdAndEpoch() if current_leader is FRESH else current_leader
+        self.current_leader = ProduceResponseLeaderIdAndEpoch() if current_leader is _FRESH else current_leader
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -201,10 +208,10 @@ class ProduceResponseTopicProduceResponse(_NativeStruct):
     name: Any
     partition_responses: Any
 
-    def __init__(self, *, topic_id: Any = ZERO_UUID, name: Any = '', partition_responses: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_id: Any = _ZERO_UUID, name: Any = '', partition_responses: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic_id = topic_id
         self.name = name
-        self.partition_responses = [] if partition_responses is FRESH else partition_responses
+        self.partition_responses = [] if partition_responses is _FRESH else partition_responses
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -227,10 +234,10 @@ class ProduceResponse(_NativeMessage):
     throttle_time_ms: Any
     node_endpoints: Any
 
-    def __init__(self, *, responses: Any = FRESH, throttle_time_ms: Any = 0, node_endpoints: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
-        self.responses = [] if responses is FRESH else responses
+    def __init__(self, *, responses: Any = _FRESH, throttle_time_ms: Any = 0, node_endpoints: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.responses = [] if responses is _FRESH else responses
         self.throttle_time_ms = throttle_time_ms
-        self.node_endpoints = [] if node_endpoints is FRESH else node_endpoints
+        self.node_endpoints = [] if node_endpoints is _FRESH else node_endpoints
         self.unknown_tagged_fields = unknown_tagged_fields
 
 

@@ -33,6 +33,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -60,12 +65,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -100,7 +105,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -117,16 +125,15 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
 
-
 class ShareAcknowledgeRequestAcknowledgementBatch(_NativeStruct):
     first_offset: Any
     last_offset: Any
     acknowledge_types: Any
 
-    def __init__(self, *, first_offset: Any = 0, last_offset: Any = 0, acknowledge_types: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, first_offset: Any = 0, last_offset: Any = 0, acknowledge_types: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.first_offset = first_offset
         self.last_offset = last_offset
-        self.acknowledge_types = [] if acknowledge_types is FRESH else acknowledge_types
+        self.acknowledge_types = [] if acknowledge_types is _FRESH else acknowledge_types
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -134,9 +141,9 @@ class ShareAcknowledgeRequestAcknowledgePartition(_NativeStruct):
     partition_index: Any
     acknowledgement_batches: Any
 
-    def __init__(self, *, partition_index: Any = 0, acknowledgement_batches: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, partition_index: Any = 0, acknowledgement_batches: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.partition_index = partition_index
-        self.acknowledgement_batches = [] if acknowledgement_batches is FRESH else acknowledgement_batches
+        self.acknowledgement_batches = [] if acknowledgement_batches is _FRESH else acknowledgement_batches
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -144,9 +151,9 @@ class ShareAcknowledgeRequestAcknowledgeTopic(_NativeStruct):
     topic_id: Any
     partitions: Any
 
-    def __init__(self, *, topic_id: Any = ZERO_UUID, partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_id: Any = _ZERO_UUID, partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic_id = topic_id
-        self.partitions = [] if partitions is FRESH else partitions
+        self.partitions = [] if partitions is _FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -157,12 +164,12 @@ class ShareAcknowledgeRequest(_NativeMessage):
     is_renew_ack: Any
     topics: Any
 
-    def __init__(self, *, group_id: Any = None, member_id: Any = '', share_session_epoch: Any = 0, is_renew_ack: Any = False, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, group_id: Any = None, member_id: Any = '', share_session_epoch: Any = 0, is_renew_ack: Any = False, topics: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.group_id = group_id
         self.member_id = member_id
         self.share_session_epoch = share_session_epoch
         self.is_renew_ack = is_renew_ack
-        self.topics = [] if topics is FRESH else topics
+        self.topics = [] if topics is _FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -182,11 +189,11 @@ class ShareAcknowledgeResponsePartitionData(_NativeStruct):
     error_message: Any
     current_leader: Any
 
-    def __init__(self, *, partition_index: Any = 0, error_code: Any = 0, error_message: Any = None, current_leader: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, partition_index: Any = 0, error_code: Any = 0, error_message: Any = None, current_leader: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.partition_index = partition_index
         self.error_code = error_code
         self.error_message = error_message
-        self.current_leader = ShareAcknowledgeResponseLeaderIdAndEpoch() if current_leader is FRESH else current_leader
+        self.current_leader = ShareAcknowledgeResponseLeaderIdAndEpoch() if current_leader is _FRESH else current_leader
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -194,9 +201,9 @@ class ShareAcknowledgeResponseTopicResponse(_NativeStruct):
     topic_id: Any
     partitions: Any
 
-    def __init__(self, *, topic_id: Any = ZERO_UUID, partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_id: Any = _ZERO_UUID, partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic_id = topic_id
-        self.partitions = [] if partitions is FRESH else partitions
+        self.partitions = [] if partitions is _FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -222,13 +229,13 @@ class ShareAcknowledgeResponse(_NativeMessage):
     responses: Any
     node_endpoints: Any
 
-    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, error_message: Any = None, acquisition_lock_timeout_ms: Any = 0, responses: Any = FRESH, node_endpoints: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, error_message: Any = None, acquisition_lock_timeout_ms: Any = 0, responses: Any = _FRESH, node_endpoints: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
         self.acquisition_lock_timeout_ms = acquisition_lock_timeout_ms
-        self.responses = [] if responses is FRESH else responses
-        self.node_endpoints = [] if node_endpoints is FRESH else node_endpoints
+        self.responses = [] if responses is _FRESH else responses
+        self.node_endpoints = [] if node_endpoints is _FRESH else node_endpoints
         self.unknown_tagged_fields = unknown_tagged_fields
 
 

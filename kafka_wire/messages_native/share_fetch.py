@@ -33,6 +33,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -60,12 +65,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -100,7 +105,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -117,16 +125,15 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
 
-
 class ShareFetchRequestAcknowledgementBatch(_NativeStruct):
     first_offset: Any
     last_offset: Any
     acknowledge_types: Any
 
-    def __init__(self, *, first_offset: Any = 0, last_offset: Any = 0, acknowledge_types: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, first_offset: Any = 0, last_offset: Any = 0, acknowledge_types: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.first_offset = first_offset
         self.last_offset = last_offset
-        self.acknowledge_types = [] if acknowledge_types is FRESH else acknowledge_types
+        self.acknowledge_types = [] if acknowledge_types is _FRESH else acknowledge_types
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -135,10 +142,10 @@ class ShareFetchRequestFetchPartition(_NativeStruct):
     partition_max_bytes: Any
     acknowledgement_batches: Any
 
-    def __init__(self, *, partition_index: Any = 0, partition_max_bytes: Any = 0, acknowledgement_batches: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, partition_index: Any = 0, partition_max_bytes: Any = 0, acknowledgement_batches: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.partition_index = partition_index
         self.partition_max_bytes = partition_max_bytes
-        self.acknowledgement_batches = [] if acknowledgement_batches is FRESH else acknowledgement_batches
+        self.acknowledgement_batches = [] if acknowledgement_batches is _FRESH else acknowledgement_batches
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -146,9 +153,9 @@ class ShareFetchRequestFetchTopic(_NativeStruct):
     topic_id: Any
     partitions: Any
 
-    def __init__(self, *, topic_id: Any = ZERO_UUID, partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_id: Any = _ZERO_UUID, partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic_id = topic_id
-        self.partitions = [] if partitions is FRESH else partitions
+        self.partitions = [] if partitions is _FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -156,9 +163,9 @@ class ShareFetchRequestForgottenTopic(_NativeStruct):
     topic_id: Any
     partitions: Any
 
-    def __init__(self, *, topic_id: Any = ZERO_UUID, partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_id: Any = _ZERO_UUID, partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic_id = topic_id
-        self.partitions = [] if partitions is FRESH else partitions
+        self.partitions = [] if partitions is _FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -176,7 +183,7 @@ class ShareFetchRequest(_NativeMessage):
     topics: Any
     forgotten_topics_data: Any
 
-    def __init__(self, *, group_id: Any = None, member_id: Any = '', share_session_epoch: Any = 0, max_wait_ms: Any = 0, min_bytes: Any = 0, max_bytes: Any = 2147483647, max_records: Any = 0, batch_size: Any = 0, share_acquire_mode: Any = 0, is_renew_ack: Any = False, topics: Any = FRESH, forgotten_topics_data: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, group_id: Any = None, member_id: Any = '', share_session_epoch: Any = 0, max_wait_ms: Any = 0, min_bytes: Any = 0, max_bytes: Any = 2147483647, max_records: Any = 0, batch_size: Any = 0, share_acquire_mode: Any = 0, is_renew_ack: Any = False, topics: Any = _FRESH, forgotten_topics_data: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.group_id = group_id
         self.member_id = member_id
         self.share_session_epoch = share_session_epoch
@@ -187,8 +194,8 @@ class ShareFetchRequest(_NativeMessage):
         self.batch_size = batch_size
         self.share_acquire_mode = share_acquire_mode
         self.is_renew_ack = is_renew_ack
-        self.topics = [] if topics is FRESH else topics
-        self.forgotten_topics_data = [] if forgotten_topics_data is FRESH else forgotten_topics_data
+        self.topics = [] if topics is _FRESH else topics
+        self.forgotten_topics_data = [] if forgotten_topics_data is _FRESH else forgotten_topics_data
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -224,15 +231,15 @@ class ShareFetchResponsePartitionData(_NativeStruct):
     records: Any
     acquired_records: Any
 
-    def __init__(self, *, partition_index: Any = 0, error_code: Any = 0, error_message: Any = None, acknowledge_error_code: Any = 0, acknowledge_error_message: Any = None, current_leader: Any = FRESH, records: Any = None, acquired_records: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, partition_index: Any = 0, error_code: Any = 0, error_message: Any = None, acknowledge_error_code: Any = 0, acknowledge_error_message: Any = None, current_leader: Any = _FRESH, records: Any = None, acquired_records: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.partition_index = partition_index
         self.error_code = error_code
         self.error_message = error_message
         self.acknowledge_error_code = acknowledge_error_code
         self.acknowledge_error_message = acknowledge_error_message
-        self.current_leader = ShareFetchResponseLeaderIdAndEpoch() if current_leader is FRESH else current_leader
+        self.current_leader = ShareFetchResponseLeaderIdAndEpoch() if current_leader is _FRESH else current_leader
         self.records = records
-        self.acquired_records = [] if acquired_records is FRESH else acquired_records
+        self.acquired_records = [] if acquired_records is _FRESH else acquired_records
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -240,9 +247,9 @@ class ShareFetchResponseShareFetchableTopicResponse(_NativeStruct):
     topic_id: Any
     partitions: Any
 
-    def __init__(self, *, topic_id: Any = ZERO_UUID, partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_id: Any = _ZERO_UUID, partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic_id = topic_id
-        self.partitions = [] if partitions is FRESH else partitions
+        self.partitions = [] if partitions is _FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -268,13 +275,13 @@ class ShareFetchResponse(_NativeMessage):
     responses: Any
     node_endpoints: Any
 
-    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, error_message: Any = None, acquisition_lock_timeout_ms: Any = 0, responses: Any = FRESH, node_endpoints: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, error_message: Any = None, acquisition_lock_timeout_ms: Any = 0, responses: Any = _FRESH, node_endpoints: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
         self.acquisition_lock_timeout_ms = acquisition_lock_timeout_ms
-        self.responses = [] if responses is FRESH else responses
-        self.node_endpoints = [] if node_endpoints is FRESH else node_endpoints
+        self.responses = [] if responses is _FRESH else responses
+        self.node_endpoints = [] if node_endpoints is _FRESH else node_endpoints
         self.unknown_tagged_fields = unknown_tagged_fields
 
 

@@ -32,6 +32,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -59,12 +64,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -99,7 +104,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -116,13 +124,12 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
 
-
 class ShareGroupDescribeRequest(_NativeMessage):
     group_ids: Any
     include_authorized_operations: Any
 
-    def __init__(self, *, group_ids: Any = FRESH, include_authorized_operations: Any = False, unknown_tagged_fields: Any = ()) -> None:
-        self.group_ids = [] if group_ids is FRESH else group_ids
+    def __init__(self, *, group_ids: Any = _FRESH, include_authorized_operations: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.group_ids = [] if group_ids is _FRESH else group_ids
         self.include_authorized_operations = include_authorized_operations
         self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -132,18 +139,18 @@ class ShareGroupDescribeResponseTopicPartitions(_NativeStruct):
     topic_name: Any
     partitions: Any
 
-    def __init__(self, *, topic_id: Any = ZERO_UUID, topic_name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_id: Any = _ZERO_UUID, topic_name: Any = '', partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic_id = topic_id
         self.topic_name = topic_name
-        self.partitions = [] if partitions is FRESH else partitions
+        self.partitions = [] if partitions is _FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
 class ShareGroupDescribeResponseAssignment(_NativeStruct):
     topic_partitions: Any
 
-    def __init__(self, *, topic_partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
-        self.topic_partitions = [] if topic_partitions is FRESH else topic_partitions
+    def __init__(self, *, topic_partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.topic_partitions = [] if topic_partitions is _FRESH else topic_partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -156,14 +163,14 @@ class ShareGroupDescribeResponseMember(_NativeStruct):
     subscribed_topic_names: Any
     assignment: Any
 
-    def __init__(self, *, member_id: Any = '', rack_id: Any = None, member_epoch: Any = 0, client_id: Any = '', client_host: Any = '', subscribed_topic_names: Any = FRESH, assignment: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, member_id: Any = '', rack_id: Any = None, member_epoch: Any = 0, client_id: Any = '', client_host: Any = '', subscribed_topic_names: Any = _FRESH, assignment: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.member_id = member_id
         self.rack_id = rack_id
         self.member_epoch = member_epoch
         self.client_id = client_id
         self.client_host = client_host
-        self.subscribed_topic_names = [] if subscribed_topic_names is FRESH else subscribed_topic_names
-        self.assignment = ShareGroupDescribeResponseAssignment() if assignment is FRESH else assignment
+        self.subscribed_topic_names = [] if subscribed_topic_names is _FRESH else subscribed_topic_names
+        self.assignment = ShareGroupDescribeResponseAssignment() if assignment is _FRESH else assignment
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -178,7 +185,7 @@ class ShareGroupDescribeResponseDescribedGroup(_NativeStruct):
     members: Any
     authorized_operations: Any
 
-    def __init__(self, *, error_code: Any = 0, error_message: Any = None, group_id: Any = '', group_state: Any = '', group_epoch: Any = 0, assignment_epoch: Any = 0, assignor_name: Any = '', members: Any = FRESH, authorized_operations: Any = -2147483648, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, error_code: Any = 0, error_message: Any = None, group_id: Any = '', group_state: Any = '', group_epoch: Any = 0, assignment_epoch: Any = 0, assignor_name: Any = '', members: Any = _FRESH, authorized_operations: Any = -2147483648, unknown_tagged_fields: Any = ()) -> None:
         self.error_code = error_code
         self.error_message = error_message
         self.group_id = group_id
@@ -186,7 +193,7 @@ class ShareGroupDescribeResponseDescribedGroup(_NativeStruct):
         self.group_epoch = group_epoch
         self.assignment_epoch = assignment_epoch
         self.assignor_name = assignor_name
-        self.members = [] if members is FRESH else members
+        self.members = [] if members is _FRESH else members
         self.authorized_operations = authorized_operations
         self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -195,9 +202,9 @@ class ShareGroupDescribeResponse(_NativeMessage):
     throttle_time_ms: Any
     groups: Any
 
-    def __init__(self, *, throttle_time_ms: Any = 0, groups: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, throttle_time_ms: Any = 0, groups: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.throttle_time_ms = throttle_time_ms
-        self.groups = [] if groups is FRESH else groups
+        self.groups = [] if groups is _FRESH else groups
         self.unknown_tagged_fields = unknown_tagged_fields
 
 

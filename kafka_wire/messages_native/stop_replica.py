@@ -31,6 +31,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -58,12 +63,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -98,7 +103,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -114,7 +122,6 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     tmp = bytearray()
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
-
 
 class StopReplicaRequestPartitionState(_NativeStruct):
     partition_index: Any
@@ -132,9 +139,9 @@ class StopReplicaRequestTopicState(_NativeStruct):
     topic_name: Any
     partition_states: Any
 
-    def __init__(self, *, topic_name: Any = '', partition_states: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_name: Any = '', partition_states: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic_name = topic_name
-        self.partition_states = [] if partition_states is FRESH else partition_states
+        self.partition_states = [] if partition_states is _FRESH else partition_states
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -142,9 +149,9 @@ class StopReplicaRequestTopicV1(_NativeStruct):
     name: Any
     partition_indexes: Any
 
-    def __init__(self, *, name: Any = '', partition_indexes: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, name: Any = '', partition_indexes: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.name = name
-        self.partition_indexes = [] if partition_indexes is FRESH else partition_indexes
+        self.partition_indexes = [] if partition_indexes is _FRESH else partition_indexes
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -168,15 +175,15 @@ class StopReplicaRequest(_NativeMessage):
     topics: Any
     ungrouped_partitions: Any
 
-    def __init__(self, *, controller_id: Any = 0, is_k_raft_controller: Any = False, controller_epoch: Any = 0, broker_epoch: Any = -1, topic_states: Any = FRESH, delete_partitions: Any = False, topics: Any = FRESH, ungrouped_partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, controller_id: Any = 0, is_k_raft_controller: Any = False, controller_epoch: Any = 0, broker_epoch: Any = -1, topic_states: Any = _FRESH, delete_partitions: Any = False, topics: Any = _FRESH, ungrouped_partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.controller_id = controller_id
         self.is_k_raft_controller = is_k_raft_controller
         self.controller_epoch = controller_epoch
         self.broker_epoch = broker_epoch
-        self.topic_states = [] if topic_states is FRESH else topic_states
+        self.topic_states = [] if topic_states is _FRESH else topic_states
         self.delete_partitions = delete_partitions
-        self.topics = [] if topics is FRESH else topics
-        self.ungrouped_partitions = [] if ungrouped_partitions is FRESH else ungrouped_partitions
+        self.topics = [] if topics is _FRESH else topics
+        self.ungrouped_partitions = [] if ungrouped_partitions is _FRESH else ungrouped_partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -196,9 +203,9 @@ class StopReplicaResponse(_NativeMessage):
     error_code: Any
     partition_errors: Any
 
-    def __init__(self, *, error_code: Any = 0, partition_errors: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, error_code: Any = 0, partition_errors: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.error_code = error_code
-        self.partition_errors = [] if partition_errors is FRESH else partition_errors
+        self.partition_errors = [] if partition_errors is _FRESH else partition_errors
         self.unknown_tagged_fields = unknown_tagged_fields
 
 

@@ -31,6 +31,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -58,12 +63,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -98,7 +103,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -115,14 +123,13 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
 
-
 class StreamsGroupDescribeRequest(_NativeMessage):
     group_ids: Any
     include_authorized_operations: Any
     include_topology_description: Any
 
-    def __init__(self, *, group_ids: Any = FRESH, include_authorized_operations: Any = False, include_topology_description: Any = False, unknown_tagged_fields: Any = ()) -> None:
-        self.group_ids = [] if group_ids is FRESH else group_ids
+    def __init__(self, *, group_ids: Any = _FRESH, include_authorized_operations: Any = False, include_topology_description: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.group_ids = [] if group_ids is _FRESH else group_ids
         self.include_authorized_operations = include_authorized_operations
         self.include_topology_description = include_topology_description
         self.unknown_tagged_fields = unknown_tagged_fields
@@ -144,11 +151,11 @@ class StreamsGroupDescribeResponseTopicInfo(_NativeStruct):
     replication_factor: Any
     topic_configs: Any
 
-    def __init__(self, *, name: Any = '', partitions: Any = 0, replication_factor: Any = 0, topic_configs: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, name: Any = '', partitions: Any = 0, replication_factor: Any = 0, topic_configs: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.name = name
         self.partitions = partitions
         self.replication_factor = replication_factor
-        self.topic_configs = [] if topic_configs is FRESH else topic_configs
+        self.topic_configs = [] if topic_configs is _FRESH else topic_configs
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -159,12 +166,12 @@ class StreamsGroupDescribeResponseSubtopology(_NativeStruct):
     state_changelog_topics: Any
     repartition_source_topics: Any
 
-    def __init__(self, *, subtopology_id: Any = '', source_topics: Any = FRESH, repartition_sink_topics: Any = FRESH, state_changelog_topics: Any = FRESH, repartition_source_topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, subtopology_id: Any = '', source_topics: Any = _FRESH, repartition_sink_topics: Any = _FRESH, state_changelog_topics: Any = _FRESH, repartition_source_topics: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.subtopology_id = subtopology_id
-        self.source_topics = [] if source_topics is FRESH else source_topics
-        self.repartition_sink_topics = [] if repartition_sink_topics is FRESH else repartition_sink_topics
-        self.state_changelog_topics = [] if state_changelog_topics is FRESH else state_changelog_topics
-        self.repartition_source_topics = [] if repartition_source_topics is FRESH else repartition_source_topics
+        self.source_topics = [] if source_topics is _FRESH else source_topics
+        self.repartition_sink_topics = [] if repartition_sink_topics is _FRESH else repartition_sink_topics
+        self.state_changelog_topics = [] if state_changelog_topics is _FRESH else state_changelog_topics
+        self.repartition_source_topics = [] if repartition_source_topics is _FRESH else repartition_source_topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -204,9 +211,9 @@ class StreamsGroupDescribeResponseTaskIds(_NativeStruct):
     subtopology_id: Any
     partitions: Any
 
-    def __init__(self, *, subtopology_id: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, subtopology_id: Any = '', partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.subtopology_id = subtopology_id
-        self.partitions = [] if partitions is FRESH else partitions
+        self.partitions = [] if partitions is _FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -215,10 +222,10 @@ class StreamsGroupDescribeResponseAssignment(_NativeStruct):
     standby_tasks: Any
     warmup_tasks: Any
 
-    def __init__(self, *, active_tasks: Any = FRESH, standby_tasks: Any = FRESH, warmup_tasks: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
-        self.active_tasks = [] if active_tasks is FRESH else active_tasks
-        self.standby_tasks = [] if standby_tasks is FRESH else standby_tasks
-        self.warmup_tasks = [] if warmup_tasks is FRESH else warmup_tasks
+    def __init__(self, *, active_tasks: Any = _FRESH, standby_tasks: Any = _FRESH, warmup_tasks: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.active_tasks = [] if active_tasks is _FRESH else active_tasks
+        self.standby_tasks = [] if standby_tasks is _FRESH else standby_tasks
+        self.warmup_tasks = [] if warmup_tasks is _FRESH else warmup_tasks
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -239,7 +246,7 @@ class StreamsGroupDescribeResponseMember(_NativeStruct):
     target_assignment: Any
     is_classic: Any
 
-    def __init__(self, *, member_id: Any = '', member_epoch: Any = 0, instance_id: Any = None, rack_id: Any = None, client_id: Any = '', client_host: Any = '', topology_epoch: Any = 0, process_id: Any = '', user_endpoint: Any = None, client_tags: Any = FRESH, task_offsets: Any = FRESH, task_end_offsets: Any = FRESH, assignment: Any = FRESH, target_assignment: Any = FRESH, is_classic: Any = False, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, member_id: Any = '', member_epoch: Any = 0, instance_id: Any = None, rack_id: Any = None, client_id: Any = '', client_host: Any = '', topology_epoch: Any = 0, process_id: Any = '', user_endpoint: Any = None, client_tags: Any = _FRESH, task_offsets: Any = _FRESH, task_end_offsets: Any = _FRESH, assignment: Any = _FRESH, target_assignment: Any = _FRESH, is_classic: Any = False, unknown_tagged_fields: Any = ()) -> None:
         self.member_id = member_id
         self.member_epoch = member_epoch
         self.instance_id = instance_id
@@ -249,11 +256,11 @@ class StreamsGroupDescribeResponseMember(_NativeStruct):
         self.topology_epoch = topology_epoch
         self.process_id = process_id
         self.user_endpoint = user_endpoint
-        self.client_tags = [] if client_tags is FRESH else client_tags
-        self.task_offsets = [] if task_offsets is FRESH else task_offsets
-        self.task_end_offsets = [] if task_end_offsets is FRESH else task_end_offsets
-        self.assignment = StreamsGroupDescribeResponseAssignment() if assignment is FRESH else assignment
-        self.target_assignment = StreamsGroupDescribeResponseAssignment() if target_assignment is FRESH else target_assignment
+        self.client_tags = [] if client_tags is _FRESH else client_tags
+        self.task_offsets = [] if task_offsets is _FRESH else task_offsets
+        self.task_end_offsets = [] if task_end_offsets is _FRESH else task_end_offsets
+        self.assignment = StreamsGroupDescribeResponseAssignment() if assignment is _FRESH else assignment
+        self.target_assignment = StreamsGroupDescribeResponseAssignment() if target_assignment is _FRESH else target_assignment
         self.is_classic = is_classic
         self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -266,13 +273,13 @@ class StreamsGroupDescribeResponseTopologyDescriptionNode(_NativeStruct):
     stores: Any
     successors: Any
 
-    def __init__(self, *, name: Any = '', node_type: Any = 0, source_topics: Any = FRESH, sink_topic: Any = None, stores: Any = FRESH, successors: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, name: Any = '', node_type: Any = 0, source_topics: Any = _FRESH, sink_topic: Any = None, stores: Any = _FRESH, successors: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.name = name
         self.node_type = node_type
-        self.source_topics = [] if source_topics is FRESH else source_topics
+        self.source_topics = [] if source_topics is _FRESH else source_topics
         self.sink_topic = sink_topic
-        self.stores = [] if stores is FRESH else stores
-        self.successors = [] if successors is FRESH else successors
+        self.stores = [] if stores is _FRESH else stores
+        self.successors = [] if successors is _FRESH else successors
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -280,9 +287,9 @@ class StreamsGroupDescribeResponseTopologyDescriptionSubtopology(_NativeStruct):
     subtopology_id: Any
     nodes: Any
 
-    def __init__(self, *, subtopology_id: Any = '', nodes: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, subtopology_id: Any = '', nodes: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.subtopology_id = subtopology_id
-        self.nodes = [] if nodes is FRESH else nodes
+        self.nodes = [] if nodes is _FRESH else nodes
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -290,9 +297,9 @@ class StreamsGroupDescribeResponseTopologyDescriptionGlobalStore(_NativeStruct):
     source: Any
     processor: Any
 
-    def __init__(self, *, source: Any = FRESH, processor: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
-        self.source = StreamsGroupDescribeResponseTopologyDescriptionNode() if source is FRESH else source
-        self.processor = StreamsGroupDescribeResponseTopologyDescriptionNode() if processor is FRESH else processor
+    def __init__(self, *, source: Any = _FRESH, processor: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.source = StreamsGroupDescribeResponseTopologyDescriptionNode() if source is _FRESH else source
+        self.processor = StreamsGroupDescribeResponseTopologyDescriptionNode() if processor is _FRESH else processor
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -300,9 +307,9 @@ class StreamsGroupDescribeResponseTopologyDescription(_NativeStruct):
     subtopologies: Any
     global_stores: Any
 
-    def __init__(self, *, subtopologies: Any = FRESH, global_stores: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
-        self.subtopologies = [] if subtopologies is FRESH else subtopologies
-        self.global_stores = [] if global_stores is FRESH else global_stores
+    def __init__(self, *, subtopologies: Any = _FRESH, global_stores: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.subtopologies = [] if subtopologies is _FRESH else subtopologies
+        self.global_stores = [] if global_stores is _FRESH else global_stores
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -320,7 +327,7 @@ class StreamsGroupDescribeResponseDescribedGroup(_NativeStruct):
     topology_description_status: Any
     assignor_name: Any
 
-    def __init__(self, *, error_code: Any = 0, error_message: Any = None, group_id: Any = '', group_state: Any = '', group_epoch: Any = 0, assignment_epoch: Any = 0, topology: Any = None, members: Any = FRESH, authorized_operations: Any = -2147483648, topology_description: Any = None, topology_description_status: Any = 0, assignor_name: Any = None, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, error_code: Any = 0, error_message: Any = None, group_id: Any = '', group_state: Any = '', group_epoch: Any = 0, assignment_epoch: Any = 0, topology: Any = None, members: Any = _FRESH, authorized_operations: Any = -2147483648, topology_description: Any = None, topology_description_status: Any = 0, assignor_name: Any = None, unknown_tagged_fields: Any = ()) -> None:
         self.error_code = error_code
         self.error_message = error_message
         self.group_id = group_id
@@ -328,7 +335,7 @@ class StreamsGroupDescribeResponseDescribedGroup(_NativeStruct):
         self.group_epoch = group_epoch
         self.assignment_epoch = assignment_epoch
         self.topology = topology
-        self.members = [] if members is FRESH else members
+        self.members = [] if members is _FRESH else members
         self.authorized_operations = authorized_operations
         self.topology_description = topology_description
         self.topology_description_status = topology_description_status
@@ -340,9 +347,9 @@ class StreamsGroupDescribeResponse(_NativeMessage):
     throttle_time_ms: Any
     groups: Any
 
-    def __init__(self, *, throttle_time_ms: Any = 0, groups: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, throttle_time_ms: Any = 0, groups: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.throttle_time_ms = throttle_time_ms
-        self.groups = [] if groups is FRESH else groups
+        self.groups = [] if groups is _FRESH else groups
         self.unknown_tagged_fields = unknown_tagged_fields
 
 

@@ -31,6 +31,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -58,12 +63,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -98,7 +103,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -114,7 +122,6 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     tmp = bytearray()
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
-
 
 class StreamsGroupHeartbeatRequestKeyValue(_NativeStruct):
     key: Any
@@ -132,11 +139,11 @@ class StreamsGroupHeartbeatRequestTopicInfo(_NativeStruct):
     replication_factor: Any
     topic_configs: Any
 
-    def __init__(self, *, name: Any = '', partitions: Any = 0, replication_factor: Any = 0, topic_configs: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, name: Any = '', partitions: Any = 0, replication_factor: Any = 0, topic_configs: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.name = name
         self.partitions = partitions
         self.replication_factor = replication_factor
-        self.topic_configs = [] if topic_configs is FRESH else topic_configs
+        self.topic_configs = [] if topic_configs is _FRESH else topic_configs
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -145,10 +152,10 @@ class StreamsGroupHeartbeatRequestCopartitionGroup(_NativeStruct):
     source_topic_regex: Any
     repartition_source_topics: Any
 
-    def __init__(self, *, source_topics: Any = FRESH, source_topic_regex: Any = FRESH, repartition_source_topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
-        self.source_topics = [] if source_topics is FRESH else source_topics
-        self.source_topic_regex = [] if source_topic_regex is FRESH else source_topic_regex
-        self.repartition_source_topics = [] if repartition_source_topics is FRESH else repartition_source_topics
+    def __init__(self, *, source_topics: Any = _FRESH, source_topic_regex: Any = _FRESH, repartition_source_topics: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.source_topics = [] if source_topics is _FRESH else source_topics
+        self.source_topic_regex = [] if source_topic_regex is _FRESH else source_topic_regex
+        self.repartition_source_topics = [] if repartition_source_topics is _FRESH else repartition_source_topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -161,14 +168,14 @@ class StreamsGroupHeartbeatRequestSubtopology(_NativeStruct):
     repartition_source_topics: Any
     copartition_groups: Any
 
-    def __init__(self, *, subtopology_id: Any = '', source_topics: Any = FRESH, source_topic_regex: Any = FRESH, state_changelog_topics: Any = FRESH, repartition_sink_topics: Any = FRESH, repartition_source_topics: Any = FRESH, copartition_groups: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, subtopology_id: Any = '', source_topics: Any = _FRESH, source_topic_regex: Any = _FRESH, state_changelog_topics: Any = _FRESH, repartition_sink_topics: Any = _FRESH, repartition_source_topics: Any = _FRESH, copartition_groups: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.subtopology_id = subtopology_id
-        self.source_topics = [] if source_topics is FRESH else source_topics
-        self.source_topic_regex = [] if source_topic_regex is FRESH else source_topic_regex
-        self.state_changelog_topics = [] if state_changelog_topics is FRESH else state_changelog_topics
-        self.repartition_sink_topics = [] if repartition_sink_topics is FRESH else repartition_sink_topics
-        self.repartition_source_topics = [] if repartition_source_topics is FRESH else repartition_source_topics
-        self.copartition_groups = [] if copartition_groups is FRESH else copartition_groups
+        self.source_topics = [] if source_topics is _FRESH else source_topics
+        self.source_topic_regex = [] if source_topic_regex is _FRESH else source_topic_regex
+        self.state_changelog_topics = [] if state_changelog_topics is _FRESH else state_changelog_topics
+        self.repartition_sink_topics = [] if repartition_sink_topics is _FRESH else repartition_sink_topics
+        self.repartition_source_topics = [] if repartition_source_topics is _FRESH else repartition_source_topics
+        self.copartition_groups = [] if copartition_groups is _FRESH else copartition_groups
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -176,9 +183,9 @@ class StreamsGroupHeartbeatRequestTopology(_NativeStruct):
     epoch: Any
     subtopologies: Any
 
-    def __init__(self, *, epoch: Any = 0, subtopologies: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, epoch: Any = 0, subtopologies: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.epoch = epoch
-        self.subtopologies = [] if subtopologies is FRESH else subtopologies
+        self.subtopologies = [] if subtopologies is _FRESH else subtopologies
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -186,9 +193,9 @@ class StreamsGroupHeartbeatRequestTaskIds(_NativeStruct):
     subtopology_id: Any
     partitions: Any
 
-    def __init__(self, *, subtopology_id: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, subtopology_id: Any = '', partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.subtopology_id = subtopology_id
-        self.partitions = [] if partitions is FRESH else partitions
+        self.partitions = [] if partitions is _FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -268,9 +275,9 @@ class StreamsGroupHeartbeatResponseTaskIds(_NativeStruct):
     subtopology_id: Any
     partitions: Any
 
-    def __init__(self, *, subtopology_id: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, subtopology_id: Any = '', partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.subtopology_id = subtopology_id
-        self.partitions = [] if partitions is FRESH else partitions
+        self.partitions = [] if partitions is _FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -288,9 +295,9 @@ class StreamsGroupHeartbeatResponseTopicPartition(_NativeStruct):
     topic: Any
     partitions: Any
 
-    def __init__(self, *, topic: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic: Any = '', partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic = topic
-        self.partitions = [] if partitions is FRESH else partitions
+        self.partitions = [] if partitions is _FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -299,10 +306,10 @@ class StreamsGroupHeartbeatResponseEndpointToPartitions(_NativeStruct):
     active_partitions: Any
     standby_partitions: Any
 
-    def __init__(self, *, user_endpoint: Any = FRESH, active_partitions: Any = FRESH, standby_partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
-        self.user_endpoint = StreamsGroupHeartbeatResponseEndpoint() if user_endpoint is FRESH else user_endpoint
-        self.active_partitions = [] if active_partitions is FRESH else active_partitions
-        self.standby_partitions = [] if standby_partitions is FRESH else standby_partitions
+    def __init__(self, *, user_endpoint: Any = _FRESH, active_partitions: Any = _FRESH, standby_partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.user_endpoint = StreamsGroupHeartbeatResponseEndpoint() if user_endpoint is _FRESH else user_endpoint
+        self.active_partitions = [] if active_partitions is _FRESH else active_partitions
+        self.standby_partitions = [] if standby_partitions is _FRESH else standby_partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -324,7 +331,7 @@ class StreamsGroupHeartbeatResponse(_NativeMessage):
     endpoint_information_epoch: Any
     partitions_by_user_endpoint: Any
 
-    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, error_message: Any = None, member_id: Any = '', member_epoch: Any = 0, heartbeat_interval_ms: Any = 0, acceptable_recovery_lag_legacy: Any = 0, task_offset_interval_ms: Any = 0, acceptable_recovery_lag: Any = -1, status: Any = FRESH, active_tasks: Any = None, standby_tasks: Any = None, warmup_tasks: Any = None, topology_description_required: Any = False, endpoint_information_epoch: Any = 0, partitions_by_user_endpoint: Any = None, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, error_message: Any = None, member_id: Any = '', member_epoch: Any = 0, heartbeat_interval_ms: Any = 0, acceptable_recovery_lag_legacy: Any = 0, task_offset_interval_ms: Any = 0, acceptable_recovery_lag: Any = -1, status: Any = _FRESH, active_tasks: Any = None, standby_tasks: Any = None, warmup_tasks: Any = None, topology_description_required: Any = False, endpoint_information_epoch: Any = 0, partitions_by_user_endpoint: Any = None, unknown_tagged_fields: Any = ()) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
@@ -334,7 +341,7 @@ class StreamsGroupHeartbeatResponse(_NativeMessage):
         self.acceptable_recovery_lag_legacy = acceptable_recovery_lag_legacy
         self.task_offset_interval_ms = task_offset_interval_ms
         self.acceptable_recovery_lag = acceptable_recovery_lag
-        self.status = [] if status is FRESH else status
+        self.status = [] if status is _FRESH else status
         self.active_tasks = active_tasks
         self.standby_tasks = standby_tasks
         self.warmup_tasks = warmup_tasks

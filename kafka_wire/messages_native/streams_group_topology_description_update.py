@@ -30,6 +30,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -57,12 +62,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -97,7 +102,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -114,7 +122,6 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
 
-
 class StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode(_NativeStruct):
     name: Any
     node_type: Any
@@ -123,13 +130,13 @@ class StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode(_Nativ
     stores: Any
     successors: Any
 
-    def __init__(self, *, name: Any = '', node_type: Any = 0, source_topics: Any = FRESH, sink_topic: Any = None, stores: Any = FRESH, successors: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, name: Any = '', node_type: Any = 0, source_topics: Any = _FRESH, sink_topic: Any = None, stores: Any = _FRESH, successors: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.name = name
         self.node_type = node_type
-        self.source_topics = [] if source_topics is FRESH else source_topics
+        self.source_topics = [] if source_topics is _FRESH else source_topics
         self.sink_topic = sink_topic
-        self.stores = [] if stores is FRESH else stores
-        self.successors = [] if successors is FRESH else successors
+        self.stores = [] if stores is _FRESH else stores
+        self.successors = [] if successors is _FRESH else successors
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -137,9 +144,9 @@ class StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology
     subtopology_id: Any
     nodes: Any
 
-    def __init__(self, *, subtopology_id: Any = '', nodes: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, subtopology_id: Any = '', nodes: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.subtopology_id = subtopology_id
-        self.nodes = [] if nodes is FRESH else nodes
+        self.nodes = [] if nodes is _FRESH else nodes
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -147,9 +154,9 @@ class StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore
     source: Any
     processor: Any
 
-    def __init__(self, *, source: Any = FRESH, processor: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
-        self.source = StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode() if source is FRESH else source
-        self.processor = StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode() if processor is FRESH else processor
+    def __init__(self, *, source: Any = _FRESH, processor: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.source = StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode() if source is _FRESH else source
+        self.processor = StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode() if processor is _FRESH else processor
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -157,9 +164,9 @@ class StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription(_NativeStr
     subtopologies: Any
     global_stores: Any
 
-    def __init__(self, *, subtopologies: Any = FRESH, global_stores: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
-        self.subtopologies = [] if subtopologies is FRESH else subtopologies
-        self.global_stores = [] if global_stores is FRESH else global_stores
+    def __init__(self, *, subtopologies: Any = _FRESH, global_stores: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.subtopologies = [] if subtopologies is _FRESH else subtopologies
+        self.global_stores = [] if global_stores is _FRESH else global_stores
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -169,11 +176,11 @@ class StreamsGroupTopologyDescriptionUpdateRequest(_NativeMessage):
     topology_epoch: Any
     topology_description: Any
 
-    def __init__(self, *, group_id: Any = '', member_id: Any = '', topology_epoch: Any = 0, topology_description: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, group_id: Any = '', member_id: Any = '', topology_epoch: Any = 0, topology_description: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.group_id = group_id
         self.member_id = member_id
         self.topology_epoch = topology_epoch
-        self.topology_description = StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription() if topology_description is FRESH else topology_description
+        self.topology_description = StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription() if topology_description is _FRESH else topology_description
         self.unknown_tagged_fields = unknown_tagged_fields
 
 

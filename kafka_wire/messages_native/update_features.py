@@ -30,6 +30,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -57,12 +62,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -97,7 +102,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -113,7 +121,6 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     tmp = bytearray()
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
-
 
 class UpdateFeaturesRequestFeatureUpdateKey(_NativeStruct):
     feature: Any
@@ -134,9 +141,9 @@ class UpdateFeaturesRequest(_NativeMessage):
     feature_updates: Any
     validate_only: Any
 
-    def __init__(self, *, timeout_ms: Any = 60000, feature_updates: Any = FRESH, validate_only: Any = False, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, timeout_ms: Any = 60000, feature_updates: Any = _FRESH, validate_only: Any = False, unknown_tagged_fields: Any = ()) -> None:
         self.timeout_ms = timeout_ms
-        self.feature_updates = [] if feature_updates is FRESH else feature_updates
+        self.feature_updates = [] if feature_updates is _FRESH else feature_updates
         self.validate_only = validate_only
         self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -159,11 +166,11 @@ class UpdateFeaturesResponse(_NativeMessage):
     error_message: Any
     results: Any
 
-    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, error_message: Any = '', results: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, error_message: Any = '', results: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.error_message = error_message
-        self.results = [] if results is FRESH else results
+        self.results = [] if results is _FRESH else results
         self.unknown_tagged_fields = unknown_tagged_fields
 
 

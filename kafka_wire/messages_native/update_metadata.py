@@ -31,6 +31,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -58,12 +63,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -98,7 +103,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -115,7 +123,6 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
 
-
 class UpdateMetadataRequestPartitionState(_NativeStruct):
     topic_name: Any
     partition_index: Any
@@ -127,16 +134,16 @@ class UpdateMetadataRequestPartitionState(_NativeStruct):
     replicas: Any
     offline_replicas: Any
 
-    def __init__(self, *, topic_name: Any = '', partition_index: Any = 0, controller_epoch: Any = 0, leader: Any = 0, leader_epoch: Any = 0, isr: Any = FRESH, zk_version: Any = 0, replicas: Any = FRESH, offline_replicas: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_name: Any = '', partition_index: Any = 0, controller_epoch: Any = 0, leader: Any = 0, leader_epoch: Any = 0, isr: Any = _FRESH, zk_version: Any = 0, replicas: Any = _FRESH, offline_replicas: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic_name = topic_name
         self.partition_index = partition_index
         self.controller_epoch = controller_epoch
         self.leader = leader
         self.leader_epoch = leader_epoch
-        self.isr = [] if isr is FRESH else isr
+        self.isr = [] if isr is _FRESH else isr
         self.zk_version = zk_version
-        self.replicas = [] if replicas is FRESH else replicas
-        self.offline_replicas = [] if offline_replicas is FRESH else offline_replicas
+        self.replicas = [] if replicas is _FRESH else replicas
+        self.offline_replicas = [] if offline_replicas is _FRESH else offline_replicas
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -145,10 +152,10 @@ class UpdateMetadataRequestTopicState(_NativeStruct):
     topic_id: Any
     partition_states: Any
 
-    def __init__(self, *, topic_name: Any = '', topic_id: Any = ZERO_UUID, partition_states: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_name: Any = '', topic_id: Any = _ZERO_UUID, partition_states: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic_name = topic_name
         self.topic_id = topic_id
-        self.partition_states = [] if partition_states is FRESH else partition_states
+        self.partition_states = [] if partition_states is _FRESH else partition_states
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -173,9 +180,9 @@ class UpdateMetadataRequestBroker(_NativeStruct):
     v0_host: Any
     v0_port: Any
 
-    def __init__(self, *, id: Any = 0, endpoints: Any = FRESH, rack: Any = '', v0_host: Any = '', v0_port: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, id: Any = 0, endpoints: Any = _FRESH, rack: Any = '', v0_host: Any = '', v0_port: Any = 0, unknown_tagged_fields: Any = ()) -> None:
         self.id = id
-        self.endpoints = [] if endpoints is FRESH else endpoints
+        self.endpoints = [] if endpoints is _FRESH else endpoints
         self.rack = rack
         self.v0_host = v0_host
         self.v0_port = v0_port
@@ -192,15 +199,15 @@ class UpdateMetadataRequest(_NativeMessage):
     ungrouped_partition_states: Any
     live_brokers: Any
 
-    def __init__(self, *, controller_id: Any = 0, is_k_raft_controller: Any = False, type: Any = 0, controller_epoch: Any = 0, broker_epoch: Any = -1, topic_states: Any = FRESH, ungrouped_partition_states: Any = FRESH, live_brokers: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, controller_id: Any = 0, is_k_raft_controller: Any = False, type: Any = 0, controller_epoch: Any = 0, broker_epoch: Any = -1, topic_states: Any = _FRESH, ungrouped_partition_states: Any = _FRESH, live_brokers: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.controller_id = controller_id
         self.is_k_raft_controller = is_k_raft_controller
         self.type = type
         self.controller_epoch = controller_epoch
         self.broker_epoch = broker_epoch
-        self.topic_states = [] if topic_states is FRESH else topic_states
-        self.ungrouped_partition_states = [] if ungrouped_partition_states is FRESH else ungrouped_partition_states
-        self.live_brokers = [] if live_brokers is FRESH else live_brokers
+        self.topic_states = [] if topic_states is _FRESH else topic_states
+        self.ungrouped_partition_states = [] if ungrouped_partition_states is _FRESH else ungrouped_partition_states
+        self.live_brokers = [] if live_brokers is _FRESH else live_brokers
         self.unknown_tagged_fields = unknown_tagged_fields
 
 

@@ -30,6 +30,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -57,12 +62,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -97,7 +102,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -113,7 +121,6 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     tmp = bytearray()
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
-
 
 class UpdateRaftVoterRequestListener(_NativeStruct):
     name: Any
@@ -145,13 +152,13 @@ class UpdateRaftVoterRequest(_NativeMessage):
     listeners: Any
     k_raft_version_feature: Any
 
-    def __init__(self, *, cluster_id: Any = '', current_leader_epoch: Any = 0, voter_id: Any = 0, voter_directory_id: Any = ZERO_UUID, listeners: Any = FRESH, k_raft_version_feature: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, cluster_id: Any = '', current_leader_epoch: Any = 0, voter_id: Any = 0, voter_directory_id: Any = _ZERO_UUID, listeners: Any = _FRESH, k_raft_version_feature: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.cluster_id = cluster_id
         self.current_leader_epoch = current_leader_epoch
         self.voter_id = voter_id
         self.voter_directory_id = voter_directory_id
-        self.listeners = [] if listeners is FRESH else listeners
-        self.k_raft_version_feature = UpdateRaftVoterRequestKRaftVersionFeature() if k_raft_version_feature is FRESH else k_raft_version_feature
+        self.listeners = [] if listeners is _FRESH else listeners
+        self.k_raft_version_feature = UpdateRaftVoterRequestKRaftVersionFeature() if k_raft_version_feature is _FRESH else k_raft_version_feature
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -174,10 +181,10 @@ class UpdateRaftVoterResponse(_NativeMessage):
     error_code: Any
     current_leader: Any
 
-    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, current_leader: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, current_leader: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
-        self.current_leader = UpdateRaftVoterResponseCurrentLeader() if current_leader is FRESH else current_leader
+        self.current_leader = UpdateRaftVoterResponseCurrentLeader() if current_leader is _FRESH else current_leader
         self.unknown_tagged_fields = unknown_tagged_fields
 
 

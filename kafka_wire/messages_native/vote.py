@@ -31,6 +31,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -58,12 +63,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -98,7 +103,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -115,7 +123,6 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
 
-
 class VoteRequestPartitionData(_NativeStruct):
     partition_index: Any
     replica_epoch: Any
@@ -126,7 +133,7 @@ class VoteRequestPartitionData(_NativeStruct):
     last_offset: Any
     pre_vote: Any
 
-    def __init__(self, *, partition_index: Any = 0, replica_epoch: Any = 0, replica_id: Any = 0, replica_directory_id: Any = ZERO_UUID, voter_directory_id: Any = ZERO_UUID, last_offset_epoch: Any = 0, last_offset: Any = 0, pre_vote: Any = False, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, partition_index: Any = 0, replica_epoch: Any = 0, replica_id: Any = 0, replica_directory_id: Any = _ZERO_UUID, voter_directory_id: Any = _ZERO_UUID, last_offset_epoch: Any = 0, last_offset: Any = 0, pre_vote: Any = False, unknown_tagged_fields: Any = ()) -> None:
         self.partition_index = partition_index
         self.replica_epoch = replica_epoch
         self.replica_id = replica_id
@@ -142,9 +149,9 @@ class VoteRequestTopicData(_NativeStruct):
     topic_name: Any
     partitions: Any
 
-    def __init__(self, *, topic_name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_name: Any = '', partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic_name = topic_name
-        self.partitions = [] if partitions is FRESH else partitions
+        self.partitions = [] if partitions is _FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -153,10 +160,10 @@ class VoteRequest(_NativeMessage):
     voter_id: Any
     topics: Any
 
-    def __init__(self, *, cluster_id: Any = None, voter_id: Any = -1, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, cluster_id: Any = None, voter_id: Any = -1, topics: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.cluster_id = cluster_id
         self.voter_id = voter_id
-        self.topics = [] if topics is FRESH else topics
+        self.topics = [] if topics is _FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -180,9 +187,9 @@ class VoteResponseTopicData(_NativeStruct):
     topic_name: Any
     partitions: Any
 
-    def __init__(self, *, topic_name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_name: Any = '', partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic_name = topic_name
-        self.partitions = [] if partitions is FRESH else partitions
+        self.partitions = [] if partitions is _FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -203,10 +210,10 @@ class VoteResponse(_NativeMessage):
     topics: Any
     node_endpoints: Any
 
-    def __init__(self, *, error_code: Any = 0, topics: Any = FRESH, node_endpoints: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, error_code: Any = 0, topics: Any = _FRESH, node_endpoints: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.error_code = error_code
-        self.topics = [] if topics is FRESH else topics
-        self.node_endpoints = [] if node_endpoints is FRESH else node_endpoints
+        self.topics = [] if topics is _FRESH else topics
+        self.node_endpoints = [] if node_endpoints is _FRESH else node_endpoints
         self.unknown_tagged_fields = unknown_tagged_fields
 
 

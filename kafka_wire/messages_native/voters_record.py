@@ -29,6 +29,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -56,12 +61,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -96,7 +101,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -112,7 +120,6 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     tmp = bytearray()
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
-
 
 class VotersRecordEndpoint(_NativeStruct):
     name: Any
@@ -142,11 +149,11 @@ class VotersRecordVoter(_NativeStruct):
     endpoints: Any
     k_raft_version_feature: Any
 
-    def __init__(self, *, voter_id: Any = 0, voter_directory_id: Any = ZERO_UUID, endpoints: Any = FRESH, k_raft_version_feature: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, voter_id: Any = 0, voter_directory_id: Any = _ZERO_UUID, endpoints: Any = _FRESH, k_raft_version_feature: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.voter_id = voter_id
         self.voter_directory_id = voter_directory_id
-        self.endpoints = [] if endpoints is FRESH else endpoints
-        self.k_raft_version_feature = VotersRecordKRaftVersionFeature() if k_raft_version_feature is FRESH else k_raft_version_feature
+        self.endpoints = [] if endpoints is _FRESH else endpoints
+        self.k_raft_version_feature = VotersRecordKRaftVersionFeature() if k_raft_version_feature is _FRESH else k_raft_version_feature
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -154,9 +161,9 @@ class VotersRecord(_NativeMessage):
     version: Any
     voters: Any
 
-    def __init__(self, *, version: Any = 0, voters: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, version: Any = 0, voters: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.version = version
-        self.voters = [] if voters is FRESH else voters
+        self.voters = [] if voters is _FRESH else voters
         self.unknown_tagged_fields = unknown_tagged_fields
 
 

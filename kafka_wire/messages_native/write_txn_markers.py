@@ -33,6 +33,11 @@ from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
 
 _new: Final = object.__new__
+# Module constants as static references: a name imported from another module is a
+# dict lookup at every use in mypyc.
+_FRESH: Final = FRESH
+_ZERO_UUID: Final = ZERO_UUID
+_ZERO_UUID_BYTES: Final = bytes(16)
 _K_UUID: Final = UUID
 _UNKNOWN_SAFETY: Final = SafeUUID.unknown
 _setattr: Final = object.__setattr__
@@ -60,12 +65,12 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
     """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
-    hi = int(read_i64_be(buf, pos)) & 0xFFFFFFFFFFFFFFFF
-    lo = int(read_i64_be(buf, pos + 8)) & 0xFFFFFFFFFFFFFFFF
+    hi: i64 = read_i64_be(buf, pos)
+    lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return ZERO_UUID
+        return _ZERO_UUID
     u = _new(_K_UUID)
-    _setattr(u, "int", (hi << 64) | lo)
+    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
     _setattr(u, "is_safe", _UNKNOWN_SAFETY)
     return u
 
@@ -100,7 +105,10 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    w.write(value.bytes)
+    if value is _ZERO_UUID:
+        w.write(_ZERO_UUID_BYTES)
+    else:
+        w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
 
 def _as_bytes(value: object) -> bytes:
@@ -117,14 +125,13 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
 
-
 class WriteTxnMarkersRequestWritableTxnMarkerTopic(_NativeStruct):
     name: Any
     partition_indexes: Any
 
-    def __init__(self, *, name: Any = '', partition_indexes: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, name: Any = '', partition_indexes: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.name = name
-        self.partition_indexes = [] if partition_indexes is FRESH else partition_indexes
+        self.partition_indexes = [] if partition_indexes is _FRESH else partition_indexes
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -136,11 +143,11 @@ class WriteTxnMarkersRequestWritableTxnMarker(_NativeStruct):
     coordinator_epoch: Any
     transaction_version: Any
 
-    def __init__(self, *, producer_id: Any = 0, producer_epoch: Any = 0, transaction_result: Any = False, topics: Any = FRESH, coordinator_epoch: Any = 0, transaction_version: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, producer_id: Any = 0, producer_epoch: Any = 0, transaction_result: Any = False, topics: Any = _FRESH, coordinator_epoch: Any = 0, transaction_version: Any = 0, unknown_tagged_fields: Any = ()) -> None:
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self.transaction_result = transaction_result
-        self.topics = [] if topics is FRESH else topics
+        self.topics = [] if topics is _FRESH else topics
         self.coordinator_epoch = coordinator_epoch
         self.transaction_version = transaction_version
         self.unknown_tagged_fields = unknown_tagged_fields
@@ -149,8 +156,8 @@ class WriteTxnMarkersRequestWritableTxnMarker(_NativeStruct):
 class WriteTxnMarkersRequest(_NativeMessage):
     markers: Any
 
-    def __init__(self, *, markers: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
-        self.markers = [] if markers is FRESH else markers
+    def __init__(self, *, markers: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.markers = [] if markers is _FRESH else markers
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -168,9 +175,9 @@ class WriteTxnMarkersResponseWritableTxnMarkerTopicResult(_NativeStruct):
     name: Any
     partitions: Any
 
-    def __init__(self, *, name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, name: Any = '', partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.name = name
-        self.partitions = [] if partitions is FRESH else partitions
+        self.partitions = [] if partitions is _FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -178,17 +185,17 @@ class WriteTxnMarkersResponseWritableTxnMarkerResult(_NativeStruct):
     producer_id: Any
     topics: Any
 
-    def __init__(self, *, producer_id: Any = 0, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, producer_id: Any = 0, topics: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.producer_id = producer_id
-        self.topics = [] if topics is FRESH else topics
+        self.topics = [] if topics is _FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
 class WriteTxnMarkersResponse(_NativeMessage):
     markers: Any
 
-    def __init__(self, *, markers: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
-        self.markers = [] if markers is FRESH else markers
+    def __init__(self, *, markers: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.markers = [] if markers is _FRESH else markers
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
