@@ -174,3 +174,44 @@ def test_same_encode_results_for_odd_values(cls: type[Message], version: int, da
             assert _same(native, pure), f"{name}={value!r}"
         finally:
             setattr(msg, name, old)
+
+
+def test_native_classes_are_the_public_ones() -> None:
+    """With the compiled flavour in use, the public classes are its native classes, and they keep
+    the pure classes' surface: isinstance against the runtime bases, keyword constructors with
+    fresh defaults, equality, unhashability, repr, pickling, and any value accepted until encode."""
+    import pickle
+
+    from kafka_wire.messages import MetadataResponse, MetadataResponsePartition, MetadataResponseTopic
+
+    _require_native(MetadataResponse)
+    assert type(MetadataResponse).__module__ != "kafka_wire.codec.runtime"  # a mypyc class, not StructType
+    assert MetadataResponse.__module__ == "kafka_wire.messages.metadata"
+    msg = MetadataResponse(topics=[MetadataResponseTopic(name="t", partitions=[MetadataResponsePartition()])])
+    assert isinstance(msg, Message) and isinstance(msg, Struct)
+    assert issubclass(MetadataResponse, Message) and not isinstance(object(), Struct)
+    assert MetadataResponse().topics is not MetadataResponse().topics  # a fresh list each time
+    assert msg == pickle.loads(pickle.dumps(msg)) and msg != MetadataResponse()
+    with pytest.raises(TypeError):
+        hash(msg)
+    assert repr(msg).startswith("MetadataResponse(throttle_time_ms=0, brokers=[], ")
+    assert MetadataResponse.FIELDS[4].struct is MetadataResponseTopic  # class data points at native classes
+    msg.controller_id = "not a number"  # accepted, as by the pure class; encode reports it
+    with pytest.raises(EncodeError):
+        msg.encode(1)
+
+
+def test_writer_pool_after_failures() -> None:
+    """Encoders write into pooled writers: a failed encode leaves nothing behind for the next one."""
+    from kafka_wire.messages import MetadataRequest, MetadataRequestTopic
+
+    _require_native(MetadataRequest)
+    good = MetadataRequest(topics=[MetadataRequestTopic(name="a" * 300)])
+    expected = _flavour(False, lambda: good.encode(1))
+    bad = MetadataRequest(topics=[MetadataRequestTopic(name="b" * 300), MetadataRequestTopic(name=None)])
+    for _ in range(10):
+        assert isinstance(_outcome(lambda: bad.encode(1)), tuple)
+        assert good.encode(1) == expected
+    out = bytearray(b"head")
+    good.encode_into(out, 1)
+    assert bytes(out) == b"head" + expected
