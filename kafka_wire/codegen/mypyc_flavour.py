@@ -12,10 +12,13 @@ and replaces only the per-field snippets, with code that mypyc compiles into dir
   generic path: ``tools/check_mypyc_c.py`` counts such calls);
 * encoders write into a ``librt.strings.BytesWriter`` instead of a ``bytearray``.
 
-The message classes stay the interpreted ones of ``kafka_wire.messages`` (one set of public
-classes, pickles and ``isinstance`` unchanged); the compiled functions create them with
-``object.__new__`` and slot stores, exactly as the CPython flavour does. Each generated module
-ends by handing its tables to :func:`kafka_wire.codec.runtime.install_native`.
+Each module also defines the message classes as mypyc native classes (same names, keyword
+constructors and fields as the pure ones, attributes typed ``Any`` so that any value is accepted
+until it is encoded, as by the pure classes). Decoders read fields into locals and call the
+constructor; encoders read attributes straight from the object's struct and move each value into
+a typed local (a wrong type raises ``TypeError`` there, and the pure encoder decides). The module
+ends by handing its classes and tables to :func:`kafka_wire.codec.runtime.install_native`, which
+makes them the public classes (the pure module's names are rebound to them).
 
 Run uncompiled, this source is slower than the CPython flavour and is never used: the pure
 modules only load it when ``find_spec`` says it is a compiled extension.
@@ -27,7 +30,6 @@ import re
 
 from kafka_wire.codegen.python_flavour import (
     ModuleEmitter,
-    default_literal,
     fresh_default,
     nondefault_check,
     read_sized,
@@ -416,20 +418,7 @@ class NativeModuleEmitter(ModuleEmitter):
                 w.line(f"{f.py_name}: Any")
             if s.fields:
                 w.line()
-            params = []
-            for f in s.fields:
-                lit = default_literal(f, self.msg_classes)
-                params.append(f"{f.py_name}: Any = {lit if lit is not None else 'FRESH'}")
-            params.append("unknown_tagged_fields: Any = ()")
-            with w.block(f"def __init__(self, *, {', '.join(params)}) -> None:"):
-                for f in s.fields:
-                    lit = default_literal(f, self.msg_classes)
-                    if lit is None:
-                        fresh = fresh_default(f, self.msg_classes)
-                        w.line(f"self.{f.py_name} = {fresh} if {f.py_name} is FRESH else {f.py_name}")
-                    else:
-                        w.line(f"self.{f.py_name} = {f.py_name}")
-                w.line("self.unknown_tagged_fields = unknown_tagged_fields")
+            self.emit_init(w, s, {f.py_name: "Any" for f in s.fields}, "Any")
 
     # ----------------------------------------------------------------- module
     def emit(self) -> str:

@@ -158,20 +158,24 @@ class ModuleEmitter:
                 w.line(f"{f.py_name}: {py_type(f, self.msg_classes)}")
             if s.fields:
                 w.line()
-            params = []
+            self.emit_init(w, s, {f.py_name: py_type(f, self.msg_classes) for f in s.fields}, "TaggedFields")
+
+    def emit_init(self, w: SourceWriter, s: Struct, types: dict[str, str], tags_type: str) -> None:
+        """The keyword-only constructor (both flavours' classes): ``types`` are the annotations."""
+        params = []
+        for f in s.fields:
+            lit = default_literal(f, self.msg_classes)
+            params.append(f"{f.py_name}: {types[f.py_name]} = {lit if lit is not None else 'FRESH'}")
+        params.append(f"unknown_tagged_fields: {tags_type} = ()")
+        with w.block(f"def __init__(self, *, {', '.join(params)}) -> None:"):
             for f in s.fields:
                 lit = default_literal(f, self.msg_classes)
-                params.append(f"{f.py_name}: {py_type(f, self.msg_classes)} = {lit if lit is not None else 'FRESH'}")
-            params.append("unknown_tagged_fields: TaggedFields = ()")
-            with w.block(f"def __init__(self, *, {', '.join(params)}) -> None:"):
-                for f in s.fields:
-                    lit = default_literal(f, self.msg_classes)
-                    if lit is None:
-                        fresh = fresh_default(f, self.msg_classes)
-                        w.line(f"self.{f.py_name} = {fresh} if {f.py_name} is FRESH else {f.py_name}")
-                    else:
-                        w.line(f"self.{f.py_name} = {f.py_name}")
-                w.line("self.unknown_tagged_fields = unknown_tagged_fields")
+                if lit is None:
+                    fresh = fresh_default(f, self.msg_classes)
+                    w.line(f"self.{f.py_name} = {fresh} if {f.py_name} is FRESH else {f.py_name}")
+                else:
+                    w.line(f"self.{f.py_name} = {f.py_name}")
+            w.line("self.unknown_tagged_fields = unknown_tagged_fields")
 
     # ----------------------------------------------------------------- layouts
     def field_flexible(self, msg: Message, f: Field, v: int) -> bool:
