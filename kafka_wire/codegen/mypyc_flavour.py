@@ -446,7 +446,7 @@ class NativeModuleEmitter(ModuleEmitter):
         head.line("from __future__ import annotations")
         head.line()
         head.line("from typing import Any, Final")
-        head.line("from uuid import UUID, SafeUUID")
+        head.line("from uuid import UUID")
         head.line()
         head.line("from librt.strings import (")
         for prim in ("BytesWriter", "read_f64_be", "read_i16_be", "read_i32_be", "read_i64_be",
@@ -457,13 +457,13 @@ class NativeModuleEmitter(ModuleEmitter):
         head.line()
         head.line("from kafka_wire.codec.native_base import Message as _NativeMessage")
         head.line("from kafka_wire.codec.native_base import Struct as _NativeStruct")
-        head.line("from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native")
+        head.line("from kafka_wire.codec.runtime import FRESH, UUID_CACHE, ZERO_UUID, install_native")
         head.line("from kafka_wire.codec.runtime import invalid as _invalid")
         head.line("from kafka_wire.codec.runtime import truncated as _truncated")
+        head.line("from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes")
         head.line("from kafka_wire.codec.runtime import write_tagged as _write_tagged")
         head.line("from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError")
         head.line()
-        head.line("_new: Final = object.__new__")
         head.line("# Module constants as static references: a name imported from another module is a")
         head.line("# dict lookup at every use in mypyc.")
         head.line("_FRESH: Final = FRESH")
@@ -488,9 +488,7 @@ class NativeModuleEmitter(ModuleEmitter):
         return _tidy(text)
 
 
-_HELPERS = '''_K_UUID: Final = UUID
-_UNKNOWN_SAFETY: Final = SafeUUID.unknown
-_setattr: Final = object.__setattr__
+_HELPERS = '''_UUID_CACHE: Final = UUID_CACHE
 _ZERO: Final[u8] = 0
 _ONE: Final[u8] = 1
 _FF: Final[u8] = 0xFF
@@ -514,14 +512,15 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
-    """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
+    """The UUID at ``pos``: the shared zero UUID, else ``runtime.uuid_from_bytes`` (its cache)."""
     hi: i64 = read_i64_be(buf, pos)
     lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
         return ZERO_UUID
-    u = _new(_K_UUID)
-    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
-    _setattr(u, "is_safe", _UNKNOWN_SAFETY)
+    raw = buf[pos : pos + 16]
+    u = _UUID_CACHE.get(raw)
+    if u is None:
+        u = _uuid_from_bytes(raw)
     return u
 
 
@@ -578,7 +577,7 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
 
 def _tidy(text: str) -> str:
     """Drop imported names the module does not use (keeps generated modules lint-clean)."""
-    start = text.index("_new: Final = object.__new__")
+    start = text.index("# Module constants as static references")
     head, body = text[:start], text[start:]
     out: list[str] = []
     lines = head.split("\n")

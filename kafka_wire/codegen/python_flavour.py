@@ -126,6 +126,8 @@ class ModuleEmitter:
         # Prepended to the names of an encoder's per-field locals (x_, b_, k_, e_) while an element
         # is written inline, so that they cannot clash with the parent's locals of another type.
         self.local_prefix = ""
+        #: class name -> (message, struct) of each ``_fresh_<Class>`` function the decoders call
+        self.fresh_structs: dict[str, tuple[Message, Struct]] = {}
 
     # ----------------------------------------------------------------- helpers
     def struct_const(self, fmt: str) -> str:
@@ -177,6 +179,35 @@ class ModuleEmitter:
                     w.line(f"self.{f.py_name} = {f.py_name}")
             w.line("self.unknown_tagged_fields = unknown_tagged_fields")
 
+    def decoder_default(self, msg: Message, f: Field) -> str:
+        """``fresh_default``, except that a struct default is made by ``_fresh_<Class>()``, which
+        fills the slots directly: about half the cost of the keyword constructor."""
+        if f.type.kind != "struct" or default_literal(f, self.msg_classes) is not None:
+            return fresh_default(f, self.msg_classes)
+        assert f.type.struct is not None
+        cls = self.class_of(f)
+        self.fresh_structs.setdefault(cls, (msg, msg.structs[f.type.struct]))
+        return f"_fresh_{cls}()"
+
+    def emit_fresh_functions(self) -> None:
+        """The ``_fresh_<Class>`` functions that decoders asked for (and those they need)."""
+        done: set[str] = set()
+        while len(done) < len(self.fresh_structs):
+            cls = min(set(self.fresh_structs) - done)
+            done.add(cls)
+            msg, s = self.fresh_structs[cls]
+            self.msg_classes = {t.name: t.class_name for t in msg.structs.values()}
+            self.msg_classes[msg.name] = msg.root.class_name
+            w = self.body
+            w.line()
+            w.line()
+            with w.block(f"def _fresh_{cls}() -> {cls}:"):
+                w.line(f"o = _new({cls})")
+                for f in s.fields:
+                    w.line(f"o.{f.py_name} = {self.decoder_default(msg, f)}")
+                w.line("o.unknown_tagged_fields = ()")
+                w.line("return o")
+
     # ----------------------------------------------------------------- layouts
     def field_flexible(self, msg: Message, f: Field, v: int) -> bool:
         return v in (msg.flexible if f.flexible_override is None else f.flexible_override)
@@ -202,13 +233,9 @@ class ModuleEmitter:
     def emit_decoder(self, msg: Message, s: Struct, v: int) -> str:
         w = SourceWriter()
         cls = s.class_name
-        uses_mv = any(
-            f.present(v) and (f.type.kind == "records") for f in s.fields
-        )
         with w.block(f"def @NAME@(buf: bytes, pos: int) -> tuple[{cls}, int]:"):
             w.line("blen = len(buf)")
-            if uses_mv:
-                w.line("mv = memoryview(buf)")
+            w.line("mv = memoryview(buf)")  # for records fields, its own or inlined elements
             self.decode_body(w, msg, s, v, "o")
             w.line("return o, pos")
         text = w.text()
@@ -229,7 +256,7 @@ class ModuleEmitter:
         # Defaults first: absent fields and tagged fields.
         for f in s.fields:
             if not f.present(v) or f.is_tagged(v):
-                w.line(f"{obj}.{f.py_name} = {fresh_default(f, self.msg_classes)}")
+                w.line(f"{obj}.{f.py_name} = {self.decoder_default(msg, f)}")
         run: list[tuple[str, str]] = []  # (struct char, target)
 
         def flush() -> None:
@@ -278,12 +305,13 @@ class ModuleEmitter:
         else:
             w.line(f"{obj}.unknown_tagged_fields = ()")
 
-    def inlinable(self, msg: Message, s: Struct, v: int) -> bool:
-        """Whether array elements of ``s`` are read in the parent's loop instead of by a call.
+    def inlinable(self, msg: Message, s: Struct, v: int, decode: bool = False) -> bool:
+        """Whether array elements of ``s`` are read (written) in the parent's loop instead of by a call.
 
         Leaf structs qualify: every field present at ``v`` is a number, bool, uuid, string, bytes or
         an array of fixed-width numbers, so their reading needs no locals beyond the scratch ones
         (see :meth:`decode_body`). This saves a call, a result tuple and a ``len(buf)`` per element.
+        Decoders also inline records fields (read through the function's ``mv``).
         """
         for f in s.fields:
             if not f.present(v):
@@ -294,7 +322,7 @@ class ModuleEmitter:
                 ek = f.type.element.kind
                 if ek not in STRUCT_CHARS or ek == "uuid":
                     return False
-            elif kind not in STRUCT_CHARS and kind not in ("string", "bytes"):
+            elif kind not in STRUCT_CHARS and kind not in ("string", "bytes") and not (decode and kind == "records"):
                 return False
         return True
 
@@ -380,7 +408,7 @@ class ModuleEmitter:
         w.line(f"lst_{p}: list[{self.elem_type(f)}] = []")
         w.line(f"app_{p} = lst_{p}.append")
         child = msg.structs[f.type.struct] if f.type.struct is not None else None
-        if ek == "struct" and child is not None and self.inlinable(msg, child, v):
+        if ek == "struct" and child is not None and self.inlinable(msg, child, v, decode=True):
             with w.block("for _ in range(n):"):
                 self.decode_body(w, msg, child, v, f"e_{p}")
                 w.line(f"app_{p}(e_{p})")
@@ -726,6 +754,7 @@ class ModuleEmitter:
             self.plan_functions(msg)
             self.emit_functions(msg)
             self.emit_tables(msg)
+        self.emit_fresh_functions()
         head = SourceWriter()
         head.lines(self.banner)
         head.line()

@@ -1344,7 +1344,7 @@ def _decode_FetchRequest_v0(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
     blen = len(buf)
     o = _new(FetchRequest)
     o.cluster_id = None
-    o.replica_state = FetchRequestReplicaState()
+    o.replica_state = _fresh_FetchRequestReplicaState()
     o.max_bytes = 2147483647
     o.isolation_level = 0
     o.session_id = 0
@@ -1389,7 +1389,7 @@ def _decode_FetchRequest_v3(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
     blen = len(buf)
     o = _new(FetchRequest)
     o.cluster_id = None
-    o.replica_state = FetchRequestReplicaState()
+    o.replica_state = _fresh_FetchRequestReplicaState()
     o.isolation_level = 0
     o.session_id = 0
     o.session_epoch = -1
@@ -1433,7 +1433,7 @@ def _decode_FetchRequest_v4(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
     blen = len(buf)
     o = _new(FetchRequest)
     o.cluster_id = None
-    o.replica_state = FetchRequestReplicaState()
+    o.replica_state = _fresh_FetchRequestReplicaState()
     o.session_id = 0
     o.session_epoch = -1
     o.forgotten_topics_data = []
@@ -1476,7 +1476,7 @@ def _decode_FetchRequest_v5(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
     blen = len(buf)
     o = _new(FetchRequest)
     o.cluster_id = None
-    o.replica_state = FetchRequestReplicaState()
+    o.replica_state = _fresh_FetchRequestReplicaState()
     o.session_id = 0
     o.session_epoch = -1
     o.forgotten_topics_data = []
@@ -1519,7 +1519,7 @@ def _decode_FetchRequest_v7(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
     blen = len(buf)
     o = _new(FetchRequest)
     o.cluster_id = None
-    o.replica_state = FetchRequestReplicaState()
+    o.replica_state = _fresh_FetchRequestReplicaState()
     o.rack_id = ''
     o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n = _S14.unpack_from(buf, pos)
     pos += 29
@@ -1617,7 +1617,7 @@ def _decode_FetchRequest_v9(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
     blen = len(buf)
     o = _new(FetchRequest)
     o.cluster_id = None
-    o.replica_state = FetchRequestReplicaState()
+    o.replica_state = _fresh_FetchRequestReplicaState()
     o.rack_id = ''
     o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n = _S14.unpack_from(buf, pos)
     pos += 29
@@ -1715,7 +1715,7 @@ def _decode_FetchRequest_v11(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
     blen = len(buf)
     o = _new(FetchRequest)
     o.cluster_id = None
-    o.replica_state = FetchRequestReplicaState()
+    o.replica_state = _fresh_FetchRequestReplicaState()
     o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch, n = _S14.unpack_from(buf, pos)
     pos += 29
     if n < 0:
@@ -1831,7 +1831,7 @@ def _decode_FetchRequest_v12(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
     blen = len(buf)
     o = _new(FetchRequest)
     o.cluster_id = None
-    o.replica_state = FetchRequestReplicaState()
+    o.replica_state = _fresh_FetchRequestReplicaState()
     o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S15.unpack_from(buf, pos)
     pos += 25
     n = buf[pos]
@@ -2070,7 +2070,7 @@ def _decode_FetchRequest_v13(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
     blen = len(buf)
     o = _new(FetchRequest)
     o.cluster_id = None
-    o.replica_state = FetchRequestReplicaState()
+    o.replica_state = _fresh_FetchRequestReplicaState()
     o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S15.unpack_from(buf, pos)
     pos += 25
     n = buf[pos]
@@ -2284,7 +2284,7 @@ def _decode_FetchRequest_v15(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
     blen = len(buf)
     o = _new(FetchRequest)
     o.cluster_id = None
-    o.replica_state = FetchRequestReplicaState()
+    o.replica_state = _fresh_FetchRequestReplicaState()
     o.replica_id = -1
     o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S16.unpack_from(buf, pos)
     pos += 21
@@ -2503,7 +2503,7 @@ def _decode_FetchRequest_v17(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
     blen = len(buf)
     o = _new(FetchRequest)
     o.cluster_id = None
-    o.replica_state = FetchRequestReplicaState()
+    o.replica_state = _fresh_FetchRequestReplicaState()
     o.replica_id = -1
     o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S16.unpack_from(buf, pos)
     pos += 21
@@ -2722,7 +2722,7 @@ def _decode_FetchRequest_v18(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
     blen = len(buf)
     o = _new(FetchRequest)
     o.cluster_id = None
-    o.replica_state = FetchRequestReplicaState()
+    o.replica_state = _fresh_FetchRequestReplicaState()
     o.replica_id = -1
     o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch = _S16.unpack_from(buf, pos)
     pos += 21
@@ -3097,9 +3097,9 @@ def _decode_FetchResponsePartitionData_v0(buf: bytes, pos: int) -> tuple[FetchRe
     o = _new(FetchResponsePartitionData)
     o.last_stable_offset = -1
     o.log_start_offset = -1
-    o.diverging_epoch = FetchResponseEpochEndOffset()
-    o.current_leader = FetchResponseLeaderIdAndEpoch()
-    o.snapshot_id = FetchResponseSnapshotId()
+    o.diverging_epoch = _fresh_FetchResponseEpochEndOffset()
+    o.current_leader = _fresh_FetchResponseLeaderIdAndEpoch()
+    o.snapshot_id = _fresh_FetchResponseSnapshotId()
     o.aborted_transactions = []
     o.preferred_read_replica = -1
     o.partition_index, o.error_code, o.high_watermark, n = _S20.unpack_from(buf, pos)
@@ -3142,9 +3142,9 @@ def _decode_FetchResponsePartitionData_v4(buf: bytes, pos: int) -> tuple[FetchRe
     mv = memoryview(buf)
     o = _new(FetchResponsePartitionData)
     o.log_start_offset = -1
-    o.diverging_epoch = FetchResponseEpochEndOffset()
-    o.current_leader = FetchResponseLeaderIdAndEpoch()
-    o.snapshot_id = FetchResponseSnapshotId()
+    o.diverging_epoch = _fresh_FetchResponseEpochEndOffset()
+    o.current_leader = _fresh_FetchResponseLeaderIdAndEpoch()
+    o.snapshot_id = _fresh_FetchResponseSnapshotId()
     o.preferred_read_replica = -1
     o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, n = _S22.unpack_from(buf, pos)
     pos += 26
@@ -3210,9 +3210,9 @@ def _decode_FetchResponsePartitionData_v5(buf: bytes, pos: int) -> tuple[FetchRe
     blen = len(buf)
     mv = memoryview(buf)
     o = _new(FetchResponsePartitionData)
-    o.diverging_epoch = FetchResponseEpochEndOffset()
-    o.current_leader = FetchResponseLeaderIdAndEpoch()
-    o.snapshot_id = FetchResponseSnapshotId()
+    o.diverging_epoch = _fresh_FetchResponseEpochEndOffset()
+    o.current_leader = _fresh_FetchResponseLeaderIdAndEpoch()
+    o.snapshot_id = _fresh_FetchResponseSnapshotId()
     o.preferred_read_replica = -1
     o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset, n = _S24.unpack_from(buf, pos)
     pos += 34
@@ -3278,9 +3278,9 @@ def _decode_FetchResponsePartitionData_v11(buf: bytes, pos: int) -> tuple[FetchR
     blen = len(buf)
     mv = memoryview(buf)
     o = _new(FetchResponsePartitionData)
-    o.diverging_epoch = FetchResponseEpochEndOffset()
-    o.current_leader = FetchResponseLeaderIdAndEpoch()
-    o.snapshot_id = FetchResponseSnapshotId()
+    o.diverging_epoch = _fresh_FetchResponseEpochEndOffset()
+    o.current_leader = _fresh_FetchResponseLeaderIdAndEpoch()
+    o.snapshot_id = _fresh_FetchResponseSnapshotId()
     o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset, n = _S24.unpack_from(buf, pos)
     pos += 34
     if n < 0:
@@ -3344,9 +3344,9 @@ def _decode_FetchResponsePartitionData_v12(buf: bytes, pos: int) -> tuple[FetchR
     blen = len(buf)
     mv = memoryview(buf)
     o = _new(FetchResponsePartitionData)
-    o.diverging_epoch = FetchResponseEpochEndOffset()
-    o.current_leader = FetchResponseLeaderIdAndEpoch()
-    o.snapshot_id = FetchResponseSnapshotId()
+    o.diverging_epoch = _fresh_FetchResponseEpochEndOffset()
+    o.current_leader = _fresh_FetchResponseLeaderIdAndEpoch()
+    o.snapshot_id = _fresh_FetchResponseSnapshotId()
     o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset = _S25.unpack_from(buf, pos)
     pos += 30
     n = buf[pos]
@@ -3481,6 +3481,7 @@ def _encode_FetchResponsePartitionData_v12(o: FetchResponsePartitionData, out: b
 
 def _decode_FetchResponseFetchableTopicResponse_v0(buf: bytes, pos: int) -> tuple[FetchResponseFetchableTopicResponse, int]:
     blen = len(buf)
+    mv = memoryview(buf)
     o = _new(FetchResponseFetchableTopicResponse)
     o.topic_id = ZERO_UUID
     n = buf[pos] << 8 | buf[pos + 1]
@@ -3503,8 +3504,26 @@ def _decode_FetchResponseFetchableTopicResponse_v0(buf: bytes, pos: int) -> tupl
         lst_partitions: list[FetchResponsePartitionData] = []
         app_partitions = lst_partitions.append
         for _ in range(n):
-            x_partitions, pos = _decode_FetchResponsePartitionData_v0(buf, pos)
-            app_partitions(x_partitions)
+            e_partitions = _new(FetchResponsePartitionData)
+            e_partitions.last_stable_offset = -1
+            e_partitions.log_start_offset = -1
+            e_partitions.diverging_epoch = _fresh_FetchResponseEpochEndOffset()
+            e_partitions.current_leader = _fresh_FetchResponseLeaderIdAndEpoch()
+            e_partitions.snapshot_id = _fresh_FetchResponseSnapshotId()
+            e_partitions.aborted_transactions = []
+            e_partitions.preferred_read_replica = -1
+            e_partitions.partition_index, e_partitions.error_code, e_partitions.high_watermark, n = _S20.unpack_from(buf, pos)
+            pos += 18
+            if n < 0:
+                e_partitions.records = None
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Records')
+                e_partitions.records = mv[pos:end]
+                pos = end
+            e_partitions.unknown_tagged_fields = ()
+            app_partitions(e_partitions)
         o.partitions = lst_partitions
     o.unknown_tagged_fields = ()
     return o, pos
@@ -4487,6 +4506,38 @@ def _encode_FetchResponse_v16(o: FetchResponse, out: bytearray) -> None:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))
     else:
         out.append(0)
+
+
+def _fresh_FetchRequestReplicaState() -> FetchRequestReplicaState:
+    o = _new(FetchRequestReplicaState)
+    o.replica_id = -1
+    o.replica_epoch = -1
+    o.unknown_tagged_fields = ()
+    return o
+
+
+def _fresh_FetchResponseEpochEndOffset() -> FetchResponseEpochEndOffset:
+    o = _new(FetchResponseEpochEndOffset)
+    o.epoch = -1
+    o.end_offset = -1
+    o.unknown_tagged_fields = ()
+    return o
+
+
+def _fresh_FetchResponseLeaderIdAndEpoch() -> FetchResponseLeaderIdAndEpoch:
+    o = _new(FetchResponseLeaderIdAndEpoch)
+    o.leader_id = -1
+    o.leader_epoch = -1
+    o.unknown_tagged_fields = ()
+    return o
+
+
+def _fresh_FetchResponseSnapshotId() -> FetchResponseSnapshotId:
+    o = _new(FetchResponseSnapshotId)
+    o.end_offset = -1
+    o.epoch = -1
+    o.unknown_tagged_fields = ()
+    return o
 
 
 FetchRequestReplicaState.FIELDS = (

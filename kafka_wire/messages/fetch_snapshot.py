@@ -763,7 +763,7 @@ def _decode_FetchSnapshotResponsePartitionSnapshot_v0(buf: bytes, pos: int) -> t
     blen = len(buf)
     mv = memoryview(buf)
     o = _new(FetchSnapshotResponsePartitionSnapshot)
-    o.current_leader = FetchSnapshotResponseLeaderIdAndEpoch()
+    o.current_leader = _fresh_FetchSnapshotResponseLeaderIdAndEpoch()
     o.index, o.error_code = _S4.unpack_from(buf, pos)
     pos += 6
     o.snapshot_id, pos = _decode_FetchSnapshotResponseSnapshotId_v0(buf, pos)
@@ -1209,6 +1209,14 @@ def _encode_FetchSnapshotResponse_v1(o: FetchSnapshotResponse, out: bytearray) -
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))
     else:
         out.append(0)
+
+
+def _fresh_FetchSnapshotResponseLeaderIdAndEpoch() -> FetchSnapshotResponseLeaderIdAndEpoch:
+    o = _new(FetchSnapshotResponseLeaderIdAndEpoch)
+    o.leader_id = 0
+    o.leader_epoch = 0
+    o.unknown_tagged_fields = ()
+    return o
 
 
 FetchSnapshotRequestSnapshotId.FIELDS = (

@@ -274,6 +274,7 @@ def _encode_ProduceRequestPartitionProduceData_v9(o: ProduceRequestPartitionProd
 
 def _decode_ProduceRequestTopicProduceData_v0(buf: bytes, pos: int) -> tuple[ProduceRequestTopicProduceData, int]:
     blen = len(buf)
+    mv = memoryview(buf)
     o = _new(ProduceRequestTopicProduceData)
     o.topic_id = ZERO_UUID
     n = buf[pos] << 8 | buf[pos + 1]
@@ -296,8 +297,19 @@ def _decode_ProduceRequestTopicProduceData_v0(buf: bytes, pos: int) -> tuple[Pro
         lst_partition_data: list[ProduceRequestPartitionProduceData] = []
         app_partition_data = lst_partition_data.append
         for _ in range(n):
-            x_partition_data, pos = _decode_ProduceRequestPartitionProduceData_v0(buf, pos)
-            app_partition_data(x_partition_data)
+            e_partition_data = _new(ProduceRequestPartitionProduceData)
+            e_partition_data.index, n = _S0.unpack_from(buf, pos)
+            pos += 8
+            if n < 0:
+                e_partition_data.records = None
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Records')
+                e_partition_data.records = mv[pos:end]
+                pos = end
+            e_partition_data.unknown_tagged_fields = ()
+            app_partition_data(e_partition_data)
         o.partition_data = lst_partition_data
     o.unknown_tagged_fields = ()
     return o, pos
@@ -326,6 +338,7 @@ def _encode_ProduceRequestTopicProduceData_v0(o: ProduceRequestTopicProduceData,
 
 def _decode_ProduceRequestTopicProduceData_v9(buf: bytes, pos: int) -> tuple[ProduceRequestTopicProduceData, int]:
     blen = len(buf)
+    mv = memoryview(buf)
     o = _new(ProduceRequestTopicProduceData)
     o.topic_id = ZERO_UUID
     n = buf[pos]
@@ -358,8 +371,43 @@ def _decode_ProduceRequestTopicProduceData_v9(buf: bytes, pos: int) -> tuple[Pro
         lst_partition_data: list[ProduceRequestPartitionProduceData] = []
         app_partition_data = lst_partition_data.append
         for _ in range(n):
-            x_partition_data, pos = _decode_ProduceRequestPartitionProduceData_v9(buf, pos)
-            app_partition_data(x_partition_data)
+            e_partition_data = _new(ProduceRequestPartitionProduceData)
+            e_partition_data.index, = _S1.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_partition_data.records = None
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Records')
+                e_partition_data.records = mv[pos:end]
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partition_data.unknown_tagged_fields = ()
+            else:
+                unknown_e_partition_data = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partition_data.append((tag, buf[pos:end]))
+                        pos = end
+                e_partition_data.unknown_tagged_fields = tuple(unknown_e_partition_data)
+            app_partition_data(e_partition_data)
         o.partition_data = lst_partition_data
     n = buf[pos]
     if n < 0x80:
@@ -416,6 +464,7 @@ def _encode_ProduceRequestTopicProduceData_v9(o: ProduceRequestTopicProduceData,
 
 def _decode_ProduceRequestTopicProduceData_v13(buf: bytes, pos: int) -> tuple[ProduceRequestTopicProduceData, int]:
     blen = len(buf)
+    mv = memoryview(buf)
     o = _new(ProduceRequestTopicProduceData)
     o.name = ''
     u_topic_id_raw, = _S3.unpack_from(buf, pos)
@@ -435,8 +484,43 @@ def _decode_ProduceRequestTopicProduceData_v13(buf: bytes, pos: int) -> tuple[Pr
         lst_partition_data: list[ProduceRequestPartitionProduceData] = []
         app_partition_data = lst_partition_data.append
         for _ in range(n):
-            x_partition_data, pos = _decode_ProduceRequestPartitionProduceData_v9(buf, pos)
-            app_partition_data(x_partition_data)
+            e_partition_data = _new(ProduceRequestPartitionProduceData)
+            e_partition_data.index, = _S1.unpack_from(buf, pos)
+            pos += 4
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            n -= 1
+            if n < 0:
+                e_partition_data.records = None
+            else:
+                end = pos + n
+                if end > blen:
+                    raise _truncated('Records')
+                e_partition_data.records = mv[pos:end]
+                pos = end
+            n = buf[pos]
+            if n < 0x80:
+                pos += 1
+            else:
+                n, pos = _read_uvarint(buf, pos)
+            if n == 0:
+                e_partition_data.unknown_tagged_fields = ()
+            else:
+                unknown_e_partition_data = []
+                for _ in range(n):
+                    tag, pos = _read_uvarint(buf, pos)
+                    size, pos = _read_uvarint(buf, pos)
+                    if True:
+                        end = pos + size
+                        if end > blen:
+                            raise _truncated('a tagged field')
+                        unknown_e_partition_data.append((tag, buf[pos:end]))
+                        pos = end
+                e_partition_data.unknown_tagged_fields = tuple(unknown_e_partition_data)
+            app_partition_data(e_partition_data)
         o.partition_data = lst_partition_data
     n = buf[pos]
     if n < 0x80:
@@ -890,7 +974,7 @@ def _decode_ProduceResponsePartitionProduceResponse_v0(buf: bytes, pos: int) -> 
     o.log_start_offset = -1
     o.record_errors = []
     o.error_message = None
-    o.current_leader = ProduceResponseLeaderIdAndEpoch()
+    o.current_leader = _fresh_ProduceResponseLeaderIdAndEpoch()
     o.index, o.error_code, o.base_offset = _S7.unpack_from(buf, pos)
     pos += 14
     o.unknown_tagged_fields = ()
@@ -910,7 +994,7 @@ def _decode_ProduceResponsePartitionProduceResponse_v2(buf: bytes, pos: int) -> 
     o.log_start_offset = -1
     o.record_errors = []
     o.error_message = None
-    o.current_leader = ProduceResponseLeaderIdAndEpoch()
+    o.current_leader = _fresh_ProduceResponseLeaderIdAndEpoch()
     o.index, o.error_code, o.base_offset, o.log_append_time_ms = _S8.unpack_from(buf, pos)
     pos += 22
     o.unknown_tagged_fields = ()
@@ -929,7 +1013,7 @@ def _decode_ProduceResponsePartitionProduceResponse_v5(buf: bytes, pos: int) -> 
     o = _new(ProduceResponsePartitionProduceResponse)
     o.record_errors = []
     o.error_message = None
-    o.current_leader = ProduceResponseLeaderIdAndEpoch()
+    o.current_leader = _fresh_ProduceResponseLeaderIdAndEpoch()
     o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = _S9.unpack_from(buf, pos)
     pos += 30
     o.unknown_tagged_fields = ()
@@ -947,7 +1031,7 @@ def _encode_ProduceResponsePartitionProduceResponse_v5(o: ProduceResponsePartiti
 def _decode_ProduceResponsePartitionProduceResponse_v8(buf: bytes, pos: int) -> tuple[ProduceResponsePartitionProduceResponse, int]:
     blen = len(buf)
     o = _new(ProduceResponsePartitionProduceResponse)
-    o.current_leader = ProduceResponseLeaderIdAndEpoch()
+    o.current_leader = _fresh_ProduceResponseLeaderIdAndEpoch()
     o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset, n = _S10.unpack_from(buf, pos)
     pos += 34
     if n < 0:
@@ -1026,7 +1110,7 @@ def _encode_ProduceResponsePartitionProduceResponse_v8(o: ProduceResponsePartiti
 def _decode_ProduceResponsePartitionProduceResponse_v9(buf: bytes, pos: int) -> tuple[ProduceResponsePartitionProduceResponse, int]:
     blen = len(buf)
     o = _new(ProduceResponsePartitionProduceResponse)
-    o.current_leader = ProduceResponseLeaderIdAndEpoch()
+    o.current_leader = _fresh_ProduceResponseLeaderIdAndEpoch()
     o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = _S9.unpack_from(buf, pos)
     pos += 30
     n = buf[pos]
@@ -1177,7 +1261,7 @@ def _encode_ProduceResponsePartitionProduceResponse_v9(o: ProduceResponsePartiti
 def _decode_ProduceResponsePartitionProduceResponse_v10(buf: bytes, pos: int) -> tuple[ProduceResponsePartitionProduceResponse, int]:
     blen = len(buf)
     o = _new(ProduceResponsePartitionProduceResponse)
-    o.current_leader = ProduceResponseLeaderIdAndEpoch()
+    o.current_leader = _fresh_ProduceResponseLeaderIdAndEpoch()
     o.index, o.error_code, o.base_offset, o.log_append_time_ms, o.log_start_offset = _S9.unpack_from(buf, pos)
     pos += 30
     n = buf[pos]
@@ -1357,7 +1441,7 @@ def _decode_ProduceResponseTopicProduceResponse_v0(buf: bytes, pos: int) -> tupl
             e_partition_responses.log_start_offset = -1
             e_partition_responses.record_errors = []
             e_partition_responses.error_message = None
-            e_partition_responses.current_leader = ProduceResponseLeaderIdAndEpoch()
+            e_partition_responses.current_leader = _fresh_ProduceResponseLeaderIdAndEpoch()
             e_partition_responses.index, e_partition_responses.error_code, e_partition_responses.base_offset = _S7.unpack_from(buf, pos)
             pos += 14
             e_partition_responses.unknown_tagged_fields = ()
@@ -1420,7 +1504,7 @@ def _decode_ProduceResponseTopicProduceResponse_v2(buf: bytes, pos: int) -> tupl
             e_partition_responses.log_start_offset = -1
             e_partition_responses.record_errors = []
             e_partition_responses.error_message = None
-            e_partition_responses.current_leader = ProduceResponseLeaderIdAndEpoch()
+            e_partition_responses.current_leader = _fresh_ProduceResponseLeaderIdAndEpoch()
             e_partition_responses.index, e_partition_responses.error_code, e_partition_responses.base_offset, e_partition_responses.log_append_time_ms = _S8.unpack_from(buf, pos)
             pos += 22
             e_partition_responses.unknown_tagged_fields = ()
@@ -1482,7 +1566,7 @@ def _decode_ProduceResponseTopicProduceResponse_v5(buf: bytes, pos: int) -> tupl
             e_partition_responses = _new(ProduceResponsePartitionProduceResponse)
             e_partition_responses.record_errors = []
             e_partition_responses.error_message = None
-            e_partition_responses.current_leader = ProduceResponseLeaderIdAndEpoch()
+            e_partition_responses.current_leader = _fresh_ProduceResponseLeaderIdAndEpoch()
             e_partition_responses.index, e_partition_responses.error_code, e_partition_responses.base_offset, e_partition_responses.log_append_time_ms, e_partition_responses.log_start_offset = _S9.unpack_from(buf, pos)
             pos += 30
             e_partition_responses.unknown_tagged_fields = ()
@@ -2530,6 +2614,14 @@ def _encode_ProduceResponse_v13(o: ProduceResponse, out: bytearray) -> None:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))
     else:
         out.append(0)
+
+
+def _fresh_ProduceResponseLeaderIdAndEpoch() -> ProduceResponseLeaderIdAndEpoch:
+    o = _new(ProduceResponseLeaderIdAndEpoch)
+    o.leader_id = -1
+    o.leader_epoch = -1
+    o.unknown_tagged_fields = ()
+    return o
 
 
 ProduceRequestPartitionProduceData.FIELDS = (

@@ -491,7 +491,7 @@ def _encode_UpdateRaftVoterResponseCurrentLeader_v0(o: UpdateRaftVoterResponseCu
 def _decode_UpdateRaftVoterResponse_v0(buf: bytes, pos: int) -> tuple[UpdateRaftVoterResponse, int]:
     blen = len(buf)
     o = _new(UpdateRaftVoterResponse)
-    o.current_leader = UpdateRaftVoterResponseCurrentLeader()
+    o.current_leader = _fresh_UpdateRaftVoterResponseCurrentLeader()
     o.throttle_time_ms, o.error_code = _S5.unpack_from(buf, pos)
     pos += 6
     n = buf[pos]
@@ -529,6 +529,16 @@ def _encode_UpdateRaftVoterResponse_v0(o: UpdateRaftVoterResponse, out: bytearra
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))
     else:
         out.append(0)
+
+
+def _fresh_UpdateRaftVoterResponseCurrentLeader() -> UpdateRaftVoterResponseCurrentLeader:
+    o = _new(UpdateRaftVoterResponseCurrentLeader)
+    o.leader_id = -1
+    o.leader_epoch = -1
+    o.host = ''
+    o.port = 0
+    o.unknown_tagged_fields = ()
+    return o
 
 
 UpdateRaftVoterRequestListener.FIELDS = (

@@ -9,7 +9,7 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from typing import Any, Final
-from uuid import UUID, SafeUUID
+from uuid import UUID
 
 from librt.strings import (
     BytesWriter,
@@ -23,21 +23,19 @@ from mypy_extensions import i64, u8
 
 from kafka_wire.codec.native_base import Message as _NativeMessage
 from kafka_wire.codec.native_base import Struct as _NativeStruct
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, install_native
+from kafka_wire.codec.runtime import FRESH, UUID_CACHE, ZERO_UUID, install_native
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
+from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
 
-_new: Final = object.__new__
 # Module constants as static references: a name imported from another module is a
 # dict lookup at every use in mypyc.
 _FRESH: Final = FRESH
 _ZERO_UUID: Final = ZERO_UUID
 _ZERO_UUID_BYTES: Final = bytes(16)
-_K_UUID: Final = UUID
-_UNKNOWN_SAFETY: Final = SafeUUID.unknown
-_setattr: Final = object.__setattr__
+_UUID_CACHE: Final = UUID_CACHE
 _ZERO: Final[u8] = 0
 _ONE: Final[u8] = 1
 _FF: Final[u8] = 0xFF
@@ -61,14 +59,15 @@ def _uvarint(buf: bytes, pos: i64) -> tuple[i64, i64]:
 
 
 def _uuid(buf: bytes, pos: i64) -> UUID:
-    """The UUID at ``pos``, equal to ``UUID(bytes=...)`` but without its Python-level ``__init__``."""
+    """The UUID at ``pos``: the shared zero UUID, else ``runtime.uuid_from_bytes`` (its cache)."""
     hi: i64 = read_i64_be(buf, pos)
     lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
         return _ZERO_UUID
-    u = _new(_K_UUID)
-    _setattr(u, "int", ((int(hi) & 0xFFFFFFFFFFFFFFFF) << 64) | (int(lo) & 0xFFFFFFFFFFFFFFFF))
-    _setattr(u, "is_safe", _UNKNOWN_SAFETY)
+    raw = buf[pos : pos + 16]
+    u = _UUID_CACHE.get(raw)
+    if u is None:
+        u = _uuid_from_bytes(raw)
     return u
 
 
