@@ -170,7 +170,9 @@ def build_batch(
         body = compress(codec, body, magic=MAGIC_V2, level=compression_level)
     batch_length = len(body) + RECORD_BATCH_OVERHEAD - LOG_OVERHEAD
     if batch_length > _INT32_MAX:
-        raise ValueOutOfRangeError(f"batch of {batch_length + LOG_OVERHEAD} bytes exceeds the int32 size field")
+        raise ValueOutOfRangeError(
+            f"batch of {batch_length + LOG_OVERHEAD} bytes exceeds the int32 size field"
+        )
     header = bytearray(RECORD_BATCH_OVERHEAD)
     try:
         V2_HEADER.pack_into(
