@@ -411,6 +411,8 @@ def _encode_records_v2_py(
     from exotic inputs are left to the caller to wrap. Timestamps are range-checked by the
     caller from the returned minimum and maximum.
     """
+    if offset_deltas is not None and len(offset_deltas) != len(records):
+        raise EncodeError(f"{len(offset_deltas)} offset deltas for {len(records)} records")
     table = _UVARINT_TABLE
     limit = _TABLE_LIMIT
     slow = uvarint_bytes
@@ -504,8 +506,6 @@ def _encode_records_v2_py(
         z = len(body) << 1
         out += table[z] if z < limit else slow(z)
         out += body
-    if offset_deltas is not None and len(offset_deltas) != i + 1:
-        raise EncodeError(f"{len(offset_deltas)} offset deltas for {i + 1} records")
     return min_ts, max_ts
 
 
