@@ -48,10 +48,10 @@ BUDGETS: dict[str, dict[str, dict[str, int]]] = {
         "_hot_native____slow_uvarint32": {"PyObject_Vectorcall": 1},
         "_hot_native____slow_uvarint64": {"PyObject_Vectorcall": 1},
         "_hot_native____same_bytes": {},
-        # one BytesWriter() and one error; `out += ...` and the offset_deltas lookup
-        "_hot_native___encode_records_v2": {"PyObject_Vectorcall": 2, "PyNumber_": 1, "PyObject_GetItem": 1},
-        "_hot_native____put_uvarint": {},
-        "_hot_native____uvarint_size": {},
+        # record_fields() for records that are not tuples; the offset_deltas lookup
+        "_hot_native___encode_records_v2": {"PyObject_Vectorcall": 1, "PyObject_GetItem": 1},
+        "_hot_native____put64": {},
+        "_hot_native____size64": {},
         "_record_native___Record_____init__": {},
     },
 }

@@ -411,6 +411,8 @@ def _encode_records_v2_py(
     from exotic inputs are left to the caller to wrap. Timestamps are range-checked by the
     caller from the returned minimum and maximum.
     """
+    if offset_deltas is not None and len(offset_deltas) != len(records):
+        raise EncodeError(f"{len(offset_deltas)} offset deltas for {len(records)} records")
     table = _UVARINT_TABLE
     limit = _TABLE_LIMIT
     slow = uvarint_bytes
@@ -504,8 +506,6 @@ def _encode_records_v2_py(
         z = len(body) << 1
         out += table[z] if z < limit else slow(z)
         out += body
-    if offset_deltas is not None and len(offset_deltas) != i + 1:
-        raise EncodeError(f"{len(offset_deltas)} offset deltas for {i + 1} records")
     return min_ts, max_ts
 
 
@@ -707,10 +707,29 @@ def encode_records_v2(
 
     See :func:`_encode_records_v2_py`; runs the compiled loop when it is built.
     """
+    body, min_ts, max_ts = encode_records_v2_body(records, base_timestamp, default_timestamp, offset_deltas)
+    out += body
+    return min_ts, max_ts
+
+
+def encode_records_v2_body(
+    records: Sequence[object],
+    base_timestamp: int,
+    default_timestamp: int,
+    offset_deltas: Sequence[int] | None,
+) -> tuple[bytes | bytearray, int, int]:
+    """The body of a v2 batch (its records) and ``(min_timestamp, max_timestamp)``.
+
+    The compiled loop (when built) handles lists and tuples of the usual record shapes and hands
+    anything else back to :func:`_encode_records_v2_py`, which gives the same bytes or error.
+    """
     native = NATIVE
-    if native is not None:
-        result: tuple[int, int] = native.encode_records_v2(
-            out, records, base_timestamp, default_timestamp, offset_deltas
+    if native is not None and type(records) in (list, tuple):
+        result: tuple[bytes, int, int] | None = native.encode_records_v2(
+            records, base_timestamp, default_timestamp, offset_deltas
         )
-        return result
-    return _encode_records_v2_py(out, records, base_timestamp, default_timestamp, offset_deltas)
+        if result is not None:
+            return result
+    body = bytearray()
+    min_ts, max_ts = _encode_records_v2_py(body, records, base_timestamp, default_timestamp, offset_deltas)
+    return body, min_ts, max_ts

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Final, cast
 
 from librt.strings import BytesWriter
 from mypy_extensions import i64, u8
@@ -415,15 +415,22 @@ def decode_records_v2(
 # ------------------------------------------------------------------------------------------------
 
 
-def _uvarint_size(z: int) -> i64:
-    n: i64 = 1
-    while z >= 0x80:
+def _size64(z: i64) -> i64:
+    """Bytes of the varint of ``z`` (``0 <= z < 2**63``)."""
+    if z < 0x80:
+        return 1
+    if z < 0x4000:
+        return 2
+    n: i64 = 3
+    z >>= 21
+    while z > 0:
         z >>= 7
         n += 1
     return n
 
 
-def _put_uvarint(w: BytesWriter, z: int) -> None:
+def _put64(w: BytesWriter, z: i64) -> None:
+    """Write ``z`` (``0 <= z < 2**63``) as an unsigned varint."""
     while z >= 0x80:
         w.append(u8((z & 0x7F) | 0x80))
         z >>= 7
@@ -445,37 +452,85 @@ def _header_key(key: object) -> bytes:
     return key.encode("utf-8")
 
 
+_ZZ_MAX: Final = (1 << 62) - 1
+"""Timestamp deltas within +-(2**62 - 1) (a C integer in mypyc) zigzag into a non-negative ``i64``; others take the pure loop."""
+
+
 def encode_records_v2(
-    out: bytearray,
-    records: Sequence[object],
+    records: object,
     base_timestamp: int,
     default_timestamp: int,
     offset_deltas: Sequence[int] | None,
-) -> tuple[int, int]:
-    """Compiled twin of ``_hot.encode_records_v2``."""
+) -> tuple[bytes, int, int] | None:
+    """Compiled twin of ``_hot.encode_records_v2``: ``(body, min_timestamp, max_timestamp)``.
+
+    ``records`` is a list or a tuple. Returns ``None`` (nothing written anywhere) for inputs
+    outside the shapes it handles exactly as the pure loop does: a timestamp that is not an
+    ``int``, a delta beyond +-2**62, a header that is not a ``(str, value)`` tuple, headers that
+    are not a list or tuple, offset deltas whose count differs from the records'; the caller then
+    runs the pure loop, which gives the result or the error.
+    """
+    seq: list[object] = (
+        cast(list[object], records) if type(records) is list else list(cast(tuple[object, ...], records))
+    )
+    n_records: i64 = len(seq)
+    if offset_deltas is not None and len(offset_deltas) != n_records:
+        return None
     w = BytesWriter()
     header_keys: dict[str, bytes] = {}
+    last_hk: object = None
+    last_hkb = b""
+    hbuf: list[object] = []
     min_ts = base_timestamp
     max_ts = base_timestamp
     i: i64 = 0
-    for r in records:
-        if type(r) is tuple and len(r) == 4:
-            t: tuple[Any, Any, Any, Any] = r
+    while i < n_records:
+        r = seq[i]
+        key_o: object
+        value_o: object
+        headers_o: object = None
+        ts_o: object = None
+        if type(r) is tuple:
+            t = cast(tuple[object, ...], r)
+            nt: i64 = len(t)
+            if nt == 4:
+                key_o = t[0]
+                value_o = t[1]
+                headers_o = t[2]
+                ts_o = t[3]
+            elif nt == 2:
+                key_o = t[0]
+                value_o = t[1]
+            elif nt == 3:
+                key_o = t[0]
+                value_o = t[1]
+                headers_o = t[2]
+            else:
+                return None
         else:
-            t = record_fields(r)
-        key_o: object = t[0]
-        value_o: object = t[1]
-        headers: Any = t[2]
-        ts_a: Any = t[3]
-        ts: int = default_timestamp if ts_a is None else ts_a
+            f = record_fields(r)
+            key_o = f[0]
+            value_o = f[1]
+            headers_o = f[2]
+            ts_o = f[3]
+        if ts_o is None:
+            ts = default_timestamp
+        elif type(ts_o) is int:
+            ts = ts_o
+        else:
+            return None
         if ts > max_ts:
             max_ts = ts
         elif ts < min_ts:
             min_ts = ts
         d = ts - base_timestamp
-        tsz = ((d << 1) ^ (d >> 63)) & _U64
+        if d > _ZZ_MAX or d < -_ZZ_MAX:
+            return None
+        d64: i64 = i64(d)
+        tsz: i64 = (d64 << 1) ^ (d64 >> 63)
+        odz: i64
         if offset_deltas is None:
-            odz = int(i) << 1
+            odz = i << 1
         else:
             od = offset_deltas[i]
             odz = (od << 1) ^ (od >> 31)
@@ -489,62 +544,142 @@ def encode_records_v2(
         if value_o is not None:
             value = value_o if type(value_o) is bytes else _as_bytes(value_o, "value")
             vlen = len(value)
-        size: i64 = 1 + _uvarint_size(tsz) + _uvarint_size(odz)
-        size += 1 if klen < 0 else _uvarint_size(int(klen) << 1) + klen
-        size += 1 if vlen < 0 else _uvarint_size(int(vlen) << 1) + vlen
-        hparts: list[bytes | None] = []
-        if headers:
-            size += _uvarint_size(len(headers) << 1)
-            for h in headers:
-                hk, hv = h
-                hkb = header_keys.get(hk)
-                if hkb is None:
-                    hkb = _header_key(hk)
-                    header_keys[hk] = hkb
-                size += _uvarint_size(len(hkb) << 1) + len(hkb)
-                hparts.append(hkb)
+        size: i64 = 1 + _size64(tsz) + _size64(odz)
+        if klen < 0:
+            size += 1
+        else:
+            size += _size64(klen << 1) + klen
+        if vlen < 0:
+            size += 1
+        else:
+            size += _size64(vlen << 1) + vlen
+        # headers: none, one (kept in locals), or several (converted into hbuf first)
+        nh: i64 = 0
+        h0: object = None
+        hseq: list[object] = hbuf
+        if type(headers_o) is list:
+            hseq = cast(list[object], headers_o)
+            nh = len(hseq)
+        elif type(headers_o) is tuple:
+            htup = cast(tuple[object, ...], headers_o)
+            nh = len(htup)
+            if nh == 1:
+                h0 = htup[0]
+            elif nh > 1:
+                hseq = list(htup)
+        elif headers_o is not None and headers_o:
+            return None
+        hkb = b""
+        hvb = b""
+        hvlen: i64 = -1
+        if nh == 1:
+            if h0 is None:
+                h0 = hseq[0]
+            if type(h0) is not tuple:
+                return None
+            ht = cast(tuple[object, ...], h0)
+            if len(ht) != 2:
+                return None
+            hk = ht[0]
+            if type(hk) is not str:
+                return None
+            if hk is last_hk:
+                hkb = last_hkb
+            else:
+                hks = hk
+                cached = header_keys.get(hks)
+                if cached is None:
+                    hkb = _header_key(hks)
+                    header_keys[hks] = hkb
+                else:
+                    hkb = cached
+                last_hk = hk
+                last_hkb = hkb
+            hv = ht[1]
+            if hv is not None:
+                hvb = hv if type(hv) is bytes else _as_bytes(hv, "header value")
+                hvlen = len(hvb)
+            size += 1 + _size64(i64(len(hkb)) << 1) + len(hkb)
+            if hvlen < 0:
+                size += 1
+            else:
+                size += _size64(hvlen << 1) + hvlen
+        elif nh > 1:
+            hbuf.clear()
+            size += _size64(nh << 1)
+            j: i64 = 0
+            while j < nh:
+                h = hseq[j]
+                if type(h) is not tuple:
+                    return None
+                ht = cast(tuple[object, ...], h)
+                if len(ht) != 2:
+                    return None
+                hk = ht[0]
+                if type(hk) is not str:
+                    return None
+                hks = hk
+                cached = header_keys.get(hks)
+                if cached is None:
+                    hkb = _header_key(hks)
+                    header_keys[hks] = hkb
+                else:
+                    hkb = cached
+                size += _size64(i64(len(hkb)) << 1) + len(hkb)
+                hbuf.append(hkb)
+                hv = ht[1]
                 if hv is None:
                     size += 1
-                    hparts.append(None)
+                    hbuf.append(None)
                 else:
-                    hvb: bytes = hv if type(hv) is bytes else _as_bytes(hv, "header value")
-                    size += _uvarint_size(len(hvb) << 1) + len(hvb)
-                    hparts.append(hvb)
+                    hvb = hv if type(hv) is bytes else _as_bytes(hv, "header value")
+                    size += _size64(i64(len(hvb)) << 1) + len(hvb)
+                    hbuf.append(hvb)
+                j += 1
         else:
             size += 1
-        _put_uvarint(w, int(size) << 1)
+        _put64(w, size << 1)
         w.append(u8(0))
-        _put_uvarint(w, tsz)
-        _put_uvarint(w, odz)
+        if tsz < 0x80:
+            w.append(u8(tsz))
+        else:
+            _put64(w, tsz)
+        if odz < 0x80:
+            w.append(u8(odz))
+        else:
+            _put64(w, odz)
         if klen < 0:
             w.append(u8(1))
         else:
-            _put_uvarint(w, int(klen) << 1)
+            _put64(w, klen << 1)
             w.write(key)
         if vlen < 0:
             w.append(u8(1))
         else:
-            _put_uvarint(w, int(vlen) << 1)
+            _put64(w, vlen << 1)
             w.write(value)
-        if hparts:
-            _put_uvarint(w, len(hparts))  # two parts per header: (count << 1)
-            j: i64 = 0
-            while j < len(hparts):
-                hkb2 = hparts[j]
-                assert hkb2 is not None
-                _put_uvarint(w, len(hkb2) << 1)
-                w.write(hkb2)
-                hvb2 = hparts[j + 1]
-                if hvb2 is None:
+        if nh == 1:
+            w.append(u8(2))
+            _put64(w, i64(len(hkb)) << 1)
+            w.write(hkb)
+            if hvlen < 0:
+                w.append(u8(1))
+            else:
+                _put64(w, hvlen << 1)
+                w.write(hvb)
+        elif nh > 1:
+            _put64(w, nh << 1)
+            j = 0
+            while j < len(hbuf):
+                part = hbuf[j]
+                if part is None:
                     w.append(u8(1))
                 else:
-                    _put_uvarint(w, len(hvb2) << 1)
-                    w.write(hvb2)
-                j += 2
+                    pb = cast(bytes, part)
+                    _put64(w, i64(len(pb)) << 1)
+                    w.write(pb)
+                j += 1
         else:
             w.append(u8(0))
         i += 1
-    if offset_deltas is not None and len(offset_deltas) != i:
-        raise EncodeError(f"{len(offset_deltas)} offset deltas for {i} records")
-    out += w.getvalue()
-    return min_ts, max_ts
+    return w.getvalue(), min_ts, max_ts

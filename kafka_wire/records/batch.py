@@ -28,6 +28,7 @@ from kafka_wire.records.constants import (
     TimestampType,
 )
 from kafka_wire.records.crc import crc32c
+from kafka_wire.records.crc import crc32c_update as _crc32c
 from kafka_wire.records.record import B, Record
 
 if TYPE_CHECKING:
@@ -108,7 +109,26 @@ class RecordBatch(Generic[B]):
         self._config = config
         self._zero_copy = zero_copy
         self.position = position
-        base_offset, batch_length = _OFFSET_SIZE.unpack_from(buf, start)
+        if len(buf) - start >= RECORD_BATCH_OVERHEAD:
+            (
+                self.base_offset,
+                batch_length,
+                self.partition_leader_epoch,
+                self.magic,
+                self.crc,
+                self.attributes,
+                self.last_offset_delta,
+                self.base_timestamp,
+                self.max_timestamp,
+                self.producer_id,
+                self.producer_epoch,
+                self.base_sequence,
+                self.record_count,
+            ) = V2_HEADER.unpack_from(buf, start)
+            self.batch_length = batch_length
+            base_offset = self.base_offset
+        else:
+            base_offset, batch_length = _OFFSET_SIZE.unpack_from(buf, start)
         if batch_length + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD or len(buf) - start < RECORD_BATCH_OVERHEAD:
             raise CorruptBatchError(
                 f"batch size {batch_length + LOG_OVERHEAD} is below the v2 overhead of 61 bytes"
@@ -116,23 +136,14 @@ class RecordBatch(Generic[B]):
                 offset=position,
                 message="RecordBatch",
             )
-        (
-            self.base_offset,
-            self.batch_length,
-            self.partition_leader_epoch,
-            self.magic,
-            self.crc,
-            self.attributes,
-            self.last_offset_delta,
-            self.base_timestamp,
-            self.max_timestamp,
-            self.producer_id,
-            self.producer_epoch,
-            self.base_sequence,
-            self.record_count,
-        ) = V2_HEADER.unpack_from(buf, start)
         if config.verify_crc:
-            actual = self.compute_crc()
+            end = start + batch_length + LOG_OVERHEAD
+            # small batches: slicing bytes beats making a memoryview
+            actual = _crc32c(
+                buf[start + ATTRIBUTES_OFFSET : end]
+                if batch_length < 4096
+                else memoryview(buf)[start + ATTRIBUTES_OFFSET : end]
+            )
             if actual != self.crc:
                 raise CorruptBatchError(
                     f"CRC-32C mismatch: stored 0x{self.crc:08x}, computed 0x{actual:08x}"
@@ -277,6 +288,37 @@ class RecordBatch(Generic[B]):
 
     def records(self) -> list[Record[B]]:
         """Decode (and decompress) every record of the batch."""
+        buf = self._buf
+        native = _hot.NATIVE
+        if (
+            native is not None
+            and type(buf) is bytes
+            and not self.attributes & (COMPRESSION_MASK | TIMESTAMP_TYPE_MASK)
+            and self.record_count >= 0
+        ):
+            # uncompressed bytes, CreateTime: the compiled list decoder straight away
+            start = self._start
+            end = start + self.batch_length + LOG_OVERHEAD
+            try:
+                result: tuple[list[Record[B]], int] = native.decode_records_v2(
+                    buf,
+                    start + RECORD_BATCH_OVERHEAD,
+                    end,
+                    self.record_count,
+                    self.base_offset,
+                    self.base_timestamp,
+                    None,
+                    {},
+                )
+            except (DecodeError, IndexError, UnicodeDecodeError) as e:
+                raise self._failure(
+                    e, self.position - start, f"(batch base offset {self.base_offset})"
+                ) from None
+            if result[1] != end:
+                raise self._left_over(
+                    result[1], end, self.position - start, f"(batch base offset {self.base_offset})"
+                )
+            return result[0]
         data, pos, end, shift, note, log_append_time = self._source()
         text: Callable[[Any], str] = text_of_view
         keys: KeyCache = NO_KEY_CACHE

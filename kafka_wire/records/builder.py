@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from typing import Final
 
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.records._hot import encode_records_v2, record_fields
+from kafka_wire.records._hot import encode_records_v2_body, record_fields
 from kafka_wire.records.batch import V2_HEADER
 from kafka_wire.records.compression import codec_id, compress
 from kafka_wire.records.constants import (
@@ -34,7 +34,7 @@ from kafka_wire.records.constants import (
     TRANSACTIONAL_MASK,
     TimestampType,
 )
-from kafka_wire.records.crc import crc32c
+from kafka_wire.records.crc import crc32c_update as _crc32c
 from kafka_wire.records.legacy import build_message_set
 
 _CRC: Final = struct.Struct(">I")
@@ -160,22 +160,23 @@ def build_batch(
             last_offset_delta = count - 1
         else:
             last_offset_delta = offset_deltas[-1] if offset_deltas else -1
-    out = bytearray(RECORD_BATCH_OVERHEAD)
-    body = out if codec == CODEC_NONE else bytearray()
     try:
-        min_ts, max_ts = encode_records_v2(body, items, base_timestamp, default_timestamp, offset_deltas)
+        body, min_ts, max_ts = encode_records_v2_body(items, base_timestamp, default_timestamp, offset_deltas)
     except (TypeError, ValueError) as e:
         raise EncodeError(f"cannot encode record: {e}") from None
     if min_ts < NO_TIMESTAMP or max_ts > _INT64_MAX or max_ts - base_timestamp > _INT64_MAX:
         raise ValueOutOfRangeError(f"record timestamps must be -1 or 0..2**63-1 (got {min_ts}..{max_ts})")
     if codec != CODEC_NONE:
-        out += compress(codec, body, magic=MAGIC_V2, level=compression_level)
-    batch_length = len(out) - LOG_OVERHEAD
+        body = compress(codec, body, magic=MAGIC_V2, level=compression_level)
+    batch_length = len(body) + RECORD_BATCH_OVERHEAD - LOG_OVERHEAD
     if batch_length > _INT32_MAX:
-        raise ValueOutOfRangeError(f"batch of {len(out)} bytes exceeds the int32 size field")
+        raise ValueOutOfRangeError(
+            f"batch of {batch_length + LOG_OVERHEAD} bytes exceeds the int32 size field"
+        )
+    header = bytearray(RECORD_BATCH_OVERHEAD)
     try:
         V2_HEADER.pack_into(
-            out,
+            header,
             0,
             base_offset,
             batch_length,
@@ -193,8 +194,9 @@ def build_batch(
         )
     except struct.error as e:
         raise ValueOutOfRangeError(f"batch header field out of range: {e}") from None
-    _CRC.pack_into(out, CRC_OFFSET, crc32c(memoryview(out)[ATTRIBUTES_OFFSET:]))
-    return bytes(out)
+    # CRC-32C over attributes .. end: the header's tail, then the body, without joining them first
+    _CRC.pack_into(header, CRC_OFFSET, _crc32c(body, _crc32c(memoryview(header)[ATTRIBUTES_OFFSET:])))
+    return b"".join((header, body))
 
 
 _BUILD_OPTIONS: Final = frozenset(inspect.signature(build_batch).parameters) - {"records"}

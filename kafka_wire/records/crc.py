@@ -14,6 +14,11 @@ def crc32c(data: BufferLike) -> int:
     return _crc32c.crc32c(data)
 
 
+def crc32c_update(data: BufferLike, crc: int = 0) -> int:
+    """CRC-32C of ``data`` continuing from the CRC-32C ``crc`` of the bytes before it."""
+    return _crc32c.crc32c(data, crc)
+
+
 def crc32(data: BufferLike) -> int:
     """CRC-32 (IEEE, ``java.util.zip.CRC32``) of a legacy message body."""
     return zlib.crc32(data)

@@ -11,6 +11,7 @@ messages may not be compressed; wrappers may not be empty, null or zstd.
 from __future__ import annotations
 
 import struct
+import zlib
 from collections.abc import Iterator, Sequence
 from typing import Any, Final, Generic, cast
 
@@ -52,6 +53,7 @@ from kafka_wire.records.constants import (
 from kafka_wire.records.crc import crc32
 from kafka_wire.records.record import EMPTY_HEADERS, B, Record
 
+_crc32: Final = zlib.crc32
 _HEAD: Final = struct.Struct(">qiIbb")
 """offset, size, crc, magic, attributes."""
 _HEAD_V1: Final = struct.Struct(">qiIbbq")
@@ -102,23 +104,22 @@ class LegacyBatch(Generic[B]):
         self, buf: bytes | memoryview, start: int, position: int, config: ReadConfig, zero_copy: bool
     ) -> None:
         """View the complete message at ``buf[start:]``; checks its size and (if enabled) CRC-32."""
-        self._buf = buf if isinstance(buf, bytes) or buf.readonly else buf.toreadonly()
+        self._buf = buf if type(buf) is bytes or buf.readonly else buf.toreadonly()  # type: ignore[union-attr]  # a memoryview
         self._start = start
         self._config = config
         self._zero_copy = zero_copy
         self._inner_summary: tuple[int, int] | None = None
         self.position = position
         if buf[start + 16] == 1 and len(buf) - start >= 26:
-            offset, size, crc, magic, attributes, timestamp = _HEAD_V1.unpack_from(buf, start)
+            offset, size, crc, magic, attributes, self.timestamp = _HEAD_V1.unpack_from(buf, start)
         else:
             offset, size, crc, magic, attributes = _HEAD.unpack_from(buf, start)
-            timestamp = NO_TIMESTAMP
+            self.timestamp = NO_TIMESTAMP
         self.last_offset = offset
         self.batch_length = size
         self.crc = crc
         self.magic = magic
         self.attributes = attributes
-        self.timestamp = timestamp
         if size < (RECORD_OVERHEAD_V0 if magic == 0 else RECORD_OVERHEAD_V1):
             raise CorruptBatchError(
                 f"magic v{magic} message size {size} is below its overhead (message offset {offset})",
@@ -128,7 +129,7 @@ class LegacyBatch(Generic[B]):
         if config.verify_crc:
             end = start + LOG_OVERHEAD + size
             # small messages: slicing bytes beats making a memoryview
-            actual = crc32(
+            actual = _crc32(
                 buf[start + LEGACY_CRC_START : end] if size < 4096 else memoryview(buf)[start + 16 : end]
             )
             if actual != crc:
@@ -225,27 +226,31 @@ class LegacyBatch(Generic[B]):
         codec = self.attributes & COMPRESSION_MASK
         if codec != CODEC_NONE:
             return self._inner_records(codec)
+        return [self._plain_record()]
+
+    def _plain_record(self) -> Record[B]:
+        """The record of an uncompressed message."""
         buf = self._buf
         start = self._start
         if not self._zero_copy and type(buf) is not bytes:
             buf = bytes(buf[start : start + self.batch_length + LOG_OVERHEAD])
             start = 0
         try:
-            return [
-                legacy_record(
-                    cast(Any, buf),
-                    start + (18 if self.magic == 0 else 26),
-                    start + self.batch_length + LOG_OVERHEAD,
-                    self.last_offset,
-                    self.timestamp,
-                )
-            ]
+            return legacy_record(
+                cast(Any, buf),
+                start + (18 if self.magic == 0 else 26),
+                start + self.batch_length + LOG_OVERHEAD,
+                self.last_offset,
+                self.timestamp,
+            )
         except DecodeError as e:
             raise relocate(
                 e, offset=self.position, note=f"(message offset {self.last_offset})", message=_MSG
             ) from None
 
     def __iter__(self) -> Iterator[Record[B]]:
+        if self.attributes & COMPRESSION_MASK == CODEC_NONE:
+            return iter((self._plain_record(),))
         return iter(self.records())
 
     def _inner_records(self, codec: int) -> list[Record[B]]:

@@ -62,6 +62,21 @@ SHAPES: list[list[Any]] = [
     [(b"k", "text value")],
     [(b"k", b"v", (), "soon")],
     [(1, 2, 3, 4, 5)],
+    # shapes the compiled encoder hands back to the pure loop, and its header-key cache
+    [(b"k", b"v", (), 5), (b"k", b"v", (), "soon")],
+    [(b"k", b"v", (), 5), (b"k", b"v", (), 5.5)],
+    [(b"k", b"v", (), 5), (b"k", b"v", (), True)],
+    [(b"k", b"v", (), 2**62), (b"k", b"v", (), 0)],
+    [(b"k", b"v", [["h", b"x"]]), (b"k", b"v", [("h", b"x", b"y")])],
+    [(b"k", b"v", (("h", b"x"),)), (b"k", b"v", (("h", None), ("i", b"y")))],
+    [(b"k", b"v", [("h", b"x")]), (b"k", b"v", [("h", b"y")]), (b"k", b"v", [("\u00e9", None)])],
+    [(b"k", b"v", iter([("h", b"x")]))],
+    [(b"k", b"v", {"h": b"x"})],
+    [(b"k", b"v", [(None, b"x")])],
+    [(b"k", b"v", [(["h"], b"x")])],
+    [(b"k", b"v", [("h", "text")])],
+    [(b"k", b"v", 0), (b"k", b"v", None), (b"k", b"v", ())],
+    [NewRecord(b"k", b"v", [("h", b"x"), ("h", bytearray(b"y"))], 3), (b"k",)],
 ]
 
 
@@ -123,3 +138,22 @@ def test_compiled_record_keeps_the_public_surface() -> None:
         hash(r)
     r.key = b"z"
     assert r.astuple() == (1, 2, b"z", None, (("h", b"v"),))
+
+
+@pytest.mark.parametrize("deltas", [[0, 5, 9], (0, 2**31 - 1), [0, 1, 2, 3], [3], []])
+def test_same_bytes_with_offset_deltas(monkeypatch: pytest.MonkeyPatch, deltas: Any) -> None:
+    records = [(b"k", b"v", [("h", b"x")], 10), (None, None, (), 11), (b"k", b"v", (), 12)][
+        : max(len(deltas), 1)
+    ]
+    data = _both(monkeypatch, lambda: build_batch(records, offset_deltas=deltas))
+    if isinstance(data, bytes):
+        _both(monkeypatch, _contents, data)
+
+
+def test_same_bytes_for_a_tuple_of_records_and_many_of_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    records = tuple(
+        (b"k%d" % i, b"v" * (i % 300), [("h", b"x" * (i % 5))], 1_700_000_000_000 + i) for i in range(700)
+    )
+    for codec in CODECS_V2:
+        data = _both(monkeypatch, lambda c=codec: build_batch(records, compression=c, base_offset=7))
+        _both(monkeypatch, _contents, data)
