@@ -32,7 +32,7 @@ from mypy_extensions import i64, u8
 
 from kafka_wire.errors import CorruptBatchError, EncodeError, InvalidValueError
 from kafka_wire.records._record_native import Record
-from kafka_wire.records.record import EMPTY_HEADERS, record_fields
+from kafka_wire.records.record import EMPTY_HEADERS, GC_PAUSE_MIN_RECORDS, record_fields
 
 _U64: Final = 0xFFFFFFFFFFFFFFFF
 
@@ -119,10 +119,6 @@ def _same_bytes(data: bytes, pos: i64, other: bytes, n: i64) -> bool:
             return False
         j += 1
     return True
-
-
-GC_PAUSE_MIN_RECORDS: Final = 256
-"""``decode_records_v2`` pauses the cyclic GC for batches of at least this many records."""
 
 
 class V2Records:

@@ -9,7 +9,7 @@ fields are equal, and unpack as ``offset, timestamp, key, value, headers``.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any, Final, Generic, NamedTuple, TypeVar
 
 from kafka_wire.errors import EncodeError
 from kafka_wire.flavour import compiled_module
@@ -96,6 +96,9 @@ class NewRecord(NamedTuple):
 
 
 EMPTY_HEADERS: tuple[()] = ()
+
+GC_PAUSE_MIN_RECORDS: Final = 256
+"""Both flavours' list decoders pause the cyclic GC for batches of at least this many records."""
 
 
 def record_fields(r: object) -> tuple[Any, Any, Any, Any]:
