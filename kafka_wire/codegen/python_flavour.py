@@ -595,7 +595,8 @@ class ModuleEmitter:
             else:
                 w.line(f"b_{p} = x_{p}")
             self.write_length(w, flexible, kind, f"len(b_{p})", out)
-            w.line(f"{out} += b_{p}")
+            # a large records payload is not copied into the buffer by ``Struct.encode`` (runtime)
+            w.line(f"_put_records({out}, b_{p})" if kind == "records" else f"{out} += b_{p}")
 
     def write_array_body(self, w: SourceWriter, msg: Message, f: Field, v: int, flexible: bool, out: str) -> None:
         elem = f.type.element
@@ -770,6 +771,7 @@ class ModuleEmitter:
             "ZERO_UUID_BYTES, FieldSpec, Message, Struct, TaggedFields"
         )
         head.line("from kafka_wire.codec.runtime import invalid as _invalid")
+        head.line("from kafka_wire.codec.runtime import put_records as _put_records")
         head.line("from kafka_wire.codec.runtime import read_uvarint as _read_uvarint")
         head.line("from kafka_wire.codec.runtime import truncated as _truncated")
         head.line("from kafka_wire.codec.runtime import use_native as _use_native")

@@ -25,6 +25,7 @@ from kafka_wire.codec.runtime import (
     TaggedFields,
 )
 from kafka_wire.codec.runtime import invalid as _invalid
+from kafka_wire.codec.runtime import put_records as _put_records
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import use_native as _use_native
@@ -3132,7 +3133,7 @@ def _encode_FetchResponsePartitionData_v0(o: FetchResponsePartitionData, out: by
     else:
         b_records = x_records
         out += _S7.pack(len(b_records))
-        out += b_records
+        _put_records(out, b_records)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -3201,7 +3202,7 @@ def _encode_FetchResponsePartitionData_v4(o: FetchResponsePartitionData, out: by
     else:
         b_records = x_records
         out += _S7.pack(len(b_records))
-        out += b_records
+        _put_records(out, b_records)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 4')
 
@@ -3269,7 +3270,7 @@ def _encode_FetchResponsePartitionData_v5(o: FetchResponsePartitionData, out: by
     else:
         b_records = x_records
         out += _S7.pack(len(b_records))
-        out += b_records
+        _put_records(out, b_records)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 5')
 
@@ -3335,7 +3336,7 @@ def _encode_FetchResponsePartitionData_v11(o: FetchResponsePartitionData, out: b
     else:
         b_records = x_records
         out += _S7.pack(len(b_records))
-        out += b_records
+        _put_records(out, b_records)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 11')
 
@@ -3459,7 +3460,7 @@ def _encode_FetchResponsePartitionData_v12(o: FetchResponsePartitionData, out: b
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b_records
+        _put_records(out, b_records)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.diverging_epoch != _DEFAULT_FetchResponseEpochEndOffset:
         t = bytearray()

@@ -21,6 +21,7 @@ from kafka_wire.codec.runtime import (
     TaggedFields,
 )
 from kafka_wire.codec.runtime import invalid as _invalid
+from kafka_wire.codec.runtime import put_records as _put_records
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import use_native as _use_native
@@ -821,7 +822,7 @@ def _encode_FetchSnapshotResponsePartitionSnapshot_v0(o: FetchSnapshotResponsePa
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b_unaligned_records
+        _put_records(out, b_unaligned_records)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.current_leader != _DEFAULT_FetchSnapshotResponseLeaderIdAndEpoch:
         t = bytearray()

@@ -23,6 +23,7 @@ from kafka_wire.codec.runtime import (
     TaggedFields,
 )
 from kafka_wire.codec.runtime import invalid as _invalid
+from kafka_wire.codec.runtime import put_records as _put_records
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import use_native as _use_native
@@ -206,7 +207,7 @@ def _encode_ProduceRequestPartitionProduceData_v0(o: ProduceRequestPartitionProd
     else:
         b_records = x_records
         out += _S1.pack(len(b_records))
-        out += b_records
+        _put_records(out, b_records)
     if o.unknown_tagged_fields:
         raise EncodeError('tagged fields cannot be written in version 0')
 
@@ -265,7 +266,7 @@ def _encode_ProduceRequestPartitionProduceData_v9(o: ProduceRequestPartitionProd
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b_records
+        _put_records(out, b_records)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -24,6 +24,7 @@ from kafka_wire.codec.runtime import (
     TaggedFields,
 )
 from kafka_wire.codec.runtime import invalid as _invalid
+from kafka_wire.codec.runtime import put_records as _put_records
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import use_native as _use_native
@@ -1561,7 +1562,7 @@ def _encode_ShareFetchResponsePartitionData_v0(o: ShareFetchResponsePartitionDat
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b_records
+        _put_records(out, b_records)
     x_acquired_records = o.acquired_records
     if x_acquired_records is None:
         raise ValueOutOfRangeError('non-nullable field AcquiredRecords is None', version=0)
@@ -1738,7 +1739,7 @@ def _encode_ShareFetchResponsePartitionData_v1(o: ShareFetchResponsePartitionDat
             out.append(m)
         else:
             _write_uvarint(out, m)
-        out += b_records
+        _put_records(out, b_records)
     x_acquired_records = o.acquired_records
     if x_acquired_records is None:
         raise ValueOutOfRangeError('non-nullable field AcquiredRecords is None', version=1)
