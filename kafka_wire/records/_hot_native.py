@@ -448,6 +448,16 @@ def _header_key(key: object) -> bytes:
     return key.encode("utf-8")
 
 
+def _cached_key(key: object, header_keys: dict[str, bytes]) -> bytes:
+    """``key`` (a ``str``, checked by the caller) as UTF-8, remembered in ``header_keys``."""
+    text = cast(str, key)
+    data = header_keys.get(text)
+    if data is None:
+        data = _header_key(text)
+        header_keys[text] = data
+    return data
+
+
 _ZZ_MAX: Final = (1 << 62) - 1
 """Timestamp deltas within +-(2**62 - 1) (a C integer in mypyc) zigzag into a non-negative ``i64``; others take the pure loop."""
 
@@ -582,13 +592,7 @@ def encode_records_v2(
             if hk is last_hk:
                 hkb = last_hkb
             else:
-                hks = hk
-                cached = header_keys.get(hks)
-                if cached is None:
-                    hkb = _header_key(hks)
-                    header_keys[hks] = hkb
-                else:
-                    hkb = cached
+                hkb = _cached_key(hk, header_keys)
                 last_hk = hk
                 last_hkb = hkb
             hv = ht[1]
@@ -614,13 +618,7 @@ def encode_records_v2(
                 hk = ht[0]
                 if type(hk) is not str:
                     return None
-                hks = hk
-                cached = header_keys.get(hks)
-                if cached is None:
-                    hkb = _header_key(hks)
-                    header_keys[hks] = hkb
-                else:
-                    hkb = cached
+                hkb = _cached_key(hk, header_keys)
                 size += _size64(i64(len(hkb)) << 1) + len(hkb)
                 hbuf.append(hkb)
                 hv = ht[1]
