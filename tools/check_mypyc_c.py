@@ -150,14 +150,7 @@ def check_messages(build_dir: Path) -> list[str]:
             for call, n in sorted(calls.items()):
                 if call not in MESSAGE_ALLOWED[direction]:
                     problems.append(f"{path.name}: {fn} has {n} x {call} (not allowed in message {direction}rs)")
-        for fn, budget in MESSAGE_BUDGETS.get(path.name, {}).items():
-            hot = _lookup(found, fn)
-            if hot is None:
-                problems.append(f"{path.name}: hot function {fn} not found")
-                continue
-            for call, n in sorted(hot.items()):
-                if n > budget.get(call, 0):
-                    problems.append(f"{path.name}: {fn} has {n} x {call} (budget {budget.get(call, 0)})")
+        problems += _over_budget(path.name, found, MESSAGE_BUDGETS.get(path.name, {}))
     if functions == 0:
         problems.append("messages_native: no _decode_/_encode_ functions found in the generated C")
     return problems
@@ -171,15 +164,21 @@ def check(build_dir: Path) -> list[str]:
         if not files:
             problems.append(f"{name}: not found under {build_dir} (build with KAFKA_WIRE_COMPILE=1 first)")
             continue
-        found = generic_calls(files[0].read_text())
-        for fn, budget in budgets.items():
-            calls = _lookup(found, fn)
-            if calls is None:
-                problems.append(f"{name}: hot function {fn} not found")
-                continue
-            for call, n in sorted(calls.items()):
-                if n > budget.get(call, 0):
-                    problems.append(f"{name}: {fn} has {n} x {call} (budget {budget.get(call, 0)})")
+        problems += _over_budget(name, generic_calls(files[0].read_text()), budgets)
+    return problems
+
+
+def _over_budget(name: str, found: dict[str, Counter[str]], budgets: dict[str, dict[str, int]]) -> list[str]:
+    """Each budgeted function of file ``name`` that is missing, or makes more calls than allowed."""
+    problems: list[str] = []
+    for fn, budget in budgets.items():
+        calls = _lookup(found, fn)
+        if calls is None:
+            problems.append(f"{name}: hot function {fn} not found")
+            continue
+        for call, n in sorted(calls.items()):
+            if n > budget.get(call, 0):
+                problems.append(f"{name}: {fn} has {n} x {call} (budget {budget.get(call, 0)})")
     return problems
 
 
