@@ -30,7 +30,6 @@ import os
 import platform
 import random
 import statistics
-import subprocess
 import sys
 import timeit
 import uuid
@@ -44,6 +43,7 @@ from kafka.protocol.metadata import MetadataRequest as KpRequest  # type: ignore
 from kafka.protocol.metadata import MetadataResponse as KpResponse
 from kio.schema.errors import ErrorCode as KioErrorCode
 from kio.serial import entity_reader, entity_writer
+from pure_child import pure_figures
 
 from kafka_wire.codec import runtime
 from kafka_wire.messages import (
@@ -379,10 +379,9 @@ def time_rows(cluster: Cluster, plan: list[tuple[str, int]], libs: tuple[str, ..
 
 def pure_rows(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     """The pure flavour's rows, timed by this script in a child process with ``KAFKA_WIRE_PURE=1``."""
-    cmd = [sys.executable, __file__, "--only-pure", "--repeat", str(args.repeat), "--target", str(args.target)]
-    env = {**os.environ, "KAFKA_WIRE_PURE": "1"}
-    done = subprocess.run([*cmd, "--gc", args.gc], env=env, capture_output=True, text=True, check=True)
-    rows: dict[str, dict[str, float]] = json.loads(done.stdout.strip().splitlines()[-1])
+    rows: dict[str, dict[str, float]] = pure_figures(
+        __file__, ["--repeat", str(args.repeat), "--target", str(args.target), "--gc", args.gc]
+    )
     return rows
 
 

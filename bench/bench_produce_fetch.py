@@ -22,10 +22,8 @@ import argparse
 import gc
 import io
 import json
-import os
 import platform
 import statistics
-import subprocess
 import sys
 import timeit
 import uuid
@@ -40,6 +38,7 @@ from kafka.protocol.consumer import FetchResponse as KpFetchResponse
 from kafka.protocol.producer import ProduceRequest as KpProduceRequest  # type: ignore[import-untyped]
 from kafka.protocol.producer import ProduceResponse as KpProduceResponse
 from kio.serial import entity_reader, entity_writer
+from pure_child import pure_figures
 
 from kafka_wire.codec import runtime
 from kafka_wire.codec.runtime import Message
@@ -236,10 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     libs = (*(("compiled",) if OURS == "compiled" else ()), "pure", "kio", "kafka-python")
     rows = time_rows((OURS, "kio", "kafka-python"), args)
     if OURS == "compiled":
-        cmd = [sys.executable, __file__, "--only-pure", "--repeat", str(args.repeat), "--target", str(args.target)]
-        done = subprocess.run(cmd, env={**os.environ, "KAFKA_WIRE_PURE": "1"}, capture_output=True, text=True,
-                              check=True)  # fmt: skip
-        for (path, _, speeds), (pure_path, _, pure) in zip(rows, json.loads(done.stdout.splitlines()[-1]), strict=True):
+        pure_rows = pure_figures(__file__, ["--repeat", str(args.repeat), "--target", str(args.target)])
+        for (path, _, speeds), (pure_path, _, pure) in zip(rows, pure_rows, strict=True):
             assert path == pure_path
             speeds.update(pure)
 
