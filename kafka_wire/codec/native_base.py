@@ -57,13 +57,13 @@ class Struct:
     def encode(self, version: int) -> bytes:
         """The body bytes of this message at ``version``."""
         data = _encode_native(self, version)
-        return data if data is not None else encode_message(self, version, False)
+        return data if data is not None else encode_message(self, version)
 
     def encode_into(self, out: bytearray, version: int) -> None:
         """Append the bytes of this message at ``version`` to ``out``."""
         data = _encode_native(self, version)
         if data is None:
-            encode_message_into(self, out, version, False)
+            encode_message_into(self, out, version)
         else:
             out += data
 
@@ -75,13 +75,13 @@ class Struct:
             done = _decode_native(cls, data, 0, version)
             if done is not None and (not strict or done[1] == len(data)):
                 return done[0]
-        return decode_message(cls, buf, version, strict, False)
+        return decode_message(cls, buf, version, strict)
 
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, version: int) -> tuple[Any, int]:
         """Decode from ``buf`` at ``pos``; return the message and the position after it."""
         done = _decode_native(cls, buf, pos, version)
-        return done if done is not None else decode_message_from(cls, buf, pos, version, False)
+        return done if done is not None else decode_message_from(cls, buf, pos, version)
 
 
 class Message(Struct):

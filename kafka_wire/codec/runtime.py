@@ -169,20 +169,20 @@ class Struct(metaclass=StructType):
     def __repr__(self) -> str:
         return struct_repr(self)
 
-    # The pure flavour's common case runs here, in one frame (small messages are dominated by call
-    # overhead); anything else (compiled functions, large inputs, errors) takes the module functions.
+    # These classes only ever run the pure functions (the compiled flavour's classes are the native
+    # ones of kafka_wire.codec.native_base). The common case runs here, in one frame (small messages
+    # are dominated by call overhead); large inputs and errors take the module functions.
 
     def encode(self, version: int) -> bytes:
         """The body bytes of this message at ``version``."""
-        if not NATIVE.enabled:
-            encoder = self._encoders.get(version)
-            if encoder is not None:
-                out = Output()
-                try:
-                    encoder(self, out)
-                    return bytes(out) if out.payloads is None else out.joined()
-                except ENCODE_FAILURES:
-                    pass
+        encoder = self._encoders.get(version)
+        if encoder is not None:
+            out = Output()
+            try:
+                encoder(self, out)
+                return bytes(out) if out.payloads is None else out.joined()
+            except ENCODE_FAILURES:
+                pass
         return encode_message(self, version)
 
     def encode_into(self, out: bytearray, version: int) -> None:
@@ -192,7 +192,7 @@ class Struct(metaclass=StructType):
     @classmethod
     def decode(cls, buf: bytes | bytearray | memoryview, version: int, *, strict: bool = False) -> Self:
         """Decode one message from ``buf``; ``strict`` rejects bytes left over after it."""
-        if type(buf) is bytes and len(buf) < GC_PAUSE_MIN_BYTES and not NATIVE.enabled:
+        if type(buf) is bytes and len(buf) < GC_PAUSE_MIN_BYTES:
             decoder = cls._decoders.get(version)
             if decoder is not None:
                 try:
@@ -207,7 +207,7 @@ class Struct(metaclass=StructType):
     @classmethod
     def decode_from(cls, buf: bytes, pos: int, version: int) -> tuple[Self, int]:
         """Decode from ``buf`` at ``pos``; return the message and the position after it."""
-        if len(buf) - pos < GC_PAUSE_MIN_BYTES and not NATIVE.enabled:
+        if len(buf) - pos < GC_PAUSE_MIN_BYTES:
             decoder = cls._decoders.get(version)
             if decoder is not None:
                 try:
@@ -290,24 +290,19 @@ def struct_repr(x: Any) -> str:
     return f"{type(x).__name__}({', '.join(parts)})"
 
 
-def encode_message(msg: Any, version: int, native: bool = True) -> bytes:
-    """``msg.encode(version)``; ``native=False``: without the compiled encoder (its caller tried it)."""
-    if native and NATIVE.enabled:
-        data = _encode_native(msg, version)
-        if data is not None:
-            return data
+# The module functions below run the pure functions only: the compiled flavour's classes try their
+# compiled function first (kafka_wire.codec.native_base) and call these when it fails.
+
+
+def encode_message(msg: Any, version: int) -> bytes:
+    """``msg.encode(version)`` by the pure encoder (the interpreter reports its failures)."""
     out = bytearray()
-    encode_message_into(msg, out, version, False)
+    encode_message_into(msg, out, version)
     return bytes(out)
 
 
-def encode_message_into(msg: Any, out: bytearray, version: int, native: bool = True) -> None:
-    """``msg.encode_into(out, version)``."""
-    if native and NATIVE.enabled:
-        data = _encode_native(msg, version)
-        if data is not None:
-            out += data
-            return
+def encode_message_into(msg: Any, out: bytearray, version: int) -> None:
+    """``msg.encode_into(out, version)`` by the pure encoder."""
     encoder = msg._encoders.get(version)
     if encoder is None:
         raise UnsupportedVersionError(
@@ -324,11 +319,10 @@ def encode_message_into(msg: Any, out: bytearray, version: int, native: bool = T
         raise EncodeError(f"cannot encode: {exc!r}", message=type(msg).__name__, version=version) from exc
 
 
-def decode_message(cls: Any, buf: bytes | bytearray | memoryview, version: int, strict: bool,
-                   native: bool = True) -> Any:  # fmt: skip
-    """``cls.decode(buf, version, strict=strict)``; ``native=False``: without the compiled decoder."""
+def decode_message(cls: Any, buf: bytes | bytearray | memoryview, version: int, strict: bool) -> Any:
+    """``cls.decode(buf, version, strict=strict)`` by the pure decoder."""
     data = buf if type(buf) is bytes else bytes(buf)
-    msg, end = decode_message_from(cls, data, 0, version, native)
+    msg, end = decode_message_from(cls, data, 0, version)
     if strict and end != len(data):
         raise InvalidValueError(
             f"{len(data) - end} bytes left after the message", offset=end, version=version, message=cls.__name__
@@ -336,27 +330,19 @@ def decode_message(cls: Any, buf: bytes | bytearray | memoryview, version: int, 
     return msg
 
 
-def decode_message_from(cls: Any, buf: bytes, pos: int, version: int, native: bool = True) -> tuple[Any, int]:
-    """``cls.decode_from(buf, pos, version)``."""
+def decode_message_from(cls: Any, buf: bytes, pos: int, version: int) -> tuple[Any, int]:
+    """``cls.decode_from(buf, pos, version)`` by the pure decoder (the interpreter reports its failures)."""
     # Only a caller that had the collector on gets it back on (see the module docstring).
     if len(buf) - pos >= GC_PAUSE_MIN_BYTES and _gc_isenabled():
         _gc_disable()
         try:
-            return _decode_dispatch(cls, buf, pos, version, native)
+            return _decode_pure(cls, buf, pos, version)
         finally:
             _gc_enable()
-    return _decode_dispatch(cls, buf, pos, version, native)
+    return _decode_pure(cls, buf, pos, version)
 
 
-def _decode_dispatch(cls: Any, buf: bytes, pos: int, version: int, native: bool) -> tuple[Any, int]:
-    if native and NATIVE.enabled:
-        compiled = cls._native_decoders.get(version)
-        if compiled is not None:
-            try:
-                result: tuple[Any, int] = compiled(buf, pos)
-                return result
-            except DECODE_FAILURES:
-                pass  # the pure decoder below decides, and the interpreter reports, as without it
+def _decode_pure(cls: Any, buf: bytes, pos: int, version: int) -> tuple[Any, int]:
     decoder = cls._decoders.get(version)
     if decoder is None:
         raise InvalidValueError(
@@ -366,7 +352,7 @@ def _decode_dispatch(cls: Any, buf: bytes, pos: int, version: int, native: bool)
             message=cls.__name__,
         )
     try:
-        result = decoder(buf, pos)
+        result: tuple[Any, int] = decoder(buf, pos)
         return result
     except DECODE_FAILURES as exc:
         from kafka_wire.codec import interp
@@ -429,7 +415,8 @@ def uuid_from_bytes(raw: bytes) -> UUID:
 class NativeSwitch:
     """Whether the compiled flavour is in use: true once a compiled module installed its tables.
 
-    Tests and benchmarks set ``NATIVE.enabled = False`` to run the pure flavour in the same process.
+    Tests set ``NATIVE.enabled = False`` to run the pure functions in the same process (on the
+    compiled flavour's classes, which check it: ``kafka_wire.codec.native_base``).
     """
 
     __slots__ = ("enabled",)
@@ -469,12 +456,8 @@ def install_native(pure_module: str, tables: tuple[tuple[Any, dict[int, Any], di
     """
     if pure_forced():
         return
-    global _BytesWriter
-    from librt.strings import BytesWriter  # compiled modules need librt (it comes with mypy)
-
     from kafka_wire.codec import native_base
 
-    _BytesWriter = BytesWriter
     NATIVE_BASES.setdefault(Struct, native_base.Struct)
     NATIVE_BASES.setdefault(Message, native_base.Message)
     module = sys.modules[pure_module]
@@ -502,24 +485,6 @@ def _replace_struct(f: FieldSpec, struct: type[Struct] | None) -> FieldSpec:
 def new_instance(cls: Any) -> Any:
     """An instance of ``cls`` to fill in (``object.__new__`` for pure classes, which native ones refuse)."""
     return cls.__new__(cls)
-
-
-def _encode_native(msg: Struct, version: int) -> bytes | None:
-    """The compiled encoder's bytes, or ``None`` to let the pure encoder decide (and report)."""
-    encoder = msg._native_encoders.get(version)
-    if encoder is None:
-        return None
-    writer = _BytesWriter()
-    try:
-        encoder(msg, writer)
-    except ENCODE_FAILURES:
-        return None
-    data: bytes = writer.getvalue()
-    return data
-
-
-#: ``librt.strings.BytesWriter`` once a compiled module is installed (pure installs need no librt).
-_BytesWriter: Callable[[], Any] = bytearray
 
 
 def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
