@@ -5,6 +5,11 @@ Inputs: ``start``, ``connection_opened``, ``receive_data``, ``connection_closed`
 storage effects of the call first (the driver applies them, in order, before anything is sent, so a
 response never acknowledges data that is not written), then ``Send`` / ``CloseConnection``. No
 clock, socket, file or ambient randomness is used: the same inputs give the same effects.
+
+Each call does bounded work (``kafka_wire.broker.work``): a heavy request runs as a job that
+yields when the call's budget is spent and goes on at the next ``tick`` (``next_deadline_ms()`` is
+then the current time). A connection whose request is such an unfinished job reads no further
+request until the job has answered, so requests on one connection are handled one after another.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from kafka_wire.broker.sasl import server_sasl
 from kafka_wire.broker.state import BrokerState, Context, Spliced, Waiting
 from kafka_wire.broker.storage import StorageReader
 from kafka_wire.broker.versioning import fit
+from kafka_wire.broker.work import Job
 from kafka_wire.codec.runtime import Message
 from kafka_wire.errors import LocalProtocolError, ProtocolError
 from kafka_wire.messages import ApiKey, ErrorCode, SaslAuthenticateResponse, SaslHandshakeResponse
@@ -131,9 +137,12 @@ class Broker:
         return self._flush([])
 
     def shutdown(self, now_ms: int) -> list[Effect]:
-        """Close every connection and make every log durable."""
+        """Finish the admin jobs in progress, close every connection and make every log durable."""
         out: list[Effect] = [CloseConnection(conn_id) for conn_id in self._conns]
         self._conns.clear()
+        for held in self._held:
+            if isinstance(held.waiting, Job) and held.waiting.survives_disconnect:
+                held.waiting.finish(now_ms)  # so that the metadata and the directories agree
         self._held.clear()
         state = self.state
         for replica in state.partitions.values():
@@ -174,7 +183,7 @@ class Broker:
 
     def connection_closed(self, conn_id: int, now_ms: int) -> list[Effect]:
         self._conns.pop(conn_id, None)
-        self._held = [h for h in self._held if h.conn_id != conn_id]
+        self._drop_held(conn_id)
         return self._flush([])
 
     def receive_data(self, conn_id: int, data: bytes, now_ms: int) -> list[Effect]:
@@ -182,17 +191,19 @@ class Broker:
         if conn is None:
             raise LocalProtocolError(f"no open connection {conn_id}")
         out: list[Effect] = []
+        self._begin_call()
         try:
             conn.server.receive_data(data)
             self._drain(conn_id, conn, now_ms, out)
         except ProtocolError:
             # Not Kafka, or not allowed: Kafka closes the connection. Others are unaffected.
             self._close(conn_id, conn, out)
-        self._poll_held(now_ms, out)
+        self._poll_held(now_ms, out, jobs=False)  # jobs go on at the next tick
         return self._flush(out)
 
     def tick(self, now_ms: int) -> list[Effect]:
         out: list[Effect] = []
+        self._begin_call()
         state = self.state
         assert self._group is not None
         self._apply_group(self._group.tick(now_ms), now_ms, out)
@@ -219,9 +230,25 @@ class Broker:
 
     # -- request handling -----------------------------------------------------------------------
 
+    def _begin_call(self) -> None:
+        if self._state is not None:
+            self._state.begin_call()
+
+    def _working(self, conn_id: int) -> bool:
+        """Whether the connection's request is a job still in progress (its next request waits)."""
+        return any(h.conn_id == conn_id and isinstance(h.waiting, Job) for h in self._held)
+
+    def _drop_held(self, conn_id: int) -> None:
+        """Forget a closed connection's held requests, except jobs that must run to their end."""
+        self._held = [
+            h
+            for h in self._held
+            if h.conn_id != conn_id or (isinstance(h.waiting, Job) and h.waiting.survives_disconnect)
+        ]
+
     def _drain(self, conn_id: int, conn: _Connection, now_ms: int, out: list[Effect]) -> None:
         server = conn.server
-        while (event := server.next_event()) is not NEED_DATA:
+        while not self._working(conn_id) and (event := server.next_event()) is not NEED_DATA:
             if isinstance(event, Request):
                 self._dispatch(conn_id, conn, event, now_ms, out)
             elif isinstance(event, UnsupportedRequest):
@@ -284,15 +311,33 @@ class Broker:
         else:
             self._send(conn_id, conn.server.send(request.reply(fit(body, request.api_version))), out)
 
-    def _poll_held(self, now_ms: int, out: list[Effect]) -> None:
+    def _poll_held(self, now_ms: int, out: list[Effect], *, jobs: bool = True) -> None:
+        """Answer the held requests that are ready; with ``jobs``, continue the jobs in progress
+        (then read on from the connections whose job has answered)."""
         still: list[_Held] = []
+        finished: list[int] = []
         for held in self._held:
-            body = held.waiting.poll(now_ms)
+            is_job = isinstance(held.waiting, Job)
+            body = held.waiting.poll(now_ms) if jobs or not is_job else None
             if body is None:
                 still.append(held)
             else:
                 self._respond(held.conn_id, held.request, body, out)
+                if is_job:
+                    finished.append(held.conn_id)
         self._held = still
+        for conn_id in finished:
+            self._resume(conn_id, now_ms, out)
+
+    def _resume(self, conn_id: int, now_ms: int, out: list[Effect]) -> None:
+        """Handle the requests a connection sent while its job was in progress."""
+        conn = self._conns.get(conn_id)
+        if conn is None:
+            return
+        try:
+            self._drain(conn_id, conn, now_ms, out)
+        except ProtocolError:
+            self._close(conn_id, conn, out)
 
     def _apply_group(self, effects: list[Respond | Persist], now_ms: int, out: list[Effect]) -> None:
         for effect in effects:
@@ -333,7 +378,7 @@ class Broker:
         self._send(conn_id, conn.server.data_to_send(), out)
         out.append(CloseConnection(conn_id))
         self._conns.pop(conn_id, None)
-        self._held = [h for h in self._held if h.conn_id != conn_id]
+        self._drop_held(conn_id)
 
     def _flush(self, out: list[Effect]) -> list[Effect]:
         storage: list[Effect] = list(self._state.collect_effects()) if self._state is not None else []

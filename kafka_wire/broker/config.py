@@ -6,8 +6,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Final
 
+from kafka_wire.broker.work import DEFAULT_MAX_WORK_BYTES_PER_CALL
 from kafka_wire.errors import KafkaWireError
 from kafka_wire.protocol.frames import DEFAULT_MAX_FRAME_BYTES
+
+DEFAULT_MAX_RECORDS_PER_USER_OP: Final = 10_000
+"""Kafka's ``QuorumController.MAX_RECORDS_PER_USER_OP`` (the most records one controller batch holds)."""
 
 
 class BrokerConfigError(KafkaWireError):
@@ -55,6 +59,14 @@ class BrokerConfig:
     fetch_session_cache_slots: int = 1000
     #: ``log.retention.check.interval.ms``: how often retention and compaction run.
     retention_check_interval_ms: int = 300_000
+    #: Kafka's cap on the metadata records one admin request may create (the KRaft controller's
+    #: ``MAX_RECORDS_PER_USER_OP``, 10,000, not configurable in Kafka): a topic takes one record,
+    #: one per config it sets and one per partition, so it is also the cap on the partitions one
+    #: CreateTopics or CreatePartitions request may create and the topics one DeleteTopics may delete.
+    max_records_per_user_op: int = DEFAULT_MAX_RECORDS_PER_USER_OP
+    #: Work one engine call may do before a request in progress yields to other connections (see
+    #: ``kafka_wire.broker.work``; no Kafka equivalent).
+    max_work_bytes_per_call: int = DEFAULT_MAX_WORK_BYTES_PER_CALL
     #: SASL users, by mechanism (``PLAIN``, ``SCRAM-SHA-256``, ``SCRAM-SHA-512``) then user to
     #: password; empty means plaintext without authentication.
     sasl_users: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
@@ -63,6 +75,9 @@ class BrokerConfig:
         for name in ("num_partitions", "offsets_topic_num_partitions", "default_replication_factor"):
             if getattr(self, name) < 1:
                 raise BrokerConfigError(_PROPERTY_OF[name], "must be at least 1")
+        for name in ("max_records_per_user_op", "max_work_bytes_per_call"):
+            if getattr(self, name) < 1:
+                raise BrokerConfigError(name, "must be at least 1")
         if not 0 <= self.port <= 65535:
             raise BrokerConfigError("port", "must be a TCP port")
         for mechanism in self.sasl_users:

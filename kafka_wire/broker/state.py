@@ -28,6 +28,7 @@ from kafka_wire.broker.metadata import (
 )
 from kafka_wire.broker.partition.replica import PartitionReplica
 from kafka_wire.broker.storage import StorageReader
+from kafka_wire.broker.work import DEFAULT_MAX_WORK_BYTES_PER_CALL, WorkBudget
 from kafka_wire.codec.runtime import Message
 from kafka_wire.messages import ErrorCode
 from kafka_wire.protocol.events import Request
@@ -88,6 +89,15 @@ class BrokerState:
     deleted_topics: list[str] = field(default_factory=list)
     #: Logs touched since the last collection, in first-touch order.
     touched: dict[tuple[str, int], None] = field(default_factory=dict)
+    #: What the current engine call may still do (see ``kafka_wire.broker.work``).
+    budget: WorkBudget = field(default_factory=lambda: WorkBudget(DEFAULT_MAX_WORK_BYTES_PER_CALL))
+    #: Topics gone from the metadata whose partition directories are still being deleted: their
+    #: names cannot be created again until then.
+    deleting: set[str] = field(default_factory=set)
+
+    def begin_call(self) -> None:
+        """A new engine call: a full work budget."""
+        self.budget.left = self.config.max_work_bytes_per_call
 
     # -- topic configuration --------------------------------------------------------------------
 
@@ -109,6 +119,8 @@ class BrokerState:
             return TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
         if name in self.metadata.topics:
             return TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        if name in self.deleting:  # Kafka's answer while a deletion is in progress (ZooKeeper mode)
+            return TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' is marked for deletion.")
         if partitions < 1:
             return TopicError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
         if replication_factor < 1:
@@ -124,30 +136,45 @@ class BrokerState:
     def create_topic(
         self, name: str, partitions: int, configs: Mapping[str, str], now_ms: int, *, internal: bool = False
     ) -> TopicInfo:
+        """Register a topic and open all its partitions at once (auto-creation, internal topics)."""
+        topic = self.register_topic(name, partitions, configs, internal=internal)
+        config = self.log_config(topic)
+        for index in range(partitions):
+            self.open_partition(topic, index, now_ms, config)
+        self.persist_metadata()
+        return topic
+
+    def register_topic(
+        self, name: str, partitions: int, configs: Mapping[str, str], *, internal: bool = False
+    ) -> TopicInfo:
+        """Add a topic to the metadata; its partitions are opened by :meth:`open_partition`
+        (until then Metadata reports them LEADER_NOT_AVAILABLE)."""
         topic = TopicInfo(
             name=name, topic_id=random_uuid(self.rng), partitions=partitions, configs=dict(configs), internal=internal
         )
         self.metadata.topics[name] = topic
-        self._open_partitions(topic, range(partitions), now_ms)
-        self.effects += self.metadata.persist()
         return topic
 
-    def add_partitions(self, topic: TopicInfo, count: int, now_ms: int) -> None:
-        old = topic.partitions
-        topic.partitions = count
-        self._open_partitions(topic, range(old, count), now_ms)
+    def persist_metadata(self) -> None:
         self.effects += self.metadata.persist()
 
-    def delete_topic(self, topic: TopicInfo) -> None:
+    def remove_topic(self, topic: TopicInfo) -> list[tuple[int, PartitionReplica | None]]:
+        """Take a topic out of the metadata and its partitions out of service; returns them for
+        :meth:`delete_partition`. The name stays in :attr:`deleting` until the caller is done."""
+        removed = []
         for index in range(topic.partitions):
-            replica = self.partitions.pop((topic.name, index), None)
-            if replica is not None:
-                self.effects += replica.log.take_effects()
-                self.touched.pop((topic.name, index), None)
-            self.effects.append(Delete(partition_dir(topic.name, index)))
+            removed.append((index, self.partitions.pop((topic.name, index), None)))
+            self.touched.pop((topic.name, index), None)
         del self.metadata.topics[topic.name]
+        self.deleting.add(topic.name)
         self.deleted_topics.append(topic.name)
-        self.effects += self.metadata.persist()
+        return removed
+
+    def delete_partition(self, name: str, index: int, replica: PartitionReplica | None) -> None:
+        """Effects that delete one removed partition's directory (after its pending writes)."""
+        if replica is not None:
+            self.effects += replica.log.take_effects()
+        self.effects.append(Delete(partition_dir(name, index)))
 
     def update_topic_configs(self, topic: TopicInfo, configs: Mapping[str, str]) -> None:
         topic.configs = dict(configs)
@@ -161,22 +188,27 @@ class BrokerState:
     def open_existing(self, now_ms: int) -> None:
         """Open (and recover) the log of every partition the metadata names."""
         for topic in self.metadata.topics.values():
-            self._open_partitions(topic, range(topic.partitions), now_ms)
+            config = self.log_config(topic)
+            for index in range(topic.partitions):
+                self.open_partition(topic, index, now_ms, config)
 
-    def _open_partitions(self, topic: TopicInfo, indexes: range, now_ms: int) -> None:
-        config = self.log_config(topic)
-        for index in indexes:
-            directory = partition_dir(topic.name, index)
-            if self.storage.size(f"{directory}/partition.metadata") is None:
-                self.effects.append(MakeDir(directory))
-                self.effects += partition_metadata_effects(topic, index)
-            log = PartitionLog.open(directory, config, self.storage, now_ms)
-            replica = PartitionReplica(
-                topic=topic.name, partition=index, topic_id=topic.topic_id, log=log, node_id=self.config.node_id
-            )
-            replica.open()
-            self.partitions[topic.name, index] = replica
-            self.touch(replica)
+    def open_partition(
+        self, topic: TopicInfo, index: int, now_ms: int, config: LogConfig | None = None
+    ) -> PartitionReplica:
+        """Open (creating its directory if need be) one partition of ``topic``, with the topic's
+        ``config`` when the caller has it at hand."""
+        directory = partition_dir(topic.name, index)
+        if self.storage.size(f"{directory}/partition.metadata") is None:
+            self.effects.append(MakeDir(directory))
+            self.effects += partition_metadata_effects(topic, index)
+        log = PartitionLog.open(directory, config or self.log_config(topic), self.storage, now_ms)
+        replica = PartitionReplica(
+            topic=topic.name, partition=index, topic_id=topic.topic_id, log=log, node_id=self.config.node_id
+        )
+        replica.open()
+        self.partitions[topic.name, index] = replica
+        self.touch(replica)
+        return replica
 
     def touch(self, replica: PartitionReplica) -> None:
         self.touched[replica.topic, replica.partition] = None

@@ -2,11 +2,20 @@
 
 Behaviour: the new count must exceed the current one (INVALID_PARTITIONS otherwise); explicit
 assignments must place each new partition on this broker alone; ``validate_only`` checks only.
+New partitions count against ``max_records_per_user_op`` (Kafka's 10,000 metadata records per
+request): the topic whose partitions no longer fit, and every later topic adding partitions, get
+UNKNOWN_SERVER_ERROR, as Kafka answers (without creating any part of them); a request naming more
+topics than the cap fails whole with POLICY_VIOLATION (see ``record_limit``). The new counts are
+written to the metadata at once; the partitions are opened in slices of the work budget (see
+``kafka_wire.broker.work``), and the answer comes when the last one is open.
 """
 
 from __future__ import annotations
 
-from kafka_wire.broker.state import Context
+from kafka_wire.broker.apis.record_limit import EXCESSIVE_BATCH_MESSAGE
+from kafka_wire.broker.metadata import TopicInfo
+from kafka_wire.broker.state import BrokerState, Context
+from kafka_wire.broker.work import PARTITION_WORK_BYTES, Job
 from kafka_wire.messages import (
     CreatePartitionsRequest,
     CreatePartitionsResponse,
@@ -15,9 +24,22 @@ from kafka_wire.messages import (
 )
 
 
-def handle(ctx: Context, request: CreatePartitionsRequest) -> CreatePartitionsResponse:
+def handle(ctx: Context, request: CreatePartitionsRequest) -> CreatePartitionsResponse | Job[CreatePartitionsResponse]:
     state = ctx.state
+    limit = state.config.max_records_per_user_op
+    if len(request.topics) > limit:
+        return CreatePartitionsResponse(
+            results=[
+                CreatePartitionsResponseTopicResult(
+                    name=entry.name, error_code=ErrorCode.POLICY_VIOLATION, error_message=EXCESSIVE_BATCH_MESSAGE
+                )
+                for entry in request.topics
+            ]
+        )
     results = []
+    grown: list[tuple[TopicInfo, int, int]] = []
+    records = 0
+    overflowed = False
     for entry in request.topics:
         result = CreatePartitionsResponseTopicResult(name=entry.name)
         topic = state.topic_named(entry.name)
@@ -38,7 +60,53 @@ def handle(ctx: Context, request: CreatePartitionsRequest) -> CreatePartitionsRe
         ):
             result.error_code = ErrorCode.INVALID_REPLICA_ASSIGNMENT
             result.error_message = f"Each new partition must be assigned to broker {state.config.node_id} alone."
-        elif not request.validate_only:
-            state.add_partitions(topic, entry.count, ctx.now_ms)
+        elif overflowed or records + entry.count - topic.partitions > limit:
+            overflowed = True  # Kafka's record list is full from here on
+            result.error_code = ErrorCode.UNKNOWN_SERVER_ERROR
+        else:
+            records += entry.count - topic.partitions
+            if not request.validate_only:
+                grown.append((topic, topic.partitions, entry.count))
+                topic.partitions = entry.count
         results.append(result)
-    return CreatePartitionsResponse(results=results)
+    response = CreatePartitionsResponse(results=results)
+    if not grown:
+        return response
+    state.persist_metadata()
+    return CreatePartitionsJob(state, response, grown, ctx.now_ms).start(ctx.now_ms)
+
+
+class CreatePartitionsJob(Job[CreatePartitionsResponse]):
+    """Opens the new partitions, one per step; a topic deleted meanwhile is skipped."""
+
+    survives_disconnect = True
+
+    def __init__(
+        self, state: BrokerState, response: CreatePartitionsResponse, grown: list[tuple[TopicInfo, int, int]], now_ms: int
+    ) -> None:
+        super().__init__(state.budget, now_ms)
+        self._state = state
+        self._response = response
+        self._grown = grown
+        self._topic = 0
+        self._index = grown[0][1]
+
+    @property
+    def done(self) -> bool:
+        return self._topic >= len(self._grown)
+
+    def step(self, now_ms: int) -> None:
+        state = self._state
+        topic, _, end = self._grown[self._topic]
+        present = state.topic_named(topic.name) is topic
+        if present and state.replica(topic.name, self._index) is None:
+            state.open_partition(topic, self._index, now_ms)
+            self.budget.spend(PARTITION_WORK_BYTES)
+        self._index += 1
+        if self._index >= end or not present:
+            self._topic += 1
+            if self._topic < len(self._grown):
+                self._index = self._grown[self._topic][1]
+
+    def response(self) -> CreatePartitionsResponse:
+        return self._response

@@ -1,18 +1,27 @@
 """CreateTopics.
 
-Behaviour: each topic is checked on its own: a legal name, not existing, partitions and
-replication factor (-1 takes the broker defaults; more than one replica cannot be placed on this
-one broker), a manual assignment naming only this node, configs that parse. A name given twice
-in one request fails with INVALID_REQUEST for each copy. ``validate_only`` checks without creating.
+Behaviour: each topic is checked on its own: a legal name, not existing (nor being deleted),
+partitions and replication factor (-1 takes the broker defaults; more than one replica cannot be
+placed on this one broker), a manual assignment naming only this node, configs that parse. A name
+given twice in one request fails with INVALID_REQUEST for each copy. A request whose topics need
+more than ``max_records_per_user_op`` metadata records (Kafka's 10,000: one per topic, per config
+and per partition) fails whole with POLICY_VIOLATION (see ``record_limit``), before anything is
+created. ``validate_only`` checks without creating. The topics are registered (and the metadata
+written) at once; their partitions are opened in slices of the work budget (see
+``kafka_wire.broker.work``), and the answer comes when the last one is open.
 Version notes: v5+ returns the topic id, partition count, replication factor and effective configs.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 
 from kafka_wire.broker.apis.configs import describe_topic_configs
-from kafka_wire.broker.state import Context
+from kafka_wire.broker.apis.record_limit import EXCESSIVE_BATCH_MESSAGE, new_topic_records
+from kafka_wire.broker.metadata import TopicInfo
+from kafka_wire.broker.state import BrokerState, Context
+from kafka_wire.broker.work import PARTITION_WORK_BYTES, Job
 from kafka_wire.messages import (
     CreateTopicsRequest,
     CreateTopicsRequestCreatableTopic,
@@ -23,9 +32,20 @@ from kafka_wire.messages import (
 )
 
 
-def handle(ctx: Context, request: CreateTopicsRequest) -> CreateTopicsResponse:
+@dataclass(slots=True)
+class _Creatable:
+    """A topic that passed its checks: what to create, and the result to fill in."""
+
+    result: CreateTopicsResponseCreatableTopicResult
+    partitions: int
+    configs: dict[str, str]
+
+
+def handle(ctx: Context, request: CreateTopicsRequest) -> CreateTopicsResponse | Job[CreateTopicsResponse]:
+    state = ctx.state
     counts = Counter(t.name for t in request.topics)
     results = []
+    creatable: list[_Creatable] = []
     for entry in request.topics:
         if counts[entry.name] > 1:
             results.append(
@@ -36,14 +56,36 @@ def handle(ctx: Context, request: CreateTopicsRequest) -> CreateTopicsResponse:
                     f"multiple entries for the following topics: {entry.name}",
                 )
             )
-        else:
-            results.append(_create(ctx, entry, request.validate_only))
-    return CreateTopicsResponse(topics=results)
+            continue
+        result, ok = _check(ctx, entry)
+        results.append(result)
+        if ok is not None:
+            creatable.append(ok)
+    records = sum(new_topic_records(c.partitions, len(c.configs)) for c in creatable)
+    if records > state.config.max_records_per_user_op:
+        return CreateTopicsResponse(
+            topics=[
+                CreateTopicsResponseCreatableTopicResult(
+                    name=entry.name, error_code=ErrorCode.POLICY_VIOLATION, error_message=EXCESSIVE_BATCH_MESSAGE
+                )
+                for entry in request.topics
+            ]
+        )
+    response = CreateTopicsResponse(topics=results)
+    if request.validate_only or not creatable:
+        return response
+    topics = []
+    for c in creatable:
+        topic = state.register_topic(c.result.name, c.partitions, c.configs)
+        c.result.topic_id = topic.topic_id
+        topics.append(topic)
+    state.persist_metadata()
+    return CreateTopicsJob(state, response, topics, ctx.now_ms).start(ctx.now_ms)
 
 
-def _create(
-    ctx: Context, entry: CreateTopicsRequestCreatableTopic, validate_only: bool
-) -> CreateTopicsResponseCreatableTopicResult:
+def _check(
+    ctx: Context, entry: CreateTopicsRequestCreatableTopic
+) -> tuple[CreateTopicsResponseCreatableTopicResult, _Creatable | None]:
     state = ctx.state
     result = CreateTopicsResponseCreatableTopicResult(name=entry.name, num_partitions=-1, replication_factor=-1)
     node = state.config.node_id
@@ -53,12 +95,12 @@ def _create(
         if partitions != -1 or replication != -1:
             result.error_code = ErrorCode.INVALID_REQUEST
             result.error_message = "Both numPartitions or replicationFactor and replicasAssignments were set."
-            return result
+            return result, None
         indexes = sorted(a.partition_index for a in entry.assignments)
         if indexes != list(range(len(indexes))) or any(a.broker_ids != [node] for a in entry.assignments):
             result.error_code = ErrorCode.INVALID_REPLICA_ASSIGNMENT
             result.error_message = f"Replica assignments must be consecutive partitions, each on broker {node} only."
-            return result
+            return result, None
         partitions, replication = len(indexes), 1
     if partitions == -1:
         partitions = state.config.num_partitions
@@ -68,19 +110,46 @@ def _create(
     problem = state.check_new_topic(entry.name, partitions, replication) or state.check_configs(configs)
     if problem is not None:
         result.error_code, result.error_message = problem.error_code, problem.message
-        return result
+        return result, None
     result.num_partitions, result.replication_factor = partitions, replication
-    if validate_only:
-        topic_configs = configs
-    else:
-        topic = state.create_topic(entry.name, partitions, configs, ctx.now_ms)
-        result.topic_id = topic.topic_id
-        topic_configs = topic.configs
     if ctx.api_version >= 5:
         result.configs = [
             CreateTopicsResponseCreatableTopicConfigs(
                 name=c.name, value=c.value, read_only=c.read_only, config_source=c.config_source, is_sensitive=c.is_sensitive
             )
-            for c in describe_topic_configs(state, topic_configs, None, synonyms=False, documentation=False)
+            for c in describe_topic_configs(state, configs, None, synonyms=False, documentation=False)
         ]
-    return result
+    return result, _Creatable(result, partitions, configs)
+
+
+class CreateTopicsJob(Job[CreateTopicsResponse]):
+    """Opens the partitions of registered topics, one per step; a topic deleted meanwhile is skipped."""
+
+    survives_disconnect = True
+
+    def __init__(self, state: BrokerState, response: CreateTopicsResponse, topics: list[TopicInfo], now_ms: int) -> None:
+        super().__init__(state.budget, now_ms)
+        self._state = state
+        self._response = response
+        self._topics = topics
+        self._counts = [t.partitions for t in topics]  # CreatePartitions may add more meanwhile
+        self._topic = 0
+        self._index = 0
+
+    @property
+    def done(self) -> bool:
+        return self._topic >= len(self._topics)
+
+    def step(self, now_ms: int) -> None:
+        state = self._state
+        topic = self._topics[self._topic]
+        if state.topic_named(topic.name) is topic and state.replica(topic.name, self._index) is None:
+            state.open_partition(topic, self._index, now_ms)
+            self.budget.spend(PARTITION_WORK_BYTES)
+        self._index += 1
+        if self._index >= self._counts[self._topic] or state.topic_named(topic.name) is not topic:
+            self._topic += 1
+            self._index = 0
+
+    def response(self) -> CreateTopicsResponse:
+        return self._response

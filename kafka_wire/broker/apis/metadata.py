@@ -2,8 +2,10 @@
 
 Behaviour: a null topic list (or an empty one at v0) lists every topic, internal ones included; a
 named topic that does not exist is created when both the broker (``auto.create.topics.enable``) and
-the request (v4+ ``allow_auto_topic_creation``) allow it, and reported at once. Topics may be named
-by id (v10+). This broker leads every partition; replicas and ISR are this node.
+the request (v4+ ``allow_auto_topic_creation``) allow it, and reported at once (LEADER_NOT_AVAILABLE
+while a topic of that name is still being deleted). Partitions not open yet (a CreateTopics in
+progress) are LEADER_NOT_AVAILABLE. Topics may be named by id (v10+). This broker leads every
+partition; replicas and ISR are this node.
 Version notes: ``cluster_id`` from v2, ``topic_id`` from v10, authorized operations v8-v10 (cluster).
 """
 
@@ -103,5 +105,7 @@ def _one_topic(
         return MetadataResponseTopic(error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, name=name)
     if not auto_create:
         return MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name)
+    if name in state.deleting:  # created again once its deletion is over: retry
+        return MetadataResponseTopic(error_code=ErrorCode.LEADER_NOT_AVAILABLE, name=name)
     topic = state.create_topic(name, state.config.num_partitions, {}, ctx.now_ms)
     return topic_metadata(ctx, topic, operations=operations)

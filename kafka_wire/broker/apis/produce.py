@@ -7,17 +7,24 @@ producer id, epoch and sequence (the last five per producer). Internal topics re
 writes. With one broker the ISR is this node, so acks=all completes as soon as the batch is
 appended, unless the topic's ``min.insync.replicas`` exceeds the ISR (NOT_ENOUGH_REPLICAS, before
 anything is appended). An acks=0 request gets no response (the connection drops the answer).
+The partitions are appended in request order, in slices of the work budget (see
+``kafka_wire.broker.work``): a request of many large or compressed batches yields to other
+connections between partitions, and its answer comes after the last one.
 Version notes: v13 names topics by id; ``log_start_offset`` from v5, ``record_errors`` and
 ``error_message`` from v8.
 """
 
 from __future__ import annotations
 
-from kafka_wire.broker.state import Context
+from kafka_wire.broker.metadata import TopicInfo
+from kafka_wire.broker.state import BrokerState, Context
+from kafka_wire.broker.work import Job
 from kafka_wire.codec.runtime import ZERO_UUID
 from kafka_wire.messages import (
     ErrorCode,
     ProduceRequest,
+    ProduceRequestPartitionProduceData,
+    ProduceRequestTopicProduceData,
     ProduceResponse,
     ProduceResponsePartitionProduceResponse,
     ProduceResponseTopicProduceResponse,
@@ -26,46 +33,95 @@ from kafka_wire.messages import (
 VALID_ACKS = (-1, 0, 1)
 
 
-def handle(ctx: Context, request: ProduceRequest) -> ProduceResponse:
-    state = ctx.state
-    by_id = ctx.api_version >= 13
-    topics = []
-    for entry in request.topic_data:
-        topic = state.topic_with_id(entry.topic_id) if by_id else state.topic_named(entry.name)
-        partitions = []
-        for data in entry.partition_data:
-            result = ProduceResponsePartitionProduceResponse(index=data.index)
-            replica = state.replica(topic.name, data.index) if topic is not None else None
-            if request.acks not in VALID_ACKS:
-                result.error_code = ErrorCode.INVALID_REQUIRED_ACKS
-            elif replica is None or topic is None:
-                result.error_code = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            elif topic.internal:
-                result.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
-                result.error_message = f"Cannot append to internal topic {topic.name}"
-            elif request.acks == -1 and len(replica.isr) < state.log_config(topic).min_insync_replicas:
-                result.error_code = ErrorCode.NOT_ENOUGH_REPLICAS
-                result.error_message = (
-                    f"The size of the current ISR {len(replica.isr)} is insufficient to satisfy the min.isr "
-                    f"requirement of {state.log_config(topic).min_insync_replicas} for partition {topic.name}-{data.index}"
+def handle(ctx: Context, request: ProduceRequest) -> ProduceResponse | Job[ProduceResponse]:
+    return ProduceJob(ctx, request).start(ctx.now_ms)
+
+
+class ProduceJob(Job[ProduceResponse]):
+    """Appends one partition's records per step, in request order; each step spends the bytes it
+    read and the decoding it did. Dropped (the rest not appended) if its connection closes."""
+
+    def __init__(self, ctx: Context, request: ProduceRequest) -> None:
+        super().__init__(ctx.state.budget, ctx.now_ms)
+        self._state = ctx.state
+        self._acks = request.acks
+        self._by_id = ctx.api_version >= 13
+        self._steps = [(i, data) for i, entry in enumerate(request.topic_data) for data in entry.partition_data]
+        self._entries = request.topic_data
+        self._topics: list[TopicInfo | None] = [None] * len(request.topic_data)
+        self._found = [False] * len(request.topic_data)
+        self._next = 0
+        self._response = ProduceResponse(
+            responses=[
+                ProduceResponseTopicProduceResponse(
+                    name="" if self._by_id else entry.name,
+                    topic_id=entry.topic_id if self._by_id else ZERO_UUID,
+                    partition_responses=[],
                 )
-            elif not data.records:
-                result.error_code = ErrorCode.INVALID_RECORD
-                result.error_message = "no records"
-            else:
-                outcome = replica.append_as_leader(bytes(data.records), ctx.now_ms)
-                state.touch(replica)
-                result.error_code = outcome.error_code
-                result.base_offset = outcome.base_offset
-                result.log_append_time_ms = outcome.log_append_time_ms
-                result.log_start_offset = outcome.log_start_offset
-                result.error_message = outcome.error_message
-            partitions.append(result)
-        topics.append(
-            ProduceResponseTopicProduceResponse(
-                name="" if by_id else entry.name,
-                topic_id=entry.topic_id if by_id else ZERO_UUID,
-                partition_responses=partitions,
-            )
+                for entry in request.topic_data
+            ]
         )
-    return ProduceResponse(responses=topics)
+
+    @property
+    def done(self) -> bool:
+        return self._next >= len(self._steps)
+
+    def step(self, now_ms: int) -> None:
+        i, data = self._steps[self._next]
+        self._next += 1
+        topic = self._topic(i)
+        result, work = _append(self._state, self._acks, self._by_id, topic, data, now_ms)
+        self._response.responses[i].partition_responses.append(result)
+        self.budget.spend(len(data.records or b"") + work)
+
+    def _topic(self, i: int) -> TopicInfo | None:
+        """The topic of request entry ``i``, looked up once (and again if it was deleted since)."""
+        state = self._state
+        topic = self._topics[i]
+        if not self._found[i] or (topic is not None and state.topic_named(topic.name) is not topic):
+            entry: ProduceRequestTopicProduceData = self._entries[i]
+            topic = state.topic_with_id(entry.topic_id) if self._by_id else state.topic_named(entry.name)
+            self._topics[i], self._found[i] = topic, True
+        return topic
+
+    def response(self) -> ProduceResponse:
+        return self._response
+
+
+def _append(
+    state: BrokerState,
+    acks: int,
+    by_id: bool,
+    topic: TopicInfo | None,
+    data: ProduceRequestPartitionProduceData,
+    now_ms: int,
+) -> tuple[ProduceResponsePartitionProduceResponse, int]:
+    """One partition's answer, and the decoding work its append did."""
+    result = ProduceResponsePartitionProduceResponse(index=data.index)
+    replica = state.replica(topic.name, data.index) if topic is not None else None
+    if acks not in VALID_ACKS:
+        result.error_code = ErrorCode.INVALID_REQUIRED_ACKS
+    elif replica is None or topic is None:
+        result.error_code = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    elif topic.internal:
+        result.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
+        result.error_message = f"Cannot append to internal topic {topic.name}"
+    elif acks == -1 and len(replica.isr) < state.log_config(topic).min_insync_replicas:
+        result.error_code = ErrorCode.NOT_ENOUGH_REPLICAS
+        result.error_message = (
+            f"The size of the current ISR {len(replica.isr)} is insufficient to satisfy the min.isr "
+            f"requirement of {state.log_config(topic).min_insync_replicas} for partition {topic.name}-{data.index}"
+        )
+    elif not data.records:
+        result.error_code = ErrorCode.INVALID_RECORD
+        result.error_message = "no records"
+    else:
+        outcome = replica.append_as_leader(bytes(data.records), now_ms)
+        state.touch(replica)
+        result.error_code = outcome.error_code
+        result.base_offset = outcome.base_offset
+        result.log_append_time_ms = outcome.log_append_time_ms
+        result.log_start_offset = outcome.log_start_offset
+        result.error_message = outcome.error_message
+        return result, outcome.work_bytes
+    return result, 0

@@ -6,7 +6,7 @@ type (the DescribeConfigs v3+ ``config_type`` id), its default as Kafka prints i
 a list, and one line of documentation. Defaults are those of Apache Kafka 3.9's ``TopicConfig`` /
 ``LogConfig`` (the ``message.timestamp.*.max.ms`` pair keeps the 3.x default of no limit).
 
-Keys that the log does not act on (``compression.type``, ``min.insync.replicas`` …) are still
+Keys that the log does not act on (``preallocate``, ``segment.jitter.ms`` …) are still
 accepted, validated and kept, so that clients which set them at topic creation are not refused.
 """
 
@@ -64,6 +64,8 @@ class ConfigKey:
     maximum: float | None = None
     choices: tuple[str, ...] | None = None
     sensitive: bool = False
+    also: tuple[int, ...] = ()
+    """Values allowed outside ``minimum..maximum`` (``compression.gzip.level``'s -1)."""
 
     @property
     def type_id(self) -> int:
@@ -116,7 +118,7 @@ class ConfigKey:
             if self.choices is not None and value not in self.choices:
                 raise ConfigError(self.name, f"{raw!r} is not one of {', '.join(self.choices)}")
             return value
-        if isinstance(value, int | float) and not isinstance(value, bool):
+        if isinstance(value, int | float) and not isinstance(value, bool) and value not in self.also:
             if self.minimum is not None and value < self.minimum:
                 raise ConfigError(self.name, f"{raw!r} is below the minimum {_number(self.minimum)}")
             if self.maximum is not None and value > self.maximum:
@@ -152,11 +154,36 @@ _KEYS: Final[tuple[ConfigKey, ...]] = (
         choices=("compact", "delete"),
     ),
     ConfigKey(
+        "compression.gzip.level",
+        _I,
+        "-1",
+        "gzip level when compression.type is gzip: 1..9, or -1 for the codec's default.",
+        minimum=1,
+        maximum=9,
+        also=(-1,),
+    ),
+    ConfigKey(
+        "compression.lz4.level",
+        _I,
+        "9",
+        "lz4 level when compression.type is lz4 (9, the default, is lz4's fast mode).",
+        minimum=1,
+        maximum=17,
+    ),
+    ConfigKey(
         "compression.type",
         _S,
         "producer",
-        "Codec for stored batches; 'producer' keeps the producer's codec (this broker never re-compresses).",
+        "Codec for stored batches; 'producer' keeps the producer's codec, any other value recompresses.",
         choices=("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+    ),
+    ConfigKey(
+        "compression.zstd.level",
+        _I,
+        "3",
+        "zstd level when compression.type is zstd.",
+        minimum=-131072,
+        maximum=22,
     ),
     ConfigKey(
         "delete.retention.ms",
@@ -279,6 +306,9 @@ class LogConfig:
 
     cleanup_policy: tuple[str, ...] = ("delete",)
     compression_type: str = "producer"
+    compression_gzip_level: int = -1
+    compression_lz4_level: int = 9
+    compression_zstd_level: int = 3
     delete_retention_ms: int = 86_400_000
     file_delete_delay_ms: int = 60_000
     flush_messages: int = LONG_MAX

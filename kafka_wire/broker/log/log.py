@@ -72,6 +72,8 @@ class AppendResult:
     log_start_offset: int = -1
     record_errors: tuple[RecordError, ...] = ()
     error_message: str | None = None
+    work_bytes: int = 0
+    """Decoding the validation did (see ``validation.ValidRecords.work_bytes``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,6 +323,7 @@ class PartitionLog:
                 log_start_offset=self.log_start_offset,
                 record_errors=checked.record_errors,
                 error_message=checked.message,
+                work_bytes=checked.work_bytes,
             )
         first = leo if assign_offsets else checked.first_offset
         last = checked.last_offset
@@ -336,6 +339,7 @@ class PartitionLog:
             last_offset=last,
             log_append_time=checked.log_append_time,
             log_start_offset=self.log_start_offset,
+            work_bytes=checked.work_bytes,
         )
 
     def roll(self, now_ms: int) -> None:

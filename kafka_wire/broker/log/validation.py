@@ -10,12 +10,29 @@ count must match the offset range and the records must decode with offset deltas
 ``message.timestamp.before/after.max.ms`` of the broker clock (INVALID_TIMESTAMP). Failures come
 back as a :class:`Rejection` (an error code with a message and per-record errors), never raised.
 
-Offsets: v2 batches are patched in place (base offset, partition leader epoch, and for
-LogAppendTime the attributes, max timestamp and CRC), never recompressed. Legacy messages:
-an uncompressed message gets its offset (and, for LogAppendTime on v1, timestamp and CRC-32); a
-v1 compressed wrapper with inner offsets 0..n-1 gets its wrapper offset (and timestamp); a v0
-compressed wrapper (whose inner offsets are absolute) or a v1 wrapper with other inner offsets is
-rebuilt with the same codec, the only case where stored bytes are recompressed.
+Decompression is bounded by ``max.message.bytes``: a compressed batch whose records inflate past
+``max.message.bytes`` minus the 61-byte batch header is refused with MESSAGE_TOO_LARGE, and the
+codec stops inflating there, so a decompression bomb costs at most that much. Kafka itself checks
+``max.message.bytes`` against the batch it stores after recompressing (``UnifiedLog.append``,
+RecordTooLargeException, which the Produce response carries as MESSAGE_TOO_LARGE without record
+errors); it inflates a batch kept in its own codec without a bound. Here both hold: a batch
+stored recompressed is checked again after recompression.
+
+Offsets: a v2 batch kept in its codec is patched in place (base offset, partition leader epoch,
+and for LogAppendTime the attributes, max timestamp and CRC). The topic's ``compression.type``
+decides, as Kafka's ``LogValidator``: ``producer`` keeps the batch's codec; any other value
+(``uncompressed``, ``gzip``, ``snappy``, ``lz4``, ``zstd``) that differs from the batch's codec
+rebuilds the batch with it, at the topic's ``compression.<codec>.level``: same records
+(timestamps, keys, values, headers), offsets assigned from the log end, the producer id, epoch,
+base sequence and transactional flag kept, the topic's timestamp type. Control batches are kept
+as they are. Legacy messages: an uncompressed message gets its offset (and, for LogAppendTime on
+v1, timestamp and CRC-32); a v1 compressed wrapper with inner offsets 0..n-1 gets its wrapper
+offset (and timestamp); a v0 compressed wrapper (whose inner offsets are absolute) or a v1 wrapper
+with other inner offsets is rebuilt with the same codec (legacy messages keep their codec).
+
+Work: each result says how much decoding it did (``work_bytes``: per record decoded, plus the
+bytes inflated and recompressed), which the broker counts against its per-call budget
+(``kafka_wire.broker.work``).
 """
 
 from __future__ import annotations
@@ -26,13 +43,27 @@ from typing import Final, Literal
 
 from kafka_wire.broker.log.batches import BatchHeader, parse_header
 from kafka_wire.broker.log.config import LogConfig
-from kafka_wire.errors import CorruptBatchError, DecodeError, EncodeError
+from kafka_wire.broker.work import RECORD_WORK_BYTES
+from kafka_wire.errors import CorruptBatchError, DecodeError, EncodeError, LimitExceededError
 from kafka_wire.messages import ErrorCode
-from kafka_wire.records import build_batch, read_batches, reoffset_batch_in_place, validate_batch
+from kafka_wire.records import (
+    LegacyBatch,
+    RecordBatch,
+    build_batch,
+    read_batches,
+    reoffset_batch_in_place,
+    validate_batch,
+)
 from kafka_wire.records.constants import (
+    CODEC_GZIP,
+    CODEC_LZ4,
+    CODEC_NONE,
+    CODEC_SNAPPY,
+    CODEC_ZSTD,
     COMPRESSION_MASK,
     COMPRESSION_NAMES,
     CONTROL_MASK,
+    RECORD_BATCH_OVERHEAD,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_MASK,
     TimestampType,
@@ -45,6 +76,38 @@ AppendOrigin = Literal["client", "coordinator", "replication"]
 
 _I64: Final = struct.Struct(">q")
 _U32: Final = struct.Struct(">I")
+
+#: ``compression.type`` values naming a codec (``producer`` keeps the batch's own).
+TOPIC_CODECS: Final[dict[str, int]] = {
+    "uncompressed": CODEC_NONE,
+    "gzip": CODEC_GZIP,
+    "snappy": CODEC_SNAPPY,
+    "lz4": CODEC_LZ4,
+    "zstd": CODEC_ZSTD,
+}
+#: ``compression.lz4.level``'s default, at which Kafka uses lz4's fast compressor.
+_LZ4_FAST_LEVEL: Final = 9
+
+
+def stored_codec(config: LogConfig, codec: int) -> int:
+    """The codec a batch written in ``codec`` is stored in on a topic with ``config``."""
+    return codec if config.compression_type == "producer" else TOPIC_CODECS[config.compression_type]
+
+
+def compression_level(config: LogConfig, codec: int) -> int | None:
+    """The topic's level for ``codec`` as the codecs take it (None: the codec's default)."""
+    if codec == CODEC_GZIP:
+        return None if config.compression_gzip_level == -1 else config.compression_gzip_level
+    if codec == CODEC_LZ4:
+        return None if config.compression_lz4_level == _LZ4_FAST_LEVEL else config.compression_lz4_level
+    if codec == CODEC_ZSTD:
+        return config.compression_zstd_level
+    return None
+
+
+def max_inflated_bytes(config: LogConfig) -> int:
+    """What one batch's records may inflate to: ``max.message.bytes`` less the batch header."""
+    return max(0, config.max_message_bytes - RECORD_BATCH_OVERHEAD)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +123,8 @@ class Rejection:
     error_code: int
     message: str
     record_errors: tuple[RecordError, ...] = ()
+    work_bytes: int = 0
+    """Decoding done before the refusal (see :class:`ValidRecords`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +134,8 @@ class ValidRecords:
     data: bytes
     headers: tuple[BatchHeader, ...]
     log_append_time: int
+    work_bytes: int = 0
+    """Decoding done beyond reading the bytes: per record decoded, bytes inflated, bytes recompressed."""
 
     @property
     def first_offset(self) -> int:
@@ -78,6 +145,15 @@ class ValidRecords:
     @property
     def last_offset(self) -> int:
         return self.headers[-1].last_offset
+
+
+@dataclass(frozen=True, slots=True)
+class _Decoded:
+    """A batch's records as the leader checks decoded them, for recompression."""
+
+    batch: RecordBatch[bytes] | LegacyBatch[bytes]
+    records: list[Record[bytes]]
+    work_bytes: int
 
 
 def _frame(data: bytes, config: LogConfig) -> list[BatchHeader] | Rejection:
@@ -123,6 +199,7 @@ def validate_records(
     if isinstance(framed, Rejection):
         return framed
     expected = next_offset
+    decoded: list[_Decoded] = []
     for header in framed:
         view = memoryview(data)[header.position : header.end]
         if header.magic == 2:
@@ -133,9 +210,10 @@ def validate_records(
             except DecodeError as e:
                 return Rejection(ErrorCode.INVALID_RECORD, f"batch at byte {header.position}: {e.reason}")
         if assign_offsets:
-            problem = _check_for_leader(view, header, config, now_ms, origin, log_append_time)
-            if problem is not None:
-                return problem
+            checked = _check_for_leader(view, header, config, now_ms, origin, log_append_time)
+            if isinstance(checked, Rejection):
+                return checked
+            decoded.append(checked)
         else:
             try:
                 for _ in read_batches(view):  # checks a legacy message's CRC-32
@@ -151,7 +229,7 @@ def validate_records(
             expected = header.next_offset
     if not assign_offsets:
         return ValidRecords(data, tuple(framed), -1)
-    return _assign_offsets(data, framed, next_offset, leader_epoch, now_ms if log_append_time else None)
+    return _assign_offsets(data, framed, decoded, config, next_offset, leader_epoch, now_ms if log_append_time else None)
 
 
 def _check_for_leader(
@@ -161,7 +239,7 @@ def _check_for_leader(
     now_ms: int,
     origin: AppendOrigin,
     log_append_time: bool,
-) -> Rejection | None:
+) -> _Decoded | Rejection:
     where = f"batch at byte {header.position}"
     if header.magic == 2:
         if origin == "client" and header.base_offset != 0:
@@ -170,11 +248,22 @@ def _check_for_leader(
             return Rejection(ErrorCode.INVALID_RECORD, f"{where}: clients may not write control batches")
         if header.attributes & TRANSACTIONAL_MASK and header.producer_id < 0:
             return Rejection(ErrorCode.INVALID_RECORD, f"{where}: a transactional batch needs a producer id")
+    bound = max_inflated_bytes(config)
     try:
-        batches = list(read_batches(view))
+        batches = list(read_batches(view, max_decompressed_bytes=bound))
         records: list[Record[bytes]] = [r for b in batches for r in b.records()]
+    except LimitExceededError:
+        return Rejection(
+            ErrorCode.MESSAGE_TOO_LARGE,
+            f"{where}: its records inflate past {bound} bytes, more than max.message.bytes "
+            f"({config.max_message_bytes}) allows for a batch",
+            work_bytes=bound,
+        )
     except DecodeError as e:
         return Rejection(ErrorCode.CORRUPT_MESSAGE, f"{where}: {e.reason}")
+    work = RECORD_WORK_BYTES * len(records)
+    if header.compressed:
+        work += sum(len(r.key or b"") + len(r.value or b"") for r in records)
     if header.magic == 2:
         for i, record in enumerate(records):
             if record.offset != header.base_offset + i:
@@ -191,7 +280,7 @@ def _check_for_leader(
         )
         if missing:
             return Rejection(
-                ErrorCode.INVALID_RECORD, f"{where}: compacted topic record without key", missing
+                ErrorCode.INVALID_RECORD, f"{where}: compacted topic record without key", missing, work
             )
     if not log_append_time and header.magic >= 1 and not is_control:
         low = now_ms - config.message_timestamp_before_max_ms
@@ -202,24 +291,47 @@ def _check_for_leader(
             if record.timestamp != -1 and not low <= record.timestamp <= high
         )
         if late:
-            return Rejection(ErrorCode.INVALID_TIMESTAMP, f"{where}: timestamp out of range", late)
-    return None
+            return Rejection(ErrorCode.INVALID_TIMESTAMP, f"{where}: timestamp out of range", late, work)
+    return _Decoded(batches[0], records, work)
 
 
 def _assign_offsets(
-    data: bytes, headers: list[BatchHeader], next_offset: int, leader_epoch: int, log_append_time: int | None
+    data: bytes,
+    headers: list[BatchHeader],
+    decoded: list[_Decoded],
+    config: LogConfig,
+    next_offset: int,
+    leader_epoch: int,
+    log_append_time: int | None,
 ) -> ValidRecords | Rejection:
     out = bytearray()
     offset = next_offset
-    for header in headers:
+    work = 0
+    for header, checked in zip(headers, decoded, strict=True):
+        work += checked.work_bytes
         chunk = bytearray(memoryview(data)[header.position : header.end])
+        codec = header.attributes & COMPRESSION_MASK
+        target = stored_codec(config, codec)
         try:
-            if header.magic == 2:
+            if header.magic == 2 and target != codec and not header.is_control:
+                chunk = bytearray(
+                    _recompress(checked, target, config, offset, leader_epoch, log_append_time)
+                )
+                work += len(chunk)
+                if len(chunk) > config.max_message_bytes:
+                    return Rejection(
+                        ErrorCode.MESSAGE_TOO_LARGE,
+                        f"batch at byte {header.position} is {len(chunk)} bytes once recompressed with "
+                        f"{COMPRESSION_NAMES[target]}, larger than max.message.bytes ({config.max_message_bytes})",
+                        work_bytes=work,
+                    )
+                offset += len(checked.records)
+            elif header.magic == 2:
                 offset = reoffset_batch_in_place(chunk, offset, leader_epoch, log_append_time=log_append_time)
             else:
                 chunk, offset = _reoffset_legacy(chunk, header, offset, log_append_time)
         except (DecodeError, EncodeError) as e:
-            return Rejection(ErrorCode.INVALID_RECORD, f"batch at byte {header.position}: {e}")
+            return Rejection(ErrorCode.INVALID_RECORD, f"batch at byte {header.position}: {e}", work_bytes=work)
         out += chunk
     final = bytes(out)
     framed: list[BatchHeader] = []
@@ -229,7 +341,34 @@ def _assign_offsets(
         assert parsed is not None, "re-offset batches are complete"
         framed.append(parsed)
         pos = parsed.end
-    return ValidRecords(final, tuple(framed), -1 if log_append_time is None else log_append_time)
+    return ValidRecords(final, tuple(framed), -1 if log_append_time is None else log_append_time, work)
+
+
+def _recompress(
+    checked: _Decoded,
+    codec: int,
+    config: LogConfig,
+    offset: int,
+    leader_epoch: int,
+    log_append_time: int | None,
+) -> bytes:
+    """A v2 batch's records rebuilt in ``codec`` with offsets from ``offset`` (as Kafka's
+    ``LogValidator.buildRecordsAndAssignOffsets``)."""
+    batch = checked.batch
+    assert isinstance(batch, RecordBatch), "only v2 batches are recompressed"
+    return build_batch(
+        [(r.key, r.value, r.headers, r.timestamp) for r in checked.records],
+        compression=COMPRESSION_NAMES[codec],
+        compression_level=compression_level(config, codec),
+        base_offset=offset,
+        partition_leader_epoch=leader_epoch,
+        timestamp_type=TimestampType.LOG_APPEND_TIME if log_append_time is not None else TimestampType.CREATE_TIME,
+        log_append_time=log_append_time,
+        producer_id=batch.producer_id,
+        producer_epoch=batch.producer_epoch,
+        base_sequence=batch.base_sequence,
+        is_transactional=batch.is_transactional,
+    )
 
 
 def _stamp_legacy(chunk: bytearray, log_append_time: int) -> None:

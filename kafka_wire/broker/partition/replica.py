@@ -36,6 +36,8 @@ class ProduceOutcome:
     log_append_time_ms: int = -1
     log_start_offset: int = -1
     error_message: str | None = None
+    work_bytes: int = 0
+    """Decoding the append did (see ``validation.ValidRecords.work_bytes``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +164,7 @@ class PartitionReplica:
                 producer = header
         result: AppendResult = self.log.append(records, now_ms, leader_epoch=self.leadership.epoch)
         if result.error_code:
-            return ProduceOutcome(result.error_code, error_message=result.error_message)
+            return ProduceOutcome(result.error_code, error_message=result.error_message, work_bytes=result.work_bytes)
         if producer is not None:
             self.producers.observe(
                 producer.producer_id,
@@ -179,6 +181,7 @@ class PartitionReplica:
             base_offset=result.base_offset,
             log_append_time_ms=result.log_append_time,
             log_start_offset=self.log.log_start_offset,
+            work_bytes=result.work_bytes,
         )
 
     def read(

@@ -1,0 +1,195 @@
+"""Bounded work per engine call: heavy requests run in slices, continued at the next tick, with
+other connections answered in between and one connection's requests kept in order."""
+
+from __future__ import annotations
+
+from kafka_wire.broker import BrokerConfig
+from kafka_wire.broker.work import PARTITION_WORK_BYTES
+from kafka_wire.messages import (
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+    ErrorCode,
+    ListOffsetsRequest,
+    ListOffsetsRequestPartition,
+    ListOffsetsRequestTopic,
+    ListOffsetsResponse,
+    MetadataRequest,
+    MetadataRequestTopic,
+    MetadataResponse,
+    ProduceRequest,
+    ProduceRequestPartitionProduceData,
+    ProduceRequestTopicProduceData,
+    ProduceResponse,
+)
+from kafka_wire.protocol import Response
+from kafka_wire.records import NewRecord, build_batch
+from tests.broker.engine import Client, Engine
+from tests.broker.test_engine import create
+from tests.broker.test_engine_limits import partition_dirs, topic
+
+
+def engine_with_budget(work_bytes: int) -> Engine:
+    return Engine(BrokerConfig(group_initial_rebalance_delay_ms=0, max_work_bytes_per_call=work_bytes))
+
+
+def tick(engine: Engine) -> None:
+    """One timer call, at the deadline the broker asked for (now, while work remains)."""
+    deadline = engine.broker.next_deadline_ms()
+    assert deadline is not None and deadline <= engine.now_ms, "no work left to continue"
+    engine._apply(engine.broker.tick(engine.now_ms))
+
+
+def leos(engine: Engine, name: str, partitions: int) -> list[int]:
+    state = engine.broker.state
+    return [r.log_end_offset if (r := state.replica(name, i)) is not None else -1 for i in range(partitions)]
+
+
+def produce_request(name: str, batches: list[bytes]) -> ProduceRequest:
+    return ProduceRequest(
+        acks=-1,
+        timeout_ms=1000,
+        topic_data=[
+            ProduceRequestTopicProduceData(
+                name=name,
+                partition_data=[ProduceRequestPartitionProduceData(index=i, records=b) for i, b in enumerate(batches)],
+            )
+        ],
+    )
+
+
+def metadata(client: Client, name: str, *, auto_create: bool = False) -> MetadataResponse:
+    client.send(MetadataRequest(topics=[MetadataRequestTopic(name=name)], allow_auto_topic_creation=auto_create), 9)
+    [reply] = client.responses()  # answered within the call that brought it: no tick
+    assert isinstance(reply.body, MetadataResponse)
+    return reply.body
+
+
+def only(responses: list[Response]) -> object:
+    [reply] = responses
+    return reply.body
+
+
+def test_a_produce_runs_in_slices_and_other_connections_are_served_between() -> None:
+    engine = engine_with_budget(250_000)
+    producer, other = Client(engine, 1), Client(engine, 2)
+    create(producer, "t", 8)
+    batch = build_batch([NewRecord(None, b"v" * 100_000)], default_timestamp=engine.now_ms)
+    producer.send(produce_request("t", [batch] * 8), 9)
+    # 100 kB per partition against 250 kB per call: three partitions, then the call yields.
+    assert leos(engine, "t", 8) == [1, 1, 1, 0, 0, 0, 0, 0]
+    assert producer.responses() == []
+    assert engine.broker.next_deadline_ms() == engine.now_ms
+    # Another connection is answered in its own call, which does not continue the produce.
+    assert metadata(other, "t").topics[0].error_code == ErrorCode.NONE
+    assert leos(engine, "t", 8) == [1, 1, 1, 0, 0, 0, 0, 0]
+    tick(engine)
+    assert leos(engine, "t", 8) == [1, 1, 1, 1, 1, 1, 0, 0] and producer.responses() == []
+    tick(engine)
+    body = only(producer.responses())
+    assert isinstance(body, ProduceResponse)
+    assert [(p.index, p.error_code, p.base_offset) for p in body.responses[0].partition_responses] == [
+        (i, ErrorCode.NONE, 0) for i in range(8)
+    ]
+    assert engine.broker.next_deadline_ms() != engine.now_ms
+
+
+def test_requests_pipelined_on_one_connection_wait_for_its_job() -> None:
+    engine = engine_with_budget(1)  # one step per call
+    client = Client(engine, 1)
+    create(client, "p", 3)
+    batch = build_batch([NewRecord(None, b"x")], default_timestamp=engine.now_ms)
+    offsets = ListOffsetsRequest(
+        replica_id=-1,
+        topics=[ListOffsetsRequestTopic(name="p", partitions=[ListOffsetsRequestPartition(partition_index=i, timestamp=-1) for i in range(3)])],
+    )
+    engine.feed(1, client.conn.send(produce_request("p", [batch] * 3), 9) + client.conn.send(offsets, 7))
+    assert leos(engine, "p", 3) == [1, 0, 0] and client.responses() == []
+    tick(engine)
+    assert leos(engine, "p", 3) == [1, 1, 0] and client.responses() == []
+    tick(engine)  # the produce's last step, its answer, then the ListOffsets read after it
+    first, second = client.responses()
+    assert isinstance(first.body, ProduceResponse) and isinstance(second.body, ListOffsetsResponse)
+    assert [p.offset for p in second.body.topics[0].partitions] == [1, 1, 1]
+
+
+def test_create_topics_opens_partitions_in_slices() -> None:
+    engine = engine_with_budget(3 * PARTITION_WORK_BYTES)
+    creator, other = Client(engine, 1), Client(engine, 2)
+    creator.send(CreateTopicsRequest(topics=[topic("big", 10)], timeout_ms=1000), 7)
+    assert leos(engine, "big", 10) == [0, 0, 0] + [-1] * 7
+    # The topic exists at once; partitions not open yet are LEADER_NOT_AVAILABLE.
+    described = metadata(other, "big").topics[0]
+    assert [p.error_code for p in described.partitions] == [ErrorCode.NONE] * 3 + [ErrorCode.LEADER_NOT_AVAILABLE] * 7
+    other.send(CreateTopicsRequest(topics=[topic("big", 1)], timeout_ms=1000), 7)
+    again = only(other.responses())
+    assert isinstance(again, CreateTopicsResponse) and again.topics[0].error_code == ErrorCode.TOPIC_ALREADY_EXISTS
+    for opened in (6, 9):
+        tick(engine)
+        assert sum(x >= 0 for x in leos(engine, "big", 10)) == opened and creator.responses() == []
+    tick(engine)
+    body = only(creator.responses())
+    assert isinstance(body, CreateTopicsResponse) and body.topics[0].error_code == ErrorCode.NONE
+    assert len(partition_dirs(engine, "big")) == 10
+
+
+def test_delete_topics_in_slices_and_the_name_waits() -> None:
+    engine = engine_with_budget(2 * PARTITION_WORK_BYTES)
+    deleter, other = Client(engine, 1), Client(engine, 2)
+    create(deleter, "gone", 5)
+    deleter.send(DeleteTopicsRequest(topic_names=["gone"], timeout_ms=1000), 5)
+    assert len(partition_dirs(engine, "gone")) == 3 and deleter.responses() == []
+    assert metadata(other, "gone", auto_create=True).topics[0].error_code == ErrorCode.LEADER_NOT_AVAILABLE
+    other.send(CreateTopicsRequest(topics=[topic("gone", 1)], timeout_ms=1000), 7)
+    refused = only(other.responses())
+    assert isinstance(refused, CreateTopicsResponse)
+    assert (refused.topics[0].error_code, refused.topics[0].error_message) == (
+        ErrorCode.TOPIC_ALREADY_EXISTS,
+        "Topic 'gone' is marked for deletion.",
+    )
+    tick(engine)
+    assert len(partition_dirs(engine, "gone")) == 1
+    tick(engine)
+    body = only(deleter.responses())
+    assert isinstance(body, DeleteTopicsResponse) and body.responses[0].error_code == ErrorCode.NONE
+    assert partition_dirs(engine, "gone") == []
+    assert create(other, "gone", 2).topics[0].error_code == ErrorCode.NONE
+
+
+def test_admin_jobs_finish_without_their_connection_produce_jobs_do_not() -> None:
+    engine = engine_with_budget(1)
+    creator = Client(engine, 1)
+    creator.send(CreateTopicsRequest(topics=[topic("orphan", 4)], timeout_ms=1000), 7)
+    engine._apply(engine.broker.connection_closed(1, engine.now_ms))
+    engine.advance(10)
+    assert leos(engine, "orphan", 4) == [0, 0, 0, 0]
+    producer = Client(engine, 2)
+    batch = build_batch([NewRecord(None, b"x")], default_timestamp=engine.now_ms)
+    producer.send(produce_request("orphan", [batch] * 4), 9)
+    engine._apply(engine.broker.connection_closed(2, engine.now_ms))
+    engine.advance(10)
+    assert leos(engine, "orphan", 4) == [1, 0, 0, 0]
+
+
+def test_a_topic_deleted_while_being_created() -> None:
+    engine = engine_with_budget(2 * PARTITION_WORK_BYTES)
+    creator, deleter = Client(engine, 1), Client(engine, 2)
+    creator.send(CreateTopicsRequest(topics=[topic("brief", 8)], timeout_ms=1000), 7)
+    deleter.send(DeleteTopicsRequest(topic_names=["brief"], timeout_ms=1000), 5)
+    engine.advance(10)
+    created, deleted = only(creator.responses()), only(deleter.responses())
+    assert isinstance(created, CreateTopicsResponse) and isinstance(deleted, DeleteTopicsResponse)
+    assert deleted.responses[0].error_code == ErrorCode.NONE
+    assert partition_dirs(engine, "brief") == [] and "brief" not in engine.broker.state.metadata.topics
+    assert engine.broker.state.partitions.keys().isdisjoint({("brief", i) for i in range(8)})
+
+
+def test_shutdown_finishes_admin_jobs_and_a_restart_sees_them_whole() -> None:
+    engine = engine_with_budget(PARTITION_WORK_BYTES)
+    Client(engine, 1).send(CreateTopicsRequest(topics=[topic("late", 6)], timeout_ms=1000), 7)
+    assert sum(x >= 0 for x in leos(engine, "late", 6)) == 1
+    engine._apply(engine.broker.shutdown(engine.now_ms))
+    assert len(partition_dirs(engine, "late")) == 6
+    restarted = Engine(storage=engine.storage)
+    assert leos(restarted, "late", 6) == [0] * 6
