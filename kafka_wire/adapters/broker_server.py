@@ -29,6 +29,9 @@ from kafka_wire.broker.effects import CloseConnection, Effect, FileRegion, Send
 _READ_CHUNK: Final = 256 * 1024
 #: Sends queued on one connection before its reader yields to the writer.
 _MAX_QUEUED: Final = 64
+#: How long the timer lets other tasks run before a tick that is already due (between two slices
+#: of a request in progress, see ``kafka_wire.broker.work``).
+_YIELD_S: Final = 0.001
 _log = logging.getLogger("kafka_wire.adapters.broker_server")
 
 
@@ -88,8 +91,13 @@ class BrokerServer:
             deadline = self.broker.next_deadline_ms()
             delay = None if deadline is None else max(0.0, (deadline - wall_clock_ms()) / 1000)
             self._wake.clear()
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), delay)
+            if delay == 0:
+                # Due already (a request in progress goes on in slices): first let the connections
+                # that became ready be read and written, which takes a few loop iterations.
+                await asyncio.sleep(_YIELD_S)
+            else:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), delay)
             now = wall_clock_ms()
             deadline = self.broker.next_deadline_ms()
             if deadline is not None and now >= deadline:

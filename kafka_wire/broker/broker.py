@@ -61,6 +61,10 @@ class _Held:
     waiting: Waiting
 
 
+#: While jobs are in progress (a tick per slice), how often ``tick`` looks through every log for
+#: due work (flushes, rolls, deletions); when no job runs, every tick does.
+SCAN_INTERVAL_WHILE_WORKING_MS: Final = 100
+
 #: The default logger: nothing is emitted.
 _SILENT: Final = logging.getLogger("kafka_wire.broker.silent")
 _SILENT.addHandler(logging.NullHandler())
@@ -94,6 +98,8 @@ class Broker:
         self._state: BrokerState | None = None
         self._group: GroupCoordinator | None = None
         self._next_maintenance_ms = 0
+        #: When ``tick`` last looked for logs with due work (see SCAN_INTERVAL_WHILE_WORKING_MS).
+        self._scanned_ms = -SCAN_INTERVAL_WHILE_WORKING_MS
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -208,18 +214,24 @@ class Broker:
         assert self._group is not None
         self._apply_group(self._group.tick(now_ms), now_ms, out)
         periodic = now_ms >= self._next_maintenance_ms
-        for replica in state.partitions.values():
-            due = replica.log.next_deadline_ms()
-            if periodic or (due is not None and due <= now_ms):
-                replica.log.maintain(now_ms, high_watermark=replica.high_watermark)
-                replica.producers.truncate_before(replica.log_start_offset)
-                state.touch(replica)
+        # While jobs run, ticks come one per slice: the scan over every log waits its turn.
+        if periodic or not self._jobs_held() or now_ms - self._scanned_ms >= SCAN_INTERVAL_WHILE_WORKING_MS:
+            self._scanned_ms = now_ms
+            for replica in state.partitions.values():
+                due = replica.log.next_deadline_ms()
+                if periodic or (due is not None and due <= now_ms):
+                    replica.log.maintain(now_ms, high_watermark=replica.high_watermark)
+                    replica.producers.truncate_before(replica.log_start_offset)
+                    state.touch(replica)
         if periodic:
             self._next_maintenance_ms = now_ms + self.config.retention_check_interval_ms
         self._poll_held(now_ms, out)
         return self._flush(out)
 
     def next_deadline_ms(self) -> int | None:
+        if self._jobs_held():
+            # A job's deadline is the time of its last slice, so now: nothing else can come sooner.
+            return min(h.waiting.deadline_ms for h in self._held if isinstance(h.waiting, Job))
         deadlines = [h.waiting.deadline_ms for h in self._held]
         if self._group is not None and (group := self._group.next_deadline_ms()) is not None:
             deadlines.append(group)
@@ -233,6 +245,9 @@ class Broker:
     def _begin_call(self) -> None:
         if self._state is not None:
             self._state.begin_call()
+
+    def _jobs_held(self) -> bool:
+        return any(isinstance(h.waiting, Job) for h in self._held)
 
     def _working(self, conn_id: int) -> bool:
         """Whether the connection's request is a job still in progress (its next request waits)."""
