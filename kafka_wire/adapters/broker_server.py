@@ -30,8 +30,9 @@ _READ_CHUNK: Final = 256 * 1024
 #: Sends queued on one connection before its reader yields to the writer.
 _MAX_QUEUED: Final = 64
 #: How long the timer lets other tasks run before a tick that is already due (between two slices
-#: of a request in progress, see ``kafka_wire.broker.work``).
-_YIELD_S: Final = 0.001
+#: of a request in progress, see ``kafka_wire.broker.work``): long enough for the few loop
+#: iterations in which a connection that became readable meanwhile is read and answered.
+_YIELD_S: Final = 0.0002
 _log = logging.getLogger("kafka_wire.adapters.broker_server")
 
 
@@ -93,7 +94,7 @@ class BrokerServer:
             self._wake.clear()
             if delay == 0:
                 # Due already (a request in progress goes on in slices): first let the connections
-                # that became ready be read and written, which takes a few loop iterations.
+                # that became ready be read and answered, which takes a few loop iterations.
                 await asyncio.sleep(_YIELD_S)
             else:
                 with contextlib.suppress(asyncio.TimeoutError):

@@ -63,7 +63,7 @@ class _Held:
 
 #: While jobs are in progress (a tick per slice), how often ``tick`` looks through every log for
 #: due work (flushes, rolls, deletions); when no job runs, every tick does.
-SCAN_INTERVAL_WHILE_WORKING_MS: Final = 100
+SCAN_INTERVAL_WHILE_WORKING_MS: Final = 1000
 
 #: The default logger: nothing is emitted.
 _SILENT: Final = logging.getLogger("kafka_wire.broker.silent")

@@ -36,7 +36,8 @@ from kafka_wire.protocol.server import Splice
 
 
 class Waiting(Protocol):
-    """A request held until it can be answered (Fetch waiting for data, a group join)."""
+    """A request held until it can be answered (Fetch waiting for data; a request running in
+    slices, ``kafka_wire.broker.work.Job``, whose deadline is the time of its last slice)."""
 
     deadline_ms: int
 

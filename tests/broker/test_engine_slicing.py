@@ -4,6 +4,7 @@ other connections answered in between and one connection's requests kept in orde
 from __future__ import annotations
 
 from kafka_wire.broker import BrokerConfig
+from kafka_wire.broker.effects import Fsync
 from kafka_wire.broker.work import PARTITION_WORK_BYTES
 from kafka_wire.messages import (
     CreateTopicsRequest,
@@ -193,3 +194,25 @@ def test_shutdown_finishes_admin_jobs_and_a_restart_sees_them_whole() -> None:
     assert len(partition_dirs(engine, "late")) == 6
     restarted = Engine(storage=engine.storage)
     assert leos(restarted, "late", 6) == [0] * 6
+
+
+def test_due_log_work_waits_at_most_a_second_while_jobs_run() -> None:
+    engine = engine_with_budget(1)
+    client = Client(engine, 1)
+    create(client, "f", 1, flush_ms="100")
+    produce_at = engine.now_ms
+    client.send(produce_request("f", [build_batch([NewRecord(None, b"x")], default_timestamp=engine.now_ms)]), 9)
+    assert client.responses()
+
+    def fsyncs() -> int:
+        return sum(isinstance(e, Fsync) and e.path.startswith("f-0/") for e in engine.log)
+
+    synced = fsyncs()
+    client.send(CreateTopicsRequest(topics=[topic("slow", 100)], timeout_ms=1000), 7)
+    tick(engine)  # the first tick while working looks through the logs: the flush is not due yet
+    engine.now_ms = produce_at + 500  # due since +100; ticks of the job do not look again for a second
+    tick(engine)
+    assert fsyncs() == synced
+    engine.now_ms = engine.now_ms + 1000
+    tick(engine)
+    assert fsyncs() > synced
