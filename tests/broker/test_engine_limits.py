@@ -27,6 +27,9 @@ from kafka_wire.messages import (
     DeleteTopicsRequest,
     DeleteTopicsResponse,
     ErrorCode,
+    MetadataRequest,
+    MetadataRequestTopic,
+    MetadataResponse,
 )
 from kafka_wire.records import NewRecord, build_batch
 from kafka_wire.records.codec_snappy import snappy_compress
@@ -233,3 +236,15 @@ def test_an_uncompressed_batch_is_limited_by_its_size_as_before() -> None:
     assert small is not None and big is not None
     assert small.responses[0].partition_responses[0].error_code == ErrorCode.NONE
     assert big.responses[0].partition_responses[0].error_code == ErrorCode.MESSAGE_TOO_LARGE
+
+
+def test_metadata_auto_creation_past_the_limit_creates_nothing() -> None:
+    engine = Engine(BrokerConfig(group_initial_rebalance_delay_ms=0, max_records_per_user_op=5))
+    client = Client(engine, 1)
+    request = MetadataRequest(topics=[MetadataRequestTopic(name=n) for n in ("x", "y", "z")], allow_auto_topic_creation=True)
+    reply = client.request(request, 9)  # 3 topics of 1 partition: 6 records
+    assert isinstance(reply.body, MetadataResponse)
+    assert {t.error_code for t in reply.body.topics} == {ErrorCode.LEADER_NOT_AVAILABLE}
+    assert engine.broker.state.metadata.topics == {}
+    two = client.request(MetadataRequest(topics=request.topics[:2], allow_auto_topic_creation=True), 9)
+    assert isinstance(two.body, MetadataResponse) and {t.error_code for t in two.body.topics} == {ErrorCode.NONE}

@@ -4,7 +4,8 @@ other connections answered in between and one connection's requests kept in orde
 from __future__ import annotations
 
 from kafka_wire.broker import BrokerConfig
-from kafka_wire.broker.effects import Fsync
+from kafka_wire.broker.effects import Fsync, Rename
+from kafka_wire.broker.metadata import METADATA_FILE
 from kafka_wire.broker.work import PARTITION_WORK_BYTES
 from kafka_wire.messages import (
     CreateTopicsRequest,
@@ -216,3 +217,36 @@ def test_due_log_work_waits_at_most_a_second_while_jobs_run() -> None:
     engine.now_ms = engine.now_ms + 1000
     tick(engine)
     assert fsyncs() > synced
+
+
+def metadata_writes(engine: Engine, since: int) -> int:
+    return sum(isinstance(e, Rename) and e.target == METADATA_FILE for e in engine.log[since:])
+
+
+def test_metadata_auto_creation_runs_in_slices_and_writes_the_metadata_once() -> None:
+    engine = engine_with_budget(3 * PARTITION_WORK_BYTES)
+    asker, other = Client(engine, 1), Client(engine, 2)
+    since = len(engine.log)
+    names = [f"auto-{i}" for i in range(10)]
+    asker.send(MetadataRequest(topics=[MetadataRequestTopic(name=n) for n in [*names, "auto-0"]], allow_auto_topic_creation=True), 9)
+    assert asker.responses() == [] and set(names) <= set(engine.broker.state.metadata.topics)
+    assert metadata(other, "auto-9").topics[0].partitions[0].error_code == ErrorCode.LEADER_NOT_AVAILABLE
+    for _ in range(3):
+        tick(engine)
+    body = only(asker.responses())
+    assert isinstance(body, MetadataResponse)
+    assert [(t.name, t.error_code, len(t.partitions)) for t in body.topics] == [(n, ErrorCode.NONE, 1) for n in [*names, "auto-0"]]
+    assert metadata_writes(engine, since) == 1
+
+
+def test_many_topics_in_one_request_write_the_metadata_once() -> None:
+    engine = Engine()
+    client = Client(engine, 1)
+    since = len(engine.log)
+    reply = client.request(CreateTopicsRequest(topics=[topic(f"m{i}", 1) for i in range(50)], timeout_ms=1000), 7)
+    assert isinstance(reply.body, CreateTopicsResponse) and {t.error_code for t in reply.body.topics} == {ErrorCode.NONE}
+    assert metadata_writes(engine, since) == 1
+    since = len(engine.log)
+    gone = client.request(DeleteTopicsRequest(topic_names=[f"m{i}" for i in range(50)], timeout_ms=1000), 5)
+    assert isinstance(gone.body, DeleteTopicsResponse) and {r.error_code for r in gone.body.responses} == {ErrorCode.NONE}
+    assert metadata_writes(engine, since) == 1

@@ -7,15 +7,16 @@ request): the topic whose partitions no longer fit, and every later topic adding
 UNKNOWN_SERVER_ERROR, as Kafka answers (without creating any part of them); a request naming more
 topics than the cap fails whole with POLICY_VIOLATION (see ``record_limit``). The new counts are
 written to the metadata at once; the partitions are opened in slices of the work budget (see
-``kafka_wire.broker.work``), and the answer comes when the last one is open.
+``open_partitions``), and the answer comes when the last one is open.
 """
 
 from __future__ import annotations
 
+from kafka_wire.broker.apis.open_partitions import OpenPartitionsJob
 from kafka_wire.broker.apis.record_limit import EXCESSIVE_BATCH_MESSAGE
 from kafka_wire.broker.metadata import TopicInfo
-from kafka_wire.broker.state import BrokerState, Context
-from kafka_wire.broker.work import PARTITION_WORK_BYTES, Job
+from kafka_wire.broker.state import Context
+from kafka_wire.broker.work import Job
 from kafka_wire.messages import (
     CreatePartitionsRequest,
     CreatePartitionsResponse,
@@ -73,40 +74,4 @@ def handle(ctx: Context, request: CreatePartitionsRequest) -> CreatePartitionsRe
     if not grown:
         return response
     state.persist_metadata()
-    return CreatePartitionsJob(state, response, grown, ctx.now_ms).start(ctx.now_ms)
-
-
-class CreatePartitionsJob(Job[CreatePartitionsResponse]):
-    """Opens the new partitions, one per step; a topic deleted meanwhile is skipped."""
-
-    survives_disconnect = True
-
-    def __init__(
-        self, state: BrokerState, response: CreatePartitionsResponse, grown: list[tuple[TopicInfo, int, int]], now_ms: int
-    ) -> None:
-        super().__init__(state.budget, now_ms)
-        self._state = state
-        self._response = response
-        self._grown = grown
-        self._topic = 0
-        self._index = grown[0][1]
-
-    @property
-    def done(self) -> bool:
-        return self._topic >= len(self._grown)
-
-    def step(self, now_ms: int) -> None:
-        state = self._state
-        topic, _, end = self._grown[self._topic]
-        present = state.topic_named(topic.name) is topic
-        if present and state.replica(topic.name, self._index) is None:
-            state.open_partition(topic, self._index, now_ms)
-            self.budget.spend(PARTITION_WORK_BYTES)
-        self._index += 1
-        if self._index >= end or not present:
-            self._topic += 1
-            if self._topic < len(self._grown):
-                self._index = self._grown[self._topic][1]
-
-    def response(self) -> CreatePartitionsResponse:
-        return self._response
+    return OpenPartitionsJob(state, grown, lambda: response, ctx.now_ms).start(ctx.now_ms)

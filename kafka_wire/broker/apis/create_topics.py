@@ -8,7 +8,7 @@ more than ``max_records_per_user_op`` metadata records (Kafka's 10,000: one per 
 and per partition) fails whole with POLICY_VIOLATION (see ``record_limit``), before anything is
 created. ``validate_only`` checks without creating. The topics are registered (and the metadata
 written) at once; their partitions are opened in slices of the work budget (see
-``kafka_wire.broker.work``), and the answer comes when the last one is open.
+``open_partitions``), and the answer comes when the last one is open.
 Version notes: v5+ returns the topic id, partition count, replication factor and effective configs.
 """
 
@@ -18,10 +18,10 @@ from collections import Counter
 from dataclasses import dataclass
 
 from kafka_wire.broker.apis.configs import describe_topic_configs
+from kafka_wire.broker.apis.open_partitions import OpenPartitionsJob
 from kafka_wire.broker.apis.record_limit import EXCESSIVE_BATCH_MESSAGE, new_topic_records
-from kafka_wire.broker.metadata import TopicInfo
-from kafka_wire.broker.state import BrokerState, Context
-from kafka_wire.broker.work import PARTITION_WORK_BYTES, Job
+from kafka_wire.broker.state import Context
+from kafka_wire.broker.work import Job
 from kafka_wire.messages import (
     CreateTopicsRequest,
     CreateTopicsRequestCreatableTopic,
@@ -74,13 +74,13 @@ def handle(ctx: Context, request: CreateTopicsRequest) -> CreateTopicsResponse |
     response = CreateTopicsResponse(topics=results)
     if request.validate_only or not creatable:
         return response
-    topics = []
+    ranges = []
     for c in creatable:
         topic = state.register_topic(c.result.name, c.partitions, c.configs)
         c.result.topic_id = topic.topic_id
-        topics.append(topic)
+        ranges.append((topic, 0, c.partitions))
     state.persist_metadata()
-    return CreateTopicsJob(state, response, topics, ctx.now_ms).start(ctx.now_ms)
+    return OpenPartitionsJob(state, ranges, lambda: response, ctx.now_ms).start(ctx.now_ms)
 
 
 def _check(
@@ -120,36 +120,3 @@ def _check(
             for c in describe_topic_configs(state, configs, None, synonyms=False, documentation=False)
         ]
     return result, _Creatable(result, partitions, configs)
-
-
-class CreateTopicsJob(Job[CreateTopicsResponse]):
-    """Opens the partitions of registered topics, one per step; a topic deleted meanwhile is skipped."""
-
-    survives_disconnect = True
-
-    def __init__(self, state: BrokerState, response: CreateTopicsResponse, topics: list[TopicInfo], now_ms: int) -> None:
-        super().__init__(state.budget, now_ms)
-        self._state = state
-        self._response = response
-        self._topics = topics
-        self._counts = [t.partitions for t in topics]  # CreatePartitions may add more meanwhile
-        self._topic = 0
-        self._index = 0
-
-    @property
-    def done(self) -> bool:
-        return self._topic >= len(self._topics)
-
-    def step(self, now_ms: int) -> None:
-        state = self._state
-        topic = self._topics[self._topic]
-        if state.topic_named(topic.name) is topic and state.replica(topic.name, self._index) is None:
-            state.open_partition(topic, self._index, now_ms)
-            self.budget.spend(PARTITION_WORK_BYTES)
-        self._index += 1
-        if self._index >= self._counts[self._topic] or state.topic_named(topic.name) is not topic:
-            self._topic += 1
-            self._index = 0
-
-    def response(self) -> CreateTopicsResponse:
-        return self._response

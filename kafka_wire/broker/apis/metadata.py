@@ -2,10 +2,13 @@
 
 Behaviour: a null topic list (or an empty one at v0) lists every topic, internal ones included; a
 named topic that does not exist is created when both the broker (``auto.create.topics.enable``) and
-the request (v4+ ``allow_auto_topic_creation``) allow it, and reported at once (LEADER_NOT_AVAILABLE
-while a topic of that name is still being deleted). Partitions not open yet (a CreateTopics in
-progress) are LEADER_NOT_AVAILABLE. Topics may be named by id (v10+). This broker leads every
-partition; replicas and ISR are this node.
+the request (v4+ ``allow_auto_topic_creation``) allow it, with ``num.partitions`` partitions opened
+in slices of the work budget (see ``open_partitions``), and reported once they are open. Like a
+CreateTopics, one request may create at most ``max_records_per_user_op`` records (Kafka's 10,000:
+one per topic and per partition): past that, and while a topic of that name is still being
+deleted, the topics are LEADER_NOT_AVAILABLE and not created. Partitions not open yet (a
+CreateTopics in progress) are LEADER_NOT_AVAILABLE. Topics may be named by id (v10+). This broker
+leads every partition; replicas and ISR are this node.
 Version notes: ``cluster_id`` from v2, ``topic_id`` from v10, authorized operations v8-v10 (cluster).
 """
 
@@ -14,8 +17,11 @@ from __future__ import annotations
 import uuid
 from typing import Final
 
+from kafka_wire.broker.apis.open_partitions import OpenPartitionsJob
+from kafka_wire.broker.apis.record_limit import new_topic_records
 from kafka_wire.broker.metadata import TopicInfo, topic_name_problem
 from kafka_wire.broker.state import Context
+from kafka_wire.broker.work import Job
 from kafka_wire.codec.runtime import ZERO_UUID
 from kafka_wire.messages import (
     ErrorCode,
@@ -67,17 +73,37 @@ def topic_metadata(ctx: Context, topic: TopicInfo, *, operations: bool = False) 
     )
 
 
-def handle(ctx: Context, request: MetadataRequest) -> MetadataResponse:
+def handle(ctx: Context, request: MetadataRequest) -> MetadataResponse | Job[MetadataResponse]:
+    state = ctx.state
+    wanted = request.topics
+    if wanted is None or (ctx.api_version == 0 and not wanted):
+        return _response(ctx, request, auto_create=False)
+    auto_create = state.config.auto_create_topics and (ctx.api_version < 4 or request.allow_auto_topic_creation)
+    creatable: dict[str, None] = {}
+    if auto_create:
+        for entry in wanted:
+            name = entry.name
+            if name is not None and state.topic_named(name) is None and topic_name_problem(name) is None:
+                if name not in state.deleting:
+                    creatable[name] = None
+    partitions = state.config.num_partitions
+    if not creatable or len(creatable) * new_topic_records(partitions, 0) > state.config.max_records_per_user_op:
+        # Over the limit Kafka's CreateTopics for them fails whole: they stay LEADER_NOT_AVAILABLE.
+        return _response(ctx, request, auto_create=auto_create)
+    ranges = [(state.register_topic(name, partitions, {}), 0, partitions) for name in creatable]
+    state.persist_metadata()
+    job = OpenPartitionsJob(state, ranges, lambda: _response(ctx, request, auto_create=auto_create), ctx.now_ms)
+    return job.start(ctx.now_ms)
+
+
+def _response(ctx: Context, request: MetadataRequest, *, auto_create: bool) -> MetadataResponse:
     state = ctx.state
     operations = request.include_topic_authorized_operations
     wanted = request.topics
-    topics: list[MetadataResponseTopic] = []
     if wanted is None or (ctx.api_version == 0 and not wanted):
         topics = [topic_metadata(ctx, t, operations=operations) for t in sorted(state.metadata.topics.values(), key=lambda t: t.name)]
     else:
-        auto_create = state.config.auto_create_topics and (ctx.api_version < 4 or request.allow_auto_topic_creation)
-        for entry in wanted:
-            topics.append(_one_topic(ctx, entry.name, entry.topic_id, auto_create=auto_create, operations=operations))
+        topics = [_one_topic(ctx, e.name, e.topic_id, auto_create=auto_create, operations=operations) for e in wanted]
     return MetadataResponse(
         brokers=brokers(ctx),
         cluster_id=state.metadata.cluster_id,
@@ -105,7 +131,5 @@ def _one_topic(
         return MetadataResponseTopic(error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, name=name)
     if not auto_create:
         return MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name)
-    if name in state.deleting:  # created again once its deletion is over: retry
-        return MetadataResponseTopic(error_code=ErrorCode.LEADER_NOT_AVAILABLE, name=name)
-    topic = state.create_topic(name, state.config.num_partitions, {}, ctx.now_ms)
-    return topic_metadata(ctx, topic, operations=operations)
+    # Being deleted, deleted while its creation ran, or more than one request may create: retry.
+    return MetadataResponseTopic(error_code=ErrorCode.LEADER_NOT_AVAILABLE, name=name)
