@@ -241,10 +241,10 @@ def test_an_uncompressed_batch_is_limited_by_its_size_as_before() -> None:
 def test_metadata_auto_creation_past_the_limit_creates_nothing() -> None:
     engine = Engine(BrokerConfig(group_initial_rebalance_delay_ms=0, max_records_per_user_op=5))
     client = Client(engine, 1)
-    request = MetadataRequest(topics=[MetadataRequestTopic(name=n) for n in ("x", "y", "z")], allow_auto_topic_creation=True)
-    reply = client.request(request, 9)  # 3 topics of 1 partition: 6 records
+    wanted = [MetadataRequestTopic(name=n) for n in ("x", "y", "z")]
+    reply = client.request(MetadataRequest(topics=wanted, allow_auto_topic_creation=True), 9)  # 3 x 2 records
     assert isinstance(reply.body, MetadataResponse)
     assert {t.error_code for t in reply.body.topics} == {ErrorCode.LEADER_NOT_AVAILABLE}
     assert engine.broker.state.metadata.topics == {}
-    two = client.request(MetadataRequest(topics=request.topics[:2], allow_auto_topic_creation=True), 9)
+    two = client.request(MetadataRequest(topics=wanted[:2], allow_auto_topic_creation=True), 9)
     assert isinstance(two.body, MetadataResponse) and {t.error_code for t in two.body.topics} == {ErrorCode.NONE}
