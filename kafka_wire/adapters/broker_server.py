@@ -15,6 +15,7 @@ import logging
 import random
 import secrets
 import signal
+import sys
 import time
 import uuid
 from dataclasses import replace
@@ -24,7 +25,9 @@ from typing import BinaryIO, Final
 from kafka_wire.adapters.file_storage import FileStorage
 from kafka_wire.broker.broker import Broker
 from kafka_wire.broker.config import BrokerConfig
-from kafka_wire.broker.effects import CloseConnection, Effect, FileRegion, Send
+from kafka_wire.broker.data_dir import DataDirError
+from kafka_wire.broker.driving import settle
+from kafka_wire.broker.effects import CloseConnection, Effect, FileRegion, Send, StopBroker
 
 _READ_CHUNK: Final = 256 * 1024
 #: Sends queued on one connection before its reader yields to the writer.
@@ -57,10 +60,16 @@ class BrokerServer:
         self._timer: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
+        #: Set when the engine stops on its own (its log directory failed), with the reason.
+        self.stop_requested = asyncio.Event()
+        self.failure: str | None = None
 
     async def start(self, host: str, port: int) -> int:
-        """Recover the data directory, start listening; returns the bound port."""
+        """Recover the data directory, start listening; returns the bound port (0 when the
+        start failed: ``failure`` says why)."""
         self._apply(self.broker.start(wall_clock_ms()))
+        if self.failure is not None:
+            return 0
         self._server = await asyncio.start_server(self._serve, host, port, reuse_address=True)
         self._timer = asyncio.create_task(self._run_timer())
         bound: int = self._server.sockets[0].getsockname()[1]
@@ -133,9 +142,9 @@ class BrokerServer:
                 await writer.wait_closed()
 
     def _apply(self, effects: list[Effect]) -> None:
-        """Apply storage effects now; queue sends on each connection's writer, in order."""
-        self.storage.apply(effects)
-        for effect in effects:
+        """Apply storage effects now and report their outcome to the engine; queue sends on each
+        connection's writer, in order; stop when the engine stops."""
+        for effect in settle(self.broker, effects, self.storage.apply_one, wall_clock_ms()):
             if isinstance(effect, Send):
                 queue = self._queues.get(effect.conn_id)
                 if queue is not None:
@@ -144,6 +153,9 @@ class BrokerServer:
                 queue = self._queues.get(effect.conn_id)
                 if queue is not None:
                     queue.put_nowait(None)  # close after what was queued before
+            elif isinstance(effect, StopBroker):
+                self.failure = effect.reason
+                self.stop_requested.set()
         self._wake.set()
 
     def _open(self, region: FileRegion) -> tuple[BinaryIO, int, int] | bytes:
@@ -188,14 +200,29 @@ async def _serve(config: BrokerConfig, host: str, port: int, data_dir: Path) -> 
         port = probe.sockets[0].getsockname()[1]
         probe.close()
         await probe.wait_closed()
-    server = BrokerServer(replace(config, host=host, port=port), data_dir)
-    bound = await server.start(host, port)
-    stop = asyncio.Event()
+    try:
+        server = BrokerServer(replace(config, host=host, port=port), data_dir)
+        bound = await server.start(host, port)
+    except DataDirError as exc:
+        return _cannot_start(f"{data_dir}: {exc}")
+    except OSError as exc:
+        return _cannot_start(f"{exc.strerror or exc} ({exc.filename or f'{host}:{port}'})")
+    if server.failure is not None:
+        await server.stop()
+        return _cannot_start(f"{server.failure} (data directory {data_dir}: it must be writable, with free space)")
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, server.stop_requested.set)
     print(f"kafka-wire serve: listening on {host}:{bound} (data in {data_dir})", flush=True)
-    await stop.wait()
+    await server.stop_requested.wait()
     await server.stop()
+    if server.failure is not None:
+        print(f"kafka-wire serve: stopped: {server.failure} (in {data_dir})", file=sys.stderr, flush=True)
+        return 1
     print("kafka-wire serve: stopped", flush=True)
     return 0
+
+
+def _cannot_start(reason: str) -> int:
+    print(f"kafka-wire serve: cannot start: {reason}", file=sys.stderr, flush=True)
+    return 1

@@ -2,9 +2,19 @@
 
 Inputs: ``start``, ``connection_opened``, ``receive_data``, ``connection_closed``, ``tick`` (at
 ``next_deadline_ms()``) and ``shutdown``, each with ``now_ms``. Each returns a list of effects: the
-storage effects of the call first (the driver applies them, in order, before anything is sent, so a
-response never acknowledges data that is not written), then ``Send`` / ``CloseConnection``. No
-clock, socket, file or ambient randomness is used: the same inputs give the same effects.
+storage effects of the call first, then ``Send`` / ``CloseConnection`` that do not depend on them.
+When a call returned storage effects, the driver applies them in order and reports the outcome
+before any other input (:func:`kafka_wire.broker.driving.settle` does both):
+
+- ``storage_applied(now_ms)``: every write succeeded; it returns the answers built in that call,
+  so nothing is acknowledged before the write holding it succeeded;
+- ``storage_failed(failure, now_ms)``: a write failed. The data directory is the broker's only log
+  directory, so it goes offline as a whole: the answers of the call report the failure
+  (KAFKA_STORAGE_ERROR; NOT_COORDINATOR for group APIs), every connection is closed and
+  ``StopBroker`` follows. Nothing more is written, so no state in memory is ever served ahead of
+  the disk; the next start recovers the logs from what the disk holds.
+
+No clock, socket, file or ambient randomness is used: the same inputs give the same effects.
 """
 
 from __future__ import annotations
@@ -17,17 +27,20 @@ from typing import Final
 
 from kafka_wire.broker.apis import GROUP_APIS, HANDLERS, SUPPORTED
 from kafka_wire.broker.config import BrokerConfig
-from kafka_wire.broker.effects import CloseConnection, Effect, FileRegion, Send
+from kafka_wire.broker.data_dir import DataDir
+from kafka_wire.broker.driving import StorageFailure
+from kafka_wire.broker.effects import CloseConnection, Effect, FileRegion, Send, StopBroker
+from kafka_wire.broker.failed_answers import failed_answer
 from kafka_wire.broker.fetch_sessions import FetchSessionCache
 from kafka_wire.broker.group import GroupConfig, GroupCoordinator, Persist, Respond
 from kafka_wire.broker.log.config import LogConfig
-from kafka_wire.broker.metadata import OFFSETS_TOPIC, ClusterMetadata
+from kafka_wire.broker.metadata import OFFSETS_TOPIC
 from kafka_wire.broker.sasl import server_sasl
 from kafka_wire.broker.state import BrokerState, Context, Spliced, Waiting
 from kafka_wire.broker.storage import StorageReader
 from kafka_wire.broker.versioning import fit
 from kafka_wire.codec.runtime import Message
-from kafka_wire.errors import LocalProtocolError, ProtocolError
+from kafka_wire.errors import EncodeError, LocalProtocolError, ProtocolError
 from kafka_wire.messages import ApiKey, ErrorCode, SaslAuthenticateResponse, SaslHandshakeResponse
 from kafka_wire.protocol.events import (
     NEED_DATA,
@@ -46,6 +59,15 @@ class _Connection:
     server: ServerConnection
     host: str
     principal: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    """A response built during an engine call, sent when the call's writes have succeeded."""
+
+    conn_id: int
+    request: Request
+    body: Message | Spliced
 
 
 @dataclass(slots=True)
@@ -88,6 +110,14 @@ class Broker:
         self._state: BrokerState | None = None
         self._group: GroupCoordinator | None = None
         self._next_maintenance_ms = 0
+        #: Answers built during the current call.
+        self._answers: list[_Answer] = []
+        #: While the driver applies a call's storage effects: that call's answers (else None).
+        self._awaiting: list[_Answer] | None = None
+        #: Why the broker stopped serving (None while it serves).
+        self._stopped: str | None = None
+        #: From ``start`` until the outcome of its writes is known.
+        self._starting = False
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -98,11 +128,18 @@ class Broker:
         return self._state
 
     def start(self, now_ms: int) -> list[Effect]:
-        """Open (and recover) every log, load group state; effects create missing files."""
+        """Check the data directory, open (and recover) every log, load group state; effects create
+        missing files. A data directory that cannot be served raises
+        :class:`~kafka_wire.broker.data_dir.DataDirError`, whose message says what to do."""
         if self._state is not None:
             raise LocalProtocolError("the broker is already started")
+        self._check_input()
+        self._starting = True
         config = self.config
-        metadata = ClusterMetadata.load(self._storage, cluster_id=config.cluster_id, node_id=config.node_id)
+        opened = DataDir.open(self._storage, node_id=config.node_id, cluster_id=config.cluster_id, rng=self._rng)
+        for warning in opened.warnings:
+            self._log.warning("%s", warning)
+        metadata = opened.metadata
         state = BrokerState(
             config=config,
             storage=self._storage,
@@ -112,6 +149,7 @@ class Broker:
             fetch_sessions=FetchSessionCache(config.fetch_session_cache_slots, self._rng),
         )
         self._state = state
+        state.effects += opened.effects
         state.open_existing(now_ms)
         state.effects += metadata.persist()
         self._group = GroupCoordinator(
@@ -131,7 +169,10 @@ class Broker:
         return self._flush([])
 
     def shutdown(self, now_ms: int) -> list[Effect]:
-        """Close every connection and make every log durable."""
+        """Close every connection and make every log durable (nothing is written once stopped)."""
+        if self._stopped is not None:
+            return []
+        self._check_input()
         out: list[Effect] = [CloseConnection(conn_id) for conn_id in self._conns]
         self._conns.clear()
         self._held.clear()
@@ -167,17 +208,27 @@ class Broker:
     # -- connections ----------------------------------------------------------------------------
 
     def connection_opened(self, conn_id: int, now_ms: int, *, host: str = "") -> list[Effect]:
+        if self._stopped is not None:
+            return [CloseConnection(conn_id)]
+        self._check_input()
         if conn_id in self._conns:
             raise LocalProtocolError(f"connection {conn_id} is already open")
         self._conns[conn_id] = _Connection(ServerConnection(self._server_config, sasl=self._sasl), host)
         return []
 
     def connection_closed(self, conn_id: int, now_ms: int) -> list[Effect]:
+        if self._stopped is not None:
+            self._conns.pop(conn_id, None)
+            return []
+        self._check_input()
         self._conns.pop(conn_id, None)
         self._held = [h for h in self._held if h.conn_id != conn_id]
         return self._flush([])
 
     def receive_data(self, conn_id: int, data: bytes, now_ms: int) -> list[Effect]:
+        if self._stopped is not None:
+            return [CloseConnection(conn_id)]
+        self._check_input()
         conn = self._conns.get(conn_id)
         if conn is None:
             raise LocalProtocolError(f"no open connection {conn_id}")
@@ -192,6 +243,9 @@ class Broker:
         return self._flush(out)
 
     def tick(self, now_ms: int) -> list[Effect]:
+        if self._stopped is not None:
+            return []
+        self._check_input()
         out: list[Effect] = []
         state = self.state
         assert self._group is not None
@@ -209,6 +263,8 @@ class Broker:
         return self._flush(out)
 
     def next_deadline_ms(self) -> int | None:
+        if self._stopped is not None:
+            return None
         deadlines = [h.waiting.deadline_ms for h in self._held]
         if self._group is not None and (group := self._group.next_deadline_ms()) is not None:
             deadlines.append(group)
@@ -216,6 +272,59 @@ class Broker:
             deadlines.append(self._next_maintenance_ms)
             deadlines += [d for r in self._state.partitions.values() if (d := r.log.next_deadline_ms()) is not None]
         return min(deadlines) if deadlines else None
+
+    # -- storage outcomes -----------------------------------------------------------------------
+
+    @property
+    def awaiting_storage(self) -> bool:
+        """True from a call that returned storage effects until their outcome is reported."""
+        return self._awaiting is not None
+
+    @property
+    def stopped(self) -> str | None:
+        """Why the broker stopped serving (a failed write), or None."""
+        return self._stopped
+
+    def storage_applied(self, now_ms: int) -> list[Effect]:
+        """Every storage effect of the last call succeeded: its answers go out."""
+        answers = self._take_awaiting()
+        out: list[Effect] = []
+        self._release(answers, out)
+        return out
+
+    def storage_failed(self, failure: StorageFailure, now_ms: int) -> list[Effect]:
+        """A storage effect of the last call failed (the driver applied none after it).
+
+        The data directory goes offline, and with it the broker: the call's answers report the
+        failure, every connection closes after what it was sent, and ``StopBroker`` ends the list.
+        """
+        starting = self._starting
+        answers = self._take_awaiting()
+        reason = f"log directory failed: {failure}"
+        if not starting:  # a failed start is the driver's to report
+            self._log.error("%s; the broker stops (its only log directory is offline)", reason)
+        out: list[Effect] = []
+        for answer in answers:
+            body = answer.body.body if isinstance(answer.body, Spliced) else answer.body
+            code = ErrorCode.NOT_COORDINATOR if answer.request.api_key in GROUP_APIS else ErrorCode.KAFKA_STORAGE_ERROR
+            self._release([_Answer(answer.conn_id, answer.request, failed_answer(body, code, reason))], out)
+        for conn_id, conn in list(self._conns.items()):
+            self._close(conn_id, conn, out)
+        self._stopped = reason
+        out.append(StopBroker(reason))
+        return out
+
+    def _take_awaiting(self) -> list[_Answer]:
+        answers = self._awaiting
+        if answers is None:
+            raise LocalProtocolError("no storage effects await an outcome")
+        self._awaiting = None
+        self._starting = False
+        return answers
+
+    def _check_input(self) -> None:
+        if self._awaiting is not None:
+            raise LocalProtocolError("the outcome of the last call's storage effects was not reported")
 
     # -- request handling -----------------------------------------------------------------------
 
@@ -276,13 +385,28 @@ class Broker:
             self._held.append(_Held(conn_id, request, result))
 
     def _respond(self, conn_id: int, request: Request, body: Message | Spliced, out: list[Effect]) -> None:
-        conn = self._conns.get(conn_id)
-        if conn is None or not request.expects_response:
-            return
-        if isinstance(body, Spliced):
-            self._send(conn_id, conn.server.send_spliced(request.reply(fit(body.body, request.api_version)), body.splices), out)
-        else:
-            self._send(conn_id, conn.server.send(request.reply(fit(body, request.api_version))), out)
+        """Answer ``request``: built now, sent once the writes of this call have succeeded."""
+        if conn_id in self._conns and request.expects_response:
+            self._answers.append(_Answer(conn_id, request, body))
+
+    def _release(self, answers: list[_Answer], out: list[Effect]) -> None:
+        for answer in answers:
+            conn = self._conns.get(answer.conn_id)
+            if conn is None:
+                continue  # closed since: its answers go with it
+            request, body = answer.request, answer.body
+            ready: bytes | list[object]
+            try:
+                if isinstance(body, Spliced):
+                    ready = conn.server.send_spliced(request.reply(fit(body.body, request.api_version)), body.splices)
+                else:
+                    ready = conn.server.send(request.reply(fit(body, request.api_version)))
+            except (EncodeError, LocalProtocolError):
+                # A bug, not the client's doing: this connection cannot be answered correctly.
+                self._log.exception("conn %d: cannot answer %s", answer.conn_id, type(request.body).__name__)
+                self._close(answer.conn_id, conn, out)
+                continue
+            self._send(answer.conn_id, ready, out)
 
     def _poll_held(self, now_ms: int, out: list[Effect]) -> None:
         still: list[_Held] = []
@@ -336,5 +460,13 @@ class Broker:
         self._held = [h for h in self._held if h.conn_id != conn_id]
 
     def _flush(self, out: list[Effect]) -> list[Effect]:
+        """End a call: its storage effects, then its network effects. Its answers go out now when
+        it wrote nothing, else once the driver reports that the writes succeeded."""
         storage: list[Effect] = list(self._state.collect_effects()) if self._state is not None else []
-        return storage + out
+        answers, self._answers = self._answers, []
+        if storage:
+            self._awaiting = answers
+            return storage + out
+        self._starting = False
+        self._release(answers, out)
+        return out

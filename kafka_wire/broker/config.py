@@ -25,8 +25,9 @@ class BrokerConfig:
     #: The advertised listener clients are told to connect to (``advertised.listeners``).
     host: str = "127.0.0.1"
     port: int = 9092
-    #: ``cluster.id``; kept in ``meta.properties`` once the data directory exists.
-    cluster_id: str = "kafka-wire-cluster"
+    #: ``cluster.id``: None takes the data directory's (``meta.properties``), or makes a new random
+    #: one for a new directory; set, a directory of another cluster is refused.
+    cluster_id: str | None = None
     rack: str | None = None
     #: ``auto.create.topics.enable`` (Kafka's default: true), with ``num.partitions``.
     auto_create_topics: bool = True

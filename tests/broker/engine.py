@@ -5,7 +5,8 @@ from __future__ import annotations
 import random
 
 from kafka_wire.broker import Broker, BrokerConfig
-from kafka_wire.broker.effects import CloseConnection, Effect, FileRegion, Send
+from kafka_wire.broker.driving import settle
+from kafka_wire.broker.effects import CloseConnection, Effect, FileRegion, Send, StorageEffect
 from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.codec.runtime import Message
 from kafka_wire.protocol import NEED_DATA, ClientConfig, ClientConnection, Response
@@ -31,8 +32,9 @@ class Engine:
         self._apply(self.broker.start(self.now_ms))
 
     def _apply(self, effects: list[Effect]) -> None:
-        self.log += effects
-        self.storage.apply(effects)
+        done = settle(self.broker, effects, self.storage.apply_one, self.now_ms)
+        self.log += [e for e in effects if isinstance(e, StorageEffect)] + done
+        effects = done
         for effect in effects:
             if isinstance(effect, Send):
                 for part in effect.parts:
