@@ -97,8 +97,11 @@ class BrokerServer:
             deadline = self.broker.next_deadline_ms()
             delay = None if deadline is None else max(0.0, (deadline - wall_clock_ms()) / 1000)
             self._wake.clear()
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), delay)
+            # asyncio.timeout, not wait_for: wait_for can swallow a cancellation that arrives as
+            # the event is set, and then stop() would wait for this task for ever.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(delay):
+                    await self._wake.wait()
             now = wall_clock_ms()
             deadline = self.broker.next_deadline_ms()
             if deadline is not None and now >= deadline:
