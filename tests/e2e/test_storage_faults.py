@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # not in its stubs' exports
 
 from tests.e2e.brokers import KafkaWireBroker, kafka_wire
 
@@ -131,7 +131,7 @@ def check_stopped_on_its_own(broker: KafkaWireBroker, reason: str) -> None:
     assert status == 1, f"exit status {status}\n{broker.log()[-2000:]}"
     broker.stop()
     log = broker.log()
-    assert f"stopped: log directory failed: " in log and reason in log, log[-2000:]
+    assert "stopped: log directory failed: " in log and reason in log, log[-2000:]
     assert "Traceback" not in log, log[-4000:]
 
 
