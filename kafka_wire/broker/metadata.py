@@ -6,7 +6,9 @@ Files (all written through storage effects):
   recognise the directory.
 - ``<topic>-<partition>/partition.metadata``: Kafka's file naming the topic id.
 - ``kafka-wire-metadata.json``: what Kafka keeps in its metadata log; replaced atomically
-  (written to a ``.tmp`` file, fsynced, renamed).
+  (written to a ``.tmp`` file, fsynced, renamed). Topic config overrides that Kafka 4.0 removed
+  (``message.format.version`` …, stored by older versions) are dropped when it is read, as Kafka
+  drops them when it replays its metadata log (KAFKA-19851).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from kafka_wire.broker.effects import Fsync, Rename, StorageEffect, Truncate, WriteAt
+from kafka_wire.broker.log.config import REMOVED_CONFIGS
 from kafka_wire.broker.storage import StorageReader
 
 METADATA_FILE: Final = "kafka-wire-metadata.json"
@@ -96,7 +99,7 @@ class ClusterMetadata:
                 name=str(entry["name"]),
                 topic_id=uuid.UUID(str(entry["topic_id"])),
                 partitions=int(entry["partitions"]),
-                configs={str(k): str(v) for k, v in entry.get("configs", {}).items()},
+                configs={str(k): str(v) for k, v in entry.get("configs", {}).items() if k not in REMOVED_CONFIGS},
                 internal=bool(entry.get("internal", False)),
             )
             meta.topics[topic.name] = topic
