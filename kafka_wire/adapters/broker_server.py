@@ -176,19 +176,31 @@ class BrokerServer:
                         part[0].close()
 
 
-def serve_until_signalled(config: BrokerConfig, host: str, port: int, data_dir: Path) -> int:
-    """Run a broker until SIGINT or SIGTERM (``kafka-wire serve``); prints one line when ready."""
-    return asyncio.run(_serve(config, host, port, data_dir))
+def serve_until_signalled(
+    config: BrokerConfig,
+    host: str,
+    port: int,
+    data_dir: Path,
+    *,
+    advertised_host: str | None = None,
+    advertised_port: int | None = None,
+) -> int:
+    """Run a broker until SIGINT or SIGTERM (``kafka-wire serve``); prints one line when ready.
+
+    Clients are told ``advertised_host:advertised_port`` (by default the bound address)."""
+    return asyncio.run(_serve(config, host, port, data_dir, advertised_host, advertised_port))
 
 
-async def _serve(config: BrokerConfig, host: str, port: int, data_dir: Path) -> int:
+async def _serve(
+    config: BrokerConfig, host: str, port: int, data_dir: Path, advertised_host: str | None, advertised_port: int | None
+) -> int:
     if port == 0:
         # Bind first to learn the port, then advertise it.
         probe = await asyncio.start_server(lambda r, w: None, host, 0)
         port = probe.sockets[0].getsockname()[1]
         probe.close()
         await probe.wait_closed()
-    server = BrokerServer(replace(config, host=host, port=port), data_dir)
+    server = BrokerServer(replace(config, host=advertised_host or host, port=advertised_port or port), data_dir)
     bound = await server.start(host, port)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
