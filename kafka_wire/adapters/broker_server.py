@@ -206,7 +206,9 @@ async def _serve(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    print(f"kafka-wire serve: listening on {host}:{bound} (data in {data_dir})", flush=True)
+    told = server.config.host, server.config.port
+    advertised = "" if told == (host, bound) else f", advertised as {told[0]}:{told[1]}"
+    print(f"kafka-wire serve: listening on {host}:{bound}{advertised} (data in {data_dir})", flush=True)
     await stop.wait()
     await server.stop()
     print("kafka-wire serve: stopped", flush=True)
