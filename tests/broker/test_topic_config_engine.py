@@ -218,7 +218,7 @@ def _describe(client: Client, resource_type: int, name: str) -> dict[str, tuple[
 def test_describe_configs_reports_broker_defaults_as_kafka_does() -> None:
     engine = engine_with(**{"log.retention.hours": "1", "message.max.bytes": "2000", "log.roll.ms": "60000"})
     client = Client(engine, 1)
-    create(client, "t", cleanup_policy="compact")
+    create(client, "t", cleanup_policy="compact", min_cleanable_dirty_ratio="0.50")
     described = _describe(client, 2, "t")
     # the value is what the log runs with; log.retention.ms is unset, so Kafka lists no synonym
     assert described["retention.ms"] == (str(HOUR), DEFAULT_CONFIG, [])
@@ -236,5 +236,6 @@ def test_describe_configs_reports_broker_defaults_as_kafka_does() -> None:
         [("cleanup.policy", "compact", DYNAMIC_TOPIC_CONFIG), ("log.cleanup.policy", "delete", DEFAULT_CONFIG)],
     )
     assert described["message.timestamp.after.max.ms"][0] == "3600000"
+    assert described["min.cleanable.dirty.ratio"][2][0] == ("min.cleanable.dirty.ratio", "0.5", DYNAMIC_TOPIC_CONFIG)
     broker = _describe(client, 4, "1")
     assert broker["message.max.bytes"][0] == "2000" and broker["log.retention.hours"][0] == "1"

@@ -49,11 +49,11 @@ def describe_topic_configs(
     results = []
     for name in wanted:
         spec = CONFIG_KEYS[name]
+        value = spec.render(getattr(effective, spec.attribute))
         chain: list[tuple[str, str, int]] = []
         if name in overrides:
-            chain.append((name, overrides[name], DYNAMIC_TOPIC_CONFIG))
+            chain.append((name, value, DYNAMIC_TOPIC_CONFIG))
         chain += describe_synonyms(name, static)
-        value = spec.render(getattr(effective, spec.attribute))
         source = chain[0][2] if chain else DEFAULT_CONFIG
         results.append(
             DescribeConfigsResponseResourceResult(
