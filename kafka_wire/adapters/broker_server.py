@@ -191,12 +191,24 @@ class BrokerServer:
                         part[0].close()
 
 
-def serve_until_signalled(config: BrokerConfig, host: str, port: int, data_dir: Path) -> int:
-    """Run a broker until SIGINT or SIGTERM (``kafka-wire serve``); prints one line when ready."""
-    return asyncio.run(_serve(config, host, port, data_dir))
+def serve_until_signalled(
+    config: BrokerConfig,
+    host: str,
+    port: int,
+    data_dir: Path,
+    *,
+    advertised_host: str | None = None,
+    advertised_port: int | None = None,
+) -> int:
+    """Run a broker until SIGINT or SIGTERM (``kafka-wire serve``); prints one line when ready.
+
+    Clients are told ``advertised_host:advertised_port`` (by default the bound address)."""
+    return asyncio.run(_serve(config, host, port, data_dir, advertised_host, advertised_port))
 
 
-async def _serve(config: BrokerConfig, host: str, port: int, data_dir: Path) -> int:
+async def _serve(
+    config: BrokerConfig, host: str, port: int, data_dir: Path, advertised_host: str | None, advertised_port: int | None
+) -> int:
     if port == 0:
         # Bind first to learn the port, then advertise it.
         probe = await asyncio.start_server(lambda r, w: None, host, 0)
@@ -204,7 +216,7 @@ async def _serve(config: BrokerConfig, host: str, port: int, data_dir: Path) -> 
         probe.close()
         await probe.wait_closed()
     try:
-        server = BrokerServer(replace(config, host=host, port=port), data_dir)
+        server = BrokerServer(replace(config, host=advertised_host or host, port=advertised_port or port), data_dir)
         bound = await server.start(host, port)
     except DataDirError as exc:
         return _cannot_start(f"{data_dir}: {exc}")
@@ -216,7 +228,9 @@ async def _serve(config: BrokerConfig, host: str, port: int, data_dir: Path) -> 
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, server.stop_requested.set)
-    print(f"kafka-wire serve: listening on {host}:{bound} (data in {data_dir})", flush=True)
+    told = server.config.host, server.config.port
+    advertised = "" if told == (host, bound) else f", advertised as {told[0]}:{told[1]}"
+    print(f"kafka-wire serve: listening on {host}:{bound}{advertised} (data in {data_dir})", flush=True)
     await server.stop_requested.wait()
     await server.stop()
     if server.failure is not None:

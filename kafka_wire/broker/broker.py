@@ -157,6 +157,7 @@ class Broker:
                 initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
                 min_session_timeout_ms=config.group_min_session_timeout_ms,
                 max_session_timeout_ms=config.group_max_session_timeout_ms,
+                max_group_size=config.group_max_size,
                 offsets_retention_ms=config.offsets_retention_ms,
                 offsets_topic_num_partitions=config.offsets_topic_num_partitions,
             ),

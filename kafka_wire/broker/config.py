@@ -1,4 +1,12 @@
-"""Broker configuration: one frozen dataclass, readable from Kafka's property names."""
+"""Broker configuration: one frozen dataclass, readable from Kafka's property names.
+
+:meth:`BrokerConfig.from_properties` reads the properties the engine acts on: the fields' own
+(``_PROPERTY_OF``), the broker properties that set topic defaults (Kafka's synonym table,
+:mod:`kafka_wire.broker.topic_synonyms`: ``log.retention.hours``, ``message.max.bytes`` …) and
+``sasl.users.<MECHANISM>.<user>``. Other keys are left to the caller:
+:func:`kafka_wire.broker.server_properties.load_server_properties` reads what the server needs
+(listeners, the log directory) and reports the rest.
+"""
 
 from __future__ import annotations
 
@@ -6,15 +14,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Final
 
+from kafka_wire.broker.log.config import CONFIG_KEYS, ConfigError, LogConfig
+from kafka_wire.broker.topic_synonyms import TOPIC_CONFIG_OF, TopicDefault, topic_defaults
 from kafka_wire.errors import KafkaWireError
 from kafka_wire.protocol.frames import DEFAULT_MAX_FRAME_BYTES
 
+#: Java's ``Integer.MAX_VALUE``: Kafka's default ``group.max.size`` (no limit).
+INT32_MAX: Final = 2**31 - 1
+
 
 class BrokerConfigError(KafkaWireError):
-    """A broker configuration value is invalid; ``key`` names it."""
+    """A broker configuration value is invalid; ``key`` names the property."""
 
     def __init__(self, key: str, reason: str) -> None:
         self.key = key
+        self.reason = reason
         super().__init__(f"{key}: {reason}")
 
 
@@ -28,6 +42,7 @@ class BrokerConfig:
     #: ``cluster.id``: None takes the data directory's (``meta.properties``), or makes a new random
     #: one for a new directory; set, a directory of another cluster is refused.
     cluster_id: str | None = None
+    #: ``broker.rack``
     rack: str | None = None
     #: ``auto.create.topics.enable`` (Kafka's default: true), with ``num.partitions``.
     auto_create_topics: bool = True
@@ -35,16 +50,19 @@ class BrokerConfig:
     default_replication_factor: int = 1
     #: ``delete.topic.enable``
     delete_topic_enable: bool = True
-    #: Topic-level defaults as Kafka property names without the ``log.`` prefix
-    #: (``{"segment.bytes": "1048576"}``); see ``kafka_wire.broker.log.config``.
-    topic_defaults: Mapping[str, str] = field(default_factory=dict)
-    #: ``offsets.topic.num.partitions`` (Kafka: 50) and ``offsets.retention.minutes`` (7 days).
+    #: Broker properties that set topic defaults, by Kafka's broker name and as given
+    #: (``{"log.retention.hours": "24", "message.max.bytes": "2097152"}``); :attr:`topic_defaults`
+    #: resolves them by Kafka's synonym table.
+    topic_default_properties: Mapping[str, str] = field(default_factory=dict)
+    #: ``offsets.topic.num.partitions`` (Kafka: 50) and ``offsets.retention.minutes`` (7 days) in ms.
     offsets_topic_num_partitions: int = 50
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000
     #: ``group.initial.rebalance.delay.ms`` and the session timeout bounds.
     group_initial_rebalance_delay_ms: int = 3000
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1_800_000
+    #: ``group.max.size``: members one classic group may hold (Kafka: no limit).
+    group_max_size: int = INT32_MAX
     #: ``socket.request.max.bytes``
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
     #: ``fetch.max.bytes`` on the broker (55 MiB): the cap on one Fetch response.
@@ -61,47 +79,81 @@ class BrokerConfig:
     sasl_users: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for name in ("num_partitions", "offsets_topic_num_partitions", "default_replication_factor"):
+        for name in (
+            "num_partitions",
+            "offsets_topic_num_partitions",
+            "default_replication_factor",
+            "group_max_size",
+            "offsets_retention_ms",
+        ):
             if getattr(self, name) < 1:
                 raise BrokerConfigError(_PROPERTY_OF[name], "must be at least 1")
+        if self.node_id < 0:
+            raise BrokerConfigError("node.id", "must not be negative")
         if not 0 <= self.port <= 65535:
-            raise BrokerConfigError("port", "must be a TCP port")
+            raise BrokerConfigError("advertised.listeners", f"port {self.port} is not a TCP port")
         for mechanism in self.sasl_users:
             if mechanism not in SASL_MECHANISMS:
                 raise BrokerConfigError("sasl.enabled.mechanisms", f"unknown mechanism {mechanism!r}")
+        for key in self.topic_default_properties:
+            if key not in TOPIC_CONFIG_OF:
+                raise BrokerConfigError(key, "not a broker property that sets a topic default")
+        defaults = self.resolved_topic_defaults()
+        try:
+            LogConfig.from_properties({topic: d.value for topic, d in defaults.items()})
+        except ConfigError as exc:
+            source = defaults[exc.key].source if exc.key in defaults else exc.key
+            raise BrokerConfigError(source, exc.reason) from None
+
+    def resolved_topic_defaults(self) -> dict[str, TopicDefault]:
+        """Per topic config set at broker level: its value and the broker property it came from."""
+        try:
+            return topic_defaults(self.topic_default_properties, CONFIG_KEYS)
+        except ConfigError as exc:
+            raise BrokerConfigError(exc.key, exc.reason) from None
+
+    @property
+    def topic_defaults(self) -> dict[str, str]:
+        """Topic config defaults set at broker level, by topic config name (``{"retention.ms": …}``)."""
+        return {topic: d.value for topic, d in self.resolved_topic_defaults().items()}
 
     @classmethod
     def from_properties(cls, properties: Mapping[str, str], base: BrokerConfig | None = None) -> BrokerConfig:
-        """Apply Kafka-named properties (``num.partitions=3``, ``log.segment.bytes=…``) to ``base``."""
+        """Apply the Kafka-named properties the engine acts on (``num.partitions=3``,
+        ``log.retention.hours=24``, ``sasl.users.PLAIN.alice=…``) to ``base``.
+
+        Other keys are ignored here (see the module docstring); an invalid value raises
+        :class:`BrokerConfigError` naming its key.
+        """
         base = base or cls()
         changes: dict[str, object] = {}
-        topic_defaults = dict(base.topic_defaults)
+        defaults = dict(base.topic_default_properties)
+        users = {mechanism: dict(u) for mechanism, u in base.sasl_users.items()}
         for key, raw in properties.items():
             value = raw.strip()
             if key in _FIELD_OF:
                 name = _FIELD_OF[key]
-                kind = _KINDS[name]
-                changes[name] = _parse(key, value, kind)
-            elif key.startswith("log.") and key not in _IGNORED:
-                topic_defaults[key.removeprefix("log.")] = value
-            elif key.startswith("sasl.users."):
+                parsed = _parse(key, value, _KINDS[name])
+                changes[name] = parsed * _SCALE[name] if name in _SCALE and isinstance(parsed, int) else parsed
+            elif key in TOPIC_CONFIG_OF:
+                defaults[key] = value
+            elif key.startswith(SASL_USERS_PREFIX):
                 # sasl.users.<MECHANISM>.<user>=<password>
-                mechanism, _, user = key.removeprefix("sasl.users.").partition(".")
-                users = {m: dict(u) for m, u in (changes.get("sasl_users") or base.sasl_users).items()}  # type: ignore[attr-defined]
+                mechanism, _, user = key.removeprefix(SASL_USERS_PREFIX).partition(".")
                 users.setdefault(mechanism, {})[user] = value
-                changes["sasl_users"] = users
-            elif key not in _IGNORED:
-                raise BrokerConfigError(key, "unknown broker property")
-        changes["topic_defaults"] = topic_defaults
+        changes["topic_default_properties"] = defaults
+        changes["sasl_users"] = users
         return replace(base, **changes)  # type: ignore[arg-type]  # values parsed per field kind
 
 
 SASL_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+#: ``sasl.users.<MECHANISM>.<user>=<password>``: kafka_wire's own way to configure SASL users.
+SASL_USERS_PREFIX: Final = "sasl.users."
 
+#: The property of each field read from properties (``host`` / ``port`` come from
+#: ``advertised.listeners``, ``zero_copy_fetch`` has none).
 _PROPERTY_OF: Final = {
     "node_id": "node.id",
-    "host": "advertised.host",
-    "port": "advertised.port",
     "cluster_id": "cluster.id",
     "rack": "broker.rack",
     "auto_create_topics": "auto.create.topics.enable",
@@ -109,21 +161,25 @@ _PROPERTY_OF: Final = {
     "default_replication_factor": "default.replication.factor",
     "delete_topic_enable": "delete.topic.enable",
     "offsets_topic_num_partitions": "offsets.topic.num.partitions",
-    "offsets_retention_ms": "offsets.retention.ms",
+    "offsets_retention_ms": "offsets.retention.minutes",
     "group_initial_rebalance_delay_ms": "group.initial.rebalance.delay.ms",
     "group_min_session_timeout_ms": "group.min.session.timeout.ms",
     "group_max_session_timeout_ms": "group.max.session.timeout.ms",
+    "group_max_size": "group.max.size",
     "max_frame_bytes": "socket.request.max.bytes",
     "fetch_max_bytes": "fetch.max.bytes",
     "fetch_session_cache_slots": "max.incremental.fetch.session.cache.slots",
     "retention_check_interval_ms": "log.retention.check.interval.ms",
 }
 _FIELD_OF: Final = {prop: name for name, prop in _PROPERTY_OF.items()}
+#: Fields whose property is in another unit: the property's value times this.
+_SCALE: Final = {"offsets_retention_ms": 60_000}
 _KINDS: Final = {f.name: f.type for f in fields(BrokerConfig)}
-#: Properties accepted and ignored: they configure what the adapter or Kafka's JVM does.
-_IGNORED: Final = frozenset(
-    {"log.dirs", "log.dir", "listeners", "process.roles", "controller.quorum.voters"}
-)
+
+
+def acts_on(key: str) -> bool:
+    """Whether :meth:`BrokerConfig.from_properties` reads the property ``key``."""
+    return key in _FIELD_OF or key in TOPIC_CONFIG_OF or key.startswith(SASL_USERS_PREFIX)
 
 
 def _parse(key: str, value: str, kind: object) -> object:

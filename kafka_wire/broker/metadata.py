@@ -6,6 +6,8 @@ fsynced, renamed):
 - ``<topic>-<partition>/partition.metadata``: Kafka's file naming the topic id.
 - ``kafka-wire-metadata.json``: what Kafka keeps in its metadata log.
 ``meta.properties`` and the checks made at start are in :mod:`kafka_wire.broker.data_dir`.
+Topic config overrides that Kafka 4.0 removed (``message.format.version`` ..., stored by older
+versions) are dropped when it is read, as Kafka drops them when it replays its metadata log.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from kafka_wire.broker.effects import StorageEffect
+from kafka_wire.broker.log.config import REMOVED_CONFIGS
 from kafka_wire.broker.log.files import replace_atomically
 from kafka_wire.broker.storage import StorageReader
 
@@ -93,7 +96,7 @@ class ClusterMetadata:
                     name=str(entry["name"]),
                     topic_id=uuid.UUID(str(entry["topic_id"])),
                     partitions=int(entry["partitions"]),
-                    configs={str(k): str(v) for k, v in entry.get("configs", {}).items()},
+                    configs={str(k): str(v) for k, v in entry.get("configs", {}).items() if k not in REMOVED_CONFIGS},
                     internal=bool(entry.get("internal", False)),
                 )
                 if topic_name_problem(topic.name) is not None or topic.partitions < 1:
@@ -105,7 +108,7 @@ class ClusterMetadata:
         return meta
 
     def persist(self) -> list[StorageEffect]:
-        """Effects that replace the metadata file atomically, and ``meta.properties``."""
+        """Effects that replace the metadata file atomically."""
         document = {
             "version": 1,
             "cluster_id": self.cluster_id,

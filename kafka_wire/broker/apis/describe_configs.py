@@ -73,5 +73,5 @@ def broker_properties(ctx: Context) -> list[tuple[str, str]]:
         ("group.initial.rebalance.delay.ms", str(config.group_initial_rebalance_delay_ms)),
         ("socket.request.max.bytes", str(config.max_frame_bytes)),
     ]
-    pairs += [(f"log.{k}", v) for k, v in sorted(config.topic_defaults.items())]
+    pairs += sorted(config.topic_default_properties.items())
     return sorted(pairs)
