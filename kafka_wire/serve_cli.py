@@ -116,7 +116,7 @@ def endpoints(args: argparse.Namespace, loaded: ServerProperties) -> tuple[str, 
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=os.environ.get("KAFKA_WIRE_LOG_LEVEL", args.log_level), format="%(asctime)s %(name)s %(message)s")
+    logging.basicConfig(level=os.environ.get("KAFKA_WIRE_LOG_LEVEL", args.log_level), format="%(asctime)s %(levelname)s %(name)s %(message)s")
     props: dict[str, str] = {}
     origins: dict[str, str] = {}
     try:
