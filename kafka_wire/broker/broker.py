@@ -20,6 +20,8 @@ from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.effects import CloseConnection, Effect, FileRegion, Send
 from kafka_wire.broker.fetch_sessions import FetchSessionCache
 from kafka_wire.broker.group import GroupConfig, GroupCoordinator, Persist, Respond
+from kafka_wire.broker.internal_topics import adopt
+from kafka_wire.broker.log.batches import BatchHeader, parse_header
 from kafka_wire.broker.log.config import LogConfig
 from kafka_wire.broker.metadata import OFFSETS_TOPIC, ClusterMetadata
 from kafka_wire.broker.sasl import server_sasl
@@ -27,8 +29,14 @@ from kafka_wire.broker.state import BrokerState, Context, Spliced, Waiting
 from kafka_wire.broker.storage import StorageReader
 from kafka_wire.broker.versioning import fit
 from kafka_wire.codec.runtime import Message
-from kafka_wire.errors import LocalProtocolError, ProtocolError
-from kafka_wire.messages import ApiKey, ErrorCode, SaslAuthenticateResponse, SaslHandshakeResponse
+from kafka_wire.errors import DecodeError, LocalProtocolError, ProtocolError
+from kafka_wire.messages import (
+    ApiKey,
+    ErrorCode,
+    ProduceResponse,
+    SaslAuthenticateResponse,
+    SaslHandshakeResponse,
+)
 from kafka_wire.protocol.events import (
     NEED_DATA,
     Authenticated,
@@ -39,6 +47,7 @@ from kafka_wire.protocol.events import (
 )
 from kafka_wire.protocol.server import ServerConfig, ServerConnection
 from kafka_wire.records import NewRecord, build_batch, read_batches
+from kafka_wire.records.constants import COMPRESSION_NAMES
 
 
 @dataclass(slots=True)
@@ -103,6 +112,17 @@ class Broker:
             raise LocalProtocolError("the broker is already started")
         config = self.config
         metadata = ClusterMetadata.load(self._storage, cluster_id=config.cluster_id, node_id=config.node_id)
+        for adopted in adopt(metadata, config):
+            if adopted.was_ordinary:
+                self._log.warning(
+                    "%s was an ordinary topic (made by a client): the broker takes it over as an internal "
+                    "topic; configs %s replaced by %s",
+                    adopted.name,
+                    dict(adopted.old_configs),
+                    dict(adopted.new_configs),
+                )
+            else:
+                self._log.info("internal topic %s: configs set to %s", adopted.name, dict(adopted.new_configs))
         state = BrokerState(
             config=config,
             storage=self._storage,
@@ -114,19 +134,24 @@ class Broker:
         self._state = state
         state.open_existing(now_ms)
         state.effects += metadata.persist()
+        offsets = state.topic_named(OFFSETS_TOPIC)
         self._group = GroupCoordinator(
             GroupConfig(
                 initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
                 min_session_timeout_ms=config.group_min_session_timeout_ms,
                 max_session_timeout_ms=config.group_max_session_timeout_ms,
+                max_group_size=config.group_max_size,
                 offsets_retention_ms=config.offsets_retention_ms,
-                offsets_topic_num_partitions=config.offsets_topic_num_partitions,
+                # Groups are placed by the partitions the topic has, once it exists.
+                offsets_topic_num_partitions=(
+                    offsets.partitions if offsets is not None else config.offsets_topic_num_partitions
+                ),
             ),
             member_id_factory=self._member_id_factory,
             topic_name_of=lambda topic_id: (t.name if (t := state.topic_with_id(topic_id)) is not None else None),
             topic_id_of=lambda name: (t.topic_id if (t := state.topic_named(name)) is not None else None),
         )
-        self._group.load(self._stored_group_records())
+        self._replay_group_records(self._group)
         self._next_maintenance_ms = now_ms + config.retention_check_interval_ms
         return self._flush([])
 
@@ -140,7 +165,13 @@ class Broker:
             state.effects += replica.log.close()
         return self._flush(out)
 
-    def _stored_group_records(self) -> Iterator[tuple[bytes, bytes | None]]:
+    def _replay_group_records(self, coordinator: GroupCoordinator) -> None:
+        """Feed every record of ``__consumer_offsets`` to the coordinator, oldest first per partition.
+
+        A batch or record that cannot be read (a decode error, a key or value of an unknown
+        version, a record without a key) is logged with its partition and offset and skipped:
+        start-up never fails because of what is stored there.
+        """
         state = self.state
         topic = state.topic_named(OFFSETS_TOPIC)
         if topic is None:
@@ -155,14 +186,29 @@ class Broker:
                 if outcome.error_code or not outcome.records:
                     break
                 start = offset
-                for batch in read_batches(outcome.records):
-                    if not batch.is_control:
-                        for record in batch:
-                            if record.key is not None:
-                                yield bytes(record.key), None if record.value is None else bytes(record.value)
-                    offset = max(offset, batch.next_offset)
+                for header, data in _batches(outcome.records):
+                    offset = max(offset, header.next_offset)
+                    if header.is_control:
+                        continue
+                    try:
+                        records = [r for batch in read_batches(data) for r in batch]
+                    except DecodeError as exc:
+                        self._skipped(index, header.base_offset, f"unreadable batch: {exc}")
+                        continue
+                    for record in records:
+                        if record.key is None:
+                            self._skipped(index, record.offset, "a record without a key")
+                            continue
+                        try:
+                            coordinator.replay(bytes(record.key), None if record.value is None else bytes(record.value))
+                        except DecodeError as exc:
+                            self._skipped(index, record.offset, str(exc))
                 if offset == start:  # nothing readable: do not spin
+                    self._skipped(index, offset, "unreadable data; the rest of the partition is not loaded")
                     break
+
+    def _skipped(self, partition: int, offset: int, why: str) -> None:
+        self._log.warning("%s-%d offset %d: skipped at load (%s)", OFFSETS_TOPIC, partition, offset, why)
 
     # -- connections ----------------------------------------------------------------------------
 
@@ -224,6 +270,8 @@ class Broker:
         while (event := server.next_event()) is not NEED_DATA:
             if isinstance(event, Request):
                 self._dispatch(conn_id, conn, event, now_ms, out)
+                if conn_id not in self._conns:  # the request closed the connection
+                    return
             elif isinstance(event, UnsupportedRequest):
                 self._send(conn_id, server.reject(event), out)
             elif isinstance(event, Authenticated):
@@ -270,6 +318,15 @@ class Broker:
             assert self._group is not None
             deleted, self.state.deleted_topics = self.state.deleted_topics, []
             self._apply_group(self._group.topics_deleted(deleted, now_ms), now_ms, out)
+        if isinstance(result, ProduceResponse) and not request.expects_response and _produce_failed(result):
+            # acks=0: the producer gets no answer, so Kafka closes the connection to tell it.
+            self._log.info(
+                "conn %d: closing the connection after an acks=0 produce failed (correlation id %d)",
+                conn_id,
+                request.correlation_id,
+            )
+            self._close(conn_id, conn, out)
+            return
         if isinstance(result, Message | Spliced):
             self._respond(conn_id, request, result, out)
         else:
@@ -297,7 +354,9 @@ class Broker:
     def _apply_group(self, effects: list[Respond | Persist], now_ms: int, out: list[Effect]) -> None:
         for effect in effects:
             if isinstance(effect, Persist):
-                self._persist_group_records(effect, now_ms)
+                assert self._group is not None
+                error = self._persist_group_records(effect, now_ms)
+                self._apply_group(self._group.persisted(effect.append_id, error, now_ms), now_ms, out)
             else:
                 token = effect.token
                 assert isinstance(token, tuple)
@@ -307,14 +366,27 @@ class Broker:
                 if request is not None:
                     self._respond(token[0], request, effect.body, out)
 
-    def _persist_group_records(self, effect: Persist, now_ms: int) -> None:
+    def _persist_group_records(self, effect: Persist, now_ms: int) -> int:
+        """Append a group write to ``__consumer_offsets``; the log's error code (0: appended)."""
         state = self.state
         state.offsets_topic(now_ms)
         replica = state.replica(OFFSETS_TOPIC, effect.partition)
-        assert replica is not None, "the coordinator sizes partitions from offsets_topic_num_partitions"
+        if replica is None:  # the coordinator places groups by the topic's own partition count
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         records = [NewRecord(key, value, (), now_ms) for key, value in effect.records]
-        replica.append_as_leader(build_batch(records, default_timestamp=now_ms), now_ms)
+        codec = COMPRESSION_NAMES[self.config.offsets_topic_compression_codec]
+        outcome = replica.append_as_leader(build_batch(records, compression=codec, default_timestamp=now_ms), now_ms)
         state.touch(replica)
+        if outcome.error_code:
+            self._log.warning(
+                "%s-%d: the write of group %s was refused (%s): %s",
+                OFFSETS_TOPIC,
+                effect.partition,
+                effect.group_id,
+                _error_name(outcome.error_code),
+                outcome.error_message,
+            )
+        return outcome.error_code
 
     # -- output ---------------------------------------------------------------------------------
 
@@ -338,3 +410,27 @@ class Broker:
     def _flush(self, out: list[Effect]) -> list[Effect]:
         storage: list[Effect] = list(self._state.collect_effects()) if self._state is not None else []
         return storage + out
+
+
+def _batches(data: bytes) -> Iterator[tuple[BatchHeader, bytes]]:
+    """Each whole batch of ``data`` with its header (the header alone names the next offset, so a
+    batch whose body cannot be decoded can be skipped)."""
+    pos = 0
+    while pos < len(data):
+        try:
+            header = parse_header(data, pos, pos)
+        except DecodeError:
+            return
+        if header is None or header.end > len(data):
+            return
+        yield header, data[pos : header.end]
+        pos = header.end
+
+
+def _produce_failed(response: ProduceResponse) -> bool:
+    return any(p.error_code for t in response.responses for p in t.partition_responses)
+
+
+def _error_name(code: int) -> str:
+    known = ErrorCode.lookup(code)
+    return known.name if isinstance(known, ErrorCode) else str(code)

@@ -38,8 +38,18 @@ class BrokerConfig:
     #: (``{"segment.bytes": "1048576"}``); see ``kafka_wire.broker.log.config``.
     topic_defaults: Mapping[str, str] = field(default_factory=dict)
     #: ``offsets.topic.num.partitions`` (Kafka: 50) and ``offsets.retention.minutes`` (7 days).
+    #: The partition count only applies when the broker creates ``__consumer_offsets``; an
+    #: existing topic keeps its own count, which places the groups.
     offsets_topic_num_partitions: int = 50
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000
+    #: ``offsets.topic.segment.bytes`` (Kafka: 100 MiB): ``segment.bytes`` of ``__consumer_offsets``.
+    offsets_topic_segment_bytes: int = 100 * 1024 * 1024
+    #: ``offsets.topic.compression.codec`` (Kafka: 0, none; 1 gzip, 2 snappy, 3 lz4, 4 zstd): how
+    #: the group coordinator compresses the batches it writes.
+    offsets_topic_compression_codec: int = 0
+    #: ``group.max.size`` (Kafka: Java's ``Integer.MAX_VALUE``): joins beyond it get
+    #: GROUP_MAX_SIZE_REACHED.
+    group_max_size: int = 2**31 - 1
     #: ``group.initial.rebalance.delay.ms`` and the session timeout bounds.
     group_initial_rebalance_delay_ms: int = 3000
     group_min_session_timeout_ms: int = 6000
@@ -60,9 +70,18 @@ class BrokerConfig:
     sasl_users: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for name in ("num_partitions", "offsets_topic_num_partitions", "default_replication_factor"):
+        for name in (
+            "num_partitions",
+            "offsets_topic_num_partitions",
+            "default_replication_factor",
+            "group_max_size",
+        ):
             if getattr(self, name) < 1:
                 raise BrokerConfigError(_PROPERTY_OF[name], "must be at least 1")
+        if self.offsets_topic_segment_bytes < 14:  # the topic's own segment.bytes minimum
+            raise BrokerConfigError(_PROPERTY_OF["offsets_topic_segment_bytes"], "must be at least 14")
+        if not 0 <= self.offsets_topic_compression_codec <= 4:
+            raise BrokerConfigError(_PROPERTY_OF["offsets_topic_compression_codec"], "must be 0 (none) to 4 (zstd)")
         if not 0 <= self.port <= 65535:
             raise BrokerConfigError("port", "must be a TCP port")
         for mechanism in self.sasl_users:
@@ -109,6 +128,9 @@ _PROPERTY_OF: Final = {
     "delete_topic_enable": "delete.topic.enable",
     "offsets_topic_num_partitions": "offsets.topic.num.partitions",
     "offsets_retention_ms": "offsets.retention.ms",
+    "offsets_topic_segment_bytes": "offsets.topic.segment.bytes",
+    "offsets_topic_compression_codec": "offsets.topic.compression.codec",
+    "group_max_size": "group.max.size",
     "group_initial_rebalance_delay_ms": "group.initial.rebalance.delay.ms",
     "group_min_session_timeout_ms": "group.min.session.timeout.ms",
     "group_max_session_timeout_ms": "group.max.session.timeout.ms",
