@@ -98,17 +98,18 @@ def test_list_offsets_answers_every_special_timestamp_as_kafka_4() -> None:
     for i in range(3):
         produce(client, "lo", build_batch([NewRecord(None, b"x")] * 2, default_timestamp=1000 * (i + 1)))
     ok = ErrorCode.NONE
+    # The old code searched for timestamp -6 and answered offset 0.
+    assert list_offset(client, -6, 11) == (ok, -1, -1, -1)  # earliest pending upload (KIP-1023)
     assert list_offset(client, -1, 11) == (ok, 6, -1, 0)  # latest: the high watermark
     assert list_offset(client, -2, 11) == (ok, 0, -1, 0)  # earliest: the log start
     assert list_offset(client, -3, 11) == (ok, 4, 3000, 0)  # the first record with the largest timestamp
     assert list_offset(client, -4, 11) == (ok, 0, -1, 0)  # earliest local = earliest without tiering
     assert list_offset(client, -5, 11) == (ok, -1, -1, -1)  # latest tiered: nothing is tiered
-    assert list_offset(client, -6, 11) == (ok, -1, -1, -1)  # earliest pending upload (KIP-1023)
     assert list_offset(client, 2000, 11) == (ok, 2, 2000, 0)
     assert list_offset(client, 9999, 11) == (ok, -1, -1, -1)
     # Each special timestamp needs the version that defines it; other negative ones never work.
     unsupported = (ErrorCode.UNSUPPORTED_VERSION, -1, -1, -1)
-    assert list_offset(client, -6, 10) == unsupported  # the old code searched timestamp -6: offset 0
+    assert list_offset(client, -6, 10) == unsupported
     assert list_offset(client, -5, 8) == unsupported
     assert list_offset(client, -4, 7) == unsupported
     assert list_offset(client, -3, 6) == unsupported
