@@ -43,3 +43,24 @@ def test_bad_properties_name_their_key(props: dict[str, str], key: str) -> None:
 def test_a_flag_without_a_value_is_refused() -> None:
     with pytest.raises(BrokerConfigError):
         _properties(None, ["num.partitions"])
+
+
+def test_offsets_topic_and_group_properties() -> None:
+    config = BrokerConfig.from_properties(
+        {"group.max.size": "5", "offsets.topic.segment.bytes": "2000000", "offsets.topic.compression.codec": "4"}
+    )
+    assert (config.group_max_size, config.offsets_topic_segment_bytes, config.offsets_topic_compression_codec) == (
+        5,
+        2_000_000,
+        4,
+    )
+    defaults = BrokerConfig()  # Kafka's defaults
+    assert (defaults.group_max_size, defaults.offsets_topic_segment_bytes, defaults.offsets_topic_compression_codec) == (
+        2**31 - 1,
+        100 * 1024 * 1024,
+        0,
+    )
+    for key, value in (("group.max.size", "0"), ("offsets.topic.segment.bytes", "10"), ("offsets.topic.compression.codec", "5")):
+        with pytest.raises(BrokerConfigError) as failure:
+            BrokerConfig.from_properties({key: value})
+        assert failure.value.key == key

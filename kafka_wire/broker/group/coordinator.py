@@ -529,12 +529,20 @@ class GroupCoordinator:
         if first:
             self._schedule(_RETENTION_KEY, self.config.offsets_retention_check_interval_ms)
         if self._unarmed:
+            loaded: dict[str, None] = {}
             for group_id, member_id in self._unarmed:
                 group = self._groups.get(group_id)
                 member = None if group is None else group.members.get(member_id)
                 if group is not None and member is not None:
                     self._arm_heartbeat(group, member, member.session_timeout_ms)
+                    loaded[group_id] = None
             self._unarmed.clear()
+            for group_id in loaded:
+                group = self._groups[group_id]
+                if len(group.members) > self.config.max_group_size and can_rebalance(group.state):
+                    # Over group.max.size (lowered since it was stored): Kafka rebalances a group
+                    # it loads over capacity, and the rejoins beyond the limit are refused.
+                    self._prepare_rebalance(group)
         self._run_timers()
 
     @property

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_wire.broker.group import APPEND_ERRORS, GroupCoordinator, GroupState, client_error
+from kafka_wire.broker.group import APPEND_ERRORS, GroupConfig, GroupCoordinator, GroupState, client_error
 from kafka_wire.errors import DecodeError, LocalProtocolError
 from kafka_wire.messages import (
     DeleteGroupsRequest,
@@ -15,7 +15,7 @@ from kafka_wire.messages import (
     JoinGroupResponse,
     SyncGroupResponse,
 )
-from tests.broker.group.harness import CONFIG, DELAYED, Harness, range_assign, run_group
+from tests.broker.group.harness import CONFIG, DELAYED, REBALANCE_MS, Harness, range_assign, run_group
 from tests.broker.group.test_admin import offset_delete, populated
 from tests.broker.group.test_static import static_group
 
@@ -202,3 +202,23 @@ def test_replay_refuses_unknown_key_versions_and_skips_kafkas_other_record_types
         with pytest.raises(DecodeError):
             coordinator.replay(key, b"")
     assert coordinator.groups() == []
+
+
+def test_a_group_loaded_over_its_max_size_rebalances_and_refuses_the_extra_members() -> None:
+    h = Harness(DELAYED)
+    ids, generation = run_group(h, "g", 3)
+    smaller = Harness(
+        GroupConfig(initial_rebalance_delay_ms=100, min_session_timeout_ms=1000, max_group_size=2)
+    )
+    smaller.coord.load(h.log)
+    smaller.advance(0)
+    assert smaller.coord.state_of("g") is GroupState.PREPARING_REBALANCE
+    assert smaller.heartbeat("g", ids[0], generation) == E.REBALANCE_IN_PROGRESS
+    tokens = [smaller.join("g", member_id) for member_id in ids]
+    extra = smaller.answer(tokens[2])
+    assert isinstance(extra, JoinGroupResponse) and extra.error_code == E.GROUP_MAX_SIZE_REACHED
+    smaller.advance(REBALANCE_MS)  # the join phase ends at the rebalance timeout, as in Kafka
+    joined = [smaller.answer(t) for t in tokens[:2]]
+    assert all(isinstance(j, JoinGroupResponse) and j.error_code == E.NONE for j in joined)
+    snapshot = smaller.coord.group("g")
+    assert snapshot is not None and [m.member_id for m in snapshot.members] == ids[:2]
