@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+from kafka_wire.broker import offsets_topic
 from kafka_wire.broker.apis import GROUP_APIS, HANDLERS, SUPPORTED
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.effects import CloseConnection, Effect, FileRegion, Send
 from kafka_wire.broker.fetch_sessions import FetchSessionCache
 from kafka_wire.broker.group import GroupConfig, GroupCoordinator, Persist, Respond
 from kafka_wire.broker.internal_topics import adopt
-from kafka_wire.broker.log.batches import BatchHeader, parse_header
 from kafka_wire.broker.log.config import LogConfig
 from kafka_wire.broker.metadata import OFFSETS_TOPIC, ClusterMetadata
 from kafka_wire.broker.sasl import server_sasl
@@ -29,7 +29,7 @@ from kafka_wire.broker.state import BrokerState, Context, Spliced, Waiting
 from kafka_wire.broker.storage import StorageReader
 from kafka_wire.broker.versioning import fit
 from kafka_wire.codec.runtime import Message
-from kafka_wire.errors import DecodeError, LocalProtocolError, ProtocolError
+from kafka_wire.errors import LocalProtocolError, ProtocolError
 from kafka_wire.messages import (
     ApiKey,
     ErrorCode,
@@ -46,8 +46,6 @@ from kafka_wire.protocol.events import (
     UnsupportedRequest,
 )
 from kafka_wire.protocol.server import ServerConfig, ServerConnection
-from kafka_wire.records import NewRecord, build_batch, read_batches
-from kafka_wire.records.constants import COMPRESSION_NAMES
 
 
 @dataclass(slots=True)
@@ -112,17 +110,7 @@ class Broker:
             raise LocalProtocolError("the broker is already started")
         config = self.config
         metadata = ClusterMetadata.load(self._storage, cluster_id=config.cluster_id, node_id=config.node_id)
-        for adopted in adopt(metadata, config):
-            if adopted.was_ordinary:
-                self._log.warning(
-                    "%s was an ordinary topic (made by a client): the broker takes it over as an internal "
-                    "topic; configs %s replaced by %s",
-                    adopted.name,
-                    dict(adopted.old_configs),
-                    dict(adopted.new_configs),
-                )
-            else:
-                self._log.info("internal topic %s: configs set to %s", adopted.name, dict(adopted.new_configs))
+        adopt(metadata, config, self._log)  # internal topics get the broker's configs
         state = BrokerState(
             config=config,
             storage=self._storage,
@@ -151,7 +139,7 @@ class Broker:
             topic_name_of=lambda topic_id: (t.name if (t := state.topic_with_id(topic_id)) is not None else None),
             topic_id_of=lambda name: (t.topic_id if (t := state.topic_named(name)) is not None else None),
         )
-        self._replay_group_records(self._group)
+        offsets_topic.replay(state, self._group, self._log)
         self._next_maintenance_ms = now_ms + config.retention_check_interval_ms
         return self._flush([])
 
@@ -164,51 +152,6 @@ class Broker:
         for replica in state.partitions.values():
             state.effects += replica.log.close()
         return self._flush(out)
-
-    def _replay_group_records(self, coordinator: GroupCoordinator) -> None:
-        """Feed every record of ``__consumer_offsets`` to the coordinator, oldest first per partition.
-
-        A batch or record that cannot be read (a decode error, a key or value of an unknown
-        version, a record without a key) is logged with its partition and offset and skipped:
-        start-up never fails because of what is stored there.
-        """
-        state = self.state
-        topic = state.topic_named(OFFSETS_TOPIC)
-        if topic is None:
-            return
-        for index in range(topic.partitions):
-            replica = state.replica(OFFSETS_TOPIC, index)
-            if replica is None:
-                continue
-            offset = replica.log_start_offset
-            while offset < replica.high_watermark:
-                outcome = replica.read(offset, 1 << 20, isolation_level=0, min_one_batch=True)
-                if outcome.error_code or not outcome.records:
-                    break
-                start = offset
-                for header, data in _batches(outcome.records):
-                    offset = max(offset, header.next_offset)
-                    if header.is_control:
-                        continue
-                    try:
-                        records = [r for batch in read_batches(data) for r in batch]
-                    except DecodeError as exc:
-                        self._skipped(index, header.base_offset, f"unreadable batch: {exc}")
-                        continue
-                    for record in records:
-                        if record.key is None:
-                            self._skipped(index, record.offset, "a record without a key")
-                            continue
-                        try:
-                            coordinator.replay(bytes(record.key), None if record.value is None else bytes(record.value))
-                        except DecodeError as exc:
-                            self._skipped(index, record.offset, str(exc))
-                if offset == start:  # nothing readable: do not spin
-                    self._skipped(index, offset, "unreadable data; the rest of the partition is not loaded")
-                    break
-
-    def _skipped(self, partition: int, offset: int, why: str) -> None:
-        self._log.warning("%s-%d offset %d: skipped at load (%s)", OFFSETS_TOPIC, partition, offset, why)
 
     # -- connections ----------------------------------------------------------------------------
 
@@ -355,7 +298,7 @@ class Broker:
         for effect in effects:
             if isinstance(effect, Persist):
                 assert self._group is not None
-                error = self._persist_group_records(effect, now_ms)
+                error = offsets_topic.append(self.state, effect, now_ms, self._log)
                 self._apply_group(self._group.persisted(effect.append_id, error, now_ms), now_ms, out)
             else:
                 token = effect.token
@@ -365,28 +308,6 @@ class Broker:
                     self._log.debug("conn %d: group answer %r", token[0], effect.body)
                 if request is not None:
                     self._respond(token[0], request, effect.body, out)
-
-    def _persist_group_records(self, effect: Persist, now_ms: int) -> int:
-        """Append a group write to ``__consumer_offsets``; the log's error code (0: appended)."""
-        state = self.state
-        state.offsets_topic(now_ms)
-        replica = state.replica(OFFSETS_TOPIC, effect.partition)
-        if replica is None:  # the coordinator places groups by the topic's own partition count
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        records = [NewRecord(key, value, (), now_ms) for key, value in effect.records]
-        codec = COMPRESSION_NAMES[self.config.offsets_topic_compression_codec]
-        outcome = replica.append_as_leader(build_batch(records, compression=codec, default_timestamp=now_ms), now_ms)
-        state.touch(replica)
-        if outcome.error_code:
-            self._log.warning(
-                "%s-%d: the write of group %s was refused (%s): %s",
-                OFFSETS_TOPIC,
-                effect.partition,
-                effect.group_id,
-                _error_name(outcome.error_code),
-                outcome.error_message,
-            )
-        return outcome.error_code
 
     # -- output ---------------------------------------------------------------------------------
 
@@ -412,25 +333,6 @@ class Broker:
         return storage + out
 
 
-def _batches(data: bytes) -> Iterator[tuple[BatchHeader, bytes]]:
-    """Each whole batch of ``data`` with its header (the header alone names the next offset, so a
-    batch whose body cannot be decoded can be skipped)."""
-    pos = 0
-    while pos < len(data):
-        try:
-            header = parse_header(data, pos, pos)
-        except DecodeError:
-            return
-        if header is None or header.end > len(data):
-            return
-        yield header, data[pos : header.end]
-        pos = header.end
-
-
 def _produce_failed(response: ProduceResponse) -> bool:
     return any(p.error_code for t in response.responses for p in t.partition_responses)
 
-
-def _error_name(code: int) -> str:
-    known = ErrorCode.lookup(code)
-    return known.name if isinstance(known, ErrorCode) else str(code)

@@ -16,6 +16,7 @@ Kafka refuses to create it.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
@@ -78,11 +79,12 @@ class Adopted:
     new_configs: Mapping[str, str]
 
 
-def adopt(metadata: ClusterMetadata, config: BrokerConfig) -> list[Adopted]:
+def adopt(metadata: ClusterMetadata, config: BrokerConfig, log: logging.Logger) -> list[Adopted]:
     """Take over the internal topics found in ``metadata``: mark them internal and give them the
     broker's configs (the partition count stays: groups are placed by the actual count).
 
-    Returns what changed, for the caller to log and persist.
+    Logs what changed (WARNING for a topic a client made) and returns it; the caller persists the
+    metadata.
     """
     specs = internal_topic_specs(config)
     changed = []
@@ -94,7 +96,18 @@ def adopt(metadata: ClusterMetadata, config: BrokerConfig) -> list[Adopted]:
         configs = dict(spec.configs) if spec is not None else topic.configs
         if topic.internal and topic.configs == configs:
             continue
-        changed.append(Adopted(name, not topic.internal, dict(topic.configs), dict(configs)))
+        adopted = Adopted(name, not topic.internal, dict(topic.configs), dict(configs))
+        changed.append(adopted)
         topic.internal = True
         topic.configs = dict(configs)
+        if adopted.was_ordinary:
+            log.warning(
+                "%s was an ordinary topic (made by a client): the broker takes it over as an internal topic; "
+                "configs %s replaced by %s",
+                name,
+                adopted.old_configs,
+                adopted.new_configs,
+            )
+        else:
+            log.info("internal topic %s: configs set to %s", name, adopted.new_configs)
     return changed

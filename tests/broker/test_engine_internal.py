@@ -13,6 +13,7 @@ from kafka_wire.broker import BrokerConfig
 from kafka_wire.broker.group import partition_for_group
 from kafka_wire.broker.group.records import OffsetCommitValue, offset_commit_record
 from kafka_wire.broker.metadata import OFFSETS_TOPIC
+from kafka_wire.broker.offsets_topic import MAX_SKIPPED_LOGGED
 from kafka_wire.messages import (
     AlterConfigsRequest,
     AlterConfigsRequestAlterableConfig,
@@ -246,3 +247,20 @@ def test_groups_are_placed_by_the_partition_count_the_topic_has() -> None:
     assert placed.log_end_offset == 2
     third = Client(Engine(bigger, storage=restarted.storage), 1)
     assert committed(third, group, "orders", [0]) == {0: 6}
+
+
+def test_many_unreadable_records_are_logged_in_a_summary(caplog: pytest.LogCaptureFixture) -> None:
+    old = _old_data_dir(partitions=1)
+    state = old.broker.state
+    replica = state.replica(OFFSETS_TOPIC, 0)
+    assert replica is not None
+    replica.append_as_leader(build_batch([NewRecord(None, b"junk")] * 25, default_timestamp=old.now_ms), old.now_ms)
+    state.touch(replica)
+    old.storage.apply(state.collect_effects())
+    logger = logging.getLogger("tests.broker.internal.many")
+    with caplog.at_level(logging.WARNING, logger=logger.name):
+        engine = Engine(storage=old.storage, logger=logger)
+    lines = [r.getMessage() for r in caplog.records if OFFSETS_TOPIC + "-0" in r.getMessage()]
+    assert len(lines) == MAX_SKIPPED_LOGGED + 1
+    assert lines[-1] == f"{OFFSETS_TOPIC}-0: 29 records skipped at load in all"
+    assert committed(Client(engine, 1), "billing", "orders", [0]) == {0: 41}
