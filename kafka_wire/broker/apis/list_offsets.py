@@ -59,10 +59,10 @@ def handle(ctx: Context, request: ListOffsetsRequest) -> ListOffsetsResponse:
         for wanted in entry.partitions:
             result = ListOffsetsResponsePartitionResponse(partition_index=wanted.partition_index)
             replica = state.replica(entry.name, wanted.partition_index)
-            if replica is None:
-                result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            elif not timestamp_supported(wanted.timestamp, ctx.api_version):
+            if not timestamp_supported(wanted.timestamp, ctx.api_version):  # Kafka checks this first
                 result.error_code = ErrorCode.UNSUPPORTED_VERSION
+            elif replica is None:
+                result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif error := epoch_error(wanted.current_leader_epoch, replica.leader_epoch):
                 result.error_code = error
             else:
