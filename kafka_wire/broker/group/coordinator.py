@@ -326,6 +326,8 @@ class _GroupDeleted:
     restored as stored if the write is refused."""
 
     group: _Group
+    #: The group's state timestamp before it was deleted (the deletion stamps its own).
+    state_timestamp_ms: int
     #: The DeleteGroups request and the index of this group's result in it (None: retention).
     answer: _DeleteGroupsAnswer | None = None
     index: int = -1
@@ -662,7 +664,9 @@ class GroupCoordinator:
 
     def _creation_failed(self, write: _GroupCreated, error: int) -> None:
         """A new group's first record was refused: the join that created it fails (unless it was
-        answered already) and the group is forgotten if nothing else holds it."""
+        answered already) and the group is forgotten, member ids handed out with
+        MEMBER_ID_REQUIRED included (Kafka reverts to before the group existed), unless a member
+        or an offset holds it by now."""
         group = self._groups.get(write.group_id)
         if group is None:
             return
@@ -671,7 +675,9 @@ class GroupCoordinator:
             member.join = None
             self._respond(write.waiter, _join_error(write.waiter.api_version, error, ""))
             self._remove_member(group, member.member_id)
-        if not group.members and not group.pending_join and not group.offsets:
+        if not group.members and not group.offsets:
+            for member_id in list(group.pending_join):
+                self._remove_member(group, member_id)
             self._cancel((_JOIN, group.group_id, ""))
             self._cancel((_SYNC, group.group_id, ""))
             del self._groups[group.group_id]
@@ -738,7 +744,7 @@ class GroupCoordinator:
             # load() would build it (empty, its generation and offsets).
             self._groups[old.group_id] = _Group(
                 old.group_id,
-                state_timestamp_ms=old.state_timestamp_ms,
+                state_timestamp_ms=write.state_timestamp_ms,
                 generation=old.generation,
                 protocol_type=old.protocol_type,
                 offsets=old.offsets,
@@ -1732,13 +1738,14 @@ class GroupCoordinator:
             for partition in partitions
         ]
         records.append(group_metadata_record(group_id, None))
+        write = _GroupDeleted(group, group.state_timestamp_ms, answer, index)
         for member_id in list(group.pending_join):
             self._remove_member(group, member_id)
         self._cancel((_JOIN, group_id, ""))
         self._cancel((_SYNC, group_id, ""))
         self._transition(group, GroupInput.DELETE)
         del self._groups[group_id]
-        self._persist(group_id, records, _GroupDeleted(group, answer, index))
+        self._persist(group_id, records, write)
 
 
 _Handler = Callable[[GroupCoordinator, _Waiter, Message, str, str], None]

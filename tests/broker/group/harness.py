@@ -114,6 +114,8 @@ class Harness:
         self._tokens = itertools.count(1)
         #: The log's error code for the next writes (0: they are appended), as the broker reports it.
         self.append_error = 0
+        #: Writes reported as refused, in order.
+        self.refused: list[Persist] = []
 
     # -- driving --------------------------------------------------------------------------------
 
@@ -154,6 +156,8 @@ class Harness:
                     assert decoded.group == effect.group_id
                 if not self.append_error:
                     self.log.extend(effect.records)
+                else:
+                    self.refused.append(effect)
                 # Reported at once, as the broker does (the log answers an append synchronously).
                 self._apply(self.coord.persisted(effect.append_id, self.append_error, self.now))
                 continue
