@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+from kafka_wire.broker import offsets_topic
 from kafka_wire.broker.apis import GROUP_APIS, HANDLERS, SUPPORTED
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.data_dir import DataDir
@@ -33,6 +34,7 @@ from kafka_wire.broker.effects import CloseConnection, Effect, FileRegion, Send,
 from kafka_wire.broker.failed_answers import failed_answer
 from kafka_wire.broker.fetch_sessions import FetchSessionCache
 from kafka_wire.broker.group import GroupConfig, GroupCoordinator, Persist, Respond
+from kafka_wire.broker.internal_topics import adopt
 from kafka_wire.broker.log.config import LogConfig
 from kafka_wire.broker.metadata import OFFSETS_TOPIC
 from kafka_wire.broker.sasl import server_sasl
@@ -41,7 +43,13 @@ from kafka_wire.broker.storage import StorageReader
 from kafka_wire.broker.versioning import fit
 from kafka_wire.codec.runtime import Message
 from kafka_wire.errors import EncodeError, LocalProtocolError, ProtocolError
-from kafka_wire.messages import ApiKey, ErrorCode, SaslAuthenticateResponse, SaslHandshakeResponse
+from kafka_wire.messages import (
+    ApiKey,
+    ErrorCode,
+    ProduceResponse,
+    SaslAuthenticateResponse,
+    SaslHandshakeResponse,
+)
 from kafka_wire.protocol.events import (
     NEED_DATA,
     Authenticated,
@@ -51,7 +59,6 @@ from kafka_wire.protocol.events import (
     UnsupportedRequest,
 )
 from kafka_wire.protocol.server import ServerConfig, ServerConnection
-from kafka_wire.records import NewRecord, build_batch, read_batches
 
 
 @dataclass(slots=True)
@@ -140,6 +147,7 @@ class Broker:
         for warning in opened.warnings:
             self._log.warning("%s", warning)
         metadata = opened.metadata
+        adopt(metadata, config, self._log)  # internal topics get the broker's configs
         state = BrokerState(
             config=config,
             storage=self._storage,
@@ -152,6 +160,7 @@ class Broker:
         state.effects += opened.effects
         state.open_existing(now_ms)
         state.effects += metadata.persist()
+        offsets = state.topic_named(OFFSETS_TOPIC)
         self._group = GroupCoordinator(
             GroupConfig(
                 initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
@@ -159,13 +168,16 @@ class Broker:
                 max_session_timeout_ms=config.group_max_session_timeout_ms,
                 max_group_size=config.group_max_size,
                 offsets_retention_ms=config.offsets_retention_ms,
-                offsets_topic_num_partitions=config.offsets_topic_num_partitions,
+                # Groups are placed by the partitions the topic has, once it exists.
+                offsets_topic_num_partitions=(
+                    offsets.partitions if offsets is not None else config.offsets_topic_num_partitions
+                ),
             ),
             member_id_factory=self._member_id_factory,
             topic_name_of=lambda topic_id: (t.name if (t := state.topic_with_id(topic_id)) is not None else None),
             topic_id_of=lambda name: (t.topic_id if (t := state.topic_named(name)) is not None else None),
         )
-        self._group.load(self._stored_group_records())
+        offsets_topic.replay(state, self._group, self._log)
         self._next_maintenance_ms = now_ms + config.retention_check_interval_ms
         return self._flush([])
 
@@ -181,30 +193,6 @@ class Broker:
         for replica in state.partitions.values():
             state.effects += replica.log.close()
         return self._flush(out)
-
-    def _stored_group_records(self) -> Iterator[tuple[bytes, bytes | None]]:
-        state = self.state
-        topic = state.topic_named(OFFSETS_TOPIC)
-        if topic is None:
-            return
-        for index in range(topic.partitions):
-            replica = state.replica(OFFSETS_TOPIC, index)
-            if replica is None:
-                continue
-            offset = replica.log_start_offset
-            while offset < replica.high_watermark:
-                outcome = replica.read(offset, 1 << 20, isolation_level=0, min_one_batch=True)
-                if outcome.error_code or not outcome.records:
-                    break
-                start = offset
-                for batch in read_batches(outcome.records):
-                    if not batch.is_control:
-                        for record in batch:
-                            if record.key is not None:
-                                yield bytes(record.key), None if record.value is None else bytes(record.value)
-                    offset = max(offset, batch.next_offset)
-                if offset == start:  # nothing readable: do not spin
-                    break
 
     # -- connections ----------------------------------------------------------------------------
 
@@ -334,6 +322,8 @@ class Broker:
         while (event := server.next_event()) is not NEED_DATA:
             if isinstance(event, Request):
                 self._dispatch(conn_id, conn, event, now_ms, out)
+                if conn_id not in self._conns:  # the request closed the connection
+                    return
             elif isinstance(event, UnsupportedRequest):
                 self._send(conn_id, server.reject(event), out)
             elif isinstance(event, Authenticated):
@@ -380,6 +370,15 @@ class Broker:
             assert self._group is not None
             deleted, self.state.deleted_topics = self.state.deleted_topics, []
             self._apply_group(self._group.topics_deleted(deleted, now_ms), now_ms, out)
+        if isinstance(result, ProduceResponse) and not request.expects_response and _produce_failed(result):
+            # acks=0: the producer gets no answer, so Kafka closes the connection to tell it.
+            self._log.info(
+                "conn %d: closing the connection after an acks=0 produce failed (correlation id %d)",
+                conn_id,
+                request.correlation_id,
+            )
+            self._close(conn_id, conn, out)
+            return
         if isinstance(result, Message | Spliced):
             self._respond(conn_id, request, result, out)
         else:
@@ -422,7 +421,9 @@ class Broker:
     def _apply_group(self, effects: list[Respond | Persist], now_ms: int, out: list[Effect]) -> None:
         for effect in effects:
             if isinstance(effect, Persist):
-                self._persist_group_records(effect, now_ms)
+                assert self._group is not None
+                error = offsets_topic.append(self.state, effect, now_ms, self._log)
+                self._apply_group(self._group.persisted(effect.append_id, error, now_ms), now_ms, out)
             else:
                 token = effect.token
                 assert isinstance(token, tuple)
@@ -431,15 +432,6 @@ class Broker:
                     self._log.debug("conn %d: group answer %r", token[0], effect.body)
                 if request is not None:
                     self._respond(token[0], request, effect.body, out)
-
-    def _persist_group_records(self, effect: Persist, now_ms: int) -> None:
-        state = self.state
-        state.offsets_topic(now_ms)
-        replica = state.replica(OFFSETS_TOPIC, effect.partition)
-        assert replica is not None, "the coordinator sizes partitions from offsets_topic_num_partitions"
-        records = [NewRecord(key, value, (), now_ms) for key, value in effect.records]
-        replica.append_as_leader(build_batch(records, default_timestamp=now_ms), now_ms)
-        state.touch(replica)
 
     # -- output ---------------------------------------------------------------------------------
 
@@ -471,3 +463,8 @@ class Broker:
         self._starting = False
         self._release(answers, out)
         return out
+
+
+def _produce_failed(response: ProduceResponse) -> bool:
+    return any(p.error_code for t in response.responses for p in t.partition_responses)
+

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Final
 
-from kafka_wire.broker.log.config import CONFIG_KEYS, ConfigError, LogConfig
+from kafka_wire.broker.log.config import CONFIG_KEYS, MIN_SEGMENT_BYTES, ConfigError, LogConfig
 from kafka_wire.broker.topic_synonyms import TOPIC_CONFIG_OF, TopicDefault, topic_defaults
 from kafka_wire.errors import KafkaWireError
 from kafka_wire.protocol.frames import DEFAULT_MAX_FRAME_BYTES
@@ -55,13 +55,21 @@ class BrokerConfig:
     #: resolves them by Kafka's synonym table.
     topic_default_properties: Mapping[str, str] = field(default_factory=dict)
     #: ``offsets.topic.num.partitions`` (Kafka: 50) and ``offsets.retention.minutes`` (7 days) in ms.
+    #: The partition count only applies when the broker creates ``__consumer_offsets``; an
+    #: existing topic keeps its own count, which places the groups.
     offsets_topic_num_partitions: int = 50
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000
+    #: ``offsets.topic.segment.bytes`` (Kafka: 100 MiB): ``segment.bytes`` of ``__consumer_offsets``.
+    offsets_topic_segment_bytes: int = 100 * 1024 * 1024
+    #: ``offsets.topic.compression.codec`` (Kafka: 0, none; 1 gzip, 2 snappy, 3 lz4, 4 zstd): how
+    #: the group coordinator compresses the batches it writes.
+    offsets_topic_compression_codec: int = 0
     #: ``group.initial.rebalance.delay.ms`` and the session timeout bounds.
     group_initial_rebalance_delay_ms: int = 3000
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1_800_000
-    #: ``group.max.size``: members one classic group may hold (Kafka: no limit).
+    #: ``group.max.size``: members one classic group may hold (Kafka: no limit); joins beyond it
+    #: get GROUP_MAX_SIZE_REACHED.
     group_max_size: int = INT32_MAX
     #: ``socket.request.max.bytes``
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
@@ -90,6 +98,10 @@ class BrokerConfig:
                 raise BrokerConfigError(_PROPERTY_OF[name], "must be at least 1")
         if self.node_id < 0:
             raise BrokerConfigError("node.id", "must not be negative")
+        if self.offsets_topic_segment_bytes < MIN_SEGMENT_BYTES:  # the topic's own segment.bytes minimum
+            raise BrokerConfigError(_PROPERTY_OF["offsets_topic_segment_bytes"], f"must be at least {MIN_SEGMENT_BYTES}")
+        if not 0 <= self.offsets_topic_compression_codec <= 4:
+            raise BrokerConfigError(_PROPERTY_OF["offsets_topic_compression_codec"], "must be 0 (none) to 4 (zstd)")
         if not 0 <= self.port <= 65535:
             raise BrokerConfigError("advertised.listeners", f"port {self.port} is not a TCP port")
         for mechanism in self.sasl_users:
@@ -162,6 +174,8 @@ _PROPERTY_OF: Final = {
     "delete_topic_enable": "delete.topic.enable",
     "offsets_topic_num_partitions": "offsets.topic.num.partitions",
     "offsets_retention_ms": "offsets.retention.minutes",
+    "offsets_topic_segment_bytes": "offsets.topic.segment.bytes",
+    "offsets_topic_compression_codec": "offsets.topic.compression.codec",
     "group_initial_rebalance_delay_ms": "group.initial.rebalance.delay.ms",
     "group_min_session_timeout_ms": "group.min.session.timeout.ms",
     "group_max_session_timeout_ms": "group.max.session.timeout.ms",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import random
 
 from kafka_wire.broker import Broker, BrokerConfig
@@ -15,7 +16,14 @@ from kafka_wire.protocol import NEED_DATA, ClientConfig, ClientConnection, Respo
 class Engine:
     """A broker on MemoryStorage; effects are applied as a driver would apply them."""
 
-    def __init__(self, config: BrokerConfig | None = None, *, seed: int = 7, storage: MemoryStorage | None = None) -> None:
+    def __init__(
+        self,
+        config: BrokerConfig | None = None,
+        *,
+        seed: int = 7,
+        storage: MemoryStorage | None = None,
+        logger: logging.Logger | None = None,
+    ) -> None:
         self.storage = storage or MemoryStorage()
         self.config = config or BrokerConfig(group_initial_rebalance_delay_ms=0)
         self.broker = Broker(
@@ -24,6 +32,7 @@ class Engine:
             rng=random.Random(seed),
             member_id_factory=lambda client_id: f"{client_id}-member",
             nonce_factory=lambda: "fixed-nonce",
+            logger=logger,
         )
         self.now_ms = 1_700_000_000_000
         self.log: list[Effect] = []

@@ -326,3 +326,24 @@ def test_an_error_is_one_line_naming_the_file_key_and_value(tmp_path: Path) -> N
         load_server_properties(props)
     line = describe_error(failure.value, props, origins)
     assert line == f"kafka-wire serve: {path}: log.roll.hours=0: '0' is below the minimum 1"
+
+
+def test_offsets_topic_and_group_properties() -> None:
+    config = BrokerConfig.from_properties(
+        {"group.max.size": "5", "offsets.topic.segment.bytes": "2000000", "offsets.topic.compression.codec": "4"}
+    )
+    assert (config.group_max_size, config.offsets_topic_segment_bytes, config.offsets_topic_compression_codec) == (
+        5,
+        2_000_000,
+        4,
+    )
+    defaults = BrokerConfig()  # Kafka's defaults
+    assert (defaults.group_max_size, defaults.offsets_topic_segment_bytes, defaults.offsets_topic_compression_codec) == (
+        2**31 - 1,
+        100 * 1024 * 1024,
+        0,
+    )
+    for key, value in (("group.max.size", "0"), ("offsets.topic.segment.bytes", "10"), ("offsets.topic.compression.codec", "5")):
+        with pytest.raises(BrokerConfigError) as failure:
+            BrokerConfig.from_properties({key: value})
+        assert failure.value.key == key

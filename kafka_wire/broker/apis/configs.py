@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Final
 
+from kafka_wire.broker.internal_topics import is_internal
 from kafka_wire.broker.log.config import CONFIG_KEYS, LogConfig
 from kafka_wire.broker.state import BrokerState, TopicError
 from kafka_wire.broker.topic_synonyms import (
@@ -79,12 +80,15 @@ def alter_topic(
     validate_only: bool,
 ) -> tuple[int, str | None]:
     """Apply ``change`` (current overrides to new overrides, or a refusal) to a topic resource;
-    returns the resource's (error code, message). Broker resources are refused."""
+    returns the resource's (error code, message). Broker resources and internal topics are
+    refused with INVALID_REQUEST."""
     if resource_type != RESOURCE_TOPIC:
         return ErrorCode.INVALID_REQUEST, "only topic configs can be altered on this broker"
     topic = state.topic_named(resource_name)
     if topic is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
+    if topic.internal or is_internal(topic.name):
+        return ErrorCode.INVALID_REQUEST, f"The configs of internal topic {topic.name} belong to the broker."
     configs, problem = change(topic.configs)
     problem = problem or state.check_configs(configs)
     if problem is not None:

@@ -1,11 +1,13 @@
 """CreatePartitions.
 
-Behaviour: the new count must exceed the current one (INVALID_PARTITIONS otherwise); explicit
+Behaviour: internal topics keep their partition count (INVALID_REQUEST: groups are placed by
+it); the new count must exceed the current one (INVALID_PARTITIONS otherwise); explicit
 assignments must place each new partition on this broker alone; ``validate_only`` checks only.
 """
 
 from __future__ import annotations
 
+from kafka_wire.broker.internal_topics import is_internal
 from kafka_wire.broker.state import Context
 from kafka_wire.messages import (
     CreatePartitionsRequest,
@@ -23,9 +25,9 @@ def handle(ctx: Context, request: CreatePartitionsRequest) -> CreatePartitionsRe
         topic = state.topic_named(entry.name)
         if topic is None:
             result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        elif topic.internal:
+        elif topic.internal or is_internal(topic.name):
             result.error_code = ErrorCode.INVALID_REQUEST
-            result.error_message = f"Cannot add partitions to internal topic {topic.name}"
+            result.error_message = f"The number of partitions of internal topic {topic.name} cannot be changed."
         elif entry.count <= topic.partitions:
             result.error_code = ErrorCode.INVALID_PARTITIONS
             result.error_message = (

@@ -1,6 +1,9 @@
 """CreateTopics.
 
-Behaviour: each topic is checked on its own: a legal name, not existing, partitions and
+Behaviour: each topic is checked on its own: not an internal topic (``__consumer_offsets``,
+``__transaction_state``, ``__share_group_state``) nor ``__cluster_metadata``, which get
+INVALID_REQUEST as Kafka answers for ``__cluster_metadata`` (the broker creates its internal
+topics itself), a legal name, not existing, partitions and
 replication factor (-1 takes the broker defaults; more than one replica cannot be placed on this
 one broker), a manual assignment naming only this node, configs that parse. A name given twice
 in one request fails with INVALID_REQUEST for each copy. ``validate_only`` checks without creating.
@@ -12,6 +15,7 @@ from __future__ import annotations
 from collections import Counter
 
 from kafka_wire.broker.apis.configs import describe_topic_configs
+from kafka_wire.broker.internal_topics import RESERVED_TOPICS
 from kafka_wire.broker.state import Context
 from kafka_wire.messages import (
     CreateTopicsRequest,
@@ -46,6 +50,10 @@ def _create(
 ) -> CreateTopicsResponseCreatableTopicResult:
     state = ctx.state
     result = CreateTopicsResponseCreatableTopicResult(name=entry.name, num_partitions=-1, replication_factor=-1)
+    if entry.name in RESERVED_TOPICS:
+        result.error_code = ErrorCode.INVALID_REQUEST
+        result.error_message = f"Creation of internal topic {entry.name} is prohibited."
+        return result
     node = state.config.node_id
     partitions = entry.num_partitions
     replication = entry.replication_factor

@@ -1,13 +1,15 @@
 """DeleteTopics.
 
 Behaviour: topics are named (v0-v5 ``topic_names``; v6 ``topics`` by name or id). Unknown names
-get UNKNOWN_TOPIC_OR_PARTITION, unknown ids UNKNOWN_TOPIC_ID; internal topics cannot be deleted;
-with ``delete.topic.enable=false`` every topic gets TOPIC_DELETION_DISABLED. Deletion removes the
+get UNKNOWN_TOPIC_OR_PARTITION, unknown ids UNKNOWN_TOPIC_ID; with ``delete.topic.enable=false``
+every topic gets TOPIC_DELETION_DISABLED; internal topics get INVALID_TOPIC_EXCEPTION (Kafka's
+tools refuse it with that exception; its controller would delete them). Deletion removes the
 partition directories.
 """
 
 from __future__ import annotations
 
+from kafka_wire.broker.internal_topics import is_internal
 from kafka_wire.broker.metadata import TopicInfo
 from kafka_wire.broker.state import Context
 from kafka_wire.codec.runtime import ZERO_UUID
@@ -30,7 +32,7 @@ def handle(ctx: Context, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
             result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if name is not None else ErrorCode.UNKNOWN_TOPIC_ID
         elif not state.config.delete_topic_enable:
             result.error_code = ErrorCode.TOPIC_DELETION_DISABLED
-        elif topic.internal:
+        elif topic.internal or is_internal(topic.name):
             result.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
             result.error_message = f"Cannot delete internal topic {topic.name}"
         else:

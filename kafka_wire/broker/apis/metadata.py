@@ -2,7 +2,10 @@
 
 Behaviour: a null topic list (or an empty one at v0) lists every topic, internal ones included; a
 named topic that does not exist is created when both the broker (``auto.create.topics.enable``) and
-the request (v4+ ``allow_auto_topic_creation``) allow it, and reported at once. Topics may be named
+the request (v4+ ``allow_auto_topic_creation``) allow it, and reported at once. An internal topic
+is created the broker's way (``__consumer_offsets`` with ``offsets.topic.*``, as Kafka's
+auto-creation does); one this broker does not make, and ``__cluster_metadata``, is
+UNKNOWN_TOPIC_OR_PARTITION. Topics may be named
 by id (v10+). This broker leads every partition; replicas and ISR are this node.
 Version notes: ``cluster_id`` from v2, ``topic_id`` from v10, authorized operations v8-v10 (cluster).
 """
@@ -12,6 +15,7 @@ from __future__ import annotations
 import uuid
 from typing import Final
 
+from kafka_wire.broker.internal_topics import RESERVED_TOPICS, is_internal
 from kafka_wire.broker.metadata import TopicInfo, topic_name_problem
 from kafka_wire.broker.state import Context
 from kafka_wire.codec.runtime import ZERO_UUID
@@ -103,5 +107,10 @@ def _one_topic(
         return MetadataResponseTopic(error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, name=name)
     if not auto_create:
         return MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name)
-    topic = state.create_topic(name, state.config.num_partitions, {}, ctx.now_ms)
+    if name in RESERVED_TOPICS:
+        topic = state.internal_topic(name, ctx.now_ms)
+        if topic is None:
+            return MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, is_internal=is_internal(name))
+    else:
+        topic = state.create_topic(name, state.config.num_partitions, {}, ctx.now_ms)
     return topic_metadata(ctx, topic, operations=operations)
