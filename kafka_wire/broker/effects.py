@@ -38,6 +38,22 @@ class CloseConnection:
     conn_id: int
 
 
+@dataclass(frozen=True, slots=True)
+class PauseReading:
+    """Stop reading from a connection: leave further bytes in the kernel (flow control). The
+    engine sends this while the connection has a request in flight, while ``queued.max.requests``
+    requests are held, and while a failed authentication waits to be answered."""
+
+    conn_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeReading:
+    """Read from a connection again after :class:`PauseReading`."""
+
+    conn_id: int
+
+
 # -- storage -----------------------------------------------------------------------------------
 
 
@@ -94,4 +110,4 @@ class Delete:
 
 
 StorageEffect = MakeDir | Append | WriteAt | Truncate | Fsync | Rename | Delete
-Effect = Send | CloseConnection | StorageEffect
+Effect = Send | CloseConnection | PauseReading | ResumeReading | StorageEffect
