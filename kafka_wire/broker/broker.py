@@ -2,7 +2,8 @@
 
 Inputs: ``start``, ``connection_opened``, ``receive_data``, ``connection_closed``, ``tick`` (at
 ``next_deadline_ms()``) and ``shutdown``, each with ``now_ms``. Each returns a list of effects: the
-storage effects of the call first, then ``Send`` / ``CloseConnection`` that do not depend on them.
+storage effects of the call first, then ``Send`` / ``CloseConnection`` / ``PauseReading`` /
+``ResumeReading`` that do not depend on them.
 When a call returned storage effects, the driver applies them in order and reports the outcome
 before any other input (:func:`kafka_wire.broker.driving.settle` does both):
 
@@ -13,6 +14,13 @@ before any other input (:func:`kafka_wire.broker.driving.settle` does both):
   (KAFKA_STORAGE_ERROR; NOT_COORDINATOR for group APIs), every connection is closed and
   ``StopBroker`` follows. Nothing more is written, so no state in memory is ever served ahead of
   the disk; the next start recovers the logs from what the disk holds.
+
+Connections are handled as Kafka's socket server handles them: a connection over
+``max.connections`` or ``max.connections.per.ip`` is closed at once; a connection is read one
+request at a time (while a request of it is held unanswered, its further requests are not decoded
+and the driver is told to stop reading it); when ``queued.max.requests`` requests are held, no
+connection's requests are decoded; idle connections, unfinished request frames and failed
+authentications end on timers (see ``connections.py``).
 
 No clock, socket, file or ambient randomness is used: the same inputs give the same effects.
 """
@@ -28,9 +36,18 @@ from typing import Final
 from kafka_wire.broker import offsets_topic
 from kafka_wire.broker.apis import GROUP_APIS, HANDLERS, SUPPORTED
 from kafka_wire.broker.config import BrokerConfig
+from kafka_wire.broker.connections import Admission, ConnectionTimers, Expiry
 from kafka_wire.broker.data_dir import DataDir
 from kafka_wire.broker.driving import StorageFailure
-from kafka_wire.broker.effects import CloseConnection, Effect, FileRegion, Send, StopBroker
+from kafka_wire.broker.effects import (
+    CloseConnection,
+    Effect,
+    FileRegion,
+    PauseReading,
+    ResumeReading,
+    Send,
+    StopBroker,
+)
 from kafka_wire.broker.failed_answers import failed_answer
 from kafka_wire.broker.fetch_sessions import FetchSessionCache
 from kafka_wire.broker.group import GroupConfig, GroupCoordinator, Persist, Respond
@@ -66,6 +83,16 @@ class _Connection:
     server: ServerConnection
     host: str
     principal: str = ""
+    #: The driver was told to stop reading (``PauseReading``) and not yet to resume.
+    paused: bool = False
+    #: Answers built for it and not yet released (they wait for the end of the call, or for its
+    #: writes): their requests are answered as far as reading on is concerned.
+    unreleased: int = 0
+
+    @property
+    def unanswered(self) -> bool:
+        """A request of this connection is still held (Fetch waiting, a group join ...)."""
+        return self.server.responses_owed > self.unreleased
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +110,9 @@ class _Held:
     request: Request
     waiting: Waiting
 
+
+#: Refused connections are logged at most this often (with how many were refused meanwhile).
+_REFUSAL_LOG_INTERVAL_MS: Final = 60_000
 
 #: The default logger: nothing is emitted.
 _SILENT: Final = logging.getLogger("kafka_wire.broker.silent")
@@ -125,6 +155,22 @@ class Broker:
         self._stopped: str | None = None
         #: From ``start`` until the outcome of its writes is known.
         self._starting = False
+        self._admission = Admission(config)
+        self._timers = ConnectionTimers(
+            idle_ms=config.connections_max_idle_ms,
+            receive_timeout_ms=config.request_receive_timeout_ms,
+            failed_authentication_delay_ms=config.failed_authentication_delay_ms,
+        )
+        #: Paused connections whose held request was answered: to be read again.
+        self._unmuted: list[int] = []
+        #: Paused connections waiting for room under queued.max.requests, in the order they stopped.
+        self._queue_blocked: dict[int, None] = {}
+        #: The ``now_ms`` of the call being handled (for activity seen deep in the call).
+        self._now_ms = 0
+        #: After ``shutdown``: new connections are refused.
+        self._shut_down = False
+        self._refused = 0
+        self._refusal_logged_ms: int | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -154,7 +200,9 @@ class Broker:
             rng=self._rng,
             metadata=metadata,
             defaults=LogConfig.from_properties(config.topic_defaults),
-            fetch_sessions=FetchSessionCache(config.fetch_session_cache_slots, self._rng),
+            fetch_sessions=FetchSessionCache(
+                config.fetch_session_cache_slots, self._rng, eviction_ms=config.fetch_session_eviction_ms
+            ),
         )
         self._state = state
         state.effects += opened.effects
@@ -189,6 +237,12 @@ class Broker:
         out: list[Effect] = [CloseConnection(conn_id) for conn_id in self._conns]
         self._conns.clear()
         self._held.clear()
+        self._tokens.clear()
+        self._timers.clear()
+        self._unmuted.clear()
+        self._queue_blocked.clear()
+        self._admission = Admission(self.config)
+        self._shut_down = True
         state = self.state
         for replica in state.partitions.values():
             state.effects += replica.log.close()
@@ -197,12 +251,22 @@ class Broker:
     # -- connections ----------------------------------------------------------------------------
 
     def connection_opened(self, conn_id: int, now_ms: int, *, host: str = "") -> list[Effect]:
+        """A client connected from ``host`` (its address). Over a connection limit, or after
+        ``shutdown``, the answer is ``CloseConnection``: the engine forgets the connection at once
+        (the driver need not report its close)."""
         if self._stopped is not None:
             return [CloseConnection(conn_id)]
         self._check_input()
         if conn_id in self._conns:
             raise LocalProtocolError(f"connection {conn_id} is already open")
+        self._now_ms = now_ms
+        refusal = "the broker is shut down" if self._shut_down else self._admission.refusal(host)
+        if refusal is not None:
+            self._log_refusal(host, refusal, now_ms)
+            return [CloseConnection(conn_id)]
         self._conns[conn_id] = _Connection(ServerConnection(self._server_config, sasl=self._sasl), host)
+        self._admission.opened(host)
+        self._timers.active(conn_id, now_ms)
         return []
 
     def connection_closed(self, conn_id: int, now_ms: int) -> list[Effect]:
@@ -210,9 +274,13 @@ class Broker:
             self._conns.pop(conn_id, None)
             return []
         self._check_input()
-        self._conns.pop(conn_id, None)
-        self._held = [h for h in self._held if h.conn_id != conn_id]
-        return self._flush([])
+        self._now_ms = now_ms
+        conn = self._conns.pop(conn_id, None)
+        out: list[Effect] = []
+        if conn is not None:
+            self._forget(conn_id, conn)
+            self._resume(now_ms, out)  # its held request no longer counts against the queue
+        return self._flush(out)
 
     def receive_data(self, conn_id: int, data: bytes, now_ms: int) -> list[Effect]:
         if self._stopped is not None:
@@ -221,7 +289,12 @@ class Broker:
         conn = self._conns.get(conn_id)
         if conn is None:
             raise LocalProtocolError(f"no open connection {conn_id}")
+        self._now_ms = now_ms
         out: list[Effect] = []
+        if self._timers.closing(conn_id):  # a failed authentication: nothing more is read
+            return self._flush(out)
+        if not conn.paused:
+            self._timers.active(conn_id, now_ms)
         try:
             conn.server.receive_data(data)
             self._drain(conn_id, conn, now_ms, out)
@@ -229,15 +302,18 @@ class Broker:
             # Not Kafka, or not allowed: Kafka closes the connection. Others are unaffected.
             self._close(conn_id, conn, out)
         self._poll_held(now_ms, out)
+        self._resume(now_ms, out)
         return self._flush(out)
 
     def tick(self, now_ms: int) -> list[Effect]:
         if self._stopped is not None:
             return []
         self._check_input()
+        self._now_ms = now_ms
         out: list[Effect] = []
         state = self.state
         assert self._group is not None
+        self._expire_connections(now_ms, out)
         self._apply_group(self._group.tick(now_ms), now_ms, out)
         periodic = now_ms >= self._next_maintenance_ms
         for replica in state.partitions.values():
@@ -249,12 +325,15 @@ class Broker:
         if periodic:
             self._next_maintenance_ms = now_ms + self.config.retention_check_interval_ms
         self._poll_held(now_ms, out)
+        self._resume(now_ms, out)
         return self._flush(out)
 
     def next_deadline_ms(self) -> int | None:
         if self._stopped is not None:
             return None
         deadlines = [h.waiting.deadline_ms for h in self._held]
+        if (connections := self._timers.next_deadline_ms()) is not None:
+            deadlines.append(connections)
         if self._group is not None and (group := self._group.next_deadline_ms()) is not None:
             deadlines.append(group)
         if self._state is not None:
@@ -318,8 +397,21 @@ class Broker:
     # -- request handling -----------------------------------------------------------------------
 
     def _drain(self, conn_id: int, conn: _Connection, now_ms: int, out: list[Effect]) -> None:
+        """Decode and handle the connection's requests, one at a time: stop (and pause reading)
+        while one is held unanswered or the request queue is full."""
         server = conn.server
-        while (event := server.next_event()) is not NEED_DATA:
+        while True:
+            if conn.unanswered:  # one request at a time, as Kafka mutes a channel
+                self._pause(conn_id, conn, out)
+                break
+            if len(self._held) + len(self._tokens) >= self.config.queued_max_requests:
+                self._pause(conn_id, conn, out)
+                self._queue_blocked[conn_id] = None
+                break
+            event = server.next_event()
+            if event is NEED_DATA:
+                self._unpause(conn_id, conn, now_ms, out)
+                break
             if isinstance(event, Request):
                 self._dispatch(conn_id, conn, event, now_ms, out)
                 if conn_id not in self._conns:  # the request closed the connection
@@ -328,12 +420,72 @@ class Broker:
                 self._send(conn_id, server.reject(event), out)
             elif isinstance(event, Authenticated):
                 conn.principal = event.principal
-            elif isinstance(event, AuthenticationFailed | ConnectionClosed):
-                pass
+            elif isinstance(event, AuthenticationFailed) and self.config.failed_authentication_delay_ms:
+                # Answer (and close) later, so that passwords cannot be tried at full speed.
+                self._pause(conn_id, conn, out)
+                self._timers.failed_authentication(conn_id, now_ms)
+                return
             if server.must_close or isinstance(event, ConnectionClosed):
                 self._close(conn_id, conn, out)
                 return
         self._send(conn_id, server.data_to_send(), out)
+        if not conn.paused:
+            self._timers.receiving(conn_id, now_ms, in_progress=server.buffered_bytes > 0)
+
+    def _pause(self, conn_id: int, conn: _Connection, out: list[Effect]) -> None:
+        if not conn.paused:
+            conn.paused = True
+            out.append(PauseReading(conn_id))
+        self._timers.quiet(conn_id)
+
+    def _unpause(self, conn_id: int, conn: _Connection, now_ms: int, out: list[Effect]) -> None:
+        if conn.paused:
+            conn.paused = False
+            out.append(ResumeReading(conn_id))
+            self._timers.active(conn_id, now_ms)
+
+    def _answered(self, conn_id: int) -> None:
+        """A held request of the connection was answered: read it again once nothing is owed."""
+        conn = self._conns.get(conn_id)
+        if conn is not None and conn.paused and not conn.unanswered and not self._timers.closing(conn_id):
+            self._unmuted.append(conn_id)
+
+    def _resume(self, now_ms: int, out: list[Effect]) -> None:
+        """Read on from paused connections that may go on: those whose held request was answered,
+        then those waiting for room in the request queue (in the order they stopped)."""
+        while True:
+            ready, self._unmuted = self._unmuted, []
+            if self._queue_blocked and len(self._held) + len(self._tokens) < self.config.queued_max_requests:
+                ready += self._queue_blocked
+                self._queue_blocked.clear()
+            if not ready:
+                return
+            for conn_id in ready:
+                conn = self._conns.get(conn_id)
+                if conn is None or not conn.paused:
+                    continue
+                try:
+                    self._drain(conn_id, conn, now_ms, out)
+                except ProtocolError:
+                    self._close(conn_id, conn, out)
+            self._poll_held(now_ms, out)
+
+    def _expire_connections(self, now_ms: int, out: list[Effect]) -> None:
+        for conn_id, expiry in self._timers.due(now_ms):
+            conn = self._conns.get(conn_id)
+            if conn is None:
+                continue
+            if expiry is not Expiry.AUTHENTICATION_FAILED:
+                self._log.info("closing connection %d from %s: %s", conn_id, conn.host or "?", expiry.value)
+            self._close(conn_id, conn, out)
+
+    def _log_refusal(self, host: str, reason: str, now_ms: int) -> None:
+        """Log refused connections at WARNING: the first, then at most one line a minute."""
+        self._refused += 1
+        last = self._refusal_logged_ms
+        if last is None or now_ms - last >= _REFUSAL_LOG_INTERVAL_MS:
+            self._log.warning("refused %d connection(s), the last from %s: %s", self._refused, host or "?", reason)
+            self._refused, self._refusal_logged_ms = 0, now_ms
 
     def _dispatch(self, conn_id: int, conn: _Connection, request: Request, now_ms: int, out: list[Effect]) -> None:
         key = request.api_key
@@ -386,7 +538,9 @@ class Broker:
 
     def _respond(self, conn_id: int, request: Request, body: Message | Spliced, out: list[Effect]) -> None:
         """Answer ``request``: built now, sent once the writes of this call have succeeded."""
-        if conn_id in self._conns and request.expects_response:
+        conn = self._conns.get(conn_id)
+        if conn is not None and request.expects_response:
+            conn.unreleased += 1
             self._answers.append(_Answer(conn_id, request, body))
 
     def _release(self, answers: list[_Answer], out: list[Effect]) -> None:
@@ -394,6 +548,7 @@ class Broker:
             conn = self._conns.get(answer.conn_id)
             if conn is None:
                 continue  # closed since: its answers go with it
+            conn.unreleased -= 1
             request, body = answer.request, answer.body
             ready: bytes | list[object]
             try:
@@ -416,6 +571,7 @@ class Broker:
                 still.append(held)
             else:
                 self._respond(held.conn_id, held.request, body, out)
+                self._answered(held.conn_id)
         self._held = still
 
     def _apply_group(self, effects: list[Respond | Persist], now_ms: int, out: list[Effect]) -> None:
@@ -432,6 +588,7 @@ class Broker:
                     self._log.debug("conn %d: group answer %r", token[0], effect.body)
                 if request is not None:
                     self._respond(token[0], request, effect.body, out)
+                    self._answered(token[0])
 
     # -- output ---------------------------------------------------------------------------------
 
@@ -445,12 +602,23 @@ class Broker:
         kept = tuple(p for p in parts if isinstance(p, bytes | FileRegion) and p != b"")
         if kept:
             out.append(Send(conn_id, kept))
+            if conn is not None and not conn.paused:
+                self._timers.active(conn_id, self._now_ms)
 
     def _close(self, conn_id: int, conn: _Connection, out: list[Effect]) -> None:
         self._send(conn_id, conn.server.data_to_send(), out)
         out.append(CloseConnection(conn_id))
-        self._conns.pop(conn_id, None)
+        if self._conns.pop(conn_id, None) is not None:
+            self._forget(conn_id, conn)
+
+    def _forget(self, conn_id: int, conn: _Connection) -> None:
+        """Drop what the engine keeps for a connection that is gone."""
+        self._admission.closed(conn.host)
+        self._timers.forget(conn_id)
+        self._queue_blocked.pop(conn_id, None)
         self._held = [h for h in self._held if h.conn_id != conn_id]
+        if self._tokens:  # the coordinator's later answer to these finds no request and is dropped
+            self._tokens = {token: r for token, r in self._tokens.items() if token[0] != conn_id}
 
     def _flush(self, out: list[Effect]) -> list[Effect]:
         """End a call: its storage effects, then its network effects. Its answers go out now when

@@ -14,12 +14,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Final
 
+from kafka_wire.broker.fetch_sessions import DEFAULT_FETCH_SESSION_EVICTION_MS, DEFAULT_MAX_FETCH_SESSIONS
 from kafka_wire.broker.log.config import CONFIG_KEYS, MIN_SEGMENT_BYTES, ConfigError, LogConfig
 from kafka_wire.broker.topic_synonyms import TOPIC_CONFIG_OF, TopicDefault, topic_defaults
 from kafka_wire.errors import KafkaWireError
 from kafka_wire.protocol.frames import DEFAULT_MAX_FRAME_BYTES
 
-#: Java's ``Integer.MAX_VALUE``: Kafka's default ``group.max.size`` (no limit).
+#: Java's ``Integer.MAX_VALUE``: Kafka's "no limit" default (``group.max.size``, connection counts).
 INT32_MAX: Final = 2**31 - 1
 
 
@@ -78,8 +79,32 @@ class BrokerConfig:
     #: Answer Fetch with file regions the driver sends with ``sendfile`` (stored batches are never
     #: copied through Python); off, the records are read into the response.
     zero_copy_fetch: bool = True
-    #: ``max.incremental.fetch.session.cache.slots``
-    fetch_session_cache_slots: int = 1000
+    #: ``max.incremental.fetch.session.cache.slots``, and ``min.incremental.fetch.session.eviction.ms``:
+    #: how long a session must be unused before a new one may evict it (Kafka: 2 minutes).
+    fetch_session_cache_slots: int = DEFAULT_MAX_FETCH_SESSIONS
+    fetch_session_eviction_ms: int = DEFAULT_FETCH_SESSION_EVICTION_MS
+    # -- connections (Kafka's socket server settings) --
+    #: ``max.connections``: connections open at once; over it a new connection is closed at once.
+    max_connections: int = INT32_MAX
+    #: ``max.connections.per.ip``, and ``max.connections.per.ip.overrides`` (``"host:100,127.0.0.1:200"``):
+    #: connections open at once from one address; over it a new connection is closed at once.
+    #: Overrides are matched against the peer's address as text (the engine resolves no names).
+    max_connections_per_ip: int = INT32_MAX
+    max_connections_per_ip_overrides: Mapping[str, int] = field(default_factory=dict)
+    #: ``connections.max.idle.ms`` (Kafka: 10 minutes): a connection with no bytes received or sent
+    #: for that long is closed (not while the broker owes it a response); negative: never, as in Kafka.
+    connections_max_idle_ms: int = 600_000
+    #: ``kafka.wire.request.receive.timeout.ms``, kafka_wire's own (Kafka has none): a connection
+    #: that has begun sending a request and not finished it within this time is closed, so half-sent
+    #: frames cannot hold memory. The default is a client's ``request.timeout.ms`` (30 s): by then
+    #: the client has given up on that request anyway.
+    request_receive_timeout_ms: int = 30_000
+    #: ``queued.max.requests`` (Kafka: 500): when this many requests are held unanswered (Fetch
+    #: long polls, JoinGroup...), no connection's further requests are read until some are answered.
+    queued_max_requests: int = 500
+    #: ``connection.failed.authentication.delay.ms`` (Kafka: 100): a failed SASL authentication is
+    #: answered, and its connection closed, this much later.
+    failed_authentication_delay_ms: int = 100
     #: ``log.retention.check.interval.ms``: how often retention and compaction run.
     retention_check_interval_ms: int = 300_000
     #: SASL users, by mechanism (``PLAIN``, ``SCRAM-SHA-256``, ``SCRAM-SHA-512``) then user to
@@ -93,6 +118,8 @@ class BrokerConfig:
             "default_replication_factor",
             "group_max_size",
             "offsets_retention_ms",
+            "request_receive_timeout_ms",
+            "queued_max_requests",
         ):
             if getattr(self, name) < 1:
                 raise BrokerConfigError(_PROPERTY_OF[name], "must be at least 1")
@@ -102,6 +129,18 @@ class BrokerConfig:
             raise BrokerConfigError(_PROPERTY_OF["offsets_topic_segment_bytes"], f"must be at least {MIN_SEGMENT_BYTES}")
         if not 0 <= self.offsets_topic_compression_codec <= 4:
             raise BrokerConfigError(_PROPERTY_OF["offsets_topic_compression_codec"], "must be 0 (none) to 4 (zstd)")
+        for name in (
+            "fetch_session_cache_slots",
+            "fetch_session_eviction_ms",
+            "max_connections",
+            "max_connections_per_ip",
+            "failed_authentication_delay_ms",
+        ):
+            if getattr(self, name) < 0:
+                raise BrokerConfigError(_PROPERTY_OF[name], "must not be negative")
+        for host, limit in self.max_connections_per_ip_overrides.items():
+            if not host or limit < 0:
+                raise BrokerConfigError("max.connections.per.ip.overrides", f"bad override {host}:{limit}")
         if not 0 <= self.port <= 65535:
             raise BrokerConfigError("advertised.listeners", f"port {self.port} is not a TCP port")
         for mechanism in self.sasl_users:
@@ -183,6 +222,14 @@ _PROPERTY_OF: Final = {
     "max_frame_bytes": "socket.request.max.bytes",
     "fetch_max_bytes": "fetch.max.bytes",
     "fetch_session_cache_slots": "max.incremental.fetch.session.cache.slots",
+    "fetch_session_eviction_ms": "min.incremental.fetch.session.eviction.ms",
+    "max_connections": "max.connections",
+    "max_connections_per_ip": "max.connections.per.ip",
+    "max_connections_per_ip_overrides": "max.connections.per.ip.overrides",
+    "connections_max_idle_ms": "connections.max.idle.ms",
+    "request_receive_timeout_ms": "kafka.wire.request.receive.timeout.ms",
+    "queued_max_requests": "queued.max.requests",
+    "failed_authentication_delay_ms": "connection.failed.authentication.delay.ms",
     "retention_check_interval_ms": "log.retention.check.interval.ms",
 }
 _FIELD_OF: Final = {prop: name for name, prop in _PROPERTY_OF.items()}
@@ -207,6 +254,11 @@ def _parse(key: str, value: str, kind: object) -> object:
             return int(value)
         if text == "str | None":
             return value or None
+        if text == "Mapping[str, int]":  # host:count,host:count (hosts may be IPv6: split at the last colon)
+            pairs = [item.strip().rpartition(":") for item in value.split(",") if item.strip()]
+            if any(not sep for _, sep, _ in pairs):
+                raise ValueError(value)
+            return {host.strip(): int(count) for host, _, count in pairs}
         return value
     except ValueError:
         raise BrokerConfigError(key, f"invalid value {value!r}") from None

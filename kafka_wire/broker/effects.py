@@ -42,6 +42,22 @@ class CloseConnection:
     conn_id: int
 
 
+@dataclass(frozen=True, slots=True)
+class PauseReading:
+    """Stop reading from a connection: leave further bytes in the kernel (flow control). The
+    engine sends this while the connection has a request in flight, while ``queued.max.requests``
+    requests are held, and while a failed authentication waits to be answered."""
+
+    conn_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeReading:
+    """Read from a connection again after :class:`PauseReading`."""
+
+    conn_id: int
+
+
 # -- storage -----------------------------------------------------------------------------------
 
 
@@ -112,5 +128,4 @@ class StopBroker:
 
 
 StorageEffect = MakeDir | Append | WriteAt | Truncate | Fsync | Rename | Delete
-NetworkEffect = Send | CloseConnection
-Effect = Send | CloseConnection | StopBroker | StorageEffect
+Effect = Send | CloseConnection | PauseReading | ResumeReading | StopBroker | StorageEffect

@@ -7,7 +7,15 @@ import random
 
 from kafka_wire.broker import Broker, BrokerConfig
 from kafka_wire.broker.driving import settle
-from kafka_wire.broker.effects import CloseConnection, Effect, FileRegion, Send, StorageEffect
+from kafka_wire.broker.effects import (
+    CloseConnection,
+    Effect,
+    FileRegion,
+    PauseReading,
+    ResumeReading,
+    Send,
+    StorageEffect,
+)
 from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.codec.runtime import Message
 from kafka_wire.protocol import NEED_DATA, ClientConfig, ClientConnection, Response
@@ -38,6 +46,8 @@ class Engine:
         self.log: list[Effect] = []
         self.outbox: dict[int, bytearray] = {}
         self.closed: set[int] = set()
+        #: Connections the broker asked not to read (PauseReading without ResumeReading yet).
+        self.paused: set[int] = set()
         self._apply(self.broker.start(self.now_ms))
 
     def _apply(self, effects: list[Effect]) -> None:
@@ -53,6 +63,10 @@ class Engine:
                     self.outbox.setdefault(effect.conn_id, bytearray()).extend(part)
             elif isinstance(effect, CloseConnection):
                 self.closed.add(effect.conn_id)
+            elif isinstance(effect, PauseReading):
+                self.paused.add(effect.conn_id)
+            elif isinstance(effect, ResumeReading):
+                self.paused.discard(effect.conn_id)
 
     def open(self, conn_id: int) -> None:
         self._apply(self.broker.connection_opened(conn_id, self.now_ms, host="127.0.0.1"))

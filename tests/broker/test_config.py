@@ -347,3 +347,44 @@ def test_offsets_topic_and_group_properties() -> None:
         with pytest.raises(BrokerConfigError) as failure:
             BrokerConfig.from_properties({key: value})
         assert failure.value.key == key
+
+
+def test_connection_limits_by_kafka_name_with_kafkas_defaults() -> None:
+    defaults = BrokerConfig()
+    assert (defaults.max_connections, defaults.max_connections_per_ip) == (2**31 - 1, 2**31 - 1)
+    assert (defaults.connections_max_idle_ms, defaults.queued_max_requests) == (600_000, 500)
+    assert (defaults.failed_authentication_delay_ms, defaults.fetch_session_eviction_ms) == (100, 120_000)
+    assert defaults.request_receive_timeout_ms == 30_000 and defaults.max_connections_per_ip_overrides == {}
+    config = BrokerConfig.from_properties(
+        {
+            "max.connections": "100",
+            "max.connections.per.ip": "10",
+            "max.connections.per.ip.overrides": "broker-host:100, 127.0.0.1:200,::1:3",
+            "connections.max.idle.ms": "1000",
+            "kafka.wire.request.receive.timeout.ms": "2000",
+            "queued.max.requests": "7",
+            "connection.failed.authentication.delay.ms": "0",
+            "min.incremental.fetch.session.eviction.ms": "5",
+        }
+    )
+    assert (config.max_connections, config.max_connections_per_ip, config.queued_max_requests) == (100, 10, 7)
+    assert config.max_connections_per_ip_overrides == {"broker-host": 100, "127.0.0.1": 200, "::1": 3}
+    assert (config.connections_max_idle_ms, config.request_receive_timeout_ms) == (1000, 2000)
+    assert (config.failed_authentication_delay_ms, config.fetch_session_eviction_ms) == (0, 5)
+
+
+@pytest.mark.parametrize(
+    ("props", "key"),
+    [
+        ({"max.connections.per.ip.overrides": "no-count"}, "max.connections.per.ip.overrides"),
+        ({"max.connections.per.ip.overrides": "host:-1"}, "max.connections.per.ip.overrides"),
+        ({"max.connections": "-1"}, "max.connections"),
+        ({"queued.max.requests": "0"}, "queued.max.requests"),
+        ({"kafka.wire.request.receive.timeout.ms": "0"}, "kafka.wire.request.receive.timeout.ms"),
+        ({"connection.failed.authentication.delay.ms": "-5"}, "connection.failed.authentication.delay.ms"),
+    ],
+)
+def test_bad_connection_limits_name_their_key(props: dict[str, str], key: str) -> None:
+    with pytest.raises(BrokerConfigError) as failure:
+        BrokerConfig.from_properties(props)
+    assert failure.value.key == key and "unknown" not in str(failure.value)

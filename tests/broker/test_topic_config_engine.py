@@ -76,8 +76,9 @@ def test_stored_overrides_that_kafka_4_removed_are_dropped_at_start() -> None:
 
 
 def engine_with(**props: str) -> Engine:
-    """An engine configured as ``kafka-wire serve`` would be by these Kafka properties."""
-    loaded = load_server_properties({"group.initial.rebalance.delay.ms": "0", **props})
+    """An engine configured as ``kafka-wire serve`` would be by these Kafka properties (idle
+    connections kept: these tests move the clock by hours between two requests of one client)."""
+    loaded = load_server_properties({"group.initial.rebalance.delay.ms": "0", "connections.max.idle.ms": "-1", **props})
     assert [n for n in loaded.notes if n.level == "warning"] == []
     return Engine(loaded.config)
 

@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 
 from tests.e2e.brokers import KafkaWireBroker, kafka_wire
-from tests.e2e.conftest import needs_serve
 
 TIMEOUT_S = 60
 
@@ -96,7 +95,6 @@ def restart(broker: FastGroupsBroker) -> None:
     broker.restart()  # raises, with the log, if the broker does not start
 
 
-@needs_serve
 def test_clients_cannot_poison_the_offsets_topic_and_offsets_survive_restarts(broker: FastGroupsBroker) -> None:
     invalid_topic_exception = 17  # librdkafka's ERR_TOPIC_EXCEPTION, Kafka's INVALID_TOPIC_EXCEPTION
     assert run(POISON, broker.bootstrap) == {"delivered": [invalid_topic_exception]}
