@@ -1,30 +1,60 @@
 """The asyncio driver of the broker engine: sockets, the wall clock, files and timers.
 
 It feeds ``Broker`` what arrives and when, applies the storage effects it returns to the data
-directory (``FileStorage``) before sending anything, writes ``Send`` parts (file regions with
-``sendfile`` where the transport allows) and closes connections on ``CloseConnection``. One
-timer task calls ``tick`` at ``next_deadline_ms()``.
+directory (``FileStorage``) and reports their outcome (``driving.settle``), writes ``Send`` parts
+(file regions with ``sendfile`` where the transport allows), closes connections on
+``CloseConnection``, stops reading a connection between ``PauseReading`` and ``ResumeReading``
+(its bytes wait in the kernel) and stops on ``StopBroker``. One timer task calls ``tick`` at
+``next_deadline_ms()``.
+
+What only the OS can decide is decided here: the process's file limit (``RLIMIT_NOFILE``) is
+raised to its hard limit at start, and connections are accepted one at a time: one that would
+leave fewer than :data:`FD_RESERVE` file descriptors is closed as soon as it is accepted, so that
+clients can never make a storage write fail for want of one (logged once, at WARNING), and an
+accept that fails for want of descriptors waits a moment instead of logging a traceback.
+``stop`` is bounded: it stops accepting, lets the engine close every connection and make its logs
+durable, gives writers :data:`STOP_GRACE_S` to flush, then aborts what is left.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import itertools
 import logging
+import os
 import random
 import secrets
 import signal
+import socket
+import struct
+import sys
 import time
 import uuid
 from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO, Final
 
+try:
+    import resource
+except ImportError:  # not POSIX: no file limit to manage
+    resource = None  # type: ignore[assignment]  # the module or nothing
+
 from kafka_wire.adapters.file_storage import FileStorage
 from kafka_wire.broker.broker import Broker
 from kafka_wire.broker.config import BrokerConfig
-from kafka_wire.broker.effects import CloseConnection, Effect, FileRegion, Send
+from kafka_wire.broker.data_dir import DataDirError
+from kafka_wire.broker.driving import settle
+from kafka_wire.broker.effects import (
+    CloseConnection,
+    Effect,
+    FileRegion,
+    PauseReading,
+    ResumeReading,
+    Send,
+    StopBroker,
+)
 
 _READ_CHUNK: Final = 256 * 1024
 #: Sends queued on one connection before its reader yields to the writer.
@@ -33,11 +63,67 @@ _MAX_QUEUED: Final = 64
 #: of a request in progress, see ``kafka_wire.broker.work``): long enough for the few loop
 #: iterations in which a connection that became readable meanwhile is read and answered.
 _YIELD_S: Final = 0.0002
+#: Kafka's ``socket.listen.backlog.size`` default.
+LISTEN_BACKLOG: Final = 50
+#: File descriptors never given to connections: what storage (one file at a time), zero-copy
+#: fetch (regions waiting to be sent) and the accept of a refused connection open at once.
+FD_RESERVE: Final = 64
+#: Accept errors that mean "no resources now": wait this long and accept again.
+_ACCEPT_RESOURCE_ERRORS: Final = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+_ACCEPT_RETRY_S: Final = 0.1
+#: How long ``stop`` lets connections flush what they were sent before aborting them.
+STOP_GRACE_S: Final = 1.0
+#: How long a closing connection may take to flush before it is aborted.
+_CLOSE_TIMEOUT_S: Final = 5.0
 _log = logging.getLogger("kafka_wire.adapters.broker_server")
 
 
 def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+#: SO_LINGER on, 0 s: closing sends a reset and frees the socket at once.
+_RESET: Final = struct.pack("ii", 1, 0)
+
+
+def listen(host: str, port: int) -> list[socket.socket]:
+    """Non-blocking listening sockets on every address of ``host`` (``port`` 0: one free port,
+    the same on each)."""
+    listeners: list[socket.socket] = []
+    try:
+        for family, kind, proto, _, address in socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        ):
+            sock = socket.socket(family, kind, proto)
+            listeners.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            if port == 0 and len(listeners) > 1:
+                address = (address[0], listeners[0].getsockname()[1], *address[2:])
+            sock.bind(address)
+            sock.listen(LISTEN_BACKLOG)
+            sock.setblocking(False)
+    except BaseException:
+        for sock in listeners:
+            sock.close()
+        raise
+    return listeners
+
+
+def raise_file_limit() -> int | None:
+    """Raise the soft ``RLIMIT_NOFILE`` to the hard limit; return the limit now in force (None:
+    unlimited or unknown)."""
+    if resource is None:
+        return None
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError):
+            pass  # some systems cap the soft limit lower (macOS: OPEN_MAX); keep what we have
+    return None if soft == resource.RLIM_INFINITY else soft
 
 
 class BrokerServer:
@@ -57,70 +143,150 @@ class BrokerServer:
         self.config = config
         self._queues: dict[int, asyncio.Queue[list[object] | None]] = {}
         self._ids = itertools.count(1)
-        self._server: asyncio.Server | None = None
+        self._listeners: list[socket.socket] = []
+        self._acceptors: list[asyncio.Task[None]] = []
         self._timer: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
+        #: Per open connection: set while the engine wants it read (cleared by PauseReading).
+        self._readable: dict[int, asyncio.Event] = {}
+        self._writers: dict[int, asyncio.StreamWriter] = {}
+        self._stopping = False
+        self._fd_limit: int | None = None
+        self._fd_warned = False
+        #: Set when the engine stops on its own (its log directory failed), with the reason.
+        self.stop_requested = asyncio.Event()
+        self.failure: str | None = None
 
     async def start(self, host: str, port: int) -> int:
-        """Recover the data directory, start listening; returns the bound port."""
+        """Recover the data directory, start listening; returns the bound port (0 when the
+        start failed: ``failure`` says why)."""
+        self._fd_limit = raise_file_limit()
         self._apply(self.broker.start(wall_clock_ms()))
-        self._server = await asyncio.start_server(self._serve, host, port, reuse_address=True)
+        if self.failure is not None:
+            return 0
+        self._listeners = listen(host, port)
+        self._acceptors = [asyncio.create_task(self._accept(listener)) for listener in self._listeners]
         self._timer = asyncio.create_task(self._run_timer())
-        bound: int = self._server.sockets[0].getsockname()[1]
+        bound: int = self._listeners[0].getsockname()[1]
         return bound
 
     async def stop(self) -> None:
-        """Stop accepting, close connections, make the logs durable."""
-        if self._server is not None:
-            self._server.close()
+        """Stop accepting, close connections, make the logs durable; bounded in time whatever the
+        clients do."""
+        self._stopping = True
+        for acceptor in self._acceptors:
+            acceptor.cancel()
+        for listener in self._listeners:
+            listener.close()
         if self._timer is not None:
             self._timer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._timer
-        self._apply(self.broker.shutdown(wall_clock_ms()))
+        self._apply(self.broker.shutdown(wall_clock_ms()))  # closes every connection, flushes the logs
+        if self._tasks:  # writers flush what they were sent, readers see their connection end
+            await asyncio.wait(set(self._tasks), timeout=STOP_GRACE_S)
+        for writer in list(self._writers.values()):
+            writer.transport.abort()
         for task in list(self._tasks):
             task.cancel()
-        for task in list(self._tasks):
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        if self._server is not None:
-            await self._server.wait_closed()
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=STOP_GRACE_S)
 
     async def _run_timer(self) -> None:
+        # The wake-up at the deadline is a loop callback, not a timeout around the wait: a
+        # cancellation (stop) always ends the task (asyncio.wait_for can lose one on 3.11).
+        loop = asyncio.get_running_loop()
+        alarm: asyncio.TimerHandle | None = None
+        try:
+            while True:
+                self._wake.clear()
+                deadline = self.broker.next_deadline_ms()
+                if deadline is not None:
+                    # Due already (a request in progress goes on in slices): let the connections
+                    # that became ready be read and answered first.
+                    delay = max(_YIELD_S, (deadline - wall_clock_ms()) / 1000)
+                    alarm = loop.call_later(delay, self._wake.set)
+                await self._wake.wait()
+                if alarm is not None:
+                    alarm.cancel()
+                    alarm = None
+                now = wall_clock_ms()
+                deadline = self.broker.next_deadline_ms()
+                if deadline is not None and now >= deadline:
+                    try:
+                        self._apply(self.broker.tick(now))
+                    except Exception:
+                        _log.exception("the engine failed in tick")
+        finally:
+            if alarm is not None:
+                alarm.cancel()
+
+    async def _accept(self, listener: socket.socket) -> None:
+        """Accept connections one at a time; refuse at once those that would leave fewer than
+        FD_RESERVE descriptors (descriptors are allocated lowest first, so every one below the
+        new socket's is in use)."""
+        loop = asyncio.get_running_loop()
         while True:
-            deadline = self.broker.next_deadline_ms()
-            delay = None if deadline is None else max(0.0, (deadline - wall_clock_ms()) / 1000)
-            self._wake.clear()
-            if delay == 0:
-                # Due already (a request in progress goes on in slices): first let the connections
-                # that became ready be read and answered, which takes a few loop iterations.
-                await asyncio.sleep(_YIELD_S)
-            else:
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), delay)
-            now = wall_clock_ms()
-            deadline = self.broker.next_deadline_ms()
-            if deadline is not None and now >= deadline:
-                try:
-                    self._apply(self.broker.tick(now))
-                except Exception:
-                    _log.exception("the engine failed in tick")
+            try:
+                conn, _ = await loop.sock_accept(listener)
+            except OSError as exc:
+                if exc.errno in _ACCEPT_RESOURCE_ERRORS:
+                    self._warn_descriptors()
+                    await asyncio.sleep(_ACCEPT_RETRY_S)
+                else:  # the client gave up before it was accepted (ECONNABORTED, ...)
+                    _log.debug("accept: %s", exc)
+                continue
+            if self._fd_limit is not None and conn.fileno() >= self._fd_limit - FD_RESERVE:
+                self._warn_descriptors()
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _RESET)
+                conn.close()
+                continue
+            task = asyncio.create_task(self._connected(conn))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    def _warn_descriptors(self) -> None:
+        if not self._fd_warned:
+            self._fd_warned = True
+            _log.warning(
+                "refusing connections: the process's file limit is %s and %d descriptors are kept for storage "
+                "(raise the limit with ulimit -n to serve more connections); logged once",
+                self._fd_limit,
+                FD_RESERVE,
+            )
+
+    async def _connected(self, conn: socket.socket) -> None:
+        try:
+            reader, writer = await asyncio.open_connection(sock=conn)
+        except OSError as exc:
+            _log.debug("accept: %s", exc)
+            conn.close()
+            return
+        await self._serve(reader, writer)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
+        if self._stopping:
+            writer.transport.abort()
+            return
         conn_id = next(self._ids)
         queue: asyncio.Queue[list[object] | None] = asyncio.Queue()
         self._queues[conn_id] = queue
+        readable = self._readable[conn_id] = asyncio.Event()
+        readable.set()
+        self._writers[conn_id] = writer
         sender = asyncio.create_task(self._write_loop(conn_id, writer, queue))
         peer = writer.get_extra_info("peername") or ("", 0)
         try:
             self._apply(self.broker.connection_opened(conn_id, wall_clock_ms(), host=str(peer[0])))
-            while not sender.done():
+            # The engine forgets a connection it closes (CloseConnection drops its queue): from
+            # then on nothing more of it is read or reported.
+            while conn_id in self._queues and not sender.done():
+                await readable.wait()
+                if conn_id not in self._queues:
+                    break
                 data = await reader.read(_READ_CHUNK)
-                if not data:
+                if not data or conn_id not in self._queues:
                     break
                 self._apply(self.broker.receive_data(conn_id, data, wall_clock_ms()))
                 while queue.qsize() > _MAX_QUEUED and not sender.done():  # back-pressure
@@ -128,32 +294,65 @@ class BrokerServer:
         except (ConnectionError, OSError) as exc:
             _log.debug("connection %d: %s", conn_id, exc)
         except asyncio.CancelledError:
-            pass
+            writer.transport.abort()
         except Exception:
             _log.exception("connection %d: the engine failed; closing the connection", conn_id)
         finally:
-            self._tasks.discard(task)
+            self._readable.pop(conn_id, None)
             if self._queues.pop(conn_id, None) is not None:
-                self._apply(self.broker.connection_closed(conn_id, wall_clock_ms()))
+                try:
+                    self._apply(self.broker.connection_closed(conn_id, wall_clock_ms()))
+                except Exception:
+                    _log.exception("connection %d: the engine failed on close", conn_id)
             queue.put_nowait(None)
-            with contextlib.suppress(asyncio.CancelledError):
-                await sender
-            with contextlib.suppress(OSError, ConnectionError):
-                await writer.wait_closed()
+            await self._finish(conn_id, writer, sender)
+
+    async def _finish(self, conn_id: int, writer: asyncio.StreamWriter, sender: asyncio.Task[None]) -> None:
+        """Let the writer flush and close the connection, within _CLOSE_TIMEOUT_S (a peer that
+        reads nothing cannot keep it open); then abort it."""
+        try:
+            done, _ = await asyncio.wait({sender}, timeout=_CLOSE_TIMEOUT_S)
+            if done:
+                closed = asyncio.ensure_future(writer.wait_closed())
+                done, _ = await asyncio.wait({closed}, timeout=_CLOSE_TIMEOUT_S)
+                if done and not closed.cancelled():
+                    closed.exception()  # retrieved: a reset peer is not an error worth a log line
+                else:
+                    closed.cancel()
+        finally:
+            self._writers.pop(conn_id, None)
+            if not writer.transport.is_closing() or not sender.done():
+                writer.transport.abort()
+            if not sender.done():
+                sender.cancel()
 
     def _apply(self, effects: list[Effect]) -> None:
-        """Apply storage effects now; queue sends on each connection's writer, in order."""
-        self.storage.apply(effects)
-        for effect in effects:
+        """Apply storage effects now and report their outcome to the engine; queue sends on each
+        connection's writer, in order; stop when the engine stops."""
+        for effect in settle(self.broker, effects, self.storage.apply_one, wall_clock_ms()):
             if isinstance(effect, Send):
                 queue = self._queues.get(effect.conn_id)
                 if queue is not None:
                     queue.put_nowait([self._open(p) if isinstance(p, FileRegion) else p for p in effect.parts])
             elif isinstance(effect, CloseConnection):
-                queue = self._queues.get(effect.conn_id)
+                queue = self._queues.pop(effect.conn_id, None)  # the engine has forgotten it
                 if queue is not None:
                     queue.put_nowait(None)  # close after what was queued before
+                self._set_readable(effect.conn_id, True)  # its reader wakes up and ends
+            elif isinstance(effect, PauseReading | ResumeReading):
+                self._set_readable(effect.conn_id, isinstance(effect, ResumeReading))
+            elif isinstance(effect, StopBroker):
+                self.failure = effect.reason
+                self.stop_requested.set()
         self._wake.set()
+
+    def _set_readable(self, conn_id: int, readable: bool) -> None:
+        event = self._readable.get(conn_id)
+        if event is not None:
+            if readable:
+                event.set()
+            else:
+                event.clear()
 
     def _open(self, region: FileRegion) -> tuple[BinaryIO, int, int] | bytes:
         """Open a region now, before later effects can rename or delete its file."""
@@ -166,13 +365,19 @@ class BrokerServer:
         loop = asyncio.get_running_loop()
         try:
             while (parts := await queue.get()) is not None:
-                for part in parts:
+                if writer.transport.is_closing():  # the peer went away: drop what it was sent
+                    _close_regions(parts)
+                    continue
+                for index, part in enumerate(parts):
                     if isinstance(part, bytes):
                         writer.write(part)
                     elif isinstance(part, tuple):
                         file, offset, count = part
                         with file:
                             await writer.drain()
+                            if writer.transport.is_closing():
+                                _close_regions(parts[index + 1 :])
+                                break
                             await loop.sendfile(writer.transport, file, offset, count)
                 await writer.drain()
         except (ConnectionError, OSError) as exc:
@@ -180,31 +385,66 @@ class BrokerServer:
         finally:
             writer.close()
             while not queue.empty():  # close files of regions never sent
-                for part in queue.get_nowait() or []:
-                    if isinstance(part, tuple):
-                        part[0].close()
+                _close_regions(queue.get_nowait() or [])
 
 
-def serve_until_signalled(config: BrokerConfig, host: str, port: int, data_dir: Path) -> int:
-    """Run a broker until SIGINT or SIGTERM (``kafka-wire serve``); prints one line when ready."""
-    return asyncio.run(_serve(config, host, port, data_dir))
+def _close_regions(parts: list[object]) -> None:
+    for part in parts:
+        if isinstance(part, tuple):
+            part[0].close()
 
 
-async def _serve(config: BrokerConfig, host: str, port: int, data_dir: Path) -> int:
+def serve_until_signalled(
+    config: BrokerConfig,
+    host: str,
+    port: int,
+    data_dir: Path,
+    *,
+    advertised_host: str | None = None,
+    advertised_port: int | None = None,
+) -> int:
+    """Run a broker until SIGINT or SIGTERM (``kafka-wire serve``); prints one line when ready.
+
+    Clients are told ``advertised_host:advertised_port`` (by default the bound address)."""
+    return asyncio.run(_serve(config, host, port, data_dir, advertised_host, advertised_port))
+
+
+async def _serve(
+    config: BrokerConfig, host: str, port: int, data_dir: Path, advertised_host: str | None, advertised_port: int | None
+) -> int:
     if port == 0:
         # Bind first to learn the port, then advertise it.
         probe = await asyncio.start_server(lambda r, w: None, host, 0)
         port = probe.sockets[0].getsockname()[1]
         probe.close()
         await probe.wait_closed()
-    server = BrokerServer(replace(config, host=host, port=port), data_dir)
-    bound = await server.start(host, port)
-    stop = asyncio.Event()
+    try:
+        server = BrokerServer(replace(config, host=advertised_host or host, port=advertised_port or port), data_dir)
+        bound = await server.start(host, port)
+    except DataDirError as exc:
+        return _cannot_start(f"{data_dir}: {exc}")
+    except OSError as exc:
+        return _cannot_start(f"{exc.strerror or exc} ({exc.filename or f'{host}:{port}'})")
+    if server.failure is not None:
+        await server.stop()
+        return _cannot_start(f"{server.failure} (data directory {data_dir}: it must be writable, with free space)")
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    print(f"kafka-wire serve: listening on {host}:{bound} (data in {data_dir})", flush=True)
-    await stop.wait()
+        loop.add_signal_handler(sig, server.stop_requested.set)
+    told = server.config.host, server.config.port
+    advertised = "" if told == (host, bound) else f", advertised as {told[0]}:{told[1]}"
+    print(f"kafka-wire serve: listening on {host}:{bound}{advertised} (data in {data_dir})", flush=True)
+    await server.stop_requested.wait()
+    for sig in (signal.SIGINT, signal.SIGTERM):  # a second signal while stopping: leave at once
+        loop.add_signal_handler(sig, os._exit, 1)
     await server.stop()
+    if server.failure is not None:
+        print(f"kafka-wire serve: stopped: {server.failure} (in {data_dir})", file=sys.stderr, flush=True)
+        return 1
     print("kafka-wire serve: stopped", flush=True)
     return 0
+
+
+def _cannot_start(reason: str) -> int:
+    print(f"kafka-wire serve: cannot start: {reason}", file=sys.stderr, flush=True)
+    return 1

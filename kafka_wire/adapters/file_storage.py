@@ -3,10 +3,17 @@
 Paths in effects and reads are POSIX paths relative to ``root`` (the data directory). Paths that
 would leave ``root`` (absolute, or with ``..``) are refused with ``ValueError``: they can only come
 from a bug, as the engine builds every path itself.
+
+A write that fails raises the ``OSError`` (disk full, read-only file system, too many open files,
+I/O error): the driver reports it to the engine (``kafka_wire.broker.driving.settle``), which takes
+the log directory offline. New directories and renamed files have their directory entries made
+durable (the parent directory is fsynced), so a rename survives a power cut once it is applied.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import shutil
 import stat
@@ -77,12 +84,15 @@ class FileStorage:
         """Apply every storage effect in order (other effects are ignored)."""
         for effect in effects:
             if isinstance(effect, StorageEffect):
-                self._apply(effect)
+                self.apply_one(effect)
 
-    def _apply(self, effect: StorageEffect) -> None:
+    def apply_one(self, effect: StorageEffect) -> None:
         match effect:
             case MakeDir(path):
-                self._real(path).mkdir(parents=True, exist_ok=True)
+                real = self._real(path)
+                if not real.is_dir():
+                    real.mkdir(parents=True, exist_ok=True)
+                    self._fsync_dir(real.parent)
             case Append(path, data):
                 real = self._real(path)
                 real.parent.mkdir(parents=True, exist_ok=True)
@@ -120,10 +130,14 @@ class FileStorage:
                 if src.exists():
                     dst.parent.mkdir(parents=True, exist_ok=True)
                     os.replace(src, dst)
+                    self._fsync_dir(dst.parent)
+                    if src.parent != dst.parent:
+                        self._fsync_dir(src.parent)
             case Delete(path):
                 real = self._real(path)
                 if real.is_dir() and not real.is_symlink():
-                    shutil.rmtree(real, ignore_errors=True)
+                    with contextlib.suppress(FileNotFoundError):
+                        shutil.rmtree(real)
                 else:
                     try:
                         real.unlink()
@@ -134,14 +148,12 @@ class FileStorage:
     def _fsync_dir(directory: Path) -> None:
         if not directory.is_dir():
             return
-        try:
-            fd = os.open(directory, os.O_RDONLY)
-        except OSError:
-            return
+        fd = os.open(directory, os.O_RDONLY)
         try:
             os.fsync(fd)
-        except OSError:
-            pass  # some platforms refuse fsync on directories
+        except OSError as exc:
+            if exc.errno not in (errno.EINVAL, errno.ENOTSUP):  # file systems that cannot fsync a directory
+                raise
         finally:
             os.close(fd)
 
@@ -154,3 +166,4 @@ class FileStorage:
         """
         fd = os.open(self._real(region.path), os.O_RDONLY)
         return fd, region.position, region.size
+

@@ -2,39 +2,77 @@
 
 Inputs: ``start``, ``connection_opened``, ``receive_data``, ``connection_closed``, ``tick`` (at
 ``next_deadline_ms()``) and ``shutdown``, each with ``now_ms``. Each returns a list of effects: the
-storage effects of the call first (the driver applies them, in order, before anything is sent, so a
-response never acknowledges data that is not written), then ``Send`` / ``CloseConnection``. No
-clock, socket, file or ambient randomness is used: the same inputs give the same effects.
+storage effects of the call first, then ``Send`` / ``CloseConnection`` / ``PauseReading`` /
+``ResumeReading`` that do not depend on them.
+When a call returned storage effects, the driver applies them in order and reports the outcome
+before any other input (:func:`kafka_wire.broker.driving.settle` does both):
 
-Each call does bounded work (``kafka_wire.broker.work``): a heavy request runs as a job that
-yields when the call's budget is spent and goes on at the next ``tick`` (``next_deadline_ms()`` is
-then the current time). A connection whose request is such an unfinished job reads no further
-request until the job has answered, so requests on one connection are handled one after another.
+- ``storage_applied(now_ms)``: every write succeeded; it returns the answers built in that call,
+  so nothing is acknowledged before the write holding it succeeded;
+- ``storage_failed(failure, now_ms)``: a write failed. The data directory is the broker's only log
+  directory, so it goes offline as a whole: the answers of the call report the failure
+  (KAFKA_STORAGE_ERROR; NOT_COORDINATOR for group APIs), every connection is closed and
+  ``StopBroker`` follows. Nothing more is written, so no state in memory is ever served ahead of
+  the disk; the next start recovers the logs from what the disk holds.
+
+Connections are handled as Kafka's socket server handles them: a connection over
+``max.connections`` or ``max.connections.per.ip`` is closed at once; a connection is read one
+request at a time (while a request of it is held unanswered, its further requests are not decoded
+and the driver is told to stop reading it); when ``queued.max.requests`` requests are held, no
+connection's requests are decoded; idle connections, unfinished request frames and failed
+authentications end on timers (see ``connections.py``).
+
+Each call does bounded work (``kafka_wire.broker.work``): a request whose cost grows with its input
+runs as a job that yields when the call's budget is spent and goes on at the next ``tick``
+(``next_deadline_ms()`` is then the current time); like any held request it keeps its connection
+from being read meanwhile.
+
+No clock, socket, file or ambient randomness is used: the same inputs give the same effects.
 """
 
 from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+from kafka_wire.broker import offsets_topic
 from kafka_wire.broker.apis import GROUP_APIS, HANDLERS, SUPPORTED
 from kafka_wire.broker.config import BrokerConfig
-from kafka_wire.broker.effects import CloseConnection, Effect, FileRegion, Send
+from kafka_wire.broker.connections import Admission, ConnectionTimers, Expiry
+from kafka_wire.broker.data_dir import DataDir
+from kafka_wire.broker.driving import StorageFailure
+from kafka_wire.broker.effects import (
+    CloseConnection,
+    Effect,
+    FileRegion,
+    PauseReading,
+    ResumeReading,
+    Send,
+    StopBroker,
+)
+from kafka_wire.broker.failed_answers import failed_answer
 from kafka_wire.broker.fetch_sessions import FetchSessionCache
 from kafka_wire.broker.group import GroupConfig, GroupCoordinator, Persist, Respond
+from kafka_wire.broker.internal_topics import adopt
 from kafka_wire.broker.log.config import LogConfig
-from kafka_wire.broker.metadata import OFFSETS_TOPIC, ClusterMetadata
+from kafka_wire.broker.metadata import OFFSETS_TOPIC
 from kafka_wire.broker.sasl import server_sasl
 from kafka_wire.broker.state import BrokerState, Context, Spliced, Waiting
 from kafka_wire.broker.storage import StorageReader
 from kafka_wire.broker.versioning import fit
 from kafka_wire.broker.work import Job
 from kafka_wire.codec.runtime import Message
-from kafka_wire.errors import LocalProtocolError, ProtocolError
-from kafka_wire.messages import ApiKey, ErrorCode, SaslAuthenticateResponse, SaslHandshakeResponse
+from kafka_wire.errors import EncodeError, LocalProtocolError, ProtocolError
+from kafka_wire.messages import (
+    ApiKey,
+    ErrorCode,
+    ProduceResponse,
+    SaslAuthenticateResponse,
+    SaslHandshakeResponse,
+)
 from kafka_wire.protocol.events import (
     NEED_DATA,
     Authenticated,
@@ -44,7 +82,6 @@ from kafka_wire.protocol.events import (
     UnsupportedRequest,
 )
 from kafka_wire.protocol.server import ServerConfig, ServerConnection
-from kafka_wire.records import NewRecord, build_batch, read_batches
 
 
 @dataclass(slots=True)
@@ -52,6 +89,25 @@ class _Connection:
     server: ServerConnection
     host: str
     principal: str = ""
+    #: The driver was told to stop reading (``PauseReading``) and not yet to resume.
+    paused: bool = False
+    #: Answers built for it and not yet released (they wait for the end of the call, or for its
+    #: writes): their requests are answered as far as reading on is concerned.
+    unreleased: int = 0
+
+    @property
+    def unanswered(self) -> bool:
+        """A request of this connection is still held (Fetch waiting, a group join ...)."""
+        return self.server.responses_owed > self.unreleased
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    """A response built during an engine call, sent when the call's writes have succeeded."""
+
+    conn_id: int
+    request: Request
+    body: Message | Spliced
 
 
 @dataclass(slots=True)
@@ -64,6 +120,9 @@ class _Held:
 #: While jobs are in progress (a tick per slice), how often ``tick`` looks through every log for
 #: due work (flushes, rolls, deletions); when no job runs, every tick does.
 SCAN_INTERVAL_WHILE_WORKING_MS: Final = 1000
+
+#: Refused connections are logged at most this often (with how many were refused meanwhile).
+_REFUSAL_LOG_INTERVAL_MS: Final = 60_000
 
 #: The default logger: nothing is emitted.
 _SILENT: Final = logging.getLogger("kafka_wire.broker.silent")
@@ -100,6 +159,30 @@ class Broker:
         self._next_maintenance_ms = 0
         #: When ``tick`` last looked for logs with due work (see SCAN_INTERVAL_WHILE_WORKING_MS).
         self._scanned_ms = -SCAN_INTERVAL_WHILE_WORKING_MS
+        #: Answers built during the current call.
+        self._answers: list[_Answer] = []
+        #: While the driver applies a call's storage effects: that call's answers (else None).
+        self._awaiting: list[_Answer] | None = None
+        #: Why the broker stopped serving (None while it serves).
+        self._stopped: str | None = None
+        #: From ``start`` until the outcome of its writes is known.
+        self._starting = False
+        self._admission = Admission(config)
+        self._timers = ConnectionTimers(
+            idle_ms=config.connections_max_idle_ms,
+            receive_timeout_ms=config.request_receive_timeout_ms,
+            failed_authentication_delay_ms=config.failed_authentication_delay_ms,
+        )
+        #: Paused connections whose held request was answered: to be read again.
+        self._unmuted: list[int] = []
+        #: Paused connections waiting for room under queued.max.requests, in the order they stopped.
+        self._queue_blocked: dict[int, None] = {}
+        #: The ``now_ms`` of the call being handled (for activity seen deep in the call).
+        self._now_ms = 0
+        #: After ``shutdown``: new connections are refused.
+        self._shut_down = False
+        self._refused = 0
+        self._refusal_logged_ms: int | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -110,93 +193,124 @@ class Broker:
         return self._state
 
     def start(self, now_ms: int) -> list[Effect]:
-        """Open (and recover) every log, load group state; effects create missing files."""
+        """Check the data directory, open (and recover) every log, load group state; effects create
+        missing files. A data directory that cannot be served raises
+        :class:`~kafka_wire.broker.data_dir.DataDirError`, whose message says what to do."""
         if self._state is not None:
             raise LocalProtocolError("the broker is already started")
+        self._check_input()
+        self._starting = True
         config = self.config
-        metadata = ClusterMetadata.load(self._storage, cluster_id=config.cluster_id, node_id=config.node_id)
+        opened = DataDir.open(self._storage, node_id=config.node_id, cluster_id=config.cluster_id, rng=self._rng)
+        for warning in opened.warnings:
+            self._log.warning("%s", warning)
+        metadata = opened.metadata
+        adopt(metadata, config, self._log)  # internal topics get the broker's configs
         state = BrokerState(
             config=config,
             storage=self._storage,
             rng=self._rng,
             metadata=metadata,
             defaults=LogConfig.from_properties(config.topic_defaults),
-            fetch_sessions=FetchSessionCache(config.fetch_session_cache_slots, self._rng),
+            fetch_sessions=FetchSessionCache(
+                config.fetch_session_cache_slots, self._rng, eviction_ms=config.fetch_session_eviction_ms
+            ),
         )
         self._state = state
+        state.effects += opened.effects
         state.open_existing(now_ms)
         state.effects += metadata.persist()
+        offsets = state.topic_named(OFFSETS_TOPIC)
         self._group = GroupCoordinator(
             GroupConfig(
                 initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
                 min_session_timeout_ms=config.group_min_session_timeout_ms,
                 max_session_timeout_ms=config.group_max_session_timeout_ms,
+                max_group_size=config.group_max_size,
                 offsets_retention_ms=config.offsets_retention_ms,
-                offsets_topic_num_partitions=config.offsets_topic_num_partitions,
+                # Groups are placed by the partitions the topic has, once it exists.
+                offsets_topic_num_partitions=(
+                    offsets.partitions if offsets is not None else config.offsets_topic_num_partitions
+                ),
             ),
             member_id_factory=self._member_id_factory,
             topic_name_of=lambda topic_id: (t.name if (t := state.topic_with_id(topic_id)) is not None else None),
             topic_id_of=lambda name: (t.topic_id if (t := state.topic_named(name)) is not None else None),
         )
-        self._group.load(self._stored_group_records())
+        offsets_topic.replay(state, self._group, self._log)
         self._next_maintenance_ms = now_ms + config.retention_check_interval_ms
         return self._flush([])
 
     def shutdown(self, now_ms: int) -> list[Effect]:
-        """Finish the admin jobs in progress, close every connection and make every log durable."""
+        """Close every connection and make every log durable (nothing is written once stopped).
+
+        Jobs in progress stop where they are: the next start opens the partitions of a topic
+        whose creation was cut short, and moves aside the directories of one whose deletion was."""
+        if self._stopped is not None:
+            return []
+        self._check_input()
         out: list[Effect] = [CloseConnection(conn_id) for conn_id in self._conns]
         self._conns.clear()
-        for held in self._held:
-            if isinstance(held.waiting, Job) and held.waiting.survives_disconnect:
-                held.waiting.finish(now_ms)  # so that the metadata and the directories agree
         self._held.clear()
+        self._tokens.clear()
+        self._timers.clear()
+        self._unmuted.clear()
+        self._queue_blocked.clear()
+        self._admission = Admission(self.config)
+        self._shut_down = True
         state = self.state
         for replica in state.partitions.values():
             state.effects += replica.log.close()
         return self._flush(out)
 
-    def _stored_group_records(self) -> Iterator[tuple[bytes, bytes | None]]:
-        state = self.state
-        topic = state.topic_named(OFFSETS_TOPIC)
-        if topic is None:
-            return
-        for index in range(topic.partitions):
-            replica = state.replica(OFFSETS_TOPIC, index)
-            if replica is None:
-                continue
-            offset = replica.log_start_offset
-            while offset < replica.high_watermark:
-                outcome = replica.read(offset, 1 << 20, isolation_level=0, min_one_batch=True)
-                if outcome.error_code or not outcome.records:
-                    break
-                start = offset
-                for batch in read_batches(outcome.records):
-                    if not batch.is_control:
-                        for record in batch:
-                            if record.key is not None:
-                                yield bytes(record.key), None if record.value is None else bytes(record.value)
-                    offset = max(offset, batch.next_offset)
-                if offset == start:  # nothing readable: do not spin
-                    break
-
     # -- connections ----------------------------------------------------------------------------
 
     def connection_opened(self, conn_id: int, now_ms: int, *, host: str = "") -> list[Effect]:
+        """A client connected from ``host`` (its address). Over a connection limit, or after
+        ``shutdown``, the answer is ``CloseConnection``: the engine forgets the connection at once
+        (the driver need not report its close)."""
+        if self._stopped is not None:
+            return [CloseConnection(conn_id)]
+        self._check_input()
         if conn_id in self._conns:
             raise LocalProtocolError(f"connection {conn_id} is already open")
+        self._now_ms = now_ms
+        refusal = "the broker is shut down" if self._shut_down else self._admission.refusal(host)
+        if refusal is not None:
+            self._log_refusal(host, refusal, now_ms)
+            return [CloseConnection(conn_id)]
         self._conns[conn_id] = _Connection(ServerConnection(self._server_config, sasl=self._sasl), host)
+        self._admission.opened(host)
+        self._timers.active(conn_id, now_ms)
         return []
 
     def connection_closed(self, conn_id: int, now_ms: int) -> list[Effect]:
-        self._conns.pop(conn_id, None)
-        self._drop_held(conn_id)
-        return self._flush([])
+        if self._stopped is not None:
+            self._conns.pop(conn_id, None)
+            return []
+        self._check_input()
+        self._now_ms = now_ms
+        self._begin_call(jobs=False)
+        conn = self._conns.pop(conn_id, None)
+        out: list[Effect] = []
+        if conn is not None:
+            self._forget(conn_id, conn)
+            self._resume(now_ms, out)  # its held request no longer counts against the queue
+        return self._flush(out)
 
     def receive_data(self, conn_id: int, data: bytes, now_ms: int) -> list[Effect]:
+        if self._stopped is not None:
+            return [CloseConnection(conn_id)]
+        self._check_input()
         conn = self._conns.get(conn_id)
         if conn is None:
             raise LocalProtocolError(f"no open connection {conn_id}")
+        self._now_ms = now_ms
         out: list[Effect] = []
+        if self._timers.closing(conn_id):  # a failed authentication: nothing more is read
+            return self._flush(out)
+        if not conn.paused:
+            self._timers.active(conn_id, now_ms)
         self._begin_call()
         try:
             conn.server.receive_data(data)
@@ -204,14 +318,21 @@ class Broker:
         except ProtocolError:
             # Not Kafka, or not allowed: Kafka closes the connection. Others are unaffected.
             self._close(conn_id, conn, out)
-        self._poll_held(now_ms, out, jobs=False)  # jobs go on at the next tick
+        self._end_jobs()  # the jobs in progress go on at the next tick, not in this call
+        self._poll_held(now_ms, out)
+        self._resume(now_ms, out)
         return self._flush(out)
 
     def tick(self, now_ms: int) -> list[Effect]:
+        if self._stopped is not None:
+            return []
+        self._check_input()
+        self._now_ms = now_ms
         out: list[Effect] = []
         self._begin_call()
         state = self.state
         assert self._group is not None
+        self._expire_connections(now_ms, out)
         self._apply_group(self._group.tick(now_ms), now_ms, out)
         periodic = now_ms >= self._next_maintenance_ms
         # While jobs run, ticks come one per slice: the scan over every log waits its turn.
@@ -226,13 +347,18 @@ class Broker:
         if periodic:
             self._next_maintenance_ms = now_ms + self.config.retention_check_interval_ms
         self._poll_held(now_ms, out)
+        self._resume(now_ms, out)
         return self._flush(out)
 
     def next_deadline_ms(self) -> int | None:
+        if self._stopped is not None:
+            return None
         if self._jobs_held():
             # A job's deadline is the time of its last slice, so now: nothing else can come sooner.
             return min(h.waiting.deadline_ms for h in self._held if isinstance(h.waiting, Job))
         deadlines = [h.waiting.deadline_ms for h in self._held]
+        if (connections := self._timers.next_deadline_ms()) is not None:
+            deadlines.append(connections)
         if self._group is not None and (group := self._group.next_deadline_ms()) is not None:
             deadlines.append(group)
         if self._state is not None:
@@ -240,42 +366,166 @@ class Broker:
             deadlines += [d for r in self._state.partitions.values() if (d := r.log.next_deadline_ms()) is not None]
         return min(deadlines) if deadlines else None
 
+    # -- storage outcomes -----------------------------------------------------------------------
+
+    @property
+    def awaiting_storage(self) -> bool:
+        """True from a call that returned storage effects until their outcome is reported."""
+        return self._awaiting is not None
+
+    @property
+    def stopped(self) -> str | None:
+        """Why the broker stopped serving (a failed write), or None."""
+        return self._stopped
+
+    def storage_applied(self, now_ms: int) -> list[Effect]:
+        """Every storage effect of the last call succeeded: its answers go out."""
+        answers = self._take_awaiting()
+        out: list[Effect] = []
+        self._release(answers, out)
+        return out
+
+    def storage_failed(self, failure: StorageFailure, now_ms: int) -> list[Effect]:
+        """A storage effect of the last call failed (the driver applied none after it).
+
+        The data directory goes offline, and with it the broker: the call's answers report the
+        failure, every connection closes after what it was sent, and ``StopBroker`` ends the list.
+        """
+        starting = self._starting
+        answers = self._take_awaiting()
+        reason = f"log directory failed: {failure}"
+        if not starting:  # a failed start is the driver's to report
+            self._log.error("%s; the broker stops (its only log directory is offline)", reason)
+        out: list[Effect] = []
+        for answer in answers:
+            body = answer.body.body if isinstance(answer.body, Spliced) else answer.body
+            code = ErrorCode.NOT_COORDINATOR if answer.request.api_key in GROUP_APIS else ErrorCode.KAFKA_STORAGE_ERROR
+            self._release([_Answer(answer.conn_id, answer.request, failed_answer(body, code, reason))], out)
+        for conn_id, conn in list(self._conns.items()):
+            self._close(conn_id, conn, out)
+        self._stopped = reason
+        out.append(StopBroker(reason))
+        return out
+
+    def _take_awaiting(self) -> list[_Answer]:
+        answers = self._awaiting
+        if answers is None:
+            raise LocalProtocolError("no storage effects await an outcome")
+        self._awaiting = None
+        self._starting = False
+        return answers
+
+    def _check_input(self) -> None:
+        if self._awaiting is not None:
+            raise LocalProtocolError("the outcome of the last call's storage effects was not reported")
+
     # -- request handling -----------------------------------------------------------------------
 
-    def _begin_call(self) -> None:
+    def _begin_call(self, *, jobs: bool = True) -> None:
+        """A fresh work budget for this call (none with ``jobs=False``)."""
         if self._state is not None:
             self._state.begin_call()
+            if not jobs:
+                self._end_jobs()
+
+    def _end_jobs(self) -> None:
+        """No more job steps in this call: they go on at the next tick."""
+        if self._state is not None:
+            self._state.budget.left = 0
 
     def _jobs_held(self) -> bool:
         return any(isinstance(h.waiting, Job) for h in self._held)
 
-    def _working(self, conn_id: int) -> bool:
-        """Whether the connection's request is a job still in progress (its next request waits)."""
-        return any(h.conn_id == conn_id and isinstance(h.waiting, Job) for h in self._held)
-
-    def _drop_held(self, conn_id: int) -> None:
-        """Forget a closed connection's held requests, except jobs that must run to their end."""
-        self._held = [
-            h
-            for h in self._held
-            if h.conn_id != conn_id or (isinstance(h.waiting, Job) and h.waiting.survives_disconnect)
-        ]
-
     def _drain(self, conn_id: int, conn: _Connection, now_ms: int, out: list[Effect]) -> None:
+        """Decode and handle the connection's requests, one at a time: stop (and pause reading)
+        while one is held unanswered or the request queue is full."""
         server = conn.server
-        while not self._working(conn_id) and (event := server.next_event()) is not NEED_DATA:
+        while True:
+            if conn.unanswered:  # one request at a time, as Kafka mutes a channel
+                self._pause(conn_id, conn, out)
+                break
+            if len(self._held) + len(self._tokens) >= self.config.queued_max_requests:
+                self._pause(conn_id, conn, out)
+                self._queue_blocked[conn_id] = None
+                break
+            event = server.next_event()
+            if event is NEED_DATA:
+                self._unpause(conn_id, conn, now_ms, out)
+                break
             if isinstance(event, Request):
                 self._dispatch(conn_id, conn, event, now_ms, out)
+                if conn_id not in self._conns:  # the request closed the connection
+                    return
             elif isinstance(event, UnsupportedRequest):
                 self._send(conn_id, server.reject(event), out)
             elif isinstance(event, Authenticated):
                 conn.principal = event.principal
-            elif isinstance(event, AuthenticationFailed | ConnectionClosed):
-                pass
+            elif isinstance(event, AuthenticationFailed) and self.config.failed_authentication_delay_ms:
+                # Answer (and close) later, so that passwords cannot be tried at full speed.
+                self._pause(conn_id, conn, out)
+                self._timers.failed_authentication(conn_id, now_ms)
+                return
             if server.must_close or isinstance(event, ConnectionClosed):
                 self._close(conn_id, conn, out)
                 return
         self._send(conn_id, server.data_to_send(), out)
+        if not conn.paused:
+            self._timers.receiving(conn_id, now_ms, in_progress=server.buffered_bytes > 0)
+
+    def _pause(self, conn_id: int, conn: _Connection, out: list[Effect]) -> None:
+        if not conn.paused:
+            conn.paused = True
+            out.append(PauseReading(conn_id))
+        self._timers.quiet(conn_id)
+
+    def _unpause(self, conn_id: int, conn: _Connection, now_ms: int, out: list[Effect]) -> None:
+        if conn.paused:
+            conn.paused = False
+            out.append(ResumeReading(conn_id))
+            self._timers.active(conn_id, now_ms)
+
+    def _answered(self, conn_id: int) -> None:
+        """A held request of the connection was answered: read it again once nothing is owed."""
+        conn = self._conns.get(conn_id)
+        if conn is not None and conn.paused and not conn.unanswered and not self._timers.closing(conn_id):
+            self._unmuted.append(conn_id)
+
+    def _resume(self, now_ms: int, out: list[Effect]) -> None:
+        """Read on from paused connections that may go on: those whose held request was answered,
+        then those waiting for room in the request queue (in the order they stopped)."""
+        while True:
+            ready, self._unmuted = self._unmuted, []
+            if self._queue_blocked and len(self._held) + len(self._tokens) < self.config.queued_max_requests:
+                ready += self._queue_blocked
+                self._queue_blocked.clear()
+            if not ready:
+                return
+            for conn_id in ready:
+                conn = self._conns.get(conn_id)
+                if conn is None or not conn.paused:
+                    continue
+                try:
+                    self._drain(conn_id, conn, now_ms, out)
+                except ProtocolError:
+                    self._close(conn_id, conn, out)
+            self._poll_held(now_ms, out)
+
+    def _expire_connections(self, now_ms: int, out: list[Effect]) -> None:
+        for conn_id, expiry in self._timers.due(now_ms):
+            conn = self._conns.get(conn_id)
+            if conn is None:
+                continue
+            if expiry is not Expiry.AUTHENTICATION_FAILED:
+                self._log.info("closing connection %d from %s: %s", conn_id, conn.host or "?", expiry.value)
+            self._close(conn_id, conn, out)
+
+    def _log_refusal(self, host: str, reason: str, now_ms: int) -> None:
+        """Log refused connections at WARNING: the first, then at most one line a minute."""
+        self._refused += 1
+        last = self._refusal_logged_ms
+        if last is None or now_ms - last >= _REFUSAL_LOG_INTERVAL_MS:
+            self._log.warning("refused %d connection(s), the last from %s: %s", self._refused, host or "?", reason)
+            self._refused, self._refusal_logged_ms = 0, now_ms
 
     def _dispatch(self, conn_id: int, conn: _Connection, request: Request, now_ms: int, out: list[Effect]) -> None:
         key = request.api_key
@@ -312,52 +562,74 @@ class Broker:
             assert self._group is not None
             deleted, self.state.deleted_topics = self.state.deleted_topics, []
             self._apply_group(self._group.topics_deleted(deleted, now_ms), now_ms, out)
+        if isinstance(result, ProduceResponse) and not request.expects_response and _produce_failed(result):
+            # acks=0: the producer gets no answer, so Kafka closes the connection to tell it.
+            self._log.info(
+                "conn %d: closing the connection after an acks=0 produce failed (correlation id %d)",
+                conn_id,
+                request.correlation_id,
+            )
+            self._close(conn_id, conn, out)
+            return
         if isinstance(result, Message | Spliced):
             self._respond(conn_id, request, result, out)
         else:
             self._held.append(_Held(conn_id, request, result))
 
     def _respond(self, conn_id: int, request: Request, body: Message | Spliced, out: list[Effect]) -> None:
+        """Answer ``request``: built now, sent once the writes of this call have succeeded."""
         conn = self._conns.get(conn_id)
-        if conn is None or not request.expects_response:
-            return
-        if isinstance(body, Spliced):
-            self._send(conn_id, conn.server.send_spliced(request.reply(fit(body.body, request.api_version)), body.splices), out)
-        else:
-            self._send(conn_id, conn.server.send(request.reply(fit(body, request.api_version))), out)
+        if conn is not None and request.expects_response:
+            conn.unreleased += 1
+            self._answers.append(_Answer(conn_id, request, body))
 
-    def _poll_held(self, now_ms: int, out: list[Effect], *, jobs: bool = True) -> None:
-        """Answer the held requests that are ready; with ``jobs``, continue the jobs in progress
-        (then read on from the connections whose job has answered)."""
+    def _release(self, answers: list[_Answer], out: list[Effect]) -> None:
+        for answer in answers:
+            conn = self._conns.get(answer.conn_id)
+            if conn is None:
+                continue  # closed since: its answers go with it
+            conn.unreleased -= 1
+            request, body = answer.request, answer.body
+            ready: bytes | list[object]
+            try:
+                if isinstance(body, Spliced):
+                    ready = conn.server.send_spliced(request.reply(fit(body.body, request.api_version)), body.splices)
+                else:
+                    ready = conn.server.send(request.reply(fit(body, request.api_version)))
+            except (EncodeError, LocalProtocolError):
+                # A bug, not the client's doing: this connection cannot be answered correctly.
+                self._log.exception("conn %d: cannot answer %s", answer.conn_id, type(request.body).__name__)
+                self._close(answer.conn_id, conn, out)
+                continue
+            self._send(answer.conn_id, ready, out)
+
+    def _poll_held(self, now_ms: int, out: list[Effect]) -> None:
+        """Answer the held requests that are ready, and continue the jobs in progress as far as
+        the call's work budget allows."""
         still: list[_Held] = []
-        finished: list[int] = []
+        failed_silently: list[int] = []
         for held in self._held:
-            is_job = isinstance(held.waiting, Job)
-            body = held.waiting.poll(now_ms) if jobs or not is_job else None
+            body = held.waiting.poll(now_ms)
             if body is None:
                 still.append(held)
-            else:
-                self._respond(held.conn_id, held.request, body, out)
-                if is_job:
-                    finished.append(held.conn_id)
+                continue
+            if isinstance(body, ProduceResponse) and not held.request.expects_response and _produce_failed(body):
+                failed_silently.append(held.conn_id)  # acks=0 that ran in slices: as in _dispatch
+                continue
+            self._respond(held.conn_id, held.request, body, out)
+            self._answered(held.conn_id)
         self._held = still
-        for conn_id in finished:
-            self._resume(conn_id, now_ms, out)
-
-    def _resume(self, conn_id: int, now_ms: int, out: list[Effect]) -> None:
-        """Handle the requests a connection sent while its job was in progress."""
-        conn = self._conns.get(conn_id)
-        if conn is None:
-            return
-        try:
-            self._drain(conn_id, conn, now_ms, out)
-        except ProtocolError:
-            self._close(conn_id, conn, out)
+        for conn_id in failed_silently:
+            if (conn := self._conns.get(conn_id)) is not None:
+                self._log.info("conn %d: closing the connection after an acks=0 produce failed", conn_id)
+                self._close(conn_id, conn, out)
 
     def _apply_group(self, effects: list[Respond | Persist], now_ms: int, out: list[Effect]) -> None:
         for effect in effects:
             if isinstance(effect, Persist):
-                self._persist_group_records(effect, now_ms)
+                assert self._group is not None
+                error = offsets_topic.append(self.state, effect, now_ms, self._log)
+                self._apply_group(self._group.persisted(effect.append_id, error, now_ms), now_ms, out)
             else:
                 token = effect.token
                 assert isinstance(token, tuple)
@@ -366,15 +638,7 @@ class Broker:
                     self._log.debug("conn %d: group answer %r", token[0], effect.body)
                 if request is not None:
                     self._respond(token[0], request, effect.body, out)
-
-    def _persist_group_records(self, effect: Persist, now_ms: int) -> None:
-        state = self.state
-        state.offsets_topic(now_ms)
-        replica = state.replica(OFFSETS_TOPIC, effect.partition)
-        assert replica is not None, "the coordinator sizes partitions from offsets_topic_num_partitions"
-        records = [NewRecord(key, value, (), now_ms) for key, value in effect.records]
-        replica.append_as_leader(build_batch(records, default_timestamp=now_ms), now_ms)
-        state.touch(replica)
+                    self._answered(token[0])
 
     # -- output ---------------------------------------------------------------------------------
 
@@ -388,13 +652,42 @@ class Broker:
         kept = tuple(p for p in parts if isinstance(p, bytes | FileRegion) and p != b"")
         if kept:
             out.append(Send(conn_id, kept))
+            if conn is not None and not conn.paused:
+                self._timers.active(conn_id, self._now_ms)
 
     def _close(self, conn_id: int, conn: _Connection, out: list[Effect]) -> None:
         self._send(conn_id, conn.server.data_to_send(), out)
         out.append(CloseConnection(conn_id))
-        self._conns.pop(conn_id, None)
-        self._drop_held(conn_id)
+        if self._conns.pop(conn_id, None) is not None:
+            self._forget(conn_id, conn)
+
+    def _forget(self, conn_id: int, conn: _Connection) -> None:
+        """Drop what the engine keeps for a connection that is gone."""
+        self._admission.closed(conn.host)
+        self._timers.forget(conn_id)
+        self._queue_blocked.pop(conn_id, None)
+        # Admin jobs run to their end (their answer is dropped); the rest goes with the connection.
+        self._held = [
+            h
+            for h in self._held
+            if h.conn_id != conn_id or (isinstance(h.waiting, Job) and h.waiting.survives_disconnect)
+        ]
+        if self._tokens:  # the coordinator's later answer to these finds no request and is dropped
+            self._tokens = {token: r for token, r in self._tokens.items() if token[0] != conn_id}
 
     def _flush(self, out: list[Effect]) -> list[Effect]:
+        """End a call: its storage effects, then its network effects. Its answers go out now when
+        it wrote nothing, else once the driver reports that the writes succeeded."""
         storage: list[Effect] = list(self._state.collect_effects()) if self._state is not None else []
-        return storage + out
+        answers, self._answers = self._answers, []
+        if storage:
+            self._awaiting = answers
+            return storage + out
+        self._starting = False
+        self._release(answers, out)
+        return out
+
+
+def _produce_failed(response: ProduceResponse) -> bool:
+    return any(p.error_code for t in response.responses for p in t.partition_responses)
+

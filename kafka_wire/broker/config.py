@@ -1,4 +1,12 @@
-"""Broker configuration: one frozen dataclass, readable from Kafka's property names."""
+"""Broker configuration: one frozen dataclass, readable from Kafka's property names.
+
+:meth:`BrokerConfig.from_properties` reads the properties the engine acts on: the fields' own
+(``_PROPERTY_OF``), the broker properties that set topic defaults (Kafka's synonym table,
+:mod:`kafka_wire.broker.topic_synonyms`: ``log.retention.hours``, ``message.max.bytes`` …) and
+``sasl.users.<MECHANISM>.<user>``. Other keys are left to the caller:
+:func:`kafka_wire.broker.server_properties.load_server_properties` reads what the server needs
+(listeners, the log directory) and reports the rest.
+"""
 
 from __future__ import annotations
 
@@ -6,19 +14,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Final
 
+from kafka_wire.broker.fetch_sessions import DEFAULT_FETCH_SESSION_EVICTION_MS, DEFAULT_MAX_FETCH_SESSIONS
+from kafka_wire.broker.log.config import CONFIG_KEYS, MIN_SEGMENT_BYTES, ConfigError, LogConfig
+from kafka_wire.broker.topic_synonyms import TOPIC_CONFIG_OF, TopicDefault, topic_defaults
 from kafka_wire.broker.work import DEFAULT_MAX_WORK_BYTES_PER_CALL
 from kafka_wire.errors import KafkaWireError
 from kafka_wire.protocol.frames import DEFAULT_MAX_FRAME_BYTES
+
+#: Java's ``Integer.MAX_VALUE``: Kafka's "no limit" default (``group.max.size``, connection counts).
+INT32_MAX: Final = 2**31 - 1
 
 DEFAULT_MAX_RECORDS_PER_USER_OP: Final = 10_000
 """Kafka's ``QuorumController.MAX_RECORDS_PER_USER_OP`` (the most records one controller batch holds)."""
 
 
 class BrokerConfigError(KafkaWireError):
-    """A broker configuration value is invalid; ``key`` names it."""
+    """A broker configuration value is invalid; ``key`` names the property."""
 
     def __init__(self, key: str, reason: str) -> None:
         self.key = key
+        self.reason = reason
         super().__init__(f"{key}: {reason}")
 
 
@@ -29,8 +44,10 @@ class BrokerConfig:
     #: The advertised listener clients are told to connect to (``advertised.listeners``).
     host: str = "127.0.0.1"
     port: int = 9092
-    #: ``cluster.id``; kept in ``meta.properties`` once the data directory exists.
-    cluster_id: str = "kafka-wire-cluster"
+    #: ``cluster.id``: None takes the data directory's (``meta.properties``), or makes a new random
+    #: one for a new directory; set, a directory of another cluster is refused.
+    cluster_id: str | None = None
+    #: ``broker.rack``
     rack: str | None = None
     #: ``auto.create.topics.enable`` (Kafka's default: true), with ``num.partitions``.
     auto_create_topics: bool = True
@@ -38,16 +55,27 @@ class BrokerConfig:
     default_replication_factor: int = 1
     #: ``delete.topic.enable``
     delete_topic_enable: bool = True
-    #: Topic-level defaults as Kafka property names without the ``log.`` prefix
-    #: (``{"segment.bytes": "1048576"}``); see ``kafka_wire.broker.log.config``.
-    topic_defaults: Mapping[str, str] = field(default_factory=dict)
-    #: ``offsets.topic.num.partitions`` (Kafka: 50) and ``offsets.retention.minutes`` (7 days).
+    #: Broker properties that set topic defaults, by Kafka's broker name and as given
+    #: (``{"log.retention.hours": "24", "message.max.bytes": "2097152"}``); :attr:`topic_defaults`
+    #: resolves them by Kafka's synonym table.
+    topic_default_properties: Mapping[str, str] = field(default_factory=dict)
+    #: ``offsets.topic.num.partitions`` (Kafka: 50) and ``offsets.retention.minutes`` (7 days) in ms.
+    #: The partition count only applies when the broker creates ``__consumer_offsets``; an
+    #: existing topic keeps its own count, which places the groups.
     offsets_topic_num_partitions: int = 50
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000
+    #: ``offsets.topic.segment.bytes`` (Kafka: 100 MiB): ``segment.bytes`` of ``__consumer_offsets``.
+    offsets_topic_segment_bytes: int = 100 * 1024 * 1024
+    #: ``offsets.topic.compression.codec`` (Kafka: 0, none; 1 gzip, 2 snappy, 3 lz4, 4 zstd): how
+    #: the group coordinator compresses the batches it writes.
+    offsets_topic_compression_codec: int = 0
     #: ``group.initial.rebalance.delay.ms`` and the session timeout bounds.
     group_initial_rebalance_delay_ms: int = 3000
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1_800_000
+    #: ``group.max.size``: members one classic group may hold (Kafka: no limit); joins beyond it
+    #: get GROUP_MAX_SIZE_REACHED.
+    group_max_size: int = INT32_MAX
     #: ``socket.request.max.bytes``
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
     #: ``fetch.max.bytes`` on the broker (55 MiB): the cap on one Fetch response.
@@ -55,67 +83,145 @@ class BrokerConfig:
     #: Answer Fetch with file regions the driver sends with ``sendfile`` (stored batches are never
     #: copied through Python); off, the records are read into the response.
     zero_copy_fetch: bool = True
-    #: ``max.incremental.fetch.session.cache.slots``
-    fetch_session_cache_slots: int = 1000
+    #: ``max.incremental.fetch.session.cache.slots``, and ``min.incremental.fetch.session.eviction.ms``:
+    #: how long a session must be unused before a new one may evict it (Kafka: 2 minutes).
+    fetch_session_cache_slots: int = DEFAULT_MAX_FETCH_SESSIONS
+    fetch_session_eviction_ms: int = DEFAULT_FETCH_SESSION_EVICTION_MS
+    # -- connections (Kafka's socket server settings) --
+    #: ``max.connections``: connections open at once; over it a new connection is closed at once.
+    max_connections: int = INT32_MAX
+    #: ``max.connections.per.ip``, and ``max.connections.per.ip.overrides`` (``"host:100,127.0.0.1:200"``):
+    #: connections open at once from one address; over it a new connection is closed at once.
+    #: Overrides are matched against the peer's address as text (the engine resolves no names).
+    max_connections_per_ip: int = INT32_MAX
+    max_connections_per_ip_overrides: Mapping[str, int] = field(default_factory=dict)
+    #: ``connections.max.idle.ms`` (Kafka: 10 minutes): a connection with no bytes received or sent
+    #: for that long is closed (not while the broker owes it a response); negative: never, as in Kafka.
+    connections_max_idle_ms: int = 600_000
+    #: ``kafka.wire.request.receive.timeout.ms``, kafka_wire's own (Kafka has none): a connection
+    #: that has begun sending a request and not finished it within this time is closed, so half-sent
+    #: frames cannot hold memory. The default is a client's ``request.timeout.ms`` (30 s): by then
+    #: the client has given up on that request anyway.
+    request_receive_timeout_ms: int = 30_000
+    #: ``queued.max.requests`` (Kafka: 500): when this many requests are held unanswered (Fetch
+    #: long polls, JoinGroup...), no connection's further requests are read until some are answered.
+    queued_max_requests: int = 500
+    #: ``connection.failed.authentication.delay.ms`` (Kafka: 100): a failed SASL authentication is
+    #: answered, and its connection closed, this much later.
+    failed_authentication_delay_ms: int = 100
     #: ``log.retention.check.interval.ms``: how often retention and compaction run.
     retention_check_interval_ms: int = 300_000
-    #: Kafka's cap on the metadata records one admin request may create (the KRaft controller's
-    #: ``MAX_RECORDS_PER_USER_OP``, 10,000, not configurable in Kafka): a topic takes one record,
+    #: ``kafka.wire.max.records.per.user.op``: Kafka's cap on the metadata records one admin request
+    #: may create (the KRaft controller's ``MAX_RECORDS_PER_USER_OP``, 10,000, a constant in Kafka,
+    #: so kafka_wire's own property): a topic takes one record,
     #: one per config it sets and one per partition, so it is also the cap on the partitions one
     #: CreateTopics or CreatePartitions request may create and the topics one DeleteTopics may delete.
     max_records_per_user_op: int = DEFAULT_MAX_RECORDS_PER_USER_OP
-    #: Work one engine call may do before a request in progress yields to other connections (see
-    #: ``kafka_wire.broker.work``; no Kafka equivalent).
+    #: ``kafka.wire.max.work.bytes.per.call``, kafka_wire's own (Kafka has none): work one engine
+    #: call may do before a request in progress yields to other connections (see
+    #: ``kafka_wire.broker.work``).
     max_work_bytes_per_call: int = DEFAULT_MAX_WORK_BYTES_PER_CALL
     #: SASL users, by mechanism (``PLAIN``, ``SCRAM-SHA-256``, ``SCRAM-SHA-512``) then user to
     #: password; empty means plaintext without authentication.
     sasl_users: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for name in ("num_partitions", "offsets_topic_num_partitions", "default_replication_factor"):
+        for name in (
+            "num_partitions",
+            "offsets_topic_num_partitions",
+            "default_replication_factor",
+            "group_max_size",
+            "offsets_retention_ms",
+            "request_receive_timeout_ms",
+            "queued_max_requests",
+        ):
             if getattr(self, name) < 1:
                 raise BrokerConfigError(_PROPERTY_OF[name], "must be at least 1")
         for name in ("max_records_per_user_op", "max_work_bytes_per_call"):
             if getattr(self, name) < 1:
-                raise BrokerConfigError(name, "must be at least 1")
+                raise BrokerConfigError(_PROPERTY_OF[name], "must be at least 1")
+        if self.node_id < 0:
+            raise BrokerConfigError("node.id", "must not be negative")
+        if self.offsets_topic_segment_bytes < MIN_SEGMENT_BYTES:  # the topic's own segment.bytes minimum
+            raise BrokerConfigError(_PROPERTY_OF["offsets_topic_segment_bytes"], f"must be at least {MIN_SEGMENT_BYTES}")
+        if not 0 <= self.offsets_topic_compression_codec <= 4:
+            raise BrokerConfigError(_PROPERTY_OF["offsets_topic_compression_codec"], "must be 0 (none) to 4 (zstd)")
+        for name in (
+            "fetch_session_cache_slots",
+            "fetch_session_eviction_ms",
+            "max_connections",
+            "max_connections_per_ip",
+            "failed_authentication_delay_ms",
+        ):
+            if getattr(self, name) < 0:
+                raise BrokerConfigError(_PROPERTY_OF[name], "must not be negative")
+        for host, limit in self.max_connections_per_ip_overrides.items():
+            if not host or limit < 0:
+                raise BrokerConfigError("max.connections.per.ip.overrides", f"bad override {host}:{limit}")
         if not 0 <= self.port <= 65535:
-            raise BrokerConfigError("port", "must be a TCP port")
+            raise BrokerConfigError("advertised.listeners", f"port {self.port} is not a TCP port")
         for mechanism in self.sasl_users:
             if mechanism not in SASL_MECHANISMS:
                 raise BrokerConfigError("sasl.enabled.mechanisms", f"unknown mechanism {mechanism!r}")
+        for key in self.topic_default_properties:
+            if key not in TOPIC_CONFIG_OF:
+                raise BrokerConfigError(key, "not a broker property that sets a topic default")
+        defaults = self.resolved_topic_defaults()
+        try:
+            LogConfig.from_properties({topic: d.value for topic, d in defaults.items()})
+        except ConfigError as exc:
+            source = defaults[exc.key].source if exc.key in defaults else exc.key
+            raise BrokerConfigError(source, exc.reason) from None
+
+    def resolved_topic_defaults(self) -> dict[str, TopicDefault]:
+        """Per topic config set at broker level: its value and the broker property it came from."""
+        try:
+            return topic_defaults(self.topic_default_properties, CONFIG_KEYS)
+        except ConfigError as exc:
+            raise BrokerConfigError(exc.key, exc.reason) from None
+
+    @property
+    def topic_defaults(self) -> dict[str, str]:
+        """Topic config defaults set at broker level, by topic config name (``{"retention.ms": …}``)."""
+        return {topic: d.value for topic, d in self.resolved_topic_defaults().items()}
 
     @classmethod
     def from_properties(cls, properties: Mapping[str, str], base: BrokerConfig | None = None) -> BrokerConfig:
-        """Apply Kafka-named properties (``num.partitions=3``, ``log.segment.bytes=…``) to ``base``."""
+        """Apply the Kafka-named properties the engine acts on (``num.partitions=3``,
+        ``log.retention.hours=24``, ``sasl.users.PLAIN.alice=…``) to ``base``.
+
+        Other keys are ignored here (see the module docstring); an invalid value raises
+        :class:`BrokerConfigError` naming its key.
+        """
         base = base or cls()
         changes: dict[str, object] = {}
-        topic_defaults = dict(base.topic_defaults)
+        defaults = dict(base.topic_default_properties)
+        users = {mechanism: dict(u) for mechanism, u in base.sasl_users.items()}
         for key, raw in properties.items():
             value = raw.strip()
             if key in _FIELD_OF:
                 name = _FIELD_OF[key]
-                kind = _KINDS[name]
-                changes[name] = _parse(key, value, kind)
-            elif key.startswith("log.") and key not in _IGNORED:
-                topic_defaults[key.removeprefix("log.")] = value
-            elif key.startswith("sasl.users."):
+                parsed = _parse(key, value, _KINDS[name])
+                changes[name] = parsed * _SCALE[name] if name in _SCALE and isinstance(parsed, int) else parsed
+            elif key in TOPIC_CONFIG_OF:
+                defaults[key] = value
+            elif key.startswith(SASL_USERS_PREFIX):
                 # sasl.users.<MECHANISM>.<user>=<password>
-                mechanism, _, user = key.removeprefix("sasl.users.").partition(".")
-                users = {m: dict(u) for m, u in (changes.get("sasl_users") or base.sasl_users).items()}  # type: ignore[attr-defined]
+                mechanism, _, user = key.removeprefix(SASL_USERS_PREFIX).partition(".")
                 users.setdefault(mechanism, {})[user] = value
-                changes["sasl_users"] = users
-            elif key not in _IGNORED:
-                raise BrokerConfigError(key, "unknown broker property")
-        changes["topic_defaults"] = topic_defaults
+        changes["topic_default_properties"] = defaults
+        changes["sasl_users"] = users
         return replace(base, **changes)  # type: ignore[arg-type]  # values parsed per field kind
 
 
 SASL_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+#: ``sasl.users.<MECHANISM>.<user>=<password>``: kafka_wire's own way to configure SASL users.
+SASL_USERS_PREFIX: Final = "sasl.users."
 
+#: The property of each field read from properties (``host`` / ``port`` come from
+#: ``advertised.listeners``, ``zero_copy_fetch`` has none).
 _PROPERTY_OF: Final = {
     "node_id": "node.id",
-    "host": "advertised.host",
-    "port": "advertised.port",
     "cluster_id": "cluster.id",
     "rack": "broker.rack",
     "auto_create_topics": "auto.create.topics.enable",
@@ -123,21 +229,37 @@ _PROPERTY_OF: Final = {
     "default_replication_factor": "default.replication.factor",
     "delete_topic_enable": "delete.topic.enable",
     "offsets_topic_num_partitions": "offsets.topic.num.partitions",
-    "offsets_retention_ms": "offsets.retention.ms",
+    "offsets_retention_ms": "offsets.retention.minutes",
+    "offsets_topic_segment_bytes": "offsets.topic.segment.bytes",
+    "offsets_topic_compression_codec": "offsets.topic.compression.codec",
     "group_initial_rebalance_delay_ms": "group.initial.rebalance.delay.ms",
     "group_min_session_timeout_ms": "group.min.session.timeout.ms",
     "group_max_session_timeout_ms": "group.max.session.timeout.ms",
+    "group_max_size": "group.max.size",
     "max_frame_bytes": "socket.request.max.bytes",
     "fetch_max_bytes": "fetch.max.bytes",
     "fetch_session_cache_slots": "max.incremental.fetch.session.cache.slots",
+    "fetch_session_eviction_ms": "min.incremental.fetch.session.eviction.ms",
+    "max_connections": "max.connections",
+    "max_connections_per_ip": "max.connections.per.ip",
+    "max_connections_per_ip_overrides": "max.connections.per.ip.overrides",
+    "connections_max_idle_ms": "connections.max.idle.ms",
+    "request_receive_timeout_ms": "kafka.wire.request.receive.timeout.ms",
+    "queued_max_requests": "queued.max.requests",
+    "failed_authentication_delay_ms": "connection.failed.authentication.delay.ms",
     "retention_check_interval_ms": "log.retention.check.interval.ms",
+    "max_records_per_user_op": "kafka.wire.max.records.per.user.op",
+    "max_work_bytes_per_call": "kafka.wire.max.work.bytes.per.call",
 }
 _FIELD_OF: Final = {prop: name for name, prop in _PROPERTY_OF.items()}
+#: Fields whose property is in another unit: the property's value times this.
+_SCALE: Final = {"offsets_retention_ms": 60_000}
 _KINDS: Final = {f.name: f.type for f in fields(BrokerConfig)}
-#: Properties accepted and ignored: they configure what the adapter or Kafka's JVM does.
-_IGNORED: Final = frozenset(
-    {"log.dirs", "log.dir", "listeners", "process.roles", "controller.quorum.voters"}
-)
+
+
+def acts_on(key: str) -> bool:
+    """Whether :meth:`BrokerConfig.from_properties` reads the property ``key``."""
+    return key in _FIELD_OF or key in TOPIC_CONFIG_OF or key.startswith(SASL_USERS_PREFIX)
 
 
 def _parse(key: str, value: str, kind: object) -> object:
@@ -151,6 +273,11 @@ def _parse(key: str, value: str, kind: object) -> object:
             return int(value)
         if text == "str | None":
             return value or None
+        if text == "Mapping[str, int]":  # host:count,host:count (hosts may be IPv6: split at the last colon)
+            pairs = [item.strip().rpartition(":") for item in value.split(",") if item.strip()]
+            if any(not sep for _, sep, _ in pairs):
+                raise ValueError(value)
+            return {host.strip(): int(count) for host, _, count in pairs}
         return value
     except ValueError:
         raise BrokerConfigError(key, f"invalid value {value!r}") from None

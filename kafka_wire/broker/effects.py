@@ -1,9 +1,13 @@
-"""What the engine asks its driver to do: small frozen values, applied in the order returned.
+"""What the engine asks its driver to do: small frozen values.
 
 Storage effects name files by POSIX paths relative to the data directory
-(``"orders-0/00000000000000000000.log"``). A driver applies every storage effect of one call,
-in order, before it feeds the engine its next input; the engine may read back through its
-:class:`~kafka_wire.broker.storage.StorageReader` only what earlier calls wrote.
+(``"orders-0/00000000000000000000.log"``). A driver applies every storage effect of one call, in
+order, and reports the outcome (``Broker.storage_applied`` or, at the first failure,
+``Broker.storage_failed``) before it feeds the engine its next input; the engine may read back
+through its :class:`~kafka_wire.broker.storage.StorageReader` only what earlier calls wrote.
+Network effects (``Send``, ``CloseConnection``) never depend on the storage effects returned with
+them: answers that do are returned by the outcome report. :func:`kafka_wire.broker.driving.settle`
+does all of this for a driver.
 """
 
 from __future__ import annotations
@@ -34,6 +38,22 @@ class Send:
 @dataclass(frozen=True, slots=True)
 class CloseConnection:
     """Close a connection after writing what was sent before."""
+
+    conn_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class PauseReading:
+    """Stop reading from a connection: leave further bytes in the kernel (flow control). The
+    engine sends this while the connection has a request in flight, while ``queued.max.requests``
+    requests are held, and while a failed authentication waits to be answered."""
+
+    conn_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeReading:
+    """Read from a connection again after :class:`PauseReading`."""
 
     conn_id: int
 
@@ -93,5 +113,19 @@ class Delete:
     path: str
 
 
+# -- the engine itself ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StopBroker:
+    """The broker cannot go on (its only log directory failed): stop serving and exit.
+
+    It comes after the answers and closes the driver must still carry out; the engine takes no
+    further input but ``connection_closed``.
+    """
+
+    reason: str
+
+
 StorageEffect = MakeDir | Append | WriteAt | Truncate | Fsync | Rename | Delete
-Effect = Send | CloseConnection | StorageEffect
+Effect = Send | CloseConnection | PauseReading | ResumeReading | StopBroker | StorageEffect

@@ -1,12 +1,13 @@
 """Cluster metadata kept by the broker: topics (ids, partition counts, config overrides) and the
 next producer id, persisted in the data directory.
 
-Files (all written through storage effects):
-- ``meta.properties``: Kafka's file (``version``, ``node.id``, ``cluster.id``), so Kafka's tools
-  recognise the directory.
+Files (all written through storage effects, each replaced atomically: written to a ``.tmp`` file,
+fsynced, renamed):
 - ``<topic>-<partition>/partition.metadata``: Kafka's file naming the topic id.
-- ``kafka-wire-metadata.json``: what Kafka keeps in its metadata log; replaced atomically
-  (written to a ``.tmp`` file, fsynced, renamed).
+- ``kafka-wire-metadata.json``: what Kafka keeps in its metadata log.
+``meta.properties`` and the checks made at start are in :mod:`kafka_wire.broker.data_dir`.
+Topic config overrides that Kafka 4.0 removed (``message.format.version`` ..., stored by older
+versions) are dropped when it is read, as Kafka drops them when it replays its metadata log.
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Final
 
-from kafka_wire.broker.effects import Fsync, Rename, StorageEffect, Truncate, WriteAt
+from kafka_wire.broker.effects import StorageEffect
+from kafka_wire.broker.log.config import REMOVED_CONFIGS
+from kafka_wire.broker.log.files import replace_atomically
 from kafka_wire.broker.storage import StorageReader
 
 METADATA_FILE: Final = "kafka-wire-metadata.json"
-META_PROPERTIES: Final = "meta.properties"
 PARTITION_METADATA: Final = "partition.metadata"
 OFFSETS_TOPIC: Final = "__consumer_offsets"
 #: Kafka's rule for topic names (``Topic.validate``): at most 249 of ``[a-zA-Z0-9._-]``.
@@ -82,28 +84,31 @@ class ClusterMetadata:
         return None
 
     @classmethod
-    def load(cls, storage: StorageReader, *, cluster_id: str, node_id: int) -> ClusterMetadata:
-        """Read the metadata file (a fresh, empty metadata when there is none)."""
-        size = storage.size(METADATA_FILE)
-        meta = cls(cluster_id=cluster_id, node_id=node_id)
-        if size is None:
-            return meta
-        document = json.loads(storage.read(METADATA_FILE, 0, size))
-        meta.cluster_id = str(document.get("cluster_id", cluster_id))
-        meta.next_producer_id = int(document.get("next_producer_id", FIRST_PRODUCER_ID))
-        for entry in document.get("topics", []):
-            topic = TopicInfo(
-                name=str(entry["name"]),
-                topic_id=uuid.UUID(str(entry["topic_id"])),
-                partitions=int(entry["partitions"]),
-                configs={str(k): str(v) for k, v in entry.get("configs", {}).items()},
-                internal=bool(entry.get("internal", False)),
-            )
-            meta.topics[topic.name] = topic
+    def load(cls, storage: StorageReader, *, node_id: int) -> ClusterMetadata:
+        """Read the metadata file; ``ValueError`` says what is wrong with a damaged one."""
+        size = storage.size(METADATA_FILE) or 0
+        try:
+            document = json.loads(storage.read(METADATA_FILE, 0, size))
+            meta = cls(cluster_id=str(document["cluster_id"]), node_id=node_id)
+            meta.next_producer_id = int(document.get("next_producer_id", FIRST_PRODUCER_ID))
+            for entry in document.get("topics", []):
+                topic = TopicInfo(
+                    name=str(entry["name"]),
+                    topic_id=uuid.UUID(str(entry["topic_id"])),
+                    partitions=int(entry["partitions"]),
+                    configs={str(k): str(v) for k, v in entry.get("configs", {}).items() if k not in REMOVED_CONFIGS},
+                    internal=bool(entry.get("internal", False)),
+                )
+                if topic_name_problem(topic.name) is not None or topic.partitions < 1:
+                    raise ValueError(f"topic entry {topic.name!r} with {topic.partitions} partitions")
+                meta.topics[topic.name] = topic
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            what = f"no {exc}" if isinstance(exc, KeyError) else str(exc) or type(exc).__name__
+            raise ValueError(what.splitlines()[0]) from None
         return meta
 
     def persist(self) -> list[StorageEffect]:
-        """Effects that replace the metadata file atomically, and ``meta.properties``."""
+        """Effects that replace the metadata file atomically."""
         document = {
             "version": 1,
             "cluster_id": self.cluster_id,
@@ -120,23 +125,10 @@ class ClusterMetadata:
                 for t in sorted(self.topics.values(), key=lambda t: t.name)
             ],
         }
-        data = json.dumps(document, indent=1, sort_keys=True).encode()
-        tmp = METADATA_FILE + ".tmp"
-        properties = f"version=1\nnode.id={self.node_id}\ncluster.id={self.cluster_id}\n".encode()
-        return [
-            *replace_file(tmp, data),
-            Fsync(tmp),
-            Rename(tmp, METADATA_FILE),
-            *replace_file(META_PROPERTIES, properties),
-        ]
+        return replace_atomically(METADATA_FILE, json.dumps(document, indent=1, sort_keys=True).encode())
 
 
 def partition_metadata_effects(topic: TopicInfo, partition: int) -> list[StorageEffect]:
     """Kafka's ``partition.metadata`` file for one partition directory."""
     text = f"version: 0\ntopic_id: {kafka_uuid_text(topic.topic_id)}\n".encode()
-    return replace_file(f"{partition_dir(topic.name, partition)}/{PARTITION_METADATA}", text)
-
-
-def replace_file(path: str, data: bytes) -> list[StorageEffect]:
-    """Effects that make ``path`` hold exactly ``data``."""
-    return [WriteAt(path, 0, data), Truncate(path, len(data))]
+    return replace_atomically(f"{partition_dir(topic.name, partition)}/{PARTITION_METADATA}", text)

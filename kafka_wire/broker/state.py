@@ -15,6 +15,7 @@ from typing import Protocol
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.effects import Delete, MakeDir, StorageEffect
 from kafka_wire.broker.fetch_sessions import FetchSessionCache
+from kafka_wire.broker.internal_topics import internal_topic_specs
 from kafka_wire.broker.log.config import ConfigError, LogConfig
 from kafka_wire.broker.log.log import PartitionLog
 from kafka_wire.broker.metadata import (
@@ -235,14 +236,19 @@ class BrokerState:
     def replica(self, topic: str, partition: int) -> PartitionReplica | None:
         return self.partitions.get((topic, partition))
 
-    def offsets_topic(self, now_ms: int) -> TopicInfo:
-        topic = self.metadata.topics.get(OFFSETS_TOPIC)
+    def internal_topic(self, name: str, now_ms: int) -> TopicInfo | None:
+        """An internal topic, created the broker's way when it is missing (None: this broker does
+        not make that one, see :func:`~kafka_wire.broker.internal_topics.internal_topic_specs`)."""
+        topic = self.metadata.topics.get(name)
         if topic is None:
-            topic = self.create_topic(
-                OFFSETS_TOPIC,
-                self.config.offsets_topic_num_partitions,
-                {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024)},
-                now_ms,
-                internal=True,
-            )
+            spec = internal_topic_specs(self.config).get(name)
+            if spec is None:
+                return None
+            topic = self.create_topic(name, spec.partitions, spec.configs, now_ms, internal=True)
+        return topic
+
+    def offsets_topic(self, now_ms: int) -> TopicInfo:
+        """``__consumer_offsets``, created with ``offsets.topic.*`` when it is missing."""
+        topic = self.internal_topic(OFFSETS_TOPIC, now_ms)
+        assert topic is not None, "the broker always knows how to make __consumer_offsets"
         return topic

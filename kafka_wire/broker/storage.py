@@ -7,6 +7,8 @@ simulator). Reads see every effect applied by earlier calls.
 
 from __future__ import annotations
 
+import errno
+import os
 from collections.abc import Iterable
 from typing import Protocol
 
@@ -28,12 +30,21 @@ class StorageReader(Protocol):
 
 
 class MemoryStorage:
-    """Files in memory. ``crash()`` drops what was not fsynced, as a power cut would."""
+    """Files in memory. ``crash()`` drops what was not fsynced, as a power cut would.
 
-    def __init__(self) -> None:
+    Faults, as a real file system shows them (``OSError`` from ``apply_one``): ``capacity_bytes``
+    makes it a small disk (a write that does not fit writes what fits, then fails with ENOSPC),
+    ``read_only`` refuses every change (EROFS), ``fail_writes_with`` refuses every change with
+    that errno (EMFILE, EIO, ...) until it is set back to None.
+    """
+
+    def __init__(self, *, capacity_bytes: int | None = None) -> None:
         self.files: dict[str, bytearray] = {}
         self.dirs: set[str] = {""}
         self._durable: dict[str, bytes] = {}
+        self.capacity_bytes = capacity_bytes
+        self.read_only = False
+        self.fail_writes_with: int | None = None
 
     # StorageReader
     def list_dir(self, path: str) -> list[str]:
@@ -52,7 +63,37 @@ class MemoryStorage:
     def apply(self, effects: Iterable[object]) -> None:
         for effect in effects:
             if isinstance(effect, StorageEffect):
-                self._apply(effect)
+                self.apply_one(effect)
+
+    def used_bytes(self) -> int:
+        return sum(len(data) for data in self.files.values())
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS))
+        if self.fail_writes_with is not None:
+            raise OSError(self.fail_writes_with, os.strerror(self.fail_writes_with))
+
+    def _fit(self, path: str, position: int, data: bytes) -> bytes:
+        """What of ``data`` written at ``position`` fits on the disk (ENOSPC after writing it)."""
+        if self.capacity_bytes is None:
+            return data
+        current = self.files.get(path, b"")
+        growth = max(0, position + len(data) - len(current))
+        free = self.capacity_bytes - self.used_bytes()
+        if growth <= free:
+            return data
+        return data[: max(0, len(data) - (growth - max(free, 0)))]
+
+    def apply_one(self, effect: StorageEffect) -> None:
+        self._check_writable()
+        if isinstance(effect, Append | WriteAt):
+            position = len(self.files.get(effect.path, b"")) if isinstance(effect, Append) else effect.position
+            fitting = self._fit(effect.path, position, effect.data)
+            if len(fitting) < len(effect.data):
+                self._apply(WriteAt(effect.path, position, fitting))
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        self._apply(effect)
 
     def _apply(self, effect: StorageEffect) -> None:
         match effect:

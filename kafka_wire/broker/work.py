@@ -62,8 +62,8 @@ class Job(ABC, Generic[R]):
     Implements :class:`~kafka_wire.broker.state.Waiting`: ``poll`` continues the job and returns
     its response once the last step is done. A connection whose request is an unfinished job
     reads no further request until the job answers (so pipelined requests keep their order).
-    ``survives_disconnect``: the job runs to its end when its connection closes (admin jobs, whose
-    half-done work would leave the metadata inconsistent); other jobs are dropped with it.
+    ``survives_disconnect``: the job runs to its end when its connection closes (admin jobs, so
+    that the metadata and the partition directories agree); other jobs are dropped with it.
     """
 
     survives_disconnect: ClassVar[bool] = False
@@ -91,12 +91,6 @@ class Job(ABC, Generic[R]):
         while not self.done:
             if self.budget.exhausted:
                 return None
-            self.step(now_ms)
-        return self.response()
-
-    def finish(self, now_ms: int) -> R:
-        """Take every step left, whatever the budget (at shutdown)."""
-        while not self.done:
             self.step(now_ms)
         return self.response()
 

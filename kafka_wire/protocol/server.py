@@ -226,6 +226,18 @@ class ServerConnection:
         """True when the adapter should write ``data_to_send()`` and close the socket."""
         return self._state in (ServerState.MUST_CLOSE, ServerState.ERROR)
 
+    @property
+    def responses_owed(self) -> int:
+        """Requests received and not answered yet (a server that reads one request at a time, as
+        Kafka does, stops decoding while this is not zero)."""
+        return sum(1 for slot in self._slots if slot.data is None)
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes received and not yet returned as a request: the start of a frame in progress,
+        or frames not decoded yet."""
+        return self._reader.buffered
+
     def _move(self, move: ServerInput) -> None:
         try:
             self._state = SERVER_TRANSITIONS[(self._state, move)]

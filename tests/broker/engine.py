@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import logging
 import random
 
 from kafka_wire.broker import Broker, BrokerConfig
-from kafka_wire.broker.effects import CloseConnection, Effect, FileRegion, Send
+from kafka_wire.broker.driving import settle
+from kafka_wire.broker.effects import (
+    CloseConnection,
+    Effect,
+    FileRegion,
+    PauseReading,
+    ResumeReading,
+    Send,
+    StorageEffect,
+)
 from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.codec.runtime import Message
 from kafka_wire.protocol import NEED_DATA, ClientConfig, ClientConnection, Response
@@ -14,7 +24,14 @@ from kafka_wire.protocol import NEED_DATA, ClientConfig, ClientConnection, Respo
 class Engine:
     """A broker on MemoryStorage; effects are applied as a driver would apply them."""
 
-    def __init__(self, config: BrokerConfig | None = None, *, seed: int = 7, storage: MemoryStorage | None = None) -> None:
+    def __init__(
+        self,
+        config: BrokerConfig | None = None,
+        *,
+        seed: int = 7,
+        storage: MemoryStorage | None = None,
+        logger: logging.Logger | None = None,
+    ) -> None:
         self.storage = storage or MemoryStorage()
         self.config = config or BrokerConfig(group_initial_rebalance_delay_ms=0)
         self.broker = Broker(
@@ -23,16 +40,20 @@ class Engine:
             rng=random.Random(seed),
             member_id_factory=lambda client_id: f"{client_id}-member",
             nonce_factory=lambda: "fixed-nonce",
+            logger=logger,
         )
         self.now_ms = 1_700_000_000_000
         self.log: list[Effect] = []
         self.outbox: dict[int, bytearray] = {}
         self.closed: set[int] = set()
+        #: Connections the broker asked not to read (PauseReading without ResumeReading yet).
+        self.paused: set[int] = set()
         self._apply(self.broker.start(self.now_ms))
 
     def _apply(self, effects: list[Effect]) -> None:
-        self.log += effects
-        self.storage.apply(effects)
+        done = settle(self.broker, effects, self.storage.apply_one, self.now_ms)
+        self.log += [e for e in effects if isinstance(e, StorageEffect)] + done
+        effects = done
         for effect in effects:
             if isinstance(effect, Send):
                 for part in effect.parts:
@@ -42,6 +63,10 @@ class Engine:
                     self.outbox.setdefault(effect.conn_id, bytearray()).extend(part)
             elif isinstance(effect, CloseConnection):
                 self.closed.add(effect.conn_id)
+            elif isinstance(effect, PauseReading):
+                self.paused.add(effect.conn_id)
+            elif isinstance(effect, ResumeReading):
+                self.paused.discard(effect.conn_id)
 
     def open(self, conn_id: int) -> None:
         self._apply(self.broker.connection_opened(conn_id, self.now_ms, host="127.0.0.1"))

@@ -8,7 +8,6 @@ directory. :func:`tansu` and :func:`kafka_wire` build one for each broker; the e
 
 from __future__ import annotations
 
-import functools
 import os
 import signal
 import subprocess
@@ -40,21 +39,6 @@ SERVE_READY_MARK: Final = "listening on"
 def kafka_wire_cli() -> Path:
     """The ``kafka-wire`` script of the venv running the tests."""
     return Path(sys.executable).parent / "kafka-wire"
-
-
-@functools.cache
-def serve_available() -> bool:
-    """Whether ``kafka-wire`` has a ``serve`` subcommand.
-
-    False only when the CLI is not installed or argparse rejects ``serve`` as an unknown command. A
-    ``serve`` that is there but crashes (even on ``--help``) counts as available, so that its tests
-    run and fail loudly instead of being skipped.
-    """
-    cli = kafka_wire_cli()
-    if not cli.is_file():
-        return False
-    result = subprocess.run([str(cli), "serve", "--help"], capture_output=True, text=True, timeout=60, check=False)
-    return result.returncode == 0 or "invalid choice: 'serve'" not in result.stderr
 
 
 @dataclass

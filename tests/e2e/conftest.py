@@ -18,16 +18,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.brokers import BrokerProcess, kafka_wire, serve_available, tansu
+from tests.e2e.brokers import BrokerProcess, kafka_wire, tansu
 
-# TEMPORARY: `kafka-wire serve` is being written. Until the CLI has a `serve` subcommand, the
-# kafka_wire target and the restart tests are skipped; remove this skip (and let a missing `serve`
-# fail loudly) once the broker lands.
-needs_serve = pytest.mark.skipif(
-    not serve_available(), reason="temporary: `kafka-wire serve` does not exist yet (no `serve` subcommand)"
-)
-
-TARGETS = [pytest.param("tansu", id="tansu"), pytest.param("kafka_wire", id="kafka_wire", marks=needs_serve)]
+TARGETS = [pytest.param("tansu", id="tansu"), pytest.param("kafka_wire", id="kafka_wire")]
 
 
 def _start(name: str, tmp_path_factory: pytest.TempPathFactory) -> BrokerProcess:
@@ -50,8 +43,6 @@ def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 @pytest.fixture
 def kafka_wire_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     """A fresh ``kafka-wire serve`` for one test, with its own port and data dir."""
-    if not serve_available():  # the tests using it carry needs_serve; this guards direct use
-        pytest.skip("temporary: `kafka-wire serve` does not exist yet")
     broker = _start("kafka_wire", tmp_path_factory)
     try:
         yield broker

@@ -14,7 +14,6 @@ from confluent_kafka.cimpl import NewTopic
 
 from kafka_wire.records import RecordBatch, read_batches
 from tests.e2e.brokers import BrokerProcess
-from tests.e2e.conftest import needs_serve
 
 COUNT = 30
 TIMEOUT_S = 30.0
@@ -63,7 +62,6 @@ def consume(bootstrap: str, topic: str, count: int) -> list[Sent]:
     return got
 
 
-@needs_serve
 @pytest.mark.parametrize(
     ("topic_codec", "producer_codec", "stored"),
     [("zstd", "none", "zstd"), ("uncompressed", "lz4", "none"), ("gzip", "snappy", "gzip"), ("producer", "lz4", "lz4")],

@@ -21,7 +21,6 @@ from typing import Any
 import pytest
 
 from tests.e2e.brokers import BrokerProcess, tansu
-from tests.e2e.conftest import needs_serve
 from tests.interop.harness import DriverOptions, DriverRun, LiveDriver, run_driver
 
 PARTITIONS = 3
@@ -67,7 +66,6 @@ def take_down(broker: BrokerProcess, how: str) -> None:
         broker.kill()
 
 
-@needs_serve
 @pytest.mark.parametrize("how", ["sigterm", "sigkill"])
 def test_acknowledged_records_survive_restart(broker: BrokerProcess, how: str) -> None:
     topic = f"restart-{how}"
@@ -112,7 +110,6 @@ def finish_member(member: LiveDriver) -> DriverRun:
     return run
 
 
-@needs_serve
 @pytest.mark.parametrize("how", ["sigterm", "sigkill"])
 def test_committed_offsets_survive_restart(broker: BrokerProcess, how: str) -> None:
     topic, group = f"offsets-{how}", f"offsets-{how}"
@@ -141,7 +138,6 @@ def test_committed_offsets_survive_restart(broker: BrokerProcess, how: str) -> N
     assert committed(second.events) == end_offsets({**phase1, **phase2}), second.describe()
 
 
-@needs_serve
 def test_consumer_rides_through_restart(broker: BrokerProcess) -> None:
     """A group member stays up while the broker stops and starts again; it reconnects, rejoins
     and processes what is produced after the restart, without reprocessing committed records."""

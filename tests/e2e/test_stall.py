@@ -50,7 +50,6 @@ from kafka_wire.protocol.framing import decode_response, encode_request
 from kafka_wire.records import NewRecord, build_batch
 from kafka_wire.records.crc import crc32c
 from tests.e2e.brokers import BrokerProcess
-from tests.e2e.conftest import needs_serve
 
 #: The longest another connection may wait while a heavy request runs.
 MAX_STALL_S = 0.100
@@ -179,7 +178,6 @@ def gzip_bomb(value_size: int = 63 << 20) -> bytes:
     return struct.pack(">qiibI", 0, 4 + 1 + 4 + len(after_crc), -1, 2, crc32c(after_crc)) + after_crc
 
 
-@needs_serve
 def test_a_gzip_bomb_produce_does_not_stall_other_connections(kafka_wire_broker: BrokerProcess) -> None:
     conn = KafkaSocket(kafka_wire_broker)
     assert create_topic(conn, "bombs", 50).topics[0].error_code == ErrorCode.NONE
@@ -204,7 +202,6 @@ def test_a_gzip_bomb_produce_does_not_stall_other_connections(kafka_wire_broker:
     conn.close()
 
 
-@needs_serve
 def test_a_huge_create_topics_is_refused_at_once_and_a_large_one_is_sliced(kafka_wire_broker: BrokerProcess) -> None:
     conn = KafkaSocket(kafka_wire_broker)
     with probing(kafka_wire_broker) as prober:

@@ -2,7 +2,8 @@
 
 Behaviour: replaces a topic's whole set of overrides with the configs given (a null value drops
 one); the new set must parse, or the topic gets INVALID_CONFIG and keeps its old set.
-``validate_only`` checks only. Broker resources are refused (no dynamic broker configs).
+``validate_only`` checks only. Broker resources are refused (no dynamic broker configs), and so
+are internal topics (INVALID_REQUEST: their configs belong to the broker).
 """
 
 from __future__ import annotations

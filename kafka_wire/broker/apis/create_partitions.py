@@ -1,6 +1,7 @@
 """CreatePartitions.
 
-Behaviour: the new count must exceed the current one (INVALID_PARTITIONS otherwise); explicit
+Behaviour: internal topics keep their partition count (INVALID_REQUEST: groups are placed by
+it); the new count must exceed the current one (INVALID_PARTITIONS otherwise); explicit
 assignments must place each new partition on this broker alone; ``validate_only`` checks only.
 New partitions count against ``max_records_per_user_op`` (Kafka's 10,000 metadata records per
 request): the topic whose partitions no longer fit, and every later topic adding partitions, get
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 from kafka_wire.broker.apis.open_partitions import OpenPartitionsJob
 from kafka_wire.broker.apis.record_limit import EXCESSIVE_BATCH_MESSAGE
+from kafka_wire.broker.internal_topics import is_internal
 from kafka_wire.broker.metadata import TopicInfo
 from kafka_wire.broker.state import Context
 from kafka_wire.broker.work import Job
@@ -46,9 +48,9 @@ def handle(ctx: Context, request: CreatePartitionsRequest) -> CreatePartitionsRe
         topic = state.topic_named(entry.name)
         if topic is None:
             result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        elif topic.internal:
+        elif topic.internal or is_internal(topic.name):
             result.error_code = ErrorCode.INVALID_REQUEST
-            result.error_message = f"Cannot add partitions to internal topic {topic.name}"
+            result.error_message = f"The number of partitions of internal topic {topic.name} cannot be changed."
         elif entry.count <= topic.partitions:
             result.error_code = ErrorCode.INVALID_PARTITIONS
             result.error_message = (

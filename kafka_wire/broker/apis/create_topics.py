@@ -1,14 +1,17 @@
 """CreateTopics.
 
-Behaviour: each topic is checked on its own: a legal name, not existing (nor being deleted),
-partitions and replication factor (-1 takes the broker defaults; more than one replica cannot be
-placed on this one broker), a manual assignment naming only this node, configs that parse. A name
-given twice in one request fails with INVALID_REQUEST for each copy. A request whose topics need
-more than ``max_records_per_user_op`` metadata records (Kafka's 10,000: one per topic, per config
-and per partition) fails whole with POLICY_VIOLATION (see ``record_limit``), before anything is
-created. ``validate_only`` checks without creating. The topics are registered (and the metadata
-written) at once; their partitions are opened in slices of the work budget (see
-``open_partitions``), and the answer comes when the last one is open.
+Behaviour: each topic is checked on its own: not an internal topic (``__consumer_offsets``,
+``__transaction_state``, ``__share_group_state``) nor ``__cluster_metadata``, which get
+INVALID_REQUEST as Kafka answers for ``__cluster_metadata`` (the broker creates its internal
+topics itself), a legal name, not existing (nor being deleted), partitions and replication
+factor (-1 takes the broker defaults; more than one replica cannot be placed on this one broker),
+a manual assignment naming only this node, configs that parse. A name given twice in one request
+fails with INVALID_REQUEST for each copy. A request whose topics need more than
+``max_records_per_user_op`` metadata records (Kafka's 10,000: one per topic, per config and per
+partition) fails whole with POLICY_VIOLATION (see ``record_limit``), before anything is created.
+``validate_only`` checks without creating. The topics are registered (and the metadata written)
+at once; their partitions are opened in slices of the work budget (see ``open_partitions``), and
+the answer comes when the last one is open.
 Version notes: v5+ returns the topic id, partition count, replication factor and effective configs.
 """
 
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 from kafka_wire.broker.apis.configs import describe_topic_configs
 from kafka_wire.broker.apis.open_partitions import OpenPartitionsJob
 from kafka_wire.broker.apis.record_limit import EXCESSIVE_BATCH_MESSAGE, new_topic_records
+from kafka_wire.broker.internal_topics import RESERVED_TOPICS
 from kafka_wire.broker.state import Context
 from kafka_wire.broker.work import Job
 from kafka_wire.messages import (
@@ -88,6 +92,10 @@ def _check(
 ) -> tuple[CreateTopicsResponseCreatableTopicResult, _Creatable | None]:
     state = ctx.state
     result = CreateTopicsResponseCreatableTopicResult(name=entry.name, num_partitions=-1, replication_factor=-1)
+    if entry.name in RESERVED_TOPICS:
+        result.error_code = ErrorCode.INVALID_REQUEST
+        result.error_message = f"Creation of internal topic {entry.name} is prohibited."
+        return result, None
     node = state.config.node_id
     partitions = entry.num_partitions
     replication = entry.replication_factor

@@ -1,12 +1,14 @@
 """DeleteRecords.
 
 Behaviour: moves a partition's log start offset up to the given offset (-1 means the high
-watermark); an offset above the high watermark is OFFSET_OUT_OF_RANGE. Segments wholly below the
+watermark); an offset above the high watermark is OFFSET_OUT_OF_RANGE; internal topics get
+INVALID_TOPIC_EXCEPTION, as in Kafka. Segments wholly below the
 new start are deleted. The answer's low watermark is the new log start offset.
 """
 
 from __future__ import annotations
 
+from kafka_wire.broker.internal_topics import is_internal
 from kafka_wire.broker.state import Context
 from kafka_wire.messages import (
     DeleteRecordsRequest,
@@ -28,7 +30,7 @@ def handle(ctx: Context, request: DeleteRecordsRequest) -> DeleteRecordsResponse
             topic = state.topic_named(entry.name)
             if replica is None or topic is None:
                 result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            elif topic.internal:
+            elif topic.internal or is_internal(topic.name):
                 result.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
             else:
                 result.error_code, result.low_watermark = replica.delete_records_before(wanted.offset)

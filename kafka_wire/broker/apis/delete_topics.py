@@ -1,8 +1,9 @@
 """DeleteTopics.
 
 Behaviour: topics are named (v0-v5 ``topic_names``; v6 ``topics`` by name or id). Unknown names
-get UNKNOWN_TOPIC_OR_PARTITION, unknown ids UNKNOWN_TOPIC_ID; internal topics cannot be deleted;
-with ``delete.topic.enable=false`` every topic gets TOPIC_DELETION_DISABLED. Each deletion is one
+get UNKNOWN_TOPIC_OR_PARTITION, unknown ids UNKNOWN_TOPIC_ID; with ``delete.topic.enable=false``
+every topic gets TOPIC_DELETION_DISABLED; internal topics get INVALID_TOPIC_EXCEPTION (Kafka's
+tools refuse it with that exception; its controller would delete them). Each deletion is one
 metadata record: the topics past ``max_records_per_user_op`` (Kafka's 10,000) get
 UNKNOWN_SERVER_ERROR, as Kafka answers. The topics leave the metadata at once (one metadata
 write); their partition directories are deleted in slices of the work budget (see
@@ -12,6 +13,7 @@ cannot be created again (TOPIC_ALREADY_EXISTS, "marked for deletion").
 
 from __future__ import annotations
 
+from kafka_wire.broker.internal_topics import is_internal
 from kafka_wire.broker.metadata import TopicInfo
 from kafka_wire.broker.partition.replica import PartitionReplica
 from kafka_wire.broker.state import BrokerState, Context
@@ -37,7 +39,7 @@ def handle(ctx: Context, request: DeleteTopicsRequest) -> DeleteTopicsResponse |
             result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if name is not None else ErrorCode.UNKNOWN_TOPIC_ID
         elif not state.config.delete_topic_enable:
             result.error_code = ErrorCode.TOPIC_DELETION_DISABLED
-        elif topic.internal:
+        elif topic.internal or is_internal(topic.name):
             result.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
             result.error_message = f"Cannot delete internal topic {topic.name}"
         elif len(removed) >= state.config.max_records_per_user_op:

@@ -70,8 +70,11 @@ def broker_properties(ctx: Context) -> list[tuple[str, str]]:
         ("default.replication.factor", str(config.default_replication_factor)),
         ("delete.topic.enable", str(config.delete_topic_enable).lower()),
         ("offsets.topic.num.partitions", str(config.offsets_topic_num_partitions)),
+        ("offsets.topic.segment.bytes", str(config.offsets_topic_segment_bytes)),
+        ("offsets.topic.compression.codec", str(config.offsets_topic_compression_codec)),
+        ("group.max.size", str(config.group_max_size)),
         ("group.initial.rebalance.delay.ms", str(config.group_initial_rebalance_delay_ms)),
         ("socket.request.max.bytes", str(config.max_frame_bytes)),
     ]
-    pairs += [(f"log.{k}", v) for k, v in sorted(config.topic_defaults.items())]
+    pairs += sorted(config.topic_default_properties.items())
     return sorted(pairs)

@@ -71,10 +71,13 @@ def handle(ctx: Context, request: FetchRequest) -> FetchResponse | Spliced | Fet
             if request.session_id:
                 sessions.remove(request.session_id)
             if request.session_epoch == INITIAL_EPOCH:
-                session = sessions.create()
+                # A follower's fetch (a replica id) opens a privileged session, as in Kafka.
+                follower = max(request.replica_id, request.replica_state.replica_id) >= 0
+                session = sessions.create(ctx.now_ms, privileged=follower, size=len(wanted))
                 if session is not None:
                     for item in wanted:
                         item.entry = session.partitions.setdefault((item.key, item.partition), _entry(item))
+                    sessions.touch(session, ctx.now_ms)
         else:
             session = sessions.get(request.session_id)
             if session is None:
@@ -93,11 +96,16 @@ def handle(ctx: Context, request: FetchRequest) -> FetchResponse | Spliced | Fet
                 else:
                     entry.fetch_offset, entry.max_bytes = item.fetch_offset, item.max_bytes
                     entry.current_leader_epoch = item.current_leader_epoch
-            wanted = [
-                _Wanted(e.topic, e.topic_id, e.partition, e.fetch_offset, e.max_bytes, e.current_leader_epoch, e)
-                for e in session.partitions.values()
-            ]
-            incremental = True
+            if session.partitions:
+                sessions.touch(session, ctx.now_ms)
+                wanted = [
+                    _Wanted(e.topic, e.topic_id, e.partition, e.fetch_offset, e.max_bytes, e.current_leader_epoch, e)
+                    for e in session.partitions.values()
+                ]
+                incremental = True
+            else:  # nothing left in it: Kafka closes the session and answers without one
+                sessions.remove(session.session_id)
+                session = None
     wait = FetchWait(
         state=state,
         request=request,

@@ -2,7 +2,8 @@
 
 Behaviour: per topic config, SET (0) a value, DELETE (1) the override, APPEND (2) or SUBTRACT (3)
 items of a list config (``cleanup.policy``); a key named twice in one resource is INVALID_REQUEST,
-an unknown key or bad value INVALID_CONFIG. ``validate_only`` checks only.
+an unknown key or bad value INVALID_CONFIG. ``validate_only`` checks only. Internal topics are
+refused (INVALID_REQUEST: their configs belong to the broker).
 """
 
 from __future__ import annotations

@@ -1,9 +1,12 @@
 """InitProducerId.
 
-Behaviour: without a transactional id, a request with producer id -1 gets a new producer id at
-epoch 0 (ids are persisted so they are never reused); a request naming its current id and epoch
-(KIP-360, v3+) gets the epoch bumped, or a new id when the epoch would overflow. Transactional ids
-are refused with INVALID_REQUEST: this broker has no transaction coordinator yet.
+Behaviour: without a transactional id, every request gets a new producer id at epoch 0 (ids are
+persisted so they are never reused), including an idempotent producer that names its current id
+and epoch (KIP-360, v3+): Kafka's transaction coordinator "blindly accepts" requests without a
+transactional id and hands out a fresh id. A producer id without an epoch, or an epoch without a
+producer id, is INVALID_REQUEST (Kafka checks this before anything else). An empty transactional
+id is INVALID_REQUEST, as in Kafka; other transactional ids are refused with INVALID_REQUEST too:
+this broker has no transaction coordinator yet.
 """
 
 from __future__ import annotations
@@ -13,18 +16,21 @@ from typing import Final
 from kafka_wire.broker.state import Context
 from kafka_wire.messages import ErrorCode, InitProducerIdRequest, InitProducerIdResponse
 
-_MAX_EPOCH: Final = 0x7FFF - 1
+NO_PRODUCER_ID: Final = -1
+NO_PRODUCER_EPOCH: Final = -1
 
 
 def handle(ctx: Context, request: InitProducerIdRequest) -> InitProducerIdResponse:
+    if (request.producer_id == NO_PRODUCER_ID) != (request.producer_epoch == NO_PRODUCER_EPOCH):
+        return _error(ErrorCode.INVALID_REQUEST)
     if request.transactional_id is not None:
-        return InitProducerIdResponse(error_code=ErrorCode.INVALID_REQUEST, producer_id=-1, producer_epoch=-1)
+        return _error(ErrorCode.INVALID_REQUEST)
     metadata = ctx.state.metadata
-    if request.producer_id >= 0 and 0 <= request.producer_epoch < _MAX_EPOCH:
-        if request.producer_id >= metadata.next_producer_id:
-            return InitProducerIdResponse(error_code=ErrorCode.INVALID_PRODUCER_ID_MAPPING, producer_id=-1, producer_epoch=-1)
-        return InitProducerIdResponse(producer_id=request.producer_id, producer_epoch=request.producer_epoch + 1)
     producer_id = metadata.next_producer_id
     metadata.next_producer_id += 1
     ctx.state.effects += metadata.persist()
     return InitProducerIdResponse(producer_id=producer_id, producer_epoch=0)
+
+
+def _error(code: int) -> InitProducerIdResponse:
+    return InitProducerIdResponse(error_code=code, producer_id=NO_PRODUCER_ID, producer_epoch=NO_PRODUCER_EPOCH)

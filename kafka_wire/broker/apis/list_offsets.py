@@ -1,9 +1,14 @@
 """ListOffsets.
 
-Behaviour: timestamp -2 is the log start offset, -1 the high watermark (the last stable offset
-for read_committed), -3 the record with the largest timestamp, -4 (earliest local) the log start,
--5 (latest tiered) -1 as nothing is tiered; any other timestamp finds the first record at or after
-it (offset -1 when there is none). A ``current_leader_epoch`` other than ours is fenced.
+Behaviour: Kafka 4's special timestamps, each from the request version that defines it
+(UNSUPPORTED_VERSION before it, and for any other negative timestamp): -1 (v0+) the high
+watermark (the last stable offset for read_committed), -2 (v0+) the log start offset, -3 (v7+,
+KIP-734) the first record carrying the largest timestamp, -4 (v8+, KIP-405) the local log start,
+which is the log start offset without tiered storage, -5 (v9+, KIP-1005, the last tiered offset)
+and -6 (v11+, KIP-1023, the earliest offset pending upload) offset -1 as nothing is tiered. Any
+other timestamp finds the first record at or after it. A found offset at or above the high
+watermark (the last stable offset for read_committed) is answered with offset -1 and timestamp -1,
+as Kafka does. A ``current_leader_epoch`` other than ours is fenced.
 Version notes: v0 answers in ``old_style_offsets``; ``leader_epoch`` from v4.
 """
 
@@ -26,6 +31,17 @@ EARLIEST: Final = -2
 MAX_TIMESTAMP: Final = -3
 EARLIEST_LOCAL: Final = -4
 LATEST_TIERED: Final = -5
+EARLIEST_PENDING_UPLOAD: Final = -6
+#: The first request version that may carry each special timestamp (Kafka's
+#: ``ReplicaManager.timestampMinSupportedVersion``, with v0 for the two v0 already knew).
+SPECIAL_TIMESTAMP_MIN_VERSION: Final[dict[int, int]] = {
+    LATEST: 0,
+    EARLIEST: 0,
+    MAX_TIMESTAMP: 7,
+    EARLIEST_LOCAL: 8,
+    LATEST_TIERED: 9,
+    EARLIEST_PENDING_UPLOAD: 11,
+}
 
 
 def epoch_error(current: int, ours: int) -> int:
@@ -43,14 +59,16 @@ def handle(ctx: Context, request: ListOffsetsRequest) -> ListOffsetsResponse:
         for wanted in entry.partitions:
             result = ListOffsetsResponsePartitionResponse(partition_index=wanted.partition_index)
             replica = state.replica(entry.name, wanted.partition_index)
-            if replica is None:
+            if not timestamp_supported(wanted.timestamp, ctx.api_version):  # Kafka checks this first
+                result.error_code = ErrorCode.UNSUPPORTED_VERSION
+            elif replica is None:
                 result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif error := epoch_error(wanted.current_leader_epoch, replica.leader_epoch):
                 result.error_code = error
             else:
-                result.leader_epoch = replica.leader_epoch
                 offset, timestamp = _lookup(replica, wanted.timestamp, request.isolation_level)
                 result.offset, result.timestamp = offset, timestamp
+                result.leader_epoch = replica.leader_epoch if offset >= 0 else -1
                 if ctx.api_version == 0:
                     result.old_style_offsets = [offset] if offset >= 0 else []
             partitions.append(result)
@@ -58,20 +76,29 @@ def handle(ctx: Context, request: ListOffsetsRequest) -> ListOffsetsResponse:
     return ListOffsetsResponse(topics=topics)
 
 
+def timestamp_supported(timestamp: int, version: int) -> bool:
+    """Whether ``version`` of ListOffsets may ask for ``timestamp`` (every timestamp >= 0 may)."""
+    if timestamp >= 0:
+        return True
+    first = SPECIAL_TIMESTAMP_MIN_VERSION.get(timestamp)
+    return first is not None and version >= first
+
+
 def _lookup(replica: PartitionReplica, timestamp: int, isolation_level: int) -> tuple[int, int]:
+    fetchable = replica.last_stable_offset if isolation_level == READ_COMMITTED else replica.high_watermark
     if timestamp == LATEST:
-        return (replica.last_stable_offset if isolation_level == READ_COMMITTED else replica.high_watermark), -1
+        return fetchable, -1
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return replica.log_start_offset, -1
-    if timestamp == LATEST_TIERED:
+    if timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
         return -1, -1
     if timestamp == MAX_TIMESTAMP:
         found = replica.log.max_timestamp()
-        if found is None:
+        if found is None or found[1] >= fetchable:
             return -1, -1
         max_ts, offset = found
         return offset, max_ts
     hit = replica.log.offset_for_timestamp(timestamp)
-    if hit is None or hit[0] >= replica.high_watermark:
+    if hit is None or hit[0] >= fetchable:
         return -1, -1
     return hit

@@ -6,9 +6,11 @@ the request (v4+ ``allow_auto_topic_creation``) allow it, with ``num.partitions`
 in slices of the work budget (see ``open_partitions``), and reported once they are open. Like a
 CreateTopics, one request may create at most ``max_records_per_user_op`` records (Kafka's 10,000:
 one per topic and per partition): past that, and while a topic of that name is still being
-deleted, the topics are LEADER_NOT_AVAILABLE and not created. Partitions not open yet (a
-CreateTopics in progress) are LEADER_NOT_AVAILABLE. Topics may be named by id (v10+). This broker
-leads every partition; replicas and ISR are this node.
+deleted, the topics are LEADER_NOT_AVAILABLE and not created. An internal topic is created the
+broker's way (``__consumer_offsets`` with ``offsets.topic.*``, as Kafka's auto-creation does); one
+this broker does not make, and ``__cluster_metadata``, is UNKNOWN_TOPIC_OR_PARTITION. Partitions
+not open yet (a CreateTopics in progress) are LEADER_NOT_AVAILABLE. Topics may be named by id
+(v10+). This broker leads every partition; replicas and ISR are this node.
 Version notes: ``cluster_id`` from v2, ``topic_id`` from v10, authorized operations v8-v10 (cluster).
 """
 
@@ -19,6 +21,7 @@ from typing import Final
 
 from kafka_wire.broker.apis.open_partitions import OpenPartitionsJob
 from kafka_wire.broker.apis.record_limit import new_topic_records
+from kafka_wire.broker.internal_topics import RESERVED_TOPICS, is_internal
 from kafka_wire.broker.metadata import TopicInfo, topic_name_problem
 from kafka_wire.broker.state import Context
 from kafka_wire.broker.work import Job
@@ -84,7 +87,7 @@ def handle(ctx: Context, request: MetadataRequest) -> MetadataResponse | Job[Met
         for entry in wanted:
             name = entry.name
             if name is not None and state.topic_named(name) is None and topic_name_problem(name) is None:
-                if name not in state.deleting:
+                if name not in state.deleting and name not in RESERVED_TOPICS:  # internal: created below
                     creatable[name] = None
     partitions = state.config.num_partitions
     if not creatable or len(creatable) * new_topic_records(partitions, 0) > state.config.max_records_per_user_op:
@@ -131,5 +134,10 @@ def _one_topic(
         return MetadataResponseTopic(error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, name=name)
     if not auto_create:
         return MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name)
+    if name in RESERVED_TOPICS:
+        topic = state.internal_topic(name, ctx.now_ms)
+        if topic is None:
+            return MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, is_internal=is_internal(name))
+        return topic_metadata(ctx, topic, operations=operations)
     # Being deleted, deleted while its creation ran, or more than one request may create: retry.
     return MetadataResponseTopic(error_code=ErrorCode.LEADER_NOT_AVAILABLE, name=name)

@@ -4,9 +4,14 @@ Behaviour: ``acks`` must be -1, 0 or 1 (else INVALID_REQUIRED_ACKS everywhere). 
 records must be one v2 batch (or a legacy message set); the log validates it (CRC, size against
 ``max.message.bytes``, timestamps) and assigns offsets; idempotent batches are de-duplicated by
 producer id, epoch and sequence (the last five per producer). Internal topics refuse client
-writes. With one broker the ISR is this node, so acks=all completes as soon as the batch is
-appended, unless the topic's ``min.insync.replicas`` exceeds the ISR (NOT_ENOUGH_REPLICAS, before
-anything is appended). An acks=0 request gets no response (the connection drops the answer).
+writes (INVALID_TOPIC_EXCEPTION, as Kafka). A batch refused for some of its records (a record
+without a key on a compacted topic, a timestamp out of range) names them in ``record_errors``. A
+topic's ``compression.type`` other than ``producer`` stores the batch recompressed, and
+``max.message.bytes`` also bounds what a batch inflates to (see ``log/validation.py``). With one
+broker the ISR is this node, so acks=all completes as soon as the batch is appended, unless the
+topic's ``min.insync.replicas`` exceeds the ISR (NOT_ENOUGH_REPLICAS, before anything is
+appended). An acks=0 request gets no response (the connection drops the answer; a failed one
+closes the connection).
 The partitions are appended in request order, in slices of the work budget (see
 ``kafka_wire.broker.work``): a request of many large or compressed batches yields to other
 connections between partitions, and its answer comes after the last one.
@@ -16,6 +21,7 @@ Version notes: v13 names topics by id; ``log_start_offset`` from v5, ``record_er
 
 from __future__ import annotations
 
+from kafka_wire.broker.internal_topics import is_internal
 from kafka_wire.broker.metadata import TopicInfo
 from kafka_wire.broker.state import BrokerState, Context
 from kafka_wire.broker.work import Job
@@ -26,6 +32,7 @@ from kafka_wire.messages import (
     ProduceRequestPartitionProduceData,
     ProduceRequestTopicProduceData,
     ProduceResponse,
+    ProduceResponseBatchIndexAndErrorMessage,
     ProduceResponsePartitionProduceResponse,
     ProduceResponseTopicProduceResponse,
 )
@@ -103,7 +110,7 @@ def _append(
         result.error_code = ErrorCode.INVALID_REQUIRED_ACKS
     elif replica is None or topic is None:
         result.error_code = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    elif topic.internal:
+    elif topic.internal or is_internal(topic.name):
         result.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
         result.error_message = f"Cannot append to internal topic {topic.name}"
     elif acks == -1 and len(replica.isr) < state.log_config(topic).min_insync_replicas:
@@ -123,5 +130,9 @@ def _append(
         result.log_append_time_ms = outcome.log_append_time_ms
         result.log_start_offset = outcome.log_start_offset
         result.error_message = outcome.error_message
+        result.record_errors = [
+            ProduceResponseBatchIndexAndErrorMessage(batch_index=e.batch_index, batch_index_error_message=e.message)
+            for e in outcome.record_errors
+        ]
         return result, outcome.work_bytes
     return result, 0

@@ -16,7 +16,9 @@ Wiring (see ``docs/group-coordinator.md``)::
     effects = coordinator.handle(token, request_body, api_version, now_ms, client_id=..., client_host=...)
     effects += coordinator.tick(now_ms)                       # when next_deadline_ms() is reached
     for effect in effects:                                    # in order
-        if isinstance(effect, Persist): append effect.records to __consumer_offsets[effect.partition]
+        if isinstance(effect, Persist):                       # append, then report the outcome
+            error = append(effect.records, to=effect.partition)  # 0, or the log's error code
+            effects += coordinator.persisted(effect.append_id, error, now_ms)
         else: answer effect.token with effect.body at the request's version
 """
 
@@ -28,11 +30,19 @@ from kafka_wire.broker.group.coordinator import (
     GroupSnapshot,
     MemberIdFactory,
 )
-from kafka_wire.broker.group.effects import GroupEffect, KeyValue, Persist, Respond
+from kafka_wire.broker.group.effects import (
+    APPEND_ERRORS,
+    GroupEffect,
+    KeyValue,
+    Persist,
+    Respond,
+    client_error,
+)
 from kafka_wire.broker.group.records import partition_for_group
 from kafka_wire.broker.group.states import GROUP_TRANSITIONS, GroupInput, GroupState
 
 __all__ = [
+    "APPEND_ERRORS",
     "GROUP_API_KEYS",
     "GROUP_TRANSITIONS",
     "CounterMemberIds",
@@ -47,5 +57,6 @@ __all__ = [
     "MemberIdFactory",
     "Persist",
     "Respond",
+    "client_error",
     "partition_for_group",
 ]

@@ -35,8 +35,9 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from kafka_wire.broker.group.config import GroupConfig
-from kafka_wire.broker.group.effects import GroupEffect, KeyValue, Persist, Respond
+from kafka_wire.broker.group.effects import GroupEffect, KeyValue, Persist, Respond, client_error
 from kafka_wire.broker.group.records import (
+    OTHER_GROUP_KEY_VERSIONS,
     GroupMetadataKey,
     GroupMetadataValue,
     MemberMetadata,
@@ -51,7 +52,7 @@ from kafka_wire.broker.group.records import (
 )
 from kafka_wire.broker.group.states import GroupInput, GroupState, can_rebalance, transition
 from kafka_wire.codec.runtime import Message
-from kafka_wire.errors import DecodeError, LocalProtocolError
+from kafka_wire.errors import DecodeError, InvalidValueError, LocalProtocolError
 from kafka_wire.messages import (
     ApiKey,
     ConsumerProtocolSubscription,
@@ -255,6 +256,88 @@ class _Timer:
     args: tuple[int, ...]
 
 
+# -- writes awaiting their outcome (see GroupCoordinator.persisted) ------------------------------
+
+
+@dataclass(slots=True)
+class _OffsetWrite:
+    """Offset records (commits or tombstones): applied when handed out (so that the timers of the
+    same call see them, as Kafka's coordinator replays its records at once), taken back if the
+    write is refused."""
+
+    group_id: str
+    records: list[KeyValue]
+    waiter: _Waiter | None = None
+    #: The answer once stored; a failure answers the same request with the error instead.
+    answer: Message | None = None
+    #: What the records replaced: (topic, partition) -> the value before (None: there was none).
+    undo: dict[tuple[str, int], OffsetCommitValue | None] = field(default_factory=dict)
+    #: The write created its group (a commit of a "simple" group).
+    created_group: bool = False
+
+
+@dataclass(slots=True)
+class _GroupCreated:
+    """The first record of a group a JoinGroup created."""
+
+    group_id: str
+    waiter: _Waiter
+
+
+@dataclass(slots=True)
+class _GroupEmptied:
+    """A group's metadata after a join phase that ended with no members: nothing waits on it."""
+
+    group_id: str
+
+
+@dataclass(slots=True)
+class _AssignmentStored:
+    """The leader's assignment (SyncGroup): given to the members once stored."""
+
+    group_id: str
+    generation: int
+    assignments: dict[str, bytes]
+
+
+@dataclass(slots=True)
+class _StaticMemberReplaced:
+    """A static member that rejoined with a new member id in a stable group."""
+
+    group_id: str
+    old: _Member
+    new_id: str
+    previous_leader: str | None
+    waiter: _Waiter
+
+
+@dataclass(slots=True)
+class _DeleteGroupsAnswer:
+    """A DeleteGroups answer waiting for the deletions it asked for."""
+
+    waiter: _Waiter
+    results: list[DeleteGroupsResponseDeletableGroupResult]
+    outstanding: int = 0
+
+
+@dataclass(slots=True)
+class _GroupDeleted:
+    """Tombstones of an empty group, dropped from memory when they are handed out; the group is
+    restored as stored if the write is refused."""
+
+    group: _Group
+    #: The group's state timestamp before it was deleted (the deletion stamps its own).
+    state_timestamp_ms: int
+    #: The DeleteGroups request and the index of this group's result in it (None: retention).
+    answer: _DeleteGroupsAnswer | None = None
+    index: int = -1
+
+
+_PendingWrite = (
+    _OffsetWrite | _GroupCreated | _GroupEmptied | _AssignmentStored | _StaticMemberReplaced | _GroupDeleted
+)
+
+
 # -- the coordinator ----------------------------------------------------------------------------
 
 
@@ -289,6 +372,9 @@ class GroupCoordinator:
         self._out: list[GroupEffect] = []
         #: Members replayed by load(): their heartbeat timers start at the first time seen.
         self._unarmed: dict[tuple[str, str], None] = {}
+        #: Writes handed out as Persist effects whose outcome has not been reported, by append id.
+        self._writes: dict[int, _PendingWrite] = {}
+        self._next_append_id = 0
 
     # -- public API -----------------------------------------------------------------------------
 
@@ -323,6 +409,45 @@ class GroupCoordinator:
         self._observe(now_ms)
         return self._take()
 
+    def persisted(self, append_id: int, error_code: int, now_ms: int) -> list[GroupEffect]:
+        """The outcome of the ``Persist`` effect ``append_id``: 0 when its records were appended,
+        else the log's error code (MESSAGE_TOO_LARGE, ...).
+
+        Once stored, what the write stands for takes effect and its requests are answered; a
+        refused write changes nothing in memory, and its requests get the mapped error
+        (:data:`~kafka_wire.broker.group.effects.APPEND_ERRORS`): an OffsetCommit every partition,
+        a SyncGroup leader's assignment every waiting member (and the group rebalances again), a
+        static member's rejoin its JoinGroup (the old member id is restored). Report outcomes in
+        the order the effects came; an outcome reported after other inputs still applies, after
+        the same checks of the group's state and generation that Kafka's callbacks make. An
+        unknown ``append_id`` raises :class:`LocalProtocolError`.
+        """
+        write = self._writes.pop(append_id, None)
+        if write is None:
+            raise LocalProtocolError(f"no group write {append_id} is awaiting its outcome")
+        self._observe(now_ms)
+        error = client_error(error_code) if error_code else E.NONE
+        match write:
+            case _OffsetWrite():
+                self._offsets_written(write, error)
+            case _GroupCreated():
+                if error:
+                    self._creation_failed(write, error)
+            case _GroupEmptied():
+                pass  # Kafka logs a failure here; the broker logs every refused write
+            case _AssignmentStored():
+                self._assignment_written(write, error)
+            case _StaticMemberReplaced():
+                self._static_member_written(write, error)
+            case _GroupDeleted():
+                self._deletion_written(write, error)
+        self._run_timers()
+        return self._take()
+
+    def pending_writes(self) -> int:
+        """How many ``Persist`` effects await :meth:`persisted`."""
+        return len(self._writes)
+
     def next_deadline_ms(self) -> int | None:
         """When :meth:`tick` has work next (``0``: at once, before the first call has shown a time)."""
         if self._now is None:
@@ -343,19 +468,30 @@ class GroupCoordinator:
 
         Records of other kinds (KIP-848 consumer groups, share groups) are skipped. Loaded members
         get their session timeout from the first time the coordinator sees (next ``handle`` or
-        ``tick``). Undecodable records raise :class:`~kafka_wire.errors.DecodeError`.
+        ``tick``). An unreadable record raises :class:`~kafka_wire.errors.DecodeError` (the records
+        before it are loaded); :meth:`replay` takes one record, for callers that skip bad ones.
         """
-        for key_bytes, value in records:
-            key = decode_key(key_bytes)
-            if isinstance(key, OffsetCommitKey):
-                self._replay_offset(
-                    key.group,
-                    key.topic,
-                    key.partition,
-                    None if value is None else decode_offset_commit_value(value),
-                )
-            elif isinstance(key, GroupMetadataKey):
-                self._replay_group(key.group, None if value is None else decode_group_metadata_value(value))
+        for key, value in records:
+            self.replay(key, value)
+
+    def replay(self, key: bytes, value: bytes | None) -> None:
+        """Replay one ``__consumer_offsets`` record (see :meth:`load`).
+
+        Raises :class:`~kafka_wire.errors.DecodeError`, with nothing applied, for a key or value
+        that cannot be read, including a key version Kafka does not define.
+        """
+        decoded = decode_key(key)
+        if isinstance(decoded, OffsetCommitKey):
+            self._replay_offset(
+                decoded.group,
+                decoded.topic,
+                decoded.partition,
+                None if value is None else decode_offset_commit_value(value),
+            )
+        elif isinstance(decoded, GroupMetadataKey):
+            self._replay_group(decoded.group, None if value is None else decode_group_metadata_value(value))
+        elif decoded.version not in OTHER_GROUP_KEY_VERSIONS:
+            raise InvalidValueError(f"unknown key version {decoded.version}", offset=0, message="__consumer_offsets key")
 
     def topics_deleted(self, topics: Iterable[str], now_ms: int) -> list[GroupEffect]:
         """Tombstone the committed offsets of deleted topics in every group (Kafka does the same)."""
@@ -368,7 +504,7 @@ class GroupCoordinator:
                 if topic in gone
                 for partition in partitions
             ]
-            self._persist_offsets(group.group_id, records)
+            self._persist_offsets(_OffsetWrite(group.group_id, records))
         self._run_timers()
         return self._take()
 
@@ -395,12 +531,20 @@ class GroupCoordinator:
         if first:
             self._schedule(_RETENTION_KEY, self.config.offsets_retention_check_interval_ms)
         if self._unarmed:
+            loaded: dict[str, None] = {}
             for group_id, member_id in self._unarmed:
                 group = self._groups.get(group_id)
                 member = None if group is None else group.members.get(member_id)
                 if group is not None and member is not None:
                     self._arm_heartbeat(group, member, member.session_timeout_ms)
+                    loaded[group_id] = None
             self._unarmed.clear()
+            for group_id in loaded:
+                group = self._groups[group_id]
+                if len(group.members) > self.config.max_group_size and can_rebalance(group.state):
+                    # Over group.max.size (lowered since it was stored): Kafka rebalances a group
+                    # it loads over capacity, and the rejoins beyond the limit are refused.
+                    self._prepare_rebalance(group)
         self._run_timers()
 
     @property
@@ -471,26 +615,148 @@ class GroupCoordinator:
     def _respond(self, waiter: _Waiter, body: Message) -> None:
         self._out.append(Respond(waiter.token, body))
 
-    def _persist(self, group_id: str, records: list[KeyValue]) -> None:
-        if records:
-            partition = partition_for_group(group_id, self.config.offsets_topic_num_partitions)
-            self._out.append(Persist(group_id, partition, records))
+    def _persist(self, group_id: str, records: list[KeyValue], write: _PendingWrite) -> None:
+        """Ask for ``records`` to be appended; ``write`` says what to do with the outcome."""
+        partition = partition_for_group(group_id, self.config.offsets_topic_num_partitions)
+        self._next_append_id += 1
+        self._writes[self._next_append_id] = write
+        self._out.append(Persist(group_id, partition, records, self._next_append_id))
 
-    def _persist_group(self, group: _Group) -> None:
-        self._persist(group.group_id, [group_metadata_record(group.group_id, _metadata_value(group))])
+    def _persist_group(self, group: _Group, write: _PendingWrite) -> None:
+        self._persist(group.group_id, [group_metadata_record(group.group_id, _metadata_value(group))], write)
 
-    def _persist_offsets(self, group_id: str, records: list[KeyValue]) -> None:
-        """Append offset records and apply them through the same path :meth:`load` uses."""
-        self._persist(group_id, records)
-        for key, value in records:
+    def _persist_offsets(self, write: _OffsetWrite) -> None:
+        """Append offset records and apply them through the path :meth:`load` uses (taken back if
+        the write is refused); answer at once when there is nothing to write."""
+        if not write.records:
+            if write.waiter is not None and write.answer is not None:
+                self._respond(write.waiter, write.answer)
+            return
+        group = self._groups.get(write.group_id)
+        write.created_group = group is None
+        for key, _ in write.records:
             k = decode_key(key)
-            if isinstance(k, OffsetCommitKey):
-                self._replay_offset(
-                    k.group,
-                    k.topic,
-                    k.partition,
-                    None if value is None else decode_offset_commit_value(value),
-                )
+            if isinstance(k, OffsetCommitKey) and (k.topic, k.partition) not in write.undo:
+                before = None if group is None else group.offsets.get(k.topic, {}).get(k.partition)
+                write.undo[k.topic, k.partition] = before
+        for key, value in write.records:
+            self.replay(key, value)
+        self._persist(write.group_id, write.records, write)
+
+    # -- outcomes of writes ---------------------------------------------------------------------
+
+    def _offsets_written(self, write: _OffsetWrite, error: int) -> None:
+        group = self._groups.get(write.group_id)
+        if error and group is not None:
+            for (topic, partition), before in write.undo.items():
+                self._replay_offset(write.group_id, topic, partition, before)
+            if (
+                write.created_group
+                and not group.offsets
+                and not group.members
+                and not group.pending_join
+                and group.state is GroupState.EMPTY
+                and group.protocol_type is None
+            ):
+                del self._groups[write.group_id]
+        if write.waiter is not None and write.answer is not None:
+            self._respond(write.waiter, write.answer if not error else _failed(write.answer, error))
+
+    def _creation_failed(self, write: _GroupCreated, error: int) -> None:
+        """A new group's first record was refused: the join that created it fails (unless it was
+        answered already) and the group is forgotten, member ids handed out with
+        MEMBER_ID_REQUIRED included (Kafka reverts to before the group existed), unless a member
+        or an offset holds it by now."""
+        group = self._groups.get(write.group_id)
+        if group is None:
+            return
+        member = next((m for m in group.members.values() if m.join is write.waiter), None)
+        if member is not None:
+            member.join = None
+            self._respond(write.waiter, _join_error(write.waiter.api_version, error, ""))
+            self._remove_member(group, member.member_id)
+        if not group.members and not group.offsets:
+            for member_id in list(group.pending_join):
+                self._remove_member(group, member_id)
+            self._cancel((_JOIN, group.group_id, ""))
+            self._cancel((_SYNC, group.group_id, ""))
+            del self._groups[group.group_id]
+
+    def _assignment_written(self, write: _AssignmentStored, error: int) -> None:
+        group = self._groups.get(write.group_id)
+        if group is None or group.state is not GroupState.COMPLETING_REBALANCE or group.generation != write.generation:
+            return  # the group moved on meanwhile (Kafka's callback makes the same check)
+        if not error:
+            for member_id, member in group.members.items():
+                member.assignment = write.assignments.get(member_id, b"")
+            self._transition(group, GroupInput.STORE_ASSIGNMENT)
+            self._propagate_assignment(group, E.NONE)
+            return
+        for member in group.members.values():
+            member.assignment = b""
+        self._propagate_assignment(group, error)
+        self._maybe_prepare_rebalance_or_complete_join(group)
+
+    def _static_member_written(self, write: _StaticMemberReplaced, error: int) -> None:
+        group = self._groups.get(write.group_id)
+        member = None if group is None else group.members.get(write.new_id)
+        if group is None or member is None or member.join is not write.waiter:
+            return  # superseded meanwhile
+        if not error:
+            if write.waiter.api_version >= 9:
+                is_leader = group.leader_id == write.new_id
+                self._join_answer(group, member, with_members=is_leader, skip=is_leader)
+            else:
+                # Older clients must not think they lead: name the old leader id.
+                self._join_answer(group, member, with_members=False, leader=write.previous_leader or "")
+            return
+        # Put the old member id back (Kafka: "Reverting to old member id").
+        old = write.old
+        old.join = old.sync = None
+        member.join = None
+        del group.members[write.new_id]
+        group.members[old.member_id] = old
+        if old.group_instance_id is not None:
+            group.static_members[old.group_instance_id] = old.member_id
+        if group.leader_id == write.new_id:
+            group.leader_id = old.member_id
+        if write.new_id in group.pending_sync:
+            del group.pending_sync[write.new_id]
+            group.pending_sync[old.member_id] = None
+        self._cancel((_HEARTBEAT, group.group_id, write.new_id))
+        self._arm_heartbeat(group, old, old.session_timeout_ms)
+        self._respond(
+            write.waiter,
+            _join_response(
+                write.waiter.api_version,
+                error=error,
+                generation=group.generation,
+                protocol_type=group.protocol_type,
+                protocol_name=group.protocol_name,
+                leader=write.previous_leader,
+            ),
+        )
+
+    def _deletion_written(self, write: _GroupDeleted, error: int) -> None:
+        old = write.group
+        if error and old.group_id not in self._groups:
+            # The tombstones are not stored: the group is still what the log says. Restore it as
+            # load() would build it (empty, its generation and offsets).
+            self._groups[old.group_id] = _Group(
+                old.group_id,
+                state_timestamp_ms=write.state_timestamp_ms,
+                generation=old.generation,
+                protocol_type=old.protocol_type,
+                offsets=old.offsets,
+                subscribed_topics=old.subscribed_topics,
+            )
+        answer = write.answer
+        if answer is None:
+            return
+        answer.results[write.index].error_code = error
+        answer.outstanding -= 1
+        if answer.outstanding == 0:
+            self._respond(answer.waiter, DeleteGroupsResponse(results=answer.results))
 
     # -- replay ---------------------------------------------------------------------------------
 
@@ -751,7 +1017,7 @@ class GroupCoordinator:
             self._transition(group, GroupInput.COMPLETE_JOIN_EMPTY)
         group.pending_sync.clear()
         if group.state is GroupState.EMPTY:
-            self._persist_group(group)
+            self._persist_group(group, _GroupEmptied(group.group_id))
             return
         for member in group.members.values():
             self._join_answer(group, member, with_members=member.member_id == group.leader_id)
@@ -771,7 +1037,7 @@ class GroupCoordinator:
                 return True
         return False
 
-    def _propagate_assignment(self, group: _Group, error: ErrorCode) -> None:
+    def _propagate_assignment(self, group: _Group, error: int) -> None:
         ok = error == E.NONE
         for member in group.members.values():
             waiter = member.sync
@@ -834,9 +1100,6 @@ class GroupCoordinator:
         assert isinstance(request, JoinGroupRequest)
         v = waiter.api_version
         member_id = request.member_id
-        instance_id = request.group_instance_id if v >= 5 else None
-        rebalance_timeout = request.rebalance_timeout_ms if v >= 1 else request.session_timeout_ms
-        protocols = _dedupe(request)
         config = self.config
         if not request.group_id:
             self._respond(waiter, _join_error(v, E.INVALID_GROUP_ID, member_id))
@@ -845,12 +1108,26 @@ class GroupCoordinator:
             self._respond(waiter, _join_error(v, E.INVALID_SESSION_TIMEOUT, member_id))
             return
         group = self._groups.get(request.group_id)
-        if group is None:
-            if member_id:
-                self._respond(waiter, _join_error(v, E.UNKNOWN_MEMBER_ID, member_id))
-                return
-            group = self._create_group(request.group_id)
-            self._persist_group(group)
+        if group is not None:
+            self._join_group(waiter, request, group, client_id, client_host)
+            return
+        if member_id:
+            self._respond(waiter, _join_error(v, E.UNKNOWN_MEMBER_ID, member_id))
+            return
+        group = self._create_group(request.group_id)
+        # The new group's first record is written after the join's own work, as Kafka does.
+        record = group_metadata_record(group.group_id, _metadata_value(group))
+        self._join_group(waiter, request, group, client_id, client_host)
+        self._persist(group.group_id, [record], _GroupCreated(group.group_id, waiter))
+
+    def _join_group(
+        self, waiter: _Waiter, request: JoinGroupRequest, group: _Group, client_id: str, client_host: str
+    ) -> None:
+        v = waiter.api_version
+        member_id = request.member_id
+        instance_id = request.group_instance_id if v >= 5 else None
+        rebalance_timeout = request.rebalance_timeout_ms if v >= 1 else request.session_timeout_ms
+        protocols = _dedupe(request)
         if not self._accept_joining(group, member_id):
             self._remove_member(group, member_id)
             self._respond(waiter, _join_error(v, E.GROUP_MAX_SIZE_REACHED, ""))
@@ -971,13 +1248,7 @@ class GroupCoordinator:
         if group.state is GroupState.STABLE:
             if group.protocol_name == self._select_protocol(group):
                 # Same protocol: no rebalance. Store the new member id, then answer.
-                self._persist_group(group)
-                if waiter.api_version >= 9:
-                    is_leader = group.leader_id == new_id
-                    self._join_answer(group, member, with_members=is_leader, skip=is_leader)
-                else:
-                    # Older clients must not think they lead: name the old leader id.
-                    self._join_answer(group, member, with_members=False, leader=previous_leader or "")
+                self._persist_group(group, _StaticMemberReplaced(group.group_id, old, new_id, previous_leader, waiter))
             else:
                 self._maybe_prepare_rebalance_or_complete_join(group)
         elif group.state is GroupState.COMPLETING_REBALANCE:
@@ -1031,12 +1302,15 @@ class GroupCoordinator:
         self._remove_pending_sync(group, member_id)
         if member_id != group.leader_id:
             return
-        assignment = {a.member_id: a.assignment for a in request.assignments}
-        for m in group.members.values():
-            m.assignment = assignment.get(m.member_id, b"")
-        self._transition(group, GroupInput.STORE_ASSIGNMENT)
-        self._persist_group(group)
-        self._propagate_assignment(group, E.NONE)
+        given = {a.member_id: a.assignment for a in request.assignments}
+        # Members the leader left out get an empty assignment (Kafka does the same).
+        assignments = {m: given.get(m, b"") for m in group.members}
+        value = _metadata_value(group, assignments, state_timestamp_ms=self._clock)
+        self._persist(
+            group.group_id,
+            [group_metadata_record(group.group_id, value)],
+            _AssignmentStored(group.group_id, group.generation, assignments),
+        )
 
     def _heartbeat(self, waiter: _Waiter, request: Message, client_id: str, client_host: str) -> None:
         assert isinstance(request, HeartbeatRequest)
@@ -1172,8 +1446,7 @@ class GroupCoordinator:
                 if v >= 10
                 else OffsetCommitResponseTopic(name=topic.name, partitions=answers)
             )
-        self._persist_offsets(request.group_id, records)
-        self._respond(waiter, OffsetCommitResponse(topics=topics))
+        self._persist_offsets(_OffsetWrite(request.group_id, records, waiter, OffsetCommitResponse(topics=topics)))
 
     def _validate_offset_commit(
         self, group: _Group, member_id: str, instance_id: str | None, generation: int
@@ -1326,8 +1599,7 @@ class GroupCoordinator:
                 if p.partition_index in committed:
                     records.append(offset_commit_record(group.group_id, topic.name, p.partition_index, None))
             topics.append(OffsetDeleteResponseTopic(name=topic.name, partitions=answers))
-        self._persist_offsets(group.group_id, records)
-        self._respond(waiter, OffsetDeleteResponse(topics=topics))
+        self._persist_offsets(_OffsetWrite(group.group_id, records, waiter, OffsetDeleteResponse(topics=topics)))
 
     def _expire_offsets(self) -> None:
         now = self._clock
@@ -1365,9 +1637,10 @@ class GroupCoordinator:
                         records.append(offset_commit_record(group.group_id, topic, partition, None))
                     else:
                         all_expired = False
-            self._persist_offsets(group.group_id, records)
             if all_expired and group.state is GroupState.EMPTY and not group.pending_join:
-                self._delete_group(group)
+                self._delete_group(group)  # its tombstones cover every offset
+            else:
+                self._persist_offsets(_OffsetWrite(group.group_id, records))
 
     # -- group listing and deletion -------------------------------------------------------------
 
@@ -1439,7 +1712,7 @@ class GroupCoordinator:
 
     def _delete_groups(self, waiter: _Waiter, request: Message, client_id: str, client_host: str) -> None:
         assert isinstance(request, DeleteGroupsRequest)
-        results = []
+        answer = _DeleteGroupsAnswer(waiter, [])
         for group_id in request.groups_names:
             group = self._groups.get(group_id)
             if not group_id:
@@ -1450,12 +1723,14 @@ class GroupCoordinator:
                 error = E.NON_EMPTY_GROUP
             else:
                 error = E.NONE
-                self._delete_group(group)
-            results.append(DeleteGroupsResponseDeletableGroupResult(group_id=group_id, error_code=error))
-        self._respond(waiter, DeleteGroupsResponse(results=results))
+                answer.outstanding += 1
+                self._delete_group(group, answer, len(answer.results))
+            answer.results.append(DeleteGroupsResponseDeletableGroupResult(group_id=group_id, error_code=error))
+        if answer.outstanding == 0:
+            self._respond(waiter, DeleteGroupsResponse(results=answer.results))
 
-    def _delete_group(self, group: _Group) -> None:
-        """Tombstone every offset and the metadata of an empty group, then drop it."""
+    def _delete_group(self, group: _Group, answer: _DeleteGroupsAnswer | None = None, index: int = -1) -> None:
+        """Tombstone every offset and the metadata of an empty group; drop it once stored."""
         group_id = group.group_id
         records = [
             offset_commit_record(group_id, topic, partition, None)
@@ -1463,13 +1738,14 @@ class GroupCoordinator:
             for partition in partitions
         ]
         records.append(group_metadata_record(group_id, None))
-        self._persist(group_id, records)
+        write = _GroupDeleted(group, group.state_timestamp_ms, answer, index)
         for member_id in list(group.pending_join):
             self._remove_member(group, member_id)
         self._cancel((_JOIN, group_id, ""))
         self._cancel((_SYNC, group_id, ""))
         self._transition(group, GroupInput.DELETE)
         del self._groups[group_id]
+        self._persist(group_id, records, write)
 
 
 _Handler = Callable[[GroupCoordinator, _Waiter, Message, str, str], None]
@@ -1560,22 +1836,26 @@ def _join_response(
     )
 
 
-def _join_error(v: int, error: ErrorCode, member_id: str) -> JoinGroupResponse:
+def _join_error(v: int, error: int, member_id: str) -> JoinGroupResponse:
     return _join_response(v, error=error, member_id=member_id)
 
 
-def _metadata_value(group: _Group) -> GroupMetadataValue:
+def _metadata_value(
+    group: _Group, assignments: dict[str, bytes] | None = None, *, state_timestamp_ms: int | None = None
+) -> GroupMetadataValue:
+    """The group's metadata record; ``assignments`` and ``state_timestamp_ms`` give what the group
+    will hold once the record is stored (a SyncGroup leader's assignment)."""
     return GroupMetadataValue(
         protocol_type=group.protocol_type or "",
         generation=group.generation,
         protocol=group.protocol_name,
         leader=group.leader_id if group.members else None,
-        current_state_timestamp_ms=group.state_timestamp_ms,
-        members=_member_records(group),
+        current_state_timestamp_ms=group.state_timestamp_ms if state_timestamp_ms is None else state_timestamp_ms,
+        members=_member_records(group, assignments),
     )
 
 
-def _member_records(group: _Group) -> tuple[MemberMetadata, ...]:
+def _member_records(group: _Group, assignments: dict[str, bytes] | None = None) -> tuple[MemberMetadata, ...]:
     return tuple(
         MemberMetadata(
             m.member_id,
@@ -1585,10 +1865,32 @@ def _member_records(group: _Group) -> tuple[MemberMetadata, ...]:
             m.rebalance_timeout_ms,
             m.session_timeout_ms,
             m.metadata(group.protocol_name),
-            m.assignment,
+            m.assignment if assignments is None else assignments.get(m.member_id, b""),
         )
         for m in group.members.values()
     )
+
+
+def _failed(answer: Message, error: int) -> Message:
+    """``answer`` (of a request whose write was refused) with ``error`` instead: every partition of
+    an OffsetCommit (Kafka's ``OffsetCommitRequest.getErrorResponse``), an OffsetDelete as a whole."""
+    if isinstance(answer, OffsetCommitResponse):
+        return OffsetCommitResponse(
+            topics=[
+                OffsetCommitResponseTopic(
+                    name=t.name,
+                    topic_id=t.topic_id,
+                    partitions=[
+                        OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=error)
+                        for p in t.partitions
+                    ],
+                )
+                for t in answer.topics
+            ]
+        )
+    if isinstance(answer, OffsetDeleteResponse):
+        return OffsetDeleteResponse(error_code=error)
+    raise LocalProtocolError(f"no failure answer for {type(answer).__name__}")
 
 
 def _snapshot(group: _Group) -> GroupSnapshot:

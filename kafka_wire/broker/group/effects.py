@@ -1,16 +1,22 @@
 """What the group coordinator asks its driver to do: small frozen values, applied in the order returned.
 
-``Persist`` always comes before the ``Respond`` effects that depend on it (a SyncGroup leader's
-assignment, an OffsetCommit): the driver appends the records to ``__consumer_offsets`` partition
-``partition`` and sends those responses only once the append is durable (Kafka answers after the
-write is committed).
+``Persist`` asks for an append to ``__consumer_offsets``; the driver reports its outcome with
+:meth:`~kafka_wire.broker.group.coordinator.GroupCoordinator.persisted` (its ``append_id`` and
+the log's error code, 0 when the records were appended) before it gives the coordinator its next
+input. Requests that depend on a write (an OffsetCommit, a SyncGroup leader's assignment, a
+DeleteGroups) are answered only once it succeeded. A refused write leaves the coordinator as it
+was before the write (what was applied when it was handed out is taken back, as Kafka's
+coordinator reverts to its last committed state) and its requests get the error Kafka's
+coordinator maps the log's error to (:data:`APPEND_ERRORS`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 from kafka_wire.codec.runtime import Message
+from kafka_wire.messages import ErrorCode
 
 #: One record of ``__consumer_offsets``: key bytes and value bytes, ``None`` being a tombstone.
 KeyValue = tuple[bytes, bytes | None]
@@ -30,16 +36,40 @@ class Respond:
 
 @dataclass(frozen=True, slots=True)
 class Persist:
-    """Append ``records`` to the compacted internal log, as one batch, in order.
+    """Append ``records`` to the compacted internal log, as one batch, in order, then report the
+    outcome with ``coordinator.persisted(append_id, error_code, now_ms)``.
 
     All records of one ``Persist`` belong to ``group_id``; ``partition`` is its
     ``__consumer_offsets`` partition (:func:`~kafka_wire.broker.group.records.partition_for_group`
-    with ``offsets.topic.num.partitions``).
+    with the topic's partition count).
     """
 
     group_id: str
     partition: int
     records: list[KeyValue]
+    #: Names this write in :meth:`GroupCoordinator.persisted`; unique per coordinator.
+    append_id: int
 
 
 GroupEffect = Respond | Persist
+
+#: The error a client gets when the log refuses a group write, by the log's error code (Kafka 4's
+#: group coordinator: ``CoordinatorOperationExceptionHelper.handleOperationException`` for offset
+#: writes and ``appendGroupMetadataErrorToResponseError`` for group metadata, the same table).
+#: Any other code reaches the client as it is. Kafka 3's classic coordinator answered
+#: INVALID_COMMIT_OFFSET_SIZE for a commit too large to store; Kafka 4 answers UNKNOWN_SERVER_ERROR.
+APPEND_ERRORS: Final[dict[int, ErrorCode]] = {
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.INVALID_FETCH_SIZE: ErrorCode.UNKNOWN_SERVER_ERROR,
+}
+
+
+def client_error(append_error: int) -> int:
+    """What a client is told when a group write failed with the log's ``append_error``."""
+    return APPEND_ERRORS.get(append_error, append_error)

@@ -8,7 +8,8 @@ key version   fields                                              record
 ============  ==================================================  ==========================
 0 or 1        group string, topic string, partition int32         committed offset
 2             group string                                        group metadata
-other         (KIP-848 consumer groups, share groups, ...)         :class:`UnknownKey`
+3-15          (KIP-848 consumer groups, share groups)             :class:`UnknownKey`
+other         (no record Kafka writes)                            :class:`UnknownKey`
 ============  ==================================================  ==========================
 
 Values (``string`` is int16 length + UTF-8, ``bytes`` int32 length; version 4 is "flexible":
@@ -40,6 +41,10 @@ GROUP_METADATA_KEY_VERSION: Final = 2
 OFFSET_COMMIT_VALUE_VERSION: Final = 3
 OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY: Final = 1
 GROUP_METADATA_VALUE_VERSION: Final = 3
+#: Key versions of Kafka's other record types in ``__consumer_offsets`` (KIP-848 consumer groups
+#: 3-8, share groups 9-15, as of Kafka 4.0): read as :class:`UnknownKey` and skipped at load.
+#: Any other version is no record Kafka writes.
+OTHER_GROUP_KEY_VERSIONS: Final = range(3, 16)
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")

@@ -3,11 +3,15 @@
 :class:`LogConfig` holds the parsed values one partition log runs with. :data:`CONFIG_KEYS` is
 the table DescribeConfigs, CreateTopics and the AlterConfigs APIs work from: per key its Kafka
 type (the DescribeConfigs v3+ ``config_type`` id), its default as Kafka prints it, whether it is
-a list, and one line of documentation. Defaults are those of Apache Kafka 3.9's ``TopicConfig`` /
-``LogConfig`` (the ``message.timestamp.*.max.ms`` pair keeps the 3.x default of no limit).
+a list, and one line of documentation. Keys, defaults and bounds are those of Apache Kafka 4.0's
+``LogConfig``, with KIP-1030's 4.0 changes (``segment.bytes`` at least 1 MiB,
+``message.timestamp.after.max.ms`` one hour).
 
 Keys that the log does not act on (``preallocate``, ``segment.jitter.ms`` …) are still
 accepted, validated and kept, so that clients which set them at topic creation are not refused.
+The keys Kafka 4.0 removed (:data:`REMOVED_CONFIGS`: ``message.format.version``,
+``message.downconversion.enable``, ``message.timestamp.difference.max.ms``) are unknown, as in
+Kafka 4.0: setting one is INVALID_CONFIG.
 """
 
 from __future__ import annotations
@@ -22,6 +26,13 @@ from kafka_wire.errors import KafkaWireError
 
 LONG_MAX: Final = (1 << 63) - 1
 INT_MAX: Final = (1 << 31) - 1
+#: ``segment.bytes`` (and ``log.segment.bytes``) minimum since Kafka 4.0 (KIP-1030; 14 bytes before).
+MIN_SEGMENT_BYTES: Final = 1 << 20
+
+#: Topic configs Kafka 4.0 removed (KIP-724, KIP-937, KIP-896): unknown keys since then.
+REMOVED_CONFIGS: Final = frozenset(
+    {"message.format.version", "message.downconversion.enable", "message.timestamp.difference.max.ms"}
+)
 
 
 class ConfigError(KafkaWireError):
@@ -64,8 +75,8 @@ class ConfigKey:
     maximum: float | None = None
     choices: tuple[str, ...] | None = None
     sensitive: bool = False
-    also: tuple[int, ...] = ()
-    """Values allowed outside ``minimum..maximum`` (``compression.gzip.level``'s -1)."""
+    #: Values accepted outside ``minimum``..``maximum`` (gzip's -1, "the codec's default").
+    also_allowed: tuple[int, ...] = ()
 
     @property
     def type_id(self) -> int:
@@ -118,7 +129,7 @@ class ConfigKey:
             if self.choices is not None and value not in self.choices:
                 raise ConfigError(self.name, f"{raw!r} is not one of {', '.join(self.choices)}")
             return value
-        if isinstance(value, int | float) and not isinstance(value, bool) and value not in self.also:
+        if isinstance(value, int | float) and not isinstance(value, bool) and value not in self.also_allowed:
             if self.minimum is not None and value < self.minimum:
                 raise ConfigError(self.name, f"{raw!r} is below the minimum {_number(self.minimum)}")
             if self.maximum is not None and value > self.maximum:
@@ -157,16 +168,16 @@ _KEYS: Final[tuple[ConfigKey, ...]] = (
         "compression.gzip.level",
         _I,
         "-1",
-        "gzip level when compression.type is gzip: 1..9, or -1 for the codec's default.",
+        "Gzip level when compression.type is gzip: 1 to 9, or -1 for the codec's default.",
         minimum=1,
         maximum=9,
-        also=(-1,),
+        also_allowed=(-1,),
     ),
     ConfigKey(
         "compression.lz4.level",
         _I,
         "9",
-        "lz4 level when compression.type is lz4 (9, the default, is lz4's fast mode).",
+        "LZ4 level when compression.type is lz4.",
         minimum=1,
         maximum=17,
     ),
@@ -181,7 +192,7 @@ _KEYS: Final[tuple[ConfigKey, ...]] = (
         "compression.zstd.level",
         _I,
         "3",
-        "zstd level when compression.type is zstd.",
+        "Zstandard level when compression.type is zstd.",
         minimum=-131072,
         maximum=22,
     ),
@@ -221,15 +232,9 @@ _KEYS: Final[tuple[ConfigKey, ...]] = (
         minimum=0,
     ),
     ConfigKey(
-        "message.downconversion.enable",
-        _B,
-        "true",
-        "Accepted for compatibility; this broker never down-converts.",
-    ),
-    ConfigKey(
         "message.timestamp.after.max.ms",
         _L,
-        str(LONG_MAX),
+        "3600000",
         "How far a CreateTime timestamp may lie after the broker's clock.",
         minimum=0,
     ),
@@ -238,13 +243,6 @@ _KEYS: Final[tuple[ConfigKey, ...]] = (
         _L,
         str(LONG_MAX),
         "How far a CreateTime timestamp may lie before the broker's clock.",
-        minimum=0,
-    ),
-    ConfigKey(
-        "message.timestamp.difference.max.ms",
-        _L,
-        str(LONG_MAX),
-        "Deprecated synonym kept for compatibility; see message.timestamp.before/after.max.ms.",
         minimum=0,
     ),
     ConfigKey(
@@ -275,7 +273,7 @@ _KEYS: Final[tuple[ConfigKey, ...]] = (
         "Delete segments whose newest record is older than this; -1 keeps them forever.",
         minimum=-1,
     ),
-    ConfigKey("segment.bytes", _I, "1073741824", "Largest size of one segment file.", minimum=14),
+    ConfigKey("segment.bytes", _I, "1073741824", "Largest size of one segment file.", minimum=MIN_SEGMENT_BYTES),
     ConfigKey(
         "segment.index.bytes",
         _I,
@@ -305,9 +303,9 @@ class LogConfig:
     """
 
     cleanup_policy: tuple[str, ...] = ("delete",)
-    compression_type: str = "producer"
     compression_gzip_level: int = -1
     compression_lz4_level: int = 9
+    compression_type: str = "producer"
     compression_zstd_level: int = 3
     delete_retention_ms: int = 86_400_000
     file_delete_delay_ms: int = 60_000
@@ -316,10 +314,8 @@ class LogConfig:
     index_interval_bytes: int = 4096
     max_compaction_lag_ms: int = LONG_MAX
     max_message_bytes: int = 1_048_588
-    message_downconversion_enable: bool = True
-    message_timestamp_after_max_ms: int = LONG_MAX
+    message_timestamp_after_max_ms: int = 3_600_000
     message_timestamp_before_max_ms: int = LONG_MAX
-    message_timestamp_difference_max_ms: int = LONG_MAX
     message_timestamp_type: str = "CreateTime"
     min_cleanable_dirty_ratio: float = 0.5
     min_compaction_lag_ms: int = 0

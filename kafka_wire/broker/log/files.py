@@ -63,12 +63,16 @@ class EffectQueue:
         self.emit(Delete(path))
 
     def write_small_file(self, path: str, data: bytes) -> None:
-        """Replace a small file atomically: write a temporary, fsync it, rename it over ``path``."""
-        tmp = f"{path}.tmp"
-        self.emit(WriteAt(tmp, 0, data))
-        self.emit(Truncate(tmp, len(data)))
-        self.emit(Fsync(tmp))
-        self.emit(Rename(tmp, path))
+        """Replace a small file atomically (see :func:`replace_atomically`)."""
+        for effect in replace_atomically(path, data):
+            self.emit(effect)
+
+
+def replace_atomically(path: str, data: bytes) -> list[StorageEffect]:
+    """Effects that replace a small file atomically: write a temporary, fsync it, rename it over
+    ``path`` (the driver makes the rename durable)."""
+    tmp = f"{path}.tmp"
+    return [WriteAt(tmp, 0, data), Truncate(tmp, len(data)), Fsync(tmp), Rename(tmp, path)]
 
 
 class PendingFile:

@@ -15,6 +15,7 @@ from typing import Final
 
 from kafka_wire.broker.effects import FileRegion
 from kafka_wire.broker.log.log import AppendResult, PartitionLog, ReadResult
+from kafka_wire.broker.log.validation import RecordError
 from kafka_wire.broker.partition.roles import Leadership, ReplicaRole
 from kafka_wire.broker.txn.producers import ProducerStates
 from kafka_wire.errors import DecodeError
@@ -36,8 +37,10 @@ class ProduceOutcome:
     log_append_time_ms: int = -1
     log_start_offset: int = -1
     error_message: str | None = None
+    #: The records of a refused batch that caused the refusal (Produce v8+ ``record_errors``).
+    record_errors: tuple[RecordError, ...] = ()
+    #: Decoding the append did (see ``validation.ValidRecords.work_bytes``).
     work_bytes: int = 0
-    """Decoding the append did (see ``validation.ValidRecords.work_bytes``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +167,12 @@ class PartitionReplica:
                 producer = header
         result: AppendResult = self.log.append(records, now_ms, leader_epoch=self.leadership.epoch)
         if result.error_code:
-            return ProduceOutcome(result.error_code, error_message=result.error_message, work_bytes=result.work_bytes)
+            return ProduceOutcome(
+                result.error_code,
+                error_message=result.error_message,
+                record_errors=result.record_errors,
+                work_bytes=result.work_bytes,
+            )
         if producer is not None:
             self.producers.observe(
                 producer.producer_id,

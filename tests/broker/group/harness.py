@@ -112,6 +112,10 @@ class Harness:
         self.pending: dict[int, tuple[type[Message], int]] = {}
         self.answers: dict[int, Message] = {}
         self._tokens = itertools.count(1)
+        #: The log's error code for the next writes (0: they are appended), as the broker reports it.
+        self.append_error = 0
+        #: Writes reported as refused, in order.
+        self.refused: list[Persist] = []
 
     # -- driving --------------------------------------------------------------------------------
 
@@ -150,7 +154,12 @@ class Harness:
                     decoded = decode_key(key)
                     assert isinstance(decoded, OffsetCommitKey | GroupMetadataKey)
                     assert decoded.group == effect.group_id
-                self.log.extend(effect.records)
+                if not self.append_error:
+                    self.log.extend(effect.records)
+                else:
+                    self.refused.append(effect)
+                # Reported at once, as the broker does (the log answers an append synchronously).
+                self._apply(self.coord.persisted(effect.append_id, self.append_error, self.now))
                 continue
             assert isinstance(effect.token, int)
             cls, version = self.pending.pop(effect.token)  # KeyError: answered twice or never asked

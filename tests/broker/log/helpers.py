@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from kafka_wire.broker.effects import StorageEffect
 from kafka_wire.broker.log import LogConfig, PartitionLog
+from kafka_wire.broker.log.config import MIN_SEGMENT_BYTES
 from kafka_wire.broker.storage import MemoryStorage, StorageReader
 from kafka_wire.records import build_batch, read_batches
 from kafka_wire.records.record import Record
 
 DIR = "t-0"
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+#: Kafka 4.0's smallest ``segment.bytes`` (KIP-1030): tests that need several segments write values
+#: in the hundreds of KiB so that a few batches fill one.
+MIB: Final = MIN_SEGMENT_BYTES
+
+
+def noise(size: int, seed: bytes = b"") -> bytes:
+    """``size`` deterministic bytes no codec can shrink: compressed batches stay as large as plain ones."""
+    return hashlib.shake_128(seed).digest(size)
 
 
 class Driven:

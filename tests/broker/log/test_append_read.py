@@ -15,7 +15,7 @@ from kafka_wire.messages import ErrorCode
 from kafka_wire.records import build_batch, build_commit_marker, read_batches
 from kafka_wire.records.constants import TimestampType
 
-from .helpers import CODECS, DIR, Driven, all_records, batch, contents, offsets
+from .helpers import CODECS, DIR, MIB, Driven, all_records, batch, contents, noise, offsets
 
 
 def test_empty_log_is_created() -> None:
@@ -48,10 +48,10 @@ def test_offsets_are_assigned_and_epoch_stamped() -> None:
 @settings(max_examples=25)
 @given(
     sizes=st.lists(
-        st.tuples(st.integers(1, 6), st.integers(0, 400), st.sampled_from(CODECS)), min_size=1, max_size=25
+        st.tuples(st.integers(1, 6), st.integers(0, 120_000), st.sampled_from(CODECS)), min_size=1, max_size=25
     ),
-    segment_bytes=st.integers(3000, 8000),
-    interval=st.integers(0, 600),
+    segment_bytes=st.integers(MIB, 2 * MIB),
+    interval=st.integers(0, 150_000),
     take_every=st.integers(1, 5),
 )
 def test_round_trip_and_every_offset(
@@ -63,7 +63,7 @@ def test_round_trip_and_every_offset(
     storage.apply(log.take_effects())
     expected: list[tuple[int, bytes | None, bytes | None]] = []
     for i, (n, value_size, codec) in enumerate(sizes):
-        records = [(b"k%d-%d" % (i, j), bytes([j % 256]) * value_size, (), 10_000 + i) for j in range(n)]
+        records = [(b"k%d-%d" % (i, j), noise(value_size, b"%d-%d" % (i, j)), (), 10_000 + i) for j in range(n)]
         result = log.append(build_batch(records, compression=codec), 10_000 + i)
         assert result.error_code == 0
         assert result.base_offset == len(expected)
@@ -189,8 +189,8 @@ def test_validation_errors_are_codes() -> None:
 
 
 def test_record_list_larger_than_a_segment() -> None:
-    d = Driven(LogConfig(segment_bytes=200, max_message_bytes=10_000))
-    assert d.append(batch(1, value_size=300)).error_code == ErrorCode.RECORD_LIST_TOO_LARGE
+    d = Driven(LogConfig(segment_bytes=MIB, max_message_bytes=2 * MIB))
+    assert d.append(batch(1, value_size=MIB + 100)).error_code == ErrorCode.RECORD_LIST_TOO_LARGE
 
 
 def test_compacted_topic_needs_keys() -> None:
@@ -243,14 +243,15 @@ def test_pending_appends_are_one_effect_per_file_per_take() -> None:
 
 
 def test_timestamps_lookup() -> None:
-    d = Driven(LogConfig(segment_bytes=250, index_interval_bytes=0))
+    d = Driven(LogConfig(segment_bytes=MIB, index_interval_bytes=0))
     stamps = [100, 300, 200, 400, 400, 500, 50, 900]
+    v, w = b"v" * 150_000, b"w" * 150_000  # three batches to a segment
     for ts in stamps:
-        d.append(build_batch([(b"k", b"v", (), ts), (b"k", b"w", (), ts + 1)]))
+        d.append(build_batch([(b"k", v, (), ts), (b"k", w, (), ts + 1)]))
     assert d.log.segment_count > 2
     recs = all_records(d.log)
     for target in range(0, 1000, 7):
         want = next(((r.offset, r.timestamp) for r in recs if r.timestamp >= target), None)
         assert d.log.offset_for_timestamp(target) == want, target
     assert d.log.max_timestamp() == (901, 15)
-    assert contents(d.log)[15] == (15, 901, b"k", b"w")
+    assert contents(d.log)[15] == (15, 901, b"k", w)

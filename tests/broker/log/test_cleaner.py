@@ -12,12 +12,17 @@ from kafka_wire.broker.effects import Rename
 from kafka_wire.broker.log import LogConfig, PartitionLog
 from kafka_wire.records import build_batch, build_commit_marker, read_batches
 
-from .helpers import CODECS, DIR, Driven, all_records, contents
+from .helpers import CODECS, DIR, MIB, Driven, all_records, contents, noise
 
 DAY = 86_400_000
 COMPACT = LogConfig(
-    cleanup_policy=("compact",), segment_bytes=700, min_cleanable_dirty_ratio=0.01, delete_retention_ms=DAY
+    cleanup_policy=("compact",), segment_bytes=MIB, min_cleanable_dirty_ratio=0.01, delete_retention_ms=DAY
 )
+
+
+def _v(tag: bytes, size: int = 100_000) -> bytes:
+    """A value starting with ``tag``, ``size`` bytes longer: ten to a segment of COMPACT."""
+    return tag + noise(size, tag)
 
 
 def _put(
@@ -58,7 +63,7 @@ def _run(d: Driven, now_ms: int, rounds: int = 50) -> None:
         min_size=1,
         max_size=60,
     ),
-    per_call=st.sampled_from([200, 1000, 1 << 20]),
+    per_call=st.sampled_from([300_000, 1_500_000, 1 << 30]),
     map_entries=st.sampled_from([2, 3, 100]),
 )
 def test_latest_value_per_key_survives_with_its_offset(
@@ -68,8 +73,9 @@ def test_latest_value_per_key_survives_with_its_offset(
     d.log.cleaner_bytes_per_call = per_call
     d.log.cleaner_map_entries = map_entries
     history = []
-    for key_id, value, codec in writes:
+    for key_id, drawn, codec in writes:
         key = b"key-%d" % key_id
+        value = None if drawn is None else _v(drawn + b"@%d" % d.log.log_end_offset)
         history.append((d.log.log_end_offset, key, value))
         _put(d, [(key, value)], compression=codec)
     before = contents(d.log)
@@ -103,7 +109,7 @@ def test_latest_value_per_key_survives_with_its_offset(
 def test_compaction_rewrites_only_closed_segments() -> None:
     d = Driven(COMPACT)
     for i in range(40):
-        _put(d, [(b"k%d" % (i % 3), b"v%d" % i)])
+        _put(d, [(b"k%d" % (i % 3), _v(b"v%d" % i))])
     active = d.log.segments[-1]
     active_bytes = bytes(d.storage.files[active.log.path])
     _run(d, 2000)
@@ -116,13 +122,13 @@ def test_compaction_rewrites_only_closed_segments() -> None:
 def test_min_compaction_lag_is_honoured() -> None:
     config = LogConfig(
         cleanup_policy=("compact",),
-        segment_bytes=300,
+        segment_bytes=MIB,
         min_cleanable_dirty_ratio=0.01,
         min_compaction_lag_ms=10_000,
     )
     d = Driven(config)
     for i in range(20):
-        _put(d, [(b"k", b"v%d" % i)], now_ms=1000 + i)
+        _put(d, [(b"k", _v(b"v%d" % i, 250_000))], now_ms=1000 + i)
     before = contents(d.log)
     _run(d, 5000)
     assert contents(d.log) == before
@@ -133,10 +139,10 @@ def test_min_compaction_lag_is_honoured() -> None:
 
 
 def test_dirty_ratio_gate() -> None:
-    config = LogConfig(cleanup_policy=("compact",), segment_bytes=300, min_cleanable_dirty_ratio=1.0)
+    config = LogConfig(cleanup_policy=("compact",), segment_bytes=MIB, min_cleanable_dirty_ratio=1.0)
     d = Driven(config)
     for i in range(20):
-        _put(d, [(b"k", b"v%d" % i)])
+        _put(d, [(b"k", _v(b"v%d" % i, 250_000))])
     _run(d, 5000)
     n = len(contents(d.log))
     assert n < 20  # all dirty: ratio 1.0 is reached
@@ -209,7 +215,7 @@ def test_swap_is_completed_after_a_crash_at_any_point() -> None:
     for _ in range(15):
         d = Driven(COMPACT)
         for i in range(30):
-            _put(d, [(b"k%d" % rng.randrange(4), b"v%d" % i)])
+            _put(d, [(b"k%d" % rng.randrange(4), _v(b"v%d" % i))])
         d.storage.apply(d.log.close())  # everything durable: the crash only cuts the cleaner's effects
         before = contents(d.log)
         latest = {k: (o, v) for o, _, k, v in before}
@@ -235,14 +241,14 @@ def test_swap_is_completed_after_a_crash_at_any_point() -> None:
 def test_retention_abandons_a_running_pass() -> None:
     config = LogConfig(
         cleanup_policy=("compact", "delete"),
-        segment_bytes=700,
+        segment_bytes=MIB,
         min_cleanable_dirty_ratio=0.01,
         retention_ms=10_000,
     )
     d = Driven(config)
-    d.log.cleaner_bytes_per_call = 100
+    d.log.cleaner_bytes_per_call = 150_000
     for i in range(30):
-        _put(d, [(b"k%d" % (i % 4), b"v%d" % i)], now_ms=1000 + i)
+        _put(d, [(b"k%d" % (i % 4), _v(b"v%d" % i))], now_ms=1000 + i)
     d.maintain(1500)
     assert d.log.cleaner_job is not None
     d.maintain(1000 + 29 + 10_001)

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kafka_wire.broker.log import CONFIG_KEYS, ConfigError, ConfigType, LogConfig
-from kafka_wire.broker.log.config import LONG_MAX
+from kafka_wire.broker.log.config import LONG_MAX, REMOVED_CONFIGS
 from kafka_wire.broker.log.files import EffectQueue, PendingFile
 from kafka_wire.broker.log.index import (
     OffsetIndex,
@@ -36,6 +36,42 @@ def test_defaults_are_kafkas() -> None:
         assert CONFIG_KEYS[name].default == value
     assert c.overrides() == {}
     assert list(CONFIG_KEYS) == sorted(CONFIG_KEYS)
+
+
+def test_kafka_4_defaults_and_bounds() -> None:
+    """KIP-1030's 4.0 changes: segment.bytes at least 1 MiB, future timestamps at most an hour."""
+    c = LogConfig()
+    assert c.message_timestamp_after_max_ms == 3_600_000 == int(CONFIG_KEYS["message.timestamp.after.max.ms"].default)
+    assert c.message_timestamp_before_max_ms == LONG_MAX
+    assert LogConfig.from_properties({"segment.bytes": "1048576"}).segment_bytes == 1 << 20
+    with pytest.raises(ConfigError, match="below the minimum 1048576"):
+        LogConfig.from_properties({"segment.bytes": "1048575"})
+    with pytest.raises(ConfigError):
+        LogConfig(segment_bytes=14)  # 3.x's minimum
+    assert (c.compression_gzip_level, c.compression_lz4_level, c.compression_zstd_level) == (-1, 9, 3)
+
+
+@pytest.mark.parametrize("key", sorted(REMOVED_CONFIGS))
+def test_configs_removed_in_kafka_4_are_unknown(key: str) -> None:
+    assert key not in CONFIG_KEYS and key.replace(".", "_") not in LogConfig.__dataclass_fields__
+    with pytest.raises(ConfigError, match="unknown topic config"):
+        LogConfig.from_properties({key: "true" if key.endswith("enable") else "3.0"})
+
+
+@pytest.mark.parametrize(
+    ("key", "good", "bad"),
+    [
+        ("compression.gzip.level", ["-1", "1", "9"], ["0", "10", "-2"]),
+        ("compression.lz4.level", ["1", "17"], ["0", "18"]),
+        ("compression.zstd.level", ["-131072", "22", "0"], ["-131073", "23"]),
+    ],
+)
+def test_compression_levels(key: str, good: list[str], bad: list[str]) -> None:
+    for value in good:
+        LogConfig.from_properties({key: value})
+    for value in bad:
+        with pytest.raises(ConfigError):
+            LogConfig.from_properties({key: value})
 
 
 def test_types_follow_describe_configs() -> None:

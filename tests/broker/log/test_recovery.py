@@ -12,15 +12,16 @@ from kafka_wire.broker.log import LogConfig, PartitionLog
 from kafka_wire.broker.log.index import OFFSET_ENTRY, decode_offset_entries, decode_time_entries
 from kafka_wire.broker.storage import MemoryStorage
 
-from .helpers import DIR, Driven, batch, contents, file_bytes, segment_files
+from .helpers import DIR, MIB, Driven, batch, contents, file_bytes, segment_files
 
-SMALL = LogConfig(segment_bytes=600, index_interval_bytes=100)
+SMALL = LogConfig(segment_bytes=MIB, index_interval_bytes=60_000)
 
 
 def _filled(n: int = 30, config: LogConfig = SMALL) -> Driven:
+    """``n`` batches of 1 to 3 records of 90 to 270 KB: a few batches to a segment of SMALL."""
     d = Driven(config)
     for i in range(n):
-        d.append(batch(1 + i % 3, value_size=20 + i, ts=1000 + i), now_ms=1000 + i)
+        d.append(batch(1 + i % 3, value_size=(20 + i) * 4500, ts=1000 + i), now_ms=1000 + i)
     return d
 
 
@@ -126,7 +127,7 @@ def _check_indexes(storage: MemoryStorage, log: PartitionLog) -> None:
 
 
 def test_crash_loses_only_unflushed_data_and_recovers() -> None:
-    config = LogConfig(segment_bytes=600, index_interval_bytes=100, flush_messages=4)
+    config = LogConfig(segment_bytes=MIB, index_interval_bytes=60_000, flush_messages=4)
     d = _filled(25, config)
     before = contents(d.log)
     d.storage.crash()
@@ -241,7 +242,7 @@ def test_random_damage_never_raises() -> None:
 
 
 def test_index_entries_decode_to_batch_positions() -> None:
-    d = _filled(40, LogConfig(segment_bytes=100_000, index_interval_bytes=0))
+    d = _filled(40, LogConfig(segment_bytes=64 * MIB, index_interval_bytes=0))
     segment = d.log.segments[0]
     entries = decode_offset_entries(file_bytes(d.storage, segment.index.file.path.rsplit("/", 1)[1]))
     assert len(entries) == 39  # every batch but the first (Kafka indexes once bytes since > interval)

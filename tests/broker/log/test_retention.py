@@ -6,26 +6,27 @@ from kafka_wire.broker.effects import Delete, Fsync, Rename
 from kafka_wire.broker.log import LogConfig
 from kafka_wire.messages import ErrorCode
 
-from .helpers import DIR, Driven, batch, contents, segment_files
+from .helpers import DIR, MIB, Driven, batch, contents, segment_files
 
 HOUR = 3_600_000
 
 
 def test_roll_by_size() -> None:
-    d = Driven(LogConfig(segment_bytes=500))
-    size = len(batch(1, value_size=100))
+    d = Driven(LogConfig(segment_bytes=MIB))
+    size = len(batch(1, value_size=300_000))
     for _ in range(10):
-        d.append(batch(1, value_size=100))
-    per_segment = 500 // size
+        d.append(batch(1, value_size=300_000))
+    per_segment = MIB // size
+    assert per_segment == 3
     assert d.log.segment_count == -(-10 // per_segment)
-    assert all(s.size <= 500 for s in d.log.segments)
+    assert all(s.size <= MIB for s in d.log.segments)
     assert [s.base_offset for s in d.log.segments] == list(range(0, 10, per_segment))
 
 
 def test_roll_fsyncs_the_closed_segment() -> None:
-    d = Driven(LogConfig(segment_bytes=300))
-    d.append(batch(1, value_size=200))
-    d.append(batch(1, value_size=200))
+    d = Driven(LogConfig(segment_bytes=MIB))
+    d.append(batch(1, value_size=600_000))
+    d.append(batch(1, value_size=600_000))
     syncs = [e.path for e in d.effects if isinstance(e, Fsync)]
     assert syncs == [
         f"{DIR}/00000000000000000000.log",
@@ -51,9 +52,9 @@ def test_roll_by_time_on_append_and_in_maintain() -> None:
 
 
 def test_retention_by_time() -> None:
-    d = Driven(LogConfig(segment_bytes=400, retention_ms=HOUR, file_delete_delay_ms=1000))
+    d = Driven(LogConfig(segment_bytes=MIB, retention_ms=HOUR, file_delete_delay_ms=1000))
     for i in range(12):
-        d.append(batch(1, value_size=100, ts=i * 1000), now_ms=i * 1000)
+        d.append(batch(1, value_size=400_000, ts=i * 1000), now_ms=i * 1000)
     segments = d.log.segments
     assert len(segments) > 3
     second = segments[1]
@@ -80,9 +81,9 @@ def test_retention_by_time() -> None:
 
 
 def test_retention_waits_for_the_high_watermark() -> None:
-    d = Driven(LogConfig(segment_bytes=300, retention_ms=0))
+    d = Driven(LogConfig(segment_bytes=MIB, retention_ms=0))
     for _i in range(5):
-        d.append(batch(1, value_size=150, ts=0), now_ms=0)
+        d.append(batch(1, value_size=600_000, ts=0), now_ms=0)
     d.maintain(10, high_watermark=2)
     assert d.log.log_start_offset == 2
     d.maintain(10)
@@ -90,30 +91,31 @@ def test_retention_waits_for_the_high_watermark() -> None:
 
 
 def test_retention_by_size() -> None:
-    d = Driven(LogConfig(segment_bytes=400, retention_bytes=1000, retention_ms=-1))
+    limit = 2_600_000
+    d = Driven(LogConfig(segment_bytes=MIB, retention_bytes=limit, retention_ms=-1))
     for _ in range(20):
-        d.append(batch(1, value_size=100))
+        d.append(batch(1, value_size=400_000))
     total = d.log.size_bytes
     d.maintain(0)
-    assert d.log.size_bytes <= 1000 + 400 and d.log.size_bytes < total
+    assert d.log.size_bytes <= limit + MIB and d.log.size_bytes < total
     sizes = [s.size for s in d.log.segments]
-    assert sum(sizes) - sizes[0] < 1000  # one more deletion would go below the limit
+    assert sum(sizes) - sizes[0] < limit  # one more deletion would go below the limit
     assert d.log.log_start_offset == d.log.segments[0].base_offset
     assert [c[0] for c in contents(d.log)] == list(range(d.log.log_start_offset, 20))
 
 
 def test_compact_only_topics_keep_old_segments() -> None:
-    d = Driven(LogConfig(segment_bytes=300, retention_ms=0, cleanup_policy=("compact",)))
+    d = Driven(LogConfig(segment_bytes=MIB, retention_ms=0, cleanup_policy=("compact",)))
     for i in range(5):
-        d.append(batch(1, value_size=150, ts=0, key=b"k%d" % i), now_ms=0)
+        d.append(batch(1, value_size=600_000, ts=0, key=b"k%d" % i), now_ms=0)
     d.maintain(10**9)
     assert d.log.log_start_offset == 0
 
 
 def test_delete_records() -> None:
-    d = Driven(LogConfig(segment_bytes=400))
+    d = Driven(LogConfig(segment_bytes=MIB))
     for _ in range(12):
-        d.append(batch(1, value_size=100))
+        d.append(batch(1, value_size=400_000))
     bases = [s.base_offset for s in d.log.segments]
     assert d.log.delete_records_before(13) == (ErrorCode.OFFSET_OUT_OF_RANGE, 0)
     assert d.log.delete_records_before(bases[1] + 1) == (ErrorCode.NONE, bases[1] + 1)
@@ -133,9 +135,9 @@ def test_delete_records() -> None:
 
 
 def test_deleted_segments_before_the_start_are_removed_at_open() -> None:
-    d = Driven(LogConfig(segment_bytes=400, file_delete_delay_ms=10**9))
+    d = Driven(LogConfig(segment_bytes=MIB, file_delete_delay_ms=10**9))
     for _ in range(12):
-        d.append(batch(1, value_size=100))
+        d.append(batch(1, value_size=400_000))
     first_next = d.log.segments[1].base_offset
     d.log.delete_records_before(first_next)
     # the driver crashes after writing the start offset but before renaming the old segment
@@ -152,9 +154,9 @@ def test_deleted_segments_before_the_start_are_removed_at_open() -> None:
 
 
 def test_truncate_to() -> None:
-    d = Driven(LogConfig(segment_bytes=400, index_interval_bytes=50))
+    d = Driven(LogConfig(segment_bytes=MIB, index_interval_bytes=150_000))
     for i in range(12):
-        d.append(batch(2, value_size=60, ts=i))
+        d.append(batch(2, value_size=300_000, ts=i))
     before = contents(d.log)
     d.log.truncate_to(15)
     d.apply()
@@ -168,9 +170,9 @@ def test_truncate_to() -> None:
 
 
 def test_truncate_below_the_start_restarts_the_log_there() -> None:
-    d = Driven(LogConfig(segment_bytes=400))
+    d = Driven(LogConfig(segment_bytes=MIB))
     for _ in range(12):
-        d.append(batch(1, value_size=100))
+        d.append(batch(1, value_size=400_000))
     d.log.delete_records_before(8)
     d.log.truncate_to(5)
     d.apply()
@@ -203,9 +205,9 @@ def test_close_fsyncs_and_delete_removes_the_directory() -> None:
 
 
 def test_next_deadline_when_blocked_does_not_spin() -> None:
-    d = Driven(LogConfig(segment_bytes=300, retention_ms=0))
+    d = Driven(LogConfig(segment_bytes=MIB, retention_ms=0))
     for _ in range(3):
-        d.append(batch(1, value_size=150, ts=0), now_ms=0)
+        d.append(batch(1, value_size=600_000, ts=0), now_ms=0)
     d.maintain(50, high_watermark=0)
     deadline = d.log.next_deadline_ms()
     assert deadline is not None and deadline > 50

@@ -1,0 +1,54 @@
+"""What every driver of the engine does with the effects of one call: :func:`settle`.
+
+An engine call returns storage effects and network effects. The driver applies the storage
+effects in order and reports how that went: ``Broker.storage_applied`` when all of them
+succeeded, ``Broker.storage_failed`` at the first that did not (the rest are not applied). The
+report returns the answers that waited for those writes (or, after a failure, the error answers,
+the closes and :class:`~kafka_wire.broker.effects.StopBroker`). :func:`settle` does exactly this
+with a function that applies one storage effect, and hands back the network effects to carry out,
+in order. It does no I/O itself: the applier does, and only ``OSError`` counts as a failed write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kafka_wire.broker.effects import Effect, StorageEffect
+
+if TYPE_CHECKING:
+    from kafka_wire.broker.broker import Broker
+
+
+@dataclass(frozen=True, slots=True)
+class StorageFailure:
+    """A storage effect that could not be applied, and why (``errno`` is None when unknown)."""
+
+    effect: StorageEffect
+    errno: int | None
+    reason: str
+
+    @classmethod
+    def of(cls, effect: StorageEffect, exc: OSError) -> StorageFailure:
+        return cls(effect, exc.errno, exc.strerror or str(exc))
+
+    def __str__(self) -> str:
+        what = type(self.effect).__name__
+        path = getattr(self.effect, "path", None) or getattr(self.effect, "source", "")
+        return f"{what} {path}: {self.reason}"
+
+
+def settle(broker: Broker, effects: list[Effect], apply: Callable[[StorageEffect], None], now_ms: int) -> list[Effect]:
+    """Apply the storage effects of one engine call with ``apply``, report the outcome to
+    ``broker``, and return the other effects to carry out (those of the call, then the report's)."""
+    rest: list[Effect] = [e for e in effects if not isinstance(e, StorageEffect)]
+    storage = [e for e in effects if isinstance(e, StorageEffect)]
+    if not storage:
+        return rest
+    for effect in storage:
+        try:
+            apply(effect)
+        except OSError as exc:
+            return rest + broker.storage_failed(StorageFailure.of(effect, exc), now_ms)
+    return rest + broker.storage_applied(now_ms)

@@ -1,0 +1,257 @@
+"""A Kafka broker's ``server.properties`` read for kafka_wire: what it configures and what it ignores.
+
+:func:`load_server_properties` takes Kafka-named properties (a stock Kafka 4 KRaft file loads) and
+returns the :class:`BrokerConfig`, what the server binds and advertises, its log directory and
+:class:`Note` lines for the caller to log. It does no I/O.
+
+- Properties the engine acts on go to :meth:`BrokerConfig.from_properties`, including the broker
+  properties that set topic defaults (Kafka's synonym table).
+- ``listeners``, ``advertised.listeners``, ``inter.broker.listener.name``,
+  ``controller.listener.names``, ``listener.security.protocol.map``: the broker listener is the
+  one ``inter.broker.listener.name`` names, else the first that is not a controller listener. It
+  must be PLAINTEXT or SASL_PLAINTEXT (SASL_PLAINTEXT exactly when ``sasl.users.*`` are set).
+  An empty host (``PLAINTEXT://:9092``) binds 127.0.0.1, not every interface as Kafka does:
+  kafka_wire listens on loopback unless told an address (``0.0.0.0`` binds all). Its advertised
+  address comes from ``advertised.listeners`` (else the bind address). Controller listeners
+  are not opened: kafka_wire has no KRaft controller (INFO).
+- ``log.dirs`` (else ``log.dir``): the data directory; kafka_wire keeps one.
+- ``process.roles`` must include ``broker``; ``node.id`` (``broker.id`` is its synonym and must
+  agree); ``offsets.topic.replication.factor`` above 1 is clamped to the one node (WARNING).
+- Every other property Kafka 4.0 defines is accepted and ignored (DEBUG); a property Kafka 4.0
+  removed or never had is named in one WARNING each and ignored.
+
+An invalid value of a property kafka_wire reads raises :class:`BrokerConfigError` naming it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Final, Literal
+
+from kafka_wire.broker.config import BrokerConfig, BrokerConfigError, acts_on
+from kafka_wire.broker.kafka_properties import (
+    KAFKA_BROKER_PREFIXES,
+    KAFKA_BROKER_PROPERTIES,
+    REMOVED_BROKER_PROPERTIES,
+)
+
+#: Security protocols kafka_wire's broker listener can speak.
+SERVED_PROTOCOLS: Final = ("PLAINTEXT", "SASL_PLAINTEXT")
+#: Kafka's default ``listener.security.protocol.map``: each protocol's name maps to itself.
+DEFAULT_PROTOCOL_MAP: Final = {p: p for p in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")}
+#: What an empty listener host binds (Kafka: every interface; kafka_wire: loopback).
+EMPTY_HOST_BINDS: Final = "127.0.0.1"
+PROCESS_ROLES: Final = ("broker", "controller")
+#: Bind addresses meaning "every interface": never advertised (Kafka refuses them too).
+_EVERY_INTERFACE: Final = ("0.0.0.0", "::")
+
+#: Properties read here (beyond what ``BrokerConfig.from_properties`` reads).
+_SERVER_KEYS: Final = frozenset(
+    {
+        "listeners",
+        "advertised.listeners",
+        "inter.broker.listener.name",
+        "controller.listener.names",
+        "listener.security.protocol.map",
+        "log.dirs",
+        "log.dir",
+        "process.roles",
+        "broker.id",
+        "offsets.topic.replication.factor",
+    }
+)
+_ENDPOINT: Final = re.compile(r"(?P<name>[A-Za-z0-9_.-]+)://(?P<host>\[[0-9A-Fa-f:.]*\]|[^:\[\]/]*):(?P<port>-?[0-9]+)")
+
+Level = Literal["debug", "info", "warning"]
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """A line for the server's log about the properties it was given."""
+
+    level: Level
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """One entry of ``listeners`` / ``advertised.listeners``; ``host`` is "" when empty."""
+
+    listener: str
+    host: str
+    port: int
+
+
+@dataclass(frozen=True, slots=True)
+class ServerProperties:
+    config: BrokerConfig
+    #: The broker listener's bind address (``listeners``; host "" replaced by 127.0.0.1), or
+    #: None when ``listeners`` is not set.
+    bind: Endpoint | None
+    #: What clients are told (``advertised.listeners``, else ``bind``), or None when neither is set.
+    advertised: Endpoint | None
+    #: ``log.dirs`` / ``log.dir``, or None.
+    data_dir: str | None
+    notes: tuple[Note, ...]
+
+
+def load_server_properties(properties: Mapping[str, str], base: BrokerConfig | None = None) -> ServerProperties:
+    """Read Kafka-named broker ``properties`` (see the module docstring)."""
+    notes: list[Note] = []
+    props = {key: value.strip() for key, value in properties.items()}
+    if "broker.id" in props and "node.id" not in props:
+        props["node.id"] = props["broker.id"]
+    config = BrokerConfig.from_properties(props, base)
+    if "broker.id" in props and _int("broker.id", props["broker.id"]) != config.node_id:
+        raise BrokerConfigError("broker.id", f"must equal node.id ({config.node_id}) when both are set")
+    _check_roles(props, notes)
+    _check_offsets_replication(props, notes)
+    bind, advertised = _listeners(props, config, notes)
+    if advertised is not None:
+        config = replace(config, host=advertised.host, port=advertised.port)
+    data_dir = _data_dir(props)
+    for key in properties:
+        if acts_on(key) or key in _SERVER_KEYS:
+            continue
+        if key in REMOVED_BROKER_PROPERTIES or key.startswith("zookeeper."):
+            notes.append(Note("warning", f"{key}: removed in Kafka 4.0; ignored"))
+        elif key in KAFKA_BROKER_PROPERTIES or key.startswith(KAFKA_BROKER_PREFIXES):
+            notes.append(Note("debug", f"{key}: a Kafka broker property kafka_wire does not act on; ignored"))
+        else:
+            notes.append(Note("warning", f"{key}: unknown broker property; ignored"))
+    return ServerProperties(config=config, bind=bind, advertised=advertised, data_dir=data_dir, notes=tuple(notes))
+
+
+def parse_endpoints(key: str, value: str) -> list[Endpoint]:
+    """``NAME://host:port,…`` (Kafka's listener syntax; names upper-cased, IPv6 hosts in brackets)."""
+    endpoints = []
+    for item in (part.strip() for part in value.split(",")):
+        if not item:
+            continue
+        match = _ENDPOINT.fullmatch(item)
+        if match is None:
+            raise BrokerConfigError(key, f"{item!r} is not NAME://host:port")
+        port = int(match["port"])
+        if not 0 <= port <= 65535:
+            raise BrokerConfigError(key, f"{item!r}: port {port} is not a TCP port")
+        endpoints.append(Endpoint(match["name"].upper(), match["host"].strip("[]"), port))
+    names = [e.listener for e in endpoints]
+    if len(set(names)) != len(names):
+        raise BrokerConfigError(key, "each listener name may appear once")
+    return endpoints
+
+
+def _listeners(props: Mapping[str, str], config: BrokerConfig, notes: list[Note]) -> tuple[Endpoint | None, Endpoint | None]:
+    listeners = parse_endpoints("listeners", props["listeners"]) if "listeners" in props else []
+    advertised = parse_endpoints("advertised.listeners", props.get("advertised.listeners", ""))
+    controllers = {n.strip().upper() for n in props.get("controller.listener.names", "").split(",") if n.strip()}
+    protocols = _protocol_map(props)
+    for endpoint in listeners:
+        if endpoint.listener in controllers:
+            notes.append(
+                Note("info", f"listeners: controller listener {endpoint.listener} ({endpoint.host}:{endpoint.port}) "
+                     "is not opened: kafka_wire has no KRaft controller")
+            )
+    name = _broker_listener(props, listeners or advertised, controllers)
+    if name is None:
+        return None, None
+    bind = next((e for e in listeners if e.listener == name), None)
+    if bind is not None:
+        _check_protocol(name, protocols, config)
+        bind = replace(bind, host=bind.host or EMPTY_HOST_BINDS)
+        for other in listeners:
+            if other.listener not in controllers and other.listener != name:
+                notes.append(Note("info", f"listeners: {other.listener} is not opened: kafka_wire serves one listener ({name})"))
+    told = next((e for e in advertised if e.listener == name), bind)
+    if told is not None and told.host in _EVERY_INTERFACE:
+        key = "advertised.listeners" if told is not bind else "listeners"
+        raise BrokerConfigError(key, f"clients cannot connect to {told.host}: set advertised.listeners to their address")
+    if told is None or told is bind:
+        return bind, bind
+    if not told.host:
+        told = replace(told, host=bind.host if bind is not None else EMPTY_HOST_BINDS)
+    return bind, told
+
+
+def _broker_listener(props: Mapping[str, str], endpoints: list[Endpoint], controllers: set[str]) -> str | None:
+    named = props.get("inter.broker.listener.name", "").strip().upper()
+    if named:
+        if named in controllers:
+            raise BrokerConfigError("inter.broker.listener.name", f"{named} is a controller listener")
+        if endpoints and named not in {e.listener for e in endpoints}:
+            raise BrokerConfigError("inter.broker.listener.name", f"{named} is not among the listeners")
+        return named
+    brokers = [e.listener for e in endpoints if e.listener not in controllers]
+    if endpoints and not brokers:
+        raise BrokerConfigError("listeners", "no broker listener: every listener is a controller listener")
+    return brokers[0] if brokers else None
+
+
+def _protocol_map(props: Mapping[str, str]) -> dict[str, str]:
+    if "listener.security.protocol.map" not in props:
+        return dict(DEFAULT_PROTOCOL_MAP)
+    protocols: dict[str, str] = {}
+    for item in (part.strip() for part in props["listener.security.protocol.map"].split(",")):
+        if not item:
+            continue
+        name, sep, protocol = item.partition(":")
+        if not sep or not name.strip() or not protocol.strip():
+            raise BrokerConfigError("listener.security.protocol.map", f"{item!r} is not NAME:PROTOCOL")
+        protocols[name.strip().upper()] = protocol.strip().upper()
+    return protocols
+
+
+def _check_protocol(name: str, protocols: Mapping[str, str], config: BrokerConfig) -> None:
+    protocol = protocols.get(name)
+    if protocol is None:
+        raise BrokerConfigError("listener.security.protocol.map", f"no security protocol for listener {name}")
+    if protocol not in SERVED_PROTOCOLS:
+        raise BrokerConfigError(
+            "listeners", f"listener {name} uses {protocol}; kafka_wire serves {' and '.join(SERVED_PROTOCOLS)} only"
+        )
+    if protocol == "SASL_PLAINTEXT" and not config.sasl_users:
+        raise BrokerConfigError("listeners", f"listener {name} uses SASL_PLAINTEXT but no sasl.users.<MECHANISM>.<user> is set")
+    if protocol == "PLAINTEXT" and config.sasl_users:
+        raise BrokerConfigError("listeners", f"listener {name} uses PLAINTEXT but sasl.users.* are set (SASL_PLAINTEXT)")
+
+
+def _check_roles(props: Mapping[str, str], notes: list[Note]) -> None:
+    if "process.roles" not in props:
+        return
+    roles = [r.strip() for r in props["process.roles"].split(",") if r.strip()]
+    unknown = [r for r in roles if r not in PROCESS_ROLES]
+    if unknown or "broker" not in roles:
+        raise BrokerConfigError("process.roles", "must include broker (kafka_wire is a broker; controller is accepted)")
+    if "controller" in roles:
+        notes.append(Note("info", "process.roles: kafka_wire runs the broker role; it has no KRaft controller"))
+
+
+def _check_offsets_replication(props: Mapping[str, str], notes: list[Note]) -> None:
+    if "offsets.topic.replication.factor" not in props:
+        return
+    factor = _int("offsets.topic.replication.factor", props["offsets.topic.replication.factor"])
+    if not 1 <= factor <= 32767:
+        raise BrokerConfigError("offsets.topic.replication.factor", f"{factor} is not between 1 and 32767")
+    if factor > 1:
+        notes.append(
+            Note("warning", f"offsets.topic.replication.factor={factor}: this is one node; __consumer_offsets gets 1 replica")
+        )
+
+
+def _data_dir(props: Mapping[str, str]) -> str | None:
+    key = "log.dirs" if props.get("log.dirs") else "log.dir" if props.get("log.dir") else None
+    if key is None:
+        return None
+    dirs = [d.strip() for d in props[key].split(",") if d.strip()]
+    if len(dirs) != 1:
+        raise BrokerConfigError(key, f"kafka_wire keeps its data in one log directory; this lists {len(dirs)}")
+    return dirs[0]
+
+
+def _int(key: str, value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise BrokerConfigError(key, f"invalid value {value!r}") from None
