@@ -27,12 +27,12 @@ R = TypeVar("R", bound=Message)
 
 DEFAULT_MAX_WORK_BYTES_PER_CALL: Final = 2 * 1024 * 1024
 """Work one engine call may do before a job yields: about 10 ms of the pure flavour (8,000
-records decoded, or 16 partitions created). Kafka has no such setting: its request handler
+records decoded, or 8 partitions created). Kafka has no such setting: its request handler
 threads run beside its network threads."""
 
-PARTITION_WORK_BYTES: Final = 128 * 1024
-"""The work of creating or deleting one partition: 0.6 to 1.5 ms with the file storage driver
-(directory, ``partition.metadata``, segment files)."""
+PARTITION_WORK_BYTES: Final = 256 * 1024
+"""The work of creating or deleting one partition: about 1 ms with the file storage driver
+(directory, ``partition.metadata`` written and synced, segment files)."""
 
 RECORD_WORK_BYTES: Final = 256
 """The work of decoding one record: about 1.3 us in the pure flavour, which sets the scale (one

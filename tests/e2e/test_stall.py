@@ -36,6 +36,7 @@ from kafka_wire.messages import (
     CreateTopicsRequest,
     CreateTopicsRequestCreatableTopic,
     CreateTopicsResponse,
+    DeleteTopicsRequest,
     ErrorCode,
     MetadataRequest,
     MetadataRequestTopic,
@@ -54,7 +55,7 @@ from tests.e2e.brokers import BrokerProcess
 #: The longest another connection may wait while a heavy request runs.
 MAX_STALL_S = 0.100
 M = TypeVar("M", bound=Message)
-_API_KEYS = {ProduceRequest: 0, MetadataRequest: 3, CreateTopicsRequest: 19}
+_API_KEYS = {ProduceRequest: 0, MetadataRequest: 3, CreateTopicsRequest: 19, DeleteTopicsRequest: 20}
 
 
 class KafkaSocket:
