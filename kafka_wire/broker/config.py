@@ -113,9 +113,9 @@ class BrokerConfig:
     retention_check_interval_ms: int = 300_000
     #: ``kafka.wire.max.records.per.user.op``: Kafka's cap on the metadata records one admin request
     #: may create (the KRaft controller's ``MAX_RECORDS_PER_USER_OP``, 10,000, a constant in Kafka,
-    #: so kafka_wire's own property): a topic takes one record,
-    #: one per config it sets and one per partition, so it is also the cap on the partitions one
-    #: CreateTopics or CreatePartitions request may create and the topics one DeleteTopics may delete.
+    #: so kafka_wire's own property): a topic takes one record, one per config it sets and one per
+    #: partition, so it is also the cap on the partitions one CreateTopics or CreatePartitions
+    #: request may create and the topics one DeleteTopics may delete.
     max_records_per_user_op: int = DEFAULT_MAX_RECORDS_PER_USER_OP
     #: ``kafka.wire.max.work.bytes.per.call``, kafka_wire's own (Kafka has none): work one engine
     #: call may do before a request in progress yields to other connections (see

@@ -15,6 +15,7 @@ import zstandard
 
 from kafka_wire.broker import BrokerConfig
 from kafka_wire.broker.apis.record_limit import EXCESSIVE_BATCH_MESSAGE
+from kafka_wire.broker.config import BrokerConfigError
 from kafka_wire.broker.effects import MakeDir
 from kafka_wire.messages import (
     CreatePartitionsRequest,
@@ -248,3 +249,14 @@ def test_metadata_auto_creation_past_the_limit_creates_nothing() -> None:
     assert engine.broker.state.metadata.topics == {}
     two = client.request(MetadataRequest(topics=wanted[:2], allow_auto_topic_creation=True), 9)
     assert isinstance(two.body, MetadataResponse) and {t.error_code for t in two.body.topics} == {ErrorCode.NONE}
+
+
+def test_the_limits_are_properties() -> None:
+    config = BrokerConfig.from_properties(
+        {"kafka.wire.max.records.per.user.op": "5", "kafka.wire.max.work.bytes.per.call": "4096"}
+    )
+    assert (config.max_records_per_user_op, config.max_work_bytes_per_call) == (5, 4096)
+    assert BrokerConfig().max_records_per_user_op == 10_000
+    for key in ("kafka.wire.max.records.per.user.op", "kafka.wire.max.work.bytes.per.call"):
+        with pytest.raises(BrokerConfigError, match=key):
+            BrokerConfig.from_properties({key: "0"})
