@@ -253,3 +253,16 @@ def test_many_topics_in_one_request_write_the_metadata_once() -> None:
     gone = client.request(DeleteTopicsRequest(topic_names=[f"m{i}" for i in range(50)], timeout_ms=1000), 5)
     assert isinstance(gone.body, DeleteTopicsResponse) and {r.error_code for r in gone.body.responses} == {ErrorCode.NONE}
     assert metadata_writes(engine, since) == 1
+
+
+def test_a_failed_acks0_produce_in_slices_closes_its_connection() -> None:
+    engine = engine_with_budget(1)
+    client = Client(engine, 1)
+    create(client, "z", 2)
+    batch = build_batch([NewRecord(None, b"x")], default_timestamp=engine.now_ms)
+    request = produce_request("z", [batch] * 3)  # partition 2 does not exist
+    request.acks = 0
+    client.send(request, 9)
+    assert 1 not in engine.closed
+    engine.advance(10)
+    assert 1 in engine.closed and leos(engine, "z", 2) == [1, 1]
