@@ -3,11 +3,13 @@
 The engine is single-threaded: whatever one call does, every other connection waits for. A request
 whose work grows with its input (a Produce of many partitions or of large compressed batches, a
 CreateTopics or CreatePartitions of thousands of partitions, a DeleteTopics of many) runs as a
-:class:`Job`, a series of steps (one partition each). Each engine call (``receive_data``,
-``tick``) starts with a fresh :class:`WorkBudget`; a job takes steps while the budget lasts, then
-the broker holds it like any waiting request, with its deadline at the current time, so
-``next_deadline_ms()`` is now and the driver serves other connections before the ``tick`` that
-continues it. A step is never split, so one call does at most its budget plus one step.
+:class:`Job`, a series of steps (one partition each). Each engine call starts with a fresh
+:class:`WorkBudget`: a new request takes its first steps in the call that brought it, jobs in
+progress go on only in ``tick``. A job takes steps while the budget lasts, then the broker holds
+it like any waiting request (its connection is read no further meanwhile), with its deadline at
+the current time, so ``next_deadline_ms()`` is now and the driver serves other connections
+before the ``tick`` that continues it. A step is never split, so one call does at most its budget
+plus one step.
 
 Work is counted in bytes: the bytes of a batch as received, the bytes it inflates to and
 :data:`RECORD_WORK_BYTES` per record decoded, and :data:`PARTITION_WORK_BYTES` per partition
