@@ -33,6 +33,7 @@ from kafka_wire.messages import (
     MetadataResponse,
 )
 from kafka_wire.records import NewRecord, build_batch
+from kafka_wire.records._hot import varint_bytes
 from kafka_wire.records.codec_snappy import snappy_compress
 from kafka_wire.records.constants import COMPRESSION_IDS, RECORD_BATCH_OVERHEAD
 from kafka_wire.records.crc import crc32c
@@ -149,15 +150,6 @@ MAX_MESSAGE_BYTES = 100_000
 BOUND = MAX_MESSAGE_BYTES - RECORD_BATCH_OVERHEAD
 
 
-def _varint(n: int) -> bytes:
-    n = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
 
 def _compress_zeros(codec: str, head: bytes, zeros: int, tail: bytes) -> bytes:
     """``head + bytes(zeros) + tail`` compressed without holding the zeros at once (gzip, zstd)."""
@@ -183,13 +175,13 @@ def bomb(codec: str, inflated: int) -> bytes:
     """A v2 batch of one record whose value is zeros, whose records inflate to ``inflated`` bytes."""
     value = inflated - 1
     while True:  # the record's own header shrinks the value
-        body_rest = 1 + 1 + 1 + 1 + len(_varint(value)) + value + 1
-        size = len(_varint(body_rest)) + body_rest
+        body_rest = 1 + 1 + 1 + 1 + len(varint_bytes(value)) + value + 1
+        size = len(varint_bytes(body_rest)) + body_rest
         if size == inflated:
             break
         value -= size - inflated
-    head = _varint(body_rest) + b"\x00" + _varint(0) + _varint(0) + _varint(-1) + _varint(value)
-    payload = _compress_zeros(codec, head, value, _varint(0))
+    head = varint_bytes(body_rest) + b"\x00" + varint_bytes(0) + varint_bytes(0) + varint_bytes(-1) + varint_bytes(value)
+    payload = _compress_zeros(codec, head, value, varint_bytes(0))
     after_crc = struct.pack(">hiqqqhii", COMPRESSION_IDS[codec], 0, 0, 0, -1, -1, -1, 1) + payload
     return struct.pack(">qiibI", 0, 4 + 1 + 4 + len(after_crc), -1, 2, crc32c(after_crc)) + after_crc
 

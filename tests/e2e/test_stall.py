@@ -49,6 +49,7 @@ from kafka_wire.messages import (
 )
 from kafka_wire.protocol.framing import decode_response, encode_request
 from kafka_wire.records import NewRecord, build_batch
+from kafka_wire.records._hot import varint_bytes
 from kafka_wire.records.crc import crc32c
 from tests.e2e.brokers import BrokerProcess
 
@@ -153,27 +154,18 @@ def produce(conn: KafkaSocket, topic: str, batches: list[bytes]) -> ProduceRespo
     return conn.request(request, 8, ProduceResponse)
 
 
-def _varint(n: int) -> bytes:
-    n = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
 
 @functools.cache
 def gzip_bomb(value_size: int = 63 << 20) -> bytes:
     """A v2 batch of one record whose value is ``value_size`` zeros, gzip-compressed (~64 kB)."""
-    body = 1 + 1 + 1 + 1 + len(_varint(value_size)) + value_size + 1  # attributes .. headers count
-    head = _varint(body) + b"\x00" + _varint(0) + _varint(0) + _varint(-1) + _varint(value_size)
+    body = 1 + 1 + 1 + 1 + len(varint_bytes(value_size)) + value_size + 1  # attributes .. headers count
+    head = varint_bytes(body) + b"\x00" + varint_bytes(0) + varint_bytes(0) + varint_bytes(-1) + varint_bytes(value_size)
     compressor = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
     parts = [compressor.compress(head)]
     zeros = bytes(1 << 20)
     for start in range(0, value_size, len(zeros)):
         parts.append(compressor.compress(zeros[: min(len(zeros), value_size - start)]))
-    payload = b"".join([*parts, compressor.compress(_varint(0)), compressor.flush()])
+    payload = b"".join([*parts, compressor.compress(varint_bytes(0)), compressor.flush()])
     now = int(time.time() * 1000)
     after_crc = struct.pack(">hiqqqhii", 1, 0, now, now, -1, -1, -1, 1) + payload
     return struct.pack(">qiibI", 0, 4 + 1 + 4 + len(after_crc), -1, 2, crc32c(after_crc)) + after_crc
