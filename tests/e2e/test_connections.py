@@ -7,6 +7,7 @@ tests check what needs the operating system."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import signal
@@ -100,10 +101,27 @@ def closed_by_peer(sock: socket.socket, timeout_s: float) -> bool:
 
 def connect(address: tuple[str, int], source: str | None = None) -> socket.socket:
     sock = socket.socket()
-    if source is not None:
-        sock.bind((source, 0))
-    sock.connect(address)
+    try:
+        if source is not None:
+            sock.bind((source, 0))
+        sock.connect(address)
+    except OSError:
+        sock.close()
+        raise
     return sock
+
+
+@contextlib.contextmanager
+def connections(address: tuple[str, int], count: int, source: str | None = None) -> Iterator[list[socket.socket]]:
+    """``count`` connections, closed at the end whatever happens."""
+    socks: list[socket.socket] = []
+    try:
+        for _ in range(count):
+            socks.append(connect(address, source))
+        yield socks
+    finally:
+        for sock in socks:
+            sock.close()
 
 
 def no_traceback(broker: ConfiguredBroker) -> None:
@@ -119,12 +137,21 @@ def produce(producer: confluent_kafka.Producer, topic: str, count: int, timeout_
     return outcomes
 
 
+@pytest.mark.timing
 def test_idle_and_half_sent_connections_are_closed_at_their_timeouts(tmp_path: Path, started: list[ConfiguredBroker]) -> None:
     broker = start(
         started, configured(tmp_path, "connections.max.idle.ms=1500", "kafka.wire.request.receive.timeout.ms=1000")
     )
     address = (broker.address.host, broker.address.port)
-    idle, half = connect(address), connect(address)
+    with connections(address, 2) as (idle, half):
+        closed = _watch_closing(idle, half)
+    assert 0.9 <= closed.get("half", -1) <= 2.5, closed
+    assert 1.4 <= closed.get("idle", -1) <= 3.5, closed
+    no_traceback(broker)
+
+
+def _watch_closing(idle: socket.socket, half: socket.socket) -> dict[str, float]:
+    """Seconds until the broker closed each connection; ``half`` starts a frame and trickles."""
     began = time.monotonic()
     half.sendall(struct.pack(">i", 1000) + bytes(10))  # a frame of 1000 bytes, never finished
     closed: dict[str, float] = {}
@@ -138,11 +165,7 @@ def test_idle_and_half_sent_connections_are_closed_at_their_timeouts(tmp_path: P
             except OSError:
                 pass
         time.sleep(0.15)
-    assert 0.9 <= closed.get("half", -1) <= 2.5, closed
-    assert 1.4 <= closed.get("idle", -1) <= 3.5, closed
-    idle.close()
-    half.close()
-    no_traceback(broker)
+    return closed
 
 
 def test_a_connection_flood_over_the_per_ip_cap_does_not_stop_a_producer(
@@ -152,12 +175,10 @@ def test_a_connection_flood_over_the_per_ip_cap_does_not_stop_a_producer(
     producer = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
     assert produce(producer, "flooded", 1) == [None]
     address = (broker.address.host, broker.address.port)
-    flood = [connect(address, source="127.0.0.2") for _ in range(300)]
-    refused = sum(closed_by_peer(sock, 0.02) for sock in flood)
-    assert refused == 250
-    assert produce(producer, "flooded", 100) == [None] * 100
-    for sock in flood:
-        sock.close()
+    with connections(address, 300, source="127.0.0.2") as flood:
+        refused = sum(closed_by_peer(sock, 0.02) for sock in flood)
+        assert refused == 250
+        assert produce(producer, "flooded", 100) == [None] * 100
     assert "max.connections.per.ip (50)" in broker.log()
     no_traceback(broker)
 
@@ -169,12 +190,10 @@ def test_a_connection_flood_cannot_take_the_file_descriptors_storage_needs(
     producer = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0})
     assert produce(producer, "fds", 1) == [None]
     address = (broker.address.host, broker.address.port)
-    flood = [connect(address) for _ in range(400)]  # more than the broker has descriptors
-    time.sleep(0.5)
-    # Each record is a storage write that needs a descriptor; none may fail.
-    assert produce(producer, "fds", 200) == [None] * 200
-    for sock in flood:
-        sock.close()
+    with connections(address, 400):  # more than the broker has descriptors
+        time.sleep(0.5)
+        # Each record is a storage write that needs a descriptor; none may fail.
+        assert produce(producer, "fds", 200) == [None] * 200
     log = broker.log()
     assert log.count("refusing connections: the process's file limit is 256") == 1, log[-4000:]
     no_traceback(broker)
@@ -185,10 +204,9 @@ def _churn(address: tuple[str, int], stop: threading.Event) -> None:
     hello = request_frame(ApiVersionsRequest(), 0)
     while not stop.is_set():
         try:
-            sock = socket.create_connection(address, timeout=1)
-            sock.sendall(hello)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            sock.close()
+            with socket.create_connection(address, timeout=1) as sock:
+                sock.sendall(hello)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         except OSError:
             time.sleep(0.001)
 
@@ -196,8 +214,12 @@ def _churn(address: tuple[str, int], stop: threading.Event) -> None:
 def _stuck_reader(address: tuple[str, int], seconds: float) -> socket.socket:
     """A client that sends requests for ``seconds`` and never reads a response."""
     sock = socket.socket()
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    sock.connect(address)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(address)
+    except OSError:
+        sock.close()
+        raise
     sock.setblocking(False)
     many = request_frame(ApiVersionsRequest(), 0) * 200
     end = time.monotonic() + seconds
@@ -209,6 +231,7 @@ def _stuck_reader(address: tuple[str, int], seconds: float) -> socket.socket:
     return sock
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("attempt", range(3))
 def test_sigterm_stops_within_seconds_while_clients_come_and_go(
     tmp_path: Path, started: list[ConfiguredBroker], attempt: int
@@ -245,10 +268,15 @@ def test_sigterm_stops_within_seconds_while_clients_come_and_go(
 def test_ordinary_client_behaviour_leaves_no_traceback(tmp_path: Path, started: list[ConfiguredBroker]) -> None:
     broker = start(started, configured(tmp_path, "max.connections.per.ip=3"))
     address = (broker.address.host, broker.address.port)
-    held = [connect(address) for _ in range(3)]
-    refused = [connect(address) for _ in range(3)]
-    assert all(closed_by_peer(sock, 2.0) for sock in refused)
-    garbage, reset, waiting = held
+    with connections(address, 3) as held, connections(address, 3) as refused:
+        assert all(closed_by_peer(sock, 2.0) for sock in refused)
+        _behave_as_clients_do(*held)
+    time.sleep(0.5)
+    assert broker.stop() == 0
+    no_traceback(broker)
+
+
+def _behave_as_clients_do(garbage: socket.socket, reset: socket.socket, waiting: socket.socket) -> None:
     garbage.sendall(struct.pack(">i", 12) + bytes(12))  # not Kafka: the broker closes it
     assert closed_by_peer(garbage, 2.0)
     garbage.close()
@@ -264,8 +292,3 @@ def test_ordinary_client_behaviour_leaves_no_traceback(tmp_path: Path, started: 
     )
     waiting.sendall(request_frame(long_poll, 12) + request_frame(ApiVersionsRequest(), 0, correlation_id=2))
     waiting.close()  # gone while its fetch is held and a request waits behind it
-    for sock in refused:
-        sock.close()
-    time.sleep(0.5)
-    assert broker.stop() == 0
-    no_traceback(broker)

@@ -31,6 +31,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
+import pytest
+
 from kafka_wire.codec.runtime import Message
 from kafka_wire.messages import (
     CreateTopicsRequest,
@@ -52,6 +54,9 @@ from kafka_wire.records import NewRecord, build_batch
 from kafka_wire.records._hot import varint_bytes
 from kafka_wire.records.crc import crc32c
 from tests.e2e.brokers import BrokerProcess
+
+#: Wall-clock bounds: run alone, not beside another test run (tools/test_flavours.py).
+pytestmark = pytest.mark.timing
 
 #: The longest another connection may wait while a heavy request runs.
 MAX_STALL_S = 0.100
