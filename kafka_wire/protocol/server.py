@@ -209,6 +209,8 @@ class ServerConnection:
         self._mechanism_name = ""
         self._reader = FrameReader(config.max_preauth_frame_bytes if sasl else config.max_frame_bytes)
         self._slots: deque[_Slot] = deque()
+        #: Slots without their response yet (kept as a count: servers ask after every request).
+        self._owed = 0
         self._eof = False
         self._state = ServerState.AWAITING_HANDSHAKE if sasl else ServerState.READY
         self.principal = ""
@@ -230,7 +232,7 @@ class ServerConnection:
     def responses_owed(self) -> int:
         """Requests received and not answered yet (a server that reads one request at a time, as
         Kafka does, stops decoding while this is not zero)."""
-        return sum(1 for slot in self._slots if slot.data is None)
+        return self._owed
 
     @property
     def buffered_bytes(self) -> int:
@@ -313,6 +315,7 @@ class ServerConnection:
         """
         slot = self._slot_for(response)
         slot.data = (encode_response(ResponseHeader(correlation_id=slot.correlation_id), response.body, slot.api_version),)
+        self._owed -= 1
         self._move(ServerInput.SEND)
         return self.data_to_send()
 
@@ -333,6 +336,7 @@ class ServerConnection:
             position = found + splice.size
         parts.append(frame[position:])
         slot.data = tuple(p for p in parts if not (isinstance(p, bytes) and not p))
+        self._owed -= 1
         self._move(ServerInput.SEND)
         return self.parts_to_send()
 
@@ -352,9 +356,11 @@ class ServerConnection:
             body = api_versions_response({ApiKey.API_VERSIONS: self._versions[ApiKey.API_VERSIONS]})
             body.error_code = ErrorCode.UNSUPPORTED_VERSION
             slot.data = (encode_response(ResponseHeader(correlation_id=event.correlation_id), body, 0),)
+            self._owed -= 1
             self._move(ServerInput.REJECT)
         else:
             self._slots.remove(slot)
+            self._owed -= 1
             self._move(ServerInput.GIVE_UP)
         return self.data_to_send()
 
@@ -445,6 +451,7 @@ class ServerConnection:
                 return self._on_authenticate(request, body)
         if request.expects_response:
             self._slots.append(_Slot(header.correlation_id, header.request_api_key, header.request_api_version, body))
+            self._owed += 1
         return request
 
     def _not_allowed(self, api_key: int) -> RemoteProtocolError:
@@ -453,6 +460,7 @@ class ServerConnection:
 
     def _unsupported(self, api_key: int, api_version: int, correlation_id: int, reason: str) -> UnsupportedRequest:
         self._slots.append(_Slot(correlation_id, api_key, api_version, None))
+        self._owed += 1
         return UnsupportedRequest(api_key=api_key, api_version=api_version, correlation_id=correlation_id, reason=reason)
 
     def _answer(self, request: Request, body: Message) -> None:

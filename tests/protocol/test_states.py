@@ -315,6 +315,10 @@ class ServerMachine(RuleBasedStateMachine):
             pos += 4 + size
         assert ids == sorted(ids)
 
+    @invariant()
+    def responses_owed_counts_the_unanswered_requests(self) -> None:
+        assert self.conn.responses_owed == sum(1 for slot in self.conn._slots if slot.data is None)
+
 
 TestClientMachine = ClientMachine.TestCase
 TestServerMachine = ServerMachine.TestCase
