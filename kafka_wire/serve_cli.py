@@ -10,12 +10,12 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Final
 
 from kafka_wire.broker.config import BrokerConfigError
+from kafka_wire.broker.java_properties import parse_properties
 from kafka_wire.broker.server_properties import EMPTY_HOST_BINDS, ServerProperties, load_server_properties
 
 #: Where a property without ``--config`` or ``--set`` comes from.
@@ -56,29 +56,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def read_properties_file(path: Path) -> dict[str, str]:
-    """A Java properties file's ``key=value`` / ``key: value`` / ``key value`` lines; ``#`` and
-    ``!`` comments, blank lines and ``\\`` line continuations as Java reads them."""
+    """The properties of a Java properties file (see :mod:`kafka_wire.broker.java_properties`)."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise PropertiesFileError(f"cannot read --config {path}: {getattr(exc, 'strerror', None) or exc}") from None
-    props: dict[str, str] = {}
-    pending = ""
-    for raw in text.splitlines():
-        line = pending + raw.lstrip() if pending else raw.strip()
-        if not pending and (not line or line.startswith(("#", "!"))):
-            continue
-        trailing = len(line) - len(line.rstrip("\\"))
-        if trailing % 2 == 1:  # an odd number of backslashes continues the line
-            pending = line[:-1]
-            continue
-        pending = ""
-        key, value = ([*re.split(r"\s*[=:]\s*|\s+", line.strip(), maxsplit=1), ""])[:2]
-        props[key] = value
-    if pending:
-        key, value = ([*re.split(r"\s*[=:]\s*|\s+", pending.strip(), maxsplit=1), ""])[:2]
-        props[key] = value
-    return props
+    return parse_properties(text)
 
 
 def _properties(path: Path | None, pairs: list[str]) -> tuple[dict[str, str], dict[str, str]]:

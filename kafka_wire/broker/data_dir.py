@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from kafka_wire.broker.effects import Rename, StorageEffect
+from kafka_wire.broker.java_properties import parse_properties
 from kafka_wire.broker.log.files import replace_atomically
 from kafka_wire.broker.metadata import (
     METADATA_FILE,
@@ -160,7 +161,7 @@ def partition_dirs(storage: StorageReader) -> dict[str, list[tuple[int, uuid.UUI
 
 def read_topic_id(storage: StorageReader, directory: str) -> uuid.UUID | None:
     """The topic id in ``<directory>/partition.metadata`` (Kafka's ``topic_id: <base64>`` line)."""
-    properties = read_properties(storage, f"{directory}/{PARTITION_METADATA}", separator=":")
+    properties = read_properties(storage, f"{directory}/{PARTITION_METADATA}")
     text = None if properties is None else properties.get("topic_id")
     if not text:
         return None
@@ -171,8 +172,8 @@ def read_topic_id(storage: StorageReader, directory: str) -> uuid.UUID | None:
     return uuid.UUID(bytes=raw) if len(raw) == 16 else None
 
 
-def read_properties(storage: StorageReader, path: str, *, separator: str = "=") -> dict[str, str] | None:
-    """``key<separator>value`` lines of a small text file (``#`` comments skipped); None when missing.
+def read_properties(storage: StorageReader, path: str) -> dict[str, str] | None:
+    """A small properties file of the data directory (Java's format); None when it is missing.
 
     A file too large or not text raises :class:`DataDirError`.
     """
@@ -185,10 +186,4 @@ def read_properties(storage: StorageReader, path: str, *, separator: str = "=") 
         text = storage.read(path, 0, size).decode("utf-8")
     except UnicodeDecodeError:
         raise DataDirError(f"{path} is not text: restore it") from None
-    properties: dict[str, str] = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if line and not line.startswith(("#", "!")):
-            key, _, value = line.partition(separator)
-            properties[key.strip()] = value.strip()
-    return properties
+    return parse_properties(text)
