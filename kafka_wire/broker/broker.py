@@ -163,7 +163,7 @@ class Broker:
         self._answers: list[_Answer] = []
         #: While the driver applies a call's storage effects: that call's answers (else None).
         self._awaiting: list[_Answer] | None = None
-        #: Why the broker stopped serving (None while it serves).
+        #: Why the broker stopped serving (None while it serves): a failed write, or ``shutdown``.
         self._stopped: str | None = None
         #: From ``start`` until the outcome of its writes is known.
         self._starting = False
@@ -179,8 +179,6 @@ class Broker:
         self._queue_blocked: dict[int, None] = {}
         #: The ``now_ms`` of the call being handled (for activity seen deep in the call).
         self._now_ms = 0
-        #: After ``shutdown``: new connections are refused.
-        self._shut_down = False
         self._refused = 0
         self._refusal_logged_ms: int | None = None
 
@@ -256,11 +254,10 @@ class Broker:
         self._timers.clear()
         self._unmuted.clear()
         self._queue_blocked.clear()
-        self._admission = Admission(self.config)
-        self._shut_down = True
         state = self.state
         for replica in state.partitions.values():
             state.effects += replica.log.close()
+        self._stopped = "shut down"
         return self._flush(out)
 
     # -- connections ----------------------------------------------------------------------------
@@ -275,7 +272,7 @@ class Broker:
         if conn_id in self._conns:
             raise LocalProtocolError(f"connection {conn_id} is already open")
         self._now_ms = now_ms
-        refusal = "the broker is shut down" if self._shut_down else self._admission.refusal(host)
+        refusal = self._admission.refusal(host)
         if refusal is not None:
             self._log_refusal(host, refusal, now_ms)
             return [CloseConnection(conn_id)]
@@ -375,7 +372,7 @@ class Broker:
 
     @property
     def stopped(self) -> str | None:
-        """Why the broker stopped serving (a failed write), or None."""
+        """Why the broker stopped serving (a failed write, or ``shutdown``), or None."""
         return self._stopped
 
     def storage_applied(self, now_ms: int) -> list[Effect]:
@@ -562,14 +559,8 @@ class Broker:
             assert self._group is not None
             deleted, self.state.deleted_topics = self.state.deleted_topics, []
             self._apply_group(self._group.topics_deleted(deleted, now_ms), now_ms, out)
-        if isinstance(result, ProduceResponse) and not request.expects_response and _produce_failed(result):
-            # acks=0: the producer gets no answer, so Kafka closes the connection to tell it.
-            self._log.info(
-                "conn %d: closing the connection after an acks=0 produce failed (correlation id %d)",
-                conn_id,
-                request.correlation_id,
-            )
-            self._close(conn_id, conn, out)
+        if _failed_without_answer(request, result):
+            self._close_failed_without_answer(conn_id, out)
             return
         if isinstance(result, Message | Spliced):
             self._respond(conn_id, request, result, out)
@@ -613,16 +604,14 @@ class Broker:
             if body is None:
                 still.append(held)
                 continue
-            if isinstance(body, ProduceResponse) and not held.request.expects_response and _produce_failed(body):
-                failed_silently.append(held.conn_id)  # acks=0 that ran in slices: as in _dispatch
+            if _failed_without_answer(held.request, body):
+                failed_silently.append(held.conn_id)  # closed once self._held is settled
                 continue
             self._respond(held.conn_id, held.request, body, out)
             self._answered(held.conn_id)
         self._held = still
         for conn_id in failed_silently:
-            if (conn := self._conns.get(conn_id)) is not None:
-                self._log.info("conn %d: closing the connection after an acks=0 produce failed", conn_id)
-                self._close(conn_id, conn, out)
+            self._close_failed_without_answer(conn_id, out)
 
     def _apply_group(self, effects: list[Respond | Persist], now_ms: int, out: list[Effect]) -> None:
         for effect in effects:
@@ -661,6 +650,12 @@ class Broker:
         if self._conns.pop(conn_id, None) is not None:
             self._forget(conn_id, conn)
 
+    def _close_failed_without_answer(self, conn_id: int, out: list[Effect]) -> None:
+        """acks=0: the producer gets no answer, so Kafka closes the connection to tell it."""
+        if (conn := self._conns.get(conn_id)) is not None:
+            self._log.info("conn %d: closing the connection after an acks=0 produce failed", conn_id)
+            self._close(conn_id, conn, out)
+
     def _forget(self, conn_id: int, conn: _Connection) -> None:
         """Drop what the engine keeps for a connection that is gone."""
         self._admission.closed(conn.host)
@@ -688,6 +683,11 @@ class Broker:
         return out
 
 
-def _produce_failed(response: ProduceResponse) -> bool:
-    return any(p.error_code for t in response.responses for p in t.partition_responses)
+def _failed_without_answer(request: Request, body: object) -> bool:
+    """An acks=0 produce (no answer is sent) in which a partition failed."""
+    return (
+        isinstance(body, ProduceResponse)
+        and not request.expects_response
+        and any(p.error_code for t in body.responses for p in t.partition_responses)
+    )
 
