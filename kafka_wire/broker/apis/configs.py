@@ -87,7 +87,7 @@ def alter_topic(
     topic = state.topic_named(resource_name)
     if topic is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
-    if topic.internal or is_internal(topic.name):
+    if is_internal(topic.name):
         return ErrorCode.INVALID_REQUEST, f"The configs of internal topic {topic.name} belong to the broker."
     configs, problem = change(topic.configs)
     problem = problem or state.check_configs(configs)

@@ -48,7 +48,7 @@ def handle(ctx: Context, request: CreatePartitionsRequest) -> CreatePartitionsRe
         topic = state.topic_named(entry.name)
         if topic is None:
             result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        elif topic.internal or is_internal(topic.name):
+        elif is_internal(topic.name):
             result.error_code = ErrorCode.INVALID_REQUEST
             result.error_message = f"The number of partitions of internal topic {topic.name} cannot be changed."
         elif entry.count <= topic.partitions:

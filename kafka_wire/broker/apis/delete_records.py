@@ -30,7 +30,7 @@ def handle(ctx: Context, request: DeleteRecordsRequest) -> DeleteRecordsResponse
             topic = state.topic_named(entry.name)
             if replica is None or topic is None:
                 result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            elif topic.internal or is_internal(topic.name):
+            elif is_internal(topic.name):
                 result.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
             else:
                 result.error_code, result.low_watermark = replica.delete_records_before(wanted.offset)

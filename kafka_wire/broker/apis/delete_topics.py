@@ -39,7 +39,7 @@ def handle(ctx: Context, request: DeleteTopicsRequest) -> DeleteTopicsResponse |
             result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if name is not None else ErrorCode.UNKNOWN_TOPIC_ID
         elif not state.config.delete_topic_enable:
             result.error_code = ErrorCode.TOPIC_DELETION_DISABLED
-        elif topic.internal or is_internal(topic.name):
+        elif is_internal(topic.name):
             result.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
             result.error_message = f"Cannot delete internal topic {topic.name}"
         elif len(removed) >= state.config.max_records_per_user_op:

@@ -110,7 +110,7 @@ def _append(
         result.error_code = ErrorCode.INVALID_REQUIRED_ACKS
     elif replica is None or topic is None:
         result.error_code = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    elif topic.internal or is_internal(topic.name):
+    elif is_internal(topic.name):
         result.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
         result.error_message = f"Cannot append to internal topic {topic.name}"
     elif acks == -1 and len(replica.isr) < state.log_config(topic).min_insync_replicas:
