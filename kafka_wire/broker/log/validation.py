@@ -57,9 +57,8 @@ from kafka_wire.records import (
 from kafka_wire.records.constants import (
     CODEC_GZIP,
     CODEC_LZ4,
-    CODEC_NONE,
-    CODEC_SNAPPY,
     CODEC_ZSTD,
+    COMPRESSION_IDS,
     COMPRESSION_MASK,
     COMPRESSION_NAMES,
     CONTROL_MASK,
@@ -77,21 +76,16 @@ AppendOrigin = Literal["client", "coordinator", "replication"]
 _I64: Final = struct.Struct(">q")
 _U32: Final = struct.Struct(">I")
 
-#: ``compression.type`` values naming a codec (``producer`` keeps the batch's own).
-TOPIC_CODECS: Final[dict[str, int]] = {
-    "uncompressed": CODEC_NONE,
-    "gzip": CODEC_GZIP,
-    "snappy": CODEC_SNAPPY,
-    "lz4": CODEC_LZ4,
-    "zstd": CODEC_ZSTD,
-}
 #: ``compression.lz4.level``'s default, at which Kafka uses lz4's fast compressor.
 _LZ4_FAST_LEVEL: Final = 9
 
 
 def stored_codec(config: LogConfig, codec: int) -> int:
     """The codec a batch written in ``codec`` is stored in on a topic with ``config``."""
-    return codec if config.compression_type == "producer" else TOPIC_CODECS[config.compression_type]
+    if config.compression_type == "producer":
+        return codec
+    # The topic names codecs as the records do, but for ``uncompressed``.
+    return COMPRESSION_IDS["none" if config.compression_type == "uncompressed" else config.compression_type]
 
 
 def compression_level(config: LogConfig, codec: int) -> int | None:
