@@ -21,14 +21,15 @@ $(STAMP): pyproject.toml package.json package-lock.json
 install: $(STAMP)
 
 # The compiled flavour (docs/compiled.md): when a C compiler is present, mypyc compiles the modules
-# listed in setup.py next to their sources (minutes, on every core; see the README for the time),
+# listed in setup.py (the records loops, the message bases and the hot message modules) next to
+# their sources (about a minute of CPU on 2 cores; docs/compiled.md has the figures),
 # then the guard checks mypyc's C for generic calls in hot functions. Without a compiler the
 # package stays pure Python. Rebuilt when the compiled sources change.
 COMPILED_STAMP := build/.compiled
-COMPILED_SOURCES := setup.py $(wildcard kafka_wire/records/*.py kafka_wire/messages_native/*.py kafka_wire/codec/*.py)
+COMPILED_SOURCES := setup.py $(wildcard kafka_wire/records/*.py kafka_wire/_compiled/*.py kafka_wire/_compiled/messages/*.py kafka_wire/codec/*.py)
 $(COMPILED_STAMP): $(STAMP) $(COMPILED_SOURCES)
 	@if command -v "$${CC:-cc}" >/dev/null 2>&1; then \
-		echo "compiling the mypyc flavour (see README: minutes)"; \
+		echo "compiling the mypyc flavour (about a minute)"; \
 		start=$$(date +%s); \
 		KAFKA_WIRE_COMPILE=1 $(PY) setup.py -q build_ext --inplace >build.log 2>&1 || { tail -50 build.log; exit 1; }; \
 		echo "compiled in $$(( $$(date +%s) - start )) s"; \
@@ -47,8 +48,8 @@ run: $(STAMP) $(COMPILED_STAMP)
 	$(PY) -m compileall -q kafka_wire
 	$(VENV)/bin/kafka-wire serve --host 127.0.0.1 --port 9092 --data-dir data
 
-# The whole test suite: generated code up to date, lint, types, then pytest against both flavours
-# at once (compiled and pure Python; tools/test_flavours.py).
+# The whole test suite: generated code up to date, lint, types, then pytest: the whole suite on the
+# compiled flavour and, beside it, what differs between flavours on pure Python (tools/test_flavours.py).
 test: $(STAMP) $(COMPILED_STAMP)
 	$(PY) -m compileall -q kafka_wire
 	$(PY) -m kafka_wire.schema.importer --check
@@ -68,7 +69,7 @@ bench: $(STAMP) $(COMPILED_STAMP)
 	$(PY) bench/bench_records.py
 	$(PY) bench/bench_spark.py --records 1000000
 
-# The test suite in one flavour: compiled extensions ignored / required.
+# The whole test suite in one flavour: compiled extensions ignored / required.
 test-pure: $(STAMP)
 	KAFKA_WIRE_PURE=1 KAFKA_WIRE_EXPECT_FLAVOUR=pure $(PY) -bb -m pytest -q -p no:cacheprovider
 

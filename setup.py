@@ -15,18 +15,16 @@ from setuptools import setup
 HERE = Path(__file__).resolve().parent
 
 RECORDS = ["kafka_wire/records/_hot_native.py", "kafka_wire/records/_record_native.py"]
-#: The native bases of the compiled message classes.
-BASES = ["kafka_wire/codec/native_base.py"]
-COMPILED = [
-    *RECORDS,
-    *BASES,
-    # The message codec's mypyc flavour: every generated module (kafka_wire.codegen.mypyc_flavour).
-    *sorted(
-        p.relative_to(HERE).as_posix()
-        for p in (HERE / "kafka_wire" / "messages_native").glob("*.py")
-        if p.name != "__init__.py"
-    ),
-]
+#: The message classes' bases (one source, run as Python when not built: kafka_wire.codec.structs).
+BASES = ["kafka_wire/_compiled/base.py"]
+#: The message codec's mypyc flavour: the hot message modules only (kafka_wire.codegen.generate's
+#: COMPILED_MODULES), generated into kafka_wire/_compiled/messages.
+MESSAGES = sorted(
+    p.relative_to(HERE).as_posix()
+    for p in (HERE / "kafka_wire" / "_compiled" / "messages").glob("*.py")
+    if p.name != "__init__.py"
+)
+COMPILED = [*RECORDS, *BASES, *MESSAGES]
 
 ext_modules = []
 if os.environ.get("KAFKA_WIRE_COMPILE") == "1":
@@ -44,6 +42,6 @@ if os.environ.get("KAFKA_WIRE_COMPILE") == "1":
 
 setup(
     ext_modules=ext_modules,
-    # build_ext compiles separate extensions in parallel on every core (about 110 modules).
+    # build_ext compiles separate extensions in parallel on every core.
     options={"build_ext": {"parallel": os.cpu_count() or 1}} if ext_modules else {},
 )

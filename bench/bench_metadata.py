@@ -45,7 +45,6 @@ from kio.schema.errors import ErrorCode as KioErrorCode
 from kio.serial import entity_reader, entity_writer
 from pure_child import pure_figures
 
-from kafka_wire.codec import runtime
 from kafka_wire.messages import (
     MetadataRequest,
     MetadataRequestTopic,
@@ -290,7 +289,7 @@ LIBS = ("kafka_wire", "kio", "kafka-python")
 #: kafka_wire's flavour in this process: the compiled one when it is built, else pure Python. The
 #: compiled flavour's classes are native classes, so the pure flavour is timed in a child process
 #: started with ``KAFKA_WIRE_PURE=1`` (same script, ``--only-pure``), within the same run.
-OURS = "compiled" if runtime.NATIVE.enabled else "pure"
+OURS = "compiled" if MetadataResponse._native_decoders else "pure"
 
 
 def codec(lib: str, c: Cluster, kind: str, version: int) -> Codec:

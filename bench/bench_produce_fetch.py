@@ -40,8 +40,7 @@ from kafka.protocol.producer import ProduceResponse as KpProduceResponse
 from kio.serial import entity_reader, entity_writer
 from pure_child import pure_figures
 
-from kafka_wire.codec import runtime
-from kafka_wire.codec.runtime import Message
+from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
     FetchRequest,
     FetchRequestPartition,
@@ -64,7 +63,7 @@ PARTITIONS = 1
 TOPIC_ID = uuid.UUID("6f1c9a52-3e1b-4d2f-9a7e-0c5b8e2d4f10")
 #: kafka_wire's flavour in this process; the pure one is timed in a child process of this script
 #: (``KAFKA_WIRE_PURE=1``, ``--only-pure``) when the compiled one is built: its classes are native.
-OURS = "compiled" if runtime.NATIVE.enabled else "pure"
+OURS = "compiled" if ProduceRequest._native_decoders else "pure"
 
 
 def batch(payload: int) -> bytes:

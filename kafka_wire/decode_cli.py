@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from kafka_wire.codec.jsonify import to_jsonable
-from kafka_wire.codec.runtime import Message
+from kafka_wire.codec.structs import Message
 from kafka_wire.errors import DecodeError
 
 # argparse's subparser action type is private; this alias keeps the signature readable.

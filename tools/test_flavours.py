@@ -1,19 +1,20 @@
-"""Run the whole test suite against both flavours at once: compiled (mypyc) and pure Python.
+"""Run the test suite once on the compiled flavour, and what differs between flavours on pure Python.
 
 ``make test`` calls this after lint and type checks. When the compiled extensions are built
 (``make compile``; the Makefile builds them whenever a C compiler is present), two pytest
-processes run side by side, one with the extensions and one with ``KAFKA_WIRE_PURE=1``; their
-lines are printed as they come, each prefixed with its flavour, and the exit status is non-zero
-if either fails. ``KAFKA_WIRE_EXPECT_FLAVOUR`` tells ``tests/test_flavour.py`` which flavour each
-run must find, so a build that silently fell back to pure Python fails the compiled run. Without
-the extensions only the pure run happens, and the script says so.
+processes run side by side: the whole suite with the extensions, and with ``KAFKA_WIRE_PURE=1``
+only the tests of what the flavours do differently (:data:`PURE_TESTS`: the codec, the records,
+the flavour checks; everything above them calls the same public API). Their lines are printed as
+they come, each prefixed with its flavour, and the exit status is non-zero if either fails.
+``KAFKA_WIRE_EXPECT_FLAVOUR`` tells ``tests/test_flavour.py`` which flavour each run must find, so
+a build that silently fell back to pure Python fails the compiled run. Without the extensions
+the whole suite runs once on pure Python, and the script says so.
 
-Most of the suite waits on brokers, clients and Spark, so the two runs overlap well on two cores.
 Tests marked ``timing`` assert wall-clock bounds (another client's latency while a heavy request
-runs, how fast SIGTERM stops the broker): they are left out of those two runs and run afterwards
-on their own, once, against the compiled flavour when it is built (else the pure one), so that the
+runs, how fast SIGTERM stops the broker): they are left out of those runs and run afterwards on
+their own, once, against the compiled flavour when it is built (else the pure one), so that the
 other run's Spark jobs and brokers do not share the two cores with them. Extra arguments are
-passed to every pytest run.
+passed to every pytest run (the pure run adds them to :data:`PURE_TESTS`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PYTEST = [sys.executable, "-bb", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+#: What the pure flavour runs besides the compiled run: where the two flavours' code differs.
+PURE_TESTS = ["tests/codec", "tests/records", "tests/test_flavour.py"]
 #: pytest's exit status when no test was selected.
 NOTHING_SELECTED = 5
 
@@ -43,11 +46,11 @@ def _pump(name: str, stream: subprocess.Popen[str], lock: threading.Lock) -> Non
             sys.stdout.flush()
 
 
-def _run(flavours: list[str], args: list[str], lock: threading.Lock) -> dict[str, int]:
-    """Run pytest once per flavour, at the same time; their exit codes."""
+def _run(runs_args: dict[str, list[str]], lock: threading.Lock) -> dict[str, int]:
+    """Run pytest once per flavour with its arguments, at the same time; their exit codes."""
     runs: dict[str, subprocess.Popen[str]] = {}
     pumps = []
-    for flavour in flavours:
+    for flavour, args in runs_args.items():
         env = dict(os.environ, KAFKA_WIRE_EXPECT_FLAVOUR=flavour)
         env.pop("KAFKA_WIRE_PURE", None)
         if flavour == "pure":
@@ -65,14 +68,18 @@ def _run(flavours: list[str], args: list[str], lock: threading.Lock) -> dict[str
 
 
 def main(argv: list[str]) -> int:
-    flavours = ["compiled", "pure"] if compiled_extensions() else ["pure"]
-    if flavours == ["pure"]:
-        print("test_flavours: no compiled extensions under kafka_wire/ (no C compiler?): pure flavour only")
     lock = threading.Lock()
     started = time.monotonic()
-    codes = _run(flavours, ["-m", "not timing", *argv], lock)
-    alone = _run(flavours[:1], ["-m", "timing", *argv], lock)
-    codes[f"{flavours[0]}, timing tests alone"] = alone[flavours[0]]
+    if compiled_extensions():
+        first = "compiled"
+        runs = {"compiled": ["-m", "not timing", *argv], "pure": ["-m", "not timing", *PURE_TESTS, *argv]}
+    else:
+        print("test_flavours: no compiled extensions under kafka_wire/ (no C compiler?): pure flavour only")
+        first = "pure"
+        runs = {"pure": ["-m", "not timing", *argv]}
+    codes = _run(runs, lock)
+    alone = _run({first: ["-m", "timing", *argv]}, lock)
+    codes[f"{first}, timing tests alone"] = alone[first]
     if any(code != NOTHING_SELECTED for code in codes.values()):  # argv may choose tests of one kind only
         codes = {run: 0 if code == NOTHING_SELECTED else code for run, code in codes.items()}
     elapsed = time.monotonic() - started

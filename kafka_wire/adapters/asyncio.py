@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
 from typing import Final, Self
 
-from kafka_wire.codec.runtime import Message
+from kafka_wire.codec.structs import Message
 from kafka_wire.errors import KafkaWireError, LocalProtocolError, ProtocolError
 from kafka_wire.protocol.client import ClientConfig, ClientConnection, ClientState
 from kafka_wire.protocol.events import (

@@ -64,7 +64,7 @@ from kafka_wire.broker.state import BrokerState, Context, Spliced, Waiting
 from kafka_wire.broker.storage import StorageReader
 from kafka_wire.broker.versioning import fit
 from kafka_wire.broker.work import Job
-from kafka_wire.codec.runtime import Message
+from kafka_wire.codec.structs import Message
 from kafka_wire.errors import EncodeError, LocalProtocolError, ProtocolError
 from kafka_wire.messages import (
     ApiKey,

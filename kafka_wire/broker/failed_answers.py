@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 from typing import Final
 
-from kafka_wire.codec.runtime import Message, Struct
+from kafka_wire.codec.structs import Message, Struct
 from kafka_wire.messages import ErrorCode
 
 #: Fields whose value a failed write makes meaningless; they go back to their defaults.

@@ -30,7 +30,7 @@ from kafka_wire.broker.metadata import (
 from kafka_wire.broker.partition.replica import PartitionReplica
 from kafka_wire.broker.storage import StorageReader
 from kafka_wire.broker.work import DEFAULT_MAX_WORK_BYTES_PER_CALL, WorkBudget
-from kafka_wire.codec.runtime import Message
+from kafka_wire.codec.structs import Message
 from kafka_wire.messages import ErrorCode
 from kafka_wire.protocol.events import Request
 from kafka_wire.protocol.server import Splice

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from kafka_wire.codec.runtime import Struct
+from kafka_wire.codec.structs import Struct
 
 S = TypeVar("S", bound=Struct)
 

@@ -23,7 +23,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import ClassVar, Final, Generic, TypeVar
 
-from kafka_wire.codec.runtime import Message
+from kafka_wire.codec.structs import Message
 
 R = TypeVar("R", bound=Message)
 

@@ -16,11 +16,11 @@ from kafka_wire.codec.runtime import (
     INT_RANGES,
     MAX_STRING_BYTES,
     FieldSpec,
-    Struct,
     TaggedFields,
     write_tagged,
     write_uvarint,
 )
+from kafka_wire.codec.structs import Struct
 from kafka_wire.errors import (
     DecodeError,
     EncodeError,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
-from kafka_wire.codec.runtime import Struct
+from kafka_wire.codec.structs import Struct
 
 
 def to_jsonable(value: Any) -> Any:

@@ -19,24 +19,23 @@ once the collector runs again (the allocation count is kept).
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import struct
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Final, Self
+from typing import TYPE_CHECKING, Any, Final
 from uuid import UUID, SafeUUID
 
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import (
     DecodeError,
     EncodeError,
     InvalidValueError,
     TruncatedError,
-    UnsupportedVersionError,
 )
-from kafka_wire.flavour import compiled_module, pure_forced
-from kafka_wire.schema.versions import VersionSet
+
+if TYPE_CHECKING:
+    from kafka_wire._compiled.base import Struct
 
 #: The all-zero UUID, Kafka's ``Uuid.ZERO_UUID`` and the default of every uuid field.
 ZERO_UUID: Final = UUID(int=0)
@@ -83,9 +82,13 @@ FRESH: Final[Any] = _Fresh()
 
 TaggedFields = tuple[tuple[int, bytes], ...]
 
-# Exceptions that the generated straight-line code can raise on bad input or bad values; any of
-# them sends the work to the interpreter, which raises the precise error.
-DECODE_FAILURES: Final = (DecodeError, struct.error, IndexError, ValueError, OverflowError, MemoryError)
+#: What bad input makes the generated decoders raise: their own typed errors, ``struct.error`` and
+#: ``IndexError`` where the input ends too soon, ``UnicodeDecodeError`` for a string that is not
+#: UTF-8. Any of them sends the work to the interpreter, which raises the precise
+#: :class:`~kafka_wire.errors.DecodeError`; any other exception is a bug and propagates as itself.
+DECODE_FAILURES: Final = (DecodeError, struct.error, IndexError, UnicodeDecodeError)
+#: What bad field values make the generated encoders raise (values are the caller's, of any type):
+#: the interpreter then raises the precise :class:`~kafka_wire.errors.EncodeError`.
 ENCODE_FAILURES: Final = (EncodeError, struct.error, TypeError, AttributeError, ValueError, OverflowError)
 
 
@@ -115,118 +118,6 @@ class FieldSpec:
     def flexible(self, version: int, message_flexible: VersionSet) -> bool:
         override = self.flexible_override
         return version in (message_flexible if override is None else override)
-
-
-class StructType(type):
-    """Metaclass of :class:`Struct`: ``isinstance(x, Struct)`` / ``Message`` also holds for the
-    compiled flavour's classes, which derive from the native bases of
-    :mod:`kafka_wire.codec.native_base` instead (a mypyc class cannot derive from an interpreted one)."""
-
-    def __instancecheck__(cls, obj: object) -> bool:
-        if type.__instancecheck__(cls, obj):
-            return True
-        native = NATIVE_BASES.get(cls)
-        return native is not None and isinstance(obj, native)
-
-    def __subclasscheck__(cls, sub: type) -> bool:
-        if type.__subclasscheck__(cls, sub):
-            return True
-        native = NATIVE_BASES.get(cls)
-        return native is not None and issubclass(sub, native)
-
-
-#: ``runtime.Struct`` / ``runtime.Message`` -> the compiled flavour's base, once it is installed.
-NATIVE_BASES: Final[dict[type, type]] = {}
-
-
-class Struct(metaclass=StructType):
-    """Base of every generated message and nested struct class.
-
-    The behaviour lives in module functions (``struct_eq``, ``encode_message``...) that the compiled
-    flavour's native base (:mod:`kafka_wire.codec.native_base`) calls too.
-    """
-
-    __slots__ = ("unknown_tagged_fields",)
-
-    unknown_tagged_fields: TaggedFields
-    #: The fields in wire order, for the interpreter and the strategies.
-    FIELDS: ClassVar[tuple[FieldSpec, ...]]
-    #: The message's flexible versions (they apply to every nested struct).
-    FLEXIBLE_VERSIONS: ClassVar[VersionSet]
-    #: The versions in which this struct exists.
-    STRUCT_VERSIONS: ClassVar[VersionSet]
-    _decoders: ClassVar[dict[int, Callable[[bytes, int], tuple[Any, int]]]]
-    _encoders: ClassVar[dict[int, Callable[[Any, bytearray], None]]]
-    #: The compiled flavour's functions (``kafka_wire.messages_native``), when it is built and in use.
-    _native_decoders: ClassVar[dict[int, Callable[[bytes, int], tuple[Any, int]]]] = {}
-    _native_encoders: ClassVar[dict[int, Callable[[Any, Any], None]]] = {}
-
-    def __eq__(self, other: object) -> bool:
-        return struct_eq(self, other)
-
-    __hash__ = None  # type: ignore[assignment]  # mutable values compare by content
-
-    def __repr__(self) -> str:
-        return struct_repr(self)
-
-    # These classes only ever run the pure functions (the compiled flavour's classes are the native
-    # ones of kafka_wire.codec.native_base). The common case runs here, in one frame (small messages
-    # are dominated by call overhead); large inputs and errors take the module functions.
-
-    def encode(self, version: int) -> bytes:
-        """The body bytes of this message at ``version``."""
-        encoder = self._encoders.get(version)
-        if encoder is not None:
-            out = Output()
-            try:
-                encoder(self, out)
-                return bytes(out) if out.payloads is None else out.joined()
-            except ENCODE_FAILURES:
-                pass
-        return encode_message(self, version)
-
-    def encode_into(self, out: bytearray, version: int) -> None:
-        """Append the bytes of this message at ``version`` to ``out``."""
-        encode_message_into(self, out, version)
-
-    @classmethod
-    def decode(cls, buf: bytes | bytearray | memoryview, version: int, *, strict: bool = False) -> Self:
-        """Decode one message from ``buf``; ``strict`` rejects bytes left over after it."""
-        if type(buf) is bytes and len(buf) < GC_PAUSE_MIN_BYTES:
-            decoder = cls._decoders.get(version)
-            if decoder is not None:
-                try:
-                    msg, end = decoder(buf, 0)
-                    if not strict or end == len(buf):
-                        return msg  # type: ignore[no-any-return]
-                except DECODE_FAILURES:
-                    pass
-        msg = decode_message(cls, buf, version, strict)
-        return msg  # type: ignore[no-any-return]
-
-    @classmethod
-    def decode_from(cls, buf: bytes, pos: int, version: int) -> tuple[Self, int]:
-        """Decode from ``buf`` at ``pos``; return the message and the position after it."""
-        if len(buf) - pos < GC_PAUSE_MIN_BYTES:
-            decoder = cls._decoders.get(version)
-            if decoder is not None:
-                try:
-                    return decoder(buf, pos)
-                except DECODE_FAILURES:
-                    pass
-        result: tuple[Self, int] = decode_message_from(cls, buf, pos, version)
-        return result
-
-
-class Message(Struct):
-    """Base of top-level message classes (requests, responses, headers, data)."""
-
-    __slots__ = ()
-
-    API_KEY: ClassVar[int | None]
-    KIND: ClassVar[str]
-    #: Valid versions, ascending.
-    VERSIONS: ClassVar[tuple[int, ...]]
 
 
 #: Records payloads of at least this many bytes are kept aside by :class:`Output`.
@@ -276,10 +167,8 @@ def value_names(cls: Any) -> tuple[str, ...]:
     return (*(f.name for f in cls.FIELDS), "unknown_tagged_fields")
 
 
-def struct_eq(a: Any, b: object) -> bool:
-    if type(b) is not type(a):
-        result: bool = NotImplemented
-        return result
+def struct_eq(a: Any, b: Any) -> bool:
+    """Two structs of the same class are equal when their values are (``Struct.__eq__``)."""
     return all(getattr(a, f) == getattr(b, f) for f in value_names(type(a)))
 
 
@@ -302,19 +191,20 @@ def encode_message(msg: Any, version: int) -> bytes:
 
 
 def encode_message_into(msg: Any, out: bytearray, version: int) -> None:
-    """``msg.encode_into(out, version)`` by the pure encoder."""
+    """``msg.encode_into(out, version)`` by the pure encoder, or by the interpreter for a class
+    without one (a compiled class whose compiled encoder failed: the interpreter encodes the
+    values it accepts, or raises the precise error)."""
+    from kafka_wire.codec import interp
+
     encoder = msg._encoders.get(version)
     if encoder is None:
-        raise UnsupportedVersionError(
-            f"valid versions are {msg.STRUCT_VERSIONS.format()}", message=type(msg).__name__, version=version
-        )
+        interp.encode(msg, version, out)  # UnsupportedVersionError for a version the class lacks
+        return
     mark = len(out)
     try:
         encoder(msg, out)
     except ENCODE_FAILURES as exc:
         del out[mark:]
-        from kafka_wire.codec import interp
-
         interp.encode(msg, version, bytearray())  # raises the precise EncodeError
         raise EncodeError(f"cannot encode: {exc!r}", message=type(msg).__name__, version=version) from exc
 
@@ -343,20 +233,23 @@ def decode_message_from(cls: Any, buf: bytes, pos: int, version: int) -> tuple[A
 
 
 def _decode_pure(cls: Any, buf: bytes, pos: int, version: int) -> tuple[Any, int]:
-    decoder = cls._decoders.get(version)
-    if decoder is None:
+    from kafka_wire.codec import interp
+
+    if version not in cls.STRUCT_VERSIONS:
         raise InvalidValueError(
             f"no such version (valid: {cls.STRUCT_VERSIONS.format()})",
             offset=pos,
             version=version,
             message=cls.__name__,
         )
+    decoder = cls._decoders.get(version)
+    if decoder is None:  # a compiled class whose compiled decoder failed: the interpreter reports
+        result: tuple[Any, int] = interp.decode(cls, buf, pos, version)
+        return result
     try:
-        result: tuple[Any, int] = decoder(buf, pos)
+        result = decoder(buf, pos)
         return result
     except DECODE_FAILURES as exc:
-        from kafka_wire.codec import interp
-
         interp.decode(cls, buf, pos, version)  # raises the precise DecodeError
         raise DecodeError(f"undecodable: {exc!r}", offset=pos, version=version, message=cls.__name__) from exc
 
@@ -412,79 +305,42 @@ def uuid_from_bytes(raw: bytes) -> UUID:
     return u
 
 
-class NativeSwitch:
-    """Whether the compiled flavour is in use: true once a compiled module installed its tables.
+def class_data(
+    cls: Any,
+    fields: tuple[FieldSpec, ...],
+    flexible: str,
+    versions: str,
+    decoders: dict[int, Any],
+    encoders: dict[int, Any],
+    *,
+    compiled: bool = False,
+    module: str | None = None,
+    api_key: int | None = None,
+    kind: str | None = None,
+    valid: tuple[int, ...] = (),
+) -> None:
+    """Give a generated class its class data (both flavours' modules call this once per class).
 
-    Tests set ``NATIVE.enabled = False`` to run the pure functions in the same process (on the
-    compiled flavour's classes, which check it: ``kafka_wire.codec.native_base``).
+    ``compiled``: the functions are the compiled flavour's (``BytesWriter`` encoders). ``module``:
+    the public module of a compiled class (``kafka_wire.messages.<api>``), so that its ``repr``
+    of the class, pickles and docs name the public path rather than the private package. ``kind``
+    is set for top-level messages only (with ``api_key`` and the ``valid`` versions).
     """
-
-    __slots__ = ("enabled",)
-
-    def __init__(self) -> None:
-        self.enabled = False
-
-
-NATIVE: Final = NativeSwitch()
-
-
-def use_native(pure_module: str) -> None:
-    """Called at the end of each generated module: load its compiled twin when it is built.
-
-    ``kafka_wire.messages.metadata`` -> ``kafka_wire.messages_native.metadata``; the twin installs
-    its functions itself (:func:`install_native`) once it has finished loading.
-    """
-    native = pure_module.replace("kafka_wire.messages.", "kafka_wire.messages_native.", 1)
-    if native not in sys.modules:
-        compiled_module(native)
-
-
-#: Class attributes the generated pure module sets on each class; the compiled twin gets them too.
-_CLASS_DATA: Final = ("FLEXIBLE_VERSIONS", "STRUCT_VERSIONS", "_decoders", "_encoders", "API_KEY", "KIND", "VERSIONS")
-
-
-def install_native(pure_module: str, tables: tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]) -> None:
-    """Make the compiled module's classes the public ones (called by each compiled module).
-
-    Each entry of ``tables`` is (compiled class, {version: decoder}, {version: encoder}). The
-    compiled classes are mypyc native classes with the same names, constructors and fields as the
-    pure ones; they take the pure classes' class data (``FIELDS`` pointing at compiled classes),
-    and the pure module's names are rebound to them, so every importer, the pure functions (run
-    when the compiled ones fail, or with ``NATIVE.enabled`` off) and the interpreter all see one
-    set of classes. The pure functions create instances with ``cls.__new__(cls)`` from then on,
-    since a native class refuses ``object.__new__``.
-    """
-    if pure_forced():
-        return
-    from kafka_wire.codec import native_base
-
-    NATIVE_BASES.setdefault(Struct, native_base.Struct)
-    NATIVE_BASES.setdefault(Message, native_base.Message)
-    module = sys.modules[pure_module]
-    twins = {getattr(module, cls.__name__): cls for cls, _, _ in tables}
-    for pure, native in twins.items():
-        native.__module__ = pure_module
-        native.FIELDS = tuple(_replace_struct(f, twins.get(f.struct, f.struct)) for f in pure.FIELDS)
-        for name in _CLASS_DATA:
-            if name in pure.__dict__:
-                setattr(native, name, pure.__dict__[name])
-    for native, decoders, encoders in tables:
-        native._native_decoders = decoders
-        native._native_encoders = encoders
-        setattr(module, native.__name__, native)
-        if hasattr(module, f"_DEFAULT_{native.__name__}"):
-            setattr(module, f"_DEFAULT_{native.__name__}", native())
-    setattr(module, "_new", new_instance)  # noqa: B010  # the pure decoders' instance maker
-    NATIVE.enabled = True
-
-
-def _replace_struct(f: FieldSpec, struct: type[Struct] | None) -> FieldSpec:
-    return f if struct is f.struct else dataclasses.replace(f, struct=struct)
-
-
-def new_instance(cls: Any) -> Any:
-    """An instance of ``cls`` to fill in (``object.__new__`` for pure classes, which native ones refuse)."""
-    return cls.__new__(cls)
+    cls.FIELDS = fields
+    cls.FLEXIBLE_VERSIONS = VersionSet.parse(flexible)
+    cls.STRUCT_VERSIONS = VersionSet.parse(versions)
+    if compiled:
+        cls._native_decoders = decoders
+        cls._native_encoders = encoders
+    else:
+        cls._decoders = decoders
+        cls._encoders = encoders
+    if module is not None:
+        cls.__module__ = module
+    if kind is not None:
+        cls.API_KEY = api_key
+        cls.KIND = kind
+        cls.VERSIONS = valid
 
 
 def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:

@@ -51,9 +51,8 @@ INT_IO: dict[str, str] = {"int16": "i16", "int32": "i32", "int64": "i64", "float
 class NativeModuleEmitter(ModuleEmitter):
     """Emits the mypyc module twin of one CPython-flavour module."""
 
-    def __init__(self, messages: list[Message], banner: list[str], pure_module: str) -> None:
-        super().__init__(messages, banner, {})
-        self.pure_module = pure_module
+    def __init__(self, messages: list[Message], banner: list[str], public_module: str) -> None:
+        super().__init__(messages, banner, public_module, None)
 
     # ----------------------------------------------------------------- fixed-width values
     def read_fixed(self, w: SourceWriter, kind: str, target: str) -> None:
@@ -361,7 +360,7 @@ class NativeModuleEmitter(ModuleEmitter):
         assert elem is not None
         ek = elem.kind
         p = f.py_name
-        w.line(f"l_{p}: list[{self.elem_type(f)}] = x_{p}")
+        w.line(f"l_{p}: list[{self.elem_type(f)}] = _as_list(x_{p})")
         self.write_length(w, flexible, "array", f"len(l_{p})", out)
         if ek in FIXED_WIDTH:
             with w.block(f"for e_{p} in l_{p}:"):
@@ -410,7 +409,7 @@ class NativeModuleEmitter(ModuleEmitter):
     def emit_native_class(self, w: SourceWriter, msg: Message, s: Struct) -> None:
         """The native twin of the pure class: same name, constructor and fields. Attributes are
         ``Any``, as the pure classes accept any value until it is encoded."""
-        base = "_NativeMessage" if s is msg.root else "_NativeStruct"
+        base = "Message" if s is msg.root else "Struct"
         w.line()
         w.line()
         with w.block(f"class {s.class_name}({base}):"):
@@ -424,22 +423,14 @@ class NativeModuleEmitter(ModuleEmitter):
     def emit(self) -> str:
         self.fn_table: dict[tuple[str, int, bool], str] = {}
         classes = SourceWriter()
-        defaults: list[str] = []
-        table = SourceWriter()
         for msg in self.messages:
             self.msg_classes = {s.name: s.class_name for s in msg.structs.values()}
             self.msg_classes[msg.name] = msg.root.class_name
             for s in msg.all_structs():
                 self.emit_native_class(classes, msg, s)
-                if s is not msg.root:
-                    defaults.append(f"_DEFAULT_{s.class_name} = {s.class_name}()")
             self.plan_functions(msg)
             self.emit_functions(msg)
-            for s in msg.all_structs():
-                name = msg.name if s is msg.root else s.name
-                dec = ", ".join(f"{v}: {self.fn_table[(name, v, False)]}" for v in s.versions)
-                enc = ", ".join(f"{v}: {self.fn_table[(name, v, True)]}" for v in s.versions)
-                table.line(f"({s.class_name}, {{{dec}}}, {{{enc}}}),")
+            self.emit_tables(msg, self.tables, compiled=True)
         head = SourceWriter()
         head.lines(self.banner)
         head.line()
@@ -455,13 +446,14 @@ class NativeModuleEmitter(ModuleEmitter):
         head.line(")")
         head.line("from mypy_extensions import i64, u8")
         head.line()
-        head.line("from kafka_wire.codec.native_base import Message as _NativeMessage")
-        head.line("from kafka_wire.codec.native_base import Struct as _NativeStruct")
-        head.line("from kafka_wire.codec.runtime import FRESH, UUID_CACHE, ZERO_UUID, install_native")
+        head.line("from kafka_wire._compiled.base import Message, Struct")
+        head.line("from kafka_wire.codec.runtime import FRESH, UUID_CACHE, ZERO_UUID, FieldSpec")
+        head.line("from kafka_wire.codec.runtime import class_data as _class_data")
         head.line("from kafka_wire.codec.runtime import invalid as _invalid")
         head.line("from kafka_wire.codec.runtime import truncated as _truncated")
         head.line("from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes")
         head.line("from kafka_wire.codec.runtime import write_tagged as _write_tagged")
+        head.line("from kafka_wire.codec.versions import VersionSet")
         head.line("from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError")
         head.line()
         head.line("# Module constants as static references: a name imported from another module is a")
@@ -469,22 +461,10 @@ class NativeModuleEmitter(ModuleEmitter):
         head.line("_FRESH: Final = FRESH")
         head.line("_ZERO_UUID: Final = ZERO_UUID")
         head.line("_ZERO_UUID_BYTES: Final = bytes(16)")
-        body = classes.text()
-        if defaults:
-            body += "\n\n" + "\n".join(defaults) + "\n"
-        body += self.body.text()
+        body = classes.text() + self.body.text() + "\n" + self.tables.text()
         body = "\n".join(_HELPERS) + body
         body = re.sub(r"(?<![\w.])(FRESH|ZERO_UUID)\b", r"_\1", body)
-        tail = SourceWriter()
-        tail.line()
-        tail.line()
-        tail.line("#: (class, {version: decoder}, {version: encoder}) for every struct of the module.")
-        with tail.block("TABLES: Final[tuple[tuple[Any, dict[int, Any], dict[int, Any]], ...]] = ("):
-            tail.lines(table.text().rstrip("\n").split("\n"))
-        tail.line(")")
-        tail.line()
-        tail.line(f"install_native({self.pure_module!r}, TABLES)")
-        text = head.text() + body + tail.text()
+        text = head.text() + body
         return _tidy(text)
 
 
@@ -565,6 +545,14 @@ def _as_bytes(value: object) -> bytes:
     if isinstance(value, bytes):
         return value
     return bytes(memoryview(value))  # type: ignore[arg-type]  # non-buffers raise TypeError
+
+
+def _as_list(value: Any) -> list[Any]:
+    """An array field's value as a list: the pure encoders take any sized iterable (a tuple, say)."""
+    if isinstance(value, list):
+        return value
+    len(value)  # what has no length fails here, as in the pure encoders
+    return list(value)
 
 
 def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unknown: tuple[tuple[int, bytes], ...],

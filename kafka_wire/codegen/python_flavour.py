@@ -115,10 +115,12 @@ class Layout:
 class ModuleEmitter:
     """Emits one generated module holding one or more messages."""
 
-    def __init__(self, messages: list[Message], banner: list[str], classes: dict[str, str]) -> None:
+    def __init__(self, messages: list[Message], banner: list[str], public_module: str, compiled_module: str | None) -> None:
         self.messages = messages
+        #: this module's name, and its compiled twin's when that is built (``kafka_wire._compiled``)
+        self.public_module = public_module
+        self.compiled_module = compiled_module
         self.banner = banner
-        self.classes = classes  # struct name -> class name, per message while emitting
         self.structs: dict[str, str] = {}  # format -> constant name
         self.body = SourceWriter()
         self.tables = SourceWriter()
@@ -701,32 +703,30 @@ class ModuleEmitter:
                     for line in src.rstrip("\n").split("\n"):
                         w.line(line.replace("@NAME@", fn))
 
-    def emit_tables(self, msg: Message) -> None:
-        t = self.tables
+    def emit_tables(self, msg: Message, t: SourceWriter, compiled: bool = False) -> None:
+        """Each class's data (``runtime.class_data``): fields, versions and function tables; and
+        the ``_DEFAULT_<Class>`` instance of each nested struct (encoders compare with it)."""
         for s in msg.all_structs():
             name = msg.name if s is msg.root else s.name
             cls = s.class_name
             t.line()
-            specs = [self.field_spec(f) for f in s.fields]
-            if specs:
-                with t.block(f"{cls}.FIELDS = ("):
-                    for spec in specs:
-                        t.line(spec + ",")
-                t.line(")")
-            else:
-                t.line(f"{cls}.FIELDS = ()")
-            t.line(f"{cls}.FLEXIBLE_VERSIONS = VersionSet.parse({msg.flexible.format()!r})")
-            t.line(f"{cls}.STRUCT_VERSIONS = VersionSet.parse({s.versions.format()!r})")
+            with t.block(f"_class_data({cls}, ("):
+                for f in s.fields:
+                    t.line(self.field_spec(f) + ",")
             dec = ", ".join(f"{v}: {self.fn_table[(name, v, False)]}" for v in s.versions)
             enc = ", ".join(f"{v}: {self.fn_table[(name, v, True)]}" for v in s.versions)
-            t.line(f"{cls}._decoders = {{{dec}}}")
-            t.line(f"{cls}._encoders = {{{enc}}}")
+            t.line(f"), {msg.flexible.format()!r}, {s.versions.format()!r},")
+            t.line(f"    {{{dec}}},")
+            t.line(f"    {{{enc}}},")
+            extra = []
+            if compiled:
+                extra.append(f"compiled=True, module={self.public_module!r}")
             if s is msg.root:
-                t.line(f"{cls}.API_KEY = {msg.api_key!r}")
-                t.line(f"{cls}.KIND = {msg.kind!r}")
-                versions = tuple(msg.valid)
-                t.line(f"{cls}.VERSIONS = {versions!r}")
-            else:
+                extra.append(f"api_key={msg.api_key!r}, kind={msg.kind!r}, valid={tuple(msg.valid)!r}")
+            if extra:
+                t.line(f"    {', '.join(extra)},")
+            t.line(")")
+            if s is not msg.root:
                 t.line(f"_DEFAULT_{cls} = {cls}()")
 
     def field_spec(self, f: Field) -> str:
@@ -754,7 +754,7 @@ class ModuleEmitter:
             self.msg_classes[msg.name] = msg.root.class_name
             self.plan_functions(msg)
             self.emit_functions(msg)
-            self.emit_tables(msg)
+            self.emit_tables(msg, self.tables)
         self.emit_fresh_functions()
         head = SourceWriter()
         head.lines(self.banner)
@@ -764,30 +764,49 @@ class ModuleEmitter:
         head.line("from struct import Struct as _Struct")
         head.line("from struct import pack as _pack")
         head.line("from struct import unpack_from as _unpack_from")
+        head.line("from typing import TYPE_CHECKING")
         head.line("from uuid import UUID")
         head.line()
         head.line(
             "from kafka_wire.codec.runtime import ARRAY_STRUCTS, COUNTED_ARRAY_STRUCTS, FRESH, ZERO_UUID, "
-            "ZERO_UUID_BYTES, FieldSpec, Message, Struct, TaggedFields"
+            "ZERO_UUID_BYTES, FieldSpec, TaggedFields"
         )
+        head.line("from kafka_wire.codec.runtime import class_data as _class_data")
         head.line("from kafka_wire.codec.runtime import invalid as _invalid")
         head.line("from kafka_wire.codec.runtime import put_records as _put_records")
         head.line("from kafka_wire.codec.runtime import read_uvarint as _read_uvarint")
         head.line("from kafka_wire.codec.runtime import truncated as _truncated")
-        head.line("from kafka_wire.codec.runtime import use_native as _use_native")
         head.line("from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes")
         head.line("from kafka_wire.codec.runtime import write_tagged as _write_tagged")
         head.line("from kafka_wire.codec.runtime import write_uvarint as _write_uvarint")
+        head.line("from kafka_wire.codec.structs import Message, Struct")
+        head.line("from kafka_wire.codec.structs import new_instance as _new")
+        head.line("from kafka_wire.codec.versions import VersionSet")
         head.line("from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError")
-        head.line("from kafka_wire.schema.versions import VersionSet")
+        head.line("from kafka_wire.flavour import compiled_module")
         head.line()
-        head.line("_new = object.__new__")
         for fmt, name in self.structs.items():
             head.line(f"{name} = _Struct({fmt!r})")
         for name, table in sorted(self.tables_used.items()):
             head.line(f"{name} = {table}")
-        text = head.text() + self.body.text() + "\n" + self.tables.text() + _NATIVE_HOOK
+        text = head.text() + self.body.text() + "\n" + self.tables.text() + self.compiled_hook()
         return _tidy_imports(text)
+
+    def compiled_hook(self) -> str:
+        """The end of a module with a compiled twin: its classes replace this module's when it is built."""
+        if self.compiled_module is None:
+            return ""
+        names = sorted(s.class_name for m in self.messages for s in m.all_structs())
+        w = SourceWriter()
+        w.line()
+        w.line()
+        w.line("# The compiled flavour (docs/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.")
+        with w.block(f"if not TYPE_CHECKING and compiled_module({self.compiled_module!r}) is not None:"):
+            w.line(f"from {self.compiled_module} import (")
+            for name in names:
+                w.line(f"    {name},")
+            w.line(")")
+        return w.text()
 
 
 def read_sized(w: SourceWriter, f: Field, kind: str, target: str, *, check_string_length: bool) -> None:
@@ -813,23 +832,21 @@ def _uuid_expr(raw: str) -> str:
     return f"ZERO_UUID if {raw} == ZERO_UUID_BYTES else _uuid_from_bytes({raw})"
 
 
-#: The end of every module: its compiled twin (``mypyc_flavour``) takes over when it is built.
-_NATIVE_HOOK = "\n_use_native(__name__)\n"
-
-
 def _char_size(c: str) -> int:
     return {"?": 1, "b": 1, "h": 2, "i": 4, "q": 8, "H": 2, "I": 4, "d": 8, "16s": 16}[c]
 
 
 def _tidy_imports(text: str) -> str:
     """Drop imports the module does not use (keeps generated modules lint-clean)."""
-    body_start = text.index("_new = object.__new__")
+    marker = "from kafka_wire.flavour import compiled_module\n"
+    body_start = text.index(marker) + len(marker)
     body = text[body_start:]
     lines = text[:body_start].split("\n")
     kept = []
     for line in lines:
         if line.startswith(("from kafka_wire.codec.runtime import", "from struct import", "from uuid import",
-                            "from kafka_wire.errors import", "from kafka_wire.schema.versions import")):
+                            "from kafka_wire.errors import", "from kafka_wire.codec.versions import",
+                            "from typing import", "from kafka_wire.flavour import", "from kafka_wire.codec.structs import")):
             names = line.split(" import ", 1)[1]
             parts = [p.strip() for p in names.split(",")]
             used = []

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import FieldSpec, Message, TaggedFields
-from kafka_wire.codec.runtime import use_native as _use_native
+from kafka_wire.codec.runtime import FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
+from kafka_wire.codec.structs import Message
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>qqqq')
 
 
@@ -48,18 +49,13 @@ def _encode_AbortedTxn_v0(o: AbortedTxn, out: bytearray) -> None:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
-AbortedTxn.FIELDS = (
+_class_data(AbortedTxn, (
     FieldSpec('producer_id', 'ProducerId', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('first_offset', 'FirstOffset', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('last_offset', 'LastOffset', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('last_stable_offset', 'LastStableOffset', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), 'none', '0',
+    {0: _decode_AbortedTxn_v0},
+    {0: _encode_AbortedTxn_v0},
+    api_key=None, kind='data', valid=(0,),
 )
-AbortedTxn.FLEXIBLE_VERSIONS = VersionSet.parse('none')
-AbortedTxn.STRUCT_VERSIONS = VersionSet.parse('0')
-AbortedTxn._decoders = {0: _decode_AbortedTxn_v0}
-AbortedTxn._encoders = {0: _encode_AbortedTxn_v0}
-AbortedTxn.API_KEY = None
-AbortedTxn.KIND = 'data'
-AbortedTxn.VERSIONS = (0,)
-
-_use_native(__name__)

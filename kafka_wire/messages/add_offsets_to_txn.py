@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import FieldSpec, Message, TaggedFields
+from kafka_wire.codec.runtime import FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>qhh')
 _S1 = _Struct('>h')
 _S2 = _Struct('>qh')
@@ -250,30 +251,22 @@ def _encode_AddOffsetsToTxnResponse_v3(o: AddOffsetsToTxnResponse, out: bytearra
         out.append(0)
 
 
-AddOffsetsToTxnRequest.FIELDS = (
+_class_data(AddOffsetsToTxnRequest, (
     FieldSpec('transactional_id', 'TransactionalId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'transactionalId'),
     FieldSpec('producer_id', 'ProducerId', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'producerId'),
     FieldSpec('producer_epoch', 'ProducerEpoch', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('group_id', 'GroupId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'groupId'),
+), '3+', '0-4',
+    {0: _decode_AddOffsetsToTxnRequest_v0, 1: _decode_AddOffsetsToTxnRequest_v0, 2: _decode_AddOffsetsToTxnRequest_v0, 3: _decode_AddOffsetsToTxnRequest_v3, 4: _decode_AddOffsetsToTxnRequest_v3},
+    {0: _encode_AddOffsetsToTxnRequest_v0, 1: _encode_AddOffsetsToTxnRequest_v0, 2: _encode_AddOffsetsToTxnRequest_v0, 3: _encode_AddOffsetsToTxnRequest_v3, 4: _encode_AddOffsetsToTxnRequest_v3},
+    api_key=25, kind='request', valid=(0, 1, 2, 3, 4),
 )
-AddOffsetsToTxnRequest.FLEXIBLE_VERSIONS = VersionSet.parse('3+')
-AddOffsetsToTxnRequest.STRUCT_VERSIONS = VersionSet.parse('0-4')
-AddOffsetsToTxnRequest._decoders = {0: _decode_AddOffsetsToTxnRequest_v0, 1: _decode_AddOffsetsToTxnRequest_v0, 2: _decode_AddOffsetsToTxnRequest_v0, 3: _decode_AddOffsetsToTxnRequest_v3, 4: _decode_AddOffsetsToTxnRequest_v3}
-AddOffsetsToTxnRequest._encoders = {0: _encode_AddOffsetsToTxnRequest_v0, 1: _encode_AddOffsetsToTxnRequest_v0, 2: _encode_AddOffsetsToTxnRequest_v0, 3: _encode_AddOffsetsToTxnRequest_v3, 4: _encode_AddOffsetsToTxnRequest_v3}
-AddOffsetsToTxnRequest.API_KEY = 25
-AddOffsetsToTxnRequest.KIND = 'request'
-AddOffsetsToTxnRequest.VERSIONS = (0, 1, 2, 3, 4)
 
-AddOffsetsToTxnResponse.FIELDS = (
+_class_data(AddOffsetsToTxnResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '3+', '0-4',
+    {0: _decode_AddOffsetsToTxnResponse_v0, 1: _decode_AddOffsetsToTxnResponse_v0, 2: _decode_AddOffsetsToTxnResponse_v0, 3: _decode_AddOffsetsToTxnResponse_v3, 4: _decode_AddOffsetsToTxnResponse_v3},
+    {0: _encode_AddOffsetsToTxnResponse_v0, 1: _encode_AddOffsetsToTxnResponse_v0, 2: _encode_AddOffsetsToTxnResponse_v0, 3: _encode_AddOffsetsToTxnResponse_v3, 4: _encode_AddOffsetsToTxnResponse_v3},
+    api_key=25, kind='response', valid=(0, 1, 2, 3, 4),
 )
-AddOffsetsToTxnResponse.FLEXIBLE_VERSIONS = VersionSet.parse('3+')
-AddOffsetsToTxnResponse.STRUCT_VERSIONS = VersionSet.parse('0-4')
-AddOffsetsToTxnResponse._decoders = {0: _decode_AddOffsetsToTxnResponse_v0, 1: _decode_AddOffsetsToTxnResponse_v0, 2: _decode_AddOffsetsToTxnResponse_v0, 3: _decode_AddOffsetsToTxnResponse_v3, 4: _decode_AddOffsetsToTxnResponse_v3}
-AddOffsetsToTxnResponse._encoders = {0: _encode_AddOffsetsToTxnResponse_v0, 1: _encode_AddOffsetsToTxnResponse_v0, 2: _encode_AddOffsetsToTxnResponse_v0, 3: _encode_AddOffsetsToTxnResponse_v3, 4: _encode_AddOffsetsToTxnResponse_v3}
-AddOffsetsToTxnResponse.API_KEY = 25
-AddOffsetsToTxnResponse.KIND = 'response'
-AddOffsetsToTxnResponse.VERSIONS = (0, 1, 2, 3, 4)
-
-_use_native(__name__)

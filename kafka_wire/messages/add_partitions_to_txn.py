@@ -10,25 +10,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import (
-    ARRAY_STRUCTS,
-    COUNTED_ARRAY_STRUCTS,
-    FRESH,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, COUNTED_ARRAY_STRUCTS, FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>i')
 _S1 = _Struct('>h')
 _S2 = _Struct('>qh?')
@@ -1264,86 +1257,73 @@ def _encode_AddPartitionsToTxnResponse_v4(o: AddPartitionsToTxnResponse, out: by
         out.append(0)
 
 
-AddPartitionsToTxnRequestTopic.FIELDS = (
+_class_data(AddPartitionsToTxnRequestTopic, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'int32', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '3+', '0-5',
+    {0: _decode_AddPartitionsToTxnRequestTopic_v0, 1: _decode_AddPartitionsToTxnRequestTopic_v0, 2: _decode_AddPartitionsToTxnRequestTopic_v0, 3: _decode_AddPartitionsToTxnRequestTopic_v3, 4: _decode_AddPartitionsToTxnRequestTopic_v3, 5: _decode_AddPartitionsToTxnRequestTopic_v3},
+    {0: _encode_AddPartitionsToTxnRequestTopic_v0, 1: _encode_AddPartitionsToTxnRequestTopic_v0, 2: _encode_AddPartitionsToTxnRequestTopic_v0, 3: _encode_AddPartitionsToTxnRequestTopic_v3, 4: _encode_AddPartitionsToTxnRequestTopic_v3, 5: _encode_AddPartitionsToTxnRequestTopic_v3},
 )
-AddPartitionsToTxnRequestTopic.FLEXIBLE_VERSIONS = VersionSet.parse('3+')
-AddPartitionsToTxnRequestTopic.STRUCT_VERSIONS = VersionSet.parse('0-5')
-AddPartitionsToTxnRequestTopic._decoders = {0: _decode_AddPartitionsToTxnRequestTopic_v0, 1: _decode_AddPartitionsToTxnRequestTopic_v0, 2: _decode_AddPartitionsToTxnRequestTopic_v0, 3: _decode_AddPartitionsToTxnRequestTopic_v3, 4: _decode_AddPartitionsToTxnRequestTopic_v3, 5: _decode_AddPartitionsToTxnRequestTopic_v3}
-AddPartitionsToTxnRequestTopic._encoders = {0: _encode_AddPartitionsToTxnRequestTopic_v0, 1: _encode_AddPartitionsToTxnRequestTopic_v0, 2: _encode_AddPartitionsToTxnRequestTopic_v0, 3: _encode_AddPartitionsToTxnRequestTopic_v3, 4: _encode_AddPartitionsToTxnRequestTopic_v3, 5: _encode_AddPartitionsToTxnRequestTopic_v3}
 _DEFAULT_AddPartitionsToTxnRequestTopic = AddPartitionsToTxnRequestTopic()
 
-AddPartitionsToTxnRequestTransaction.FIELDS = (
+_class_data(AddPartitionsToTxnRequestTransaction, (
     FieldSpec('transactional_id', 'TransactionalId', 'string', None, None, VersionSet.parse('4+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'transactionalId'),
     FieldSpec('producer_id', 'ProducerId', 'int64', None, None, VersionSet.parse('4+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'producerId'),
     FieldSpec('producer_epoch', 'ProducerEpoch', 'int16', None, None, VersionSet.parse('4+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('verify_only', 'VerifyOnly', 'bool', None, None, VersionSet.parse('4+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', AddPartitionsToTxnRequestTopic, VersionSet.parse('4+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '3+', '4-5',
+    {4: _decode_AddPartitionsToTxnRequestTransaction_v4, 5: _decode_AddPartitionsToTxnRequestTransaction_v4},
+    {4: _encode_AddPartitionsToTxnRequestTransaction_v4, 5: _encode_AddPartitionsToTxnRequestTransaction_v4},
 )
-AddPartitionsToTxnRequestTransaction.FLEXIBLE_VERSIONS = VersionSet.parse('3+')
-AddPartitionsToTxnRequestTransaction.STRUCT_VERSIONS = VersionSet.parse('4-5')
-AddPartitionsToTxnRequestTransaction._decoders = {4: _decode_AddPartitionsToTxnRequestTransaction_v4, 5: _decode_AddPartitionsToTxnRequestTransaction_v4}
-AddPartitionsToTxnRequestTransaction._encoders = {4: _encode_AddPartitionsToTxnRequestTransaction_v4, 5: _encode_AddPartitionsToTxnRequestTransaction_v4}
 _DEFAULT_AddPartitionsToTxnRequestTransaction = AddPartitionsToTxnRequestTransaction()
 
-AddPartitionsToTxnRequest.FIELDS = (
+_class_data(AddPartitionsToTxnRequest, (
     FieldSpec('transactions', 'Transactions', 'array', 'struct', AddPartitionsToTxnRequestTransaction, VersionSet.parse('4+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('v3_and_below_transactional_id', 'V3AndBelowTransactionalId', 'string', None, None, VersionSet.parse('0-3'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'transactionalId'),
     FieldSpec('v3_and_below_producer_id', 'V3AndBelowProducerId', 'int64', None, None, VersionSet.parse('0-3'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'producerId'),
     FieldSpec('v3_and_below_producer_epoch', 'V3AndBelowProducerEpoch', 'int16', None, None, VersionSet.parse('0-3'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('v3_and_below_topics', 'V3AndBelowTopics', 'array', 'struct', AddPartitionsToTxnRequestTopic, VersionSet.parse('0-3'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '3+', '0-5',
+    {0: _decode_AddPartitionsToTxnRequest_v0, 1: _decode_AddPartitionsToTxnRequest_v0, 2: _decode_AddPartitionsToTxnRequest_v0, 3: _decode_AddPartitionsToTxnRequest_v3, 4: _decode_AddPartitionsToTxnRequest_v4, 5: _decode_AddPartitionsToTxnRequest_v4},
+    {0: _encode_AddPartitionsToTxnRequest_v0, 1: _encode_AddPartitionsToTxnRequest_v0, 2: _encode_AddPartitionsToTxnRequest_v0, 3: _encode_AddPartitionsToTxnRequest_v3, 4: _encode_AddPartitionsToTxnRequest_v4, 5: _encode_AddPartitionsToTxnRequest_v4},
+    api_key=24, kind='request', valid=(0, 1, 2, 3, 4, 5),
 )
-AddPartitionsToTxnRequest.FLEXIBLE_VERSIONS = VersionSet.parse('3+')
-AddPartitionsToTxnRequest.STRUCT_VERSIONS = VersionSet.parse('0-5')
-AddPartitionsToTxnRequest._decoders = {0: _decode_AddPartitionsToTxnRequest_v0, 1: _decode_AddPartitionsToTxnRequest_v0, 2: _decode_AddPartitionsToTxnRequest_v0, 3: _decode_AddPartitionsToTxnRequest_v3, 4: _decode_AddPartitionsToTxnRequest_v4, 5: _decode_AddPartitionsToTxnRequest_v4}
-AddPartitionsToTxnRequest._encoders = {0: _encode_AddPartitionsToTxnRequest_v0, 1: _encode_AddPartitionsToTxnRequest_v0, 2: _encode_AddPartitionsToTxnRequest_v0, 3: _encode_AddPartitionsToTxnRequest_v3, 4: _encode_AddPartitionsToTxnRequest_v4, 5: _encode_AddPartitionsToTxnRequest_v4}
-AddPartitionsToTxnRequest.API_KEY = 24
-AddPartitionsToTxnRequest.KIND = 'request'
-AddPartitionsToTxnRequest.VERSIONS = (0, 1, 2, 3, 4, 5)
 
-AddPartitionsToTxnResponsePartitionResult.FIELDS = (
+_class_data(AddPartitionsToTxnResponsePartitionResult, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('partition_error_code', 'PartitionErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '3+', '0-5',
+    {0: _decode_AddPartitionsToTxnResponsePartitionResult_v0, 1: _decode_AddPartitionsToTxnResponsePartitionResult_v0, 2: _decode_AddPartitionsToTxnResponsePartitionResult_v0, 3: _decode_AddPartitionsToTxnResponsePartitionResult_v3, 4: _decode_AddPartitionsToTxnResponsePartitionResult_v3, 5: _decode_AddPartitionsToTxnResponsePartitionResult_v3},
+    {0: _encode_AddPartitionsToTxnResponsePartitionResult_v0, 1: _encode_AddPartitionsToTxnResponsePartitionResult_v0, 2: _encode_AddPartitionsToTxnResponsePartitionResult_v0, 3: _encode_AddPartitionsToTxnResponsePartitionResult_v3, 4: _encode_AddPartitionsToTxnResponsePartitionResult_v3, 5: _encode_AddPartitionsToTxnResponsePartitionResult_v3},
 )
-AddPartitionsToTxnResponsePartitionResult.FLEXIBLE_VERSIONS = VersionSet.parse('3+')
-AddPartitionsToTxnResponsePartitionResult.STRUCT_VERSIONS = VersionSet.parse('0-5')
-AddPartitionsToTxnResponsePartitionResult._decoders = {0: _decode_AddPartitionsToTxnResponsePartitionResult_v0, 1: _decode_AddPartitionsToTxnResponsePartitionResult_v0, 2: _decode_AddPartitionsToTxnResponsePartitionResult_v0, 3: _decode_AddPartitionsToTxnResponsePartitionResult_v3, 4: _decode_AddPartitionsToTxnResponsePartitionResult_v3, 5: _decode_AddPartitionsToTxnResponsePartitionResult_v3}
-AddPartitionsToTxnResponsePartitionResult._encoders = {0: _encode_AddPartitionsToTxnResponsePartitionResult_v0, 1: _encode_AddPartitionsToTxnResponsePartitionResult_v0, 2: _encode_AddPartitionsToTxnResponsePartitionResult_v0, 3: _encode_AddPartitionsToTxnResponsePartitionResult_v3, 4: _encode_AddPartitionsToTxnResponsePartitionResult_v3, 5: _encode_AddPartitionsToTxnResponsePartitionResult_v3}
 _DEFAULT_AddPartitionsToTxnResponsePartitionResult = AddPartitionsToTxnResponsePartitionResult()
 
-AddPartitionsToTxnResponseTopicResult.FIELDS = (
+_class_data(AddPartitionsToTxnResponseTopicResult, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('results_by_partition', 'ResultsByPartition', 'array', 'struct', AddPartitionsToTxnResponsePartitionResult, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '3+', '0-5',
+    {0: _decode_AddPartitionsToTxnResponseTopicResult_v0, 1: _decode_AddPartitionsToTxnResponseTopicResult_v0, 2: _decode_AddPartitionsToTxnResponseTopicResult_v0, 3: _decode_AddPartitionsToTxnResponseTopicResult_v3, 4: _decode_AddPartitionsToTxnResponseTopicResult_v3, 5: _decode_AddPartitionsToTxnResponseTopicResult_v3},
+    {0: _encode_AddPartitionsToTxnResponseTopicResult_v0, 1: _encode_AddPartitionsToTxnResponseTopicResult_v0, 2: _encode_AddPartitionsToTxnResponseTopicResult_v0, 3: _encode_AddPartitionsToTxnResponseTopicResult_v3, 4: _encode_AddPartitionsToTxnResponseTopicResult_v3, 5: _encode_AddPartitionsToTxnResponseTopicResult_v3},
 )
-AddPartitionsToTxnResponseTopicResult.FLEXIBLE_VERSIONS = VersionSet.parse('3+')
-AddPartitionsToTxnResponseTopicResult.STRUCT_VERSIONS = VersionSet.parse('0-5')
-AddPartitionsToTxnResponseTopicResult._decoders = {0: _decode_AddPartitionsToTxnResponseTopicResult_v0, 1: _decode_AddPartitionsToTxnResponseTopicResult_v0, 2: _decode_AddPartitionsToTxnResponseTopicResult_v0, 3: _decode_AddPartitionsToTxnResponseTopicResult_v3, 4: _decode_AddPartitionsToTxnResponseTopicResult_v3, 5: _decode_AddPartitionsToTxnResponseTopicResult_v3}
-AddPartitionsToTxnResponseTopicResult._encoders = {0: _encode_AddPartitionsToTxnResponseTopicResult_v0, 1: _encode_AddPartitionsToTxnResponseTopicResult_v0, 2: _encode_AddPartitionsToTxnResponseTopicResult_v0, 3: _encode_AddPartitionsToTxnResponseTopicResult_v3, 4: _encode_AddPartitionsToTxnResponseTopicResult_v3, 5: _encode_AddPartitionsToTxnResponseTopicResult_v3}
 _DEFAULT_AddPartitionsToTxnResponseTopicResult = AddPartitionsToTxnResponseTopicResult()
 
-AddPartitionsToTxnResponseResult.FIELDS = (
+_class_data(AddPartitionsToTxnResponseResult, (
     FieldSpec('transactional_id', 'TransactionalId', 'string', None, None, VersionSet.parse('4+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'transactionalId'),
     FieldSpec('topic_results', 'TopicResults', 'array', 'struct', AddPartitionsToTxnResponseTopicResult, VersionSet.parse('4+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '3+', '4-5',
+    {4: _decode_AddPartitionsToTxnResponseResult_v4, 5: _decode_AddPartitionsToTxnResponseResult_v4},
+    {4: _encode_AddPartitionsToTxnResponseResult_v4, 5: _encode_AddPartitionsToTxnResponseResult_v4},
 )
-AddPartitionsToTxnResponseResult.FLEXIBLE_VERSIONS = VersionSet.parse('3+')
-AddPartitionsToTxnResponseResult.STRUCT_VERSIONS = VersionSet.parse('4-5')
-AddPartitionsToTxnResponseResult._decoders = {4: _decode_AddPartitionsToTxnResponseResult_v4, 5: _decode_AddPartitionsToTxnResponseResult_v4}
-AddPartitionsToTxnResponseResult._encoders = {4: _encode_AddPartitionsToTxnResponseResult_v4, 5: _encode_AddPartitionsToTxnResponseResult_v4}
 _DEFAULT_AddPartitionsToTxnResponseResult = AddPartitionsToTxnResponseResult()
 
-AddPartitionsToTxnResponse.FIELDS = (
+_class_data(AddPartitionsToTxnResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('4+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, True, None),
     FieldSpec('results_by_transaction', 'ResultsByTransaction', 'array', 'struct', AddPartitionsToTxnResponseResult, VersionSet.parse('4+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('results_by_topic_v3_and_below', 'ResultsByTopicV3AndBelow', 'array', 'struct', AddPartitionsToTxnResponseTopicResult, VersionSet.parse('0-3'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '3+', '0-5',
+    {0: _decode_AddPartitionsToTxnResponse_v0, 1: _decode_AddPartitionsToTxnResponse_v0, 2: _decode_AddPartitionsToTxnResponse_v0, 3: _decode_AddPartitionsToTxnResponse_v3, 4: _decode_AddPartitionsToTxnResponse_v4, 5: _decode_AddPartitionsToTxnResponse_v4},
+    {0: _encode_AddPartitionsToTxnResponse_v0, 1: _encode_AddPartitionsToTxnResponse_v0, 2: _encode_AddPartitionsToTxnResponse_v0, 3: _encode_AddPartitionsToTxnResponse_v3, 4: _encode_AddPartitionsToTxnResponse_v4, 5: _encode_AddPartitionsToTxnResponse_v4},
+    api_key=24, kind='response', valid=(0, 1, 2, 3, 4, 5),
 )
-AddPartitionsToTxnResponse.FLEXIBLE_VERSIONS = VersionSet.parse('3+')
-AddPartitionsToTxnResponse.STRUCT_VERSIONS = VersionSet.parse('0-5')
-AddPartitionsToTxnResponse._decoders = {0: _decode_AddPartitionsToTxnResponse_v0, 1: _decode_AddPartitionsToTxnResponse_v0, 2: _decode_AddPartitionsToTxnResponse_v0, 3: _decode_AddPartitionsToTxnResponse_v3, 4: _decode_AddPartitionsToTxnResponse_v4, 5: _decode_AddPartitionsToTxnResponse_v4}
-AddPartitionsToTxnResponse._encoders = {0: _encode_AddPartitionsToTxnResponse_v0, 1: _encode_AddPartitionsToTxnResponse_v0, 2: _encode_AddPartitionsToTxnResponse_v0, 3: _encode_AddPartitionsToTxnResponse_v3, 4: _encode_AddPartitionsToTxnResponse_v4, 5: _encode_AddPartitionsToTxnResponse_v4}
-AddPartitionsToTxnResponse.API_KEY = 24
-AddPartitionsToTxnResponse.KIND = 'response'
-AddPartitionsToTxnResponse.VERSIONS = (0, 1, 2, 3, 4, 5)
-
-_use_native(__name__)

@@ -11,26 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import (
-    FRESH,
-    ZERO_UUID,
-    ZERO_UUID_BYTES,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>H')
 _S1 = _Struct('>ii16s')
 _S2 = _Struct('>?')
@@ -600,44 +593,35 @@ def _encode_AddRaftVoterResponse_v0(o: AddRaftVoterResponse, out: bytearray) -> 
         out.append(0)
 
 
-AddRaftVoterRequestListener.FIELDS = (
+_class_data(AddRaftVoterRequestListener, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('host', 'Host', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('port', 'Port', 'uint16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0-1',
+    {0: _decode_AddRaftVoterRequestListener_v0, 1: _decode_AddRaftVoterRequestListener_v0},
+    {0: _encode_AddRaftVoterRequestListener_v0, 1: _encode_AddRaftVoterRequestListener_v0},
 )
-AddRaftVoterRequestListener.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-AddRaftVoterRequestListener.STRUCT_VERSIONS = VersionSet.parse('0-1')
-AddRaftVoterRequestListener._decoders = {0: _decode_AddRaftVoterRequestListener_v0, 1: _decode_AddRaftVoterRequestListener_v0}
-AddRaftVoterRequestListener._encoders = {0: _encode_AddRaftVoterRequestListener_v0, 1: _encode_AddRaftVoterRequestListener_v0}
 _DEFAULT_AddRaftVoterRequestListener = AddRaftVoterRequestListener()
 
-AddRaftVoterRequest.FIELDS = (
+_class_data(AddRaftVoterRequest, (
     FieldSpec('cluster_id', 'ClusterId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('timeout_ms', 'TimeoutMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('voter_id', 'VoterId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('voter_directory_id', 'VoterDirectoryId', 'uuid', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
     FieldSpec('listeners', 'Listeners', 'array', 'struct', AddRaftVoterRequestListener, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('ack_when_committed', 'AckWhenCommitted', 'bool', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: True, False, None),
+), '0+', '0-1',
+    {0: _decode_AddRaftVoterRequest_v0, 1: _decode_AddRaftVoterRequest_v1},
+    {0: _encode_AddRaftVoterRequest_v0, 1: _encode_AddRaftVoterRequest_v1},
+    api_key=80, kind='request', valid=(0, 1),
 )
-AddRaftVoterRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-AddRaftVoterRequest.STRUCT_VERSIONS = VersionSet.parse('0-1')
-AddRaftVoterRequest._decoders = {0: _decode_AddRaftVoterRequest_v0, 1: _decode_AddRaftVoterRequest_v1}
-AddRaftVoterRequest._encoders = {0: _encode_AddRaftVoterRequest_v0, 1: _encode_AddRaftVoterRequest_v1}
-AddRaftVoterRequest.API_KEY = 80
-AddRaftVoterRequest.KIND = 'request'
-AddRaftVoterRequest.VERSIONS = (0, 1)
 
-AddRaftVoterResponse.FIELDS = (
+_class_data(AddRaftVoterResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', True, None),
+), '0+', '0-1',
+    {0: _decode_AddRaftVoterResponse_v0, 1: _decode_AddRaftVoterResponse_v0},
+    {0: _encode_AddRaftVoterResponse_v0, 1: _encode_AddRaftVoterResponse_v0},
+    api_key=80, kind='response', valid=(0, 1),
 )
-AddRaftVoterResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-AddRaftVoterResponse.STRUCT_VERSIONS = VersionSet.parse('0-1')
-AddRaftVoterResponse._decoders = {0: _decode_AddRaftVoterResponse_v0, 1: _decode_AddRaftVoterResponse_v0}
-AddRaftVoterResponse._encoders = {0: _encode_AddRaftVoterResponse_v0, 1: _encode_AddRaftVoterResponse_v0}
-AddRaftVoterResponse.API_KEY = 80
-AddRaftVoterResponse.KIND = 'response'
-AddRaftVoterResponse.VERSIONS = (0, 1)
-
-_use_native(__name__)

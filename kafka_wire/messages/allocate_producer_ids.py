@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import FieldSpec, Message, TaggedFields
+from kafka_wire.codec.runtime import FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
-from kafka_wire.schema.versions import VersionSet
+from kafka_wire.codec.structs import Message
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>iq')
 _S1 = _Struct('>ihqi')
 
@@ -120,30 +121,22 @@ def _encode_AllocateProducerIdsResponse_v0(o: AllocateProducerIdsResponse, out: 
         out.append(0)
 
 
-AllocateProducerIdsRequest.FIELDS = (
+_class_data(AllocateProducerIdsRequest, (
     FieldSpec('broker_id', 'BrokerId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
     FieldSpec('broker_epoch', 'BrokerEpoch', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, None),
+), '0+', '0',
+    {0: _decode_AllocateProducerIdsRequest_v0},
+    {0: _encode_AllocateProducerIdsRequest_v0},
+    api_key=67, kind='request', valid=(0,),
 )
-AllocateProducerIdsRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-AllocateProducerIdsRequest.STRUCT_VERSIONS = VersionSet.parse('0')
-AllocateProducerIdsRequest._decoders = {0: _decode_AllocateProducerIdsRequest_v0}
-AllocateProducerIdsRequest._encoders = {0: _encode_AllocateProducerIdsRequest_v0}
-AllocateProducerIdsRequest.API_KEY = 67
-AllocateProducerIdsRequest.KIND = 'request'
-AllocateProducerIdsRequest.VERSIONS = (0,)
 
-AllocateProducerIdsResponse.FIELDS = (
+_class_data(AllocateProducerIdsResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('producer_id_start', 'ProducerIdStart', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'producerId'),
     FieldSpec('producer_id_len', 'ProducerIdLen', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0',
+    {0: _decode_AllocateProducerIdsResponse_v0},
+    {0: _encode_AllocateProducerIdsResponse_v0},
+    api_key=67, kind='response', valid=(0,),
 )
-AllocateProducerIdsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-AllocateProducerIdsResponse.STRUCT_VERSIONS = VersionSet.parse('0')
-AllocateProducerIdsResponse._decoders = {0: _decode_AllocateProducerIdsResponse_v0}
-AllocateProducerIdsResponse._encoders = {0: _encode_AllocateProducerIdsResponse_v0}
-AllocateProducerIdsResponse.API_KEY = 67
-AllocateProducerIdsResponse.KIND = 'response'
-AllocateProducerIdsResponse.VERSIONS = (0,)
-
-_use_native(__name__)

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>h')
 _S1 = _Struct('>d?')
 _S2 = _Struct('>i')
@@ -1293,80 +1294,67 @@ def _encode_AlterClientQuotasResponse_v1(o: AlterClientQuotasResponse, out: byte
         out.append(0)
 
 
-AlterClientQuotasRequestEntityData.FIELDS = (
+_class_data(AlterClientQuotasRequestEntityData, (
     FieldSpec('entity_type', 'EntityType', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('entity_name', 'EntityName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
+), '1+', '0-1',
+    {0: _decode_AlterClientQuotasRequestEntityData_v0, 1: _decode_AlterClientQuotasRequestEntityData_v1},
+    {0: _encode_AlterClientQuotasRequestEntityData_v0, 1: _encode_AlterClientQuotasRequestEntityData_v1},
 )
-AlterClientQuotasRequestEntityData.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-AlterClientQuotasRequestEntityData.STRUCT_VERSIONS = VersionSet.parse('0-1')
-AlterClientQuotasRequestEntityData._decoders = {0: _decode_AlterClientQuotasRequestEntityData_v0, 1: _decode_AlterClientQuotasRequestEntityData_v1}
-AlterClientQuotasRequestEntityData._encoders = {0: _encode_AlterClientQuotasRequestEntityData_v0, 1: _encode_AlterClientQuotasRequestEntityData_v1}
 _DEFAULT_AlterClientQuotasRequestEntityData = AlterClientQuotasRequestEntityData()
 
-AlterClientQuotasRequestOpData.FIELDS = (
+_class_data(AlterClientQuotasRequestOpData, (
     FieldSpec('key', 'Key', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('value', 'Value', 'float64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0.0, False, None),
     FieldSpec('remove', 'Remove', 'bool', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
+), '1+', '0-1',
+    {0: _decode_AlterClientQuotasRequestOpData_v0, 1: _decode_AlterClientQuotasRequestOpData_v1},
+    {0: _encode_AlterClientQuotasRequestOpData_v0, 1: _encode_AlterClientQuotasRequestOpData_v1},
 )
-AlterClientQuotasRequestOpData.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-AlterClientQuotasRequestOpData.STRUCT_VERSIONS = VersionSet.parse('0-1')
-AlterClientQuotasRequestOpData._decoders = {0: _decode_AlterClientQuotasRequestOpData_v0, 1: _decode_AlterClientQuotasRequestOpData_v1}
-AlterClientQuotasRequestOpData._encoders = {0: _encode_AlterClientQuotasRequestOpData_v0, 1: _encode_AlterClientQuotasRequestOpData_v1}
 _DEFAULT_AlterClientQuotasRequestOpData = AlterClientQuotasRequestOpData()
 
-AlterClientQuotasRequestEntryData.FIELDS = (
+_class_data(AlterClientQuotasRequestEntryData, (
     FieldSpec('entity', 'Entity', 'array', 'struct', AlterClientQuotasRequestEntityData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('ops', 'Ops', 'array', 'struct', AlterClientQuotasRequestOpData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '1+', '0-1',
+    {0: _decode_AlterClientQuotasRequestEntryData_v0, 1: _decode_AlterClientQuotasRequestEntryData_v1},
+    {0: _encode_AlterClientQuotasRequestEntryData_v0, 1: _encode_AlterClientQuotasRequestEntryData_v1},
 )
-AlterClientQuotasRequestEntryData.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-AlterClientQuotasRequestEntryData.STRUCT_VERSIONS = VersionSet.parse('0-1')
-AlterClientQuotasRequestEntryData._decoders = {0: _decode_AlterClientQuotasRequestEntryData_v0, 1: _decode_AlterClientQuotasRequestEntryData_v1}
-AlterClientQuotasRequestEntryData._encoders = {0: _encode_AlterClientQuotasRequestEntryData_v0, 1: _encode_AlterClientQuotasRequestEntryData_v1}
 _DEFAULT_AlterClientQuotasRequestEntryData = AlterClientQuotasRequestEntryData()
 
-AlterClientQuotasRequest.FIELDS = (
+_class_data(AlterClientQuotasRequest, (
     FieldSpec('entries', 'Entries', 'array', 'struct', AlterClientQuotasRequestEntryData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('validate_only', 'ValidateOnly', 'bool', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
+), '1+', '0-1',
+    {0: _decode_AlterClientQuotasRequest_v0, 1: _decode_AlterClientQuotasRequest_v1},
+    {0: _encode_AlterClientQuotasRequest_v0, 1: _encode_AlterClientQuotasRequest_v1},
+    api_key=49, kind='request', valid=(0, 1),
 )
-AlterClientQuotasRequest.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-AlterClientQuotasRequest.STRUCT_VERSIONS = VersionSet.parse('0-1')
-AlterClientQuotasRequest._decoders = {0: _decode_AlterClientQuotasRequest_v0, 1: _decode_AlterClientQuotasRequest_v1}
-AlterClientQuotasRequest._encoders = {0: _encode_AlterClientQuotasRequest_v0, 1: _encode_AlterClientQuotasRequest_v1}
-AlterClientQuotasRequest.API_KEY = 49
-AlterClientQuotasRequest.KIND = 'request'
-AlterClientQuotasRequest.VERSIONS = (0, 1)
 
-AlterClientQuotasResponseEntityData.FIELDS = (
+_class_data(AlterClientQuotasResponseEntityData, (
     FieldSpec('entity_type', 'EntityType', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('entity_name', 'EntityName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
+), '1+', '0-1',
+    {0: _decode_AlterClientQuotasResponseEntityData_v0, 1: _decode_AlterClientQuotasResponseEntityData_v1},
+    {0: _encode_AlterClientQuotasResponseEntityData_v0, 1: _encode_AlterClientQuotasResponseEntityData_v1},
 )
-AlterClientQuotasResponseEntityData.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-AlterClientQuotasResponseEntityData.STRUCT_VERSIONS = VersionSet.parse('0-1')
-AlterClientQuotasResponseEntityData._decoders = {0: _decode_AlterClientQuotasResponseEntityData_v0, 1: _decode_AlterClientQuotasResponseEntityData_v1}
-AlterClientQuotasResponseEntityData._encoders = {0: _encode_AlterClientQuotasResponseEntityData_v0, 1: _encode_AlterClientQuotasResponseEntityData_v1}
 _DEFAULT_AlterClientQuotasResponseEntityData = AlterClientQuotasResponseEntityData()
 
-AlterClientQuotasResponseEntryData.FIELDS = (
+_class_data(AlterClientQuotasResponseEntryData, (
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('entity', 'Entity', 'array', 'struct', AlterClientQuotasResponseEntityData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '1+', '0-1',
+    {0: _decode_AlterClientQuotasResponseEntryData_v0, 1: _decode_AlterClientQuotasResponseEntryData_v1},
+    {0: _encode_AlterClientQuotasResponseEntryData_v0, 1: _encode_AlterClientQuotasResponseEntryData_v1},
 )
-AlterClientQuotasResponseEntryData.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-AlterClientQuotasResponseEntryData.STRUCT_VERSIONS = VersionSet.parse('0-1')
-AlterClientQuotasResponseEntryData._decoders = {0: _decode_AlterClientQuotasResponseEntryData_v0, 1: _decode_AlterClientQuotasResponseEntryData_v1}
-AlterClientQuotasResponseEntryData._encoders = {0: _encode_AlterClientQuotasResponseEntryData_v0, 1: _encode_AlterClientQuotasResponseEntryData_v1}
 _DEFAULT_AlterClientQuotasResponseEntryData = AlterClientQuotasResponseEntryData()
 
-AlterClientQuotasResponse.FIELDS = (
+_class_data(AlterClientQuotasResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('entries', 'Entries', 'array', 'struct', AlterClientQuotasResponseEntryData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '1+', '0-1',
+    {0: _decode_AlterClientQuotasResponse_v0, 1: _decode_AlterClientQuotasResponse_v1},
+    {0: _encode_AlterClientQuotasResponse_v0, 1: _encode_AlterClientQuotasResponse_v1},
+    api_key=49, kind='response', valid=(0, 1),
 )
-AlterClientQuotasResponse.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-AlterClientQuotasResponse.STRUCT_VERSIONS = VersionSet.parse('0-1')
-AlterClientQuotasResponse._decoders = {0: _decode_AlterClientQuotasResponse_v0, 1: _decode_AlterClientQuotasResponse_v1}
-AlterClientQuotasResponse._encoders = {0: _encode_AlterClientQuotasResponse_v0, 1: _encode_AlterClientQuotasResponse_v1}
-AlterClientQuotasResponse.API_KEY = 49
-AlterClientQuotasResponse.KIND = 'response'
-AlterClientQuotasResponse.VERSIONS = (0, 1)
-
-_use_native(__name__)

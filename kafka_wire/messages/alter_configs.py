@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>h')
 _S1 = _Struct('>bh')
 _S2 = _Struct('>i')
@@ -980,61 +981,50 @@ def _encode_AlterConfigsResponse_v2(o: AlterConfigsResponse, out: bytearray) -> 
         out.append(0)
 
 
-AlterConfigsRequestAlterableConfig.FIELDS = (
+_class_data(AlterConfigsRequestAlterableConfig, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('value', 'Value', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
+), '2+', '0-2',
+    {0: _decode_AlterConfigsRequestAlterableConfig_v0, 1: _decode_AlterConfigsRequestAlterableConfig_v0, 2: _decode_AlterConfigsRequestAlterableConfig_v2},
+    {0: _encode_AlterConfigsRequestAlterableConfig_v0, 1: _encode_AlterConfigsRequestAlterableConfig_v0, 2: _encode_AlterConfigsRequestAlterableConfig_v2},
 )
-AlterConfigsRequestAlterableConfig.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-AlterConfigsRequestAlterableConfig.STRUCT_VERSIONS = VersionSet.parse('0-2')
-AlterConfigsRequestAlterableConfig._decoders = {0: _decode_AlterConfigsRequestAlterableConfig_v0, 1: _decode_AlterConfigsRequestAlterableConfig_v0, 2: _decode_AlterConfigsRequestAlterableConfig_v2}
-AlterConfigsRequestAlterableConfig._encoders = {0: _encode_AlterConfigsRequestAlterableConfig_v0, 1: _encode_AlterConfigsRequestAlterableConfig_v0, 2: _encode_AlterConfigsRequestAlterableConfig_v2}
 _DEFAULT_AlterConfigsRequestAlterableConfig = AlterConfigsRequestAlterableConfig()
 
-AlterConfigsRequestResource.FIELDS = (
+_class_data(AlterConfigsRequestResource, (
     FieldSpec('resource_type', 'ResourceType', 'int8', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('resource_name', 'ResourceName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('configs', 'Configs', 'array', 'struct', AlterConfigsRequestAlterableConfig, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '2+', '0-2',
+    {0: _decode_AlterConfigsRequestResource_v0, 1: _decode_AlterConfigsRequestResource_v0, 2: _decode_AlterConfigsRequestResource_v2},
+    {0: _encode_AlterConfigsRequestResource_v0, 1: _encode_AlterConfigsRequestResource_v0, 2: _encode_AlterConfigsRequestResource_v2},
 )
-AlterConfigsRequestResource.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-AlterConfigsRequestResource.STRUCT_VERSIONS = VersionSet.parse('0-2')
-AlterConfigsRequestResource._decoders = {0: _decode_AlterConfigsRequestResource_v0, 1: _decode_AlterConfigsRequestResource_v0, 2: _decode_AlterConfigsRequestResource_v2}
-AlterConfigsRequestResource._encoders = {0: _encode_AlterConfigsRequestResource_v0, 1: _encode_AlterConfigsRequestResource_v0, 2: _encode_AlterConfigsRequestResource_v2}
 _DEFAULT_AlterConfigsRequestResource = AlterConfigsRequestResource()
 
-AlterConfigsRequest.FIELDS = (
+_class_data(AlterConfigsRequest, (
     FieldSpec('resources', 'Resources', 'array', 'struct', AlterConfigsRequestResource, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('validate_only', 'ValidateOnly', 'bool', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
+), '2+', '0-2',
+    {0: _decode_AlterConfigsRequest_v0, 1: _decode_AlterConfigsRequest_v0, 2: _decode_AlterConfigsRequest_v2},
+    {0: _encode_AlterConfigsRequest_v0, 1: _encode_AlterConfigsRequest_v0, 2: _encode_AlterConfigsRequest_v2},
+    api_key=33, kind='request', valid=(0, 1, 2),
 )
-AlterConfigsRequest.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-AlterConfigsRequest.STRUCT_VERSIONS = VersionSet.parse('0-2')
-AlterConfigsRequest._decoders = {0: _decode_AlterConfigsRequest_v0, 1: _decode_AlterConfigsRequest_v0, 2: _decode_AlterConfigsRequest_v2}
-AlterConfigsRequest._encoders = {0: _encode_AlterConfigsRequest_v0, 1: _encode_AlterConfigsRequest_v0, 2: _encode_AlterConfigsRequest_v2}
-AlterConfigsRequest.API_KEY = 33
-AlterConfigsRequest.KIND = 'request'
-AlterConfigsRequest.VERSIONS = (0, 1, 2)
 
-AlterConfigsResponseResourceResponse.FIELDS = (
+_class_data(AlterConfigsResponseResourceResponse, (
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('resource_type', 'ResourceType', 'int8', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('resource_name', 'ResourceName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
+), '2+', '0-2',
+    {0: _decode_AlterConfigsResponseResourceResponse_v0, 1: _decode_AlterConfigsResponseResourceResponse_v0, 2: _decode_AlterConfigsResponseResourceResponse_v2},
+    {0: _encode_AlterConfigsResponseResourceResponse_v0, 1: _encode_AlterConfigsResponseResourceResponse_v0, 2: _encode_AlterConfigsResponseResourceResponse_v2},
 )
-AlterConfigsResponseResourceResponse.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-AlterConfigsResponseResourceResponse.STRUCT_VERSIONS = VersionSet.parse('0-2')
-AlterConfigsResponseResourceResponse._decoders = {0: _decode_AlterConfigsResponseResourceResponse_v0, 1: _decode_AlterConfigsResponseResourceResponse_v0, 2: _decode_AlterConfigsResponseResourceResponse_v2}
-AlterConfigsResponseResourceResponse._encoders = {0: _encode_AlterConfigsResponseResourceResponse_v0, 1: _encode_AlterConfigsResponseResourceResponse_v0, 2: _encode_AlterConfigsResponseResourceResponse_v2}
 _DEFAULT_AlterConfigsResponseResourceResponse = AlterConfigsResponseResourceResponse()
 
-AlterConfigsResponse.FIELDS = (
+_class_data(AlterConfigsResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('responses', 'Responses', 'array', 'struct', AlterConfigsResponseResourceResponse, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '2+', '0-2',
+    {0: _decode_AlterConfigsResponse_v0, 1: _decode_AlterConfigsResponse_v0, 2: _decode_AlterConfigsResponse_v2},
+    {0: _encode_AlterConfigsResponse_v0, 1: _encode_AlterConfigsResponse_v0, 2: _encode_AlterConfigsResponse_v2},
+    api_key=33, kind='response', valid=(0, 1, 2),
 )
-AlterConfigsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-AlterConfigsResponse.STRUCT_VERSIONS = VersionSet.parse('0-2')
-AlterConfigsResponse._decoders = {0: _decode_AlterConfigsResponse_v0, 1: _decode_AlterConfigsResponse_v0, 2: _decode_AlterConfigsResponse_v2}
-AlterConfigsResponse._encoders = {0: _encode_AlterConfigsResponse_v0, 1: _encode_AlterConfigsResponse_v0, 2: _encode_AlterConfigsResponse_v2}
-AlterConfigsResponse.API_KEY = 33
-AlterConfigsResponse.KIND = 'response'
-AlterConfigsResponse.VERSIONS = (0, 1, 2)
-
-_use_native(__name__)

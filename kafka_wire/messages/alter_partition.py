@@ -13,27 +13,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import (
-    ARRAY_STRUCTS,
-    FRESH,
-    ZERO_UUID,
-    ZERO_UUID_BYTES,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>iq')
 _S1 = _Struct('>ii')
 _S2 = _Struct('>i')
@@ -1892,55 +1884,49 @@ def _encode_AlterPartitionResponse_v2(o: AlterPartitionResponse, out: bytearray)
         out.append(0)
 
 
-AlterPartitionRequestBrokerState.FIELDS = (
+_class_data(AlterPartitionRequestBrokerState, (
     FieldSpec('broker_id', 'BrokerId', 'int32', None, None, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
     FieldSpec('broker_epoch', 'BrokerEpoch', 'int64', None, None, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, None),
+), '0+', '3',
+    {3: _decode_AlterPartitionRequestBrokerState_v3},
+    {3: _encode_AlterPartitionRequestBrokerState_v3},
 )
-AlterPartitionRequestBrokerState.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-AlterPartitionRequestBrokerState.STRUCT_VERSIONS = VersionSet.parse('3')
-AlterPartitionRequestBrokerState._decoders = {3: _decode_AlterPartitionRequestBrokerState_v3}
-AlterPartitionRequestBrokerState._encoders = {3: _encode_AlterPartitionRequestBrokerState_v3}
 _DEFAULT_AlterPartitionRequestBrokerState = AlterPartitionRequestBrokerState()
 
-AlterPartitionRequestPartitionData.FIELDS = (
+_class_data(AlterPartitionRequestPartitionData, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('leader_epoch', 'LeaderEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('new_isr_with_epochs', 'NewIsrWithEpochs', 'array', 'struct', AlterPartitionRequestBrokerState, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('new_isr', 'NewIsr', 'array', 'int32', None, VersionSet.parse('0-2'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, 'brokerId'),
     FieldSpec('leader_recovery_state', 'LeaderRecoveryState', 'int8', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('partition_epoch', 'PartitionEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0-3',
+    {0: _decode_AlterPartitionRequestPartitionData_v0, 1: _decode_AlterPartitionRequestPartitionData_v1, 2: _decode_AlterPartitionRequestPartitionData_v1, 3: _decode_AlterPartitionRequestPartitionData_v3},
+    {0: _encode_AlterPartitionRequestPartitionData_v0, 1: _encode_AlterPartitionRequestPartitionData_v1, 2: _encode_AlterPartitionRequestPartitionData_v1, 3: _encode_AlterPartitionRequestPartitionData_v3},
 )
-AlterPartitionRequestPartitionData.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-AlterPartitionRequestPartitionData.STRUCT_VERSIONS = VersionSet.parse('0-3')
-AlterPartitionRequestPartitionData._decoders = {0: _decode_AlterPartitionRequestPartitionData_v0, 1: _decode_AlterPartitionRequestPartitionData_v1, 2: _decode_AlterPartitionRequestPartitionData_v1, 3: _decode_AlterPartitionRequestPartitionData_v3}
-AlterPartitionRequestPartitionData._encoders = {0: _encode_AlterPartitionRequestPartitionData_v0, 1: _encode_AlterPartitionRequestPartitionData_v1, 2: _encode_AlterPartitionRequestPartitionData_v1, 3: _encode_AlterPartitionRequestPartitionData_v3}
 _DEFAULT_AlterPartitionRequestPartitionData = AlterPartitionRequestPartitionData()
 
-AlterPartitionRequestTopicData.FIELDS = (
+_class_data(AlterPartitionRequestTopicData, (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('2+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, True, None),
     FieldSpec('topic_name', 'TopicName', 'string', None, None, VersionSet.parse('0-1'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', True, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', AlterPartitionRequestPartitionData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-3',
+    {0: _decode_AlterPartitionRequestTopicData_v0, 1: _decode_AlterPartitionRequestTopicData_v1, 2: _decode_AlterPartitionRequestTopicData_v2, 3: _decode_AlterPartitionRequestTopicData_v3},
+    {0: _encode_AlterPartitionRequestTopicData_v0, 1: _encode_AlterPartitionRequestTopicData_v1, 2: _encode_AlterPartitionRequestTopicData_v2, 3: _encode_AlterPartitionRequestTopicData_v3},
 )
-AlterPartitionRequestTopicData.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-AlterPartitionRequestTopicData.STRUCT_VERSIONS = VersionSet.parse('0-3')
-AlterPartitionRequestTopicData._decoders = {0: _decode_AlterPartitionRequestTopicData_v0, 1: _decode_AlterPartitionRequestTopicData_v1, 2: _decode_AlterPartitionRequestTopicData_v2, 3: _decode_AlterPartitionRequestTopicData_v3}
-AlterPartitionRequestTopicData._encoders = {0: _encode_AlterPartitionRequestTopicData_v0, 1: _encode_AlterPartitionRequestTopicData_v1, 2: _encode_AlterPartitionRequestTopicData_v2, 3: _encode_AlterPartitionRequestTopicData_v3}
 _DEFAULT_AlterPartitionRequestTopicData = AlterPartitionRequestTopicData()
 
-AlterPartitionRequest.FIELDS = (
+_class_data(AlterPartitionRequest, (
     FieldSpec('broker_id', 'BrokerId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
     FieldSpec('broker_epoch', 'BrokerEpoch', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', AlterPartitionRequestTopicData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-3',
+    {0: _decode_AlterPartitionRequest_v0, 1: _decode_AlterPartitionRequest_v1, 2: _decode_AlterPartitionRequest_v2, 3: _decode_AlterPartitionRequest_v3},
+    {0: _encode_AlterPartitionRequest_v0, 1: _encode_AlterPartitionRequest_v1, 2: _encode_AlterPartitionRequest_v2, 3: _encode_AlterPartitionRequest_v3},
+    api_key=56, kind='request', valid=(0, 1, 2, 3),
 )
-AlterPartitionRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-AlterPartitionRequest.STRUCT_VERSIONS = VersionSet.parse('0-3')
-AlterPartitionRequest._decoders = {0: _decode_AlterPartitionRequest_v0, 1: _decode_AlterPartitionRequest_v1, 2: _decode_AlterPartitionRequest_v2, 3: _decode_AlterPartitionRequest_v3}
-AlterPartitionRequest._encoders = {0: _encode_AlterPartitionRequest_v0, 1: _encode_AlterPartitionRequest_v1, 2: _encode_AlterPartitionRequest_v2, 3: _encode_AlterPartitionRequest_v3}
-AlterPartitionRequest.API_KEY = 56
-AlterPartitionRequest.KIND = 'request'
-AlterPartitionRequest.VERSIONS = (0, 1, 2, 3)
 
-AlterPartitionResponsePartitionData.FIELDS = (
+_class_data(AlterPartitionResponsePartitionData, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('leader_id', 'LeaderId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
@@ -1948,35 +1934,28 @@ AlterPartitionResponsePartitionData.FIELDS = (
     FieldSpec('isr', 'Isr', 'array', 'int32', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, 'brokerId'),
     FieldSpec('leader_recovery_state', 'LeaderRecoveryState', 'int8', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, True, None),
     FieldSpec('partition_epoch', 'PartitionEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0-3',
+    {0: _decode_AlterPartitionResponsePartitionData_v0, 1: _decode_AlterPartitionResponsePartitionData_v1, 2: _decode_AlterPartitionResponsePartitionData_v1, 3: _decode_AlterPartitionResponsePartitionData_v1},
+    {0: _encode_AlterPartitionResponsePartitionData_v0, 1: _encode_AlterPartitionResponsePartitionData_v1, 2: _encode_AlterPartitionResponsePartitionData_v1, 3: _encode_AlterPartitionResponsePartitionData_v1},
 )
-AlterPartitionResponsePartitionData.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-AlterPartitionResponsePartitionData.STRUCT_VERSIONS = VersionSet.parse('0-3')
-AlterPartitionResponsePartitionData._decoders = {0: _decode_AlterPartitionResponsePartitionData_v0, 1: _decode_AlterPartitionResponsePartitionData_v1, 2: _decode_AlterPartitionResponsePartitionData_v1, 3: _decode_AlterPartitionResponsePartitionData_v1}
-AlterPartitionResponsePartitionData._encoders = {0: _encode_AlterPartitionResponsePartitionData_v0, 1: _encode_AlterPartitionResponsePartitionData_v1, 2: _encode_AlterPartitionResponsePartitionData_v1, 3: _encode_AlterPartitionResponsePartitionData_v1}
 _DEFAULT_AlterPartitionResponsePartitionData = AlterPartitionResponsePartitionData()
 
-AlterPartitionResponseTopicData.FIELDS = (
+_class_data(AlterPartitionResponseTopicData, (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('2+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, True, None),
     FieldSpec('topic_name', 'TopicName', 'string', None, None, VersionSet.parse('0-1'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', True, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', AlterPartitionResponsePartitionData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-3',
+    {0: _decode_AlterPartitionResponseTopicData_v0, 1: _decode_AlterPartitionResponseTopicData_v1, 2: _decode_AlterPartitionResponseTopicData_v2, 3: _decode_AlterPartitionResponseTopicData_v2},
+    {0: _encode_AlterPartitionResponseTopicData_v0, 1: _encode_AlterPartitionResponseTopicData_v1, 2: _encode_AlterPartitionResponseTopicData_v2, 3: _encode_AlterPartitionResponseTopicData_v2},
 )
-AlterPartitionResponseTopicData.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-AlterPartitionResponseTopicData.STRUCT_VERSIONS = VersionSet.parse('0-3')
-AlterPartitionResponseTopicData._decoders = {0: _decode_AlterPartitionResponseTopicData_v0, 1: _decode_AlterPartitionResponseTopicData_v1, 2: _decode_AlterPartitionResponseTopicData_v2, 3: _decode_AlterPartitionResponseTopicData_v2}
-AlterPartitionResponseTopicData._encoders = {0: _encode_AlterPartitionResponseTopicData_v0, 1: _encode_AlterPartitionResponseTopicData_v1, 2: _encode_AlterPartitionResponseTopicData_v2, 3: _encode_AlterPartitionResponseTopicData_v2}
 _DEFAULT_AlterPartitionResponseTopicData = AlterPartitionResponseTopicData()
 
-AlterPartitionResponse.FIELDS = (
+_class_data(AlterPartitionResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', AlterPartitionResponseTopicData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-3',
+    {0: _decode_AlterPartitionResponse_v0, 1: _decode_AlterPartitionResponse_v1, 2: _decode_AlterPartitionResponse_v2, 3: _decode_AlterPartitionResponse_v2},
+    {0: _encode_AlterPartitionResponse_v0, 1: _encode_AlterPartitionResponse_v1, 2: _encode_AlterPartitionResponse_v2, 3: _encode_AlterPartitionResponse_v2},
+    api_key=56, kind='response', valid=(0, 1, 2, 3),
 )
-AlterPartitionResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-AlterPartitionResponse.STRUCT_VERSIONS = VersionSet.parse('0-3')
-AlterPartitionResponse._decoders = {0: _decode_AlterPartitionResponse_v0, 1: _decode_AlterPartitionResponse_v1, 2: _decode_AlterPartitionResponse_v2, 3: _decode_AlterPartitionResponse_v2}
-AlterPartitionResponse._encoders = {0: _encode_AlterPartitionResponse_v0, 1: _encode_AlterPartitionResponse_v1, 2: _encode_AlterPartitionResponse_v2, 3: _encode_AlterPartitionResponse_v2}
-AlterPartitionResponse.API_KEY = 56
-AlterPartitionResponse.KIND = 'response'
-AlterPartitionResponse.VERSIONS = (0, 1, 2, 3)
-
-_use_native(__name__)

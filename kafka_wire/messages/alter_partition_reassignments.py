@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>i')
 _S1 = _Struct('>i?')
 _S2 = _Struct('>ih')
@@ -834,73 +835,61 @@ def _encode_AlterPartitionReassignmentsResponse_v1(o: AlterPartitionReassignment
         out.append(0)
 
 
-AlterPartitionReassignmentsRequestReassignablePartition.FIELDS = (
+_class_data(AlterPartitionReassignmentsRequestReassignablePartition, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('replicas', 'Replicas', 'array', 'int32', None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, 'brokerId'),
+), '0+', '0-1',
+    {0: _decode_AlterPartitionReassignmentsRequestReassignablePartition_v0, 1: _decode_AlterPartitionReassignmentsRequestReassignablePartition_v0},
+    {0: _encode_AlterPartitionReassignmentsRequestReassignablePartition_v0, 1: _encode_AlterPartitionReassignmentsRequestReassignablePartition_v0},
 )
-AlterPartitionReassignmentsRequestReassignablePartition.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-AlterPartitionReassignmentsRequestReassignablePartition.STRUCT_VERSIONS = VersionSet.parse('0-1')
-AlterPartitionReassignmentsRequestReassignablePartition._decoders = {0: _decode_AlterPartitionReassignmentsRequestReassignablePartition_v0, 1: _decode_AlterPartitionReassignmentsRequestReassignablePartition_v0}
-AlterPartitionReassignmentsRequestReassignablePartition._encoders = {0: _encode_AlterPartitionReassignmentsRequestReassignablePartition_v0, 1: _encode_AlterPartitionReassignmentsRequestReassignablePartition_v0}
 _DEFAULT_AlterPartitionReassignmentsRequestReassignablePartition = AlterPartitionReassignmentsRequestReassignablePartition()
 
-AlterPartitionReassignmentsRequestReassignableTopic.FIELDS = (
+_class_data(AlterPartitionReassignmentsRequestReassignableTopic, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', AlterPartitionReassignmentsRequestReassignablePartition, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_AlterPartitionReassignmentsRequestReassignableTopic_v0, 1: _decode_AlterPartitionReassignmentsRequestReassignableTopic_v0},
+    {0: _encode_AlterPartitionReassignmentsRequestReassignableTopic_v0, 1: _encode_AlterPartitionReassignmentsRequestReassignableTopic_v0},
 )
-AlterPartitionReassignmentsRequestReassignableTopic.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-AlterPartitionReassignmentsRequestReassignableTopic.STRUCT_VERSIONS = VersionSet.parse('0-1')
-AlterPartitionReassignmentsRequestReassignableTopic._decoders = {0: _decode_AlterPartitionReassignmentsRequestReassignableTopic_v0, 1: _decode_AlterPartitionReassignmentsRequestReassignableTopic_v0}
-AlterPartitionReassignmentsRequestReassignableTopic._encoders = {0: _encode_AlterPartitionReassignmentsRequestReassignableTopic_v0, 1: _encode_AlterPartitionReassignmentsRequestReassignableTopic_v0}
 _DEFAULT_AlterPartitionReassignmentsRequestReassignableTopic = AlterPartitionReassignmentsRequestReassignableTopic()
 
-AlterPartitionReassignmentsRequest.FIELDS = (
+_class_data(AlterPartitionReassignmentsRequest, (
     FieldSpec('timeout_ms', 'TimeoutMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 60000, False, None),
     FieldSpec('allow_replication_factor_change', 'AllowReplicationFactorChange', 'bool', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: True, False, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', AlterPartitionReassignmentsRequestReassignableTopic, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_AlterPartitionReassignmentsRequest_v0, 1: _decode_AlterPartitionReassignmentsRequest_v1},
+    {0: _encode_AlterPartitionReassignmentsRequest_v0, 1: _encode_AlterPartitionReassignmentsRequest_v1},
+    api_key=45, kind='request', valid=(0, 1),
 )
-AlterPartitionReassignmentsRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-AlterPartitionReassignmentsRequest.STRUCT_VERSIONS = VersionSet.parse('0-1')
-AlterPartitionReassignmentsRequest._decoders = {0: _decode_AlterPartitionReassignmentsRequest_v0, 1: _decode_AlterPartitionReassignmentsRequest_v1}
-AlterPartitionReassignmentsRequest._encoders = {0: _encode_AlterPartitionReassignmentsRequest_v0, 1: _encode_AlterPartitionReassignmentsRequest_v1}
-AlterPartitionReassignmentsRequest.API_KEY = 45
-AlterPartitionReassignmentsRequest.KIND = 'request'
-AlterPartitionReassignmentsRequest.VERSIONS = (0, 1)
 
-AlterPartitionReassignmentsResponseReassignablePartitionResponse.FIELDS = (
+_class_data(AlterPartitionReassignmentsResponseReassignablePartitionResponse, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
+), '0+', '0-1',
+    {0: _decode_AlterPartitionReassignmentsResponseReassignablePartitionResponse_v0, 1: _decode_AlterPartitionReassignmentsResponseReassignablePartitionResponse_v0},
+    {0: _encode_AlterPartitionReassignmentsResponseReassignablePartitionResponse_v0, 1: _encode_AlterPartitionReassignmentsResponseReassignablePartitionResponse_v0},
 )
-AlterPartitionReassignmentsResponseReassignablePartitionResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-AlterPartitionReassignmentsResponseReassignablePartitionResponse.STRUCT_VERSIONS = VersionSet.parse('0-1')
-AlterPartitionReassignmentsResponseReassignablePartitionResponse._decoders = {0: _decode_AlterPartitionReassignmentsResponseReassignablePartitionResponse_v0, 1: _decode_AlterPartitionReassignmentsResponseReassignablePartitionResponse_v0}
-AlterPartitionReassignmentsResponseReassignablePartitionResponse._encoders = {0: _encode_AlterPartitionReassignmentsResponseReassignablePartitionResponse_v0, 1: _encode_AlterPartitionReassignmentsResponseReassignablePartitionResponse_v0}
 _DEFAULT_AlterPartitionReassignmentsResponseReassignablePartitionResponse = AlterPartitionReassignmentsResponseReassignablePartitionResponse()
 
-AlterPartitionReassignmentsResponseReassignableTopicResponse.FIELDS = (
+_class_data(AlterPartitionReassignmentsResponseReassignableTopicResponse, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', AlterPartitionReassignmentsResponseReassignablePartitionResponse, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0, 1: _decode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0},
+    {0: _encode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0, 1: _encode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0},
 )
-AlterPartitionReassignmentsResponseReassignableTopicResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-AlterPartitionReassignmentsResponseReassignableTopicResponse.STRUCT_VERSIONS = VersionSet.parse('0-1')
-AlterPartitionReassignmentsResponseReassignableTopicResponse._decoders = {0: _decode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0, 1: _decode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0}
-AlterPartitionReassignmentsResponseReassignableTopicResponse._encoders = {0: _encode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0, 1: _encode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0}
 _DEFAULT_AlterPartitionReassignmentsResponseReassignableTopicResponse = AlterPartitionReassignmentsResponseReassignableTopicResponse()
 
-AlterPartitionReassignmentsResponse.FIELDS = (
+_class_data(AlterPartitionReassignmentsResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('allow_replication_factor_change', 'AllowReplicationFactorChange', 'bool', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: True, True, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('responses', 'Responses', 'array', 'struct', AlterPartitionReassignmentsResponseReassignableTopicResponse, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_AlterPartitionReassignmentsResponse_v0, 1: _decode_AlterPartitionReassignmentsResponse_v1},
+    {0: _encode_AlterPartitionReassignmentsResponse_v0, 1: _encode_AlterPartitionReassignmentsResponse_v1},
+    api_key=45, kind='response', valid=(0, 1),
 )
-AlterPartitionReassignmentsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-AlterPartitionReassignmentsResponse.STRUCT_VERSIONS = VersionSet.parse('0-1')
-AlterPartitionReassignmentsResponse._decoders = {0: _decode_AlterPartitionReassignmentsResponse_v0, 1: _decode_AlterPartitionReassignmentsResponse_v1}
-AlterPartitionReassignmentsResponse._encoders = {0: _encode_AlterPartitionReassignmentsResponse_v0, 1: _encode_AlterPartitionReassignmentsResponse_v1}
-AlterPartitionReassignmentsResponse.API_KEY = 45
-AlterPartitionReassignmentsResponse.KIND = 'response'
-AlterPartitionReassignmentsResponse.VERSIONS = (0, 1)
-
-_use_native(__name__)

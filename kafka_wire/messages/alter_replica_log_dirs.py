@@ -12,25 +12,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import (
-    ARRAY_STRUCTS,
-    COUNTED_ARRAY_STRUCTS,
-    FRESH,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, COUNTED_ARRAY_STRUCTS, FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>i')
 _S1 = _Struct('>h')
 _S2 = _Struct('>ih')
@@ -910,67 +903,55 @@ def _encode_AlterReplicaLogDirsResponse_v2(o: AlterReplicaLogDirsResponse, out: 
         out.append(0)
 
 
-AlterReplicaLogDirsRequestAlterReplicaLogDirTopic.FIELDS = (
+_class_data(AlterReplicaLogDirsRequestAlterReplicaLogDirTopic, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'int32', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '2+', '0-2',
+    {0: _decode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v0, 1: _decode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v0, 2: _decode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v2},
+    {0: _encode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v0, 1: _encode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v0, 2: _encode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v2},
 )
-AlterReplicaLogDirsRequestAlterReplicaLogDirTopic.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-AlterReplicaLogDirsRequestAlterReplicaLogDirTopic.STRUCT_VERSIONS = VersionSet.parse('0-2')
-AlterReplicaLogDirsRequestAlterReplicaLogDirTopic._decoders = {0: _decode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v0, 1: _decode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v0, 2: _decode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v2}
-AlterReplicaLogDirsRequestAlterReplicaLogDirTopic._encoders = {0: _encode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v0, 1: _encode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v0, 2: _encode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v2}
 _DEFAULT_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic = AlterReplicaLogDirsRequestAlterReplicaLogDirTopic()
 
-AlterReplicaLogDirsRequestAlterReplicaLogDir.FIELDS = (
+_class_data(AlterReplicaLogDirsRequestAlterReplicaLogDir, (
     FieldSpec('path', 'Path', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', AlterReplicaLogDirsRequestAlterReplicaLogDirTopic, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '2+', '0-2',
+    {0: _decode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v0, 1: _decode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v0, 2: _decode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v2},
+    {0: _encode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v0, 1: _encode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v0, 2: _encode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v2},
 )
-AlterReplicaLogDirsRequestAlterReplicaLogDir.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-AlterReplicaLogDirsRequestAlterReplicaLogDir.STRUCT_VERSIONS = VersionSet.parse('0-2')
-AlterReplicaLogDirsRequestAlterReplicaLogDir._decoders = {0: _decode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v0, 1: _decode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v0, 2: _decode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v2}
-AlterReplicaLogDirsRequestAlterReplicaLogDir._encoders = {0: _encode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v0, 1: _encode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v0, 2: _encode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v2}
 _DEFAULT_AlterReplicaLogDirsRequestAlterReplicaLogDir = AlterReplicaLogDirsRequestAlterReplicaLogDir()
 
-AlterReplicaLogDirsRequest.FIELDS = (
+_class_data(AlterReplicaLogDirsRequest, (
     FieldSpec('dirs', 'Dirs', 'array', 'struct', AlterReplicaLogDirsRequestAlterReplicaLogDir, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '2+', '0-2',
+    {0: _decode_AlterReplicaLogDirsRequest_v0, 1: _decode_AlterReplicaLogDirsRequest_v0, 2: _decode_AlterReplicaLogDirsRequest_v2},
+    {0: _encode_AlterReplicaLogDirsRequest_v0, 1: _encode_AlterReplicaLogDirsRequest_v0, 2: _encode_AlterReplicaLogDirsRequest_v2},
+    api_key=34, kind='request', valid=(0, 1, 2),
 )
-AlterReplicaLogDirsRequest.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-AlterReplicaLogDirsRequest.STRUCT_VERSIONS = VersionSet.parse('0-2')
-AlterReplicaLogDirsRequest._decoders = {0: _decode_AlterReplicaLogDirsRequest_v0, 1: _decode_AlterReplicaLogDirsRequest_v0, 2: _decode_AlterReplicaLogDirsRequest_v2}
-AlterReplicaLogDirsRequest._encoders = {0: _encode_AlterReplicaLogDirsRequest_v0, 1: _encode_AlterReplicaLogDirsRequest_v0, 2: _encode_AlterReplicaLogDirsRequest_v2}
-AlterReplicaLogDirsRequest.API_KEY = 34
-AlterReplicaLogDirsRequest.KIND = 'request'
-AlterReplicaLogDirsRequest.VERSIONS = (0, 1, 2)
 
-AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult.FIELDS = (
+_class_data(AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '2+', '0-2',
+    {0: _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v0, 1: _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v0, 2: _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v2},
+    {0: _encode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v0, 1: _encode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v0, 2: _encode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v2},
 )
-AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult.STRUCT_VERSIONS = VersionSet.parse('0-2')
-AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult._decoders = {0: _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v0, 1: _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v0, 2: _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v2}
-AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult._encoders = {0: _encode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v0, 1: _encode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v0, 2: _encode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v2}
 _DEFAULT_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult = AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult()
 
-AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult.FIELDS = (
+_class_data(AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult, (
     FieldSpec('topic_name', 'TopicName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '2+', '0-2',
+    {0: _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v0, 1: _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v0, 2: _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v2},
+    {0: _encode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v0, 1: _encode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v0, 2: _encode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v2},
 )
-AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult.STRUCT_VERSIONS = VersionSet.parse('0-2')
-AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult._decoders = {0: _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v0, 1: _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v0, 2: _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v2}
-AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult._encoders = {0: _encode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v0, 1: _encode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v0, 2: _encode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v2}
 _DEFAULT_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult = AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult()
 
-AlterReplicaLogDirsResponse.FIELDS = (
+_class_data(AlterReplicaLogDirsResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('results', 'Results', 'array', 'struct', AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '2+', '0-2',
+    {0: _decode_AlterReplicaLogDirsResponse_v0, 1: _decode_AlterReplicaLogDirsResponse_v0, 2: _decode_AlterReplicaLogDirsResponse_v2},
+    {0: _encode_AlterReplicaLogDirsResponse_v0, 1: _encode_AlterReplicaLogDirsResponse_v0, 2: _encode_AlterReplicaLogDirsResponse_v2},
+    api_key=34, kind='response', valid=(0, 1, 2),
 )
-AlterReplicaLogDirsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-AlterReplicaLogDirsResponse.STRUCT_VERSIONS = VersionSet.parse('0-2')
-AlterReplicaLogDirsResponse._decoders = {0: _decode_AlterReplicaLogDirsResponse_v0, 1: _decode_AlterReplicaLogDirsResponse_v0, 2: _decode_AlterReplicaLogDirsResponse_v2}
-AlterReplicaLogDirsResponse._encoders = {0: _encode_AlterReplicaLogDirsResponse_v0, 1: _encode_AlterReplicaLogDirsResponse_v0, 2: _encode_AlterReplicaLogDirsResponse_v2}
-AlterReplicaLogDirsResponse.API_KEY = 34
-AlterReplicaLogDirsResponse.KIND = 'response'
-AlterReplicaLogDirsResponse.VERSIONS = (0, 1, 2)
-
-_use_native(__name__)

@@ -11,26 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import (
-    FRESH,
-    ZERO_UUID,
-    ZERO_UUID_BYTES,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>iq')
 _S1 = _Struct('>ih')
 _S2 = _Struct('>16s')
@@ -657,72 +650,60 @@ def _encode_AlterShareGroupOffsetsResponse_v0(o: AlterShareGroupOffsetsResponse,
         out.append(0)
 
 
-AlterShareGroupOffsetsRequestPartition.FIELDS = (
+_class_data(AlterShareGroupOffsetsRequestPartition, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('start_offset', 'StartOffset', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0',
+    {0: _decode_AlterShareGroupOffsetsRequestPartition_v0},
+    {0: _encode_AlterShareGroupOffsetsRequestPartition_v0},
 )
-AlterShareGroupOffsetsRequestPartition.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-AlterShareGroupOffsetsRequestPartition.STRUCT_VERSIONS = VersionSet.parse('0')
-AlterShareGroupOffsetsRequestPartition._decoders = {0: _decode_AlterShareGroupOffsetsRequestPartition_v0}
-AlterShareGroupOffsetsRequestPartition._encoders = {0: _encode_AlterShareGroupOffsetsRequestPartition_v0}
 _DEFAULT_AlterShareGroupOffsetsRequestPartition = AlterShareGroupOffsetsRequestPartition()
 
-AlterShareGroupOffsetsRequestTopic.FIELDS = (
+_class_data(AlterShareGroupOffsetsRequestTopic, (
     FieldSpec('topic_name', 'TopicName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', AlterShareGroupOffsetsRequestPartition, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_AlterShareGroupOffsetsRequestTopic_v0},
+    {0: _encode_AlterShareGroupOffsetsRequestTopic_v0},
 )
-AlterShareGroupOffsetsRequestTopic.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-AlterShareGroupOffsetsRequestTopic.STRUCT_VERSIONS = VersionSet.parse('0')
-AlterShareGroupOffsetsRequestTopic._decoders = {0: _decode_AlterShareGroupOffsetsRequestTopic_v0}
-AlterShareGroupOffsetsRequestTopic._encoders = {0: _encode_AlterShareGroupOffsetsRequestTopic_v0}
 _DEFAULT_AlterShareGroupOffsetsRequestTopic = AlterShareGroupOffsetsRequestTopic()
 
-AlterShareGroupOffsetsRequest.FIELDS = (
+_class_data(AlterShareGroupOffsetsRequest, (
     FieldSpec('group_id', 'GroupId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'groupId'),
     FieldSpec('topics', 'Topics', 'array', 'struct', AlterShareGroupOffsetsRequestTopic, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_AlterShareGroupOffsetsRequest_v0},
+    {0: _encode_AlterShareGroupOffsetsRequest_v0},
+    api_key=91, kind='request', valid=(0,),
 )
-AlterShareGroupOffsetsRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-AlterShareGroupOffsetsRequest.STRUCT_VERSIONS = VersionSet.parse('0')
-AlterShareGroupOffsetsRequest._decoders = {0: _decode_AlterShareGroupOffsetsRequest_v0}
-AlterShareGroupOffsetsRequest._encoders = {0: _encode_AlterShareGroupOffsetsRequest_v0}
-AlterShareGroupOffsetsRequest.API_KEY = 91
-AlterShareGroupOffsetsRequest.KIND = 'request'
-AlterShareGroupOffsetsRequest.VERSIONS = (0,)
 
-AlterShareGroupOffsetsResponsePartition.FIELDS = (
+_class_data(AlterShareGroupOffsetsResponsePartition, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
+), '0+', '0',
+    {0: _decode_AlterShareGroupOffsetsResponsePartition_v0},
+    {0: _encode_AlterShareGroupOffsetsResponsePartition_v0},
 )
-AlterShareGroupOffsetsResponsePartition.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-AlterShareGroupOffsetsResponsePartition.STRUCT_VERSIONS = VersionSet.parse('0')
-AlterShareGroupOffsetsResponsePartition._decoders = {0: _decode_AlterShareGroupOffsetsResponsePartition_v0}
-AlterShareGroupOffsetsResponsePartition._encoders = {0: _encode_AlterShareGroupOffsetsResponsePartition_v0}
 _DEFAULT_AlterShareGroupOffsetsResponsePartition = AlterShareGroupOffsetsResponsePartition()
 
-AlterShareGroupOffsetsResponseTopic.FIELDS = (
+_class_data(AlterShareGroupOffsetsResponseTopic, (
     FieldSpec('topic_name', 'TopicName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', AlterShareGroupOffsetsResponsePartition, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_AlterShareGroupOffsetsResponseTopic_v0},
+    {0: _encode_AlterShareGroupOffsetsResponseTopic_v0},
 )
-AlterShareGroupOffsetsResponseTopic.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-AlterShareGroupOffsetsResponseTopic.STRUCT_VERSIONS = VersionSet.parse('0')
-AlterShareGroupOffsetsResponseTopic._decoders = {0: _decode_AlterShareGroupOffsetsResponseTopic_v0}
-AlterShareGroupOffsetsResponseTopic._encoders = {0: _encode_AlterShareGroupOffsetsResponseTopic_v0}
 _DEFAULT_AlterShareGroupOffsetsResponseTopic = AlterShareGroupOffsetsResponseTopic()
 
-AlterShareGroupOffsetsResponse.FIELDS = (
+_class_data(AlterShareGroupOffsetsResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
     FieldSpec('responses', 'Responses', 'array', 'struct', AlterShareGroupOffsetsResponseTopic, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_AlterShareGroupOffsetsResponse_v0},
+    {0: _encode_AlterShareGroupOffsetsResponse_v0},
+    api_key=91, kind='response', valid=(0,),
 )
-AlterShareGroupOffsetsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-AlterShareGroupOffsetsResponse.STRUCT_VERSIONS = VersionSet.parse('0')
-AlterShareGroupOffsetsResponse._decoders = {0: _decode_AlterShareGroupOffsetsResponse_v0}
-AlterShareGroupOffsetsResponse._encoders = {0: _encode_AlterShareGroupOffsetsResponse_v0}
-AlterShareGroupOffsetsResponse.API_KEY = 91
-AlterShareGroupOffsetsResponse.KIND = 'response'
-AlterShareGroupOffsetsResponse.VERSIONS = (0,)
-
-_use_native(__name__)

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>b')
 _S1 = _Struct('>bi')
 _S2 = _Struct('>h')
@@ -758,62 +759,51 @@ def _encode_AlterUserScramCredentialsResponse_v0(o: AlterUserScramCredentialsRes
         out.append(0)
 
 
-AlterUserScramCredentialsRequestScramCredentialDeletion.FIELDS = (
+_class_data(AlterUserScramCredentialsRequestScramCredentialDeletion, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('mechanism', 'Mechanism', 'int8', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0',
+    {0: _decode_AlterUserScramCredentialsRequestScramCredentialDeletion_v0},
+    {0: _encode_AlterUserScramCredentialsRequestScramCredentialDeletion_v0},
 )
-AlterUserScramCredentialsRequestScramCredentialDeletion.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-AlterUserScramCredentialsRequestScramCredentialDeletion.STRUCT_VERSIONS = VersionSet.parse('0')
-AlterUserScramCredentialsRequestScramCredentialDeletion._decoders = {0: _decode_AlterUserScramCredentialsRequestScramCredentialDeletion_v0}
-AlterUserScramCredentialsRequestScramCredentialDeletion._encoders = {0: _encode_AlterUserScramCredentialsRequestScramCredentialDeletion_v0}
 _DEFAULT_AlterUserScramCredentialsRequestScramCredentialDeletion = AlterUserScramCredentialsRequestScramCredentialDeletion()
 
-AlterUserScramCredentialsRequestScramCredentialUpsertion.FIELDS = (
+_class_data(AlterUserScramCredentialsRequestScramCredentialUpsertion, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('mechanism', 'Mechanism', 'int8', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('iterations', 'Iterations', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('salt', 'Salt', 'bytes', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: b"", False, None),
     FieldSpec('salted_password', 'SaltedPassword', 'bytes', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: b"", False, None),
+), '0+', '0',
+    {0: _decode_AlterUserScramCredentialsRequestScramCredentialUpsertion_v0},
+    {0: _encode_AlterUserScramCredentialsRequestScramCredentialUpsertion_v0},
 )
-AlterUserScramCredentialsRequestScramCredentialUpsertion.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-AlterUserScramCredentialsRequestScramCredentialUpsertion.STRUCT_VERSIONS = VersionSet.parse('0')
-AlterUserScramCredentialsRequestScramCredentialUpsertion._decoders = {0: _decode_AlterUserScramCredentialsRequestScramCredentialUpsertion_v0}
-AlterUserScramCredentialsRequestScramCredentialUpsertion._encoders = {0: _encode_AlterUserScramCredentialsRequestScramCredentialUpsertion_v0}
 _DEFAULT_AlterUserScramCredentialsRequestScramCredentialUpsertion = AlterUserScramCredentialsRequestScramCredentialUpsertion()
 
-AlterUserScramCredentialsRequest.FIELDS = (
+_class_data(AlterUserScramCredentialsRequest, (
     FieldSpec('deletions', 'Deletions', 'array', 'struct', AlterUserScramCredentialsRequestScramCredentialDeletion, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('upsertions', 'Upsertions', 'array', 'struct', AlterUserScramCredentialsRequestScramCredentialUpsertion, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_AlterUserScramCredentialsRequest_v0},
+    {0: _encode_AlterUserScramCredentialsRequest_v0},
+    api_key=51, kind='request', valid=(0,),
 )
-AlterUserScramCredentialsRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-AlterUserScramCredentialsRequest.STRUCT_VERSIONS = VersionSet.parse('0')
-AlterUserScramCredentialsRequest._decoders = {0: _decode_AlterUserScramCredentialsRequest_v0}
-AlterUserScramCredentialsRequest._encoders = {0: _encode_AlterUserScramCredentialsRequest_v0}
-AlterUserScramCredentialsRequest.API_KEY = 51
-AlterUserScramCredentialsRequest.KIND = 'request'
-AlterUserScramCredentialsRequest.VERSIONS = (0,)
 
-AlterUserScramCredentialsResponseResult.FIELDS = (
+_class_data(AlterUserScramCredentialsResponseResult, (
     FieldSpec('user', 'User', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
+), '0+', '0',
+    {0: _decode_AlterUserScramCredentialsResponseResult_v0},
+    {0: _encode_AlterUserScramCredentialsResponseResult_v0},
 )
-AlterUserScramCredentialsResponseResult.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-AlterUserScramCredentialsResponseResult.STRUCT_VERSIONS = VersionSet.parse('0')
-AlterUserScramCredentialsResponseResult._decoders = {0: _decode_AlterUserScramCredentialsResponseResult_v0}
-AlterUserScramCredentialsResponseResult._encoders = {0: _encode_AlterUserScramCredentialsResponseResult_v0}
 _DEFAULT_AlterUserScramCredentialsResponseResult = AlterUserScramCredentialsResponseResult()
 
-AlterUserScramCredentialsResponse.FIELDS = (
+_class_data(AlterUserScramCredentialsResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('results', 'Results', 'array', 'struct', AlterUserScramCredentialsResponseResult, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_AlterUserScramCredentialsResponse_v0},
+    {0: _encode_AlterUserScramCredentialsResponse_v0},
+    api_key=51, kind='response', valid=(0,),
 )
-AlterUserScramCredentialsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-AlterUserScramCredentialsResponse.STRUCT_VERSIONS = VersionSet.parse('0')
-AlterUserScramCredentialsResponse._decoders = {0: _decode_AlterUserScramCredentialsResponse_v0}
-AlterUserScramCredentialsResponse._encoders = {0: _encode_AlterUserScramCredentialsResponse_v0}
-AlterUserScramCredentialsResponse.API_KEY = 51
-AlterUserScramCredentialsResponse.KIND = 'response'
-AlterUserScramCredentialsResponse.VERSIONS = (0,)
-
-_use_native(__name__)

@@ -9,18 +9,21 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from struct import Struct as _Struct
+from typing import TYPE_CHECKING
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
+from kafka_wire.flavour import compiled_module
 
-_new = object.__new__
 _S0 = _Struct('>i')
 _S1 = _Struct('>hhh')
 _S2 = _Struct('>hh')
@@ -886,54 +889,48 @@ def _encode_ApiVersionsResponse_v3(o: ApiVersionsResponse, out: bytearray) -> No
         out.append(0)
 
 
-ApiVersionsRequest.FIELDS = (
+_class_data(ApiVersionsRequest, (
     FieldSpec('client_software_name', 'ClientSoftwareName', 'string', None, None, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', True, None),
     FieldSpec('client_software_version', 'ClientSoftwareVersion', 'string', None, None, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', True, None),
     FieldSpec('cluster_id', 'ClusterId', 'string', None, None, VersionSet.parse('5+'), VersionSet.parse('5+'), None, VersionSet.parse('none'), None, lambda: None, True, None),
     FieldSpec('node_id', 'NodeId', 'int32', None, None, VersionSet.parse('5+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, True, None),
+), '3+', '0-5',
+    {0: _decode_ApiVersionsRequest_v0, 1: _decode_ApiVersionsRequest_v0, 2: _decode_ApiVersionsRequest_v0, 3: _decode_ApiVersionsRequest_v3, 4: _decode_ApiVersionsRequest_v3, 5: _decode_ApiVersionsRequest_v5},
+    {0: _encode_ApiVersionsRequest_v0, 1: _encode_ApiVersionsRequest_v0, 2: _encode_ApiVersionsRequest_v0, 3: _encode_ApiVersionsRequest_v3, 4: _encode_ApiVersionsRequest_v3, 5: _encode_ApiVersionsRequest_v5},
+    api_key=18, kind='request', valid=(0, 1, 2, 3, 4, 5),
 )
-ApiVersionsRequest.FLEXIBLE_VERSIONS = VersionSet.parse('3+')
-ApiVersionsRequest.STRUCT_VERSIONS = VersionSet.parse('0-5')
-ApiVersionsRequest._decoders = {0: _decode_ApiVersionsRequest_v0, 1: _decode_ApiVersionsRequest_v0, 2: _decode_ApiVersionsRequest_v0, 3: _decode_ApiVersionsRequest_v3, 4: _decode_ApiVersionsRequest_v3, 5: _decode_ApiVersionsRequest_v5}
-ApiVersionsRequest._encoders = {0: _encode_ApiVersionsRequest_v0, 1: _encode_ApiVersionsRequest_v0, 2: _encode_ApiVersionsRequest_v0, 3: _encode_ApiVersionsRequest_v3, 4: _encode_ApiVersionsRequest_v3, 5: _encode_ApiVersionsRequest_v5}
-ApiVersionsRequest.API_KEY = 18
-ApiVersionsRequest.KIND = 'request'
-ApiVersionsRequest.VERSIONS = (0, 1, 2, 3, 4, 5)
 
-ApiVersionsResponseApiVersion.FIELDS = (
+_class_data(ApiVersionsResponseApiVersion, (
     FieldSpec('api_key', 'ApiKey', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('min_version', 'MinVersion', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('max_version', 'MaxVersion', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '3+', '0-5',
+    {0: _decode_ApiVersionsResponseApiVersion_v0, 1: _decode_ApiVersionsResponseApiVersion_v0, 2: _decode_ApiVersionsResponseApiVersion_v0, 3: _decode_ApiVersionsResponseApiVersion_v3, 4: _decode_ApiVersionsResponseApiVersion_v3, 5: _decode_ApiVersionsResponseApiVersion_v3},
+    {0: _encode_ApiVersionsResponseApiVersion_v0, 1: _encode_ApiVersionsResponseApiVersion_v0, 2: _encode_ApiVersionsResponseApiVersion_v0, 3: _encode_ApiVersionsResponseApiVersion_v3, 4: _encode_ApiVersionsResponseApiVersion_v3, 5: _encode_ApiVersionsResponseApiVersion_v3},
 )
-ApiVersionsResponseApiVersion.FLEXIBLE_VERSIONS = VersionSet.parse('3+')
-ApiVersionsResponseApiVersion.STRUCT_VERSIONS = VersionSet.parse('0-5')
-ApiVersionsResponseApiVersion._decoders = {0: _decode_ApiVersionsResponseApiVersion_v0, 1: _decode_ApiVersionsResponseApiVersion_v0, 2: _decode_ApiVersionsResponseApiVersion_v0, 3: _decode_ApiVersionsResponseApiVersion_v3, 4: _decode_ApiVersionsResponseApiVersion_v3, 5: _decode_ApiVersionsResponseApiVersion_v3}
-ApiVersionsResponseApiVersion._encoders = {0: _encode_ApiVersionsResponseApiVersion_v0, 1: _encode_ApiVersionsResponseApiVersion_v0, 2: _encode_ApiVersionsResponseApiVersion_v0, 3: _encode_ApiVersionsResponseApiVersion_v3, 4: _encode_ApiVersionsResponseApiVersion_v3, 5: _encode_ApiVersionsResponseApiVersion_v3}
 _DEFAULT_ApiVersionsResponseApiVersion = ApiVersionsResponseApiVersion()
 
-ApiVersionsResponseSupportedFeatureKey.FIELDS = (
+_class_data(ApiVersionsResponseSupportedFeatureKey, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('min_version', 'MinVersion', 'int16', None, None, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('max_version', 'MaxVersion', 'int16', None, None, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '3+', '3-5',
+    {3: _decode_ApiVersionsResponseSupportedFeatureKey_v3, 4: _decode_ApiVersionsResponseSupportedFeatureKey_v3, 5: _decode_ApiVersionsResponseSupportedFeatureKey_v3},
+    {3: _encode_ApiVersionsResponseSupportedFeatureKey_v3, 4: _encode_ApiVersionsResponseSupportedFeatureKey_v3, 5: _encode_ApiVersionsResponseSupportedFeatureKey_v3},
 )
-ApiVersionsResponseSupportedFeatureKey.FLEXIBLE_VERSIONS = VersionSet.parse('3+')
-ApiVersionsResponseSupportedFeatureKey.STRUCT_VERSIONS = VersionSet.parse('3-5')
-ApiVersionsResponseSupportedFeatureKey._decoders = {3: _decode_ApiVersionsResponseSupportedFeatureKey_v3, 4: _decode_ApiVersionsResponseSupportedFeatureKey_v3, 5: _decode_ApiVersionsResponseSupportedFeatureKey_v3}
-ApiVersionsResponseSupportedFeatureKey._encoders = {3: _encode_ApiVersionsResponseSupportedFeatureKey_v3, 4: _encode_ApiVersionsResponseSupportedFeatureKey_v3, 5: _encode_ApiVersionsResponseSupportedFeatureKey_v3}
 _DEFAULT_ApiVersionsResponseSupportedFeatureKey = ApiVersionsResponseSupportedFeatureKey()
 
-ApiVersionsResponseFinalizedFeatureKey.FIELDS = (
+_class_data(ApiVersionsResponseFinalizedFeatureKey, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('max_version_level', 'MaxVersionLevel', 'int16', None, None, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('min_version_level', 'MinVersionLevel', 'int16', None, None, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '3+', '3-5',
+    {3: _decode_ApiVersionsResponseFinalizedFeatureKey_v3, 4: _decode_ApiVersionsResponseFinalizedFeatureKey_v3, 5: _decode_ApiVersionsResponseFinalizedFeatureKey_v3},
+    {3: _encode_ApiVersionsResponseFinalizedFeatureKey_v3, 4: _encode_ApiVersionsResponseFinalizedFeatureKey_v3, 5: _encode_ApiVersionsResponseFinalizedFeatureKey_v3},
 )
-ApiVersionsResponseFinalizedFeatureKey.FLEXIBLE_VERSIONS = VersionSet.parse('3+')
-ApiVersionsResponseFinalizedFeatureKey.STRUCT_VERSIONS = VersionSet.parse('3-5')
-ApiVersionsResponseFinalizedFeatureKey._decoders = {3: _decode_ApiVersionsResponseFinalizedFeatureKey_v3, 4: _decode_ApiVersionsResponseFinalizedFeatureKey_v3, 5: _decode_ApiVersionsResponseFinalizedFeatureKey_v3}
-ApiVersionsResponseFinalizedFeatureKey._encoders = {3: _encode_ApiVersionsResponseFinalizedFeatureKey_v3, 4: _encode_ApiVersionsResponseFinalizedFeatureKey_v3, 5: _encode_ApiVersionsResponseFinalizedFeatureKey_v3}
 _DEFAULT_ApiVersionsResponseFinalizedFeatureKey = ApiVersionsResponseFinalizedFeatureKey()
 
-ApiVersionsResponse.FIELDS = (
+_class_data(ApiVersionsResponse, (
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('api_keys', 'ApiKeys', 'array', 'struct', ApiVersionsResponseApiVersion, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, True, None),
@@ -941,13 +938,19 @@ ApiVersionsResponse.FIELDS = (
     FieldSpec('finalized_features_epoch', 'FinalizedFeaturesEpoch', 'int64', None, None, VersionSet.parse('3+'), VersionSet.parse('none'), 1, VersionSet.parse('3+'), None, lambda: -1, True, None),
     FieldSpec('finalized_features', 'FinalizedFeatures', 'array', 'struct', ApiVersionsResponseFinalizedFeatureKey, VersionSet.parse('3+'), VersionSet.parse('none'), 2, VersionSet.parse('3+'), None, lambda: [], True, None),
     FieldSpec('zk_migration_ready', 'ZkMigrationReady', 'bool', None, None, VersionSet.parse('3+'), VersionSet.parse('none'), 3, VersionSet.parse('3+'), None, lambda: False, True, None),
+), '3+', '0-5',
+    {0: _decode_ApiVersionsResponse_v0, 1: _decode_ApiVersionsResponse_v1, 2: _decode_ApiVersionsResponse_v1, 3: _decode_ApiVersionsResponse_v3, 4: _decode_ApiVersionsResponse_v3, 5: _decode_ApiVersionsResponse_v3},
+    {0: _encode_ApiVersionsResponse_v0, 1: _encode_ApiVersionsResponse_v1, 2: _encode_ApiVersionsResponse_v1, 3: _encode_ApiVersionsResponse_v3, 4: _encode_ApiVersionsResponse_v3, 5: _encode_ApiVersionsResponse_v3},
+    api_key=18, kind='response', valid=(0, 1, 2, 3, 4, 5),
 )
-ApiVersionsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('3+')
-ApiVersionsResponse.STRUCT_VERSIONS = VersionSet.parse('0-5')
-ApiVersionsResponse._decoders = {0: _decode_ApiVersionsResponse_v0, 1: _decode_ApiVersionsResponse_v1, 2: _decode_ApiVersionsResponse_v1, 3: _decode_ApiVersionsResponse_v3, 4: _decode_ApiVersionsResponse_v3, 5: _decode_ApiVersionsResponse_v3}
-ApiVersionsResponse._encoders = {0: _encode_ApiVersionsResponse_v0, 1: _encode_ApiVersionsResponse_v1, 2: _encode_ApiVersionsResponse_v1, 3: _encode_ApiVersionsResponse_v3, 4: _encode_ApiVersionsResponse_v3, 5: _encode_ApiVersionsResponse_v3}
-ApiVersionsResponse.API_KEY = 18
-ApiVersionsResponse.KIND = 'response'
-ApiVersionsResponse.VERSIONS = (0, 1, 2, 3, 4, 5)
 
-_use_native(__name__)
+
+# The compiled flavour (docs/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
+if not TYPE_CHECKING and compiled_module('kafka_wire._compiled.messages.api_versions') is not None:
+    from kafka_wire._compiled.messages.api_versions import (
+        ApiVersionsRequest,
+        ApiVersionsResponse,
+        ApiVersionsResponseApiVersion,
+        ApiVersionsResponseFinalizedFeatureKey,
+        ApiVersionsResponseSupportedFeatureKey,
+    )

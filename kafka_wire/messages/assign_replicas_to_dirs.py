@@ -11,26 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import (
-    FRESH,
-    ZERO_UUID,
-    ZERO_UUID_BYTES,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>i')
 _S1 = _Struct('>16s')
 _S2 = _Struct('>iq')
@@ -637,89 +630,75 @@ def _encode_AssignReplicasToDirsResponse_v0(o: AssignReplicasToDirsResponse, out
         out.append(0)
 
 
-AssignReplicasToDirsRequestPartitionData.FIELDS = (
+_class_data(AssignReplicasToDirsRequestPartitionData, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0',
+    {0: _decode_AssignReplicasToDirsRequestPartitionData_v0},
+    {0: _encode_AssignReplicasToDirsRequestPartitionData_v0},
 )
-AssignReplicasToDirsRequestPartitionData.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-AssignReplicasToDirsRequestPartitionData.STRUCT_VERSIONS = VersionSet.parse('0')
-AssignReplicasToDirsRequestPartitionData._decoders = {0: _decode_AssignReplicasToDirsRequestPartitionData_v0}
-AssignReplicasToDirsRequestPartitionData._encoders = {0: _encode_AssignReplicasToDirsRequestPartitionData_v0}
 _DEFAULT_AssignReplicasToDirsRequestPartitionData = AssignReplicasToDirsRequestPartitionData()
 
-AssignReplicasToDirsRequestTopicData.FIELDS = (
+_class_data(AssignReplicasToDirsRequestTopicData, (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', AssignReplicasToDirsRequestPartitionData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_AssignReplicasToDirsRequestTopicData_v0},
+    {0: _encode_AssignReplicasToDirsRequestTopicData_v0},
 )
-AssignReplicasToDirsRequestTopicData.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-AssignReplicasToDirsRequestTopicData.STRUCT_VERSIONS = VersionSet.parse('0')
-AssignReplicasToDirsRequestTopicData._decoders = {0: _decode_AssignReplicasToDirsRequestTopicData_v0}
-AssignReplicasToDirsRequestTopicData._encoders = {0: _encode_AssignReplicasToDirsRequestTopicData_v0}
 _DEFAULT_AssignReplicasToDirsRequestTopicData = AssignReplicasToDirsRequestTopicData()
 
-AssignReplicasToDirsRequestDirectoryData.FIELDS = (
+_class_data(AssignReplicasToDirsRequestDirectoryData, (
     FieldSpec('id', 'Id', 'uuid', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', AssignReplicasToDirsRequestTopicData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_AssignReplicasToDirsRequestDirectoryData_v0},
+    {0: _encode_AssignReplicasToDirsRequestDirectoryData_v0},
 )
-AssignReplicasToDirsRequestDirectoryData.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-AssignReplicasToDirsRequestDirectoryData.STRUCT_VERSIONS = VersionSet.parse('0')
-AssignReplicasToDirsRequestDirectoryData._decoders = {0: _decode_AssignReplicasToDirsRequestDirectoryData_v0}
-AssignReplicasToDirsRequestDirectoryData._encoders = {0: _encode_AssignReplicasToDirsRequestDirectoryData_v0}
 _DEFAULT_AssignReplicasToDirsRequestDirectoryData = AssignReplicasToDirsRequestDirectoryData()
 
-AssignReplicasToDirsRequest.FIELDS = (
+_class_data(AssignReplicasToDirsRequest, (
     FieldSpec('broker_id', 'BrokerId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
     FieldSpec('broker_epoch', 'BrokerEpoch', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, None),
     FieldSpec('directories', 'Directories', 'array', 'struct', AssignReplicasToDirsRequestDirectoryData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_AssignReplicasToDirsRequest_v0},
+    {0: _encode_AssignReplicasToDirsRequest_v0},
+    api_key=73, kind='request', valid=(0,),
 )
-AssignReplicasToDirsRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-AssignReplicasToDirsRequest.STRUCT_VERSIONS = VersionSet.parse('0')
-AssignReplicasToDirsRequest._decoders = {0: _decode_AssignReplicasToDirsRequest_v0}
-AssignReplicasToDirsRequest._encoders = {0: _encode_AssignReplicasToDirsRequest_v0}
-AssignReplicasToDirsRequest.API_KEY = 73
-AssignReplicasToDirsRequest.KIND = 'request'
-AssignReplicasToDirsRequest.VERSIONS = (0,)
 
-AssignReplicasToDirsResponsePartitionData.FIELDS = (
+_class_data(AssignReplicasToDirsResponsePartitionData, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0',
+    {0: _decode_AssignReplicasToDirsResponsePartitionData_v0},
+    {0: _encode_AssignReplicasToDirsResponsePartitionData_v0},
 )
-AssignReplicasToDirsResponsePartitionData.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-AssignReplicasToDirsResponsePartitionData.STRUCT_VERSIONS = VersionSet.parse('0')
-AssignReplicasToDirsResponsePartitionData._decoders = {0: _decode_AssignReplicasToDirsResponsePartitionData_v0}
-AssignReplicasToDirsResponsePartitionData._encoders = {0: _encode_AssignReplicasToDirsResponsePartitionData_v0}
 _DEFAULT_AssignReplicasToDirsResponsePartitionData = AssignReplicasToDirsResponsePartitionData()
 
-AssignReplicasToDirsResponseTopicData.FIELDS = (
+_class_data(AssignReplicasToDirsResponseTopicData, (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', AssignReplicasToDirsResponsePartitionData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_AssignReplicasToDirsResponseTopicData_v0},
+    {0: _encode_AssignReplicasToDirsResponseTopicData_v0},
 )
-AssignReplicasToDirsResponseTopicData.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-AssignReplicasToDirsResponseTopicData.STRUCT_VERSIONS = VersionSet.parse('0')
-AssignReplicasToDirsResponseTopicData._decoders = {0: _decode_AssignReplicasToDirsResponseTopicData_v0}
-AssignReplicasToDirsResponseTopicData._encoders = {0: _encode_AssignReplicasToDirsResponseTopicData_v0}
 _DEFAULT_AssignReplicasToDirsResponseTopicData = AssignReplicasToDirsResponseTopicData()
 
-AssignReplicasToDirsResponseDirectoryData.FIELDS = (
+_class_data(AssignReplicasToDirsResponseDirectoryData, (
     FieldSpec('id', 'Id', 'uuid', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', AssignReplicasToDirsResponseTopicData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_AssignReplicasToDirsResponseDirectoryData_v0},
+    {0: _encode_AssignReplicasToDirsResponseDirectoryData_v0},
 )
-AssignReplicasToDirsResponseDirectoryData.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-AssignReplicasToDirsResponseDirectoryData.STRUCT_VERSIONS = VersionSet.parse('0')
-AssignReplicasToDirsResponseDirectoryData._decoders = {0: _decode_AssignReplicasToDirsResponseDirectoryData_v0}
-AssignReplicasToDirsResponseDirectoryData._encoders = {0: _encode_AssignReplicasToDirsResponseDirectoryData_v0}
 _DEFAULT_AssignReplicasToDirsResponseDirectoryData = AssignReplicasToDirsResponseDirectoryData()
 
-AssignReplicasToDirsResponse.FIELDS = (
+_class_data(AssignReplicasToDirsResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('directories', 'Directories', 'array', 'struct', AssignReplicasToDirsResponseDirectoryData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_AssignReplicasToDirsResponse_v0},
+    {0: _encode_AssignReplicasToDirsResponse_v0},
+    api_key=73, kind='response', valid=(0,),
 )
-AssignReplicasToDirsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-AssignReplicasToDirsResponse.STRUCT_VERSIONS = VersionSet.parse('0')
-AssignReplicasToDirsResponse._decoders = {0: _decode_AssignReplicasToDirsResponse_v0}
-AssignReplicasToDirsResponse._encoders = {0: _encode_AssignReplicasToDirsResponse_v0}
-AssignReplicasToDirsResponse.API_KEY = 73
-AssignReplicasToDirsResponse.KIND = 'response'
-AssignReplicasToDirsResponse.VERSIONS = (0,)
-
-_use_native(__name__)

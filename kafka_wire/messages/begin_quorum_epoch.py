@@ -11,26 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import (
-    FRESH,
-    ZERO_UUID,
-    ZERO_UUID_BYTES,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>iii')
 _S1 = _Struct('>i16sii')
 _S2 = _Struct('>i')
@@ -1202,97 +1195,83 @@ def _encode_BeginQuorumEpochResponse_v1(o: BeginQuorumEpochResponse, out: bytear
         out.append(0)
 
 
-BeginQuorumEpochRequestPartitionData.FIELDS = (
+_class_data(BeginQuorumEpochRequestPartitionData, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('voter_directory_id', 'VoterDirectoryId', 'uuid', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, True, None),
     FieldSpec('leader_id', 'LeaderId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
     FieldSpec('leader_epoch', 'LeaderEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '1+', '0-1',
+    {0: _decode_BeginQuorumEpochRequestPartitionData_v0, 1: _decode_BeginQuorumEpochRequestPartitionData_v1},
+    {0: _encode_BeginQuorumEpochRequestPartitionData_v0, 1: _encode_BeginQuorumEpochRequestPartitionData_v1},
 )
-BeginQuorumEpochRequestPartitionData.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-BeginQuorumEpochRequestPartitionData.STRUCT_VERSIONS = VersionSet.parse('0-1')
-BeginQuorumEpochRequestPartitionData._decoders = {0: _decode_BeginQuorumEpochRequestPartitionData_v0, 1: _decode_BeginQuorumEpochRequestPartitionData_v1}
-BeginQuorumEpochRequestPartitionData._encoders = {0: _encode_BeginQuorumEpochRequestPartitionData_v0, 1: _encode_BeginQuorumEpochRequestPartitionData_v1}
 _DEFAULT_BeginQuorumEpochRequestPartitionData = BeginQuorumEpochRequestPartitionData()
 
-BeginQuorumEpochRequestTopicData.FIELDS = (
+_class_data(BeginQuorumEpochRequestTopicData, (
     FieldSpec('topic_name', 'TopicName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', BeginQuorumEpochRequestPartitionData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '1+', '0-1',
+    {0: _decode_BeginQuorumEpochRequestTopicData_v0, 1: _decode_BeginQuorumEpochRequestTopicData_v1},
+    {0: _encode_BeginQuorumEpochRequestTopicData_v0, 1: _encode_BeginQuorumEpochRequestTopicData_v1},
 )
-BeginQuorumEpochRequestTopicData.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-BeginQuorumEpochRequestTopicData.STRUCT_VERSIONS = VersionSet.parse('0-1')
-BeginQuorumEpochRequestTopicData._decoders = {0: _decode_BeginQuorumEpochRequestTopicData_v0, 1: _decode_BeginQuorumEpochRequestTopicData_v1}
-BeginQuorumEpochRequestTopicData._encoders = {0: _encode_BeginQuorumEpochRequestTopicData_v0, 1: _encode_BeginQuorumEpochRequestTopicData_v1}
 _DEFAULT_BeginQuorumEpochRequestTopicData = BeginQuorumEpochRequestTopicData()
 
-BeginQuorumEpochRequestLeaderEndpoint.FIELDS = (
+_class_data(BeginQuorumEpochRequestLeaderEndpoint, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('host', 'Host', 'string', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('port', 'Port', 'uint16', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '1+', '1',
+    {1: _decode_BeginQuorumEpochRequestLeaderEndpoint_v1},
+    {1: _encode_BeginQuorumEpochRequestLeaderEndpoint_v1},
 )
-BeginQuorumEpochRequestLeaderEndpoint.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-BeginQuorumEpochRequestLeaderEndpoint.STRUCT_VERSIONS = VersionSet.parse('1')
-BeginQuorumEpochRequestLeaderEndpoint._decoders = {1: _decode_BeginQuorumEpochRequestLeaderEndpoint_v1}
-BeginQuorumEpochRequestLeaderEndpoint._encoders = {1: _encode_BeginQuorumEpochRequestLeaderEndpoint_v1}
 _DEFAULT_BeginQuorumEpochRequestLeaderEndpoint = BeginQuorumEpochRequestLeaderEndpoint()
 
-BeginQuorumEpochRequest.FIELDS = (
+_class_data(BeginQuorumEpochRequest, (
     FieldSpec('cluster_id', 'ClusterId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
     FieldSpec('voter_id', 'VoterId', 'int32', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, True, 'brokerId'),
     FieldSpec('topics', 'Topics', 'array', 'struct', BeginQuorumEpochRequestTopicData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('leader_endpoints', 'LeaderEndpoints', 'array', 'struct', BeginQuorumEpochRequestLeaderEndpoint, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], True, None),
+), '1+', '0-1',
+    {0: _decode_BeginQuorumEpochRequest_v0, 1: _decode_BeginQuorumEpochRequest_v1},
+    {0: _encode_BeginQuorumEpochRequest_v0, 1: _encode_BeginQuorumEpochRequest_v1},
+    api_key=53, kind='request', valid=(0, 1),
 )
-BeginQuorumEpochRequest.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-BeginQuorumEpochRequest.STRUCT_VERSIONS = VersionSet.parse('0-1')
-BeginQuorumEpochRequest._decoders = {0: _decode_BeginQuorumEpochRequest_v0, 1: _decode_BeginQuorumEpochRequest_v1}
-BeginQuorumEpochRequest._encoders = {0: _encode_BeginQuorumEpochRequest_v0, 1: _encode_BeginQuorumEpochRequest_v1}
-BeginQuorumEpochRequest.API_KEY = 53
-BeginQuorumEpochRequest.KIND = 'request'
-BeginQuorumEpochRequest.VERSIONS = (0, 1)
 
-BeginQuorumEpochResponsePartitionData.FIELDS = (
+_class_data(BeginQuorumEpochResponsePartitionData, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('leader_id', 'LeaderId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
     FieldSpec('leader_epoch', 'LeaderEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '1+', '0-1',
+    {0: _decode_BeginQuorumEpochResponsePartitionData_v0, 1: _decode_BeginQuorumEpochResponsePartitionData_v1},
+    {0: _encode_BeginQuorumEpochResponsePartitionData_v0, 1: _encode_BeginQuorumEpochResponsePartitionData_v1},
 )
-BeginQuorumEpochResponsePartitionData.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-BeginQuorumEpochResponsePartitionData.STRUCT_VERSIONS = VersionSet.parse('0-1')
-BeginQuorumEpochResponsePartitionData._decoders = {0: _decode_BeginQuorumEpochResponsePartitionData_v0, 1: _decode_BeginQuorumEpochResponsePartitionData_v1}
-BeginQuorumEpochResponsePartitionData._encoders = {0: _encode_BeginQuorumEpochResponsePartitionData_v0, 1: _encode_BeginQuorumEpochResponsePartitionData_v1}
 _DEFAULT_BeginQuorumEpochResponsePartitionData = BeginQuorumEpochResponsePartitionData()
 
-BeginQuorumEpochResponseTopicData.FIELDS = (
+_class_data(BeginQuorumEpochResponseTopicData, (
     FieldSpec('topic_name', 'TopicName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', BeginQuorumEpochResponsePartitionData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '1+', '0-1',
+    {0: _decode_BeginQuorumEpochResponseTopicData_v0, 1: _decode_BeginQuorumEpochResponseTopicData_v1},
+    {0: _encode_BeginQuorumEpochResponseTopicData_v0, 1: _encode_BeginQuorumEpochResponseTopicData_v1},
 )
-BeginQuorumEpochResponseTopicData.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-BeginQuorumEpochResponseTopicData.STRUCT_VERSIONS = VersionSet.parse('0-1')
-BeginQuorumEpochResponseTopicData._decoders = {0: _decode_BeginQuorumEpochResponseTopicData_v0, 1: _decode_BeginQuorumEpochResponseTopicData_v1}
-BeginQuorumEpochResponseTopicData._encoders = {0: _encode_BeginQuorumEpochResponseTopicData_v0, 1: _encode_BeginQuorumEpochResponseTopicData_v1}
 _DEFAULT_BeginQuorumEpochResponseTopicData = BeginQuorumEpochResponseTopicData()
 
-BeginQuorumEpochResponseNodeEndpoint.FIELDS = (
+_class_data(BeginQuorumEpochResponseNodeEndpoint, (
     FieldSpec('node_id', 'NodeId', 'int32', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
     FieldSpec('host', 'Host', 'string', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('port', 'Port', 'uint16', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '1+', '1',
+    {1: _decode_BeginQuorumEpochResponseNodeEndpoint_v1},
+    {1: _encode_BeginQuorumEpochResponseNodeEndpoint_v1},
 )
-BeginQuorumEpochResponseNodeEndpoint.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-BeginQuorumEpochResponseNodeEndpoint.STRUCT_VERSIONS = VersionSet.parse('1')
-BeginQuorumEpochResponseNodeEndpoint._decoders = {1: _decode_BeginQuorumEpochResponseNodeEndpoint_v1}
-BeginQuorumEpochResponseNodeEndpoint._encoders = {1: _encode_BeginQuorumEpochResponseNodeEndpoint_v1}
 _DEFAULT_BeginQuorumEpochResponseNodeEndpoint = BeginQuorumEpochResponseNodeEndpoint()
 
-BeginQuorumEpochResponse.FIELDS = (
+_class_data(BeginQuorumEpochResponse, (
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', BeginQuorumEpochResponseTopicData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('node_endpoints', 'NodeEndpoints', 'array', 'struct', BeginQuorumEpochResponseNodeEndpoint, VersionSet.parse('1+'), VersionSet.parse('none'), 0, VersionSet.parse('1+'), None, lambda: [], False, None),
+), '1+', '0-1',
+    {0: _decode_BeginQuorumEpochResponse_v0, 1: _decode_BeginQuorumEpochResponse_v1},
+    {0: _encode_BeginQuorumEpochResponse_v0, 1: _encode_BeginQuorumEpochResponse_v1},
+    api_key=53, kind='response', valid=(0, 1),
 )
-BeginQuorumEpochResponse.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-BeginQuorumEpochResponse.STRUCT_VERSIONS = VersionSet.parse('0-1')
-BeginQuorumEpochResponse._decoders = {0: _decode_BeginQuorumEpochResponse_v0, 1: _decode_BeginQuorumEpochResponse_v1}
-BeginQuorumEpochResponse._encoders = {0: _encode_BeginQuorumEpochResponse_v0, 1: _encode_BeginQuorumEpochResponse_v1}
-BeginQuorumEpochResponse.API_KEY = 53
-BeginQuorumEpochResponse.KIND = 'response'
-BeginQuorumEpochResponse.VERSIONS = (0, 1)
-
-_use_native(__name__)

@@ -11,18 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import FRESH, ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, Message, TaggedFields
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>iqq??')
 _S1 = _Struct('>ih???')
 
@@ -333,7 +334,7 @@ def _encode_BrokerHeartbeatResponse_v0(o: BrokerHeartbeatResponse, out: bytearra
         out.append(0)
 
 
-BrokerHeartbeatRequest.FIELDS = (
+_class_data(BrokerHeartbeatRequest, (
     FieldSpec('broker_id', 'BrokerId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
     FieldSpec('broker_epoch', 'BrokerEpoch', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, None),
     FieldSpec('current_metadata_offset', 'CurrentMetadataOffset', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
@@ -341,28 +342,20 @@ BrokerHeartbeatRequest.FIELDS = (
     FieldSpec('want_shut_down', 'WantShutDown', 'bool', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
     FieldSpec('offline_log_dirs', 'OfflineLogDirs', 'array', 'uuid', None, VersionSet.parse('1+'), VersionSet.parse('none'), 0, VersionSet.parse('1+'), None, lambda: [], False, None),
     FieldSpec('cordoned_log_dirs', 'CordonedLogDirs', 'array', 'uuid', None, VersionSet.parse('2+'), VersionSet.parse('2+'), 1, VersionSet.parse('2+'), None, lambda: None, False, None),
+), '0+', '0-2',
+    {0: _decode_BrokerHeartbeatRequest_v0, 1: _decode_BrokerHeartbeatRequest_v1, 2: _decode_BrokerHeartbeatRequest_v2},
+    {0: _encode_BrokerHeartbeatRequest_v0, 1: _encode_BrokerHeartbeatRequest_v1, 2: _encode_BrokerHeartbeatRequest_v2},
+    api_key=63, kind='request', valid=(0, 1, 2),
 )
-BrokerHeartbeatRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-BrokerHeartbeatRequest.STRUCT_VERSIONS = VersionSet.parse('0-2')
-BrokerHeartbeatRequest._decoders = {0: _decode_BrokerHeartbeatRequest_v0, 1: _decode_BrokerHeartbeatRequest_v1, 2: _decode_BrokerHeartbeatRequest_v2}
-BrokerHeartbeatRequest._encoders = {0: _encode_BrokerHeartbeatRequest_v0, 1: _encode_BrokerHeartbeatRequest_v1, 2: _encode_BrokerHeartbeatRequest_v2}
-BrokerHeartbeatRequest.API_KEY = 63
-BrokerHeartbeatRequest.KIND = 'request'
-BrokerHeartbeatRequest.VERSIONS = (0, 1, 2)
 
-BrokerHeartbeatResponse.FIELDS = (
+_class_data(BrokerHeartbeatResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('is_caught_up', 'IsCaughtUp', 'bool', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
     FieldSpec('is_fenced', 'IsFenced', 'bool', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: True, False, None),
     FieldSpec('should_shut_down', 'ShouldShutDown', 'bool', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
+), '0+', '0-2',
+    {0: _decode_BrokerHeartbeatResponse_v0, 1: _decode_BrokerHeartbeatResponse_v0, 2: _decode_BrokerHeartbeatResponse_v0},
+    {0: _encode_BrokerHeartbeatResponse_v0, 1: _encode_BrokerHeartbeatResponse_v0, 2: _encode_BrokerHeartbeatResponse_v0},
+    api_key=63, kind='response', valid=(0, 1, 2),
 )
-BrokerHeartbeatResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-BrokerHeartbeatResponse.STRUCT_VERSIONS = VersionSet.parse('0-2')
-BrokerHeartbeatResponse._decoders = {0: _decode_BrokerHeartbeatResponse_v0, 1: _decode_BrokerHeartbeatResponse_v0, 2: _decode_BrokerHeartbeatResponse_v0}
-BrokerHeartbeatResponse._encoders = {0: _encode_BrokerHeartbeatResponse_v0, 1: _encode_BrokerHeartbeatResponse_v0, 2: _encode_BrokerHeartbeatResponse_v0}
-BrokerHeartbeatResponse.API_KEY = 63
-BrokerHeartbeatResponse.KIND = 'response'
-BrokerHeartbeatResponse.VERSIONS = (0, 1, 2)
-
-_use_native(__name__)

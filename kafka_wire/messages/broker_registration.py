@@ -11,26 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import (
-    FRESH,
-    ZERO_UUID,
-    ZERO_UUID_BYTES,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>Hh')
 _S1 = _Struct('>hh')
 _S2 = _Struct('>i')
@@ -1546,30 +1539,28 @@ def _encode_BrokerRegistrationResponse_v0(o: BrokerRegistrationResponse, out: by
         out.append(0)
 
 
-BrokerRegistrationRequestListener.FIELDS = (
+_class_data(BrokerRegistrationRequestListener, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('host', 'Host', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('port', 'Port', 'uint16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('security_protocol', 'SecurityProtocol', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0-4',
+    {0: _decode_BrokerRegistrationRequestListener_v0, 1: _decode_BrokerRegistrationRequestListener_v0, 2: _decode_BrokerRegistrationRequestListener_v0, 3: _decode_BrokerRegistrationRequestListener_v0, 4: _decode_BrokerRegistrationRequestListener_v0},
+    {0: _encode_BrokerRegistrationRequestListener_v0, 1: _encode_BrokerRegistrationRequestListener_v0, 2: _encode_BrokerRegistrationRequestListener_v0, 3: _encode_BrokerRegistrationRequestListener_v0, 4: _encode_BrokerRegistrationRequestListener_v0},
 )
-BrokerRegistrationRequestListener.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-BrokerRegistrationRequestListener.STRUCT_VERSIONS = VersionSet.parse('0-4')
-BrokerRegistrationRequestListener._decoders = {0: _decode_BrokerRegistrationRequestListener_v0, 1: _decode_BrokerRegistrationRequestListener_v0, 2: _decode_BrokerRegistrationRequestListener_v0, 3: _decode_BrokerRegistrationRequestListener_v0, 4: _decode_BrokerRegistrationRequestListener_v0}
-BrokerRegistrationRequestListener._encoders = {0: _encode_BrokerRegistrationRequestListener_v0, 1: _encode_BrokerRegistrationRequestListener_v0, 2: _encode_BrokerRegistrationRequestListener_v0, 3: _encode_BrokerRegistrationRequestListener_v0, 4: _encode_BrokerRegistrationRequestListener_v0}
 _DEFAULT_BrokerRegistrationRequestListener = BrokerRegistrationRequestListener()
 
-BrokerRegistrationRequestFeature.FIELDS = (
+_class_data(BrokerRegistrationRequestFeature, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('min_supported_version', 'MinSupportedVersion', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('max_supported_version', 'MaxSupportedVersion', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0-4',
+    {0: _decode_BrokerRegistrationRequestFeature_v0, 1: _decode_BrokerRegistrationRequestFeature_v0, 2: _decode_BrokerRegistrationRequestFeature_v0, 3: _decode_BrokerRegistrationRequestFeature_v0, 4: _decode_BrokerRegistrationRequestFeature_v0},
+    {0: _encode_BrokerRegistrationRequestFeature_v0, 1: _encode_BrokerRegistrationRequestFeature_v0, 2: _encode_BrokerRegistrationRequestFeature_v0, 3: _encode_BrokerRegistrationRequestFeature_v0, 4: _encode_BrokerRegistrationRequestFeature_v0},
 )
-BrokerRegistrationRequestFeature.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-BrokerRegistrationRequestFeature.STRUCT_VERSIONS = VersionSet.parse('0-4')
-BrokerRegistrationRequestFeature._decoders = {0: _decode_BrokerRegistrationRequestFeature_v0, 1: _decode_BrokerRegistrationRequestFeature_v0, 2: _decode_BrokerRegistrationRequestFeature_v0, 3: _decode_BrokerRegistrationRequestFeature_v0, 4: _decode_BrokerRegistrationRequestFeature_v0}
-BrokerRegistrationRequestFeature._encoders = {0: _encode_BrokerRegistrationRequestFeature_v0, 1: _encode_BrokerRegistrationRequestFeature_v0, 2: _encode_BrokerRegistrationRequestFeature_v0, 3: _encode_BrokerRegistrationRequestFeature_v0, 4: _encode_BrokerRegistrationRequestFeature_v0}
 _DEFAULT_BrokerRegistrationRequestFeature = BrokerRegistrationRequestFeature()
 
-BrokerRegistrationRequest.FIELDS = (
+_class_data(BrokerRegistrationRequest, (
     FieldSpec('broker_id', 'BrokerId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
     FieldSpec('cluster_id', 'ClusterId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('incarnation_id', 'IncarnationId', 'uuid', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
@@ -1579,26 +1570,18 @@ BrokerRegistrationRequest.FIELDS = (
     FieldSpec('is_migrating_zk_broker', 'IsMigratingZkBroker', 'bool', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
     FieldSpec('log_dirs', 'LogDirs', 'array', 'uuid', None, VersionSet.parse('2+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], True, None),
     FieldSpec('previous_broker_epoch', 'PreviousBrokerEpoch', 'int64', None, None, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, True, None),
+), '0+', '0-4',
+    {0: _decode_BrokerRegistrationRequest_v0, 1: _decode_BrokerRegistrationRequest_v1, 2: _decode_BrokerRegistrationRequest_v2, 3: _decode_BrokerRegistrationRequest_v3, 4: _decode_BrokerRegistrationRequest_v3},
+    {0: _encode_BrokerRegistrationRequest_v0, 1: _encode_BrokerRegistrationRequest_v1, 2: _encode_BrokerRegistrationRequest_v2, 3: _encode_BrokerRegistrationRequest_v3, 4: _encode_BrokerRegistrationRequest_v3},
+    api_key=62, kind='request', valid=(0, 1, 2, 3, 4),
 )
-BrokerRegistrationRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-BrokerRegistrationRequest.STRUCT_VERSIONS = VersionSet.parse('0-4')
-BrokerRegistrationRequest._decoders = {0: _decode_BrokerRegistrationRequest_v0, 1: _decode_BrokerRegistrationRequest_v1, 2: _decode_BrokerRegistrationRequest_v2, 3: _decode_BrokerRegistrationRequest_v3, 4: _decode_BrokerRegistrationRequest_v3}
-BrokerRegistrationRequest._encoders = {0: _encode_BrokerRegistrationRequest_v0, 1: _encode_BrokerRegistrationRequest_v1, 2: _encode_BrokerRegistrationRequest_v2, 3: _encode_BrokerRegistrationRequest_v3, 4: _encode_BrokerRegistrationRequest_v3}
-BrokerRegistrationRequest.API_KEY = 62
-BrokerRegistrationRequest.KIND = 'request'
-BrokerRegistrationRequest.VERSIONS = (0, 1, 2, 3, 4)
 
-BrokerRegistrationResponse.FIELDS = (
+_class_data(BrokerRegistrationResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('broker_epoch', 'BrokerEpoch', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, None),
+), '0+', '0-4',
+    {0: _decode_BrokerRegistrationResponse_v0, 1: _decode_BrokerRegistrationResponse_v0, 2: _decode_BrokerRegistrationResponse_v0, 3: _decode_BrokerRegistrationResponse_v0, 4: _decode_BrokerRegistrationResponse_v0},
+    {0: _encode_BrokerRegistrationResponse_v0, 1: _encode_BrokerRegistrationResponse_v0, 2: _encode_BrokerRegistrationResponse_v0, 3: _encode_BrokerRegistrationResponse_v0, 4: _encode_BrokerRegistrationResponse_v0},
+    api_key=62, kind='response', valid=(0, 1, 2, 3, 4),
 )
-BrokerRegistrationResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-BrokerRegistrationResponse.STRUCT_VERSIONS = VersionSet.parse('0-4')
-BrokerRegistrationResponse._decoders = {0: _decode_BrokerRegistrationResponse_v0, 1: _decode_BrokerRegistrationResponse_v0, 2: _decode_BrokerRegistrationResponse_v0, 3: _decode_BrokerRegistrationResponse_v0, 4: _decode_BrokerRegistrationResponse_v0}
-BrokerRegistrationResponse._encoders = {0: _encode_BrokerRegistrationResponse_v0, 1: _encode_BrokerRegistrationResponse_v0, 2: _encode_BrokerRegistrationResponse_v0, 3: _encode_BrokerRegistrationResponse_v0, 4: _encode_BrokerRegistrationResponse_v0}
-BrokerRegistrationResponse.API_KEY = 62
-BrokerRegistrationResponse.KIND = 'response'
-BrokerRegistrationResponse.VERSIONS = (0, 1, 2, 3, 4)
-
-_use_native(__name__)

@@ -11,27 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import (
-    ARRAY_STRUCTS,
-    FRESH,
-    ZERO_UUID,
-    ZERO_UUID_BYTES,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>?')
 _S1 = _Struct('>16s')
 _S2 = _Struct('>i')
@@ -1487,39 +1479,34 @@ def _encode_ConsumerGroupDescribeResponse_v1(o: ConsumerGroupDescribeResponse, o
         out.append(0)
 
 
-ConsumerGroupDescribeRequest.FIELDS = (
+_class_data(ConsumerGroupDescribeRequest, (
     FieldSpec('group_ids', 'GroupIds', 'array', 'string', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, 'groupId'),
     FieldSpec('include_authorized_operations', 'IncludeAuthorizedOperations', 'bool', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
+), '0+', '0-1',
+    {0: _decode_ConsumerGroupDescribeRequest_v0, 1: _decode_ConsumerGroupDescribeRequest_v0},
+    {0: _encode_ConsumerGroupDescribeRequest_v0, 1: _encode_ConsumerGroupDescribeRequest_v0},
+    api_key=69, kind='request', valid=(0, 1),
 )
-ConsumerGroupDescribeRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ConsumerGroupDescribeRequest.STRUCT_VERSIONS = VersionSet.parse('0-1')
-ConsumerGroupDescribeRequest._decoders = {0: _decode_ConsumerGroupDescribeRequest_v0, 1: _decode_ConsumerGroupDescribeRequest_v0}
-ConsumerGroupDescribeRequest._encoders = {0: _encode_ConsumerGroupDescribeRequest_v0, 1: _encode_ConsumerGroupDescribeRequest_v0}
-ConsumerGroupDescribeRequest.API_KEY = 69
-ConsumerGroupDescribeRequest.KIND = 'request'
-ConsumerGroupDescribeRequest.VERSIONS = (0, 1)
 
-ConsumerGroupDescribeResponseTopicPartitions.FIELDS = (
+_class_data(ConsumerGroupDescribeResponseTopicPartitions, (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
     FieldSpec('topic_name', 'TopicName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'int32', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_ConsumerGroupDescribeResponseTopicPartitions_v0, 1: _decode_ConsumerGroupDescribeResponseTopicPartitions_v0},
+    {0: _encode_ConsumerGroupDescribeResponseTopicPartitions_v0, 1: _encode_ConsumerGroupDescribeResponseTopicPartitions_v0},
 )
-ConsumerGroupDescribeResponseTopicPartitions.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ConsumerGroupDescribeResponseTopicPartitions.STRUCT_VERSIONS = VersionSet.parse('0-1')
-ConsumerGroupDescribeResponseTopicPartitions._decoders = {0: _decode_ConsumerGroupDescribeResponseTopicPartitions_v0, 1: _decode_ConsumerGroupDescribeResponseTopicPartitions_v0}
-ConsumerGroupDescribeResponseTopicPartitions._encoders = {0: _encode_ConsumerGroupDescribeResponseTopicPartitions_v0, 1: _encode_ConsumerGroupDescribeResponseTopicPartitions_v0}
 _DEFAULT_ConsumerGroupDescribeResponseTopicPartitions = ConsumerGroupDescribeResponseTopicPartitions()
 
-ConsumerGroupDescribeResponseAssignment.FIELDS = (
+_class_data(ConsumerGroupDescribeResponseAssignment, (
     FieldSpec('topic_partitions', 'TopicPartitions', 'array', 'struct', ConsumerGroupDescribeResponseTopicPartitions, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_ConsumerGroupDescribeResponseAssignment_v0, 1: _decode_ConsumerGroupDescribeResponseAssignment_v0},
+    {0: _encode_ConsumerGroupDescribeResponseAssignment_v0, 1: _encode_ConsumerGroupDescribeResponseAssignment_v0},
 )
-ConsumerGroupDescribeResponseAssignment.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ConsumerGroupDescribeResponseAssignment.STRUCT_VERSIONS = VersionSet.parse('0-1')
-ConsumerGroupDescribeResponseAssignment._decoders = {0: _decode_ConsumerGroupDescribeResponseAssignment_v0, 1: _decode_ConsumerGroupDescribeResponseAssignment_v0}
-ConsumerGroupDescribeResponseAssignment._encoders = {0: _encode_ConsumerGroupDescribeResponseAssignment_v0, 1: _encode_ConsumerGroupDescribeResponseAssignment_v0}
 _DEFAULT_ConsumerGroupDescribeResponseAssignment = ConsumerGroupDescribeResponseAssignment()
 
-ConsumerGroupDescribeResponseMember.FIELDS = (
+_class_data(ConsumerGroupDescribeResponseMember, (
     FieldSpec('member_id', 'MemberId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('instance_id', 'InstanceId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
     FieldSpec('rack_id', 'RackId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
@@ -1531,14 +1518,13 @@ ConsumerGroupDescribeResponseMember.FIELDS = (
     FieldSpec('assignment', 'Assignment', 'struct', None, ConsumerGroupDescribeResponseAssignment, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ConsumerGroupDescribeResponseAssignment(), False, None),
     FieldSpec('target_assignment', 'TargetAssignment', 'struct', None, ConsumerGroupDescribeResponseAssignment, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ConsumerGroupDescribeResponseAssignment(), False, None),
     FieldSpec('member_type', 'MemberType', 'int8', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, True, None),
+), '0+', '0-1',
+    {0: _decode_ConsumerGroupDescribeResponseMember_v0, 1: _decode_ConsumerGroupDescribeResponseMember_v1},
+    {0: _encode_ConsumerGroupDescribeResponseMember_v0, 1: _encode_ConsumerGroupDescribeResponseMember_v1},
 )
-ConsumerGroupDescribeResponseMember.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ConsumerGroupDescribeResponseMember.STRUCT_VERSIONS = VersionSet.parse('0-1')
-ConsumerGroupDescribeResponseMember._decoders = {0: _decode_ConsumerGroupDescribeResponseMember_v0, 1: _decode_ConsumerGroupDescribeResponseMember_v1}
-ConsumerGroupDescribeResponseMember._encoders = {0: _encode_ConsumerGroupDescribeResponseMember_v0, 1: _encode_ConsumerGroupDescribeResponseMember_v1}
 _DEFAULT_ConsumerGroupDescribeResponseMember = ConsumerGroupDescribeResponseMember()
 
-ConsumerGroupDescribeResponseDescribedGroup.FIELDS = (
+_class_data(ConsumerGroupDescribeResponseDescribedGroup, (
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
     FieldSpec('group_id', 'GroupId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'groupId'),
@@ -1548,23 +1534,17 @@ ConsumerGroupDescribeResponseDescribedGroup.FIELDS = (
     FieldSpec('assignor_name', 'AssignorName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('members', 'Members', 'array', 'struct', ConsumerGroupDescribeResponseMember, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('authorized_operations', 'AuthorizedOperations', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -2147483648, False, None),
+), '0+', '0-1',
+    {0: _decode_ConsumerGroupDescribeResponseDescribedGroup_v0, 1: _decode_ConsumerGroupDescribeResponseDescribedGroup_v1},
+    {0: _encode_ConsumerGroupDescribeResponseDescribedGroup_v0, 1: _encode_ConsumerGroupDescribeResponseDescribedGroup_v1},
 )
-ConsumerGroupDescribeResponseDescribedGroup.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ConsumerGroupDescribeResponseDescribedGroup.STRUCT_VERSIONS = VersionSet.parse('0-1')
-ConsumerGroupDescribeResponseDescribedGroup._decoders = {0: _decode_ConsumerGroupDescribeResponseDescribedGroup_v0, 1: _decode_ConsumerGroupDescribeResponseDescribedGroup_v1}
-ConsumerGroupDescribeResponseDescribedGroup._encoders = {0: _encode_ConsumerGroupDescribeResponseDescribedGroup_v0, 1: _encode_ConsumerGroupDescribeResponseDescribedGroup_v1}
 _DEFAULT_ConsumerGroupDescribeResponseDescribedGroup = ConsumerGroupDescribeResponseDescribedGroup()
 
-ConsumerGroupDescribeResponse.FIELDS = (
+_class_data(ConsumerGroupDescribeResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('groups', 'Groups', 'array', 'struct', ConsumerGroupDescribeResponseDescribedGroup, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_ConsumerGroupDescribeResponse_v0, 1: _decode_ConsumerGroupDescribeResponse_v1},
+    {0: _encode_ConsumerGroupDescribeResponse_v0, 1: _encode_ConsumerGroupDescribeResponse_v1},
+    api_key=69, kind='response', valid=(0, 1),
 )
-ConsumerGroupDescribeResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ConsumerGroupDescribeResponse.STRUCT_VERSIONS = VersionSet.parse('0-1')
-ConsumerGroupDescribeResponse._decoders = {0: _decode_ConsumerGroupDescribeResponse_v0, 1: _decode_ConsumerGroupDescribeResponse_v1}
-ConsumerGroupDescribeResponse._encoders = {0: _encode_ConsumerGroupDescribeResponse_v0, 1: _encode_ConsumerGroupDescribeResponse_v1}
-ConsumerGroupDescribeResponse.API_KEY = 69
-ConsumerGroupDescribeResponse.KIND = 'response'
-ConsumerGroupDescribeResponse.VERSIONS = (0, 1)
-
-_use_native(__name__)

@@ -11,27 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import (
-    ARRAY_STRUCTS,
-    FRESH,
-    ZERO_UUID,
-    ZERO_UUID_BYTES,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>16s')
 _S1 = _Struct('>i')
 _S2 = _Struct('>ih')
@@ -1127,17 +1119,16 @@ def _encode_ConsumerGroupHeartbeatResponse_v0(o: ConsumerGroupHeartbeatResponse,
         out.append(0)
 
 
-ConsumerGroupHeartbeatRequestTopicPartitions.FIELDS = (
+_class_data(ConsumerGroupHeartbeatRequestTopicPartitions, (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
     FieldSpec('partitions', 'Partitions', 'array', 'int32', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_ConsumerGroupHeartbeatRequestTopicPartitions_v0, 1: _decode_ConsumerGroupHeartbeatRequestTopicPartitions_v0},
+    {0: _encode_ConsumerGroupHeartbeatRequestTopicPartitions_v0, 1: _encode_ConsumerGroupHeartbeatRequestTopicPartitions_v0},
 )
-ConsumerGroupHeartbeatRequestTopicPartitions.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ConsumerGroupHeartbeatRequestTopicPartitions.STRUCT_VERSIONS = VersionSet.parse('0-1')
-ConsumerGroupHeartbeatRequestTopicPartitions._decoders = {0: _decode_ConsumerGroupHeartbeatRequestTopicPartitions_v0, 1: _decode_ConsumerGroupHeartbeatRequestTopicPartitions_v0}
-ConsumerGroupHeartbeatRequestTopicPartitions._encoders = {0: _encode_ConsumerGroupHeartbeatRequestTopicPartitions_v0, 1: _encode_ConsumerGroupHeartbeatRequestTopicPartitions_v0}
 _DEFAULT_ConsumerGroupHeartbeatRequestTopicPartitions = ConsumerGroupHeartbeatRequestTopicPartitions()
 
-ConsumerGroupHeartbeatRequest.FIELDS = (
+_class_data(ConsumerGroupHeartbeatRequest, (
     FieldSpec('group_id', 'GroupId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'groupId'),
     FieldSpec('member_id', 'MemberId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('member_epoch', 'MemberEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
@@ -1148,35 +1139,30 @@ ConsumerGroupHeartbeatRequest.FIELDS = (
     FieldSpec('subscribed_topic_regex', 'SubscribedTopicRegex', 'string', None, None, VersionSet.parse('1+'), VersionSet.parse('1+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
     FieldSpec('server_assignor', 'ServerAssignor', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
     FieldSpec('topic_partitions', 'TopicPartitions', 'array', 'struct', ConsumerGroupHeartbeatRequestTopicPartitions, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
+), '0+', '0-1',
+    {0: _decode_ConsumerGroupHeartbeatRequest_v0, 1: _decode_ConsumerGroupHeartbeatRequest_v1},
+    {0: _encode_ConsumerGroupHeartbeatRequest_v0, 1: _encode_ConsumerGroupHeartbeatRequest_v1},
+    api_key=68, kind='request', valid=(0, 1),
 )
-ConsumerGroupHeartbeatRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ConsumerGroupHeartbeatRequest.STRUCT_VERSIONS = VersionSet.parse('0-1')
-ConsumerGroupHeartbeatRequest._decoders = {0: _decode_ConsumerGroupHeartbeatRequest_v0, 1: _decode_ConsumerGroupHeartbeatRequest_v1}
-ConsumerGroupHeartbeatRequest._encoders = {0: _encode_ConsumerGroupHeartbeatRequest_v0, 1: _encode_ConsumerGroupHeartbeatRequest_v1}
-ConsumerGroupHeartbeatRequest.API_KEY = 68
-ConsumerGroupHeartbeatRequest.KIND = 'request'
-ConsumerGroupHeartbeatRequest.VERSIONS = (0, 1)
 
-ConsumerGroupHeartbeatResponseTopicPartitions.FIELDS = (
+_class_data(ConsumerGroupHeartbeatResponseTopicPartitions, (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
     FieldSpec('partitions', 'Partitions', 'array', 'int32', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_ConsumerGroupHeartbeatResponseTopicPartitions_v0, 1: _decode_ConsumerGroupHeartbeatResponseTopicPartitions_v0},
+    {0: _encode_ConsumerGroupHeartbeatResponseTopicPartitions_v0, 1: _encode_ConsumerGroupHeartbeatResponseTopicPartitions_v0},
 )
-ConsumerGroupHeartbeatResponseTopicPartitions.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ConsumerGroupHeartbeatResponseTopicPartitions.STRUCT_VERSIONS = VersionSet.parse('0-1')
-ConsumerGroupHeartbeatResponseTopicPartitions._decoders = {0: _decode_ConsumerGroupHeartbeatResponseTopicPartitions_v0, 1: _decode_ConsumerGroupHeartbeatResponseTopicPartitions_v0}
-ConsumerGroupHeartbeatResponseTopicPartitions._encoders = {0: _encode_ConsumerGroupHeartbeatResponseTopicPartitions_v0, 1: _encode_ConsumerGroupHeartbeatResponseTopicPartitions_v0}
 _DEFAULT_ConsumerGroupHeartbeatResponseTopicPartitions = ConsumerGroupHeartbeatResponseTopicPartitions()
 
-ConsumerGroupHeartbeatResponseAssignment.FIELDS = (
+_class_data(ConsumerGroupHeartbeatResponseAssignment, (
     FieldSpec('topic_partitions', 'TopicPartitions', 'array', 'struct', ConsumerGroupHeartbeatResponseTopicPartitions, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_ConsumerGroupHeartbeatResponseAssignment_v0, 1: _decode_ConsumerGroupHeartbeatResponseAssignment_v0},
+    {0: _encode_ConsumerGroupHeartbeatResponseAssignment_v0, 1: _encode_ConsumerGroupHeartbeatResponseAssignment_v0},
 )
-ConsumerGroupHeartbeatResponseAssignment.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ConsumerGroupHeartbeatResponseAssignment.STRUCT_VERSIONS = VersionSet.parse('0-1')
-ConsumerGroupHeartbeatResponseAssignment._decoders = {0: _decode_ConsumerGroupHeartbeatResponseAssignment_v0, 1: _decode_ConsumerGroupHeartbeatResponseAssignment_v0}
-ConsumerGroupHeartbeatResponseAssignment._encoders = {0: _encode_ConsumerGroupHeartbeatResponseAssignment_v0, 1: _encode_ConsumerGroupHeartbeatResponseAssignment_v0}
 _DEFAULT_ConsumerGroupHeartbeatResponseAssignment = ConsumerGroupHeartbeatResponseAssignment()
 
-ConsumerGroupHeartbeatResponse.FIELDS = (
+_class_data(ConsumerGroupHeartbeatResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
@@ -1184,13 +1170,8 @@ ConsumerGroupHeartbeatResponse.FIELDS = (
     FieldSpec('member_epoch', 'MemberEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('heartbeat_interval_ms', 'HeartbeatIntervalMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('assignment', 'Assignment', 'struct', None, ConsumerGroupHeartbeatResponseAssignment, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
+), '0+', '0-1',
+    {0: _decode_ConsumerGroupHeartbeatResponse_v0, 1: _decode_ConsumerGroupHeartbeatResponse_v0},
+    {0: _encode_ConsumerGroupHeartbeatResponse_v0, 1: _encode_ConsumerGroupHeartbeatResponse_v0},
+    api_key=68, kind='response', valid=(0, 1),
 )
-ConsumerGroupHeartbeatResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ConsumerGroupHeartbeatResponse.STRUCT_VERSIONS = VersionSet.parse('0-1')
-ConsumerGroupHeartbeatResponse._decoders = {0: _decode_ConsumerGroupHeartbeatResponse_v0, 1: _decode_ConsumerGroupHeartbeatResponse_v0}
-ConsumerGroupHeartbeatResponse._encoders = {0: _encode_ConsumerGroupHeartbeatResponse_v0, 1: _encode_ConsumerGroupHeartbeatResponse_v0}
-ConsumerGroupHeartbeatResponse.API_KEY = 68
-ConsumerGroupHeartbeatResponse.KIND = 'response'
-ConsumerGroupHeartbeatResponse.VERSIONS = (0, 1)
-
-_use_native(__name__)

@@ -9,22 +9,15 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import (
-    ARRAY_STRUCTS,
-    COUNTED_ARRAY_STRUCTS,
-    FRESH,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, COUNTED_ARRAY_STRUCTS, FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>i')
 _S1 = _Struct('>h')
 _Ai32 = ARRAY_STRUCTS['i']
@@ -192,26 +185,20 @@ def _encode_ConsumerProtocolAssignment_v0(o: ConsumerProtocolAssignment, out: by
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
-ConsumerProtocolAssignmentTopicPartition.FIELDS = (
+_class_data(ConsumerProtocolAssignmentTopicPartition, (
     FieldSpec('topic', 'Topic', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'int32', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), 'none', '0-3',
+    {0: _decode_ConsumerProtocolAssignmentTopicPartition_v0, 1: _decode_ConsumerProtocolAssignmentTopicPartition_v0, 2: _decode_ConsumerProtocolAssignmentTopicPartition_v0, 3: _decode_ConsumerProtocolAssignmentTopicPartition_v0},
+    {0: _encode_ConsumerProtocolAssignmentTopicPartition_v0, 1: _encode_ConsumerProtocolAssignmentTopicPartition_v0, 2: _encode_ConsumerProtocolAssignmentTopicPartition_v0, 3: _encode_ConsumerProtocolAssignmentTopicPartition_v0},
 )
-ConsumerProtocolAssignmentTopicPartition.FLEXIBLE_VERSIONS = VersionSet.parse('none')
-ConsumerProtocolAssignmentTopicPartition.STRUCT_VERSIONS = VersionSet.parse('0-3')
-ConsumerProtocolAssignmentTopicPartition._decoders = {0: _decode_ConsumerProtocolAssignmentTopicPartition_v0, 1: _decode_ConsumerProtocolAssignmentTopicPartition_v0, 2: _decode_ConsumerProtocolAssignmentTopicPartition_v0, 3: _decode_ConsumerProtocolAssignmentTopicPartition_v0}
-ConsumerProtocolAssignmentTopicPartition._encoders = {0: _encode_ConsumerProtocolAssignmentTopicPartition_v0, 1: _encode_ConsumerProtocolAssignmentTopicPartition_v0, 2: _encode_ConsumerProtocolAssignmentTopicPartition_v0, 3: _encode_ConsumerProtocolAssignmentTopicPartition_v0}
 _DEFAULT_ConsumerProtocolAssignmentTopicPartition = ConsumerProtocolAssignmentTopicPartition()
 
-ConsumerProtocolAssignment.FIELDS = (
+_class_data(ConsumerProtocolAssignment, (
     FieldSpec('assigned_partitions', 'AssignedPartitions', 'array', 'struct', ConsumerProtocolAssignmentTopicPartition, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('user_data', 'UserData', 'bytes', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
+), 'none', '0-3',
+    {0: _decode_ConsumerProtocolAssignment_v0, 1: _decode_ConsumerProtocolAssignment_v0, 2: _decode_ConsumerProtocolAssignment_v0, 3: _decode_ConsumerProtocolAssignment_v0},
+    {0: _encode_ConsumerProtocolAssignment_v0, 1: _encode_ConsumerProtocolAssignment_v0, 2: _encode_ConsumerProtocolAssignment_v0, 3: _encode_ConsumerProtocolAssignment_v0},
+    api_key=None, kind='data', valid=(0, 1, 2, 3),
 )
-ConsumerProtocolAssignment.FLEXIBLE_VERSIONS = VersionSet.parse('none')
-ConsumerProtocolAssignment.STRUCT_VERSIONS = VersionSet.parse('0-3')
-ConsumerProtocolAssignment._decoders = {0: _decode_ConsumerProtocolAssignment_v0, 1: _decode_ConsumerProtocolAssignment_v0, 2: _decode_ConsumerProtocolAssignment_v0, 3: _decode_ConsumerProtocolAssignment_v0}
-ConsumerProtocolAssignment._encoders = {0: _encode_ConsumerProtocolAssignment_v0, 1: _encode_ConsumerProtocolAssignment_v0, 2: _encode_ConsumerProtocolAssignment_v0, 3: _encode_ConsumerProtocolAssignment_v0}
-ConsumerProtocolAssignment.API_KEY = None
-ConsumerProtocolAssignment.KIND = 'data'
-ConsumerProtocolAssignment.VERSIONS = (0, 1, 2, 3)
-
-_use_native(__name__)

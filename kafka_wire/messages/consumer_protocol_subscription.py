@@ -9,22 +9,15 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import (
-    ARRAY_STRUCTS,
-    COUNTED_ARRAY_STRUCTS,
-    FRESH,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, COUNTED_ARRAY_STRUCTS, FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>i')
 _S1 = _Struct('>h')
 _S2 = _Struct('>ih')
@@ -559,29 +552,23 @@ def _encode_ConsumerProtocolSubscription_v3(o: ConsumerProtocolSubscription, out
         raise EncodeError('tagged fields cannot be written in version 3')
 
 
-ConsumerProtocolSubscriptionTopicPartition.FIELDS = (
+_class_data(ConsumerProtocolSubscriptionTopicPartition, (
     FieldSpec('topic', 'Topic', 'string', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'int32', None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), 'none', '1-3',
+    {1: _decode_ConsumerProtocolSubscriptionTopicPartition_v1, 2: _decode_ConsumerProtocolSubscriptionTopicPartition_v1, 3: _decode_ConsumerProtocolSubscriptionTopicPartition_v1},
+    {1: _encode_ConsumerProtocolSubscriptionTopicPartition_v1, 2: _encode_ConsumerProtocolSubscriptionTopicPartition_v1, 3: _encode_ConsumerProtocolSubscriptionTopicPartition_v1},
 )
-ConsumerProtocolSubscriptionTopicPartition.FLEXIBLE_VERSIONS = VersionSet.parse('none')
-ConsumerProtocolSubscriptionTopicPartition.STRUCT_VERSIONS = VersionSet.parse('1-3')
-ConsumerProtocolSubscriptionTopicPartition._decoders = {1: _decode_ConsumerProtocolSubscriptionTopicPartition_v1, 2: _decode_ConsumerProtocolSubscriptionTopicPartition_v1, 3: _decode_ConsumerProtocolSubscriptionTopicPartition_v1}
-ConsumerProtocolSubscriptionTopicPartition._encoders = {1: _encode_ConsumerProtocolSubscriptionTopicPartition_v1, 2: _encode_ConsumerProtocolSubscriptionTopicPartition_v1, 3: _encode_ConsumerProtocolSubscriptionTopicPartition_v1}
 _DEFAULT_ConsumerProtocolSubscriptionTopicPartition = ConsumerProtocolSubscriptionTopicPartition()
 
-ConsumerProtocolSubscription.FIELDS = (
+_class_data(ConsumerProtocolSubscription, (
     FieldSpec('topics', 'Topics', 'array', 'string', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('user_data', 'UserData', 'bytes', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
     FieldSpec('owned_partitions', 'OwnedPartitions', 'array', 'struct', ConsumerProtocolSubscriptionTopicPartition, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], True, None),
     FieldSpec('generation_id', 'GenerationId', 'int32', None, None, VersionSet.parse('2+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, True, None),
     FieldSpec('rack_id', 'RackId', 'string', None, None, VersionSet.parse('3+'), VersionSet.parse('3+'), None, VersionSet.parse('none'), None, lambda: None, True, None),
+), 'none', '0-3',
+    {0: _decode_ConsumerProtocolSubscription_v0, 1: _decode_ConsumerProtocolSubscription_v1, 2: _decode_ConsumerProtocolSubscription_v2, 3: _decode_ConsumerProtocolSubscription_v3},
+    {0: _encode_ConsumerProtocolSubscription_v0, 1: _encode_ConsumerProtocolSubscription_v1, 2: _encode_ConsumerProtocolSubscription_v2, 3: _encode_ConsumerProtocolSubscription_v3},
+    api_key=None, kind='data', valid=(0, 1, 2, 3),
 )
-ConsumerProtocolSubscription.FLEXIBLE_VERSIONS = VersionSet.parse('none')
-ConsumerProtocolSubscription.STRUCT_VERSIONS = VersionSet.parse('0-3')
-ConsumerProtocolSubscription._decoders = {0: _decode_ConsumerProtocolSubscription_v0, 1: _decode_ConsumerProtocolSubscription_v1, 2: _decode_ConsumerProtocolSubscription_v2, 3: _decode_ConsumerProtocolSubscription_v3}
-ConsumerProtocolSubscription._encoders = {0: _encode_ConsumerProtocolSubscription_v0, 1: _encode_ConsumerProtocolSubscription_v1, 2: _encode_ConsumerProtocolSubscription_v2, 3: _encode_ConsumerProtocolSubscription_v3}
-ConsumerProtocolSubscription.API_KEY = None
-ConsumerProtocolSubscription.KIND = 'data'
-ConsumerProtocolSubscription.VERSIONS = (0, 1, 2, 3)
-
-_use_native(__name__)

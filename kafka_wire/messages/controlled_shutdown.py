@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>i')
 _S1 = _Struct('>iq')
 _S2 = _Struct('>h')
@@ -399,38 +400,29 @@ def _encode_ControlledShutdownResponse_v3(o: ControlledShutdownResponse, out: by
         out.append(0)
 
 
-ControlledShutdownRequest.FIELDS = (
+_class_data(ControlledShutdownRequest, (
     FieldSpec('broker_id', 'BrokerId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
     FieldSpec('broker_epoch', 'BrokerEpoch', 'int64', None, None, VersionSet.parse('2+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, True, None),
+), '3+', '0-3',
+    {0: _decode_ControlledShutdownRequest_v0, 1: _decode_ControlledShutdownRequest_v0, 2: _decode_ControlledShutdownRequest_v2, 3: _decode_ControlledShutdownRequest_v3},
+    {0: _encode_ControlledShutdownRequest_v0, 1: _encode_ControlledShutdownRequest_v0, 2: _encode_ControlledShutdownRequest_v2, 3: _encode_ControlledShutdownRequest_v3},
+    api_key=7, kind='request', valid=(0, 1, 2, 3),
 )
-ControlledShutdownRequest.FLEXIBLE_VERSIONS = VersionSet.parse('3+')
-ControlledShutdownRequest.STRUCT_VERSIONS = VersionSet.parse('0-3')
-ControlledShutdownRequest._decoders = {0: _decode_ControlledShutdownRequest_v0, 1: _decode_ControlledShutdownRequest_v0, 2: _decode_ControlledShutdownRequest_v2, 3: _decode_ControlledShutdownRequest_v3}
-ControlledShutdownRequest._encoders = {0: _encode_ControlledShutdownRequest_v0, 1: _encode_ControlledShutdownRequest_v0, 2: _encode_ControlledShutdownRequest_v2, 3: _encode_ControlledShutdownRequest_v3}
-ControlledShutdownRequest.API_KEY = 7
-ControlledShutdownRequest.KIND = 'request'
-ControlledShutdownRequest.VERSIONS = (0, 1, 2, 3)
 
-ControlledShutdownResponseRemainingPartition.FIELDS = (
+_class_data(ControlledShutdownResponseRemainingPartition, (
     FieldSpec('topic_name', 'TopicName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '3+', '0-3',
+    {0: _decode_ControlledShutdownResponseRemainingPartition_v0, 1: _decode_ControlledShutdownResponseRemainingPartition_v0, 2: _decode_ControlledShutdownResponseRemainingPartition_v0, 3: _decode_ControlledShutdownResponseRemainingPartition_v3},
+    {0: _encode_ControlledShutdownResponseRemainingPartition_v0, 1: _encode_ControlledShutdownResponseRemainingPartition_v0, 2: _encode_ControlledShutdownResponseRemainingPartition_v0, 3: _encode_ControlledShutdownResponseRemainingPartition_v3},
 )
-ControlledShutdownResponseRemainingPartition.FLEXIBLE_VERSIONS = VersionSet.parse('3+')
-ControlledShutdownResponseRemainingPartition.STRUCT_VERSIONS = VersionSet.parse('0-3')
-ControlledShutdownResponseRemainingPartition._decoders = {0: _decode_ControlledShutdownResponseRemainingPartition_v0, 1: _decode_ControlledShutdownResponseRemainingPartition_v0, 2: _decode_ControlledShutdownResponseRemainingPartition_v0, 3: _decode_ControlledShutdownResponseRemainingPartition_v3}
-ControlledShutdownResponseRemainingPartition._encoders = {0: _encode_ControlledShutdownResponseRemainingPartition_v0, 1: _encode_ControlledShutdownResponseRemainingPartition_v0, 2: _encode_ControlledShutdownResponseRemainingPartition_v0, 3: _encode_ControlledShutdownResponseRemainingPartition_v3}
 _DEFAULT_ControlledShutdownResponseRemainingPartition = ControlledShutdownResponseRemainingPartition()
 
-ControlledShutdownResponse.FIELDS = (
+_class_data(ControlledShutdownResponse, (
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('remaining_partitions', 'RemainingPartitions', 'array', 'struct', ControlledShutdownResponseRemainingPartition, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '3+', '0-3',
+    {0: _decode_ControlledShutdownResponse_v0, 1: _decode_ControlledShutdownResponse_v0, 2: _decode_ControlledShutdownResponse_v0, 3: _decode_ControlledShutdownResponse_v3},
+    {0: _encode_ControlledShutdownResponse_v0, 1: _encode_ControlledShutdownResponse_v0, 2: _encode_ControlledShutdownResponse_v0, 3: _encode_ControlledShutdownResponse_v3},
+    api_key=7, kind='response', valid=(0, 1, 2, 3),
 )
-ControlledShutdownResponse.FLEXIBLE_VERSIONS = VersionSet.parse('3+')
-ControlledShutdownResponse.STRUCT_VERSIONS = VersionSet.parse('0-3')
-ControlledShutdownResponse._decoders = {0: _decode_ControlledShutdownResponse_v0, 1: _decode_ControlledShutdownResponse_v0, 2: _decode_ControlledShutdownResponse_v0, 3: _decode_ControlledShutdownResponse_v3}
-ControlledShutdownResponse._encoders = {0: _encode_ControlledShutdownResponse_v0, 1: _encode_ControlledShutdownResponse_v0, 2: _encode_ControlledShutdownResponse_v0, 3: _encode_ControlledShutdownResponse_v3}
-ControlledShutdownResponse.API_KEY = 7
-ControlledShutdownResponse.KIND = 'response'
-ControlledShutdownResponse.VERSIONS = (0, 1, 2, 3)
-
-_use_native(__name__)

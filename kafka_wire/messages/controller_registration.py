@@ -11,26 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import (
-    FRESH,
-    ZERO_UUID,
-    ZERO_UUID_BYTES,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>Hh')
 _S1 = _Struct('>hh')
 _S2 = _Struct('>i16s?')
@@ -549,55 +542,45 @@ def _encode_ControllerRegistrationResponse_v0(o: ControllerRegistrationResponse,
         out.append(0)
 
 
-ControllerRegistrationRequestListener.FIELDS = (
+_class_data(ControllerRegistrationRequestListener, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('host', 'Host', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('port', 'Port', 'uint16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('security_protocol', 'SecurityProtocol', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0',
+    {0: _decode_ControllerRegistrationRequestListener_v0},
+    {0: _encode_ControllerRegistrationRequestListener_v0},
 )
-ControllerRegistrationRequestListener.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ControllerRegistrationRequestListener.STRUCT_VERSIONS = VersionSet.parse('0')
-ControllerRegistrationRequestListener._decoders = {0: _decode_ControllerRegistrationRequestListener_v0}
-ControllerRegistrationRequestListener._encoders = {0: _encode_ControllerRegistrationRequestListener_v0}
 _DEFAULT_ControllerRegistrationRequestListener = ControllerRegistrationRequestListener()
 
-ControllerRegistrationRequestFeature.FIELDS = (
+_class_data(ControllerRegistrationRequestFeature, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('min_supported_version', 'MinSupportedVersion', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('max_supported_version', 'MaxSupportedVersion', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0',
+    {0: _decode_ControllerRegistrationRequestFeature_v0},
+    {0: _encode_ControllerRegistrationRequestFeature_v0},
 )
-ControllerRegistrationRequestFeature.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ControllerRegistrationRequestFeature.STRUCT_VERSIONS = VersionSet.parse('0')
-ControllerRegistrationRequestFeature._decoders = {0: _decode_ControllerRegistrationRequestFeature_v0}
-ControllerRegistrationRequestFeature._encoders = {0: _encode_ControllerRegistrationRequestFeature_v0}
 _DEFAULT_ControllerRegistrationRequestFeature = ControllerRegistrationRequestFeature()
 
-ControllerRegistrationRequest.FIELDS = (
+_class_data(ControllerRegistrationRequest, (
     FieldSpec('controller_id', 'ControllerId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('incarnation_id', 'IncarnationId', 'uuid', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
     FieldSpec('zk_migration_ready', 'ZkMigrationReady', 'bool', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
     FieldSpec('listeners', 'Listeners', 'array', 'struct', ControllerRegistrationRequestListener, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('features', 'Features', 'array', 'struct', ControllerRegistrationRequestFeature, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_ControllerRegistrationRequest_v0},
+    {0: _encode_ControllerRegistrationRequest_v0},
+    api_key=70, kind='request', valid=(0,),
 )
-ControllerRegistrationRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ControllerRegistrationRequest.STRUCT_VERSIONS = VersionSet.parse('0')
-ControllerRegistrationRequest._decoders = {0: _decode_ControllerRegistrationRequest_v0}
-ControllerRegistrationRequest._encoders = {0: _encode_ControllerRegistrationRequest_v0}
-ControllerRegistrationRequest.API_KEY = 70
-ControllerRegistrationRequest.KIND = 'request'
-ControllerRegistrationRequest.VERSIONS = (0,)
 
-ControllerRegistrationResponse.FIELDS = (
+_class_data(ControllerRegistrationResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
+), '0+', '0',
+    {0: _decode_ControllerRegistrationResponse_v0},
+    {0: _encode_ControllerRegistrationResponse_v0},
+    api_key=70, kind='response', valid=(0,),
 )
-ControllerRegistrationResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ControllerRegistrationResponse.STRUCT_VERSIONS = VersionSet.parse('0')
-ControllerRegistrationResponse._decoders = {0: _decode_ControllerRegistrationResponse_v0}
-ControllerRegistrationResponse._encoders = {0: _encode_ControllerRegistrationResponse_v0}
-ControllerRegistrationResponse.API_KEY = 70
-ControllerRegistrationResponse.KIND = 'response'
-ControllerRegistrationResponse.VERSIONS = (0,)
-
-_use_native(__name__)

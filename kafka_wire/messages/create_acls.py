@@ -12,17 +12,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>bh')
 _S1 = _Struct('>bb')
 _S2 = _Struct('>b')
@@ -1022,7 +1023,7 @@ def _encode_CreateAclsResponse_v2(o: CreateAclsResponse, out: bytearray) -> None
         out.append(0)
 
 
-CreateAclsRequestAclCreation.FIELDS = (
+_class_data(CreateAclsRequestAclCreation, (
     FieldSpec('resource_type', 'ResourceType', 'int8', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('resource_name', 'ResourceName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('resource_pattern_type', 'ResourcePatternType', 'int8', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 3, False, None),
@@ -1030,44 +1031,34 @@ CreateAclsRequestAclCreation.FIELDS = (
     FieldSpec('host', 'Host', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('operation', 'Operation', 'int8', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('permission_type', 'PermissionType', 'int8', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '2+', '0-3',
+    {0: _decode_CreateAclsRequestAclCreation_v0, 1: _decode_CreateAclsRequestAclCreation_v1, 2: _decode_CreateAclsRequestAclCreation_v2, 3: _decode_CreateAclsRequestAclCreation_v2},
+    {0: _encode_CreateAclsRequestAclCreation_v0, 1: _encode_CreateAclsRequestAclCreation_v1, 2: _encode_CreateAclsRequestAclCreation_v2, 3: _encode_CreateAclsRequestAclCreation_v2},
 )
-CreateAclsRequestAclCreation.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-CreateAclsRequestAclCreation.STRUCT_VERSIONS = VersionSet.parse('0-3')
-CreateAclsRequestAclCreation._decoders = {0: _decode_CreateAclsRequestAclCreation_v0, 1: _decode_CreateAclsRequestAclCreation_v1, 2: _decode_CreateAclsRequestAclCreation_v2, 3: _decode_CreateAclsRequestAclCreation_v2}
-CreateAclsRequestAclCreation._encoders = {0: _encode_CreateAclsRequestAclCreation_v0, 1: _encode_CreateAclsRequestAclCreation_v1, 2: _encode_CreateAclsRequestAclCreation_v2, 3: _encode_CreateAclsRequestAclCreation_v2}
 _DEFAULT_CreateAclsRequestAclCreation = CreateAclsRequestAclCreation()
 
-CreateAclsRequest.FIELDS = (
+_class_data(CreateAclsRequest, (
     FieldSpec('creations', 'Creations', 'array', 'struct', CreateAclsRequestAclCreation, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '2+', '0-3',
+    {0: _decode_CreateAclsRequest_v0, 1: _decode_CreateAclsRequest_v1, 2: _decode_CreateAclsRequest_v2, 3: _decode_CreateAclsRequest_v2},
+    {0: _encode_CreateAclsRequest_v0, 1: _encode_CreateAclsRequest_v1, 2: _encode_CreateAclsRequest_v2, 3: _encode_CreateAclsRequest_v2},
+    api_key=30, kind='request', valid=(0, 1, 2, 3),
 )
-CreateAclsRequest.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-CreateAclsRequest.STRUCT_VERSIONS = VersionSet.parse('0-3')
-CreateAclsRequest._decoders = {0: _decode_CreateAclsRequest_v0, 1: _decode_CreateAclsRequest_v1, 2: _decode_CreateAclsRequest_v2, 3: _decode_CreateAclsRequest_v2}
-CreateAclsRequest._encoders = {0: _encode_CreateAclsRequest_v0, 1: _encode_CreateAclsRequest_v1, 2: _encode_CreateAclsRequest_v2, 3: _encode_CreateAclsRequest_v2}
-CreateAclsRequest.API_KEY = 30
-CreateAclsRequest.KIND = 'request'
-CreateAclsRequest.VERSIONS = (0, 1, 2, 3)
 
-CreateAclsResponseAclCreationResult.FIELDS = (
+_class_data(CreateAclsResponseAclCreationResult, (
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
+), '2+', '0-3',
+    {0: _decode_CreateAclsResponseAclCreationResult_v0, 1: _decode_CreateAclsResponseAclCreationResult_v0, 2: _decode_CreateAclsResponseAclCreationResult_v2, 3: _decode_CreateAclsResponseAclCreationResult_v2},
+    {0: _encode_CreateAclsResponseAclCreationResult_v0, 1: _encode_CreateAclsResponseAclCreationResult_v0, 2: _encode_CreateAclsResponseAclCreationResult_v2, 3: _encode_CreateAclsResponseAclCreationResult_v2},
 )
-CreateAclsResponseAclCreationResult.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-CreateAclsResponseAclCreationResult.STRUCT_VERSIONS = VersionSet.parse('0-3')
-CreateAclsResponseAclCreationResult._decoders = {0: _decode_CreateAclsResponseAclCreationResult_v0, 1: _decode_CreateAclsResponseAclCreationResult_v0, 2: _decode_CreateAclsResponseAclCreationResult_v2, 3: _decode_CreateAclsResponseAclCreationResult_v2}
-CreateAclsResponseAclCreationResult._encoders = {0: _encode_CreateAclsResponseAclCreationResult_v0, 1: _encode_CreateAclsResponseAclCreationResult_v0, 2: _encode_CreateAclsResponseAclCreationResult_v2, 3: _encode_CreateAclsResponseAclCreationResult_v2}
 _DEFAULT_CreateAclsResponseAclCreationResult = CreateAclsResponseAclCreationResult()
 
-CreateAclsResponse.FIELDS = (
+_class_data(CreateAclsResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('results', 'Results', 'array', 'struct', CreateAclsResponseAclCreationResult, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '2+', '0-3',
+    {0: _decode_CreateAclsResponse_v0, 1: _decode_CreateAclsResponse_v0, 2: _decode_CreateAclsResponse_v2, 3: _decode_CreateAclsResponse_v2},
+    {0: _encode_CreateAclsResponse_v0, 1: _encode_CreateAclsResponse_v0, 2: _encode_CreateAclsResponse_v2, 3: _encode_CreateAclsResponse_v2},
+    api_key=30, kind='response', valid=(0, 1, 2, 3),
 )
-CreateAclsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-CreateAclsResponse.STRUCT_VERSIONS = VersionSet.parse('0-3')
-CreateAclsResponse._decoders = {0: _decode_CreateAclsResponse_v0, 1: _decode_CreateAclsResponse_v0, 2: _decode_CreateAclsResponse_v2, 3: _decode_CreateAclsResponse_v2}
-CreateAclsResponse._encoders = {0: _encode_CreateAclsResponse_v0, 1: _encode_CreateAclsResponse_v0, 2: _encode_CreateAclsResponse_v2, 3: _encode_CreateAclsResponse_v2}
-CreateAclsResponse.API_KEY = 30
-CreateAclsResponse.KIND = 'response'
-CreateAclsResponse.VERSIONS = (0, 1, 2, 3)
-
-_use_native(__name__)

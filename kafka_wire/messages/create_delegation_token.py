@@ -12,17 +12,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>h')
 _S1 = _Struct('>i')
 _S2 = _Struct('>q')
@@ -1131,31 +1132,27 @@ def _encode_CreateDelegationTokenResponse_v3(o: CreateDelegationTokenResponse, o
         out.append(0)
 
 
-CreateDelegationTokenRequestCreatableRenewers.FIELDS = (
+_class_data(CreateDelegationTokenRequestCreatableRenewers, (
     FieldSpec('principal_type', 'PrincipalType', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('principal_name', 'PrincipalName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
+), '2+', '0-3',
+    {0: _decode_CreateDelegationTokenRequestCreatableRenewers_v0, 1: _decode_CreateDelegationTokenRequestCreatableRenewers_v0, 2: _decode_CreateDelegationTokenRequestCreatableRenewers_v2, 3: _decode_CreateDelegationTokenRequestCreatableRenewers_v2},
+    {0: _encode_CreateDelegationTokenRequestCreatableRenewers_v0, 1: _encode_CreateDelegationTokenRequestCreatableRenewers_v0, 2: _encode_CreateDelegationTokenRequestCreatableRenewers_v2, 3: _encode_CreateDelegationTokenRequestCreatableRenewers_v2},
 )
-CreateDelegationTokenRequestCreatableRenewers.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-CreateDelegationTokenRequestCreatableRenewers.STRUCT_VERSIONS = VersionSet.parse('0-3')
-CreateDelegationTokenRequestCreatableRenewers._decoders = {0: _decode_CreateDelegationTokenRequestCreatableRenewers_v0, 1: _decode_CreateDelegationTokenRequestCreatableRenewers_v0, 2: _decode_CreateDelegationTokenRequestCreatableRenewers_v2, 3: _decode_CreateDelegationTokenRequestCreatableRenewers_v2}
-CreateDelegationTokenRequestCreatableRenewers._encoders = {0: _encode_CreateDelegationTokenRequestCreatableRenewers_v0, 1: _encode_CreateDelegationTokenRequestCreatableRenewers_v0, 2: _encode_CreateDelegationTokenRequestCreatableRenewers_v2, 3: _encode_CreateDelegationTokenRequestCreatableRenewers_v2}
 _DEFAULT_CreateDelegationTokenRequestCreatableRenewers = CreateDelegationTokenRequestCreatableRenewers()
 
-CreateDelegationTokenRequest.FIELDS = (
+_class_data(CreateDelegationTokenRequest, (
     FieldSpec('owner_principal_type', 'OwnerPrincipalType', 'string', None, None, VersionSet.parse('3+'), VersionSet.parse('3+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('owner_principal_name', 'OwnerPrincipalName', 'string', None, None, VersionSet.parse('3+'), VersionSet.parse('3+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('renewers', 'Renewers', 'array', 'struct', CreateDelegationTokenRequestCreatableRenewers, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('max_lifetime_ms', 'MaxLifetimeMs', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '2+', '0-3',
+    {0: _decode_CreateDelegationTokenRequest_v0, 1: _decode_CreateDelegationTokenRequest_v0, 2: _decode_CreateDelegationTokenRequest_v2, 3: _decode_CreateDelegationTokenRequest_v3},
+    {0: _encode_CreateDelegationTokenRequest_v0, 1: _encode_CreateDelegationTokenRequest_v0, 2: _encode_CreateDelegationTokenRequest_v2, 3: _encode_CreateDelegationTokenRequest_v3},
+    api_key=38, kind='request', valid=(0, 1, 2, 3),
 )
-CreateDelegationTokenRequest.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-CreateDelegationTokenRequest.STRUCT_VERSIONS = VersionSet.parse('0-3')
-CreateDelegationTokenRequest._decoders = {0: _decode_CreateDelegationTokenRequest_v0, 1: _decode_CreateDelegationTokenRequest_v0, 2: _decode_CreateDelegationTokenRequest_v2, 3: _decode_CreateDelegationTokenRequest_v3}
-CreateDelegationTokenRequest._encoders = {0: _encode_CreateDelegationTokenRequest_v0, 1: _encode_CreateDelegationTokenRequest_v0, 2: _encode_CreateDelegationTokenRequest_v2, 3: _encode_CreateDelegationTokenRequest_v3}
-CreateDelegationTokenRequest.API_KEY = 38
-CreateDelegationTokenRequest.KIND = 'request'
-CreateDelegationTokenRequest.VERSIONS = (0, 1, 2, 3)
 
-CreateDelegationTokenResponse.FIELDS = (
+_class_data(CreateDelegationTokenResponse, (
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('principal_type', 'PrincipalType', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('principal_name', 'PrincipalName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
@@ -1167,13 +1164,8 @@ CreateDelegationTokenResponse.FIELDS = (
     FieldSpec('token_id', 'TokenId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('hmac', 'Hmac', 'bytes', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: b"", False, None),
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '2+', '0-3',
+    {0: _decode_CreateDelegationTokenResponse_v0, 1: _decode_CreateDelegationTokenResponse_v0, 2: _decode_CreateDelegationTokenResponse_v2, 3: _decode_CreateDelegationTokenResponse_v3},
+    {0: _encode_CreateDelegationTokenResponse_v0, 1: _encode_CreateDelegationTokenResponse_v0, 2: _encode_CreateDelegationTokenResponse_v2, 3: _encode_CreateDelegationTokenResponse_v3},
+    api_key=38, kind='response', valid=(0, 1, 2, 3),
 )
-CreateDelegationTokenResponse.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-CreateDelegationTokenResponse.STRUCT_VERSIONS = VersionSet.parse('0-3')
-CreateDelegationTokenResponse._decoders = {0: _decode_CreateDelegationTokenResponse_v0, 1: _decode_CreateDelegationTokenResponse_v0, 2: _decode_CreateDelegationTokenResponse_v2, 3: _decode_CreateDelegationTokenResponse_v3}
-CreateDelegationTokenResponse._encoders = {0: _encode_CreateDelegationTokenResponse_v0, 1: _encode_CreateDelegationTokenResponse_v0, 2: _encode_CreateDelegationTokenResponse_v2, 3: _encode_CreateDelegationTokenResponse_v3}
-CreateDelegationTokenResponse.API_KEY = 38
-CreateDelegationTokenResponse.KIND = 'response'
-CreateDelegationTokenResponse.VERSIONS = (0, 1, 2, 3)
-
-_use_native(__name__)

@@ -10,25 +10,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import (
-    ARRAY_STRUCTS,
-    COUNTED_ARRAY_STRUCTS,
-    FRESH,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, COUNTED_ARRAY_STRUCTS, FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>i')
 _S1 = _Struct('>ii')
 _S2 = _Struct('>h')
@@ -870,60 +863,49 @@ def _encode_CreatePartitionsResponse_v2(o: CreatePartitionsResponse, out: bytear
         out.append(0)
 
 
-CreatePartitionsRequestAssignment.FIELDS = (
+_class_data(CreatePartitionsRequestAssignment, (
     FieldSpec('broker_ids', 'BrokerIds', 'array', 'int32', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, 'brokerId'),
+), '2+', '0-3',
+    {0: _decode_CreatePartitionsRequestAssignment_v0, 1: _decode_CreatePartitionsRequestAssignment_v0, 2: _decode_CreatePartitionsRequestAssignment_v2, 3: _decode_CreatePartitionsRequestAssignment_v2},
+    {0: _encode_CreatePartitionsRequestAssignment_v0, 1: _encode_CreatePartitionsRequestAssignment_v0, 2: _encode_CreatePartitionsRequestAssignment_v2, 3: _encode_CreatePartitionsRequestAssignment_v2},
 )
-CreatePartitionsRequestAssignment.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-CreatePartitionsRequestAssignment.STRUCT_VERSIONS = VersionSet.parse('0-3')
-CreatePartitionsRequestAssignment._decoders = {0: _decode_CreatePartitionsRequestAssignment_v0, 1: _decode_CreatePartitionsRequestAssignment_v0, 2: _decode_CreatePartitionsRequestAssignment_v2, 3: _decode_CreatePartitionsRequestAssignment_v2}
-CreatePartitionsRequestAssignment._encoders = {0: _encode_CreatePartitionsRequestAssignment_v0, 1: _encode_CreatePartitionsRequestAssignment_v0, 2: _encode_CreatePartitionsRequestAssignment_v2, 3: _encode_CreatePartitionsRequestAssignment_v2}
 _DEFAULT_CreatePartitionsRequestAssignment = CreatePartitionsRequestAssignment()
 
-CreatePartitionsRequestTopic.FIELDS = (
+_class_data(CreatePartitionsRequestTopic, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('count', 'Count', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('assignments', 'Assignments', 'array', 'struct', CreatePartitionsRequestAssignment, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '2+', '0-3',
+    {0: _decode_CreatePartitionsRequestTopic_v0, 1: _decode_CreatePartitionsRequestTopic_v0, 2: _decode_CreatePartitionsRequestTopic_v2, 3: _decode_CreatePartitionsRequestTopic_v2},
+    {0: _encode_CreatePartitionsRequestTopic_v0, 1: _encode_CreatePartitionsRequestTopic_v0, 2: _encode_CreatePartitionsRequestTopic_v2, 3: _encode_CreatePartitionsRequestTopic_v2},
 )
-CreatePartitionsRequestTopic.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-CreatePartitionsRequestTopic.STRUCT_VERSIONS = VersionSet.parse('0-3')
-CreatePartitionsRequestTopic._decoders = {0: _decode_CreatePartitionsRequestTopic_v0, 1: _decode_CreatePartitionsRequestTopic_v0, 2: _decode_CreatePartitionsRequestTopic_v2, 3: _decode_CreatePartitionsRequestTopic_v2}
-CreatePartitionsRequestTopic._encoders = {0: _encode_CreatePartitionsRequestTopic_v0, 1: _encode_CreatePartitionsRequestTopic_v0, 2: _encode_CreatePartitionsRequestTopic_v2, 3: _encode_CreatePartitionsRequestTopic_v2}
 _DEFAULT_CreatePartitionsRequestTopic = CreatePartitionsRequestTopic()
 
-CreatePartitionsRequest.FIELDS = (
+_class_data(CreatePartitionsRequest, (
     FieldSpec('topics', 'Topics', 'array', 'struct', CreatePartitionsRequestTopic, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('timeout_ms', 'TimeoutMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('validate_only', 'ValidateOnly', 'bool', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
+), '2+', '0-3',
+    {0: _decode_CreatePartitionsRequest_v0, 1: _decode_CreatePartitionsRequest_v0, 2: _decode_CreatePartitionsRequest_v2, 3: _decode_CreatePartitionsRequest_v2},
+    {0: _encode_CreatePartitionsRequest_v0, 1: _encode_CreatePartitionsRequest_v0, 2: _encode_CreatePartitionsRequest_v2, 3: _encode_CreatePartitionsRequest_v2},
+    api_key=37, kind='request', valid=(0, 1, 2, 3),
 )
-CreatePartitionsRequest.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-CreatePartitionsRequest.STRUCT_VERSIONS = VersionSet.parse('0-3')
-CreatePartitionsRequest._decoders = {0: _decode_CreatePartitionsRequest_v0, 1: _decode_CreatePartitionsRequest_v0, 2: _decode_CreatePartitionsRequest_v2, 3: _decode_CreatePartitionsRequest_v2}
-CreatePartitionsRequest._encoders = {0: _encode_CreatePartitionsRequest_v0, 1: _encode_CreatePartitionsRequest_v0, 2: _encode_CreatePartitionsRequest_v2, 3: _encode_CreatePartitionsRequest_v2}
-CreatePartitionsRequest.API_KEY = 37
-CreatePartitionsRequest.KIND = 'request'
-CreatePartitionsRequest.VERSIONS = (0, 1, 2, 3)
 
-CreatePartitionsResponseTopicResult.FIELDS = (
+_class_data(CreatePartitionsResponseTopicResult, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
+), '2+', '0-3',
+    {0: _decode_CreatePartitionsResponseTopicResult_v0, 1: _decode_CreatePartitionsResponseTopicResult_v0, 2: _decode_CreatePartitionsResponseTopicResult_v2, 3: _decode_CreatePartitionsResponseTopicResult_v2},
+    {0: _encode_CreatePartitionsResponseTopicResult_v0, 1: _encode_CreatePartitionsResponseTopicResult_v0, 2: _encode_CreatePartitionsResponseTopicResult_v2, 3: _encode_CreatePartitionsResponseTopicResult_v2},
 )
-CreatePartitionsResponseTopicResult.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-CreatePartitionsResponseTopicResult.STRUCT_VERSIONS = VersionSet.parse('0-3')
-CreatePartitionsResponseTopicResult._decoders = {0: _decode_CreatePartitionsResponseTopicResult_v0, 1: _decode_CreatePartitionsResponseTopicResult_v0, 2: _decode_CreatePartitionsResponseTopicResult_v2, 3: _decode_CreatePartitionsResponseTopicResult_v2}
-CreatePartitionsResponseTopicResult._encoders = {0: _encode_CreatePartitionsResponseTopicResult_v0, 1: _encode_CreatePartitionsResponseTopicResult_v0, 2: _encode_CreatePartitionsResponseTopicResult_v2, 3: _encode_CreatePartitionsResponseTopicResult_v2}
 _DEFAULT_CreatePartitionsResponseTopicResult = CreatePartitionsResponseTopicResult()
 
-CreatePartitionsResponse.FIELDS = (
+_class_data(CreatePartitionsResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('results', 'Results', 'array', 'struct', CreatePartitionsResponseTopicResult, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '2+', '0-3',
+    {0: _decode_CreatePartitionsResponse_v0, 1: _decode_CreatePartitionsResponse_v0, 2: _decode_CreatePartitionsResponse_v2, 3: _decode_CreatePartitionsResponse_v2},
+    {0: _encode_CreatePartitionsResponse_v0, 1: _encode_CreatePartitionsResponse_v0, 2: _encode_CreatePartitionsResponse_v2, 3: _encode_CreatePartitionsResponse_v2},
+    api_key=37, kind='response', valid=(0, 1, 2, 3),
 )
-CreatePartitionsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-CreatePartitionsResponse.STRUCT_VERSIONS = VersionSet.parse('0-3')
-CreatePartitionsResponse._decoders = {0: _decode_CreatePartitionsResponse_v0, 1: _decode_CreatePartitionsResponse_v0, 2: _decode_CreatePartitionsResponse_v2, 3: _decode_CreatePartitionsResponse_v2}
-CreatePartitionsResponse._encoders = {0: _encode_CreatePartitionsResponse_v0, 1: _encode_CreatePartitionsResponse_v0, 2: _encode_CreatePartitionsResponse_v2, 3: _encode_CreatePartitionsResponse_v2}
-CreatePartitionsResponse.API_KEY = 37
-CreatePartitionsResponse.KIND = 'response'
-CreatePartitionsResponse.VERSIONS = (0, 1, 2, 3)
-
-_use_native(__name__)

@@ -20,21 +20,20 @@ from kafka_wire.codec.runtime import (
     ZERO_UUID,
     ZERO_UUID_BYTES,
     FieldSpec,
-    Message,
-    Struct,
     TaggedFields,
 )
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>ii')
 _S1 = _Struct('>i')
 _S2 = _Struct('>h')
@@ -1888,66 +1887,59 @@ def _encode_CreateTopicsResponse_v7(o: CreateTopicsResponse, out: bytearray) -> 
         out.append(0)
 
 
-CreateTopicsRequestCreatableReplicaAssignment.FIELDS = (
+_class_data(CreateTopicsRequestCreatableReplicaAssignment, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('broker_ids', 'BrokerIds', 'array', 'int32', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, 'brokerId'),
+), '5+', '0-7',
+    {0: _decode_CreateTopicsRequestCreatableReplicaAssignment_v0, 1: _decode_CreateTopicsRequestCreatableReplicaAssignment_v0, 2: _decode_CreateTopicsRequestCreatableReplicaAssignment_v0, 3: _decode_CreateTopicsRequestCreatableReplicaAssignment_v0, 4: _decode_CreateTopicsRequestCreatableReplicaAssignment_v0, 5: _decode_CreateTopicsRequestCreatableReplicaAssignment_v5, 6: _decode_CreateTopicsRequestCreatableReplicaAssignment_v5, 7: _decode_CreateTopicsRequestCreatableReplicaAssignment_v5},
+    {0: _encode_CreateTopicsRequestCreatableReplicaAssignment_v0, 1: _encode_CreateTopicsRequestCreatableReplicaAssignment_v0, 2: _encode_CreateTopicsRequestCreatableReplicaAssignment_v0, 3: _encode_CreateTopicsRequestCreatableReplicaAssignment_v0, 4: _encode_CreateTopicsRequestCreatableReplicaAssignment_v0, 5: _encode_CreateTopicsRequestCreatableReplicaAssignment_v5, 6: _encode_CreateTopicsRequestCreatableReplicaAssignment_v5, 7: _encode_CreateTopicsRequestCreatableReplicaAssignment_v5},
 )
-CreateTopicsRequestCreatableReplicaAssignment.FLEXIBLE_VERSIONS = VersionSet.parse('5+')
-CreateTopicsRequestCreatableReplicaAssignment.STRUCT_VERSIONS = VersionSet.parse('0-7')
-CreateTopicsRequestCreatableReplicaAssignment._decoders = {0: _decode_CreateTopicsRequestCreatableReplicaAssignment_v0, 1: _decode_CreateTopicsRequestCreatableReplicaAssignment_v0, 2: _decode_CreateTopicsRequestCreatableReplicaAssignment_v0, 3: _decode_CreateTopicsRequestCreatableReplicaAssignment_v0, 4: _decode_CreateTopicsRequestCreatableReplicaAssignment_v0, 5: _decode_CreateTopicsRequestCreatableReplicaAssignment_v5, 6: _decode_CreateTopicsRequestCreatableReplicaAssignment_v5, 7: _decode_CreateTopicsRequestCreatableReplicaAssignment_v5}
-CreateTopicsRequestCreatableReplicaAssignment._encoders = {0: _encode_CreateTopicsRequestCreatableReplicaAssignment_v0, 1: _encode_CreateTopicsRequestCreatableReplicaAssignment_v0, 2: _encode_CreateTopicsRequestCreatableReplicaAssignment_v0, 3: _encode_CreateTopicsRequestCreatableReplicaAssignment_v0, 4: _encode_CreateTopicsRequestCreatableReplicaAssignment_v0, 5: _encode_CreateTopicsRequestCreatableReplicaAssignment_v5, 6: _encode_CreateTopicsRequestCreatableReplicaAssignment_v5, 7: _encode_CreateTopicsRequestCreatableReplicaAssignment_v5}
 _DEFAULT_CreateTopicsRequestCreatableReplicaAssignment = CreateTopicsRequestCreatableReplicaAssignment()
 
-CreateTopicsRequestCreatableTopicConfig.FIELDS = (
+_class_data(CreateTopicsRequestCreatableTopicConfig, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('value', 'Value', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
+), '5+', '0-7',
+    {0: _decode_CreateTopicsRequestCreatableTopicConfig_v0, 1: _decode_CreateTopicsRequestCreatableTopicConfig_v0, 2: _decode_CreateTopicsRequestCreatableTopicConfig_v0, 3: _decode_CreateTopicsRequestCreatableTopicConfig_v0, 4: _decode_CreateTopicsRequestCreatableTopicConfig_v0, 5: _decode_CreateTopicsRequestCreatableTopicConfig_v5, 6: _decode_CreateTopicsRequestCreatableTopicConfig_v5, 7: _decode_CreateTopicsRequestCreatableTopicConfig_v5},
+    {0: _encode_CreateTopicsRequestCreatableTopicConfig_v0, 1: _encode_CreateTopicsRequestCreatableTopicConfig_v0, 2: _encode_CreateTopicsRequestCreatableTopicConfig_v0, 3: _encode_CreateTopicsRequestCreatableTopicConfig_v0, 4: _encode_CreateTopicsRequestCreatableTopicConfig_v0, 5: _encode_CreateTopicsRequestCreatableTopicConfig_v5, 6: _encode_CreateTopicsRequestCreatableTopicConfig_v5, 7: _encode_CreateTopicsRequestCreatableTopicConfig_v5},
 )
-CreateTopicsRequestCreatableTopicConfig.FLEXIBLE_VERSIONS = VersionSet.parse('5+')
-CreateTopicsRequestCreatableTopicConfig.STRUCT_VERSIONS = VersionSet.parse('0-7')
-CreateTopicsRequestCreatableTopicConfig._decoders = {0: _decode_CreateTopicsRequestCreatableTopicConfig_v0, 1: _decode_CreateTopicsRequestCreatableTopicConfig_v0, 2: _decode_CreateTopicsRequestCreatableTopicConfig_v0, 3: _decode_CreateTopicsRequestCreatableTopicConfig_v0, 4: _decode_CreateTopicsRequestCreatableTopicConfig_v0, 5: _decode_CreateTopicsRequestCreatableTopicConfig_v5, 6: _decode_CreateTopicsRequestCreatableTopicConfig_v5, 7: _decode_CreateTopicsRequestCreatableTopicConfig_v5}
-CreateTopicsRequestCreatableTopicConfig._encoders = {0: _encode_CreateTopicsRequestCreatableTopicConfig_v0, 1: _encode_CreateTopicsRequestCreatableTopicConfig_v0, 2: _encode_CreateTopicsRequestCreatableTopicConfig_v0, 3: _encode_CreateTopicsRequestCreatableTopicConfig_v0, 4: _encode_CreateTopicsRequestCreatableTopicConfig_v0, 5: _encode_CreateTopicsRequestCreatableTopicConfig_v5, 6: _encode_CreateTopicsRequestCreatableTopicConfig_v5, 7: _encode_CreateTopicsRequestCreatableTopicConfig_v5}
 _DEFAULT_CreateTopicsRequestCreatableTopicConfig = CreateTopicsRequestCreatableTopicConfig()
 
-CreateTopicsRequestCreatableTopic.FIELDS = (
+_class_data(CreateTopicsRequestCreatableTopic, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('num_partitions', 'NumPartitions', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('replication_factor', 'ReplicationFactor', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('assignments', 'Assignments', 'array', 'struct', CreateTopicsRequestCreatableReplicaAssignment, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('configs', 'Configs', 'array', 'struct', CreateTopicsRequestCreatableTopicConfig, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '5+', '0-7',
+    {0: _decode_CreateTopicsRequestCreatableTopic_v0, 1: _decode_CreateTopicsRequestCreatableTopic_v0, 2: _decode_CreateTopicsRequestCreatableTopic_v0, 3: _decode_CreateTopicsRequestCreatableTopic_v0, 4: _decode_CreateTopicsRequestCreatableTopic_v0, 5: _decode_CreateTopicsRequestCreatableTopic_v5, 6: _decode_CreateTopicsRequestCreatableTopic_v5, 7: _decode_CreateTopicsRequestCreatableTopic_v5},
+    {0: _encode_CreateTopicsRequestCreatableTopic_v0, 1: _encode_CreateTopicsRequestCreatableTopic_v0, 2: _encode_CreateTopicsRequestCreatableTopic_v0, 3: _encode_CreateTopicsRequestCreatableTopic_v0, 4: _encode_CreateTopicsRequestCreatableTopic_v0, 5: _encode_CreateTopicsRequestCreatableTopic_v5, 6: _encode_CreateTopicsRequestCreatableTopic_v5, 7: _encode_CreateTopicsRequestCreatableTopic_v5},
 )
-CreateTopicsRequestCreatableTopic.FLEXIBLE_VERSIONS = VersionSet.parse('5+')
-CreateTopicsRequestCreatableTopic.STRUCT_VERSIONS = VersionSet.parse('0-7')
-CreateTopicsRequestCreatableTopic._decoders = {0: _decode_CreateTopicsRequestCreatableTopic_v0, 1: _decode_CreateTopicsRequestCreatableTopic_v0, 2: _decode_CreateTopicsRequestCreatableTopic_v0, 3: _decode_CreateTopicsRequestCreatableTopic_v0, 4: _decode_CreateTopicsRequestCreatableTopic_v0, 5: _decode_CreateTopicsRequestCreatableTopic_v5, 6: _decode_CreateTopicsRequestCreatableTopic_v5, 7: _decode_CreateTopicsRequestCreatableTopic_v5}
-CreateTopicsRequestCreatableTopic._encoders = {0: _encode_CreateTopicsRequestCreatableTopic_v0, 1: _encode_CreateTopicsRequestCreatableTopic_v0, 2: _encode_CreateTopicsRequestCreatableTopic_v0, 3: _encode_CreateTopicsRequestCreatableTopic_v0, 4: _encode_CreateTopicsRequestCreatableTopic_v0, 5: _encode_CreateTopicsRequestCreatableTopic_v5, 6: _encode_CreateTopicsRequestCreatableTopic_v5, 7: _encode_CreateTopicsRequestCreatableTopic_v5}
 _DEFAULT_CreateTopicsRequestCreatableTopic = CreateTopicsRequestCreatableTopic()
 
-CreateTopicsRequest.FIELDS = (
+_class_data(CreateTopicsRequest, (
     FieldSpec('topics', 'Topics', 'array', 'struct', CreateTopicsRequestCreatableTopic, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('timeout_ms', 'timeoutMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 60000, False, None),
     FieldSpec('validate_only', 'validateOnly', 'bool', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
+), '5+', '0-7',
+    {0: _decode_CreateTopicsRequest_v0, 1: _decode_CreateTopicsRequest_v1, 2: _decode_CreateTopicsRequest_v1, 3: _decode_CreateTopicsRequest_v1, 4: _decode_CreateTopicsRequest_v1, 5: _decode_CreateTopicsRequest_v5, 6: _decode_CreateTopicsRequest_v5, 7: _decode_CreateTopicsRequest_v5},
+    {0: _encode_CreateTopicsRequest_v0, 1: _encode_CreateTopicsRequest_v1, 2: _encode_CreateTopicsRequest_v1, 3: _encode_CreateTopicsRequest_v1, 4: _encode_CreateTopicsRequest_v1, 5: _encode_CreateTopicsRequest_v5, 6: _encode_CreateTopicsRequest_v5, 7: _encode_CreateTopicsRequest_v5},
+    api_key=19, kind='request', valid=(0, 1, 2, 3, 4, 5, 6, 7),
 )
-CreateTopicsRequest.FLEXIBLE_VERSIONS = VersionSet.parse('5+')
-CreateTopicsRequest.STRUCT_VERSIONS = VersionSet.parse('0-7')
-CreateTopicsRequest._decoders = {0: _decode_CreateTopicsRequest_v0, 1: _decode_CreateTopicsRequest_v1, 2: _decode_CreateTopicsRequest_v1, 3: _decode_CreateTopicsRequest_v1, 4: _decode_CreateTopicsRequest_v1, 5: _decode_CreateTopicsRequest_v5, 6: _decode_CreateTopicsRequest_v5, 7: _decode_CreateTopicsRequest_v5}
-CreateTopicsRequest._encoders = {0: _encode_CreateTopicsRequest_v0, 1: _encode_CreateTopicsRequest_v1, 2: _encode_CreateTopicsRequest_v1, 3: _encode_CreateTopicsRequest_v1, 4: _encode_CreateTopicsRequest_v1, 5: _encode_CreateTopicsRequest_v5, 6: _encode_CreateTopicsRequest_v5, 7: _encode_CreateTopicsRequest_v5}
-CreateTopicsRequest.API_KEY = 19
-CreateTopicsRequest.KIND = 'request'
-CreateTopicsRequest.VERSIONS = (0, 1, 2, 3, 4, 5, 6, 7)
 
-CreateTopicsResponseCreatableTopicConfigs.FIELDS = (
+_class_data(CreateTopicsResponseCreatableTopicConfigs, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('5+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('value', 'Value', 'string', None, None, VersionSet.parse('5+'), VersionSet.parse('5+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('read_only', 'ReadOnly', 'bool', None, None, VersionSet.parse('5+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
     FieldSpec('config_source', 'ConfigSource', 'int8', None, None, VersionSet.parse('5+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, True, None),
     FieldSpec('is_sensitive', 'IsSensitive', 'bool', None, None, VersionSet.parse('5+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
+), '5+', '5-7',
+    {5: _decode_CreateTopicsResponseCreatableTopicConfigs_v5, 6: _decode_CreateTopicsResponseCreatableTopicConfigs_v5, 7: _decode_CreateTopicsResponseCreatableTopicConfigs_v5},
+    {5: _encode_CreateTopicsResponseCreatableTopicConfigs_v5, 6: _encode_CreateTopicsResponseCreatableTopicConfigs_v5, 7: _encode_CreateTopicsResponseCreatableTopicConfigs_v5},
 )
-CreateTopicsResponseCreatableTopicConfigs.FLEXIBLE_VERSIONS = VersionSet.parse('5+')
-CreateTopicsResponseCreatableTopicConfigs.STRUCT_VERSIONS = VersionSet.parse('5-7')
-CreateTopicsResponseCreatableTopicConfigs._decoders = {5: _decode_CreateTopicsResponseCreatableTopicConfigs_v5, 6: _decode_CreateTopicsResponseCreatableTopicConfigs_v5, 7: _decode_CreateTopicsResponseCreatableTopicConfigs_v5}
-CreateTopicsResponseCreatableTopicConfigs._encoders = {5: _encode_CreateTopicsResponseCreatableTopicConfigs_v5, 6: _encode_CreateTopicsResponseCreatableTopicConfigs_v5, 7: _encode_CreateTopicsResponseCreatableTopicConfigs_v5}
 _DEFAULT_CreateTopicsResponseCreatableTopicConfigs = CreateTopicsResponseCreatableTopicConfigs()
 
-CreateTopicsResponseCreatableTopicResult.FIELDS = (
+_class_data(CreateTopicsResponseCreatableTopicResult, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('7+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, True, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
@@ -1956,23 +1948,17 @@ CreateTopicsResponseCreatableTopicResult.FIELDS = (
     FieldSpec('num_partitions', 'NumPartitions', 'int32', None, None, VersionSet.parse('5+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, True, None),
     FieldSpec('replication_factor', 'ReplicationFactor', 'int16', None, None, VersionSet.parse('5+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, True, None),
     FieldSpec('configs', 'Configs', 'array', 'struct', CreateTopicsResponseCreatableTopicConfigs, VersionSet.parse('5+'), VersionSet.parse('5+'), None, VersionSet.parse('none'), None, lambda: [], True, None),
+), '5+', '0-7',
+    {0: _decode_CreateTopicsResponseCreatableTopicResult_v0, 1: _decode_CreateTopicsResponseCreatableTopicResult_v1, 2: _decode_CreateTopicsResponseCreatableTopicResult_v1, 3: _decode_CreateTopicsResponseCreatableTopicResult_v1, 4: _decode_CreateTopicsResponseCreatableTopicResult_v1, 5: _decode_CreateTopicsResponseCreatableTopicResult_v5, 6: _decode_CreateTopicsResponseCreatableTopicResult_v5, 7: _decode_CreateTopicsResponseCreatableTopicResult_v7},
+    {0: _encode_CreateTopicsResponseCreatableTopicResult_v0, 1: _encode_CreateTopicsResponseCreatableTopicResult_v1, 2: _encode_CreateTopicsResponseCreatableTopicResult_v1, 3: _encode_CreateTopicsResponseCreatableTopicResult_v1, 4: _encode_CreateTopicsResponseCreatableTopicResult_v1, 5: _encode_CreateTopicsResponseCreatableTopicResult_v5, 6: _encode_CreateTopicsResponseCreatableTopicResult_v5, 7: _encode_CreateTopicsResponseCreatableTopicResult_v7},
 )
-CreateTopicsResponseCreatableTopicResult.FLEXIBLE_VERSIONS = VersionSet.parse('5+')
-CreateTopicsResponseCreatableTopicResult.STRUCT_VERSIONS = VersionSet.parse('0-7')
-CreateTopicsResponseCreatableTopicResult._decoders = {0: _decode_CreateTopicsResponseCreatableTopicResult_v0, 1: _decode_CreateTopicsResponseCreatableTopicResult_v1, 2: _decode_CreateTopicsResponseCreatableTopicResult_v1, 3: _decode_CreateTopicsResponseCreatableTopicResult_v1, 4: _decode_CreateTopicsResponseCreatableTopicResult_v1, 5: _decode_CreateTopicsResponseCreatableTopicResult_v5, 6: _decode_CreateTopicsResponseCreatableTopicResult_v5, 7: _decode_CreateTopicsResponseCreatableTopicResult_v7}
-CreateTopicsResponseCreatableTopicResult._encoders = {0: _encode_CreateTopicsResponseCreatableTopicResult_v0, 1: _encode_CreateTopicsResponseCreatableTopicResult_v1, 2: _encode_CreateTopicsResponseCreatableTopicResult_v1, 3: _encode_CreateTopicsResponseCreatableTopicResult_v1, 4: _encode_CreateTopicsResponseCreatableTopicResult_v1, 5: _encode_CreateTopicsResponseCreatableTopicResult_v5, 6: _encode_CreateTopicsResponseCreatableTopicResult_v5, 7: _encode_CreateTopicsResponseCreatableTopicResult_v7}
 _DEFAULT_CreateTopicsResponseCreatableTopicResult = CreateTopicsResponseCreatableTopicResult()
 
-CreateTopicsResponse.FIELDS = (
+_class_data(CreateTopicsResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('2+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, True, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', CreateTopicsResponseCreatableTopicResult, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '5+', '0-7',
+    {0: _decode_CreateTopicsResponse_v0, 1: _decode_CreateTopicsResponse_v1, 2: _decode_CreateTopicsResponse_v2, 3: _decode_CreateTopicsResponse_v2, 4: _decode_CreateTopicsResponse_v2, 5: _decode_CreateTopicsResponse_v5, 6: _decode_CreateTopicsResponse_v5, 7: _decode_CreateTopicsResponse_v7},
+    {0: _encode_CreateTopicsResponse_v0, 1: _encode_CreateTopicsResponse_v1, 2: _encode_CreateTopicsResponse_v2, 3: _encode_CreateTopicsResponse_v2, 4: _encode_CreateTopicsResponse_v2, 5: _encode_CreateTopicsResponse_v5, 6: _encode_CreateTopicsResponse_v5, 7: _encode_CreateTopicsResponse_v7},
+    api_key=19, kind='response', valid=(0, 1, 2, 3, 4, 5, 6, 7),
 )
-CreateTopicsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('5+')
-CreateTopicsResponse.STRUCT_VERSIONS = VersionSet.parse('0-7')
-CreateTopicsResponse._decoders = {0: _decode_CreateTopicsResponse_v0, 1: _decode_CreateTopicsResponse_v1, 2: _decode_CreateTopicsResponse_v2, 3: _decode_CreateTopicsResponse_v2, 4: _decode_CreateTopicsResponse_v2, 5: _decode_CreateTopicsResponse_v5, 6: _decode_CreateTopicsResponse_v5, 7: _decode_CreateTopicsResponse_v7}
-CreateTopicsResponse._encoders = {0: _encode_CreateTopicsResponse_v0, 1: _encode_CreateTopicsResponse_v1, 2: _encode_CreateTopicsResponse_v2, 3: _encode_CreateTopicsResponse_v2, 4: _encode_CreateTopicsResponse_v2, 5: _encode_CreateTopicsResponse_v5, 6: _encode_CreateTopicsResponse_v5, 7: _encode_CreateTopicsResponse_v7}
-CreateTopicsResponse.API_KEY = 19
-CreateTopicsResponse.KIND = 'response'
-CreateTopicsResponse.VERSIONS = (0, 1, 2, 3, 4, 5, 6, 7)
-
-_use_native(__name__)

@@ -9,17 +9,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import FieldSpec, Message, TaggedFields
+from kafka_wire.codec.runtime import FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>?')
 
 
@@ -130,17 +131,12 @@ def _encode_DefaultPrincipalData_v0(o: DefaultPrincipalData, out: bytearray) -> 
         out.append(0)
 
 
-DefaultPrincipalData.FIELDS = (
+_class_data(DefaultPrincipalData, (
     FieldSpec('type', 'Type', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('token_authenticated', 'TokenAuthenticated', 'bool', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
+), '0+', '0',
+    {0: _decode_DefaultPrincipalData_v0},
+    {0: _encode_DefaultPrincipalData_v0},
+    api_key=None, kind='data', valid=(0,),
 )
-DefaultPrincipalData.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DefaultPrincipalData.STRUCT_VERSIONS = VersionSet.parse('0')
-DefaultPrincipalData._decoders = {0: _decode_DefaultPrincipalData_v0}
-DefaultPrincipalData._encoders = {0: _encode_DefaultPrincipalData_v0}
-DefaultPrincipalData.API_KEY = None
-DefaultPrincipalData.KIND = 'data'
-DefaultPrincipalData.VERSIONS = (0,)
-
-_use_native(__name__)

@@ -12,17 +12,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>bh')
 _S1 = _Struct('>bb')
 _S2 = _Struct('>b')
@@ -1797,7 +1798,7 @@ def _encode_DeleteAclsResponse_v2(o: DeleteAclsResponse, out: bytearray) -> None
         out.append(0)
 
 
-DeleteAclsRequestFilter.FIELDS = (
+_class_data(DeleteAclsRequestFilter, (
     FieldSpec('resource_type_filter', 'ResourceTypeFilter', 'int8', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('resource_name_filter', 'ResourceNameFilter', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('pattern_type_filter', 'PatternTypeFilter', 'int8', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 3, False, None),
@@ -1805,25 +1806,21 @@ DeleteAclsRequestFilter.FIELDS = (
     FieldSpec('host_filter', 'HostFilter', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('operation', 'Operation', 'int8', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('permission_type', 'PermissionType', 'int8', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '2+', '0-3',
+    {0: _decode_DeleteAclsRequestFilter_v0, 1: _decode_DeleteAclsRequestFilter_v1, 2: _decode_DeleteAclsRequestFilter_v2, 3: _decode_DeleteAclsRequestFilter_v2},
+    {0: _encode_DeleteAclsRequestFilter_v0, 1: _encode_DeleteAclsRequestFilter_v1, 2: _encode_DeleteAclsRequestFilter_v2, 3: _encode_DeleteAclsRequestFilter_v2},
 )
-DeleteAclsRequestFilter.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-DeleteAclsRequestFilter.STRUCT_VERSIONS = VersionSet.parse('0-3')
-DeleteAclsRequestFilter._decoders = {0: _decode_DeleteAclsRequestFilter_v0, 1: _decode_DeleteAclsRequestFilter_v1, 2: _decode_DeleteAclsRequestFilter_v2, 3: _decode_DeleteAclsRequestFilter_v2}
-DeleteAclsRequestFilter._encoders = {0: _encode_DeleteAclsRequestFilter_v0, 1: _encode_DeleteAclsRequestFilter_v1, 2: _encode_DeleteAclsRequestFilter_v2, 3: _encode_DeleteAclsRequestFilter_v2}
 _DEFAULT_DeleteAclsRequestFilter = DeleteAclsRequestFilter()
 
-DeleteAclsRequest.FIELDS = (
+_class_data(DeleteAclsRequest, (
     FieldSpec('filters', 'Filters', 'array', 'struct', DeleteAclsRequestFilter, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '2+', '0-3',
+    {0: _decode_DeleteAclsRequest_v0, 1: _decode_DeleteAclsRequest_v1, 2: _decode_DeleteAclsRequest_v2, 3: _decode_DeleteAclsRequest_v2},
+    {0: _encode_DeleteAclsRequest_v0, 1: _encode_DeleteAclsRequest_v1, 2: _encode_DeleteAclsRequest_v2, 3: _encode_DeleteAclsRequest_v2},
+    api_key=31, kind='request', valid=(0, 1, 2, 3),
 )
-DeleteAclsRequest.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-DeleteAclsRequest.STRUCT_VERSIONS = VersionSet.parse('0-3')
-DeleteAclsRequest._decoders = {0: _decode_DeleteAclsRequest_v0, 1: _decode_DeleteAclsRequest_v1, 2: _decode_DeleteAclsRequest_v2, 3: _decode_DeleteAclsRequest_v2}
-DeleteAclsRequest._encoders = {0: _encode_DeleteAclsRequest_v0, 1: _encode_DeleteAclsRequest_v1, 2: _encode_DeleteAclsRequest_v2, 3: _encode_DeleteAclsRequest_v2}
-DeleteAclsRequest.API_KEY = 31
-DeleteAclsRequest.KIND = 'request'
-DeleteAclsRequest.VERSIONS = (0, 1, 2, 3)
 
-DeleteAclsResponseMatchingAcl.FIELDS = (
+_class_data(DeleteAclsResponseMatchingAcl, (
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('resource_type', 'ResourceType', 'int8', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
@@ -1833,34 +1830,27 @@ DeleteAclsResponseMatchingAcl.FIELDS = (
     FieldSpec('host', 'Host', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('operation', 'Operation', 'int8', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('permission_type', 'PermissionType', 'int8', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '2+', '0-3',
+    {0: _decode_DeleteAclsResponseMatchingAcl_v0, 1: _decode_DeleteAclsResponseMatchingAcl_v1, 2: _decode_DeleteAclsResponseMatchingAcl_v2, 3: _decode_DeleteAclsResponseMatchingAcl_v2},
+    {0: _encode_DeleteAclsResponseMatchingAcl_v0, 1: _encode_DeleteAclsResponseMatchingAcl_v1, 2: _encode_DeleteAclsResponseMatchingAcl_v2, 3: _encode_DeleteAclsResponseMatchingAcl_v2},
 )
-DeleteAclsResponseMatchingAcl.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-DeleteAclsResponseMatchingAcl.STRUCT_VERSIONS = VersionSet.parse('0-3')
-DeleteAclsResponseMatchingAcl._decoders = {0: _decode_DeleteAclsResponseMatchingAcl_v0, 1: _decode_DeleteAclsResponseMatchingAcl_v1, 2: _decode_DeleteAclsResponseMatchingAcl_v2, 3: _decode_DeleteAclsResponseMatchingAcl_v2}
-DeleteAclsResponseMatchingAcl._encoders = {0: _encode_DeleteAclsResponseMatchingAcl_v0, 1: _encode_DeleteAclsResponseMatchingAcl_v1, 2: _encode_DeleteAclsResponseMatchingAcl_v2, 3: _encode_DeleteAclsResponseMatchingAcl_v2}
 _DEFAULT_DeleteAclsResponseMatchingAcl = DeleteAclsResponseMatchingAcl()
 
-DeleteAclsResponseFilterResult.FIELDS = (
+_class_data(DeleteAclsResponseFilterResult, (
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('matching_acls', 'MatchingAcls', 'array', 'struct', DeleteAclsResponseMatchingAcl, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '2+', '0-3',
+    {0: _decode_DeleteAclsResponseFilterResult_v0, 1: _decode_DeleteAclsResponseFilterResult_v1, 2: _decode_DeleteAclsResponseFilterResult_v2, 3: _decode_DeleteAclsResponseFilterResult_v2},
+    {0: _encode_DeleteAclsResponseFilterResult_v0, 1: _encode_DeleteAclsResponseFilterResult_v1, 2: _encode_DeleteAclsResponseFilterResult_v2, 3: _encode_DeleteAclsResponseFilterResult_v2},
 )
-DeleteAclsResponseFilterResult.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-DeleteAclsResponseFilterResult.STRUCT_VERSIONS = VersionSet.parse('0-3')
-DeleteAclsResponseFilterResult._decoders = {0: _decode_DeleteAclsResponseFilterResult_v0, 1: _decode_DeleteAclsResponseFilterResult_v1, 2: _decode_DeleteAclsResponseFilterResult_v2, 3: _decode_DeleteAclsResponseFilterResult_v2}
-DeleteAclsResponseFilterResult._encoders = {0: _encode_DeleteAclsResponseFilterResult_v0, 1: _encode_DeleteAclsResponseFilterResult_v1, 2: _encode_DeleteAclsResponseFilterResult_v2, 3: _encode_DeleteAclsResponseFilterResult_v2}
 _DEFAULT_DeleteAclsResponseFilterResult = DeleteAclsResponseFilterResult()
 
-DeleteAclsResponse.FIELDS = (
+_class_data(DeleteAclsResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('filter_results', 'FilterResults', 'array', 'struct', DeleteAclsResponseFilterResult, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '2+', '0-3',
+    {0: _decode_DeleteAclsResponse_v0, 1: _decode_DeleteAclsResponse_v1, 2: _decode_DeleteAclsResponse_v2, 3: _decode_DeleteAclsResponse_v2},
+    {0: _encode_DeleteAclsResponse_v0, 1: _encode_DeleteAclsResponse_v1, 2: _encode_DeleteAclsResponse_v2, 3: _encode_DeleteAclsResponse_v2},
+    api_key=31, kind='response', valid=(0, 1, 2, 3),
 )
-DeleteAclsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-DeleteAclsResponse.STRUCT_VERSIONS = VersionSet.parse('0-3')
-DeleteAclsResponse._decoders = {0: _decode_DeleteAclsResponse_v0, 1: _decode_DeleteAclsResponse_v1, 2: _decode_DeleteAclsResponse_v2, 3: _decode_DeleteAclsResponse_v2}
-DeleteAclsResponse._encoders = {0: _encode_DeleteAclsResponse_v0, 1: _encode_DeleteAclsResponse_v1, 2: _encode_DeleteAclsResponse_v2, 3: _encode_DeleteAclsResponse_v2}
-DeleteAclsResponse.API_KEY = 31
-DeleteAclsResponse.KIND = 'response'
-DeleteAclsResponse.VERSIONS = (0, 1, 2, 3)
-
-_use_native(__name__)

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>i')
 _S1 = _Struct('>h')
 _S2 = _Struct('>ii')
@@ -701,38 +702,29 @@ def _encode_DeleteGroupsResponse_v3(o: DeleteGroupsResponse, out: bytearray) -> 
         out.append(0)
 
 
-DeleteGroupsRequest.FIELDS = (
+_class_data(DeleteGroupsRequest, (
     FieldSpec('groups_names', 'GroupsNames', 'array', 'string', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, 'groupId'),
+), '2+', '0-3',
+    {0: _decode_DeleteGroupsRequest_v0, 1: _decode_DeleteGroupsRequest_v0, 2: _decode_DeleteGroupsRequest_v2, 3: _decode_DeleteGroupsRequest_v2},
+    {0: _encode_DeleteGroupsRequest_v0, 1: _encode_DeleteGroupsRequest_v0, 2: _encode_DeleteGroupsRequest_v2, 3: _encode_DeleteGroupsRequest_v2},
+    api_key=42, kind='request', valid=(0, 1, 2, 3),
 )
-DeleteGroupsRequest.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-DeleteGroupsRequest.STRUCT_VERSIONS = VersionSet.parse('0-3')
-DeleteGroupsRequest._decoders = {0: _decode_DeleteGroupsRequest_v0, 1: _decode_DeleteGroupsRequest_v0, 2: _decode_DeleteGroupsRequest_v2, 3: _decode_DeleteGroupsRequest_v2}
-DeleteGroupsRequest._encoders = {0: _encode_DeleteGroupsRequest_v0, 1: _encode_DeleteGroupsRequest_v0, 2: _encode_DeleteGroupsRequest_v2, 3: _encode_DeleteGroupsRequest_v2}
-DeleteGroupsRequest.API_KEY = 42
-DeleteGroupsRequest.KIND = 'request'
-DeleteGroupsRequest.VERSIONS = (0, 1, 2, 3)
 
-DeleteGroupsResponseDeletableGroupResult.FIELDS = (
+_class_data(DeleteGroupsResponseDeletableGroupResult, (
     FieldSpec('group_id', 'GroupId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'groupId'),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('3+'), VersionSet.parse('3+'), None, VersionSet.parse('none'), None, lambda: None, True, None),
+), '2+', '0-3',
+    {0: _decode_DeleteGroupsResponseDeletableGroupResult_v0, 1: _decode_DeleteGroupsResponseDeletableGroupResult_v0, 2: _decode_DeleteGroupsResponseDeletableGroupResult_v2, 3: _decode_DeleteGroupsResponseDeletableGroupResult_v3},
+    {0: _encode_DeleteGroupsResponseDeletableGroupResult_v0, 1: _encode_DeleteGroupsResponseDeletableGroupResult_v0, 2: _encode_DeleteGroupsResponseDeletableGroupResult_v2, 3: _encode_DeleteGroupsResponseDeletableGroupResult_v3},
 )
-DeleteGroupsResponseDeletableGroupResult.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-DeleteGroupsResponseDeletableGroupResult.STRUCT_VERSIONS = VersionSet.parse('0-3')
-DeleteGroupsResponseDeletableGroupResult._decoders = {0: _decode_DeleteGroupsResponseDeletableGroupResult_v0, 1: _decode_DeleteGroupsResponseDeletableGroupResult_v0, 2: _decode_DeleteGroupsResponseDeletableGroupResult_v2, 3: _decode_DeleteGroupsResponseDeletableGroupResult_v3}
-DeleteGroupsResponseDeletableGroupResult._encoders = {0: _encode_DeleteGroupsResponseDeletableGroupResult_v0, 1: _encode_DeleteGroupsResponseDeletableGroupResult_v0, 2: _encode_DeleteGroupsResponseDeletableGroupResult_v2, 3: _encode_DeleteGroupsResponseDeletableGroupResult_v3}
 _DEFAULT_DeleteGroupsResponseDeletableGroupResult = DeleteGroupsResponseDeletableGroupResult()
 
-DeleteGroupsResponse.FIELDS = (
+_class_data(DeleteGroupsResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('results', 'Results', 'array', 'struct', DeleteGroupsResponseDeletableGroupResult, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '2+', '0-3',
+    {0: _decode_DeleteGroupsResponse_v0, 1: _decode_DeleteGroupsResponse_v0, 2: _decode_DeleteGroupsResponse_v2, 3: _decode_DeleteGroupsResponse_v3},
+    {0: _encode_DeleteGroupsResponse_v0, 1: _encode_DeleteGroupsResponse_v0, 2: _encode_DeleteGroupsResponse_v2, 3: _encode_DeleteGroupsResponse_v3},
+    api_key=42, kind='response', valid=(0, 1, 2, 3),
 )
-DeleteGroupsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-DeleteGroupsResponse.STRUCT_VERSIONS = VersionSet.parse('0-3')
-DeleteGroupsResponse._decoders = {0: _decode_DeleteGroupsResponse_v0, 1: _decode_DeleteGroupsResponse_v0, 2: _decode_DeleteGroupsResponse_v2, 3: _decode_DeleteGroupsResponse_v3}
-DeleteGroupsResponse._encoders = {0: _encode_DeleteGroupsResponse_v0, 1: _encode_DeleteGroupsResponse_v0, 2: _encode_DeleteGroupsResponse_v2, 3: _encode_DeleteGroupsResponse_v3}
-DeleteGroupsResponse.API_KEY = 42
-DeleteGroupsResponse.KIND = 'response'
-DeleteGroupsResponse.VERSIONS = (0, 1, 2, 3)
-
-_use_native(__name__)

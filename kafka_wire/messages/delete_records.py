@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>iq')
 _S1 = _Struct('>i')
 _S2 = _Struct('>h')
@@ -734,69 +735,57 @@ def _encode_DeleteRecordsResponse_v2(o: DeleteRecordsResponse, out: bytearray) -
         out.append(0)
 
 
-DeleteRecordsRequestPartition.FIELDS = (
+_class_data(DeleteRecordsRequestPartition, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('offset', 'Offset', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '2+', '0-2',
+    {0: _decode_DeleteRecordsRequestPartition_v0, 1: _decode_DeleteRecordsRequestPartition_v0, 2: _decode_DeleteRecordsRequestPartition_v2},
+    {0: _encode_DeleteRecordsRequestPartition_v0, 1: _encode_DeleteRecordsRequestPartition_v0, 2: _encode_DeleteRecordsRequestPartition_v2},
 )
-DeleteRecordsRequestPartition.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-DeleteRecordsRequestPartition.STRUCT_VERSIONS = VersionSet.parse('0-2')
-DeleteRecordsRequestPartition._decoders = {0: _decode_DeleteRecordsRequestPartition_v0, 1: _decode_DeleteRecordsRequestPartition_v0, 2: _decode_DeleteRecordsRequestPartition_v2}
-DeleteRecordsRequestPartition._encoders = {0: _encode_DeleteRecordsRequestPartition_v0, 1: _encode_DeleteRecordsRequestPartition_v0, 2: _encode_DeleteRecordsRequestPartition_v2}
 _DEFAULT_DeleteRecordsRequestPartition = DeleteRecordsRequestPartition()
 
-DeleteRecordsRequestTopic.FIELDS = (
+_class_data(DeleteRecordsRequestTopic, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', DeleteRecordsRequestPartition, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '2+', '0-2',
+    {0: _decode_DeleteRecordsRequestTopic_v0, 1: _decode_DeleteRecordsRequestTopic_v0, 2: _decode_DeleteRecordsRequestTopic_v2},
+    {0: _encode_DeleteRecordsRequestTopic_v0, 1: _encode_DeleteRecordsRequestTopic_v0, 2: _encode_DeleteRecordsRequestTopic_v2},
 )
-DeleteRecordsRequestTopic.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-DeleteRecordsRequestTopic.STRUCT_VERSIONS = VersionSet.parse('0-2')
-DeleteRecordsRequestTopic._decoders = {0: _decode_DeleteRecordsRequestTopic_v0, 1: _decode_DeleteRecordsRequestTopic_v0, 2: _decode_DeleteRecordsRequestTopic_v2}
-DeleteRecordsRequestTopic._encoders = {0: _encode_DeleteRecordsRequestTopic_v0, 1: _encode_DeleteRecordsRequestTopic_v0, 2: _encode_DeleteRecordsRequestTopic_v2}
 _DEFAULT_DeleteRecordsRequestTopic = DeleteRecordsRequestTopic()
 
-DeleteRecordsRequest.FIELDS = (
+_class_data(DeleteRecordsRequest, (
     FieldSpec('topics', 'Topics', 'array', 'struct', DeleteRecordsRequestTopic, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('timeout_ms', 'TimeoutMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '2+', '0-2',
+    {0: _decode_DeleteRecordsRequest_v0, 1: _decode_DeleteRecordsRequest_v0, 2: _decode_DeleteRecordsRequest_v2},
+    {0: _encode_DeleteRecordsRequest_v0, 1: _encode_DeleteRecordsRequest_v0, 2: _encode_DeleteRecordsRequest_v2},
+    api_key=21, kind='request', valid=(0, 1, 2),
 )
-DeleteRecordsRequest.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-DeleteRecordsRequest.STRUCT_VERSIONS = VersionSet.parse('0-2')
-DeleteRecordsRequest._decoders = {0: _decode_DeleteRecordsRequest_v0, 1: _decode_DeleteRecordsRequest_v0, 2: _decode_DeleteRecordsRequest_v2}
-DeleteRecordsRequest._encoders = {0: _encode_DeleteRecordsRequest_v0, 1: _encode_DeleteRecordsRequest_v0, 2: _encode_DeleteRecordsRequest_v2}
-DeleteRecordsRequest.API_KEY = 21
-DeleteRecordsRequest.KIND = 'request'
-DeleteRecordsRequest.VERSIONS = (0, 1, 2)
 
-DeleteRecordsResponsePartitionResult.FIELDS = (
+_class_data(DeleteRecordsResponsePartitionResult, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('low_watermark', 'LowWatermark', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '2+', '0-2',
+    {0: _decode_DeleteRecordsResponsePartitionResult_v0, 1: _decode_DeleteRecordsResponsePartitionResult_v0, 2: _decode_DeleteRecordsResponsePartitionResult_v2},
+    {0: _encode_DeleteRecordsResponsePartitionResult_v0, 1: _encode_DeleteRecordsResponsePartitionResult_v0, 2: _encode_DeleteRecordsResponsePartitionResult_v2},
 )
-DeleteRecordsResponsePartitionResult.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-DeleteRecordsResponsePartitionResult.STRUCT_VERSIONS = VersionSet.parse('0-2')
-DeleteRecordsResponsePartitionResult._decoders = {0: _decode_DeleteRecordsResponsePartitionResult_v0, 1: _decode_DeleteRecordsResponsePartitionResult_v0, 2: _decode_DeleteRecordsResponsePartitionResult_v2}
-DeleteRecordsResponsePartitionResult._encoders = {0: _encode_DeleteRecordsResponsePartitionResult_v0, 1: _encode_DeleteRecordsResponsePartitionResult_v0, 2: _encode_DeleteRecordsResponsePartitionResult_v2}
 _DEFAULT_DeleteRecordsResponsePartitionResult = DeleteRecordsResponsePartitionResult()
 
-DeleteRecordsResponseTopicResult.FIELDS = (
+_class_data(DeleteRecordsResponseTopicResult, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', DeleteRecordsResponsePartitionResult, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '2+', '0-2',
+    {0: _decode_DeleteRecordsResponseTopicResult_v0, 1: _decode_DeleteRecordsResponseTopicResult_v0, 2: _decode_DeleteRecordsResponseTopicResult_v2},
+    {0: _encode_DeleteRecordsResponseTopicResult_v0, 1: _encode_DeleteRecordsResponseTopicResult_v0, 2: _encode_DeleteRecordsResponseTopicResult_v2},
 )
-DeleteRecordsResponseTopicResult.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-DeleteRecordsResponseTopicResult.STRUCT_VERSIONS = VersionSet.parse('0-2')
-DeleteRecordsResponseTopicResult._decoders = {0: _decode_DeleteRecordsResponseTopicResult_v0, 1: _decode_DeleteRecordsResponseTopicResult_v0, 2: _decode_DeleteRecordsResponseTopicResult_v2}
-DeleteRecordsResponseTopicResult._encoders = {0: _encode_DeleteRecordsResponseTopicResult_v0, 1: _encode_DeleteRecordsResponseTopicResult_v0, 2: _encode_DeleteRecordsResponseTopicResult_v2}
 _DEFAULT_DeleteRecordsResponseTopicResult = DeleteRecordsResponseTopicResult()
 
-DeleteRecordsResponse.FIELDS = (
+_class_data(DeleteRecordsResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', DeleteRecordsResponseTopicResult, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '2+', '0-2',
+    {0: _decode_DeleteRecordsResponse_v0, 1: _decode_DeleteRecordsResponse_v0, 2: _decode_DeleteRecordsResponse_v2},
+    {0: _encode_DeleteRecordsResponse_v0, 1: _encode_DeleteRecordsResponse_v0, 2: _encode_DeleteRecordsResponse_v2},
+    api_key=21, kind='response', valid=(0, 1, 2),
 )
-DeleteRecordsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-DeleteRecordsResponse.STRUCT_VERSIONS = VersionSet.parse('0-2')
-DeleteRecordsResponse._decoders = {0: _decode_DeleteRecordsResponse_v0, 1: _decode_DeleteRecordsResponse_v0, 2: _decode_DeleteRecordsResponse_v2}
-DeleteRecordsResponse._encoders = {0: _encode_DeleteRecordsResponse_v0, 1: _encode_DeleteRecordsResponse_v0, 2: _encode_DeleteRecordsResponse_v2}
-DeleteRecordsResponse.API_KEY = 21
-DeleteRecordsResponse.KIND = 'response'
-DeleteRecordsResponse.VERSIONS = (0, 1, 2)
-
-_use_native(__name__)

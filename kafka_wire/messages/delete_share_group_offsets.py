@@ -11,26 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import (
-    FRESH,
-    ZERO_UUID,
-    ZERO_UUID_BYTES,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>16sh')
 _S1 = _Struct('>ih')
 
@@ -560,51 +553,41 @@ def _encode_DeleteShareGroupOffsetsResponse_v0(o: DeleteShareGroupOffsetsRespons
         out.append(0)
 
 
-DeleteShareGroupOffsetsRequestTopic.FIELDS = (
+_class_data(DeleteShareGroupOffsetsRequestTopic, (
     FieldSpec('topic_name', 'TopicName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
+), '0+', '0',
+    {0: _decode_DeleteShareGroupOffsetsRequestTopic_v0},
+    {0: _encode_DeleteShareGroupOffsetsRequestTopic_v0},
 )
-DeleteShareGroupOffsetsRequestTopic.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DeleteShareGroupOffsetsRequestTopic.STRUCT_VERSIONS = VersionSet.parse('0')
-DeleteShareGroupOffsetsRequestTopic._decoders = {0: _decode_DeleteShareGroupOffsetsRequestTopic_v0}
-DeleteShareGroupOffsetsRequestTopic._encoders = {0: _encode_DeleteShareGroupOffsetsRequestTopic_v0}
 _DEFAULT_DeleteShareGroupOffsetsRequestTopic = DeleteShareGroupOffsetsRequestTopic()
 
-DeleteShareGroupOffsetsRequest.FIELDS = (
+_class_data(DeleteShareGroupOffsetsRequest, (
     FieldSpec('group_id', 'GroupId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'groupId'),
     FieldSpec('topics', 'Topics', 'array', 'struct', DeleteShareGroupOffsetsRequestTopic, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_DeleteShareGroupOffsetsRequest_v0},
+    {0: _encode_DeleteShareGroupOffsetsRequest_v0},
+    api_key=92, kind='request', valid=(0,),
 )
-DeleteShareGroupOffsetsRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DeleteShareGroupOffsetsRequest.STRUCT_VERSIONS = VersionSet.parse('0')
-DeleteShareGroupOffsetsRequest._decoders = {0: _decode_DeleteShareGroupOffsetsRequest_v0}
-DeleteShareGroupOffsetsRequest._encoders = {0: _encode_DeleteShareGroupOffsetsRequest_v0}
-DeleteShareGroupOffsetsRequest.API_KEY = 92
-DeleteShareGroupOffsetsRequest.KIND = 'request'
-DeleteShareGroupOffsetsRequest.VERSIONS = (0,)
 
-DeleteShareGroupOffsetsResponseTopic.FIELDS = (
+_class_data(DeleteShareGroupOffsetsResponseTopic, (
     FieldSpec('topic_name', 'TopicName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
+), '0+', '0',
+    {0: _decode_DeleteShareGroupOffsetsResponseTopic_v0},
+    {0: _encode_DeleteShareGroupOffsetsResponseTopic_v0},
 )
-DeleteShareGroupOffsetsResponseTopic.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DeleteShareGroupOffsetsResponseTopic.STRUCT_VERSIONS = VersionSet.parse('0')
-DeleteShareGroupOffsetsResponseTopic._decoders = {0: _decode_DeleteShareGroupOffsetsResponseTopic_v0}
-DeleteShareGroupOffsetsResponseTopic._encoders = {0: _encode_DeleteShareGroupOffsetsResponseTopic_v0}
 _DEFAULT_DeleteShareGroupOffsetsResponseTopic = DeleteShareGroupOffsetsResponseTopic()
 
-DeleteShareGroupOffsetsResponse.FIELDS = (
+_class_data(DeleteShareGroupOffsetsResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
     FieldSpec('responses', 'Responses', 'array', 'struct', DeleteShareGroupOffsetsResponseTopic, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_DeleteShareGroupOffsetsResponse_v0},
+    {0: _encode_DeleteShareGroupOffsetsResponse_v0},
+    api_key=92, kind='response', valid=(0,),
 )
-DeleteShareGroupOffsetsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DeleteShareGroupOffsetsResponse.STRUCT_VERSIONS = VersionSet.parse('0')
-DeleteShareGroupOffsetsResponse._decoders = {0: _decode_DeleteShareGroupOffsetsResponse_v0}
-DeleteShareGroupOffsetsResponse._encoders = {0: _encode_DeleteShareGroupOffsetsResponse_v0}
-DeleteShareGroupOffsetsResponse.API_KEY = 92
-DeleteShareGroupOffsetsResponse.KIND = 'response'
-DeleteShareGroupOffsetsResponse.VERSIONS = (0,)
-
-_use_native(__name__)

@@ -11,26 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import (
-    FRESH,
-    ZERO_UUID,
-    ZERO_UUID_BYTES,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>i')
 _S1 = _Struct('>16s')
 _S2 = _Struct('>ih')
@@ -561,67 +554,55 @@ def _encode_DeleteShareGroupStateResponse_v0(o: DeleteShareGroupStateResponse, o
         out.append(0)
 
 
-DeleteShareGroupStateRequestPartitionData.FIELDS = (
+_class_data(DeleteShareGroupStateRequestPartitionData, (
     FieldSpec('partition', 'Partition', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0',
+    {0: _decode_DeleteShareGroupStateRequestPartitionData_v0},
+    {0: _encode_DeleteShareGroupStateRequestPartitionData_v0},
 )
-DeleteShareGroupStateRequestPartitionData.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DeleteShareGroupStateRequestPartitionData.STRUCT_VERSIONS = VersionSet.parse('0')
-DeleteShareGroupStateRequestPartitionData._decoders = {0: _decode_DeleteShareGroupStateRequestPartitionData_v0}
-DeleteShareGroupStateRequestPartitionData._encoders = {0: _encode_DeleteShareGroupStateRequestPartitionData_v0}
 _DEFAULT_DeleteShareGroupStateRequestPartitionData = DeleteShareGroupStateRequestPartitionData()
 
-DeleteShareGroupStateRequestDeleteStateData.FIELDS = (
+_class_data(DeleteShareGroupStateRequestDeleteStateData, (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', DeleteShareGroupStateRequestPartitionData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_DeleteShareGroupStateRequestDeleteStateData_v0},
+    {0: _encode_DeleteShareGroupStateRequestDeleteStateData_v0},
 )
-DeleteShareGroupStateRequestDeleteStateData.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DeleteShareGroupStateRequestDeleteStateData.STRUCT_VERSIONS = VersionSet.parse('0')
-DeleteShareGroupStateRequestDeleteStateData._decoders = {0: _decode_DeleteShareGroupStateRequestDeleteStateData_v0}
-DeleteShareGroupStateRequestDeleteStateData._encoders = {0: _encode_DeleteShareGroupStateRequestDeleteStateData_v0}
 _DEFAULT_DeleteShareGroupStateRequestDeleteStateData = DeleteShareGroupStateRequestDeleteStateData()
 
-DeleteShareGroupStateRequest.FIELDS = (
+_class_data(DeleteShareGroupStateRequest, (
     FieldSpec('group_id', 'GroupId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', DeleteShareGroupStateRequestDeleteStateData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_DeleteShareGroupStateRequest_v0},
+    {0: _encode_DeleteShareGroupStateRequest_v0},
+    api_key=86, kind='request', valid=(0,),
 )
-DeleteShareGroupStateRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DeleteShareGroupStateRequest.STRUCT_VERSIONS = VersionSet.parse('0')
-DeleteShareGroupStateRequest._decoders = {0: _decode_DeleteShareGroupStateRequest_v0}
-DeleteShareGroupStateRequest._encoders = {0: _encode_DeleteShareGroupStateRequest_v0}
-DeleteShareGroupStateRequest.API_KEY = 86
-DeleteShareGroupStateRequest.KIND = 'request'
-DeleteShareGroupStateRequest.VERSIONS = (0,)
 
-DeleteShareGroupStateResponsePartitionResult.FIELDS = (
+_class_data(DeleteShareGroupStateResponsePartitionResult, (
     FieldSpec('partition', 'Partition', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
+), '0+', '0',
+    {0: _decode_DeleteShareGroupStateResponsePartitionResult_v0},
+    {0: _encode_DeleteShareGroupStateResponsePartitionResult_v0},
 )
-DeleteShareGroupStateResponsePartitionResult.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DeleteShareGroupStateResponsePartitionResult.STRUCT_VERSIONS = VersionSet.parse('0')
-DeleteShareGroupStateResponsePartitionResult._decoders = {0: _decode_DeleteShareGroupStateResponsePartitionResult_v0}
-DeleteShareGroupStateResponsePartitionResult._encoders = {0: _encode_DeleteShareGroupStateResponsePartitionResult_v0}
 _DEFAULT_DeleteShareGroupStateResponsePartitionResult = DeleteShareGroupStateResponsePartitionResult()
 
-DeleteShareGroupStateResponseDeleteStateResult.FIELDS = (
+_class_data(DeleteShareGroupStateResponseDeleteStateResult, (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', DeleteShareGroupStateResponsePartitionResult, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_DeleteShareGroupStateResponseDeleteStateResult_v0},
+    {0: _encode_DeleteShareGroupStateResponseDeleteStateResult_v0},
 )
-DeleteShareGroupStateResponseDeleteStateResult.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DeleteShareGroupStateResponseDeleteStateResult.STRUCT_VERSIONS = VersionSet.parse('0')
-DeleteShareGroupStateResponseDeleteStateResult._decoders = {0: _decode_DeleteShareGroupStateResponseDeleteStateResult_v0}
-DeleteShareGroupStateResponseDeleteStateResult._encoders = {0: _encode_DeleteShareGroupStateResponseDeleteStateResult_v0}
 _DEFAULT_DeleteShareGroupStateResponseDeleteStateResult = DeleteShareGroupStateResponseDeleteStateResult()
 
-DeleteShareGroupStateResponse.FIELDS = (
+_class_data(DeleteShareGroupStateResponse, (
     FieldSpec('results', 'Results', 'array', 'struct', DeleteShareGroupStateResponseDeleteStateResult, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_DeleteShareGroupStateResponse_v0},
+    {0: _encode_DeleteShareGroupStateResponse_v0},
+    api_key=86, kind='response', valid=(0,),
 )
-DeleteShareGroupStateResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DeleteShareGroupStateResponse.STRUCT_VERSIONS = VersionSet.parse('0')
-DeleteShareGroupStateResponse._decoders = {0: _decode_DeleteShareGroupStateResponse_v0}
-DeleteShareGroupStateResponse._encoders = {0: _encode_DeleteShareGroupStateResponse_v0}
-DeleteShareGroupStateResponse.API_KEY = 86
-DeleteShareGroupStateResponse.KIND = 'response'
-DeleteShareGroupStateResponse.VERSIONS = (0,)
-
-_use_native(__name__)

@@ -13,26 +13,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import (
-    FRESH,
-    ZERO_UUID,
-    ZERO_UUID_BYTES,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>16s')
 _S1 = _Struct('>i')
 _S2 = _Struct('>h')
@@ -1235,51 +1228,41 @@ def _encode_DeleteTopicsResponse_v6(o: DeleteTopicsResponse, out: bytearray) -> 
         out.append(0)
 
 
-DeleteTopicsRequestDeleteTopicState.FIELDS = (
+_class_data(DeleteTopicsRequestDeleteTopicState, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('6+'), VersionSet.parse('6+'), None, VersionSet.parse('none'), None, lambda: None, False, 'topicName'),
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('6+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
+), '4+', '6',
+    {6: _decode_DeleteTopicsRequestDeleteTopicState_v6},
+    {6: _encode_DeleteTopicsRequestDeleteTopicState_v6},
 )
-DeleteTopicsRequestDeleteTopicState.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
-DeleteTopicsRequestDeleteTopicState.STRUCT_VERSIONS = VersionSet.parse('6')
-DeleteTopicsRequestDeleteTopicState._decoders = {6: _decode_DeleteTopicsRequestDeleteTopicState_v6}
-DeleteTopicsRequestDeleteTopicState._encoders = {6: _encode_DeleteTopicsRequestDeleteTopicState_v6}
 _DEFAULT_DeleteTopicsRequestDeleteTopicState = DeleteTopicsRequestDeleteTopicState()
 
-DeleteTopicsRequest.FIELDS = (
+_class_data(DeleteTopicsRequest, (
     FieldSpec('topics', 'Topics', 'array', 'struct', DeleteTopicsRequestDeleteTopicState, VersionSet.parse('6+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('topic_names', 'TopicNames', 'array', 'string', None, VersionSet.parse('0-5'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], True, 'topicName'),
     FieldSpec('timeout_ms', 'TimeoutMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '4+', '0-6',
+    {0: _decode_DeleteTopicsRequest_v0, 1: _decode_DeleteTopicsRequest_v0, 2: _decode_DeleteTopicsRequest_v0, 3: _decode_DeleteTopicsRequest_v0, 4: _decode_DeleteTopicsRequest_v4, 5: _decode_DeleteTopicsRequest_v4, 6: _decode_DeleteTopicsRequest_v6},
+    {0: _encode_DeleteTopicsRequest_v0, 1: _encode_DeleteTopicsRequest_v0, 2: _encode_DeleteTopicsRequest_v0, 3: _encode_DeleteTopicsRequest_v0, 4: _encode_DeleteTopicsRequest_v4, 5: _encode_DeleteTopicsRequest_v4, 6: _encode_DeleteTopicsRequest_v6},
+    api_key=20, kind='request', valid=(0, 1, 2, 3, 4, 5, 6),
 )
-DeleteTopicsRequest.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
-DeleteTopicsRequest.STRUCT_VERSIONS = VersionSet.parse('0-6')
-DeleteTopicsRequest._decoders = {0: _decode_DeleteTopicsRequest_v0, 1: _decode_DeleteTopicsRequest_v0, 2: _decode_DeleteTopicsRequest_v0, 3: _decode_DeleteTopicsRequest_v0, 4: _decode_DeleteTopicsRequest_v4, 5: _decode_DeleteTopicsRequest_v4, 6: _decode_DeleteTopicsRequest_v6}
-DeleteTopicsRequest._encoders = {0: _encode_DeleteTopicsRequest_v0, 1: _encode_DeleteTopicsRequest_v0, 2: _encode_DeleteTopicsRequest_v0, 3: _encode_DeleteTopicsRequest_v0, 4: _encode_DeleteTopicsRequest_v4, 5: _encode_DeleteTopicsRequest_v4, 6: _encode_DeleteTopicsRequest_v6}
-DeleteTopicsRequest.API_KEY = 20
-DeleteTopicsRequest.KIND = 'request'
-DeleteTopicsRequest.VERSIONS = (0, 1, 2, 3, 4, 5, 6)
 
-DeleteTopicsResponseDeletableTopicResult.FIELDS = (
+_class_data(DeleteTopicsResponseDeletableTopicResult, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('6+'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('6+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, True, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('5+'), VersionSet.parse('5+'), None, VersionSet.parse('none'), None, lambda: None, True, None),
+), '4+', '0-6',
+    {0: _decode_DeleteTopicsResponseDeletableTopicResult_v0, 1: _decode_DeleteTopicsResponseDeletableTopicResult_v0, 2: _decode_DeleteTopicsResponseDeletableTopicResult_v0, 3: _decode_DeleteTopicsResponseDeletableTopicResult_v0, 4: _decode_DeleteTopicsResponseDeletableTopicResult_v4, 5: _decode_DeleteTopicsResponseDeletableTopicResult_v5, 6: _decode_DeleteTopicsResponseDeletableTopicResult_v6},
+    {0: _encode_DeleteTopicsResponseDeletableTopicResult_v0, 1: _encode_DeleteTopicsResponseDeletableTopicResult_v0, 2: _encode_DeleteTopicsResponseDeletableTopicResult_v0, 3: _encode_DeleteTopicsResponseDeletableTopicResult_v0, 4: _encode_DeleteTopicsResponseDeletableTopicResult_v4, 5: _encode_DeleteTopicsResponseDeletableTopicResult_v5, 6: _encode_DeleteTopicsResponseDeletableTopicResult_v6},
 )
-DeleteTopicsResponseDeletableTopicResult.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
-DeleteTopicsResponseDeletableTopicResult.STRUCT_VERSIONS = VersionSet.parse('0-6')
-DeleteTopicsResponseDeletableTopicResult._decoders = {0: _decode_DeleteTopicsResponseDeletableTopicResult_v0, 1: _decode_DeleteTopicsResponseDeletableTopicResult_v0, 2: _decode_DeleteTopicsResponseDeletableTopicResult_v0, 3: _decode_DeleteTopicsResponseDeletableTopicResult_v0, 4: _decode_DeleteTopicsResponseDeletableTopicResult_v4, 5: _decode_DeleteTopicsResponseDeletableTopicResult_v5, 6: _decode_DeleteTopicsResponseDeletableTopicResult_v6}
-DeleteTopicsResponseDeletableTopicResult._encoders = {0: _encode_DeleteTopicsResponseDeletableTopicResult_v0, 1: _encode_DeleteTopicsResponseDeletableTopicResult_v0, 2: _encode_DeleteTopicsResponseDeletableTopicResult_v0, 3: _encode_DeleteTopicsResponseDeletableTopicResult_v0, 4: _encode_DeleteTopicsResponseDeletableTopicResult_v4, 5: _encode_DeleteTopicsResponseDeletableTopicResult_v5, 6: _encode_DeleteTopicsResponseDeletableTopicResult_v6}
 _DEFAULT_DeleteTopicsResponseDeletableTopicResult = DeleteTopicsResponseDeletableTopicResult()
 
-DeleteTopicsResponse.FIELDS = (
+_class_data(DeleteTopicsResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, True, None),
     FieldSpec('responses', 'Responses', 'array', 'struct', DeleteTopicsResponseDeletableTopicResult, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '4+', '0-6',
+    {0: _decode_DeleteTopicsResponse_v0, 1: _decode_DeleteTopicsResponse_v1, 2: _decode_DeleteTopicsResponse_v1, 3: _decode_DeleteTopicsResponse_v1, 4: _decode_DeleteTopicsResponse_v4, 5: _decode_DeleteTopicsResponse_v5, 6: _decode_DeleteTopicsResponse_v6},
+    {0: _encode_DeleteTopicsResponse_v0, 1: _encode_DeleteTopicsResponse_v1, 2: _encode_DeleteTopicsResponse_v1, 3: _encode_DeleteTopicsResponse_v1, 4: _encode_DeleteTopicsResponse_v4, 5: _encode_DeleteTopicsResponse_v5, 6: _encode_DeleteTopicsResponse_v6},
+    api_key=20, kind='response', valid=(0, 1, 2, 3, 4, 5, 6),
 )
-DeleteTopicsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
-DeleteTopicsResponse.STRUCT_VERSIONS = VersionSet.parse('0-6')
-DeleteTopicsResponse._decoders = {0: _decode_DeleteTopicsResponse_v0, 1: _decode_DeleteTopicsResponse_v1, 2: _decode_DeleteTopicsResponse_v1, 3: _decode_DeleteTopicsResponse_v1, 4: _decode_DeleteTopicsResponse_v4, 5: _decode_DeleteTopicsResponse_v5, 6: _decode_DeleteTopicsResponse_v6}
-DeleteTopicsResponse._encoders = {0: _encode_DeleteTopicsResponse_v0, 1: _encode_DeleteTopicsResponse_v1, 2: _encode_DeleteTopicsResponse_v1, 3: _encode_DeleteTopicsResponse_v1, 4: _encode_DeleteTopicsResponse_v4, 5: _encode_DeleteTopicsResponse_v5, 6: _encode_DeleteTopicsResponse_v6}
-DeleteTopicsResponse.API_KEY = 20
-DeleteTopicsResponse.KIND = 'response'
-DeleteTopicsResponse.VERSIONS = (0, 1, 2, 3, 4, 5, 6)
-
-_use_native(__name__)

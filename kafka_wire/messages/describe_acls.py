@@ -12,17 +12,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>bh')
 _S1 = _Struct('>bb')
 _S2 = _Struct('>b')
@@ -1109,7 +1110,7 @@ def _encode_DescribeAclsResponse_v2(o: DescribeAclsResponse, out: bytearray) -> 
         out.append(0)
 
 
-DescribeAclsRequest.FIELDS = (
+_class_data(DescribeAclsRequest, (
     FieldSpec('resource_type_filter', 'ResourceTypeFilter', 'int8', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('resource_name_filter', 'ResourceNameFilter', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('pattern_type_filter', 'PatternTypeFilter', 'int8', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 3, False, None),
@@ -1117,51 +1118,41 @@ DescribeAclsRequest.FIELDS = (
     FieldSpec('host_filter', 'HostFilter', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('operation', 'Operation', 'int8', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('permission_type', 'PermissionType', 'int8', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '2+', '0-3',
+    {0: _decode_DescribeAclsRequest_v0, 1: _decode_DescribeAclsRequest_v1, 2: _decode_DescribeAclsRequest_v2, 3: _decode_DescribeAclsRequest_v2},
+    {0: _encode_DescribeAclsRequest_v0, 1: _encode_DescribeAclsRequest_v1, 2: _encode_DescribeAclsRequest_v2, 3: _encode_DescribeAclsRequest_v2},
+    api_key=29, kind='request', valid=(0, 1, 2, 3),
 )
-DescribeAclsRequest.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-DescribeAclsRequest.STRUCT_VERSIONS = VersionSet.parse('0-3')
-DescribeAclsRequest._decoders = {0: _decode_DescribeAclsRequest_v0, 1: _decode_DescribeAclsRequest_v1, 2: _decode_DescribeAclsRequest_v2, 3: _decode_DescribeAclsRequest_v2}
-DescribeAclsRequest._encoders = {0: _encode_DescribeAclsRequest_v0, 1: _encode_DescribeAclsRequest_v1, 2: _encode_DescribeAclsRequest_v2, 3: _encode_DescribeAclsRequest_v2}
-DescribeAclsRequest.API_KEY = 29
-DescribeAclsRequest.KIND = 'request'
-DescribeAclsRequest.VERSIONS = (0, 1, 2, 3)
 
-DescribeAclsResponseAclDescription.FIELDS = (
+_class_data(DescribeAclsResponseAclDescription, (
     FieldSpec('principal', 'Principal', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('host', 'Host', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('operation', 'Operation', 'int8', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('permission_type', 'PermissionType', 'int8', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '2+', '0-3',
+    {0: _decode_DescribeAclsResponseAclDescription_v0, 1: _decode_DescribeAclsResponseAclDescription_v0, 2: _decode_DescribeAclsResponseAclDescription_v2, 3: _decode_DescribeAclsResponseAclDescription_v2},
+    {0: _encode_DescribeAclsResponseAclDescription_v0, 1: _encode_DescribeAclsResponseAclDescription_v0, 2: _encode_DescribeAclsResponseAclDescription_v2, 3: _encode_DescribeAclsResponseAclDescription_v2},
 )
-DescribeAclsResponseAclDescription.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-DescribeAclsResponseAclDescription.STRUCT_VERSIONS = VersionSet.parse('0-3')
-DescribeAclsResponseAclDescription._decoders = {0: _decode_DescribeAclsResponseAclDescription_v0, 1: _decode_DescribeAclsResponseAclDescription_v0, 2: _decode_DescribeAclsResponseAclDescription_v2, 3: _decode_DescribeAclsResponseAclDescription_v2}
-DescribeAclsResponseAclDescription._encoders = {0: _encode_DescribeAclsResponseAclDescription_v0, 1: _encode_DescribeAclsResponseAclDescription_v0, 2: _encode_DescribeAclsResponseAclDescription_v2, 3: _encode_DescribeAclsResponseAclDescription_v2}
 _DEFAULT_DescribeAclsResponseAclDescription = DescribeAclsResponseAclDescription()
 
-DescribeAclsResponseResource.FIELDS = (
+_class_data(DescribeAclsResponseResource, (
     FieldSpec('resource_type', 'ResourceType', 'int8', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('resource_name', 'ResourceName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('pattern_type', 'PatternType', 'int8', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 3, False, None),
     FieldSpec('acls', 'Acls', 'array', 'struct', DescribeAclsResponseAclDescription, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '2+', '0-3',
+    {0: _decode_DescribeAclsResponseResource_v0, 1: _decode_DescribeAclsResponseResource_v1, 2: _decode_DescribeAclsResponseResource_v2, 3: _decode_DescribeAclsResponseResource_v2},
+    {0: _encode_DescribeAclsResponseResource_v0, 1: _encode_DescribeAclsResponseResource_v1, 2: _encode_DescribeAclsResponseResource_v2, 3: _encode_DescribeAclsResponseResource_v2},
 )
-DescribeAclsResponseResource.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-DescribeAclsResponseResource.STRUCT_VERSIONS = VersionSet.parse('0-3')
-DescribeAclsResponseResource._decoders = {0: _decode_DescribeAclsResponseResource_v0, 1: _decode_DescribeAclsResponseResource_v1, 2: _decode_DescribeAclsResponseResource_v2, 3: _decode_DescribeAclsResponseResource_v2}
-DescribeAclsResponseResource._encoders = {0: _encode_DescribeAclsResponseResource_v0, 1: _encode_DescribeAclsResponseResource_v1, 2: _encode_DescribeAclsResponseResource_v2, 3: _encode_DescribeAclsResponseResource_v2}
 _DEFAULT_DescribeAclsResponseResource = DescribeAclsResponseResource()
 
-DescribeAclsResponse.FIELDS = (
+_class_data(DescribeAclsResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('resources', 'Resources', 'array', 'struct', DescribeAclsResponseResource, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '2+', '0-3',
+    {0: _decode_DescribeAclsResponse_v0, 1: _decode_DescribeAclsResponse_v1, 2: _decode_DescribeAclsResponse_v2, 3: _decode_DescribeAclsResponse_v2},
+    {0: _encode_DescribeAclsResponse_v0, 1: _encode_DescribeAclsResponse_v1, 2: _encode_DescribeAclsResponse_v2, 3: _encode_DescribeAclsResponse_v2},
+    api_key=29, kind='response', valid=(0, 1, 2, 3),
 )
-DescribeAclsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-DescribeAclsResponse.STRUCT_VERSIONS = VersionSet.parse('0-3')
-DescribeAclsResponse._decoders = {0: _decode_DescribeAclsResponse_v0, 1: _decode_DescribeAclsResponse_v1, 2: _decode_DescribeAclsResponse_v2, 3: _decode_DescribeAclsResponse_v2}
-DescribeAclsResponse._encoders = {0: _encode_DescribeAclsResponse_v0, 1: _encode_DescribeAclsResponse_v1, 2: _encode_DescribeAclsResponse_v2, 3: _encode_DescribeAclsResponse_v2}
-DescribeAclsResponse.API_KEY = 29
-DescribeAclsResponse.KIND = 'response'
-DescribeAclsResponse.VERSIONS = (0, 1, 2, 3)
-
-_use_native(__name__)

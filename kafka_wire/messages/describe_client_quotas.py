@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>bh')
 _S1 = _Struct('>h')
 _S2 = _Struct('>b')
@@ -1201,71 +1202,59 @@ def _encode_DescribeClientQuotasResponse_v1(o: DescribeClientQuotasResponse, out
         out.append(0)
 
 
-DescribeClientQuotasRequestComponentData.FIELDS = (
+_class_data(DescribeClientQuotasRequestComponentData, (
     FieldSpec('entity_type', 'EntityType', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('match_type', 'MatchType', 'int8', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('match', 'Match', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
+), '1+', '0-1',
+    {0: _decode_DescribeClientQuotasRequestComponentData_v0, 1: _decode_DescribeClientQuotasRequestComponentData_v1},
+    {0: _encode_DescribeClientQuotasRequestComponentData_v0, 1: _encode_DescribeClientQuotasRequestComponentData_v1},
 )
-DescribeClientQuotasRequestComponentData.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-DescribeClientQuotasRequestComponentData.STRUCT_VERSIONS = VersionSet.parse('0-1')
-DescribeClientQuotasRequestComponentData._decoders = {0: _decode_DescribeClientQuotasRequestComponentData_v0, 1: _decode_DescribeClientQuotasRequestComponentData_v1}
-DescribeClientQuotasRequestComponentData._encoders = {0: _encode_DescribeClientQuotasRequestComponentData_v0, 1: _encode_DescribeClientQuotasRequestComponentData_v1}
 _DEFAULT_DescribeClientQuotasRequestComponentData = DescribeClientQuotasRequestComponentData()
 
-DescribeClientQuotasRequest.FIELDS = (
+_class_data(DescribeClientQuotasRequest, (
     FieldSpec('components', 'Components', 'array', 'struct', DescribeClientQuotasRequestComponentData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('strict', 'Strict', 'bool', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
+), '1+', '0-1',
+    {0: _decode_DescribeClientQuotasRequest_v0, 1: _decode_DescribeClientQuotasRequest_v1},
+    {0: _encode_DescribeClientQuotasRequest_v0, 1: _encode_DescribeClientQuotasRequest_v1},
+    api_key=48, kind='request', valid=(0, 1),
 )
-DescribeClientQuotasRequest.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-DescribeClientQuotasRequest.STRUCT_VERSIONS = VersionSet.parse('0-1')
-DescribeClientQuotasRequest._decoders = {0: _decode_DescribeClientQuotasRequest_v0, 1: _decode_DescribeClientQuotasRequest_v1}
-DescribeClientQuotasRequest._encoders = {0: _encode_DescribeClientQuotasRequest_v0, 1: _encode_DescribeClientQuotasRequest_v1}
-DescribeClientQuotasRequest.API_KEY = 48
-DescribeClientQuotasRequest.KIND = 'request'
-DescribeClientQuotasRequest.VERSIONS = (0, 1)
 
-DescribeClientQuotasResponseEntityData.FIELDS = (
+_class_data(DescribeClientQuotasResponseEntityData, (
     FieldSpec('entity_type', 'EntityType', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('entity_name', 'EntityName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
+), '1+', '0-1',
+    {0: _decode_DescribeClientQuotasResponseEntityData_v0, 1: _decode_DescribeClientQuotasResponseEntityData_v1},
+    {0: _encode_DescribeClientQuotasResponseEntityData_v0, 1: _encode_DescribeClientQuotasResponseEntityData_v1},
 )
-DescribeClientQuotasResponseEntityData.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-DescribeClientQuotasResponseEntityData.STRUCT_VERSIONS = VersionSet.parse('0-1')
-DescribeClientQuotasResponseEntityData._decoders = {0: _decode_DescribeClientQuotasResponseEntityData_v0, 1: _decode_DescribeClientQuotasResponseEntityData_v1}
-DescribeClientQuotasResponseEntityData._encoders = {0: _encode_DescribeClientQuotasResponseEntityData_v0, 1: _encode_DescribeClientQuotasResponseEntityData_v1}
 _DEFAULT_DescribeClientQuotasResponseEntityData = DescribeClientQuotasResponseEntityData()
 
-DescribeClientQuotasResponseValueData.FIELDS = (
+_class_data(DescribeClientQuotasResponseValueData, (
     FieldSpec('key', 'Key', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('value', 'Value', 'float64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0.0, False, None),
+), '1+', '0-1',
+    {0: _decode_DescribeClientQuotasResponseValueData_v0, 1: _decode_DescribeClientQuotasResponseValueData_v1},
+    {0: _encode_DescribeClientQuotasResponseValueData_v0, 1: _encode_DescribeClientQuotasResponseValueData_v1},
 )
-DescribeClientQuotasResponseValueData.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-DescribeClientQuotasResponseValueData.STRUCT_VERSIONS = VersionSet.parse('0-1')
-DescribeClientQuotasResponseValueData._decoders = {0: _decode_DescribeClientQuotasResponseValueData_v0, 1: _decode_DescribeClientQuotasResponseValueData_v1}
-DescribeClientQuotasResponseValueData._encoders = {0: _encode_DescribeClientQuotasResponseValueData_v0, 1: _encode_DescribeClientQuotasResponseValueData_v1}
 _DEFAULT_DescribeClientQuotasResponseValueData = DescribeClientQuotasResponseValueData()
 
-DescribeClientQuotasResponseEntryData.FIELDS = (
+_class_data(DescribeClientQuotasResponseEntryData, (
     FieldSpec('entity', 'Entity', 'array', 'struct', DescribeClientQuotasResponseEntityData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('values', 'Values', 'array', 'struct', DescribeClientQuotasResponseValueData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '1+', '0-1',
+    {0: _decode_DescribeClientQuotasResponseEntryData_v0, 1: _decode_DescribeClientQuotasResponseEntryData_v1},
+    {0: _encode_DescribeClientQuotasResponseEntryData_v0, 1: _encode_DescribeClientQuotasResponseEntryData_v1},
 )
-DescribeClientQuotasResponseEntryData.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-DescribeClientQuotasResponseEntryData.STRUCT_VERSIONS = VersionSet.parse('0-1')
-DescribeClientQuotasResponseEntryData._decoders = {0: _decode_DescribeClientQuotasResponseEntryData_v0, 1: _decode_DescribeClientQuotasResponseEntryData_v1}
-DescribeClientQuotasResponseEntryData._encoders = {0: _encode_DescribeClientQuotasResponseEntryData_v0, 1: _encode_DescribeClientQuotasResponseEntryData_v1}
 _DEFAULT_DescribeClientQuotasResponseEntryData = DescribeClientQuotasResponseEntryData()
 
-DescribeClientQuotasResponse.FIELDS = (
+_class_data(DescribeClientQuotasResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('entries', 'Entries', 'array', 'struct', DescribeClientQuotasResponseEntryData, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '1+', '0-1',
+    {0: _decode_DescribeClientQuotasResponse_v0, 1: _decode_DescribeClientQuotasResponse_v1},
+    {0: _encode_DescribeClientQuotasResponse_v0, 1: _encode_DescribeClientQuotasResponse_v1},
+    api_key=48, kind='response', valid=(0, 1),
 )
-DescribeClientQuotasResponse.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-DescribeClientQuotasResponse.STRUCT_VERSIONS = VersionSet.parse('0-1')
-DescribeClientQuotasResponse._decoders = {0: _decode_DescribeClientQuotasResponse_v0, 1: _decode_DescribeClientQuotasResponse_v1}
-DescribeClientQuotasResponse._encoders = {0: _encode_DescribeClientQuotasResponse_v0, 1: _encode_DescribeClientQuotasResponse_v1}
-DescribeClientQuotasResponse.API_KEY = 48
-DescribeClientQuotasResponse.KIND = 'response'
-DescribeClientQuotasResponse.VERSIONS = (0, 1)
-
-_use_native(__name__)

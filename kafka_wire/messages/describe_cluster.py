@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>?')
 _S1 = _Struct('>?b')
 _S2 = _Struct('>?b?')
@@ -1054,33 +1055,29 @@ def _encode_DescribeClusterResponse_v2(o: DescribeClusterResponse, out: bytearra
         out.append(0)
 
 
-DescribeClusterRequest.FIELDS = (
+_class_data(DescribeClusterRequest, (
     FieldSpec('include_cluster_authorized_operations', 'IncludeClusterAuthorizedOperations', 'bool', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
     FieldSpec('endpoint_type', 'EndpointType', 'int8', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 1, False, None),
     FieldSpec('include_fenced_brokers', 'IncludeFencedBrokers', 'bool', None, None, VersionSet.parse('2+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
+), '0+', '0-2',
+    {0: _decode_DescribeClusterRequest_v0, 1: _decode_DescribeClusterRequest_v1, 2: _decode_DescribeClusterRequest_v2},
+    {0: _encode_DescribeClusterRequest_v0, 1: _encode_DescribeClusterRequest_v1, 2: _encode_DescribeClusterRequest_v2},
+    api_key=60, kind='request', valid=(0, 1, 2),
 )
-DescribeClusterRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeClusterRequest.STRUCT_VERSIONS = VersionSet.parse('0-2')
-DescribeClusterRequest._decoders = {0: _decode_DescribeClusterRequest_v0, 1: _decode_DescribeClusterRequest_v1, 2: _decode_DescribeClusterRequest_v2}
-DescribeClusterRequest._encoders = {0: _encode_DescribeClusterRequest_v0, 1: _encode_DescribeClusterRequest_v1, 2: _encode_DescribeClusterRequest_v2}
-DescribeClusterRequest.API_KEY = 60
-DescribeClusterRequest.KIND = 'request'
-DescribeClusterRequest.VERSIONS = (0, 1, 2)
 
-DescribeClusterResponseBroker.FIELDS = (
+_class_data(DescribeClusterResponseBroker, (
     FieldSpec('broker_id', 'BrokerId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
     FieldSpec('host', 'Host', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('port', 'Port', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('rack', 'Rack', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
     FieldSpec('is_fenced', 'IsFenced', 'bool', None, None, VersionSet.parse('2+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
+), '0+', '0-2',
+    {0: _decode_DescribeClusterResponseBroker_v0, 1: _decode_DescribeClusterResponseBroker_v0, 2: _decode_DescribeClusterResponseBroker_v2},
+    {0: _encode_DescribeClusterResponseBroker_v0, 1: _encode_DescribeClusterResponseBroker_v0, 2: _encode_DescribeClusterResponseBroker_v2},
 )
-DescribeClusterResponseBroker.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeClusterResponseBroker.STRUCT_VERSIONS = VersionSet.parse('0-2')
-DescribeClusterResponseBroker._decoders = {0: _decode_DescribeClusterResponseBroker_v0, 1: _decode_DescribeClusterResponseBroker_v0, 2: _decode_DescribeClusterResponseBroker_v2}
-DescribeClusterResponseBroker._encoders = {0: _encode_DescribeClusterResponseBroker_v0, 1: _encode_DescribeClusterResponseBroker_v0, 2: _encode_DescribeClusterResponseBroker_v2}
 _DEFAULT_DescribeClusterResponseBroker = DescribeClusterResponseBroker()
 
-DescribeClusterResponse.FIELDS = (
+_class_data(DescribeClusterResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
@@ -1089,13 +1086,8 @@ DescribeClusterResponse.FIELDS = (
     FieldSpec('controller_id', 'ControllerId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, 'brokerId'),
     FieldSpec('brokers', 'Brokers', 'array', 'struct', DescribeClusterResponseBroker, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('cluster_authorized_operations', 'ClusterAuthorizedOperations', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -2147483648, False, None),
+), '0+', '0-2',
+    {0: _decode_DescribeClusterResponse_v0, 1: _decode_DescribeClusterResponse_v1, 2: _decode_DescribeClusterResponse_v2},
+    {0: _encode_DescribeClusterResponse_v0, 1: _encode_DescribeClusterResponse_v1, 2: _encode_DescribeClusterResponse_v2},
+    api_key=60, kind='response', valid=(0, 1, 2),
 )
-DescribeClusterResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeClusterResponse.STRUCT_VERSIONS = VersionSet.parse('0-2')
-DescribeClusterResponse._decoders = {0: _decode_DescribeClusterResponse_v0, 1: _decode_DescribeClusterResponse_v1, 2: _decode_DescribeClusterResponse_v2}
-DescribeClusterResponse._encoders = {0: _encode_DescribeClusterResponse_v0, 1: _encode_DescribeClusterResponse_v1, 2: _encode_DescribeClusterResponse_v2}
-DescribeClusterResponse.API_KEY = 60
-DescribeClusterResponse.KIND = 'response'
-DescribeClusterResponse.VERSIONS = (0, 1, 2)
-
-_use_native(__name__)

@@ -12,17 +12,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>bh')
 _S1 = _Struct('>i')
 _S2 = _Struct('>b')
@@ -1747,42 +1748,37 @@ def _encode_DescribeConfigsResponse_v4(o: DescribeConfigsResponse, out: bytearra
         out.append(0)
 
 
-DescribeConfigsRequestResource.FIELDS = (
+_class_data(DescribeConfigsRequestResource, (
     FieldSpec('resource_type', 'ResourceType', 'int8', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('resource_name', 'ResourceName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('configuration_keys', 'ConfigurationKeys', 'array', 'string', None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '4+', '0-4',
+    {0: _decode_DescribeConfigsRequestResource_v0, 1: _decode_DescribeConfigsRequestResource_v0, 2: _decode_DescribeConfigsRequestResource_v0, 3: _decode_DescribeConfigsRequestResource_v0, 4: _decode_DescribeConfigsRequestResource_v4},
+    {0: _encode_DescribeConfigsRequestResource_v0, 1: _encode_DescribeConfigsRequestResource_v0, 2: _encode_DescribeConfigsRequestResource_v0, 3: _encode_DescribeConfigsRequestResource_v0, 4: _encode_DescribeConfigsRequestResource_v4},
 )
-DescribeConfigsRequestResource.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
-DescribeConfigsRequestResource.STRUCT_VERSIONS = VersionSet.parse('0-4')
-DescribeConfigsRequestResource._decoders = {0: _decode_DescribeConfigsRequestResource_v0, 1: _decode_DescribeConfigsRequestResource_v0, 2: _decode_DescribeConfigsRequestResource_v0, 3: _decode_DescribeConfigsRequestResource_v0, 4: _decode_DescribeConfigsRequestResource_v4}
-DescribeConfigsRequestResource._encoders = {0: _encode_DescribeConfigsRequestResource_v0, 1: _encode_DescribeConfigsRequestResource_v0, 2: _encode_DescribeConfigsRequestResource_v0, 3: _encode_DescribeConfigsRequestResource_v0, 4: _encode_DescribeConfigsRequestResource_v4}
 _DEFAULT_DescribeConfigsRequestResource = DescribeConfigsRequestResource()
 
-DescribeConfigsRequest.FIELDS = (
+_class_data(DescribeConfigsRequest, (
     FieldSpec('resources', 'Resources', 'array', 'struct', DescribeConfigsRequestResource, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('include_synonyms', 'IncludeSynonyms', 'bool', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
     FieldSpec('include_documentation', 'IncludeDocumentation', 'bool', None, None, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
+), '4+', '0-4',
+    {0: _decode_DescribeConfigsRequest_v0, 1: _decode_DescribeConfigsRequest_v1, 2: _decode_DescribeConfigsRequest_v1, 3: _decode_DescribeConfigsRequest_v3, 4: _decode_DescribeConfigsRequest_v4},
+    {0: _encode_DescribeConfigsRequest_v0, 1: _encode_DescribeConfigsRequest_v1, 2: _encode_DescribeConfigsRequest_v1, 3: _encode_DescribeConfigsRequest_v3, 4: _encode_DescribeConfigsRequest_v4},
+    api_key=32, kind='request', valid=(0, 1, 2, 3, 4),
 )
-DescribeConfigsRequest.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
-DescribeConfigsRequest.STRUCT_VERSIONS = VersionSet.parse('0-4')
-DescribeConfigsRequest._decoders = {0: _decode_DescribeConfigsRequest_v0, 1: _decode_DescribeConfigsRequest_v1, 2: _decode_DescribeConfigsRequest_v1, 3: _decode_DescribeConfigsRequest_v3, 4: _decode_DescribeConfigsRequest_v4}
-DescribeConfigsRequest._encoders = {0: _encode_DescribeConfigsRequest_v0, 1: _encode_DescribeConfigsRequest_v1, 2: _encode_DescribeConfigsRequest_v1, 3: _encode_DescribeConfigsRequest_v3, 4: _encode_DescribeConfigsRequest_v4}
-DescribeConfigsRequest.API_KEY = 32
-DescribeConfigsRequest.KIND = 'request'
-DescribeConfigsRequest.VERSIONS = (0, 1, 2, 3, 4)
 
-DescribeConfigsResponseSynonym.FIELDS = (
+_class_data(DescribeConfigsResponseSynonym, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('value', 'Value', 'string', None, None, VersionSet.parse('1+'), VersionSet.parse('1+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('source', 'Source', 'int8', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '4+', '1-4',
+    {1: _decode_DescribeConfigsResponseSynonym_v1, 2: _decode_DescribeConfigsResponseSynonym_v1, 3: _decode_DescribeConfigsResponseSynonym_v1, 4: _decode_DescribeConfigsResponseSynonym_v4},
+    {1: _encode_DescribeConfigsResponseSynonym_v1, 2: _encode_DescribeConfigsResponseSynonym_v1, 3: _encode_DescribeConfigsResponseSynonym_v1, 4: _encode_DescribeConfigsResponseSynonym_v4},
 )
-DescribeConfigsResponseSynonym.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
-DescribeConfigsResponseSynonym.STRUCT_VERSIONS = VersionSet.parse('1-4')
-DescribeConfigsResponseSynonym._decoders = {1: _decode_DescribeConfigsResponseSynonym_v1, 2: _decode_DescribeConfigsResponseSynonym_v1, 3: _decode_DescribeConfigsResponseSynonym_v1, 4: _decode_DescribeConfigsResponseSynonym_v4}
-DescribeConfigsResponseSynonym._encoders = {1: _encode_DescribeConfigsResponseSynonym_v1, 2: _encode_DescribeConfigsResponseSynonym_v1, 3: _encode_DescribeConfigsResponseSynonym_v1, 4: _encode_DescribeConfigsResponseSynonym_v4}
 _DEFAULT_DescribeConfigsResponseSynonym = DescribeConfigsResponseSynonym()
 
-DescribeConfigsResponseResourceResult.FIELDS = (
+_class_data(DescribeConfigsResponseResourceResult, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('value', 'Value', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('read_only', 'ReadOnly', 'bool', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
@@ -1792,36 +1788,29 @@ DescribeConfigsResponseResourceResult.FIELDS = (
     FieldSpec('synonyms', 'Synonyms', 'array', 'struct', DescribeConfigsResponseSynonym, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], True, None),
     FieldSpec('config_type', 'ConfigType', 'int8', None, None, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, True, None),
     FieldSpec('documentation', 'Documentation', 'string', None, None, VersionSet.parse('3+'), VersionSet.parse('3+'), None, VersionSet.parse('none'), None, lambda: '', True, None),
+), '4+', '0-4',
+    {0: _decode_DescribeConfigsResponseResourceResult_v0, 1: _decode_DescribeConfigsResponseResourceResult_v1, 2: _decode_DescribeConfigsResponseResourceResult_v1, 3: _decode_DescribeConfigsResponseResourceResult_v3, 4: _decode_DescribeConfigsResponseResourceResult_v4},
+    {0: _encode_DescribeConfigsResponseResourceResult_v0, 1: _encode_DescribeConfigsResponseResourceResult_v1, 2: _encode_DescribeConfigsResponseResourceResult_v1, 3: _encode_DescribeConfigsResponseResourceResult_v3, 4: _encode_DescribeConfigsResponseResourceResult_v4},
 )
-DescribeConfigsResponseResourceResult.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
-DescribeConfigsResponseResourceResult.STRUCT_VERSIONS = VersionSet.parse('0-4')
-DescribeConfigsResponseResourceResult._decoders = {0: _decode_DescribeConfigsResponseResourceResult_v0, 1: _decode_DescribeConfigsResponseResourceResult_v1, 2: _decode_DescribeConfigsResponseResourceResult_v1, 3: _decode_DescribeConfigsResponseResourceResult_v3, 4: _decode_DescribeConfigsResponseResourceResult_v4}
-DescribeConfigsResponseResourceResult._encoders = {0: _encode_DescribeConfigsResponseResourceResult_v0, 1: _encode_DescribeConfigsResponseResourceResult_v1, 2: _encode_DescribeConfigsResponseResourceResult_v1, 3: _encode_DescribeConfigsResponseResourceResult_v3, 4: _encode_DescribeConfigsResponseResourceResult_v4}
 _DEFAULT_DescribeConfigsResponseResourceResult = DescribeConfigsResponseResourceResult()
 
-DescribeConfigsResponseResult.FIELDS = (
+_class_data(DescribeConfigsResponseResult, (
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('resource_type', 'ResourceType', 'int8', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('resource_name', 'ResourceName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('configs', 'Configs', 'array', 'struct', DescribeConfigsResponseResourceResult, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '4+', '0-4',
+    {0: _decode_DescribeConfigsResponseResult_v0, 1: _decode_DescribeConfigsResponseResult_v1, 2: _decode_DescribeConfigsResponseResult_v1, 3: _decode_DescribeConfigsResponseResult_v3, 4: _decode_DescribeConfigsResponseResult_v4},
+    {0: _encode_DescribeConfigsResponseResult_v0, 1: _encode_DescribeConfigsResponseResult_v1, 2: _encode_DescribeConfigsResponseResult_v1, 3: _encode_DescribeConfigsResponseResult_v3, 4: _encode_DescribeConfigsResponseResult_v4},
 )
-DescribeConfigsResponseResult.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
-DescribeConfigsResponseResult.STRUCT_VERSIONS = VersionSet.parse('0-4')
-DescribeConfigsResponseResult._decoders = {0: _decode_DescribeConfigsResponseResult_v0, 1: _decode_DescribeConfigsResponseResult_v1, 2: _decode_DescribeConfigsResponseResult_v1, 3: _decode_DescribeConfigsResponseResult_v3, 4: _decode_DescribeConfigsResponseResult_v4}
-DescribeConfigsResponseResult._encoders = {0: _encode_DescribeConfigsResponseResult_v0, 1: _encode_DescribeConfigsResponseResult_v1, 2: _encode_DescribeConfigsResponseResult_v1, 3: _encode_DescribeConfigsResponseResult_v3, 4: _encode_DescribeConfigsResponseResult_v4}
 _DEFAULT_DescribeConfigsResponseResult = DescribeConfigsResponseResult()
 
-DescribeConfigsResponse.FIELDS = (
+_class_data(DescribeConfigsResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('results', 'Results', 'array', 'struct', DescribeConfigsResponseResult, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '4+', '0-4',
+    {0: _decode_DescribeConfigsResponse_v0, 1: _decode_DescribeConfigsResponse_v1, 2: _decode_DescribeConfigsResponse_v1, 3: _decode_DescribeConfigsResponse_v3, 4: _decode_DescribeConfigsResponse_v4},
+    {0: _encode_DescribeConfigsResponse_v0, 1: _encode_DescribeConfigsResponse_v1, 2: _encode_DescribeConfigsResponse_v1, 3: _encode_DescribeConfigsResponse_v3, 4: _encode_DescribeConfigsResponse_v4},
+    api_key=32, kind='response', valid=(0, 1, 2, 3, 4),
 )
-DescribeConfigsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
-DescribeConfigsResponse.STRUCT_VERSIONS = VersionSet.parse('0-4')
-DescribeConfigsResponse._decoders = {0: _decode_DescribeConfigsResponse_v0, 1: _decode_DescribeConfigsResponse_v1, 2: _decode_DescribeConfigsResponse_v1, 3: _decode_DescribeConfigsResponse_v3, 4: _decode_DescribeConfigsResponse_v4}
-DescribeConfigsResponse._encoders = {0: _encode_DescribeConfigsResponse_v0, 1: _encode_DescribeConfigsResponse_v1, 2: _encode_DescribeConfigsResponse_v1, 3: _encode_DescribeConfigsResponse_v3, 4: _encode_DescribeConfigsResponse_v4}
-DescribeConfigsResponse.API_KEY = 32
-DescribeConfigsResponse.KIND = 'response'
-DescribeConfigsResponse.VERSIONS = (0, 1, 2, 3, 4)
-
-_use_native(__name__)

@@ -12,17 +12,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>h')
 _S1 = _Struct('>i')
 _S2 = _Struct('>qqqh')
@@ -1495,38 +1496,33 @@ def _encode_DescribeDelegationTokenResponse_v3(o: DescribeDelegationTokenRespons
         out.append(0)
 
 
-DescribeDelegationTokenRequestOwner.FIELDS = (
+_class_data(DescribeDelegationTokenRequestOwner, (
     FieldSpec('principal_type', 'PrincipalType', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('principal_name', 'PrincipalName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
+), '2+', '0-3',
+    {0: _decode_DescribeDelegationTokenRequestOwner_v0, 1: _decode_DescribeDelegationTokenRequestOwner_v0, 2: _decode_DescribeDelegationTokenRequestOwner_v2, 3: _decode_DescribeDelegationTokenRequestOwner_v2},
+    {0: _encode_DescribeDelegationTokenRequestOwner_v0, 1: _encode_DescribeDelegationTokenRequestOwner_v0, 2: _encode_DescribeDelegationTokenRequestOwner_v2, 3: _encode_DescribeDelegationTokenRequestOwner_v2},
 )
-DescribeDelegationTokenRequestOwner.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-DescribeDelegationTokenRequestOwner.STRUCT_VERSIONS = VersionSet.parse('0-3')
-DescribeDelegationTokenRequestOwner._decoders = {0: _decode_DescribeDelegationTokenRequestOwner_v0, 1: _decode_DescribeDelegationTokenRequestOwner_v0, 2: _decode_DescribeDelegationTokenRequestOwner_v2, 3: _decode_DescribeDelegationTokenRequestOwner_v2}
-DescribeDelegationTokenRequestOwner._encoders = {0: _encode_DescribeDelegationTokenRequestOwner_v0, 1: _encode_DescribeDelegationTokenRequestOwner_v0, 2: _encode_DescribeDelegationTokenRequestOwner_v2, 3: _encode_DescribeDelegationTokenRequestOwner_v2}
 _DEFAULT_DescribeDelegationTokenRequestOwner = DescribeDelegationTokenRequestOwner()
 
-DescribeDelegationTokenRequest.FIELDS = (
+_class_data(DescribeDelegationTokenRequest, (
     FieldSpec('owners', 'Owners', 'array', 'struct', DescribeDelegationTokenRequestOwner, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '2+', '0-3',
+    {0: _decode_DescribeDelegationTokenRequest_v0, 1: _decode_DescribeDelegationTokenRequest_v0, 2: _decode_DescribeDelegationTokenRequest_v2, 3: _decode_DescribeDelegationTokenRequest_v2},
+    {0: _encode_DescribeDelegationTokenRequest_v0, 1: _encode_DescribeDelegationTokenRequest_v0, 2: _encode_DescribeDelegationTokenRequest_v2, 3: _encode_DescribeDelegationTokenRequest_v2},
+    api_key=41, kind='request', valid=(0, 1, 2, 3),
 )
-DescribeDelegationTokenRequest.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-DescribeDelegationTokenRequest.STRUCT_VERSIONS = VersionSet.parse('0-3')
-DescribeDelegationTokenRequest._decoders = {0: _decode_DescribeDelegationTokenRequest_v0, 1: _decode_DescribeDelegationTokenRequest_v0, 2: _decode_DescribeDelegationTokenRequest_v2, 3: _decode_DescribeDelegationTokenRequest_v2}
-DescribeDelegationTokenRequest._encoders = {0: _encode_DescribeDelegationTokenRequest_v0, 1: _encode_DescribeDelegationTokenRequest_v0, 2: _encode_DescribeDelegationTokenRequest_v2, 3: _encode_DescribeDelegationTokenRequest_v2}
-DescribeDelegationTokenRequest.API_KEY = 41
-DescribeDelegationTokenRequest.KIND = 'request'
-DescribeDelegationTokenRequest.VERSIONS = (0, 1, 2, 3)
 
-DescribeDelegationTokenResponseDescribedDelegationTokenRenewer.FIELDS = (
+_class_data(DescribeDelegationTokenResponseDescribedDelegationTokenRenewer, (
     FieldSpec('principal_type', 'PrincipalType', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('principal_name', 'PrincipalName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
+), '2+', '0-3',
+    {0: _decode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v0, 1: _decode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v0, 2: _decode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v2, 3: _decode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v2},
+    {0: _encode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v0, 1: _encode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v0, 2: _encode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v2, 3: _encode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v2},
 )
-DescribeDelegationTokenResponseDescribedDelegationTokenRenewer.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-DescribeDelegationTokenResponseDescribedDelegationTokenRenewer.STRUCT_VERSIONS = VersionSet.parse('0-3')
-DescribeDelegationTokenResponseDescribedDelegationTokenRenewer._decoders = {0: _decode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v0, 1: _decode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v0, 2: _decode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v2, 3: _decode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v2}
-DescribeDelegationTokenResponseDescribedDelegationTokenRenewer._encoders = {0: _encode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v0, 1: _encode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v0, 2: _encode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v2, 3: _encode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v2}
 _DEFAULT_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer = DescribeDelegationTokenResponseDescribedDelegationTokenRenewer()
 
-DescribeDelegationTokenResponseDescribedDelegationToken.FIELDS = (
+_class_data(DescribeDelegationTokenResponseDescribedDelegationToken, (
     FieldSpec('principal_type', 'PrincipalType', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('principal_name', 'PrincipalName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('token_requester_principal_type', 'TokenRequesterPrincipalType', 'string', None, None, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
@@ -1537,24 +1533,18 @@ DescribeDelegationTokenResponseDescribedDelegationToken.FIELDS = (
     FieldSpec('token_id', 'TokenId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('hmac', 'Hmac', 'bytes', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: b"", False, None),
     FieldSpec('renewers', 'Renewers', 'array', 'struct', DescribeDelegationTokenResponseDescribedDelegationTokenRenewer, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '2+', '0-3',
+    {0: _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v0, 1: _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v0, 2: _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v2, 3: _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v3},
+    {0: _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v0, 1: _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v0, 2: _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v2, 3: _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v3},
 )
-DescribeDelegationTokenResponseDescribedDelegationToken.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-DescribeDelegationTokenResponseDescribedDelegationToken.STRUCT_VERSIONS = VersionSet.parse('0-3')
-DescribeDelegationTokenResponseDescribedDelegationToken._decoders = {0: _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v0, 1: _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v0, 2: _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v2, 3: _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v3}
-DescribeDelegationTokenResponseDescribedDelegationToken._encoders = {0: _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v0, 1: _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v0, 2: _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v2, 3: _encode_DescribeDelegationTokenResponseDescribedDelegationToken_v3}
 _DEFAULT_DescribeDelegationTokenResponseDescribedDelegationToken = DescribeDelegationTokenResponseDescribedDelegationToken()
 
-DescribeDelegationTokenResponse.FIELDS = (
+_class_data(DescribeDelegationTokenResponse, (
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('tokens', 'Tokens', 'array', 'struct', DescribeDelegationTokenResponseDescribedDelegationToken, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '2+', '0-3',
+    {0: _decode_DescribeDelegationTokenResponse_v0, 1: _decode_DescribeDelegationTokenResponse_v0, 2: _decode_DescribeDelegationTokenResponse_v2, 3: _decode_DescribeDelegationTokenResponse_v3},
+    {0: _encode_DescribeDelegationTokenResponse_v0, 1: _encode_DescribeDelegationTokenResponse_v0, 2: _encode_DescribeDelegationTokenResponse_v2, 3: _encode_DescribeDelegationTokenResponse_v3},
+    api_key=41, kind='response', valid=(0, 1, 2, 3),
 )
-DescribeDelegationTokenResponse.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-DescribeDelegationTokenResponse.STRUCT_VERSIONS = VersionSet.parse('0-3')
-DescribeDelegationTokenResponse._decoders = {0: _decode_DescribeDelegationTokenResponse_v0, 1: _decode_DescribeDelegationTokenResponse_v0, 2: _decode_DescribeDelegationTokenResponse_v2, 3: _decode_DescribeDelegationTokenResponse_v3}
-DescribeDelegationTokenResponse._encoders = {0: _encode_DescribeDelegationTokenResponse_v0, 1: _encode_DescribeDelegationTokenResponse_v0, 2: _encode_DescribeDelegationTokenResponse_v2, 3: _encode_DescribeDelegationTokenResponse_v3}
-DescribeDelegationTokenResponse.API_KEY = 41
-DescribeDelegationTokenResponse.KIND = 'response'
-DescribeDelegationTokenResponse.VERSIONS = (0, 1, 2, 3)
-
-_use_native(__name__)

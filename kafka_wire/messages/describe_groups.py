@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>i')
 _S1 = _Struct('>h')
 _S2 = _Struct('>?')
@@ -2377,33 +2378,29 @@ def _encode_DescribeGroupsResponse_v6(o: DescribeGroupsResponse, out: bytearray)
         out.append(0)
 
 
-DescribeGroupsRequest.FIELDS = (
+_class_data(DescribeGroupsRequest, (
     FieldSpec('groups', 'Groups', 'array', 'string', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, 'groupId'),
     FieldSpec('include_authorized_operations', 'IncludeAuthorizedOperations', 'bool', None, None, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
+), '5+', '0-6',
+    {0: _decode_DescribeGroupsRequest_v0, 1: _decode_DescribeGroupsRequest_v0, 2: _decode_DescribeGroupsRequest_v0, 3: _decode_DescribeGroupsRequest_v3, 4: _decode_DescribeGroupsRequest_v3, 5: _decode_DescribeGroupsRequest_v5, 6: _decode_DescribeGroupsRequest_v5},
+    {0: _encode_DescribeGroupsRequest_v0, 1: _encode_DescribeGroupsRequest_v0, 2: _encode_DescribeGroupsRequest_v0, 3: _encode_DescribeGroupsRequest_v3, 4: _encode_DescribeGroupsRequest_v3, 5: _encode_DescribeGroupsRequest_v5, 6: _encode_DescribeGroupsRequest_v5},
+    api_key=15, kind='request', valid=(0, 1, 2, 3, 4, 5, 6),
 )
-DescribeGroupsRequest.FLEXIBLE_VERSIONS = VersionSet.parse('5+')
-DescribeGroupsRequest.STRUCT_VERSIONS = VersionSet.parse('0-6')
-DescribeGroupsRequest._decoders = {0: _decode_DescribeGroupsRequest_v0, 1: _decode_DescribeGroupsRequest_v0, 2: _decode_DescribeGroupsRequest_v0, 3: _decode_DescribeGroupsRequest_v3, 4: _decode_DescribeGroupsRequest_v3, 5: _decode_DescribeGroupsRequest_v5, 6: _decode_DescribeGroupsRequest_v5}
-DescribeGroupsRequest._encoders = {0: _encode_DescribeGroupsRequest_v0, 1: _encode_DescribeGroupsRequest_v0, 2: _encode_DescribeGroupsRequest_v0, 3: _encode_DescribeGroupsRequest_v3, 4: _encode_DescribeGroupsRequest_v3, 5: _encode_DescribeGroupsRequest_v5, 6: _encode_DescribeGroupsRequest_v5}
-DescribeGroupsRequest.API_KEY = 15
-DescribeGroupsRequest.KIND = 'request'
-DescribeGroupsRequest.VERSIONS = (0, 1, 2, 3, 4, 5, 6)
 
-DescribeGroupsResponseDescribedGroupMember.FIELDS = (
+_class_data(DescribeGroupsResponseDescribedGroupMember, (
     FieldSpec('member_id', 'MemberId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('group_instance_id', 'GroupInstanceId', 'string', None, None, VersionSet.parse('4+'), VersionSet.parse('4+'), None, VersionSet.parse('none'), None, lambda: None, True, None),
     FieldSpec('client_id', 'ClientId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('client_host', 'ClientHost', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('member_metadata', 'MemberMetadata', 'bytes', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: b"", False, None),
     FieldSpec('member_assignment', 'MemberAssignment', 'bytes', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: b"", False, None),
+), '5+', '0-6',
+    {0: _decode_DescribeGroupsResponseDescribedGroupMember_v0, 1: _decode_DescribeGroupsResponseDescribedGroupMember_v0, 2: _decode_DescribeGroupsResponseDescribedGroupMember_v0, 3: _decode_DescribeGroupsResponseDescribedGroupMember_v0, 4: _decode_DescribeGroupsResponseDescribedGroupMember_v4, 5: _decode_DescribeGroupsResponseDescribedGroupMember_v5, 6: _decode_DescribeGroupsResponseDescribedGroupMember_v5},
+    {0: _encode_DescribeGroupsResponseDescribedGroupMember_v0, 1: _encode_DescribeGroupsResponseDescribedGroupMember_v0, 2: _encode_DescribeGroupsResponseDescribedGroupMember_v0, 3: _encode_DescribeGroupsResponseDescribedGroupMember_v0, 4: _encode_DescribeGroupsResponseDescribedGroupMember_v4, 5: _encode_DescribeGroupsResponseDescribedGroupMember_v5, 6: _encode_DescribeGroupsResponseDescribedGroupMember_v5},
 )
-DescribeGroupsResponseDescribedGroupMember.FLEXIBLE_VERSIONS = VersionSet.parse('5+')
-DescribeGroupsResponseDescribedGroupMember.STRUCT_VERSIONS = VersionSet.parse('0-6')
-DescribeGroupsResponseDescribedGroupMember._decoders = {0: _decode_DescribeGroupsResponseDescribedGroupMember_v0, 1: _decode_DescribeGroupsResponseDescribedGroupMember_v0, 2: _decode_DescribeGroupsResponseDescribedGroupMember_v0, 3: _decode_DescribeGroupsResponseDescribedGroupMember_v0, 4: _decode_DescribeGroupsResponseDescribedGroupMember_v4, 5: _decode_DescribeGroupsResponseDescribedGroupMember_v5, 6: _decode_DescribeGroupsResponseDescribedGroupMember_v5}
-DescribeGroupsResponseDescribedGroupMember._encoders = {0: _encode_DescribeGroupsResponseDescribedGroupMember_v0, 1: _encode_DescribeGroupsResponseDescribedGroupMember_v0, 2: _encode_DescribeGroupsResponseDescribedGroupMember_v0, 3: _encode_DescribeGroupsResponseDescribedGroupMember_v0, 4: _encode_DescribeGroupsResponseDescribedGroupMember_v4, 5: _encode_DescribeGroupsResponseDescribedGroupMember_v5, 6: _encode_DescribeGroupsResponseDescribedGroupMember_v5}
 _DEFAULT_DescribeGroupsResponseDescribedGroupMember = DescribeGroupsResponseDescribedGroupMember()
 
-DescribeGroupsResponseDescribedGroup.FIELDS = (
+_class_data(DescribeGroupsResponseDescribedGroup, (
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('6+'), VersionSet.parse('6+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
     FieldSpec('group_id', 'GroupId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'groupId'),
@@ -2412,23 +2409,17 @@ DescribeGroupsResponseDescribedGroup.FIELDS = (
     FieldSpec('protocol_data', 'ProtocolData', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('members', 'Members', 'array', 'struct', DescribeGroupsResponseDescribedGroupMember, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('authorized_operations', 'AuthorizedOperations', 'int32', None, None, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -2147483648, False, None),
+), '5+', '0-6',
+    {0: _decode_DescribeGroupsResponseDescribedGroup_v0, 1: _decode_DescribeGroupsResponseDescribedGroup_v0, 2: _decode_DescribeGroupsResponseDescribedGroup_v0, 3: _decode_DescribeGroupsResponseDescribedGroup_v3, 4: _decode_DescribeGroupsResponseDescribedGroup_v4, 5: _decode_DescribeGroupsResponseDescribedGroup_v5, 6: _decode_DescribeGroupsResponseDescribedGroup_v6},
+    {0: _encode_DescribeGroupsResponseDescribedGroup_v0, 1: _encode_DescribeGroupsResponseDescribedGroup_v0, 2: _encode_DescribeGroupsResponseDescribedGroup_v0, 3: _encode_DescribeGroupsResponseDescribedGroup_v3, 4: _encode_DescribeGroupsResponseDescribedGroup_v4, 5: _encode_DescribeGroupsResponseDescribedGroup_v5, 6: _encode_DescribeGroupsResponseDescribedGroup_v6},
 )
-DescribeGroupsResponseDescribedGroup.FLEXIBLE_VERSIONS = VersionSet.parse('5+')
-DescribeGroupsResponseDescribedGroup.STRUCT_VERSIONS = VersionSet.parse('0-6')
-DescribeGroupsResponseDescribedGroup._decoders = {0: _decode_DescribeGroupsResponseDescribedGroup_v0, 1: _decode_DescribeGroupsResponseDescribedGroup_v0, 2: _decode_DescribeGroupsResponseDescribedGroup_v0, 3: _decode_DescribeGroupsResponseDescribedGroup_v3, 4: _decode_DescribeGroupsResponseDescribedGroup_v4, 5: _decode_DescribeGroupsResponseDescribedGroup_v5, 6: _decode_DescribeGroupsResponseDescribedGroup_v6}
-DescribeGroupsResponseDescribedGroup._encoders = {0: _encode_DescribeGroupsResponseDescribedGroup_v0, 1: _encode_DescribeGroupsResponseDescribedGroup_v0, 2: _encode_DescribeGroupsResponseDescribedGroup_v0, 3: _encode_DescribeGroupsResponseDescribedGroup_v3, 4: _encode_DescribeGroupsResponseDescribedGroup_v4, 5: _encode_DescribeGroupsResponseDescribedGroup_v5, 6: _encode_DescribeGroupsResponseDescribedGroup_v6}
 _DEFAULT_DescribeGroupsResponseDescribedGroup = DescribeGroupsResponseDescribedGroup()
 
-DescribeGroupsResponse.FIELDS = (
+_class_data(DescribeGroupsResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, True, None),
     FieldSpec('groups', 'Groups', 'array', 'struct', DescribeGroupsResponseDescribedGroup, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '5+', '0-6',
+    {0: _decode_DescribeGroupsResponse_v0, 1: _decode_DescribeGroupsResponse_v1, 2: _decode_DescribeGroupsResponse_v1, 3: _decode_DescribeGroupsResponse_v3, 4: _decode_DescribeGroupsResponse_v4, 5: _decode_DescribeGroupsResponse_v5, 6: _decode_DescribeGroupsResponse_v6},
+    {0: _encode_DescribeGroupsResponse_v0, 1: _encode_DescribeGroupsResponse_v1, 2: _encode_DescribeGroupsResponse_v1, 3: _encode_DescribeGroupsResponse_v3, 4: _encode_DescribeGroupsResponse_v4, 5: _encode_DescribeGroupsResponse_v5, 6: _encode_DescribeGroupsResponse_v6},
+    api_key=15, kind='response', valid=(0, 1, 2, 3, 4, 5, 6),
 )
-DescribeGroupsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('5+')
-DescribeGroupsResponse.STRUCT_VERSIONS = VersionSet.parse('0-6')
-DescribeGroupsResponse._decoders = {0: _decode_DescribeGroupsResponse_v0, 1: _decode_DescribeGroupsResponse_v1, 2: _decode_DescribeGroupsResponse_v1, 3: _decode_DescribeGroupsResponse_v3, 4: _decode_DescribeGroupsResponse_v4, 5: _decode_DescribeGroupsResponse_v5, 6: _decode_DescribeGroupsResponse_v6}
-DescribeGroupsResponse._encoders = {0: _encode_DescribeGroupsResponse_v0, 1: _encode_DescribeGroupsResponse_v1, 2: _encode_DescribeGroupsResponse_v1, 3: _encode_DescribeGroupsResponse_v3, 4: _encode_DescribeGroupsResponse_v4, 5: _encode_DescribeGroupsResponse_v5, 6: _encode_DescribeGroupsResponse_v6}
-DescribeGroupsResponse.API_KEY = 15
-DescribeGroupsResponse.KIND = 'response'
-DescribeGroupsResponse.VERSIONS = (0, 1, 2, 3, 4, 5, 6)
-
-_use_native(__name__)

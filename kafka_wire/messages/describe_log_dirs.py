@@ -12,25 +12,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import (
-    ARRAY_STRUCTS,
-    COUNTED_ARRAY_STRUCTS,
-    FRESH,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, COUNTED_ARRAY_STRUCTS, FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>i')
 _S1 = _Struct('>h')
 _S2 = _Struct('>iqq?')
@@ -1322,74 +1315,62 @@ def _encode_DescribeLogDirsResponse_v5(o: DescribeLogDirsResponse, out: bytearra
         out.append(0)
 
 
-DescribeLogDirsRequestDescribableLogDirTopic.FIELDS = (
+_class_data(DescribeLogDirsRequestDescribableLogDirTopic, (
     FieldSpec('topic', 'Topic', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'int32', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '2+', '0-5',
+    {0: _decode_DescribeLogDirsRequestDescribableLogDirTopic_v0, 1: _decode_DescribeLogDirsRequestDescribableLogDirTopic_v0, 2: _decode_DescribeLogDirsRequestDescribableLogDirTopic_v2, 3: _decode_DescribeLogDirsRequestDescribableLogDirTopic_v2, 4: _decode_DescribeLogDirsRequestDescribableLogDirTopic_v2, 5: _decode_DescribeLogDirsRequestDescribableLogDirTopic_v2},
+    {0: _encode_DescribeLogDirsRequestDescribableLogDirTopic_v0, 1: _encode_DescribeLogDirsRequestDescribableLogDirTopic_v0, 2: _encode_DescribeLogDirsRequestDescribableLogDirTopic_v2, 3: _encode_DescribeLogDirsRequestDescribableLogDirTopic_v2, 4: _encode_DescribeLogDirsRequestDescribableLogDirTopic_v2, 5: _encode_DescribeLogDirsRequestDescribableLogDirTopic_v2},
 )
-DescribeLogDirsRequestDescribableLogDirTopic.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-DescribeLogDirsRequestDescribableLogDirTopic.STRUCT_VERSIONS = VersionSet.parse('0-5')
-DescribeLogDirsRequestDescribableLogDirTopic._decoders = {0: _decode_DescribeLogDirsRequestDescribableLogDirTopic_v0, 1: _decode_DescribeLogDirsRequestDescribableLogDirTopic_v0, 2: _decode_DescribeLogDirsRequestDescribableLogDirTopic_v2, 3: _decode_DescribeLogDirsRequestDescribableLogDirTopic_v2, 4: _decode_DescribeLogDirsRequestDescribableLogDirTopic_v2, 5: _decode_DescribeLogDirsRequestDescribableLogDirTopic_v2}
-DescribeLogDirsRequestDescribableLogDirTopic._encoders = {0: _encode_DescribeLogDirsRequestDescribableLogDirTopic_v0, 1: _encode_DescribeLogDirsRequestDescribableLogDirTopic_v0, 2: _encode_DescribeLogDirsRequestDescribableLogDirTopic_v2, 3: _encode_DescribeLogDirsRequestDescribableLogDirTopic_v2, 4: _encode_DescribeLogDirsRequestDescribableLogDirTopic_v2, 5: _encode_DescribeLogDirsRequestDescribableLogDirTopic_v2}
 _DEFAULT_DescribeLogDirsRequestDescribableLogDirTopic = DescribeLogDirsRequestDescribableLogDirTopic()
 
-DescribeLogDirsRequest.FIELDS = (
+_class_data(DescribeLogDirsRequest, (
     FieldSpec('topics', 'Topics', 'array', 'struct', DescribeLogDirsRequestDescribableLogDirTopic, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '2+', '0-5',
+    {0: _decode_DescribeLogDirsRequest_v0, 1: _decode_DescribeLogDirsRequest_v0, 2: _decode_DescribeLogDirsRequest_v2, 3: _decode_DescribeLogDirsRequest_v2, 4: _decode_DescribeLogDirsRequest_v2, 5: _decode_DescribeLogDirsRequest_v2},
+    {0: _encode_DescribeLogDirsRequest_v0, 1: _encode_DescribeLogDirsRequest_v0, 2: _encode_DescribeLogDirsRequest_v2, 3: _encode_DescribeLogDirsRequest_v2, 4: _encode_DescribeLogDirsRequest_v2, 5: _encode_DescribeLogDirsRequest_v2},
+    api_key=35, kind='request', valid=(0, 1, 2, 3, 4, 5),
 )
-DescribeLogDirsRequest.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-DescribeLogDirsRequest.STRUCT_VERSIONS = VersionSet.parse('0-5')
-DescribeLogDirsRequest._decoders = {0: _decode_DescribeLogDirsRequest_v0, 1: _decode_DescribeLogDirsRequest_v0, 2: _decode_DescribeLogDirsRequest_v2, 3: _decode_DescribeLogDirsRequest_v2, 4: _decode_DescribeLogDirsRequest_v2, 5: _decode_DescribeLogDirsRequest_v2}
-DescribeLogDirsRequest._encoders = {0: _encode_DescribeLogDirsRequest_v0, 1: _encode_DescribeLogDirsRequest_v0, 2: _encode_DescribeLogDirsRequest_v2, 3: _encode_DescribeLogDirsRequest_v2, 4: _encode_DescribeLogDirsRequest_v2, 5: _encode_DescribeLogDirsRequest_v2}
-DescribeLogDirsRequest.API_KEY = 35
-DescribeLogDirsRequest.KIND = 'request'
-DescribeLogDirsRequest.VERSIONS = (0, 1, 2, 3, 4, 5)
 
-DescribeLogDirsResponsePartition.FIELDS = (
+_class_data(DescribeLogDirsResponsePartition, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('partition_size', 'PartitionSize', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('offset_lag', 'OffsetLag', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('is_future_key', 'IsFutureKey', 'bool', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
+), '2+', '0-5',
+    {0: _decode_DescribeLogDirsResponsePartition_v0, 1: _decode_DescribeLogDirsResponsePartition_v0, 2: _decode_DescribeLogDirsResponsePartition_v2, 3: _decode_DescribeLogDirsResponsePartition_v2, 4: _decode_DescribeLogDirsResponsePartition_v2, 5: _decode_DescribeLogDirsResponsePartition_v2},
+    {0: _encode_DescribeLogDirsResponsePartition_v0, 1: _encode_DescribeLogDirsResponsePartition_v0, 2: _encode_DescribeLogDirsResponsePartition_v2, 3: _encode_DescribeLogDirsResponsePartition_v2, 4: _encode_DescribeLogDirsResponsePartition_v2, 5: _encode_DescribeLogDirsResponsePartition_v2},
 )
-DescribeLogDirsResponsePartition.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-DescribeLogDirsResponsePartition.STRUCT_VERSIONS = VersionSet.parse('0-5')
-DescribeLogDirsResponsePartition._decoders = {0: _decode_DescribeLogDirsResponsePartition_v0, 1: _decode_DescribeLogDirsResponsePartition_v0, 2: _decode_DescribeLogDirsResponsePartition_v2, 3: _decode_DescribeLogDirsResponsePartition_v2, 4: _decode_DescribeLogDirsResponsePartition_v2, 5: _decode_DescribeLogDirsResponsePartition_v2}
-DescribeLogDirsResponsePartition._encoders = {0: _encode_DescribeLogDirsResponsePartition_v0, 1: _encode_DescribeLogDirsResponsePartition_v0, 2: _encode_DescribeLogDirsResponsePartition_v2, 3: _encode_DescribeLogDirsResponsePartition_v2, 4: _encode_DescribeLogDirsResponsePartition_v2, 5: _encode_DescribeLogDirsResponsePartition_v2}
 _DEFAULT_DescribeLogDirsResponsePartition = DescribeLogDirsResponsePartition()
 
-DescribeLogDirsResponseTopic.FIELDS = (
+_class_data(DescribeLogDirsResponseTopic, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', DescribeLogDirsResponsePartition, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '2+', '0-5',
+    {0: _decode_DescribeLogDirsResponseTopic_v0, 1: _decode_DescribeLogDirsResponseTopic_v0, 2: _decode_DescribeLogDirsResponseTopic_v2, 3: _decode_DescribeLogDirsResponseTopic_v2, 4: _decode_DescribeLogDirsResponseTopic_v2, 5: _decode_DescribeLogDirsResponseTopic_v2},
+    {0: _encode_DescribeLogDirsResponseTopic_v0, 1: _encode_DescribeLogDirsResponseTopic_v0, 2: _encode_DescribeLogDirsResponseTopic_v2, 3: _encode_DescribeLogDirsResponseTopic_v2, 4: _encode_DescribeLogDirsResponseTopic_v2, 5: _encode_DescribeLogDirsResponseTopic_v2},
 )
-DescribeLogDirsResponseTopic.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-DescribeLogDirsResponseTopic.STRUCT_VERSIONS = VersionSet.parse('0-5')
-DescribeLogDirsResponseTopic._decoders = {0: _decode_DescribeLogDirsResponseTopic_v0, 1: _decode_DescribeLogDirsResponseTopic_v0, 2: _decode_DescribeLogDirsResponseTopic_v2, 3: _decode_DescribeLogDirsResponseTopic_v2, 4: _decode_DescribeLogDirsResponseTopic_v2, 5: _decode_DescribeLogDirsResponseTopic_v2}
-DescribeLogDirsResponseTopic._encoders = {0: _encode_DescribeLogDirsResponseTopic_v0, 1: _encode_DescribeLogDirsResponseTopic_v0, 2: _encode_DescribeLogDirsResponseTopic_v2, 3: _encode_DescribeLogDirsResponseTopic_v2, 4: _encode_DescribeLogDirsResponseTopic_v2, 5: _encode_DescribeLogDirsResponseTopic_v2}
 _DEFAULT_DescribeLogDirsResponseTopic = DescribeLogDirsResponseTopic()
 
-DescribeLogDirsResponseResult.FIELDS = (
+_class_data(DescribeLogDirsResponseResult, (
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('log_dir', 'LogDir', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', DescribeLogDirsResponseTopic, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('total_bytes', 'TotalBytes', 'int64', None, None, VersionSet.parse('4+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, True, None),
     FieldSpec('usable_bytes', 'UsableBytes', 'int64', None, None, VersionSet.parse('4+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, True, None),
     FieldSpec('is_cordoned', 'IsCordoned', 'bool', None, None, VersionSet.parse('5+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, True, None),
+), '2+', '0-5',
+    {0: _decode_DescribeLogDirsResponseResult_v0, 1: _decode_DescribeLogDirsResponseResult_v0, 2: _decode_DescribeLogDirsResponseResult_v2, 3: _decode_DescribeLogDirsResponseResult_v2, 4: _decode_DescribeLogDirsResponseResult_v4, 5: _decode_DescribeLogDirsResponseResult_v5},
+    {0: _encode_DescribeLogDirsResponseResult_v0, 1: _encode_DescribeLogDirsResponseResult_v0, 2: _encode_DescribeLogDirsResponseResult_v2, 3: _encode_DescribeLogDirsResponseResult_v2, 4: _encode_DescribeLogDirsResponseResult_v4, 5: _encode_DescribeLogDirsResponseResult_v5},
 )
-DescribeLogDirsResponseResult.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-DescribeLogDirsResponseResult.STRUCT_VERSIONS = VersionSet.parse('0-5')
-DescribeLogDirsResponseResult._decoders = {0: _decode_DescribeLogDirsResponseResult_v0, 1: _decode_DescribeLogDirsResponseResult_v0, 2: _decode_DescribeLogDirsResponseResult_v2, 3: _decode_DescribeLogDirsResponseResult_v2, 4: _decode_DescribeLogDirsResponseResult_v4, 5: _decode_DescribeLogDirsResponseResult_v5}
-DescribeLogDirsResponseResult._encoders = {0: _encode_DescribeLogDirsResponseResult_v0, 1: _encode_DescribeLogDirsResponseResult_v0, 2: _encode_DescribeLogDirsResponseResult_v2, 3: _encode_DescribeLogDirsResponseResult_v2, 4: _encode_DescribeLogDirsResponseResult_v4, 5: _encode_DescribeLogDirsResponseResult_v5}
 _DEFAULT_DescribeLogDirsResponseResult = DescribeLogDirsResponseResult()
 
-DescribeLogDirsResponse.FIELDS = (
+_class_data(DescribeLogDirsResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, True, None),
     FieldSpec('results', 'Results', 'array', 'struct', DescribeLogDirsResponseResult, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '2+', '0-5',
+    {0: _decode_DescribeLogDirsResponse_v0, 1: _decode_DescribeLogDirsResponse_v0, 2: _decode_DescribeLogDirsResponse_v2, 3: _decode_DescribeLogDirsResponse_v3, 4: _decode_DescribeLogDirsResponse_v4, 5: _decode_DescribeLogDirsResponse_v5},
+    {0: _encode_DescribeLogDirsResponse_v0, 1: _encode_DescribeLogDirsResponse_v0, 2: _encode_DescribeLogDirsResponse_v2, 3: _encode_DescribeLogDirsResponse_v3, 4: _encode_DescribeLogDirsResponse_v4, 5: _encode_DescribeLogDirsResponse_v5},
+    api_key=35, kind='response', valid=(0, 1, 2, 3, 4, 5),
 )
-DescribeLogDirsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-DescribeLogDirsResponse.STRUCT_VERSIONS = VersionSet.parse('0-5')
-DescribeLogDirsResponse._decoders = {0: _decode_DescribeLogDirsResponse_v0, 1: _decode_DescribeLogDirsResponse_v0, 2: _decode_DescribeLogDirsResponse_v2, 3: _decode_DescribeLogDirsResponse_v3, 4: _decode_DescribeLogDirsResponse_v4, 5: _decode_DescribeLogDirsResponse_v5}
-DescribeLogDirsResponse._encoders = {0: _encode_DescribeLogDirsResponse_v0, 1: _encode_DescribeLogDirsResponse_v0, 2: _encode_DescribeLogDirsResponse_v2, 3: _encode_DescribeLogDirsResponse_v3, 4: _encode_DescribeLogDirsResponse_v4, 5: _encode_DescribeLogDirsResponse_v5}
-DescribeLogDirsResponse.API_KEY = 35
-DescribeLogDirsResponse.KIND = 'response'
-DescribeLogDirsResponse.VERSIONS = (0, 1, 2, 3, 4, 5)
-
-_use_native(__name__)

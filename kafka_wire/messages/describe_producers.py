@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>qiiqiq')
 _S1 = _Struct('>ih')
 _S2 = _Struct('>i')
@@ -639,73 +640,61 @@ def _encode_DescribeProducersResponse_v0(o: DescribeProducersResponse, out: byte
         out.append(0)
 
 
-DescribeProducersRequestTopicRequest.FIELDS = (
+_class_data(DescribeProducersRequestTopicRequest, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partition_indexes', 'PartitionIndexes', 'array', 'int32', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_DescribeProducersRequestTopicRequest_v0},
+    {0: _encode_DescribeProducersRequestTopicRequest_v0},
 )
-DescribeProducersRequestTopicRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeProducersRequestTopicRequest.STRUCT_VERSIONS = VersionSet.parse('0')
-DescribeProducersRequestTopicRequest._decoders = {0: _decode_DescribeProducersRequestTopicRequest_v0}
-DescribeProducersRequestTopicRequest._encoders = {0: _encode_DescribeProducersRequestTopicRequest_v0}
 _DEFAULT_DescribeProducersRequestTopicRequest = DescribeProducersRequestTopicRequest()
 
-DescribeProducersRequest.FIELDS = (
+_class_data(DescribeProducersRequest, (
     FieldSpec('topics', 'Topics', 'array', 'struct', DescribeProducersRequestTopicRequest, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_DescribeProducersRequest_v0},
+    {0: _encode_DescribeProducersRequest_v0},
+    api_key=61, kind='request', valid=(0,),
 )
-DescribeProducersRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeProducersRequest.STRUCT_VERSIONS = VersionSet.parse('0')
-DescribeProducersRequest._decoders = {0: _decode_DescribeProducersRequest_v0}
-DescribeProducersRequest._encoders = {0: _encode_DescribeProducersRequest_v0}
-DescribeProducersRequest.API_KEY = 61
-DescribeProducersRequest.KIND = 'request'
-DescribeProducersRequest.VERSIONS = (0,)
 
-DescribeProducersResponseProducerState.FIELDS = (
+_class_data(DescribeProducersResponseProducerState, (
     FieldSpec('producer_id', 'ProducerId', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'producerId'),
     FieldSpec('producer_epoch', 'ProducerEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('last_sequence', 'LastSequence', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, None),
     FieldSpec('last_timestamp', 'LastTimestamp', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, None),
     FieldSpec('coordinator_epoch', 'CoordinatorEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('current_txn_start_offset', 'CurrentTxnStartOffset', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, None),
+), '0+', '0',
+    {0: _decode_DescribeProducersResponseProducerState_v0},
+    {0: _encode_DescribeProducersResponseProducerState_v0},
 )
-DescribeProducersResponseProducerState.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeProducersResponseProducerState.STRUCT_VERSIONS = VersionSet.parse('0')
-DescribeProducersResponseProducerState._decoders = {0: _decode_DescribeProducersResponseProducerState_v0}
-DescribeProducersResponseProducerState._encoders = {0: _encode_DescribeProducersResponseProducerState_v0}
 _DEFAULT_DescribeProducersResponseProducerState = DescribeProducersResponseProducerState()
 
-DescribeProducersResponsePartitionResponse.FIELDS = (
+_class_data(DescribeProducersResponsePartitionResponse, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
     FieldSpec('active_producers', 'ActiveProducers', 'array', 'struct', DescribeProducersResponseProducerState, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_DescribeProducersResponsePartitionResponse_v0},
+    {0: _encode_DescribeProducersResponsePartitionResponse_v0},
 )
-DescribeProducersResponsePartitionResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeProducersResponsePartitionResponse.STRUCT_VERSIONS = VersionSet.parse('0')
-DescribeProducersResponsePartitionResponse._decoders = {0: _decode_DescribeProducersResponsePartitionResponse_v0}
-DescribeProducersResponsePartitionResponse._encoders = {0: _encode_DescribeProducersResponsePartitionResponse_v0}
 _DEFAULT_DescribeProducersResponsePartitionResponse = DescribeProducersResponsePartitionResponse()
 
-DescribeProducersResponseTopicResponse.FIELDS = (
+_class_data(DescribeProducersResponseTopicResponse, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', DescribeProducersResponsePartitionResponse, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_DescribeProducersResponseTopicResponse_v0},
+    {0: _encode_DescribeProducersResponseTopicResponse_v0},
 )
-DescribeProducersResponseTopicResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeProducersResponseTopicResponse.STRUCT_VERSIONS = VersionSet.parse('0')
-DescribeProducersResponseTopicResponse._decoders = {0: _decode_DescribeProducersResponseTopicResponse_v0}
-DescribeProducersResponseTopicResponse._encoders = {0: _encode_DescribeProducersResponseTopicResponse_v0}
 _DEFAULT_DescribeProducersResponseTopicResponse = DescribeProducersResponseTopicResponse()
 
-DescribeProducersResponse.FIELDS = (
+_class_data(DescribeProducersResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', DescribeProducersResponseTopicResponse, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_DescribeProducersResponse_v0},
+    {0: _encode_DescribeProducersResponse_v0},
+    api_key=61, kind='response', valid=(0,),
 )
-DescribeProducersResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeProducersResponse.STRUCT_VERSIONS = VersionSet.parse('0')
-DescribeProducersResponse._decoders = {0: _decode_DescribeProducersResponse_v0}
-DescribeProducersResponse._encoders = {0: _encode_DescribeProducersResponse_v0}
-DescribeProducersResponse.API_KEY = 61
-DescribeProducersResponse.KIND = 'response'
-DescribeProducersResponse.VERSIONS = (0,)
-
-_use_native(__name__)

@@ -11,26 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import (
-    FRESH,
-    ZERO_UUID,
-    ZERO_UUID_BYTES,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>i')
 _S1 = _Struct('>iq')
 _S2 = _Struct('>iqqq')
@@ -1728,50 +1721,44 @@ def _encode_DescribeQuorumResponse_v2(o: DescribeQuorumResponse, out: bytearray)
         out.append(0)
 
 
-DescribeQuorumRequestPartitionData.FIELDS = (
+_class_data(DescribeQuorumRequestPartitionData, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0-2',
+    {0: _decode_DescribeQuorumRequestPartitionData_v0, 1: _decode_DescribeQuorumRequestPartitionData_v0, 2: _decode_DescribeQuorumRequestPartitionData_v0},
+    {0: _encode_DescribeQuorumRequestPartitionData_v0, 1: _encode_DescribeQuorumRequestPartitionData_v0, 2: _encode_DescribeQuorumRequestPartitionData_v0},
 )
-DescribeQuorumRequestPartitionData.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeQuorumRequestPartitionData.STRUCT_VERSIONS = VersionSet.parse('0-2')
-DescribeQuorumRequestPartitionData._decoders = {0: _decode_DescribeQuorumRequestPartitionData_v0, 1: _decode_DescribeQuorumRequestPartitionData_v0, 2: _decode_DescribeQuorumRequestPartitionData_v0}
-DescribeQuorumRequestPartitionData._encoders = {0: _encode_DescribeQuorumRequestPartitionData_v0, 1: _encode_DescribeQuorumRequestPartitionData_v0, 2: _encode_DescribeQuorumRequestPartitionData_v0}
 _DEFAULT_DescribeQuorumRequestPartitionData = DescribeQuorumRequestPartitionData()
 
-DescribeQuorumRequestTopicData.FIELDS = (
+_class_data(DescribeQuorumRequestTopicData, (
     FieldSpec('topic_name', 'TopicName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', DescribeQuorumRequestPartitionData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-2',
+    {0: _decode_DescribeQuorumRequestTopicData_v0, 1: _decode_DescribeQuorumRequestTopicData_v0, 2: _decode_DescribeQuorumRequestTopicData_v0},
+    {0: _encode_DescribeQuorumRequestTopicData_v0, 1: _encode_DescribeQuorumRequestTopicData_v0, 2: _encode_DescribeQuorumRequestTopicData_v0},
 )
-DescribeQuorumRequestTopicData.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeQuorumRequestTopicData.STRUCT_VERSIONS = VersionSet.parse('0-2')
-DescribeQuorumRequestTopicData._decoders = {0: _decode_DescribeQuorumRequestTopicData_v0, 1: _decode_DescribeQuorumRequestTopicData_v0, 2: _decode_DescribeQuorumRequestTopicData_v0}
-DescribeQuorumRequestTopicData._encoders = {0: _encode_DescribeQuorumRequestTopicData_v0, 1: _encode_DescribeQuorumRequestTopicData_v0, 2: _encode_DescribeQuorumRequestTopicData_v0}
 _DEFAULT_DescribeQuorumRequestTopicData = DescribeQuorumRequestTopicData()
 
-DescribeQuorumRequest.FIELDS = (
+_class_data(DescribeQuorumRequest, (
     FieldSpec('topics', 'Topics', 'array', 'struct', DescribeQuorumRequestTopicData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-2',
+    {0: _decode_DescribeQuorumRequest_v0, 1: _decode_DescribeQuorumRequest_v0, 2: _decode_DescribeQuorumRequest_v0},
+    {0: _encode_DescribeQuorumRequest_v0, 1: _encode_DescribeQuorumRequest_v0, 2: _encode_DescribeQuorumRequest_v0},
+    api_key=55, kind='request', valid=(0, 1, 2),
 )
-DescribeQuorumRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeQuorumRequest.STRUCT_VERSIONS = VersionSet.parse('0-2')
-DescribeQuorumRequest._decoders = {0: _decode_DescribeQuorumRequest_v0, 1: _decode_DescribeQuorumRequest_v0, 2: _decode_DescribeQuorumRequest_v0}
-DescribeQuorumRequest._encoders = {0: _encode_DescribeQuorumRequest_v0, 1: _encode_DescribeQuorumRequest_v0, 2: _encode_DescribeQuorumRequest_v0}
-DescribeQuorumRequest.API_KEY = 55
-DescribeQuorumRequest.KIND = 'request'
-DescribeQuorumRequest.VERSIONS = (0, 1, 2)
 
-DescribeQuorumResponseReplicaState.FIELDS = (
+_class_data(DescribeQuorumResponseReplicaState, (
     FieldSpec('replica_id', 'ReplicaId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
     FieldSpec('replica_directory_id', 'ReplicaDirectoryId', 'uuid', None, None, VersionSet.parse('2+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
     FieldSpec('log_end_offset', 'LogEndOffset', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('last_fetch_timestamp', 'LastFetchTimestamp', 'int64', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, True, None),
     FieldSpec('last_caught_up_timestamp', 'LastCaughtUpTimestamp', 'int64', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, True, None),
+), '0+', '0-2',
+    {0: _decode_DescribeQuorumResponseReplicaState_v0, 1: _decode_DescribeQuorumResponseReplicaState_v1, 2: _decode_DescribeQuorumResponseReplicaState_v2},
+    {0: _encode_DescribeQuorumResponseReplicaState_v0, 1: _encode_DescribeQuorumResponseReplicaState_v1, 2: _encode_DescribeQuorumResponseReplicaState_v2},
 )
-DescribeQuorumResponseReplicaState.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeQuorumResponseReplicaState.STRUCT_VERSIONS = VersionSet.parse('0-2')
-DescribeQuorumResponseReplicaState._decoders = {0: _decode_DescribeQuorumResponseReplicaState_v0, 1: _decode_DescribeQuorumResponseReplicaState_v1, 2: _decode_DescribeQuorumResponseReplicaState_v2}
-DescribeQuorumResponseReplicaState._encoders = {0: _encode_DescribeQuorumResponseReplicaState_v0, 1: _encode_DescribeQuorumResponseReplicaState_v1, 2: _encode_DescribeQuorumResponseReplicaState_v2}
 _DEFAULT_DescribeQuorumResponseReplicaState = DescribeQuorumResponseReplicaState()
 
-DescribeQuorumResponsePartitionData.FIELDS = (
+_class_data(DescribeQuorumResponsePartitionData, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('2+'), VersionSet.parse('2+'), None, VersionSet.parse('none'), None, lambda: '', True, None),
@@ -1780,56 +1767,47 @@ DescribeQuorumResponsePartitionData.FIELDS = (
     FieldSpec('high_watermark', 'HighWatermark', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('current_voters', 'CurrentVoters', 'array', 'struct', DescribeQuorumResponseReplicaState, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('observers', 'Observers', 'array', 'struct', DescribeQuorumResponseReplicaState, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-2',
+    {0: _decode_DescribeQuorumResponsePartitionData_v0, 1: _decode_DescribeQuorumResponsePartitionData_v1, 2: _decode_DescribeQuorumResponsePartitionData_v2},
+    {0: _encode_DescribeQuorumResponsePartitionData_v0, 1: _encode_DescribeQuorumResponsePartitionData_v1, 2: _encode_DescribeQuorumResponsePartitionData_v2},
 )
-DescribeQuorumResponsePartitionData.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeQuorumResponsePartitionData.STRUCT_VERSIONS = VersionSet.parse('0-2')
-DescribeQuorumResponsePartitionData._decoders = {0: _decode_DescribeQuorumResponsePartitionData_v0, 1: _decode_DescribeQuorumResponsePartitionData_v1, 2: _decode_DescribeQuorumResponsePartitionData_v2}
-DescribeQuorumResponsePartitionData._encoders = {0: _encode_DescribeQuorumResponsePartitionData_v0, 1: _encode_DescribeQuorumResponsePartitionData_v1, 2: _encode_DescribeQuorumResponsePartitionData_v2}
 _DEFAULT_DescribeQuorumResponsePartitionData = DescribeQuorumResponsePartitionData()
 
-DescribeQuorumResponseTopicData.FIELDS = (
+_class_data(DescribeQuorumResponseTopicData, (
     FieldSpec('topic_name', 'TopicName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', DescribeQuorumResponsePartitionData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-2',
+    {0: _decode_DescribeQuorumResponseTopicData_v0, 1: _decode_DescribeQuorumResponseTopicData_v1, 2: _decode_DescribeQuorumResponseTopicData_v2},
+    {0: _encode_DescribeQuorumResponseTopicData_v0, 1: _encode_DescribeQuorumResponseTopicData_v1, 2: _encode_DescribeQuorumResponseTopicData_v2},
 )
-DescribeQuorumResponseTopicData.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeQuorumResponseTopicData.STRUCT_VERSIONS = VersionSet.parse('0-2')
-DescribeQuorumResponseTopicData._decoders = {0: _decode_DescribeQuorumResponseTopicData_v0, 1: _decode_DescribeQuorumResponseTopicData_v1, 2: _decode_DescribeQuorumResponseTopicData_v2}
-DescribeQuorumResponseTopicData._encoders = {0: _encode_DescribeQuorumResponseTopicData_v0, 1: _encode_DescribeQuorumResponseTopicData_v1, 2: _encode_DescribeQuorumResponseTopicData_v2}
 _DEFAULT_DescribeQuorumResponseTopicData = DescribeQuorumResponseTopicData()
 
-DescribeQuorumResponseListener.FIELDS = (
+_class_data(DescribeQuorumResponseListener, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('2+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('host', 'Host', 'string', None, None, VersionSet.parse('2+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('port', 'Port', 'uint16', None, None, VersionSet.parse('2+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '2',
+    {2: _decode_DescribeQuorumResponseListener_v2},
+    {2: _encode_DescribeQuorumResponseListener_v2},
 )
-DescribeQuorumResponseListener.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeQuorumResponseListener.STRUCT_VERSIONS = VersionSet.parse('2')
-DescribeQuorumResponseListener._decoders = {2: _decode_DescribeQuorumResponseListener_v2}
-DescribeQuorumResponseListener._encoders = {2: _encode_DescribeQuorumResponseListener_v2}
 _DEFAULT_DescribeQuorumResponseListener = DescribeQuorumResponseListener()
 
-DescribeQuorumResponseNode.FIELDS = (
+_class_data(DescribeQuorumResponseNode, (
     FieldSpec('node_id', 'NodeId', 'int32', None, None, VersionSet.parse('2+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
     FieldSpec('listeners', 'Listeners', 'array', 'struct', DescribeQuorumResponseListener, VersionSet.parse('2+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '2',
+    {2: _decode_DescribeQuorumResponseNode_v2},
+    {2: _encode_DescribeQuorumResponseNode_v2},
 )
-DescribeQuorumResponseNode.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeQuorumResponseNode.STRUCT_VERSIONS = VersionSet.parse('2')
-DescribeQuorumResponseNode._decoders = {2: _decode_DescribeQuorumResponseNode_v2}
-DescribeQuorumResponseNode._encoders = {2: _encode_DescribeQuorumResponseNode_v2}
 _DEFAULT_DescribeQuorumResponseNode = DescribeQuorumResponseNode()
 
-DescribeQuorumResponse.FIELDS = (
+_class_data(DescribeQuorumResponse, (
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('2+'), VersionSet.parse('2+'), None, VersionSet.parse('none'), None, lambda: '', True, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', DescribeQuorumResponseTopicData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('nodes', 'Nodes', 'array', 'struct', DescribeQuorumResponseNode, VersionSet.parse('2+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-2',
+    {0: _decode_DescribeQuorumResponse_v0, 1: _decode_DescribeQuorumResponse_v1, 2: _decode_DescribeQuorumResponse_v2},
+    {0: _encode_DescribeQuorumResponse_v0, 1: _encode_DescribeQuorumResponse_v1, 2: _encode_DescribeQuorumResponse_v2},
+    api_key=55, kind='response', valid=(0, 1, 2),
 )
-DescribeQuorumResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeQuorumResponse.STRUCT_VERSIONS = VersionSet.parse('0-2')
-DescribeQuorumResponse._decoders = {0: _decode_DescribeQuorumResponse_v0, 1: _decode_DescribeQuorumResponse_v1, 2: _decode_DescribeQuorumResponse_v2}
-DescribeQuorumResponse._encoders = {0: _encode_DescribeQuorumResponse_v0, 1: _encode_DescribeQuorumResponse_v1, 2: _encode_DescribeQuorumResponse_v2}
-DescribeQuorumResponse.API_KEY = 55
-DescribeQuorumResponse.KIND = 'response'
-DescribeQuorumResponse.VERSIONS = (0, 1, 2)
-
-_use_native(__name__)

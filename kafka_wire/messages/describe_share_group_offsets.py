@@ -11,27 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import (
-    ARRAY_STRUCTS,
-    FRESH,
-    ZERO_UUID,
-    ZERO_UUID_BYTES,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>iqih')
 _S1 = _Struct('>iqiqh')
 _S2 = _Struct('>16s')
@@ -1243,84 +1235,71 @@ def _encode_DescribeShareGroupOffsetsResponse_v1(o: DescribeShareGroupOffsetsRes
         out.append(0)
 
 
-DescribeShareGroupOffsetsRequestTopic.FIELDS = (
+_class_data(DescribeShareGroupOffsetsRequestTopic, (
     FieldSpec('topic_name', 'TopicName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'int32', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_DescribeShareGroupOffsetsRequestTopic_v0, 1: _decode_DescribeShareGroupOffsetsRequestTopic_v0},
+    {0: _encode_DescribeShareGroupOffsetsRequestTopic_v0, 1: _encode_DescribeShareGroupOffsetsRequestTopic_v0},
 )
-DescribeShareGroupOffsetsRequestTopic.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeShareGroupOffsetsRequestTopic.STRUCT_VERSIONS = VersionSet.parse('0-1')
-DescribeShareGroupOffsetsRequestTopic._decoders = {0: _decode_DescribeShareGroupOffsetsRequestTopic_v0, 1: _decode_DescribeShareGroupOffsetsRequestTopic_v0}
-DescribeShareGroupOffsetsRequestTopic._encoders = {0: _encode_DescribeShareGroupOffsetsRequestTopic_v0, 1: _encode_DescribeShareGroupOffsetsRequestTopic_v0}
 _DEFAULT_DescribeShareGroupOffsetsRequestTopic = DescribeShareGroupOffsetsRequestTopic()
 
-DescribeShareGroupOffsetsRequestGroup.FIELDS = (
+_class_data(DescribeShareGroupOffsetsRequestGroup, (
     FieldSpec('group_id', 'GroupId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'groupId'),
     FieldSpec('topics', 'Topics', 'array', 'struct', DescribeShareGroupOffsetsRequestTopic, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_DescribeShareGroupOffsetsRequestGroup_v0, 1: _decode_DescribeShareGroupOffsetsRequestGroup_v0},
+    {0: _encode_DescribeShareGroupOffsetsRequestGroup_v0, 1: _encode_DescribeShareGroupOffsetsRequestGroup_v0},
 )
-DescribeShareGroupOffsetsRequestGroup.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeShareGroupOffsetsRequestGroup.STRUCT_VERSIONS = VersionSet.parse('0-1')
-DescribeShareGroupOffsetsRequestGroup._decoders = {0: _decode_DescribeShareGroupOffsetsRequestGroup_v0, 1: _decode_DescribeShareGroupOffsetsRequestGroup_v0}
-DescribeShareGroupOffsetsRequestGroup._encoders = {0: _encode_DescribeShareGroupOffsetsRequestGroup_v0, 1: _encode_DescribeShareGroupOffsetsRequestGroup_v0}
 _DEFAULT_DescribeShareGroupOffsetsRequestGroup = DescribeShareGroupOffsetsRequestGroup()
 
-DescribeShareGroupOffsetsRequest.FIELDS = (
+_class_data(DescribeShareGroupOffsetsRequest, (
     FieldSpec('groups', 'Groups', 'array', 'struct', DescribeShareGroupOffsetsRequestGroup, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_DescribeShareGroupOffsetsRequest_v0, 1: _decode_DescribeShareGroupOffsetsRequest_v0},
+    {0: _encode_DescribeShareGroupOffsetsRequest_v0, 1: _encode_DescribeShareGroupOffsetsRequest_v0},
+    api_key=90, kind='request', valid=(0, 1),
 )
-DescribeShareGroupOffsetsRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeShareGroupOffsetsRequest.STRUCT_VERSIONS = VersionSet.parse('0-1')
-DescribeShareGroupOffsetsRequest._decoders = {0: _decode_DescribeShareGroupOffsetsRequest_v0, 1: _decode_DescribeShareGroupOffsetsRequest_v0}
-DescribeShareGroupOffsetsRequest._encoders = {0: _encode_DescribeShareGroupOffsetsRequest_v0, 1: _encode_DescribeShareGroupOffsetsRequest_v0}
-DescribeShareGroupOffsetsRequest.API_KEY = 90
-DescribeShareGroupOffsetsRequest.KIND = 'request'
-DescribeShareGroupOffsetsRequest.VERSIONS = (0, 1)
 
-DescribeShareGroupOffsetsResponsePartition.FIELDS = (
+_class_data(DescribeShareGroupOffsetsResponsePartition, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('start_offset', 'StartOffset', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('leader_epoch', 'LeaderEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('lag', 'Lag', 'int64', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, True, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
+), '0+', '0-1',
+    {0: _decode_DescribeShareGroupOffsetsResponsePartition_v0, 1: _decode_DescribeShareGroupOffsetsResponsePartition_v1},
+    {0: _encode_DescribeShareGroupOffsetsResponsePartition_v0, 1: _encode_DescribeShareGroupOffsetsResponsePartition_v1},
 )
-DescribeShareGroupOffsetsResponsePartition.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeShareGroupOffsetsResponsePartition.STRUCT_VERSIONS = VersionSet.parse('0-1')
-DescribeShareGroupOffsetsResponsePartition._decoders = {0: _decode_DescribeShareGroupOffsetsResponsePartition_v0, 1: _decode_DescribeShareGroupOffsetsResponsePartition_v1}
-DescribeShareGroupOffsetsResponsePartition._encoders = {0: _encode_DescribeShareGroupOffsetsResponsePartition_v0, 1: _encode_DescribeShareGroupOffsetsResponsePartition_v1}
 _DEFAULT_DescribeShareGroupOffsetsResponsePartition = DescribeShareGroupOffsetsResponsePartition()
 
-DescribeShareGroupOffsetsResponseTopic.FIELDS = (
+_class_data(DescribeShareGroupOffsetsResponseTopic, (
     FieldSpec('topic_name', 'TopicName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', DescribeShareGroupOffsetsResponsePartition, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_DescribeShareGroupOffsetsResponseTopic_v0, 1: _decode_DescribeShareGroupOffsetsResponseTopic_v1},
+    {0: _encode_DescribeShareGroupOffsetsResponseTopic_v0, 1: _encode_DescribeShareGroupOffsetsResponseTopic_v1},
 )
-DescribeShareGroupOffsetsResponseTopic.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeShareGroupOffsetsResponseTopic.STRUCT_VERSIONS = VersionSet.parse('0-1')
-DescribeShareGroupOffsetsResponseTopic._decoders = {0: _decode_DescribeShareGroupOffsetsResponseTopic_v0, 1: _decode_DescribeShareGroupOffsetsResponseTopic_v1}
-DescribeShareGroupOffsetsResponseTopic._encoders = {0: _encode_DescribeShareGroupOffsetsResponseTopic_v0, 1: _encode_DescribeShareGroupOffsetsResponseTopic_v1}
 _DEFAULT_DescribeShareGroupOffsetsResponseTopic = DescribeShareGroupOffsetsResponseTopic()
 
-DescribeShareGroupOffsetsResponseGroup.FIELDS = (
+_class_data(DescribeShareGroupOffsetsResponseGroup, (
     FieldSpec('group_id', 'GroupId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'groupId'),
     FieldSpec('topics', 'Topics', 'array', 'struct', DescribeShareGroupOffsetsResponseTopic, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
+), '0+', '0-1',
+    {0: _decode_DescribeShareGroupOffsetsResponseGroup_v0, 1: _decode_DescribeShareGroupOffsetsResponseGroup_v1},
+    {0: _encode_DescribeShareGroupOffsetsResponseGroup_v0, 1: _encode_DescribeShareGroupOffsetsResponseGroup_v1},
 )
-DescribeShareGroupOffsetsResponseGroup.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeShareGroupOffsetsResponseGroup.STRUCT_VERSIONS = VersionSet.parse('0-1')
-DescribeShareGroupOffsetsResponseGroup._decoders = {0: _decode_DescribeShareGroupOffsetsResponseGroup_v0, 1: _decode_DescribeShareGroupOffsetsResponseGroup_v1}
-DescribeShareGroupOffsetsResponseGroup._encoders = {0: _encode_DescribeShareGroupOffsetsResponseGroup_v0, 1: _encode_DescribeShareGroupOffsetsResponseGroup_v1}
 _DEFAULT_DescribeShareGroupOffsetsResponseGroup = DescribeShareGroupOffsetsResponseGroup()
 
-DescribeShareGroupOffsetsResponse.FIELDS = (
+_class_data(DescribeShareGroupOffsetsResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('groups', 'Groups', 'array', 'struct', DescribeShareGroupOffsetsResponseGroup, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_DescribeShareGroupOffsetsResponse_v0, 1: _decode_DescribeShareGroupOffsetsResponse_v1},
+    {0: _encode_DescribeShareGroupOffsetsResponse_v0, 1: _encode_DescribeShareGroupOffsetsResponse_v1},
+    api_key=90, kind='response', valid=(0, 1),
 )
-DescribeShareGroupOffsetsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeShareGroupOffsetsResponse.STRUCT_VERSIONS = VersionSet.parse('0-1')
-DescribeShareGroupOffsetsResponse._decoders = {0: _decode_DescribeShareGroupOffsetsResponse_v0, 1: _decode_DescribeShareGroupOffsetsResponse_v1}
-DescribeShareGroupOffsetsResponse._encoders = {0: _encode_DescribeShareGroupOffsetsResponse_v0, 1: _encode_DescribeShareGroupOffsetsResponse_v1}
-DescribeShareGroupOffsetsResponse.API_KEY = 90
-DescribeShareGroupOffsetsResponse.KIND = 'response'
-DescribeShareGroupOffsetsResponse.VERSIONS = (0, 1)
-
-_use_native(__name__)

@@ -11,27 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import (
-    ARRAY_STRUCTS,
-    FRESH,
-    ZERO_UUID,
-    ZERO_UUID_BYTES,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>i')
 _S1 = _Struct('>ib')
 _S2 = _Struct('>hiii')
@@ -966,39 +958,34 @@ def _encode_DescribeTopicPartitionsResponse_v0(o: DescribeTopicPartitionsRespons
         out.append(0)
 
 
-DescribeTopicPartitionsRequestTopicRequest.FIELDS = (
+_class_data(DescribeTopicPartitionsRequestTopicRequest, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
+), '0+', '0',
+    {0: _decode_DescribeTopicPartitionsRequestTopicRequest_v0},
+    {0: _encode_DescribeTopicPartitionsRequestTopicRequest_v0},
 )
-DescribeTopicPartitionsRequestTopicRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeTopicPartitionsRequestTopicRequest.STRUCT_VERSIONS = VersionSet.parse('0')
-DescribeTopicPartitionsRequestTopicRequest._decoders = {0: _decode_DescribeTopicPartitionsRequestTopicRequest_v0}
-DescribeTopicPartitionsRequestTopicRequest._encoders = {0: _encode_DescribeTopicPartitionsRequestTopicRequest_v0}
 _DEFAULT_DescribeTopicPartitionsRequestTopicRequest = DescribeTopicPartitionsRequestTopicRequest()
 
-DescribeTopicPartitionsRequestCursor.FIELDS = (
+_class_data(DescribeTopicPartitionsRequestCursor, (
     FieldSpec('topic_name', 'TopicName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0',
+    {0: _decode_DescribeTopicPartitionsRequestCursor_v0},
+    {0: _encode_DescribeTopicPartitionsRequestCursor_v0},
 )
-DescribeTopicPartitionsRequestCursor.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeTopicPartitionsRequestCursor.STRUCT_VERSIONS = VersionSet.parse('0')
-DescribeTopicPartitionsRequestCursor._decoders = {0: _decode_DescribeTopicPartitionsRequestCursor_v0}
-DescribeTopicPartitionsRequestCursor._encoders = {0: _encode_DescribeTopicPartitionsRequestCursor_v0}
 _DEFAULT_DescribeTopicPartitionsRequestCursor = DescribeTopicPartitionsRequestCursor()
 
-DescribeTopicPartitionsRequest.FIELDS = (
+_class_data(DescribeTopicPartitionsRequest, (
     FieldSpec('topics', 'Topics', 'array', 'struct', DescribeTopicPartitionsRequestTopicRequest, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('response_partition_limit', 'ResponsePartitionLimit', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 2000, False, None),
     FieldSpec('cursor', 'Cursor', 'struct', None, DescribeTopicPartitionsRequestCursor, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
+), '0+', '0',
+    {0: _decode_DescribeTopicPartitionsRequest_v0},
+    {0: _encode_DescribeTopicPartitionsRequest_v0},
+    api_key=75, kind='request', valid=(0,),
 )
-DescribeTopicPartitionsRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeTopicPartitionsRequest.STRUCT_VERSIONS = VersionSet.parse('0')
-DescribeTopicPartitionsRequest._decoders = {0: _decode_DescribeTopicPartitionsRequest_v0}
-DescribeTopicPartitionsRequest._encoders = {0: _encode_DescribeTopicPartitionsRequest_v0}
-DescribeTopicPartitionsRequest.API_KEY = 75
-DescribeTopicPartitionsRequest.KIND = 'request'
-DescribeTopicPartitionsRequest.VERSIONS = (0,)
 
-DescribeTopicPartitionsResponsePartition.FIELDS = (
+_class_data(DescribeTopicPartitionsResponsePartition, (
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('leader_id', 'LeaderId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
@@ -1008,48 +995,40 @@ DescribeTopicPartitionsResponsePartition.FIELDS = (
     FieldSpec('eligible_leader_replicas', 'EligibleLeaderReplicas', 'array', 'int32', None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, 'brokerId'),
     FieldSpec('last_known_elr', 'LastKnownElr', 'array', 'int32', None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, 'brokerId'),
     FieldSpec('offline_replicas', 'OfflineReplicas', 'array', 'int32', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], True, 'brokerId'),
+), '0+', '0',
+    {0: _decode_DescribeTopicPartitionsResponsePartition_v0},
+    {0: _encode_DescribeTopicPartitionsResponsePartition_v0},
 )
-DescribeTopicPartitionsResponsePartition.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeTopicPartitionsResponsePartition.STRUCT_VERSIONS = VersionSet.parse('0')
-DescribeTopicPartitionsResponsePartition._decoders = {0: _decode_DescribeTopicPartitionsResponsePartition_v0}
-DescribeTopicPartitionsResponsePartition._encoders = {0: _encode_DescribeTopicPartitionsResponsePartition_v0}
 _DEFAULT_DescribeTopicPartitionsResponsePartition = DescribeTopicPartitionsResponsePartition()
 
-DescribeTopicPartitionsResponseTopic.FIELDS = (
+_class_data(DescribeTopicPartitionsResponseTopic, (
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, True, None),
     FieldSpec('is_internal', 'IsInternal', 'bool', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, True, None),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', DescribeTopicPartitionsResponsePartition, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('topic_authorized_operations', 'TopicAuthorizedOperations', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -2147483648, False, None),
+), '0+', '0',
+    {0: _decode_DescribeTopicPartitionsResponseTopic_v0},
+    {0: _encode_DescribeTopicPartitionsResponseTopic_v0},
 )
-DescribeTopicPartitionsResponseTopic.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeTopicPartitionsResponseTopic.STRUCT_VERSIONS = VersionSet.parse('0')
-DescribeTopicPartitionsResponseTopic._decoders = {0: _decode_DescribeTopicPartitionsResponseTopic_v0}
-DescribeTopicPartitionsResponseTopic._encoders = {0: _encode_DescribeTopicPartitionsResponseTopic_v0}
 _DEFAULT_DescribeTopicPartitionsResponseTopic = DescribeTopicPartitionsResponseTopic()
 
-DescribeTopicPartitionsResponseCursor.FIELDS = (
+_class_data(DescribeTopicPartitionsResponseCursor, (
     FieldSpec('topic_name', 'TopicName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0',
+    {0: _decode_DescribeTopicPartitionsResponseCursor_v0},
+    {0: _encode_DescribeTopicPartitionsResponseCursor_v0},
 )
-DescribeTopicPartitionsResponseCursor.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeTopicPartitionsResponseCursor.STRUCT_VERSIONS = VersionSet.parse('0')
-DescribeTopicPartitionsResponseCursor._decoders = {0: _decode_DescribeTopicPartitionsResponseCursor_v0}
-DescribeTopicPartitionsResponseCursor._encoders = {0: _encode_DescribeTopicPartitionsResponseCursor_v0}
 _DEFAULT_DescribeTopicPartitionsResponseCursor = DescribeTopicPartitionsResponseCursor()
 
-DescribeTopicPartitionsResponse.FIELDS = (
+_class_data(DescribeTopicPartitionsResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, True, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', DescribeTopicPartitionsResponseTopic, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('next_cursor', 'NextCursor', 'struct', None, DescribeTopicPartitionsResponseCursor, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
+), '0+', '0',
+    {0: _decode_DescribeTopicPartitionsResponse_v0},
+    {0: _encode_DescribeTopicPartitionsResponse_v0},
+    api_key=75, kind='response', valid=(0,),
 )
-DescribeTopicPartitionsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeTopicPartitionsResponse.STRUCT_VERSIONS = VersionSet.parse('0')
-DescribeTopicPartitionsResponse._decoders = {0: _decode_DescribeTopicPartitionsResponse_v0}
-DescribeTopicPartitionsResponse._encoders = {0: _encode_DescribeTopicPartitionsResponse_v0}
-DescribeTopicPartitionsResponse.API_KEY = 75
-DescribeTopicPartitionsResponse.KIND = 'response'
-DescribeTopicPartitionsResponse.VERSIONS = (0,)
-
-_use_native(__name__)

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>h')
 _S1 = _Struct('>iqqh')
 _S2 = _Struct('>i')
@@ -519,28 +520,24 @@ def _encode_DescribeTransactionsResponse_v0(o: DescribeTransactionsResponse, out
         out.append(0)
 
 
-DescribeTransactionsRequest.FIELDS = (
+_class_data(DescribeTransactionsRequest, (
     FieldSpec('transactional_ids', 'TransactionalIds', 'array', 'string', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, 'transactionalId'),
+), '0+', '0',
+    {0: _decode_DescribeTransactionsRequest_v0},
+    {0: _encode_DescribeTransactionsRequest_v0},
+    api_key=65, kind='request', valid=(0,),
 )
-DescribeTransactionsRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeTransactionsRequest.STRUCT_VERSIONS = VersionSet.parse('0')
-DescribeTransactionsRequest._decoders = {0: _decode_DescribeTransactionsRequest_v0}
-DescribeTransactionsRequest._encoders = {0: _encode_DescribeTransactionsRequest_v0}
-DescribeTransactionsRequest.API_KEY = 65
-DescribeTransactionsRequest.KIND = 'request'
-DescribeTransactionsRequest.VERSIONS = (0,)
 
-DescribeTransactionsResponseTopicData.FIELDS = (
+_class_data(DescribeTransactionsResponseTopicData, (
     FieldSpec('topic', 'Topic', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'int32', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_DescribeTransactionsResponseTopicData_v0},
+    {0: _encode_DescribeTransactionsResponseTopicData_v0},
 )
-DescribeTransactionsResponseTopicData.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeTransactionsResponseTopicData.STRUCT_VERSIONS = VersionSet.parse('0')
-DescribeTransactionsResponseTopicData._decoders = {0: _decode_DescribeTransactionsResponseTopicData_v0}
-DescribeTransactionsResponseTopicData._encoders = {0: _encode_DescribeTransactionsResponseTopicData_v0}
 _DEFAULT_DescribeTransactionsResponseTopicData = DescribeTransactionsResponseTopicData()
 
-DescribeTransactionsResponseTransactionState.FIELDS = (
+_class_data(DescribeTransactionsResponseTransactionState, (
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('transactional_id', 'TransactionalId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'transactionalId'),
     FieldSpec('transaction_state', 'TransactionState', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
@@ -549,23 +546,17 @@ DescribeTransactionsResponseTransactionState.FIELDS = (
     FieldSpec('producer_id', 'ProducerId', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'producerId'),
     FieldSpec('producer_epoch', 'ProducerEpoch', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', DescribeTransactionsResponseTopicData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_DescribeTransactionsResponseTransactionState_v0},
+    {0: _encode_DescribeTransactionsResponseTransactionState_v0},
 )
-DescribeTransactionsResponseTransactionState.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeTransactionsResponseTransactionState.STRUCT_VERSIONS = VersionSet.parse('0')
-DescribeTransactionsResponseTransactionState._decoders = {0: _decode_DescribeTransactionsResponseTransactionState_v0}
-DescribeTransactionsResponseTransactionState._encoders = {0: _encode_DescribeTransactionsResponseTransactionState_v0}
 _DEFAULT_DescribeTransactionsResponseTransactionState = DescribeTransactionsResponseTransactionState()
 
-DescribeTransactionsResponse.FIELDS = (
+_class_data(DescribeTransactionsResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('transaction_states', 'TransactionStates', 'array', 'struct', DescribeTransactionsResponseTransactionState, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_DescribeTransactionsResponse_v0},
+    {0: _encode_DescribeTransactionsResponse_v0},
+    api_key=65, kind='response', valid=(0,),
 )
-DescribeTransactionsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeTransactionsResponse.STRUCT_VERSIONS = VersionSet.parse('0')
-DescribeTransactionsResponse._decoders = {0: _decode_DescribeTransactionsResponse_v0}
-DescribeTransactionsResponse._encoders = {0: _encode_DescribeTransactionsResponse_v0}
-DescribeTransactionsResponse.API_KEY = 65
-DescribeTransactionsResponse.KIND = 'response'
-DescribeTransactionsResponse.VERSIONS = (0,)
-
-_use_native(__name__)

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>bi')
 _S1 = _Struct('>h')
 _S2 = _Struct('>ih')
@@ -535,60 +536,49 @@ def _encode_DescribeUserScramCredentialsResponse_v0(o: DescribeUserScramCredenti
         out.append(0)
 
 
-DescribeUserScramCredentialsRequestUserName.FIELDS = (
+_class_data(DescribeUserScramCredentialsRequestUserName, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
+), '0+', '0',
+    {0: _decode_DescribeUserScramCredentialsRequestUserName_v0},
+    {0: _encode_DescribeUserScramCredentialsRequestUserName_v0},
 )
-DescribeUserScramCredentialsRequestUserName.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeUserScramCredentialsRequestUserName.STRUCT_VERSIONS = VersionSet.parse('0')
-DescribeUserScramCredentialsRequestUserName._decoders = {0: _decode_DescribeUserScramCredentialsRequestUserName_v0}
-DescribeUserScramCredentialsRequestUserName._encoders = {0: _encode_DescribeUserScramCredentialsRequestUserName_v0}
 _DEFAULT_DescribeUserScramCredentialsRequestUserName = DescribeUserScramCredentialsRequestUserName()
 
-DescribeUserScramCredentialsRequest.FIELDS = (
+_class_data(DescribeUserScramCredentialsRequest, (
     FieldSpec('users', 'Users', 'array', 'struct', DescribeUserScramCredentialsRequestUserName, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_DescribeUserScramCredentialsRequest_v0},
+    {0: _encode_DescribeUserScramCredentialsRequest_v0},
+    api_key=50, kind='request', valid=(0,),
 )
-DescribeUserScramCredentialsRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeUserScramCredentialsRequest.STRUCT_VERSIONS = VersionSet.parse('0')
-DescribeUserScramCredentialsRequest._decoders = {0: _decode_DescribeUserScramCredentialsRequest_v0}
-DescribeUserScramCredentialsRequest._encoders = {0: _encode_DescribeUserScramCredentialsRequest_v0}
-DescribeUserScramCredentialsRequest.API_KEY = 50
-DescribeUserScramCredentialsRequest.KIND = 'request'
-DescribeUserScramCredentialsRequest.VERSIONS = (0,)
 
-DescribeUserScramCredentialsResponseCredentialInfo.FIELDS = (
+_class_data(DescribeUserScramCredentialsResponseCredentialInfo, (
     FieldSpec('mechanism', 'Mechanism', 'int8', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('iterations', 'Iterations', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0',
+    {0: _decode_DescribeUserScramCredentialsResponseCredentialInfo_v0},
+    {0: _encode_DescribeUserScramCredentialsResponseCredentialInfo_v0},
 )
-DescribeUserScramCredentialsResponseCredentialInfo.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeUserScramCredentialsResponseCredentialInfo.STRUCT_VERSIONS = VersionSet.parse('0')
-DescribeUserScramCredentialsResponseCredentialInfo._decoders = {0: _decode_DescribeUserScramCredentialsResponseCredentialInfo_v0}
-DescribeUserScramCredentialsResponseCredentialInfo._encoders = {0: _encode_DescribeUserScramCredentialsResponseCredentialInfo_v0}
 _DEFAULT_DescribeUserScramCredentialsResponseCredentialInfo = DescribeUserScramCredentialsResponseCredentialInfo()
 
-DescribeUserScramCredentialsResponseResult.FIELDS = (
+_class_data(DescribeUserScramCredentialsResponseResult, (
     FieldSpec('user', 'User', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('credential_infos', 'CredentialInfos', 'array', 'struct', DescribeUserScramCredentialsResponseCredentialInfo, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_DescribeUserScramCredentialsResponseResult_v0},
+    {0: _encode_DescribeUserScramCredentialsResponseResult_v0},
 )
-DescribeUserScramCredentialsResponseResult.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeUserScramCredentialsResponseResult.STRUCT_VERSIONS = VersionSet.parse('0')
-DescribeUserScramCredentialsResponseResult._decoders = {0: _decode_DescribeUserScramCredentialsResponseResult_v0}
-DescribeUserScramCredentialsResponseResult._encoders = {0: _encode_DescribeUserScramCredentialsResponseResult_v0}
 _DEFAULT_DescribeUserScramCredentialsResponseResult = DescribeUserScramCredentialsResponseResult()
 
-DescribeUserScramCredentialsResponse.FIELDS = (
+_class_data(DescribeUserScramCredentialsResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('results', 'Results', 'array', 'struct', DescribeUserScramCredentialsResponseResult, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_DescribeUserScramCredentialsResponse_v0},
+    {0: _encode_DescribeUserScramCredentialsResponse_v0},
+    api_key=50, kind='response', valid=(0,),
 )
-DescribeUserScramCredentialsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-DescribeUserScramCredentialsResponse.STRUCT_VERSIONS = VersionSet.parse('0')
-DescribeUserScramCredentialsResponse._decoders = {0: _decode_DescribeUserScramCredentialsResponse_v0}
-DescribeUserScramCredentialsResponse._encoders = {0: _encode_DescribeUserScramCredentialsResponse_v0}
-DescribeUserScramCredentialsResponse.API_KEY = 50
-DescribeUserScramCredentialsResponse.KIND = 'response'
-DescribeUserScramCredentialsResponse.VERSIONS = (0,)
-
-_use_native(__name__)

@@ -10,25 +10,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import (
-    ARRAY_STRUCTS,
-    COUNTED_ARRAY_STRUCTS,
-    FRESH,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, COUNTED_ARRAY_STRUCTS, FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>i')
 _S1 = _Struct('>h')
 _S2 = _Struct('>bi')
@@ -988,61 +981,50 @@ def _encode_ElectLeadersResponse_v2(o: ElectLeadersResponse, out: bytearray) -> 
         out.append(0)
 
 
-ElectLeadersRequestTopicPartitions.FIELDS = (
+_class_data(ElectLeadersRequestTopicPartitions, (
     FieldSpec('topic', 'Topic', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'int32', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '2+', '0-2',
+    {0: _decode_ElectLeadersRequestTopicPartitions_v0, 1: _decode_ElectLeadersRequestTopicPartitions_v0, 2: _decode_ElectLeadersRequestTopicPartitions_v2},
+    {0: _encode_ElectLeadersRequestTopicPartitions_v0, 1: _encode_ElectLeadersRequestTopicPartitions_v0, 2: _encode_ElectLeadersRequestTopicPartitions_v2},
 )
-ElectLeadersRequestTopicPartitions.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-ElectLeadersRequestTopicPartitions.STRUCT_VERSIONS = VersionSet.parse('0-2')
-ElectLeadersRequestTopicPartitions._decoders = {0: _decode_ElectLeadersRequestTopicPartitions_v0, 1: _decode_ElectLeadersRequestTopicPartitions_v0, 2: _decode_ElectLeadersRequestTopicPartitions_v2}
-ElectLeadersRequestTopicPartitions._encoders = {0: _encode_ElectLeadersRequestTopicPartitions_v0, 1: _encode_ElectLeadersRequestTopicPartitions_v0, 2: _encode_ElectLeadersRequestTopicPartitions_v2}
 _DEFAULT_ElectLeadersRequestTopicPartitions = ElectLeadersRequestTopicPartitions()
 
-ElectLeadersRequest.FIELDS = (
+_class_data(ElectLeadersRequest, (
     FieldSpec('election_type', 'ElectionType', 'int8', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('topic_partitions', 'TopicPartitions', 'array', 'struct', ElectLeadersRequestTopicPartitions, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('timeout_ms', 'TimeoutMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 60000, False, None),
+), '2+', '0-2',
+    {0: _decode_ElectLeadersRequest_v0, 1: _decode_ElectLeadersRequest_v1, 2: _decode_ElectLeadersRequest_v2},
+    {0: _encode_ElectLeadersRequest_v0, 1: _encode_ElectLeadersRequest_v1, 2: _encode_ElectLeadersRequest_v2},
+    api_key=43, kind='request', valid=(0, 1, 2),
 )
-ElectLeadersRequest.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-ElectLeadersRequest.STRUCT_VERSIONS = VersionSet.parse('0-2')
-ElectLeadersRequest._decoders = {0: _decode_ElectLeadersRequest_v0, 1: _decode_ElectLeadersRequest_v1, 2: _decode_ElectLeadersRequest_v2}
-ElectLeadersRequest._encoders = {0: _encode_ElectLeadersRequest_v0, 1: _encode_ElectLeadersRequest_v1, 2: _encode_ElectLeadersRequest_v2}
-ElectLeadersRequest.API_KEY = 43
-ElectLeadersRequest.KIND = 'request'
-ElectLeadersRequest.VERSIONS = (0, 1, 2)
 
-ElectLeadersResponsePartitionResult.FIELDS = (
+_class_data(ElectLeadersResponsePartitionResult, (
     FieldSpec('partition_id', 'PartitionId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
+), '2+', '0-2',
+    {0: _decode_ElectLeadersResponsePartitionResult_v0, 1: _decode_ElectLeadersResponsePartitionResult_v0, 2: _decode_ElectLeadersResponsePartitionResult_v2},
+    {0: _encode_ElectLeadersResponsePartitionResult_v0, 1: _encode_ElectLeadersResponsePartitionResult_v0, 2: _encode_ElectLeadersResponsePartitionResult_v2},
 )
-ElectLeadersResponsePartitionResult.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-ElectLeadersResponsePartitionResult.STRUCT_VERSIONS = VersionSet.parse('0-2')
-ElectLeadersResponsePartitionResult._decoders = {0: _decode_ElectLeadersResponsePartitionResult_v0, 1: _decode_ElectLeadersResponsePartitionResult_v0, 2: _decode_ElectLeadersResponsePartitionResult_v2}
-ElectLeadersResponsePartitionResult._encoders = {0: _encode_ElectLeadersResponsePartitionResult_v0, 1: _encode_ElectLeadersResponsePartitionResult_v0, 2: _encode_ElectLeadersResponsePartitionResult_v2}
 _DEFAULT_ElectLeadersResponsePartitionResult = ElectLeadersResponsePartitionResult()
 
-ElectLeadersResponseReplicaElectionResult.FIELDS = (
+_class_data(ElectLeadersResponseReplicaElectionResult, (
     FieldSpec('topic', 'Topic', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partition_result', 'PartitionResult', 'array', 'struct', ElectLeadersResponsePartitionResult, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '2+', '0-2',
+    {0: _decode_ElectLeadersResponseReplicaElectionResult_v0, 1: _decode_ElectLeadersResponseReplicaElectionResult_v0, 2: _decode_ElectLeadersResponseReplicaElectionResult_v2},
+    {0: _encode_ElectLeadersResponseReplicaElectionResult_v0, 1: _encode_ElectLeadersResponseReplicaElectionResult_v0, 2: _encode_ElectLeadersResponseReplicaElectionResult_v2},
 )
-ElectLeadersResponseReplicaElectionResult.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-ElectLeadersResponseReplicaElectionResult.STRUCT_VERSIONS = VersionSet.parse('0-2')
-ElectLeadersResponseReplicaElectionResult._decoders = {0: _decode_ElectLeadersResponseReplicaElectionResult_v0, 1: _decode_ElectLeadersResponseReplicaElectionResult_v0, 2: _decode_ElectLeadersResponseReplicaElectionResult_v2}
-ElectLeadersResponseReplicaElectionResult._encoders = {0: _encode_ElectLeadersResponseReplicaElectionResult_v0, 1: _encode_ElectLeadersResponseReplicaElectionResult_v0, 2: _encode_ElectLeadersResponseReplicaElectionResult_v2}
 _DEFAULT_ElectLeadersResponseReplicaElectionResult = ElectLeadersResponseReplicaElectionResult()
 
-ElectLeadersResponse.FIELDS = (
+_class_data(ElectLeadersResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('replica_election_results', 'ReplicaElectionResults', 'array', 'struct', ElectLeadersResponseReplicaElectionResult, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '2+', '0-2',
+    {0: _decode_ElectLeadersResponse_v0, 1: _decode_ElectLeadersResponse_v1, 2: _decode_ElectLeadersResponse_v2},
+    {0: _encode_ElectLeadersResponse_v0, 1: _encode_ElectLeadersResponse_v1, 2: _encode_ElectLeadersResponse_v2},
+    api_key=43, kind='response', valid=(0, 1, 2),
 )
-ElectLeadersResponse.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-ElectLeadersResponse.STRUCT_VERSIONS = VersionSet.parse('0-2')
-ElectLeadersResponse._decoders = {0: _decode_ElectLeadersResponse_v0, 1: _decode_ElectLeadersResponse_v1, 2: _decode_ElectLeadersResponse_v2}
-ElectLeadersResponse._encoders = {0: _encode_ElectLeadersResponse_v0, 1: _encode_ElectLeadersResponse_v1, 2: _encode_ElectLeadersResponse_v2}
-ElectLeadersResponse.API_KEY = 43
-ElectLeadersResponse.KIND = 'response'
-ElectLeadersResponse.VERSIONS = (0, 1, 2)
-
-_use_native(__name__)

@@ -18,21 +18,20 @@ from kafka_wire.codec.runtime import (
     ZERO_UUID,
     ZERO_UUID_BYTES,
     FieldSpec,
-    Message,
-    Struct,
     TaggedFields,
 )
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>i16s')
 _S1 = _Struct('>iiii')
 _S2 = _Struct('>iii')
@@ -1312,107 +1311,92 @@ def _encode_EndQuorumEpochResponse_v1(o: EndQuorumEpochResponse, out: bytearray)
         out.append(0)
 
 
-EndQuorumEpochRequestReplicaInfo.FIELDS = (
+_class_data(EndQuorumEpochRequestReplicaInfo, (
     FieldSpec('candidate_id', 'CandidateId', 'int32', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
     FieldSpec('candidate_directory_id', 'CandidateDirectoryId', 'uuid', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
+), '1+', '1',
+    {1: _decode_EndQuorumEpochRequestReplicaInfo_v1},
+    {1: _encode_EndQuorumEpochRequestReplicaInfo_v1},
 )
-EndQuorumEpochRequestReplicaInfo.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-EndQuorumEpochRequestReplicaInfo.STRUCT_VERSIONS = VersionSet.parse('1')
-EndQuorumEpochRequestReplicaInfo._decoders = {1: _decode_EndQuorumEpochRequestReplicaInfo_v1}
-EndQuorumEpochRequestReplicaInfo._encoders = {1: _encode_EndQuorumEpochRequestReplicaInfo_v1}
 _DEFAULT_EndQuorumEpochRequestReplicaInfo = EndQuorumEpochRequestReplicaInfo()
 
-EndQuorumEpochRequestPartitionData.FIELDS = (
+_class_data(EndQuorumEpochRequestPartitionData, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('leader_id', 'LeaderId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
     FieldSpec('leader_epoch', 'LeaderEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('preferred_candidates', 'PreferredCandidates', 'array', 'struct', EndQuorumEpochRequestReplicaInfo, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], True, None),
     FieldSpec('preferred_successors', 'PreferredSuccessors', 'array', 'int32', None, VersionSet.parse('0'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], True, None),
+), '1+', '0-1',
+    {0: _decode_EndQuorumEpochRequestPartitionData_v0, 1: _decode_EndQuorumEpochRequestPartitionData_v1},
+    {0: _encode_EndQuorumEpochRequestPartitionData_v0, 1: _encode_EndQuorumEpochRequestPartitionData_v1},
 )
-EndQuorumEpochRequestPartitionData.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-EndQuorumEpochRequestPartitionData.STRUCT_VERSIONS = VersionSet.parse('0-1')
-EndQuorumEpochRequestPartitionData._decoders = {0: _decode_EndQuorumEpochRequestPartitionData_v0, 1: _decode_EndQuorumEpochRequestPartitionData_v1}
-EndQuorumEpochRequestPartitionData._encoders = {0: _encode_EndQuorumEpochRequestPartitionData_v0, 1: _encode_EndQuorumEpochRequestPartitionData_v1}
 _DEFAULT_EndQuorumEpochRequestPartitionData = EndQuorumEpochRequestPartitionData()
 
-EndQuorumEpochRequestTopicData.FIELDS = (
+_class_data(EndQuorumEpochRequestTopicData, (
     FieldSpec('topic_name', 'TopicName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', EndQuorumEpochRequestPartitionData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '1+', '0-1',
+    {0: _decode_EndQuorumEpochRequestTopicData_v0, 1: _decode_EndQuorumEpochRequestTopicData_v1},
+    {0: _encode_EndQuorumEpochRequestTopicData_v0, 1: _encode_EndQuorumEpochRequestTopicData_v1},
 )
-EndQuorumEpochRequestTopicData.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-EndQuorumEpochRequestTopicData.STRUCT_VERSIONS = VersionSet.parse('0-1')
-EndQuorumEpochRequestTopicData._decoders = {0: _decode_EndQuorumEpochRequestTopicData_v0, 1: _decode_EndQuorumEpochRequestTopicData_v1}
-EndQuorumEpochRequestTopicData._encoders = {0: _encode_EndQuorumEpochRequestTopicData_v0, 1: _encode_EndQuorumEpochRequestTopicData_v1}
 _DEFAULT_EndQuorumEpochRequestTopicData = EndQuorumEpochRequestTopicData()
 
-EndQuorumEpochRequestLeaderEndpoint.FIELDS = (
+_class_data(EndQuorumEpochRequestLeaderEndpoint, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('host', 'Host', 'string', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('port', 'Port', 'uint16', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '1+', '1',
+    {1: _decode_EndQuorumEpochRequestLeaderEndpoint_v1},
+    {1: _encode_EndQuorumEpochRequestLeaderEndpoint_v1},
 )
-EndQuorumEpochRequestLeaderEndpoint.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-EndQuorumEpochRequestLeaderEndpoint.STRUCT_VERSIONS = VersionSet.parse('1')
-EndQuorumEpochRequestLeaderEndpoint._decoders = {1: _decode_EndQuorumEpochRequestLeaderEndpoint_v1}
-EndQuorumEpochRequestLeaderEndpoint._encoders = {1: _encode_EndQuorumEpochRequestLeaderEndpoint_v1}
 _DEFAULT_EndQuorumEpochRequestLeaderEndpoint = EndQuorumEpochRequestLeaderEndpoint()
 
-EndQuorumEpochRequest.FIELDS = (
+_class_data(EndQuorumEpochRequest, (
     FieldSpec('cluster_id', 'ClusterId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', EndQuorumEpochRequestTopicData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('leader_endpoints', 'LeaderEndpoints', 'array', 'struct', EndQuorumEpochRequestLeaderEndpoint, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], True, None),
+), '1+', '0-1',
+    {0: _decode_EndQuorumEpochRequest_v0, 1: _decode_EndQuorumEpochRequest_v1},
+    {0: _encode_EndQuorumEpochRequest_v0, 1: _encode_EndQuorumEpochRequest_v1},
+    api_key=54, kind='request', valid=(0, 1),
 )
-EndQuorumEpochRequest.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-EndQuorumEpochRequest.STRUCT_VERSIONS = VersionSet.parse('0-1')
-EndQuorumEpochRequest._decoders = {0: _decode_EndQuorumEpochRequest_v0, 1: _decode_EndQuorumEpochRequest_v1}
-EndQuorumEpochRequest._encoders = {0: _encode_EndQuorumEpochRequest_v0, 1: _encode_EndQuorumEpochRequest_v1}
-EndQuorumEpochRequest.API_KEY = 54
-EndQuorumEpochRequest.KIND = 'request'
-EndQuorumEpochRequest.VERSIONS = (0, 1)
 
-EndQuorumEpochResponsePartitionData.FIELDS = (
+_class_data(EndQuorumEpochResponsePartitionData, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('leader_id', 'LeaderId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
     FieldSpec('leader_epoch', 'LeaderEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '1+', '0-1',
+    {0: _decode_EndQuorumEpochResponsePartitionData_v0, 1: _decode_EndQuorumEpochResponsePartitionData_v1},
+    {0: _encode_EndQuorumEpochResponsePartitionData_v0, 1: _encode_EndQuorumEpochResponsePartitionData_v1},
 )
-EndQuorumEpochResponsePartitionData.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-EndQuorumEpochResponsePartitionData.STRUCT_VERSIONS = VersionSet.parse('0-1')
-EndQuorumEpochResponsePartitionData._decoders = {0: _decode_EndQuorumEpochResponsePartitionData_v0, 1: _decode_EndQuorumEpochResponsePartitionData_v1}
-EndQuorumEpochResponsePartitionData._encoders = {0: _encode_EndQuorumEpochResponsePartitionData_v0, 1: _encode_EndQuorumEpochResponsePartitionData_v1}
 _DEFAULT_EndQuorumEpochResponsePartitionData = EndQuorumEpochResponsePartitionData()
 
-EndQuorumEpochResponseTopicData.FIELDS = (
+_class_data(EndQuorumEpochResponseTopicData, (
     FieldSpec('topic_name', 'TopicName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', EndQuorumEpochResponsePartitionData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '1+', '0-1',
+    {0: _decode_EndQuorumEpochResponseTopicData_v0, 1: _decode_EndQuorumEpochResponseTopicData_v1},
+    {0: _encode_EndQuorumEpochResponseTopicData_v0, 1: _encode_EndQuorumEpochResponseTopicData_v1},
 )
-EndQuorumEpochResponseTopicData.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-EndQuorumEpochResponseTopicData.STRUCT_VERSIONS = VersionSet.parse('0-1')
-EndQuorumEpochResponseTopicData._decoders = {0: _decode_EndQuorumEpochResponseTopicData_v0, 1: _decode_EndQuorumEpochResponseTopicData_v1}
-EndQuorumEpochResponseTopicData._encoders = {0: _encode_EndQuorumEpochResponseTopicData_v0, 1: _encode_EndQuorumEpochResponseTopicData_v1}
 _DEFAULT_EndQuorumEpochResponseTopicData = EndQuorumEpochResponseTopicData()
 
-EndQuorumEpochResponseNodeEndpoint.FIELDS = (
+_class_data(EndQuorumEpochResponseNodeEndpoint, (
     FieldSpec('node_id', 'NodeId', 'int32', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
     FieldSpec('host', 'Host', 'string', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('port', 'Port', 'uint16', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '1+', '1',
+    {1: _decode_EndQuorumEpochResponseNodeEndpoint_v1},
+    {1: _encode_EndQuorumEpochResponseNodeEndpoint_v1},
 )
-EndQuorumEpochResponseNodeEndpoint.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-EndQuorumEpochResponseNodeEndpoint.STRUCT_VERSIONS = VersionSet.parse('1')
-EndQuorumEpochResponseNodeEndpoint._decoders = {1: _decode_EndQuorumEpochResponseNodeEndpoint_v1}
-EndQuorumEpochResponseNodeEndpoint._encoders = {1: _encode_EndQuorumEpochResponseNodeEndpoint_v1}
 _DEFAULT_EndQuorumEpochResponseNodeEndpoint = EndQuorumEpochResponseNodeEndpoint()
 
-EndQuorumEpochResponse.FIELDS = (
+_class_data(EndQuorumEpochResponse, (
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', EndQuorumEpochResponseTopicData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('node_endpoints', 'NodeEndpoints', 'array', 'struct', EndQuorumEpochResponseNodeEndpoint, VersionSet.parse('1+'), VersionSet.parse('none'), 0, VersionSet.parse('1+'), None, lambda: [], False, None),
+), '1+', '0-1',
+    {0: _decode_EndQuorumEpochResponse_v0, 1: _decode_EndQuorumEpochResponse_v1},
+    {0: _encode_EndQuorumEpochResponse_v0, 1: _encode_EndQuorumEpochResponse_v1},
+    api_key=54, kind='response', valid=(0, 1),
 )
-EndQuorumEpochResponse.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-EndQuorumEpochResponse.STRUCT_VERSIONS = VersionSet.parse('0-1')
-EndQuorumEpochResponse._decoders = {0: _decode_EndQuorumEpochResponse_v0, 1: _decode_EndQuorumEpochResponse_v1}
-EndQuorumEpochResponse._encoders = {0: _encode_EndQuorumEpochResponse_v0, 1: _encode_EndQuorumEpochResponse_v1}
-EndQuorumEpochResponse.API_KEY = 54
-EndQuorumEpochResponse.KIND = 'response'
-EndQuorumEpochResponse.VERSIONS = (0, 1)
-
-_use_native(__name__)

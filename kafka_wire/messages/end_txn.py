@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import FieldSpec, Message, TaggedFields
+from kafka_wire.codec.runtime import FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>qh?')
 _S1 = _Struct('>h')
 _S2 = _Struct('>ih')
@@ -245,32 +246,24 @@ def _encode_EndTxnResponse_v5(o: EndTxnResponse, out: bytearray) -> None:
         out.append(0)
 
 
-EndTxnRequest.FIELDS = (
+_class_data(EndTxnRequest, (
     FieldSpec('transactional_id', 'TransactionalId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'transactionalId'),
     FieldSpec('producer_id', 'ProducerId', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'producerId'),
     FieldSpec('producer_epoch', 'ProducerEpoch', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('committed', 'Committed', 'bool', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
+), '3+', '0-5',
+    {0: _decode_EndTxnRequest_v0, 1: _decode_EndTxnRequest_v0, 2: _decode_EndTxnRequest_v0, 3: _decode_EndTxnRequest_v3, 4: _decode_EndTxnRequest_v3, 5: _decode_EndTxnRequest_v3},
+    {0: _encode_EndTxnRequest_v0, 1: _encode_EndTxnRequest_v0, 2: _encode_EndTxnRequest_v0, 3: _encode_EndTxnRequest_v3, 4: _encode_EndTxnRequest_v3, 5: _encode_EndTxnRequest_v3},
+    api_key=26, kind='request', valid=(0, 1, 2, 3, 4, 5),
 )
-EndTxnRequest.FLEXIBLE_VERSIONS = VersionSet.parse('3+')
-EndTxnRequest.STRUCT_VERSIONS = VersionSet.parse('0-5')
-EndTxnRequest._decoders = {0: _decode_EndTxnRequest_v0, 1: _decode_EndTxnRequest_v0, 2: _decode_EndTxnRequest_v0, 3: _decode_EndTxnRequest_v3, 4: _decode_EndTxnRequest_v3, 5: _decode_EndTxnRequest_v3}
-EndTxnRequest._encoders = {0: _encode_EndTxnRequest_v0, 1: _encode_EndTxnRequest_v0, 2: _encode_EndTxnRequest_v0, 3: _encode_EndTxnRequest_v3, 4: _encode_EndTxnRequest_v3, 5: _encode_EndTxnRequest_v3}
-EndTxnRequest.API_KEY = 26
-EndTxnRequest.KIND = 'request'
-EndTxnRequest.VERSIONS = (0, 1, 2, 3, 4, 5)
 
-EndTxnResponse.FIELDS = (
+_class_data(EndTxnResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('producer_id', 'ProducerId', 'int64', None, None, VersionSet.parse('5+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, True, 'producerId'),
     FieldSpec('producer_epoch', 'ProducerEpoch', 'int16', None, None, VersionSet.parse('5+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, True, None),
+), '3+', '0-5',
+    {0: _decode_EndTxnResponse_v0, 1: _decode_EndTxnResponse_v0, 2: _decode_EndTxnResponse_v0, 3: _decode_EndTxnResponse_v3, 4: _decode_EndTxnResponse_v3, 5: _decode_EndTxnResponse_v5},
+    {0: _encode_EndTxnResponse_v0, 1: _encode_EndTxnResponse_v0, 2: _encode_EndTxnResponse_v0, 3: _encode_EndTxnResponse_v3, 4: _encode_EndTxnResponse_v3, 5: _encode_EndTxnResponse_v5},
+    api_key=26, kind='response', valid=(0, 1, 2, 3, 4, 5),
 )
-EndTxnResponse.FLEXIBLE_VERSIONS = VersionSet.parse('3+')
-EndTxnResponse.STRUCT_VERSIONS = VersionSet.parse('0-5')
-EndTxnResponse._decoders = {0: _decode_EndTxnResponse_v0, 1: _decode_EndTxnResponse_v0, 2: _decode_EndTxnResponse_v0, 3: _decode_EndTxnResponse_v3, 4: _decode_EndTxnResponse_v3, 5: _decode_EndTxnResponse_v5}
-EndTxnResponse._encoders = {0: _encode_EndTxnResponse_v0, 1: _encode_EndTxnResponse_v0, 2: _encode_EndTxnResponse_v0, 3: _encode_EndTxnResponse_v3, 4: _encode_EndTxnResponse_v3, 5: _encode_EndTxnResponse_v5}
-EndTxnResponse.API_KEY = 26
-EndTxnResponse.KIND = 'response'
-EndTxnResponse.VERSIONS = (0, 1, 2, 3, 4, 5)
-
-_use_native(__name__)

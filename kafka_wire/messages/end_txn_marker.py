@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import FieldSpec, Message, TaggedFields
-from kafka_wire.codec.runtime import use_native as _use_native
+from kafka_wire.codec.runtime import FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
+from kafka_wire.codec.structs import Message
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>i')
 
 
@@ -42,15 +43,10 @@ def _encode_EndTxnMarker_v0(o: EndTxnMarker, out: bytearray) -> None:
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
-EndTxnMarker.FIELDS = (
+_class_data(EndTxnMarker, (
     FieldSpec('coordinator_epoch', 'CoordinatorEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), 'none', '0',
+    {0: _decode_EndTxnMarker_v0},
+    {0: _encode_EndTxnMarker_v0},
+    api_key=None, kind='data', valid=(0,),
 )
-EndTxnMarker.FLEXIBLE_VERSIONS = VersionSet.parse('none')
-EndTxnMarker.STRUCT_VERSIONS = VersionSet.parse('0')
-EndTxnMarker._decoders = {0: _decode_EndTxnMarker_v0}
-EndTxnMarker._encoders = {0: _encode_EndTxnMarker_v0}
-EndTxnMarker.API_KEY = None
-EndTxnMarker.KIND = 'data'
-EndTxnMarker.VERSIONS = (0,)
-
-_use_native(__name__)

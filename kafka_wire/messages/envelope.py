@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import FieldSpec, Message, TaggedFields
+from kafka_wire.codec.runtime import FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>h')
 
 
@@ -217,29 +218,21 @@ def _encode_EnvelopeResponse_v0(o: EnvelopeResponse, out: bytearray) -> None:
         out.append(0)
 
 
-EnvelopeRequest.FIELDS = (
+_class_data(EnvelopeRequest, (
     FieldSpec('request_data', 'RequestData', 'bytes', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: b"", False, None),
     FieldSpec('request_principal', 'RequestPrincipal', 'bytes', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: b"", False, None),
     FieldSpec('client_host_address', 'ClientHostAddress', 'bytes', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: b"", False, None),
+), '0+', '0',
+    {0: _decode_EnvelopeRequest_v0},
+    {0: _encode_EnvelopeRequest_v0},
+    api_key=58, kind='request', valid=(0,),
 )
-EnvelopeRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-EnvelopeRequest.STRUCT_VERSIONS = VersionSet.parse('0')
-EnvelopeRequest._decoders = {0: _decode_EnvelopeRequest_v0}
-EnvelopeRequest._encoders = {0: _encode_EnvelopeRequest_v0}
-EnvelopeRequest.API_KEY = 58
-EnvelopeRequest.KIND = 'request'
-EnvelopeRequest.VERSIONS = (0,)
 
-EnvelopeResponse.FIELDS = (
+_class_data(EnvelopeResponse, (
     FieldSpec('response_data', 'ResponseData', 'bytes', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0',
+    {0: _decode_EnvelopeResponse_v0},
+    {0: _encode_EnvelopeResponse_v0},
+    api_key=58, kind='response', valid=(0,),
 )
-EnvelopeResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-EnvelopeResponse.STRUCT_VERSIONS = VersionSet.parse('0')
-EnvelopeResponse._decoders = {0: _decode_EnvelopeResponse_v0}
-EnvelopeResponse._encoders = {0: _encode_EnvelopeResponse_v0}
-EnvelopeResponse.API_KEY = 58
-EnvelopeResponse.KIND = 'response'
-EnvelopeResponse.VERSIONS = (0,)
-
-_use_native(__name__)

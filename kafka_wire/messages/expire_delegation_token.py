@@ -12,17 +12,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import FieldSpec, Message, TaggedFields
+from kafka_wire.codec.runtime import FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>i')
 _S1 = _Struct('>q')
 _S2 = _Struct('>hqi')
@@ -195,29 +196,21 @@ def _encode_ExpireDelegationTokenResponse_v2(o: ExpireDelegationTokenResponse, o
         out.append(0)
 
 
-ExpireDelegationTokenRequest.FIELDS = (
+_class_data(ExpireDelegationTokenRequest, (
     FieldSpec('hmac', 'Hmac', 'bytes', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: b"", False, None),
     FieldSpec('expiry_time_period_ms', 'ExpiryTimePeriodMs', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '2+', '0-2',
+    {0: _decode_ExpireDelegationTokenRequest_v0, 1: _decode_ExpireDelegationTokenRequest_v0, 2: _decode_ExpireDelegationTokenRequest_v2},
+    {0: _encode_ExpireDelegationTokenRequest_v0, 1: _encode_ExpireDelegationTokenRequest_v0, 2: _encode_ExpireDelegationTokenRequest_v2},
+    api_key=40, kind='request', valid=(0, 1, 2),
 )
-ExpireDelegationTokenRequest.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-ExpireDelegationTokenRequest.STRUCT_VERSIONS = VersionSet.parse('0-2')
-ExpireDelegationTokenRequest._decoders = {0: _decode_ExpireDelegationTokenRequest_v0, 1: _decode_ExpireDelegationTokenRequest_v0, 2: _decode_ExpireDelegationTokenRequest_v2}
-ExpireDelegationTokenRequest._encoders = {0: _encode_ExpireDelegationTokenRequest_v0, 1: _encode_ExpireDelegationTokenRequest_v0, 2: _encode_ExpireDelegationTokenRequest_v2}
-ExpireDelegationTokenRequest.API_KEY = 40
-ExpireDelegationTokenRequest.KIND = 'request'
-ExpireDelegationTokenRequest.VERSIONS = (0, 1, 2)
 
-ExpireDelegationTokenResponse.FIELDS = (
+_class_data(ExpireDelegationTokenResponse, (
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('expiry_timestamp_ms', 'ExpiryTimestampMs', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '2+', '0-2',
+    {0: _decode_ExpireDelegationTokenResponse_v0, 1: _decode_ExpireDelegationTokenResponse_v0, 2: _decode_ExpireDelegationTokenResponse_v2},
+    {0: _encode_ExpireDelegationTokenResponse_v0, 1: _encode_ExpireDelegationTokenResponse_v0, 2: _encode_ExpireDelegationTokenResponse_v2},
+    api_key=40, kind='response', valid=(0, 1, 2),
 )
-ExpireDelegationTokenResponse.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-ExpireDelegationTokenResponse.STRUCT_VERSIONS = VersionSet.parse('0-2')
-ExpireDelegationTokenResponse._decoders = {0: _decode_ExpireDelegationTokenResponse_v0, 1: _decode_ExpireDelegationTokenResponse_v0, 2: _decode_ExpireDelegationTokenResponse_v2}
-ExpireDelegationTokenResponse._encoders = {0: _encode_ExpireDelegationTokenResponse_v0, 1: _encode_ExpireDelegationTokenResponse_v0, 2: _encode_ExpireDelegationTokenResponse_v2}
-ExpireDelegationTokenResponse.API_KEY = 40
-ExpireDelegationTokenResponse.KIND = 'response'
-ExpireDelegationTokenResponse.VERSIONS = (0, 1, 2)
-
-_use_native(__name__)

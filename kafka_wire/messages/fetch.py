@@ -11,6 +11,7 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from struct import Struct as _Struct
+from typing import TYPE_CHECKING
 from uuid import UUID
 
 from kafka_wire.codec.runtime import (
@@ -20,22 +21,22 @@ from kafka_wire.codec.runtime import (
     ZERO_UUID,
     ZERO_UUID_BYTES,
     FieldSpec,
-    Message,
-    Struct,
     TaggedFields,
 )
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import put_records as _put_records
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
+from kafka_wire.flavour import compiled_module
 
-_new = object.__new__
 _S0 = _Struct('>iq')
 _S1 = _Struct('>iqi')
 _S2 = _Struct('>iqqi')
@@ -4541,17 +4542,16 @@ def _fresh_FetchResponseSnapshotId() -> FetchResponseSnapshotId:
     return o
 
 
-FetchRequestReplicaState.FIELDS = (
+_class_data(FetchRequestReplicaState, (
     FieldSpec('replica_id', 'ReplicaId', 'int32', None, None, VersionSet.parse('15+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, 'brokerId'),
     FieldSpec('replica_epoch', 'ReplicaEpoch', 'int64', None, None, VersionSet.parse('15+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, None),
+), '12+', '15-18',
+    {15: _decode_FetchRequestReplicaState_v15, 16: _decode_FetchRequestReplicaState_v15, 17: _decode_FetchRequestReplicaState_v15, 18: _decode_FetchRequestReplicaState_v15},
+    {15: _encode_FetchRequestReplicaState_v15, 16: _encode_FetchRequestReplicaState_v15, 17: _encode_FetchRequestReplicaState_v15, 18: _encode_FetchRequestReplicaState_v15},
 )
-FetchRequestReplicaState.FLEXIBLE_VERSIONS = VersionSet.parse('12+')
-FetchRequestReplicaState.STRUCT_VERSIONS = VersionSet.parse('15-18')
-FetchRequestReplicaState._decoders = {15: _decode_FetchRequestReplicaState_v15, 16: _decode_FetchRequestReplicaState_v15, 17: _decode_FetchRequestReplicaState_v15, 18: _decode_FetchRequestReplicaState_v15}
-FetchRequestReplicaState._encoders = {15: _encode_FetchRequestReplicaState_v15, 16: _encode_FetchRequestReplicaState_v15, 17: _encode_FetchRequestReplicaState_v15, 18: _encode_FetchRequestReplicaState_v15}
 _DEFAULT_FetchRequestReplicaState = FetchRequestReplicaState()
 
-FetchRequestPartition.FIELDS = (
+_class_data(FetchRequestPartition, (
     FieldSpec('partition', 'Partition', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('current_leader_epoch', 'CurrentLeaderEpoch', 'int32', None, None, VersionSet.parse('9+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, True, None),
     FieldSpec('fetch_offset', 'FetchOffset', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
@@ -4560,36 +4560,33 @@ FetchRequestPartition.FIELDS = (
     FieldSpec('partition_max_bytes', 'PartitionMaxBytes', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('replica_directory_id', 'ReplicaDirectoryId', 'uuid', None, None, VersionSet.parse('17+'), VersionSet.parse('none'), 0, VersionSet.parse('17+'), None, lambda: ZERO_UUID, True, None),
     FieldSpec('high_watermark', 'HighWatermark', 'int64', None, None, VersionSet.parse('18+'), VersionSet.parse('none'), 1, VersionSet.parse('18+'), None, lambda: 9223372036854775807, True, None),
+), '12+', '0-18',
+    {0: _decode_FetchRequestPartition_v0, 1: _decode_FetchRequestPartition_v0, 2: _decode_FetchRequestPartition_v0, 3: _decode_FetchRequestPartition_v0, 4: _decode_FetchRequestPartition_v0, 5: _decode_FetchRequestPartition_v5, 6: _decode_FetchRequestPartition_v5, 7: _decode_FetchRequestPartition_v5, 8: _decode_FetchRequestPartition_v5, 9: _decode_FetchRequestPartition_v9, 10: _decode_FetchRequestPartition_v9, 11: _decode_FetchRequestPartition_v9, 12: _decode_FetchRequestPartition_v12, 13: _decode_FetchRequestPartition_v12, 14: _decode_FetchRequestPartition_v12, 15: _decode_FetchRequestPartition_v12, 16: _decode_FetchRequestPartition_v12, 17: _decode_FetchRequestPartition_v17, 18: _decode_FetchRequestPartition_v18},
+    {0: _encode_FetchRequestPartition_v0, 1: _encode_FetchRequestPartition_v0, 2: _encode_FetchRequestPartition_v0, 3: _encode_FetchRequestPartition_v0, 4: _encode_FetchRequestPartition_v0, 5: _encode_FetchRequestPartition_v5, 6: _encode_FetchRequestPartition_v5, 7: _encode_FetchRequestPartition_v5, 8: _encode_FetchRequestPartition_v5, 9: _encode_FetchRequestPartition_v9, 10: _encode_FetchRequestPartition_v9, 11: _encode_FetchRequestPartition_v9, 12: _encode_FetchRequestPartition_v12, 13: _encode_FetchRequestPartition_v12, 14: _encode_FetchRequestPartition_v12, 15: _encode_FetchRequestPartition_v12, 16: _encode_FetchRequestPartition_v12, 17: _encode_FetchRequestPartition_v17, 18: _encode_FetchRequestPartition_v18},
 )
-FetchRequestPartition.FLEXIBLE_VERSIONS = VersionSet.parse('12+')
-FetchRequestPartition.STRUCT_VERSIONS = VersionSet.parse('0-18')
-FetchRequestPartition._decoders = {0: _decode_FetchRequestPartition_v0, 1: _decode_FetchRequestPartition_v0, 2: _decode_FetchRequestPartition_v0, 3: _decode_FetchRequestPartition_v0, 4: _decode_FetchRequestPartition_v0, 5: _decode_FetchRequestPartition_v5, 6: _decode_FetchRequestPartition_v5, 7: _decode_FetchRequestPartition_v5, 8: _decode_FetchRequestPartition_v5, 9: _decode_FetchRequestPartition_v9, 10: _decode_FetchRequestPartition_v9, 11: _decode_FetchRequestPartition_v9, 12: _decode_FetchRequestPartition_v12, 13: _decode_FetchRequestPartition_v12, 14: _decode_FetchRequestPartition_v12, 15: _decode_FetchRequestPartition_v12, 16: _decode_FetchRequestPartition_v12, 17: _decode_FetchRequestPartition_v17, 18: _decode_FetchRequestPartition_v18}
-FetchRequestPartition._encoders = {0: _encode_FetchRequestPartition_v0, 1: _encode_FetchRequestPartition_v0, 2: _encode_FetchRequestPartition_v0, 3: _encode_FetchRequestPartition_v0, 4: _encode_FetchRequestPartition_v0, 5: _encode_FetchRequestPartition_v5, 6: _encode_FetchRequestPartition_v5, 7: _encode_FetchRequestPartition_v5, 8: _encode_FetchRequestPartition_v5, 9: _encode_FetchRequestPartition_v9, 10: _encode_FetchRequestPartition_v9, 11: _encode_FetchRequestPartition_v9, 12: _encode_FetchRequestPartition_v12, 13: _encode_FetchRequestPartition_v12, 14: _encode_FetchRequestPartition_v12, 15: _encode_FetchRequestPartition_v12, 16: _encode_FetchRequestPartition_v12, 17: _encode_FetchRequestPartition_v17, 18: _encode_FetchRequestPartition_v18}
 _DEFAULT_FetchRequestPartition = FetchRequestPartition()
 
-FetchRequestTopic.FIELDS = (
+_class_data(FetchRequestTopic, (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('13+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, True, None),
     FieldSpec('topic', 'Topic', 'string', None, None, VersionSet.parse('0-12'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', True, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', FetchRequestPartition, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '12+', '0-18',
+    {0: _decode_FetchRequestTopic_v0, 1: _decode_FetchRequestTopic_v0, 2: _decode_FetchRequestTopic_v0, 3: _decode_FetchRequestTopic_v0, 4: _decode_FetchRequestTopic_v0, 5: _decode_FetchRequestTopic_v5, 6: _decode_FetchRequestTopic_v5, 7: _decode_FetchRequestTopic_v5, 8: _decode_FetchRequestTopic_v5, 9: _decode_FetchRequestTopic_v9, 10: _decode_FetchRequestTopic_v9, 11: _decode_FetchRequestTopic_v9, 12: _decode_FetchRequestTopic_v12, 13: _decode_FetchRequestTopic_v13, 14: _decode_FetchRequestTopic_v13, 15: _decode_FetchRequestTopic_v13, 16: _decode_FetchRequestTopic_v13, 17: _decode_FetchRequestTopic_v17, 18: _decode_FetchRequestTopic_v18},
+    {0: _encode_FetchRequestTopic_v0, 1: _encode_FetchRequestTopic_v0, 2: _encode_FetchRequestTopic_v0, 3: _encode_FetchRequestTopic_v0, 4: _encode_FetchRequestTopic_v0, 5: _encode_FetchRequestTopic_v5, 6: _encode_FetchRequestTopic_v5, 7: _encode_FetchRequestTopic_v5, 8: _encode_FetchRequestTopic_v5, 9: _encode_FetchRequestTopic_v9, 10: _encode_FetchRequestTopic_v9, 11: _encode_FetchRequestTopic_v9, 12: _encode_FetchRequestTopic_v12, 13: _encode_FetchRequestTopic_v13, 14: _encode_FetchRequestTopic_v13, 15: _encode_FetchRequestTopic_v13, 16: _encode_FetchRequestTopic_v13, 17: _encode_FetchRequestTopic_v17, 18: _encode_FetchRequestTopic_v18},
 )
-FetchRequestTopic.FLEXIBLE_VERSIONS = VersionSet.parse('12+')
-FetchRequestTopic.STRUCT_VERSIONS = VersionSet.parse('0-18')
-FetchRequestTopic._decoders = {0: _decode_FetchRequestTopic_v0, 1: _decode_FetchRequestTopic_v0, 2: _decode_FetchRequestTopic_v0, 3: _decode_FetchRequestTopic_v0, 4: _decode_FetchRequestTopic_v0, 5: _decode_FetchRequestTopic_v5, 6: _decode_FetchRequestTopic_v5, 7: _decode_FetchRequestTopic_v5, 8: _decode_FetchRequestTopic_v5, 9: _decode_FetchRequestTopic_v9, 10: _decode_FetchRequestTopic_v9, 11: _decode_FetchRequestTopic_v9, 12: _decode_FetchRequestTopic_v12, 13: _decode_FetchRequestTopic_v13, 14: _decode_FetchRequestTopic_v13, 15: _decode_FetchRequestTopic_v13, 16: _decode_FetchRequestTopic_v13, 17: _decode_FetchRequestTopic_v17, 18: _decode_FetchRequestTopic_v18}
-FetchRequestTopic._encoders = {0: _encode_FetchRequestTopic_v0, 1: _encode_FetchRequestTopic_v0, 2: _encode_FetchRequestTopic_v0, 3: _encode_FetchRequestTopic_v0, 4: _encode_FetchRequestTopic_v0, 5: _encode_FetchRequestTopic_v5, 6: _encode_FetchRequestTopic_v5, 7: _encode_FetchRequestTopic_v5, 8: _encode_FetchRequestTopic_v5, 9: _encode_FetchRequestTopic_v9, 10: _encode_FetchRequestTopic_v9, 11: _encode_FetchRequestTopic_v9, 12: _encode_FetchRequestTopic_v12, 13: _encode_FetchRequestTopic_v13, 14: _encode_FetchRequestTopic_v13, 15: _encode_FetchRequestTopic_v13, 16: _encode_FetchRequestTopic_v13, 17: _encode_FetchRequestTopic_v17, 18: _encode_FetchRequestTopic_v18}
 _DEFAULT_FetchRequestTopic = FetchRequestTopic()
 
-FetchRequestForgottenTopic.FIELDS = (
+_class_data(FetchRequestForgottenTopic, (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('13+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, True, None),
     FieldSpec('topic', 'Topic', 'string', None, None, VersionSet.parse('7-12'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', True, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'int32', None, VersionSet.parse('7+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '12+', '7-18',
+    {7: _decode_FetchRequestForgottenTopic_v7, 8: _decode_FetchRequestForgottenTopic_v7, 9: _decode_FetchRequestForgottenTopic_v7, 10: _decode_FetchRequestForgottenTopic_v7, 11: _decode_FetchRequestForgottenTopic_v7, 12: _decode_FetchRequestForgottenTopic_v12, 13: _decode_FetchRequestForgottenTopic_v13, 14: _decode_FetchRequestForgottenTopic_v13, 15: _decode_FetchRequestForgottenTopic_v13, 16: _decode_FetchRequestForgottenTopic_v13, 17: _decode_FetchRequestForgottenTopic_v13, 18: _decode_FetchRequestForgottenTopic_v13},
+    {7: _encode_FetchRequestForgottenTopic_v7, 8: _encode_FetchRequestForgottenTopic_v7, 9: _encode_FetchRequestForgottenTopic_v7, 10: _encode_FetchRequestForgottenTopic_v7, 11: _encode_FetchRequestForgottenTopic_v7, 12: _encode_FetchRequestForgottenTopic_v12, 13: _encode_FetchRequestForgottenTopic_v13, 14: _encode_FetchRequestForgottenTopic_v13, 15: _encode_FetchRequestForgottenTopic_v13, 16: _encode_FetchRequestForgottenTopic_v13, 17: _encode_FetchRequestForgottenTopic_v13, 18: _encode_FetchRequestForgottenTopic_v13},
 )
-FetchRequestForgottenTopic.FLEXIBLE_VERSIONS = VersionSet.parse('12+')
-FetchRequestForgottenTopic.STRUCT_VERSIONS = VersionSet.parse('7-18')
-FetchRequestForgottenTopic._decoders = {7: _decode_FetchRequestForgottenTopic_v7, 8: _decode_FetchRequestForgottenTopic_v7, 9: _decode_FetchRequestForgottenTopic_v7, 10: _decode_FetchRequestForgottenTopic_v7, 11: _decode_FetchRequestForgottenTopic_v7, 12: _decode_FetchRequestForgottenTopic_v12, 13: _decode_FetchRequestForgottenTopic_v13, 14: _decode_FetchRequestForgottenTopic_v13, 15: _decode_FetchRequestForgottenTopic_v13, 16: _decode_FetchRequestForgottenTopic_v13, 17: _decode_FetchRequestForgottenTopic_v13, 18: _decode_FetchRequestForgottenTopic_v13}
-FetchRequestForgottenTopic._encoders = {7: _encode_FetchRequestForgottenTopic_v7, 8: _encode_FetchRequestForgottenTopic_v7, 9: _encode_FetchRequestForgottenTopic_v7, 10: _encode_FetchRequestForgottenTopic_v7, 11: _encode_FetchRequestForgottenTopic_v7, 12: _encode_FetchRequestForgottenTopic_v12, 13: _encode_FetchRequestForgottenTopic_v13, 14: _encode_FetchRequestForgottenTopic_v13, 15: _encode_FetchRequestForgottenTopic_v13, 16: _encode_FetchRequestForgottenTopic_v13, 17: _encode_FetchRequestForgottenTopic_v13, 18: _encode_FetchRequestForgottenTopic_v13}
 _DEFAULT_FetchRequestForgottenTopic = FetchRequestForgottenTopic()
 
-FetchRequest.FIELDS = (
+_class_data(FetchRequest, (
     FieldSpec('cluster_id', 'ClusterId', 'string', None, None, VersionSet.parse('12+'), VersionSet.parse('12+'), 0, VersionSet.parse('12+'), None, lambda: None, True, None),
     FieldSpec('replica_state', 'ReplicaState', 'struct', None, FetchRequestReplicaState, VersionSet.parse('15+'), VersionSet.parse('none'), 1, VersionSet.parse('15+'), None, lambda: FetchRequestReplicaState(), False, None),
     FieldSpec('replica_id', 'ReplicaId', 'int32', None, None, VersionSet.parse('0-14'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, 'brokerId'),
@@ -4602,56 +4599,49 @@ FetchRequest.FIELDS = (
     FieldSpec('topics', 'Topics', 'array', 'struct', FetchRequestTopic, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('forgotten_topics_data', 'ForgottenTopicsData', 'array', 'struct', FetchRequestForgottenTopic, VersionSet.parse('7+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('rack_id', 'RackId', 'string', None, None, VersionSet.parse('11+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', True, None),
+), '12+', '0-18',
+    {0: _decode_FetchRequest_v0, 1: _decode_FetchRequest_v0, 2: _decode_FetchRequest_v0, 3: _decode_FetchRequest_v3, 4: _decode_FetchRequest_v4, 5: _decode_FetchRequest_v5, 6: _decode_FetchRequest_v5, 7: _decode_FetchRequest_v7, 8: _decode_FetchRequest_v7, 9: _decode_FetchRequest_v9, 10: _decode_FetchRequest_v9, 11: _decode_FetchRequest_v11, 12: _decode_FetchRequest_v12, 13: _decode_FetchRequest_v13, 14: _decode_FetchRequest_v13, 15: _decode_FetchRequest_v15, 16: _decode_FetchRequest_v15, 17: _decode_FetchRequest_v17, 18: _decode_FetchRequest_v18},
+    {0: _encode_FetchRequest_v0, 1: _encode_FetchRequest_v0, 2: _encode_FetchRequest_v0, 3: _encode_FetchRequest_v3, 4: _encode_FetchRequest_v4, 5: _encode_FetchRequest_v5, 6: _encode_FetchRequest_v5, 7: _encode_FetchRequest_v7, 8: _encode_FetchRequest_v7, 9: _encode_FetchRequest_v9, 10: _encode_FetchRequest_v9, 11: _encode_FetchRequest_v11, 12: _encode_FetchRequest_v12, 13: _encode_FetchRequest_v13, 14: _encode_FetchRequest_v13, 15: _encode_FetchRequest_v15, 16: _encode_FetchRequest_v15, 17: _encode_FetchRequest_v17, 18: _encode_FetchRequest_v18},
+    api_key=1, kind='request', valid=(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18),
 )
-FetchRequest.FLEXIBLE_VERSIONS = VersionSet.parse('12+')
-FetchRequest.STRUCT_VERSIONS = VersionSet.parse('0-18')
-FetchRequest._decoders = {0: _decode_FetchRequest_v0, 1: _decode_FetchRequest_v0, 2: _decode_FetchRequest_v0, 3: _decode_FetchRequest_v3, 4: _decode_FetchRequest_v4, 5: _decode_FetchRequest_v5, 6: _decode_FetchRequest_v5, 7: _decode_FetchRequest_v7, 8: _decode_FetchRequest_v7, 9: _decode_FetchRequest_v9, 10: _decode_FetchRequest_v9, 11: _decode_FetchRequest_v11, 12: _decode_FetchRequest_v12, 13: _decode_FetchRequest_v13, 14: _decode_FetchRequest_v13, 15: _decode_FetchRequest_v15, 16: _decode_FetchRequest_v15, 17: _decode_FetchRequest_v17, 18: _decode_FetchRequest_v18}
-FetchRequest._encoders = {0: _encode_FetchRequest_v0, 1: _encode_FetchRequest_v0, 2: _encode_FetchRequest_v0, 3: _encode_FetchRequest_v3, 4: _encode_FetchRequest_v4, 5: _encode_FetchRequest_v5, 6: _encode_FetchRequest_v5, 7: _encode_FetchRequest_v7, 8: _encode_FetchRequest_v7, 9: _encode_FetchRequest_v9, 10: _encode_FetchRequest_v9, 11: _encode_FetchRequest_v11, 12: _encode_FetchRequest_v12, 13: _encode_FetchRequest_v13, 14: _encode_FetchRequest_v13, 15: _encode_FetchRequest_v15, 16: _encode_FetchRequest_v15, 17: _encode_FetchRequest_v17, 18: _encode_FetchRequest_v18}
-FetchRequest.API_KEY = 1
-FetchRequest.KIND = 'request'
-FetchRequest.VERSIONS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18)
 
-FetchResponseEpochEndOffset.FIELDS = (
+_class_data(FetchResponseEpochEndOffset, (
     FieldSpec('epoch', 'Epoch', 'int32', None, None, VersionSet.parse('12+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, None),
     FieldSpec('end_offset', 'EndOffset', 'int64', None, None, VersionSet.parse('12+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, None),
+), '12+', '12-18',
+    {12: _decode_FetchResponseEpochEndOffset_v12, 13: _decode_FetchResponseEpochEndOffset_v12, 14: _decode_FetchResponseEpochEndOffset_v12, 15: _decode_FetchResponseEpochEndOffset_v12, 16: _decode_FetchResponseEpochEndOffset_v12, 17: _decode_FetchResponseEpochEndOffset_v12, 18: _decode_FetchResponseEpochEndOffset_v12},
+    {12: _encode_FetchResponseEpochEndOffset_v12, 13: _encode_FetchResponseEpochEndOffset_v12, 14: _encode_FetchResponseEpochEndOffset_v12, 15: _encode_FetchResponseEpochEndOffset_v12, 16: _encode_FetchResponseEpochEndOffset_v12, 17: _encode_FetchResponseEpochEndOffset_v12, 18: _encode_FetchResponseEpochEndOffset_v12},
 )
-FetchResponseEpochEndOffset.FLEXIBLE_VERSIONS = VersionSet.parse('12+')
-FetchResponseEpochEndOffset.STRUCT_VERSIONS = VersionSet.parse('12-18')
-FetchResponseEpochEndOffset._decoders = {12: _decode_FetchResponseEpochEndOffset_v12, 13: _decode_FetchResponseEpochEndOffset_v12, 14: _decode_FetchResponseEpochEndOffset_v12, 15: _decode_FetchResponseEpochEndOffset_v12, 16: _decode_FetchResponseEpochEndOffset_v12, 17: _decode_FetchResponseEpochEndOffset_v12, 18: _decode_FetchResponseEpochEndOffset_v12}
-FetchResponseEpochEndOffset._encoders = {12: _encode_FetchResponseEpochEndOffset_v12, 13: _encode_FetchResponseEpochEndOffset_v12, 14: _encode_FetchResponseEpochEndOffset_v12, 15: _encode_FetchResponseEpochEndOffset_v12, 16: _encode_FetchResponseEpochEndOffset_v12, 17: _encode_FetchResponseEpochEndOffset_v12, 18: _encode_FetchResponseEpochEndOffset_v12}
 _DEFAULT_FetchResponseEpochEndOffset = FetchResponseEpochEndOffset()
 
-FetchResponseLeaderIdAndEpoch.FIELDS = (
+_class_data(FetchResponseLeaderIdAndEpoch, (
     FieldSpec('leader_id', 'LeaderId', 'int32', None, None, VersionSet.parse('12+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, 'brokerId'),
     FieldSpec('leader_epoch', 'LeaderEpoch', 'int32', None, None, VersionSet.parse('12+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, None),
+), '12+', '12-18',
+    {12: _decode_FetchResponseLeaderIdAndEpoch_v12, 13: _decode_FetchResponseLeaderIdAndEpoch_v12, 14: _decode_FetchResponseLeaderIdAndEpoch_v12, 15: _decode_FetchResponseLeaderIdAndEpoch_v12, 16: _decode_FetchResponseLeaderIdAndEpoch_v12, 17: _decode_FetchResponseLeaderIdAndEpoch_v12, 18: _decode_FetchResponseLeaderIdAndEpoch_v12},
+    {12: _encode_FetchResponseLeaderIdAndEpoch_v12, 13: _encode_FetchResponseLeaderIdAndEpoch_v12, 14: _encode_FetchResponseLeaderIdAndEpoch_v12, 15: _encode_FetchResponseLeaderIdAndEpoch_v12, 16: _encode_FetchResponseLeaderIdAndEpoch_v12, 17: _encode_FetchResponseLeaderIdAndEpoch_v12, 18: _encode_FetchResponseLeaderIdAndEpoch_v12},
 )
-FetchResponseLeaderIdAndEpoch.FLEXIBLE_VERSIONS = VersionSet.parse('12+')
-FetchResponseLeaderIdAndEpoch.STRUCT_VERSIONS = VersionSet.parse('12-18')
-FetchResponseLeaderIdAndEpoch._decoders = {12: _decode_FetchResponseLeaderIdAndEpoch_v12, 13: _decode_FetchResponseLeaderIdAndEpoch_v12, 14: _decode_FetchResponseLeaderIdAndEpoch_v12, 15: _decode_FetchResponseLeaderIdAndEpoch_v12, 16: _decode_FetchResponseLeaderIdAndEpoch_v12, 17: _decode_FetchResponseLeaderIdAndEpoch_v12, 18: _decode_FetchResponseLeaderIdAndEpoch_v12}
-FetchResponseLeaderIdAndEpoch._encoders = {12: _encode_FetchResponseLeaderIdAndEpoch_v12, 13: _encode_FetchResponseLeaderIdAndEpoch_v12, 14: _encode_FetchResponseLeaderIdAndEpoch_v12, 15: _encode_FetchResponseLeaderIdAndEpoch_v12, 16: _encode_FetchResponseLeaderIdAndEpoch_v12, 17: _encode_FetchResponseLeaderIdAndEpoch_v12, 18: _encode_FetchResponseLeaderIdAndEpoch_v12}
 _DEFAULT_FetchResponseLeaderIdAndEpoch = FetchResponseLeaderIdAndEpoch()
 
-FetchResponseSnapshotId.FIELDS = (
+_class_data(FetchResponseSnapshotId, (
     FieldSpec('end_offset', 'EndOffset', 'int64', None, None, VersionSet.parse('12+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, None),
     FieldSpec('epoch', 'Epoch', 'int32', None, None, VersionSet.parse('12+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, None),
+), '12+', '12-18',
+    {12: _decode_FetchResponseSnapshotId_v12, 13: _decode_FetchResponseSnapshotId_v12, 14: _decode_FetchResponseSnapshotId_v12, 15: _decode_FetchResponseSnapshotId_v12, 16: _decode_FetchResponseSnapshotId_v12, 17: _decode_FetchResponseSnapshotId_v12, 18: _decode_FetchResponseSnapshotId_v12},
+    {12: _encode_FetchResponseSnapshotId_v12, 13: _encode_FetchResponseSnapshotId_v12, 14: _encode_FetchResponseSnapshotId_v12, 15: _encode_FetchResponseSnapshotId_v12, 16: _encode_FetchResponseSnapshotId_v12, 17: _encode_FetchResponseSnapshotId_v12, 18: _encode_FetchResponseSnapshotId_v12},
 )
-FetchResponseSnapshotId.FLEXIBLE_VERSIONS = VersionSet.parse('12+')
-FetchResponseSnapshotId.STRUCT_VERSIONS = VersionSet.parse('12-18')
-FetchResponseSnapshotId._decoders = {12: _decode_FetchResponseSnapshotId_v12, 13: _decode_FetchResponseSnapshotId_v12, 14: _decode_FetchResponseSnapshotId_v12, 15: _decode_FetchResponseSnapshotId_v12, 16: _decode_FetchResponseSnapshotId_v12, 17: _decode_FetchResponseSnapshotId_v12, 18: _decode_FetchResponseSnapshotId_v12}
-FetchResponseSnapshotId._encoders = {12: _encode_FetchResponseSnapshotId_v12, 13: _encode_FetchResponseSnapshotId_v12, 14: _encode_FetchResponseSnapshotId_v12, 15: _encode_FetchResponseSnapshotId_v12, 16: _encode_FetchResponseSnapshotId_v12, 17: _encode_FetchResponseSnapshotId_v12, 18: _encode_FetchResponseSnapshotId_v12}
 _DEFAULT_FetchResponseSnapshotId = FetchResponseSnapshotId()
 
-FetchResponseAbortedTransaction.FIELDS = (
+_class_data(FetchResponseAbortedTransaction, (
     FieldSpec('producer_id', 'ProducerId', 'int64', None, None, VersionSet.parse('4+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'producerId'),
     FieldSpec('first_offset', 'FirstOffset', 'int64', None, None, VersionSet.parse('4+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '12+', '4-18',
+    {4: _decode_FetchResponseAbortedTransaction_v4, 5: _decode_FetchResponseAbortedTransaction_v4, 6: _decode_FetchResponseAbortedTransaction_v4, 7: _decode_FetchResponseAbortedTransaction_v4, 8: _decode_FetchResponseAbortedTransaction_v4, 9: _decode_FetchResponseAbortedTransaction_v4, 10: _decode_FetchResponseAbortedTransaction_v4, 11: _decode_FetchResponseAbortedTransaction_v4, 12: _decode_FetchResponseAbortedTransaction_v12, 13: _decode_FetchResponseAbortedTransaction_v12, 14: _decode_FetchResponseAbortedTransaction_v12, 15: _decode_FetchResponseAbortedTransaction_v12, 16: _decode_FetchResponseAbortedTransaction_v12, 17: _decode_FetchResponseAbortedTransaction_v12, 18: _decode_FetchResponseAbortedTransaction_v12},
+    {4: _encode_FetchResponseAbortedTransaction_v4, 5: _encode_FetchResponseAbortedTransaction_v4, 6: _encode_FetchResponseAbortedTransaction_v4, 7: _encode_FetchResponseAbortedTransaction_v4, 8: _encode_FetchResponseAbortedTransaction_v4, 9: _encode_FetchResponseAbortedTransaction_v4, 10: _encode_FetchResponseAbortedTransaction_v4, 11: _encode_FetchResponseAbortedTransaction_v4, 12: _encode_FetchResponseAbortedTransaction_v12, 13: _encode_FetchResponseAbortedTransaction_v12, 14: _encode_FetchResponseAbortedTransaction_v12, 15: _encode_FetchResponseAbortedTransaction_v12, 16: _encode_FetchResponseAbortedTransaction_v12, 17: _encode_FetchResponseAbortedTransaction_v12, 18: _encode_FetchResponseAbortedTransaction_v12},
 )
-FetchResponseAbortedTransaction.FLEXIBLE_VERSIONS = VersionSet.parse('12+')
-FetchResponseAbortedTransaction.STRUCT_VERSIONS = VersionSet.parse('4-18')
-FetchResponseAbortedTransaction._decoders = {4: _decode_FetchResponseAbortedTransaction_v4, 5: _decode_FetchResponseAbortedTransaction_v4, 6: _decode_FetchResponseAbortedTransaction_v4, 7: _decode_FetchResponseAbortedTransaction_v4, 8: _decode_FetchResponseAbortedTransaction_v4, 9: _decode_FetchResponseAbortedTransaction_v4, 10: _decode_FetchResponseAbortedTransaction_v4, 11: _decode_FetchResponseAbortedTransaction_v4, 12: _decode_FetchResponseAbortedTransaction_v12, 13: _decode_FetchResponseAbortedTransaction_v12, 14: _decode_FetchResponseAbortedTransaction_v12, 15: _decode_FetchResponseAbortedTransaction_v12, 16: _decode_FetchResponseAbortedTransaction_v12, 17: _decode_FetchResponseAbortedTransaction_v12, 18: _decode_FetchResponseAbortedTransaction_v12}
-FetchResponseAbortedTransaction._encoders = {4: _encode_FetchResponseAbortedTransaction_v4, 5: _encode_FetchResponseAbortedTransaction_v4, 6: _encode_FetchResponseAbortedTransaction_v4, 7: _encode_FetchResponseAbortedTransaction_v4, 8: _encode_FetchResponseAbortedTransaction_v4, 9: _encode_FetchResponseAbortedTransaction_v4, 10: _encode_FetchResponseAbortedTransaction_v4, 11: _encode_FetchResponseAbortedTransaction_v4, 12: _encode_FetchResponseAbortedTransaction_v12, 13: _encode_FetchResponseAbortedTransaction_v12, 14: _encode_FetchResponseAbortedTransaction_v12, 15: _encode_FetchResponseAbortedTransaction_v12, 16: _encode_FetchResponseAbortedTransaction_v12, 17: _encode_FetchResponseAbortedTransaction_v12, 18: _encode_FetchResponseAbortedTransaction_v12}
 _DEFAULT_FetchResponseAbortedTransaction = FetchResponseAbortedTransaction()
 
-FetchResponsePartitionData.FIELDS = (
+_class_data(FetchResponsePartitionData, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('high_watermark', 'HighWatermark', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
@@ -4663,49 +4653,60 @@ FetchResponsePartitionData.FIELDS = (
     FieldSpec('aborted_transactions', 'AbortedTransactions', 'array', 'struct', FetchResponseAbortedTransaction, VersionSet.parse('4+'), VersionSet.parse('4+'), None, VersionSet.parse('none'), None, lambda: [], True, None),
     FieldSpec('preferred_read_replica', 'PreferredReadReplica', 'int32', None, None, VersionSet.parse('11+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, 'brokerId'),
     FieldSpec('records', 'Records', 'records', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
+), '12+', '0-18',
+    {0: _decode_FetchResponsePartitionData_v0, 1: _decode_FetchResponsePartitionData_v0, 2: _decode_FetchResponsePartitionData_v0, 3: _decode_FetchResponsePartitionData_v0, 4: _decode_FetchResponsePartitionData_v4, 5: _decode_FetchResponsePartitionData_v5, 6: _decode_FetchResponsePartitionData_v5, 7: _decode_FetchResponsePartitionData_v5, 8: _decode_FetchResponsePartitionData_v5, 9: _decode_FetchResponsePartitionData_v5, 10: _decode_FetchResponsePartitionData_v5, 11: _decode_FetchResponsePartitionData_v11, 12: _decode_FetchResponsePartitionData_v12, 13: _decode_FetchResponsePartitionData_v12, 14: _decode_FetchResponsePartitionData_v12, 15: _decode_FetchResponsePartitionData_v12, 16: _decode_FetchResponsePartitionData_v12, 17: _decode_FetchResponsePartitionData_v12, 18: _decode_FetchResponsePartitionData_v12},
+    {0: _encode_FetchResponsePartitionData_v0, 1: _encode_FetchResponsePartitionData_v0, 2: _encode_FetchResponsePartitionData_v0, 3: _encode_FetchResponsePartitionData_v0, 4: _encode_FetchResponsePartitionData_v4, 5: _encode_FetchResponsePartitionData_v5, 6: _encode_FetchResponsePartitionData_v5, 7: _encode_FetchResponsePartitionData_v5, 8: _encode_FetchResponsePartitionData_v5, 9: _encode_FetchResponsePartitionData_v5, 10: _encode_FetchResponsePartitionData_v5, 11: _encode_FetchResponsePartitionData_v11, 12: _encode_FetchResponsePartitionData_v12, 13: _encode_FetchResponsePartitionData_v12, 14: _encode_FetchResponsePartitionData_v12, 15: _encode_FetchResponsePartitionData_v12, 16: _encode_FetchResponsePartitionData_v12, 17: _encode_FetchResponsePartitionData_v12, 18: _encode_FetchResponsePartitionData_v12},
 )
-FetchResponsePartitionData.FLEXIBLE_VERSIONS = VersionSet.parse('12+')
-FetchResponsePartitionData.STRUCT_VERSIONS = VersionSet.parse('0-18')
-FetchResponsePartitionData._decoders = {0: _decode_FetchResponsePartitionData_v0, 1: _decode_FetchResponsePartitionData_v0, 2: _decode_FetchResponsePartitionData_v0, 3: _decode_FetchResponsePartitionData_v0, 4: _decode_FetchResponsePartitionData_v4, 5: _decode_FetchResponsePartitionData_v5, 6: _decode_FetchResponsePartitionData_v5, 7: _decode_FetchResponsePartitionData_v5, 8: _decode_FetchResponsePartitionData_v5, 9: _decode_FetchResponsePartitionData_v5, 10: _decode_FetchResponsePartitionData_v5, 11: _decode_FetchResponsePartitionData_v11, 12: _decode_FetchResponsePartitionData_v12, 13: _decode_FetchResponsePartitionData_v12, 14: _decode_FetchResponsePartitionData_v12, 15: _decode_FetchResponsePartitionData_v12, 16: _decode_FetchResponsePartitionData_v12, 17: _decode_FetchResponsePartitionData_v12, 18: _decode_FetchResponsePartitionData_v12}
-FetchResponsePartitionData._encoders = {0: _encode_FetchResponsePartitionData_v0, 1: _encode_FetchResponsePartitionData_v0, 2: _encode_FetchResponsePartitionData_v0, 3: _encode_FetchResponsePartitionData_v0, 4: _encode_FetchResponsePartitionData_v4, 5: _encode_FetchResponsePartitionData_v5, 6: _encode_FetchResponsePartitionData_v5, 7: _encode_FetchResponsePartitionData_v5, 8: _encode_FetchResponsePartitionData_v5, 9: _encode_FetchResponsePartitionData_v5, 10: _encode_FetchResponsePartitionData_v5, 11: _encode_FetchResponsePartitionData_v11, 12: _encode_FetchResponsePartitionData_v12, 13: _encode_FetchResponsePartitionData_v12, 14: _encode_FetchResponsePartitionData_v12, 15: _encode_FetchResponsePartitionData_v12, 16: _encode_FetchResponsePartitionData_v12, 17: _encode_FetchResponsePartitionData_v12, 18: _encode_FetchResponsePartitionData_v12}
 _DEFAULT_FetchResponsePartitionData = FetchResponsePartitionData()
 
-FetchResponseFetchableTopicResponse.FIELDS = (
+_class_data(FetchResponseFetchableTopicResponse, (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('13+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, True, None),
     FieldSpec('topic', 'Topic', 'string', None, None, VersionSet.parse('0-12'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', True, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', FetchResponsePartitionData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '12+', '0-18',
+    {0: _decode_FetchResponseFetchableTopicResponse_v0, 1: _decode_FetchResponseFetchableTopicResponse_v0, 2: _decode_FetchResponseFetchableTopicResponse_v0, 3: _decode_FetchResponseFetchableTopicResponse_v0, 4: _decode_FetchResponseFetchableTopicResponse_v4, 5: _decode_FetchResponseFetchableTopicResponse_v5, 6: _decode_FetchResponseFetchableTopicResponse_v5, 7: _decode_FetchResponseFetchableTopicResponse_v5, 8: _decode_FetchResponseFetchableTopicResponse_v5, 9: _decode_FetchResponseFetchableTopicResponse_v5, 10: _decode_FetchResponseFetchableTopicResponse_v5, 11: _decode_FetchResponseFetchableTopicResponse_v11, 12: _decode_FetchResponseFetchableTopicResponse_v12, 13: _decode_FetchResponseFetchableTopicResponse_v13, 14: _decode_FetchResponseFetchableTopicResponse_v13, 15: _decode_FetchResponseFetchableTopicResponse_v13, 16: _decode_FetchResponseFetchableTopicResponse_v13, 17: _decode_FetchResponseFetchableTopicResponse_v13, 18: _decode_FetchResponseFetchableTopicResponse_v13},
+    {0: _encode_FetchResponseFetchableTopicResponse_v0, 1: _encode_FetchResponseFetchableTopicResponse_v0, 2: _encode_FetchResponseFetchableTopicResponse_v0, 3: _encode_FetchResponseFetchableTopicResponse_v0, 4: _encode_FetchResponseFetchableTopicResponse_v4, 5: _encode_FetchResponseFetchableTopicResponse_v5, 6: _encode_FetchResponseFetchableTopicResponse_v5, 7: _encode_FetchResponseFetchableTopicResponse_v5, 8: _encode_FetchResponseFetchableTopicResponse_v5, 9: _encode_FetchResponseFetchableTopicResponse_v5, 10: _encode_FetchResponseFetchableTopicResponse_v5, 11: _encode_FetchResponseFetchableTopicResponse_v11, 12: _encode_FetchResponseFetchableTopicResponse_v12, 13: _encode_FetchResponseFetchableTopicResponse_v13, 14: _encode_FetchResponseFetchableTopicResponse_v13, 15: _encode_FetchResponseFetchableTopicResponse_v13, 16: _encode_FetchResponseFetchableTopicResponse_v13, 17: _encode_FetchResponseFetchableTopicResponse_v13, 18: _encode_FetchResponseFetchableTopicResponse_v13},
 )
-FetchResponseFetchableTopicResponse.FLEXIBLE_VERSIONS = VersionSet.parse('12+')
-FetchResponseFetchableTopicResponse.STRUCT_VERSIONS = VersionSet.parse('0-18')
-FetchResponseFetchableTopicResponse._decoders = {0: _decode_FetchResponseFetchableTopicResponse_v0, 1: _decode_FetchResponseFetchableTopicResponse_v0, 2: _decode_FetchResponseFetchableTopicResponse_v0, 3: _decode_FetchResponseFetchableTopicResponse_v0, 4: _decode_FetchResponseFetchableTopicResponse_v4, 5: _decode_FetchResponseFetchableTopicResponse_v5, 6: _decode_FetchResponseFetchableTopicResponse_v5, 7: _decode_FetchResponseFetchableTopicResponse_v5, 8: _decode_FetchResponseFetchableTopicResponse_v5, 9: _decode_FetchResponseFetchableTopicResponse_v5, 10: _decode_FetchResponseFetchableTopicResponse_v5, 11: _decode_FetchResponseFetchableTopicResponse_v11, 12: _decode_FetchResponseFetchableTopicResponse_v12, 13: _decode_FetchResponseFetchableTopicResponse_v13, 14: _decode_FetchResponseFetchableTopicResponse_v13, 15: _decode_FetchResponseFetchableTopicResponse_v13, 16: _decode_FetchResponseFetchableTopicResponse_v13, 17: _decode_FetchResponseFetchableTopicResponse_v13, 18: _decode_FetchResponseFetchableTopicResponse_v13}
-FetchResponseFetchableTopicResponse._encoders = {0: _encode_FetchResponseFetchableTopicResponse_v0, 1: _encode_FetchResponseFetchableTopicResponse_v0, 2: _encode_FetchResponseFetchableTopicResponse_v0, 3: _encode_FetchResponseFetchableTopicResponse_v0, 4: _encode_FetchResponseFetchableTopicResponse_v4, 5: _encode_FetchResponseFetchableTopicResponse_v5, 6: _encode_FetchResponseFetchableTopicResponse_v5, 7: _encode_FetchResponseFetchableTopicResponse_v5, 8: _encode_FetchResponseFetchableTopicResponse_v5, 9: _encode_FetchResponseFetchableTopicResponse_v5, 10: _encode_FetchResponseFetchableTopicResponse_v5, 11: _encode_FetchResponseFetchableTopicResponse_v11, 12: _encode_FetchResponseFetchableTopicResponse_v12, 13: _encode_FetchResponseFetchableTopicResponse_v13, 14: _encode_FetchResponseFetchableTopicResponse_v13, 15: _encode_FetchResponseFetchableTopicResponse_v13, 16: _encode_FetchResponseFetchableTopicResponse_v13, 17: _encode_FetchResponseFetchableTopicResponse_v13, 18: _encode_FetchResponseFetchableTopicResponse_v13}
 _DEFAULT_FetchResponseFetchableTopicResponse = FetchResponseFetchableTopicResponse()
 
-FetchResponseNodeEndpoint.FIELDS = (
+_class_data(FetchResponseNodeEndpoint, (
     FieldSpec('node_id', 'NodeId', 'int32', None, None, VersionSet.parse('16+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
     FieldSpec('host', 'Host', 'string', None, None, VersionSet.parse('16+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('port', 'Port', 'int32', None, None, VersionSet.parse('16+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('rack', 'Rack', 'string', None, None, VersionSet.parse('16+'), VersionSet.parse('16+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
+), '12+', '16-18',
+    {16: _decode_FetchResponseNodeEndpoint_v16, 17: _decode_FetchResponseNodeEndpoint_v16, 18: _decode_FetchResponseNodeEndpoint_v16},
+    {16: _encode_FetchResponseNodeEndpoint_v16, 17: _encode_FetchResponseNodeEndpoint_v16, 18: _encode_FetchResponseNodeEndpoint_v16},
 )
-FetchResponseNodeEndpoint.FLEXIBLE_VERSIONS = VersionSet.parse('12+')
-FetchResponseNodeEndpoint.STRUCT_VERSIONS = VersionSet.parse('16-18')
-FetchResponseNodeEndpoint._decoders = {16: _decode_FetchResponseNodeEndpoint_v16, 17: _decode_FetchResponseNodeEndpoint_v16, 18: _decode_FetchResponseNodeEndpoint_v16}
-FetchResponseNodeEndpoint._encoders = {16: _encode_FetchResponseNodeEndpoint_v16, 17: _encode_FetchResponseNodeEndpoint_v16, 18: _encode_FetchResponseNodeEndpoint_v16}
 _DEFAULT_FetchResponseNodeEndpoint = FetchResponseNodeEndpoint()
 
-FetchResponse.FIELDS = (
+_class_data(FetchResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, True, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('7+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, True, None),
     FieldSpec('session_id', 'SessionId', 'int32', None, None, VersionSet.parse('7+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('responses', 'Responses', 'array', 'struct', FetchResponseFetchableTopicResponse, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('node_endpoints', 'NodeEndpoints', 'array', 'struct', FetchResponseNodeEndpoint, VersionSet.parse('16+'), VersionSet.parse('none'), 0, VersionSet.parse('16+'), None, lambda: [], False, None),
+), '12+', '0-18',
+    {0: _decode_FetchResponse_v0, 1: _decode_FetchResponse_v1, 2: _decode_FetchResponse_v1, 3: _decode_FetchResponse_v1, 4: _decode_FetchResponse_v4, 5: _decode_FetchResponse_v5, 6: _decode_FetchResponse_v5, 7: _decode_FetchResponse_v7, 8: _decode_FetchResponse_v7, 9: _decode_FetchResponse_v7, 10: _decode_FetchResponse_v7, 11: _decode_FetchResponse_v11, 12: _decode_FetchResponse_v12, 13: _decode_FetchResponse_v13, 14: _decode_FetchResponse_v13, 15: _decode_FetchResponse_v13, 16: _decode_FetchResponse_v16, 17: _decode_FetchResponse_v16, 18: _decode_FetchResponse_v16},
+    {0: _encode_FetchResponse_v0, 1: _encode_FetchResponse_v1, 2: _encode_FetchResponse_v1, 3: _encode_FetchResponse_v1, 4: _encode_FetchResponse_v4, 5: _encode_FetchResponse_v5, 6: _encode_FetchResponse_v5, 7: _encode_FetchResponse_v7, 8: _encode_FetchResponse_v7, 9: _encode_FetchResponse_v7, 10: _encode_FetchResponse_v7, 11: _encode_FetchResponse_v11, 12: _encode_FetchResponse_v12, 13: _encode_FetchResponse_v13, 14: _encode_FetchResponse_v13, 15: _encode_FetchResponse_v13, 16: _encode_FetchResponse_v16, 17: _encode_FetchResponse_v16, 18: _encode_FetchResponse_v16},
+    api_key=1, kind='response', valid=(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18),
 )
-FetchResponse.FLEXIBLE_VERSIONS = VersionSet.parse('12+')
-FetchResponse.STRUCT_VERSIONS = VersionSet.parse('0-18')
-FetchResponse._decoders = {0: _decode_FetchResponse_v0, 1: _decode_FetchResponse_v1, 2: _decode_FetchResponse_v1, 3: _decode_FetchResponse_v1, 4: _decode_FetchResponse_v4, 5: _decode_FetchResponse_v5, 6: _decode_FetchResponse_v5, 7: _decode_FetchResponse_v7, 8: _decode_FetchResponse_v7, 9: _decode_FetchResponse_v7, 10: _decode_FetchResponse_v7, 11: _decode_FetchResponse_v11, 12: _decode_FetchResponse_v12, 13: _decode_FetchResponse_v13, 14: _decode_FetchResponse_v13, 15: _decode_FetchResponse_v13, 16: _decode_FetchResponse_v16, 17: _decode_FetchResponse_v16, 18: _decode_FetchResponse_v16}
-FetchResponse._encoders = {0: _encode_FetchResponse_v0, 1: _encode_FetchResponse_v1, 2: _encode_FetchResponse_v1, 3: _encode_FetchResponse_v1, 4: _encode_FetchResponse_v4, 5: _encode_FetchResponse_v5, 6: _encode_FetchResponse_v5, 7: _encode_FetchResponse_v7, 8: _encode_FetchResponse_v7, 9: _encode_FetchResponse_v7, 10: _encode_FetchResponse_v7, 11: _encode_FetchResponse_v11, 12: _encode_FetchResponse_v12, 13: _encode_FetchResponse_v13, 14: _encode_FetchResponse_v13, 15: _encode_FetchResponse_v13, 16: _encode_FetchResponse_v16, 17: _encode_FetchResponse_v16, 18: _encode_FetchResponse_v16}
-FetchResponse.API_KEY = 1
-FetchResponse.KIND = 'response'
-FetchResponse.VERSIONS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18)
 
-_use_native(__name__)
+
+# The compiled flavour (docs/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
+if not TYPE_CHECKING and compiled_module('kafka_wire._compiled.messages.fetch') is not None:
+    from kafka_wire._compiled.messages.fetch import (
+        FetchRequest,
+        FetchRequestForgottenTopic,
+        FetchRequestPartition,
+        FetchRequestReplicaState,
+        FetchRequestTopic,
+        FetchResponse,
+        FetchResponseAbortedTransaction,
+        FetchResponseEpochEndOffset,
+        FetchResponseFetchableTopicResponse,
+        FetchResponseLeaderIdAndEpoch,
+        FetchResponseNodeEndpoint,
+        FetchResponsePartitionData,
+        FetchResponseSnapshotId,
+    )

@@ -11,27 +11,20 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import (
-    FRESH,
-    ZERO_UUID,
-    ZERO_UUID_BYTES,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import put_records as _put_records
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>qi')
 _S1 = _Struct('>ii')
 _S2 = _Struct('>q')
@@ -1220,74 +1213,66 @@ def _fresh_FetchSnapshotResponseLeaderIdAndEpoch() -> FetchSnapshotResponseLeade
     return o
 
 
-FetchSnapshotRequestSnapshotId.FIELDS = (
+_class_data(FetchSnapshotRequestSnapshotId, (
     FieldSpec('end_offset', 'EndOffset', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('epoch', 'Epoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0-1',
+    {0: _decode_FetchSnapshotRequestSnapshotId_v0, 1: _decode_FetchSnapshotRequestSnapshotId_v0},
+    {0: _encode_FetchSnapshotRequestSnapshotId_v0, 1: _encode_FetchSnapshotRequestSnapshotId_v0},
 )
-FetchSnapshotRequestSnapshotId.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-FetchSnapshotRequestSnapshotId.STRUCT_VERSIONS = VersionSet.parse('0-1')
-FetchSnapshotRequestSnapshotId._decoders = {0: _decode_FetchSnapshotRequestSnapshotId_v0, 1: _decode_FetchSnapshotRequestSnapshotId_v0}
-FetchSnapshotRequestSnapshotId._encoders = {0: _encode_FetchSnapshotRequestSnapshotId_v0, 1: _encode_FetchSnapshotRequestSnapshotId_v0}
 _DEFAULT_FetchSnapshotRequestSnapshotId = FetchSnapshotRequestSnapshotId()
 
-FetchSnapshotRequestPartitionSnapshot.FIELDS = (
+_class_data(FetchSnapshotRequestPartitionSnapshot, (
     FieldSpec('partition', 'Partition', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('current_leader_epoch', 'CurrentLeaderEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('snapshot_id', 'SnapshotId', 'struct', None, FetchSnapshotRequestSnapshotId, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: FetchSnapshotRequestSnapshotId(), False, None),
     FieldSpec('position', 'Position', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('replica_directory_id', 'ReplicaDirectoryId', 'uuid', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), 0, VersionSet.parse('1+'), None, lambda: ZERO_UUID, True, None),
+), '0+', '0-1',
+    {0: _decode_FetchSnapshotRequestPartitionSnapshot_v0, 1: _decode_FetchSnapshotRequestPartitionSnapshot_v1},
+    {0: _encode_FetchSnapshotRequestPartitionSnapshot_v0, 1: _encode_FetchSnapshotRequestPartitionSnapshot_v1},
 )
-FetchSnapshotRequestPartitionSnapshot.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-FetchSnapshotRequestPartitionSnapshot.STRUCT_VERSIONS = VersionSet.parse('0-1')
-FetchSnapshotRequestPartitionSnapshot._decoders = {0: _decode_FetchSnapshotRequestPartitionSnapshot_v0, 1: _decode_FetchSnapshotRequestPartitionSnapshot_v1}
-FetchSnapshotRequestPartitionSnapshot._encoders = {0: _encode_FetchSnapshotRequestPartitionSnapshot_v0, 1: _encode_FetchSnapshotRequestPartitionSnapshot_v1}
 _DEFAULT_FetchSnapshotRequestPartitionSnapshot = FetchSnapshotRequestPartitionSnapshot()
 
-FetchSnapshotRequestTopicSnapshot.FIELDS = (
+_class_data(FetchSnapshotRequestTopicSnapshot, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', FetchSnapshotRequestPartitionSnapshot, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_FetchSnapshotRequestTopicSnapshot_v0, 1: _decode_FetchSnapshotRequestTopicSnapshot_v1},
+    {0: _encode_FetchSnapshotRequestTopicSnapshot_v0, 1: _encode_FetchSnapshotRequestTopicSnapshot_v1},
 )
-FetchSnapshotRequestTopicSnapshot.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-FetchSnapshotRequestTopicSnapshot.STRUCT_VERSIONS = VersionSet.parse('0-1')
-FetchSnapshotRequestTopicSnapshot._decoders = {0: _decode_FetchSnapshotRequestTopicSnapshot_v0, 1: _decode_FetchSnapshotRequestTopicSnapshot_v1}
-FetchSnapshotRequestTopicSnapshot._encoders = {0: _encode_FetchSnapshotRequestTopicSnapshot_v0, 1: _encode_FetchSnapshotRequestTopicSnapshot_v1}
 _DEFAULT_FetchSnapshotRequestTopicSnapshot = FetchSnapshotRequestTopicSnapshot()
 
-FetchSnapshotRequest.FIELDS = (
+_class_data(FetchSnapshotRequest, (
     FieldSpec('cluster_id', 'ClusterId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), 0, VersionSet.parse('0+'), None, lambda: None, False, None),
     FieldSpec('replica_id', 'ReplicaId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, 'brokerId'),
     FieldSpec('max_bytes', 'MaxBytes', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 2147483647, False, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', FetchSnapshotRequestTopicSnapshot, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_FetchSnapshotRequest_v0, 1: _decode_FetchSnapshotRequest_v1},
+    {0: _encode_FetchSnapshotRequest_v0, 1: _encode_FetchSnapshotRequest_v1},
+    api_key=59, kind='request', valid=(0, 1),
 )
-FetchSnapshotRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-FetchSnapshotRequest.STRUCT_VERSIONS = VersionSet.parse('0-1')
-FetchSnapshotRequest._decoders = {0: _decode_FetchSnapshotRequest_v0, 1: _decode_FetchSnapshotRequest_v1}
-FetchSnapshotRequest._encoders = {0: _encode_FetchSnapshotRequest_v0, 1: _encode_FetchSnapshotRequest_v1}
-FetchSnapshotRequest.API_KEY = 59
-FetchSnapshotRequest.KIND = 'request'
-FetchSnapshotRequest.VERSIONS = (0, 1)
 
-FetchSnapshotResponseSnapshotId.FIELDS = (
+_class_data(FetchSnapshotResponseSnapshotId, (
     FieldSpec('end_offset', 'EndOffset', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('epoch', 'Epoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0-1',
+    {0: _decode_FetchSnapshotResponseSnapshotId_v0, 1: _decode_FetchSnapshotResponseSnapshotId_v0},
+    {0: _encode_FetchSnapshotResponseSnapshotId_v0, 1: _encode_FetchSnapshotResponseSnapshotId_v0},
 )
-FetchSnapshotResponseSnapshotId.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-FetchSnapshotResponseSnapshotId.STRUCT_VERSIONS = VersionSet.parse('0-1')
-FetchSnapshotResponseSnapshotId._decoders = {0: _decode_FetchSnapshotResponseSnapshotId_v0, 1: _decode_FetchSnapshotResponseSnapshotId_v0}
-FetchSnapshotResponseSnapshotId._encoders = {0: _encode_FetchSnapshotResponseSnapshotId_v0, 1: _encode_FetchSnapshotResponseSnapshotId_v0}
 _DEFAULT_FetchSnapshotResponseSnapshotId = FetchSnapshotResponseSnapshotId()
 
-FetchSnapshotResponseLeaderIdAndEpoch.FIELDS = (
+_class_data(FetchSnapshotResponseLeaderIdAndEpoch, (
     FieldSpec('leader_id', 'LeaderId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
     FieldSpec('leader_epoch', 'LeaderEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0-1',
+    {0: _decode_FetchSnapshotResponseLeaderIdAndEpoch_v0, 1: _decode_FetchSnapshotResponseLeaderIdAndEpoch_v0},
+    {0: _encode_FetchSnapshotResponseLeaderIdAndEpoch_v0, 1: _encode_FetchSnapshotResponseLeaderIdAndEpoch_v0},
 )
-FetchSnapshotResponseLeaderIdAndEpoch.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-FetchSnapshotResponseLeaderIdAndEpoch.STRUCT_VERSIONS = VersionSet.parse('0-1')
-FetchSnapshotResponseLeaderIdAndEpoch._decoders = {0: _decode_FetchSnapshotResponseLeaderIdAndEpoch_v0, 1: _decode_FetchSnapshotResponseLeaderIdAndEpoch_v0}
-FetchSnapshotResponseLeaderIdAndEpoch._encoders = {0: _encode_FetchSnapshotResponseLeaderIdAndEpoch_v0, 1: _encode_FetchSnapshotResponseLeaderIdAndEpoch_v0}
 _DEFAULT_FetchSnapshotResponseLeaderIdAndEpoch = FetchSnapshotResponseLeaderIdAndEpoch()
 
-FetchSnapshotResponsePartitionSnapshot.FIELDS = (
+_class_data(FetchSnapshotResponsePartitionSnapshot, (
     FieldSpec('index', 'Index', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('snapshot_id', 'SnapshotId', 'struct', None, FetchSnapshotResponseSnapshotId, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: FetchSnapshotResponseSnapshotId(), False, None),
@@ -1295,46 +1280,38 @@ FetchSnapshotResponsePartitionSnapshot.FIELDS = (
     FieldSpec('size', 'Size', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('position', 'Position', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('unaligned_records', 'UnalignedRecords', 'records', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: b"", False, None),
+), '0+', '0-1',
+    {0: _decode_FetchSnapshotResponsePartitionSnapshot_v0, 1: _decode_FetchSnapshotResponsePartitionSnapshot_v0},
+    {0: _encode_FetchSnapshotResponsePartitionSnapshot_v0, 1: _encode_FetchSnapshotResponsePartitionSnapshot_v0},
 )
-FetchSnapshotResponsePartitionSnapshot.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-FetchSnapshotResponsePartitionSnapshot.STRUCT_VERSIONS = VersionSet.parse('0-1')
-FetchSnapshotResponsePartitionSnapshot._decoders = {0: _decode_FetchSnapshotResponsePartitionSnapshot_v0, 1: _decode_FetchSnapshotResponsePartitionSnapshot_v0}
-FetchSnapshotResponsePartitionSnapshot._encoders = {0: _encode_FetchSnapshotResponsePartitionSnapshot_v0, 1: _encode_FetchSnapshotResponsePartitionSnapshot_v0}
 _DEFAULT_FetchSnapshotResponsePartitionSnapshot = FetchSnapshotResponsePartitionSnapshot()
 
-FetchSnapshotResponseTopicSnapshot.FIELDS = (
+_class_data(FetchSnapshotResponseTopicSnapshot, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', FetchSnapshotResponsePartitionSnapshot, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_FetchSnapshotResponseTopicSnapshot_v0, 1: _decode_FetchSnapshotResponseTopicSnapshot_v0},
+    {0: _encode_FetchSnapshotResponseTopicSnapshot_v0, 1: _encode_FetchSnapshotResponseTopicSnapshot_v0},
 )
-FetchSnapshotResponseTopicSnapshot.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-FetchSnapshotResponseTopicSnapshot.STRUCT_VERSIONS = VersionSet.parse('0-1')
-FetchSnapshotResponseTopicSnapshot._decoders = {0: _decode_FetchSnapshotResponseTopicSnapshot_v0, 1: _decode_FetchSnapshotResponseTopicSnapshot_v0}
-FetchSnapshotResponseTopicSnapshot._encoders = {0: _encode_FetchSnapshotResponseTopicSnapshot_v0, 1: _encode_FetchSnapshotResponseTopicSnapshot_v0}
 _DEFAULT_FetchSnapshotResponseTopicSnapshot = FetchSnapshotResponseTopicSnapshot()
 
-FetchSnapshotResponseNodeEndpoint.FIELDS = (
+_class_data(FetchSnapshotResponseNodeEndpoint, (
     FieldSpec('node_id', 'NodeId', 'int32', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
     FieldSpec('host', 'Host', 'string', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('port', 'Port', 'uint16', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '1',
+    {1: _decode_FetchSnapshotResponseNodeEndpoint_v1},
+    {1: _encode_FetchSnapshotResponseNodeEndpoint_v1},
 )
-FetchSnapshotResponseNodeEndpoint.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-FetchSnapshotResponseNodeEndpoint.STRUCT_VERSIONS = VersionSet.parse('1')
-FetchSnapshotResponseNodeEndpoint._decoders = {1: _decode_FetchSnapshotResponseNodeEndpoint_v1}
-FetchSnapshotResponseNodeEndpoint._encoders = {1: _encode_FetchSnapshotResponseNodeEndpoint_v1}
 _DEFAULT_FetchSnapshotResponseNodeEndpoint = FetchSnapshotResponseNodeEndpoint()
 
-FetchSnapshotResponse.FIELDS = (
+_class_data(FetchSnapshotResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, True, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', FetchSnapshotResponseTopicSnapshot, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('node_endpoints', 'NodeEndpoints', 'array', 'struct', FetchSnapshotResponseNodeEndpoint, VersionSet.parse('1+'), VersionSet.parse('none'), 0, VersionSet.parse('1+'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_FetchSnapshotResponse_v0, 1: _decode_FetchSnapshotResponse_v1},
+    {0: _encode_FetchSnapshotResponse_v0, 1: _encode_FetchSnapshotResponse_v1},
+    api_key=59, kind='response', valid=(0, 1),
 )
-FetchSnapshotResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-FetchSnapshotResponse.STRUCT_VERSIONS = VersionSet.parse('0-1')
-FetchSnapshotResponse._decoders = {0: _decode_FetchSnapshotResponse_v0, 1: _decode_FetchSnapshotResponse_v1}
-FetchSnapshotResponse._encoders = {0: _encode_FetchSnapshotResponse_v0, 1: _encode_FetchSnapshotResponse_v1}
-FetchSnapshotResponse.API_KEY = 59
-FetchSnapshotResponse.KIND = 'response'
-FetchSnapshotResponse.VERSIONS = (0, 1)
-
-_use_native(__name__)

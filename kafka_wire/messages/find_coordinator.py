@@ -9,18 +9,21 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from struct import Struct as _Struct
+from typing import TYPE_CHECKING
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
+from kafka_wire.flavour import compiled_module
 
-_new = object.__new__
 _S0 = _Struct('>h')
 _S1 = _Struct('>b')
 _S2 = _Struct('>i')
@@ -836,34 +839,30 @@ def _encode_FindCoordinatorResponse_v4(o: FindCoordinatorResponse, out: bytearra
         out.append(0)
 
 
-FindCoordinatorRequest.FIELDS = (
+_class_data(FindCoordinatorRequest, (
     FieldSpec('key', 'Key', 'string', None, None, VersionSet.parse('0-3'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('key_type', 'KeyType', 'int8', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('coordinator_keys', 'CoordinatorKeys', 'array', 'string', None, VersionSet.parse('4+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '3+', '0-6',
+    {0: _decode_FindCoordinatorRequest_v0, 1: _decode_FindCoordinatorRequest_v1, 2: _decode_FindCoordinatorRequest_v1, 3: _decode_FindCoordinatorRequest_v3, 4: _decode_FindCoordinatorRequest_v4, 5: _decode_FindCoordinatorRequest_v4, 6: _decode_FindCoordinatorRequest_v4},
+    {0: _encode_FindCoordinatorRequest_v0, 1: _encode_FindCoordinatorRequest_v1, 2: _encode_FindCoordinatorRequest_v1, 3: _encode_FindCoordinatorRequest_v3, 4: _encode_FindCoordinatorRequest_v4, 5: _encode_FindCoordinatorRequest_v4, 6: _encode_FindCoordinatorRequest_v4},
+    api_key=10, kind='request', valid=(0, 1, 2, 3, 4, 5, 6),
 )
-FindCoordinatorRequest.FLEXIBLE_VERSIONS = VersionSet.parse('3+')
-FindCoordinatorRequest.STRUCT_VERSIONS = VersionSet.parse('0-6')
-FindCoordinatorRequest._decoders = {0: _decode_FindCoordinatorRequest_v0, 1: _decode_FindCoordinatorRequest_v1, 2: _decode_FindCoordinatorRequest_v1, 3: _decode_FindCoordinatorRequest_v3, 4: _decode_FindCoordinatorRequest_v4, 5: _decode_FindCoordinatorRequest_v4, 6: _decode_FindCoordinatorRequest_v4}
-FindCoordinatorRequest._encoders = {0: _encode_FindCoordinatorRequest_v0, 1: _encode_FindCoordinatorRequest_v1, 2: _encode_FindCoordinatorRequest_v1, 3: _encode_FindCoordinatorRequest_v3, 4: _encode_FindCoordinatorRequest_v4, 5: _encode_FindCoordinatorRequest_v4, 6: _encode_FindCoordinatorRequest_v4}
-FindCoordinatorRequest.API_KEY = 10
-FindCoordinatorRequest.KIND = 'request'
-FindCoordinatorRequest.VERSIONS = (0, 1, 2, 3, 4, 5, 6)
 
-FindCoordinatorResponseCoordinator.FIELDS = (
+_class_data(FindCoordinatorResponseCoordinator, (
     FieldSpec('key', 'Key', 'string', None, None, VersionSet.parse('4+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('node_id', 'NodeId', 'int32', None, None, VersionSet.parse('4+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
     FieldSpec('host', 'Host', 'string', None, None, VersionSet.parse('4+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('port', 'Port', 'int32', None, None, VersionSet.parse('4+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('4+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('4+'), VersionSet.parse('4+'), None, VersionSet.parse('none'), None, lambda: '', True, None),
+), '3+', '4-6',
+    {4: _decode_FindCoordinatorResponseCoordinator_v4, 5: _decode_FindCoordinatorResponseCoordinator_v4, 6: _decode_FindCoordinatorResponseCoordinator_v4},
+    {4: _encode_FindCoordinatorResponseCoordinator_v4, 5: _encode_FindCoordinatorResponseCoordinator_v4, 6: _encode_FindCoordinatorResponseCoordinator_v4},
 )
-FindCoordinatorResponseCoordinator.FLEXIBLE_VERSIONS = VersionSet.parse('3+')
-FindCoordinatorResponseCoordinator.STRUCT_VERSIONS = VersionSet.parse('4-6')
-FindCoordinatorResponseCoordinator._decoders = {4: _decode_FindCoordinatorResponseCoordinator_v4, 5: _decode_FindCoordinatorResponseCoordinator_v4, 6: _decode_FindCoordinatorResponseCoordinator_v4}
-FindCoordinatorResponseCoordinator._encoders = {4: _encode_FindCoordinatorResponseCoordinator_v4, 5: _encode_FindCoordinatorResponseCoordinator_v4, 6: _encode_FindCoordinatorResponseCoordinator_v4}
 _DEFAULT_FindCoordinatorResponseCoordinator = FindCoordinatorResponseCoordinator()
 
-FindCoordinatorResponse.FIELDS = (
+_class_data(FindCoordinatorResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, True, None),
     FieldSpec('coordinators', 'Coordinators', 'array', 'struct', FindCoordinatorResponseCoordinator, VersionSet.parse('4+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0-3'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
@@ -871,13 +870,17 @@ FindCoordinatorResponse.FIELDS = (
     FieldSpec('node_id', 'NodeId', 'int32', None, None, VersionSet.parse('0-3'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
     FieldSpec('host', 'Host', 'string', None, None, VersionSet.parse('0-3'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('port', 'Port', 'int32', None, None, VersionSet.parse('0-3'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '3+', '0-6',
+    {0: _decode_FindCoordinatorResponse_v0, 1: _decode_FindCoordinatorResponse_v1, 2: _decode_FindCoordinatorResponse_v1, 3: _decode_FindCoordinatorResponse_v3, 4: _decode_FindCoordinatorResponse_v4, 5: _decode_FindCoordinatorResponse_v4, 6: _decode_FindCoordinatorResponse_v4},
+    {0: _encode_FindCoordinatorResponse_v0, 1: _encode_FindCoordinatorResponse_v1, 2: _encode_FindCoordinatorResponse_v1, 3: _encode_FindCoordinatorResponse_v3, 4: _encode_FindCoordinatorResponse_v4, 5: _encode_FindCoordinatorResponse_v4, 6: _encode_FindCoordinatorResponse_v4},
+    api_key=10, kind='response', valid=(0, 1, 2, 3, 4, 5, 6),
 )
-FindCoordinatorResponse.FLEXIBLE_VERSIONS = VersionSet.parse('3+')
-FindCoordinatorResponse.STRUCT_VERSIONS = VersionSet.parse('0-6')
-FindCoordinatorResponse._decoders = {0: _decode_FindCoordinatorResponse_v0, 1: _decode_FindCoordinatorResponse_v1, 2: _decode_FindCoordinatorResponse_v1, 3: _decode_FindCoordinatorResponse_v3, 4: _decode_FindCoordinatorResponse_v4, 5: _decode_FindCoordinatorResponse_v4, 6: _decode_FindCoordinatorResponse_v4}
-FindCoordinatorResponse._encoders = {0: _encode_FindCoordinatorResponse_v0, 1: _encode_FindCoordinatorResponse_v1, 2: _encode_FindCoordinatorResponse_v1, 3: _encode_FindCoordinatorResponse_v3, 4: _encode_FindCoordinatorResponse_v4, 5: _encode_FindCoordinatorResponse_v4, 6: _encode_FindCoordinatorResponse_v4}
-FindCoordinatorResponse.API_KEY = 10
-FindCoordinatorResponse.KIND = 'response'
-FindCoordinatorResponse.VERSIONS = (0, 1, 2, 3, 4, 5, 6)
 
-_use_native(__name__)
+
+# The compiled flavour (docs/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
+if not TYPE_CHECKING and compiled_module('kafka_wire._compiled.messages.find_coordinator') is not None:
+    from kafka_wire._compiled.messages.find_coordinator import (
+        FindCoordinatorRequest,
+        FindCoordinatorResponse,
+        FindCoordinatorResponseCoordinator,
+    )

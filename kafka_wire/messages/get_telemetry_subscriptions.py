@@ -11,26 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import (
-    ARRAY_STRUCTS,
-    FRESH,
-    ZERO_UUID,
-    ZERO_UUID_BYTES,
-    FieldSpec,
-    Message,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>16s')
 _S1 = _Struct('>ih16si')
 _S2 = _Struct('>ii?')
@@ -224,18 +217,15 @@ def _encode_GetTelemetrySubscriptionsResponse_v0(o: GetTelemetrySubscriptionsRes
         out.append(0)
 
 
-GetTelemetrySubscriptionsRequest.FIELDS = (
+_class_data(GetTelemetrySubscriptionsRequest, (
     FieldSpec('client_instance_id', 'ClientInstanceId', 'uuid', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
+), '0+', '0',
+    {0: _decode_GetTelemetrySubscriptionsRequest_v0},
+    {0: _encode_GetTelemetrySubscriptionsRequest_v0},
+    api_key=71, kind='request', valid=(0,),
 )
-GetTelemetrySubscriptionsRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-GetTelemetrySubscriptionsRequest.STRUCT_VERSIONS = VersionSet.parse('0')
-GetTelemetrySubscriptionsRequest._decoders = {0: _decode_GetTelemetrySubscriptionsRequest_v0}
-GetTelemetrySubscriptionsRequest._encoders = {0: _encode_GetTelemetrySubscriptionsRequest_v0}
-GetTelemetrySubscriptionsRequest.API_KEY = 71
-GetTelemetrySubscriptionsRequest.KIND = 'request'
-GetTelemetrySubscriptionsRequest.VERSIONS = (0,)
 
-GetTelemetrySubscriptionsResponse.FIELDS = (
+_class_data(GetTelemetrySubscriptionsResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('client_instance_id', 'ClientInstanceId', 'uuid', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
@@ -245,13 +235,8 @@ GetTelemetrySubscriptionsResponse.FIELDS = (
     FieldSpec('telemetry_max_bytes', 'TelemetryMaxBytes', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('delta_temporality', 'DeltaTemporality', 'bool', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
     FieldSpec('requested_metrics', 'RequestedMetrics', 'array', 'string', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_GetTelemetrySubscriptionsResponse_v0},
+    {0: _encode_GetTelemetrySubscriptionsResponse_v0},
+    api_key=71, kind='response', valid=(0,),
 )
-GetTelemetrySubscriptionsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-GetTelemetrySubscriptionsResponse.STRUCT_VERSIONS = VersionSet.parse('0')
-GetTelemetrySubscriptionsResponse._decoders = {0: _decode_GetTelemetrySubscriptionsResponse_v0}
-GetTelemetrySubscriptionsResponse._encoders = {0: _encode_GetTelemetrySubscriptionsResponse_v0}
-GetTelemetrySubscriptionsResponse.API_KEY = 71
-GetTelemetrySubscriptionsResponse.KIND = 'response'
-GetTelemetrySubscriptionsResponse.VERSIONS = (0,)
-
-_use_native(__name__)

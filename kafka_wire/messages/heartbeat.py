@@ -9,18 +9,21 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from struct import Struct as _Struct
+from typing import TYPE_CHECKING
 
-from kafka_wire.codec.runtime import FieldSpec, Message, TaggedFields
+from kafka_wire.codec.runtime import FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
+from kafka_wire.flavour import compiled_module
 
-_new = object.__new__
 _S0 = _Struct('>ih')
 _S1 = _Struct('>h')
 _S2 = _Struct('>i')
@@ -368,30 +371,30 @@ def _encode_HeartbeatResponse_v4(o: HeartbeatResponse, out: bytearray) -> None:
         out.append(0)
 
 
-HeartbeatRequest.FIELDS = (
+_class_data(HeartbeatRequest, (
     FieldSpec('group_id', 'GroupId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'groupId'),
     FieldSpec('generation_id', 'GenerationId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('member_id', 'MemberId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('group_instance_id', 'GroupInstanceId', 'string', None, None, VersionSet.parse('3+'), VersionSet.parse('3+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
+), '4+', '0-4',
+    {0: _decode_HeartbeatRequest_v0, 1: _decode_HeartbeatRequest_v0, 2: _decode_HeartbeatRequest_v0, 3: _decode_HeartbeatRequest_v3, 4: _decode_HeartbeatRequest_v4},
+    {0: _encode_HeartbeatRequest_v0, 1: _encode_HeartbeatRequest_v0, 2: _encode_HeartbeatRequest_v0, 3: _encode_HeartbeatRequest_v3, 4: _encode_HeartbeatRequest_v4},
+    api_key=12, kind='request', valid=(0, 1, 2, 3, 4),
 )
-HeartbeatRequest.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
-HeartbeatRequest.STRUCT_VERSIONS = VersionSet.parse('0-4')
-HeartbeatRequest._decoders = {0: _decode_HeartbeatRequest_v0, 1: _decode_HeartbeatRequest_v0, 2: _decode_HeartbeatRequest_v0, 3: _decode_HeartbeatRequest_v3, 4: _decode_HeartbeatRequest_v4}
-HeartbeatRequest._encoders = {0: _encode_HeartbeatRequest_v0, 1: _encode_HeartbeatRequest_v0, 2: _encode_HeartbeatRequest_v0, 3: _encode_HeartbeatRequest_v3, 4: _encode_HeartbeatRequest_v4}
-HeartbeatRequest.API_KEY = 12
-HeartbeatRequest.KIND = 'request'
-HeartbeatRequest.VERSIONS = (0, 1, 2, 3, 4)
 
-HeartbeatResponse.FIELDS = (
+_class_data(HeartbeatResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, True, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '4+', '0-4',
+    {0: _decode_HeartbeatResponse_v0, 1: _decode_HeartbeatResponse_v1, 2: _decode_HeartbeatResponse_v1, 3: _decode_HeartbeatResponse_v1, 4: _decode_HeartbeatResponse_v4},
+    {0: _encode_HeartbeatResponse_v0, 1: _encode_HeartbeatResponse_v1, 2: _encode_HeartbeatResponse_v1, 3: _encode_HeartbeatResponse_v1, 4: _encode_HeartbeatResponse_v4},
+    api_key=12, kind='response', valid=(0, 1, 2, 3, 4),
 )
-HeartbeatResponse.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
-HeartbeatResponse.STRUCT_VERSIONS = VersionSet.parse('0-4')
-HeartbeatResponse._decoders = {0: _decode_HeartbeatResponse_v0, 1: _decode_HeartbeatResponse_v1, 2: _decode_HeartbeatResponse_v1, 3: _decode_HeartbeatResponse_v1, 4: _decode_HeartbeatResponse_v4}
-HeartbeatResponse._encoders = {0: _encode_HeartbeatResponse_v0, 1: _encode_HeartbeatResponse_v1, 2: _encode_HeartbeatResponse_v1, 3: _encode_HeartbeatResponse_v1, 4: _encode_HeartbeatResponse_v4}
-HeartbeatResponse.API_KEY = 12
-HeartbeatResponse.KIND = 'response'
-HeartbeatResponse.VERSIONS = (0, 1, 2, 3, 4)
 
-_use_native(__name__)
+
+# The compiled flavour (docs/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
+if not TYPE_CHECKING and compiled_module('kafka_wire._compiled.messages.heartbeat') is not None:
+    from kafka_wire._compiled.messages.heartbeat import (
+        HeartbeatRequest,
+        HeartbeatResponse,
+    )

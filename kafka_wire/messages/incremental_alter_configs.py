@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>bh')
 _S1 = _Struct('>h')
 _S2 = _Struct('>b')
@@ -994,62 +995,51 @@ def _encode_IncrementalAlterConfigsResponse_v1(o: IncrementalAlterConfigsRespons
         out.append(0)
 
 
-IncrementalAlterConfigsRequestAlterableConfig.FIELDS = (
+_class_data(IncrementalAlterConfigsRequestAlterableConfig, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('config_operation', 'ConfigOperation', 'int8', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('value', 'Value', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
+), '1+', '0-1',
+    {0: _decode_IncrementalAlterConfigsRequestAlterableConfig_v0, 1: _decode_IncrementalAlterConfigsRequestAlterableConfig_v1},
+    {0: _encode_IncrementalAlterConfigsRequestAlterableConfig_v0, 1: _encode_IncrementalAlterConfigsRequestAlterableConfig_v1},
 )
-IncrementalAlterConfigsRequestAlterableConfig.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-IncrementalAlterConfigsRequestAlterableConfig.STRUCT_VERSIONS = VersionSet.parse('0-1')
-IncrementalAlterConfigsRequestAlterableConfig._decoders = {0: _decode_IncrementalAlterConfigsRequestAlterableConfig_v0, 1: _decode_IncrementalAlterConfigsRequestAlterableConfig_v1}
-IncrementalAlterConfigsRequestAlterableConfig._encoders = {0: _encode_IncrementalAlterConfigsRequestAlterableConfig_v0, 1: _encode_IncrementalAlterConfigsRequestAlterableConfig_v1}
 _DEFAULT_IncrementalAlterConfigsRequestAlterableConfig = IncrementalAlterConfigsRequestAlterableConfig()
 
-IncrementalAlterConfigsRequestAlterConfigsResource.FIELDS = (
+_class_data(IncrementalAlterConfigsRequestAlterConfigsResource, (
     FieldSpec('resource_type', 'ResourceType', 'int8', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('resource_name', 'ResourceName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('configs', 'Configs', 'array', 'struct', IncrementalAlterConfigsRequestAlterableConfig, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '1+', '0-1',
+    {0: _decode_IncrementalAlterConfigsRequestAlterConfigsResource_v0, 1: _decode_IncrementalAlterConfigsRequestAlterConfigsResource_v1},
+    {0: _encode_IncrementalAlterConfigsRequestAlterConfigsResource_v0, 1: _encode_IncrementalAlterConfigsRequestAlterConfigsResource_v1},
 )
-IncrementalAlterConfigsRequestAlterConfigsResource.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-IncrementalAlterConfigsRequestAlterConfigsResource.STRUCT_VERSIONS = VersionSet.parse('0-1')
-IncrementalAlterConfigsRequestAlterConfigsResource._decoders = {0: _decode_IncrementalAlterConfigsRequestAlterConfigsResource_v0, 1: _decode_IncrementalAlterConfigsRequestAlterConfigsResource_v1}
-IncrementalAlterConfigsRequestAlterConfigsResource._encoders = {0: _encode_IncrementalAlterConfigsRequestAlterConfigsResource_v0, 1: _encode_IncrementalAlterConfigsRequestAlterConfigsResource_v1}
 _DEFAULT_IncrementalAlterConfigsRequestAlterConfigsResource = IncrementalAlterConfigsRequestAlterConfigsResource()
 
-IncrementalAlterConfigsRequest.FIELDS = (
+_class_data(IncrementalAlterConfigsRequest, (
     FieldSpec('resources', 'Resources', 'array', 'struct', IncrementalAlterConfigsRequestAlterConfigsResource, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('validate_only', 'ValidateOnly', 'bool', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
+), '1+', '0-1',
+    {0: _decode_IncrementalAlterConfigsRequest_v0, 1: _decode_IncrementalAlterConfigsRequest_v1},
+    {0: _encode_IncrementalAlterConfigsRequest_v0, 1: _encode_IncrementalAlterConfigsRequest_v1},
+    api_key=44, kind='request', valid=(0, 1),
 )
-IncrementalAlterConfigsRequest.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-IncrementalAlterConfigsRequest.STRUCT_VERSIONS = VersionSet.parse('0-1')
-IncrementalAlterConfigsRequest._decoders = {0: _decode_IncrementalAlterConfigsRequest_v0, 1: _decode_IncrementalAlterConfigsRequest_v1}
-IncrementalAlterConfigsRequest._encoders = {0: _encode_IncrementalAlterConfigsRequest_v0, 1: _encode_IncrementalAlterConfigsRequest_v1}
-IncrementalAlterConfigsRequest.API_KEY = 44
-IncrementalAlterConfigsRequest.KIND = 'request'
-IncrementalAlterConfigsRequest.VERSIONS = (0, 1)
 
-IncrementalAlterConfigsResponseAlterConfigsResourceResponse.FIELDS = (
+_class_data(IncrementalAlterConfigsResponseAlterConfigsResourceResponse, (
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('resource_type', 'ResourceType', 'int8', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('resource_name', 'ResourceName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
+), '1+', '0-1',
+    {0: _decode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v0, 1: _decode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v1},
+    {0: _encode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v0, 1: _encode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v1},
 )
-IncrementalAlterConfigsResponseAlterConfigsResourceResponse.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-IncrementalAlterConfigsResponseAlterConfigsResourceResponse.STRUCT_VERSIONS = VersionSet.parse('0-1')
-IncrementalAlterConfigsResponseAlterConfigsResourceResponse._decoders = {0: _decode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v0, 1: _decode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v1}
-IncrementalAlterConfigsResponseAlterConfigsResourceResponse._encoders = {0: _encode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v0, 1: _encode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v1}
 _DEFAULT_IncrementalAlterConfigsResponseAlterConfigsResourceResponse = IncrementalAlterConfigsResponseAlterConfigsResourceResponse()
 
-IncrementalAlterConfigsResponse.FIELDS = (
+_class_data(IncrementalAlterConfigsResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('responses', 'Responses', 'array', 'struct', IncrementalAlterConfigsResponseAlterConfigsResourceResponse, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '1+', '0-1',
+    {0: _decode_IncrementalAlterConfigsResponse_v0, 1: _decode_IncrementalAlterConfigsResponse_v1},
+    {0: _encode_IncrementalAlterConfigsResponse_v0, 1: _encode_IncrementalAlterConfigsResponse_v1},
+    api_key=44, kind='response', valid=(0, 1),
 )
-IncrementalAlterConfigsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-IncrementalAlterConfigsResponse.STRUCT_VERSIONS = VersionSet.parse('0-1')
-IncrementalAlterConfigsResponse._decoders = {0: _decode_IncrementalAlterConfigsResponse_v0, 1: _decode_IncrementalAlterConfigsResponse_v1}
-IncrementalAlterConfigsResponse._encoders = {0: _encode_IncrementalAlterConfigsResponse_v0, 1: _encode_IncrementalAlterConfigsResponse_v1}
-IncrementalAlterConfigsResponse.API_KEY = 44
-IncrementalAlterConfigsResponse.KIND = 'response'
-IncrementalAlterConfigsResponse.VERSIONS = (0, 1)
-
-_use_native(__name__)

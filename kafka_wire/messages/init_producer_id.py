@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import FieldSpec, Message, TaggedFields
+from kafka_wire.codec.runtime import FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>i')
 _S1 = _Struct('>h')
 _S2 = _Struct('>iqh')
@@ -421,36 +422,28 @@ def _encode_InitProducerIdResponse_v6(o: InitProducerIdResponse, out: bytearray)
         out.append(0)
 
 
-InitProducerIdRequest.FIELDS = (
+_class_data(InitProducerIdRequest, (
     FieldSpec('transactional_id', 'TransactionalId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, 'transactionalId'),
     FieldSpec('transaction_timeout_ms', 'TransactionTimeoutMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('producer_id', 'ProducerId', 'int64', None, None, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, 'producerId'),
     FieldSpec('producer_epoch', 'ProducerEpoch', 'int16', None, None, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, None),
     FieldSpec('enable2_pc', 'Enable2Pc', 'bool', None, None, VersionSet.parse('6+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
     FieldSpec('keep_prepared_txn', 'KeepPreparedTxn', 'bool', None, None, VersionSet.parse('6+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
+), '2+', '0-6',
+    {0: _decode_InitProducerIdRequest_v0, 1: _decode_InitProducerIdRequest_v0, 2: _decode_InitProducerIdRequest_v2, 3: _decode_InitProducerIdRequest_v3, 4: _decode_InitProducerIdRequest_v3, 5: _decode_InitProducerIdRequest_v3, 6: _decode_InitProducerIdRequest_v6},
+    {0: _encode_InitProducerIdRequest_v0, 1: _encode_InitProducerIdRequest_v0, 2: _encode_InitProducerIdRequest_v2, 3: _encode_InitProducerIdRequest_v3, 4: _encode_InitProducerIdRequest_v3, 5: _encode_InitProducerIdRequest_v3, 6: _encode_InitProducerIdRequest_v6},
+    api_key=22, kind='request', valid=(0, 1, 2, 3, 4, 5, 6),
 )
-InitProducerIdRequest.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-InitProducerIdRequest.STRUCT_VERSIONS = VersionSet.parse('0-6')
-InitProducerIdRequest._decoders = {0: _decode_InitProducerIdRequest_v0, 1: _decode_InitProducerIdRequest_v0, 2: _decode_InitProducerIdRequest_v2, 3: _decode_InitProducerIdRequest_v3, 4: _decode_InitProducerIdRequest_v3, 5: _decode_InitProducerIdRequest_v3, 6: _decode_InitProducerIdRequest_v6}
-InitProducerIdRequest._encoders = {0: _encode_InitProducerIdRequest_v0, 1: _encode_InitProducerIdRequest_v0, 2: _encode_InitProducerIdRequest_v2, 3: _encode_InitProducerIdRequest_v3, 4: _encode_InitProducerIdRequest_v3, 5: _encode_InitProducerIdRequest_v3, 6: _encode_InitProducerIdRequest_v6}
-InitProducerIdRequest.API_KEY = 22
-InitProducerIdRequest.KIND = 'request'
-InitProducerIdRequest.VERSIONS = (0, 1, 2, 3, 4, 5, 6)
 
-InitProducerIdResponse.FIELDS = (
+_class_data(InitProducerIdResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, True, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('producer_id', 'ProducerId', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, 'producerId'),
     FieldSpec('producer_epoch', 'ProducerEpoch', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('ongoing_txn_producer_id', 'OngoingTxnProducerId', 'int64', None, None, VersionSet.parse('6+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, 'producerId'),
     FieldSpec('ongoing_txn_producer_epoch', 'OngoingTxnProducerEpoch', 'int16', None, None, VersionSet.parse('6+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, None),
+), '2+', '0-6',
+    {0: _decode_InitProducerIdResponse_v0, 1: _decode_InitProducerIdResponse_v0, 2: _decode_InitProducerIdResponse_v2, 3: _decode_InitProducerIdResponse_v2, 4: _decode_InitProducerIdResponse_v2, 5: _decode_InitProducerIdResponse_v2, 6: _decode_InitProducerIdResponse_v6},
+    {0: _encode_InitProducerIdResponse_v0, 1: _encode_InitProducerIdResponse_v0, 2: _encode_InitProducerIdResponse_v2, 3: _encode_InitProducerIdResponse_v2, 4: _encode_InitProducerIdResponse_v2, 5: _encode_InitProducerIdResponse_v2, 6: _encode_InitProducerIdResponse_v6},
+    api_key=22, kind='response', valid=(0, 1, 2, 3, 4, 5, 6),
 )
-InitProducerIdResponse.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-InitProducerIdResponse.STRUCT_VERSIONS = VersionSet.parse('0-6')
-InitProducerIdResponse._decoders = {0: _decode_InitProducerIdResponse_v0, 1: _decode_InitProducerIdResponse_v0, 2: _decode_InitProducerIdResponse_v2, 3: _decode_InitProducerIdResponse_v2, 4: _decode_InitProducerIdResponse_v2, 5: _decode_InitProducerIdResponse_v2, 6: _decode_InitProducerIdResponse_v6}
-InitProducerIdResponse._encoders = {0: _encode_InitProducerIdResponse_v0, 1: _encode_InitProducerIdResponse_v0, 2: _encode_InitProducerIdResponse_v2, 3: _encode_InitProducerIdResponse_v2, 4: _encode_InitProducerIdResponse_v2, 5: _encode_InitProducerIdResponse_v2, 6: _encode_InitProducerIdResponse_v6}
-InitProducerIdResponse.API_KEY = 22
-InitProducerIdResponse.KIND = 'response'
-InitProducerIdResponse.VERSIONS = (0, 1, 2, 3, 4, 5, 6)
-
-_use_native(__name__)

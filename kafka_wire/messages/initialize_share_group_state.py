@@ -11,26 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import (
-    FRESH,
-    ZERO_UUID,
-    ZERO_UUID_BYTES,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>iiq')
 _S1 = _Struct('>16s')
 _S2 = _Struct('>ih')
@@ -565,69 +558,57 @@ def _encode_InitializeShareGroupStateResponse_v0(o: InitializeShareGroupStateRes
         out.append(0)
 
 
-InitializeShareGroupStateRequestPartitionData.FIELDS = (
+_class_data(InitializeShareGroupStateRequestPartitionData, (
     FieldSpec('partition', 'Partition', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('state_epoch', 'StateEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('start_offset', 'StartOffset', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0',
+    {0: _decode_InitializeShareGroupStateRequestPartitionData_v0},
+    {0: _encode_InitializeShareGroupStateRequestPartitionData_v0},
 )
-InitializeShareGroupStateRequestPartitionData.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-InitializeShareGroupStateRequestPartitionData.STRUCT_VERSIONS = VersionSet.parse('0')
-InitializeShareGroupStateRequestPartitionData._decoders = {0: _decode_InitializeShareGroupStateRequestPartitionData_v0}
-InitializeShareGroupStateRequestPartitionData._encoders = {0: _encode_InitializeShareGroupStateRequestPartitionData_v0}
 _DEFAULT_InitializeShareGroupStateRequestPartitionData = InitializeShareGroupStateRequestPartitionData()
 
-InitializeShareGroupStateRequestInitializeStateData.FIELDS = (
+_class_data(InitializeShareGroupStateRequestInitializeStateData, (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', InitializeShareGroupStateRequestPartitionData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_InitializeShareGroupStateRequestInitializeStateData_v0},
+    {0: _encode_InitializeShareGroupStateRequestInitializeStateData_v0},
 )
-InitializeShareGroupStateRequestInitializeStateData.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-InitializeShareGroupStateRequestInitializeStateData.STRUCT_VERSIONS = VersionSet.parse('0')
-InitializeShareGroupStateRequestInitializeStateData._decoders = {0: _decode_InitializeShareGroupStateRequestInitializeStateData_v0}
-InitializeShareGroupStateRequestInitializeStateData._encoders = {0: _encode_InitializeShareGroupStateRequestInitializeStateData_v0}
 _DEFAULT_InitializeShareGroupStateRequestInitializeStateData = InitializeShareGroupStateRequestInitializeStateData()
 
-InitializeShareGroupStateRequest.FIELDS = (
+_class_data(InitializeShareGroupStateRequest, (
     FieldSpec('group_id', 'GroupId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', InitializeShareGroupStateRequestInitializeStateData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_InitializeShareGroupStateRequest_v0},
+    {0: _encode_InitializeShareGroupStateRequest_v0},
+    api_key=83, kind='request', valid=(0,),
 )
-InitializeShareGroupStateRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-InitializeShareGroupStateRequest.STRUCT_VERSIONS = VersionSet.parse('0')
-InitializeShareGroupStateRequest._decoders = {0: _decode_InitializeShareGroupStateRequest_v0}
-InitializeShareGroupStateRequest._encoders = {0: _encode_InitializeShareGroupStateRequest_v0}
-InitializeShareGroupStateRequest.API_KEY = 83
-InitializeShareGroupStateRequest.KIND = 'request'
-InitializeShareGroupStateRequest.VERSIONS = (0,)
 
-InitializeShareGroupStateResponsePartitionResult.FIELDS = (
+_class_data(InitializeShareGroupStateResponsePartitionResult, (
     FieldSpec('partition', 'Partition', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
+), '0+', '0',
+    {0: _decode_InitializeShareGroupStateResponsePartitionResult_v0},
+    {0: _encode_InitializeShareGroupStateResponsePartitionResult_v0},
 )
-InitializeShareGroupStateResponsePartitionResult.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-InitializeShareGroupStateResponsePartitionResult.STRUCT_VERSIONS = VersionSet.parse('0')
-InitializeShareGroupStateResponsePartitionResult._decoders = {0: _decode_InitializeShareGroupStateResponsePartitionResult_v0}
-InitializeShareGroupStateResponsePartitionResult._encoders = {0: _encode_InitializeShareGroupStateResponsePartitionResult_v0}
 _DEFAULT_InitializeShareGroupStateResponsePartitionResult = InitializeShareGroupStateResponsePartitionResult()
 
-InitializeShareGroupStateResponseInitializeStateResult.FIELDS = (
+_class_data(InitializeShareGroupStateResponseInitializeStateResult, (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', InitializeShareGroupStateResponsePartitionResult, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_InitializeShareGroupStateResponseInitializeStateResult_v0},
+    {0: _encode_InitializeShareGroupStateResponseInitializeStateResult_v0},
 )
-InitializeShareGroupStateResponseInitializeStateResult.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-InitializeShareGroupStateResponseInitializeStateResult.STRUCT_VERSIONS = VersionSet.parse('0')
-InitializeShareGroupStateResponseInitializeStateResult._decoders = {0: _decode_InitializeShareGroupStateResponseInitializeStateResult_v0}
-InitializeShareGroupStateResponseInitializeStateResult._encoders = {0: _encode_InitializeShareGroupStateResponseInitializeStateResult_v0}
 _DEFAULT_InitializeShareGroupStateResponseInitializeStateResult = InitializeShareGroupStateResponseInitializeStateResult()
 
-InitializeShareGroupStateResponse.FIELDS = (
+_class_data(InitializeShareGroupStateResponse, (
     FieldSpec('results', 'Results', 'array', 'struct', InitializeShareGroupStateResponseInitializeStateResult, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_InitializeShareGroupStateResponse_v0},
+    {0: _encode_InitializeShareGroupStateResponse_v0},
+    api_key=83, kind='response', valid=(0,),
 )
-InitializeShareGroupStateResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-InitializeShareGroupStateResponse.STRUCT_VERSIONS = VersionSet.parse('0')
-InitializeShareGroupStateResponse._decoders = {0: _decode_InitializeShareGroupStateResponse_v0}
-InitializeShareGroupStateResponse._encoders = {0: _encode_InitializeShareGroupStateResponse_v0}
-InitializeShareGroupStateResponse.API_KEY = 83
-InitializeShareGroupStateResponse.KIND = 'response'
-InitializeShareGroupStateResponse.VERSIONS = (0,)
-
-_use_native(__name__)

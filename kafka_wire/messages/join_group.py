@@ -9,18 +9,21 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from struct import Struct as _Struct
+from typing import TYPE_CHECKING
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
+from kafka_wire.flavour import compiled_module
 
-_new = object.__new__
 _S0 = _Struct('>i')
 _S1 = _Struct('>h')
 _S2 = _Struct('>ih')
@@ -2690,17 +2693,16 @@ def _encode_JoinGroupResponse_v9(o: JoinGroupResponse, out: bytearray) -> None:
         out.append(0)
 
 
-JoinGroupRequestProtocol.FIELDS = (
+_class_data(JoinGroupRequestProtocol, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('metadata', 'Metadata', 'bytes', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: b"", False, None),
+), '6+', '0-9',
+    {0: _decode_JoinGroupRequestProtocol_v0, 1: _decode_JoinGroupRequestProtocol_v0, 2: _decode_JoinGroupRequestProtocol_v0, 3: _decode_JoinGroupRequestProtocol_v0, 4: _decode_JoinGroupRequestProtocol_v0, 5: _decode_JoinGroupRequestProtocol_v0, 6: _decode_JoinGroupRequestProtocol_v6, 7: _decode_JoinGroupRequestProtocol_v6, 8: _decode_JoinGroupRequestProtocol_v6, 9: _decode_JoinGroupRequestProtocol_v6},
+    {0: _encode_JoinGroupRequestProtocol_v0, 1: _encode_JoinGroupRequestProtocol_v0, 2: _encode_JoinGroupRequestProtocol_v0, 3: _encode_JoinGroupRequestProtocol_v0, 4: _encode_JoinGroupRequestProtocol_v0, 5: _encode_JoinGroupRequestProtocol_v0, 6: _encode_JoinGroupRequestProtocol_v6, 7: _encode_JoinGroupRequestProtocol_v6, 8: _encode_JoinGroupRequestProtocol_v6, 9: _encode_JoinGroupRequestProtocol_v6},
 )
-JoinGroupRequestProtocol.FLEXIBLE_VERSIONS = VersionSet.parse('6+')
-JoinGroupRequestProtocol.STRUCT_VERSIONS = VersionSet.parse('0-9')
-JoinGroupRequestProtocol._decoders = {0: _decode_JoinGroupRequestProtocol_v0, 1: _decode_JoinGroupRequestProtocol_v0, 2: _decode_JoinGroupRequestProtocol_v0, 3: _decode_JoinGroupRequestProtocol_v0, 4: _decode_JoinGroupRequestProtocol_v0, 5: _decode_JoinGroupRequestProtocol_v0, 6: _decode_JoinGroupRequestProtocol_v6, 7: _decode_JoinGroupRequestProtocol_v6, 8: _decode_JoinGroupRequestProtocol_v6, 9: _decode_JoinGroupRequestProtocol_v6}
-JoinGroupRequestProtocol._encoders = {0: _encode_JoinGroupRequestProtocol_v0, 1: _encode_JoinGroupRequestProtocol_v0, 2: _encode_JoinGroupRequestProtocol_v0, 3: _encode_JoinGroupRequestProtocol_v0, 4: _encode_JoinGroupRequestProtocol_v0, 5: _encode_JoinGroupRequestProtocol_v0, 6: _encode_JoinGroupRequestProtocol_v6, 7: _encode_JoinGroupRequestProtocol_v6, 8: _encode_JoinGroupRequestProtocol_v6, 9: _encode_JoinGroupRequestProtocol_v6}
 _DEFAULT_JoinGroupRequestProtocol = JoinGroupRequestProtocol()
 
-JoinGroupRequest.FIELDS = (
+_class_data(JoinGroupRequest, (
     FieldSpec('group_id', 'GroupId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'groupId'),
     FieldSpec('session_timeout_ms', 'SessionTimeoutMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('rebalance_timeout_ms', 'RebalanceTimeoutMs', 'int32', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, True, None),
@@ -2709,27 +2711,23 @@ JoinGroupRequest.FIELDS = (
     FieldSpec('protocol_type', 'ProtocolType', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('protocols', 'Protocols', 'array', 'struct', JoinGroupRequestProtocol, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('reason', 'Reason', 'string', None, None, VersionSet.parse('8+'), VersionSet.parse('8+'), None, VersionSet.parse('none'), None, lambda: None, True, None),
+), '6+', '0-9',
+    {0: _decode_JoinGroupRequest_v0, 1: _decode_JoinGroupRequest_v1, 2: _decode_JoinGroupRequest_v1, 3: _decode_JoinGroupRequest_v1, 4: _decode_JoinGroupRequest_v1, 5: _decode_JoinGroupRequest_v5, 6: _decode_JoinGroupRequest_v6, 7: _decode_JoinGroupRequest_v6, 8: _decode_JoinGroupRequest_v8, 9: _decode_JoinGroupRequest_v8},
+    {0: _encode_JoinGroupRequest_v0, 1: _encode_JoinGroupRequest_v1, 2: _encode_JoinGroupRequest_v1, 3: _encode_JoinGroupRequest_v1, 4: _encode_JoinGroupRequest_v1, 5: _encode_JoinGroupRequest_v5, 6: _encode_JoinGroupRequest_v6, 7: _encode_JoinGroupRequest_v6, 8: _encode_JoinGroupRequest_v8, 9: _encode_JoinGroupRequest_v8},
+    api_key=11, kind='request', valid=(0, 1, 2, 3, 4, 5, 6, 7, 8, 9),
 )
-JoinGroupRequest.FLEXIBLE_VERSIONS = VersionSet.parse('6+')
-JoinGroupRequest.STRUCT_VERSIONS = VersionSet.parse('0-9')
-JoinGroupRequest._decoders = {0: _decode_JoinGroupRequest_v0, 1: _decode_JoinGroupRequest_v1, 2: _decode_JoinGroupRequest_v1, 3: _decode_JoinGroupRequest_v1, 4: _decode_JoinGroupRequest_v1, 5: _decode_JoinGroupRequest_v5, 6: _decode_JoinGroupRequest_v6, 7: _decode_JoinGroupRequest_v6, 8: _decode_JoinGroupRequest_v8, 9: _decode_JoinGroupRequest_v8}
-JoinGroupRequest._encoders = {0: _encode_JoinGroupRequest_v0, 1: _encode_JoinGroupRequest_v1, 2: _encode_JoinGroupRequest_v1, 3: _encode_JoinGroupRequest_v1, 4: _encode_JoinGroupRequest_v1, 5: _encode_JoinGroupRequest_v5, 6: _encode_JoinGroupRequest_v6, 7: _encode_JoinGroupRequest_v6, 8: _encode_JoinGroupRequest_v8, 9: _encode_JoinGroupRequest_v8}
-JoinGroupRequest.API_KEY = 11
-JoinGroupRequest.KIND = 'request'
-JoinGroupRequest.VERSIONS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9)
 
-JoinGroupResponseMember.FIELDS = (
+_class_data(JoinGroupResponseMember, (
     FieldSpec('member_id', 'MemberId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('group_instance_id', 'GroupInstanceId', 'string', None, None, VersionSet.parse('5+'), VersionSet.parse('5+'), None, VersionSet.parse('none'), None, lambda: None, True, None),
     FieldSpec('metadata', 'Metadata', 'bytes', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: b"", False, None),
+), '6+', '0-9',
+    {0: _decode_JoinGroupResponseMember_v0, 1: _decode_JoinGroupResponseMember_v0, 2: _decode_JoinGroupResponseMember_v0, 3: _decode_JoinGroupResponseMember_v0, 4: _decode_JoinGroupResponseMember_v0, 5: _decode_JoinGroupResponseMember_v5, 6: _decode_JoinGroupResponseMember_v6, 7: _decode_JoinGroupResponseMember_v6, 8: _decode_JoinGroupResponseMember_v6, 9: _decode_JoinGroupResponseMember_v6},
+    {0: _encode_JoinGroupResponseMember_v0, 1: _encode_JoinGroupResponseMember_v0, 2: _encode_JoinGroupResponseMember_v0, 3: _encode_JoinGroupResponseMember_v0, 4: _encode_JoinGroupResponseMember_v0, 5: _encode_JoinGroupResponseMember_v5, 6: _encode_JoinGroupResponseMember_v6, 7: _encode_JoinGroupResponseMember_v6, 8: _encode_JoinGroupResponseMember_v6, 9: _encode_JoinGroupResponseMember_v6},
 )
-JoinGroupResponseMember.FLEXIBLE_VERSIONS = VersionSet.parse('6+')
-JoinGroupResponseMember.STRUCT_VERSIONS = VersionSet.parse('0-9')
-JoinGroupResponseMember._decoders = {0: _decode_JoinGroupResponseMember_v0, 1: _decode_JoinGroupResponseMember_v0, 2: _decode_JoinGroupResponseMember_v0, 3: _decode_JoinGroupResponseMember_v0, 4: _decode_JoinGroupResponseMember_v0, 5: _decode_JoinGroupResponseMember_v5, 6: _decode_JoinGroupResponseMember_v6, 7: _decode_JoinGroupResponseMember_v6, 8: _decode_JoinGroupResponseMember_v6, 9: _decode_JoinGroupResponseMember_v6}
-JoinGroupResponseMember._encoders = {0: _encode_JoinGroupResponseMember_v0, 1: _encode_JoinGroupResponseMember_v0, 2: _encode_JoinGroupResponseMember_v0, 3: _encode_JoinGroupResponseMember_v0, 4: _encode_JoinGroupResponseMember_v0, 5: _encode_JoinGroupResponseMember_v5, 6: _encode_JoinGroupResponseMember_v6, 7: _encode_JoinGroupResponseMember_v6, 8: _encode_JoinGroupResponseMember_v6, 9: _encode_JoinGroupResponseMember_v6}
 _DEFAULT_JoinGroupResponseMember = JoinGroupResponseMember()
 
-JoinGroupResponse.FIELDS = (
+_class_data(JoinGroupResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('2+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, True, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('generation_id', 'GenerationId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, None),
@@ -2739,13 +2737,18 @@ JoinGroupResponse.FIELDS = (
     FieldSpec('skip_assignment', 'SkipAssignment', 'bool', None, None, VersionSet.parse('9+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
     FieldSpec('member_id', 'MemberId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('members', 'Members', 'array', 'struct', JoinGroupResponseMember, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '6+', '0-9',
+    {0: _decode_JoinGroupResponse_v0, 1: _decode_JoinGroupResponse_v0, 2: _decode_JoinGroupResponse_v2, 3: _decode_JoinGroupResponse_v2, 4: _decode_JoinGroupResponse_v2, 5: _decode_JoinGroupResponse_v5, 6: _decode_JoinGroupResponse_v6, 7: _decode_JoinGroupResponse_v7, 8: _decode_JoinGroupResponse_v7, 9: _decode_JoinGroupResponse_v9},
+    {0: _encode_JoinGroupResponse_v0, 1: _encode_JoinGroupResponse_v0, 2: _encode_JoinGroupResponse_v2, 3: _encode_JoinGroupResponse_v2, 4: _encode_JoinGroupResponse_v2, 5: _encode_JoinGroupResponse_v5, 6: _encode_JoinGroupResponse_v6, 7: _encode_JoinGroupResponse_v7, 8: _encode_JoinGroupResponse_v7, 9: _encode_JoinGroupResponse_v9},
+    api_key=11, kind='response', valid=(0, 1, 2, 3, 4, 5, 6, 7, 8, 9),
 )
-JoinGroupResponse.FLEXIBLE_VERSIONS = VersionSet.parse('6+')
-JoinGroupResponse.STRUCT_VERSIONS = VersionSet.parse('0-9')
-JoinGroupResponse._decoders = {0: _decode_JoinGroupResponse_v0, 1: _decode_JoinGroupResponse_v0, 2: _decode_JoinGroupResponse_v2, 3: _decode_JoinGroupResponse_v2, 4: _decode_JoinGroupResponse_v2, 5: _decode_JoinGroupResponse_v5, 6: _decode_JoinGroupResponse_v6, 7: _decode_JoinGroupResponse_v7, 8: _decode_JoinGroupResponse_v7, 9: _decode_JoinGroupResponse_v9}
-JoinGroupResponse._encoders = {0: _encode_JoinGroupResponse_v0, 1: _encode_JoinGroupResponse_v0, 2: _encode_JoinGroupResponse_v2, 3: _encode_JoinGroupResponse_v2, 4: _encode_JoinGroupResponse_v2, 5: _encode_JoinGroupResponse_v5, 6: _encode_JoinGroupResponse_v6, 7: _encode_JoinGroupResponse_v7, 8: _encode_JoinGroupResponse_v7, 9: _encode_JoinGroupResponse_v9}
-JoinGroupResponse.API_KEY = 11
-JoinGroupResponse.KIND = 'response'
-JoinGroupResponse.VERSIONS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9)
 
-_use_native(__name__)
+
+# The compiled flavour (docs/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
+if not TYPE_CHECKING and compiled_module('kafka_wire._compiled.messages.join_group') is not None:
+    from kafka_wire._compiled.messages.join_group import (
+        JoinGroupRequest,
+        JoinGroupRequestProtocol,
+        JoinGroupResponse,
+        JoinGroupResponseMember,
+    )

@@ -18,21 +18,20 @@ from kafka_wire.codec.runtime import (
     ZERO_UUID,
     ZERO_UUID_BYTES,
     FieldSpec,
-    Message,
-    Struct,
     TaggedFields,
 )
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>iiiii')
 _S1 = _Struct('>ii')
 _S2 = _Struct('>h')
@@ -3401,7 +3400,7 @@ def _encode_LeaderAndIsrResponse_v5(o: LeaderAndIsrResponse, out: bytearray) -> 
         out.append(0)
 
 
-LeaderAndIsrRequestPartitionState.FIELDS = (
+_class_data(LeaderAndIsrRequestPartitionState, (
     FieldSpec('topic_name', 'TopicName', 'string', None, None, VersionSet.parse('0-1'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', True, 'topicName'),
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('controller_epoch', 'ControllerEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
@@ -3414,36 +3413,33 @@ LeaderAndIsrRequestPartitionState.FIELDS = (
     FieldSpec('removing_replicas', 'RemovingReplicas', 'array', 'int32', None, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], True, 'brokerId'),
     FieldSpec('is_new', 'IsNew', 'bool', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, True, None),
     FieldSpec('leader_recovery_state', 'LeaderRecoveryState', 'int8', None, None, VersionSet.parse('6+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '4+', '0-7',
+    {0: _decode_LeaderAndIsrRequestPartitionState_v0, 1: _decode_LeaderAndIsrRequestPartitionState_v1, 2: _decode_LeaderAndIsrRequestPartitionState_v2, 3: _decode_LeaderAndIsrRequestPartitionState_v3, 4: _decode_LeaderAndIsrRequestPartitionState_v4, 5: _decode_LeaderAndIsrRequestPartitionState_v4, 6: _decode_LeaderAndIsrRequestPartitionState_v6, 7: _decode_LeaderAndIsrRequestPartitionState_v6},
+    {0: _encode_LeaderAndIsrRequestPartitionState_v0, 1: _encode_LeaderAndIsrRequestPartitionState_v1, 2: _encode_LeaderAndIsrRequestPartitionState_v2, 3: _encode_LeaderAndIsrRequestPartitionState_v3, 4: _encode_LeaderAndIsrRequestPartitionState_v4, 5: _encode_LeaderAndIsrRequestPartitionState_v4, 6: _encode_LeaderAndIsrRequestPartitionState_v6, 7: _encode_LeaderAndIsrRequestPartitionState_v6},
 )
-LeaderAndIsrRequestPartitionState.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
-LeaderAndIsrRequestPartitionState.STRUCT_VERSIONS = VersionSet.parse('0-7')
-LeaderAndIsrRequestPartitionState._decoders = {0: _decode_LeaderAndIsrRequestPartitionState_v0, 1: _decode_LeaderAndIsrRequestPartitionState_v1, 2: _decode_LeaderAndIsrRequestPartitionState_v2, 3: _decode_LeaderAndIsrRequestPartitionState_v3, 4: _decode_LeaderAndIsrRequestPartitionState_v4, 5: _decode_LeaderAndIsrRequestPartitionState_v4, 6: _decode_LeaderAndIsrRequestPartitionState_v6, 7: _decode_LeaderAndIsrRequestPartitionState_v6}
-LeaderAndIsrRequestPartitionState._encoders = {0: _encode_LeaderAndIsrRequestPartitionState_v0, 1: _encode_LeaderAndIsrRequestPartitionState_v1, 2: _encode_LeaderAndIsrRequestPartitionState_v2, 3: _encode_LeaderAndIsrRequestPartitionState_v3, 4: _encode_LeaderAndIsrRequestPartitionState_v4, 5: _encode_LeaderAndIsrRequestPartitionState_v4, 6: _encode_LeaderAndIsrRequestPartitionState_v6, 7: _encode_LeaderAndIsrRequestPartitionState_v6}
 _DEFAULT_LeaderAndIsrRequestPartitionState = LeaderAndIsrRequestPartitionState()
 
-LeaderAndIsrRequestTopicState.FIELDS = (
+_class_data(LeaderAndIsrRequestTopicState, (
     FieldSpec('topic_name', 'TopicName', 'string', None, None, VersionSet.parse('2+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('5+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, True, None),
     FieldSpec('partition_states', 'PartitionStates', 'array', 'struct', LeaderAndIsrRequestPartitionState, VersionSet.parse('2+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '4+', '2-7',
+    {2: _decode_LeaderAndIsrRequestTopicState_v2, 3: _decode_LeaderAndIsrRequestTopicState_v3, 4: _decode_LeaderAndIsrRequestTopicState_v4, 5: _decode_LeaderAndIsrRequestTopicState_v5, 6: _decode_LeaderAndIsrRequestTopicState_v6, 7: _decode_LeaderAndIsrRequestTopicState_v6},
+    {2: _encode_LeaderAndIsrRequestTopicState_v2, 3: _encode_LeaderAndIsrRequestTopicState_v3, 4: _encode_LeaderAndIsrRequestTopicState_v4, 5: _encode_LeaderAndIsrRequestTopicState_v5, 6: _encode_LeaderAndIsrRequestTopicState_v6, 7: _encode_LeaderAndIsrRequestTopicState_v6},
 )
-LeaderAndIsrRequestTopicState.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
-LeaderAndIsrRequestTopicState.STRUCT_VERSIONS = VersionSet.parse('2-7')
-LeaderAndIsrRequestTopicState._decoders = {2: _decode_LeaderAndIsrRequestTopicState_v2, 3: _decode_LeaderAndIsrRequestTopicState_v3, 4: _decode_LeaderAndIsrRequestTopicState_v4, 5: _decode_LeaderAndIsrRequestTopicState_v5, 6: _decode_LeaderAndIsrRequestTopicState_v6, 7: _decode_LeaderAndIsrRequestTopicState_v6}
-LeaderAndIsrRequestTopicState._encoders = {2: _encode_LeaderAndIsrRequestTopicState_v2, 3: _encode_LeaderAndIsrRequestTopicState_v3, 4: _encode_LeaderAndIsrRequestTopicState_v4, 5: _encode_LeaderAndIsrRequestTopicState_v5, 6: _encode_LeaderAndIsrRequestTopicState_v6, 7: _encode_LeaderAndIsrRequestTopicState_v6}
 _DEFAULT_LeaderAndIsrRequestTopicState = LeaderAndIsrRequestTopicState()
 
-LeaderAndIsrRequestLiveLeader.FIELDS = (
+_class_data(LeaderAndIsrRequestLiveLeader, (
     FieldSpec('broker_id', 'BrokerId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
     FieldSpec('host_name', 'HostName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('port', 'Port', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '4+', '0-7',
+    {0: _decode_LeaderAndIsrRequestLiveLeader_v0, 1: _decode_LeaderAndIsrRequestLiveLeader_v0, 2: _decode_LeaderAndIsrRequestLiveLeader_v0, 3: _decode_LeaderAndIsrRequestLiveLeader_v0, 4: _decode_LeaderAndIsrRequestLiveLeader_v4, 5: _decode_LeaderAndIsrRequestLiveLeader_v4, 6: _decode_LeaderAndIsrRequestLiveLeader_v4, 7: _decode_LeaderAndIsrRequestLiveLeader_v4},
+    {0: _encode_LeaderAndIsrRequestLiveLeader_v0, 1: _encode_LeaderAndIsrRequestLiveLeader_v0, 2: _encode_LeaderAndIsrRequestLiveLeader_v0, 3: _encode_LeaderAndIsrRequestLiveLeader_v0, 4: _encode_LeaderAndIsrRequestLiveLeader_v4, 5: _encode_LeaderAndIsrRequestLiveLeader_v4, 6: _encode_LeaderAndIsrRequestLiveLeader_v4, 7: _encode_LeaderAndIsrRequestLiveLeader_v4},
 )
-LeaderAndIsrRequestLiveLeader.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
-LeaderAndIsrRequestLiveLeader.STRUCT_VERSIONS = VersionSet.parse('0-7')
-LeaderAndIsrRequestLiveLeader._decoders = {0: _decode_LeaderAndIsrRequestLiveLeader_v0, 1: _decode_LeaderAndIsrRequestLiveLeader_v0, 2: _decode_LeaderAndIsrRequestLiveLeader_v0, 3: _decode_LeaderAndIsrRequestLiveLeader_v0, 4: _decode_LeaderAndIsrRequestLiveLeader_v4, 5: _decode_LeaderAndIsrRequestLiveLeader_v4, 6: _decode_LeaderAndIsrRequestLiveLeader_v4, 7: _decode_LeaderAndIsrRequestLiveLeader_v4}
-LeaderAndIsrRequestLiveLeader._encoders = {0: _encode_LeaderAndIsrRequestLiveLeader_v0, 1: _encode_LeaderAndIsrRequestLiveLeader_v0, 2: _encode_LeaderAndIsrRequestLiveLeader_v0, 3: _encode_LeaderAndIsrRequestLiveLeader_v0, 4: _encode_LeaderAndIsrRequestLiveLeader_v4, 5: _encode_LeaderAndIsrRequestLiveLeader_v4, 6: _encode_LeaderAndIsrRequestLiveLeader_v4, 7: _encode_LeaderAndIsrRequestLiveLeader_v4}
 _DEFAULT_LeaderAndIsrRequestLiveLeader = LeaderAndIsrRequestLiveLeader()
 
-LeaderAndIsrRequest.FIELDS = (
+_class_data(LeaderAndIsrRequest, (
     FieldSpec('controller_id', 'ControllerId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
     FieldSpec('is_k_raft_controller', 'isKRaftController', 'bool', None, None, VersionSet.parse('7+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
     FieldSpec('controller_epoch', 'ControllerEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
@@ -3452,47 +3448,37 @@ LeaderAndIsrRequest.FIELDS = (
     FieldSpec('topic_states', 'TopicStates', 'array', 'struct', LeaderAndIsrRequestTopicState, VersionSet.parse('2+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('ungrouped_partition_states', 'UngroupedPartitionStates', 'array', 'struct', LeaderAndIsrRequestPartitionState, VersionSet.parse('0-1'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('live_leaders', 'LiveLeaders', 'array', 'struct', LeaderAndIsrRequestLiveLeader, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '4+', '0-7',
+    {0: _decode_LeaderAndIsrRequest_v0, 1: _decode_LeaderAndIsrRequest_v1, 2: _decode_LeaderAndIsrRequest_v2, 3: _decode_LeaderAndIsrRequest_v3, 4: _decode_LeaderAndIsrRequest_v4, 5: _decode_LeaderAndIsrRequest_v5, 6: _decode_LeaderAndIsrRequest_v6, 7: _decode_LeaderAndIsrRequest_v7},
+    {0: _encode_LeaderAndIsrRequest_v0, 1: _encode_LeaderAndIsrRequest_v1, 2: _encode_LeaderAndIsrRequest_v2, 3: _encode_LeaderAndIsrRequest_v3, 4: _encode_LeaderAndIsrRequest_v4, 5: _encode_LeaderAndIsrRequest_v5, 6: _encode_LeaderAndIsrRequest_v6, 7: _encode_LeaderAndIsrRequest_v7},
+    api_key=4, kind='request', valid=(0, 1, 2, 3, 4, 5, 6, 7),
 )
-LeaderAndIsrRequest.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
-LeaderAndIsrRequest.STRUCT_VERSIONS = VersionSet.parse('0-7')
-LeaderAndIsrRequest._decoders = {0: _decode_LeaderAndIsrRequest_v0, 1: _decode_LeaderAndIsrRequest_v1, 2: _decode_LeaderAndIsrRequest_v2, 3: _decode_LeaderAndIsrRequest_v3, 4: _decode_LeaderAndIsrRequest_v4, 5: _decode_LeaderAndIsrRequest_v5, 6: _decode_LeaderAndIsrRequest_v6, 7: _decode_LeaderAndIsrRequest_v7}
-LeaderAndIsrRequest._encoders = {0: _encode_LeaderAndIsrRequest_v0, 1: _encode_LeaderAndIsrRequest_v1, 2: _encode_LeaderAndIsrRequest_v2, 3: _encode_LeaderAndIsrRequest_v3, 4: _encode_LeaderAndIsrRequest_v4, 5: _encode_LeaderAndIsrRequest_v5, 6: _encode_LeaderAndIsrRequest_v6, 7: _encode_LeaderAndIsrRequest_v7}
-LeaderAndIsrRequest.API_KEY = 4
-LeaderAndIsrRequest.KIND = 'request'
-LeaderAndIsrRequest.VERSIONS = (0, 1, 2, 3, 4, 5, 6, 7)
 
-LeaderAndIsrResponsePartitionError.FIELDS = (
+_class_data(LeaderAndIsrResponsePartitionError, (
     FieldSpec('topic_name', 'TopicName', 'string', None, None, VersionSet.parse('0-4'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', True, 'topicName'),
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '4+', '0-7',
+    {0: _decode_LeaderAndIsrResponsePartitionError_v0, 1: _decode_LeaderAndIsrResponsePartitionError_v0, 2: _decode_LeaderAndIsrResponsePartitionError_v0, 3: _decode_LeaderAndIsrResponsePartitionError_v0, 4: _decode_LeaderAndIsrResponsePartitionError_v4, 5: _decode_LeaderAndIsrResponsePartitionError_v5, 6: _decode_LeaderAndIsrResponsePartitionError_v5, 7: _decode_LeaderAndIsrResponsePartitionError_v5},
+    {0: _encode_LeaderAndIsrResponsePartitionError_v0, 1: _encode_LeaderAndIsrResponsePartitionError_v0, 2: _encode_LeaderAndIsrResponsePartitionError_v0, 3: _encode_LeaderAndIsrResponsePartitionError_v0, 4: _encode_LeaderAndIsrResponsePartitionError_v4, 5: _encode_LeaderAndIsrResponsePartitionError_v5, 6: _encode_LeaderAndIsrResponsePartitionError_v5, 7: _encode_LeaderAndIsrResponsePartitionError_v5},
 )
-LeaderAndIsrResponsePartitionError.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
-LeaderAndIsrResponsePartitionError.STRUCT_VERSIONS = VersionSet.parse('0-7')
-LeaderAndIsrResponsePartitionError._decoders = {0: _decode_LeaderAndIsrResponsePartitionError_v0, 1: _decode_LeaderAndIsrResponsePartitionError_v0, 2: _decode_LeaderAndIsrResponsePartitionError_v0, 3: _decode_LeaderAndIsrResponsePartitionError_v0, 4: _decode_LeaderAndIsrResponsePartitionError_v4, 5: _decode_LeaderAndIsrResponsePartitionError_v5, 6: _decode_LeaderAndIsrResponsePartitionError_v5, 7: _decode_LeaderAndIsrResponsePartitionError_v5}
-LeaderAndIsrResponsePartitionError._encoders = {0: _encode_LeaderAndIsrResponsePartitionError_v0, 1: _encode_LeaderAndIsrResponsePartitionError_v0, 2: _encode_LeaderAndIsrResponsePartitionError_v0, 3: _encode_LeaderAndIsrResponsePartitionError_v0, 4: _encode_LeaderAndIsrResponsePartitionError_v4, 5: _encode_LeaderAndIsrResponsePartitionError_v5, 6: _encode_LeaderAndIsrResponsePartitionError_v5, 7: _encode_LeaderAndIsrResponsePartitionError_v5}
 _DEFAULT_LeaderAndIsrResponsePartitionError = LeaderAndIsrResponsePartitionError()
 
-LeaderAndIsrResponseTopicError.FIELDS = (
+_class_data(LeaderAndIsrResponseTopicError, (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('5+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
     FieldSpec('partition_errors', 'PartitionErrors', 'array', 'struct', LeaderAndIsrResponsePartitionError, VersionSet.parse('5+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '4+', '5-7',
+    {5: _decode_LeaderAndIsrResponseTopicError_v5, 6: _decode_LeaderAndIsrResponseTopicError_v5, 7: _decode_LeaderAndIsrResponseTopicError_v5},
+    {5: _encode_LeaderAndIsrResponseTopicError_v5, 6: _encode_LeaderAndIsrResponseTopicError_v5, 7: _encode_LeaderAndIsrResponseTopicError_v5},
 )
-LeaderAndIsrResponseTopicError.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
-LeaderAndIsrResponseTopicError.STRUCT_VERSIONS = VersionSet.parse('5-7')
-LeaderAndIsrResponseTopicError._decoders = {5: _decode_LeaderAndIsrResponseTopicError_v5, 6: _decode_LeaderAndIsrResponseTopicError_v5, 7: _decode_LeaderAndIsrResponseTopicError_v5}
-LeaderAndIsrResponseTopicError._encoders = {5: _encode_LeaderAndIsrResponseTopicError_v5, 6: _encode_LeaderAndIsrResponseTopicError_v5, 7: _encode_LeaderAndIsrResponseTopicError_v5}
 _DEFAULT_LeaderAndIsrResponseTopicError = LeaderAndIsrResponseTopicError()
 
-LeaderAndIsrResponse.FIELDS = (
+_class_data(LeaderAndIsrResponse, (
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', LeaderAndIsrResponseTopicError, VersionSet.parse('5+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('partition_errors', 'PartitionErrors', 'array', 'struct', LeaderAndIsrResponsePartitionError, VersionSet.parse('0-4'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '4+', '0-7',
+    {0: _decode_LeaderAndIsrResponse_v0, 1: _decode_LeaderAndIsrResponse_v0, 2: _decode_LeaderAndIsrResponse_v0, 3: _decode_LeaderAndIsrResponse_v0, 4: _decode_LeaderAndIsrResponse_v4, 5: _decode_LeaderAndIsrResponse_v5, 6: _decode_LeaderAndIsrResponse_v5, 7: _decode_LeaderAndIsrResponse_v5},
+    {0: _encode_LeaderAndIsrResponse_v0, 1: _encode_LeaderAndIsrResponse_v0, 2: _encode_LeaderAndIsrResponse_v0, 3: _encode_LeaderAndIsrResponse_v0, 4: _encode_LeaderAndIsrResponse_v4, 5: _encode_LeaderAndIsrResponse_v5, 6: _encode_LeaderAndIsrResponse_v5, 7: _encode_LeaderAndIsrResponse_v5},
+    api_key=4, kind='response', valid=(0, 1, 2, 3, 4, 5, 6, 7),
 )
-LeaderAndIsrResponse.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
-LeaderAndIsrResponse.STRUCT_VERSIONS = VersionSet.parse('0-7')
-LeaderAndIsrResponse._decoders = {0: _decode_LeaderAndIsrResponse_v0, 1: _decode_LeaderAndIsrResponse_v0, 2: _decode_LeaderAndIsrResponse_v0, 3: _decode_LeaderAndIsrResponse_v0, 4: _decode_LeaderAndIsrResponse_v4, 5: _decode_LeaderAndIsrResponse_v5, 6: _decode_LeaderAndIsrResponse_v5, 7: _decode_LeaderAndIsrResponse_v5}
-LeaderAndIsrResponse._encoders = {0: _encode_LeaderAndIsrResponse_v0, 1: _encode_LeaderAndIsrResponse_v0, 2: _encode_LeaderAndIsrResponse_v0, 3: _encode_LeaderAndIsrResponse_v0, 4: _encode_LeaderAndIsrResponse_v4, 5: _encode_LeaderAndIsrResponse_v5, 6: _encode_LeaderAndIsrResponse_v5, 7: _encode_LeaderAndIsrResponse_v5}
-LeaderAndIsrResponse.API_KEY = 4
-LeaderAndIsrResponse.KIND = 'response'
-LeaderAndIsrResponse.VERSIONS = (0, 1, 2, 3, 4, 5, 6, 7)
-
-_use_native(__name__)

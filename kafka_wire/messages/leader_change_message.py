@@ -10,26 +10,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import (
-    FRESH,
-    ZERO_UUID,
-    ZERO_UUID_BYTES,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>i')
 _S1 = _Struct('>i16s')
 _S2 = _Struct('>hi')
@@ -427,28 +420,22 @@ def _encode_LeaderChangeMessage_v1(o: LeaderChangeMessage, out: bytearray) -> No
         out.append(0)
 
 
-LeaderChangeMessageVoter.FIELDS = (
+_class_data(LeaderChangeMessageVoter, (
     FieldSpec('voter_id', 'VoterId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('voter_directory_id', 'VoterDirectoryId', 'uuid', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
+), '0+', '0-1',
+    {0: _decode_LeaderChangeMessageVoter_v0, 1: _decode_LeaderChangeMessageVoter_v1},
+    {0: _encode_LeaderChangeMessageVoter_v0, 1: _encode_LeaderChangeMessageVoter_v1},
 )
-LeaderChangeMessageVoter.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-LeaderChangeMessageVoter.STRUCT_VERSIONS = VersionSet.parse('0-1')
-LeaderChangeMessageVoter._decoders = {0: _decode_LeaderChangeMessageVoter_v0, 1: _decode_LeaderChangeMessageVoter_v1}
-LeaderChangeMessageVoter._encoders = {0: _encode_LeaderChangeMessageVoter_v0, 1: _encode_LeaderChangeMessageVoter_v1}
 _DEFAULT_LeaderChangeMessageVoter = LeaderChangeMessageVoter()
 
-LeaderChangeMessage.FIELDS = (
+_class_data(LeaderChangeMessage, (
     FieldSpec('version', 'Version', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('leader_id', 'LeaderId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
     FieldSpec('voters', 'Voters', 'array', 'struct', LeaderChangeMessageVoter, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('granting_voters', 'GrantingVoters', 'array', 'struct', LeaderChangeMessageVoter, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_LeaderChangeMessage_v0, 1: _decode_LeaderChangeMessage_v1},
+    {0: _encode_LeaderChangeMessage_v0, 1: _encode_LeaderChangeMessage_v1},
+    api_key=None, kind='data', valid=(0, 1),
 )
-LeaderChangeMessage.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-LeaderChangeMessage.STRUCT_VERSIONS = VersionSet.parse('0-1')
-LeaderChangeMessage._decoders = {0: _decode_LeaderChangeMessage_v0, 1: _decode_LeaderChangeMessage_v1}
-LeaderChangeMessage._encoders = {0: _encode_LeaderChangeMessage_v0, 1: _encode_LeaderChangeMessage_v1}
-LeaderChangeMessage.API_KEY = None
-LeaderChangeMessage.KIND = 'data'
-LeaderChangeMessage.VERSIONS = (0, 1)
-
-_use_native(__name__)

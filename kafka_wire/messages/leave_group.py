@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>h')
 _S1 = _Struct('>i')
 _S2 = _Struct('>ih')
@@ -1269,52 +1270,42 @@ def _encode_LeaveGroupResponse_v4(o: LeaveGroupResponse, out: bytearray) -> None
         out.append(0)
 
 
-LeaveGroupRequestMemberIdentity.FIELDS = (
+_class_data(LeaveGroupRequestMemberIdentity, (
     FieldSpec('member_id', 'MemberId', 'string', None, None, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('group_instance_id', 'GroupInstanceId', 'string', None, None, VersionSet.parse('3+'), VersionSet.parse('3+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
     FieldSpec('reason', 'Reason', 'string', None, None, VersionSet.parse('5+'), VersionSet.parse('5+'), None, VersionSet.parse('none'), None, lambda: None, True, None),
+), '4+', '3-5',
+    {3: _decode_LeaveGroupRequestMemberIdentity_v3, 4: _decode_LeaveGroupRequestMemberIdentity_v4, 5: _decode_LeaveGroupRequestMemberIdentity_v5},
+    {3: _encode_LeaveGroupRequestMemberIdentity_v3, 4: _encode_LeaveGroupRequestMemberIdentity_v4, 5: _encode_LeaveGroupRequestMemberIdentity_v5},
 )
-LeaveGroupRequestMemberIdentity.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
-LeaveGroupRequestMemberIdentity.STRUCT_VERSIONS = VersionSet.parse('3-5')
-LeaveGroupRequestMemberIdentity._decoders = {3: _decode_LeaveGroupRequestMemberIdentity_v3, 4: _decode_LeaveGroupRequestMemberIdentity_v4, 5: _decode_LeaveGroupRequestMemberIdentity_v5}
-LeaveGroupRequestMemberIdentity._encoders = {3: _encode_LeaveGroupRequestMemberIdentity_v3, 4: _encode_LeaveGroupRequestMemberIdentity_v4, 5: _encode_LeaveGroupRequestMemberIdentity_v5}
 _DEFAULT_LeaveGroupRequestMemberIdentity = LeaveGroupRequestMemberIdentity()
 
-LeaveGroupRequest.FIELDS = (
+_class_data(LeaveGroupRequest, (
     FieldSpec('group_id', 'GroupId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'groupId'),
     FieldSpec('members', 'Members', 'array', 'struct', LeaveGroupRequestMemberIdentity, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('member_id', 'MemberId', 'string', None, None, VersionSet.parse('0-2'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
+), '4+', '0-5',
+    {0: _decode_LeaveGroupRequest_v0, 1: _decode_LeaveGroupRequest_v0, 2: _decode_LeaveGroupRequest_v0, 3: _decode_LeaveGroupRequest_v3, 4: _decode_LeaveGroupRequest_v4, 5: _decode_LeaveGroupRequest_v5},
+    {0: _encode_LeaveGroupRequest_v0, 1: _encode_LeaveGroupRequest_v0, 2: _encode_LeaveGroupRequest_v0, 3: _encode_LeaveGroupRequest_v3, 4: _encode_LeaveGroupRequest_v4, 5: _encode_LeaveGroupRequest_v5},
+    api_key=13, kind='request', valid=(0, 1, 2, 3, 4, 5),
 )
-LeaveGroupRequest.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
-LeaveGroupRequest.STRUCT_VERSIONS = VersionSet.parse('0-5')
-LeaveGroupRequest._decoders = {0: _decode_LeaveGroupRequest_v0, 1: _decode_LeaveGroupRequest_v0, 2: _decode_LeaveGroupRequest_v0, 3: _decode_LeaveGroupRequest_v3, 4: _decode_LeaveGroupRequest_v4, 5: _decode_LeaveGroupRequest_v5}
-LeaveGroupRequest._encoders = {0: _encode_LeaveGroupRequest_v0, 1: _encode_LeaveGroupRequest_v0, 2: _encode_LeaveGroupRequest_v0, 3: _encode_LeaveGroupRequest_v3, 4: _encode_LeaveGroupRequest_v4, 5: _encode_LeaveGroupRequest_v5}
-LeaveGroupRequest.API_KEY = 13
-LeaveGroupRequest.KIND = 'request'
-LeaveGroupRequest.VERSIONS = (0, 1, 2, 3, 4, 5)
 
-LeaveGroupResponseMemberResponse.FIELDS = (
+_class_data(LeaveGroupResponseMemberResponse, (
     FieldSpec('member_id', 'MemberId', 'string', None, None, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('group_instance_id', 'GroupInstanceId', 'string', None, None, VersionSet.parse('3+'), VersionSet.parse('3+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '4+', '3-5',
+    {3: _decode_LeaveGroupResponseMemberResponse_v3, 4: _decode_LeaveGroupResponseMemberResponse_v4, 5: _decode_LeaveGroupResponseMemberResponse_v4},
+    {3: _encode_LeaveGroupResponseMemberResponse_v3, 4: _encode_LeaveGroupResponseMemberResponse_v4, 5: _encode_LeaveGroupResponseMemberResponse_v4},
 )
-LeaveGroupResponseMemberResponse.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
-LeaveGroupResponseMemberResponse.STRUCT_VERSIONS = VersionSet.parse('3-5')
-LeaveGroupResponseMemberResponse._decoders = {3: _decode_LeaveGroupResponseMemberResponse_v3, 4: _decode_LeaveGroupResponseMemberResponse_v4, 5: _decode_LeaveGroupResponseMemberResponse_v4}
-LeaveGroupResponseMemberResponse._encoders = {3: _encode_LeaveGroupResponseMemberResponse_v3, 4: _encode_LeaveGroupResponseMemberResponse_v4, 5: _encode_LeaveGroupResponseMemberResponse_v4}
 _DEFAULT_LeaveGroupResponseMemberResponse = LeaveGroupResponseMemberResponse()
 
-LeaveGroupResponse.FIELDS = (
+_class_data(LeaveGroupResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, True, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('members', 'Members', 'array', 'struct', LeaveGroupResponseMemberResponse, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '4+', '0-5',
+    {0: _decode_LeaveGroupResponse_v0, 1: _decode_LeaveGroupResponse_v1, 2: _decode_LeaveGroupResponse_v1, 3: _decode_LeaveGroupResponse_v3, 4: _decode_LeaveGroupResponse_v4, 5: _decode_LeaveGroupResponse_v4},
+    {0: _encode_LeaveGroupResponse_v0, 1: _encode_LeaveGroupResponse_v1, 2: _encode_LeaveGroupResponse_v1, 3: _encode_LeaveGroupResponse_v3, 4: _encode_LeaveGroupResponse_v4, 5: _encode_LeaveGroupResponse_v4},
+    api_key=13, kind='response', valid=(0, 1, 2, 3, 4, 5),
 )
-LeaveGroupResponse.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
-LeaveGroupResponse.STRUCT_VERSIONS = VersionSet.parse('0-5')
-LeaveGroupResponse._decoders = {0: _decode_LeaveGroupResponse_v0, 1: _decode_LeaveGroupResponse_v1, 2: _decode_LeaveGroupResponse_v1, 3: _decode_LeaveGroupResponse_v3, 4: _decode_LeaveGroupResponse_v4, 5: _decode_LeaveGroupResponse_v4}
-LeaveGroupResponse._encoders = {0: _encode_LeaveGroupResponse_v0, 1: _encode_LeaveGroupResponse_v1, 2: _encode_LeaveGroupResponse_v1, 3: _encode_LeaveGroupResponse_v3, 4: _encode_LeaveGroupResponse_v4, 5: _encode_LeaveGroupResponse_v4}
-LeaveGroupResponse.API_KEY = 13
-LeaveGroupResponse.KIND = 'response'
-LeaveGroupResponse.VERSIONS = (0, 1, 2, 3, 4, 5)
-
-_use_native(__name__)

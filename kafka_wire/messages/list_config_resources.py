@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>b')
 _S1 = _Struct('>ih')
 _Ai8 = ARRAY_STRUCTS['b']
@@ -514,38 +515,29 @@ def _encode_ListConfigResourcesResponse_v1(o: ListConfigResourcesResponse, out: 
         out.append(0)
 
 
-ListConfigResourcesRequest.FIELDS = (
+_class_data(ListConfigResourcesRequest, (
     FieldSpec('resource_types', 'ResourceTypes', 'array', 'int8', None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_ListConfigResourcesRequest_v0, 1: _decode_ListConfigResourcesRequest_v1},
+    {0: _encode_ListConfigResourcesRequest_v0, 1: _encode_ListConfigResourcesRequest_v1},
+    api_key=74, kind='request', valid=(0, 1),
 )
-ListConfigResourcesRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ListConfigResourcesRequest.STRUCT_VERSIONS = VersionSet.parse('0-1')
-ListConfigResourcesRequest._decoders = {0: _decode_ListConfigResourcesRequest_v0, 1: _decode_ListConfigResourcesRequest_v1}
-ListConfigResourcesRequest._encoders = {0: _encode_ListConfigResourcesRequest_v0, 1: _encode_ListConfigResourcesRequest_v1}
-ListConfigResourcesRequest.API_KEY = 74
-ListConfigResourcesRequest.KIND = 'request'
-ListConfigResourcesRequest.VERSIONS = (0, 1)
 
-ListConfigResourcesResponseConfigResource.FIELDS = (
+_class_data(ListConfigResourcesResponseConfigResource, (
     FieldSpec('resource_name', 'ResourceName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('resource_type', 'ResourceType', 'int8', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 16, True, None),
+), '0+', '0-1',
+    {0: _decode_ListConfigResourcesResponseConfigResource_v0, 1: _decode_ListConfigResourcesResponseConfigResource_v1},
+    {0: _encode_ListConfigResourcesResponseConfigResource_v0, 1: _encode_ListConfigResourcesResponseConfigResource_v1},
 )
-ListConfigResourcesResponseConfigResource.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ListConfigResourcesResponseConfigResource.STRUCT_VERSIONS = VersionSet.parse('0-1')
-ListConfigResourcesResponseConfigResource._decoders = {0: _decode_ListConfigResourcesResponseConfigResource_v0, 1: _decode_ListConfigResourcesResponseConfigResource_v1}
-ListConfigResourcesResponseConfigResource._encoders = {0: _encode_ListConfigResourcesResponseConfigResource_v0, 1: _encode_ListConfigResourcesResponseConfigResource_v1}
 _DEFAULT_ListConfigResourcesResponseConfigResource = ListConfigResourcesResponseConfigResource()
 
-ListConfigResourcesResponse.FIELDS = (
+_class_data(ListConfigResourcesResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('config_resources', 'ConfigResources', 'array', 'struct', ListConfigResourcesResponseConfigResource, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_ListConfigResourcesResponse_v0, 1: _decode_ListConfigResourcesResponse_v1},
+    {0: _encode_ListConfigResourcesResponse_v0, 1: _encode_ListConfigResourcesResponse_v1},
+    api_key=74, kind='response', valid=(0, 1),
 )
-ListConfigResourcesResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ListConfigResourcesResponse.STRUCT_VERSIONS = VersionSet.parse('0-1')
-ListConfigResourcesResponse._decoders = {0: _decode_ListConfigResourcesResponse_v0, 1: _decode_ListConfigResourcesResponse_v1}
-ListConfigResourcesResponse._encoders = {0: _encode_ListConfigResourcesResponse_v0, 1: _encode_ListConfigResourcesResponse_v1}
-ListConfigResourcesResponse.API_KEY = 74
-ListConfigResourcesResponse.KIND = 'response'
-ListConfigResourcesResponse.VERSIONS = (0, 1)
-
-_use_native(__name__)

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>h')
 _S1 = _Struct('>hi')
 _S2 = _Struct('>i')
@@ -1421,41 +1422,32 @@ def _encode_ListGroupsResponse_v5(o: ListGroupsResponse, out: bytearray) -> None
         out.append(0)
 
 
-ListGroupsRequest.FIELDS = (
+_class_data(ListGroupsRequest, (
     FieldSpec('states_filter', 'StatesFilter', 'array', 'string', None, VersionSet.parse('4+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('types_filter', 'TypesFilter', 'array', 'string', None, VersionSet.parse('5+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '3+', '0-5',
+    {0: _decode_ListGroupsRequest_v0, 1: _decode_ListGroupsRequest_v0, 2: _decode_ListGroupsRequest_v0, 3: _decode_ListGroupsRequest_v3, 4: _decode_ListGroupsRequest_v4, 5: _decode_ListGroupsRequest_v5},
+    {0: _encode_ListGroupsRequest_v0, 1: _encode_ListGroupsRequest_v0, 2: _encode_ListGroupsRequest_v0, 3: _encode_ListGroupsRequest_v3, 4: _encode_ListGroupsRequest_v4, 5: _encode_ListGroupsRequest_v5},
+    api_key=16, kind='request', valid=(0, 1, 2, 3, 4, 5),
 )
-ListGroupsRequest.FLEXIBLE_VERSIONS = VersionSet.parse('3+')
-ListGroupsRequest.STRUCT_VERSIONS = VersionSet.parse('0-5')
-ListGroupsRequest._decoders = {0: _decode_ListGroupsRequest_v0, 1: _decode_ListGroupsRequest_v0, 2: _decode_ListGroupsRequest_v0, 3: _decode_ListGroupsRequest_v3, 4: _decode_ListGroupsRequest_v4, 5: _decode_ListGroupsRequest_v5}
-ListGroupsRequest._encoders = {0: _encode_ListGroupsRequest_v0, 1: _encode_ListGroupsRequest_v0, 2: _encode_ListGroupsRequest_v0, 3: _encode_ListGroupsRequest_v3, 4: _encode_ListGroupsRequest_v4, 5: _encode_ListGroupsRequest_v5}
-ListGroupsRequest.API_KEY = 16
-ListGroupsRequest.KIND = 'request'
-ListGroupsRequest.VERSIONS = (0, 1, 2, 3, 4, 5)
 
-ListGroupsResponseListedGroup.FIELDS = (
+_class_data(ListGroupsResponseListedGroup, (
     FieldSpec('group_id', 'GroupId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'groupId'),
     FieldSpec('protocol_type', 'ProtocolType', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('group_state', 'GroupState', 'string', None, None, VersionSet.parse('4+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', True, None),
     FieldSpec('group_type', 'GroupType', 'string', None, None, VersionSet.parse('5+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', True, None),
+), '3+', '0-5',
+    {0: _decode_ListGroupsResponseListedGroup_v0, 1: _decode_ListGroupsResponseListedGroup_v0, 2: _decode_ListGroupsResponseListedGroup_v0, 3: _decode_ListGroupsResponseListedGroup_v3, 4: _decode_ListGroupsResponseListedGroup_v4, 5: _decode_ListGroupsResponseListedGroup_v5},
+    {0: _encode_ListGroupsResponseListedGroup_v0, 1: _encode_ListGroupsResponseListedGroup_v0, 2: _encode_ListGroupsResponseListedGroup_v0, 3: _encode_ListGroupsResponseListedGroup_v3, 4: _encode_ListGroupsResponseListedGroup_v4, 5: _encode_ListGroupsResponseListedGroup_v5},
 )
-ListGroupsResponseListedGroup.FLEXIBLE_VERSIONS = VersionSet.parse('3+')
-ListGroupsResponseListedGroup.STRUCT_VERSIONS = VersionSet.parse('0-5')
-ListGroupsResponseListedGroup._decoders = {0: _decode_ListGroupsResponseListedGroup_v0, 1: _decode_ListGroupsResponseListedGroup_v0, 2: _decode_ListGroupsResponseListedGroup_v0, 3: _decode_ListGroupsResponseListedGroup_v3, 4: _decode_ListGroupsResponseListedGroup_v4, 5: _decode_ListGroupsResponseListedGroup_v5}
-ListGroupsResponseListedGroup._encoders = {0: _encode_ListGroupsResponseListedGroup_v0, 1: _encode_ListGroupsResponseListedGroup_v0, 2: _encode_ListGroupsResponseListedGroup_v0, 3: _encode_ListGroupsResponseListedGroup_v3, 4: _encode_ListGroupsResponseListedGroup_v4, 5: _encode_ListGroupsResponseListedGroup_v5}
 _DEFAULT_ListGroupsResponseListedGroup = ListGroupsResponseListedGroup()
 
-ListGroupsResponse.FIELDS = (
+_class_data(ListGroupsResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, True, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('groups', 'Groups', 'array', 'struct', ListGroupsResponseListedGroup, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '3+', '0-5',
+    {0: _decode_ListGroupsResponse_v0, 1: _decode_ListGroupsResponse_v1, 2: _decode_ListGroupsResponse_v1, 3: _decode_ListGroupsResponse_v3, 4: _decode_ListGroupsResponse_v4, 5: _decode_ListGroupsResponse_v5},
+    {0: _encode_ListGroupsResponse_v0, 1: _encode_ListGroupsResponse_v1, 2: _encode_ListGroupsResponse_v1, 3: _encode_ListGroupsResponse_v3, 4: _encode_ListGroupsResponse_v4, 5: _encode_ListGroupsResponse_v5},
+    api_key=16, kind='response', valid=(0, 1, 2, 3, 4, 5),
 )
-ListGroupsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('3+')
-ListGroupsResponse.STRUCT_VERSIONS = VersionSet.parse('0-5')
-ListGroupsResponse._decoders = {0: _decode_ListGroupsResponse_v0, 1: _decode_ListGroupsResponse_v1, 2: _decode_ListGroupsResponse_v1, 3: _decode_ListGroupsResponse_v3, 4: _decode_ListGroupsResponse_v4, 5: _decode_ListGroupsResponse_v5}
-ListGroupsResponse._encoders = {0: _encode_ListGroupsResponse_v0, 1: _encode_ListGroupsResponse_v1, 2: _encode_ListGroupsResponse_v1, 3: _encode_ListGroupsResponse_v3, 4: _encode_ListGroupsResponse_v4, 5: _encode_ListGroupsResponse_v5}
-ListGroupsResponse.API_KEY = 16
-ListGroupsResponse.KIND = 'response'
-ListGroupsResponse.VERSIONS = (0, 1, 2, 3, 4, 5)
-
-_use_native(__name__)

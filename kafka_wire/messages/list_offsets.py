@@ -11,26 +11,21 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from struct import Struct as _Struct
+from typing import TYPE_CHECKING
 
-from kafka_wire.codec.runtime import (
-    ARRAY_STRUCTS,
-    COUNTED_ARRAY_STRUCTS,
-    FRESH,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, COUNTED_ARRAY_STRUCTS, FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
+from kafka_wire.flavour import compiled_module
 
-_new = object.__new__
 _S0 = _Struct('>iqi')
 _S1 = _Struct('>iq')
 _S2 = _Struct('>iiq')
@@ -1417,76 +1412,76 @@ def _encode_ListOffsetsResponse_v6(o: ListOffsetsResponse, out: bytearray) -> No
         out.append(0)
 
 
-ListOffsetsRequestPartition.FIELDS = (
+_class_data(ListOffsetsRequestPartition, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('current_leader_epoch', 'CurrentLeaderEpoch', 'int32', None, None, VersionSet.parse('4+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, True, None),
     FieldSpec('timestamp', 'Timestamp', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('max_num_offsets', 'MaxNumOffsets', 'int32', None, None, VersionSet.parse('0'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 1, False, None),
+), '6+', '0-11',
+    {0: _decode_ListOffsetsRequestPartition_v0, 1: _decode_ListOffsetsRequestPartition_v1, 2: _decode_ListOffsetsRequestPartition_v1, 3: _decode_ListOffsetsRequestPartition_v1, 4: _decode_ListOffsetsRequestPartition_v4, 5: _decode_ListOffsetsRequestPartition_v4, 6: _decode_ListOffsetsRequestPartition_v6, 7: _decode_ListOffsetsRequestPartition_v6, 8: _decode_ListOffsetsRequestPartition_v6, 9: _decode_ListOffsetsRequestPartition_v6, 10: _decode_ListOffsetsRequestPartition_v6, 11: _decode_ListOffsetsRequestPartition_v6},
+    {0: _encode_ListOffsetsRequestPartition_v0, 1: _encode_ListOffsetsRequestPartition_v1, 2: _encode_ListOffsetsRequestPartition_v1, 3: _encode_ListOffsetsRequestPartition_v1, 4: _encode_ListOffsetsRequestPartition_v4, 5: _encode_ListOffsetsRequestPartition_v4, 6: _encode_ListOffsetsRequestPartition_v6, 7: _encode_ListOffsetsRequestPartition_v6, 8: _encode_ListOffsetsRequestPartition_v6, 9: _encode_ListOffsetsRequestPartition_v6, 10: _encode_ListOffsetsRequestPartition_v6, 11: _encode_ListOffsetsRequestPartition_v6},
 )
-ListOffsetsRequestPartition.FLEXIBLE_VERSIONS = VersionSet.parse('6+')
-ListOffsetsRequestPartition.STRUCT_VERSIONS = VersionSet.parse('0-11')
-ListOffsetsRequestPartition._decoders = {0: _decode_ListOffsetsRequestPartition_v0, 1: _decode_ListOffsetsRequestPartition_v1, 2: _decode_ListOffsetsRequestPartition_v1, 3: _decode_ListOffsetsRequestPartition_v1, 4: _decode_ListOffsetsRequestPartition_v4, 5: _decode_ListOffsetsRequestPartition_v4, 6: _decode_ListOffsetsRequestPartition_v6, 7: _decode_ListOffsetsRequestPartition_v6, 8: _decode_ListOffsetsRequestPartition_v6, 9: _decode_ListOffsetsRequestPartition_v6, 10: _decode_ListOffsetsRequestPartition_v6, 11: _decode_ListOffsetsRequestPartition_v6}
-ListOffsetsRequestPartition._encoders = {0: _encode_ListOffsetsRequestPartition_v0, 1: _encode_ListOffsetsRequestPartition_v1, 2: _encode_ListOffsetsRequestPartition_v1, 3: _encode_ListOffsetsRequestPartition_v1, 4: _encode_ListOffsetsRequestPartition_v4, 5: _encode_ListOffsetsRequestPartition_v4, 6: _encode_ListOffsetsRequestPartition_v6, 7: _encode_ListOffsetsRequestPartition_v6, 8: _encode_ListOffsetsRequestPartition_v6, 9: _encode_ListOffsetsRequestPartition_v6, 10: _encode_ListOffsetsRequestPartition_v6, 11: _encode_ListOffsetsRequestPartition_v6}
 _DEFAULT_ListOffsetsRequestPartition = ListOffsetsRequestPartition()
 
-ListOffsetsRequestTopic.FIELDS = (
+_class_data(ListOffsetsRequestTopic, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', ListOffsetsRequestPartition, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '6+', '0-11',
+    {0: _decode_ListOffsetsRequestTopic_v0, 1: _decode_ListOffsetsRequestTopic_v1, 2: _decode_ListOffsetsRequestTopic_v1, 3: _decode_ListOffsetsRequestTopic_v1, 4: _decode_ListOffsetsRequestTopic_v4, 5: _decode_ListOffsetsRequestTopic_v4, 6: _decode_ListOffsetsRequestTopic_v6, 7: _decode_ListOffsetsRequestTopic_v6, 8: _decode_ListOffsetsRequestTopic_v6, 9: _decode_ListOffsetsRequestTopic_v6, 10: _decode_ListOffsetsRequestTopic_v6, 11: _decode_ListOffsetsRequestTopic_v6},
+    {0: _encode_ListOffsetsRequestTopic_v0, 1: _encode_ListOffsetsRequestTopic_v1, 2: _encode_ListOffsetsRequestTopic_v1, 3: _encode_ListOffsetsRequestTopic_v1, 4: _encode_ListOffsetsRequestTopic_v4, 5: _encode_ListOffsetsRequestTopic_v4, 6: _encode_ListOffsetsRequestTopic_v6, 7: _encode_ListOffsetsRequestTopic_v6, 8: _encode_ListOffsetsRequestTopic_v6, 9: _encode_ListOffsetsRequestTopic_v6, 10: _encode_ListOffsetsRequestTopic_v6, 11: _encode_ListOffsetsRequestTopic_v6},
 )
-ListOffsetsRequestTopic.FLEXIBLE_VERSIONS = VersionSet.parse('6+')
-ListOffsetsRequestTopic.STRUCT_VERSIONS = VersionSet.parse('0-11')
-ListOffsetsRequestTopic._decoders = {0: _decode_ListOffsetsRequestTopic_v0, 1: _decode_ListOffsetsRequestTopic_v1, 2: _decode_ListOffsetsRequestTopic_v1, 3: _decode_ListOffsetsRequestTopic_v1, 4: _decode_ListOffsetsRequestTopic_v4, 5: _decode_ListOffsetsRequestTopic_v4, 6: _decode_ListOffsetsRequestTopic_v6, 7: _decode_ListOffsetsRequestTopic_v6, 8: _decode_ListOffsetsRequestTopic_v6, 9: _decode_ListOffsetsRequestTopic_v6, 10: _decode_ListOffsetsRequestTopic_v6, 11: _decode_ListOffsetsRequestTopic_v6}
-ListOffsetsRequestTopic._encoders = {0: _encode_ListOffsetsRequestTopic_v0, 1: _encode_ListOffsetsRequestTopic_v1, 2: _encode_ListOffsetsRequestTopic_v1, 3: _encode_ListOffsetsRequestTopic_v1, 4: _encode_ListOffsetsRequestTopic_v4, 5: _encode_ListOffsetsRequestTopic_v4, 6: _encode_ListOffsetsRequestTopic_v6, 7: _encode_ListOffsetsRequestTopic_v6, 8: _encode_ListOffsetsRequestTopic_v6, 9: _encode_ListOffsetsRequestTopic_v6, 10: _encode_ListOffsetsRequestTopic_v6, 11: _encode_ListOffsetsRequestTopic_v6}
 _DEFAULT_ListOffsetsRequestTopic = ListOffsetsRequestTopic()
 
-ListOffsetsRequest.FIELDS = (
+_class_data(ListOffsetsRequest, (
     FieldSpec('replica_id', 'ReplicaId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
     FieldSpec('isolation_level', 'IsolationLevel', 'int8', None, None, VersionSet.parse('2+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', ListOffsetsRequestTopic, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('timeout_ms', 'TimeoutMs', 'int32', None, None, VersionSet.parse('10+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, True, None),
+), '6+', '0-11',
+    {0: _decode_ListOffsetsRequest_v0, 1: _decode_ListOffsetsRequest_v1, 2: _decode_ListOffsetsRequest_v2, 3: _decode_ListOffsetsRequest_v2, 4: _decode_ListOffsetsRequest_v4, 5: _decode_ListOffsetsRequest_v4, 6: _decode_ListOffsetsRequest_v6, 7: _decode_ListOffsetsRequest_v6, 8: _decode_ListOffsetsRequest_v6, 9: _decode_ListOffsetsRequest_v6, 10: _decode_ListOffsetsRequest_v10, 11: _decode_ListOffsetsRequest_v10},
+    {0: _encode_ListOffsetsRequest_v0, 1: _encode_ListOffsetsRequest_v1, 2: _encode_ListOffsetsRequest_v2, 3: _encode_ListOffsetsRequest_v2, 4: _encode_ListOffsetsRequest_v4, 5: _encode_ListOffsetsRequest_v4, 6: _encode_ListOffsetsRequest_v6, 7: _encode_ListOffsetsRequest_v6, 8: _encode_ListOffsetsRequest_v6, 9: _encode_ListOffsetsRequest_v6, 10: _encode_ListOffsetsRequest_v10, 11: _encode_ListOffsetsRequest_v10},
+    api_key=2, kind='request', valid=(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11),
 )
-ListOffsetsRequest.FLEXIBLE_VERSIONS = VersionSet.parse('6+')
-ListOffsetsRequest.STRUCT_VERSIONS = VersionSet.parse('0-11')
-ListOffsetsRequest._decoders = {0: _decode_ListOffsetsRequest_v0, 1: _decode_ListOffsetsRequest_v1, 2: _decode_ListOffsetsRequest_v2, 3: _decode_ListOffsetsRequest_v2, 4: _decode_ListOffsetsRequest_v4, 5: _decode_ListOffsetsRequest_v4, 6: _decode_ListOffsetsRequest_v6, 7: _decode_ListOffsetsRequest_v6, 8: _decode_ListOffsetsRequest_v6, 9: _decode_ListOffsetsRequest_v6, 10: _decode_ListOffsetsRequest_v10, 11: _decode_ListOffsetsRequest_v10}
-ListOffsetsRequest._encoders = {0: _encode_ListOffsetsRequest_v0, 1: _encode_ListOffsetsRequest_v1, 2: _encode_ListOffsetsRequest_v2, 3: _encode_ListOffsetsRequest_v2, 4: _encode_ListOffsetsRequest_v4, 5: _encode_ListOffsetsRequest_v4, 6: _encode_ListOffsetsRequest_v6, 7: _encode_ListOffsetsRequest_v6, 8: _encode_ListOffsetsRequest_v6, 9: _encode_ListOffsetsRequest_v6, 10: _encode_ListOffsetsRequest_v10, 11: _encode_ListOffsetsRequest_v10}
-ListOffsetsRequest.API_KEY = 2
-ListOffsetsRequest.KIND = 'request'
-ListOffsetsRequest.VERSIONS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
 
-ListOffsetsResponsePartitionResponse.FIELDS = (
+_class_data(ListOffsetsResponsePartitionResponse, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('timestamp', 'Timestamp', 'int64', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, None),
     FieldSpec('offset', 'Offset', 'int64', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, None),
     FieldSpec('leader_epoch', 'LeaderEpoch', 'int32', None, None, VersionSet.parse('4+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, None),
     FieldSpec('old_style_offsets', 'OldStyleOffsets', 'array', 'int64', None, VersionSet.parse('0'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '6+', '0-11',
+    {0: _decode_ListOffsetsResponsePartitionResponse_v0, 1: _decode_ListOffsetsResponsePartitionResponse_v1, 2: _decode_ListOffsetsResponsePartitionResponse_v1, 3: _decode_ListOffsetsResponsePartitionResponse_v1, 4: _decode_ListOffsetsResponsePartitionResponse_v4, 5: _decode_ListOffsetsResponsePartitionResponse_v4, 6: _decode_ListOffsetsResponsePartitionResponse_v6, 7: _decode_ListOffsetsResponsePartitionResponse_v6, 8: _decode_ListOffsetsResponsePartitionResponse_v6, 9: _decode_ListOffsetsResponsePartitionResponse_v6, 10: _decode_ListOffsetsResponsePartitionResponse_v6, 11: _decode_ListOffsetsResponsePartitionResponse_v6},
+    {0: _encode_ListOffsetsResponsePartitionResponse_v0, 1: _encode_ListOffsetsResponsePartitionResponse_v1, 2: _encode_ListOffsetsResponsePartitionResponse_v1, 3: _encode_ListOffsetsResponsePartitionResponse_v1, 4: _encode_ListOffsetsResponsePartitionResponse_v4, 5: _encode_ListOffsetsResponsePartitionResponse_v4, 6: _encode_ListOffsetsResponsePartitionResponse_v6, 7: _encode_ListOffsetsResponsePartitionResponse_v6, 8: _encode_ListOffsetsResponsePartitionResponse_v6, 9: _encode_ListOffsetsResponsePartitionResponse_v6, 10: _encode_ListOffsetsResponsePartitionResponse_v6, 11: _encode_ListOffsetsResponsePartitionResponse_v6},
 )
-ListOffsetsResponsePartitionResponse.FLEXIBLE_VERSIONS = VersionSet.parse('6+')
-ListOffsetsResponsePartitionResponse.STRUCT_VERSIONS = VersionSet.parse('0-11')
-ListOffsetsResponsePartitionResponse._decoders = {0: _decode_ListOffsetsResponsePartitionResponse_v0, 1: _decode_ListOffsetsResponsePartitionResponse_v1, 2: _decode_ListOffsetsResponsePartitionResponse_v1, 3: _decode_ListOffsetsResponsePartitionResponse_v1, 4: _decode_ListOffsetsResponsePartitionResponse_v4, 5: _decode_ListOffsetsResponsePartitionResponse_v4, 6: _decode_ListOffsetsResponsePartitionResponse_v6, 7: _decode_ListOffsetsResponsePartitionResponse_v6, 8: _decode_ListOffsetsResponsePartitionResponse_v6, 9: _decode_ListOffsetsResponsePartitionResponse_v6, 10: _decode_ListOffsetsResponsePartitionResponse_v6, 11: _decode_ListOffsetsResponsePartitionResponse_v6}
-ListOffsetsResponsePartitionResponse._encoders = {0: _encode_ListOffsetsResponsePartitionResponse_v0, 1: _encode_ListOffsetsResponsePartitionResponse_v1, 2: _encode_ListOffsetsResponsePartitionResponse_v1, 3: _encode_ListOffsetsResponsePartitionResponse_v1, 4: _encode_ListOffsetsResponsePartitionResponse_v4, 5: _encode_ListOffsetsResponsePartitionResponse_v4, 6: _encode_ListOffsetsResponsePartitionResponse_v6, 7: _encode_ListOffsetsResponsePartitionResponse_v6, 8: _encode_ListOffsetsResponsePartitionResponse_v6, 9: _encode_ListOffsetsResponsePartitionResponse_v6, 10: _encode_ListOffsetsResponsePartitionResponse_v6, 11: _encode_ListOffsetsResponsePartitionResponse_v6}
 _DEFAULT_ListOffsetsResponsePartitionResponse = ListOffsetsResponsePartitionResponse()
 
-ListOffsetsResponseTopicResponse.FIELDS = (
+_class_data(ListOffsetsResponseTopicResponse, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', ListOffsetsResponsePartitionResponse, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '6+', '0-11',
+    {0: _decode_ListOffsetsResponseTopicResponse_v0, 1: _decode_ListOffsetsResponseTopicResponse_v1, 2: _decode_ListOffsetsResponseTopicResponse_v1, 3: _decode_ListOffsetsResponseTopicResponse_v1, 4: _decode_ListOffsetsResponseTopicResponse_v4, 5: _decode_ListOffsetsResponseTopicResponse_v4, 6: _decode_ListOffsetsResponseTopicResponse_v6, 7: _decode_ListOffsetsResponseTopicResponse_v6, 8: _decode_ListOffsetsResponseTopicResponse_v6, 9: _decode_ListOffsetsResponseTopicResponse_v6, 10: _decode_ListOffsetsResponseTopicResponse_v6, 11: _decode_ListOffsetsResponseTopicResponse_v6},
+    {0: _encode_ListOffsetsResponseTopicResponse_v0, 1: _encode_ListOffsetsResponseTopicResponse_v1, 2: _encode_ListOffsetsResponseTopicResponse_v1, 3: _encode_ListOffsetsResponseTopicResponse_v1, 4: _encode_ListOffsetsResponseTopicResponse_v4, 5: _encode_ListOffsetsResponseTopicResponse_v4, 6: _encode_ListOffsetsResponseTopicResponse_v6, 7: _encode_ListOffsetsResponseTopicResponse_v6, 8: _encode_ListOffsetsResponseTopicResponse_v6, 9: _encode_ListOffsetsResponseTopicResponse_v6, 10: _encode_ListOffsetsResponseTopicResponse_v6, 11: _encode_ListOffsetsResponseTopicResponse_v6},
 )
-ListOffsetsResponseTopicResponse.FLEXIBLE_VERSIONS = VersionSet.parse('6+')
-ListOffsetsResponseTopicResponse.STRUCT_VERSIONS = VersionSet.parse('0-11')
-ListOffsetsResponseTopicResponse._decoders = {0: _decode_ListOffsetsResponseTopicResponse_v0, 1: _decode_ListOffsetsResponseTopicResponse_v1, 2: _decode_ListOffsetsResponseTopicResponse_v1, 3: _decode_ListOffsetsResponseTopicResponse_v1, 4: _decode_ListOffsetsResponseTopicResponse_v4, 5: _decode_ListOffsetsResponseTopicResponse_v4, 6: _decode_ListOffsetsResponseTopicResponse_v6, 7: _decode_ListOffsetsResponseTopicResponse_v6, 8: _decode_ListOffsetsResponseTopicResponse_v6, 9: _decode_ListOffsetsResponseTopicResponse_v6, 10: _decode_ListOffsetsResponseTopicResponse_v6, 11: _decode_ListOffsetsResponseTopicResponse_v6}
-ListOffsetsResponseTopicResponse._encoders = {0: _encode_ListOffsetsResponseTopicResponse_v0, 1: _encode_ListOffsetsResponseTopicResponse_v1, 2: _encode_ListOffsetsResponseTopicResponse_v1, 3: _encode_ListOffsetsResponseTopicResponse_v1, 4: _encode_ListOffsetsResponseTopicResponse_v4, 5: _encode_ListOffsetsResponseTopicResponse_v4, 6: _encode_ListOffsetsResponseTopicResponse_v6, 7: _encode_ListOffsetsResponseTopicResponse_v6, 8: _encode_ListOffsetsResponseTopicResponse_v6, 9: _encode_ListOffsetsResponseTopicResponse_v6, 10: _encode_ListOffsetsResponseTopicResponse_v6, 11: _encode_ListOffsetsResponseTopicResponse_v6}
 _DEFAULT_ListOffsetsResponseTopicResponse = ListOffsetsResponseTopicResponse()
 
-ListOffsetsResponse.FIELDS = (
+_class_data(ListOffsetsResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('2+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, True, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', ListOffsetsResponseTopicResponse, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '6+', '0-11',
+    {0: _decode_ListOffsetsResponse_v0, 1: _decode_ListOffsetsResponse_v1, 2: _decode_ListOffsetsResponse_v2, 3: _decode_ListOffsetsResponse_v2, 4: _decode_ListOffsetsResponse_v4, 5: _decode_ListOffsetsResponse_v4, 6: _decode_ListOffsetsResponse_v6, 7: _decode_ListOffsetsResponse_v6, 8: _decode_ListOffsetsResponse_v6, 9: _decode_ListOffsetsResponse_v6, 10: _decode_ListOffsetsResponse_v6, 11: _decode_ListOffsetsResponse_v6},
+    {0: _encode_ListOffsetsResponse_v0, 1: _encode_ListOffsetsResponse_v1, 2: _encode_ListOffsetsResponse_v2, 3: _encode_ListOffsetsResponse_v2, 4: _encode_ListOffsetsResponse_v4, 5: _encode_ListOffsetsResponse_v4, 6: _encode_ListOffsetsResponse_v6, 7: _encode_ListOffsetsResponse_v6, 8: _encode_ListOffsetsResponse_v6, 9: _encode_ListOffsetsResponse_v6, 10: _encode_ListOffsetsResponse_v6, 11: _encode_ListOffsetsResponse_v6},
+    api_key=2, kind='response', valid=(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11),
 )
-ListOffsetsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('6+')
-ListOffsetsResponse.STRUCT_VERSIONS = VersionSet.parse('0-11')
-ListOffsetsResponse._decoders = {0: _decode_ListOffsetsResponse_v0, 1: _decode_ListOffsetsResponse_v1, 2: _decode_ListOffsetsResponse_v2, 3: _decode_ListOffsetsResponse_v2, 4: _decode_ListOffsetsResponse_v4, 5: _decode_ListOffsetsResponse_v4, 6: _decode_ListOffsetsResponse_v6, 7: _decode_ListOffsetsResponse_v6, 8: _decode_ListOffsetsResponse_v6, 9: _decode_ListOffsetsResponse_v6, 10: _decode_ListOffsetsResponse_v6, 11: _decode_ListOffsetsResponse_v6}
-ListOffsetsResponse._encoders = {0: _encode_ListOffsetsResponse_v0, 1: _encode_ListOffsetsResponse_v1, 2: _encode_ListOffsetsResponse_v2, 3: _encode_ListOffsetsResponse_v2, 4: _encode_ListOffsetsResponse_v4, 5: _encode_ListOffsetsResponse_v4, 6: _encode_ListOffsetsResponse_v6, 7: _encode_ListOffsetsResponse_v6, 8: _encode_ListOffsetsResponse_v6, 9: _encode_ListOffsetsResponse_v6, 10: _encode_ListOffsetsResponse_v6, 11: _encode_ListOffsetsResponse_v6}
-ListOffsetsResponse.API_KEY = 2
-ListOffsetsResponse.KIND = 'response'
-ListOffsetsResponse.VERSIONS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
 
-_use_native(__name__)
+
+# The compiled flavour (docs/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
+if not TYPE_CHECKING and compiled_module('kafka_wire._compiled.messages.list_offsets') is not None:
+    from kafka_wire._compiled.messages.list_offsets import (
+        ListOffsetsRequest,
+        ListOffsetsRequestPartition,
+        ListOffsetsRequestTopic,
+        ListOffsetsResponse,
+        ListOffsetsResponsePartitionResponse,
+        ListOffsetsResponseTopicResponse,
+    )

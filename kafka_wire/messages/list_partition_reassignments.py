@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>i')
 _S1 = _Struct('>ih')
 _Ai32 = ARRAY_STRUCTS['i']
@@ -726,62 +727,51 @@ def _encode_ListPartitionReassignmentsResponse_v0(o: ListPartitionReassignmentsR
         out.append(0)
 
 
-ListPartitionReassignmentsRequestTopics.FIELDS = (
+_class_data(ListPartitionReassignmentsRequestTopics, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partition_indexes', 'PartitionIndexes', 'array', 'int32', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_ListPartitionReassignmentsRequestTopics_v0},
+    {0: _encode_ListPartitionReassignmentsRequestTopics_v0},
 )
-ListPartitionReassignmentsRequestTopics.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ListPartitionReassignmentsRequestTopics.STRUCT_VERSIONS = VersionSet.parse('0')
-ListPartitionReassignmentsRequestTopics._decoders = {0: _decode_ListPartitionReassignmentsRequestTopics_v0}
-ListPartitionReassignmentsRequestTopics._encoders = {0: _encode_ListPartitionReassignmentsRequestTopics_v0}
 _DEFAULT_ListPartitionReassignmentsRequestTopics = ListPartitionReassignmentsRequestTopics()
 
-ListPartitionReassignmentsRequest.FIELDS = (
+_class_data(ListPartitionReassignmentsRequest, (
     FieldSpec('timeout_ms', 'TimeoutMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 60000, False, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', ListPartitionReassignmentsRequestTopics, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
+), '0+', '0',
+    {0: _decode_ListPartitionReassignmentsRequest_v0},
+    {0: _encode_ListPartitionReassignmentsRequest_v0},
+    api_key=46, kind='request', valid=(0,),
 )
-ListPartitionReassignmentsRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ListPartitionReassignmentsRequest.STRUCT_VERSIONS = VersionSet.parse('0')
-ListPartitionReassignmentsRequest._decoders = {0: _decode_ListPartitionReassignmentsRequest_v0}
-ListPartitionReassignmentsRequest._encoders = {0: _encode_ListPartitionReassignmentsRequest_v0}
-ListPartitionReassignmentsRequest.API_KEY = 46
-ListPartitionReassignmentsRequest.KIND = 'request'
-ListPartitionReassignmentsRequest.VERSIONS = (0,)
 
-ListPartitionReassignmentsResponseOngoingPartitionReassignment.FIELDS = (
+_class_data(ListPartitionReassignmentsResponseOngoingPartitionReassignment, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('replicas', 'Replicas', 'array', 'int32', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, 'brokerId'),
     FieldSpec('adding_replicas', 'AddingReplicas', 'array', 'int32', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, 'brokerId'),
     FieldSpec('removing_replicas', 'RemovingReplicas', 'array', 'int32', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, 'brokerId'),
+), '0+', '0',
+    {0: _decode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0},
+    {0: _encode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0},
 )
-ListPartitionReassignmentsResponseOngoingPartitionReassignment.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ListPartitionReassignmentsResponseOngoingPartitionReassignment.STRUCT_VERSIONS = VersionSet.parse('0')
-ListPartitionReassignmentsResponseOngoingPartitionReassignment._decoders = {0: _decode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0}
-ListPartitionReassignmentsResponseOngoingPartitionReassignment._encoders = {0: _encode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0}
 _DEFAULT_ListPartitionReassignmentsResponseOngoingPartitionReassignment = ListPartitionReassignmentsResponseOngoingPartitionReassignment()
 
-ListPartitionReassignmentsResponseOngoingTopicReassignment.FIELDS = (
+_class_data(ListPartitionReassignmentsResponseOngoingTopicReassignment, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', ListPartitionReassignmentsResponseOngoingPartitionReassignment, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_ListPartitionReassignmentsResponseOngoingTopicReassignment_v0},
+    {0: _encode_ListPartitionReassignmentsResponseOngoingTopicReassignment_v0},
 )
-ListPartitionReassignmentsResponseOngoingTopicReassignment.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ListPartitionReassignmentsResponseOngoingTopicReassignment.STRUCT_VERSIONS = VersionSet.parse('0')
-ListPartitionReassignmentsResponseOngoingTopicReassignment._decoders = {0: _decode_ListPartitionReassignmentsResponseOngoingTopicReassignment_v0}
-ListPartitionReassignmentsResponseOngoingTopicReassignment._encoders = {0: _encode_ListPartitionReassignmentsResponseOngoingTopicReassignment_v0}
 _DEFAULT_ListPartitionReassignmentsResponseOngoingTopicReassignment = ListPartitionReassignmentsResponseOngoingTopicReassignment()
 
-ListPartitionReassignmentsResponse.FIELDS = (
+_class_data(ListPartitionReassignmentsResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', ListPartitionReassignmentsResponseOngoingTopicReassignment, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_ListPartitionReassignmentsResponse_v0},
+    {0: _encode_ListPartitionReassignmentsResponse_v0},
+    api_key=46, kind='response', valid=(0,),
 )
-ListPartitionReassignmentsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ListPartitionReassignmentsResponse.STRUCT_VERSIONS = VersionSet.parse('0')
-ListPartitionReassignmentsResponse._decoders = {0: _decode_ListPartitionReassignmentsResponse_v0}
-ListPartitionReassignmentsResponse._encoders = {0: _encode_ListPartitionReassignmentsResponse_v0}
-ListPartitionReassignmentsResponse.API_KEY = 46
-ListPartitionReassignmentsResponse.KIND = 'response'
-ListPartitionReassignmentsResponse.VERSIONS = (0,)
-
-_use_native(__name__)

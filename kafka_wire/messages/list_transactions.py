@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>q')
 _S1 = _Struct('>ih')
 _Ai64 = ARRAY_STRUCTS['q']
@@ -728,43 +729,34 @@ def _encode_ListTransactionsResponse_v0(o: ListTransactionsResponse, out: bytear
         out.append(0)
 
 
-ListTransactionsRequest.FIELDS = (
+_class_data(ListTransactionsRequest, (
     FieldSpec('state_filters', 'StateFilters', 'array', 'string', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('producer_id_filters', 'ProducerIdFilters', 'array', 'int64', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, 'producerId'),
     FieldSpec('duration_filter', 'DurationFilter', 'int64', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, None),
     FieldSpec('transactional_id_pattern', 'TransactionalIdPattern', 'string', None, None, VersionSet.parse('2+'), VersionSet.parse('2+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
+), '0+', '0-2',
+    {0: _decode_ListTransactionsRequest_v0, 1: _decode_ListTransactionsRequest_v1, 2: _decode_ListTransactionsRequest_v2},
+    {0: _encode_ListTransactionsRequest_v0, 1: _encode_ListTransactionsRequest_v1, 2: _encode_ListTransactionsRequest_v2},
+    api_key=66, kind='request', valid=(0, 1, 2),
 )
-ListTransactionsRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ListTransactionsRequest.STRUCT_VERSIONS = VersionSet.parse('0-2')
-ListTransactionsRequest._decoders = {0: _decode_ListTransactionsRequest_v0, 1: _decode_ListTransactionsRequest_v1, 2: _decode_ListTransactionsRequest_v2}
-ListTransactionsRequest._encoders = {0: _encode_ListTransactionsRequest_v0, 1: _encode_ListTransactionsRequest_v1, 2: _encode_ListTransactionsRequest_v2}
-ListTransactionsRequest.API_KEY = 66
-ListTransactionsRequest.KIND = 'request'
-ListTransactionsRequest.VERSIONS = (0, 1, 2)
 
-ListTransactionsResponseTransactionState.FIELDS = (
+_class_data(ListTransactionsResponseTransactionState, (
     FieldSpec('transactional_id', 'TransactionalId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'transactionalId'),
     FieldSpec('producer_id', 'ProducerId', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'producerId'),
     FieldSpec('transaction_state', 'TransactionState', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
+), '0+', '0-2',
+    {0: _decode_ListTransactionsResponseTransactionState_v0, 1: _decode_ListTransactionsResponseTransactionState_v0, 2: _decode_ListTransactionsResponseTransactionState_v0},
+    {0: _encode_ListTransactionsResponseTransactionState_v0, 1: _encode_ListTransactionsResponseTransactionState_v0, 2: _encode_ListTransactionsResponseTransactionState_v0},
 )
-ListTransactionsResponseTransactionState.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ListTransactionsResponseTransactionState.STRUCT_VERSIONS = VersionSet.parse('0-2')
-ListTransactionsResponseTransactionState._decoders = {0: _decode_ListTransactionsResponseTransactionState_v0, 1: _decode_ListTransactionsResponseTransactionState_v0, 2: _decode_ListTransactionsResponseTransactionState_v0}
-ListTransactionsResponseTransactionState._encoders = {0: _encode_ListTransactionsResponseTransactionState_v0, 1: _encode_ListTransactionsResponseTransactionState_v0, 2: _encode_ListTransactionsResponseTransactionState_v0}
 _DEFAULT_ListTransactionsResponseTransactionState = ListTransactionsResponseTransactionState()
 
-ListTransactionsResponse.FIELDS = (
+_class_data(ListTransactionsResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('unknown_state_filters', 'UnknownStateFilters', 'array', 'string', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('transaction_states', 'TransactionStates', 'array', 'struct', ListTransactionsResponseTransactionState, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-2',
+    {0: _decode_ListTransactionsResponse_v0, 1: _decode_ListTransactionsResponse_v0, 2: _decode_ListTransactionsResponse_v0},
+    {0: _encode_ListTransactionsResponse_v0, 1: _encode_ListTransactionsResponse_v0, 2: _encode_ListTransactionsResponse_v0},
+    api_key=66, kind='response', valid=(0, 1, 2),
 )
-ListTransactionsResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ListTransactionsResponse.STRUCT_VERSIONS = VersionSet.parse('0-2')
-ListTransactionsResponse._decoders = {0: _decode_ListTransactionsResponse_v0, 1: _decode_ListTransactionsResponse_v0, 2: _decode_ListTransactionsResponse_v0}
-ListTransactionsResponse._encoders = {0: _encode_ListTransactionsResponse_v0, 1: _encode_ListTransactionsResponse_v0, 2: _encode_ListTransactionsResponse_v0}
-ListTransactionsResponse.API_KEY = 66
-ListTransactionsResponse.KIND = 'response'
-ListTransactionsResponse.VERSIONS = (0, 1, 2)
-
-_use_native(__name__)

@@ -9,6 +9,7 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from struct import Struct as _Struct
+from typing import TYPE_CHECKING
 from uuid import UUID
 
 from kafka_wire.codec.runtime import (
@@ -18,21 +19,21 @@ from kafka_wire.codec.runtime import (
     ZERO_UUID,
     ZERO_UUID_BYTES,
     FieldSpec,
-    Message,
-    Struct,
     TaggedFields,
 )
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
+from kafka_wire.flavour import compiled_module
 
-_new = object.__new__
 _S0 = _Struct('>h')
 _S1 = _Struct('>16s')
 _S2 = _Struct('>i')
@@ -4448,43 +4449,38 @@ def _encode_MetadataResponse_v13(o: MetadataResponse, out: bytearray) -> None:
         out.append(0)
 
 
-MetadataRequestTopic.FIELDS = (
+_class_data(MetadataRequestTopic, (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('10+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, True, None),
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('10+'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
+), '9+', '0-13',
+    {0: _decode_MetadataRequestTopic_v0, 1: _decode_MetadataRequestTopic_v0, 2: _decode_MetadataRequestTopic_v0, 3: _decode_MetadataRequestTopic_v0, 4: _decode_MetadataRequestTopic_v0, 5: _decode_MetadataRequestTopic_v0, 6: _decode_MetadataRequestTopic_v0, 7: _decode_MetadataRequestTopic_v0, 8: _decode_MetadataRequestTopic_v0, 9: _decode_MetadataRequestTopic_v9, 10: _decode_MetadataRequestTopic_v10, 11: _decode_MetadataRequestTopic_v10, 12: _decode_MetadataRequestTopic_v10, 13: _decode_MetadataRequestTopic_v10},
+    {0: _encode_MetadataRequestTopic_v0, 1: _encode_MetadataRequestTopic_v0, 2: _encode_MetadataRequestTopic_v0, 3: _encode_MetadataRequestTopic_v0, 4: _encode_MetadataRequestTopic_v0, 5: _encode_MetadataRequestTopic_v0, 6: _encode_MetadataRequestTopic_v0, 7: _encode_MetadataRequestTopic_v0, 8: _encode_MetadataRequestTopic_v0, 9: _encode_MetadataRequestTopic_v9, 10: _encode_MetadataRequestTopic_v10, 11: _encode_MetadataRequestTopic_v10, 12: _encode_MetadataRequestTopic_v10, 13: _encode_MetadataRequestTopic_v10},
 )
-MetadataRequestTopic.FLEXIBLE_VERSIONS = VersionSet.parse('9+')
-MetadataRequestTopic.STRUCT_VERSIONS = VersionSet.parse('0-13')
-MetadataRequestTopic._decoders = {0: _decode_MetadataRequestTopic_v0, 1: _decode_MetadataRequestTopic_v0, 2: _decode_MetadataRequestTopic_v0, 3: _decode_MetadataRequestTopic_v0, 4: _decode_MetadataRequestTopic_v0, 5: _decode_MetadataRequestTopic_v0, 6: _decode_MetadataRequestTopic_v0, 7: _decode_MetadataRequestTopic_v0, 8: _decode_MetadataRequestTopic_v0, 9: _decode_MetadataRequestTopic_v9, 10: _decode_MetadataRequestTopic_v10, 11: _decode_MetadataRequestTopic_v10, 12: _decode_MetadataRequestTopic_v10, 13: _decode_MetadataRequestTopic_v10}
-MetadataRequestTopic._encoders = {0: _encode_MetadataRequestTopic_v0, 1: _encode_MetadataRequestTopic_v0, 2: _encode_MetadataRequestTopic_v0, 3: _encode_MetadataRequestTopic_v0, 4: _encode_MetadataRequestTopic_v0, 5: _encode_MetadataRequestTopic_v0, 6: _encode_MetadataRequestTopic_v0, 7: _encode_MetadataRequestTopic_v0, 8: _encode_MetadataRequestTopic_v0, 9: _encode_MetadataRequestTopic_v9, 10: _encode_MetadataRequestTopic_v10, 11: _encode_MetadataRequestTopic_v10, 12: _encode_MetadataRequestTopic_v10, 13: _encode_MetadataRequestTopic_v10}
 _DEFAULT_MetadataRequestTopic = MetadataRequestTopic()
 
-MetadataRequest.FIELDS = (
+_class_data(MetadataRequest, (
     FieldSpec('topics', 'Topics', 'array', 'struct', MetadataRequestTopic, VersionSet.parse('0+'), VersionSet.parse('1+'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('allow_auto_topic_creation', 'AllowAutoTopicCreation', 'bool', None, None, VersionSet.parse('4+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: True, False, None),
     FieldSpec('include_cluster_authorized_operations', 'IncludeClusterAuthorizedOperations', 'bool', None, None, VersionSet.parse('8-10'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
     FieldSpec('include_topic_authorized_operations', 'IncludeTopicAuthorizedOperations', 'bool', None, None, VersionSet.parse('8+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
+), '9+', '0-13',
+    {0: _decode_MetadataRequest_v0, 1: _decode_MetadataRequest_v1, 2: _decode_MetadataRequest_v1, 3: _decode_MetadataRequest_v1, 4: _decode_MetadataRequest_v4, 5: _decode_MetadataRequest_v4, 6: _decode_MetadataRequest_v4, 7: _decode_MetadataRequest_v4, 8: _decode_MetadataRequest_v8, 9: _decode_MetadataRequest_v9, 10: _decode_MetadataRequest_v10, 11: _decode_MetadataRequest_v11, 12: _decode_MetadataRequest_v11, 13: _decode_MetadataRequest_v11},
+    {0: _encode_MetadataRequest_v0, 1: _encode_MetadataRequest_v1, 2: _encode_MetadataRequest_v1, 3: _encode_MetadataRequest_v1, 4: _encode_MetadataRequest_v4, 5: _encode_MetadataRequest_v4, 6: _encode_MetadataRequest_v4, 7: _encode_MetadataRequest_v4, 8: _encode_MetadataRequest_v8, 9: _encode_MetadataRequest_v9, 10: _encode_MetadataRequest_v10, 11: _encode_MetadataRequest_v11, 12: _encode_MetadataRequest_v11, 13: _encode_MetadataRequest_v11},
+    api_key=3, kind='request', valid=(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13),
 )
-MetadataRequest.FLEXIBLE_VERSIONS = VersionSet.parse('9+')
-MetadataRequest.STRUCT_VERSIONS = VersionSet.parse('0-13')
-MetadataRequest._decoders = {0: _decode_MetadataRequest_v0, 1: _decode_MetadataRequest_v1, 2: _decode_MetadataRequest_v1, 3: _decode_MetadataRequest_v1, 4: _decode_MetadataRequest_v4, 5: _decode_MetadataRequest_v4, 6: _decode_MetadataRequest_v4, 7: _decode_MetadataRequest_v4, 8: _decode_MetadataRequest_v8, 9: _decode_MetadataRequest_v9, 10: _decode_MetadataRequest_v10, 11: _decode_MetadataRequest_v11, 12: _decode_MetadataRequest_v11, 13: _decode_MetadataRequest_v11}
-MetadataRequest._encoders = {0: _encode_MetadataRequest_v0, 1: _encode_MetadataRequest_v1, 2: _encode_MetadataRequest_v1, 3: _encode_MetadataRequest_v1, 4: _encode_MetadataRequest_v4, 5: _encode_MetadataRequest_v4, 6: _encode_MetadataRequest_v4, 7: _encode_MetadataRequest_v4, 8: _encode_MetadataRequest_v8, 9: _encode_MetadataRequest_v9, 10: _encode_MetadataRequest_v10, 11: _encode_MetadataRequest_v11, 12: _encode_MetadataRequest_v11, 13: _encode_MetadataRequest_v11}
-MetadataRequest.API_KEY = 3
-MetadataRequest.KIND = 'request'
-MetadataRequest.VERSIONS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)
 
-MetadataResponseBroker.FIELDS = (
+_class_data(MetadataResponseBroker, (
     FieldSpec('node_id', 'NodeId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
     FieldSpec('host', 'Host', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('port', 'Port', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('rack', 'Rack', 'string', None, None, VersionSet.parse('1+'), VersionSet.parse('1+'), None, VersionSet.parse('none'), None, lambda: None, True, None),
+), '9+', '0-13',
+    {0: _decode_MetadataResponseBroker_v0, 1: _decode_MetadataResponseBroker_v1, 2: _decode_MetadataResponseBroker_v1, 3: _decode_MetadataResponseBroker_v1, 4: _decode_MetadataResponseBroker_v1, 5: _decode_MetadataResponseBroker_v1, 6: _decode_MetadataResponseBroker_v1, 7: _decode_MetadataResponseBroker_v1, 8: _decode_MetadataResponseBroker_v1, 9: _decode_MetadataResponseBroker_v9, 10: _decode_MetadataResponseBroker_v9, 11: _decode_MetadataResponseBroker_v9, 12: _decode_MetadataResponseBroker_v9, 13: _decode_MetadataResponseBroker_v9},
+    {0: _encode_MetadataResponseBroker_v0, 1: _encode_MetadataResponseBroker_v1, 2: _encode_MetadataResponseBroker_v1, 3: _encode_MetadataResponseBroker_v1, 4: _encode_MetadataResponseBroker_v1, 5: _encode_MetadataResponseBroker_v1, 6: _encode_MetadataResponseBroker_v1, 7: _encode_MetadataResponseBroker_v1, 8: _encode_MetadataResponseBroker_v1, 9: _encode_MetadataResponseBroker_v9, 10: _encode_MetadataResponseBroker_v9, 11: _encode_MetadataResponseBroker_v9, 12: _encode_MetadataResponseBroker_v9, 13: _encode_MetadataResponseBroker_v9},
 )
-MetadataResponseBroker.FLEXIBLE_VERSIONS = VersionSet.parse('9+')
-MetadataResponseBroker.STRUCT_VERSIONS = VersionSet.parse('0-13')
-MetadataResponseBroker._decoders = {0: _decode_MetadataResponseBroker_v0, 1: _decode_MetadataResponseBroker_v1, 2: _decode_MetadataResponseBroker_v1, 3: _decode_MetadataResponseBroker_v1, 4: _decode_MetadataResponseBroker_v1, 5: _decode_MetadataResponseBroker_v1, 6: _decode_MetadataResponseBroker_v1, 7: _decode_MetadataResponseBroker_v1, 8: _decode_MetadataResponseBroker_v1, 9: _decode_MetadataResponseBroker_v9, 10: _decode_MetadataResponseBroker_v9, 11: _decode_MetadataResponseBroker_v9, 12: _decode_MetadataResponseBroker_v9, 13: _decode_MetadataResponseBroker_v9}
-MetadataResponseBroker._encoders = {0: _encode_MetadataResponseBroker_v0, 1: _encode_MetadataResponseBroker_v1, 2: _encode_MetadataResponseBroker_v1, 3: _encode_MetadataResponseBroker_v1, 4: _encode_MetadataResponseBroker_v1, 5: _encode_MetadataResponseBroker_v1, 6: _encode_MetadataResponseBroker_v1, 7: _encode_MetadataResponseBroker_v1, 8: _encode_MetadataResponseBroker_v1, 9: _encode_MetadataResponseBroker_v9, 10: _encode_MetadataResponseBroker_v9, 11: _encode_MetadataResponseBroker_v9, 12: _encode_MetadataResponseBroker_v9, 13: _encode_MetadataResponseBroker_v9}
 _DEFAULT_MetadataResponseBroker = MetadataResponseBroker()
 
-MetadataResponsePartition.FIELDS = (
+_class_data(MetadataResponsePartition, (
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('leader_id', 'LeaderId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
@@ -4492,28 +4488,26 @@ MetadataResponsePartition.FIELDS = (
     FieldSpec('replica_nodes', 'ReplicaNodes', 'array', 'int32', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, 'brokerId'),
     FieldSpec('isr_nodes', 'IsrNodes', 'array', 'int32', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, 'brokerId'),
     FieldSpec('offline_replicas', 'OfflineReplicas', 'array', 'int32', None, VersionSet.parse('5+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], True, 'brokerId'),
+), '9+', '0-13',
+    {0: _decode_MetadataResponsePartition_v0, 1: _decode_MetadataResponsePartition_v0, 2: _decode_MetadataResponsePartition_v0, 3: _decode_MetadataResponsePartition_v0, 4: _decode_MetadataResponsePartition_v0, 5: _decode_MetadataResponsePartition_v5, 6: _decode_MetadataResponsePartition_v5, 7: _decode_MetadataResponsePartition_v7, 8: _decode_MetadataResponsePartition_v7, 9: _decode_MetadataResponsePartition_v9, 10: _decode_MetadataResponsePartition_v9, 11: _decode_MetadataResponsePartition_v9, 12: _decode_MetadataResponsePartition_v9, 13: _decode_MetadataResponsePartition_v9},
+    {0: _encode_MetadataResponsePartition_v0, 1: _encode_MetadataResponsePartition_v0, 2: _encode_MetadataResponsePartition_v0, 3: _encode_MetadataResponsePartition_v0, 4: _encode_MetadataResponsePartition_v0, 5: _encode_MetadataResponsePartition_v5, 6: _encode_MetadataResponsePartition_v5, 7: _encode_MetadataResponsePartition_v7, 8: _encode_MetadataResponsePartition_v7, 9: _encode_MetadataResponsePartition_v9, 10: _encode_MetadataResponsePartition_v9, 11: _encode_MetadataResponsePartition_v9, 12: _encode_MetadataResponsePartition_v9, 13: _encode_MetadataResponsePartition_v9},
 )
-MetadataResponsePartition.FLEXIBLE_VERSIONS = VersionSet.parse('9+')
-MetadataResponsePartition.STRUCT_VERSIONS = VersionSet.parse('0-13')
-MetadataResponsePartition._decoders = {0: _decode_MetadataResponsePartition_v0, 1: _decode_MetadataResponsePartition_v0, 2: _decode_MetadataResponsePartition_v0, 3: _decode_MetadataResponsePartition_v0, 4: _decode_MetadataResponsePartition_v0, 5: _decode_MetadataResponsePartition_v5, 6: _decode_MetadataResponsePartition_v5, 7: _decode_MetadataResponsePartition_v7, 8: _decode_MetadataResponsePartition_v7, 9: _decode_MetadataResponsePartition_v9, 10: _decode_MetadataResponsePartition_v9, 11: _decode_MetadataResponsePartition_v9, 12: _decode_MetadataResponsePartition_v9, 13: _decode_MetadataResponsePartition_v9}
-MetadataResponsePartition._encoders = {0: _encode_MetadataResponsePartition_v0, 1: _encode_MetadataResponsePartition_v0, 2: _encode_MetadataResponsePartition_v0, 3: _encode_MetadataResponsePartition_v0, 4: _encode_MetadataResponsePartition_v0, 5: _encode_MetadataResponsePartition_v5, 6: _encode_MetadataResponsePartition_v5, 7: _encode_MetadataResponsePartition_v7, 8: _encode_MetadataResponsePartition_v7, 9: _encode_MetadataResponsePartition_v9, 10: _encode_MetadataResponsePartition_v9, 11: _encode_MetadataResponsePartition_v9, 12: _encode_MetadataResponsePartition_v9, 13: _encode_MetadataResponsePartition_v9}
 _DEFAULT_MetadataResponsePartition = MetadataResponsePartition()
 
-MetadataResponseTopic.FIELDS = (
+_class_data(MetadataResponseTopic, (
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('12+'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('10+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, True, None),
     FieldSpec('is_internal', 'IsInternal', 'bool', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, True, None),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', MetadataResponsePartition, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('topic_authorized_operations', 'TopicAuthorizedOperations', 'int32', None, None, VersionSet.parse('8+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -2147483648, False, None),
+), '9+', '0-13',
+    {0: _decode_MetadataResponseTopic_v0, 1: _decode_MetadataResponseTopic_v1, 2: _decode_MetadataResponseTopic_v1, 3: _decode_MetadataResponseTopic_v1, 4: _decode_MetadataResponseTopic_v1, 5: _decode_MetadataResponseTopic_v5, 6: _decode_MetadataResponseTopic_v5, 7: _decode_MetadataResponseTopic_v7, 8: _decode_MetadataResponseTopic_v8, 9: _decode_MetadataResponseTopic_v9, 10: _decode_MetadataResponseTopic_v10, 11: _decode_MetadataResponseTopic_v10, 12: _decode_MetadataResponseTopic_v12, 13: _decode_MetadataResponseTopic_v12},
+    {0: _encode_MetadataResponseTopic_v0, 1: _encode_MetadataResponseTopic_v1, 2: _encode_MetadataResponseTopic_v1, 3: _encode_MetadataResponseTopic_v1, 4: _encode_MetadataResponseTopic_v1, 5: _encode_MetadataResponseTopic_v5, 6: _encode_MetadataResponseTopic_v5, 7: _encode_MetadataResponseTopic_v7, 8: _encode_MetadataResponseTopic_v8, 9: _encode_MetadataResponseTopic_v9, 10: _encode_MetadataResponseTopic_v10, 11: _encode_MetadataResponseTopic_v10, 12: _encode_MetadataResponseTopic_v12, 13: _encode_MetadataResponseTopic_v12},
 )
-MetadataResponseTopic.FLEXIBLE_VERSIONS = VersionSet.parse('9+')
-MetadataResponseTopic.STRUCT_VERSIONS = VersionSet.parse('0-13')
-MetadataResponseTopic._decoders = {0: _decode_MetadataResponseTopic_v0, 1: _decode_MetadataResponseTopic_v1, 2: _decode_MetadataResponseTopic_v1, 3: _decode_MetadataResponseTopic_v1, 4: _decode_MetadataResponseTopic_v1, 5: _decode_MetadataResponseTopic_v5, 6: _decode_MetadataResponseTopic_v5, 7: _decode_MetadataResponseTopic_v7, 8: _decode_MetadataResponseTopic_v8, 9: _decode_MetadataResponseTopic_v9, 10: _decode_MetadataResponseTopic_v10, 11: _decode_MetadataResponseTopic_v10, 12: _decode_MetadataResponseTopic_v12, 13: _decode_MetadataResponseTopic_v12}
-MetadataResponseTopic._encoders = {0: _encode_MetadataResponseTopic_v0, 1: _encode_MetadataResponseTopic_v1, 2: _encode_MetadataResponseTopic_v1, 3: _encode_MetadataResponseTopic_v1, 4: _encode_MetadataResponseTopic_v1, 5: _encode_MetadataResponseTopic_v5, 6: _encode_MetadataResponseTopic_v5, 7: _encode_MetadataResponseTopic_v7, 8: _encode_MetadataResponseTopic_v8, 9: _encode_MetadataResponseTopic_v9, 10: _encode_MetadataResponseTopic_v10, 11: _encode_MetadataResponseTopic_v10, 12: _encode_MetadataResponseTopic_v12, 13: _encode_MetadataResponseTopic_v12}
 _DEFAULT_MetadataResponseTopic = MetadataResponseTopic()
 
-MetadataResponse.FIELDS = (
+_class_data(MetadataResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, True, None),
     FieldSpec('brokers', 'Brokers', 'array', 'struct', MetadataResponseBroker, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('cluster_id', 'ClusterId', 'string', None, None, VersionSet.parse('2+'), VersionSet.parse('2+'), None, VersionSet.parse('none'), None, lambda: None, True, None),
@@ -4521,13 +4515,20 @@ MetadataResponse.FIELDS = (
     FieldSpec('topics', 'Topics', 'array', 'struct', MetadataResponseTopic, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('13+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, True, None),
     FieldSpec('cluster_authorized_operations', 'ClusterAuthorizedOperations', 'int32', None, None, VersionSet.parse('8-10'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -2147483648, False, None),
+), '9+', '0-13',
+    {0: _decode_MetadataResponse_v0, 1: _decode_MetadataResponse_v1, 2: _decode_MetadataResponse_v2, 3: _decode_MetadataResponse_v3, 4: _decode_MetadataResponse_v3, 5: _decode_MetadataResponse_v5, 6: _decode_MetadataResponse_v5, 7: _decode_MetadataResponse_v7, 8: _decode_MetadataResponse_v8, 9: _decode_MetadataResponse_v9, 10: _decode_MetadataResponse_v10, 11: _decode_MetadataResponse_v11, 12: _decode_MetadataResponse_v12, 13: _decode_MetadataResponse_v13},
+    {0: _encode_MetadataResponse_v0, 1: _encode_MetadataResponse_v1, 2: _encode_MetadataResponse_v2, 3: _encode_MetadataResponse_v3, 4: _encode_MetadataResponse_v3, 5: _encode_MetadataResponse_v5, 6: _encode_MetadataResponse_v5, 7: _encode_MetadataResponse_v7, 8: _encode_MetadataResponse_v8, 9: _encode_MetadataResponse_v9, 10: _encode_MetadataResponse_v10, 11: _encode_MetadataResponse_v11, 12: _encode_MetadataResponse_v12, 13: _encode_MetadataResponse_v13},
+    api_key=3, kind='response', valid=(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13),
 )
-MetadataResponse.FLEXIBLE_VERSIONS = VersionSet.parse('9+')
-MetadataResponse.STRUCT_VERSIONS = VersionSet.parse('0-13')
-MetadataResponse._decoders = {0: _decode_MetadataResponse_v0, 1: _decode_MetadataResponse_v1, 2: _decode_MetadataResponse_v2, 3: _decode_MetadataResponse_v3, 4: _decode_MetadataResponse_v3, 5: _decode_MetadataResponse_v5, 6: _decode_MetadataResponse_v5, 7: _decode_MetadataResponse_v7, 8: _decode_MetadataResponse_v8, 9: _decode_MetadataResponse_v9, 10: _decode_MetadataResponse_v10, 11: _decode_MetadataResponse_v11, 12: _decode_MetadataResponse_v12, 13: _decode_MetadataResponse_v13}
-MetadataResponse._encoders = {0: _encode_MetadataResponse_v0, 1: _encode_MetadataResponse_v1, 2: _encode_MetadataResponse_v2, 3: _encode_MetadataResponse_v3, 4: _encode_MetadataResponse_v3, 5: _encode_MetadataResponse_v5, 6: _encode_MetadataResponse_v5, 7: _encode_MetadataResponse_v7, 8: _encode_MetadataResponse_v8, 9: _encode_MetadataResponse_v9, 10: _encode_MetadataResponse_v10, 11: _encode_MetadataResponse_v11, 12: _encode_MetadataResponse_v12, 13: _encode_MetadataResponse_v13}
-MetadataResponse.API_KEY = 3
-MetadataResponse.KIND = 'response'
-MetadataResponse.VERSIONS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)
 
-_use_native(__name__)
+
+# The compiled flavour (docs/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
+if not TYPE_CHECKING and compiled_module('kafka_wire._compiled.messages.metadata') is not None:
+    from kafka_wire._compiled.messages.metadata import (
+        MetadataRequest,
+        MetadataRequestTopic,
+        MetadataResponse,
+        MetadataResponseBroker,
+        MetadataResponsePartition,
+        MetadataResponseTopic,
+    )

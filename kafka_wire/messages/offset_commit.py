@@ -11,28 +11,23 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from struct import Struct as _Struct
+from typing import TYPE_CHECKING
 from uuid import UUID
 
-from kafka_wire.codec.runtime import (
-    FRESH,
-    ZERO_UUID,
-    ZERO_UUID_BYTES,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
+from kafka_wire.flavour import compiled_module
 
-_new = object.__new__
 _S0 = _Struct('>iqh')
 _S1 = _Struct('>iq')
 _S2 = _Struct('>h')
@@ -2083,77 +2078,77 @@ def _encode_OffsetCommitResponse_v10(o: OffsetCommitResponse, out: bytearray) ->
         out.append(0)
 
 
-OffsetCommitRequestPartition.FIELDS = (
+_class_data(OffsetCommitRequestPartition, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('committed_offset', 'CommittedOffset', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('committed_leader_epoch', 'CommittedLeaderEpoch', 'int32', None, None, VersionSet.parse('6+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, True, None),
     FieldSpec('commit_timestamp', 'CommitTimestamp', 'int64', None, None, VersionSet.parse('1'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, None),
     FieldSpec('committed_metadata', 'CommittedMetadata', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
+), '8+', '0-10',
+    {0: _decode_OffsetCommitRequestPartition_v0, 1: _decode_OffsetCommitRequestPartition_v1, 2: _decode_OffsetCommitRequestPartition_v0, 3: _decode_OffsetCommitRequestPartition_v0, 4: _decode_OffsetCommitRequestPartition_v0, 5: _decode_OffsetCommitRequestPartition_v0, 6: _decode_OffsetCommitRequestPartition_v6, 7: _decode_OffsetCommitRequestPartition_v6, 8: _decode_OffsetCommitRequestPartition_v8, 9: _decode_OffsetCommitRequestPartition_v8, 10: _decode_OffsetCommitRequestPartition_v8},
+    {0: _encode_OffsetCommitRequestPartition_v0, 1: _encode_OffsetCommitRequestPartition_v1, 2: _encode_OffsetCommitRequestPartition_v0, 3: _encode_OffsetCommitRequestPartition_v0, 4: _encode_OffsetCommitRequestPartition_v0, 5: _encode_OffsetCommitRequestPartition_v0, 6: _encode_OffsetCommitRequestPartition_v6, 7: _encode_OffsetCommitRequestPartition_v6, 8: _encode_OffsetCommitRequestPartition_v8, 9: _encode_OffsetCommitRequestPartition_v8, 10: _encode_OffsetCommitRequestPartition_v8},
 )
-OffsetCommitRequestPartition.FLEXIBLE_VERSIONS = VersionSet.parse('8+')
-OffsetCommitRequestPartition.STRUCT_VERSIONS = VersionSet.parse('0-10')
-OffsetCommitRequestPartition._decoders = {0: _decode_OffsetCommitRequestPartition_v0, 1: _decode_OffsetCommitRequestPartition_v1, 2: _decode_OffsetCommitRequestPartition_v0, 3: _decode_OffsetCommitRequestPartition_v0, 4: _decode_OffsetCommitRequestPartition_v0, 5: _decode_OffsetCommitRequestPartition_v0, 6: _decode_OffsetCommitRequestPartition_v6, 7: _decode_OffsetCommitRequestPartition_v6, 8: _decode_OffsetCommitRequestPartition_v8, 9: _decode_OffsetCommitRequestPartition_v8, 10: _decode_OffsetCommitRequestPartition_v8}
-OffsetCommitRequestPartition._encoders = {0: _encode_OffsetCommitRequestPartition_v0, 1: _encode_OffsetCommitRequestPartition_v1, 2: _encode_OffsetCommitRequestPartition_v0, 3: _encode_OffsetCommitRequestPartition_v0, 4: _encode_OffsetCommitRequestPartition_v0, 5: _encode_OffsetCommitRequestPartition_v0, 6: _encode_OffsetCommitRequestPartition_v6, 7: _encode_OffsetCommitRequestPartition_v6, 8: _encode_OffsetCommitRequestPartition_v8, 9: _encode_OffsetCommitRequestPartition_v8, 10: _encode_OffsetCommitRequestPartition_v8}
 _DEFAULT_OffsetCommitRequestPartition = OffsetCommitRequestPartition()
 
-OffsetCommitRequestTopic.FIELDS = (
+_class_data(OffsetCommitRequestTopic, (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('10+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, True, None),
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0-9'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', True, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', OffsetCommitRequestPartition, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '8+', '0-10',
+    {0: _decode_OffsetCommitRequestTopic_v0, 1: _decode_OffsetCommitRequestTopic_v1, 2: _decode_OffsetCommitRequestTopic_v0, 3: _decode_OffsetCommitRequestTopic_v0, 4: _decode_OffsetCommitRequestTopic_v0, 5: _decode_OffsetCommitRequestTopic_v0, 6: _decode_OffsetCommitRequestTopic_v6, 7: _decode_OffsetCommitRequestTopic_v6, 8: _decode_OffsetCommitRequestTopic_v8, 9: _decode_OffsetCommitRequestTopic_v8, 10: _decode_OffsetCommitRequestTopic_v10},
+    {0: _encode_OffsetCommitRequestTopic_v0, 1: _encode_OffsetCommitRequestTopic_v1, 2: _encode_OffsetCommitRequestTopic_v0, 3: _encode_OffsetCommitRequestTopic_v0, 4: _encode_OffsetCommitRequestTopic_v0, 5: _encode_OffsetCommitRequestTopic_v0, 6: _encode_OffsetCommitRequestTopic_v6, 7: _encode_OffsetCommitRequestTopic_v6, 8: _encode_OffsetCommitRequestTopic_v8, 9: _encode_OffsetCommitRequestTopic_v8, 10: _encode_OffsetCommitRequestTopic_v10},
 )
-OffsetCommitRequestTopic.FLEXIBLE_VERSIONS = VersionSet.parse('8+')
-OffsetCommitRequestTopic.STRUCT_VERSIONS = VersionSet.parse('0-10')
-OffsetCommitRequestTopic._decoders = {0: _decode_OffsetCommitRequestTopic_v0, 1: _decode_OffsetCommitRequestTopic_v1, 2: _decode_OffsetCommitRequestTopic_v0, 3: _decode_OffsetCommitRequestTopic_v0, 4: _decode_OffsetCommitRequestTopic_v0, 5: _decode_OffsetCommitRequestTopic_v0, 6: _decode_OffsetCommitRequestTopic_v6, 7: _decode_OffsetCommitRequestTopic_v6, 8: _decode_OffsetCommitRequestTopic_v8, 9: _decode_OffsetCommitRequestTopic_v8, 10: _decode_OffsetCommitRequestTopic_v10}
-OffsetCommitRequestTopic._encoders = {0: _encode_OffsetCommitRequestTopic_v0, 1: _encode_OffsetCommitRequestTopic_v1, 2: _encode_OffsetCommitRequestTopic_v0, 3: _encode_OffsetCommitRequestTopic_v0, 4: _encode_OffsetCommitRequestTopic_v0, 5: _encode_OffsetCommitRequestTopic_v0, 6: _encode_OffsetCommitRequestTopic_v6, 7: _encode_OffsetCommitRequestTopic_v6, 8: _encode_OffsetCommitRequestTopic_v8, 9: _encode_OffsetCommitRequestTopic_v8, 10: _encode_OffsetCommitRequestTopic_v10}
 _DEFAULT_OffsetCommitRequestTopic = OffsetCommitRequestTopic()
 
-OffsetCommitRequest.FIELDS = (
+_class_data(OffsetCommitRequest, (
     FieldSpec('group_id', 'GroupId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'groupId'),
     FieldSpec('generation_id_or_member_epoch', 'GenerationIdOrMemberEpoch', 'int32', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, True, None),
     FieldSpec('member_id', 'MemberId', 'string', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', True, None),
     FieldSpec('group_instance_id', 'GroupInstanceId', 'string', None, None, VersionSet.parse('7+'), VersionSet.parse('7+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
     FieldSpec('retention_time_ms', 'RetentionTimeMs', 'int64', None, None, VersionSet.parse('2-4'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, True, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', OffsetCommitRequestTopic, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '8+', '0-10',
+    {0: _decode_OffsetCommitRequest_v0, 1: _decode_OffsetCommitRequest_v1, 2: _decode_OffsetCommitRequest_v2, 3: _decode_OffsetCommitRequest_v2, 4: _decode_OffsetCommitRequest_v2, 5: _decode_OffsetCommitRequest_v5, 6: _decode_OffsetCommitRequest_v6, 7: _decode_OffsetCommitRequest_v7, 8: _decode_OffsetCommitRequest_v8, 9: _decode_OffsetCommitRequest_v8, 10: _decode_OffsetCommitRequest_v10},
+    {0: _encode_OffsetCommitRequest_v0, 1: _encode_OffsetCommitRequest_v1, 2: _encode_OffsetCommitRequest_v2, 3: _encode_OffsetCommitRequest_v2, 4: _encode_OffsetCommitRequest_v2, 5: _encode_OffsetCommitRequest_v5, 6: _encode_OffsetCommitRequest_v6, 7: _encode_OffsetCommitRequest_v7, 8: _encode_OffsetCommitRequest_v8, 9: _encode_OffsetCommitRequest_v8, 10: _encode_OffsetCommitRequest_v10},
+    api_key=8, kind='request', valid=(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10),
 )
-OffsetCommitRequest.FLEXIBLE_VERSIONS = VersionSet.parse('8+')
-OffsetCommitRequest.STRUCT_VERSIONS = VersionSet.parse('0-10')
-OffsetCommitRequest._decoders = {0: _decode_OffsetCommitRequest_v0, 1: _decode_OffsetCommitRequest_v1, 2: _decode_OffsetCommitRequest_v2, 3: _decode_OffsetCommitRequest_v2, 4: _decode_OffsetCommitRequest_v2, 5: _decode_OffsetCommitRequest_v5, 6: _decode_OffsetCommitRequest_v6, 7: _decode_OffsetCommitRequest_v7, 8: _decode_OffsetCommitRequest_v8, 9: _decode_OffsetCommitRequest_v8, 10: _decode_OffsetCommitRequest_v10}
-OffsetCommitRequest._encoders = {0: _encode_OffsetCommitRequest_v0, 1: _encode_OffsetCommitRequest_v1, 2: _encode_OffsetCommitRequest_v2, 3: _encode_OffsetCommitRequest_v2, 4: _encode_OffsetCommitRequest_v2, 5: _encode_OffsetCommitRequest_v5, 6: _encode_OffsetCommitRequest_v6, 7: _encode_OffsetCommitRequest_v7, 8: _encode_OffsetCommitRequest_v8, 9: _encode_OffsetCommitRequest_v8, 10: _encode_OffsetCommitRequest_v10}
-OffsetCommitRequest.API_KEY = 8
-OffsetCommitRequest.KIND = 'request'
-OffsetCommitRequest.VERSIONS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
 
-OffsetCommitResponsePartition.FIELDS = (
+_class_data(OffsetCommitResponsePartition, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '8+', '0-10',
+    {0: _decode_OffsetCommitResponsePartition_v0, 1: _decode_OffsetCommitResponsePartition_v0, 2: _decode_OffsetCommitResponsePartition_v0, 3: _decode_OffsetCommitResponsePartition_v0, 4: _decode_OffsetCommitResponsePartition_v0, 5: _decode_OffsetCommitResponsePartition_v0, 6: _decode_OffsetCommitResponsePartition_v0, 7: _decode_OffsetCommitResponsePartition_v0, 8: _decode_OffsetCommitResponsePartition_v8, 9: _decode_OffsetCommitResponsePartition_v8, 10: _decode_OffsetCommitResponsePartition_v8},
+    {0: _encode_OffsetCommitResponsePartition_v0, 1: _encode_OffsetCommitResponsePartition_v0, 2: _encode_OffsetCommitResponsePartition_v0, 3: _encode_OffsetCommitResponsePartition_v0, 4: _encode_OffsetCommitResponsePartition_v0, 5: _encode_OffsetCommitResponsePartition_v0, 6: _encode_OffsetCommitResponsePartition_v0, 7: _encode_OffsetCommitResponsePartition_v0, 8: _encode_OffsetCommitResponsePartition_v8, 9: _encode_OffsetCommitResponsePartition_v8, 10: _encode_OffsetCommitResponsePartition_v8},
 )
-OffsetCommitResponsePartition.FLEXIBLE_VERSIONS = VersionSet.parse('8+')
-OffsetCommitResponsePartition.STRUCT_VERSIONS = VersionSet.parse('0-10')
-OffsetCommitResponsePartition._decoders = {0: _decode_OffsetCommitResponsePartition_v0, 1: _decode_OffsetCommitResponsePartition_v0, 2: _decode_OffsetCommitResponsePartition_v0, 3: _decode_OffsetCommitResponsePartition_v0, 4: _decode_OffsetCommitResponsePartition_v0, 5: _decode_OffsetCommitResponsePartition_v0, 6: _decode_OffsetCommitResponsePartition_v0, 7: _decode_OffsetCommitResponsePartition_v0, 8: _decode_OffsetCommitResponsePartition_v8, 9: _decode_OffsetCommitResponsePartition_v8, 10: _decode_OffsetCommitResponsePartition_v8}
-OffsetCommitResponsePartition._encoders = {0: _encode_OffsetCommitResponsePartition_v0, 1: _encode_OffsetCommitResponsePartition_v0, 2: _encode_OffsetCommitResponsePartition_v0, 3: _encode_OffsetCommitResponsePartition_v0, 4: _encode_OffsetCommitResponsePartition_v0, 5: _encode_OffsetCommitResponsePartition_v0, 6: _encode_OffsetCommitResponsePartition_v0, 7: _encode_OffsetCommitResponsePartition_v0, 8: _encode_OffsetCommitResponsePartition_v8, 9: _encode_OffsetCommitResponsePartition_v8, 10: _encode_OffsetCommitResponsePartition_v8}
 _DEFAULT_OffsetCommitResponsePartition = OffsetCommitResponsePartition()
 
-OffsetCommitResponseTopic.FIELDS = (
+_class_data(OffsetCommitResponseTopic, (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('10+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, True, None),
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0-9'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', True, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', OffsetCommitResponsePartition, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '8+', '0-10',
+    {0: _decode_OffsetCommitResponseTopic_v0, 1: _decode_OffsetCommitResponseTopic_v0, 2: _decode_OffsetCommitResponseTopic_v0, 3: _decode_OffsetCommitResponseTopic_v0, 4: _decode_OffsetCommitResponseTopic_v0, 5: _decode_OffsetCommitResponseTopic_v0, 6: _decode_OffsetCommitResponseTopic_v0, 7: _decode_OffsetCommitResponseTopic_v0, 8: _decode_OffsetCommitResponseTopic_v8, 9: _decode_OffsetCommitResponseTopic_v8, 10: _decode_OffsetCommitResponseTopic_v10},
+    {0: _encode_OffsetCommitResponseTopic_v0, 1: _encode_OffsetCommitResponseTopic_v0, 2: _encode_OffsetCommitResponseTopic_v0, 3: _encode_OffsetCommitResponseTopic_v0, 4: _encode_OffsetCommitResponseTopic_v0, 5: _encode_OffsetCommitResponseTopic_v0, 6: _encode_OffsetCommitResponseTopic_v0, 7: _encode_OffsetCommitResponseTopic_v0, 8: _encode_OffsetCommitResponseTopic_v8, 9: _encode_OffsetCommitResponseTopic_v8, 10: _encode_OffsetCommitResponseTopic_v10},
 )
-OffsetCommitResponseTopic.FLEXIBLE_VERSIONS = VersionSet.parse('8+')
-OffsetCommitResponseTopic.STRUCT_VERSIONS = VersionSet.parse('0-10')
-OffsetCommitResponseTopic._decoders = {0: _decode_OffsetCommitResponseTopic_v0, 1: _decode_OffsetCommitResponseTopic_v0, 2: _decode_OffsetCommitResponseTopic_v0, 3: _decode_OffsetCommitResponseTopic_v0, 4: _decode_OffsetCommitResponseTopic_v0, 5: _decode_OffsetCommitResponseTopic_v0, 6: _decode_OffsetCommitResponseTopic_v0, 7: _decode_OffsetCommitResponseTopic_v0, 8: _decode_OffsetCommitResponseTopic_v8, 9: _decode_OffsetCommitResponseTopic_v8, 10: _decode_OffsetCommitResponseTopic_v10}
-OffsetCommitResponseTopic._encoders = {0: _encode_OffsetCommitResponseTopic_v0, 1: _encode_OffsetCommitResponseTopic_v0, 2: _encode_OffsetCommitResponseTopic_v0, 3: _encode_OffsetCommitResponseTopic_v0, 4: _encode_OffsetCommitResponseTopic_v0, 5: _encode_OffsetCommitResponseTopic_v0, 6: _encode_OffsetCommitResponseTopic_v0, 7: _encode_OffsetCommitResponseTopic_v0, 8: _encode_OffsetCommitResponseTopic_v8, 9: _encode_OffsetCommitResponseTopic_v8, 10: _encode_OffsetCommitResponseTopic_v10}
 _DEFAULT_OffsetCommitResponseTopic = OffsetCommitResponseTopic()
 
-OffsetCommitResponse.FIELDS = (
+_class_data(OffsetCommitResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, True, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', OffsetCommitResponseTopic, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '8+', '0-10',
+    {0: _decode_OffsetCommitResponse_v0, 1: _decode_OffsetCommitResponse_v0, 2: _decode_OffsetCommitResponse_v0, 3: _decode_OffsetCommitResponse_v3, 4: _decode_OffsetCommitResponse_v3, 5: _decode_OffsetCommitResponse_v3, 6: _decode_OffsetCommitResponse_v3, 7: _decode_OffsetCommitResponse_v3, 8: _decode_OffsetCommitResponse_v8, 9: _decode_OffsetCommitResponse_v8, 10: _decode_OffsetCommitResponse_v10},
+    {0: _encode_OffsetCommitResponse_v0, 1: _encode_OffsetCommitResponse_v0, 2: _encode_OffsetCommitResponse_v0, 3: _encode_OffsetCommitResponse_v3, 4: _encode_OffsetCommitResponse_v3, 5: _encode_OffsetCommitResponse_v3, 6: _encode_OffsetCommitResponse_v3, 7: _encode_OffsetCommitResponse_v3, 8: _encode_OffsetCommitResponse_v8, 9: _encode_OffsetCommitResponse_v8, 10: _encode_OffsetCommitResponse_v10},
+    api_key=8, kind='response', valid=(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10),
 )
-OffsetCommitResponse.FLEXIBLE_VERSIONS = VersionSet.parse('8+')
-OffsetCommitResponse.STRUCT_VERSIONS = VersionSet.parse('0-10')
-OffsetCommitResponse._decoders = {0: _decode_OffsetCommitResponse_v0, 1: _decode_OffsetCommitResponse_v0, 2: _decode_OffsetCommitResponse_v0, 3: _decode_OffsetCommitResponse_v3, 4: _decode_OffsetCommitResponse_v3, 5: _decode_OffsetCommitResponse_v3, 6: _decode_OffsetCommitResponse_v3, 7: _decode_OffsetCommitResponse_v3, 8: _decode_OffsetCommitResponse_v8, 9: _decode_OffsetCommitResponse_v8, 10: _decode_OffsetCommitResponse_v10}
-OffsetCommitResponse._encoders = {0: _encode_OffsetCommitResponse_v0, 1: _encode_OffsetCommitResponse_v0, 2: _encode_OffsetCommitResponse_v0, 3: _encode_OffsetCommitResponse_v3, 4: _encode_OffsetCommitResponse_v3, 5: _encode_OffsetCommitResponse_v3, 6: _encode_OffsetCommitResponse_v3, 7: _encode_OffsetCommitResponse_v3, 8: _encode_OffsetCommitResponse_v8, 9: _encode_OffsetCommitResponse_v8, 10: _encode_OffsetCommitResponse_v10}
-OffsetCommitResponse.API_KEY = 8
-OffsetCommitResponse.KIND = 'response'
-OffsetCommitResponse.VERSIONS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
 
-_use_native(__name__)
+
+# The compiled flavour (docs/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
+if not TYPE_CHECKING and compiled_module('kafka_wire._compiled.messages.offset_commit') is not None:
+    from kafka_wire._compiled.messages.offset_commit import (
+        OffsetCommitRequest,
+        OffsetCommitRequestPartition,
+        OffsetCommitRequestTopic,
+        OffsetCommitResponse,
+        OffsetCommitResponsePartition,
+        OffsetCommitResponseTopic,
+    )

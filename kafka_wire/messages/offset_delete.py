@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>i')
 _S1 = _Struct('>h')
 _S2 = _Struct('>ih')
@@ -321,68 +322,56 @@ def _encode_OffsetDeleteResponse_v0(o: OffsetDeleteResponse, out: bytearray) -> 
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
-OffsetDeleteRequestPartition.FIELDS = (
+_class_data(OffsetDeleteRequestPartition, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), 'none', '0',
+    {0: _decode_OffsetDeleteRequestPartition_v0},
+    {0: _encode_OffsetDeleteRequestPartition_v0},
 )
-OffsetDeleteRequestPartition.FLEXIBLE_VERSIONS = VersionSet.parse('none')
-OffsetDeleteRequestPartition.STRUCT_VERSIONS = VersionSet.parse('0')
-OffsetDeleteRequestPartition._decoders = {0: _decode_OffsetDeleteRequestPartition_v0}
-OffsetDeleteRequestPartition._encoders = {0: _encode_OffsetDeleteRequestPartition_v0}
 _DEFAULT_OffsetDeleteRequestPartition = OffsetDeleteRequestPartition()
 
-OffsetDeleteRequestTopic.FIELDS = (
+_class_data(OffsetDeleteRequestTopic, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', OffsetDeleteRequestPartition, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), 'none', '0',
+    {0: _decode_OffsetDeleteRequestTopic_v0},
+    {0: _encode_OffsetDeleteRequestTopic_v0},
 )
-OffsetDeleteRequestTopic.FLEXIBLE_VERSIONS = VersionSet.parse('none')
-OffsetDeleteRequestTopic.STRUCT_VERSIONS = VersionSet.parse('0')
-OffsetDeleteRequestTopic._decoders = {0: _decode_OffsetDeleteRequestTopic_v0}
-OffsetDeleteRequestTopic._encoders = {0: _encode_OffsetDeleteRequestTopic_v0}
 _DEFAULT_OffsetDeleteRequestTopic = OffsetDeleteRequestTopic()
 
-OffsetDeleteRequest.FIELDS = (
+_class_data(OffsetDeleteRequest, (
     FieldSpec('group_id', 'GroupId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'groupId'),
     FieldSpec('topics', 'Topics', 'array', 'struct', OffsetDeleteRequestTopic, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), 'none', '0',
+    {0: _decode_OffsetDeleteRequest_v0},
+    {0: _encode_OffsetDeleteRequest_v0},
+    api_key=47, kind='request', valid=(0,),
 )
-OffsetDeleteRequest.FLEXIBLE_VERSIONS = VersionSet.parse('none')
-OffsetDeleteRequest.STRUCT_VERSIONS = VersionSet.parse('0')
-OffsetDeleteRequest._decoders = {0: _decode_OffsetDeleteRequest_v0}
-OffsetDeleteRequest._encoders = {0: _encode_OffsetDeleteRequest_v0}
-OffsetDeleteRequest.API_KEY = 47
-OffsetDeleteRequest.KIND = 'request'
-OffsetDeleteRequest.VERSIONS = (0,)
 
-OffsetDeleteResponsePartition.FIELDS = (
+_class_data(OffsetDeleteResponsePartition, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), 'none', '0',
+    {0: _decode_OffsetDeleteResponsePartition_v0},
+    {0: _encode_OffsetDeleteResponsePartition_v0},
 )
-OffsetDeleteResponsePartition.FLEXIBLE_VERSIONS = VersionSet.parse('none')
-OffsetDeleteResponsePartition.STRUCT_VERSIONS = VersionSet.parse('0')
-OffsetDeleteResponsePartition._decoders = {0: _decode_OffsetDeleteResponsePartition_v0}
-OffsetDeleteResponsePartition._encoders = {0: _encode_OffsetDeleteResponsePartition_v0}
 _DEFAULT_OffsetDeleteResponsePartition = OffsetDeleteResponsePartition()
 
-OffsetDeleteResponseTopic.FIELDS = (
+_class_data(OffsetDeleteResponseTopic, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', OffsetDeleteResponsePartition, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), 'none', '0',
+    {0: _decode_OffsetDeleteResponseTopic_v0},
+    {0: _encode_OffsetDeleteResponseTopic_v0},
 )
-OffsetDeleteResponseTopic.FLEXIBLE_VERSIONS = VersionSet.parse('none')
-OffsetDeleteResponseTopic.STRUCT_VERSIONS = VersionSet.parse('0')
-OffsetDeleteResponseTopic._decoders = {0: _decode_OffsetDeleteResponseTopic_v0}
-OffsetDeleteResponseTopic._encoders = {0: _encode_OffsetDeleteResponseTopic_v0}
 _DEFAULT_OffsetDeleteResponseTopic = OffsetDeleteResponseTopic()
 
-OffsetDeleteResponse.FIELDS = (
+_class_data(OffsetDeleteResponse, (
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, True, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', OffsetDeleteResponseTopic, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), 'none', '0',
+    {0: _decode_OffsetDeleteResponse_v0},
+    {0: _encode_OffsetDeleteResponse_v0},
+    api_key=47, kind='response', valid=(0,),
 )
-OffsetDeleteResponse.FLEXIBLE_VERSIONS = VersionSet.parse('none')
-OffsetDeleteResponse.STRUCT_VERSIONS = VersionSet.parse('0')
-OffsetDeleteResponse._decoders = {0: _decode_OffsetDeleteResponse_v0}
-OffsetDeleteResponse._encoders = {0: _encode_OffsetDeleteResponse_v0}
-OffsetDeleteResponse.API_KEY = 47
-OffsetDeleteResponse.KIND = 'response'
-OffsetDeleteResponse.VERSIONS = (0,)
-
-_use_native(__name__)

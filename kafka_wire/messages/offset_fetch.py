@@ -11,6 +11,7 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from struct import Struct as _Struct
+from typing import TYPE_CHECKING
 from uuid import UUID
 
 from kafka_wire.codec.runtime import (
@@ -20,21 +21,21 @@ from kafka_wire.codec.runtime import (
     ZERO_UUID,
     ZERO_UUID_BYTES,
     FieldSpec,
-    Message,
-    Struct,
     TaggedFields,
 )
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
+from kafka_wire.flavour import compiled_module
 
-_new = object.__new__
 _S0 = _Struct('>16s')
 _S1 = _Struct('>i')
 _S2 = _Struct('>h')
@@ -3100,123 +3101,123 @@ def _encode_OffsetFetchResponse_v10(o: OffsetFetchResponse, out: bytearray) -> N
         out.append(0)
 
 
-OffsetFetchRequestTopics.FIELDS = (
+_class_data(OffsetFetchRequestTopics, (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('10+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, True, None),
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('8-9'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', True, 'topicName'),
     FieldSpec('partition_indexes', 'PartitionIndexes', 'array', 'int32', None, VersionSet.parse('8+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '6+', '8-10',
+    {8: _decode_OffsetFetchRequestTopics_v8, 9: _decode_OffsetFetchRequestTopics_v8, 10: _decode_OffsetFetchRequestTopics_v10},
+    {8: _encode_OffsetFetchRequestTopics_v8, 9: _encode_OffsetFetchRequestTopics_v8, 10: _encode_OffsetFetchRequestTopics_v10},
 )
-OffsetFetchRequestTopics.FLEXIBLE_VERSIONS = VersionSet.parse('6+')
-OffsetFetchRequestTopics.STRUCT_VERSIONS = VersionSet.parse('8-10')
-OffsetFetchRequestTopics._decoders = {8: _decode_OffsetFetchRequestTopics_v8, 9: _decode_OffsetFetchRequestTopics_v8, 10: _decode_OffsetFetchRequestTopics_v10}
-OffsetFetchRequestTopics._encoders = {8: _encode_OffsetFetchRequestTopics_v8, 9: _encode_OffsetFetchRequestTopics_v8, 10: _encode_OffsetFetchRequestTopics_v10}
 _DEFAULT_OffsetFetchRequestTopics = OffsetFetchRequestTopics()
 
-OffsetFetchRequestGroup.FIELDS = (
+_class_data(OffsetFetchRequestGroup, (
     FieldSpec('group_id', 'GroupId', 'string', None, None, VersionSet.parse('8+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'groupId'),
     FieldSpec('member_id', 'MemberId', 'string', None, None, VersionSet.parse('9+'), VersionSet.parse('9+'), None, VersionSet.parse('none'), None, lambda: None, True, None),
     FieldSpec('member_epoch', 'MemberEpoch', 'int32', None, None, VersionSet.parse('9+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, True, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', OffsetFetchRequestTopics, VersionSet.parse('8+'), VersionSet.parse('8+'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '6+', '8-10',
+    {8: _decode_OffsetFetchRequestGroup_v8, 9: _decode_OffsetFetchRequestGroup_v9, 10: _decode_OffsetFetchRequestGroup_v10},
+    {8: _encode_OffsetFetchRequestGroup_v8, 9: _encode_OffsetFetchRequestGroup_v9, 10: _encode_OffsetFetchRequestGroup_v10},
 )
-OffsetFetchRequestGroup.FLEXIBLE_VERSIONS = VersionSet.parse('6+')
-OffsetFetchRequestGroup.STRUCT_VERSIONS = VersionSet.parse('8-10')
-OffsetFetchRequestGroup._decoders = {8: _decode_OffsetFetchRequestGroup_v8, 9: _decode_OffsetFetchRequestGroup_v9, 10: _decode_OffsetFetchRequestGroup_v10}
-OffsetFetchRequestGroup._encoders = {8: _encode_OffsetFetchRequestGroup_v8, 9: _encode_OffsetFetchRequestGroup_v9, 10: _encode_OffsetFetchRequestGroup_v10}
 _DEFAULT_OffsetFetchRequestGroup = OffsetFetchRequestGroup()
 
-OffsetFetchRequestTopic.FIELDS = (
+_class_data(OffsetFetchRequestTopic, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0-7'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partition_indexes', 'PartitionIndexes', 'array', 'int32', None, VersionSet.parse('0-7'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '6+', '0-7',
+    {0: _decode_OffsetFetchRequestTopic_v0, 1: _decode_OffsetFetchRequestTopic_v0, 2: _decode_OffsetFetchRequestTopic_v0, 3: _decode_OffsetFetchRequestTopic_v0, 4: _decode_OffsetFetchRequestTopic_v0, 5: _decode_OffsetFetchRequestTopic_v0, 6: _decode_OffsetFetchRequestTopic_v6, 7: _decode_OffsetFetchRequestTopic_v6},
+    {0: _encode_OffsetFetchRequestTopic_v0, 1: _encode_OffsetFetchRequestTopic_v0, 2: _encode_OffsetFetchRequestTopic_v0, 3: _encode_OffsetFetchRequestTopic_v0, 4: _encode_OffsetFetchRequestTopic_v0, 5: _encode_OffsetFetchRequestTopic_v0, 6: _encode_OffsetFetchRequestTopic_v6, 7: _encode_OffsetFetchRequestTopic_v6},
 )
-OffsetFetchRequestTopic.FLEXIBLE_VERSIONS = VersionSet.parse('6+')
-OffsetFetchRequestTopic.STRUCT_VERSIONS = VersionSet.parse('0-7')
-OffsetFetchRequestTopic._decoders = {0: _decode_OffsetFetchRequestTopic_v0, 1: _decode_OffsetFetchRequestTopic_v0, 2: _decode_OffsetFetchRequestTopic_v0, 3: _decode_OffsetFetchRequestTopic_v0, 4: _decode_OffsetFetchRequestTopic_v0, 5: _decode_OffsetFetchRequestTopic_v0, 6: _decode_OffsetFetchRequestTopic_v6, 7: _decode_OffsetFetchRequestTopic_v6}
-OffsetFetchRequestTopic._encoders = {0: _encode_OffsetFetchRequestTopic_v0, 1: _encode_OffsetFetchRequestTopic_v0, 2: _encode_OffsetFetchRequestTopic_v0, 3: _encode_OffsetFetchRequestTopic_v0, 4: _encode_OffsetFetchRequestTopic_v0, 5: _encode_OffsetFetchRequestTopic_v0, 6: _encode_OffsetFetchRequestTopic_v6, 7: _encode_OffsetFetchRequestTopic_v6}
 _DEFAULT_OffsetFetchRequestTopic = OffsetFetchRequestTopic()
 
-OffsetFetchRequest.FIELDS = (
+_class_data(OffsetFetchRequest, (
     FieldSpec('groups', 'Groups', 'array', 'struct', OffsetFetchRequestGroup, VersionSet.parse('8+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('group_id', 'GroupId', 'string', None, None, VersionSet.parse('0-7'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'groupId'),
     FieldSpec('topics', 'Topics', 'array', 'struct', OffsetFetchRequestTopic, VersionSet.parse('0-7'), VersionSet.parse('2-7'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('require_stable', 'RequireStable', 'bool', None, None, VersionSet.parse('7+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
+), '6+', '0-10',
+    {0: _decode_OffsetFetchRequest_v0, 1: _decode_OffsetFetchRequest_v0, 2: _decode_OffsetFetchRequest_v2, 3: _decode_OffsetFetchRequest_v2, 4: _decode_OffsetFetchRequest_v2, 5: _decode_OffsetFetchRequest_v2, 6: _decode_OffsetFetchRequest_v6, 7: _decode_OffsetFetchRequest_v7, 8: _decode_OffsetFetchRequest_v8, 9: _decode_OffsetFetchRequest_v9, 10: _decode_OffsetFetchRequest_v10},
+    {0: _encode_OffsetFetchRequest_v0, 1: _encode_OffsetFetchRequest_v0, 2: _encode_OffsetFetchRequest_v2, 3: _encode_OffsetFetchRequest_v2, 4: _encode_OffsetFetchRequest_v2, 5: _encode_OffsetFetchRequest_v2, 6: _encode_OffsetFetchRequest_v6, 7: _encode_OffsetFetchRequest_v7, 8: _encode_OffsetFetchRequest_v8, 9: _encode_OffsetFetchRequest_v9, 10: _encode_OffsetFetchRequest_v10},
+    api_key=9, kind='request', valid=(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10),
 )
-OffsetFetchRequest.FLEXIBLE_VERSIONS = VersionSet.parse('6+')
-OffsetFetchRequest.STRUCT_VERSIONS = VersionSet.parse('0-10')
-OffsetFetchRequest._decoders = {0: _decode_OffsetFetchRequest_v0, 1: _decode_OffsetFetchRequest_v0, 2: _decode_OffsetFetchRequest_v2, 3: _decode_OffsetFetchRequest_v2, 4: _decode_OffsetFetchRequest_v2, 5: _decode_OffsetFetchRequest_v2, 6: _decode_OffsetFetchRequest_v6, 7: _decode_OffsetFetchRequest_v7, 8: _decode_OffsetFetchRequest_v8, 9: _decode_OffsetFetchRequest_v9, 10: _decode_OffsetFetchRequest_v10}
-OffsetFetchRequest._encoders = {0: _encode_OffsetFetchRequest_v0, 1: _encode_OffsetFetchRequest_v0, 2: _encode_OffsetFetchRequest_v2, 3: _encode_OffsetFetchRequest_v2, 4: _encode_OffsetFetchRequest_v2, 5: _encode_OffsetFetchRequest_v2, 6: _encode_OffsetFetchRequest_v6, 7: _encode_OffsetFetchRequest_v7, 8: _encode_OffsetFetchRequest_v8, 9: _encode_OffsetFetchRequest_v9, 10: _encode_OffsetFetchRequest_v10}
-OffsetFetchRequest.API_KEY = 9
-OffsetFetchRequest.KIND = 'request'
-OffsetFetchRequest.VERSIONS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
 
-OffsetFetchResponsePartitions.FIELDS = (
+_class_data(OffsetFetchResponsePartitions, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('8+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('committed_offset', 'CommittedOffset', 'int64', None, None, VersionSet.parse('8+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('committed_leader_epoch', 'CommittedLeaderEpoch', 'int32', None, None, VersionSet.parse('8+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, True, None),
     FieldSpec('metadata', 'Metadata', 'string', None, None, VersionSet.parse('8+'), VersionSet.parse('8+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('8+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '6+', '8-10',
+    {8: _decode_OffsetFetchResponsePartitions_v8, 9: _decode_OffsetFetchResponsePartitions_v8, 10: _decode_OffsetFetchResponsePartitions_v8},
+    {8: _encode_OffsetFetchResponsePartitions_v8, 9: _encode_OffsetFetchResponsePartitions_v8, 10: _encode_OffsetFetchResponsePartitions_v8},
 )
-OffsetFetchResponsePartitions.FLEXIBLE_VERSIONS = VersionSet.parse('6+')
-OffsetFetchResponsePartitions.STRUCT_VERSIONS = VersionSet.parse('8-10')
-OffsetFetchResponsePartitions._decoders = {8: _decode_OffsetFetchResponsePartitions_v8, 9: _decode_OffsetFetchResponsePartitions_v8, 10: _decode_OffsetFetchResponsePartitions_v8}
-OffsetFetchResponsePartitions._encoders = {8: _encode_OffsetFetchResponsePartitions_v8, 9: _encode_OffsetFetchResponsePartitions_v8, 10: _encode_OffsetFetchResponsePartitions_v8}
 _DEFAULT_OffsetFetchResponsePartitions = OffsetFetchResponsePartitions()
 
-OffsetFetchResponseTopics.FIELDS = (
+_class_data(OffsetFetchResponseTopics, (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('10+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, True, None),
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('8-9'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', True, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', OffsetFetchResponsePartitions, VersionSet.parse('8+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '6+', '8-10',
+    {8: _decode_OffsetFetchResponseTopics_v8, 9: _decode_OffsetFetchResponseTopics_v8, 10: _decode_OffsetFetchResponseTopics_v10},
+    {8: _encode_OffsetFetchResponseTopics_v8, 9: _encode_OffsetFetchResponseTopics_v8, 10: _encode_OffsetFetchResponseTopics_v10},
 )
-OffsetFetchResponseTopics.FLEXIBLE_VERSIONS = VersionSet.parse('6+')
-OffsetFetchResponseTopics.STRUCT_VERSIONS = VersionSet.parse('8-10')
-OffsetFetchResponseTopics._decoders = {8: _decode_OffsetFetchResponseTopics_v8, 9: _decode_OffsetFetchResponseTopics_v8, 10: _decode_OffsetFetchResponseTopics_v10}
-OffsetFetchResponseTopics._encoders = {8: _encode_OffsetFetchResponseTopics_v8, 9: _encode_OffsetFetchResponseTopics_v8, 10: _encode_OffsetFetchResponseTopics_v10}
 _DEFAULT_OffsetFetchResponseTopics = OffsetFetchResponseTopics()
 
-OffsetFetchResponseGroup.FIELDS = (
+_class_data(OffsetFetchResponseGroup, (
     FieldSpec('group_id', 'GroupId', 'string', None, None, VersionSet.parse('8+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'groupId'),
     FieldSpec('topics', 'Topics', 'array', 'struct', OffsetFetchResponseTopics, VersionSet.parse('8+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('8+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '6+', '8-10',
+    {8: _decode_OffsetFetchResponseGroup_v8, 9: _decode_OffsetFetchResponseGroup_v8, 10: _decode_OffsetFetchResponseGroup_v10},
+    {8: _encode_OffsetFetchResponseGroup_v8, 9: _encode_OffsetFetchResponseGroup_v8, 10: _encode_OffsetFetchResponseGroup_v10},
 )
-OffsetFetchResponseGroup.FLEXIBLE_VERSIONS = VersionSet.parse('6+')
-OffsetFetchResponseGroup.STRUCT_VERSIONS = VersionSet.parse('8-10')
-OffsetFetchResponseGroup._decoders = {8: _decode_OffsetFetchResponseGroup_v8, 9: _decode_OffsetFetchResponseGroup_v8, 10: _decode_OffsetFetchResponseGroup_v10}
-OffsetFetchResponseGroup._encoders = {8: _encode_OffsetFetchResponseGroup_v8, 9: _encode_OffsetFetchResponseGroup_v8, 10: _encode_OffsetFetchResponseGroup_v10}
 _DEFAULT_OffsetFetchResponseGroup = OffsetFetchResponseGroup()
 
-OffsetFetchResponsePartition.FIELDS = (
+_class_data(OffsetFetchResponsePartition, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0-7'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('committed_offset', 'CommittedOffset', 'int64', None, None, VersionSet.parse('0-7'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('committed_leader_epoch', 'CommittedLeaderEpoch', 'int32', None, None, VersionSet.parse('5-7'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, True, None),
     FieldSpec('metadata', 'Metadata', 'string', None, None, VersionSet.parse('0-7'), VersionSet.parse('0-7'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0-7'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '6+', '0-7',
+    {0: _decode_OffsetFetchResponsePartition_v0, 1: _decode_OffsetFetchResponsePartition_v0, 2: _decode_OffsetFetchResponsePartition_v0, 3: _decode_OffsetFetchResponsePartition_v0, 4: _decode_OffsetFetchResponsePartition_v0, 5: _decode_OffsetFetchResponsePartition_v5, 6: _decode_OffsetFetchResponsePartition_v6, 7: _decode_OffsetFetchResponsePartition_v6},
+    {0: _encode_OffsetFetchResponsePartition_v0, 1: _encode_OffsetFetchResponsePartition_v0, 2: _encode_OffsetFetchResponsePartition_v0, 3: _encode_OffsetFetchResponsePartition_v0, 4: _encode_OffsetFetchResponsePartition_v0, 5: _encode_OffsetFetchResponsePartition_v5, 6: _encode_OffsetFetchResponsePartition_v6, 7: _encode_OffsetFetchResponsePartition_v6},
 )
-OffsetFetchResponsePartition.FLEXIBLE_VERSIONS = VersionSet.parse('6+')
-OffsetFetchResponsePartition.STRUCT_VERSIONS = VersionSet.parse('0-7')
-OffsetFetchResponsePartition._decoders = {0: _decode_OffsetFetchResponsePartition_v0, 1: _decode_OffsetFetchResponsePartition_v0, 2: _decode_OffsetFetchResponsePartition_v0, 3: _decode_OffsetFetchResponsePartition_v0, 4: _decode_OffsetFetchResponsePartition_v0, 5: _decode_OffsetFetchResponsePartition_v5, 6: _decode_OffsetFetchResponsePartition_v6, 7: _decode_OffsetFetchResponsePartition_v6}
-OffsetFetchResponsePartition._encoders = {0: _encode_OffsetFetchResponsePartition_v0, 1: _encode_OffsetFetchResponsePartition_v0, 2: _encode_OffsetFetchResponsePartition_v0, 3: _encode_OffsetFetchResponsePartition_v0, 4: _encode_OffsetFetchResponsePartition_v0, 5: _encode_OffsetFetchResponsePartition_v5, 6: _encode_OffsetFetchResponsePartition_v6, 7: _encode_OffsetFetchResponsePartition_v6}
 _DEFAULT_OffsetFetchResponsePartition = OffsetFetchResponsePartition()
 
-OffsetFetchResponseTopic.FIELDS = (
+_class_data(OffsetFetchResponseTopic, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0-7'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', OffsetFetchResponsePartition, VersionSet.parse('0-7'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '6+', '0-7',
+    {0: _decode_OffsetFetchResponseTopic_v0, 1: _decode_OffsetFetchResponseTopic_v0, 2: _decode_OffsetFetchResponseTopic_v0, 3: _decode_OffsetFetchResponseTopic_v0, 4: _decode_OffsetFetchResponseTopic_v0, 5: _decode_OffsetFetchResponseTopic_v5, 6: _decode_OffsetFetchResponseTopic_v6, 7: _decode_OffsetFetchResponseTopic_v6},
+    {0: _encode_OffsetFetchResponseTopic_v0, 1: _encode_OffsetFetchResponseTopic_v0, 2: _encode_OffsetFetchResponseTopic_v0, 3: _encode_OffsetFetchResponseTopic_v0, 4: _encode_OffsetFetchResponseTopic_v0, 5: _encode_OffsetFetchResponseTopic_v5, 6: _encode_OffsetFetchResponseTopic_v6, 7: _encode_OffsetFetchResponseTopic_v6},
 )
-OffsetFetchResponseTopic.FLEXIBLE_VERSIONS = VersionSet.parse('6+')
-OffsetFetchResponseTopic.STRUCT_VERSIONS = VersionSet.parse('0-7')
-OffsetFetchResponseTopic._decoders = {0: _decode_OffsetFetchResponseTopic_v0, 1: _decode_OffsetFetchResponseTopic_v0, 2: _decode_OffsetFetchResponseTopic_v0, 3: _decode_OffsetFetchResponseTopic_v0, 4: _decode_OffsetFetchResponseTopic_v0, 5: _decode_OffsetFetchResponseTopic_v5, 6: _decode_OffsetFetchResponseTopic_v6, 7: _decode_OffsetFetchResponseTopic_v6}
-OffsetFetchResponseTopic._encoders = {0: _encode_OffsetFetchResponseTopic_v0, 1: _encode_OffsetFetchResponseTopic_v0, 2: _encode_OffsetFetchResponseTopic_v0, 3: _encode_OffsetFetchResponseTopic_v0, 4: _encode_OffsetFetchResponseTopic_v0, 5: _encode_OffsetFetchResponseTopic_v5, 6: _encode_OffsetFetchResponseTopic_v6, 7: _encode_OffsetFetchResponseTopic_v6}
 _DEFAULT_OffsetFetchResponseTopic = OffsetFetchResponseTopic()
 
-OffsetFetchResponse.FIELDS = (
+_class_data(OffsetFetchResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, True, None),
     FieldSpec('groups', 'Groups', 'array', 'struct', OffsetFetchResponseGroup, VersionSet.parse('8+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', OffsetFetchResponseTopic, VersionSet.parse('0-7'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('2-7'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, True, None),
+), '6+', '0-10',
+    {0: _decode_OffsetFetchResponse_v0, 1: _decode_OffsetFetchResponse_v0, 2: _decode_OffsetFetchResponse_v2, 3: _decode_OffsetFetchResponse_v3, 4: _decode_OffsetFetchResponse_v3, 5: _decode_OffsetFetchResponse_v5, 6: _decode_OffsetFetchResponse_v6, 7: _decode_OffsetFetchResponse_v6, 8: _decode_OffsetFetchResponse_v8, 9: _decode_OffsetFetchResponse_v8, 10: _decode_OffsetFetchResponse_v10},
+    {0: _encode_OffsetFetchResponse_v0, 1: _encode_OffsetFetchResponse_v0, 2: _encode_OffsetFetchResponse_v2, 3: _encode_OffsetFetchResponse_v3, 4: _encode_OffsetFetchResponse_v3, 5: _encode_OffsetFetchResponse_v5, 6: _encode_OffsetFetchResponse_v6, 7: _encode_OffsetFetchResponse_v6, 8: _encode_OffsetFetchResponse_v8, 9: _encode_OffsetFetchResponse_v8, 10: _encode_OffsetFetchResponse_v10},
+    api_key=9, kind='response', valid=(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10),
 )
-OffsetFetchResponse.FLEXIBLE_VERSIONS = VersionSet.parse('6+')
-OffsetFetchResponse.STRUCT_VERSIONS = VersionSet.parse('0-10')
-OffsetFetchResponse._decoders = {0: _decode_OffsetFetchResponse_v0, 1: _decode_OffsetFetchResponse_v0, 2: _decode_OffsetFetchResponse_v2, 3: _decode_OffsetFetchResponse_v3, 4: _decode_OffsetFetchResponse_v3, 5: _decode_OffsetFetchResponse_v5, 6: _decode_OffsetFetchResponse_v6, 7: _decode_OffsetFetchResponse_v6, 8: _decode_OffsetFetchResponse_v8, 9: _decode_OffsetFetchResponse_v8, 10: _decode_OffsetFetchResponse_v10}
-OffsetFetchResponse._encoders = {0: _encode_OffsetFetchResponse_v0, 1: _encode_OffsetFetchResponse_v0, 2: _encode_OffsetFetchResponse_v2, 3: _encode_OffsetFetchResponse_v3, 4: _encode_OffsetFetchResponse_v3, 5: _encode_OffsetFetchResponse_v5, 6: _encode_OffsetFetchResponse_v6, 7: _encode_OffsetFetchResponse_v6, 8: _encode_OffsetFetchResponse_v8, 9: _encode_OffsetFetchResponse_v8, 10: _encode_OffsetFetchResponse_v10}
-OffsetFetchResponse.API_KEY = 9
-OffsetFetchResponse.KIND = 'response'
-OffsetFetchResponse.VERSIONS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
 
-_use_native(__name__)
+
+# The compiled flavour (docs/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
+if not TYPE_CHECKING and compiled_module('kafka_wire._compiled.messages.offset_fetch') is not None:
+    from kafka_wire._compiled.messages.offset_fetch import (
+        OffsetFetchRequest,
+        OffsetFetchRequestGroup,
+        OffsetFetchRequestTopic,
+        OffsetFetchRequestTopics,
+        OffsetFetchResponse,
+        OffsetFetchResponseGroup,
+        OffsetFetchResponsePartition,
+        OffsetFetchResponsePartitions,
+        OffsetFetchResponseTopic,
+        OffsetFetchResponseTopics,
+    )

@@ -12,17 +12,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>ii')
 _S1 = _Struct('>iii')
 _S2 = _Struct('>i')
@@ -1015,71 +1016,59 @@ def _encode_OffsetForLeaderEpochResponse_v4(o: OffsetForLeaderEpochResponse, out
         out.append(0)
 
 
-OffsetForLeaderEpochRequestOffsetForLeaderPartition.FIELDS = (
+_class_data(OffsetForLeaderEpochRequestOffsetForLeaderPartition, (
     FieldSpec('partition', 'Partition', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('current_leader_epoch', 'CurrentLeaderEpoch', 'int32', None, None, VersionSet.parse('2+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, True, None),
     FieldSpec('leader_epoch', 'LeaderEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '4+', '0-4',
+    {0: _decode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v0, 1: _decode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v0, 2: _decode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v2, 3: _decode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v2, 4: _decode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v4},
+    {0: _encode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v0, 1: _encode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v0, 2: _encode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v2, 3: _encode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v2, 4: _encode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v4},
 )
-OffsetForLeaderEpochRequestOffsetForLeaderPartition.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
-OffsetForLeaderEpochRequestOffsetForLeaderPartition.STRUCT_VERSIONS = VersionSet.parse('0-4')
-OffsetForLeaderEpochRequestOffsetForLeaderPartition._decoders = {0: _decode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v0, 1: _decode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v0, 2: _decode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v2, 3: _decode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v2, 4: _decode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v4}
-OffsetForLeaderEpochRequestOffsetForLeaderPartition._encoders = {0: _encode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v0, 1: _encode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v0, 2: _encode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v2, 3: _encode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v2, 4: _encode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v4}
 _DEFAULT_OffsetForLeaderEpochRequestOffsetForLeaderPartition = OffsetForLeaderEpochRequestOffsetForLeaderPartition()
 
-OffsetForLeaderEpochRequestOffsetForLeaderTopic.FIELDS = (
+_class_data(OffsetForLeaderEpochRequestOffsetForLeaderTopic, (
     FieldSpec('topic', 'Topic', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', OffsetForLeaderEpochRequestOffsetForLeaderPartition, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '4+', '0-4',
+    {0: _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0, 1: _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0, 2: _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2, 3: _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2, 4: _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v4},
+    {0: _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0, 1: _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0, 2: _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2, 3: _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2, 4: _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v4},
 )
-OffsetForLeaderEpochRequestOffsetForLeaderTopic.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
-OffsetForLeaderEpochRequestOffsetForLeaderTopic.STRUCT_VERSIONS = VersionSet.parse('0-4')
-OffsetForLeaderEpochRequestOffsetForLeaderTopic._decoders = {0: _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0, 1: _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0, 2: _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2, 3: _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2, 4: _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v4}
-OffsetForLeaderEpochRequestOffsetForLeaderTopic._encoders = {0: _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0, 1: _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0, 2: _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2, 3: _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2, 4: _encode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v4}
 _DEFAULT_OffsetForLeaderEpochRequestOffsetForLeaderTopic = OffsetForLeaderEpochRequestOffsetForLeaderTopic()
 
-OffsetForLeaderEpochRequest.FIELDS = (
+_class_data(OffsetForLeaderEpochRequest, (
     FieldSpec('replica_id', 'ReplicaId', 'int32', None, None, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -2, True, 'brokerId'),
     FieldSpec('topics', 'Topics', 'array', 'struct', OffsetForLeaderEpochRequestOffsetForLeaderTopic, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '4+', '0-4',
+    {0: _decode_OffsetForLeaderEpochRequest_v0, 1: _decode_OffsetForLeaderEpochRequest_v0, 2: _decode_OffsetForLeaderEpochRequest_v2, 3: _decode_OffsetForLeaderEpochRequest_v3, 4: _decode_OffsetForLeaderEpochRequest_v4},
+    {0: _encode_OffsetForLeaderEpochRequest_v0, 1: _encode_OffsetForLeaderEpochRequest_v0, 2: _encode_OffsetForLeaderEpochRequest_v2, 3: _encode_OffsetForLeaderEpochRequest_v3, 4: _encode_OffsetForLeaderEpochRequest_v4},
+    api_key=23, kind='request', valid=(0, 1, 2, 3, 4),
 )
-OffsetForLeaderEpochRequest.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
-OffsetForLeaderEpochRequest.STRUCT_VERSIONS = VersionSet.parse('0-4')
-OffsetForLeaderEpochRequest._decoders = {0: _decode_OffsetForLeaderEpochRequest_v0, 1: _decode_OffsetForLeaderEpochRequest_v0, 2: _decode_OffsetForLeaderEpochRequest_v2, 3: _decode_OffsetForLeaderEpochRequest_v3, 4: _decode_OffsetForLeaderEpochRequest_v4}
-OffsetForLeaderEpochRequest._encoders = {0: _encode_OffsetForLeaderEpochRequest_v0, 1: _encode_OffsetForLeaderEpochRequest_v0, 2: _encode_OffsetForLeaderEpochRequest_v2, 3: _encode_OffsetForLeaderEpochRequest_v3, 4: _encode_OffsetForLeaderEpochRequest_v4}
-OffsetForLeaderEpochRequest.API_KEY = 23
-OffsetForLeaderEpochRequest.KIND = 'request'
-OffsetForLeaderEpochRequest.VERSIONS = (0, 1, 2, 3, 4)
 
-OffsetForLeaderEpochResponseEpochEndOffset.FIELDS = (
+_class_data(OffsetForLeaderEpochResponseEpochEndOffset, (
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('partition', 'Partition', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('leader_epoch', 'LeaderEpoch', 'int32', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, True, None),
     FieldSpec('end_offset', 'EndOffset', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, None),
+), '4+', '0-4',
+    {0: _decode_OffsetForLeaderEpochResponseEpochEndOffset_v0, 1: _decode_OffsetForLeaderEpochResponseEpochEndOffset_v1, 2: _decode_OffsetForLeaderEpochResponseEpochEndOffset_v1, 3: _decode_OffsetForLeaderEpochResponseEpochEndOffset_v1, 4: _decode_OffsetForLeaderEpochResponseEpochEndOffset_v4},
+    {0: _encode_OffsetForLeaderEpochResponseEpochEndOffset_v0, 1: _encode_OffsetForLeaderEpochResponseEpochEndOffset_v1, 2: _encode_OffsetForLeaderEpochResponseEpochEndOffset_v1, 3: _encode_OffsetForLeaderEpochResponseEpochEndOffset_v1, 4: _encode_OffsetForLeaderEpochResponseEpochEndOffset_v4},
 )
-OffsetForLeaderEpochResponseEpochEndOffset.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
-OffsetForLeaderEpochResponseEpochEndOffset.STRUCT_VERSIONS = VersionSet.parse('0-4')
-OffsetForLeaderEpochResponseEpochEndOffset._decoders = {0: _decode_OffsetForLeaderEpochResponseEpochEndOffset_v0, 1: _decode_OffsetForLeaderEpochResponseEpochEndOffset_v1, 2: _decode_OffsetForLeaderEpochResponseEpochEndOffset_v1, 3: _decode_OffsetForLeaderEpochResponseEpochEndOffset_v1, 4: _decode_OffsetForLeaderEpochResponseEpochEndOffset_v4}
-OffsetForLeaderEpochResponseEpochEndOffset._encoders = {0: _encode_OffsetForLeaderEpochResponseEpochEndOffset_v0, 1: _encode_OffsetForLeaderEpochResponseEpochEndOffset_v1, 2: _encode_OffsetForLeaderEpochResponseEpochEndOffset_v1, 3: _encode_OffsetForLeaderEpochResponseEpochEndOffset_v1, 4: _encode_OffsetForLeaderEpochResponseEpochEndOffset_v4}
 _DEFAULT_OffsetForLeaderEpochResponseEpochEndOffset = OffsetForLeaderEpochResponseEpochEndOffset()
 
-OffsetForLeaderEpochResponseOffsetForLeaderTopicResult.FIELDS = (
+_class_data(OffsetForLeaderEpochResponseOffsetForLeaderTopicResult, (
     FieldSpec('topic', 'Topic', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', OffsetForLeaderEpochResponseEpochEndOffset, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '4+', '0-4',
+    {0: _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v0, 1: _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1, 2: _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1, 3: _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1, 4: _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v4},
+    {0: _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v0, 1: _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1, 2: _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1, 3: _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1, 4: _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v4},
 )
-OffsetForLeaderEpochResponseOffsetForLeaderTopicResult.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
-OffsetForLeaderEpochResponseOffsetForLeaderTopicResult.STRUCT_VERSIONS = VersionSet.parse('0-4')
-OffsetForLeaderEpochResponseOffsetForLeaderTopicResult._decoders = {0: _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v0, 1: _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1, 2: _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1, 3: _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1, 4: _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v4}
-OffsetForLeaderEpochResponseOffsetForLeaderTopicResult._encoders = {0: _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v0, 1: _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1, 2: _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1, 3: _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1, 4: _encode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v4}
 _DEFAULT_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult = OffsetForLeaderEpochResponseOffsetForLeaderTopicResult()
 
-OffsetForLeaderEpochResponse.FIELDS = (
+_class_data(OffsetForLeaderEpochResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('2+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, True, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', OffsetForLeaderEpochResponseOffsetForLeaderTopicResult, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '4+', '0-4',
+    {0: _decode_OffsetForLeaderEpochResponse_v0, 1: _decode_OffsetForLeaderEpochResponse_v1, 2: _decode_OffsetForLeaderEpochResponse_v2, 3: _decode_OffsetForLeaderEpochResponse_v2, 4: _decode_OffsetForLeaderEpochResponse_v4},
+    {0: _encode_OffsetForLeaderEpochResponse_v0, 1: _encode_OffsetForLeaderEpochResponse_v1, 2: _encode_OffsetForLeaderEpochResponse_v2, 3: _encode_OffsetForLeaderEpochResponse_v2, 4: _encode_OffsetForLeaderEpochResponse_v4},
+    api_key=23, kind='response', valid=(0, 1, 2, 3, 4),
 )
-OffsetForLeaderEpochResponse.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
-OffsetForLeaderEpochResponse.STRUCT_VERSIONS = VersionSet.parse('0-4')
-OffsetForLeaderEpochResponse._decoders = {0: _decode_OffsetForLeaderEpochResponse_v0, 1: _decode_OffsetForLeaderEpochResponse_v1, 2: _decode_OffsetForLeaderEpochResponse_v2, 3: _decode_OffsetForLeaderEpochResponse_v2, 4: _decode_OffsetForLeaderEpochResponse_v4}
-OffsetForLeaderEpochResponse._encoders = {0: _encode_OffsetForLeaderEpochResponse_v0, 1: _encode_OffsetForLeaderEpochResponse_v1, 2: _encode_OffsetForLeaderEpochResponse_v2, 3: _encode_OffsetForLeaderEpochResponse_v2, 4: _encode_OffsetForLeaderEpochResponse_v4}
-OffsetForLeaderEpochResponse.API_KEY = 23
-OffsetForLeaderEpochResponse.KIND = 'response'
-OffsetForLeaderEpochResponse.VERSIONS = (0, 1, 2, 3, 4)
-
-_use_native(__name__)

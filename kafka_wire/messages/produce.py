@@ -11,29 +11,24 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from struct import Struct as _Struct
+from typing import TYPE_CHECKING
 from uuid import UUID
 
-from kafka_wire.codec.runtime import (
-    FRESH,
-    ZERO_UUID,
-    ZERO_UUID_BYTES,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import put_records as _put_records
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
+from kafka_wire.flavour import compiled_module
 
-_new = object.__new__
 _S0 = _Struct('>ii')
 _S1 = _Struct('>i')
 _S2 = _Struct('>h')
@@ -2625,62 +2620,55 @@ def _fresh_ProduceResponseLeaderIdAndEpoch() -> ProduceResponseLeaderIdAndEpoch:
     return o
 
 
-ProduceRequestPartitionProduceData.FIELDS = (
+_class_data(ProduceRequestPartitionProduceData, (
     FieldSpec('index', 'Index', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('records', 'Records', 'records', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
+), '9+', '0-13',
+    {0: _decode_ProduceRequestPartitionProduceData_v0, 1: _decode_ProduceRequestPartitionProduceData_v0, 2: _decode_ProduceRequestPartitionProduceData_v0, 3: _decode_ProduceRequestPartitionProduceData_v0, 4: _decode_ProduceRequestPartitionProduceData_v0, 5: _decode_ProduceRequestPartitionProduceData_v0, 6: _decode_ProduceRequestPartitionProduceData_v0, 7: _decode_ProduceRequestPartitionProduceData_v0, 8: _decode_ProduceRequestPartitionProduceData_v0, 9: _decode_ProduceRequestPartitionProduceData_v9, 10: _decode_ProduceRequestPartitionProduceData_v9, 11: _decode_ProduceRequestPartitionProduceData_v9, 12: _decode_ProduceRequestPartitionProduceData_v9, 13: _decode_ProduceRequestPartitionProduceData_v9},
+    {0: _encode_ProduceRequestPartitionProduceData_v0, 1: _encode_ProduceRequestPartitionProduceData_v0, 2: _encode_ProduceRequestPartitionProduceData_v0, 3: _encode_ProduceRequestPartitionProduceData_v0, 4: _encode_ProduceRequestPartitionProduceData_v0, 5: _encode_ProduceRequestPartitionProduceData_v0, 6: _encode_ProduceRequestPartitionProduceData_v0, 7: _encode_ProduceRequestPartitionProduceData_v0, 8: _encode_ProduceRequestPartitionProduceData_v0, 9: _encode_ProduceRequestPartitionProduceData_v9, 10: _encode_ProduceRequestPartitionProduceData_v9, 11: _encode_ProduceRequestPartitionProduceData_v9, 12: _encode_ProduceRequestPartitionProduceData_v9, 13: _encode_ProduceRequestPartitionProduceData_v9},
 )
-ProduceRequestPartitionProduceData.FLEXIBLE_VERSIONS = VersionSet.parse('9+')
-ProduceRequestPartitionProduceData.STRUCT_VERSIONS = VersionSet.parse('0-13')
-ProduceRequestPartitionProduceData._decoders = {0: _decode_ProduceRequestPartitionProduceData_v0, 1: _decode_ProduceRequestPartitionProduceData_v0, 2: _decode_ProduceRequestPartitionProduceData_v0, 3: _decode_ProduceRequestPartitionProduceData_v0, 4: _decode_ProduceRequestPartitionProduceData_v0, 5: _decode_ProduceRequestPartitionProduceData_v0, 6: _decode_ProduceRequestPartitionProduceData_v0, 7: _decode_ProduceRequestPartitionProduceData_v0, 8: _decode_ProduceRequestPartitionProduceData_v0, 9: _decode_ProduceRequestPartitionProduceData_v9, 10: _decode_ProduceRequestPartitionProduceData_v9, 11: _decode_ProduceRequestPartitionProduceData_v9, 12: _decode_ProduceRequestPartitionProduceData_v9, 13: _decode_ProduceRequestPartitionProduceData_v9}
-ProduceRequestPartitionProduceData._encoders = {0: _encode_ProduceRequestPartitionProduceData_v0, 1: _encode_ProduceRequestPartitionProduceData_v0, 2: _encode_ProduceRequestPartitionProduceData_v0, 3: _encode_ProduceRequestPartitionProduceData_v0, 4: _encode_ProduceRequestPartitionProduceData_v0, 5: _encode_ProduceRequestPartitionProduceData_v0, 6: _encode_ProduceRequestPartitionProduceData_v0, 7: _encode_ProduceRequestPartitionProduceData_v0, 8: _encode_ProduceRequestPartitionProduceData_v0, 9: _encode_ProduceRequestPartitionProduceData_v9, 10: _encode_ProduceRequestPartitionProduceData_v9, 11: _encode_ProduceRequestPartitionProduceData_v9, 12: _encode_ProduceRequestPartitionProduceData_v9, 13: _encode_ProduceRequestPartitionProduceData_v9}
 _DEFAULT_ProduceRequestPartitionProduceData = ProduceRequestPartitionProduceData()
 
-ProduceRequestTopicProduceData.FIELDS = (
+_class_data(ProduceRequestTopicProduceData, (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('13+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, True, None),
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0-12'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', True, 'topicName'),
     FieldSpec('partition_data', 'PartitionData', 'array', 'struct', ProduceRequestPartitionProduceData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '9+', '0-13',
+    {0: _decode_ProduceRequestTopicProduceData_v0, 1: _decode_ProduceRequestTopicProduceData_v0, 2: _decode_ProduceRequestTopicProduceData_v0, 3: _decode_ProduceRequestTopicProduceData_v0, 4: _decode_ProduceRequestTopicProduceData_v0, 5: _decode_ProduceRequestTopicProduceData_v0, 6: _decode_ProduceRequestTopicProduceData_v0, 7: _decode_ProduceRequestTopicProduceData_v0, 8: _decode_ProduceRequestTopicProduceData_v0, 9: _decode_ProduceRequestTopicProduceData_v9, 10: _decode_ProduceRequestTopicProduceData_v9, 11: _decode_ProduceRequestTopicProduceData_v9, 12: _decode_ProduceRequestTopicProduceData_v9, 13: _decode_ProduceRequestTopicProduceData_v13},
+    {0: _encode_ProduceRequestTopicProduceData_v0, 1: _encode_ProduceRequestTopicProduceData_v0, 2: _encode_ProduceRequestTopicProduceData_v0, 3: _encode_ProduceRequestTopicProduceData_v0, 4: _encode_ProduceRequestTopicProduceData_v0, 5: _encode_ProduceRequestTopicProduceData_v0, 6: _encode_ProduceRequestTopicProduceData_v0, 7: _encode_ProduceRequestTopicProduceData_v0, 8: _encode_ProduceRequestTopicProduceData_v0, 9: _encode_ProduceRequestTopicProduceData_v9, 10: _encode_ProduceRequestTopicProduceData_v9, 11: _encode_ProduceRequestTopicProduceData_v9, 12: _encode_ProduceRequestTopicProduceData_v9, 13: _encode_ProduceRequestTopicProduceData_v13},
 )
-ProduceRequestTopicProduceData.FLEXIBLE_VERSIONS = VersionSet.parse('9+')
-ProduceRequestTopicProduceData.STRUCT_VERSIONS = VersionSet.parse('0-13')
-ProduceRequestTopicProduceData._decoders = {0: _decode_ProduceRequestTopicProduceData_v0, 1: _decode_ProduceRequestTopicProduceData_v0, 2: _decode_ProduceRequestTopicProduceData_v0, 3: _decode_ProduceRequestTopicProduceData_v0, 4: _decode_ProduceRequestTopicProduceData_v0, 5: _decode_ProduceRequestTopicProduceData_v0, 6: _decode_ProduceRequestTopicProduceData_v0, 7: _decode_ProduceRequestTopicProduceData_v0, 8: _decode_ProduceRequestTopicProduceData_v0, 9: _decode_ProduceRequestTopicProduceData_v9, 10: _decode_ProduceRequestTopicProduceData_v9, 11: _decode_ProduceRequestTopicProduceData_v9, 12: _decode_ProduceRequestTopicProduceData_v9, 13: _decode_ProduceRequestTopicProduceData_v13}
-ProduceRequestTopicProduceData._encoders = {0: _encode_ProduceRequestTopicProduceData_v0, 1: _encode_ProduceRequestTopicProduceData_v0, 2: _encode_ProduceRequestTopicProduceData_v0, 3: _encode_ProduceRequestTopicProduceData_v0, 4: _encode_ProduceRequestTopicProduceData_v0, 5: _encode_ProduceRequestTopicProduceData_v0, 6: _encode_ProduceRequestTopicProduceData_v0, 7: _encode_ProduceRequestTopicProduceData_v0, 8: _encode_ProduceRequestTopicProduceData_v0, 9: _encode_ProduceRequestTopicProduceData_v9, 10: _encode_ProduceRequestTopicProduceData_v9, 11: _encode_ProduceRequestTopicProduceData_v9, 12: _encode_ProduceRequestTopicProduceData_v9, 13: _encode_ProduceRequestTopicProduceData_v13}
 _DEFAULT_ProduceRequestTopicProduceData = ProduceRequestTopicProduceData()
 
-ProduceRequest.FIELDS = (
+_class_data(ProduceRequest, (
     FieldSpec('transactional_id', 'TransactionalId', 'string', None, None, VersionSet.parse('3+'), VersionSet.parse('3+'), None, VersionSet.parse('none'), None, lambda: None, False, 'transactionalId'),
     FieldSpec('acks', 'Acks', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('timeout_ms', 'TimeoutMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('topic_data', 'TopicData', 'array', 'struct', ProduceRequestTopicProduceData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '9+', '0-13',
+    {0: _decode_ProduceRequest_v0, 1: _decode_ProduceRequest_v0, 2: _decode_ProduceRequest_v0, 3: _decode_ProduceRequest_v3, 4: _decode_ProduceRequest_v3, 5: _decode_ProduceRequest_v3, 6: _decode_ProduceRequest_v3, 7: _decode_ProduceRequest_v3, 8: _decode_ProduceRequest_v3, 9: _decode_ProduceRequest_v9, 10: _decode_ProduceRequest_v9, 11: _decode_ProduceRequest_v9, 12: _decode_ProduceRequest_v9, 13: _decode_ProduceRequest_v13},
+    {0: _encode_ProduceRequest_v0, 1: _encode_ProduceRequest_v0, 2: _encode_ProduceRequest_v0, 3: _encode_ProduceRequest_v3, 4: _encode_ProduceRequest_v3, 5: _encode_ProduceRequest_v3, 6: _encode_ProduceRequest_v3, 7: _encode_ProduceRequest_v3, 8: _encode_ProduceRequest_v3, 9: _encode_ProduceRequest_v9, 10: _encode_ProduceRequest_v9, 11: _encode_ProduceRequest_v9, 12: _encode_ProduceRequest_v9, 13: _encode_ProduceRequest_v13},
+    api_key=0, kind='request', valid=(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13),
 )
-ProduceRequest.FLEXIBLE_VERSIONS = VersionSet.parse('9+')
-ProduceRequest.STRUCT_VERSIONS = VersionSet.parse('0-13')
-ProduceRequest._decoders = {0: _decode_ProduceRequest_v0, 1: _decode_ProduceRequest_v0, 2: _decode_ProduceRequest_v0, 3: _decode_ProduceRequest_v3, 4: _decode_ProduceRequest_v3, 5: _decode_ProduceRequest_v3, 6: _decode_ProduceRequest_v3, 7: _decode_ProduceRequest_v3, 8: _decode_ProduceRequest_v3, 9: _decode_ProduceRequest_v9, 10: _decode_ProduceRequest_v9, 11: _decode_ProduceRequest_v9, 12: _decode_ProduceRequest_v9, 13: _decode_ProduceRequest_v13}
-ProduceRequest._encoders = {0: _encode_ProduceRequest_v0, 1: _encode_ProduceRequest_v0, 2: _encode_ProduceRequest_v0, 3: _encode_ProduceRequest_v3, 4: _encode_ProduceRequest_v3, 5: _encode_ProduceRequest_v3, 6: _encode_ProduceRequest_v3, 7: _encode_ProduceRequest_v3, 8: _encode_ProduceRequest_v3, 9: _encode_ProduceRequest_v9, 10: _encode_ProduceRequest_v9, 11: _encode_ProduceRequest_v9, 12: _encode_ProduceRequest_v9, 13: _encode_ProduceRequest_v13}
-ProduceRequest.API_KEY = 0
-ProduceRequest.KIND = 'request'
-ProduceRequest.VERSIONS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)
 
-ProduceResponseBatchIndexAndErrorMessage.FIELDS = (
+_class_data(ProduceResponseBatchIndexAndErrorMessage, (
     FieldSpec('batch_index', 'BatchIndex', 'int32', None, None, VersionSet.parse('8+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('batch_index_error_message', 'BatchIndexErrorMessage', 'string', None, None, VersionSet.parse('8+'), VersionSet.parse('8+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
+), '9+', '8-13',
+    {8: _decode_ProduceResponseBatchIndexAndErrorMessage_v8, 9: _decode_ProduceResponseBatchIndexAndErrorMessage_v9, 10: _decode_ProduceResponseBatchIndexAndErrorMessage_v9, 11: _decode_ProduceResponseBatchIndexAndErrorMessage_v9, 12: _decode_ProduceResponseBatchIndexAndErrorMessage_v9, 13: _decode_ProduceResponseBatchIndexAndErrorMessage_v9},
+    {8: _encode_ProduceResponseBatchIndexAndErrorMessage_v8, 9: _encode_ProduceResponseBatchIndexAndErrorMessage_v9, 10: _encode_ProduceResponseBatchIndexAndErrorMessage_v9, 11: _encode_ProduceResponseBatchIndexAndErrorMessage_v9, 12: _encode_ProduceResponseBatchIndexAndErrorMessage_v9, 13: _encode_ProduceResponseBatchIndexAndErrorMessage_v9},
 )
-ProduceResponseBatchIndexAndErrorMessage.FLEXIBLE_VERSIONS = VersionSet.parse('9+')
-ProduceResponseBatchIndexAndErrorMessage.STRUCT_VERSIONS = VersionSet.parse('8-13')
-ProduceResponseBatchIndexAndErrorMessage._decoders = {8: _decode_ProduceResponseBatchIndexAndErrorMessage_v8, 9: _decode_ProduceResponseBatchIndexAndErrorMessage_v9, 10: _decode_ProduceResponseBatchIndexAndErrorMessage_v9, 11: _decode_ProduceResponseBatchIndexAndErrorMessage_v9, 12: _decode_ProduceResponseBatchIndexAndErrorMessage_v9, 13: _decode_ProduceResponseBatchIndexAndErrorMessage_v9}
-ProduceResponseBatchIndexAndErrorMessage._encoders = {8: _encode_ProduceResponseBatchIndexAndErrorMessage_v8, 9: _encode_ProduceResponseBatchIndexAndErrorMessage_v9, 10: _encode_ProduceResponseBatchIndexAndErrorMessage_v9, 11: _encode_ProduceResponseBatchIndexAndErrorMessage_v9, 12: _encode_ProduceResponseBatchIndexAndErrorMessage_v9, 13: _encode_ProduceResponseBatchIndexAndErrorMessage_v9}
 _DEFAULT_ProduceResponseBatchIndexAndErrorMessage = ProduceResponseBatchIndexAndErrorMessage()
 
-ProduceResponseLeaderIdAndEpoch.FIELDS = (
+_class_data(ProduceResponseLeaderIdAndEpoch, (
     FieldSpec('leader_id', 'LeaderId', 'int32', None, None, VersionSet.parse('10+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, 'brokerId'),
     FieldSpec('leader_epoch', 'LeaderEpoch', 'int32', None, None, VersionSet.parse('10+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, None),
+), '9+', '10-13',
+    {10: _decode_ProduceResponseLeaderIdAndEpoch_v10, 11: _decode_ProduceResponseLeaderIdAndEpoch_v10, 12: _decode_ProduceResponseLeaderIdAndEpoch_v10, 13: _decode_ProduceResponseLeaderIdAndEpoch_v10},
+    {10: _encode_ProduceResponseLeaderIdAndEpoch_v10, 11: _encode_ProduceResponseLeaderIdAndEpoch_v10, 12: _encode_ProduceResponseLeaderIdAndEpoch_v10, 13: _encode_ProduceResponseLeaderIdAndEpoch_v10},
 )
-ProduceResponseLeaderIdAndEpoch.FLEXIBLE_VERSIONS = VersionSet.parse('9+')
-ProduceResponseLeaderIdAndEpoch.STRUCT_VERSIONS = VersionSet.parse('10-13')
-ProduceResponseLeaderIdAndEpoch._decoders = {10: _decode_ProduceResponseLeaderIdAndEpoch_v10, 11: _decode_ProduceResponseLeaderIdAndEpoch_v10, 12: _decode_ProduceResponseLeaderIdAndEpoch_v10, 13: _decode_ProduceResponseLeaderIdAndEpoch_v10}
-ProduceResponseLeaderIdAndEpoch._encoders = {10: _encode_ProduceResponseLeaderIdAndEpoch_v10, 11: _encode_ProduceResponseLeaderIdAndEpoch_v10, 12: _encode_ProduceResponseLeaderIdAndEpoch_v10, 13: _encode_ProduceResponseLeaderIdAndEpoch_v10}
 _DEFAULT_ProduceResponseLeaderIdAndEpoch = ProduceResponseLeaderIdAndEpoch()
 
-ProduceResponsePartitionProduceResponse.FIELDS = (
+_class_data(ProduceResponsePartitionProduceResponse, (
     FieldSpec('index', 'Index', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('base_offset', 'BaseOffset', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
@@ -2689,47 +2677,54 @@ ProduceResponsePartitionProduceResponse.FIELDS = (
     FieldSpec('record_errors', 'RecordErrors', 'array', 'struct', ProduceResponseBatchIndexAndErrorMessage, VersionSet.parse('8+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], True, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('8+'), VersionSet.parse('8+'), None, VersionSet.parse('none'), None, lambda: None, True, None),
     FieldSpec('current_leader', 'CurrentLeader', 'struct', None, ProduceResponseLeaderIdAndEpoch, VersionSet.parse('10+'), VersionSet.parse('none'), 0, VersionSet.parse('10+'), None, lambda: ProduceResponseLeaderIdAndEpoch(), False, None),
+), '9+', '0-13',
+    {0: _decode_ProduceResponsePartitionProduceResponse_v0, 1: _decode_ProduceResponsePartitionProduceResponse_v0, 2: _decode_ProduceResponsePartitionProduceResponse_v2, 3: _decode_ProduceResponsePartitionProduceResponse_v2, 4: _decode_ProduceResponsePartitionProduceResponse_v2, 5: _decode_ProduceResponsePartitionProduceResponse_v5, 6: _decode_ProduceResponsePartitionProduceResponse_v5, 7: _decode_ProduceResponsePartitionProduceResponse_v5, 8: _decode_ProduceResponsePartitionProduceResponse_v8, 9: _decode_ProduceResponsePartitionProduceResponse_v9, 10: _decode_ProduceResponsePartitionProduceResponse_v10, 11: _decode_ProduceResponsePartitionProduceResponse_v10, 12: _decode_ProduceResponsePartitionProduceResponse_v10, 13: _decode_ProduceResponsePartitionProduceResponse_v10},
+    {0: _encode_ProduceResponsePartitionProduceResponse_v0, 1: _encode_ProduceResponsePartitionProduceResponse_v0, 2: _encode_ProduceResponsePartitionProduceResponse_v2, 3: _encode_ProduceResponsePartitionProduceResponse_v2, 4: _encode_ProduceResponsePartitionProduceResponse_v2, 5: _encode_ProduceResponsePartitionProduceResponse_v5, 6: _encode_ProduceResponsePartitionProduceResponse_v5, 7: _encode_ProduceResponsePartitionProduceResponse_v5, 8: _encode_ProduceResponsePartitionProduceResponse_v8, 9: _encode_ProduceResponsePartitionProduceResponse_v9, 10: _encode_ProduceResponsePartitionProduceResponse_v10, 11: _encode_ProduceResponsePartitionProduceResponse_v10, 12: _encode_ProduceResponsePartitionProduceResponse_v10, 13: _encode_ProduceResponsePartitionProduceResponse_v10},
 )
-ProduceResponsePartitionProduceResponse.FLEXIBLE_VERSIONS = VersionSet.parse('9+')
-ProduceResponsePartitionProduceResponse.STRUCT_VERSIONS = VersionSet.parse('0-13')
-ProduceResponsePartitionProduceResponse._decoders = {0: _decode_ProduceResponsePartitionProduceResponse_v0, 1: _decode_ProduceResponsePartitionProduceResponse_v0, 2: _decode_ProduceResponsePartitionProduceResponse_v2, 3: _decode_ProduceResponsePartitionProduceResponse_v2, 4: _decode_ProduceResponsePartitionProduceResponse_v2, 5: _decode_ProduceResponsePartitionProduceResponse_v5, 6: _decode_ProduceResponsePartitionProduceResponse_v5, 7: _decode_ProduceResponsePartitionProduceResponse_v5, 8: _decode_ProduceResponsePartitionProduceResponse_v8, 9: _decode_ProduceResponsePartitionProduceResponse_v9, 10: _decode_ProduceResponsePartitionProduceResponse_v10, 11: _decode_ProduceResponsePartitionProduceResponse_v10, 12: _decode_ProduceResponsePartitionProduceResponse_v10, 13: _decode_ProduceResponsePartitionProduceResponse_v10}
-ProduceResponsePartitionProduceResponse._encoders = {0: _encode_ProduceResponsePartitionProduceResponse_v0, 1: _encode_ProduceResponsePartitionProduceResponse_v0, 2: _encode_ProduceResponsePartitionProduceResponse_v2, 3: _encode_ProduceResponsePartitionProduceResponse_v2, 4: _encode_ProduceResponsePartitionProduceResponse_v2, 5: _encode_ProduceResponsePartitionProduceResponse_v5, 6: _encode_ProduceResponsePartitionProduceResponse_v5, 7: _encode_ProduceResponsePartitionProduceResponse_v5, 8: _encode_ProduceResponsePartitionProduceResponse_v8, 9: _encode_ProduceResponsePartitionProduceResponse_v9, 10: _encode_ProduceResponsePartitionProduceResponse_v10, 11: _encode_ProduceResponsePartitionProduceResponse_v10, 12: _encode_ProduceResponsePartitionProduceResponse_v10, 13: _encode_ProduceResponsePartitionProduceResponse_v10}
 _DEFAULT_ProduceResponsePartitionProduceResponse = ProduceResponsePartitionProduceResponse()
 
-ProduceResponseTopicProduceResponse.FIELDS = (
+_class_data(ProduceResponseTopicProduceResponse, (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('13+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, True, None),
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0-12'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', True, 'topicName'),
     FieldSpec('partition_responses', 'PartitionResponses', 'array', 'struct', ProduceResponsePartitionProduceResponse, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '9+', '0-13',
+    {0: _decode_ProduceResponseTopicProduceResponse_v0, 1: _decode_ProduceResponseTopicProduceResponse_v0, 2: _decode_ProduceResponseTopicProduceResponse_v2, 3: _decode_ProduceResponseTopicProduceResponse_v2, 4: _decode_ProduceResponseTopicProduceResponse_v2, 5: _decode_ProduceResponseTopicProduceResponse_v5, 6: _decode_ProduceResponseTopicProduceResponse_v5, 7: _decode_ProduceResponseTopicProduceResponse_v5, 8: _decode_ProduceResponseTopicProduceResponse_v8, 9: _decode_ProduceResponseTopicProduceResponse_v9, 10: _decode_ProduceResponseTopicProduceResponse_v10, 11: _decode_ProduceResponseTopicProduceResponse_v10, 12: _decode_ProduceResponseTopicProduceResponse_v10, 13: _decode_ProduceResponseTopicProduceResponse_v13},
+    {0: _encode_ProduceResponseTopicProduceResponse_v0, 1: _encode_ProduceResponseTopicProduceResponse_v0, 2: _encode_ProduceResponseTopicProduceResponse_v2, 3: _encode_ProduceResponseTopicProduceResponse_v2, 4: _encode_ProduceResponseTopicProduceResponse_v2, 5: _encode_ProduceResponseTopicProduceResponse_v5, 6: _encode_ProduceResponseTopicProduceResponse_v5, 7: _encode_ProduceResponseTopicProduceResponse_v5, 8: _encode_ProduceResponseTopicProduceResponse_v8, 9: _encode_ProduceResponseTopicProduceResponse_v9, 10: _encode_ProduceResponseTopicProduceResponse_v10, 11: _encode_ProduceResponseTopicProduceResponse_v10, 12: _encode_ProduceResponseTopicProduceResponse_v10, 13: _encode_ProduceResponseTopicProduceResponse_v13},
 )
-ProduceResponseTopicProduceResponse.FLEXIBLE_VERSIONS = VersionSet.parse('9+')
-ProduceResponseTopicProduceResponse.STRUCT_VERSIONS = VersionSet.parse('0-13')
-ProduceResponseTopicProduceResponse._decoders = {0: _decode_ProduceResponseTopicProduceResponse_v0, 1: _decode_ProduceResponseTopicProduceResponse_v0, 2: _decode_ProduceResponseTopicProduceResponse_v2, 3: _decode_ProduceResponseTopicProduceResponse_v2, 4: _decode_ProduceResponseTopicProduceResponse_v2, 5: _decode_ProduceResponseTopicProduceResponse_v5, 6: _decode_ProduceResponseTopicProduceResponse_v5, 7: _decode_ProduceResponseTopicProduceResponse_v5, 8: _decode_ProduceResponseTopicProduceResponse_v8, 9: _decode_ProduceResponseTopicProduceResponse_v9, 10: _decode_ProduceResponseTopicProduceResponse_v10, 11: _decode_ProduceResponseTopicProduceResponse_v10, 12: _decode_ProduceResponseTopicProduceResponse_v10, 13: _decode_ProduceResponseTopicProduceResponse_v13}
-ProduceResponseTopicProduceResponse._encoders = {0: _encode_ProduceResponseTopicProduceResponse_v0, 1: _encode_ProduceResponseTopicProduceResponse_v0, 2: _encode_ProduceResponseTopicProduceResponse_v2, 3: _encode_ProduceResponseTopicProduceResponse_v2, 4: _encode_ProduceResponseTopicProduceResponse_v2, 5: _encode_ProduceResponseTopicProduceResponse_v5, 6: _encode_ProduceResponseTopicProduceResponse_v5, 7: _encode_ProduceResponseTopicProduceResponse_v5, 8: _encode_ProduceResponseTopicProduceResponse_v8, 9: _encode_ProduceResponseTopicProduceResponse_v9, 10: _encode_ProduceResponseTopicProduceResponse_v10, 11: _encode_ProduceResponseTopicProduceResponse_v10, 12: _encode_ProduceResponseTopicProduceResponse_v10, 13: _encode_ProduceResponseTopicProduceResponse_v13}
 _DEFAULT_ProduceResponseTopicProduceResponse = ProduceResponseTopicProduceResponse()
 
-ProduceResponseNodeEndpoint.FIELDS = (
+_class_data(ProduceResponseNodeEndpoint, (
     FieldSpec('node_id', 'NodeId', 'int32', None, None, VersionSet.parse('10+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
     FieldSpec('host', 'Host', 'string', None, None, VersionSet.parse('10+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('port', 'Port', 'int32', None, None, VersionSet.parse('10+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('rack', 'Rack', 'string', None, None, VersionSet.parse('10+'), VersionSet.parse('10+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
+), '9+', '10-13',
+    {10: _decode_ProduceResponseNodeEndpoint_v10, 11: _decode_ProduceResponseNodeEndpoint_v10, 12: _decode_ProduceResponseNodeEndpoint_v10, 13: _decode_ProduceResponseNodeEndpoint_v10},
+    {10: _encode_ProduceResponseNodeEndpoint_v10, 11: _encode_ProduceResponseNodeEndpoint_v10, 12: _encode_ProduceResponseNodeEndpoint_v10, 13: _encode_ProduceResponseNodeEndpoint_v10},
 )
-ProduceResponseNodeEndpoint.FLEXIBLE_VERSIONS = VersionSet.parse('9+')
-ProduceResponseNodeEndpoint.STRUCT_VERSIONS = VersionSet.parse('10-13')
-ProduceResponseNodeEndpoint._decoders = {10: _decode_ProduceResponseNodeEndpoint_v10, 11: _decode_ProduceResponseNodeEndpoint_v10, 12: _decode_ProduceResponseNodeEndpoint_v10, 13: _decode_ProduceResponseNodeEndpoint_v10}
-ProduceResponseNodeEndpoint._encoders = {10: _encode_ProduceResponseNodeEndpoint_v10, 11: _encode_ProduceResponseNodeEndpoint_v10, 12: _encode_ProduceResponseNodeEndpoint_v10, 13: _encode_ProduceResponseNodeEndpoint_v10}
 _DEFAULT_ProduceResponseNodeEndpoint = ProduceResponseNodeEndpoint()
 
-ProduceResponse.FIELDS = (
+_class_data(ProduceResponse, (
     FieldSpec('responses', 'Responses', 'array', 'struct', ProduceResponseTopicProduceResponse, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, True, None),
     FieldSpec('node_endpoints', 'NodeEndpoints', 'array', 'struct', ProduceResponseNodeEndpoint, VersionSet.parse('10+'), VersionSet.parse('none'), 0, VersionSet.parse('10+'), None, lambda: [], False, None),
+), '9+', '0-13',
+    {0: _decode_ProduceResponse_v0, 1: _decode_ProduceResponse_v1, 2: _decode_ProduceResponse_v2, 3: _decode_ProduceResponse_v2, 4: _decode_ProduceResponse_v2, 5: _decode_ProduceResponse_v5, 6: _decode_ProduceResponse_v5, 7: _decode_ProduceResponse_v5, 8: _decode_ProduceResponse_v8, 9: _decode_ProduceResponse_v9, 10: _decode_ProduceResponse_v10, 11: _decode_ProduceResponse_v10, 12: _decode_ProduceResponse_v10, 13: _decode_ProduceResponse_v13},
+    {0: _encode_ProduceResponse_v0, 1: _encode_ProduceResponse_v1, 2: _encode_ProduceResponse_v2, 3: _encode_ProduceResponse_v2, 4: _encode_ProduceResponse_v2, 5: _encode_ProduceResponse_v5, 6: _encode_ProduceResponse_v5, 7: _encode_ProduceResponse_v5, 8: _encode_ProduceResponse_v8, 9: _encode_ProduceResponse_v9, 10: _encode_ProduceResponse_v10, 11: _encode_ProduceResponse_v10, 12: _encode_ProduceResponse_v10, 13: _encode_ProduceResponse_v13},
+    api_key=0, kind='response', valid=(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13),
 )
-ProduceResponse.FLEXIBLE_VERSIONS = VersionSet.parse('9+')
-ProduceResponse.STRUCT_VERSIONS = VersionSet.parse('0-13')
-ProduceResponse._decoders = {0: _decode_ProduceResponse_v0, 1: _decode_ProduceResponse_v1, 2: _decode_ProduceResponse_v2, 3: _decode_ProduceResponse_v2, 4: _decode_ProduceResponse_v2, 5: _decode_ProduceResponse_v5, 6: _decode_ProduceResponse_v5, 7: _decode_ProduceResponse_v5, 8: _decode_ProduceResponse_v8, 9: _decode_ProduceResponse_v9, 10: _decode_ProduceResponse_v10, 11: _decode_ProduceResponse_v10, 12: _decode_ProduceResponse_v10, 13: _decode_ProduceResponse_v13}
-ProduceResponse._encoders = {0: _encode_ProduceResponse_v0, 1: _encode_ProduceResponse_v1, 2: _encode_ProduceResponse_v2, 3: _encode_ProduceResponse_v2, 4: _encode_ProduceResponse_v2, 5: _encode_ProduceResponse_v5, 6: _encode_ProduceResponse_v5, 7: _encode_ProduceResponse_v5, 8: _encode_ProduceResponse_v8, 9: _encode_ProduceResponse_v9, 10: _encode_ProduceResponse_v10, 11: _encode_ProduceResponse_v10, 12: _encode_ProduceResponse_v10, 13: _encode_ProduceResponse_v13}
-ProduceResponse.API_KEY = 0
-ProduceResponse.KIND = 'response'
-ProduceResponse.VERSIONS = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13)
 
-_use_native(__name__)
+
+# The compiled flavour (docs/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
+if not TYPE_CHECKING and compiled_module('kafka_wire._compiled.messages.produce') is not None:
+    from kafka_wire._compiled.messages.produce import (
+        ProduceRequest,
+        ProduceRequestPartitionProduceData,
+        ProduceRequestTopicProduceData,
+        ProduceResponse,
+        ProduceResponseBatchIndexAndErrorMessage,
+        ProduceResponseLeaderIdAndEpoch,
+        ProduceResponseNodeEndpoint,
+        ProduceResponsePartitionProduceResponse,
+        ProduceResponseTopicProduceResponse,
+    )

@@ -11,18 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, Message, TaggedFields
+from kafka_wire.codec.runtime import ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>16si?b')
 _S1 = _Struct('>ih')
 
@@ -153,31 +154,23 @@ def _encode_PushTelemetryResponse_v0(o: PushTelemetryResponse, out: bytearray) -
         out.append(0)
 
 
-PushTelemetryRequest.FIELDS = (
+_class_data(PushTelemetryRequest, (
     FieldSpec('client_instance_id', 'ClientInstanceId', 'uuid', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
     FieldSpec('subscription_id', 'SubscriptionId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('terminating', 'Terminating', 'bool', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
     FieldSpec('compression_type', 'CompressionType', 'int8', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('metrics', 'Metrics', 'bytes', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: b"", False, None),
+), '0+', '0',
+    {0: _decode_PushTelemetryRequest_v0},
+    {0: _encode_PushTelemetryRequest_v0},
+    api_key=72, kind='request', valid=(0,),
 )
-PushTelemetryRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-PushTelemetryRequest.STRUCT_VERSIONS = VersionSet.parse('0')
-PushTelemetryRequest._decoders = {0: _decode_PushTelemetryRequest_v0}
-PushTelemetryRequest._encoders = {0: _encode_PushTelemetryRequest_v0}
-PushTelemetryRequest.API_KEY = 72
-PushTelemetryRequest.KIND = 'request'
-PushTelemetryRequest.VERSIONS = (0,)
 
-PushTelemetryResponse.FIELDS = (
+_class_data(PushTelemetryResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0',
+    {0: _decode_PushTelemetryResponse_v0},
+    {0: _encode_PushTelemetryResponse_v0},
+    api_key=72, kind='response', valid=(0,),
 )
-PushTelemetryResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-PushTelemetryResponse.STRUCT_VERSIONS = VersionSet.parse('0')
-PushTelemetryResponse._decoders = {0: _decode_PushTelemetryResponse_v0}
-PushTelemetryResponse._encoders = {0: _encode_PushTelemetryResponse_v0}
-PushTelemetryResponse.API_KEY = 72
-PushTelemetryResponse.KIND = 'response'
-PushTelemetryResponse.VERSIONS = (0,)
-
-_use_native(__name__)

@@ -11,26 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import (
-    FRESH,
-    ZERO_UUID,
-    ZERO_UUID_BYTES,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>ii')
 _S1 = _Struct('>16s')
 _S2 = _Struct('>qqbh')
@@ -624,83 +617,70 @@ def _encode_ReadShareGroupStateResponse_v0(o: ReadShareGroupStateResponse, out: 
         out.append(0)
 
 
-ReadShareGroupStateRequestPartitionData.FIELDS = (
+_class_data(ReadShareGroupStateRequestPartitionData, (
     FieldSpec('partition', 'Partition', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('leader_epoch', 'LeaderEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0',
+    {0: _decode_ReadShareGroupStateRequestPartitionData_v0},
+    {0: _encode_ReadShareGroupStateRequestPartitionData_v0},
 )
-ReadShareGroupStateRequestPartitionData.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ReadShareGroupStateRequestPartitionData.STRUCT_VERSIONS = VersionSet.parse('0')
-ReadShareGroupStateRequestPartitionData._decoders = {0: _decode_ReadShareGroupStateRequestPartitionData_v0}
-ReadShareGroupStateRequestPartitionData._encoders = {0: _encode_ReadShareGroupStateRequestPartitionData_v0}
 _DEFAULT_ReadShareGroupStateRequestPartitionData = ReadShareGroupStateRequestPartitionData()
 
-ReadShareGroupStateRequestReadStateData.FIELDS = (
+_class_data(ReadShareGroupStateRequestReadStateData, (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', ReadShareGroupStateRequestPartitionData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_ReadShareGroupStateRequestReadStateData_v0},
+    {0: _encode_ReadShareGroupStateRequestReadStateData_v0},
 )
-ReadShareGroupStateRequestReadStateData.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ReadShareGroupStateRequestReadStateData.STRUCT_VERSIONS = VersionSet.parse('0')
-ReadShareGroupStateRequestReadStateData._decoders = {0: _decode_ReadShareGroupStateRequestReadStateData_v0}
-ReadShareGroupStateRequestReadStateData._encoders = {0: _encode_ReadShareGroupStateRequestReadStateData_v0}
 _DEFAULT_ReadShareGroupStateRequestReadStateData = ReadShareGroupStateRequestReadStateData()
 
-ReadShareGroupStateRequest.FIELDS = (
+_class_data(ReadShareGroupStateRequest, (
     FieldSpec('group_id', 'GroupId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', ReadShareGroupStateRequestReadStateData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_ReadShareGroupStateRequest_v0},
+    {0: _encode_ReadShareGroupStateRequest_v0},
+    api_key=84, kind='request', valid=(0,),
 )
-ReadShareGroupStateRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ReadShareGroupStateRequest.STRUCT_VERSIONS = VersionSet.parse('0')
-ReadShareGroupStateRequest._decoders = {0: _decode_ReadShareGroupStateRequest_v0}
-ReadShareGroupStateRequest._encoders = {0: _encode_ReadShareGroupStateRequest_v0}
-ReadShareGroupStateRequest.API_KEY = 84
-ReadShareGroupStateRequest.KIND = 'request'
-ReadShareGroupStateRequest.VERSIONS = (0,)
 
-ReadShareGroupStateResponseStateBatch.FIELDS = (
+_class_data(ReadShareGroupStateResponseStateBatch, (
     FieldSpec('first_offset', 'FirstOffset', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('last_offset', 'LastOffset', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('delivery_state', 'DeliveryState', 'int8', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('delivery_count', 'DeliveryCount', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0',
+    {0: _decode_ReadShareGroupStateResponseStateBatch_v0},
+    {0: _encode_ReadShareGroupStateResponseStateBatch_v0},
 )
-ReadShareGroupStateResponseStateBatch.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ReadShareGroupStateResponseStateBatch.STRUCT_VERSIONS = VersionSet.parse('0')
-ReadShareGroupStateResponseStateBatch._decoders = {0: _decode_ReadShareGroupStateResponseStateBatch_v0}
-ReadShareGroupStateResponseStateBatch._encoders = {0: _encode_ReadShareGroupStateResponseStateBatch_v0}
 _DEFAULT_ReadShareGroupStateResponseStateBatch = ReadShareGroupStateResponseStateBatch()
 
-ReadShareGroupStateResponsePartitionResult.FIELDS = (
+_class_data(ReadShareGroupStateResponsePartitionResult, (
     FieldSpec('partition', 'Partition', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
     FieldSpec('state_epoch', 'StateEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('start_offset', 'StartOffset', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('state_batches', 'StateBatches', 'array', 'struct', ReadShareGroupStateResponseStateBatch, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_ReadShareGroupStateResponsePartitionResult_v0},
+    {0: _encode_ReadShareGroupStateResponsePartitionResult_v0},
 )
-ReadShareGroupStateResponsePartitionResult.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ReadShareGroupStateResponsePartitionResult.STRUCT_VERSIONS = VersionSet.parse('0')
-ReadShareGroupStateResponsePartitionResult._decoders = {0: _decode_ReadShareGroupStateResponsePartitionResult_v0}
-ReadShareGroupStateResponsePartitionResult._encoders = {0: _encode_ReadShareGroupStateResponsePartitionResult_v0}
 _DEFAULT_ReadShareGroupStateResponsePartitionResult = ReadShareGroupStateResponsePartitionResult()
 
-ReadShareGroupStateResponseReadStateResult.FIELDS = (
+_class_data(ReadShareGroupStateResponseReadStateResult, (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', ReadShareGroupStateResponsePartitionResult, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_ReadShareGroupStateResponseReadStateResult_v0},
+    {0: _encode_ReadShareGroupStateResponseReadStateResult_v0},
 )
-ReadShareGroupStateResponseReadStateResult.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ReadShareGroupStateResponseReadStateResult.STRUCT_VERSIONS = VersionSet.parse('0')
-ReadShareGroupStateResponseReadStateResult._decoders = {0: _decode_ReadShareGroupStateResponseReadStateResult_v0}
-ReadShareGroupStateResponseReadStateResult._encoders = {0: _encode_ReadShareGroupStateResponseReadStateResult_v0}
 _DEFAULT_ReadShareGroupStateResponseReadStateResult = ReadShareGroupStateResponseReadStateResult()
 
-ReadShareGroupStateResponse.FIELDS = (
+_class_data(ReadShareGroupStateResponse, (
     FieldSpec('results', 'Results', 'array', 'struct', ReadShareGroupStateResponseReadStateResult, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_ReadShareGroupStateResponse_v0},
+    {0: _encode_ReadShareGroupStateResponse_v0},
+    api_key=84, kind='response', valid=(0,),
 )
-ReadShareGroupStateResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ReadShareGroupStateResponse.STRUCT_VERSIONS = VersionSet.parse('0')
-ReadShareGroupStateResponse._decoders = {0: _decode_ReadShareGroupStateResponse_v0}
-ReadShareGroupStateResponse._encoders = {0: _encode_ReadShareGroupStateResponse_v0}
-ReadShareGroupStateResponse.API_KEY = 84
-ReadShareGroupStateResponse.KIND = 'response'
-ReadShareGroupStateResponse.VERSIONS = (0,)
-
-_use_native(__name__)

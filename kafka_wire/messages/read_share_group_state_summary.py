@@ -11,26 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import (
-    FRESH,
-    ZERO_UUID,
-    ZERO_UUID_BYTES,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>ii')
 _S1 = _Struct('>16s')
 _S2 = _Struct('>ih')
@@ -829,39 +822,34 @@ def _encode_ReadShareGroupStateSummaryResponse_v1(o: ReadShareGroupStateSummaryR
         out.append(0)
 
 
-ReadShareGroupStateSummaryRequestPartitionData.FIELDS = (
+_class_data(ReadShareGroupStateSummaryRequestPartitionData, (
     FieldSpec('partition', 'Partition', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('leader_epoch', 'LeaderEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0-1',
+    {0: _decode_ReadShareGroupStateSummaryRequestPartitionData_v0, 1: _decode_ReadShareGroupStateSummaryRequestPartitionData_v0},
+    {0: _encode_ReadShareGroupStateSummaryRequestPartitionData_v0, 1: _encode_ReadShareGroupStateSummaryRequestPartitionData_v0},
 )
-ReadShareGroupStateSummaryRequestPartitionData.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ReadShareGroupStateSummaryRequestPartitionData.STRUCT_VERSIONS = VersionSet.parse('0-1')
-ReadShareGroupStateSummaryRequestPartitionData._decoders = {0: _decode_ReadShareGroupStateSummaryRequestPartitionData_v0, 1: _decode_ReadShareGroupStateSummaryRequestPartitionData_v0}
-ReadShareGroupStateSummaryRequestPartitionData._encoders = {0: _encode_ReadShareGroupStateSummaryRequestPartitionData_v0, 1: _encode_ReadShareGroupStateSummaryRequestPartitionData_v0}
 _DEFAULT_ReadShareGroupStateSummaryRequestPartitionData = ReadShareGroupStateSummaryRequestPartitionData()
 
-ReadShareGroupStateSummaryRequestReadStateSummaryData.FIELDS = (
+_class_data(ReadShareGroupStateSummaryRequestReadStateSummaryData, (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', ReadShareGroupStateSummaryRequestPartitionData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_ReadShareGroupStateSummaryRequestReadStateSummaryData_v0, 1: _decode_ReadShareGroupStateSummaryRequestReadStateSummaryData_v0},
+    {0: _encode_ReadShareGroupStateSummaryRequestReadStateSummaryData_v0, 1: _encode_ReadShareGroupStateSummaryRequestReadStateSummaryData_v0},
 )
-ReadShareGroupStateSummaryRequestReadStateSummaryData.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ReadShareGroupStateSummaryRequestReadStateSummaryData.STRUCT_VERSIONS = VersionSet.parse('0-1')
-ReadShareGroupStateSummaryRequestReadStateSummaryData._decoders = {0: _decode_ReadShareGroupStateSummaryRequestReadStateSummaryData_v0, 1: _decode_ReadShareGroupStateSummaryRequestReadStateSummaryData_v0}
-ReadShareGroupStateSummaryRequestReadStateSummaryData._encoders = {0: _encode_ReadShareGroupStateSummaryRequestReadStateSummaryData_v0, 1: _encode_ReadShareGroupStateSummaryRequestReadStateSummaryData_v0}
 _DEFAULT_ReadShareGroupStateSummaryRequestReadStateSummaryData = ReadShareGroupStateSummaryRequestReadStateSummaryData()
 
-ReadShareGroupStateSummaryRequest.FIELDS = (
+_class_data(ReadShareGroupStateSummaryRequest, (
     FieldSpec('group_id', 'GroupId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', ReadShareGroupStateSummaryRequestReadStateSummaryData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_ReadShareGroupStateSummaryRequest_v0, 1: _decode_ReadShareGroupStateSummaryRequest_v0},
+    {0: _encode_ReadShareGroupStateSummaryRequest_v0, 1: _encode_ReadShareGroupStateSummaryRequest_v0},
+    api_key=87, kind='request', valid=(0, 1),
 )
-ReadShareGroupStateSummaryRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ReadShareGroupStateSummaryRequest.STRUCT_VERSIONS = VersionSet.parse('0-1')
-ReadShareGroupStateSummaryRequest._decoders = {0: _decode_ReadShareGroupStateSummaryRequest_v0, 1: _decode_ReadShareGroupStateSummaryRequest_v0}
-ReadShareGroupStateSummaryRequest._encoders = {0: _encode_ReadShareGroupStateSummaryRequest_v0, 1: _encode_ReadShareGroupStateSummaryRequest_v0}
-ReadShareGroupStateSummaryRequest.API_KEY = 87
-ReadShareGroupStateSummaryRequest.KIND = 'request'
-ReadShareGroupStateSummaryRequest.VERSIONS = (0, 1)
 
-ReadShareGroupStateSummaryResponsePartitionResult.FIELDS = (
+_class_data(ReadShareGroupStateSummaryResponsePartitionResult, (
     FieldSpec('partition', 'Partition', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
@@ -869,32 +857,25 @@ ReadShareGroupStateSummaryResponsePartitionResult.FIELDS = (
     FieldSpec('leader_epoch', 'LeaderEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('start_offset', 'StartOffset', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('delivery_complete_count', 'DeliveryCompleteCount', 'int32', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, True, None),
+), '0+', '0-1',
+    {0: _decode_ReadShareGroupStateSummaryResponsePartitionResult_v0, 1: _decode_ReadShareGroupStateSummaryResponsePartitionResult_v1},
+    {0: _encode_ReadShareGroupStateSummaryResponsePartitionResult_v0, 1: _encode_ReadShareGroupStateSummaryResponsePartitionResult_v1},
 )
-ReadShareGroupStateSummaryResponsePartitionResult.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ReadShareGroupStateSummaryResponsePartitionResult.STRUCT_VERSIONS = VersionSet.parse('0-1')
-ReadShareGroupStateSummaryResponsePartitionResult._decoders = {0: _decode_ReadShareGroupStateSummaryResponsePartitionResult_v0, 1: _decode_ReadShareGroupStateSummaryResponsePartitionResult_v1}
-ReadShareGroupStateSummaryResponsePartitionResult._encoders = {0: _encode_ReadShareGroupStateSummaryResponsePartitionResult_v0, 1: _encode_ReadShareGroupStateSummaryResponsePartitionResult_v1}
 _DEFAULT_ReadShareGroupStateSummaryResponsePartitionResult = ReadShareGroupStateSummaryResponsePartitionResult()
 
-ReadShareGroupStateSummaryResponseReadStateSummaryResult.FIELDS = (
+_class_data(ReadShareGroupStateSummaryResponseReadStateSummaryResult, (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', ReadShareGroupStateSummaryResponsePartitionResult, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v0, 1: _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v1},
+    {0: _encode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v0, 1: _encode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v1},
 )
-ReadShareGroupStateSummaryResponseReadStateSummaryResult.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ReadShareGroupStateSummaryResponseReadStateSummaryResult.STRUCT_VERSIONS = VersionSet.parse('0-1')
-ReadShareGroupStateSummaryResponseReadStateSummaryResult._decoders = {0: _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v0, 1: _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v1}
-ReadShareGroupStateSummaryResponseReadStateSummaryResult._encoders = {0: _encode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v0, 1: _encode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v1}
 _DEFAULT_ReadShareGroupStateSummaryResponseReadStateSummaryResult = ReadShareGroupStateSummaryResponseReadStateSummaryResult()
 
-ReadShareGroupStateSummaryResponse.FIELDS = (
+_class_data(ReadShareGroupStateSummaryResponse, (
     FieldSpec('results', 'Results', 'array', 'struct', ReadShareGroupStateSummaryResponseReadStateSummaryResult, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_ReadShareGroupStateSummaryResponse_v0, 1: _decode_ReadShareGroupStateSummaryResponse_v1},
+    {0: _encode_ReadShareGroupStateSummaryResponse_v0, 1: _encode_ReadShareGroupStateSummaryResponse_v1},
+    api_key=87, kind='response', valid=(0, 1),
 )
-ReadShareGroupStateSummaryResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ReadShareGroupStateSummaryResponse.STRUCT_VERSIONS = VersionSet.parse('0-1')
-ReadShareGroupStateSummaryResponse._decoders = {0: _decode_ReadShareGroupStateSummaryResponse_v0, 1: _decode_ReadShareGroupStateSummaryResponse_v1}
-ReadShareGroupStateSummaryResponse._encoders = {0: _encode_ReadShareGroupStateSummaryResponse_v0, 1: _encode_ReadShareGroupStateSummaryResponse_v1}
-ReadShareGroupStateSummaryResponse.API_KEY = 87
-ReadShareGroupStateSummaryResponse.KIND = 'response'
-ReadShareGroupStateSummaryResponse.VERSIONS = (0, 1)
-
-_use_native(__name__)

@@ -11,18 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, Message, TaggedFields
+from kafka_wire.codec.runtime import ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>i16s')
 _S1 = _Struct('>ih')
 
@@ -184,30 +185,22 @@ def _encode_RemoveRaftVoterResponse_v0(o: RemoveRaftVoterResponse, out: bytearra
         out.append(0)
 
 
-RemoveRaftVoterRequest.FIELDS = (
+_class_data(RemoveRaftVoterRequest, (
     FieldSpec('cluster_id', 'ClusterId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('voter_id', 'VoterId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('voter_directory_id', 'VoterDirectoryId', 'uuid', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
+), '0+', '0',
+    {0: _decode_RemoveRaftVoterRequest_v0},
+    {0: _encode_RemoveRaftVoterRequest_v0},
+    api_key=81, kind='request', valid=(0,),
 )
-RemoveRaftVoterRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-RemoveRaftVoterRequest.STRUCT_VERSIONS = VersionSet.parse('0')
-RemoveRaftVoterRequest._decoders = {0: _decode_RemoveRaftVoterRequest_v0}
-RemoveRaftVoterRequest._encoders = {0: _encode_RemoveRaftVoterRequest_v0}
-RemoveRaftVoterRequest.API_KEY = 81
-RemoveRaftVoterRequest.KIND = 'request'
-RemoveRaftVoterRequest.VERSIONS = (0,)
 
-RemoveRaftVoterResponse.FIELDS = (
+_class_data(RemoveRaftVoterResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', True, None),
+), '0+', '0',
+    {0: _decode_RemoveRaftVoterResponse_v0},
+    {0: _encode_RemoveRaftVoterResponse_v0},
+    api_key=81, kind='response', valid=(0,),
 )
-RemoveRaftVoterResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-RemoveRaftVoterResponse.STRUCT_VERSIONS = VersionSet.parse('0')
-RemoveRaftVoterResponse._decoders = {0: _decode_RemoveRaftVoterResponse_v0}
-RemoveRaftVoterResponse._encoders = {0: _encode_RemoveRaftVoterResponse_v0}
-RemoveRaftVoterResponse.API_KEY = 81
-RemoveRaftVoterResponse.KIND = 'response'
-RemoveRaftVoterResponse.VERSIONS = (0,)
-
-_use_native(__name__)

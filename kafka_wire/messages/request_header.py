@@ -9,17 +9,20 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from struct import Struct as _Struct
+from typing import TYPE_CHECKING
 
-from kafka_wire.codec.runtime import FieldSpec, Message, TaggedFields
+from kafka_wire.codec.runtime import FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
+from kafka_wire.codec.structs import Message
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
+from kafka_wire.flavour import compiled_module
 
-_new = object.__new__
 _S0 = _Struct('>hhi')
 _S1 = _Struct('>hhih')
 _S2 = _Struct('>h')
@@ -146,18 +149,20 @@ def _encode_RequestHeader_v2(o: RequestHeader, out: bytearray) -> None:
         out.append(0)
 
 
-RequestHeader.FIELDS = (
+_class_data(RequestHeader, (
     FieldSpec('request_api_key', 'RequestApiKey', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('request_api_version', 'RequestApiVersion', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('correlation_id', 'CorrelationId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('client_id', 'ClientId', 'string', None, None, VersionSet.parse('1+'), VersionSet.parse('1+'), None, VersionSet.parse('none'), VersionSet.parse('none'), lambda: '', False, None),
+), '2+', '0-2',
+    {0: _decode_RequestHeader_v0, 1: _decode_RequestHeader_v1, 2: _decode_RequestHeader_v2},
+    {0: _encode_RequestHeader_v0, 1: _encode_RequestHeader_v1, 2: _encode_RequestHeader_v2},
+    api_key=None, kind='header', valid=(0, 1, 2),
 )
-RequestHeader.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-RequestHeader.STRUCT_VERSIONS = VersionSet.parse('0-2')
-RequestHeader._decoders = {0: _decode_RequestHeader_v0, 1: _decode_RequestHeader_v1, 2: _decode_RequestHeader_v2}
-RequestHeader._encoders = {0: _encode_RequestHeader_v0, 1: _encode_RequestHeader_v1, 2: _encode_RequestHeader_v2}
-RequestHeader.API_KEY = None
-RequestHeader.KIND = 'header'
-RequestHeader.VERSIONS = (0, 1, 2)
 
-_use_native(__name__)
+
+# The compiled flavour (docs/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
+if not TYPE_CHECKING and compiled_module('kafka_wire._compiled.messages.request_header') is not None:
+    from kafka_wire._compiled.messages.request_header import (
+        RequestHeader,
+    )

@@ -8,16 +8,19 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from struct import Struct as _Struct
+from typing import TYPE_CHECKING
 
-from kafka_wire.codec.runtime import FieldSpec, Message, TaggedFields
+from kafka_wire.codec.runtime import FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
+from kafka_wire.codec.structs import Message
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError
-from kafka_wire.schema.versions import VersionSet
+from kafka_wire.flavour import compiled_module
 
-_new = object.__new__
 _S0 = _Struct('>i')
 
 
@@ -80,15 +83,17 @@ def _encode_ResponseHeader_v1(o: ResponseHeader, out: bytearray) -> None:
         out.append(0)
 
 
-ResponseHeader.FIELDS = (
+_class_data(ResponseHeader, (
     FieldSpec('correlation_id', 'CorrelationId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '1+', '0-1',
+    {0: _decode_ResponseHeader_v0, 1: _decode_ResponseHeader_v1},
+    {0: _encode_ResponseHeader_v0, 1: _encode_ResponseHeader_v1},
+    api_key=None, kind='header', valid=(0, 1),
 )
-ResponseHeader.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-ResponseHeader.STRUCT_VERSIONS = VersionSet.parse('0-1')
-ResponseHeader._decoders = {0: _decode_ResponseHeader_v0, 1: _decode_ResponseHeader_v1}
-ResponseHeader._encoders = {0: _encode_ResponseHeader_v0, 1: _encode_ResponseHeader_v1}
-ResponseHeader.API_KEY = None
-ResponseHeader.KIND = 'header'
-ResponseHeader.VERSIONS = (0, 1)
 
-_use_native(__name__)
+
+# The compiled flavour (docs/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
+if not TYPE_CHECKING and compiled_module('kafka_wire._compiled.messages.response_header') is not None:
+    from kafka_wire._compiled.messages.response_header import (
+        ResponseHeader,
+    )

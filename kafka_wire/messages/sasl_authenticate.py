@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import FieldSpec, Message, TaggedFields
+from kafka_wire.codec.runtime import FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>i')
 _S1 = _Struct('>hh')
 _S2 = _Struct('>h')
@@ -337,29 +338,21 @@ def _encode_SaslAuthenticateResponse_v2(o: SaslAuthenticateResponse, out: bytear
         out.append(0)
 
 
-SaslAuthenticateRequest.FIELDS = (
+_class_data(SaslAuthenticateRequest, (
     FieldSpec('auth_bytes', 'AuthBytes', 'bytes', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: b"", False, None),
+), '2+', '0-2',
+    {0: _decode_SaslAuthenticateRequest_v0, 1: _decode_SaslAuthenticateRequest_v0, 2: _decode_SaslAuthenticateRequest_v2},
+    {0: _encode_SaslAuthenticateRequest_v0, 1: _encode_SaslAuthenticateRequest_v0, 2: _encode_SaslAuthenticateRequest_v2},
+    api_key=36, kind='request', valid=(0, 1, 2),
 )
-SaslAuthenticateRequest.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-SaslAuthenticateRequest.STRUCT_VERSIONS = VersionSet.parse('0-2')
-SaslAuthenticateRequest._decoders = {0: _decode_SaslAuthenticateRequest_v0, 1: _decode_SaslAuthenticateRequest_v0, 2: _decode_SaslAuthenticateRequest_v2}
-SaslAuthenticateRequest._encoders = {0: _encode_SaslAuthenticateRequest_v0, 1: _encode_SaslAuthenticateRequest_v0, 2: _encode_SaslAuthenticateRequest_v2}
-SaslAuthenticateRequest.API_KEY = 36
-SaslAuthenticateRequest.KIND = 'request'
-SaslAuthenticateRequest.VERSIONS = (0, 1, 2)
 
-SaslAuthenticateResponse.FIELDS = (
+_class_data(SaslAuthenticateResponse, (
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('auth_bytes', 'AuthBytes', 'bytes', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: b"", False, None),
     FieldSpec('session_lifetime_ms', 'SessionLifetimeMs', 'int64', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, True, None),
+), '2+', '0-2',
+    {0: _decode_SaslAuthenticateResponse_v0, 1: _decode_SaslAuthenticateResponse_v1, 2: _decode_SaslAuthenticateResponse_v2},
+    {0: _encode_SaslAuthenticateResponse_v0, 1: _encode_SaslAuthenticateResponse_v1, 2: _encode_SaslAuthenticateResponse_v2},
+    api_key=36, kind='response', valid=(0, 1, 2),
 )
-SaslAuthenticateResponse.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-SaslAuthenticateResponse.STRUCT_VERSIONS = VersionSet.parse('0-2')
-SaslAuthenticateResponse._decoders = {0: _decode_SaslAuthenticateResponse_v0, 1: _decode_SaslAuthenticateResponse_v1, 2: _decode_SaslAuthenticateResponse_v2}
-SaslAuthenticateResponse._encoders = {0: _encode_SaslAuthenticateResponse_v0, 1: _encode_SaslAuthenticateResponse_v1, 2: _encode_SaslAuthenticateResponse_v2}
-SaslAuthenticateResponse.API_KEY = 36
-SaslAuthenticateResponse.KIND = 'response'
-SaslAuthenticateResponse.VERSIONS = (0, 1, 2)
-
-_use_native(__name__)

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, TaggedFields
+from kafka_wire.codec.runtime import FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
+from kafka_wire.codec.structs import Message
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>h')
 _S1 = _Struct('>hi')
 _S2 = _Struct('>i')
@@ -120,27 +121,19 @@ def _encode_SaslHandshakeResponse_v0(o: SaslHandshakeResponse, out: bytearray) -
         raise EncodeError('tagged fields cannot be written in version 0')
 
 
-SaslHandshakeRequest.FIELDS = (
+_class_data(SaslHandshakeRequest, (
     FieldSpec('mechanism', 'Mechanism', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
+), 'none', '0-1',
+    {0: _decode_SaslHandshakeRequest_v0, 1: _decode_SaslHandshakeRequest_v0},
+    {0: _encode_SaslHandshakeRequest_v0, 1: _encode_SaslHandshakeRequest_v0},
+    api_key=17, kind='request', valid=(0, 1),
 )
-SaslHandshakeRequest.FLEXIBLE_VERSIONS = VersionSet.parse('none')
-SaslHandshakeRequest.STRUCT_VERSIONS = VersionSet.parse('0-1')
-SaslHandshakeRequest._decoders = {0: _decode_SaslHandshakeRequest_v0, 1: _decode_SaslHandshakeRequest_v0}
-SaslHandshakeRequest._encoders = {0: _encode_SaslHandshakeRequest_v0, 1: _encode_SaslHandshakeRequest_v0}
-SaslHandshakeRequest.API_KEY = 17
-SaslHandshakeRequest.KIND = 'request'
-SaslHandshakeRequest.VERSIONS = (0, 1)
 
-SaslHandshakeResponse.FIELDS = (
+_class_data(SaslHandshakeResponse, (
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('mechanisms', 'Mechanisms', 'array', 'string', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), 'none', '0-1',
+    {0: _decode_SaslHandshakeResponse_v0, 1: _decode_SaslHandshakeResponse_v0},
+    {0: _encode_SaslHandshakeResponse_v0, 1: _encode_SaslHandshakeResponse_v0},
+    api_key=17, kind='response', valid=(0, 1),
 )
-SaslHandshakeResponse.FLEXIBLE_VERSIONS = VersionSet.parse('none')
-SaslHandshakeResponse.STRUCT_VERSIONS = VersionSet.parse('0-1')
-SaslHandshakeResponse._decoders = {0: _decode_SaslHandshakeResponse_v0, 1: _decode_SaslHandshakeResponse_v0}
-SaslHandshakeResponse._encoders = {0: _encode_SaslHandshakeResponse_v0, 1: _encode_SaslHandshakeResponse_v0}
-SaslHandshakeResponse.API_KEY = 17
-SaslHandshakeResponse.KIND = 'response'
-SaslHandshakeResponse.VERSIONS = (0, 1)
-
-_use_native(__name__)

@@ -13,27 +13,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import (
-    ARRAY_STRUCTS,
-    FRESH,
-    ZERO_UUID,
-    ZERO_UUID_BYTES,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>qq')
 _S1 = _Struct('>i')
 _S2 = _Struct('>16s')
@@ -1338,110 +1330,95 @@ def _encode_ShareAcknowledgeResponse_v2(o: ShareAcknowledgeResponse, out: bytear
         out.append(0)
 
 
-ShareAcknowledgeRequestAcknowledgementBatch.FIELDS = (
+_class_data(ShareAcknowledgeRequestAcknowledgementBatch, (
     FieldSpec('first_offset', 'FirstOffset', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('last_offset', 'LastOffset', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('acknowledge_types', 'AcknowledgeTypes', 'array', 'int8', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-2',
+    {0: _decode_ShareAcknowledgeRequestAcknowledgementBatch_v0, 1: _decode_ShareAcknowledgeRequestAcknowledgementBatch_v0, 2: _decode_ShareAcknowledgeRequestAcknowledgementBatch_v0},
+    {0: _encode_ShareAcknowledgeRequestAcknowledgementBatch_v0, 1: _encode_ShareAcknowledgeRequestAcknowledgementBatch_v0, 2: _encode_ShareAcknowledgeRequestAcknowledgementBatch_v0},
 )
-ShareAcknowledgeRequestAcknowledgementBatch.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ShareAcknowledgeRequestAcknowledgementBatch.STRUCT_VERSIONS = VersionSet.parse('0-2')
-ShareAcknowledgeRequestAcknowledgementBatch._decoders = {0: _decode_ShareAcknowledgeRequestAcknowledgementBatch_v0, 1: _decode_ShareAcknowledgeRequestAcknowledgementBatch_v0, 2: _decode_ShareAcknowledgeRequestAcknowledgementBatch_v0}
-ShareAcknowledgeRequestAcknowledgementBatch._encoders = {0: _encode_ShareAcknowledgeRequestAcknowledgementBatch_v0, 1: _encode_ShareAcknowledgeRequestAcknowledgementBatch_v0, 2: _encode_ShareAcknowledgeRequestAcknowledgementBatch_v0}
 _DEFAULT_ShareAcknowledgeRequestAcknowledgementBatch = ShareAcknowledgeRequestAcknowledgementBatch()
 
-ShareAcknowledgeRequestAcknowledgePartition.FIELDS = (
+_class_data(ShareAcknowledgeRequestAcknowledgePartition, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('acknowledgement_batches', 'AcknowledgementBatches', 'array', 'struct', ShareAcknowledgeRequestAcknowledgementBatch, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-2',
+    {0: _decode_ShareAcknowledgeRequestAcknowledgePartition_v0, 1: _decode_ShareAcknowledgeRequestAcknowledgePartition_v0, 2: _decode_ShareAcknowledgeRequestAcknowledgePartition_v0},
+    {0: _encode_ShareAcknowledgeRequestAcknowledgePartition_v0, 1: _encode_ShareAcknowledgeRequestAcknowledgePartition_v0, 2: _encode_ShareAcknowledgeRequestAcknowledgePartition_v0},
 )
-ShareAcknowledgeRequestAcknowledgePartition.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ShareAcknowledgeRequestAcknowledgePartition.STRUCT_VERSIONS = VersionSet.parse('0-2')
-ShareAcknowledgeRequestAcknowledgePartition._decoders = {0: _decode_ShareAcknowledgeRequestAcknowledgePartition_v0, 1: _decode_ShareAcknowledgeRequestAcknowledgePartition_v0, 2: _decode_ShareAcknowledgeRequestAcknowledgePartition_v0}
-ShareAcknowledgeRequestAcknowledgePartition._encoders = {0: _encode_ShareAcknowledgeRequestAcknowledgePartition_v0, 1: _encode_ShareAcknowledgeRequestAcknowledgePartition_v0, 2: _encode_ShareAcknowledgeRequestAcknowledgePartition_v0}
 _DEFAULT_ShareAcknowledgeRequestAcknowledgePartition = ShareAcknowledgeRequestAcknowledgePartition()
 
-ShareAcknowledgeRequestAcknowledgeTopic.FIELDS = (
+_class_data(ShareAcknowledgeRequestAcknowledgeTopic, (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', ShareAcknowledgeRequestAcknowledgePartition, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-2',
+    {0: _decode_ShareAcknowledgeRequestAcknowledgeTopic_v0, 1: _decode_ShareAcknowledgeRequestAcknowledgeTopic_v0, 2: _decode_ShareAcknowledgeRequestAcknowledgeTopic_v0},
+    {0: _encode_ShareAcknowledgeRequestAcknowledgeTopic_v0, 1: _encode_ShareAcknowledgeRequestAcknowledgeTopic_v0, 2: _encode_ShareAcknowledgeRequestAcknowledgeTopic_v0},
 )
-ShareAcknowledgeRequestAcknowledgeTopic.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ShareAcknowledgeRequestAcknowledgeTopic.STRUCT_VERSIONS = VersionSet.parse('0-2')
-ShareAcknowledgeRequestAcknowledgeTopic._decoders = {0: _decode_ShareAcknowledgeRequestAcknowledgeTopic_v0, 1: _decode_ShareAcknowledgeRequestAcknowledgeTopic_v0, 2: _decode_ShareAcknowledgeRequestAcknowledgeTopic_v0}
-ShareAcknowledgeRequestAcknowledgeTopic._encoders = {0: _encode_ShareAcknowledgeRequestAcknowledgeTopic_v0, 1: _encode_ShareAcknowledgeRequestAcknowledgeTopic_v0, 2: _encode_ShareAcknowledgeRequestAcknowledgeTopic_v0}
 _DEFAULT_ShareAcknowledgeRequestAcknowledgeTopic = ShareAcknowledgeRequestAcknowledgeTopic()
 
-ShareAcknowledgeRequest.FIELDS = (
+_class_data(ShareAcknowledgeRequest, (
     FieldSpec('group_id', 'GroupId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, 'groupId'),
     FieldSpec('member_id', 'MemberId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('share_session_epoch', 'ShareSessionEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('is_renew_ack', 'IsRenewAck', 'bool', None, None, VersionSet.parse('2+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', ShareAcknowledgeRequestAcknowledgeTopic, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-2',
+    {0: _decode_ShareAcknowledgeRequest_v0, 1: _decode_ShareAcknowledgeRequest_v0, 2: _decode_ShareAcknowledgeRequest_v2},
+    {0: _encode_ShareAcknowledgeRequest_v0, 1: _encode_ShareAcknowledgeRequest_v0, 2: _encode_ShareAcknowledgeRequest_v2},
+    api_key=79, kind='request', valid=(0, 1, 2),
 )
-ShareAcknowledgeRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ShareAcknowledgeRequest.STRUCT_VERSIONS = VersionSet.parse('0-2')
-ShareAcknowledgeRequest._decoders = {0: _decode_ShareAcknowledgeRequest_v0, 1: _decode_ShareAcknowledgeRequest_v0, 2: _decode_ShareAcknowledgeRequest_v2}
-ShareAcknowledgeRequest._encoders = {0: _encode_ShareAcknowledgeRequest_v0, 1: _encode_ShareAcknowledgeRequest_v0, 2: _encode_ShareAcknowledgeRequest_v2}
-ShareAcknowledgeRequest.API_KEY = 79
-ShareAcknowledgeRequest.KIND = 'request'
-ShareAcknowledgeRequest.VERSIONS = (0, 1, 2)
 
-ShareAcknowledgeResponseLeaderIdAndEpoch.FIELDS = (
+_class_data(ShareAcknowledgeResponseLeaderIdAndEpoch, (
     FieldSpec('leader_id', 'LeaderId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('leader_epoch', 'LeaderEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0-2',
+    {0: _decode_ShareAcknowledgeResponseLeaderIdAndEpoch_v0, 1: _decode_ShareAcknowledgeResponseLeaderIdAndEpoch_v0, 2: _decode_ShareAcknowledgeResponseLeaderIdAndEpoch_v0},
+    {0: _encode_ShareAcknowledgeResponseLeaderIdAndEpoch_v0, 1: _encode_ShareAcknowledgeResponseLeaderIdAndEpoch_v0, 2: _encode_ShareAcknowledgeResponseLeaderIdAndEpoch_v0},
 )
-ShareAcknowledgeResponseLeaderIdAndEpoch.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ShareAcknowledgeResponseLeaderIdAndEpoch.STRUCT_VERSIONS = VersionSet.parse('0-2')
-ShareAcknowledgeResponseLeaderIdAndEpoch._decoders = {0: _decode_ShareAcknowledgeResponseLeaderIdAndEpoch_v0, 1: _decode_ShareAcknowledgeResponseLeaderIdAndEpoch_v0, 2: _decode_ShareAcknowledgeResponseLeaderIdAndEpoch_v0}
-ShareAcknowledgeResponseLeaderIdAndEpoch._encoders = {0: _encode_ShareAcknowledgeResponseLeaderIdAndEpoch_v0, 1: _encode_ShareAcknowledgeResponseLeaderIdAndEpoch_v0, 2: _encode_ShareAcknowledgeResponseLeaderIdAndEpoch_v0}
 _DEFAULT_ShareAcknowledgeResponseLeaderIdAndEpoch = ShareAcknowledgeResponseLeaderIdAndEpoch()
 
-ShareAcknowledgeResponsePartitionData.FIELDS = (
+_class_data(ShareAcknowledgeResponsePartitionData, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
     FieldSpec('current_leader', 'CurrentLeader', 'struct', None, ShareAcknowledgeResponseLeaderIdAndEpoch, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ShareAcknowledgeResponseLeaderIdAndEpoch(), False, None),
+), '0+', '0-2',
+    {0: _decode_ShareAcknowledgeResponsePartitionData_v0, 1: _decode_ShareAcknowledgeResponsePartitionData_v0, 2: _decode_ShareAcknowledgeResponsePartitionData_v0},
+    {0: _encode_ShareAcknowledgeResponsePartitionData_v0, 1: _encode_ShareAcknowledgeResponsePartitionData_v0, 2: _encode_ShareAcknowledgeResponsePartitionData_v0},
 )
-ShareAcknowledgeResponsePartitionData.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ShareAcknowledgeResponsePartitionData.STRUCT_VERSIONS = VersionSet.parse('0-2')
-ShareAcknowledgeResponsePartitionData._decoders = {0: _decode_ShareAcknowledgeResponsePartitionData_v0, 1: _decode_ShareAcknowledgeResponsePartitionData_v0, 2: _decode_ShareAcknowledgeResponsePartitionData_v0}
-ShareAcknowledgeResponsePartitionData._encoders = {0: _encode_ShareAcknowledgeResponsePartitionData_v0, 1: _encode_ShareAcknowledgeResponsePartitionData_v0, 2: _encode_ShareAcknowledgeResponsePartitionData_v0}
 _DEFAULT_ShareAcknowledgeResponsePartitionData = ShareAcknowledgeResponsePartitionData()
 
-ShareAcknowledgeResponseTopicResponse.FIELDS = (
+_class_data(ShareAcknowledgeResponseTopicResponse, (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', ShareAcknowledgeResponsePartitionData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-2',
+    {0: _decode_ShareAcknowledgeResponseTopicResponse_v0, 1: _decode_ShareAcknowledgeResponseTopicResponse_v0, 2: _decode_ShareAcknowledgeResponseTopicResponse_v0},
+    {0: _encode_ShareAcknowledgeResponseTopicResponse_v0, 1: _encode_ShareAcknowledgeResponseTopicResponse_v0, 2: _encode_ShareAcknowledgeResponseTopicResponse_v0},
 )
-ShareAcknowledgeResponseTopicResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ShareAcknowledgeResponseTopicResponse.STRUCT_VERSIONS = VersionSet.parse('0-2')
-ShareAcknowledgeResponseTopicResponse._decoders = {0: _decode_ShareAcknowledgeResponseTopicResponse_v0, 1: _decode_ShareAcknowledgeResponseTopicResponse_v0, 2: _decode_ShareAcknowledgeResponseTopicResponse_v0}
-ShareAcknowledgeResponseTopicResponse._encoders = {0: _encode_ShareAcknowledgeResponseTopicResponse_v0, 1: _encode_ShareAcknowledgeResponseTopicResponse_v0, 2: _encode_ShareAcknowledgeResponseTopicResponse_v0}
 _DEFAULT_ShareAcknowledgeResponseTopicResponse = ShareAcknowledgeResponseTopicResponse()
 
-ShareAcknowledgeResponseNodeEndpoint.FIELDS = (
+_class_data(ShareAcknowledgeResponseNodeEndpoint, (
     FieldSpec('node_id', 'NodeId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
     FieldSpec('host', 'Host', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('port', 'Port', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('rack', 'Rack', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
+), '0+', '0-2',
+    {0: _decode_ShareAcknowledgeResponseNodeEndpoint_v0, 1: _decode_ShareAcknowledgeResponseNodeEndpoint_v0, 2: _decode_ShareAcknowledgeResponseNodeEndpoint_v0},
+    {0: _encode_ShareAcknowledgeResponseNodeEndpoint_v0, 1: _encode_ShareAcknowledgeResponseNodeEndpoint_v0, 2: _encode_ShareAcknowledgeResponseNodeEndpoint_v0},
 )
-ShareAcknowledgeResponseNodeEndpoint.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ShareAcknowledgeResponseNodeEndpoint.STRUCT_VERSIONS = VersionSet.parse('0-2')
-ShareAcknowledgeResponseNodeEndpoint._decoders = {0: _decode_ShareAcknowledgeResponseNodeEndpoint_v0, 1: _decode_ShareAcknowledgeResponseNodeEndpoint_v0, 2: _decode_ShareAcknowledgeResponseNodeEndpoint_v0}
-ShareAcknowledgeResponseNodeEndpoint._encoders = {0: _encode_ShareAcknowledgeResponseNodeEndpoint_v0, 1: _encode_ShareAcknowledgeResponseNodeEndpoint_v0, 2: _encode_ShareAcknowledgeResponseNodeEndpoint_v0}
 _DEFAULT_ShareAcknowledgeResponseNodeEndpoint = ShareAcknowledgeResponseNodeEndpoint()
 
-ShareAcknowledgeResponse.FIELDS = (
+_class_data(ShareAcknowledgeResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
     FieldSpec('acquisition_lock_timeout_ms', 'AcquisitionLockTimeoutMs', 'int32', None, None, VersionSet.parse('2+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, True, None),
     FieldSpec('responses', 'Responses', 'array', 'struct', ShareAcknowledgeResponseTopicResponse, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('node_endpoints', 'NodeEndpoints', 'array', 'struct', ShareAcknowledgeResponseNodeEndpoint, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-2',
+    {0: _decode_ShareAcknowledgeResponse_v0, 1: _decode_ShareAcknowledgeResponse_v0, 2: _decode_ShareAcknowledgeResponse_v2},
+    {0: _encode_ShareAcknowledgeResponse_v0, 1: _encode_ShareAcknowledgeResponse_v0, 2: _encode_ShareAcknowledgeResponse_v2},
+    api_key=79, kind='response', valid=(0, 1, 2),
 )
-ShareAcknowledgeResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ShareAcknowledgeResponse.STRUCT_VERSIONS = VersionSet.parse('0-2')
-ShareAcknowledgeResponse._decoders = {0: _decode_ShareAcknowledgeResponse_v0, 1: _decode_ShareAcknowledgeResponse_v0, 2: _decode_ShareAcknowledgeResponse_v2}
-ShareAcknowledgeResponse._encoders = {0: _encode_ShareAcknowledgeResponse_v0, 1: _encode_ShareAcknowledgeResponse_v0, 2: _encode_ShareAcknowledgeResponse_v2}
-ShareAcknowledgeResponse.API_KEY = 79
-ShareAcknowledgeResponse.KIND = 'response'
-ShareAcknowledgeResponse.VERSIONS = (0, 1, 2)
-
-_use_native(__name__)

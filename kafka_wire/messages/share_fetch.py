@@ -13,28 +13,20 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import (
-    ARRAY_STRUCTS,
-    FRESH,
-    ZERO_UUID,
-    ZERO_UUID_BYTES,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import put_records as _put_records
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>qq')
 _S1 = _Struct('>ii')
 _S2 = _Struct('>i')
@@ -2403,49 +2395,45 @@ def _encode_ShareFetchResponse_v1(o: ShareFetchResponse, out: bytearray) -> None
         out.append(0)
 
 
-ShareFetchRequestAcknowledgementBatch.FIELDS = (
+_class_data(ShareFetchRequestAcknowledgementBatch, (
     FieldSpec('first_offset', 'FirstOffset', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('last_offset', 'LastOffset', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('acknowledge_types', 'AcknowledgeTypes', 'array', 'int8', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-2',
+    {0: _decode_ShareFetchRequestAcknowledgementBatch_v0, 1: _decode_ShareFetchRequestAcknowledgementBatch_v0, 2: _decode_ShareFetchRequestAcknowledgementBatch_v0},
+    {0: _encode_ShareFetchRequestAcknowledgementBatch_v0, 1: _encode_ShareFetchRequestAcknowledgementBatch_v0, 2: _encode_ShareFetchRequestAcknowledgementBatch_v0},
 )
-ShareFetchRequestAcknowledgementBatch.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ShareFetchRequestAcknowledgementBatch.STRUCT_VERSIONS = VersionSet.parse('0-2')
-ShareFetchRequestAcknowledgementBatch._decoders = {0: _decode_ShareFetchRequestAcknowledgementBatch_v0, 1: _decode_ShareFetchRequestAcknowledgementBatch_v0, 2: _decode_ShareFetchRequestAcknowledgementBatch_v0}
-ShareFetchRequestAcknowledgementBatch._encoders = {0: _encode_ShareFetchRequestAcknowledgementBatch_v0, 1: _encode_ShareFetchRequestAcknowledgementBatch_v0, 2: _encode_ShareFetchRequestAcknowledgementBatch_v0}
 _DEFAULT_ShareFetchRequestAcknowledgementBatch = ShareFetchRequestAcknowledgementBatch()
 
-ShareFetchRequestFetchPartition.FIELDS = (
+_class_data(ShareFetchRequestFetchPartition, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('partition_max_bytes', 'PartitionMaxBytes', 'int32', None, None, VersionSet.parse('0'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('acknowledgement_batches', 'AcknowledgementBatches', 'array', 'struct', ShareFetchRequestAcknowledgementBatch, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-2',
+    {0: _decode_ShareFetchRequestFetchPartition_v0, 1: _decode_ShareFetchRequestFetchPartition_v1, 2: _decode_ShareFetchRequestFetchPartition_v1},
+    {0: _encode_ShareFetchRequestFetchPartition_v0, 1: _encode_ShareFetchRequestFetchPartition_v1, 2: _encode_ShareFetchRequestFetchPartition_v1},
 )
-ShareFetchRequestFetchPartition.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ShareFetchRequestFetchPartition.STRUCT_VERSIONS = VersionSet.parse('0-2')
-ShareFetchRequestFetchPartition._decoders = {0: _decode_ShareFetchRequestFetchPartition_v0, 1: _decode_ShareFetchRequestFetchPartition_v1, 2: _decode_ShareFetchRequestFetchPartition_v1}
-ShareFetchRequestFetchPartition._encoders = {0: _encode_ShareFetchRequestFetchPartition_v0, 1: _encode_ShareFetchRequestFetchPartition_v1, 2: _encode_ShareFetchRequestFetchPartition_v1}
 _DEFAULT_ShareFetchRequestFetchPartition = ShareFetchRequestFetchPartition()
 
-ShareFetchRequestFetchTopic.FIELDS = (
+_class_data(ShareFetchRequestFetchTopic, (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', ShareFetchRequestFetchPartition, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-2',
+    {0: _decode_ShareFetchRequestFetchTopic_v0, 1: _decode_ShareFetchRequestFetchTopic_v1, 2: _decode_ShareFetchRequestFetchTopic_v1},
+    {0: _encode_ShareFetchRequestFetchTopic_v0, 1: _encode_ShareFetchRequestFetchTopic_v1, 2: _encode_ShareFetchRequestFetchTopic_v1},
 )
-ShareFetchRequestFetchTopic.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ShareFetchRequestFetchTopic.STRUCT_VERSIONS = VersionSet.parse('0-2')
-ShareFetchRequestFetchTopic._decoders = {0: _decode_ShareFetchRequestFetchTopic_v0, 1: _decode_ShareFetchRequestFetchTopic_v1, 2: _decode_ShareFetchRequestFetchTopic_v1}
-ShareFetchRequestFetchTopic._encoders = {0: _encode_ShareFetchRequestFetchTopic_v0, 1: _encode_ShareFetchRequestFetchTopic_v1, 2: _encode_ShareFetchRequestFetchTopic_v1}
 _DEFAULT_ShareFetchRequestFetchTopic = ShareFetchRequestFetchTopic()
 
-ShareFetchRequestForgottenTopic.FIELDS = (
+_class_data(ShareFetchRequestForgottenTopic, (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
     FieldSpec('partitions', 'Partitions', 'array', 'int32', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-2',
+    {0: _decode_ShareFetchRequestForgottenTopic_v0, 1: _decode_ShareFetchRequestForgottenTopic_v0, 2: _decode_ShareFetchRequestForgottenTopic_v0},
+    {0: _encode_ShareFetchRequestForgottenTopic_v0, 1: _encode_ShareFetchRequestForgottenTopic_v0, 2: _encode_ShareFetchRequestForgottenTopic_v0},
 )
-ShareFetchRequestForgottenTopic.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ShareFetchRequestForgottenTopic.STRUCT_VERSIONS = VersionSet.parse('0-2')
-ShareFetchRequestForgottenTopic._decoders = {0: _decode_ShareFetchRequestForgottenTopic_v0, 1: _decode_ShareFetchRequestForgottenTopic_v0, 2: _decode_ShareFetchRequestForgottenTopic_v0}
-ShareFetchRequestForgottenTopic._encoders = {0: _encode_ShareFetchRequestForgottenTopic_v0, 1: _encode_ShareFetchRequestForgottenTopic_v0, 2: _encode_ShareFetchRequestForgottenTopic_v0}
 _DEFAULT_ShareFetchRequestForgottenTopic = ShareFetchRequestForgottenTopic()
 
-ShareFetchRequest.FIELDS = (
+_class_data(ShareFetchRequest, (
     FieldSpec('group_id', 'GroupId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, 'groupId'),
     FieldSpec('member_id', 'MemberId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('share_session_epoch', 'ShareSessionEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
@@ -2458,37 +2446,32 @@ ShareFetchRequest.FIELDS = (
     FieldSpec('is_renew_ack', 'IsRenewAck', 'bool', None, None, VersionSet.parse('2+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', ShareFetchRequestFetchTopic, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('forgotten_topics_data', 'ForgottenTopicsData', 'array', 'struct', ShareFetchRequestForgottenTopic, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-2',
+    {0: _decode_ShareFetchRequest_v0, 1: _decode_ShareFetchRequest_v1, 2: _decode_ShareFetchRequest_v2},
+    {0: _encode_ShareFetchRequest_v0, 1: _encode_ShareFetchRequest_v1, 2: _encode_ShareFetchRequest_v2},
+    api_key=78, kind='request', valid=(0, 1, 2),
 )
-ShareFetchRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ShareFetchRequest.STRUCT_VERSIONS = VersionSet.parse('0-2')
-ShareFetchRequest._decoders = {0: _decode_ShareFetchRequest_v0, 1: _decode_ShareFetchRequest_v1, 2: _decode_ShareFetchRequest_v2}
-ShareFetchRequest._encoders = {0: _encode_ShareFetchRequest_v0, 1: _encode_ShareFetchRequest_v1, 2: _encode_ShareFetchRequest_v2}
-ShareFetchRequest.API_KEY = 78
-ShareFetchRequest.KIND = 'request'
-ShareFetchRequest.VERSIONS = (0, 1, 2)
 
-ShareFetchResponseLeaderIdAndEpoch.FIELDS = (
+_class_data(ShareFetchResponseLeaderIdAndEpoch, (
     FieldSpec('leader_id', 'LeaderId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('leader_epoch', 'LeaderEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0-2',
+    {0: _decode_ShareFetchResponseLeaderIdAndEpoch_v0, 1: _decode_ShareFetchResponseLeaderIdAndEpoch_v0, 2: _decode_ShareFetchResponseLeaderIdAndEpoch_v0},
+    {0: _encode_ShareFetchResponseLeaderIdAndEpoch_v0, 1: _encode_ShareFetchResponseLeaderIdAndEpoch_v0, 2: _encode_ShareFetchResponseLeaderIdAndEpoch_v0},
 )
-ShareFetchResponseLeaderIdAndEpoch.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ShareFetchResponseLeaderIdAndEpoch.STRUCT_VERSIONS = VersionSet.parse('0-2')
-ShareFetchResponseLeaderIdAndEpoch._decoders = {0: _decode_ShareFetchResponseLeaderIdAndEpoch_v0, 1: _decode_ShareFetchResponseLeaderIdAndEpoch_v0, 2: _decode_ShareFetchResponseLeaderIdAndEpoch_v0}
-ShareFetchResponseLeaderIdAndEpoch._encoders = {0: _encode_ShareFetchResponseLeaderIdAndEpoch_v0, 1: _encode_ShareFetchResponseLeaderIdAndEpoch_v0, 2: _encode_ShareFetchResponseLeaderIdAndEpoch_v0}
 _DEFAULT_ShareFetchResponseLeaderIdAndEpoch = ShareFetchResponseLeaderIdAndEpoch()
 
-ShareFetchResponseAcquiredRecords.FIELDS = (
+_class_data(ShareFetchResponseAcquiredRecords, (
     FieldSpec('first_offset', 'FirstOffset', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('last_offset', 'LastOffset', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('delivery_count', 'DeliveryCount', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0-2',
+    {0: _decode_ShareFetchResponseAcquiredRecords_v0, 1: _decode_ShareFetchResponseAcquiredRecords_v0, 2: _decode_ShareFetchResponseAcquiredRecords_v0},
+    {0: _encode_ShareFetchResponseAcquiredRecords_v0, 1: _encode_ShareFetchResponseAcquiredRecords_v0, 2: _encode_ShareFetchResponseAcquiredRecords_v0},
 )
-ShareFetchResponseAcquiredRecords.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ShareFetchResponseAcquiredRecords.STRUCT_VERSIONS = VersionSet.parse('0-2')
-ShareFetchResponseAcquiredRecords._decoders = {0: _decode_ShareFetchResponseAcquiredRecords_v0, 1: _decode_ShareFetchResponseAcquiredRecords_v0, 2: _decode_ShareFetchResponseAcquiredRecords_v0}
-ShareFetchResponseAcquiredRecords._encoders = {0: _encode_ShareFetchResponseAcquiredRecords_v0, 1: _encode_ShareFetchResponseAcquiredRecords_v0, 2: _encode_ShareFetchResponseAcquiredRecords_v0}
 _DEFAULT_ShareFetchResponseAcquiredRecords = ShareFetchResponseAcquiredRecords()
 
-ShareFetchResponsePartitionData.FIELDS = (
+_class_data(ShareFetchResponsePartitionData, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
@@ -2497,49 +2480,41 @@ ShareFetchResponsePartitionData.FIELDS = (
     FieldSpec('current_leader', 'CurrentLeader', 'struct', None, ShareFetchResponseLeaderIdAndEpoch, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ShareFetchResponseLeaderIdAndEpoch(), False, None),
     FieldSpec('records', 'Records', 'records', None, None, VersionSet.parse('0+'), VersionSet.parse('0'), None, VersionSet.parse('none'), None, lambda: None, False, None),
     FieldSpec('acquired_records', 'AcquiredRecords', 'array', 'struct', ShareFetchResponseAcquiredRecords, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-2',
+    {0: _decode_ShareFetchResponsePartitionData_v0, 1: _decode_ShareFetchResponsePartitionData_v1, 2: _decode_ShareFetchResponsePartitionData_v1},
+    {0: _encode_ShareFetchResponsePartitionData_v0, 1: _encode_ShareFetchResponsePartitionData_v1, 2: _encode_ShareFetchResponsePartitionData_v1},
 )
-ShareFetchResponsePartitionData.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ShareFetchResponsePartitionData.STRUCT_VERSIONS = VersionSet.parse('0-2')
-ShareFetchResponsePartitionData._decoders = {0: _decode_ShareFetchResponsePartitionData_v0, 1: _decode_ShareFetchResponsePartitionData_v1, 2: _decode_ShareFetchResponsePartitionData_v1}
-ShareFetchResponsePartitionData._encoders = {0: _encode_ShareFetchResponsePartitionData_v0, 1: _encode_ShareFetchResponsePartitionData_v1, 2: _encode_ShareFetchResponsePartitionData_v1}
 _DEFAULT_ShareFetchResponsePartitionData = ShareFetchResponsePartitionData()
 
-ShareFetchResponseShareFetchableTopicResponse.FIELDS = (
+_class_data(ShareFetchResponseShareFetchableTopicResponse, (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', ShareFetchResponsePartitionData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-2',
+    {0: _decode_ShareFetchResponseShareFetchableTopicResponse_v0, 1: _decode_ShareFetchResponseShareFetchableTopicResponse_v1, 2: _decode_ShareFetchResponseShareFetchableTopicResponse_v1},
+    {0: _encode_ShareFetchResponseShareFetchableTopicResponse_v0, 1: _encode_ShareFetchResponseShareFetchableTopicResponse_v1, 2: _encode_ShareFetchResponseShareFetchableTopicResponse_v1},
 )
-ShareFetchResponseShareFetchableTopicResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ShareFetchResponseShareFetchableTopicResponse.STRUCT_VERSIONS = VersionSet.parse('0-2')
-ShareFetchResponseShareFetchableTopicResponse._decoders = {0: _decode_ShareFetchResponseShareFetchableTopicResponse_v0, 1: _decode_ShareFetchResponseShareFetchableTopicResponse_v1, 2: _decode_ShareFetchResponseShareFetchableTopicResponse_v1}
-ShareFetchResponseShareFetchableTopicResponse._encoders = {0: _encode_ShareFetchResponseShareFetchableTopicResponse_v0, 1: _encode_ShareFetchResponseShareFetchableTopicResponse_v1, 2: _encode_ShareFetchResponseShareFetchableTopicResponse_v1}
 _DEFAULT_ShareFetchResponseShareFetchableTopicResponse = ShareFetchResponseShareFetchableTopicResponse()
 
-ShareFetchResponseNodeEndpoint.FIELDS = (
+_class_data(ShareFetchResponseNodeEndpoint, (
     FieldSpec('node_id', 'NodeId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
     FieldSpec('host', 'Host', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('port', 'Port', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('rack', 'Rack', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
+), '0+', '0-2',
+    {0: _decode_ShareFetchResponseNodeEndpoint_v0, 1: _decode_ShareFetchResponseNodeEndpoint_v0, 2: _decode_ShareFetchResponseNodeEndpoint_v0},
+    {0: _encode_ShareFetchResponseNodeEndpoint_v0, 1: _encode_ShareFetchResponseNodeEndpoint_v0, 2: _encode_ShareFetchResponseNodeEndpoint_v0},
 )
-ShareFetchResponseNodeEndpoint.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ShareFetchResponseNodeEndpoint.STRUCT_VERSIONS = VersionSet.parse('0-2')
-ShareFetchResponseNodeEndpoint._decoders = {0: _decode_ShareFetchResponseNodeEndpoint_v0, 1: _decode_ShareFetchResponseNodeEndpoint_v0, 2: _decode_ShareFetchResponseNodeEndpoint_v0}
-ShareFetchResponseNodeEndpoint._encoders = {0: _encode_ShareFetchResponseNodeEndpoint_v0, 1: _encode_ShareFetchResponseNodeEndpoint_v0, 2: _encode_ShareFetchResponseNodeEndpoint_v0}
 _DEFAULT_ShareFetchResponseNodeEndpoint = ShareFetchResponseNodeEndpoint()
 
-ShareFetchResponse.FIELDS = (
+_class_data(ShareFetchResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
     FieldSpec('acquisition_lock_timeout_ms', 'AcquisitionLockTimeoutMs', 'int32', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('responses', 'Responses', 'array', 'struct', ShareFetchResponseShareFetchableTopicResponse, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('node_endpoints', 'NodeEndpoints', 'array', 'struct', ShareFetchResponseNodeEndpoint, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-2',
+    {0: _decode_ShareFetchResponse_v0, 1: _decode_ShareFetchResponse_v1, 2: _decode_ShareFetchResponse_v1},
+    {0: _encode_ShareFetchResponse_v0, 1: _encode_ShareFetchResponse_v1, 2: _encode_ShareFetchResponse_v1},
+    api_key=78, kind='response', valid=(0, 1, 2),
 )
-ShareFetchResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ShareFetchResponse.STRUCT_VERSIONS = VersionSet.parse('0-2')
-ShareFetchResponse._decoders = {0: _decode_ShareFetchResponse_v0, 1: _decode_ShareFetchResponse_v1, 2: _decode_ShareFetchResponse_v1}
-ShareFetchResponse._encoders = {0: _encode_ShareFetchResponse_v0, 1: _encode_ShareFetchResponse_v1, 2: _encode_ShareFetchResponse_v1}
-ShareFetchResponse.API_KEY = 78
-ShareFetchResponse.KIND = 'response'
-ShareFetchResponse.VERSIONS = (0, 1, 2)
-
-_use_native(__name__)

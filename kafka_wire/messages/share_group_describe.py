@@ -13,27 +13,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import (
-    ARRAY_STRUCTS,
-    FRESH,
-    ZERO_UUID,
-    ZERO_UUID_BYTES,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>?')
 _S1 = _Struct('>16s')
 _S2 = _Struct('>i')
@@ -906,39 +898,34 @@ def _encode_ShareGroupDescribeResponse_v0(o: ShareGroupDescribeResponse, out: by
         out.append(0)
 
 
-ShareGroupDescribeRequest.FIELDS = (
+_class_data(ShareGroupDescribeRequest, (
     FieldSpec('group_ids', 'GroupIds', 'array', 'string', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, 'groupId'),
     FieldSpec('include_authorized_operations', 'IncludeAuthorizedOperations', 'bool', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
+), '0+', '0-1',
+    {0: _decode_ShareGroupDescribeRequest_v0, 1: _decode_ShareGroupDescribeRequest_v0},
+    {0: _encode_ShareGroupDescribeRequest_v0, 1: _encode_ShareGroupDescribeRequest_v0},
+    api_key=77, kind='request', valid=(0, 1),
 )
-ShareGroupDescribeRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ShareGroupDescribeRequest.STRUCT_VERSIONS = VersionSet.parse('0-1')
-ShareGroupDescribeRequest._decoders = {0: _decode_ShareGroupDescribeRequest_v0, 1: _decode_ShareGroupDescribeRequest_v0}
-ShareGroupDescribeRequest._encoders = {0: _encode_ShareGroupDescribeRequest_v0, 1: _encode_ShareGroupDescribeRequest_v0}
-ShareGroupDescribeRequest.API_KEY = 77
-ShareGroupDescribeRequest.KIND = 'request'
-ShareGroupDescribeRequest.VERSIONS = (0, 1)
 
-ShareGroupDescribeResponseTopicPartitions.FIELDS = (
+_class_data(ShareGroupDescribeResponseTopicPartitions, (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
     FieldSpec('topic_name', 'TopicName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'int32', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_ShareGroupDescribeResponseTopicPartitions_v0, 1: _decode_ShareGroupDescribeResponseTopicPartitions_v0},
+    {0: _encode_ShareGroupDescribeResponseTopicPartitions_v0, 1: _encode_ShareGroupDescribeResponseTopicPartitions_v0},
 )
-ShareGroupDescribeResponseTopicPartitions.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ShareGroupDescribeResponseTopicPartitions.STRUCT_VERSIONS = VersionSet.parse('0-1')
-ShareGroupDescribeResponseTopicPartitions._decoders = {0: _decode_ShareGroupDescribeResponseTopicPartitions_v0, 1: _decode_ShareGroupDescribeResponseTopicPartitions_v0}
-ShareGroupDescribeResponseTopicPartitions._encoders = {0: _encode_ShareGroupDescribeResponseTopicPartitions_v0, 1: _encode_ShareGroupDescribeResponseTopicPartitions_v0}
 _DEFAULT_ShareGroupDescribeResponseTopicPartitions = ShareGroupDescribeResponseTopicPartitions()
 
-ShareGroupDescribeResponseAssignment.FIELDS = (
+_class_data(ShareGroupDescribeResponseAssignment, (
     FieldSpec('topic_partitions', 'TopicPartitions', 'array', 'struct', ShareGroupDescribeResponseTopicPartitions, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_ShareGroupDescribeResponseAssignment_v0, 1: _decode_ShareGroupDescribeResponseAssignment_v0},
+    {0: _encode_ShareGroupDescribeResponseAssignment_v0, 1: _encode_ShareGroupDescribeResponseAssignment_v0},
 )
-ShareGroupDescribeResponseAssignment.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ShareGroupDescribeResponseAssignment.STRUCT_VERSIONS = VersionSet.parse('0-1')
-ShareGroupDescribeResponseAssignment._decoders = {0: _decode_ShareGroupDescribeResponseAssignment_v0, 1: _decode_ShareGroupDescribeResponseAssignment_v0}
-ShareGroupDescribeResponseAssignment._encoders = {0: _encode_ShareGroupDescribeResponseAssignment_v0, 1: _encode_ShareGroupDescribeResponseAssignment_v0}
 _DEFAULT_ShareGroupDescribeResponseAssignment = ShareGroupDescribeResponseAssignment()
 
-ShareGroupDescribeResponseMember.FIELDS = (
+_class_data(ShareGroupDescribeResponseMember, (
     FieldSpec('member_id', 'MemberId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('rack_id', 'RackId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
     FieldSpec('member_epoch', 'MemberEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
@@ -946,14 +933,13 @@ ShareGroupDescribeResponseMember.FIELDS = (
     FieldSpec('client_host', 'ClientHost', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('subscribed_topic_names', 'SubscribedTopicNames', 'array', 'string', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, 'topicName'),
     FieldSpec('assignment', 'Assignment', 'struct', None, ShareGroupDescribeResponseAssignment, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ShareGroupDescribeResponseAssignment(), False, None),
+), '0+', '0-1',
+    {0: _decode_ShareGroupDescribeResponseMember_v0, 1: _decode_ShareGroupDescribeResponseMember_v0},
+    {0: _encode_ShareGroupDescribeResponseMember_v0, 1: _encode_ShareGroupDescribeResponseMember_v0},
 )
-ShareGroupDescribeResponseMember.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ShareGroupDescribeResponseMember.STRUCT_VERSIONS = VersionSet.parse('0-1')
-ShareGroupDescribeResponseMember._decoders = {0: _decode_ShareGroupDescribeResponseMember_v0, 1: _decode_ShareGroupDescribeResponseMember_v0}
-ShareGroupDescribeResponseMember._encoders = {0: _encode_ShareGroupDescribeResponseMember_v0, 1: _encode_ShareGroupDescribeResponseMember_v0}
 _DEFAULT_ShareGroupDescribeResponseMember = ShareGroupDescribeResponseMember()
 
-ShareGroupDescribeResponseDescribedGroup.FIELDS = (
+_class_data(ShareGroupDescribeResponseDescribedGroup, (
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
     FieldSpec('group_id', 'GroupId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'groupId'),
@@ -963,23 +949,17 @@ ShareGroupDescribeResponseDescribedGroup.FIELDS = (
     FieldSpec('assignor_name', 'AssignorName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('members', 'Members', 'array', 'struct', ShareGroupDescribeResponseMember, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('authorized_operations', 'AuthorizedOperations', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -2147483648, False, None),
+), '0+', '0-1',
+    {0: _decode_ShareGroupDescribeResponseDescribedGroup_v0, 1: _decode_ShareGroupDescribeResponseDescribedGroup_v0},
+    {0: _encode_ShareGroupDescribeResponseDescribedGroup_v0, 1: _encode_ShareGroupDescribeResponseDescribedGroup_v0},
 )
-ShareGroupDescribeResponseDescribedGroup.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ShareGroupDescribeResponseDescribedGroup.STRUCT_VERSIONS = VersionSet.parse('0-1')
-ShareGroupDescribeResponseDescribedGroup._decoders = {0: _decode_ShareGroupDescribeResponseDescribedGroup_v0, 1: _decode_ShareGroupDescribeResponseDescribedGroup_v0}
-ShareGroupDescribeResponseDescribedGroup._encoders = {0: _encode_ShareGroupDescribeResponseDescribedGroup_v0, 1: _encode_ShareGroupDescribeResponseDescribedGroup_v0}
 _DEFAULT_ShareGroupDescribeResponseDescribedGroup = ShareGroupDescribeResponseDescribedGroup()
 
-ShareGroupDescribeResponse.FIELDS = (
+_class_data(ShareGroupDescribeResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('groups', 'Groups', 'array', 'struct', ShareGroupDescribeResponseDescribedGroup, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_ShareGroupDescribeResponse_v0, 1: _decode_ShareGroupDescribeResponse_v0},
+    {0: _encode_ShareGroupDescribeResponse_v0, 1: _encode_ShareGroupDescribeResponse_v0},
+    api_key=77, kind='response', valid=(0, 1),
 )
-ShareGroupDescribeResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ShareGroupDescribeResponse.STRUCT_VERSIONS = VersionSet.parse('0-1')
-ShareGroupDescribeResponse._decoders = {0: _decode_ShareGroupDescribeResponse_v0, 1: _decode_ShareGroupDescribeResponse_v0}
-ShareGroupDescribeResponse._encoders = {0: _encode_ShareGroupDescribeResponse_v0, 1: _encode_ShareGroupDescribeResponse_v0}
-ShareGroupDescribeResponse.API_KEY = 77
-ShareGroupDescribeResponse.KIND = 'response'
-ShareGroupDescribeResponse.VERSIONS = (0, 1)
-
-_use_native(__name__)

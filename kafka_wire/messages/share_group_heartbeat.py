@@ -13,27 +13,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import (
-    ARRAY_STRUCTS,
-    FRESH,
-    ZERO_UUID,
-    ZERO_UUID_BYTES,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>i')
 _S1 = _Struct('>16s')
 _S2 = _Struct('>ih')
@@ -557,41 +549,36 @@ def _encode_ShareGroupHeartbeatResponse_v0(o: ShareGroupHeartbeatResponse, out: 
         out.append(0)
 
 
-ShareGroupHeartbeatRequest.FIELDS = (
+_class_data(ShareGroupHeartbeatRequest, (
     FieldSpec('group_id', 'GroupId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'groupId'),
     FieldSpec('member_id', 'MemberId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('member_epoch', 'MemberEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('rack_id', 'RackId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
     FieldSpec('subscribed_topic_names', 'SubscribedTopicNames', 'array', 'string', None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, 'topicName'),
+), '0+', '0-1',
+    {0: _decode_ShareGroupHeartbeatRequest_v0, 1: _decode_ShareGroupHeartbeatRequest_v0},
+    {0: _encode_ShareGroupHeartbeatRequest_v0, 1: _encode_ShareGroupHeartbeatRequest_v0},
+    api_key=76, kind='request', valid=(0, 1),
 )
-ShareGroupHeartbeatRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ShareGroupHeartbeatRequest.STRUCT_VERSIONS = VersionSet.parse('0-1')
-ShareGroupHeartbeatRequest._decoders = {0: _decode_ShareGroupHeartbeatRequest_v0, 1: _decode_ShareGroupHeartbeatRequest_v0}
-ShareGroupHeartbeatRequest._encoders = {0: _encode_ShareGroupHeartbeatRequest_v0, 1: _encode_ShareGroupHeartbeatRequest_v0}
-ShareGroupHeartbeatRequest.API_KEY = 76
-ShareGroupHeartbeatRequest.KIND = 'request'
-ShareGroupHeartbeatRequest.VERSIONS = (0, 1)
 
-ShareGroupHeartbeatResponseTopicPartitions.FIELDS = (
+_class_data(ShareGroupHeartbeatResponseTopicPartitions, (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
     FieldSpec('partitions', 'Partitions', 'array', 'int32', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_ShareGroupHeartbeatResponseTopicPartitions_v0, 1: _decode_ShareGroupHeartbeatResponseTopicPartitions_v0},
+    {0: _encode_ShareGroupHeartbeatResponseTopicPartitions_v0, 1: _encode_ShareGroupHeartbeatResponseTopicPartitions_v0},
 )
-ShareGroupHeartbeatResponseTopicPartitions.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ShareGroupHeartbeatResponseTopicPartitions.STRUCT_VERSIONS = VersionSet.parse('0-1')
-ShareGroupHeartbeatResponseTopicPartitions._decoders = {0: _decode_ShareGroupHeartbeatResponseTopicPartitions_v0, 1: _decode_ShareGroupHeartbeatResponseTopicPartitions_v0}
-ShareGroupHeartbeatResponseTopicPartitions._encoders = {0: _encode_ShareGroupHeartbeatResponseTopicPartitions_v0, 1: _encode_ShareGroupHeartbeatResponseTopicPartitions_v0}
 _DEFAULT_ShareGroupHeartbeatResponseTopicPartitions = ShareGroupHeartbeatResponseTopicPartitions()
 
-ShareGroupHeartbeatResponseAssignment.FIELDS = (
+_class_data(ShareGroupHeartbeatResponseAssignment, (
     FieldSpec('topic_partitions', 'TopicPartitions', 'array', 'struct', ShareGroupHeartbeatResponseTopicPartitions, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_ShareGroupHeartbeatResponseAssignment_v0, 1: _decode_ShareGroupHeartbeatResponseAssignment_v0},
+    {0: _encode_ShareGroupHeartbeatResponseAssignment_v0, 1: _encode_ShareGroupHeartbeatResponseAssignment_v0},
 )
-ShareGroupHeartbeatResponseAssignment.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ShareGroupHeartbeatResponseAssignment.STRUCT_VERSIONS = VersionSet.parse('0-1')
-ShareGroupHeartbeatResponseAssignment._decoders = {0: _decode_ShareGroupHeartbeatResponseAssignment_v0, 1: _decode_ShareGroupHeartbeatResponseAssignment_v0}
-ShareGroupHeartbeatResponseAssignment._encoders = {0: _encode_ShareGroupHeartbeatResponseAssignment_v0, 1: _encode_ShareGroupHeartbeatResponseAssignment_v0}
 _DEFAULT_ShareGroupHeartbeatResponseAssignment = ShareGroupHeartbeatResponseAssignment()
 
-ShareGroupHeartbeatResponse.FIELDS = (
+_class_data(ShareGroupHeartbeatResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
@@ -599,13 +586,8 @@ ShareGroupHeartbeatResponse.FIELDS = (
     FieldSpec('member_epoch', 'MemberEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('heartbeat_interval_ms', 'HeartbeatIntervalMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('assignment', 'Assignment', 'struct', None, ShareGroupHeartbeatResponseAssignment, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
+), '0+', '0-1',
+    {0: _decode_ShareGroupHeartbeatResponse_v0, 1: _decode_ShareGroupHeartbeatResponse_v0},
+    {0: _encode_ShareGroupHeartbeatResponse_v0, 1: _encode_ShareGroupHeartbeatResponse_v0},
+    api_key=76, kind='response', valid=(0, 1),
 )
-ShareGroupHeartbeatResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-ShareGroupHeartbeatResponse.STRUCT_VERSIONS = VersionSet.parse('0-1')
-ShareGroupHeartbeatResponse._decoders = {0: _decode_ShareGroupHeartbeatResponse_v0, 1: _decode_ShareGroupHeartbeatResponse_v0}
-ShareGroupHeartbeatResponse._encoders = {0: _encode_ShareGroupHeartbeatResponse_v0, 1: _encode_ShareGroupHeartbeatResponse_v0}
-ShareGroupHeartbeatResponse.API_KEY = 76
-ShareGroupHeartbeatResponse.KIND = 'response'
-ShareGroupHeartbeatResponse.VERSIONS = (0, 1)
-
-_use_native(__name__)

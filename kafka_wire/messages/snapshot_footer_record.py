@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import FieldSpec, Message, TaggedFields
+from kafka_wire.codec.runtime import FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
-from kafka_wire.schema.versions import VersionSet
+from kafka_wire.codec.structs import Message
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>h')
 
 
@@ -65,15 +66,10 @@ def _encode_SnapshotFooterRecord_v0(o: SnapshotFooterRecord, out: bytearray) -> 
         out.append(0)
 
 
-SnapshotFooterRecord.FIELDS = (
+_class_data(SnapshotFooterRecord, (
     FieldSpec('version', 'Version', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0',
+    {0: _decode_SnapshotFooterRecord_v0},
+    {0: _encode_SnapshotFooterRecord_v0},
+    api_key=None, kind='data', valid=(0,),
 )
-SnapshotFooterRecord.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-SnapshotFooterRecord.STRUCT_VERSIONS = VersionSet.parse('0')
-SnapshotFooterRecord._decoders = {0: _decode_SnapshotFooterRecord_v0}
-SnapshotFooterRecord._encoders = {0: _encode_SnapshotFooterRecord_v0}
-SnapshotFooterRecord.API_KEY = None
-SnapshotFooterRecord.KIND = 'data'
-SnapshotFooterRecord.VERSIONS = (0,)
-
-_use_native(__name__)

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import FieldSpec, Message, TaggedFields
+from kafka_wire.codec.runtime import FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
-from kafka_wire.schema.versions import VersionSet
+from kafka_wire.codec.structs import Message
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>hq')
 
 
@@ -67,16 +68,11 @@ def _encode_SnapshotHeaderRecord_v0(o: SnapshotHeaderRecord, out: bytearray) -> 
         out.append(0)
 
 
-SnapshotHeaderRecord.FIELDS = (
+_class_data(SnapshotHeaderRecord, (
     FieldSpec('version', 'Version', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('last_contained_log_timestamp', 'LastContainedLogTimestamp', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0',
+    {0: _decode_SnapshotHeaderRecord_v0},
+    {0: _encode_SnapshotHeaderRecord_v0},
+    api_key=None, kind='data', valid=(0,),
 )
-SnapshotHeaderRecord.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-SnapshotHeaderRecord.STRUCT_VERSIONS = VersionSet.parse('0')
-SnapshotHeaderRecord._decoders = {0: _decode_SnapshotHeaderRecord_v0}
-SnapshotHeaderRecord._encoders = {0: _encode_SnapshotHeaderRecord_v0}
-SnapshotHeaderRecord.API_KEY = None
-SnapshotHeaderRecord.KIND = 'data'
-SnapshotHeaderRecord.VERSIONS = (0,)
-
-_use_native(__name__)

@@ -10,25 +10,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import (
-    ARRAY_STRUCTS,
-    COUNTED_ARRAY_STRUCTS,
-    FRESH,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, COUNTED_ARRAY_STRUCTS, FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>ii?')
 _S1 = _Struct('>i')
 _S2 = _Struct('>h')
@@ -1180,48 +1173,44 @@ def _encode_StopReplicaResponse_v2(o: StopReplicaResponse, out: bytearray) -> No
         out.append(0)
 
 
-StopReplicaRequestPartitionState.FIELDS = (
+_class_data(StopReplicaRequestPartitionState, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('leader_epoch', 'LeaderEpoch', 'int32', None, None, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, None),
     FieldSpec('delete_partition', 'DeletePartition', 'bool', None, None, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
+), '2+', '3-4',
+    {3: _decode_StopReplicaRequestPartitionState_v3, 4: _decode_StopReplicaRequestPartitionState_v3},
+    {3: _encode_StopReplicaRequestPartitionState_v3, 4: _encode_StopReplicaRequestPartitionState_v3},
 )
-StopReplicaRequestPartitionState.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-StopReplicaRequestPartitionState.STRUCT_VERSIONS = VersionSet.parse('3-4')
-StopReplicaRequestPartitionState._decoders = {3: _decode_StopReplicaRequestPartitionState_v3, 4: _decode_StopReplicaRequestPartitionState_v3}
-StopReplicaRequestPartitionState._encoders = {3: _encode_StopReplicaRequestPartitionState_v3, 4: _encode_StopReplicaRequestPartitionState_v3}
 _DEFAULT_StopReplicaRequestPartitionState = StopReplicaRequestPartitionState()
 
-StopReplicaRequestTopicState.FIELDS = (
+_class_data(StopReplicaRequestTopicState, (
     FieldSpec('topic_name', 'TopicName', 'string', None, None, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partition_states', 'PartitionStates', 'array', 'struct', StopReplicaRequestPartitionState, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '2+', '3-4',
+    {3: _decode_StopReplicaRequestTopicState_v3, 4: _decode_StopReplicaRequestTopicState_v3},
+    {3: _encode_StopReplicaRequestTopicState_v3, 4: _encode_StopReplicaRequestTopicState_v3},
 )
-StopReplicaRequestTopicState.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-StopReplicaRequestTopicState.STRUCT_VERSIONS = VersionSet.parse('3-4')
-StopReplicaRequestTopicState._decoders = {3: _decode_StopReplicaRequestTopicState_v3, 4: _decode_StopReplicaRequestTopicState_v3}
-StopReplicaRequestTopicState._encoders = {3: _encode_StopReplicaRequestTopicState_v3, 4: _encode_StopReplicaRequestTopicState_v3}
 _DEFAULT_StopReplicaRequestTopicState = StopReplicaRequestTopicState()
 
-StopReplicaRequestTopicV1.FIELDS = (
+_class_data(StopReplicaRequestTopicV1, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('1-2'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partition_indexes', 'PartitionIndexes', 'array', 'int32', None, VersionSet.parse('1-2'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '2+', '1-2',
+    {1: _decode_StopReplicaRequestTopicV1_v1, 2: _decode_StopReplicaRequestTopicV1_v2},
+    {1: _encode_StopReplicaRequestTopicV1_v1, 2: _encode_StopReplicaRequestTopicV1_v2},
 )
-StopReplicaRequestTopicV1.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-StopReplicaRequestTopicV1.STRUCT_VERSIONS = VersionSet.parse('1-2')
-StopReplicaRequestTopicV1._decoders = {1: _decode_StopReplicaRequestTopicV1_v1, 2: _decode_StopReplicaRequestTopicV1_v2}
-StopReplicaRequestTopicV1._encoders = {1: _encode_StopReplicaRequestTopicV1_v1, 2: _encode_StopReplicaRequestTopicV1_v2}
 _DEFAULT_StopReplicaRequestTopicV1 = StopReplicaRequestTopicV1()
 
-StopReplicaRequestPartitionV0.FIELDS = (
+_class_data(StopReplicaRequestPartitionV0, (
     FieldSpec('topic_name', 'TopicName', 'string', None, None, VersionSet.parse('0'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '2+', '0',
+    {0: _decode_StopReplicaRequestPartitionV0_v0},
+    {0: _encode_StopReplicaRequestPartitionV0_v0},
 )
-StopReplicaRequestPartitionV0.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-StopReplicaRequestPartitionV0.STRUCT_VERSIONS = VersionSet.parse('0')
-StopReplicaRequestPartitionV0._decoders = {0: _decode_StopReplicaRequestPartitionV0_v0}
-StopReplicaRequestPartitionV0._encoders = {0: _encode_StopReplicaRequestPartitionV0_v0}
 _DEFAULT_StopReplicaRequestPartitionV0 = StopReplicaRequestPartitionV0()
 
-StopReplicaRequest.FIELDS = (
+_class_data(StopReplicaRequest, (
     FieldSpec('controller_id', 'ControllerId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
     FieldSpec('is_k_raft_controller', 'isKRaftController', 'bool', None, None, VersionSet.parse('4+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
     FieldSpec('controller_epoch', 'ControllerEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
@@ -1230,36 +1219,27 @@ StopReplicaRequest.FIELDS = (
     FieldSpec('delete_partitions', 'DeletePartitions', 'bool', None, None, VersionSet.parse('0-2'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', StopReplicaRequestTopicV1, VersionSet.parse('1-2'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('ungrouped_partitions', 'UngroupedPartitions', 'array', 'struct', StopReplicaRequestPartitionV0, VersionSet.parse('0'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '2+', '0-4',
+    {0: _decode_StopReplicaRequest_v0, 1: _decode_StopReplicaRequest_v1, 2: _decode_StopReplicaRequest_v2, 3: _decode_StopReplicaRequest_v3, 4: _decode_StopReplicaRequest_v4},
+    {0: _encode_StopReplicaRequest_v0, 1: _encode_StopReplicaRequest_v1, 2: _encode_StopReplicaRequest_v2, 3: _encode_StopReplicaRequest_v3, 4: _encode_StopReplicaRequest_v4},
+    api_key=5, kind='request', valid=(0, 1, 2, 3, 4),
 )
-StopReplicaRequest.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-StopReplicaRequest.STRUCT_VERSIONS = VersionSet.parse('0-4')
-StopReplicaRequest._decoders = {0: _decode_StopReplicaRequest_v0, 1: _decode_StopReplicaRequest_v1, 2: _decode_StopReplicaRequest_v2, 3: _decode_StopReplicaRequest_v3, 4: _decode_StopReplicaRequest_v4}
-StopReplicaRequest._encoders = {0: _encode_StopReplicaRequest_v0, 1: _encode_StopReplicaRequest_v1, 2: _encode_StopReplicaRequest_v2, 3: _encode_StopReplicaRequest_v3, 4: _encode_StopReplicaRequest_v4}
-StopReplicaRequest.API_KEY = 5
-StopReplicaRequest.KIND = 'request'
-StopReplicaRequest.VERSIONS = (0, 1, 2, 3, 4)
 
-StopReplicaResponsePartitionError.FIELDS = (
+_class_data(StopReplicaResponsePartitionError, (
     FieldSpec('topic_name', 'TopicName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '2+', '0-4',
+    {0: _decode_StopReplicaResponsePartitionError_v0, 1: _decode_StopReplicaResponsePartitionError_v0, 2: _decode_StopReplicaResponsePartitionError_v2, 3: _decode_StopReplicaResponsePartitionError_v2, 4: _decode_StopReplicaResponsePartitionError_v2},
+    {0: _encode_StopReplicaResponsePartitionError_v0, 1: _encode_StopReplicaResponsePartitionError_v0, 2: _encode_StopReplicaResponsePartitionError_v2, 3: _encode_StopReplicaResponsePartitionError_v2, 4: _encode_StopReplicaResponsePartitionError_v2},
 )
-StopReplicaResponsePartitionError.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-StopReplicaResponsePartitionError.STRUCT_VERSIONS = VersionSet.parse('0-4')
-StopReplicaResponsePartitionError._decoders = {0: _decode_StopReplicaResponsePartitionError_v0, 1: _decode_StopReplicaResponsePartitionError_v0, 2: _decode_StopReplicaResponsePartitionError_v2, 3: _decode_StopReplicaResponsePartitionError_v2, 4: _decode_StopReplicaResponsePartitionError_v2}
-StopReplicaResponsePartitionError._encoders = {0: _encode_StopReplicaResponsePartitionError_v0, 1: _encode_StopReplicaResponsePartitionError_v0, 2: _encode_StopReplicaResponsePartitionError_v2, 3: _encode_StopReplicaResponsePartitionError_v2, 4: _encode_StopReplicaResponsePartitionError_v2}
 _DEFAULT_StopReplicaResponsePartitionError = StopReplicaResponsePartitionError()
 
-StopReplicaResponse.FIELDS = (
+_class_data(StopReplicaResponse, (
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('partition_errors', 'PartitionErrors', 'array', 'struct', StopReplicaResponsePartitionError, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '2+', '0-4',
+    {0: _decode_StopReplicaResponse_v0, 1: _decode_StopReplicaResponse_v0, 2: _decode_StopReplicaResponse_v2, 3: _decode_StopReplicaResponse_v2, 4: _decode_StopReplicaResponse_v2},
+    {0: _encode_StopReplicaResponse_v0, 1: _encode_StopReplicaResponse_v0, 2: _encode_StopReplicaResponse_v2, 3: _encode_StopReplicaResponse_v2, 4: _encode_StopReplicaResponse_v2},
+    api_key=5, kind='response', valid=(0, 1, 2, 3, 4),
 )
-StopReplicaResponse.FLEXIBLE_VERSIONS = VersionSet.parse('2+')
-StopReplicaResponse.STRUCT_VERSIONS = VersionSet.parse('0-4')
-StopReplicaResponse._decoders = {0: _decode_StopReplicaResponse_v0, 1: _decode_StopReplicaResponse_v0, 2: _decode_StopReplicaResponse_v2, 3: _decode_StopReplicaResponse_v2, 4: _decode_StopReplicaResponse_v2}
-StopReplicaResponse._encoders = {0: _encode_StopReplicaResponse_v0, 1: _encode_StopReplicaResponse_v0, 2: _encode_StopReplicaResponse_v2, 3: _encode_StopReplicaResponse_v2, 4: _encode_StopReplicaResponse_v2}
-StopReplicaResponse.API_KEY = 5
-StopReplicaResponse.KIND = 'response'
-StopReplicaResponse.VERSIONS = (0, 1, 2, 3, 4)
-
-_use_native(__name__)

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>?')
 _S1 = _Struct('>??')
 _S2 = _Struct('>ih')
@@ -3037,107 +3038,96 @@ def _encode_StreamsGroupDescribeResponse_v1(o: StreamsGroupDescribeResponse, out
         out.append(0)
 
 
-StreamsGroupDescribeRequest.FIELDS = (
+_class_data(StreamsGroupDescribeRequest, (
     FieldSpec('group_ids', 'GroupIds', 'array', 'string', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, 'groupId'),
     FieldSpec('include_authorized_operations', 'IncludeAuthorizedOperations', 'bool', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
     FieldSpec('include_topology_description', 'IncludeTopologyDescription', 'bool', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
+), '0+', '0-1',
+    {0: _decode_StreamsGroupDescribeRequest_v0, 1: _decode_StreamsGroupDescribeRequest_v1},
+    {0: _encode_StreamsGroupDescribeRequest_v0, 1: _encode_StreamsGroupDescribeRequest_v1},
+    api_key=89, kind='request', valid=(0, 1),
 )
-StreamsGroupDescribeRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-StreamsGroupDescribeRequest.STRUCT_VERSIONS = VersionSet.parse('0-1')
-StreamsGroupDescribeRequest._decoders = {0: _decode_StreamsGroupDescribeRequest_v0, 1: _decode_StreamsGroupDescribeRequest_v1}
-StreamsGroupDescribeRequest._encoders = {0: _encode_StreamsGroupDescribeRequest_v0, 1: _encode_StreamsGroupDescribeRequest_v1}
-StreamsGroupDescribeRequest.API_KEY = 89
-StreamsGroupDescribeRequest.KIND = 'request'
-StreamsGroupDescribeRequest.VERSIONS = (0, 1)
 
-StreamsGroupDescribeResponseKeyValue.FIELDS = (
+_class_data(StreamsGroupDescribeResponseKeyValue, (
     FieldSpec('key', 'Key', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('value', 'Value', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
+), '0+', '0-1',
+    {0: _decode_StreamsGroupDescribeResponseKeyValue_v0, 1: _decode_StreamsGroupDescribeResponseKeyValue_v0},
+    {0: _encode_StreamsGroupDescribeResponseKeyValue_v0, 1: _encode_StreamsGroupDescribeResponseKeyValue_v0},
 )
-StreamsGroupDescribeResponseKeyValue.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-StreamsGroupDescribeResponseKeyValue.STRUCT_VERSIONS = VersionSet.parse('0-1')
-StreamsGroupDescribeResponseKeyValue._decoders = {0: _decode_StreamsGroupDescribeResponseKeyValue_v0, 1: _decode_StreamsGroupDescribeResponseKeyValue_v0}
-StreamsGroupDescribeResponseKeyValue._encoders = {0: _encode_StreamsGroupDescribeResponseKeyValue_v0, 1: _encode_StreamsGroupDescribeResponseKeyValue_v0}
 _DEFAULT_StreamsGroupDescribeResponseKeyValue = StreamsGroupDescribeResponseKeyValue()
 
-StreamsGroupDescribeResponseTopicInfo.FIELDS = (
+_class_data(StreamsGroupDescribeResponseTopicInfo, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('replication_factor', 'ReplicationFactor', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('topic_configs', 'TopicConfigs', 'array', 'struct', StreamsGroupDescribeResponseKeyValue, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_StreamsGroupDescribeResponseTopicInfo_v0, 1: _decode_StreamsGroupDescribeResponseTopicInfo_v0},
+    {0: _encode_StreamsGroupDescribeResponseTopicInfo_v0, 1: _encode_StreamsGroupDescribeResponseTopicInfo_v0},
 )
-StreamsGroupDescribeResponseTopicInfo.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-StreamsGroupDescribeResponseTopicInfo.STRUCT_VERSIONS = VersionSet.parse('0-1')
-StreamsGroupDescribeResponseTopicInfo._decoders = {0: _decode_StreamsGroupDescribeResponseTopicInfo_v0, 1: _decode_StreamsGroupDescribeResponseTopicInfo_v0}
-StreamsGroupDescribeResponseTopicInfo._encoders = {0: _encode_StreamsGroupDescribeResponseTopicInfo_v0, 1: _encode_StreamsGroupDescribeResponseTopicInfo_v0}
 _DEFAULT_StreamsGroupDescribeResponseTopicInfo = StreamsGroupDescribeResponseTopicInfo()
 
-StreamsGroupDescribeResponseSubtopology.FIELDS = (
+_class_data(StreamsGroupDescribeResponseSubtopology, (
     FieldSpec('subtopology_id', 'SubtopologyId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('source_topics', 'SourceTopics', 'array', 'string', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, 'topicName'),
     FieldSpec('repartition_sink_topics', 'RepartitionSinkTopics', 'array', 'string', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, 'topicName'),
     FieldSpec('state_changelog_topics', 'StateChangelogTopics', 'array', 'struct', StreamsGroupDescribeResponseTopicInfo, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('repartition_source_topics', 'RepartitionSourceTopics', 'array', 'struct', StreamsGroupDescribeResponseTopicInfo, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_StreamsGroupDescribeResponseSubtopology_v0, 1: _decode_StreamsGroupDescribeResponseSubtopology_v0},
+    {0: _encode_StreamsGroupDescribeResponseSubtopology_v0, 1: _encode_StreamsGroupDescribeResponseSubtopology_v0},
 )
-StreamsGroupDescribeResponseSubtopology.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-StreamsGroupDescribeResponseSubtopology.STRUCT_VERSIONS = VersionSet.parse('0-1')
-StreamsGroupDescribeResponseSubtopology._decoders = {0: _decode_StreamsGroupDescribeResponseSubtopology_v0, 1: _decode_StreamsGroupDescribeResponseSubtopology_v0}
-StreamsGroupDescribeResponseSubtopology._encoders = {0: _encode_StreamsGroupDescribeResponseSubtopology_v0, 1: _encode_StreamsGroupDescribeResponseSubtopology_v0}
 _DEFAULT_StreamsGroupDescribeResponseSubtopology = StreamsGroupDescribeResponseSubtopology()
 
-StreamsGroupDescribeResponseTopology.FIELDS = (
+_class_data(StreamsGroupDescribeResponseTopology, (
     FieldSpec('epoch', 'Epoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('subtopologies', 'Subtopologies', 'array', 'struct', StreamsGroupDescribeResponseSubtopology, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
+), '0+', '0-1',
+    {0: _decode_StreamsGroupDescribeResponseTopology_v0, 1: _decode_StreamsGroupDescribeResponseTopology_v0},
+    {0: _encode_StreamsGroupDescribeResponseTopology_v0, 1: _encode_StreamsGroupDescribeResponseTopology_v0},
 )
-StreamsGroupDescribeResponseTopology.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-StreamsGroupDescribeResponseTopology.STRUCT_VERSIONS = VersionSet.parse('0-1')
-StreamsGroupDescribeResponseTopology._decoders = {0: _decode_StreamsGroupDescribeResponseTopology_v0, 1: _decode_StreamsGroupDescribeResponseTopology_v0}
-StreamsGroupDescribeResponseTopology._encoders = {0: _encode_StreamsGroupDescribeResponseTopology_v0, 1: _encode_StreamsGroupDescribeResponseTopology_v0}
 _DEFAULT_StreamsGroupDescribeResponseTopology = StreamsGroupDescribeResponseTopology()
 
-StreamsGroupDescribeResponseEndpoint.FIELDS = (
+_class_data(StreamsGroupDescribeResponseEndpoint, (
     FieldSpec('host', 'Host', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('port', 'Port', 'uint16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0-1',
+    {0: _decode_StreamsGroupDescribeResponseEndpoint_v0, 1: _decode_StreamsGroupDescribeResponseEndpoint_v0},
+    {0: _encode_StreamsGroupDescribeResponseEndpoint_v0, 1: _encode_StreamsGroupDescribeResponseEndpoint_v0},
 )
-StreamsGroupDescribeResponseEndpoint.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-StreamsGroupDescribeResponseEndpoint.STRUCT_VERSIONS = VersionSet.parse('0-1')
-StreamsGroupDescribeResponseEndpoint._decoders = {0: _decode_StreamsGroupDescribeResponseEndpoint_v0, 1: _decode_StreamsGroupDescribeResponseEndpoint_v0}
-StreamsGroupDescribeResponseEndpoint._encoders = {0: _encode_StreamsGroupDescribeResponseEndpoint_v0, 1: _encode_StreamsGroupDescribeResponseEndpoint_v0}
 _DEFAULT_StreamsGroupDescribeResponseEndpoint = StreamsGroupDescribeResponseEndpoint()
 
-StreamsGroupDescribeResponseTaskOffset.FIELDS = (
+_class_data(StreamsGroupDescribeResponseTaskOffset, (
     FieldSpec('subtopology_id', 'SubtopologyId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('partition', 'Partition', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('offset', 'Offset', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0-1',
+    {0: _decode_StreamsGroupDescribeResponseTaskOffset_v0, 1: _decode_StreamsGroupDescribeResponseTaskOffset_v0},
+    {0: _encode_StreamsGroupDescribeResponseTaskOffset_v0, 1: _encode_StreamsGroupDescribeResponseTaskOffset_v0},
 )
-StreamsGroupDescribeResponseTaskOffset.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-StreamsGroupDescribeResponseTaskOffset.STRUCT_VERSIONS = VersionSet.parse('0-1')
-StreamsGroupDescribeResponseTaskOffset._decoders = {0: _decode_StreamsGroupDescribeResponseTaskOffset_v0, 1: _decode_StreamsGroupDescribeResponseTaskOffset_v0}
-StreamsGroupDescribeResponseTaskOffset._encoders = {0: _encode_StreamsGroupDescribeResponseTaskOffset_v0, 1: _encode_StreamsGroupDescribeResponseTaskOffset_v0}
 _DEFAULT_StreamsGroupDescribeResponseTaskOffset = StreamsGroupDescribeResponseTaskOffset()
 
-StreamsGroupDescribeResponseTaskIds.FIELDS = (
+_class_data(StreamsGroupDescribeResponseTaskIds, (
     FieldSpec('subtopology_id', 'SubtopologyId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('partitions', 'Partitions', 'array', 'int32', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_StreamsGroupDescribeResponseTaskIds_v0, 1: _decode_StreamsGroupDescribeResponseTaskIds_v0},
+    {0: _encode_StreamsGroupDescribeResponseTaskIds_v0, 1: _encode_StreamsGroupDescribeResponseTaskIds_v0},
 )
-StreamsGroupDescribeResponseTaskIds.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-StreamsGroupDescribeResponseTaskIds.STRUCT_VERSIONS = VersionSet.parse('0-1')
-StreamsGroupDescribeResponseTaskIds._decoders = {0: _decode_StreamsGroupDescribeResponseTaskIds_v0, 1: _decode_StreamsGroupDescribeResponseTaskIds_v0}
-StreamsGroupDescribeResponseTaskIds._encoders = {0: _encode_StreamsGroupDescribeResponseTaskIds_v0, 1: _encode_StreamsGroupDescribeResponseTaskIds_v0}
 _DEFAULT_StreamsGroupDescribeResponseTaskIds = StreamsGroupDescribeResponseTaskIds()
 
-StreamsGroupDescribeResponseAssignment.FIELDS = (
+_class_data(StreamsGroupDescribeResponseAssignment, (
     FieldSpec('active_tasks', 'ActiveTasks', 'array', 'struct', StreamsGroupDescribeResponseTaskIds, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('standby_tasks', 'StandbyTasks', 'array', 'struct', StreamsGroupDescribeResponseTaskIds, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('warmup_tasks', 'WarmupTasks', 'array', 'struct', StreamsGroupDescribeResponseTaskIds, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_StreamsGroupDescribeResponseAssignment_v0, 1: _decode_StreamsGroupDescribeResponseAssignment_v0},
+    {0: _encode_StreamsGroupDescribeResponseAssignment_v0, 1: _encode_StreamsGroupDescribeResponseAssignment_v0},
 )
-StreamsGroupDescribeResponseAssignment.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-StreamsGroupDescribeResponseAssignment.STRUCT_VERSIONS = VersionSet.parse('0-1')
-StreamsGroupDescribeResponseAssignment._decoders = {0: _decode_StreamsGroupDescribeResponseAssignment_v0, 1: _decode_StreamsGroupDescribeResponseAssignment_v0}
-StreamsGroupDescribeResponseAssignment._encoders = {0: _encode_StreamsGroupDescribeResponseAssignment_v0, 1: _encode_StreamsGroupDescribeResponseAssignment_v0}
 _DEFAULT_StreamsGroupDescribeResponseAssignment = StreamsGroupDescribeResponseAssignment()
 
-StreamsGroupDescribeResponseMember.FIELDS = (
+_class_data(StreamsGroupDescribeResponseMember, (
     FieldSpec('member_id', 'MemberId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('member_epoch', 'MemberEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('instance_id', 'InstanceId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
@@ -3153,58 +3143,53 @@ StreamsGroupDescribeResponseMember.FIELDS = (
     FieldSpec('assignment', 'Assignment', 'struct', None, StreamsGroupDescribeResponseAssignment, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: StreamsGroupDescribeResponseAssignment(), False, None),
     FieldSpec('target_assignment', 'TargetAssignment', 'struct', None, StreamsGroupDescribeResponseAssignment, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: StreamsGroupDescribeResponseAssignment(), False, None),
     FieldSpec('is_classic', 'IsClassic', 'bool', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
+), '0+', '0-1',
+    {0: _decode_StreamsGroupDescribeResponseMember_v0, 1: _decode_StreamsGroupDescribeResponseMember_v0},
+    {0: _encode_StreamsGroupDescribeResponseMember_v0, 1: _encode_StreamsGroupDescribeResponseMember_v0},
 )
-StreamsGroupDescribeResponseMember.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-StreamsGroupDescribeResponseMember.STRUCT_VERSIONS = VersionSet.parse('0-1')
-StreamsGroupDescribeResponseMember._decoders = {0: _decode_StreamsGroupDescribeResponseMember_v0, 1: _decode_StreamsGroupDescribeResponseMember_v0}
-StreamsGroupDescribeResponseMember._encoders = {0: _encode_StreamsGroupDescribeResponseMember_v0, 1: _encode_StreamsGroupDescribeResponseMember_v0}
 _DEFAULT_StreamsGroupDescribeResponseMember = StreamsGroupDescribeResponseMember()
 
-StreamsGroupDescribeResponseTopologyDescriptionNode.FIELDS = (
+_class_data(StreamsGroupDescribeResponseTopologyDescriptionNode, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('node_type', 'NodeType', 'int8', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('source_topics', 'SourceTopics', 'array', 'string', None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, 'topicName'),
     FieldSpec('sink_topic', 'SinkTopic', 'string', None, None, VersionSet.parse('1+'), VersionSet.parse('1+'), None, VersionSet.parse('none'), None, lambda: None, False, 'topicName'),
     FieldSpec('stores', 'Stores', 'array', 'string', None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('successors', 'Successors', 'array', 'string', None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '1',
+    {1: _decode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1},
+    {1: _encode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1},
 )
-StreamsGroupDescribeResponseTopologyDescriptionNode.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-StreamsGroupDescribeResponseTopologyDescriptionNode.STRUCT_VERSIONS = VersionSet.parse('1')
-StreamsGroupDescribeResponseTopologyDescriptionNode._decoders = {1: _decode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1}
-StreamsGroupDescribeResponseTopologyDescriptionNode._encoders = {1: _encode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1}
 _DEFAULT_StreamsGroupDescribeResponseTopologyDescriptionNode = StreamsGroupDescribeResponseTopologyDescriptionNode()
 
-StreamsGroupDescribeResponseTopologyDescriptionSubtopology.FIELDS = (
+_class_data(StreamsGroupDescribeResponseTopologyDescriptionSubtopology, (
     FieldSpec('subtopology_id', 'SubtopologyId', 'string', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('nodes', 'Nodes', 'array', 'struct', StreamsGroupDescribeResponseTopologyDescriptionNode, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '1',
+    {1: _decode_StreamsGroupDescribeResponseTopologyDescriptionSubtopology_v1},
+    {1: _encode_StreamsGroupDescribeResponseTopologyDescriptionSubtopology_v1},
 )
-StreamsGroupDescribeResponseTopologyDescriptionSubtopology.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-StreamsGroupDescribeResponseTopologyDescriptionSubtopology.STRUCT_VERSIONS = VersionSet.parse('1')
-StreamsGroupDescribeResponseTopologyDescriptionSubtopology._decoders = {1: _decode_StreamsGroupDescribeResponseTopologyDescriptionSubtopology_v1}
-StreamsGroupDescribeResponseTopologyDescriptionSubtopology._encoders = {1: _encode_StreamsGroupDescribeResponseTopologyDescriptionSubtopology_v1}
 _DEFAULT_StreamsGroupDescribeResponseTopologyDescriptionSubtopology = StreamsGroupDescribeResponseTopologyDescriptionSubtopology()
 
-StreamsGroupDescribeResponseTopologyDescriptionGlobalStore.FIELDS = (
+_class_data(StreamsGroupDescribeResponseTopologyDescriptionGlobalStore, (
     FieldSpec('source', 'Source', 'struct', None, StreamsGroupDescribeResponseTopologyDescriptionNode, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: StreamsGroupDescribeResponseTopologyDescriptionNode(), False, None),
     FieldSpec('processor', 'Processor', 'struct', None, StreamsGroupDescribeResponseTopologyDescriptionNode, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: StreamsGroupDescribeResponseTopologyDescriptionNode(), False, None),
+), '0+', '1',
+    {1: _decode_StreamsGroupDescribeResponseTopologyDescriptionGlobalStore_v1},
+    {1: _encode_StreamsGroupDescribeResponseTopologyDescriptionGlobalStore_v1},
 )
-StreamsGroupDescribeResponseTopologyDescriptionGlobalStore.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-StreamsGroupDescribeResponseTopologyDescriptionGlobalStore.STRUCT_VERSIONS = VersionSet.parse('1')
-StreamsGroupDescribeResponseTopologyDescriptionGlobalStore._decoders = {1: _decode_StreamsGroupDescribeResponseTopologyDescriptionGlobalStore_v1}
-StreamsGroupDescribeResponseTopologyDescriptionGlobalStore._encoders = {1: _encode_StreamsGroupDescribeResponseTopologyDescriptionGlobalStore_v1}
 _DEFAULT_StreamsGroupDescribeResponseTopologyDescriptionGlobalStore = StreamsGroupDescribeResponseTopologyDescriptionGlobalStore()
 
-StreamsGroupDescribeResponseTopologyDescription.FIELDS = (
+_class_data(StreamsGroupDescribeResponseTopologyDescription, (
     FieldSpec('subtopologies', 'Subtopologies', 'array', 'struct', StreamsGroupDescribeResponseTopologyDescriptionSubtopology, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('global_stores', 'GlobalStores', 'array', 'struct', StreamsGroupDescribeResponseTopologyDescriptionGlobalStore, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '1',
+    {1: _decode_StreamsGroupDescribeResponseTopologyDescription_v1},
+    {1: _encode_StreamsGroupDescribeResponseTopologyDescription_v1},
 )
-StreamsGroupDescribeResponseTopologyDescription.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-StreamsGroupDescribeResponseTopologyDescription.STRUCT_VERSIONS = VersionSet.parse('1')
-StreamsGroupDescribeResponseTopologyDescription._decoders = {1: _decode_StreamsGroupDescribeResponseTopologyDescription_v1}
-StreamsGroupDescribeResponseTopologyDescription._encoders = {1: _encode_StreamsGroupDescribeResponseTopologyDescription_v1}
 _DEFAULT_StreamsGroupDescribeResponseTopologyDescription = StreamsGroupDescribeResponseTopologyDescription()
 
-StreamsGroupDescribeResponseDescribedGroup.FIELDS = (
+_class_data(StreamsGroupDescribeResponseDescribedGroup, (
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
     FieldSpec('group_id', 'GroupId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'groupId'),
@@ -3217,23 +3202,17 @@ StreamsGroupDescribeResponseDescribedGroup.FIELDS = (
     FieldSpec('topology_description', 'TopologyDescription', 'struct', None, StreamsGroupDescribeResponseTopologyDescription, VersionSet.parse('1+'), VersionSet.parse('1+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
     FieldSpec('topology_description_status', 'TopologyDescriptionStatus', 'int8', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('assignor_name', 'AssignorName', 'string', None, None, VersionSet.parse('1+'), VersionSet.parse('1+'), None, VersionSet.parse('none'), None, lambda: None, True, None),
+), '0+', '0-1',
+    {0: _decode_StreamsGroupDescribeResponseDescribedGroup_v0, 1: _decode_StreamsGroupDescribeResponseDescribedGroup_v1},
+    {0: _encode_StreamsGroupDescribeResponseDescribedGroup_v0, 1: _encode_StreamsGroupDescribeResponseDescribedGroup_v1},
 )
-StreamsGroupDescribeResponseDescribedGroup.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-StreamsGroupDescribeResponseDescribedGroup.STRUCT_VERSIONS = VersionSet.parse('0-1')
-StreamsGroupDescribeResponseDescribedGroup._decoders = {0: _decode_StreamsGroupDescribeResponseDescribedGroup_v0, 1: _decode_StreamsGroupDescribeResponseDescribedGroup_v1}
-StreamsGroupDescribeResponseDescribedGroup._encoders = {0: _encode_StreamsGroupDescribeResponseDescribedGroup_v0, 1: _encode_StreamsGroupDescribeResponseDescribedGroup_v1}
 _DEFAULT_StreamsGroupDescribeResponseDescribedGroup = StreamsGroupDescribeResponseDescribedGroup()
 
-StreamsGroupDescribeResponse.FIELDS = (
+_class_data(StreamsGroupDescribeResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('groups', 'Groups', 'array', 'struct', StreamsGroupDescribeResponseDescribedGroup, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_StreamsGroupDescribeResponse_v0, 1: _decode_StreamsGroupDescribeResponse_v1},
+    {0: _encode_StreamsGroupDescribeResponse_v0, 1: _encode_StreamsGroupDescribeResponse_v1},
+    api_key=89, kind='response', valid=(0, 1),
 )
-StreamsGroupDescribeResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-StreamsGroupDescribeResponse.STRUCT_VERSIONS = VersionSet.parse('0-1')
-StreamsGroupDescribeResponse._decoders = {0: _decode_StreamsGroupDescribeResponse_v0, 1: _decode_StreamsGroupDescribeResponse_v1}
-StreamsGroupDescribeResponse._encoders = {0: _encode_StreamsGroupDescribeResponse_v0, 1: _encode_StreamsGroupDescribeResponse_v1}
-StreamsGroupDescribeResponse.API_KEY = 89
-StreamsGroupDescribeResponse.KIND = 'response'
-StreamsGroupDescribeResponse.VERSIONS = (0, 1)
-
-_use_native(__name__)

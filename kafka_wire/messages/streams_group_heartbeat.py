@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>ih')
 _S1 = _Struct('>i')
 _S2 = _Struct('>H')
@@ -3752,40 +3753,37 @@ def _encode_StreamsGroupHeartbeatResponse_v1(o: StreamsGroupHeartbeatResponse, o
         out.append(0)
 
 
-StreamsGroupHeartbeatRequestKeyValue.FIELDS = (
+_class_data(StreamsGroupHeartbeatRequestKeyValue, (
     FieldSpec('key', 'Key', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('value', 'Value', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
+), '0+', '0-1',
+    {0: _decode_StreamsGroupHeartbeatRequestKeyValue_v0, 1: _decode_StreamsGroupHeartbeatRequestKeyValue_v0},
+    {0: _encode_StreamsGroupHeartbeatRequestKeyValue_v0, 1: _encode_StreamsGroupHeartbeatRequestKeyValue_v0},
 )
-StreamsGroupHeartbeatRequestKeyValue.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-StreamsGroupHeartbeatRequestKeyValue.STRUCT_VERSIONS = VersionSet.parse('0-1')
-StreamsGroupHeartbeatRequestKeyValue._decoders = {0: _decode_StreamsGroupHeartbeatRequestKeyValue_v0, 1: _decode_StreamsGroupHeartbeatRequestKeyValue_v0}
-StreamsGroupHeartbeatRequestKeyValue._encoders = {0: _encode_StreamsGroupHeartbeatRequestKeyValue_v0, 1: _encode_StreamsGroupHeartbeatRequestKeyValue_v0}
 _DEFAULT_StreamsGroupHeartbeatRequestKeyValue = StreamsGroupHeartbeatRequestKeyValue()
 
-StreamsGroupHeartbeatRequestTopicInfo.FIELDS = (
+_class_data(StreamsGroupHeartbeatRequestTopicInfo, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('replication_factor', 'ReplicationFactor', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('topic_configs', 'TopicConfigs', 'array', 'struct', StreamsGroupHeartbeatRequestKeyValue, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_StreamsGroupHeartbeatRequestTopicInfo_v0, 1: _decode_StreamsGroupHeartbeatRequestTopicInfo_v0},
+    {0: _encode_StreamsGroupHeartbeatRequestTopicInfo_v0, 1: _encode_StreamsGroupHeartbeatRequestTopicInfo_v0},
 )
-StreamsGroupHeartbeatRequestTopicInfo.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-StreamsGroupHeartbeatRequestTopicInfo.STRUCT_VERSIONS = VersionSet.parse('0-1')
-StreamsGroupHeartbeatRequestTopicInfo._decoders = {0: _decode_StreamsGroupHeartbeatRequestTopicInfo_v0, 1: _decode_StreamsGroupHeartbeatRequestTopicInfo_v0}
-StreamsGroupHeartbeatRequestTopicInfo._encoders = {0: _encode_StreamsGroupHeartbeatRequestTopicInfo_v0, 1: _encode_StreamsGroupHeartbeatRequestTopicInfo_v0}
 _DEFAULT_StreamsGroupHeartbeatRequestTopicInfo = StreamsGroupHeartbeatRequestTopicInfo()
 
-StreamsGroupHeartbeatRequestCopartitionGroup.FIELDS = (
+_class_data(StreamsGroupHeartbeatRequestCopartitionGroup, (
     FieldSpec('source_topics', 'SourceTopics', 'array', 'int16', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('source_topic_regex', 'SourceTopicRegex', 'array', 'int16', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('repartition_source_topics', 'RepartitionSourceTopics', 'array', 'int16', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_StreamsGroupHeartbeatRequestCopartitionGroup_v0, 1: _decode_StreamsGroupHeartbeatRequestCopartitionGroup_v0},
+    {0: _encode_StreamsGroupHeartbeatRequestCopartitionGroup_v0, 1: _encode_StreamsGroupHeartbeatRequestCopartitionGroup_v0},
 )
-StreamsGroupHeartbeatRequestCopartitionGroup.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-StreamsGroupHeartbeatRequestCopartitionGroup.STRUCT_VERSIONS = VersionSet.parse('0-1')
-StreamsGroupHeartbeatRequestCopartitionGroup._decoders = {0: _decode_StreamsGroupHeartbeatRequestCopartitionGroup_v0, 1: _decode_StreamsGroupHeartbeatRequestCopartitionGroup_v0}
-StreamsGroupHeartbeatRequestCopartitionGroup._encoders = {0: _encode_StreamsGroupHeartbeatRequestCopartitionGroup_v0, 1: _encode_StreamsGroupHeartbeatRequestCopartitionGroup_v0}
 _DEFAULT_StreamsGroupHeartbeatRequestCopartitionGroup = StreamsGroupHeartbeatRequestCopartitionGroup()
 
-StreamsGroupHeartbeatRequestSubtopology.FIELDS = (
+_class_data(StreamsGroupHeartbeatRequestSubtopology, (
     FieldSpec('subtopology_id', 'SubtopologyId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('source_topics', 'SourceTopics', 'array', 'string', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, 'topicName'),
     FieldSpec('source_topic_regex', 'SourceTopicRegex', 'array', 'string', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
@@ -3793,55 +3791,50 @@ StreamsGroupHeartbeatRequestSubtopology.FIELDS = (
     FieldSpec('repartition_sink_topics', 'RepartitionSinkTopics', 'array', 'string', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, 'topicName'),
     FieldSpec('repartition_source_topics', 'RepartitionSourceTopics', 'array', 'struct', StreamsGroupHeartbeatRequestTopicInfo, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('copartition_groups', 'CopartitionGroups', 'array', 'struct', StreamsGroupHeartbeatRequestCopartitionGroup, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_StreamsGroupHeartbeatRequestSubtopology_v0, 1: _decode_StreamsGroupHeartbeatRequestSubtopology_v0},
+    {0: _encode_StreamsGroupHeartbeatRequestSubtopology_v0, 1: _encode_StreamsGroupHeartbeatRequestSubtopology_v0},
 )
-StreamsGroupHeartbeatRequestSubtopology.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-StreamsGroupHeartbeatRequestSubtopology.STRUCT_VERSIONS = VersionSet.parse('0-1')
-StreamsGroupHeartbeatRequestSubtopology._decoders = {0: _decode_StreamsGroupHeartbeatRequestSubtopology_v0, 1: _decode_StreamsGroupHeartbeatRequestSubtopology_v0}
-StreamsGroupHeartbeatRequestSubtopology._encoders = {0: _encode_StreamsGroupHeartbeatRequestSubtopology_v0, 1: _encode_StreamsGroupHeartbeatRequestSubtopology_v0}
 _DEFAULT_StreamsGroupHeartbeatRequestSubtopology = StreamsGroupHeartbeatRequestSubtopology()
 
-StreamsGroupHeartbeatRequestTopology.FIELDS = (
+_class_data(StreamsGroupHeartbeatRequestTopology, (
     FieldSpec('epoch', 'Epoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('subtopologies', 'Subtopologies', 'array', 'struct', StreamsGroupHeartbeatRequestSubtopology, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_StreamsGroupHeartbeatRequestTopology_v0, 1: _decode_StreamsGroupHeartbeatRequestTopology_v0},
+    {0: _encode_StreamsGroupHeartbeatRequestTopology_v0, 1: _encode_StreamsGroupHeartbeatRequestTopology_v0},
 )
-StreamsGroupHeartbeatRequestTopology.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-StreamsGroupHeartbeatRequestTopology.STRUCT_VERSIONS = VersionSet.parse('0-1')
-StreamsGroupHeartbeatRequestTopology._decoders = {0: _decode_StreamsGroupHeartbeatRequestTopology_v0, 1: _decode_StreamsGroupHeartbeatRequestTopology_v0}
-StreamsGroupHeartbeatRequestTopology._encoders = {0: _encode_StreamsGroupHeartbeatRequestTopology_v0, 1: _encode_StreamsGroupHeartbeatRequestTopology_v0}
 _DEFAULT_StreamsGroupHeartbeatRequestTopology = StreamsGroupHeartbeatRequestTopology()
 
-StreamsGroupHeartbeatRequestTaskIds.FIELDS = (
+_class_data(StreamsGroupHeartbeatRequestTaskIds, (
     FieldSpec('subtopology_id', 'SubtopologyId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('partitions', 'Partitions', 'array', 'int32', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_StreamsGroupHeartbeatRequestTaskIds_v0, 1: _decode_StreamsGroupHeartbeatRequestTaskIds_v0},
+    {0: _encode_StreamsGroupHeartbeatRequestTaskIds_v0, 1: _encode_StreamsGroupHeartbeatRequestTaskIds_v0},
 )
-StreamsGroupHeartbeatRequestTaskIds.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-StreamsGroupHeartbeatRequestTaskIds.STRUCT_VERSIONS = VersionSet.parse('0-1')
-StreamsGroupHeartbeatRequestTaskIds._decoders = {0: _decode_StreamsGroupHeartbeatRequestTaskIds_v0, 1: _decode_StreamsGroupHeartbeatRequestTaskIds_v0}
-StreamsGroupHeartbeatRequestTaskIds._encoders = {0: _encode_StreamsGroupHeartbeatRequestTaskIds_v0, 1: _encode_StreamsGroupHeartbeatRequestTaskIds_v0}
 _DEFAULT_StreamsGroupHeartbeatRequestTaskIds = StreamsGroupHeartbeatRequestTaskIds()
 
-StreamsGroupHeartbeatRequestEndpoint.FIELDS = (
+_class_data(StreamsGroupHeartbeatRequestEndpoint, (
     FieldSpec('host', 'Host', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('port', 'Port', 'uint16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0-1',
+    {0: _decode_StreamsGroupHeartbeatRequestEndpoint_v0, 1: _decode_StreamsGroupHeartbeatRequestEndpoint_v0},
+    {0: _encode_StreamsGroupHeartbeatRequestEndpoint_v0, 1: _encode_StreamsGroupHeartbeatRequestEndpoint_v0},
 )
-StreamsGroupHeartbeatRequestEndpoint.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-StreamsGroupHeartbeatRequestEndpoint.STRUCT_VERSIONS = VersionSet.parse('0-1')
-StreamsGroupHeartbeatRequestEndpoint._decoders = {0: _decode_StreamsGroupHeartbeatRequestEndpoint_v0, 1: _decode_StreamsGroupHeartbeatRequestEndpoint_v0}
-StreamsGroupHeartbeatRequestEndpoint._encoders = {0: _encode_StreamsGroupHeartbeatRequestEndpoint_v0, 1: _encode_StreamsGroupHeartbeatRequestEndpoint_v0}
 _DEFAULT_StreamsGroupHeartbeatRequestEndpoint = StreamsGroupHeartbeatRequestEndpoint()
 
-StreamsGroupHeartbeatRequestTaskOffset.FIELDS = (
+_class_data(StreamsGroupHeartbeatRequestTaskOffset, (
     FieldSpec('subtopology_id', 'SubtopologyId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('partition', 'Partition', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('offset', 'Offset', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0-1',
+    {0: _decode_StreamsGroupHeartbeatRequestTaskOffset_v0, 1: _decode_StreamsGroupHeartbeatRequestTaskOffset_v0},
+    {0: _encode_StreamsGroupHeartbeatRequestTaskOffset_v0, 1: _encode_StreamsGroupHeartbeatRequestTaskOffset_v0},
 )
-StreamsGroupHeartbeatRequestTaskOffset.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-StreamsGroupHeartbeatRequestTaskOffset.STRUCT_VERSIONS = VersionSet.parse('0-1')
-StreamsGroupHeartbeatRequestTaskOffset._decoders = {0: _decode_StreamsGroupHeartbeatRequestTaskOffset_v0, 1: _decode_StreamsGroupHeartbeatRequestTaskOffset_v0}
-StreamsGroupHeartbeatRequestTaskOffset._encoders = {0: _encode_StreamsGroupHeartbeatRequestTaskOffset_v0, 1: _encode_StreamsGroupHeartbeatRequestTaskOffset_v0}
 _DEFAULT_StreamsGroupHeartbeatRequestTaskOffset = StreamsGroupHeartbeatRequestTaskOffset()
 
-StreamsGroupHeartbeatRequest.FIELDS = (
+_class_data(StreamsGroupHeartbeatRequest, (
     FieldSpec('group_id', 'GroupId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'groupId'),
     FieldSpec('member_id', 'MemberId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('member_epoch', 'MemberEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
@@ -3859,67 +3852,59 @@ StreamsGroupHeartbeatRequest.FIELDS = (
     FieldSpec('task_offsets', 'TaskOffsets', 'array', 'struct', StreamsGroupHeartbeatRequestTaskOffset, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
     FieldSpec('task_end_offsets', 'TaskEndOffsets', 'array', 'struct', StreamsGroupHeartbeatRequestTaskOffset, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
     FieldSpec('shutdown_application', 'ShutdownApplication', 'bool', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
+), '0+', '0-1',
+    {0: _decode_StreamsGroupHeartbeatRequest_v0, 1: _decode_StreamsGroupHeartbeatRequest_v0},
+    {0: _encode_StreamsGroupHeartbeatRequest_v0, 1: _encode_StreamsGroupHeartbeatRequest_v0},
+    api_key=88, kind='request', valid=(0, 1),
 )
-StreamsGroupHeartbeatRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-StreamsGroupHeartbeatRequest.STRUCT_VERSIONS = VersionSet.parse('0-1')
-StreamsGroupHeartbeatRequest._decoders = {0: _decode_StreamsGroupHeartbeatRequest_v0, 1: _decode_StreamsGroupHeartbeatRequest_v0}
-StreamsGroupHeartbeatRequest._encoders = {0: _encode_StreamsGroupHeartbeatRequest_v0, 1: _encode_StreamsGroupHeartbeatRequest_v0}
-StreamsGroupHeartbeatRequest.API_KEY = 88
-StreamsGroupHeartbeatRequest.KIND = 'request'
-StreamsGroupHeartbeatRequest.VERSIONS = (0, 1)
 
-StreamsGroupHeartbeatResponseStatus.FIELDS = (
+_class_data(StreamsGroupHeartbeatResponseStatus, (
     FieldSpec('status_code', 'StatusCode', 'int8', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('status_detail', 'StatusDetail', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
+), '0+', '0-1',
+    {0: _decode_StreamsGroupHeartbeatResponseStatus_v0, 1: _decode_StreamsGroupHeartbeatResponseStatus_v0},
+    {0: _encode_StreamsGroupHeartbeatResponseStatus_v0, 1: _encode_StreamsGroupHeartbeatResponseStatus_v0},
 )
-StreamsGroupHeartbeatResponseStatus.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-StreamsGroupHeartbeatResponseStatus.STRUCT_VERSIONS = VersionSet.parse('0-1')
-StreamsGroupHeartbeatResponseStatus._decoders = {0: _decode_StreamsGroupHeartbeatResponseStatus_v0, 1: _decode_StreamsGroupHeartbeatResponseStatus_v0}
-StreamsGroupHeartbeatResponseStatus._encoders = {0: _encode_StreamsGroupHeartbeatResponseStatus_v0, 1: _encode_StreamsGroupHeartbeatResponseStatus_v0}
 _DEFAULT_StreamsGroupHeartbeatResponseStatus = StreamsGroupHeartbeatResponseStatus()
 
-StreamsGroupHeartbeatResponseTaskIds.FIELDS = (
+_class_data(StreamsGroupHeartbeatResponseTaskIds, (
     FieldSpec('subtopology_id', 'SubtopologyId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('partitions', 'Partitions', 'array', 'int32', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_StreamsGroupHeartbeatResponseTaskIds_v0, 1: _decode_StreamsGroupHeartbeatResponseTaskIds_v0},
+    {0: _encode_StreamsGroupHeartbeatResponseTaskIds_v0, 1: _encode_StreamsGroupHeartbeatResponseTaskIds_v0},
 )
-StreamsGroupHeartbeatResponseTaskIds.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-StreamsGroupHeartbeatResponseTaskIds.STRUCT_VERSIONS = VersionSet.parse('0-1')
-StreamsGroupHeartbeatResponseTaskIds._decoders = {0: _decode_StreamsGroupHeartbeatResponseTaskIds_v0, 1: _decode_StreamsGroupHeartbeatResponseTaskIds_v0}
-StreamsGroupHeartbeatResponseTaskIds._encoders = {0: _encode_StreamsGroupHeartbeatResponseTaskIds_v0, 1: _encode_StreamsGroupHeartbeatResponseTaskIds_v0}
 _DEFAULT_StreamsGroupHeartbeatResponseTaskIds = StreamsGroupHeartbeatResponseTaskIds()
 
-StreamsGroupHeartbeatResponseEndpoint.FIELDS = (
+_class_data(StreamsGroupHeartbeatResponseEndpoint, (
     FieldSpec('host', 'Host', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('port', 'Port', 'uint16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0-1',
+    {0: _decode_StreamsGroupHeartbeatResponseEndpoint_v0, 1: _decode_StreamsGroupHeartbeatResponseEndpoint_v0},
+    {0: _encode_StreamsGroupHeartbeatResponseEndpoint_v0, 1: _encode_StreamsGroupHeartbeatResponseEndpoint_v0},
 )
-StreamsGroupHeartbeatResponseEndpoint.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-StreamsGroupHeartbeatResponseEndpoint.STRUCT_VERSIONS = VersionSet.parse('0-1')
-StreamsGroupHeartbeatResponseEndpoint._decoders = {0: _decode_StreamsGroupHeartbeatResponseEndpoint_v0, 1: _decode_StreamsGroupHeartbeatResponseEndpoint_v0}
-StreamsGroupHeartbeatResponseEndpoint._encoders = {0: _encode_StreamsGroupHeartbeatResponseEndpoint_v0, 1: _encode_StreamsGroupHeartbeatResponseEndpoint_v0}
 _DEFAULT_StreamsGroupHeartbeatResponseEndpoint = StreamsGroupHeartbeatResponseEndpoint()
 
-StreamsGroupHeartbeatResponseTopicPartition.FIELDS = (
+_class_data(StreamsGroupHeartbeatResponseTopicPartition, (
     FieldSpec('topic', 'Topic', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'int32', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_StreamsGroupHeartbeatResponseTopicPartition_v0, 1: _decode_StreamsGroupHeartbeatResponseTopicPartition_v0},
+    {0: _encode_StreamsGroupHeartbeatResponseTopicPartition_v0, 1: _encode_StreamsGroupHeartbeatResponseTopicPartition_v0},
 )
-StreamsGroupHeartbeatResponseTopicPartition.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-StreamsGroupHeartbeatResponseTopicPartition.STRUCT_VERSIONS = VersionSet.parse('0-1')
-StreamsGroupHeartbeatResponseTopicPartition._decoders = {0: _decode_StreamsGroupHeartbeatResponseTopicPartition_v0, 1: _decode_StreamsGroupHeartbeatResponseTopicPartition_v0}
-StreamsGroupHeartbeatResponseTopicPartition._encoders = {0: _encode_StreamsGroupHeartbeatResponseTopicPartition_v0, 1: _encode_StreamsGroupHeartbeatResponseTopicPartition_v0}
 _DEFAULT_StreamsGroupHeartbeatResponseTopicPartition = StreamsGroupHeartbeatResponseTopicPartition()
 
-StreamsGroupHeartbeatResponseEndpointToPartitions.FIELDS = (
+_class_data(StreamsGroupHeartbeatResponseEndpointToPartitions, (
     FieldSpec('user_endpoint', 'UserEndpoint', 'struct', None, StreamsGroupHeartbeatResponseEndpoint, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: StreamsGroupHeartbeatResponseEndpoint(), False, None),
     FieldSpec('active_partitions', 'ActivePartitions', 'array', 'struct', StreamsGroupHeartbeatResponseTopicPartition, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('standby_partitions', 'StandbyPartitions', 'array', 'struct', StreamsGroupHeartbeatResponseTopicPartition, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0, 1: _decode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0},
+    {0: _encode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0, 1: _encode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0},
 )
-StreamsGroupHeartbeatResponseEndpointToPartitions.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-StreamsGroupHeartbeatResponseEndpointToPartitions.STRUCT_VERSIONS = VersionSet.parse('0-1')
-StreamsGroupHeartbeatResponseEndpointToPartitions._decoders = {0: _decode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0, 1: _decode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0}
-StreamsGroupHeartbeatResponseEndpointToPartitions._encoders = {0: _encode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0, 1: _encode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0}
 _DEFAULT_StreamsGroupHeartbeatResponseEndpointToPartitions = StreamsGroupHeartbeatResponseEndpointToPartitions()
 
-StreamsGroupHeartbeatResponse.FIELDS = (
+_class_data(StreamsGroupHeartbeatResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
@@ -3936,13 +3921,8 @@ StreamsGroupHeartbeatResponse.FIELDS = (
     FieldSpec('topology_description_required', 'TopologyDescriptionRequired', 'bool', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
     FieldSpec('endpoint_information_epoch', 'EndpointInformationEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('partitions_by_user_endpoint', 'PartitionsByUserEndpoint', 'array', 'struct', StreamsGroupHeartbeatResponseEndpointToPartitions, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
+), '0+', '0-1',
+    {0: _decode_StreamsGroupHeartbeatResponse_v0, 1: _decode_StreamsGroupHeartbeatResponse_v1},
+    {0: _encode_StreamsGroupHeartbeatResponse_v0, 1: _encode_StreamsGroupHeartbeatResponse_v1},
+    api_key=88, kind='response', valid=(0, 1),
 )
-StreamsGroupHeartbeatResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-StreamsGroupHeartbeatResponse.STRUCT_VERSIONS = VersionSet.parse('0-1')
-StreamsGroupHeartbeatResponse._decoders = {0: _decode_StreamsGroupHeartbeatResponse_v0, 1: _decode_StreamsGroupHeartbeatResponse_v1}
-StreamsGroupHeartbeatResponse._encoders = {0: _encode_StreamsGroupHeartbeatResponse_v0, 1: _encode_StreamsGroupHeartbeatResponse_v1}
-StreamsGroupHeartbeatResponse.API_KEY = 88
-StreamsGroupHeartbeatResponse.KIND = 'response'
-StreamsGroupHeartbeatResponse.VERSIONS = (0, 1)
-
-_use_native(__name__)

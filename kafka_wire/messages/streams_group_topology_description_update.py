@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>b')
 _S1 = _Struct('>i')
 _S2 = _Struct('>ih')
@@ -724,75 +725,63 @@ def _encode_StreamsGroupTopologyDescriptionUpdateResponse_v0(o: StreamsGroupTopo
         out.append(0)
 
 
-StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode.FIELDS = (
+_class_data(StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('node_type', 'NodeType', 'int8', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('source_topics', 'SourceTopics', 'array', 'string', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, 'topicName'),
     FieldSpec('sink_topic', 'SinkTopic', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, 'topicName'),
     FieldSpec('stores', 'Stores', 'array', 'string', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('successors', 'Successors', 'array', 'string', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_v0},
+    {0: _encode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_v0},
 )
-StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode.STRUCT_VERSIONS = VersionSet.parse('0')
-StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode._decoders = {0: _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_v0}
-StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode._encoders = {0: _encode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_v0}
 _DEFAULT_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode = StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode()
 
-StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology.FIELDS = (
+_class_data(StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology, (
     FieldSpec('subtopology_id', 'SubtopologyId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('nodes', 'Nodes', 'array', 'struct', StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology_v0},
+    {0: _encode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology_v0},
 )
-StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology.STRUCT_VERSIONS = VersionSet.parse('0')
-StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology._decoders = {0: _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology_v0}
-StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology._encoders = {0: _encode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology_v0}
 _DEFAULT_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology = StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology()
 
-StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore.FIELDS = (
+_class_data(StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore, (
     FieldSpec('source', 'Source', 'struct', None, StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode(), False, None),
     FieldSpec('processor', 'Processor', 'struct', None, StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode(), False, None),
+), '0+', '0',
+    {0: _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore_v0},
+    {0: _encode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore_v0},
 )
-StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore.STRUCT_VERSIONS = VersionSet.parse('0')
-StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore._decoders = {0: _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore_v0}
-StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore._encoders = {0: _encode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore_v0}
 _DEFAULT_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore = StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore()
 
-StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription.FIELDS = (
+_class_data(StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription, (
     FieldSpec('subtopologies', 'Subtopologies', 'array', 'struct', StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('global_stores', 'GlobalStores', 'array', 'struct', StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription_v0},
+    {0: _encode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription_v0},
 )
-StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription.STRUCT_VERSIONS = VersionSet.parse('0')
-StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription._decoders = {0: _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription_v0}
-StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription._encoders = {0: _encode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription_v0}
 _DEFAULT_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription = StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription()
 
-StreamsGroupTopologyDescriptionUpdateRequest.FIELDS = (
+_class_data(StreamsGroupTopologyDescriptionUpdateRequest, (
     FieldSpec('group_id', 'GroupId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'groupId'),
     FieldSpec('member_id', 'MemberId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('topology_epoch', 'TopologyEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('topology_description', 'TopologyDescription', 'struct', None, StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription(), False, None),
+), '0+', '0',
+    {0: _decode_StreamsGroupTopologyDescriptionUpdateRequest_v0},
+    {0: _encode_StreamsGroupTopologyDescriptionUpdateRequest_v0},
+    api_key=93, kind='request', valid=(0,),
 )
-StreamsGroupTopologyDescriptionUpdateRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-StreamsGroupTopologyDescriptionUpdateRequest.STRUCT_VERSIONS = VersionSet.parse('0')
-StreamsGroupTopologyDescriptionUpdateRequest._decoders = {0: _decode_StreamsGroupTopologyDescriptionUpdateRequest_v0}
-StreamsGroupTopologyDescriptionUpdateRequest._encoders = {0: _encode_StreamsGroupTopologyDescriptionUpdateRequest_v0}
-StreamsGroupTopologyDescriptionUpdateRequest.API_KEY = 93
-StreamsGroupTopologyDescriptionUpdateRequest.KIND = 'request'
-StreamsGroupTopologyDescriptionUpdateRequest.VERSIONS = (0,)
 
-StreamsGroupTopologyDescriptionUpdateResponse.FIELDS = (
+_class_data(StreamsGroupTopologyDescriptionUpdateResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
+), '0+', '0',
+    {0: _decode_StreamsGroupTopologyDescriptionUpdateResponse_v0},
+    {0: _encode_StreamsGroupTopologyDescriptionUpdateResponse_v0},
+    api_key=93, kind='response', valid=(0,),
 )
-StreamsGroupTopologyDescriptionUpdateResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-StreamsGroupTopologyDescriptionUpdateResponse.STRUCT_VERSIONS = VersionSet.parse('0')
-StreamsGroupTopologyDescriptionUpdateResponse._decoders = {0: _decode_StreamsGroupTopologyDescriptionUpdateResponse_v0}
-StreamsGroupTopologyDescriptionUpdateResponse._encoders = {0: _encode_StreamsGroupTopologyDescriptionUpdateResponse_v0}
-StreamsGroupTopologyDescriptionUpdateResponse.API_KEY = 93
-StreamsGroupTopologyDescriptionUpdateResponse.KIND = 'response'
-StreamsGroupTopologyDescriptionUpdateResponse.VERSIONS = (0,)
-
-_use_native(__name__)

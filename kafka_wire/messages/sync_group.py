@@ -9,18 +9,21 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 from __future__ import annotations
 
 from struct import Struct as _Struct
+from typing import TYPE_CHECKING
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
+from kafka_wire.flavour import compiled_module
 
-_new = object.__new__
 _S0 = _Struct('>i')
 _S1 = _Struct('>h')
 _S2 = _Struct('>ih')
@@ -1219,17 +1222,16 @@ def _encode_SyncGroupResponse_v5(o: SyncGroupResponse, out: bytearray) -> None:
         out.append(0)
 
 
-SyncGroupRequestAssignment.FIELDS = (
+_class_data(SyncGroupRequestAssignment, (
     FieldSpec('member_id', 'MemberId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('assignment', 'Assignment', 'bytes', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: b"", False, None),
+), '4+', '0-5',
+    {0: _decode_SyncGroupRequestAssignment_v0, 1: _decode_SyncGroupRequestAssignment_v0, 2: _decode_SyncGroupRequestAssignment_v0, 3: _decode_SyncGroupRequestAssignment_v0, 4: _decode_SyncGroupRequestAssignment_v4, 5: _decode_SyncGroupRequestAssignment_v4},
+    {0: _encode_SyncGroupRequestAssignment_v0, 1: _encode_SyncGroupRequestAssignment_v0, 2: _encode_SyncGroupRequestAssignment_v0, 3: _encode_SyncGroupRequestAssignment_v0, 4: _encode_SyncGroupRequestAssignment_v4, 5: _encode_SyncGroupRequestAssignment_v4},
 )
-SyncGroupRequestAssignment.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
-SyncGroupRequestAssignment.STRUCT_VERSIONS = VersionSet.parse('0-5')
-SyncGroupRequestAssignment._decoders = {0: _decode_SyncGroupRequestAssignment_v0, 1: _decode_SyncGroupRequestAssignment_v0, 2: _decode_SyncGroupRequestAssignment_v0, 3: _decode_SyncGroupRequestAssignment_v0, 4: _decode_SyncGroupRequestAssignment_v4, 5: _decode_SyncGroupRequestAssignment_v4}
-SyncGroupRequestAssignment._encoders = {0: _encode_SyncGroupRequestAssignment_v0, 1: _encode_SyncGroupRequestAssignment_v0, 2: _encode_SyncGroupRequestAssignment_v0, 3: _encode_SyncGroupRequestAssignment_v0, 4: _encode_SyncGroupRequestAssignment_v4, 5: _encode_SyncGroupRequestAssignment_v4}
 _DEFAULT_SyncGroupRequestAssignment = SyncGroupRequestAssignment()
 
-SyncGroupRequest.FIELDS = (
+_class_data(SyncGroupRequest, (
     FieldSpec('group_id', 'GroupId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'groupId'),
     FieldSpec('generation_id', 'GenerationId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('member_id', 'MemberId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
@@ -1237,28 +1239,29 @@ SyncGroupRequest.FIELDS = (
     FieldSpec('protocol_type', 'ProtocolType', 'string', None, None, VersionSet.parse('5+'), VersionSet.parse('5+'), None, VersionSet.parse('none'), None, lambda: None, True, None),
     FieldSpec('protocol_name', 'ProtocolName', 'string', None, None, VersionSet.parse('5+'), VersionSet.parse('5+'), None, VersionSet.parse('none'), None, lambda: None, True, None),
     FieldSpec('assignments', 'Assignments', 'array', 'struct', SyncGroupRequestAssignment, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '4+', '0-5',
+    {0: _decode_SyncGroupRequest_v0, 1: _decode_SyncGroupRequest_v0, 2: _decode_SyncGroupRequest_v0, 3: _decode_SyncGroupRequest_v3, 4: _decode_SyncGroupRequest_v4, 5: _decode_SyncGroupRequest_v5},
+    {0: _encode_SyncGroupRequest_v0, 1: _encode_SyncGroupRequest_v0, 2: _encode_SyncGroupRequest_v0, 3: _encode_SyncGroupRequest_v3, 4: _encode_SyncGroupRequest_v4, 5: _encode_SyncGroupRequest_v5},
+    api_key=14, kind='request', valid=(0, 1, 2, 3, 4, 5),
 )
-SyncGroupRequest.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
-SyncGroupRequest.STRUCT_VERSIONS = VersionSet.parse('0-5')
-SyncGroupRequest._decoders = {0: _decode_SyncGroupRequest_v0, 1: _decode_SyncGroupRequest_v0, 2: _decode_SyncGroupRequest_v0, 3: _decode_SyncGroupRequest_v3, 4: _decode_SyncGroupRequest_v4, 5: _decode_SyncGroupRequest_v5}
-SyncGroupRequest._encoders = {0: _encode_SyncGroupRequest_v0, 1: _encode_SyncGroupRequest_v0, 2: _encode_SyncGroupRequest_v0, 3: _encode_SyncGroupRequest_v3, 4: _encode_SyncGroupRequest_v4, 5: _encode_SyncGroupRequest_v5}
-SyncGroupRequest.API_KEY = 14
-SyncGroupRequest.KIND = 'request'
-SyncGroupRequest.VERSIONS = (0, 1, 2, 3, 4, 5)
 
-SyncGroupResponse.FIELDS = (
+_class_data(SyncGroupResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, True, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('protocol_type', 'ProtocolType', 'string', None, None, VersionSet.parse('5+'), VersionSet.parse('5+'), None, VersionSet.parse('none'), None, lambda: None, True, None),
     FieldSpec('protocol_name', 'ProtocolName', 'string', None, None, VersionSet.parse('5+'), VersionSet.parse('5+'), None, VersionSet.parse('none'), None, lambda: None, True, None),
     FieldSpec('assignment', 'Assignment', 'bytes', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: b"", False, None),
+), '4+', '0-5',
+    {0: _decode_SyncGroupResponse_v0, 1: _decode_SyncGroupResponse_v1, 2: _decode_SyncGroupResponse_v1, 3: _decode_SyncGroupResponse_v1, 4: _decode_SyncGroupResponse_v4, 5: _decode_SyncGroupResponse_v5},
+    {0: _encode_SyncGroupResponse_v0, 1: _encode_SyncGroupResponse_v1, 2: _encode_SyncGroupResponse_v1, 3: _encode_SyncGroupResponse_v1, 4: _encode_SyncGroupResponse_v4, 5: _encode_SyncGroupResponse_v5},
+    api_key=14, kind='response', valid=(0, 1, 2, 3, 4, 5),
 )
-SyncGroupResponse.FLEXIBLE_VERSIONS = VersionSet.parse('4+')
-SyncGroupResponse.STRUCT_VERSIONS = VersionSet.parse('0-5')
-SyncGroupResponse._decoders = {0: _decode_SyncGroupResponse_v0, 1: _decode_SyncGroupResponse_v1, 2: _decode_SyncGroupResponse_v1, 3: _decode_SyncGroupResponse_v1, 4: _decode_SyncGroupResponse_v4, 5: _decode_SyncGroupResponse_v5}
-SyncGroupResponse._encoders = {0: _encode_SyncGroupResponse_v0, 1: _encode_SyncGroupResponse_v1, 2: _encode_SyncGroupResponse_v1, 3: _encode_SyncGroupResponse_v1, 4: _encode_SyncGroupResponse_v4, 5: _encode_SyncGroupResponse_v5}
-SyncGroupResponse.API_KEY = 14
-SyncGroupResponse.KIND = 'response'
-SyncGroupResponse.VERSIONS = (0, 1, 2, 3, 4, 5)
 
-_use_native(__name__)
+
+# The compiled flavour (docs/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
+if not TYPE_CHECKING and compiled_module('kafka_wire._compiled.messages.sync_group') is not None:
+    from kafka_wire._compiled.messages.sync_group import (
+        SyncGroupRequest,
+        SyncGroupRequestAssignment,
+        SyncGroupResponse,
+    )

@@ -11,26 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import (
-    FRESH,
-    ZERO_UUID,
-    ZERO_UUID_BYTES,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>iqh')
 _S1 = _Struct('>iq')
 _S2 = _Struct('>h')
@@ -1673,30 +1666,28 @@ def _encode_TxnOffsetCommitResponse_v6(o: TxnOffsetCommitResponse, out: bytearra
         out.append(0)
 
 
-TxnOffsetCommitRequestPartition.FIELDS = (
+_class_data(TxnOffsetCommitRequestPartition, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('committed_offset', 'CommittedOffset', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('committed_leader_epoch', 'CommittedLeaderEpoch', 'int32', None, None, VersionSet.parse('2+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, True, None),
     FieldSpec('committed_metadata', 'CommittedMetadata', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
+), '3+', '0-6',
+    {0: _decode_TxnOffsetCommitRequestPartition_v0, 1: _decode_TxnOffsetCommitRequestPartition_v0, 2: _decode_TxnOffsetCommitRequestPartition_v2, 3: _decode_TxnOffsetCommitRequestPartition_v3, 4: _decode_TxnOffsetCommitRequestPartition_v3, 5: _decode_TxnOffsetCommitRequestPartition_v3, 6: _decode_TxnOffsetCommitRequestPartition_v3},
+    {0: _encode_TxnOffsetCommitRequestPartition_v0, 1: _encode_TxnOffsetCommitRequestPartition_v0, 2: _encode_TxnOffsetCommitRequestPartition_v2, 3: _encode_TxnOffsetCommitRequestPartition_v3, 4: _encode_TxnOffsetCommitRequestPartition_v3, 5: _encode_TxnOffsetCommitRequestPartition_v3, 6: _encode_TxnOffsetCommitRequestPartition_v3},
 )
-TxnOffsetCommitRequestPartition.FLEXIBLE_VERSIONS = VersionSet.parse('3+')
-TxnOffsetCommitRequestPartition.STRUCT_VERSIONS = VersionSet.parse('0-6')
-TxnOffsetCommitRequestPartition._decoders = {0: _decode_TxnOffsetCommitRequestPartition_v0, 1: _decode_TxnOffsetCommitRequestPartition_v0, 2: _decode_TxnOffsetCommitRequestPartition_v2, 3: _decode_TxnOffsetCommitRequestPartition_v3, 4: _decode_TxnOffsetCommitRequestPartition_v3, 5: _decode_TxnOffsetCommitRequestPartition_v3, 6: _decode_TxnOffsetCommitRequestPartition_v3}
-TxnOffsetCommitRequestPartition._encoders = {0: _encode_TxnOffsetCommitRequestPartition_v0, 1: _encode_TxnOffsetCommitRequestPartition_v0, 2: _encode_TxnOffsetCommitRequestPartition_v2, 3: _encode_TxnOffsetCommitRequestPartition_v3, 4: _encode_TxnOffsetCommitRequestPartition_v3, 5: _encode_TxnOffsetCommitRequestPartition_v3, 6: _encode_TxnOffsetCommitRequestPartition_v3}
 _DEFAULT_TxnOffsetCommitRequestPartition = TxnOffsetCommitRequestPartition()
 
-TxnOffsetCommitRequestTopic.FIELDS = (
+_class_data(TxnOffsetCommitRequestTopic, (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('6+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, True, None),
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0-5'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', True, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', TxnOffsetCommitRequestPartition, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '3+', '0-6',
+    {0: _decode_TxnOffsetCommitRequestTopic_v0, 1: _decode_TxnOffsetCommitRequestTopic_v0, 2: _decode_TxnOffsetCommitRequestTopic_v2, 3: _decode_TxnOffsetCommitRequestTopic_v3, 4: _decode_TxnOffsetCommitRequestTopic_v3, 5: _decode_TxnOffsetCommitRequestTopic_v3, 6: _decode_TxnOffsetCommitRequestTopic_v6},
+    {0: _encode_TxnOffsetCommitRequestTopic_v0, 1: _encode_TxnOffsetCommitRequestTopic_v0, 2: _encode_TxnOffsetCommitRequestTopic_v2, 3: _encode_TxnOffsetCommitRequestTopic_v3, 4: _encode_TxnOffsetCommitRequestTopic_v3, 5: _encode_TxnOffsetCommitRequestTopic_v3, 6: _encode_TxnOffsetCommitRequestTopic_v6},
 )
-TxnOffsetCommitRequestTopic.FLEXIBLE_VERSIONS = VersionSet.parse('3+')
-TxnOffsetCommitRequestTopic.STRUCT_VERSIONS = VersionSet.parse('0-6')
-TxnOffsetCommitRequestTopic._decoders = {0: _decode_TxnOffsetCommitRequestTopic_v0, 1: _decode_TxnOffsetCommitRequestTopic_v0, 2: _decode_TxnOffsetCommitRequestTopic_v2, 3: _decode_TxnOffsetCommitRequestTopic_v3, 4: _decode_TxnOffsetCommitRequestTopic_v3, 5: _decode_TxnOffsetCommitRequestTopic_v3, 6: _decode_TxnOffsetCommitRequestTopic_v6}
-TxnOffsetCommitRequestTopic._encoders = {0: _encode_TxnOffsetCommitRequestTopic_v0, 1: _encode_TxnOffsetCommitRequestTopic_v0, 2: _encode_TxnOffsetCommitRequestTopic_v2, 3: _encode_TxnOffsetCommitRequestTopic_v3, 4: _encode_TxnOffsetCommitRequestTopic_v3, 5: _encode_TxnOffsetCommitRequestTopic_v3, 6: _encode_TxnOffsetCommitRequestTopic_v6}
 _DEFAULT_TxnOffsetCommitRequestTopic = TxnOffsetCommitRequestTopic()
 
-TxnOffsetCommitRequest.FIELDS = (
+_class_data(TxnOffsetCommitRequest, (
     FieldSpec('transactional_id', 'TransactionalId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'transactionalId'),
     FieldSpec('group_id', 'GroupId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'groupId'),
     FieldSpec('producer_id', 'ProducerId', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'producerId'),
@@ -1705,46 +1696,36 @@ TxnOffsetCommitRequest.FIELDS = (
     FieldSpec('member_id', 'MemberId', 'string', None, None, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('group_instance_id', 'GroupInstanceId', 'string', None, None, VersionSet.parse('3+'), VersionSet.parse('3+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', TxnOffsetCommitRequestTopic, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '3+', '0-6',
+    {0: _decode_TxnOffsetCommitRequest_v0, 1: _decode_TxnOffsetCommitRequest_v0, 2: _decode_TxnOffsetCommitRequest_v2, 3: _decode_TxnOffsetCommitRequest_v3, 4: _decode_TxnOffsetCommitRequest_v3, 5: _decode_TxnOffsetCommitRequest_v3, 6: _decode_TxnOffsetCommitRequest_v6},
+    {0: _encode_TxnOffsetCommitRequest_v0, 1: _encode_TxnOffsetCommitRequest_v0, 2: _encode_TxnOffsetCommitRequest_v2, 3: _encode_TxnOffsetCommitRequest_v3, 4: _encode_TxnOffsetCommitRequest_v3, 5: _encode_TxnOffsetCommitRequest_v3, 6: _encode_TxnOffsetCommitRequest_v6},
+    api_key=28, kind='request', valid=(0, 1, 2, 3, 4, 5, 6),
 )
-TxnOffsetCommitRequest.FLEXIBLE_VERSIONS = VersionSet.parse('3+')
-TxnOffsetCommitRequest.STRUCT_VERSIONS = VersionSet.parse('0-6')
-TxnOffsetCommitRequest._decoders = {0: _decode_TxnOffsetCommitRequest_v0, 1: _decode_TxnOffsetCommitRequest_v0, 2: _decode_TxnOffsetCommitRequest_v2, 3: _decode_TxnOffsetCommitRequest_v3, 4: _decode_TxnOffsetCommitRequest_v3, 5: _decode_TxnOffsetCommitRequest_v3, 6: _decode_TxnOffsetCommitRequest_v6}
-TxnOffsetCommitRequest._encoders = {0: _encode_TxnOffsetCommitRequest_v0, 1: _encode_TxnOffsetCommitRequest_v0, 2: _encode_TxnOffsetCommitRequest_v2, 3: _encode_TxnOffsetCommitRequest_v3, 4: _encode_TxnOffsetCommitRequest_v3, 5: _encode_TxnOffsetCommitRequest_v3, 6: _encode_TxnOffsetCommitRequest_v6}
-TxnOffsetCommitRequest.API_KEY = 28
-TxnOffsetCommitRequest.KIND = 'request'
-TxnOffsetCommitRequest.VERSIONS = (0, 1, 2, 3, 4, 5, 6)
 
-TxnOffsetCommitResponsePartition.FIELDS = (
+_class_data(TxnOffsetCommitResponsePartition, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '3+', '0-6',
+    {0: _decode_TxnOffsetCommitResponsePartition_v0, 1: _decode_TxnOffsetCommitResponsePartition_v0, 2: _decode_TxnOffsetCommitResponsePartition_v0, 3: _decode_TxnOffsetCommitResponsePartition_v3, 4: _decode_TxnOffsetCommitResponsePartition_v3, 5: _decode_TxnOffsetCommitResponsePartition_v3, 6: _decode_TxnOffsetCommitResponsePartition_v3},
+    {0: _encode_TxnOffsetCommitResponsePartition_v0, 1: _encode_TxnOffsetCommitResponsePartition_v0, 2: _encode_TxnOffsetCommitResponsePartition_v0, 3: _encode_TxnOffsetCommitResponsePartition_v3, 4: _encode_TxnOffsetCommitResponsePartition_v3, 5: _encode_TxnOffsetCommitResponsePartition_v3, 6: _encode_TxnOffsetCommitResponsePartition_v3},
 )
-TxnOffsetCommitResponsePartition.FLEXIBLE_VERSIONS = VersionSet.parse('3+')
-TxnOffsetCommitResponsePartition.STRUCT_VERSIONS = VersionSet.parse('0-6')
-TxnOffsetCommitResponsePartition._decoders = {0: _decode_TxnOffsetCommitResponsePartition_v0, 1: _decode_TxnOffsetCommitResponsePartition_v0, 2: _decode_TxnOffsetCommitResponsePartition_v0, 3: _decode_TxnOffsetCommitResponsePartition_v3, 4: _decode_TxnOffsetCommitResponsePartition_v3, 5: _decode_TxnOffsetCommitResponsePartition_v3, 6: _decode_TxnOffsetCommitResponsePartition_v3}
-TxnOffsetCommitResponsePartition._encoders = {0: _encode_TxnOffsetCommitResponsePartition_v0, 1: _encode_TxnOffsetCommitResponsePartition_v0, 2: _encode_TxnOffsetCommitResponsePartition_v0, 3: _encode_TxnOffsetCommitResponsePartition_v3, 4: _encode_TxnOffsetCommitResponsePartition_v3, 5: _encode_TxnOffsetCommitResponsePartition_v3, 6: _encode_TxnOffsetCommitResponsePartition_v3}
 _DEFAULT_TxnOffsetCommitResponsePartition = TxnOffsetCommitResponsePartition()
 
-TxnOffsetCommitResponseTopic.FIELDS = (
+_class_data(TxnOffsetCommitResponseTopic, (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('6+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, True, None),
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0-5'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', True, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', TxnOffsetCommitResponsePartition, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '3+', '0-6',
+    {0: _decode_TxnOffsetCommitResponseTopic_v0, 1: _decode_TxnOffsetCommitResponseTopic_v0, 2: _decode_TxnOffsetCommitResponseTopic_v0, 3: _decode_TxnOffsetCommitResponseTopic_v3, 4: _decode_TxnOffsetCommitResponseTopic_v3, 5: _decode_TxnOffsetCommitResponseTopic_v3, 6: _decode_TxnOffsetCommitResponseTopic_v6},
+    {0: _encode_TxnOffsetCommitResponseTopic_v0, 1: _encode_TxnOffsetCommitResponseTopic_v0, 2: _encode_TxnOffsetCommitResponseTopic_v0, 3: _encode_TxnOffsetCommitResponseTopic_v3, 4: _encode_TxnOffsetCommitResponseTopic_v3, 5: _encode_TxnOffsetCommitResponseTopic_v3, 6: _encode_TxnOffsetCommitResponseTopic_v6},
 )
-TxnOffsetCommitResponseTopic.FLEXIBLE_VERSIONS = VersionSet.parse('3+')
-TxnOffsetCommitResponseTopic.STRUCT_VERSIONS = VersionSet.parse('0-6')
-TxnOffsetCommitResponseTopic._decoders = {0: _decode_TxnOffsetCommitResponseTopic_v0, 1: _decode_TxnOffsetCommitResponseTopic_v0, 2: _decode_TxnOffsetCommitResponseTopic_v0, 3: _decode_TxnOffsetCommitResponseTopic_v3, 4: _decode_TxnOffsetCommitResponseTopic_v3, 5: _decode_TxnOffsetCommitResponseTopic_v3, 6: _decode_TxnOffsetCommitResponseTopic_v6}
-TxnOffsetCommitResponseTopic._encoders = {0: _encode_TxnOffsetCommitResponseTopic_v0, 1: _encode_TxnOffsetCommitResponseTopic_v0, 2: _encode_TxnOffsetCommitResponseTopic_v0, 3: _encode_TxnOffsetCommitResponseTopic_v3, 4: _encode_TxnOffsetCommitResponseTopic_v3, 5: _encode_TxnOffsetCommitResponseTopic_v3, 6: _encode_TxnOffsetCommitResponseTopic_v6}
 _DEFAULT_TxnOffsetCommitResponseTopic = TxnOffsetCommitResponseTopic()
 
-TxnOffsetCommitResponse.FIELDS = (
+_class_data(TxnOffsetCommitResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', TxnOffsetCommitResponseTopic, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '3+', '0-6',
+    {0: _decode_TxnOffsetCommitResponse_v0, 1: _decode_TxnOffsetCommitResponse_v0, 2: _decode_TxnOffsetCommitResponse_v0, 3: _decode_TxnOffsetCommitResponse_v3, 4: _decode_TxnOffsetCommitResponse_v3, 5: _decode_TxnOffsetCommitResponse_v3, 6: _decode_TxnOffsetCommitResponse_v6},
+    {0: _encode_TxnOffsetCommitResponse_v0, 1: _encode_TxnOffsetCommitResponse_v0, 2: _encode_TxnOffsetCommitResponse_v0, 3: _encode_TxnOffsetCommitResponse_v3, 4: _encode_TxnOffsetCommitResponse_v3, 5: _encode_TxnOffsetCommitResponse_v3, 6: _encode_TxnOffsetCommitResponse_v6},
+    api_key=28, kind='response', valid=(0, 1, 2, 3, 4, 5, 6),
 )
-TxnOffsetCommitResponse.FLEXIBLE_VERSIONS = VersionSet.parse('3+')
-TxnOffsetCommitResponse.STRUCT_VERSIONS = VersionSet.parse('0-6')
-TxnOffsetCommitResponse._decoders = {0: _decode_TxnOffsetCommitResponse_v0, 1: _decode_TxnOffsetCommitResponse_v0, 2: _decode_TxnOffsetCommitResponse_v0, 3: _decode_TxnOffsetCommitResponse_v3, 4: _decode_TxnOffsetCommitResponse_v3, 5: _decode_TxnOffsetCommitResponse_v3, 6: _decode_TxnOffsetCommitResponse_v6}
-TxnOffsetCommitResponse._encoders = {0: _encode_TxnOffsetCommitResponse_v0, 1: _encode_TxnOffsetCommitResponse_v0, 2: _encode_TxnOffsetCommitResponse_v0, 3: _encode_TxnOffsetCommitResponse_v3, 4: _encode_TxnOffsetCommitResponse_v3, 5: _encode_TxnOffsetCommitResponse_v3, 6: _encode_TxnOffsetCommitResponse_v6}
-TxnOffsetCommitResponse.API_KEY = 28
-TxnOffsetCommitResponse.KIND = 'response'
-TxnOffsetCommitResponse.VERSIONS = (0, 1, 2, 3, 4, 5, 6)
-
-_use_native(__name__)

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import FieldSpec, Message, TaggedFields
+from kafka_wire.codec.runtime import FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>i')
 _S1 = _Struct('>ih')
 
@@ -148,28 +149,20 @@ def _encode_UnregisterBrokerResponse_v0(o: UnregisterBrokerResponse, out: bytear
         out.append(0)
 
 
-UnregisterBrokerRequest.FIELDS = (
+_class_data(UnregisterBrokerRequest, (
     FieldSpec('broker_id', 'BrokerId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
+), '0+', '0',
+    {0: _decode_UnregisterBrokerRequest_v0},
+    {0: _encode_UnregisterBrokerRequest_v0},
+    api_key=64, kind='request', valid=(0,),
 )
-UnregisterBrokerRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-UnregisterBrokerRequest.STRUCT_VERSIONS = VersionSet.parse('0')
-UnregisterBrokerRequest._decoders = {0: _decode_UnregisterBrokerRequest_v0}
-UnregisterBrokerRequest._encoders = {0: _encode_UnregisterBrokerRequest_v0}
-UnregisterBrokerRequest.API_KEY = 64
-UnregisterBrokerRequest.KIND = 'request'
-UnregisterBrokerRequest.VERSIONS = (0,)
 
-UnregisterBrokerResponse.FIELDS = (
+_class_data(UnregisterBrokerResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
+), '0+', '0',
+    {0: _decode_UnregisterBrokerResponse_v0},
+    {0: _encode_UnregisterBrokerResponse_v0},
+    api_key=64, kind='response', valid=(0,),
 )
-UnregisterBrokerResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-UnregisterBrokerResponse.STRUCT_VERSIONS = VersionSet.parse('0')
-UnregisterBrokerResponse._decoders = {0: _decode_UnregisterBrokerResponse_v0}
-UnregisterBrokerResponse._encoders = {0: _encode_UnregisterBrokerResponse_v0}
-UnregisterBrokerResponse.API_KEY = 64
-UnregisterBrokerResponse.KIND = 'response'
-UnregisterBrokerResponse.VERSIONS = (0,)
-
-_use_native(__name__)

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import FieldSpec, Message, TaggedFields
+from kafka_wire.codec.runtime import FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>i')
 _S1 = _Struct('>ih')
 
@@ -148,28 +149,20 @@ def _encode_UnregisterControllerResponse_v0(o: UnregisterControllerResponse, out
         out.append(0)
 
 
-UnregisterControllerRequest.FIELDS = (
+_class_data(UnregisterControllerRequest, (
     FieldSpec('controller_id', 'ControllerId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0',
+    {0: _decode_UnregisterControllerRequest_v0},
+    {0: _encode_UnregisterControllerRequest_v0},
+    api_key=94, kind='request', valid=(0,),
 )
-UnregisterControllerRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-UnregisterControllerRequest.STRUCT_VERSIONS = VersionSet.parse('0')
-UnregisterControllerRequest._decoders = {0: _decode_UnregisterControllerRequest_v0}
-UnregisterControllerRequest._encoders = {0: _encode_UnregisterControllerRequest_v0}
-UnregisterControllerRequest.API_KEY = 94
-UnregisterControllerRequest.KIND = 'request'
-UnregisterControllerRequest.VERSIONS = (0,)
 
-UnregisterControllerResponse.FIELDS = (
+_class_data(UnregisterControllerResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
+), '0+', '0',
+    {0: _decode_UnregisterControllerResponse_v0},
+    {0: _encode_UnregisterControllerResponse_v0},
+    api_key=94, kind='response', valid=(0,),
 )
-UnregisterControllerResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-UnregisterControllerResponse.STRUCT_VERSIONS = VersionSet.parse('0')
-UnregisterControllerResponse._decoders = {0: _decode_UnregisterControllerResponse_v0}
-UnregisterControllerResponse._encoders = {0: _encode_UnregisterControllerResponse_v0}
-UnregisterControllerResponse.API_KEY = 94
-UnregisterControllerResponse.KIND = 'response'
-UnregisterControllerResponse.VERSIONS = (0,)
-
-_use_native(__name__)

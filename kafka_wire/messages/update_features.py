@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import FRESH, FieldSpec, Message, Struct, TaggedFields
+from kafka_wire.codec.runtime import FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>h?')
 _S1 = _Struct('>hb')
 _S2 = _Struct('>i')
@@ -802,54 +803,44 @@ def _encode_UpdateFeaturesResponse_v2(o: UpdateFeaturesResponse, out: bytearray)
         out.append(0)
 
 
-UpdateFeaturesRequestFeatureUpdateKey.FIELDS = (
+_class_data(UpdateFeaturesRequestFeatureUpdateKey, (
     FieldSpec('feature', 'Feature', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('max_version_level', 'MaxVersionLevel', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('upgrade_type', 'UpgradeType', 'int8', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 1, False, None),
     FieldSpec('allow_downgrade', 'AllowDowngrade', 'bool', None, None, VersionSet.parse('0'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
+), '0+', '0-2',
+    {0: _decode_UpdateFeaturesRequestFeatureUpdateKey_v0, 1: _decode_UpdateFeaturesRequestFeatureUpdateKey_v1, 2: _decode_UpdateFeaturesRequestFeatureUpdateKey_v1},
+    {0: _encode_UpdateFeaturesRequestFeatureUpdateKey_v0, 1: _encode_UpdateFeaturesRequestFeatureUpdateKey_v1, 2: _encode_UpdateFeaturesRequestFeatureUpdateKey_v1},
 )
-UpdateFeaturesRequestFeatureUpdateKey.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-UpdateFeaturesRequestFeatureUpdateKey.STRUCT_VERSIONS = VersionSet.parse('0-2')
-UpdateFeaturesRequestFeatureUpdateKey._decoders = {0: _decode_UpdateFeaturesRequestFeatureUpdateKey_v0, 1: _decode_UpdateFeaturesRequestFeatureUpdateKey_v1, 2: _decode_UpdateFeaturesRequestFeatureUpdateKey_v1}
-UpdateFeaturesRequestFeatureUpdateKey._encoders = {0: _encode_UpdateFeaturesRequestFeatureUpdateKey_v0, 1: _encode_UpdateFeaturesRequestFeatureUpdateKey_v1, 2: _encode_UpdateFeaturesRequestFeatureUpdateKey_v1}
 _DEFAULT_UpdateFeaturesRequestFeatureUpdateKey = UpdateFeaturesRequestFeatureUpdateKey()
 
-UpdateFeaturesRequest.FIELDS = (
+_class_data(UpdateFeaturesRequest, (
     FieldSpec('timeout_ms', 'timeoutMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 60000, False, None),
     FieldSpec('feature_updates', 'FeatureUpdates', 'array', 'struct', UpdateFeaturesRequestFeatureUpdateKey, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('validate_only', 'ValidateOnly', 'bool', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
+), '0+', '0-2',
+    {0: _decode_UpdateFeaturesRequest_v0, 1: _decode_UpdateFeaturesRequest_v1, 2: _decode_UpdateFeaturesRequest_v1},
+    {0: _encode_UpdateFeaturesRequest_v0, 1: _encode_UpdateFeaturesRequest_v1, 2: _encode_UpdateFeaturesRequest_v1},
+    api_key=57, kind='request', valid=(0, 1, 2),
 )
-UpdateFeaturesRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-UpdateFeaturesRequest.STRUCT_VERSIONS = VersionSet.parse('0-2')
-UpdateFeaturesRequest._decoders = {0: _decode_UpdateFeaturesRequest_v0, 1: _decode_UpdateFeaturesRequest_v1, 2: _decode_UpdateFeaturesRequest_v1}
-UpdateFeaturesRequest._encoders = {0: _encode_UpdateFeaturesRequest_v0, 1: _encode_UpdateFeaturesRequest_v1, 2: _encode_UpdateFeaturesRequest_v1}
-UpdateFeaturesRequest.API_KEY = 57
-UpdateFeaturesRequest.KIND = 'request'
-UpdateFeaturesRequest.VERSIONS = (0, 1, 2)
 
-UpdateFeaturesResponseUpdatableFeatureResult.FIELDS = (
+_class_data(UpdateFeaturesResponseUpdatableFeatureResult, (
     FieldSpec('feature', 'Feature', 'string', None, None, VersionSet.parse('0-1'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0-1'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0-1'), VersionSet.parse('0-1'), None, VersionSet.parse('none'), None, lambda: '', False, None),
+), '0+', '0-1',
+    {0: _decode_UpdateFeaturesResponseUpdatableFeatureResult_v0, 1: _decode_UpdateFeaturesResponseUpdatableFeatureResult_v0},
+    {0: _encode_UpdateFeaturesResponseUpdatableFeatureResult_v0, 1: _encode_UpdateFeaturesResponseUpdatableFeatureResult_v0},
 )
-UpdateFeaturesResponseUpdatableFeatureResult.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-UpdateFeaturesResponseUpdatableFeatureResult.STRUCT_VERSIONS = VersionSet.parse('0-1')
-UpdateFeaturesResponseUpdatableFeatureResult._decoders = {0: _decode_UpdateFeaturesResponseUpdatableFeatureResult_v0, 1: _decode_UpdateFeaturesResponseUpdatableFeatureResult_v0}
-UpdateFeaturesResponseUpdatableFeatureResult._encoders = {0: _encode_UpdateFeaturesResponseUpdatableFeatureResult_v0, 1: _encode_UpdateFeaturesResponseUpdatableFeatureResult_v0}
 _DEFAULT_UpdateFeaturesResponseUpdatableFeatureResult = UpdateFeaturesResponseUpdatableFeatureResult()
 
-UpdateFeaturesResponse.FIELDS = (
+_class_data(UpdateFeaturesResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('results', 'Results', 'array', 'struct', UpdateFeaturesResponseUpdatableFeatureResult, VersionSet.parse('0-1'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], True, None),
+), '0+', '0-2',
+    {0: _decode_UpdateFeaturesResponse_v0, 1: _decode_UpdateFeaturesResponse_v0, 2: _decode_UpdateFeaturesResponse_v2},
+    {0: _encode_UpdateFeaturesResponse_v0, 1: _encode_UpdateFeaturesResponse_v0, 2: _encode_UpdateFeaturesResponse_v2},
+    api_key=57, kind='response', valid=(0, 1, 2),
 )
-UpdateFeaturesResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-UpdateFeaturesResponse.STRUCT_VERSIONS = VersionSet.parse('0-2')
-UpdateFeaturesResponse._decoders = {0: _decode_UpdateFeaturesResponse_v0, 1: _decode_UpdateFeaturesResponse_v0, 2: _decode_UpdateFeaturesResponse_v2}
-UpdateFeaturesResponse._encoders = {0: _encode_UpdateFeaturesResponse_v0, 1: _encode_UpdateFeaturesResponse_v0, 2: _encode_UpdateFeaturesResponse_v2}
-UpdateFeaturesResponse.API_KEY = 57
-UpdateFeaturesResponse.KIND = 'response'
-UpdateFeaturesResponse.VERSIONS = (0, 1, 2)
-
-_use_native(__name__)

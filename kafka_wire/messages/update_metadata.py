@@ -18,21 +18,20 @@ from kafka_wire.codec.runtime import (
     ZERO_UUID,
     ZERO_UUID_BYTES,
     FieldSpec,
-    Message,
-    Struct,
     TaggedFields,
 )
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>iiiii')
 _S1 = _Struct('>ii')
 _S2 = _Struct('>h')
@@ -2751,7 +2750,7 @@ def _encode_UpdateMetadataResponse_v6(o: UpdateMetadataResponse, out: bytearray)
         out.append(0)
 
 
-UpdateMetadataRequestPartitionState.FIELDS = (
+_class_data(UpdateMetadataRequestPartitionState, (
     FieldSpec('topic_name', 'TopicName', 'string', None, None, VersionSet.parse('0-4'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', True, 'topicName'),
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('controller_epoch', 'ControllerEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
@@ -2761,50 +2760,46 @@ UpdateMetadataRequestPartitionState.FIELDS = (
     FieldSpec('zk_version', 'ZkVersion', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('replicas', 'Replicas', 'array', 'int32', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, 'brokerId'),
     FieldSpec('offline_replicas', 'OfflineReplicas', 'array', 'int32', None, VersionSet.parse('4+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], True, 'brokerId'),
+), '6+', '0-8',
+    {0: _decode_UpdateMetadataRequestPartitionState_v0, 1: _decode_UpdateMetadataRequestPartitionState_v0, 2: _decode_UpdateMetadataRequestPartitionState_v0, 3: _decode_UpdateMetadataRequestPartitionState_v0, 4: _decode_UpdateMetadataRequestPartitionState_v4, 5: _decode_UpdateMetadataRequestPartitionState_v5, 6: _decode_UpdateMetadataRequestPartitionState_v6, 7: _decode_UpdateMetadataRequestPartitionState_v6, 8: _decode_UpdateMetadataRequestPartitionState_v6},
+    {0: _encode_UpdateMetadataRequestPartitionState_v0, 1: _encode_UpdateMetadataRequestPartitionState_v0, 2: _encode_UpdateMetadataRequestPartitionState_v0, 3: _encode_UpdateMetadataRequestPartitionState_v0, 4: _encode_UpdateMetadataRequestPartitionState_v4, 5: _encode_UpdateMetadataRequestPartitionState_v5, 6: _encode_UpdateMetadataRequestPartitionState_v6, 7: _encode_UpdateMetadataRequestPartitionState_v6, 8: _encode_UpdateMetadataRequestPartitionState_v6},
 )
-UpdateMetadataRequestPartitionState.FLEXIBLE_VERSIONS = VersionSet.parse('6+')
-UpdateMetadataRequestPartitionState.STRUCT_VERSIONS = VersionSet.parse('0-8')
-UpdateMetadataRequestPartitionState._decoders = {0: _decode_UpdateMetadataRequestPartitionState_v0, 1: _decode_UpdateMetadataRequestPartitionState_v0, 2: _decode_UpdateMetadataRequestPartitionState_v0, 3: _decode_UpdateMetadataRequestPartitionState_v0, 4: _decode_UpdateMetadataRequestPartitionState_v4, 5: _decode_UpdateMetadataRequestPartitionState_v5, 6: _decode_UpdateMetadataRequestPartitionState_v6, 7: _decode_UpdateMetadataRequestPartitionState_v6, 8: _decode_UpdateMetadataRequestPartitionState_v6}
-UpdateMetadataRequestPartitionState._encoders = {0: _encode_UpdateMetadataRequestPartitionState_v0, 1: _encode_UpdateMetadataRequestPartitionState_v0, 2: _encode_UpdateMetadataRequestPartitionState_v0, 3: _encode_UpdateMetadataRequestPartitionState_v0, 4: _encode_UpdateMetadataRequestPartitionState_v4, 5: _encode_UpdateMetadataRequestPartitionState_v5, 6: _encode_UpdateMetadataRequestPartitionState_v6, 7: _encode_UpdateMetadataRequestPartitionState_v6, 8: _encode_UpdateMetadataRequestPartitionState_v6}
 _DEFAULT_UpdateMetadataRequestPartitionState = UpdateMetadataRequestPartitionState()
 
-UpdateMetadataRequestTopicState.FIELDS = (
+_class_data(UpdateMetadataRequestTopicState, (
     FieldSpec('topic_name', 'TopicName', 'string', None, None, VersionSet.parse('5+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('7+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, True, None),
     FieldSpec('partition_states', 'PartitionStates', 'array', 'struct', UpdateMetadataRequestPartitionState, VersionSet.parse('5+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '6+', '5-8',
+    {5: _decode_UpdateMetadataRequestTopicState_v5, 6: _decode_UpdateMetadataRequestTopicState_v6, 7: _decode_UpdateMetadataRequestTopicState_v7, 8: _decode_UpdateMetadataRequestTopicState_v7},
+    {5: _encode_UpdateMetadataRequestTopicState_v5, 6: _encode_UpdateMetadataRequestTopicState_v6, 7: _encode_UpdateMetadataRequestTopicState_v7, 8: _encode_UpdateMetadataRequestTopicState_v7},
 )
-UpdateMetadataRequestTopicState.FLEXIBLE_VERSIONS = VersionSet.parse('6+')
-UpdateMetadataRequestTopicState.STRUCT_VERSIONS = VersionSet.parse('5-8')
-UpdateMetadataRequestTopicState._decoders = {5: _decode_UpdateMetadataRequestTopicState_v5, 6: _decode_UpdateMetadataRequestTopicState_v6, 7: _decode_UpdateMetadataRequestTopicState_v7, 8: _decode_UpdateMetadataRequestTopicState_v7}
-UpdateMetadataRequestTopicState._encoders = {5: _encode_UpdateMetadataRequestTopicState_v5, 6: _encode_UpdateMetadataRequestTopicState_v6, 7: _encode_UpdateMetadataRequestTopicState_v7, 8: _encode_UpdateMetadataRequestTopicState_v7}
 _DEFAULT_UpdateMetadataRequestTopicState = UpdateMetadataRequestTopicState()
 
-UpdateMetadataRequestEndpoint.FIELDS = (
+_class_data(UpdateMetadataRequestEndpoint, (
     FieldSpec('port', 'Port', 'int32', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('host', 'Host', 'string', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('listener', 'Listener', 'string', None, None, VersionSet.parse('3+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', True, None),
     FieldSpec('security_protocol', 'SecurityProtocol', 'int16', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '6+', '1-8',
+    {1: _decode_UpdateMetadataRequestEndpoint_v1, 2: _decode_UpdateMetadataRequestEndpoint_v1, 3: _decode_UpdateMetadataRequestEndpoint_v3, 4: _decode_UpdateMetadataRequestEndpoint_v3, 5: _decode_UpdateMetadataRequestEndpoint_v3, 6: _decode_UpdateMetadataRequestEndpoint_v6, 7: _decode_UpdateMetadataRequestEndpoint_v6, 8: _decode_UpdateMetadataRequestEndpoint_v6},
+    {1: _encode_UpdateMetadataRequestEndpoint_v1, 2: _encode_UpdateMetadataRequestEndpoint_v1, 3: _encode_UpdateMetadataRequestEndpoint_v3, 4: _encode_UpdateMetadataRequestEndpoint_v3, 5: _encode_UpdateMetadataRequestEndpoint_v3, 6: _encode_UpdateMetadataRequestEndpoint_v6, 7: _encode_UpdateMetadataRequestEndpoint_v6, 8: _encode_UpdateMetadataRequestEndpoint_v6},
 )
-UpdateMetadataRequestEndpoint.FLEXIBLE_VERSIONS = VersionSet.parse('6+')
-UpdateMetadataRequestEndpoint.STRUCT_VERSIONS = VersionSet.parse('1-8')
-UpdateMetadataRequestEndpoint._decoders = {1: _decode_UpdateMetadataRequestEndpoint_v1, 2: _decode_UpdateMetadataRequestEndpoint_v1, 3: _decode_UpdateMetadataRequestEndpoint_v3, 4: _decode_UpdateMetadataRequestEndpoint_v3, 5: _decode_UpdateMetadataRequestEndpoint_v3, 6: _decode_UpdateMetadataRequestEndpoint_v6, 7: _decode_UpdateMetadataRequestEndpoint_v6, 8: _decode_UpdateMetadataRequestEndpoint_v6}
-UpdateMetadataRequestEndpoint._encoders = {1: _encode_UpdateMetadataRequestEndpoint_v1, 2: _encode_UpdateMetadataRequestEndpoint_v1, 3: _encode_UpdateMetadataRequestEndpoint_v3, 4: _encode_UpdateMetadataRequestEndpoint_v3, 5: _encode_UpdateMetadataRequestEndpoint_v3, 6: _encode_UpdateMetadataRequestEndpoint_v6, 7: _encode_UpdateMetadataRequestEndpoint_v6, 8: _encode_UpdateMetadataRequestEndpoint_v6}
 _DEFAULT_UpdateMetadataRequestEndpoint = UpdateMetadataRequestEndpoint()
 
-UpdateMetadataRequestBroker.FIELDS = (
+_class_data(UpdateMetadataRequestBroker, (
     FieldSpec('id', 'Id', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
     FieldSpec('endpoints', 'Endpoints', 'array', 'struct', UpdateMetadataRequestEndpoint, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], True, None),
     FieldSpec('rack', 'Rack', 'string', None, None, VersionSet.parse('2+'), VersionSet.parse('2+'), None, VersionSet.parse('none'), None, lambda: '', True, None),
     FieldSpec('v0_host', 'V0Host', 'string', None, None, VersionSet.parse('0'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', True, None),
     FieldSpec('v0_port', 'V0Port', 'int32', None, None, VersionSet.parse('0'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, True, None),
+), '6+', '0-8',
+    {0: _decode_UpdateMetadataRequestBroker_v0, 1: _decode_UpdateMetadataRequestBroker_v1, 2: _decode_UpdateMetadataRequestBroker_v2, 3: _decode_UpdateMetadataRequestBroker_v3, 4: _decode_UpdateMetadataRequestBroker_v3, 5: _decode_UpdateMetadataRequestBroker_v3, 6: _decode_UpdateMetadataRequestBroker_v6, 7: _decode_UpdateMetadataRequestBroker_v6, 8: _decode_UpdateMetadataRequestBroker_v6},
+    {0: _encode_UpdateMetadataRequestBroker_v0, 1: _encode_UpdateMetadataRequestBroker_v1, 2: _encode_UpdateMetadataRequestBroker_v2, 3: _encode_UpdateMetadataRequestBroker_v3, 4: _encode_UpdateMetadataRequestBroker_v3, 5: _encode_UpdateMetadataRequestBroker_v3, 6: _encode_UpdateMetadataRequestBroker_v6, 7: _encode_UpdateMetadataRequestBroker_v6, 8: _encode_UpdateMetadataRequestBroker_v6},
 )
-UpdateMetadataRequestBroker.FLEXIBLE_VERSIONS = VersionSet.parse('6+')
-UpdateMetadataRequestBroker.STRUCT_VERSIONS = VersionSet.parse('0-8')
-UpdateMetadataRequestBroker._decoders = {0: _decode_UpdateMetadataRequestBroker_v0, 1: _decode_UpdateMetadataRequestBroker_v1, 2: _decode_UpdateMetadataRequestBroker_v2, 3: _decode_UpdateMetadataRequestBroker_v3, 4: _decode_UpdateMetadataRequestBroker_v3, 5: _decode_UpdateMetadataRequestBroker_v3, 6: _decode_UpdateMetadataRequestBroker_v6, 7: _decode_UpdateMetadataRequestBroker_v6, 8: _decode_UpdateMetadataRequestBroker_v6}
-UpdateMetadataRequestBroker._encoders = {0: _encode_UpdateMetadataRequestBroker_v0, 1: _encode_UpdateMetadataRequestBroker_v1, 2: _encode_UpdateMetadataRequestBroker_v2, 3: _encode_UpdateMetadataRequestBroker_v3, 4: _encode_UpdateMetadataRequestBroker_v3, 5: _encode_UpdateMetadataRequestBroker_v3, 6: _encode_UpdateMetadataRequestBroker_v6, 7: _encode_UpdateMetadataRequestBroker_v6, 8: _encode_UpdateMetadataRequestBroker_v6}
 _DEFAULT_UpdateMetadataRequestBroker = UpdateMetadataRequestBroker()
 
-UpdateMetadataRequest.FIELDS = (
+_class_data(UpdateMetadataRequest, (
     FieldSpec('controller_id', 'ControllerId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
     FieldSpec('is_k_raft_controller', 'isKRaftController', 'bool', None, None, VersionSet.parse('8+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
     FieldSpec('type', 'Type', 'int8', None, None, VersionSet.parse('8+'), VersionSet.parse('none'), 0, VersionSet.parse('8+'), None, lambda: 0, False, None),
@@ -2813,24 +2808,16 @@ UpdateMetadataRequest.FIELDS = (
     FieldSpec('topic_states', 'TopicStates', 'array', 'struct', UpdateMetadataRequestTopicState, VersionSet.parse('5+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('ungrouped_partition_states', 'UngroupedPartitionStates', 'array', 'struct', UpdateMetadataRequestPartitionState, VersionSet.parse('0-4'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('live_brokers', 'LiveBrokers', 'array', 'struct', UpdateMetadataRequestBroker, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '6+', '0-8',
+    {0: _decode_UpdateMetadataRequest_v0, 1: _decode_UpdateMetadataRequest_v1, 2: _decode_UpdateMetadataRequest_v2, 3: _decode_UpdateMetadataRequest_v3, 4: _decode_UpdateMetadataRequest_v4, 5: _decode_UpdateMetadataRequest_v5, 6: _decode_UpdateMetadataRequest_v6, 7: _decode_UpdateMetadataRequest_v7, 8: _decode_UpdateMetadataRequest_v8},
+    {0: _encode_UpdateMetadataRequest_v0, 1: _encode_UpdateMetadataRequest_v1, 2: _encode_UpdateMetadataRequest_v2, 3: _encode_UpdateMetadataRequest_v3, 4: _encode_UpdateMetadataRequest_v4, 5: _encode_UpdateMetadataRequest_v5, 6: _encode_UpdateMetadataRequest_v6, 7: _encode_UpdateMetadataRequest_v7, 8: _encode_UpdateMetadataRequest_v8},
+    api_key=6, kind='request', valid=(0, 1, 2, 3, 4, 5, 6, 7, 8),
 )
-UpdateMetadataRequest.FLEXIBLE_VERSIONS = VersionSet.parse('6+')
-UpdateMetadataRequest.STRUCT_VERSIONS = VersionSet.parse('0-8')
-UpdateMetadataRequest._decoders = {0: _decode_UpdateMetadataRequest_v0, 1: _decode_UpdateMetadataRequest_v1, 2: _decode_UpdateMetadataRequest_v2, 3: _decode_UpdateMetadataRequest_v3, 4: _decode_UpdateMetadataRequest_v4, 5: _decode_UpdateMetadataRequest_v5, 6: _decode_UpdateMetadataRequest_v6, 7: _decode_UpdateMetadataRequest_v7, 8: _decode_UpdateMetadataRequest_v8}
-UpdateMetadataRequest._encoders = {0: _encode_UpdateMetadataRequest_v0, 1: _encode_UpdateMetadataRequest_v1, 2: _encode_UpdateMetadataRequest_v2, 3: _encode_UpdateMetadataRequest_v3, 4: _encode_UpdateMetadataRequest_v4, 5: _encode_UpdateMetadataRequest_v5, 6: _encode_UpdateMetadataRequest_v6, 7: _encode_UpdateMetadataRequest_v7, 8: _encode_UpdateMetadataRequest_v8}
-UpdateMetadataRequest.API_KEY = 6
-UpdateMetadataRequest.KIND = 'request'
-UpdateMetadataRequest.VERSIONS = (0, 1, 2, 3, 4, 5, 6, 7, 8)
 
-UpdateMetadataResponse.FIELDS = (
+_class_data(UpdateMetadataResponse, (
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '6+', '0-8',
+    {0: _decode_UpdateMetadataResponse_v0, 1: _decode_UpdateMetadataResponse_v0, 2: _decode_UpdateMetadataResponse_v0, 3: _decode_UpdateMetadataResponse_v0, 4: _decode_UpdateMetadataResponse_v0, 5: _decode_UpdateMetadataResponse_v0, 6: _decode_UpdateMetadataResponse_v6, 7: _decode_UpdateMetadataResponse_v6, 8: _decode_UpdateMetadataResponse_v6},
+    {0: _encode_UpdateMetadataResponse_v0, 1: _encode_UpdateMetadataResponse_v0, 2: _encode_UpdateMetadataResponse_v0, 3: _encode_UpdateMetadataResponse_v0, 4: _encode_UpdateMetadataResponse_v0, 5: _encode_UpdateMetadataResponse_v0, 6: _encode_UpdateMetadataResponse_v6, 7: _encode_UpdateMetadataResponse_v6, 8: _encode_UpdateMetadataResponse_v6},
+    api_key=6, kind='response', valid=(0, 1, 2, 3, 4, 5, 6, 7, 8),
 )
-UpdateMetadataResponse.FLEXIBLE_VERSIONS = VersionSet.parse('6+')
-UpdateMetadataResponse.STRUCT_VERSIONS = VersionSet.parse('0-8')
-UpdateMetadataResponse._decoders = {0: _decode_UpdateMetadataResponse_v0, 1: _decode_UpdateMetadataResponse_v0, 2: _decode_UpdateMetadataResponse_v0, 3: _decode_UpdateMetadataResponse_v0, 4: _decode_UpdateMetadataResponse_v0, 5: _decode_UpdateMetadataResponse_v0, 6: _decode_UpdateMetadataResponse_v6, 7: _decode_UpdateMetadataResponse_v6, 8: _decode_UpdateMetadataResponse_v6}
-UpdateMetadataResponse._encoders = {0: _encode_UpdateMetadataResponse_v0, 1: _encode_UpdateMetadataResponse_v0, 2: _encode_UpdateMetadataResponse_v0, 3: _encode_UpdateMetadataResponse_v0, 4: _encode_UpdateMetadataResponse_v0, 5: _encode_UpdateMetadataResponse_v0, 6: _encode_UpdateMetadataResponse_v6, 7: _encode_UpdateMetadataResponse_v6, 8: _encode_UpdateMetadataResponse_v6}
-UpdateMetadataResponse.API_KEY = 6
-UpdateMetadataResponse.KIND = 'response'
-UpdateMetadataResponse.VERSIONS = (0, 1, 2, 3, 4, 5, 6, 7, 8)
-
-_use_native(__name__)

@@ -11,26 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import (
-    FRESH,
-    ZERO_UUID,
-    ZERO_UUID_BYTES,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>H')
 _S1 = _Struct('>hh')
 _S2 = _Struct('>ii16s')
@@ -541,66 +534,55 @@ def _fresh_UpdateRaftVoterResponseCurrentLeader() -> UpdateRaftVoterResponseCurr
     return o
 
 
-UpdateRaftVoterRequestListener.FIELDS = (
+_class_data(UpdateRaftVoterRequestListener, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('host', 'Host', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('port', 'Port', 'uint16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0',
+    {0: _decode_UpdateRaftVoterRequestListener_v0},
+    {0: _encode_UpdateRaftVoterRequestListener_v0},
 )
-UpdateRaftVoterRequestListener.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-UpdateRaftVoterRequestListener.STRUCT_VERSIONS = VersionSet.parse('0')
-UpdateRaftVoterRequestListener._decoders = {0: _decode_UpdateRaftVoterRequestListener_v0}
-UpdateRaftVoterRequestListener._encoders = {0: _encode_UpdateRaftVoterRequestListener_v0}
 _DEFAULT_UpdateRaftVoterRequestListener = UpdateRaftVoterRequestListener()
 
-UpdateRaftVoterRequestKRaftVersionFeature.FIELDS = (
+_class_data(UpdateRaftVoterRequestKRaftVersionFeature, (
     FieldSpec('min_supported_version', 'MinSupportedVersion', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('max_supported_version', 'MaxSupportedVersion', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0',
+    {0: _decode_UpdateRaftVoterRequestKRaftVersionFeature_v0},
+    {0: _encode_UpdateRaftVoterRequestKRaftVersionFeature_v0},
 )
-UpdateRaftVoterRequestKRaftVersionFeature.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-UpdateRaftVoterRequestKRaftVersionFeature.STRUCT_VERSIONS = VersionSet.parse('0')
-UpdateRaftVoterRequestKRaftVersionFeature._decoders = {0: _decode_UpdateRaftVoterRequestKRaftVersionFeature_v0}
-UpdateRaftVoterRequestKRaftVersionFeature._encoders = {0: _encode_UpdateRaftVoterRequestKRaftVersionFeature_v0}
 _DEFAULT_UpdateRaftVoterRequestKRaftVersionFeature = UpdateRaftVoterRequestKRaftVersionFeature()
 
-UpdateRaftVoterRequest.FIELDS = (
+_class_data(UpdateRaftVoterRequest, (
     FieldSpec('cluster_id', 'ClusterId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('current_leader_epoch', 'CurrentLeaderEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('voter_id', 'VoterId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('voter_directory_id', 'VoterDirectoryId', 'uuid', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
     FieldSpec('listeners', 'Listeners', 'array', 'struct', UpdateRaftVoterRequestListener, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('k_raft_version_feature', 'KRaftVersionFeature', 'struct', None, UpdateRaftVoterRequestKRaftVersionFeature, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: UpdateRaftVoterRequestKRaftVersionFeature(), False, None),
+), '0+', '0',
+    {0: _decode_UpdateRaftVoterRequest_v0},
+    {0: _encode_UpdateRaftVoterRequest_v0},
+    api_key=82, kind='request', valid=(0,),
 )
-UpdateRaftVoterRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-UpdateRaftVoterRequest.STRUCT_VERSIONS = VersionSet.parse('0')
-UpdateRaftVoterRequest._decoders = {0: _decode_UpdateRaftVoterRequest_v0}
-UpdateRaftVoterRequest._encoders = {0: _encode_UpdateRaftVoterRequest_v0}
-UpdateRaftVoterRequest.API_KEY = 82
-UpdateRaftVoterRequest.KIND = 'request'
-UpdateRaftVoterRequest.VERSIONS = (0,)
 
-UpdateRaftVoterResponseCurrentLeader.FIELDS = (
+_class_data(UpdateRaftVoterResponseCurrentLeader, (
     FieldSpec('leader_id', 'LeaderId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, 'brokerId'),
     FieldSpec('leader_epoch', 'LeaderEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, None),
     FieldSpec('host', 'Host', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('port', 'Port', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0',
+    {0: _decode_UpdateRaftVoterResponseCurrentLeader_v0},
+    {0: _encode_UpdateRaftVoterResponseCurrentLeader_v0},
 )
-UpdateRaftVoterResponseCurrentLeader.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-UpdateRaftVoterResponseCurrentLeader.STRUCT_VERSIONS = VersionSet.parse('0')
-UpdateRaftVoterResponseCurrentLeader._decoders = {0: _decode_UpdateRaftVoterResponseCurrentLeader_v0}
-UpdateRaftVoterResponseCurrentLeader._encoders = {0: _encode_UpdateRaftVoterResponseCurrentLeader_v0}
 _DEFAULT_UpdateRaftVoterResponseCurrentLeader = UpdateRaftVoterResponseCurrentLeader()
 
-UpdateRaftVoterResponse.FIELDS = (
+_class_data(UpdateRaftVoterResponse, (
     FieldSpec('throttle_time_ms', 'ThrottleTimeMs', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('current_leader', 'CurrentLeader', 'struct', None, UpdateRaftVoterResponseCurrentLeader, VersionSet.parse('0+'), VersionSet.parse('none'), 0, VersionSet.parse('0+'), None, lambda: UpdateRaftVoterResponseCurrentLeader(), False, None),
+), '0+', '0',
+    {0: _decode_UpdateRaftVoterResponse_v0},
+    {0: _encode_UpdateRaftVoterResponse_v0},
+    api_key=82, kind='response', valid=(0,),
 )
-UpdateRaftVoterResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-UpdateRaftVoterResponse.STRUCT_VERSIONS = VersionSet.parse('0')
-UpdateRaftVoterResponse._decoders = {0: _decode_UpdateRaftVoterResponse_v0}
-UpdateRaftVoterResponse._encoders = {0: _encode_UpdateRaftVoterResponse_v0}
-UpdateRaftVoterResponse.API_KEY = 82
-UpdateRaftVoterResponse.KIND = 'response'
-UpdateRaftVoterResponse.VERSIONS = (0,)
-
-_use_native(__name__)

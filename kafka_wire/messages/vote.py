@@ -11,26 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import (
-    FRESH,
-    ZERO_UUID,
-    ZERO_UUID_BYTES,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import FieldNotInVersionError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>iiiiq')
 _S1 = _Struct('>iii16s16siq')
 _S2 = _Struct('>iii16s16siq?')
@@ -1331,7 +1324,7 @@ def _encode_VoteResponse_v1(o: VoteResponse, out: bytearray) -> None:
         out.append(0)
 
 
-VoteRequestPartitionData.FIELDS = (
+_class_data(VoteRequestPartitionData, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('replica_epoch', 'ReplicaEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('replica_id', 'ReplicaId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
@@ -1340,81 +1333,68 @@ VoteRequestPartitionData.FIELDS = (
     FieldSpec('last_offset_epoch', 'LastOffsetEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('last_offset', 'LastOffset', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('pre_vote', 'PreVote', 'bool', None, None, VersionSet.parse('2+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
+), '0+', '0-2',
+    {0: _decode_VoteRequestPartitionData_v0, 1: _decode_VoteRequestPartitionData_v1, 2: _decode_VoteRequestPartitionData_v2},
+    {0: _encode_VoteRequestPartitionData_v0, 1: _encode_VoteRequestPartitionData_v1, 2: _encode_VoteRequestPartitionData_v2},
 )
-VoteRequestPartitionData.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-VoteRequestPartitionData.STRUCT_VERSIONS = VersionSet.parse('0-2')
-VoteRequestPartitionData._decoders = {0: _decode_VoteRequestPartitionData_v0, 1: _decode_VoteRequestPartitionData_v1, 2: _decode_VoteRequestPartitionData_v2}
-VoteRequestPartitionData._encoders = {0: _encode_VoteRequestPartitionData_v0, 1: _encode_VoteRequestPartitionData_v1, 2: _encode_VoteRequestPartitionData_v2}
 _DEFAULT_VoteRequestPartitionData = VoteRequestPartitionData()
 
-VoteRequestTopicData.FIELDS = (
+_class_data(VoteRequestTopicData, (
     FieldSpec('topic_name', 'TopicName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', VoteRequestPartitionData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-2',
+    {0: _decode_VoteRequestTopicData_v0, 1: _decode_VoteRequestTopicData_v1, 2: _decode_VoteRequestTopicData_v2},
+    {0: _encode_VoteRequestTopicData_v0, 1: _encode_VoteRequestTopicData_v1, 2: _encode_VoteRequestTopicData_v2},
 )
-VoteRequestTopicData.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-VoteRequestTopicData.STRUCT_VERSIONS = VersionSet.parse('0-2')
-VoteRequestTopicData._decoders = {0: _decode_VoteRequestTopicData_v0, 1: _decode_VoteRequestTopicData_v1, 2: _decode_VoteRequestTopicData_v2}
-VoteRequestTopicData._encoders = {0: _encode_VoteRequestTopicData_v0, 1: _encode_VoteRequestTopicData_v1, 2: _encode_VoteRequestTopicData_v2}
 _DEFAULT_VoteRequestTopicData = VoteRequestTopicData()
 
-VoteRequest.FIELDS = (
+_class_data(VoteRequest, (
     FieldSpec('cluster_id', 'ClusterId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
     FieldSpec('voter_id', 'VoterId', 'int32', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, True, 'brokerId'),
     FieldSpec('topics', 'Topics', 'array', 'struct', VoteRequestTopicData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-2',
+    {0: _decode_VoteRequest_v0, 1: _decode_VoteRequest_v1, 2: _decode_VoteRequest_v2},
+    {0: _encode_VoteRequest_v0, 1: _encode_VoteRequest_v1, 2: _encode_VoteRequest_v2},
+    api_key=52, kind='request', valid=(0, 1, 2),
 )
-VoteRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-VoteRequest.STRUCT_VERSIONS = VersionSet.parse('0-2')
-VoteRequest._decoders = {0: _decode_VoteRequest_v0, 1: _decode_VoteRequest_v1, 2: _decode_VoteRequest_v2}
-VoteRequest._encoders = {0: _encode_VoteRequest_v0, 1: _encode_VoteRequest_v1, 2: _encode_VoteRequest_v2}
-VoteRequest.API_KEY = 52
-VoteRequest.KIND = 'request'
-VoteRequest.VERSIONS = (0, 1, 2)
 
-VoteResponsePartitionData.FIELDS = (
+_class_data(VoteResponsePartitionData, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('leader_id', 'LeaderId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
     FieldSpec('leader_epoch', 'LeaderEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('vote_granted', 'VoteGranted', 'bool', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
+), '0+', '0-2',
+    {0: _decode_VoteResponsePartitionData_v0, 1: _decode_VoteResponsePartitionData_v0, 2: _decode_VoteResponsePartitionData_v0},
+    {0: _encode_VoteResponsePartitionData_v0, 1: _encode_VoteResponsePartitionData_v0, 2: _encode_VoteResponsePartitionData_v0},
 )
-VoteResponsePartitionData.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-VoteResponsePartitionData.STRUCT_VERSIONS = VersionSet.parse('0-2')
-VoteResponsePartitionData._decoders = {0: _decode_VoteResponsePartitionData_v0, 1: _decode_VoteResponsePartitionData_v0, 2: _decode_VoteResponsePartitionData_v0}
-VoteResponsePartitionData._encoders = {0: _encode_VoteResponsePartitionData_v0, 1: _encode_VoteResponsePartitionData_v0, 2: _encode_VoteResponsePartitionData_v0}
 _DEFAULT_VoteResponsePartitionData = VoteResponsePartitionData()
 
-VoteResponseTopicData.FIELDS = (
+_class_data(VoteResponseTopicData, (
     FieldSpec('topic_name', 'TopicName', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', VoteResponsePartitionData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-2',
+    {0: _decode_VoteResponseTopicData_v0, 1: _decode_VoteResponseTopicData_v0, 2: _decode_VoteResponseTopicData_v0},
+    {0: _encode_VoteResponseTopicData_v0, 1: _encode_VoteResponseTopicData_v0, 2: _encode_VoteResponseTopicData_v0},
 )
-VoteResponseTopicData.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-VoteResponseTopicData.STRUCT_VERSIONS = VersionSet.parse('0-2')
-VoteResponseTopicData._decoders = {0: _decode_VoteResponseTopicData_v0, 1: _decode_VoteResponseTopicData_v0, 2: _decode_VoteResponseTopicData_v0}
-VoteResponseTopicData._encoders = {0: _encode_VoteResponseTopicData_v0, 1: _encode_VoteResponseTopicData_v0, 2: _encode_VoteResponseTopicData_v0}
 _DEFAULT_VoteResponseTopicData = VoteResponseTopicData()
 
-VoteResponseNodeEndpoint.FIELDS = (
+_class_data(VoteResponseNodeEndpoint, (
     FieldSpec('node_id', 'NodeId', 'int32', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
     FieldSpec('host', 'Host', 'string', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('port', 'Port', 'uint16', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '1-2',
+    {1: _decode_VoteResponseNodeEndpoint_v1, 2: _decode_VoteResponseNodeEndpoint_v1},
+    {1: _encode_VoteResponseNodeEndpoint_v1, 2: _encode_VoteResponseNodeEndpoint_v1},
 )
-VoteResponseNodeEndpoint.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-VoteResponseNodeEndpoint.STRUCT_VERSIONS = VersionSet.parse('1-2')
-VoteResponseNodeEndpoint._decoders = {1: _decode_VoteResponseNodeEndpoint_v1, 2: _decode_VoteResponseNodeEndpoint_v1}
-VoteResponseNodeEndpoint._encoders = {1: _encode_VoteResponseNodeEndpoint_v1, 2: _encode_VoteResponseNodeEndpoint_v1}
 _DEFAULT_VoteResponseNodeEndpoint = VoteResponseNodeEndpoint()
 
-VoteResponse.FIELDS = (
+_class_data(VoteResponse, (
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', VoteResponseTopicData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('node_endpoints', 'NodeEndpoints', 'array', 'struct', VoteResponseNodeEndpoint, VersionSet.parse('1+'), VersionSet.parse('none'), 0, VersionSet.parse('1+'), None, lambda: [], False, None),
+), '0+', '0-2',
+    {0: _decode_VoteResponse_v0, 1: _decode_VoteResponse_v1, 2: _decode_VoteResponse_v1},
+    {0: _encode_VoteResponse_v0, 1: _encode_VoteResponse_v1, 2: _encode_VoteResponse_v1},
+    api_key=52, kind='response', valid=(0, 1, 2),
 )
-VoteResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-VoteResponse.STRUCT_VERSIONS = VersionSet.parse('0-2')
-VoteResponse._decoders = {0: _decode_VoteResponse_v0, 1: _decode_VoteResponse_v1, 2: _decode_VoteResponse_v1}
-VoteResponse._encoders = {0: _encode_VoteResponse_v0, 1: _encode_VoteResponse_v1, 2: _encode_VoteResponse_v1}
-VoteResponse.API_KEY = 52
-VoteResponse.KIND = 'response'
-VoteResponse.VERSIONS = (0, 1, 2)
-
-_use_native(__name__)

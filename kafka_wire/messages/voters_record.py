@@ -10,26 +10,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import (
-    FRESH,
-    ZERO_UUID,
-    ZERO_UUID_BYTES,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>H')
 _S1 = _Struct('>hh')
 _S2 = _Struct('>i16s')
@@ -430,49 +423,41 @@ def _encode_VotersRecord_v0(o: VotersRecord, out: bytearray) -> None:
         out.append(0)
 
 
-VotersRecordEndpoint.FIELDS = (
+_class_data(VotersRecordEndpoint, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('host', 'Host', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('port', 'Port', 'uint16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0',
+    {0: _decode_VotersRecordEndpoint_v0},
+    {0: _encode_VotersRecordEndpoint_v0},
 )
-VotersRecordEndpoint.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-VotersRecordEndpoint.STRUCT_VERSIONS = VersionSet.parse('0')
-VotersRecordEndpoint._decoders = {0: _decode_VotersRecordEndpoint_v0}
-VotersRecordEndpoint._encoders = {0: _encode_VotersRecordEndpoint_v0}
 _DEFAULT_VotersRecordEndpoint = VotersRecordEndpoint()
 
-VotersRecordKRaftVersionFeature.FIELDS = (
+_class_data(VotersRecordKRaftVersionFeature, (
     FieldSpec('min_supported_version', 'MinSupportedVersion', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('max_supported_version', 'MaxSupportedVersion', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0',
+    {0: _decode_VotersRecordKRaftVersionFeature_v0},
+    {0: _encode_VotersRecordKRaftVersionFeature_v0},
 )
-VotersRecordKRaftVersionFeature.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-VotersRecordKRaftVersionFeature.STRUCT_VERSIONS = VersionSet.parse('0')
-VotersRecordKRaftVersionFeature._decoders = {0: _decode_VotersRecordKRaftVersionFeature_v0}
-VotersRecordKRaftVersionFeature._encoders = {0: _encode_VotersRecordKRaftVersionFeature_v0}
 _DEFAULT_VotersRecordKRaftVersionFeature = VotersRecordKRaftVersionFeature()
 
-VotersRecordVoter.FIELDS = (
+_class_data(VotersRecordVoter, (
     FieldSpec('voter_id', 'VoterId', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'brokerId'),
     FieldSpec('voter_directory_id', 'VoterDirectoryId', 'uuid', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
     FieldSpec('endpoints', 'Endpoints', 'array', 'struct', VotersRecordEndpoint, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('k_raft_version_feature', 'KRaftVersionFeature', 'struct', None, VotersRecordKRaftVersionFeature, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: VotersRecordKRaftVersionFeature(), False, None),
+), '0+', '0',
+    {0: _decode_VotersRecordVoter_v0},
+    {0: _encode_VotersRecordVoter_v0},
 )
-VotersRecordVoter.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-VotersRecordVoter.STRUCT_VERSIONS = VersionSet.parse('0')
-VotersRecordVoter._decoders = {0: _decode_VotersRecordVoter_v0}
-VotersRecordVoter._encoders = {0: _encode_VotersRecordVoter_v0}
 _DEFAULT_VotersRecordVoter = VotersRecordVoter()
 
-VotersRecord.FIELDS = (
+_class_data(VotersRecord, (
     FieldSpec('version', 'Version', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('voters', 'Voters', 'array', 'struct', VotersRecordVoter, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0',
+    {0: _decode_VotersRecord_v0},
+    {0: _encode_VotersRecord_v0},
+    api_key=None, kind='data', valid=(0,),
 )
-VotersRecord.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-VotersRecord.STRUCT_VERSIONS = VersionSet.parse('0')
-VotersRecord._decoders = {0: _decode_VotersRecord_v0}
-VotersRecord._encoders = {0: _encode_VotersRecord_v0}
-VotersRecord.API_KEY = None
-VotersRecord.KIND = 'data'
-VotersRecord.VERSIONS = (0,)
-
-_use_native(__name__)

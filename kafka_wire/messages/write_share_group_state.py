@@ -11,26 +11,19 @@ from __future__ import annotations
 from struct import Struct as _Struct
 from uuid import UUID
 
-from kafka_wire.codec.runtime import (
-    FRESH,
-    ZERO_UUID,
-    ZERO_UUID_BYTES,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import FRESH, ZERO_UUID, ZERO_UUID_BYTES, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>qqbh')
 _S1 = _Struct('>iiiq')
 _S2 = _Struct('>iiiqi')
@@ -894,84 +887,71 @@ def _encode_WriteShareGroupStateResponse_v0(o: WriteShareGroupStateResponse, out
         out.append(0)
 
 
-WriteShareGroupStateRequestStateBatch.FIELDS = (
+_class_data(WriteShareGroupStateRequestStateBatch, (
     FieldSpec('first_offset', 'FirstOffset', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('last_offset', 'LastOffset', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('delivery_state', 'DeliveryState', 'int8', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('delivery_count', 'DeliveryCount', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '0+', '0-1',
+    {0: _decode_WriteShareGroupStateRequestStateBatch_v0, 1: _decode_WriteShareGroupStateRequestStateBatch_v0},
+    {0: _encode_WriteShareGroupStateRequestStateBatch_v0, 1: _encode_WriteShareGroupStateRequestStateBatch_v0},
 )
-WriteShareGroupStateRequestStateBatch.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-WriteShareGroupStateRequestStateBatch.STRUCT_VERSIONS = VersionSet.parse('0-1')
-WriteShareGroupStateRequestStateBatch._decoders = {0: _decode_WriteShareGroupStateRequestStateBatch_v0, 1: _decode_WriteShareGroupStateRequestStateBatch_v0}
-WriteShareGroupStateRequestStateBatch._encoders = {0: _encode_WriteShareGroupStateRequestStateBatch_v0, 1: _encode_WriteShareGroupStateRequestStateBatch_v0}
 _DEFAULT_WriteShareGroupStateRequestStateBatch = WriteShareGroupStateRequestStateBatch()
 
-WriteShareGroupStateRequestPartitionData.FIELDS = (
+_class_data(WriteShareGroupStateRequestPartitionData, (
     FieldSpec('partition', 'Partition', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('state_epoch', 'StateEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('leader_epoch', 'LeaderEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('start_offset', 'StartOffset', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('delivery_complete_count', 'DeliveryCompleteCount', 'int32', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, True, None),
     FieldSpec('state_batches', 'StateBatches', 'array', 'struct', WriteShareGroupStateRequestStateBatch, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_WriteShareGroupStateRequestPartitionData_v0, 1: _decode_WriteShareGroupStateRequestPartitionData_v1},
+    {0: _encode_WriteShareGroupStateRequestPartitionData_v0, 1: _encode_WriteShareGroupStateRequestPartitionData_v1},
 )
-WriteShareGroupStateRequestPartitionData.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-WriteShareGroupStateRequestPartitionData.STRUCT_VERSIONS = VersionSet.parse('0-1')
-WriteShareGroupStateRequestPartitionData._decoders = {0: _decode_WriteShareGroupStateRequestPartitionData_v0, 1: _decode_WriteShareGroupStateRequestPartitionData_v1}
-WriteShareGroupStateRequestPartitionData._encoders = {0: _encode_WriteShareGroupStateRequestPartitionData_v0, 1: _encode_WriteShareGroupStateRequestPartitionData_v1}
 _DEFAULT_WriteShareGroupStateRequestPartitionData = WriteShareGroupStateRequestPartitionData()
 
-WriteShareGroupStateRequestWriteStateData.FIELDS = (
+_class_data(WriteShareGroupStateRequestWriteStateData, (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', WriteShareGroupStateRequestPartitionData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_WriteShareGroupStateRequestWriteStateData_v0, 1: _decode_WriteShareGroupStateRequestWriteStateData_v1},
+    {0: _encode_WriteShareGroupStateRequestWriteStateData_v0, 1: _encode_WriteShareGroupStateRequestWriteStateData_v1},
 )
-WriteShareGroupStateRequestWriteStateData.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-WriteShareGroupStateRequestWriteStateData.STRUCT_VERSIONS = VersionSet.parse('0-1')
-WriteShareGroupStateRequestWriteStateData._decoders = {0: _decode_WriteShareGroupStateRequestWriteStateData_v0, 1: _decode_WriteShareGroupStateRequestWriteStateData_v1}
-WriteShareGroupStateRequestWriteStateData._encoders = {0: _encode_WriteShareGroupStateRequestWriteStateData_v0, 1: _encode_WriteShareGroupStateRequestWriteStateData_v1}
 _DEFAULT_WriteShareGroupStateRequestWriteStateData = WriteShareGroupStateRequestWriteStateData()
 
-WriteShareGroupStateRequest.FIELDS = (
+_class_data(WriteShareGroupStateRequest, (
     FieldSpec('group_id', 'GroupId', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', WriteShareGroupStateRequestWriteStateData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_WriteShareGroupStateRequest_v0, 1: _decode_WriteShareGroupStateRequest_v1},
+    {0: _encode_WriteShareGroupStateRequest_v0, 1: _encode_WriteShareGroupStateRequest_v1},
+    api_key=85, kind='request', valid=(0, 1),
 )
-WriteShareGroupStateRequest.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-WriteShareGroupStateRequest.STRUCT_VERSIONS = VersionSet.parse('0-1')
-WriteShareGroupStateRequest._decoders = {0: _decode_WriteShareGroupStateRequest_v0, 1: _decode_WriteShareGroupStateRequest_v1}
-WriteShareGroupStateRequest._encoders = {0: _encode_WriteShareGroupStateRequest_v0, 1: _encode_WriteShareGroupStateRequest_v1}
-WriteShareGroupStateRequest.API_KEY = 85
-WriteShareGroupStateRequest.KIND = 'request'
-WriteShareGroupStateRequest.VERSIONS = (0, 1)
 
-WriteShareGroupStateResponsePartitionResult.FIELDS = (
+_class_data(WriteShareGroupStateResponsePartitionResult, (
     FieldSpec('partition', 'Partition', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_message', 'ErrorMessage', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('0+'), None, VersionSet.parse('none'), None, lambda: None, False, None),
+), '0+', '0-1',
+    {0: _decode_WriteShareGroupStateResponsePartitionResult_v0, 1: _decode_WriteShareGroupStateResponsePartitionResult_v0},
+    {0: _encode_WriteShareGroupStateResponsePartitionResult_v0, 1: _encode_WriteShareGroupStateResponsePartitionResult_v0},
 )
-WriteShareGroupStateResponsePartitionResult.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-WriteShareGroupStateResponsePartitionResult.STRUCT_VERSIONS = VersionSet.parse('0-1')
-WriteShareGroupStateResponsePartitionResult._decoders = {0: _decode_WriteShareGroupStateResponsePartitionResult_v0, 1: _decode_WriteShareGroupStateResponsePartitionResult_v0}
-WriteShareGroupStateResponsePartitionResult._encoders = {0: _encode_WriteShareGroupStateResponsePartitionResult_v0, 1: _encode_WriteShareGroupStateResponsePartitionResult_v0}
 _DEFAULT_WriteShareGroupStateResponsePartitionResult = WriteShareGroupStateResponsePartitionResult()
 
-WriteShareGroupStateResponseWriteStateResult.FIELDS = (
+_class_data(WriteShareGroupStateResponseWriteStateResult, (
     FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, False, None),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', WriteShareGroupStateResponsePartitionResult, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_WriteShareGroupStateResponseWriteStateResult_v0, 1: _decode_WriteShareGroupStateResponseWriteStateResult_v0},
+    {0: _encode_WriteShareGroupStateResponseWriteStateResult_v0, 1: _encode_WriteShareGroupStateResponseWriteStateResult_v0},
 )
-WriteShareGroupStateResponseWriteStateResult.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-WriteShareGroupStateResponseWriteStateResult.STRUCT_VERSIONS = VersionSet.parse('0-1')
-WriteShareGroupStateResponseWriteStateResult._decoders = {0: _decode_WriteShareGroupStateResponseWriteStateResult_v0, 1: _decode_WriteShareGroupStateResponseWriteStateResult_v0}
-WriteShareGroupStateResponseWriteStateResult._encoders = {0: _encode_WriteShareGroupStateResponseWriteStateResult_v0, 1: _encode_WriteShareGroupStateResponseWriteStateResult_v0}
 _DEFAULT_WriteShareGroupStateResponseWriteStateResult = WriteShareGroupStateResponseWriteStateResult()
 
-WriteShareGroupStateResponse.FIELDS = (
+_class_data(WriteShareGroupStateResponse, (
     FieldSpec('results', 'Results', 'array', 'struct', WriteShareGroupStateResponseWriteStateResult, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '0+', '0-1',
+    {0: _decode_WriteShareGroupStateResponse_v0, 1: _decode_WriteShareGroupStateResponse_v0},
+    {0: _encode_WriteShareGroupStateResponse_v0, 1: _encode_WriteShareGroupStateResponse_v0},
+    api_key=85, kind='response', valid=(0, 1),
 )
-WriteShareGroupStateResponse.FLEXIBLE_VERSIONS = VersionSet.parse('0+')
-WriteShareGroupStateResponse.STRUCT_VERSIONS = VersionSet.parse('0-1')
-WriteShareGroupStateResponse._decoders = {0: _decode_WriteShareGroupStateResponse_v0, 1: _decode_WriteShareGroupStateResponse_v0}
-WriteShareGroupStateResponse._encoders = {0: _encode_WriteShareGroupStateResponse_v0, 1: _encode_WriteShareGroupStateResponse_v0}
-WriteShareGroupStateResponse.API_KEY = 85
-WriteShareGroupStateResponse.KIND = 'response'
-WriteShareGroupStateResponse.VERSIONS = (0, 1)
-
-_use_native(__name__)

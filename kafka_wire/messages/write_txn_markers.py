@@ -12,25 +12,18 @@ from __future__ import annotations
 
 from struct import Struct as _Struct
 
-from kafka_wire.codec.runtime import (
-    ARRAY_STRUCTS,
-    COUNTED_ARRAY_STRUCTS,
-    FRESH,
-    FieldSpec,
-    Message,
-    Struct,
-    TaggedFields,
-)
+from kafka_wire.codec.runtime import ARRAY_STRUCTS, COUNTED_ARRAY_STRUCTS, FRESH, FieldSpec, TaggedFields
+from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
-from kafka_wire.codec.runtime import use_native as _use_native
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
 from kafka_wire.codec.runtime import write_uvarint as _write_uvarint
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codec.structs import new_instance as _new
+from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.schema.versions import VersionSet
 
-_new = object.__new__
 _S0 = _Struct('>i')
 _S1 = _Struct('>h')
 _S2 = _Struct('>qh?i')
@@ -1192,80 +1185,67 @@ def _encode_WriteTxnMarkersResponse_v1(o: WriteTxnMarkersResponse, out: bytearra
         out.append(0)
 
 
-WriteTxnMarkersRequestWritableTxnMarkerTopic.FIELDS = (
+_class_data(WriteTxnMarkersRequestWritableTxnMarkerTopic, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partition_indexes', 'PartitionIndexes', 'array', 'int32', None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '1+', '0-2',
+    {0: _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v0, 1: _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1, 2: _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1},
+    {0: _encode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v0, 1: _encode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1, 2: _encode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1},
 )
-WriteTxnMarkersRequestWritableTxnMarkerTopic.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-WriteTxnMarkersRequestWritableTxnMarkerTopic.STRUCT_VERSIONS = VersionSet.parse('0-2')
-WriteTxnMarkersRequestWritableTxnMarkerTopic._decoders = {0: _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v0, 1: _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1, 2: _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1}
-WriteTxnMarkersRequestWritableTxnMarkerTopic._encoders = {0: _encode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v0, 1: _encode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1, 2: _encode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1}
 _DEFAULT_WriteTxnMarkersRequestWritableTxnMarkerTopic = WriteTxnMarkersRequestWritableTxnMarkerTopic()
 
-WriteTxnMarkersRequestWritableTxnMarker.FIELDS = (
+_class_data(WriteTxnMarkersRequestWritableTxnMarker, (
     FieldSpec('producer_id', 'ProducerId', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'producerId'),
     FieldSpec('producer_epoch', 'ProducerEpoch', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('transaction_result', 'TransactionResult', 'bool', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, False, None),
     FieldSpec('topics', 'Topics', 'array', 'struct', WriteTxnMarkersRequestWritableTxnMarkerTopic, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('coordinator_epoch', 'CoordinatorEpoch', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('transaction_version', 'TransactionVersion', 'int8', None, None, VersionSet.parse('2+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, True, None),
+), '1+', '0-2',
+    {0: _decode_WriteTxnMarkersRequestWritableTxnMarker_v0, 1: _decode_WriteTxnMarkersRequestWritableTxnMarker_v1, 2: _decode_WriteTxnMarkersRequestWritableTxnMarker_v2},
+    {0: _encode_WriteTxnMarkersRequestWritableTxnMarker_v0, 1: _encode_WriteTxnMarkersRequestWritableTxnMarker_v1, 2: _encode_WriteTxnMarkersRequestWritableTxnMarker_v2},
 )
-WriteTxnMarkersRequestWritableTxnMarker.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-WriteTxnMarkersRequestWritableTxnMarker.STRUCT_VERSIONS = VersionSet.parse('0-2')
-WriteTxnMarkersRequestWritableTxnMarker._decoders = {0: _decode_WriteTxnMarkersRequestWritableTxnMarker_v0, 1: _decode_WriteTxnMarkersRequestWritableTxnMarker_v1, 2: _decode_WriteTxnMarkersRequestWritableTxnMarker_v2}
-WriteTxnMarkersRequestWritableTxnMarker._encoders = {0: _encode_WriteTxnMarkersRequestWritableTxnMarker_v0, 1: _encode_WriteTxnMarkersRequestWritableTxnMarker_v1, 2: _encode_WriteTxnMarkersRequestWritableTxnMarker_v2}
 _DEFAULT_WriteTxnMarkersRequestWritableTxnMarker = WriteTxnMarkersRequestWritableTxnMarker()
 
-WriteTxnMarkersRequest.FIELDS = (
+_class_data(WriteTxnMarkersRequest, (
     FieldSpec('markers', 'Markers', 'array', 'struct', WriteTxnMarkersRequestWritableTxnMarker, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '1+', '0-2',
+    {0: _decode_WriteTxnMarkersRequest_v0, 1: _decode_WriteTxnMarkersRequest_v1, 2: _decode_WriteTxnMarkersRequest_v2},
+    {0: _encode_WriteTxnMarkersRequest_v0, 1: _encode_WriteTxnMarkersRequest_v1, 2: _encode_WriteTxnMarkersRequest_v2},
+    api_key=27, kind='request', valid=(0, 1, 2),
 )
-WriteTxnMarkersRequest.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-WriteTxnMarkersRequest.STRUCT_VERSIONS = VersionSet.parse('0-2')
-WriteTxnMarkersRequest._decoders = {0: _decode_WriteTxnMarkersRequest_v0, 1: _decode_WriteTxnMarkersRequest_v1, 2: _decode_WriteTxnMarkersRequest_v2}
-WriteTxnMarkersRequest._encoders = {0: _encode_WriteTxnMarkersRequest_v0, 1: _encode_WriteTxnMarkersRequest_v1, 2: _encode_WriteTxnMarkersRequest_v2}
-WriteTxnMarkersRequest.API_KEY = 27
-WriteTxnMarkersRequest.KIND = 'request'
-WriteTxnMarkersRequest.VERSIONS = (0, 1, 2)
 
-WriteTxnMarkersResponseWritableTxnMarkerPartitionResult.FIELDS = (
+_class_data(WriteTxnMarkersResponseWritableTxnMarkerPartitionResult, (
     FieldSpec('partition_index', 'PartitionIndex', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
+), '1+', '0-2',
+    {0: _decode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v0, 1: _decode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v1, 2: _decode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v1},
+    {0: _encode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v0, 1: _encode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v1, 2: _encode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v1},
 )
-WriteTxnMarkersResponseWritableTxnMarkerPartitionResult.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-WriteTxnMarkersResponseWritableTxnMarkerPartitionResult.STRUCT_VERSIONS = VersionSet.parse('0-2')
-WriteTxnMarkersResponseWritableTxnMarkerPartitionResult._decoders = {0: _decode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v0, 1: _decode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v1, 2: _decode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v1}
-WriteTxnMarkersResponseWritableTxnMarkerPartitionResult._encoders = {0: _encode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v0, 1: _encode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v1, 2: _encode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v1}
 _DEFAULT_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult = WriteTxnMarkersResponseWritableTxnMarkerPartitionResult()
 
-WriteTxnMarkersResponseWritableTxnMarkerTopicResult.FIELDS = (
+_class_data(WriteTxnMarkersResponseWritableTxnMarkerTopicResult, (
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', WriteTxnMarkersResponseWritableTxnMarkerPartitionResult, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '1+', '0-2',
+    {0: _decode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v0, 1: _decode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v1, 2: _decode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v1},
+    {0: _encode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v0, 1: _encode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v1, 2: _encode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v1},
 )
-WriteTxnMarkersResponseWritableTxnMarkerTopicResult.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-WriteTxnMarkersResponseWritableTxnMarkerTopicResult.STRUCT_VERSIONS = VersionSet.parse('0-2')
-WriteTxnMarkersResponseWritableTxnMarkerTopicResult._decoders = {0: _decode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v0, 1: _decode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v1, 2: _decode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v1}
-WriteTxnMarkersResponseWritableTxnMarkerTopicResult._encoders = {0: _encode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v0, 1: _encode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v1, 2: _encode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v1}
 _DEFAULT_WriteTxnMarkersResponseWritableTxnMarkerTopicResult = WriteTxnMarkersResponseWritableTxnMarkerTopicResult()
 
-WriteTxnMarkersResponseWritableTxnMarkerResult.FIELDS = (
+_class_data(WriteTxnMarkersResponseWritableTxnMarkerResult, (
     FieldSpec('producer_id', 'ProducerId', 'int64', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, 'producerId'),
     FieldSpec('topics', 'Topics', 'array', 'struct', WriteTxnMarkersResponseWritableTxnMarkerTopicResult, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '1+', '0-2',
+    {0: _decode_WriteTxnMarkersResponseWritableTxnMarkerResult_v0, 1: _decode_WriteTxnMarkersResponseWritableTxnMarkerResult_v1, 2: _decode_WriteTxnMarkersResponseWritableTxnMarkerResult_v1},
+    {0: _encode_WriteTxnMarkersResponseWritableTxnMarkerResult_v0, 1: _encode_WriteTxnMarkersResponseWritableTxnMarkerResult_v1, 2: _encode_WriteTxnMarkersResponseWritableTxnMarkerResult_v1},
 )
-WriteTxnMarkersResponseWritableTxnMarkerResult.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-WriteTxnMarkersResponseWritableTxnMarkerResult.STRUCT_VERSIONS = VersionSet.parse('0-2')
-WriteTxnMarkersResponseWritableTxnMarkerResult._decoders = {0: _decode_WriteTxnMarkersResponseWritableTxnMarkerResult_v0, 1: _decode_WriteTxnMarkersResponseWritableTxnMarkerResult_v1, 2: _decode_WriteTxnMarkersResponseWritableTxnMarkerResult_v1}
-WriteTxnMarkersResponseWritableTxnMarkerResult._encoders = {0: _encode_WriteTxnMarkersResponseWritableTxnMarkerResult_v0, 1: _encode_WriteTxnMarkersResponseWritableTxnMarkerResult_v1, 2: _encode_WriteTxnMarkersResponseWritableTxnMarkerResult_v1}
 _DEFAULT_WriteTxnMarkersResponseWritableTxnMarkerResult = WriteTxnMarkersResponseWritableTxnMarkerResult()
 
-WriteTxnMarkersResponse.FIELDS = (
+_class_data(WriteTxnMarkersResponse, (
     FieldSpec('markers', 'Markers', 'array', 'struct', WriteTxnMarkersResponseWritableTxnMarkerResult, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
+), '1+', '0-2',
+    {0: _decode_WriteTxnMarkersResponse_v0, 1: _decode_WriteTxnMarkersResponse_v1, 2: _decode_WriteTxnMarkersResponse_v1},
+    {0: _encode_WriteTxnMarkersResponse_v0, 1: _encode_WriteTxnMarkersResponse_v1, 2: _encode_WriteTxnMarkersResponse_v1},
+    api_key=27, kind='response', valid=(0, 1, 2),
 )
-WriteTxnMarkersResponse.FLEXIBLE_VERSIONS = VersionSet.parse('1+')
-WriteTxnMarkersResponse.STRUCT_VERSIONS = VersionSet.parse('0-2')
-WriteTxnMarkersResponse._decoders = {0: _decode_WriteTxnMarkersResponse_v0, 1: _decode_WriteTxnMarkersResponse_v1, 2: _decode_WriteTxnMarkersResponse_v1}
-WriteTxnMarkersResponse._encoders = {0: _encode_WriteTxnMarkersResponse_v0, 1: _encode_WriteTxnMarkersResponse_v1, 2: _encode_WriteTxnMarkersResponse_v1}
-WriteTxnMarkersResponse.API_KEY = 27
-WriteTxnMarkersResponse.KIND = 'response'
-WriteTxnMarkersResponse.VERSIONS = (0, 1, 2)
-
-_use_native(__name__)

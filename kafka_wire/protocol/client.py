@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from kafka_wire import __version__
-from kafka_wire.codec.runtime import Message
+from kafka_wire.codec.structs import Message
 from kafka_wire.errors import (
     AuthenticationError,
     DecodeError,

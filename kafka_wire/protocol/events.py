@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
-from kafka_wire.codec.runtime import Message
+from kafka_wire.codec.structs import Message
 from kafka_wire.messages import ApiKey, ApiVersionsResponse, RequestHeader, ResponseHeader
 
 

@@ -10,7 +10,7 @@ import struct
 from dataclasses import dataclass
 from typing import Final
 
-from kafka_wire.codec.runtime import Message
+from kafka_wire.codec.structs import Message
 from kafka_wire.errors import EncodeError, InvalidValueError, TruncatedError, UnsupportedApiError
 from kafka_wire.messages import REQUESTS, RESPONSES, ApiKey, RequestHeader, ResponseHeader
 

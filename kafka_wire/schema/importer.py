@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kafka_wire.codec.versions import NO_VERSIONS, VersionSet
 from kafka_wire.errors import SchemaError
 from kafka_wire.schema.jsonc import loads
-from kafka_wire.schema.versions import NO_VERSIONS, VersionSet
 
 FORMAT_VERSION = 1
 

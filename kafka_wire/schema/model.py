@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from kafka_wire.codec.versions import NO_VERSIONS, VersionSet
 from kafka_wire.errors import SchemaError
-from kafka_wire.schema.versions import NO_VERSIONS, VersionSet
 
 Primitive = Literal[
     "bool", "int8", "int16", "int32", "int64", "uint16", "uint32", "float64", "uuid", "string", "bytes", "records"

@@ -12,7 +12,8 @@ from uuid import UUID
 
 from hypothesis import strategies as st
 
-from kafka_wire.codec.runtime import INT_RANGES, FieldSpec, Struct
+from kafka_wire.codec.runtime import INT_RANGES, FieldSpec
+from kafka_wire.codec.structs import Struct
 
 T = TypeVar("T", bound=Struct)
 

@@ -17,7 +17,7 @@ from kafka_wire.broker.effects import (
     StorageEffect,
 )
 from kafka_wire.broker.storage import MemoryStorage
-from kafka_wire.codec.runtime import Message
+from kafka_wire.codec.structs import Message
 from kafka_wire.protocol import NEED_DATA, ClientConfig, ClientConnection, Response
 
 

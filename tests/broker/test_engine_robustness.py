@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafka_wire.broker.apis import SUPPORTED
-from kafka_wire.codec.runtime import Message
+from kafka_wire.codec.structs import Message
 from kafka_wire.messages import REQUESTS, ApiKey, ProduceRequest
 from kafka_wire.protocol.events import expects_response
 from kafka_wire.testing.strategies import messages

@@ -10,7 +10,6 @@ from uuid import UUID
 
 import pytest
 
-from kafka_wire.codec import runtime
 from kafka_wire.codec.runtime import GC_PAUSE_MIN_BYTES, ZERO_UUID, uuid_from_bytes
 from kafka_wire.errors import DecodeError
 from kafka_wire.messages import (
@@ -57,8 +56,7 @@ def spy(monkeypatch: pytest.MonkeyPatch, cls: Any, version: int, seen: list[bool
         inner: Callable[[], object] | None = None) -> None:  # fmt: skip
     """Record ``gc.isenabled()`` whenever the generated decoder of ``cls`` at ``version`` runs
     (the compiled one when the compiled flavour is in use)."""
-    native = runtime.NATIVE.enabled and version in cls._native_decoders
-    table = cls._native_decoders if native else cls._decoders
+    table = cls._native_decoders if version in cls._native_decoders else cls._decoders
     real = table[version]
 
     def decoder(buf: bytes, pos: int) -> tuple[Any, int]:

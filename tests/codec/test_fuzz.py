@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import kafka_wire
-from kafka_wire.codec.runtime import Message
+from kafka_wire.codec.structs import Message
 from kafka_wire.errors import DecodeError, InvalidValueError, TruncatedError
 from kafka_wire.messages import MetadataResponse, ProduceRequest, RequestHeader
 from kafka_wire.testing.strategies import messages

@@ -52,7 +52,8 @@ from kio.serial.errors import OutOfBoundValue
 from kio.static.constants import EntityType
 from kio.static.primitive import Records, i64Timedelta
 
-from kafka_wire.codec.runtime import ZERO_UUID, FieldSpec, Message, Struct
+from kafka_wire.codec.runtime import ZERO_UUID, FieldSpec
+from kafka_wire.codec.structs import Message, Struct
 from kafka_wire.messages import (
     DATA,
     HEADERS,

@@ -1,26 +1,30 @@
-"""The compiled message codec (``kafka_wire.messages_native``, built with ``make compile``) agrees
-with the pure flavour: the same bytes, equal objects, and the same typed errors on bad input.
+"""The compiled message codec (``kafka_wire._compiled.messages``, built with ``make compile``)
+agrees with the pure flavour: the same bytes, equal objects, and the same typed errors on bad input.
 
-Every API x version (and the headers and data structures) is checked when its module is compiled.
-A case whose module is not compiled, or every case under ``KAFKA_WIRE_PURE=1``, is *skipped* with
-the reason shown (``pytest -ra``), never counted as a pass; ``test_compiled_flavour_state`` fails
-when the build is half-installed (some modules compiled, others not), which would make the skips
-silent gaps. ``tools/check_mypyc_c.py`` guards the generated C of the hot functions.
+The compiled modules are the hot ones (``kafka_wire.codegen.generate.COMPILED_MODULES``); every
+API x version of each is checked against the same module loaded as pure Python beside it
+(:func:`pure_module`: its own classes, with ``KAFKA_WIRE_PURE`` set while it loads). Under
+``KAFKA_WIRE_PURE=1`` or without a build the cases are *skipped* with the reason shown;
+``test_compiled_flavour_state`` fails when the build is half-installed.
+``tools/check_mypyc_c.py`` guards the generated C of the hot functions.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_wire.codec import runtime
-from kafka_wire.codec.runtime import DECODE_FAILURES, Message, Struct
+from kafka_wire.codec.runtime import DECODE_FAILURES, value_names
+from kafka_wire.codec.structs import Message, Struct
+from kafka_wire.codegen.generate import COMPILED_MODULES
 from kafka_wire.errors import DecodeError, EncodeError
 from kafka_wire.flavour import is_compiled
 from kafka_wire.messages import DATA, HEADERS, catalog
@@ -28,17 +32,52 @@ from kafka_wire.testing.strategies import messages
 
 CASES = [
     pytest.param(cls, v, id=f"{cls.__name__}-v{v}")
-    for api in catalog()
-    for cls in (api.request, api.response)
-    for v in api.versions
-] + [pytest.param(cls, v, id=f"{cls.__name__}-v{v}") for cls in HEADERS + DATA for v in cls.VERSIONS]
+    for cls in [c for api in catalog() for c in (api.request, api.response)] + [*HEADERS, *DATA]
+    if cls.__module__.rpartition(".")[2] in COMPILED_MODULES
+    for v in cls.VERSIONS
+]
 
 _MEMORY = re.compile(r"<memory at 0x[0-9a-f]+>")
-MODULES = sorted({p.values[0].__module__ for p in CASES})
+_PURE: dict[str, ModuleType] = {}
 
 
 def _compiled(module: str) -> bool:
-    return is_compiled(module.replace("kafka_wire.messages.", "kafka_wire.messages_native.", 1))
+    return is_compiled(f"kafka_wire._compiled.messages.{module}")
+
+
+def pure_module(name: str) -> ModuleType:
+    """The generated module ``name`` loaded once more as pure Python, with its own classes (not
+    registered in ``sys.modules``)."""
+    module = _PURE.get(name)
+    if module is None:
+        spec = importlib.util.find_spec(name)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        with pytest.MonkeyPatch.context() as m:
+            m.setenv("KAFKA_WIRE_PURE", "1")
+            spec.loader.exec_module(module)
+        _PURE[name] = module
+    return module
+
+
+def pure_class(cls: type[Struct]) -> Any:
+    """The pure twin of the compiled class ``cls``."""
+    return getattr(pure_module(cls.__module__), cls.__name__)
+
+
+def to_flavour(value: Any, module: ModuleType) -> Any:
+    """``value`` with every struct rebuilt as the class of the same name in ``module``."""
+    if isinstance(value, Struct):
+        cls = getattr(module, type(value).__name__)
+        out = cls.__new__(cls)
+        for name in value_names(cls):
+            setattr(out, name, to_flavour(getattr(value, name), module))
+        return out
+    if isinstance(value, list):
+        return [to_flavour(v, module) for v in value]
+    if isinstance(value, tuple) and any(isinstance(v, Struct) for v in value):
+        return tuple(to_flavour(v, module) for v in value)
+    return value
 
 
 def _require_native(cls: type[Struct]) -> None:
@@ -49,13 +88,13 @@ def _require_native(cls: type[Struct]) -> None:
 
 
 def test_compiled_flavour_state() -> None:
-    """All message modules compiled, or none: a partial build would hide untested APIs as skips."""
+    """All hot message modules compiled, or none: a partial build would hide untested APIs as skips."""
     if os.environ.get("KAFKA_WIRE_PURE"):
         pytest.skip("KAFKA_WIRE_PURE is set: the compiled flavour is off, every native case below is skipped")
-    compiled = [m for m in MODULES if _compiled(m)]
+    compiled = sorted(m for m in COMPILED_MODULES if _compiled(m))
     if not compiled:
         pytest.skip("compiled message codec not built (make compile): every native case below is skipped")
-    assert compiled == MODULES, f"only {len(compiled)} of {len(MODULES)} message modules are compiled"
+    assert compiled == sorted(COMPILED_MODULES), f"only {len(compiled)} of {len(COMPILED_MODULES)} modules are compiled"
 
 
 def _outcome(fn: Callable[[], Any]) -> Any:
@@ -66,12 +105,6 @@ def _outcome(fn: Callable[[], Any]) -> Any:
         return (type(e), str(e))
     except Exception as e:  # compared too: both flavours must fail alike even where neither should
         return ("untyped", type(e), str(e))
-
-
-def _flavour(native: bool, fn: Callable[[], Any]) -> Any:
-    with pytest.MonkeyPatch.context() as m:
-        m.setattr(runtime.NATIVE, "enabled", native)
-        return _outcome(fn)
 
 
 def _native_bytes(msg: Struct, version: int) -> bytes:
@@ -88,13 +121,16 @@ def _native_bytes(msg: Struct, version: int) -> bytes:
 def test_same_bytes_and_objects(cls: type[Message], version: int, data: st.DataObject) -> None:
     _require_native(cls)
     msg = data.draw(messages(cls, version))
+    module = pure_module(cls.__module__)
+    pure_msg = to_flavour(msg, module)
     pure = bytearray()
-    cls._encoders[version](msg, pure)
-    # The compiled functions themselves (not the fallback to pure that the public API has).
+    type(pure_msg)._encoders[version](pure_msg, pure)
+    # The compiled functions themselves (not the fallback that the public API has).
     assert _native_bytes(msg, version) == pure
     native_obj, native_end = cls._native_decoders[version](bytes(pure), 0)
-    pure_obj, pure_end = cls._decoders[version](bytes(pure), 0)
-    assert (native_obj, native_end) == (pure_obj, pure_end) == (msg, len(pure))
+    pure_obj, pure_end = type(pure_msg)._decoders[version](bytes(pure), 0)
+    assert (native_end, pure_end) == (len(pure), len(pure))
+    assert native_obj == msg and pure_obj == pure_msg == to_flavour(native_obj, module)
     assert type(native_obj) is cls
     # records fields decode as memoryview slices, whose repr is their address
     assert _MEMORY.sub("<memory>", repr(native_obj)) == _MEMORY.sub("<memory>", repr(pure_obj))
@@ -121,7 +157,8 @@ def _bad_inputs(good: bytes) -> list[bytes]:
 def test_same_errors_on_bad_input(cls: type[Message], version: int, data: st.DataObject) -> None:
     _require_native(cls)
     good = data.draw(messages(cls, version)).encode(version)
-    native_fn, pure_fn = cls._native_decoders[version], cls._decoders[version]
+    pure_cls = pure_class(cls)
+    native_fn, pure_fn = cls._native_decoders[version], pure_cls._decoders[version]
     for bad in _bad_inputs(good):
         try:
             expected: Any = pure_fn(bad, 0)
@@ -133,10 +170,10 @@ def test_same_errors_on_bad_input(cls: type[Message], version: int, data: st.Dat
             got = None  # any other exception escapes and fails the test
         assert _same(got, expected), f"native and pure decoders disagree on {bad.hex()}"
         # Through the public API: the same value or the same typed error, message included.
-        def decode(b: bytes = bad) -> Message:
-            return cls.decode(b, version)
-
-        assert _same(_flavour(True, decode), _flavour(False, decode))
+        assert _same(
+            _outcome(lambda b=bad: cls.decode(b, version)),  # type: ignore[misc]
+            _outcome(lambda b=bad: pure_cls.decode(b, version)),  # type: ignore[misc]
+        )
 
 
 def _odd_values(msg: Message, version: int) -> list[tuple[str, Any]]:
@@ -165,15 +202,18 @@ def _odd_values(msg: Message, version: int) -> list[tuple[str, Any]]:
 def test_same_encode_results_for_odd_values(cls: type[Message], version: int, data: st.DataObject) -> None:
     _require_native(cls)
     msg = data.draw(messages(cls, version))
+    pure_msg = to_flavour(msg, pure_module(cls.__module__))
     for name, value in _odd_values(msg, version):
         old = getattr(msg, name)
         setattr(msg, name, value)
+        setattr(pure_msg, name, to_flavour(value, pure_module(cls.__module__)))
         try:
-            native = _flavour(True, lambda: msg.encode(version))
-            pure = _flavour(False, lambda: msg.encode(version))
+            native = _outcome(lambda: msg.encode(version))
+            pure = _outcome(lambda: pure_msg.encode(version))
             assert _same(native, pure), f"{name}={value!r}"
         finally:
             setattr(msg, name, old)
+            setattr(pure_msg, name, to_flavour(old, pure_module(cls.__module__)))
 
 
 def test_native_classes_are_the_public_ones() -> None:
@@ -185,8 +225,9 @@ def test_native_classes_are_the_public_ones() -> None:
     from kafka_wire.messages import MetadataResponse, MetadataResponsePartition, MetadataResponseTopic
 
     _require_native(MetadataResponse)
-    assert type(MetadataResponse).__module__ != "kafka_wire.codec.runtime"  # a mypyc class, not StructType
+    assert type(MetadataResponse) is type  # no metaclass: the bases really are the same classes
     assert MetadataResponse.__module__ == "kafka_wire.messages.metadata"
+    assert MetadataResponse.__mro__[1:] == (Message, Struct, object)
     msg = MetadataResponse(topics=[MetadataResponseTopic(name="t", partitions=[MetadataResponsePartition()])])
     assert isinstance(msg, Message) and isinstance(msg, Struct)
     assert issubclass(MetadataResponse, Message) and not isinstance(object(), Struct)
@@ -196,7 +237,7 @@ def test_native_classes_are_the_public_ones() -> None:
         hash(msg)
     assert repr(msg).startswith("MetadataResponse(throttle_time_ms=0, brokers=[], ")
     assert MetadataResponse.FIELDS[4].struct is MetadataResponseTopic  # class data points at native classes
-    msg.controller_id = "not a number"  # accepted, as by the pure class; encode reports it
+    msg.controller_id = "not a number"  # type: ignore[assignment]  # accepted, as by the pure class; encode reports it
     with pytest.raises(EncodeError):
         msg.encode(1)
 
@@ -207,7 +248,7 @@ def test_writer_pool_after_failures() -> None:
 
     _require_native(MetadataRequest)
     good = MetadataRequest(topics=[MetadataRequestTopic(name="a" * 300)])
-    expected = _flavour(False, lambda: good.encode(1))
+    expected = to_flavour(good, pure_module(MetadataRequest.__module__)).encode(1)
     bad = MetadataRequest(topics=[MetadataRequestTopic(name="b" * 300), MetadataRequestTopic(name=None)])
     for _ in range(10):
         assert isinstance(_outcome(lambda: bad.encode(1)), tuple)

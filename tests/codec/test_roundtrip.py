@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kafka_wire.codec import interp
-from kafka_wire.codec.runtime import Message
+from kafka_wire.codec.structs import Message
 from kafka_wire.messages import DATA, HEADERS, catalog
 from kafka_wire.testing.strategies import messages
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import confluent_kafka
 import pytest
 
-from kafka_wire.codec.runtime import Message
+from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
     ApiVersionsRequest,
     FetchRequest,

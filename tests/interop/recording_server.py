@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Final, Self
 
-from kafka_wire.codec.runtime import Message
+from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
     ApiKey,
     ApiVersionsRequest,

@@ -51,7 +51,7 @@ from kafka_wire.broker.group.records import (
     partition_for_group,
 )
 from kafka_wire.broker.group.states import GroupInput, GroupState, can_rebalance, transition
-from kafka_wire.codec.runtime import Message
+from kafka_wire.codec.structs import Message
 from kafka_wire.errors import DecodeError, InvalidValueError, LocalProtocolError
 from kafka_wire.messages import (
     ApiKey,

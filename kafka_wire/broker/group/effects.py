@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from kafka_wire.codec.runtime import Message
+from kafka_wire.codec.structs import Message
 from kafka_wire.messages import ErrorCode
 
 #: One record of ``__consumer_offsets``: key bytes and value bytes, ``None`` being a tombstone.

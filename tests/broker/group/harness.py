@@ -19,7 +19,7 @@ from kafka_wire.broker.group import (
     partition_for_group,
 )
 from kafka_wire.broker.group.records import GroupMetadataKey, OffsetCommitKey, decode_key
-from kafka_wire.codec.runtime import Message
+from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
     ConsumerProtocolAssignment,
     ConsumerProtocolAssignmentTopicPartition,

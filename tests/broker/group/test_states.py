@@ -25,7 +25,7 @@ from kafka_wire.broker.group import (
 from kafka_wire.broker.group.diagrams import DOC, section, updated
 from kafka_wire.broker.group.records import GroupMetadataKey, decode_group_metadata_value, decode_key
 from kafka_wire.broker.group.states import can_rebalance, transition
-from kafka_wire.codec.runtime import Message
+from kafka_wire.codec.structs import Message
 from kafka_wire.errors import LocalProtocolError
 from kafka_wire.messages import (
     DeleteGroupsRequest,
