@@ -4,6 +4,11 @@ Each struct gets a slotted class; each (struct, version) gets one straight-line 
 encode function. Versions whose wire layout is identical share a function. Runs of fixed-width
 fields (and, in non-flexible versions, the length prefix that follows them) are read and written
 with one precompiled ``struct.Struct``.
+
+:class:`ModuleEmitter` holds the node methods both flavours share (a field of each kind, arrays,
+tagged blocks, class data, the module), parameterised by a :class:`Flavour` (names and words that
+differ) and by the few per-value snippets that :mod:`~kafka_wire.codegen.mypyc_flavour` overrides.
+Imports are collected as the code is written (:class:`~kafka_wire.codegen.writer.Imports`).
 """
 
 from __future__ import annotations
@@ -11,9 +16,10 @@ from __future__ import annotations
 import base64
 import re
 from dataclasses import dataclass
+from typing import ClassVar
 
 from kafka_wire.codec.runtime import SMALL_ARRAY
-from kafka_wire.codegen.writer import SourceWriter
+from kafka_wire.codegen.writer import Imports, SourceWriter, names_from
 from kafka_wire.errors import SchemaError
 from kafka_wire.schema.model import FIXED_WIDTH, Field, Message, Struct
 
@@ -103,6 +109,61 @@ def nondefault_check(field: Field, value: str, classes: dict[str, str]) -> str:
     return f"{value} != {lit}"
 
 
+#: Names that both flavours' generated code uses, and where they are imported from.
+COMMON_SYMBOLS: dict[str, tuple[str, str]] = {
+    **names_from("uuid", "UUID"),
+    **names_from("kafka_wire.codec.runtime", "FieldSpec"),
+    **names_from("kafka_wire.codec.runtime", "class_data", "invalid", "truncated", "uuid_from_bytes", "write_tagged", private=True),
+    **names_from("kafka_wire.codec.versions", "VersionSet"),
+    **names_from("kafka_wire.errors", "EncodeError", "FieldNotInVersionError", "ValueOutOfRangeError"),
+}
+
+
+@dataclass(frozen=True)
+class Flavour:
+    """What differs between the generated flavours, where a node method writes a name or a word."""
+
+    #: every name the generated code may use, and where it is imported from (``writer.Imports``)
+    symbols: dict[str, tuple[str, str]]
+    #: the functions are the compiled flavour's (``runtime.class_data``)
+    compiled: bool
+    #: locals are annotated at their first assignment
+    annotate_locals: bool
+    #: the local a nullable struct's marker byte is read into
+    marker: str
+    #: the unsigned-varint reader the decoders call, and the writer the encoders call
+    uvarint: str
+    uvarint_writer: str
+    #: struct elements decoded and encoded by the parent's loop rather than by a call
+    inline_elements: bool
+    #: a byte to ``append`` (0, 1, 0xFF), a scratch buffer for a tagged field, that buffer's
+    #: bytes, a bytes-like value made bytes (``str.format`` patterns) and the tagged-block writer
+    bytes: dict[int, str]
+    new_buffer: str
+    buffer_bytes: str
+    as_bytes: str
+    tagged_writer: str
+
+
+#: The CPython-tuned flavour (``kafka_wire.messages``).
+PURE = Flavour(
+    symbols={
+        **COMMON_SYMBOLS,
+        **names_from("struct", "Struct", "pack", "unpack_from", private=True),
+        **names_from("typing", "TYPE_CHECKING"),
+        **names_from("kafka_wire.codec.runtime", "ARRAY_STRUCTS", "COUNTED_ARRAY_STRUCTS", "FRESH", "ZERO_UUID"),
+        **names_from("kafka_wire.codec.runtime", "ZERO_UUID_BYTES", "TaggedFields"),
+        **names_from("kafka_wire.codec.runtime", "put_records", "read_uvarint", "write_uvarint", private=True),
+        **names_from("kafka_wire.codec.structs", "Message", "Struct"),
+        "_new": ("kafka_wire.codec.structs", "new_instance"),
+        **names_from("kafka_wire.flavour", "compiled_module"),
+    },
+    compiled=False, annotate_locals=False, marker="n", uvarint="_read_uvarint", uvarint_writer="_write_uvarint",
+    inline_elements=True, bytes={0: "0", 1: "1", 0xFF: "0xFF"}, new_buffer="bytearray()", buffer_bytes="{}",
+    as_bytes="{}", tagged_writer="_write_tagged",
+)  # fmt: skip
+
+
 @dataclass
 class Layout:
     """What one version of a struct looks like on the wire (the key for sharing functions)."""
@@ -147,9 +208,73 @@ class ModuleEmitter:
         assert field.type.struct is not None
         return self.msg_classes[field.type.struct]
 
+    # ----------------------------------------------------------------- flavour snippets
+    # The node methods below (fields, arrays, tagged blocks) are shared by both flavours; these are
+    # the spots where the CPython flavour and the mypyc flavour (``mypyc_flavour``) write other code.
+
+    #: the spots where this flavour writes other code than the other one
+    FLAVOUR: ClassVar[Flavour] = PURE
+
+    def typed(self, name: str, annotation: str) -> str:
+        """The target of a local's first assignment (annotated in the mypyc flavour only)."""
+        return f"{name}: {annotation}" if self.FLAVOUR.annotate_locals else name
+
+    def put_bytes(self, out: str, data: str, kind: str) -> str:
+        # a large records payload is not copied into the buffer by ``Struct.encode`` (runtime)
+        return f"_put_records({out}, {data})" if kind == "records" else f"{out} += {data}"
+
+    def unknown_target(self, obj: str) -> str:
+        """Where a struct's unknown tagged fields are stored once read."""
+        return f"{obj}.unknown_tagged_fields"
+
+    def tagged_field_target(self, obj: str, f: Field) -> str:
+        return f"{obj}.{f.py_name}"
+
+    def loop_count(self, w: SourceWriter, n: str) -> str:
+        """The count a ``for`` loop ranges over (the mypyc flavour copies it to a local)."""
+        return n
+
+    def read_fixed(self, w: SourceWriter, kind: str, target: str) -> None:
+        """Read one fixed-width value at ``pos`` into ``target`` and advance ``pos``."""
+        c = STRUCT_CHARS[kind]
+        const = self.struct_const(">" + c)
+        if c == "16s":
+            w.line(f"raw, = {const}.unpack_from(buf, pos)")
+            w.line(f"{target} = {_uuid_expr('raw')}")
+        else:
+            w.line(f"{target}, = {const}.unpack_from(buf, pos)")
+        w.line(f"pos += {_char_size(c)}")
+
+    def write_fixed(self, w: SourceWriter, kind: str, value: str, out: str) -> None:
+        """Write one fixed-width value to ``out``."""
+        if kind == "uuid":
+            w.line(f"{out} += {value}.bytes")
+        else:
+            w.line(f"{out} += {self.struct_const('>' + STRUCT_CHARS[kind])}.pack({value})")
+
+    def write_number_array(self, w: SourceWriter, f: Field, flexible: bool, out: str) -> bool:
+        """Write an array of fixed-width numbers in one call; False when the flavour loops instead."""
+        assert f.type.element is not None
+        c = STRUCT_CHARS[f.type.element.kind]
+        p = self.local_prefix + f.py_name
+        w.line(f"k_{p} = len(x_{p})")
+        if flexible:
+            self.write_length(w, True, "array", f"k_{p}", out)
+            table = self.array_table(c, counted=False)
+            fallback = f"_Struct(f'>{{k_{p}}}{c}')"
+            w.line(f"{out} += ({table}[k_{p}] if k_{p} < {SMALL_ARRAY} else {fallback}).pack(*x_{p})")
+        else:
+            table = self.array_table(c, counted=True)
+            fallback = f"_Struct(f'>i{{k_{p}}}{c}')"
+            w.line(f"{out} += ({table}[k_{p}] if k_{p} < {SMALL_ARRAY} else {fallback}).pack(k_{p}, *x_{p})")
+        return True
+
+    def array_items(self, w: SourceWriter, f: Field, p: str) -> str:
+        """The local an encoder iterates over for array field ``f`` (its value is in ``x_<p>``)."""
+        return f"x_{p}"
+
     # ----------------------------------------------------------------- classes
-    def emit_class(self, msg: Message, s: Struct) -> None:
-        w = self.body
+    def emit_class(self, w: SourceWriter, msg: Message, s: Struct) -> None:
         cls = s.class_name
         base = "Message" if s is msg.root else "Struct"
         w.line()
@@ -198,8 +323,7 @@ class ModuleEmitter:
             cls = min(set(self.fresh_structs) - done)
             done.add(cls)
             msg, s = self.fresh_structs[cls]
-            self.msg_classes = {t.name: t.class_name for t in msg.structs.values()}
-            self.msg_classes[msg.name] = msg.root.class_name
+            self.use_message(msg)
             w = self.body
             w.line()
             w.line()
@@ -329,26 +453,32 @@ class ModuleEmitter:
         return True
 
     def read_length(self, w: SourceWriter, flexible: bool, kind: str, var: str = "n") -> str:
-        """Read a length or count (minus one when compact) into the local ``var``.
+        """Read a length or count (minus one when compact) into the local ``var``; return the
+        condition under which ``var`` means null."""
+        if flexible:
+            self.read_uvarint(w, var)
+            w.line(f"{var} -= 1")
+            return f"{var} < 0"
+        return self.read_classic_length(w, kind, var)
 
-        Returns the condition under which ``var`` means null. A classic string length is read as
-        two bytes, unsigned (cheaper than a struct call): every value above 0x7FFF is a negative
-        int16, that is null, so "too long" cannot happen.
-        """
-        if not flexible and kind == "string":
+    def read_uvarint(self, w: SourceWriter, var: str) -> None:
+        """Read an unsigned varint into ``var``: one byte inline, longer ones by a call."""
+        w.line(f"{var} = buf[pos]")
+        with w.block(f"if {var} < 0x80:"):
+            w.line("pos += 1")
+        with w.block("else:"):
+            w.line(f"{var}, pos = {self.FLAVOUR.uvarint}(buf, pos)")
+
+    def read_classic_length(self, w: SourceWriter, kind: str, var: str) -> str:
+        """A classic (int16 or int32) length. A string's is read as two bytes, unsigned (cheaper
+        than a struct call): every value above 0x7FFF is a negative int16, that is null, so "too
+        long" cannot happen."""
+        if kind == "string":
             w.line(f"{var} = buf[pos] << 8 | buf[pos + 1]")
             w.line("pos += 2")
             return f"{var} > 0x7FFF"
-        if flexible:
-            w.line(f"{var} = buf[pos]")
-            with w.block(f"if {var} < 0x80:"):
-                w.line("pos += 1")
-            with w.block("else:"):
-                w.line(f"{var}, pos = _read_uvarint(buf, pos)")
-            w.line(f"{var} -= 1")
-        else:
-            w.line(f"{var}, = {self.struct_const('>i')}.unpack_from(buf, pos)")
-            w.line("pos += 4")
+        w.line(f"{var}, = {self.struct_const('>i')}.unpack_from(buf, pos)")
+        w.line("pos += 4")
         return f"{var} < 0"
 
     def read_var(self, w: SourceWriter, msg: Message, f: Field, v: int, target: str, flexible: bool,
@@ -372,76 +502,93 @@ class ModuleEmitter:
             read_sized(w, f, kind, target, check_string_length=null == "n < 0")
 
     def read_struct(self, w: SourceWriter, f: Field, v: int, target: str, marker_loaded: bool) -> None:
+        """A struct field by its function; a nullable one after its marker byte (``marker_loaded``:
+        already read, as a signed byte, into ``n``)."""
         fn = self.fn_ref(f.type.struct, v)
-        if f.is_nullable(v):
-            if not marker_loaded:
-                w.line("n = buf[pos]")
-                w.line("pos += 1")
-                w.line("if n >= 0x80:")
-                w.line("    n -= 0x100")
-            with w.block("if n < 0:"):
-                w.line(f"{target} = None")
-            with w.block("else:"):
-                w.line(f"{target}, pos = {fn}(buf, pos)")
-        else:
-            w.line(f"{target}, pos = {fn}(buf, pos)")
+        if not f.is_nullable(v):
+            self.read_child(w, fn, f, target)
+            return
+        null = "n < 0"
+        if not marker_loaded:
+            w.line(f"{self.FLAVOUR.marker} = buf[pos]")
+            w.line("pos += 1")
+            null = f"{self.FLAVOUR.marker} >= 0x80"
+        with w.block(f"if {null}:"):
+            w.line(f"{target} = None")
+        with w.block("else:"):
+            self.read_child(w, fn, f, target)
+
+    def read_child(self, w: SourceWriter, fn: str, f: Field, target: str) -> None:
+        w.line(f"{target}, pos = {fn}(buf, pos)")
 
     def read_array_body(self, w: SourceWriter, msg: Message, f: Field, v: int, target: str, flexible: bool) -> None:
+        """The elements of array ``f`` (its count, not null, is in ``n``) into ``target``."""
         elem = f.type.element
         assert elem is not None
         ek = elem.kind
-        p = f.py_name
-        if ek in STRUCT_CHARS and ek != "uuid":
-            size = FIXED_WIDTH[ek]
-            c = STRUCT_CHARS[ek]
-            table = self.array_table(c, counted=False)
-            # [*t] builds the list straight from the tuple, without a call to list(). A short
-            # array needs no length check: unpack_from raises when the input ends too soon.
-            with w.block(f"if n < {SMALL_ARRAY}:"):
-                w.line(f"{target} = [*{table}[n].unpack_from(buf, pos)]")
-            with w.block("else:"):
-                with w.block(f"if n * {size} > blen - pos:"):
-                    w.line(f"raise _truncated('{f.name}')")
-                w.line(f"{target} = [*_Struct(f'>{{n}}{c}').unpack_from(buf, pos)]")
-            w.line(f"pos += n * {size}")
+        p = self.local_prefix + f.py_name
+        if ek in FIXED_WIDTH and ek != "uuid" and self.read_number_array(w, f, target):
             return
-        with w.block("if n > blen - pos:"):
-            w.line(f"raise _invalid('array {f.name} declares more elements than bytes remain')")
+        with w.block(f"if n * {FIXED_WIDTH[ek]} > blen - pos:" if ek in FIXED_WIDTH else "if n > blen - pos:"):
+            if ek in FIXED_WIDTH:
+                w.line(f"raise _truncated('{f.name}')")
+            else:
+                w.line(f"raise _invalid('array {f.name} declares more elements than bytes remain')")
         w.line(f"lst_{p}: list[{self.elem_type(f)}] = []")
-        w.line(f"app_{p} = lst_{p}.append")
+        append = self.appender(w, p)
         child = msg.structs[f.type.struct] if f.type.struct is not None else None
-        if ek == "struct" and child is not None and self.inlinable(msg, child, v, decode=True):
-            with w.block("for _ in range(n):"):
-                self.decode_body(w, msg, child, v, f"e_{p}")
-                w.line(f"app_{p}(e_{p})")
-            w.line(f"{target} = lst_{p}")
-            return
-        with w.block("for _ in range(n):"):
-            if ek == "uuid":
-                w.line("end = pos + 16")
-                with w.block("if end > blen:"):
-                    w.line(f"raise _truncated('{f.name}')")
-                w.line("raw = buf[pos:end]")
-                w.line(f"app_{p}({_uuid_expr('raw')})")
-                w.line("pos = end")
+        with w.block(f"for _i_{p} in range(n):"):
+            if ek in FIXED_WIDTH:
+                self.read_fixed(w, ek, f"e_{p}")
+                w.line(f"{append}(e_{p})")
             elif ek in ("string", "bytes"):
-                null = self.read_length(w, flexible, ek, "n2")
-                with w.block(f"if {null}:"):
-                    w.line(f"raise _invalid('null element in {f.name}')")
-                if ek == "string" and null == "n2 < 0":
-                    with w.block("if n2 > 0x7FFF:"):
-                        w.line(f"raise _invalid('string in {f.name} is too long')")
-                w.line("end = pos + n2")
-                with w.block("if end > blen:"):
-                    w.line(f"raise _truncated('{f.name}')")
-                w.line(f"app_{p}(buf[pos:end].decode())" if ek == "string" else f"app_{p}(buf[pos:end])")
-                w.line("pos = end")
+                self.read_blob_element(w, f, ek, flexible, append)
+            elif ek == "struct" and child is not None and self.FLAVOUR.inline_elements and self.inlinable(msg, child, v, decode=True):
+                self.decode_body(w, msg, child, v, f"e_{p}")
+                w.line(f"{append}(e_{p})")
             elif ek == "struct":
                 w.line(f"x_{p}, pos = {self.fn_ref(f.type.struct, v)}(buf, pos)")
-                w.line(f"app_{p}(x_{p})")
+                w.line(f"{append}(x_{p})")
             else:
                 raise SchemaError(f"arrays of {ek} are not supported")
         w.line(f"{target} = lst_{p}")
+
+    def read_number_array(self, w: SourceWriter, f: Field, target: str) -> bool:
+        """Read an array of fixed-width numbers in one call; False when the flavour loops instead."""
+        assert f.type.element is not None
+        ek = f.type.element.kind
+        size = FIXED_WIDTH[ek]
+        c = STRUCT_CHARS[ek]
+        table = self.array_table(c, counted=False)
+        # [*t] builds the list straight from the tuple, without a call to list(). A short
+        # array needs no length check: unpack_from raises when the input ends too soon.
+        with w.block(f"if n < {SMALL_ARRAY}:"):
+            w.line(f"{target} = [*{table}[n].unpack_from(buf, pos)]")
+        with w.block("else:"):
+            with w.block(f"if n * {size} > blen - pos:"):
+                w.line(f"raise _truncated('{f.name}')")
+            w.line(f"{target} = [*_Struct(f'>{{n}}{c}').unpack_from(buf, pos)]")
+        w.line(f"pos += n * {size}")
+        return True
+
+    def appender(self, w: SourceWriter, p: str) -> str:
+        """What adds an element to the list ``lst_<p>``: a bound method kept in a local."""
+        w.line(f"app_{p} = lst_{p}.append")
+        return f"app_{p}"
+
+    def read_blob_element(self, w: SourceWriter, f: Field, ek: str, flexible: bool, append: str) -> None:
+        """Read one string or bytes element of array ``f`` and pass it to ``append``."""
+        null = self.read_length(w, flexible, ek, "n2")
+        with w.block(f"if {null}:"):
+            w.line(f"raise _invalid('null element in {f.name}')")
+        if ek == "string" and null == "n2 < 0":
+            with w.block("if n2 > 0x7FFF:"):
+                w.line(f"raise _invalid('string in {f.name} is too long')")
+        w.line("end = pos + n2")
+        with w.block("if end > blen:"):
+            w.line(f"raise _truncated('{f.name}')")
+        w.line(f"{append}(buf[pos:end].decode())" if ek == "string" else f"{append}(buf[pos:end])")
+        w.line("pos = end")
 
     def elem_type(self, f: Field) -> str:
         elem = f.type.element
@@ -449,43 +596,35 @@ class ModuleEmitter:
         return self.msg_classes[f.type.struct] if f.type.struct else PY_TYPES[elem.kind]
 
     def read_tagged(self, w: SourceWriter, msg: Message, s: Struct, v: int, obj: str) -> None:
+        """The tagged-field block of a flexible version: known tags into their fields, tags of
+        other versions rejected, unknown ones kept (as ``(tag, bytes)`` pairs)."""
         tagged = sorted((f for f in s.fields if f.present(v) and f.is_tagged(v)), key=lambda f: f.tag or 0)
         valid = {f.tag for f in tagged}
         # An element read inline may sit inside its parent's tagged-field loop: its own list of
         # unknown fields must not replace the parent's.
         unknown = "unknown" if obj == "o" else f"unknown_{obj}"
+        result = self.unknown_target(obj)
         other = sorted({f.tag for f in s.fields if f.tag is not None} - valid)
-        w.line("n = buf[pos]")
-        with w.block("if n < 0x80:"):
-            w.line("pos += 1")
-        with w.block("else:"):
-            w.line("n, pos = _read_uvarint(buf, pos)")
-        with w.block("if n == 0:"):
-            w.line(f"{obj}.unknown_tagged_fields = ()")
-        with w.block("else:"):
-            w.line(f"{unknown} = []")
-            with w.block("for _ in range(n):"):
-                w.line("tag, pos = _read_uvarint(buf, pos)")
-                w.line("size, pos = _read_uvarint(buf, pos)")
+        self.read_uvarint(w, "n")
+        w.line(f"{self.typed(result, 'Any')} = ()")
+        with w.block("if n != 0:"):
+            count = self.loop_count(w, "n")
+            w.line(f"{self.typed(unknown, 'list[tuple[int, bytes]]')} = []")
+            with w.block(f"for _i_tag in range({count}):"):
+                w.line(f"tag, pos = {self.FLAVOUR.uvarint}(buf, pos)")
+                w.line(f"size, pos = {self.FLAVOUR.uvarint}(buf, pos)")
                 first = True
                 for f in tagged:
                     with w.block(f"{'if' if first else 'elif'} tag == {f.tag}:"):
-                        kind = f.type.kind
-                        target = f"{obj}.{f.py_name}"
-                        if kind in STRUCT_CHARS:
-                            c = STRUCT_CHARS[kind]
-                            const = self.struct_const(">" + c)
-                            if c == "16s":
-                                w.line(f"raw, = {const}.unpack_from(buf, pos)")
-                                w.line(f"{target} = {_uuid_expr('raw')}")
-                            else:
-                                w.line(f"{target}, = {const}.unpack_from(buf, pos)")
-                            w.line(f"pos += {_char_size(c)}")
+                        target = self.tagged_field_target(obj, f)
+                        if f.type.kind in FIXED_WIDTH:
+                            self.read_fixed(w, f.type.kind, target)
                         else:
                             self.read_var(w, msg, f, v, target, True, have_length=False)
                     first = False
                 if other:
-                    with w.block(f"{'if' if first else 'elif'} tag in {tuple(other)!r}:"):
+                    cond = " or ".join(f"tag == {t}" for t in other)
+                    with w.block(f"{'if' if first else 'elif'} {cond}:"):
                         w.line(f"raise _invalid(f'tag {{tag}} is not valid in version {v}')")
                     first = False
                 with w.block("else:" if not first else "if True:"):
@@ -494,7 +633,7 @@ class ModuleEmitter:
                         w.line("raise _truncated('a tagged field')")
                     w.line(f"{unknown}.append((tag, buf[pos:end]))")
                     w.line("pos = end")
-            w.line(f"{obj}.unknown_tagged_fields = tuple({unknown})")
+            w.line(f"{result} = tuple({unknown})")
 
     # ----------------------------------------------------------------- encode
     def emit_encoder(self, msg: Message, s: Struct, v: int) -> str:
@@ -542,15 +681,23 @@ class ModuleEmitter:
                 w.line(f"raise EncodeError('tagged fields cannot be written in version {v}')")
 
     def write_length(self, w: SourceWriter, flexible: bool, kind: str, n: str, out: str) -> None:
+        """Write a length or count ``n`` (plus one, as a varint, when compact)."""
         if flexible:
             w.line(f"m = {n} + 1")
             with w.block("if m < 0x80:"):
-                w.line(f"{out}.append(m)")
+                w.line(f"{out}.append({self.byte_of('m')})")
             with w.block("else:"):
-                w.line(f"_write_uvarint({out}, m)")
+                w.line(f"{self.FLAVOUR.uvarint_writer}({out}, m)")
         else:
-            c = "h" if kind == "string" else "i"
-            w.line(f"{out} += {self.struct_const('>' + c)}.pack({n})")
+            self.write_classic_length(w, kind, n, out)
+
+    def byte_of(self, local: str) -> str:
+        """A local known to hold 0-255, as ``append`` takes it."""
+        return local
+
+    def write_classic_length(self, w: SourceWriter, kind: str, n: str, out: str) -> None:
+        c = "h" if kind == "string" else "i"
+        w.line(f"{out} += {self.struct_const('>' + c)}.pack({n})")
 
     def write_null(self, w: SourceWriter, flexible: bool, kind: str, out: str) -> None:
         if flexible:
@@ -560,29 +707,29 @@ class ModuleEmitter:
             w.line(f"{out} += {null!r}")
 
     def write_value(self, w: SourceWriter, msg: Message, f: Field, v: int, value: str, flexible: bool,
-                    out: str) -> None:  # fmt: skip
+                    out: str, known_not_none: bool = False) -> None:  # fmt: skip
+        """Write field ``f``'s ``value`` to ``out``. ``known_not_none``: the caller checked ``value is
+        not None`` (mypyc compiles dead code generically, so the null branch then only raises)."""
         kind = f.type.kind
         p = self.local_prefix + f.py_name
-        if kind in STRUCT_CHARS:
-            c = STRUCT_CHARS[kind]
-            packed = f"{value}.bytes" if c == "16s" else value
-            w.line(f"{out} += {self.struct_const('>' + c)}.pack({packed})")
+        if kind in FIXED_WIDTH:
+            self.write_fixed(w, kind, value, out)
             return
         if kind == "struct":
             fn = self.fn_ref(f.type.struct, v, encode=True)
             if f.is_nullable(v):
                 w.line(f"x_{p} = {value}")
                 with w.block(f"if x_{p} is None:"):
-                    w.line(f"{out}.append(0xFF)")
+                    w.line(f"{out}.append({self.FLAVOUR.bytes[0xFF]})")
                 with w.block("else:"):
-                    w.line(f"{out}.append(1)")
+                    w.line(f"{out}.append({self.FLAVOUR.bytes[1]})")
                     w.line(f"{fn}(x_{p}, {out})")
             else:
                 w.line(f"{fn}({value}, {out})")
             return
-        w.line(f"x_{p} = {value}")
+        w.line(f"{self.typed(f'x_{p}', 'str | None' if kind == 'string' else 'Any')} = {value}")
         with w.block(f"if x_{p} is None:"):
-            if f.is_nullable(v):
+            if f.is_nullable(v) and not known_not_none:
                 self.write_null(w, flexible, kind, out)
             else:
                 w.line(f"raise ValueOutOfRangeError('non-nullable field {f.name} is None', version={v})")
@@ -595,49 +742,38 @@ class ModuleEmitter:
                 with w.block(f"if len(b_{p}) > 0x7FFF:"):
                     w.line(f"raise ValueOutOfRangeError('string field {f.name} is too long', version={v})")
             else:
-                w.line(f"b_{p} = x_{p}")
+                w.line(f"b_{p} = {self.FLAVOUR.as_bytes.format(f'x_{p}')}")
             self.write_length(w, flexible, kind, f"len(b_{p})", out)
-            # a large records payload is not copied into the buffer by ``Struct.encode`` (runtime)
-            w.line(f"_put_records({out}, b_{p})" if kind == "records" else f"{out} += b_{p}")
+            w.line(self.put_bytes(out, f"b_{p}", kind))
 
     def write_array_body(self, w: SourceWriter, msg: Message, f: Field, v: int, flexible: bool, out: str) -> None:
         elem = f.type.element
         assert elem is not None
         ek = elem.kind
         p = self.local_prefix + f.py_name
-        if ek in STRUCT_CHARS and ek != "uuid":
-            c = STRUCT_CHARS[ek]
-            w.line(f"k_{p} = len(x_{p})")
-            if flexible:
-                self.write_length(w, True, "array", f"k_{p}", out)
-                table = self.array_table(c, counted=False)
-                fallback = f"_Struct(f'>{{k_{p}}}{c}')"
-                w.line(f"{out} += ({table}[k_{p}] if k_{p} < {SMALL_ARRAY} else {fallback}).pack(*x_{p})")
-            else:
-                table = self.array_table(c, counted=True)
-                fallback = f"_Struct(f'>i{{k_{p}}}{c}')"
-                w.line(f"{out} += ({table}[k_{p}] if k_{p} < {SMALL_ARRAY} else {fallback}).pack(k_{p}, *x_{p})")
+        if ek in FIXED_WIDTH and ek != "uuid" and self.write_number_array(w, f, flexible, out):
             return
-        self.write_length(w, flexible, "array", f"len(x_{p})", out)
-        if ek == "uuid":
-            with w.block(f"for e_{p} in x_{p}:"):
-                w.line(f"{out} += e_{p}.bytes")
+        items = self.array_items(w, f, p)
+        self.write_length(w, flexible, "array", f"len({items})", out)
+        if ek in FIXED_WIDTH:
+            with w.block(f"for e_{p} in {items}:"):
+                self.write_fixed(w, ek, f"e_{p}", out)
         elif ek in ("string", "bytes"):
-            with w.block(f"for e_{p} in x_{p}:"):
+            with w.block(f"for e_{p} in {items}:"):
                 if ek == "string":
                     w.line(f"b_{p} = e_{p}.encode()")
                     with w.block(f"if len(b_{p}) > 0x7FFF:"):
                         w.line(f"raise ValueOutOfRangeError('string in {f.name} is too long', version={v})")
                 else:
-                    w.line(f"b_{p} = e_{p}")
+                    w.line(f"b_{p} = {self.FLAVOUR.as_bytes.format(f'e_{p}')}")
                 self.write_length(w, flexible, ek, f"len(b_{p})", out)
-                w.line(f"{out} += b_{p}")
+                w.line(self.put_bytes(out, f"b_{p}", ek))
         elif ek == "struct":
             assert f.type.struct is not None
             child = msg.structs[f.type.struct]
             fn = self.fn_ref(f.type.struct, v, encode=True)
-            with w.block(f"for e_{p} in x_{p}:"):
-                if self.inlinable(msg, child, v):
+            with w.block(f"for e_{p} in {items}:"):
+                if self.FLAVOUR.inline_elements and self.inlinable(msg, child, v):
                     outer, self.local_prefix = self.local_prefix, f"{p}_"
                     self.encode_body(w, msg, child, v, f"e_{p}", out)
                     self.local_prefix = outer
@@ -647,27 +783,32 @@ class ModuleEmitter:
             raise SchemaError(f"arrays of {ek} are not supported")
 
     def write_tagged(self, w: SourceWriter, msg: Message, s: Struct, v: int, obj: str, out: str) -> None:
+        """The tagged-field block: known fields that differ from their defaults and the retained
+        unknown ones, ascending by tag (``runtime.write_tagged``)."""
         tagged = sorted((f for f in s.fields if f.present(v) and f.is_tagged(v)), key=lambda f: f.tag or 0)
         known_tags = sorted({f.tag for f in tagged if f.tag is not None})
         if not tagged:
             with w.block(f"if {obj}.unknown_tagged_fields:"):
-                w.line(f"_write_tagged({out}, [], {obj}.unknown_tagged_fields, frozenset())")
+                w.line(f"{self.FLAVOUR.tagged_writer}({out}, [], {obj}.unknown_tagged_fields, frozenset())")
             with w.block("else:"):
-                w.line(f"{out}.append(0)")
+                w.line(f"{out}.append({self.FLAVOUR.bytes[0]})")
             return
         # An element written inline may sit inside its parent's tagged field, which is being
-        # written into ``t`` and collected in ``known``: its own scratch gets its own names.
-        known, t = ("known", "t") if obj == "o" else (f"known_{obj}", f"t_{obj}")
+        # written and collected in ``known``: its own scratch gets its own names.
+        known = "known" if obj == "o" else f"known_{obj}"
         w.line(f"{known}: list[tuple[int, bytes | bytearray]] = []")
         for f in tagged:
-            with w.block(f"if {nondefault_check(f, f'{obj}.{f.py_name}', self.msg_classes)}:"):
-                w.line(f"{t} = bytearray()")
-                self.write_value(w, msg, f, v, f"{obj}.{f.py_name}", True, t)
-                w.line(f"{known}.append(({f.tag}, {t}))")
+            check = nondefault_check(f, f"{obj}.{f.py_name}", self.msg_classes)
+            with w.block(f"if {check}:"):
+                # one buffer variable per field: mypyc types a re-bound local as ``object``
+                t = f"t_{f.py_name}" if obj == "o" else f"t_{obj}_{f.py_name}"
+                w.line(f"{t} = {self.FLAVOUR.new_buffer}")
+                self.write_value(w, msg, f, v, f"{obj}.{f.py_name}", True, t, check.endswith(" is not None"))
+                w.line(f"{known}.append(({f.tag}, {self.FLAVOUR.buffer_bytes.format(t)}))")
         with w.block(f"if {obj}.unknown_tagged_fields or {known}:"):
-            w.line(f"_write_tagged({out}, {known}, {obj}.unknown_tagged_fields, frozenset({known_tags!r}))")
+            w.line(f"{self.FLAVOUR.tagged_writer}({out}, {known}, {obj}.unknown_tagged_fields, frozenset({known_tags!r}))")
         with w.block("else:"):
-            w.line(f"{out}.append(0)")
+            w.line(f"{out}.append({self.FLAVOUR.bytes[0]})")
 
     # ----------------------------------------------------------------- functions
     def fn_ref(self, struct_name: str | None, v: int, encode: bool = False) -> str:
@@ -743,61 +884,53 @@ class ModuleEmitter:
 
     # ----------------------------------------------------------------- module
     def emit(self) -> str:
+        """The module's source: banner, the imports its code used, constants, classes, functions
+        and class data (both flavours; the flavour adds its constants, classes and ending)."""
+        self.imports = Imports(self.FLAVOUR.symbols)
+        self.body = SourceWriter(imports=self.imports)
+        self.tables = SourceWriter(imports=self.imports)
+        classes = SourceWriter(imports=self.imports)
         self.fn_table: dict[tuple[str, int, bool], str] = {}
         for msg in self.messages:
-            self.msg_classes = {s.name: s.class_name for s in msg.structs.values()}
-            self.msg_classes[msg.name] = msg.root.class_name
+            self.use_message(msg)
             for s in msg.all_structs():
-                self.emit_class(msg, s)
+                self.emit_class(classes, msg, s)
         for msg in self.messages:
-            self.msg_classes = {s.name: s.class_name for s in msg.structs.values()}
-            self.msg_classes[msg.name] = msg.root.class_name
+            self.use_message(msg)
             self.plan_functions(msg)
             self.emit_functions(msg)
-            self.emit_tables(msg, self.tables)
+            self.emit_tables(msg, self.tables, compiled=self.FLAVOUR.compiled)
         self.emit_fresh_functions()
+        ending = SourceWriter(imports=self.imports)
+        self.emit_ending(ending)
+        constants = SourceWriter(imports=self.imports)
+        self.emit_constants(constants)
         head = SourceWriter()
         head.lines(self.banner)
         head.line()
         head.line("from __future__ import annotations")
         head.line()
-        head.line("from struct import Struct as _Struct")
-        head.line("from struct import pack as _pack")
-        head.line("from struct import unpack_from as _unpack_from")
-        head.line("from typing import TYPE_CHECKING")
-        head.line("from uuid import UUID")
+        head.lines(self.imports.render())
         head.line()
-        head.line(
-            "from kafka_wire.codec.runtime import ARRAY_STRUCTS, COUNTED_ARRAY_STRUCTS, FRESH, ZERO_UUID, "
-            "ZERO_UUID_BYTES, FieldSpec, TaggedFields"
-        )
-        head.line("from kafka_wire.codec.runtime import class_data as _class_data")
-        head.line("from kafka_wire.codec.runtime import invalid as _invalid")
-        head.line("from kafka_wire.codec.runtime import put_records as _put_records")
-        head.line("from kafka_wire.codec.runtime import read_uvarint as _read_uvarint")
-        head.line("from kafka_wire.codec.runtime import truncated as _truncated")
-        head.line("from kafka_wire.codec.runtime import uuid_from_bytes as _uuid_from_bytes")
-        head.line("from kafka_wire.codec.runtime import write_tagged as _write_tagged")
-        head.line("from kafka_wire.codec.runtime import write_uvarint as _write_uvarint")
-        head.line("from kafka_wire.codec.structs import Message, Struct")
-        head.line("from kafka_wire.codec.structs import new_instance as _new")
-        head.line("from kafka_wire.codec.versions import VersionSet")
-        head.line("from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRangeError")
-        head.line("from kafka_wire.flavour import compiled_module")
-        head.line()
-        for fmt, name in self.structs.items():
-            head.line(f"{name} = _Struct({fmt!r})")
-        for name, table in sorted(self.tables_used.items()):
-            head.line(f"{name} = {table}")
-        text = head.text() + self.body.text() + "\n" + self.tables.text() + self.compiled_hook()
-        return _tidy_imports(text)
+        return head.text() + constants.text() + classes.text() + self.body.text() + "\n" + self.tables.text() + ending.text()
 
-    def compiled_hook(self) -> str:
+    def use_message(self, msg: Message) -> None:
+        """Struct name -> class name for the message being emitted."""
+        self.msg_classes = {s.name: s.class_name for s in msg.structs.values()}
+        self.msg_classes[msg.name] = msg.root.class_name
+
+    def emit_constants(self, w: SourceWriter) -> None:
+        """Module constants: the precompiled ``struct.Struct`` objects the functions use."""
+        for fmt, name in self.structs.items():
+            w.line(f"{name} = _Struct({fmt!r})")
+        for name, table in sorted(self.tables_used.items()):
+            w.line(f"{name} = {table}")
+
+    def emit_ending(self, w: SourceWriter) -> None:
         """The end of a module with a compiled twin: its classes replace this module's when it is built."""
         if self.compiled_module is None:
-            return ""
+            return
         names = sorted(s.class_name for m in self.messages for s in m.all_structs())
-        w = SourceWriter()
         w.line()
         w.line()
         w.line("# The compiled flavour (docs/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.")
@@ -806,7 +939,6 @@ class ModuleEmitter:
             for name in names:
                 w.line(f"    {name},")
             w.line(")")
-        return w.text()
 
 
 def read_sized(w: SourceWriter, f: Field, kind: str, target: str, *, check_string_length: bool) -> None:
@@ -834,34 +966,3 @@ def _uuid_expr(raw: str) -> str:
 
 def _char_size(c: str) -> int:
     return {"?": 1, "b": 1, "h": 2, "i": 4, "q": 8, "H": 2, "I": 4, "d": 8, "16s": 16}[c]
-
-
-def _tidy_imports(text: str) -> str:
-    """Drop imports the module does not use (keeps generated modules lint-clean)."""
-    marker = "from kafka_wire.flavour import compiled_module\n"
-    body_start = text.index(marker) + len(marker)
-    body = text[body_start:]
-    lines = text[:body_start].split("\n")
-    kept = []
-    for line in lines:
-        if line.startswith(("from kafka_wire.codec.runtime import", "from struct import", "from uuid import",
-                            "from kafka_wire.errors import", "from kafka_wire.codec.versions import",
-                            "from typing import", "from kafka_wire.flavour import", "from kafka_wire.codec.structs import")):
-            names = line.split(" import ", 1)[1]
-            parts = [p.strip() for p in names.split(",")]
-            used = []
-            for p in parts:
-                alias = p.split(" as ")[-1]
-                if _uses(body, alias):
-                    used.append(p)
-            if not used:
-                continue
-            line = line.split(" import ", 1)[0] + " import " + ", ".join(used)
-            if len(line) > 110:
-                line = line.split(" import ", 1)[0] + " import (\n" + "".join(f"    {u},\n" for u in used) + ")"
-        kept.append(line)
-    return "\n".join(kept) + body
-
-
-def _uses(body: str, name: str) -> bool:
-    return re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", body) is not None

@@ -222,11 +222,10 @@ def _decode_AddPartitionsToTxnRequestTopic_v3(buf: bytes, pos: int) -> tuple[Add
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -304,7 +303,7 @@ def _decode_AddPartitionsToTxnRequestTransaction_v4(buf: bytes, pos: int) -> tup
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[AddPartitionsToTxnRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             e_topics = _new(AddPartitionsToTxnRequestTopic)
             n = buf[pos]
             if n < 0x80:
@@ -343,11 +342,10 @@ def _decode_AddPartitionsToTxnRequestTransaction_v4(buf: bytes, pos: int) -> tup
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_topics.unknown_tagged_fields = ()
-            else:
+            e_topics.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_topics = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -364,11 +362,10 @@ def _decode_AddPartitionsToTxnRequestTransaction_v4(buf: bytes, pos: int) -> tup
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -463,7 +460,7 @@ def _decode_AddPartitionsToTxnRequest_v0(buf: bytes, pos: int) -> tuple[AddParti
             raise _invalid('array V3AndBelowTopics declares more elements than bytes remain')
         lst_v3_and_below_topics: list[AddPartitionsToTxnRequestTopic] = []
         app_v3_and_below_topics = lst_v3_and_below_topics.append
-        for _ in range(n):
+        for _i_v3_and_below_topics in range(n):
             e_v3_and_below_topics = _new(AddPartitionsToTxnRequestTopic)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -569,7 +566,7 @@ def _decode_AddPartitionsToTxnRequest_v3(buf: bytes, pos: int) -> tuple[AddParti
             raise _invalid('array V3AndBelowTopics declares more elements than bytes remain')
         lst_v3_and_below_topics: list[AddPartitionsToTxnRequestTopic] = []
         app_v3_and_below_topics = lst_v3_and_below_topics.append
-        for _ in range(n):
+        for _i_v3_and_below_topics in range(n):
             e_v3_and_below_topics = _new(AddPartitionsToTxnRequestTopic)
             n = buf[pos]
             if n < 0x80:
@@ -608,11 +605,10 @@ def _decode_AddPartitionsToTxnRequest_v3(buf: bytes, pos: int) -> tuple[AddParti
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_v3_and_below_topics.unknown_tagged_fields = ()
-            else:
+            e_v3_and_below_topics.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_v3_and_below_topics = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -629,11 +625,10 @@ def _decode_AddPartitionsToTxnRequest_v3(buf: bytes, pos: int) -> tuple[AddParti
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -727,7 +722,7 @@ def _decode_AddPartitionsToTxnRequest_v4(buf: bytes, pos: int) -> tuple[AddParti
             raise _invalid('array Transactions declares more elements than bytes remain')
         lst_transactions: list[AddPartitionsToTxnRequestTransaction] = []
         app_transactions = lst_transactions.append
-        for _ in range(n):
+        for _i_transactions in range(n):
             x_transactions, pos = _decode_AddPartitionsToTxnRequestTransaction_v4(buf, pos)
             app_transactions(x_transactions)
         o.transactions = lst_transactions
@@ -736,11 +731,10 @@ def _decode_AddPartitionsToTxnRequest_v4(buf: bytes, pos: int) -> tuple[AddParti
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -803,11 +797,10 @@ def _decode_AddPartitionsToTxnResponsePartitionResult_v3(buf: bytes, pos: int) -
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -850,7 +843,7 @@ def _decode_AddPartitionsToTxnResponseTopicResult_v0(buf: bytes, pos: int) -> tu
             raise _invalid('array ResultsByPartition declares more elements than bytes remain')
         lst_results_by_partition: list[AddPartitionsToTxnResponsePartitionResult] = []
         app_results_by_partition = lst_results_by_partition.append
-        for _ in range(n):
+        for _i_results_by_partition in range(n):
             e_results_by_partition = _new(AddPartitionsToTxnResponsePartitionResult)
             e_results_by_partition.partition_index, e_results_by_partition.partition_error_code = _S5.unpack_from(buf, pos)
             pos += 6
@@ -916,7 +909,7 @@ def _decode_AddPartitionsToTxnResponseTopicResult_v3(buf: bytes, pos: int) -> tu
             raise _invalid('array ResultsByPartition declares more elements than bytes remain')
         lst_results_by_partition: list[AddPartitionsToTxnResponsePartitionResult] = []
         app_results_by_partition = lst_results_by_partition.append
-        for _ in range(n):
+        for _i_results_by_partition in range(n):
             e_results_by_partition = _new(AddPartitionsToTxnResponsePartitionResult)
             e_results_by_partition.partition_index, e_results_by_partition.partition_error_code = _S5.unpack_from(buf, pos)
             pos += 6
@@ -925,11 +918,10 @@ def _decode_AddPartitionsToTxnResponseTopicResult_v3(buf: bytes, pos: int) -> tu
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_results_by_partition.unknown_tagged_fields = ()
-            else:
+            e_results_by_partition.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_results_by_partition = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -946,11 +938,10 @@ def _decode_AddPartitionsToTxnResponseTopicResult_v3(buf: bytes, pos: int) -> tu
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1030,7 +1021,7 @@ def _decode_AddPartitionsToTxnResponseResult_v4(buf: bytes, pos: int) -> tuple[A
             raise _invalid('array TopicResults declares more elements than bytes remain')
         lst_topic_results: list[AddPartitionsToTxnResponseTopicResult] = []
         app_topic_results = lst_topic_results.append
-        for _ in range(n):
+        for _i_topic_results in range(n):
             x_topic_results, pos = _decode_AddPartitionsToTxnResponseTopicResult_v3(buf, pos)
             app_topic_results(x_topic_results)
         o.topic_results = lst_topic_results
@@ -1039,11 +1030,10 @@ def _decode_AddPartitionsToTxnResponseResult_v4(buf: bytes, pos: int) -> tuple[A
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1101,7 +1091,7 @@ def _decode_AddPartitionsToTxnResponse_v0(buf: bytes, pos: int) -> tuple[AddPart
             raise _invalid('array ResultsByTopicV3AndBelow declares more elements than bytes remain')
         lst_results_by_topic_v3_and_below: list[AddPartitionsToTxnResponseTopicResult] = []
         app_results_by_topic_v3_and_below = lst_results_by_topic_v3_and_below.append
-        for _ in range(n):
+        for _i_results_by_topic_v3_and_below in range(n):
             x_results_by_topic_v3_and_below, pos = _decode_AddPartitionsToTxnResponseTopicResult_v0(buf, pos)
             app_results_by_topic_v3_and_below(x_results_by_topic_v3_and_below)
         o.results_by_topic_v3_and_below = lst_results_by_topic_v3_and_below
@@ -1144,7 +1134,7 @@ def _decode_AddPartitionsToTxnResponse_v3(buf: bytes, pos: int) -> tuple[AddPart
             raise _invalid('array ResultsByTopicV3AndBelow declares more elements than bytes remain')
         lst_results_by_topic_v3_and_below: list[AddPartitionsToTxnResponseTopicResult] = []
         app_results_by_topic_v3_and_below = lst_results_by_topic_v3_and_below.append
-        for _ in range(n):
+        for _i_results_by_topic_v3_and_below in range(n):
             x_results_by_topic_v3_and_below, pos = _decode_AddPartitionsToTxnResponseTopicResult_v3(buf, pos)
             app_results_by_topic_v3_and_below(x_results_by_topic_v3_and_below)
         o.results_by_topic_v3_and_below = lst_results_by_topic_v3_and_below
@@ -1153,11 +1143,10 @@ def _decode_AddPartitionsToTxnResponse_v3(buf: bytes, pos: int) -> tuple[AddPart
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1210,7 +1199,7 @@ def _decode_AddPartitionsToTxnResponse_v4(buf: bytes, pos: int) -> tuple[AddPart
             raise _invalid('array ResultsByTransaction declares more elements than bytes remain')
         lst_results_by_transaction: list[AddPartitionsToTxnResponseResult] = []
         app_results_by_transaction = lst_results_by_transaction.append
-        for _ in range(n):
+        for _i_results_by_transaction in range(n):
             x_results_by_transaction, pos = _decode_AddPartitionsToTxnResponseResult_v4(buf, pos)
             app_results_by_transaction(x_results_by_transaction)
         o.results_by_transaction = lst_results_by_transaction
@@ -1219,11 +1208,10 @@ def _decode_AddPartitionsToTxnResponse_v4(buf: bytes, pos: int) -> tuple[AddPart
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

@@ -120,11 +120,10 @@ def _decode_AddRaftVoterRequestListener_v0(buf: bytes, pos: int) -> tuple[AddRaf
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -207,7 +206,7 @@ def _decode_AddRaftVoterRequest_v0(buf: bytes, pos: int) -> tuple[AddRaftVoterRe
             raise _invalid('array Listeners declares more elements than bytes remain')
         lst_listeners: list[AddRaftVoterRequestListener] = []
         app_listeners = lst_listeners.append
-        for _ in range(n):
+        for _i_listeners in range(n):
             e_listeners = _new(AddRaftVoterRequestListener)
             n = buf[pos]
             if n < 0x80:
@@ -248,11 +247,10 @@ def _decode_AddRaftVoterRequest_v0(buf: bytes, pos: int) -> tuple[AddRaftVoterRe
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_listeners.unknown_tagged_fields = ()
-            else:
+            e_listeners.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_listeners = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -269,11 +267,10 @@ def _decode_AddRaftVoterRequest_v0(buf: bytes, pos: int) -> tuple[AddRaftVoterRe
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -385,7 +382,7 @@ def _decode_AddRaftVoterRequest_v1(buf: bytes, pos: int) -> tuple[AddRaftVoterRe
             raise _invalid('array Listeners declares more elements than bytes remain')
         lst_listeners: list[AddRaftVoterRequestListener] = []
         app_listeners = lst_listeners.append
-        for _ in range(n):
+        for _i_listeners in range(n):
             e_listeners = _new(AddRaftVoterRequestListener)
             n = buf[pos]
             if n < 0x80:
@@ -426,11 +423,10 @@ def _decode_AddRaftVoterRequest_v1(buf: bytes, pos: int) -> tuple[AddRaftVoterRe
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_listeners.unknown_tagged_fields = ()
-            else:
+            e_listeners.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_listeners = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -449,11 +445,10 @@ def _decode_AddRaftVoterRequest_v1(buf: bytes, pos: int) -> tuple[AddRaftVoterRe
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -555,11 +550,10 @@ def _decode_AddRaftVoterResponse_v0(buf: bytes, pos: int) -> tuple[AddRaftVoterR
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

@@ -208,11 +208,10 @@ def _decode_AlterClientQuotasRequestEntityData_v1(buf: bytes, pos: int) -> tuple
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -318,11 +317,10 @@ def _decode_AlterClientQuotasRequestOpData_v1(buf: bytes, pos: int) -> tuple[Alt
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -368,7 +366,7 @@ def _decode_AlterClientQuotasRequestEntryData_v0(buf: bytes, pos: int) -> tuple[
             raise _invalid('array Entity declares more elements than bytes remain')
         lst_entity: list[AlterClientQuotasRequestEntityData] = []
         app_entity = lst_entity.append
-        for _ in range(n):
+        for _i_entity in range(n):
             e_entity = _new(AlterClientQuotasRequestEntityData)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -402,7 +400,7 @@ def _decode_AlterClientQuotasRequestEntryData_v0(buf: bytes, pos: int) -> tuple[
             raise _invalid('array Ops declares more elements than bytes remain')
         lst_ops: list[AlterClientQuotasRequestOpData] = []
         app_ops = lst_ops.append
-        for _ in range(n):
+        for _i_ops in range(n):
             e_ops = _new(AlterClientQuotasRequestOpData)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -488,7 +486,7 @@ def _decode_AlterClientQuotasRequestEntryData_v1(buf: bytes, pos: int) -> tuple[
             raise _invalid('array Entity declares more elements than bytes remain')
         lst_entity: list[AlterClientQuotasRequestEntityData] = []
         app_entity = lst_entity.append
-        for _ in range(n):
+        for _i_entity in range(n):
             e_entity = _new(AlterClientQuotasRequestEntityData)
             n = buf[pos]
             if n < 0x80:
@@ -527,11 +525,10 @@ def _decode_AlterClientQuotasRequestEntryData_v1(buf: bytes, pos: int) -> tuple[
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_entity.unknown_tagged_fields = ()
-            else:
+            e_entity.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_entity = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -556,7 +553,7 @@ def _decode_AlterClientQuotasRequestEntryData_v1(buf: bytes, pos: int) -> tuple[
             raise _invalid('array Ops declares more elements than bytes remain')
         lst_ops: list[AlterClientQuotasRequestOpData] = []
         app_ops = lst_ops.append
-        for _ in range(n):
+        for _i_ops in range(n):
             e_ops = _new(AlterClientQuotasRequestOpData)
             n = buf[pos]
             if n < 0x80:
@@ -581,11 +578,10 @@ def _decode_AlterClientQuotasRequestEntryData_v1(buf: bytes, pos: int) -> tuple[
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_ops.unknown_tagged_fields = ()
-            else:
+            e_ops.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_ops = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -602,11 +598,10 @@ def _decode_AlterClientQuotasRequestEntryData_v1(buf: bytes, pos: int) -> tuple[
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -706,7 +701,7 @@ def _decode_AlterClientQuotasRequest_v0(buf: bytes, pos: int) -> tuple[AlterClie
             raise _invalid('array Entries declares more elements than bytes remain')
         lst_entries: list[AlterClientQuotasRequestEntryData] = []
         app_entries = lst_entries.append
-        for _ in range(n):
+        for _i_entries in range(n):
             x_entries, pos = _decode_AlterClientQuotasRequestEntryData_v0(buf, pos)
             app_entries(x_entries)
         o.entries = lst_entries
@@ -745,7 +740,7 @@ def _decode_AlterClientQuotasRequest_v1(buf: bytes, pos: int) -> tuple[AlterClie
             raise _invalid('array Entries declares more elements than bytes remain')
         lst_entries: list[AlterClientQuotasRequestEntryData] = []
         app_entries = lst_entries.append
-        for _ in range(n):
+        for _i_entries in range(n):
             x_entries, pos = _decode_AlterClientQuotasRequestEntryData_v1(buf, pos)
             app_entries(x_entries)
         o.entries = lst_entries
@@ -756,11 +751,10 @@ def _decode_AlterClientQuotasRequest_v1(buf: bytes, pos: int) -> tuple[AlterClie
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -882,11 +876,10 @@ def _decode_AlterClientQuotasResponseEntityData_v1(buf: bytes, pos: int) -> tupl
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -956,7 +949,7 @@ def _decode_AlterClientQuotasResponseEntryData_v0(buf: bytes, pos: int) -> tuple
             raise _invalid('array Entity declares more elements than bytes remain')
         lst_entity: list[AlterClientQuotasResponseEntityData] = []
         app_entity = lst_entity.append
-        for _ in range(n):
+        for _i_entity in range(n):
             e_entity = _new(AlterClientQuotasResponseEntityData)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -1060,7 +1053,7 @@ def _decode_AlterClientQuotasResponseEntryData_v1(buf: bytes, pos: int) -> tuple
             raise _invalid('array Entity declares more elements than bytes remain')
         lst_entity: list[AlterClientQuotasResponseEntityData] = []
         app_entity = lst_entity.append
-        for _ in range(n):
+        for _i_entity in range(n):
             e_entity = _new(AlterClientQuotasResponseEntityData)
             n = buf[pos]
             if n < 0x80:
@@ -1099,11 +1092,10 @@ def _decode_AlterClientQuotasResponseEntryData_v1(buf: bytes, pos: int) -> tuple
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_entity.unknown_tagged_fields = ()
-            else:
+            e_entity.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_entity = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1120,11 +1112,10 @@ def _decode_AlterClientQuotasResponseEntryData_v1(buf: bytes, pos: int) -> tuple
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1210,7 +1201,7 @@ def _decode_AlterClientQuotasResponse_v0(buf: bytes, pos: int) -> tuple[AlterCli
             raise _invalid('array Entries declares more elements than bytes remain')
         lst_entries: list[AlterClientQuotasResponseEntryData] = []
         app_entries = lst_entries.append
-        for _ in range(n):
+        for _i_entries in range(n):
             x_entries, pos = _decode_AlterClientQuotasResponseEntryData_v0(buf, pos)
             app_entries(x_entries)
         o.entries = lst_entries
@@ -1249,7 +1240,7 @@ def _decode_AlterClientQuotasResponse_v1(buf: bytes, pos: int) -> tuple[AlterCli
             raise _invalid('array Entries declares more elements than bytes remain')
         lst_entries: list[AlterClientQuotasResponseEntryData] = []
         app_entries = lst_entries.append
-        for _ in range(n):
+        for _i_entries in range(n):
             x_entries, pos = _decode_AlterClientQuotasResponseEntryData_v1(buf, pos)
             app_entries(x_entries)
         o.entries = lst_entries
@@ -1258,11 +1249,10 @@ def _decode_AlterClientQuotasResponse_v1(buf: bytes, pos: int) -> tuple[AlterCli
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

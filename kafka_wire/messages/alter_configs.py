@@ -187,11 +187,10 @@ def _decode_AlterConfigsRequestAlterableConfig_v2(buf: bytes, pos: int) -> tuple
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -261,7 +260,7 @@ def _decode_AlterConfigsRequestResource_v0(buf: bytes, pos: int) -> tuple[AlterC
             raise _invalid('array Configs declares more elements than bytes remain')
         lst_configs: list[AlterConfigsRequestAlterableConfig] = []
         app_configs = lst_configs.append
-        for _ in range(n):
+        for _i_configs in range(n):
             e_configs = _new(AlterConfigsRequestAlterableConfig)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -365,7 +364,7 @@ def _decode_AlterConfigsRequestResource_v2(buf: bytes, pos: int) -> tuple[AlterC
             raise _invalid('array Configs declares more elements than bytes remain')
         lst_configs: list[AlterConfigsRequestAlterableConfig] = []
         app_configs = lst_configs.append
-        for _ in range(n):
+        for _i_configs in range(n):
             e_configs = _new(AlterConfigsRequestAlterableConfig)
             n = buf[pos]
             if n < 0x80:
@@ -404,11 +403,10 @@ def _decode_AlterConfigsRequestResource_v2(buf: bytes, pos: int) -> tuple[AlterC
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_configs.unknown_tagged_fields = ()
-            else:
+            e_configs.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_configs = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -425,11 +423,10 @@ def _decode_AlterConfigsRequestResource_v2(buf: bytes, pos: int) -> tuple[AlterC
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -515,7 +512,7 @@ def _decode_AlterConfigsRequest_v0(buf: bytes, pos: int) -> tuple[AlterConfigsRe
             raise _invalid('array Resources declares more elements than bytes remain')
         lst_resources: list[AlterConfigsRequestResource] = []
         app_resources = lst_resources.append
-        for _ in range(n):
+        for _i_resources in range(n):
             x_resources, pos = _decode_AlterConfigsRequestResource_v0(buf, pos)
             app_resources(x_resources)
         o.resources = lst_resources
@@ -554,7 +551,7 @@ def _decode_AlterConfigsRequest_v2(buf: bytes, pos: int) -> tuple[AlterConfigsRe
             raise _invalid('array Resources declares more elements than bytes remain')
         lst_resources: list[AlterConfigsRequestResource] = []
         app_resources = lst_resources.append
-        for _ in range(n):
+        for _i_resources in range(n):
             x_resources, pos = _decode_AlterConfigsRequestResource_v2(buf, pos)
             app_resources(x_resources)
         o.resources = lst_resources
@@ -565,11 +562,10 @@ def _decode_AlterConfigsRequest_v2(buf: bytes, pos: int) -> tuple[AlterConfigsRe
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -701,11 +697,10 @@ def _decode_AlterConfigsResponseResourceResponse_v2(buf: bytes, pos: int) -> tup
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -765,7 +760,7 @@ def _decode_AlterConfigsResponse_v0(buf: bytes, pos: int) -> tuple[AlterConfigsR
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[AlterConfigsResponseResourceResponse] = []
         app_responses = lst_responses.append
-        for _ in range(n):
+        for _i_responses in range(n):
             e_responses = _new(AlterConfigsResponseResourceResponse)
             e_responses.error_code, n = _S5.unpack_from(buf, pos)
             pos += 4
@@ -850,7 +845,7 @@ def _decode_AlterConfigsResponse_v2(buf: bytes, pos: int) -> tuple[AlterConfigsR
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[AlterConfigsResponseResourceResponse] = []
         app_responses = lst_responses.append
-        for _ in range(n):
+        for _i_responses in range(n):
             e_responses = _new(AlterConfigsResponseResourceResponse)
             e_responses.error_code, = _S0.unpack_from(buf, pos)
             pos += 2
@@ -893,11 +888,10 @@ def _decode_AlterConfigsResponse_v2(buf: bytes, pos: int) -> tuple[AlterConfigsR
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_responses.unknown_tagged_fields = ()
-            else:
+            e_responses.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_responses = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -914,11 +908,10 @@ def _decode_AlterConfigsResponse_v2(buf: bytes, pos: int) -> tuple[AlterConfigsR
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

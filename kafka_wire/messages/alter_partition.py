@@ -156,11 +156,10 @@ def _decode_AlterPartitionRequestBrokerState_v3(buf: bytes, pos: int) -> tuple[A
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -211,11 +210,10 @@ def _decode_AlterPartitionRequestPartitionData_v0(buf: bytes, pos: int) -> tuple
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -281,11 +279,10 @@ def _decode_AlterPartitionRequestPartitionData_v1(buf: bytes, pos: int) -> tuple
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -339,7 +336,7 @@ def _decode_AlterPartitionRequestPartitionData_v3(buf: bytes, pos: int) -> tuple
             raise _invalid('array NewIsrWithEpochs declares more elements than bytes remain')
         lst_new_isr_with_epochs: list[AlterPartitionRequestBrokerState] = []
         app_new_isr_with_epochs = lst_new_isr_with_epochs.append
-        for _ in range(n):
+        for _i_new_isr_with_epochs in range(n):
             e_new_isr_with_epochs = _new(AlterPartitionRequestBrokerState)
             e_new_isr_with_epochs.broker_id, e_new_isr_with_epochs.broker_epoch = _S0.unpack_from(buf, pos)
             pos += 12
@@ -348,11 +345,10 @@ def _decode_AlterPartitionRequestPartitionData_v3(buf: bytes, pos: int) -> tuple
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_new_isr_with_epochs.unknown_tagged_fields = ()
-            else:
+            e_new_isr_with_epochs.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_new_isr_with_epochs = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -371,11 +367,10 @@ def _decode_AlterPartitionRequestPartitionData_v3(buf: bytes, pos: int) -> tuple
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -447,7 +442,7 @@ def _decode_AlterPartitionRequestTopicData_v0(buf: bytes, pos: int) -> tuple[Alt
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[AlterPartitionRequestPartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(AlterPartitionRequestPartitionData)
             e_partitions.new_isr_with_epochs = []
             e_partitions.leader_recovery_state = 0
@@ -476,11 +471,10 @@ def _decode_AlterPartitionRequestTopicData_v0(buf: bytes, pos: int) -> tuple[Alt
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -497,11 +491,10 @@ def _decode_AlterPartitionRequestTopicData_v0(buf: bytes, pos: int) -> tuple[Alt
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -598,7 +591,7 @@ def _decode_AlterPartitionRequestTopicData_v1(buf: bytes, pos: int) -> tuple[Alt
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[AlterPartitionRequestPartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(AlterPartitionRequestPartitionData)
             e_partitions.new_isr_with_epochs = []
             e_partitions.partition_index, e_partitions.leader_epoch = _S1.unpack_from(buf, pos)
@@ -626,11 +619,10 @@ def _decode_AlterPartitionRequestTopicData_v1(buf: bytes, pos: int) -> tuple[Alt
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -647,11 +639,10 @@ def _decode_AlterPartitionRequestTopicData_v1(buf: bytes, pos: int) -> tuple[Alt
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -733,7 +724,7 @@ def _decode_AlterPartitionRequestTopicData_v2(buf: bytes, pos: int) -> tuple[Alt
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[AlterPartitionRequestPartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(AlterPartitionRequestPartitionData)
             e_partitions.new_isr_with_epochs = []
             e_partitions.partition_index, e_partitions.leader_epoch = _S1.unpack_from(buf, pos)
@@ -761,11 +752,10 @@ def _decode_AlterPartitionRequestTopicData_v2(buf: bytes, pos: int) -> tuple[Alt
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -782,11 +772,10 @@ def _decode_AlterPartitionRequestTopicData_v2(buf: bytes, pos: int) -> tuple[Alt
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -856,7 +845,7 @@ def _decode_AlterPartitionRequestTopicData_v3(buf: bytes, pos: int) -> tuple[Alt
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[AlterPartitionRequestPartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_AlterPartitionRequestPartitionData_v3(buf, pos)
             app_partitions(x_partitions)
         o.partitions = lst_partitions
@@ -865,11 +854,10 @@ def _decode_AlterPartitionRequestTopicData_v3(buf: bytes, pos: int) -> tuple[Alt
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -919,7 +907,7 @@ def _decode_AlterPartitionRequest_v0(buf: bytes, pos: int) -> tuple[AlterPartiti
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[AlterPartitionRequestTopicData] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_AlterPartitionRequestTopicData_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -928,11 +916,10 @@ def _decode_AlterPartitionRequest_v0(buf: bytes, pos: int) -> tuple[AlterPartiti
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -982,7 +969,7 @@ def _decode_AlterPartitionRequest_v1(buf: bytes, pos: int) -> tuple[AlterPartiti
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[AlterPartitionRequestTopicData] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_AlterPartitionRequestTopicData_v1(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -991,11 +978,10 @@ def _decode_AlterPartitionRequest_v1(buf: bytes, pos: int) -> tuple[AlterPartiti
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1045,7 +1031,7 @@ def _decode_AlterPartitionRequest_v2(buf: bytes, pos: int) -> tuple[AlterPartiti
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[AlterPartitionRequestTopicData] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_AlterPartitionRequestTopicData_v2(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1054,11 +1040,10 @@ def _decode_AlterPartitionRequest_v2(buf: bytes, pos: int) -> tuple[AlterPartiti
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1108,7 +1093,7 @@ def _decode_AlterPartitionRequest_v3(buf: bytes, pos: int) -> tuple[AlterPartiti
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[AlterPartitionRequestTopicData] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_AlterPartitionRequestTopicData_v3(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1117,11 +1102,10 @@ def _decode_AlterPartitionRequest_v3(buf: bytes, pos: int) -> tuple[AlterPartiti
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1182,11 +1166,10 @@ def _decode_AlterPartitionResponsePartitionData_v0(buf: bytes, pos: int) -> tupl
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1247,11 +1230,10 @@ def _decode_AlterPartitionResponsePartitionData_v1(buf: bytes, pos: int) -> tupl
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1317,7 +1299,7 @@ def _decode_AlterPartitionResponseTopicData_v0(buf: bytes, pos: int) -> tuple[Al
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[AlterPartitionResponsePartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(AlterPartitionResponsePartitionData)
             e_partitions.leader_recovery_state = 0
             e_partitions.partition_index, e_partitions.error_code, e_partitions.leader_id, e_partitions.leader_epoch = _S5.unpack_from(buf, pos)
@@ -1345,11 +1327,10 @@ def _decode_AlterPartitionResponseTopicData_v0(buf: bytes, pos: int) -> tuple[Al
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1366,11 +1347,10 @@ def _decode_AlterPartitionResponseTopicData_v0(buf: bytes, pos: int) -> tuple[Al
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1463,7 +1443,7 @@ def _decode_AlterPartitionResponseTopicData_v1(buf: bytes, pos: int) -> tuple[Al
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[AlterPartitionResponsePartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(AlterPartitionResponsePartitionData)
             e_partitions.partition_index, e_partitions.error_code, e_partitions.leader_id, e_partitions.leader_epoch = _S5.unpack_from(buf, pos)
             pos += 14
@@ -1490,11 +1470,10 @@ def _decode_AlterPartitionResponseTopicData_v1(buf: bytes, pos: int) -> tuple[Al
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1511,11 +1490,10 @@ def _decode_AlterPartitionResponseTopicData_v1(buf: bytes, pos: int) -> tuple[Al
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1595,7 +1573,7 @@ def _decode_AlterPartitionResponseTopicData_v2(buf: bytes, pos: int) -> tuple[Al
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[AlterPartitionResponsePartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(AlterPartitionResponsePartitionData)
             e_partitions.partition_index, e_partitions.error_code, e_partitions.leader_id, e_partitions.leader_epoch = _S5.unpack_from(buf, pos)
             pos += 14
@@ -1622,11 +1600,10 @@ def _decode_AlterPartitionResponseTopicData_v2(buf: bytes, pos: int) -> tuple[Al
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1643,11 +1620,10 @@ def _decode_AlterPartitionResponseTopicData_v2(buf: bytes, pos: int) -> tuple[Al
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1713,7 +1689,7 @@ def _decode_AlterPartitionResponse_v0(buf: bytes, pos: int) -> tuple[AlterPartit
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[AlterPartitionResponseTopicData] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_AlterPartitionResponseTopicData_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1722,11 +1698,10 @@ def _decode_AlterPartitionResponse_v0(buf: bytes, pos: int) -> tuple[AlterPartit
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1776,7 +1751,7 @@ def _decode_AlterPartitionResponse_v1(buf: bytes, pos: int) -> tuple[AlterPartit
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[AlterPartitionResponseTopicData] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_AlterPartitionResponseTopicData_v1(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1785,11 +1760,10 @@ def _decode_AlterPartitionResponse_v1(buf: bytes, pos: int) -> tuple[AlterPartit
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1839,7 +1813,7 @@ def _decode_AlterPartitionResponse_v2(buf: bytes, pos: int) -> tuple[AlterPartit
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[AlterPartitionResponseTopicData] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_AlterPartitionResponseTopicData_v2(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1848,11 +1822,10 @@ def _decode_AlterPartitionResponse_v2(buf: bytes, pos: int) -> tuple[AlterPartit
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

@@ -137,11 +137,10 @@ def _decode_AlterPartitionReassignmentsRequestReassignablePartition_v0(buf: byte
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -205,7 +204,7 @@ def _decode_AlterPartitionReassignmentsRequestReassignableTopic_v0(buf: bytes, p
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[AlterPartitionReassignmentsRequestReassignablePartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(AlterPartitionReassignmentsRequestReassignablePartition)
             e_partitions.partition_index, = _S0.unpack_from(buf, pos)
             pos += 4
@@ -230,11 +229,10 @@ def _decode_AlterPartitionReassignmentsRequestReassignableTopic_v0(buf: bytes, p
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -251,11 +249,10 @@ def _decode_AlterPartitionReassignmentsRequestReassignableTopic_v0(buf: bytes, p
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -333,7 +330,7 @@ def _decode_AlterPartitionReassignmentsRequest_v0(buf: bytes, pos: int) -> tuple
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[AlterPartitionReassignmentsRequestReassignableTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_AlterPartitionReassignmentsRequestReassignableTopic_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -342,11 +339,10 @@ def _decode_AlterPartitionReassignmentsRequest_v0(buf: bytes, pos: int) -> tuple
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -398,7 +394,7 @@ def _decode_AlterPartitionReassignmentsRequest_v1(buf: bytes, pos: int) -> tuple
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[AlterPartitionReassignmentsRequestReassignableTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_AlterPartitionReassignmentsRequestReassignableTopic_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -407,11 +403,10 @@ def _decode_AlterPartitionReassignmentsRequest_v1(buf: bytes, pos: int) -> tuple
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -469,11 +464,10 @@ def _decode_AlterPartitionReassignmentsResponseReassignablePartitionResponse_v0(
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -539,7 +533,7 @@ def _decode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0(buf:
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[AlterPartitionReassignmentsResponseReassignablePartitionResponse] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(AlterPartitionReassignmentsResponseReassignablePartitionResponse)
             e_partitions.partition_index, e_partitions.error_code = _S2.unpack_from(buf, pos)
             pos += 6
@@ -564,11 +558,10 @@ def _decode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0(buf:
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -585,11 +578,10 @@ def _decode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0(buf:
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -685,7 +677,7 @@ def _decode_AlterPartitionReassignmentsResponse_v0(buf: bytes, pos: int) -> tupl
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[AlterPartitionReassignmentsResponseReassignableTopicResponse] = []
         app_responses = lst_responses.append
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0(buf, pos)
             app_responses(x_responses)
         o.responses = lst_responses
@@ -694,11 +686,10 @@ def _decode_AlterPartitionReassignmentsResponse_v0(buf: bytes, pos: int) -> tupl
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -777,7 +768,7 @@ def _decode_AlterPartitionReassignmentsResponse_v1(buf: bytes, pos: int) -> tupl
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[AlterPartitionReassignmentsResponseReassignableTopicResponse] = []
         app_responses = lst_responses.append
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_AlterPartitionReassignmentsResponseReassignableTopicResponse_v0(buf, pos)
             app_responses(x_responses)
         o.responses = lst_responses
@@ -786,11 +777,10 @@ def _decode_AlterPartitionReassignmentsResponse_v1(buf: bytes, pos: int) -> tupl
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

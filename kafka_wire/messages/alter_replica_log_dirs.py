@@ -191,11 +191,10 @@ def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDirTopic_v2(buf: bytes, pos
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -261,7 +260,7 @@ def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v0(buf: bytes, pos: int
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[AlterReplicaLogDirsRequestAlterReplicaLogDirTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             e_topics = _new(AlterReplicaLogDirsRequestAlterReplicaLogDirTopic)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -361,7 +360,7 @@ def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v2(buf: bytes, pos: int
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[AlterReplicaLogDirsRequestAlterReplicaLogDirTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             e_topics = _new(AlterReplicaLogDirsRequestAlterReplicaLogDirTopic)
             n = buf[pos]
             if n < 0x80:
@@ -400,11 +399,10 @@ def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v2(buf: bytes, pos: int
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_topics.unknown_tagged_fields = ()
-            else:
+            e_topics.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_topics = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -421,11 +419,10 @@ def _decode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v2(buf: bytes, pos: int
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -508,7 +505,7 @@ def _decode_AlterReplicaLogDirsRequest_v0(buf: bytes, pos: int) -> tuple[AlterRe
             raise _invalid('array Dirs declares more elements than bytes remain')
         lst_dirs: list[AlterReplicaLogDirsRequestAlterReplicaLogDir] = []
         app_dirs = lst_dirs.append
-        for _ in range(n):
+        for _i_dirs in range(n):
             x_dirs, pos = _decode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v0(buf, pos)
             app_dirs(x_dirs)
         o.dirs = lst_dirs
@@ -544,7 +541,7 @@ def _decode_AlterReplicaLogDirsRequest_v2(buf: bytes, pos: int) -> tuple[AlterRe
             raise _invalid('array Dirs declares more elements than bytes remain')
         lst_dirs: list[AlterReplicaLogDirsRequestAlterReplicaLogDir] = []
         app_dirs = lst_dirs.append
-        for _ in range(n):
+        for _i_dirs in range(n):
             x_dirs, pos = _decode_AlterReplicaLogDirsRequestAlterReplicaLogDir_v2(buf, pos)
             app_dirs(x_dirs)
         o.dirs = lst_dirs
@@ -553,11 +550,10 @@ def _decode_AlterReplicaLogDirsRequest_v2(buf: bytes, pos: int) -> tuple[AlterRe
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -612,11 +608,10 @@ def _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult_v2(buf:
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -659,7 +654,7 @@ def _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v0(buf: byt
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult)
             e_partitions.partition_index, e_partitions.error_code = _S2.unpack_from(buf, pos)
             pos += 6
@@ -725,7 +720,7 @@ def _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v2(buf: byt
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult)
             e_partitions.partition_index, e_partitions.error_code = _S2.unpack_from(buf, pos)
             pos += 6
@@ -734,11 +729,10 @@ def _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v2(buf: byt
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -755,11 +749,10 @@ def _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v2(buf: byt
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -819,7 +812,7 @@ def _decode_AlterReplicaLogDirsResponse_v0(buf: bytes, pos: int) -> tuple[AlterR
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult] = []
         app_results = lst_results.append
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v0(buf, pos)
             app_results(x_results)
         o.results = lst_results
@@ -858,7 +851,7 @@ def _decode_AlterReplicaLogDirsResponse_v2(buf: bytes, pos: int) -> tuple[AlterR
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult] = []
         app_results = lst_results.append
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_AlterReplicaLogDirsResponseAlterReplicaLogDirTopicResult_v2(buf, pos)
             app_results(x_results)
         o.results = lst_results
@@ -867,11 +860,10 @@ def _decode_AlterReplicaLogDirsResponse_v2(buf: bytes, pos: int) -> tuple[AlterR
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

@@ -119,11 +119,10 @@ def _decode_AlterShareGroupOffsetsRequestPartition_v0(buf: bytes, pos: int) -> t
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -176,7 +175,7 @@ def _decode_AlterShareGroupOffsetsRequestTopic_v0(buf: bytes, pos: int) -> tuple
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[AlterShareGroupOffsetsRequestPartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(AlterShareGroupOffsetsRequestPartition)
             e_partitions.partition_index, e_partitions.start_offset = _S0.unpack_from(buf, pos)
             pos += 12
@@ -185,11 +184,10 @@ def _decode_AlterShareGroupOffsetsRequestTopic_v0(buf: bytes, pos: int) -> tuple
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -206,11 +204,10 @@ def _decode_AlterShareGroupOffsetsRequestTopic_v0(buf: bytes, pos: int) -> tuple
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -290,7 +287,7 @@ def _decode_AlterShareGroupOffsetsRequest_v0(buf: bytes, pos: int) -> tuple[Alte
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[AlterShareGroupOffsetsRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_AlterShareGroupOffsetsRequestTopic_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -299,11 +296,10 @@ def _decode_AlterShareGroupOffsetsRequest_v0(buf: bytes, pos: int) -> tuple[Alte
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -373,11 +369,10 @@ def _decode_AlterShareGroupOffsetsResponsePartition_v0(buf: bytes, pos: int) -> 
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -446,7 +441,7 @@ def _decode_AlterShareGroupOffsetsResponseTopic_v0(buf: bytes, pos: int) -> tupl
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[AlterShareGroupOffsetsResponsePartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(AlterShareGroupOffsetsResponsePartition)
             e_partitions.partition_index, e_partitions.error_code = _S1.unpack_from(buf, pos)
             pos += 6
@@ -471,11 +466,10 @@ def _decode_AlterShareGroupOffsetsResponseTopic_v0(buf: bytes, pos: int) -> tupl
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -492,11 +486,10 @@ def _decode_AlterShareGroupOffsetsResponseTopic_v0(buf: bytes, pos: int) -> tupl
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -592,7 +585,7 @@ def _decode_AlterShareGroupOffsetsResponse_v0(buf: bytes, pos: int) -> tuple[Alt
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[AlterShareGroupOffsetsResponseTopic] = []
         app_responses = lst_responses.append
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_AlterShareGroupOffsetsResponseTopic_v0(buf, pos)
             app_responses(x_responses)
         o.responses = lst_responses
@@ -601,11 +594,10 @@ def _decode_AlterShareGroupOffsetsResponse_v0(buf: bytes, pos: int) -> tuple[Alt
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

@@ -122,11 +122,10 @@ def _decode_AlterUserScramCredentialsRequestScramCredentialDeletion_v0(buf: byte
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -214,11 +213,10 @@ def _decode_AlterUserScramCredentialsRequestScramCredentialUpsertion_v0(buf: byt
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -290,7 +288,7 @@ def _decode_AlterUserScramCredentialsRequest_v0(buf: bytes, pos: int) -> tuple[A
             raise _invalid('array Deletions declares more elements than bytes remain')
         lst_deletions: list[AlterUserScramCredentialsRequestScramCredentialDeletion] = []
         app_deletions = lst_deletions.append
-        for _ in range(n):
+        for _i_deletions in range(n):
             e_deletions = _new(AlterUserScramCredentialsRequestScramCredentialDeletion)
             n = buf[pos]
             if n < 0x80:
@@ -315,11 +313,10 @@ def _decode_AlterUserScramCredentialsRequest_v0(buf: bytes, pos: int) -> tuple[A
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_deletions.unknown_tagged_fields = ()
-            else:
+            e_deletions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_deletions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -344,7 +341,7 @@ def _decode_AlterUserScramCredentialsRequest_v0(buf: bytes, pos: int) -> tuple[A
             raise _invalid('array Upsertions declares more elements than bytes remain')
         lst_upsertions: list[AlterUserScramCredentialsRequestScramCredentialUpsertion] = []
         app_upsertions = lst_upsertions.append
-        for _ in range(n):
+        for _i_upsertions in range(n):
             e_upsertions = _new(AlterUserScramCredentialsRequestScramCredentialUpsertion)
             n = buf[pos]
             if n < 0x80:
@@ -397,11 +394,10 @@ def _decode_AlterUserScramCredentialsRequest_v0(buf: bytes, pos: int) -> tuple[A
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_upsertions.unknown_tagged_fields = ()
-            else:
+            e_upsertions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_upsertions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -418,11 +414,10 @@ def _decode_AlterUserScramCredentialsRequest_v0(buf: bytes, pos: int) -> tuple[A
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -562,11 +557,10 @@ def _decode_AlterUserScramCredentialsResponseResult_v0(buf: bytes, pos: int) -> 
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -631,7 +625,7 @@ def _decode_AlterUserScramCredentialsResponse_v0(buf: bytes, pos: int) -> tuple[
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[AlterUserScramCredentialsResponseResult] = []
         app_results = lst_results.append
-        for _ in range(n):
+        for _i_results in range(n):
             e_results = _new(AlterUserScramCredentialsResponseResult)
             n = buf[pos]
             if n < 0x80:
@@ -672,11 +666,10 @@ def _decode_AlterUserScramCredentialsResponse_v0(buf: bytes, pos: int) -> tuple[
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_results.unknown_tagged_fields = ()
-            else:
+            e_results.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_results = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -693,11 +686,10 @@ def _decode_AlterUserScramCredentialsResponse_v0(buf: bytes, pos: int) -> tuple[
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

@@ -170,11 +170,10 @@ def _decode_ApiVersionsRequest_v3(buf: bytes, pos: int) -> tuple[ApiVersionsRequ
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -278,11 +277,10 @@ def _decode_ApiVersionsRequest_v5(buf: bytes, pos: int) -> tuple[ApiVersionsRequ
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -366,11 +364,10 @@ def _decode_ApiVersionsResponseApiVersion_v3(buf: bytes, pos: int) -> tuple[ApiV
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -417,11 +414,10 @@ def _decode_ApiVersionsResponseSupportedFeatureKey_v3(buf: bytes, pos: int) -> t
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -481,11 +477,10 @@ def _decode_ApiVersionsResponseFinalizedFeatureKey_v3(buf: bytes, pos: int) -> t
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -536,7 +531,7 @@ def _decode_ApiVersionsResponse_v0(buf: bytes, pos: int) -> tuple[ApiVersionsRes
             raise _invalid('array ApiKeys declares more elements than bytes remain')
         lst_api_keys: list[ApiVersionsResponseApiVersion] = []
         app_api_keys = lst_api_keys.append
-        for _ in range(n):
+        for _i_api_keys in range(n):
             e_api_keys = _new(ApiVersionsResponseApiVersion)
             e_api_keys.api_key, e_api_keys.min_version, e_api_keys.max_version = _S1.unpack_from(buf, pos)
             pos += 6
@@ -578,7 +573,7 @@ def _decode_ApiVersionsResponse_v1(buf: bytes, pos: int) -> tuple[ApiVersionsRes
             raise _invalid('array ApiKeys declares more elements than bytes remain')
         lst_api_keys: list[ApiVersionsResponseApiVersion] = []
         app_api_keys = lst_api_keys.append
-        for _ in range(n):
+        for _i_api_keys in range(n):
             e_api_keys = _new(ApiVersionsResponseApiVersion)
             e_api_keys.api_key, e_api_keys.min_version, e_api_keys.max_version = _S1.unpack_from(buf, pos)
             pos += 6
@@ -629,7 +624,7 @@ def _decode_ApiVersionsResponse_v3(buf: bytes, pos: int) -> tuple[ApiVersionsRes
             raise _invalid('array ApiKeys declares more elements than bytes remain')
         lst_api_keys: list[ApiVersionsResponseApiVersion] = []
         app_api_keys = lst_api_keys.append
-        for _ in range(n):
+        for _i_api_keys in range(n):
             e_api_keys = _new(ApiVersionsResponseApiVersion)
             e_api_keys.api_key, e_api_keys.min_version, e_api_keys.max_version = _S1.unpack_from(buf, pos)
             pos += 6
@@ -638,11 +633,10 @@ def _decode_ApiVersionsResponse_v3(buf: bytes, pos: int) -> tuple[ApiVersionsRes
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_api_keys.unknown_tagged_fields = ()
-            else:
+            e_api_keys.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_api_keys = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -661,11 +655,10 @@ def _decode_ApiVersionsResponse_v3(buf: bytes, pos: int) -> tuple[ApiVersionsRes
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
@@ -682,7 +675,7 @@ def _decode_ApiVersionsResponse_v3(buf: bytes, pos: int) -> tuple[ApiVersionsRes
                         raise _invalid('array SupportedFeatures declares more elements than bytes remain')
                     lst_supported_features: list[ApiVersionsResponseSupportedFeatureKey] = []
                     app_supported_features = lst_supported_features.append
-                    for _ in range(n):
+                    for _i_supported_features in range(n):
                         e_supported_features = _new(ApiVersionsResponseSupportedFeatureKey)
                         n = buf[pos]
                         if n < 0x80:
@@ -707,11 +700,10 @@ def _decode_ApiVersionsResponse_v3(buf: bytes, pos: int) -> tuple[ApiVersionsRes
                             pos += 1
                         else:
                             n, pos = _read_uvarint(buf, pos)
-                        if n == 0:
-                            e_supported_features.unknown_tagged_fields = ()
-                        else:
+                        e_supported_features.unknown_tagged_fields = ()
+                        if n != 0:
                             unknown_e_supported_features = []
-                            for _ in range(n):
+                            for _i_tag in range(n):
                                 tag, pos = _read_uvarint(buf, pos)
                                 size, pos = _read_uvarint(buf, pos)
                                 if True:
@@ -740,7 +732,7 @@ def _decode_ApiVersionsResponse_v3(buf: bytes, pos: int) -> tuple[ApiVersionsRes
                         raise _invalid('array FinalizedFeatures declares more elements than bytes remain')
                     lst_finalized_features: list[ApiVersionsResponseFinalizedFeatureKey] = []
                     app_finalized_features = lst_finalized_features.append
-                    for _ in range(n):
+                    for _i_finalized_features in range(n):
                         e_finalized_features = _new(ApiVersionsResponseFinalizedFeatureKey)
                         n = buf[pos]
                         if n < 0x80:
@@ -765,11 +757,10 @@ def _decode_ApiVersionsResponse_v3(buf: bytes, pos: int) -> tuple[ApiVersionsRes
                             pos += 1
                         else:
                             n, pos = _read_uvarint(buf, pos)
-                        if n == 0:
-                            e_finalized_features.unknown_tagged_fields = ()
-                        else:
+                        e_finalized_features.unknown_tagged_fields = ()
+                        if n != 0:
                             unknown_e_finalized_features = []
-                            for _ in range(n):
+                            for _i_tag in range(n):
                                 tag, pos = _read_uvarint(buf, pos)
                                 size, pos = _read_uvarint(buf, pos)
                                 if True:
@@ -814,16 +805,16 @@ def _encode_ApiVersionsResponse_v3(o: ApiVersionsResponse, out: bytearray) -> No
     out += _S0.pack(o.throttle_time_ms)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.supported_features is None or len(o.supported_features) != 0:
-        t = bytearray()
+        t_supported_features = bytearray()
         x_supported_features = o.supported_features
         if x_supported_features is None:
             raise ValueOutOfRangeError('non-nullable field SupportedFeatures is None', version=3)
         else:
             m = len(x_supported_features) + 1
             if m < 0x80:
-                t.append(m)
+                t_supported_features.append(m)
             else:
-                _write_uvarint(t, m)
+                _write_uvarint(t_supported_features, m)
             for e_supported_features in x_supported_features:
                 x_supported_features_name = e_supported_features.name
                 if x_supported_features_name is None:
@@ -834,31 +825,31 @@ def _encode_ApiVersionsResponse_v3(o: ApiVersionsResponse, out: bytearray) -> No
                         raise ValueOutOfRangeError('string field Name is too long', version=3)
                     m = len(b_supported_features_name) + 1
                     if m < 0x80:
-                        t.append(m)
+                        t_supported_features.append(m)
                     else:
-                        _write_uvarint(t, m)
-                    t += b_supported_features_name
-                t += _S2.pack(e_supported_features.min_version, e_supported_features.max_version)
+                        _write_uvarint(t_supported_features, m)
+                    t_supported_features += b_supported_features_name
+                t_supported_features += _S2.pack(e_supported_features.min_version, e_supported_features.max_version)
                 if e_supported_features.unknown_tagged_fields:
-                    _write_tagged(t, [], e_supported_features.unknown_tagged_fields, frozenset())
+                    _write_tagged(t_supported_features, [], e_supported_features.unknown_tagged_fields, frozenset())
                 else:
-                    t.append(0)
-        known.append((0, t))
+                    t_supported_features.append(0)
+        known.append((0, t_supported_features))
     if o.finalized_features_epoch != -1:
-        t = bytearray()
-        t += _S5.pack(o.finalized_features_epoch)
-        known.append((1, t))
+        t_finalized_features_epoch = bytearray()
+        t_finalized_features_epoch += _S5.pack(o.finalized_features_epoch)
+        known.append((1, t_finalized_features_epoch))
     if o.finalized_features is None or len(o.finalized_features) != 0:
-        t = bytearray()
+        t_finalized_features = bytearray()
         x_finalized_features = o.finalized_features
         if x_finalized_features is None:
             raise ValueOutOfRangeError('non-nullable field FinalizedFeatures is None', version=3)
         else:
             m = len(x_finalized_features) + 1
             if m < 0x80:
-                t.append(m)
+                t_finalized_features.append(m)
             else:
-                _write_uvarint(t, m)
+                _write_uvarint(t_finalized_features, m)
             for e_finalized_features in x_finalized_features:
                 x_finalized_features_name = e_finalized_features.name
                 if x_finalized_features_name is None:
@@ -869,20 +860,20 @@ def _encode_ApiVersionsResponse_v3(o: ApiVersionsResponse, out: bytearray) -> No
                         raise ValueOutOfRangeError('string field Name is too long', version=3)
                     m = len(b_finalized_features_name) + 1
                     if m < 0x80:
-                        t.append(m)
+                        t_finalized_features.append(m)
                     else:
-                        _write_uvarint(t, m)
-                    t += b_finalized_features_name
-                t += _S2.pack(e_finalized_features.max_version_level, e_finalized_features.min_version_level)
+                        _write_uvarint(t_finalized_features, m)
+                    t_finalized_features += b_finalized_features_name
+                t_finalized_features += _S2.pack(e_finalized_features.max_version_level, e_finalized_features.min_version_level)
                 if e_finalized_features.unknown_tagged_fields:
-                    _write_tagged(t, [], e_finalized_features.unknown_tagged_fields, frozenset())
+                    _write_tagged(t_finalized_features, [], e_finalized_features.unknown_tagged_fields, frozenset())
                 else:
-                    t.append(0)
-        known.append((2, t))
+                    t_finalized_features.append(0)
+        known.append((2, t_finalized_features))
     if bool(o.zk_migration_ready):
-        t = bytearray()
-        t += _S6.pack(o.zk_migration_ready)
-        known.append((3, t))
+        t_zk_migration_ready = bytearray()
+        t_zk_migration_ready += _S6.pack(o.zk_migration_ready)
+        known.append((3, t_zk_migration_ready))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0, 1, 2, 3]))
     else:

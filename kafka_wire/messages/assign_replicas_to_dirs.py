@@ -138,11 +138,10 @@ def _decode_AssignReplicasToDirsRequestPartitionData_v0(buf: bytes, pos: int) ->
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -182,7 +181,7 @@ def _decode_AssignReplicasToDirsRequestTopicData_v0(buf: bytes, pos: int) -> tup
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[AssignReplicasToDirsRequestPartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(AssignReplicasToDirsRequestPartitionData)
             e_partitions.partition_index, = _S0.unpack_from(buf, pos)
             pos += 4
@@ -191,11 +190,10 @@ def _decode_AssignReplicasToDirsRequestTopicData_v0(buf: bytes, pos: int) -> tup
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -212,11 +210,10 @@ def _decode_AssignReplicasToDirsRequestTopicData_v0(buf: bytes, pos: int) -> tup
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -271,7 +268,7 @@ def _decode_AssignReplicasToDirsRequestDirectoryData_v0(buf: bytes, pos: int) ->
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[AssignReplicasToDirsRequestTopicData] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_AssignReplicasToDirsRequestTopicData_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -280,11 +277,10 @@ def _decode_AssignReplicasToDirsRequestDirectoryData_v0(buf: bytes, pos: int) ->
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -334,7 +330,7 @@ def _decode_AssignReplicasToDirsRequest_v0(buf: bytes, pos: int) -> tuple[Assign
             raise _invalid('array Directories declares more elements than bytes remain')
         lst_directories: list[AssignReplicasToDirsRequestDirectoryData] = []
         app_directories = lst_directories.append
-        for _ in range(n):
+        for _i_directories in range(n):
             x_directories, pos = _decode_AssignReplicasToDirsRequestDirectoryData_v0(buf, pos)
             app_directories(x_directories)
         o.directories = lst_directories
@@ -343,11 +339,10 @@ def _decode_AssignReplicasToDirsRequest_v0(buf: bytes, pos: int) -> tuple[Assign
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -389,11 +384,10 @@ def _decode_AssignReplicasToDirsResponsePartitionData_v0(buf: bytes, pos: int) -
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -433,7 +427,7 @@ def _decode_AssignReplicasToDirsResponseTopicData_v0(buf: bytes, pos: int) -> tu
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[AssignReplicasToDirsResponsePartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(AssignReplicasToDirsResponsePartitionData)
             e_partitions.partition_index, e_partitions.error_code = _S3.unpack_from(buf, pos)
             pos += 6
@@ -442,11 +436,10 @@ def _decode_AssignReplicasToDirsResponseTopicData_v0(buf: bytes, pos: int) -> tu
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -463,11 +456,10 @@ def _decode_AssignReplicasToDirsResponseTopicData_v0(buf: bytes, pos: int) -> tu
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -522,7 +514,7 @@ def _decode_AssignReplicasToDirsResponseDirectoryData_v0(buf: bytes, pos: int) -
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[AssignReplicasToDirsResponseTopicData] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_AssignReplicasToDirsResponseTopicData_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -531,11 +523,10 @@ def _decode_AssignReplicasToDirsResponseDirectoryData_v0(buf: bytes, pos: int) -
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -585,7 +576,7 @@ def _decode_AssignReplicasToDirsResponse_v0(buf: bytes, pos: int) -> tuple[Assig
             raise _invalid('array Directories declares more elements than bytes remain')
         lst_directories: list[AssignReplicasToDirsResponseDirectoryData] = []
         app_directories = lst_directories.append
-        for _ in range(n):
+        for _i_directories in range(n):
             x_directories, pos = _decode_AssignReplicasToDirsResponseDirectoryData_v0(buf, pos)
             app_directories(x_directories)
         o.directories = lst_directories
@@ -594,11 +585,10 @@ def _decode_AssignReplicasToDirsResponse_v0(buf: bytes, pos: int) -> tuple[Assig
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

@@ -173,11 +173,10 @@ def _decode_BeginQuorumEpochRequestPartitionData_v1(buf: bytes, pos: int) -> tup
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -220,7 +219,7 @@ def _decode_BeginQuorumEpochRequestTopicData_v0(buf: bytes, pos: int) -> tuple[B
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[BeginQuorumEpochRequestPartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(BeginQuorumEpochRequestPartitionData)
             e_partitions.voter_directory_id = ZERO_UUID
             e_partitions.partition_index, e_partitions.leader_id, e_partitions.leader_epoch = _S0.unpack_from(buf, pos)
@@ -287,7 +286,7 @@ def _decode_BeginQuorumEpochRequestTopicData_v1(buf: bytes, pos: int) -> tuple[B
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[BeginQuorumEpochRequestPartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(BeginQuorumEpochRequestPartitionData)
             e_partitions.partition_index, u_voter_directory_id_raw, e_partitions.leader_id, e_partitions.leader_epoch = _S1.unpack_from(buf, pos)
             pos += 28
@@ -297,11 +296,10 @@ def _decode_BeginQuorumEpochRequestTopicData_v1(buf: bytes, pos: int) -> tuple[B
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -318,11 +316,10 @@ def _decode_BeginQuorumEpochRequestTopicData_v1(buf: bytes, pos: int) -> tuple[B
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -412,11 +409,10 @@ def _decode_BeginQuorumEpochRequestLeaderEndpoint_v1(buf: bytes, pos: int) -> tu
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -487,7 +483,7 @@ def _decode_BeginQuorumEpochRequest_v0(buf: bytes, pos: int) -> tuple[BeginQuoru
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[BeginQuorumEpochRequestTopicData] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_BeginQuorumEpochRequestTopicData_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -550,7 +546,7 @@ def _decode_BeginQuorumEpochRequest_v1(buf: bytes, pos: int) -> tuple[BeginQuoru
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[BeginQuorumEpochRequestTopicData] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_BeginQuorumEpochRequestTopicData_v1(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -567,7 +563,7 @@ def _decode_BeginQuorumEpochRequest_v1(buf: bytes, pos: int) -> tuple[BeginQuoru
             raise _invalid('array LeaderEndpoints declares more elements than bytes remain')
         lst_leader_endpoints: list[BeginQuorumEpochRequestLeaderEndpoint] = []
         app_leader_endpoints = lst_leader_endpoints.append
-        for _ in range(n):
+        for _i_leader_endpoints in range(n):
             e_leader_endpoints = _new(BeginQuorumEpochRequestLeaderEndpoint)
             n = buf[pos]
             if n < 0x80:
@@ -608,11 +604,10 @@ def _decode_BeginQuorumEpochRequest_v1(buf: bytes, pos: int) -> tuple[BeginQuoru
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_leader_endpoints.unknown_tagged_fields = ()
-            else:
+            e_leader_endpoints.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_leader_endpoints = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -629,11 +624,10 @@ def _decode_BeginQuorumEpochRequest_v1(buf: bytes, pos: int) -> tuple[BeginQuoru
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -743,11 +737,10 @@ def _decode_BeginQuorumEpochResponsePartitionData_v1(buf: bytes, pos: int) -> tu
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -790,7 +783,7 @@ def _decode_BeginQuorumEpochResponseTopicData_v0(buf: bytes, pos: int) -> tuple[
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[BeginQuorumEpochResponsePartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(BeginQuorumEpochResponsePartitionData)
             e_partitions.partition_index, e_partitions.error_code, e_partitions.leader_id, e_partitions.leader_epoch = _S5.unpack_from(buf, pos)
             pos += 14
@@ -856,7 +849,7 @@ def _decode_BeginQuorumEpochResponseTopicData_v1(buf: bytes, pos: int) -> tuple[
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[BeginQuorumEpochResponsePartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(BeginQuorumEpochResponsePartitionData)
             e_partitions.partition_index, e_partitions.error_code, e_partitions.leader_id, e_partitions.leader_epoch = _S5.unpack_from(buf, pos)
             pos += 14
@@ -865,11 +858,10 @@ def _decode_BeginQuorumEpochResponseTopicData_v1(buf: bytes, pos: int) -> tuple[
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -886,11 +878,10 @@ def _decode_BeginQuorumEpochResponseTopicData_v1(buf: bytes, pos: int) -> tuple[
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -966,11 +957,10 @@ def _decode_BeginQuorumEpochResponseNodeEndpoint_v1(buf: bytes, pos: int) -> tup
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1018,7 +1008,7 @@ def _decode_BeginQuorumEpochResponse_v0(buf: bytes, pos: int) -> tuple[BeginQuor
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[BeginQuorumEpochResponseTopicData] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_BeginQuorumEpochResponseTopicData_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1060,7 +1050,7 @@ def _decode_BeginQuorumEpochResponse_v1(buf: bytes, pos: int) -> tuple[BeginQuor
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[BeginQuorumEpochResponseTopicData] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_BeginQuorumEpochResponseTopicData_v1(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1069,11 +1059,10 @@ def _decode_BeginQuorumEpochResponse_v1(buf: bytes, pos: int) -> tuple[BeginQuor
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
@@ -1090,7 +1079,7 @@ def _decode_BeginQuorumEpochResponse_v1(buf: bytes, pos: int) -> tuple[BeginQuor
                         raise _invalid('array NodeEndpoints declares more elements than bytes remain')
                     lst_node_endpoints: list[BeginQuorumEpochResponseNodeEndpoint] = []
                     app_node_endpoints = lst_node_endpoints.append
-                    for _ in range(n):
+                    for _i_node_endpoints in range(n):
                         e_node_endpoints = _new(BeginQuorumEpochResponseNodeEndpoint)
                         e_node_endpoints.node_id, = _S2.unpack_from(buf, pos)
                         pos += 4
@@ -1117,11 +1106,10 @@ def _decode_BeginQuorumEpochResponse_v1(buf: bytes, pos: int) -> tuple[BeginQuor
                             pos += 1
                         else:
                             n, pos = _read_uvarint(buf, pos)
-                        if n == 0:
-                            e_node_endpoints.unknown_tagged_fields = ()
-                        else:
+                        e_node_endpoints.unknown_tagged_fields = ()
+                        if n != 0:
                             unknown_e_node_endpoints = []
-                            for _ in range(n):
+                            for _i_tag in range(n):
                                 tag, pos = _read_uvarint(buf, pos)
                                 size, pos = _read_uvarint(buf, pos)
                                 if True:
@@ -1158,18 +1146,18 @@ def _encode_BeginQuorumEpochResponse_v1(o: BeginQuorumEpochResponse, out: bytear
             _encode_BeginQuorumEpochResponseTopicData_v1(e_topics, out)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
-        t = bytearray()
+        t_node_endpoints = bytearray()
         x_node_endpoints = o.node_endpoints
         if x_node_endpoints is None:
             raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=1)
         else:
             m = len(x_node_endpoints) + 1
             if m < 0x80:
-                t.append(m)
+                t_node_endpoints.append(m)
             else:
-                _write_uvarint(t, m)
+                _write_uvarint(t_node_endpoints, m)
             for e_node_endpoints in x_node_endpoints:
-                t += _S2.pack(e_node_endpoints.node_id)
+                t_node_endpoints += _S2.pack(e_node_endpoints.node_id)
                 x_node_endpoints_host = e_node_endpoints.host
                 if x_node_endpoints_host is None:
                     raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
@@ -1179,16 +1167,16 @@ def _encode_BeginQuorumEpochResponse_v1(o: BeginQuorumEpochResponse, out: bytear
                         raise ValueOutOfRangeError('string field Host is too long', version=1)
                     m = len(b_node_endpoints_host) + 1
                     if m < 0x80:
-                        t.append(m)
+                        t_node_endpoints.append(m)
                     else:
-                        _write_uvarint(t, m)
-                    t += b_node_endpoints_host
-                t += _S4.pack(e_node_endpoints.port)
+                        _write_uvarint(t_node_endpoints, m)
+                    t_node_endpoints += b_node_endpoints_host
+                t_node_endpoints += _S4.pack(e_node_endpoints.port)
                 if e_node_endpoints.unknown_tagged_fields:
-                    _write_tagged(t, [], e_node_endpoints.unknown_tagged_fields, frozenset())
+                    _write_tagged(t_node_endpoints, [], e_node_endpoints.unknown_tagged_fields, frozenset())
                 else:
-                    t.append(0)
-        known.append((0, t))
+                    t_node_endpoints.append(0)
+        known.append((0, t_node_endpoints))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))
     else:

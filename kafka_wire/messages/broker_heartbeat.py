@@ -25,7 +25,8 @@ from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import FieldNotInVersionError, ValueOutOfRangeError
 
 _S0 = _Struct('>iqq??')
-_S1 = _Struct('>ih???')
+_S1 = _Struct('>16s')
+_S2 = _Struct('>ih???')
 
 
 class BrokerHeartbeatRequest(Message):
@@ -80,14 +81,13 @@ def _decode_BrokerHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[BrokerHeart
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
-            if tag in (0, 1):
+            if tag == 0 or tag == 1:
                 raise _invalid(f'tag {tag} is not valid in version 0')
             else:
                 end = pos + size
@@ -123,11 +123,10 @@ def _decode_BrokerHeartbeatRequest_v1(buf: bytes, pos: int) -> tuple[BrokerHeart
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
@@ -140,19 +139,17 @@ def _decode_BrokerHeartbeatRequest_v1(buf: bytes, pos: int) -> tuple[BrokerHeart
                 if n < 0:
                     raise _invalid('non-nullable field OfflineLogDirs was null')
                 else:
-                    if n > blen - pos:
-                        raise _invalid('array OfflineLogDirs declares more elements than bytes remain')
+                    if n * 16 > blen - pos:
+                        raise _truncated('OfflineLogDirs')
                     lst_offline_log_dirs: list[UUID] = []
                     app_offline_log_dirs = lst_offline_log_dirs.append
-                    for _ in range(n):
-                        end = pos + 16
-                        if end > blen:
-                            raise _truncated('OfflineLogDirs')
-                        raw = buf[pos:end]
-                        app_offline_log_dirs(ZERO_UUID if raw == ZERO_UUID_BYTES else _uuid_from_bytes(raw))
-                        pos = end
+                    for _i_offline_log_dirs in range(n):
+                        raw, = _S1.unpack_from(buf, pos)
+                        e_offline_log_dirs = ZERO_UUID if raw == ZERO_UUID_BYTES else _uuid_from_bytes(raw)
+                        pos += 16
+                        app_offline_log_dirs(e_offline_log_dirs)
                     o.offline_log_dirs = lst_offline_log_dirs
-            elif tag in (1,):
+            elif tag == 1:
                 raise _invalid(f'tag {tag} is not valid in version 1')
             else:
                 end = pos + size
@@ -170,19 +167,19 @@ def _encode_BrokerHeartbeatRequest_v1(o: BrokerHeartbeatRequest, out: bytearray)
     out += _S0.pack(o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.offline_log_dirs is None or len(o.offline_log_dirs) != 0:
-        t = bytearray()
+        t_offline_log_dirs = bytearray()
         x_offline_log_dirs = o.offline_log_dirs
         if x_offline_log_dirs is None:
             raise ValueOutOfRangeError('non-nullable field OfflineLogDirs is None', version=1)
         else:
             m = len(x_offline_log_dirs) + 1
             if m < 0x80:
-                t.append(m)
+                t_offline_log_dirs.append(m)
             else:
-                _write_uvarint(t, m)
+                _write_uvarint(t_offline_log_dirs, m)
             for e_offline_log_dirs in x_offline_log_dirs:
-                t += e_offline_log_dirs.bytes
-        known.append((0, t))
+                t_offline_log_dirs += e_offline_log_dirs.bytes
+        known.append((0, t_offline_log_dirs))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))
     else:
@@ -201,11 +198,10 @@ def _decode_BrokerHeartbeatRequest_v2(buf: bytes, pos: int) -> tuple[BrokerHeart
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
@@ -218,17 +214,15 @@ def _decode_BrokerHeartbeatRequest_v2(buf: bytes, pos: int) -> tuple[BrokerHeart
                 if n < 0:
                     raise _invalid('non-nullable field OfflineLogDirs was null')
                 else:
-                    if n > blen - pos:
-                        raise _invalid('array OfflineLogDirs declares more elements than bytes remain')
+                    if n * 16 > blen - pos:
+                        raise _truncated('OfflineLogDirs')
                     lst_offline_log_dirs: list[UUID] = []
                     app_offline_log_dirs = lst_offline_log_dirs.append
-                    for _ in range(n):
-                        end = pos + 16
-                        if end > blen:
-                            raise _truncated('OfflineLogDirs')
-                        raw = buf[pos:end]
-                        app_offline_log_dirs(ZERO_UUID if raw == ZERO_UUID_BYTES else _uuid_from_bytes(raw))
-                        pos = end
+                    for _i_offline_log_dirs in range(n):
+                        raw, = _S1.unpack_from(buf, pos)
+                        e_offline_log_dirs = ZERO_UUID if raw == ZERO_UUID_BYTES else _uuid_from_bytes(raw)
+                        pos += 16
+                        app_offline_log_dirs(e_offline_log_dirs)
                     o.offline_log_dirs = lst_offline_log_dirs
             elif tag == 1:
                 n = buf[pos]
@@ -240,17 +234,15 @@ def _decode_BrokerHeartbeatRequest_v2(buf: bytes, pos: int) -> tuple[BrokerHeart
                 if n < 0:
                     o.cordoned_log_dirs = None
                 else:
-                    if n > blen - pos:
-                        raise _invalid('array CordonedLogDirs declares more elements than bytes remain')
+                    if n * 16 > blen - pos:
+                        raise _truncated('CordonedLogDirs')
                     lst_cordoned_log_dirs: list[UUID] = []
                     app_cordoned_log_dirs = lst_cordoned_log_dirs.append
-                    for _ in range(n):
-                        end = pos + 16
-                        if end > blen:
-                            raise _truncated('CordonedLogDirs')
-                        raw = buf[pos:end]
-                        app_cordoned_log_dirs(ZERO_UUID if raw == ZERO_UUID_BYTES else _uuid_from_bytes(raw))
-                        pos = end
+                    for _i_cordoned_log_dirs in range(n):
+                        raw, = _S1.unpack_from(buf, pos)
+                        e_cordoned_log_dirs = ZERO_UUID if raw == ZERO_UUID_BYTES else _uuid_from_bytes(raw)
+                        pos += 16
+                        app_cordoned_log_dirs(e_cordoned_log_dirs)
                     o.cordoned_log_dirs = lst_cordoned_log_dirs
             else:
                 end = pos + size
@@ -266,33 +258,33 @@ def _encode_BrokerHeartbeatRequest_v2(o: BrokerHeartbeatRequest, out: bytearray)
     out += _S0.pack(o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.offline_log_dirs is None or len(o.offline_log_dirs) != 0:
-        t = bytearray()
+        t_offline_log_dirs = bytearray()
         x_offline_log_dirs = o.offline_log_dirs
         if x_offline_log_dirs is None:
             raise ValueOutOfRangeError('non-nullable field OfflineLogDirs is None', version=2)
         else:
             m = len(x_offline_log_dirs) + 1
             if m < 0x80:
-                t.append(m)
+                t_offline_log_dirs.append(m)
             else:
-                _write_uvarint(t, m)
+                _write_uvarint(t_offline_log_dirs, m)
             for e_offline_log_dirs in x_offline_log_dirs:
-                t += e_offline_log_dirs.bytes
-        known.append((0, t))
+                t_offline_log_dirs += e_offline_log_dirs.bytes
+        known.append((0, t_offline_log_dirs))
     if o.cordoned_log_dirs is not None:
-        t = bytearray()
+        t_cordoned_log_dirs = bytearray()
         x_cordoned_log_dirs = o.cordoned_log_dirs
         if x_cordoned_log_dirs is None:
-            t.append(0)
+            raise ValueOutOfRangeError('non-nullable field CordonedLogDirs is None', version=2)
         else:
             m = len(x_cordoned_log_dirs) + 1
             if m < 0x80:
-                t.append(m)
+                t_cordoned_log_dirs.append(m)
             else:
-                _write_uvarint(t, m)
+                _write_uvarint(t_cordoned_log_dirs, m)
             for e_cordoned_log_dirs in x_cordoned_log_dirs:
-                t += e_cordoned_log_dirs.bytes
-        known.append((1, t))
+                t_cordoned_log_dirs += e_cordoned_log_dirs.bytes
+        known.append((1, t_cordoned_log_dirs))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0, 1]))
     else:
@@ -302,18 +294,17 @@ def _encode_BrokerHeartbeatRequest_v2(o: BrokerHeartbeatRequest, out: bytearray)
 def _decode_BrokerHeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[BrokerHeartbeatResponse, int]:
     blen = len(buf)
     o = _new(BrokerHeartbeatResponse)
-    o.throttle_time_ms, o.error_code, o.is_caught_up, o.is_fenced, o.should_shut_down = _S1.unpack_from(buf, pos)
+    o.throttle_time_ms, o.error_code, o.is_caught_up, o.is_fenced, o.should_shut_down = _S2.unpack_from(buf, pos)
     pos += 9
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -327,7 +318,7 @@ def _decode_BrokerHeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[BrokerHear
 
 
 def _encode_BrokerHeartbeatResponse_v0(o: BrokerHeartbeatResponse, out: bytearray) -> None:
-    out += _S1.pack(o.throttle_time_ms, o.error_code, o.is_caught_up, o.is_fenced, o.should_shut_down)
+    out += _S2.pack(o.throttle_time_ms, o.error_code, o.is_caught_up, o.is_fenced, o.should_shut_down)
     if o.unknown_tagged_fields:
         _write_tagged(out, [], o.unknown_tagged_fields, frozenset())
     else:

@@ -145,11 +145,10 @@ def _decode_BrokerRegistrationRequestListener_v0(buf: bytes, pos: int) -> tuple[
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -222,11 +221,10 @@ def _decode_BrokerRegistrationRequestFeature_v0(buf: bytes, pos: int) -> tuple[B
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -300,7 +298,7 @@ def _decode_BrokerRegistrationRequest_v0(buf: bytes, pos: int) -> tuple[BrokerRe
             raise _invalid('array Listeners declares more elements than bytes remain')
         lst_listeners: list[BrokerRegistrationRequestListener] = []
         app_listeners = lst_listeners.append
-        for _ in range(n):
+        for _i_listeners in range(n):
             e_listeners = _new(BrokerRegistrationRequestListener)
             n = buf[pos]
             if n < 0x80:
@@ -341,11 +339,10 @@ def _decode_BrokerRegistrationRequest_v0(buf: bytes, pos: int) -> tuple[BrokerRe
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_listeners.unknown_tagged_fields = ()
-            else:
+            e_listeners.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_listeners = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -370,7 +367,7 @@ def _decode_BrokerRegistrationRequest_v0(buf: bytes, pos: int) -> tuple[BrokerRe
             raise _invalid('array Features declares more elements than bytes remain')
         lst_features: list[BrokerRegistrationRequestFeature] = []
         app_features = lst_features.append
-        for _ in range(n):
+        for _i_features in range(n):
             e_features = _new(BrokerRegistrationRequestFeature)
             n = buf[pos]
             if n < 0x80:
@@ -395,11 +392,10 @@ def _decode_BrokerRegistrationRequest_v0(buf: bytes, pos: int) -> tuple[BrokerRe
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_features.unknown_tagged_fields = ()
-            else:
+            e_features.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_features = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -432,11 +428,10 @@ def _decode_BrokerRegistrationRequest_v0(buf: bytes, pos: int) -> tuple[BrokerRe
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -594,7 +589,7 @@ def _decode_BrokerRegistrationRequest_v1(buf: bytes, pos: int) -> tuple[BrokerRe
             raise _invalid('array Listeners declares more elements than bytes remain')
         lst_listeners: list[BrokerRegistrationRequestListener] = []
         app_listeners = lst_listeners.append
-        for _ in range(n):
+        for _i_listeners in range(n):
             e_listeners = _new(BrokerRegistrationRequestListener)
             n = buf[pos]
             if n < 0x80:
@@ -635,11 +630,10 @@ def _decode_BrokerRegistrationRequest_v1(buf: bytes, pos: int) -> tuple[BrokerRe
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_listeners.unknown_tagged_fields = ()
-            else:
+            e_listeners.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_listeners = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -664,7 +658,7 @@ def _decode_BrokerRegistrationRequest_v1(buf: bytes, pos: int) -> tuple[BrokerRe
             raise _invalid('array Features declares more elements than bytes remain')
         lst_features: list[BrokerRegistrationRequestFeature] = []
         app_features = lst_features.append
-        for _ in range(n):
+        for _i_features in range(n):
             e_features = _new(BrokerRegistrationRequestFeature)
             n = buf[pos]
             if n < 0x80:
@@ -689,11 +683,10 @@ def _decode_BrokerRegistrationRequest_v1(buf: bytes, pos: int) -> tuple[BrokerRe
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_features.unknown_tagged_fields = ()
-            else:
+            e_features.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_features = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -728,11 +721,10 @@ def _decode_BrokerRegistrationRequest_v1(buf: bytes, pos: int) -> tuple[BrokerRe
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -888,7 +880,7 @@ def _decode_BrokerRegistrationRequest_v2(buf: bytes, pos: int) -> tuple[BrokerRe
             raise _invalid('array Listeners declares more elements than bytes remain')
         lst_listeners: list[BrokerRegistrationRequestListener] = []
         app_listeners = lst_listeners.append
-        for _ in range(n):
+        for _i_listeners in range(n):
             e_listeners = _new(BrokerRegistrationRequestListener)
             n = buf[pos]
             if n < 0x80:
@@ -929,11 +921,10 @@ def _decode_BrokerRegistrationRequest_v2(buf: bytes, pos: int) -> tuple[BrokerRe
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_listeners.unknown_tagged_fields = ()
-            else:
+            e_listeners.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_listeners = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -958,7 +949,7 @@ def _decode_BrokerRegistrationRequest_v2(buf: bytes, pos: int) -> tuple[BrokerRe
             raise _invalid('array Features declares more elements than bytes remain')
         lst_features: list[BrokerRegistrationRequestFeature] = []
         app_features = lst_features.append
-        for _ in range(n):
+        for _i_features in range(n):
             e_features = _new(BrokerRegistrationRequestFeature)
             n = buf[pos]
             if n < 0x80:
@@ -983,11 +974,10 @@ def _decode_BrokerRegistrationRequest_v2(buf: bytes, pos: int) -> tuple[BrokerRe
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_features.unknown_tagged_fields = ()
-            else:
+            e_features.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_features = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1026,28 +1016,25 @@ def _decode_BrokerRegistrationRequest_v2(buf: bytes, pos: int) -> tuple[BrokerRe
     if n < 0:
         raise _invalid('non-nullable field LogDirs was null')
     else:
-        if n > blen - pos:
-            raise _invalid('array LogDirs declares more elements than bytes remain')
+        if n * 16 > blen - pos:
+            raise _truncated('LogDirs')
         lst_log_dirs: list[UUID] = []
         app_log_dirs = lst_log_dirs.append
-        for _ in range(n):
-            end = pos + 16
-            if end > blen:
-                raise _truncated('LogDirs')
-            raw = buf[pos:end]
-            app_log_dirs(ZERO_UUID if raw == ZERO_UUID_BYTES else _uuid_from_bytes(raw))
-            pos = end
+        for _i_log_dirs in range(n):
+            raw, = _S3.unpack_from(buf, pos)
+            e_log_dirs = ZERO_UUID if raw == ZERO_UUID_BYTES else _uuid_from_bytes(raw)
+            pos += 16
+            app_log_dirs(e_log_dirs)
         o.log_dirs = lst_log_dirs
     n = buf[pos]
     if n < 0x80:
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1213,7 +1200,7 @@ def _decode_BrokerRegistrationRequest_v3(buf: bytes, pos: int) -> tuple[BrokerRe
             raise _invalid('array Listeners declares more elements than bytes remain')
         lst_listeners: list[BrokerRegistrationRequestListener] = []
         app_listeners = lst_listeners.append
-        for _ in range(n):
+        for _i_listeners in range(n):
             e_listeners = _new(BrokerRegistrationRequestListener)
             n = buf[pos]
             if n < 0x80:
@@ -1254,11 +1241,10 @@ def _decode_BrokerRegistrationRequest_v3(buf: bytes, pos: int) -> tuple[BrokerRe
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_listeners.unknown_tagged_fields = ()
-            else:
+            e_listeners.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_listeners = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1283,7 +1269,7 @@ def _decode_BrokerRegistrationRequest_v3(buf: bytes, pos: int) -> tuple[BrokerRe
             raise _invalid('array Features declares more elements than bytes remain')
         lst_features: list[BrokerRegistrationRequestFeature] = []
         app_features = lst_features.append
-        for _ in range(n):
+        for _i_features in range(n):
             e_features = _new(BrokerRegistrationRequestFeature)
             n = buf[pos]
             if n < 0x80:
@@ -1308,11 +1294,10 @@ def _decode_BrokerRegistrationRequest_v3(buf: bytes, pos: int) -> tuple[BrokerRe
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_features.unknown_tagged_fields = ()
-            else:
+            e_features.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_features = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1351,17 +1336,15 @@ def _decode_BrokerRegistrationRequest_v3(buf: bytes, pos: int) -> tuple[BrokerRe
     if n < 0:
         raise _invalid('non-nullable field LogDirs was null')
     else:
-        if n > blen - pos:
-            raise _invalid('array LogDirs declares more elements than bytes remain')
+        if n * 16 > blen - pos:
+            raise _truncated('LogDirs')
         lst_log_dirs: list[UUID] = []
         app_log_dirs = lst_log_dirs.append
-        for _ in range(n):
-            end = pos + 16
-            if end > blen:
-                raise _truncated('LogDirs')
-            raw = buf[pos:end]
-            app_log_dirs(ZERO_UUID if raw == ZERO_UUID_BYTES else _uuid_from_bytes(raw))
-            pos = end
+        for _i_log_dirs in range(n):
+            raw, = _S3.unpack_from(buf, pos)
+            e_log_dirs = ZERO_UUID if raw == ZERO_UUID_BYTES else _uuid_from_bytes(raw)
+            pos += 16
+            app_log_dirs(e_log_dirs)
         o.log_dirs = lst_log_dirs
     o.previous_broker_epoch, = _S5.unpack_from(buf, pos)
     pos += 8
@@ -1370,11 +1353,10 @@ def _decode_BrokerRegistrationRequest_v3(buf: bytes, pos: int) -> tuple[BrokerRe
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1514,11 +1496,10 @@ def _decode_BrokerRegistrationResponse_v0(buf: bytes, pos: int) -> tuple[BrokerR
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

@@ -153,7 +153,7 @@ def _decode_ConsumerGroupDescribeRequest_v0(buf: bytes, pos: int) -> tuple[Consu
             raise _invalid('array GroupIds declares more elements than bytes remain')
         lst_group_ids: list[str] = []
         app_group_ids = lst_group_ids.append
-        for _ in range(n):
+        for _i_group_ids in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -177,11 +177,10 @@ def _decode_ConsumerGroupDescribeRequest_v0(buf: bytes, pos: int) -> tuple[Consu
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -264,11 +263,10 @@ def _decode_ConsumerGroupDescribeResponseTopicPartitions_v0(buf: bytes, pos: int
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -329,7 +327,7 @@ def _decode_ConsumerGroupDescribeResponseAssignment_v0(buf: bytes, pos: int) -> 
             raise _invalid('array TopicPartitions declares more elements than bytes remain')
         lst_topic_partitions: list[ConsumerGroupDescribeResponseTopicPartitions] = []
         app_topic_partitions = lst_topic_partitions.append
-        for _ in range(n):
+        for _i_topic_partitions in range(n):
             e_topic_partitions = _new(ConsumerGroupDescribeResponseTopicPartitions)
             u_topic_id_raw, = _S1.unpack_from(buf, pos)
             pos += 16
@@ -371,11 +369,10 @@ def _decode_ConsumerGroupDescribeResponseAssignment_v0(buf: bytes, pos: int) -> 
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_topic_partitions.unknown_tagged_fields = ()
-            else:
+            e_topic_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_topic_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -392,11 +389,10 @@ def _decode_ConsumerGroupDescribeResponseAssignment_v0(buf: bytes, pos: int) -> 
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -554,7 +550,7 @@ def _decode_ConsumerGroupDescribeResponseMember_v0(buf: bytes, pos: int) -> tupl
             raise _invalid('array SubscribedTopicNames declares more elements than bytes remain')
         lst_subscribed_topic_names: list[str] = []
         app_subscribed_topic_names = lst_subscribed_topic_names.append
-        for _ in range(n):
+        for _i_subscribed_topic_names in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -594,11 +590,10 @@ def _decode_ConsumerGroupDescribeResponseMember_v0(buf: bytes, pos: int) -> tupl
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -816,7 +811,7 @@ def _decode_ConsumerGroupDescribeResponseMember_v1(buf: bytes, pos: int) -> tupl
             raise _invalid('array SubscribedTopicNames declares more elements than bytes remain')
         lst_subscribed_topic_names: list[str] = []
         app_subscribed_topic_names = lst_subscribed_topic_names.append
-        for _ in range(n):
+        for _i_subscribed_topic_names in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -858,11 +853,10 @@ def _decode_ConsumerGroupDescribeResponseMember_v1(buf: bytes, pos: int) -> tupl
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1067,7 +1061,7 @@ def _decode_ConsumerGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: int)
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[ConsumerGroupDescribeResponseMember] = []
         app_members = lst_members.append
-        for _ in range(n):
+        for _i_members in range(n):
             x_members, pos = _decode_ConsumerGroupDescribeResponseMember_v0(buf, pos)
             app_members(x_members)
         o.members = lst_members
@@ -1078,11 +1072,10 @@ def _decode_ConsumerGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: int)
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1252,7 +1245,7 @@ def _decode_ConsumerGroupDescribeResponseDescribedGroup_v1(buf: bytes, pos: int)
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[ConsumerGroupDescribeResponseMember] = []
         app_members = lst_members.append
-        for _ in range(n):
+        for _i_members in range(n):
             x_members, pos = _decode_ConsumerGroupDescribeResponseMember_v1(buf, pos)
             app_members(x_members)
         o.members = lst_members
@@ -1263,11 +1256,10 @@ def _decode_ConsumerGroupDescribeResponseDescribedGroup_v1(buf: bytes, pos: int)
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1371,7 +1363,7 @@ def _decode_ConsumerGroupDescribeResponse_v0(buf: bytes, pos: int) -> tuple[Cons
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[ConsumerGroupDescribeResponseDescribedGroup] = []
         app_groups = lst_groups.append
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_ConsumerGroupDescribeResponseDescribedGroup_v0(buf, pos)
             app_groups(x_groups)
         o.groups = lst_groups
@@ -1380,11 +1372,10 @@ def _decode_ConsumerGroupDescribeResponse_v0(buf: bytes, pos: int) -> tuple[Cons
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1434,7 +1425,7 @@ def _decode_ConsumerGroupDescribeResponse_v1(buf: bytes, pos: int) -> tuple[Cons
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[ConsumerGroupDescribeResponseDescribedGroup] = []
         app_groups = lst_groups.append
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_ConsumerGroupDescribeResponseDescribedGroup_v1(buf, pos)
             app_groups(x_groups)
         o.groups = lst_groups
@@ -1443,11 +1434,10 @@ def _decode_ConsumerGroupDescribeResponse_v1(buf: bytes, pos: int) -> tuple[Cons
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

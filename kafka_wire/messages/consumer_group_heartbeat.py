@@ -143,11 +143,10 @@ def _decode_ConsumerGroupHeartbeatRequestTopicPartitions_v0(buf: bytes, pos: int
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -264,7 +263,7 @@ def _decode_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Cons
             raise _invalid('array SubscribedTopicNames declares more elements than bytes remain')
         lst_subscribed_topic_names: list[str] = []
         app_subscribed_topic_names = lst_subscribed_topic_names.append
-        for _ in range(n):
+        for _i_subscribed_topic_names in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -310,7 +309,7 @@ def _decode_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Cons
             raise _invalid('array TopicPartitions declares more elements than bytes remain')
         lst_topic_partitions: list[ConsumerGroupHeartbeatRequestTopicPartitions] = []
         app_topic_partitions = lst_topic_partitions.append
-        for _ in range(n):
+        for _i_topic_partitions in range(n):
             e_topic_partitions = _new(ConsumerGroupHeartbeatRequestTopicPartitions)
             u_topic_id_raw, = _S0.unpack_from(buf, pos)
             pos += 16
@@ -336,11 +335,10 @@ def _decode_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Cons
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_topic_partitions.unknown_tagged_fields = ()
-            else:
+            e_topic_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_topic_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -357,11 +355,10 @@ def _decode_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Cons
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -579,7 +576,7 @@ def _decode_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: int) -> tuple[Cons
             raise _invalid('array SubscribedTopicNames declares more elements than bytes remain')
         lst_subscribed_topic_names: list[str] = []
         app_subscribed_topic_names = lst_subscribed_topic_names.append
-        for _ in range(n):
+        for _i_subscribed_topic_names in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -641,7 +638,7 @@ def _decode_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: int) -> tuple[Cons
             raise _invalid('array TopicPartitions declares more elements than bytes remain')
         lst_topic_partitions: list[ConsumerGroupHeartbeatRequestTopicPartitions] = []
         app_topic_partitions = lst_topic_partitions.append
-        for _ in range(n):
+        for _i_topic_partitions in range(n):
             e_topic_partitions = _new(ConsumerGroupHeartbeatRequestTopicPartitions)
             u_topic_id_raw, = _S0.unpack_from(buf, pos)
             pos += 16
@@ -667,11 +664,10 @@ def _decode_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: int) -> tuple[Cons
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_topic_partitions.unknown_tagged_fields = ()
-            else:
+            e_topic_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_topic_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -688,11 +684,10 @@ def _decode_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: int) -> tuple[Cons
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -864,11 +859,10 @@ def _decode_ConsumerGroupHeartbeatResponseTopicPartitions_v0(buf: bytes, pos: in
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -916,7 +910,7 @@ def _decode_ConsumerGroupHeartbeatResponseAssignment_v0(buf: bytes, pos: int) ->
             raise _invalid('array TopicPartitions declares more elements than bytes remain')
         lst_topic_partitions: list[ConsumerGroupHeartbeatResponseTopicPartitions] = []
         app_topic_partitions = lst_topic_partitions.append
-        for _ in range(n):
+        for _i_topic_partitions in range(n):
             e_topic_partitions = _new(ConsumerGroupHeartbeatResponseTopicPartitions)
             u_topic_id_raw, = _S0.unpack_from(buf, pos)
             pos += 16
@@ -942,11 +936,10 @@ def _decode_ConsumerGroupHeartbeatResponseAssignment_v0(buf: bytes, pos: int) ->
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_topic_partitions.unknown_tagged_fields = ()
-            else:
+            e_topic_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_topic_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -963,11 +956,10 @@ def _decode_ConsumerGroupHeartbeatResponseAssignment_v0(buf: bytes, pos: int) ->
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1061,11 +1053,10 @@ def _decode_ConsumerGroupHeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[Con
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

@@ -109,7 +109,7 @@ def _decode_ConsumerProtocolAssignment_v0(buf: bytes, pos: int) -> tuple[Consume
             raise _invalid('array AssignedPartitions declares more elements than bytes remain')
         lst_assigned_partitions: list[ConsumerProtocolAssignmentTopicPartition] = []
         app_assigned_partitions = lst_assigned_partitions.append
-        for _ in range(n):
+        for _i_assigned_partitions in range(n):
             e_assigned_partitions = _new(ConsumerProtocolAssignmentTopicPartition)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2

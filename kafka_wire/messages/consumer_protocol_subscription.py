@@ -119,7 +119,7 @@ def _decode_ConsumerProtocolSubscription_v0(buf: bytes, pos: int) -> tuple[Consu
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[str] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             n2 = buf[pos] << 8 | buf[pos + 1]
             pos += 2
             if n2 > 0x7FFF:
@@ -181,7 +181,7 @@ def _decode_ConsumerProtocolSubscription_v1(buf: bytes, pos: int) -> tuple[Consu
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[str] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             n2 = buf[pos] << 8 | buf[pos + 1]
             pos += 2
             if n2 > 0x7FFF:
@@ -211,7 +211,7 @@ def _decode_ConsumerProtocolSubscription_v1(buf: bytes, pos: int) -> tuple[Consu
             raise _invalid('array OwnedPartitions declares more elements than bytes remain')
         lst_owned_partitions: list[ConsumerProtocolSubscriptionTopicPartition] = []
         app_owned_partitions = lst_owned_partitions.append
-        for _ in range(n):
+        for _i_owned_partitions in range(n):
             e_owned_partitions = _new(ConsumerProtocolSubscriptionTopicPartition)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -301,7 +301,7 @@ def _decode_ConsumerProtocolSubscription_v2(buf: bytes, pos: int) -> tuple[Consu
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[str] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             n2 = buf[pos] << 8 | buf[pos + 1]
             pos += 2
             if n2 > 0x7FFF:
@@ -331,7 +331,7 @@ def _decode_ConsumerProtocolSubscription_v2(buf: bytes, pos: int) -> tuple[Consu
             raise _invalid('array OwnedPartitions declares more elements than bytes remain')
         lst_owned_partitions: list[ConsumerProtocolSubscriptionTopicPartition] = []
         app_owned_partitions = lst_owned_partitions.append
-        for _ in range(n):
+        for _i_owned_partitions in range(n):
             e_owned_partitions = _new(ConsumerProtocolSubscriptionTopicPartition)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -423,7 +423,7 @@ def _decode_ConsumerProtocolSubscription_v3(buf: bytes, pos: int) -> tuple[Consu
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[str] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             n2 = buf[pos] << 8 | buf[pos + 1]
             pos += 2
             if n2 > 0x7FFF:
@@ -453,7 +453,7 @@ def _decode_ConsumerProtocolSubscription_v3(buf: bytes, pos: int) -> tuple[Consu
             raise _invalid('array OwnedPartitions declares more elements than bytes remain')
         lst_owned_partitions: list[ConsumerProtocolSubscriptionTopicPartition] = []
         app_owned_partitions = lst_owned_partitions.append
-        for _ in range(n):
+        for _i_owned_partitions in range(n):
             e_owned_partitions = _new(ConsumerProtocolSubscriptionTopicPartition)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2

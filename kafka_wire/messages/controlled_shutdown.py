@@ -103,11 +103,10 @@ def _decode_ControlledShutdownRequest_v3(buf: bytes, pos: int) -> tuple[Controll
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -188,11 +187,10 @@ def _decode_ControlledShutdownResponseRemainingPartition_v3(buf: bytes, pos: int
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -238,7 +236,7 @@ def _decode_ControlledShutdownResponse_v0(buf: bytes, pos: int) -> tuple[Control
             raise _invalid('array RemainingPartitions declares more elements than bytes remain')
         lst_remaining_partitions: list[ControlledShutdownResponseRemainingPartition] = []
         app_remaining_partitions = lst_remaining_partitions.append
-        for _ in range(n):
+        for _i_remaining_partitions in range(n):
             e_remaining_partitions = _new(ControlledShutdownResponseRemainingPartition)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -301,7 +299,7 @@ def _decode_ControlledShutdownResponse_v3(buf: bytes, pos: int) -> tuple[Control
             raise _invalid('array RemainingPartitions declares more elements than bytes remain')
         lst_remaining_partitions: list[ControlledShutdownResponseRemainingPartition] = []
         app_remaining_partitions = lst_remaining_partitions.append
-        for _ in range(n):
+        for _i_remaining_partitions in range(n):
             e_remaining_partitions = _new(ControlledShutdownResponseRemainingPartition)
             n = buf[pos]
             if n < 0x80:
@@ -326,11 +324,10 @@ def _decode_ControlledShutdownResponse_v3(buf: bytes, pos: int) -> tuple[Control
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_remaining_partitions.unknown_tagged_fields = ()
-            else:
+            e_remaining_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_remaining_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -347,11 +344,10 @@ def _decode_ControlledShutdownResponse_v3(buf: bytes, pos: int) -> tuple[Control
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

@@ -134,11 +134,10 @@ def _decode_ControllerRegistrationRequestListener_v0(buf: bytes, pos: int) -> tu
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -211,11 +210,10 @@ def _decode_ControllerRegistrationRequestFeature_v0(buf: bytes, pos: int) -> tup
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -268,7 +266,7 @@ def _decode_ControllerRegistrationRequest_v0(buf: bytes, pos: int) -> tuple[Cont
             raise _invalid('array Listeners declares more elements than bytes remain')
         lst_listeners: list[ControllerRegistrationRequestListener] = []
         app_listeners = lst_listeners.append
-        for _ in range(n):
+        for _i_listeners in range(n):
             e_listeners = _new(ControllerRegistrationRequestListener)
             n = buf[pos]
             if n < 0x80:
@@ -309,11 +307,10 @@ def _decode_ControllerRegistrationRequest_v0(buf: bytes, pos: int) -> tuple[Cont
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_listeners.unknown_tagged_fields = ()
-            else:
+            e_listeners.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_listeners = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -338,7 +335,7 @@ def _decode_ControllerRegistrationRequest_v0(buf: bytes, pos: int) -> tuple[Cont
             raise _invalid('array Features declares more elements than bytes remain')
         lst_features: list[ControllerRegistrationRequestFeature] = []
         app_features = lst_features.append
-        for _ in range(n):
+        for _i_features in range(n):
             e_features = _new(ControllerRegistrationRequestFeature)
             n = buf[pos]
             if n < 0x80:
@@ -363,11 +360,10 @@ def _decode_ControllerRegistrationRequest_v0(buf: bytes, pos: int) -> tuple[Cont
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_features.unknown_tagged_fields = ()
-            else:
+            e_features.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_features = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -384,11 +380,10 @@ def _decode_ControllerRegistrationRequest_v0(buf: bytes, pos: int) -> tuple[Cont
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -504,11 +499,10 @@ def _decode_ControllerRegistrationResponse_v0(buf: bytes, pos: int) -> tuple[Con
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

@@ -307,11 +307,10 @@ def _decode_CreateAclsRequestAclCreation_v2(buf: bytes, pos: int) -> tuple[Creat
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -385,7 +384,7 @@ def _decode_CreateAclsRequest_v0(buf: bytes, pos: int) -> tuple[CreateAclsReques
             raise _invalid('array Creations declares more elements than bytes remain')
         lst_creations: list[CreateAclsRequestAclCreation] = []
         app_creations = lst_creations.append
-        for _ in range(n):
+        for _i_creations in range(n):
             e_creations = _new(CreateAclsRequestAclCreation)
             e_creations.resource_pattern_type = 3
             e_creations.resource_type, n = _S0.unpack_from(buf, pos)
@@ -485,7 +484,7 @@ def _decode_CreateAclsRequest_v1(buf: bytes, pos: int) -> tuple[CreateAclsReques
             raise _invalid('array Creations declares more elements than bytes remain')
         lst_creations: list[CreateAclsRequestAclCreation] = []
         app_creations = lst_creations.append
-        for _ in range(n):
+        for _i_creations in range(n):
             e_creations = _new(CreateAclsRequestAclCreation)
             e_creations.resource_type, n = _S0.unpack_from(buf, pos)
             pos += 3
@@ -589,7 +588,7 @@ def _decode_CreateAclsRequest_v2(buf: bytes, pos: int) -> tuple[CreateAclsReques
             raise _invalid('array Creations declares more elements than bytes remain')
         lst_creations: list[CreateAclsRequestAclCreation] = []
         app_creations = lst_creations.append
-        for _ in range(n):
+        for _i_creations in range(n):
             e_creations = _new(CreateAclsRequestAclCreation)
             e_creations.resource_type, = _S2.unpack_from(buf, pos)
             pos += 1
@@ -650,11 +649,10 @@ def _decode_CreateAclsRequest_v2(buf: bytes, pos: int) -> tuple[CreateAclsReques
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_creations.unknown_tagged_fields = ()
-            else:
+            e_creations.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_creations = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -671,11 +669,10 @@ def _decode_CreateAclsRequest_v2(buf: bytes, pos: int) -> tuple[CreateAclsReques
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -811,11 +808,10 @@ def _decode_CreateAclsResponseAclCreationResult_v2(buf: bytes, pos: int) -> tupl
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -861,7 +857,7 @@ def _decode_CreateAclsResponse_v0(buf: bytes, pos: int) -> tuple[CreateAclsRespo
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[CreateAclsResponseAclCreationResult] = []
         app_results = lst_results.append
-        for _ in range(n):
+        for _i_results in range(n):
             e_results = _new(CreateAclsResponseAclCreationResult)
             e_results.error_code, n = _S5.unpack_from(buf, pos)
             pos += 4
@@ -924,7 +920,7 @@ def _decode_CreateAclsResponse_v2(buf: bytes, pos: int) -> tuple[CreateAclsRespo
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[CreateAclsResponseAclCreationResult] = []
         app_results = lst_results.append
-        for _ in range(n):
+        for _i_results in range(n):
             e_results = _new(CreateAclsResponseAclCreationResult)
             e_results.error_code, = _S3.unpack_from(buf, pos)
             pos += 2
@@ -949,11 +945,10 @@ def _decode_CreateAclsResponse_v2(buf: bytes, pos: int) -> tuple[CreateAclsRespo
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_results.unknown_tagged_fields = ()
-            else:
+            e_results.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_results = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -970,11 +965,10 @@ def _decode_CreateAclsResponse_v2(buf: bytes, pos: int) -> tuple[CreateAclsRespo
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

@@ -180,11 +180,10 @@ def _decode_CreateDelegationTokenRequestCreatableRenewers_v2(buf: bytes, pos: in
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -244,7 +243,7 @@ def _decode_CreateDelegationTokenRequest_v0(buf: bytes, pos: int) -> tuple[Creat
             raise _invalid('array Renewers declares more elements than bytes remain')
         lst_renewers: list[CreateDelegationTokenRequestCreatableRenewers] = []
         app_renewers = lst_renewers.append
-        for _ in range(n):
+        for _i_renewers in range(n):
             e_renewers = _new(CreateDelegationTokenRequestCreatableRenewers)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -329,7 +328,7 @@ def _decode_CreateDelegationTokenRequest_v2(buf: bytes, pos: int) -> tuple[Creat
             raise _invalid('array Renewers declares more elements than bytes remain')
         lst_renewers: list[CreateDelegationTokenRequestCreatableRenewers] = []
         app_renewers = lst_renewers.append
-        for _ in range(n):
+        for _i_renewers in range(n):
             e_renewers = _new(CreateDelegationTokenRequestCreatableRenewers)
             n = buf[pos]
             if n < 0x80:
@@ -368,11 +367,10 @@ def _decode_CreateDelegationTokenRequest_v2(buf: bytes, pos: int) -> tuple[Creat
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_renewers.unknown_tagged_fields = ()
-            else:
+            e_renewers.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_renewers = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -391,11 +389,10 @@ def _decode_CreateDelegationTokenRequest_v2(buf: bytes, pos: int) -> tuple[Creat
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -508,7 +505,7 @@ def _decode_CreateDelegationTokenRequest_v3(buf: bytes, pos: int) -> tuple[Creat
             raise _invalid('array Renewers declares more elements than bytes remain')
         lst_renewers: list[CreateDelegationTokenRequestCreatableRenewers] = []
         app_renewers = lst_renewers.append
-        for _ in range(n):
+        for _i_renewers in range(n):
             e_renewers = _new(CreateDelegationTokenRequestCreatableRenewers)
             n = buf[pos]
             if n < 0x80:
@@ -547,11 +544,10 @@ def _decode_CreateDelegationTokenRequest_v3(buf: bytes, pos: int) -> tuple[Creat
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_renewers.unknown_tagged_fields = ()
-            else:
+            e_renewers.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_renewers = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -570,11 +566,10 @@ def _decode_CreateDelegationTokenRequest_v3(buf: bytes, pos: int) -> tuple[Creat
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -840,11 +835,10 @@ def _decode_CreateDelegationTokenResponse_v2(buf: bytes, pos: int) -> tuple[Crea
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1029,11 +1023,10 @@ def _decode_CreateDelegationTokenResponse_v3(buf: bytes, pos: int) -> tuple[Crea
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

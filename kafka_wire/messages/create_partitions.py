@@ -149,11 +149,10 @@ def _decode_CreatePartitionsRequestAssignment_v2(buf: bytes, pos: int) -> tuple[
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -206,7 +205,7 @@ def _decode_CreatePartitionsRequestTopic_v0(buf: bytes, pos: int) -> tuple[Creat
             raise _invalid('array Assignments declares more elements than bytes remain')
         lst_assignments: list[CreatePartitionsRequestAssignment] = []
         app_assignments = lst_assignments.append
-        for _ in range(n):
+        for _i_assignments in range(n):
             e_assignments = _new(CreatePartitionsRequestAssignment)
             n, = _S0.unpack_from(buf, pos)
             pos += 4
@@ -290,7 +289,7 @@ def _decode_CreatePartitionsRequestTopic_v2(buf: bytes, pos: int) -> tuple[Creat
             raise _invalid('array Assignments declares more elements than bytes remain')
         lst_assignments: list[CreatePartitionsRequestAssignment] = []
         app_assignments = lst_assignments.append
-        for _ in range(n):
+        for _i_assignments in range(n):
             e_assignments = _new(CreatePartitionsRequestAssignment)
             n = buf[pos]
             if n < 0x80:
@@ -313,11 +312,10 @@ def _decode_CreatePartitionsRequestTopic_v2(buf: bytes, pos: int) -> tuple[Creat
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_assignments.unknown_tagged_fields = ()
-            else:
+            e_assignments.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_assignments = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -334,11 +332,10 @@ def _decode_CreatePartitionsRequestTopic_v2(buf: bytes, pos: int) -> tuple[Creat
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -409,7 +406,7 @@ def _decode_CreatePartitionsRequest_v0(buf: bytes, pos: int) -> tuple[CreatePart
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[CreatePartitionsRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_CreatePartitionsRequestTopic_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -448,7 +445,7 @@ def _decode_CreatePartitionsRequest_v2(buf: bytes, pos: int) -> tuple[CreatePart
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[CreatePartitionsRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_CreatePartitionsRequestTopic_v2(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -459,11 +456,10 @@ def _decode_CreatePartitionsRequest_v2(buf: bytes, pos: int) -> tuple[CreatePart
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -590,11 +586,10 @@ def _decode_CreatePartitionsResponseTopicResult_v2(buf: bytes, pos: int) -> tupl
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -653,7 +648,7 @@ def _decode_CreatePartitionsResponse_v0(buf: bytes, pos: int) -> tuple[CreatePar
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[CreatePartitionsResponseTopicResult] = []
         app_results = lst_results.append
-        for _ in range(n):
+        for _i_results in range(n):
             e_results = _new(CreatePartitionsResponseTopicResult)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -735,7 +730,7 @@ def _decode_CreatePartitionsResponse_v2(buf: bytes, pos: int) -> tuple[CreatePar
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[CreatePartitionsResponseTopicResult] = []
         app_results = lst_results.append
-        for _ in range(n):
+        for _i_results in range(n):
             e_results = _new(CreatePartitionsResponseTopicResult)
             n = buf[pos]
             if n < 0x80:
@@ -776,11 +771,10 @@ def _decode_CreatePartitionsResponse_v2(buf: bytes, pos: int) -> tuple[CreatePar
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_results.unknown_tagged_fields = ()
-            else:
+            e_results.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_results = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -797,11 +791,10 @@ def _decode_CreatePartitionsResponse_v2(buf: bytes, pos: int) -> tuple[CreatePar
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

@@ -214,11 +214,10 @@ def _decode_CreateTopicsRequestCreatableReplicaAssignment_v5(buf: bytes, pos: in
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -340,11 +339,10 @@ def _decode_CreateTopicsRequestCreatableTopicConfig_v5(buf: bytes, pos: int) -> 
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -412,7 +410,7 @@ def _decode_CreateTopicsRequestCreatableTopic_v0(buf: bytes, pos: int) -> tuple[
             raise _invalid('array Assignments declares more elements than bytes remain')
         lst_assignments: list[CreateTopicsRequestCreatableReplicaAssignment] = []
         app_assignments = lst_assignments.append
-        for _ in range(n):
+        for _i_assignments in range(n):
             e_assignments = _new(CreateTopicsRequestCreatableReplicaAssignment)
             e_assignments.partition_index, n = _S0.unpack_from(buf, pos)
             pos += 8
@@ -438,7 +436,7 @@ def _decode_CreateTopicsRequestCreatableTopic_v0(buf: bytes, pos: int) -> tuple[
             raise _invalid('array Configs declares more elements than bytes remain')
         lst_configs: list[CreateTopicsRequestCreatableTopicConfig] = []
         app_configs = lst_configs.append
-        for _ in range(n):
+        for _i_configs in range(n):
             e_configs = _new(CreateTopicsRequestCreatableTopicConfig)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -557,7 +555,7 @@ def _decode_CreateTopicsRequestCreatableTopic_v5(buf: bytes, pos: int) -> tuple[
             raise _invalid('array Assignments declares more elements than bytes remain')
         lst_assignments: list[CreateTopicsRequestCreatableReplicaAssignment] = []
         app_assignments = lst_assignments.append
-        for _ in range(n):
+        for _i_assignments in range(n):
             e_assignments = _new(CreateTopicsRequestCreatableReplicaAssignment)
             e_assignments.partition_index, = _S1.unpack_from(buf, pos)
             pos += 4
@@ -582,11 +580,10 @@ def _decode_CreateTopicsRequestCreatableTopic_v5(buf: bytes, pos: int) -> tuple[
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_assignments.unknown_tagged_fields = ()
-            else:
+            e_assignments.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_assignments = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -611,7 +608,7 @@ def _decode_CreateTopicsRequestCreatableTopic_v5(buf: bytes, pos: int) -> tuple[
             raise _invalid('array Configs declares more elements than bytes remain')
         lst_configs: list[CreateTopicsRequestCreatableTopicConfig] = []
         app_configs = lst_configs.append
-        for _ in range(n):
+        for _i_configs in range(n):
             e_configs = _new(CreateTopicsRequestCreatableTopicConfig)
             n = buf[pos]
             if n < 0x80:
@@ -650,11 +647,10 @@ def _decode_CreateTopicsRequestCreatableTopic_v5(buf: bytes, pos: int) -> tuple[
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_configs.unknown_tagged_fields = ()
-            else:
+            e_configs.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_configs = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -671,11 +667,10 @@ def _decode_CreateTopicsRequestCreatableTopic_v5(buf: bytes, pos: int) -> tuple[
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -788,7 +783,7 @@ def _decode_CreateTopicsRequest_v0(buf: bytes, pos: int) -> tuple[CreateTopicsRe
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[CreateTopicsRequestCreatableTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_CreateTopicsRequestCreatableTopic_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -825,7 +820,7 @@ def _decode_CreateTopicsRequest_v1(buf: bytes, pos: int) -> tuple[CreateTopicsRe
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[CreateTopicsRequestCreatableTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_CreateTopicsRequestCreatableTopic_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -864,7 +859,7 @@ def _decode_CreateTopicsRequest_v5(buf: bytes, pos: int) -> tuple[CreateTopicsRe
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[CreateTopicsRequestCreatableTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_CreateTopicsRequestCreatableTopic_v5(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -875,11 +870,10 @@ def _decode_CreateTopicsRequest_v5(buf: bytes, pos: int) -> tuple[CreateTopicsRe
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -953,11 +947,10 @@ def _decode_CreateTopicsResponseCreatableTopicConfigs_v5(buf: bytes, pos: int) -
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1156,7 +1149,7 @@ def _decode_CreateTopicsResponseCreatableTopicResult_v5(buf: bytes, pos: int) ->
             raise _invalid('array Configs declares more elements than bytes remain')
         lst_configs: list[CreateTopicsResponseCreatableTopicConfigs] = []
         app_configs = lst_configs.append
-        for _ in range(n):
+        for _i_configs in range(n):
             e_configs = _new(CreateTopicsResponseCreatableTopicConfigs)
             n = buf[pos]
             if n < 0x80:
@@ -1197,11 +1190,10 @@ def _decode_CreateTopicsResponseCreatableTopicResult_v5(buf: bytes, pos: int) ->
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_configs.unknown_tagged_fields = ()
-            else:
+            e_configs.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_configs = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1218,11 +1210,10 @@ def _decode_CreateTopicsResponseCreatableTopicResult_v5(buf: bytes, pos: int) ->
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
@@ -1310,9 +1301,9 @@ def _encode_CreateTopicsResponseCreatableTopicResult_v5(o: CreateTopicsResponseC
                 out.append(0)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.topic_config_error_code != 0:
-        t = bytearray()
-        t += _S2.pack(o.topic_config_error_code)
-        known.append((0, t))
+        t_topic_config_error_code = bytearray()
+        t_topic_config_error_code += _S2.pack(o.topic_config_error_code)
+        known.append((0, t_topic_config_error_code))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))
     else:
@@ -1373,7 +1364,7 @@ def _decode_CreateTopicsResponseCreatableTopicResult_v7(buf: bytes, pos: int) ->
             raise _invalid('array Configs declares more elements than bytes remain')
         lst_configs: list[CreateTopicsResponseCreatableTopicConfigs] = []
         app_configs = lst_configs.append
-        for _ in range(n):
+        for _i_configs in range(n):
             e_configs = _new(CreateTopicsResponseCreatableTopicConfigs)
             n = buf[pos]
             if n < 0x80:
@@ -1414,11 +1405,10 @@ def _decode_CreateTopicsResponseCreatableTopicResult_v7(buf: bytes, pos: int) ->
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_configs.unknown_tagged_fields = ()
-            else:
+            e_configs.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_configs = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1435,11 +1425,10 @@ def _decode_CreateTopicsResponseCreatableTopicResult_v7(buf: bytes, pos: int) ->
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
@@ -1527,9 +1516,9 @@ def _encode_CreateTopicsResponseCreatableTopicResult_v7(o: CreateTopicsResponseC
                 out.append(0)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.topic_config_error_code != 0:
-        t = bytearray()
-        t += _S2.pack(o.topic_config_error_code)
-        known.append((0, t))
+        t_topic_config_error_code = bytearray()
+        t_topic_config_error_code += _S2.pack(o.topic_config_error_code)
+        known.append((0, t_topic_config_error_code))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))
     else:
@@ -1549,7 +1538,7 @@ def _decode_CreateTopicsResponse_v0(buf: bytes, pos: int) -> tuple[CreateTopicsR
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[CreateTopicsResponseCreatableTopicResult] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             e_topics = _new(CreateTopicsResponseCreatableTopicResult)
             e_topics.topic_id = ZERO_UUID
             e_topics.error_message = ''
@@ -1612,7 +1601,7 @@ def _decode_CreateTopicsResponse_v1(buf: bytes, pos: int) -> tuple[CreateTopicsR
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[CreateTopicsResponseCreatableTopicResult] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             e_topics = _new(CreateTopicsResponseCreatableTopicResult)
             e_topics.topic_id = ZERO_UUID
             e_topics.topic_config_error_code = 0
@@ -1692,7 +1681,7 @@ def _decode_CreateTopicsResponse_v2(buf: bytes, pos: int) -> tuple[CreateTopicsR
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[CreateTopicsResponseCreatableTopicResult] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             e_topics = _new(CreateTopicsResponseCreatableTopicResult)
             e_topics.topic_id = ZERO_UUID
             e_topics.topic_config_error_code = 0
@@ -1779,7 +1768,7 @@ def _decode_CreateTopicsResponse_v5(buf: bytes, pos: int) -> tuple[CreateTopicsR
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[CreateTopicsResponseCreatableTopicResult] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_CreateTopicsResponseCreatableTopicResult_v5(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1788,11 +1777,10 @@ def _decode_CreateTopicsResponse_v5(buf: bytes, pos: int) -> tuple[CreateTopicsR
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1842,7 +1830,7 @@ def _decode_CreateTopicsResponse_v7(buf: bytes, pos: int) -> tuple[CreateTopicsR
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[CreateTopicsResponseCreatableTopicResult] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_CreateTopicsResponseCreatableTopicResult_v7(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1851,11 +1839,10 @@ def _decode_CreateTopicsResponse_v7(buf: bytes, pos: int) -> tuple[CreateTopicsR
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

@@ -335,11 +335,10 @@ def _decode_DeleteAclsRequestFilter_v2(buf: bytes, pos: int) -> tuple[DeleteAcls
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -413,7 +412,7 @@ def _decode_DeleteAclsRequest_v0(buf: bytes, pos: int) -> tuple[DeleteAclsReques
             raise _invalid('array Filters declares more elements than bytes remain')
         lst_filters: list[DeleteAclsRequestFilter] = []
         app_filters = lst_filters.append
-        for _ in range(n):
+        for _i_filters in range(n):
             e_filters = _new(DeleteAclsRequestFilter)
             e_filters.pattern_type_filter = 3
             e_filters.resource_type_filter, n = _S0.unpack_from(buf, pos)
@@ -513,7 +512,7 @@ def _decode_DeleteAclsRequest_v1(buf: bytes, pos: int) -> tuple[DeleteAclsReques
             raise _invalid('array Filters declares more elements than bytes remain')
         lst_filters: list[DeleteAclsRequestFilter] = []
         app_filters = lst_filters.append
-        for _ in range(n):
+        for _i_filters in range(n):
             e_filters = _new(DeleteAclsRequestFilter)
             e_filters.resource_type_filter, n = _S0.unpack_from(buf, pos)
             pos += 3
@@ -617,7 +616,7 @@ def _decode_DeleteAclsRequest_v2(buf: bytes, pos: int) -> tuple[DeleteAclsReques
             raise _invalid('array Filters declares more elements than bytes remain')
         lst_filters: list[DeleteAclsRequestFilter] = []
         app_filters = lst_filters.append
-        for _ in range(n):
+        for _i_filters in range(n):
             e_filters = _new(DeleteAclsRequestFilter)
             e_filters.resource_type_filter, = _S2.unpack_from(buf, pos)
             pos += 1
@@ -678,11 +677,10 @@ def _decode_DeleteAclsRequest_v2(buf: bytes, pos: int) -> tuple[DeleteAclsReques
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_filters.unknown_tagged_fields = ()
-            else:
+            e_filters.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_filters = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -699,11 +697,10 @@ def _decode_DeleteAclsRequest_v2(buf: bytes, pos: int) -> tuple[DeleteAclsReques
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1059,11 +1056,10 @@ def _decode_DeleteAclsResponseMatchingAcl_v2(buf: bytes, pos: int) -> tuple[Dele
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1163,7 +1159,7 @@ def _decode_DeleteAclsResponseFilterResult_v0(buf: bytes, pos: int) -> tuple[Del
             raise _invalid('array MatchingAcls declares more elements than bytes remain')
         lst_matching_acls: list[DeleteAclsResponseMatchingAcl] = []
         app_matching_acls = lst_matching_acls.append
-        for _ in range(n):
+        for _i_matching_acls in range(n):
             e_matching_acls = _new(DeleteAclsResponseMatchingAcl)
             e_matching_acls.pattern_type = 3
             e_matching_acls.error_code, n = _S5.unpack_from(buf, pos)
@@ -1307,7 +1303,7 @@ def _decode_DeleteAclsResponseFilterResult_v1(buf: bytes, pos: int) -> tuple[Del
             raise _invalid('array MatchingAcls declares more elements than bytes remain')
         lst_matching_acls: list[DeleteAclsResponseMatchingAcl] = []
         app_matching_acls = lst_matching_acls.append
-        for _ in range(n):
+        for _i_matching_acls in range(n):
             e_matching_acls = _new(DeleteAclsResponseMatchingAcl)
             e_matching_acls.error_code, n = _S5.unpack_from(buf, pos)
             pos += 4
@@ -1461,7 +1457,7 @@ def _decode_DeleteAclsResponseFilterResult_v2(buf: bytes, pos: int) -> tuple[Del
             raise _invalid('array MatchingAcls declares more elements than bytes remain')
         lst_matching_acls: list[DeleteAclsResponseMatchingAcl] = []
         app_matching_acls = lst_matching_acls.append
-        for _ in range(n):
+        for _i_matching_acls in range(n):
             e_matching_acls = _new(DeleteAclsResponseMatchingAcl)
             e_matching_acls.error_code, = _S3.unpack_from(buf, pos)
             pos += 2
@@ -1540,11 +1536,10 @@ def _decode_DeleteAclsResponseFilterResult_v2(buf: bytes, pos: int) -> tuple[Del
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_matching_acls.unknown_tagged_fields = ()
-            else:
+            e_matching_acls.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_matching_acls = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1561,11 +1556,10 @@ def _decode_DeleteAclsResponseFilterResult_v2(buf: bytes, pos: int) -> tuple[Del
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1681,7 +1675,7 @@ def _decode_DeleteAclsResponse_v0(buf: bytes, pos: int) -> tuple[DeleteAclsRespo
             raise _invalid('array FilterResults declares more elements than bytes remain')
         lst_filter_results: list[DeleteAclsResponseFilterResult] = []
         app_filter_results = lst_filter_results.append
-        for _ in range(n):
+        for _i_filter_results in range(n):
             x_filter_results, pos = _decode_DeleteAclsResponseFilterResult_v0(buf, pos)
             app_filter_results(x_filter_results)
         o.filter_results = lst_filter_results
@@ -1714,7 +1708,7 @@ def _decode_DeleteAclsResponse_v1(buf: bytes, pos: int) -> tuple[DeleteAclsRespo
             raise _invalid('array FilterResults declares more elements than bytes remain')
         lst_filter_results: list[DeleteAclsResponseFilterResult] = []
         app_filter_results = lst_filter_results.append
-        for _ in range(n):
+        for _i_filter_results in range(n):
             x_filter_results, pos = _decode_DeleteAclsResponseFilterResult_v1(buf, pos)
             app_filter_results(x_filter_results)
         o.filter_results = lst_filter_results
@@ -1753,7 +1747,7 @@ def _decode_DeleteAclsResponse_v2(buf: bytes, pos: int) -> tuple[DeleteAclsRespo
             raise _invalid('array FilterResults declares more elements than bytes remain')
         lst_filter_results: list[DeleteAclsResponseFilterResult] = []
         app_filter_results = lst_filter_results.append
-        for _ in range(n):
+        for _i_filter_results in range(n):
             x_filter_results, pos = _decode_DeleteAclsResponseFilterResult_v2(buf, pos)
             app_filter_results(x_filter_results)
         o.filter_results = lst_filter_results
@@ -1762,11 +1756,10 @@ def _decode_DeleteAclsResponse_v2(buf: bytes, pos: int) -> tuple[DeleteAclsRespo
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

@@ -75,7 +75,7 @@ def _decode_DeleteGroupsRequest_v0(buf: bytes, pos: int) -> tuple[DeleteGroupsRe
             raise _invalid('array GroupsNames declares more elements than bytes remain')
         lst_groups_names: list[str] = []
         app_groups_names = lst_groups_names.append
-        for _ in range(n):
+        for _i_groups_names in range(n):
             n2 = buf[pos] << 8 | buf[pos + 1]
             pos += 2
             if n2 > 0x7FFF:
@@ -122,7 +122,7 @@ def _decode_DeleteGroupsRequest_v2(buf: bytes, pos: int) -> tuple[DeleteGroupsRe
             raise _invalid('array GroupsNames declares more elements than bytes remain')
         lst_groups_names: list[str] = []
         app_groups_names = lst_groups_names.append
-        for _ in range(n):
+        for _i_groups_names in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -144,11 +144,10 @@ def _decode_DeleteGroupsRequest_v2(buf: bytes, pos: int) -> tuple[DeleteGroupsRe
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -249,11 +248,10 @@ def _decode_DeleteGroupsResponseDeletableGroupResult_v2(buf: bytes, pos: int) ->
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -329,11 +327,10 @@ def _decode_DeleteGroupsResponseDeletableGroupResult_v3(buf: bytes, pos: int) ->
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -392,7 +389,7 @@ def _decode_DeleteGroupsResponse_v0(buf: bytes, pos: int) -> tuple[DeleteGroupsR
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[DeleteGroupsResponseDeletableGroupResult] = []
         app_results = lst_results.append
-        for _ in range(n):
+        for _i_results in range(n):
             e_results = _new(DeleteGroupsResponseDeletableGroupResult)
             e_results.error_message = None
             n = buf[pos] << 8 | buf[pos + 1]
@@ -456,7 +453,7 @@ def _decode_DeleteGroupsResponse_v2(buf: bytes, pos: int) -> tuple[DeleteGroupsR
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[DeleteGroupsResponseDeletableGroupResult] = []
         app_results = lst_results.append
-        for _ in range(n):
+        for _i_results in range(n):
             e_results = _new(DeleteGroupsResponseDeletableGroupResult)
             e_results.error_message = None
             n = buf[pos]
@@ -482,11 +479,10 @@ def _decode_DeleteGroupsResponse_v2(buf: bytes, pos: int) -> tuple[DeleteGroupsR
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_results.unknown_tagged_fields = ()
-            else:
+            e_results.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_results = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -503,11 +499,10 @@ def _decode_DeleteGroupsResponse_v2(buf: bytes, pos: int) -> tuple[DeleteGroupsR
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -574,7 +569,7 @@ def _decode_DeleteGroupsResponse_v3(buf: bytes, pos: int) -> tuple[DeleteGroupsR
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[DeleteGroupsResponseDeletableGroupResult] = []
         app_results = lst_results.append
-        for _ in range(n):
+        for _i_results in range(n):
             e_results = _new(DeleteGroupsResponseDeletableGroupResult)
             n = buf[pos]
             if n < 0x80:
@@ -615,11 +610,10 @@ def _decode_DeleteGroupsResponse_v3(buf: bytes, pos: int) -> tuple[DeleteGroupsR
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_results.unknown_tagged_fields = ()
-            else:
+            e_results.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_results = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -636,11 +630,10 @@ def _decode_DeleteGroupsResponse_v3(buf: bytes, pos: int) -> tuple[DeleteGroupsR
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

@@ -127,11 +127,10 @@ def _decode_DeleteRecordsRequestPartition_v2(buf: bytes, pos: int) -> tuple[Dele
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -174,7 +173,7 @@ def _decode_DeleteRecordsRequestTopic_v0(buf: bytes, pos: int) -> tuple[DeleteRe
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[DeleteRecordsRequestPartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(DeleteRecordsRequestPartition)
             e_partitions.partition_index, e_partitions.offset = _S0.unpack_from(buf, pos)
             pos += 12
@@ -240,7 +239,7 @@ def _decode_DeleteRecordsRequestTopic_v2(buf: bytes, pos: int) -> tuple[DeleteRe
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[DeleteRecordsRequestPartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(DeleteRecordsRequestPartition)
             e_partitions.partition_index, e_partitions.offset = _S0.unpack_from(buf, pos)
             pos += 12
@@ -249,11 +248,10 @@ def _decode_DeleteRecordsRequestTopic_v2(buf: bytes, pos: int) -> tuple[DeleteRe
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -270,11 +268,10 @@ def _decode_DeleteRecordsRequestTopic_v2(buf: bytes, pos: int) -> tuple[DeleteRe
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -334,7 +331,7 @@ def _decode_DeleteRecordsRequest_v0(buf: bytes, pos: int) -> tuple[DeleteRecords
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DeleteRecordsRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_DeleteRecordsRequestTopic_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -373,7 +370,7 @@ def _decode_DeleteRecordsRequest_v2(buf: bytes, pos: int) -> tuple[DeleteRecords
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DeleteRecordsRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_DeleteRecordsRequestTopic_v2(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -384,11 +381,10 @@ def _decode_DeleteRecordsRequest_v2(buf: bytes, pos: int) -> tuple[DeleteRecords
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -444,11 +440,10 @@ def _decode_DeleteRecordsResponsePartitionResult_v2(buf: bytes, pos: int) -> tup
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -491,7 +486,7 @@ def _decode_DeleteRecordsResponseTopicResult_v0(buf: bytes, pos: int) -> tuple[D
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[DeleteRecordsResponsePartitionResult] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(DeleteRecordsResponsePartitionResult)
             e_partitions.partition_index, e_partitions.low_watermark, e_partitions.error_code = _S3.unpack_from(buf, pos)
             pos += 14
@@ -557,7 +552,7 @@ def _decode_DeleteRecordsResponseTopicResult_v2(buf: bytes, pos: int) -> tuple[D
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[DeleteRecordsResponsePartitionResult] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(DeleteRecordsResponsePartitionResult)
             e_partitions.partition_index, e_partitions.low_watermark, e_partitions.error_code = _S3.unpack_from(buf, pos)
             pos += 14
@@ -566,11 +561,10 @@ def _decode_DeleteRecordsResponseTopicResult_v2(buf: bytes, pos: int) -> tuple[D
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -587,11 +581,10 @@ def _decode_DeleteRecordsResponseTopicResult_v2(buf: bytes, pos: int) -> tuple[D
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -651,7 +644,7 @@ def _decode_DeleteRecordsResponse_v0(buf: bytes, pos: int) -> tuple[DeleteRecord
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DeleteRecordsResponseTopicResult] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_DeleteRecordsResponseTopicResult_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -690,7 +683,7 @@ def _decode_DeleteRecordsResponse_v2(buf: bytes, pos: int) -> tuple[DeleteRecord
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DeleteRecordsResponseTopicResult] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_DeleteRecordsResponseTopicResult_v2(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -699,11 +692,10 @@ def _decode_DeleteRecordsResponse_v2(buf: bytes, pos: int) -> tuple[DeleteRecord
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

@@ -106,11 +106,10 @@ def _decode_DeleteShareGroupOffsetsRequestTopic_v0(buf: bytes, pos: int) -> tupl
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -175,7 +174,7 @@ def _decode_DeleteShareGroupOffsetsRequest_v0(buf: bytes, pos: int) -> tuple[Del
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DeleteShareGroupOffsetsRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             e_topics = _new(DeleteShareGroupOffsetsRequestTopic)
             n = buf[pos]
             if n < 0x80:
@@ -198,11 +197,10 @@ def _decode_DeleteShareGroupOffsetsRequest_v0(buf: bytes, pos: int) -> tuple[Del
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_topics.unknown_tagged_fields = ()
-            else:
+            e_topics.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_topics = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -219,11 +217,10 @@ def _decode_DeleteShareGroupOffsetsRequest_v0(buf: bytes, pos: int) -> tuple[Del
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -326,11 +323,10 @@ def _decode_DeleteShareGroupOffsetsResponseTopic_v0(buf: bytes, pos: int) -> tup
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -411,7 +407,7 @@ def _decode_DeleteShareGroupOffsetsResponse_v0(buf: bytes, pos: int) -> tuple[De
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[DeleteShareGroupOffsetsResponseTopic] = []
         app_responses = lst_responses.append
-        for _ in range(n):
+        for _i_responses in range(n):
             e_responses = _new(DeleteShareGroupOffsetsResponseTopic)
             n = buf[pos]
             if n < 0x80:
@@ -453,11 +449,10 @@ def _decode_DeleteShareGroupOffsetsResponse_v0(buf: bytes, pos: int) -> tuple[De
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_responses.unknown_tagged_fields = ()
-            else:
+            e_responses.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_responses = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -474,11 +469,10 @@ def _decode_DeleteShareGroupOffsetsResponse_v0(buf: bytes, pos: int) -> tuple[De
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

@@ -109,11 +109,10 @@ def _decode_DeleteShareGroupStateRequestPartitionData_v0(buf: bytes, pos: int) -
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -153,7 +152,7 @@ def _decode_DeleteShareGroupStateRequestDeleteStateData_v0(buf: bytes, pos: int)
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[DeleteShareGroupStateRequestPartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(DeleteShareGroupStateRequestPartitionData)
             e_partitions.partition, = _S0.unpack_from(buf, pos)
             pos += 4
@@ -162,11 +161,10 @@ def _decode_DeleteShareGroupStateRequestDeleteStateData_v0(buf: bytes, pos: int)
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -183,11 +181,10 @@ def _decode_DeleteShareGroupStateRequestDeleteStateData_v0(buf: bytes, pos: int)
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -255,7 +252,7 @@ def _decode_DeleteShareGroupStateRequest_v0(buf: bytes, pos: int) -> tuple[Delet
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DeleteShareGroupStateRequestDeleteStateData] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_DeleteShareGroupStateRequestDeleteStateData_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -264,11 +261,10 @@ def _decode_DeleteShareGroupStateRequest_v0(buf: bytes, pos: int) -> tuple[Delet
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -338,11 +334,10 @@ def _decode_DeleteShareGroupStateResponsePartitionResult_v0(buf: bytes, pos: int
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -395,7 +390,7 @@ def _decode_DeleteShareGroupStateResponseDeleteStateResult_v0(buf: bytes, pos: i
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[DeleteShareGroupStateResponsePartitionResult] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(DeleteShareGroupStateResponsePartitionResult)
             e_partitions.partition, e_partitions.error_code = _S2.unpack_from(buf, pos)
             pos += 6
@@ -420,11 +415,10 @@ def _decode_DeleteShareGroupStateResponseDeleteStateResult_v0(buf: bytes, pos: i
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -441,11 +435,10 @@ def _decode_DeleteShareGroupStateResponseDeleteStateResult_v0(buf: bytes, pos: i
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -510,7 +503,7 @@ def _decode_DeleteShareGroupStateResponse_v0(buf: bytes, pos: int) -> tuple[Dele
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[DeleteShareGroupStateResponseDeleteStateResult] = []
         app_results = lst_results.append
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_DeleteShareGroupStateResponseDeleteStateResult_v0(buf, pos)
             app_results(x_results)
         o.results = lst_results
@@ -519,11 +512,10 @@ def _decode_DeleteShareGroupStateResponse_v0(buf: bytes, pos: int) -> tuple[Dele
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

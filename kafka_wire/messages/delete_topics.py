@@ -114,11 +114,10 @@ def _decode_DeleteTopicsRequestDeleteTopicState_v6(buf: bytes, pos: int) -> tupl
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -165,7 +164,7 @@ def _decode_DeleteTopicsRequest_v0(buf: bytes, pos: int) -> tuple[DeleteTopicsRe
             raise _invalid('array TopicNames declares more elements than bytes remain')
         lst_topic_names: list[str] = []
         app_topic_names = lst_topic_names.append
-        for _ in range(n):
+        for _i_topic_names in range(n):
             n2 = buf[pos] << 8 | buf[pos + 1]
             pos += 2
             if n2 > 0x7FFF:
@@ -218,7 +217,7 @@ def _decode_DeleteTopicsRequest_v4(buf: bytes, pos: int) -> tuple[DeleteTopicsRe
             raise _invalid('array TopicNames declares more elements than bytes remain')
         lst_topic_names: list[str] = []
         app_topic_names = lst_topic_names.append
-        for _ in range(n):
+        for _i_topic_names in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -242,11 +241,10 @@ def _decode_DeleteTopicsRequest_v4(buf: bytes, pos: int) -> tuple[DeleteTopicsRe
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -305,7 +303,7 @@ def _decode_DeleteTopicsRequest_v6(buf: bytes, pos: int) -> tuple[DeleteTopicsRe
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DeleteTopicsRequestDeleteTopicState] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             e_topics = _new(DeleteTopicsRequestDeleteTopicState)
             n = buf[pos]
             if n < 0x80:
@@ -331,11 +329,10 @@ def _decode_DeleteTopicsRequest_v6(buf: bytes, pos: int) -> tuple[DeleteTopicsRe
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_topics.unknown_tagged_fields = ()
-            else:
+            e_topics.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_topics = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -354,11 +351,10 @@ def _decode_DeleteTopicsRequest_v6(buf: bytes, pos: int) -> tuple[DeleteTopicsRe
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -471,11 +467,10 @@ def _decode_DeleteTopicsResponseDeletableTopicResult_v4(buf: bytes, pos: int) ->
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -552,11 +547,10 @@ def _decode_DeleteTopicsResponseDeletableTopicResult_v5(buf: bytes, pos: int) ->
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -646,11 +640,10 @@ def _decode_DeleteTopicsResponseDeletableTopicResult_v6(buf: bytes, pos: int) ->
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -710,7 +703,7 @@ def _decode_DeleteTopicsResponse_v0(buf: bytes, pos: int) -> tuple[DeleteTopicsR
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[DeleteTopicsResponseDeletableTopicResult] = []
         app_responses = lst_responses.append
-        for _ in range(n):
+        for _i_responses in range(n):
             e_responses = _new(DeleteTopicsResponseDeletableTopicResult)
             e_responses.topic_id = ZERO_UUID
             e_responses.error_message = None
@@ -768,7 +761,7 @@ def _decode_DeleteTopicsResponse_v1(buf: bytes, pos: int) -> tuple[DeleteTopicsR
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[DeleteTopicsResponseDeletableTopicResult] = []
         app_responses = lst_responses.append
-        for _ in range(n):
+        for _i_responses in range(n):
             e_responses = _new(DeleteTopicsResponseDeletableTopicResult)
             e_responses.topic_id = ZERO_UUID
             e_responses.error_message = None
@@ -833,7 +826,7 @@ def _decode_DeleteTopicsResponse_v4(buf: bytes, pos: int) -> tuple[DeleteTopicsR
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[DeleteTopicsResponseDeletableTopicResult] = []
         app_responses = lst_responses.append
-        for _ in range(n):
+        for _i_responses in range(n):
             e_responses = _new(DeleteTopicsResponseDeletableTopicResult)
             e_responses.topic_id = ZERO_UUID
             e_responses.error_message = None
@@ -860,11 +853,10 @@ def _decode_DeleteTopicsResponse_v4(buf: bytes, pos: int) -> tuple[DeleteTopicsR
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_responses.unknown_tagged_fields = ()
-            else:
+            e_responses.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_responses = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -881,11 +873,10 @@ def _decode_DeleteTopicsResponse_v4(buf: bytes, pos: int) -> tuple[DeleteTopicsR
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -952,7 +943,7 @@ def _decode_DeleteTopicsResponse_v5(buf: bytes, pos: int) -> tuple[DeleteTopicsR
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[DeleteTopicsResponseDeletableTopicResult] = []
         app_responses = lst_responses.append
-        for _ in range(n):
+        for _i_responses in range(n):
             e_responses = _new(DeleteTopicsResponseDeletableTopicResult)
             e_responses.topic_id = ZERO_UUID
             n = buf[pos]
@@ -994,11 +985,10 @@ def _decode_DeleteTopicsResponse_v5(buf: bytes, pos: int) -> tuple[DeleteTopicsR
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_responses.unknown_tagged_fields = ()
-            else:
+            e_responses.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_responses = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1015,11 +1005,10 @@ def _decode_DeleteTopicsResponse_v5(buf: bytes, pos: int) -> tuple[DeleteTopicsR
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1099,7 +1088,7 @@ def _decode_DeleteTopicsResponse_v6(buf: bytes, pos: int) -> tuple[DeleteTopicsR
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[DeleteTopicsResponseDeletableTopicResult] = []
         app_responses = lst_responses.append
-        for _ in range(n):
+        for _i_responses in range(n):
             e_responses = _new(DeleteTopicsResponseDeletableTopicResult)
             n = buf[pos]
             if n < 0x80:
@@ -1141,11 +1130,10 @@ def _decode_DeleteTopicsResponse_v6(buf: bytes, pos: int) -> tuple[DeleteTopicsR
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_responses.unknown_tagged_fields = ()
-            else:
+            e_responses.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_responses = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1162,11 +1150,10 @@ def _decode_DeleteTopicsResponse_v6(buf: bytes, pos: int) -> tuple[DeleteTopicsR
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

@@ -322,11 +322,10 @@ def _decode_DescribeAclsRequest_v2(buf: bytes, pos: int) -> tuple[DescribeAclsRe
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -483,11 +482,10 @@ def _decode_DescribeAclsResponseAclDescription_v2(buf: bytes, pos: int) -> tuple
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -559,7 +557,7 @@ def _decode_DescribeAclsResponseResource_v0(buf: bytes, pos: int) -> tuple[Descr
             raise _invalid('array Acls declares more elements than bytes remain')
         lst_acls: list[DescribeAclsResponseAclDescription] = []
         app_acls = lst_acls.append
-        for _ in range(n):
+        for _i_acls in range(n):
             e_acls = _new(DescribeAclsResponseAclDescription)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -658,7 +656,7 @@ def _decode_DescribeAclsResponseResource_v1(buf: bytes, pos: int) -> tuple[Descr
             raise _invalid('array Acls declares more elements than bytes remain')
         lst_acls: list[DescribeAclsResponseAclDescription] = []
         app_acls = lst_acls.append
-        for _ in range(n):
+        for _i_acls in range(n):
             e_acls = _new(DescribeAclsResponseAclDescription)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -768,7 +766,7 @@ def _decode_DescribeAclsResponseResource_v2(buf: bytes, pos: int) -> tuple[Descr
             raise _invalid('array Acls declares more elements than bytes remain')
         lst_acls: list[DescribeAclsResponseAclDescription] = []
         app_acls = lst_acls.append
-        for _ in range(n):
+        for _i_acls in range(n):
             e_acls = _new(DescribeAclsResponseAclDescription)
             n = buf[pos]
             if n < 0x80:
@@ -809,11 +807,10 @@ def _decode_DescribeAclsResponseResource_v2(buf: bytes, pos: int) -> tuple[Descr
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_acls.unknown_tagged_fields = ()
-            else:
+            e_acls.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_acls = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -830,11 +827,10 @@ def _decode_DescribeAclsResponseResource_v2(buf: bytes, pos: int) -> tuple[Descr
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -934,7 +930,7 @@ def _decode_DescribeAclsResponse_v0(buf: bytes, pos: int) -> tuple[DescribeAclsR
             raise _invalid('array Resources declares more elements than bytes remain')
         lst_resources: list[DescribeAclsResponseResource] = []
         app_resources = lst_resources.append
-        for _ in range(n):
+        for _i_resources in range(n):
             x_resources, pos = _decode_DescribeAclsResponseResource_v0(buf, pos)
             app_resources(x_resources)
         o.resources = lst_resources
@@ -988,7 +984,7 @@ def _decode_DescribeAclsResponse_v1(buf: bytes, pos: int) -> tuple[DescribeAclsR
             raise _invalid('array Resources declares more elements than bytes remain')
         lst_resources: list[DescribeAclsResponseResource] = []
         app_resources = lst_resources.append
-        for _ in range(n):
+        for _i_resources in range(n):
             x_resources, pos = _decode_DescribeAclsResponseResource_v1(buf, pos)
             app_resources(x_resources)
         o.resources = lst_resources
@@ -1052,7 +1048,7 @@ def _decode_DescribeAclsResponse_v2(buf: bytes, pos: int) -> tuple[DescribeAclsR
             raise _invalid('array Resources declares more elements than bytes remain')
         lst_resources: list[DescribeAclsResponseResource] = []
         app_resources = lst_resources.append
-        for _ in range(n):
+        for _i_resources in range(n):
             x_resources, pos = _decode_DescribeAclsResponseResource_v2(buf, pos)
             app_resources(x_resources)
         o.resources = lst_resources
@@ -1061,11 +1057,10 @@ def _decode_DescribeAclsResponse_v2(buf: bytes, pos: int) -> tuple[DescribeAclsR
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

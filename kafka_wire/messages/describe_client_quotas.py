@@ -205,11 +205,10 @@ def _decode_DescribeClientQuotasRequestComponentData_v1(buf: bytes, pos: int) ->
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -268,7 +267,7 @@ def _decode_DescribeClientQuotasRequest_v0(buf: bytes, pos: int) -> tuple[Descri
             raise _invalid('array Components declares more elements than bytes remain')
         lst_components: list[DescribeClientQuotasRequestComponentData] = []
         app_components = lst_components.append
-        for _ in range(n):
+        for _i_components in range(n):
             e_components = _new(DescribeClientQuotasRequestComponentData)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -350,7 +349,7 @@ def _decode_DescribeClientQuotasRequest_v1(buf: bytes, pos: int) -> tuple[Descri
             raise _invalid('array Components declares more elements than bytes remain')
         lst_components: list[DescribeClientQuotasRequestComponentData] = []
         app_components = lst_components.append
-        for _ in range(n):
+        for _i_components in range(n):
             e_components = _new(DescribeClientQuotasRequestComponentData)
             n = buf[pos]
             if n < 0x80:
@@ -391,11 +390,10 @@ def _decode_DescribeClientQuotasRequest_v1(buf: bytes, pos: int) -> tuple[Descri
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_components.unknown_tagged_fields = ()
-            else:
+            e_components.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_components = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -414,11 +412,10 @@ def _decode_DescribeClientQuotasRequest_v1(buf: bytes, pos: int) -> tuple[Descri
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -570,11 +567,10 @@ def _decode_DescribeClientQuotasResponseEntityData_v1(buf: bytes, pos: int) -> t
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -680,11 +676,10 @@ def _decode_DescribeClientQuotasResponseValueData_v1(buf: bytes, pos: int) -> tu
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -730,7 +725,7 @@ def _decode_DescribeClientQuotasResponseEntryData_v0(buf: bytes, pos: int) -> tu
             raise _invalid('array Entity declares more elements than bytes remain')
         lst_entity: list[DescribeClientQuotasResponseEntityData] = []
         app_entity = lst_entity.append
-        for _ in range(n):
+        for _i_entity in range(n):
             e_entity = _new(DescribeClientQuotasResponseEntityData)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -764,7 +759,7 @@ def _decode_DescribeClientQuotasResponseEntryData_v0(buf: bytes, pos: int) -> tu
             raise _invalid('array Values declares more elements than bytes remain')
         lst_values: list[DescribeClientQuotasResponseValueData] = []
         app_values = lst_values.append
-        for _ in range(n):
+        for _i_values in range(n):
             e_values = _new(DescribeClientQuotasResponseValueData)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -850,7 +845,7 @@ def _decode_DescribeClientQuotasResponseEntryData_v1(buf: bytes, pos: int) -> tu
             raise _invalid('array Entity declares more elements than bytes remain')
         lst_entity: list[DescribeClientQuotasResponseEntityData] = []
         app_entity = lst_entity.append
-        for _ in range(n):
+        for _i_entity in range(n):
             e_entity = _new(DescribeClientQuotasResponseEntityData)
             n = buf[pos]
             if n < 0x80:
@@ -889,11 +884,10 @@ def _decode_DescribeClientQuotasResponseEntryData_v1(buf: bytes, pos: int) -> tu
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_entity.unknown_tagged_fields = ()
-            else:
+            e_entity.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_entity = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -918,7 +912,7 @@ def _decode_DescribeClientQuotasResponseEntryData_v1(buf: bytes, pos: int) -> tu
             raise _invalid('array Values declares more elements than bytes remain')
         lst_values: list[DescribeClientQuotasResponseValueData] = []
         app_values = lst_values.append
-        for _ in range(n):
+        for _i_values in range(n):
             e_values = _new(DescribeClientQuotasResponseValueData)
             n = buf[pos]
             if n < 0x80:
@@ -943,11 +937,10 @@ def _decode_DescribeClientQuotasResponseEntryData_v1(buf: bytes, pos: int) -> tu
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_values.unknown_tagged_fields = ()
-            else:
+            e_values.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_values = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -964,11 +957,10 @@ def _decode_DescribeClientQuotasResponseEntryData_v1(buf: bytes, pos: int) -> tu
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1080,7 +1072,7 @@ def _decode_DescribeClientQuotasResponse_v0(buf: bytes, pos: int) -> tuple[Descr
             raise _invalid('array Entries declares more elements than bytes remain')
         lst_entries: list[DescribeClientQuotasResponseEntryData] = []
         app_entries = lst_entries.append
-        for _ in range(n):
+        for _i_entries in range(n):
             x_entries, pos = _decode_DescribeClientQuotasResponseEntryData_v0(buf, pos)
             app_entries(x_entries)
         o.entries = lst_entries
@@ -1144,7 +1136,7 @@ def _decode_DescribeClientQuotasResponse_v1(buf: bytes, pos: int) -> tuple[Descr
             raise _invalid('array Entries declares more elements than bytes remain')
         lst_entries: list[DescribeClientQuotasResponseEntryData] = []
         app_entries = lst_entries.append
-        for _ in range(n):
+        for _i_entries in range(n):
             x_entries, pos = _decode_DescribeClientQuotasResponseEntryData_v1(buf, pos)
             app_entries(x_entries)
         o.entries = lst_entries
@@ -1153,11 +1145,10 @@ def _decode_DescribeClientQuotasResponse_v1(buf: bytes, pos: int) -> tuple[Descr
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

@@ -98,11 +98,10 @@ def _decode_DescribeClusterRequest_v0(buf: bytes, pos: int) -> tuple[DescribeClu
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -138,11 +137,10 @@ def _decode_DescribeClusterRequest_v1(buf: bytes, pos: int) -> tuple[DescribeClu
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -175,11 +173,10 @@ def _decode_DescribeClusterRequest_v2(buf: bytes, pos: int) -> tuple[DescribeClu
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -245,11 +242,10 @@ def _decode_DescribeClusterResponseBroker_v0(buf: bytes, pos: int) -> tuple[Desc
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -345,11 +341,10 @@ def _decode_DescribeClusterResponseBroker_v2(buf: bytes, pos: int) -> tuple[Desc
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -451,7 +446,7 @@ def _decode_DescribeClusterResponse_v0(buf: bytes, pos: int) -> tuple[DescribeCl
             raise _invalid('array Brokers declares more elements than bytes remain')
         lst_brokers: list[DescribeClusterResponseBroker] = []
         app_brokers = lst_brokers.append
-        for _ in range(n):
+        for _i_brokers in range(n):
             e_brokers = _new(DescribeClusterResponseBroker)
             e_brokers.is_fenced = False
             e_brokers.broker_id, = _S3.unpack_from(buf, pos)
@@ -495,11 +490,10 @@ def _decode_DescribeClusterResponse_v0(buf: bytes, pos: int) -> tuple[DescribeCl
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_brokers.unknown_tagged_fields = ()
-            else:
+            e_brokers.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_brokers = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -518,11 +512,10 @@ def _decode_DescribeClusterResponse_v0(buf: bytes, pos: int) -> tuple[DescribeCl
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -671,7 +664,7 @@ def _decode_DescribeClusterResponse_v1(buf: bytes, pos: int) -> tuple[DescribeCl
             raise _invalid('array Brokers declares more elements than bytes remain')
         lst_brokers: list[DescribeClusterResponseBroker] = []
         app_brokers = lst_brokers.append
-        for _ in range(n):
+        for _i_brokers in range(n):
             e_brokers = _new(DescribeClusterResponseBroker)
             e_brokers.is_fenced = False
             e_brokers.broker_id, = _S3.unpack_from(buf, pos)
@@ -715,11 +708,10 @@ def _decode_DescribeClusterResponse_v1(buf: bytes, pos: int) -> tuple[DescribeCl
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_brokers.unknown_tagged_fields = ()
-            else:
+            e_brokers.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_brokers = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -738,11 +730,10 @@ def _decode_DescribeClusterResponse_v1(buf: bytes, pos: int) -> tuple[DescribeCl
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -890,7 +881,7 @@ def _decode_DescribeClusterResponse_v2(buf: bytes, pos: int) -> tuple[DescribeCl
             raise _invalid('array Brokers declares more elements than bytes remain')
         lst_brokers: list[DescribeClusterResponseBroker] = []
         app_brokers = lst_brokers.append
-        for _ in range(n):
+        for _i_brokers in range(n):
             e_brokers = _new(DescribeClusterResponseBroker)
             e_brokers.broker_id, = _S3.unpack_from(buf, pos)
             pos += 4
@@ -935,11 +926,10 @@ def _decode_DescribeClusterResponse_v2(buf: bytes, pos: int) -> tuple[DescribeCl
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_brokers.unknown_tagged_fields = ()
-            else:
+            e_brokers.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_brokers = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -958,11 +948,10 @@ def _decode_DescribeClusterResponse_v2(buf: bytes, pos: int) -> tuple[DescribeCl
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

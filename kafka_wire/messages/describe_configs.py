@@ -159,7 +159,7 @@ def _decode_DescribeConfigsRequestResource_v0(buf: bytes, pos: int) -> tuple[Des
             raise _invalid('array ConfigurationKeys declares more elements than bytes remain')
         lst_configuration_keys: list[str] = []
         app_configuration_keys = lst_configuration_keys.append
-        for _ in range(n):
+        for _i_configuration_keys in range(n):
             n2 = buf[pos] << 8 | buf[pos + 1]
             pos += 2
             if n2 > 0x7FFF:
@@ -234,7 +234,7 @@ def _decode_DescribeConfigsRequestResource_v4(buf: bytes, pos: int) -> tuple[Des
             raise _invalid('array ConfigurationKeys declares more elements than bytes remain')
         lst_configuration_keys: list[str] = []
         app_configuration_keys = lst_configuration_keys.append
-        for _ in range(n):
+        for _i_configuration_keys in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -256,11 +256,10 @@ def _decode_DescribeConfigsRequestResource_v4(buf: bytes, pos: int) -> tuple[Des
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -327,7 +326,7 @@ def _decode_DescribeConfigsRequest_v0(buf: bytes, pos: int) -> tuple[DescribeCon
             raise _invalid('array Resources declares more elements than bytes remain')
         lst_resources: list[DescribeConfigsRequestResource] = []
         app_resources = lst_resources.append
-        for _ in range(n):
+        for _i_resources in range(n):
             x_resources, pos = _decode_DescribeConfigsRequestResource_v0(buf, pos)
             app_resources(x_resources)
         o.resources = lst_resources
@@ -364,7 +363,7 @@ def _decode_DescribeConfigsRequest_v1(buf: bytes, pos: int) -> tuple[DescribeCon
             raise _invalid('array Resources declares more elements than bytes remain')
         lst_resources: list[DescribeConfigsRequestResource] = []
         app_resources = lst_resources.append
-        for _ in range(n):
+        for _i_resources in range(n):
             x_resources, pos = _decode_DescribeConfigsRequestResource_v0(buf, pos)
             app_resources(x_resources)
         o.resources = lst_resources
@@ -401,7 +400,7 @@ def _decode_DescribeConfigsRequest_v3(buf: bytes, pos: int) -> tuple[DescribeCon
             raise _invalid('array Resources declares more elements than bytes remain')
         lst_resources: list[DescribeConfigsRequestResource] = []
         app_resources = lst_resources.append
-        for _ in range(n):
+        for _i_resources in range(n):
             x_resources, pos = _decode_DescribeConfigsRequestResource_v0(buf, pos)
             app_resources(x_resources)
         o.resources = lst_resources
@@ -440,7 +439,7 @@ def _decode_DescribeConfigsRequest_v4(buf: bytes, pos: int) -> tuple[DescribeCon
             raise _invalid('array Resources declares more elements than bytes remain')
         lst_resources: list[DescribeConfigsRequestResource] = []
         app_resources = lst_resources.append
-        for _ in range(n):
+        for _i_resources in range(n):
             x_resources, pos = _decode_DescribeConfigsRequestResource_v4(buf, pos)
             app_resources(x_resources)
         o.resources = lst_resources
@@ -451,11 +450,10 @@ def _decode_DescribeConfigsRequest_v4(buf: bytes, pos: int) -> tuple[DescribeCon
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -582,11 +580,10 @@ def _decode_DescribeConfigsResponseSynonym_v4(buf: bytes, pos: int) -> tuple[Des
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -725,7 +722,7 @@ def _decode_DescribeConfigsResponseResourceResult_v1(buf: bytes, pos: int) -> tu
             raise _invalid('array Synonyms declares more elements than bytes remain')
         lst_synonyms: list[DescribeConfigsResponseSynonym] = []
         app_synonyms = lst_synonyms.append
-        for _ in range(n):
+        for _i_synonyms in range(n):
             e_synonyms = _new(DescribeConfigsResponseSynonym)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -842,7 +839,7 @@ def _decode_DescribeConfigsResponseResourceResult_v3(buf: bytes, pos: int) -> tu
             raise _invalid('array Synonyms declares more elements than bytes remain')
         lst_synonyms: list[DescribeConfigsResponseSynonym] = []
         app_synonyms = lst_synonyms.append
-        for _ in range(n):
+        for _i_synonyms in range(n):
             e_synonyms = _new(DescribeConfigsResponseSynonym)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -999,7 +996,7 @@ def _decode_DescribeConfigsResponseResourceResult_v4(buf: bytes, pos: int) -> tu
             raise _invalid('array Synonyms declares more elements than bytes remain')
         lst_synonyms: list[DescribeConfigsResponseSynonym] = []
         app_synonyms = lst_synonyms.append
-        for _ in range(n):
+        for _i_synonyms in range(n):
             e_synonyms = _new(DescribeConfigsResponseSynonym)
             n = buf[pos]
             if n < 0x80:
@@ -1040,11 +1037,10 @@ def _decode_DescribeConfigsResponseResourceResult_v4(buf: bytes, pos: int) -> tu
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_synonyms.unknown_tagged_fields = ()
-            else:
+            e_synonyms.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_synonyms = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1079,11 +1075,10 @@ def _decode_DescribeConfigsResponseResourceResult_v4(buf: bytes, pos: int) -> tu
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1223,7 +1218,7 @@ def _decode_DescribeConfigsResponseResult_v0(buf: bytes, pos: int) -> tuple[Desc
             raise _invalid('array Configs declares more elements than bytes remain')
         lst_configs: list[DescribeConfigsResponseResourceResult] = []
         app_configs = lst_configs.append
-        for _ in range(n):
+        for _i_configs in range(n):
             e_configs = _new(DescribeConfigsResponseResourceResult)
             e_configs.config_source = -1
             e_configs.synonyms = []
@@ -1346,7 +1341,7 @@ def _decode_DescribeConfigsResponseResult_v1(buf: bytes, pos: int) -> tuple[Desc
             raise _invalid('array Configs declares more elements than bytes remain')
         lst_configs: list[DescribeConfigsResponseResourceResult] = []
         app_configs = lst_configs.append
-        for _ in range(n):
+        for _i_configs in range(n):
             x_configs, pos = _decode_DescribeConfigsResponseResourceResult_v1(buf, pos)
             app_configs(x_configs)
         o.configs = lst_configs
@@ -1422,7 +1417,7 @@ def _decode_DescribeConfigsResponseResult_v3(buf: bytes, pos: int) -> tuple[Desc
             raise _invalid('array Configs declares more elements than bytes remain')
         lst_configs: list[DescribeConfigsResponseResourceResult] = []
         app_configs = lst_configs.append
-        for _ in range(n):
+        for _i_configs in range(n):
             x_configs, pos = _decode_DescribeConfigsResponseResourceResult_v3(buf, pos)
             app_configs(x_configs)
         o.configs = lst_configs
@@ -1514,7 +1509,7 @@ def _decode_DescribeConfigsResponseResult_v4(buf: bytes, pos: int) -> tuple[Desc
             raise _invalid('array Configs declares more elements than bytes remain')
         lst_configs: list[DescribeConfigsResponseResourceResult] = []
         app_configs = lst_configs.append
-        for _ in range(n):
+        for _i_configs in range(n):
             x_configs, pos = _decode_DescribeConfigsResponseResourceResult_v4(buf, pos)
             app_configs(x_configs)
         o.configs = lst_configs
@@ -1523,11 +1518,10 @@ def _decode_DescribeConfigsResponseResult_v4(buf: bytes, pos: int) -> tuple[Desc
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1598,7 +1592,7 @@ def _decode_DescribeConfigsResponse_v0(buf: bytes, pos: int) -> tuple[DescribeCo
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[DescribeConfigsResponseResult] = []
         app_results = lst_results.append
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_DescribeConfigsResponseResult_v0(buf, pos)
             app_results(x_results)
         o.results = lst_results
@@ -1631,7 +1625,7 @@ def _decode_DescribeConfigsResponse_v1(buf: bytes, pos: int) -> tuple[DescribeCo
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[DescribeConfigsResponseResult] = []
         app_results = lst_results.append
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_DescribeConfigsResponseResult_v1(buf, pos)
             app_results(x_results)
         o.results = lst_results
@@ -1664,7 +1658,7 @@ def _decode_DescribeConfigsResponse_v3(buf: bytes, pos: int) -> tuple[DescribeCo
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[DescribeConfigsResponseResult] = []
         app_results = lst_results.append
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_DescribeConfigsResponseResult_v3(buf, pos)
             app_results(x_results)
         o.results = lst_results
@@ -1703,7 +1697,7 @@ def _decode_DescribeConfigsResponse_v4(buf: bytes, pos: int) -> tuple[DescribeCo
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[DescribeConfigsResponseResult] = []
         app_results = lst_results.append
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_DescribeConfigsResponseResult_v4(buf, pos)
             app_results(x_results)
         o.results = lst_results
@@ -1712,11 +1706,10 @@ def _decode_DescribeConfigsResponse_v4(buf: bytes, pos: int) -> tuple[DescribeCo
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

@@ -197,11 +197,10 @@ def _decode_DescribeDelegationTokenRequestOwner_v2(buf: bytes, pos: int) -> tupl
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -259,7 +258,7 @@ def _decode_DescribeDelegationTokenRequest_v0(buf: bytes, pos: int) -> tuple[Des
             raise _invalid('array Owners declares more elements than bytes remain')
         lst_owners: list[DescribeDelegationTokenRequestOwner] = []
         app_owners = lst_owners.append
-        for _ in range(n):
+        for _i_owners in range(n):
             e_owners = _new(DescribeDelegationTokenRequestOwner)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -335,7 +334,7 @@ def _decode_DescribeDelegationTokenRequest_v2(buf: bytes, pos: int) -> tuple[Des
             raise _invalid('array Owners declares more elements than bytes remain')
         lst_owners: list[DescribeDelegationTokenRequestOwner] = []
         app_owners = lst_owners.append
-        for _ in range(n):
+        for _i_owners in range(n):
             e_owners = _new(DescribeDelegationTokenRequestOwner)
             n = buf[pos]
             if n < 0x80:
@@ -374,11 +373,10 @@ def _decode_DescribeDelegationTokenRequest_v2(buf: bytes, pos: int) -> tuple[Des
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_owners.unknown_tagged_fields = ()
-            else:
+            e_owners.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_owners = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -395,11 +393,10 @@ def _decode_DescribeDelegationTokenRequest_v2(buf: bytes, pos: int) -> tuple[Des
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -549,11 +546,10 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v2(bu
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -655,7 +651,7 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v0(buf: byte
             raise _invalid('array Renewers declares more elements than bytes remain')
         lst_renewers: list[DescribeDelegationTokenResponseDescribedDelegationTokenRenewer] = []
         app_renewers = lst_renewers.append
-        for _ in range(n):
+        for _i_renewers in range(n):
             e_renewers = _new(DescribeDelegationTokenResponseDescribedDelegationTokenRenewer)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -836,7 +832,7 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v2(buf: byte
             raise _invalid('array Renewers declares more elements than bytes remain')
         lst_renewers: list[DescribeDelegationTokenResponseDescribedDelegationTokenRenewer] = []
         app_renewers = lst_renewers.append
-        for _ in range(n):
+        for _i_renewers in range(n):
             e_renewers = _new(DescribeDelegationTokenResponseDescribedDelegationTokenRenewer)
             n = buf[pos]
             if n < 0x80:
@@ -875,11 +871,10 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v2(buf: byte
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_renewers.unknown_tagged_fields = ()
-            else:
+            e_renewers.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_renewers = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -896,11 +891,10 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v2(buf: byte
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1127,7 +1121,7 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(buf: byte
             raise _invalid('array Renewers declares more elements than bytes remain')
         lst_renewers: list[DescribeDelegationTokenResponseDescribedDelegationTokenRenewer] = []
         app_renewers = lst_renewers.append
-        for _ in range(n):
+        for _i_renewers in range(n):
             e_renewers = _new(DescribeDelegationTokenResponseDescribedDelegationTokenRenewer)
             n = buf[pos]
             if n < 0x80:
@@ -1166,11 +1160,10 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(buf: byte
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_renewers.unknown_tagged_fields = ()
-            else:
+            e_renewers.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_renewers = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1187,11 +1180,10 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(buf: byte
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1340,7 +1332,7 @@ def _decode_DescribeDelegationTokenResponse_v0(buf: bytes, pos: int) -> tuple[De
             raise _invalid('array Tokens declares more elements than bytes remain')
         lst_tokens: list[DescribeDelegationTokenResponseDescribedDelegationToken] = []
         app_tokens = lst_tokens.append
-        for _ in range(n):
+        for _i_tokens in range(n):
             x_tokens, pos = _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v0(buf, pos)
             app_tokens(x_tokens)
         o.tokens = lst_tokens
@@ -1382,7 +1374,7 @@ def _decode_DescribeDelegationTokenResponse_v2(buf: bytes, pos: int) -> tuple[De
             raise _invalid('array Tokens declares more elements than bytes remain')
         lst_tokens: list[DescribeDelegationTokenResponseDescribedDelegationToken] = []
         app_tokens = lst_tokens.append
-        for _ in range(n):
+        for _i_tokens in range(n):
             x_tokens, pos = _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v2(buf, pos)
             app_tokens(x_tokens)
         o.tokens = lst_tokens
@@ -1393,11 +1385,10 @@ def _decode_DescribeDelegationTokenResponse_v2(buf: bytes, pos: int) -> tuple[De
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1448,7 +1439,7 @@ def _decode_DescribeDelegationTokenResponse_v3(buf: bytes, pos: int) -> tuple[De
             raise _invalid('array Tokens declares more elements than bytes remain')
         lst_tokens: list[DescribeDelegationTokenResponseDescribedDelegationToken] = []
         app_tokens = lst_tokens.append
-        for _ in range(n):
+        for _i_tokens in range(n):
             x_tokens, pos = _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(buf, pos)
             app_tokens(x_tokens)
         o.tokens = lst_tokens
@@ -1459,11 +1450,10 @@ def _decode_DescribeDelegationTokenResponse_v3(buf: bytes, pos: int) -> tuple[De
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

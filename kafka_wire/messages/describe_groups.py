@@ -110,7 +110,7 @@ def _decode_DescribeGroupsRequest_v0(buf: bytes, pos: int) -> tuple[DescribeGrou
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[str] = []
         app_groups = lst_groups.append
-        for _ in range(n):
+        for _i_groups in range(n):
             n2 = buf[pos] << 8 | buf[pos + 1]
             pos += 2
             if n2 > 0x7FFF:
@@ -155,7 +155,7 @@ def _decode_DescribeGroupsRequest_v3(buf: bytes, pos: int) -> tuple[DescribeGrou
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[str] = []
         app_groups = lst_groups.append
-        for _ in range(n):
+        for _i_groups in range(n):
             n2 = buf[pos] << 8 | buf[pos + 1]
             pos += 2
             if n2 > 0x7FFF:
@@ -205,7 +205,7 @@ def _decode_DescribeGroupsRequest_v5(buf: bytes, pos: int) -> tuple[DescribeGrou
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[str] = []
         app_groups = lst_groups.append
-        for _ in range(n):
+        for _i_groups in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -229,11 +229,10 @@ def _decode_DescribeGroupsRequest_v5(buf: bytes, pos: int) -> tuple[DescribeGrou
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -599,11 +598,10 @@ def _decode_DescribeGroupsResponseDescribedGroupMember_v5(buf: bytes, pos: int) 
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -753,7 +751,7 @@ def _decode_DescribeGroupsResponseDescribedGroup_v0(buf: bytes, pos: int) -> tup
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[DescribeGroupsResponseDescribedGroupMember] = []
         app_members = lst_members.append
-        for _ in range(n):
+        for _i_members in range(n):
             e_members = _new(DescribeGroupsResponseDescribedGroupMember)
             e_members.group_instance_id = None
             n = buf[pos] << 8 | buf[pos + 1]
@@ -963,7 +961,7 @@ def _decode_DescribeGroupsResponseDescribedGroup_v3(buf: bytes, pos: int) -> tup
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[DescribeGroupsResponseDescribedGroupMember] = []
         app_members = lst_members.append
-        for _ in range(n):
+        for _i_members in range(n):
             e_members = _new(DescribeGroupsResponseDescribedGroupMember)
             e_members.group_instance_id = None
             n = buf[pos] << 8 | buf[pos + 1]
@@ -1174,7 +1172,7 @@ def _decode_DescribeGroupsResponseDescribedGroup_v4(buf: bytes, pos: int) -> tup
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[DescribeGroupsResponseDescribedGroupMember] = []
         app_members = lst_members.append
-        for _ in range(n):
+        for _i_members in range(n):
             e_members = _new(DescribeGroupsResponseDescribedGroupMember)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -1431,7 +1429,7 @@ def _decode_DescribeGroupsResponseDescribedGroup_v5(buf: bytes, pos: int) -> tup
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[DescribeGroupsResponseDescribedGroupMember] = []
         app_members = lst_members.append
-        for _ in range(n):
+        for _i_members in range(n):
             e_members = _new(DescribeGroupsResponseDescribedGroupMember)
             n = buf[pos]
             if n < 0x80:
@@ -1530,11 +1528,10 @@ def _decode_DescribeGroupsResponseDescribedGroup_v5(buf: bytes, pos: int) -> tup
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_members.unknown_tagged_fields = ()
-            else:
+            e_members.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_members = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1553,11 +1550,10 @@ def _decode_DescribeGroupsResponseDescribedGroup_v5(buf: bytes, pos: int) -> tup
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1819,7 +1815,7 @@ def _decode_DescribeGroupsResponseDescribedGroup_v6(buf: bytes, pos: int) -> tup
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[DescribeGroupsResponseDescribedGroupMember] = []
         app_members = lst_members.append
-        for _ in range(n):
+        for _i_members in range(n):
             e_members = _new(DescribeGroupsResponseDescribedGroupMember)
             n = buf[pos]
             if n < 0x80:
@@ -1918,11 +1914,10 @@ def _decode_DescribeGroupsResponseDescribedGroup_v6(buf: bytes, pos: int) -> tup
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_members.unknown_tagged_fields = ()
-            else:
+            e_members.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_members = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1941,11 +1936,10 @@ def _decode_DescribeGroupsResponseDescribedGroup_v6(buf: bytes, pos: int) -> tup
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -2133,7 +2127,7 @@ def _decode_DescribeGroupsResponse_v0(buf: bytes, pos: int) -> tuple[DescribeGro
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[DescribeGroupsResponseDescribedGroup] = []
         app_groups = lst_groups.append
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_DescribeGroupsResponseDescribedGroup_v0(buf, pos)
             app_groups(x_groups)
         o.groups = lst_groups
@@ -2165,7 +2159,7 @@ def _decode_DescribeGroupsResponse_v1(buf: bytes, pos: int) -> tuple[DescribeGro
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[DescribeGroupsResponseDescribedGroup] = []
         app_groups = lst_groups.append
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_DescribeGroupsResponseDescribedGroup_v0(buf, pos)
             app_groups(x_groups)
         o.groups = lst_groups
@@ -2198,7 +2192,7 @@ def _decode_DescribeGroupsResponse_v3(buf: bytes, pos: int) -> tuple[DescribeGro
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[DescribeGroupsResponseDescribedGroup] = []
         app_groups = lst_groups.append
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_DescribeGroupsResponseDescribedGroup_v3(buf, pos)
             app_groups(x_groups)
         o.groups = lst_groups
@@ -2231,7 +2225,7 @@ def _decode_DescribeGroupsResponse_v4(buf: bytes, pos: int) -> tuple[DescribeGro
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[DescribeGroupsResponseDescribedGroup] = []
         app_groups = lst_groups.append
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_DescribeGroupsResponseDescribedGroup_v4(buf, pos)
             app_groups(x_groups)
         o.groups = lst_groups
@@ -2270,7 +2264,7 @@ def _decode_DescribeGroupsResponse_v5(buf: bytes, pos: int) -> tuple[DescribeGro
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[DescribeGroupsResponseDescribedGroup] = []
         app_groups = lst_groups.append
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_DescribeGroupsResponseDescribedGroup_v5(buf, pos)
             app_groups(x_groups)
         o.groups = lst_groups
@@ -2279,11 +2273,10 @@ def _decode_DescribeGroupsResponse_v5(buf: bytes, pos: int) -> tuple[DescribeGro
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -2333,7 +2326,7 @@ def _decode_DescribeGroupsResponse_v6(buf: bytes, pos: int) -> tuple[DescribeGro
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[DescribeGroupsResponseDescribedGroup] = []
         app_groups = lst_groups.append
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_DescribeGroupsResponseDescribedGroup_v6(buf, pos)
             app_groups(x_groups)
         o.groups = lst_groups
@@ -2342,11 +2335,10 @@ def _decode_DescribeGroupsResponse_v6(buf: bytes, pos: int) -> tuple[DescribeGro
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

@@ -209,11 +209,10 @@ def _decode_DescribeLogDirsRequestDescribableLogDirTopic_v2(buf: bytes, pos: int
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -269,7 +268,7 @@ def _decode_DescribeLogDirsRequest_v0(buf: bytes, pos: int) -> tuple[DescribeLog
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DescribeLogDirsRequestDescribableLogDirTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             e_topics = _new(DescribeLogDirsRequestDescribableLogDirTopic)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -344,7 +343,7 @@ def _decode_DescribeLogDirsRequest_v2(buf: bytes, pos: int) -> tuple[DescribeLog
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DescribeLogDirsRequestDescribableLogDirTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             e_topics = _new(DescribeLogDirsRequestDescribableLogDirTopic)
             n = buf[pos]
             if n < 0x80:
@@ -383,11 +382,10 @@ def _decode_DescribeLogDirsRequest_v2(buf: bytes, pos: int) -> tuple[DescribeLog
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_topics.unknown_tagged_fields = ()
-            else:
+            e_topics.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_topics = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -404,11 +402,10 @@ def _decode_DescribeLogDirsRequest_v2(buf: bytes, pos: int) -> tuple[DescribeLog
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -490,11 +487,10 @@ def _decode_DescribeLogDirsResponsePartition_v2(buf: bytes, pos: int) -> tuple[D
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -537,7 +533,7 @@ def _decode_DescribeLogDirsResponseTopic_v0(buf: bytes, pos: int) -> tuple[Descr
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[DescribeLogDirsResponsePartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(DescribeLogDirsResponsePartition)
             e_partitions.partition_index, e_partitions.partition_size, e_partitions.offset_lag, e_partitions.is_future_key = _S2.unpack_from(buf, pos)
             pos += 21
@@ -603,7 +599,7 @@ def _decode_DescribeLogDirsResponseTopic_v2(buf: bytes, pos: int) -> tuple[Descr
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[DescribeLogDirsResponsePartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(DescribeLogDirsResponsePartition)
             e_partitions.partition_index, e_partitions.partition_size, e_partitions.offset_lag, e_partitions.is_future_key = _S2.unpack_from(buf, pos)
             pos += 21
@@ -612,11 +608,10 @@ def _decode_DescribeLogDirsResponseTopic_v2(buf: bytes, pos: int) -> tuple[Descr
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -633,11 +628,10 @@ def _decode_DescribeLogDirsResponseTopic_v2(buf: bytes, pos: int) -> tuple[Descr
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -712,7 +706,7 @@ def _decode_DescribeLogDirsResponseResult_v0(buf: bytes, pos: int) -> tuple[Desc
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DescribeLogDirsResponseTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_DescribeLogDirsResponseTopic_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -779,7 +773,7 @@ def _decode_DescribeLogDirsResponseResult_v2(buf: bytes, pos: int) -> tuple[Desc
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DescribeLogDirsResponseTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_DescribeLogDirsResponseTopic_v2(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -788,11 +782,10 @@ def _decode_DescribeLogDirsResponseResult_v2(buf: bytes, pos: int) -> tuple[Desc
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -872,7 +865,7 @@ def _decode_DescribeLogDirsResponseResult_v4(buf: bytes, pos: int) -> tuple[Desc
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DescribeLogDirsResponseTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_DescribeLogDirsResponseTopic_v2(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -883,11 +876,10 @@ def _decode_DescribeLogDirsResponseResult_v4(buf: bytes, pos: int) -> tuple[Desc
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -967,7 +959,7 @@ def _decode_DescribeLogDirsResponseResult_v5(buf: bytes, pos: int) -> tuple[Desc
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DescribeLogDirsResponseTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_DescribeLogDirsResponseTopic_v2(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -978,11 +970,10 @@ def _decode_DescribeLogDirsResponseResult_v5(buf: bytes, pos: int) -> tuple[Desc
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1041,7 +1032,7 @@ def _decode_DescribeLogDirsResponse_v0(buf: bytes, pos: int) -> tuple[DescribeLo
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[DescribeLogDirsResponseResult] = []
         app_results = lst_results.append
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_DescribeLogDirsResponseResult_v0(buf, pos)
             app_results(x_results)
         o.results = lst_results
@@ -1081,7 +1072,7 @@ def _decode_DescribeLogDirsResponse_v2(buf: bytes, pos: int) -> tuple[DescribeLo
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[DescribeLogDirsResponseResult] = []
         app_results = lst_results.append
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_DescribeLogDirsResponseResult_v2(buf, pos)
             app_results(x_results)
         o.results = lst_results
@@ -1090,11 +1081,10 @@ def _decode_DescribeLogDirsResponse_v2(buf: bytes, pos: int) -> tuple[DescribeLo
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1144,7 +1134,7 @@ def _decode_DescribeLogDirsResponse_v3(buf: bytes, pos: int) -> tuple[DescribeLo
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[DescribeLogDirsResponseResult] = []
         app_results = lst_results.append
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_DescribeLogDirsResponseResult_v2(buf, pos)
             app_results(x_results)
         o.results = lst_results
@@ -1153,11 +1143,10 @@ def _decode_DescribeLogDirsResponse_v3(buf: bytes, pos: int) -> tuple[DescribeLo
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1207,7 +1196,7 @@ def _decode_DescribeLogDirsResponse_v4(buf: bytes, pos: int) -> tuple[DescribeLo
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[DescribeLogDirsResponseResult] = []
         app_results = lst_results.append
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_DescribeLogDirsResponseResult_v4(buf, pos)
             app_results(x_results)
         o.results = lst_results
@@ -1216,11 +1205,10 @@ def _decode_DescribeLogDirsResponse_v4(buf: bytes, pos: int) -> tuple[DescribeLo
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1270,7 +1258,7 @@ def _decode_DescribeLogDirsResponse_v5(buf: bytes, pos: int) -> tuple[DescribeLo
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[DescribeLogDirsResponseResult] = []
         app_results = lst_results.append
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_DescribeLogDirsResponseResult_v5(buf, pos)
             app_results(x_results)
         o.results = lst_results
@@ -1279,11 +1267,10 @@ def _decode_DescribeLogDirsResponse_v5(buf: bytes, pos: int) -> tuple[DescribeLo
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

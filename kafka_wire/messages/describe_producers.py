@@ -150,11 +150,10 @@ def _decode_DescribeProducersRequestTopicRequest_v0(buf: bytes, pos: int) -> tup
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -214,7 +213,7 @@ def _decode_DescribeProducersRequest_v0(buf: bytes, pos: int) -> tuple[DescribeP
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DescribeProducersRequestTopicRequest] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             e_topics = _new(DescribeProducersRequestTopicRequest)
             n = buf[pos]
             if n < 0x80:
@@ -253,11 +252,10 @@ def _decode_DescribeProducersRequest_v0(buf: bytes, pos: int) -> tuple[DescribeP
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_topics.unknown_tagged_fields = ()
-            else:
+            e_topics.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_topics = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -274,11 +272,10 @@ def _decode_DescribeProducersRequest_v0(buf: bytes, pos: int) -> tuple[DescribeP
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -346,11 +343,10 @@ def _decode_DescribeProducersResponseProducerState_v0(buf: bytes, pos: int) -> t
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -405,7 +401,7 @@ def _decode_DescribeProducersResponsePartitionResponse_v0(buf: bytes, pos: int) 
             raise _invalid('array ActiveProducers declares more elements than bytes remain')
         lst_active_producers: list[DescribeProducersResponseProducerState] = []
         app_active_producers = lst_active_producers.append
-        for _ in range(n):
+        for _i_active_producers in range(n):
             e_active_producers = _new(DescribeProducersResponseProducerState)
             e_active_producers.producer_id, e_active_producers.producer_epoch, e_active_producers.last_sequence, e_active_producers.last_timestamp, e_active_producers.coordinator_epoch, e_active_producers.current_txn_start_offset = _S0.unpack_from(buf, pos)
             pos += 36
@@ -414,11 +410,10 @@ def _decode_DescribeProducersResponsePartitionResponse_v0(buf: bytes, pos: int) 
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_active_producers.unknown_tagged_fields = ()
-            else:
+            e_active_producers.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_active_producers = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -435,11 +430,10 @@ def _decode_DescribeProducersResponsePartitionResponse_v0(buf: bytes, pos: int) 
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -520,7 +514,7 @@ def _decode_DescribeProducersResponseTopicResponse_v0(buf: bytes, pos: int) -> t
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[DescribeProducersResponsePartitionResponse] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_DescribeProducersResponsePartitionResponse_v0(buf, pos)
             app_partitions(x_partitions)
         o.partitions = lst_partitions
@@ -529,11 +523,10 @@ def _decode_DescribeProducersResponseTopicResponse_v0(buf: bytes, pos: int) -> t
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -595,7 +588,7 @@ def _decode_DescribeProducersResponse_v0(buf: bytes, pos: int) -> tuple[Describe
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DescribeProducersResponseTopicResponse] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_DescribeProducersResponseTopicResponse_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -604,11 +597,10 @@ def _decode_DescribeProducersResponse_v0(buf: bytes, pos: int) -> tuple[Describe
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

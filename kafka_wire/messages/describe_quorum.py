@@ -173,11 +173,10 @@ def _decode_DescribeQuorumRequestPartitionData_v0(buf: bytes, pos: int) -> tuple
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -230,7 +229,7 @@ def _decode_DescribeQuorumRequestTopicData_v0(buf: bytes, pos: int) -> tuple[Des
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[DescribeQuorumRequestPartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(DescribeQuorumRequestPartitionData)
             e_partitions.partition_index, = _S0.unpack_from(buf, pos)
             pos += 4
@@ -239,11 +238,10 @@ def _decode_DescribeQuorumRequestTopicData_v0(buf: bytes, pos: int) -> tuple[Des
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -260,11 +258,10 @@ def _decode_DescribeQuorumRequestTopicData_v0(buf: bytes, pos: int) -> tuple[Des
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -328,7 +325,7 @@ def _decode_DescribeQuorumRequest_v0(buf: bytes, pos: int) -> tuple[DescribeQuor
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DescribeQuorumRequestTopicData] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_DescribeQuorumRequestTopicData_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -337,11 +334,10 @@ def _decode_DescribeQuorumRequest_v0(buf: bytes, pos: int) -> tuple[DescribeQuor
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -385,11 +381,10 @@ def _decode_DescribeQuorumResponseReplicaState_v0(buf: bytes, pos: int) -> tuple
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -423,11 +418,10 @@ def _decode_DescribeQuorumResponseReplicaState_v1(buf: bytes, pos: int) -> tuple
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -461,11 +455,10 @@ def _decode_DescribeQuorumResponseReplicaState_v2(buf: bytes, pos: int) -> tuple
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -505,7 +498,7 @@ def _decode_DescribeQuorumResponsePartitionData_v0(buf: bytes, pos: int) -> tupl
             raise _invalid('array CurrentVoters declares more elements than bytes remain')
         lst_current_voters: list[DescribeQuorumResponseReplicaState] = []
         app_current_voters = lst_current_voters.append
-        for _ in range(n):
+        for _i_current_voters in range(n):
             e_current_voters = _new(DescribeQuorumResponseReplicaState)
             e_current_voters.replica_directory_id = ZERO_UUID
             e_current_voters.last_fetch_timestamp = -1
@@ -517,11 +510,10 @@ def _decode_DescribeQuorumResponsePartitionData_v0(buf: bytes, pos: int) -> tupl
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_current_voters.unknown_tagged_fields = ()
-            else:
+            e_current_voters.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_current_voters = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -546,7 +538,7 @@ def _decode_DescribeQuorumResponsePartitionData_v0(buf: bytes, pos: int) -> tupl
             raise _invalid('array Observers declares more elements than bytes remain')
         lst_observers: list[DescribeQuorumResponseReplicaState] = []
         app_observers = lst_observers.append
-        for _ in range(n):
+        for _i_observers in range(n):
             e_observers = _new(DescribeQuorumResponseReplicaState)
             e_observers.replica_directory_id = ZERO_UUID
             e_observers.last_fetch_timestamp = -1
@@ -558,11 +550,10 @@ def _decode_DescribeQuorumResponsePartitionData_v0(buf: bytes, pos: int) -> tupl
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_observers.unknown_tagged_fields = ()
-            else:
+            e_observers.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_observers = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -579,11 +570,10 @@ def _decode_DescribeQuorumResponsePartitionData_v0(buf: bytes, pos: int) -> tupl
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -657,7 +647,7 @@ def _decode_DescribeQuorumResponsePartitionData_v1(buf: bytes, pos: int) -> tupl
             raise _invalid('array CurrentVoters declares more elements than bytes remain')
         lst_current_voters: list[DescribeQuorumResponseReplicaState] = []
         app_current_voters = lst_current_voters.append
-        for _ in range(n):
+        for _i_current_voters in range(n):
             e_current_voters = _new(DescribeQuorumResponseReplicaState)
             e_current_voters.replica_directory_id = ZERO_UUID
             e_current_voters.replica_id, e_current_voters.log_end_offset, e_current_voters.last_fetch_timestamp, e_current_voters.last_caught_up_timestamp = _S2.unpack_from(buf, pos)
@@ -667,11 +657,10 @@ def _decode_DescribeQuorumResponsePartitionData_v1(buf: bytes, pos: int) -> tupl
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_current_voters.unknown_tagged_fields = ()
-            else:
+            e_current_voters.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_current_voters = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -696,7 +685,7 @@ def _decode_DescribeQuorumResponsePartitionData_v1(buf: bytes, pos: int) -> tupl
             raise _invalid('array Observers declares more elements than bytes remain')
         lst_observers: list[DescribeQuorumResponseReplicaState] = []
         app_observers = lst_observers.append
-        for _ in range(n):
+        for _i_observers in range(n):
             e_observers = _new(DescribeQuorumResponseReplicaState)
             e_observers.replica_directory_id = ZERO_UUID
             e_observers.replica_id, e_observers.log_end_offset, e_observers.last_fetch_timestamp, e_observers.last_caught_up_timestamp = _S2.unpack_from(buf, pos)
@@ -706,11 +695,10 @@ def _decode_DescribeQuorumResponsePartitionData_v1(buf: bytes, pos: int) -> tupl
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_observers.unknown_tagged_fields = ()
-            else:
+            e_observers.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_observers = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -727,11 +715,10 @@ def _decode_DescribeQuorumResponsePartitionData_v1(buf: bytes, pos: int) -> tupl
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -822,7 +809,7 @@ def _decode_DescribeQuorumResponsePartitionData_v2(buf: bytes, pos: int) -> tupl
             raise _invalid('array CurrentVoters declares more elements than bytes remain')
         lst_current_voters: list[DescribeQuorumResponseReplicaState] = []
         app_current_voters = lst_current_voters.append
-        for _ in range(n):
+        for _i_current_voters in range(n):
             e_current_voters = _new(DescribeQuorumResponseReplicaState)
             e_current_voters.replica_id, u_replica_directory_id_raw, e_current_voters.log_end_offset, e_current_voters.last_fetch_timestamp, e_current_voters.last_caught_up_timestamp = _S3.unpack_from(buf, pos)
             pos += 44
@@ -832,11 +819,10 @@ def _decode_DescribeQuorumResponsePartitionData_v2(buf: bytes, pos: int) -> tupl
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_current_voters.unknown_tagged_fields = ()
-            else:
+            e_current_voters.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_current_voters = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -861,7 +847,7 @@ def _decode_DescribeQuorumResponsePartitionData_v2(buf: bytes, pos: int) -> tupl
             raise _invalid('array Observers declares more elements than bytes remain')
         lst_observers: list[DescribeQuorumResponseReplicaState] = []
         app_observers = lst_observers.append
-        for _ in range(n):
+        for _i_observers in range(n):
             e_observers = _new(DescribeQuorumResponseReplicaState)
             e_observers.replica_id, u_replica_directory_id_raw, e_observers.log_end_offset, e_observers.last_fetch_timestamp, e_observers.last_caught_up_timestamp = _S3.unpack_from(buf, pos)
             pos += 44
@@ -871,11 +857,10 @@ def _decode_DescribeQuorumResponsePartitionData_v2(buf: bytes, pos: int) -> tupl
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_observers.unknown_tagged_fields = ()
-            else:
+            e_observers.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_observers = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -892,11 +877,10 @@ def _decode_DescribeQuorumResponsePartitionData_v2(buf: bytes, pos: int) -> tupl
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -993,7 +977,7 @@ def _decode_DescribeQuorumResponseTopicData_v0(buf: bytes, pos: int) -> tuple[De
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[DescribeQuorumResponsePartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_DescribeQuorumResponsePartitionData_v0(buf, pos)
             app_partitions(x_partitions)
         o.partitions = lst_partitions
@@ -1002,11 +986,10 @@ def _decode_DescribeQuorumResponseTopicData_v0(buf: bytes, pos: int) -> tuple[De
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1082,7 +1065,7 @@ def _decode_DescribeQuorumResponseTopicData_v1(buf: bytes, pos: int) -> tuple[De
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[DescribeQuorumResponsePartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_DescribeQuorumResponsePartitionData_v1(buf, pos)
             app_partitions(x_partitions)
         o.partitions = lst_partitions
@@ -1091,11 +1074,10 @@ def _decode_DescribeQuorumResponseTopicData_v1(buf: bytes, pos: int) -> tuple[De
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1171,7 +1153,7 @@ def _decode_DescribeQuorumResponseTopicData_v2(buf: bytes, pos: int) -> tuple[De
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[DescribeQuorumResponsePartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_DescribeQuorumResponsePartitionData_v2(buf, pos)
             app_partitions(x_partitions)
         o.partitions = lst_partitions
@@ -1180,11 +1162,10 @@ def _decode_DescribeQuorumResponseTopicData_v2(buf: bytes, pos: int) -> tuple[De
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1270,11 +1251,10 @@ def _decode_DescribeQuorumResponseListener_v2(buf: bytes, pos: int) -> tuple[Des
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1339,7 +1319,7 @@ def _decode_DescribeQuorumResponseNode_v2(buf: bytes, pos: int) -> tuple[Describ
             raise _invalid('array Listeners declares more elements than bytes remain')
         lst_listeners: list[DescribeQuorumResponseListener] = []
         app_listeners = lst_listeners.append
-        for _ in range(n):
+        for _i_listeners in range(n):
             e_listeners = _new(DescribeQuorumResponseListener)
             n = buf[pos]
             if n < 0x80:
@@ -1380,11 +1360,10 @@ def _decode_DescribeQuorumResponseNode_v2(buf: bytes, pos: int) -> tuple[Describ
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_listeners.unknown_tagged_fields = ()
-            else:
+            e_listeners.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_listeners = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1401,11 +1380,10 @@ def _decode_DescribeQuorumResponseNode_v2(buf: bytes, pos: int) -> tuple[Describ
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1487,7 +1465,7 @@ def _decode_DescribeQuorumResponse_v0(buf: bytes, pos: int) -> tuple[DescribeQuo
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DescribeQuorumResponseTopicData] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_DescribeQuorumResponseTopicData_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1496,11 +1474,10 @@ def _decode_DescribeQuorumResponse_v0(buf: bytes, pos: int) -> tuple[DescribeQuo
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1554,7 +1531,7 @@ def _decode_DescribeQuorumResponse_v1(buf: bytes, pos: int) -> tuple[DescribeQuo
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DescribeQuorumResponseTopicData] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_DescribeQuorumResponseTopicData_v1(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1563,11 +1540,10 @@ def _decode_DescribeQuorumResponse_v1(buf: bytes, pos: int) -> tuple[DescribeQuo
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1635,7 +1611,7 @@ def _decode_DescribeQuorumResponse_v2(buf: bytes, pos: int) -> tuple[DescribeQuo
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DescribeQuorumResponseTopicData] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_DescribeQuorumResponseTopicData_v2(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1652,7 +1628,7 @@ def _decode_DescribeQuorumResponse_v2(buf: bytes, pos: int) -> tuple[DescribeQuo
             raise _invalid('array Nodes declares more elements than bytes remain')
         lst_nodes: list[DescribeQuorumResponseNode] = []
         app_nodes = lst_nodes.append
-        for _ in range(n):
+        for _i_nodes in range(n):
             x_nodes, pos = _decode_DescribeQuorumResponseNode_v2(buf, pos)
             app_nodes(x_nodes)
         o.nodes = lst_nodes
@@ -1661,11 +1637,10 @@ def _decode_DescribeQuorumResponse_v2(buf: bytes, pos: int) -> tuple[DescribeQuo
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

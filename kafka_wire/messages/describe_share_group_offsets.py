@@ -168,11 +168,10 @@ def _decode_DescribeShareGroupOffsetsRequestTopic_v0(buf: bytes, pos: int) -> tu
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -248,7 +247,7 @@ def _decode_DescribeShareGroupOffsetsRequestGroup_v0(buf: bytes, pos: int) -> tu
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DescribeShareGroupOffsetsRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             e_topics = _new(DescribeShareGroupOffsetsRequestTopic)
             n = buf[pos]
             if n < 0x80:
@@ -287,11 +286,10 @@ def _decode_DescribeShareGroupOffsetsRequestGroup_v0(buf: bytes, pos: int) -> tu
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_topics.unknown_tagged_fields = ()
-            else:
+            e_topics.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_topics = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -308,11 +306,10 @@ def _decode_DescribeShareGroupOffsetsRequestGroup_v0(buf: bytes, pos: int) -> tu
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -399,7 +396,7 @@ def _decode_DescribeShareGroupOffsetsRequest_v0(buf: bytes, pos: int) -> tuple[D
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[DescribeShareGroupOffsetsRequestGroup] = []
         app_groups = lst_groups.append
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_DescribeShareGroupOffsetsRequestGroup_v0(buf, pos)
             app_groups(x_groups)
         o.groups = lst_groups
@@ -408,11 +405,10 @@ def _decode_DescribeShareGroupOffsetsRequest_v0(buf: bytes, pos: int) -> tuple[D
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -470,11 +466,10 @@ def _decode_DescribeShareGroupOffsetsResponsePartition_v0(buf: bytes, pos: int) 
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -534,11 +529,10 @@ def _decode_DescribeShareGroupOffsetsResponsePartition_v1(buf: bytes, pos: int) 
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -607,7 +601,7 @@ def _decode_DescribeShareGroupOffsetsResponseTopic_v0(buf: bytes, pos: int) -> t
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[DescribeShareGroupOffsetsResponsePartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(DescribeShareGroupOffsetsResponsePartition)
             e_partitions.lag = -1
             e_partitions.partition_index, e_partitions.start_offset, e_partitions.leader_epoch, e_partitions.error_code = _S0.unpack_from(buf, pos)
@@ -633,11 +627,10 @@ def _decode_DescribeShareGroupOffsetsResponseTopic_v0(buf: bytes, pos: int) -> t
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -654,11 +647,10 @@ def _decode_DescribeShareGroupOffsetsResponseTopic_v0(buf: bytes, pos: int) -> t
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -755,7 +747,7 @@ def _decode_DescribeShareGroupOffsetsResponseTopic_v1(buf: bytes, pos: int) -> t
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[DescribeShareGroupOffsetsResponsePartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(DescribeShareGroupOffsetsResponsePartition)
             e_partitions.partition_index, e_partitions.start_offset, e_partitions.leader_epoch, e_partitions.lag, e_partitions.error_code = _S1.unpack_from(buf, pos)
             pos += 26
@@ -780,11 +772,10 @@ def _decode_DescribeShareGroupOffsetsResponseTopic_v1(buf: bytes, pos: int) -> t
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -801,11 +792,10 @@ def _decode_DescribeShareGroupOffsetsResponseTopic_v1(buf: bytes, pos: int) -> t
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -899,7 +889,7 @@ def _decode_DescribeShareGroupOffsetsResponseGroup_v0(buf: bytes, pos: int) -> t
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DescribeShareGroupOffsetsResponseTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_DescribeShareGroupOffsetsResponseTopic_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -926,11 +916,10 @@ def _decode_DescribeShareGroupOffsetsResponseGroup_v0(buf: bytes, pos: int) -> t
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1020,7 +1009,7 @@ def _decode_DescribeShareGroupOffsetsResponseGroup_v1(buf: bytes, pos: int) -> t
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DescribeShareGroupOffsetsResponseTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_DescribeShareGroupOffsetsResponseTopic_v1(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1047,11 +1036,10 @@ def _decode_DescribeShareGroupOffsetsResponseGroup_v1(buf: bytes, pos: int) -> t
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1127,7 +1115,7 @@ def _decode_DescribeShareGroupOffsetsResponse_v0(buf: bytes, pos: int) -> tuple[
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[DescribeShareGroupOffsetsResponseGroup] = []
         app_groups = lst_groups.append
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_DescribeShareGroupOffsetsResponseGroup_v0(buf, pos)
             app_groups(x_groups)
         o.groups = lst_groups
@@ -1136,11 +1124,10 @@ def _decode_DescribeShareGroupOffsetsResponse_v0(buf: bytes, pos: int) -> tuple[
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1190,7 +1177,7 @@ def _decode_DescribeShareGroupOffsetsResponse_v1(buf: bytes, pos: int) -> tuple[
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[DescribeShareGroupOffsetsResponseGroup] = []
         app_groups = lst_groups.append
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_DescribeShareGroupOffsetsResponseGroup_v1(buf, pos)
             app_groups(x_groups)
         o.groups = lst_groups
@@ -1199,11 +1186,10 @@ def _decode_DescribeShareGroupOffsetsResponse_v1(buf: bytes, pos: int) -> tuple[
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

@@ -102,7 +102,7 @@ def _decode_DescribeTransactionsRequest_v0(buf: bytes, pos: int) -> tuple[Descri
             raise _invalid('array TransactionalIds declares more elements than bytes remain')
         lst_transactional_ids: list[str] = []
         app_transactional_ids = lst_transactional_ids.append
-        for _ in range(n):
+        for _i_transactional_ids in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -124,11 +124,10 @@ def _decode_DescribeTransactionsRequest_v0(buf: bytes, pos: int) -> tuple[Descri
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -207,11 +206,10 @@ def _decode_DescribeTransactionsResponseTopicData_v0(buf: bytes, pos: int) -> tu
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -307,7 +305,7 @@ def _decode_DescribeTransactionsResponseTransactionState_v0(buf: bytes, pos: int
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[DescribeTransactionsResponseTopicData] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             e_topics = _new(DescribeTransactionsResponseTopicData)
             n = buf[pos]
             if n < 0x80:
@@ -346,11 +344,10 @@ def _decode_DescribeTransactionsResponseTransactionState_v0(buf: bytes, pos: int
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_topics.unknown_tagged_fields = ()
-            else:
+            e_topics.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_topics = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -367,11 +364,10 @@ def _decode_DescribeTransactionsResponseTransactionState_v0(buf: bytes, pos: int
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -475,7 +471,7 @@ def _decode_DescribeTransactionsResponse_v0(buf: bytes, pos: int) -> tuple[Descr
             raise _invalid('array TransactionStates declares more elements than bytes remain')
         lst_transaction_states: list[DescribeTransactionsResponseTransactionState] = []
         app_transaction_states = lst_transaction_states.append
-        for _ in range(n):
+        for _i_transaction_states in range(n):
             x_transaction_states, pos = _decode_DescribeTransactionsResponseTransactionState_v0(buf, pos)
             app_transaction_states(x_transaction_states)
         o.transaction_states = lst_transaction_states
@@ -484,11 +480,10 @@ def _decode_DescribeTransactionsResponse_v0(buf: bytes, pos: int) -> tuple[Descr
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

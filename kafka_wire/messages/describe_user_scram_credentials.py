@@ -115,11 +115,10 @@ def _decode_DescribeUserScramCredentialsRequestUserName_v0(buf: bytes, pos: int)
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -168,7 +167,7 @@ def _decode_DescribeUserScramCredentialsRequest_v0(buf: bytes, pos: int) -> tupl
             raise _invalid('array Users declares more elements than bytes remain')
         lst_users: list[DescribeUserScramCredentialsRequestUserName] = []
         app_users = lst_users.append
-        for _ in range(n):
+        for _i_users in range(n):
             e_users = _new(DescribeUserScramCredentialsRequestUserName)
             n = buf[pos]
             if n < 0x80:
@@ -191,11 +190,10 @@ def _decode_DescribeUserScramCredentialsRequest_v0(buf: bytes, pos: int) -> tupl
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_users.unknown_tagged_fields = ()
-            else:
+            e_users.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_users = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -212,11 +210,10 @@ def _decode_DescribeUserScramCredentialsRequest_v0(buf: bytes, pos: int) -> tupl
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -273,11 +270,10 @@ def _decode_DescribeUserScramCredentialsResponseCredentialInfo_v0(buf: bytes, po
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -348,7 +344,7 @@ def _decode_DescribeUserScramCredentialsResponseResult_v0(buf: bytes, pos: int) 
             raise _invalid('array CredentialInfos declares more elements than bytes remain')
         lst_credential_infos: list[DescribeUserScramCredentialsResponseCredentialInfo] = []
         app_credential_infos = lst_credential_infos.append
-        for _ in range(n):
+        for _i_credential_infos in range(n):
             e_credential_infos = _new(DescribeUserScramCredentialsResponseCredentialInfo)
             e_credential_infos.mechanism, e_credential_infos.iterations = _S0.unpack_from(buf, pos)
             pos += 5
@@ -357,11 +353,10 @@ def _decode_DescribeUserScramCredentialsResponseResult_v0(buf: bytes, pos: int) 
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_credential_infos.unknown_tagged_fields = ()
-            else:
+            e_credential_infos.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_credential_infos = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -378,11 +373,10 @@ def _decode_DescribeUserScramCredentialsResponseResult_v0(buf: bytes, pos: int) 
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -478,7 +472,7 @@ def _decode_DescribeUserScramCredentialsResponse_v0(buf: bytes, pos: int) -> tup
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[DescribeUserScramCredentialsResponseResult] = []
         app_results = lst_results.append
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_DescribeUserScramCredentialsResponseResult_v0(buf, pos)
             app_results(x_results)
         o.results = lst_results
@@ -487,11 +481,10 @@ def _decode_DescribeUserScramCredentialsResponse_v0(buf: bytes, pos: int) -> tup
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

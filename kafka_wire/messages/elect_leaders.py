@@ -189,11 +189,10 @@ def _decode_ElectLeadersRequestTopicPartitions_v2(buf: bytes, pos: int) -> tuple
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -250,7 +249,7 @@ def _decode_ElectLeadersRequest_v0(buf: bytes, pos: int) -> tuple[ElectLeadersRe
             raise _invalid('array TopicPartitions declares more elements than bytes remain')
         lst_topic_partitions: list[ElectLeadersRequestTopicPartitions] = []
         app_topic_partitions = lst_topic_partitions.append
-        for _ in range(n):
+        for _i_topic_partitions in range(n):
             e_topic_partitions = _new(ElectLeadersRequestTopicPartitions)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -326,7 +325,7 @@ def _decode_ElectLeadersRequest_v1(buf: bytes, pos: int) -> tuple[ElectLeadersRe
             raise _invalid('array TopicPartitions declares more elements than bytes remain')
         lst_topic_partitions: list[ElectLeadersRequestTopicPartitions] = []
         app_topic_partitions = lst_topic_partitions.append
-        for _ in range(n):
+        for _i_topic_partitions in range(n):
             e_topic_partitions = _new(ElectLeadersRequestTopicPartitions)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -407,7 +406,7 @@ def _decode_ElectLeadersRequest_v2(buf: bytes, pos: int) -> tuple[ElectLeadersRe
             raise _invalid('array TopicPartitions declares more elements than bytes remain')
         lst_topic_partitions: list[ElectLeadersRequestTopicPartitions] = []
         app_topic_partitions = lst_topic_partitions.append
-        for _ in range(n):
+        for _i_topic_partitions in range(n):
             e_topic_partitions = _new(ElectLeadersRequestTopicPartitions)
             n = buf[pos]
             if n < 0x80:
@@ -446,11 +445,10 @@ def _decode_ElectLeadersRequest_v2(buf: bytes, pos: int) -> tuple[ElectLeadersRe
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_topic_partitions.unknown_tagged_fields = ()
-            else:
+            e_topic_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_topic_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -469,11 +467,10 @@ def _decode_ElectLeadersRequest_v2(buf: bytes, pos: int) -> tuple[ElectLeadersRe
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -593,11 +590,10 @@ def _decode_ElectLeadersResponsePartitionResult_v2(buf: bytes, pos: int) -> tupl
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -653,7 +649,7 @@ def _decode_ElectLeadersResponseReplicaElectionResult_v0(buf: bytes, pos: int) -
             raise _invalid('array PartitionResult declares more elements than bytes remain')
         lst_partition_result: list[ElectLeadersResponsePartitionResult] = []
         app_partition_result = lst_partition_result.append
-        for _ in range(n):
+        for _i_partition_result in range(n):
             e_partition_result = _new(ElectLeadersResponsePartitionResult)
             e_partition_result.partition_id, e_partition_result.error_code, n = _S4.unpack_from(buf, pos)
             pos += 8
@@ -738,7 +734,7 @@ def _decode_ElectLeadersResponseReplicaElectionResult_v2(buf: bytes, pos: int) -
             raise _invalid('array PartitionResult declares more elements than bytes remain')
         lst_partition_result: list[ElectLeadersResponsePartitionResult] = []
         app_partition_result = lst_partition_result.append
-        for _ in range(n):
+        for _i_partition_result in range(n):
             e_partition_result = _new(ElectLeadersResponsePartitionResult)
             e_partition_result.partition_id, e_partition_result.error_code = _S5.unpack_from(buf, pos)
             pos += 6
@@ -763,11 +759,10 @@ def _decode_ElectLeadersResponseReplicaElectionResult_v2(buf: bytes, pos: int) -
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partition_result.unknown_tagged_fields = ()
-            else:
+            e_partition_result.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partition_result = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -784,11 +779,10 @@ def _decode_ElectLeadersResponseReplicaElectionResult_v2(buf: bytes, pos: int) -
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -862,7 +856,7 @@ def _decode_ElectLeadersResponse_v0(buf: bytes, pos: int) -> tuple[ElectLeadersR
             raise _invalid('array ReplicaElectionResults declares more elements than bytes remain')
         lst_replica_election_results: list[ElectLeadersResponseReplicaElectionResult] = []
         app_replica_election_results = lst_replica_election_results.append
-        for _ in range(n):
+        for _i_replica_election_results in range(n):
             x_replica_election_results, pos = _decode_ElectLeadersResponseReplicaElectionResult_v0(buf, pos)
             app_replica_election_results(x_replica_election_results)
         o.replica_election_results = lst_replica_election_results
@@ -897,7 +891,7 @@ def _decode_ElectLeadersResponse_v1(buf: bytes, pos: int) -> tuple[ElectLeadersR
             raise _invalid('array ReplicaElectionResults declares more elements than bytes remain')
         lst_replica_election_results: list[ElectLeadersResponseReplicaElectionResult] = []
         app_replica_election_results = lst_replica_election_results.append
-        for _ in range(n):
+        for _i_replica_election_results in range(n):
             x_replica_election_results, pos = _decode_ElectLeadersResponseReplicaElectionResult_v0(buf, pos)
             app_replica_election_results(x_replica_election_results)
         o.replica_election_results = lst_replica_election_results
@@ -936,7 +930,7 @@ def _decode_ElectLeadersResponse_v2(buf: bytes, pos: int) -> tuple[ElectLeadersR
             raise _invalid('array ReplicaElectionResults declares more elements than bytes remain')
         lst_replica_election_results: list[ElectLeadersResponseReplicaElectionResult] = []
         app_replica_election_results = lst_replica_election_results.append
-        for _ in range(n):
+        for _i_replica_election_results in range(n):
             x_replica_election_results, pos = _decode_ElectLeadersResponseReplicaElectionResult_v2(buf, pos)
             app_replica_election_results(x_replica_election_results)
         o.replica_election_results = lst_replica_election_results
@@ -945,11 +939,10 @@ def _decode_ElectLeadersResponse_v2(buf: bytes, pos: int) -> tuple[ElectLeadersR
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

@@ -181,11 +181,10 @@ def _decode_EndQuorumEpochRequestReplicaInfo_v1(buf: bytes, pos: int) -> tuple[E
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -257,7 +256,7 @@ def _decode_EndQuorumEpochRequestPartitionData_v1(buf: bytes, pos: int) -> tuple
             raise _invalid('array PreferredCandidates declares more elements than bytes remain')
         lst_preferred_candidates: list[EndQuorumEpochRequestReplicaInfo] = []
         app_preferred_candidates = lst_preferred_candidates.append
-        for _ in range(n):
+        for _i_preferred_candidates in range(n):
             e_preferred_candidates = _new(EndQuorumEpochRequestReplicaInfo)
             e_preferred_candidates.candidate_id, u_candidate_directory_id_raw = _S0.unpack_from(buf, pos)
             pos += 20
@@ -267,11 +266,10 @@ def _decode_EndQuorumEpochRequestPartitionData_v1(buf: bytes, pos: int) -> tuple
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_preferred_candidates.unknown_tagged_fields = ()
-            else:
+            e_preferred_candidates.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_preferred_candidates = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -288,11 +286,10 @@ def _decode_EndQuorumEpochRequestPartitionData_v1(buf: bytes, pos: int) -> tuple
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -350,7 +347,7 @@ def _decode_EndQuorumEpochRequestTopicData_v0(buf: bytes, pos: int) -> tuple[End
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[EndQuorumEpochRequestPartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(EndQuorumEpochRequestPartitionData)
             e_partitions.preferred_candidates = []
             e_partitions.partition_index, e_partitions.leader_id, e_partitions.leader_epoch, n = _S1.unpack_from(buf, pos)
@@ -433,7 +430,7 @@ def _decode_EndQuorumEpochRequestTopicData_v1(buf: bytes, pos: int) -> tuple[End
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[EndQuorumEpochRequestPartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_EndQuorumEpochRequestPartitionData_v1(buf, pos)
             app_partitions(x_partitions)
         o.partitions = lst_partitions
@@ -442,11 +439,10 @@ def _decode_EndQuorumEpochRequestTopicData_v1(buf: bytes, pos: int) -> tuple[End
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -532,11 +528,10 @@ def _decode_EndQuorumEpochRequestLeaderEndpoint_v1(buf: bytes, pos: int) -> tupl
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -606,7 +601,7 @@ def _decode_EndQuorumEpochRequest_v0(buf: bytes, pos: int) -> tuple[EndQuorumEpo
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[EndQuorumEpochRequestTopicData] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_EndQuorumEpochRequestTopicData_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -667,7 +662,7 @@ def _decode_EndQuorumEpochRequest_v1(buf: bytes, pos: int) -> tuple[EndQuorumEpo
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[EndQuorumEpochRequestTopicData] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_EndQuorumEpochRequestTopicData_v1(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -684,7 +679,7 @@ def _decode_EndQuorumEpochRequest_v1(buf: bytes, pos: int) -> tuple[EndQuorumEpo
             raise _invalid('array LeaderEndpoints declares more elements than bytes remain')
         lst_leader_endpoints: list[EndQuorumEpochRequestLeaderEndpoint] = []
         app_leader_endpoints = lst_leader_endpoints.append
-        for _ in range(n):
+        for _i_leader_endpoints in range(n):
             e_leader_endpoints = _new(EndQuorumEpochRequestLeaderEndpoint)
             n = buf[pos]
             if n < 0x80:
@@ -725,11 +720,10 @@ def _decode_EndQuorumEpochRequest_v1(buf: bytes, pos: int) -> tuple[EndQuorumEpo
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_leader_endpoints.unknown_tagged_fields = ()
-            else:
+            e_leader_endpoints.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_leader_endpoints = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -746,11 +740,10 @@ def _decode_EndQuorumEpochRequest_v1(buf: bytes, pos: int) -> tuple[EndQuorumEpo
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -859,11 +852,10 @@ def _decode_EndQuorumEpochResponsePartitionData_v1(buf: bytes, pos: int) -> tupl
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -906,7 +898,7 @@ def _decode_EndQuorumEpochResponseTopicData_v0(buf: bytes, pos: int) -> tuple[En
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[EndQuorumEpochResponsePartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(EndQuorumEpochResponsePartitionData)
             e_partitions.partition_index, e_partitions.error_code, e_partitions.leader_id, e_partitions.leader_epoch = _S6.unpack_from(buf, pos)
             pos += 14
@@ -972,7 +964,7 @@ def _decode_EndQuorumEpochResponseTopicData_v1(buf: bytes, pos: int) -> tuple[En
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[EndQuorumEpochResponsePartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(EndQuorumEpochResponsePartitionData)
             e_partitions.partition_index, e_partitions.error_code, e_partitions.leader_id, e_partitions.leader_epoch = _S6.unpack_from(buf, pos)
             pos += 14
@@ -981,11 +973,10 @@ def _decode_EndQuorumEpochResponseTopicData_v1(buf: bytes, pos: int) -> tuple[En
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1002,11 +993,10 @@ def _decode_EndQuorumEpochResponseTopicData_v1(buf: bytes, pos: int) -> tuple[En
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1082,11 +1072,10 @@ def _decode_EndQuorumEpochResponseNodeEndpoint_v1(buf: bytes, pos: int) -> tuple
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1134,7 +1123,7 @@ def _decode_EndQuorumEpochResponse_v0(buf: bytes, pos: int) -> tuple[EndQuorumEp
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[EndQuorumEpochResponseTopicData] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_EndQuorumEpochResponseTopicData_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1176,7 +1165,7 @@ def _decode_EndQuorumEpochResponse_v1(buf: bytes, pos: int) -> tuple[EndQuorumEp
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[EndQuorumEpochResponseTopicData] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_EndQuorumEpochResponseTopicData_v1(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1185,11 +1174,10 @@ def _decode_EndQuorumEpochResponse_v1(buf: bytes, pos: int) -> tuple[EndQuorumEp
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
@@ -1206,7 +1194,7 @@ def _decode_EndQuorumEpochResponse_v1(buf: bytes, pos: int) -> tuple[EndQuorumEp
                         raise _invalid('array NodeEndpoints declares more elements than bytes remain')
                     lst_node_endpoints: list[EndQuorumEpochResponseNodeEndpoint] = []
                     app_node_endpoints = lst_node_endpoints.append
-                    for _ in range(n):
+                    for _i_node_endpoints in range(n):
                         e_node_endpoints = _new(EndQuorumEpochResponseNodeEndpoint)
                         e_node_endpoints.node_id, = _S3.unpack_from(buf, pos)
                         pos += 4
@@ -1233,11 +1221,10 @@ def _decode_EndQuorumEpochResponse_v1(buf: bytes, pos: int) -> tuple[EndQuorumEp
                             pos += 1
                         else:
                             n, pos = _read_uvarint(buf, pos)
-                        if n == 0:
-                            e_node_endpoints.unknown_tagged_fields = ()
-                        else:
+                        e_node_endpoints.unknown_tagged_fields = ()
+                        if n != 0:
                             unknown_e_node_endpoints = []
-                            for _ in range(n):
+                            for _i_tag in range(n):
                                 tag, pos = _read_uvarint(buf, pos)
                                 size, pos = _read_uvarint(buf, pos)
                                 if True:
@@ -1274,18 +1261,18 @@ def _encode_EndQuorumEpochResponse_v1(o: EndQuorumEpochResponse, out: bytearray)
             _encode_EndQuorumEpochResponseTopicData_v1(e_topics, out)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
-        t = bytearray()
+        t_node_endpoints = bytearray()
         x_node_endpoints = o.node_endpoints
         if x_node_endpoints is None:
             raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=1)
         else:
             m = len(x_node_endpoints) + 1
             if m < 0x80:
-                t.append(m)
+                t_node_endpoints.append(m)
             else:
-                _write_uvarint(t, m)
+                _write_uvarint(t_node_endpoints, m)
             for e_node_endpoints in x_node_endpoints:
-                t += _S3.pack(e_node_endpoints.node_id)
+                t_node_endpoints += _S3.pack(e_node_endpoints.node_id)
                 x_node_endpoints_host = e_node_endpoints.host
                 if x_node_endpoints_host is None:
                     raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
@@ -1295,16 +1282,16 @@ def _encode_EndQuorumEpochResponse_v1(o: EndQuorumEpochResponse, out: bytearray)
                         raise ValueOutOfRangeError('string field Host is too long', version=1)
                     m = len(b_node_endpoints_host) + 1
                     if m < 0x80:
-                        t.append(m)
+                        t_node_endpoints.append(m)
                     else:
-                        _write_uvarint(t, m)
-                    t += b_node_endpoints_host
-                t += _S5.pack(e_node_endpoints.port)
+                        _write_uvarint(t_node_endpoints, m)
+                    t_node_endpoints += b_node_endpoints_host
+                t_node_endpoints += _S5.pack(e_node_endpoints.port)
                 if e_node_endpoints.unknown_tagged_fields:
-                    _write_tagged(t, [], e_node_endpoints.unknown_tagged_fields, frozenset())
+                    _write_tagged(t_node_endpoints, [], e_node_endpoints.unknown_tagged_fields, frozenset())
                 else:
-                    t.append(0)
-        known.append((0, t))
+                    t_node_endpoints.append(0)
+        known.append((0, t_node_endpoints))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))
     else:

@@ -301,11 +301,10 @@ def _decode_FetchRequestReplicaState_v15(buf: bytes, pos: int) -> tuple[FetchReq
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -398,14 +397,13 @@ def _decode_FetchRequestPartition_v12(buf: bytes, pos: int) -> tuple[FetchReques
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
-            if tag in (0, 1):
+            if tag == 0 or tag == 1:
                 raise _invalid(f'tag {tag} is not valid in version 12')
             else:
                 end = pos + size
@@ -437,18 +435,17 @@ def _decode_FetchRequestPartition_v17(buf: bytes, pos: int) -> tuple[FetchReques
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 raw, = _S5.unpack_from(buf, pos)
                 o.replica_directory_id = ZERO_UUID if raw == ZERO_UUID_BYTES else _uuid_from_bytes(raw)
                 pos += 16
-            elif tag in (1,):
+            elif tag == 1:
                 raise _invalid(f'tag {tag} is not valid in version 17')
             else:
                 end = pos + size
@@ -464,9 +461,9 @@ def _encode_FetchRequestPartition_v17(o: FetchRequestPartition, out: bytearray) 
     out += _S4.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.replica_directory_id != ZERO_UUID:
-        t = bytearray()
-        t += _S5.pack(o.replica_directory_id.bytes)
-        known.append((0, t))
+        t_replica_directory_id = bytearray()
+        t_replica_directory_id += o.replica_directory_id.bytes
+        known.append((0, t_replica_directory_id))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))
     else:
@@ -485,11 +482,10 @@ def _decode_FetchRequestPartition_v18(buf: bytes, pos: int) -> tuple[FetchReques
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
@@ -513,13 +509,13 @@ def _encode_FetchRequestPartition_v18(o: FetchRequestPartition, out: bytearray) 
     out += _S4.pack(o.partition, o.current_leader_epoch, o.fetch_offset, o.last_fetched_epoch, o.log_start_offset, o.partition_max_bytes)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.replica_directory_id != ZERO_UUID:
-        t = bytearray()
-        t += _S5.pack(o.replica_directory_id.bytes)
-        known.append((0, t))
+        t_replica_directory_id = bytearray()
+        t_replica_directory_id += o.replica_directory_id.bytes
+        known.append((0, t_replica_directory_id))
     if o.high_watermark != 9223372036854775807:
-        t = bytearray()
-        t += _S6.pack(o.high_watermark)
-        known.append((1, t))
+        t_high_watermark = bytearray()
+        t_high_watermark += _S6.pack(o.high_watermark)
+        known.append((1, t_high_watermark))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0, 1]))
     else:
@@ -549,7 +545,7 @@ def _decode_FetchRequestTopic_v0(buf: bytes, pos: int) -> tuple[FetchRequestTopi
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[FetchRequestPartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(FetchRequestPartition)
             e_partitions.current_leader_epoch = -1
             e_partitions.last_fetched_epoch = -1
@@ -613,7 +609,7 @@ def _decode_FetchRequestTopic_v5(buf: bytes, pos: int) -> tuple[FetchRequestTopi
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[FetchRequestPartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(FetchRequestPartition)
             e_partitions.current_leader_epoch = -1
             e_partitions.last_fetched_epoch = -1
@@ -676,7 +672,7 @@ def _decode_FetchRequestTopic_v9(buf: bytes, pos: int) -> tuple[FetchRequestTopi
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[FetchRequestPartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(FetchRequestPartition)
             e_partitions.last_fetched_epoch = -1
             e_partitions.replica_directory_id = ZERO_UUID
@@ -748,7 +744,7 @@ def _decode_FetchRequestTopic_v12(buf: bytes, pos: int) -> tuple[FetchRequestTop
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[FetchRequestPartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(FetchRequestPartition)
             e_partitions.replica_directory_id = ZERO_UUID
             e_partitions.high_watermark = 9223372036854775807
@@ -759,14 +755,13 @@ def _decode_FetchRequestTopic_v12(buf: bytes, pos: int) -> tuple[FetchRequestTop
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
-                    if tag in (0, 1):
+                    if tag == 0 or tag == 1:
                         raise _invalid(f'tag {tag} is not valid in version 12')
                     else:
                         end = pos + size
@@ -782,11 +777,10 @@ def _decode_FetchRequestTopic_v12(buf: bytes, pos: int) -> tuple[FetchRequestTop
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -854,7 +848,7 @@ def _decode_FetchRequestTopic_v13(buf: bytes, pos: int) -> tuple[FetchRequestTop
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[FetchRequestPartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(FetchRequestPartition)
             e_partitions.replica_directory_id = ZERO_UUID
             e_partitions.high_watermark = 9223372036854775807
@@ -865,14 +859,13 @@ def _decode_FetchRequestTopic_v13(buf: bytes, pos: int) -> tuple[FetchRequestTop
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
-                    if tag in (0, 1):
+                    if tag == 0 or tag == 1:
                         raise _invalid(f'tag {tag} is not valid in version 13')
                     else:
                         end = pos + size
@@ -888,11 +881,10 @@ def _decode_FetchRequestTopic_v13(buf: bytes, pos: int) -> tuple[FetchRequestTop
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -948,7 +940,7 @@ def _decode_FetchRequestTopic_v17(buf: bytes, pos: int) -> tuple[FetchRequestTop
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[FetchRequestPartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(FetchRequestPartition)
             e_partitions.replica_directory_id = ZERO_UUID
             e_partitions.high_watermark = 9223372036854775807
@@ -959,18 +951,17 @@ def _decode_FetchRequestTopic_v17(buf: bytes, pos: int) -> tuple[FetchRequestTop
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if tag == 0:
                         raw, = _S5.unpack_from(buf, pos)
                         e_partitions.replica_directory_id = ZERO_UUID if raw == ZERO_UUID_BYTES else _uuid_from_bytes(raw)
                         pos += 16
-                    elif tag in (1,):
+                    elif tag == 1:
                         raise _invalid(f'tag {tag} is not valid in version 17')
                     else:
                         end = pos + size
@@ -986,11 +977,10 @@ def _decode_FetchRequestTopic_v17(buf: bytes, pos: int) -> tuple[FetchRequestTop
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1018,9 +1008,9 @@ def _encode_FetchRequestTopic_v17(o: FetchRequestTopic, out: bytearray) -> None:
             out += _S4.pack(e_partitions.partition, e_partitions.current_leader_epoch, e_partitions.fetch_offset, e_partitions.last_fetched_epoch, e_partitions.log_start_offset, e_partitions.partition_max_bytes)
             known_e_partitions: list[tuple[int, bytes | bytearray]] = []
             if e_partitions.replica_directory_id != ZERO_UUID:
-                t_e_partitions = bytearray()
-                t_e_partitions += _S5.pack(e_partitions.replica_directory_id.bytes)
-                known_e_partitions.append((0, t_e_partitions))
+                t_e_partitions_replica_directory_id = bytearray()
+                t_e_partitions_replica_directory_id += e_partitions.replica_directory_id.bytes
+                known_e_partitions.append((0, t_e_partitions_replica_directory_id))
             if e_partitions.unknown_tagged_fields or known_e_partitions:
                 _write_tagged(out, known_e_partitions, e_partitions.unknown_tagged_fields, frozenset([0]))
             else:
@@ -1051,7 +1041,7 @@ def _decode_FetchRequestTopic_v18(buf: bytes, pos: int) -> tuple[FetchRequestTop
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[FetchRequestPartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(FetchRequestPartition)
             e_partitions.replica_directory_id = ZERO_UUID
             e_partitions.high_watermark = 9223372036854775807
@@ -1062,11 +1052,10 @@ def _decode_FetchRequestTopic_v18(buf: bytes, pos: int) -> tuple[FetchRequestTop
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if tag == 0:
@@ -1090,11 +1079,10 @@ def _decode_FetchRequestTopic_v18(buf: bytes, pos: int) -> tuple[FetchRequestTop
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1122,13 +1110,13 @@ def _encode_FetchRequestTopic_v18(o: FetchRequestTopic, out: bytearray) -> None:
             out += _S4.pack(e_partitions.partition, e_partitions.current_leader_epoch, e_partitions.fetch_offset, e_partitions.last_fetched_epoch, e_partitions.log_start_offset, e_partitions.partition_max_bytes)
             known_e_partitions: list[tuple[int, bytes | bytearray]] = []
             if e_partitions.replica_directory_id != ZERO_UUID:
-                t_e_partitions = bytearray()
-                t_e_partitions += _S5.pack(e_partitions.replica_directory_id.bytes)
-                known_e_partitions.append((0, t_e_partitions))
+                t_e_partitions_replica_directory_id = bytearray()
+                t_e_partitions_replica_directory_id += e_partitions.replica_directory_id.bytes
+                known_e_partitions.append((0, t_e_partitions_replica_directory_id))
             if e_partitions.high_watermark != 9223372036854775807:
-                t_e_partitions = bytearray()
-                t_e_partitions += _S6.pack(e_partitions.high_watermark)
-                known_e_partitions.append((1, t_e_partitions))
+                t_e_partitions_high_watermark = bytearray()
+                t_e_partitions_high_watermark += _S6.pack(e_partitions.high_watermark)
+                known_e_partitions.append((1, t_e_partitions_high_watermark))
             if e_partitions.unknown_tagged_fields or known_e_partitions:
                 _write_tagged(out, known_e_partitions, e_partitions.unknown_tagged_fields, frozenset([0, 1]))
             else:
@@ -1230,11 +1218,10 @@ def _decode_FetchRequestForgottenTopic_v12(buf: bytes, pos: int) -> tuple[FetchR
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1306,11 +1293,10 @@ def _decode_FetchRequestForgottenTopic_v13(buf: bytes, pos: int) -> tuple[FetchR
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1362,7 +1348,7 @@ def _decode_FetchRequest_v0(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[FetchRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_FetchRequestTopic_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1406,7 +1392,7 @@ def _decode_FetchRequest_v3(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[FetchRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_FetchRequestTopic_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1449,7 +1435,7 @@ def _decode_FetchRequest_v4(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[FetchRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_FetchRequestTopic_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1492,7 +1478,7 @@ def _decode_FetchRequest_v5(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[FetchRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_FetchRequestTopic_v5(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1532,7 +1518,7 @@ def _decode_FetchRequest_v7(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[FetchRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_FetchRequestTopic_v5(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1545,7 +1531,7 @@ def _decode_FetchRequest_v7(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
             raise _invalid('array ForgottenTopicsData declares more elements than bytes remain')
         lst_forgotten_topics_data: list[FetchRequestForgottenTopic] = []
         app_forgotten_topics_data = lst_forgotten_topics_data.append
-        for _ in range(n):
+        for _i_forgotten_topics_data in range(n):
             e_forgotten_topics_data = _new(FetchRequestForgottenTopic)
             e_forgotten_topics_data.topic_id = ZERO_UUID
             n = buf[pos] << 8 | buf[pos + 1]
@@ -1630,7 +1616,7 @@ def _decode_FetchRequest_v9(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[FetchRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_FetchRequestTopic_v9(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1643,7 +1629,7 @@ def _decode_FetchRequest_v9(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
             raise _invalid('array ForgottenTopicsData declares more elements than bytes remain')
         lst_forgotten_topics_data: list[FetchRequestForgottenTopic] = []
         app_forgotten_topics_data = lst_forgotten_topics_data.append
-        for _ in range(n):
+        for _i_forgotten_topics_data in range(n):
             e_forgotten_topics_data = _new(FetchRequestForgottenTopic)
             e_forgotten_topics_data.topic_id = ZERO_UUID
             n = buf[pos] << 8 | buf[pos + 1]
@@ -1727,7 +1713,7 @@ def _decode_FetchRequest_v11(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[FetchRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_FetchRequestTopic_v9(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1740,7 +1726,7 @@ def _decode_FetchRequest_v11(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
             raise _invalid('array ForgottenTopicsData declares more elements than bytes remain')
         lst_forgotten_topics_data: list[FetchRequestForgottenTopic] = []
         app_forgotten_topics_data = lst_forgotten_topics_data.append
-        for _ in range(n):
+        for _i_forgotten_topics_data in range(n):
             e_forgotten_topics_data = _new(FetchRequestForgottenTopic)
             e_forgotten_topics_data.topic_id = ZERO_UUID
             n = buf[pos] << 8 | buf[pos + 1]
@@ -1849,7 +1835,7 @@ def _decode_FetchRequest_v12(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[FetchRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_FetchRequestTopic_v12(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1866,7 +1852,7 @@ def _decode_FetchRequest_v12(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
             raise _invalid('array ForgottenTopicsData declares more elements than bytes remain')
         lst_forgotten_topics_data: list[FetchRequestForgottenTopic] = []
         app_forgotten_topics_data = lst_forgotten_topics_data.append
-        for _ in range(n):
+        for _i_forgotten_topics_data in range(n):
             e_forgotten_topics_data = _new(FetchRequestForgottenTopic)
             e_forgotten_topics_data.topic_id = ZERO_UUID
             n = buf[pos]
@@ -1906,11 +1892,10 @@ def _decode_FetchRequest_v12(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_forgotten_topics_data.unknown_tagged_fields = ()
-            else:
+            e_forgotten_topics_data.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_forgotten_topics_data = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1943,11 +1928,10 @@ def _decode_FetchRequest_v12(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
@@ -1967,7 +1951,7 @@ def _decode_FetchRequest_v12(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
                         raise _truncated('ClusterId')
                     o.cluster_id = buf[pos:end].decode()
                     pos = end
-            elif tag in (1,):
+            elif tag == 1:
                 raise _invalid(f'tag {tag} is not valid in version 12')
             else:
                 end = pos + size
@@ -2047,21 +2031,21 @@ def _encode_FetchRequest_v12(o: FetchRequest, out: bytearray) -> None:
         out += b_rack_id
     known: list[tuple[int, bytes | bytearray]] = []
     if o.cluster_id is not None:
-        t = bytearray()
+        t_cluster_id = bytearray()
         x_cluster_id = o.cluster_id
         if x_cluster_id is None:
-            t.append(0)
+            raise ValueOutOfRangeError('non-nullable field ClusterId is None', version=12)
         else:
             b_cluster_id = x_cluster_id.encode()
             if len(b_cluster_id) > 0x7FFF:
                 raise ValueOutOfRangeError('string field ClusterId is too long', version=12)
             m = len(b_cluster_id) + 1
             if m < 0x80:
-                t.append(m)
+                t_cluster_id.append(m)
             else:
-                _write_uvarint(t, m)
-            t += b_cluster_id
-        known.append((0, t))
+                _write_uvarint(t_cluster_id, m)
+            t_cluster_id += b_cluster_id
+        known.append((0, t_cluster_id))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))
     else:
@@ -2088,7 +2072,7 @@ def _decode_FetchRequest_v13(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[FetchRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_FetchRequestTopic_v13(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -2105,7 +2089,7 @@ def _decode_FetchRequest_v13(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
             raise _invalid('array ForgottenTopicsData declares more elements than bytes remain')
         lst_forgotten_topics_data: list[FetchRequestForgottenTopic] = []
         app_forgotten_topics_data = lst_forgotten_topics_data.append
-        for _ in range(n):
+        for _i_forgotten_topics_data in range(n):
             e_forgotten_topics_data = _new(FetchRequestForgottenTopic)
             e_forgotten_topics_data.topic = ''
             u_topic_id_raw, = _S5.unpack_from(buf, pos)
@@ -2132,11 +2116,10 @@ def _decode_FetchRequest_v13(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_forgotten_topics_data.unknown_tagged_fields = ()
-            else:
+            e_forgotten_topics_data.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_forgotten_topics_data = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -2169,11 +2152,10 @@ def _decode_FetchRequest_v13(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
@@ -2193,7 +2175,7 @@ def _decode_FetchRequest_v13(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
                         raise _truncated('ClusterId')
                     o.cluster_id = buf[pos:end].decode()
                     pos = end
-            elif tag in (1,):
+            elif tag == 1:
                 raise _invalid(f'tag {tag} is not valid in version 13')
             else:
                 end = pos + size
@@ -2261,21 +2243,21 @@ def _encode_FetchRequest_v13(o: FetchRequest, out: bytearray) -> None:
         out += b_rack_id
     known: list[tuple[int, bytes | bytearray]] = []
     if o.cluster_id is not None:
-        t = bytearray()
+        t_cluster_id = bytearray()
         x_cluster_id = o.cluster_id
         if x_cluster_id is None:
-            t.append(0)
+            raise ValueOutOfRangeError('non-nullable field ClusterId is None', version=13)
         else:
             b_cluster_id = x_cluster_id.encode()
             if len(b_cluster_id) > 0x7FFF:
                 raise ValueOutOfRangeError('string field ClusterId is too long', version=13)
             m = len(b_cluster_id) + 1
             if m < 0x80:
-                t.append(m)
+                t_cluster_id.append(m)
             else:
-                _write_uvarint(t, m)
-            t += b_cluster_id
-        known.append((0, t))
+                _write_uvarint(t_cluster_id, m)
+            t_cluster_id += b_cluster_id
+        known.append((0, t_cluster_id))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))
     else:
@@ -2303,7 +2285,7 @@ def _decode_FetchRequest_v15(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[FetchRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_FetchRequestTopic_v13(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -2320,7 +2302,7 @@ def _decode_FetchRequest_v15(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
             raise _invalid('array ForgottenTopicsData declares more elements than bytes remain')
         lst_forgotten_topics_data: list[FetchRequestForgottenTopic] = []
         app_forgotten_topics_data = lst_forgotten_topics_data.append
-        for _ in range(n):
+        for _i_forgotten_topics_data in range(n):
             e_forgotten_topics_data = _new(FetchRequestForgottenTopic)
             e_forgotten_topics_data.topic = ''
             u_topic_id_raw, = _S5.unpack_from(buf, pos)
@@ -2347,11 +2329,10 @@ def _decode_FetchRequest_v15(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_forgotten_topics_data.unknown_tagged_fields = ()
-            else:
+            e_forgotten_topics_data.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_forgotten_topics_data = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -2384,11 +2365,10 @@ def _decode_FetchRequest_v15(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
@@ -2476,25 +2456,25 @@ def _encode_FetchRequest_v15(o: FetchRequest, out: bytearray) -> None:
         out += b_rack_id
     known: list[tuple[int, bytes | bytearray]] = []
     if o.cluster_id is not None:
-        t = bytearray()
+        t_cluster_id = bytearray()
         x_cluster_id = o.cluster_id
         if x_cluster_id is None:
-            t.append(0)
+            raise ValueOutOfRangeError('non-nullable field ClusterId is None', version=15)
         else:
             b_cluster_id = x_cluster_id.encode()
             if len(b_cluster_id) > 0x7FFF:
                 raise ValueOutOfRangeError('string field ClusterId is too long', version=15)
             m = len(b_cluster_id) + 1
             if m < 0x80:
-                t.append(m)
+                t_cluster_id.append(m)
             else:
-                _write_uvarint(t, m)
-            t += b_cluster_id
-        known.append((0, t))
+                _write_uvarint(t_cluster_id, m)
+            t_cluster_id += b_cluster_id
+        known.append((0, t_cluster_id))
     if o.replica_state != _DEFAULT_FetchRequestReplicaState:
-        t = bytearray()
-        _encode_FetchRequestReplicaState_v15(o.replica_state, t)
-        known.append((1, t))
+        t_replica_state = bytearray()
+        _encode_FetchRequestReplicaState_v15(o.replica_state, t_replica_state)
+        known.append((1, t_replica_state))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0, 1]))
     else:
@@ -2522,7 +2502,7 @@ def _decode_FetchRequest_v17(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[FetchRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_FetchRequestTopic_v17(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -2539,7 +2519,7 @@ def _decode_FetchRequest_v17(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
             raise _invalid('array ForgottenTopicsData declares more elements than bytes remain')
         lst_forgotten_topics_data: list[FetchRequestForgottenTopic] = []
         app_forgotten_topics_data = lst_forgotten_topics_data.append
-        for _ in range(n):
+        for _i_forgotten_topics_data in range(n):
             e_forgotten_topics_data = _new(FetchRequestForgottenTopic)
             e_forgotten_topics_data.topic = ''
             u_topic_id_raw, = _S5.unpack_from(buf, pos)
@@ -2566,11 +2546,10 @@ def _decode_FetchRequest_v17(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_forgotten_topics_data.unknown_tagged_fields = ()
-            else:
+            e_forgotten_topics_data.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_forgotten_topics_data = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -2603,11 +2582,10 @@ def _decode_FetchRequest_v17(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
@@ -2695,25 +2673,25 @@ def _encode_FetchRequest_v17(o: FetchRequest, out: bytearray) -> None:
         out += b_rack_id
     known: list[tuple[int, bytes | bytearray]] = []
     if o.cluster_id is not None:
-        t = bytearray()
+        t_cluster_id = bytearray()
         x_cluster_id = o.cluster_id
         if x_cluster_id is None:
-            t.append(0)
+            raise ValueOutOfRangeError('non-nullable field ClusterId is None', version=17)
         else:
             b_cluster_id = x_cluster_id.encode()
             if len(b_cluster_id) > 0x7FFF:
                 raise ValueOutOfRangeError('string field ClusterId is too long', version=17)
             m = len(b_cluster_id) + 1
             if m < 0x80:
-                t.append(m)
+                t_cluster_id.append(m)
             else:
-                _write_uvarint(t, m)
-            t += b_cluster_id
-        known.append((0, t))
+                _write_uvarint(t_cluster_id, m)
+            t_cluster_id += b_cluster_id
+        known.append((0, t_cluster_id))
     if o.replica_state != _DEFAULT_FetchRequestReplicaState:
-        t = bytearray()
-        _encode_FetchRequestReplicaState_v15(o.replica_state, t)
-        known.append((1, t))
+        t_replica_state = bytearray()
+        _encode_FetchRequestReplicaState_v15(o.replica_state, t_replica_state)
+        known.append((1, t_replica_state))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0, 1]))
     else:
@@ -2741,7 +2719,7 @@ def _decode_FetchRequest_v18(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[FetchRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_FetchRequestTopic_v18(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -2758,7 +2736,7 @@ def _decode_FetchRequest_v18(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
             raise _invalid('array ForgottenTopicsData declares more elements than bytes remain')
         lst_forgotten_topics_data: list[FetchRequestForgottenTopic] = []
         app_forgotten_topics_data = lst_forgotten_topics_data.append
-        for _ in range(n):
+        for _i_forgotten_topics_data in range(n):
             e_forgotten_topics_data = _new(FetchRequestForgottenTopic)
             e_forgotten_topics_data.topic = ''
             u_topic_id_raw, = _S5.unpack_from(buf, pos)
@@ -2785,11 +2763,10 @@ def _decode_FetchRequest_v18(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_forgotten_topics_data.unknown_tagged_fields = ()
-            else:
+            e_forgotten_topics_data.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_forgotten_topics_data = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -2822,11 +2799,10 @@ def _decode_FetchRequest_v18(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
@@ -2914,25 +2890,25 @@ def _encode_FetchRequest_v18(o: FetchRequest, out: bytearray) -> None:
         out += b_rack_id
     known: list[tuple[int, bytes | bytearray]] = []
     if o.cluster_id is not None:
-        t = bytearray()
+        t_cluster_id = bytearray()
         x_cluster_id = o.cluster_id
         if x_cluster_id is None:
-            t.append(0)
+            raise ValueOutOfRangeError('non-nullable field ClusterId is None', version=18)
         else:
             b_cluster_id = x_cluster_id.encode()
             if len(b_cluster_id) > 0x7FFF:
                 raise ValueOutOfRangeError('string field ClusterId is too long', version=18)
             m = len(b_cluster_id) + 1
             if m < 0x80:
-                t.append(m)
+                t_cluster_id.append(m)
             else:
-                _write_uvarint(t, m)
-            t += b_cluster_id
-        known.append((0, t))
+                _write_uvarint(t_cluster_id, m)
+            t_cluster_id += b_cluster_id
+        known.append((0, t_cluster_id))
     if o.replica_state != _DEFAULT_FetchRequestReplicaState:
-        t = bytearray()
-        _encode_FetchRequestReplicaState_v15(o.replica_state, t)
-        known.append((1, t))
+        t_replica_state = bytearray()
+        _encode_FetchRequestReplicaState_v15(o.replica_state, t_replica_state)
+        known.append((1, t_replica_state))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0, 1]))
     else:
@@ -2949,11 +2925,10 @@ def _decode_FetchResponseEpochEndOffset_v12(buf: bytes, pos: int) -> tuple[Fetch
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -2984,11 +2959,10 @@ def _decode_FetchResponseLeaderIdAndEpoch_v12(buf: bytes, pos: int) -> tuple[Fet
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -3019,11 +2993,10 @@ def _decode_FetchResponseSnapshotId_v12(buf: bytes, pos: int) -> tuple[FetchResp
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -3068,11 +3041,10 @@ def _decode_FetchResponseAbortedTransaction_v12(buf: bytes, pos: int) -> tuple[F
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -3157,7 +3129,7 @@ def _decode_FetchResponsePartitionData_v4(buf: bytes, pos: int) -> tuple[FetchRe
             raise _invalid('array AbortedTransactions declares more elements than bytes remain')
         lst_aborted_transactions: list[FetchResponseAbortedTransaction] = []
         app_aborted_transactions = lst_aborted_transactions.append
-        for _ in range(n):
+        for _i_aborted_transactions in range(n):
             e_aborted_transactions = _new(FetchResponseAbortedTransaction)
             e_aborted_transactions.producer_id, e_aborted_transactions.first_offset = _S19.unpack_from(buf, pos)
             pos += 16
@@ -3225,7 +3197,7 @@ def _decode_FetchResponsePartitionData_v5(buf: bytes, pos: int) -> tuple[FetchRe
             raise _invalid('array AbortedTransactions declares more elements than bytes remain')
         lst_aborted_transactions: list[FetchResponseAbortedTransaction] = []
         app_aborted_transactions = lst_aborted_transactions.append
-        for _ in range(n):
+        for _i_aborted_transactions in range(n):
             e_aborted_transactions = _new(FetchResponseAbortedTransaction)
             e_aborted_transactions.producer_id, e_aborted_transactions.first_offset = _S19.unpack_from(buf, pos)
             pos += 16
@@ -3292,7 +3264,7 @@ def _decode_FetchResponsePartitionData_v11(buf: bytes, pos: int) -> tuple[FetchR
             raise _invalid('array AbortedTransactions declares more elements than bytes remain')
         lst_aborted_transactions: list[FetchResponseAbortedTransaction] = []
         app_aborted_transactions = lst_aborted_transactions.append
-        for _ in range(n):
+        for _i_aborted_transactions in range(n):
             e_aborted_transactions = _new(FetchResponseAbortedTransaction)
             e_aborted_transactions.producer_id, e_aborted_transactions.first_offset = _S19.unpack_from(buf, pos)
             pos += 16
@@ -3364,7 +3336,7 @@ def _decode_FetchResponsePartitionData_v12(buf: bytes, pos: int) -> tuple[FetchR
             raise _invalid('array AbortedTransactions declares more elements than bytes remain')
         lst_aborted_transactions: list[FetchResponseAbortedTransaction] = []
         app_aborted_transactions = lst_aborted_transactions.append
-        for _ in range(n):
+        for _i_aborted_transactions in range(n):
             e_aborted_transactions = _new(FetchResponseAbortedTransaction)
             e_aborted_transactions.producer_id, e_aborted_transactions.first_offset = _S19.unpack_from(buf, pos)
             pos += 16
@@ -3373,11 +3345,10 @@ def _decode_FetchResponsePartitionData_v12(buf: bytes, pos: int) -> tuple[FetchR
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_aborted_transactions.unknown_tagged_fields = ()
-            else:
+            e_aborted_transactions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_aborted_transactions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -3410,11 +3381,10 @@ def _decode_FetchResponsePartitionData_v12(buf: bytes, pos: int) -> tuple[FetchR
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
@@ -3464,17 +3434,17 @@ def _encode_FetchResponsePartitionData_v12(o: FetchResponsePartitionData, out: b
         _put_records(out, b_records)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.diverging_epoch != _DEFAULT_FetchResponseEpochEndOffset:
-        t = bytearray()
-        _encode_FetchResponseEpochEndOffset_v12(o.diverging_epoch, t)
-        known.append((0, t))
+        t_diverging_epoch = bytearray()
+        _encode_FetchResponseEpochEndOffset_v12(o.diverging_epoch, t_diverging_epoch)
+        known.append((0, t_diverging_epoch))
     if o.current_leader != _DEFAULT_FetchResponseLeaderIdAndEpoch:
-        t = bytearray()
-        _encode_FetchResponseLeaderIdAndEpoch_v12(o.current_leader, t)
-        known.append((1, t))
+        t_current_leader = bytearray()
+        _encode_FetchResponseLeaderIdAndEpoch_v12(o.current_leader, t_current_leader)
+        known.append((1, t_current_leader))
     if o.snapshot_id != _DEFAULT_FetchResponseSnapshotId:
-        t = bytearray()
-        _encode_FetchResponseSnapshotId_v12(o.snapshot_id, t)
-        known.append((2, t))
+        t_snapshot_id = bytearray()
+        _encode_FetchResponseSnapshotId_v12(o.snapshot_id, t_snapshot_id)
+        known.append((2, t_snapshot_id))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0, 1, 2]))
     else:
@@ -3505,7 +3475,7 @@ def _decode_FetchResponseFetchableTopicResponse_v0(buf: bytes, pos: int) -> tupl
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[FetchResponsePartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(FetchResponsePartitionData)
             e_partitions.last_stable_offset = -1
             e_partitions.log_start_offset = -1
@@ -3575,7 +3545,7 @@ def _decode_FetchResponseFetchableTopicResponse_v4(buf: bytes, pos: int) -> tupl
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[FetchResponsePartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchResponsePartitionData_v4(buf, pos)
             app_partitions(x_partitions)
         o.partitions = lst_partitions
@@ -3627,7 +3597,7 @@ def _decode_FetchResponseFetchableTopicResponse_v5(buf: bytes, pos: int) -> tupl
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[FetchResponsePartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchResponsePartitionData_v5(buf, pos)
             app_partitions(x_partitions)
         o.partitions = lst_partitions
@@ -3679,7 +3649,7 @@ def _decode_FetchResponseFetchableTopicResponse_v11(buf: bytes, pos: int) -> tup
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[FetchResponsePartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchResponsePartitionData_v11(buf, pos)
             app_partitions(x_partitions)
         o.partitions = lst_partitions
@@ -3741,7 +3711,7 @@ def _decode_FetchResponseFetchableTopicResponse_v12(buf: bytes, pos: int) -> tup
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[FetchResponsePartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchResponsePartitionData_v12(buf, pos)
             app_partitions(x_partitions)
         o.partitions = lst_partitions
@@ -3750,11 +3720,10 @@ def _decode_FetchResponseFetchableTopicResponse_v12(buf: bytes, pos: int) -> tup
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -3818,7 +3787,7 @@ def _decode_FetchResponseFetchableTopicResponse_v13(buf: bytes, pos: int) -> tup
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[FetchResponsePartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchResponsePartitionData_v12(buf, pos)
             app_partitions(x_partitions)
         o.partitions = lst_partitions
@@ -3827,11 +3796,10 @@ def _decode_FetchResponseFetchableTopicResponse_v13(buf: bytes, pos: int) -> tup
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -3907,11 +3875,10 @@ def _decode_FetchResponseNodeEndpoint_v16(buf: bytes, pos: int) -> tuple[FetchRe
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -3975,7 +3942,7 @@ def _decode_FetchResponse_v0(buf: bytes, pos: int) -> tuple[FetchResponse, int]:
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[FetchResponseFetchableTopicResponse] = []
         app_responses = lst_responses.append
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_FetchResponseFetchableTopicResponse_v0(buf, pos)
             app_responses(x_responses)
         o.responses = lst_responses
@@ -4014,7 +3981,7 @@ def _decode_FetchResponse_v1(buf: bytes, pos: int) -> tuple[FetchResponse, int]:
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[FetchResponseFetchableTopicResponse] = []
         app_responses = lst_responses.append
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_FetchResponseFetchableTopicResponse_v0(buf, pos)
             app_responses(x_responses)
         o.responses = lst_responses
@@ -4054,7 +4021,7 @@ def _decode_FetchResponse_v4(buf: bytes, pos: int) -> tuple[FetchResponse, int]:
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[FetchResponseFetchableTopicResponse] = []
         app_responses = lst_responses.append
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_FetchResponseFetchableTopicResponse_v4(buf, pos)
             app_responses(x_responses)
         o.responses = lst_responses
@@ -4094,7 +4061,7 @@ def _decode_FetchResponse_v5(buf: bytes, pos: int) -> tuple[FetchResponse, int]:
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[FetchResponseFetchableTopicResponse] = []
         app_responses = lst_responses.append
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_FetchResponseFetchableTopicResponse_v5(buf, pos)
             app_responses(x_responses)
         o.responses = lst_responses
@@ -4132,7 +4099,7 @@ def _decode_FetchResponse_v7(buf: bytes, pos: int) -> tuple[FetchResponse, int]:
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[FetchResponseFetchableTopicResponse] = []
         app_responses = lst_responses.append
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_FetchResponseFetchableTopicResponse_v5(buf, pos)
             app_responses(x_responses)
         o.responses = lst_responses
@@ -4168,7 +4135,7 @@ def _decode_FetchResponse_v11(buf: bytes, pos: int) -> tuple[FetchResponse, int]
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[FetchResponseFetchableTopicResponse] = []
         app_responses = lst_responses.append
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_FetchResponseFetchableTopicResponse_v11(buf, pos)
             app_responses(x_responses)
         o.responses = lst_responses
@@ -4210,7 +4177,7 @@ def _decode_FetchResponse_v12(buf: bytes, pos: int) -> tuple[FetchResponse, int]
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[FetchResponseFetchableTopicResponse] = []
         app_responses = lst_responses.append
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_FetchResponseFetchableTopicResponse_v12(buf, pos)
             app_responses(x_responses)
         o.responses = lst_responses
@@ -4219,14 +4186,13 @@ def _decode_FetchResponse_v12(buf: bytes, pos: int) -> tuple[FetchResponse, int]
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
-            if tag in (0,):
+            if tag == 0:
                 raise _invalid(f'tag {tag} is not valid in version 12')
             else:
                 end = pos + size
@@ -4278,7 +4244,7 @@ def _decode_FetchResponse_v13(buf: bytes, pos: int) -> tuple[FetchResponse, int]
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[FetchResponseFetchableTopicResponse] = []
         app_responses = lst_responses.append
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_FetchResponseFetchableTopicResponse_v13(buf, pos)
             app_responses(x_responses)
         o.responses = lst_responses
@@ -4287,14 +4253,13 @@ def _decode_FetchResponse_v13(buf: bytes, pos: int) -> tuple[FetchResponse, int]
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
-            if tag in (0,):
+            if tag == 0:
                 raise _invalid(f'tag {tag} is not valid in version 13')
             else:
                 end = pos + size
@@ -4346,7 +4311,7 @@ def _decode_FetchResponse_v16(buf: bytes, pos: int) -> tuple[FetchResponse, int]
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[FetchResponseFetchableTopicResponse] = []
         app_responses = lst_responses.append
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_FetchResponseFetchableTopicResponse_v13(buf, pos)
             app_responses(x_responses)
         o.responses = lst_responses
@@ -4355,11 +4320,10 @@ def _decode_FetchResponse_v16(buf: bytes, pos: int) -> tuple[FetchResponse, int]
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
@@ -4376,7 +4340,7 @@ def _decode_FetchResponse_v16(buf: bytes, pos: int) -> tuple[FetchResponse, int]
                         raise _invalid('array NodeEndpoints declares more elements than bytes remain')
                     lst_node_endpoints: list[FetchResponseNodeEndpoint] = []
                     app_node_endpoints = lst_node_endpoints.append
-                    for _ in range(n):
+                    for _i_node_endpoints in range(n):
                         e_node_endpoints = _new(FetchResponseNodeEndpoint)
                         e_node_endpoints.node_id, = _S7.unpack_from(buf, pos)
                         pos += 4
@@ -4419,11 +4383,10 @@ def _decode_FetchResponse_v16(buf: bytes, pos: int) -> tuple[FetchResponse, int]
                             pos += 1
                         else:
                             n, pos = _read_uvarint(buf, pos)
-                        if n == 0:
-                            e_node_endpoints.unknown_tagged_fields = ()
-                        else:
+                        e_node_endpoints.unknown_tagged_fields = ()
+                        if n != 0:
                             unknown_e_node_endpoints = []
-                            for _ in range(n):
+                            for _i_tag in range(n):
                                 tag, pos = _read_uvarint(buf, pos)
                                 size, pos = _read_uvarint(buf, pos)
                                 if True:
@@ -4460,18 +4423,18 @@ def _encode_FetchResponse_v16(o: FetchResponse, out: bytearray) -> None:
             _encode_FetchResponseFetchableTopicResponse_v13(e_responses, out)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
-        t = bytearray()
+        t_node_endpoints = bytearray()
         x_node_endpoints = o.node_endpoints
         if x_node_endpoints is None:
             raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=16)
         else:
             m = len(x_node_endpoints) + 1
             if m < 0x80:
-                t.append(m)
+                t_node_endpoints.append(m)
             else:
-                _write_uvarint(t, m)
+                _write_uvarint(t_node_endpoints, m)
             for e_node_endpoints in x_node_endpoints:
-                t += _S7.pack(e_node_endpoints.node_id)
+                t_node_endpoints += _S7.pack(e_node_endpoints.node_id)
                 x_node_endpoints_host = e_node_endpoints.host
                 if x_node_endpoints_host is None:
                     raise ValueOutOfRangeError('non-nullable field Host is None', version=16)
@@ -4481,29 +4444,29 @@ def _encode_FetchResponse_v16(o: FetchResponse, out: bytearray) -> None:
                         raise ValueOutOfRangeError('string field Host is too long', version=16)
                     m = len(b_node_endpoints_host) + 1
                     if m < 0x80:
-                        t.append(m)
+                        t_node_endpoints.append(m)
                     else:
-                        _write_uvarint(t, m)
-                    t += b_node_endpoints_host
-                t += _S7.pack(e_node_endpoints.port)
+                        _write_uvarint(t_node_endpoints, m)
+                    t_node_endpoints += b_node_endpoints_host
+                t_node_endpoints += _S7.pack(e_node_endpoints.port)
                 x_node_endpoints_rack = e_node_endpoints.rack
                 if x_node_endpoints_rack is None:
-                    t.append(0)
+                    t_node_endpoints.append(0)
                 else:
                     b_node_endpoints_rack = x_node_endpoints_rack.encode()
                     if len(b_node_endpoints_rack) > 0x7FFF:
                         raise ValueOutOfRangeError('string field Rack is too long', version=16)
                     m = len(b_node_endpoints_rack) + 1
                     if m < 0x80:
-                        t.append(m)
+                        t_node_endpoints.append(m)
                     else:
-                        _write_uvarint(t, m)
-                    t += b_node_endpoints_rack
+                        _write_uvarint(t_node_endpoints, m)
+                    t_node_endpoints += b_node_endpoints_rack
                 if e_node_endpoints.unknown_tagged_fields:
-                    _write_tagged(t, [], e_node_endpoints.unknown_tagged_fields, frozenset())
+                    _write_tagged(t_node_endpoints, [], e_node_endpoints.unknown_tagged_fields, frozenset())
                 else:
-                    t.append(0)
-        known.append((0, t))
+                    t_node_endpoints.append(0)
+        known.append((0, t_node_endpoints))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))
     else:

@@ -191,11 +191,10 @@ def _decode_FetchSnapshotRequestSnapshotId_v0(buf: bytes, pos: int) -> tuple[Fet
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -230,14 +229,13 @@ def _decode_FetchSnapshotRequestPartitionSnapshot_v0(buf: bytes, pos: int) -> tu
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
-            if tag in (0,):
+            if tag == 0:
                 raise _invalid(f'tag {tag} is not valid in version 0')
             else:
                 end = pos + size
@@ -273,11 +271,10 @@ def _decode_FetchSnapshotRequestPartitionSnapshot_v1(buf: bytes, pos: int) -> tu
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
@@ -300,9 +297,9 @@ def _encode_FetchSnapshotRequestPartitionSnapshot_v1(o: FetchSnapshotRequestPart
     out += _S2.pack(o.position)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.replica_directory_id != ZERO_UUID:
-        t = bytearray()
-        t += _S3.pack(o.replica_directory_id.bytes)
-        known.append((0, t))
+        t_replica_directory_id = bytearray()
+        t_replica_directory_id += o.replica_directory_id.bytes
+        known.append((0, t_replica_directory_id))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))
     else:
@@ -341,7 +338,7 @@ def _decode_FetchSnapshotRequestTopicSnapshot_v0(buf: bytes, pos: int) -> tuple[
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[FetchSnapshotRequestPartitionSnapshot] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchSnapshotRequestPartitionSnapshot_v0(buf, pos)
             app_partitions(x_partitions)
         o.partitions = lst_partitions
@@ -350,11 +347,10 @@ def _decode_FetchSnapshotRequestTopicSnapshot_v0(buf: bytes, pos: int) -> tuple[
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -430,7 +426,7 @@ def _decode_FetchSnapshotRequestTopicSnapshot_v1(buf: bytes, pos: int) -> tuple[
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[FetchSnapshotRequestPartitionSnapshot] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchSnapshotRequestPartitionSnapshot_v1(buf, pos)
             app_partitions(x_partitions)
         o.partitions = lst_partitions
@@ -439,11 +435,10 @@ def _decode_FetchSnapshotRequestTopicSnapshot_v1(buf: bytes, pos: int) -> tuple[
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -506,7 +501,7 @@ def _decode_FetchSnapshotRequest_v0(buf: bytes, pos: int) -> tuple[FetchSnapshot
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[FetchSnapshotRequestTopicSnapshot] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_FetchSnapshotRequestTopicSnapshot_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -515,11 +510,10 @@ def _decode_FetchSnapshotRequest_v0(buf: bytes, pos: int) -> tuple[FetchSnapshot
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
@@ -564,21 +558,21 @@ def _encode_FetchSnapshotRequest_v0(o: FetchSnapshotRequest, out: bytearray) -> 
             _encode_FetchSnapshotRequestTopicSnapshot_v0(e_topics, out)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.cluster_id is not None:
-        t = bytearray()
+        t_cluster_id = bytearray()
         x_cluster_id = o.cluster_id
         if x_cluster_id is None:
-            t.append(0)
+            raise ValueOutOfRangeError('non-nullable field ClusterId is None', version=0)
         else:
             b_cluster_id = x_cluster_id.encode()
             if len(b_cluster_id) > 0x7FFF:
                 raise ValueOutOfRangeError('string field ClusterId is too long', version=0)
             m = len(b_cluster_id) + 1
             if m < 0x80:
-                t.append(m)
+                t_cluster_id.append(m)
             else:
-                _write_uvarint(t, m)
-            t += b_cluster_id
-        known.append((0, t))
+                _write_uvarint(t_cluster_id, m)
+            t_cluster_id += b_cluster_id
+        known.append((0, t_cluster_id))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))
     else:
@@ -604,7 +598,7 @@ def _decode_FetchSnapshotRequest_v1(buf: bytes, pos: int) -> tuple[FetchSnapshot
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[FetchSnapshotRequestTopicSnapshot] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_FetchSnapshotRequestTopicSnapshot_v1(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -613,11 +607,10 @@ def _decode_FetchSnapshotRequest_v1(buf: bytes, pos: int) -> tuple[FetchSnapshot
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
@@ -662,21 +655,21 @@ def _encode_FetchSnapshotRequest_v1(o: FetchSnapshotRequest, out: bytearray) -> 
             _encode_FetchSnapshotRequestTopicSnapshot_v1(e_topics, out)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.cluster_id is not None:
-        t = bytearray()
+        t_cluster_id = bytearray()
         x_cluster_id = o.cluster_id
         if x_cluster_id is None:
-            t.append(0)
+            raise ValueOutOfRangeError('non-nullable field ClusterId is None', version=1)
         else:
             b_cluster_id = x_cluster_id.encode()
             if len(b_cluster_id) > 0x7FFF:
                 raise ValueOutOfRangeError('string field ClusterId is too long', version=1)
             m = len(b_cluster_id) + 1
             if m < 0x80:
-                t.append(m)
+                t_cluster_id.append(m)
             else:
-                _write_uvarint(t, m)
-            t += b_cluster_id
-        known.append((0, t))
+                _write_uvarint(t_cluster_id, m)
+            t_cluster_id += b_cluster_id
+        known.append((0, t_cluster_id))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))
     else:
@@ -693,11 +686,10 @@ def _decode_FetchSnapshotResponseSnapshotId_v0(buf: bytes, pos: int) -> tuple[Fe
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -728,11 +720,10 @@ def _decode_FetchSnapshotResponseLeaderIdAndEpoch_v0(buf: bytes, pos: int) -> tu
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -782,11 +773,10 @@ def _decode_FetchSnapshotResponsePartitionSnapshot_v0(buf: bytes, pos: int) -> t
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
@@ -818,9 +808,9 @@ def _encode_FetchSnapshotResponsePartitionSnapshot_v0(o: FetchSnapshotResponsePa
         _put_records(out, b_unaligned_records)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.current_leader != _DEFAULT_FetchSnapshotResponseLeaderIdAndEpoch:
-        t = bytearray()
-        _encode_FetchSnapshotResponseLeaderIdAndEpoch_v0(o.current_leader, t)
-        known.append((0, t))
+        t_current_leader = bytearray()
+        _encode_FetchSnapshotResponseLeaderIdAndEpoch_v0(o.current_leader, t_current_leader)
+        known.append((0, t_current_leader))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))
     else:
@@ -859,7 +849,7 @@ def _decode_FetchSnapshotResponseTopicSnapshot_v0(buf: bytes, pos: int) -> tuple
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[FetchSnapshotResponsePartitionSnapshot] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_FetchSnapshotResponsePartitionSnapshot_v0(buf, pos)
             app_partitions(x_partitions)
         o.partitions = lst_partitions
@@ -868,11 +858,10 @@ def _decode_FetchSnapshotResponseTopicSnapshot_v0(buf: bytes, pos: int) -> tuple
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -944,11 +933,10 @@ def _decode_FetchSnapshotResponseNodeEndpoint_v1(buf: bytes, pos: int) -> tuple[
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1002,7 +990,7 @@ def _decode_FetchSnapshotResponse_v0(buf: bytes, pos: int) -> tuple[FetchSnapsho
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[FetchSnapshotResponseTopicSnapshot] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_FetchSnapshotResponseTopicSnapshot_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1011,14 +999,13 @@ def _decode_FetchSnapshotResponse_v0(buf: bytes, pos: int) -> tuple[FetchSnapsho
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
-            if tag in (0,):
+            if tag == 0:
                 raise _invalid(f'tag {tag} is not valid in version 0')
             else:
                 end = pos + size
@@ -1070,7 +1057,7 @@ def _decode_FetchSnapshotResponse_v1(buf: bytes, pos: int) -> tuple[FetchSnapsho
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[FetchSnapshotResponseTopicSnapshot] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_FetchSnapshotResponseTopicSnapshot_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1079,11 +1066,10 @@ def _decode_FetchSnapshotResponse_v1(buf: bytes, pos: int) -> tuple[FetchSnapsho
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
@@ -1100,7 +1086,7 @@ def _decode_FetchSnapshotResponse_v1(buf: bytes, pos: int) -> tuple[FetchSnapsho
                         raise _invalid('array NodeEndpoints declares more elements than bytes remain')
                     lst_node_endpoints: list[FetchSnapshotResponseNodeEndpoint] = []
                     app_node_endpoints = lst_node_endpoints.append
-                    for _ in range(n):
+                    for _i_node_endpoints in range(n):
                         e_node_endpoints = _new(FetchSnapshotResponseNodeEndpoint)
                         e_node_endpoints.node_id, = _S6.unpack_from(buf, pos)
                         pos += 4
@@ -1127,11 +1113,10 @@ def _decode_FetchSnapshotResponse_v1(buf: bytes, pos: int) -> tuple[FetchSnapsho
                             pos += 1
                         else:
                             n, pos = _read_uvarint(buf, pos)
-                        if n == 0:
-                            e_node_endpoints.unknown_tagged_fields = ()
-                        else:
+                        e_node_endpoints.unknown_tagged_fields = ()
+                        if n != 0:
                             unknown_e_node_endpoints = []
-                            for _ in range(n):
+                            for _i_tag in range(n):
                                 tag, pos = _read_uvarint(buf, pos)
                                 size, pos = _read_uvarint(buf, pos)
                                 if True:
@@ -1168,18 +1153,18 @@ def _encode_FetchSnapshotResponse_v1(o: FetchSnapshotResponse, out: bytearray) -
             _encode_FetchSnapshotResponseTopicSnapshot_v0(e_topics, out)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
-        t = bytearray()
+        t_node_endpoints = bytearray()
         x_node_endpoints = o.node_endpoints
         if x_node_endpoints is None:
             raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=1)
         else:
             m = len(x_node_endpoints) + 1
             if m < 0x80:
-                t.append(m)
+                t_node_endpoints.append(m)
             else:
-                _write_uvarint(t, m)
+                _write_uvarint(t_node_endpoints, m)
             for e_node_endpoints in x_node_endpoints:
-                t += _S6.pack(e_node_endpoints.node_id)
+                t_node_endpoints += _S6.pack(e_node_endpoints.node_id)
                 x_node_endpoints_host = e_node_endpoints.host
                 if x_node_endpoints_host is None:
                     raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
@@ -1189,16 +1174,16 @@ def _encode_FetchSnapshotResponse_v1(o: FetchSnapshotResponse, out: bytearray) -
                         raise ValueOutOfRangeError('string field Host is too long', version=1)
                     m = len(b_node_endpoints_host) + 1
                     if m < 0x80:
-                        t.append(m)
+                        t_node_endpoints.append(m)
                     else:
-                        _write_uvarint(t, m)
-                    t += b_node_endpoints_host
-                t += _S7.pack(e_node_endpoints.port)
+                        _write_uvarint(t_node_endpoints, m)
+                    t_node_endpoints += b_node_endpoints_host
+                t_node_endpoints += _S7.pack(e_node_endpoints.port)
                 if e_node_endpoints.unknown_tagged_fields:
-                    _write_tagged(t, [], e_node_endpoints.unknown_tagged_fields, frozenset())
+                    _write_tagged(t_node_endpoints, [], e_node_endpoints.unknown_tagged_fields, frozenset())
                 else:
-                    t.append(0)
-        known.append((0, t))
+                    t_node_endpoints.append(0)
+        known.append((0, t_node_endpoints))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))
     else:

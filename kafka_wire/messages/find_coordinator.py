@@ -190,11 +190,10 @@ def _decode_FindCoordinatorRequest_v3(buf: bytes, pos: int) -> tuple[FindCoordin
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -249,7 +248,7 @@ def _decode_FindCoordinatorRequest_v4(buf: bytes, pos: int) -> tuple[FindCoordin
             raise _invalid('array CoordinatorKeys declares more elements than bytes remain')
         lst_coordinator_keys: list[str] = []
         app_coordinator_keys = lst_coordinator_keys.append
-        for _ in range(n):
+        for _i_coordinator_keys in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -271,11 +270,10 @@ def _decode_FindCoordinatorRequest_v4(buf: bytes, pos: int) -> tuple[FindCoordin
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -377,11 +375,10 @@ def _decode_FindCoordinatorResponseCoordinator_v4(buf: bytes, pos: int) -> tuple
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -593,11 +590,10 @@ def _decode_FindCoordinatorResponse_v3(buf: bytes, pos: int) -> tuple[FindCoordi
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -671,7 +667,7 @@ def _decode_FindCoordinatorResponse_v4(buf: bytes, pos: int) -> tuple[FindCoordi
             raise _invalid('array Coordinators declares more elements than bytes remain')
         lst_coordinators: list[FindCoordinatorResponseCoordinator] = []
         app_coordinators = lst_coordinators.append
-        for _ in range(n):
+        for _i_coordinators in range(n):
             e_coordinators = _new(FindCoordinatorResponseCoordinator)
             n = buf[pos]
             if n < 0x80:
@@ -730,11 +726,10 @@ def _decode_FindCoordinatorResponse_v4(buf: bytes, pos: int) -> tuple[FindCoordi
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_coordinators.unknown_tagged_fields = ()
-            else:
+            e_coordinators.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_coordinators = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -751,11 +746,10 @@ def _decode_FindCoordinatorResponse_v4(buf: bytes, pos: int) -> tuple[FindCoordi
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

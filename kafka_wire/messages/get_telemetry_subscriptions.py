@@ -77,11 +77,10 @@ def _decode_GetTelemetrySubscriptionsRequest_v0(buf: bytes, pos: int) -> tuple[G
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -139,7 +138,7 @@ def _decode_GetTelemetrySubscriptionsResponse_v0(buf: bytes, pos: int) -> tuple[
             raise _invalid('array RequestedMetrics declares more elements than bytes remain')
         lst_requested_metrics: list[str] = []
         app_requested_metrics = lst_requested_metrics.append
-        for _ in range(n):
+        for _i_requested_metrics in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -161,11 +160,10 @@ def _decode_GetTelemetrySubscriptionsResponse_v0(buf: bytes, pos: int) -> tuple[
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

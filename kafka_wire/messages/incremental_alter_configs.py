@@ -194,11 +194,10 @@ def _decode_IncrementalAlterConfigsRequestAlterableConfig_v1(buf: bytes, pos: in
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -269,7 +268,7 @@ def _decode_IncrementalAlterConfigsRequestAlterConfigsResource_v0(buf: bytes, po
             raise _invalid('array Configs declares more elements than bytes remain')
         lst_configs: list[IncrementalAlterConfigsRequestAlterableConfig] = []
         app_configs = lst_configs.append
-        for _ in range(n):
+        for _i_configs in range(n):
             e_configs = _new(IncrementalAlterConfigsRequestAlterableConfig)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -376,7 +375,7 @@ def _decode_IncrementalAlterConfigsRequestAlterConfigsResource_v1(buf: bytes, po
             raise _invalid('array Configs declares more elements than bytes remain')
         lst_configs: list[IncrementalAlterConfigsRequestAlterableConfig] = []
         app_configs = lst_configs.append
-        for _ in range(n):
+        for _i_configs in range(n):
             e_configs = _new(IncrementalAlterConfigsRequestAlterableConfig)
             n = buf[pos]
             if n < 0x80:
@@ -417,11 +416,10 @@ def _decode_IncrementalAlterConfigsRequestAlterConfigsResource_v1(buf: bytes, po
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_configs.unknown_tagged_fields = ()
-            else:
+            e_configs.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_configs = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -438,11 +436,10 @@ def _decode_IncrementalAlterConfigsRequestAlterConfigsResource_v1(buf: bytes, po
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -529,7 +526,7 @@ def _decode_IncrementalAlterConfigsRequest_v0(buf: bytes, pos: int) -> tuple[Inc
             raise _invalid('array Resources declares more elements than bytes remain')
         lst_resources: list[IncrementalAlterConfigsRequestAlterConfigsResource] = []
         app_resources = lst_resources.append
-        for _ in range(n):
+        for _i_resources in range(n):
             x_resources, pos = _decode_IncrementalAlterConfigsRequestAlterConfigsResource_v0(buf, pos)
             app_resources(x_resources)
         o.resources = lst_resources
@@ -568,7 +565,7 @@ def _decode_IncrementalAlterConfigsRequest_v1(buf: bytes, pos: int) -> tuple[Inc
             raise _invalid('array Resources declares more elements than bytes remain')
         lst_resources: list[IncrementalAlterConfigsRequestAlterConfigsResource] = []
         app_resources = lst_resources.append
-        for _ in range(n):
+        for _i_resources in range(n):
             x_resources, pos = _decode_IncrementalAlterConfigsRequestAlterConfigsResource_v1(buf, pos)
             app_resources(x_resources)
         o.resources = lst_resources
@@ -579,11 +576,10 @@ def _decode_IncrementalAlterConfigsRequest_v1(buf: bytes, pos: int) -> tuple[Inc
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -715,11 +711,10 @@ def _decode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v1(buf: 
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -779,7 +774,7 @@ def _decode_IncrementalAlterConfigsResponse_v0(buf: bytes, pos: int) -> tuple[In
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[IncrementalAlterConfigsResponseAlterConfigsResourceResponse] = []
         app_responses = lst_responses.append
-        for _ in range(n):
+        for _i_responses in range(n):
             e_responses = _new(IncrementalAlterConfigsResponseAlterConfigsResourceResponse)
             e_responses.error_code, n = _S5.unpack_from(buf, pos)
             pos += 4
@@ -864,7 +859,7 @@ def _decode_IncrementalAlterConfigsResponse_v1(buf: bytes, pos: int) -> tuple[In
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[IncrementalAlterConfigsResponseAlterConfigsResourceResponse] = []
         app_responses = lst_responses.append
-        for _ in range(n):
+        for _i_responses in range(n):
             e_responses = _new(IncrementalAlterConfigsResponseAlterConfigsResourceResponse)
             e_responses.error_code, = _S1.unpack_from(buf, pos)
             pos += 2
@@ -907,11 +902,10 @@ def _decode_IncrementalAlterConfigsResponse_v1(buf: bytes, pos: int) -> tuple[In
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_responses.unknown_tagged_fields = ()
-            else:
+            e_responses.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_responses = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -928,11 +922,10 @@ def _decode_IncrementalAlterConfigsResponse_v1(buf: bytes, pos: int) -> tuple[In
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

@@ -113,11 +113,10 @@ def _decode_InitializeShareGroupStateRequestPartitionData_v0(buf: bytes, pos: in
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -157,7 +156,7 @@ def _decode_InitializeShareGroupStateRequestInitializeStateData_v0(buf: bytes, p
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[InitializeShareGroupStateRequestPartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(InitializeShareGroupStateRequestPartitionData)
             e_partitions.partition, e_partitions.state_epoch, e_partitions.start_offset = _S0.unpack_from(buf, pos)
             pos += 16
@@ -166,11 +165,10 @@ def _decode_InitializeShareGroupStateRequestInitializeStateData_v0(buf: bytes, p
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -187,11 +185,10 @@ def _decode_InitializeShareGroupStateRequestInitializeStateData_v0(buf: bytes, p
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -259,7 +256,7 @@ def _decode_InitializeShareGroupStateRequest_v0(buf: bytes, pos: int) -> tuple[I
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[InitializeShareGroupStateRequestInitializeStateData] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_InitializeShareGroupStateRequestInitializeStateData_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -268,11 +265,10 @@ def _decode_InitializeShareGroupStateRequest_v0(buf: bytes, pos: int) -> tuple[I
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -342,11 +338,10 @@ def _decode_InitializeShareGroupStateResponsePartitionResult_v0(buf: bytes, pos:
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -399,7 +394,7 @@ def _decode_InitializeShareGroupStateResponseInitializeStateResult_v0(buf: bytes
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[InitializeShareGroupStateResponsePartitionResult] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(InitializeShareGroupStateResponsePartitionResult)
             e_partitions.partition, e_partitions.error_code = _S2.unpack_from(buf, pos)
             pos += 6
@@ -424,11 +419,10 @@ def _decode_InitializeShareGroupStateResponseInitializeStateResult_v0(buf: bytes
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -445,11 +439,10 @@ def _decode_InitializeShareGroupStateResponseInitializeStateResult_v0(buf: bytes
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -514,7 +507,7 @@ def _decode_InitializeShareGroupStateResponse_v0(buf: bytes, pos: int) -> tuple[
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[InitializeShareGroupStateResponseInitializeStateResult] = []
         app_results = lst_results.append
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_InitializeShareGroupStateResponseInitializeStateResult_v0(buf, pos)
             app_results(x_results)
         o.results = lst_results
@@ -523,11 +516,10 @@ def _decode_InitializeShareGroupStateResponse_v0(buf: bytes, pos: int) -> tuple[
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

@@ -198,11 +198,10 @@ def _decode_JoinGroupRequestProtocol_v6(buf: bytes, pos: int) -> tuple[JoinGroup
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -293,7 +292,7 @@ def _decode_JoinGroupRequest_v0(buf: bytes, pos: int) -> tuple[JoinGroupRequest,
             raise _invalid('array Protocols declares more elements than bytes remain')
         lst_protocols: list[JoinGroupRequestProtocol] = []
         app_protocols = lst_protocols.append
-        for _ in range(n):
+        for _i_protocols in range(n):
             e_protocols = _new(JoinGroupRequestProtocol)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -427,7 +426,7 @@ def _decode_JoinGroupRequest_v1(buf: bytes, pos: int) -> tuple[JoinGroupRequest,
             raise _invalid('array Protocols declares more elements than bytes remain')
         lst_protocols: list[JoinGroupRequestProtocol] = []
         app_protocols = lst_protocols.append
-        for _ in range(n):
+        for _i_protocols in range(n):
             e_protocols = _new(JoinGroupRequestProtocol)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -570,7 +569,7 @@ def _decode_JoinGroupRequest_v5(buf: bytes, pos: int) -> tuple[JoinGroupRequest,
             raise _invalid('array Protocols declares more elements than bytes remain')
         lst_protocols: list[JoinGroupRequestProtocol] = []
         app_protocols = lst_protocols.append
-        for _ in range(n):
+        for _i_protocols in range(n):
             e_protocols = _new(JoinGroupRequestProtocol)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -748,7 +747,7 @@ def _decode_JoinGroupRequest_v6(buf: bytes, pos: int) -> tuple[JoinGroupRequest,
             raise _invalid('array Protocols declares more elements than bytes remain')
         lst_protocols: list[JoinGroupRequestProtocol] = []
         app_protocols = lst_protocols.append
-        for _ in range(n):
+        for _i_protocols in range(n):
             e_protocols = _new(JoinGroupRequestProtocol)
             n = buf[pos]
             if n < 0x80:
@@ -785,11 +784,10 @@ def _decode_JoinGroupRequest_v6(buf: bytes, pos: int) -> tuple[JoinGroupRequest,
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_protocols.unknown_tagged_fields = ()
-            else:
+            e_protocols.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_protocols = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -806,11 +804,10 @@ def _decode_JoinGroupRequest_v6(buf: bytes, pos: int) -> tuple[JoinGroupRequest,
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1003,7 +1000,7 @@ def _decode_JoinGroupRequest_v8(buf: bytes, pos: int) -> tuple[JoinGroupRequest,
             raise _invalid('array Protocols declares more elements than bytes remain')
         lst_protocols: list[JoinGroupRequestProtocol] = []
         app_protocols = lst_protocols.append
-        for _ in range(n):
+        for _i_protocols in range(n):
             e_protocols = _new(JoinGroupRequestProtocol)
             n = buf[pos]
             if n < 0x80:
@@ -1040,11 +1037,10 @@ def _decode_JoinGroupRequest_v8(buf: bytes, pos: int) -> tuple[JoinGroupRequest,
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_protocols.unknown_tagged_fields = ()
-            else:
+            e_protocols.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_protocols = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1077,11 +1073,10 @@ def _decode_JoinGroupRequest_v8(buf: bytes, pos: int) -> tuple[JoinGroupRequest,
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1375,11 +1370,10 @@ def _decode_JoinGroupResponseMember_v6(buf: bytes, pos: int) -> tuple[JoinGroupR
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1483,7 +1477,7 @@ def _decode_JoinGroupResponse_v0(buf: bytes, pos: int) -> tuple[JoinGroupRespons
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[JoinGroupResponseMember] = []
         app_members = lst_members.append
-        for _ in range(n):
+        for _i_members in range(n):
             e_members = _new(JoinGroupResponseMember)
             e_members.group_instance_id = None
             n = buf[pos] << 8 | buf[pos + 1]
@@ -1618,7 +1612,7 @@ def _decode_JoinGroupResponse_v2(buf: bytes, pos: int) -> tuple[JoinGroupRespons
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[JoinGroupResponseMember] = []
         app_members = lst_members.append
-        for _ in range(n):
+        for _i_members in range(n):
             e_members = _new(JoinGroupResponseMember)
             e_members.group_instance_id = None
             n = buf[pos] << 8 | buf[pos + 1]
@@ -1753,7 +1747,7 @@ def _decode_JoinGroupResponse_v5(buf: bytes, pos: int) -> tuple[JoinGroupRespons
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[JoinGroupResponseMember] = []
         app_members = lst_members.append
-        for _ in range(n):
+        for _i_members in range(n):
             e_members = _new(JoinGroupResponseMember)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -1928,7 +1922,7 @@ def _decode_JoinGroupResponse_v6(buf: bytes, pos: int) -> tuple[JoinGroupRespons
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[JoinGroupResponseMember] = []
         app_members = lst_members.append
-        for _ in range(n):
+        for _i_members in range(n):
             e_members = _new(JoinGroupResponseMember)
             n = buf[pos]
             if n < 0x80:
@@ -1981,11 +1975,10 @@ def _decode_JoinGroupResponse_v6(buf: bytes, pos: int) -> tuple[JoinGroupRespons
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_members.unknown_tagged_fields = ()
-            else:
+            e_members.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_members = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -2002,11 +1995,10 @@ def _decode_JoinGroupResponse_v6(buf: bytes, pos: int) -> tuple[JoinGroupRespons
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -2202,7 +2194,7 @@ def _decode_JoinGroupResponse_v7(buf: bytes, pos: int) -> tuple[JoinGroupRespons
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[JoinGroupResponseMember] = []
         app_members = lst_members.append
-        for _ in range(n):
+        for _i_members in range(n):
             e_members = _new(JoinGroupResponseMember)
             n = buf[pos]
             if n < 0x80:
@@ -2255,11 +2247,10 @@ def _decode_JoinGroupResponse_v7(buf: bytes, pos: int) -> tuple[JoinGroupRespons
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_members.unknown_tagged_fields = ()
-            else:
+            e_members.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_members = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -2276,11 +2267,10 @@ def _decode_JoinGroupResponse_v7(buf: bytes, pos: int) -> tuple[JoinGroupRespons
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -2490,7 +2480,7 @@ def _decode_JoinGroupResponse_v9(buf: bytes, pos: int) -> tuple[JoinGroupRespons
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[JoinGroupResponseMember] = []
         app_members = lst_members.append
-        for _ in range(n):
+        for _i_members in range(n):
             e_members = _new(JoinGroupResponseMember)
             n = buf[pos]
             if n < 0x80:
@@ -2543,11 +2533,10 @@ def _decode_JoinGroupResponse_v9(buf: bytes, pos: int) -> tuple[JoinGroupRespons
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_members.unknown_tagged_fields = ()
-            else:
+            e_members.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_members = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -2564,11 +2553,10 @@ def _decode_JoinGroupResponse_v9(buf: bytes, pos: int) -> tuple[JoinGroupRespons
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

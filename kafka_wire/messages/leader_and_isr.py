@@ -559,11 +559,10 @@ def _decode_LeaderAndIsrRequestPartitionState_v4(buf: bytes, pos: int) -> tuple[
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -711,11 +710,10 @@ def _decode_LeaderAndIsrRequestPartitionState_v6(buf: bytes, pos: int) -> tuple[
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -805,7 +803,7 @@ def _decode_LeaderAndIsrRequestTopicState_v2(buf: bytes, pos: int) -> tuple[Lead
             raise _invalid('array PartitionStates declares more elements than bytes remain')
         lst_partition_states: list[LeaderAndIsrRequestPartitionState] = []
         app_partition_states = lst_partition_states.append
-        for _ in range(n):
+        for _i_partition_states in range(n):
             e_partition_states = _new(LeaderAndIsrRequestPartitionState)
             e_partition_states.topic_name = ''
             e_partition_states.adding_replicas = []
@@ -906,7 +904,7 @@ def _decode_LeaderAndIsrRequestTopicState_v3(buf: bytes, pos: int) -> tuple[Lead
             raise _invalid('array PartitionStates declares more elements than bytes remain')
         lst_partition_states: list[LeaderAndIsrRequestPartitionState] = []
         app_partition_states = lst_partition_states.append
-        for _ in range(n):
+        for _i_partition_states in range(n):
             e_partition_states = _new(LeaderAndIsrRequestPartitionState)
             e_partition_states.topic_name = ''
             e_partition_states.leader_recovery_state = 0
@@ -1051,7 +1049,7 @@ def _decode_LeaderAndIsrRequestTopicState_v4(buf: bytes, pos: int) -> tuple[Lead
             raise _invalid('array PartitionStates declares more elements than bytes remain')
         lst_partition_states: list[LeaderAndIsrRequestPartitionState] = []
         app_partition_states = lst_partition_states.append
-        for _ in range(n):
+        for _i_partition_states in range(n):
             e_partition_states = _new(LeaderAndIsrRequestPartitionState)
             e_partition_states.topic_name = ''
             e_partition_states.leader_recovery_state = 0
@@ -1130,11 +1128,10 @@ def _decode_LeaderAndIsrRequestTopicState_v4(buf: bytes, pos: int) -> tuple[Lead
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partition_states.unknown_tagged_fields = ()
-            else:
+            e_partition_states.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partition_states = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1151,11 +1148,10 @@ def _decode_LeaderAndIsrRequestTopicState_v4(buf: bytes, pos: int) -> tuple[Lead
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1286,7 +1282,7 @@ def _decode_LeaderAndIsrRequestTopicState_v5(buf: bytes, pos: int) -> tuple[Lead
             raise _invalid('array PartitionStates declares more elements than bytes remain')
         lst_partition_states: list[LeaderAndIsrRequestPartitionState] = []
         app_partition_states = lst_partition_states.append
-        for _ in range(n):
+        for _i_partition_states in range(n):
             e_partition_states = _new(LeaderAndIsrRequestPartitionState)
             e_partition_states.topic_name = ''
             e_partition_states.leader_recovery_state = 0
@@ -1365,11 +1361,10 @@ def _decode_LeaderAndIsrRequestTopicState_v5(buf: bytes, pos: int) -> tuple[Lead
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partition_states.unknown_tagged_fields = ()
-            else:
+            e_partition_states.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partition_states = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1386,11 +1381,10 @@ def _decode_LeaderAndIsrRequestTopicState_v5(buf: bytes, pos: int) -> tuple[Lead
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1522,7 +1516,7 @@ def _decode_LeaderAndIsrRequestTopicState_v6(buf: bytes, pos: int) -> tuple[Lead
             raise _invalid('array PartitionStates declares more elements than bytes remain')
         lst_partition_states: list[LeaderAndIsrRequestPartitionState] = []
         app_partition_states = lst_partition_states.append
-        for _ in range(n):
+        for _i_partition_states in range(n):
             e_partition_states = _new(LeaderAndIsrRequestPartitionState)
             e_partition_states.topic_name = ''
             e_partition_states.partition_index, e_partition_states.controller_epoch, e_partition_states.leader, e_partition_states.leader_epoch = _S3.unpack_from(buf, pos)
@@ -1600,11 +1594,10 @@ def _decode_LeaderAndIsrRequestTopicState_v6(buf: bytes, pos: int) -> tuple[Lead
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partition_states.unknown_tagged_fields = ()
-            else:
+            e_partition_states.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partition_states = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1621,11 +1614,10 @@ def _decode_LeaderAndIsrRequestTopicState_v6(buf: bytes, pos: int) -> tuple[Lead
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1785,11 +1777,10 @@ def _decode_LeaderAndIsrRequestLiveLeader_v4(buf: bytes, pos: int) -> tuple[Lead
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1840,7 +1831,7 @@ def _decode_LeaderAndIsrRequest_v0(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
             raise _invalid('array UngroupedPartitionStates declares more elements than bytes remain')
         lst_ungrouped_partition_states: list[LeaderAndIsrRequestPartitionState] = []
         app_ungrouped_partition_states = lst_ungrouped_partition_states.append
-        for _ in range(n):
+        for _i_ungrouped_partition_states in range(n):
             e_ungrouped_partition_states = _new(LeaderAndIsrRequestPartitionState)
             e_ungrouped_partition_states.adding_replicas = []
             e_ungrouped_partition_states.removing_replicas = []
@@ -1892,7 +1883,7 @@ def _decode_LeaderAndIsrRequest_v0(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
             raise _invalid('array LiveLeaders declares more elements than bytes remain')
         lst_live_leaders: list[LeaderAndIsrRequestLiveLeader] = []
         app_live_leaders = lst_live_leaders.append
-        for _ in range(n):
+        for _i_live_leaders in range(n):
             e_live_leaders = _new(LeaderAndIsrRequestLiveLeader)
             e_live_leaders.broker_id, n = _S8.unpack_from(buf, pos)
             pos += 6
@@ -1995,7 +1986,7 @@ def _decode_LeaderAndIsrRequest_v1(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
             raise _invalid('array UngroupedPartitionStates declares more elements than bytes remain')
         lst_ungrouped_partition_states: list[LeaderAndIsrRequestPartitionState] = []
         app_ungrouped_partition_states = lst_ungrouped_partition_states.append
-        for _ in range(n):
+        for _i_ungrouped_partition_states in range(n):
             e_ungrouped_partition_states = _new(LeaderAndIsrRequestPartitionState)
             e_ungrouped_partition_states.adding_replicas = []
             e_ungrouped_partition_states.removing_replicas = []
@@ -2048,7 +2039,7 @@ def _decode_LeaderAndIsrRequest_v1(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
             raise _invalid('array LiveLeaders declares more elements than bytes remain')
         lst_live_leaders: list[LeaderAndIsrRequestLiveLeader] = []
         app_live_leaders = lst_live_leaders.append
-        for _ in range(n):
+        for _i_live_leaders in range(n):
             e_live_leaders = _new(LeaderAndIsrRequestLiveLeader)
             e_live_leaders.broker_id, n = _S8.unpack_from(buf, pos)
             pos += 6
@@ -2151,7 +2142,7 @@ def _decode_LeaderAndIsrRequest_v2(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
             raise _invalid('array TopicStates declares more elements than bytes remain')
         lst_topic_states: list[LeaderAndIsrRequestTopicState] = []
         app_topic_states = lst_topic_states.append
-        for _ in range(n):
+        for _i_topic_states in range(n):
             x_topic_states, pos = _decode_LeaderAndIsrRequestTopicState_v2(buf, pos)
             app_topic_states(x_topic_states)
         o.topic_states = lst_topic_states
@@ -2164,7 +2155,7 @@ def _decode_LeaderAndIsrRequest_v2(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
             raise _invalid('array LiveLeaders declares more elements than bytes remain')
         lst_live_leaders: list[LeaderAndIsrRequestLiveLeader] = []
         app_live_leaders = lst_live_leaders.append
-        for _ in range(n):
+        for _i_live_leaders in range(n):
             e_live_leaders = _new(LeaderAndIsrRequestLiveLeader)
             e_live_leaders.broker_id, n = _S8.unpack_from(buf, pos)
             pos += 6
@@ -2240,7 +2231,7 @@ def _decode_LeaderAndIsrRequest_v3(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
             raise _invalid('array TopicStates declares more elements than bytes remain')
         lst_topic_states: list[LeaderAndIsrRequestTopicState] = []
         app_topic_states = lst_topic_states.append
-        for _ in range(n):
+        for _i_topic_states in range(n):
             x_topic_states, pos = _decode_LeaderAndIsrRequestTopicState_v3(buf, pos)
             app_topic_states(x_topic_states)
         o.topic_states = lst_topic_states
@@ -2253,7 +2244,7 @@ def _decode_LeaderAndIsrRequest_v3(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
             raise _invalid('array LiveLeaders declares more elements than bytes remain')
         lst_live_leaders: list[LeaderAndIsrRequestLiveLeader] = []
         app_live_leaders = lst_live_leaders.append
-        for _ in range(n):
+        for _i_live_leaders in range(n):
             e_live_leaders = _new(LeaderAndIsrRequestLiveLeader)
             e_live_leaders.broker_id, n = _S8.unpack_from(buf, pos)
             pos += 6
@@ -2335,7 +2326,7 @@ def _decode_LeaderAndIsrRequest_v4(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
             raise _invalid('array TopicStates declares more elements than bytes remain')
         lst_topic_states: list[LeaderAndIsrRequestTopicState] = []
         app_topic_states = lst_topic_states.append
-        for _ in range(n):
+        for _i_topic_states in range(n):
             x_topic_states, pos = _decode_LeaderAndIsrRequestTopicState_v4(buf, pos)
             app_topic_states(x_topic_states)
         o.topic_states = lst_topic_states
@@ -2352,7 +2343,7 @@ def _decode_LeaderAndIsrRequest_v4(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
             raise _invalid('array LiveLeaders declares more elements than bytes remain')
         lst_live_leaders: list[LeaderAndIsrRequestLiveLeader] = []
         app_live_leaders = lst_live_leaders.append
-        for _ in range(n):
+        for _i_live_leaders in range(n):
             e_live_leaders = _new(LeaderAndIsrRequestLiveLeader)
             e_live_leaders.broker_id, = _S4.unpack_from(buf, pos)
             pos += 4
@@ -2379,11 +2370,10 @@ def _decode_LeaderAndIsrRequest_v4(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_live_leaders.unknown_tagged_fields = ()
-            else:
+            e_live_leaders.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_live_leaders = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -2400,11 +2390,10 @@ def _decode_LeaderAndIsrRequest_v4(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -2491,7 +2480,7 @@ def _decode_LeaderAndIsrRequest_v5(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
             raise _invalid('array TopicStates declares more elements than bytes remain')
         lst_topic_states: list[LeaderAndIsrRequestTopicState] = []
         app_topic_states = lst_topic_states.append
-        for _ in range(n):
+        for _i_topic_states in range(n):
             x_topic_states, pos = _decode_LeaderAndIsrRequestTopicState_v5(buf, pos)
             app_topic_states(x_topic_states)
         o.topic_states = lst_topic_states
@@ -2508,7 +2497,7 @@ def _decode_LeaderAndIsrRequest_v5(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
             raise _invalid('array LiveLeaders declares more elements than bytes remain')
         lst_live_leaders: list[LeaderAndIsrRequestLiveLeader] = []
         app_live_leaders = lst_live_leaders.append
-        for _ in range(n):
+        for _i_live_leaders in range(n):
             e_live_leaders = _new(LeaderAndIsrRequestLiveLeader)
             e_live_leaders.broker_id, = _S4.unpack_from(buf, pos)
             pos += 4
@@ -2535,11 +2524,10 @@ def _decode_LeaderAndIsrRequest_v5(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_live_leaders.unknown_tagged_fields = ()
-            else:
+            e_live_leaders.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_live_leaders = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -2556,11 +2544,10 @@ def _decode_LeaderAndIsrRequest_v5(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -2645,7 +2632,7 @@ def _decode_LeaderAndIsrRequest_v6(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
             raise _invalid('array TopicStates declares more elements than bytes remain')
         lst_topic_states: list[LeaderAndIsrRequestTopicState] = []
         app_topic_states = lst_topic_states.append
-        for _ in range(n):
+        for _i_topic_states in range(n):
             x_topic_states, pos = _decode_LeaderAndIsrRequestTopicState_v6(buf, pos)
             app_topic_states(x_topic_states)
         o.topic_states = lst_topic_states
@@ -2662,7 +2649,7 @@ def _decode_LeaderAndIsrRequest_v6(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
             raise _invalid('array LiveLeaders declares more elements than bytes remain')
         lst_live_leaders: list[LeaderAndIsrRequestLiveLeader] = []
         app_live_leaders = lst_live_leaders.append
-        for _ in range(n):
+        for _i_live_leaders in range(n):
             e_live_leaders = _new(LeaderAndIsrRequestLiveLeader)
             e_live_leaders.broker_id, = _S4.unpack_from(buf, pos)
             pos += 4
@@ -2689,11 +2676,10 @@ def _decode_LeaderAndIsrRequest_v6(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_live_leaders.unknown_tagged_fields = ()
-            else:
+            e_live_leaders.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_live_leaders = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -2710,11 +2696,10 @@ def _decode_LeaderAndIsrRequest_v6(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -2798,7 +2783,7 @@ def _decode_LeaderAndIsrRequest_v7(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
             raise _invalid('array TopicStates declares more elements than bytes remain')
         lst_topic_states: list[LeaderAndIsrRequestTopicState] = []
         app_topic_states = lst_topic_states.append
-        for _ in range(n):
+        for _i_topic_states in range(n):
             x_topic_states, pos = _decode_LeaderAndIsrRequestTopicState_v6(buf, pos)
             app_topic_states(x_topic_states)
         o.topic_states = lst_topic_states
@@ -2815,7 +2800,7 @@ def _decode_LeaderAndIsrRequest_v7(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
             raise _invalid('array LiveLeaders declares more elements than bytes remain')
         lst_live_leaders: list[LeaderAndIsrRequestLiveLeader] = []
         app_live_leaders = lst_live_leaders.append
-        for _ in range(n):
+        for _i_live_leaders in range(n):
             e_live_leaders = _new(LeaderAndIsrRequestLiveLeader)
             e_live_leaders.broker_id, = _S4.unpack_from(buf, pos)
             pos += 4
@@ -2842,11 +2827,10 @@ def _decode_LeaderAndIsrRequest_v7(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_live_leaders.unknown_tagged_fields = ()
-            else:
+            e_live_leaders.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_live_leaders = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -2863,11 +2847,10 @@ def _decode_LeaderAndIsrRequest_v7(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -2990,11 +2973,10 @@ def _decode_LeaderAndIsrResponsePartitionError_v4(buf: bytes, pos: int) -> tuple
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -3039,11 +3021,10 @@ def _decode_LeaderAndIsrResponsePartitionError_v5(buf: bytes, pos: int) -> tuple
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -3083,7 +3064,7 @@ def _decode_LeaderAndIsrResponseTopicError_v5(buf: bytes, pos: int) -> tuple[Lea
             raise _invalid('array PartitionErrors declares more elements than bytes remain')
         lst_partition_errors: list[LeaderAndIsrResponsePartitionError] = []
         app_partition_errors = lst_partition_errors.append
-        for _ in range(n):
+        for _i_partition_errors in range(n):
             e_partition_errors = _new(LeaderAndIsrResponsePartitionError)
             e_partition_errors.topic_name = ''
             e_partition_errors.partition_index, e_partition_errors.error_code = _S8.unpack_from(buf, pos)
@@ -3093,11 +3074,10 @@ def _decode_LeaderAndIsrResponseTopicError_v5(buf: bytes, pos: int) -> tuple[Lea
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partition_errors.unknown_tagged_fields = ()
-            else:
+            e_partition_errors.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partition_errors = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -3114,11 +3094,10 @@ def _decode_LeaderAndIsrResponseTopicError_v5(buf: bytes, pos: int) -> tuple[Lea
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -3167,7 +3146,7 @@ def _decode_LeaderAndIsrResponse_v0(buf: bytes, pos: int) -> tuple[LeaderAndIsrR
             raise _invalid('array PartitionErrors declares more elements than bytes remain')
         lst_partition_errors: list[LeaderAndIsrResponsePartitionError] = []
         app_partition_errors = lst_partition_errors.append
-        for _ in range(n):
+        for _i_partition_errors in range(n):
             e_partition_errors = _new(LeaderAndIsrResponsePartitionError)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -3233,7 +3212,7 @@ def _decode_LeaderAndIsrResponse_v4(buf: bytes, pos: int) -> tuple[LeaderAndIsrR
             raise _invalid('array PartitionErrors declares more elements than bytes remain')
         lst_partition_errors: list[LeaderAndIsrResponsePartitionError] = []
         app_partition_errors = lst_partition_errors.append
-        for _ in range(n):
+        for _i_partition_errors in range(n):
             e_partition_errors = _new(LeaderAndIsrResponsePartitionError)
             n = buf[pos]
             if n < 0x80:
@@ -3258,11 +3237,10 @@ def _decode_LeaderAndIsrResponse_v4(buf: bytes, pos: int) -> tuple[LeaderAndIsrR
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partition_errors.unknown_tagged_fields = ()
-            else:
+            e_partition_errors.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partition_errors = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -3279,11 +3257,10 @@ def _decode_LeaderAndIsrResponse_v4(buf: bytes, pos: int) -> tuple[LeaderAndIsrR
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -3353,7 +3330,7 @@ def _decode_LeaderAndIsrResponse_v5(buf: bytes, pos: int) -> tuple[LeaderAndIsrR
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[LeaderAndIsrResponseTopicError] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_LeaderAndIsrResponseTopicError_v5(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -3362,11 +3339,10 @@ def _decode_LeaderAndIsrResponse_v5(buf: bytes, pos: int) -> tuple[LeaderAndIsrR
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

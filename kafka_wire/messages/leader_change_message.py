@@ -67,11 +67,10 @@ def _decode_LeaderChangeMessageVoter_v0(buf: bytes, pos: int) -> tuple[LeaderCha
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -105,11 +104,10 @@ def _decode_LeaderChangeMessageVoter_v1(buf: bytes, pos: int) -> tuple[LeaderCha
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -148,7 +146,7 @@ def _decode_LeaderChangeMessage_v0(buf: bytes, pos: int) -> tuple[LeaderChangeMe
             raise _invalid('array Voters declares more elements than bytes remain')
         lst_voters: list[LeaderChangeMessageVoter] = []
         app_voters = lst_voters.append
-        for _ in range(n):
+        for _i_voters in range(n):
             e_voters = _new(LeaderChangeMessageVoter)
             e_voters.voter_directory_id = ZERO_UUID
             e_voters.voter_id, = _S0.unpack_from(buf, pos)
@@ -158,11 +156,10 @@ def _decode_LeaderChangeMessage_v0(buf: bytes, pos: int) -> tuple[LeaderChangeMe
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_voters.unknown_tagged_fields = ()
-            else:
+            e_voters.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_voters = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -187,7 +184,7 @@ def _decode_LeaderChangeMessage_v0(buf: bytes, pos: int) -> tuple[LeaderChangeMe
             raise _invalid('array GrantingVoters declares more elements than bytes remain')
         lst_granting_voters: list[LeaderChangeMessageVoter] = []
         app_granting_voters = lst_granting_voters.append
-        for _ in range(n):
+        for _i_granting_voters in range(n):
             e_granting_voters = _new(LeaderChangeMessageVoter)
             e_granting_voters.voter_directory_id = ZERO_UUID
             e_granting_voters.voter_id, = _S0.unpack_from(buf, pos)
@@ -197,11 +194,10 @@ def _decode_LeaderChangeMessage_v0(buf: bytes, pos: int) -> tuple[LeaderChangeMe
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_granting_voters.unknown_tagged_fields = ()
-            else:
+            e_granting_voters.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_granting_voters = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -218,11 +214,10 @@ def _decode_LeaderChangeMessage_v0(buf: bytes, pos: int) -> tuple[LeaderChangeMe
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -295,7 +290,7 @@ def _decode_LeaderChangeMessage_v1(buf: bytes, pos: int) -> tuple[LeaderChangeMe
             raise _invalid('array Voters declares more elements than bytes remain')
         lst_voters: list[LeaderChangeMessageVoter] = []
         app_voters = lst_voters.append
-        for _ in range(n):
+        for _i_voters in range(n):
             e_voters = _new(LeaderChangeMessageVoter)
             e_voters.voter_id, u_voter_directory_id_raw = _S1.unpack_from(buf, pos)
             pos += 20
@@ -305,11 +300,10 @@ def _decode_LeaderChangeMessage_v1(buf: bytes, pos: int) -> tuple[LeaderChangeMe
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_voters.unknown_tagged_fields = ()
-            else:
+            e_voters.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_voters = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -334,7 +328,7 @@ def _decode_LeaderChangeMessage_v1(buf: bytes, pos: int) -> tuple[LeaderChangeMe
             raise _invalid('array GrantingVoters declares more elements than bytes remain')
         lst_granting_voters: list[LeaderChangeMessageVoter] = []
         app_granting_voters = lst_granting_voters.append
-        for _ in range(n):
+        for _i_granting_voters in range(n):
             e_granting_voters = _new(LeaderChangeMessageVoter)
             e_granting_voters.voter_id, u_voter_directory_id_raw = _S1.unpack_from(buf, pos)
             pos += 20
@@ -344,11 +338,10 @@ def _decode_LeaderChangeMessage_v1(buf: bytes, pos: int) -> tuple[LeaderChangeMe
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_granting_voters.unknown_tagged_fields = ()
-            else:
+            e_granting_voters.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_granting_voters = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -365,11 +358,10 @@ def _decode_LeaderChangeMessage_v1(buf: bytes, pos: int) -> tuple[LeaderChangeMe
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

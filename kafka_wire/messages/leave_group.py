@@ -176,11 +176,10 @@ def _decode_LeaveGroupRequestMemberIdentity_v4(buf: bytes, pos: int) -> tuple[Le
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -282,11 +281,10 @@ def _decode_LeaveGroupRequestMemberIdentity_v5(buf: bytes, pos: int) -> tuple[Le
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -421,7 +419,7 @@ def _decode_LeaveGroupRequest_v3(buf: bytes, pos: int) -> tuple[LeaveGroupReques
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[LeaveGroupRequestMemberIdentity] = []
         app_members = lst_members.append
-        for _ in range(n):
+        for _i_members in range(n):
             e_members = _new(LeaveGroupRequestMemberIdentity)
             e_members.reason = None
             n = buf[pos] << 8 | buf[pos + 1]
@@ -526,7 +524,7 @@ def _decode_LeaveGroupRequest_v4(buf: bytes, pos: int) -> tuple[LeaveGroupReques
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[LeaveGroupRequestMemberIdentity] = []
         app_members = lst_members.append
-        for _ in range(n):
+        for _i_members in range(n):
             e_members = _new(LeaveGroupRequestMemberIdentity)
             e_members.reason = None
             n = buf[pos]
@@ -566,11 +564,10 @@ def _decode_LeaveGroupRequest_v4(buf: bytes, pos: int) -> tuple[LeaveGroupReques
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_members.unknown_tagged_fields = ()
-            else:
+            e_members.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_members = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -587,11 +584,10 @@ def _decode_LeaveGroupRequest_v4(buf: bytes, pos: int) -> tuple[LeaveGroupReques
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -699,7 +695,7 @@ def _decode_LeaveGroupRequest_v5(buf: bytes, pos: int) -> tuple[LeaveGroupReques
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[LeaveGroupRequestMemberIdentity] = []
         app_members = lst_members.append
-        for _ in range(n):
+        for _i_members in range(n):
             e_members = _new(LeaveGroupRequestMemberIdentity)
             n = buf[pos]
             if n < 0x80:
@@ -754,11 +750,10 @@ def _decode_LeaveGroupRequest_v5(buf: bytes, pos: int) -> tuple[LeaveGroupReques
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_members.unknown_tagged_fields = ()
-            else:
+            e_members.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_members = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -775,11 +770,10 @@ def _decode_LeaveGroupRequest_v5(buf: bytes, pos: int) -> tuple[LeaveGroupReques
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -962,11 +956,10 @@ def _decode_LeaveGroupResponseMemberResponse_v4(buf: bytes, pos: int) -> tuple[L
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1060,7 +1053,7 @@ def _decode_LeaveGroupResponse_v3(buf: bytes, pos: int) -> tuple[LeaveGroupRespo
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[LeaveGroupResponseMemberResponse] = []
         app_members = lst_members.append
-        for _ in range(n):
+        for _i_members in range(n):
             e_members = _new(LeaveGroupResponseMemberResponse)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -1142,7 +1135,7 @@ def _decode_LeaveGroupResponse_v4(buf: bytes, pos: int) -> tuple[LeaveGroupRespo
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[LeaveGroupResponseMemberResponse] = []
         app_members = lst_members.append
-        for _ in range(n):
+        for _i_members in range(n):
             e_members = _new(LeaveGroupResponseMemberResponse)
             n = buf[pos]
             if n < 0x80:
@@ -1183,11 +1176,10 @@ def _decode_LeaveGroupResponse_v4(buf: bytes, pos: int) -> tuple[LeaveGroupRespo
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_members.unknown_tagged_fields = ()
-            else:
+            e_members.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_members = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1204,11 +1196,10 @@ def _decode_LeaveGroupResponse_v4(buf: bytes, pos: int) -> tuple[LeaveGroupRespo
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

@@ -72,11 +72,10 @@ def _decode_ListConfigResourcesRequest_v0(buf: bytes, pos: int) -> tuple[ListCon
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -122,11 +121,10 @@ def _decode_ListConfigResourcesRequest_v1(buf: bytes, pos: int) -> tuple[ListCon
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -182,11 +180,10 @@ def _decode_ListConfigResourcesResponseConfigResource_v0(buf: bytes, pos: int) -
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -245,11 +242,10 @@ def _decode_ListConfigResourcesResponseConfigResource_v1(buf: bytes, pos: int) -
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -301,7 +297,7 @@ def _decode_ListConfigResourcesResponse_v0(buf: bytes, pos: int) -> tuple[ListCo
             raise _invalid('array ConfigResources declares more elements than bytes remain')
         lst_config_resources: list[ListConfigResourcesResponseConfigResource] = []
         app_config_resources = lst_config_resources.append
-        for _ in range(n):
+        for _i_config_resources in range(n):
             e_config_resources = _new(ListConfigResourcesResponseConfigResource)
             e_config_resources.resource_type = 16
             n = buf[pos]
@@ -325,11 +321,10 @@ def _decode_ListConfigResourcesResponse_v0(buf: bytes, pos: int) -> tuple[ListCo
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_config_resources.unknown_tagged_fields = ()
-            else:
+            e_config_resources.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_config_resources = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -346,11 +341,10 @@ def _decode_ListConfigResourcesResponse_v0(buf: bytes, pos: int) -> tuple[ListCo
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -416,7 +410,7 @@ def _decode_ListConfigResourcesResponse_v1(buf: bytes, pos: int) -> tuple[ListCo
             raise _invalid('array ConfigResources declares more elements than bytes remain')
         lst_config_resources: list[ListConfigResourcesResponseConfigResource] = []
         app_config_resources = lst_config_resources.append
-        for _ in range(n):
+        for _i_config_resources in range(n):
             e_config_resources = _new(ListConfigResourcesResponseConfigResource)
             n = buf[pos]
             if n < 0x80:
@@ -441,11 +435,10 @@ def _decode_ListConfigResourcesResponse_v1(buf: bytes, pos: int) -> tuple[ListCo
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_config_resources.unknown_tagged_fields = ()
-            else:
+            e_config_resources.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_config_resources = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -462,11 +455,10 @@ def _decode_ListConfigResourcesResponse_v1(buf: bytes, pos: int) -> tuple[ListCo
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

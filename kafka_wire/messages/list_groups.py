@@ -98,11 +98,10 @@ def _decode_ListGroupsRequest_v3(buf: bytes, pos: int) -> tuple[ListGroupsReques
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -143,7 +142,7 @@ def _decode_ListGroupsRequest_v4(buf: bytes, pos: int) -> tuple[ListGroupsReques
             raise _invalid('array StatesFilter declares more elements than bytes remain')
         lst_states_filter: list[str] = []
         app_states_filter = lst_states_filter.append
-        for _ in range(n):
+        for _i_states_filter in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -165,11 +164,10 @@ def _decode_ListGroupsRequest_v4(buf: bytes, pos: int) -> tuple[ListGroupsReques
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -226,7 +224,7 @@ def _decode_ListGroupsRequest_v5(buf: bytes, pos: int) -> tuple[ListGroupsReques
             raise _invalid('array StatesFilter declares more elements than bytes remain')
         lst_states_filter: list[str] = []
         app_states_filter = lst_states_filter.append
-        for _ in range(n):
+        for _i_states_filter in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -256,7 +254,7 @@ def _decode_ListGroupsRequest_v5(buf: bytes, pos: int) -> tuple[ListGroupsReques
             raise _invalid('array TypesFilter declares more elements than bytes remain')
         lst_types_filter: list[str] = []
         app_types_filter = lst_types_filter.append
-        for _ in range(n):
+        for _i_types_filter in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -278,11 +276,10 @@ def _decode_ListGroupsRequest_v5(buf: bytes, pos: int) -> tuple[ListGroupsReques
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -434,11 +431,10 @@ def _decode_ListGroupsResponseListedGroup_v3(buf: bytes, pos: int) -> tuple[List
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -541,11 +537,10 @@ def _decode_ListGroupsResponseListedGroup_v4(buf: bytes, pos: int) -> tuple[List
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -676,11 +671,10 @@ def _decode_ListGroupsResponseListedGroup_v5(buf: bytes, pos: int) -> tuple[List
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -765,7 +759,7 @@ def _decode_ListGroupsResponse_v0(buf: bytes, pos: int) -> tuple[ListGroupsRespo
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[ListGroupsResponseListedGroup] = []
         app_groups = lst_groups.append
-        for _ in range(n):
+        for _i_groups in range(n):
             e_groups = _new(ListGroupsResponseListedGroup)
             e_groups.group_state = ''
             e_groups.group_type = ''
@@ -840,7 +834,7 @@ def _decode_ListGroupsResponse_v1(buf: bytes, pos: int) -> tuple[ListGroupsRespo
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[ListGroupsResponseListedGroup] = []
         app_groups = lst_groups.append
-        for _ in range(n):
+        for _i_groups in range(n):
             e_groups = _new(ListGroupsResponseListedGroup)
             e_groups.group_state = ''
             e_groups.group_type = ''
@@ -921,7 +915,7 @@ def _decode_ListGroupsResponse_v3(buf: bytes, pos: int) -> tuple[ListGroupsRespo
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[ListGroupsResponseListedGroup] = []
         app_groups = lst_groups.append
-        for _ in range(n):
+        for _i_groups in range(n):
             e_groups = _new(ListGroupsResponseListedGroup)
             e_groups.group_state = ''
             e_groups.group_type = ''
@@ -962,11 +956,10 @@ def _decode_ListGroupsResponse_v3(buf: bytes, pos: int) -> tuple[ListGroupsRespo
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_groups.unknown_tagged_fields = ()
-            else:
+            e_groups.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_groups = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -983,11 +976,10 @@ def _decode_ListGroupsResponse_v3(buf: bytes, pos: int) -> tuple[ListGroupsRespo
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1066,7 +1058,7 @@ def _decode_ListGroupsResponse_v4(buf: bytes, pos: int) -> tuple[ListGroupsRespo
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[ListGroupsResponseListedGroup] = []
         app_groups = lst_groups.append
-        for _ in range(n):
+        for _i_groups in range(n):
             e_groups = _new(ListGroupsResponseListedGroup)
             e_groups.group_type = ''
             n = buf[pos]
@@ -1122,11 +1114,10 @@ def _decode_ListGroupsResponse_v4(buf: bytes, pos: int) -> tuple[ListGroupsRespo
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_groups.unknown_tagged_fields = ()
-            else:
+            e_groups.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_groups = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1143,11 +1134,10 @@ def _decode_ListGroupsResponse_v4(buf: bytes, pos: int) -> tuple[ListGroupsRespo
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1239,7 +1229,7 @@ def _decode_ListGroupsResponse_v5(buf: bytes, pos: int) -> tuple[ListGroupsRespo
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[ListGroupsResponseListedGroup] = []
         app_groups = lst_groups.append
-        for _ in range(n):
+        for _i_groups in range(n):
             e_groups = _new(ListGroupsResponseListedGroup)
             n = buf[pos]
             if n < 0x80:
@@ -1310,11 +1300,10 @@ def _decode_ListGroupsResponse_v5(buf: bytes, pos: int) -> tuple[ListGroupsRespo
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_groups.unknown_tagged_fields = ()
-            else:
+            e_groups.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_groups = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1331,11 +1320,10 @@ def _decode_ListGroupsResponse_v5(buf: bytes, pos: int) -> tuple[ListGroupsRespo
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

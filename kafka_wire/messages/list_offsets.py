@@ -191,11 +191,10 @@ def _decode_ListOffsetsRequestPartition_v6(buf: bytes, pos: int) -> tuple[ListOf
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -240,7 +239,7 @@ def _decode_ListOffsetsRequestTopic_v0(buf: bytes, pos: int) -> tuple[ListOffset
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ListOffsetsRequestPartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(ListOffsetsRequestPartition)
             e_partitions.current_leader_epoch = -1
             e_partitions.partition_index, e_partitions.timestamp, e_partitions.max_num_offsets = _S0.unpack_from(buf, pos)
@@ -297,7 +296,7 @@ def _decode_ListOffsetsRequestTopic_v1(buf: bytes, pos: int) -> tuple[ListOffset
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ListOffsetsRequestPartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(ListOffsetsRequestPartition)
             e_partitions.current_leader_epoch = -1
             e_partitions.max_num_offsets = 1
@@ -357,7 +356,7 @@ def _decode_ListOffsetsRequestTopic_v4(buf: bytes, pos: int) -> tuple[ListOffset
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ListOffsetsRequestPartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(ListOffsetsRequestPartition)
             e_partitions.max_num_offsets = 1
             e_partitions.partition_index, e_partitions.current_leader_epoch, e_partitions.timestamp = _S2.unpack_from(buf, pos)
@@ -426,7 +425,7 @@ def _decode_ListOffsetsRequestTopic_v6(buf: bytes, pos: int) -> tuple[ListOffset
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ListOffsetsRequestPartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(ListOffsetsRequestPartition)
             e_partitions.max_num_offsets = 1
             e_partitions.partition_index, e_partitions.current_leader_epoch, e_partitions.timestamp = _S2.unpack_from(buf, pos)
@@ -436,11 +435,10 @@ def _decode_ListOffsetsRequestTopic_v6(buf: bytes, pos: int) -> tuple[ListOffset
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -457,11 +455,10 @@ def _decode_ListOffsetsRequestTopic_v6(buf: bytes, pos: int) -> tuple[ListOffset
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -525,7 +522,7 @@ def _decode_ListOffsetsRequest_v0(buf: bytes, pos: int) -> tuple[ListOffsetsRequ
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ListOffsetsRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_ListOffsetsRequestTopic_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -562,7 +559,7 @@ def _decode_ListOffsetsRequest_v1(buf: bytes, pos: int) -> tuple[ListOffsetsRequ
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ListOffsetsRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_ListOffsetsRequestTopic_v1(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -598,7 +595,7 @@ def _decode_ListOffsetsRequest_v2(buf: bytes, pos: int) -> tuple[ListOffsetsRequ
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ListOffsetsRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_ListOffsetsRequestTopic_v1(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -632,7 +629,7 @@ def _decode_ListOffsetsRequest_v4(buf: bytes, pos: int) -> tuple[ListOffsetsRequ
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ListOffsetsRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_ListOffsetsRequestTopic_v4(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -672,7 +669,7 @@ def _decode_ListOffsetsRequest_v6(buf: bytes, pos: int) -> tuple[ListOffsetsRequ
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ListOffsetsRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_ListOffsetsRequestTopic_v6(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -681,11 +678,10 @@ def _decode_ListOffsetsRequest_v6(buf: bytes, pos: int) -> tuple[ListOffsetsRequ
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -735,7 +731,7 @@ def _decode_ListOffsetsRequest_v10(buf: bytes, pos: int) -> tuple[ListOffsetsReq
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ListOffsetsRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_ListOffsetsRequestTopic_v6(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -746,11 +742,10 @@ def _decode_ListOffsetsRequest_v10(buf: bytes, pos: int) -> tuple[ListOffsetsReq
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -871,11 +866,10 @@ def _decode_ListOffsetsResponsePartitionResponse_v6(buf: bytes, pos: int) -> tup
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -920,7 +914,7 @@ def _decode_ListOffsetsResponseTopicResponse_v0(buf: bytes, pos: int) -> tuple[L
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ListOffsetsResponsePartitionResponse] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(ListOffsetsResponsePartitionResponse)
             e_partitions.timestamp = -1
             e_partitions.offset = -1
@@ -1001,7 +995,7 @@ def _decode_ListOffsetsResponseTopicResponse_v1(buf: bytes, pos: int) -> tuple[L
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ListOffsetsResponsePartitionResponse] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(ListOffsetsResponsePartitionResponse)
             e_partitions.leader_epoch = -1
             e_partitions.old_style_offsets = []
@@ -1063,7 +1057,7 @@ def _decode_ListOffsetsResponseTopicResponse_v4(buf: bytes, pos: int) -> tuple[L
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ListOffsetsResponsePartitionResponse] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(ListOffsetsResponsePartitionResponse)
             e_partitions.old_style_offsets = []
             e_partitions.partition_index, e_partitions.error_code, e_partitions.timestamp, e_partitions.offset, e_partitions.leader_epoch = _S11.unpack_from(buf, pos)
@@ -1132,7 +1126,7 @@ def _decode_ListOffsetsResponseTopicResponse_v6(buf: bytes, pos: int) -> tuple[L
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ListOffsetsResponsePartitionResponse] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(ListOffsetsResponsePartitionResponse)
             e_partitions.old_style_offsets = []
             e_partitions.partition_index, e_partitions.error_code, e_partitions.timestamp, e_partitions.offset, e_partitions.leader_epoch = _S11.unpack_from(buf, pos)
@@ -1142,11 +1136,10 @@ def _decode_ListOffsetsResponseTopicResponse_v6(buf: bytes, pos: int) -> tuple[L
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1163,11 +1156,10 @@ def _decode_ListOffsetsResponseTopicResponse_v6(buf: bytes, pos: int) -> tuple[L
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1230,7 +1222,7 @@ def _decode_ListOffsetsResponse_v0(buf: bytes, pos: int) -> tuple[ListOffsetsRes
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ListOffsetsResponseTopicResponse] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_ListOffsetsResponseTopicResponse_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1263,7 +1255,7 @@ def _decode_ListOffsetsResponse_v1(buf: bytes, pos: int) -> tuple[ListOffsetsRes
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ListOffsetsResponseTopicResponse] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_ListOffsetsResponseTopicResponse_v1(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1295,7 +1287,7 @@ def _decode_ListOffsetsResponse_v2(buf: bytes, pos: int) -> tuple[ListOffsetsRes
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ListOffsetsResponseTopicResponse] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_ListOffsetsResponseTopicResponse_v1(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1328,7 +1320,7 @@ def _decode_ListOffsetsResponse_v4(buf: bytes, pos: int) -> tuple[ListOffsetsRes
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ListOffsetsResponseTopicResponse] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_ListOffsetsResponseTopicResponse_v4(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1367,7 +1359,7 @@ def _decode_ListOffsetsResponse_v6(buf: bytes, pos: int) -> tuple[ListOffsetsRes
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ListOffsetsResponseTopicResponse] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_ListOffsetsResponseTopicResponse_v6(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1376,11 +1368,10 @@ def _decode_ListOffsetsResponse_v6(buf: bytes, pos: int) -> tuple[ListOffsetsRes
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

@@ -135,11 +135,10 @@ def _decode_ListPartitionReassignmentsRequestTopics_v0(buf: bytes, pos: int) -> 
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -201,7 +200,7 @@ def _decode_ListPartitionReassignmentsRequest_v0(buf: bytes, pos: int) -> tuple[
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ListPartitionReassignmentsRequestTopics] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             e_topics = _new(ListPartitionReassignmentsRequestTopics)
             n = buf[pos]
             if n < 0x80:
@@ -240,11 +239,10 @@ def _decode_ListPartitionReassignmentsRequest_v0(buf: bytes, pos: int) -> tuple[
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_topics.unknown_tagged_fields = ()
-            else:
+            e_topics.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_topics = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -261,11 +259,10 @@ def _decode_ListPartitionReassignmentsRequest_v0(buf: bytes, pos: int) -> tuple[
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -382,11 +379,10 @@ def _decode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(bu
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -472,7 +468,7 @@ def _decode_ListPartitionReassignmentsResponseOngoingTopicReassignment_v0(buf: b
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ListPartitionReassignmentsResponseOngoingPartitionReassignment] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(ListPartitionReassignmentsResponseOngoingPartitionReassignment)
             e_partitions.partition_index, = _S0.unpack_from(buf, pos)
             pos += 4
@@ -529,11 +525,10 @@ def _decode_ListPartitionReassignmentsResponseOngoingTopicReassignment_v0(buf: b
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -550,11 +545,10 @@ def _decode_ListPartitionReassignmentsResponseOngoingTopicReassignment_v0(buf: b
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -669,7 +663,7 @@ def _decode_ListPartitionReassignmentsResponse_v0(buf: bytes, pos: int) -> tuple
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ListPartitionReassignmentsResponseOngoingTopicReassignment] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_ListPartitionReassignmentsResponseOngoingTopicReassignment_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -678,11 +672,10 @@ def _decode_ListPartitionReassignmentsResponse_v0(buf: bytes, pos: int) -> tuple
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

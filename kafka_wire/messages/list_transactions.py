@@ -91,7 +91,7 @@ def _decode_ListTransactionsRequest_v0(buf: bytes, pos: int) -> tuple[ListTransa
             raise _invalid('array StateFilters declares more elements than bytes remain')
         lst_state_filters: list[str] = []
         app_state_filters = lst_state_filters.append
-        for _ in range(n):
+        for _i_state_filters in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -129,11 +129,10 @@ def _decode_ListTransactionsRequest_v0(buf: bytes, pos: int) -> tuple[ListTransa
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -204,7 +203,7 @@ def _decode_ListTransactionsRequest_v1(buf: bytes, pos: int) -> tuple[ListTransa
             raise _invalid('array StateFilters declares more elements than bytes remain')
         lst_state_filters: list[str] = []
         app_state_filters = lst_state_filters.append
-        for _ in range(n):
+        for _i_state_filters in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -244,11 +243,10 @@ def _decode_ListTransactionsRequest_v1(buf: bytes, pos: int) -> tuple[ListTransa
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -317,7 +315,7 @@ def _decode_ListTransactionsRequest_v2(buf: bytes, pos: int) -> tuple[ListTransa
             raise _invalid('array StateFilters declares more elements than bytes remain')
         lst_state_filters: list[str] = []
         app_state_filters = lst_state_filters.append
-        for _ in range(n):
+        for _i_state_filters in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -373,11 +371,10 @@ def _decode_ListTransactionsRequest_v2(buf: bytes, pos: int) -> tuple[ListTransa
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -483,11 +480,10 @@ def _decode_ListTransactionsResponseTransactionState_v0(buf: bytes, pos: int) ->
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -552,7 +548,7 @@ def _decode_ListTransactionsResponse_v0(buf: bytes, pos: int) -> tuple[ListTrans
             raise _invalid('array UnknownStateFilters declares more elements than bytes remain')
         lst_unknown_state_filters: list[str] = []
         app_unknown_state_filters = lst_unknown_state_filters.append
-        for _ in range(n):
+        for _i_unknown_state_filters in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -582,7 +578,7 @@ def _decode_ListTransactionsResponse_v0(buf: bytes, pos: int) -> tuple[ListTrans
             raise _invalid('array TransactionStates declares more elements than bytes remain')
         lst_transaction_states: list[ListTransactionsResponseTransactionState] = []
         app_transaction_states = lst_transaction_states.append
-        for _ in range(n):
+        for _i_transaction_states in range(n):
             e_transaction_states = _new(ListTransactionsResponseTransactionState)
             n = buf[pos]
             if n < 0x80:
@@ -623,11 +619,10 @@ def _decode_ListTransactionsResponse_v0(buf: bytes, pos: int) -> tuple[ListTrans
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_transaction_states.unknown_tagged_fields = ()
-            else:
+            e_transaction_states.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_transaction_states = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -644,11 +639,10 @@ def _decode_ListTransactionsResponse_v0(buf: bytes, pos: int) -> tuple[ListTrans
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

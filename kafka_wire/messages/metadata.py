@@ -217,11 +217,10 @@ def _decode_MetadataRequestTopic_v9(buf: bytes, pos: int) -> tuple[MetadataReque
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -281,11 +280,10 @@ def _decode_MetadataRequestTopic_v10(buf: bytes, pos: int) -> tuple[MetadataRequ
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -334,7 +332,7 @@ def _decode_MetadataRequest_v0(buf: bytes, pos: int) -> tuple[MetadataRequest, i
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[MetadataRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             e_topics = _new(MetadataRequestTopic)
             e_topics.topic_id = ZERO_UUID
             n = buf[pos] << 8 | buf[pos + 1]
@@ -397,7 +395,7 @@ def _decode_MetadataRequest_v1(buf: bytes, pos: int) -> tuple[MetadataRequest, i
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[MetadataRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             e_topics = _new(MetadataRequestTopic)
             e_topics.topic_id = ZERO_UUID
             n = buf[pos] << 8 | buf[pos + 1]
@@ -459,7 +457,7 @@ def _decode_MetadataRequest_v4(buf: bytes, pos: int) -> tuple[MetadataRequest, i
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[MetadataRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             e_topics = _new(MetadataRequestTopic)
             e_topics.topic_id = ZERO_UUID
             n = buf[pos] << 8 | buf[pos + 1]
@@ -520,7 +518,7 @@ def _decode_MetadataRequest_v8(buf: bytes, pos: int) -> tuple[MetadataRequest, i
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[MetadataRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             e_topics = _new(MetadataRequestTopic)
             e_topics.topic_id = ZERO_UUID
             n = buf[pos] << 8 | buf[pos + 1]
@@ -581,7 +579,7 @@ def _decode_MetadataRequest_v9(buf: bytes, pos: int) -> tuple[MetadataRequest, i
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[MetadataRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             e_topics = _new(MetadataRequestTopic)
             e_topics.topic_id = ZERO_UUID
             n = buf[pos]
@@ -605,11 +603,10 @@ def _decode_MetadataRequest_v9(buf: bytes, pos: int) -> tuple[MetadataRequest, i
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_topics.unknown_tagged_fields = ()
-            else:
+            e_topics.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_topics = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -628,11 +625,10 @@ def _decode_MetadataRequest_v9(buf: bytes, pos: int) -> tuple[MetadataRequest, i
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -696,7 +692,7 @@ def _decode_MetadataRequest_v10(buf: bytes, pos: int) -> tuple[MetadataRequest, 
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[MetadataRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             e_topics = _new(MetadataRequestTopic)
             u_topic_id_raw, = _S1.unpack_from(buf, pos)
             pos += 16
@@ -722,11 +718,10 @@ def _decode_MetadataRequest_v10(buf: bytes, pos: int) -> tuple[MetadataRequest, 
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_topics.unknown_tagged_fields = ()
-            else:
+            e_topics.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_topics = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -745,11 +740,10 @@ def _decode_MetadataRequest_v10(buf: bytes, pos: int) -> tuple[MetadataRequest, 
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -815,7 +809,7 @@ def _decode_MetadataRequest_v11(buf: bytes, pos: int) -> tuple[MetadataRequest, 
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[MetadataRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             e_topics = _new(MetadataRequestTopic)
             u_topic_id_raw, = _S1.unpack_from(buf, pos)
             pos += 16
@@ -841,11 +835,10 @@ def _decode_MetadataRequest_v11(buf: bytes, pos: int) -> tuple[MetadataRequest, 
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_topics.unknown_tagged_fields = ()
-            else:
+            e_topics.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_topics = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -864,11 +857,10 @@ def _decode_MetadataRequest_v11(buf: bytes, pos: int) -> tuple[MetadataRequest, 
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1057,11 +1049,10 @@ def _decode_MetadataResponseBroker_v9(buf: bytes, pos: int) -> tuple[MetadataRes
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1353,11 +1344,10 @@ def _decode_MetadataResponsePartition_v9(buf: bytes, pos: int) -> tuple[Metadata
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1438,7 +1428,7 @@ def _decode_MetadataResponseTopic_v0(buf: bytes, pos: int) -> tuple[MetadataResp
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[MetadataResponsePartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(MetadataResponsePartition)
             e_partitions.leader_epoch = -1
             e_partitions.offline_replicas = []
@@ -1537,7 +1527,7 @@ def _decode_MetadataResponseTopic_v1(buf: bytes, pos: int) -> tuple[MetadataResp
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[MetadataResponsePartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(MetadataResponsePartition)
             e_partitions.leader_epoch = -1
             e_partitions.offline_replicas = []
@@ -1637,7 +1627,7 @@ def _decode_MetadataResponseTopic_v5(buf: bytes, pos: int) -> tuple[MetadataResp
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[MetadataResponsePartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(MetadataResponsePartition)
             e_partitions.leader_epoch = -1
             e_partitions.error_code, e_partitions.partition_index, e_partitions.leader_id, n = _S7.unpack_from(buf, pos)
@@ -1754,7 +1744,7 @@ def _decode_MetadataResponseTopic_v7(buf: bytes, pos: int) -> tuple[MetadataResp
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[MetadataResponsePartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(MetadataResponsePartition)
             e_partitions.error_code, e_partitions.partition_index, e_partitions.leader_id, e_partitions.leader_epoch, n = _S9.unpack_from(buf, pos)
             pos += 18
@@ -1869,7 +1859,7 @@ def _decode_MetadataResponseTopic_v8(buf: bytes, pos: int) -> tuple[MetadataResp
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[MetadataResponsePartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(MetadataResponsePartition)
             e_partitions.error_code, e_partitions.partition_index, e_partitions.leader_id, e_partitions.leader_epoch, n = _S9.unpack_from(buf, pos)
             pos += 18
@@ -1997,7 +1987,7 @@ def _decode_MetadataResponseTopic_v9(buf: bytes, pos: int) -> tuple[MetadataResp
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[MetadataResponsePartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(MetadataResponsePartition)
             e_partitions.error_code, e_partitions.partition_index, e_partitions.leader_id, e_partitions.leader_epoch = _S7.unpack_from(buf, pos)
             pos += 14
@@ -2054,11 +2044,10 @@ def _decode_MetadataResponseTopic_v9(buf: bytes, pos: int) -> tuple[MetadataResp
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -2077,11 +2066,10 @@ def _decode_MetadataResponseTopic_v9(buf: bytes, pos: int) -> tuple[MetadataResp
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -2202,7 +2190,7 @@ def _decode_MetadataResponseTopic_v10(buf: bytes, pos: int) -> tuple[MetadataRes
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[MetadataResponsePartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(MetadataResponsePartition)
             e_partitions.error_code, e_partitions.partition_index, e_partitions.leader_id, e_partitions.leader_epoch = _S7.unpack_from(buf, pos)
             pos += 14
@@ -2259,11 +2247,10 @@ def _decode_MetadataResponseTopic_v10(buf: bytes, pos: int) -> tuple[MetadataRes
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -2282,11 +2269,10 @@ def _decode_MetadataResponseTopic_v10(buf: bytes, pos: int) -> tuple[MetadataRes
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -2407,7 +2393,7 @@ def _decode_MetadataResponseTopic_v12(buf: bytes, pos: int) -> tuple[MetadataRes
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[MetadataResponsePartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(MetadataResponsePartition)
             e_partitions.error_code, e_partitions.partition_index, e_partitions.leader_id, e_partitions.leader_epoch = _S7.unpack_from(buf, pos)
             pos += 14
@@ -2464,11 +2450,10 @@ def _decode_MetadataResponseTopic_v12(buf: bytes, pos: int) -> tuple[MetadataRes
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -2487,11 +2472,10 @@ def _decode_MetadataResponseTopic_v12(buf: bytes, pos: int) -> tuple[MetadataRes
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -2592,7 +2576,7 @@ def _decode_MetadataResponse_v0(buf: bytes, pos: int) -> tuple[MetadataResponse,
             raise _invalid('array Brokers declares more elements than bytes remain')
         lst_brokers: list[MetadataResponseBroker] = []
         app_brokers = lst_brokers.append
-        for _ in range(n):
+        for _i_brokers in range(n):
             e_brokers = _new(MetadataResponseBroker)
             e_brokers.rack = None
             e_brokers.node_id, n = _S6.unpack_from(buf, pos)
@@ -2621,7 +2605,7 @@ def _decode_MetadataResponse_v0(buf: bytes, pos: int) -> tuple[MetadataResponse,
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[MetadataResponseTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_MetadataResponseTopic_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -2678,7 +2662,7 @@ def _decode_MetadataResponse_v1(buf: bytes, pos: int) -> tuple[MetadataResponse,
             raise _invalid('array Brokers declares more elements than bytes remain')
         lst_brokers: list[MetadataResponseBroker] = []
         app_brokers = lst_brokers.append
-        for _ in range(n):
+        for _i_brokers in range(n):
             e_brokers = _new(MetadataResponseBroker)
             e_brokers.node_id, n = _S6.unpack_from(buf, pos)
             pos += 6
@@ -2716,7 +2700,7 @@ def _decode_MetadataResponse_v1(buf: bytes, pos: int) -> tuple[MetadataResponse,
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[MetadataResponseTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_MetadataResponseTopic_v1(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -2782,7 +2766,7 @@ def _decode_MetadataResponse_v2(buf: bytes, pos: int) -> tuple[MetadataResponse,
             raise _invalid('array Brokers declares more elements than bytes remain')
         lst_brokers: list[MetadataResponseBroker] = []
         app_brokers = lst_brokers.append
-        for _ in range(n):
+        for _i_brokers in range(n):
             e_brokers = _new(MetadataResponseBroker)
             e_brokers.node_id, n = _S6.unpack_from(buf, pos)
             pos += 6
@@ -2830,7 +2814,7 @@ def _decode_MetadataResponse_v2(buf: bytes, pos: int) -> tuple[MetadataResponse,
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[MetadataResponseTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_MetadataResponseTopic_v1(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -2904,7 +2888,7 @@ def _decode_MetadataResponse_v3(buf: bytes, pos: int) -> tuple[MetadataResponse,
             raise _invalid('array Brokers declares more elements than bytes remain')
         lst_brokers: list[MetadataResponseBroker] = []
         app_brokers = lst_brokers.append
-        for _ in range(n):
+        for _i_brokers in range(n):
             e_brokers = _new(MetadataResponseBroker)
             e_brokers.node_id, n = _S6.unpack_from(buf, pos)
             pos += 6
@@ -2952,7 +2936,7 @@ def _decode_MetadataResponse_v3(buf: bytes, pos: int) -> tuple[MetadataResponse,
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[MetadataResponseTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_MetadataResponseTopic_v1(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -3027,7 +3011,7 @@ def _decode_MetadataResponse_v5(buf: bytes, pos: int) -> tuple[MetadataResponse,
             raise _invalid('array Brokers declares more elements than bytes remain')
         lst_brokers: list[MetadataResponseBroker] = []
         app_brokers = lst_brokers.append
-        for _ in range(n):
+        for _i_brokers in range(n):
             e_brokers = _new(MetadataResponseBroker)
             e_brokers.node_id, n = _S6.unpack_from(buf, pos)
             pos += 6
@@ -3075,7 +3059,7 @@ def _decode_MetadataResponse_v5(buf: bytes, pos: int) -> tuple[MetadataResponse,
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[MetadataResponseTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_MetadataResponseTopic_v5(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -3150,7 +3134,7 @@ def _decode_MetadataResponse_v7(buf: bytes, pos: int) -> tuple[MetadataResponse,
             raise _invalid('array Brokers declares more elements than bytes remain')
         lst_brokers: list[MetadataResponseBroker] = []
         app_brokers = lst_brokers.append
-        for _ in range(n):
+        for _i_brokers in range(n):
             e_brokers = _new(MetadataResponseBroker)
             e_brokers.node_id, n = _S6.unpack_from(buf, pos)
             pos += 6
@@ -3198,7 +3182,7 @@ def _decode_MetadataResponse_v7(buf: bytes, pos: int) -> tuple[MetadataResponse,
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[MetadataResponseTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_MetadataResponseTopic_v7(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -3272,7 +3256,7 @@ def _decode_MetadataResponse_v8(buf: bytes, pos: int) -> tuple[MetadataResponse,
             raise _invalid('array Brokers declares more elements than bytes remain')
         lst_brokers: list[MetadataResponseBroker] = []
         app_brokers = lst_brokers.append
-        for _ in range(n):
+        for _i_brokers in range(n):
             e_brokers = _new(MetadataResponseBroker)
             e_brokers.node_id, n = _S6.unpack_from(buf, pos)
             pos += 6
@@ -3320,7 +3304,7 @@ def _decode_MetadataResponse_v8(buf: bytes, pos: int) -> tuple[MetadataResponse,
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[MetadataResponseTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_MetadataResponseTopic_v8(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -3401,7 +3385,7 @@ def _decode_MetadataResponse_v9(buf: bytes, pos: int) -> tuple[MetadataResponse,
             raise _invalid('array Brokers declares more elements than bytes remain')
         lst_brokers: list[MetadataResponseBroker] = []
         app_brokers = lst_brokers.append
-        for _ in range(n):
+        for _i_brokers in range(n):
             e_brokers = _new(MetadataResponseBroker)
             e_brokers.node_id, = _S2.unpack_from(buf, pos)
             pos += 4
@@ -3444,11 +3428,10 @@ def _decode_MetadataResponse_v9(buf: bytes, pos: int) -> tuple[MetadataResponse,
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_brokers.unknown_tagged_fields = ()
-            else:
+            e_brokers.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_brokers = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -3491,7 +3474,7 @@ def _decode_MetadataResponse_v9(buf: bytes, pos: int) -> tuple[MetadataResponse,
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[MetadataResponseTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_MetadataResponseTopic_v9(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -3502,11 +3485,10 @@ def _decode_MetadataResponse_v9(buf: bytes, pos: int) -> tuple[MetadataResponse,
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -3614,7 +3596,7 @@ def _decode_MetadataResponse_v10(buf: bytes, pos: int) -> tuple[MetadataResponse
             raise _invalid('array Brokers declares more elements than bytes remain')
         lst_brokers: list[MetadataResponseBroker] = []
         app_brokers = lst_brokers.append
-        for _ in range(n):
+        for _i_brokers in range(n):
             e_brokers = _new(MetadataResponseBroker)
             e_brokers.node_id, = _S2.unpack_from(buf, pos)
             pos += 4
@@ -3657,11 +3639,10 @@ def _decode_MetadataResponse_v10(buf: bytes, pos: int) -> tuple[MetadataResponse
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_brokers.unknown_tagged_fields = ()
-            else:
+            e_brokers.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_brokers = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -3704,7 +3685,7 @@ def _decode_MetadataResponse_v10(buf: bytes, pos: int) -> tuple[MetadataResponse
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[MetadataResponseTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_MetadataResponseTopic_v10(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -3715,11 +3696,10 @@ def _decode_MetadataResponse_v10(buf: bytes, pos: int) -> tuple[MetadataResponse
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -3828,7 +3808,7 @@ def _decode_MetadataResponse_v11(buf: bytes, pos: int) -> tuple[MetadataResponse
             raise _invalid('array Brokers declares more elements than bytes remain')
         lst_brokers: list[MetadataResponseBroker] = []
         app_brokers = lst_brokers.append
-        for _ in range(n):
+        for _i_brokers in range(n):
             e_brokers = _new(MetadataResponseBroker)
             e_brokers.node_id, = _S2.unpack_from(buf, pos)
             pos += 4
@@ -3871,11 +3851,10 @@ def _decode_MetadataResponse_v11(buf: bytes, pos: int) -> tuple[MetadataResponse
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_brokers.unknown_tagged_fields = ()
-            else:
+            e_brokers.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_brokers = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -3918,7 +3897,7 @@ def _decode_MetadataResponse_v11(buf: bytes, pos: int) -> tuple[MetadataResponse
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[MetadataResponseTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_MetadataResponseTopic_v10(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -3927,11 +3906,10 @@ def _decode_MetadataResponse_v11(buf: bytes, pos: int) -> tuple[MetadataResponse
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -4041,7 +4019,7 @@ def _decode_MetadataResponse_v12(buf: bytes, pos: int) -> tuple[MetadataResponse
             raise _invalid('array Brokers declares more elements than bytes remain')
         lst_brokers: list[MetadataResponseBroker] = []
         app_brokers = lst_brokers.append
-        for _ in range(n):
+        for _i_brokers in range(n):
             e_brokers = _new(MetadataResponseBroker)
             e_brokers.node_id, = _S2.unpack_from(buf, pos)
             pos += 4
@@ -4084,11 +4062,10 @@ def _decode_MetadataResponse_v12(buf: bytes, pos: int) -> tuple[MetadataResponse
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_brokers.unknown_tagged_fields = ()
-            else:
+            e_brokers.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_brokers = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -4131,7 +4108,7 @@ def _decode_MetadataResponse_v12(buf: bytes, pos: int) -> tuple[MetadataResponse
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[MetadataResponseTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_MetadataResponseTopic_v12(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -4140,11 +4117,10 @@ def _decode_MetadataResponse_v12(buf: bytes, pos: int) -> tuple[MetadataResponse
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -4253,7 +4229,7 @@ def _decode_MetadataResponse_v13(buf: bytes, pos: int) -> tuple[MetadataResponse
             raise _invalid('array Brokers declares more elements than bytes remain')
         lst_brokers: list[MetadataResponseBroker] = []
         app_brokers = lst_brokers.append
-        for _ in range(n):
+        for _i_brokers in range(n):
             e_brokers = _new(MetadataResponseBroker)
             e_brokers.node_id, = _S2.unpack_from(buf, pos)
             pos += 4
@@ -4296,11 +4272,10 @@ def _decode_MetadataResponse_v13(buf: bytes, pos: int) -> tuple[MetadataResponse
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_brokers.unknown_tagged_fields = ()
-            else:
+            e_brokers.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_brokers = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -4343,7 +4318,7 @@ def _decode_MetadataResponse_v13(buf: bytes, pos: int) -> tuple[MetadataResponse
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[MetadataResponseTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_MetadataResponseTopic_v12(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -4354,11 +4329,10 @@ def _decode_MetadataResponse_v13(buf: bytes, pos: int) -> tuple[MetadataResponse
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

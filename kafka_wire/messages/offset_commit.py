@@ -270,11 +270,10 @@ def _decode_OffsetCommitRequestPartition_v8(buf: bytes, pos: int) -> tuple[Offse
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -333,7 +332,7 @@ def _decode_OffsetCommitRequestTopic_v0(buf: bytes, pos: int) -> tuple[OffsetCom
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetCommitRequestPartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(OffsetCommitRequestPartition)
             e_partitions.committed_leader_epoch = -1
             e_partitions.commit_timestamp = -1
@@ -413,7 +412,7 @@ def _decode_OffsetCommitRequestTopic_v1(buf: bytes, pos: int) -> tuple[OffsetCom
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetCommitRequestPartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(OffsetCommitRequestPartition)
             e_partitions.committed_leader_epoch = -1
             e_partitions.partition_index, e_partitions.committed_offset, e_partitions.commit_timestamp, n = _S3.unpack_from(buf, pos)
@@ -490,7 +489,7 @@ def _decode_OffsetCommitRequestTopic_v6(buf: bytes, pos: int) -> tuple[OffsetCom
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetCommitRequestPartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(OffsetCommitRequestPartition)
             e_partitions.commit_timestamp = -1
             e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch, n = _S5.unpack_from(buf, pos)
@@ -579,7 +578,7 @@ def _decode_OffsetCommitRequestTopic_v8(buf: bytes, pos: int) -> tuple[OffsetCom
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetCommitRequestPartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(OffsetCommitRequestPartition)
             e_partitions.commit_timestamp = -1
             e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch = _S6.unpack_from(buf, pos)
@@ -605,11 +604,10 @@ def _decode_OffsetCommitRequestTopic_v8(buf: bytes, pos: int) -> tuple[OffsetCom
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -626,11 +624,10 @@ def _decode_OffsetCommitRequestTopic_v8(buf: bytes, pos: int) -> tuple[OffsetCom
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -713,7 +710,7 @@ def _decode_OffsetCommitRequestTopic_v10(buf: bytes, pos: int) -> tuple[OffsetCo
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetCommitRequestPartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(OffsetCommitRequestPartition)
             e_partitions.commit_timestamp = -1
             e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch = _S6.unpack_from(buf, pos)
@@ -739,11 +736,10 @@ def _decode_OffsetCommitRequestTopic_v10(buf: bytes, pos: int) -> tuple[OffsetCo
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -760,11 +756,10 @@ def _decode_OffsetCommitRequestTopic_v10(buf: bytes, pos: int) -> tuple[OffsetCo
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -841,7 +836,7 @@ def _decode_OffsetCommitRequest_v0(buf: bytes, pos: int) -> tuple[OffsetCommitRe
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetCommitRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetCommitRequestTopic_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -908,7 +903,7 @@ def _decode_OffsetCommitRequest_v1(buf: bytes, pos: int) -> tuple[OffsetCommitRe
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetCommitRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetCommitRequestTopic_v1(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -984,7 +979,7 @@ def _decode_OffsetCommitRequest_v2(buf: bytes, pos: int) -> tuple[OffsetCommitRe
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetCommitRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetCommitRequestTopic_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1062,7 +1057,7 @@ def _decode_OffsetCommitRequest_v5(buf: bytes, pos: int) -> tuple[OffsetCommitRe
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetCommitRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetCommitRequestTopic_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1139,7 +1134,7 @@ def _decode_OffsetCommitRequest_v6(buf: bytes, pos: int) -> tuple[OffsetCommitRe
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetCommitRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetCommitRequestTopic_v6(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1225,7 +1220,7 @@ def _decode_OffsetCommitRequest_v7(buf: bytes, pos: int) -> tuple[OffsetCommitRe
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetCommitRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetCommitRequestTopic_v6(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1340,7 +1335,7 @@ def _decode_OffsetCommitRequest_v8(buf: bytes, pos: int) -> tuple[OffsetCommitRe
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetCommitRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetCommitRequestTopic_v8(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1349,11 +1344,10 @@ def _decode_OffsetCommitRequest_v8(buf: bytes, pos: int) -> tuple[OffsetCommitRe
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1491,7 +1485,7 @@ def _decode_OffsetCommitRequest_v10(buf: bytes, pos: int) -> tuple[OffsetCommitR
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetCommitRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetCommitRequestTopic_v10(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1500,11 +1494,10 @@ def _decode_OffsetCommitRequest_v10(buf: bytes, pos: int) -> tuple[OffsetCommitR
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1599,11 +1592,10 @@ def _decode_OffsetCommitResponsePartition_v8(buf: bytes, pos: int) -> tuple[Offs
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1647,7 +1639,7 @@ def _decode_OffsetCommitResponseTopic_v0(buf: bytes, pos: int) -> tuple[OffsetCo
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetCommitResponsePartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(OffsetCommitResponsePartition)
             e_partitions.partition_index, e_partitions.error_code = _S9.unpack_from(buf, pos)
             pos += 6
@@ -1714,7 +1706,7 @@ def _decode_OffsetCommitResponseTopic_v8(buf: bytes, pos: int) -> tuple[OffsetCo
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetCommitResponsePartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(OffsetCommitResponsePartition)
             e_partitions.partition_index, e_partitions.error_code = _S9.unpack_from(buf, pos)
             pos += 6
@@ -1723,11 +1715,10 @@ def _decode_OffsetCommitResponseTopic_v8(buf: bytes, pos: int) -> tuple[OffsetCo
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1744,11 +1735,10 @@ def _decode_OffsetCommitResponseTopic_v8(buf: bytes, pos: int) -> tuple[OffsetCo
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1816,7 +1806,7 @@ def _decode_OffsetCommitResponseTopic_v10(buf: bytes, pos: int) -> tuple[OffsetC
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetCommitResponsePartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(OffsetCommitResponsePartition)
             e_partitions.partition_index, e_partitions.error_code = _S9.unpack_from(buf, pos)
             pos += 6
@@ -1825,11 +1815,10 @@ def _decode_OffsetCommitResponseTopic_v10(buf: bytes, pos: int) -> tuple[OffsetC
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1846,11 +1835,10 @@ def _decode_OffsetCommitResponseTopic_v10(buf: bytes, pos: int) -> tuple[OffsetC
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1899,7 +1887,7 @@ def _decode_OffsetCommitResponse_v0(buf: bytes, pos: int) -> tuple[OffsetCommitR
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetCommitResponseTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetCommitResponseTopic_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1931,7 +1919,7 @@ def _decode_OffsetCommitResponse_v3(buf: bytes, pos: int) -> tuple[OffsetCommitR
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetCommitResponseTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetCommitResponseTopic_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1970,7 +1958,7 @@ def _decode_OffsetCommitResponse_v8(buf: bytes, pos: int) -> tuple[OffsetCommitR
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetCommitResponseTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetCommitResponseTopic_v8(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1979,11 +1967,10 @@ def _decode_OffsetCommitResponse_v8(buf: bytes, pos: int) -> tuple[OffsetCommitR
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -2033,7 +2020,7 @@ def _decode_OffsetCommitResponse_v10(buf: bytes, pos: int) -> tuple[OffsetCommit
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetCommitResponseTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetCommitResponseTopic_v10(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -2042,11 +2029,10 @@ def _decode_OffsetCommitResponse_v10(buf: bytes, pos: int) -> tuple[OffsetCommit
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

@@ -134,7 +134,7 @@ def _decode_OffsetDeleteRequestTopic_v0(buf: bytes, pos: int) -> tuple[OffsetDel
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetDeleteRequestPartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(OffsetDeleteRequestPartition)
             e_partitions.partition_index, = _S0.unpack_from(buf, pos)
             pos += 4
@@ -190,7 +190,7 @@ def _decode_OffsetDeleteRequest_v0(buf: bytes, pos: int) -> tuple[OffsetDeleteRe
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetDeleteRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetDeleteRequestTopic_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -255,7 +255,7 @@ def _decode_OffsetDeleteResponseTopic_v0(buf: bytes, pos: int) -> tuple[OffsetDe
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetDeleteResponsePartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(OffsetDeleteResponsePartition)
             e_partitions.partition_index, e_partitions.error_code = _S2.unpack_from(buf, pos)
             pos += 6
@@ -301,7 +301,7 @@ def _decode_OffsetDeleteResponse_v0(buf: bytes, pos: int) -> tuple[OffsetDeleteR
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetDeleteResponseTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetDeleteResponseTopic_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics

@@ -240,11 +240,10 @@ def _decode_OffsetFetchRequestTopics_v8(buf: bytes, pos: int) -> tuple[OffsetFet
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -316,11 +315,10 @@ def _decode_OffsetFetchRequestTopics_v10(buf: bytes, pos: int) -> tuple[OffsetFe
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -386,7 +384,7 @@ def _decode_OffsetFetchRequestGroup_v8(buf: bytes, pos: int) -> tuple[OffsetFetc
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetFetchRequestTopics] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             e_topics = _new(OffsetFetchRequestTopics)
             e_topics.topic_id = ZERO_UUID
             n = buf[pos]
@@ -426,11 +424,10 @@ def _decode_OffsetFetchRequestGroup_v8(buf: bytes, pos: int) -> tuple[OffsetFetc
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_topics.unknown_tagged_fields = ()
-            else:
+            e_topics.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_topics = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -447,11 +444,10 @@ def _decode_OffsetFetchRequestGroup_v8(buf: bytes, pos: int) -> tuple[OffsetFetc
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -572,7 +568,7 @@ def _decode_OffsetFetchRequestGroup_v9(buf: bytes, pos: int) -> tuple[OffsetFetc
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetFetchRequestTopics] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             e_topics = _new(OffsetFetchRequestTopics)
             e_topics.topic_id = ZERO_UUID
             n = buf[pos]
@@ -612,11 +608,10 @@ def _decode_OffsetFetchRequestGroup_v9(buf: bytes, pos: int) -> tuple[OffsetFetc
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_topics.unknown_tagged_fields = ()
-            else:
+            e_topics.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_topics = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -633,11 +628,10 @@ def _decode_OffsetFetchRequestGroup_v9(buf: bytes, pos: int) -> tuple[OffsetFetc
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -772,7 +766,7 @@ def _decode_OffsetFetchRequestGroup_v10(buf: bytes, pos: int) -> tuple[OffsetFet
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetFetchRequestTopics] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             e_topics = _new(OffsetFetchRequestTopics)
             e_topics.name = ''
             u_topic_id_raw, = _S0.unpack_from(buf, pos)
@@ -799,11 +793,10 @@ def _decode_OffsetFetchRequestGroup_v10(buf: bytes, pos: int) -> tuple[OffsetFet
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_topics.unknown_tagged_fields = ()
-            else:
+            e_topics.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_topics = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -820,11 +813,10 @@ def _decode_OffsetFetchRequestGroup_v10(buf: bytes, pos: int) -> tuple[OffsetFet
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -986,11 +978,10 @@ def _decode_OffsetFetchRequestTopic_v6(buf: bytes, pos: int) -> tuple[OffsetFetc
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1058,7 +1049,7 @@ def _decode_OffsetFetchRequest_v0(buf: bytes, pos: int) -> tuple[OffsetFetchRequ
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetFetchRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             e_topics = _new(OffsetFetchRequestTopic)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -1154,7 +1145,7 @@ def _decode_OffsetFetchRequest_v2(buf: bytes, pos: int) -> tuple[OffsetFetchRequ
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetFetchRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             e_topics = _new(OffsetFetchRequestTopic)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -1260,7 +1251,7 @@ def _decode_OffsetFetchRequest_v6(buf: bytes, pos: int) -> tuple[OffsetFetchRequ
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetFetchRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             e_topics = _new(OffsetFetchRequestTopic)
             n = buf[pos]
             if n < 0x80:
@@ -1299,11 +1290,10 @@ def _decode_OffsetFetchRequest_v6(buf: bytes, pos: int) -> tuple[OffsetFetchRequ
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_topics.unknown_tagged_fields = ()
-            else:
+            e_topics.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_topics = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1320,11 +1310,10 @@ def _decode_OffsetFetchRequest_v6(buf: bytes, pos: int) -> tuple[OffsetFetchRequ
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1432,7 +1421,7 @@ def _decode_OffsetFetchRequest_v7(buf: bytes, pos: int) -> tuple[OffsetFetchRequ
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetFetchRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             e_topics = _new(OffsetFetchRequestTopic)
             n = buf[pos]
             if n < 0x80:
@@ -1471,11 +1460,10 @@ def _decode_OffsetFetchRequest_v7(buf: bytes, pos: int) -> tuple[OffsetFetchRequ
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_topics.unknown_tagged_fields = ()
-            else:
+            e_topics.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_topics = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1494,11 +1482,10 @@ def _decode_OffsetFetchRequest_v7(buf: bytes, pos: int) -> tuple[OffsetFetchRequ
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1590,7 +1577,7 @@ def _decode_OffsetFetchRequest_v8(buf: bytes, pos: int) -> tuple[OffsetFetchRequ
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[OffsetFetchRequestGroup] = []
         app_groups = lst_groups.append
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_OffsetFetchRequestGroup_v8(buf, pos)
             app_groups(x_groups)
         o.groups = lst_groups
@@ -1601,11 +1588,10 @@ def _decode_OffsetFetchRequest_v8(buf: bytes, pos: int) -> tuple[OffsetFetchRequ
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1659,7 +1645,7 @@ def _decode_OffsetFetchRequest_v9(buf: bytes, pos: int) -> tuple[OffsetFetchRequ
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[OffsetFetchRequestGroup] = []
         app_groups = lst_groups.append
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_OffsetFetchRequestGroup_v9(buf, pos)
             app_groups(x_groups)
         o.groups = lst_groups
@@ -1670,11 +1656,10 @@ def _decode_OffsetFetchRequest_v9(buf: bytes, pos: int) -> tuple[OffsetFetchRequ
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1728,7 +1713,7 @@ def _decode_OffsetFetchRequest_v10(buf: bytes, pos: int) -> tuple[OffsetFetchReq
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[OffsetFetchRequestGroup] = []
         app_groups = lst_groups.append
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_OffsetFetchRequestGroup_v10(buf, pos)
             app_groups(x_groups)
         o.groups = lst_groups
@@ -1739,11 +1724,10 @@ def _decode_OffsetFetchRequest_v10(buf: bytes, pos: int) -> tuple[OffsetFetchReq
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1807,11 +1791,10 @@ def _decode_OffsetFetchResponsePartitions_v8(buf: bytes, pos: int) -> tuple[Offs
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1879,7 +1862,7 @@ def _decode_OffsetFetchResponseTopics_v8(buf: bytes, pos: int) -> tuple[OffsetFe
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetFetchResponsePartitions] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(OffsetFetchResponsePartitions)
             e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch = _S4.unpack_from(buf, pos)
             pos += 16
@@ -1906,11 +1889,10 @@ def _decode_OffsetFetchResponseTopics_v8(buf: bytes, pos: int) -> tuple[OffsetFe
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1927,11 +1909,10 @@ def _decode_OffsetFetchResponseTopics_v8(buf: bytes, pos: int) -> tuple[OffsetFe
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -2013,7 +1994,7 @@ def _decode_OffsetFetchResponseTopics_v10(buf: bytes, pos: int) -> tuple[OffsetF
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetFetchResponsePartitions] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(OffsetFetchResponsePartitions)
             e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch = _S4.unpack_from(buf, pos)
             pos += 16
@@ -2040,11 +2021,10 @@ def _decode_OffsetFetchResponseTopics_v10(buf: bytes, pos: int) -> tuple[OffsetF
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -2061,11 +2041,10 @@ def _decode_OffsetFetchResponseTopics_v10(buf: bytes, pos: int) -> tuple[OffsetF
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -2147,7 +2126,7 @@ def _decode_OffsetFetchResponseGroup_v8(buf: bytes, pos: int) -> tuple[OffsetFet
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetFetchResponseTopics] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetFetchResponseTopics_v8(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -2158,11 +2137,10 @@ def _decode_OffsetFetchResponseGroup_v8(buf: bytes, pos: int) -> tuple[OffsetFet
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -2239,7 +2217,7 @@ def _decode_OffsetFetchResponseGroup_v10(buf: bytes, pos: int) -> tuple[OffsetFe
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetFetchResponseTopics] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetFetchResponseTopics_v10(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -2250,11 +2228,10 @@ def _decode_OffsetFetchResponseGroup_v10(buf: bytes, pos: int) -> tuple[OffsetFe
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -2402,11 +2379,10 @@ def _decode_OffsetFetchResponsePartition_v6(buf: bytes, pos: int) -> tuple[Offse
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -2463,7 +2439,7 @@ def _decode_OffsetFetchResponseTopic_v0(buf: bytes, pos: int) -> tuple[OffsetFet
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetFetchResponsePartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(OffsetFetchResponsePartition)
             e_partitions.committed_leader_epoch = -1
             e_partitions.partition_index, e_partitions.committed_offset, n = _S5.unpack_from(buf, pos)
@@ -2542,7 +2518,7 @@ def _decode_OffsetFetchResponseTopic_v5(buf: bytes, pos: int) -> tuple[OffsetFet
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetFetchResponsePartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(OffsetFetchResponsePartition)
             e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch, n = _S7.unpack_from(buf, pos)
             pos += 18
@@ -2630,7 +2606,7 @@ def _decode_OffsetFetchResponseTopic_v6(buf: bytes, pos: int) -> tuple[OffsetFet
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetFetchResponsePartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(OffsetFetchResponsePartition)
             e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch = _S4.unpack_from(buf, pos)
             pos += 16
@@ -2657,11 +2633,10 @@ def _decode_OffsetFetchResponseTopic_v6(buf: bytes, pos: int) -> tuple[OffsetFet
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -2678,11 +2653,10 @@ def _decode_OffsetFetchResponseTopic_v6(buf: bytes, pos: int) -> tuple[OffsetFet
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -2759,7 +2733,7 @@ def _decode_OffsetFetchResponse_v0(buf: bytes, pos: int) -> tuple[OffsetFetchRes
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetFetchResponseTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetFetchResponseTopic_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -2795,7 +2769,7 @@ def _decode_OffsetFetchResponse_v2(buf: bytes, pos: int) -> tuple[OffsetFetchRes
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetFetchResponseTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetFetchResponseTopic_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -2833,7 +2807,7 @@ def _decode_OffsetFetchResponse_v3(buf: bytes, pos: int) -> tuple[OffsetFetchRes
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetFetchResponseTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetFetchResponseTopic_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -2872,7 +2846,7 @@ def _decode_OffsetFetchResponse_v5(buf: bytes, pos: int) -> tuple[OffsetFetchRes
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetFetchResponseTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetFetchResponseTopic_v5(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -2917,7 +2891,7 @@ def _decode_OffsetFetchResponse_v6(buf: bytes, pos: int) -> tuple[OffsetFetchRes
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetFetchResponseTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetFetchResponseTopic_v6(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -2928,11 +2902,10 @@ def _decode_OffsetFetchResponse_v6(buf: bytes, pos: int) -> tuple[OffsetFetchRes
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -2987,7 +2960,7 @@ def _decode_OffsetFetchResponse_v8(buf: bytes, pos: int) -> tuple[OffsetFetchRes
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[OffsetFetchResponseGroup] = []
         app_groups = lst_groups.append
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_OffsetFetchResponseGroup_v8(buf, pos)
             app_groups(x_groups)
         o.groups = lst_groups
@@ -2996,11 +2969,10 @@ def _decode_OffsetFetchResponse_v8(buf: bytes, pos: int) -> tuple[OffsetFetchRes
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -3054,7 +3026,7 @@ def _decode_OffsetFetchResponse_v10(buf: bytes, pos: int) -> tuple[OffsetFetchRe
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[OffsetFetchResponseGroup] = []
         app_groups = lst_groups.append
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_OffsetFetchResponseGroup_v10(buf, pos)
             app_groups(x_groups)
         o.groups = lst_groups
@@ -3063,11 +3035,10 @@ def _decode_OffsetFetchResponse_v10(buf: bytes, pos: int) -> tuple[OffsetFetchRe
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

@@ -149,11 +149,10 @@ def _decode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v4(buf: bytes, p
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -196,7 +195,7 @@ def _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0(buf: bytes, pos: 
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetForLeaderEpochRequestOffsetForLeaderPartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(OffsetForLeaderEpochRequestOffsetForLeaderPartition)
             e_partitions.current_leader_epoch = -1
             e_partitions.partition, e_partitions.leader_epoch = _S0.unpack_from(buf, pos)
@@ -253,7 +252,7 @@ def _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2(buf: bytes, pos: 
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetForLeaderEpochRequestOffsetForLeaderPartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(OffsetForLeaderEpochRequestOffsetForLeaderPartition)
             e_partitions.partition, e_partitions.current_leader_epoch, e_partitions.leader_epoch = _S1.unpack_from(buf, pos)
             pos += 12
@@ -319,7 +318,7 @@ def _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v4(buf: bytes, pos: 
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetForLeaderEpochRequestOffsetForLeaderPartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(OffsetForLeaderEpochRequestOffsetForLeaderPartition)
             e_partitions.partition, e_partitions.current_leader_epoch, e_partitions.leader_epoch = _S1.unpack_from(buf, pos)
             pos += 12
@@ -328,11 +327,10 @@ def _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v4(buf: bytes, pos: 
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -349,11 +347,10 @@ def _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v4(buf: bytes, pos: 
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -414,7 +411,7 @@ def _decode_OffsetForLeaderEpochRequest_v0(buf: bytes, pos: int) -> tuple[Offset
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetForLeaderEpochRequestOffsetForLeaderTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -447,7 +444,7 @@ def _decode_OffsetForLeaderEpochRequest_v2(buf: bytes, pos: int) -> tuple[Offset
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetForLeaderEpochRequestOffsetForLeaderTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -479,7 +476,7 @@ def _decode_OffsetForLeaderEpochRequest_v3(buf: bytes, pos: int) -> tuple[Offset
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetForLeaderEpochRequestOffsetForLeaderTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v2(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -518,7 +515,7 @@ def _decode_OffsetForLeaderEpochRequest_v4(buf: bytes, pos: int) -> tuple[Offset
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetForLeaderEpochRequestOffsetForLeaderTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v4(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -527,11 +524,10 @@ def _decode_OffsetForLeaderEpochRequest_v4(buf: bytes, pos: int) -> tuple[Offset
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -602,11 +598,10 @@ def _decode_OffsetForLeaderEpochResponseEpochEndOffset_v4(buf: bytes, pos: int) 
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -649,7 +644,7 @@ def _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v0(buf: bytes
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetForLeaderEpochResponseEpochEndOffset] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(OffsetForLeaderEpochResponseEpochEndOffset)
             e_partitions.leader_epoch = -1
             e_partitions.error_code, e_partitions.partition, e_partitions.end_offset = _S4.unpack_from(buf, pos)
@@ -706,7 +701,7 @@ def _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1(buf: bytes
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetForLeaderEpochResponseEpochEndOffset] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(OffsetForLeaderEpochResponseEpochEndOffset)
             e_partitions.error_code, e_partitions.partition, e_partitions.leader_epoch, e_partitions.end_offset = _S5.unpack_from(buf, pos)
             pos += 18
@@ -772,7 +767,7 @@ def _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v4(buf: bytes
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[OffsetForLeaderEpochResponseEpochEndOffset] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(OffsetForLeaderEpochResponseEpochEndOffset)
             e_partitions.error_code, e_partitions.partition, e_partitions.leader_epoch, e_partitions.end_offset = _S5.unpack_from(buf, pos)
             pos += 18
@@ -781,11 +776,10 @@ def _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v4(buf: bytes
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -802,11 +796,10 @@ def _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v4(buf: bytes
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -867,7 +860,7 @@ def _decode_OffsetForLeaderEpochResponse_v0(buf: bytes, pos: int) -> tuple[Offse
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetForLeaderEpochResponseOffsetForLeaderTopicResult] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -900,7 +893,7 @@ def _decode_OffsetForLeaderEpochResponse_v1(buf: bytes, pos: int) -> tuple[Offse
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetForLeaderEpochResponseOffsetForLeaderTopicResult] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -932,7 +925,7 @@ def _decode_OffsetForLeaderEpochResponse_v2(buf: bytes, pos: int) -> tuple[Offse
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetForLeaderEpochResponseOffsetForLeaderTopicResult] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v1(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -971,7 +964,7 @@ def _decode_OffsetForLeaderEpochResponse_v4(buf: bytes, pos: int) -> tuple[Offse
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[OffsetForLeaderEpochResponseOffsetForLeaderTopicResult] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v4(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -980,11 +973,10 @@ def _decode_OffsetForLeaderEpochResponse_v4(buf: bytes, pos: int) -> tuple[Offse
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

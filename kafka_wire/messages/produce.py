@@ -232,11 +232,10 @@ def _decode_ProduceRequestPartitionProduceData_v9(buf: bytes, pos: int) -> tuple
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -292,7 +291,7 @@ def _decode_ProduceRequestTopicProduceData_v0(buf: bytes, pos: int) -> tuple[Pro
             raise _invalid('array PartitionData declares more elements than bytes remain')
         lst_partition_data: list[ProduceRequestPartitionProduceData] = []
         app_partition_data = lst_partition_data.append
-        for _ in range(n):
+        for _i_partition_data in range(n):
             e_partition_data = _new(ProduceRequestPartitionProduceData)
             e_partition_data.index, n = _S0.unpack_from(buf, pos)
             pos += 8
@@ -366,7 +365,7 @@ def _decode_ProduceRequestTopicProduceData_v9(buf: bytes, pos: int) -> tuple[Pro
             raise _invalid('array PartitionData declares more elements than bytes remain')
         lst_partition_data: list[ProduceRequestPartitionProduceData] = []
         app_partition_data = lst_partition_data.append
-        for _ in range(n):
+        for _i_partition_data in range(n):
             e_partition_data = _new(ProduceRequestPartitionProduceData)
             e_partition_data.index, = _S1.unpack_from(buf, pos)
             pos += 4
@@ -389,11 +388,10 @@ def _decode_ProduceRequestTopicProduceData_v9(buf: bytes, pos: int) -> tuple[Pro
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partition_data.unknown_tagged_fields = ()
-            else:
+            e_partition_data.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partition_data = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -410,11 +408,10 @@ def _decode_ProduceRequestTopicProduceData_v9(buf: bytes, pos: int) -> tuple[Pro
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -479,7 +476,7 @@ def _decode_ProduceRequestTopicProduceData_v13(buf: bytes, pos: int) -> tuple[Pr
             raise _invalid('array PartitionData declares more elements than bytes remain')
         lst_partition_data: list[ProduceRequestPartitionProduceData] = []
         app_partition_data = lst_partition_data.append
-        for _ in range(n):
+        for _i_partition_data in range(n):
             e_partition_data = _new(ProduceRequestPartitionProduceData)
             e_partition_data.index, = _S1.unpack_from(buf, pos)
             pos += 4
@@ -502,11 +499,10 @@ def _decode_ProduceRequestTopicProduceData_v13(buf: bytes, pos: int) -> tuple[Pr
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partition_data.unknown_tagged_fields = ()
-            else:
+            e_partition_data.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partition_data = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -523,11 +519,10 @@ def _decode_ProduceRequestTopicProduceData_v13(buf: bytes, pos: int) -> tuple[Pr
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -572,7 +567,7 @@ def _decode_ProduceRequest_v0(buf: bytes, pos: int) -> tuple[ProduceRequest, int
             raise _invalid('array TopicData declares more elements than bytes remain')
         lst_topic_data: list[ProduceRequestTopicProduceData] = []
         app_topic_data = lst_topic_data.append
-        for _ in range(n):
+        for _i_topic_data in range(n):
             x_topic_data, pos = _decode_ProduceRequestTopicProduceData_v0(buf, pos)
             app_topic_data(x_topic_data)
         o.topic_data = lst_topic_data
@@ -617,7 +612,7 @@ def _decode_ProduceRequest_v3(buf: bytes, pos: int) -> tuple[ProduceRequest, int
             raise _invalid('array TopicData declares more elements than bytes remain')
         lst_topic_data: list[ProduceRequestTopicProduceData] = []
         app_topic_data = lst_topic_data.append
-        for _ in range(n):
+        for _i_topic_data in range(n):
             x_topic_data, pos = _decode_ProduceRequestTopicProduceData_v0(buf, pos)
             app_topic_data(x_topic_data)
         o.topic_data = lst_topic_data
@@ -681,7 +676,7 @@ def _decode_ProduceRequest_v9(buf: bytes, pos: int) -> tuple[ProduceRequest, int
             raise _invalid('array TopicData declares more elements than bytes remain')
         lst_topic_data: list[ProduceRequestTopicProduceData] = []
         app_topic_data = lst_topic_data.append
-        for _ in range(n):
+        for _i_topic_data in range(n):
             x_topic_data, pos = _decode_ProduceRequestTopicProduceData_v9(buf, pos)
             app_topic_data(x_topic_data)
         o.topic_data = lst_topic_data
@@ -690,11 +685,10 @@ def _decode_ProduceRequest_v9(buf: bytes, pos: int) -> tuple[ProduceRequest, int
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -773,7 +767,7 @@ def _decode_ProduceRequest_v13(buf: bytes, pos: int) -> tuple[ProduceRequest, in
             raise _invalid('array TopicData declares more elements than bytes remain')
         lst_topic_data: list[ProduceRequestTopicProduceData] = []
         app_topic_data = lst_topic_data.append
-        for _ in range(n):
+        for _i_topic_data in range(n):
             x_topic_data, pos = _decode_ProduceRequestTopicProduceData_v13(buf, pos)
             app_topic_data(x_topic_data)
         o.topic_data = lst_topic_data
@@ -782,11 +776,10 @@ def _decode_ProduceRequest_v13(buf: bytes, pos: int) -> tuple[ProduceRequest, in
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -891,11 +884,10 @@ def _decode_ProduceResponseBatchIndexAndErrorMessage_v9(buf: bytes, pos: int) ->
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -939,11 +931,10 @@ def _decode_ProduceResponseLeaderIdAndEpoch_v10(buf: bytes, pos: int) -> tuple[P
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1037,7 +1028,7 @@ def _decode_ProduceResponsePartitionProduceResponse_v8(buf: bytes, pos: int) -> 
             raise _invalid('array RecordErrors declares more elements than bytes remain')
         lst_record_errors: list[ProduceResponseBatchIndexAndErrorMessage] = []
         app_record_errors = lst_record_errors.append
-        for _ in range(n):
+        for _i_record_errors in range(n):
             e_record_errors = _new(ProduceResponseBatchIndexAndErrorMessage)
             e_record_errors.batch_index, n = _S6.unpack_from(buf, pos)
             pos += 6
@@ -1122,7 +1113,7 @@ def _decode_ProduceResponsePartitionProduceResponse_v9(buf: bytes, pos: int) -> 
             raise _invalid('array RecordErrors declares more elements than bytes remain')
         lst_record_errors: list[ProduceResponseBatchIndexAndErrorMessage] = []
         app_record_errors = lst_record_errors.append
-        for _ in range(n):
+        for _i_record_errors in range(n):
             e_record_errors = _new(ProduceResponseBatchIndexAndErrorMessage)
             e_record_errors.batch_index, = _S1.unpack_from(buf, pos)
             pos += 4
@@ -1147,11 +1138,10 @@ def _decode_ProduceResponsePartitionProduceResponse_v9(buf: bytes, pos: int) -> 
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_record_errors.unknown_tagged_fields = ()
-            else:
+            e_record_errors.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_record_errors = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1184,14 +1174,13 @@ def _decode_ProduceResponsePartitionProduceResponse_v9(buf: bytes, pos: int) -> 
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
-            if tag in (0,):
+            if tag == 0:
                 raise _invalid(f'tag {tag} is not valid in version 9')
             else:
                 end = pos + size
@@ -1273,7 +1262,7 @@ def _decode_ProduceResponsePartitionProduceResponse_v10(buf: bytes, pos: int) ->
             raise _invalid('array RecordErrors declares more elements than bytes remain')
         lst_record_errors: list[ProduceResponseBatchIndexAndErrorMessage] = []
         app_record_errors = lst_record_errors.append
-        for _ in range(n):
+        for _i_record_errors in range(n):
             e_record_errors = _new(ProduceResponseBatchIndexAndErrorMessage)
             e_record_errors.batch_index, = _S1.unpack_from(buf, pos)
             pos += 4
@@ -1298,11 +1287,10 @@ def _decode_ProduceResponsePartitionProduceResponse_v10(buf: bytes, pos: int) ->
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_record_errors.unknown_tagged_fields = ()
-            else:
+            e_record_errors.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_record_errors = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1335,11 +1323,10 @@ def _decode_ProduceResponsePartitionProduceResponse_v10(buf: bytes, pos: int) ->
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
@@ -1399,9 +1386,9 @@ def _encode_ProduceResponsePartitionProduceResponse_v10(o: ProduceResponsePartit
         out += b_error_message
     known: list[tuple[int, bytes | bytearray]] = []
     if o.current_leader != _DEFAULT_ProduceResponseLeaderIdAndEpoch:
-        t = bytearray()
-        _encode_ProduceResponseLeaderIdAndEpoch_v10(o.current_leader, t)
-        known.append((0, t))
+        t_current_leader = bytearray()
+        _encode_ProduceResponseLeaderIdAndEpoch_v10(o.current_leader, t_current_leader)
+        known.append((0, t_current_leader))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))
     else:
@@ -1431,7 +1418,7 @@ def _decode_ProduceResponseTopicProduceResponse_v0(buf: bytes, pos: int) -> tupl
             raise _invalid('array PartitionResponses declares more elements than bytes remain')
         lst_partition_responses: list[ProduceResponsePartitionProduceResponse] = []
         app_partition_responses = lst_partition_responses.append
-        for _ in range(n):
+        for _i_partition_responses in range(n):
             e_partition_responses = _new(ProduceResponsePartitionProduceResponse)
             e_partition_responses.log_append_time_ms = -1
             e_partition_responses.log_start_offset = -1
@@ -1495,7 +1482,7 @@ def _decode_ProduceResponseTopicProduceResponse_v2(buf: bytes, pos: int) -> tupl
             raise _invalid('array PartitionResponses declares more elements than bytes remain')
         lst_partition_responses: list[ProduceResponsePartitionProduceResponse] = []
         app_partition_responses = lst_partition_responses.append
-        for _ in range(n):
+        for _i_partition_responses in range(n):
             e_partition_responses = _new(ProduceResponsePartitionProduceResponse)
             e_partition_responses.log_start_offset = -1
             e_partition_responses.record_errors = []
@@ -1558,7 +1545,7 @@ def _decode_ProduceResponseTopicProduceResponse_v5(buf: bytes, pos: int) -> tupl
             raise _invalid('array PartitionResponses declares more elements than bytes remain')
         lst_partition_responses: list[ProduceResponsePartitionProduceResponse] = []
         app_partition_responses = lst_partition_responses.append
-        for _ in range(n):
+        for _i_partition_responses in range(n):
             e_partition_responses = _new(ProduceResponsePartitionProduceResponse)
             e_partition_responses.record_errors = []
             e_partition_responses.error_message = None
@@ -1620,7 +1607,7 @@ def _decode_ProduceResponseTopicProduceResponse_v8(buf: bytes, pos: int) -> tupl
             raise _invalid('array PartitionResponses declares more elements than bytes remain')
         lst_partition_responses: list[ProduceResponsePartitionProduceResponse] = []
         app_partition_responses = lst_partition_responses.append
-        for _ in range(n):
+        for _i_partition_responses in range(n):
             x_partition_responses, pos = _decode_ProduceResponsePartitionProduceResponse_v8(buf, pos)
             app_partition_responses(x_partition_responses)
         o.partition_responses = lst_partition_responses
@@ -1682,7 +1669,7 @@ def _decode_ProduceResponseTopicProduceResponse_v9(buf: bytes, pos: int) -> tupl
             raise _invalid('array PartitionResponses declares more elements than bytes remain')
         lst_partition_responses: list[ProduceResponsePartitionProduceResponse] = []
         app_partition_responses = lst_partition_responses.append
-        for _ in range(n):
+        for _i_partition_responses in range(n):
             x_partition_responses, pos = _decode_ProduceResponsePartitionProduceResponse_v9(buf, pos)
             app_partition_responses(x_partition_responses)
         o.partition_responses = lst_partition_responses
@@ -1691,11 +1678,10 @@ def _decode_ProduceResponseTopicProduceResponse_v9(buf: bytes, pos: int) -> tupl
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1772,7 +1758,7 @@ def _decode_ProduceResponseTopicProduceResponse_v10(buf: bytes, pos: int) -> tup
             raise _invalid('array PartitionResponses declares more elements than bytes remain')
         lst_partition_responses: list[ProduceResponsePartitionProduceResponse] = []
         app_partition_responses = lst_partition_responses.append
-        for _ in range(n):
+        for _i_partition_responses in range(n):
             x_partition_responses, pos = _decode_ProduceResponsePartitionProduceResponse_v10(buf, pos)
             app_partition_responses(x_partition_responses)
         o.partition_responses = lst_partition_responses
@@ -1781,11 +1767,10 @@ def _decode_ProduceResponseTopicProduceResponse_v10(buf: bytes, pos: int) -> tup
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1849,7 +1834,7 @@ def _decode_ProduceResponseTopicProduceResponse_v13(buf: bytes, pos: int) -> tup
             raise _invalid('array PartitionResponses declares more elements than bytes remain')
         lst_partition_responses: list[ProduceResponsePartitionProduceResponse] = []
         app_partition_responses = lst_partition_responses.append
-        for _ in range(n):
+        for _i_partition_responses in range(n):
             x_partition_responses, pos = _decode_ProduceResponsePartitionProduceResponse_v10(buf, pos)
             app_partition_responses(x_partition_responses)
         o.partition_responses = lst_partition_responses
@@ -1858,11 +1843,10 @@ def _decode_ProduceResponseTopicProduceResponse_v13(buf: bytes, pos: int) -> tup
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1938,11 +1922,10 @@ def _decode_ProduceResponseNodeEndpoint_v10(buf: bytes, pos: int) -> tuple[Produ
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -2004,7 +1987,7 @@ def _decode_ProduceResponse_v0(buf: bytes, pos: int) -> tuple[ProduceResponse, i
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[ProduceResponseTopicProduceResponse] = []
         app_responses = lst_responses.append
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_ProduceResponseTopicProduceResponse_v0(buf, pos)
             app_responses(x_responses)
         o.responses = lst_responses
@@ -2039,7 +2022,7 @@ def _decode_ProduceResponse_v1(buf: bytes, pos: int) -> tuple[ProduceResponse, i
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[ProduceResponseTopicProduceResponse] = []
         app_responses = lst_responses.append
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_ProduceResponseTopicProduceResponse_v0(buf, pos)
             app_responses(x_responses)
         o.responses = lst_responses
@@ -2077,7 +2060,7 @@ def _decode_ProduceResponse_v2(buf: bytes, pos: int) -> tuple[ProduceResponse, i
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[ProduceResponseTopicProduceResponse] = []
         app_responses = lst_responses.append
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_ProduceResponseTopicProduceResponse_v2(buf, pos)
             app_responses(x_responses)
         o.responses = lst_responses
@@ -2115,7 +2098,7 @@ def _decode_ProduceResponse_v5(buf: bytes, pos: int) -> tuple[ProduceResponse, i
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[ProduceResponseTopicProduceResponse] = []
         app_responses = lst_responses.append
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_ProduceResponseTopicProduceResponse_v5(buf, pos)
             app_responses(x_responses)
         o.responses = lst_responses
@@ -2153,7 +2136,7 @@ def _decode_ProduceResponse_v8(buf: bytes, pos: int) -> tuple[ProduceResponse, i
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[ProduceResponseTopicProduceResponse] = []
         app_responses = lst_responses.append
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_ProduceResponseTopicProduceResponse_v8(buf, pos)
             app_responses(x_responses)
         o.responses = lst_responses
@@ -2195,7 +2178,7 @@ def _decode_ProduceResponse_v9(buf: bytes, pos: int) -> tuple[ProduceResponse, i
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[ProduceResponseTopicProduceResponse] = []
         app_responses = lst_responses.append
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_ProduceResponseTopicProduceResponse_v9(buf, pos)
             app_responses(x_responses)
         o.responses = lst_responses
@@ -2206,14 +2189,13 @@ def _decode_ProduceResponse_v9(buf: bytes, pos: int) -> tuple[ProduceResponse, i
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
-            if tag in (0,):
+            if tag == 0:
                 raise _invalid(f'tag {tag} is not valid in version 9')
             else:
                 end = pos + size
@@ -2263,7 +2245,7 @@ def _decode_ProduceResponse_v10(buf: bytes, pos: int) -> tuple[ProduceResponse, 
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[ProduceResponseTopicProduceResponse] = []
         app_responses = lst_responses.append
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_ProduceResponseTopicProduceResponse_v10(buf, pos)
             app_responses(x_responses)
         o.responses = lst_responses
@@ -2274,11 +2256,10 @@ def _decode_ProduceResponse_v10(buf: bytes, pos: int) -> tuple[ProduceResponse, 
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
@@ -2295,7 +2276,7 @@ def _decode_ProduceResponse_v10(buf: bytes, pos: int) -> tuple[ProduceResponse, 
                         raise _invalid('array NodeEndpoints declares more elements than bytes remain')
                     lst_node_endpoints: list[ProduceResponseNodeEndpoint] = []
                     app_node_endpoints = lst_node_endpoints.append
-                    for _ in range(n):
+                    for _i_node_endpoints in range(n):
                         e_node_endpoints = _new(ProduceResponseNodeEndpoint)
                         e_node_endpoints.node_id, = _S1.unpack_from(buf, pos)
                         pos += 4
@@ -2338,11 +2319,10 @@ def _decode_ProduceResponse_v10(buf: bytes, pos: int) -> tuple[ProduceResponse, 
                             pos += 1
                         else:
                             n, pos = _read_uvarint(buf, pos)
-                        if n == 0:
-                            e_node_endpoints.unknown_tagged_fields = ()
-                        else:
+                        e_node_endpoints.unknown_tagged_fields = ()
+                        if n != 0:
                             unknown_e_node_endpoints = []
-                            for _ in range(n):
+                            for _i_tag in range(n):
                                 tag, pos = _read_uvarint(buf, pos)
                                 size, pos = _read_uvarint(buf, pos)
                                 if True:
@@ -2379,18 +2359,18 @@ def _encode_ProduceResponse_v10(o: ProduceResponse, out: bytearray) -> None:
     out += _S1.pack(o.throttle_time_ms)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
-        t = bytearray()
+        t_node_endpoints = bytearray()
         x_node_endpoints = o.node_endpoints
         if x_node_endpoints is None:
             raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=10)
         else:
             m = len(x_node_endpoints) + 1
             if m < 0x80:
-                t.append(m)
+                t_node_endpoints.append(m)
             else:
-                _write_uvarint(t, m)
+                _write_uvarint(t_node_endpoints, m)
             for e_node_endpoints in x_node_endpoints:
-                t += _S1.pack(e_node_endpoints.node_id)
+                t_node_endpoints += _S1.pack(e_node_endpoints.node_id)
                 x_node_endpoints_host = e_node_endpoints.host
                 if x_node_endpoints_host is None:
                     raise ValueOutOfRangeError('non-nullable field Host is None', version=10)
@@ -2400,29 +2380,29 @@ def _encode_ProduceResponse_v10(o: ProduceResponse, out: bytearray) -> None:
                         raise ValueOutOfRangeError('string field Host is too long', version=10)
                     m = len(b_node_endpoints_host) + 1
                     if m < 0x80:
-                        t.append(m)
+                        t_node_endpoints.append(m)
                     else:
-                        _write_uvarint(t, m)
-                    t += b_node_endpoints_host
-                t += _S1.pack(e_node_endpoints.port)
+                        _write_uvarint(t_node_endpoints, m)
+                    t_node_endpoints += b_node_endpoints_host
+                t_node_endpoints += _S1.pack(e_node_endpoints.port)
                 x_node_endpoints_rack = e_node_endpoints.rack
                 if x_node_endpoints_rack is None:
-                    t.append(0)
+                    t_node_endpoints.append(0)
                 else:
                     b_node_endpoints_rack = x_node_endpoints_rack.encode()
                     if len(b_node_endpoints_rack) > 0x7FFF:
                         raise ValueOutOfRangeError('string field Rack is too long', version=10)
                     m = len(b_node_endpoints_rack) + 1
                     if m < 0x80:
-                        t.append(m)
+                        t_node_endpoints.append(m)
                     else:
-                        _write_uvarint(t, m)
-                    t += b_node_endpoints_rack
+                        _write_uvarint(t_node_endpoints, m)
+                    t_node_endpoints += b_node_endpoints_rack
                 if e_node_endpoints.unknown_tagged_fields:
-                    _write_tagged(t, [], e_node_endpoints.unknown_tagged_fields, frozenset())
+                    _write_tagged(t_node_endpoints, [], e_node_endpoints.unknown_tagged_fields, frozenset())
                 else:
-                    t.append(0)
-        known.append((0, t))
+                    t_node_endpoints.append(0)
+        known.append((0, t_node_endpoints))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))
     else:
@@ -2446,7 +2426,7 @@ def _decode_ProduceResponse_v13(buf: bytes, pos: int) -> tuple[ProduceResponse, 
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[ProduceResponseTopicProduceResponse] = []
         app_responses = lst_responses.append
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_ProduceResponseTopicProduceResponse_v13(buf, pos)
             app_responses(x_responses)
         o.responses = lst_responses
@@ -2457,11 +2437,10 @@ def _decode_ProduceResponse_v13(buf: bytes, pos: int) -> tuple[ProduceResponse, 
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
@@ -2478,7 +2457,7 @@ def _decode_ProduceResponse_v13(buf: bytes, pos: int) -> tuple[ProduceResponse, 
                         raise _invalid('array NodeEndpoints declares more elements than bytes remain')
                     lst_node_endpoints: list[ProduceResponseNodeEndpoint] = []
                     app_node_endpoints = lst_node_endpoints.append
-                    for _ in range(n):
+                    for _i_node_endpoints in range(n):
                         e_node_endpoints = _new(ProduceResponseNodeEndpoint)
                         e_node_endpoints.node_id, = _S1.unpack_from(buf, pos)
                         pos += 4
@@ -2521,11 +2500,10 @@ def _decode_ProduceResponse_v13(buf: bytes, pos: int) -> tuple[ProduceResponse, 
                             pos += 1
                         else:
                             n, pos = _read_uvarint(buf, pos)
-                        if n == 0:
-                            e_node_endpoints.unknown_tagged_fields = ()
-                        else:
+                        e_node_endpoints.unknown_tagged_fields = ()
+                        if n != 0:
                             unknown_e_node_endpoints = []
-                            for _ in range(n):
+                            for _i_tag in range(n):
                                 tag, pos = _read_uvarint(buf, pos)
                                 size, pos = _read_uvarint(buf, pos)
                                 if True:
@@ -2562,18 +2540,18 @@ def _encode_ProduceResponse_v13(o: ProduceResponse, out: bytearray) -> None:
     out += _S1.pack(o.throttle_time_ms)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
-        t = bytearray()
+        t_node_endpoints = bytearray()
         x_node_endpoints = o.node_endpoints
         if x_node_endpoints is None:
             raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=13)
         else:
             m = len(x_node_endpoints) + 1
             if m < 0x80:
-                t.append(m)
+                t_node_endpoints.append(m)
             else:
-                _write_uvarint(t, m)
+                _write_uvarint(t_node_endpoints, m)
             for e_node_endpoints in x_node_endpoints:
-                t += _S1.pack(e_node_endpoints.node_id)
+                t_node_endpoints += _S1.pack(e_node_endpoints.node_id)
                 x_node_endpoints_host = e_node_endpoints.host
                 if x_node_endpoints_host is None:
                     raise ValueOutOfRangeError('non-nullable field Host is None', version=13)
@@ -2583,29 +2561,29 @@ def _encode_ProduceResponse_v13(o: ProduceResponse, out: bytearray) -> None:
                         raise ValueOutOfRangeError('string field Host is too long', version=13)
                     m = len(b_node_endpoints_host) + 1
                     if m < 0x80:
-                        t.append(m)
+                        t_node_endpoints.append(m)
                     else:
-                        _write_uvarint(t, m)
-                    t += b_node_endpoints_host
-                t += _S1.pack(e_node_endpoints.port)
+                        _write_uvarint(t_node_endpoints, m)
+                    t_node_endpoints += b_node_endpoints_host
+                t_node_endpoints += _S1.pack(e_node_endpoints.port)
                 x_node_endpoints_rack = e_node_endpoints.rack
                 if x_node_endpoints_rack is None:
-                    t.append(0)
+                    t_node_endpoints.append(0)
                 else:
                     b_node_endpoints_rack = x_node_endpoints_rack.encode()
                     if len(b_node_endpoints_rack) > 0x7FFF:
                         raise ValueOutOfRangeError('string field Rack is too long', version=13)
                     m = len(b_node_endpoints_rack) + 1
                     if m < 0x80:
-                        t.append(m)
+                        t_node_endpoints.append(m)
                     else:
-                        _write_uvarint(t, m)
-                    t += b_node_endpoints_rack
+                        _write_uvarint(t_node_endpoints, m)
+                    t_node_endpoints += b_node_endpoints_rack
                 if e_node_endpoints.unknown_tagged_fields:
-                    _write_tagged(t, [], e_node_endpoints.unknown_tagged_fields, frozenset())
+                    _write_tagged(t_node_endpoints, [], e_node_endpoints.unknown_tagged_fields, frozenset())
                 else:
-                    t.append(0)
-        known.append((0, t))
+                    t_node_endpoints.append(0)
+        known.append((0, t_node_endpoints))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))
     else:

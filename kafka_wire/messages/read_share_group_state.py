@@ -135,11 +135,10 @@ def _decode_ReadShareGroupStateRequestPartitionData_v0(buf: bytes, pos: int) -> 
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -179,7 +178,7 @@ def _decode_ReadShareGroupStateRequestReadStateData_v0(buf: bytes, pos: int) -> 
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ReadShareGroupStateRequestPartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(ReadShareGroupStateRequestPartitionData)
             e_partitions.partition, e_partitions.leader_epoch = _S0.unpack_from(buf, pos)
             pos += 8
@@ -188,11 +187,10 @@ def _decode_ReadShareGroupStateRequestReadStateData_v0(buf: bytes, pos: int) -> 
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -209,11 +207,10 @@ def _decode_ReadShareGroupStateRequestReadStateData_v0(buf: bytes, pos: int) -> 
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -281,7 +278,7 @@ def _decode_ReadShareGroupStateRequest_v0(buf: bytes, pos: int) -> tuple[ReadSha
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ReadShareGroupStateRequestReadStateData] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_ReadShareGroupStateRequestReadStateData_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -290,11 +287,10 @@ def _decode_ReadShareGroupStateRequest_v0(buf: bytes, pos: int) -> tuple[ReadSha
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -348,11 +344,10 @@ def _decode_ReadShareGroupStateResponseStateBatch_v0(buf: bytes, pos: int) -> tu
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -409,7 +404,7 @@ def _decode_ReadShareGroupStateResponsePartitionResult_v0(buf: bytes, pos: int) 
             raise _invalid('array StateBatches declares more elements than bytes remain')
         lst_state_batches: list[ReadShareGroupStateResponseStateBatch] = []
         app_state_batches = lst_state_batches.append
-        for _ in range(n):
+        for _i_state_batches in range(n):
             e_state_batches = _new(ReadShareGroupStateResponseStateBatch)
             e_state_batches.first_offset, e_state_batches.last_offset, e_state_batches.delivery_state, e_state_batches.delivery_count = _S2.unpack_from(buf, pos)
             pos += 19
@@ -418,11 +413,10 @@ def _decode_ReadShareGroupStateResponsePartitionResult_v0(buf: bytes, pos: int) 
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_state_batches.unknown_tagged_fields = ()
-            else:
+            e_state_batches.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_state_batches = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -439,11 +433,10 @@ def _decode_ReadShareGroupStateResponsePartitionResult_v0(buf: bytes, pos: int) 
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -512,7 +505,7 @@ def _decode_ReadShareGroupStateResponseReadStateResult_v0(buf: bytes, pos: int) 
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ReadShareGroupStateResponsePartitionResult] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_ReadShareGroupStateResponsePartitionResult_v0(buf, pos)
             app_partitions(x_partitions)
         o.partitions = lst_partitions
@@ -521,11 +514,10 @@ def _decode_ReadShareGroupStateResponseReadStateResult_v0(buf: bytes, pos: int) 
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -573,7 +565,7 @@ def _decode_ReadShareGroupStateResponse_v0(buf: bytes, pos: int) -> tuple[ReadSh
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[ReadShareGroupStateResponseReadStateResult] = []
         app_results = lst_results.append
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_ReadShareGroupStateResponseReadStateResult_v0(buf, pos)
             app_results(x_results)
         o.results = lst_results
@@ -582,11 +574,10 @@ def _decode_ReadShareGroupStateResponse_v0(buf: bytes, pos: int) -> tuple[ReadSh
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

@@ -121,11 +121,10 @@ def _decode_ReadShareGroupStateSummaryRequestPartitionData_v0(buf: bytes, pos: i
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -165,7 +164,7 @@ def _decode_ReadShareGroupStateSummaryRequestReadStateSummaryData_v0(buf: bytes,
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ReadShareGroupStateSummaryRequestPartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(ReadShareGroupStateSummaryRequestPartitionData)
             e_partitions.partition, e_partitions.leader_epoch = _S0.unpack_from(buf, pos)
             pos += 8
@@ -174,11 +173,10 @@ def _decode_ReadShareGroupStateSummaryRequestReadStateSummaryData_v0(buf: bytes,
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -195,11 +193,10 @@ def _decode_ReadShareGroupStateSummaryRequestReadStateSummaryData_v0(buf: bytes,
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -267,7 +264,7 @@ def _decode_ReadShareGroupStateSummaryRequest_v0(buf: bytes, pos: int) -> tuple[
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ReadShareGroupStateSummaryRequestReadStateSummaryData] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_ReadShareGroupStateSummaryRequestReadStateSummaryData_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -276,11 +273,10 @@ def _decode_ReadShareGroupStateSummaryRequest_v0(buf: bytes, pos: int) -> tuple[
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -353,11 +349,10 @@ def _decode_ReadShareGroupStateSummaryResponsePartitionResult_v0(buf: bytes, pos
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -420,11 +415,10 @@ def _decode_ReadShareGroupStateSummaryResponsePartitionResult_v1(buf: bytes, pos
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -478,7 +472,7 @@ def _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v0(buf: byt
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ReadShareGroupStateSummaryResponsePartitionResult] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(ReadShareGroupStateSummaryResponsePartitionResult)
             e_partitions.delivery_complete_count = -1
             e_partitions.partition, e_partitions.error_code = _S2.unpack_from(buf, pos)
@@ -506,11 +500,10 @@ def _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v0(buf: byt
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -527,11 +520,10 @@ def _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v0(buf: byt
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -600,7 +592,7 @@ def _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v1(buf: byt
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ReadShareGroupStateSummaryResponsePartitionResult] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(ReadShareGroupStateSummaryResponsePartitionResult)
             e_partitions.partition, e_partitions.error_code = _S2.unpack_from(buf, pos)
             pos += 6
@@ -627,11 +619,10 @@ def _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v1(buf: byt
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -648,11 +639,10 @@ def _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v1(buf: byt
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -718,7 +708,7 @@ def _decode_ReadShareGroupStateSummaryResponse_v0(buf: bytes, pos: int) -> tuple
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[ReadShareGroupStateSummaryResponseReadStateSummaryResult] = []
         app_results = lst_results.append
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v0(buf, pos)
             app_results(x_results)
         o.results = lst_results
@@ -727,11 +717,10 @@ def _decode_ReadShareGroupStateSummaryResponse_v0(buf: bytes, pos: int) -> tuple
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -778,7 +767,7 @@ def _decode_ReadShareGroupStateSummaryResponse_v1(buf: bytes, pos: int) -> tuple
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[ReadShareGroupStateSummaryResponseReadStateSummaryResult] = []
         app_results = lst_results.append
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_ReadShareGroupStateSummaryResponseReadStateSummaryResult_v1(buf, pos)
             app_results(x_results)
         o.results = lst_results
@@ -787,11 +776,10 @@ def _decode_ReadShareGroupStateSummaryResponse_v1(buf: bytes, pos: int) -> tuple
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

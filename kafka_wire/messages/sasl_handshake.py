@@ -89,7 +89,7 @@ def _decode_SaslHandshakeResponse_v0(buf: bytes, pos: int) -> tuple[SaslHandshak
             raise _invalid('array Mechanisms declares more elements than bytes remain')
         lst_mechanisms: list[str] = []
         app_mechanisms = lst_mechanisms.append
-        for _ in range(n):
+        for _i_mechanisms in range(n):
             n2 = buf[pos] << 8 | buf[pos + 1]
             pos += 2
             if n2 > 0x7FFF:

@@ -193,11 +193,10 @@ def _decode_ShareAcknowledgeRequestAcknowledgementBatch_v0(buf: bytes, pos: int)
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -247,7 +246,7 @@ def _decode_ShareAcknowledgeRequestAcknowledgePartition_v0(buf: bytes, pos: int)
             raise _invalid('array AcknowledgementBatches declares more elements than bytes remain')
         lst_acknowledgement_batches: list[ShareAcknowledgeRequestAcknowledgementBatch] = []
         app_acknowledgement_batches = lst_acknowledgement_batches.append
-        for _ in range(n):
+        for _i_acknowledgement_batches in range(n):
             e_acknowledgement_batches = _new(ShareAcknowledgeRequestAcknowledgementBatch)
             e_acknowledgement_batches.first_offset, e_acknowledgement_batches.last_offset = _S0.unpack_from(buf, pos)
             pos += 16
@@ -272,11 +271,10 @@ def _decode_ShareAcknowledgeRequestAcknowledgePartition_v0(buf: bytes, pos: int)
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_acknowledgement_batches.unknown_tagged_fields = ()
-            else:
+            e_acknowledgement_batches.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_acknowledgement_batches = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -293,11 +291,10 @@ def _decode_ShareAcknowledgeRequestAcknowledgePartition_v0(buf: bytes, pos: int)
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -363,7 +360,7 @@ def _decode_ShareAcknowledgeRequestAcknowledgeTopic_v0(buf: bytes, pos: int) -> 
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ShareAcknowledgeRequestAcknowledgePartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_ShareAcknowledgeRequestAcknowledgePartition_v0(buf, pos)
             app_partitions(x_partitions)
         o.partitions = lst_partitions
@@ -372,11 +369,10 @@ def _decode_ShareAcknowledgeRequestAcknowledgeTopic_v0(buf: bytes, pos: int) -> 
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -459,7 +455,7 @@ def _decode_ShareAcknowledgeRequest_v0(buf: bytes, pos: int) -> tuple[ShareAckno
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ShareAcknowledgeRequestAcknowledgeTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_ShareAcknowledgeRequestAcknowledgeTopic_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -468,11 +464,10 @@ def _decode_ShareAcknowledgeRequest_v0(buf: bytes, pos: int) -> tuple[ShareAckno
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -582,7 +577,7 @@ def _decode_ShareAcknowledgeRequest_v2(buf: bytes, pos: int) -> tuple[ShareAckno
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ShareAcknowledgeRequestAcknowledgeTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_ShareAcknowledgeRequestAcknowledgeTopic_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -591,11 +586,10 @@ def _decode_ShareAcknowledgeRequest_v2(buf: bytes, pos: int) -> tuple[ShareAckno
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -663,11 +657,10 @@ def _decode_ShareAcknowledgeResponseLeaderIdAndEpoch_v0(buf: bytes, pos: int) ->
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -715,11 +708,10 @@ def _decode_ShareAcknowledgeResponsePartitionData_v0(buf: bytes, pos: int) -> tu
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -773,7 +765,7 @@ def _decode_ShareAcknowledgeResponseTopicResponse_v0(buf: bytes, pos: int) -> tu
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ShareAcknowledgeResponsePartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_ShareAcknowledgeResponsePartitionData_v0(buf, pos)
             app_partitions(x_partitions)
         o.partitions = lst_partitions
@@ -782,11 +774,10 @@ def _decode_ShareAcknowledgeResponseTopicResponse_v0(buf: bytes, pos: int) -> tu
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -862,11 +853,10 @@ def _decode_ShareAcknowledgeResponseNodeEndpoint_v0(buf: bytes, pos: int) -> tup
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -949,7 +939,7 @@ def _decode_ShareAcknowledgeResponse_v0(buf: bytes, pos: int) -> tuple[ShareAckn
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[ShareAcknowledgeResponseTopicResponse] = []
         app_responses = lst_responses.append
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_ShareAcknowledgeResponseTopicResponse_v0(buf, pos)
             app_responses(x_responses)
         o.responses = lst_responses
@@ -966,7 +956,7 @@ def _decode_ShareAcknowledgeResponse_v0(buf: bytes, pos: int) -> tuple[ShareAckn
             raise _invalid('array NodeEndpoints declares more elements than bytes remain')
         lst_node_endpoints: list[ShareAcknowledgeResponseNodeEndpoint] = []
         app_node_endpoints = lst_node_endpoints.append
-        for _ in range(n):
+        for _i_node_endpoints in range(n):
             e_node_endpoints = _new(ShareAcknowledgeResponseNodeEndpoint)
             e_node_endpoints.node_id, = _S1.unpack_from(buf, pos)
             pos += 4
@@ -1009,11 +999,10 @@ def _decode_ShareAcknowledgeResponse_v0(buf: bytes, pos: int) -> tuple[ShareAckn
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_node_endpoints.unknown_tagged_fields = ()
-            else:
+            e_node_endpoints.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_node_endpoints = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1030,11 +1019,10 @@ def _decode_ShareAcknowledgeResponse_v0(buf: bytes, pos: int) -> tuple[ShareAckn
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1157,7 +1145,7 @@ def _decode_ShareAcknowledgeResponse_v2(buf: bytes, pos: int) -> tuple[ShareAckn
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[ShareAcknowledgeResponseTopicResponse] = []
         app_responses = lst_responses.append
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_ShareAcknowledgeResponseTopicResponse_v0(buf, pos)
             app_responses(x_responses)
         o.responses = lst_responses
@@ -1174,7 +1162,7 @@ def _decode_ShareAcknowledgeResponse_v2(buf: bytes, pos: int) -> tuple[ShareAckn
             raise _invalid('array NodeEndpoints declares more elements than bytes remain')
         lst_node_endpoints: list[ShareAcknowledgeResponseNodeEndpoint] = []
         app_node_endpoints = lst_node_endpoints.append
-        for _ in range(n):
+        for _i_node_endpoints in range(n):
             e_node_endpoints = _new(ShareAcknowledgeResponseNodeEndpoint)
             e_node_endpoints.node_id, = _S1.unpack_from(buf, pos)
             pos += 4
@@ -1217,11 +1205,10 @@ def _decode_ShareAcknowledgeResponse_v2(buf: bytes, pos: int) -> tuple[ShareAckn
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_node_endpoints.unknown_tagged_fields = ()
-            else:
+            e_node_endpoints.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_node_endpoints = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1238,11 +1225,10 @@ def _decode_ShareAcknowledgeResponse_v2(buf: bytes, pos: int) -> tuple[ShareAckn
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

@@ -249,11 +249,10 @@ def _decode_ShareFetchRequestAcknowledgementBatch_v0(buf: bytes, pos: int) -> tu
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -303,7 +302,7 @@ def _decode_ShareFetchRequestFetchPartition_v0(buf: bytes, pos: int) -> tuple[Sh
             raise _invalid('array AcknowledgementBatches declares more elements than bytes remain')
         lst_acknowledgement_batches: list[ShareFetchRequestAcknowledgementBatch] = []
         app_acknowledgement_batches = lst_acknowledgement_batches.append
-        for _ in range(n):
+        for _i_acknowledgement_batches in range(n):
             e_acknowledgement_batches = _new(ShareFetchRequestAcknowledgementBatch)
             e_acknowledgement_batches.first_offset, e_acknowledgement_batches.last_offset = _S0.unpack_from(buf, pos)
             pos += 16
@@ -328,11 +327,10 @@ def _decode_ShareFetchRequestFetchPartition_v0(buf: bytes, pos: int) -> tuple[Sh
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_acknowledgement_batches.unknown_tagged_fields = ()
-            else:
+            e_acknowledgement_batches.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_acknowledgement_batches = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -349,11 +347,10 @@ def _decode_ShareFetchRequestFetchPartition_v0(buf: bytes, pos: int) -> tuple[Sh
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -419,7 +416,7 @@ def _decode_ShareFetchRequestFetchPartition_v1(buf: bytes, pos: int) -> tuple[Sh
             raise _invalid('array AcknowledgementBatches declares more elements than bytes remain')
         lst_acknowledgement_batches: list[ShareFetchRequestAcknowledgementBatch] = []
         app_acknowledgement_batches = lst_acknowledgement_batches.append
-        for _ in range(n):
+        for _i_acknowledgement_batches in range(n):
             e_acknowledgement_batches = _new(ShareFetchRequestAcknowledgementBatch)
             e_acknowledgement_batches.first_offset, e_acknowledgement_batches.last_offset = _S0.unpack_from(buf, pos)
             pos += 16
@@ -444,11 +441,10 @@ def _decode_ShareFetchRequestFetchPartition_v1(buf: bytes, pos: int) -> tuple[Sh
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_acknowledgement_batches.unknown_tagged_fields = ()
-            else:
+            e_acknowledgement_batches.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_acknowledgement_batches = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -465,11 +461,10 @@ def _decode_ShareFetchRequestFetchPartition_v1(buf: bytes, pos: int) -> tuple[Sh
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -537,7 +532,7 @@ def _decode_ShareFetchRequestFetchTopic_v0(buf: bytes, pos: int) -> tuple[ShareF
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ShareFetchRequestFetchPartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_ShareFetchRequestFetchPartition_v0(buf, pos)
             app_partitions(x_partitions)
         o.partitions = lst_partitions
@@ -546,11 +541,10 @@ def _decode_ShareFetchRequestFetchTopic_v0(buf: bytes, pos: int) -> tuple[ShareF
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -601,7 +595,7 @@ def _decode_ShareFetchRequestFetchTopic_v1(buf: bytes, pos: int) -> tuple[ShareF
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ShareFetchRequestFetchPartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_ShareFetchRequestFetchPartition_v1(buf, pos)
             app_partitions(x_partitions)
         o.partitions = lst_partitions
@@ -610,11 +604,10 @@ def _decode_ShareFetchRequestFetchTopic_v1(buf: bytes, pos: int) -> tuple[ShareF
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -673,11 +666,10 @@ def _decode_ShareFetchRequestForgottenTopic_v0(buf: bytes, pos: int) -> tuple[Sh
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -763,7 +755,7 @@ def _decode_ShareFetchRequest_v0(buf: bytes, pos: int) -> tuple[ShareFetchReques
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ShareFetchRequestFetchTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_ShareFetchRequestFetchTopic_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -780,7 +772,7 @@ def _decode_ShareFetchRequest_v0(buf: bytes, pos: int) -> tuple[ShareFetchReques
             raise _invalid('array ForgottenTopicsData declares more elements than bytes remain')
         lst_forgotten_topics_data: list[ShareFetchRequestForgottenTopic] = []
         app_forgotten_topics_data = lst_forgotten_topics_data.append
-        for _ in range(n):
+        for _i_forgotten_topics_data in range(n):
             e_forgotten_topics_data = _new(ShareFetchRequestForgottenTopic)
             u_topic_id_raw, = _S3.unpack_from(buf, pos)
             pos += 16
@@ -806,11 +798,10 @@ def _decode_ShareFetchRequest_v0(buf: bytes, pos: int) -> tuple[ShareFetchReques
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_forgotten_topics_data.unknown_tagged_fields = ()
-            else:
+            e_forgotten_topics_data.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_forgotten_topics_data = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -827,11 +818,10 @@ def _decode_ShareFetchRequest_v0(buf: bytes, pos: int) -> tuple[ShareFetchReques
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -973,7 +963,7 @@ def _decode_ShareFetchRequest_v1(buf: bytes, pos: int) -> tuple[ShareFetchReques
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ShareFetchRequestFetchTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_ShareFetchRequestFetchTopic_v1(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -990,7 +980,7 @@ def _decode_ShareFetchRequest_v1(buf: bytes, pos: int) -> tuple[ShareFetchReques
             raise _invalid('array ForgottenTopicsData declares more elements than bytes remain')
         lst_forgotten_topics_data: list[ShareFetchRequestForgottenTopic] = []
         app_forgotten_topics_data = lst_forgotten_topics_data.append
-        for _ in range(n):
+        for _i_forgotten_topics_data in range(n):
             e_forgotten_topics_data = _new(ShareFetchRequestForgottenTopic)
             u_topic_id_raw, = _S3.unpack_from(buf, pos)
             pos += 16
@@ -1016,11 +1006,10 @@ def _decode_ShareFetchRequest_v1(buf: bytes, pos: int) -> tuple[ShareFetchReques
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_forgotten_topics_data.unknown_tagged_fields = ()
-            else:
+            e_forgotten_topics_data.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_forgotten_topics_data = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1037,11 +1026,10 @@ def _decode_ShareFetchRequest_v1(buf: bytes, pos: int) -> tuple[ShareFetchReques
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1177,7 +1165,7 @@ def _decode_ShareFetchRequest_v2(buf: bytes, pos: int) -> tuple[ShareFetchReques
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[ShareFetchRequestFetchTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_ShareFetchRequestFetchTopic_v1(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1194,7 +1182,7 @@ def _decode_ShareFetchRequest_v2(buf: bytes, pos: int) -> tuple[ShareFetchReques
             raise _invalid('array ForgottenTopicsData declares more elements than bytes remain')
         lst_forgotten_topics_data: list[ShareFetchRequestForgottenTopic] = []
         app_forgotten_topics_data = lst_forgotten_topics_data.append
-        for _ in range(n):
+        for _i_forgotten_topics_data in range(n):
             e_forgotten_topics_data = _new(ShareFetchRequestForgottenTopic)
             u_topic_id_raw, = _S3.unpack_from(buf, pos)
             pos += 16
@@ -1220,11 +1208,10 @@ def _decode_ShareFetchRequest_v2(buf: bytes, pos: int) -> tuple[ShareFetchReques
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_forgotten_topics_data.unknown_tagged_fields = ()
-            else:
+            e_forgotten_topics_data.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_forgotten_topics_data = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1241,11 +1228,10 @@ def _decode_ShareFetchRequest_v2(buf: bytes, pos: int) -> tuple[ShareFetchReques
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1339,11 +1325,10 @@ def _decode_ShareFetchResponseLeaderIdAndEpoch_v0(buf: bytes, pos: int) -> tuple
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1374,11 +1359,10 @@ def _decode_ShareFetchResponseAcquiredRecords_v0(buf: bytes, pos: int) -> tuple[
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1467,7 +1451,7 @@ def _decode_ShareFetchResponsePartitionData_v0(buf: bytes, pos: int) -> tuple[Sh
             raise _invalid('array AcquiredRecords declares more elements than bytes remain')
         lst_acquired_records: list[ShareFetchResponseAcquiredRecords] = []
         app_acquired_records = lst_acquired_records.append
-        for _ in range(n):
+        for _i_acquired_records in range(n):
             e_acquired_records = _new(ShareFetchResponseAcquiredRecords)
             e_acquired_records.first_offset, e_acquired_records.last_offset, e_acquired_records.delivery_count = _S7.unpack_from(buf, pos)
             pos += 18
@@ -1476,11 +1460,10 @@ def _decode_ShareFetchResponsePartitionData_v0(buf: bytes, pos: int) -> tuple[Sh
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_acquired_records.unknown_tagged_fields = ()
-            else:
+            e_acquired_records.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_acquired_records = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1497,11 +1480,10 @@ def _decode_ShareFetchResponsePartitionData_v0(buf: bytes, pos: int) -> tuple[Sh
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1644,7 +1626,7 @@ def _decode_ShareFetchResponsePartitionData_v1(buf: bytes, pos: int) -> tuple[Sh
             raise _invalid('array AcquiredRecords declares more elements than bytes remain')
         lst_acquired_records: list[ShareFetchResponseAcquiredRecords] = []
         app_acquired_records = lst_acquired_records.append
-        for _ in range(n):
+        for _i_acquired_records in range(n):
             e_acquired_records = _new(ShareFetchResponseAcquiredRecords)
             e_acquired_records.first_offset, e_acquired_records.last_offset, e_acquired_records.delivery_count = _S7.unpack_from(buf, pos)
             pos += 18
@@ -1653,11 +1635,10 @@ def _decode_ShareFetchResponsePartitionData_v1(buf: bytes, pos: int) -> tuple[Sh
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_acquired_records.unknown_tagged_fields = ()
-            else:
+            e_acquired_records.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_acquired_records = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1674,11 +1655,10 @@ def _decode_ShareFetchResponsePartitionData_v1(buf: bytes, pos: int) -> tuple[Sh
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1772,7 +1752,7 @@ def _decode_ShareFetchResponseShareFetchableTopicResponse_v0(buf: bytes, pos: in
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ShareFetchResponsePartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_ShareFetchResponsePartitionData_v0(buf, pos)
             app_partitions(x_partitions)
         o.partitions = lst_partitions
@@ -1781,11 +1761,10 @@ def _decode_ShareFetchResponseShareFetchableTopicResponse_v0(buf: bytes, pos: in
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1836,7 +1815,7 @@ def _decode_ShareFetchResponseShareFetchableTopicResponse_v1(buf: bytes, pos: in
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[ShareFetchResponsePartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_ShareFetchResponsePartitionData_v1(buf, pos)
             app_partitions(x_partitions)
         o.partitions = lst_partitions
@@ -1845,11 +1824,10 @@ def _decode_ShareFetchResponseShareFetchableTopicResponse_v1(buf: bytes, pos: in
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1925,11 +1903,10 @@ def _decode_ShareFetchResponseNodeEndpoint_v0(buf: bytes, pos: int) -> tuple[Sha
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -2012,7 +1989,7 @@ def _decode_ShareFetchResponse_v0(buf: bytes, pos: int) -> tuple[ShareFetchRespo
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[ShareFetchResponseShareFetchableTopicResponse] = []
         app_responses = lst_responses.append
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_ShareFetchResponseShareFetchableTopicResponse_v0(buf, pos)
             app_responses(x_responses)
         o.responses = lst_responses
@@ -2029,7 +2006,7 @@ def _decode_ShareFetchResponse_v0(buf: bytes, pos: int) -> tuple[ShareFetchRespo
             raise _invalid('array NodeEndpoints declares more elements than bytes remain')
         lst_node_endpoints: list[ShareFetchResponseNodeEndpoint] = []
         app_node_endpoints = lst_node_endpoints.append
-        for _ in range(n):
+        for _i_node_endpoints in range(n):
             e_node_endpoints = _new(ShareFetchResponseNodeEndpoint)
             e_node_endpoints.node_id, = _S2.unpack_from(buf, pos)
             pos += 4
@@ -2072,11 +2049,10 @@ def _decode_ShareFetchResponse_v0(buf: bytes, pos: int) -> tuple[ShareFetchRespo
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_node_endpoints.unknown_tagged_fields = ()
-            else:
+            e_node_endpoints.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_node_endpoints = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -2093,11 +2069,10 @@ def _decode_ShareFetchResponse_v0(buf: bytes, pos: int) -> tuple[ShareFetchRespo
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -2222,7 +2197,7 @@ def _decode_ShareFetchResponse_v1(buf: bytes, pos: int) -> tuple[ShareFetchRespo
             raise _invalid('array Responses declares more elements than bytes remain')
         lst_responses: list[ShareFetchResponseShareFetchableTopicResponse] = []
         app_responses = lst_responses.append
-        for _ in range(n):
+        for _i_responses in range(n):
             x_responses, pos = _decode_ShareFetchResponseShareFetchableTopicResponse_v1(buf, pos)
             app_responses(x_responses)
         o.responses = lst_responses
@@ -2239,7 +2214,7 @@ def _decode_ShareFetchResponse_v1(buf: bytes, pos: int) -> tuple[ShareFetchRespo
             raise _invalid('array NodeEndpoints declares more elements than bytes remain')
         lst_node_endpoints: list[ShareFetchResponseNodeEndpoint] = []
         app_node_endpoints = lst_node_endpoints.append
-        for _ in range(n):
+        for _i_node_endpoints in range(n):
             e_node_endpoints = _new(ShareFetchResponseNodeEndpoint)
             e_node_endpoints.node_id, = _S2.unpack_from(buf, pos)
             pos += 4
@@ -2282,11 +2257,10 @@ def _decode_ShareFetchResponse_v1(buf: bytes, pos: int) -> tuple[ShareFetchRespo
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_node_endpoints.unknown_tagged_fields = ()
-            else:
+            e_node_endpoints.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_node_endpoints = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -2303,11 +2277,10 @@ def _decode_ShareFetchResponse_v1(buf: bytes, pos: int) -> tuple[ShareFetchRespo
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

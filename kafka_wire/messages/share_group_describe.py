@@ -146,7 +146,7 @@ def _decode_ShareGroupDescribeRequest_v0(buf: bytes, pos: int) -> tuple[ShareGro
             raise _invalid('array GroupIds declares more elements than bytes remain')
         lst_group_ids: list[str] = []
         app_group_ids = lst_group_ids.append
-        for _ in range(n):
+        for _i_group_ids in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -170,11 +170,10 @@ def _decode_ShareGroupDescribeRequest_v0(buf: bytes, pos: int) -> tuple[ShareGro
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -257,11 +256,10 @@ def _decode_ShareGroupDescribeResponseTopicPartitions_v0(buf: bytes, pos: int) -
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -322,7 +320,7 @@ def _decode_ShareGroupDescribeResponseAssignment_v0(buf: bytes, pos: int) -> tup
             raise _invalid('array TopicPartitions declares more elements than bytes remain')
         lst_topic_partitions: list[ShareGroupDescribeResponseTopicPartitions] = []
         app_topic_partitions = lst_topic_partitions.append
-        for _ in range(n):
+        for _i_topic_partitions in range(n):
             e_topic_partitions = _new(ShareGroupDescribeResponseTopicPartitions)
             u_topic_id_raw, = _S1.unpack_from(buf, pos)
             pos += 16
@@ -364,11 +362,10 @@ def _decode_ShareGroupDescribeResponseAssignment_v0(buf: bytes, pos: int) -> tup
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_topic_partitions.unknown_tagged_fields = ()
-            else:
+            e_topic_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_topic_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -385,11 +382,10 @@ def _decode_ShareGroupDescribeResponseAssignment_v0(buf: bytes, pos: int) -> tup
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -530,7 +526,7 @@ def _decode_ShareGroupDescribeResponseMember_v0(buf: bytes, pos: int) -> tuple[S
             raise _invalid('array SubscribedTopicNames declares more elements than bytes remain')
         lst_subscribed_topic_names: list[str] = []
         app_subscribed_topic_names = lst_subscribed_topic_names.append
-        for _ in range(n):
+        for _i_subscribed_topic_names in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -553,11 +549,10 @@ def _decode_ShareGroupDescribeResponseMember_v0(buf: bytes, pos: int) -> tuple[S
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -734,7 +729,7 @@ def _decode_ShareGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: int) ->
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[ShareGroupDescribeResponseMember] = []
         app_members = lst_members.append
-        for _ in range(n):
+        for _i_members in range(n):
             x_members, pos = _decode_ShareGroupDescribeResponseMember_v0(buf, pos)
             app_members(x_members)
         o.members = lst_members
@@ -745,11 +740,10 @@ def _decode_ShareGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: int) ->
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -853,7 +847,7 @@ def _decode_ShareGroupDescribeResponse_v0(buf: bytes, pos: int) -> tuple[ShareGr
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[ShareGroupDescribeResponseDescribedGroup] = []
         app_groups = lst_groups.append
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_ShareGroupDescribeResponseDescribedGroup_v0(buf, pos)
             app_groups(x_groups)
         o.groups = lst_groups
@@ -862,11 +856,10 @@ def _decode_ShareGroupDescribeResponse_v0(buf: bytes, pos: int) -> tuple[ShareGr
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

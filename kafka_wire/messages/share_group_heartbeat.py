@@ -162,7 +162,7 @@ def _decode_ShareGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[ShareGr
             raise _invalid('array SubscribedTopicNames declares more elements than bytes remain')
         lst_subscribed_topic_names: list[str] = []
         app_subscribed_topic_names = lst_subscribed_topic_names.append
-        for _ in range(n):
+        for _i_subscribed_topic_names in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -184,11 +184,10 @@ def _decode_ShareGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[ShareGr
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -294,11 +293,10 @@ def _decode_ShareGroupHeartbeatResponseTopicPartitions_v0(buf: bytes, pos: int) 
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -346,7 +344,7 @@ def _decode_ShareGroupHeartbeatResponseAssignment_v0(buf: bytes, pos: int) -> tu
             raise _invalid('array TopicPartitions declares more elements than bytes remain')
         lst_topic_partitions: list[ShareGroupHeartbeatResponseTopicPartitions] = []
         app_topic_partitions = lst_topic_partitions.append
-        for _ in range(n):
+        for _i_topic_partitions in range(n):
             e_topic_partitions = _new(ShareGroupHeartbeatResponseTopicPartitions)
             u_topic_id_raw, = _S1.unpack_from(buf, pos)
             pos += 16
@@ -372,11 +370,10 @@ def _decode_ShareGroupHeartbeatResponseAssignment_v0(buf: bytes, pos: int) -> tu
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_topic_partitions.unknown_tagged_fields = ()
-            else:
+            e_topic_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_topic_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -393,11 +390,10 @@ def _decode_ShareGroupHeartbeatResponseAssignment_v0(buf: bytes, pos: int) -> tu
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -491,11 +487,10 @@ def _decode_ShareGroupHeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[ShareG
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

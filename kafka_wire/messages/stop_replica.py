@@ -146,11 +146,10 @@ def _decode_StopReplicaRequestPartitionState_v3(buf: bytes, pos: int) -> tuple[S
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -203,7 +202,7 @@ def _decode_StopReplicaRequestTopicState_v3(buf: bytes, pos: int) -> tuple[StopR
             raise _invalid('array PartitionStates declares more elements than bytes remain')
         lst_partition_states: list[StopReplicaRequestPartitionState] = []
         app_partition_states = lst_partition_states.append
-        for _ in range(n):
+        for _i_partition_states in range(n):
             e_partition_states = _new(StopReplicaRequestPartitionState)
             e_partition_states.partition_index, e_partition_states.leader_epoch, e_partition_states.delete_partition = _S0.unpack_from(buf, pos)
             pos += 9
@@ -212,11 +211,10 @@ def _decode_StopReplicaRequestTopicState_v3(buf: bytes, pos: int) -> tuple[StopR
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partition_states.unknown_tagged_fields = ()
-            else:
+            e_partition_states.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partition_states = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -233,11 +231,10 @@ def _decode_StopReplicaRequestTopicState_v3(buf: bytes, pos: int) -> tuple[StopR
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -374,11 +371,10 @@ def _decode_StopReplicaRequestTopicV1_v2(buf: bytes, pos: int) -> tuple[StopRepl
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -472,7 +468,7 @@ def _decode_StopReplicaRequest_v0(buf: bytes, pos: int) -> tuple[StopReplicaRequ
             raise _invalid('array UngroupedPartitions declares more elements than bytes remain')
         lst_ungrouped_partitions: list[StopReplicaRequestPartitionV0] = []
         app_ungrouped_partitions = lst_ungrouped_partitions.append
-        for _ in range(n):
+        for _i_ungrouped_partitions in range(n):
             e_ungrouped_partitions = _new(StopReplicaRequestPartitionV0)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -538,7 +534,7 @@ def _decode_StopReplicaRequest_v1(buf: bytes, pos: int) -> tuple[StopReplicaRequ
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[StopReplicaRequestTopicV1] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             e_topics = _new(StopReplicaRequestTopicV1)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -625,7 +621,7 @@ def _decode_StopReplicaRequest_v2(buf: bytes, pos: int) -> tuple[StopReplicaRequ
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[StopReplicaRequestTopicV1] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             e_topics = _new(StopReplicaRequestTopicV1)
             n = buf[pos]
             if n < 0x80:
@@ -664,11 +660,10 @@ def _decode_StopReplicaRequest_v2(buf: bytes, pos: int) -> tuple[StopReplicaRequ
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_topics.unknown_tagged_fields = ()
-            else:
+            e_topics.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_topics = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -685,11 +680,10 @@ def _decode_StopReplicaRequest_v2(buf: bytes, pos: int) -> tuple[StopReplicaRequ
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -776,7 +770,7 @@ def _decode_StopReplicaRequest_v3(buf: bytes, pos: int) -> tuple[StopReplicaRequ
             raise _invalid('array TopicStates declares more elements than bytes remain')
         lst_topic_states: list[StopReplicaRequestTopicState] = []
         app_topic_states = lst_topic_states.append
-        for _ in range(n):
+        for _i_topic_states in range(n):
             x_topic_states, pos = _decode_StopReplicaRequestTopicState_v3(buf, pos)
             app_topic_states(x_topic_states)
         o.topic_states = lst_topic_states
@@ -785,11 +779,10 @@ def _decode_StopReplicaRequest_v3(buf: bytes, pos: int) -> tuple[StopReplicaRequ
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -850,7 +843,7 @@ def _decode_StopReplicaRequest_v4(buf: bytes, pos: int) -> tuple[StopReplicaRequ
             raise _invalid('array TopicStates declares more elements than bytes remain')
         lst_topic_states: list[StopReplicaRequestTopicState] = []
         app_topic_states = lst_topic_states.append
-        for _ in range(n):
+        for _i_topic_states in range(n):
             x_topic_states, pos = _decode_StopReplicaRequestTopicState_v3(buf, pos)
             app_topic_states(x_topic_states)
         o.topic_states = lst_topic_states
@@ -859,11 +852,10 @@ def _decode_StopReplicaRequest_v4(buf: bytes, pos: int) -> tuple[StopReplicaRequ
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -961,11 +953,10 @@ def _decode_StopReplicaResponsePartitionError_v2(buf: bytes, pos: int) -> tuple[
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1011,7 +1002,7 @@ def _decode_StopReplicaResponse_v0(buf: bytes, pos: int) -> tuple[StopReplicaRes
             raise _invalid('array PartitionErrors declares more elements than bytes remain')
         lst_partition_errors: list[StopReplicaResponsePartitionError] = []
         app_partition_errors = lst_partition_errors.append
-        for _ in range(n):
+        for _i_partition_errors in range(n):
             e_partition_errors = _new(StopReplicaResponsePartitionError)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -1074,7 +1065,7 @@ def _decode_StopReplicaResponse_v2(buf: bytes, pos: int) -> tuple[StopReplicaRes
             raise _invalid('array PartitionErrors declares more elements than bytes remain')
         lst_partition_errors: list[StopReplicaResponsePartitionError] = []
         app_partition_errors = lst_partition_errors.append
-        for _ in range(n):
+        for _i_partition_errors in range(n):
             e_partition_errors = _new(StopReplicaResponsePartitionError)
             n = buf[pos]
             if n < 0x80:
@@ -1099,11 +1090,10 @@ def _decode_StopReplicaResponse_v2(buf: bytes, pos: int) -> tuple[StopReplicaRes
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partition_errors.unknown_tagged_fields = ()
-            else:
+            e_partition_errors.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partition_errors = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1120,11 +1110,10 @@ def _decode_StopReplicaResponse_v2(buf: bytes, pos: int) -> tuple[StopReplicaRes
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

@@ -315,7 +315,7 @@ def _decode_StreamsGroupDescribeRequest_v0(buf: bytes, pos: int) -> tuple[Stream
             raise _invalid('array GroupIds declares more elements than bytes remain')
         lst_group_ids: list[str] = []
         app_group_ids = lst_group_ids.append
-        for _ in range(n):
+        for _i_group_ids in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -339,11 +339,10 @@ def _decode_StreamsGroupDescribeRequest_v0(buf: bytes, pos: int) -> tuple[Stream
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -401,7 +400,7 @@ def _decode_StreamsGroupDescribeRequest_v1(buf: bytes, pos: int) -> tuple[Stream
             raise _invalid('array GroupIds declares more elements than bytes remain')
         lst_group_ids: list[str] = []
         app_group_ids = lst_group_ids.append
-        for _ in range(n):
+        for _i_group_ids in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -425,11 +424,10 @@ def _decode_StreamsGroupDescribeRequest_v1(buf: bytes, pos: int) -> tuple[Stream
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -509,11 +507,10 @@ def _decode_StreamsGroupDescribeResponseKeyValue_v0(buf: bytes, pos: int) -> tup
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -593,7 +590,7 @@ def _decode_StreamsGroupDescribeResponseTopicInfo_v0(buf: bytes, pos: int) -> tu
             raise _invalid('array TopicConfigs declares more elements than bytes remain')
         lst_topic_configs: list[StreamsGroupDescribeResponseKeyValue] = []
         app_topic_configs = lst_topic_configs.append
-        for _ in range(n):
+        for _i_topic_configs in range(n):
             e_topic_configs = _new(StreamsGroupDescribeResponseKeyValue)
             n = buf[pos]
             if n < 0x80:
@@ -632,11 +629,10 @@ def _decode_StreamsGroupDescribeResponseTopicInfo_v0(buf: bytes, pos: int) -> tu
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_topic_configs.unknown_tagged_fields = ()
-            else:
+            e_topic_configs.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_topic_configs = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -653,11 +649,10 @@ def _decode_StreamsGroupDescribeResponseTopicInfo_v0(buf: bytes, pos: int) -> tu
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -763,7 +758,7 @@ def _decode_StreamsGroupDescribeResponseSubtopology_v0(buf: bytes, pos: int) -> 
             raise _invalid('array SourceTopics declares more elements than bytes remain')
         lst_source_topics: list[str] = []
         app_source_topics = lst_source_topics.append
-        for _ in range(n):
+        for _i_source_topics in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -793,7 +788,7 @@ def _decode_StreamsGroupDescribeResponseSubtopology_v0(buf: bytes, pos: int) -> 
             raise _invalid('array RepartitionSinkTopics declares more elements than bytes remain')
         lst_repartition_sink_topics: list[str] = []
         app_repartition_sink_topics = lst_repartition_sink_topics.append
-        for _ in range(n):
+        for _i_repartition_sink_topics in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -823,7 +818,7 @@ def _decode_StreamsGroupDescribeResponseSubtopology_v0(buf: bytes, pos: int) -> 
             raise _invalid('array StateChangelogTopics declares more elements than bytes remain')
         lst_state_changelog_topics: list[StreamsGroupDescribeResponseTopicInfo] = []
         app_state_changelog_topics = lst_state_changelog_topics.append
-        for _ in range(n):
+        for _i_state_changelog_topics in range(n):
             x_state_changelog_topics, pos = _decode_StreamsGroupDescribeResponseTopicInfo_v0(buf, pos)
             app_state_changelog_topics(x_state_changelog_topics)
         o.state_changelog_topics = lst_state_changelog_topics
@@ -840,7 +835,7 @@ def _decode_StreamsGroupDescribeResponseSubtopology_v0(buf: bytes, pos: int) -> 
             raise _invalid('array RepartitionSourceTopics declares more elements than bytes remain')
         lst_repartition_source_topics: list[StreamsGroupDescribeResponseTopicInfo] = []
         app_repartition_source_topics = lst_repartition_source_topics.append
-        for _ in range(n):
+        for _i_repartition_source_topics in range(n):
             x_repartition_source_topics, pos = _decode_StreamsGroupDescribeResponseTopicInfo_v0(buf, pos)
             app_repartition_source_topics(x_repartition_source_topics)
         o.repartition_source_topics = lst_repartition_source_topics
@@ -849,11 +844,10 @@ def _decode_StreamsGroupDescribeResponseSubtopology_v0(buf: bytes, pos: int) -> 
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -964,7 +958,7 @@ def _decode_StreamsGroupDescribeResponseTopology_v0(buf: bytes, pos: int) -> tup
             raise _invalid('array Subtopologies declares more elements than bytes remain')
         lst_subtopologies: list[StreamsGroupDescribeResponseSubtopology] = []
         app_subtopologies = lst_subtopologies.append
-        for _ in range(n):
+        for _i_subtopologies in range(n):
             x_subtopologies, pos = _decode_StreamsGroupDescribeResponseSubtopology_v0(buf, pos)
             app_subtopologies(x_subtopologies)
         o.subtopologies = lst_subtopologies
@@ -973,11 +967,10 @@ def _decode_StreamsGroupDescribeResponseTopology_v0(buf: bytes, pos: int) -> tup
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1035,11 +1028,10 @@ def _decode_StreamsGroupDescribeResponseEndpoint_v0(buf: bytes, pos: int) -> tup
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1099,11 +1091,10 @@ def _decode_StreamsGroupDescribeResponseTaskOffset_v0(buf: bytes, pos: int) -> t
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1177,11 +1168,10 @@ def _decode_StreamsGroupDescribeResponseTaskIds_v0(buf: bytes, pos: int) -> tupl
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1241,7 +1231,7 @@ def _decode_StreamsGroupDescribeResponseAssignment_v0(buf: bytes, pos: int) -> t
             raise _invalid('array ActiveTasks declares more elements than bytes remain')
         lst_active_tasks: list[StreamsGroupDescribeResponseTaskIds] = []
         app_active_tasks = lst_active_tasks.append
-        for _ in range(n):
+        for _i_active_tasks in range(n):
             e_active_tasks = _new(StreamsGroupDescribeResponseTaskIds)
             n = buf[pos]
             if n < 0x80:
@@ -1280,11 +1270,10 @@ def _decode_StreamsGroupDescribeResponseAssignment_v0(buf: bytes, pos: int) -> t
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_active_tasks.unknown_tagged_fields = ()
-            else:
+            e_active_tasks.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_active_tasks = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1309,7 +1298,7 @@ def _decode_StreamsGroupDescribeResponseAssignment_v0(buf: bytes, pos: int) -> t
             raise _invalid('array StandbyTasks declares more elements than bytes remain')
         lst_standby_tasks: list[StreamsGroupDescribeResponseTaskIds] = []
         app_standby_tasks = lst_standby_tasks.append
-        for _ in range(n):
+        for _i_standby_tasks in range(n):
             e_standby_tasks = _new(StreamsGroupDescribeResponseTaskIds)
             n = buf[pos]
             if n < 0x80:
@@ -1348,11 +1337,10 @@ def _decode_StreamsGroupDescribeResponseAssignment_v0(buf: bytes, pos: int) -> t
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_standby_tasks.unknown_tagged_fields = ()
-            else:
+            e_standby_tasks.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_standby_tasks = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1377,7 +1365,7 @@ def _decode_StreamsGroupDescribeResponseAssignment_v0(buf: bytes, pos: int) -> t
             raise _invalid('array WarmupTasks declares more elements than bytes remain')
         lst_warmup_tasks: list[StreamsGroupDescribeResponseTaskIds] = []
         app_warmup_tasks = lst_warmup_tasks.append
-        for _ in range(n):
+        for _i_warmup_tasks in range(n):
             e_warmup_tasks = _new(StreamsGroupDescribeResponseTaskIds)
             n = buf[pos]
             if n < 0x80:
@@ -1416,11 +1404,10 @@ def _decode_StreamsGroupDescribeResponseAssignment_v0(buf: bytes, pos: int) -> t
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_warmup_tasks.unknown_tagged_fields = ()
-            else:
+            e_warmup_tasks.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_warmup_tasks = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1437,11 +1424,10 @@ def _decode_StreamsGroupDescribeResponseAssignment_v0(buf: bytes, pos: int) -> t
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1697,7 +1683,7 @@ def _decode_StreamsGroupDescribeResponseMember_v0(buf: bytes, pos: int) -> tuple
             raise _invalid('array ClientTags declares more elements than bytes remain')
         lst_client_tags: list[StreamsGroupDescribeResponseKeyValue] = []
         app_client_tags = lst_client_tags.append
-        for _ in range(n):
+        for _i_client_tags in range(n):
             e_client_tags = _new(StreamsGroupDescribeResponseKeyValue)
             n = buf[pos]
             if n < 0x80:
@@ -1736,11 +1722,10 @@ def _decode_StreamsGroupDescribeResponseMember_v0(buf: bytes, pos: int) -> tuple
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_client_tags.unknown_tagged_fields = ()
-            else:
+            e_client_tags.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_client_tags = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1765,7 +1750,7 @@ def _decode_StreamsGroupDescribeResponseMember_v0(buf: bytes, pos: int) -> tuple
             raise _invalid('array TaskOffsets declares more elements than bytes remain')
         lst_task_offsets: list[StreamsGroupDescribeResponseTaskOffset] = []
         app_task_offsets = lst_task_offsets.append
-        for _ in range(n):
+        for _i_task_offsets in range(n):
             e_task_offsets = _new(StreamsGroupDescribeResponseTaskOffset)
             n = buf[pos]
             if n < 0x80:
@@ -1790,11 +1775,10 @@ def _decode_StreamsGroupDescribeResponseMember_v0(buf: bytes, pos: int) -> tuple
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_task_offsets.unknown_tagged_fields = ()
-            else:
+            e_task_offsets.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_task_offsets = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1819,7 +1803,7 @@ def _decode_StreamsGroupDescribeResponseMember_v0(buf: bytes, pos: int) -> tuple
             raise _invalid('array TaskEndOffsets declares more elements than bytes remain')
         lst_task_end_offsets: list[StreamsGroupDescribeResponseTaskOffset] = []
         app_task_end_offsets = lst_task_end_offsets.append
-        for _ in range(n):
+        for _i_task_end_offsets in range(n):
             e_task_end_offsets = _new(StreamsGroupDescribeResponseTaskOffset)
             n = buf[pos]
             if n < 0x80:
@@ -1844,11 +1828,10 @@ def _decode_StreamsGroupDescribeResponseMember_v0(buf: bytes, pos: int) -> tuple
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_task_end_offsets.unknown_tagged_fields = ()
-            else:
+            e_task_end_offsets.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_task_end_offsets = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1869,11 +1852,10 @@ def _decode_StreamsGroupDescribeResponseMember_v0(buf: bytes, pos: int) -> tuple
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -2112,7 +2094,7 @@ def _decode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(buf: bytes, p
             raise _invalid('array SourceTopics declares more elements than bytes remain')
         lst_source_topics: list[str] = []
         app_source_topics = lst_source_topics.append
-        for _ in range(n):
+        for _i_source_topics in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -2158,7 +2140,7 @@ def _decode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(buf: bytes, p
             raise _invalid('array Stores declares more elements than bytes remain')
         lst_stores: list[str] = []
         app_stores = lst_stores.append
-        for _ in range(n):
+        for _i_stores in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -2188,7 +2170,7 @@ def _decode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(buf: bytes, p
             raise _invalid('array Successors declares more elements than bytes remain')
         lst_successors: list[str] = []
         app_successors = lst_successors.append
-        for _ in range(n):
+        for _i_successors in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -2210,11 +2192,10 @@ def _decode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(buf: bytes, p
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -2350,7 +2331,7 @@ def _decode_StreamsGroupDescribeResponseTopologyDescriptionSubtopology_v1(buf: b
             raise _invalid('array Nodes declares more elements than bytes remain')
         lst_nodes: list[StreamsGroupDescribeResponseTopologyDescriptionNode] = []
         app_nodes = lst_nodes.append
-        for _ in range(n):
+        for _i_nodes in range(n):
             x_nodes, pos = _decode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(buf, pos)
             app_nodes(x_nodes)
         o.nodes = lst_nodes
@@ -2359,11 +2340,10 @@ def _decode_StreamsGroupDescribeResponseTopologyDescriptionSubtopology_v1(buf: b
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -2417,11 +2397,10 @@ def _decode_StreamsGroupDescribeResponseTopologyDescriptionGlobalStore_v1(buf: b
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -2459,7 +2438,7 @@ def _decode_StreamsGroupDescribeResponseTopologyDescription_v1(buf: bytes, pos: 
             raise _invalid('array Subtopologies declares more elements than bytes remain')
         lst_subtopologies: list[StreamsGroupDescribeResponseTopologyDescriptionSubtopology] = []
         app_subtopologies = lst_subtopologies.append
-        for _ in range(n):
+        for _i_subtopologies in range(n):
             x_subtopologies, pos = _decode_StreamsGroupDescribeResponseTopologyDescriptionSubtopology_v1(buf, pos)
             app_subtopologies(x_subtopologies)
         o.subtopologies = lst_subtopologies
@@ -2476,7 +2455,7 @@ def _decode_StreamsGroupDescribeResponseTopologyDescription_v1(buf: bytes, pos: 
             raise _invalid('array GlobalStores declares more elements than bytes remain')
         lst_global_stores: list[StreamsGroupDescribeResponseTopologyDescriptionGlobalStore] = []
         app_global_stores = lst_global_stores.append
-        for _ in range(n):
+        for _i_global_stores in range(n):
             x_global_stores, pos = _decode_StreamsGroupDescribeResponseTopologyDescriptionGlobalStore_v1(buf, pos)
             app_global_stores(x_global_stores)
         o.global_stores = lst_global_stores
@@ -2485,11 +2464,10 @@ def _decode_StreamsGroupDescribeResponseTopologyDescription_v1(buf: bytes, pos: 
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -2606,7 +2584,7 @@ def _decode_StreamsGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: int) 
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[StreamsGroupDescribeResponseMember] = []
         app_members = lst_members.append
-        for _ in range(n):
+        for _i_members in range(n):
             x_members, pos = _decode_StreamsGroupDescribeResponseMember_v0(buf, pos)
             app_members(x_members)
         o.members = lst_members
@@ -2617,11 +2595,10 @@ def _decode_StreamsGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: int) 
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -2776,7 +2753,7 @@ def _decode_StreamsGroupDescribeResponseDescribedGroup_v1(buf: bytes, pos: int) 
             raise _invalid('array Members declares more elements than bytes remain')
         lst_members: list[StreamsGroupDescribeResponseMember] = []
         app_members = lst_members.append
-        for _ in range(n):
+        for _i_members in range(n):
             x_members, pos = _decode_StreamsGroupDescribeResponseMember_v0(buf, pos)
             app_members(x_members)
         o.members = lst_members
@@ -2809,11 +2786,10 @@ def _decode_StreamsGroupDescribeResponseDescribedGroup_v1(buf: bytes, pos: int) 
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -2930,7 +2906,7 @@ def _decode_StreamsGroupDescribeResponse_v0(buf: bytes, pos: int) -> tuple[Strea
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[StreamsGroupDescribeResponseDescribedGroup] = []
         app_groups = lst_groups.append
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_StreamsGroupDescribeResponseDescribedGroup_v0(buf, pos)
             app_groups(x_groups)
         o.groups = lst_groups
@@ -2939,11 +2915,10 @@ def _decode_StreamsGroupDescribeResponse_v0(buf: bytes, pos: int) -> tuple[Strea
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -2993,7 +2968,7 @@ def _decode_StreamsGroupDescribeResponse_v1(buf: bytes, pos: int) -> tuple[Strea
             raise _invalid('array Groups declares more elements than bytes remain')
         lst_groups: list[StreamsGroupDescribeResponseDescribedGroup] = []
         app_groups = lst_groups.append
-        for _ in range(n):
+        for _i_groups in range(n):
             x_groups, pos = _decode_StreamsGroupDescribeResponseDescribedGroup_v1(buf, pos)
             app_groups(x_groups)
         o.groups = lst_groups
@@ -3002,11 +2977,10 @@ def _decode_StreamsGroupDescribeResponse_v1(buf: bytes, pos: int) -> tuple[Strea
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

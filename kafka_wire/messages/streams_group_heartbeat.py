@@ -335,11 +335,10 @@ def _decode_StreamsGroupHeartbeatRequestKeyValue_v0(buf: bytes, pos: int) -> tup
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -419,7 +418,7 @@ def _decode_StreamsGroupHeartbeatRequestTopicInfo_v0(buf: bytes, pos: int) -> tu
             raise _invalid('array TopicConfigs declares more elements than bytes remain')
         lst_topic_configs: list[StreamsGroupHeartbeatRequestKeyValue] = []
         app_topic_configs = lst_topic_configs.append
-        for _ in range(n):
+        for _i_topic_configs in range(n):
             e_topic_configs = _new(StreamsGroupHeartbeatRequestKeyValue)
             n = buf[pos]
             if n < 0x80:
@@ -458,11 +457,10 @@ def _decode_StreamsGroupHeartbeatRequestTopicInfo_v0(buf: bytes, pos: int) -> tu
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_topic_configs.unknown_tagged_fields = ()
-            else:
+            e_topic_configs.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_topic_configs = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -479,11 +477,10 @@ def _decode_StreamsGroupHeartbeatRequestTopicInfo_v0(buf: bytes, pos: int) -> tu
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -613,11 +610,10 @@ def _decode_StreamsGroupHeartbeatRequestCopartitionGroup_v0(buf: bytes, pos: int
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -702,7 +698,7 @@ def _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf: bytes, pos: int) -> 
             raise _invalid('array SourceTopics declares more elements than bytes remain')
         lst_source_topics: list[str] = []
         app_source_topics = lst_source_topics.append
-        for _ in range(n):
+        for _i_source_topics in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -732,7 +728,7 @@ def _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf: bytes, pos: int) -> 
             raise _invalid('array SourceTopicRegex declares more elements than bytes remain')
         lst_source_topic_regex: list[str] = []
         app_source_topic_regex = lst_source_topic_regex.append
-        for _ in range(n):
+        for _i_source_topic_regex in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -762,7 +758,7 @@ def _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf: bytes, pos: int) -> 
             raise _invalid('array StateChangelogTopics declares more elements than bytes remain')
         lst_state_changelog_topics: list[StreamsGroupHeartbeatRequestTopicInfo] = []
         app_state_changelog_topics = lst_state_changelog_topics.append
-        for _ in range(n):
+        for _i_state_changelog_topics in range(n):
             x_state_changelog_topics, pos = _decode_StreamsGroupHeartbeatRequestTopicInfo_v0(buf, pos)
             app_state_changelog_topics(x_state_changelog_topics)
         o.state_changelog_topics = lst_state_changelog_topics
@@ -779,7 +775,7 @@ def _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf: bytes, pos: int) -> 
             raise _invalid('array RepartitionSinkTopics declares more elements than bytes remain')
         lst_repartition_sink_topics: list[str] = []
         app_repartition_sink_topics = lst_repartition_sink_topics.append
-        for _ in range(n):
+        for _i_repartition_sink_topics in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -809,7 +805,7 @@ def _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf: bytes, pos: int) -> 
             raise _invalid('array RepartitionSourceTopics declares more elements than bytes remain')
         lst_repartition_source_topics: list[StreamsGroupHeartbeatRequestTopicInfo] = []
         app_repartition_source_topics = lst_repartition_source_topics.append
-        for _ in range(n):
+        for _i_repartition_source_topics in range(n):
             x_repartition_source_topics, pos = _decode_StreamsGroupHeartbeatRequestTopicInfo_v0(buf, pos)
             app_repartition_source_topics(x_repartition_source_topics)
         o.repartition_source_topics = lst_repartition_source_topics
@@ -826,7 +822,7 @@ def _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf: bytes, pos: int) -> 
             raise _invalid('array CopartitionGroups declares more elements than bytes remain')
         lst_copartition_groups: list[StreamsGroupHeartbeatRequestCopartitionGroup] = []
         app_copartition_groups = lst_copartition_groups.append
-        for _ in range(n):
+        for _i_copartition_groups in range(n):
             e_copartition_groups = _new(StreamsGroupHeartbeatRequestCopartitionGroup)
             n = buf[pos]
             if n < 0x80:
@@ -881,11 +877,10 @@ def _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf: bytes, pos: int) -> 
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_copartition_groups.unknown_tagged_fields = ()
-            else:
+            e_copartition_groups.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_copartition_groups = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -902,11 +897,10 @@ def _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf: bytes, pos: int) -> 
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1083,7 +1077,7 @@ def _decode_StreamsGroupHeartbeatRequestTopology_v0(buf: bytes, pos: int) -> tup
             raise _invalid('array Subtopologies declares more elements than bytes remain')
         lst_subtopologies: list[StreamsGroupHeartbeatRequestSubtopology] = []
         app_subtopologies = lst_subtopologies.append
-        for _ in range(n):
+        for _i_subtopologies in range(n):
             x_subtopologies, pos = _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf, pos)
             app_subtopologies(x_subtopologies)
         o.subtopologies = lst_subtopologies
@@ -1092,11 +1086,10 @@ def _decode_StreamsGroupHeartbeatRequestTopology_v0(buf: bytes, pos: int) -> tup
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1168,11 +1161,10 @@ def _decode_StreamsGroupHeartbeatRequestTaskIds_v0(buf: bytes, pos: int) -> tupl
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1242,11 +1234,10 @@ def _decode_StreamsGroupHeartbeatRequestEndpoint_v0(buf: bytes, pos: int) -> tup
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1306,11 +1297,10 @@ def _decode_StreamsGroupHeartbeatRequestTaskOffset_v0(buf: bytes, pos: int) -> t
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1432,7 +1422,7 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Strea
             raise _invalid('array ActiveTasks declares more elements than bytes remain')
         lst_active_tasks: list[StreamsGroupHeartbeatRequestTaskIds] = []
         app_active_tasks = lst_active_tasks.append
-        for _ in range(n):
+        for _i_active_tasks in range(n):
             e_active_tasks = _new(StreamsGroupHeartbeatRequestTaskIds)
             n = buf[pos]
             if n < 0x80:
@@ -1471,11 +1461,10 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Strea
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_active_tasks.unknown_tagged_fields = ()
-            else:
+            e_active_tasks.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_active_tasks = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1500,7 +1489,7 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Strea
             raise _invalid('array StandbyTasks declares more elements than bytes remain')
         lst_standby_tasks: list[StreamsGroupHeartbeatRequestTaskIds] = []
         app_standby_tasks = lst_standby_tasks.append
-        for _ in range(n):
+        for _i_standby_tasks in range(n):
             e_standby_tasks = _new(StreamsGroupHeartbeatRequestTaskIds)
             n = buf[pos]
             if n < 0x80:
@@ -1539,11 +1528,10 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Strea
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_standby_tasks.unknown_tagged_fields = ()
-            else:
+            e_standby_tasks.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_standby_tasks = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1568,7 +1556,7 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Strea
             raise _invalid('array WarmupTasks declares more elements than bytes remain')
         lst_warmup_tasks: list[StreamsGroupHeartbeatRequestTaskIds] = []
         app_warmup_tasks = lst_warmup_tasks.append
-        for _ in range(n):
+        for _i_warmup_tasks in range(n):
             e_warmup_tasks = _new(StreamsGroupHeartbeatRequestTaskIds)
             n = buf[pos]
             if n < 0x80:
@@ -1607,11 +1595,10 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Strea
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_warmup_tasks.unknown_tagged_fields = ()
-            else:
+            e_warmup_tasks.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_warmup_tasks = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1658,7 +1645,7 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Strea
             raise _invalid('array ClientTags declares more elements than bytes remain')
         lst_client_tags: list[StreamsGroupHeartbeatRequestKeyValue] = []
         app_client_tags = lst_client_tags.append
-        for _ in range(n):
+        for _i_client_tags in range(n):
             e_client_tags = _new(StreamsGroupHeartbeatRequestKeyValue)
             n = buf[pos]
             if n < 0x80:
@@ -1697,11 +1684,10 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Strea
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_client_tags.unknown_tagged_fields = ()
-            else:
+            e_client_tags.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_client_tags = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1726,7 +1712,7 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Strea
             raise _invalid('array TaskOffsets declares more elements than bytes remain')
         lst_task_offsets: list[StreamsGroupHeartbeatRequestTaskOffset] = []
         app_task_offsets = lst_task_offsets.append
-        for _ in range(n):
+        for _i_task_offsets in range(n):
             e_task_offsets = _new(StreamsGroupHeartbeatRequestTaskOffset)
             n = buf[pos]
             if n < 0x80:
@@ -1751,11 +1737,10 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Strea
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_task_offsets.unknown_tagged_fields = ()
-            else:
+            e_task_offsets.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_task_offsets = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1780,7 +1765,7 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Strea
             raise _invalid('array TaskEndOffsets declares more elements than bytes remain')
         lst_task_end_offsets: list[StreamsGroupHeartbeatRequestTaskOffset] = []
         app_task_end_offsets = lst_task_end_offsets.append
-        for _ in range(n):
+        for _i_task_end_offsets in range(n):
             e_task_end_offsets = _new(StreamsGroupHeartbeatRequestTaskOffset)
             n = buf[pos]
             if n < 0x80:
@@ -1805,11 +1790,10 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Strea
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_task_end_offsets.unknown_tagged_fields = ()
-            else:
+            e_task_end_offsets.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_task_end_offsets = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1828,11 +1812,10 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Strea
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -2168,11 +2151,10 @@ def _decode_StreamsGroupHeartbeatResponseStatus_v0(buf: bytes, pos: int) -> tupl
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -2246,11 +2228,10 @@ def _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf: bytes, pos: int) -> tup
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -2320,11 +2301,10 @@ def _decode_StreamsGroupHeartbeatResponseEndpoint_v0(buf: bytes, pos: int) -> tu
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -2398,11 +2378,10 @@ def _decode_StreamsGroupHeartbeatResponseTopicPartition_v0(buf: bytes, pos: int)
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -2463,7 +2442,7 @@ def _decode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(buf: bytes, pos
             raise _invalid('array ActivePartitions declares more elements than bytes remain')
         lst_active_partitions: list[StreamsGroupHeartbeatResponseTopicPartition] = []
         app_active_partitions = lst_active_partitions.append
-        for _ in range(n):
+        for _i_active_partitions in range(n):
             e_active_partitions = _new(StreamsGroupHeartbeatResponseTopicPartition)
             n = buf[pos]
             if n < 0x80:
@@ -2502,11 +2481,10 @@ def _decode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(buf: bytes, pos
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_active_partitions.unknown_tagged_fields = ()
-            else:
+            e_active_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_active_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -2531,7 +2509,7 @@ def _decode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(buf: bytes, pos
             raise _invalid('array StandbyPartitions declares more elements than bytes remain')
         lst_standby_partitions: list[StreamsGroupHeartbeatResponseTopicPartition] = []
         app_standby_partitions = lst_standby_partitions.append
-        for _ in range(n):
+        for _i_standby_partitions in range(n):
             e_standby_partitions = _new(StreamsGroupHeartbeatResponseTopicPartition)
             n = buf[pos]
             if n < 0x80:
@@ -2570,11 +2548,10 @@ def _decode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(buf: bytes, pos
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_standby_partitions.unknown_tagged_fields = ()
-            else:
+            e_standby_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_standby_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -2591,11 +2568,10 @@ def _decode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(buf: bytes, pos
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -2746,7 +2722,7 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[Stre
             raise _invalid('array Status declares more elements than bytes remain')
         lst_status: list[StreamsGroupHeartbeatResponseStatus] = []
         app_status = lst_status.append
-        for _ in range(n):
+        for _i_status in range(n):
             e_status = _new(StreamsGroupHeartbeatResponseStatus)
             e_status.status_code, = _S6.unpack_from(buf, pos)
             pos += 1
@@ -2771,11 +2747,10 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[Stre
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_status.unknown_tagged_fields = ()
-            else:
+            e_status.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_status = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -2800,7 +2775,7 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[Stre
             raise _invalid('array ActiveTasks declares more elements than bytes remain')
         lst_active_tasks: list[StreamsGroupHeartbeatResponseTaskIds] = []
         app_active_tasks = lst_active_tasks.append
-        for _ in range(n):
+        for _i_active_tasks in range(n):
             e_active_tasks = _new(StreamsGroupHeartbeatResponseTaskIds)
             n = buf[pos]
             if n < 0x80:
@@ -2839,11 +2814,10 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[Stre
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_active_tasks.unknown_tagged_fields = ()
-            else:
+            e_active_tasks.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_active_tasks = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -2868,7 +2842,7 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[Stre
             raise _invalid('array StandbyTasks declares more elements than bytes remain')
         lst_standby_tasks: list[StreamsGroupHeartbeatResponseTaskIds] = []
         app_standby_tasks = lst_standby_tasks.append
-        for _ in range(n):
+        for _i_standby_tasks in range(n):
             e_standby_tasks = _new(StreamsGroupHeartbeatResponseTaskIds)
             n = buf[pos]
             if n < 0x80:
@@ -2907,11 +2881,10 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[Stre
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_standby_tasks.unknown_tagged_fields = ()
-            else:
+            e_standby_tasks.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_standby_tasks = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -2936,7 +2909,7 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[Stre
             raise _invalid('array WarmupTasks declares more elements than bytes remain')
         lst_warmup_tasks: list[StreamsGroupHeartbeatResponseTaskIds] = []
         app_warmup_tasks = lst_warmup_tasks.append
-        for _ in range(n):
+        for _i_warmup_tasks in range(n):
             e_warmup_tasks = _new(StreamsGroupHeartbeatResponseTaskIds)
             n = buf[pos]
             if n < 0x80:
@@ -2975,11 +2948,10 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[Stre
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_warmup_tasks.unknown_tagged_fields = ()
-            else:
+            e_warmup_tasks.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_warmup_tasks = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -3006,7 +2978,7 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[Stre
             raise _invalid('array PartitionsByUserEndpoint declares more elements than bytes remain')
         lst_partitions_by_user_endpoint: list[StreamsGroupHeartbeatResponseEndpointToPartitions] = []
         app_partitions_by_user_endpoint = lst_partitions_by_user_endpoint.append
-        for _ in range(n):
+        for _i_partitions_by_user_endpoint in range(n):
             x_partitions_by_user_endpoint, pos = _decode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(buf, pos)
             app_partitions_by_user_endpoint(x_partitions_by_user_endpoint)
         o.partitions_by_user_endpoint = lst_partitions_by_user_endpoint
@@ -3015,11 +2987,10 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[Stre
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -3276,7 +3247,7 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: int) -> tuple[Stre
             raise _invalid('array Status declares more elements than bytes remain')
         lst_status: list[StreamsGroupHeartbeatResponseStatus] = []
         app_status = lst_status.append
-        for _ in range(n):
+        for _i_status in range(n):
             e_status = _new(StreamsGroupHeartbeatResponseStatus)
             e_status.status_code, = _S6.unpack_from(buf, pos)
             pos += 1
@@ -3301,11 +3272,10 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: int) -> tuple[Stre
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_status.unknown_tagged_fields = ()
-            else:
+            e_status.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_status = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -3330,7 +3300,7 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: int) -> tuple[Stre
             raise _invalid('array ActiveTasks declares more elements than bytes remain')
         lst_active_tasks: list[StreamsGroupHeartbeatResponseTaskIds] = []
         app_active_tasks = lst_active_tasks.append
-        for _ in range(n):
+        for _i_active_tasks in range(n):
             e_active_tasks = _new(StreamsGroupHeartbeatResponseTaskIds)
             n = buf[pos]
             if n < 0x80:
@@ -3369,11 +3339,10 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: int) -> tuple[Stre
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_active_tasks.unknown_tagged_fields = ()
-            else:
+            e_active_tasks.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_active_tasks = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -3398,7 +3367,7 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: int) -> tuple[Stre
             raise _invalid('array StandbyTasks declares more elements than bytes remain')
         lst_standby_tasks: list[StreamsGroupHeartbeatResponseTaskIds] = []
         app_standby_tasks = lst_standby_tasks.append
-        for _ in range(n):
+        for _i_standby_tasks in range(n):
             e_standby_tasks = _new(StreamsGroupHeartbeatResponseTaskIds)
             n = buf[pos]
             if n < 0x80:
@@ -3437,11 +3406,10 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: int) -> tuple[Stre
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_standby_tasks.unknown_tagged_fields = ()
-            else:
+            e_standby_tasks.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_standby_tasks = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -3466,7 +3434,7 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: int) -> tuple[Stre
             raise _invalid('array WarmupTasks declares more elements than bytes remain')
         lst_warmup_tasks: list[StreamsGroupHeartbeatResponseTaskIds] = []
         app_warmup_tasks = lst_warmup_tasks.append
-        for _ in range(n):
+        for _i_warmup_tasks in range(n):
             e_warmup_tasks = _new(StreamsGroupHeartbeatResponseTaskIds)
             n = buf[pos]
             if n < 0x80:
@@ -3505,11 +3473,10 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: int) -> tuple[Stre
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_warmup_tasks.unknown_tagged_fields = ()
-            else:
+            e_warmup_tasks.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_warmup_tasks = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -3536,7 +3503,7 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: int) -> tuple[Stre
             raise _invalid('array PartitionsByUserEndpoint declares more elements than bytes remain')
         lst_partitions_by_user_endpoint: list[StreamsGroupHeartbeatResponseEndpointToPartitions] = []
         app_partitions_by_user_endpoint = lst_partitions_by_user_endpoint.append
-        for _ in range(n):
+        for _i_partitions_by_user_endpoint in range(n):
             x_partitions_by_user_endpoint, pos = _decode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(buf, pos)
             app_partitions_by_user_endpoint(x_partitions_by_user_endpoint)
         o.partitions_by_user_endpoint = lst_partitions_by_user_endpoint
@@ -3545,11 +3512,10 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: int) -> tuple[Stre
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

@@ -147,7 +147,7 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_
             raise _invalid('array SourceTopics declares more elements than bytes remain')
         lst_source_topics: list[str] = []
         app_source_topics = lst_source_topics.append
-        for _ in range(n):
+        for _i_source_topics in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -193,7 +193,7 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_
             raise _invalid('array Stores declares more elements than bytes remain')
         lst_stores: list[str] = []
         app_stores = lst_stores.append
-        for _ in range(n):
+        for _i_stores in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -223,7 +223,7 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_
             raise _invalid('array Successors declares more elements than bytes remain')
         lst_successors: list[str] = []
         app_successors = lst_successors.append
-        for _ in range(n):
+        for _i_successors in range(n):
             n2 = buf[pos]
             if n2 < 0x80:
                 pos += 1
@@ -245,11 +245,10 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -385,7 +384,7 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubto
             raise _invalid('array Nodes declares more elements than bytes remain')
         lst_nodes: list[StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode] = []
         app_nodes = lst_nodes.append
-        for _ in range(n):
+        for _i_nodes in range(n):
             x_nodes, pos = _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionNode_v0(buf, pos)
             app_nodes(x_nodes)
         o.nodes = lst_nodes
@@ -394,11 +393,10 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubto
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -452,11 +450,10 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGloba
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -494,7 +491,7 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription_v0(b
             raise _invalid('array Subtopologies declares more elements than bytes remain')
         lst_subtopologies: list[StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology] = []
         app_subtopologies = lst_subtopologies.append
-        for _ in range(n):
+        for _i_subtopologies in range(n):
             x_subtopologies, pos = _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionSubtopology_v0(buf, pos)
             app_subtopologies(x_subtopologies)
         o.subtopologies = lst_subtopologies
@@ -511,7 +508,7 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription_v0(b
             raise _invalid('array GlobalStores declares more elements than bytes remain')
         lst_global_stores: list[StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore] = []
         app_global_stores = lst_global_stores.append
-        for _ in range(n):
+        for _i_global_stores in range(n):
             x_global_stores, pos = _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescriptionGlobalStore_v0(buf, pos)
             app_global_stores(x_global_stores)
         o.global_stores = lst_global_stores
@@ -520,11 +517,10 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription_v0(b
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -609,11 +605,10 @@ def _decode_StreamsGroupTopologyDescriptionUpdateRequest_v0(buf: bytes, pos: int
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -687,11 +682,10 @@ def _decode_StreamsGroupTopologyDescriptionUpdateResponse_v0(buf: bytes, pos: in
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

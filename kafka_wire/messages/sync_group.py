@@ -169,11 +169,10 @@ def _decode_SyncGroupRequestAssignment_v4(buf: bytes, pos: int) -> tuple[SyncGro
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -254,7 +253,7 @@ def _decode_SyncGroupRequest_v0(buf: bytes, pos: int) -> tuple[SyncGroupRequest,
             raise _invalid('array Assignments declares more elements than bytes remain')
         lst_assignments: list[SyncGroupRequestAssignment] = []
         app_assignments = lst_assignments.append
-        for _ in range(n):
+        for _i_assignments in range(n):
             e_assignments = _new(SyncGroupRequestAssignment)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -379,7 +378,7 @@ def _decode_SyncGroupRequest_v3(buf: bytes, pos: int) -> tuple[SyncGroupRequest,
             raise _invalid('array Assignments declares more elements than bytes remain')
         lst_assignments: list[SyncGroupRequestAssignment] = []
         app_assignments = lst_assignments.append
-        for _ in range(n):
+        for _i_assignments in range(n):
             e_assignments = _new(SyncGroupRequestAssignment)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -533,7 +532,7 @@ def _decode_SyncGroupRequest_v4(buf: bytes, pos: int) -> tuple[SyncGroupRequest,
             raise _invalid('array Assignments declares more elements than bytes remain')
         lst_assignments: list[SyncGroupRequestAssignment] = []
         app_assignments = lst_assignments.append
-        for _ in range(n):
+        for _i_assignments in range(n):
             e_assignments = _new(SyncGroupRequestAssignment)
             n = buf[pos]
             if n < 0x80:
@@ -570,11 +569,10 @@ def _decode_SyncGroupRequest_v4(buf: bytes, pos: int) -> tuple[SyncGroupRequest,
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_assignments.unknown_tagged_fields = ()
-            else:
+            e_assignments.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_assignments = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -591,11 +589,10 @@ def _decode_SyncGroupRequest_v4(buf: bytes, pos: int) -> tuple[SyncGroupRequest,
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -791,7 +788,7 @@ def _decode_SyncGroupRequest_v5(buf: bytes, pos: int) -> tuple[SyncGroupRequest,
             raise _invalid('array Assignments declares more elements than bytes remain')
         lst_assignments: list[SyncGroupRequestAssignment] = []
         app_assignments = lst_assignments.append
-        for _ in range(n):
+        for _i_assignments in range(n):
             e_assignments = _new(SyncGroupRequestAssignment)
             n = buf[pos]
             if n < 0x80:
@@ -828,11 +825,10 @@ def _decode_SyncGroupRequest_v5(buf: bytes, pos: int) -> tuple[SyncGroupRequest,
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_assignments.unknown_tagged_fields = ()
-            else:
+            e_assignments.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_assignments = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -849,11 +845,10 @@ def _decode_SyncGroupRequest_v5(buf: bytes, pos: int) -> tuple[SyncGroupRequest,
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1068,11 +1063,10 @@ def _decode_SyncGroupResponse_v4(buf: bytes, pos: int) -> tuple[SyncGroupRespons
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1160,11 +1154,10 @@ def _decode_SyncGroupResponse_v5(buf: bytes, pos: int) -> tuple[SyncGroupRespons
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

@@ -224,11 +224,10 @@ def _decode_TxnOffsetCommitRequestPartition_v3(buf: bytes, pos: int) -> tuple[Tx
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -285,7 +284,7 @@ def _decode_TxnOffsetCommitRequestTopic_v0(buf: bytes, pos: int) -> tuple[TxnOff
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[TxnOffsetCommitRequestPartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(TxnOffsetCommitRequestPartition)
             e_partitions.committed_leader_epoch = -1
             e_partitions.partition_index, e_partitions.committed_offset, n = _S0.unpack_from(buf, pos)
@@ -362,7 +361,7 @@ def _decode_TxnOffsetCommitRequestTopic_v2(buf: bytes, pos: int) -> tuple[TxnOff
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[TxnOffsetCommitRequestPartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(TxnOffsetCommitRequestPartition)
             e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch, n = _S3.unpack_from(buf, pos)
             pos += 18
@@ -448,7 +447,7 @@ def _decode_TxnOffsetCommitRequestTopic_v3(buf: bytes, pos: int) -> tuple[TxnOff
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[TxnOffsetCommitRequestPartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(TxnOffsetCommitRequestPartition)
             e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch = _S4.unpack_from(buf, pos)
             pos += 16
@@ -473,11 +472,10 @@ def _decode_TxnOffsetCommitRequestTopic_v3(buf: bytes, pos: int) -> tuple[TxnOff
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -494,11 +492,10 @@ def _decode_TxnOffsetCommitRequestTopic_v3(buf: bytes, pos: int) -> tuple[TxnOff
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -579,7 +576,7 @@ def _decode_TxnOffsetCommitRequestTopic_v6(buf: bytes, pos: int) -> tuple[TxnOff
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[TxnOffsetCommitRequestPartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(TxnOffsetCommitRequestPartition)
             e_partitions.partition_index, e_partitions.committed_offset, e_partitions.committed_leader_epoch = _S4.unpack_from(buf, pos)
             pos += 16
@@ -604,11 +601,10 @@ def _decode_TxnOffsetCommitRequestTopic_v6(buf: bytes, pos: int) -> tuple[TxnOff
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -625,11 +621,10 @@ def _decode_TxnOffsetCommitRequestTopic_v6(buf: bytes, pos: int) -> tuple[TxnOff
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -713,7 +708,7 @@ def _decode_TxnOffsetCommitRequest_v0(buf: bytes, pos: int) -> tuple[TxnOffsetCo
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[TxnOffsetCommitRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_TxnOffsetCommitRequestTopic_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -793,7 +788,7 @@ def _decode_TxnOffsetCommitRequest_v2(buf: bytes, pos: int) -> tuple[TxnOffsetCo
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[TxnOffsetCommitRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_TxnOffsetCommitRequestTopic_v2(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -920,7 +915,7 @@ def _decode_TxnOffsetCommitRequest_v3(buf: bytes, pos: int) -> tuple[TxnOffsetCo
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[TxnOffsetCommitRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_TxnOffsetCommitRequestTopic_v3(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -929,11 +924,10 @@ def _decode_TxnOffsetCommitRequest_v3(buf: bytes, pos: int) -> tuple[TxnOffsetCo
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1099,7 +1093,7 @@ def _decode_TxnOffsetCommitRequest_v6(buf: bytes, pos: int) -> tuple[TxnOffsetCo
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[TxnOffsetCommitRequestTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_TxnOffsetCommitRequestTopic_v6(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1108,11 +1102,10 @@ def _decode_TxnOffsetCommitRequest_v6(buf: bytes, pos: int) -> tuple[TxnOffsetCo
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1220,11 +1213,10 @@ def _decode_TxnOffsetCommitResponsePartition_v3(buf: bytes, pos: int) -> tuple[T
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1268,7 +1260,7 @@ def _decode_TxnOffsetCommitResponseTopic_v0(buf: bytes, pos: int) -> tuple[TxnOf
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[TxnOffsetCommitResponsePartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(TxnOffsetCommitResponsePartition)
             e_partitions.partition_index, e_partitions.error_code = _S9.unpack_from(buf, pos)
             pos += 6
@@ -1335,7 +1327,7 @@ def _decode_TxnOffsetCommitResponseTopic_v3(buf: bytes, pos: int) -> tuple[TxnOf
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[TxnOffsetCommitResponsePartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(TxnOffsetCommitResponsePartition)
             e_partitions.partition_index, e_partitions.error_code = _S9.unpack_from(buf, pos)
             pos += 6
@@ -1344,11 +1336,10 @@ def _decode_TxnOffsetCommitResponseTopic_v3(buf: bytes, pos: int) -> tuple[TxnOf
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1365,11 +1356,10 @@ def _decode_TxnOffsetCommitResponseTopic_v3(buf: bytes, pos: int) -> tuple[TxnOf
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1437,7 +1427,7 @@ def _decode_TxnOffsetCommitResponseTopic_v6(buf: bytes, pos: int) -> tuple[TxnOf
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[TxnOffsetCommitResponsePartition] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(TxnOffsetCommitResponsePartition)
             e_partitions.partition_index, e_partitions.error_code = _S9.unpack_from(buf, pos)
             pos += 6
@@ -1446,11 +1436,10 @@ def _decode_TxnOffsetCommitResponseTopic_v6(buf: bytes, pos: int) -> tuple[TxnOf
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1467,11 +1456,10 @@ def _decode_TxnOffsetCommitResponseTopic_v6(buf: bytes, pos: int) -> tuple[TxnOf
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1519,7 +1507,7 @@ def _decode_TxnOffsetCommitResponse_v0(buf: bytes, pos: int) -> tuple[TxnOffsetC
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[TxnOffsetCommitResponseTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_TxnOffsetCommitResponseTopic_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1558,7 +1546,7 @@ def _decode_TxnOffsetCommitResponse_v3(buf: bytes, pos: int) -> tuple[TxnOffsetC
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[TxnOffsetCommitResponseTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_TxnOffsetCommitResponseTopic_v3(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1567,11 +1555,10 @@ def _decode_TxnOffsetCommitResponse_v3(buf: bytes, pos: int) -> tuple[TxnOffsetC
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1621,7 +1608,7 @@ def _decode_TxnOffsetCommitResponse_v6(buf: bytes, pos: int) -> tuple[TxnOffsetC
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[TxnOffsetCommitResponseTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_TxnOffsetCommitResponseTopic_v6(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1630,11 +1617,10 @@ def _decode_TxnOffsetCommitResponse_v6(buf: bytes, pos: int) -> tuple[TxnOffsetC
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

@@ -443,11 +443,10 @@ def _decode_UpdateMetadataRequestPartitionState_v6(buf: bytes, pos: int) -> tupl
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -525,7 +524,7 @@ def _decode_UpdateMetadataRequestTopicState_v5(buf: bytes, pos: int) -> tuple[Up
             raise _invalid('array PartitionStates declares more elements than bytes remain')
         lst_partition_states: list[UpdateMetadataRequestPartitionState] = []
         app_partition_states = lst_partition_states.append
-        for _ in range(n):
+        for _i_partition_states in range(n):
             e_partition_states = _new(UpdateMetadataRequestPartitionState)
             e_partition_states.topic_name = ''
             e_partition_states.partition_index, e_partition_states.controller_epoch, e_partition_states.leader, e_partition_states.leader_epoch, n = _S0.unpack_from(buf, pos)
@@ -646,7 +645,7 @@ def _decode_UpdateMetadataRequestTopicState_v6(buf: bytes, pos: int) -> tuple[Up
             raise _invalid('array PartitionStates declares more elements than bytes remain')
         lst_partition_states: list[UpdateMetadataRequestPartitionState] = []
         app_partition_states = lst_partition_states.append
-        for _ in range(n):
+        for _i_partition_states in range(n):
             e_partition_states = _new(UpdateMetadataRequestPartitionState)
             e_partition_states.topic_name = ''
             e_partition_states.partition_index, e_partition_states.controller_epoch, e_partition_states.leader, e_partition_states.leader_epoch = _S3.unpack_from(buf, pos)
@@ -706,11 +705,10 @@ def _decode_UpdateMetadataRequestTopicState_v6(buf: bytes, pos: int) -> tuple[Up
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partition_states.unknown_tagged_fields = ()
-            else:
+            e_partition_states.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partition_states = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -727,11 +725,10 @@ def _decode_UpdateMetadataRequestTopicState_v6(buf: bytes, pos: int) -> tuple[Up
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -848,7 +845,7 @@ def _decode_UpdateMetadataRequestTopicState_v7(buf: bytes, pos: int) -> tuple[Up
             raise _invalid('array PartitionStates declares more elements than bytes remain')
         lst_partition_states: list[UpdateMetadataRequestPartitionState] = []
         app_partition_states = lst_partition_states.append
-        for _ in range(n):
+        for _i_partition_states in range(n):
             e_partition_states = _new(UpdateMetadataRequestPartitionState)
             e_partition_states.topic_name = ''
             e_partition_states.partition_index, e_partition_states.controller_epoch, e_partition_states.leader, e_partition_states.leader_epoch = _S3.unpack_from(buf, pos)
@@ -908,11 +905,10 @@ def _decode_UpdateMetadataRequestTopicState_v7(buf: bytes, pos: int) -> tuple[Up
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partition_states.unknown_tagged_fields = ()
-            else:
+            e_partition_states.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partition_states = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -929,11 +925,10 @@ def _decode_UpdateMetadataRequestTopicState_v7(buf: bytes, pos: int) -> tuple[Up
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1154,11 +1149,10 @@ def _decode_UpdateMetadataRequestEndpoint_v6(buf: bytes, pos: int) -> tuple[Upda
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1260,7 +1254,7 @@ def _decode_UpdateMetadataRequestBroker_v1(buf: bytes, pos: int) -> tuple[Update
             raise _invalid('array Endpoints declares more elements than bytes remain')
         lst_endpoints: list[UpdateMetadataRequestEndpoint] = []
         app_endpoints = lst_endpoints.append
-        for _ in range(n):
+        for _i_endpoints in range(n):
             e_endpoints = _new(UpdateMetadataRequestEndpoint)
             e_endpoints.listener = ''
             e_endpoints.port, n = _S6.unpack_from(buf, pos)
@@ -1323,7 +1317,7 @@ def _decode_UpdateMetadataRequestBroker_v2(buf: bytes, pos: int) -> tuple[Update
             raise _invalid('array Endpoints declares more elements than bytes remain')
         lst_endpoints: list[UpdateMetadataRequestEndpoint] = []
         app_endpoints = lst_endpoints.append
-        for _ in range(n):
+        for _i_endpoints in range(n):
             e_endpoints = _new(UpdateMetadataRequestEndpoint)
             e_endpoints.listener = ''
             e_endpoints.port, n = _S6.unpack_from(buf, pos)
@@ -1405,7 +1399,7 @@ def _decode_UpdateMetadataRequestBroker_v3(buf: bytes, pos: int) -> tuple[Update
             raise _invalid('array Endpoints declares more elements than bytes remain')
         lst_endpoints: list[UpdateMetadataRequestEndpoint] = []
         app_endpoints = lst_endpoints.append
-        for _ in range(n):
+        for _i_endpoints in range(n):
             e_endpoints = _new(UpdateMetadataRequestEndpoint)
             e_endpoints.port, n = _S6.unpack_from(buf, pos)
             pos += 6
@@ -1511,7 +1505,7 @@ def _decode_UpdateMetadataRequestBroker_v6(buf: bytes, pos: int) -> tuple[Update
             raise _invalid('array Endpoints declares more elements than bytes remain')
         lst_endpoints: list[UpdateMetadataRequestEndpoint] = []
         app_endpoints = lst_endpoints.append
-        for _ in range(n):
+        for _i_endpoints in range(n):
             e_endpoints = _new(UpdateMetadataRequestEndpoint)
             e_endpoints.port, = _S4.unpack_from(buf, pos)
             pos += 4
@@ -1554,11 +1548,10 @@ def _decode_UpdateMetadataRequestBroker_v6(buf: bytes, pos: int) -> tuple[Update
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_endpoints.unknown_tagged_fields = ()
-            else:
+            e_endpoints.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_endpoints = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -1591,11 +1584,10 @@ def _decode_UpdateMetadataRequestBroker_v6(buf: bytes, pos: int) -> tuple[Update
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1687,7 +1679,7 @@ def _decode_UpdateMetadataRequest_v0(buf: bytes, pos: int) -> tuple[UpdateMetada
             raise _invalid('array UngroupedPartitionStates declares more elements than bytes remain')
         lst_ungrouped_partition_states: list[UpdateMetadataRequestPartitionState] = []
         app_ungrouped_partition_states = lst_ungrouped_partition_states.append
-        for _ in range(n):
+        for _i_ungrouped_partition_states in range(n):
             e_ungrouped_partition_states = _new(UpdateMetadataRequestPartitionState)
             e_ungrouped_partition_states.offline_replicas = []
             n = buf[pos] << 8 | buf[pos + 1]
@@ -1736,7 +1728,7 @@ def _decode_UpdateMetadataRequest_v0(buf: bytes, pos: int) -> tuple[UpdateMetada
             raise _invalid('array LiveBrokers declares more elements than bytes remain')
         lst_live_brokers: list[UpdateMetadataRequestBroker] = []
         app_live_brokers = lst_live_brokers.append
-        for _ in range(n):
+        for _i_live_brokers in range(n):
             e_live_brokers = _new(UpdateMetadataRequestBroker)
             e_live_brokers.endpoints = []
             e_live_brokers.rack = ''
@@ -1839,7 +1831,7 @@ def _decode_UpdateMetadataRequest_v1(buf: bytes, pos: int) -> tuple[UpdateMetada
             raise _invalid('array UngroupedPartitionStates declares more elements than bytes remain')
         lst_ungrouped_partition_states: list[UpdateMetadataRequestPartitionState] = []
         app_ungrouped_partition_states = lst_ungrouped_partition_states.append
-        for _ in range(n):
+        for _i_ungrouped_partition_states in range(n):
             e_ungrouped_partition_states = _new(UpdateMetadataRequestPartitionState)
             e_ungrouped_partition_states.offline_replicas = []
             n = buf[pos] << 8 | buf[pos + 1]
@@ -1888,7 +1880,7 @@ def _decode_UpdateMetadataRequest_v1(buf: bytes, pos: int) -> tuple[UpdateMetada
             raise _invalid('array LiveBrokers declares more elements than bytes remain')
         lst_live_brokers: list[UpdateMetadataRequestBroker] = []
         app_live_brokers = lst_live_brokers.append
-        for _ in range(n):
+        for _i_live_brokers in range(n):
             x_live_brokers, pos = _decode_UpdateMetadataRequestBroker_v1(buf, pos)
             app_live_brokers(x_live_brokers)
         o.live_brokers = lst_live_brokers
@@ -1962,7 +1954,7 @@ def _decode_UpdateMetadataRequest_v2(buf: bytes, pos: int) -> tuple[UpdateMetada
             raise _invalid('array UngroupedPartitionStates declares more elements than bytes remain')
         lst_ungrouped_partition_states: list[UpdateMetadataRequestPartitionState] = []
         app_ungrouped_partition_states = lst_ungrouped_partition_states.append
-        for _ in range(n):
+        for _i_ungrouped_partition_states in range(n):
             e_ungrouped_partition_states = _new(UpdateMetadataRequestPartitionState)
             e_ungrouped_partition_states.offline_replicas = []
             n = buf[pos] << 8 | buf[pos + 1]
@@ -2011,7 +2003,7 @@ def _decode_UpdateMetadataRequest_v2(buf: bytes, pos: int) -> tuple[UpdateMetada
             raise _invalid('array LiveBrokers declares more elements than bytes remain')
         lst_live_brokers: list[UpdateMetadataRequestBroker] = []
         app_live_brokers = lst_live_brokers.append
-        for _ in range(n):
+        for _i_live_brokers in range(n):
             x_live_brokers, pos = _decode_UpdateMetadataRequestBroker_v2(buf, pos)
             app_live_brokers(x_live_brokers)
         o.live_brokers = lst_live_brokers
@@ -2085,7 +2077,7 @@ def _decode_UpdateMetadataRequest_v3(buf: bytes, pos: int) -> tuple[UpdateMetada
             raise _invalid('array UngroupedPartitionStates declares more elements than bytes remain')
         lst_ungrouped_partition_states: list[UpdateMetadataRequestPartitionState] = []
         app_ungrouped_partition_states = lst_ungrouped_partition_states.append
-        for _ in range(n):
+        for _i_ungrouped_partition_states in range(n):
             e_ungrouped_partition_states = _new(UpdateMetadataRequestPartitionState)
             e_ungrouped_partition_states.offline_replicas = []
             n = buf[pos] << 8 | buf[pos + 1]
@@ -2134,7 +2126,7 @@ def _decode_UpdateMetadataRequest_v3(buf: bytes, pos: int) -> tuple[UpdateMetada
             raise _invalid('array LiveBrokers declares more elements than bytes remain')
         lst_live_brokers: list[UpdateMetadataRequestBroker] = []
         app_live_brokers = lst_live_brokers.append
-        for _ in range(n):
+        for _i_live_brokers in range(n):
             x_live_brokers, pos = _decode_UpdateMetadataRequestBroker_v3(buf, pos)
             app_live_brokers(x_live_brokers)
         o.live_brokers = lst_live_brokers
@@ -2208,7 +2200,7 @@ def _decode_UpdateMetadataRequest_v4(buf: bytes, pos: int) -> tuple[UpdateMetada
             raise _invalid('array UngroupedPartitionStates declares more elements than bytes remain')
         lst_ungrouped_partition_states: list[UpdateMetadataRequestPartitionState] = []
         app_ungrouped_partition_states = lst_ungrouped_partition_states.append
-        for _ in range(n):
+        for _i_ungrouped_partition_states in range(n):
             e_ungrouped_partition_states = _new(UpdateMetadataRequestPartitionState)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -2268,7 +2260,7 @@ def _decode_UpdateMetadataRequest_v4(buf: bytes, pos: int) -> tuple[UpdateMetada
             raise _invalid('array LiveBrokers declares more elements than bytes remain')
         lst_live_brokers: list[UpdateMetadataRequestBroker] = []
         app_live_brokers = lst_live_brokers.append
-        for _ in range(n):
+        for _i_live_brokers in range(n):
             x_live_brokers, pos = _decode_UpdateMetadataRequestBroker_v3(buf, pos)
             app_live_brokers(x_live_brokers)
         o.live_brokers = lst_live_brokers
@@ -2347,7 +2339,7 @@ def _decode_UpdateMetadataRequest_v5(buf: bytes, pos: int) -> tuple[UpdateMetada
             raise _invalid('array TopicStates declares more elements than bytes remain')
         lst_topic_states: list[UpdateMetadataRequestTopicState] = []
         app_topic_states = lst_topic_states.append
-        for _ in range(n):
+        for _i_topic_states in range(n):
             x_topic_states, pos = _decode_UpdateMetadataRequestTopicState_v5(buf, pos)
             app_topic_states(x_topic_states)
         o.topic_states = lst_topic_states
@@ -2360,7 +2352,7 @@ def _decode_UpdateMetadataRequest_v5(buf: bytes, pos: int) -> tuple[UpdateMetada
             raise _invalid('array LiveBrokers declares more elements than bytes remain')
         lst_live_brokers: list[UpdateMetadataRequestBroker] = []
         app_live_brokers = lst_live_brokers.append
-        for _ in range(n):
+        for _i_live_brokers in range(n):
             x_live_brokers, pos = _decode_UpdateMetadataRequestBroker_v3(buf, pos)
             app_live_brokers(x_live_brokers)
         o.live_brokers = lst_live_brokers
@@ -2415,7 +2407,7 @@ def _decode_UpdateMetadataRequest_v6(buf: bytes, pos: int) -> tuple[UpdateMetada
             raise _invalid('array TopicStates declares more elements than bytes remain')
         lst_topic_states: list[UpdateMetadataRequestTopicState] = []
         app_topic_states = lst_topic_states.append
-        for _ in range(n):
+        for _i_topic_states in range(n):
             x_topic_states, pos = _decode_UpdateMetadataRequestTopicState_v6(buf, pos)
             app_topic_states(x_topic_states)
         o.topic_states = lst_topic_states
@@ -2432,7 +2424,7 @@ def _decode_UpdateMetadataRequest_v6(buf: bytes, pos: int) -> tuple[UpdateMetada
             raise _invalid('array LiveBrokers declares more elements than bytes remain')
         lst_live_brokers: list[UpdateMetadataRequestBroker] = []
         app_live_brokers = lst_live_brokers.append
-        for _ in range(n):
+        for _i_live_brokers in range(n):
             x_live_brokers, pos = _decode_UpdateMetadataRequestBroker_v6(buf, pos)
             app_live_brokers(x_live_brokers)
         o.live_brokers = lst_live_brokers
@@ -2441,14 +2433,13 @@ def _decode_UpdateMetadataRequest_v6(buf: bytes, pos: int) -> tuple[UpdateMetada
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
-            if tag in (0,):
+            if tag == 0:
                 raise _invalid(f'tag {tag} is not valid in version 6')
             else:
                 end = pos + size
@@ -2517,7 +2508,7 @@ def _decode_UpdateMetadataRequest_v7(buf: bytes, pos: int) -> tuple[UpdateMetada
             raise _invalid('array TopicStates declares more elements than bytes remain')
         lst_topic_states: list[UpdateMetadataRequestTopicState] = []
         app_topic_states = lst_topic_states.append
-        for _ in range(n):
+        for _i_topic_states in range(n):
             x_topic_states, pos = _decode_UpdateMetadataRequestTopicState_v7(buf, pos)
             app_topic_states(x_topic_states)
         o.topic_states = lst_topic_states
@@ -2534,7 +2525,7 @@ def _decode_UpdateMetadataRequest_v7(buf: bytes, pos: int) -> tuple[UpdateMetada
             raise _invalid('array LiveBrokers declares more elements than bytes remain')
         lst_live_brokers: list[UpdateMetadataRequestBroker] = []
         app_live_brokers = lst_live_brokers.append
-        for _ in range(n):
+        for _i_live_brokers in range(n):
             x_live_brokers, pos = _decode_UpdateMetadataRequestBroker_v6(buf, pos)
             app_live_brokers(x_live_brokers)
         o.live_brokers = lst_live_brokers
@@ -2543,14 +2534,13 @@ def _decode_UpdateMetadataRequest_v7(buf: bytes, pos: int) -> tuple[UpdateMetada
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
-            if tag in (0,):
+            if tag == 0:
                 raise _invalid(f'tag {tag} is not valid in version 7')
             else:
                 end = pos + size
@@ -2618,7 +2608,7 @@ def _decode_UpdateMetadataRequest_v8(buf: bytes, pos: int) -> tuple[UpdateMetada
             raise _invalid('array TopicStates declares more elements than bytes remain')
         lst_topic_states: list[UpdateMetadataRequestTopicState] = []
         app_topic_states = lst_topic_states.append
-        for _ in range(n):
+        for _i_topic_states in range(n):
             x_topic_states, pos = _decode_UpdateMetadataRequestTopicState_v7(buf, pos)
             app_topic_states(x_topic_states)
         o.topic_states = lst_topic_states
@@ -2635,7 +2625,7 @@ def _decode_UpdateMetadataRequest_v8(buf: bytes, pos: int) -> tuple[UpdateMetada
             raise _invalid('array LiveBrokers declares more elements than bytes remain')
         lst_live_brokers: list[UpdateMetadataRequestBroker] = []
         app_live_brokers = lst_live_brokers.append
-        for _ in range(n):
+        for _i_live_brokers in range(n):
             x_live_brokers, pos = _decode_UpdateMetadataRequestBroker_v6(buf, pos)
             app_live_brokers(x_live_brokers)
         o.live_brokers = lst_live_brokers
@@ -2644,11 +2634,10 @@ def _decode_UpdateMetadataRequest_v8(buf: bytes, pos: int) -> tuple[UpdateMetada
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
@@ -2692,9 +2681,9 @@ def _encode_UpdateMetadataRequest_v8(o: UpdateMetadataRequest, out: bytearray) -
             _encode_UpdateMetadataRequestBroker_v6(e_live_brokers, out)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.type != 0:
-        t = bytearray()
-        t += _S11.pack(o.type)
-        known.append((0, t))
+        t_type = bytearray()
+        t_type += _S11.pack(o.type)
+        known.append((0, t_type))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))
     else:
@@ -2725,11 +2714,10 @@ def _decode_UpdateMetadataResponse_v6(buf: bytes, pos: int) -> tuple[UpdateMetad
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

@@ -150,11 +150,10 @@ def _decode_UpdateRaftVoterRequestListener_v0(buf: bytes, pos: int) -> tuple[Upd
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -211,11 +210,10 @@ def _decode_UpdateRaftVoterRequestKRaftVersionFeature_v0(buf: bytes, pos: int) -
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -271,7 +269,7 @@ def _decode_UpdateRaftVoterRequest_v0(buf: bytes, pos: int) -> tuple[UpdateRaftV
             raise _invalid('array Listeners declares more elements than bytes remain')
         lst_listeners: list[UpdateRaftVoterRequestListener] = []
         app_listeners = lst_listeners.append
-        for _ in range(n):
+        for _i_listeners in range(n):
             e_listeners = _new(UpdateRaftVoterRequestListener)
             n = buf[pos]
             if n < 0x80:
@@ -312,11 +310,10 @@ def _decode_UpdateRaftVoterRequest_v0(buf: bytes, pos: int) -> tuple[UpdateRaftV
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_listeners.unknown_tagged_fields = ()
-            else:
+            e_listeners.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_listeners = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -334,11 +331,10 @@ def _decode_UpdateRaftVoterRequest_v0(buf: bytes, pos: int) -> tuple[UpdateRaftV
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -442,11 +438,10 @@ def _decode_UpdateRaftVoterResponseCurrentLeader_v0(buf: bytes, pos: int) -> tup
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -492,11 +487,10 @@ def _decode_UpdateRaftVoterResponse_v0(buf: bytes, pos: int) -> tuple[UpdateRaft
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
@@ -515,9 +509,9 @@ def _encode_UpdateRaftVoterResponse_v0(o: UpdateRaftVoterResponse, out: bytearra
     out += _S5.pack(o.throttle_time_ms, o.error_code)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.current_leader != _DEFAULT_UpdateRaftVoterResponseCurrentLeader:
-        t = bytearray()
-        _encode_UpdateRaftVoterResponseCurrentLeader_v0(o.current_leader, t)
-        known.append((0, t))
+        t_current_leader = bytearray()
+        _encode_UpdateRaftVoterResponseCurrentLeader_v0(o.current_leader, t_current_leader)
+        known.append((0, t_current_leader))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))
     else:

@@ -154,11 +154,10 @@ def _decode_VoteRequestPartitionData_v0(buf: bytes, pos: int) -> tuple[VoteReque
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -194,11 +193,10 @@ def _decode_VoteRequestPartitionData_v1(buf: bytes, pos: int) -> tuple[VoteReque
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -233,11 +231,10 @@ def _decode_VoteRequestPartitionData_v2(buf: bytes, pos: int) -> tuple[VoteReque
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -290,7 +287,7 @@ def _decode_VoteRequestTopicData_v0(buf: bytes, pos: int) -> tuple[VoteRequestTo
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[VoteRequestPartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(VoteRequestPartitionData)
             e_partitions.replica_directory_id = ZERO_UUID
             e_partitions.voter_directory_id = ZERO_UUID
@@ -302,11 +299,10 @@ def _decode_VoteRequestTopicData_v0(buf: bytes, pos: int) -> tuple[VoteRequestTo
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -323,11 +319,10 @@ def _decode_VoteRequestTopicData_v0(buf: bytes, pos: int) -> tuple[VoteRequestTo
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -409,7 +404,7 @@ def _decode_VoteRequestTopicData_v1(buf: bytes, pos: int) -> tuple[VoteRequestTo
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[VoteRequestPartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(VoteRequestPartitionData)
             e_partitions.pre_vote = False
             e_partitions.partition_index, e_partitions.replica_epoch, e_partitions.replica_id, u_replica_directory_id_raw, u_voter_directory_id_raw, e_partitions.last_offset_epoch, e_partitions.last_offset = _S1.unpack_from(buf, pos)
@@ -421,11 +416,10 @@ def _decode_VoteRequestTopicData_v1(buf: bytes, pos: int) -> tuple[VoteRequestTo
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -442,11 +436,10 @@ def _decode_VoteRequestTopicData_v1(buf: bytes, pos: int) -> tuple[VoteRequestTo
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -528,7 +521,7 @@ def _decode_VoteRequestTopicData_v2(buf: bytes, pos: int) -> tuple[VoteRequestTo
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[VoteRequestPartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(VoteRequestPartitionData)
             e_partitions.partition_index, e_partitions.replica_epoch, e_partitions.replica_id, u_replica_directory_id_raw, u_voter_directory_id_raw, e_partitions.last_offset_epoch, e_partitions.last_offset, e_partitions.pre_vote = _S2.unpack_from(buf, pos)
             pos += 57
@@ -539,11 +532,10 @@ def _decode_VoteRequestTopicData_v2(buf: bytes, pos: int) -> tuple[VoteRequestTo
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -560,11 +552,10 @@ def _decode_VoteRequestTopicData_v2(buf: bytes, pos: int) -> tuple[VoteRequestTo
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -645,7 +636,7 @@ def _decode_VoteRequest_v0(buf: bytes, pos: int) -> tuple[VoteRequest, int]:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[VoteRequestTopicData] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_VoteRequestTopicData_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -654,11 +645,10 @@ def _decode_VoteRequest_v0(buf: bytes, pos: int) -> tuple[VoteRequest, int]:
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -736,7 +726,7 @@ def _decode_VoteRequest_v1(buf: bytes, pos: int) -> tuple[VoteRequest, int]:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[VoteRequestTopicData] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_VoteRequestTopicData_v1(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -745,11 +735,10 @@ def _decode_VoteRequest_v1(buf: bytes, pos: int) -> tuple[VoteRequest, int]:
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -828,7 +817,7 @@ def _decode_VoteRequest_v2(buf: bytes, pos: int) -> tuple[VoteRequest, int]:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[VoteRequestTopicData] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_VoteRequestTopicData_v2(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -837,11 +826,10 @@ def _decode_VoteRequest_v2(buf: bytes, pos: int) -> tuple[VoteRequest, int]:
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -896,11 +884,10 @@ def _decode_VoteResponsePartitionData_v0(buf: bytes, pos: int) -> tuple[VoteResp
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -953,7 +940,7 @@ def _decode_VoteResponseTopicData_v0(buf: bytes, pos: int) -> tuple[VoteResponse
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[VoteResponsePartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(VoteResponsePartitionData)
             e_partitions.partition_index, e_partitions.error_code, e_partitions.leader_id, e_partitions.leader_epoch, e_partitions.vote_granted = _S4.unpack_from(buf, pos)
             pos += 15
@@ -962,11 +949,10 @@ def _decode_VoteResponseTopicData_v0(buf: bytes, pos: int) -> tuple[VoteResponse
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -983,11 +969,10 @@ def _decode_VoteResponseTopicData_v0(buf: bytes, pos: int) -> tuple[VoteResponse
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1063,11 +1048,10 @@ def _decode_VoteResponseNodeEndpoint_v1(buf: bytes, pos: int) -> tuple[VoteRespo
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1121,7 +1105,7 @@ def _decode_VoteResponse_v0(buf: bytes, pos: int) -> tuple[VoteResponse, int]:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[VoteResponseTopicData] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_VoteResponseTopicData_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1130,14 +1114,13 @@ def _decode_VoteResponse_v0(buf: bytes, pos: int) -> tuple[VoteResponse, int]:
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
-            if tag in (0,):
+            if tag == 0:
                 raise _invalid(f'tag {tag} is not valid in version 0')
             else:
                 end = pos + size
@@ -1189,7 +1172,7 @@ def _decode_VoteResponse_v1(buf: bytes, pos: int) -> tuple[VoteResponse, int]:
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[VoteResponseTopicData] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_VoteResponseTopicData_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1198,11 +1181,10 @@ def _decode_VoteResponse_v1(buf: bytes, pos: int) -> tuple[VoteResponse, int]:
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
@@ -1219,7 +1201,7 @@ def _decode_VoteResponse_v1(buf: bytes, pos: int) -> tuple[VoteResponse, int]:
                         raise _invalid('array NodeEndpoints declares more elements than bytes remain')
                     lst_node_endpoints: list[VoteResponseNodeEndpoint] = []
                     app_node_endpoints = lst_node_endpoints.append
-                    for _ in range(n):
+                    for _i_node_endpoints in range(n):
                         e_node_endpoints = _new(VoteResponseNodeEndpoint)
                         e_node_endpoints.node_id, = _S3.unpack_from(buf, pos)
                         pos += 4
@@ -1246,11 +1228,10 @@ def _decode_VoteResponse_v1(buf: bytes, pos: int) -> tuple[VoteResponse, int]:
                             pos += 1
                         else:
                             n, pos = _read_uvarint(buf, pos)
-                        if n == 0:
-                            e_node_endpoints.unknown_tagged_fields = ()
-                        else:
+                        e_node_endpoints.unknown_tagged_fields = ()
+                        if n != 0:
                             unknown_e_node_endpoints = []
-                            for _ in range(n):
+                            for _i_tag in range(n):
                                 tag, pos = _read_uvarint(buf, pos)
                                 size, pos = _read_uvarint(buf, pos)
                                 if True:
@@ -1287,18 +1268,18 @@ def _encode_VoteResponse_v1(o: VoteResponse, out: bytearray) -> None:
             _encode_VoteResponseTopicData_v0(e_topics, out)
     known: list[tuple[int, bytes | bytearray]] = []
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
-        t = bytearray()
+        t_node_endpoints = bytearray()
         x_node_endpoints = o.node_endpoints
         if x_node_endpoints is None:
             raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=1)
         else:
             m = len(x_node_endpoints) + 1
             if m < 0x80:
-                t.append(m)
+                t_node_endpoints.append(m)
             else:
-                _write_uvarint(t, m)
+                _write_uvarint(t_node_endpoints, m)
             for e_node_endpoints in x_node_endpoints:
-                t += _S3.pack(e_node_endpoints.node_id)
+                t_node_endpoints += _S3.pack(e_node_endpoints.node_id)
                 x_node_endpoints_host = e_node_endpoints.host
                 if x_node_endpoints_host is None:
                     raise ValueOutOfRangeError('non-nullable field Host is None', version=1)
@@ -1308,16 +1289,16 @@ def _encode_VoteResponse_v1(o: VoteResponse, out: bytearray) -> None:
                         raise ValueOutOfRangeError('string field Host is too long', version=1)
                     m = len(b_node_endpoints_host) + 1
                     if m < 0x80:
-                        t.append(m)
+                        t_node_endpoints.append(m)
                     else:
-                        _write_uvarint(t, m)
-                    t += b_node_endpoints_host
-                t += _S5.pack(e_node_endpoints.port)
+                        _write_uvarint(t_node_endpoints, m)
+                    t_node_endpoints += b_node_endpoints_host
+                t_node_endpoints += _S5.pack(e_node_endpoints.port)
                 if e_node_endpoints.unknown_tagged_fields:
-                    _write_tagged(t, [], e_node_endpoints.unknown_tagged_fields, frozenset())
+                    _write_tagged(t_node_endpoints, [], e_node_endpoints.unknown_tagged_fields, frozenset())
                 else:
-                    t.append(0)
-        known.append((0, t))
+                    t_node_endpoints.append(0)
+        known.append((0, t_node_endpoints))
     if o.unknown_tagged_fields or known:
         _write_tagged(out, known, o.unknown_tagged_fields, frozenset([0]))
     else:

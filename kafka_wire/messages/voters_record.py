@@ -125,11 +125,10 @@ def _decode_VotersRecordEndpoint_v0(buf: bytes, pos: int) -> tuple[VotersRecordE
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -186,11 +185,10 @@ def _decode_VotersRecordKRaftVersionFeature_v0(buf: bytes, pos: int) -> tuple[Vo
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -230,7 +228,7 @@ def _decode_VotersRecordVoter_v0(buf: bytes, pos: int) -> tuple[VotersRecordVote
             raise _invalid('array Endpoints declares more elements than bytes remain')
         lst_endpoints: list[VotersRecordEndpoint] = []
         app_endpoints = lst_endpoints.append
-        for _ in range(n):
+        for _i_endpoints in range(n):
             e_endpoints = _new(VotersRecordEndpoint)
             n = buf[pos]
             if n < 0x80:
@@ -271,11 +269,10 @@ def _decode_VotersRecordVoter_v0(buf: bytes, pos: int) -> tuple[VotersRecordVote
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_endpoints.unknown_tagged_fields = ()
-            else:
+            e_endpoints.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_endpoints = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -293,11 +290,10 @@ def _decode_VotersRecordVoter_v0(buf: bytes, pos: int) -> tuple[VotersRecordVote
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -378,7 +374,7 @@ def _decode_VotersRecord_v0(buf: bytes, pos: int) -> tuple[VotersRecord, int]:
             raise _invalid('array Voters declares more elements than bytes remain')
         lst_voters: list[VotersRecordVoter] = []
         app_voters = lst_voters.append
-        for _ in range(n):
+        for _i_voters in range(n):
             x_voters, pos = _decode_VotersRecordVoter_v0(buf, pos)
             app_voters(x_voters)
         o.voters = lst_voters
@@ -387,11 +383,10 @@ def _decode_VotersRecord_v0(buf: bytes, pos: int) -> tuple[VotersRecord, int]:
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

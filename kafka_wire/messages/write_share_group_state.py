@@ -137,11 +137,10 @@ def _decode_WriteShareGroupStateRequestStateBatch_v0(buf: bytes, pos: int) -> tu
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -181,7 +180,7 @@ def _decode_WriteShareGroupStateRequestPartitionData_v0(buf: bytes, pos: int) ->
             raise _invalid('array StateBatches declares more elements than bytes remain')
         lst_state_batches: list[WriteShareGroupStateRequestStateBatch] = []
         app_state_batches = lst_state_batches.append
-        for _ in range(n):
+        for _i_state_batches in range(n):
             e_state_batches = _new(WriteShareGroupStateRequestStateBatch)
             e_state_batches.first_offset, e_state_batches.last_offset, e_state_batches.delivery_state, e_state_batches.delivery_count = _S0.unpack_from(buf, pos)
             pos += 19
@@ -190,11 +189,10 @@ def _decode_WriteShareGroupStateRequestPartitionData_v0(buf: bytes, pos: int) ->
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_state_batches.unknown_tagged_fields = ()
-            else:
+            e_state_batches.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_state_batches = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -211,11 +209,10 @@ def _decode_WriteShareGroupStateRequestPartitionData_v0(buf: bytes, pos: int) ->
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -269,7 +266,7 @@ def _decode_WriteShareGroupStateRequestPartitionData_v1(buf: bytes, pos: int) ->
             raise _invalid('array StateBatches declares more elements than bytes remain')
         lst_state_batches: list[WriteShareGroupStateRequestStateBatch] = []
         app_state_batches = lst_state_batches.append
-        for _ in range(n):
+        for _i_state_batches in range(n):
             e_state_batches = _new(WriteShareGroupStateRequestStateBatch)
             e_state_batches.first_offset, e_state_batches.last_offset, e_state_batches.delivery_state, e_state_batches.delivery_count = _S0.unpack_from(buf, pos)
             pos += 19
@@ -278,11 +275,10 @@ def _decode_WriteShareGroupStateRequestPartitionData_v1(buf: bytes, pos: int) ->
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_state_batches.unknown_tagged_fields = ()
-            else:
+            e_state_batches.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_state_batches = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -299,11 +295,10 @@ def _decode_WriteShareGroupStateRequestPartitionData_v1(buf: bytes, pos: int) ->
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -358,7 +353,7 @@ def _decode_WriteShareGroupStateRequestWriteStateData_v0(buf: bytes, pos: int) -
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[WriteShareGroupStateRequestPartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_WriteShareGroupStateRequestPartitionData_v0(buf, pos)
             app_partitions(x_partitions)
         o.partitions = lst_partitions
@@ -367,11 +362,10 @@ def _decode_WriteShareGroupStateRequestWriteStateData_v0(buf: bytes, pos: int) -
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -422,7 +416,7 @@ def _decode_WriteShareGroupStateRequestWriteStateData_v1(buf: bytes, pos: int) -
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[WriteShareGroupStateRequestPartitionData] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             x_partitions, pos = _decode_WriteShareGroupStateRequestPartitionData_v1(buf, pos)
             app_partitions(x_partitions)
         o.partitions = lst_partitions
@@ -431,11 +425,10 @@ def _decode_WriteShareGroupStateRequestWriteStateData_v1(buf: bytes, pos: int) -
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -499,7 +492,7 @@ def _decode_WriteShareGroupStateRequest_v0(buf: bytes, pos: int) -> tuple[WriteS
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[WriteShareGroupStateRequestWriteStateData] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_WriteShareGroupStateRequestWriteStateData_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -508,11 +501,10 @@ def _decode_WriteShareGroupStateRequest_v0(buf: bytes, pos: int) -> tuple[WriteS
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -588,7 +580,7 @@ def _decode_WriteShareGroupStateRequest_v1(buf: bytes, pos: int) -> tuple[WriteS
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[WriteShareGroupStateRequestWriteStateData] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_WriteShareGroupStateRequestWriteStateData_v1(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -597,11 +589,10 @@ def _decode_WriteShareGroupStateRequest_v1(buf: bytes, pos: int) -> tuple[WriteS
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -671,11 +662,10 @@ def _decode_WriteShareGroupStateResponsePartitionResult_v0(buf: bytes, pos: int)
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -728,7 +718,7 @@ def _decode_WriteShareGroupStateResponseWriteStateResult_v0(buf: bytes, pos: int
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[WriteShareGroupStateResponsePartitionResult] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(WriteShareGroupStateResponsePartitionResult)
             e_partitions.partition, e_partitions.error_code = _S4.unpack_from(buf, pos)
             pos += 6
@@ -753,11 +743,10 @@ def _decode_WriteShareGroupStateResponseWriteStateResult_v0(buf: bytes, pos: int
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -774,11 +763,10 @@ def _decode_WriteShareGroupStateResponseWriteStateResult_v0(buf: bytes, pos: int
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -843,7 +831,7 @@ def _decode_WriteShareGroupStateResponse_v0(buf: bytes, pos: int) -> tuple[Write
             raise _invalid('array Results declares more elements than bytes remain')
         lst_results: list[WriteShareGroupStateResponseWriteStateResult] = []
         app_results = lst_results.append
-        for _ in range(n):
+        for _i_results in range(n):
             x_results, pos = _decode_WriteShareGroupStateResponseWriteStateResult_v0(buf, pos)
             app_results(x_results)
         o.results = lst_results
@@ -852,11 +840,10 @@ def _decode_WriteShareGroupStateResponse_v0(buf: bytes, pos: int) -> tuple[Write
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

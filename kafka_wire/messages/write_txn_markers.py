@@ -213,11 +213,10 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1(buf: bytes, pos: int
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -274,7 +273,7 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarker_v0(buf: bytes, pos: int) -> 
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[WriteTxnMarkersRequestWritableTxnMarkerTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             e_topics = _new(WriteTxnMarkersRequestWritableTxnMarkerTopic)
             n = buf[pos] << 8 | buf[pos + 1]
             pos += 2
@@ -356,7 +355,7 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarker_v1(buf: bytes, pos: int) -> 
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[WriteTxnMarkersRequestWritableTxnMarkerTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             e_topics = _new(WriteTxnMarkersRequestWritableTxnMarkerTopic)
             n = buf[pos]
             if n < 0x80:
@@ -395,11 +394,10 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarker_v1(buf: bytes, pos: int) -> 
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_topics.unknown_tagged_fields = ()
-            else:
+            e_topics.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_topics = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -418,11 +416,10 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarker_v1(buf: bytes, pos: int) -> 
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -500,7 +497,7 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarker_v2(buf: bytes, pos: int) -> 
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[WriteTxnMarkersRequestWritableTxnMarkerTopic] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             e_topics = _new(WriteTxnMarkersRequestWritableTxnMarkerTopic)
             n = buf[pos]
             if n < 0x80:
@@ -539,11 +536,10 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarker_v2(buf: bytes, pos: int) -> 
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_topics.unknown_tagged_fields = ()
-            else:
+            e_topics.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_topics = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -562,11 +558,10 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarker_v2(buf: bytes, pos: int) -> 
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -638,7 +633,7 @@ def _decode_WriteTxnMarkersRequest_v0(buf: bytes, pos: int) -> tuple[WriteTxnMar
             raise _invalid('array Markers declares more elements than bytes remain')
         lst_markers: list[WriteTxnMarkersRequestWritableTxnMarker] = []
         app_markers = lst_markers.append
-        for _ in range(n):
+        for _i_markers in range(n):
             x_markers, pos = _decode_WriteTxnMarkersRequestWritableTxnMarker_v0(buf, pos)
             app_markers(x_markers)
         o.markers = lst_markers
@@ -674,7 +669,7 @@ def _decode_WriteTxnMarkersRequest_v1(buf: bytes, pos: int) -> tuple[WriteTxnMar
             raise _invalid('array Markers declares more elements than bytes remain')
         lst_markers: list[WriteTxnMarkersRequestWritableTxnMarker] = []
         app_markers = lst_markers.append
-        for _ in range(n):
+        for _i_markers in range(n):
             x_markers, pos = _decode_WriteTxnMarkersRequestWritableTxnMarker_v1(buf, pos)
             app_markers(x_markers)
         o.markers = lst_markers
@@ -683,11 +678,10 @@ def _decode_WriteTxnMarkersRequest_v1(buf: bytes, pos: int) -> tuple[WriteTxnMar
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -734,7 +728,7 @@ def _decode_WriteTxnMarkersRequest_v2(buf: bytes, pos: int) -> tuple[WriteTxnMar
             raise _invalid('array Markers declares more elements than bytes remain')
         lst_markers: list[WriteTxnMarkersRequestWritableTxnMarker] = []
         app_markers = lst_markers.append
-        for _ in range(n):
+        for _i_markers in range(n):
             x_markers, pos = _decode_WriteTxnMarkersRequestWritableTxnMarker_v2(buf, pos)
             app_markers(x_markers)
         o.markers = lst_markers
@@ -743,11 +737,10 @@ def _decode_WriteTxnMarkersRequest_v2(buf: bytes, pos: int) -> tuple[WriteTxnMar
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -802,11 +795,10 @@ def _decode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v1(buf: byte
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -849,7 +841,7 @@ def _decode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v0(buf: bytes, p
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[WriteTxnMarkersResponseWritableTxnMarkerPartitionResult] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(WriteTxnMarkersResponseWritableTxnMarkerPartitionResult)
             e_partitions.partition_index, e_partitions.error_code = _S5.unpack_from(buf, pos)
             pos += 6
@@ -915,7 +907,7 @@ def _decode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v1(buf: bytes, p
             raise _invalid('array Partitions declares more elements than bytes remain')
         lst_partitions: list[WriteTxnMarkersResponseWritableTxnMarkerPartitionResult] = []
         app_partitions = lst_partitions.append
-        for _ in range(n):
+        for _i_partitions in range(n):
             e_partitions = _new(WriteTxnMarkersResponseWritableTxnMarkerPartitionResult)
             e_partitions.partition_index, e_partitions.error_code = _S5.unpack_from(buf, pos)
             pos += 6
@@ -924,11 +916,10 @@ def _decode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v1(buf: bytes, p
                 pos += 1
             else:
                 n, pos = _read_uvarint(buf, pos)
-            if n == 0:
-                e_partitions.unknown_tagged_fields = ()
-            else:
+            e_partitions.unknown_tagged_fields = ()
+            if n != 0:
                 unknown_e_partitions = []
-                for _ in range(n):
+                for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
                     size, pos = _read_uvarint(buf, pos)
                     if True:
@@ -945,11 +936,10 @@ def _decode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v1(buf: bytes, p
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1009,7 +999,7 @@ def _decode_WriteTxnMarkersResponseWritableTxnMarkerResult_v0(buf: bytes, pos: i
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[WriteTxnMarkersResponseWritableTxnMarkerTopicResult] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v0(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1048,7 +1038,7 @@ def _decode_WriteTxnMarkersResponseWritableTxnMarkerResult_v1(buf: bytes, pos: i
             raise _invalid('array Topics declares more elements than bytes remain')
         lst_topics: list[WriteTxnMarkersResponseWritableTxnMarkerTopicResult] = []
         app_topics = lst_topics.append
-        for _ in range(n):
+        for _i_topics in range(n):
             x_topics, pos = _decode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v1(buf, pos)
             app_topics(x_topics)
         o.topics = lst_topics
@@ -1057,11 +1047,10 @@ def _decode_WriteTxnMarkersResponseWritableTxnMarkerResult_v1(buf: bytes, pos: i
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:
@@ -1105,7 +1094,7 @@ def _decode_WriteTxnMarkersResponse_v0(buf: bytes, pos: int) -> tuple[WriteTxnMa
             raise _invalid('array Markers declares more elements than bytes remain')
         lst_markers: list[WriteTxnMarkersResponseWritableTxnMarkerResult] = []
         app_markers = lst_markers.append
-        for _ in range(n):
+        for _i_markers in range(n):
             x_markers, pos = _decode_WriteTxnMarkersResponseWritableTxnMarkerResult_v0(buf, pos)
             app_markers(x_markers)
         o.markers = lst_markers
@@ -1141,7 +1130,7 @@ def _decode_WriteTxnMarkersResponse_v1(buf: bytes, pos: int) -> tuple[WriteTxnMa
             raise _invalid('array Markers declares more elements than bytes remain')
         lst_markers: list[WriteTxnMarkersResponseWritableTxnMarkerResult] = []
         app_markers = lst_markers.append
-        for _ in range(n):
+        for _i_markers in range(n):
             x_markers, pos = _decode_WriteTxnMarkersResponseWritableTxnMarkerResult_v1(buf, pos)
             app_markers(x_markers)
         o.markers = lst_markers
@@ -1150,11 +1139,10 @@ def _decode_WriteTxnMarkersResponse_v1(buf: bytes, pos: int) -> tuple[WriteTxnMa
         pos += 1
     else:
         n, pos = _read_uvarint(buf, pos)
-    if n == 0:
-        o.unknown_tagged_fields = ()
-    else:
+    o.unknown_tagged_fields = ()
+    if n != 0:
         unknown = []
-        for _ in range(n):
+        for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
             size, pos = _read_uvarint(buf, pos)
             if True:

@@ -23,7 +23,8 @@ from librt.strings import (
 from mypy_extensions import i64, u8
 
 from kafka_wire._compiled.base import Message, Struct
-from kafka_wire.codec.runtime import FRESH, UUID_CACHE, ZERO_UUID, FieldSpec
+from kafka_wire.codec import runtime as _runtime
+from kafka_wire.codec.runtime import FieldSpec
 from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
@@ -34,10 +35,10 @@ from kafka_wire.errors import EncodeError, ValueOutOfRangeError
 
 # Module constants as static references: a name imported from another module is a
 # dict lookup at every use in mypyc.
-_FRESH: Final = FRESH
-_ZERO_UUID: Final = ZERO_UUID
-_ZERO_UUID_BYTES: Final = bytes(16)
-_UUID_CACHE: Final = UUID_CACHE
+FRESH: Final = _runtime.FRESH
+ZERO_UUID: Final = _runtime.ZERO_UUID
+ZERO_UUID_BYTES: Final = bytes(16)
+_UUID_CACHE: Final = _runtime.UUID_CACHE
 _ZERO: Final[u8] = 0
 _ONE: Final[u8] = 1
 _FF: Final[u8] = 0xFF
@@ -65,7 +66,7 @@ def _uuid(buf: bytes, pos: i64) -> UUID:
     hi: i64 = read_i64_be(buf, pos)
     lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return _ZERO_UUID
+        return ZERO_UUID
     raw = buf[pos : pos + 16]
     u = _UUID_CACHE.get(raw)
     if u is None:
@@ -103,8 +104,8 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    if value is _ZERO_UUID:
-        w.write(_ZERO_UUID_BYTES)
+    if value is ZERO_UUID:
+        w.write(ZERO_UUID_BYTES)
     else:
         w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
@@ -130,6 +131,7 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     tmp = bytearray()
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
+
 
 class ApiVersionsRequest(Message):
     client_software_name: Any
@@ -190,13 +192,13 @@ class ApiVersionsResponse(Message):
     finalized_features: Any
     zk_migration_ready: Any
 
-    def __init__(self, *, error_code: Any = 0, api_keys: Any = _FRESH, throttle_time_ms: Any = 0, supported_features: Any = _FRESH, finalized_features_epoch: Any = -1, finalized_features: Any = _FRESH, zk_migration_ready: Any = False, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, error_code: Any = 0, api_keys: Any = FRESH, throttle_time_ms: Any = 0, supported_features: Any = FRESH, finalized_features_epoch: Any = -1, finalized_features: Any = FRESH, zk_migration_ready: Any = False, unknown_tagged_fields: Any = ()) -> None:
         self.error_code = error_code
-        self.api_keys = [] if api_keys is _FRESH else api_keys
+        self.api_keys = [] if api_keys is FRESH else api_keys
         self.throttle_time_ms = throttle_time_ms
-        self.supported_features = [] if supported_features is _FRESH else supported_features
+        self.supported_features = [] if supported_features is FRESH else supported_features
         self.finalized_features_epoch = finalized_features_epoch
-        self.finalized_features = [] if finalized_features is _FRESH else finalized_features
+        self.finalized_features = [] if finalized_features is FRESH else finalized_features
         self.zk_migration_ready = zk_migration_ready
         self.unknown_tagged_fields = unknown_tagged_fields
 

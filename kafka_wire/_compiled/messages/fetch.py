@@ -25,7 +25,8 @@ from librt.strings import (
 from mypy_extensions import i64, u8
 
 from kafka_wire._compiled.base import Message, Struct
-from kafka_wire.codec.runtime import FRESH, UUID_CACHE, ZERO_UUID, FieldSpec
+from kafka_wire.codec import runtime as _runtime
+from kafka_wire.codec.runtime import FieldSpec
 from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
@@ -36,10 +37,10 @@ from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRan
 
 # Module constants as static references: a name imported from another module is a
 # dict lookup at every use in mypyc.
-_FRESH: Final = FRESH
-_ZERO_UUID: Final = ZERO_UUID
-_ZERO_UUID_BYTES: Final = bytes(16)
-_UUID_CACHE: Final = UUID_CACHE
+FRESH: Final = _runtime.FRESH
+ZERO_UUID: Final = _runtime.ZERO_UUID
+ZERO_UUID_BYTES: Final = bytes(16)
+_UUID_CACHE: Final = _runtime.UUID_CACHE
 _ZERO: Final[u8] = 0
 _ONE: Final[u8] = 1
 _FF: Final[u8] = 0xFF
@@ -67,7 +68,7 @@ def _uuid(buf: bytes, pos: i64) -> UUID:
     hi: i64 = read_i64_be(buf, pos)
     lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return _ZERO_UUID
+        return ZERO_UUID
     raw = buf[pos : pos + 16]
     u = _UUID_CACHE.get(raw)
     if u is None:
@@ -105,8 +106,8 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    if value is _ZERO_UUID:
-        w.write(_ZERO_UUID_BYTES)
+    if value is ZERO_UUID:
+        w.write(ZERO_UUID_BYTES)
     else:
         w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
@@ -133,6 +134,7 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
 
+
 class FetchRequestReplicaState(Struct):
     replica_id: Any
     replica_epoch: Any
@@ -153,7 +155,7 @@ class FetchRequestPartition(Struct):
     replica_directory_id: Any
     high_watermark: Any
 
-    def __init__(self, *, partition: Any = 0, current_leader_epoch: Any = -1, fetch_offset: Any = 0, last_fetched_epoch: Any = -1, log_start_offset: Any = -1, partition_max_bytes: Any = 0, replica_directory_id: Any = _ZERO_UUID, high_watermark: Any = 9223372036854775807, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, partition: Any = 0, current_leader_epoch: Any = -1, fetch_offset: Any = 0, last_fetched_epoch: Any = -1, log_start_offset: Any = -1, partition_max_bytes: Any = 0, replica_directory_id: Any = ZERO_UUID, high_watermark: Any = 9223372036854775807, unknown_tagged_fields: Any = ()) -> None:
         self.partition = partition
         self.current_leader_epoch = current_leader_epoch
         self.fetch_offset = fetch_offset
@@ -170,10 +172,10 @@ class FetchRequestTopic(Struct):
     topic: Any
     partitions: Any
 
-    def __init__(self, *, topic_id: Any = _ZERO_UUID, topic: Any = '', partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_id: Any = ZERO_UUID, topic: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic_id = topic_id
         self.topic = topic
-        self.partitions = [] if partitions is _FRESH else partitions
+        self.partitions = [] if partitions is FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -182,10 +184,10 @@ class FetchRequestForgottenTopic(Struct):
     topic: Any
     partitions: Any
 
-    def __init__(self, *, topic_id: Any = _ZERO_UUID, topic: Any = '', partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_id: Any = ZERO_UUID, topic: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic_id = topic_id
         self.topic = topic
-        self.partitions = [] if partitions is _FRESH else partitions
+        self.partitions = [] if partitions is FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -203,9 +205,9 @@ class FetchRequest(Message):
     forgotten_topics_data: Any
     rack_id: Any
 
-    def __init__(self, *, cluster_id: Any = None, replica_state: Any = _FRESH, replica_id: Any = -1, max_wait_ms: Any = 0, min_bytes: Any = 0, max_bytes: Any = 2147483647, isolation_level: Any = 0, session_id: Any = 0, session_epoch: Any = -1, topics: Any = _FRESH, forgotten_topics_data: Any = _FRESH, rack_id: Any = '', unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, cluster_id: Any = None, replica_state: Any = FRESH, replica_id: Any = -1, max_wait_ms: Any = 0, min_bytes: Any = 0, max_bytes: Any = 2147483647, isolation_level: Any = 0, session_id: Any = 0, session_epoch: Any = -1, topics: Any = FRESH, forgotten_topics_data: Any = FRESH, rack_id: Any = '', unknown_tagged_fields: Any = ()) -> None:
         self.cluster_id = cluster_id
-        self.replica_state = FetchRequestReplicaState() if replica_state is _FRESH else replica_state
+        self.replica_state = FetchRequestReplicaState() if replica_state is FRESH else replica_state
         self.replica_id = replica_id
         self.max_wait_ms = max_wait_ms
         self.min_bytes = min_bytes
@@ -213,8 +215,8 @@ class FetchRequest(Message):
         self.isolation_level = isolation_level
         self.session_id = session_id
         self.session_epoch = session_epoch
-        self.topics = [] if topics is _FRESH else topics
-        self.forgotten_topics_data = [] if forgotten_topics_data is _FRESH else forgotten_topics_data
+        self.topics = [] if topics is FRESH else topics
+        self.forgotten_topics_data = [] if forgotten_topics_data is FRESH else forgotten_topics_data
         self.rack_id = rack_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -272,16 +274,16 @@ class FetchResponsePartitionData(Struct):
     preferred_read_replica: Any
     records: Any
 
-    def __init__(self, *, partition_index: Any = 0, error_code: Any = 0, high_watermark: Any = 0, last_stable_offset: Any = -1, log_start_offset: Any = -1, diverging_epoch: Any = _FRESH, current_leader: Any = _FRESH, snapshot_id: Any = _FRESH, aborted_transactions: Any = _FRESH, preferred_read_replica: Any = -1, records: Any = None, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, partition_index: Any = 0, error_code: Any = 0, high_watermark: Any = 0, last_stable_offset: Any = -1, log_start_offset: Any = -1, diverging_epoch: Any = FRESH, current_leader: Any = FRESH, snapshot_id: Any = FRESH, aborted_transactions: Any = FRESH, preferred_read_replica: Any = -1, records: Any = None, unknown_tagged_fields: Any = ()) -> None:
         self.partition_index = partition_index
         self.error_code = error_code
         self.high_watermark = high_watermark
         self.last_stable_offset = last_stable_offset
         self.log_start_offset = log_start_offset
-        self.diverging_epoch = FetchResponseEpochEndOffset() if diverging_epoch is _FRESH else diverging_epoch
-        self.current_leader = FetchResponseLeaderIdAndEpoch() if current_leader is _FRESH else current_leader
-        self.snapshot_id = FetchResponseSnapshotId() if snapshot_id is _FRESH else snapshot_id
-        self.aborted_transactions = [] if aborted_transactions is _FRESH else aborted_transactions
+        self.diverging_epoch = FetchResponseEpochEndOffset() if diverging_epoch is FRESH else diverging_epoch
+        self.current_leader = FetchResponseLeaderIdAndEpoch() if current_leader is FRESH else current_leader
+        self.snapshot_id = FetchResponseSnapshotId() if snapshot_id is FRESH else snapshot_id
+        self.aborted_transactions = [] if aborted_transactions is FRESH else aborted_transactions
         self.preferred_read_replica = preferred_read_replica
         self.records = records
         self.unknown_tagged_fields = unknown_tagged_fields
@@ -292,10 +294,10 @@ class FetchResponseFetchableTopicResponse(Struct):
     topic: Any
     partitions: Any
 
-    def __init__(self, *, topic_id: Any = _ZERO_UUID, topic: Any = '', partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_id: Any = ZERO_UUID, topic: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic_id = topic_id
         self.topic = topic
-        self.partitions = [] if partitions is _FRESH else partitions
+        self.partitions = [] if partitions is FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -320,12 +322,12 @@ class FetchResponse(Message):
     responses: Any
     node_endpoints: Any
 
-    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, session_id: Any = 0, responses: Any = _FRESH, node_endpoints: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, throttle_time_ms: Any = 0, error_code: Any = 0, session_id: Any = 0, responses: Any = FRESH, node_endpoints: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.throttle_time_ms = throttle_time_ms
         self.error_code = error_code
         self.session_id = session_id
-        self.responses = [] if responses is _FRESH else responses
-        self.node_endpoints = [] if node_endpoints is _FRESH else node_endpoints
+        self.responses = [] if responses is FRESH else responses
+        self.node_endpoints = [] if node_endpoints is FRESH else node_endpoints
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -546,7 +548,7 @@ def _decode_FetchRequestPartition_v17(buf: bytes, pos: i64) -> tuple[FetchReques
     f_last_fetched_epoch: Any
     f_log_start_offset: Any
     f_partition_max_bytes: Any
-    f_replica_directory_id: Any = _ZERO_UUID
+    f_replica_directory_id: Any = ZERO_UUID
     f_partition = read_i32_be(buf, pos)
     pos += 4
     f_current_leader_epoch = read_i32_be(buf, pos)
@@ -600,7 +602,7 @@ def _encode_FetchRequestPartition_v17(o: FetchRequestPartition, w: BytesWriter) 
     v_partition_max_bytes: int = o.partition_max_bytes
     write_i32_be(w, v_partition_max_bytes)
     known: list[tuple[int, bytes | bytearray]] = []
-    if o.replica_directory_id != _ZERO_UUID:
+    if o.replica_directory_id != ZERO_UUID:
         t_replica_directory_id = BytesWriter()
         _put_uuid(t_replica_directory_id, o.replica_directory_id)
         known.append((0, t_replica_directory_id.getvalue()))
@@ -620,7 +622,7 @@ def _decode_FetchRequestPartition_v18(buf: bytes, pos: i64) -> tuple[FetchReques
     f_last_fetched_epoch: Any
     f_log_start_offset: Any
     f_partition_max_bytes: Any
-    f_replica_directory_id: Any = _ZERO_UUID
+    f_replica_directory_id: Any = ZERO_UUID
     f_high_watermark: Any = 9223372036854775807
     f_partition = read_i32_be(buf, pos)
     pos += 4
@@ -676,7 +678,7 @@ def _encode_FetchRequestPartition_v18(o: FetchRequestPartition, w: BytesWriter) 
     v_partition_max_bytes: int = o.partition_max_bytes
     write_i32_be(w, v_partition_max_bytes)
     known: list[tuple[int, bytes | bytearray]] = []
-    if o.replica_directory_id != _ZERO_UUID:
+    if o.replica_directory_id != ZERO_UUID:
         t_replica_directory_id = BytesWriter()
         _put_uuid(t_replica_directory_id, o.replica_directory_id)
         known.append((0, t_replica_directory_id.getvalue()))
@@ -4588,7 +4590,7 @@ _class_data(FetchRequestPartition, (
     FieldSpec('last_fetched_epoch', 'LastFetchedEpoch', 'int32', None, None, VersionSet.parse('12+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, False, None),
     FieldSpec('log_start_offset', 'LogStartOffset', 'int64', None, None, VersionSet.parse('5+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -1, True, None),
     FieldSpec('partition_max_bytes', 'PartitionMaxBytes', 'int32', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
-    FieldSpec('replica_directory_id', 'ReplicaDirectoryId', 'uuid', None, None, VersionSet.parse('17+'), VersionSet.parse('none'), 0, VersionSet.parse('17+'), None, lambda: _ZERO_UUID, True, None),
+    FieldSpec('replica_directory_id', 'ReplicaDirectoryId', 'uuid', None, None, VersionSet.parse('17+'), VersionSet.parse('none'), 0, VersionSet.parse('17+'), None, lambda: ZERO_UUID, True, None),
     FieldSpec('high_watermark', 'HighWatermark', 'int64', None, None, VersionSet.parse('18+'), VersionSet.parse('none'), 1, VersionSet.parse('18+'), None, lambda: 9223372036854775807, True, None),
 ), '12+', '0-18',
     {0: _decode_FetchRequestPartition_v0, 1: _decode_FetchRequestPartition_v0, 2: _decode_FetchRequestPartition_v0, 3: _decode_FetchRequestPartition_v0, 4: _decode_FetchRequestPartition_v0, 5: _decode_FetchRequestPartition_v5, 6: _decode_FetchRequestPartition_v5, 7: _decode_FetchRequestPartition_v5, 8: _decode_FetchRequestPartition_v5, 9: _decode_FetchRequestPartition_v9, 10: _decode_FetchRequestPartition_v9, 11: _decode_FetchRequestPartition_v9, 12: _decode_FetchRequestPartition_v12, 13: _decode_FetchRequestPartition_v12, 14: _decode_FetchRequestPartition_v12, 15: _decode_FetchRequestPartition_v12, 16: _decode_FetchRequestPartition_v12, 17: _decode_FetchRequestPartition_v17, 18: _decode_FetchRequestPartition_v18},
@@ -4598,7 +4600,7 @@ _class_data(FetchRequestPartition, (
 _DEFAULT_FetchRequestPartition = FetchRequestPartition()
 
 _class_data(FetchRequestTopic, (
-    FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('13+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: _ZERO_UUID, True, None),
+    FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('13+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, True, None),
     FieldSpec('topic', 'Topic', 'string', None, None, VersionSet.parse('0-12'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', True, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', FetchRequestPartition, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
 ), '12+', '0-18',
@@ -4609,7 +4611,7 @@ _class_data(FetchRequestTopic, (
 _DEFAULT_FetchRequestTopic = FetchRequestTopic()
 
 _class_data(FetchRequestForgottenTopic, (
-    FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('13+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: _ZERO_UUID, True, None),
+    FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('13+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, True, None),
     FieldSpec('topic', 'Topic', 'string', None, None, VersionSet.parse('7-12'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', True, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'int32', None, VersionSet.parse('7+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
 ), '12+', '7-18',
@@ -4698,7 +4700,7 @@ _class_data(FetchResponsePartitionData, (
 _DEFAULT_FetchResponsePartitionData = FetchResponsePartitionData()
 
 _class_data(FetchResponseFetchableTopicResponse, (
-    FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('13+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: _ZERO_UUID, True, None),
+    FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('13+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, True, None),
     FieldSpec('topic', 'Topic', 'string', None, None, VersionSet.parse('0-12'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', True, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', FetchResponsePartitionData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
 ), '12+', '0-18',

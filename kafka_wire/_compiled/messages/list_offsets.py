@@ -25,7 +25,8 @@ from librt.strings import (
 from mypy_extensions import i64, u8
 
 from kafka_wire._compiled.base import Message, Struct
-from kafka_wire.codec.runtime import FRESH, UUID_CACHE, ZERO_UUID, FieldSpec
+from kafka_wire.codec import runtime as _runtime
+from kafka_wire.codec.runtime import FieldSpec
 from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
@@ -36,10 +37,10 @@ from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRan
 
 # Module constants as static references: a name imported from another module is a
 # dict lookup at every use in mypyc.
-_FRESH: Final = FRESH
-_ZERO_UUID: Final = ZERO_UUID
-_ZERO_UUID_BYTES: Final = bytes(16)
-_UUID_CACHE: Final = UUID_CACHE
+FRESH: Final = _runtime.FRESH
+ZERO_UUID: Final = _runtime.ZERO_UUID
+ZERO_UUID_BYTES: Final = bytes(16)
+_UUID_CACHE: Final = _runtime.UUID_CACHE
 _ZERO: Final[u8] = 0
 _ONE: Final[u8] = 1
 _FF: Final[u8] = 0xFF
@@ -67,7 +68,7 @@ def _uuid(buf: bytes, pos: i64) -> UUID:
     hi: i64 = read_i64_be(buf, pos)
     lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return _ZERO_UUID
+        return ZERO_UUID
     raw = buf[pos : pos + 16]
     u = _UUID_CACHE.get(raw)
     if u is None:
@@ -105,8 +106,8 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    if value is _ZERO_UUID:
-        w.write(_ZERO_UUID_BYTES)
+    if value is ZERO_UUID:
+        w.write(ZERO_UUID_BYTES)
     else:
         w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
@@ -133,6 +134,7 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
 
+
 class ListOffsetsRequestPartition(Struct):
     partition_index: Any
     current_leader_epoch: Any
@@ -151,9 +153,9 @@ class ListOffsetsRequestTopic(Struct):
     name: Any
     partitions: Any
 
-    def __init__(self, *, name: Any = '', partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.name = name
-        self.partitions = [] if partitions is _FRESH else partitions
+        self.partitions = [] if partitions is FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -163,10 +165,10 @@ class ListOffsetsRequest(Message):
     topics: Any
     timeout_ms: Any
 
-    def __init__(self, *, replica_id: Any = 0, isolation_level: Any = 0, topics: Any = _FRESH, timeout_ms: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, replica_id: Any = 0, isolation_level: Any = 0, topics: Any = FRESH, timeout_ms: Any = 0, unknown_tagged_fields: Any = ()) -> None:
         self.replica_id = replica_id
         self.isolation_level = isolation_level
-        self.topics = [] if topics is _FRESH else topics
+        self.topics = [] if topics is FRESH else topics
         self.timeout_ms = timeout_ms
         self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -179,13 +181,13 @@ class ListOffsetsResponsePartitionResponse(Struct):
     leader_epoch: Any
     old_style_offsets: Any
 
-    def __init__(self, *, partition_index: Any = 0, error_code: Any = 0, timestamp: Any = -1, offset: Any = -1, leader_epoch: Any = -1, old_style_offsets: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, partition_index: Any = 0, error_code: Any = 0, timestamp: Any = -1, offset: Any = -1, leader_epoch: Any = -1, old_style_offsets: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.partition_index = partition_index
         self.error_code = error_code
         self.timestamp = timestamp
         self.offset = offset
         self.leader_epoch = leader_epoch
-        self.old_style_offsets = [] if old_style_offsets is _FRESH else old_style_offsets
+        self.old_style_offsets = [] if old_style_offsets is FRESH else old_style_offsets
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -193,9 +195,9 @@ class ListOffsetsResponseTopicResponse(Struct):
     name: Any
     partitions: Any
 
-    def __init__(self, *, name: Any = '', partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.name = name
-        self.partitions = [] if partitions is _FRESH else partitions
+        self.partitions = [] if partitions is FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -203,9 +205,9 @@ class ListOffsetsResponse(Message):
     throttle_time_ms: Any
     topics: Any
 
-    def __init__(self, *, throttle_time_ms: Any = 0, topics: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, throttle_time_ms: Any = 0, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.throttle_time_ms = throttle_time_ms
-        self.topics = [] if topics is _FRESH else topics
+        self.topics = [] if topics is FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
 

@@ -11,18 +11,12 @@ from __future__ import annotations
 from typing import Any, Final
 from uuid import UUID
 
-from librt.strings import (
-    BytesWriter,
-    read_i16_be,
-    read_i32_be,
-    read_i64_be,
-    write_i16_be,
-    write_i32_be,
-)
+from librt.strings import BytesWriter, read_i16_be, read_i32_be, read_i64_be, write_i16_be, write_i32_be
 from mypy_extensions import i64, u8
 
 from kafka_wire._compiled.base import Message, Struct
-from kafka_wire.codec.runtime import FRESH, UUID_CACHE, ZERO_UUID, FieldSpec
+from kafka_wire.codec import runtime as _runtime
+from kafka_wire.codec.runtime import FieldSpec
 from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
@@ -33,10 +27,10 @@ from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRan
 
 # Module constants as static references: a name imported from another module is a
 # dict lookup at every use in mypyc.
-_FRESH: Final = FRESH
-_ZERO_UUID: Final = ZERO_UUID
-_ZERO_UUID_BYTES: Final = bytes(16)
-_UUID_CACHE: Final = UUID_CACHE
+FRESH: Final = _runtime.FRESH
+ZERO_UUID: Final = _runtime.ZERO_UUID
+ZERO_UUID_BYTES: Final = bytes(16)
+_UUID_CACHE: Final = _runtime.UUID_CACHE
 _ZERO: Final[u8] = 0
 _ONE: Final[u8] = 1
 _FF: Final[u8] = 0xFF
@@ -64,7 +58,7 @@ def _uuid(buf: bytes, pos: i64) -> UUID:
     hi: i64 = read_i64_be(buf, pos)
     lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return _ZERO_UUID
+        return ZERO_UUID
     raw = buf[pos : pos + 16]
     u = _UUID_CACHE.get(raw)
     if u is None:
@@ -102,8 +96,8 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    if value is _ZERO_UUID:
-        w.write(_ZERO_UUID_BYTES)
+    if value is ZERO_UUID:
+        w.write(ZERO_UUID_BYTES)
     else:
         w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
@@ -130,11 +124,12 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
 
+
 class MetadataRequestTopic(Struct):
     topic_id: Any
     name: Any
 
-    def __init__(self, *, topic_id: Any = _ZERO_UUID, name: Any = '', unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_id: Any = ZERO_UUID, name: Any = '', unknown_tagged_fields: Any = ()) -> None:
         self.topic_id = topic_id
         self.name = name
         self.unknown_tagged_fields = unknown_tagged_fields
@@ -146,8 +141,8 @@ class MetadataRequest(Message):
     include_cluster_authorized_operations: Any
     include_topic_authorized_operations: Any
 
-    def __init__(self, *, topics: Any = _FRESH, allow_auto_topic_creation: Any = True, include_cluster_authorized_operations: Any = False, include_topic_authorized_operations: Any = False, unknown_tagged_fields: Any = ()) -> None:
-        self.topics = [] if topics is _FRESH else topics
+    def __init__(self, *, topics: Any = FRESH, allow_auto_topic_creation: Any = True, include_cluster_authorized_operations: Any = False, include_topic_authorized_operations: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.topics = [] if topics is FRESH else topics
         self.allow_auto_topic_creation = allow_auto_topic_creation
         self.include_cluster_authorized_operations = include_cluster_authorized_operations
         self.include_topic_authorized_operations = include_topic_authorized_operations
@@ -177,14 +172,14 @@ class MetadataResponsePartition(Struct):
     isr_nodes: Any
     offline_replicas: Any
 
-    def __init__(self, *, error_code: Any = 0, partition_index: Any = 0, leader_id: Any = 0, leader_epoch: Any = -1, replica_nodes: Any = _FRESH, isr_nodes: Any = _FRESH, offline_replicas: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, error_code: Any = 0, partition_index: Any = 0, leader_id: Any = 0, leader_epoch: Any = -1, replica_nodes: Any = FRESH, isr_nodes: Any = FRESH, offline_replicas: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.error_code = error_code
         self.partition_index = partition_index
         self.leader_id = leader_id
         self.leader_epoch = leader_epoch
-        self.replica_nodes = [] if replica_nodes is _FRESH else replica_nodes
-        self.isr_nodes = [] if isr_nodes is _FRESH else isr_nodes
-        self.offline_replicas = [] if offline_replicas is _FRESH else offline_replicas
+        self.replica_nodes = [] if replica_nodes is FRESH else replica_nodes
+        self.isr_nodes = [] if isr_nodes is FRESH else isr_nodes
+        self.offline_replicas = [] if offline_replicas is FRESH else offline_replicas
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -196,12 +191,12 @@ class MetadataResponseTopic(Struct):
     partitions: Any
     topic_authorized_operations: Any
 
-    def __init__(self, *, error_code: Any = 0, name: Any = '', topic_id: Any = _ZERO_UUID, is_internal: Any = False, partitions: Any = _FRESH, topic_authorized_operations: Any = -2147483648, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, error_code: Any = 0, name: Any = '', topic_id: Any = ZERO_UUID, is_internal: Any = False, partitions: Any = FRESH, topic_authorized_operations: Any = -2147483648, unknown_tagged_fields: Any = ()) -> None:
         self.error_code = error_code
         self.name = name
         self.topic_id = topic_id
         self.is_internal = is_internal
-        self.partitions = [] if partitions is _FRESH else partitions
+        self.partitions = [] if partitions is FRESH else partitions
         self.topic_authorized_operations = topic_authorized_operations
         self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -215,12 +210,12 @@ class MetadataResponse(Message):
     error_code: Any
     cluster_authorized_operations: Any
 
-    def __init__(self, *, throttle_time_ms: Any = 0, brokers: Any = _FRESH, cluster_id: Any = None, controller_id: Any = -1, topics: Any = _FRESH, error_code: Any = 0, cluster_authorized_operations: Any = -2147483648, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, throttle_time_ms: Any = 0, brokers: Any = FRESH, cluster_id: Any = None, controller_id: Any = -1, topics: Any = FRESH, error_code: Any = 0, cluster_authorized_operations: Any = -2147483648, unknown_tagged_fields: Any = ()) -> None:
         self.throttle_time_ms = throttle_time_ms
-        self.brokers = [] if brokers is _FRESH else brokers
+        self.brokers = [] if brokers is FRESH else brokers
         self.cluster_id = cluster_id
         self.controller_id = controller_id
-        self.topics = [] if topics is _FRESH else topics
+        self.topics = [] if topics is FRESH else topics
         self.error_code = error_code
         self.cluster_authorized_operations = cluster_authorized_operations
         self.unknown_tagged_fields = unknown_tagged_fields
@@ -3305,7 +3300,7 @@ def _encode_MetadataResponse_v13(o: MetadataResponse, w: BytesWriter) -> None:
 
 
 _class_data(MetadataRequestTopic, (
-    FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('10+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: _ZERO_UUID, True, None),
+    FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('10+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, True, None),
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('10+'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
 ), '9+', '0-13',
     {0: _decode_MetadataRequestTopic_v0, 1: _decode_MetadataRequestTopic_v0, 2: _decode_MetadataRequestTopic_v0, 3: _decode_MetadataRequestTopic_v0, 4: _decode_MetadataRequestTopic_v0, 5: _decode_MetadataRequestTopic_v0, 6: _decode_MetadataRequestTopic_v0, 7: _decode_MetadataRequestTopic_v0, 8: _decode_MetadataRequestTopic_v0, 9: _decode_MetadataRequestTopic_v9, 10: _decode_MetadataRequestTopic_v10, 11: _decode_MetadataRequestTopic_v10, 12: _decode_MetadataRequestTopic_v10, 13: _decode_MetadataRequestTopic_v10},
@@ -3355,7 +3350,7 @@ _DEFAULT_MetadataResponsePartition = MetadataResponsePartition()
 _class_data(MetadataResponseTopic, (
     FieldSpec('error_code', 'ErrorCode', 'int16', None, None, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: 0, False, None),
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0+'), VersionSet.parse('12+'), None, VersionSet.parse('none'), None, lambda: '', False, 'topicName'),
-    FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('10+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: _ZERO_UUID, True, None),
+    FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('10+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, True, None),
     FieldSpec('is_internal', 'IsInternal', 'bool', None, None, VersionSet.parse('1+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: False, True, None),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', MetadataResponsePartition, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
     FieldSpec('topic_authorized_operations', 'TopicAuthorizedOperations', 'int32', None, None, VersionSet.parse('8+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: -2147483648, False, None),

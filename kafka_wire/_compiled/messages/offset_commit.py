@@ -25,7 +25,8 @@ from librt.strings import (
 from mypy_extensions import i64, u8
 
 from kafka_wire._compiled.base import Message, Struct
-from kafka_wire.codec.runtime import FRESH, UUID_CACHE, ZERO_UUID, FieldSpec
+from kafka_wire.codec import runtime as _runtime
+from kafka_wire.codec.runtime import FieldSpec
 from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
@@ -36,10 +37,10 @@ from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRan
 
 # Module constants as static references: a name imported from another module is a
 # dict lookup at every use in mypyc.
-_FRESH: Final = FRESH
-_ZERO_UUID: Final = ZERO_UUID
-_ZERO_UUID_BYTES: Final = bytes(16)
-_UUID_CACHE: Final = UUID_CACHE
+FRESH: Final = _runtime.FRESH
+ZERO_UUID: Final = _runtime.ZERO_UUID
+ZERO_UUID_BYTES: Final = bytes(16)
+_UUID_CACHE: Final = _runtime.UUID_CACHE
 _ZERO: Final[u8] = 0
 _ONE: Final[u8] = 1
 _FF: Final[u8] = 0xFF
@@ -67,7 +68,7 @@ def _uuid(buf: bytes, pos: i64) -> UUID:
     hi: i64 = read_i64_be(buf, pos)
     lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return _ZERO_UUID
+        return ZERO_UUID
     raw = buf[pos : pos + 16]
     u = _UUID_CACHE.get(raw)
     if u is None:
@@ -105,8 +106,8 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    if value is _ZERO_UUID:
-        w.write(_ZERO_UUID_BYTES)
+    if value is ZERO_UUID:
+        w.write(ZERO_UUID_BYTES)
     else:
         w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
@@ -133,6 +134,7 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
 
+
 class OffsetCommitRequestPartition(Struct):
     partition_index: Any
     committed_offset: Any
@@ -154,10 +156,10 @@ class OffsetCommitRequestTopic(Struct):
     name: Any
     partitions: Any
 
-    def __init__(self, *, topic_id: Any = _ZERO_UUID, name: Any = '', partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_id: Any = ZERO_UUID, name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic_id = topic_id
         self.name = name
-        self.partitions = [] if partitions is _FRESH else partitions
+        self.partitions = [] if partitions is FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -169,13 +171,13 @@ class OffsetCommitRequest(Message):
     retention_time_ms: Any
     topics: Any
 
-    def __init__(self, *, group_id: Any = '', generation_id_or_member_epoch: Any = -1, member_id: Any = '', group_instance_id: Any = None, retention_time_ms: Any = -1, topics: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, group_id: Any = '', generation_id_or_member_epoch: Any = -1, member_id: Any = '', group_instance_id: Any = None, retention_time_ms: Any = -1, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.group_id = group_id
         self.generation_id_or_member_epoch = generation_id_or_member_epoch
         self.member_id = member_id
         self.group_instance_id = group_instance_id
         self.retention_time_ms = retention_time_ms
-        self.topics = [] if topics is _FRESH else topics
+        self.topics = [] if topics is FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -194,10 +196,10 @@ class OffsetCommitResponseTopic(Struct):
     name: Any
     partitions: Any
 
-    def __init__(self, *, topic_id: Any = _ZERO_UUID, name: Any = '', partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_id: Any = ZERO_UUID, name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic_id = topic_id
         self.name = name
-        self.partitions = [] if partitions is _FRESH else partitions
+        self.partitions = [] if partitions is FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -205,9 +207,9 @@ class OffsetCommitResponse(Message):
     throttle_time_ms: Any
     topics: Any
 
-    def __init__(self, *, throttle_time_ms: Any = 0, topics: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, throttle_time_ms: Any = 0, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.throttle_time_ms = throttle_time_ms
-        self.topics = [] if topics is _FRESH else topics
+        self.topics = [] if topics is FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -2087,7 +2089,7 @@ _class_data(OffsetCommitRequestPartition, (
 _DEFAULT_OffsetCommitRequestPartition = OffsetCommitRequestPartition()
 
 _class_data(OffsetCommitRequestTopic, (
-    FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('10+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: _ZERO_UUID, True, None),
+    FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('10+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, True, None),
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0-9'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', True, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', OffsetCommitRequestPartition, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
 ), '8+', '0-10',
@@ -2121,7 +2123,7 @@ _class_data(OffsetCommitResponsePartition, (
 _DEFAULT_OffsetCommitResponsePartition = OffsetCommitResponsePartition()
 
 _class_data(OffsetCommitResponseTopic, (
-    FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('10+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: _ZERO_UUID, True, None),
+    FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('10+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, True, None),
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0-9'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', True, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', OffsetCommitResponsePartition, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
 ), '8+', '0-10',

@@ -25,7 +25,8 @@ from librt.strings import (
 from mypy_extensions import i64, u8
 
 from kafka_wire._compiled.base import Message, Struct
-from kafka_wire.codec.runtime import FRESH, UUID_CACHE, ZERO_UUID, FieldSpec
+from kafka_wire.codec import runtime as _runtime
+from kafka_wire.codec.runtime import FieldSpec
 from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
@@ -36,10 +37,10 @@ from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRan
 
 # Module constants as static references: a name imported from another module is a
 # dict lookup at every use in mypyc.
-_FRESH: Final = FRESH
-_ZERO_UUID: Final = ZERO_UUID
-_ZERO_UUID_BYTES: Final = bytes(16)
-_UUID_CACHE: Final = UUID_CACHE
+FRESH: Final = _runtime.FRESH
+ZERO_UUID: Final = _runtime.ZERO_UUID
+ZERO_UUID_BYTES: Final = bytes(16)
+_UUID_CACHE: Final = _runtime.UUID_CACHE
 _ZERO: Final[u8] = 0
 _ONE: Final[u8] = 1
 _FF: Final[u8] = 0xFF
@@ -67,7 +68,7 @@ def _uuid(buf: bytes, pos: i64) -> UUID:
     hi: i64 = read_i64_be(buf, pos)
     lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return _ZERO_UUID
+        return ZERO_UUID
     raw = buf[pos : pos + 16]
     u = _UUID_CACHE.get(raw)
     if u is None:
@@ -105,8 +106,8 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    if value is _ZERO_UUID:
-        w.write(_ZERO_UUID_BYTES)
+    if value is ZERO_UUID:
+        w.write(ZERO_UUID_BYTES)
     else:
         w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
@@ -133,15 +134,16 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
 
+
 class OffsetFetchRequestTopics(Struct):
     topic_id: Any
     name: Any
     partition_indexes: Any
 
-    def __init__(self, *, topic_id: Any = _ZERO_UUID, name: Any = '', partition_indexes: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_id: Any = ZERO_UUID, name: Any = '', partition_indexes: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic_id = topic_id
         self.name = name
-        self.partition_indexes = [] if partition_indexes is _FRESH else partition_indexes
+        self.partition_indexes = [] if partition_indexes is FRESH else partition_indexes
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -151,11 +153,11 @@ class OffsetFetchRequestGroup(Struct):
     member_epoch: Any
     topics: Any
 
-    def __init__(self, *, group_id: Any = '', member_id: Any = None, member_epoch: Any = -1, topics: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, group_id: Any = '', member_id: Any = None, member_epoch: Any = -1, topics: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.group_id = group_id
         self.member_id = member_id
         self.member_epoch = member_epoch
-        self.topics = [] if topics is _FRESH else topics
+        self.topics = [] if topics is FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -163,9 +165,9 @@ class OffsetFetchRequestTopic(Struct):
     name: Any
     partition_indexes: Any
 
-    def __init__(self, *, name: Any = '', partition_indexes: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, name: Any = '', partition_indexes: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.name = name
-        self.partition_indexes = [] if partition_indexes is _FRESH else partition_indexes
+        self.partition_indexes = [] if partition_indexes is FRESH else partition_indexes
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -175,10 +177,10 @@ class OffsetFetchRequest(Message):
     topics: Any
     require_stable: Any
 
-    def __init__(self, *, groups: Any = _FRESH, group_id: Any = '', topics: Any = _FRESH, require_stable: Any = False, unknown_tagged_fields: Any = ()) -> None:
-        self.groups = [] if groups is _FRESH else groups
+    def __init__(self, *, groups: Any = FRESH, group_id: Any = '', topics: Any = FRESH, require_stable: Any = False, unknown_tagged_fields: Any = ()) -> None:
+        self.groups = [] if groups is FRESH else groups
         self.group_id = group_id
-        self.topics = [] if topics is _FRESH else topics
+        self.topics = [] if topics is FRESH else topics
         self.require_stable = require_stable
         self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -204,10 +206,10 @@ class OffsetFetchResponseTopics(Struct):
     name: Any
     partitions: Any
 
-    def __init__(self, *, topic_id: Any = _ZERO_UUID, name: Any = '', partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_id: Any = ZERO_UUID, name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic_id = topic_id
         self.name = name
-        self.partitions = [] if partitions is _FRESH else partitions
+        self.partitions = [] if partitions is FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -216,9 +218,9 @@ class OffsetFetchResponseGroup(Struct):
     topics: Any
     error_code: Any
 
-    def __init__(self, *, group_id: Any = '', topics: Any = _FRESH, error_code: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, group_id: Any = '', topics: Any = FRESH, error_code: Any = 0, unknown_tagged_fields: Any = ()) -> None:
         self.group_id = group_id
-        self.topics = [] if topics is _FRESH else topics
+        self.topics = [] if topics is FRESH else topics
         self.error_code = error_code
         self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -243,9 +245,9 @@ class OffsetFetchResponseTopic(Struct):
     name: Any
     partitions: Any
 
-    def __init__(self, *, name: Any = '', partitions: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, name: Any = '', partitions: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.name = name
-        self.partitions = [] if partitions is _FRESH else partitions
+        self.partitions = [] if partitions is FRESH else partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -255,10 +257,10 @@ class OffsetFetchResponse(Message):
     topics: Any
     error_code: Any
 
-    def __init__(self, *, throttle_time_ms: Any = 0, groups: Any = _FRESH, topics: Any = _FRESH, error_code: Any = 0, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, throttle_time_ms: Any = 0, groups: Any = FRESH, topics: Any = FRESH, error_code: Any = 0, unknown_tagged_fields: Any = ()) -> None:
         self.throttle_time_ms = throttle_time_ms
-        self.groups = [] if groups is _FRESH else groups
-        self.topics = [] if topics is _FRESH else topics
+        self.groups = [] if groups is FRESH else groups
+        self.topics = [] if topics is FRESH else topics
         self.error_code = error_code
         self.unknown_tagged_fields = unknown_tagged_fields
 
@@ -2648,7 +2650,7 @@ def _encode_OffsetFetchResponse_v10(o: OffsetFetchResponse, w: BytesWriter) -> N
 
 
 _class_data(OffsetFetchRequestTopics, (
-    FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('10+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: _ZERO_UUID, True, None),
+    FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('10+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, True, None),
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('8-9'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', True, 'topicName'),
     FieldSpec('partition_indexes', 'PartitionIndexes', 'array', 'int32', None, VersionSet.parse('8+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
 ), '6+', '8-10',
@@ -2705,7 +2707,7 @@ _class_data(OffsetFetchResponsePartitions, (
 _DEFAULT_OffsetFetchResponsePartitions = OffsetFetchResponsePartitions()
 
 _class_data(OffsetFetchResponseTopics, (
-    FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('10+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: _ZERO_UUID, True, None),
+    FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('10+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, True, None),
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('8-9'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', True, 'topicName'),
     FieldSpec('partitions', 'Partitions', 'array', 'struct', OffsetFetchResponsePartitions, VersionSet.parse('8+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
 ), '6+', '8-10',

@@ -25,7 +25,8 @@ from librt.strings import (
 from mypy_extensions import i64, u8
 
 from kafka_wire._compiled.base import Message, Struct
-from kafka_wire.codec.runtime import FRESH, UUID_CACHE, ZERO_UUID, FieldSpec
+from kafka_wire.codec import runtime as _runtime
+from kafka_wire.codec.runtime import FieldSpec
 from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
@@ -36,10 +37,10 @@ from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRan
 
 # Module constants as static references: a name imported from another module is a
 # dict lookup at every use in mypyc.
-_FRESH: Final = FRESH
-_ZERO_UUID: Final = ZERO_UUID
-_ZERO_UUID_BYTES: Final = bytes(16)
-_UUID_CACHE: Final = UUID_CACHE
+FRESH: Final = _runtime.FRESH
+ZERO_UUID: Final = _runtime.ZERO_UUID
+ZERO_UUID_BYTES: Final = bytes(16)
+_UUID_CACHE: Final = _runtime.UUID_CACHE
 _ZERO: Final[u8] = 0
 _ONE: Final[u8] = 1
 _FF: Final[u8] = 0xFF
@@ -67,7 +68,7 @@ def _uuid(buf: bytes, pos: i64) -> UUID:
     hi: i64 = read_i64_be(buf, pos)
     lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return _ZERO_UUID
+        return ZERO_UUID
     raw = buf[pos : pos + 16]
     u = _UUID_CACHE.get(raw)
     if u is None:
@@ -105,8 +106,8 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    if value is _ZERO_UUID:
-        w.write(_ZERO_UUID_BYTES)
+    if value is ZERO_UUID:
+        w.write(ZERO_UUID_BYTES)
     else:
         w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
@@ -133,6 +134,7 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
 
+
 class ProduceRequestPartitionProduceData(Struct):
     index: Any
     records: Any
@@ -148,10 +150,10 @@ class ProduceRequestTopicProduceData(Struct):
     name: Any
     partition_data: Any
 
-    def __init__(self, *, topic_id: Any = _ZERO_UUID, name: Any = '', partition_data: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_id: Any = ZERO_UUID, name: Any = '', partition_data: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic_id = topic_id
         self.name = name
-        self.partition_data = [] if partition_data is _FRESH else partition_data
+        self.partition_data = [] if partition_data is FRESH else partition_data
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -161,11 +163,11 @@ class ProduceRequest(Message):
     timeout_ms: Any
     topic_data: Any
 
-    def __init__(self, *, transactional_id: Any = None, acks: Any = 0, timeout_ms: Any = 0, topic_data: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, transactional_id: Any = None, acks: Any = 0, timeout_ms: Any = 0, topic_data: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.transactional_id = transactional_id
         self.acks = acks
         self.timeout_ms = timeout_ms
-        self.topic_data = [] if topic_data is _FRESH else topic_data
+        self.topic_data = [] if topic_data is FRESH else topic_data
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -199,15 +201,15 @@ class ProduceResponsePartitionProduceResponse(Struct):
     error_message: Any
     current_leader: Any
 
-    def __init__(self, *, index: Any = 0, error_code: Any = 0, base_offset: Any = 0, log_append_time_ms: Any = -1, log_start_offset: Any = -1, record_errors: Any = _FRESH, error_message: Any = None, current_leader: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, index: Any = 0, error_code: Any = 0, base_offset: Any = 0, log_append_time_ms: Any = -1, log_start_offset: Any = -1, record_errors: Any = FRESH, error_message: Any = None, current_leader: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.index = index
         self.error_code = error_code
         self.base_offset = base_offset
         self.log_append_time_ms = log_append_time_ms
         self.log_start_offset = log_start_offset
-        self.record_errors = [] if record_errors is _FRESH else record_errors
+        self.record_errors = [] if record_errors is FRESH else record_errors
         self.error_message = error_message
-        self.current_leader = ProduceResponseLeaderIdAndEpoch() if current_leader is _FRESH else current_leader
+        self.current_leader = ProduceResponseLeaderIdAndEpoch() if current_leader is FRESH else current_leader
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -216,10 +218,10 @@ class ProduceResponseTopicProduceResponse(Struct):
     name: Any
     partition_responses: Any
 
-    def __init__(self, *, topic_id: Any = _ZERO_UUID, name: Any = '', partition_responses: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, topic_id: Any = ZERO_UUID, name: Any = '', partition_responses: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.topic_id = topic_id
         self.name = name
-        self.partition_responses = [] if partition_responses is _FRESH else partition_responses
+        self.partition_responses = [] if partition_responses is FRESH else partition_responses
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -242,10 +244,10 @@ class ProduceResponse(Message):
     throttle_time_ms: Any
     node_endpoints: Any
 
-    def __init__(self, *, responses: Any = _FRESH, throttle_time_ms: Any = 0, node_endpoints: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
-        self.responses = [] if responses is _FRESH else responses
+    def __init__(self, *, responses: Any = FRESH, throttle_time_ms: Any = 0, node_endpoints: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
+        self.responses = [] if responses is FRESH else responses
         self.throttle_time_ms = throttle_time_ms
-        self.node_endpoints = [] if node_endpoints is _FRESH else node_endpoints
+        self.node_endpoints = [] if node_endpoints is FRESH else node_endpoints
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
@@ -2513,7 +2515,7 @@ _class_data(ProduceRequestPartitionProduceData, (
 _DEFAULT_ProduceRequestPartitionProduceData = ProduceRequestPartitionProduceData()
 
 _class_data(ProduceRequestTopicProduceData, (
-    FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('13+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: _ZERO_UUID, True, None),
+    FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('13+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, True, None),
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0-12'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', True, 'topicName'),
     FieldSpec('partition_data', 'PartitionData', 'array', 'struct', ProduceRequestPartitionProduceData, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
 ), '9+', '0-13',
@@ -2571,7 +2573,7 @@ _class_data(ProduceResponsePartitionProduceResponse, (
 _DEFAULT_ProduceResponsePartitionProduceResponse = ProduceResponsePartitionProduceResponse()
 
 _class_data(ProduceResponseTopicProduceResponse, (
-    FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('13+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: _ZERO_UUID, True, None),
+    FieldSpec('topic_id', 'TopicId', 'uuid', None, None, VersionSet.parse('13+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: ZERO_UUID, True, None),
     FieldSpec('name', 'Name', 'string', None, None, VersionSet.parse('0-12'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: '', True, 'topicName'),
     FieldSpec('partition_responses', 'PartitionResponses', 'array', 'struct', ProduceResponsePartitionProduceResponse, VersionSet.parse('0+'), VersionSet.parse('none'), None, VersionSet.parse('none'), None, lambda: [], False, None),
 ), '9+', '0-13',

@@ -11,18 +11,12 @@ from __future__ import annotations
 from typing import Any, Final
 from uuid import UUID
 
-from librt.strings import (
-    BytesWriter,
-    read_i16_be,
-    read_i32_be,
-    read_i64_be,
-    write_i16_be,
-    write_i32_be,
-)
+from librt.strings import BytesWriter, read_i16_be, read_i32_be, read_i64_be, write_i16_be, write_i32_be
 from mypy_extensions import i64, u8
 
 from kafka_wire._compiled.base import Message, Struct
-from kafka_wire.codec.runtime import FRESH, UUID_CACHE, ZERO_UUID, FieldSpec
+from kafka_wire.codec import runtime as _runtime
+from kafka_wire.codec.runtime import FieldSpec
 from kafka_wire.codec.runtime import class_data as _class_data
 from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import truncated as _truncated
@@ -33,10 +27,10 @@ from kafka_wire.errors import EncodeError, FieldNotInVersionError, ValueOutOfRan
 
 # Module constants as static references: a name imported from another module is a
 # dict lookup at every use in mypyc.
-_FRESH: Final = FRESH
-_ZERO_UUID: Final = ZERO_UUID
-_ZERO_UUID_BYTES: Final = bytes(16)
-_UUID_CACHE: Final = UUID_CACHE
+FRESH: Final = _runtime.FRESH
+ZERO_UUID: Final = _runtime.ZERO_UUID
+ZERO_UUID_BYTES: Final = bytes(16)
+_UUID_CACHE: Final = _runtime.UUID_CACHE
 _ZERO: Final[u8] = 0
 _ONE: Final[u8] = 1
 _FF: Final[u8] = 0xFF
@@ -64,7 +58,7 @@ def _uuid(buf: bytes, pos: i64) -> UUID:
     hi: i64 = read_i64_be(buf, pos)
     lo: i64 = read_i64_be(buf, pos + 8)
     if hi == 0 and lo == 0:
-        return _ZERO_UUID
+        return ZERO_UUID
     raw = buf[pos : pos + 16]
     u = _UUID_CACHE.get(raw)
     if u is None:
@@ -102,8 +96,8 @@ def _put_u32(w: BytesWriter, value: int) -> None:
 
 
 def _put_uuid(w: BytesWriter, value: UUID) -> None:
-    if value is _ZERO_UUID:
-        w.write(_ZERO_UUID_BYTES)
+    if value is ZERO_UUID:
+        w.write(ZERO_UUID_BYTES)
     else:
         w.write(value.int.to_bytes(16, "big"))  # what ``UUID.bytes`` returns, without its Python frame
 
@@ -130,6 +124,7 @@ def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unkn
     _write_tagged(tmp, known, unknown, known_tags)
     w.write(tmp)
 
+
 class SyncGroupRequestAssignment(Struct):
     member_id: Any
     assignment: Any
@@ -149,14 +144,14 @@ class SyncGroupRequest(Message):
     protocol_name: Any
     assignments: Any
 
-    def __init__(self, *, group_id: Any = '', generation_id: Any = 0, member_id: Any = '', group_instance_id: Any = None, protocol_type: Any = None, protocol_name: Any = None, assignments: Any = _FRESH, unknown_tagged_fields: Any = ()) -> None:
+    def __init__(self, *, group_id: Any = '', generation_id: Any = 0, member_id: Any = '', group_instance_id: Any = None, protocol_type: Any = None, protocol_name: Any = None, assignments: Any = FRESH, unknown_tagged_fields: Any = ()) -> None:
         self.group_id = group_id
         self.generation_id = generation_id
         self.member_id = member_id
         self.group_instance_id = group_instance_id
         self.protocol_type = protocol_type
         self.protocol_name = protocol_name
-        self.assignments = [] if assignments is _FRESH else assignments
+        self.assignments = [] if assignments is FRESH else assignments
         self.unknown_tagged_fields = unknown_tagged_fields
 
 
