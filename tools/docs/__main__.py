@@ -34,9 +34,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="fail, naming them, when pages are stale")
     args = parser.parse_args(argv)
     if args.check:
-        for page in stale():
+        pages = stale()
+        for page in pages:
             print(f"docs/{page} is stale: run `make docs`", file=sys.stderr)
-        return 1 if stale() else 0
+        return 1 if pages else 0
     for page, render in PAGES.items():
         path = DOCS / page
         text = render()
