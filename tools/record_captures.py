@@ -14,7 +14,9 @@ with the server offering Produce up to v8, for the non-flexible encoding.
 Every distinct ApiVersions, Metadata, InitProducerId and Produce frame is written as one line of
 hex, named ``<client>-<api>-v<version>[-<codec>][-<n>].hex``, and ``README.md`` beside them is
 rewritten with the table of what was recorded and the clients' versions. Stale ``.hex`` files are
-deleted. Before writing, every Produce frame must carry the three records in one batch.
+deleted; a file whose frame differs from the new one in the correlation id only is left as it was,
+so that re-recording with the same clients changes no file (but the gzip frames of the Python
+clients, whose gzip header holds the time). Before writing, every Produce frame must carry the three records in one batch.
 """
 
 from __future__ import annotations
@@ -154,21 +156,15 @@ def record_metadata(client: Client) -> list[Seen]:
 
 def record_client(client: Client) -> list[Capture]:
     prefix = FILE_PREFIX[client]
-    captures: list[Capture] = []
-    frames: set[bytes] = set()
-    per_name: dict[str, int] = {}
+    #: Distinct frames by base name; frames that differ in their correlation id only (bytes 8 to
+    #: 12) are one capture.
+    groups: dict[str, dict[bytes, Seen]] = {}
 
     def keep(seen: Seen, codec: str) -> None:
-        # Frames that differ in their correlation id only (bytes 8 to 12) are one capture.
-        same = seen.frame[:8] + seen.frame[12:]
-        if same in frames:
-            return
-        frames.add(same)
         base = f"{prefix}-{api_name(seen.api_key).lower()}-v{seen.api_version}"
         if seen.api_key == ApiKey.PRODUCE:
             base += f"-{codec}"
-        n = per_name[base] = per_name.get(base, 0) + 1
-        captures.append(Capture(base if n == 1 else f"{base}-{n}", seen, client))
+        groups.setdefault(base, {}).setdefault(seen.frame[:8] + seen.frame[12:], seen)
 
     # The admin client's view first (librdkafka's admin Metadata request carries trailing bytes).
     for seen in record_metadata(client):
@@ -186,6 +182,11 @@ def record_client(client: Client) -> list[Capture]:
             for seen in record_run(client, codec, LAST_RIGID_PRODUCE):
                 keep(seen, codec)
             print(f"{prefix} {codec} (Produce <= v{LAST_RIGID_PRODUCE}): recorded", flush=True)
+    # Numbered by size, then bytes, not by arrival (which varies): a re-recording keeps the names.
+    captures = []
+    for base, frames in groups.items():
+        for n, key in enumerate(sorted(frames, key=lambda k: (len(k), k)), start=1):
+            captures.append(Capture(base if n == 1 else f"{base}-{n}", frames[key], client))
     return captures
 
 
@@ -228,11 +229,15 @@ def main(argv: list[str] | None = None) -> int:
     captures = [capture for client in chosen for capture in record_client(client)]
     out.mkdir(parents=True, exist_ok=True)
     prefixes = tuple(f"{FILE_PREFIX[c]}-" for c in chosen)
-    for stale in out.glob("*.hex"):
-        if stale.name.startswith(prefixes):
-            stale.unlink()
+    before = {path.stem: bytes.fromhex(path.read_text()) for path in out.glob("*.hex") if path.name.startswith(prefixes)}
     for capture in captures:
-        (out / f"{capture.name}.hex").write_text(capture.seen.frame.hex() + "\n")
+        frame = capture.seen.frame
+        old = before.pop(capture.name, b"")
+        # The same frame under another correlation id stays as it was: a re-recording changes nothing.
+        if old[:8] + old[12:] != frame[:8] + frame[12:]:
+            (out / f"{capture.name}.hex").write_text(frame.hex() + "\n")
+    for stale in before:
+        (out / f"{stale}.hex").unlink()
     # The README lists every file in the folder (those of clients not re-recorded included).
     kept = [_from_file(path, versions) for path in sorted(out.glob("*.hex"))]
     (out / "README.md").write_text(readme(kept, versions))

@@ -253,8 +253,10 @@ public final class KafkaDriver {
         Properties props = config(args);
         props.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, args.compression);
         props.put(ProducerConfig.ACKS_CONFIG, "all");
-        props.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, String.valueOf(Math.max(args.remainingMs(), 2000)));
-        props.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, String.valueOf(Math.max(args.remainingMs(), 2000) - 1000));
+        // Golden: a fixed request timeout, so that re-recorded Produce frames are the same bytes.
+        long deliveryMs = args.golden ? 30_000 : Math.max(args.remainingMs(), 2000);
+        props.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, String.valueOf(deliveryMs));
+        props.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, String.valueOf(args.golden ? 10_000 : deliveryMs - 1000));
         // The golden workload's three records must leave in one batch.
         props.put(ProducerConfig.LINGER_MS_CONFIG, args.golden ? "200" : "5");
         props.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, String.valueOf(args.remainingMs()));

@@ -53,7 +53,7 @@ async def create(args: Args) -> None:
 async def produce(args: Args) -> None:
     compression = None if args.compression == "none" else args.compression
     producer = AIOKafkaProducer(bootstrap_servers=args.bootstrap, client_id=CLIENT_ID, compression_type=compression,
-                                request_timeout_ms=_ms(args.remaining_s),
+                                request_timeout_ms=args.request_timeout_ms(),
                                 **({"linger_ms": GOLDEN_LINGER_MS} if args.golden else {}))
     await producer.start()
     try:

@@ -61,6 +61,8 @@ COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")
 GOLDEN_TIMESTAMP_MS = 1_700_000_000_000
 #: How long a golden producer lingers, so that its records leave in one batch.
 GOLDEN_LINGER_MS = 200
+#: A golden producer's request timeout: fixed, so that re-recorded Produce frames are the same bytes.
+GOLDEN_REQUEST_TIMEOUT_MS = 10_000
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,10 @@ class Args:
         if self.golden:
             return [("h", f"x{i}".encode())]
         return [("i", str(i).encode()), ("client", client.encode())] if self.headers else []
+
+    def request_timeout_ms(self) -> int:
+        """The produce step's request timeout: what is left of the run, or the golden constant."""
+        return GOLDEN_REQUEST_TIMEOUT_MS if self.golden else int(self.remaining_s * 1000)
 
     def timestamp_ms(self, i: int) -> int | None:
         """Record ``i``'s timestamp, or None to let the client stamp it."""

@@ -41,7 +41,7 @@ def create(args: Args) -> None:
 def produce(args: Args) -> None:
     compression = None if args.compression == "none" else args.compression
     producer = KafkaProducer(bootstrap_servers=args.bootstrap, client_id=CLIENT_ID, compression_type=compression,
-                             request_timeout_ms=_ms(args.remaining_s), max_block_ms=_ms(args.remaining_s),
+                             request_timeout_ms=args.request_timeout_ms(), max_block_ms=_ms(args.remaining_s),
                              **({"linger_ms": GOLDEN_LINGER_MS} if args.golden else {}))
     try:
         futures = [

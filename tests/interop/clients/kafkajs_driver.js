@@ -84,6 +84,7 @@ function emit(event, fields = {}) {
 const remainingMs = (args) => Math.max(100, args.deadline - Date.now());
 // The golden-capture workload (--golden, see driver_common.py): fixed values, one header, timestamps.
 const GOLDEN_TIMESTAMP_MS = 1700000000000;
+const GOLDEN_REQUEST_TIMEOUT_MS = 10000; // fixed, so that re-recorded Produce frames are the same bytes
 const values = (args) => Array.from({ length: args.count },
   (_, i) => (args.golden ? `value-${i}-`.repeat(20) : pad(`${CLIENT}-${i}`, args.valueSize)));
 
@@ -145,7 +146,7 @@ async function produce(args) {
       topic: args.topic,
       messages,
       compression: COMPRESSION[args.compression],
-      timeout: remainingMs(args),
+      timeout: args.golden ? GOLDEN_REQUEST_TIMEOUT_MS : remainingMs(args),
     });
     // One send: kafkajs reports the base offset of each partition's batch, whose records are
     // that partition's messages in the order given.
