@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install lint typecheck regen docs check-generated bench clean compile test-pure test-compiled
+.PHONY: run test install lint typecheck regen docs check-generated bench clean compile test-pure test-compiled captures
 
 # PySpark and pyarrow for tests/spark come from the `spark` extra (Spark runs on the machine's
 # JDK 17). Python peers come from the `test` extra (with the Java client's jars: pyflink/lib of
@@ -66,6 +66,10 @@ regen: $(STAMP)
 # written from the code's own tables by tools/docs/; tests/test_docs.py checks they are current.
 docs: $(STAMP)
 	$(PY) -m tools.docs
+
+# Re-record the golden request frames of tests/data/captures from the real clients (tools/record_captures.py).
+captures: $(STAMP)
+	$(PY) tools/record_captures.py
 
 bench: $(STAMP) $(COMPILED_STAMP)
 	$(PY) bench/bench_metadata.py

@@ -182,6 +182,8 @@ class DriverOptions:
     value_size: int = 0
     group: str | None = None
     batch: int | None = None
+    #: The golden-capture workload (tools/record_captures.py; see clients/driver_common.py).
+    golden: bool = False
 
     def argv(self) -> list[str]:
         args: list[str] = []
@@ -197,6 +199,8 @@ class DriverOptions:
             args += ["--group", self.group]
         if self.batch is not None:
             args += ["--batch", str(self.batch)]
+        if self.golden:
+            args.append("--golden")
         return args
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from driver_common import Args, emit, run, text
+from driver_common import GOLDEN_LINGER_MS, Args, emit, run, text
 
 CLIENT = "confluent"
 
@@ -53,8 +53,12 @@ def create(args: Args) -> None:
 
 
 def produce(args: Args) -> None:
-    producer = Producer(_config(args, **{"message.timeout.ms": int(args.remaining_s * 1000),
-                                         "compression.type": args.compression}))
+    settings: dict[str, Any] = {"message.timeout.ms": int(args.remaining_s * 1000), "compression.type": args.compression}
+    if args.golden:
+        settings["linger.ms"] = GOLDEN_LINGER_MS
+    producer = Producer(_config(args, **settings))
+    if args.golden:  # records queued before the partition is known may leave in separate batches
+        producer.list_topics(args.topic, timeout=args.remaining_s)
     sent: dict[int, tuple[int, int]] = {}
     errors: list[str] = []
 
@@ -69,8 +73,11 @@ def produce(args: Args) -> None:
         partition = args.partition_of(i)
         if partition is not None:
             options["partition"] = partition
-        if args.headers:
+        if args.headers or args.golden:
             options["headers"] = args.record_headers(CLIENT, i)
+        timestamp = args.timestamp_ms(i)
+        if timestamp is not None:
+            options["timestamp"] = timestamp
         producer.produce(args.topic, value=value.encode(), key=f"k{i}".encode(), on_delivery=on_delivery,
                          **options)
         producer.poll(0)
