@@ -33,7 +33,7 @@ from kafka_wire.protocol.sasl import PlainClient, PlainServer, ScramClient, Scra
 from kafka_wire.protocol.sasl.base import SaslClientMechanism
 from tests.protocol.chunking import fed
 
-VERSIONS = {
+VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.API_VERSIONS: (0, 3),
     ApiKey.METADATA: (0, 12),
     ApiKey.SASL_HANDSHAKE: (0, 1),
@@ -93,8 +93,8 @@ class Pair:
                 return
             if reply:
                 self.client.receive_data(reply)
-            while (event := self.client.next_event()) is not NEED_DATA:
-                self.client_events.append(event)
+            while (answer := self.client.next_event()) is not NEED_DATA:
+                self.client_events.append(answer)
 
 
 @pytest.mark.parametrize("name", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
