@@ -154,11 +154,14 @@ def init_module(schemas: SchemaSet, exports: list[tuple[str, list[str]]]) -> str
     w.line("from dataclasses import dataclass")
     w.line("from typing import TYPE_CHECKING, Any")
     w.line()
+    w.line("from kafka_wire.codec.request_for import RequestFor")
     w.line("from kafka_wire.codec.runtime import Message")
     w.line("from kafka_wire.messages.api_key import ApiKey")
     w.line("from kafka_wire.messages.error_code import ErrorCode")
     w.line()
-    names: list[str] = ["ApiInfo", "catalog", "REQUESTS", "RESPONSES", "HEADERS", "DATA", "ApiKey", "ErrorCode"]
+    names: list[str] = [
+        "ApiInfo", "catalog", "REQUESTS", "RESPONSES", "HEADERS", "DATA", "ApiKey", "ErrorCode", "RequestFor"
+    ]
     module_of: list[tuple[str, str]] = []
     with w.block("if TYPE_CHECKING:"):
         for mod, classes in sorted(exports):
