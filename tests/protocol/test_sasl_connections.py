@@ -205,7 +205,7 @@ def test_asyncio_client_and_server_authenticate_with_scram() -> None:
             async with client:
                 assert client.authenticated is not None and client.authenticated.mechanism == "SCRAM-SHA-512"
                 reply = await client.request(MetadataRequest())
-                assert isinstance(reply.body, MetadataResponse) and reply.body.cluster_id == "sasl-ok"
+                assert isinstance(reply, MetadataResponse) and reply.cluster_id == "sasl-ok"
             with pytest.raises(AuthenticationError):
                 await KafkaClient.connect("127.0.0.1", server.port, sasl=PlainClient("alice", "wrong"))
 
