@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install lint typecheck regen check-generated bench clean compile test-pure test-compiled
+.PHONY: run test install lint typecheck regen docs check-generated bench clean compile test-pure test-compiled
 
 # PySpark and pyarrow for tests/spark come from the `spark` extra (Spark runs on the machine's
 # JDK 17). Python peers come from the `test` extra (with the Java client's jars: pyflink/lib of
@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml package.json package-lock.json
 
 install: $(STAMP)
 
-# The compiled flavour (docs/compiled.md): when a C compiler is present, mypyc compiles the modules
+# The compiled flavour (docs/internals/compiled.md): when a C compiler is present, mypyc compiles the modules
 # listed in setup.py next to their sources (minutes, on every core; see the README for the time),
 # then the guard checks mypyc's C for generic calls in hot functions. Without a compiler the
 # package stays pure Python. Rebuilt when the compiled sources change.
@@ -62,7 +62,12 @@ test: $(STAMP) $(COMPILED_STAMP)
 regen: $(STAMP)
 	$(PY) -m kafka_wire.schema.importer
 	$(PY) -m kafka_wire.codegen
-	$(PY) -m kafka_wire.protocol.diagrams
+	$(PY) -m tools.docs
+
+# The generated pages of docs/reference/ (protocol coverage, state diagrams, configuration tables),
+# written from the code's own tables by tools/docs/; tests/test_docs.py checks they are current.
+docs: $(STAMP)
+	$(PY) -m tools.docs
 
 bench: $(STAMP) $(COMPILED_STAMP)
 	$(PY) bench/bench_metadata.py

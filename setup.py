@@ -1,4 +1,4 @@
-"""Build hook: compile the mypyc flavour when ``KAFKA_WIRE_COMPILE=1`` (see docs/compiled.md).
+"""Build hook: compile the mypyc flavour when ``KAFKA_WIRE_COMPILE=1`` (see docs/internals/compiled.md).
 
 Without the variable this installs pure Python. With it, the modules in ``COMPILED`` are compiled
 by mypyc (``mypy`` must be importable by the build: ``pip install --no-build-isolation`` from an

@@ -3,7 +3,7 @@
 One rule for the records loops and the message codec: a compiled module is used when it was
 built (its spec points at an extension, not a ``.py`` file), it loads, and ``KAFKA_WIRE_PURE`` is
 unset. An uncompiled ``.py`` twin is never used: its source is written for mypyc and runs slower
-than the pure flavour. See ``docs/compiled.md``.
+than the pure flavour. See ``docs/internals/compiled.md``.
 """
 
 from __future__ import annotations

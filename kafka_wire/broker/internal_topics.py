@@ -2,7 +2,7 @@
 coordinators this broker does not run yet).
 
 Clients cannot create, delete, produce to, trim, re-partition or reconfigure an internal topic;
-each API refuses with the error code listed in ``docs/broker.md``. The broker creates the ones
+each API refuses with the error code listed in ``docs/guide/broker.md``. The broker creates the ones
 it uses itself (:func:`internal_topic_specs`: Metadata auto-creation, FindCoordinator, the first
 group write), with its own partition count and configs, and at start-up takes over one a client
 made under an older kafka_wire (:func:`adopt`: marked internal, configs replaced).

@@ -2,7 +2,7 @@
 
 Hand-written. This is the compiled flavour of :mod:`kafka_wire.records._hot`: the same results,
 byte for byte and object for object, and the same errors. :mod:`_hot` uses it only when this
-module was compiled (``KAFKA_WIRE_COMPILE=1``, see ``docs/compiled.md``) and the input is
+module was compiled (``KAFKA_WIRE_COMPILE=1``, see ``docs/internals/compiled.md``) and the input is
 ``bytes``; zero-copy ``memoryview`` reads stay on the pure-Python loop. Run uncompiled, this
 source is slower than ``_hot.py``: it is written for mypyc, not for CPython's interpreter.
 

@@ -15,7 +15,7 @@ the worst of its round trips is measured:
   than 100 ms.
 
 Latencies are measured on the client side, so they include the scheduling of a loaded machine;
-the worst seen on a 2-core machine under load is about 30 ms (see docs/broker.md).
+the worst seen on a 2-core machine under load is about 30 ms (see docs/benchmarks/stall.md).
 """
 
 from __future__ import annotations

@@ -7,9 +7,8 @@ Hand-written (nothing here is generated). Modules:
 ``effects``      :class:`Respond`, :class:`Persist`
 ``records``      ``__consumer_offsets`` keys and values in Kafka's byte layouts
 ``config``       :class:`GroupConfig`
-``diagrams``     the state diagram in ``docs/group-coordinator.md``, made from the table
 
-Wiring (see ``docs/group-coordinator.md``)::
+Wiring (see ``docs/internals/group-coordinator.md``)::
 
     coordinator = GroupCoordinator(GroupConfig(initial_rebalance_delay_ms=0))
     coordinator.load(records_of_consumer_offsets)            # at startup

@@ -23,7 +23,7 @@ of :meth:`GroupCoordinator.handle`, so that no timer is ever overdue when a call
 
 Kafka sources of truth for the behaviour: ``GroupMetadataManager``, ``OffsetMetadataManager`` and
 ``ClassicGroup`` of Kafka's ``group-coordinator`` module (facts only). The differences are listed
-in ``docs/group-coordinator.md``.
+in ``docs/internals/group-coordinator.md``.
 """
 
 from __future__ import annotations
