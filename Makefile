@@ -47,13 +47,15 @@ run: $(STAMP) $(COMPILED_STAMP)
 	$(PY) -m compileall -q kafka_wire
 	$(VENV)/bin/kafka-wire serve --host 127.0.0.1 --port 9092 --data-dir data
 
-# The whole test suite: generated code up to date, lint, types, then pytest against both flavours
-# at once (compiled and pure Python; tools/test_flavours.py).
+# The whole test suite: generated code up to date, lint, formatting, types (mypy over the package,
+# tests, tools, bench and fuzz), then pytest against both flavours at once (compiled and pure
+# Python; tools/test_flavours.py).
 test: $(STAMP) $(COMPILED_STAMP)
 	$(PY) -m compileall -q kafka_wire
 	$(PY) -m kafka_wire.schema.importer --check
 	$(PY) -m kafka_wire.codegen --check
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(PY) tools/test_flavours.py
 

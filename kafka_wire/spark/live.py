@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final, TypeVar, cast
+from typing import Final, TypeVar
 
 from kafka_wire.adapters.asyncio import KafkaClient
 from kafka_wire.messages import (
@@ -29,18 +29,14 @@ from kafka_wire.messages import (
     FetchRequest,
     FetchRequestPartition,
     FetchRequestTopic,
-    FetchResponse,
     ListOffsetsRequest,
     ListOffsetsRequestPartition,
     ListOffsetsRequestTopic,
-    ListOffsetsResponse,
     MetadataRequest,
     MetadataRequestTopic,
-    MetadataResponse,
     ProduceRequest,
     ProduceRequestPartitionProduceData,
     ProduceRequestTopicProduceData,
-    ProduceResponse,
 )
 from kafka_wire.records import ControlRecordType, Record, decode_control_key, read_batches
 from kafka_wire.spark.access import ClusterAccess
@@ -151,10 +147,7 @@ class _Session:
             topics=None if topics is None else [MetadataRequestTopic(name=t) for t in topics],
             allow_auto_topic_creation=False,
         )
-        response = cast(
-            MetadataResponse,
-            (await client.request(request, self.version(client, ApiKey.METADATA, METADATA_VERSION))).body,
-        )
+        response = await client.request(request, self.version(client, ApiKey.METADATA, METADATA_VERSION))
         meta = _Metadata(brokers={b.node_id: (b.host, b.port) for b in response.brokers})
         for topic in response.topics:
             if topic.error_code != ErrorCode.NONE or topic.name is None:
@@ -244,7 +237,7 @@ async def _list_offsets(
                 topics=[ListOffsetsRequestTopic(name=t, partitions=ps) for t, ps in topics.items()],
             )
             version = session.version(client, ApiKey.LIST_OFFSETS, LIST_OFFSETS_VERSION)
-            response = cast(ListOffsetsResponse, (await client.request(request, version)).body)
+            response = await client.request(request, version)
             retry = None
             for topic in response.topics:
                 for p in topic.partitions:
@@ -340,7 +333,7 @@ async def _fetch_range(
         )
         try:
             version = session.version(client, ApiKey.FETCH, FETCH_VERSION)
-            response = cast(FetchResponse, (await client.request(request, version)).body)
+            response = await client.request(request, version)
         except (TimeoutError, ConnectionError, OSError) as e:
             await session.drop(address)
             await session.retry_wait(f"Fetch {tp} from {address}: {e}")
@@ -512,7 +505,7 @@ async def _produce(
                     await client.send_only(request, version)
                     first.setdefault(tp, -1)
                     break
-                response = cast(ProduceResponse, (await client.request(request, version)).body)
+                response = await client.request(request, version)
                 result = response.responses[0].partition_responses[0]
                 if result.error_code in _LEADERSHIP_ERRORS:
                     await session.retry_wait(f"Produce {tp}: error {result.error_code}")

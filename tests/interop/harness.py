@@ -273,7 +273,9 @@ def driver_command(
         if not (ROOT / "node_modules" / "kafkajs").is_dir():
             raise RuntimeError("kafkajs is not installed in node_modules: run `make install`")
         return [node, str(CLIENTS_DIR / "kafkajs_driver.js"), *options_argv]
-    return [sys.executable, str(CLIENTS_DIR / f"{client}_driver.py"), *options_argv]
+    # Run as a module from ROOT (start_driver's cwd), so the driver imports its helpers as
+    # tests.interop.clients.driver_common, the one name mypy checks them under too.
+    return [sys.executable, "-m", f"tests.interop.clients.{client}_driver", *options_argv]
 
 
 @dataclass

@@ -76,7 +76,7 @@ SHAPES: list[list[Any]] = [
     [(b"k", b"v", [(["h"], b"x")])],
     [(b"k", b"v", [("h", "text")])],
     [(b"k", b"v", 0), (b"k", b"v", None), (b"k", b"v", ())],
-    [NewRecord(b"k", b"v", [("h", b"x"), ("h", bytearray(b"y"))], 3), (b"k",)],
+    [NewRecord(b"k", b"v", [("h", b"x"), ("h", bytearray(b"y"))], 3), (b"k",)],  # type: ignore[list-item]  # a bytearray value on purpose
 ]
 
 

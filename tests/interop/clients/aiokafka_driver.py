@@ -7,9 +7,10 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from driver_common import GOLDEN_LINGER_MS, Args, emit, run, text
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer  # type: ignore[import-untyped]
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic  # type: ignore[import-untyped]
+
+from tests.interop.clients.driver_common import GOLDEN_LINGER_MS, Args, emit, run, text
 
 CLIENT = "aiokafka"
 CLIENT_ID = f"kw-interop-{CLIENT}"

@@ -1,8 +1,9 @@
 """Shared command line and output format of the Python peer drivers.
 
-A driver is run as ``python DRIVER BOOTSTRAP STEPS [OPTIONS]``, where STEPS is a comma-separated
-list of ``metadata``, ``create``, ``produce``, ``consume`` and ``group``. It performs the steps in
-order with a real Kafka client and prints one JSON object a line on stdout:
+A driver is run from the repository root as
+``python -m tests.interop.clients.DRIVER BOOTSTRAP STEPS [OPTIONS]``, where STEPS is a
+comma-separated list of ``metadata``, ``create``, ``produce``, ``consume`` and ``group``. It
+performs the steps in order with a real Kafka client and prints one JSON object a line on stdout:
 
     {"event": "metadata", "brokers": [[id, host, port], ...], "topics": [...]}
     {"event": "created", "topic": T}

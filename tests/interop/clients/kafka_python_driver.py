@@ -5,8 +5,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from driver_common import GOLDEN_LINGER_MS, Args, emit, run, text
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer  # type: ignore[import-untyped]
+
+from tests.interop.clients.driver_common import GOLDEN_LINGER_MS, Args, emit, run, text
 
 CLIENT = "kafka-python"
 CLIENT_ID = f"kw-interop-{CLIENT}"
