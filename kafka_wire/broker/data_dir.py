@@ -18,8 +18,6 @@ what to do; everything else found is reported in ``warnings``.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import random
 import re
 import uuid
@@ -32,14 +30,17 @@ from kafka_wire.broker.log.files import replace_atomically
 from kafka_wire.broker.metadata import (
     METADATA_FILE,
     OFFSETS_TOPIC,
-    PARTITION_METADATA,
     ClusterMetadata,
     TopicInfo,
-    kafka_uuid_text,
     random_uuid,
 )
 from kafka_wire.broker.storage import StorageReader
 from kafka_wire.errors import KafkaWireError
+from kafka_wire.logformat.partition_metadata import (
+    PARTITION_METADATA,
+    kafka_uuid_text,
+    parse_partition_metadata,
+)
 
 META_PROPERTIES: Final = "meta.properties"
 _PARTITION_DIR: Final = re.compile(r"(.+)-(\d{1,9})")
@@ -161,19 +162,12 @@ def partition_dirs(storage: StorageReader) -> dict[str, list[tuple[int, uuid.UUI
 
 def read_topic_id(storage: StorageReader, directory: str) -> uuid.UUID | None:
     """The topic id in ``<directory>/partition.metadata`` (Kafka's ``topic_id: <base64>`` line)."""
-    properties = read_properties(storage, f"{directory}/{PARTITION_METADATA}")
-    text = None if properties is None else properties.get("topic_id")
-    if not text:
-        return None
-    try:
-        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-    except (binascii.Error, ValueError):
-        return None
-    return uuid.UUID(bytes=raw) if len(raw) == 16 else None
+    text = read_text(storage, f"{directory}/{PARTITION_METADATA}")
+    return None if text is None else parse_partition_metadata(text)
 
 
-def read_properties(storage: StorageReader, path: str) -> dict[str, str] | None:
-    """A small properties file of the data directory (Java's format); None when it is missing.
+def read_text(storage: StorageReader, path: str) -> str | None:
+    """A small text file of the data directory; None when it is missing.
 
     A file too large or not text raises :class:`DataDirError`.
     """
@@ -183,7 +177,15 @@ def read_properties(storage: StorageReader, path: str) -> dict[str, str] | None:
     if size > _MAX_SMALL_FILE:
         raise DataDirError(f"{path} is {size} bytes, too large for what it should hold: restore it")
     try:
-        text = storage.read(path, 0, size).decode("utf-8")
+        return storage.read(path, 0, size).decode("utf-8")
     except UnicodeDecodeError:
         raise DataDirError(f"{path} is not text: restore it") from None
-    return parse_properties(text)
+
+
+def read_properties(storage: StorageReader, path: str) -> dict[str, str] | None:
+    """A small properties file of the data directory (Java's format); None when it is missing.
+
+    A file too large or not text raises :class:`DataDirError`.
+    """
+    text = read_text(storage, path)
+    return None if text is None else parse_properties(text)

@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from kafka_wire.logformat import names as logformat_names
+
 EARLIEST: Final = -2
 """Spark's (and ListOffsets') code for the earliest offset."""
 LATEST: Final = -1
@@ -68,11 +70,9 @@ def checked_start(tp: TopicPartition, start: int, earliest: int, latest: int, fa
 
 def parse_partition_dir(name: str) -> TopicPartition | None:
     """``orders-3`` -> ``TopicPartition("orders", 3)``; None for names that are not a partition
-    directory (``orders-3.abc-delete``, ``orders-3-future``, ``cleaner-offset-checkpoint``)."""
-    topic, dash, number = name.rpartition("-")
-    if not dash or not topic or not number.isdigit() or (len(number) > 1 and number[0] == "0"):
-        return None
-    return TopicPartition(topic, int(number))
+    directory (see :func:`kafka_wire.logformat.parse_partition_dir`)."""
+    parsed = logformat_names.parse_partition_dir(name)
+    return None if parsed is None else TopicPartition(*parsed)
 
 
 @dataclass(frozen=True, slots=True)
