@@ -202,7 +202,7 @@ def test_writer_output_reads_back_equal(spark: SparkSession, cluster: Cluster) -
 
 def test_spark_load_writes_parquet(spark: SparkSession, tmp_path: Path) -> None:
     from kafka_wire.cli import build_parser
-    from kafka_wire.spark.load_cli import load, options_of
+    from kafka_wire.cli.spark_load import load, options_of
 
     _transactional_and_compacted(tmp_path / "data")
     args = build_parser().parse_args([
