@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from kafka_wire.client.types import TopicPartition
 from kafka_wire.errors import CorruptBatchError
 from kafka_wire.logformat.batch_header import MAX_HEADER_BYTES, BatchHeader, parse_header
 from kafka_wire.logformat.checkpoints import (
@@ -46,7 +47,7 @@ from kafka_wire.records import (
     decode_control_key,
 )
 from kafka_wire.records.reader import Batch
-from kafka_wire.spark.ranges import OptionError, TopicPartition, parse_partition_dir
+from kafka_wire.spark.ranges import OptionError, parse_partition_dir
 
 DEFAULT_CHUNK_BYTES: Final = 8 * 1024 * 1024
 """Bytes read from a segment at a time (Kafka's consumer fetches up to 50 MiB per response and

@@ -11,32 +11,13 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
 
+from kafka_wire.client.types import EARLIEST, LATEST, DataLossError, TopicPartition
 from kafka_wire.logformat import names as logformat_names
-
-EARLIEST: Final = -2
-"""Spark's (and ListOffsets') code for the earliest offset."""
-LATEST: Final = -1
-"""Spark's (and ListOffsets') code for the latest offset."""
 
 
 class OptionError(ValueError):
     """An option of the data source is missing, malformed or contradicts another one."""
-
-
-class DataLossError(RuntimeError):
-    """Offsets a query needs are no longer in the log (retention, DeleteRecords, a recreated
-    topic). Raised unless ``failOnDataLoss`` is false, as by Spark's Kafka source."""
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class TopicPartition:
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
 
 @dataclass(frozen=True, slots=True, order=True)
