@@ -11,6 +11,9 @@
   ``log-start-offset-checkpoint``, ``leader-epoch-checkpoint``) and kafka_wire's one-line
   per-partition offset files.
 - :mod:`~kafka_wire.logformat.partition_metadata`: a partition directory's ``partition.metadata``.
+- :mod:`~kafka_wire.logformat.meta_properties`: a log directory's ``meta.properties``.
+- :mod:`~kafka_wire.logformat.properties`: Java's properties text format those two files (and
+  ``server.properties``) use.
 
 Used by the broker's log (:mod:`kafka_wire.broker.log`), the Spark reader
 (:mod:`kafka_wire.spark.logs`) and ``kafka-wire dump-log``. Reading and writing the files is the
@@ -45,7 +48,9 @@ from kafka_wire.logformat.names import (
     partition_dir,
     segment_file_name,
 )
+from kafka_wire.logformat.meta_properties import MetaProperties, format_meta_properties, parse_meta_properties
 from kafka_wire.logformat.partition_metadata import format_partition_metadata, parse_partition_metadata
+from kafka_wire.logformat.properties import parse_properties
 
 __all__ = [
     "INDEX_SUFFIX",
@@ -55,6 +60,7 @@ __all__ = [
     "TIME_INDEX_SUFFIX",
     "BatchHeader",
     "CheckpointError",
+    "MetaProperties",
     "check_batch",
     "decode_offset_entries",
     "decode_time_entries",
@@ -62,15 +68,18 @@ __all__ = [
     "encode_time_entry",
     "file_prefix",
     "format_epoch_checkpoint",
+    "format_meta_properties",
     "format_offset_file",
     "format_partition_checkpoint",
     "format_partition_metadata",
     "parse_epoch_checkpoint",
     "parse_header",
+    "parse_meta_properties",
     "parse_offset_file",
     "parse_partition_checkpoint",
     "parse_partition_dir",
     "parse_partition_metadata",
+    "parse_properties",
     "parse_segment_name",
     "partition_dir",
     "segment_file_name",

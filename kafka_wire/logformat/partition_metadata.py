@@ -1,9 +1,9 @@
 """``partition.metadata``: the file in each partition directory that names the topic's id.
 
 Kafka writes two lines, ``version: 0`` and ``topic_id: <id>``, the id in Kafka's text form of a
-Uuid (URL-safe base64 of its 16 bytes, without padding). Reading is lenient as kafka_wire's
-start-up needs it: the ``topic_id`` line is looked up by name, and an id that does not decode to
-16 bytes reads as no id.
+Uuid (URL-safe base64 of its 16 bytes, without padding). The file is read as Java properties (as
+Kafka's ``PartitionMetadataFile`` writes ``key: value``): the ``topic_id`` entry is looked up by
+name, and an id that does not decode to 16 bytes reads as no id.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import base64
 import binascii
 import uuid
 from typing import Final
+
+from kafka_wire.logformat.properties import parse_properties
 
 PARTITION_METADATA: Final = "partition.metadata"
 PARTITION_METADATA_VERSION: Final = 0
@@ -37,8 +39,5 @@ def format_partition_metadata(topic_id: uuid.UUID) -> bytes:
 
 def parse_partition_metadata(text: str) -> uuid.UUID | None:
     """The topic id of a ``partition.metadata`` file's text; None when it names none."""
-    for line in text.splitlines():
-        key, sep, value = line.partition(":")
-        if sep and key.strip() == "topic_id" and value.strip():
-            return parse_kafka_uuid(value.strip())
-    return None
+    value = parse_properties(text).get("topic_id")
+    return parse_kafka_uuid(value) if value else None

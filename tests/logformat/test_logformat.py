@@ -30,6 +30,7 @@ from kafka_wire.logformat import (
     partition_dir,
     segment_file_name,
 )
+from kafka_wire.logformat.meta_properties import MetaProperties, format_meta_properties, parse_meta_properties
 from kafka_wire.logformat.partition_metadata import kafka_uuid_text, parse_kafka_uuid
 from kafka_wire.records import NewRecord, build_batch
 
@@ -164,3 +165,20 @@ def test_partition_metadata_without_an_id() -> None:
     assert parse_partition_metadata("version: 0\n") is None
     assert parse_partition_metadata("version: 0\ntopic_id: AAAA\n") is None  # 3 bytes, not 16
     assert parse_partition_metadata("version: 0\ntopic_id: !!\n") is None
+
+
+# -- meta.properties ----------------------------------------------------------------------------------
+def test_meta_properties_round_trip() -> None:
+    data = format_meta_properties(node_id=3, cluster_id="MkU3OEVBNTcwNTJENDM2Qg", directory_id="AAAAAAAAAAAAAAAAAAAAAA")
+    assert data == b"version=1\nnode.id=3\ncluster.id=MkU3OEVBNTcwNTJENDM2Qg\ndirectory.id=AAAAAAAAAAAAAAAAAAAAAA\n"
+    assert parse_meta_properties(data.decode()) == MetaProperties("3", "MkU3OEVBNTcwNTJENDM2Qg", "AAAAAAAAAAAAAAAAAAAAAA")
+    # Kafka's own file: a comment line with the date, then the keys in any order
+    kafka = "#\n#Tue Nov 25 12:00:00 UTC 2026\ncluster.id=abc\nnode.id=1\nversion=1\n"
+    assert parse_meta_properties(kafka) == MetaProperties("1", "abc", None)
+
+
+@pytest.mark.parametrize(
+    "text", ["", "garbage\n", "version=0\nnode.id=1\ncluster.id=abc\n", "version=1\ncluster.id=abc\n", "version=1\nnode.id=1\ncluster.id=\n"]
+)
+def test_meta_properties_that_are_not_kraft(text: str) -> None:
+    assert parse_meta_properties(text) is None
