@@ -38,6 +38,7 @@ from kafka_wire.logformat.index import (
     encode_offset_entry,
     encode_time_entry,
 )
+from kafka_wire.logformat.meta_properties import MetaProperties, format_meta_properties, parse_meta_properties
 from kafka_wire.logformat.names import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
@@ -48,7 +49,6 @@ from kafka_wire.logformat.names import (
     partition_dir,
     segment_file_name,
 )
-from kafka_wire.logformat.meta_properties import MetaProperties, format_meta_properties, parse_meta_properties
 from kafka_wire.logformat.partition_metadata import format_partition_metadata, parse_partition_metadata
 from kafka_wire.logformat.properties import parse_properties
 
