@@ -6,7 +6,8 @@ and the metadata; the calls are coroutines taking it:
 
 - :func:`list_offsets` / :func:`offset_bounds`: ListOffsets to each partition's leader;
 - :func:`fetch_range`: one partition's ``[start, end)`` with Kafka consumer's rules
-  (read_committed, aborted transactions, control batches);
+  (read_committed, aborted transactions, control batches), the rules being :class:`RangeRead`
+  (requests out, responses in, no I/O);
 - :func:`produce`: ready-made record batches to partition leaders;
 - :func:`partition_for_key`: Kafka's default partitioner.
 
@@ -16,7 +17,7 @@ synchronous calls for its tasks.
 """
 
 from kafka_wire.client.cluster import DEFAULT_TIMEOUT_MS, Cluster, ClusterMetadata, parse_bootstrap
-from kafka_wire.client.fetch import DEFAULT_PARTITION_MAX_BYTES, AbortedFilter, fetch_range
+from kafka_wire.client.fetch import DEFAULT_PARTITION_MAX_BYTES, AbortedFilter, RangeRead, fetch_range
 from kafka_wire.client.offsets import list_offsets, offset_bounds
 from kafka_wire.client.partitioner import murmur2, partition_for_key
 from kafka_wire.client.produce import produce
@@ -42,6 +43,7 @@ __all__ = [
     "ClusterMetadata",
     "DataLossError",
     "KafkaCallError",
+    "RangeRead",
     "TopicPartition",
     "fetch_range",
     "list_offsets",

@@ -9,7 +9,7 @@ read as ``[start, end)``, so a retried read returns exactly it.
 from __future__ import annotations
 
 import heapq
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Final, cast
 
 from kafka_wire.client.cluster import FETCH_VERSION, LEADERSHIP_ERRORS, Cluster
@@ -29,6 +29,7 @@ from kafka_wire.messages import (
     FetchRequestPartition,
     FetchRequestTopic,
     FetchResponse,
+    FetchResponsePartitionData,
 )
 from kafka_wire.records import ControlRecordType, Record, decode_control_key, read_batches
 
@@ -58,6 +59,108 @@ class AbortedFilter:
         return producer_id in self._open
 
 
+class RangeRead:
+    """Where a read of one partition's ``[start, end)`` stands, and what each Fetch response
+    gives it: no I/O, no clock. :func:`fetch_range` drives it over a :class:`Cluster`.
+
+    Per response: :meth:`partition` finds the partition's data; when its error code is NONE,
+    :meth:`take` yields the records inside the range batch by batch (advancing :attr:`offset`,
+    setting :attr:`progressed`), then :meth:`ended` says whether the rest of the range is gone
+    from the log (compaction, retention) rather than not written yet.
+    """
+
+    __slots__ = ("end", "max_bytes", "offset", "progressed", "read_committed", "start", "tp")
+
+    def __init__(
+        self,
+        tp: TopicPartition,
+        start: int,
+        end: int,
+        *,
+        read_committed: bool = False,
+        max_bytes: int = DEFAULT_PARTITION_MAX_BYTES,
+    ) -> None:
+        self.tp = tp
+        self.start = start
+        self.end = end
+        self.read_committed = read_committed
+        self.max_bytes = max_bytes
+        self.offset = start
+        """The next offset to fetch."""
+        self.progressed = False
+        """Whether the last :meth:`take` moved :attr:`offset`."""
+
+    @property
+    def done(self) -> bool:
+        return self.offset >= self.end
+
+    def request(self) -> FetchRequest:
+        """The Fetch of the rest of the range, from :attr:`offset`."""
+        return FetchRequest(
+            replica_id=-1,
+            max_wait_ms=FETCH_MAX_WAIT_MS,
+            min_bytes=1,
+            max_bytes=self.max_bytes,
+            isolation_level=READ_COMMITTED if self.read_committed else READ_UNCOMMITTED,
+            topics=[
+                FetchRequestTopic(
+                    topic=self.tp.topic,
+                    partitions=[
+                        FetchRequestPartition(
+                            partition=self.tp.partition, fetch_offset=self.offset, partition_max_bytes=self.max_bytes
+                        )
+                    ],
+                )
+            ],
+        )
+
+    def partition(self, response: FetchResponse) -> FetchResponsePartitionData | None:
+        """This partition's data in ``response``; None when the broker left it out."""
+        for topic in response.responses:
+            for part in topic.partitions:
+                if part.partition_index == self.tp.partition:
+                    return part
+        return None
+
+    def take(self, part: FetchResponsePartitionData) -> Iterator[tuple[int, list[Record[bytes]]]]:
+        """The records of the range in ``part`` as ``(timestamp type, records)`` per batch,
+        decoded one batch at a time, with Kafka consumer's rules (see the module docstring)."""
+        self.progressed = False
+        aborted = AbortedFilter(
+            (a.producer_id, a.first_offset) for a in (part.aborted_transactions or ()) if self.read_committed
+        )
+        for batch in read_batches(part.records or b""):
+            next_offset = batch.next_offset
+            if next_offset <= self.offset:
+                continue
+            if batch.base_offset >= self.end:
+                self.offset = self.end
+                return
+            self.progressed = True
+            self.offset = next_offset
+            if batch.magic == 2 and (batch.is_control or (self.read_committed and batch.is_transactional)):
+                abort = batch.is_control and any(
+                    decode_control_key(r.key).type == ControlRecordType.ABORT for r in batch.records()
+                )
+                if aborted.skip(batch.producer_id, batch.last_offset, batch.is_control, abort):
+                    continue
+            records = [r for r in batch.records() if self.start <= r.offset < self.end]
+            if records:
+                yield int(batch.timestamp_type), records
+
+    def stable_end(self, part: FetchResponsePartitionData) -> int:
+        """Where the log readable by this read ends: the last stable offset with read_committed,
+        else the high watermark."""
+        if self.read_committed and part.last_stable_offset >= 0:
+            return part.last_stable_offset
+        return part.high_watermark
+
+    def ended(self, part: FetchResponsePartitionData) -> bool:
+        """After a :meth:`take` that did not progress: whether the log already goes past
+        :attr:`offset`, so the rest of the range was removed and the read is over."""
+        return self.stable_end(part) > self.offset
+
+
 async def fetch_range(
     cluster: Cluster,
     tp: TopicPartition,
@@ -71,79 +174,44 @@ async def fetch_range(
     """The records of ``[start, end)`` as ``(timestamp type, records)`` per batch. Offsets of the
     range that retention or DeleteRecords removed raise :class:`DataLossError`, or are skipped
     when ``fail_on_data_loss`` is false; a range that the log does not reach yet is waited for."""
-    offset = start
+    read = RangeRead(tp, start, end, read_committed=read_committed, max_bytes=max_bytes)
     await cluster.refresh([tp.topic])
-    while offset < end:
+    while not read.done:
         found = await cluster.leader_or_wait(tp)
         if found is None:
             continue
         address, client = found
-        request = FetchRequest(
-            replica_id=-1,
-            max_wait_ms=FETCH_MAX_WAIT_MS,
-            min_bytes=1,
-            max_bytes=max_bytes,
-            isolation_level=READ_COMMITTED if read_committed else READ_UNCOMMITTED,
-            topics=[
-                FetchRequestTopic(
-                    topic=tp.topic,
-                    partitions=[
-                        FetchRequestPartition(partition=tp.partition, fetch_offset=offset, partition_max_bytes=max_bytes)
-                    ],
-                )
-            ],
-        )
         try:
             version = cluster.version(client, ApiKey.FETCH, FETCH_VERSION)
-            response = cast(FetchResponse, (await client.request(request, version)).body)
+            response = cast(FetchResponse, (await client.request(read.request(), version)).body)
         except (TimeoutError, ConnectionError, OSError) as e:
             await cluster.drop(address)
             await cluster.retry_wait(f"Fetch {tp} from {address}: {e}")
             continue
-        data = [p for t in response.responses for p in t.partitions if p.partition_index == tp.partition]
-        if not data or data[0].error_code in LEADERSHIP_ERRORS:
-            await cluster.retry_wait(f"Fetch {tp}: error {data[0].error_code if data else 'no partition'}")
+        part = read.partition(response)
+        if part is None or part.error_code in LEADERSHIP_ERRORS:
+            await cluster.retry_wait(f"Fetch {tp}: error {part.error_code if part else 'no partition'}")
             continue
-        part = data[0]
         if part.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
             earliest = (await list_offsets(cluster, {tp: EARLIEST})).get(tp)
-            if earliest is None or earliest <= offset:
-                raise KafkaCallError(f"Fetch {tp}: offset {offset} is past the end of the log")
+            if earliest is None or earliest <= read.offset:
+                raise KafkaCallError(f"Fetch {tp}: offset {read.offset} is past the end of the log")
             if fail_on_data_loss:
                 raise DataLossError(
-                    f"{tp}: offsets {offset}..{earliest - 1} are no longer in the log "
+                    f"{tp}: offsets {read.offset}..{earliest - 1} are no longer in the log "
                     "(set failOnDataLoss=false to skip them)"
                 )
-            offset = earliest
+            read.offset = earliest
             continue
         if part.error_code != ErrorCode.NONE:
-            raise KafkaCallError(f"Fetch {tp} at offset {offset}: error {part.error_code}")
-        aborted = AbortedFilter(
-            (a.producer_id, a.first_offset) for a in (part.aborted_transactions or ()) if read_committed
-        )
-        progressed = False
-        for batch in read_batches(part.records or b""):
-            next_offset = batch.next_offset
-            if next_offset <= offset:
-                continue
-            if batch.base_offset >= end:
-                offset = end
-                break
-            if not progressed:
-                progressed = True
-                cluster.progressed()
-            offset = next_offset
-            if batch.magic == 2 and (batch.is_control or (read_committed and batch.is_transactional)):
-                abort = batch.is_control and any(
-                    decode_control_key(r.key).type == ControlRecordType.ABORT for r in batch.records()
-                )
-                if aborted.skip(batch.producer_id, batch.last_offset, batch.is_control, abort):
-                    continue
-            records = [r for r in batch.records() if start <= r.offset < end]
-            if records:
-                yield int(batch.timestamp_type), records
-        if not progressed and offset < end:
-            stable = part.last_stable_offset if read_committed and part.last_stable_offset >= 0 else part.high_watermark
-            if stable > offset:  # nothing left below the end: removed (compaction, retention)
+            raise KafkaCallError(f"Fetch {tp} at offset {read.offset}: error {part.error_code}")
+        for item in read.take(part):
+            yield item
+        if read.progressed:  # retries may go on for timeout_ms from here
+            cluster.progressed()
+        elif not read.done:
+            if read.ended(part):  # nothing left below the end: removed (compaction, retention)
                 return
-            await cluster.retry_wait(f"Fetch {tp}: waiting for offsets {offset}..{end} (log ends at {stable})")
+            await cluster.retry_wait(
+                f"Fetch {tp}: waiting for offsets {read.offset}..{end} (log ends at {read.stable_end(part)})"
+            )
