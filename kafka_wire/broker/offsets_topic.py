@@ -14,11 +14,11 @@ from collections.abc import Iterator
 from typing import Final
 
 from kafka_wire.broker.group import GroupCoordinator, Persist
-from kafka_wire.broker.log.batches import BatchHeader, parse_header
 from kafka_wire.broker.metadata import OFFSETS_TOPIC
 from kafka_wire.broker.partition.replica import PartitionReplica
 from kafka_wire.broker.state import BrokerState
 from kafka_wire.errors import DecodeError
+from kafka_wire.logformat.batch_header import BatchHeader, parse_header
 from kafka_wire.messages import ErrorCode
 from kafka_wire.records import NewRecord, build_batch, read_batches
 from kafka_wire.records.constants import COMPRESSION_NAMES

@@ -22,7 +22,6 @@ from kafka_wire.broker.metadata import (
     OFFSETS_TOPIC,
     ClusterMetadata,
     TopicInfo,
-    partition_dir,
     partition_metadata_effects,
     random_uuid,
     topic_name_problem,
@@ -31,6 +30,7 @@ from kafka_wire.broker.partition.replica import PartitionReplica
 from kafka_wire.broker.storage import StorageReader
 from kafka_wire.broker.work import DEFAULT_MAX_WORK_BYTES_PER_CALL, WorkBudget
 from kafka_wire.codec.runtime import Message
+from kafka_wire.logformat.names import partition_dir
 from kafka_wire.messages import ErrorCode
 from kafka_wire.protocol.events import Request
 from kafka_wire.protocol.server import Splice

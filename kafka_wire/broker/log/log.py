@@ -19,13 +19,7 @@ from typing import Final, NamedTuple
 
 from kafka_wire.broker.effects import FileRegion, StorageEffect
 from kafka_wire.broker.log.batches import BatchScanner
-from kafka_wire.broker.log.checkpoints import (
-    CLEANER_OFFSET_FILE,
-    LOG_START_OFFSET_FILE,
-    STATE_FILES,
-    read_offset,
-    write_offset,
-)
+from kafka_wire.broker.log.checkpoints import read_offset, write_offset
 from kafka_wire.broker.log.cleaner import (
     DEFAULT_CLEANER_BYTES_PER_CALL,
     DEFAULT_CLEANER_MAP_ENTRIES,
@@ -37,7 +31,11 @@ from kafka_wire.broker.log.cleaner import (
 from kafka_wire.broker.log.config import LONG_MAX, LogConfig
 from kafka_wire.broker.log.files import EffectQueue, PendingFile
 from kafka_wire.broker.log.index import OffsetIndex, TimeIndex
-from kafka_wire.broker.log.segment import (
+from kafka_wire.broker.log.segment import Segment, segment_path
+from kafka_wire.broker.log.validation import AppendOrigin, RecordError, Rejection, validate_records
+from kafka_wire.broker.storage import StorageReader
+from kafka_wire.logformat.checkpoints import CLEANER_OFFSET_FILE, LOG_START_OFFSET_FILE, STATE_FILES
+from kafka_wire.logformat.names import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
     INDEX_SUFFIX,
@@ -45,12 +43,8 @@ from kafka_wire.broker.log.segment import (
     SUFFIXES,
     SWAP_SUFFIX,
     TIME_INDEX_SUFFIX,
-    Segment,
     parse_segment_name,
-    segment_path,
 )
-from kafka_wire.broker.log.validation import AppendOrigin, RecordError, Rejection, validate_records
-from kafka_wire.broker.storage import StorageReader
 from kafka_wire.messages import ErrorCode
 from kafka_wire.records.constants import RECORD_BATCH_OVERHEAD, TimestampType
 

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from kafka_wire.records import build_batch, build_commit_marker, dump_log
+from kafka_wire.cli import dump_log
+from kafka_wire.logformat import encode_offset_entry, encode_time_entry
+from kafka_wire.records import build_batch, build_commit_marker
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -127,3 +129,32 @@ def test_stdin_hex_and_errors(
     assert status == 2 and "cannot read" in err
     hex_path.write_text("zz")
     assert run([str(hex_path), "--hex"], capsys)[0] == 2
+
+
+def test_index_files_print_their_entries(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An offset or time index prints absolute offsets; the zero-filled tail of a preallocated
+    index is reported, not printed."""
+    index = tmp_path / "00000000000000000100.index"
+    index.write_bytes(encode_offset_entry(0, 0) + encode_offset_entry(7, 4096) + bytes(16))
+    status, out, err = run([str(index)], capsys)
+    assert (status, err) == (0, "")
+    assert out.splitlines() == [
+        "offset: 100 position: 0",
+        "offset: 107 position: 4096",
+        "2 entries, 16 bytes after the last entry ignored",
+    ]
+    times = tmp_path / "00000000000000000100.timeindex"
+    times.write_bytes(encode_time_entry(1_700_000_000_000, 3))
+    status, out, err = run(["--json", str(times)], capsys)
+    assert (status, err) == (0, "")
+    assert [json.loads(line) for line in out.splitlines()] == [
+        {"type": "time_entry", "timestamp": 1_700_000_000_000, "offset": 103},
+        {"type": "summary", "entries": 1, "ignored_bytes": 0},
+    ]
+
+
+def test_a_file_not_named_as_an_index_reads_as_records(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "payload.index"
+    path.write_bytes(build_batch([(b"k", b"v")]))
+    status, out, _ = run([str(path)], capsys)
+    assert status == 0 and out.endswith("1 batches, 1 records\n")

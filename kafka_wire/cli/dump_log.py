@@ -1,8 +1,10 @@
-"""``kafka-wire dump-log FILE``: print the batches and records of a segment file or records payload.
+"""``kafka-wire dump-log FILE``: print the batches and records of a segment file or records payload,
+or the entries of a segment's index file.
 
-This module is the only place in ``kafka_wire.records`` that touches files: it maps the file
-(or reads stdin), hands the bytes to :class:`RecordsReader` and prints what comes back, as text
-or as JSON lines (one object per batch, then a summary object).
+It maps the file (or reads stdin), hands the bytes to :class:`RecordsReader` and prints what comes
+back, as text or as JSON lines (one object per batch, then a summary object). A file named as a
+segment's offset index or time index (``00000000000000000042.index`` / ``.timeindex``, see
+:mod:`kafka_wire.logformat`) is printed entry by entry instead, with absolute offsets.
 """
 
 from __future__ import annotations
@@ -17,6 +19,13 @@ from pathlib import Path
 from typing import IO, Any
 
 from kafka_wire.errors import DecodeError
+from kafka_wire.logformat.index import (
+    OFFSET_ENTRY_SIZE,
+    TIME_ENTRY_SIZE,
+    decode_offset_entries,
+    decode_time_entries,
+)
+from kafka_wire.logformat.names import INDEX_SUFFIX, TIME_INDEX_SUFFIX, parse_segment_name
 from kafka_wire.records.config import DEFAULT_MAX_DECOMPRESSED_BYTES, ReadConfig
 from kafka_wire.records.control import (
     ControlRecordType,
@@ -34,10 +43,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="print the batches and records of a segment file or records payload",
         description=(
             "Print every batch (any magic) and its records from a Kafka segment file (.log) or a raw "
-            "records payload. A partial batch at the end is reported as a truncated tail."
+            "records payload. A partial batch at the end is reported as a truncated tail. An offset "
+            "index (.index) or time index (.timeindex) prints its entries."
         ),
     )
-    parser.add_argument("file", metavar="FILE", help="segment file or records payload; '-' reads stdin")
+    parser.add_argument(
+        "file", metavar="FILE", help="segment file, index file or records payload; '-' reads stdin"
+    )
     parser.add_argument(
         "--json", action="store_true", help="JSON lines: one object per batch, then a summary"
     )
@@ -219,6 +231,46 @@ def dump(data: Any, args: argparse.Namespace, out: IO[str], err: IO[str]) -> int
     return status
 
 
+def index_kind(name: str) -> tuple[int, str] | None:
+    """``(base offset, suffix)`` when ``name`` is a segment's offset or time index file."""
+    parsed = parse_segment_name(name)
+    if parsed is None or parsed[1] not in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        return None
+    return parsed
+
+
+def dump_index(data: bytes, base_offset: int, suffix: str, args: argparse.Namespace, out: IO[str]) -> int:
+    """Print the entries of an index file with absolute offsets. Entries stop at the first one that
+    does not increase (the zero-filled tail of a preallocated index); the rest is reported as
+    ignored bytes. Returns 0."""
+    if suffix == INDEX_SUFFIX:
+        entries: list[dict[str, Any]] = [
+            {"type": "offset_entry", "offset": base_offset + rel, "position": pos}
+            for rel, pos in decode_offset_entries(data)
+        ]
+        used = len(entries) * OFFSET_ENTRY_SIZE
+    else:
+        entries = [
+            {"type": "time_entry", "timestamp": ts, "offset": base_offset + rel}
+            for ts, rel in decode_time_entries(data)
+        ]
+        used = len(entries) * TIME_ENTRY_SIZE
+    summary = {"type": "summary", "entries": len(entries), "ignored_bytes": len(data) - used}
+    for entry in entries:
+        if args.json:
+            out.write(json.dumps(entry) + "\n")
+        else:
+            out.write(" ".join(f"{k}: {v}" for k, v in entry.items() if k != "type") + "\n")
+    if args.json:
+        out.write(json.dumps(summary) + "\n")
+    else:
+        out.write(f"{len(entries)} entries")
+        if summary["ignored_bytes"]:
+            out.write(f", {summary['ignored_bytes']} bytes after the last entry ignored")
+        out.write("\n")
+    return 0
+
+
 def _load(args: argparse.Namespace) -> tuple[Any, Callable[[], None]]:
     """The input bytes (a memory map for regular files) and a function that releases them."""
     if args.file == "-":
@@ -249,7 +301,10 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as e:
         sys.stderr.write(f"error: cannot read {args.file}: {e}\n")
         return 2
+    kind = None if args.file == "-" else index_kind(Path(args.file).name)
     try:
+        if kind is not None:
+            return dump_index(bytes(data), kind[0], kind[1], args, sys.stdout)
         return dump(data, args, sys.stdout, sys.stderr)
     except BrokenPipeError:
         return 0

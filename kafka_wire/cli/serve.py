@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Final
 
 from kafka_wire.broker.config import BrokerConfigError
-from kafka_wire.broker.java_properties import parse_properties
 from kafka_wire.broker.server_properties import EMPTY_HOST_BINDS, ServerProperties, load_server_properties
+from kafka_wire.logformat.properties import parse_properties
 
 #: Where a property without ``--config`` or ``--set`` comes from.
 DEFAULT_HOST: Final = EMPTY_HOST_BINDS
@@ -56,7 +56,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def read_properties_file(path: Path) -> dict[str, str]:
-    """The properties of a Java properties file (see :mod:`kafka_wire.broker.java_properties`)."""
+    """The properties of a Java properties file (see :mod:`kafka_wire.logformat.properties`)."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
