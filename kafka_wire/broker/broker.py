@@ -58,10 +58,12 @@ from kafka_wire.broker.fetch_sessions import FetchSessionCache
 from kafka_wire.broker.group import GroupConfig, GroupCoordinator, Persist, Respond
 from kafka_wire.broker.internal_topics import adopt
 from kafka_wire.broker.log.config import LogConfig
+from kafka_wire.broker.maintenance import LogMaintenance
 from kafka_wire.broker.metadata import OFFSETS_TOPIC
 from kafka_wire.broker.sasl import server_sasl
 from kafka_wire.broker.state import BrokerState, Context, Spliced, Waiting
 from kafka_wire.broker.storage import StorageReader
+from kafka_wire.broker.timers import TimerQueue
 from kafka_wire.broker.versioning import fit
 from kafka_wire.broker.work import Job
 from kafka_wire.codec.runtime import Message
@@ -117,10 +119,6 @@ class _Held:
     waiting: Waiting
 
 
-#: While jobs are in progress (a tick per slice), how often ``tick`` looks through every log for
-#: due work (flushes, rolls, deletions); when no job runs, every tick does.
-SCAN_INTERVAL_WHILE_WORKING_MS: Final = 1000
-
 #: Refused connections are logged at most this often (with how many were refused meanwhile).
 _REFUSAL_LOG_INTERVAL_MS: Final = 60_000
 
@@ -156,9 +154,9 @@ class Broker:
         self._sasl = server_sasl(config.sasl_users, self._nonce_factory)
         self._state: BrokerState | None = None
         self._group: GroupCoordinator | None = None
-        self._next_maintenance_ms = 0
-        #: When ``tick`` last looked for logs with due work (see SCAN_INTERVAL_WHILE_WORKING_MS).
-        self._scanned_ms = -SCAN_INTERVAL_WHILE_WORKING_MS
+        #: Every deadline of the engine: connections, logs, groups (``kafka_wire.broker.timers``).
+        self._timer_queue = TimerQueue()
+        self._maintenance = LogMaintenance(self._timer_queue, config.retention_check_interval_ms)
         #: Answers built during the current call.
         self._answers: list[_Answer] = []
         #: While the driver applies a call's storage effects: that call's answers (else None).
@@ -169,6 +167,7 @@ class Broker:
         self._starting = False
         self._admission = Admission(config)
         self._timers = ConnectionTimers(
+            self._timer_queue,
             idle_ms=config.connections_max_idle_ms,
             receive_timeout_ms=config.request_receive_timeout_ms,
             failed_authentication_delay_ms=config.failed_authentication_delay_ms,
@@ -234,9 +233,10 @@ class Broker:
             member_id_factory=self._member_id_factory,
             topic_name_of=lambda topic_id: (t.name if (t := state.topic_with_id(topic_id)) is not None else None),
             topic_id_of=lambda name: (t.topic_id if (t := state.topic_named(name)) is not None else None),
+            timers=self._timer_queue,
         )
         offsets_topic.replay(state, self._group, self._log)
-        self._next_maintenance_ms = now_ms + config.retention_check_interval_ms
+        self._maintenance.start(now_ms)
         return self._flush([])
 
     def shutdown(self, now_ms: int) -> list[Effect]:
@@ -327,22 +327,10 @@ class Broker:
         self._now_ms = now_ms
         out: list[Effect] = []
         self._begin_call()
-        state = self.state
         assert self._group is not None
         self._expire_connections(now_ms, out)
         self._apply_group(self._group.tick(now_ms), now_ms, out)
-        periodic = now_ms >= self._next_maintenance_ms
-        # While jobs run, ticks come one per slice: the scan over every log waits its turn.
-        if periodic or not self._jobs_held() or now_ms - self._scanned_ms >= SCAN_INTERVAL_WHILE_WORKING_MS:
-            self._scanned_ms = now_ms
-            for replica in state.partitions.values():
-                due = replica.log.next_deadline_ms()
-                if periodic or (due is not None and due <= now_ms):
-                    replica.log.maintain(now_ms, high_watermark=replica.high_watermark)
-                    replica.producers.truncate_before(replica.log_start_offset)
-                    state.touch(replica)
-        if periodic:
-            self._next_maintenance_ms = now_ms + self.config.retention_check_interval_ms
+        self._maintenance.run_due(self.state, now_ms)
         self._poll_held(now_ms, out)
         self._resume(now_ms, out)
         return self._flush(out)
@@ -354,13 +342,10 @@ class Broker:
             # A job's deadline is the time of its last slice, so now: nothing else can come sooner.
             return min(h.waiting.deadline_ms for h in self._held if isinstance(h.waiting, Job))
         deadlines = [h.waiting.deadline_ms for h in self._held]
-        if (connections := self._timers.next_deadline_ms()) is not None:
-            deadlines.append(connections)
+        if (queued := self._timer_queue.next_deadline_ms()) is not None:
+            deadlines.append(queued)
         if self._group is not None and (group := self._group.next_deadline_ms()) is not None:
-            deadlines.append(group)
-        if self._state is not None:
-            deadlines.append(self._next_maintenance_ms)
-            deadlines += [d for r in self._state.partitions.values() if (d := r.log.next_deadline_ms()) is not None]
+            deadlines.append(group)  # before its first call, or with loaded members to arm: at once
         return min(deadlines) if deadlines else None
 
     # -- storage outcomes -----------------------------------------------------------------------
@@ -673,7 +658,10 @@ class Broker:
     def _flush(self, out: list[Effect]) -> list[Effect]:
         """End a call: its storage effects, then its network effects. Its answers go out now when
         it wrote nothing, else once the driver reports that the writes succeeded."""
-        storage: list[Effect] = list(self._state.collect_effects()) if self._state is not None else []
+        storage: list[Effect] = []
+        if self._state is not None:
+            self._maintenance.arm(self._state)
+            storage += self._state.collect_effects()
         answers, self._answers = self._answers, []
         if storage:
             self._awaiting = answers

@@ -7,19 +7,22 @@
   (``connections.max.idle.ms``: no byte received or sent for that long), request receive
   (``kafka.wire.request.receive.timeout.ms``: a request frame begun and not finished in that time)
   and the delayed close after a failed authentication
-  (``connection.failed.authentication.delay.ms``). All three are plain ``now_ms`` arithmetic.
-
-Each timer kind keeps its connections in a dict ordered by deadline (a connection moves to the
-end when its deadline is renewed, and every renewal adds the same span to a later ``now_ms``), so
-the next deadline is the first entry's and expiry walks from the front.
+  (``connection.failed.authentication.delay.ms``). All three are plain ``now_ms`` arithmetic,
+  kept in the engine's :class:`~kafka_wire.broker.timers.TimerQueue` under the owner
+  ``"connection"`` (keys ``("connection", Expiry, conn_id)``).
 """
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
+from typing import Final
 
 from kafka_wire.broker.config import BrokerConfig
+from kafka_wire.broker.timers import TimerKey, TimerQueue
+
+#: The owner of the connection timers in the engine's queue.
+CONNECTION_TIMERS: Final = "connection"
 
 
 class Admission:
@@ -74,72 +77,67 @@ class ConnectionTimers:
     """Per-connection deadlines (see the module docstring); the broker decides what to do when
     one passes."""
 
-    def __init__(self, *, idle_ms: int, receive_timeout_ms: int, failed_authentication_delay_ms: int) -> None:
+    def __init__(
+        self, timers: TimerQueue, *, idle_ms: int, receive_timeout_ms: int, failed_authentication_delay_ms: int
+    ) -> None:
+        self._timers = timers
         self._spans = {
             Expiry.IDLE: idle_ms,
             Expiry.RECEIVE_TIMEOUT: receive_timeout_ms,
             Expiry.AUTHENTICATION_FAILED: failed_authentication_delay_ms,
         }
-        #: Per kind, connection id to the ``now_ms`` its timer started at, earliest first.
-        self._started: dict[Expiry, dict[int, int]] = {kind: {} for kind in Expiry}
 
     def active(self, conn_id: int, now_ms: int) -> None:
         """Bytes were received or sent: the idle timer starts again."""
-        if self._spans[Expiry.IDLE] < 0:  # connections.max.idle.ms < 0: no idle expiry, as in Kafka
+        span = self._spans[Expiry.IDLE]
+        if span < 0:  # connections.max.idle.ms < 0: no idle expiry, as in Kafka
             return
-        idle = self._started[Expiry.IDLE]
-        idle.pop(conn_id, None)
-        idle[conn_id] = now_ms
+        self._timers.schedule(_key(Expiry.IDLE, conn_id), now_ms + span)
 
     def receiving(self, conn_id: int, now_ms: int, *, in_progress: bool) -> None:
         """Whether the connection has an unfinished request frame; its timer runs from the first
         call that says so."""
-        receiving = self._started[Expiry.RECEIVE_TIMEOUT]
+        key = _key(Expiry.RECEIVE_TIMEOUT, conn_id)
         if not in_progress:
-            receiving.pop(conn_id, None)
-        elif conn_id not in receiving:
-            receiving[conn_id] = now_ms
+            self._timers.cancel(key)
+        elif key not in self._timers:
+            self._timers.schedule(key, now_ms + self._spans[Expiry.RECEIVE_TIMEOUT])
 
     def quiet(self, conn_id: int) -> None:
         """Stop the idle and receive timers: the broker is not reading the connection (it owes it
         a response, or holds its requests back), so silence is not the client's."""
-        self._started[Expiry.IDLE].pop(conn_id, None)
-        self._started[Expiry.RECEIVE_TIMEOUT].pop(conn_id, None)
+        self._timers.cancel(_key(Expiry.IDLE, conn_id))
+        self._timers.cancel(_key(Expiry.RECEIVE_TIMEOUT, conn_id))
 
     def failed_authentication(self, conn_id: int, now_ms: int) -> None:
         """Answer and close the connection once the failed-authentication delay is over."""
         self.quiet(conn_id)
-        self._started[Expiry.AUTHENTICATION_FAILED][conn_id] = now_ms
+        self._timers.schedule(
+            _key(Expiry.AUTHENTICATION_FAILED, conn_id), now_ms + self._spans[Expiry.AUTHENTICATION_FAILED]
+        )
 
     def closing(self, conn_id: int) -> bool:
         """Whether the connection waits for its failed-authentication close."""
-        return conn_id in self._started[Expiry.AUTHENTICATION_FAILED]
+        return _key(Expiry.AUTHENTICATION_FAILED, conn_id) in self._timers
 
     def forget(self, conn_id: int) -> None:
-        for started in self._started.values():
-            started.pop(conn_id, None)
+        for kind in Expiry:
+            self._timers.cancel(_key(kind, conn_id))
 
     def clear(self) -> None:
-        for started in self._started.values():
-            started.clear()
-
-    def next_deadline_ms(self) -> int | None:
-        deadlines = [
-            started_ms + self._spans[kind]
-            for kind, started in self._started.items()
-            if (started_ms := next(iter(started.values()), None)) is not None
-        ]
-        return min(deadlines) if deadlines else None
+        self._timers.clear(CONNECTION_TIMERS)
 
     def due(self, now_ms: int) -> list[tuple[int, Expiry]]:
-        """Connections whose deadline has passed (each once; their timers are removed)."""
+        """Connections whose deadline has passed, earliest first (each once; their timers are
+        removed)."""
         expired: list[tuple[int, Expiry]] = []
-        for kind in Expiry:
-            started, span = self._started[kind], self._spans[kind]
-            while started:
-                conn_id, started_ms = next(iter(started.items()))
-                if started_ms + span > now_ms:
-                    break
-                self.forget(conn_id)
-                expired.append((conn_id, kind))
+        while (due := self._timers.pop_due(now_ms, CONNECTION_TIMERS)) is not None:
+            _, kind, conn_id = due.key
+            assert isinstance(kind, Expiry) and isinstance(conn_id, int)
+            self.forget(conn_id)
+            expired.append((conn_id, kind))
         return expired
+
+
+def _key(kind: Expiry, conn_id: int) -> TimerKey:
+    return (CONNECTION_TIMERS, kind, conn_id)
