@@ -47,6 +47,7 @@ from kafka_wire.broker.driving import StorageFailure
 from kafka_wire.broker.effects import (
     CloseConnection,
     Effect,
+    EffectSink,
     FileRegion,
     PauseReading,
     ResumeReading,
@@ -156,6 +157,8 @@ class Broker:
         self._group: GroupCoordinator | None = None
         #: Every deadline of the engine: connections, logs, groups (``kafka_wire.broker.timers``).
         self._timer_queue = TimerQueue()
+        #: The storage effects of the call in progress (``kafka_wire.broker.effects.EffectSink``).
+        self._effects = EffectSink()
         self._maintenance = LogMaintenance(self._timer_queue, config.retention_check_interval_ms)
         #: Answers built during the current call.
         self._answers: list[_Answer] = []
@@ -214,9 +217,9 @@ class Broker:
             ),
         )
         self._state = state
-        state.effects += opened.effects
-        state.open_existing(now_ms)
-        state.effects += metadata.persist()
+        self._effects.extend(opened.effects)
+        state.open_existing(now_ms, self._effects)
+        state.persist_metadata(self._effects)
         offsets = state.topic_named(OFFSETS_TOPIC)
         self._group = GroupCoordinator(
             GroupConfig(
@@ -256,7 +259,7 @@ class Broker:
         self._queue_blocked.clear()
         state = self.state
         for replica in state.partitions.values():
-            state.effects += replica.log.close()
+            self._effects.extend(replica.log.close())
         self._stopped = "shut down"
         return self._flush(out)
 
@@ -537,7 +540,7 @@ class Broker:
             self._respond(conn_id, request, refusal, out)
             return
         ctx = Context(
-            state=self.state, conn_id=conn_id, request=request, now_ms=now_ms, principal=conn.principal, client_host=conn.host
+            state=self.state, effects=self._effects, conn_id=conn_id, request=request, now_ms=now_ms, principal=conn.principal, client_host=conn.host
         )
         result = HANDLERS[key](ctx, request.body)
         if self.state.deleted_topics:  # their committed offsets go too, as in Kafka
@@ -602,7 +605,7 @@ class Broker:
         for effect in effects:
             if isinstance(effect, Persist):
                 assert self._group is not None
-                error = offsets_topic.append(self.state, effect, now_ms, self._log)
+                error = offsets_topic.append(self.state, self._effects, effect, now_ms, self._log)
                 self._apply_group(self._group.persisted(effect.append_id, error, now_ms), now_ms, out)
             else:
                 token = effect.token
@@ -658,10 +661,10 @@ class Broker:
     def _flush(self, out: list[Effect]) -> list[Effect]:
         """End a call: its storage effects, then its network effects. Its answers go out now when
         it wrote nothing, else once the driver reports that the writes succeeded."""
-        storage: list[Effect] = []
         if self._state is not None:
             self._maintenance.arm(self._state)
-            storage += self._state.collect_effects()
+            self._state.collect_effects(self._effects)
+        storage: list[Effect] = list(self._effects.take())
         answers, self._answers = self._answers, []
         if storage:
             self._awaiting = answers

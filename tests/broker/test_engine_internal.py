@@ -10,6 +10,7 @@ import logging
 import pytest
 
 from kafka_wire.broker import BrokerConfig
+from kafka_wire.broker.effects import EffectSink
 from kafka_wire.broker.group import partition_for_group
 from kafka_wire.broker.group.records import OffsetCommitValue, offset_commit_record
 from kafka_wire.broker.metadata import OFFSETS_TOPIC
@@ -189,7 +190,9 @@ def _old_data_dir(partitions: int) -> Engine:
     client = Client(engine, 1)
     create(client, "orders")
     state = engine.broker.state
-    state.create_topic(OFFSETS_TOPIC, partitions, {"cleanup.policy": "delete", "retention.ms": "60000"}, engine.now_ms)
+    effects = EffectSink()
+    configs = {"cleanup.policy": "delete", "retention.ms": "60000"}
+    state.create_topic(OFFSETS_TOPIC, partitions, configs, engine.now_ms, effects)
     good = offset_commit_record("billing", "orders", 0, OffsetCommitValue(41, "", engine.now_ms))
     records = [
         NewRecord(POISON_KEY, b"x"),  # a null group name: DecodeError
@@ -202,7 +205,8 @@ def _old_data_dir(partitions: int) -> Engine:
     assert replica is not None
     replica.append_as_leader(build_batch(records, default_timestamp=engine.now_ms), engine.now_ms)
     state.touch(replica)
-    engine.storage.apply(state.collect_effects())
+    state.collect_effects(effects)
+    engine.storage.apply(effects.take())
     return engine
 
 
@@ -256,7 +260,9 @@ def test_many_unreadable_records_are_logged_in_a_summary(caplog: pytest.LogCaptu
     assert replica is not None
     replica.append_as_leader(build_batch([NewRecord(None, b"junk")] * 25, default_timestamp=old.now_ms), old.now_ms)
     state.touch(replica)
-    old.storage.apply(state.collect_effects())
+    effects = EffectSink()
+    state.collect_effects(effects)
+    old.storage.apply(effects.take())
     logger = logging.getLogger("tests.broker.internal.many")
     with caplog.at_level(logging.WARNING, logger=logger.name):
         engine = Engine(storage=old.storage, logger=logger)
