@@ -145,25 +145,19 @@ class BrokerState:
         configs: Mapping[str, str],
         now_ms: int,
         effects: EffectSink,
-        *,
-        internal: bool = False,
     ) -> TopicInfo:
         """Register a topic and open all its partitions at once (auto-creation, internal topics)."""
-        topic = self.register_topic(name, partitions, configs, internal=internal)
+        topic = self.register_topic(name, partitions, configs)
         config = self.log_config(topic)
         for index in range(partitions):
             self.open_partition(topic, index, now_ms, effects, config)
         self.persist_metadata(effects)
         return topic
 
-    def register_topic(
-        self, name: str, partitions: int, configs: Mapping[str, str], *, internal: bool = False
-    ) -> TopicInfo:
+    def register_topic(self, name: str, partitions: int, configs: Mapping[str, str]) -> TopicInfo:
         """Add a topic to the metadata; its partitions are opened by :meth:`open_partition`
         (until then Metadata reports them LEADER_NOT_AVAILABLE)."""
-        topic = TopicInfo(
-            name=name, topic_id=random_uuid(self.rng), partitions=partitions, configs=dict(configs), internal=internal
-        )
+        topic = TopicInfo(name=name, topic_id=random_uuid(self.rng), partitions=partitions, configs=dict(configs))
         self.metadata.topics[name] = topic
         return topic
 
@@ -252,7 +246,7 @@ class BrokerState:
             spec = internal_topic_specs(self.config).get(name)
             if spec is None:
                 return None
-            topic = self.create_topic(name, spec.partitions, spec.configs, now_ms, effects, internal=True)
+            topic = self.create_topic(name, spec.partitions, spec.configs, now_ms, effects)
         return topic
 
     def offsets_topic(self, now_ms: int, effects: EffectSink) -> TopicInfo:

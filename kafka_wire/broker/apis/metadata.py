@@ -70,7 +70,7 @@ def topic_metadata(ctx: Context, topic: TopicInfo, *, operations: bool = False) 
     return MetadataResponseTopic(
         name=topic.name,
         topic_id=topic.topic_id,
-        is_internal=topic.internal,
+        is_internal=is_internal(topic.name),
         partitions=partitions,
         topic_authorized_operations=ALL_TOPIC_OPERATIONS if operations else OPERATIONS_NOT_REQUESTED,
     )
