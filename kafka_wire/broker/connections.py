@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import enum
+import logging
 from collections.abc import Mapping
 from typing import Final
 
@@ -25,10 +26,18 @@ from kafka_wire.broker.timers import TimerKey, TimerQueue
 CONNECTION_TIMERS: Final = "connection"
 
 
-class Admission:
-    """Open connections counted in all and per host."""
+#: Refused connections are logged at most this often (with how many were refused meanwhile).
+REFUSAL_LOG_INTERVAL_MS: Final = 60_000
 
-    def __init__(self, config: BrokerConfig) -> None:
+
+class Admission:
+    """Open connections counted in all and per host; refusals logged at WARNING, the first and
+    then at most one line a minute."""
+
+    def __init__(self, config: BrokerConfig, log: logging.Logger) -> None:
+        self._log = log
+        self._refused = 0
+        self._refusal_logged_ms: int | None = None
         self._max = config.max_connections
         self._max_per_host = config.max_connections_per_ip
         self._overrides: Mapping[str, int] = config.max_connections_per_ip_overrides
@@ -46,6 +55,18 @@ class Admission:
         if self._per_host.get(host, 0) >= limit:
             return f"{host} already has max.connections.per.ip ({limit}) connections"
         return None
+
+    def refuses(self, host: str, now_ms: int) -> bool:
+        """Whether a new connection from ``host`` must be closed at once (logged if so)."""
+        reason = self.refusal(host)
+        if reason is None:
+            return False
+        self._refused += 1
+        last = self._refusal_logged_ms
+        if last is None or now_ms - last >= REFUSAL_LOG_INTERVAL_MS:
+            self._log.warning("refused %d connection(s), the last from %s: %s", self._refused, host or "?", reason)
+            self._refused, self._refusal_logged_ms = 0, now_ms
+        return True
 
     def opened(self, host: str) -> None:
         self._open += 1
