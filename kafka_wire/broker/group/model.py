@@ -62,7 +62,7 @@ class CounterMemberIds:
 
 @dataclass(frozen=True, slots=True)
 class GroupSnapshot:
-    """What a group's durable state is; equal before a restart and after :meth:`load`.
+    """What a group's durable state is; equal before a restart and after ``GroupCoordinator.load``.
 
     For a group in the middle of a rebalance it is the in-memory view (which the log catches up
     with when the rebalance ends). ``members`` use the persisted member layout: ``subscription`` is
