@@ -107,13 +107,19 @@ class ConnectionTimers:
             Expiry.RECEIVE_TIMEOUT: receive_timeout_ms,
             Expiry.AUTHENTICATION_FAILED: failed_authentication_delay_ms,
         }
+        #: When each connection was last active: its idle timer stays where it is when activity
+        #: renews it (one dict write per request), and moves to ``last + idle`` when it comes due.
+        self._last_active: dict[int, int] = {}
 
     def active(self, conn_id: int, now_ms: int) -> None:
         """Bytes were received or sent: the idle timer starts again."""
         span = self._spans[Expiry.IDLE]
         if span < 0:  # connections.max.idle.ms < 0: no idle expiry, as in Kafka
             return
-        self._timers.schedule(_key(Expiry.IDLE, conn_id), now_ms + span)
+        self._last_active[conn_id] = now_ms
+        key = _key(Expiry.IDLE, conn_id)
+        if key not in self._timers:
+            self._timers.schedule(key, now_ms + span)
 
     def receiving(self, conn_id: int, now_ms: int, *, in_progress: bool) -> None:
         """Whether the connection has an unfinished request frame; its timer runs from the first
@@ -129,6 +135,7 @@ class ConnectionTimers:
         a response, or holds its requests back), so silence is not the client's."""
         self._timers.cancel(_key(Expiry.IDLE, conn_id))
         self._timers.cancel(_key(Expiry.RECEIVE_TIMEOUT, conn_id))
+        self._last_active.pop(conn_id, None)
 
     def failed_authentication(self, conn_id: int, now_ms: int) -> None:
         """Answer and close the connection once the failed-authentication delay is over."""
@@ -144,9 +151,11 @@ class ConnectionTimers:
     def forget(self, conn_id: int) -> None:
         for kind in Expiry:
             self._timers.cancel(_key(kind, conn_id))
+        self._last_active.pop(conn_id, None)
 
     def clear(self) -> None:
         self._timers.clear(CONNECTION_TIMERS)
+        self._last_active.clear()
 
     def due(self, now_ms: int) -> list[tuple[int, Expiry]]:
         """Connections whose deadline has passed, earliest first (each once; their timers are
@@ -155,6 +164,12 @@ class ConnectionTimers:
         while (due := self._timers.pop_due(now_ms, CONNECTION_TIMERS)) is not None:
             _, kind, conn_id = due.key
             assert isinstance(kind, Expiry) and isinstance(conn_id, int)
+            if kind is Expiry.IDLE:
+                span = self._spans[Expiry.IDLE]
+                renewed = self._last_active.get(conn_id, due.deadline_ms - span) + span
+                if renewed > now_ms:  # active since the timer was set: it moves, nothing expires
+                    self._timers.schedule(due.key, renewed)
+                    continue
             self.forget(conn_id)
             expired.append((conn_id, kind))
         return expired

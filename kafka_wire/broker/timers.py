@@ -35,11 +35,8 @@ class DueTimer:
     payload: tuple[int, ...] = ()
 
 
-@dataclass(slots=True)
-class _Live:
-    deadline_ms: int
-    seq: int
-    payload: tuple[int, ...]
+#: A live timer: (deadline, sequence number, payload).
+_Live = tuple[int, int, tuple[int, ...]]
 
 
 class TimerQueue:
@@ -60,11 +57,13 @@ class TimerQueue:
 
     def schedule(self, key: TimerKey, deadline_ms: int, payload: tuple[int, ...] = ()) -> None:
         """Fire ``key`` at ``deadline_ms`` (replacing its earlier deadline, if any)."""
-        self._seq += 1
-        self._live[key] = _Live(deadline_ms, self._seq, payload)
-        heap = self._heaps.setdefault(key[0], [])
-        heapq.heappush(heap, (deadline_ms, self._seq, key))
-        if len(heap) > _REBUILD_MIN_ENTRIES and len(heap) > 2 * len(self._live):
+        seq = self._seq = self._seq + 1
+        self._live[key] = (deadline_ms, seq, payload)
+        heap = self._heaps.get(key[0])
+        if heap is None:
+            heap = self._heaps[key[0]] = []
+        heapq.heappush(heap, (deadline_ms, seq, key))
+        if len(heap) > 2 * len(self._live) + _REBUILD_MIN_ENTRIES:
             self._rebuild(key[0])
 
     def cancel(self, key: TimerKey) -> None:
@@ -73,7 +72,7 @@ class TimerQueue:
 
     def deadline_of(self, key: TimerKey) -> int | None:
         live = self._live.get(key)
-        return None if live is None else live.deadline_ms
+        return None if live is None else live[0]
 
     def clear(self, owner: object) -> None:
         """Forget every timer of ``owner``."""
@@ -106,8 +105,8 @@ class TimerQueue:
             return None
         key = best[2]
         heapq.heappop(self._heaps[key[0]])
-        live = self._live.pop(key)
-        return DueTimer(key, live.deadline_ms, live.payload)
+        deadline_ms, _, payload = self._live.pop(key)
+        return DueTimer(key, deadline_ms, payload)
 
     def _head(self, owner: object) -> tuple[int, int, TimerKey] | None:
         """The owner's earliest live entry (dropping stale ones above it)."""
@@ -117,7 +116,7 @@ class TimerQueue:
         while heap:
             entry = heap[0]
             live = self._live.get(entry[2])
-            if live is not None and live.seq == entry[1]:
+            if live is not None and live[1] == entry[1]:
                 return entry
             heapq.heappop(heap)
         return None
@@ -126,7 +125,7 @@ class TimerQueue:
         heap = [
             (deadline, seq, key)
             for deadline, seq, key in self._heaps[owner]
-            if (live := self._live.get(key)) is not None and live.seq == seq
+            if (live := self._live.get(key)) is not None and live[1] == seq
         ]
         heapq.heapify(heap)
         self._heaps[owner] = heap
