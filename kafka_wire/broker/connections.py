@@ -9,7 +9,9 @@
   and the delayed close after a failed authentication
   (``connection.failed.authentication.delay.ms``). All three are plain ``now_ms`` arithmetic,
   kept in the engine's :class:`~kafka_wire.broker.timers.TimerQueue` under the owner
-  ``"connection"`` (keys ``("connection", Expiry, conn_id)``).
+  ``"connection"`` (keys ``("connection", Expiry, conn_id)``). Activity only notes the time of
+  a connection's idle timer; the timer moves to the last activity plus the idle time when it
+  comes due, so the queue sees one entry per idle period, not one per request.
 """
 
 from __future__ import annotations
