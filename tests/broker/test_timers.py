@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kafka_wire.broker.group import GroupConfig, GroupCoordinator
 from kafka_wire.broker.timers import DueTimer, TimerQueue
 
 
@@ -68,3 +69,15 @@ def test_memory_follows_live_timers_not_renewals() -> None:
     assert len(queue) == 3
     assert sum(len(heap) for heap in queue._heaps.values()) <= 2 * 3 + 64 + 1
     assert [d.key for d in _drain(queue, 11_000)] == [("connection", 1), ("connection", 2), ("connection", 0)]
+
+
+def test_the_group_coordinator_keeps_its_timers_in_the_queue_it_is_given() -> None:
+    queue = TimerQueue()
+    queue.schedule(("connection", 1), 10)
+    coordinator = GroupCoordinator(GroupConfig(offsets_retention_check_interval_ms=5_000), timers=queue)
+    assert coordinator.tick(1_000) == []
+    assert queue.next_deadline_ms("group") == 6_000 == coordinator.next_deadline_ms()
+    assert queue.next_deadline_ms() == 10  # the broker's next deadline covers both
+    coordinator.tick(6_000)  # the retention check ran and re-armed itself
+    assert queue.next_deadline_ms("group") == 11_000
+    assert ("connection", 1) in queue  # another owner's timer is left alone
