@@ -478,7 +478,7 @@ class Broker:
             deleted, self.state.deleted_topics = self.state.deleted_topics, []
             self._group_answers(self._group.topics_deleted(deleted, now_ms))
         if failed_without_answer(request, result):
-            self._closefailed_without_answer(conn_id, out)
+            self._close_failed_without_answer(conn_id, out)
             return
         if isinstance(result, Message | Spliced):
             self._respond(conn_id, request, result)
@@ -529,7 +529,7 @@ class Broker:
             self._answered(held.conn_id)
         self._held = still
         for conn_id in failed_silently:
-            self._closefailed_without_answer(conn_id, out)
+            self._close_failed_without_answer(conn_id, out)
 
     def _group_answers(self, answers: list[GroupAnswer]) -> None:
         for conn_id, request, body in answers:
@@ -561,7 +561,7 @@ class Broker:
         if self._conns.pop(conn_id, None) is not None:
             self._forget(conn_id, conn)
 
-    def _closefailed_without_answer(self, conn_id: int, out: list[Effect]) -> None:
+    def _close_failed_without_answer(self, conn_id: int, out: list[Effect]) -> None:
         """acks=0: the producer gets no answer, so Kafka closes the connection to tell it."""
         if (conn := self._conns.get(conn_id)) is not None:
             self._log.info("conn %d: closing the connection after an acks=0 produce failed", conn_id)
