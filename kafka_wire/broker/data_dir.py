@@ -28,7 +28,6 @@ from kafka_wire.broker.effects import Rename, StorageEffect
 from kafka_wire.broker.log.files import replace_atomically
 from kafka_wire.broker.metadata import (
     METADATA_FILE,
-    OFFSETS_TOPIC,
     ClusterMetadata,
     TopicInfo,
     random_uuid,
@@ -121,9 +120,7 @@ class DataDir:
                 continue  # no id, or several incarnations mixed: left to the stray check
             topic_id = ids.pop()
             indexes = {index for index, tid in partitions if tid == topic_id}
-            self.metadata.topics[name] = TopicInfo(
-                name=name, topic_id=topic_id, partitions=max(indexes) + 1, internal=name == OFFSETS_TOPIC
-            )
+            self.metadata.topics[name] = TopicInfo(name=name, topic_id=topic_id, partitions=max(indexes) + 1)
         if self.metadata.topics:
             self.warnings.append(
                 f"{METADATA_FILE} was missing: rebuilt {len(self.metadata.topics)} topic(s) from their partition "

@@ -58,7 +58,6 @@ class TopicInfo:
     partitions: int
     #: Topic config overrides, by Kafka property name.
     configs: dict[str, str] = field(default_factory=dict)
-    internal: bool = False
 
 
 @dataclass(slots=True)
@@ -67,6 +66,10 @@ class ClusterMetadata:
     node_id: int
     topics: dict[str, TopicInfo] = field(default_factory=dict)
     next_producer_id: int = FIRST_PRODUCER_ID
+    #: Topics the file marks ``"internal": false`` (the files of older kafka_wire versions had
+    #: that flag): an internal name among them was made by a client, and ``adopt`` says so. Whether
+    #: a topic is internal is decided by its name alone (``internal_topics.is_internal``).
+    marked_ordinary: set[str] = field(default_factory=set)
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
         for topic in self.topics.values():
@@ -88,8 +91,9 @@ class ClusterMetadata:
                     topic_id=uuid.UUID(str(entry["topic_id"])),
                     partitions=int(entry["partitions"]),
                     configs={str(k): str(v) for k, v in entry.get("configs", {}).items() if k not in REMOVED_CONFIGS},
-                    internal=bool(entry.get("internal", False)),
                 )
+                if entry.get("internal") is False:
+                    meta.marked_ordinary.add(topic.name)
                 if topic_name_problem(topic.name) is not None or topic.partitions < 1:
                     raise ValueError(f"topic entry {topic.name!r} with {topic.partitions} partitions")
                 meta.topics[topic.name] = topic
@@ -111,7 +115,6 @@ class ClusterMetadata:
                     "topic_id": str(t.topic_id),
                     "partitions": t.partitions,
                     "configs": dict(sorted(t.configs.items())),
-                    "internal": t.internal,
                 }
                 for t in sorted(self.topics.values(), key=lambda t: t.name)
             ],
