@@ -119,7 +119,7 @@ SHAPES: list[Any] = [
     [(b"k", b"v", [(["h"], b"x")])],
     [(b"k", b"v", [("h", "text")])],
     [(b"k", b"v", 0), (b"k", b"v", None), (b"k", b"v", ())],
-    [NewRecord(b"k", b"v", [("h", b"x"), ("h", bytearray(b"y"))], 3), (b"k",)],
+    [NewRecord(b"k", b"v", [("h", b"x"), ("h", bytearray(b"y"))], 3), (b"k",)],  # type: ignore[list-item]  # a bytearray header value on purpose
     [(b"k%d" % i, b"v", [("h", b"x")], BASE_TS + i) for i in range(20_000)],
     tuple((b"k", b"v" * (i % 300), [("h", b"x" * (i % 5))], BASE_TS + i) for i in range(700)),
 ]
