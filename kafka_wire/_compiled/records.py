@@ -491,8 +491,6 @@ def decode_records_v2(
     """
     if count * 7 > end - pos:
         raise _overfull(pos, end, count)
-    if end > len(data):
-        raise IndexError("records end past the buffer")
     out: list[Any] = [None] * count  # safe now: the bytes back the count
     keys: dict[bytes, str] = {}
     if count >= GC_PAUSE_MIN_RECORDS and gc.isenabled():
@@ -544,8 +542,6 @@ class RecordStream:
     ) -> None:
         if count * 7 > end - pos:
             raise _overfull(pos, end, count)
-        if end > len(data):
-            raise IndexError("records end past the buffer")
         self.data = data
         self.view = view
         self.start = pos
