@@ -690,7 +690,8 @@ def _header_pair(h: object) -> tuple[Any, Any]:
     """A header that is not a ``(key, value)`` tuple: a two-item sequence, or an error."""
     if isinstance(h, (list, tuple)) and len(h) == 2:
         return h[0], h[1]
-    raise EncodeError(f"a header is a (key, value) pair, not {type(h).__name__}")
+    items = f" of {len(h)} items" if isinstance(h, (list, tuple)) else ""
+    raise EncodeError(f"a header is a (key, value) pair, not a {type(h).__name__}{items}")
 
 
 def _timestamp(ts: object) -> int:
