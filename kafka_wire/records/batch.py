@@ -8,7 +8,7 @@ view keeps the caller's buffer.
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING, Final, Generic
+from typing import TYPE_CHECKING, Any, Final, Generic
 
 from kafka_wire.errors import CorruptBatchError, DecodeError, InvalidValueError
 from kafka_wire.records.compression import decompress
@@ -31,7 +31,7 @@ from kafka_wire.records.loops import decode_records_v2, iterate_records_v2
 from kafka_wire.records.record import B, Record
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
 V2_HEADER: Final = struct.Struct(">qiibIhiqqqhii")
 """The 61-byte v2 header: base offset .. record count, in wire order."""
@@ -286,15 +286,7 @@ class RecordBatch(Generic[B]):
 
     def records(self) -> list[Record[B]]:
         """Decode (and decompress) every record of the batch."""
-        data, view, pos, end, shift, note, log_append_time = self._source()
-        try:
-            records, pos = decode_records_v2(
-                data, view, pos, end, self.record_count, self.base_offset, self.base_timestamp, log_append_time
-            )
-        except (DecodeError, IndexError, UnicodeDecodeError) as e:
-            raise self._failure(e, shift, note) from None
-        if pos != end:
-            raise self._left_over(pos, end, shift, note)
+        records: list[Record[B]] = self._decode(decode_records_v2)
         return records
 
     def __iter__(self) -> Iterator[Record[B]]:
@@ -303,9 +295,17 @@ class RecordBatch(Generic[B]):
         A corrupt batch raises before the first record, in both flavours: every record is checked
         first (the compiled flavour then makes large batches' records as they are asked for).
         """
+        records: Iterator[Record[B]] = self._decode(iterate_records_v2)
+        return records
+
+    def _decode(self, loop: Callable[..., tuple[Any, int]]) -> Any:
+        """The records ``loop`` (``decode_records_v2`` or ``iterate_records_v2``) returns for this
+        batch; bad input (a ``DecodeError``, or an ``IndexError`` / ``UnicodeDecodeError`` from
+        bytes that end inside a field or a header key that is not UTF-8) raises a ``DecodeError``
+        at the batch's position."""
         data, view, pos, end, shift, note, log_append_time = self._source()
         try:
-            records, pos = iterate_records_v2(
+            records, pos = loop(
                 data, view, pos, end, self.record_count, self.base_offset, self.base_timestamp, log_append_time
             )
         except (DecodeError, IndexError, UnicodeDecodeError) as e:
