@@ -125,7 +125,7 @@ def record_fields(r: object) -> tuple[Any, Any, Any, Any]:
         t: tuple[Any, ...] = r
         n = len(t)
         if n == 4:
-            return t[0], t[1], t[2], t[3]
+            return t
         if n == 2:
             return t[0], t[1], (), None
         if n == 3:
@@ -287,6 +287,8 @@ def decode_run(
     lat = log_append_time is not None
     lat_value = 0 if log_append_time is None else log_append_time
     compiled = COMPILED
+    new = _new
+    record_cls: Any = Record
     last_raw = b""
     last_key = ""
     for i in range(index, stop):
@@ -455,7 +457,7 @@ def decode_run(
             if compiled:
                 out[i - index] = Record(offset, timestamp, key, value, headers)
             else:
-                r: Record[Any] = _new(Record)
+                r: Record[Any] = new(record_cls)
                 r.offset = offset
                 r.timestamp = timestamp
                 r.key = key
@@ -734,10 +736,10 @@ def encode_records_v2(
     for r in items:
         fields: tuple[Any, Any, Any, Any] = r if type(r) is tuple and len(r) == 4 else record_fields(r)
         key, value, headers, ts_o = fields
-        if ts_o is None:
-            ts = default_timestamp
-        elif type(ts_o) is int:
+        if type(ts_o) is int:
             ts = ts_o
+        elif ts_o is None:
+            ts = default_timestamp
         else:
             ts = _timestamp(ts_o)
         if ts > max_ts:
