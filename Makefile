@@ -25,7 +25,7 @@ install: $(STAMP)
 # then the guard checks mypyc's C for generic calls in hot functions. Without a compiler the
 # package stays pure Python. Rebuilt when the compiled sources change.
 COMPILED_STAMP := build/.compiled
-COMPILED_SOURCES := setup.py $(wildcard kafka_wire/records/*.py kafka_wire/messages_native/*.py kafka_wire/codec/*.py)
+COMPILED_SOURCES := setup.py $(wildcard kafka_wire/_compiled/*.py kafka_wire/messages_native/*.py kafka_wire/codec/*.py)
 $(COMPILED_STAMP): $(STAMP) $(COMPILED_SOURCES)
 	@if command -v "$${CC:-cc}" >/dev/null 2>&1; then \
 		echo "compiling the mypyc flavour (see README: minutes)"; \
