@@ -1,4 +1,4 @@
-"""Build hook: compile the mypyc flavour when ``KAFKA_WIRE_COMPILE=1`` (see docs/compiled.md).
+"""Build hook: compile the mypyc flavour when ``KAFKA_WIRE_COMPILE=1`` (see docs/internals/compiled.md).
 
 Without the variable this installs pure Python. With it, the modules in ``COMPILED`` are compiled
 by mypyc (``mypy`` must be importable by the build: ``pip install --no-build-isolation`` from an
@@ -14,8 +14,9 @@ from setuptools import setup
 
 HERE = Path(__file__).resolve().parent
 
-RECORDS = ["kafka_wire/records/_hot_native.py", "kafka_wire/records/_record_native.py"]
-#: The message classes' bases (one source, run as Python when not built: kafka_wire.codec.structs).
+#: The records hot loops and ``Record``: one source that also runs as Python (kafka_wire.records.loops).
+RECORDS = ["kafka_wire/_compiled/records.py"]
+#: The message classes' bases: one source that also runs as Python (kafka_wire.codec.structs).
 BASES = ["kafka_wire/_compiled/base.py"]
 #: The message codec's mypyc flavour: the hot message modules only (kafka_wire.codegen.generate's
 #: COMPILED_MODULES), generated into kafka_wire/_compiled/messages.
@@ -34,10 +35,9 @@ if os.environ.get("KAFKA_WIRE_COMPILE") == "1":
         COMPILED,
         opt_level=os.environ.get("KAFKA_WIRE_MYPYC_OPT", "1"),
         multi_file=False,
-        # The records modules share one library (the hot loops build the native Record); every
-        # message module is its own extension, so the C compiler runs in parallel (below) and the
+        # Every module is its own extension, so the C compiler runs in parallel (below) and the
         # guard (tools/check_mypyc_c.py) finds each module's C as build/**/__native_<module>.c.
-        separate=[(RECORDS, "kafka_wire.records._native")],
+        separate=True,
     )
 
 setup(

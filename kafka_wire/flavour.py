@@ -3,13 +3,14 @@
 One rule for the records loops and the message codec: a compiled module is used when it was
 built (its spec points at an extension, not a ``.py`` file), it loads, and ``KAFKA_WIRE_PURE`` is
 unset. An uncompiled ``.py`` twin is never used: its source is written for mypyc and runs slower
-than the pure flavour. See ``docs/compiled.md``.
+than the pure flavour. A module whose one source both runs and compiles (the records loops) is
+loaded from that source when its extension is not to be used (:func:`source_module`). See
+``docs/internals/compiled.md``.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from importlib import import_module
 from importlib.util import find_spec, module_from_spec, spec_from_file_location
 from pathlib import Path
@@ -42,26 +43,35 @@ def compiled_module(name: str) -> ModuleType | None:
         return None
 
 
-def load(name: str) -> ModuleType:
-    """Module ``name`` from one source that runs as Python and compiles: its extension when
-    :func:`compiled_module` gives it, else its ``.py`` file (loaded explicitly when an extension
-    beside it would shadow it, as under ``KAFKA_WIRE_PURE``)."""
-    module = sys.modules.get(name) or compiled_module(name)
-    if module is not None:
-        return module
-    spec = find_spec(name)
-    if spec is None or spec.origin is None:
-        raise ImportError(f"no module named {name!r}", name=name)
-    if spec.origin.endswith(".py"):
+def source_module(name: str) -> ModuleType:
+    """Module ``name`` run from its ``.py`` source, even when its compiled extension is built.
+
+    For a module whose one source is also what mypyc compiles: Python's import system prefers
+    the extension, so with it built the source is loaded explicitly, as a module of its own
+    that is not entered in ``sys.modules`` (one per name: later calls return the same module).
+    Without an extension this is the ordinary import.
+    """
+    if not _has_extension(name):
         return import_module(name)
-    source = spec_from_file_location(name, Path(spec.origin).with_name(name.rpartition(".")[2] + ".py"))
-    if source is None or source.loader is None:  # pragma: no cover - an extension without its source
-        raise ImportError(f"no source for {name!r}", name=name)
-    module = module_from_spec(source)
-    sys.modules[name] = module
+    if name not in _SOURCE_MODULES:
+        package, _, leaf = name.rpartition(".")
+        path = Path(import_module(package).__file__ or "").with_name(f"{leaf}.py")
+        spec = spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"no Python source for {name} at {path}", name=name)
+        module = module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _SOURCE_MODULES[name] = module
+    return _SOURCE_MODULES[name]
+
+
+_SOURCE_MODULES: dict[str, ModuleType] = {}
+
+
+def _has_extension(name: str) -> bool:
+    """Module ``name`` resolves to a built extension (whatever ``KAFKA_WIRE_PURE`` says)."""
     try:
-        source.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    return module
+        spec = find_spec(name)
+    except ImportError:
+        return False
+    return spec is not None and spec.origin is not None and not spec.origin.endswith(".py")

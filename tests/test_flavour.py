@@ -16,19 +16,19 @@ from pathlib import Path
 import kafka_wire
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import CreateTopicsRequest, MetadataResponse
-from kafka_wire.records import _hot
+from kafka_wire.records import loops
 from tools.build_backend import MYPYC
 
 PACKAGE = Path(kafka_wire.__file__).parent
 
 
 def _active() -> dict[str, bool]:
-    return {"records": _hot.NATIVE is not None, "messages": bool(MetadataResponse._native_decoders)}
+    return {"records": loops.COMPILED, "messages": bool(MetadataResponse._native_decoders)}
 
 
 def _built() -> dict[str, bool]:
     return {
-        "records": any(PACKAGE.glob("records/_hot_native.*.so")),
+        "records": any(PACKAGE.glob("_compiled/records.*.so")),
         "messages": any(PACKAGE.glob("_compiled/messages/metadata.*.so")),
     }
 

@@ -179,8 +179,9 @@ def struct_repr(x: Any) -> str:
     return f"{type(x).__name__}({', '.join(parts)})"
 
 
-# The module functions below run the pure functions only: the compiled flavour's classes try their
-# compiled function first (kafka_wire.codec.native_base) and call these when it fails.
+# The module functions below are the slow path of ``Struct.encode`` / ``decode`` (kafka_wire._compiled.base):
+# the class's pure function, then the interpreter, which reports the precise error (and, for a
+# compiled class whose compiled function failed, decides directly).
 
 
 def encode_message(msg: Any, version: int) -> bytes:

@@ -2,19 +2,20 @@
 
 They come from one source, :mod:`kafka_wire._compiled.base`, chosen here once: its mypyc-compiled
 extension when it is built and ``KAFKA_WIRE_PURE`` is unset, else the same file as Python
-(:func:`kafka_wire.flavour.load`). Both flavours' generated classes derive from them.
+(:mod:`kafka_wire.flavour`). Both flavours' generated classes derive from them.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from kafka_wire.flavour import load
+from kafka_wire.flavour import compiled_module, source_module
 
 if TYPE_CHECKING:
     from kafka_wire._compiled.base import Message, Struct
 else:
-    _base = load("kafka_wire._compiled.base")
+    _NAME = "kafka_wire._compiled.base"
+    _base = compiled_module(_NAME) or source_module(_NAME)
     Struct = _base.Struct
     Message = _base.Message
 

@@ -246,6 +246,7 @@ class NativeModuleEmitter(ModuleEmitter):
             if s.fields:
                 w.line()
             self.emit_init(w, s, {f.py_name: "Any" for f in s.fields}, "Any")
+            self.emit_response_class(w, msg, s)
 
     # ----------------------------------------------------------------- module
     def emit_constants(self, w: SourceWriter) -> None:

@@ -109,8 +109,19 @@ def nondefault_check(field: Field, value: str, classes: dict[str, str]) -> str:
     return f"{value} != {lit}"
 
 
+def response_class_name(msg: Message, messages: list[Message]) -> str | None:
+    """The class name of a request's response (generated in the same module), else None."""
+    if msg.kind != "request":
+        return None
+    for other in messages:
+        if other.kind == "response" and other.api_key == msg.api_key:
+            return other.root.class_name
+    raise ValueError(f"{msg.name}: no response message in its module")
+
+
 #: Names that both flavours' generated code uses, and where they are imported from.
 COMMON_SYMBOLS: dict[str, tuple[str, str]] = {
+    "builtins": ("builtins", ""),  # ``import builtins``
     **names_from("uuid", "UUID"),
     **names_from("kafka_wire.codec.runtime", "FieldSpec"),
     **names_from("kafka_wire.codec.runtime", "class_data", "invalid", "truncated", "uuid_from_bytes", "write_tagged", private=True),
@@ -288,6 +299,7 @@ class ModuleEmitter:
             if s.fields:
                 w.line()
             self.emit_init(w, s, {f.py_name: py_type(f, self.msg_classes) for f in s.fields}, "TaggedFields")
+            self.emit_response_class(w, msg, s)
 
     def emit_init(self, w: SourceWriter, s: Struct, types: dict[str, str], tags_type: str) -> None:
         """The keyword-only constructor (both flavours' classes): ``types`` are the annotations."""
@@ -305,6 +317,18 @@ class ModuleEmitter:
                 else:
                     w.line(f"self.{f.py_name} = {f.py_name}")
             w.line("self.unknown_tagged_fields = unknown_tagged_fields")
+
+    def emit_response_class(self, w: SourceWriter, msg: Message, s: Struct) -> None:
+        """A request class's ``response_class()`` (both flavours): the type-level link to its
+        response (``kafka_wire.codec.request_for``). A field called ``type`` hides the builtin in the
+        class body, so the annotation then names ``builtins.type``."""
+        response = response_class_name(msg, self.messages) if s is msg.root else None
+        if response is None:
+            return
+        shadowed = any(f.py_name == "type" for f in s.fields)
+        w.line()
+        with w.block(f"def response_class(self) -> {'builtins.' if shadowed else ''}type[{response}]:"):
+            w.line(f"return {response}")
 
     def decoder_default(self, msg: Message, f: Field) -> str:
         """``fresh_default``, except that a struct default is made by ``_fresh_<Class>()``, which
@@ -933,7 +957,7 @@ class ModuleEmitter:
         names = sorted(s.class_name for m in self.messages for s in m.all_structs())
         w.line()
         w.line()
-        w.line("# The compiled flavour (docs/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.")
+        w.line("# The compiled flavour (docs/internals/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.")
         with w.block(f"if not TYPE_CHECKING and compiled_module({self.compiled_module!r}) is not None:"):
             w.line(f"from {self.compiled_module} import (")
             for name in names:

@@ -8,14 +8,15 @@ from contextlib import contextmanager
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 #: Standard-library modules that generated code imports from (the rest is third party or ours).
-_STDLIB = frozenset({"__future__", "struct", "typing", "uuid"})
+_STDLIB = frozenset({"__future__", "builtins", "struct", "typing", "uuid"})
 
 
 class Imports:
     """The imports of one generated module, collected as its lines are written.
 
     ``symbols`` maps each name that generated code may use to the ``(module, name)`` it is
-    imported as (``{"_invalid": ("kafka_wire.codec.runtime", "invalid")}``); every line written
+    imported as (``{"_invalid": ("kafka_wire.codec.runtime", "invalid")}``; an empty name imports the
+    module itself: ``{"builtins": ("builtins", "")}``); every line written
     through a :class:`SourceWriter` that shares this set adds the symbols it mentions.
     """
 
@@ -35,6 +36,9 @@ class Imports:
         sections: list[list[str]] = [[], [], []]
         for module in sorted(by_module):
             section = 0 if module.split(".")[0] in _STDLIB else 2 if module.startswith("kafka_wire") else 1
+            if self.symbols[by_module[module][0]][1] == "":
+                sections[section].insert(0, f"import {module}")  # isort: ``import x`` before ``from``
+                continue
             plain = sorted((n for n in by_module[module] if self.symbols[n][1] == n), key=_isort_key)
             aliased = sorted((n for n in by_module[module] if self.symbols[n][1] != n), key=lambda n: _isort_key(self.symbols[n][1]))
             lines = sections[section]

@@ -48,6 +48,9 @@ class ApiVersionsRequest(Message):
         self.node_id = node_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ApiVersionsResponse]:
+        return ApiVersionsResponse
+
 
 class ApiVersionsResponseApiVersion(Struct):
     __slots__ = ('api_key', 'min_version', 'max_version')
@@ -936,7 +939,7 @@ _class_data(ApiVersionsResponse, (
 )
 
 
-# The compiled flavour (docs/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
+# The compiled flavour (docs/internals/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
 if not TYPE_CHECKING and compiled_module('kafka_wire._compiled.messages.api_versions') is not None:
     from kafka_wire._compiled.messages.api_versions import (
         ApiVersionsRequest,

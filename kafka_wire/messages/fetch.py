@@ -164,6 +164,9 @@ class FetchRequest(Message):
         self.rack_id = rack_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[FetchResponse]:
+        return FetchResponse
+
 
 class FetchResponseEpochEndOffset(Struct):
     __slots__ = ('epoch', 'end_offset')
@@ -4656,7 +4659,7 @@ _class_data(FetchResponse, (
 )
 
 
-# The compiled flavour (docs/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
+# The compiled flavour (docs/internals/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
 if not TYPE_CHECKING and compiled_module('kafka_wire._compiled.messages.fetch') is not None:
     from kafka_wire._compiled.messages.fetch import (
         FetchRequest,

@@ -46,6 +46,9 @@ class FindCoordinatorRequest(Message):
         self.coordinator_keys = [] if coordinator_keys is FRESH else coordinator_keys
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[FindCoordinatorResponse]:
+        return FindCoordinatorResponse
+
 
 class FindCoordinatorResponseCoordinator(Struct):
     __slots__ = ('key', 'node_id', 'host', 'port', 'error_code', 'error_message')
@@ -871,7 +874,7 @@ _class_data(FindCoordinatorResponse, (
 )
 
 
-# The compiled flavour (docs/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
+# The compiled flavour (docs/internals/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
 if not TYPE_CHECKING and compiled_module('kafka_wire._compiled.messages.find_coordinator') is not None:
     from kafka_wire._compiled.messages.find_coordinator import (
         FindCoordinatorRequest,

@@ -44,6 +44,9 @@ class HeartbeatRequest(Message):
         self.group_instance_id = group_instance_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[HeartbeatResponse]:
+        return HeartbeatResponse
+
 
 class HeartbeatResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code')
@@ -390,7 +393,7 @@ _class_data(HeartbeatResponse, (
 )
 
 
-# The compiled flavour (docs/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
+# The compiled flavour (docs/internals/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
 if not TYPE_CHECKING and compiled_module('kafka_wire._compiled.messages.heartbeat') is not None:
     from kafka_wire._compiled.messages.heartbeat import (
         HeartbeatRequest,

@@ -71,6 +71,9 @@ class JoinGroupRequest(Message):
         self.reason = reason
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[JoinGroupResponse]:
+        return JoinGroupResponse
+
 
 class JoinGroupResponseMember(Struct):
     __slots__ = ('member_id', 'group_instance_id', 'metadata')
@@ -2732,7 +2735,7 @@ _class_data(JoinGroupResponse, (
 )
 
 
-# The compiled flavour (docs/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
+# The compiled flavour (docs/internals/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
 if not TYPE_CHECKING and compiled_module('kafka_wire._compiled.messages.join_group') is not None:
     from kafka_wire._compiled.messages.join_group import (
         JoinGroupRequest,

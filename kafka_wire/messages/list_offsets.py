@@ -85,6 +85,9 @@ class ListOffsetsRequest(Message):
         self.timeout_ms = timeout_ms
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ListOffsetsResponse]:
+        return ListOffsetsResponse
+
 
 class ListOffsetsResponsePartitionResponse(Struct):
     __slots__ = ('partition_index', 'error_code', 'timestamp', 'offset', 'leader_epoch', 'old_style_offsets')
@@ -1466,7 +1469,7 @@ _class_data(ListOffsetsResponse, (
 )
 
 
-# The compiled flavour (docs/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
+# The compiled flavour (docs/internals/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
 if not TYPE_CHECKING and compiled_module('kafka_wire._compiled.messages.list_offsets') is not None:
     from kafka_wire._compiled.messages.list_offsets import (
         ListOffsetsRequest,

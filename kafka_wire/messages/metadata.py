@@ -79,6 +79,9 @@ class MetadataRequest(Message):
         self.include_topic_authorized_operations = include_topic_authorized_operations
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[MetadataResponse]:
+        return MetadataResponse
+
 
 class MetadataResponseBroker(Struct):
     __slots__ = ('node_id', 'host', 'port', 'rack')
@@ -4496,7 +4499,7 @@ _class_data(MetadataResponse, (
 )
 
 
-# The compiled flavour (docs/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
+# The compiled flavour (docs/internals/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
 if not TYPE_CHECKING and compiled_module('kafka_wire._compiled.messages.metadata') is not None:
     from kafka_wire._compiled.messages.metadata import (
         MetadataRequest,

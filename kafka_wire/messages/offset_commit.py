@@ -94,6 +94,9 @@ class OffsetCommitRequest(Message):
         self.topics = [] if topics is FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[OffsetCommitResponse]:
+        return OffsetCommitResponse
+
 
 class OffsetCommitResponsePartition(Struct):
     __slots__ = ('partition_index', 'error_code')
@@ -2128,7 +2131,7 @@ _class_data(OffsetCommitResponse, (
 )
 
 
-# The compiled flavour (docs/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
+# The compiled flavour (docs/internals/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
 if not TYPE_CHECKING and compiled_module('kafka_wire._compiled.messages.offset_commit') is not None:
     from kafka_wire._compiled.messages.offset_commit import (
         OffsetCommitRequest,

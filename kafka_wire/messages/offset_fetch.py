@@ -106,6 +106,9 @@ class OffsetFetchRequest(Message):
         self.require_stable = require_stable
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[OffsetFetchResponse]:
+        return OffsetFetchResponse
+
 
 class OffsetFetchResponsePartitions(Struct):
     __slots__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'metadata', 'error_code')
@@ -3178,7 +3181,7 @@ _class_data(OffsetFetchResponse, (
 )
 
 
-# The compiled flavour (docs/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
+# The compiled flavour (docs/internals/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
 if not TYPE_CHECKING and compiled_module('kafka_wire._compiled.messages.offset_fetch') is not None:
     from kafka_wire._compiled.messages.offset_fetch import (
         OffsetFetchRequest,

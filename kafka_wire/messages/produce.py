@@ -83,6 +83,9 @@ class ProduceRequest(Message):
         self.topic_data = [] if topic_data is FRESH else topic_data
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ProduceResponse]:
+        return ProduceResponse
+
 
 class ProduceResponseBatchIndexAndErrorMessage(Struct):
     __slots__ = ('batch_index', 'batch_index_error_message')
@@ -2693,7 +2696,7 @@ _class_data(ProduceResponse, (
 )
 
 
-# The compiled flavour (docs/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
+# The compiled flavour (docs/internals/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
 if not TYPE_CHECKING and compiled_module('kafka_wire._compiled.messages.produce') is not None:
     from kafka_wire._compiled.messages.produce import (
         ProduceRequest,

@@ -91,7 +91,7 @@ _class_data(ResponseHeader, (
 )
 
 
-# The compiled flavour (docs/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
+# The compiled flavour (docs/internals/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
 if not TYPE_CHECKING and compiled_module('kafka_wire._compiled.messages.response_header') is not None:
     from kafka_wire._compiled.messages.response_header import (
         ResponseHeader,

@@ -64,6 +64,9 @@ class SyncGroupRequest(Message):
         self.assignments = [] if assignments is FRESH else assignments
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[SyncGroupResponse]:
+        return SyncGroupResponse
+
 
 class SyncGroupResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'protocol_type', 'protocol_name', 'assignment')
@@ -1251,7 +1254,7 @@ _class_data(SyncGroupResponse, (
 )
 
 
-# The compiled flavour (docs/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
+# The compiled flavour (docs/internals/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
 if not TYPE_CHECKING and compiled_module('kafka_wire._compiled.messages.sync_group') is not None:
     from kafka_wire._compiled.messages.sync_group import (
         SyncGroupRequest,

@@ -7,6 +7,7 @@ raises LocalProtocolError and leaves the connection in ERROR, where every later 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar
 
 import pytest
 from hypothesis import strategies as st
@@ -33,7 +34,7 @@ from kafka_wire.protocol import (
     api_versions_response,
 )
 
-VERSIONS = {ApiKey.API_VERSIONS: (0, 3), ApiKey.METADATA: (0, 12), ApiKey.PRODUCE: (3, 9)}
+VERSIONS: dict[int, tuple[int, int]] = {ApiKey.API_VERSIONS: (0, 3), ApiKey.METADATA: (0, 12), ApiKey.PRODUCE: (3, 9)}
 
 
 class _EchoClient:
@@ -158,7 +159,10 @@ def test_send_is_legal_only_in_open_states(state: ServerState) -> None:
         conn.send(response)
 
 
-def _guarded(conn: ClientConnection | ServerConnection, legal: bool, call: Callable[[], object]) -> object:
+T = TypeVar("T")
+
+
+def _guarded(conn: ClientConnection | ServerConnection, legal: bool, call: Callable[[], T]) -> T | None:
     """Run ``call``; check it fails with LocalProtocolError exactly when it is illegal."""
     try:
         result = call()

@@ -146,6 +146,9 @@ class ApiVersionsRequest(Message):
         self.node_id = node_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ApiVersionsResponse]:
+        return ApiVersionsResponse
+
 
 class ApiVersionsResponseApiVersion(Struct):
     api_key: Any

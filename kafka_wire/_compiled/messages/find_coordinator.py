@@ -136,6 +136,9 @@ class FindCoordinatorRequest(Message):
         self.coordinator_keys = [] if coordinator_keys is FRESH else coordinator_keys
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[FindCoordinatorResponse]:
+        return FindCoordinatorResponse
+
 
 class FindCoordinatorResponseCoordinator(Struct):
     key: Any

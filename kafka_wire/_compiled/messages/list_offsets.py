@@ -172,6 +172,9 @@ class ListOffsetsRequest(Message):
         self.timeout_ms = timeout_ms
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ListOffsetsResponse]:
+        return ListOffsetsResponse
+
 
 class ListOffsetsResponsePartitionResponse(Struct):
     partition_index: Any

@@ -180,6 +180,9 @@ class OffsetCommitRequest(Message):
         self.topics = [] if topics is FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[OffsetCommitResponse]:
+        return OffsetCommitResponse
+
 
 class OffsetCommitResponsePartition(Struct):
     partition_index: Any

@@ -184,6 +184,9 @@ class OffsetFetchRequest(Message):
         self.require_stable = require_stable
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[OffsetFetchResponse]:
+        return OffsetFetchResponse
+
 
 class OffsetFetchResponsePartitions(Struct):
     partition_index: Any

@@ -154,6 +154,9 @@ class SyncGroupRequest(Message):
         self.assignments = [] if assignments is FRESH else assignments
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[SyncGroupResponse]:
+        return SyncGroupResponse
+
 
 class SyncGroupResponse(Message):
     throttle_time_ms: Any
