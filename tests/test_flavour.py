@@ -56,4 +56,6 @@ def test_one_set_of_bases_for_both_flavours() -> None:
     assert isinstance(MetadataResponse(), Message) and isinstance(CreateTopicsRequest(), Message)
     assert not CreateTopicsRequest._native_decoders  # not a hot module: it runs as Python
     base_file = Path(sys.modules[Message.__module__].__file__ or "")
-    assert base_file.suffix == (".py" if os.environ.get("KAFKA_WIRE_PURE") or not _built()["messages"] else ".so")
+    assert base_file.suffix == (
+        ".py" if os.environ.get("KAFKA_WIRE_PURE") or not _built()["messages"] else ".so"
+    )

@@ -83,9 +83,12 @@ def main(argv: list[str]) -> int:
     if any(code != NOTHING_SELECTED for code in codes.values()):  # argv may choose tests of one kind only
         codes = {run: 0 if code == NOTHING_SELECTED else code for run, code in codes.items()}
     elapsed = time.monotonic() - started
-    summary = ", ".join(f"{flavour}: {'passed' if code == 0 else f'FAILED (exit {code})'}" for flavour, code in codes.items())
+    summary = ", ".join(
+        f"{flavour}: {'passed' if code == 0 else f'FAILED (exit {code})'}" for flavour, code in codes.items()
+    )
     print(f"test_flavours: {summary} in {elapsed:.0f} s")
     return 0 if all(code == 0 for code in codes.values()) else 1
+
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

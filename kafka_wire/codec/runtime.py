@@ -75,7 +75,9 @@ _ARRAY_CHARS = "?bhiqHId"
 #: ``ARRAY_STRUCTS[c][n]`` reads or writes ``n`` values of struct code ``c``.
 ARRAY_STRUCTS: Final = {c: tuple(struct.Struct(f">{n}{c}") for n in range(SMALL_ARRAY)) for c in _ARRAY_CHARS}
 #: ``COUNTED_ARRAY_STRUCTS[c][n]`` writes an int32 count and then ``n`` values of code ``c``.
-COUNTED_ARRAY_STRUCTS: Final = {c: tuple(struct.Struct(f">i{n}{c}") for n in range(SMALL_ARRAY)) for c in _ARRAY_CHARS}
+COUNTED_ARRAY_STRUCTS: Final = {
+    c: tuple(struct.Struct(f">i{n}{c}") for n in range(SMALL_ARRAY)) for c in _ARRAY_CHARS
+}
 
 #: Default of array and struct parameters: the constructor builds a new empty list or struct.
 FRESH: Final[Any] = _Fresh()
@@ -216,7 +218,10 @@ def decode_message(cls: Any, buf: bytes | bytearray | memoryview, version: int, 
     msg, end = decode_message_from(cls, data, 0, version)
     if strict and end != len(data):
         raise InvalidValueError(
-            f"{len(data) - end} bytes left after the message", offset=end, version=version, message=cls.__name__
+            f"{len(data) - end} bytes left after the message",
+            offset=end,
+            version=version,
+            message=cls.__name__,
         )
     return msg
 
@@ -281,7 +286,9 @@ def _fast_uuid_works() -> bool:
         fast, slow = _uuid_from_bytes_fast(raw), UUID(bytes=raw)
     except (AttributeError, TypeError):  # pragma: no cover - a CPython that stores UUIDs differently
         return False
-    return fast == slow and hash(fast) == hash(slow) and fast.is_safe is slow.is_safe and str(fast) == str(slow)
+    return (
+        fast == slow and hash(fast) == hash(slow) and fast.is_safe is slow.is_safe and str(fast) == str(slow)
+    )
 
 
 _make_uuid: Final = _uuid_from_bytes_fast if _fast_uuid_works() else _uuid_from_bytes_slow

@@ -207,7 +207,9 @@ class NativeModuleEmitter(ModuleEmitter):
                         value = f"d_{f.py_name}"
                         w.line(f"{value}: {NUMBER_TYPES[f.type.kind]} = o.{f.py_name}")
                     with w.block(f"if {nondefault_check(f, value, self.msg_classes)}:"):
-                        w.line(f"raise FieldNotInVersionError('non-default {f.name} cannot be written', version={v})")
+                        w.line(
+                            f"raise FieldNotInVersionError('non-default {f.name} cannot be written', version={v})"
+                        )
             for f in s.fields:
                 if not f.present(v) or f.is_tagged(v):
                     continue

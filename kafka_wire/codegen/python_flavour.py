@@ -23,7 +23,16 @@ from kafka_wire.codegen.writer import Imports, SourceWriter, names_from
 from kafka_wire.errors import SchemaError
 from kafka_wire.schema.model import FIXED_WIDTH, Field, Message, Struct
 
-ARRAY_NAMES: dict[str, str] = {"?": "bool", "b": "i8", "h": "i16", "i": "i32", "q": "i64", "H": "u16", "I": "u32", "d": "f64"}
+ARRAY_NAMES: dict[str, str] = {
+    "?": "bool",
+    "b": "i8",
+    "h": "i16",
+    "i": "i32",
+    "q": "i64",
+    "H": "u16",
+    "I": "u32",
+    "d": "f64",
+}
 STRUCT_CHARS: dict[str, str] = {
     "bool": "?", "int8": "b", "int16": "h", "int32": "i", "int64": "q",
     "uint16": "H", "uint32": "I", "float64": "d", "uuid": "16s",
@@ -124,7 +133,15 @@ COMMON_SYMBOLS: dict[str, tuple[str, str]] = {
     "builtins": ("builtins", ""),  # ``import builtins``
     **names_from("uuid", "UUID"),
     **names_from("kafka_wire.codec.runtime", "FieldSpec"),
-    **names_from("kafka_wire.codec.runtime", "class_data", "invalid", "truncated", "uuid_from_bytes", "write_tagged", private=True),
+    **names_from(
+        "kafka_wire.codec.runtime",
+        "class_data",
+        "invalid",
+        "truncated",
+        "uuid_from_bytes",
+        "write_tagged",
+        private=True,
+    ),
     **names_from("kafka_wire.codec.versions", "VersionSet"),
     **names_from("kafka_wire.errors", "EncodeError", "FieldNotInVersionError", "ValueOutOfRangeError"),
 }
@@ -187,7 +204,9 @@ class Layout:
 class ModuleEmitter:
     """Emits one generated module holding one or more messages."""
 
-    def __init__(self, messages: list[Message], banner: list[str], public_module: str, compiled_module: str | None) -> None:
+    def __init__(
+        self, messages: list[Message], banner: list[str], public_module: str, compiled_module: str | None
+    ) -> None:
         self.messages = messages
         #: this module's name, and its compiled twin's when that is built (``kafka_wire._compiled``)
         self.public_module = public_module
@@ -373,9 +392,7 @@ class ModuleEmitter:
 
         present = tuple(fkey(f) for f in s.fields if f.present(v) and not f.is_tagged(v))
         tagged = tuple(fkey(f) for f in s.fields if f.present(v) and f.is_tagged(v))
-        absent = tuple(
-            (f.py_name, f.ignorable) for f in s.fields if not f.present(v) or f.is_tagged(v)
-        )
+        absent = tuple((f.py_name, f.ignorable) for f in s.fields if not f.present(v) or f.is_tagged(v))
         known_tags = tuple(sorted({f.tag for f in s.fields if f.tag is not None}))
         return (v in msg.flexible, present, tagged, absent, known_tags)
 
@@ -472,7 +489,11 @@ class ModuleEmitter:
                 ek = f.type.element.kind
                 if ek not in STRUCT_CHARS or ek == "uuid":
                     return False
-            elif kind not in STRUCT_CHARS and kind not in ("string", "bytes") and not (decode and kind == "records"):
+            elif (
+                kind not in STRUCT_CHARS
+                and kind not in ("string", "bytes")
+                and not (decode and kind == "records")
+            ):
                 return False
         return True
 
@@ -545,7 +566,9 @@ class ModuleEmitter:
     def read_child(self, w: SourceWriter, fn: str, f: Field, target: str) -> None:
         w.line(f"{target}, pos = {fn}(buf, pos)")
 
-    def read_array_body(self, w: SourceWriter, msg: Message, f: Field, v: int, target: str, flexible: bool) -> None:
+    def read_array_body(
+        self, w: SourceWriter, msg: Message, f: Field, v: int, target: str, flexible: bool
+    ) -> None:
         """The elements of array ``f`` (its count, not null, is in ``n``) into ``target``."""
         elem = f.type.element
         assert elem is not None
@@ -553,7 +576,9 @@ class ModuleEmitter:
         p = self.local_prefix + f.py_name
         if ek in FIXED_WIDTH and ek != "uuid" and self.read_number_array(w, f, target):
             return
-        with w.block(f"if n * {FIXED_WIDTH[ek]} > blen - pos:" if ek in FIXED_WIDTH else "if n > blen - pos:"):
+        with w.block(
+            f"if n * {FIXED_WIDTH[ek]} > blen - pos:" if ek in FIXED_WIDTH else "if n > blen - pos:"
+        ):
             if ek in FIXED_WIDTH:
                 w.line(f"raise _truncated('{f.name}')")
             else:
@@ -567,7 +592,12 @@ class ModuleEmitter:
                 w.line(f"{append}(e_{p})")
             elif ek in ("string", "bytes"):
                 self.read_blob_element(w, f, ek, flexible, append)
-            elif ek == "struct" and child is not None and self.FLAVOUR.inline_elements and self.inlinable(msg, child, v, decode=True):
+            elif (
+                ek == "struct"
+                and child is not None
+                and self.FLAVOUR.inline_elements
+                and self.inlinable(msg, child, v, decode=True)
+            ):
                 self.decode_body(w, msg, child, v, f"e_{p}")
                 w.line(f"{append}(e_{p})")
             elif ek == "struct":
@@ -675,7 +705,9 @@ class ModuleEmitter:
         for f in s.fields:
             if not f.present(v) and not f.ignorable:
                 with w.block(f"if {nondefault_check(f, f'{obj}.{f.py_name}', self.msg_classes)}:"):
-                    w.line(f"raise FieldNotInVersionError('non-default {f.name} cannot be written', version={v})")
+                    w.line(
+                        f"raise FieldNotInVersionError('non-default {f.name} cannot be written', version={v})"
+                    )
         run: list[tuple[str, str]] = []
 
         def flush() -> None:
@@ -770,7 +802,9 @@ class ModuleEmitter:
             self.write_length(w, flexible, kind, f"len(b_{p})", out)
             w.line(self.put_bytes(out, f"b_{p}", kind))
 
-    def write_array_body(self, w: SourceWriter, msg: Message, f: Field, v: int, flexible: bool, out: str) -> None:
+    def write_array_body(
+        self, w: SourceWriter, msg: Message, f: Field, v: int, flexible: bool, out: str
+    ) -> None:
         elem = f.type.element
         assert elem is not None
         ek = elem.kind
@@ -830,7 +864,9 @@ class ModuleEmitter:
                 self.write_value(w, msg, f, v, f"{obj}.{f.py_name}", True, t, check.endswith(" is not None"))
                 w.line(f"{known}.append(({f.tag}, {self.FLAVOUR.buffer_bytes.format(t)}))")
         with w.block(f"if {obj}.unknown_tagged_fields or {known}:"):
-            w.line(f"{self.FLAVOUR.tagged_writer}({out}, {known}, {obj}.unknown_tagged_fields, frozenset({known_tags!r}))")
+            w.line(
+                f"{self.FLAVOUR.tagged_writer}({out}, {known}, {obj}.unknown_tagged_fields, frozenset({known_tags!r}))"
+            )
         with w.block("else:"):
             w.line(f"{out}.append({self.FLAVOUR.bytes[0]})")
 
@@ -898,7 +934,9 @@ class ModuleEmitter:
         elem = f.type.element.kind if f.type.element is not None else None
         struct = self.msg_classes[f.type.struct] if f.type.struct else None
         fresh = fresh_default(f, self.msg_classes)
-        override = f"VersionSet.parse({f.flexible_override.format()!r})" if f.flexible_override is not None else None
+        override = (
+            f"VersionSet.parse({f.flexible_override.format()!r})" if f.flexible_override is not None else None
+        )
         return (
             f"FieldSpec({f.py_name!r}, {f.name!r}, {f.type.kind!r}, {elem!r}, {struct}, "
             f"VersionSet.parse({f.versions.format()!r}), VersionSet.parse({f.nullable.format()!r}), {f.tag!r}, "
@@ -936,7 +974,15 @@ class ModuleEmitter:
         head.line()
         head.lines(self.imports.render())
         head.line()
-        return head.text() + constants.text() + classes.text() + self.body.text() + "\n" + self.tables.text() + ending.text()
+        return (
+            head.text()
+            + constants.text()
+            + classes.text()
+            + self.body.text()
+            + "\n"
+            + self.tables.text()
+            + ending.text()
+        )
 
     def use_message(self, msg: Message) -> None:
         """Struct name -> class name for the message being emitted."""
@@ -957,7 +1003,9 @@ class ModuleEmitter:
         names = sorted(s.class_name for m in self.messages for s in m.all_structs())
         w.line()
         w.line()
-        w.line("# The compiled flavour (docs/internals/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.")
+        w.line(
+            "# The compiled flavour (docs/internals/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set."
+        )
         with w.block(f"if not TYPE_CHECKING and compiled_module({self.compiled_module!r}) is not None:"):
             w.line(f"from {self.compiled_module} import (")
             for name in names:

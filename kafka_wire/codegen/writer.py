@@ -40,7 +40,10 @@ class Imports:
                 sections[section].insert(0, f"import {module}")  # isort: ``import x`` before ``from``
                 continue
             plain = sorted((n for n in by_module[module] if self.symbols[n][1] == n), key=_isort_key)
-            aliased = sorted((n for n in by_module[module] if self.symbols[n][1] != n), key=lambda n: _isort_key(self.symbols[n][1]))
+            aliased = sorted(
+                (n for n in by_module[module] if self.symbols[n][1] != n),
+                key=lambda n: _isort_key(self.symbols[n][1]),
+            )
             lines = sections[section]
             if plain:
                 line = f"from {module} import {', '.join(plain)}"

@@ -40,7 +40,11 @@ def test_a_broken_decoder_raises_its_own_exception(
         raise error("a bug in generated code")
 
     monkeypatch.setitem(_tables(cls)[0], 4, broken)
-    for decode in (lambda: cls.decode(data, 4), lambda: cls.decode_from(data, 0, 4), lambda: cls.decode(bytearray(data), 4)):
+    for decode in (
+        lambda: cls.decode(data, 4),
+        lambda: cls.decode_from(data, 0, 4),
+        lambda: cls.decode(bytearray(data), 4),
+    ):
         with pytest.raises(error, match="a bug in generated code"):
             decode()
 

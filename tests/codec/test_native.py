@@ -94,7 +94,9 @@ def test_compiled_flavour_state() -> None:
     compiled = sorted(m for m in COMPILED_MODULES if _compiled(m))
     if not compiled:
         pytest.skip("compiled message codec not built (make compile): every native case below is skipped")
-    assert compiled == sorted(COMPILED_MODULES), f"only {len(compiled)} of {len(COMPILED_MODULES)} modules are compiled"
+    assert compiled == sorted(COMPILED_MODULES), (
+        f"only {len(compiled)} of {len(COMPILED_MODULES)} modules are compiled"
+    )
 
 
 def _outcome(fn: Callable[[], Any]) -> Any:
