@@ -78,20 +78,20 @@ def _put_uvarint(w: BytesWriter, value: i64) -> None:
 
 def _put_i8(w: BytesWriter, value: int) -> None:
     if value < -0x80 or value > 0x7F:
-        raise ValueError("int8 out of range")
+        raise ValueOutOfRangeError("int8 out of range")
     w.append(u8(value & 0xFF))
 
 
 def _put_u16(w: BytesWriter, value: int) -> None:
     if value < 0 or value > 0xFFFF:
-        raise ValueError("uint16 out of range")
+        raise ValueOutOfRangeError("uint16 out of range")
     w.append(u8(value >> 8))
     w.append(u8(value & 0xFF))
 
 
 def _put_u32(w: BytesWriter, value: int) -> None:
     if value < 0 or value > 0xFFFFFFFF:
-        raise ValueError("uint32 out of range")
+        raise ValueOutOfRangeError("uint32 out of range")
     write_i32_be(w, value - 0x100000000 if value > 0x7FFFFFFF else value)
 
 
