@@ -197,10 +197,10 @@ def encode_message_into(msg: Any, out: bytearray, version: int) -> None:
     """``msg.encode_into(out, version)`` by the pure encoder, or by the interpreter for a class
     without one (a compiled class whose compiled encoder failed: the interpreter encodes the
     values it accepts, or raises the precise error)."""
-    from kafka_wire.codec import interp
-
     encoder = msg._encoders.get(version)
     if encoder is None:
+        from kafka_wire.codec import interp
+
         interp.encode(msg, version, out)  # UnsupportedVersionError for a version the class lacks
         return
     mark = len(out)
@@ -208,6 +208,8 @@ def encode_message_into(msg: Any, out: bytearray, version: int) -> None:
         encoder(msg, out)
     except ENCODE_FAILURES as exc:
         del out[mark:]
+        from kafka_wire.codec import interp
+
         interp.encode(msg, version, bytearray())  # raises the precise EncodeError
         raise EncodeError(f"cannot encode: {exc!r}", message=type(msg).__name__, version=version) from exc
 
@@ -239,23 +241,25 @@ def decode_message_from(cls: Any, buf: bytes, pos: int, version: int) -> tuple[A
 
 
 def _decode_pure(cls: Any, buf: bytes, pos: int, version: int) -> tuple[Any, int]:
-    from kafka_wire.codec import interp
-
-    if version not in cls.STRUCT_VERSIONS:
-        raise InvalidValueError(
-            f"no such version (valid: {cls.STRUCT_VERSIONS.format()})",
-            offset=pos,
-            version=version,
-            message=cls.__name__,
-        )
     decoder = cls._decoders.get(version)
-    if decoder is None:  # a compiled class whose compiled decoder failed: the interpreter reports
+    if decoder is None:
+        if version not in cls.STRUCT_VERSIONS:
+            raise InvalidValueError(
+                f"no such version (valid: {cls.STRUCT_VERSIONS.format()})",
+                offset=pos,
+                version=version,
+                message=cls.__name__,
+            )
+        from kafka_wire.codec import interp  # a compiled class whose compiled decoder failed
+
         result: tuple[Any, int] = interp.decode(cls, buf, pos, version)
         return result
     try:
         result = decoder(buf, pos)
         return result
     except DECODE_FAILURES as exc:
+        from kafka_wire.codec import interp
+
         interp.decode(cls, buf, pos, version)  # raises the precise DecodeError
         raise DecodeError(f"undecodable: {exc!r}", offset=pos, version=version, message=cls.__name__) from exc
 
