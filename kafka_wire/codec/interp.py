@@ -17,6 +17,7 @@ from kafka_wire.codec.runtime import (
     MAX_STRING_BYTES,
     FieldSpec,
     TaggedFields,
+    put_records,
     write_tagged,
     write_uvarint,
 )
@@ -327,7 +328,10 @@ def _encode_blob(kind: str, value: Any, flexible: bool, out: bytearray, path: Pa
             raise ValueOutOfRangeError(f"expected bytes, got {type(value).__name__}", path=path)
         data = value
     _write_length(kind, len(data), flexible, out)
-    out += data
+    if kind == "records":
+        put_records(out, data)  # an ``Output`` keeps large (or, for splicing, all) payloads aside
+    else:
+        out += data
 
 
 def _write_length(kind: str, n: int, flexible: bool, out: bytearray) -> None:

@@ -198,12 +198,19 @@ def encode_message_into(msg: Any, out: bytearray, version: int) -> None:
     without one (a compiled class whose compiled encoder failed: the interpreter encodes the
     values it accepts, or raises the precise error)."""
     encoder = msg._encoders.get(version)
+    mark = len(out)
     if encoder is None:
         from kafka_wire.codec import interp
 
-        interp.encode(msg, version, out)  # UnsupportedVersionError for a version the class lacks
+        kept = len(out.payloads or ()) if type(out) is Output else 0
+        try:
+            interp.encode(msg, version, out)  # UnsupportedVersionError for a version the class lacks
+        except BaseException:
+            del out[mark:]
+            if type(out) is Output and out.payloads:
+                del out.payloads[kept:]
+            raise
         return
-    mark = len(out)
     try:
         encoder(msg, out)
     except ENCODE_FAILURES as exc:
