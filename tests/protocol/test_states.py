@@ -1,7 +1,9 @@
 """The connection state machines: every (state, call) pair, and random call sequences.
 
-A call is legal exactly when its (state, input) pair is in the transition table; an illegal call
-raises LocalProtocolError and leaves the connection in ERROR, where every later call fails too.
+A call is legal exactly when the (state, input) pair of the event it makes is in the transition
+table; an illegal call raises LocalProtocolError and leaves the connection in ERROR, where every
+later call fails too (``close`` excepted: closing is always allowed). ``next_event`` is legal in
+every state but ERROR.
 """
 
 from __future__ import annotations
@@ -60,7 +62,35 @@ class _EchoServer:
         return b""
 
 
+def pump(client: ClientConnection, server: ServerConnection) -> None:
+    """Carry bytes both ways until neither side has anything to say."""
+    for _ in range(8):
+        server.receive_data(client.data_to_send())
+        while server.next_event() is not NEED_DATA:
+            pass
+        client.receive_data(server.data_to_send())
+        while client.next_event() is not NEED_DATA:
+            pass
+
+
+def reauthenticating_pair() -> tuple[ClientConnection, ServerConnection]:
+    """A client re-authenticating (KIP-368) and its server once it has read the new SaslHandshake."""
+    client = ClientConnection(ClientConfig(negotiate=False), sasl=_EchoClient)
+    sasl = ServerSasl(mechanisms={"TEST": _EchoServer})
+    server = ServerConnection(ServerConfig(api_versions=VERSIONS, max_reauth_ms=1000), sasl=sasl)
+    pump(client, server)
+    assert (client.state, server.state) == (ClientState.READY, ServerState.READY)
+    assert client.next_deadline_ms() == 900
+    client.handle_timer(900)
+    server.receive_data(client.data_to_send())
+    assert server.next_event() is NEED_DATA
+    assert (client.state, server.state) == (ClientState.REAUTHENTICATING, ServerState.REAUTHENTICATING)
+    return client, server
+
+
 def _client_in(state: ClientState) -> ClientConnection:
+    if state is ClientState.REAUTHENTICATING:
+        return reauthenticating_pair()[0]
     if state is ClientState.NEGOTIATING:
         return ClientConnection()
     if state is ClientState.AUTHENTICATING:
@@ -77,10 +107,9 @@ def _client_in(state: ClientState) -> ClientConnection:
 
 
 CLIENT_CALLS: dict[ClientInput, Callable[[ClientConnection], object]] = {
-    ClientInput.SEND: lambda c: c.send(MetadataRequest(), 9),
-    ClientInput.RECEIVE_DATA: lambda c: c.receive_data(b""),
-    ClientInput.RECEIVE_EOF: lambda c: c.receive_eof(),
-    ClientInput.NEXT_EVENT: lambda c: c.next_event(),
+    ClientInput.REQUEST_SENT: lambda c: c.send(MetadataRequest(), 9),
+    ClientInput.DATA_RECEIVED: lambda c: c.receive_data(b""),
+    ClientInput.EOF_RECEIVED: lambda c: c.receive_eof(),
     ClientInput.CLOSE: lambda c: c.close(),
 }
 
@@ -89,16 +118,29 @@ CLIENT_CALLS: dict[ClientInput, Callable[[ClientConnection], object]] = {
 @pytest.mark.parametrize("move", list(CLIENT_CALLS), ids=lambda m: m.name)
 def test_every_client_state_and_call(state: ClientState, move: ClientInput) -> None:
     conn = _client_in(state)
-    if (state, move) in CLIENT_TRANSITIONS:
+    if (state, move) in CLIENT_TRANSITIONS or (state, move) == (ClientState.ERROR, ClientInput.CLOSE):
         CLIENT_CALLS[move](conn)
-        assert conn.state is CLIENT_TRANSITIONS[state, move]
+        assert conn.state is CLIENT_TRANSITIONS.get((state, move), ClientState.ERROR)
     else:
         with pytest.raises(LocalProtocolError, match=f"in state {state.name}"):
             CLIENT_CALLS[move](conn)
         assert conn.state is ClientState.ERROR
 
 
+@pytest.mark.parametrize("state", list(ClientState), ids=lambda s: s.name)
+def test_client_next_event_is_legal_but_in_error(state: ClientState) -> None:
+    conn = _client_in(state)
+    if state is ClientState.ERROR:
+        with pytest.raises(LocalProtocolError, match="in state ERROR"):
+            conn.next_event()
+    else:
+        assert conn.next_event() is NEED_DATA or state is ClientState.CLOSED
+        assert conn.state is state
+
+
 def _server_in(state: ServerState) -> ServerConnection:
+    if state is ServerState.REAUTHENTICATING:
+        return reauthenticating_pair()[1]
     sasl = ServerSasl(mechanisms={"TEST": _EchoServer})
     gated = state in (ServerState.AWAITING_HANDSHAKE, ServerState.AUTHENTICATING, ServerState.AWAITING_TOKEN)
     conn = ServerConnection(ServerConfig(api_versions=VERSIONS), sasl=sasl if gated else None)
@@ -125,9 +167,8 @@ def _server_in(state: ServerState) -> ServerConnection:
 
 
 SERVER_CALLS: dict[ServerInput, Callable[[ServerConnection], object]] = {
-    ServerInput.RECEIVE_DATA: lambda c: c.receive_data(b""),
-    ServerInput.RECEIVE_EOF: lambda c: c.receive_eof(),
-    ServerInput.NEXT_EVENT: lambda c: c.next_event(),
+    ServerInput.DATA_RECEIVED: lambda c: c.receive_data(b""),
+    ServerInput.EOF_RECEIVED: lambda c: c.receive_eof(),
     ServerInput.CLOSE: lambda c: c.close(),
 }
 
@@ -136,9 +177,9 @@ SERVER_CALLS: dict[ServerInput, Callable[[ServerConnection], object]] = {
 @pytest.mark.parametrize("move", list(SERVER_CALLS), ids=lambda m: m.name)
 def test_every_server_state_and_call(state: ServerState, move: ServerInput) -> None:
     conn = _server_in(state)
-    if (state, move) in SERVER_TRANSITIONS:
+    if (state, move) in SERVER_TRANSITIONS or (state, move) == (ServerState.ERROR, ServerInput.CLOSE):
         SERVER_CALLS[move](conn)
-        assert conn.state is SERVER_TRANSITIONS[state, move]
+        assert conn.state is SERVER_TRANSITIONS.get((state, move), ServerState.ERROR)
     else:
         with pytest.raises(LocalProtocolError, match=f"in state {state.name}"):
             SERVER_CALLS[move](conn)
@@ -152,7 +193,8 @@ def test_send_is_legal_only_in_open_states(state: ServerState) -> None:
     with pytest.raises(LocalProtocolError):  # no request awaits it, so it fails either way...
         conn.send(response)
     assert conn.state is ServerState.ERROR
-    expected = "no request with correlation id 0" if (state, ServerInput.SEND) in SERVER_TRANSITIONS else "cannot send"
+    legal = (state, ServerInput.RESPONSE_SENT) in SERVER_TRANSITIONS
+    expected = "no request with correlation id 0" if legal else "allowed in state"
     conn = _server_in(state)
     with pytest.raises(LocalProtocolError, match=expected):  # ...but for the reason the table gives
         conn.send(response)
@@ -200,7 +242,7 @@ class ClientMachine(RuleBasedStateMachine):
 
     @rule(acks=st.sampled_from([0, 1]))
     def send(self, acks: int) -> None:
-        legal = self._legal(ClientInput.SEND)
+        legal = self._legal(ClientInput.REQUEST_SENT)
         request = MetadataRequest() if acks else ProduceRequest(acks=0)
         data = _guarded(self.conn, legal, lambda: self.conn.send(request))
         if isinstance(data, bytes):
@@ -211,24 +253,24 @@ class ClientMachine(RuleBasedStateMachine):
     @rule(size=st.integers(1, 64))
     def deliver(self, size: int) -> None:
         chunk, self.to_client[:size] = bytes(self.to_client[:size]), b""
-        legal = self._legal(ClientInput.RECEIVE_DATA) and not self.eof
+        legal = self._legal(ClientInput.DATA_RECEIVED) and not self.eof
         _guarded(self.conn, legal, lambda: self.conn.receive_data(chunk))
 
     @rule(junk=st.binary(min_size=1, max_size=12))
     def garbage(self, junk: bytes) -> None:
-        legal = self._legal(ClientInput.RECEIVE_DATA) and not self.eof
+        legal = self._legal(ClientInput.DATA_RECEIVED) and not self.eof
         _guarded(self.conn, legal, lambda: self.conn.receive_data(junk))
 
     @rule()
     def next_event(self) -> None:
-        event = _guarded(self.conn, self._legal(ClientInput.NEXT_EVENT), self.conn.next_event)
+        event = _guarded(self.conn, self.conn.state is not ClientState.ERROR, self.conn.next_event)
         if isinstance(event, Response):
             assert isinstance(event.body, MetadataResponse)
             self.answered.append(event.body.throttle_time_ms)
 
     @rule()
     def receive_eof(self) -> None:
-        legal = self._legal(ClientInput.RECEIVE_EOF)
+        legal = self._legal(ClientInput.EOF_RECEIVED)
         _guarded(self.conn, legal, self.conn.receive_eof)
         self.eof = self.eof or legal
 
@@ -245,7 +287,7 @@ class ClientMachine(RuleBasedStateMachine):
     @invariant()
     def error_is_final(self) -> None:
         if self.conn.state is ClientState.ERROR:
-            for call in (self.conn.next_event, self.conn.close, lambda: self.conn.receive_data(b"")):
+            for call in (self.conn.next_event, lambda: self.conn.receive_data(b"")):
                 with pytest.raises(LocalProtocolError):
                     call()
 
@@ -268,35 +310,35 @@ class ServerMachine(RuleBasedStateMachine):
     def client_sends(self, acks: int, version: int) -> None:
         request = MetadataRequest(topics=[]) if acks else ProduceRequest(acks=0)
         frame = self.client.send(request, min(version, 13) if acks else 9)
-        legal = self._legal(ServerInput.RECEIVE_DATA) and not self.eof
+        legal = self._legal(ServerInput.DATA_RECEIVED) and not self.eof
         _guarded(self.conn, legal, lambda: self.conn.receive_data(frame))
 
     @rule(junk=st.binary(min_size=1, max_size=12))
     def garbage(self, junk: bytes) -> None:
-        legal = self._legal(ServerInput.RECEIVE_DATA) and not self.eof
+        legal = self._legal(ServerInput.DATA_RECEIVED) and not self.eof
         _guarded(self.conn, legal, lambda: self.conn.receive_data(junk))
 
     @rule()
     def next_event(self) -> None:
-        event = _guarded(self.conn, self._legal(ServerInput.NEXT_EVENT), self.conn.next_event)
+        event = _guarded(self.conn, self.conn.state is not ServerState.ERROR, self.conn.next_event)
         if isinstance(event, Request) and event.expects_response:
             self.pending.append(event)
         elif isinstance(event, UnsupportedRequest):
-            self.out += _guarded(self.conn, self._legal(ServerInput.REJECT), lambda: self.conn.reject(event)) or b""
+            self.out += _guarded(self.conn, self._legal(ServerInput.RESPONSE_SENT), lambda: self.conn.reject(event)) or b""
 
     @precondition(lambda self: bool(self.pending))
     @rule(pick=st.integers(0, 100))
     def answer(self, pick: int) -> None:
         request = self.pending.pop(pick % len(self.pending))
         body = MetadataResponse(throttle_time_ms=request.correlation_id)
-        legal = self._legal(ServerInput.SEND)
+        legal = self._legal(ServerInput.RESPONSE_SENT)
         data = _guarded(self.conn, legal, lambda: self.conn.send(request.reply(body)))
         if isinstance(data, bytes):
             self.out += data
 
     @rule()
     def receive_eof(self) -> None:
-        legal = self._legal(ServerInput.RECEIVE_EOF)
+        legal = self._legal(ServerInput.EOF_RECEIVED)
         _guarded(self.conn, legal, self.conn.receive_eof)
         self.eof = self.eof or legal
 
