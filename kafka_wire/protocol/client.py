@@ -493,7 +493,11 @@ class ClientConnection:
     def close(self) -> None:
         """We are closing the connection; later sends fail. Legal in every state, ERROR included."""
         if self._machine.state is not ClientState.ERROR:
-            self._machine.move(ClientInput.CLOSE)
+            try:
+                self._machine.move(ClientInput.CLOSE)
+            except BaseException as exc:
+                self._fail(exc)
+                raise
 
     def next_event(self) -> ClientEvent | NeedData:
         """The next event, or ``NEED_DATA``.

@@ -453,7 +453,11 @@ class ServerConnection:
     def close(self) -> None:
         """The server is closing this connection. Legal in every state, ERROR included."""
         if self._machine.state is not ServerState.ERROR:
-            self._machine.move(ServerInput.CLOSE)
+            try:
+                self._machine.move(ServerInput.CLOSE)
+            except BaseException as exc:
+                self._fail(exc)
+                raise
 
     # -- time ----------------------------------------------------------------------------------
 
