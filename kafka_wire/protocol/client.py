@@ -550,7 +550,7 @@ class ClientConnection:
             return None
         deadlines = [f.deadline_ms for f in self._in_flight if f.deadline_ms is not None]
         idle = self.config.max_idle_ms
-        if idle is not None and not deadlines and not self._held:
+        if idle is not None and not self.in_flight and not self._held:
             deadlines.append(self._last_activity_ms + idle)
         if self._reauthenticate_at_ms is not None and state is ClientState.READY:
             deadlines.append(self._reauthenticate_at_ms)
