@@ -19,7 +19,7 @@ import enum
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Final, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 from kafka_wire.errors import LocalProtocolError, ProtocolError
 
@@ -49,7 +49,7 @@ class Transition(Generic[S, In]):
 
 
 #: Where transitions go: a logger (DEBUG records) or a callable.
-TransitionLogger = logging.Logger | Callable[[Transition[enum.Enum, enum.Enum]], object]
+TransitionLogger = logging.Logger | Callable[[Transition[Any, Any]], object]
 
 
 def log_transition(logger: TransitionLogger | None, transition: Transition[S, In]) -> None:
@@ -60,7 +60,7 @@ def log_transition(logger: TransitionLogger | None, transition: Transition[S, In
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug("%s", transition)
     else:
-        logger(transition)  # type: ignore[arg-type]  # Transition is covariant in practice
+        logger(transition)
 
 
 def _refusal(machine: str, state: enum.Enum, move: enum.Enum) -> str:

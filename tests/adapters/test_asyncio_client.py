@@ -1,0 +1,48 @@
+"""``KafkaClient`` over a real socket: request timeouts come from the connection's
+``handle_timer``, run by the client's loop (no ``asyncio.wait_for`` per request)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from kafka_wire.adapters.asyncio import KafkaClient, serve
+from kafka_wire.codec.runtime import Message
+from kafka_wire.errors import RequestTimeoutError, UnsupportedVersionError
+from kafka_wire.messages import ApiKey, ApiVersionsResponse, MetadataRequest, MetadataResponse
+from kafka_wire.protocol import Request, all_api_versions, api_versions_response
+
+
+async def _broker(request: Request, peer: tuple[str, int]) -> Message | None:
+    """Answers ApiVersions, and Metadata only for topic lists that are not empty."""
+    if request.api_key == ApiKey.API_VERSIONS:
+        versions = dict(all_api_versions())
+        versions.pop(ApiKey.PRODUCE)
+        return api_versions_response(versions)
+    assert isinstance(request.body, MetadataRequest)
+    if request.body.topics == []:
+        await asyncio.Event().wait()  # never answers
+    return MetadataResponse()
+
+
+def test_a_request_past_its_timeout_fails_and_closes_the_connection() -> None:
+    async def main() -> None:
+        async with await serve(_broker) as server, await KafkaClient.connect("127.0.0.1", server.port) as client:
+            assert isinstance(client.negotiated and client.negotiated.response, ApiVersionsResponse)
+            assert isinstance((await client.request(MetadataRequest(topics=None))).body, MetadataResponse)
+            with pytest.raises(UnsupportedVersionError):  # a question: the connection stays usable
+                client.connection.version_for(ApiKey.PRODUCE)
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            slow = asyncio.ensure_future(client.request(MetadataRequest(topics=[]), timeout_ms=200))
+            other = asyncio.ensure_future(client.request(MetadataRequest(topics=None), timeout_ms=10_000))
+            with pytest.raises(RequestTimeoutError):
+                await slow
+            assert 0.15 <= loop.time() - started < 5
+            with pytest.raises(TimeoutError):  # pipelined behind it: it fails with the connection
+                await other
+            with pytest.raises(ConnectionError):
+                await client.request(MetadataRequest(topics=None))
+
+    asyncio.run(asyncio.wait_for(main(), 30))
