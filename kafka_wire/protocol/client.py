@@ -373,7 +373,7 @@ class ClientConnection:
         self._live()
         try:
             self._tick(now_ms)
-            self._machine.target(ClientInput.REQUEST_SENT)
+            self._machine.move(ClientInput.REQUEST_SENT)  # a self-loop: legal or ERROR, before anything
             if request.KIND != "request" or request.API_KEY is None:
                 raise LocalProtocolError(f"send takes a request, not {type(request).__name__}")
             api_version = self.version_for(request.API_KEY) if version is None else version
@@ -383,7 +383,6 @@ class ClientConnection:
             else:
                 frame = encode_request(RequestHeader(client_id=self.config.client_id), request, api_version)
                 self._held.append(_Held(frame, request, api_version, context, timeout))
-            self._machine.move(ClientInput.REQUEST_SENT)
             return self.data_to_send()
         except BaseException as exc:
             self._fail(exc)
@@ -532,7 +531,8 @@ class ClientConnection:
                 self._machine.move(ClientInput.PEER_CLOSED)
                 return ConnectionClosed(unanswered)
             event = self._handle_frame(frame)
-            self._write_held()
+            if self._held:
+                self._write_held()
             if event is not None:
                 return event
 

@@ -368,7 +368,7 @@ class ServerConnection:
         return taken
 
     def _slot_for(self, response: Response) -> _Slot:
-        self._machine.target(ServerInput.RESPONSE_SENT)
+        self._machine.move(ServerInput.RESPONSE_SENT)  # a self-loop: legal or ERROR, before anything
         slot = next(
             (s for s in self._slots if s.correlation_id == response.correlation_id and s.data is None), None
         )
@@ -396,7 +396,6 @@ class ServerConnection:
             header = ResponseHeader(correlation_id=slot.correlation_id)
             slot.data = (encode_response(header, response.body, slot.api_version),)
             self._owed -= 1
-            self._machine.move(ServerInput.RESPONSE_SENT)
             return self.data_to_send()
         except BaseException as exc:
             self._fail(exc)
@@ -416,7 +415,6 @@ class ServerConnection:
             )
             slot.data = tuple(p for p in parts if not (isinstance(p, bytes) and not p))
             self._owed -= 1
-            self._machine.move(ServerInput.RESPONSE_SENT)
             return self.parts_to_send()
         except BaseException as exc:
             self._fail(exc)
@@ -431,7 +429,7 @@ class ServerConnection:
         """
         self._live()
         try:
-            self._machine.target(ServerInput.RESPONSE_SENT)
+            self._machine.move(ServerInput.RESPONSE_SENT)  # a self-loop: legal or ERROR, before anything
             slot = next((s for s in self._slots if s.correlation_id == event.correlation_id and s.data is None), None)
             if slot is None or slot.request is not None:
                 raise LocalProtocolError(f"no unsupported request with correlation id {event.correlation_id} is pending")
@@ -440,7 +438,6 @@ class ServerConnection:
                 body.error_code = ErrorCode.UNSUPPORTED_VERSION
                 slot.data = (encode_response(ResponseHeader(correlation_id=event.correlation_id), body, 0),)
                 self._owed -= 1
-                self._machine.move(ServerInput.RESPONSE_SENT)
             else:
                 self._slots.remove(slot)
                 self._owed -= 1
