@@ -25,6 +25,7 @@ from kafka_wire.protocol import (
     ClientInput,
     ClientState,
     Request,
+    RequestTimedOut,
     Response,
     ServerConfig,
     ServerConnection,
@@ -35,7 +36,7 @@ from kafka_wire.protocol import (
     api_versions_response,
 )
 
-VERSIONS = {ApiKey.API_VERSIONS: (0, 3), ApiKey.METADATA: (0, 12), ApiKey.PRODUCE: (3, 9)}
+VERSIONS: dict[int, tuple[int, int]] = {ApiKey.API_VERSIONS: (0, 3), ApiKey.METADATA: (0, 12), ApiKey.PRODUCE: (3, 9)}
 
 
 class _EchoClient:
@@ -220,8 +221,10 @@ class ClientMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.conn = ClientConnection(ClientConfig(api_versions_version=3))
+        self.conn = ClientConnection(ClientConfig(api_versions_version=3, request_timeout_ms=100, max_in_flight=2))
         self.broker = ServerConnection(ServerConfig(api_versions=VERSIONS))
+        self.now = 0
+        self.timed_out = False
         self.to_client = bytearray()
         self.eof = False
         self.sent: list[int] = []
@@ -244,7 +247,7 @@ class ClientMachine(RuleBasedStateMachine):
     def send(self, acks: int) -> None:
         legal = self._legal(ClientInput.REQUEST_SENT)
         request = MetadataRequest() if acks else ProduceRequest(acks=0)
-        data = _guarded(self.conn, legal, lambda: self.conn.send(request))
+        data = _guarded(self.conn, legal, lambda: self.conn.send(request, now_ms=self.now))
         if isinstance(data, bytes):
             if acks:
                 self.sent.append(len(self.sent))
@@ -267,6 +270,19 @@ class ClientMachine(RuleBasedStateMachine):
         if isinstance(event, Response):
             assert isinstance(event.body, MetadataResponse)
             self.answered.append(event.body.throttle_time_ms)
+        elif isinstance(event, RequestTimedOut):
+            assert self.conn.state is ClientState.CLOSED
+            self.timed_out = True
+        self._pass(self.conn.data_to_send())  # held requests leave as responses arrive
+
+    @rule(elapsed=st.integers(0, 150))
+    def time_passes(self, elapsed: int) -> None:
+        self.now += elapsed
+        deadline = self.conn.next_deadline_ms()
+        legal = self.conn.state is not ClientState.ERROR
+        _guarded(self.conn, legal, lambda: self.conn.handle_timer(self.now))
+        if legal and deadline is not None and deadline <= self.now:
+            assert self.conn.state is ClientState.CLOSED  # a request timed out: the connection closed
 
     @rule()
     def receive_eof(self) -> None:
@@ -278,6 +294,11 @@ class ClientMachine(RuleBasedStateMachine):
     @rule()
     def close(self) -> None:
         _guarded(self.conn, self._legal(ClientInput.CLOSE), self.conn.close)
+
+    @invariant()
+    def in_flight_stays_within_the_limit(self) -> None:
+        users = sum(1 for f in self.conn._in_flight if f.kind.name == "USER")
+        assert users <= 2
 
     @invariant()
     def responses_arrive_in_order(self) -> None:
@@ -324,7 +345,8 @@ class ServerMachine(RuleBasedStateMachine):
         if isinstance(event, Request) and event.expects_response:
             self.pending.append(event)
         elif isinstance(event, UnsupportedRequest):
-            self.out += _guarded(self.conn, self._legal(ServerInput.RESPONSE_SENT), lambda: self.conn.reject(event)) or b""
+            data = _guarded(self.conn, self._legal(ServerInput.RESPONSE_SENT), lambda: self.conn.reject(event))
+            self.out += data if isinstance(data, bytes) else b""
 
     @precondition(lambda self: bool(self.pending))
     @rule(pick=st.integers(0, 100))
