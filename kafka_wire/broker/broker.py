@@ -152,7 +152,9 @@ class Broker:
         self._conns: dict[int, _Connection] = {}
         self._held: list[_Held] = []
         self._tokens: dict[tuple[int, int], Request] = {}
-        self._server_config = ServerConfig(api_versions=SUPPORTED, max_frame_bytes=config.max_frame_bytes)
+        self._server_config = ServerConfig(
+            api_versions=SUPPORTED, max_frame_bytes=config.max_frame_bytes, max_reauth_ms=config.connections_max_reauth_ms
+        )
         self._sasl = server_sasl(config.sasl_users, self._nonce_factory)
         self._state: BrokerState | None = None
         self._group: GroupCoordinator | None = None
@@ -276,7 +278,8 @@ class Broker:
         if refusal is not None:
             self._log_refusal(host, refusal, now_ms)
             return [CloseConnection(conn_id)]
-        self._conns[conn_id] = _Connection(ServerConnection(self._server_config, sasl=self._sasl), host)
+        server = ServerConnection(self._server_config, sasl=self._sasl, now_ms=now_ms)
+        self._conns[conn_id] = _Connection(server, host)
         self._admission.opened(host)
         self._timers.active(conn_id, now_ms)
         return []
@@ -310,7 +313,7 @@ class Broker:
             self._timers.active(conn_id, now_ms)
         self._begin_call()
         try:
-            conn.server.receive_data(data)
+            conn.server.receive_data(data, now_ms=now_ms)
             self._drain(conn_id, conn, now_ms, out)
         except ProtocolError:
             # Not Kafka, or not allowed: Kafka closes the connection. Others are unaffected.
@@ -330,6 +333,7 @@ class Broker:
         state = self.state
         assert self._group is not None
         self._expire_connections(now_ms, out)
+        self._expire_sessions(now_ms, out)
         self._apply_group(self._group.tick(now_ms), now_ms, out)
         periodic = now_ms >= self._next_maintenance_ms
         # While jobs run, ticks come one per slice: the scan over every log waits its turn.
@@ -356,6 +360,8 @@ class Broker:
         deadlines = [h.waiting.deadline_ms for h in self._held]
         if (connections := self._timers.next_deadline_ms()) is not None:
             deadlines.append(connections)
+        if self.config.connections_max_reauth_ms and self._sasl is not None:
+            deadlines += [d for c in self._conns.values() if (d := c.server.next_deadline_ms()) is not None]
         if self._group is not None and (group := self._group.next_deadline_ms()) is not None:
             deadlines.append(group)
         if self._state is not None:
@@ -515,6 +521,19 @@ class Broker:
             if expiry is not Expiry.AUTHENTICATION_FAILED:
                 self._log.info("closing connection %d from %s: %s", conn_id, conn.host or "?", expiry.value)
             self._close(conn_id, conn, out)
+
+    def _expire_sessions(self, now_ms: int, out: list[Effect]) -> None:
+        """KIP-368: close the connections whose SASL session ended without re-authentication (the
+        server connections keep the deadlines; only with ``connections.max.reauth.ms``)."""
+        if not self.config.connections_max_reauth_ms or self._sasl is None:
+            return
+        for conn_id, conn in list(self._conns.items()):
+            deadline = conn.server.next_deadline_ms()
+            if deadline is not None and deadline <= now_ms:
+                conn.server.handle_timer(now_ms)
+                if conn.server.must_close:
+                    self._log.info("closing connection %d from %s: SASL session expired", conn_id, conn.host or "?")
+                    self._close(conn_id, conn, out)
 
     def _log_refusal(self, host: str, reason: str, now_ms: int) -> None:
         """Log refused connections at WARNING: the first, then at most one line a minute."""
