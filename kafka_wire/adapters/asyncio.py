@@ -293,7 +293,7 @@ class KafkaServer:
         assert task is not None
         self._connections.add(task)
         peer = writer.get_extra_info("peername") or ("", 0)
-        conn = ServerConnection(self._config, sasl=self._sasl)
+        conn = ServerConnection(self._config, sasl=self._sasl, now_ms=_now_ms())
         handlers: set[asyncio.Task[None]] = set()
         try:
             await self._serve_connection(conn, reader, writer, (peer[0], peer[1]), handlers)
@@ -328,11 +328,17 @@ class KafkaServer:
             if event is NEED_DATA:
                 writer.write(conn.data_to_send())
                 await writer.drain()
-                data = await reader.read(_READ_CHUNK)
+                deadline = conn.next_deadline_ms()  # idle limit, KIP-368 session end
+                try:
+                    wait = None if deadline is None else max(0, deadline + 1 - _now_ms()) / 1000
+                    data = await asyncio.wait_for(reader.read(_READ_CHUNK), wait)
+                except TimeoutError:
+                    conn.handle_timer(_now_ms())
+                    continue
                 if data:
-                    conn.receive_data(data)
+                    conn.receive_data(data, now_ms=_now_ms())
                 else:
-                    conn.receive_eof()
+                    conn.receive_eof(now_ms=_now_ms())
                 continue
             if isinstance(event, Request):
                 handler = asyncio.create_task(self._answer(conn, writer, event, peer))
@@ -355,7 +361,7 @@ class KafkaServer:
         try:
             body = await self._handler(request, peer)
             if body is not None and request.expects_response:
-                writer.write(conn.send(request.reply(body)))
+                writer.write(conn.send(request.reply(body), now_ms=_now_ms()))
                 await writer.drain()
         except (KafkaWireError, OSError) as exc:
             _log.warning("handler for %s from %s failed: %s", type(request.body).__name__, peer, exc)
