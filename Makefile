@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install lint typecheck regen check-generated bench clean compile test-pure test-compiled
+.PHONY: run test install lint typecheck regen docs check-generated bench clean compile test-pure test-compiled captures
 
 # PySpark and pyarrow for tests/spark come from the `spark` extra (Spark runs on the machine's
 # JDK 17). Python peers come from the `test` extra (with the Java client's jars: pyflink/lib of
@@ -20,12 +20,12 @@ $(STAMP): pyproject.toml package.json package-lock.json
 
 install: $(STAMP)
 
-# The compiled flavour (docs/compiled.md): when a C compiler is present, mypyc compiles the modules
+# The compiled flavour (docs/internals/compiled.md): when a C compiler is present, mypyc compiles the modules
 # listed in setup.py next to their sources (minutes, on every core; see the README for the time),
 # then the guard checks mypyc's C for generic calls in hot functions. Without a compiler the
 # package stays pure Python. Rebuilt when the compiled sources change.
 COMPILED_STAMP := build/.compiled
-COMPILED_SOURCES := setup.py $(wildcard kafka_wire/records/*.py kafka_wire/messages_native/*.py kafka_wire/codec/*.py)
+COMPILED_SOURCES := setup.py $(wildcard kafka_wire/_compiled/*.py kafka_wire/messages_native/*.py kafka_wire/codec/*.py)
 $(COMPILED_STAMP): $(STAMP) $(COMPILED_SOURCES)
 	@if command -v "$${CC:-cc}" >/dev/null 2>&1; then \
 		echo "compiling the mypyc flavour (see README: minutes)"; \
@@ -47,20 +47,31 @@ run: $(STAMP) $(COMPILED_STAMP)
 	$(PY) -m compileall -q kafka_wire
 	$(VENV)/bin/kafka-wire serve --host 127.0.0.1 --port 9092 --data-dir data
 
-# The whole test suite: generated code up to date, lint, types, then pytest against both flavours
-# at once (compiled and pure Python; tools/test_flavours.py).
+# The whole test suite: generated code up to date, lint, formatting, types (mypy over the package,
+# tests, tools, bench and fuzz), then pytest against both flavours at once (compiled and pure
+# Python; tools/test_flavours.py).
 test: $(STAMP) $(COMPILED_STAMP)
 	$(PY) -m compileall -q kafka_wire
 	$(PY) -m kafka_wire.schema.importer --check
 	$(PY) -m kafka_wire.codegen --check
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(PY) tools/test_flavours.py
 
 regen: $(STAMP)
 	$(PY) -m kafka_wire.schema.importer
 	$(PY) -m kafka_wire.codegen
-	$(PY) -m kafka_wire.protocol.diagrams
+	$(PY) -m tools.docs
+
+# The generated pages of docs/reference/ (protocol coverage, state diagrams, configuration tables),
+# written from the code's own tables by tools/docs/; tests/test_docs.py checks they are current.
+docs: $(STAMP)
+	$(PY) -m tools.docs
+
+# Re-record the golden request frames of tests/data/captures from the real clients (tools/record_captures.py).
+captures: $(STAMP)
+	$(PY) tools/record_captures.py
 
 bench: $(STAMP) $(COMPILED_STAMP)
 	$(PY) bench/bench_metadata.py

@@ -1,4 +1,4 @@
-"""Build hook: compile the mypyc flavour when ``KAFKA_WIRE_COMPILE=1`` (see docs/compiled.md).
+"""Build hook: compile the mypyc flavour when ``KAFKA_WIRE_COMPILE=1`` (see docs/internals/compiled.md).
 
 Without the variable this installs pure Python. With it, the modules in ``COMPILED`` are compiled
 by mypyc (``mypy`` must be importable by the build: ``pip install --no-build-isolation`` from an
@@ -14,7 +14,8 @@ from setuptools import setup
 
 HERE = Path(__file__).resolve().parent
 
-RECORDS = ["kafka_wire/records/_hot_native.py", "kafka_wire/records/_record_native.py"]
+#: The records hot loops and ``Record``: one source that also runs as Python (kafka_wire.records.loops).
+RECORDS = ["kafka_wire/_compiled/records.py"]
 #: The native bases of the compiled message classes.
 BASES = ["kafka_wire/codec/native_base.py"]
 COMPILED = [
@@ -36,10 +37,9 @@ if os.environ.get("KAFKA_WIRE_COMPILE") == "1":
         COMPILED,
         opt_level=os.environ.get("KAFKA_WIRE_MYPYC_OPT", "1"),
         multi_file=False,
-        # The records modules share one library (the hot loops build the native Record); every
-        # message module is its own extension, so the C compiler runs in parallel (below) and the
+        # Every module is its own extension, so the C compiler runs in parallel (below) and the
         # guard (tools/check_mypyc_c.py) finds each module's C as build/**/__native_<module>.c.
-        separate=[(RECORDS, "kafka_wire.records._native")],
+        separate=True,
     )
 
 setup(

@@ -29,14 +29,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import aiokafka
-import kafka
-from aiokafka.record.default_records import DefaultRecordBatchBuilder as AioBuilder
-from aiokafka.record.legacy_records import LegacyRecordBatchBuilder as AioLegacyBuilder
-from aiokafka.record.memory_records import MemoryRecords as AioMemoryRecords
-from kafka.record.default_records import DefaultRecordBatchBuilder as KpBuilder
-from kafka.record.legacy_records import LegacyRecordBatchBuilder as KpLegacyBuilder
-from kafka.record.memory_records import MemoryRecords as KpMemoryRecords
+import aiokafka  # type: ignore[import-untyped]
+import kafka  # type: ignore[import-untyped]
+from aiokafka.record.default_records import DefaultRecordBatchBuilder as AioBuilder  # type: ignore[import-untyped]
+from aiokafka.record.legacy_records import LegacyRecordBatchBuilder as AioLegacyBuilder  # type: ignore[import-untyped]
+from aiokafka.record.memory_records import MemoryRecords as AioMemoryRecords  # type: ignore[import-untyped]
+from kafka.record.default_records import DefaultRecordBatchBuilder as KpBuilder  # type: ignore[import-untyped]
+from kafka.record.legacy_records import LegacyRecordBatchBuilder as KpLegacyBuilder  # type: ignore[import-untyped]
+from kafka.record.memory_records import MemoryRecords as KpMemoryRecords  # type: ignore[import-untyped]
 
 from kafka_wire.records import build_batch, decompress, read_batches
 

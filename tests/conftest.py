@@ -7,8 +7,8 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
-REFERENCE = SHARED / "reference"
+#: Request frames recorded from the real clients by ``tools/record_captures.py`` (``make captures``).
+CAPTURES = ROOT / "tests" / "data" / "captures"
 
 settings.register_profile(
     "ci",

@@ -14,19 +14,19 @@ from pathlib import Path
 import kafka_wire
 import kafka_wire.messages.metadata
 from kafka_wire.codec import runtime
-from kafka_wire.records import _hot
+from kafka_wire.records import loops
 from tools.build_backend import MYPYC
 
 PACKAGE = Path(kafka_wire.__file__).parent
 
 
 def _active() -> dict[str, bool]:
-    return {"records": _hot.NATIVE is not None, "messages": runtime.NATIVE.enabled}
+    return {"records": loops.COMPILED, "messages": runtime.NATIVE.enabled}
 
 
 def _built() -> dict[str, bool]:
     return {
-        "records": any(PACKAGE.glob("records/_hot_native.*.so")),
+        "records": any(PACKAGE.glob("_compiled/records.*.so")),
         "messages": any(PACKAGE.glob("messages_native/metadata.*.so")),
     }
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 
-from setuptools import build_meta
-from setuptools.build_meta import *  # noqa: F403  (the rest of the backend interface, unchanged)
+# setuptools ships no annotations here (typeshed's types-setuptools is not installed).
+from setuptools import build_meta  # type: ignore[import-untyped]
+from setuptools.build_meta import *  # type: ignore[import-untyped]  # noqa: F403  (the rest of the backend interface, unchanged)
 
 MYPYC: list[str] = ["mypy==2.4.1"]
 

@@ -33,26 +33,31 @@ GENERIC = (
 """C calls that mean mypyc fell back to the generic object protocol."""
 
 BUDGETS: dict[str, dict[str, dict[str, int]]] = {
-    # one shared library for the records group (setup.py's group_name); functions are prefixed
-    # with their module
-    "__native__native.c": {
+    # the records loops and Record (kafka_wire/_compiled/records.py: one source, also run as
+    # Python); functions carry their module prefix
+    "_compiled/__native_records.c": {
         # per record nothing generic: the native Record is built by direct C; the calls build
-        # exceptions on error paths
-        "_hot_native___V2Records___next_record": {"PyObject_Vectorcall": 13},
-        # StopIteration at the end of a batch
-        "_hot_native___V2Records_____next__": {"CPyObject_GetAttr": 1},
-        "_hot_native___V2Records_____init__": {"PyObject_Vectorcall": 2, "CPyObject_GetAttr": 1},
+        # exceptions on error paths, slice memoryviews (zero-copy reads) and make a record the
+        # interpreted way (``object.__new__``, the branch not taken when compiled)
+        "decode_run": {"PyObject_Vectorcall": 14, "PyObject_GetItem": 3},
+        "decode_headers": {"PyObject_Vectorcall": 4, "PyObject_GetItem": 1},
+        "read_uvarint32": {"PyObject_Vectorcall": 1},
+        "read_uvarint64": {"PyObject_Vectorcall": 1},
+        "_same_bytes": {},
         # gc.isenabled / disable / enable once per batch
-        "_hot_native___decode_records_v2": {"PyObject_Vectorcall": 3, "CPyObject_GetAttr": 3},
-        "_hot_native____headers": {"PyObject_Vectorcall": 4},
-        "_hot_native____slow_uvarint32": {"PyObject_Vectorcall": 1},
-        "_hot_native____slow_uvarint64": {"PyObject_Vectorcall": 1},
-        "_hot_native____same_bytes": {},
-        # record_fields() for records that are not tuples; the offset_deltas lookup
-        "_hot_native___encode_records_v2": {"PyObject_Vectorcall": 1, "PyObject_GetItem": 1},
-        "_hot_native____put64": {},
-        "_hot_native____size64": {},
-        "_record_native___Record_____init__": {},
+        "decode_records_v2": {"PyObject_Vectorcall": 4, "CPyObject_GetAttr": 4},
+        "RecordStream_____init__": {"PyObject_Vectorcall": 1, "CPyObject_GetAttr": 1},
+        # StopIteration at the end of a batch
+        "RecordStream_____next__": {"CPyObject_GetAttr": 1},
+        "RecordStream___validate": {},
+        "iterate_records_v2": {},
+        # once per call (``b"".join``, ``list(records)`` for a tuple), the interpreted branch's
+        # join, the first header of headers that are not a list (``next(iter(...))``), and the
+        # offset_deltas lookup
+        "encode_records_v2": {"PyObject_Vectorcall": 5, "CPyObject_GetAttr": 5, "PyObject_GetItem": 1},
+        "_put64": {},
+        "_size64": {},
+        "Record_____init__": {},
     },
 }
 

@@ -2,7 +2,8 @@
 
 This module (with the rest of ``kafka_wire.adapters``) is where sockets live. The client runs one
 ``ClientConnection`` over a stream: ``connect`` negotiates versions (and authenticates), then
-``request`` may be called concurrently; requests are pipelined and each awaits its own response.
+``request`` may be called concurrently; requests are pipelined and each awaits its own response,
+typed by its request (``await client.request(MetadataRequest())`` is a ``MetadataResponse``).
 The server runs one ``ServerConnection`` per accepted stream and calls a handler per request;
 handlers run concurrently and responses still leave in request order.
 """
@@ -14,8 +15,9 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
-from typing import Final, Self
+from typing import Final, Self, TypeVar, cast
 
+from kafka_wire.codec.request_for import RequestFor
 from kafka_wire.codec.runtime import Message
 from kafka_wire.errors import KafkaWireError, LocalProtocolError, ProtocolError, RequestTimeoutError
 from kafka_wire.protocol.client import ClientConfig, ClientConnection, ClientState, SaslClientSource
@@ -36,6 +38,8 @@ from kafka_wire.protocol.server import ServerConfig, ServerConnection, ServerSas
 
 _READ_CHUNK: Final = 256 * 1024
 _log = logging.getLogger("kafka_wire.adapters.asyncio")
+
+R = TypeVar("R")
 
 
 class KafkaClient:
@@ -99,8 +103,21 @@ class KafkaClient:
         if data:
             self._writer.write(data)
 
-    async def request(self, body: Message, version: int | None = None, *, timeout_ms: int = 30_000) -> Response:
-        """Send ``body`` and await its response (a Produce with acks=0 has none: use :meth:`send_only`).
+    async def request(self, body: RequestFor[R], version: int | None = None, *, timeout_ms: int = 30_000) -> R:
+        """Send ``body`` and await its response body, of the request's response class: a
+        ``MetadataRequest`` gives a ``MetadataResponse``. A Produce with acks=0 has no response:
+        use :meth:`send_only`. :meth:`exchange` gives the whole :class:`Response` instead.
+        """
+        if not isinstance(body, Message):
+            raise TypeError(f"request takes a request message, not {type(body).__name__}")
+        response = await self.exchange(body, version, timeout_ms=timeout_ms)
+        # The connection decodes each response with the response class of the request it answers.
+        return cast(R, response.body)
+
+    async def exchange(self, body: Message, version: int | None = None, *, timeout_ms: int = 30_000) -> Response:
+        """Send ``body`` and await the :class:`Response` event: the body (untyped) with its
+        header, version and correlation id, for callers that need those or build requests
+        dynamically (``REQUESTS[api_key]()``).
 
         No response within ``timeout_ms`` raises :class:`RequestTimeoutError` (a ``TimeoutError``)
         and closes the connection, as Kafka's client does. A version the broker lacks raises

@@ -35,11 +35,10 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Final
 
-from kafka_wire.broker import offsets_topic
 from kafka_wire.broker.apis import GROUP_APIS, HANDLERS, SUPPORTED
+from kafka_wire.broker.channels import Answer, Channel, Held, failed_without_answer
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.connections import Admission, ConnectionTimers, Expiry
 from kafka_wire.broker.data_dir import DataDir
@@ -47,6 +46,7 @@ from kafka_wire.broker.driving import StorageFailure
 from kafka_wire.broker.effects import (
     CloseConnection,
     Effect,
+    EffectSink,
     FileRegion,
     PauseReading,
     ResumeReading,
@@ -55,13 +55,15 @@ from kafka_wire.broker.effects import (
 )
 from kafka_wire.broker.failed_answers import failed_answer
 from kafka_wire.broker.fetch_sessions import FetchSessionCache
-from kafka_wire.broker.group import GroupConfig, GroupCoordinator, Persist, Respond
+from kafka_wire.broker.group import GroupCoordinator
+from kafka_wire.broker.group_link import GroupAnswer, GroupLink
 from kafka_wire.broker.internal_topics import adopt
 from kafka_wire.broker.log.config import LogConfig
-from kafka_wire.broker.metadata import OFFSETS_TOPIC
+from kafka_wire.broker.maintenance import LogMaintenance
 from kafka_wire.broker.sasl import server_sasl
-from kafka_wire.broker.state import BrokerState, Context, Spliced, Waiting
+from kafka_wire.broker.state import BrokerState, Context, Spliced
 from kafka_wire.broker.storage import StorageReader
+from kafka_wire.broker.timers import TimerQueue
 from kafka_wire.broker.versioning import fit
 from kafka_wire.broker.work import Job
 from kafka_wire.codec.runtime import Message
@@ -69,7 +71,6 @@ from kafka_wire.errors import EncodeError, LocalProtocolError, ProtocolError
 from kafka_wire.messages import (
     ApiKey,
     ErrorCode,
-    ProduceResponse,
     SaslAuthenticateResponse,
     SaslHandshakeResponse,
 )
@@ -82,47 +83,6 @@ from kafka_wire.protocol.events import (
     UnsupportedRequest,
 )
 from kafka_wire.protocol.server import ServerConfig, ServerConnection
-
-
-@dataclass(slots=True)
-class _Connection:
-    server: ServerConnection
-    host: str
-    principal: str = ""
-    #: The driver was told to stop reading (``PauseReading``) and not yet to resume.
-    paused: bool = False
-    #: Answers built for it and not yet released (they wait for the end of the call, or for its
-    #: writes): their requests are answered as far as reading on is concerned.
-    unreleased: int = 0
-
-    @property
-    def unanswered(self) -> bool:
-        """A request of this connection is still held (Fetch waiting, a group join ...)."""
-        return self.server.responses_owed > self.unreleased
-
-
-@dataclass(frozen=True, slots=True)
-class _Answer:
-    """A response built during an engine call, sent when the call's writes have succeeded."""
-
-    conn_id: int
-    request: Request
-    body: Message | Spliced
-
-
-@dataclass(slots=True)
-class _Held:
-    conn_id: int
-    request: Request
-    waiting: Waiting
-
-
-#: While jobs are in progress (a tick per slice), how often ``tick`` looks through every log for
-#: due work (flushes, rolls, deletions); when no job runs, every tick does.
-SCAN_INTERVAL_WHILE_WORKING_MS: Final = 1000
-
-#: Refused connections are logged at most this often (with how many were refused meanwhile).
-_REFUSAL_LOG_INTERVAL_MS: Final = 60_000
 
 #: The default logger: nothing is emitted.
 _SILENT: Final = logging.getLogger("kafka_wire.broker.silent")
@@ -149,28 +109,30 @@ class Broker:
         self._rng = rng
         self._nonce_factory = nonce_factory or (lambda: f"{rng.getrandbits(192):048x}")
         self._member_id_factory = member_id_factory
-        self._conns: dict[int, _Connection] = {}
-        self._held: list[_Held] = []
-        self._tokens: dict[tuple[int, int], Request] = {}
+        self._conns: dict[int, Channel] = {}
+        self._held: list[Held] = []
         self._server_config = ServerConfig(
             api_versions=SUPPORTED, max_frame_bytes=config.max_frame_bytes, max_reauth_ms=config.connections_max_reauth_ms
         )
         self._sasl = server_sasl(config.sasl_users, self._nonce_factory)
         self._state: BrokerState | None = None
-        self._group: GroupCoordinator | None = None
-        self._next_maintenance_ms = 0
-        #: When ``tick`` last looked for logs with due work (see SCAN_INTERVAL_WHILE_WORKING_MS).
-        self._scanned_ms = -SCAN_INTERVAL_WHILE_WORKING_MS
+        self._group: GroupLink | None = None
+        #: Every deadline of the engine: connections, logs, groups (``kafka_wire.broker.timers``).
+        self._timer_queue = TimerQueue()
+        #: The storage effects of the call in progress (``kafka_wire.broker.effects.EffectSink``).
+        self._effects = EffectSink()
+        self._maintenance = LogMaintenance(self._timer_queue, config.retention_check_interval_ms)
         #: Answers built during the current call.
-        self._answers: list[_Answer] = []
+        self._answers: list[Answer] = []
         #: While the driver applies a call's storage effects: that call's answers (else None).
-        self._awaiting: list[_Answer] | None = None
+        self._awaiting: list[Answer] | None = None
         #: Why the broker stopped serving (None while it serves): a failed write, or ``shutdown``.
         self._stopped: str | None = None
         #: From ``start`` until the outcome of its writes is known.
         self._starting = False
-        self._admission = Admission(config)
+        self._admission = Admission(config, self._log)
         self._timers = ConnectionTimers(
+            self._timer_queue,
             idle_ms=config.connections_max_idle_ms,
             receive_timeout_ms=config.request_receive_timeout_ms,
             failed_authentication_delay_ms=config.failed_authentication_delay_ms,
@@ -181,8 +143,6 @@ class Broker:
         self._queue_blocked: dict[int, None] = {}
         #: The ``now_ms`` of the call being handled (for activity seen deep in the call).
         self._now_ms = 0
-        self._refused = 0
-        self._refusal_logged_ms: int | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -191,6 +151,13 @@ class Broker:
         if self._state is None:
             raise LocalProtocolError("the broker has not been started")
         return self._state
+
+    @property
+    def group_coordinator(self) -> GroupCoordinator:
+        """The group coordinator, for its read-only views (``group``, ``groups``, ``state_of``)."""
+        if self._group is None:
+            raise LocalProtocolError("the broker has not been started")
+        return self._group.coordinator
 
     def start(self, now_ms: int) -> list[Effect]:
         """Check the data directory, open (and recover) every log, load group state; effects create
@@ -217,28 +184,13 @@ class Broker:
             ),
         )
         self._state = state
-        state.effects += opened.effects
-        state.open_existing(now_ms)
-        state.effects += metadata.persist()
-        offsets = state.topic_named(OFFSETS_TOPIC)
-        self._group = GroupCoordinator(
-            GroupConfig(
-                initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
-                min_session_timeout_ms=config.group_min_session_timeout_ms,
-                max_session_timeout_ms=config.group_max_session_timeout_ms,
-                max_group_size=config.group_max_size,
-                offsets_retention_ms=config.offsets_retention_ms,
-                # Groups are placed by the partitions the topic has, once it exists.
-                offsets_topic_num_partitions=(
-                    offsets.partitions if offsets is not None else config.offsets_topic_num_partitions
-                ),
-            ),
-            member_id_factory=self._member_id_factory,
-            topic_name_of=lambda topic_id: (t.name if (t := state.topic_with_id(topic_id)) is not None else None),
-            topic_id_of=lambda name: (t.topic_id if (t := state.topic_named(name)) is not None else None),
+        self._effects.extend(opened.effects)
+        state.open_existing(now_ms, self._effects)
+        state.persist_metadata(self._effects)
+        self._group = GroupLink(
+            config, state, self._effects, self._timer_queue, self._log, member_id_factory=self._member_id_factory
         )
-        offsets_topic.replay(state, self._group, self._log)
-        self._next_maintenance_ms = now_ms + config.retention_check_interval_ms
+        self._maintenance.start(now_ms)
         return self._flush([])
 
     def shutdown(self, now_ms: int) -> list[Effect]:
@@ -252,13 +204,14 @@ class Broker:
         out: list[Effect] = [CloseConnection(conn_id) for conn_id in self._conns]
         self._conns.clear()
         self._held.clear()
-        self._tokens.clear()
+        if self._group is not None:
+            self._group.clear()
         self._timers.clear()
         self._unmuted.clear()
         self._queue_blocked.clear()
         state = self.state
         for replica in state.partitions.values():
-            state.effects += replica.log.close()
+            self._effects.extend(replica.log.close())
         self._stopped = "shut down"
         return self._flush(out)
 
@@ -274,12 +227,10 @@ class Broker:
         if conn_id in self._conns:
             raise LocalProtocolError(f"connection {conn_id} is already open")
         self._now_ms = now_ms
-        refusal = self._admission.refusal(host)
-        if refusal is not None:
-            self._log_refusal(host, refusal, now_ms)
+        if self._admission.refuses(host, now_ms):
             return [CloseConnection(conn_id)]
         server = ServerConnection(self._server_config, sasl=self._sasl, now_ms=now_ms)
-        self._conns[conn_id] = _Connection(server, host)
+        self._conns[conn_id] = Channel(server, host)
         self._admission.opened(host)
         self._timers.active(conn_id, now_ms)
         return []
@@ -330,23 +281,11 @@ class Broker:
         self._now_ms = now_ms
         out: list[Effect] = []
         self._begin_call()
-        state = self.state
         assert self._group is not None
         self._expire_connections(now_ms, out)
         self._expire_sessions(now_ms, out)
-        self._apply_group(self._group.tick(now_ms), now_ms, out)
-        periodic = now_ms >= self._next_maintenance_ms
-        # While jobs run, ticks come one per slice: the scan over every log waits its turn.
-        if periodic or not self._jobs_held() or now_ms - self._scanned_ms >= SCAN_INTERVAL_WHILE_WORKING_MS:
-            self._scanned_ms = now_ms
-            for replica in state.partitions.values():
-                due = replica.log.next_deadline_ms()
-                if periodic or (due is not None and due <= now_ms):
-                    replica.log.maintain(now_ms, high_watermark=replica.high_watermark)
-                    replica.producers.truncate_before(replica.log_start_offset)
-                    state.touch(replica)
-        if periodic:
-            self._next_maintenance_ms = now_ms + self.config.retention_check_interval_ms
+        self._group_answers(self._group.tick(now_ms))
+        self._maintenance.run_due(self.state, now_ms)
         self._poll_held(now_ms, out)
         self._resume(now_ms, out)
         return self._flush(out)
@@ -358,15 +297,12 @@ class Broker:
             # A job's deadline is the time of its last slice, so now: nothing else can come sooner.
             return min(h.waiting.deadline_ms for h in self._held if isinstance(h.waiting, Job))
         deadlines = [h.waiting.deadline_ms for h in self._held]
-        if (connections := self._timers.next_deadline_ms()) is not None:
-            deadlines.append(connections)
+        if (queued := self._timer_queue.next_deadline_ms()) is not None:
+            deadlines.append(queued)
         if self.config.connections_max_reauth_ms and self._sasl is not None:
             deadlines += [d for c in self._conns.values() if (d := c.server.next_deadline_ms()) is not None]
         if self._group is not None and (group := self._group.next_deadline_ms()) is not None:
-            deadlines.append(group)
-        if self._state is not None:
-            deadlines.append(self._next_maintenance_ms)
-            deadlines += [d for r in self._state.partitions.values() if (d := r.log.next_deadline_ms()) is not None]
+            deadlines.append(group)  # before its first call, or with loaded members to arm: at once
         return min(deadlines) if deadlines else None
 
     # -- storage outcomes -----------------------------------------------------------------------
@@ -403,14 +339,14 @@ class Broker:
         for answer in answers:
             body = answer.body.body if isinstance(answer.body, Spliced) else answer.body
             code = ErrorCode.NOT_COORDINATOR if answer.request.api_key in GROUP_APIS else ErrorCode.KAFKA_STORAGE_ERROR
-            self._release([_Answer(answer.conn_id, answer.request, failed_answer(body, code, reason))], out)
+            self._release([Answer(answer.conn_id, answer.request, failed_answer(body, code, reason))], out)
         for conn_id, conn in list(self._conns.items()):
             self._close(conn_id, conn, out)
         self._stopped = reason
         out.append(StopBroker(reason))
         return out
 
-    def _take_awaiting(self) -> list[_Answer]:
+    def _take_awaiting(self) -> list[Answer]:
         answers = self._awaiting
         if answers is None:
             raise LocalProtocolError("no storage effects await an outcome")
@@ -439,7 +375,7 @@ class Broker:
     def _jobs_held(self) -> bool:
         return any(isinstance(h.waiting, Job) for h in self._held)
 
-    def _drain(self, conn_id: int, conn: _Connection, now_ms: int, out: list[Effect]) -> None:
+    def _drain(self, conn_id: int, conn: Channel, now_ms: int, out: list[Effect]) -> None:
         """Decode and handle the connection's requests, one at a time: stop (and pause reading)
         while one is held unanswered or the request queue is full."""
         server = conn.server
@@ -447,7 +383,7 @@ class Broker:
             if conn.unanswered:  # one request at a time, as Kafka mutes a channel
                 self._pause(conn_id, conn, out)
                 break
-            if len(self._held) + len(self._tokens) >= self.config.queued_max_requests:
+            if self._held_count() >= self.config.queued_max_requests:
                 self._pause(conn_id, conn, out)
                 self._queue_blocked[conn_id] = None
                 break
@@ -475,13 +411,13 @@ class Broker:
         if not conn.paused:
             self._timers.receiving(conn_id, now_ms, in_progress=server.buffered_bytes > 0)
 
-    def _pause(self, conn_id: int, conn: _Connection, out: list[Effect]) -> None:
+    def _pause(self, conn_id: int, conn: Channel, out: list[Effect]) -> None:
         if not conn.paused:
             conn.paused = True
             out.append(PauseReading(conn_id))
         self._timers.quiet(conn_id)
 
-    def _unpause(self, conn_id: int, conn: _Connection, now_ms: int, out: list[Effect]) -> None:
+    def _unpause(self, conn_id: int, conn: Channel, now_ms: int, out: list[Effect]) -> None:
         if conn.paused:
             conn.paused = False
             out.append(ResumeReading(conn_id))
@@ -498,7 +434,7 @@ class Broker:
         then those waiting for room in the request queue (in the order they stopped)."""
         while True:
             ready, self._unmuted = self._unmuted, []
-            if self._queue_blocked and len(self._held) + len(self._tokens) < self.config.queued_max_requests:
+            if self._queue_blocked and self._held_count() < self.config.queued_max_requests:
                 ready += self._queue_blocked
                 self._queue_blocked.clear()
             if not ready:
@@ -535,31 +471,13 @@ class Broker:
                     self._log.info("closing connection %d from %s: SASL session expired", conn_id, conn.host or "?")
                     self._close(conn_id, conn, out)
 
-    def _log_refusal(self, host: str, reason: str, now_ms: int) -> None:
-        """Log refused connections at WARNING: the first, then at most one line a minute."""
-        self._refused += 1
-        last = self._refusal_logged_ms
-        if last is None or now_ms - last >= _REFUSAL_LOG_INTERVAL_MS:
-            self._log.warning("refused %d connection(s), the last from %s: %s", self._refused, host or "?", reason)
-            self._refused, self._refusal_logged_ms = 0, now_ms
-
-    def _dispatch(self, conn_id: int, conn: _Connection, request: Request, now_ms: int, out: list[Effect]) -> None:
+    def _dispatch(self, conn_id: int, conn: Channel, request: Request, now_ms: int, out: list[Effect]) -> None:
         key = request.api_key
         if self._log.isEnabledFor(logging.DEBUG):
             self._log.debug("conn %d: %s v%d %r", conn_id, type(request.body).__name__, request.api_version, request.body)
         if key in GROUP_APIS:
             assert self._group is not None
-            token = (conn_id, request.correlation_id)
-            self._tokens[token] = request
-            effects = self._group.handle(
-                token,
-                request.body,
-                request.api_version,
-                now_ms,
-                client_id=request.header.client_id or "",
-                client_host=conn.host,
-            )
-            self._apply_group(effects, now_ms, out)
+            self._group_answers(self._group.handle(conn_id, request, conn.host, now_ms))
             return
         if key in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE):
             # Only reached without a SASL gate: Kafka refuses SASL on a plaintext listener.
@@ -568,32 +486,32 @@ class Broker:
                 if key == ApiKey.SASL_HANDSHAKE
                 else SaslAuthenticateResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE, error_message="SASL is not enabled")
             )
-            self._respond(conn_id, request, refusal, out)
+            self._respond(conn_id, request, refusal)
             return
         ctx = Context(
-            state=self.state, conn_id=conn_id, request=request, now_ms=now_ms, principal=conn.principal, client_host=conn.host
+            state=self.state, effects=self._effects, conn_id=conn_id, request=request, now_ms=now_ms, principal=conn.principal, client_host=conn.host
         )
         result = HANDLERS[key](ctx, request.body)
         if self.state.deleted_topics:  # their committed offsets go too, as in Kafka
             assert self._group is not None
             deleted, self.state.deleted_topics = self.state.deleted_topics, []
-            self._apply_group(self._group.topics_deleted(deleted, now_ms), now_ms, out)
-        if _failed_without_answer(request, result):
+            self._group_answers(self._group.topics_deleted(deleted, now_ms))
+        if failed_without_answer(request, result):
             self._close_failed_without_answer(conn_id, out)
             return
         if isinstance(result, Message | Spliced):
-            self._respond(conn_id, request, result, out)
+            self._respond(conn_id, request, result)
         else:
-            self._held.append(_Held(conn_id, request, result))
+            self._held.append(Held(conn_id, request, result))
 
-    def _respond(self, conn_id: int, request: Request, body: Message | Spliced, out: list[Effect]) -> None:
+    def _respond(self, conn_id: int, request: Request, body: Message | Spliced) -> None:
         """Answer ``request``: built now, sent once the writes of this call have succeeded."""
         conn = self._conns.get(conn_id)
         if conn is not None and request.expects_response:
             conn.unreleased += 1
-            self._answers.append(_Answer(conn_id, request, body))
+            self._answers.append(Answer(conn_id, request, body))
 
-    def _release(self, answers: list[_Answer], out: list[Effect]) -> None:
+    def _release(self, answers: list[Answer], out: list[Effect]) -> None:
         for answer in answers:
             conn = self._conns.get(answer.conn_id)
             if conn is None:
@@ -616,37 +534,30 @@ class Broker:
     def _poll_held(self, now_ms: int, out: list[Effect]) -> None:
         """Answer the held requests that are ready, and continue the jobs in progress as far as
         the call's work budget allows."""
-        still: list[_Held] = []
+        still: list[Held] = []
         failed_silently: list[int] = []
         for held in self._held:
             body = held.waiting.poll(now_ms)
             if body is None:
                 still.append(held)
                 continue
-            if _failed_without_answer(held.request, body):
+            if failed_without_answer(held.request, body):
                 failed_silently.append(held.conn_id)  # closed once self._held is settled
                 continue
-            self._respond(held.conn_id, held.request, body, out)
+            self._respond(held.conn_id, held.request, body)
             self._answered(held.conn_id)
         self._held = still
         for conn_id in failed_silently:
             self._close_failed_without_answer(conn_id, out)
 
-    def _apply_group(self, effects: list[Respond | Persist], now_ms: int, out: list[Effect]) -> None:
-        for effect in effects:
-            if isinstance(effect, Persist):
-                assert self._group is not None
-                error = offsets_topic.append(self.state, effect, now_ms, self._log)
-                self._apply_group(self._group.persisted(effect.append_id, error, now_ms), now_ms, out)
-            else:
-                token = effect.token
-                assert isinstance(token, tuple)
-                request = self._tokens.pop(token, None)
-                if self._log.isEnabledFor(logging.DEBUG):
-                    self._log.debug("conn %d: group answer %r", token[0], effect.body)
-                if request is not None:
-                    self._respond(token[0], request, effect.body, out)
-                    self._answered(token[0])
+    def _group_answers(self, answers: list[GroupAnswer]) -> None:
+        for conn_id, request, body in answers:
+            self._respond(conn_id, request, body)
+            self._answered(conn_id)
+
+    def _held_count(self) -> int:
+        """Requests held unanswered (counted against ``queued.max.requests``)."""
+        return len(self._held) + (self._group.waiting if self._group is not None else 0)
 
     # -- output ---------------------------------------------------------------------------------
 
@@ -663,7 +574,7 @@ class Broker:
             if conn is not None and not conn.paused:
                 self._timers.active(conn_id, self._now_ms)
 
-    def _close(self, conn_id: int, conn: _Connection, out: list[Effect]) -> None:
+    def _close(self, conn_id: int, conn: Channel, out: list[Effect]) -> None:
         self._send(conn_id, conn.server.data_to_send(), out)
         out.append(CloseConnection(conn_id))
         if self._conns.pop(conn_id, None) is not None:
@@ -675,7 +586,7 @@ class Broker:
             self._log.info("conn %d: closing the connection after an acks=0 produce failed", conn_id)
             self._close(conn_id, conn, out)
 
-    def _forget(self, conn_id: int, conn: _Connection) -> None:
+    def _forget(self, conn_id: int, conn: Channel) -> None:
         """Drop what the engine keeps for a connection that is gone."""
         self._admission.closed(conn.host)
         self._timers.forget(conn_id)
@@ -686,13 +597,16 @@ class Broker:
             for h in self._held
             if h.conn_id != conn_id or (isinstance(h.waiting, Job) and h.waiting.survives_disconnect)
         ]
-        if self._tokens:  # the coordinator's later answer to these finds no request and is dropped
-            self._tokens = {token: r for token, r in self._tokens.items() if token[0] != conn_id}
+        if self._group is not None:
+            self._group.forget(conn_id)
 
     def _flush(self, out: list[Effect]) -> list[Effect]:
         """End a call: its storage effects, then its network effects. Its answers go out now when
         it wrote nothing, else once the driver reports that the writes succeeded."""
-        storage: list[Effect] = list(self._state.collect_effects()) if self._state is not None else []
+        if self._state is not None:
+            self._maintenance.arm(self._state)
+            self._state.collect_effects(self._effects)
+        storage: list[Effect] = list(self._effects.take())
         answers, self._answers = self._answers, []
         if storage:
             self._awaiting = answers
@@ -700,13 +614,3 @@ class Broker:
         self._starting = False
         self._release(answers, out)
         return out
-
-
-def _failed_without_answer(request: Request, body: object) -> bool:
-    """An acks=0 produce (no answer is sent) in which a partition failed."""
-    return (
-        isinstance(body, ProduceResponse)
-        and not request.expects_response
-        and any(p.error_code for t in body.responses for p in t.partition_responses)
-    )
-

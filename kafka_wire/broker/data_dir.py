@@ -18,8 +18,6 @@ what to do; everything else found is reported in ``warnings``.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import random
 import re
 import uuid
@@ -27,21 +25,27 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from kafka_wire.broker.effects import Rename, StorageEffect
-from kafka_wire.broker.java_properties import parse_properties
 from kafka_wire.broker.log.files import replace_atomically
 from kafka_wire.broker.metadata import (
     METADATA_FILE,
-    OFFSETS_TOPIC,
-    PARTITION_METADATA,
     ClusterMetadata,
     TopicInfo,
-    kafka_uuid_text,
     random_uuid,
 )
 from kafka_wire.broker.storage import StorageReader
 from kafka_wire.errors import KafkaWireError
+from kafka_wire.logformat.meta_properties import (
+    META_PROPERTIES,
+    format_meta_properties,
+    parse_meta_properties,
+)
+from kafka_wire.logformat.partition_metadata import (
+    PARTITION_METADATA,
+    kafka_uuid_text,
+    parse_partition_metadata,
+)
+from kafka_wire.logformat.properties import parse_properties
 
-META_PROPERTIES: Final = "meta.properties"
 _PARTITION_DIR: Final = re.compile(r"(.+)-(\d{1,9})")
 _MAX_SMALL_FILE: Final = 64 * 1024
 
@@ -62,11 +66,12 @@ class DataDir:
     @classmethod
     def open(cls, storage: StorageReader, *, node_id: int, cluster_id: str | None, rng: random.Random) -> DataDir:
         """Check and load the data directory, or raise :class:`DataDirError`."""
-        identity = read_properties(storage, META_PROPERTIES)
-        stored_node = identity.get("node.id") if identity is not None else None
-        stored_cluster = identity.get("cluster.id") if identity is not None else None
-        if identity is not None:
-            if identity.get("version") != "1" or stored_node is None or not stored_cluster:
+        text = read_text(storage, META_PROPERTIES)
+        identity = None if text is None else parse_meta_properties(text)
+        stored_node = identity.node_id if identity is not None else None
+        stored_cluster = identity.cluster_id if identity is not None else None
+        if text is not None:
+            if identity is None:
                 raise DataDirError(
                     f"{META_PROPERTIES} is not a Kafka KRaft meta.properties (version=1 with node.id and cluster.id): "
                     "restore it, or move the data directory aside to start empty"
@@ -100,12 +105,11 @@ class DataDir:
         elif found:
             opened._rebuild(found)
         opened._move_strays(found, rng)
-        if identity is None:
-            directory_id = kafka_uuid_text(random_uuid(rng))
-            text = (
-                f"version=1\nnode.id={node_id}\ncluster.id={opened.metadata.cluster_id}\ndirectory.id={directory_id}\n"
+        if text is None:
+            data = format_meta_properties(
+                node_id=node_id, cluster_id=opened.metadata.cluster_id, directory_id=kafka_uuid_text(random_uuid(rng))
             )
-            opened.effects += replace_atomically(META_PROPERTIES, text.encode("ascii"))
+            opened.effects += replace_atomically(META_PROPERTIES, data)
         return opened
 
     def _rebuild(self, found: dict[str, list[tuple[int, uuid.UUID | None]]]) -> None:
@@ -116,9 +120,7 @@ class DataDir:
                 continue  # no id, or several incarnations mixed: left to the stray check
             topic_id = ids.pop()
             indexes = {index for index, tid in partitions if tid == topic_id}
-            self.metadata.topics[name] = TopicInfo(
-                name=name, topic_id=topic_id, partitions=max(indexes) + 1, internal=name == OFFSETS_TOPIC
-            )
+            self.metadata.topics[name] = TopicInfo(name=name, topic_id=topic_id, partitions=max(indexes) + 1)
         if self.metadata.topics:
             self.warnings.append(
                 f"{METADATA_FILE} was missing: rebuilt {len(self.metadata.topics)} topic(s) from their partition "
@@ -161,19 +163,12 @@ def partition_dirs(storage: StorageReader) -> dict[str, list[tuple[int, uuid.UUI
 
 def read_topic_id(storage: StorageReader, directory: str) -> uuid.UUID | None:
     """The topic id in ``<directory>/partition.metadata`` (Kafka's ``topic_id: <base64>`` line)."""
-    properties = read_properties(storage, f"{directory}/{PARTITION_METADATA}")
-    text = None if properties is None else properties.get("topic_id")
-    if not text:
-        return None
-    try:
-        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-    except (binascii.Error, ValueError):
-        return None
-    return uuid.UUID(bytes=raw) if len(raw) == 16 else None
+    text = read_text(storage, f"{directory}/{PARTITION_METADATA}")
+    return None if text is None else parse_partition_metadata(text)
 
 
-def read_properties(storage: StorageReader, path: str) -> dict[str, str] | None:
-    """A small properties file of the data directory (Java's format); None when it is missing.
+def read_text(storage: StorageReader, path: str) -> str | None:
+    """A small text file of the data directory; None when it is missing.
 
     A file too large or not text raises :class:`DataDirError`.
     """
@@ -183,7 +178,15 @@ def read_properties(storage: StorageReader, path: str) -> dict[str, str] | None:
     if size > _MAX_SMALL_FILE:
         raise DataDirError(f"{path} is {size} bytes, too large for what it should hold: restore it")
     try:
-        text = storage.read(path, 0, size).decode("utf-8")
+        return storage.read(path, 0, size).decode("utf-8")
     except UnicodeDecodeError:
         raise DataDirError(f"{path} is not text: restore it") from None
-    return parse_properties(text)
+
+
+def read_properties(storage: StorageReader, path: str) -> dict[str, str] | None:
+    """A small properties file of the data directory (Java's format); None when it is missing.
+
+    A file too large or not text raises :class:`DataDirError`.
+    """
+    text = read_text(storage, path)
+    return None if text is None else parse_properties(text)

@@ -12,6 +12,7 @@ does all of this for a driver.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -129,3 +130,29 @@ class StopBroker:
 
 StorageEffect = MakeDir | Append | WriteAt | Truncate | Fsync | Rename | Delete
 Effect = Send | CloseConnection | PauseReading | ResumeReading | StopBroker | StorageEffect
+
+
+class EffectSink:
+    """Where the storage effects of the engine's current call gather, in the order they are
+    emitted. Whatever changes what is stored receives the sink as an argument (a handler in its
+    ``Context``, a ``BrokerState`` method as a parameter, a job from the handler that made it);
+    ``Broker`` takes the effects at the end of the call and hands them to its driver."""
+
+    __slots__ = ("_effects",)
+
+    def __init__(self) -> None:
+        self._effects: list[StorageEffect] = []
+
+    def __len__(self) -> int:
+        return len(self._effects)
+
+    def emit(self, effect: StorageEffect) -> None:
+        self._effects.append(effect)
+
+    def extend(self, effects: Iterable[StorageEffect]) -> None:
+        self._effects.extend(effects)
+
+    def take(self) -> list[StorageEffect]:
+        """The effects emitted since the last take, in order."""
+        effects, self._effects = self._effects, []
+        return effects

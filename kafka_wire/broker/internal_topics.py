@@ -2,7 +2,7 @@
 coordinators this broker does not run yet).
 
 Clients cannot create, delete, produce to, trim, re-partition or reconfigure an internal topic;
-each API refuses with the error code listed in ``docs/broker.md``. The broker creates the ones
+each API refuses with the error code listed in ``docs/guide/broker.md``. The broker creates the ones
 it uses itself (:func:`internal_topic_specs`: Metadata auto-creation, FindCoordinator, the first
 group write), with its own partition count and configs, and at start-up takes over one a client
 made under an older kafka_wire (:func:`adopt`: marked internal, configs replaced).
@@ -80,8 +80,7 @@ class Adopted:
 
 
 def adopt(metadata: ClusterMetadata, config: BrokerConfig, log: logging.Logger) -> list[Adopted]:
-    """Take over the internal topics found in ``metadata``: mark them internal and give them the
-    broker's configs (the partition count stays: groups are placed by the actual count).
+    """Take over the internal topics found in ``metadata``: give them the broker's configs (the partition count stays: groups are placed by the actual count).
 
     Logs what changed (WARNING for a topic a client made) and returns it; the caller persists the
     metadata.
@@ -94,11 +93,12 @@ def adopt(metadata: ClusterMetadata, config: BrokerConfig, log: logging.Logger) 
             continue
         spec = specs.get(name)
         configs = dict(spec.configs) if spec is not None else topic.configs
-        if topic.internal and topic.configs == configs:
+        was_ordinary = name in metadata.marked_ordinary
+        metadata.marked_ordinary.discard(name)
+        if not was_ordinary and topic.configs == configs:
             continue
-        adopted = Adopted(name, not topic.internal, dict(topic.configs), dict(configs))
+        adopted = Adopted(name, was_ordinary, dict(topic.configs), dict(configs))
         changed.append(adopted)
-        topic.internal = True
         topic.configs = dict(configs)
         if adopted.was_ordinary:
             log.warning(

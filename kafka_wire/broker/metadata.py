@@ -12,7 +12,6 @@ versions) are dropped when it is read, as Kafka drops them when it replays its m
 
 from __future__ import annotations
 
-import base64
 import json
 import random
 import re
@@ -24,9 +23,10 @@ from kafka_wire.broker.effects import StorageEffect
 from kafka_wire.broker.log.config import REMOVED_CONFIGS
 from kafka_wire.broker.log.files import replace_atomically
 from kafka_wire.broker.storage import StorageReader
+from kafka_wire.logformat.names import partition_dir
+from kafka_wire.logformat.partition_metadata import PARTITION_METADATA, format_partition_metadata
 
 METADATA_FILE: Final = "kafka-wire-metadata.json"
-PARTITION_METADATA: Final = "partition.metadata"
 OFFSETS_TOPIC: Final = "__consumer_offsets"
 #: Kafka's rule for topic names (``Topic.validate``): at most 249 of ``[a-zA-Z0-9._-]``.
 _LEGAL_TOPIC: Final = re.compile(r"[a-zA-Z0-9._-]{1,249}")
@@ -43,21 +43,12 @@ def topic_name_problem(name: str) -> str | None:
     return None
 
 
-def partition_dir(topic: str, partition: int) -> str:
-    return f"{topic}-{partition}"
-
-
 def random_uuid(rng: random.Random) -> uuid.UUID:
     """A version-4 UUID from the injected generator (never the all-zero or reserved ids)."""
     while True:
         value = uuid.UUID(int=rng.getrandbits(128), version=4)
         if value.int not in (0, 1):
             return value
-
-
-def kafka_uuid_text(value: uuid.UUID) -> str:
-    """Kafka's text form of a Uuid: URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(value.bytes).decode("ascii").rstrip("=")
 
 
 @dataclass(slots=True)
@@ -67,7 +58,6 @@ class TopicInfo:
     partitions: int
     #: Topic config overrides, by Kafka property name.
     configs: dict[str, str] = field(default_factory=dict)
-    internal: bool = False
 
 
 @dataclass(slots=True)
@@ -76,6 +66,10 @@ class ClusterMetadata:
     node_id: int
     topics: dict[str, TopicInfo] = field(default_factory=dict)
     next_producer_id: int = FIRST_PRODUCER_ID
+    #: Topics the file marks ``"internal": false`` (the files of older kafka_wire versions had
+    #: that flag): an internal name among them was made by a client, and ``adopt`` says so. Whether
+    #: a topic is internal is decided by its name alone (``internal_topics.is_internal``).
+    marked_ordinary: set[str] = field(default_factory=set)
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
         for topic in self.topics.values():
@@ -97,8 +91,9 @@ class ClusterMetadata:
                     topic_id=uuid.UUID(str(entry["topic_id"])),
                     partitions=int(entry["partitions"]),
                     configs={str(k): str(v) for k, v in entry.get("configs", {}).items() if k not in REMOVED_CONFIGS},
-                    internal=bool(entry.get("internal", False)),
                 )
+                if entry.get("internal") is False:
+                    meta.marked_ordinary.add(topic.name)
                 if topic_name_problem(topic.name) is not None or topic.partitions < 1:
                     raise ValueError(f"topic entry {topic.name!r} with {topic.partitions} partitions")
                 meta.topics[topic.name] = topic
@@ -120,7 +115,6 @@ class ClusterMetadata:
                     "topic_id": str(t.topic_id),
                     "partitions": t.partitions,
                     "configs": dict(sorted(t.configs.items())),
-                    "internal": t.internal,
                 }
                 for t in sorted(self.topics.values(), key=lambda t: t.name)
             ],
@@ -130,5 +124,5 @@ class ClusterMetadata:
 
 def partition_metadata_effects(topic: TopicInfo, partition: int) -> list[StorageEffect]:
     """Kafka's ``partition.metadata`` file for one partition directory."""
-    text = f"version: 0\ntopic_id: {kafka_uuid_text(topic.topic_id)}\n".encode()
-    return replace_atomically(f"{partition_dir(topic.name, partition)}/{PARTITION_METADATA}", text)
+    data = format_partition_metadata(topic.topic_id)
+    return replace_atomically(f"{partition_dir(topic.name, partition)}/{PARTITION_METADATA}", data)

@@ -13,12 +13,13 @@ import logging
 from collections.abc import Iterator
 from typing import Final
 
+from kafka_wire.broker.effects import EffectSink
 from kafka_wire.broker.group import GroupCoordinator, Persist
-from kafka_wire.broker.log.batches import BatchHeader, parse_header
 from kafka_wire.broker.metadata import OFFSETS_TOPIC
 from kafka_wire.broker.partition.replica import PartitionReplica
 from kafka_wire.broker.state import BrokerState
 from kafka_wire.errors import DecodeError
+from kafka_wire.logformat.batch_header import BatchHeader, parse_header
 from kafka_wire.messages import ErrorCode
 from kafka_wire.records import NewRecord, build_batch, read_batches
 from kafka_wire.records.constants import COMPRESSION_NAMES
@@ -79,10 +80,11 @@ def _replay_partition(replica: PartitionReplica, coordinator: GroupCoordinator, 
         log.warning("%s-%d: %d records skipped at load in all", OFFSETS_TOPIC, replica.partition, skipped)
 
 
-def append(state: BrokerState, write: Persist, now_ms: int, log: logging.Logger) -> int:
+def append(state: BrokerState, effects: EffectSink, write: Persist, now_ms: int, log: logging.Logger) -> int:
     """Append one group write as one batch (compressed with ``offsets.topic.compression.codec``);
-    the log's error code, 0 when it was appended."""
-    state.offsets_topic(now_ms)
+    the log's error code, 0 when it was appended (creating the topic emits to ``effects``; the
+    batch itself waits in the log until the end of the call)."""
+    state.offsets_topic(now_ms, effects)
     replica = state.replica(OFFSETS_TOPIC, write.partition)
     if replica is None:  # the coordinator places groups by the topic's own partition count
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

@@ -1,7 +1,9 @@
-"""The broker's state shared by the API handlers: topics, partitions, logs and pending effects.
+"""The broker's state shared by the API handlers: topics, partitions and logs.
 
-Handlers change it and queue storage effects here; ``Broker`` hands the effects to its driver at
-the end of each call, in the order they were queued.
+Methods that change what is stored take the call's :class:`~kafka_wire.broker.effects.EffectSink`
+and emit their storage effects to it; logs queue theirs inside (appends coalesce there) and
+:meth:`BrokerState.collect_effects` moves those of the logs touched in the call to the sink.
+``Broker`` hands the sink's effects to its driver at the end of each call, in order.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from kafka_wire.broker.config import BrokerConfig
-from kafka_wire.broker.effects import Delete, MakeDir, StorageEffect
+from kafka_wire.broker.effects import Delete, EffectSink, MakeDir
 from kafka_wire.broker.fetch_sessions import FetchSessionCache
 from kafka_wire.broker.internal_topics import internal_topic_specs
 from kafka_wire.broker.log.config import ConfigError, LogConfig
@@ -22,7 +24,6 @@ from kafka_wire.broker.metadata import (
     OFFSETS_TOPIC,
     ClusterMetadata,
     TopicInfo,
-    partition_dir,
     partition_metadata_effects,
     random_uuid,
     topic_name_problem,
@@ -31,6 +32,7 @@ from kafka_wire.broker.partition.replica import PartitionReplica
 from kafka_wire.broker.storage import StorageReader
 from kafka_wire.broker.work import DEFAULT_MAX_WORK_BYTES_PER_CALL, WorkBudget
 from kafka_wire.codec.runtime import Message
+from kafka_wire.logformat.names import partition_dir
 from kafka_wire.messages import ErrorCode
 from kafka_wire.protocol.events import Request
 from kafka_wire.protocol.server import Splice
@@ -60,6 +62,8 @@ class Context:
     """What a handler knows about the request it answers."""
 
     state: BrokerState
+    #: Where the handler's storage effects go.
+    effects: EffectSink
     conn_id: int
     request: Request
     now_ms: int
@@ -86,7 +90,6 @@ class BrokerState:
     defaults: LogConfig
     fetch_sessions: FetchSessionCache
     partitions: dict[tuple[str, int], PartitionReplica] = field(default_factory=dict)
-    effects: list[StorageEffect] = field(default_factory=list)
     #: Topics deleted since the broker last told the group coordinator.
     deleted_topics: list[str] = field(default_factory=list)
     #: Logs touched since the last collection, in first-touch order.
@@ -136,29 +139,30 @@ class BrokerState:
         return None
 
     def create_topic(
-        self, name: str, partitions: int, configs: Mapping[str, str], now_ms: int, *, internal: bool = False
+        self,
+        name: str,
+        partitions: int,
+        configs: Mapping[str, str],
+        now_ms: int,
+        effects: EffectSink,
     ) -> TopicInfo:
         """Register a topic and open all its partitions at once (auto-creation, internal topics)."""
-        topic = self.register_topic(name, partitions, configs, internal=internal)
+        topic = self.register_topic(name, partitions, configs)
         config = self.log_config(topic)
         for index in range(partitions):
-            self.open_partition(topic, index, now_ms, config)
-        self.persist_metadata()
+            self.open_partition(topic, index, now_ms, effects, config)
+        self.persist_metadata(effects)
         return topic
 
-    def register_topic(
-        self, name: str, partitions: int, configs: Mapping[str, str], *, internal: bool = False
-    ) -> TopicInfo:
+    def register_topic(self, name: str, partitions: int, configs: Mapping[str, str]) -> TopicInfo:
         """Add a topic to the metadata; its partitions are opened by :meth:`open_partition`
         (until then Metadata reports them LEADER_NOT_AVAILABLE)."""
-        topic = TopicInfo(
-            name=name, topic_id=random_uuid(self.rng), partitions=partitions, configs=dict(configs), internal=internal
-        )
+        topic = TopicInfo(name=name, topic_id=random_uuid(self.rng), partitions=partitions, configs=dict(configs))
         self.metadata.topics[name] = topic
         return topic
 
-    def persist_metadata(self) -> None:
-        self.effects += self.metadata.persist()
+    def persist_metadata(self, effects: EffectSink) -> None:
+        effects.extend(self.metadata.persist())
 
     def remove_topic(self, topic: TopicInfo) -> list[tuple[int, PartitionReplica | None]]:
         """Take a topic out of the metadata and its partitions out of service; returns them for
@@ -172,37 +176,37 @@ class BrokerState:
         self.deleted_topics.append(topic.name)
         return removed
 
-    def delete_partition(self, name: str, index: int, replica: PartitionReplica | None) -> None:
+    def delete_partition(self, name: str, index: int, replica: PartitionReplica | None, effects: EffectSink) -> None:
         """Effects that delete one removed partition's directory (after its pending writes)."""
         if replica is not None:
-            self.effects += replica.log.take_effects()
-        self.effects.append(Delete(partition_dir(name, index)))
+            effects.extend(replica.log.take_effects())
+        effects.emit(Delete(partition_dir(name, index)))
 
-    def update_topic_configs(self, topic: TopicInfo, configs: Mapping[str, str]) -> None:
+    def update_topic_configs(self, topic: TopicInfo, configs: Mapping[str, str], effects: EffectSink) -> None:
         topic.configs = dict(configs)
         config = self.log_config(topic)
         for index in range(topic.partitions):
             replica = self.partitions.get((topic.name, index))
             if replica is not None:
                 replica.log.update_config(config)
-        self.effects += self.metadata.persist()
+        self.persist_metadata(effects)
 
-    def open_existing(self, now_ms: int) -> None:
+    def open_existing(self, now_ms: int, effects: EffectSink) -> None:
         """Open (and recover) the log of every partition the metadata names."""
         for topic in self.metadata.topics.values():
             config = self.log_config(topic)
             for index in range(topic.partitions):
-                self.open_partition(topic, index, now_ms, config)
+                self.open_partition(topic, index, now_ms, effects, config)
 
     def open_partition(
-        self, topic: TopicInfo, index: int, now_ms: int, config: LogConfig | None = None
+        self, topic: TopicInfo, index: int, now_ms: int, effects: EffectSink, config: LogConfig | None = None
     ) -> PartitionReplica:
         """Open (creating its directory if need be) one partition of ``topic``, with the topic's
         ``config`` when the caller has it at hand."""
         directory = partition_dir(topic.name, index)
         if self.storage.size(f"{directory}/partition.metadata") is None:
-            self.effects.append(MakeDir(directory))
-            self.effects += partition_metadata_effects(topic, index)
+            effects.emit(MakeDir(directory))
+            effects.extend(partition_metadata_effects(topic, index))
         log = PartitionLog.open(directory, config or self.log_config(topic), self.storage, now_ms)
         replica = PartitionReplica(
             topic=topic.name, partition=index, topic_id=topic.topic_id, log=log, node_id=self.config.node_id
@@ -215,15 +219,13 @@ class BrokerState:
     def touch(self, replica: PartitionReplica) -> None:
         self.touched[replica.topic, replica.partition] = None
 
-    def collect_effects(self) -> list[StorageEffect]:
-        """Every storage effect queued since the last call, in order."""
+    def collect_effects(self, effects: EffectSink) -> None:
+        """Move the storage effects the logs touched since the last call queued to ``effects``."""
         for key in self.touched:
             replica = self.partitions.get(key)
             if replica is not None:
-                self.effects += replica.log.take_effects()
+                effects.extend(replica.log.take_effects())
         self.touched.clear()
-        effects, self.effects = self.effects, []
-        return effects
 
     # -- lookups --------------------------------------------------------------------------------
 
@@ -236,7 +238,7 @@ class BrokerState:
     def replica(self, topic: str, partition: int) -> PartitionReplica | None:
         return self.partitions.get((topic, partition))
 
-    def internal_topic(self, name: str, now_ms: int) -> TopicInfo | None:
+    def internal_topic(self, name: str, now_ms: int, effects: EffectSink) -> TopicInfo | None:
         """An internal topic, created the broker's way when it is missing (None: this broker does
         not make that one, see :func:`~kafka_wire.broker.internal_topics.internal_topic_specs`)."""
         topic = self.metadata.topics.get(name)
@@ -244,11 +246,11 @@ class BrokerState:
             spec = internal_topic_specs(self.config).get(name)
             if spec is None:
                 return None
-            topic = self.create_topic(name, spec.partitions, spec.configs, now_ms, internal=True)
+            topic = self.create_topic(name, spec.partitions, spec.configs, now_ms, effects)
         return topic
 
-    def offsets_topic(self, now_ms: int) -> TopicInfo:
+    def offsets_topic(self, now_ms: int, effects: EffectSink) -> TopicInfo:
         """``__consumer_offsets``, created with ``offsets.topic.*`` when it is missing."""
-        topic = self.internal_topic(OFFSETS_TOPIC, now_ms)
+        topic = self.internal_topic(OFFSETS_TOPIC, now_ms, effects)
         assert topic is not None, "the broker always knows how to make __consumer_offsets"
         return topic

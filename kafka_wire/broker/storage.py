@@ -1,8 +1,8 @@
 """Reading stored files, and an in-memory store that applies storage effects.
 
 The engine writes only through effects; it reads through a :class:`StorageReader` its driver
-passes in (the file store in ``kafka_wire.adapters``, or :class:`MemoryStorage` in tests and the
-simulator). Reads see every effect applied by earlier calls.
+passes in (the file store in ``kafka_wire.adapters``, or :class:`MemoryStorage` in tests). Reads
+see every effect applied by earlier calls.
 """
 
 from __future__ import annotations

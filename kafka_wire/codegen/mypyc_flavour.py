@@ -30,6 +30,7 @@ import re
 
 from kafka_wire.codegen.python_flavour import (
     ModuleEmitter,
+    emit_response_class,
     fresh_default,
     nondefault_check,
     read_sized,
@@ -419,6 +420,8 @@ class NativeModuleEmitter(ModuleEmitter):
             if s.fields:
                 w.line()
             self.emit_init(w, s, {f.py_name: "Any" for f in s.fields}, "Any")
+            if s is msg.root and emit_response_class(w, msg, self.messages):
+                self.needs_builtins = True
 
     # ----------------------------------------------------------------- module
     def emit(self) -> str:
@@ -445,6 +448,8 @@ class NativeModuleEmitter(ModuleEmitter):
         head.line()
         head.line("from __future__ import annotations")
         head.line()
+        if self.needs_builtins:
+            head.line("import builtins")
         head.line("from typing import Any, Final")
         head.line("from uuid import UUID")
         head.line()

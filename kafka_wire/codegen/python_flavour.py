@@ -103,6 +103,31 @@ def nondefault_check(field: Field, value: str, classes: dict[str, str]) -> str:
     return f"{value} != {lit}"
 
 
+def response_class_name(msg: Message, messages: list[Message]) -> str | None:
+    """The class name of a request's response (generated in the same module), else None."""
+    if msg.kind != "request":
+        return None
+    for other in messages:
+        if other.kind == "response" and other.api_key == msg.api_key:
+            return other.root.class_name
+    raise ValueError(f"{msg.name}: no response message in its module")
+
+
+def emit_response_class(w: SourceWriter, msg: Message, messages: list[Message]) -> bool:
+    """A request class's ``response_class()`` (both flavours): the type-level link to its response.
+
+    True when it names ``builtins.type``, because a field called ``type`` hides the builtin in the
+    class body (the module then needs ``import builtins``)."""
+    response = response_class_name(msg, messages)
+    if response is None:
+        return False
+    shadowed = any(f.py_name == "type" for f in msg.root.fields)
+    w.line()
+    with w.block(f"def response_class(self) -> {'builtins.' if shadowed else ''}type[{response}]:"):
+        w.line(f"return {response}")
+    return shadowed
+
+
 @dataclass
 class Layout:
     """What one version of a struct looks like on the wire (the key for sharing functions)."""
@@ -128,6 +153,8 @@ class ModuleEmitter:
         self.local_prefix = ""
         #: class name -> (message, struct) of each ``_fresh_<Class>`` function the decoders call
         self.fresh_structs: dict[str, tuple[Message, Struct]] = {}
+        #: a class annotation names ``builtins.type`` (see :func:`emit_response_class`)
+        self.needs_builtins = False
 
     # ----------------------------------------------------------------- helpers
     def struct_const(self, fmt: str) -> str:
@@ -161,6 +188,8 @@ class ModuleEmitter:
             if s.fields:
                 w.line()
             self.emit_init(w, s, {f.py_name: py_type(f, self.msg_classes) for f in s.fields}, "TaggedFields")
+            if s is msg.root and emit_response_class(w, msg, self.messages):
+                self.needs_builtins = True
 
     def emit_init(self, w: SourceWriter, s: Struct, types: dict[str, str], tags_type: str) -> None:
         """The keyword-only constructor (both flavours' classes): ``types`` are the annotations."""
@@ -761,6 +790,8 @@ class ModuleEmitter:
         head.line()
         head.line("from __future__ import annotations")
         head.line()
+        if self.needs_builtins:
+            head.line("import builtins")
         head.line("from struct import Struct as _Struct")
         head.line("from struct import pack as _pack")
         head.line("from struct import unpack_from as _unpack_from")

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kafka_wire.codec.request_for import RequestFor
 from kafka_wire.codec.runtime import Message
 from kafka_wire.messages.api_key import ApiKey
 from kafka_wire.messages.error_code import ErrorCode
@@ -1860,6 +1861,7 @@ __all__ = [
     'RemoveRaftVoterResponse',
     'RenewDelegationTokenRequest',
     'RenewDelegationTokenResponse',
+    'RequestFor',
     'RequestHeader',
     'ResponseHeader',
     'SaslAuthenticateRequest',

@@ -42,6 +42,9 @@ class AddOffsetsToTxnRequest(Message):
         self.group_id = group_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[AddOffsetsToTxnResponse]:
+        return AddOffsetsToTxnResponse
+
 
 class AddOffsetsToTxnResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code')

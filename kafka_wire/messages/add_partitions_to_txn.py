@@ -87,6 +87,9 @@ class AddPartitionsToTxnRequest(Message):
         self.v3_and_below_topics = [] if v3_and_below_topics is FRESH else v3_and_below_topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[AddPartitionsToTxnResponse]:
+        return AddPartitionsToTxnResponse
+
 
 class AddPartitionsToTxnResponsePartitionResult(Struct):
     __slots__ = ('partition_index', 'partition_error_code')

@@ -70,6 +70,9 @@ class AddRaftVoterRequest(Message):
         self.ack_when_committed = ack_when_committed
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[AddRaftVoterResponse]:
+        return AddRaftVoterResponse
+
 
 class AddRaftVoterResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message')

@@ -33,6 +33,9 @@ class AllocateProducerIdsRequest(Message):
         self.broker_epoch = broker_epoch
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[AllocateProducerIdsResponse]:
+        return AllocateProducerIdsResponse
+
 
 class AllocateProducerIdsResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'producer_id_start', 'producer_id_len')

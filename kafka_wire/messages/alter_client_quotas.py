@@ -78,6 +78,9 @@ class AlterClientQuotasRequest(Message):
         self.validate_only = validate_only
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[AlterClientQuotasResponse]:
+        return AlterClientQuotasResponse
+
 
 class AlterClientQuotasResponseEntityData(Struct):
     __slots__ = ('entity_type', 'entity_name')

@@ -67,6 +67,9 @@ class AlterConfigsRequest(Message):
         self.validate_only = validate_only
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[AlterConfigsResponse]:
+        return AlterConfigsResponse
+
 
 class AlterConfigsResponseResourceResponse(Struct):
     __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name')

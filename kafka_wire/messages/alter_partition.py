@@ -103,6 +103,9 @@ class AlterPartitionRequest(Message):
         self.topics = [] if topics is FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[AlterPartitionResponse]:
+        return AlterPartitionResponse
+
 
 class AlterPartitionResponsePartitionData(Struct):
     __slots__ = ('partition_index', 'error_code', 'leader_id', 'leader_epoch', 'isr', 'leader_recovery_state', 'partition_epoch')

@@ -65,6 +65,9 @@ class AlterPartitionReassignmentsRequest(Message):
         self.topics = [] if topics is FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[AlterPartitionReassignmentsResponse]:
+        return AlterPartitionReassignmentsResponse
+
 
 class AlterPartitionReassignmentsResponseReassignablePartitionResponse(Struct):
     __slots__ = ('partition_index', 'error_code', 'error_message')

@@ -72,6 +72,9 @@ class AlterReplicaLogDirsRequest(Message):
         self.dirs = [] if dirs is FRESH else dirs
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[AlterReplicaLogDirsResponse]:
+        return AlterReplicaLogDirsResponse
+
 
 class AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult(Struct):
     __slots__ = ('partition_index', 'error_code')

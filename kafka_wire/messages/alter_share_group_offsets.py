@@ -71,6 +71,9 @@ class AlterShareGroupOffsetsRequest(Message):
         self.topics = [] if topics is FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[AlterShareGroupOffsetsResponse]:
+        return AlterShareGroupOffsetsResponse
+
 
 class AlterShareGroupOffsetsResponsePartition(Struct):
     __slots__ = ('partition_index', 'error_code', 'error_message')

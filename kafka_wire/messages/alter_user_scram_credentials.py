@@ -68,6 +68,9 @@ class AlterUserScramCredentialsRequest(Message):
         self.upsertions = [] if upsertions is FRESH else upsertions
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[AlterUserScramCredentialsResponse]:
+        return AlterUserScramCredentialsResponse
+
 
 class AlterUserScramCredentialsResponseResult(Struct):
     __slots__ = ('user', 'error_code', 'error_message')

@@ -45,6 +45,9 @@ class ApiVersionsRequest(Message):
         self.node_id = node_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ApiVersionsResponse]:
+        return ApiVersionsResponse
+
 
 class ApiVersionsResponseApiVersion(Struct):
     __slots__ = ('api_key', 'min_version', 'max_version')

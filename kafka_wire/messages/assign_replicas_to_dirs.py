@@ -84,6 +84,9 @@ class AssignReplicasToDirsRequest(Message):
         self.directories = [] if directories is FRESH else directories
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[AssignReplicasToDirsResponse]:
+        return AssignReplicasToDirsResponse
+
 
 class AssignReplicasToDirsResponsePartitionData(Struct):
     __slots__ = ('partition_index', 'error_code')

@@ -97,6 +97,9 @@ class BeginQuorumEpochRequest(Message):
         self.leader_endpoints = [] if leader_endpoints is FRESH else leader_endpoints
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[BeginQuorumEpochResponse]:
+        return BeginQuorumEpochResponse
+
 
 class BeginQuorumEpochResponsePartitionData(Struct):
     __slots__ = ('partition_index', 'error_code', 'leader_id', 'leader_epoch')

@@ -48,6 +48,9 @@ class BrokerHeartbeatRequest(Message):
         self.cordoned_log_dirs = cordoned_log_dirs
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[BrokerHeartbeatResponse]:
+        return BrokerHeartbeatResponse
+
 
 class BrokerHeartbeatResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'is_caught_up', 'is_fenced', 'should_shut_down')

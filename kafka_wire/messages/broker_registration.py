@@ -95,6 +95,9 @@ class BrokerRegistrationRequest(Message):
         self.previous_broker_epoch = previous_broker_epoch
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[BrokerRegistrationResponse]:
+        return BrokerRegistrationResponse
+
 
 class BrokerRegistrationResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'broker_epoch')

@@ -52,6 +52,9 @@ class ConsumerGroupDescribeRequest(Message):
         self.include_authorized_operations = include_authorized_operations
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ConsumerGroupDescribeResponse]:
+        return ConsumerGroupDescribeResponse
+
 
 class ConsumerGroupDescribeResponseTopicPartitions(Struct):
     __slots__ = ('topic_id', 'topic_name', 'partitions')

@@ -79,6 +79,9 @@ class ConsumerGroupHeartbeatRequest(Message):
         self.topic_partitions = topic_partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ConsumerGroupHeartbeatResponse]:
+        return ConsumerGroupHeartbeatResponse
+
 
 class ConsumerGroupHeartbeatResponseTopicPartitions(Struct):
     __slots__ = ('topic_id', 'partitions')

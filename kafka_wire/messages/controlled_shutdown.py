@@ -38,6 +38,9 @@ class ControlledShutdownRequest(Message):
         self.broker_epoch = broker_epoch
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ControlledShutdownResponse]:
+        return ControlledShutdownResponse
+
 
 class ControlledShutdownResponseRemainingPartition(Struct):
     __slots__ = ('topic_name', 'partition_index')

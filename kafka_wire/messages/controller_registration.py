@@ -84,6 +84,9 @@ class ControllerRegistrationRequest(Message):
         self.features = [] if features is FRESH else features
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ControllerRegistrationResponse]:
+        return ControllerRegistrationResponse
+
 
 class ControllerRegistrationResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message')

@@ -63,6 +63,9 @@ class CreateAclsRequest(Message):
         self.creations = [] if creations is FRESH else creations
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[CreateAclsResponse]:
+        return CreateAclsResponse
+
 
 class CreateAclsResponseAclCreationResult(Struct):
     __slots__ = ('error_code', 'error_message')

@@ -58,6 +58,9 @@ class CreateDelegationTokenRequest(Message):
         self.max_lifetime_ms = max_lifetime_ms
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[CreateDelegationTokenResponse]:
+        return CreateDelegationTokenResponse
+
 
 class CreateDelegationTokenResponse(Message):
     __slots__ = ('error_code', 'principal_type', 'principal_name', 'token_requester_principal_type', 'token_requester_principal_name', 'issue_timestamp_ms', 'expiry_timestamp_ms', 'max_timestamp_ms', 'token_id', 'hmac', 'throttle_time_ms')

@@ -75,6 +75,9 @@ class CreatePartitionsRequest(Message):
         self.validate_only = validate_only
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[CreatePartitionsResponse]:
+        return CreatePartitionsResponse
+
 
 class CreatePartitionsResponseTopicResult(Struct):
     __slots__ = ('name', 'error_code', 'error_message')

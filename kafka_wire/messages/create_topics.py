@@ -103,6 +103,9 @@ class CreateTopicsRequest(Message):
         self.validate_only = validate_only
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[CreateTopicsResponse]:
+        return CreateTopicsResponse
+
 
 class CreateTopicsResponseCreatableTopicConfigs(Struct):
     __slots__ = ('name', 'value', 'read_only', 'config_source', 'is_sensitive')

@@ -63,6 +63,9 @@ class DeleteAclsRequest(Message):
         self.filters = [] if filters is FRESH else filters
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[DeleteAclsResponse]:
+        return DeleteAclsResponse
+
 
 class DeleteAclsResponseMatchingAcl(Struct):
     __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name', 'pattern_type', 'principal', 'host', 'operation', 'permission_type')

@@ -35,6 +35,9 @@ class DeleteGroupsRequest(Message):
         self.groups_names = [] if groups_names is FRESH else groups_names
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[DeleteGroupsResponse]:
+        return DeleteGroupsResponse
+
 
 class DeleteGroupsResponseDeletableGroupResult(Struct):
     __slots__ = ('group_id', 'error_code', 'error_message')

@@ -63,6 +63,9 @@ class DeleteRecordsRequest(Message):
         self.timeout_ms = timeout_ms
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[DeleteRecordsResponse]:
+        return DeleteRecordsResponse
+
 
 class DeleteRecordsResponsePartitionResult(Struct):
     __slots__ = ('partition_index', 'low_watermark', 'error_code')

@@ -56,6 +56,9 @@ class DeleteShareGroupOffsetsRequest(Message):
         self.topics = [] if topics is FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[DeleteShareGroupOffsetsResponse]:
+        return DeleteShareGroupOffsetsResponse
+
 
 class DeleteShareGroupOffsetsResponseTopic(Struct):
     __slots__ = ('topic_name', 'topic_id', 'error_code', 'error_message')

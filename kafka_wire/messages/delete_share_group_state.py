@@ -69,6 +69,9 @@ class DeleteShareGroupStateRequest(Message):
         self.topics = [] if topics is FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[DeleteShareGroupStateResponse]:
+        return DeleteShareGroupStateResponse
+
 
 class DeleteShareGroupStateResponsePartitionResult(Struct):
     __slots__ = ('partition', 'error_code', 'error_message')

@@ -65,6 +65,9 @@ class DeleteTopicsRequest(Message):
         self.timeout_ms = timeout_ms
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[DeleteTopicsResponse]:
+        return DeleteTopicsResponse
+
 
 class DeleteTopicsResponseDeletableTopicResult(Struct):
     __slots__ = ('name', 'topic_id', 'error_code', 'error_message')

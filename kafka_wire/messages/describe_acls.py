@@ -54,6 +54,9 @@ class DescribeAclsRequest(Message):
         self.permission_type = permission_type
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[DescribeAclsResponse]:
+        return DescribeAclsResponse
+
 
 class DescribeAclsResponseAclDescription(Struct):
     __slots__ = ('principal', 'host', 'operation', 'permission_type')

@@ -56,6 +56,9 @@ class DescribeClientQuotasRequest(Message):
         self.strict = strict
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[DescribeClientQuotasResponse]:
+        return DescribeClientQuotasResponse
+
 
 class DescribeClientQuotasResponseEntityData(Struct):
     __slots__ = ('entity_type', 'entity_name')

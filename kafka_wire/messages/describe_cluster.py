@@ -42,6 +42,9 @@ class DescribeClusterRequest(Message):
         self.include_fenced_brokers = include_fenced_brokers
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[DescribeClusterResponse]:
+        return DescribeClusterResponse
+
 
 class DescribeClusterResponseBroker(Struct):
     __slots__ = ('broker_id', 'host', 'port', 'rack', 'is_fenced')

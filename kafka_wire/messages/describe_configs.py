@@ -63,6 +63,9 @@ class DescribeConfigsRequest(Message):
         self.include_documentation = include_documentation
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[DescribeConfigsResponse]:
+        return DescribeConfigsResponse
+
 
 class DescribeConfigsResponseSynonym(Struct):
     __slots__ = ('name', 'value', 'source')

@@ -51,6 +51,9 @@ class DescribeDelegationTokenRequest(Message):
         self.owners = [] if owners is FRESH else owners
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[DescribeDelegationTokenResponse]:
+        return DescribeDelegationTokenResponse
+
 
 class DescribeDelegationTokenResponseDescribedDelegationTokenRenewer(Struct):
     __slots__ = ('principal_type', 'principal_name')

@@ -39,6 +39,9 @@ class DescribeGroupsRequest(Message):
         self.include_authorized_operations = include_authorized_operations
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[DescribeGroupsResponse]:
+        return DescribeGroupsResponse
+
 
 class DescribeGroupsResponseDescribedGroupMember(Struct):
     __slots__ = ('member_id', 'group_instance_id', 'client_id', 'client_host', 'member_metadata', 'member_assignment')

@@ -64,6 +64,9 @@ class DescribeLogDirsRequest(Message):
         self.topics = [] if topics is FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[DescribeLogDirsResponse]:
+        return DescribeLogDirsResponse
+
 
 class DescribeLogDirsResponsePartition(Struct):
     __slots__ = ('partition_index', 'partition_size', 'offset_lag', 'is_future_key')

@@ -48,6 +48,9 @@ class DescribeProducersRequest(Message):
         self.topics = [] if topics is FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[DescribeProducersResponse]:
+        return DescribeProducersResponse
+
 
 class DescribeProducersResponseProducerState(Struct):
     __slots__ = ('producer_id', 'producer_epoch', 'last_sequence', 'last_timestamp', 'coordinator_epoch', 'current_txn_start_offset')

@@ -73,6 +73,9 @@ class DescribeQuorumRequest(Message):
         self.topics = [] if topics is FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[DescribeQuorumResponse]:
+        return DescribeQuorumResponse
+
 
 class DescribeQuorumResponseReplicaState(Struct):
     __slots__ = ('replica_id', 'replica_directory_id', 'log_end_offset', 'last_fetch_timestamp', 'last_caught_up_timestamp')

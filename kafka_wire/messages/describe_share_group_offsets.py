@@ -73,6 +73,9 @@ class DescribeShareGroupOffsetsRequest(Message):
         self.groups = [] if groups is FRESH else groups
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[DescribeShareGroupOffsetsResponse]:
+        return DescribeShareGroupOffsetsResponse
+
 
 class DescribeShareGroupOffsetsResponsePartition(Struct):
     __slots__ = ('partition_index', 'start_offset', 'leader_epoch', 'lag', 'error_code', 'error_message')

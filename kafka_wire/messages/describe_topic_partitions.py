@@ -76,6 +76,9 @@ class DescribeTopicPartitionsRequest(Message):
         self.cursor = cursor
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[DescribeTopicPartitionsResponse]:
+        return DescribeTopicPartitionsResponse
+
 
 class DescribeTopicPartitionsResponsePartition(Struct):
     __slots__ = ('error_code', 'partition_index', 'leader_id', 'leader_epoch', 'replica_nodes', 'isr_nodes', 'eligible_leader_replicas', 'last_known_elr', 'offline_replicas')

@@ -36,6 +36,9 @@ class DescribeTransactionsRequest(Message):
         self.transactional_ids = [] if transactional_ids is FRESH else transactional_ids
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[DescribeTransactionsResponse]:
+        return DescribeTransactionsResponse
+
 
 class DescribeTransactionsResponseTopicData(Struct):
     __slots__ = ('topic', 'partitions')

@@ -45,6 +45,9 @@ class DescribeUserScramCredentialsRequest(Message):
         self.users = [] if users is FRESH else users
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[DescribeUserScramCredentialsResponse]:
+        return DescribeUserScramCredentialsResponse
+
 
 class DescribeUserScramCredentialsResponseCredentialInfo(Struct):
     __slots__ = ('mechanism', 'iterations')

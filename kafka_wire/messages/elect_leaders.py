@@ -66,6 +66,9 @@ class ElectLeadersRequest(Message):
         self.timeout_ms = timeout_ms
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ElectLeadersResponse]:
+        return ElectLeadersResponse
+
 
 class ElectLeadersResponsePartitionResult(Struct):
     __slots__ = ('partition_id', 'error_code', 'error_message')

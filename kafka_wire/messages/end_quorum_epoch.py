@@ -114,6 +114,9 @@ class EndQuorumEpochRequest(Message):
         self.leader_endpoints = [] if leader_endpoints is FRESH else leader_endpoints
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[EndQuorumEpochResponse]:
+        return EndQuorumEpochResponse
+
 
 class EndQuorumEpochResponsePartitionData(Struct):
     __slots__ = ('partition_index', 'error_code', 'leader_id', 'leader_epoch')

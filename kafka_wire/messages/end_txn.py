@@ -42,6 +42,9 @@ class EndTxnRequest(Message):
         self.committed = committed
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[EndTxnResponse]:
+        return EndTxnResponse
+
 
 class EndTxnResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'producer_id', 'producer_epoch')

@@ -37,6 +37,9 @@ class EnvelopeRequest(Message):
         self.client_host_address = client_host_address
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[EnvelopeResponse]:
+        return EnvelopeResponse
+
 
 class EnvelopeResponse(Message):
     __slots__ = ('response_data', 'error_code')

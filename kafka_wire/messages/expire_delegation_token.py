@@ -39,6 +39,9 @@ class ExpireDelegationTokenRequest(Message):
         self.expiry_time_period_ms = expiry_time_period_ms
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ExpireDelegationTokenResponse]:
+        return ExpireDelegationTokenResponse
+
 
 class ExpireDelegationTokenResponse(Message):
     __slots__ = ('error_code', 'expiry_timestamp_ms', 'throttle_time_ms')

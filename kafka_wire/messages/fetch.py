@@ -163,6 +163,9 @@ class FetchRequest(Message):
         self.rack_id = rack_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[FetchResponse]:
+        return FetchResponse
+
 
 class FetchResponseEpochEndOffset(Struct):
     __slots__ = ('epoch', 'end_offset')

@@ -99,6 +99,9 @@ class FetchSnapshotRequest(Message):
         self.topics = [] if topics is FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[FetchSnapshotResponse]:
+        return FetchSnapshotResponse
+
 
 class FetchSnapshotResponseSnapshotId(Struct):
     __slots__ = ('end_offset', 'epoch')

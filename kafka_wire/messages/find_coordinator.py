@@ -43,6 +43,9 @@ class FindCoordinatorRequest(Message):
         self.coordinator_keys = [] if coordinator_keys is FRESH else coordinator_keys
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[FindCoordinatorResponse]:
+        return FindCoordinatorResponse
+
 
 class FindCoordinatorResponseCoordinator(Struct):
     __slots__ = ('key', 'node_id', 'host', 'port', 'error_code', 'error_message')

@@ -46,6 +46,9 @@ class GetTelemetrySubscriptionsRequest(Message):
         self.client_instance_id = client_instance_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[GetTelemetrySubscriptionsResponse]:
+        return GetTelemetrySubscriptionsResponse
+
 
 class GetTelemetrySubscriptionsResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'client_instance_id', 'subscription_id', 'accepted_compression_types', 'push_interval_ms', 'telemetry_max_bytes', 'delta_temporality', 'requested_metrics')

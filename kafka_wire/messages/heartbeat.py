@@ -41,6 +41,9 @@ class HeartbeatRequest(Message):
         self.group_instance_id = group_instance_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[HeartbeatResponse]:
+        return HeartbeatResponse
+
 
 class HeartbeatResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code')

@@ -69,6 +69,9 @@ class IncrementalAlterConfigsRequest(Message):
         self.validate_only = validate_only
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[IncrementalAlterConfigsResponse]:
+        return IncrementalAlterConfigsResponse
+
 
 class IncrementalAlterConfigsResponseAlterConfigsResourceResponse(Struct):
     __slots__ = ('error_code', 'error_message', 'resource_type', 'resource_name')

@@ -48,6 +48,9 @@ class InitProducerIdRequest(Message):
         self.keep_prepared_txn = keep_prepared_txn
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[InitProducerIdResponse]:
+        return InitProducerIdResponse
+
 
 class InitProducerIdResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'producer_id', 'producer_epoch', 'ongoing_txn_producer_id', 'ongoing_txn_producer_epoch')

@@ -73,6 +73,9 @@ class InitializeShareGroupStateRequest(Message):
         self.topics = [] if topics is FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[InitializeShareGroupStateResponse]:
+        return InitializeShareGroupStateResponse
+
 
 class InitializeShareGroupStateResponsePartitionResult(Struct):
     __slots__ = ('partition', 'error_code', 'error_message')

@@ -68,6 +68,9 @@ class JoinGroupRequest(Message):
         self.reason = reason
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[JoinGroupResponse]:
+        return JoinGroupResponse
+
 
 class JoinGroupResponseMember(Struct):
     __slots__ = ('member_id', 'group_instance_id', 'metadata')

@@ -8,6 +8,7 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 
 from __future__ import annotations
 
+import builtins
 from struct import Struct as _Struct
 from uuid import UUID
 
@@ -134,6 +135,9 @@ class LeaderAndIsrRequest(Message):
         self.ungrouped_partition_states = [] if ungrouped_partition_states is FRESH else ungrouped_partition_states
         self.live_leaders = [] if live_leaders is FRESH else live_leaders
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def response_class(self) -> builtins.type[LeaderAndIsrResponse]:
+        return LeaderAndIsrResponse
 
 
 class LeaderAndIsrResponsePartitionError(Struct):

@@ -54,6 +54,9 @@ class LeaveGroupRequest(Message):
         self.member_id = member_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[LeaveGroupResponse]:
+        return LeaveGroupResponse
+
 
 class LeaveGroupResponseMemberResponse(Struct):
     __slots__ = ('member_id', 'group_instance_id', 'error_code')

@@ -35,6 +35,9 @@ class ListConfigResourcesRequest(Message):
         self.resource_types = [] if resource_types is FRESH else resource_types
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ListConfigResourcesResponse]:
+        return ListConfigResourcesResponse
+
 
 class ListConfigResourcesResponseConfigResource(Struct):
     __slots__ = ('resource_name', 'resource_type')

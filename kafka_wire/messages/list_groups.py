@@ -39,6 +39,9 @@ class ListGroupsRequest(Message):
         self.types_filter = [] if types_filter is FRESH else types_filter
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ListGroupsResponse]:
+        return ListGroupsResponse
+
 
 class ListGroupsResponseListedGroup(Struct):
     __slots__ = ('group_id', 'protocol_type', 'group_state', 'group_type')

@@ -90,6 +90,9 @@ class ListOffsetsRequest(Message):
         self.timeout_ms = timeout_ms
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ListOffsetsResponse]:
+        return ListOffsetsResponse
+
 
 class ListOffsetsResponsePartitionResponse(Struct):
     __slots__ = ('partition_index', 'error_code', 'timestamp', 'offset', 'leader_epoch', 'old_style_offsets')

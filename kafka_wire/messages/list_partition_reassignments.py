@@ -49,6 +49,9 @@ class ListPartitionReassignmentsRequest(Message):
         self.topics = topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ListPartitionReassignmentsResponse]:
+        return ListPartitionReassignmentsResponse
+
 
 class ListPartitionReassignmentsResponseOngoingPartitionReassignment(Struct):
     __slots__ = ('partition_index', 'replicas', 'adding_replicas', 'removing_replicas')

@@ -41,6 +41,9 @@ class ListTransactionsRequest(Message):
         self.transactional_id_pattern = transactional_id_pattern
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ListTransactionsResponse]:
+        return ListTransactionsResponse
+
 
 class ListTransactionsResponseTransactionState(Struct):
     __slots__ = ('transactional_id', 'producer_id', 'transaction_state')

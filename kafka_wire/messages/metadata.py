@@ -78,6 +78,9 @@ class MetadataRequest(Message):
         self.include_topic_authorized_operations = include_topic_authorized_operations
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[MetadataResponse]:
+        return MetadataResponse
+
 
 class MetadataResponseBroker(Struct):
     __slots__ = ('node_id', 'host', 'port', 'rack')

@@ -99,6 +99,9 @@ class OffsetCommitRequest(Message):
         self.topics = [] if topics is FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[OffsetCommitResponse]:
+        return OffsetCommitResponse
+
 
 class OffsetCommitResponsePartition(Struct):
     __slots__ = ('partition_index', 'error_code')

@@ -58,6 +58,9 @@ class OffsetDeleteRequest(Message):
         self.topics = [] if topics is FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[OffsetDeleteResponse]:
+        return OffsetDeleteResponse
+
 
 class OffsetDeleteResponsePartition(Struct):
     __slots__ = ('partition_index', 'error_code')

@@ -105,6 +105,9 @@ class OffsetFetchRequest(Message):
         self.require_stable = require_stable
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[OffsetFetchResponse]:
+        return OffsetFetchResponse
+
 
 class OffsetFetchResponsePartitions(Struct):
     __slots__ = ('partition_index', 'committed_offset', 'committed_leader_epoch', 'metadata', 'error_code')

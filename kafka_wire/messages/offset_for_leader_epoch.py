@@ -68,6 +68,9 @@ class OffsetForLeaderEpochRequest(Message):
         self.topics = [] if topics is FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[OffsetForLeaderEpochResponse]:
+        return OffsetForLeaderEpochResponse
+
 
 class OffsetForLeaderEpochResponseEpochEndOffset(Struct):
     __slots__ = ('error_code', 'partition', 'leader_epoch', 'end_offset')

@@ -88,6 +88,9 @@ class ProduceRequest(Message):
         self.topic_data = [] if topic_data is FRESH else topic_data
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ProduceResponse]:
+        return ProduceResponse
+
 
 class ProduceResponseBatchIndexAndErrorMessage(Struct):
     __slots__ = ('batch_index', 'batch_index_error_message')

@@ -44,6 +44,9 @@ class PushTelemetryRequest(Message):
         self.metrics = metrics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[PushTelemetryResponse]:
+        return PushTelemetryResponse
+
 
 class PushTelemetryResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code')

@@ -73,6 +73,9 @@ class ReadShareGroupStateRequest(Message):
         self.topics = [] if topics is FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ReadShareGroupStateResponse]:
+        return ReadShareGroupStateResponse
+
 
 class ReadShareGroupStateResponseStateBatch(Struct):
     __slots__ = ('first_offset', 'last_offset', 'delivery_state', 'delivery_count')

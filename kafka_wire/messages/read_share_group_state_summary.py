@@ -73,6 +73,9 @@ class ReadShareGroupStateSummaryRequest(Message):
         self.topics = [] if topics is FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ReadShareGroupStateSummaryResponse]:
+        return ReadShareGroupStateSummaryResponse
+
 
 class ReadShareGroupStateSummaryResponsePartitionResult(Struct):
     __slots__ = ('partition', 'error_code', 'error_message', 'state_epoch', 'leader_epoch', 'start_offset', 'delivery_complete_count')

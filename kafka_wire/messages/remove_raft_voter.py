@@ -40,6 +40,9 @@ class RemoveRaftVoterRequest(Message):
         self.voter_directory_id = voter_directory_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[RemoveRaftVoterResponse]:
+        return RemoveRaftVoterResponse
+
 
 class RemoveRaftVoterResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message')

@@ -39,6 +39,9 @@ class RenewDelegationTokenRequest(Message):
         self.renew_period_ms = renew_period_ms
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[RenewDelegationTokenResponse]:
+        return RenewDelegationTokenResponse
+
 
 class RenewDelegationTokenResponse(Message):
     __slots__ = ('error_code', 'expiry_timestamp_ms', 'throttle_time_ms')

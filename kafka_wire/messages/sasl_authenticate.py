@@ -36,6 +36,9 @@ class SaslAuthenticateRequest(Message):
         self.auth_bytes = auth_bytes
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[SaslAuthenticateResponse]:
+        return SaslAuthenticateResponse
+
 
 class SaslAuthenticateResponse(Message):
     __slots__ = ('error_code', 'error_message', 'auth_bytes', 'session_lifetime_ms')

@@ -32,6 +32,9 @@ class SaslHandshakeRequest(Message):
         self.mechanism = mechanism
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[SaslHandshakeResponse]:
+        return SaslHandshakeResponse
+
 
 class SaslHandshakeResponse(Message):
     __slots__ = ('error_code', 'mechanisms')

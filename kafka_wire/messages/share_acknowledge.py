@@ -98,6 +98,9 @@ class ShareAcknowledgeRequest(Message):
         self.topics = [] if topics is FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ShareAcknowledgeResponse]:
+        return ShareAcknowledgeResponse
+
 
 class ShareAcknowledgeResponseLeaderIdAndEpoch(Struct):
     __slots__ = ('leader_id', 'leader_epoch')

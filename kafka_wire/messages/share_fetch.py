@@ -132,6 +132,9 @@ class ShareFetchRequest(Message):
         self.forgotten_topics_data = [] if forgotten_topics_data is FRESH else forgotten_topics_data
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ShareFetchResponse]:
+        return ShareFetchResponse
+
 
 class ShareFetchResponseLeaderIdAndEpoch(Struct):
     __slots__ = ('leader_id', 'leader_epoch')

@@ -53,6 +53,9 @@ class ShareGroupDescribeRequest(Message):
         self.include_authorized_operations = include_authorized_operations
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ShareGroupDescribeResponse]:
+        return ShareGroupDescribeResponse
+
 
 class ShareGroupDescribeResponseTopicPartitions(Struct):
     __slots__ = ('topic_id', 'topic_name', 'partitions')

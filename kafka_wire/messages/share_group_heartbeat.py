@@ -59,6 +59,9 @@ class ShareGroupHeartbeatRequest(Message):
         self.subscribed_topic_names = subscribed_topic_names
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ShareGroupHeartbeatResponse]:
+        return ShareGroupHeartbeatResponse
+
 
 class ShareGroupHeartbeatResponseTopicPartitions(Struct):
     __slots__ = ('topic_id', 'partitions')

@@ -116,6 +116,9 @@ class StopReplicaRequest(Message):
         self.ungrouped_partitions = [] if ungrouped_partitions is FRESH else ungrouped_partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[StopReplicaResponse]:
+        return StopReplicaResponse
+
 
 class StopReplicaResponsePartitionError(Struct):
     __slots__ = ('topic_name', 'partition_index', 'error_code')

@@ -48,6 +48,9 @@ class StreamsGroupDescribeRequest(Message):
         self.include_topology_description = include_topology_description
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[StreamsGroupDescribeResponse]:
+        return StreamsGroupDescribeResponse
+
 
 class StreamsGroupDescribeResponseKeyValue(Struct):
     __slots__ = ('key', 'value')

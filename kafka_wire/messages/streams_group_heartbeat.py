@@ -191,6 +191,9 @@ class StreamsGroupHeartbeatRequest(Message):
         self.shutdown_application = shutdown_application
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[StreamsGroupHeartbeatResponse]:
+        return StreamsGroupHeartbeatResponse
+
 
 class StreamsGroupHeartbeatResponseStatus(Struct):
     __slots__ = ('status_code', 'status_detail')

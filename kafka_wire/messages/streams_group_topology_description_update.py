@@ -97,6 +97,9 @@ class StreamsGroupTopologyDescriptionUpdateRequest(Message):
         self.topology_description = StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription() if topology_description is FRESH else topology_description
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[StreamsGroupTopologyDescriptionUpdateResponse]:
+        return StreamsGroupTopologyDescriptionUpdateResponse
+
 
 class StreamsGroupTopologyDescriptionUpdateResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message')

@@ -61,6 +61,9 @@ class SyncGroupRequest(Message):
         self.assignments = [] if assignments is FRESH else assignments
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[SyncGroupResponse]:
+        return SyncGroupResponse
+
 
 class SyncGroupResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'protocol_type', 'protocol_name', 'assignment')

@@ -97,6 +97,9 @@ class TxnOffsetCommitRequest(Message):
         self.topics = [] if topics is FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[TxnOffsetCommitResponse]:
+        return TxnOffsetCommitResponse
+
 
 class TxnOffsetCommitResponsePartition(Struct):
     __slots__ = ('partition_index', 'error_code')

@@ -34,6 +34,9 @@ class UnregisterBrokerRequest(Message):
         self.broker_id = broker_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[UnregisterBrokerResponse]:
+        return UnregisterBrokerResponse
+
 
 class UnregisterBrokerResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message')

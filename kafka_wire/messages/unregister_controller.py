@@ -34,6 +34,9 @@ class UnregisterControllerRequest(Message):
         self.controller_id = controller_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[UnregisterControllerResponse]:
+        return UnregisterControllerResponse
+
 
 class UnregisterControllerResponse(Message):
     __slots__ = ('throttle_time_ms', 'error_code', 'error_message')

@@ -58,6 +58,9 @@ class UpdateFeaturesRequest(Message):
         self.validate_only = validate_only
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[UpdateFeaturesResponse]:
+        return UpdateFeaturesResponse
+
 
 class UpdateFeaturesResponseUpdatableFeatureResult(Struct):
     __slots__ = ('feature', 'error_code', 'error_message')

@@ -8,6 +8,7 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 
 from __future__ import annotations
 
+import builtins
 from struct import Struct as _Struct
 from uuid import UUID
 
@@ -145,6 +146,9 @@ class UpdateMetadataRequest(Message):
         self.ungrouped_partition_states = [] if ungrouped_partition_states is FRESH else ungrouped_partition_states
         self.live_brokers = [] if live_brokers is FRESH else live_brokers
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def response_class(self) -> builtins.type[UpdateMetadataResponse]:
+        return UpdateMetadataResponse
 
 
 class UpdateMetadataResponse(Message):

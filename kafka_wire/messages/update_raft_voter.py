@@ -84,6 +84,9 @@ class UpdateRaftVoterRequest(Message):
         self.k_raft_version_feature = UpdateRaftVoterRequestKRaftVersionFeature() if k_raft_version_feature is FRESH else k_raft_version_feature
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[UpdateRaftVoterResponse]:
+        return UpdateRaftVoterResponse
+
 
 class UpdateRaftVoterResponseCurrentLeader(Struct):
     __slots__ = ('leader_id', 'leader_epoch', 'host', 'port')

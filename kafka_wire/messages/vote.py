@@ -89,6 +89,9 @@ class VoteRequest(Message):
         self.topics = [] if topics is FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[VoteResponse]:
+        return VoteResponse
+
 
 class VoteResponsePartitionData(Struct):
     __slots__ = ('partition_index', 'error_code', 'leader_id', 'leader_epoch', 'vote_granted')

@@ -97,6 +97,9 @@ class WriteShareGroupStateRequest(Message):
         self.topics = [] if topics is FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[WriteShareGroupStateResponse]:
+        return WriteShareGroupStateResponse
+
 
 class WriteShareGroupStateResponsePartitionResult(Struct):
     __slots__ = ('partition', 'error_code', 'error_message')

@@ -84,6 +84,9 @@ class WriteTxnMarkersRequest(Message):
         self.markers = [] if markers is FRESH else markers
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[WriteTxnMarkersResponse]:
+        return WriteTxnMarkersResponse
+
 
 class WriteTxnMarkersResponseWritableTxnMarkerPartitionResult(Struct):
     __slots__ = ('partition_index', 'error_code')

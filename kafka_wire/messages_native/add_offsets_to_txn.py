@@ -134,6 +134,9 @@ class AddOffsetsToTxnRequest(_NativeMessage):
         self.group_id = group_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[AddOffsetsToTxnResponse]:
+        return AddOffsetsToTxnResponse
+
 
 class AddOffsetsToTxnResponse(_NativeMessage):
     throttle_time_ms: Any

@@ -163,6 +163,9 @@ class AddPartitionsToTxnRequest(_NativeMessage):
         self.v3_and_below_topics = [] if v3_and_below_topics is _FRESH else v3_and_below_topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[AddPartitionsToTxnResponse]:
+        return AddPartitionsToTxnResponse
+
 
 class AddPartitionsToTxnResponsePartitionResult(_NativeStruct):
     partition_index: Any

@@ -150,6 +150,9 @@ class AddRaftVoterRequest(_NativeMessage):
         self.ack_when_committed = ack_when_committed
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[AddRaftVoterResponse]:
+        return AddRaftVoterResponse
+
 
 class AddRaftVoterResponse(_NativeMessage):
     throttle_time_ms: Any

@@ -130,6 +130,9 @@ class AllocateProducerIdsRequest(_NativeMessage):
         self.broker_epoch = broker_epoch
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[AllocateProducerIdsResponse]:
+        return AllocateProducerIdsResponse
+
 
 class AllocateProducerIdsResponse(_NativeMessage):
     throttle_time_ms: Any

@@ -164,6 +164,9 @@ class AlterClientQuotasRequest(_NativeMessage):
         self.validate_only = validate_only
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[AlterClientQuotasResponse]:
+        return AlterClientQuotasResponse
+
 
 class AlterClientQuotasResponseEntityData(_NativeStruct):
     entity_type: Any

@@ -152,6 +152,9 @@ class AlterConfigsRequest(_NativeMessage):
         self.validate_only = validate_only
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[AlterConfigsResponse]:
+        return AlterConfigsResponse
+
 
 class AlterConfigsResponseResourceResponse(_NativeStruct):
     error_code: Any

@@ -175,6 +175,9 @@ class AlterPartitionRequest(_NativeMessage):
         self.topics = [] if topics is _FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[AlterPartitionResponse]:
+        return AlterPartitionResponse
+
 
 class AlterPartitionResponsePartitionData(_NativeStruct):
     partition_index: Any

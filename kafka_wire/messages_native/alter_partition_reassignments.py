@@ -152,6 +152,9 @@ class AlterPartitionReassignmentsRequest(_NativeMessage):
         self.topics = [] if topics is _FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[AlterPartitionReassignmentsResponse]:
+        return AlterPartitionReassignmentsResponse
+
 
 class AlterPartitionReassignmentsResponseReassignablePartitionResponse(_NativeStruct):
     partition_index: Any

@@ -150,6 +150,9 @@ class AlterReplicaLogDirsRequest(_NativeMessage):
         self.dirs = [] if dirs is _FRESH else dirs
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[AlterReplicaLogDirsResponse]:
+        return AlterReplicaLogDirsResponse
+
 
 class AlterReplicaLogDirsResponseAlterReplicaLogDirPartitionResult(_NativeStruct):
     partition_index: Any

@@ -151,6 +151,9 @@ class AlterShareGroupOffsetsRequest(_NativeMessage):
         self.topics = [] if topics is _FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[AlterShareGroupOffsetsResponse]:
+        return AlterShareGroupOffsetsResponse
+
 
 class AlterShareGroupOffsetsResponsePartition(_NativeStruct):
     partition_index: Any

@@ -156,6 +156,9 @@ class AlterUserScramCredentialsRequest(_NativeMessage):
         self.upsertions = [] if upsertions is _FRESH else upsertions
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[AlterUserScramCredentialsResponse]:
+        return AlterUserScramCredentialsResponse
+
 
 class AlterUserScramCredentialsResponseResult(_NativeStruct):
     user: Any

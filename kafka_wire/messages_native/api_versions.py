@@ -135,6 +135,9 @@ class ApiVersionsRequest(_NativeMessage):
         self.node_id = node_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ApiVersionsResponse]:
+        return ApiVersionsResponse
+
 
 class ApiVersionsResponseApiVersion(_NativeStruct):
     api_key: Any

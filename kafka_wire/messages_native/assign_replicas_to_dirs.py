@@ -161,6 +161,9 @@ class AssignReplicasToDirsRequest(_NativeMessage):
         self.directories = [] if directories is _FRESH else directories
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[AssignReplicasToDirsResponse]:
+        return AssignReplicasToDirsResponse
+
 
 class AssignReplicasToDirsResponsePartitionData(_NativeStruct):
     partition_index: Any

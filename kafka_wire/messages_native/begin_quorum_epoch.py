@@ -170,6 +170,9 @@ class BeginQuorumEpochRequest(_NativeMessage):
         self.leader_endpoints = [] if leader_endpoints is _FRESH else leader_endpoints
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[BeginQuorumEpochResponse]:
+        return BeginQuorumEpochResponse
+
 
 class BeginQuorumEpochResponsePartitionData(_NativeStruct):
     partition_index: Any

@@ -140,6 +140,9 @@ class BrokerHeartbeatRequest(_NativeMessage):
         self.cordoned_log_dirs = cordoned_log_dirs
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[BrokerHeartbeatResponse]:
+        return BrokerHeartbeatResponse
+
 
 class BrokerHeartbeatResponse(_NativeMessage):
     throttle_time_ms: Any

@@ -171,6 +171,9 @@ class BrokerRegistrationRequest(_NativeMessage):
         self.previous_broker_epoch = previous_broker_epoch
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[BrokerRegistrationResponse]:
+        return BrokerRegistrationResponse
+
 
 class BrokerRegistrationResponse(_NativeMessage):
     throttle_time_ms: Any

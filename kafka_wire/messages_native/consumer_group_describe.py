@@ -130,6 +130,9 @@ class ConsumerGroupDescribeRequest(_NativeMessage):
         self.include_authorized_operations = include_authorized_operations
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ConsumerGroupDescribeResponse]:
+        return ConsumerGroupDescribeResponse
+
 
 class ConsumerGroupDescribeResponseTopicPartitions(_NativeStruct):
     topic_id: Any

@@ -156,6 +156,9 @@ class ConsumerGroupHeartbeatRequest(_NativeMessage):
         self.topic_partitions = topic_partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ConsumerGroupHeartbeatResponse]:
+        return ConsumerGroupHeartbeatResponse
+
 
 class ConsumerGroupHeartbeatResponseTopicPartitions(_NativeStruct):
     topic_id: Any

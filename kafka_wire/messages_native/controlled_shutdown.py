@@ -131,6 +131,9 @@ class ControlledShutdownRequest(_NativeMessage):
         self.broker_epoch = broker_epoch
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ControlledShutdownResponse]:
+        return ControlledShutdownResponse
+
 
 class ControlledShutdownResponseRemainingPartition(_NativeStruct):
     topic_name: Any

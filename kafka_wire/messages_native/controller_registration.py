@@ -162,6 +162,9 @@ class ControllerRegistrationRequest(_NativeMessage):
         self.features = [] if features is _FRESH else features
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ControllerRegistrationResponse]:
+        return ControllerRegistrationResponse
+
 
 class ControllerRegistrationResponse(_NativeMessage):
     throttle_time_ms: Any

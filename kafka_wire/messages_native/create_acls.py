@@ -150,6 +150,9 @@ class CreateAclsRequest(_NativeMessage):
         self.creations = [] if creations is _FRESH else creations
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[CreateAclsResponse]:
+        return CreateAclsResponse
+
 
 class CreateAclsResponseAclCreationResult(_NativeStruct):
     error_code: Any

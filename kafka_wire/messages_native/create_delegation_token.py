@@ -147,6 +147,9 @@ class CreateDelegationTokenRequest(_NativeMessage):
         self.max_lifetime_ms = max_lifetime_ms
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[CreateDelegationTokenResponse]:
+        return CreateDelegationTokenResponse
+
 
 class CreateDelegationTokenResponse(_NativeMessage):
     error_code: Any

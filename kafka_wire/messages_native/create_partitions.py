@@ -152,6 +152,9 @@ class CreatePartitionsRequest(_NativeMessage):
         self.validate_only = validate_only
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[CreatePartitionsResponse]:
+        return CreatePartitionsResponse
+
 
 class CreatePartitionsResponseTopicResult(_NativeStruct):
     name: Any

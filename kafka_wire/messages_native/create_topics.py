@@ -170,6 +170,9 @@ class CreateTopicsRequest(_NativeMessage):
         self.validate_only = validate_only
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[CreateTopicsResponse]:
+        return CreateTopicsResponse
+
 
 class CreateTopicsResponseCreatableTopicConfigs(_NativeStruct):
     name: Any

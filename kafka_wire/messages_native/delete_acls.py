@@ -150,6 +150,9 @@ class DeleteAclsRequest(_NativeMessage):
         self.filters = [] if filters is _FRESH else filters
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[DeleteAclsResponse]:
+        return DeleteAclsResponse
+
 
 class DeleteAclsResponseMatchingAcl(_NativeStruct):
     error_code: Any

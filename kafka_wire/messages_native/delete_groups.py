@@ -128,6 +128,9 @@ class DeleteGroupsRequest(_NativeMessage):
         self.groups_names = [] if groups_names is _FRESH else groups_names
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[DeleteGroupsResponse]:
+        return DeleteGroupsResponse
+
 
 class DeleteGroupsResponseDeletableGroupResult(_NativeStruct):
     group_id: Any

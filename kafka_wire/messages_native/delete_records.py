@@ -151,6 +151,9 @@ class DeleteRecordsRequest(_NativeMessage):
         self.timeout_ms = timeout_ms
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[DeleteRecordsResponse]:
+        return DeleteRecordsResponse
+
 
 class DeleteRecordsResponsePartitionResult(_NativeStruct):
     partition_index: Any

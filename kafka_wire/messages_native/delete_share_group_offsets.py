@@ -138,6 +138,9 @@ class DeleteShareGroupOffsetsRequest(_NativeMessage):
         self.topics = [] if topics is _FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[DeleteShareGroupOffsetsResponse]:
+        return DeleteShareGroupOffsetsResponse
+
 
 class DeleteShareGroupOffsetsResponseTopic(_NativeStruct):
     topic_name: Any

@@ -148,6 +148,9 @@ class DeleteShareGroupStateRequest(_NativeMessage):
         self.topics = [] if topics is _FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[DeleteShareGroupStateResponse]:
+        return DeleteShareGroupStateResponse
+
 
 class DeleteShareGroupStateResponsePartitionResult(_NativeStruct):
     partition: Any

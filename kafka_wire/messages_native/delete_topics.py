@@ -144,6 +144,9 @@ class DeleteTopicsRequest(_NativeMessage):
         self.timeout_ms = timeout_ms
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[DeleteTopicsResponse]:
+        return DeleteTopicsResponse
+
 
 class DeleteTopicsResponseDeletableTopicResult(_NativeStruct):
     name: Any

@@ -142,6 +142,9 @@ class DescribeAclsRequest(_NativeMessage):
         self.permission_type = permission_type
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[DescribeAclsResponse]:
+        return DescribeAclsResponse
+
 
 class DescribeAclsResponseAclDescription(_NativeStruct):
     principal: Any

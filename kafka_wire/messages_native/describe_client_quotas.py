@@ -144,6 +144,9 @@ class DescribeClientQuotasRequest(_NativeMessage):
         self.strict = strict
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[DescribeClientQuotasResponse]:
+        return DescribeClientQuotasResponse
+
 
 class DescribeClientQuotasResponseEntityData(_NativeStruct):
     entity_type: Any

@@ -132,6 +132,9 @@ class DescribeClusterRequest(_NativeMessage):
         self.include_fenced_brokers = include_fenced_brokers
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[DescribeClusterResponse]:
+        return DescribeClusterResponse
+
 
 class DescribeClusterResponseBroker(_NativeStruct):
     broker_id: Any

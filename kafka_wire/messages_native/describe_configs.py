@@ -146,6 +146,9 @@ class DescribeConfigsRequest(_NativeMessage):
         self.include_documentation = include_documentation
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[DescribeConfigsResponse]:
+        return DescribeConfigsResponse
+
 
 class DescribeConfigsResponseSynonym(_NativeStruct):
     name: Any

@@ -141,6 +141,9 @@ class DescribeDelegationTokenRequest(_NativeMessage):
         self.owners = [] if owners is _FRESH else owners
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[DescribeDelegationTokenResponse]:
+        return DescribeDelegationTokenResponse
+
 
 class DescribeDelegationTokenResponseDescribedDelegationTokenRenewer(_NativeStruct):
     principal_type: Any

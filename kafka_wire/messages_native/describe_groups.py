@@ -130,6 +130,9 @@ class DescribeGroupsRequest(_NativeMessage):
         self.include_authorized_operations = include_authorized_operations
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[DescribeGroupsResponse]:
+        return DescribeGroupsResponse
+
 
 class DescribeGroupsResponseDescribedGroupMember(_NativeStruct):
     member_id: Any

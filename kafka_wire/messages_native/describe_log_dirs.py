@@ -141,6 +141,9 @@ class DescribeLogDirsRequest(_NativeMessage):
         self.topics = [] if topics is _FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[DescribeLogDirsResponse]:
+        return DescribeLogDirsResponse
+
 
 class DescribeLogDirsResponsePartition(_NativeStruct):
     partition_index: Any

@@ -139,6 +139,9 @@ class DescribeProducersRequest(_NativeMessage):
         self.topics = [] if topics is _FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[DescribeProducersResponse]:
+        return DescribeProducersResponse
+
 
 class DescribeProducersResponseProducerState(_NativeStruct):
     producer_id: Any

@@ -147,6 +147,9 @@ class DescribeQuorumRequest(_NativeMessage):
         self.topics = [] if topics is _FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[DescribeQuorumResponse]:
+        return DescribeQuorumResponse
+
 
 class DescribeQuorumResponseReplicaState(_NativeStruct):
     replica_id: Any

@@ -149,6 +149,9 @@ class DescribeShareGroupOffsetsRequest(_NativeMessage):
         self.groups = [] if groups is _FRESH else groups
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[DescribeShareGroupOffsetsResponse]:
+        return DescribeShareGroupOffsetsResponse
+
 
 class DescribeShareGroupOffsetsResponsePartition(_NativeStruct):
     partition_index: Any

@@ -150,6 +150,9 @@ class DescribeTopicPartitionsRequest(_NativeMessage):
         self.cursor = cursor
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[DescribeTopicPartitionsResponse]:
+        return DescribeTopicPartitionsResponse
+
 
 class DescribeTopicPartitionsResponsePartition(_NativeStruct):
     error_code: Any

@@ -129,6 +129,9 @@ class DescribeTransactionsRequest(_NativeMessage):
         self.transactional_ids = [] if transactional_ids is _FRESH else transactional_ids
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[DescribeTransactionsResponse]:
+        return DescribeTransactionsResponse
+
 
 class DescribeTransactionsResponseTopicData(_NativeStruct):
     topic: Any

@@ -136,6 +136,9 @@ class DescribeUserScramCredentialsRequest(_NativeMessage):
         self.users = [] if users is _FRESH else users
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[DescribeUserScramCredentialsResponse]:
+        return DescribeUserScramCredentialsResponse
+
 
 class DescribeUserScramCredentialsResponseCredentialInfo(_NativeStruct):
     mechanism: Any

@@ -142,6 +142,9 @@ class ElectLeadersRequest(_NativeMessage):
         self.timeout_ms = timeout_ms
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ElectLeadersResponse]:
+        return ElectLeadersResponse
+
 
 class ElectLeadersResponsePartitionResult(_NativeStruct):
     partition_id: Any

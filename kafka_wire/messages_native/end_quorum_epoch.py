@@ -180,6 +180,9 @@ class EndQuorumEpochRequest(_NativeMessage):
         self.leader_endpoints = [] if leader_endpoints is _FRESH else leader_endpoints
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[EndQuorumEpochResponse]:
+        return EndQuorumEpochResponse
+
 
 class EndQuorumEpochResponsePartitionData(_NativeStruct):
     partition_index: Any

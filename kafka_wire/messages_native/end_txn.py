@@ -134,6 +134,9 @@ class EndTxnRequest(_NativeMessage):
         self.committed = committed
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[EndTxnResponse]:
+        return EndTxnResponse
+
 
 class EndTxnResponse(_NativeMessage):
     throttle_time_ms: Any

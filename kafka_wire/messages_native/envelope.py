@@ -130,6 +130,9 @@ class EnvelopeRequest(_NativeMessage):
         self.client_host_address = client_host_address
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[EnvelopeResponse]:
+        return EnvelopeResponse
+
 
 class EnvelopeResponse(_NativeMessage):
     response_data: Any

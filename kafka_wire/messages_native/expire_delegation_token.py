@@ -132,6 +132,9 @@ class ExpireDelegationTokenRequest(_NativeMessage):
         self.expiry_time_period_ms = expiry_time_period_ms
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ExpireDelegationTokenResponse]:
+        return ExpireDelegationTokenResponse
+
 
 class ExpireDelegationTokenResponse(_NativeMessage):
     error_code: Any

@@ -209,6 +209,9 @@ class FetchRequest(_NativeMessage):
         self.rack_id = rack_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[FetchResponse]:
+        return FetchResponse
+
 
 class FetchResponseEpochEndOffset(_NativeStruct):
     epoch: Any

@@ -171,6 +171,9 @@ class FetchSnapshotRequest(_NativeMessage):
         self.topics = [] if topics is _FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[FetchSnapshotResponse]:
+        return FetchSnapshotResponse
+
 
 class FetchSnapshotResponseSnapshotId(_NativeStruct):
     end_offset: Any

@@ -132,6 +132,9 @@ class FindCoordinatorRequest(_NativeMessage):
         self.coordinator_keys = [] if coordinator_keys is _FRESH else coordinator_keys
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[FindCoordinatorResponse]:
+        return FindCoordinatorResponse
+
 
 class FindCoordinatorResponseCoordinator(_NativeStruct):
     key: Any

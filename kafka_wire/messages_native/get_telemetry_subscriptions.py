@@ -127,6 +127,9 @@ class GetTelemetrySubscriptionsRequest(_NativeMessage):
         self.client_instance_id = client_instance_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[GetTelemetrySubscriptionsResponse]:
+        return GetTelemetrySubscriptionsResponse
+
 
 class GetTelemetrySubscriptionsResponse(_NativeMessage):
     throttle_time_ms: Any

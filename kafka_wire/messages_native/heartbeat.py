@@ -133,6 +133,9 @@ class HeartbeatRequest(_NativeMessage):
         self.group_instance_id = group_instance_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[HeartbeatResponse]:
+        return HeartbeatResponse
+
 
 class HeartbeatResponse(_NativeMessage):
     throttle_time_ms: Any

@@ -154,6 +154,9 @@ class IncrementalAlterConfigsRequest(_NativeMessage):
         self.validate_only = validate_only
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[IncrementalAlterConfigsResponse]:
+        return IncrementalAlterConfigsResponse
+
 
 class IncrementalAlterConfigsResponseAlterConfigsResourceResponse(_NativeStruct):
     error_code: Any

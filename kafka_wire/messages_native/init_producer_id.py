@@ -138,6 +138,9 @@ class InitProducerIdRequest(_NativeMessage):
         self.keep_prepared_txn = keep_prepared_txn
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[InitProducerIdResponse]:
+        return InitProducerIdResponse
+
 
 class InitProducerIdResponse(_NativeMessage):
     throttle_time_ms: Any

@@ -153,6 +153,9 @@ class InitializeShareGroupStateRequest(_NativeMessage):
         self.topics = [] if topics is _FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[InitializeShareGroupStateResponse]:
+        return InitializeShareGroupStateResponse
+
 
 class InitializeShareGroupStateResponsePartitionResult(_NativeStruct):
     partition: Any

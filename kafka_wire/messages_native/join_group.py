@@ -152,6 +152,9 @@ class JoinGroupRequest(_NativeMessage):
         self.reason = reason
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[JoinGroupResponse]:
+        return JoinGroupResponse
+
 
 class JoinGroupResponseMember(_NativeStruct):
     member_id: Any

@@ -8,6 +8,7 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 
 from __future__ import annotations
 
+import builtins
 from typing import Any, Final
 from uuid import UUID
 
@@ -196,6 +197,9 @@ class LeaderAndIsrRequest(_NativeMessage):
         self.ungrouped_partition_states = [] if ungrouped_partition_states is _FRESH else ungrouped_partition_states
         self.live_leaders = [] if live_leaders is _FRESH else live_leaders
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def response_class(self) -> builtins.type[LeaderAndIsrResponse]:
+        return LeaderAndIsrResponse
 
 
 class LeaderAndIsrResponsePartitionError(_NativeStruct):

@@ -144,6 +144,9 @@ class LeaveGroupRequest(_NativeMessage):
         self.member_id = member_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[LeaveGroupResponse]:
+        return LeaveGroupResponse
+
 
 class LeaveGroupResponseMemberResponse(_NativeStruct):
     member_id: Any

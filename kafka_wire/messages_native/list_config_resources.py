@@ -128,6 +128,9 @@ class ListConfigResourcesRequest(_NativeMessage):
         self.resource_types = [] if resource_types is _FRESH else resource_types
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ListConfigResourcesResponse]:
+        return ListConfigResourcesResponse
+
 
 class ListConfigResourcesResponseConfigResource(_NativeStruct):
     resource_name: Any

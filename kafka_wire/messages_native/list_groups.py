@@ -130,6 +130,9 @@ class ListGroupsRequest(_NativeMessage):
         self.types_filter = [] if types_filter is _FRESH else types_filter
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ListGroupsResponse]:
+        return ListGroupsResponse
+
 
 class ListGroupsResponseListedGroup(_NativeStruct):
     group_id: Any

@@ -161,6 +161,9 @@ class ListOffsetsRequest(_NativeMessage):
         self.timeout_ms = timeout_ms
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ListOffsetsResponse]:
+        return ListOffsetsResponse
+
 
 class ListOffsetsResponsePartitionResponse(_NativeStruct):
     partition_index: Any

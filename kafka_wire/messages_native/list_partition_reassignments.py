@@ -140,6 +140,9 @@ class ListPartitionReassignmentsRequest(_NativeMessage):
         self.topics = topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ListPartitionReassignmentsResponse]:
+        return ListPartitionReassignmentsResponse
+
 
 class ListPartitionReassignmentsResponseOngoingPartitionReassignment(_NativeStruct):
     partition_index: Any

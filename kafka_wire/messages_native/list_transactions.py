@@ -135,6 +135,9 @@ class ListTransactionsRequest(_NativeMessage):
         self.transactional_id_pattern = transactional_id_pattern
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ListTransactionsResponse]:
+        return ListTransactionsResponse
+
 
 class ListTransactionsResponseTransactionState(_NativeStruct):
     transactional_id: Any

@@ -144,6 +144,9 @@ class MetadataRequest(_NativeMessage):
         self.include_topic_authorized_operations = include_topic_authorized_operations
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[MetadataResponse]:
+        return MetadataResponse
+
 
 class MetadataResponseBroker(_NativeStruct):
     node_id: Any

@@ -148,6 +148,9 @@ class OffsetDeleteRequest(_NativeMessage):
         self.topics = [] if topics is _FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[OffsetDeleteResponse]:
+        return OffsetDeleteResponse
+
 
 class OffsetDeleteResponsePartition(_NativeStruct):
     partition_index: Any

@@ -173,6 +173,9 @@ class OffsetFetchRequest(_NativeMessage):
         self.require_stable = require_stable
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[OffsetFetchResponse]:
+        return OffsetFetchResponse
+
 
 class OffsetFetchResponsePartitions(_NativeStruct):
     partition_index: Any

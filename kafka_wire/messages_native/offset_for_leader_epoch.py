@@ -155,6 +155,9 @@ class OffsetForLeaderEpochRequest(_NativeMessage):
         self.topics = [] if topics is _FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[OffsetForLeaderEpochResponse]:
+        return OffsetForLeaderEpochResponse
+
 
 class OffsetForLeaderEpochResponseEpochEndOffset(_NativeStruct):
     error_code: Any

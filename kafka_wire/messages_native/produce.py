@@ -159,6 +159,9 @@ class ProduceRequest(_NativeMessage):
         self.topic_data = [] if topic_data is _FRESH else topic_data
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ProduceResponse]:
+        return ProduceResponse
+
 
 class ProduceResponseBatchIndexAndErrorMessage(_NativeStruct):
     batch_index: Any

@@ -135,6 +135,9 @@ class PushTelemetryRequest(_NativeMessage):
         self.metrics = metrics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[PushTelemetryResponse]:
+        return PushTelemetryResponse
+
 
 class PushTelemetryResponse(_NativeMessage):
     throttle_time_ms: Any

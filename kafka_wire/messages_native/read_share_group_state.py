@@ -151,6 +151,9 @@ class ReadShareGroupStateRequest(_NativeMessage):
         self.topics = [] if topics is _FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ReadShareGroupStateResponse]:
+        return ReadShareGroupStateResponse
+
 
 class ReadShareGroupStateResponseStateBatch(_NativeStruct):
     first_offset: Any

@@ -151,6 +151,9 @@ class ReadShareGroupStateSummaryRequest(_NativeMessage):
         self.topics = [] if topics is _FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ReadShareGroupStateSummaryResponse]:
+        return ReadShareGroupStateSummaryResponse
+
 
 class ReadShareGroupStateSummaryResponsePartitionResult(_NativeStruct):
     partition: Any

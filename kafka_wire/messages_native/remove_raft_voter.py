@@ -131,6 +131,9 @@ class RemoveRaftVoterRequest(_NativeMessage):
         self.voter_directory_id = voter_directory_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[RemoveRaftVoterResponse]:
+        return RemoveRaftVoterResponse
+
 
 class RemoveRaftVoterResponse(_NativeMessage):
     throttle_time_ms: Any

@@ -132,6 +132,9 @@ class RenewDelegationTokenRequest(_NativeMessage):
         self.renew_period_ms = renew_period_ms
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[RenewDelegationTokenResponse]:
+        return RenewDelegationTokenResponse
+
 
 class RenewDelegationTokenResponse(_NativeMessage):
     error_code: Any

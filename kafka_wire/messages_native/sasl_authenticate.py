@@ -128,6 +128,9 @@ class SaslAuthenticateRequest(_NativeMessage):
         self.auth_bytes = auth_bytes
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[SaslAuthenticateResponse]:
+        return SaslAuthenticateResponse
+
 
 class SaslAuthenticateResponse(_NativeMessage):
     error_code: Any

@@ -127,6 +127,9 @@ class SaslHandshakeRequest(_NativeMessage):
         self.mechanism = mechanism
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[SaslHandshakeResponse]:
+        return SaslHandshakeResponse
+
 
 class SaslHandshakeResponse(_NativeMessage):
     error_code: Any

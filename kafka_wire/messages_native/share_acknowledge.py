@@ -171,6 +171,9 @@ class ShareAcknowledgeRequest(_NativeMessage):
         self.topics = [] if topics is _FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ShareAcknowledgeResponse]:
+        return ShareAcknowledgeResponse
+
 
 class ShareAcknowledgeResponseLeaderIdAndEpoch(_NativeStruct):
     leader_id: Any

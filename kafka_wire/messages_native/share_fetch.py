@@ -197,6 +197,9 @@ class ShareFetchRequest(_NativeMessage):
         self.forgotten_topics_data = [] if forgotten_topics_data is _FRESH else forgotten_topics_data
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ShareFetchResponse]:
+        return ShareFetchResponse
+
 
 class ShareFetchResponseLeaderIdAndEpoch(_NativeStruct):
     leader_id: Any

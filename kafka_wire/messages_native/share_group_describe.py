@@ -132,6 +132,9 @@ class ShareGroupDescribeRequest(_NativeMessage):
         self.include_authorized_operations = include_authorized_operations
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ShareGroupDescribeResponse]:
+        return ShareGroupDescribeResponse
+
 
 class ShareGroupDescribeResponseTopicPartitions(_NativeStruct):
     topic_id: Any

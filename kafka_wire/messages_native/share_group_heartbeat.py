@@ -138,6 +138,9 @@ class ShareGroupHeartbeatRequest(_NativeMessage):
         self.subscribed_topic_names = subscribed_topic_names
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[ShareGroupHeartbeatResponse]:
+        return ShareGroupHeartbeatResponse
+
 
 class ShareGroupHeartbeatResponseTopicPartitions(_NativeStruct):
     topic_id: Any

@@ -185,6 +185,9 @@ class StopReplicaRequest(_NativeMessage):
         self.ungrouped_partitions = [] if ungrouped_partitions is _FRESH else ungrouped_partitions
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[StopReplicaResponse]:
+        return StopReplicaResponse
+
 
 class StopReplicaResponsePartitionError(_NativeStruct):
     topic_name: Any

@@ -133,6 +133,9 @@ class StreamsGroupDescribeRequest(_NativeMessage):
         self.include_topology_description = include_topology_description
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[StreamsGroupDescribeResponse]:
+        return StreamsGroupDescribeResponse
+
 
 class StreamsGroupDescribeResponseKeyValue(_NativeStruct):
     key: Any

@@ -259,6 +259,9 @@ class StreamsGroupHeartbeatRequest(_NativeMessage):
         self.shutdown_application = shutdown_application
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[StreamsGroupHeartbeatResponse]:
+        return StreamsGroupHeartbeatResponse
+
 
 class StreamsGroupHeartbeatResponseStatus(_NativeStruct):
     status_code: Any

@@ -182,6 +182,9 @@ class StreamsGroupTopologyDescriptionUpdateRequest(_NativeMessage):
         self.topology_description = StreamsGroupTopologyDescriptionUpdateRequestTopologyDescription() if topology_description is _FRESH else topology_description
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[StreamsGroupTopologyDescriptionUpdateResponse]:
+        return StreamsGroupTopologyDescriptionUpdateResponse
+
 
 class StreamsGroupTopologyDescriptionUpdateResponse(_NativeMessage):
     throttle_time_ms: Any

@@ -150,6 +150,9 @@ class SyncGroupRequest(_NativeMessage):
         self.assignments = [] if assignments is _FRESH else assignments
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[SyncGroupResponse]:
+        return SyncGroupResponse
+
 
 class SyncGroupResponse(_NativeMessage):
     throttle_time_ms: Any

@@ -169,6 +169,9 @@ class TxnOffsetCommitRequest(_NativeMessage):
         self.topics = [] if topics is _FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[TxnOffsetCommitResponse]:
+        return TxnOffsetCommitResponse
+
 
 class TxnOffsetCommitResponsePartition(_NativeStruct):
     partition_index: Any

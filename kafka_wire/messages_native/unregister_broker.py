@@ -127,6 +127,9 @@ class UnregisterBrokerRequest(_NativeMessage):
         self.broker_id = broker_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[UnregisterBrokerResponse]:
+        return UnregisterBrokerResponse
+
 
 class UnregisterBrokerResponse(_NativeMessage):
     throttle_time_ms: Any

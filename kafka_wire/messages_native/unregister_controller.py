@@ -127,6 +127,9 @@ class UnregisterControllerRequest(_NativeMessage):
         self.controller_id = controller_id
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[UnregisterControllerResponse]:
+        return UnregisterControllerResponse
+
 
 class UnregisterControllerResponse(_NativeMessage):
     throttle_time_ms: Any

@@ -146,6 +146,9 @@ class UpdateFeaturesRequest(_NativeMessage):
         self.validate_only = validate_only
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[UpdateFeaturesResponse]:
+        return UpdateFeaturesResponse
+
 
 class UpdateFeaturesResponseUpdatableFeatureResult(_NativeStruct):
     feature: Any

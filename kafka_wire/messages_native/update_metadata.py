@@ -8,6 +8,7 @@ Regenerate with `make regen` (python -m kafka_wire.codegen).
 
 from __future__ import annotations
 
+import builtins
 from typing import Any, Final
 from uuid import UUID
 
@@ -208,6 +209,9 @@ class UpdateMetadataRequest(_NativeMessage):
         self.ungrouped_partition_states = [] if ungrouped_partition_states is _FRESH else ungrouped_partition_states
         self.live_brokers = [] if live_brokers is _FRESH else live_brokers
         self.unknown_tagged_fields = unknown_tagged_fields
+
+    def response_class(self) -> builtins.type[UpdateMetadataResponse]:
+        return UpdateMetadataResponse
 
 
 class UpdateMetadataResponse(_NativeMessage):

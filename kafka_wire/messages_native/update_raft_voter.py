@@ -160,6 +160,9 @@ class UpdateRaftVoterRequest(_NativeMessage):
         self.k_raft_version_feature = UpdateRaftVoterRequestKRaftVersionFeature() if k_raft_version_feature is _FRESH else k_raft_version_feature
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[UpdateRaftVoterResponse]:
+        return UpdateRaftVoterResponse
+
 
 class UpdateRaftVoterResponseCurrentLeader(_NativeStruct):
     leader_id: Any

@@ -165,6 +165,9 @@ class VoteRequest(_NativeMessage):
         self.topics = [] if topics is _FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[VoteResponse]:
+        return VoteResponse
+
 
 class VoteResponsePartitionData(_NativeStruct):
     partition_index: Any

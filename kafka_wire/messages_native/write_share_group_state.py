@@ -173,6 +173,9 @@ class WriteShareGroupStateRequest(_NativeMessage):
         self.topics = [] if topics is _FRESH else topics
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[WriteShareGroupStateResponse]:
+        return WriteShareGroupStateResponse
+
 
 class WriteShareGroupStateResponsePartitionResult(_NativeStruct):
     partition: Any

@@ -159,6 +159,9 @@ class WriteTxnMarkersRequest(_NativeMessage):
         self.markers = [] if markers is _FRESH else markers
         self.unknown_tagged_fields = unknown_tagged_fields
 
+    def response_class(self) -> type[WriteTxnMarkersResponse]:
+        return WriteTxnMarkersResponse
+
 
 class WriteTxnMarkersResponseWritableTxnMarkerPartitionResult(_NativeStruct):
     partition_index: Any

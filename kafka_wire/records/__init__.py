@@ -8,7 +8,7 @@ Hand-written (nothing here is generated). Reading::
 
 Writing: :func:`build_batch` (v2 or legacy), :class:`BatchBuilder`, the control-batch builders.
 Broker side: :func:`validate_batch` (header only) and :func:`reoffset_batch`. The per-record
-loops live in ``_hot.py`` so a compiled flavour can replace them.
+loops and ``Record`` come from :mod:`kafka_wire.records.loops`, which chooses their flavour.
 """
 
 from kafka_wire.records.batch import RecordBatch

@@ -11,8 +11,6 @@ import struct
 from typing import TYPE_CHECKING, Any, Final, Generic
 
 from kafka_wire.errors import CorruptBatchError, DecodeError, InvalidValueError
-from kafka_wire.records import _hot
-from kafka_wire.records._hot import NO_KEY_CACHE, KeyCache, decode_records_v2, text_of_bytes, text_of_view
 from kafka_wire.records.compression import decompress
 from kafka_wire.records.config import ReadConfig
 from kafka_wire.records.constants import (
@@ -29,6 +27,7 @@ from kafka_wire.records.constants import (
 )
 from kafka_wire.records.crc import crc32c
 from kafka_wire.records.crc import crc32c_update as _crc32c
+from kafka_wire.records.loops import decode_records_v2, iterate_records_v2
 from kafka_wire.records.record import B, Record
 
 if TYPE_CHECKING:
@@ -37,11 +36,6 @@ if TYPE_CHECKING:
 V2_HEADER: Final = struct.Struct(">qiibIhiqqqhii")
 """The 61-byte v2 header: base offset .. record count, in wire order."""
 _OFFSET_SIZE: Final = struct.Struct(">qi")
-
-
-STREAM_MIN_RECORDS: Final = 64
-"""Smaller batches are iterated from :meth:`RecordBatch.records` (a validating pass and an
-iterator object cost more than the list they would save)."""
 
 
 def relocate(error: DecodeError, *, offset: int, note: str, message: str) -> DecodeError:
@@ -237,12 +231,13 @@ class RecordBatch(Generic[B]):
         return self.compute_crc() == self.crc
 
     # -- records ---------------------------------------------------------------------------------
-    def _source(self) -> tuple[Any, int, int, int | None, str, int | None]:
-        """Where the records are: ``(data, pos, end, shift, note, log_append_time)``.
+    def _source(self) -> tuple[bytes, memoryview | None, int, int, int | None, str, int | None]:
+        """Where the records are: ``(data, view, pos, end, shift, note, log_append_time)``.
 
-        ``data`` is the batch's buffer or its decompressed records; ``shift`` turns a position in
-        ``data`` into one in the payload (``None`` for decompressed data); ``note`` names the batch
-        in error messages.
+        ``data`` is ``bytes``: the batch's buffer, a copy of its records part, or its
+        decompressed records; ``view`` is a view of the same bytes for zero-copy reads (records
+        then slice it), else ``None``. ``shift`` turns a position in ``data`` into one in the
+        payload (``None`` for decompressed data); ``note`` names the batch in error messages.
         """
         count = self.record_count
         where = f"(batch base offset {self.base_offset})"
@@ -256,10 +251,13 @@ class RecordBatch(Generic[B]):
         codec = self.attributes & COMPRESSION_MASK
         log_append_time = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_MASK else None
         if codec == 0:
-            if self._zero_copy or type(buf) is bytes:
-                return buf, start + RECORD_BATCH_OVERHEAD, end, self.position - start, where, log_append_time
-            data = bytes(buf[start + RECORD_BATCH_OVERHEAD : end])
-            return data, 0, len(data), self.position + 61, where, log_append_time
+            if type(buf) is bytes:
+                view = memoryview(buf) if self._zero_copy else None
+                return buf, view, start + RECORD_BATCH_OVERHEAD, end, self.position - start, where, log_append_time
+            records = memoryview(buf)[start + RECORD_BATCH_OVERHEAD : end]
+            data = bytes(records)
+            view = records if self._zero_copy else None
+            return data, view, 0, len(data), self.position + RECORD_BATCH_OVERHEAD, where, log_append_time
         try:
             raw = decompress(
                 codec,
@@ -269,8 +267,8 @@ class RecordBatch(Generic[B]):
             )
         except DecodeError as e:
             raise relocate(e, offset=self.position, note=where, message="RecordBatch") from None
-        data_out: bytes | memoryview = memoryview(raw) if self._zero_copy else raw
-        return data_out, 0, len(raw), None, f"{where} in its decompressed records", log_append_time
+        view = memoryview(raw) if self._zero_copy else None
+        return raw, view, 0, len(raw), None, f"{where} in its decompressed records", log_append_time
 
     def _failure(self, e: Exception, shift: int | None, note: str) -> DecodeError:
         """The error to raise for ``e`` escaping a records loop over :meth:`_source`'s data."""
@@ -288,86 +286,33 @@ class RecordBatch(Generic[B]):
 
     def records(self) -> list[Record[B]]:
         """Decode (and decompress) every record of the batch."""
-        buf = self._buf
-        native = _hot.NATIVE
-        if (
-            native is not None
-            and type(buf) is bytes
-            and not self.attributes & (COMPRESSION_MASK | TIMESTAMP_TYPE_MASK)
-            and self.record_count >= 0
-        ):
-            # uncompressed bytes, CreateTime: the compiled list decoder straight away
-            start = self._start
-            end = start + self.batch_length + LOG_OVERHEAD
-            try:
-                result: tuple[list[Record[B]], int] = native.decode_records_v2(
-                    buf,
-                    start + RECORD_BATCH_OVERHEAD,
-                    end,
-                    self.record_count,
-                    self.base_offset,
-                    self.base_timestamp,
-                    None,
-                    {},
-                )
-            except (DecodeError, IndexError, UnicodeDecodeError) as e:
-                raise self._failure(
-                    e, self.position - start, f"(batch base offset {self.base_offset})"
-                ) from None
-            if result[1] != end:
-                raise self._left_over(
-                    result[1], end, self.position - start, f"(batch base offset {self.base_offset})"
-                )
-            return result[0]
-        data, pos, end, shift, note, log_append_time = self._source()
-        text: Callable[[Any], str] = text_of_view
-        keys: KeyCache = NO_KEY_CACHE
-        if type(data) is bytes:
-            text = text_of_bytes
-            keys = {}
+        records: list[Record[B]] = self._decode(decode_records_v2)
+        return records
+
+    def __iter__(self) -> Iterator[Record[B]]:
+        """The records, decoded (and decompressed) when iteration starts.
+
+        A corrupt batch raises before the first record, in both flavours: every record is checked
+        first (the compiled flavour then makes large batches' records as they are asked for).
+        """
+        records: Iterator[Record[B]] = self._decode(iterate_records_v2)
+        return records
+
+    def _decode(self, loop: Callable[..., tuple[Any, int]]) -> Any:
+        """The records ``loop`` (``decode_records_v2`` or ``iterate_records_v2``) returns for this
+        batch; bad input (a ``DecodeError``, or an ``IndexError`` / ``UnicodeDecodeError`` from
+        bytes that end inside a field or a header key that is not UTF-8) raises a ``DecodeError``
+        at the batch's position."""
+        data, view, pos, end, shift, note, log_append_time = self._source()
         try:
-            records, pos = decode_records_v2(
-                data,
-                pos,
-                end,
-                self.record_count,
-                self.base_offset,
-                self.base_timestamp,
-                log_append_time,
-                text,
-                keys,
+            records, pos = loop(
+                data, view, pos, end, self.record_count, self.base_offset, self.base_timestamp, log_append_time
             )
         except (DecodeError, IndexError, UnicodeDecodeError) as e:
             raise self._failure(e, shift, note) from None
         if pos != end:
             raise self._left_over(pos, end, shift, note)
         return records
-
-    def __iter__(self) -> Iterator[Record[B]]:
-        """The records, decoded (and decompressed) when iteration starts.
-
-        A corrupt batch raises before the first record, in both flavours. The compiled flavour
-        checks every record first, then makes each one when it is asked for (see
-        ``_hot_native.V2Records``); the pure flavour decodes the list of :meth:`records`.
-        """
-        native = _hot.NATIVE
-        if native is None or self._zero_copy or self.record_count < STREAM_MIN_RECORDS:
-            return iter(self.records())
-        data, pos, end, shift, note, log_append_time = self._source()
-        if type(data) is not bytes:
-            return iter(self.records())
-        try:
-            it = native.V2Records(
-                data, pos, end, self.record_count, self.base_offset, self.base_timestamp, log_append_time, {}
-            )
-            pos = it.validate()
-        except (DecodeError, IndexError, UnicodeDecodeError) as e:
-            raise self._failure(e, shift, note) from None
-        if pos != end:
-            raise self._left_over(pos, end, shift, note)
-        it.rewind()
-        result: Iterator[Record[B]] = it
-        return result
 
     def __repr__(self) -> str:
         return (

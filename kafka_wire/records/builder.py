@@ -13,7 +13,6 @@ from collections.abc import Iterable, Sequence
 from typing import Final
 
 from kafka_wire.errors import EncodeError, ValueOutOfRangeError
-from kafka_wire.records._hot import encode_records_v2_body, record_fields
 from kafka_wire.records.batch import V2_HEADER
 from kafka_wire.records.compression import codec_id, compress
 from kafka_wire.records.constants import (
@@ -36,6 +35,7 @@ from kafka_wire.records.constants import (
 )
 from kafka_wire.records.crc import crc32c_update as _crc32c
 from kafka_wire.records.legacy import build_message_set
+from kafka_wire.records.loops import encode_records_v2, record_fields
 
 _CRC: Final = struct.Struct(">I")
 _INT64_MAX: Final = 0x7FFFFFFFFFFFFFFF
@@ -161,7 +161,7 @@ def build_batch(
         else:
             last_offset_delta = offset_deltas[-1] if offset_deltas else -1
     try:
-        body, min_ts, max_ts = encode_records_v2_body(items, base_timestamp, default_timestamp, offset_deltas)
+        body, min_ts, max_ts = encode_records_v2(items, base_timestamp, default_timestamp, offset_deltas)
     except (TypeError, ValueError) as e:
         raise EncodeError(f"cannot encode record: {e}") from None
     if min_ts < NO_TIMESTAMP or max_ts > _INT64_MAX or max_ts - base_timestamp > _INT64_MAX:

@@ -22,14 +22,6 @@ from kafka_wire.errors import (
     InvalidValueError,
     ValueOutOfRangeError,
 )
-from kafka_wire.records._hot import (
-    LegacyMessage,
-    decode_legacy_message,
-    decode_legacy_message_set,
-    encode_legacy_message,
-    legacy_record,
-    record_fields,
-)
 from kafka_wire.records.batch import relocate, wrap_decode_failure
 from kafka_wire.records.compression import compress, decompress
 from kafka_wire.records.config import ReadConfig
@@ -51,6 +43,14 @@ from kafka_wire.records.constants import (
     TimestampType,
 )
 from kafka_wire.records.crc import crc32
+from kafka_wire.records.loops import (
+    LegacyMessage,
+    decode_legacy_message,
+    decode_legacy_message_set,
+    encode_legacy_message,
+    legacy_record,
+    record_fields,
+)
 from kafka_wire.records.record import EMPTY_HEADERS, B, Record
 
 _crc32: Final = zlib.crc32

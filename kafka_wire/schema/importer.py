@@ -1,4 +1,10 @@
-"""Rebuild ``schemas/`` from the upstream message definitions in ``../shared/reference/``.
+"""Rebuild ``schemas/`` from the upstream Kafka message definitions.
+
+The upstream folder holds the two snapshots below (``kafka-message-schemas/`` and
+``kafka-message-schemas-latest/``). It is the one ``$KAFKA_WIRE_UPSTREAM_SCHEMAS`` names, else
+``../shared/reference/`` beside the checkout. Where neither holds them (a plain clone), the
+importer prints one line saying it did not run and why, and exits 0: ``schemas/`` is checked in,
+and everything else (the generator and its ``--check`` included) works from it.
 
 Two upstream snapshots are read: an older one that still defines versions newer Kafka removed,
 and the latest one. Every version either defines is kept; where both define a version, the
@@ -11,7 +17,8 @@ Only facts are written: names, types, version sets, nullability, tags, defaults,
 ignorable flags, entity types. Upstream comments and ``about`` texts are dropped.
 
 Run ``python -m kafka_wire.schema.importer`` to rewrite ``schemas/``; ``--check`` fails on any
-difference instead of writing.
+difference instead of writing. ``--reference DIR`` names the upstream folder explicitly (then it
+must exist).
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -446,8 +454,21 @@ def _verify(out: dict[str, Any], merger: _Merger) -> None:
             raise SchemaError(f"merged definition differs from the winning one at v{v}", source=merger.where)
 
 
+#: The environment variable naming the upstream folder (the one holding the snapshot folders).
+UPSTREAM_ENV = "KAFKA_WIRE_UPSTREAM_SCHEMAS"
+
+
 def default_reference_dir() -> Path:
+    """``$KAFKA_WIRE_UPSTREAM_SCHEMAS``, else ``../shared/reference`` beside the checkout."""
+    named = os.environ.get(UPSTREAM_ENV)
+    if named:
+        return Path(named)
     return Path(__file__).resolve().parents[2].parent / "shared" / "reference"
+
+
+def has_upstream(reference: Path) -> bool:
+    """Whether ``reference`` holds any snapshot folder (one alone makes ``build`` fail, naming the other)."""
+    return any((reference / snapshot.folder).is_dir() for snapshot in SNAPSHOTS)
 
 
 def default_schemas_dir() -> Path:
@@ -525,11 +546,20 @@ def diff(files: dict[str, str], target: Path) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--reference", type=Path, default=default_reference_dir())
+    parser.add_argument("--reference", type=Path, default=None,
+                        help=f"the upstream folder (default: ${UPSTREAM_ENV}, else ../shared/reference)")
     parser.add_argument("--out", type=Path, default=default_schemas_dir())
     parser.add_argument("--check", action="store_true", help="fail on any difference instead of writing")
     args = parser.parse_args(argv)
-    files = build(args.reference)
+    reference: Path | None = args.reference
+    if reference is None:
+        reference = default_reference_dir()
+        if not has_upstream(reference):
+            what = "schema import check" if args.check else "schema import"
+            print(f"{what} not run: no upstream definitions in {reference} "
+                  f"(set {UPSTREAM_ENV} or place ../shared beside the checkout)")
+            return 0
+    files = build(reference)
     if args.check:
         stale = diff(files, args.out)
         for rel in stale:

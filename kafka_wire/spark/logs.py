@@ -26,12 +26,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from kafka_wire.adapters.file_storage import FileStorage
-from kafka_wire.broker.log.batches import BatchHeader, parse_header
-from kafka_wire.broker.log.checkpoints import LOG_START_OFFSET_FILE, read_offset
-from kafka_wire.broker.log.index import decode_offset_entries
-from kafka_wire.broker.log.segment import parse_segment_name
+from kafka_wire.client.types import TopicPartition
 from kafka_wire.errors import CorruptBatchError
+from kafka_wire.logformat.batch_header import MAX_HEADER_BYTES, BatchHeader, parse_header
+from kafka_wire.logformat.checkpoints import (
+    LOG_START_OFFSET_CHECKPOINT,
+    LOG_START_OFFSET_FILE,
+    MAX_OFFSET_FILE_BYTES,
+    CheckpointError,
+    parse_offset_file,
+    parse_partition_checkpoint,
+)
+from kafka_wire.logformat.index import decode_offset_entries
+from kafka_wire.logformat.names import INDEX_SUFFIX, LOG_SUFFIX, parse_segment_name
 from kafka_wire.records import (
     ControlRecordType,
     ReadConfig,
@@ -40,7 +47,7 @@ from kafka_wire.records import (
     decode_control_key,
 )
 from kafka_wire.records.reader import Batch
-from kafka_wire.spark.ranges import OptionError, TopicPartition, parse_partition_dir
+from kafka_wire.spark.ranges import OptionError, parse_partition_dir
 
 DEFAULT_CHUNK_BYTES: Final = 8 * 1024 * 1024
 """Bytes read from a segment at a time (Kafka's consumer fetches up to 50 MiB per response and
@@ -48,7 +55,6 @@ DEFAULT_CHUNK_BYTES: Final = 8 * 1024 * 1024
 
 _SIZE_AT: Final = 8
 _LOG_OVERHEAD: Final = 12
-_V2_HEADER_BYTES: Final = 61
 _MAX_CHECKPOINT_BYTES: Final = 16 * 1024 * 1024
 _HEADER_ONLY: Final = ReadConfig(verify_crc=False)
 
@@ -72,13 +78,13 @@ class PartitionLog:
 
 def _segments_in(directory: Path, only: set[str] | None = None) -> list[Segment]:
     names = sorted(os.listdir(directory))
-    indexes = {n for n in names if n.endswith(".index")}
+    indexes = {n for n in names if n.endswith(INDEX_SUFFIX)}
     out: list[Segment] = []
     for name in names:
         parsed = parse_segment_name(name)
-        if parsed is None or parsed[1] != ".log" or (only is not None and name not in only):
+        if parsed is None or parsed[1] != LOG_SUFFIX or (only is not None and name not in only):
             continue
-        index = name[: -len(".log")] + ".index"
+        index = name[: -len(LOG_SUFFIX)] + INDEX_SUFFIX
         out.append(Segment(parsed[0], str(directory / name), str(directory / index) if index in indexes else None))
     out.sort(key=lambda s: s.base_offset)
     return out
@@ -122,27 +128,31 @@ def discover(paths: Sequence[str | os.PathLike[str]]) -> dict[TopicPartition, Pa
     return logs
 
 
-def _read_small(path: Path) -> str | None:
+def _read_small(path: Path, limit: int = _MAX_CHECKPOINT_BYTES) -> bytes | None:
     try:
         with open(path, "rb") as f:
-            return f.read(_MAX_CHECKPOINT_BYTES).decode("ascii")
-    except (OSError, UnicodeDecodeError):
+            return f.read(limit + 1)
+    except OSError:
         return None
 
 
 def _log_start_offset(tp: TopicPartition, folder: Path) -> int | None:
     """The partition's log start offset: kafka_wire's ``log-start-offset`` file in the folder, or
-    Kafka's ``log-start-offset-checkpoint`` of the data directory (version 0: a count line, then
-    ``topic partition offset`` lines). Unreadable or malformed files count as absent."""
-    own = read_offset(FileStorage(folder), LOG_START_OFFSET_FILE)  # what the broker itself reads
-    starts = [] if own is None else [own]
-    kafka = _read_small(folder.parent / "log-start-offset-checkpoint")
-    lines = kafka.splitlines() if kafka is not None else []
-    if len(lines) >= 2 and lines[0].strip() == "0":
-        for line in lines[2:]:
-            parts = line.split()
-            if len(parts) == 3 and parts[0] == tp.topic and parts[1] == str(tp.partition) and parts[2].isdigit():
-                starts.append(int(parts[2]))
+    Kafka's ``log-start-offset-checkpoint`` of the data directory, whichever is later. Unreadable
+    or malformed files count as absent."""
+    starts = []
+    own = _read_small(folder / LOG_START_OFFSET_FILE, MAX_OFFSET_FILE_BYTES)  # what the broker itself reads
+    if own is not None and (offset := parse_offset_file(own)) is not None:
+        starts.append(offset)
+    kafka = _read_small(folder.parent / LOG_START_OFFSET_CHECKPOINT)
+    if kafka is not None and len(kafka) <= _MAX_CHECKPOINT_BYTES:
+        try:
+            entries = parse_partition_checkpoint(kafka.decode("utf-8"))
+        except (CheckpointError, UnicodeDecodeError):
+            entries = {}
+        offset = entries.get((tp.topic, tp.partition))
+        if offset is not None and offset >= 0:
+            starts.append(offset)
     return max(starts, default=None)
 
 
@@ -245,7 +255,7 @@ def _headers(path: str) -> Iterator[BatchHeader]:
         while True:
             f.seek(position)
             try:
-                header = parse_header(f.read(_V2_HEADER_BYTES), 0, position)
+                header = parse_header(f.read(MAX_HEADER_BYTES), 0, position)
             except CorruptBatchError:
                 return
             if header is None or header.end > size:

@@ -14,17 +14,15 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from kafka_wire.client import LATEST, DataLossError, TopicPartition
 from kafka_wire.records import Record
 from kafka_wire.spark import live, logs
 from kafka_wire.spark.access import ClusterAccess
 from kafka_wire.spark.ranges import (
-    LATEST,
-    DataLossError,
     OffsetRange,
     OffsetSpec,
     OptionError,
     Subscription,
-    TopicPartition,
     checked_start,
     parse_offset_spec,
     parse_subscription,

@@ -11,30 +11,13 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
 
-EARLIEST: Final = -2
-"""Spark's (and ListOffsets') code for the earliest offset."""
-LATEST: Final = -1
-"""Spark's (and ListOffsets') code for the latest offset."""
+from kafka_wire.client.types import EARLIEST, LATEST, DataLossError, TopicPartition
+from kafka_wire.logformat import names as logformat_names
 
 
 class OptionError(ValueError):
     """An option of the data source is missing, malformed or contradicts another one."""
-
-
-class DataLossError(RuntimeError):
-    """Offsets a query needs are no longer in the log (retention, DeleteRecords, a recreated
-    topic). Raised unless ``failOnDataLoss`` is false, as by Spark's Kafka source."""
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class TopicPartition:
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -68,11 +51,9 @@ def checked_start(tp: TopicPartition, start: int, earliest: int, latest: int, fa
 
 def parse_partition_dir(name: str) -> TopicPartition | None:
     """``orders-3`` -> ``TopicPartition("orders", 3)``; None for names that are not a partition
-    directory (``orders-3.abc-delete``, ``orders-3-future``, ``cleaner-offset-checkpoint``)."""
-    topic, dash, number = name.rpartition("-")
-    if not dash or not topic or not number.isdigit() or (len(number) > 1 and number[0] == "0"):
-        return None
-    return TopicPartition(topic, int(number))
+    directory (see :func:`kafka_wire.logformat.parse_partition_dir`)."""
+    parsed = logformat_names.parse_partition_dir(name)
+    return None if parsed is None else TopicPartition(*parsed)
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,11 +29,12 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import Row, StructType
 
+from kafka_wire.client import TopicPartition, partition_for_key
 from kafka_wire.records import Record, build_batch
 from kafka_wire.spark import live
 from kafka_wire.spark.access import ClusterAccess
 from kafka_wire.spark.plan import Settings, Source, offsets_from_json, offsets_json, read, schema_for
-from kafka_wire.spark.ranges import OffsetRange, OptionError, TopicPartition
+from kafka_wire.spark.ranges import OffsetRange, OptionError
 
 ROWS_PER_ARROW_BATCH: Final = 65_536
 """Rows per Arrow batch handed to Spark (its own ``spark.sql.execution.arrow.maxRecordsPerBatch``
@@ -212,7 +213,7 @@ class KafkaWireWriter(DataSourceWriter):
                     if key is None:
                         partition, round_robin = round_robin % n, round_robin + 1
                     else:
-                        partition = live.partition_for_key(key, n)
+                        partition = partition_for_key(key, n)
                 headers = [(h["key"], _as_bytes(h["value"])) for h in (fields.get("headers") or ())]
                 tp = TopicPartition(topic, int(partition))
                 pending.setdefault(tp, []).append((key, _as_bytes(fields.get("value")), headers))

@@ -31,7 +31,7 @@ def test_a_request_past_its_timeout_fails_and_closes_the_connection() -> None:
     async def main() -> None:
         async with await serve(_broker) as server, await KafkaClient.connect("127.0.0.1", server.port) as client:
             assert isinstance(client.negotiated and client.negotiated.response, ApiVersionsResponse)
-            assert isinstance((await client.request(MetadataRequest(topics=None))).body, MetadataResponse)
+            assert isinstance(await client.request(MetadataRequest(topics=None)), MetadataResponse)
             with pytest.raises(UnsupportedVersionError):  # a question: the connection stays usable
                 client.connection.version_for(ApiKey.PRODUCE)
             loop = asyncio.get_running_loop()
@@ -62,7 +62,7 @@ def test_the_client_reauthenticates_from_its_loop() -> None:
         async with server, await KafkaClient.connect("127.0.0.1", server.port, sasl=mechanism) as client:
             assert client.authenticated is not None and client.authenticated.session_lifetime_ms == 300
             for _ in range(8):  # 0.8 s: two re-authentications at 270 ms into each session
-                assert isinstance((await client.request(MetadataRequest(topics=None))).body, MetadataResponse)
+                assert isinstance(await client.request(MetadataRequest(topics=None)), MetadataResponse)
                 await asyncio.sleep(0.1)
             assert client.authenticated.reauthentication and len(logins) >= 3
 

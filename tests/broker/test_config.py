@@ -19,7 +19,7 @@ from kafka_wire.broker.topic_synonyms import (
     TOPIC_CONFIG_SYNONYMS,
     describe_synonyms,
 )
-from kafka_wire.serve_cli import _properties, describe_error, endpoints, read_properties_file
+from kafka_wire.cli.serve import _properties, describe_error, endpoints, read_properties_file
 
 STOCK = Path(__file__).parent.parent / "data" / "kafka-4.0-server.properties"
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from kafka_wire.broker import BrokerConfig
-from kafka_wire.broker.data_dir import META_PROPERTIES, DataDirError, read_properties
+from kafka_wire.broker.data_dir import DataDirError, read_properties
 from kafka_wire.broker.metadata import METADATA_FILE
 from kafka_wire.broker.storage import MemoryStorage
+from kafka_wire.logformat.meta_properties import META_PROPERTIES
 from kafka_wire.records import NewRecord, build_batch
 from tests.broker.engine import Client, Engine
 from tests.broker.test_engine import create, fetch, produce, records_of

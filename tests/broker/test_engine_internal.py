@@ -5,14 +5,17 @@ cannot read at start-up instead of failing."""
 
 from __future__ import annotations
 
+import json
 import logging
 
 import pytest
 
 from kafka_wire.broker import BrokerConfig
+from kafka_wire.broker.effects import EffectSink
 from kafka_wire.broker.group import partition_for_group
 from kafka_wire.broker.group.records import OffsetCommitValue, offset_commit_record
-from kafka_wire.broker.metadata import OFFSETS_TOPIC
+from kafka_wire.broker.log.files import replace_atomically
+from kafka_wire.broker.metadata import METADATA_FILE, OFFSETS_TOPIC
 from kafka_wire.broker.offsets_topic import MAX_SKIPPED_LOGGED
 from kafka_wire.messages import (
     AlterConfigsRequest,
@@ -144,7 +147,7 @@ def test_clients_cannot_create_delete_write_trim_repartition_or_reconfigure_inte
 
     # Nothing changed: three partitions, the broker's configs, no record written by the client.
     topic = engine.broker.state.metadata.topics[OFFSETS_TOPIC]
-    assert (topic.partitions, topic.internal) == (3, True)
+    assert topic.partitions == 3
     assert topic_configs(client, OFFSETS_TOPIC)["cleanup.policy"] == "compact"
     assert all(engine.broker.state.partitions[OFFSETS_TOPIC, p].log_end_offset == 0 for p in range(3))
 
@@ -189,7 +192,9 @@ def _old_data_dir(partitions: int) -> Engine:
     client = Client(engine, 1)
     create(client, "orders")
     state = engine.broker.state
-    state.create_topic(OFFSETS_TOPIC, partitions, {"cleanup.policy": "delete", "retention.ms": "60000"}, engine.now_ms)
+    effects = EffectSink()
+    configs = {"cleanup.policy": "delete", "retention.ms": "60000"}
+    state.create_topic(OFFSETS_TOPIC, partitions, configs, engine.now_ms, effects)
     good = offset_commit_record("billing", "orders", 0, OffsetCommitValue(41, "", engine.now_ms))
     records = [
         NewRecord(POISON_KEY, b"x"),  # a null group name: DecodeError
@@ -202,7 +207,13 @@ def _old_data_dir(partitions: int) -> Engine:
     assert replica is not None
     replica.append_as_leader(build_batch(records, default_timestamp=engine.now_ms), engine.now_ms)
     state.touch(replica)
-    engine.storage.apply(state.collect_effects())
+    state.collect_effects(effects)
+    engine.storage.apply(effects.take())
+    # Older kafka_wire versions stored an "internal" flag per topic; a client-made topic had false.
+    document = json.loads(engine.storage.read(METADATA_FILE, 0, engine.storage.size(METADATA_FILE) or 0))
+    for entry in document["topics"]:
+        entry["internal"] = False
+    engine.storage.apply(replace_atomically(METADATA_FILE, json.dumps(document).encode()))
     return engine
 
 
@@ -219,7 +230,7 @@ def test_an_ordinary_offsets_topic_from_an_older_broker_is_taken_over(caplog: py
 
     client = Client(engine, 1)
     topic = engine.broker.state.metadata.topics[OFFSETS_TOPIC]
-    assert (topic.internal, topic.partitions) == (True, 1)
+    assert topic.partitions == 1
     assert topic_configs(client, OFFSETS_TOPIC)["cleanup.policy"] == "compact"
     assert "retention.ms" not in topic.configs
     assert committed(client, "billing", "orders", [0]) == {0: 41}  # the readable record loaded
@@ -256,7 +267,9 @@ def test_many_unreadable_records_are_logged_in_a_summary(caplog: pytest.LogCaptu
     assert replica is not None
     replica.append_as_leader(build_batch([NewRecord(None, b"junk")] * 25, default_timestamp=old.now_ms), old.now_ms)
     state.touch(replica)
-    old.storage.apply(state.collect_effects())
+    effects = EffectSink()
+    state.collect_effects(effects)
+    old.storage.apply(effects.take())
     logger = logging.getLogger("tests.broker.internal.many")
     with caplog.at_level(logging.WARNING, logger=logger.name):
         engine = Engine(storage=old.storage, logger=logger)

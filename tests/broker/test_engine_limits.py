@@ -33,10 +33,10 @@ from kafka_wire.messages import (
     MetadataResponse,
 )
 from kafka_wire.records import NewRecord, build_batch
-from kafka_wire.records._hot import varint_bytes
 from kafka_wire.records.codec_snappy import snappy_compress
 from kafka_wire.records.constants import COMPRESSION_IDS, RECORD_BATCH_OVERHEAD
 from kafka_wire.records.crc import crc32c
+from kafka_wire.records.loops import varint_bytes
 from tests.broker.engine import Client, Engine
 from tests.broker.test_engine import create, fetch, produce, records_of
 

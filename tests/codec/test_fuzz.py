@@ -12,7 +12,12 @@ from hypothesis import strategies as st
 import kafka_wire
 from kafka_wire.codec.runtime import Message
 from kafka_wire.errors import DecodeError, InvalidValueError, TruncatedError
-from kafka_wire.messages import MetadataResponse, ProduceRequest, RequestHeader
+from kafka_wire.messages import (
+    MetadataResponse,
+    ProduceRequest,
+    ProduceRequestTopicProduceData,
+    RequestHeader,
+)
 from kafka_wire.testing.strategies import messages
 from tests.codec.test_roundtrip import CASES
 
@@ -68,7 +73,7 @@ def test_every_truncation_of_a_real_frame() -> None:
         transactional_id="tx",
         acks=-1,
         timeout_ms=30000,
-        topic_data=[ProduceRequest.FIELDS[3].struct_class()(name="t1")],
+        topic_data=[ProduceRequestTopicProduceData(name="t1")],
     )
     for version in ProduceRequest.VERSIONS:
         encoded = body.encode(version) if version >= 3 else ProduceRequest(acks=-1).encode(version)

@@ -196,7 +196,7 @@ def test_native_classes_are_the_public_ones() -> None:
         hash(msg)
     assert repr(msg).startswith("MetadataResponse(throttle_time_ms=0, brokers=[], ")
     assert MetadataResponse.FIELDS[4].struct is MetadataResponseTopic  # class data points at native classes
-    msg.controller_id = "not a number"  # accepted, as by the pure class; encode reports it
+    msg.controller_id = "not a number"  # type: ignore[assignment]  # accepted, as by the pure class; encode reports it
     with pytest.raises(EncodeError):
         msg.encode(1)
 

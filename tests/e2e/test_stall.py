@@ -15,7 +15,7 @@ the worst of its round trips is measured:
   than 100 ms.
 
 Latencies are measured on the client side, so they include the scheduling of a loaded machine;
-the worst seen on a 2-core machine under load is about 30 ms (see docs/broker.md).
+the worst seen on a 2-core machine under load is about 30 ms (see docs/benchmarks/stall.md).
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ from kafka_wire.messages import (
 )
 from kafka_wire.protocol.framing import decode_response, encode_request
 from kafka_wire.records import NewRecord, build_batch
-from kafka_wire.records._hot import varint_bytes
 from kafka_wire.records.crc import crc32c
+from kafka_wire.records.loops import varint_bytes
 from tests.e2e.brokers import BrokerProcess
 
 #: Wall-clock bounds: run alone, not beside another test run (tools/test_flavours.py).

@@ -182,6 +182,8 @@ class DriverOptions:
     value_size: int = 0
     group: str | None = None
     batch: int | None = None
+    #: The golden-capture workload (tools/record_captures.py; see clients/driver_common.py).
+    golden: bool = False
 
     def argv(self) -> list[str]:
         args: list[str] = []
@@ -197,6 +199,8 @@ class DriverOptions:
             args += ["--group", self.group]
         if self.batch is not None:
             args += ["--batch", str(self.batch)]
+        if self.golden:
+            args.append("--golden")
         return args
 
 
@@ -269,7 +273,9 @@ def driver_command(
         if not (ROOT / "node_modules" / "kafkajs").is_dir():
             raise RuntimeError("kafkajs is not installed in node_modules: run `make install`")
         return [node, str(CLIENTS_DIR / "kafkajs_driver.js"), *options_argv]
-    return [sys.executable, str(CLIENTS_DIR / f"{client}_driver.py"), *options_argv]
+    # Run as a module from ROOT (start_driver's cwd), so the driver imports its helpers as
+    # tests.interop.clients.driver_common, the one name mypy checks them under too.
+    return [sys.executable, "-m", f"tests.interop.clients.{client}_driver", *options_argv]
 
 
 @dataclass

@@ -4,7 +4,8 @@ Every byte it reads goes into a ``ServerConnection`` and every byte it writes co
 (``send``, ``reject``, ``data_to_send``). It answers ApiVersions, Metadata (one broker, itself; one
 topic with one partition it leads), InitProducerId and Produce (every batch to that partition
 accepted at offset 0), leaves every other
-request unanswered, and records each request it sees. It runs its own event loop in a background
+request unanswered, and records each request it sees, with the frame's bytes as they arrived
+(``tools/record_captures.py`` writes them out as golden captures). It runs its own event loop in a background
 thread so that the tests can drive real clients as blocking subprocesses.
 """
 
@@ -14,6 +15,7 @@ import asyncio
 import itertools
 import threading
 import traceback
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
@@ -89,6 +91,29 @@ class Seen:
     #: The typed body, or None for a request the connection reported as unsupported.
     body: Message | None
     rejected: bool = False
+    #: The size-prefixed request frame exactly as the client sent it.
+    frame: bytes = b""
+
+
+class FrameCopier:
+    """Cuts a copy of the bytes a client sends into its size-prefixed frames, in order: the
+    ``ServerConnection`` reports one event per frame, so the n-th event is the n-th frame."""
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+        self._frames: deque[bytes] = deque()
+
+    def feed(self, data: bytes) -> None:
+        self._buffer += data
+        while len(self._buffer) >= 4:
+            end = 4 + int.from_bytes(self._buffer[:4], "big", signed=True)
+            if end < 4 or len(self._buffer) < end:
+                return
+            self._frames.append(bytes(self._buffer[:end]))
+            del self._buffer[:end]
+
+    def next_frame(self) -> bytes:
+        return self._frames.popleft() if self._frames else b""
 
 
 class RecordingServer:
@@ -189,15 +214,17 @@ class RecordingServer:
 
     async def _serve(self, connection: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = ServerConnection(ServerConfig(api_versions=self.api_versions))
+        frames = FrameCopier()
         try:
             open_ = True
             while open_:
                 data = await reader.read(65536)
                 if data:
+                    frames.feed(data)
                     conn.receive_data(data)
                 else:
                     conn.receive_eof()
-                open_ = self._handle_events(connection, conn, writer) and bool(data)
+                open_ = self._handle_events(connection, conn, frames, writer) and bool(data)
                 writer.write(conn.data_to_send())
                 await writer.drain()
         except (ConnectionResetError, BrokenPipeError):
@@ -211,7 +238,8 @@ class RecordingServer:
             except (ConnectionResetError, BrokenPipeError):
                 pass
 
-    def _handle_events(self, connection: int, conn: ServerConnection, writer: asyncio.StreamWriter) -> bool:
+    def _handle_events(self, connection: int, conn: ServerConnection, frames: FrameCopier,
+                       writer: asyncio.StreamWriter) -> bool:
         """Handle every complete request; False once the connection is over."""
         while True:
             event = conn.next_event()
@@ -221,7 +249,7 @@ class RecordingServer:
                 return False
             if isinstance(event, UnsupportedRequest):
                 self._record(Seen(connection, event.api_key, event.api_version, event.correlation_id,
-                                  None, None, rejected=True))
+                                  None, None, rejected=True, frame=frames.next_frame()))
                 writer.write(conn.reject(event))
                 if conn.must_close:
                     return False
@@ -230,7 +258,7 @@ class RecordingServer:
                 self._error(f"connection {connection}: unexpected event {event!r}")
                 return False
             self._record(Seen(connection, event.api_key, event.api_version, event.correlation_id,
-                              event.header.client_id, event.body))
+                              event.header.client_id, event.body, frame=frames.next_frame()))
             answer = self._answer(event.body, event.api_version)
             if answer is not None and event.expects_response:
                 writer.write(conn.send(event.reply(answer)))

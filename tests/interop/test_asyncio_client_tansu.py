@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from typing import assert_type
 
 import pytest
 
@@ -66,10 +67,14 @@ async def _round_trip(address: Address) -> None:
         for key in (ApiKey.METADATA, ApiKey.CREATE_TOPICS, ApiKey.PRODUCE, ApiKey.FETCH):
             assert key in client.api_versions
 
+        # request() gives the body, typed by the request (checked here statically and at run time);
+        # exchange() the whole Response, header and version with it.
         metadata = await client.request(MetadataRequest(topics=None))
-        assert isinstance(metadata.body, MetadataResponse)
-        assert metadata.api_version == client.api_versions[ApiKey.METADATA][1]
-        assert [(b.host, b.port) for b in metadata.body.brokers] == [(address.host, address.port)]
+        assert isinstance(assert_type(metadata, MetadataResponse), MetadataResponse)
+        assert [(b.host, b.port) for b in metadata.brokers] == [(address.host, address.port)]
+        exchanged = await client.exchange(MetadataRequest(topics=None))
+        assert isinstance(exchanged.body, MetadataResponse) and exchanged.header is not None
+        assert exchanged.api_version == client.api_versions[ApiKey.METADATA][1]
 
         topic = f"kw-{uuid.UUID(int=hash(asyncio.get_running_loop()) & ((1 << 128) - 1)).hex[:12]}"
         created = await client.request(
@@ -78,13 +83,12 @@ async def _round_trip(address: Address) -> None:
                 timeout_ms=5000,
             )
         )
-        assert isinstance(created.body, CreateTopicsResponse)
-        [result] = created.body.topics
+        assert isinstance(assert_type(created, CreateTopicsResponse), CreateTopicsResponse)
+        [result] = created.topics
         assert (result.name, result.error_code) == (topic, ErrorCode.NONE)
 
         described = await client.request(MetadataRequest(topics=[MetadataRequestTopic(name=topic)]))
-        assert isinstance(described.body, MetadataResponse)
-        [meta] = described.body.topics
+        [meta] = described.topics
         assert meta.error_code == ErrorCode.NONE and [p.partition_index for p in meta.partitions] == [0]
         topic_id = meta.topic_id
 
@@ -92,8 +96,8 @@ async def _round_trip(address: Address) -> None:
         for i, codec in enumerate(CODECS):
             records = [NewRecord(f"k{i}-{j}".encode(), f"{codec}-{j}".encode() * 20) for j in range(5)]
             produced = await client.request(_produce(topic, topic_id, build_batch(records, compression=codec), acks=1))
-            assert isinstance(produced.body, ProduceResponse)
-            [partition] = produced.body.responses[0].partition_responses
+            assert isinstance(assert_type(produced, ProduceResponse), ProduceResponse)
+            [partition] = produced.responses[0].partition_responses
             assert partition.error_code == ErrorCode.NONE, codec
             assert partition.base_offset == len(sent)
             sent += [(r.key, r.value) for r in records]
@@ -104,8 +108,8 @@ async def _round_trip(address: Address) -> None:
         received: list[tuple[bytes | None, bytes | None]] = []
         for _ in range(50):
             fetched = await client.request(_fetch(topic, topic_id, len(received)))
-            assert isinstance(fetched.body, FetchResponse)
-            [data] = fetched.body.responses[0].partitions
+            assert isinstance(assert_type(fetched, FetchResponse), FetchResponse)
+            [data] = fetched.responses[0].partitions
             assert data.error_code == ErrorCode.NONE
             received += [(r.key, r.value) for r in read_records(data.records or b"")]
             if len(received) >= len(sent):
@@ -118,8 +122,8 @@ async def _round_trip(address: Address) -> None:
                 topics=[ListOffsetsRequestTopic(name=topic, partitions=[ListOffsetsRequestPartition(timestamp=-1)])],
             )
         )
-        assert isinstance(offsets.body, ListOffsetsResponse)
-        assert offsets.body.topics[0].partitions[0].offset == len(sent)
+        assert isinstance(assert_type(offsets, ListOffsetsResponse), ListOffsetsResponse)
+        assert offsets.topics[0].partitions[0].offset == len(sent)
 
 
 def test_asyncio_client_round_trip_against_tansu(tansu: Address) -> None:
@@ -145,6 +149,6 @@ def test_connection_survives_any_read_chunking(tansu: Address, chunk: int, monke
     async def run() -> None:
         async with await KafkaClient.connect(tansu.host, tansu.port) as client:
             reply = await client.request(MetadataRequest(topics=None))
-            assert isinstance(reply.body, MetadataResponse) and reply.body.brokers
+            assert isinstance(reply, MetadataResponse) and reply.brokers
 
     asyncio.run(asyncio.wait_for(run(), 30))

@@ -80,6 +80,15 @@ def outcome(
     return first
 
 
+def failure(events: list[object]) -> tuple[type[BaseException], str]:
+    """The one outcome of a run that raised: (exception type, message), as ``drive`` records it."""
+    [event] = events
+    assert isinstance(event, tuple)
+    kind, message = event
+    assert isinstance(kind, type) and issubclass(kind, BaseException) and isinstance(message, str)
+    return kind, message
+
+
 def fed(make: Callable[[], C], data: bytes, *, seeds: tuple[int, ...] = (0, 1, 2)) -> list[tuple[C, list[object]]]:
     """A fresh connection per chunking, each fed ``data`` and drained: (connection, events)."""
     runs: list[tuple[C, list[object]]] = []

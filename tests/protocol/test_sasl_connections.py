@@ -33,7 +33,7 @@ from kafka_wire.protocol.sasl import PlainClient, PlainServer, ScramClient, Scra
 from kafka_wire.protocol.sasl.base import SaslClientMechanism
 from tests.protocol.chunking import fed
 
-VERSIONS = {
+VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.API_VERSIONS: (0, 3),
     ApiKey.METADATA: (0, 12),
     ApiKey.SASL_HANDSHAKE: (0, 1),
@@ -93,8 +93,8 @@ class Pair:
                 return
             if reply:
                 self.client.receive_data(reply)
-            while (event := self.client.next_event()) is not NEED_DATA:
-                self.client_events.append(event)
+            while (answer := self.client.next_event()) is not NEED_DATA:
+                self.client_events.append(answer)
 
 
 @pytest.mark.parametrize("name", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
@@ -205,7 +205,7 @@ def test_asyncio_client_and_server_authenticate_with_scram() -> None:
             async with client:
                 assert client.authenticated is not None and client.authenticated.mechanism == "SCRAM-SHA-512"
                 reply = await client.request(MetadataRequest())
-                assert isinstance(reply.body, MetadataResponse) and reply.body.cluster_id == "sasl-ok"
+                assert isinstance(reply, MetadataResponse) and reply.cluster_id == "sasl-ok"
             with pytest.raises(AuthenticationError):
                 await KafkaClient.connect("127.0.0.1", server.port, sasl=PlainClient("alice", "wrong"))
 

@@ -35,9 +35,11 @@ from kafka_wire.protocol import (
     api_versions_response,
 )
 from kafka_wire.protocol.framing import decode_response, encode_request, encode_response
-from tests.protocol.chunking import fed, outcome
+from tests.protocol.chunking import failure, fed, outcome
 
-VERSIONS = {ApiKey.API_VERSIONS: (0, 3), ApiKey.METADATA: (0, 12), ApiKey.PRODUCE: (3, 9), ApiKey.FETCH: (4, 12)}
+VERSIONS: dict[int, tuple[int, int]] = {
+    ApiKey.API_VERSIONS: (0, 3), ApiKey.METADATA: (0, 12), ApiKey.PRODUCE: (3, 9), ApiKey.FETCH: (4, 12),
+}
 
 
 def server() -> ServerConnection:
@@ -185,7 +187,7 @@ def test_other_unsupported_requests_close_the_connection(frame: bytes, reason: s
 )
 def test_garbage_is_a_remote_error(data: bytes, reason: str) -> None:
     events, _ = outcome(lambda: ServerConnection(ServerConfig(max_frame_bytes=4096)), data)
-    [(kind, message)] = events  # type: ignore[misc]  # a (type, str) pair
+    kind, message = failure(events)
     assert kind is RemoteProtocolError and reason in message
 
 
@@ -198,7 +200,7 @@ def test_eof_lists_requests_left_unanswered() -> None:
 
 def test_truncated_frame_at_eof_is_a_remote_error() -> None:
     events, _ = outcome(server, request(MetadataRequest(), 9, 1)[:-2], eof=True)
-    [(kind, message)] = events  # type: ignore[misc]  # a (type, str) pair
+    kind, message = failure(events)
     assert kind is RemoteProtocolError and "middle of a frame" in message
 
 

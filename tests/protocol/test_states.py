@@ -9,6 +9,7 @@ every state but ERROR.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar
 
 import pytest
 from hypothesis import strategies as st
@@ -201,7 +202,10 @@ def test_send_is_legal_only_in_open_states(state: ServerState) -> None:
         conn.send(response)
 
 
-def _guarded(conn: ClientConnection | ServerConnection, legal: bool, call: Callable[[], object]) -> object:
+T = TypeVar("T")
+
+
+def _guarded(conn: ClientConnection | ServerConnection, legal: bool, call: Callable[[], T]) -> T | None:
     """Run ``call``; check it fails with LocalProtocolError exactly when it is illegal."""
     try:
         result = call()

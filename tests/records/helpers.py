@@ -1,17 +1,12 @@
-"""Shared helpers of the records tests: reference paths, record strategies, peer readers."""
+"""Shared helpers of the records tests: record strategies, peer readers."""
 
 from __future__ import annotations
 
 import struct
-from pathlib import Path
 from typing import Any
 
 from hypothesis import settings
 from hypothesis import strategies as st
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SHARED = REPO_ROOT.parent / "shared"
-CAPTURES = SHARED / "reference" / "captures"
 
 EXAMPLES = max(settings().max_examples, 40)
 """Examples per property test: the loaded profile's count, at least 40 (the records suite is fast)."""

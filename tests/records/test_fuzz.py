@@ -24,7 +24,8 @@ from kafka_wire.records import (
     reoffset_batch,
     validate_batch,
 )
-from tests.records.helpers import CAPTURES, CODECS_LEGACY, CODECS_V2, EXAMPLES, produce_records
+from tests.conftest import CAPTURES
+from tests.records.helpers import CODECS_LEGACY, CODECS_V2, EXAMPLES, produce_records
 
 SMALL_CAP = ReadConfig(verify_crc=False, max_decompressed_bytes=1 << 20)
 

@@ -1,11 +1,14 @@
-"""The compiled records flavour (``_hot_native``, built with ``KAFKA_WIRE_COMPILE=1``) agrees with
-the pure-Python loops byte for byte and object for object, errors included.
+"""The records loops compiled (``KAFKA_WIRE_COMPILE=1``) agree with the same source run as Python:
+byte for byte and object for object, errors included.
 
-Skipped when the extension is not built; ``tools/check_mypyc_c.py`` guards its generated C.
+Both flavours of ``kafka_wire._compiled.records`` are loaded side by side in this process: the
+built extension and its ``.py`` source (``kafka_wire.flavour.source_module``). Skipped when the
+extension is not built or ``KAFKA_WIRE_PURE`` is set; ``tools/check_mypyc_c.py`` guards its C.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -13,46 +16,84 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_wire.errors import DecodeError, EncodeError
-from kafka_wire.records import NewRecord, Record, _hot, build_batch, read_batches
-from tests.records.helpers import CODECS_V2, EXAMPLES, v2_records
+from kafka_wire.errors import DecodeError
+from kafka_wire.flavour import compiled_module, source_module
+from kafka_wire.records import NewRecord, Record, build_batch
+from kafka_wire.records.batch import V2_HEADER
+from kafka_wire.records.constants import RECORD_BATCH_OVERHEAD
+from tests.records.helpers import EXAMPLES, v2_records
 
-NATIVE = _hot._load_native()
-pytestmark = pytest.mark.skipif(NATIVE is None, reason="compiled flavour not built (KAFKA_WIRE_COMPILE=1)")
+NAME = "kafka_wire._compiled.records"
+COMPILED = compiled_module(NAME)
+PURE = source_module(NAME)
+pytestmark = pytest.mark.skipif(
+    COMPILED is None, reason="compiled records not built (KAFKA_WIRE_COMPILE=1) or KAFKA_WIRE_PURE set"
+)
 
-
-def _with(monkeypatch: pytest.MonkeyPatch, flavour: ModuleType | None, fn: Any, *args: Any) -> Any:
-    """``fn(*args)`` with ``_hot`` running ``flavour`` (``None``: pure Python), or the exception."""
-    with monkeypatch.context() as m:
-        m.setattr(_hot, "NATIVE", flavour)
-        try:
-            return fn(*args)
-        except (DecodeError, EncodeError, ValueError, TypeError) as e:
-            return (type(e), str(e))
-
-
-def _contents(data: bytes) -> list[Any]:
-    return [[r.astuple() for r in batch] for batch in read_batches(data)]
+BASE_TS = 1_700_000_000_000
 
 
-def _both(monkeypatch: pytest.MonkeyPatch, fn: Any, *args: Any) -> Any:
-    pure = _with(monkeypatch, None, fn, *args)
-    native = _with(monkeypatch, NATIVE, fn, *args)
-    assert native == pure
-    return native
+def _outcome(fn: Callable[[], Any]) -> Any:
+    """``fn()``, or the exception it raised as ``(type, message, offset)``."""
+    try:
+        return fn()
+    except Exception as e:
+        return (type(e), str(e), getattr(e, "offset", None))
 
 
-@pytest.mark.parametrize("codec", CODECS_V2)
+def _both(fn: Callable[[ModuleType], Any]) -> Any:
+    """``fn(flavour)`` for the compiled and the interpreted flavour: the outcomes must be equal."""
+    assert COMPILED is not None
+    compiled = _outcome(lambda: fn(COMPILED))
+    pure = _outcome(lambda: fn(PURE))
+    assert compiled == pure
+    return compiled
+
+
+def _encode(records: Any, offset_deltas: Any = None) -> Callable[[ModuleType], Any]:
+    def run(mod: ModuleType) -> Any:
+        return mod.encode_records_v2(records, BASE_TS, BASE_TS + 7, offset_deltas)
+
+    return run
+
+
+def _records(result: Any) -> Any:
+    """Records as tuples (the two flavours' ``Record`` classes differ), or an error outcome."""
+    if isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], list):
+        return [r.astuple() for r in result[0]], result[1]
+    return result
+
+
+def _decode(data: bytes, *, zero_copy: bool = False, stream: bool = False) -> Callable[[ModuleType], Any]:
+    """Decode the v2 batch in ``data`` (header fields read with ``struct``, CRC not checked)."""
+    head = V2_HEADER.unpack_from(data, 0) if len(data) >= RECORD_BATCH_OVERHEAD else (0,) * 13
+    base_offset, base_timestamp, count = head[0], head[7], head[12]
+
+    def run(mod: ModuleType) -> Any:
+        view = memoryview(data) if zero_copy else None
+        args = (data, view, RECORD_BATCH_OVERHEAD, len(data), count, base_offset, base_timestamp, None)
+        if stream:
+            records, pos = mod.iterate_records_v2(*args)
+            return _records((list(records), pos))
+        return _records(mod.decode_records_v2(*args))
+
+    return run
+
+
+def _same_decodes(data: bytes) -> None:
+    for zero_copy in (False, True):
+        for stream in (False, True):
+            _both(_decode(data, zero_copy=zero_copy, stream=stream))
+
+
 @settings(max_examples=EXAMPLES)
 @given(records=v2_records(), base_offset=st.integers(0, 2**62))
-def test_same_bytes_and_records(codec: str, records: list[tuple[Any, ...]], base_offset: int) -> None:
-    with pytest.MonkeyPatch.context() as mp:
-        data = _both(mp, lambda: build_batch(records, compression=codec, base_offset=base_offset))
-        assert isinstance(data, bytes)
-        _both(mp, _contents, data)
+def test_same_bytes_and_records(records: list[tuple[Any, ...]], base_offset: int) -> None:
+    _both(_encode(records))
+    _same_decodes(build_batch(records, base_offset=base_offset))
 
 
-SHAPES: list[list[Any]] = [
+SHAPES: list[Any] = [
     [(b"k", b"v"), (None, None), (b"k", None, [("h", b"x"), ("h2", None), ("h", b"")])],
     [NewRecord(b"k", b"v", [("a", b"b")], 5), Record(0, 7, b"k", b"v", [("z", None)])],
     [(bytearray(b"ka"), memoryview(b"va"), [("h", bytearray(b"x"))], 2**40)],
@@ -62,12 +103,14 @@ SHAPES: list[list[Any]] = [
     [(b"k", "text value")],
     [(b"k", b"v", (), "soon")],
     [(1, 2, 3, 4, 5)],
-    # shapes the compiled encoder hands back to the pure loop, and its header-key cache
     [(b"k", b"v", (), 5), (b"k", b"v", (), "soon")],
     [(b"k", b"v", (), 5), (b"k", b"v", (), 5.5)],
     [(b"k", b"v", (), 5), (b"k", b"v", (), True)],
     [(b"k", b"v", (), 2**62), (b"k", b"v", (), 0)],
+    [(b"k", b"v", (), 2**64), (b"k", b"v", (), -(2**63))],
     [(b"k", b"v", [["h", b"x"]]), (b"k", b"v", [("h", b"x", b"y")])],
+    [(b"k", b"v", [("h", b"x", b"y")])],
+    [(b"k", b"v", [("h", b"x"), ("h", b"x", b"y")])],
     [(b"k", b"v", (("h", b"x"),)), (b"k", b"v", (("h", None), ("i", b"y")))],
     [(b"k", b"v", [("h", b"x")]), (b"k", b"v", [("h", b"y")]), (b"k", b"v", [("\u00e9", None)])],
     [(b"k", b"v", iter([("h", b"x")]))],
@@ -76,84 +119,83 @@ SHAPES: list[list[Any]] = [
     [(b"k", b"v", [(["h"], b"x")])],
     [(b"k", b"v", [("h", "text")])],
     [(b"k", b"v", 0), (b"k", b"v", None), (b"k", b"v", ())],
-    [NewRecord(b"k", b"v", [("h", b"x"), ("h", bytearray(b"y"))], 3), (b"k",)],
+    [NewRecord(b"k", b"v", [("h", b"x"), ("h", bytearray(b"y"))], 3), (b"k",)],  # type: ignore[list-item]  # a bytearray header value on purpose
+    [(b"k%d" % i, b"v", [("h", b"x")], BASE_TS + i) for i in range(20_000)],
+    tuple((b"k", b"v" * (i % 300), [("h", b"x" * (i % 5))], BASE_TS + i) for i in range(700)),
 ]
 
 
-@pytest.mark.parametrize("records", SHAPES)
-def test_same_bytes_for_every_record_shape(monkeypatch: pytest.MonkeyPatch, records: list[Any]) -> None:
-    data = _both(monkeypatch, build_batch, records)
-    if isinstance(data, bytes):
-        _both(monkeypatch, _contents, data)
+@pytest.mark.parametrize("records", SHAPES, ids=range(len(SHAPES)))
+def test_same_bytes_or_error_for_every_record_shape(records: Any) -> None:
+    _both(_encode(records))
 
 
-def test_same_errors_on_corrupt_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("deltas", [[0, 5, 9], (0, 2**31 - 1), [0, 1, 2, 3], [3], [], [0, 20_000, 2**21]])
+def test_same_bytes_with_offset_deltas(deltas: Any) -> None:
+    records = [(b"k", b"v", [("h", b"x")], 10), (None, None, (), 11), (b"k", b"v", (), 12)][: len(deltas)]
+    _both(_encode(records, deltas))
+
+
+def test_same_records_for_large_and_streamed_batches() -> None:
+    records: list[tuple[Any, ...]] = [
+        (b"k%d" % i, b"v" * (i % 300), [("h", b"x" * (i % 5))], BASE_TS + i) for i in range(700)
+    ]
+    records += [(None, None, [("a", None), ("b", b"")], BASE_TS), (b"", b"", [("\u00e9", b"x")], 0)]
+    _same_decodes(build_batch(records, base_offset=7))
+
+
+def test_same_errors_on_corrupt_batches() -> None:
     good = build_batch([(b"key", b"value", [("h", b"v")]), (None, b"x" * 300)])
-    for i in range(61, len(good)):
+    for i in range(RECORD_BATCH_OVERHEAD, len(good)):
         for byte in (0x00, 0x01, 0x7F, 0x80, 0xFF):
-            bad = good[:i] + bytes((byte,)) + good[i + 1 :]
-            _both(monkeypatch, lambda b=bad: _contents_unchecked(b))
-        _both(monkeypatch, lambda n=i: _contents_unchecked(good[:n]))
+            _same_decodes(good[:i] + bytes((byte,)) + good[i + 1 :])
+        _same_decodes(good[:i])
 
 
-def _contents_unchecked(data: bytes) -> list[Any]:
-    return [[r.astuple() for r in batch] for batch in read_batches(data, verify_crc=False)]
-
-
-def test_streaming_iteration_equals_the_list_and_fails_before_the_first_record(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_streaming_fails_before_the_first_record() -> None:
     good = build_batch([(b"k%d" % i, b"v", [("h", b"x")]) for i in range(300)])  # streamed: >= 64 records
-    (batch,) = read_batches(good)
-    assert list(batch) == batch.records()
-    # the last record's value length overruns: no record may be seen before the error
-    bad = good[:-4] + b"\x7f" + good[-3:]
-
-    seen: list[Any] = []
-
-    def first_seen(data: bytes) -> Any:
-        for b in read_batches(data, verify_crc=False):
-            for r in b:
-                seen.append(r)
-        return seen
-
-    with monkeypatch.context() as m:
-        m.setattr(_hot, "NATIVE", NATIVE)
-        with pytest.raises(DecodeError):
-            first_seen(bad)
-    assert seen == []
-    _both(monkeypatch, lambda: first_seen(bad))
+    bad = good[:-4] + b"\x7f" + good[-3:]  # the last record's value length overruns
+    outcome = _both(_decode(bad, stream=True))
+    assert issubclass(outcome[0], DecodeError)
+    assert COMPILED is not None
+    stream, _ = COMPILED.iterate_records_v2(good, None, 61, len(good), 300, 0, 0, None)
+    assert type(stream).__name__ == "RecordStream"  # compiled: made as iterated
 
 
-def test_compiled_record_keeps_the_public_surface() -> None:
-    r = Record(1, 2, b"k", None, (("h", b"v"),))
-    assert type(r).__module__ == "kafka_wire.records._record_native"
-    assert r == Record(1, 2, b"k", None, (("h", b"v"),)) and r != Record(1, 3, b"k", None)
+def test_same_legacy_messages() -> None:
+    for magic in (0, 1):
+        def run(mod: ModuleType, magic: int = magic) -> Any:
+            out = bytearray()
+            for i, (key, value) in enumerate([(b"k", b"v"), (None, b"x" * 300), (b"", None)]):
+                mod.encode_legacy_message(out, i, magic, 0, BASE_TS, key, value)
+            messages = mod.decode_legacy_message_set(bytes(out), 0, len(out), True)
+            return bytes(out), [(*m[:5], bytes(m[5] or b""), bytes(m[6] or b""), m[7]) for m in messages]
+
+        data, _ = _both(run)
+        for i in range(len(data)):
+            for byte in (0x00, 0x80, 0xFF):
+                bad = data[:i] + bytes((byte,)) + data[i + 1 :]
+
+                def walk(mod: ModuleType, bad: bytes = bad) -> Any:
+                    return mod.decode_legacy_message_set(bad, 0, len(bad), False)
+
+                _both(walk)
+
+
+@pytest.mark.parametrize("flavour", ["compiled", "pure"])
+def test_record_keeps_the_public_surface(flavour: str) -> None:
+    mod = COMPILED if flavour == "compiled" else PURE
+    assert mod is not None
+    cls = mod.Record
+    assert hasattr(cls, "__mypyc_attrs__") == (flavour == "compiled")
+    r = cls(1, 2, b"k", None, (("h", b"v"),))
+    assert r == cls(1, 2, b"k", None, (("h", b"v"),)) and r != cls(1, 3, b"k", None)
     assert list(r) == [1, 2, b"k", None, (("h", b"v"),)]
     assert repr(r) == "Record(offset=1, timestamp=2, key=b'k', value=None, headers=(('h', b'v'),))"
     match r:
-        case Record(offset, timestamp, key, value, headers):
+        case cls(offset, timestamp, key, value, headers):
             assert (offset, timestamp, key, value, headers) == tuple(r)
     with pytest.raises(TypeError):
         hash(r)
     r.key = b"z"
     assert r.astuple() == (1, 2, b"z", None, (("h", b"v"),))
-
-
-@pytest.mark.parametrize("deltas", [[0, 5, 9], (0, 2**31 - 1), [0, 1, 2, 3], [3], []])
-def test_same_bytes_with_offset_deltas(monkeypatch: pytest.MonkeyPatch, deltas: Any) -> None:
-    records = [(b"k", b"v", [("h", b"x")], 10), (None, None, (), 11), (b"k", b"v", (), 12)][
-        : max(len(deltas), 1)
-    ]
-    data = _both(monkeypatch, lambda: build_batch(records, offset_deltas=deltas))
-    if isinstance(data, bytes):
-        _both(monkeypatch, _contents, data)
-
-
-def test_same_bytes_for_a_tuple_of_records_and_many_of_them(monkeypatch: pytest.MonkeyPatch) -> None:
-    records = tuple(
-        (b"k%d" % i, b"v" * (i % 300), [("h", b"x" * (i % 5))], 1_700_000_000_000 + i) for i in range(700)
-    )
-    for codec in CODECS_V2:
-        data = _both(monkeypatch, lambda c=codec: build_batch(records, compression=c, base_offset=7))
-        _both(monkeypatch, _contents, data)

@@ -1,4 +1,4 @@
-"""The live-cluster client without Spark, against ``kafka-wire serve`` and librdkafka."""
+"""The Spark glue over the client (kafka_wire.spark.live), without Spark, against ``kafka-wire serve`` and librdkafka."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ from typing import Any
 
 from confluent_kafka import Producer
 
+from kafka_wire.client import EARLIEST, LATEST, TopicPartition, partition_for_key
 from kafka_wire.spark import live
-from kafka_wire.spark.live import _AbortedFilter
-from kafka_wire.spark.ranges import EARLIEST, LATEST, TopicPartition
 from tests.spark.conftest import Cluster
 
 
@@ -50,17 +49,7 @@ def test_murmur2_partitioner_matches_librdkafka(cluster: Cluster) -> None:
         producer.produce("keyed", key=f"user-{i * 7919}".encode(), value=b"x", on_delivery=report)
     assert producer.flush(30) == 0
     assert len(placed) == 200 and len({p for _, p in placed}) == 5
-    assert all(live.partition_for_key(key, 5) == p for key, p in placed)
-
-
-def test_aborted_transactions_follow_kafka_consumer_rule() -> None:
-    # pid 5 aborted a transaction starting at offset 10 (its ABORT marker at 14); pid 6 did not
-    f = _AbortedFilter([(5, 10)])
-    assert not f.skip(5, 9, is_control=False, abort_marker=False)  # before its first offset
-    assert f.skip(5, 11, is_control=False, abort_marker=False)
-    assert not f.skip(6, 12, is_control=False, abort_marker=False)
-    assert f.skip(5, 14, is_control=True, abort_marker=True)  # the marker itself is never returned
-    assert not f.skip(5, 15, is_control=False, abort_marker=False)  # a later transaction of pid 5
+    assert all(partition_for_key(key, 5) == p for key, p in placed)
 
 
 def test_unreachable_cluster_fails_fast() -> None:

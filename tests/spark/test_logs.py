@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from kafka_wire.client import TopicPartition
 from kafka_wire.errors import CorruptBatchError
 from kafka_wire.records import build_abort_marker, build_batch, build_commit_marker
 from kafka_wire.spark.logs import (
@@ -17,7 +18,6 @@ from kafka_wire.spark.logs import (
     offset_for_timestamp,
     read_range,
 )
-from kafka_wire.spark.ranges import TopicPartition
 from tests.spark.segments import write_partition
 
 T0 = 1_700_000_000_000

@@ -18,9 +18,9 @@ from confluent_kafka.admin import (  # type: ignore[attr-defined]  # NewTopic is
 )
 from pyspark.sql import DataFrame, SparkSession
 
+from kafka_wire.client import TopicPartition
 from kafka_wire.records import build_abort_marker, build_batch, build_commit_marker
 from kafka_wire.spark.logs import discover, earliest_offset
-from kafka_wire.spark.ranges import TopicPartition
 from tests.e2e.brokers import kafka_wire
 from tests.e2e.test_sasl import USERS, SaslBroker
 from tests.spark.conftest import CODECS, Cluster, Sent
@@ -192,7 +192,7 @@ def test_writer_output_reads_back_equal(spark: SparkSession, cluster: Cluster) -
         consumer.close()
     assert sorted((k or b"", v, h) for _, k, v, h in got) == sorted((k or b"", v, h) for k, v, h in rows)
     # keyed records went where Kafka's default partitioner puts them
-    from kafka_wire.spark.live import partition_for_key
+    from kafka_wire.client import partition_for_key
 
     assert all(p == partition_for_key(k, 3) for p, k, _, _ in got if k is not None)
     back = spark.read.format("kafka_wire").option("kafka.bootstrap.servers", cluster.bootstrap) \
@@ -202,7 +202,7 @@ def test_writer_output_reads_back_equal(spark: SparkSession, cluster: Cluster) -
 
 def test_spark_load_writes_parquet(spark: SparkSession, tmp_path: Path) -> None:
     from kafka_wire.cli import build_parser
-    from kafka_wire.spark.load_cli import load, options_of
+    from kafka_wire.cli.spark_load import load, options_of
 
     _transactional_and_compacted(tmp_path / "data")
     args = build_parser().parse_args([

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Final
 
+from kafka_wire.broker.effects import EffectSink
 from kafka_wire.broker.internal_topics import is_internal
 from kafka_wire.broker.log.config import CONFIG_KEYS, LogConfig
 from kafka_wire.broker.state import BrokerState, TopicError
@@ -74,6 +75,7 @@ def describe_topic_configs(
 
 def alter_topic(
     state: BrokerState,
+    effects: EffectSink,
     resource_type: int,
     resource_name: str,
     change: Callable[[dict[str, str]], tuple[dict[str, str], TopicError | None]],
@@ -94,5 +96,5 @@ def alter_topic(
     if problem is not None:
         return problem.error_code, problem.message
     if not validate_only:
-        state.update_topic_configs(topic, configs)
+        state.update_topic_configs(topic, configs, effects)
     return ErrorCode.NONE, None

@@ -75,5 +75,5 @@ def handle(ctx: Context, request: CreatePartitionsRequest) -> CreatePartitionsRe
     response = CreatePartitionsResponse(results=results)
     if not grown:
         return response
-    state.persist_metadata()
-    return OpenPartitionsJob(state, grown, lambda: response, ctx.now_ms).start(ctx.now_ms)
+    state.persist_metadata(ctx.effects)
+    return OpenPartitionsJob(state, ctx.effects, grown, lambda: response, ctx.now_ms).start(ctx.now_ms)

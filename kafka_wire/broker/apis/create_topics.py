@@ -83,8 +83,8 @@ def handle(ctx: Context, request: CreateTopicsRequest) -> CreateTopicsResponse |
         topic = state.register_topic(c.result.name, c.partitions, c.configs)
         c.result.topic_id = topic.topic_id
         ranges.append((topic, 0, c.partitions))
-    state.persist_metadata()
-    return OpenPartitionsJob(state, ranges, lambda: response, ctx.now_ms).start(ctx.now_ms)
+    state.persist_metadata(ctx.effects)
+    return OpenPartitionsJob(state, ctx.effects, ranges, lambda: response, ctx.now_ms).start(ctx.now_ms)
 
 
 def _check(

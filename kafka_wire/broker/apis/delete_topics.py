@@ -13,6 +13,7 @@ cannot be created again (TOPIC_ALREADY_EXISTS, "marked for deletion").
 
 from __future__ import annotations
 
+from kafka_wire.broker.effects import EffectSink
 from kafka_wire.broker.internal_topics import is_internal
 from kafka_wire.broker.metadata import TopicInfo
 from kafka_wire.broker.partition.replica import PartitionReplica
@@ -51,8 +52,8 @@ def handle(ctx: Context, request: DeleteTopicsRequest) -> DeleteTopicsResponse |
     response = DeleteTopicsResponse(responses=results)
     if not removed:
         return response
-    state.persist_metadata()
-    return DeleteTopicsJob(state, response, removed, ctx.now_ms).start(ctx.now_ms)
+    state.persist_metadata(ctx.effects)
+    return DeleteTopicsJob(state, ctx.effects, response, removed, ctx.now_ms).start(ctx.now_ms)
 
 
 class DeleteTopicsJob(Job[DeleteTopicsResponse]):
@@ -63,12 +64,14 @@ class DeleteTopicsJob(Job[DeleteTopicsResponse]):
     def __init__(
         self,
         state: BrokerState,
+        effects: EffectSink,
         response: DeleteTopicsResponse,
         removed: list[tuple[str, list[tuple[int, PartitionReplica | None]]]],
         now_ms: int,
     ) -> None:
         super().__init__(state.budget, now_ms)
         self._state = state
+        self._effects = effects
         self._response = response
         self._removed = removed
         self._topic = 0
@@ -82,7 +85,7 @@ class DeleteTopicsJob(Job[DeleteTopicsResponse]):
         name, partitions = self._removed[self._topic]
         if self._partition < len(partitions):
             index, replica = partitions[self._partition]
-            self._state.delete_partition(name, index, replica)
+            self._state.delete_partition(name, index, replica, self._effects)
             self.budget.spend(PARTITION_WORK_BYTES)
             self._partition += 1
         if self._partition >= len(partitions):

@@ -34,7 +34,7 @@ def handle(ctx: Context, request: FindCoordinatorRequest) -> FindCoordinatorResp
                 error_message="this broker has no transaction coordinator",
             )
         else:
-            ctx.state.offsets_topic(ctx.now_ms)
+            ctx.state.offsets_topic(ctx.now_ms, ctx.effects)
         coordinators.append(entry)
     if ctx.api_version >= 4:
         return FindCoordinatorResponse(coordinators=coordinators)

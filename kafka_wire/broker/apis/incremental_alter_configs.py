@@ -33,7 +33,7 @@ def handle(ctx: Context, request: IncrementalAlterConfigsRequest) -> Incremental
     results = []
     for resource in request.resources:
         error_code, message = alter_topic(
-            ctx.state, resource.resource_type, resource.resource_name, partial(_apply, resource.configs), request.validate_only
+            ctx.state, ctx.effects, resource.resource_type, resource.resource_name, partial(_apply, resource.configs), request.validate_only
         )
         results.append(
             IncrementalAlterConfigsResponseAlterConfigsResourceResponse(

@@ -28,7 +28,7 @@ def handle(ctx: Context, request: InitProducerIdRequest) -> InitProducerIdRespon
     metadata = ctx.state.metadata
     producer_id = metadata.next_producer_id
     metadata.next_producer_id += 1
-    ctx.state.effects += metadata.persist()
+    ctx.effects.extend(metadata.persist())
     return InitProducerIdResponse(producer_id=producer_id, producer_epoch=0)
 
 

@@ -70,7 +70,7 @@ def topic_metadata(ctx: Context, topic: TopicInfo, *, operations: bool = False) 
     return MetadataResponseTopic(
         name=topic.name,
         topic_id=topic.topic_id,
-        is_internal=topic.internal,
+        is_internal=is_internal(topic.name),
         partitions=partitions,
         topic_authorized_operations=ALL_TOPIC_OPERATIONS if operations else OPERATIONS_NOT_REQUESTED,
     )
@@ -94,8 +94,8 @@ def handle(ctx: Context, request: MetadataRequest) -> MetadataResponse | Job[Met
         # Over the limit Kafka's CreateTopics for them fails whole: they stay LEADER_NOT_AVAILABLE.
         return _response(ctx, request, auto_create=auto_create)
     ranges = [(state.register_topic(name, partitions, {}), 0, partitions) for name in creatable]
-    state.persist_metadata()
-    job = OpenPartitionsJob(state, ranges, lambda: _response(ctx, request, auto_create=auto_create), ctx.now_ms)
+    state.persist_metadata(ctx.effects)
+    job = OpenPartitionsJob(state, ctx.effects, ranges, lambda: _response(ctx, request, auto_create=auto_create), ctx.now_ms)
     return job.start(ctx.now_ms)
 
 
@@ -135,7 +135,7 @@ def _one_topic(
     if not auto_create:
         return MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name)
     if name in RESERVED_TOPICS:
-        topic = state.internal_topic(name, ctx.now_ms)
+        topic = state.internal_topic(name, ctx.now_ms, ctx.effects)
         if topic is None:
             return MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, is_internal=is_internal(name))
         return topic_metadata(ctx, topic, operations=operations)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from kafka_wire.broker.effects import EffectSink
 from kafka_wire.broker.metadata import TopicInfo
 from kafka_wire.broker.state import BrokerState
 from kafka_wire.broker.work import PARTITION_WORK_BYTES, Job, R
@@ -23,12 +24,14 @@ class OpenPartitionsJob(Job[R]):
     def __init__(
         self,
         state: BrokerState,
+        effects: EffectSink,
         ranges: list[tuple[TopicInfo, int, int]],
         respond: Callable[[], R],
         now_ms: int,
     ) -> None:
         super().__init__(state.budget, now_ms)
         self._state = state
+        self._effects = effects
         self._ranges = ranges
         self._respond = respond
         self._range = 0
@@ -43,7 +46,7 @@ class OpenPartitionsJob(Job[R]):
         topic, _, end = self._ranges[self._range]
         present = state.topic_named(topic.name) is topic
         if present and state.replica(topic.name, self._index) is None:
-            state.open_partition(topic, self._index, now_ms)
+            state.open_partition(topic, self._index, now_ms, self._effects)
             self.budget.spend(PARTITION_WORK_BYTES)
         self._index += 1
         if self._index >= end or not present:

@@ -2,14 +2,20 @@
 
 Hand-written (nothing here is generated). Modules:
 
-``coordinator``  :class:`GroupCoordinator` — requests and time in, effects out
+``service``      :class:`GroupCoordinator` — the facade: requests and time in, effects out
+``membership``   JoinGroup, SyncGroup, Heartbeat, LeaveGroup (the classic protocol's requests)
+``rebalance``    members in and out, the join and sync phases, session expiry
+``offsets``      OffsetCommit, OffsetFetch, OffsetDelete, retention, deleted topics
+``admin``        ListGroups, DescribeGroups, DeleteGroups
+``persistence``  writes awaiting their outcome (append ids), replay of ``__consumer_offsets``
+``runtime``      what they share: groups, clock, timers, the effects of the call
+``model``        :class:`Group`, :class:`Member`, :class:`GroupSnapshot` and pure helpers
 ``states``       :class:`GroupState`, :data:`GROUP_TRANSITIONS` (the state machine as data)
 ``effects``      :class:`Respond`, :class:`Persist`
 ``records``      ``__consumer_offsets`` keys and values in Kafka's byte layouts
 ``config``       :class:`GroupConfig`
-``diagrams``     the state diagram in ``docs/group-coordinator.md``, made from the table
 
-Wiring (see ``docs/group-coordinator.md``)::
+Wiring (see ``docs/internals/group-coordinator.md``)::
 
     coordinator = GroupCoordinator(GroupConfig(initial_rebalance_delay_ms=0))
     coordinator.load(records_of_consumer_offsets)            # at startup
@@ -23,13 +29,6 @@ Wiring (see ``docs/group-coordinator.md``)::
 """
 
 from kafka_wire.broker.group.config import GroupConfig, GroupConfigError
-from kafka_wire.broker.group.coordinator import (
-    GROUP_API_KEYS,
-    CounterMemberIds,
-    GroupCoordinator,
-    GroupSnapshot,
-    MemberIdFactory,
-)
 from kafka_wire.broker.group.effects import (
     APPEND_ERRORS,
     GroupEffect,
@@ -38,7 +37,9 @@ from kafka_wire.broker.group.effects import (
     Respond,
     client_error,
 )
+from kafka_wire.broker.group.model import CounterMemberIds, GroupSnapshot, MemberIdFactory
 from kafka_wire.broker.group.records import partition_for_group
+from kafka_wire.broker.group.service import GROUP_API_KEYS, GroupCoordinator
 from kafka_wire.broker.group.states import GROUP_TRANSITIONS, GroupInput, GroupState
 
 __all__ = [

@@ -1,7 +1,7 @@
 """What the group coordinator asks its driver to do: small frozen values, applied in the order returned.
 
 ``Persist`` asks for an append to ``__consumer_offsets``; the driver reports its outcome with
-:meth:`~kafka_wire.broker.group.coordinator.GroupCoordinator.persisted` (its ``append_id`` and
+:meth:`~kafka_wire.broker.group.service.GroupCoordinator.persisted` (its ``append_id`` and
 the log's error code, 0 when the records were appended) before it gives the coordinator its next
 input. Requests that depend on a write (an OffsetCommit, a SyncGroup leader's assignment, a
 DeleteGroups) are answered only once it succeeded. A refused write leaves the coordinator as it

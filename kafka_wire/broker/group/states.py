@@ -3,8 +3,8 @@
 :data:`GROUP_TRANSITIONS` is the whole machine: ``(state, input) -> state``. The coordinator moves a
 group only through :func:`transition`, so a move missing from the table raises
 :class:`~kafka_wire.errors.LocalProtocolError` (a bug in the coordinator, never a client's fault:
-clients get Kafka error codes in their responses). ``docs/group-coordinator.md`` draws the table
-(``python -m kafka_wire.broker.group.diagrams``).
+clients get Kafka error codes in their responses). ``docs/reference/state-machines.md`` draws the table
+(``make docs``).
 
 States (Kafka's ``ClassicGroupState``; ``name_in_kafka`` is what DescribeGroups/ListGroups report):
 

@@ -2,7 +2,7 @@
 
 ``PartitionLog`` (log.py) appends, reads, keeps retention and compacts; it writes only by
 returning storage effects and reads through an injected ``StorageReader``. ``LogConfig``
-(config.py) holds the topic-level settings. See docs/log.md.
+(config.py) holds the topic-level settings. See docs/internals/log.md.
 """
 
 from kafka_wire.broker.log.config import CONFIG_KEYS, ConfigError, ConfigKey, ConfigType, LogConfig

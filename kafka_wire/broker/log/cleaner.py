@@ -42,21 +42,21 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Literal
 
-from kafka_wire.broker.log.batches import BatchHeader, parse_header
-from kafka_wire.broker.log.checkpoints import CLEANER_OFFSET_FILE, write_offset
+from kafka_wire.broker.log.checkpoints import write_offset
 from kafka_wire.broker.log.config import INT_MAX
 from kafka_wire.broker.log.files import PendingFile
 from kafka_wire.broker.log.index import OffsetIndex, TimeIndex
-from kafka_wire.broker.log.segment import (
+from kafka_wire.broker.log.segment import Segment, segment_path
+from kafka_wire.errors import DecodeError, EncodeError
+from kafka_wire.logformat.batch_header import BatchHeader, parse_header
+from kafka_wire.logformat.checkpoints import CLEANER_OFFSET_FILE
+from kafka_wire.logformat.names import (
     CLEANED_SUFFIX,
     INDEX_SUFFIX,
     LOG_SUFFIX,
     SWAP_SUFFIX,
     TIME_INDEX_SUFFIX,
-    Segment,
-    segment_path,
 )
-from kafka_wire.errors import DecodeError, EncodeError
 from kafka_wire.records import RecordBatch, build_batch, read_batches
 from kafka_wire.records.constants import TimestampType
 from kafka_wire.records.record import Record

@@ -1,12 +1,10 @@
-"""Offset and time indexes of a segment, in Kafka's file formats, looked up through storage reads.
+"""Offset and time indexes of a segment, looked up through storage reads.
 
-``.index`` entries are 8 bytes: ``int32 relative offset, int32 position`` (big-endian), sorted by
-both. ``.timeindex`` entries are 12 bytes: ``int64 timestamp, int32 relative offset``, with
-increasing timestamps. Both are sparse: the log adds an offset entry (the batch's *last* offset and
-the batch's position, as Kafka's ``LogSegment.append`` does) once more than
-``index.interval.bytes`` of log were written since the previous entry, and a time entry alongside
-it when the segment's largest timestamp grew; a closing segment gets a final time entry holding
-its largest timestamp.
+The entry formats are in :mod:`kafka_wire.logformat.index`. Both indexes are sparse: the log adds
+an offset entry (the batch's *last* offset and the batch's position, as Kafka's
+``LogSegment.append`` does) once more than ``index.interval.bytes`` of log were written since the
+previous entry, and a time entry alongside it when the segment's largest timestamp grew; a
+closing segment gets a final time entry holding its largest timestamp.
 
 Only the entry count and the last entry live in memory; lookups binary-search the file through
 :meth:`PendingFile.read`, one entry per probe.
@@ -28,42 +26,18 @@ from typing import Final
 
 from kafka_wire.broker.log.files import PendingFile
 from kafka_wire.broker.storage import StorageReader
+from kafka_wire.logformat.index import (
+    OFFSET_ENTRY,
+    OFFSET_ENTRY_SIZE,
+    TIME_ENTRY,
+    TIME_ENTRY_SIZE,
+    encode_offset_entry,
+    encode_time_entry,
+    offsets_increase,
+    times_increase,
+)
 
-OFFSET_ENTRY: Final = struct.Struct(">ii")
-"""``.index`` entry: relative offset, position."""
-TIME_ENTRY: Final = struct.Struct(">qi")
-"""``.timeindex`` entry: timestamp, relative offset."""
-OFFSET_ENTRY_SIZE: Final = 8
-TIME_ENTRY_SIZE: Final = 12
 _SCAN_CHUNK: Final = 64 * 1024
-
-
-def encode_offset_entry(relative_offset: int, position: int) -> bytes:
-    return OFFSET_ENTRY.pack(relative_offset, position)
-
-
-def encode_time_entry(timestamp: int, relative_offset: int) -> bytes:
-    return TIME_ENTRY.pack(timestamp, relative_offset)
-
-
-def decode_offset_entries(data: bytes) -> list[tuple[int, int]]:
-    """``(relative offset, position)`` pairs, stopping at the first entry whose offset does not increase."""
-    out: list[tuple[int, int]] = []
-    for rel, pos in OFFSET_ENTRY.iter_unpack(data[: len(data) // 8 * 8]):
-        if out and (rel <= out[-1][0] or pos < out[-1][1]):
-            break
-        out.append((rel, pos))
-    return out
-
-
-def decode_time_entries(data: bytes) -> list[tuple[int, int]]:
-    """``(timestamp, relative offset)`` pairs, stopping at the first entry whose timestamp does not increase."""
-    out: list[tuple[int, int]] = []
-    for ts, rel in TIME_ENTRY.iter_unpack(data[: len(data) // 12 * 12]):
-        if out and (ts <= out[-1][0] or rel < out[-1][1]):
-            break
-        out.append((ts, rel))
-    return out
 
 
 def count_entries(
@@ -125,14 +99,6 @@ def _scan_count(
     return valid
 
 
-def _offsets_increase(a: tuple[int, int], b: tuple[int, int]) -> bool:
-    return b[0] > a[0] and b[1] >= a[1]
-
-
-def _times_increase(a: tuple[int, int], b: tuple[int, int]) -> bool:
-    return b[0] > a[0] and b[1] >= a[1]
-
-
 class OffsetIndex:
     """A segment's ``.index``: sparse ``offset -> position`` entries."""
 
@@ -148,7 +114,7 @@ class OffsetIndex:
 
     @classmethod
     def load(cls, file: PendingFile, storage: StorageReader, base_offset: int) -> OffsetIndex:
-        entries = count_entries(file, storage, OFFSET_ENTRY, _offsets_increase)
+        entries = count_entries(file, storage, OFFSET_ENTRY, offsets_increase)
         index = cls(file, base_offset, entries)
         if entries:
             index.last_offset, index.last_position = index.entry(storage, entries - 1)
@@ -221,7 +187,7 @@ class TimeIndex:
 
     @classmethod
     def load(cls, file: PendingFile, storage: StorageReader, base_offset: int) -> TimeIndex:
-        entries = count_entries(file, storage, TIME_ENTRY, _times_increase)
+        entries = count_entries(file, storage, TIME_ENTRY, times_increase)
         index = cls(file, base_offset, entries)
         if entries:
             index.last_timestamp, index.last_offset = index.entry(storage, entries - 1)

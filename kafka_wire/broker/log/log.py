@@ -13,19 +13,13 @@ lookups and batch scans read storage. Nothing else grows with the log.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final, NamedTuple
 
 from kafka_wire.broker.effects import FileRegion, StorageEffect
 from kafka_wire.broker.log.batches import BatchScanner
-from kafka_wire.broker.log.checkpoints import (
-    CLEANER_OFFSET_FILE,
-    LOG_START_OFFSET_FILE,
-    STATE_FILES,
-    read_offset,
-    write_offset,
-)
+from kafka_wire.broker.log.checkpoints import read_offset, write_offset
 from kafka_wire.broker.log.cleaner import (
     DEFAULT_CLEANER_BYTES_PER_CALL,
     DEFAULT_CLEANER_MAP_ENTRIES,
@@ -37,7 +31,12 @@ from kafka_wire.broker.log.cleaner import (
 from kafka_wire.broker.log.config import LONG_MAX, LogConfig
 from kafka_wire.broker.log.files import EffectQueue, PendingFile
 from kafka_wire.broker.log.index import OffsetIndex, TimeIndex
-from kafka_wire.broker.log.segment import (
+from kafka_wire.broker.log.retention import apply_retention, retention_deadlines
+from kafka_wire.broker.log.segment import Segment, segment_path
+from kafka_wire.broker.log.validation import AppendOrigin, RecordError, Rejection, validate_records
+from kafka_wire.broker.storage import StorageReader
+from kafka_wire.logformat.checkpoints import CLEANER_OFFSET_FILE, LOG_START_OFFSET_FILE, STATE_FILES
+from kafka_wire.logformat.names import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
     INDEX_SUFFIX,
@@ -45,16 +44,10 @@ from kafka_wire.broker.log.segment import (
     SUFFIXES,
     SWAP_SUFFIX,
     TIME_INDEX_SUFFIX,
-    Segment,
     parse_segment_name,
-    segment_path,
 )
-from kafka_wire.broker.log.validation import AppendOrigin, RecordError, Rejection, validate_records
-from kafka_wire.broker.storage import StorageReader
 from kafka_wire.messages import ErrorCode
 from kafka_wire.records.constants import RECORD_BATCH_OVERHEAD, TimestampType
-
-_Predicate = Callable[[Segment, int], bool]
 
 BLOCKED_RETRY_MS: Final = 1000
 """When due work cannot run yet (the high watermark lags), ask to be called again this much later."""
@@ -542,7 +535,7 @@ class PartitionLog:
             self._roll(now_ms, self.log_end_offset)
         hw = self.log_end_offset if high_watermark is None else min(high_watermark, self.log_end_offset)
         if config.delete:
-            self._apply_retention(now_ms, hw)
+            apply_retention(self, now_ms, hw)
         if config.compact:
             clean_log(self, now_ms, hw)
 
@@ -564,39 +557,11 @@ class PartitionLog:
                 keep.append(pending)
         self._pending_deletes = keep
 
-    def _apply_retention(self, now_ms: int, hw: int) -> None:
-        config = self.config
-        if config.retention_ms >= 0:
-            self._delete_prefix(
-                now_ms, hw, lambda s, _: now_ms - s.retention_timestamp() > config.retention_ms
-            )
-        if config.retention_bytes >= 0:
-            excess = [self.size_bytes - config.retention_bytes]
-
-            def too_big(segment: Segment, _: int) -> bool:
-                if excess[0] - segment.size >= 0:
-                    excess[0] -= segment.size
-                    return True
-                return False
-
-            self._delete_prefix(now_ms, hw, too_big)
-
-    def _delete_prefix(self, now_ms: int, hw: int, predicate: _Predicate) -> None:
-        """Delete the longest prefix of segments matching ``predicate`` that lies below ``hw``.
-
-        When it takes in the (non-empty) active segment, the log rolls first, as Kafka does, so
-        the active segment itself is never deleted.
-        """
-        count = 0
-        segments = self._segments
-        for i, segment in enumerate(segments):
-            upper = segments[i + 1].base_offset if i + 1 < len(segments) else self.log_end_offset
-            if upper > hw or (segment.is_empty and i == len(segments) - 1) or not predicate(segment, i):
-                break
-            count += 1
-        if not count:
-            return
-        if count == len(segments):
+    def drop_oldest(self, count: int, now_ms: int) -> None:
+        """Delete the ``count`` oldest segments (retention); the log start offset moves to the
+        next one. When that takes in the (non-empty) active segment, the log rolls first, as Kafka
+        does, so the active segment itself is never deleted."""
+        if count == len(self._segments):
             self._roll(now_ms, self.log_end_offset)
         doomed = self._segments[:count]
         new_start = self._segments[count].base_offset
@@ -615,12 +580,7 @@ class PartitionLog:
         if not active.is_empty and active.first_append_ms is not None:
             deadlines.append(active.first_append_ms + config.segment_ms)
         if config.delete:
-            first = self._segments[0]
-            if config.retention_ms >= 0 and not first.is_empty:
-                deadlines.append(first.retention_timestamp() + config.retention_ms + 1)
-            if config.retention_bytes >= 0 and len(self._segments) > 1:
-                if self.size_bytes - config.retention_bytes - first.size >= 0:
-                    deadlines.append(now)
+            deadlines += retention_deadlines(self, now)
         if config.compact:
             found = cleaner_deadline(self, now)
             if found is not None:

@@ -1,7 +1,7 @@
 """One log segment: a ``.log`` file of batches and its ``.index`` / ``.timeindex``.
 
 Files are named by the segment's base offset, zero-padded to 20 digits, in the partition
-directory (``orders-0/00000000000000000042.log``). In memory a segment keeps only its base
+directory (``orders-0/00000000000000000042.log``; see :mod:`kafka_wire.logformat.names`). In memory a segment keeps only its base
 offset, next offset, largest timestamp (and the offset of the batch holding it), index entry
 counts and a few clock values; its bytes stay in storage (plus the not-yet-taken appends, see
 :mod:`kafka_wire.broker.log.files`).
@@ -10,40 +10,21 @@ counts and a few clock values; its bytes stay in storage (plus the not-yet-taken
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Final
 
-from kafka_wire.broker.log.batches import DEFAULT_SCAN_CHUNK, BatchHeader, BatchScanner, check_batch
+from kafka_wire.broker.log.batches import DEFAULT_SCAN_CHUNK, BatchScanner
 from kafka_wire.broker.log.config import INT_MAX, LogConfig
 from kafka_wire.broker.log.files import EffectQueue, PendingFile
-from kafka_wire.broker.log.index import OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE, OffsetIndex, TimeIndex
+from kafka_wire.broker.log.index import OffsetIndex, TimeIndex
 from kafka_wire.broker.storage import StorageReader
 from kafka_wire.errors import DecodeError
+from kafka_wire.logformat.batch_header import BatchHeader, check_batch
+from kafka_wire.logformat.index import OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE
+from kafka_wire.logformat.names import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_file_name
 from kafka_wire.records import read_batches
-
-LOG_SUFFIX: Final = ".log"
-INDEX_SUFFIX: Final = ".index"
-TIME_INDEX_SUFFIX: Final = ".timeindex"
-SUFFIXES: Final = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)
-CLEANED_SUFFIX: Final = ".cleaned"
-SWAP_SUFFIX: Final = ".swap"
-DELETED_SUFFIX: Final = ".deleted"
-
-
-def file_prefix(base_offset: int) -> str:
-    """``00000000000000000042``: Kafka's 20-digit file name of a segment's base offset."""
-    return f"{base_offset:020d}"
 
 
 def segment_path(directory: str, base_offset: int, suffix: str) -> str:
-    return f"{directory}/{file_prefix(base_offset)}{suffix}"
-
-
-def parse_segment_name(name: str) -> tuple[int, str] | None:
-    """``(base offset, suffix)`` of a segment file name such as ``000…42.log.swap``; else None."""
-    digits, dot, suffix = name.partition(".")
-    if not dot or len(digits) != 20 or not digits.isdigit():
-        return None
-    return int(digits), "." + suffix
+    return f"{directory}/{segment_file_name(base_offset, suffix)}"
 
 
 class Segment:

@@ -41,10 +41,10 @@ import struct
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from kafka_wire.broker.log.batches import BatchHeader, parse_header
 from kafka_wire.broker.log.config import LogConfig
 from kafka_wire.broker.work import RECORD_WORK_BYTES
 from kafka_wire.errors import CorruptBatchError, DecodeError, EncodeError, LimitExceededError
+from kafka_wire.logformat.batch_header import BatchHeader, parse_header
 from kafka_wire.messages import ErrorCode
 from kafka_wire.records import (
     LegacyBatch,

@@ -5,7 +5,7 @@ Each mechanism has a client and a server class matching :class:`SaslClientMechan
 are passed in (this package draws no random numbers). Authentication failures raise
 :class:`~kafka_wire.errors.AuthenticationError`; a call in the wrong state raises
 :class:`~kafka_wire.errors.LocalProtocolError`; either moves the mechanism to ``ERROR``. See
-``docs/sasl.md``.
+``docs/guide/sasl.md``.
 """
 
 from typing import Final

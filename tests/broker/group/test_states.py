@@ -22,7 +22,6 @@ from kafka_wire.broker.group import (
     Persist,
     Respond,
 )
-from kafka_wire.broker.group.diagrams import DOC, section, updated
 from kafka_wire.broker.group.records import GroupMetadataKey, decode_group_metadata_value, decode_key
 from kafka_wire.broker.group.states import can_rebalance, transition
 from kafka_wire.codec.runtime import Message
@@ -46,7 +45,6 @@ from kafka_wire.messages import (
     SyncGroupResponse,
 )
 from tests.broker.group.harness import Harness, subscription
-from tests.conftest import ROOT
 
 E = ErrorCode
 
@@ -410,8 +408,3 @@ def test_a_late_tick_has_the_same_outcome_as_ticking_on_time() -> None:
     on_time, late = script(50), script(20_000)
     assert on_time == late
     assert on_time[1] == [] or on_time[1][0].state is GroupState.EMPTY  # everyone's session ran out
-
-
-def test_the_documented_diagram_is_up_to_date() -> None:
-    text = (ROOT / DOC).read_text(encoding="utf-8")
-    assert section() in text and updated(text) == text, "run: python -m kafka_wire.broker.group.diagrams"

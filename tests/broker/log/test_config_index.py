@@ -9,16 +9,15 @@ from hypothesis import strategies as st
 from kafka_wire.broker.log import CONFIG_KEYS, ConfigError, ConfigType, LogConfig
 from kafka_wire.broker.log.config import LONG_MAX, REMOVED_CONFIGS
 from kafka_wire.broker.log.files import EffectQueue, PendingFile
-from kafka_wire.broker.log.index import (
-    OffsetIndex,
-    TimeIndex,
+from kafka_wire.broker.log.index import OffsetIndex, TimeIndex
+from kafka_wire.broker.storage import MemoryStorage
+from kafka_wire.errors import KafkaWireError
+from kafka_wire.logformat.index import (
     decode_offset_entries,
     decode_time_entries,
     encode_offset_entry,
     encode_time_entry,
 )
-from kafka_wire.broker.storage import MemoryStorage
-from kafka_wire.errors import KafkaWireError
 
 
 def test_defaults_are_kafkas() -> None:

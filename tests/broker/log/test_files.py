@@ -12,9 +12,10 @@ import pytest
 from kafka_wire.adapters.file_storage import FileStorage
 from kafka_wire.broker.effects import Append, Delete, FileRegion, Fsync, MakeDir, Rename, Truncate, WriteAt
 from kafka_wire.broker.log import LogConfig
-from kafka_wire.broker.log.index import decode_offset_entries, decode_time_entries
 from kafka_wire.broker.storage import MemoryStorage
-from kafka_wire.records import build_batch, dump_log, read_batches
+from kafka_wire.cli import dump_log
+from kafka_wire.logformat.index import decode_offset_entries, decode_time_entries
+from kafka_wire.records import build_batch, read_batches
 
 from .helpers import CODECS, DIR, MIB, Driven, batch, contents, noise
 

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import random
+from collections import Counter
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_wire.broker.effects import Append, Fsync
+from kafka_wire.broker.effects import Append, Fsync, MakeDir
 from kafka_wire.broker.log import LogConfig, PartitionLog
-from kafka_wire.broker.log.index import OFFSET_ENTRY, decode_offset_entries, decode_time_entries
 from kafka_wire.broker.storage import MemoryStorage
+from kafka_wire.logformat.index import OFFSET_ENTRY, decode_offset_entries, decode_time_entries
 
 from .helpers import DIR, MIB, Driven, batch, contents, file_bytes, segment_files
 
@@ -73,7 +74,8 @@ def test_appends_continue_after_reopen() -> None:
     d = _filled(10)
     d.reopen(now_ms=9000)
     r = d.append(batch(2))
-    assert r.base_offset == 20 - 10 + 10 or r.base_offset == d.log.log_end_offset - 2
+    # Ten batches of 1, 2, 3, 1, ... records hold offsets 0 to 18.
+    assert (r.base_offset, d.log.log_end_offset) == (19, 21)
     assert [c[0] for c in contents(d.log)] == list(range(d.log.log_end_offset))
 
 
@@ -253,4 +255,14 @@ def test_index_entries_decode_to_batch_positions() -> None:
         "00000000000000000000.log",
         "00000000000000000000.timeindex",
     ]
-    assert all(isinstance(e, Append | Fsync) or True for e in d.effects)
+    # Within one segment the log only appends: after the directory, each file is created by an
+    # empty append, then the .log gets one append per batch and the .index one per entry.
+    made, *appends = d.effects
+    assert made == MakeDir(path=DIR)
+    assert all(isinstance(e, Append) for e in appends)
+    per_file = Counter(e.path.rsplit("/", 1)[1] for e in appends if isinstance(e, Append) and e.data)
+    assert per_file["00000000000000000000.log"] == 40
+    assert per_file["00000000000000000000.index"] == len(entries)
+    for name in segment_files(d.storage):
+        written = b"".join(e.data for e in appends if isinstance(e, Append) and e.path == f"{DIR}/{name}")
+        assert written == file_bytes(d.storage, name)

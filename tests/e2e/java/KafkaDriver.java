@@ -3,7 +3,7 @@
 //
 //   java -cp JARS KafkaDriver BOOTSTRAP STEPS [--topic T] [--count N] [--timeout-s S]
 //        [--partitions P] [--compression none|gzip|snappy|lz4|zstd] [--headers] [--value-size B]
-//        [--group G] [--batch N]
+//        [--golden] [--group G] [--batch N]
 //
 // JARS are kafka-clients.jar with lz4-java, snappy-java, zstd-jni and slf4j-api from pyflink/lib
 // (the shigawire-apache-flink-libraries wheel of the `test` extra). One file and no dependencies
@@ -54,6 +54,8 @@ public final class KafkaDriver {
     static final List<String> COMPRESSIONS = List.of("none", "gzip", "snappy", "lz4", "zstd");
     /** Never counted down: main ends the JVM with Runtime.halt, which a waiting hook does not delay. */
     static final CountDownLatch EXITED = new CountDownLatch(1);
+    /** The first record's timestamp in the golden workload (--golden; see driver_common.py). */
+    static final long GOLDEN_TIMESTAMP = 1_700_000_000_000L;
 
     // -- command line ---------------------------------------------------------------------------
 
@@ -67,6 +69,7 @@ public final class KafkaDriver {
         String compression = "none";
         boolean headers = false;
         int valueSize = 0;
+        boolean golden = false;
         String group = null;
         int batch = 50;
         long deadlineNs;
@@ -96,6 +99,7 @@ public final class KafkaDriver {
                 case "--compression" -> args.compression = argv[++i];
                 case "--headers" -> args.headers = true;
                 case "--value-size" -> args.valueSize = Integer.parseInt(argv[++i]);
+                case "--golden" -> args.golden = true;
                 case "--group" -> args.group = argv[++i];
                 case "--batch" -> args.batch = Integer.parseInt(argv[++i]);
                 default -> positional.add(argv[i]);
@@ -249,9 +253,12 @@ public final class KafkaDriver {
         Properties props = config(args);
         props.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, args.compression);
         props.put(ProducerConfig.ACKS_CONFIG, "all");
-        props.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, String.valueOf(Math.max(args.remainingMs(), 2000)));
-        props.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, String.valueOf(Math.max(args.remainingMs(), 2000) - 1000));
-        props.put(ProducerConfig.LINGER_MS_CONFIG, "5");
+        // Golden: a fixed request timeout, so that re-recorded Produce frames are the same bytes.
+        long deliveryMs = args.golden ? 30_000 : Math.max(args.remainingMs(), 2000);
+        props.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, String.valueOf(deliveryMs));
+        props.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, String.valueOf(args.golden ? 10_000 : deliveryMs - 1000));
+        // The golden workload's three records must leave in one batch.
+        props.put(ProducerConfig.LINGER_MS_CONFIG, args.golden ? "200" : "5");
         props.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, String.valueOf(args.remainingMs()));
         props.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
         props.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
@@ -260,6 +267,12 @@ public final class KafkaDriver {
             for (int i = 0; i < args.count; i++) {
                 Integer partition = args.partitions > 1 ? i % args.partitions : null;
                 List<Header> headers = new ArrayList<>();
+                if (args.golden) {
+                    headers.add(new RecordHeader("h", ("x" + i).getBytes()));
+                    futures.add(producer.send(new ProducerRecord<>(args.topic, partition, GOLDEN_TIMESTAMP + i,
+                        ("k" + i).getBytes(), ("value-" + i + "-").repeat(20).getBytes(), headers)));
+                    continue;
+                }
                 if (args.headers) {
                     headers.add(new RecordHeader("i", String.valueOf(i).getBytes()));
                     headers.add(new RecordHeader("client", CLIENT.getBytes()));

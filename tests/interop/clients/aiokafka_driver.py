@@ -7,9 +7,10 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from driver_common import Args, emit, run, text
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer  # type: ignore[import-untyped]
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic  # type: ignore[import-untyped]
+
+from tests.interop.clients.driver_common import GOLDEN_LINGER_MS, Args, emit, run, text
 
 CLIENT = "aiokafka"
 CLIENT_ID = f"kw-interop-{CLIENT}"
@@ -53,14 +54,16 @@ async def create(args: Args) -> None:
 async def produce(args: Args) -> None:
     compression = None if args.compression == "none" else args.compression
     producer = AIOKafkaProducer(bootstrap_servers=args.bootstrap, client_id=CLIENT_ID, compression_type=compression,
-                                request_timeout_ms=_ms(args.remaining_s))
+                                request_timeout_ms=args.request_timeout_ms(),
+                                **({"linger_ms": GOLDEN_LINGER_MS} if args.golden else {}))
     await producer.start()
     try:
         # send() queues into per-partition batches (so compression sees many records a batch);
         # awaiting each returned future afterwards gives the offsets in send order.
         futures = [
             await producer.send(args.topic, value=value.encode(), key=f"k{i}".encode(),
-                                headers=args.record_headers(CLIENT, i), partition=args.partition_of(i))
+                                headers=args.record_headers(CLIENT, i), partition=args.partition_of(i),
+                                timestamp_ms=args.timestamp_ms(i))
             for i, value in enumerate(args.values(CLIENT))
         ]
         metas = [await f for f in futures]

@@ -8,8 +8,9 @@ import time
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
-from driver_common import Args, emit, run, text
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # not in its stubs' exports
+
+from tests.interop.clients.driver_common import GOLDEN_LINGER_MS, Args, emit, run, text
 
 CLIENT = "confluent"
 
@@ -53,8 +54,12 @@ def create(args: Args) -> None:
 
 
 def produce(args: Args) -> None:
-    producer = Producer(_config(args, **{"message.timeout.ms": int(args.remaining_s * 1000),
-                                         "compression.type": args.compression}))
+    settings: dict[str, Any] = {"message.timeout.ms": int(args.remaining_s * 1000), "compression.type": args.compression}
+    if args.golden:
+        settings["linger.ms"] = GOLDEN_LINGER_MS
+    producer = Producer(_config(args, **settings))
+    if args.golden:  # records queued before the partition is known may leave in separate batches
+        producer.list_topics(args.topic, timeout=args.remaining_s)
     sent: dict[int, tuple[int, int]] = {}
     errors: list[str] = []
 
@@ -62,15 +67,20 @@ def produce(args: Args) -> None:
         if err is not None:
             errors.append(str(err))
         else:
-            sent[int(msg.key()[1:])] = (msg.partition(), msg.offset())  # key b"k<i>"
+            key = msg.key()
+            assert key is not None  # every record is sent with key b"k<i>"
+            sent[int(key[1:])] = _position(msg)
 
     for i, value in enumerate(args.values(CLIENT)):
         options: dict[str, Any] = {}
         partition = args.partition_of(i)
         if partition is not None:
             options["partition"] = partition
-        if args.headers:
+        if args.headers or args.golden:
             options["headers"] = args.record_headers(CLIENT, i)
+        timestamp = args.timestamp_ms(i)
+        if timestamp is not None:
+            options["timestamp"] = timestamp
         producer.produce(args.topic, value=value.encode(), key=f"k{i}".encode(), on_delivery=on_delivery,
                          **options)
         producer.poll(0)
@@ -82,8 +92,28 @@ def produce(args: Args) -> None:
          offsets=[o for _, o in records], records=records)
 
 
+def _position(msg: Message) -> tuple[int, int]:
+    """A delivered or consumed record's partition and offset (None only on error events)."""
+    partition, offset = msg.partition(), msg.offset()
+    assert partition is not None and offset is not None
+    return partition, offset
+
+
 def _headers(msg: Message) -> list[list[str | None]]:
-    return [[k, text(v)] for k, v in (msg.headers() or [])]
+    # A consumed record's headers are a list of (name, bytes or None); the dict form is for producing.
+    headers = msg.headers() or []
+    assert isinstance(headers, list)
+    return [[k, v if isinstance(v, str) else text(v)] for k, v in headers]
+
+
+def _skip_or_raise(msg: Message) -> bool:
+    """True for a record; False for the end of a partition; raises on any other error."""
+    error = msg.error()
+    if error is None:
+        return True
+    if error.code() == KafkaError._PARTITION_EOF:
+        return False
+    raise KafkaException(error)
 
 
 def consume(args: Args) -> None:
@@ -95,10 +125,8 @@ def consume(args: Args) -> None:
             msg = consumer.poll(min(0.5, args.remaining_s))
             if msg is None:
                 continue
-            if msg.error() is not None:
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    continue
-                raise KafkaException(msg.error())
+            if not _skip_or_raise(msg):
+                continue
             records.append([msg.partition(), msg.offset(), text(msg.key()), text(msg.value()), _headers(msg)])
     finally:
         consumer.close()
@@ -121,17 +149,15 @@ def group(args: Args) -> None:
             t = time.monotonic()
             good = []
             for msg in batch:
-                if msg.error() is not None:
-                    if msg.error().code() == KafkaError._PARTITION_EOF:
-                        continue
-                    raise KafkaException(msg.error())
-                good.append(msg)
+                if _skip_or_raise(msg):
+                    good.append(msg)
             if not good:
                 continue
             emit("processed", records=[[m.partition(), m.offset(), text(m.value())] for m in good], t=t)
             next_offsets: dict[int, int] = {}
             for m in good:
-                next_offsets[m.partition()] = max(next_offsets.get(m.partition(), 0), m.offset() + 1)
+                partition, offset = _position(m)
+                next_offsets[partition] = max(next_offsets.get(partition, 0), offset + 1)
             offsets = [TopicPartition(args.topic, p, o) for p, o in sorted(next_offsets.items())]
             try:
                 consumer.commit(offsets=offsets, asynchronous=False)

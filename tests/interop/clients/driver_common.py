@@ -1,8 +1,9 @@
 """Shared command line and output format of the Python peer drivers.
 
-A driver is run as ``python DRIVER BOOTSTRAP STEPS [OPTIONS]``, where STEPS is a comma-separated
-list of ``metadata``, ``create``, ``produce``, ``consume`` and ``group``. It performs the steps in
-order with a real Kafka client and prints one JSON object a line on stdout:
+A driver is run from the repository root as
+``python -m tests.interop.clients.DRIVER BOOTSTRAP STEPS [OPTIONS]``, where STEPS is a
+comma-separated list of ``metadata``, ``create``, ``produce``, ``consume`` and ``group``. It
+performs the steps in order with a real Kafka client and prints one JSON object a line on stdout:
 
     {"event": "metadata", "brokers": [[id, host, port], ...], "topics": [...]}
     {"event": "created", "topic": T}
@@ -18,8 +19,10 @@ Options: ``--topic T`` (default ``interop``), ``--count N`` records to produce o
 which then sends record i to partition i % P (with P = 1 it names no partition and lets the client
 choose), ``--compression C`` (none, gzip, snappy, lz4, zstd) for ``produce``, ``--headers`` to
 give each record the headers ``i`` = i and ``client`` = the client's name, ``--value-size B`` to
-pad each value to B bytes (compressible text), and ``--group G`` for the consumer group (default
-``kw-interop-<client>-<topic>``).
+pad each value to B bytes (compressible text), ``--golden`` for the golden-capture workload of
+``tools/record_captures.py`` (record i: key ``k<i>``, value ``value-<i>-`` repeated 20 times,
+header ``h`` = ``x<i>``, timestamp 1700000000000 + i, all records in one batch), and ``--group G``
+for the consumer group (default ``kw-interop-<client>-<topic>``).
 
 Produced values are ``"<client>-<i>"`` (padded with ``--value-size``) with keys ``"k<i>"``. Keys,
 values and header values are printed as text (they are ASCII). The JS and Java drivers speak the
@@ -55,6 +58,12 @@ from typing import Any
 
 STEPS = ("metadata", "create", "produce", "consume", "group")
 COMPRESSIONS = ("none", "gzip", "snappy", "lz4", "zstd")
+#: The first record's timestamp in the golden workload (``--golden``).
+GOLDEN_TIMESTAMP_MS = 1_700_000_000_000
+#: How long a golden producer lingers, so that its records leave in one batch.
+GOLDEN_LINGER_MS = 200
+#: A golden producer's request timeout: fixed, so that re-recorded Produce frames are the same bytes.
+GOLDEN_REQUEST_TIMEOUT_MS = 10_000
 
 
 @dataclass(frozen=True)
@@ -71,16 +80,29 @@ class Args:
     value_size: int = 0
     group: str | None = None
     batch: int = 50
+    golden: bool = False
 
     @property
     def remaining_s(self) -> float:
         return max(0.1, self.deadline - time.monotonic())
 
     def values(self, client: str) -> list[str]:
+        if self.golden:
+            return [f"value-{i}-" * 20 for i in range(self.count)]
         return [pad(f"{client}-{i}", self.value_size) for i in range(self.count)]
 
     def record_headers(self, client: str, i: int) -> list[tuple[str, bytes]]:
+        if self.golden:
+            return [("h", f"x{i}".encode())]
         return [("i", str(i).encode()), ("client", client.encode())] if self.headers else []
+
+    def request_timeout_ms(self) -> int:
+        """The produce step's request timeout: what is left of the run, or the golden constant."""
+        return GOLDEN_REQUEST_TIMEOUT_MS if self.golden else int(self.remaining_s * 1000)
+
+    def timestamp_ms(self, i: int) -> int | None:
+        """Record ``i``'s timestamp, or None to let the client stamp it."""
+        return GOLDEN_TIMESTAMP_MS + i if self.golden else None
 
     def partition_of(self, i: int) -> int | None:
         """The partition record ``i`` is sent to, or None to let the client choose."""
@@ -115,6 +137,7 @@ def parse_args(argv: list[str] | None = None) -> Args:
     parser.add_argument("--value-size", type=int, default=0)
     parser.add_argument("--group", default=None)
     parser.add_argument("--batch", type=int, default=50)
+    parser.add_argument("--golden", action="store_true")
     ns = parser.parse_args(argv)
     steps = tuple(ns.steps.split(","))
     unknown = [s for s in steps if s not in STEPS]
@@ -122,7 +145,7 @@ def parse_args(argv: list[str] | None = None) -> Args:
         parser.error(f"unknown steps {unknown}")
     return Args(ns.bootstrap, steps, ns.topic, ns.count, ns.timeout_s, time.monotonic() + ns.timeout_s,
                 partitions=ns.partitions, compression=ns.compression, headers=ns.headers,
-                value_size=ns.value_size, group=ns.group, batch=ns.batch)
+                value_size=ns.value_size, group=ns.group, batch=ns.batch, golden=ns.golden)
 
 
 def emit(event: str, **fields: Any) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from driver_common import Args, emit, run, text
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer  # type: ignore[import-untyped]
+
+from tests.interop.clients.driver_common import GOLDEN_LINGER_MS, Args, emit, run, text
 
 CLIENT = "kafka-python"
 CLIENT_ID = f"kw-interop-{CLIENT}"
@@ -41,11 +42,13 @@ def create(args: Args) -> None:
 def produce(args: Args) -> None:
     compression = None if args.compression == "none" else args.compression
     producer = KafkaProducer(bootstrap_servers=args.bootstrap, client_id=CLIENT_ID, compression_type=compression,
-                             request_timeout_ms=_ms(args.remaining_s), max_block_ms=_ms(args.remaining_s))
+                             request_timeout_ms=args.request_timeout_ms(), max_block_ms=_ms(args.remaining_s),
+                             **({"linger_ms": GOLDEN_LINGER_MS} if args.golden else {}))
     try:
         futures = [
             producer.send(args.topic, value=value.encode(), key=f"k{i}".encode(),
-                          headers=args.record_headers(CLIENT, i), partition=args.partition_of(i))
+                          headers=args.record_headers(CLIENT, i), partition=args.partition_of(i),
+                          timestamp_ms=args.timestamp_ms(i))
             for i, value in enumerate(args.values(CLIENT))
         ]
         metas = [f.get(timeout=args.remaining_s) for f in futures]

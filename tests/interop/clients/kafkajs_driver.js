@@ -1,7 +1,7 @@
 // kafkajs peer driver: the same command line and JSON-lines output as driver_common.py (no `group`
 // step).
 //   node kafkajs_driver.js BOOTSTRAP STEPS [--topic T] [--count N] [--timeout-s S] [--partitions P]
-//        [--compression none|gzip|snappy|lz4|zstd] [--headers] [--value-size B] [--group G]
+//        [--compression none|gzip|snappy|lz4|zstd] [--headers] [--value-size B] [--golden] [--group G]
 // kafkajs compresses with gzip itself; snappy and lz4 come from the codec packages in package.json
 // (kafkajs-snappy: pure JS; kafkajs-lz4: on the native `lz4` addon, built by `npm ci`), and zstd
 // from a five-line codec below on the native `zstd-napi` addon (the published kafkajs zstd plugins
@@ -45,7 +45,7 @@ function parseArgs(argv) {
   const positional = [];
   const opts = {
     topic: 'interop', count: 3, timeoutS: 10, partitions: 1, compression: 'none', headers: false,
-    valueSize: 0, group: null,
+    valueSize: 0, group: null, golden: false,
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -57,6 +57,7 @@ function parseArgs(argv) {
     else if (a === '--headers') opts.headers = true;
     else if (a === '--value-size') opts.valueSize = Number(argv[++i]);
     else if (a === '--group') opts.group = argv[++i];
+    else if (a === '--golden') opts.golden = true;
     else if (a === '--batch') ++i; // only the group step uses it
     else positional.push(a);
   }
@@ -81,7 +82,11 @@ function emit(event, fields = {}) {
 }
 
 const remainingMs = (args) => Math.max(100, args.deadline - Date.now());
-const values = (args) => Array.from({ length: args.count }, (_, i) => pad(`${CLIENT}-${i}`, args.valueSize));
+// The golden-capture workload (--golden, see driver_common.py): fixed values, one header, timestamps.
+const GOLDEN_TIMESTAMP_MS = 1700000000000;
+const GOLDEN_REQUEST_TIMEOUT_MS = 10000; // fixed, so that re-recorded Produce frames are the same bytes
+const values = (args) => Array.from({ length: args.count },
+  (_, i) => (args.golden ? `value-${i}-`.repeat(20) : pad(`${CLIENT}-${i}`, args.valueSize)));
 
 function client(args) {
   return new Kafka({
@@ -131,14 +136,17 @@ async function produce(args) {
     const messages = values(args).map((value, i) => {
       const message = { key: `k${i}`, value };
       if (args.partitions > 1) message.partition = i % args.partitions;
-      if (args.headers) message.headers = { i: String(i), client: CLIENT };
+      if (args.golden) {
+        message.headers = { h: `x${i}` };
+        message.timestamp = String(GOLDEN_TIMESTAMP_MS + i);
+      } else if (args.headers) message.headers = { i: String(i), client: CLIENT };
       return message;
     });
     const meta = await producer.send({
       topic: args.topic,
       messages,
       compression: COMPRESSION[args.compression],
-      timeout: remainingMs(args),
+      timeout: args.golden ? GOLDEN_REQUEST_TIMEOUT_MS : remainingMs(args),
     });
     // One send: kafkajs reports the base offset of each partition's batch, whose records are
     // that partition's messages in the order given.

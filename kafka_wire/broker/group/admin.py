@@ -1,0 +1,161 @@
+"""Group administration: ListGroups, DescribeGroups, DeleteGroups, and the deletion of a group
+(also used by offset retention)."""
+
+from __future__ import annotations
+
+from kafka_wire.broker.group.model import CLASSIC_GROUP_TYPE, NO_OPERATIONS, Group, Waiter
+from kafka_wire.broker.group.persistence import DeleteGroupsAnswer, GroupDeleted, GroupPersistence
+from kafka_wire.broker.group.rebalance import Rebalance
+from kafka_wire.broker.group.records import group_metadata_record, offset_commit_record
+from kafka_wire.broker.group.runtime import JOIN, SYNC, GroupRuntime, timer_key
+from kafka_wire.broker.group.states import GroupInput, GroupState
+from kafka_wire.codec.runtime import Message
+from kafka_wire.messages import (
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    DeleteGroupsResponseDeletableGroupResult,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    DescribeGroupsResponseDescribedGroup,
+    DescribeGroupsResponseDescribedGroupMember,
+    ErrorCode,
+    ListGroupsRequest,
+    ListGroupsResponse,
+    ListGroupsResponseListedGroup,
+)
+
+E = ErrorCode
+
+
+class GroupAdmin:
+    """The admin APIs over every group."""
+
+    def __init__(self, rt: GroupRuntime, persistence: GroupPersistence, rebalance: Rebalance) -> None:
+        self._rt = rt
+        self._persistence = persistence
+        self._rebalance = rebalance
+
+    def deletion_written(self, write: GroupDeleted, error: int) -> None:
+        old = write.group
+        if error and old.group_id not in self._rt.groups:
+            # The tombstones are not stored: the group is still what the log says. Restore it as
+            # load() would build it (empty, its generation and offsets).
+            self._rt.groups[old.group_id] = Group(
+                old.group_id,
+                state_timestamp_ms=write.state_timestamp_ms,
+                generation=old.generation,
+                protocol_type=old.protocol_type,
+                offsets=old.offsets,
+                subscribed_topics=old.subscribed_topics,
+            )
+        answer = write.answer
+        if answer is None:
+            return
+        answer.results[write.index].error_code = error
+        answer.outstanding -= 1
+        if answer.outstanding == 0:
+            self._rt.respond(answer.waiter, DeleteGroupsResponse(results=answer.results))
+
+    def list_groups(self, waiter: Waiter, request: Message, client_id: str, client_host: str) -> None:
+        assert isinstance(request, ListGroupsRequest)
+        v = waiter.api_version
+        states = {s.strip().lower() for s in request.states_filter} if v >= 4 else set()
+        types = {t.strip().lower() for t in request.types_filter} if v >= 5 else set()
+        listed = []
+        if not types or CLASSIC_GROUP_TYPE in types:
+            for group in self._rt.groups.values():
+                if states and group.state.value.lower() not in states:
+                    continue
+                listed.append(
+                    ListGroupsResponseListedGroup(
+                        group_id=group.group_id,
+                        protocol_type=group.protocol_type or "",
+                        group_state=group.state.value if v >= 4 else "",
+                        group_type=CLASSIC_GROUP_TYPE if v >= 5 else "",
+                    )
+                )
+        self._rt.respond(waiter, ListGroupsResponse(groups=listed))
+
+    def describe_groups(self, waiter: Waiter, request: Message, client_id: str, client_host: str) -> None:
+        assert isinstance(request, DescribeGroupsRequest)
+        v = waiter.api_version
+        described = []
+        for group_id in request.groups:
+            group = self._rt.groups.get(group_id)
+            if not group_id:
+                described.append(
+                    DescribeGroupsResponseDescribedGroup(
+                        group_id=group_id, error_code=E.INVALID_GROUP_ID, group_state=GroupState.DEAD.value
+                    )
+                )
+            elif group is None:
+                not_found = v >= 6
+                described.append(
+                    DescribeGroupsResponseDescribedGroup(
+                        group_id=group_id,
+                        group_state=GroupState.DEAD.value,
+                        error_code=E.GROUP_ID_NOT_FOUND if not_found else E.NONE,
+                        error_message=f"Group {group_id} not found." if not_found else None,
+                    )
+                )
+            else:
+                stable = group.state is GroupState.STABLE
+                described.append(
+                    DescribeGroupsResponseDescribedGroup(
+                        group_id=group_id,
+                        group_state=group.state.value,
+                        protocol_type=group.protocol_type or "",
+                        protocol_data=(group.protocol_name or "") if stable else "",
+                        members=[
+                            DescribeGroupsResponseDescribedGroupMember(
+                                member_id=m.member_id,
+                                group_instance_id=m.group_instance_id,
+                                client_id=m.client_id,
+                                client_host=m.client_host,
+                                member_metadata=m.metadata(group.protocol_name) if stable else b"",
+                                member_assignment=m.assignment,
+                            )
+                            for m in group.members.values()
+                        ],
+                        authorized_operations=NO_OPERATIONS,
+                    )
+                )
+        self._rt.respond(waiter, DescribeGroupsResponse(groups=described))
+
+    def delete_groups(self, waiter: Waiter, request: Message, client_id: str, client_host: str) -> None:
+        assert isinstance(request, DeleteGroupsRequest)
+        answer = DeleteGroupsAnswer(waiter, [])
+        for group_id in request.groups_names:
+            group = self._rt.groups.get(group_id)
+            if not group_id:
+                error = E.INVALID_GROUP_ID
+            elif group is None:
+                error = E.GROUP_ID_NOT_FOUND
+            elif group.state is not GroupState.EMPTY:
+                error = E.NON_EMPTY_GROUP
+            else:
+                error = E.NONE
+                answer.outstanding += 1
+                self.delete_group(group, answer, len(answer.results))
+            answer.results.append(DeleteGroupsResponseDeletableGroupResult(group_id=group_id, error_code=error))
+        if answer.outstanding == 0:
+            self._rt.respond(waiter, DeleteGroupsResponse(results=answer.results))
+
+    def delete_group(self, group: Group, answer: DeleteGroupsAnswer | None = None, index: int = -1) -> None:
+        """Tombstone every offset and the metadata of an empty group; drop it once stored."""
+        group_id = group.group_id
+        records = [
+            offset_commit_record(group_id, topic, partition, None)
+            for topic, partitions in group.offsets.items()
+            for partition in partitions
+        ]
+        records.append(group_metadata_record(group_id, None))
+        write = GroupDeleted(group, group.state_timestamp_ms, answer, index)
+        for member_id in list(group.pending_join):
+            self._rebalance.remove_member(group, member_id)
+        self._rt.cancel(timer_key(JOIN, group_id))
+        self._rt.cancel(timer_key(SYNC, group_id))
+        self._rt.transition(group, GroupInput.DELETE)
+        del self._rt.groups[group_id]
+        self._persistence.persist(group_id, records, write)
+

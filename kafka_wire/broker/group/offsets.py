@@ -1,0 +1,348 @@
+"""Committed offsets: OffsetCommit, OffsetFetch, OffsetDelete, retention and deleted topics.
+
+What Kafka's ``OffsetMetadataManager`` holds. Offsets are applied when their write is handed out
+and taken back if the write is refused (see ``persistence.OffsetWrite``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable
+
+from kafka_wire.broker.group.model import (
+    CONSUMER_PROTOCOL_TYPE,
+    ZERO_UUID,
+    Group,
+    Waiter,
+    failed_answer,
+)
+from kafka_wire.broker.group.persistence import GroupPersistence, OffsetEntry, OffsetWrite
+from kafka_wire.broker.group.rebalance import Rebalance
+from kafka_wire.broker.group.records import OffsetCommitValue
+from kafka_wire.broker.group.runtime import GroupRuntime
+from kafka_wire.broker.group.states import GroupState
+from kafka_wire.codec.runtime import Message
+from kafka_wire.messages import (
+    ErrorCode,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    OffsetDeleteResponsePartition,
+    OffsetDeleteResponseTopic,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    OffsetFetchResponseGroup,
+    OffsetFetchResponsePartition,
+    OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopic,
+    OffsetFetchResponseTopics,
+)
+
+E = ErrorCode
+
+
+class Offsets:
+    """The offsets of every group (kept in ``Group.offsets``)."""
+
+    def __init__(
+        self,
+        rt: GroupRuntime,
+        persistence: GroupPersistence,
+        rebalance: Rebalance,
+        delete_group: Callable[[Group], None],
+    ) -> None:
+        self._rt = rt
+        self._persistence = persistence
+        self._rebalance = rebalance
+        #: Tombstones an empty group whose offsets all expired (``admin``).
+        self._delete_group = delete_group
+
+    def offsets_written(self, write: OffsetWrite, error: int) -> None:
+        group = self._rt.groups.get(write.group_id)
+        if error and group is not None:
+            for (topic, partition), before in write.undo.items():
+                self._persistence.replay_offset(write.group_id, topic, partition, before)
+            if (
+                write.created_group
+                and not group.offsets
+                and not group.members
+                and not group.pending_join
+                and group.state is GroupState.EMPTY
+                and group.protocol_type is None
+            ):
+                del self._rt.groups[write.group_id]
+        if write.waiter is not None and write.answer is not None:
+            self._rt.respond(write.waiter, write.answer if not error else failed_answer(write.answer, error))
+
+    def offset_commit(self, waiter: Waiter, request: Message, client_id: str, client_host: str) -> None:
+        assert isinstance(request, OffsetCommitRequest)
+        v = waiter.api_version
+        now = self._rt.clock
+        generation = request.generation_id_or_member_epoch if v >= 1 else -1
+        member_id = request.member_id if v >= 1 else ""
+        instance_id = request.group_instance_id if v >= 7 else None
+        group = self._rt.groups.get(request.group_id)
+        error: ErrorCode | None = None
+        if not request.group_id:
+            error = E.INVALID_GROUP_ID
+        elif group is None and generation >= 0:
+            error = E.GROUP_ID_NOT_FOUND if v >= 9 else E.ILLEGAL_GENERATION
+        # With generation -1 and no group, the commit creates a "simple" group, kept by its offsets.
+        if group is not None and error is None:
+            error = self.validate_offset_commit(group, member_id, instance_id, generation)
+            if error is None and group.state in (GroupState.STABLE, GroupState.PREPARING_REBALANCE):
+                member = group.members[member_id]
+                self._rt.arm_heartbeat(group, member, member.session_timeout_ms)
+        retention = request.retention_time_ms if 2 <= v <= 4 else -1
+        expire = now + retention if retention != -1 else -1
+        offsets: list[OffsetEntry] = []
+        topics: list[OffsetCommitResponseTopic] = []
+        for topic in request.topics:
+            name: str | None = topic.name
+            topic_error = error
+            if v >= 10:
+                name = None if self._rt.topic_name_of is None else self._rt.topic_name_of(topic.topic_id)
+                if name is None and topic_error is None:
+                    topic_error = E.UNKNOWN_TOPIC_ID
+            elif (
+                self._rt.topic_id_of is not None
+                and topic_error is None
+                and self._rt.topic_id_of(topic.name) is None
+            ):
+                topic_error = E.UNKNOWN_TOPIC_OR_PARTITION
+            answers = []
+            for p in topic.partitions:
+                p_error = topic_error
+                metadata = p.committed_metadata if p.committed_metadata is not None else ""
+                if p_error is None and len(metadata.encode()) > self._rt.config.offset_metadata_max_bytes:
+                    p_error = E.OFFSET_METADATA_TOO_LARGE
+                if p_error is None and name is not None:
+                    timestamp = p.commit_timestamp if v == 1 and p.commit_timestamp != -1 else now
+                    value = OffsetCommitValue(
+                        p.committed_offset,
+                        metadata,
+                        timestamp,
+                        expire,
+                        p.committed_leader_epoch if v >= 6 else -1,
+                    )
+                    offsets.append((name, p.partition_index, value))
+                answers.append(
+                    OffsetCommitResponsePartition(
+                        partition_index=p.partition_index, error_code=p_error or E.NONE
+                    )
+                )
+            topics.append(
+                OffsetCommitResponseTopic(topic_id=topic.topic_id, partitions=answers)
+                if v >= 10
+                else OffsetCommitResponseTopic(name=topic.name, partitions=answers)
+            )
+        self._persistence.persist_offsets(OffsetWrite(request.group_id, offsets, waiter, OffsetCommitResponse(topics=topics)))
+
+    def validate_offset_commit(
+        self, group: Group, member_id: str, instance_id: str | None, generation: int
+    ) -> ErrorCode | None:
+        if generation < 0 and group.state is GroupState.EMPTY:
+            return None
+        if generation >= 0 or member_id or instance_id is not None:
+            error = self._rebalance.validate_member(group, member_id, instance_id)
+            if error is not None:
+                return error
+            if generation != group.generation:
+                return E.ILLEGAL_GENERATION
+        elif group.state is not GroupState.EMPTY:
+            return E.UNKNOWN_MEMBER_ID
+        if group.state is GroupState.COMPLETING_REBALANCE:
+            return E.REBALANCE_IN_PROGRESS
+        return None
+
+    def fetch_group(
+        self, group_id: str, topics: list[tuple[str | None, uuid.UUID, list[int]]] | None
+    ) -> tuple[ErrorCode, list[tuple[str, uuid.UUID, list[tuple[int, OffsetCommitValue | None, ErrorCode]]]]]:
+        """The committed offsets of ``topics`` (``None``: all), as (topic, id, [(partition, value, error)])."""
+        if not group_id:
+            return E.INVALID_GROUP_ID, []
+        group = self._rt.groups.get(group_id)
+        offsets = {} if group is None else group.offsets
+        out: list[tuple[str, uuid.UUID, list[tuple[int, OffsetCommitValue | None, ErrorCode]]]] = []
+        if topics is None:
+            for name in sorted(offsets):
+                topic_id = None if self._rt.topic_id_of is None else self._rt.topic_id_of(name)
+                partitions = offsets[name]
+                out.append(
+                    (name, topic_id or ZERO_UUID, [(p, partitions[p], E.NONE) for p in sorted(partitions)])
+                )
+            return E.NONE, out
+        for wanted_name, wanted_id, indexes in topics:
+            if wanted_name is None:
+                out.append(("", wanted_id, [(p, None, E.UNKNOWN_TOPIC_ID) for p in indexes]))
+                continue
+            known = offsets.get(wanted_name, {})
+            out.append((wanted_name, wanted_id, [(p, known.get(p), E.NONE) for p in indexes]))
+        return E.NONE, out
+
+    def offset_fetch(self, waiter: Waiter, request: Message, client_id: str, client_host: str) -> None:
+        # require_stable (v7+) needs no work: transactional offset commits are not handled here.
+        assert isinstance(request, OffsetFetchRequest)
+        v = waiter.api_version
+        if v >= 8:
+            groups = []
+            for g in request.groups:
+                wanted: list[tuple[str | None, uuid.UUID, list[int]]] | None = None
+                if g.topics is not None:
+                    wanted = [
+                        (
+                            self.name_for_id(t.topic_id) if v >= 10 else t.name,
+                            t.topic_id,
+                            list(t.partition_indexes),
+                        )
+                        for t in g.topics
+                    ]
+                error, found = self.fetch_group(g.group_id, wanted)
+                groups.append(
+                    OffsetFetchResponseGroup(
+                        group_id=g.group_id,
+                        error_code=error,
+                        topics=[
+                            OffsetFetchResponseTopics(
+                                topic_id=topic_id if v >= 10 else ZERO_UUID,
+                                name=name if v < 10 else "",
+                                partitions=[
+                                    OffsetFetchResponsePartitions(
+                                        partition_index=p,
+                                        committed_offset=-1 if value is None else value.offset,
+                                        committed_leader_epoch=-1 if value is None else value.leader_epoch,
+                                        metadata="" if value is None else value.metadata,
+                                        error_code=p_error,
+                                    )
+                                    for p, value, p_error in partitions
+                                ],
+                            )
+                            for name, topic_id, partitions in found
+                        ],
+                    )
+                )
+            self._rt.respond(waiter, OffsetFetchResponse(groups=groups))
+            return
+        wanted = None
+        if request.topics is not None:
+            wanted = [(t.name, ZERO_UUID, list(t.partition_indexes)) for t in request.topics]
+        error, found = self.fetch_group(request.group_id, wanted)
+        if error != E.NONE and v < 2:
+            # v0-v1 have no group-level error: every asked-for partition carries it.
+            found = [
+                (t.name, ZERO_UUID, [(p, None, error) for p in t.partition_indexes])
+                for t in request.topics or []
+            ]
+        self._rt.respond(
+            waiter,
+            OffsetFetchResponse(
+                error_code=error if v >= 2 else E.NONE,
+                topics=[
+                    OffsetFetchResponseTopic(
+                        name=name,
+                        partitions=[
+                            OffsetFetchResponsePartition(
+                                partition_index=p,
+                                committed_offset=-1 if value is None else value.offset,
+                                committed_leader_epoch=-1 if value is None or v < 5 else value.leader_epoch,
+                                metadata="" if value is None else value.metadata,
+                                error_code=p_error,
+                            )
+                            for p, value, p_error in partitions
+                        ],
+                    )
+                    for name, _, partitions in found
+                ],
+            ),
+        )
+
+    def name_for_id(self, topic_id: uuid.UUID) -> str | None:
+        return None if self._rt.topic_name_of is None else self._rt.topic_name_of(topic_id)
+
+    def offset_delete(self, waiter: Waiter, request: Message, client_id: str, client_host: str) -> None:
+        assert isinstance(request, OffsetDeleteRequest)
+        group = self._rt.groups.get(request.group_id)
+        if not request.group_id:
+            self._rt.respond(waiter, OffsetDeleteResponse(error_code=E.INVALID_GROUP_ID))
+            return
+        if group is None:
+            self._rt.respond(waiter, OffsetDeleteResponse(error_code=E.GROUP_ID_NOT_FOUND))
+            return
+        if group.state is not GroupState.EMPTY and group.protocol_type != CONSUMER_PROTOCOL_TYPE:
+            self._rt.respond(waiter, OffsetDeleteResponse(error_code=E.NON_EMPTY_GROUP))
+            return
+        offsets: list[OffsetEntry] = []
+        topics = []
+        for topic in request.topics:
+            subscribed = group.is_subscribed(topic.name)
+            committed = group.offsets.get(topic.name, {})
+            answers = []
+            for p in topic.partitions:
+                if subscribed:
+                    answers.append(
+                        OffsetDeleteResponsePartition(
+                            partition_index=p.partition_index, error_code=E.GROUP_SUBSCRIBED_TO_TOPIC
+                        )
+                    )
+                    continue
+                answers.append(OffsetDeleteResponsePartition(partition_index=p.partition_index))
+                if p.partition_index in committed:
+                    offsets.append((topic.name, p.partition_index, None))
+            topics.append(OffsetDeleteResponseTopic(name=topic.name, partitions=answers))
+        self._persistence.persist_offsets(OffsetWrite(group.group_id, offsets, waiter, OffsetDeleteResponse(topics=topics)))
+
+    def expire(self) -> None:
+        now = self._rt.clock
+        retention = self._rt.config.offsets_retention_ms
+        for group in list(self._rt.groups.values()):
+            if group.protocol_type is None:
+                use_state_time = False
+            elif group.state is GroupState.EMPTY:
+                use_state_time = True
+            elif (
+                group.protocol_type == CONSUMER_PROTOCOL_TYPE
+                and group.subscribed_topics is not None
+                and group.state is GroupState.STABLE
+            ):
+                use_state_time = False
+            else:
+                continue
+            offsets: list[OffsetEntry] = []
+            all_expired = True
+            for topic, partitions in group.offsets.items():
+                if group.is_subscribed(topic):
+                    all_expired = False
+                    continue
+                for partition, value in partitions.items():
+                    base = (
+                        group.state_timestamp_ms
+                        if use_state_time and group.state_timestamp_ms != -1
+                        else value.commit_timestamp_ms
+                    )
+                    if value.expire_timestamp_ms != -1:
+                        expired = now >= value.expire_timestamp_ms
+                    else:
+                        expired = now - base >= retention
+                    if expired:
+                        offsets.append((topic, partition, None))
+                    else:
+                        all_expired = False
+            if all_expired and group.state is GroupState.EMPTY and not group.pending_join:
+                self._delete_group(group)  # its tombstones cover every offset
+            else:
+                self._persistence.persist_offsets(OffsetWrite(group.group_id, offsets))
+
+    def topics_deleted(self, topics: Iterable[str]) -> None:
+        """Tombstone the committed offsets of deleted topics in every group (Kafka does the same)."""
+        gone = set(topics)
+        for group in list(self._rt.groups.values()):
+            offsets: list[OffsetEntry] = [
+                (topic, partition, None)
+                for topic, partitions in group.offsets.items()
+                if topic in gone
+                for partition in partitions
+            ]
+            self._persistence.persist_offsets(OffsetWrite(group.group_id, offsets))

@@ -1,0 +1,242 @@
+"""The coordinator's durable side: records to ``__consumer_offsets`` and back.
+
+Every change a group makes durable leaves as a :class:`~kafka_wire.broker.group.effects.Persist`
+effect with an append id; the write it stands for (one of the ``*Write``/``Group*`` values below)
+waits here until :meth:`GroupPersistence.take_write` hands it to the part of the coordinator that
+reacts to its outcome. Replay applies stored records at startup, and offset writes the moment
+they are handed out (Kafka's coordinator replays its own records at once), through the same path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from kafka_wire.broker.group.effects import KeyValue, Persist
+from kafka_wire.broker.group.model import Group, Member, Waiter, metadata_value, subscribed_topics
+from kafka_wire.broker.group.records import (
+    OTHER_GROUP_KEY_VERSIONS,
+    GroupMetadataKey,
+    GroupMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    decode_group_metadata_value,
+    decode_key,
+    decode_offset_commit_value,
+    group_metadata_record,
+    offset_commit_record,
+    partition_for_group,
+)
+from kafka_wire.broker.group.runtime import GroupRuntime
+from kafka_wire.broker.group.states import GroupState
+from kafka_wire.codec.runtime import Message
+from kafka_wire.errors import InvalidValueError, LocalProtocolError
+from kafka_wire.messages import DeleteGroupsResponseDeletableGroupResult
+
+#: One committed offset to write: ``(topic, partition, value)``; ``None`` is a tombstone.
+OffsetEntry = tuple[str, int, OffsetCommitValue | None]
+
+
+@dataclass(slots=True)
+class OffsetWrite:
+    """Offset records (commits or tombstones): applied when handed out (so that the timers of the
+    same call see them), taken back if the write is refused."""
+
+    group_id: str
+    offsets: list[OffsetEntry]
+    waiter: Waiter | None = None
+    #: The answer once stored; a failure answers the same request with the error instead.
+    answer: Message | None = None
+    #: What the records replaced: (topic, partition) -> the value before (None: there was none).
+    undo: dict[tuple[str, int], OffsetCommitValue | None] = field(default_factory=dict)
+    #: The write created its group (a commit of a "simple" group).
+    created_group: bool = False
+
+
+@dataclass(slots=True)
+class GroupCreated:
+    """The first record of a group a JoinGroup created."""
+
+    group_id: str
+    waiter: Waiter
+
+
+@dataclass(slots=True)
+class GroupEmptied:
+    """A group's metadata after a join phase that ended with no members: nothing waits on it."""
+
+    group_id: str
+
+
+@dataclass(slots=True)
+class AssignmentStored:
+    """The leader's assignment (SyncGroup): given to the members once stored."""
+
+    group_id: str
+    generation: int
+    assignments: dict[str, bytes]
+
+
+@dataclass(slots=True)
+class StaticMemberReplaced:
+    """A static member that rejoined with a new member id in a stable group."""
+
+    group_id: str
+    old: Member
+    new_id: str
+    previous_leader: str | None
+    waiter: Waiter
+
+
+@dataclass(slots=True)
+class DeleteGroupsAnswer:
+    """A DeleteGroups answer waiting for the deletions it asked for."""
+
+    waiter: Waiter
+    results: list[DeleteGroupsResponseDeletableGroupResult]
+    outstanding: int = 0
+
+
+@dataclass(slots=True)
+class GroupDeleted:
+    """Tombstones of an empty group, dropped from memory when they are handed out; the group is
+    restored as stored if the write is refused."""
+
+    group: Group
+    #: The group's state timestamp before it was deleted (the deletion stamps its own).
+    state_timestamp_ms: int
+    #: The DeleteGroups request and the index of this group's result in it (None: retention).
+    answer: DeleteGroupsAnswer | None = None
+    index: int = -1
+
+
+PendingWrite = OffsetWrite | GroupCreated | GroupEmptied | AssignmentStored | StaticMemberReplaced | GroupDeleted
+
+
+class GroupPersistence:
+    """Writes awaiting their outcome, by append id, and the replay of stored records."""
+
+    def __init__(self, rt: GroupRuntime) -> None:
+        self._rt = rt
+        #: Writes handed out as Persist effects whose outcome has not been reported, by append id.
+        self.writes: dict[int, PendingWrite] = {}
+        self.next_append_id = 0
+        #: Members replayed by load(): their heartbeat timers start at the first time seen.
+        self.unarmed: dict[tuple[str, str], None] = {}
+
+    def take_write(self, append_id: int) -> PendingWrite:
+        """The write ``append_id`` stands for; it no longer awaits its outcome."""
+        write = self.writes.pop(append_id, None)
+        if write is None:
+            raise LocalProtocolError(f"no group write {append_id} is awaiting its outcome")
+        return write
+
+    def replay(self, key: bytes, value: bytes | None) -> None:
+        """Replay one ``__consumer_offsets`` record (see ``GroupCoordinator.load``).
+
+        Raises :class:`~kafka_wire.errors.DecodeError`, with nothing applied, for a key or value
+        that cannot be read, including a key version Kafka does not define.
+        """
+        decoded = decode_key(key)
+        if isinstance(decoded, OffsetCommitKey):
+            self.replay_offset(
+                decoded.group,
+                decoded.topic,
+                decoded.partition,
+                None if value is None else decode_offset_commit_value(value),
+            )
+        elif isinstance(decoded, GroupMetadataKey):
+            self.replay_group(decoded.group, None if value is None else decode_group_metadata_value(value))
+        elif decoded.version not in OTHER_GROUP_KEY_VERSIONS:
+            raise InvalidValueError(f"unknown key version {decoded.version}", offset=0, message="__consumer_offsets key")
+
+    def load(self, records: Iterable[KeyValue]) -> None:
+        for key, value in records:
+            self.replay(key, value)
+
+    def persist(self, group_id: str, records: list[KeyValue], write: PendingWrite) -> None:
+        """Ask for ``records`` to be appended; ``write`` says what to do with the outcome."""
+        partition = partition_for_group(group_id, self._rt.config.offsets_topic_num_partitions)
+        self.next_append_id += 1
+        self.writes[self.next_append_id] = write
+        self._rt.out.append(Persist(group_id, partition, records, self.next_append_id))
+
+    def persist_group(self, group: Group, write: PendingWrite) -> None:
+        self.persist(group.group_id, [group_metadata_record(group.group_id, metadata_value(group))], write)
+
+    def persist_offsets(self, write: OffsetWrite) -> None:
+        """Append offset records and apply them through the path replay uses (taken back if
+        the write is refused); answer at once when there is nothing to write."""
+        if not write.offsets:
+            if write.waiter is not None and write.answer is not None:
+                self._rt.respond(write.waiter, write.answer)
+            return
+        group = self._rt.groups.get(write.group_id)
+        write.created_group = group is None
+        for topic, partition, _ in write.offsets:
+            if (topic, partition) not in write.undo:
+                write.undo[topic, partition] = None if group is None else group.offsets.get(topic, {}).get(partition)
+        records = [offset_commit_record(write.group_id, t, p, value) for t, p, value in write.offsets]
+        for topic, partition, value in write.offsets:
+            self.replay_offset(write.group_id, topic, partition, value)
+        self.persist(write.group_id, records, write)
+
+    def replay_offset(
+        self, group_id: str, topic: str, partition: int, value: OffsetCommitValue | None
+    ) -> None:
+        group = self._rt.groups.get(group_id)
+        if value is None:
+            if group is not None:
+                partitions = group.offsets.get(topic)
+                if partitions is not None:
+                    partitions.pop(partition, None)
+                    if not partitions:
+                        del group.offsets[topic]
+            return
+        if group is None:
+            group = self._rt.groups[group_id] = Group(group_id)
+        group.offsets.setdefault(topic, {})[partition] = value
+
+    def replay_group(self, group_id: str, value: GroupMetadataValue | None) -> None:
+        old = self._rt.groups.get(group_id)
+        if old is not None:
+            for member_id in old.members:
+                self.unarmed.pop((group_id, member_id), None)
+        if value is None:
+            if old is not None:
+                if old.offsets:
+                    self._rt.groups[group_id] = Group(group_id, offsets=old.offsets)
+                else:
+                    del self._rt.groups[group_id]
+            return
+        group = Group(
+            group_id,
+            state=GroupState.STABLE if value.members else GroupState.EMPTY,
+            state_timestamp_ms=value.current_state_timestamp_ms,
+            generation=value.generation,
+            protocol_type=value.protocol_type or None,
+            protocol_name=value.protocol,
+            leader_id=value.leader if value.members else None,
+            offsets=old.offsets if old is not None else {},
+        )
+        for m in value.members:
+            member = Member(
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.client_host,
+                m.rebalance_timeout_ms,
+                m.session_timeout_ms,
+                value.protocol_type,
+                [(value.protocol or "", m.subscription)],
+                m.assignment,
+            )
+            group.members[m.member_id] = member
+            if m.group_instance_id is not None:
+                group.static_members[m.group_instance_id] = m.member_id
+            self.unarmed[group_id, m.member_id] = None
+        if group.members and group.leader_id not in group.members:
+            group.leader_id = next(iter(group.members))
+        group.subscribed_topics = subscribed_topics(group)
+        self._rt.groups[group_id] = group
+

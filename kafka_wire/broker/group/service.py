@@ -1,0 +1,340 @@
+"""The classic group coordinator (JoinGroup/SyncGroup protocol) as a pure state machine: the
+facade the broker calls.
+
+Inputs are requests with an opaque ``token`` and the time (``now_ms``); outputs are effects
+(:class:`~kafka_wire.broker.group.effects.Respond`, :class:`~kafka_wire.broker.group.effects.Persist`).
+There is no I/O, no clock and no randomness: member ids come from an injected factory.
+
+The work is done by one object per job, as Kafka's group-coordinator module splits it:
+
+* ``membership`` (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) over ``rebalance`` (the classic
+  protocol's join and sync phases, member expiry): Kafka's ``GroupMetadataManager`` and
+  ``ClassicGroup``;
+* ``offsets`` (OffsetCommit, OffsetFetch, OffsetDelete, retention): ``OffsetMetadataManager``;
+* ``admin`` (ListGroups, DescribeGroups, DeleteGroups);
+* ``persistence`` (records to and from ``__consumer_offsets``, append ids, replay);
+* ``runtime`` (groups, clock, timers, effects) shared by all of them.
+
+Timers (on the caller's clock, in the engine's :class:`~kafka_wire.broker.timers.TimerQueue`,
+fired by :meth:`GroupCoordinator.tick` and at the start and end of every other call, so that no
+timer is ever overdue when a call returns):
+
+* **heartbeat** per member: the session timeout, re-armed by Heartbeat, OffsetCommit, the end of a
+  join phase and the SyncGroup answer; a member added during a rebalance gets the (longer)
+  new-member join timeout until its join completes. A member awaiting a JoinGroup or SyncGroup
+  answer does not expire (Kafka's rule). Pending members (after MEMBER_ID_REQUIRED) expire after
+  their session timeout.
+* **join** per group: the end of the join phase. An empty group's first rebalance waits
+  ``initial_rebalance_delay_ms`` and again while new members keep arriving, up to the rebalance
+  timeout; later rebalances wait until every member rejoined or the largest rebalance timeout of
+  the members passed. Dynamic members that did not rejoin are removed; static members stay.
+* **sync** per group: members that got a JoinGroup answer but sent no SyncGroup within the
+  rebalance timeout are removed and a new rebalance starts.
+* **retention**: every ``offsets_retention_check_interval_ms``, expired offsets are tombstoned and
+  empty groups without offsets are deleted.
+
+Kafka sources of truth for the behaviour: ``GroupMetadataManager``, ``OffsetMetadataManager`` and
+``ClassicGroup`` of Kafka's ``group-coordinator`` module (facts only). The differences are listed
+in ``docs/internals/group-coordinator.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Final
+
+from kafka_wire.broker.group.admin import GroupAdmin
+from kafka_wire.broker.group.config import GroupConfig
+from kafka_wire.broker.group.effects import GroupEffect, KeyValue, client_error
+from kafka_wire.broker.group.membership import Membership
+from kafka_wire.broker.group.model import (
+    CounterMemberIds,
+    GroupSnapshot,
+    MemberIdFactory,
+    TopicIdOf,
+    TopicNameOf,
+    Waiter,
+    snapshot,
+)
+from kafka_wire.broker.group.offsets import Offsets
+from kafka_wire.broker.group.persistence import (
+    AssignmentStored,
+    GroupCreated,
+    GroupDeleted,
+    GroupEmptied,
+    GroupPersistence,
+    OffsetWrite,
+    StaticMemberReplaced,
+)
+from kafka_wire.broker.group.rebalance import Rebalance
+from kafka_wire.broker.group.runtime import (
+    GROUP_TIMERS,
+    HEARTBEAT,
+    JOIN,
+    RETENTION,
+    RETENTION_KEY,
+    SYNC,
+    GroupRuntime,
+)
+from kafka_wire.broker.group.states import GroupState, can_rebalance
+from kafka_wire.broker.timers import DueTimer, TimerQueue
+from kafka_wire.codec.runtime import Message
+from kafka_wire.errors import LocalProtocolError
+from kafka_wire.messages import (
+    ApiKey,
+    DeleteGroupsRequest,
+    DescribeGroupsRequest,
+    ErrorCode,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    ListGroupsRequest,
+    OffsetCommitRequest,
+    OffsetDeleteRequest,
+    OffsetFetchRequest,
+    SyncGroupRequest,
+)
+
+#: The APIs :meth:`GroupCoordinator.handle` answers.
+GROUP_API_KEYS: Final = (
+    ApiKey.OFFSET_COMMIT,
+    ApiKey.OFFSET_FETCH,
+    ApiKey.JOIN_GROUP,
+    ApiKey.HEARTBEAT,
+    ApiKey.LEAVE_GROUP,
+    ApiKey.SYNC_GROUP,
+    ApiKey.DESCRIBE_GROUPS,
+    ApiKey.LIST_GROUPS,
+    ApiKey.DELETE_GROUPS,
+    ApiKey.OFFSET_DELETE,
+)
+
+_Handler = Callable[[Waiter, Message, str, str], None]
+
+
+class GroupCoordinator:
+    """Classic consumer groups and committed offsets.
+
+    ``handle()`` takes one request (a generated ``*Request`` message of a group API, see
+    :data:`GROUP_API_KEYS`) decoded at ``api_version``, and returns effects in the order to apply
+    them. A JoinGroup or SyncGroup may get no ``Respond`` until a later call (``handle`` or
+    ``tick``) completes the rebalance; every held request is answered once its deadline passes.
+
+    ``timers`` is the engine's shared queue (the coordinator uses the owner ``"group"`` in it);
+    without one the coordinator keeps its own.
+    """
+
+    def __init__(
+        self,
+        config: GroupConfig | None = None,
+        *,
+        member_id_factory: MemberIdFactory | None = None,
+        topic_name_of: TopicNameOf | None = None,
+        topic_id_of: TopicIdOf | None = None,
+        timers: TimerQueue | None = None,
+    ) -> None:
+        self.config = config if config is not None else GroupConfig()
+        rt = self._rt = GroupRuntime(
+            self.config,
+            timers if timers is not None else TimerQueue(),
+            member_id_factory if member_id_factory is not None else CounterMemberIds(),
+            topic_name_of,
+            topic_id_of,
+        )
+        self._persistence = GroupPersistence(rt)
+        self._rebalance = Rebalance(rt, self._persistence)
+        self._membership = Membership(rt, self._persistence, self._rebalance)
+        self._admin = GroupAdmin(rt, self._persistence, self._rebalance)
+        self._offsets = Offsets(rt, self._persistence, self._rebalance, self._admin.delete_group)
+        self._handlers: dict[type[Message], _Handler] = {
+            JoinGroupRequest: self._membership.join,
+            SyncGroupRequest: self._membership.sync,
+            HeartbeatRequest: self._membership.heartbeat,
+            LeaveGroupRequest: self._membership.leave,
+            OffsetCommitRequest: self._offsets.offset_commit,
+            OffsetFetchRequest: self._offsets.offset_fetch,
+            OffsetDeleteRequest: self._offsets.offset_delete,
+            ListGroupsRequest: self._admin.list_groups,
+            DescribeGroupsRequest: self._admin.describe_groups,
+            DeleteGroupsRequest: self._admin.delete_groups,
+        }
+
+    # -- public API -----------------------------------------------------------------------------
+
+    def handle(
+        self,
+        token: object,
+        request: Message,
+        api_version: int,
+        now_ms: int,
+        *,
+        client_id: str = "",
+        client_host: str = "",
+    ) -> list[GroupEffect]:
+        """Handle one group request; ``token`` comes back in the ``Respond`` that answers it.
+
+        ``client_id`` is the request header's client id; ``client_host`` the peer address as
+        DescribeGroups should show it (Kafka shows ``"/127.0.0.1"``). A request of another API,
+        or a version its class does not define, raises :class:`LocalProtocolError`.
+        """
+        handler = self._handlers.get(type(request))
+        if handler is None:
+            raise LocalProtocolError(f"the group coordinator does not handle {type(request).__name__}")
+        if api_version not in type(request).VERSIONS:
+            raise LocalProtocolError(f"{type(request).__name__} has no version {api_version}")
+        self._observe(now_ms)
+        handler(Waiter(token, api_version), request, client_id, client_host)
+        self._run_timers()
+        return self._rt.take()
+
+    def tick(self, now_ms: int) -> list[GroupEffect]:
+        """Fire the timers due at ``now_ms``."""
+        self._observe(now_ms)
+        return self._rt.take()
+
+    def persisted(self, append_id: int, error_code: int, now_ms: int) -> list[GroupEffect]:
+        """The outcome of the ``Persist`` effect ``append_id``: 0 when its records were appended,
+        else the log's error code (MESSAGE_TOO_LARGE, ...).
+
+        Once stored, what the write stands for takes effect and its requests are answered; a
+        refused write changes nothing in memory, and its requests get the mapped error
+        (:data:`~kafka_wire.broker.group.effects.APPEND_ERRORS`): an OffsetCommit every partition,
+        a SyncGroup leader's assignment every waiting member (and the group rebalances again), a
+        static member's rejoin its JoinGroup (the old member id is restored). Report outcomes in
+        the order the effects came; an outcome reported after other inputs still applies, after
+        the same checks of the group's state and generation that Kafka's callbacks make. An
+        unknown ``append_id`` raises :class:`LocalProtocolError`.
+        """
+        write = self._persistence.take_write(append_id)
+        self._observe(now_ms)
+        error = client_error(error_code) if error_code else ErrorCode.NONE
+        match write:
+            case OffsetWrite():
+                self._offsets.offsets_written(write, error)
+            case GroupCreated():
+                if error:
+                    self._membership.creation_failed(write, error)
+            case GroupEmptied():
+                pass  # Kafka logs a failure here; the broker logs every refused write
+            case AssignmentStored():
+                self._membership.assignment_written(write, error)
+            case StaticMemberReplaced():
+                self._membership.static_member_written(write, error)
+            case GroupDeleted():
+                self._admin.deletion_written(write, error)
+        self._run_timers()
+        return self._rt.take()
+
+    def pending_writes(self) -> int:
+        """How many ``Persist`` effects await :meth:`persisted`."""
+        return len(self._persistence.writes)
+
+    def next_deadline_ms(self) -> int | None:
+        """When :meth:`tick` has work next (``0``: at once, before the first call has shown a time)."""
+        if self._rt.now is None:
+            return 0
+        if self._persistence.unarmed:
+            return self._rt.now  # members loaded since the last call: arm their sessions now
+        return self._rt.timers.next_deadline_ms(GROUP_TIMERS)
+
+    def load(self, records: Iterable[KeyValue]) -> None:
+        """Replay ``__consumer_offsets`` records (oldest first; compacted or not) at startup.
+
+        Records of other kinds (KIP-848 consumer groups, share groups) are skipped. Loaded members
+        get their session timeout from the first time the coordinator sees (next ``handle`` or
+        ``tick``). An unreadable record raises :class:`~kafka_wire.errors.DecodeError` (the records
+        before it are loaded); :meth:`replay` takes one record, for callers that skip bad ones.
+        """
+        self._persistence.load(records)
+
+    def replay(self, key: bytes, value: bytes | None) -> None:
+        """Replay one ``__consumer_offsets`` record (see :meth:`load`).
+
+        Raises :class:`~kafka_wire.errors.DecodeError`, with nothing applied, for a key or value
+        that cannot be read, including a key version Kafka does not define.
+        """
+        self._persistence.replay(key, value)
+
+    def topics_deleted(self, topics: Iterable[str], now_ms: int) -> list[GroupEffect]:
+        """Tombstone the committed offsets of deleted topics in every group (Kafka does the same)."""
+        self._observe(now_ms)
+        self._offsets.topics_deleted(topics)
+        self._run_timers()
+        return self._rt.take()
+
+    def group(self, group_id: str) -> GroupSnapshot | None:
+        """A read-only view of one group."""
+        group = self._rt.groups.get(group_id)
+        return None if group is None else snapshot(group)
+
+    def groups(self) -> list[GroupSnapshot]:
+        """Read-only views of every group, in creation order."""
+        return [snapshot(group) for group in self._rt.groups.values()]
+
+    def state_of(self, group_id: str) -> GroupState | None:
+        group = self._rt.groups.get(group_id)
+        return None if group is None else group.state
+
+    # -- time -----------------------------------------------------------------------------------
+
+    def _observe(self, now_ms: int) -> None:
+        rt = self._rt
+        if rt.now is not None and now_ms < rt.now:
+            now_ms = rt.now  # time never goes back: a late call acts at the latest time seen
+        first = rt.now is None
+        rt.now = now_ms
+        if first:
+            rt.schedule(RETENTION_KEY, self.config.offsets_retention_check_interval_ms)
+        unarmed = self._persistence.unarmed
+        if unarmed:
+            loaded: dict[str, None] = {}
+            for group_id, member_id in unarmed:
+                group = rt.groups.get(group_id)
+                member = None if group is None else group.members.get(member_id)
+                if group is not None and member is not None:
+                    rt.arm_heartbeat(group, member, member.session_timeout_ms)
+                    loaded[group_id] = None
+            unarmed.clear()
+            for group_id in loaded:
+                group = rt.groups[group_id]
+                if len(group.members) > self.config.max_group_size and can_rebalance(group.state):
+                    # Over group.max.size (lowered since it was stored): Kafka rebalances a group
+                    # it loads over capacity, and the rejoins beyond the limit are refused.
+                    self._rebalance.prepare_rebalance(group)
+        self._run_timers()
+
+    def _run_timers(self) -> None:
+        """Fire due timers in deadline order, each acting at its own deadline.
+
+        A driver that ticks late gets the same outcome as one that ticked on time (a timer that
+        re-arms itself counts from its deadline, not from the late tick).
+        """
+        rt = self._rt
+        now = rt.clock
+        try:
+            while (due := rt.timers.pop_due(now, GROUP_TIMERS)) is not None:
+                rt.now = due.deadline_ms
+                self._fire(due)
+        finally:
+            rt.now = now
+
+    def _fire(self, due: DueTimer) -> None:
+        _, kind, group_id, member_id = due.key
+        args = due.payload
+        if kind == RETENTION:
+            self._offsets.expire()
+            self._rt.schedule(RETENTION_KEY, self.config.offsets_retention_check_interval_ms)
+            return
+        group = self._rt.groups.get(str(group_id))
+        if group is None:
+            return
+        if kind == HEARTBEAT:
+            self._rebalance.expire_heartbeat(group, str(member_id))
+        elif kind == JOIN:
+            if group.state is GroupState.PREPARING_REBALANCE:
+                if args:
+                    self._rebalance.try_complete_initial_rebalance(group, args[0], args[1])
+                else:
+                    self._rebalance.complete_join(group)
+        elif kind == SYNC:
+            self._rebalance.expire_pending_sync(group, args[0])
