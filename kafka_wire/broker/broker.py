@@ -283,7 +283,6 @@ class Broker:
         self._begin_call()
         assert self._group is not None
         self._expire_connections(now_ms, out)
-        self._expire_sessions(now_ms, out)
         self._group_answers(self._group.tick(now_ms))
         self._maintenance.run_due(self.state, now_ms)
         self._poll_held(now_ms, out)
@@ -299,8 +298,6 @@ class Broker:
         deadlines = [h.waiting.deadline_ms for h in self._held]
         if (queued := self._timer_queue.next_deadline_ms()) is not None:
             deadlines.append(queued)
-        if self.config.connections_max_reauth_ms and self._sasl is not None:
-            deadlines += [d for c in self._conns.values() if (d := c.server.next_deadline_ms()) is not None]
         if self._group is not None and (group := self._group.next_deadline_ms()) is not None:
             deadlines.append(group)  # before its first call, or with loaded members to arm: at once
         return min(deadlines) if deadlines else None
@@ -399,6 +396,7 @@ class Broker:
                 self._send(conn_id, server.reject(event), out)
             elif isinstance(event, Authenticated):
                 conn.principal = event.principal
+                self._timers.session(conn_id, server.next_deadline_ms())
             elif isinstance(event, AuthenticationFailed) and self.config.failed_authentication_delay_ms:
                 # Answer (and close) later, so that passwords cannot be tried at full speed.
                 self._pause(conn_id, conn, out)
@@ -454,22 +452,14 @@ class Broker:
             conn = self._conns.get(conn_id)
             if conn is None:
                 continue
+            if expiry is Expiry.SESSION:
+                conn.server.handle_timer(now_ms)
+                if not conn.server.must_close:  # re-authenticating: the session it ends with decides
+                    self._timers.session(conn_id, conn.server.next_deadline_ms())
+                    continue
             if expiry is not Expiry.AUTHENTICATION_FAILED:
                 self._log.info("closing connection %d from %s: %s", conn_id, conn.host or "?", expiry.value)
             self._close(conn_id, conn, out)
-
-    def _expire_sessions(self, now_ms: int, out: list[Effect]) -> None:
-        """KIP-368: close the connections whose SASL session ended without re-authentication (the
-        server connections keep the deadlines; only with ``connections.max.reauth.ms``)."""
-        if not self.config.connections_max_reauth_ms or self._sasl is None:
-            return
-        for conn_id, conn in list(self._conns.items()):
-            deadline = conn.server.next_deadline_ms()
-            if deadline is not None and deadline <= now_ms:
-                conn.server.handle_timer(now_ms)
-                if conn.server.must_close:
-                    self._log.info("closing connection %d from %s: SASL session expired", conn_id, conn.host or "?")
-                    self._close(conn_id, conn, out)
 
     def _dispatch(self, conn_id: int, conn: Channel, request: Request, now_ms: int, out: list[Effect]) -> None:
         key = request.api_key
