@@ -1,7 +1,7 @@
 """Metadata request/response encode and decode throughput: kafka_wire against kio and kafka-python.
 
 Run: ``python bench/bench_metadata.py`` (``make bench``). kafka_wire is timed in both flavours in
-the same run: ``compiled`` (the mypyc modules of ``kafka_wire.messages_native``, when built with
+the same run: ``compiled`` (the mypyc modules of ``kafka_wire._compiled.messages``, when built with
 ``make compile``) and ``pure`` (a child process of the same script with ``KAFKA_WIRE_PURE=1``:
 the compiled flavour's classes are native classes); the compiled column says "not built" otherwise.
 One fixed cluster description (200 topics x

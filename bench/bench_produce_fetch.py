@@ -11,7 +11,7 @@ kafka_wire builds each message and encodes it; kio and kafka-python decode those
 own objects and must encode them back unchanged (the script stops otherwise). Every path is then
 timed with the cyclic GC on: the median of the repeats, in MB/s of message body (1 MB = 10**6
 bytes) and in microseconds per call. kafka_wire runs in both flavours in the same run: compiled
-(``kafka_wire.messages_native``, built by ``make compile``) in this process and pure in a child
+(``kafka_wire._compiled.messages``, built by ``make compile``) in this process and pure in a child
 process of this script started with ``KAFKA_WIRE_PURE=1`` (the compiled flavour's classes are
 native classes, so the two cannot share a process).
 """

@@ -177,3 +177,8 @@ class AuthenticationError(ProtocolError):
         self.reason = reason
         self.error_code = error_code
         super().__init__(reason)
+
+
+class RequestTimeoutError(ProtocolError, TimeoutError):
+    """A request got no response within the client's ``request_timeout_ms`` (Kafka's
+    ``request.timeout.ms``); the connection it was sent on is closed."""

@@ -19,20 +19,21 @@ from typing import Final, Self, TypeVar, cast
 
 from kafka_wire.codec.request_for import RequestFor
 from kafka_wire.codec.structs import Message
-from kafka_wire.errors import KafkaWireError, LocalProtocolError, ProtocolError
-from kafka_wire.protocol.client import ClientConfig, ClientConnection, ClientState
+from kafka_wire.errors import KafkaWireError, LocalProtocolError, ProtocolError, RequestTimeoutError
+from kafka_wire.protocol.client import ClientConfig, ClientConnection, ClientState, SaslClientSource
 from kafka_wire.protocol.events import (
     NEED_DATA,
+    PAUSED,
     Authenticated,
     AuthenticationFailed,
     ConnectionClosed,
     Request,
+    RequestTimedOut,
     Response,
     UnsupportedRequest,
     VersionsNegotiated,
     expects_response,
 )
-from kafka_wire.protocol.sasl.base import SaslClientMechanism
 from kafka_wire.protocol.server import ServerConfig, ServerConnection, ServerSasl
 
 _READ_CHUNK: Final = 256 * 1024
@@ -42,15 +43,22 @@ R = TypeVar("R")
 
 
 class KafkaClient:
-    """One connection to a broker. Create it with :meth:`connect`."""
+    """One connection to a broker. Create it with :meth:`connect`.
+
+    The connection's timers (request timeouts, KIP-368 re-authentication, the idle limit) run
+    from this loop's clock: one ``call_at`` handle, re-armed at ``next_deadline_ms()`` after
+    every input, calls ``handle_timer``.
+    """
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, conn: ClientConnection) -> None:
         self._reader = reader
         self._writer = writer
         self._conn = conn
+        self._loop = asyncio.get_running_loop()
         self._failure: BaseException | None = None
         self._pump: asyncio.Task[None] | None = None
-        self._handshake: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._timer: asyncio.TimerHandle | None = None
+        self._handshake: asyncio.Future[None] = self._loop.create_future()
         self.negotiated: VersionsNegotiated | None = None
         self.authenticated: Authenticated | None = None
 
@@ -61,14 +69,19 @@ class KafkaClient:
         port: int,
         *,
         config: ClientConfig | None = None,
-        sasl: SaslClientMechanism | None = None,
+        sasl: SaslClientSource | None = None,
         timeout_ms: int = 30_000,
     ) -> KafkaClient:
-        """Open a connection, run the ApiVersions exchange and SASL (when given), and return."""
-        conn = ClientConnection(config, sasl=sasl)
+        """Open a connection, run the ApiVersions exchange and SASL (when given), and return.
+
+        ``sasl`` may be a factory of mechanisms: the connection then re-authenticates before the
+        session the broker granted ends (KIP-368).
+        """
+        conn = ClientConnection(config, sasl=sasl, now_ms=_now_ms())
         reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout_ms / 1000)
         client = cls(reader, writer, conn)
         client._write(conn.data_to_send())
+        client._arm_timer()
         client._pump = asyncio.create_task(client._read_loop())
         if conn.config.negotiate or sasl is not None:
             try:
@@ -105,52 +118,103 @@ class KafkaClient:
         """Send ``body`` and await the :class:`Response` event: the body (untyped) with its
         header, version and correlation id, for callers that need those or build requests
         dynamically (``REQUESTS[api_key]()``).
+
+        No response within ``timeout_ms`` raises :class:`RequestTimeoutError` (a ``TimeoutError``)
+        and closes the connection, as Kafka's client does. A version the broker lacks raises
+        ``UnsupportedVersionError`` and leaves the connection usable.
         """
         if not expects_response(body):
             raise LocalProtocolError("this request gets no response; use send_only")
         self._raise_failure()
-        future: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
-        self._write(self._conn.send(body, version, context=future))
-        await self._writer.drain()
-        return await asyncio.wait_for(future, timeout_ms / 1000)
+        if body.KIND != "request" or body.API_KEY is None:
+            raise LocalProtocolError(f"request takes a request, not {type(body).__name__}")
+        if version is None:
+            version = self._conn.version_for(body.API_KEY)  # a question: the connection stays usable
+        future: asyncio.Future[Response] = self._loop.create_future()
+        self._write(self._conn.send(body, version, context=future, timeout_ms=timeout_ms, now_ms=_now_ms()))
+        self._arm_timer()
+        await self._drain()
+        return await future
 
     async def send_only(self, body: Message, version: int | None = None) -> None:
         """Send a request that gets no response (Produce with acks=0)."""
         self._raise_failure()
-        self._write(self._conn.send(body, version))
-        await self._writer.drain()
+        self._write(self._conn.send(body, version, now_ms=_now_ms()))
+        self._arm_timer()
+        await self._drain()
+
+    async def _drain(self) -> None:
+        try:
+            await self._writer.drain()
+        except OSError as exc:
+            self._conn.send_failed()
+            self._fail(exc)
+            raise ConnectionError(f"connection failed: {exc}") from exc
 
     def _raise_failure(self) -> None:
         if self._failure is not None:
             raise ConnectionError(f"connection failed: {self._failure}") from self._failure
 
+    # -- the connection's events and timers ----------------------------------------------------
+
+    def _arm_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        deadline = self._conn.next_deadline_ms() if self._failure is None else None
+        if deadline is not None:
+            self._timer = self._loop.call_at((deadline + 1) / 1000, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        try:
+            self._conn.handle_timer(_now_ms())
+            self._process_events()
+        except (KafkaWireError, OSError, ConnectionError) as exc:
+            self._fail(exc)
+            self._writer.close()
+
+    def _process_events(self) -> None:
+        """Hand out every event the connection has, then re-arm the timer."""
+        conn = self._conn
+        while True:
+            event = conn.next_event()
+            self._write(conn.data_to_send())  # e.g. an ApiVersions retry, SASL tokens, held requests
+            if event is NEED_DATA:
+                break
+            if isinstance(event, Response):
+                future = event.context
+                if isinstance(future, asyncio.Future) and not future.done():
+                    future.set_result(event)
+            elif isinstance(event, VersionsNegotiated):
+                self.negotiated = event
+                if conn.state is ClientState.READY and not self._handshake.done():
+                    self._handshake.set_result(None)
+            elif isinstance(event, Authenticated):
+                self.authenticated = event
+                if not self._handshake.done():
+                    self._handshake.set_result(None)
+            elif isinstance(event, RequestTimedOut):
+                name = type(event.request).__name__
+                error = RequestTimeoutError(f"{name} (correlation id {event.correlation_id}) got no response in time")
+                for future in event.contexts:
+                    if isinstance(future, asyncio.Future) and not future.done():
+                        future.set_exception(error)
+                raise error
+            elif isinstance(event, ConnectionClosed):
+                raise ConnectionError(f"the broker closed the connection ({len(event.unanswered)} unanswered)")
+        self._arm_timer()
+
     async def _read_loop(self) -> None:
         conn = self._conn
         try:
             while True:
-                event = conn.next_event()
-                if event is NEED_DATA:
-                    self._write(conn.data_to_send())  # e.g. an ApiVersions retry or a SASL token
-                    data = await self._reader.read(_READ_CHUNK)
-                    if data:
-                        conn.receive_data(data)
-                    else:
-                        conn.receive_eof()
-                    continue
-                self._write(conn.data_to_send())
-                if isinstance(event, Response):
-                    future = event.context
-                    if isinstance(future, asyncio.Future) and not future.done():
-                        future.set_result(event)
-                elif isinstance(event, VersionsNegotiated):
-                    self.negotiated = event
-                    if conn.state is ClientState.READY:
-                        self._handshake.set_result(None)
-                elif isinstance(event, Authenticated):
-                    self.authenticated = event
-                    self._handshake.set_result(None)
-                elif isinstance(event, ConnectionClosed):
-                    raise ConnectionError(f"the broker closed the connection ({len(event.unanswered)} unanswered)")
+                self._process_events()
+                data = await self._reader.read(_READ_CHUNK)
+                if data:
+                    conn.receive_data(data, now_ms=_now_ms())
+                else:
+                    conn.receive_eof(now_ms=_now_ms())
         except (KafkaWireError, OSError, ConnectionError) as exc:
             self._fail(exc)
         except asyncio.CancelledError:
@@ -158,7 +222,11 @@ class KafkaClient:
             raise
 
     def _fail(self, exc: BaseException) -> None:
-        self._failure = exc
+        if self._failure is None:
+            self._failure = exc
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if not self._handshake.done():
             self._handshake.set_exception(exc)
             self._handshake.exception()  # retrieved here: connect() may have stopped waiting
@@ -170,6 +238,9 @@ class KafkaClient:
         return [f for f in self._conn.pending_contexts() if isinstance(f, asyncio.Future)]
 
     async def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if self._pump is not None:
             self._pump.cancel()
             with contextlib.suppress(asyncio.CancelledError, ConnectionError):
@@ -187,6 +258,11 @@ class KafkaClient:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.close()
+
+
+def _now_ms() -> int:
+    """The running loop's monotonic clock in ms: the only clock the connections hear of."""
+    return int(asyncio.get_running_loop().time() * 1000)
 
 
 #: A server handler: the request (and the connection's peer address) in, the response body out,
@@ -234,7 +310,7 @@ class KafkaServer:
         assert task is not None
         self._connections.add(task)
         peer = writer.get_extra_info("peername") or ("", 0)
-        conn = ServerConnection(self._config, sasl=self._sasl)
+        conn = ServerConnection(self._config, sasl=self._sasl, now_ms=_now_ms())
         handlers: set[asyncio.Task[None]] = set()
         try:
             await self._serve_connection(conn, reader, writer, (peer[0], peer[1]), handlers)
@@ -260,14 +336,26 @@ class KafkaServer:
     ) -> None:
         while True:
             event = conn.next_event()
+            if event is PAUSED:  # at the in-flight limit: wait for a handler to answer
+                writer.write(conn.data_to_send())
+                if not handlers:  # a handler ended without answering: nothing will unpause it
+                    return
+                await asyncio.wait(handlers, return_when=asyncio.FIRST_COMPLETED)
+                continue
             if event is NEED_DATA:
                 writer.write(conn.data_to_send())
                 await writer.drain()
-                data = await reader.read(_READ_CHUNK)
+                deadline = conn.next_deadline_ms()  # idle limit, KIP-368 session end
+                try:
+                    wait = None if deadline is None else max(0, deadline + 1 - _now_ms()) / 1000
+                    data = await asyncio.wait_for(reader.read(_READ_CHUNK), wait)
+                except TimeoutError:
+                    conn.handle_timer(_now_ms())
+                    continue
                 if data:
-                    conn.receive_data(data)
+                    conn.receive_data(data, now_ms=_now_ms())
                 else:
-                    conn.receive_eof()
+                    conn.receive_eof(now_ms=_now_ms())
                 continue
             if isinstance(event, Request):
                 handler = asyncio.create_task(self._answer(conn, writer, event, peer))
@@ -290,7 +378,7 @@ class KafkaServer:
         try:
             body = await self._handler(request, peer)
             if body is not None and request.expects_response:
-                writer.write(conn.send(request.reply(body)))
+                writer.write(conn.send(request.reply(body), now_ms=_now_ms()))
                 await writer.drain()
         except (KafkaWireError, OSError) as exc:
             _log.warning("handler for %s from %s failed: %s", type(request.body).__name__, peer, exc)

@@ -111,7 +111,9 @@ class Broker:
         self._member_id_factory = member_id_factory
         self._conns: dict[int, Channel] = {}
         self._held: list[Held] = []
-        self._server_config = ServerConfig(api_versions=SUPPORTED, max_frame_bytes=config.max_frame_bytes)
+        self._server_config = ServerConfig(
+            api_versions=SUPPORTED, max_frame_bytes=config.max_frame_bytes, max_reauth_ms=config.connections_max_reauth_ms
+        )
         self._sasl = server_sasl(config.sasl_users, self._nonce_factory)
         self._state: BrokerState | None = None
         self._group: GroupLink | None = None
@@ -227,7 +229,8 @@ class Broker:
         self._now_ms = now_ms
         if self._admission.refuses(host, now_ms):
             return [CloseConnection(conn_id)]
-        self._conns[conn_id] = Channel(ServerConnection(self._server_config, sasl=self._sasl), host)
+        server = ServerConnection(self._server_config, sasl=self._sasl, now_ms=now_ms)
+        self._conns[conn_id] = Channel(server, host)
         self._admission.opened(host)
         self._timers.active(conn_id, now_ms)
         return []
@@ -261,7 +264,7 @@ class Broker:
             self._timers.active(conn_id, now_ms)
         self._begin_call()
         try:
-            conn.server.receive_data(data)
+            conn.server.receive_data(data, now_ms=now_ms)
             self._drain(conn_id, conn, now_ms, out)
         except ProtocolError:
             # Not Kafka, or not allowed: Kafka closes the connection. Others are unaffected.
@@ -393,6 +396,7 @@ class Broker:
                 self._send(conn_id, server.reject(event), out)
             elif isinstance(event, Authenticated):
                 conn.principal = event.principal
+                self._timers.session(conn_id, server.next_deadline_ms())
             elif isinstance(event, AuthenticationFailed) and self.config.failed_authentication_delay_ms:
                 # Answer (and close) later, so that passwords cannot be tried at full speed.
                 self._pause(conn_id, conn, out)
@@ -448,6 +452,11 @@ class Broker:
             conn = self._conns.get(conn_id)
             if conn is None:
                 continue
+            if expiry is Expiry.SESSION:
+                conn.server.handle_timer(now_ms)
+                if not conn.server.must_close:  # re-authenticating: the session it ends with decides
+                    self._timers.session(conn_id, conn.server.next_deadline_ms())
+                    continue
             if expiry is not Expiry.AUTHENTICATION_FAILED:
                 self._log.info("closing connection %d from %s: %s", conn_id, conn.host or "?", expiry.value)
             self._close(conn_id, conn, out)

@@ -109,6 +109,10 @@ class BrokerConfig:
     #: ``connection.failed.authentication.delay.ms`` (Kafka: 100): a failed SASL authentication is
     #: answered, and its connection closed, this much later.
     failed_authentication_delay_ms: int = 100
+    #: ``connections.max.reauth.ms`` (Kafka: 0, off): with SASL, an authenticated session lasts
+    #: this long; clients learn it from SaslAuthenticate v1+ and re-authenticate in time (KIP-368),
+    #: and a connection whose session ended without re-authentication is closed.
+    connections_max_reauth_ms: int = 0
     #: ``log.retention.check.interval.ms``: how often retention and compaction run.
     retention_check_interval_ms: int = 300_000
     #: ``kafka.wire.max.records.per.user.op``: Kafka's cap on the metadata records one admin request
@@ -152,6 +156,7 @@ class BrokerConfig:
             "max_connections",
             "max_connections_per_ip",
             "failed_authentication_delay_ms",
+            "connections_max_reauth_ms",
         ):
             if getattr(self, name) < 0:
                 raise BrokerConfigError(_PROPERTY_OF[name], "must not be negative")
@@ -247,6 +252,7 @@ _PROPERTY_OF: Final = {
     "request_receive_timeout_ms": "kafka.wire.request.receive.timeout.ms",
     "queued_max_requests": "queued.max.requests",
     "failed_authentication_delay_ms": "connection.failed.authentication.delay.ms",
+    "connections_max_reauth_ms": "connections.max.reauth.ms",
     "retention_check_interval_ms": "log.retention.check.interval.ms",
     "max_records_per_user_op": "kafka.wire.max.records.per.user.op",
     "max_work_bytes_per_call": "kafka.wire.max.work.bytes.per.call",

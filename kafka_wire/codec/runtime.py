@@ -137,6 +137,9 @@ class Output(bytearray):
 
     #: (position in the buffer, payload) of each payload kept aside, or None
     payloads: list[tuple[int, Any]] | None = None
+    #: Records payloads of at least this many bytes are kept aside (1: all of them, with their
+    #: positions, for zero-copy fetch: ``protocol.framing.encode_response_spliced``).
+    keep_from: int = BIG_PAYLOAD
 
     def joined(self) -> bytes:
         assert self.payloads is not None
@@ -156,7 +159,7 @@ class Output(bytearray):
 
 def put_records(out: bytearray, data: Any) -> None:
     """Append a records payload (generated encoders), or keep a large one aside in an :class:`Output`."""
-    if type(out) is Output and len(data) >= BIG_PAYLOAD:
+    if type(out) is Output and len(data) >= out.keep_from:
         if out.payloads is None:
             out.payloads = []
         out.payloads.append((len(out), data))

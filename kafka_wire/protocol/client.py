@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 import struct
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -44,12 +44,14 @@ from kafka_wire.protocol.events import (
     ClientEvent,
     ConnectionClosed,
     NeedData,
+    RequestTimedOut,
     Response,
     VersionsNegotiated,
     expects_response,
 )
 from kafka_wire.protocol.frames import DEFAULT_MAX_FRAME_BYTES, END, Buffer, FrameReader
 from kafka_wire.protocol.framing import decode_response, encode_request
+from kafka_wire.protocol.machine import StateMachine, TransitionLogger
 from kafka_wire.protocol.sasl.base import SaslClientMechanism
 
 _SIZE: Final = struct.Struct(">i")
@@ -63,49 +65,65 @@ class ClientState(enum.Enum):
     NEGOTIATING = "NEGOTIATING"
     AUTHENTICATING = "AUTHENTICATING"
     READY = "READY"
+    #: KIP-368: a new SASL exchange on the open connection; requests sent meanwhile wait.
+    REAUTHENTICATING = "REAUTHENTICATING"
     CLOSED = "CLOSED"
     ERROR = "ERROR"
 
 
 class ClientInput(enum.Enum):
-    SEND = "send"
-    RECEIVE_DATA = "receive_data"
-    RECEIVE_EOF = "receive_eof"
-    NEXT_EVENT = "next_event"
+    """What happens to a client connection: the inputs of :data:`CLIENT_TRANSITIONS`."""
+
+    REQUEST_SENT = "request sent"
+    DATA_RECEIVED = "data received"
+    EOF_RECEIVED = "EOF received"
     VERSIONS_AGREED = "versions agreed"
     SASL_STARTED = "SASL started"
     AUTHENTICATED = "authenticated"
+    REAUTHENTICATION_DUE = "re-authentication due"
     PEER_CLOSED = "peer closed"
     CLOSE = "close"
+    REQUEST_TIMED_OUT = "request timed out"
+    IDLE_EXPIRED = "idle expired"
 
 
 _S = ClientState
 _I = ClientInput
+_CLIENT_OPEN: Final = (_S.NEGOTIATING, _S.AUTHENTICATING, _S.READY, _S.REAUTHENTICATING)
 
-#: Every legal move; a call whose (state, input) is missing raises LocalProtocolError and moves to ERROR.
-CLIENT_TRANSITIONS: Final[Mapping[tuple[ClientState, ClientInput], ClientState]] = {
-    (_S.NEGOTIATING, _I.RECEIVE_DATA): _S.NEGOTIATING,
-    (_S.NEGOTIATING, _I.RECEIVE_EOF): _S.NEGOTIATING,
-    (_S.NEGOTIATING, _I.NEXT_EVENT): _S.NEGOTIATING,
-    (_S.NEGOTIATING, _I.VERSIONS_AGREED): _S.READY,
-    (_S.NEGOTIATING, _I.SASL_STARTED): _S.AUTHENTICATING,
-    (_S.NEGOTIATING, _I.PEER_CLOSED): _S.CLOSED,
-    (_S.NEGOTIATING, _I.CLOSE): _S.CLOSED,
-    (_S.AUTHENTICATING, _I.RECEIVE_DATA): _S.AUTHENTICATING,
-    (_S.AUTHENTICATING, _I.RECEIVE_EOF): _S.AUTHENTICATING,
-    (_S.AUTHENTICATING, _I.NEXT_EVENT): _S.AUTHENTICATING,
-    (_S.AUTHENTICATING, _I.AUTHENTICATED): _S.READY,
-    (_S.AUTHENTICATING, _I.PEER_CLOSED): _S.CLOSED,
-    (_S.AUTHENTICATING, _I.CLOSE): _S.CLOSED,
-    (_S.READY, _I.SEND): _S.READY,
-    (_S.READY, _I.RECEIVE_DATA): _S.READY,
-    (_S.READY, _I.RECEIVE_EOF): _S.READY,
-    (_S.READY, _I.NEXT_EVENT): _S.READY,
-    (_S.READY, _I.PEER_CLOSED): _S.CLOSED,
-    (_S.READY, _I.CLOSE): _S.CLOSED,
-    (_S.CLOSED, _I.NEXT_EVENT): _S.CLOSED,
-    (_S.CLOSED, _I.CLOSE): _S.CLOSED,
-}
+
+def _client_table() -> dict[tuple[ClientState, ClientInput], ClientState]:
+    table: dict[tuple[ClientState, ClientInput], ClientState] = {}
+    for state in _CLIENT_OPEN:
+        for event in (_I.DATA_RECEIVED, _I.EOF_RECEIVED):
+            table[state, event] = state
+        for event in (_I.PEER_CLOSED, _I.CLOSE, _I.REQUEST_TIMED_OUT, _I.IDLE_EXPIRED):
+            table[state, event] = _S.CLOSED
+    table[_S.NEGOTIATING, _I.VERSIONS_AGREED] = _S.READY
+    table[_S.NEGOTIATING, _I.SASL_STARTED] = _S.AUTHENTICATING
+    table[_S.AUTHENTICATING, _I.AUTHENTICATED] = _S.READY
+    table[_S.READY, _I.REQUEST_SENT] = _S.READY
+    table[_S.READY, _I.REAUTHENTICATION_DUE] = _S.REAUTHENTICATING
+    table[_S.REAUTHENTICATING, _I.REQUEST_SENT] = _S.REAUTHENTICATING  # held until authenticated
+    table[_S.REAUTHENTICATING, _I.AUTHENTICATED] = _S.READY
+    # Bytes may still arrive after this side closed (a timeout, close()): they are dropped.
+    table[_S.CLOSED, _I.DATA_RECEIVED] = _S.CLOSED
+    table[_S.CLOSED, _I.EOF_RECEIVED] = _S.CLOSED
+    table[_S.CLOSED, _I.CLOSE] = _S.CLOSED
+    return table
+
+
+#: Every legal move; an input missing here raises LocalProtocolError and moves to ERROR, as does
+#: any exception inside a connection method.
+CLIENT_TRANSITIONS: Final[Mapping[tuple[ClientState, ClientInput], ClientState]] = _client_table()
+
+#: Kafka's ``max.in.flight.requests.per.connection`` default.
+DEFAULT_MAX_IN_FLIGHT: Final = 5
+#: Kafka's ``request.timeout.ms`` default (the consumer's; the producer's is 30 s too).
+DEFAULT_REQUEST_TIMEOUT_MS: Final = 30_000
+#: Kafka's client re-authenticates at a random point between 85% and 95% of the session
+#: lifetime (KIP-368); without randomness, this connection picks the middle.
+REAUTHENTICATE_AT: Final = 0.90
 
 #: The ApiVersions version a client tries first: the newest this library knows.
 DEFAULT_API_VERSIONS_VERSION: Final = max(ApiVersionsRequest.VERSIONS)
@@ -132,6 +150,16 @@ class ClientConfig:
     strict: bool = False
     #: The first correlation id (Kafka's Java client starts at 0).
     first_correlation_id: int = 0
+    #: Kafka's ``max.in.flight.requests.per.connection``: requests sent beyond it wait in the
+    #: connection and leave (in ``data_to_send()``) as earlier responses arrive.
+    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
+    #: Kafka's ``request.timeout.ms``: a request unanswered this long after it left fails with a
+    #: :class:`RequestTimedOut` event and closes the connection (``handle_timer``). None: never.
+    request_timeout_ms: int | None = DEFAULT_REQUEST_TIMEOUT_MS
+    #: Kafka's ``connections.max.idle.ms``: close a connection with nothing in flight after this
+    #: long without traffic. None (the default): never; Kafka's clients use 540000 and reconnect
+    #: on demand, which this single connection cannot.
+    max_idle_ms: int | None = None
 
     def __post_init__(self) -> None:
         if self.api_versions_version not in ApiVersionsRequest.VERSIONS:
@@ -142,6 +170,12 @@ class ClientConfig:
             raise ValueError("max_frame_bytes must be at least 8")
         if not 0 <= self.first_correlation_id <= _MAX_CORRELATION_ID:
             raise ValueError("first_correlation_id must be a non-negative int32")
+        if self.max_in_flight < 1:
+            raise ValueError("max_in_flight must be at least 1")
+        for name in ("request_timeout_ms", "max_idle_ms"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ValueError(f"{name} must be None or >= 0")
 
 
 class _Kind(enum.Enum):
@@ -161,11 +195,29 @@ class _InFlight:
     api_version: int
     request: Message | None
     context: object = None
+    #: When it fails for want of a response (None: no response expected, or no timeout).
+    deadline_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Held:
+    """A request sent while the connection could not write it (in-flight limit, re-authentication):
+    encoded at once, with correlation id 0 until it leaves."""
+
+    frame: bytes
+    request: Message
+    api_version: int
+    context: object
+    timeout_ms: int | None
 
 
 def _our_versions(api_key: int) -> tuple[int, int] | None:
     cls = REQUESTS.get(api_key)
     return None if cls is None else (min(cls.VERSIONS), max(cls.VERSIONS))
+
+
+#: A SASL mechanism, or a factory making a fresh one per exchange (needed to re-authenticate).
+SaslClientSource = SaslClientMechanism | Callable[[], SaslClientMechanism]
 
 
 class ClientConnection:
@@ -175,32 +227,67 @@ class ClientConnection:
     ``receive_data`` and call ``next_event`` until :class:`VersionsNegotiated` (then
     :class:`Authenticated` when a SASL mechanism was given); from then on ``send`` requests and
     read :class:`Response` events, answered in the order sent.
+
+    Time: the connection knows only the ``now_ms`` it is told (``handle_timer``, and the optional
+    ``now_ms`` of the other inputs); ``next_deadline_ms()`` says when to call ``handle_timer``,
+    which fails requests past ``request_timeout_ms``, closes an idle connection and starts a
+    KIP-368 re-authentication before the session the broker granted expires (``sasl`` must then
+    be a factory, since a mechanism serves one exchange).
+
+    Any exception inside a method moves the connection to ``ERROR`` and propagates; every later
+    call raises :class:`LocalProtocolError`. ``logger`` receives each change of state (see
+    :mod:`kafka_wire.protocol.machine`).
     """
 
-    def __init__(self, config: ClientConfig | None = None, *, sasl: SaslClientMechanism | None = None) -> None:
+    def __init__(
+        self,
+        config: ClientConfig | None = None,
+        *,
+        sasl: SaslClientSource | None = None,
+        now_ms: int = 0,
+        logger: TransitionLogger | None = None,
+    ) -> None:
         self.config = config = config or ClientConfig()
-        self._sasl = sasl
+        self._sasl_factory: Callable[[], SaslClientMechanism] | None = None
+        if callable(sasl):
+            self._sasl_factory = sasl
+            sasl = sasl()
+        self._sasl: SaslClientMechanism | None = sasl
         self._reader = FrameReader(config.max_frame_bytes)
         self._in_flight: deque[_InFlight] = deque()
+        #: Requests sent by the caller that wait to be written.
+        self._held: deque[_Held] = deque()
+        #: USER requests written and awaiting their response (what max_in_flight limits).
+        self._user_in_flight = 0
         self._out = bytearray()
         self._next_correlation_id = config.first_correlation_id
         self._eof = False
         self._broker_versions: dict[int, tuple[int, int]] = {}
         self._api_versions: dict[int, tuple[int, int]] = {}
         self._sasl_raw = False
-        self._state = ClientState.READY
+        self._now_ms = now_ms
+        self._last_activity_ms = now_ms
+        self._reauthenticate_at_ms: int | None = None
+        #: Events made by handle_timer, handed out by next_event first.
+        self._timer_events: deque[ClientEvent] = deque()
+        self._closed_reason = ""
+        self._failure: BaseException | None = None
+        initial = ClientState.READY
         if config.negotiate:
-            self._state = ClientState.NEGOTIATING
+            initial = ClientState.NEGOTIATING
+        elif sasl is not None:
+            initial = ClientState.AUTHENTICATING
+        self._machine = StateMachine("client connection", CLIENT_TRANSITIONS, initial, error=ClientState.ERROR, logger=logger)
+        if config.negotiate:
             self._send_api_versions(config.api_versions_version)
         elif sasl is not None:
-            self._state = ClientState.AUTHENTICATING
             self._start_sasl()
 
     # -- state ---------------------------------------------------------------------------------
 
     @property
     def state(self) -> ClientState:
-        return self._state
+        return self._machine.state
 
     @property
     def api_versions(self) -> Mapping[int, tuple[int, int]]:
@@ -212,28 +299,41 @@ class ClientConnection:
         """Requests sent and awaiting a response (internal ones included)."""
         return sum(1 for f in self._in_flight if f.kind is not _Kind.NO_RESPONSE)
 
+    @property
+    def held(self) -> int:
+        """Requests sent by the caller and not written yet (in-flight limit, re-authentication)."""
+        return len(self._held)
+
     def pending_contexts(self) -> list[object]:
         """The ``context`` of every request still awaiting its response, oldest first."""
-        return [f.context for f in self._in_flight if f.kind is _Kind.USER]
+        return [f.context for f in self._in_flight if f.kind is _Kind.USER] + [h.context for h in self._held]
 
-    def _move(self, move: ClientInput) -> None:
-        try:
-            self._state = CLIENT_TRANSITIONS[(self._state, move)]
-        except KeyError:
-            state, self._state = self._state, ClientState.ERROR
-            raise LocalProtocolError(f"cannot {move.value} in state {state.name}") from None
+    def _live(self) -> None:
+        """Refuse every call after a failure (h11's discipline: ERROR is final)."""
+        if self._machine.state is ClientState.ERROR:
+            raise LocalProtocolError("the connection failed earlier: nothing is allowed in state ERROR") from self._failure
 
-    def _check(self, move: ClientInput) -> None:
-        if (self._state, move) not in CLIENT_TRANSITIONS:
-            self._move(move)
+    def _fail(self, exc: BaseException) -> None:
+        if self._failure is None:
+            self._failure = exc
+        self._machine.fail(exc)
+
+    def _tick(self, now_ms: int | None) -> None:
+        if now_ms is not None and now_ms > self._now_ms:
+            self._now_ms = now_ms
+
+    def send_failed(self) -> None:
+        """The I/O layer could not write this connection's bytes: the connection is broken (ERROR)."""
+        self._fail(LocalProtocolError("a write failed"))
 
     # -- sending -------------------------------------------------------------------------------
 
     def version_for(self, api_key: int) -> int:
         """The highest version of ``api_key`` both sides support.
 
-        Raises :class:`UnsupportedVersionError` when there is none. Before negotiation (or with
-        ``negotiate=False``) it is the newest version this library knows.
+        Raises :class:`UnsupportedVersionError` when there is none (a question: the connection
+        stays as it was). Before negotiation (or with ``negotiate=False``) it is the newest
+        version this library knows.
         """
         ours = _our_versions(api_key)
         if ours is None:
@@ -251,39 +351,88 @@ class ClientConnection:
             )
         return agreed[1]
 
-    def send(self, request: Message, version: int | None = None, *, context: object = None) -> bytes:
+    def send(
+        self,
+        request: Message,
+        version: int | None = None,
+        *,
+        context: object = None,
+        timeout_ms: int | None = None,
+        now_ms: int | None = None,
+    ) -> bytes:
         """Frame ``request`` (at ``version``, or the highest both sides support) and return the
         bytes to write, after any bytes the connection had queued itself.
 
         ``context`` comes back on the :class:`Response`. A Produce request with ``acks=0`` gets
-        no response and is not tracked. Encoding errors (``EncodeError``) leave the connection
-        as it was: nothing was sent and no correlation id was used.
+        no response and is not tracked. ``timeout_ms`` overrides ``request_timeout_ms`` for this
+        request. With ``max_in_flight`` requests awaiting responses (or during a
+        re-authentication) the request is held and leaves later, in ``data_to_send()``.
+        Any failure (``EncodeError``, ``UnsupportedVersionError``: ask ``version_for`` first)
+        moves the connection to ERROR.
         """
-        self._check(ClientInput.SEND)
-        if request.KIND != "request" or request.API_KEY is None:
-            self._state = ClientState.ERROR
-            raise LocalProtocolError(f"send takes a request, not {type(request).__name__}")
-        api_version = self.version_for(request.API_KEY) if version is None else version
-        self._write_request(_Kind.USER, request, api_version, context)
-        self._move(ClientInput.SEND)
-        return self.data_to_send()
+        self._live()
+        try:
+            self._tick(now_ms)
+            self._machine.move(ClientInput.REQUEST_SENT)  # a self-loop: legal or ERROR, before anything
+            if request.KIND != "request" or request.API_KEY is None:
+                raise LocalProtocolError(f"send takes a request, not {type(request).__name__}")
+            api_version = self.version_for(request.API_KEY) if version is None else version
+            timeout = self.config.request_timeout_ms if timeout_ms is None else timeout_ms
+            if self._may_write():
+                self._write_request(_Kind.USER, request, api_version, context, timeout)
+            else:
+                frame = encode_request(RequestHeader(client_id=self.config.client_id), request, api_version)
+                self._held.append(_Held(frame, request, api_version, context, timeout))
+            return self.data_to_send()
+        except BaseException as exc:
+            self._fail(exc)
+            raise
+
+    def _may_write(self) -> bool:
+        return (
+            self._machine.state is ClientState.READY
+            and not self._held
+            and self._user_in_flight < self.config.max_in_flight
+        )
+
+    def _write_held(self) -> None:
+        """Write held requests while the state and the in-flight limit allow."""
+        held = self._held
+        while held and self._machine.state is ClientState.READY and self._user_in_flight < self.config.max_in_flight:
+            h = held.popleft()
+            frame = bytearray(h.frame)
+            _SIZE.pack_into(frame, 8, self._next_correlation_id)  # every header has it at byte 8
+            self._track(_Kind.USER, bytes(frame), h.request, h.api_version, h.context, h.timeout_ms)
 
     def data_to_send(self) -> bytes:
-        """Bytes queued by the connection itself (ApiVersions, SASL) or by ``send``."""
+        """Bytes queued by the connection itself (ApiVersions, SASL, held requests) or by ``send``."""
         out = bytes(self._out)
         self._out.clear()
+        if out:
+            self._last_activity_ms = self._now_ms
         return out
 
-    def _write_request(self, kind: _Kind, request: Message, api_version: int, context: object = None) -> None:
+    def _write_request(
+        self, kind: _Kind, request: Message, api_version: int, context: object = None, timeout_ms: int | None = None
+    ) -> None:
+        header = RequestHeader(correlation_id=self._next_correlation_id, client_id=self.config.client_id)
+        if kind is not _Kind.USER:
+            timeout_ms = self.config.request_timeout_ms
+        self._track(kind, encode_request(header, request, api_version), request, api_version, context, timeout_ms)
+
+    def _track(
+        self, kind: _Kind, frame: bytes, request: Message, api_version: int, context: object, timeout_ms: int | None
+    ) -> None:
         correlation_id = self._next_correlation_id
-        header = RequestHeader(correlation_id=correlation_id, client_id=self.config.client_id)
-        frame = encode_request(header, request, api_version)
         assert request.API_KEY is not None  # checked by encode_request
         self._out += frame
         self._next_correlation_id = 0 if correlation_id == _MAX_CORRELATION_ID else correlation_id + 1
+        deadline = None if timeout_ms is None else self._now_ms + timeout_ms
         if not expects_response(request):
-            kind = _Kind.NO_RESPONSE  # tracked only to tolerate brokers that answer anyway
-        self._in_flight.append(_InFlight(kind, correlation_id, request.API_KEY, api_version, request, context))
+            kind, deadline = _Kind.NO_RESPONSE, None  # tracked only to tolerate brokers that answer anyway
+        elif kind is _Kind.USER:
+            self._user_in_flight += 1
+        self._in_flight.append(_InFlight(kind, correlation_id, request.API_KEY, api_version, request, context, deadline))
         while len(self._in_flight) > _MAX_NO_RESPONSE_TRACKED and self._in_flight[0].kind is _Kind.NO_RESPONSE:
             self._in_flight.popleft()
 
@@ -305,65 +454,164 @@ class ClientConnection:
     def _send_token(self, token: bytes) -> None:
         if self._sasl_raw:
             self._out += _SIZE.pack(len(token)) + token
-            self._in_flight.append(_InFlight(_Kind.SASL_RAW, -1, -1, -1, None))
+            deadline = None if self.config.request_timeout_ms is None else self._now_ms + self.config.request_timeout_ms
+            self._in_flight.append(_InFlight(_Kind.SASL_RAW, -1, -1, -1, None, None, deadline))
         else:
             request = SaslAuthenticateRequest(auth_bytes=token)
             self._write_request(_Kind.SASL_AUTHENTICATE, request, self.version_for(ApiKey.SASL_AUTHENTICATE))
 
     # -- receiving -----------------------------------------------------------------------------
 
-    def receive_data(self, data: Buffer) -> None:
+    def receive_data(self, data: Buffer, *, now_ms: int | None = None) -> None:
         """Bytes read from the socket, in any chunking."""
-        self._check(ClientInput.RECEIVE_DATA)
-        if self._eof:
-            self._state = ClientState.ERROR
-            raise LocalProtocolError("receive_data after receive_eof")
-        self._reader.feed(data)
+        self._live()
+        try:
+            self._tick(now_ms)
+            if self._eof:
+                raise LocalProtocolError("receive_data after receive_eof")
+            self._machine.move(ClientInput.DATA_RECEIVED)
+            if self._machine.state is not ClientState.CLOSED:
+                self._reader.feed(data)
+                self._last_activity_ms = self._now_ms
+        except BaseException as exc:
+            self._fail(exc)
+            raise
 
-    def receive_eof(self) -> None:
+    def receive_eof(self, *, now_ms: int | None = None) -> None:
         """The peer closed its side; ``next_event`` reports :class:`ConnectionClosed` once the
         buffered frames are consumed."""
-        self._move(ClientInput.RECEIVE_EOF)
-        self._eof = True
+        self._live()
+        try:
+            self._tick(now_ms)
+            self._machine.move(ClientInput.EOF_RECEIVED)
+            self._eof = True
+        except BaseException as exc:
+            self._fail(exc)
+            raise
 
     def close(self) -> None:
-        """We are closing the connection; later sends fail."""
-        self._move(ClientInput.CLOSE)
+        """We are closing the connection; later sends fail. Legal in every state, ERROR included."""
+        if self._machine.state is not ClientState.ERROR:
+            try:
+                self._machine.move(ClientInput.CLOSE)
+            except BaseException as exc:
+                self._fail(exc)
+                raise
 
     def next_event(self) -> ClientEvent | NeedData:
         """The next event, or ``NEED_DATA``.
 
         Raises :class:`RemoteProtocolError` for a broken response (bad frame, correlation id that
-        does not match, undecodable body) and :class:`AuthenticationError` when SASL fails; both
-        move the connection to ERROR.
+        does not match, undecodable body) and :class:`AuthenticationError` when SASL fails; these,
+        like any exception inside (a SASL mechanism's included), move the connection to ERROR.
         """
-        self._move(ClientInput.NEXT_EVENT)
+        self._live()
         try:
             return self._next_event()
-        except (RemoteProtocolError, AuthenticationError):
-            self._state = ClientState.ERROR
-            raise
         except DecodeError as exc:
-            self._state = ClientState.ERROR
-            raise RemoteProtocolError(f"bad response: {exc}") from exc
+            error = RemoteProtocolError(f"bad response: {exc}")
+            error.__cause__ = exc
+            self._fail(error)
+            raise error from exc
+        except BaseException as exc:
+            self._fail(exc)
+            raise
 
     def _next_event(self) -> ClientEvent | NeedData:
         while True:
-            if self._state is ClientState.CLOSED:
-                return ConnectionClosed(self._unanswered())
+            if self._timer_events:
+                return self._timer_events.popleft()
+            if self._machine.state is ClientState.CLOSED:
+                return ConnectionClosed(self._unanswered(), self._closed_reason)
             frame = self._reader.next_frame_before(self._eof)
             if frame is None:
                 return NEED_DATA
             if frame is END:
                 unanswered = self._unanswered()
-                self._move(ClientInput.PEER_CLOSED)
+                self._machine.move(ClientInput.PEER_CLOSED)
                 return ConnectionClosed(unanswered)
             event = self._handle_frame(frame)
+            if self._held:
+                self._write_held()
             if event is not None:
                 return event
 
     def _unanswered(self) -> tuple[Message, ...]:
-        return tuple(f.request for f in self._in_flight if f.kind is _Kind.USER and f.request is not None)
+        written = [f.request for f in self._in_flight if f.kind is _Kind.USER and f.request is not None]
+        return tuple(written + [h.request for h in self._held])
+
+    # -- time ----------------------------------------------------------------------------------
+
+    def next_deadline_ms(self) -> int | None:
+        """When ``handle_timer`` has work: a request's timeout, the idle limit or a KIP-368
+        re-authentication; None when there is none."""
+        state = self._machine.state
+        if state is ClientState.CLOSED or state is ClientState.ERROR:
+            return None
+        deadlines = [f.deadline_ms for f in self._in_flight if f.deadline_ms is not None]
+        idle = self.config.max_idle_ms
+        if idle is not None and not self.in_flight and not self._held:
+            deadlines.append(self._last_activity_ms + idle)
+        if self._reauthenticate_at_ms is not None and state is ClientState.READY:
+            deadlines.append(self._reauthenticate_at_ms)
+        return min(deadlines) if deadlines else None
+
+    def handle_timer(self, now_ms: int) -> None:
+        """Act on the deadlines that ``now_ms`` has reached; events it makes come from
+        ``next_event`` and bytes from ``data_to_send``.
+
+        A request past its timeout: a :class:`RequestTimedOut` event and the connection closes
+        (CLOSED), as Kafka's client disconnects. Idle too long: :class:`ConnectionClosed` with
+        reason ``"idle"``. Re-authentication due: a SaslHandshake and a new SASL exchange start
+        (state REAUTHENTICATING; requests sent meanwhile wait for its end).
+        """
+        self._live()
+        try:
+            self._tick(now_ms)
+            state = self._machine.state
+            if state is ClientState.CLOSED:
+                return
+            now = self._now_ms
+            expired = [f for f in self._in_flight if f.deadline_ms is not None and f.deadline_ms <= now]
+            if expired:
+                self._time_out(min(expired, key=lambda f: f.deadline_ms or 0))
+                return
+            idle = self.config.max_idle_ms
+            if idle is not None and not self.in_flight and not self._held and self._last_activity_ms + idle <= now:
+                self._machine.move(ClientInput.IDLE_EXPIRED)
+                self._closed_reason = "idle"
+                return
+            due = self._reauthenticate_at_ms
+            if due is not None and due <= now and state is ClientState.READY:
+                self._reauthenticate()
+        except BaseException as exc:
+            self._fail(exc)
+            raise
+
+    def _time_out(self, late: _InFlight) -> None:
+        users = [f for f in self._in_flight if f.kind is _Kind.USER]
+        event = RequestTimedOut(
+            request=late.request,
+            correlation_id=late.correlation_id,
+            context=late.context,
+            unanswered=self._unanswered(),
+            contexts=tuple([f.context for f in users] + [h.context for h in self._held]),
+        )
+        self._in_flight.clear()
+        self._held.clear()
+        self._user_in_flight = 0
+        self._machine.move(ClientInput.REQUEST_TIMED_OUT)
+        self._closed_reason = "request timed out"
+        self._timer_events.append(event)
+
+    def _reauthenticate(self) -> None:
+        self._reauthenticate_at_ms = None
+        assert self._sasl_factory is not None
+        self._machine.move(ClientInput.REAUTHENTICATION_DUE)
+        self._sasl = self._sasl_factory()
+        self._start_sasl()
+
+    # -- responses -----------------------------------------------------------------------------
 
     def _handle_frame(self, frame: bytes) -> ClientEvent | None:
         in_flight = self._in_flight
@@ -390,6 +638,7 @@ class ClientConnection:
         header, body = self._decode(frame, pending)
         self._in_flight.popleft()
         if pending.kind is _Kind.USER:
+            self._user_in_flight -= 1
             return Response(
                 body=body,
                 api_key=pending.api_key,
@@ -443,9 +692,9 @@ class ClientConnection:
         self._broker_versions, self._api_versions = broker, agreed
         event = VersionsNegotiated(api_versions=dict(agreed), response=body, api_version=api_version)
         if self._sasl is None:
-            self._move(ClientInput.VERSIONS_AGREED)
+            self._machine.move(ClientInput.VERSIONS_AGREED)
         else:
-            self._move(ClientInput.SASL_STARTED)
+            self._machine.move(ClientInput.SASL_STARTED)
             self._start_sasl()
         return event
 
@@ -465,5 +714,10 @@ class ClientConnection:
         if reply is not None:
             self._send_token(reply)
             return None
-        self._move(ClientInput.AUTHENTICATED)
-        return Authenticated(mechanism=self._sasl.name, session_lifetime_ms=session_lifetime_ms)
+        again = self._machine.state is ClientState.REAUTHENTICATING
+        self._machine.move(ClientInput.AUTHENTICATED)
+        if session_lifetime_ms > 0 and self._sasl_factory is not None:
+            self._reauthenticate_at_ms = self._now_ms + int(session_lifetime_ms * REAUTHENTICATE_AT)
+        return Authenticated(
+            mechanism=self._sasl.name, session_lifetime_ms=session_lifetime_ms, reauthentication=again
+        )

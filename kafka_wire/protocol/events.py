@@ -1,10 +1,11 @@
 """What connections hand back: events, and the ``NEED_DATA`` sentinel.
 
 Events are small frozen values. ``ClientConnection.next_event()`` yields :class:`Response`,
-:class:`VersionsNegotiated`, :class:`Authenticated` and :class:`ConnectionClosed`;
-``ServerConnection.next_event()`` yields :class:`Request`, :class:`UnsupportedRequest`,
-:class:`Authenticated`, :class:`AuthenticationFailed` and :class:`ConnectionClosed`. Either returns
-``NEED_DATA`` when it has no complete frame.
+:class:`VersionsNegotiated`, :class:`Authenticated`, :class:`RequestTimedOut` and
+:class:`ConnectionClosed`; ``ServerConnection.next_event()`` yields :class:`Request`,
+:class:`UnsupportedRequest`, :class:`Authenticated`, :class:`AuthenticationFailed` and
+:class:`ConnectionClosed`. Either returns ``NEED_DATA`` when it has no complete frame; a server
+at its in-flight limit returns ``PAUSED`` until responses go out.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from kafka_wire.messages import ApiKey, ApiVersionsResponse, RequestHeader, Resp
 
 class _Sentinel(enum.Enum):
     NEED_DATA = "NEED_DATA"
+    PAUSED = "PAUSED"
 
     def __repr__(self) -> str:
         return self.value
@@ -30,6 +32,10 @@ class _Sentinel(enum.Enum):
 #: ``next_event()`` found no complete frame: feed more bytes with ``receive_data``.
 NEED_DATA: Final = _Sentinel.NEED_DATA
 NeedData = Literal[_Sentinel.NEED_DATA]
+#: ``ServerConnection.next_event()``: the connection holds its in-flight limit of requests
+#: unanswered (Kafka's muted channel); send responses, then ask again.
+PAUSED: Final = _Sentinel.PAUSED
+Paused = Literal[_Sentinel.PAUSED]
 
 
 def expects_response(body: Message) -> bool:
@@ -124,6 +130,8 @@ class Authenticated:
     principal: str = ""
     #: Re-authentication deadline the server granted (KIP-368), 0 for none.
     session_lifetime_ms: int = 0
+    #: True when this ended a re-authentication of an open connection (KIP-368).
+    reauthentication: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,10 +145,28 @@ class AuthenticationFailed:
 
 @dataclass(frozen=True, slots=True)
 class ConnectionClosed:
-    """The peer closed the connection; ``unanswered`` lists requests that got no response."""
+    """The connection is over; ``unanswered`` lists requests that got no response.
+
+    ``reason`` is empty when the peer closed it, else why this side did (``"idle"``: nothing
+    happened for ``max_idle_ms``; ``"session expired"``: KIP-368, no re-authentication in time).
+    """
 
     unanswered: tuple[Message, ...] = field(default=())
+    reason: str = ""
 
 
-ClientEvent = Response | VersionsNegotiated | Authenticated | ConnectionClosed
+@dataclass(frozen=True, slots=True)
+class RequestTimedOut:
+    """Client side: ``request`` got no response within ``request_timeout_ms`` (Kafka's
+    ``request.timeout.ms``). As Kafka's client does, the connection is closed (state CLOSED):
+    every request in flight fails with it; ``unanswered`` and ``contexts`` list them, oldest first."""
+
+    request: Message | None
+    correlation_id: int
+    context: object
+    unanswered: tuple[Message, ...]
+    contexts: tuple[object, ...]
+
+
+ClientEvent = Response | VersionsNegotiated | Authenticated | RequestTimedOut | ConnectionClosed
 ServerEvent = Request | UnsupportedRequest | Authenticated | AuthenticationFailed | ConnectionClosed

@@ -7,9 +7,11 @@ follow Kafka's rules (``request_header_version`` / ``response_header_version``).
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from kafka_wire.codec.runtime import Output, encode_message_into
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import EncodeError, InvalidValueError, TruncatedError, UnsupportedApiError
 from kafka_wire.messages import REQUESTS, RESPONSES, ApiKey, RequestHeader, ResponseHeader
@@ -81,6 +83,39 @@ def encode_response(header: ResponseHeader, body: Message, version: int) -> byte
     if body.KIND != "response" or body.API_KEY is None:
         raise EncodeError(f"{type(body).__name__} is not a response", version=version)
     return _frame(header, response_header_version(body.API_KEY, version), body, version)
+
+
+def encode_response_spliced(
+    header: ResponseHeader, body: Message, version: int, splices: Sequence[tuple[bytes, Sequence[object]]]
+) -> list[object]:
+    """A size-prefixed response frame as parts: each ``(placeholder, parts)`` pair puts ``parts``
+    where the records payload ``placeholder`` (the very object, in a records field of ``body``)
+    lands. The encoder records each records payload's position, so nothing is searched for;
+    ``parts`` must stand for ``len(placeholder)`` bytes. Raises :class:`EncodeError` when a
+    placeholder is not in the encoded body."""
+    if body.KIND != "response" or body.API_KEY is None:
+        raise EncodeError(f"{type(body).__name__} is not a response", version=version)
+    wanted = {id(placeholder): parts for placeholder, parts in splices}
+    out = Output(4)
+    out.keep_from = 1  # every records payload is kept aside, with its position
+    header.encode_into(out, response_header_version(body.API_KEY, version))
+    encode_message_into(body, out, version)  # the pure encoder or the interpreter: they record the positions
+    kept = out.payloads or []
+    _SIZE.pack_into(out, 0, len(out) - 4 + sum(len(payload) for _, payload in kept))
+    parts: list[object] = []
+    start = 0
+    for at, payload in kept:
+        parts.append(bytes(out[start:at]))
+        replacement = wanted.pop(id(payload), None)
+        if replacement is None:
+            parts.append(bytes(payload))
+        else:
+            parts.extend(replacement)
+        start = at
+    parts.append(bytes(out[start:]))
+    if wanted:
+        raise EncodeError(f"{len(wanted)} splice placeholder(s) are not records of the response", version=version)
+    return parts
 
 
 def _open_frame(frame: Buffer) -> bytes:

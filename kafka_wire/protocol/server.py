@@ -39,17 +39,20 @@ from kafka_wire.messages import (
 )
 from kafka_wire.protocol.events import (
     NEED_DATA,
+    PAUSED,
     Authenticated,
     AuthenticationFailed,
     ConnectionClosed,
     NeedData,
+    Paused,
     Request,
     Response,
     ServerEvent,
     UnsupportedRequest,
 )
 from kafka_wire.protocol.frames import DEFAULT_MAX_FRAME_BYTES, END, Buffer, FrameReader
-from kafka_wire.protocol.framing import decode_request_frame, encode_response
+from kafka_wire.protocol.framing import decode_request_frame, encode_response, encode_response_spliced
+from kafka_wire.protocol.machine import StateMachine, TransitionLogger
 from kafka_wire.protocol.sasl.base import SaslServerMechanism
 
 _SIZE: Final = struct.Struct(">i")
@@ -66,59 +69,70 @@ class ServerState(enum.Enum):
     #: After SaslHandshake v0: the next frames are raw SASL tokens.
     AWAITING_TOKEN = "AWAITING_TOKEN"
     READY = "READY"
-    #: The server decided to end the connection (failed authentication, a rejected request):
-    #: write ``data_to_send()`` and close.
+    #: KIP-368: an authenticated client started a new SASL exchange; only SaslAuthenticate is
+    #: accepted until it ends.
+    REAUTHENTICATING = "REAUTHENTICATING"
+    #: The server decided to end the connection (failed authentication, a rejected request, an
+    #: expired session, idle): write ``data_to_send()`` and close.
     MUST_CLOSE = "MUST_CLOSE"
     CLOSED = "CLOSED"
     ERROR = "ERROR"
 
 
 class ServerInput(enum.Enum):
-    RECEIVE_DATA = "receive_data"
-    RECEIVE_EOF = "receive_eof"
-    NEXT_EVENT = "next_event"
-    SEND = "send"
-    REJECT = "reject"
+    """What happens to a server connection: the inputs of :data:`SERVER_TRANSITIONS`."""
+
+    DATA_RECEIVED = "data received"
+    EOF_RECEIVED = "EOF received"
+    RESPONSE_SENT = "response sent"
     HANDSHAKE_V0 = "SaslHandshake v0"
     HANDSHAKE_V1 = "SaslHandshake v1"
+    REAUTHENTICATION_STARTED = "re-authentication started"
     AUTHENTICATED = "authenticated"
     GIVE_UP = "give up"
+    SESSION_EXPIRED = "session expired"
+    IDLE_EXPIRED = "idle expired"
     PEER_CLOSED = "peer closed"
     CLOSE = "close"
 
 
 _S = ServerState
 _I = ServerInput
-_OPEN: Final = (_S.AWAITING_HANDSHAKE, _S.AUTHENTICATING, _S.AWAITING_TOKEN, _S.READY)
+_OPEN: Final = (_S.AWAITING_HANDSHAKE, _S.AUTHENTICATING, _S.AWAITING_TOKEN, _S.READY, _S.REAUTHENTICATING)
 
 
 def _table() -> dict[tuple[ServerState, ServerInput], ServerState]:
     table: dict[tuple[ServerState, ServerInput], ServerState] = {}
     for state in _OPEN:
-        for move in (_I.RECEIVE_DATA, _I.RECEIVE_EOF, _I.NEXT_EVENT, _I.SEND, _I.REJECT):
+        for move in (_I.DATA_RECEIVED, _I.EOF_RECEIVED, _I.RESPONSE_SENT):
             table[state, move] = state
         table[state, _I.GIVE_UP] = _S.MUST_CLOSE
+        table[state, _I.IDLE_EXPIRED] = _S.MUST_CLOSE
         table[state, _I.PEER_CLOSED] = _S.CLOSED
         table[state, _I.CLOSE] = _S.CLOSED
     table[_S.AWAITING_HANDSHAKE, _I.HANDSHAKE_V0] = _S.AWAITING_TOKEN
     table[_S.AWAITING_HANDSHAKE, _I.HANDSHAKE_V1] = _S.AUTHENTICATING
     table[_S.AUTHENTICATING, _I.AUTHENTICATED] = _S.READY
     table[_S.AWAITING_TOKEN, _I.AUTHENTICATED] = _S.READY
+    table[_S.READY, _I.REAUTHENTICATION_STARTED] = _S.REAUTHENTICATING
+    table[_S.READY, _I.SESSION_EXPIRED] = _S.MUST_CLOSE
+    table[_S.REAUTHENTICATING, _I.AUTHENTICATED] = _S.READY
     for state in (_S.MUST_CLOSE, _S.CLOSED):
-        table[state, _I.RECEIVE_DATA] = state  # ignored: the connection is over
-        table[state, _I.RECEIVE_EOF] = state
-        table[state, _I.NEXT_EVENT] = state
+        table[state, _I.DATA_RECEIVED] = state  # ignored: the connection is over
+        table[state, _I.EOF_RECEIVED] = state
         table[state, _I.CLOSE] = _S.CLOSED
     return table
 
 
-#: Every legal move; a call whose (state, input) is missing raises LocalProtocolError and moves to ERROR.
+#: Every legal move; an input missing here raises LocalProtocolError and moves to ERROR, as does
+#: any exception inside a connection method.
 SERVER_TRANSITIONS: Final[Mapping[tuple[ServerState, ServerInput], ServerState]] = _table()
 
 #: Requests a client may send before it has authenticated, per gate state.
 _PREAUTH: Final[Mapping[ServerState, frozenset[int]]] = {
     _S.AWAITING_HANDSHAKE: frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE}),
     _S.AUTHENTICATING: frozenset({ApiKey.SASL_AUTHENTICATE}),
+    _S.REAUTHENTICATING: frozenset({ApiKey.SASL_AUTHENTICATE}),
 }
 
 
@@ -148,10 +162,26 @@ class ServerConfig:
     max_preauth_frame_bytes: int = DEFAULT_MAX_PREAUTH_FRAME_BYTES
     #: Refuse bytes after a request body (Kafka accepts them).
     strict: bool = False
+    #: How many requests may await their responses before ``next_event`` returns ``PAUSED``
+    #: (Kafka's broker mutes a channel while one request is in flight: 1). None: no limit.
+    max_in_flight_requests: int | None = None
+    #: Kafka's ``connections.max.idle.ms`` (600000 on a broker): close (MUST_CLOSE) a connection
+    #: without traffic for this long. None: never.
+    max_idle_ms: int | None = None
+    #: Kafka's ``connections.max.reauth.ms`` (KIP-368): with a SASL gate, an authenticated session
+    #: lasts this long; SaslAuthenticate v1+ tells the client, which re-authenticates in time, and
+    #: a connection whose session expired is closed. 0 (Kafka's default): sessions never expire.
+    max_reauth_ms: int = 0
 
     def __post_init__(self) -> None:
         if self.max_frame_bytes < 12 or self.max_preauth_frame_bytes < 12:
             raise ValueError("frame limits must be at least 12 bytes (a request header)")
+        if self.max_in_flight_requests is not None and self.max_in_flight_requests < 1:
+            raise ValueError("max_in_flight_requests must be None or at least 1")
+        if self.max_idle_ms is not None and self.max_idle_ms < 0:
+            raise ValueError("max_idle_ms must be None or >= 0")
+        if self.max_reauth_ms < 0:
+            raise ValueError("max_reauth_ms must be >= 0")
         for key, (lo, hi) in (self.api_versions or {}).items():
             cls = REQUESTS.get(key)
             if cls is None or lo > hi or lo not in cls.VERSIONS or hi not in cls.VERSIONS:
@@ -182,22 +212,49 @@ class _Slot:
     data: tuple[object, ...] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Splice:
-    """A span of an encoded response to replace: the ``size`` bytes starting with ``tag`` become
-    ``parts`` (bytes, and objects standing for ``size`` bytes in all, such as file regions a driver
-    sends with ``sendfile``). The response carries ``tag`` padded to ``size`` where the parts go,
-    so every length prefix is already right."""
 
-    tag: bytes
+@dataclass(frozen=True, slots=True, eq=False)
+class Splice:
+    """Parts that take the place of one records payload when a response is encoded (zero-copy
+    fetch): bytes, and objects standing for bytes, such as file regions a driver sends with
+    ``sendfile``, ``size`` bytes in all.
+
+    Put :attr:`placeholder` (``size`` bytes, never copied or sent) in the records field; the
+    encoder records where each records payload lands, and :meth:`ServerConnection.send_spliced`
+    cuts the frame at this one's position, so every length prefix is already right.
+    """
+
     size: int
     parts: tuple[object, ...]
+    placeholder: bytes = field(init=False)
+
+    def __post_init__(self) -> None:
+        if self.size < 1:
+            raise ValueError("a splice stands for at least one byte")
+        object.__setattr__(self, "placeholder", bytes(self.size))  # calloc'd: pages never touched
 
 
 class ServerConnection:
-    """The server side of one connection (see the module docstring)."""
+    """The server side of one connection (see the module docstring).
 
-    def __init__(self, config: ServerConfig | None = None, *, sasl: ServerSasl | None = None) -> None:
+    Flow control: with ``max_in_flight_requests`` requests unanswered, ``next_event`` returns
+    ``PAUSED`` (the connection is :attr:`paused`) and decodes nothing more until responses go
+    out, as Kafka mutes a channel. Time: ``next_deadline_ms`` / ``handle_timer`` close an idle
+    connection and one whose SASL session expired without re-authentication (KIP-368).
+
+    Any exception inside a method (a SASL mechanism's included) moves the connection to ``ERROR``
+    and propagates; every later call raises :class:`LocalProtocolError`. ``logger`` receives
+    each change of state (see :mod:`kafka_wire.protocol.machine`).
+    """
+
+    def __init__(
+        self,
+        config: ServerConfig | None = None,
+        *,
+        sasl: ServerSasl | None = None,
+        now_ms: int = 0,
+        logger: TransitionLogger | None = None,
+    ) -> None:
         self.config = config = config or ServerConfig()
         self._versions = dict(config.api_versions) if config.api_versions is not None else all_api_versions()
         if sasl is not None:  # the gate needs its two APIs whatever the table says
@@ -212,12 +269,19 @@ class ServerConnection:
         #: Slots without their response yet (kept as a count: servers ask after every request).
         self._owed = 0
         self._eof = False
-        self._state = ServerState.AWAITING_HANDSHAKE if sasl else ServerState.READY
+        self._now_ms = now_ms
+        self._last_activity_ms = now_ms
+        #: When the authenticated session ends (KIP-368), if it does.
+        self._session_expires_ms: int | None = None
+        self._closed_reason = ""
+        self._failure: BaseException | None = None
+        initial = ServerState.AWAITING_HANDSHAKE if sasl else ServerState.READY
+        self._machine = StateMachine("server connection", SERVER_TRANSITIONS, initial, error=ServerState.ERROR, logger=logger)
         self.principal = ""
 
     @property
     def state(self) -> ServerState:
-        return self._state
+        return self._machine.state
 
     @property
     def api_versions(self) -> Mapping[int, tuple[int, int]]:
@@ -226,7 +290,7 @@ class ServerConnection:
     @property
     def must_close(self) -> bool:
         """True when the adapter should write ``data_to_send()`` and close the socket."""
-        return self._state in (ServerState.MUST_CLOSE, ServerState.ERROR)
+        return self._machine.state in (ServerState.MUST_CLOSE, ServerState.ERROR)
 
     @property
     def responses_owed(self) -> int:
@@ -235,21 +299,33 @@ class ServerConnection:
         return self._owed
 
     @property
+    def paused(self) -> bool:
+        """At the in-flight limit: ``next_event`` returns ``PAUSED`` until a response is sent."""
+        limit = self.config.max_in_flight_requests
+        return limit is not None and self._owed >= limit
+
+    @property
     def buffered_bytes(self) -> int:
         """Bytes received and not yet returned as a request: the start of a frame in progress,
         or frames not decoded yet."""
         return self._reader.buffered
 
-    def _move(self, move: ServerInput) -> None:
-        try:
-            self._state = SERVER_TRANSITIONS[(self._state, move)]
-        except KeyError:
-            state, self._state = self._state, ServerState.ERROR
-            raise LocalProtocolError(f"cannot {move.value} in state {state.name}") from None
+    def _live(self) -> None:
+        if self._machine.state is ServerState.ERROR:
+            raise LocalProtocolError("the connection failed earlier: nothing is allowed in state ERROR") from self._failure
 
-    def _check(self, move: ServerInput) -> None:
-        if (self._state, move) not in SERVER_TRANSITIONS:
-            self._move(move)
+    def _fail(self, exc: BaseException) -> None:
+        if self._failure is None:
+            self._failure = exc
+        self._machine.fail(exc)
+
+    def _tick(self, now_ms: int | None) -> None:
+        if now_ms is not None and now_ms > self._now_ms:
+            self._now_ms = now_ms
+
+    def send_failed(self) -> None:
+        """The I/O layer could not write this connection's bytes: the connection is broken (ERROR)."""
+        self._fail(LocalProtocolError("a write failed"))
 
     # -- output --------------------------------------------------------------------------------
 
@@ -287,58 +363,62 @@ class ServerConnection:
             data = self._slots.popleft().data
             assert data is not None
             taken.append(data)
+        if taken:
+            self._last_activity_ms = self._now_ms
         return taken
 
     def _slot_for(self, response: Response) -> _Slot:
-        self._check(ServerInput.SEND)
+        self._machine.move(ServerInput.RESPONSE_SENT)  # a self-loop: legal or ERROR, before anything
         slot = next(
             (s for s in self._slots if s.correlation_id == response.correlation_id and s.data is None), None
         )
         if slot is None:
-            self._state = ServerState.ERROR
             raise LocalProtocolError(f"no request with correlation id {response.correlation_id} awaits a response")
         if (response.api_key, response.api_version) != (slot.api_key, slot.api_version) or (
             response.body.API_KEY != slot.api_key
         ):
-            self._state = ServerState.ERROR
             raise LocalProtocolError(
                 f"correlation id {slot.correlation_id} asked api {slot.api_key} v{slot.api_version}; "
                 f"got {type(response.body).__name__} v{response.api_version}"
             )
         return slot
 
-    def send(self, response: Response) -> bytes:
+    def send(self, response: Response, *, now_ms: int | None = None) -> bytes:
         """Queue the response to a :class:`Request` (from ``request.reply(body)``) and return the
         bytes now ready to write: responses are released in the order requests arrived.
 
-        An ``EncodeError`` leaves the connection as it was.
+        Any failure (an ``EncodeError`` included) moves the connection to ERROR.
         """
-        slot = self._slot_for(response)
-        slot.data = (encode_response(ResponseHeader(correlation_id=slot.correlation_id), response.body, slot.api_version),)
-        self._owed -= 1
-        self._move(ServerInput.SEND)
-        return self.data_to_send()
+        self._live()
+        try:
+            self._tick(now_ms)
+            slot = self._slot_for(response)
+            header = ResponseHeader(correlation_id=slot.correlation_id)
+            slot.data = (encode_response(header, response.body, slot.api_version),)
+            self._owed -= 1
+            return self.data_to_send()
+        except BaseException as exc:
+            self._fail(exc)
+            raise
 
-    def send_spliced(self, response: Response, splices: Sequence[Splice]) -> list[object]:
-        """Like :meth:`send`, replacing each splice's span of the encoded frame by its parts (in the
-        order the tags appear); returns the parts now ready to write (see :meth:`parts_to_send`)."""
-        slot = self._slot_for(response)
-        frame = encode_response(ResponseHeader(correlation_id=slot.correlation_id), response.body, slot.api_version)
-        parts: list[object] = []
-        position = 0
-        for splice in splices:
-            found = frame.find(splice.tag, position)
-            if found < 0 or found + splice.size > len(frame):
-                self._state = ServerState.ERROR
-                raise LocalProtocolError(f"splice tag {splice.tag!r} is not in the encoded response")
-            parts.append(frame[position:found])
-            parts.extend(splice.parts)
-            position = found + splice.size
-        parts.append(frame[position:])
-        slot.data = tuple(p for p in parts if not (isinstance(p, bytes) and not p))
-        self._owed -= 1
-        self._move(ServerInput.SEND)
-        return self.parts_to_send()
+    def send_spliced(self, response: Response, splices: Sequence[Splice], *, now_ms: int | None = None) -> list[object]:
+        """Like :meth:`send`, with each splice's parts in place of the records payload that is its
+        placeholder (found by the positions the encoder records, not by searching the frame);
+        returns the parts now ready to write (see :meth:`parts_to_send`)."""
+        self._live()
+        try:
+            self._tick(now_ms)
+            slot = self._slot_for(response)
+            header = ResponseHeader(correlation_id=slot.correlation_id)
+            parts = encode_response_spliced(
+                header, response.body, slot.api_version, [(s.placeholder, s.parts) for s in splices]
+            )
+            slot.data = tuple(p for p in parts if not (isinstance(p, bytes) and not p))
+            self._owed -= 1
+            return self.parts_to_send()
+        except BaseException as exc:
+            self._fail(exc)
+            raise
 
     def reject(self, event: UnsupportedRequest) -> bytes:
         """Answer an unsupported request as Kafka does and return the bytes to write.
@@ -347,70 +427,138 @@ class ServerConnection:
         UNSUPPORTED_VERSION that names the ApiVersions versions we support, so the client retries;
         anything else closes the connection (state MUST_CLOSE).
         """
-        self._check(ServerInput.REJECT)
-        slot = next((s for s in self._slots if s.correlation_id == event.correlation_id and s.data is None), None)
-        if slot is None or slot.request is not None:
-            self._state = ServerState.ERROR
-            raise LocalProtocolError(f"no unsupported request with correlation id {event.correlation_id} is pending")
-        if event.api_key == ApiKey.API_VERSIONS and ApiKey.API_VERSIONS in self._versions:
-            body = api_versions_response({ApiKey.API_VERSIONS: self._versions[ApiKey.API_VERSIONS]})
-            body.error_code = ErrorCode.UNSUPPORTED_VERSION
-            slot.data = (encode_response(ResponseHeader(correlation_id=event.correlation_id), body, 0),)
-            self._owed -= 1
-            self._move(ServerInput.REJECT)
-        else:
-            self._slots.remove(slot)
-            self._owed -= 1
-            self._move(ServerInput.GIVE_UP)
-        return self.data_to_send()
+        self._live()
+        try:
+            self._machine.move(ServerInput.RESPONSE_SENT)  # a self-loop: legal or ERROR, before anything
+            slot = next((s for s in self._slots if s.correlation_id == event.correlation_id and s.data is None), None)
+            if slot is None or slot.request is not None:
+                raise LocalProtocolError(f"no unsupported request with correlation id {event.correlation_id} is pending")
+            if event.api_key == ApiKey.API_VERSIONS and ApiKey.API_VERSIONS in self._versions:
+                body = api_versions_response({ApiKey.API_VERSIONS: self._versions[ApiKey.API_VERSIONS]})
+                body.error_code = ErrorCode.UNSUPPORTED_VERSION
+                slot.data = (encode_response(ResponseHeader(correlation_id=event.correlation_id), body, 0),)
+                self._owed -= 1
+            else:
+                self._slots.remove(slot)
+                self._owed -= 1
+                self._machine.move(ServerInput.GIVE_UP)
+            return self.data_to_send()
+        except BaseException as exc:
+            self._fail(exc)
+            raise
 
     def close(self) -> None:
-        """The server is closing this connection."""
-        self._move(ServerInput.CLOSE)
+        """The server is closing this connection. Legal in every state, ERROR included."""
+        if self._machine.state is not ServerState.ERROR:
+            try:
+                self._machine.move(ServerInput.CLOSE)
+            except BaseException as exc:
+                self._fail(exc)
+                raise
+
+    # -- time ----------------------------------------------------------------------------------
+
+    def next_deadline_ms(self) -> int | None:
+        """When ``handle_timer`` has work (idle limit, session expiry), or None."""
+        state = self._machine.state
+        if state not in _OPEN:
+            return None
+        deadlines = []
+        if self.config.max_idle_ms is not None:
+            deadlines.append(self._last_activity_ms + self.config.max_idle_ms)
+        if self._session_expires_ms is not None and state is ServerState.READY:
+            deadlines.append(self._session_expires_ms)
+        return min(deadlines) if deadlines else None
+
+    def handle_timer(self, now_ms: int) -> None:
+        """Act on the deadlines ``now_ms`` has reached: close (MUST_CLOSE, then
+        :class:`ConnectionClosed` from ``next_event``) a connection idle for ``max_idle_ms`` or
+        whose session expired without re-authentication, as Kafka's broker does."""
+        self._live()
+        try:
+            self._tick(now_ms)
+            state = self._machine.state
+            if state not in _OPEN:
+                return
+            idle = self.config.max_idle_ms
+            if idle is not None and self._last_activity_ms + idle <= self._now_ms:
+                self._machine.move(ServerInput.IDLE_EXPIRED)
+                self._closed_reason = "idle"
+            elif (
+                state is ServerState.READY
+                and self._session_expires_ms is not None
+                and self._session_expires_ms <= self._now_ms
+            ):
+                self._machine.move(ServerInput.SESSION_EXPIRED)
+                self._closed_reason = "session expired"
+        except BaseException as exc:
+            self._fail(exc)
+            raise
 
     # -- input ---------------------------------------------------------------------------------
 
-    def receive_data(self, data: Buffer) -> None:
-        self._check(ServerInput.RECEIVE_DATA)
-        if self._eof:
-            self._state = ServerState.ERROR
-            raise LocalProtocolError("receive_data after receive_eof")
-        if self._state in _OPEN:
-            self._reader.feed(data)
+    def receive_data(self, data: Buffer, *, now_ms: int | None = None) -> None:
+        self._live()
+        try:
+            self._tick(now_ms)
+            if self._eof:
+                raise LocalProtocolError("receive_data after receive_eof")
+            self._machine.move(ServerInput.DATA_RECEIVED)
+            if self._machine.state in _OPEN:
+                self._reader.feed(data)
+                self._last_activity_ms = self._now_ms
+        except BaseException as exc:
+            self._fail(exc)
+            raise
 
-    def receive_eof(self) -> None:
-        self._move(ServerInput.RECEIVE_EOF)
-        self._eof = True
+    def receive_eof(self, *, now_ms: int | None = None) -> None:
+        self._live()
+        try:
+            self._tick(now_ms)
+            self._machine.move(ServerInput.EOF_RECEIVED)
+            self._eof = True
+        except BaseException as exc:
+            self._fail(exc)
+            raise
 
-    def next_event(self) -> ServerEvent | NeedData:
-        """The next event, or ``NEED_DATA``.
+    def next_event(self) -> ServerEvent | NeedData | Paused:
+        """The next event, ``NEED_DATA``, or ``PAUSED`` at the in-flight limit.
 
         Raises :class:`RemoteProtocolError` (state ERROR; close the socket) for bytes that are
         not a request: a bad size, a frame over the limit, an undecodable body, a request not
-        allowed before authentication. Kafka closes the connection in each case.
+        allowed before authentication. Kafka closes the connection in each case. Any other
+        exception inside (a SASL mechanism's included) moves the connection to ERROR too.
         """
-        self._move(ServerInput.NEXT_EVENT)
+        self._live()
         try:
             return self._next_event()
-        except RemoteProtocolError:
-            self._state = ServerState.ERROR
-            raise
         except DecodeError as exc:
-            self._state = ServerState.ERROR
-            raise RemoteProtocolError(f"bad request: {exc}") from exc
+            error = RemoteProtocolError(f"bad request: {exc}")
+            error.__cause__ = exc
+            self._fail(error)
+            raise error from exc
+        except BaseException as exc:
+            self._fail(exc)
+            raise
 
-    def _next_event(self) -> ServerEvent | NeedData:
+    def _next_event(self) -> ServerEvent | NeedData | Paused:
+        limit = self.config.max_in_flight_requests
         while True:
-            if self._state not in _OPEN:
-                return ConnectionClosed(self._unanswered())
+            if self._machine.state not in _OPEN:
+                return ConnectionClosed(self._unanswered(), self._closed_reason)
+            if limit is not None and self._owed >= limit:
+                return PAUSED
             frame = self._reader.next_frame_before(self._eof)
             if frame is None:
                 return NEED_DATA
             if frame is END:
                 unanswered = self._unanswered()
-                self._move(ServerInput.PEER_CLOSED)
+                self._machine.move(ServerInput.PEER_CLOSED)
                 return ConnectionClosed(unanswered)
-            event = self._on_token(frame[4:]) if self._state is ServerState.AWAITING_TOKEN else self._on_frame(frame)
+            if self._machine.state is ServerState.AWAITING_TOKEN:
+                event = self._on_token(frame[4:])
+            else:
+                event = self._on_frame(frame)
             if event is not None:
                 return event
 
@@ -418,7 +566,8 @@ class ServerConnection:
         return tuple(s.request for s in self._slots if s.data is None and s.request is not None)
 
     def _on_frame(self, frame: bytes) -> ServerEvent | None:
-        allowed = _PREAUTH.get(self._state)
+        state = self._machine.state
+        allowed = _PREAUTH.get(state)
         try:
             decoded = decode_request_frame(frame, strict=self.config.strict)
         except UnsupportedApiError as exc:
@@ -435,7 +584,9 @@ class ServerConnection:
             return self._unsupported(header.request_api_key, header.request_api_version, header.correlation_id, reason)
         request = Request(header, body, decoded.trailing)
         if self._sasl is not None:
-            if self._state is ServerState.READY and isinstance(body, SaslHandshakeRequest | SaslAuthenticateRequest):
+            if state is ServerState.READY and isinstance(body, SaslHandshakeRequest | SaslAuthenticateRequest):
+                if isinstance(body, SaslHandshakeRequest) and self._may_reauthenticate(request):
+                    return self._on_reauthentication(request, body)
                 # Kafka answers these after authentication (without re-authentication) with ILLEGAL_SASL_STATE.
                 illegal = ErrorCode.ILLEGAL_SASL_STATE
                 refusal = (
@@ -456,7 +607,8 @@ class ServerConnection:
 
     def _not_allowed(self, api_key: int) -> RemoteProtocolError:
         name = REQUESTS[api_key].__name__ if api_key in REQUESTS else f"api key {api_key}"
-        return RemoteProtocolError(f"{name} is not allowed in state {self._state.name} (before SASL authentication)")
+        state = self._machine.state.name
+        return RemoteProtocolError(f"{name} is not allowed in state {state} (before SASL authentication)")
 
     def _unsupported(self, api_key: int, api_version: int, correlation_id: int, reason: str) -> UnsupportedRequest:
         self._slots.append(_Slot(correlation_id, api_key, api_version, None))
@@ -467,13 +619,34 @@ class ServerConnection:
         data = encode_response(ResponseHeader(correlation_id=request.correlation_id), body, request.api_version)
         self._slots.append(_Slot(request.correlation_id, request.api_key, request.api_version, request.body, (data,)))
 
+    def _may_reauthenticate(self, handshake: Request) -> bool:
+        """KIP-368: with sessions that expire, a SaslHandshake v1+ starts a re-authentication."""
+        return self.config.max_reauth_ms > 0 and handshake.api_version >= 1
+
+    def _on_reauthentication(self, request: Request, body: SaslHandshakeRequest) -> ServerEvent | None:
+        assert self._sasl is not None
+        enabled = list(self._sasl.mechanisms)
+        if body.mechanism != self._mechanism_name:
+            # Kafka refuses a re-authentication that changes the mechanism, and closes.
+            self._answer(request, SaslHandshakeResponse(error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=enabled))
+            self._machine.move(ServerInput.GIVE_UP)
+            return AuthenticationFailed(
+                mechanism=body.mechanism,
+                reason=f"re-authentication must keep mechanism {self._mechanism_name!r}",
+                error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM,
+            )
+        self._mechanism = self._sasl.mechanisms[body.mechanism]()
+        self._answer(request, SaslHandshakeResponse(mechanisms=enabled))
+        self._machine.move(ServerInput.REAUTHENTICATION_STARTED)
+        return None
+
     def _on_handshake(self, request: Request, body: SaslHandshakeRequest) -> ServerEvent | None:
         assert self._sasl is not None
         enabled = list(self._sasl.mechanisms)
         factory = self._sasl.mechanisms.get(body.mechanism)
         if factory is None:
             self._answer(request, SaslHandshakeResponse(error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=enabled))
-            self._move(ServerInput.GIVE_UP)
+            self._machine.move(ServerInput.GIVE_UP)
             return AuthenticationFailed(
                 mechanism=body.mechanism,
                 reason=f"mechanism {body.mechanism!r} is not enabled (enabled: {', '.join(enabled)})",
@@ -481,7 +654,7 @@ class ServerConnection:
             )
         self._mechanism, self._mechanism_name = factory(), body.mechanism
         self._answer(request, SaslHandshakeResponse(mechanisms=enabled))
-        self._move(ServerInput.HANDSHAKE_V0 if request.api_version == 0 else ServerInput.HANDSHAKE_V1)
+        self._machine.move(ServerInput.HANDSHAKE_V0 if request.api_version == 0 else ServerInput.HANDSHAKE_V1)
         return None
 
     def _step(self, token: bytes) -> tuple[bytes, AuthenticationError | None]:
@@ -493,12 +666,25 @@ class ServerConnection:
 
     def _on_authenticate(self, request: Request, body: SaslAuthenticateRequest) -> ServerEvent | None:
         reply, failure = self._step(body.auth_bytes)
+        if failure is None and self._mechanism is not None and self._mechanism.complete:
+            failure = self._principal_change()
         if failure is not None:
             code = failure.error_code or ErrorCode.SASL_AUTHENTICATION_FAILED
             self._answer(request, SaslAuthenticateResponse(error_code=code, error_message=failure.reason))
             return self._failed(failure.reason, code)
-        self._answer(request, SaslAuthenticateResponse(auth_bytes=reply))
+        lifetime = 0
+        if self._mechanism is not None and self._mechanism.complete and request.api_version >= 1:
+            lifetime = self.config.max_reauth_ms  # KIP-368: the client re-authenticates before it ends
+        self._answer(request, SaslAuthenticateResponse(auth_bytes=reply, session_lifetime_ms=lifetime))
         return self._succeeded()
+
+    def _principal_change(self) -> AuthenticationError | None:
+        assert self._mechanism is not None
+        if self._machine.state is ServerState.REAUTHENTICATING and self._mechanism.principal != self.principal:
+            return AuthenticationError(
+                "Cannot change principals during re-authentication", error_code=ErrorCode.SASL_AUTHENTICATION_FAILED
+            )
+        return None
 
     def _on_token(self, token: bytes) -> ServerEvent | None:
         reply, failure = self._step(token)
@@ -508,14 +694,21 @@ class ServerConnection:
         return self._succeeded()
 
     def _failed(self, reason: str, error_code: int) -> AuthenticationFailed:
-        self._move(ServerInput.GIVE_UP)
+        self._machine.move(ServerInput.GIVE_UP)
         return AuthenticationFailed(mechanism=self._mechanism_name, reason=reason, error_code=error_code)
 
     def _succeeded(self) -> Authenticated | None:
         assert self._mechanism is not None
         if not self._mechanism.complete:
             return None
-        self._move(ServerInput.AUTHENTICATED)
+        again = self._machine.state is ServerState.REAUTHENTICATING
+        self._machine.move(ServerInput.AUTHENTICATED)
         self._reader.max_frame_bytes = self.config.max_frame_bytes
         self.principal = self._mechanism.principal
-        return Authenticated(mechanism=self._mechanism_name, principal=self.principal)
+        lifetime = self.config.max_reauth_ms
+        # Sessions expire for every client (KIP-368): one that cannot re-authenticate (raw tokens,
+        # SaslAuthenticate v0) is closed when its session ends.
+        self._session_expires_ms = self._now_ms + lifetime if lifetime > 0 else None
+        return Authenticated(
+            mechanism=self._mechanism_name, principal=self.principal, session_lifetime_ms=lifetime, reauthentication=again
+        )

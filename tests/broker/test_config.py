@@ -365,8 +365,10 @@ def test_connection_limits_by_kafka_name_with_kafkas_defaults() -> None:
             "queued.max.requests": "7",
             "connection.failed.authentication.delay.ms": "0",
             "min.incremental.fetch.session.eviction.ms": "5",
+            "connections.max.reauth.ms": "60000",
         }
     )
+    assert defaults.connections_max_reauth_ms == 0 and config.connections_max_reauth_ms == 60_000
     assert (config.max_connections, config.max_connections_per_ip, config.queued_max_requests) == (100, 10, 7)
     assert config.max_connections_per_ip_overrides == {"broker-host": 100, "127.0.0.1": 200, "::1": 3}
     assert (config.connections_max_idle_ms, config.request_receive_timeout_ms) == (1000, 2000)
@@ -382,6 +384,7 @@ def test_connection_limits_by_kafka_name_with_kafkas_defaults() -> None:
         ({"queued.max.requests": "0"}, "queued.max.requests"),
         ({"kafka.wire.request.receive.timeout.ms": "0"}, "kafka.wire.request.receive.timeout.ms"),
         ({"connection.failed.authentication.delay.ms": "-5"}, "connection.failed.authentication.delay.ms"),
+        ({"connections.max.reauth.ms": "-1"}, "connections.max.reauth.ms"),
     ],
 )
 def test_bad_connection_limits_name_their_key(props: dict[str, str], key: str) -> None:

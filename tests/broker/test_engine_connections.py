@@ -23,7 +23,7 @@ from kafka_wire.messages import (
     ProduceRequestTopicProduceData,
     ProduceResponse,
 )
-from kafka_wire.protocol import NEED_DATA, ClientConfig, ClientConnection
+from kafka_wire.protocol import NEED_DATA, ClientConfig, ClientConnection, ClientState, Response
 from kafka_wire.protocol.sasl import PlainClient
 from kafka_wire.records import NewRecord, build_batch
 from tests.broker.engine import Client, Engine
@@ -191,6 +191,36 @@ def test_without_a_delay_a_failed_authentication_closes_at_once() -> None:
     with pytest.raises(AuthenticationError):
         pump(engine, client)
     assert 1 in engine.closed
+
+
+def test_a_session_that_ends_without_reauthentication_is_closed() -> None:
+    engine = Engine(config(sasl_users={"PLAIN": {"alice": "right"}}, connections_max_reauth_ms=1000))
+    engine.open(1)
+    client = ClientConnection(ClientConfig(), sasl=PlainClient("alice", "right"), now_ms=engine.now_ms)
+    pump(engine, client)
+    assert client.state is ClientState.READY and client.next_deadline_ms() is None  # cannot re-authenticate
+    engine.advance(999)
+    assert 1 not in engine.closed
+    engine.advance(1)
+    assert 1 in engine.closed
+
+
+def test_a_client_that_reauthenticates_in_time_keeps_its_connection() -> None:
+    engine = Engine(config(sasl_users={"PLAIN": {"alice": "right"}}, connections_max_reauth_ms=1000))
+    engine.open(1)
+    client = ClientConnection(ClientConfig(), sasl=lambda: PlainClient("alice", "right"), now_ms=engine.now_ms)
+    pump(engine, client)
+    for _ in range(3):  # three sessions in a row, each renewed at 90% of its lifetime
+        deadline = client.next_deadline_ms()
+        assert deadline is not None
+        engine.advance(deadline - engine.now_ms)
+        client.handle_timer(engine.now_ms)
+        assert client.state is ClientState.REAUTHENTICATING
+        pump(engine, client)
+        assert client.state.name == "READY" and 1 not in engine.closed  # (mypy keeps the narrowing above)
+    engine.feed(1, client.send(MetadataRequest(topics=[]), now_ms=engine.now_ms))
+    client.receive_data(engine.take(1))
+    assert isinstance(client.next_event(), Response)
 
 
 # -- one request at a time, and the request queue ------------------------------------------------

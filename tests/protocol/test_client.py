@@ -114,15 +114,19 @@ def test_other_api_versions_errors_are_remote_errors() -> None:
     assert kind is RemoteProtocolError and "INVALID_REQUEST" in message
 
 
-def test_no_common_version_raises_unsupported_version_and_leaves_the_connection_usable() -> None:
+def test_no_common_version_is_a_question_that_leaves_the_connection_usable() -> None:
     conn = negotiated({ApiKey.API_VERSIONS: (0, 3), ApiKey.METADATA: (40, 41)})
     with pytest.raises(UnsupportedVersionError, match="no MetadataRequest version in common"):
-        conn.send(MetadataRequest())
+        conn.version_for(ApiKey.METADATA)
     with pytest.raises(UnsupportedVersionError, match="does not support ProduceRequest"):
-        conn.send(ProduceRequest(acks=1))
+        conn.version_for(ApiKey.PRODUCE)
     assert conn.state is ClientState.READY
     # An explicit version is used as given.
     header, _ = decode_request(conn.send(MetadataRequest(), 4))
+    # send raising (here for want of a version) is a failure inside the connection: ERROR.
+    with pytest.raises(UnsupportedVersionError):
+        conn.send(ProduceRequest(acks=1))
+    assert conn.state.name == "ERROR"  # (mypy keeps the READY narrowing above)
     assert (header.request_api_version, header.correlation_id) == (4, 1)
 
 
@@ -278,7 +282,7 @@ def test_without_negotiation_send_uses_the_newest_version_and_is_ready_at_once()
 
 def test_send_refuses_responses_and_calls_in_the_wrong_state() -> None:
     conn = ClientConnection()
-    with pytest.raises(LocalProtocolError, match="cannot send in state NEGOTIATING"):
+    with pytest.raises(LocalProtocolError, match="'request sent' is not allowed in state NEGOTIATING"):
         conn.send(MetadataRequest())
     assert conn.state is ClientState.ERROR
     conn = ClientConnection(ClientConfig(negotiate=False))

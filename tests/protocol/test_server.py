@@ -251,23 +251,46 @@ def test_spliced_responses_keep_request_order_and_their_parts() -> None:
     conn.receive_data(request(FetchRequest(), 12, 1) + request(MetadataRequest(), 9, 2))
     fetch_event, metadata_event = conn.next_event(), conn.next_event()
     assert isinstance(fetch_event, Request) and isinstance(metadata_event, Request)
-    region = object()  # stands for 70 bytes the driver sends itself
-    tag = b"\xfftag-0001\xff"
+    region = object()  # stands for 68 bytes the driver sends itself
+    splice = Splice(size=70, parts=(b"ab", region))
+    # Another partition's records hold the same bytes as the placeholder: only the placeholder
+    # object itself is replaced (the encoder records where each records payload lands).
+    twin = bytes(70)
     body = FetchResponse(
         responses=[
             FetchResponseFetchableTopicResponse(
-                topic="t", partitions=[FetchResponsePartitionData(records=tag + bytes(70 - len(tag)))]
+                topic="t",
+                partitions=[
+                    FetchResponsePartitionData(partition_index=0, records=twin),
+                    FetchResponsePartitionData(partition_index=1, records=splice.placeholder),
+                ],
             )
         ]
     )
     assert conn.send(metadata_event.reply(MetadataResponse())) == b""  # waits behind the fetch
     parts = conn.parts_to_send()
     assert parts == []
-    parts = conn.send_spliced(fetch_event.reply(body), [Splice(tag=tag, size=70, parts=(b"ab", region))])
+    parts = conn.send_spliced(fetch_event.reply(body), [splice])
     full_fetch = encode_response(ResponseHeader(correlation_id=1), body, 12)
     full_metadata = encode_response(ResponseHeader(correlation_id=2), MetadataResponse(), 9)
-    at = full_fetch.index(tag)
+    body.responses[0].partitions[1].records = b"\xab" * 70
+    at = encode_response(ResponseHeader(correlation_id=1), body, 12).index(b"\xab" * 70)
+    assert full_fetch.index(bytes(70)) < at  # the twin comes first and stays
     # The fetch frame with its placeholder span replaced, then the metadata frame that waited.
     assert parts == [full_fetch[:at] + b"ab", region, full_fetch[at + 70 :] + full_metadata]
     assert parts[1] is region
+
+
+def test_a_splice_whose_placeholder_is_not_in_the_response_fails_the_connection() -> None:
+    from kafka_wire.errors import EncodeError
+    from kafka_wire.messages import FetchResponse
+    from kafka_wire.protocol.server import Splice
+
+    conn = server()
+    conn.receive_data(request(FetchRequest(), 12, 1))
+    event = conn.next_event()
+    assert isinstance(event, Request)
+    with pytest.raises(EncodeError, match="not records of the response"):
+        conn.send_spliced(event.reply(FetchResponse()), [Splice(size=3, parts=(b"abc",))])
+    assert conn.state is ServerState.ERROR
     assert conn.data_to_send() == b"" and conn.parts_to_send() == []

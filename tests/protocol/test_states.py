@@ -1,7 +1,9 @@
 """The connection state machines: every (state, call) pair, and random call sequences.
 
-A call is legal exactly when its (state, input) pair is in the transition table; an illegal call
-raises LocalProtocolError and leaves the connection in ERROR, where every later call fails too.
+A call is legal exactly when the (state, input) pair of the event it makes is in the transition
+table; an illegal call raises LocalProtocolError and leaves the connection in ERROR, where every
+later call fails too (``close`` excepted: closing is always allowed). ``next_event`` is legal in
+every state but ERROR.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from kafka_wire.protocol import (
     ClientInput,
     ClientState,
     Request,
+    RequestTimedOut,
     Response,
     ServerConfig,
     ServerConnection,
@@ -61,7 +64,35 @@ class _EchoServer:
         return b""
 
 
+def pump(client: ClientConnection, server: ServerConnection) -> None:
+    """Carry bytes both ways until neither side has anything to say."""
+    for _ in range(8):
+        server.receive_data(client.data_to_send())
+        while server.next_event() is not NEED_DATA:
+            pass
+        client.receive_data(server.data_to_send())
+        while client.next_event() is not NEED_DATA:
+            pass
+
+
+def reauthenticating_pair() -> tuple[ClientConnection, ServerConnection]:
+    """A client re-authenticating (KIP-368) and its server once it has read the new SaslHandshake."""
+    client = ClientConnection(ClientConfig(negotiate=False), sasl=_EchoClient)
+    sasl = ServerSasl(mechanisms={"TEST": _EchoServer})
+    server = ServerConnection(ServerConfig(api_versions=VERSIONS, max_reauth_ms=1000), sasl=sasl)
+    pump(client, server)
+    assert (client.state, server.state) == (ClientState.READY, ServerState.READY)
+    assert client.next_deadline_ms() == 900
+    client.handle_timer(900)
+    server.receive_data(client.data_to_send())
+    assert server.next_event() is NEED_DATA
+    assert (client.state, server.state) == (ClientState.REAUTHENTICATING, ServerState.REAUTHENTICATING)
+    return client, server
+
+
 def _client_in(state: ClientState) -> ClientConnection:
+    if state is ClientState.REAUTHENTICATING:
+        return reauthenticating_pair()[0]
     if state is ClientState.NEGOTIATING:
         return ClientConnection()
     if state is ClientState.AUTHENTICATING:
@@ -78,10 +109,9 @@ def _client_in(state: ClientState) -> ClientConnection:
 
 
 CLIENT_CALLS: dict[ClientInput, Callable[[ClientConnection], object]] = {
-    ClientInput.SEND: lambda c: c.send(MetadataRequest(), 9),
-    ClientInput.RECEIVE_DATA: lambda c: c.receive_data(b""),
-    ClientInput.RECEIVE_EOF: lambda c: c.receive_eof(),
-    ClientInput.NEXT_EVENT: lambda c: c.next_event(),
+    ClientInput.REQUEST_SENT: lambda c: c.send(MetadataRequest(), 9),
+    ClientInput.DATA_RECEIVED: lambda c: c.receive_data(b""),
+    ClientInput.EOF_RECEIVED: lambda c: c.receive_eof(),
     ClientInput.CLOSE: lambda c: c.close(),
 }
 
@@ -90,16 +120,29 @@ CLIENT_CALLS: dict[ClientInput, Callable[[ClientConnection], object]] = {
 @pytest.mark.parametrize("move", list(CLIENT_CALLS), ids=lambda m: m.name)
 def test_every_client_state_and_call(state: ClientState, move: ClientInput) -> None:
     conn = _client_in(state)
-    if (state, move) in CLIENT_TRANSITIONS:
+    if (state, move) in CLIENT_TRANSITIONS or (state, move) == (ClientState.ERROR, ClientInput.CLOSE):
         CLIENT_CALLS[move](conn)
-        assert conn.state is CLIENT_TRANSITIONS[state, move]
+        assert conn.state is CLIENT_TRANSITIONS.get((state, move), ClientState.ERROR)
     else:
         with pytest.raises(LocalProtocolError, match=f"in state {state.name}"):
             CLIENT_CALLS[move](conn)
         assert conn.state is ClientState.ERROR
 
 
+@pytest.mark.parametrize("state", list(ClientState), ids=lambda s: s.name)
+def test_client_next_event_is_legal_but_in_error(state: ClientState) -> None:
+    conn = _client_in(state)
+    if state is ClientState.ERROR:
+        with pytest.raises(LocalProtocolError, match="in state ERROR"):
+            conn.next_event()
+    else:
+        assert conn.next_event() is NEED_DATA or state is ClientState.CLOSED
+        assert conn.state is state
+
+
 def _server_in(state: ServerState) -> ServerConnection:
+    if state is ServerState.REAUTHENTICATING:
+        return reauthenticating_pair()[1]
     sasl = ServerSasl(mechanisms={"TEST": _EchoServer})
     gated = state in (ServerState.AWAITING_HANDSHAKE, ServerState.AUTHENTICATING, ServerState.AWAITING_TOKEN)
     conn = ServerConnection(ServerConfig(api_versions=VERSIONS), sasl=sasl if gated else None)
@@ -126,9 +169,8 @@ def _server_in(state: ServerState) -> ServerConnection:
 
 
 SERVER_CALLS: dict[ServerInput, Callable[[ServerConnection], object]] = {
-    ServerInput.RECEIVE_DATA: lambda c: c.receive_data(b""),
-    ServerInput.RECEIVE_EOF: lambda c: c.receive_eof(),
-    ServerInput.NEXT_EVENT: lambda c: c.next_event(),
+    ServerInput.DATA_RECEIVED: lambda c: c.receive_data(b""),
+    ServerInput.EOF_RECEIVED: lambda c: c.receive_eof(),
     ServerInput.CLOSE: lambda c: c.close(),
 }
 
@@ -137,9 +179,9 @@ SERVER_CALLS: dict[ServerInput, Callable[[ServerConnection], object]] = {
 @pytest.mark.parametrize("move", list(SERVER_CALLS), ids=lambda m: m.name)
 def test_every_server_state_and_call(state: ServerState, move: ServerInput) -> None:
     conn = _server_in(state)
-    if (state, move) in SERVER_TRANSITIONS:
+    if (state, move) in SERVER_TRANSITIONS or (state, move) == (ServerState.ERROR, ServerInput.CLOSE):
         SERVER_CALLS[move](conn)
-        assert conn.state is SERVER_TRANSITIONS[state, move]
+        assert conn.state is SERVER_TRANSITIONS.get((state, move), ServerState.ERROR)
     else:
         with pytest.raises(LocalProtocolError, match=f"in state {state.name}"):
             SERVER_CALLS[move](conn)
@@ -153,7 +195,8 @@ def test_send_is_legal_only_in_open_states(state: ServerState) -> None:
     with pytest.raises(LocalProtocolError):  # no request awaits it, so it fails either way...
         conn.send(response)
     assert conn.state is ServerState.ERROR
-    expected = "no request with correlation id 0" if (state, ServerInput.SEND) in SERVER_TRANSITIONS else "cannot send"
+    legal = (state, ServerInput.RESPONSE_SENT) in SERVER_TRANSITIONS
+    expected = "no request with correlation id 0" if legal else "allowed in state"
     conn = _server_in(state)
     with pytest.raises(LocalProtocolError, match=expected):  # ...but for the reason the table gives
         conn.send(response)
@@ -182,8 +225,10 @@ class ClientMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.conn = ClientConnection(ClientConfig(api_versions_version=3))
+        self.conn = ClientConnection(ClientConfig(api_versions_version=3, request_timeout_ms=100, max_in_flight=2))
         self.broker = ServerConnection(ServerConfig(api_versions=VERSIONS))
+        self.now = 0
+        self.timed_out = False
         self.to_client = bytearray()
         self.eof = False
         self.sent: list[int] = []
@@ -204,9 +249,9 @@ class ClientMachine(RuleBasedStateMachine):
 
     @rule(acks=st.sampled_from([0, 1]))
     def send(self, acks: int) -> None:
-        legal = self._legal(ClientInput.SEND)
+        legal = self._legal(ClientInput.REQUEST_SENT)
         request = MetadataRequest() if acks else ProduceRequest(acks=0)
-        data = _guarded(self.conn, legal, lambda: self.conn.send(request))
+        data = _guarded(self.conn, legal, lambda: self.conn.send(request, now_ms=self.now))
         if isinstance(data, bytes):
             if acks:
                 self.sent.append(len(self.sent))
@@ -215,24 +260,37 @@ class ClientMachine(RuleBasedStateMachine):
     @rule(size=st.integers(1, 64))
     def deliver(self, size: int) -> None:
         chunk, self.to_client[:size] = bytes(self.to_client[:size]), b""
-        legal = self._legal(ClientInput.RECEIVE_DATA) and not self.eof
+        legal = self._legal(ClientInput.DATA_RECEIVED) and not self.eof
         _guarded(self.conn, legal, lambda: self.conn.receive_data(chunk))
 
     @rule(junk=st.binary(min_size=1, max_size=12))
     def garbage(self, junk: bytes) -> None:
-        legal = self._legal(ClientInput.RECEIVE_DATA) and not self.eof
+        legal = self._legal(ClientInput.DATA_RECEIVED) and not self.eof
         _guarded(self.conn, legal, lambda: self.conn.receive_data(junk))
 
     @rule()
     def next_event(self) -> None:
-        event = _guarded(self.conn, self._legal(ClientInput.NEXT_EVENT), self.conn.next_event)
+        event = _guarded(self.conn, self.conn.state is not ClientState.ERROR, self.conn.next_event)
         if isinstance(event, Response):
             assert isinstance(event.body, MetadataResponse)
             self.answered.append(event.body.throttle_time_ms)
+        elif isinstance(event, RequestTimedOut):
+            assert self.conn.state is ClientState.CLOSED
+            self.timed_out = True
+        self._pass(self.conn.data_to_send())  # held requests leave as responses arrive
+
+    @rule(elapsed=st.integers(0, 150))
+    def time_passes(self, elapsed: int) -> None:
+        self.now += elapsed
+        deadline = self.conn.next_deadline_ms()
+        legal = self.conn.state is not ClientState.ERROR
+        _guarded(self.conn, legal, lambda: self.conn.handle_timer(self.now))
+        if legal and deadline is not None and deadline <= self.now:
+            assert self.conn.state is ClientState.CLOSED  # a request timed out: the connection closed
 
     @rule()
     def receive_eof(self) -> None:
-        legal = self._legal(ClientInput.RECEIVE_EOF)
+        legal = self._legal(ClientInput.EOF_RECEIVED)
         _guarded(self.conn, legal, self.conn.receive_eof)
         self.eof = self.eof or legal
 
@@ -242,6 +300,11 @@ class ClientMachine(RuleBasedStateMachine):
         _guarded(self.conn, self._legal(ClientInput.CLOSE), self.conn.close)
 
     @invariant()
+    def in_flight_stays_within_the_limit(self) -> None:
+        users = sum(1 for f in self.conn._in_flight if f.kind.name == "USER")
+        assert users <= 2
+
+    @invariant()
     def responses_arrive_in_order(self) -> None:
         # The broker echoes each Metadata's correlation id: they must come back sorted, once each.
         assert self.answered == sorted(set(self.answered))
@@ -249,7 +312,7 @@ class ClientMachine(RuleBasedStateMachine):
     @invariant()
     def error_is_final(self) -> None:
         if self.conn.state is ClientState.ERROR:
-            for call in (self.conn.next_event, self.conn.close, lambda: self.conn.receive_data(b"")):
+            for call in (self.conn.next_event, lambda: self.conn.receive_data(b"")):
                 with pytest.raises(LocalProtocolError):
                     call()
 
@@ -272,35 +335,36 @@ class ServerMachine(RuleBasedStateMachine):
     def client_sends(self, acks: int, version: int) -> None:
         request = MetadataRequest(topics=[]) if acks else ProduceRequest(acks=0)
         frame = self.client.send(request, min(version, 13) if acks else 9)
-        legal = self._legal(ServerInput.RECEIVE_DATA) and not self.eof
+        legal = self._legal(ServerInput.DATA_RECEIVED) and not self.eof
         _guarded(self.conn, legal, lambda: self.conn.receive_data(frame))
 
     @rule(junk=st.binary(min_size=1, max_size=12))
     def garbage(self, junk: bytes) -> None:
-        legal = self._legal(ServerInput.RECEIVE_DATA) and not self.eof
+        legal = self._legal(ServerInput.DATA_RECEIVED) and not self.eof
         _guarded(self.conn, legal, lambda: self.conn.receive_data(junk))
 
     @rule()
     def next_event(self) -> None:
-        event = _guarded(self.conn, self._legal(ServerInput.NEXT_EVENT), self.conn.next_event)
+        event = _guarded(self.conn, self.conn.state is not ServerState.ERROR, self.conn.next_event)
         if isinstance(event, Request) and event.expects_response:
             self.pending.append(event)
         elif isinstance(event, UnsupportedRequest):
-            self.out += _guarded(self.conn, self._legal(ServerInput.REJECT), lambda: self.conn.reject(event)) or b""
+            data = _guarded(self.conn, self._legal(ServerInput.RESPONSE_SENT), lambda: self.conn.reject(event))
+            self.out += data if isinstance(data, bytes) else b""
 
     @precondition(lambda self: bool(self.pending))
     @rule(pick=st.integers(0, 100))
     def answer(self, pick: int) -> None:
         request = self.pending.pop(pick % len(self.pending))
         body = MetadataResponse(throttle_time_ms=request.correlation_id)
-        legal = self._legal(ServerInput.SEND)
+        legal = self._legal(ServerInput.RESPONSE_SENT)
         data = _guarded(self.conn, legal, lambda: self.conn.send(request.reply(body)))
         if isinstance(data, bytes):
             self.out += data
 
     @rule()
     def receive_eof(self) -> None:
-        legal = self._legal(ServerInput.RECEIVE_EOF)
+        legal = self._legal(ServerInput.EOF_RECEIVED)
         _guarded(self.conn, legal, self.conn.receive_eof)
         self.eof = self.eof or legal
 

@@ -45,8 +45,10 @@ def _tables() -> list[tuple[str, str, str, Mapping[Any, Any]]]:
 #: What each section says once, above its diagrams.
 _SECTION_NOTES: Mapping[str, str] = {
     "Connections": (
-        "How they are used: [guide/connections.md](../guide/connections.md). A call missing from a\n"
-        "table raises `LocalProtocolError` and moves the connection to `ERROR`."
+        "How they are used: [guide/connections.md](../guide/connections.md). Arrows are labelled with\n"
+        "the events that move a connection (`kafka_wire.protocol.machine`); an event missing from a\n"
+        "table raises `LocalProtocolError` and moves the connection to `ERROR`, as any exception\n"
+        "inside a connection does."
     ),
     "SASL mechanisms": (
         "How they are used: [guide/sasl.md](../guide/sasl.md). A call (`initial_response`, `step`) that a\n"

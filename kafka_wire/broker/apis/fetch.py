@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Final
 
 from kafka_wire.broker.apis.list_offsets import epoch_error
 from kafka_wire.broker.effects import FileRegion
@@ -32,9 +31,6 @@ from kafka_wire.messages import (
     FetchResponsePartitionData,
 )
 from kafka_wire.protocol.server import Splice
-
-#: Start of the placeholder standing for a partition's records (bytes no batch begins with).
-_TAG: Final = b"\xffkw-zero-copy\xff"
 
 
 @dataclass(slots=True)
@@ -185,12 +181,15 @@ class FetchWait:
             return None
         splices = []
         for index, parts in regions.items():
-            # A unique tag (from the broker's generator, so no stored record can forge it) padded
-            # to the records' size stands in for them until the connection splices the regions in.
+            # The records field holds the splice's placeholder until the connection encodes the
+            # response: the encoder records where it lands, and the regions go there.
             size = sum(p.size if isinstance(p, FileRegion) else len(p) for p in parts)
-            tag = _TAG + self.state.rng.getrandbits(64).to_bytes(8, "big")
-            results[index][1].records = tag + bytes(size - len(tag))
-            splices.append(Splice(tag=tag, size=size, parts=parts))
+            if not size:
+                results[index][1].records = b""
+                continue
+            splice = Splice(size=size, parts=parts)
+            results[index][1].records = splice.placeholder
+            splices.append(splice)
         response = self._respond(results, by_id)
         return Spliced(response, tuple(splices)) if splices else response
 

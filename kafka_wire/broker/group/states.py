@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
-from kafka_wire.errors import LocalProtocolError
+from kafka_wire.protocol.machine import TransitionLogger, step
 
 
 class GroupState(enum.Enum):
@@ -77,12 +77,12 @@ GROUP_TRANSITIONS: Final[Mapping[tuple[GroupState, GroupInput], GroupState]] = M
 del S, I
 
 
-def transition(state: GroupState, move: GroupInput) -> GroupState:
-    """The state after ``move``; a move the table lacks raises :class:`LocalProtocolError`."""
-    try:
-        return GROUP_TRANSITIONS[state, move]
-    except KeyError:
-        raise LocalProtocolError(f"group cannot {move.value} in state {state.name}") from None
+def transition(
+    state: GroupState, move: GroupInput, *, group: str = "", logger: TransitionLogger | None = None
+) -> GroupState:
+    """The state after ``move`` (the shared state-machine step, which logs the change through
+    ``logger``); a move the table lacks raises :class:`LocalProtocolError`."""
+    return step(GROUP_TRANSITIONS, state, move, machine=f"group {group}" if group else "group", logger=logger)
 
 
 def can_rebalance(state: GroupState) -> bool:

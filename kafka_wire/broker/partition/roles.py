@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from kafka_wire.errors import LocalProtocolError
+from kafka_wire.protocol.machine import step
 
 
 class ReplicaRole(enum.Enum):
@@ -60,10 +61,7 @@ class Leadership:
             self.leader_id = self.node_id
 
     def _move(self, move: RoleInput) -> None:
-        try:
-            self.role = REPLICA_TRANSITIONS[self.role, move]
-        except KeyError:
-            raise LocalProtocolError(f"a replica cannot {move.value} while {self.role.name}") from None
+        self.role = step(REPLICA_TRANSITIONS, self.role, move, machine=f"replica on node {self.node_id}")
 
     def become_leader(self, epoch: int, log_end_offset: int) -> None:
         """Lead from ``epoch``; the epoch starts at this replica's log end offset."""

@@ -7,17 +7,10 @@ SaslAuthenticate requests, or raw after a SaslHandshake v0.
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Mapping
-from typing import Protocol, TypeVar
-
-from kafka_wire.errors import LocalProtocolError
+from typing import Protocol
 
 #: What the mechanisms accept as a token; they always return ``bytes``.
 Buffer = bytes | bytearray | memoryview
-
-S = TypeVar("S", bound=enum.Enum)
-In = TypeVar("In", bound=enum.Enum)
 
 
 class SaslClientMechanism(Protocol):
@@ -66,12 +59,3 @@ class SaslServerMechanism(Protocol):
     def principal(self) -> str:
         """The authenticated user name (empty until complete)."""
         ...
-
-
-def next_state(table: Mapping[tuple[S, In], S], state: S, call: In, mechanism: str) -> S:
-    """The state ``call`` leads to from ``state``; raise :class:`LocalProtocolError` when the
-    table has no such move. The caller moves itself to its ``ERROR`` state on that error."""
-    target = table.get((state, call))
-    if target is None:
-        raise LocalProtocolError(f"{mechanism}: {call.value}() is not allowed in state {state.name}")
-    return target

@@ -24,7 +24,8 @@ from typing import Final
 
 from kafka_wire.errors import AuthenticationError
 from kafka_wire.messages.error_code import ErrorCode
-from kafka_wire.protocol.sasl.base import Buffer, next_state
+from kafka_wire.protocol.machine import StateMachine
+from kafka_wire.protocol.sasl.base import Buffer
 from kafka_wire.protocol.sasl.scram import escape_username, unescape_username
 
 NAME: Final = "OAUTHBEARER"
@@ -148,42 +149,42 @@ class OAuthBearerClient:
         authz = f"a={escape_username(authzid)}" if authzid else ""
         pairs = "".join(f"{key}={value}{_SEP}" for key, value in extensions.items())
         self._message = f"n,{authz},{_SEP}auth=Bearer {token}{_SEP}{pairs}{_SEP}".encode()
-        self._state = _CS.INITIAL
+        self._machine = StateMachine(f"{NAME} client", OAUTHBEARER_CLIENT_TRANSITIONS, _CS.INITIAL, error=_CS.ERROR)
         #: The server's error challenge, once one arrived.
         self.server_error: OAuthBearerServerError | None = None
 
     @property
     def state(self) -> OAuthBearerClientState:
-        return self._state
+        return self._machine.state
 
     @property
     def complete(self) -> bool:
-        return self._state is _CS.COMPLETE
-
-    def _move(self, move: OAuthBearerClientInput) -> None:
-        try:
-            self._state = next_state(OAUTHBEARER_CLIENT_TRANSITIONS, self._state, move, NAME)
-        except Exception:
-            self._state = _CS.ERROR
-            raise
+        return self._machine.state is _CS.COMPLETE
 
     def initial_response(self) -> bytes:
-        self._move(_CI.INITIAL_RESPONSE)
+        try:
+            self._machine.move(_CI.INITIAL_RESPONSE)
+        except BaseException as exc:
+            self._machine.fail(exc)
+            raise
         return self._message
 
     def step(self, challenge: Buffer) -> bytes | None:
-        self._move(_CI.STEP)
-        if self._state is _CS.REFUSED:
-            self._state = _CS.ERROR
-            detail = self.server_error.describe() if self.server_error is not None else "no detail"
-            raise AuthenticationError(f"{NAME}: the server refused the token ({detail})")
-        token = bytes(challenge)
-        if not token:
-            self._move(_CI.SERVER_ACCEPTED)
-            return None
-        self.server_error = OAuthBearerServerError.parse(token)
-        self._move(_CI.SERVER_REFUSED)
-        return ERROR_ACK
+        try:
+            self._machine.move(_CI.STEP)
+            if self._machine.state is _CS.REFUSED:
+                detail = self.server_error.describe() if self.server_error is not None else "no detail"
+                raise AuthenticationError(f"{NAME}: the server refused the token ({detail})")
+            token = bytes(challenge)
+            if not token:
+                self._machine.move(_CI.SERVER_ACCEPTED)
+                return None
+            self.server_error = OAuthBearerServerError.parse(token)
+            self._machine.move(_CI.SERVER_REFUSED)
+            return ERROR_ACK
+        except BaseException as exc:
+            self._machine.fail(exc)
+            raise
 
 
 # -- server --------------------------------------------------------------------------------------
@@ -232,44 +233,41 @@ class OAuthBearerServer:
     def __init__(self, validate: Callable[[str, Mapping[str, str]], str | None]) -> None:
         self.name: str = NAME
         self._validate = validate
-        self._state = _SS.AWAITING_RESPONSE
+        self._machine = StateMachine(f"{NAME} server", OAUTHBEARER_SERVER_TRANSITIONS, _SS.AWAITING_RESPONSE, error=_SS.ERROR)
         self._principal = ""
         #: The client's extensions, once its message was parsed.
         self.extensions: Mapping[str, str] = _NO_EXTENSIONS
 
     @property
     def state(self) -> OAuthBearerServerState:
-        return self._state
+        return self._machine.state
 
     @property
     def complete(self) -> bool:
-        return self._state is _SS.COMPLETE
+        return self._machine.state is _SS.COMPLETE
 
     @property
     def principal(self) -> str:
         return self._principal
 
-    def _move(self, move: OAuthBearerServerInput) -> None:
-        self._state = next_state(OAUTHBEARER_SERVER_TRANSITIONS, self._state, move, NAME)
-
     def step(self, response: Buffer) -> bytes:
         try:
-            self._move(_SI.STEP)
-            if self._state is _SS.REFUSED:
+            self._machine.move(_SI.STEP)
+            if self._machine.state is _SS.REFUSED:
                 raise _fail(f"Authentication failed: the {NAME} token is invalid")
             authzid, token, extensions = self._parse(bytes(response))
             self.extensions = MappingProxyType(extensions)
             principal = self._validate(token, self.extensions)
             if principal is None:
-                self._move(_SI.TOKEN_REFUSED)
+                self._machine.move(_SI.TOKEN_REFUSED)
                 return b'{"status":"invalid_token"}'
             if authzid and authzid != principal:
                 raise _fail("Authentication failed: the authorization id differs from the token's principal")
             self._principal = principal
-            self._move(_SI.TOKEN_ACCEPTED)
+            self._machine.move(_SI.TOKEN_ACCEPTED)
             return b""
-        except Exception:
-            self._state = _SS.ERROR
+        except BaseException as exc:
+            self._machine.fail(exc)
             raise
 
     @staticmethod

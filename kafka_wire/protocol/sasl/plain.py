@@ -13,7 +13,8 @@ from typing import Final
 
 from kafka_wire.errors import AuthenticationError
 from kafka_wire.messages.error_code import ErrorCode
-from kafka_wire.protocol.sasl.base import Buffer, next_state
+from kafka_wire.protocol.machine import StateMachine
+from kafka_wire.protocol.sasl.base import Buffer
 
 NAME: Final = "PLAIN"
 
@@ -72,35 +73,37 @@ class PlainClient:
         self.name: str = NAME
         self.username = username
         self._token = f"{authzid}\x00{username}\x00{password}".encode()
-        self._state = PlainClientState.INITIAL
+        self._machine = StateMachine(
+            NAME, PLAIN_CLIENT_TRANSITIONS, PlainClientState.INITIAL, error=PlainClientState.ERROR
+        )
 
     @property
     def state(self) -> PlainClientState:
-        return self._state
+        return self._machine.state
 
     @property
     def complete(self) -> bool:
-        return self._state is PlainClientState.COMPLETE
-
-    def _enter(self, call: PlainClientInput) -> PlainClientState:
-        try:
-            return next_state(PLAIN_CLIENT_TRANSITIONS, self._state, call, NAME)
-        except Exception:
-            self._state = PlainClientState.ERROR
-            raise
+        return self._machine.state is PlainClientState.COMPLETE
 
     def initial_response(self) -> bytes:
-        self._state = self._enter(PlainClientInput.INITIAL_RESPONSE)
+        try:
+            self._machine.move(PlainClientInput.INITIAL_RESPONSE)
+        except BaseException as exc:
+            self._machine.fail(exc)
+            raise
         return self._token
 
     def step(self, challenge: Buffer) -> bytes | None:
-        target = self._enter(PlainClientInput.STEP)
-        if len(challenge):
-            self._state = PlainClientState.ERROR
-            raise AuthenticationError(
-                f"PLAIN: the server sent a {len(challenge)}-byte token; PLAIN servers send none"
-            )
-        self._state = target
+        try:
+            self._machine.target(PlainClientInput.STEP)
+            if len(challenge):
+                raise AuthenticationError(
+                    f"PLAIN: the server sent a {len(challenge)}-byte token; PLAIN servers send none"
+                )
+            self._machine.move(PlainClientInput.STEP)
+        except BaseException as exc:
+            self._machine.fail(exc)
+            raise
         return None
 
 
@@ -115,16 +118,18 @@ class PlainServer:
     def __init__(self, authenticate: Callable[[str, str], bool]) -> None:
         self.name: str = NAME
         self._authenticate = authenticate
-        self._state = PlainServerState.AWAITING_RESPONSE
+        self._machine = StateMachine(
+            NAME, PLAIN_SERVER_TRANSITIONS, PlainServerState.AWAITING_RESPONSE, error=PlainServerState.ERROR
+        )
         self._principal = ""
 
     @property
     def state(self) -> PlainServerState:
-        return self._state
+        return self._machine.state
 
     @property
     def complete(self) -> bool:
-        return self._state is PlainServerState.COMPLETE
+        return self._machine.state is PlainServerState.COMPLETE
 
     @property
     def principal(self) -> str:
@@ -132,13 +137,13 @@ class PlainServer:
 
     def step(self, response: Buffer) -> bytes:
         try:
-            target = next_state(PLAIN_SERVER_TRANSITIONS, self._state, PlainServerInput.STEP, NAME)
+            self._machine.target(PlainServerInput.STEP)
             username = self._check(bytes(response))
-        except Exception:
-            self._state = PlainServerState.ERROR
+            self._principal = username
+            self._machine.move(PlainServerInput.STEP)
+        except BaseException as exc:
+            self._machine.fail(exc)
             raise
-        self._principal = username
-        self._state = target
         return b""
 
     def _check(self, token: bytes) -> str:

@@ -32,7 +32,8 @@ from typing import Final
 
 from kafka_wire.errors import AuthenticationError
 from kafka_wire.messages.error_code import ErrorCode
-from kafka_wire.protocol.sasl.base import Buffer, next_state
+from kafka_wire.protocol.machine import StateMachine
+from kafka_wire.protocol.sasl.base import Buffer
 
 #: Kafka's ``ScramMechanism.minIterations`` for both hashes; servers refuse fewer, and so do clients.
 MIN_SCRAM_ITERATIONS: Final = 4096
@@ -269,40 +270,37 @@ class ScramClient:
         self._gs2_header = f"n,a={escape_username(authzid)}," if authzid else "n,,"
         self._client_first_bare = f"n={escape_username(username)},r={nonce}{_check_extensions(extensions)}"
         self._server_signature = b""
-        self._state = _CS.INITIAL
+        self._machine = StateMachine(f"{self.name} client", SCRAM_CLIENT_TRANSITIONS, _CS.INITIAL, error=_CS.ERROR)
 
     @property
     def state(self) -> ScramClientState:
-        return self._state
+        return self._machine.state
 
     @property
     def complete(self) -> bool:
-        return self._state is _CS.COMPLETE
-
-    def _enter(self, call: ScramClientInput) -> ScramClientState:
-        try:
-            return next_state(SCRAM_CLIENT_TRANSITIONS, self._state, call, self.name)
-        except Exception:
-            self._state = _CS.ERROR
-            raise
+        return self._machine.state is _CS.COMPLETE
 
     def initial_response(self) -> bytes:
-        self._state = self._enter(_CI.INITIAL_RESPONSE)
+        try:
+            self._machine.move(_CI.INITIAL_RESPONSE)
+        except BaseException as exc:
+            self._machine.fail(exc)
+            raise
         return (self._gs2_header + self._client_first_bare).encode()
 
     def step(self, challenge: Buffer) -> bytes | None:
-        target = self._enter(_CI.STEP)
         try:
+            self._machine.target(_CI.STEP)
             text = self._decode(bytes(challenge))
-            if self._state is _CS.AWAITING_SERVER_FIRST:
+            if self._machine.state is _CS.AWAITING_SERVER_FIRST:
                 reply: bytes | None = self._client_final(text)
             else:
                 self._verify(text)
                 reply = None
-        except Exception:
-            self._state = _CS.ERROR
+            self._machine.move(_CI.STEP)
+        except BaseException as exc:
+            self._machine.fail(exc)
             raise
-        self._state = target
         return reply
 
     def _fail(self, reason: str) -> AuthenticationError:
@@ -427,7 +425,9 @@ class ScramServer:
         self._server_nonce = nonce
         self._min_iterations = min_iterations
         self._fake_salt_key = fake_salt_key
-        self._state = _SS.AWAITING_CLIENT_FIRST
+        self._machine = StateMachine(
+            f"{self.name} server", SCRAM_SERVER_TRANSITIONS, _SS.AWAITING_CLIENT_FIRST, error=_SS.ERROR
+        )
         self._principal = ""
         self._username = ""
         self._gs2_header = b""
@@ -438,11 +438,11 @@ class ScramServer:
 
     @property
     def state(self) -> ScramServerState:
-        return self._state
+        return self._machine.state
 
     @property
     def complete(self) -> bool:
-        return self._state is _SS.COMPLETE
+        return self._machine.state is _SS.COMPLETE
 
     @property
     def principal(self) -> str:
@@ -450,16 +450,16 @@ class ScramServer:
 
     def step(self, response: Buffer) -> bytes:
         try:
-            target = next_state(SCRAM_SERVER_TRANSITIONS, self._state, ScramServerInput.STEP, self.name)
+            self._machine.target(ScramServerInput.STEP)
             text = self._decode(bytes(response))
-            if self._state is _SS.AWAITING_CLIENT_FIRST:
+            if self._machine.state is _SS.AWAITING_CLIENT_FIRST:
                 reply = self._server_first(text)
             else:
                 reply = self._server_final(text)
-        except Exception:
-            self._state = _SS.ERROR
+            self._machine.move(ScramServerInput.STEP)
+        except BaseException as exc:
+            self._machine.fail(exc)
             raise
-        self._state = target
         return reply
 
     def _fail(self, reason: str) -> AuthenticationError:
