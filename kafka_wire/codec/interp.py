@@ -103,7 +103,9 @@ def _decode_struct(cls: type[Struct], r: _Reader, v: int, path: Path) -> Struct:
         setattr(obj, f.name, f.default())
     for f in cls.FIELDS:
         if v in f.versions and v not in f.tagged:
-            setattr(obj, f.name, _decode_value(f, r, v, f.flexible(v, cls.FLEXIBLE_VERSIONS), (*path, f.name)))
+            setattr(
+                obj, f.name, _decode_value(f, r, v, f.flexible(v, cls.FLEXIBLE_VERSIONS), (*path, f.name))
+            )
     unknown: list[tuple[int, bytes]] = []
     if flexible:
         by_tag = {f.tag: f for f in cls.FIELDS if f.tag is not None}
@@ -161,7 +163,9 @@ def _decode_value(f: FieldSpec, r: _Reader, v: int, flexible: bool, path: Path) 
 def _string(r: _Reader, n: int, path: Path) -> str:
     start = r.pos
     if n > MAX_STRING_BYTES:
-        raise InvalidValueError(f"string of {n} bytes is longer than {MAX_STRING_BYTES}", offset=start, path=path)
+        raise InvalidValueError(
+            f"string of {n} bytes is longer than {MAX_STRING_BYTES}", offset=start, path=path
+        )
     raw = r.take(n, path, "string")
     try:
         return raw.decode()
@@ -224,7 +228,9 @@ def _encode_struct(obj: Struct, v: int, out: bytearray, path: Path) -> None:
             )
     for f in cls.FIELDS:
         if v in f.versions and v not in f.tagged:
-            _encode_value(f, getattr(obj, f.name), v, f.flexible(v, cls.FLEXIBLE_VERSIONS), out, (*path, f.name))
+            _encode_value(
+                f, getattr(obj, f.name), v, f.flexible(v, cls.FLEXIBLE_VERSIONS), out, (*path, f.name)
+            )
     unknown: TaggedFields = obj.unknown_tagged_fields
     if not flexible:
         if unknown:
@@ -257,7 +263,9 @@ def _encode_value(f: FieldSpec, value: Any, v: int, flexible: bool, out: bytearr
         elif value is None:
             raise ValueOutOfRangeError(f"non-nullable field {f.wire_name} is None", path=path)
         if not isinstance(value, f.struct_class()):
-            raise ValueOutOfRangeError(f"expected {f.struct_class().__name__}, got {type(value).__name__}", path=path)
+            raise ValueOutOfRangeError(
+                f"expected {f.struct_class().__name__}, got {type(value).__name__}", path=path
+            )
         _encode_struct(value, v, out, path)
         return
     if kind in _FIXED or kind == "uuid":
@@ -286,7 +294,9 @@ def _encode_element(f: FieldSpec, item: Any, v: int, flexible: bool, out: bytear
     assert kind is not None
     if kind == "struct":
         if not isinstance(item, f.struct_class()):
-            raise ValueOutOfRangeError(f"expected {f.struct_class().__name__}, got {type(item).__name__}", path=path)
+            raise ValueOutOfRangeError(
+                f"expected {f.struct_class().__name__}, got {type(item).__name__}", path=path
+            )
         _encode_struct(item, v, out, path)
     elif kind in _FIXED or kind == "uuid":
         _encode_fixed(kind, item, out, path)
@@ -322,7 +332,9 @@ def _encode_blob(kind: str, value: Any, flexible: bool, out: bytearray, path: Pa
         except UnicodeEncodeError as exc:
             raise ValueOutOfRangeError(f"not encodable as UTF-8: {exc.reason}", path=path) from None
         if len(data) > MAX_STRING_BYTES:
-            raise ValueOutOfRangeError(f"string of {len(data)} bytes is longer than {MAX_STRING_BYTES}", path=path)
+            raise ValueOutOfRangeError(
+                f"string of {len(data)} bytes is longer than {MAX_STRING_BYTES}", path=path
+            )
     else:
         if not isinstance(value, (bytes, bytearray, memoryview)):
             raise ValueOutOfRangeError(f"expected bytes, got {type(value).__name__}", path=path)

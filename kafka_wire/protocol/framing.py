@@ -47,7 +47,9 @@ class RequestFrame:
     trailing: bytes = b""
 
 
-def _frame(header: Message, header_version: int, body: Message, version: int, trailing: Buffer = b"") -> bytes:
+def _frame(
+    header: Message, header_version: int, body: Message, version: int, trailing: Buffer = b""
+) -> bytes:
     out = bytearray(4)
     header.encode_into(out, header_version)
     body.encode_into(out, version)
@@ -67,7 +69,11 @@ def encode_request(header: RequestHeader, body: Message, version: int, *, traili
     header_version = request_header_version(body.API_KEY, version)
     # Header v0 (ControlledShutdown v0) has no client id; Kafka's writer drops it.
     client_id = header.client_id if header_version > 0 else ""
-    if (header.request_api_key, header.request_api_version, header.client_id) != (body.API_KEY, version, client_id):
+    if (header.request_api_key, header.request_api_version, header.client_id) != (
+        body.API_KEY,
+        version,
+        client_id,
+    ):
         header = RequestHeader(
             request_api_key=body.API_KEY,
             request_api_version=version,
@@ -114,7 +120,9 @@ def encode_response_spliced(
         start = at
     parts.append(bytes(out[start:]))
     if wanted:
-        raise EncodeError(f"{len(wanted)} splice placeholder(s) are not records of the response", version=version)
+        raise EncodeError(
+            f"{len(wanted)} splice placeholder(s) are not records of the response", version=version
+        )
     return parts
 
 
@@ -132,7 +140,11 @@ def _open_frame(frame: Buffer) -> bytes:
 def _check_end(data: bytes, end: int, strict: bool, api_key: int, version: int, name: str) -> None:
     if strict and end != len(data):
         raise InvalidValueError(
-            f"{len(data) - end} bytes left after the body", offset=end, api_key=api_key, version=version, message=name
+            f"{len(data) - end} bytes left after the body",
+            offset=end,
+            api_key=api_key,
+            version=version,
+            message=name,
         )
 
 
@@ -174,7 +186,9 @@ def decode_response(
     data = _open_frame(frame)
     cls = RESPONSES.get(api_key)
     if cls is None or api_version not in cls.VERSIONS:
-        raise InvalidValueError(f"unsupported api {api_key} v{api_version}", api_key=api_key, version=api_version)
+        raise InvalidValueError(
+            f"unsupported api {api_key} v{api_version}", api_key=api_key, version=api_version
+        )
     header, pos = ResponseHeader.decode_from(data, 4, response_header_version(api_key, api_version))
     body, end = cls.decode_from(data, pos, api_version)
     _check_end(data, end, strict, api_key, api_version, cls.__name__)
