@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import gc
 import struct
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
@@ -196,11 +197,27 @@ def encode_message(msg: Any, version: int) -> bytes:
     return bytes(out)
 
 
+def pure_functions(cls: Any) -> tuple[dict[int, Any], dict[int, Any]]:
+    """``cls``'s pure decoders and encoders by version: its own, or, for a compiled class, those of
+    its public module (``_PURE_FUNCTIONS``, which the generated module keeps when it takes the
+    compiled classes; the functions use that module's names, which are then the compiled classes)."""
+    if cls._encoders or not cls._native_encoders:
+        return cls._decoders, cls._encoders
+    found = _PURE_OF_COMPILED.get(cls)
+    if found is None:
+        tables = getattr(sys.modules.get(cls.__module__), "_PURE_FUNCTIONS", {})
+        found = _PURE_OF_COMPILED[cls] = tables.get(cls.__name__, ({}, {}))
+    return found
+
+
+#: Compiled class -> its pure functions (:func:`pure_functions`), found once.
+_PURE_OF_COMPILED: Final[dict[Any, tuple[dict[int, Any], dict[int, Any]]]] = {}
+
+
 def encode_message_into(msg: Any, out: bytearray, version: int) -> None:
-    """``msg.encode_into(out, version)`` by the pure encoder, or by the interpreter for a class
-    without one (a compiled class whose compiled encoder failed: the interpreter encodes the
-    values it accepts, or raises the precise error)."""
-    encoder = msg._encoders.get(version)
+    """``msg.encode_into(out, version)`` by the pure encoder (:func:`pure_functions`; the
+    interpreter reports its failures, or encodes for a class without one)."""
+    encoder = pure_functions(type(msg))[1].get(version)
     mark = len(out)
     if encoder is None:
         from kafka_wire.codec import interp
@@ -251,7 +268,7 @@ def decode_message_from(cls: Any, buf: bytes, pos: int, version: int) -> tuple[A
 
 
 def _decode_pure(cls: Any, buf: bytes, pos: int, version: int) -> tuple[Any, int]:
-    decoder = cls._decoders.get(version)
+    decoder = pure_functions(cls)[0].get(version)
     if decoder is None:
         if version not in cls.STRUCT_VERSIONS:
             raise InvalidValueError(
@@ -260,7 +277,7 @@ def _decode_pure(cls: Any, buf: bytes, pos: int, version: int) -> tuple[Any, int
                 version=version,
                 message=cls.__name__,
             )
-        from kafka_wire.codec import interp  # a compiled class whose compiled decoder failed
+        from kafka_wire.codec import interp  # a class without pure functions
 
         result: tuple[Any, int] = interp.decode(cls, buf, pos, version)
         return result

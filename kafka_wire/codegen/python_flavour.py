@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from kafka_wire.codec.runtime import SMALL_ARRAY
+from kafka_wire.codegen.writer import IDENTIFIER as _IDENTIFIER
 from kafka_wire.codegen.writer import Imports, SourceWriter, names_from
 from kafka_wire.errors import SchemaError
 from kafka_wire.schema.model import FIXED_WIDTH, Field, Message, Struct
@@ -997,18 +998,30 @@ class ModuleEmitter:
             w.line(f"{name} = {table}")
 
     def emit_ending(self, w: SourceWriter) -> None:
-        """The end of a module with a compiled twin: its classes replace this module's when it is built."""
+        """The end of a module with a compiled twin: its classes (and the nested structs' defaults
+        that the functions compare with) replace this module's own when it is built. The pure
+        functions stay this module's, in ``_PURE_FUNCTIONS``: the runtime's fallback when a compiled
+        function fails, and the encoder that records payload positions for zero-copy splicing."""
         if self.compiled_module is None:
             return
-        names = sorted(s.class_name for m in self.messages for s in m.all_structs())
+        structs = [s for m in self.messages for s in m.all_structs()]
+        names = sorted(s.class_name for s in structs)
+        # the defaults that the functions compare with (encoders of tagged struct fields)
+        used = set(_IDENTIFIER.findall(self.body.text()))
+        defaults = sorted(n for s in structs if (n := f"_DEFAULT_{s.class_name}") in used)
         w.line()
+        w.line("#: Each class's pure functions by version (decoders, encoders), kept for its compiled twin.")
+        with w.block("_PURE_FUNCTIONS = {"):
+            for name in names:
+                w.line(f"{name!r}: ({name}._decoders, {name}._encoders),")
+        w.line("}")
         w.line()
         w.line(
             "# The compiled flavour (docs/internals/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set."
         )
         with w.block(f"if not TYPE_CHECKING and compiled_module({self.compiled_module!r}) is not None:"):
             w.line(f"from {self.compiled_module} import (")
-            for name in names:
+            for name in [*names, *defaults]:
                 w.line(f"    {name},")
             w.line(")")
 

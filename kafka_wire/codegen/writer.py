@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 #: Standard-library modules that generated code imports from (the rest is third party or ours).
 _STDLIB = frozenset({"__future__", "builtins", "struct", "typing", "uuid"})
 
@@ -25,7 +25,7 @@ class Imports:
         self.used: set[str] = set()
 
     def note(self, text: str) -> None:
-        self.used.update(name for name in _IDENTIFIER.findall(text) if name in self.symbols)
+        self.used.update(name for name in IDENTIFIER.findall(text) if name in self.symbols)
 
     def render(self, line_length: int = 110) -> list[str]:
         """The import block, in the order ruff's isort rule keeps (sections, modules, names)."""

@@ -938,6 +938,14 @@ _class_data(ApiVersionsResponse, (
     api_key=18, kind='response', valid=(0, 1, 2, 3, 4, 5),
 )
 
+#: Each class's pure functions by version (decoders, encoders), kept for its compiled twin.
+_PURE_FUNCTIONS = {
+    'ApiVersionsRequest': (ApiVersionsRequest._decoders, ApiVersionsRequest._encoders),
+    'ApiVersionsResponse': (ApiVersionsResponse._decoders, ApiVersionsResponse._encoders),
+    'ApiVersionsResponseApiVersion': (ApiVersionsResponseApiVersion._decoders, ApiVersionsResponseApiVersion._encoders),
+    'ApiVersionsResponseFinalizedFeatureKey': (ApiVersionsResponseFinalizedFeatureKey._decoders, ApiVersionsResponseFinalizedFeatureKey._encoders),
+    'ApiVersionsResponseSupportedFeatureKey': (ApiVersionsResponseSupportedFeatureKey._decoders, ApiVersionsResponseSupportedFeatureKey._encoders),
+}
 
 # The compiled flavour (docs/internals/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
 if not TYPE_CHECKING and compiled_module('kafka_wire._compiled.messages.api_versions') is not None:

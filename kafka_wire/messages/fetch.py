@@ -4658,6 +4658,22 @@ _class_data(FetchResponse, (
     api_key=1, kind='response', valid=(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18),
 )
 
+#: Each class's pure functions by version (decoders, encoders), kept for its compiled twin.
+_PURE_FUNCTIONS = {
+    'FetchRequest': (FetchRequest._decoders, FetchRequest._encoders),
+    'FetchRequestForgottenTopic': (FetchRequestForgottenTopic._decoders, FetchRequestForgottenTopic._encoders),
+    'FetchRequestPartition': (FetchRequestPartition._decoders, FetchRequestPartition._encoders),
+    'FetchRequestReplicaState': (FetchRequestReplicaState._decoders, FetchRequestReplicaState._encoders),
+    'FetchRequestTopic': (FetchRequestTopic._decoders, FetchRequestTopic._encoders),
+    'FetchResponse': (FetchResponse._decoders, FetchResponse._encoders),
+    'FetchResponseAbortedTransaction': (FetchResponseAbortedTransaction._decoders, FetchResponseAbortedTransaction._encoders),
+    'FetchResponseEpochEndOffset': (FetchResponseEpochEndOffset._decoders, FetchResponseEpochEndOffset._encoders),
+    'FetchResponseFetchableTopicResponse': (FetchResponseFetchableTopicResponse._decoders, FetchResponseFetchableTopicResponse._encoders),
+    'FetchResponseLeaderIdAndEpoch': (FetchResponseLeaderIdAndEpoch._decoders, FetchResponseLeaderIdAndEpoch._encoders),
+    'FetchResponseNodeEndpoint': (FetchResponseNodeEndpoint._decoders, FetchResponseNodeEndpoint._encoders),
+    'FetchResponsePartitionData': (FetchResponsePartitionData._decoders, FetchResponsePartitionData._encoders),
+    'FetchResponseSnapshotId': (FetchResponseSnapshotId._decoders, FetchResponseSnapshotId._encoders),
+}
 
 # The compiled flavour (docs/internals/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
 if not TYPE_CHECKING and compiled_module('kafka_wire._compiled.messages.fetch') is not None:
@@ -4675,4 +4691,8 @@ if not TYPE_CHECKING and compiled_module('kafka_wire._compiled.messages.fetch') 
         FetchResponseNodeEndpoint,
         FetchResponsePartitionData,
         FetchResponseSnapshotId,
+        _DEFAULT_FetchRequestReplicaState,
+        _DEFAULT_FetchResponseEpochEndOffset,
+        _DEFAULT_FetchResponseLeaderIdAndEpoch,
+        _DEFAULT_FetchResponseSnapshotId,
     )

@@ -873,6 +873,12 @@ _class_data(FindCoordinatorResponse, (
     api_key=10, kind='response', valid=(0, 1, 2, 3, 4, 5, 6),
 )
 
+#: Each class's pure functions by version (decoders, encoders), kept for its compiled twin.
+_PURE_FUNCTIONS = {
+    'FindCoordinatorRequest': (FindCoordinatorRequest._decoders, FindCoordinatorRequest._encoders),
+    'FindCoordinatorResponse': (FindCoordinatorResponse._decoders, FindCoordinatorResponse._encoders),
+    'FindCoordinatorResponseCoordinator': (FindCoordinatorResponseCoordinator._decoders, FindCoordinatorResponseCoordinator._encoders),
+}
 
 # The compiled flavour (docs/internals/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
 if not TYPE_CHECKING and compiled_module('kafka_wire._compiled.messages.find_coordinator') is not None:

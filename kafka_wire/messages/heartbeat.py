@@ -392,6 +392,11 @@ _class_data(HeartbeatResponse, (
     api_key=12, kind='response', valid=(0, 1, 2, 3, 4),
 )
 
+#: Each class's pure functions by version (decoders, encoders), kept for its compiled twin.
+_PURE_FUNCTIONS = {
+    'HeartbeatRequest': (HeartbeatRequest._decoders, HeartbeatRequest._encoders),
+    'HeartbeatResponse': (HeartbeatResponse._decoders, HeartbeatResponse._encoders),
+}
 
 # The compiled flavour (docs/internals/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
 if not TYPE_CHECKING and compiled_module('kafka_wire._compiled.messages.heartbeat') is not None:

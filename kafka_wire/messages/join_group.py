@@ -2734,6 +2734,13 @@ _class_data(JoinGroupResponse, (
     api_key=11, kind='response', valid=(0, 1, 2, 3, 4, 5, 6, 7, 8, 9),
 )
 
+#: Each class's pure functions by version (decoders, encoders), kept for its compiled twin.
+_PURE_FUNCTIONS = {
+    'JoinGroupRequest': (JoinGroupRequest._decoders, JoinGroupRequest._encoders),
+    'JoinGroupRequestProtocol': (JoinGroupRequestProtocol._decoders, JoinGroupRequestProtocol._encoders),
+    'JoinGroupResponse': (JoinGroupResponse._decoders, JoinGroupResponse._encoders),
+    'JoinGroupResponseMember': (JoinGroupResponseMember._decoders, JoinGroupResponseMember._encoders),
+}
 
 # The compiled flavour (docs/internals/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
 if not TYPE_CHECKING and compiled_module('kafka_wire._compiled.messages.join_group') is not None:

@@ -1468,6 +1468,15 @@ _class_data(ListOffsetsResponse, (
     api_key=2, kind='response', valid=(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11),
 )
 
+#: Each class's pure functions by version (decoders, encoders), kept for its compiled twin.
+_PURE_FUNCTIONS = {
+    'ListOffsetsRequest': (ListOffsetsRequest._decoders, ListOffsetsRequest._encoders),
+    'ListOffsetsRequestPartition': (ListOffsetsRequestPartition._decoders, ListOffsetsRequestPartition._encoders),
+    'ListOffsetsRequestTopic': (ListOffsetsRequestTopic._decoders, ListOffsetsRequestTopic._encoders),
+    'ListOffsetsResponse': (ListOffsetsResponse._decoders, ListOffsetsResponse._encoders),
+    'ListOffsetsResponsePartitionResponse': (ListOffsetsResponsePartitionResponse._decoders, ListOffsetsResponsePartitionResponse._encoders),
+    'ListOffsetsResponseTopicResponse': (ListOffsetsResponseTopicResponse._decoders, ListOffsetsResponseTopicResponse._encoders),
+}
 
 # The compiled flavour (docs/internals/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
 if not TYPE_CHECKING and compiled_module('kafka_wire._compiled.messages.list_offsets') is not None:

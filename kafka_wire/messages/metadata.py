@@ -4498,6 +4498,15 @@ _class_data(MetadataResponse, (
     api_key=3, kind='response', valid=(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13),
 )
 
+#: Each class's pure functions by version (decoders, encoders), kept for its compiled twin.
+_PURE_FUNCTIONS = {
+    'MetadataRequest': (MetadataRequest._decoders, MetadataRequest._encoders),
+    'MetadataRequestTopic': (MetadataRequestTopic._decoders, MetadataRequestTopic._encoders),
+    'MetadataResponse': (MetadataResponse._decoders, MetadataResponse._encoders),
+    'MetadataResponseBroker': (MetadataResponseBroker._decoders, MetadataResponseBroker._encoders),
+    'MetadataResponsePartition': (MetadataResponsePartition._decoders, MetadataResponsePartition._encoders),
+    'MetadataResponseTopic': (MetadataResponseTopic._decoders, MetadataResponseTopic._encoders),
+}
 
 # The compiled flavour (docs/internals/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
 if not TYPE_CHECKING and compiled_module('kafka_wire._compiled.messages.metadata') is not None:

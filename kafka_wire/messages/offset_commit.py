@@ -2130,6 +2130,15 @@ _class_data(OffsetCommitResponse, (
     api_key=8, kind='response', valid=(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10),
 )
 
+#: Each class's pure functions by version (decoders, encoders), kept for its compiled twin.
+_PURE_FUNCTIONS = {
+    'OffsetCommitRequest': (OffsetCommitRequest._decoders, OffsetCommitRequest._encoders),
+    'OffsetCommitRequestPartition': (OffsetCommitRequestPartition._decoders, OffsetCommitRequestPartition._encoders),
+    'OffsetCommitRequestTopic': (OffsetCommitRequestTopic._decoders, OffsetCommitRequestTopic._encoders),
+    'OffsetCommitResponse': (OffsetCommitResponse._decoders, OffsetCommitResponse._encoders),
+    'OffsetCommitResponsePartition': (OffsetCommitResponsePartition._decoders, OffsetCommitResponsePartition._encoders),
+    'OffsetCommitResponseTopic': (OffsetCommitResponseTopic._decoders, OffsetCommitResponseTopic._encoders),
+}
 
 # The compiled flavour (docs/internals/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
 if not TYPE_CHECKING and compiled_module('kafka_wire._compiled.messages.offset_commit') is not None:

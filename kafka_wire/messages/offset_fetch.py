@@ -3180,6 +3180,19 @@ _class_data(OffsetFetchResponse, (
     api_key=9, kind='response', valid=(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10),
 )
 
+#: Each class's pure functions by version (decoders, encoders), kept for its compiled twin.
+_PURE_FUNCTIONS = {
+    'OffsetFetchRequest': (OffsetFetchRequest._decoders, OffsetFetchRequest._encoders),
+    'OffsetFetchRequestGroup': (OffsetFetchRequestGroup._decoders, OffsetFetchRequestGroup._encoders),
+    'OffsetFetchRequestTopic': (OffsetFetchRequestTopic._decoders, OffsetFetchRequestTopic._encoders),
+    'OffsetFetchRequestTopics': (OffsetFetchRequestTopics._decoders, OffsetFetchRequestTopics._encoders),
+    'OffsetFetchResponse': (OffsetFetchResponse._decoders, OffsetFetchResponse._encoders),
+    'OffsetFetchResponseGroup': (OffsetFetchResponseGroup._decoders, OffsetFetchResponseGroup._encoders),
+    'OffsetFetchResponsePartition': (OffsetFetchResponsePartition._decoders, OffsetFetchResponsePartition._encoders),
+    'OffsetFetchResponsePartitions': (OffsetFetchResponsePartitions._decoders, OffsetFetchResponsePartitions._encoders),
+    'OffsetFetchResponseTopic': (OffsetFetchResponseTopic._decoders, OffsetFetchResponseTopic._encoders),
+    'OffsetFetchResponseTopics': (OffsetFetchResponseTopics._decoders, OffsetFetchResponseTopics._encoders),
+}
 
 # The compiled flavour (docs/internals/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
 if not TYPE_CHECKING and compiled_module('kafka_wire._compiled.messages.offset_fetch') is not None:

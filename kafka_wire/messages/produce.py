@@ -2695,6 +2695,18 @@ _class_data(ProduceResponse, (
     api_key=0, kind='response', valid=(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13),
 )
 
+#: Each class's pure functions by version (decoders, encoders), kept for its compiled twin.
+_PURE_FUNCTIONS = {
+    'ProduceRequest': (ProduceRequest._decoders, ProduceRequest._encoders),
+    'ProduceRequestPartitionProduceData': (ProduceRequestPartitionProduceData._decoders, ProduceRequestPartitionProduceData._encoders),
+    'ProduceRequestTopicProduceData': (ProduceRequestTopicProduceData._decoders, ProduceRequestTopicProduceData._encoders),
+    'ProduceResponse': (ProduceResponse._decoders, ProduceResponse._encoders),
+    'ProduceResponseBatchIndexAndErrorMessage': (ProduceResponseBatchIndexAndErrorMessage._decoders, ProduceResponseBatchIndexAndErrorMessage._encoders),
+    'ProduceResponseLeaderIdAndEpoch': (ProduceResponseLeaderIdAndEpoch._decoders, ProduceResponseLeaderIdAndEpoch._encoders),
+    'ProduceResponseNodeEndpoint': (ProduceResponseNodeEndpoint._decoders, ProduceResponseNodeEndpoint._encoders),
+    'ProduceResponsePartitionProduceResponse': (ProduceResponsePartitionProduceResponse._decoders, ProduceResponsePartitionProduceResponse._encoders),
+    'ProduceResponseTopicProduceResponse': (ProduceResponseTopicProduceResponse._decoders, ProduceResponseTopicProduceResponse._encoders),
+}
 
 # The compiled flavour (docs/internals/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
 if not TYPE_CHECKING and compiled_module('kafka_wire._compiled.messages.produce') is not None:
@@ -2708,4 +2720,5 @@ if not TYPE_CHECKING and compiled_module('kafka_wire._compiled.messages.produce'
         ProduceResponseNodeEndpoint,
         ProduceResponsePartitionProduceResponse,
         ProduceResponseTopicProduceResponse,
+        _DEFAULT_ProduceResponseLeaderIdAndEpoch,
     )

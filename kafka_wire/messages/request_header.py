@@ -159,6 +159,10 @@ _class_data(RequestHeader, (
     api_key=None, kind='header', valid=(0, 1, 2),
 )
 
+#: Each class's pure functions by version (decoders, encoders), kept for its compiled twin.
+_PURE_FUNCTIONS = {
+    'RequestHeader': (RequestHeader._decoders, RequestHeader._encoders),
+}
 
 # The compiled flavour (docs/internals/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
 if not TYPE_CHECKING and compiled_module('kafka_wire._compiled.messages.request_header') is not None:

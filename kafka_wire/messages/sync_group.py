@@ -1253,6 +1253,12 @@ _class_data(SyncGroupResponse, (
     api_key=14, kind='response', valid=(0, 1, 2, 3, 4, 5),
 )
 
+#: Each class's pure functions by version (decoders, encoders), kept for its compiled twin.
+_PURE_FUNCTIONS = {
+    'SyncGroupRequest': (SyncGroupRequest._decoders, SyncGroupRequest._encoders),
+    'SyncGroupRequestAssignment': (SyncGroupRequestAssignment._decoders, SyncGroupRequestAssignment._encoders),
+    'SyncGroupResponse': (SyncGroupResponse._decoders, SyncGroupResponse._encoders),
+}
 
 # The compiled flavour (docs/internals/compiled.md), unless it is not built or KAFKA_WIRE_PURE is set.
 if not TYPE_CHECKING and compiled_module('kafka_wire._compiled.messages.sync_group') is not None:
