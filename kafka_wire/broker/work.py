@@ -14,7 +14,7 @@ plus one step.
 Work is counted in bytes: the bytes of a batch as received, the bytes it inflates to and
 :data:`RECORD_WORK_BYTES` per record decoded, and :data:`PARTITION_WORK_BYTES` per partition
 created or deleted. The figures are measured costs of the pure-Python flavour expressed in the
-same unit (see docs/guide/broker.md, "Bounded work").
+same unit (see docs/internals/broker.md, "Bounded work").
 """
 
 from __future__ import annotations
