@@ -66,8 +66,14 @@ def measure_start(make: MakeBroker, workdir: Path, starts: int) -> float:
         broker = make(workdir / f"start-{i}")
         broker.data_dir.mkdir(parents=True, exist_ok=True)
         begin = time.monotonic()
-        process = subprocess.Popen(broker.command(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL, env=broker.env(), start_new_session=True)
+        process = subprocess.Popen(
+            broker.command(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=broker.env(),
+            start_new_session=True,
+        )
         try:
             wait_until_accepting(broker.address, 60.0, process)
             times.append(time.monotonic() - begin)
@@ -82,8 +88,13 @@ def create_topic(bootstrap: str, topic: str) -> None:
 
 
 def producer_config(bootstrap: str, records: int) -> dict[str, object]:
-    return {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
-            "queue.buffering.max.messages": records + 1000, "compression.type": "none"}
+    return {
+        "bootstrap.servers": bootstrap,
+        "acks": "all",
+        "linger.ms": 5,
+        "queue.buffering.max.messages": records + 1000,
+        "compression.type": "none",
+    }
 
 
 def client_ceiling(records: int, value: bytes) -> float:
@@ -119,8 +130,14 @@ def produce(bootstrap: str, topic: str, records: int, value: bytes) -> float:
 
 
 def consume(bootstrap: str, topic: str, records: int, value_bytes: int) -> float:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
-                         "enable.partition.eof": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "bench",
+            "enable.auto.commit": False,
+            "enable.partition.eof": False,
+        }
+    )
     got = 0
     try:
         begin = time.monotonic()
@@ -154,8 +171,14 @@ def run(name: str, make: MakeBroker, workdir: Path, args: argparse.Namespace) ->
             consume_s.append(consume(broker.bootstrap, topic, args.records, args.value_bytes))
     finally:
         broker.close()
-    return Result(name, start_s, statistics.median(produce_s), statistics.median(consume_s), args.records,
-                  args.value_bytes)
+    return Result(
+        name,
+        start_s,
+        statistics.median(produce_s),
+        statistics.median(consume_s),
+        args.records,
+        args.value_bytes,
+    )
 
 
 def value_of(size: int) -> bytes:
@@ -163,7 +186,9 @@ def value_of(size: int) -> bytes:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description="Tansu vs kafka-wire serve: start time, produce and consume throughput")
+    parser = argparse.ArgumentParser(
+        description="Tansu vs kafka-wire serve: start time, produce and consume throughput"
+    )
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--value-bytes", type=int, default=100)
     parser.add_argument("--starts", type=int, default=5)
@@ -178,21 +203,27 @@ def main() -> None:
             results.append(run(name, make, Path(tmp) / name, args))
 
     ceiling = args.records / client_ceiling(args.records, value_of(args.value_bytes))
-    print(f"{args.records:,} records of {args.value_bytes} bytes, one partition, confluent-kafka "
-          f"(acks=all, linger.ms=5, no compression); start: median of {args.starts}; produce and consume: "
-          f"median of {args.rounds} rounds; {platform.python_implementation()} {platform.python_version()}, "
-          f"{os.cpu_count()} CPUs\n")
+    print(
+        f"{args.records:,} records of {args.value_bytes} bytes, one partition, confluent-kafka "
+        f"(acks=all, linger.ms=5, no compression); start: median of {args.starts}; produce and consume: "
+        f"median of {args.rounds} rounds; {platform.python_implementation()} {platform.python_version()}, "
+        f"{os.cpu_count()} CPUs\n"
+    )
     print("| broker | start ms | produce rec/s | produce MB/s | consume rec/s | consume MB/s |")
     print("|---|---:|---:|---:|---:|---:|")
     for r in results:
         p_rec, p_mb = r.rate(r.produce_s)
         c_rec, c_mb = r.rate(r.consume_s)
-        print(f"| {r.broker} | {r.start_s * 1000:.0f} | {p_rec:,.0f} | {p_mb:.1f} | {c_rec:,.0f} | {c_mb:.1f} |")
+        print(
+            f"| {r.broker} | {r.start_s * 1000:.0f} | {p_rec:,.0f} | {p_mb:.1f} | {c_rec:,.0f} | {c_mb:.1f} |"
+        )
     print(f"\nclient ceiling (the produce loop with no broker): {ceiling:,.0f} rec/s")
     if len(results) == 2:
         t, k = results
-        print(f"\nkafka-wire / Tansu: start {k.start_s / t.start_s:.2f}x the time, "
-              f"produce {t.produce_s / k.produce_s:.2f}x the rate, consume {t.consume_s / k.consume_s:.2f}x the rate")
+        print(
+            f"\nkafka-wire / Tansu: start {k.start_s / t.start_s:.2f}x the time, "
+            f"produce {t.produce_s / k.produce_s:.2f}x the rate, consume {t.consume_s / k.consume_s:.2f}x the rate"
+        )
 
 
 if __name__ == "__main__":

@@ -359,7 +359,9 @@ def time_rows(cluster: Cluster, plan: list[tuple[str, int]], libs: tuple[str, ..
         name = f"Metadata{kind.capitalize()} v{v}"
         data = check(name, {lib: codec(lib, cluster, kind, v) for lib in LIBS})
         if libs != (OURS,):
-            print(f"{name}: {len(data):,} bytes, byte-identical in kafka_wire, kio and kafka-python; all decode it")
+            print(
+                f"{name}: {len(data):,} bytes, byte-identical in kafka_wire, kio and kafka-python; all decode it"
+            )
         # Time one library at a time with only its own message alive, so that no library's full
         # collections walk the others' inputs.
         for lib in libs:

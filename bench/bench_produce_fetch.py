@@ -99,7 +99,11 @@ def produce_response() -> ProduceResponse:
 def fetch_request() -> FetchRequest:
     parts = [
         FetchRequestPartition(
-            partition=p, current_leader_epoch=5, fetch_offset=1_000, log_start_offset=-1, partition_max_bytes=1 << 20
+            partition=p,
+            current_leader_epoch=5,
+            fetch_offset=1_000,
+            log_start_offset=-1,
+            partition_max_bytes=1 << 20,
         )
         for p in range(PARTITIONS)
     ]
@@ -148,10 +152,28 @@ def cases() -> list[Case]:
     for label, size in (("1 KiB", 1024), ("1 MiB", 1 << 20)):
         records = batch(size)
         request = produce_request(records)
-        out.append(Case(f"ProduceRequest v{PRODUCE_V} {label}", PRODUCE_V, request, f"{produce}.request", KpProduceRequest))
+        out.append(
+            Case(
+                f"ProduceRequest v{PRODUCE_V} {label}",
+                PRODUCE_V,
+                request,
+                f"{produce}.request",
+                KpProduceRequest,
+            )
+        )
         response = fetch_response(records)
-        out.append(Case(f"FetchResponse v{FETCH_V} {label}", FETCH_V, response, f"{fetch}.response", KpFetchResponse))
-    out.append(Case(f"ProduceResponse v{PRODUCE_V}", PRODUCE_V, produce_response(), f"{produce}.response", KpProduceResponse))
+        out.append(
+            Case(f"FetchResponse v{FETCH_V} {label}", FETCH_V, response, f"{fetch}.response", KpFetchResponse)
+        )
+    out.append(
+        Case(
+            f"ProduceResponse v{PRODUCE_V}",
+            PRODUCE_V,
+            produce_response(),
+            f"{produce}.response",
+            KpProduceResponse,
+        )
+    )
     out.append(Case(f"FetchRequest v{FETCH_V}", FETCH_V, fetch_request(), f"{fetch}.request", KpFetchRequest))
     return out
 

@@ -61,7 +61,15 @@ def make_log(root: Path, records: int, partitions: int, compression: str) -> Non
         while offset < per_partition:
             n = min(BATCH_RECORDS, per_partition - offset)
             batch = build_batch(
-                [(keys[(offset + i) % 991], values[(offset + i) % 997], (("trace", trace),), t0 + offset + i) for i in range(n)],
+                [
+                    (
+                        keys[(offset + i) % 991],
+                        values[(offset + i) % 997],
+                        (("trace", trace),),
+                        t0 + offset + i,
+                    )
+                    for i in range(n)
+                ],
                 base_offset=offset,
                 compression=compression,
             )
@@ -114,14 +122,22 @@ def bench_spark(root: Path, cores: int) -> tuple[int, float]:
     from kafka_wire.spark.source import KafkaWireDataSource
 
     spark = (
-        SparkSession.builder.master(f"local[{cores}]").config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false").config("spark.driver.memory", "2g").getOrCreate()
+        SparkSession.builder.master(f"local[{cores}]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.memory", "2g")
+        .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
     spark.dataSource.register(KafkaWireDataSource)
     try:
-        df = spark.read.format("kafka_wire").option("path", str(root)).option("subscribe", TOPIC) \
-            .option("includeHeaders", "true").load()
+        df = (
+            spark.read.format("kafka_wire")
+            .option("path", str(root))
+            .option("subscribe", TOPIC)
+            .option("includeHeaders", "true")
+            .load()
+        )
         count = df.count()  # warm-up: Python workers started, files cached
         start = time.perf_counter()
         df.write.format("noop").mode("overwrite").save()
@@ -136,7 +152,9 @@ def main() -> int:
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument("--cores", type=int, default=min(os.cpu_count() or 1, 8))
     parser.add_argument("--compression", default="lz4")
-    parser.add_argument("--dir", type=Path, help="keep the generated log here (default: a temporary directory)")
+    parser.add_argument(
+        "--dir", type=Path, help="keep the generated log here (default: a temporary directory)"
+    )
     args = parser.parse_args()
     cores = min(args.cores, args.partitions)
     with tempfile.TemporaryDirectory(prefix="kw-bench-spark-") as tmp:
@@ -147,11 +165,15 @@ def main() -> int:
             print(f"made {args.records} records in {time.perf_counter() - t:.1f} s", file=sys.stderr)
         size = sum(p.stat().st_size for p in root.glob(f"{TOPIC}-*/*.log"))
         bench_records(root)  # warm the file cache
-        rows = [("kafka_wire.records (decode only)", *bench_records(root), 1),
-                ("kafka_wire.spark.logs.read_range", *bench_read_range(root), 1),
-                (f"Spark local[{cores}], noop sink", *bench_spark(root, cores), cores)]
-    print(f"{args.records:,} records, {args.partitions} partitions, {args.compression}, {size / 2**20:.0f} MiB of"
-          f" segments; Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} cores\n")
+        rows = [
+            ("kafka_wire.records (decode only)", *bench_records(root), 1),
+            ("kafka_wire.spark.logs.read_range", *bench_read_range(root), 1),
+            (f"Spark local[{cores}], noop sink", *bench_spark(root, cores), cores),
+        ]
+    print(
+        f"{args.records:,} records, {args.partitions} partitions, {args.compression}, {size / 2**20:.0f} MiB of"
+        f" segments; Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} cores\n"
+    )
     print("| path | records | seconds | records/s | records/s per core |")
     print("| --- | ---: | ---: | ---: | ---: |")
     for name, count, seconds, n in rows:

@@ -90,13 +90,23 @@ def start_broker(data_dir: Path, port: int) -> subprocess.Popen[str]:
     line = process.stdout.readline()
     if "listening on" not in line:
         raise SystemExit(f"kafka-wire serve did not start: {line}{process.stdout.read()}")
-    threading.Thread(target=lambda: [sys.stderr.write(f"[broker] {x}") for x in process.stdout or []], daemon=True).start()
+    threading.Thread(
+        target=lambda: [sys.stderr.write(f"[broker] {x}") for x in process.stdout or []], daemon=True
+    ).start()
     return process
 
 
 def produce_loop(bootstrap: str, count: int, rate: float, tally: Tally, stop: threading.Event) -> None:
     producers = [
-        Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all", "linger.ms": 20, "client.id": f"soak-p{i}"})
+        Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "enable.idempotence": True,
+                "acks": "all",
+                "linger.ms": 20,
+                "client.id": f"soak-p{i}",
+            }
+        )
         for i in range(count)
     ]
 
@@ -173,14 +183,18 @@ async def idle_connections(host: str, port: int, count: int, tally: Tally, stop:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--connections", type=int, default=500, help="connections in all (default 500)")
     parser.add_argument("--producers", type=int, default=50)
     parser.add_argument("--consumers", type=int, default=50)
     parser.add_argument("--rate", type=float, default=10.0, help="records a second per producer (default 10)")
     parser.add_argument("--partitions", type=int, default=10)
-    parser.add_argument("--rss-growth", type=float, default=0.10, help="largest allowed RSS growth (default 0.10)")
+    parser.add_argument(
+        "--rss-growth", type=float, default=0.10, help="largest allowed RSS growth (default 0.10)"
+    )
     parser.add_argument("--data-dir", type=Path)
     args = parser.parse_args(argv)
 
@@ -197,11 +211,17 @@ def main(argv: list[str]) -> int:
         admin.create_topics([NewTopic(TOPIC, args.partitions, 1)])[TOPIC].result(30)
         groups = [f"soak-g{g}" for g in range((args.consumers + GROUP_SIZE - 1) // GROUP_SIZE)]
         threads = [
-            threading.Thread(target=consume_loop, args=(bootstrap, groups[i // GROUP_SIZE], i, tally, stop_all), daemon=True)
+            threading.Thread(
+                target=consume_loop,
+                args=(bootstrap, groups[i // GROUP_SIZE], i, tally, stop_all),
+                daemon=True,
+            )
             for i in range(args.consumers)
         ]
         producer = threading.Thread(
-            target=produce_loop, args=(bootstrap, args.producers, args.rate, tally, stop_producing), daemon=True
+            target=produce_loop,
+            args=(bootstrap, args.producers, args.rate, tally, stop_producing),
+            daemon=True,
         )
         for thread in threads:
             thread.start()
@@ -210,12 +230,15 @@ def main(argv: list[str]) -> int:
         clients = open_sockets(broker.pid) - 1  # the listening socket is not a connection
         extra = max(0, args.connections - clients)
         idle = threading.Thread(
-            target=lambda: asyncio.run(idle_connections("127.0.0.1", port, extra, tally, stop_all)), daemon=True
+            target=lambda: asyncio.run(idle_connections("127.0.0.1", port, extra, tally, stop_all)),
+            daemon=True,
         )
         idle.start()
         started = time.monotonic()
         end = started + args.minutes * 60
-        print("| t (s) | broker RSS (MiB) | broker sockets | sent | acknowledged | consumed (min per group) | errors |")
+        print(
+            "| t (s) | broker RSS (MiB) | broker sockets | sent | acknowledged | consumed (min per group) | errors |"
+        )
         print("|---:|---:|---:|---:|---:|---:|---:|")
         while time.monotonic() < end and broker.poll() is None:
             time.sleep(SAMPLE_S)
@@ -224,7 +247,10 @@ def main(argv: list[str]) -> int:
             samples.append((t, rss, sockets))
             with tally.lock:
                 least = min((len(s) for s in tally.consumed.values()), default=0)
-                print(f"| {t:.0f} | {rss / 1024:.1f} | {sockets} | {tally.sent} | {len(tally.acked)} | {least} | {len(tally.errors)} |", flush=True)
+                print(
+                    f"| {t:.0f} | {rss / 1024:.1f} | {sockets} | {tally.sent} | {len(tally.acked)} | {least} | {len(tally.errors)} |",
+                    flush=True,
+                )
         stop_producing.set()
         producer.join(90)
         deadline = time.monotonic() + 90
@@ -251,11 +277,15 @@ def main(argv: list[str]) -> int:
     missing = {g: len(tally.acked - seen) for g, seen in tally.consumed.items()}
     peak_sockets = max((s for _, _, s in samples), default=1) - 1
     print()
-    print(f"duration {args.minutes} min; peak broker connections {peak_sockets}; producers {args.producers}, consumers "
-          f"{args.consumers} in {len(tally.consumed)} groups; idle-connection requests {tally.idle_requests}")
+    print(
+        f"duration {args.minutes} min; peak broker connections {peak_sockets}; producers {args.producers}, consumers "
+        f"{args.consumers} in {len(tally.consumed)} groups; idle-connection requests {tally.idle_requests}"
+    )
     print(f"records sent {tally.sent}, acknowledged {len(tally.acked)}; missing per group {missing}")
-    print(f"broker RSS after the first fifth {early / 1024:.1f} MiB, over the last fifth {late / 1024:.1f} MiB "
-          f"({growth:+.1%}); broker exit status {status}")
+    print(
+        f"broker RSS after the first fifth {early / 1024:.1f} MiB, over the last fifth {late / 1024:.1f} MiB "
+        f"({growth:+.1%}); broker exit status {status}"
+    )
     for error in tally.errors:
         print(f"error: {error}")
     passed = not tally.errors and not any(missing.values()) and growth <= args.rss_growth and status == 0

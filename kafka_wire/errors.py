@@ -41,7 +41,9 @@ class SchemaError(KafkaWireError):
 class EncodeError(KafkaWireError):
     """A value cannot be written at the requested version."""
 
-    def __init__(self, reason: str, *, path: Path = (), message: str = "", version: int | None = None) -> None:
+    def __init__(
+        self, reason: str, *, path: Path = (), message: str = "", version: int | None = None
+    ) -> None:
         self.reason = reason
         self.path = path
         self.message = message
@@ -162,7 +164,9 @@ class UnsupportedApiError(InvalidValueError):
     connection), so the request header fields they need are kept here.
     """
 
-    def __init__(self, reason: str, *, api_key: int, version: int, correlation_id: int, offset: int = 4) -> None:
+    def __init__(
+        self, reason: str, *, api_key: int, version: int, correlation_id: int, offset: int = 4
+    ) -> None:
         self.correlation_id = correlation_id
         super().__init__(reason, offset=offset, api_key=api_key, version=version, message="request header")
 

@@ -35,16 +35,18 @@ def _imports(name: str, path: Path) -> set[str]:
                 anchor = anchor[: len(anchor) - node.level + 1]
                 base = ".".join(anchor + ([base] if base else []))
             found.add(base)
-            found.update(f"{base}.{alias.name}" for alias in node.names if _module_file(f"{base}.{alias.name}"))
+            found.update(
+                f"{base}.{alias.name}" for alias in node.names if _module_file(f"{base}.{alias.name}")
+            )
     return {m for m in found if m == "kafka_wire" or m.startswith("kafka_wire.")}
 
 
 def reachable(package: str) -> dict[str, str]:
     """Every kafka_wire module reachable by imports from ``package``'s modules, with one importer each."""
     start = [
-        ".".join((package, *p.relative_to(ROOT.joinpath(*package.split(".")[1:])).with_suffix("").parts)).removesuffix(
-            ".__init__"
-        )
+        ".".join(
+            (package, *p.relative_to(ROOT.joinpath(*package.split(".")[1:])).with_suffix("").parts)
+        ).removesuffix(".__init__")
         for p in sorted(ROOT.joinpath(*package.split(".")[1:]).rglob("*.py"))
     ]
     seen: dict[str, str] = dict.fromkeys(start, "")

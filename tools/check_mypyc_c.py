@@ -110,7 +110,9 @@ MESSAGE_BUDGETS: dict[str, dict[str, dict[str, int]]] = {
 
 _DEF = re.compile(r"^\S.*\bCPyDef_(\w+)\(.*\{$")
 #: Longest names first, so that ``PyObject_VectorcallMethod`` is not counted as ``PyObject_Vectorcall``.
-_EXACT_CALL = re.compile(r"\b(" + "|".join(sorted((re.escape(g) for g in GENERIC), key=len, reverse=True)) + r")\w*\(")
+_EXACT_CALL = re.compile(
+    r"\b(" + "|".join(sorted((re.escape(g) for g in GENERIC), key=len, reverse=True)) + r")\w*\("
+)
 _CALL = re.compile(r"\b(" + "|".join(re.escape(g) for g in GENERIC) + r")\w*\(")
 
 
@@ -143,7 +145,9 @@ def check_messages(build_dir: Path) -> list[str]:
     problems: list[str] = []
     files = sorted(build_dir.rglob("_compiled/messages/__native_*.c"))
     if not files:
-        return [f"_compiled/messages: no generated C under {build_dir} (build with KAFKA_WIRE_COMPILE=1 first)"]
+        return [
+            f"_compiled/messages: no generated C under {build_dir} (build with KAFKA_WIRE_COMPILE=1 first)"
+        ]
     functions = 0
     for path in files:
         found = generic_calls(path.read_text(), _EXACT_CALL)
@@ -154,7 +158,9 @@ def check_messages(build_dir: Path) -> list[str]:
             functions += 1
             for call, n in sorted(calls.items()):
                 if call not in MESSAGE_ALLOWED[direction]:
-                    problems.append(f"{path.name}: {fn} has {n} x {call} (not allowed in message {direction}rs)")
+                    problems.append(
+                        f"{path.name}: {fn} has {n} x {call} (not allowed in message {direction}rs)"
+                    )
         problems += _over_budget(path.name, found, MESSAGE_BUDGETS.get(path.name, {}))
     if functions == 0:
         problems.append("_compiled/messages: no _decode_/_encode_ functions found in the generated C")

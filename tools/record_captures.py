@@ -86,7 +86,7 @@ def client_versions() -> dict[Client, str]:
     java = re.search(r"^version=(\S+)", properties, re.MULTILINE)
     return {
         "confluent": f"confluent-kafka {importlib.metadata.version('confluent-kafka')} "
-                     f"(librdkafka {confluent_kafka.libversion()[0]})",
+        f"(librdkafka {confluent_kafka.libversion()[0]})",
         "kafka_python": f"kafka-python {importlib.metadata.version('kafka-python')}",
         "aiokafka": f"aiokafka {importlib.metadata.version('aiokafka')}",
         "kafkajs": f"kafkajs {kafkajs}",
@@ -103,7 +103,9 @@ def check_produce(client: Client, codec: str, seen: Seen) -> None:
     assert partition.records is not None
     batches = list(read_batches(partition.records))
     got = [(r.key, r.value, [(k, v) for k, v in r.headers], r.timestamp) for b in batches for r in b]
-    want = [(b"k%d" % i, (b"value-%d-" % i) * 20, [("h", b"x%d" % i)], 1_700_000_000_000 + i) for i in range(3)]
+    want = [
+        (b"k%d" % i, (b"value-%d-" % i) * 20, [("h", b"x%d" % i)], 1_700_000_000_000 + i) for i in range(3)
+    ]
     if len(batches) != 1 or got != want or topic.name != TOPIC or partition.index != 0:
         raise NotGolden(f"{client} {codec}: the Produce frame is not the golden workload in one batch: {got}")
 
@@ -130,8 +132,15 @@ class NotGolden(Exception):
 def _record_run(client: Client, codec: str, produce_max: int | None) -> list[Seen]:
     overrides: dict[int, tuple[int, int]] = {} if produce_max is None else {ApiKey.PRODUCE: (0, produce_max)}
     with RecordingServer(advertised_versions(overrides), topic=TOPIC) as server:
-        run = run_driver(client, server.address.bootstrap, "produce", topic=TOPIC, count=3,
-                         timeout_s=DRIVER_TIMEOUT_S, options=DriverOptions(compression=codec, golden=True))
+        run = run_driver(
+            client,
+            server.address.bootstrap,
+            "produce",
+            topic=TOPIC,
+            count=3,
+            timeout_s=DRIVER_TIMEOUT_S,
+            options=DriverOptions(compression=codec, golden=True),
+        )
         if server.errors:
             raise SystemExit(f"{client} {codec}: server errors {server.errors}\n{run.describe()}")
         run.check()
@@ -147,7 +156,9 @@ def _record_run(client: Client, codec: str, produce_max: int | None) -> list[See
 def record_metadata(client: Client) -> list[Seen]:
     """The driver's ``metadata`` step (an admin client listing the cluster and its topics)."""
     with RecordingServer(advertised_versions(), topic=TOPIC) as server:
-        run = run_driver(client, server.address.bootstrap, "metadata", topic=TOPIC, timeout_s=DRIVER_TIMEOUT_S)
+        run = run_driver(
+            client, server.address.bootstrap, "metadata", topic=TOPIC, timeout_s=DRIVER_TIMEOUT_S
+        )
         if server.errors:
             raise SystemExit(f"{client} metadata: server errors {server.errors}\n{run.describe()}")
         run.check()
@@ -211,16 +222,22 @@ def readme(captures: list[Capture], versions: dict[Client, str]) -> str:
     ]
     for c in sorted(captures, key=lambda c: c.name):
         s = c.seen
-        lines.append(f"| {c.name}.hex | {api_name(s.api_key)} | {s.api_version} | {s.correlation_id} | "
-                     f"{s.client_id} | {len(s.frame)} | {versions[c.client]} |")
+        lines.append(
+            f"| {c.name}.hex | {api_name(s.api_key)} | {s.api_version} | {s.correlation_id} | "
+            f"{s.client_id} | {len(s.frame)} | {versions[c.client]} |"
+        )
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--out", type=Path, default=OUT, help="the captures folder (default: %(default)s)")
-    parser.add_argument("--client", action="append", choices=ALL_CLIENTS,
-                        help="record only these clients (repeatable; default: all); other files stay")
+    parser.add_argument(
+        "--client",
+        action="append",
+        choices=ALL_CLIENTS,
+        help="record only these clients (repeatable; default: all); other files stay",
+    )
     ns = parser.parse_args(argv)
     out: Path = ns.out
     chosen: list[Client] = ns.client or list(ALL_CLIENTS)
@@ -229,7 +246,11 @@ def main(argv: list[str] | None = None) -> int:
     captures = [capture for client in chosen for capture in record_client(client)]
     out.mkdir(parents=True, exist_ok=True)
     prefixes = tuple(f"{FILE_PREFIX[c]}-" for c in chosen)
-    before = {path.stem: bytes.fromhex(path.read_text()) for path in out.glob("*.hex") if path.name.startswith(prefixes)}
+    before = {
+        path.stem: bytes.fromhex(path.read_text())
+        for path in out.glob("*.hex")
+        if path.name.startswith(prefixes)
+    }
     for capture in captures:
         frame = capture.seen.frame
         old = before.pop(capture.name, b"")
@@ -251,10 +272,20 @@ def _from_file(path: Path, versions: dict[Client, str]) -> Capture:
 
     frame = bytes.fromhex(path.read_text().strip())
     header = decode_request_frame(frame).header
-    client = next(c for c in sorted(ALL_CLIENTS, key=lambda c: -len(FILE_PREFIX[c]))
-                  if path.name.startswith(f"{FILE_PREFIX[c]}-"))
-    seen = Seen(0, header.request_api_key, header.request_api_version, header.correlation_id,
-                header.client_id, None, frame=frame)
+    client = next(
+        c
+        for c in sorted(ALL_CLIENTS, key=lambda c: -len(FILE_PREFIX[c]))
+        if path.name.startswith(f"{FILE_PREFIX[c]}-")
+    )
+    seen = Seen(
+        0,
+        header.request_api_key,
+        header.request_api_version,
+        header.correlation_id,
+        header.client_id,
+        None,
+        frame=frame,
+    )
     return Capture(path.stem, seen, client)
 
 

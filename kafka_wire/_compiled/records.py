@@ -58,7 +58,13 @@ class Record(Generic[B]):
     """
 
     __slots__ = ("headers", "key", "offset", "timestamp", "value")
-    __match_args__: ClassVar[tuple[str, str, str, str, str]] = ("offset", "timestamp", "key", "value", "headers")
+    __match_args__: ClassVar[tuple[str, str, str, str, str]] = (
+        "offset",
+        "timestamp",
+        "key",
+        "value",
+        "headers",
+    )
 
     offset: int
     timestamp: int
@@ -498,11 +504,15 @@ def decode_records_v2(
     if count >= GC_PAUSE_MIN_RECORDS and gc.isenabled():
         gc.disable()
         try:
-            pos = decode_run(data, view, pos, end, 0, count, count, base_offset, base_timestamp, log_append_time, keys, out)
+            pos = decode_run(
+                data, view, pos, end, 0, count, count, base_offset, base_timestamp, log_append_time, keys, out
+            )
         finally:
             gc.enable()
     else:
-        pos = decode_run(data, view, pos, end, 0, count, count, base_offset, base_timestamp, log_append_time, keys, out)
+        pos = decode_run(
+            data, view, pos, end, 0, count, count, base_offset, base_timestamp, log_append_time, keys, out
+        )
     return out, pos
 
 
@@ -629,7 +639,9 @@ def iterate_records_v2(
     if COMPILED and count >= STREAM_MIN_RECORDS:
         stream = RecordStream(data, view, pos, end, count, base_offset, base_timestamp, log_append_time)
         return stream, stream.validate()
-    records, pos = decode_records_v2(data, view, pos, end, count, base_offset, base_timestamp, log_append_time)
+    records, pos = decode_records_v2(
+        data, view, pos, end, count, base_offset, base_timestamp, log_append_time
+    )
     return iter(records), pos
 
 

@@ -50,7 +50,9 @@ class KafkaClient:
     every input, calls ``handle_timer``.
     """
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, conn: ClientConnection) -> None:
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, conn: ClientConnection
+    ) -> None:
         self._reader = reader
         self._writer = writer
         self._conn = conn
@@ -103,7 +105,9 @@ class KafkaClient:
         if data:
             self._writer.write(data)
 
-    async def request(self, body: RequestFor[R], version: int | None = None, *, timeout_ms: int = 30_000) -> R:
+    async def request(
+        self, body: RequestFor[R], version: int | None = None, *, timeout_ms: int = 30_000
+    ) -> R:
         """Send ``body`` and await its response body, of the request's response class: a
         ``MetadataRequest`` gives a ``MetadataResponse``. A Produce with acks=0 has no response:
         use :meth:`send_only`. :meth:`exchange` gives the whole :class:`Response` instead.
@@ -114,7 +118,9 @@ class KafkaClient:
         # The connection decodes each response with the response class of the request it answers.
         return cast(R, response.body)
 
-    async def exchange(self, body: Message, version: int | None = None, *, timeout_ms: int = 30_000) -> Response:
+    async def exchange(
+        self, body: Message, version: int | None = None, *, timeout_ms: int = 30_000
+    ) -> Response:
         """Send ``body`` and await the :class:`Response` event: the body (untyped) with its
         header, version and correlation id, for callers that need those or build requests
         dynamically (``REQUESTS[api_key]()``).
@@ -196,13 +202,17 @@ class KafkaClient:
                     self._handshake.set_result(None)
             elif isinstance(event, RequestTimedOut):
                 name = type(event.request).__name__
-                error = RequestTimeoutError(f"{name} (correlation id {event.correlation_id}) got no response in time")
+                error = RequestTimeoutError(
+                    f"{name} (correlation id {event.correlation_id}) got no response in time"
+                )
                 for future in event.contexts:
                     if isinstance(future, asyncio.Future) and not future.done():
                         future.set_exception(error)
                 raise error
             elif isinstance(event, ConnectionClosed):
-                raise ConnectionError(f"the broker closed the connection ({len(event.unanswered)} unanswered)")
+                raise ConnectionError(
+                    f"the broker closed the connection ({len(event.unanswered)} unanswered)"
+                )
         self._arm_timer()
 
     async def _read_loop(self) -> None:
@@ -273,7 +283,9 @@ Handler = Callable[[Request, tuple[str, int]], Awaitable[Message | None]]
 class KafkaServer:
     """A TCP server on 127.0.0.1 (or ``host``) running one ServerConnection per client."""
 
-    def __init__(self, handler: Handler, *, config: ServerConfig | None = None, sasl: ServerSasl | None = None) -> None:
+    def __init__(
+        self, handler: Handler, *, config: ServerConfig | None = None, sasl: ServerSasl | None = None
+    ) -> None:
         self._handler = handler
         self._config = config
         self._sasl = sasl
@@ -384,7 +396,9 @@ class KafkaServer:
             _log.warning("handler for %s from %s failed: %s", type(request.body).__name__, peer, exc)
             writer.close()
         except Exception:
-            _log.exception("handler for %s from %s raised; closing the connection", type(request.body).__name__, peer)
+            _log.exception(
+                "handler for %s from %s raised; closing the connection", type(request.body).__name__, peer
+            )
             writer.close()
 
 

@@ -333,7 +333,9 @@ class BrokerServer:
             if isinstance(effect, Send):
                 queue = self._queues.get(effect.conn_id)
                 if queue is not None:
-                    queue.put_nowait([self._open(p) if isinstance(p, FileRegion) else p for p in effect.parts])
+                    queue.put_nowait(
+                        [self._open(p) if isinstance(p, FileRegion) else p for p in effect.parts]
+                    )
             elif isinstance(effect, CloseConnection):
                 queue = self._queues.pop(effect.conn_id, None)  # the engine has forgotten it
                 if queue is not None:
@@ -361,7 +363,9 @@ class BrokerServer:
         except OSError:
             return b""  # gone already: the client's CRC check or a short frame ends its connection
 
-    async def _write_loop(self, conn_id: int, writer: asyncio.StreamWriter, queue: asyncio.Queue[list[object] | None]) -> None:
+    async def _write_loop(
+        self, conn_id: int, writer: asyncio.StreamWriter, queue: asyncio.Queue[list[object] | None]
+    ) -> None:
         loop = asyncio.get_running_loop()
         try:
             while (parts := await queue.get()) is not None:
@@ -410,7 +414,12 @@ def serve_until_signalled(
 
 
 async def _serve(
-    config: BrokerConfig, host: str, port: int, data_dir: Path, advertised_host: str | None, advertised_port: int | None
+    config: BrokerConfig,
+    host: str,
+    port: int,
+    data_dir: Path,
+    advertised_host: str | None,
+    advertised_port: int | None,
 ) -> int:
     if port == 0:
         # Bind first to learn the port, then advertise it.
@@ -419,7 +428,9 @@ async def _serve(
         probe.close()
         await probe.wait_closed()
     try:
-        server = BrokerServer(replace(config, host=advertised_host or host, port=advertised_port or port), data_dir)
+        server = BrokerServer(
+            replace(config, host=advertised_host or host, port=advertised_port or port), data_dir
+        )
         bound = await server.start(host, port)
     except DataDirError as exc:
         return _cannot_start(f"{data_dir}: {exc}")
@@ -427,7 +438,9 @@ async def _serve(
         return _cannot_start(f"{exc.strerror or exc} ({exc.filename or f'{host}:{port}'})")
     if server.failure is not None:
         await server.stop()
-        return _cannot_start(f"{server.failure} (data directory {data_dir}: it must be writable, with free space)")
+        return _cannot_start(
+            f"{server.failure} (data directory {data_dir}: it must be writable, with free space)"
+        )
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, server.stop_requested.set)

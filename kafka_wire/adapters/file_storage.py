@@ -166,4 +166,3 @@ class FileStorage:
         """
         fd = os.open(self._real(region.path), os.O_RDONLY)
         return fd, region.position, region.size
-

@@ -112,7 +112,9 @@ class Broker:
         self._conns: dict[int, Channel] = {}
         self._held: list[Held] = []
         self._server_config = ServerConfig(
-            api_versions=SUPPORTED, max_frame_bytes=config.max_frame_bytes, max_reauth_ms=config.connections_max_reauth_ms
+            api_versions=SUPPORTED,
+            max_frame_bytes=config.max_frame_bytes,
+            max_reauth_ms=config.connections_max_reauth_ms,
         )
         self._sasl = server_sasl(config.sasl_users, self._nonce_factory)
         self._state: BrokerState | None = None
@@ -168,7 +170,9 @@ class Broker:
         self._check_input()
         self._starting = True
         config = self.config
-        opened = DataDir.open(self._storage, node_id=config.node_id, cluster_id=config.cluster_id, rng=self._rng)
+        opened = DataDir.open(
+            self._storage, node_id=config.node_id, cluster_id=config.cluster_id, rng=self._rng
+        )
         for warning in opened.warnings:
             self._log.warning("%s", warning)
         metadata = opened.metadata
@@ -188,7 +192,12 @@ class Broker:
         state.open_existing(now_ms, self._effects)
         state.persist_metadata(self._effects)
         self._group = GroupLink(
-            config, state, self._effects, self._timer_queue, self._log, member_id_factory=self._member_id_factory
+            config,
+            state,
+            self._effects,
+            self._timer_queue,
+            self._log,
+            member_id_factory=self._member_id_factory,
         )
         self._maintenance.start(now_ms)
         return self._flush([])
@@ -335,7 +344,11 @@ class Broker:
         out: list[Effect] = []
         for answer in answers:
             body = answer.body.body if isinstance(answer.body, Spliced) else answer.body
-            code = ErrorCode.NOT_COORDINATOR if answer.request.api_key in GROUP_APIS else ErrorCode.KAFKA_STORAGE_ERROR
+            code = (
+                ErrorCode.NOT_COORDINATOR
+                if answer.request.api_key in GROUP_APIS
+                else ErrorCode.KAFKA_STORAGE_ERROR
+            )
             self._release([Answer(answer.conn_id, answer.request, failed_answer(body, code, reason))], out)
         for conn_id, conn in list(self._conns.items()):
             self._close(conn_id, conn, out)
@@ -461,10 +474,14 @@ class Broker:
                 self._log.info("closing connection %d from %s: %s", conn_id, conn.host or "?", expiry.value)
             self._close(conn_id, conn, out)
 
-    def _dispatch(self, conn_id: int, conn: Channel, request: Request, now_ms: int, out: list[Effect]) -> None:
+    def _dispatch(
+        self, conn_id: int, conn: Channel, request: Request, now_ms: int, out: list[Effect]
+    ) -> None:
         key = request.api_key
         if self._log.isEnabledFor(logging.DEBUG):
-            self._log.debug("conn %d: %s v%d %r", conn_id, type(request.body).__name__, request.api_version, request.body)
+            self._log.debug(
+                "conn %d: %s v%d %r", conn_id, type(request.body).__name__, request.api_version, request.body
+            )
         if key in GROUP_APIS:
             assert self._group is not None
             self._group_answers(self._group.handle(conn_id, request, conn.host, now_ms))
@@ -474,12 +491,20 @@ class Broker:
             refusal: Message = (
                 SaslHandshakeResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE)
                 if key == ApiKey.SASL_HANDSHAKE
-                else SaslAuthenticateResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE, error_message="SASL is not enabled")
+                else SaslAuthenticateResponse(
+                    error_code=ErrorCode.ILLEGAL_SASL_STATE, error_message="SASL is not enabled"
+                )
             )
             self._respond(conn_id, request, refusal)
             return
         ctx = Context(
-            state=self.state, effects=self._effects, conn_id=conn_id, request=request, now_ms=now_ms, principal=conn.principal, client_host=conn.host
+            state=self.state,
+            effects=self._effects,
+            conn_id=conn_id,
+            request=request,
+            now_ms=now_ms,
+            principal=conn.principal,
+            client_host=conn.host,
         )
         result = HANDLERS[key](ctx, request.body)
         if self.state.deleted_topics:  # their committed offsets go too, as in Kafka
@@ -511,7 +536,9 @@ class Broker:
             ready: bytes | list[object]
             try:
                 if isinstance(body, Spliced):
-                    ready = conn.server.send_spliced(request.reply(fit(body.body, request.api_version)), body.splices)
+                    ready = conn.server.send_spliced(
+                        request.reply(fit(body.body, request.api_version)), body.splices
+                    )
                 else:
                     ready = conn.server.send(request.reply(fit(body, request.api_version)))
             except (EncodeError, LocalProtocolError):

@@ -61,4 +61,3 @@ def failed_without_answer(request: Request, body: object) -> bool:
         and not request.expects_response
         and any(p.error_code for t in body.responses for p in t.partition_responses)
     )
-

@@ -147,9 +147,13 @@ class BrokerConfig:
         if self.node_id < 0:
             raise BrokerConfigError("node.id", "must not be negative")
         if self.offsets_topic_segment_bytes < MIN_SEGMENT_BYTES:  # the topic's own segment.bytes minimum
-            raise BrokerConfigError(_PROPERTY_OF["offsets_topic_segment_bytes"], f"must be at least {MIN_SEGMENT_BYTES}")
+            raise BrokerConfigError(
+                _PROPERTY_OF["offsets_topic_segment_bytes"], f"must be at least {MIN_SEGMENT_BYTES}"
+            )
         if not 0 <= self.offsets_topic_compression_codec <= 4:
-            raise BrokerConfigError(_PROPERTY_OF["offsets_topic_compression_codec"], "must be 0 (none) to 4 (zstd)")
+            raise BrokerConfigError(
+                _PROPERTY_OF["offsets_topic_compression_codec"], "must be 0 (none) to 4 (zstd)"
+            )
         for name in (
             "fetch_session_cache_slots",
             "fetch_session_eviction_ms",
@@ -207,7 +211,9 @@ class BrokerConfig:
             if key in _FIELD_OF:
                 name = _FIELD_OF[key]
                 parsed = _parse(key, value, _KINDS[name])
-                changes[name] = parsed * _SCALE[name] if name in _SCALE and isinstance(parsed, int) else parsed
+                changes[name] = (
+                    parsed * _SCALE[name] if name in _SCALE and isinstance(parsed, int) else parsed
+                )
             elif key in TOPIC_CONFIG_OF:
                 defaults[key] = value
             elif key.startswith(SASL_USERS_PREFIX):

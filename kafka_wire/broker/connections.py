@@ -66,7 +66,9 @@ class Admission:
         self._refused += 1
         last = self._refusal_logged_ms
         if last is None or now_ms - last >= REFUSAL_LOG_INTERVAL_MS:
-            self._log.warning("refused %d connection(s), the last from %s: %s", self._refused, host or "?", reason)
+            self._log.warning(
+                "refused %d connection(s), the last from %s: %s", self._refused, host or "?", reason
+            )
             self._refused, self._refusal_logged_ms = 0, now_ms
         return True
 
@@ -103,7 +105,12 @@ class ConnectionTimers:
     one passes."""
 
     def __init__(
-        self, timers: TimerQueue, *, idle_ms: int, receive_timeout_ms: int, failed_authentication_delay_ms: int
+        self,
+        timers: TimerQueue,
+        *,
+        idle_ms: int,
+        receive_timeout_ms: int,
+        failed_authentication_delay_ms: int,
     ) -> None:
         self._timers = timers
         self._spans = {

@@ -64,7 +64,9 @@ class DataDir:
     warnings: list[str] = field(default_factory=list)
 
     @classmethod
-    def open(cls, storage: StorageReader, *, node_id: int, cluster_id: str | None, rng: random.Random) -> DataDir:
+    def open(
+        cls, storage: StorageReader, *, node_id: int, cluster_id: str | None, rng: random.Random
+    ) -> DataDir:
         """Check and load the data directory, or raise :class:`DataDirError`."""
         text = read_text(storage, META_PROPERTIES)
         identity = None if text is None else parse_meta_properties(text)
@@ -88,7 +90,11 @@ class DataDir:
                     "another data directory"
                 )
         found = partition_dirs(storage)
-        opened = cls(ClusterMetadata(cluster_id=stored_cluster or cluster_id or kafka_uuid_text(random_uuid(rng)), node_id=node_id))
+        opened = cls(
+            ClusterMetadata(
+                cluster_id=stored_cluster or cluster_id or kafka_uuid_text(random_uuid(rng)), node_id=node_id
+            )
+        )
         if storage.size(METADATA_FILE) is not None:
             try:
                 opened.metadata = ClusterMetadata.load(storage, node_id=node_id)
@@ -107,7 +113,9 @@ class DataDir:
         opened._move_strays(found, rng)
         if text is None:
             data = format_meta_properties(
-                node_id=node_id, cluster_id=opened.metadata.cluster_id, directory_id=kafka_uuid_text(random_uuid(rng))
+                node_id=node_id,
+                cluster_id=opened.metadata.cluster_id,
+                directory_id=kafka_uuid_text(random_uuid(rng)),
             )
             opened.effects += replace_atomically(META_PROPERTIES, data)
         return opened
@@ -142,7 +150,9 @@ class DataDir:
                     continue
                 target = f"{directory}.{random_uuid(rng).hex}-stray"
                 self.effects.append(Rename(directory, target))
-                self.warnings.append(f"{directory} belongs to no topic the metadata names: moved aside to {target}")
+                self.warnings.append(
+                    f"{directory} belongs to no topic the metadata names: moved aside to {target}"
+                )
 
 
 def partition_dirs(storage: StorageReader) -> dict[str, list[tuple[int, uuid.UUID | None]]]:

@@ -39,7 +39,9 @@ class StorageFailure:
         return f"{what} {path}: {self.reason}"
 
 
-def settle(broker: Broker, effects: list[Effect], apply: Callable[[StorageEffect], None], now_ms: int) -> list[Effect]:
+def settle(
+    broker: Broker, effects: list[Effect], apply: Callable[[StorageEffect], None], now_ms: int
+) -> list[Effect]:
     """Apply the storage effects of one engine call with ``apply``, report the outcome to
     ``broker``, and return the other effects to carry out (those of the call, then the report's)."""
     rest: list[Effect] = [e for e in effects if not isinstance(e, StorageEffect)]

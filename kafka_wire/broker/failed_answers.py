@@ -21,7 +21,14 @@ from kafka_wire.messages import ErrorCode
 
 #: Fields whose value a failed write makes meaningless; they go back to their defaults.
 _CLEARED: Final = frozenset(
-    {"records", "base_offset", "log_append_time_ms", "log_start_offset", "high_watermark", "last_stable_offset"}
+    {
+        "records",
+        "base_offset",
+        "log_append_time_ms",
+        "log_start_offset",
+        "high_watermark",
+        "last_stable_offset",
+    }
 )
 
 

@@ -87,7 +87,9 @@ class FetchSession:
 class FetchSessionCache:
     """At most ``slots`` sessions, evicted by Kafka's rules (see the module docstring)."""
 
-    def __init__(self, slots: int, rng: random.Random, *, eviction_ms: int = DEFAULT_FETCH_SESSION_EVICTION_MS) -> None:
+    def __init__(
+        self, slots: int, rng: random.Random, *, eviction_ms: int = DEFAULT_FETCH_SESSION_EVICTION_MS
+    ) -> None:
         self._slots = slots
         self._rng = rng
         self._eviction_ms = eviction_ms
@@ -125,7 +127,9 @@ class FetchSessionCache:
         while True:
             session_id = self._rng.randrange(1, 2**31)
             if session_id not in self._sessions:
-                session = FetchSession(session_id, privileged=privileged, created_ms=now_ms, last_used_ms=now_ms)
+                session = FetchSession(
+                    session_id, privileged=privileged, created_ms=now_ms, last_used_ms=now_ms
+                )
                 self._sessions[session_id] = session
                 return session
 
@@ -138,7 +142,9 @@ class FetchSessionCache:
             victim = oldest
         else:
             candidates = [
-                s for s in self._sessions.values() if (s.evictable_by_privileged if privileged else s.evictable_by_all)
+                s
+                for s in self._sessions.values()
+                if (s.evictable_by_privileged if privileged else s.evictable_by_all)
             ]
             if candidates:
                 cheapest = min(candidates, key=FetchSession.eviction_key)

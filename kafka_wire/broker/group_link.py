@@ -57,8 +57,10 @@ class GroupLink:
                 ),
             ),
             member_id_factory=member_id_factory,
-            topic_name_of=lambda topic_id: (t.name if (t := state.topic_with_id(topic_id)) is not None else None),
-            topic_id_of=lambda name: (t.topic_id if (t := state.topic_named(name)) is not None else None),
+            topic_name_of=lambda topic_id: (
+                t.name if (t := state.topic_with_id(topic_id)) is not None else None
+            ),
+            topic_id_of=lambda name: t.topic_id if (t := state.topic_named(name)) is not None else None,
             timers=timers,
         )
         offsets_topic.replay(state, self.coordinator, log)

@@ -90,7 +90,11 @@ class ClusterMetadata:
                     name=str(entry["name"]),
                     topic_id=uuid.UUID(str(entry["topic_id"])),
                     partitions=int(entry["partitions"]),
-                    configs={str(k): str(v) for k, v in entry.get("configs", {}).items() if k not in REMOVED_CONFIGS},
+                    configs={
+                        str(k): str(v)
+                        for k, v in entry.get("configs", {}).items()
+                        if k not in REMOVED_CONFIGS
+                    },
                 )
                 if entry.get("internal") is False:
                     meta.marked_ordinary.add(topic.name)

@@ -48,7 +48,9 @@ def _replay_partition(replica: PartitionReplica, coordinator: GroupCoordinator, 
         nonlocal skipped
         skipped += 1
         if skipped <= MAX_SKIPPED_LOGGED:
-            log.warning("%s-%d offset %d: skipped at load (%s)", OFFSETS_TOPIC, replica.partition, offset, why)
+            log.warning(
+                "%s-%d offset %d: skipped at load (%s)", OFFSETS_TOPIC, replica.partition, offset, why
+            )
 
     offset = replica.log_start_offset
     while offset < replica.high_watermark:
@@ -70,7 +72,9 @@ def _replay_partition(replica: PartitionReplica, coordinator: GroupCoordinator, 
                     skip(record.offset, "a record without a key")
                     continue
                 try:
-                    coordinator.replay(bytes(record.key), None if record.value is None else bytes(record.value))
+                    coordinator.replay(
+                        bytes(record.key), None if record.value is None else bytes(record.value)
+                    )
                 except DecodeError as exc:
                     skip(record.offset, str(exc))
         if offset == start:  # nothing readable: do not spin
@@ -90,7 +94,9 @@ def append(state: BrokerState, effects: EffectSink, write: Persist, now_ms: int,
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     records = [NewRecord(key, value, (), now_ms) for key, value in write.records]
     codec = COMPRESSION_NAMES[state.config.offsets_topic_compression_codec]
-    outcome = replica.append_as_leader(build_batch(records, compression=codec, default_timestamp=now_ms), now_ms)
+    outcome = replica.append_as_leader(
+        build_batch(records, compression=codec, default_timestamp=now_ms), now_ms
+    )
     state.touch(replica)
     if outcome.error_code:
         log.warning(

@@ -41,5 +41,7 @@ def _check_plain(table: Mapping[str, str], user: str, password: str) -> bool:
     return expected is not None and hmac.compare_digest(expected.encode(), password.encode())
 
 
-def _scram_server(mechanism: str, credentials: Mapping[str, ScramCredential], nonce: Callable[[], str]) -> ScramServer:
+def _scram_server(
+    mechanism: str, credentials: Mapping[str, ScramCredential], nonce: Callable[[], str]
+) -> ScramServer:
     return ScramServer(mechanism, credentials.get, nonce())

@@ -62,7 +62,9 @@ _SERVER_KEYS: Final = frozenset(
         "offsets.topic.replication.factor",
     }
 )
-_ENDPOINT: Final = re.compile(r"(?P<name>[A-Za-z0-9_.-]+)://(?P<host>\[[0-9A-Fa-f:.]*\]|[^:\[\]/]*):(?P<port>-?[0-9]+)")
+_ENDPOINT: Final = re.compile(
+    r"(?P<name>[A-Za-z0-9_.-]+)://(?P<host>\[[0-9A-Fa-f:.]*\]|[^:\[\]/]*):(?P<port>-?[0-9]+)"
+)
 
 Level = Literal["debug", "info", "warning"]
 
@@ -97,7 +99,9 @@ class ServerProperties:
     notes: tuple[Note, ...]
 
 
-def load_server_properties(properties: Mapping[str, str], base: BrokerConfig | None = None) -> ServerProperties:
+def load_server_properties(
+    properties: Mapping[str, str], base: BrokerConfig | None = None
+) -> ServerProperties:
     """Read Kafka-named broker ``properties`` (see the module docstring)."""
     notes: list[Note] = []
     props = {key: value.strip() for key, value in properties.items()}
@@ -121,7 +125,9 @@ def load_server_properties(properties: Mapping[str, str], base: BrokerConfig | N
             notes.append(Note("debug", f"{key}: a Kafka broker property kafka_wire does not act on; ignored"))
         else:
             notes.append(Note("warning", f"{key}: unknown broker property; ignored"))
-    return ServerProperties(config=config, bind=bind, advertised=advertised, data_dir=data_dir, notes=tuple(notes))
+    return ServerProperties(
+        config=config, bind=bind, advertised=advertised, data_dir=data_dir, notes=tuple(notes)
+    )
 
 
 def parse_endpoints(key: str, value: str) -> list[Endpoint]:
@@ -143,16 +149,23 @@ def parse_endpoints(key: str, value: str) -> list[Endpoint]:
     return endpoints
 
 
-def _listeners(props: Mapping[str, str], config: BrokerConfig, notes: list[Note]) -> tuple[Endpoint | None, Endpoint | None]:
+def _listeners(
+    props: Mapping[str, str], config: BrokerConfig, notes: list[Note]
+) -> tuple[Endpoint | None, Endpoint | None]:
     listeners = parse_endpoints("listeners", props["listeners"]) if "listeners" in props else []
     advertised = parse_endpoints("advertised.listeners", props.get("advertised.listeners", ""))
-    controllers = {n.strip().upper() for n in props.get("controller.listener.names", "").split(",") if n.strip()}
+    controllers = {
+        n.strip().upper() for n in props.get("controller.listener.names", "").split(",") if n.strip()
+    }
     protocols = _protocol_map(props)
     for endpoint in listeners:
         if endpoint.listener in controllers:
             notes.append(
-                Note("info", f"listeners: controller listener {endpoint.listener} ({endpoint.host}:{endpoint.port}) "
-                     "is not opened: kafka_wire has no KRaft controller")
+                Note(
+                    "info",
+                    f"listeners: controller listener {endpoint.listener} ({endpoint.host}:{endpoint.port}) "
+                    "is not opened: kafka_wire has no KRaft controller",
+                )
             )
     name = _broker_listener(props, listeners or advertised, controllers)
     if name is None:
@@ -163,11 +176,18 @@ def _listeners(props: Mapping[str, str], config: BrokerConfig, notes: list[Note]
         bind = replace(bind, host=bind.host or EMPTY_HOST_BINDS)
         for other in listeners:
             if other.listener not in controllers and other.listener != name:
-                notes.append(Note("info", f"listeners: {other.listener} is not opened: kafka_wire serves one listener ({name})"))
+                notes.append(
+                    Note(
+                        "info",
+                        f"listeners: {other.listener} is not opened: kafka_wire serves one listener ({name})",
+                    )
+                )
     told = next((e for e in advertised if e.listener == name), bind)
     if told is not None and told.host in _EVERY_INTERFACE:
         key = "advertised.listeners" if told is not bind else "listeners"
-        raise BrokerConfigError(key, f"clients cannot connect to {told.host}: set advertised.listeners to their address")
+        raise BrokerConfigError(
+            key, f"clients cannot connect to {told.host}: set advertised.listeners to their address"
+        )
     if told is None or told is bind:
         return bind, bind
     if not told.host:
@@ -175,7 +195,9 @@ def _listeners(props: Mapping[str, str], config: BrokerConfig, notes: list[Note]
     return bind, told
 
 
-def _broker_listener(props: Mapping[str, str], endpoints: list[Endpoint], controllers: set[str]) -> str | None:
+def _broker_listener(
+    props: Mapping[str, str], endpoints: list[Endpoint], controllers: set[str]
+) -> str | None:
     named = props.get("inter.broker.listener.name", "").strip().upper()
     if named:
         if named in controllers:
@@ -209,12 +231,17 @@ def _check_protocol(name: str, protocols: Mapping[str, str], config: BrokerConfi
         raise BrokerConfigError("listener.security.protocol.map", f"no security protocol for listener {name}")
     if protocol not in SERVED_PROTOCOLS:
         raise BrokerConfigError(
-            "listeners", f"listener {name} uses {protocol}; kafka_wire serves {' and '.join(SERVED_PROTOCOLS)} only"
+            "listeners",
+            f"listener {name} uses {protocol}; kafka_wire serves {' and '.join(SERVED_PROTOCOLS)} only",
         )
     if protocol == "SASL_PLAINTEXT" and not config.sasl_users:
-        raise BrokerConfigError("listeners", f"listener {name} uses SASL_PLAINTEXT but no sasl.users.<MECHANISM>.<user> is set")
+        raise BrokerConfigError(
+            "listeners", f"listener {name} uses SASL_PLAINTEXT but no sasl.users.<MECHANISM>.<user> is set"
+        )
     if protocol == "PLAINTEXT" and config.sasl_users:
-        raise BrokerConfigError("listeners", f"listener {name} uses PLAINTEXT but sasl.users.* are set (SASL_PLAINTEXT)")
+        raise BrokerConfigError(
+            "listeners", f"listener {name} uses PLAINTEXT but sasl.users.* are set (SASL_PLAINTEXT)"
+        )
 
 
 def _check_roles(props: Mapping[str, str], notes: list[Note]) -> None:
@@ -223,9 +250,13 @@ def _check_roles(props: Mapping[str, str], notes: list[Note]) -> None:
     roles = [r.strip() for r in props["process.roles"].split(",") if r.strip()]
     unknown = [r for r in roles if r not in PROCESS_ROLES]
     if unknown or "broker" not in roles:
-        raise BrokerConfigError("process.roles", "must include broker (kafka_wire is a broker; controller is accepted)")
+        raise BrokerConfigError(
+            "process.roles", "must include broker (kafka_wire is a broker; controller is accepted)"
+        )
     if "controller" in roles:
-        notes.append(Note("info", "process.roles: kafka_wire runs the broker role; it has no KRaft controller"))
+        notes.append(
+            Note("info", "process.roles: kafka_wire runs the broker role; it has no KRaft controller")
+        )
 
 
 def _check_offsets_replication(props: Mapping[str, str], notes: list[Note]) -> None:
@@ -236,7 +267,10 @@ def _check_offsets_replication(props: Mapping[str, str], notes: list[Note]) -> N
         raise BrokerConfigError("offsets.topic.replication.factor", f"{factor} is not between 1 and 32767")
     if factor > 1:
         notes.append(
-            Note("warning", f"offsets.topic.replication.factor={factor}: this is one node; __consumer_offsets gets 1 replica")
+            Note(
+                "warning",
+                f"offsets.topic.replication.factor={factor}: this is one node; __consumer_offsets gets 1 replica",
+            )
         )
 
 
@@ -246,7 +280,9 @@ def _data_dir(props: Mapping[str, str]) -> str | None:
         return None
     dirs = [d.strip() for d in props[key].split(",") if d.strip()]
     if len(dirs) != 1:
-        raise BrokerConfigError(key, f"kafka_wire keeps its data in one log directory; this lists {len(dirs)}")
+        raise BrokerConfigError(
+            key, f"kafka_wire keeps its data in one log directory; this lists {len(dirs)}"
+        )
     return dirs[0]
 
 

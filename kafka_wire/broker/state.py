@@ -129,7 +129,9 @@ class BrokerState:
         if partitions < 1:
             return TopicError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
         if replication_factor < 1:
-            return TopicError(ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.")
+            return TopicError(
+                ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0."
+            )
         if replication_factor > 1:
             return TopicError(
                 ErrorCode.INVALID_REPLICATION_FACTOR,
@@ -157,7 +159,9 @@ class BrokerState:
     def register_topic(self, name: str, partitions: int, configs: Mapping[str, str]) -> TopicInfo:
         """Add a topic to the metadata; its partitions are opened by :meth:`open_partition`
         (until then Metadata reports them LEADER_NOT_AVAILABLE)."""
-        topic = TopicInfo(name=name, topic_id=random_uuid(self.rng), partitions=partitions, configs=dict(configs))
+        topic = TopicInfo(
+            name=name, topic_id=random_uuid(self.rng), partitions=partitions, configs=dict(configs)
+        )
         self.metadata.topics[name] = topic
         return topic
 
@@ -176,7 +180,9 @@ class BrokerState:
         self.deleted_topics.append(topic.name)
         return removed
 
-    def delete_partition(self, name: str, index: int, replica: PartitionReplica | None, effects: EffectSink) -> None:
+    def delete_partition(
+        self, name: str, index: int, replica: PartitionReplica | None, effects: EffectSink
+    ) -> None:
         """Effects that delete one removed partition's directory (after its pending writes)."""
         if replica is not None:
             effects.extend(replica.log.take_effects())

@@ -49,7 +49,11 @@ class MemoryStorage:
     # StorageReader
     def list_dir(self, path: str) -> list[str]:
         prefix = f"{path}/" if path else ""
-        names = {p[len(prefix) :].split("/", 1)[0] for p in (*self.files, *self.dirs) if p.startswith(prefix) and p != path}
+        names = {
+            p[len(prefix) :].split("/", 1)[0]
+            for p in (*self.files, *self.dirs)
+            if p.startswith(prefix) and p != path
+        }
         return sorted(n for n in names if n)
 
     def size(self, path: str) -> int | None:
@@ -88,7 +92,9 @@ class MemoryStorage:
     def apply_one(self, effect: StorageEffect) -> None:
         self._check_writable()
         if isinstance(effect, Append | WriteAt):
-            position = len(self.files.get(effect.path, b"")) if isinstance(effect, Append) else effect.position
+            position = (
+                len(self.files.get(effect.path, b"")) if isinstance(effect, Append) else effect.position
+            )
             fitting = self._fit(effect.path, position, effect.data)
             if len(fitting) < len(effect.data):
                 self._apply(WriteAt(effect.path, position, fitting))
@@ -117,7 +123,9 @@ class MemoryStorage:
                     if source in self._durable:
                         self._durable[target] = self._durable.pop(source)
                 else:
-                    for name in [p for p in (*self.files, *self.dirs) if p == source or p.startswith(source + "/")]:
+                    for name in [
+                        p for p in (*self.files, *self.dirs) if p == source or p.startswith(source + "/")
+                    ]:
                         new = target + name[len(source) :]
                         if name in self.files:
                             self.files[new] = self.files.pop(name)

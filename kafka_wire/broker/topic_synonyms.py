@@ -56,7 +56,10 @@ _MAX = str(LONG_MAX)
 TOPIC_CONFIG_SYNONYMS: Final[Mapping[str, tuple[Synonym, ...]]] = {
     "segment.bytes": (Synonym("log.segment.bytes", "1073741824"),),
     "segment.ms": (Synonym("log.roll.ms"), Synonym("log.roll.hours", "168", HOURS, minimum=1)),
-    "segment.jitter.ms": (Synonym("log.roll.jitter.ms"), Synonym("log.roll.jitter.hours", "0", HOURS, minimum=0)),
+    "segment.jitter.ms": (
+        Synonym("log.roll.jitter.ms"),
+        Synonym("log.roll.jitter.hours", "0", HOURS, minimum=0),
+    ),
     "segment.index.bytes": (Synonym("log.index.size.max.bytes", "10485760"),),
     "flush.messages": (Synonym("log.flush.interval.messages", _MAX),),
     "flush.ms": (Synonym("log.flush.interval.ms"), Synonym("log.flush.scheduler.interval.ms", _MAX)),

@@ -37,20 +37,34 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         description="Run kafka_wire's broker: real Kafka clients can connect to it.",
     )
     parser.add_argument(
-        "--host", help=f"address to listen on and advertise (default: the properties' listener, else {DEFAULT_HOST})"
+        "--host",
+        help=f"address to listen on and advertise (default: the properties' listener, else {DEFAULT_HOST})",
     )
     parser.add_argument(
-        "--port", type=int, help=f"TCP port; 0 picks a free one (default: the properties' listener, else {DEFAULT_PORT})"
+        "--port",
+        type=int,
+        help=f"TCP port; 0 picks a free one (default: the properties' listener, else {DEFAULT_PORT})",
     )
     parser.add_argument(
-        "--data-dir", type=Path, help=f"log directory (default: log.dirs of the properties, else ./{DEFAULT_DATA_DIR})"
-    )
-    parser.add_argument("--config", type=Path, help="a broker properties file (Kafka's server.properties loads)")
-    parser.add_argument(
-        "--set", action="append", default=[], metavar="KEY=VALUE", help="a broker property, e.g. num.partitions=3"
+        "--data-dir",
+        type=Path,
+        help=f"log directory (default: log.dirs of the properties, else ./{DEFAULT_DATA_DIR})",
     )
     parser.add_argument(
-        "--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log to stderr (default WARNING)"
+        "--config", type=Path, help="a broker properties file (Kafka's server.properties loads)"
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a broker property, e.g. num.partitions=3",
+    )
+    parser.add_argument(
+        "--log-level",
+        default="WARNING",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="log to stderr (default WARNING)",
     )
     parser.set_defaults(handler=run)
 
@@ -60,7 +74,9 @@ def read_properties_file(path: Path) -> dict[str, str]:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise PropertiesFileError(f"cannot read --config {path}: {getattr(exc, 'strerror', None) or exc}") from None
+        raise PropertiesFileError(
+            f"cannot read --config {path}: {getattr(exc, 'strerror', None) or exc}"
+        ) from None
     return parse_properties(text)
 
 
@@ -99,7 +115,10 @@ def endpoints(args: argparse.Namespace, loaded: ServerProperties) -> tuple[str, 
 
 
 def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=os.environ.get("KAFKA_WIRE_LOG_LEVEL", args.log_level), format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.basicConfig(
+        level=os.environ.get("KAFKA_WIRE_LOG_LEVEL", args.log_level),
+        format="%(asctime)s %(levelname)s %(name)s %(message)s",
+    )
     props: dict[str, str] = {}
     origins: dict[str, str] = {}
     try:

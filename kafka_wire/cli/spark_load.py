@@ -29,21 +29,37 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "with the kafka_wire Spark data source and write them to Parquet. Needs the 'spark' extra.",
     )
     where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument("--path", action="append", help="a data directory, topic-partition folder or segment file (repeatable)")
+    where.add_argument(
+        "--path",
+        action="append",
+        help="a data directory, topic-partition folder or segment file (repeatable)",
+    )
     where.add_argument("--bootstrap-servers", help="host:port[,host:port...] of a live cluster")
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--subscribe", help="comma-separated topics")
     which.add_argument("--subscribe-pattern", help="a regular expression of topic names")
     which.add_argument("--assign", help='JSON: {"topic": [0, 1]}')
-    parser.add_argument("--starting-offsets", default="earliest", help="earliest, latest or JSON (default earliest)")
+    parser.add_argument(
+        "--starting-offsets", default="earliest", help="earliest, latest or JSON (default earliest)"
+    )
     parser.add_argument("--ending-offsets", default="latest", help="latest or JSON (default latest)")
-    parser.add_argument("--starting-timestamp", help="start each partition at the first record at or after this ms")
-    parser.add_argument("--isolation-level", choices=["read_uncommitted", "read_committed"], default="read_uncommitted")
+    parser.add_argument(
+        "--starting-timestamp", help="start each partition at the first record at or after this ms"
+    )
+    parser.add_argument(
+        "--isolation-level", choices=["read_uncommitted", "read_committed"], default="read_uncommitted"
+    )
     parser.add_argument("--include-headers", action="store_true", help="add the headers column")
-    parser.add_argument("--min-partitions", type=int, help="split offset ranges into at least this many tasks")
+    parser.add_argument(
+        "--min-partitions", type=int, help="split offset ranges into at least this many tasks"
+    )
     parser.add_argument("--output", required=True, help="Parquet output directory")
-    parser.add_argument("--mode", choices=["error", "overwrite", "append"], default="error",
-                        help="when the output exists (default error)")
+    parser.add_argument(
+        "--mode",
+        choices=["error", "overwrite", "append"],
+        default="error",
+        help="when the output exists (default error)",
+    )
     parser.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(handler=run)
@@ -61,7 +77,11 @@ def options_of(args: argparse.Namespace) -> dict[str, str]:
         options["path"] = ",".join(args.path)
     else:
         options["kafka.bootstrap.servers"] = args.bootstrap_servers
-    for flag, name in (("subscribe", "subscribe"), ("subscribe_pattern", "subscribePattern"), ("assign", "assign")):
+    for flag, name in (
+        ("subscribe", "subscribe"),
+        ("subscribe_pattern", "subscribePattern"),
+        ("assign", "assign"),
+    ):
         if getattr(args, flag):
             options[name] = getattr(args, flag)
     if args.starting_timestamp:
@@ -71,7 +91,9 @@ def options_of(args: argparse.Namespace) -> dict[str, str]:
     return options
 
 
-def load(spark: SparkSession, options: Mapping[str, str], output: str, mode: str, *, progress: IO[str] | None) -> int:
+def load(
+    spark: SparkSession, options: Mapping[str, str], output: str, mode: str, *, progress: IO[str] | None
+) -> int:
     """Write the records chosen by ``options`` to Parquet at ``output``; returns how many."""
     from kafka_wire.spark.plan import Settings, Source
     from kafka_wire.spark.source import register
@@ -137,12 +159,16 @@ def run(args: argparse.Namespace) -> int:
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = (
-        SparkSession.builder.master(args.master).appName("kafka-wire spark-load")
-        .config("spark.ui.showConsoleProgress", "false").getOrCreate()
+        SparkSession.builder.master(args.master)
+        .appName("kafka-wire spark-load")
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
     try:
-        load(spark, options_of(args), args.output, args.mode, progress=None if args.no_progress else sys.stderr)
+        load(
+            spark, options_of(args), args.output, args.mode, progress=None if args.no_progress else sys.stderr
+        )
     except OptionError as e:
         print(f"kafka-wire spark-load: {e}", file=sys.stderr)
         return 2

@@ -107,7 +107,9 @@ class RangeRead:
                     topic=self.tp.topic,
                     partitions=[
                         FetchRequestPartition(
-                            partition=self.tp.partition, fetch_offset=self.offset, partition_max_bytes=self.max_bytes
+                            partition=self.tp.partition,
+                            fetch_offset=self.offset,
+                            partition_max_bytes=self.max_bytes,
                         )
                     ],
                 )

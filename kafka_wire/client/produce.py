@@ -42,7 +42,9 @@ async def produce(
                     topic_data=[
                         ProduceRequestTopicProduceData(
                             name=tp.topic,
-                            partition_data=[ProduceRequestPartitionProduceData(index=tp.partition, records=raw)],
+                            partition_data=[
+                                ProduceRequestPartitionProduceData(index=tp.partition, records=raw)
+                            ],
                         )
                     ],
                 )
@@ -57,7 +59,9 @@ async def produce(
                     await cluster.retry_wait(f"Produce {tp}: error {result.error_code}")
                     continue
                 if result.error_code != ErrorCode.NONE:
-                    raise KafkaCallError(f"Produce {tp}: error {result.error_code} {result.error_message or ''}")
+                    raise KafkaCallError(
+                        f"Produce {tp}: error {result.error_code} {result.error_message or ''}"
+                    )
                 first.setdefault(tp, result.base_offset)
                 break
     return first

@@ -104,7 +104,9 @@ def parse_partition_checkpoint(text: str) -> dict[tuple[str, int], int]:
         partition = _number(fields[1], _INT32_MAX) if len(fields) == 3 else None
         offset = _number(fields[2], _INT64_MAX) if len(fields) == 3 else None
         if partition is None or offset is None:
-            raise CheckpointError(f"malformed line {' '.join(fields)!r} (expected: topic partition offset)", offset=at)
+            raise CheckpointError(
+                f"malformed line {' '.join(fields)!r} (expected: topic partition offset)", offset=at
+            )
         out[(fields[0], partition)] = offset
     return out
 

@@ -48,6 +48,11 @@ def parse_partition_dir(name: str) -> tuple[str, int] | None:
     """``orders-3`` -> ``("orders", 3)``; None for names that are not a partition directory
     (``orders-3.abc-delete``, ``orders-3-future``, ``orders-03``, ``cleaner-offset-checkpoint``)."""
     topic, dash, number = name.rpartition("-")
-    if not dash or not topic or not (number.isascii() and number.isdigit()) or (len(number) > 1 and number[0] == "0"):
+    if (
+        not dash
+        or not topic
+        or not (number.isascii() and number.isdigit())
+        or (len(number) > 1 and number[0] == "0")
+    ):
         return None
     return topic, int(number)

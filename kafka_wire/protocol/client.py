@@ -277,7 +277,9 @@ class ClientConnection:
             initial = ClientState.NEGOTIATING
         elif sasl is not None:
             initial = ClientState.AUTHENTICATING
-        self._machine = StateMachine("client connection", CLIENT_TRANSITIONS, initial, error=ClientState.ERROR, logger=logger)
+        self._machine = StateMachine(
+            "client connection", CLIENT_TRANSITIONS, initial, error=ClientState.ERROR, logger=logger
+        )
         if config.negotiate:
             self._send_api_versions(config.api_versions_version)
         elif sasl is not None:
@@ -311,7 +313,9 @@ class ClientConnection:
     def _live(self) -> None:
         """Refuse every call after a failure (h11's discipline: ERROR is final)."""
         if self._machine.state is ClientState.ERROR:
-            raise LocalProtocolError("the connection failed earlier: nothing is allowed in state ERROR") from self._failure
+            raise LocalProtocolError(
+                "the connection failed earlier: nothing is allowed in state ERROR"
+            ) from self._failure
 
     def _fail(self, exc: BaseException) -> None:
         if self._failure is None:
@@ -398,7 +402,11 @@ class ClientConnection:
     def _write_held(self) -> None:
         """Write held requests while the state and the in-flight limit allow."""
         held = self._held
-        while held and self._machine.state is ClientState.READY and self._user_in_flight < self.config.max_in_flight:
+        while (
+            held
+            and self._machine.state is ClientState.READY
+            and self._user_in_flight < self.config.max_in_flight
+        ):
             h = held.popleft()
             frame = bytearray(h.frame)
             _SIZE.pack_into(frame, 8, self._next_correlation_id)  # every header has it at byte 8
@@ -413,15 +421,28 @@ class ClientConnection:
         return out
 
     def _write_request(
-        self, kind: _Kind, request: Message, api_version: int, context: object = None, timeout_ms: int | None = None
+        self,
+        kind: _Kind,
+        request: Message,
+        api_version: int,
+        context: object = None,
+        timeout_ms: int | None = None,
     ) -> None:
         header = RequestHeader(correlation_id=self._next_correlation_id, client_id=self.config.client_id)
         if kind is not _Kind.USER:
             timeout_ms = self.config.request_timeout_ms
-        self._track(kind, encode_request(header, request, api_version), request, api_version, context, timeout_ms)
+        self._track(
+            kind, encode_request(header, request, api_version), request, api_version, context, timeout_ms
+        )
 
     def _track(
-        self, kind: _Kind, frame: bytes, request: Message, api_version: int, context: object, timeout_ms: int | None
+        self,
+        kind: _Kind,
+        frame: bytes,
+        request: Message,
+        api_version: int,
+        context: object,
+        timeout_ms: int | None,
     ) -> None:
         correlation_id = self._next_correlation_id
         assert request.API_KEY is not None  # checked by encode_request
@@ -432,13 +453,18 @@ class ClientConnection:
             kind, deadline = _Kind.NO_RESPONSE, None  # tracked only to tolerate brokers that answer anyway
         elif kind is _Kind.USER:
             self._user_in_flight += 1
-        self._in_flight.append(_InFlight(kind, correlation_id, request.API_KEY, api_version, request, context, deadline))
-        while len(self._in_flight) > _MAX_NO_RESPONSE_TRACKED and self._in_flight[0].kind is _Kind.NO_RESPONSE:
+        self._in_flight.append(
+            _InFlight(kind, correlation_id, request.API_KEY, api_version, request, context, deadline)
+        )
+        while (
+            len(self._in_flight) > _MAX_NO_RESPONSE_TRACKED and self._in_flight[0].kind is _Kind.NO_RESPONSE
+        ):
             self._in_flight.popleft()
 
     def _send_api_versions(self, api_version: int) -> None:
         request = ApiVersionsRequest(
-            client_software_name=self.config.software_name, client_software_version=self.config.software_version
+            client_software_name=self.config.software_name,
+            client_software_version=self.config.software_version,
         )
         self._write_request(_Kind.API_VERSIONS, request, api_version)
 
@@ -454,7 +480,11 @@ class ClientConnection:
     def _send_token(self, token: bytes) -> None:
         if self._sasl_raw:
             self._out += _SIZE.pack(len(token)) + token
-            deadline = None if self.config.request_timeout_ms is None else self._now_ms + self.config.request_timeout_ms
+            deadline = (
+                None
+                if self.config.request_timeout_ms is None
+                else self._now_ms + self.config.request_timeout_ms
+            )
             self._in_flight.append(_InFlight(_Kind.SASL_RAW, -1, -1, -1, None, None, deadline))
         else:
             request = SaslAuthenticateRequest(auth_bytes=token)
@@ -577,7 +607,12 @@ class ClientConnection:
                 self._time_out(min(expired, key=lambda f: f.deadline_ms or 0))
                 return
             idle = self.config.max_idle_ms
-            if idle is not None and not self.in_flight and not self._held and self._last_activity_ms + idle <= now:
+            if (
+                idle is not None
+                and not self.in_flight
+                and not self._held
+                and self._last_activity_ms + idle <= now
+            ):
                 self._machine.move(ClientInput.IDLE_EXPIRED)
                 self._closed_reason = "idle"
                 return

@@ -80,7 +80,9 @@ class FrameReader:
         if frame is not None or not eof:
             return frame
         if self.buffered:
-            raise TruncatedError(f"connection closed in the middle of a frame ({self.buffered} bytes buffered)")
+            raise TruncatedError(
+                f"connection closed in the middle of a frame ({self.buffered} bytes buffered)"
+            )
         return END
 
     def _next(self) -> bytes | None:

@@ -212,7 +212,6 @@ class _Slot:
     data: tuple[object, ...] | None = None
 
 
-
 @dataclass(frozen=True, slots=True, eq=False)
 class Splice:
     """Parts that take the place of one records payload when a response is encoded (zero-copy
@@ -276,7 +275,9 @@ class ServerConnection:
         self._closed_reason = ""
         self._failure: BaseException | None = None
         initial = ServerState.AWAITING_HANDSHAKE if sasl else ServerState.READY
-        self._machine = StateMachine("server connection", SERVER_TRANSITIONS, initial, error=ServerState.ERROR, logger=logger)
+        self._machine = StateMachine(
+            "server connection", SERVER_TRANSITIONS, initial, error=ServerState.ERROR, logger=logger
+        )
         self.principal = ""
 
     @property
@@ -312,7 +313,9 @@ class ServerConnection:
 
     def _live(self) -> None:
         if self._machine.state is ServerState.ERROR:
-            raise LocalProtocolError("the connection failed earlier: nothing is allowed in state ERROR") from self._failure
+            raise LocalProtocolError(
+                "the connection failed earlier: nothing is allowed in state ERROR"
+            ) from self._failure
 
     def _fail(self, exc: BaseException) -> None:
         if self._failure is None:
@@ -373,7 +376,9 @@ class ServerConnection:
             (s for s in self._slots if s.correlation_id == response.correlation_id and s.data is None), None
         )
         if slot is None:
-            raise LocalProtocolError(f"no request with correlation id {response.correlation_id} awaits a response")
+            raise LocalProtocolError(
+                f"no request with correlation id {response.correlation_id} awaits a response"
+            )
         if (response.api_key, response.api_version) != (slot.api_key, slot.api_version) or (
             response.body.API_KEY != slot.api_key
         ):
@@ -401,7 +406,9 @@ class ServerConnection:
             self._fail(exc)
             raise
 
-    def send_spliced(self, response: Response, splices: Sequence[Splice], *, now_ms: int | None = None) -> list[object]:
+    def send_spliced(
+        self, response: Response, splices: Sequence[Splice], *, now_ms: int | None = None
+    ) -> list[object]:
         """Like :meth:`send`, with each splice's parts in place of the records payload that is its
         placeholder (found by the positions the encoder records, not by searching the frame);
         returns the parts now ready to write (see :meth:`parts_to_send`)."""
@@ -430,9 +437,13 @@ class ServerConnection:
         self._live()
         try:
             self._machine.move(ServerInput.RESPONSE_SENT)  # a self-loop: legal or ERROR, before anything
-            slot = next((s for s in self._slots if s.correlation_id == event.correlation_id and s.data is None), None)
+            slot = next(
+                (s for s in self._slots if s.correlation_id == event.correlation_id and s.data is None), None
+            )
             if slot is None or slot.request is not None:
-                raise LocalProtocolError(f"no unsupported request with correlation id {event.correlation_id} is pending")
+                raise LocalProtocolError(
+                    f"no unsupported request with correlation id {event.correlation_id} is pending"
+                )
             if event.api_key == ApiKey.API_VERSIONS and ApiKey.API_VERSIONS in self._versions:
                 body = api_versions_response({ApiKey.API_VERSIONS: self._versions[ApiKey.API_VERSIONS]})
                 body.error_code = ErrorCode.UNSUPPORTED_VERSION
@@ -581,10 +592,14 @@ class ServerConnection:
         lo, hi = self._versions.get(header.request_api_key, (0, -1))
         if not lo <= header.request_api_version <= hi:
             reason = f"unsupported version: api {header.request_api_key} v{header.request_api_version}"
-            return self._unsupported(header.request_api_key, header.request_api_version, header.correlation_id, reason)
+            return self._unsupported(
+                header.request_api_key, header.request_api_version, header.correlation_id, reason
+            )
         request = Request(header, body, decoded.trailing)
         if self._sasl is not None:
-            if state is ServerState.READY and isinstance(body, SaslHandshakeRequest | SaslAuthenticateRequest):
+            if state is ServerState.READY and isinstance(
+                body, SaslHandshakeRequest | SaslAuthenticateRequest
+            ):
                 if isinstance(body, SaslHandshakeRequest) and self._may_reauthenticate(request):
                     return self._on_reauthentication(request, body)
                 # Kafka answers these after authentication (without re-authentication) with ILLEGAL_SASL_STATE.
@@ -601,7 +616,9 @@ class ServerConnection:
             if isinstance(body, SaslAuthenticateRequest):
                 return self._on_authenticate(request, body)
         if request.expects_response:
-            self._slots.append(_Slot(header.correlation_id, header.request_api_key, header.request_api_version, body))
+            self._slots.append(
+                _Slot(header.correlation_id, header.request_api_key, header.request_api_version, body)
+            )
             self._owed += 1
         return request
 
@@ -610,14 +627,22 @@ class ServerConnection:
         state = self._machine.state.name
         return RemoteProtocolError(f"{name} is not allowed in state {state} (before SASL authentication)")
 
-    def _unsupported(self, api_key: int, api_version: int, correlation_id: int, reason: str) -> UnsupportedRequest:
+    def _unsupported(
+        self, api_key: int, api_version: int, correlation_id: int, reason: str
+    ) -> UnsupportedRequest:
         self._slots.append(_Slot(correlation_id, api_key, api_version, None))
         self._owed += 1
-        return UnsupportedRequest(api_key=api_key, api_version=api_version, correlation_id=correlation_id, reason=reason)
+        return UnsupportedRequest(
+            api_key=api_key, api_version=api_version, correlation_id=correlation_id, reason=reason
+        )
 
     def _answer(self, request: Request, body: Message) -> None:
-        data = encode_response(ResponseHeader(correlation_id=request.correlation_id), body, request.api_version)
-        self._slots.append(_Slot(request.correlation_id, request.api_key, request.api_version, request.body, (data,)))
+        data = encode_response(
+            ResponseHeader(correlation_id=request.correlation_id), body, request.api_version
+        )
+        self._slots.append(
+            _Slot(request.correlation_id, request.api_key, request.api_version, request.body, (data,))
+        )
 
     def _may_reauthenticate(self, handshake: Request) -> bool:
         """KIP-368: with sessions that expire, a SaslHandshake v1+ starts a re-authentication."""
@@ -628,7 +653,10 @@ class ServerConnection:
         enabled = list(self._sasl.mechanisms)
         if body.mechanism != self._mechanism_name:
             # Kafka refuses a re-authentication that changes the mechanism, and closes.
-            self._answer(request, SaslHandshakeResponse(error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=enabled))
+            self._answer(
+                request,
+                SaslHandshakeResponse(error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=enabled),
+            )
             self._machine.move(ServerInput.GIVE_UP)
             return AuthenticationFailed(
                 mechanism=body.mechanism,
@@ -645,7 +673,10 @@ class ServerConnection:
         enabled = list(self._sasl.mechanisms)
         factory = self._sasl.mechanisms.get(body.mechanism)
         if factory is None:
-            self._answer(request, SaslHandshakeResponse(error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=enabled))
+            self._answer(
+                request,
+                SaslHandshakeResponse(error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=enabled),
+            )
             self._machine.move(ServerInput.GIVE_UP)
             return AuthenticationFailed(
                 mechanism=body.mechanism,
@@ -680,9 +711,13 @@ class ServerConnection:
 
     def _principal_change(self) -> AuthenticationError | None:
         assert self._mechanism is not None
-        if self._machine.state is ServerState.REAUTHENTICATING and self._mechanism.principal != self.principal:
+        if (
+            self._machine.state is ServerState.REAUTHENTICATING
+            and self._mechanism.principal != self.principal
+        ):
             return AuthenticationError(
-                "Cannot change principals during re-authentication", error_code=ErrorCode.SASL_AUTHENTICATION_FAILED
+                "Cannot change principals during re-authentication",
+                error_code=ErrorCode.SASL_AUTHENTICATION_FAILED,
             )
         return None
 
@@ -710,5 +745,8 @@ class ServerConnection:
         # SaslAuthenticate v0) is closed when its session ends.
         self._session_expires_ms = self._now_ms + lifetime if lifetime > 0 else None
         return Authenticated(
-            mechanism=self._mechanism_name, principal=self.principal, session_lifetime_ms=lifetime, reauthentication=again
+            mechanism=self._mechanism_name,
+            principal=self.principal,
+            session_lifetime_ms=lifetime,
+            reauthentication=again,
         )

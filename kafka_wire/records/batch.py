@@ -253,7 +253,15 @@ class RecordBatch(Generic[B]):
         if codec == 0:
             if type(buf) is bytes:
                 view = memoryview(buf) if self._zero_copy else None
-                return buf, view, start + RECORD_BATCH_OVERHEAD, end, self.position - start, where, log_append_time
+                return (
+                    buf,
+                    view,
+                    start + RECORD_BATCH_OVERHEAD,
+                    end,
+                    self.position - start,
+                    where,
+                    log_append_time,
+                )
             records = memoryview(buf)[start + RECORD_BATCH_OVERHEAD : end]
             data = bytes(records)
             view = records if self._zero_copy else None
@@ -306,7 +314,14 @@ class RecordBatch(Generic[B]):
         data, view, pos, end, shift, note, log_append_time = self._source()
         try:
             records, pos = loop(
-                data, view, pos, end, self.record_count, self.base_offset, self.base_timestamp, log_append_time
+                data,
+                view,
+                pos,
+                end,
+                self.record_count,
+                self.base_offset,
+                self.base_timestamp,
+                log_append_time,
             )
         except (DecodeError, IndexError, UnicodeDecodeError) as e:
             raise self._failure(e, shift, note) from None

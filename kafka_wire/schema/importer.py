@@ -292,7 +292,9 @@ class _Merger:
         if m.type != f.type:
             raise SchemaError(f"type changes between definitions ({m.type} vs {f.type})", source=where)
         if m.default != f.default:
-            raise SchemaError(f"default changes between definitions ({m.default} vs {f.default})", source=where)
+            raise SchemaError(
+                f"default changes between definitions ({m.default} vs {f.default})", source=where
+            )
         if v in f.tagged and m.tag is not None and f.tag != m.tag:
             raise SchemaError("tag changes between definitions", source=where)
 
@@ -539,15 +541,27 @@ def write(files: dict[str, str], target: Path) -> list[str]:
 
 def diff(files: dict[str, str], target: Path) -> list[str]:
     """The relative paths whose content on disk differs from ``files`` (or that are stale)."""
-    out = [rel for rel, text in files.items() if not (target / rel).exists() or (target / rel).read_text("utf-8") != text]
-    out += [p.relative_to(target).as_posix() for p in target.rglob("*.json") if p.relative_to(target).as_posix() not in files]
+    out = [
+        rel
+        for rel, text in files.items()
+        if not (target / rel).exists() or (target / rel).read_text("utf-8") != text
+    ]
+    out += [
+        p.relative_to(target).as_posix()
+        for p in target.rglob("*.json")
+        if p.relative_to(target).as_posix() not in files
+    ]
     return sorted(out)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--reference", type=Path, default=None,
-                        help=f"the upstream folder (default: ${UPSTREAM_ENV}, else ../shared/reference)")
+    parser.add_argument(
+        "--reference",
+        type=Path,
+        default=None,
+        help=f"the upstream folder (default: ${UPSTREAM_ENV}, else ../shared/reference)",
+    )
     parser.add_argument("--out", type=Path, default=default_schemas_dir())
     parser.add_argument("--check", action="store_true", help="fail on any difference instead of writing")
     args = parser.parse_args(argv)
@@ -556,8 +570,10 @@ def main(argv: list[str] | None = None) -> int:
         reference = default_reference_dir()
         if not has_upstream(reference):
             what = "schema import check" if args.check else "schema import"
-            print(f"{what} not run: no upstream definitions in {reference} "
-                  f"(set {UPSTREAM_ENV} or place ../shared beside the checkout)")
+            print(
+                f"{what} not run: no upstream definitions in {reference} "
+                f"(set {UPSTREAM_ENV} or place ../shared beside the checkout)"
+            )
             return 0
     files = build(reference)
     if args.check:

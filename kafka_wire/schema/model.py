@@ -13,7 +13,18 @@ from kafka_wire.codec.versions import NO_VERSIONS, VersionSet
 from kafka_wire.errors import SchemaError
 
 Primitive = Literal[
-    "bool", "int8", "int16", "int32", "int64", "uint16", "uint32", "float64", "uuid", "string", "bytes", "records"
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint16",
+    "uint32",
+    "float64",
+    "uuid",
+    "string",
+    "bytes",
+    "records",
 ]
 PRIMITIVES: tuple[str, ...] = (
     "bool", "int8", "int16", "int32", "int64", "uint16", "uint32", "float64", "uuid", "string", "bytes", "records",
@@ -202,6 +213,7 @@ def _message(doc: dict[str, Any], kind: str, api_key: int | None, api_name: str,
         structs[sname] = Struct(
             sname, cls_name, make_fields(sdoc["fields"], f"/structs/{sname}/fields"), bool(sdoc.get("common"))
         )
+
     # The versions in which each struct is reached, from its parents' field versions.
     def reach(s: Struct, versions: VersionSet) -> None:
         for f in s.fields:
@@ -257,6 +269,8 @@ def load(schemas_dir: Path) -> SchemaSet:
     for msg in out.messages():
         for s in [msg.root, *msg.structs.values()]:
             if s.class_name in names:
-                raise SchemaError(f"class name {s.class_name} also made by {names[s.class_name]}", source=msg.schema_file)
+                raise SchemaError(
+                    f"class name {s.class_name} also made by {names[s.class_name]}", source=msg.schema_file
+                )
             names[s.class_name] = msg.schema_file
     return out

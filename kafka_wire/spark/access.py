@@ -51,13 +51,17 @@ class ClusterAccess:
         if protocol == "PLAINTEXT":
             return cls(bootstrap)
         if protocol != "SASL_PLAINTEXT":
-            raise OptionError(f"'kafka.security.protocol' {protocol} is not supported (PLAINTEXT or SASL_PLAINTEXT)")
+            raise OptionError(
+                f"'kafka.security.protocol' {protocol} is not supported (PLAINTEXT or SASL_PLAINTEXT)"
+            )
         mechanism = options.get("kafka.sasl.mechanism", "").upper()
         if mechanism not in MECHANISMS:
-            raise OptionError(f"'kafka.sasl.mechanism' must be one of {', '.join(MECHANISMS)} (got {mechanism!r})")
+            raise OptionError(
+                f"'kafka.sasl.mechanism' must be one of {', '.join(MECHANISMS)} (got {mechanism!r})"
+            )
         login = {k: _unescape(v) for k, v in _JAAS_OPTION.findall(options.get("kafka.sasl.jaas.config", ""))}
         if not login.get("username") or "password" not in login:
-            raise OptionError("'kafka.sasl.jaas.config' must give username=\"...\" and password=\"...\"")
+            raise OptionError('\'kafka.sasl.jaas.config\' must give username="..." and password="..."')
         return cls(bootstrap, mechanism, login["username"], login["password"])
 
     def mechanism(self) -> SaslClientMechanism | None:

@@ -32,7 +32,9 @@ def connect(cluster: ClusterAccess | str, timeout_ms: int = DEFAULT_TIMEOUT_MS) 
     return Cluster(access.bootstrap, sasl=access.mechanism, timeout_ms=timeout_ms)
 
 
-def _run(cluster: ClusterAccess | str, timeout_ms: int, body: Callable[[Cluster], Coroutine[object, object, T]]) -> T:
+def _run(
+    cluster: ClusterAccess | str, timeout_ms: int, body: Callable[[Cluster], Coroutine[object, object, T]]
+) -> T:
     async def main() -> T:
         async with connect(cluster, timeout_ms) as session:
             return await body(session)
@@ -44,7 +46,9 @@ def _isolation(read_committed: bool) -> int:
     return client.READ_COMMITTED if read_committed else client.READ_UNCOMMITTED
 
 
-def partitions_of(cluster: ClusterAccess | str, *, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> list[TopicPartition]:
+def partitions_of(
+    cluster: ClusterAccess | str, *, timeout_ms: int = DEFAULT_TIMEOUT_MS
+) -> list[TopicPartition]:
     """Every topic-partition of the cluster (internal topics included; selection drops them)."""
     return _run(cluster, timeout_ms, Cluster.partitions)
 
@@ -94,12 +98,20 @@ def fetch_range(
     :func:`kafka_wire.spark.logs.read_range`), by :func:`kafka_wire.client.fetch_range`. The
     fetch loop runs on its own thread and event loop, at most ``_PREFETCH_BATCHES`` batches ahead
     of the caller."""
-    items: queue.Queue[tuple[int, list[Record[bytes]]] | BaseException | None] = queue.Queue(_PREFETCH_BATCHES)
+    items: queue.Queue[tuple[int, list[Record[bytes]]] | BaseException | None] = queue.Queue(
+        _PREFETCH_BATCHES
+    )
     stop = threading.Event()
 
     async def body(session: Cluster) -> None:
         batches = client.fetch_range(
-            session, tp, start, end, read_committed=read_committed, max_bytes=max_bytes, fail_on_data_loss=fail_on_data_loss
+            session,
+            tp,
+            start,
+            end,
+            read_committed=read_committed,
+            max_bytes=max_bytes,
+            fail_on_data_loss=fail_on_data_loss,
         )
         async for item in batches:
             while not stop.is_set():
@@ -143,7 +155,9 @@ class Producer:
     """Produces record batches (built with :func:`kafka_wire.records.build_batch`) to partition
     leaders over connections kept open until :meth:`close`: one per Spark writer task."""
 
-    def __init__(self, cluster: ClusterAccess | str, *, acks: int = -1, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> None:
+    def __init__(
+        self, cluster: ClusterAccess | str, *, acks: int = -1, timeout_ms: int = DEFAULT_TIMEOUT_MS
+    ) -> None:
         self._runner = asyncio.Runner()
         self._session = connect(cluster, timeout_ms)
         self._acks = acks

@@ -85,7 +85,9 @@ def _segments_in(directory: Path, only: set[str] | None = None) -> list[Segment]
         if parsed is None or parsed[1] != LOG_SUFFIX or (only is not None and name not in only):
             continue
         index = name[: -len(LOG_SUFFIX)] + INDEX_SUFFIX
-        out.append(Segment(parsed[0], str(directory / name), str(directory / index) if index in indexes else None))
+        out.append(
+            Segment(parsed[0], str(directory / name), str(directory / index) if index in indexes else None)
+        )
     out.sort(key=lambda s: s.base_offset)
     return out
 
@@ -105,7 +107,9 @@ def discover(paths: Sequence[str | os.PathLike[str]]) -> dict[TopicPartition, Pa
         if path.is_file():
             tp = parse_partition_dir(path.parent.name)
             if tp is None or parse_segment_name(path.name) is None:
-                raise OptionError(f"{path}: a segment file must be named <20 digits>.log inside a topic-partition folder")
+                raise OptionError(
+                    f"{path}: a segment file must be named <20 digits>.log inside a topic-partition folder"
+                )
             add(tp, _segments_in(path.parent, {path.name}))
         elif path.is_dir():
             tp = parse_partition_dir(path.name)
@@ -209,7 +213,9 @@ def _batches_from(
 ) -> Iterator[tuple[int, int, Batch[bytes]]]:
     """``(segment index, file position, batch)`` from a place in the log to its end."""
     for i in range(segment_index, len(log.segments)):
-        for pos, batch in iter_segment(log.segments[i].log_path, position if i == segment_index else 0, config):
+        for pos, batch in iter_segment(
+            log.segments[i].log_path, position if i == segment_index else 0, config
+        ):
             yield i, pos, batch
 
 

@@ -30,9 +30,7 @@ from kafka_wire.spark.ranges import (
     split_ranges,
 )
 
-BASE_SCHEMA: Final = (
-    "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, timestampType int"
-)
+BASE_SCHEMA: Final = "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, timestampType int"
 HEADERS_FIELD: Final = "headers array<struct<key: string, value: binary>>"
 
 
@@ -81,9 +79,16 @@ class Settings:
             raise OptionError("set exactly one of 'path' (logs at rest) and 'kafka.bootstrap.servers' (live)")
         isolation = options.get("kafka.isolation.level", "read_uncommitted")
         if isolation not in ("read_uncommitted", "read_committed"):
-            raise OptionError(f"'kafka.isolation.level' must be read_uncommitted or read_committed (got {isolation!r})")
+            raise OptionError(
+                f"'kafka.isolation.level' must be read_uncommitted or read_committed (got {isolation!r})"
+            )
         starting = parse_offset_spec(options, starting=True)
-        if streaming and not options.get("startingOffsets") and starting.timestamp_all is None and starting.timestamps is None:
+        if (
+            streaming
+            and not options.get("startingOffsets")
+            and starting.timestamp_all is None
+            and starting.timestamps is None
+        ):
             starting = OffsetSpec(LATEST)  # Spark's streaming default
         if streaming and options.get("endingOffsets"):
             raise OptionError("'endingOffsets' is for batch queries only")
@@ -126,14 +131,18 @@ class Source:
         if self._logs is not None:
             last = logs.last_stable_offset if self.settings.read_committed else logs.latest_offset
             return {tp: (logs.earliest_offset(self._logs[tp]), last(self._logs[tp])) for tp in tps}
-        return live.offset_bounds(self._cluster, tps, read_committed=self.settings.read_committed) if tps else {}
+        return (
+            live.offset_bounds(self._cluster, tps, read_committed=self.settings.read_committed) if tps else {}
+        )
 
     def offset_for_time(self, tp: TopicPartition, timestamp_ms: int) -> int | None:
         if self._logs is not None:
             return logs.offset_for_timestamp(self._logs[tp], timestamp_ms)
         return live.list_offsets(self._cluster, {tp: timestamp_ms})[tp]
 
-    def resolve(self, spec: OffsetSpec, bounds: Mapping[TopicPartition, tuple[int, int]]) -> dict[TopicPartition, int]:
+    def resolve(
+        self, spec: OffsetSpec, bounds: Mapping[TopicPartition, tuple[int, int]]
+    ) -> dict[TopicPartition, int]:
         return {tp: resolve(spec, tp, low, high, self.offset_for_time) for tp, (low, high) in bounds.items()}
 
     def plan(self) -> list[OffsetRange]:

@@ -162,7 +162,10 @@ def parse_offset_spec(options: Mapping[str, str], *, starting: bool) -> OffsetSp
             return OffsetSpec(default, timestamp_all=int(text))
         if options.get("startingOffsetsByTimestamp"):
             return OffsetSpec(
-                default, timestamps=_per_partition(options["startingOffsetsByTimestamp"], "startingOffsetsByTimestamp", 0)
+                default,
+                timestamps=_per_partition(
+                    options["startingOffsetsByTimestamp"], "startingOffsetsByTimestamp", 0
+                ),
             )
     text = options.get(key, "").strip()
     if not text:

@@ -83,10 +83,13 @@ def to_arrow(
         names = ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType"]
         if include_headers:
             pairs = pa.StructArray.from_arrays(
-                [pa.array(header_keys, pa.string()), pa.array(header_values, pa.binary())], names=["key", "value"]
+                [pa.array(header_keys, pa.string()), pa.array(header_values, pa.binary())],
+                names=["key", "value"],
             )
             columns.append(
-                pa.ListArray.from_arrays(pa.array(header_ends, pa.int32()), pairs, mask=pa.array(no_headers, pa.bool_()))
+                pa.ListArray.from_arrays(
+                    pa.array(header_ends, pa.int32()), pairs, mask=pa.array(no_headers, pa.bool_())
+                )
             )
             names.append("headers")
         batch = pa.RecordBatch.from_arrays(columns, names=names)
@@ -147,7 +150,9 @@ class KafkaWireStreamReader(DataSourceStreamReader):
         return offsets_json({tp: high for tp, (_, high) in self._bounds.items()})
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
-        ranges = Source(self.settings).stream_ranges(offsets_from_json(start), offsets_from_json(end), self._bounds)
+        ranges = Source(self.settings).stream_ranges(
+            offsets_from_json(start), offsets_from_json(end), self._bounds
+        )
         return [RangePartition(r) for r in ranges]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -185,7 +190,9 @@ class KafkaWireWriter(DataSourceWriter):
     def write(self, iterator: Iterator[Row]) -> WriteCommit:
         s = self.settings
         counts: dict[str, int] = {}
-        pending: dict[TopicPartition, list[tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]]] = {}
+        pending: dict[
+            TopicPartition, list[tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]]
+        ] = {}
         total = batches = 0
         round_robin = 0
         with live.Producer(s.cluster, acks=s.acks) as producer:

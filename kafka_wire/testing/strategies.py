@@ -18,7 +18,6 @@ from kafka_wire.codec.structs import Struct
 T = TypeVar("T", bound=Struct)
 
 
-
 def uuids() -> st.SearchStrategy[UUID]:
     """Any 128-bit value, the zero UUID included."""
     return st.one_of(st.just(UUID(int=0)), st.integers(0, (1 << 128) - 1).map(lambda i: UUID(int=i)))
@@ -69,9 +68,7 @@ def _unknown_tags(cls: type[Struct]) -> st.SearchStrategy[tuple[tuple[int, bytes
     known = {f.tag for f in cls.FIELDS if f.tag is not None}
     base = max(known, default=-1) + 1
     tags = st.lists(st.integers(base, base + 40), max_size=2, unique=True).map(sorted)
-    return tags.flatmap(
-        lambda ts: st.tuples(*(st.tuples(st.just(t), st.binary(max_size=8)) for t in ts))
-    )
+    return tags.flatmap(lambda ts: st.tuples(*(st.tuples(st.just(t), st.binary(max_size=8)) for t in ts)))
 
 
 def _field(f: FieldSpec, version: int, opts: dict[str, Any]) -> st.SearchStrategy[Any]:

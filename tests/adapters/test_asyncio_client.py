@@ -29,7 +29,10 @@ async def _broker(request: Request, peer: tuple[str, int]) -> Message | None:
 
 def test_a_request_past_its_timeout_fails_and_closes_the_connection() -> None:
     async def main() -> None:
-        async with await serve(_broker) as server, await KafkaClient.connect("127.0.0.1", server.port) as client:
+        async with (
+            await serve(_broker) as server,
+            await KafkaClient.connect("127.0.0.1", server.port) as client,
+        ):
             assert isinstance(client.negotiated and client.negotiated.response, ApiVersionsResponse)
             assert isinstance(await client.request(MetadataRequest(topics=None)), MetadataResponse)
             with pytest.raises(UnsupportedVersionError):  # a question: the connection stays usable
@@ -74,7 +77,12 @@ def test_the_server_closes_a_session_that_was_not_renewed() -> None:
 
     async def main() -> None:
         server = await serve(_broker, config=ServerConfig(max_reauth_ms=200), sasl=plain)
-        async with server, await KafkaClient.connect("127.0.0.1", server.port, sasl=PlainClient("alice", "secret")) as client:
+        async with (
+            server,
+            await KafkaClient.connect(
+                "127.0.0.1", server.port, sasl=PlainClient("alice", "secret")
+            ) as client,
+        ):
             await client.request(MetadataRequest(topics=None))
             await asyncio.sleep(0.5)  # one mechanism object: the client cannot re-authenticate
             with pytest.raises(ConnectionError):

@@ -139,11 +139,31 @@ def test_each_synonym_sets_its_topic_default(prop: str, value: str, topic: str, 
 @pytest.mark.parametrize(
     ("props", "topic", "expected", "source"),
     [
-        ({"log.retention.hours": "1", "log.retention.minutes": "2", "log.retention.ms": "3"}, "retention.ms", "3", "log.retention.ms"),
-        ({"log.retention.hours": "1", "log.retention.minutes": "2"}, "retention.ms", "120000", "log.retention.minutes"),
+        (
+            {"log.retention.hours": "1", "log.retention.minutes": "2", "log.retention.ms": "3"},
+            "retention.ms",
+            "3",
+            "log.retention.ms",
+        ),
+        (
+            {"log.retention.hours": "1", "log.retention.minutes": "2"},
+            "retention.ms",
+            "120000",
+            "log.retention.minutes",
+        ),
         ({"log.roll.hours": "1", "log.roll.ms": "5"}, "segment.ms", "5", "log.roll.ms"),
-        ({"log.roll.jitter.hours": "1", "log.roll.jitter.ms": "5"}, "segment.jitter.ms", "5", "log.roll.jitter.ms"),
-        ({"log.flush.scheduler.interval.ms": "7", "log.flush.interval.ms": "9"}, "flush.ms", "9", "log.flush.interval.ms"),
+        (
+            {"log.roll.jitter.hours": "1", "log.roll.jitter.ms": "5"},
+            "segment.jitter.ms",
+            "5",
+            "log.roll.jitter.ms",
+        ),
+        (
+            {"log.flush.scheduler.interval.ms": "7", "log.flush.interval.ms": "9"},
+            "flush.ms",
+            "9",
+            "log.flush.interval.ms",
+        ),
     ],
 )
 def test_the_first_synonym_set_wins(props: dict[str, str], topic: str, expected: str, source: str) -> None:
@@ -172,7 +192,9 @@ def test_describe_synonyms_as_kafka_reports_them() -> None:
         ("message.max.bytes", "2000", STATIC_BROKER_CONFIG),
         ("message.max.bytes", "1048588", DEFAULT_CONFIG),
     ]
-    assert describe_synonyms("flush.messages", {}) == [("log.flush.interval.messages", str(LONG_MAX), DEFAULT_CONFIG)]
+    assert describe_synonyms("flush.messages", {}) == [
+        ("log.flush.interval.messages", str(LONG_MAX), DEFAULT_CONFIG)
+    ]
 
 
 # -- server.properties ---------------------------------------------------------------------------
@@ -194,14 +216,26 @@ def test_kafka_4_stock_server_properties_load() -> None:
     assert any("CONTROLLER" in m and "not opened" in m for m in infos)
     assert any(m.startswith("process.roles") for m in infos)
     ignored = {n.message.split(":")[0] for n in loaded.notes if n.level == "debug"}
-    assert {"num.network.threads", "num.io.threads", "socket.send.buffer.bytes", "transaction.state.log.min.isr",
-            "share.coordinator.state.topic.replication.factor", "controller.quorum.bootstrap.servers"} <= ignored
+    assert {
+        "num.network.threads",
+        "num.io.threads",
+        "socket.send.buffer.bytes",
+        "transaction.state.log.min.isr",
+        "share.coordinator.state.topic.replication.factor",
+        "controller.quorum.bootstrap.servers",
+    } <= ignored
 
 
 def test_unknown_and_removed_properties_are_one_warning_each() -> None:
     loaded = load_server_properties(
-        {"num.partitions": "2", "no.such.thing": "1", "zookeeper.connect": "zk:2181",
-         "log.message.format.version": "3.0", "num.io.threads": "8", "listener.name.internal.ssl.keystore.type": "PEM"}
+        {
+            "num.partitions": "2",
+            "no.such.thing": "1",
+            "zookeeper.connect": "zk:2181",
+            "log.message.format.version": "3.0",
+            "num.io.threads": "8",
+            "listener.name.internal.ssl.keystore.type": "PEM",
+        }
     )
     assert loaded.config.num_partitions == 2
     assert [n for n in loaded.notes if n.level == "warning"] == [
@@ -216,9 +250,16 @@ def test_unknown_and_removed_properties_are_one_warning_each() -> None:
 @pytest.mark.parametrize(
     "key",
     [
-        "log.flush.interval.messages", "log.flush.interval.ms", "log.retention.hours", "log.roll.hours",
-        "log.segment.delete.delay.ms", "message.max.bytes", "num.network.threads", "offsets.topic.replication.factor",
-        "group.max.size", "min.insync.replicas",
+        "log.flush.interval.messages",
+        "log.flush.interval.ms",
+        "log.retention.hours",
+        "log.roll.hours",
+        "log.segment.delete.delay.ms",
+        "message.max.bytes",
+        "num.network.threads",
+        "offsets.topic.replication.factor",
+        "group.max.size",
+        "min.insync.replicas",
     ],
 )
 def test_the_properties_that_used_to_stop_the_start_load(key: str) -> None:
@@ -244,18 +285,30 @@ def test_listeners() -> None:
         Endpoint("SASL_PLAINTEXT", "host.example", 0),
     ]
     loaded = load_server_properties(
-        {"listeners": "CONTROLLER://:9093,CLIENT://0.0.0.0:19092,OTHER://:7",
-         "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,CLIENT:PLAINTEXT,OTHER:PLAINTEXT",
-         "controller.listener.names": "CONTROLLER", "advertised.listeners": "CLIENT://broker.example:29092"}
+        {
+            "listeners": "CONTROLLER://:9093,CLIENT://0.0.0.0:19092,OTHER://:7",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,CLIENT:PLAINTEXT,OTHER:PLAINTEXT",
+            "controller.listener.names": "CONTROLLER",
+            "advertised.listeners": "CLIENT://broker.example:29092",
+        }
     )
-    assert loaded.bind == Endpoint("CLIENT", "0.0.0.0", 19092)  # the first listener that is not the controller's
+    assert loaded.bind == Endpoint(
+        "CLIENT", "0.0.0.0", 19092
+    )  # the first listener that is not the controller's
     assert loaded.advertised == Endpoint("CLIENT", "broker.example", 29092)
     assert any("OTHER is not opened" in n.message for n in loaded.notes)
-    named = load_server_properties({"listeners": "A://:1,B://:2", "inter.broker.listener.name": "b",
-                                    "listener.security.protocol.map": "A:PLAINTEXT,B:PLAINTEXT"})
+    named = load_server_properties(
+        {
+            "listeners": "A://:1,B://:2",
+            "inter.broker.listener.name": "b",
+            "listener.security.protocol.map": "A:PLAINTEXT,B:PLAINTEXT",
+        }
+    )
     assert named.bind == Endpoint("B", "127.0.0.1", 2) == named.advertised  # empty host: loopback
     only_advertised = load_server_properties({"advertised.listeners": "PLAINTEXT://:9999"})
-    assert only_advertised.bind is None and only_advertised.advertised == Endpoint("PLAINTEXT", "127.0.0.1", 9999)
+    assert only_advertised.bind is None and only_advertised.advertised == Endpoint(
+        "PLAINTEXT", "127.0.0.1", 9999
+    )
 
 
 @pytest.mark.parametrize(
@@ -265,19 +318,35 @@ def test_listeners() -> None:
         ({"listeners": "SASL_SSL://:9093"}, "listeners", "uses SASL_SSL"),
         ({"listeners": "SASL_PLAINTEXT://:9093"}, "listeners", "no sasl.users"),
         ({"listeners": "PLAINTEXT://:9093", "sasl.users.PLAIN.a": "b"}, "listeners", "sasl.users"),
-        ({"listeners": "CLIENT://:9093"}, "listener.security.protocol.map", "no security protocol for listener CLIENT"),
+        (
+            {"listeners": "CLIENT://:9093"},
+            "listener.security.protocol.map",
+            "no security protocol for listener CLIENT",
+        ),
         ({"listeners": "PLAINTEXT://9092"}, "listeners", "not NAME://host:port"),
         ({"listeners": "PLAINTEXT://:70000"}, "listeners", "not a TCP port"),
         ({"listeners": "PLAINTEXT://:1,PLAINTEXT://:2"}, "listeners", "once"),
-        ({"listeners": "CONTROLLER://:9093", "controller.listener.names": "CONTROLLER"}, "listeners", "no broker listener"),
-        ({"listeners": "PLAINTEXT://:1", "inter.broker.listener.name": "OTHER"}, "inter.broker.listener.name", "not among"),
+        (
+            {"listeners": "CONTROLLER://:9093", "controller.listener.names": "CONTROLLER"},
+            "listeners",
+            "no broker listener",
+        ),
+        (
+            {"listeners": "PLAINTEXT://:1", "inter.broker.listener.name": "OTHER"},
+            "inter.broker.listener.name",
+            "not among",
+        ),
         ({"listeners": "PLAINTEXT://0.0.0.0:1"}, "listeners", "cannot connect to 0.0.0.0"),
         ({"advertised.listeners": "PLAINTEXT://0.0.0.0:1"}, "advertised.listeners", "cannot connect"),
         ({"listener.security.protocol.map": "PLAINTEXT"}, "listener.security.protocol.map", "NAME:PROTOCOL"),
         ({"process.roles": "controller"}, "process.roles", "must include broker"),
         ({"process.roles": "broker,leader"}, "process.roles", "must include broker"),
         ({"node.id": "1", "broker.id": "2"}, "broker.id", "must equal node.id"),
-        ({"offsets.topic.replication.factor": "0"}, "offsets.topic.replication.factor", "between 1 and 32767"),
+        (
+            {"offsets.topic.replication.factor": "0"},
+            "offsets.topic.replication.factor",
+            "between 1 and 32767",
+        ),
     ],
 )
 def test_server_properties_refused(props: dict[str, str], key: str, reason: str) -> None:
@@ -288,13 +357,23 @@ def test_server_properties_refused(props: dict[str, str], key: str, reason: str)
 
 def test_roles_ids_and_the_offsets_replication_factor() -> None:
     loaded = load_server_properties(
-        {"process.roles": "broker", "broker.id": "4", "offsets.topic.replication.factor": "3", "group.max.size": "5"}
+        {
+            "process.roles": "broker",
+            "broker.id": "4",
+            "offsets.topic.replication.factor": "3",
+            "group.max.size": "5",
+        }
     )
     assert loaded.config.node_id == 4 and loaded.config.group_max_size == 5
     assert loaded.notes == (
-        Note("warning", "offsets.topic.replication.factor=3: this is one node; __consumer_offsets gets 1 replica"),
+        Note(
+            "warning",
+            "offsets.topic.replication.factor=3: this is one node; __consumer_offsets gets 1 replica",
+        ),
     )
-    sasl = load_server_properties({"listeners": "SASL_PLAINTEXT://:9093", "sasl.users.SCRAM-SHA-256.bob": "pw"})
+    sasl = load_server_properties(
+        {"listeners": "SASL_PLAINTEXT://:9093", "sasl.users.SCRAM-SHA-256.bob": "pw"}
+    )
     assert sasl.bind == Endpoint("SASL_PLAINTEXT", "127.0.0.1", 9093)
     assert load_server_properties({"offsets.retention.minutes": "2"}).config.offsets_retention_ms == 120_000
 
@@ -320,7 +399,10 @@ def test_an_error_is_one_line_naming_the_file_key_and_value(tmp_path: Path) -> N
     props, origins = _properties(path, ["num.partitions=x"])
     with pytest.raises(BrokerConfigError) as failure:
         load_server_properties(props)
-    assert describe_error(failure.value, props, origins) == "kafka-wire serve: --set: num.partitions=x: invalid value 'x'"
+    assert (
+        describe_error(failure.value, props, origins)
+        == "kafka-wire serve: --set: num.partitions=x: invalid value 'x'"
+    )
     del props["num.partitions"]
     with pytest.raises(BrokerConfigError) as failure:
         load_server_properties(props)
@@ -330,20 +412,36 @@ def test_an_error_is_one_line_naming_the_file_key_and_value(tmp_path: Path) -> N
 
 def test_offsets_topic_and_group_properties() -> None:
     config = BrokerConfig.from_properties(
-        {"group.max.size": "5", "offsets.topic.segment.bytes": "2000000", "offsets.topic.compression.codec": "4"}
+        {
+            "group.max.size": "5",
+            "offsets.topic.segment.bytes": "2000000",
+            "offsets.topic.compression.codec": "4",
+        }
     )
-    assert (config.group_max_size, config.offsets_topic_segment_bytes, config.offsets_topic_compression_codec) == (
+    assert (
+        config.group_max_size,
+        config.offsets_topic_segment_bytes,
+        config.offsets_topic_compression_codec,
+    ) == (
         5,
         2_000_000,
         4,
     )
     defaults = BrokerConfig()  # Kafka's defaults
-    assert (defaults.group_max_size, defaults.offsets_topic_segment_bytes, defaults.offsets_topic_compression_codec) == (
+    assert (
+        defaults.group_max_size,
+        defaults.offsets_topic_segment_bytes,
+        defaults.offsets_topic_compression_codec,
+    ) == (
         2**31 - 1,
         100 * 1024 * 1024,
         0,
     )
-    for key, value in (("group.max.size", "0"), ("offsets.topic.segment.bytes", "10"), ("offsets.topic.compression.codec", "5")):
+    for key, value in (
+        ("group.max.size", "0"),
+        ("offsets.topic.segment.bytes", "10"),
+        ("offsets.topic.compression.codec", "5"),
+    ):
         with pytest.raises(BrokerConfigError) as failure:
             BrokerConfig.from_properties({key: value})
         assert failure.value.key == key

@@ -18,7 +18,9 @@ def written(**config: object) -> tuple[MemoryStorage, Engine]:
     engine = Engine(BrokerConfig(group_initial_rebalance_delay_ms=0, **config))  # type: ignore[arg-type]
     client = Client(engine, 1)
     create(client, "kept", 2, retention_ms="123456")
-    produce(client, "kept", build_batch([NewRecord(b"k", b"v")], default_timestamp=engine.now_ms), partition=1)
+    produce(
+        client, "kept", build_batch([NewRecord(b"k", b"v")], default_timestamp=engine.now_ms), partition=1
+    )
     return engine.storage, engine
 
 
@@ -27,7 +29,10 @@ def test_meta_properties_names_the_node_and_the_cluster() -> None:
     properties = read_properties(storage, META_PROPERTIES)
     assert properties is not None
     assert properties["version"] == "1" and properties["node.id"] == "1"
-    assert properties["cluster.id"] == engine.broker.state.metadata.cluster_id and len(properties["cluster.id"]) == 22
+    assert (
+        properties["cluster.id"] == engine.broker.state.metadata.cluster_id
+        and len(properties["cluster.id"]) == 22
+    )
     assert len(properties["directory.id"]) == 22
     again = Engine(storage=storage)  # the stored cluster id is kept, the file is not rewritten
     assert again.broker.state.metadata.cluster_id == properties["cluster.id"]
@@ -45,11 +50,15 @@ def test_a_directory_of_another_node_or_cluster_is_refused() -> None:
         Engine(storage=storage)
 
 
-@pytest.mark.parametrize("damage", [b"", b'{"cluster_id": "x", "topics": [{"name": ', b'{"topics": []}', b"[1]", b"\xff\xfe"])
+@pytest.mark.parametrize(
+    "damage", [b"", b'{"cluster_id": "x", "topics": [{"name": ', b'{"topics": []}', b"[1]", b"\xff\xfe"]
+)
 def test_a_damaged_metadata_file_stops_the_start_with_what_to_do(damage: bytes) -> None:
     storage, _ = written()
     storage.files[METADATA_FILE] = bytearray(damage)
-    with pytest.raises(DataDirError, match=f"{METADATA_FILE} is damaged .*: restore it from a backup, or delete it"):
+    with pytest.raises(
+        DataDirError, match=f"{METADATA_FILE} is damaged .*: restore it from a backup, or delete it"
+    ):
         Engine(storage=storage)
 
 

@@ -67,7 +67,10 @@ def create(client: Client, name: str, partitions: int = 1, **configs: str) -> Cr
                     name=name,
                     num_partitions=partitions,
                     replication_factor=1,
-                    configs=[CreateTopicsRequestCreatableTopicConfig(name=k.replace("_", "."), value=v) for k, v in configs.items()],
+                    configs=[
+                        CreateTopicsRequestCreatableTopicConfig(name=k.replace("_", "."), value=v)
+                        for k, v in configs.items()
+                    ],
                 )
             ],
             timeout_ms=1000,
@@ -77,12 +80,17 @@ def create(client: Client, name: str, partitions: int = 1, **configs: str) -> Cr
     return reply.body
 
 
-def produce(client: Client, topic: str, batch: bytes, partition: int = 0, acks: int = -1) -> ProduceResponse | None:
+def produce(
+    client: Client, topic: str, batch: bytes, partition: int = 0, acks: int = -1
+) -> ProduceResponse | None:
     request = ProduceRequest(
         acks=acks,
         timeout_ms=1000,
         topic_data=[
-            ProduceRequestTopicProduceData(name=topic, partition_data=[ProduceRequestPartitionProduceData(index=partition, records=batch)])
+            ProduceRequestTopicProduceData(
+                name=topic,
+                partition_data=[ProduceRequestPartitionProduceData(index=partition, records=batch)],
+            )
         ],
     )
     if acks == 0:
@@ -93,7 +101,9 @@ def produce(client: Client, topic: str, batch: bytes, partition: int = 0, acks: 
     return reply.body
 
 
-def fetch(client: Client, topic: str, offset: int, *, partition: int = 0, version: int = 12, **kw: int) -> FetchResponse:
+def fetch(
+    client: Client, topic: str, offset: int, *, partition: int = 0, version: int = 12, **kw: int
+) -> FetchResponse:
     reply = client.request(
         FetchRequest(
             replica_id=-1,
@@ -104,7 +114,11 @@ def fetch(client: Client, topic: str, offset: int, *, partition: int = 0, versio
             topics=[
                 FetchRequestTopic(
                     topic=topic,
-                    partitions=[FetchRequestPartition(partition=partition, fetch_offset=offset, partition_max_bytes=1 << 20)],
+                    partitions=[
+                        FetchRequestPartition(
+                            partition=partition, fetch_offset=offset, partition_max_bytes=1 << 20
+                        )
+                    ],
                 )
             ],
         ),
@@ -126,7 +140,9 @@ def test_produce_and_fetch_every_codec() -> None:
     sent: list[tuple[bytes | None, bytes | None]] = []
     for codec in CODECS:
         records = [NewRecord(f"{codec}-{i}".encode(), bytes(range(i % 200)) * 3) for i in range(7)]
-        response = produce(client, "orders", build_batch(records, compression=codec, default_timestamp=engine.now_ms))
+        response = produce(
+            client, "orders", build_batch(records, compression=codec, default_timestamp=engine.now_ms)
+        )
         assert response is not None
         partition = response.responses[0].partition_responses[0]
         assert (partition.error_code, partition.base_offset) == (ErrorCode.NONE, len(sent))
@@ -139,18 +155,27 @@ def test_produce_and_fetch_every_codec() -> None:
 
 def test_metadata_auto_creates_and_names_topics_by_id() -> None:
     client = Client(Engine(), 1)
-    reply = client.request(MetadataRequest(topics=[MetadataRequestTopic(name="auto")], allow_auto_topic_creation=True))
+    reply = client.request(
+        MetadataRequest(topics=[MetadataRequestTopic(name="auto")], allow_auto_topic_creation=True)
+    )
     assert isinstance(reply.body, MetadataResponse)
     [topic] = reply.body.topics
     assert (topic.error_code, topic.name, len(topic.partitions)) == (ErrorCode.NONE, "auto", 1)
     assert topic.topic_id != uuid.UUID(int=0)
-    by_id = client.request(MetadataRequest(topics=[MetadataRequestTopic(name=None, topic_id=topic.topic_id)]), 12)
+    by_id = client.request(
+        MetadataRequest(topics=[MetadataRequestTopic(name=None, topic_id=topic.topic_id)]), 12
+    )
     assert isinstance(by_id.body, MetadataResponse) and by_id.body.topics[0].name == "auto"
-    refused = client.request(MetadataRequest(topics=[MetadataRequestTopic(name="nope")], allow_auto_topic_creation=False))
+    refused = client.request(
+        MetadataRequest(topics=[MetadataRequestTopic(name="nope")], allow_auto_topic_creation=False)
+    )
     assert isinstance(refused.body, MetadataResponse)
     assert refused.body.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     bad = client.request(MetadataRequest(topics=[MetadataRequestTopic(name="bad name!")]))
-    assert isinstance(bad.body, MetadataResponse) and bad.body.topics[0].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
+    assert (
+        isinstance(bad.body, MetadataResponse)
+        and bad.body.topics[0].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
+    )
 
 
 def scripted_run(seed: int) -> list[object]:
@@ -197,7 +222,7 @@ def test_idempotent_producer_dedupes_and_checks_sequences() -> None:
     assert result(batch(2)) == (ErrorCode.NONE, 2)
     assert result(batch(0)) == (ErrorCode.NONE, 0)  # a retry of a retained batch: original offsets
     assert result(batch(5))[0] == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
-    assert result(batch(4, producer_epoch=epoch + 1)) [0] == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert result(batch(4, producer_epoch=epoch + 1))[0] == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
     assert result(batch(0, producer_epoch=epoch + 1)) == (ErrorCode.NONE, 4)
     assert result(batch(4))[0] == ErrorCode.INVALID_PRODUCER_EPOCH
     assert len(records_of(fetch(client, "idem", 0))) == 6
@@ -219,7 +244,14 @@ def test_fetch_waits_for_min_bytes_and_wakes_on_produce() -> None:
             min_bytes=1,
             max_bytes=1 << 20,
             session_epoch=-1,
-            topics=[FetchRequestTopic(topic="waits", partitions=[FetchRequestPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])],
+            topics=[
+                FetchRequestTopic(
+                    topic="waits",
+                    partitions=[
+                        FetchRequestPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)
+                    ],
+                )
+            ],
         ),
         12,
     )
@@ -235,7 +267,14 @@ def test_fetch_waits_for_min_bytes_and_wakes_on_produce() -> None:
             min_bytes=1,
             max_bytes=1 << 20,
             session_epoch=-1,
-            topics=[FetchRequestTopic(topic="waits", partitions=[FetchRequestPartition(partition=0, fetch_offset=1, partition_max_bytes=1 << 20)])],
+            topics=[
+                FetchRequestTopic(
+                    topic="waits",
+                    partitions=[
+                        FetchRequestPartition(partition=0, fetch_offset=1, partition_max_bytes=1 << 20)
+                    ],
+                )
+            ],
         ),
         12,
     )
@@ -262,7 +301,13 @@ def test_fetch_sessions_answer_incrementally() -> None:
                 session_id=session_id,
                 session_epoch=epoch,
                 topics=[
-                    FetchRequestTopic(topic="s", partitions=[FetchRequestPartition(partition=p, fetch_offset=o, partition_max_bytes=1 << 20) for p, o in partitions])
+                    FetchRequestTopic(
+                        topic="s",
+                        partitions=[
+                            FetchRequestPartition(partition=p, fetch_offset=o, partition_max_bytes=1 << 20)
+                            for p, o in partitions
+                        ],
+                    )
                 ]
                 if partitions
                 else [],
@@ -293,7 +338,14 @@ def test_list_offsets_delete_records_and_partitions() -> None:
 
     def offsets(timestamp: int) -> tuple[int, int]:
         reply = client.request(
-            ListOffsetsRequest(replica_id=-1, topics=[ListOffsetsRequestTopic(name="lo", partitions=[ListOffsetsRequestPartition(timestamp=timestamp)])])
+            ListOffsetsRequest(
+                replica_id=-1,
+                topics=[
+                    ListOffsetsRequestTopic(
+                        name="lo", partitions=[ListOffsetsRequestPartition(timestamp=timestamp)]
+                    )
+                ],
+            )
         )
         assert isinstance(reply.body, ListOffsetsResponse)
         p = reply.body.topics[0].partitions[0]
@@ -304,13 +356,22 @@ def test_list_offsets_delete_records_and_partitions() -> None:
     assert offsets(-3) == (4, 3000)  # the first record carrying the largest timestamp
     assert offsets(9999) == (-1, -1)
     deleted = client.request(
-        DeleteRecordsRequest(topics=[DeleteRecordsRequestTopic(name="lo", partitions=[DeleteRecordsRequestPartition(partition_index=0, offset=4)])], timeout_ms=100)
+        DeleteRecordsRequest(
+            topics=[
+                DeleteRecordsRequestTopic(
+                    name="lo", partitions=[DeleteRecordsRequestPartition(partition_index=0, offset=4)]
+                )
+            ],
+            timeout_ms=100,
+        )
     )
     assert isinstance(deleted.body, DeleteRecordsResponse)
     assert deleted.body.topics[0].partitions[0].low_watermark == 4
     assert offsets(-2)[0] == 4
     assert fetch(client, "lo", 0).responses[0].partitions[0].error_code == ErrorCode.OFFSET_OUT_OF_RANGE
-    more = client.request(CreatePartitionsRequest(topics=[CreatePartitionsRequestTopic(name="lo", count=3)], timeout_ms=100))
+    more = client.request(
+        CreatePartitionsRequest(topics=[CreatePartitionsRequestTopic(name="lo", count=3)], timeout_ms=100)
+    )
     assert more.body.results[0].error_code == ErrorCode.NONE  # type: ignore[attr-defined]
     meta = client.request(MetadataRequest(topics=[MetadataRequestTopic(name="lo")]))
     assert isinstance(meta.body, MetadataResponse) and len(meta.body.topics[0].partitions) == 3
@@ -323,7 +384,12 @@ def test_topic_configs_and_deletion() -> None:
     bad = create(client, "d", segment_bytes="many")
     assert bad.topics[0].error_code == ErrorCode.INVALID_CONFIG
     described = client.request(
-        DescribeConfigsRequest(resources=[DescribeConfigsRequestResource(resource_type=2, resource_name="c", configuration_keys=None)], include_synonyms=True)
+        DescribeConfigsRequest(
+            resources=[
+                DescribeConfigsRequestResource(resource_type=2, resource_name="c", configuration_keys=None)
+            ],
+            include_synonyms=True,
+        )
     )
     assert isinstance(described.body, DescribeConfigsResponse)
     values = {c.name: (c.value, c.config_source) for c in described.body.results[0].configs}
@@ -334,19 +400,35 @@ def test_topic_configs_and_deletion() -> None:
                 IncrementalAlterConfigsRequestAlterConfigsResource(
                     resource_type=2,
                     resource_name="c",
-                    configs=[IncrementalAlterConfigsRequestAlterableConfig(name="cleanup.policy", config_operation=2, value="delete")],
+                    configs=[
+                        IncrementalAlterConfigsRequestAlterableConfig(
+                            name="cleanup.policy", config_operation=2, value="delete"
+                        )
+                    ],
                 )
             ]
         )
     )
     assert altered.body.responses[0].error_code == ErrorCode.NONE  # type: ignore[attr-defined]
     again = client.request(
-        DescribeConfigsRequest(resources=[DescribeConfigsRequestResource(resource_type=2, resource_name="c", configuration_keys=["cleanup.policy"])])
+        DescribeConfigsRequest(
+            resources=[
+                DescribeConfigsRequestResource(
+                    resource_type=2, resource_name="c", configuration_keys=["cleanup.policy"]
+                )
+            ]
+        )
     )
-    assert isinstance(again.body, DescribeConfigsResponse) and again.body.results[0].configs[0].value == "compact,delete"
+    assert (
+        isinstance(again.body, DescribeConfigsResponse)
+        and again.body.results[0].configs[0].value == "compact,delete"
+    )
     gone = client.request(DeleteTopicsRequest(topic_names=["c", "missing"], timeout_ms=100), 5)
     assert isinstance(gone.body, DeleteTopicsResponse)
-    assert [r.error_code for r in gone.body.responses] == [ErrorCode.NONE, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+    assert [r.error_code for r in gone.body.responses] == [
+        ErrorCode.NONE,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    ]
     assert not any(name.startswith("c-") for name in engine.storage.list_dir(""))
 
 
@@ -355,10 +437,17 @@ def test_restart_serves_everything_written() -> None:
     client = Client(engine, 1)
     create(client, "keep", 2)
     for i in range(20):
-        produce(client, "keep", build_batch([NewRecord(str(i).encode(), b"v" * i)], default_timestamp=engine.now_ms), partition=i % 2)
+        produce(
+            client,
+            "keep",
+            build_batch([NewRecord(str(i).encode(), b"v" * i)], default_timestamp=engine.now_ms),
+            partition=i % 2,
+        )
     restarted = Engine(storage=engine.storage)
     again = Client(restarted, 1)
-    assert [k for k, _ in records_of(fetch(again, "keep", 0, partition=0))] == [str(i).encode() for i in range(0, 20, 2)]
+    assert [k for k, _ in records_of(fetch(again, "keep", 0, partition=0))] == [
+        str(i).encode() for i in range(0, 20, 2)
+    ]
     meta = again.request(MetadataRequest(topics=None))
     assert isinstance(meta.body, MetadataResponse) and [t.name for t in meta.body.topics] == ["keep"]
 
@@ -368,22 +457,33 @@ def test_a_torn_segment_tail_is_truncated_on_restart() -> None:
     client = Client(engine, 1)
     create(client, "torn")
     for i in range(5):
-        produce(client, "torn", build_batch([NewRecord(None, str(i).encode())], default_timestamp=engine.now_ms))
+        produce(
+            client, "torn", build_batch([NewRecord(None, str(i).encode())], default_timestamp=engine.now_ms)
+        )
     storage = engine.storage
     segment = "torn-0/00000000000000000000.log"
     whole = bytes(storage.files[segment])
-    storage.files[segment] = bytearray(whole + whole[: len(whole) // 7 + 3])  # half a batch, as a kill leaves it
+    storage.files[segment] = bytearray(
+        whole + whole[: len(whole) // 7 + 3]
+    )  # half a batch, as a kill leaves it
     restarted = Engine(storage=storage)
     again = Client(restarted, 1)
     assert [v for _, v in records_of(fetch(again, "torn", 0))] == [str(i).encode() for i in range(5)]
     assert bytes(storage.files[segment]) == whole
-    response = produce(again, "torn", build_batch([NewRecord(None, b"5")], default_timestamp=restarted.now_ms))
+    response = produce(
+        again, "torn", build_batch([NewRecord(None, b"5")], default_timestamp=restarted.now_ms)
+    )
     assert response is not None and response.responses[0].partition_responses[0].base_offset == 5
 
 
 @pytest.mark.parametrize(
     "garbage",
-    [b"\x00\x00\x00\x05hello", struct.pack(">i", 200 * 1024 * 1024), struct.pack(">i", -7), b"\x00\x00\x00\x02\x00"],
+    [
+        b"\x00\x00\x00\x05hello",
+        struct.pack(">i", 200 * 1024 * 1024),
+        struct.pack(">i", -7),
+        b"\x00\x00\x00\x02\x00",
+    ],
     ids=["not-kafka", "oversized", "negative-size", "short-header"],
 )
 def test_bad_input_closes_that_connection_only(garbage: bytes) -> None:
@@ -408,7 +508,9 @@ def test_unsupported_versions_get_kafkas_answers() -> None:
     engine.feed(1, future)
     header, body = decode_response(engine.take(1), ApiKey.API_VERSIONS, 0)
     assert header.correlation_id == 9 and isinstance(body, ApiVersionsResponse)
-    assert body.error_code == ErrorCode.UNSUPPORTED_VERSION and [k.api_key for k in body.api_keys] == [ApiKey.API_VERSIONS]
+    assert body.error_code == ErrorCode.UNSUPPORTED_VERSION and [k.api_key for k in body.api_keys] == [
+        ApiKey.API_VERSIONS
+    ]
     metadata_v99 = struct.pack(">ihhih", 10, ApiKey.METADATA, 99, 10, -1)
     engine.feed(1, metadata_v99)
     assert 1 in engine.closed
@@ -444,7 +546,11 @@ def test_fetch_sends_stored_batches_as_file_regions() -> None:
         client = Client(engine, 1)
         create(client, "zc")
         for i in range(3):
-            produce(client, "zc", build_batch([NewRecord(str(i).encode(), b"x" * 100)], default_timestamp=engine.now_ms))
+            produce(
+                client,
+                "zc",
+                build_batch([NewRecord(str(i).encode(), b"x" * 100)], default_timestamp=engine.now_ms),
+            )
         before = len(engine.log)
         answers.append(records_of(fetch(client, "zc", 0)))
         sends = [e for e in engine.log[before:] if isinstance(e, Send)]

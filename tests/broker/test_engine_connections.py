@@ -41,7 +41,14 @@ def long_poll(topic: str, max_wait_ms: int, offset: int = 0) -> FetchRequest:
         min_bytes=1,
         max_bytes=1 << 20,
         session_epoch=-1,
-        topics=[FetchRequestTopic(topic=topic, partitions=[FetchRequestPartition(partition=0, fetch_offset=offset, partition_max_bytes=1 << 20)])],
+        topics=[
+            FetchRequestTopic(
+                topic=topic,
+                partitions=[
+                    FetchRequestPartition(partition=0, fetch_offset=offset, partition_max_bytes=1 << 20)
+                ],
+            )
+        ],
     )
 
 
@@ -50,7 +57,11 @@ def produce_request(topic: str, value: bytes, now_ms: int) -> ProduceRequest:
     return ProduceRequest(
         acks=-1,
         timeout_ms=1000,
-        topic_data=[ProduceRequestTopicProduceData(name=topic, partition_data=[ProduceRequestPartitionProduceData(index=0, records=batch)])],
+        topic_data=[
+            ProduceRequestTopicProduceData(
+                name=topic, partition_data=[ProduceRequestPartitionProduceData(index=0, records=batch)]
+            )
+        ],
     )
 
 
@@ -208,7 +219,9 @@ def test_a_session_that_ends_without_reauthentication_is_closed() -> None:
 def test_a_client_that_reauthenticates_in_time_keeps_its_connection() -> None:
     engine = Engine(config(sasl_users={"PLAIN": {"alice": "right"}}, connections_max_reauth_ms=1000))
     engine.open(1)
-    client = ClientConnection(ClientConfig(), sasl=lambda: PlainClient("alice", "right"), now_ms=engine.now_ms)
+    client = ClientConnection(
+        ClientConfig(), sasl=lambda: PlainClient("alice", "right"), now_ms=engine.now_ms
+    )
     pump(engine, client)
     for _ in range(3):  # three sessions in a row, each renewed at 90% of its lifetime
         deadline = client.next_deadline_ms()
@@ -253,7 +266,12 @@ def test_pipelined_requests_answered_at_once_are_all_handled_in_one_call() -> No
     engine = Engine()
     client = Client(engine, 1)
     create(client, "p")
-    engine.feed(1, b"".join(client.conn.send(produce_request("p", f"v{i}".encode(), engine.now_ms), 9) for i in range(5)))
+    engine.feed(
+        1,
+        b"".join(
+            client.conn.send(produce_request("p", f"v{i}".encode(), engine.now_ms), 9) for i in range(5)
+        ),
+    )
     answers = client.responses()
     assert [a.body.responses[0].partition_responses[0].base_offset for a in answers] == list(range(5))  # type: ignore[attr-defined]
     assert not [e for e in engine.log if isinstance(e, PauseReading | ResumeReading)]

@@ -83,7 +83,11 @@ def list_offset(client: Client, timestamp: int, version: int) -> tuple[int, int,
     reply = client.request(
         ListOffsetsRequest(
             replica_id=-1,
-            topics=[ListOffsetsRequestTopic(name="lo", partitions=[ListOffsetsRequestPartition(timestamp=timestamp)])],
+            topics=[
+                ListOffsetsRequestTopic(
+                    name="lo", partitions=[ListOffsetsRequestPartition(timestamp=timestamp)]
+                )
+            ],
         ),
         version,
     )
@@ -174,7 +178,9 @@ def test_requests_pipelined_after_a_failed_acks0_produce_are_not_served() -> Non
         topic_data=[
             ProduceRequestTopicProduceData(
                 name="ghost",
-                partition_data=[ProduceRequestPartitionProduceData(index=0, records=build_batch([NewRecord(None, b"x")]))],
+                partition_data=[
+                    ProduceRequestPartitionProduceData(index=0, records=build_batch([NewRecord(None, b"x")]))
+                ],
             )
         ],
     )
@@ -235,7 +241,9 @@ def join(client: Client, group: str, member_id: str = "") -> JoinGroupResponse:
             rebalance_timeout_ms=10_000,
             member_id=member_id,
             protocol_type="consumer",
-            protocols=[JoinGroupRequestProtocol(name="range", metadata=b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00")],
+            protocols=[
+                JoinGroupRequestProtocol(name="range", metadata=b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00")
+            ],
         ),
         5,
     )

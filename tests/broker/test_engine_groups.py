@@ -32,7 +32,10 @@ def commit(client: Client, group: str, topic: str, offsets: dict[int, int]) -> l
             topics=[
                 OffsetCommitRequestTopic(
                     name=topic,
-                    partitions=[OffsetCommitRequestPartition(partition_index=p, committed_offset=o) for p, o in offsets.items()],
+                    partitions=[
+                        OffsetCommitRequestPartition(partition_index=p, committed_offset=o)
+                        for p, o in offsets.items()
+                    ],
                 )
             ],
         ),
@@ -44,7 +47,10 @@ def commit(client: Client, group: str, topic: str, offsets: dict[int, int]) -> l
 
 def committed(client: Client, group: str, topic: str, partitions: list[int]) -> dict[int, int]:
     reply = client.request(
-        OffsetFetchRequest(group_id=group, topics=[OffsetFetchRequestTopic(name=topic, partition_indexes=partitions)]), 7
+        OffsetFetchRequest(
+            group_id=group, topics=[OffsetFetchRequestTopic(name=topic, partition_indexes=partitions)]
+        ),
+        7,
     )
     assert isinstance(reply.body, OffsetFetchResponse)
     return {p.partition_index: p.committed_offset for t in reply.body.topics for p in t.partitions}
@@ -72,7 +78,12 @@ def test_committed_offsets_survive_a_restart_and_go_with_their_topic() -> None:
     assert commit(again, "billing", "ghost", {0: 1}) == [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
 
     again.request(DeleteTopicsRequest(topic_names=["orders"], timeout_ms=100), 5)
-    meta = again.request(MetadataRequest(topics=[MetadataRequestTopic(name="orders")], allow_auto_topic_creation=False))
-    assert isinstance(meta.body, MetadataResponse) and meta.body.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    meta = again.request(
+        MetadataRequest(topics=[MetadataRequestTopic(name="orders")], allow_auto_topic_creation=False)
+    )
+    assert (
+        isinstance(meta.body, MetadataResponse)
+        and meta.body.topics[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    )
     third = Client(Engine(storage=restarted.storage), 1)
     assert committed(third, "billing", "orders", [0, 2]) == {0: -1, 2: -1}

@@ -64,7 +64,9 @@ def metadata(client: Client, name: str, *, auto_create: bool = True) -> Metadata
 def topic_configs(client: Client, name: str) -> dict[str, str | None]:
     reply = client.request(
         DescribeConfigsRequest(
-            resources=[DescribeConfigsRequestResource(resource_type=2, resource_name=name, configuration_keys=None)]
+            resources=[
+                DescribeConfigsRequestResource(resource_type=2, resource_name=name, configuration_keys=None)
+            ]
         )
     )
     assert isinstance(reply.body, DescribeConfigsResponse)
@@ -86,7 +88,9 @@ def test_clients_cannot_create_delete_write_trim_repartition_or_reconfigure_inte
     assert engine.broker.state.metadata.topics[OFFSETS_TOPIC].partitions == 3
     assert create(client, OFFSETS_TOPIC).topics[0].error_code == ErrorCode.INVALID_REQUEST
 
-    written = produce(client, OFFSETS_TOPIC, build_batch([NewRecord(POISON_KEY, b"x")], default_timestamp=engine.now_ms))
+    written = produce(
+        client, OFFSETS_TOPIC, build_batch([NewRecord(POISON_KEY, b"x")], default_timestamp=engine.now_ms)
+    )
     assert written is not None
     [answer] = written.responses[0].partition_responses
     assert answer.error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
@@ -99,7 +103,8 @@ def test_clients_cannot_create_delete_write_trim_repartition_or_reconfigure_inte
         DeleteRecordsRequest(
             topics=[
                 DeleteRecordsRequestTopic(
-                    name=OFFSETS_TOPIC, partitions=[DeleteRecordsRequestPartition(partition_index=0, offset=-1)]
+                    name=OFFSETS_TOPIC,
+                    partitions=[DeleteRecordsRequestPartition(partition_index=0, offset=-1)],
                 )
             ],
             timeout_ms=100,
@@ -109,7 +114,9 @@ def test_clients_cannot_create_delete_write_trim_repartition_or_reconfigure_inte
     assert trimmed.body.topics[0].partitions[0].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
 
     grown = client.request(
-        CreatePartitionsRequest(topics=[CreatePartitionsRequestTopic(name=OFFSETS_TOPIC, count=10)], timeout_ms=100)
+        CreatePartitionsRequest(
+            topics=[CreatePartitionsRequestTopic(name=OFFSETS_TOPIC, count=10)], timeout_ms=100
+        )
     )
     assert isinstance(grown.body, CreatePartitionsResponse)
     assert grown.body.results[0].error_code == ErrorCode.INVALID_REQUEST
@@ -176,7 +183,9 @@ def test_the_poison_produce_is_refused_and_the_broker_restarts() -> None:
     client = Client(engine, 1)
     create(client, "orders")
     metadata(client, OFFSETS_TOPIC)  # what a producer asks first: the old code made an ordinary topic
-    written = produce(client, OFFSETS_TOPIC, build_batch([NewRecord(POISON_KEY, b"x")], default_timestamp=engine.now_ms))
+    written = produce(
+        client, OFFSETS_TOPIC, build_batch([NewRecord(POISON_KEY, b"x")], default_timestamp=engine.now_ms)
+    )
     assert written is not None
     assert written.responses[0].partition_responses[0].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
     assert commit(client, "billing", "orders", {0: 7}) == [ErrorCode.NONE]
@@ -217,7 +226,9 @@ def _old_data_dir(partitions: int) -> Engine:
     return engine
 
 
-def test_an_ordinary_offsets_topic_from_an_older_broker_is_taken_over(caplog: pytest.LogCaptureFixture) -> None:
+def test_an_ordinary_offsets_topic_from_an_older_broker_is_taken_over(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     old = _old_data_dir(partitions=1)
     logger = logging.getLogger("tests.broker.internal")
     with caplog.at_level(logging.WARNING, logger=logger.name):
@@ -265,7 +276,9 @@ def test_many_unreadable_records_are_logged_in_a_summary(caplog: pytest.LogCaptu
     state = old.broker.state
     replica = state.replica(OFFSETS_TOPIC, 0)
     assert replica is not None
-    replica.append_as_leader(build_batch([NewRecord(None, b"junk")] * 25, default_timestamp=old.now_ms), old.now_ms)
+    replica.append_as_leader(
+        build_batch([NewRecord(None, b"junk")] * 25, default_timestamp=old.now_ms), old.now_ms
+    )
     state.touch(replica)
     effects = EffectSink()
     state.collect_effects(effects)

@@ -48,19 +48,27 @@ def topic(name: str, partitions: int, **configs: str) -> CreateTopicsRequestCrea
         name=name,
         num_partitions=partitions,
         replication_factor=1,
-        configs=[CreateTopicsRequestCreatableTopicConfig(name=k.replace("_", "."), value=v) for k, v in configs.items()],
+        configs=[
+            CreateTopicsRequestCreatableTopicConfig(name=k.replace("_", "."), value=v)
+            for k, v in configs.items()
+        ],
     )
 
 
-def create_topics(client: Client, *topics: CreateTopicsRequestCreatableTopic, validate_only: bool = False) -> CreateTopicsResponse:
-    reply = client.request(CreateTopicsRequest(topics=list(topics), timeout_ms=1000, validate_only=validate_only), 7)
+def create_topics(
+    client: Client, *topics: CreateTopicsRequestCreatableTopic, validate_only: bool = False
+) -> CreateTopicsResponse:
+    reply = client.request(
+        CreateTopicsRequest(topics=list(topics), timeout_ms=1000, validate_only=validate_only), 7
+    )
     assert isinstance(reply.body, CreateTopicsResponse)
     return reply.body
 
 
 def create_partitions(client: Client, **counts: int) -> CreatePartitionsResponse:
     request = CreatePartitionsRequest(
-        topics=[CreatePartitionsRequestTopic(name=name, count=count) for name, count in counts.items()], timeout_ms=1000
+        topics=[CreatePartitionsRequestTopic(name=name, count=count) for name, count in counts.items()],
+        timeout_ms=1000,
     )
     reply = client.request(request, 3)
     assert isinstance(reply.body, CreatePartitionsResponse)
@@ -79,11 +87,14 @@ def test_a_create_topics_of_int32_max_partitions_fails_whole_at_once() -> None:
     client = Client(engine, 1)
     effects = len(engine.log)
     start = time.perf_counter()
-    reply = create_topics(client, topic("huge", INT32_MAX), topic("small", 1), topic("small", 1), topic("bad name", 1))
+    reply = create_topics(
+        client, topic("huge", INT32_MAX), topic("small", 1), topic("small", 1), topic("bad name", 1)
+    )
     assert time.perf_counter() - start < 0.5
     # Kafka: the controller refuses the whole batch; every topic named gets the same answer.
     assert [(t.name, t.error_code, t.error_message) for t in reply.topics] == [
-        (name, ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE) for name in ("huge", "small", "small", "bad name")
+        (name, ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE)
+        for name in ("huge", "small", "small", "bad name")
     ]
     assert engine.broker.state.metadata.topics == {}
     assert not any(isinstance(e, MakeDir) for e in engine.log[effects:])
@@ -107,7 +118,10 @@ def test_the_default_limit_is_kafkas_10000_and_validate_only_counts_too() -> Non
     client = Client(Engine(), 1)
     assert create_topics(client, topic("v", 9_999), validate_only=True).topics[0].error_code == ErrorCode.NONE
     refused = create_topics(client, topic("v", 10_000), validate_only=True).topics[0]
-    assert (refused.error_code, refused.error_message) == (ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE)
+    assert (refused.error_code, refused.error_message) == (
+        ErrorCode.POLICY_VIOLATION,
+        EXCESSIVE_BATCH_MESSAGE,
+    )
 
 
 def test_create_partitions_past_the_limit_fails_from_that_topic_on() -> None:
@@ -130,7 +144,9 @@ def test_create_partitions_past_the_limit_fails_from_that_topic_on() -> None:
     huge = create_partitions(client, a=INT32_MAX)
     assert huge.results[0].error_code == ErrorCode.UNKNOWN_SERVER_ERROR and topics["a"].partitions == 7
     many = create_partitions(client, **{f"t{i}": 2 for i in range(11)})
-    assert {(r.error_code, r.error_message) for r in many.results} == {(ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE)}
+    assert {(r.error_code, r.error_message) for r in many.results} == {
+        (ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE)
+    }
 
 
 def test_delete_topics_past_the_limit_leaves_the_rest() -> None:
@@ -140,7 +156,11 @@ def test_delete_topics_past_the_limit_leaves_the_rest() -> None:
         create(client, name, 1)
     reply = client.request(DeleteTopicsRequest(topic_names=["a", "b", "c"], timeout_ms=1000), 5)
     assert isinstance(reply.body, DeleteTopicsResponse)
-    assert [r.error_code for r in reply.body.responses] == [ErrorCode.NONE, ErrorCode.NONE, ErrorCode.UNKNOWN_SERVER_ERROR]
+    assert [r.error_code for r in reply.body.responses] == [
+        ErrorCode.NONE,
+        ErrorCode.NONE,
+        ErrorCode.UNKNOWN_SERVER_ERROR,
+    ]
     assert list(engine.broker.state.metadata.topics) == ["c"]
 
 
@@ -148,7 +168,6 @@ def test_delete_topics_past_the_limit_leaves_the_rest() -> None:
 
 MAX_MESSAGE_BYTES = 100_000
 BOUND = MAX_MESSAGE_BYTES - RECORD_BATCH_OVERHEAD
-
 
 
 def _compress_zeros(codec: str, head: bytes, zeros: int, tail: bytes) -> bytes:
@@ -165,7 +184,9 @@ def _compress_zeros(codec: str, head: bytes, zeros: int, tail: bytes) -> bytes:
         out: bytes = zstandard.ZstdCompressor(level=3).compress(data)
         return out
     if codec == "lz4":
-        frame: bytes = lz4.frame.compress(data, block_size=lz4.frame.BLOCKSIZE_MAX64KB, block_linked=False, store_size=False)
+        frame: bytes = lz4.frame.compress(
+            data, block_size=lz4.frame.BLOCKSIZE_MAX64KB, block_linked=False, store_size=False
+        )
         return frame
     return snappy_compress(data)
 
@@ -180,7 +201,14 @@ def bomb(codec: str, inflated: int) -> bytes:
         if size == inflated:
             break
         value -= size - inflated
-    head = varint_bytes(body_rest) + b"\x00" + varint_bytes(0) + varint_bytes(0) + varint_bytes(-1) + varint_bytes(value)
+    head = (
+        varint_bytes(body_rest)
+        + b"\x00"
+        + varint_bytes(0)
+        + varint_bytes(0)
+        + varint_bytes(-1)
+        + varint_bytes(value)
+    )
     payload = _compress_zeros(codec, head, value, varint_bytes(0))
     after_crc = struct.pack(">hiqqqhii", COMPRESSION_IDS[codec], 0, 0, 0, -1, -1, -1, 1) + payload
     return struct.pack(">qiibI", 0, 4 + 1 + 4 + len(after_crc), -1, 2, crc32c(after_crc)) + after_crc
@@ -194,10 +222,15 @@ def test_records_inflating_past_max_message_bytes_are_too_large(codec: str) -> N
     over = produce(client, "z", bomb(codec, BOUND + 1))
     assert over is not None
     refused = over.responses[0].partition_responses[0]
-    assert refused.error_code == ErrorCode.MESSAGE_TOO_LARGE and "max.message.bytes" in (refused.error_message or "")
+    assert refused.error_code == ErrorCode.MESSAGE_TOO_LARGE and "max.message.bytes" in (
+        refused.error_message or ""
+    )
     fits = produce(client, "z", bomb(codec, BOUND))
     assert fits is not None
-    assert (fits.responses[0].partition_responses[0].error_code, fits.responses[0].partition_responses[0].base_offset) == (0, 0)
+    assert (
+        fits.responses[0].partition_responses[0].error_code,
+        fits.responses[0].partition_responses[0].base_offset,
+    ) == (0, 0)
     assert len(records_of(fetch(client, "z", 0))[0][1] or b"") > BOUND - 16
 
 
@@ -216,7 +249,10 @@ def test_a_decompression_bomb_never_inflates_past_the_bound(codec: str) -> None:
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert response is not None and response.responses[0].partition_responses[0].error_code == ErrorCode.MESSAGE_TOO_LARGE
+    assert (
+        response is not None
+        and response.responses[0].partition_responses[0].error_code == ErrorCode.MESSAGE_TOO_LARGE
+    )
     assert peak < 4 * 1_048_588 + 2 * len(batch), f"peak {peak} bytes while refusing a {inflated}-byte bomb"
 
 
@@ -240,7 +276,9 @@ def test_metadata_auto_creation_past_the_limit_creates_nothing() -> None:
     assert {t.error_code for t in reply.body.topics} == {ErrorCode.LEADER_NOT_AVAILABLE}
     assert engine.broker.state.metadata.topics == {}
     two = client.request(MetadataRequest(topics=wanted[:2], allow_auto_topic_creation=True), 9)
-    assert isinstance(two.body, MetadataResponse) and {t.error_code for t in two.body.topics} == {ErrorCode.NONE}
+    assert isinstance(two.body, MetadataResponse) and {t.error_code for t in two.body.topics} == {
+        ErrorCode.NONE
+    }
 
 
 def test_the_limits_are_properties() -> None:

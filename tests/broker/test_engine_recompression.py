@@ -24,12 +24,19 @@ def stored_batches(client: Client, topic: str) -> list[RecordBatch[bytes]]:
 
 def sample(n: int, tag: str) -> list[NewRecord]:
     return [
-        NewRecord(f"{tag}-k{i}".encode(), f"{tag}-value-{i}-".encode() * 20, (("h", f"{i}".encode()), ("n", None)), 1_700_000_000_000 + i)
+        NewRecord(
+            f"{tag}-k{i}".encode(),
+            f"{tag}-value-{i}-".encode() * 20,
+            (("h", f"{i}".encode()), ("n", None)),
+            1_700_000_000_000 + i,
+        )
         for i in range(n)
     ]
 
 
-def as_tuples(batches: list[RecordBatch[bytes]]) -> list[tuple[int, int, bytes | None, bytes | None, tuple[object, ...]]]:
+def as_tuples(
+    batches: list[RecordBatch[bytes]],
+) -> list[tuple[int, int, bytes | None, bytes | None, tuple[object, ...]]]:
     return [(r.offset, r.timestamp, r.key, r.value, tuple(r.headers)) for b in batches for r in b]
 
 
@@ -47,7 +54,10 @@ def test_batches_are_stored_in_the_topics_codec(source: str, target: str) -> Non
         assert (result.error_code, result.base_offset) == (ErrorCode.NONE, base)
     batches = stored_batches(client, "c")
     expected = source if target == "producer" else TOPIC_CODECS[target]
-    assert [(b.compression, b.base_offset, b.record_count) for b in batches] == [(expected, 0, 3), (expected, 3, 4)]
+    assert [(b.compression, b.base_offset, b.record_count) for b in batches] == [
+        (expected, 0, 3),
+        (expected, 3, 4),
+    ]
     assert all(b.is_valid() and b.timestamp_type == TimestampType.CREATE_TIME for b in batches)
     assert as_tuples(batches) == [
         (offset, r.timestamp, r.key, r.value, tuple(r.headers)) for offset, r in enumerate(first + second)
@@ -66,7 +76,12 @@ def test_recompression_keeps_the_producer_fields_and_deduplication() -> None:
         response = produce(client, "idem", batch)
         assert response is not None and response.responses[0].partition_responses[0].base_offset == 0
     [stored] = stored_batches(client, "idem")
-    assert (stored.compression, stored.producer_id, stored.producer_epoch, stored.base_sequence) == ("zstd", pid, epoch, 0)
+    assert (stored.compression, stored.producer_id, stored.producer_epoch, stored.base_sequence) == (
+        "zstd",
+        pid,
+        epoch,
+        0,
+    )
     assert stored.partition_leader_epoch == engine.broker.state.replica("idem", 0).leader_epoch  # type: ignore[union-attr]
 
 
@@ -104,7 +119,9 @@ def test_compression_levels_are_used_and_checked() -> None:
     for key, value in (("gzip", "0"), ("gzip", "10"), ("lz4", "18"), ("zstd", "23")):
         refused = create(client, "bad", 1, **{f"compression_{key}_level": value})
         assert refused.topics[0].error_code == ErrorCode.INVALID_CONFIG
-    assert create(client, "default-gzip", 1, compression_gzip_level="-1").topics[0].error_code == ErrorCode.NONE
+    assert (
+        create(client, "default-gzip", 1, compression_gzip_level="-1").topics[0].error_code == ErrorCode.NONE
+    )
 
 
 def test_a_batch_too_large_once_recompressed_is_refused() -> None:
@@ -124,8 +141,14 @@ def test_control_batches_are_not_recompressed() -> None:
     create(Client(engine, 1), "ctl", 1, compression_type="gzip")
     replica = engine.broker.state.replica("ctl", 0)
     assert replica is not None
-    marker = build_commit_marker(producer_id=7, producer_epoch=0, coordinator_epoch=0, timestamp=engine.now_ms)
+    marker = build_commit_marker(
+        producer_id=7, producer_epoch=0, coordinator_epoch=0, timestamp=engine.now_ms
+    )
     result = replica.log.append(marker, engine.now_ms, origin="coordinator")
     assert result.error_code == ErrorCode.NONE
     [stored] = list(read_batches(replica.log.read_bytes(replica.log.read(0, 1 << 20, min_one_batch=True))))
-    assert isinstance(stored, RecordBatch) and stored.is_control and stored.compression_id == COMPRESSION_IDS["none"]
+    assert (
+        isinstance(stored, RecordBatch)
+        and stored.is_control
+        and stored.compression_id == COMPRESSION_IDS["none"]
+    )

@@ -41,7 +41,9 @@ def test_default_request_at_every_version(key: int, version: int) -> None:
     assert 1 not in engine.closed
 
 
-@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large], deadline=None)
+@settings(
+    max_examples=60, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large], deadline=None
+)
 @given(data=st.data(), case=st.sampled_from(CASES))
 def test_random_requests_never_break_the_engine(data: st.DataObject, case: tuple[int, int]) -> None:
     key, version = case

@@ -55,14 +55,18 @@ def produce_request(name: str, batches: list[bytes]) -> ProduceRequest:
         topic_data=[
             ProduceRequestTopicProduceData(
                 name=name,
-                partition_data=[ProduceRequestPartitionProduceData(index=i, records=b) for i, b in enumerate(batches)],
+                partition_data=[
+                    ProduceRequestPartitionProduceData(index=i, records=b) for i, b in enumerate(batches)
+                ],
             )
         ],
     )
 
 
 def metadata(client: Client, name: str, *, auto_create: bool = False) -> MetadataResponse:
-    client.send(MetadataRequest(topics=[MetadataRequestTopic(name=name)], allow_auto_topic_creation=auto_create), 9)
+    client.send(
+        MetadataRequest(topics=[MetadataRequestTopic(name=name)], allow_auto_topic_creation=auto_create), 9
+    )
     [reply] = client.responses()  # answered within the call that brought it: no tick
     assert isinstance(reply.body, MetadataResponse)
     return reply.body
@@ -104,7 +108,12 @@ def test_requests_pipelined_on_one_connection_wait_for_its_job() -> None:
     batch = build_batch([NewRecord(None, b"x")], default_timestamp=engine.now_ms)
     offsets = ListOffsetsRequest(
         replica_id=-1,
-        topics=[ListOffsetsRequestTopic(name="p", partitions=[ListOffsetsRequestPartition(partition_index=i, timestamp=-1) for i in range(3)])],
+        topics=[
+            ListOffsetsRequestTopic(
+                name="p",
+                partitions=[ListOffsetsRequestPartition(partition_index=i, timestamp=-1) for i in range(3)],
+            )
+        ],
     )
     engine.feed(1, client.conn.send(produce_request("p", [batch] * 3), 9) + client.conn.send(offsets, 7))
     assert leos(engine, "p", 3) == [1, 0, 0] and client.responses() == []
@@ -123,10 +132,15 @@ def test_create_topics_opens_partitions_in_slices() -> None:
     assert leos(engine, "big", 10) == [0, 0, 0] + [-1] * 7
     # The topic exists at once; partitions not open yet are LEADER_NOT_AVAILABLE.
     described = metadata(other, "big").topics[0]
-    assert [p.error_code for p in described.partitions] == [ErrorCode.NONE] * 3 + [ErrorCode.LEADER_NOT_AVAILABLE] * 7
+    assert [p.error_code for p in described.partitions] == [ErrorCode.NONE] * 3 + [
+        ErrorCode.LEADER_NOT_AVAILABLE
+    ] * 7
     other.send(CreateTopicsRequest(topics=[topic("big", 1)], timeout_ms=1000), 7)
     again = only(other.responses())
-    assert isinstance(again, CreateTopicsResponse) and again.topics[0].error_code == ErrorCode.TOPIC_ALREADY_EXISTS
+    assert (
+        isinstance(again, CreateTopicsResponse)
+        and again.topics[0].error_code == ErrorCode.TOPIC_ALREADY_EXISTS
+    )
     for opened in (6, 9):
         tick(engine)
         assert sum(x >= 0 for x in leos(engine, "big", 10)) == opened and creator.responses() == []
@@ -205,7 +219,9 @@ def test_due_log_work_is_done_at_its_deadline_while_jobs_run() -> None:
     client = Client(engine, 1)
     create(client, "f", 1, flush_ms="100")
     produce_at = engine.now_ms
-    client.send(produce_request("f", [build_batch([NewRecord(None, b"x")], default_timestamp=engine.now_ms)]), 9)
+    client.send(
+        produce_request("f", [build_batch([NewRecord(None, b"x")], default_timestamp=engine.now_ms)]), 9
+    )
     assert client.responses()
 
     def fsyncs() -> int:
@@ -231,14 +247,21 @@ def test_metadata_auto_creation_runs_in_slices_and_writes_the_metadata_once() ->
     asker, other = Client(engine, 1), Client(engine, 2)
     since = len(engine.log)
     names = [f"auto-{i}" for i in range(10)]
-    asker.send(MetadataRequest(topics=[MetadataRequestTopic(name=n) for n in [*names, "auto-0"]], allow_auto_topic_creation=True), 9)
+    asker.send(
+        MetadataRequest(
+            topics=[MetadataRequestTopic(name=n) for n in [*names, "auto-0"]], allow_auto_topic_creation=True
+        ),
+        9,
+    )
     assert asker.responses() == [] and set(names) <= set(engine.broker.state.metadata.topics)
     assert metadata(other, "auto-9").topics[0].partitions[0].error_code == ErrorCode.LEADER_NOT_AVAILABLE
     for _ in range(3):
         tick(engine)
     body = only(asker.responses())
     assert isinstance(body, MetadataResponse)
-    assert [(t.name, t.error_code, len(t.partitions)) for t in body.topics] == [(n, ErrorCode.NONE, 1) for n in [*names, "auto-0"]]
+    assert [(t.name, t.error_code, len(t.partitions)) for t in body.topics] == [
+        (n, ErrorCode.NONE, 1) for n in [*names, "auto-0"]
+    ]
     assert metadata_writes(engine, since) == 1
 
 
@@ -246,12 +269,18 @@ def test_many_topics_in_one_request_write_the_metadata_once() -> None:
     engine = Engine()
     client = Client(engine, 1)
     since = len(engine.log)
-    reply = client.request(CreateTopicsRequest(topics=[topic(f"m{i}", 1) for i in range(50)], timeout_ms=1000), 7)
-    assert isinstance(reply.body, CreateTopicsResponse) and {t.error_code for t in reply.body.topics} == {ErrorCode.NONE}
+    reply = client.request(
+        CreateTopicsRequest(topics=[topic(f"m{i}", 1) for i in range(50)], timeout_ms=1000), 7
+    )
+    assert isinstance(reply.body, CreateTopicsResponse) and {t.error_code for t in reply.body.topics} == {
+        ErrorCode.NONE
+    }
     assert metadata_writes(engine, since) == 1
     since = len(engine.log)
     gone = client.request(DeleteTopicsRequest(topic_names=[f"m{i}" for i in range(50)], timeout_ms=1000), 5)
-    assert isinstance(gone.body, DeleteTopicsResponse) and {r.error_code for r in gone.body.responses} == {ErrorCode.NONE}
+    assert isinstance(gone.body, DeleteTopicsResponse) and {r.error_code for r in gone.body.responses} == {
+        ErrorCode.NONE
+    }
     assert metadata_writes(engine, since) == 1
 
 

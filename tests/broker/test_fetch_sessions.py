@@ -26,7 +26,9 @@ def cache(slots: int = 2) -> FetchSessionCache:
     return FetchSessionCache(slots, random.Random(1), eviction_ms=EVICTION_MS)
 
 
-def open_session(sessions: FetchSessionCache, now_ms: int, size: int, *, privileged: bool = False) -> FetchSession | None:
+def open_session(
+    sessions: FetchSessionCache, now_ms: int, size: int, *, privileged: bool = False
+) -> FetchSession | None:
     session = sessions.create(now_ms, privileged=privileged, size=size)
     if session is not None:
         for index in range(size):
@@ -86,7 +88,14 @@ def full_fetch(client: Client, offset: int = 0, *, session_id: int = 0, epoch: i
             max_bytes=1 << 20,
             session_id=session_id,
             session_epoch=epoch,
-            topics=[FetchRequestTopic(topic="fs", partitions=[FetchRequestPartition(partition=0, fetch_offset=offset, partition_max_bytes=1 << 20)])]
+            topics=[
+                FetchRequestTopic(
+                    topic="fs",
+                    partitions=[
+                        FetchRequestPartition(partition=0, fetch_offset=offset, partition_max_bytes=1 << 20)
+                    ],
+                )
+            ]
             if epoch == 0
             else [],
         ),
@@ -105,4 +114,6 @@ def test_the_broker_evicts_a_session_unused_for_the_eviction_time() -> None:
     assert full_fetch(second).session_id == 0  # the cache is full of a recent session
     engine.advance(120_001)
     assert full_fetch(second).session_id != 0
-    assert full_fetch(first, session_id=session_id, epoch=1).error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+    assert (
+        full_fetch(first, session_id=session_id, epoch=1).error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+    )

@@ -124,7 +124,9 @@ def test_a_failed_write_is_never_acknowledged(fault: str) -> None:
     assert answers[-1] == ErrorCode.KAFKA_STORAGE_ERROR, answers
     stop = [e for e in engine.log if isinstance(e, StopBroker)]
     assert len(stop) == 1 and "log directory failed" in stop[0].reason
-    assert {1, 2} <= {e.conn_id for e in engine.log if isinstance(e, CloseConnection)}, "every connection closed"
+    assert {1, 2} <= {e.conn_id for e in engine.log if isinstance(e, CloseConnection)}, (
+        "every connection closed"
+    )
     assert engine.broker.next_deadline_ms() is None
     assert engine.broker.receive_data(2, b"\x00", engine.now_ms) == [CloseConnection(2)]
     assert other.conn_id in engine.closed
@@ -147,7 +149,8 @@ def commit(client: Client, offset: int) -> OffsetCommitResponse:
             member_id="",
             topics=[
                 OffsetCommitRequestTopic(
-                    name="t", partitions=[OffsetCommitRequestPartition(partition_index=0, committed_offset=offset)]
+                    name="t",
+                    partitions=[OffsetCommitRequestPartition(partition_index=0, committed_offset=offset)],
                 )
             ],
         ),
@@ -177,7 +180,11 @@ def test_a_commit_whose_write_fails_is_not_acknowledged() -> None:
             group_id="g",
             generation_id_or_member_epoch=-1,
             member_id="",
-            topics=[OffsetCommitRequestTopic(name="t", partitions=[OffsetCommitRequestPartition(partition_index=0, committed_offset=9)])],
+            topics=[
+                OffsetCommitRequestTopic(
+                    name="t", partitions=[OffsetCommitRequestPartition(partition_index=0, committed_offset=9)]
+                )
+            ],
         ),
         8,
     )
@@ -195,7 +202,8 @@ def test_a_topic_whose_write_fails_is_not_created() -> None:
     storage.capacity_bytes = storage.used_bytes() + 150  # not the metadata, written first
     client.send(
         CreateTopicsRequest(
-            topics=[CreateTopicsRequestCreatableTopic(name="lost", num_partitions=1, replication_factor=1)], timeout_ms=1000
+            topics=[CreateTopicsRequestCreatableTopic(name="lost", num_partitions=1, replication_factor=1)],
+            timeout_ms=1000,
         )
     )
     (answer,) = client.responses()
@@ -214,7 +222,8 @@ def test_a_topic_whose_partition_write_fails_is_whole_after_a_restart() -> None:
     storage.capacity_bytes = storage.used_bytes() + 1_000  # the metadata, not every partition directory
     client.send(
         CreateTopicsRequest(
-            topics=[CreateTopicsRequestCreatableTopic(name="cut", num_partitions=20, replication_factor=1)], timeout_ms=1000
+            topics=[CreateTopicsRequestCreatableTopic(name="cut", num_partitions=20, replication_factor=1)],
+            timeout_ms=1000,
         )
     )
     engine.advance(10)  # the partitions are opened in slices
@@ -235,14 +244,27 @@ def test_the_outcome_of_writes_must_be_reported_before_new_input() -> None:
     broker = engine.broker
     create(client, "t")
     frame = Client(engine, 2).conn.send(OffsetFetchRequest(group_id="g", topics=None), 7)
-    effects = broker.receive_data(1, client.conn.send(
-        ProduceRequest(
-            acks=-1,
-            timeout_ms=1000,
-            topic_data=[ProduceRequestTopicProduceData(name="t", partition_data=[ProduceRequestPartitionProduceData(index=0, records=build_batch([NewRecord(b"k", b"v")]))])],
+    effects = broker.receive_data(
+        1,
+        client.conn.send(
+            ProduceRequest(
+                acks=-1,
+                timeout_ms=1000,
+                topic_data=[
+                    ProduceRequestTopicProduceData(
+                        name="t",
+                        partition_data=[
+                            ProduceRequestPartitionProduceData(
+                                index=0, records=build_batch([NewRecord(b"k", b"v")])
+                            )
+                        ],
+                    )
+                ],
+            ),
+            9,
         ),
-        9,
-    ), engine.now_ms)
+        engine.now_ms,
+    )
     assert broker.awaiting_storage and effects
     with pytest.raises(LocalProtocolError):
         broker.receive_data(2, frame, engine.now_ms)

@@ -78,7 +78,9 @@ def test_stored_overrides_that_kafka_4_removed_are_dropped_at_start() -> None:
 def engine_with(**props: str) -> Engine:
     """An engine configured as ``kafka-wire serve`` would be by these Kafka properties (idle
     connections kept: these tests move the clock by hours between two requests of one client)."""
-    loaded = load_server_properties({"group.initial.rebalance.delay.ms": "0", "connections.max.idle.ms": "-1", **props})
+    loaded = load_server_properties(
+        {"group.initial.rebalance.delay.ms": "0", "connections.max.idle.ms": "-1", **props}
+    )
     assert [n for n in loaded.notes if n.level == "warning"] == []
     return Engine(loaded.config)
 
@@ -103,7 +105,9 @@ def test_log_flush_interval_messages_fsyncs_every_message() -> None:
         create(client, "t")
         since = len(engine.log)
         for _ in range(2):
-            assert _error(produce(client, "t", build_batch([(b"k", b"v", (), engine.now_ms)]))) == ErrorCode.NONE
+            assert (
+                _error(produce(client, "t", build_batch([(b"k", b"v", (), engine.now_ms)]))) == ErrorCode.NONE
+            )
         assert len(_fsyncs(engine, since)) == expected
 
 
@@ -133,8 +137,12 @@ def test_log_roll_hours_rolls_the_segment() -> None:
 
 def test_log_retention_hours_and_log_segment_delete_delay_ms() -> None:
     engine = engine_with(
-        **{"log.retention.hours": "1", "log.roll.ms": "1000", "log.segment.delete.delay.ms": "2000",
-           "log.retention.check.interval.ms": "1000"}
+        **{
+            "log.retention.hours": "1",
+            "log.roll.ms": "1000",
+            "log.segment.delete.delay.ms": "2000",
+            "log.retention.check.interval.ms": "1000",
+        }
     )
     client = Client(engine, 1)
     create(client, "t")
@@ -154,7 +162,9 @@ def test_message_max_bytes_limits_batches() -> None:
     engine = engine_with(**{"message.max.bytes": "2000"})
     client = Client(engine, 1)
     create(client, "t")
-    assert _error(produce(client, "t", build_batch([(b"k", b"v" * 1800, (), engine.now_ms)]))) == ErrorCode.NONE
+    assert (
+        _error(produce(client, "t", build_batch([(b"k", b"v" * 1800, (), engine.now_ms)]))) == ErrorCode.NONE
+    )
     big = build_batch([(b"k", b"v" * 2000, (), engine.now_ms)])
     assert _error(produce(client, "t", big)) == ErrorCode.MESSAGE_TOO_LARGE
 
@@ -171,8 +181,12 @@ def test_min_insync_replicas_refuses_acks_all() -> None:
 def _join(client: Client, member_id: str = "") -> JoinGroupResponse:
     reply = client.request(
         JoinGroupRequest(
-            group_id="g", session_timeout_ms=10_000, rebalance_timeout_ms=10_000, member_id=member_id,
-            protocol_type="consumer", protocols=[JoinGroupRequestProtocol(name="range", metadata=b"")],
+            group_id="g",
+            session_timeout_ms=10_000,
+            rebalance_timeout_ms=10_000,
+            member_id=member_id,
+            protocol_type="consumer",
+            protocols=[JoinGroupRequestProtocol(name="range", metadata=b"")],
         ),
         3,
     )
@@ -187,13 +201,23 @@ def test_group_max_size_caps_a_group() -> None:
     unlimited = engine_with()
     assert _join(Client(unlimited, 1)).error_code == ErrorCode.NONE
     second = Client(unlimited, 2)
-    second.send(JoinGroupRequest(group_id="g", session_timeout_ms=10_000, rebalance_timeout_ms=10_000,
-                                 protocol_type="consumer", protocols=[JoinGroupRequestProtocol(name="range")]), 3)
+    second.send(
+        JoinGroupRequest(
+            group_id="g",
+            session_timeout_ms=10_000,
+            rebalance_timeout_ms=10_000,
+            protocol_type="consumer",
+            protocols=[JoinGroupRequestProtocol(name="range")],
+        ),
+        3,
+    )
     assert second.responses() == []  # admitted: held for the rebalance, not refused
 
 
 def test_stock_settings_kafka_wire_ignores_or_clamps_start_a_working_broker() -> None:
-    engine = engine_with(**{"num.network.threads": "3", "offsets.topic.replication.factor": "1", "num.io.threads": "8"})
+    engine = engine_with(
+        **{"num.network.threads": "3", "offsets.topic.replication.factor": "1", "num.io.threads": "8"}
+    )
     client = Client(engine, 1)
     create(client, "t")
     assert _error(produce(client, "t", build_batch([(b"k", b"v", (), engine.now_ms)]))) == ErrorCode.NONE
@@ -203,17 +227,26 @@ def test_stock_settings_kafka_wire_ignores_or_clamps_start_a_working_broker() ->
 # -- DescribeConfigs -----------------------------------------------------------------------------
 
 
-def _describe(client: Client, resource_type: int, name: str) -> dict[str, tuple[str | None, int, list[tuple[str, str | None, int]]]]:
+def _describe(
+    client: Client, resource_type: int, name: str
+) -> dict[str, tuple[str | None, int, list[tuple[str, str | None, int]]]]:
     reply = client.request(
         DescribeConfigsRequest(
-            resources=[DescribeConfigsRequestResource(resource_type=resource_type, resource_name=name, configuration_keys=None)],
+            resources=[
+                DescribeConfigsRequestResource(
+                    resource_type=resource_type, resource_name=name, configuration_keys=None
+                )
+            ],
             include_synonyms=True,
         )
     )
     assert isinstance(reply.body, DescribeConfigsResponse)
     [result] = reply.body.results
     assert result.error_code == ErrorCode.NONE
-    return {c.name: (c.value, c.config_source, [(s.name, s.value, s.source) for s in c.synonyms]) for c in result.configs}
+    return {
+        c.name: (c.value, c.config_source, [(s.name, s.value, s.source) for s in c.synonyms])
+        for c in result.configs
+    }
 
 
 def test_describe_configs_reports_broker_defaults_as_kafka_does() -> None:
@@ -225,18 +258,36 @@ def test_describe_configs_reports_broker_defaults_as_kafka_does() -> None:
     assert described["retention.ms"] == (str(HOUR), DEFAULT_CONFIG, [])
     assert _log(engine).config.retention_ms == HOUR
     assert described["max.message.bytes"] == (
-        "2000", STATIC_BROKER_CONFIG,
-        [("message.max.bytes", "2000", STATIC_BROKER_CONFIG), ("message.max.bytes", "1048588", DEFAULT_CONFIG)],
+        "2000",
+        STATIC_BROKER_CONFIG,
+        [
+            ("message.max.bytes", "2000", STATIC_BROKER_CONFIG),
+            ("message.max.bytes", "1048588", DEFAULT_CONFIG),
+        ],
     )
     assert described["segment.ms"] == (
-        "60000", STATIC_BROKER_CONFIG, [("log.roll.ms", "60000", STATIC_BROKER_CONFIG), ("log.roll.hours", "168", DEFAULT_CONFIG)]
+        "60000",
+        STATIC_BROKER_CONFIG,
+        [("log.roll.ms", "60000", STATIC_BROKER_CONFIG), ("log.roll.hours", "168", DEFAULT_CONFIG)],
     )
-    assert described["segment.bytes"] == ("1073741824", DEFAULT_CONFIG, [("log.segment.bytes", "1073741824", DEFAULT_CONFIG)])
+    assert described["segment.bytes"] == (
+        "1073741824",
+        DEFAULT_CONFIG,
+        [("log.segment.bytes", "1073741824", DEFAULT_CONFIG)],
+    )
     assert described["cleanup.policy"] == (
-        "compact", DYNAMIC_TOPIC_CONFIG,
-        [("cleanup.policy", "compact", DYNAMIC_TOPIC_CONFIG), ("log.cleanup.policy", "delete", DEFAULT_CONFIG)],
+        "compact",
+        DYNAMIC_TOPIC_CONFIG,
+        [
+            ("cleanup.policy", "compact", DYNAMIC_TOPIC_CONFIG),
+            ("log.cleanup.policy", "delete", DEFAULT_CONFIG),
+        ],
     )
     assert described["message.timestamp.after.max.ms"][0] == "3600000"
-    assert described["min.cleanable.dirty.ratio"][2][0] == ("min.cleanable.dirty.ratio", "0.5", DYNAMIC_TOPIC_CONFIG)
+    assert described["min.cleanable.dirty.ratio"][2][0] == (
+        "min.cleanable.dirty.ratio",
+        "0.5",
+        DYNAMIC_TOPIC_CONFIG,
+    )
     broker = _describe(client, 4, "1")
     assert broker["message.max.bytes"][0] == "2000" and broker["log.retention.hours"][0] == "1"

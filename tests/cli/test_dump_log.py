@@ -153,7 +153,9 @@ def test_index_files_print_their_entries(tmp_path: Path, capsys: pytest.CaptureF
     ]
 
 
-def test_a_file_not_named_as_an_index_reads_as_records(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_file_not_named_as_an_index_reads_as_records(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "payload.index"
     path.write_bytes(build_batch([(b"k", b"v")]))
     status, out, _ = run([str(path)], capsys)

@@ -65,7 +65,9 @@ async def _broker(data_dir: Path) -> AsyncIterator[str]:
 async def _create(cluster: Cluster, topic: str, partitions: int) -> None:
     conn = await cluster.any_client()
     request = CreateTopicsRequest(
-        topics=[CreateTopicsRequestCreatableTopic(name=topic, num_partitions=partitions, replication_factor=1)]
+        topics=[
+            CreateTopicsRequestCreatableTopic(name=topic, num_partitions=partitions, replication_factor=1)
+        ]
     )
     response = await conn.request(request)
     assert [t.error_code for t in response.topics] == [ErrorCode.NONE]
@@ -87,10 +89,18 @@ def _batches(count: int, per_batch: int) -> list[bytes]:
 
 
 async def _fetched(
-    cluster: Cluster, tp: TopicPartition, start: int, end: int, *, max_bytes: int = 1 << 20, fail_on_data_loss: bool = True
+    cluster: Cluster,
+    tp: TopicPartition,
+    start: int,
+    end: int,
+    *,
+    max_bytes: int = 1 << 20,
+    fail_on_data_loss: bool = True,
 ) -> list[int]:
     out = []
-    batches = client.fetch_range(cluster, tp, start, end, max_bytes=max_bytes, fail_on_data_loss=fail_on_data_loss)
+    batches = client.fetch_range(
+        cluster, tp, start, end, max_bytes=max_bytes, fail_on_data_loss=fail_on_data_loss
+    )
     async for _, records in batches:
         out += [r.offset for r in records]
     return out
@@ -100,7 +110,9 @@ def test_produce_offsets_and_fetch(tmp_path: Path) -> None:
     async def body(cluster: Cluster) -> None:
         await _create(cluster, "events", 2)
         assert await cluster.partitions() == [TP, TopicPartition("events", 1)]
-        first = await client.produce(cluster, {TP: _batches(3, 10), TopicPartition("events", 1): _batches(1, 4)})
+        first = await client.produce(
+            cluster, {TP: _batches(3, 10), TopicPartition("events", 1): _batches(1, 4)}
+        )
         assert first == {TP: 0, TopicPartition("events", 1): 0}
         assert await client.offset_bounds(cluster, [TP]) == {TP: (0, 30)}
         found = await client.list_offsets(cluster, {TP: T0 + 17, TopicPartition("events", 1): LATEST})
@@ -119,7 +131,9 @@ def test_removed_offsets_raise_or_are_skipped(tmp_path: Path) -> None:
         await client.produce(cluster, {TP: _batches(4, 5)})
         conn = await cluster.any_client()
         partitions = [DeleteRecordsRequestPartition(partition_index=0, offset=10)]
-        await conn.request(DeleteRecordsRequest(topics=[DeleteRecordsRequestTopic(name="events", partitions=partitions)]))
+        await conn.request(
+            DeleteRecordsRequest(topics=[DeleteRecordsRequestTopic(name="events", partitions=partitions)])
+        )
         assert await client.list_offsets(cluster, {TP: EARLIEST}) == {TP: 10}
         with pytest.raises(DataLossError, match=re.escape("offsets 0..9 are no longer in the log")):
             await _fetched(cluster, TP, 0, 20)

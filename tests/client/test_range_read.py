@@ -33,7 +33,9 @@ LOG = b"".join(
 )
 
 
-def _part(records: bytes = LOG, *, high_watermark: int = 12, last_stable_offset: int = 12) -> FetchResponsePartitionData:
+def _part(
+    records: bytes = LOG, *, high_watermark: int = 12, last_stable_offset: int = 12
+) -> FetchResponsePartitionData:
     return FetchResponsePartitionData(
         partition_index=0,
         high_watermark=high_watermark,

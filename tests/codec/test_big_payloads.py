@@ -34,7 +34,9 @@ def _produce(version: int) -> ProduceRequest:
 
 
 def _fetch(version: int) -> FetchResponse:
-    parts = [FetchResponsePartitionData(partition_index=i, records=_payload(n, i)) for i, n in enumerate(SIZES)]
+    parts = [
+        FetchResponsePartitionData(partition_index=i, records=_payload(n, i)) for i, n in enumerate(SIZES)
+    ]
     topic = FetchResponseFetchableTopicResponse(partitions=parts)
     if version >= 13:
         topic.topic_id = runtime.uuid_from_bytes(bytes(range(16)))
@@ -43,7 +45,9 @@ def _fetch(version: int) -> FetchResponse:
     return FetchResponse(responses=[topic])
 
 
-@pytest.mark.parametrize(("make", "version"), [(_produce, v) for v in (3, 8, 9, 13)] + [(_fetch, v) for v in (4, 11, 12, 18)])
+@pytest.mark.parametrize(
+    ("make", "version"), [(_produce, v) for v in (3, 8, 9, 13)] + [(_fetch, v) for v in (4, 11, 12, 18)]
+)
 def test_large_payloads_encode_like_encode_into(make: object, version: int) -> None:
     msg = make(version)  # type: ignore[operator]
     data = msg.encode(version)

@@ -31,7 +31,9 @@ def big_response(version: int = 12) -> bytes:
             name=f"topic-{t}",
             topic_id=UUID(int=t + 1),
             partitions=[
-                MetadataResponsePartition(partition_index=p, leader_id=1, replica_nodes=[1, 2, 3], isr_nodes=[1, 2])
+                MetadataResponsePartition(
+                    partition_index=p, leader_id=1, replica_nodes=[1, 2, 3], isr_nodes=[1, 2]
+                )
                 for p in range(10)
             ],
         )

@@ -21,7 +21,13 @@ from kafka_wire.messages import (
 from kafka_wire.testing.strategies import messages
 from tests.codec.test_roundtrip import CASES
 
-HUGE = [b"\x7f\xff\xff\xff", b"\xff\xff\xff\x0f", b"\xff\xff\xff\xff\x0f", b"\x7f\xff", b"\x80\x80\x80\x80\x80"]
+HUGE = [
+    b"\x7f\xff\xff\xff",
+    b"\xff\xff\xff\x0f",
+    b"\xff\xff\xff\xff\x0f",
+    b"\x7f\xff",
+    b"\x80\x80\x80\x80\x80",
+]
 
 
 @st.composite
@@ -46,7 +52,9 @@ def mutated(draw: st.DrawFn, cls: type[Message], version: int) -> bytes:
 
 @pytest.mark.parametrize(("cls", "version"), CASES)
 @given(data=st.data())
-def test_mutated_input_gives_message_or_decode_error(cls: type[Message], version: int, data: st.DataObject) -> None:
+def test_mutated_input_gives_message_or_decode_error(
+    cls: type[Message], version: int, data: st.DataObject
+) -> None:
     buf = data.draw(mutated(cls, version))
     for candidate in (buf, buf[: len(buf) // 2]):
         try:

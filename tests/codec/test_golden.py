@@ -43,7 +43,9 @@ def client_of(path: Path) -> str:
 
 def test_every_client_is_recorded() -> None:
     # Each file is named <client>-<api>-v<version>...; an empty or partial folder fails here.
-    counts = Counter((client_of(path), path.name[len(client_of(path)) + 1 :].split("-")[0]) for path in CAPTURES)
+    counts = Counter(
+        (client_of(path), path.name[len(client_of(path)) + 1 :].split("-")[0]) for path in CAPTURES
+    )
     got = {client: tuple(counts[client, kind] for kind in KINDS) for client in CLIENTS}
     assert got == EXPECTED
     assert len(CAPTURES) == sum(map(sum, EXPECTED.values()))
@@ -85,5 +87,7 @@ def test_librdkafka_metadata_trailing_bytes_are_kept() -> None:
 
 
 def test_only_librdkafka_sends_trailing_bytes() -> None:
-    trailing = [p.name for p in CAPTURES if kafka_wire.decode_request_frame(bytes.fromhex(p.read_text())).trailing]
+    trailing = [
+        p.name for p in CAPTURES if kafka_wire.decode_request_frame(bytes.fromhex(p.read_text())).trailing
+    ]
     assert trailing == ["confluent-kafka-metadata-v13-2.hex"]

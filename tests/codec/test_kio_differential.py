@@ -75,7 +75,12 @@ EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 MS = datetime.timedelta(milliseconds=1)
 TIME_KINDS = frozenset({"timedelta_i32", "timedelta_i64", "datetime_i64"})
 # kio's semantic types and the wire type under each.
-WIRE_KIND = {"error_code": "int16", "timedelta_i32": "int32", "timedelta_i64": "int64", "datetime_i64": "int64"}
+WIRE_KIND = {
+    "error_code": "int16",
+    "timedelta_i32": "int32",
+    "timedelta_i64": "int64",
+    "datetime_i64": "int64",
+}
 # Fields upstream renamed after the schemas kio 0.6.5 was generated from (same position and type):
 # see the two snapshots in shared/reference/kafka-message-schemas*/.
 RENAMED = {
@@ -113,7 +118,11 @@ def _kio_entities() -> dict[Key, type[Any]]:
             continue
         module = importlib.import_module(info.name)
         for value in vars(module).values():
-            if not (isinstance(value, type) and dataclasses.is_dataclass(value) and value.__module__ == module.__name__):
+            if not (
+                isinstance(value, type)
+                and dataclasses.is_dataclass(value)
+                and value.__module__ == module.__name__
+            ):
                 continue
             obj: Any = value
             kind = getattr(obj, "__type__", None)
@@ -144,7 +153,8 @@ KIO = _kio_entities()
 OURS = _our_classes()
 COVERED = sorted(key for key in OURS if key in KIO)
 CASES = [
-    pytest.param(OURS[key][0], OURS[key][1], KIO[key], id=f"{OURS[key][0].__name__}-v{key[1]}") for key in COVERED
+    pytest.param(OURS[key][0], OURS[key][1], KIO[key], id=f"{OURS[key][0].__name__}-v{key[1]}")
+    for key in COVERED
 ]
 
 
@@ -405,7 +415,9 @@ def _fit_value(link: Link, value: int) -> int:
     kind = link.kio_kind
     if kind == "error_code" and value not in KIO_ERROR_CODES:
         return KIO_ERROR_CODES[value % len(KIO_ERROR_CODES)]
-    if kind == "datetime_i64" and not (0 <= value <= DATETIME_EXACT_MS or (value == -1 and link.kio_nullable)):
+    if kind == "datetime_i64" and not (
+        0 <= value <= DATETIME_EXACT_MS or (value == -1 and link.kio_nullable)
+    ):
         return value % (DATETIME_EXACT_MS + 1)
     if kind == "timedelta_i64" and abs(value) > TIMEDELTA_EXACT_MS:
         return value % (2 * TIMEDELTA_EXACT_MS + 1) - TIMEDELTA_EXACT_MS
@@ -495,7 +507,9 @@ def _metadata_v12(**topic: Any) -> bytes:
 
 
 def _describe_transactions(start_ms: int) -> bytes:
-    state = DescribeTransactionsResponseTransactionState(transactional_id="tx", transaction_start_time_ms=start_ms)
+    state = DescribeTransactionsResponseTransactionState(
+        transactional_id="tx", transaction_start_time_ms=start_ms
+    )
     return DescribeTransactionsResponse(transaction_states=[state]).encode(0)
 
 

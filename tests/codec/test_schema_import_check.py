@@ -15,8 +15,15 @@ from tests.conftest import ROOT
 
 def run_importer(upstream: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, UPSTREAM_ENV: str(upstream)}
-    return subprocess.run([sys.executable, "-m", "kafka_wire.schema.importer", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "kafka_wire.schema.importer", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_no_upstream_definitions_is_one_line_and_success(tmp_path: Path) -> None:
@@ -32,8 +39,13 @@ def test_no_upstream_definitions_is_one_line_and_success(tmp_path: Path) -> None
 def test_upstream_definitions_named_by_the_variable_are_checked(tmp_path: Path) -> None:
     # A tiny upstream folder: one data structure in both snapshots.
     upstream = tmp_path / "upstream"
-    toy = {"type": "data", "name": "ToyData", "validVersions": "0-1", "flexibleVersions": "1+",
-           "fields": [{"name": "Count", "type": "int32", "versions": "0+", "about": "dropped"}]}
+    toy = {
+        "type": "data",
+        "name": "ToyData",
+        "validVersions": "0-1",
+        "flexibleVersions": "1+",
+        "fields": [{"name": "Count", "type": "int32", "versions": "0+", "about": "dropped"}],
+    }
     for snapshot in SNAPSHOTS:
         (upstream / snapshot.folder).mkdir(parents=True)
         (upstream / snapshot.folder / "ToyData.json").write_text(json.dumps(toy))

@@ -55,8 +55,14 @@ def test_catalog_shape() -> None:
 
 
 def test_header_versions() -> None:
-    assert (request_header_version(ApiKey.CREATE_TOPICS, 4), response_header_version(ApiKey.CREATE_TOPICS, 4)) == (1, 0)
-    assert (request_header_version(ApiKey.CREATE_TOPICS, 5), response_header_version(ApiKey.CREATE_TOPICS, 5)) == (2, 1)
+    assert (
+        request_header_version(ApiKey.CREATE_TOPICS, 4),
+        response_header_version(ApiKey.CREATE_TOPICS, 4),
+    ) == (1, 0)
+    assert (
+        request_header_version(ApiKey.CREATE_TOPICS, 5),
+        response_header_version(ApiKey.CREATE_TOPICS, 5),
+    ) == (2, 1)
     assert request_header_version(ApiKey.CONTROLLED_SHUTDOWN, 0) == 0
     assert request_header_version(ApiKey.CONTROLLED_SHUTDOWN, 1) == 1
     for v in ApiVersionsResponse.VERSIONS:
@@ -64,22 +70,32 @@ def test_header_versions() -> None:
 
 
 def test_controlled_shutdown_v0_has_an_eight_byte_header() -> None:
-    frame = kafka_wire.encode_request(RequestHeader(correlation_id=9, client_id="c"), ControlledShutdownRequest(broker_id=1), 0)
-    assert frame == bytes.fromhex("0000000c" "0007" "0000" "00000009" "00000001")
+    frame = kafka_wire.encode_request(
+        RequestHeader(correlation_id=9, client_id="c"), ControlledShutdownRequest(broker_id=1), 0
+    )
+    assert frame == bytes.fromhex("0000000c000700000000000900000001")
     header, body = kafka_wire.decode_request(frame)
-    assert header.correlation_id == 9 and header.client_id == "" and body == ControlledShutdownRequest(broker_id=1)
+    assert (
+        header.correlation_id == 9
+        and header.client_id == ""
+        and body == ControlledShutdownRequest(broker_id=1)
+    )
 
 
 def test_flexible_request_header_keeps_classic_client_id() -> None:
-    frame = kafka_wire.encode_request(RequestHeader(correlation_id=1, client_id="ab"), ApiVersionsRequest(), 3)
+    frame = kafka_wire.encode_request(
+        RequestHeader(correlation_id=1, client_id="ab"), ApiVersionsRequest(), 3
+    )
     # size, key 18, version 3, correlation 1, client id as int16 length + bytes, empty tag block, then body
-    assert frame[4:17] == bytes.fromhex("0012" "0003" "00000001" "0002" "6162" "00")
+    assert frame[4:17] == bytes.fromhex("00120003000000010002616200")
 
 
 def test_api_versions_response_uses_header_v0_even_when_flexible() -> None:
     body = ApiVersionsResponse(error_code=0)
     frame = kafka_wire.encode_response(ResponseHeader(correlation_id=5), body, 3)
-    assert frame[4:8] == b"\x00\x00\x00\x05" and frame[8:10] == b"\x00\x00"  # no tag block after correlation id
+    assert (
+        frame[4:8] == b"\x00\x00\x00\x05" and frame[8:10] == b"\x00\x00"
+    )  # no tag block after correlation id
     header, decoded = kafka_wire.decode_response(frame, ApiKey.API_VERSIONS, 3)
     assert header.correlation_id == 5 and decoded == body
 
@@ -120,9 +136,13 @@ def test_int_range_and_string_length_are_checked() -> None:
 
 def test_tagged_fields_sorted_and_defaults_omitted() -> None:
     part = FetchResponsePartitionData(partition_index=0, records=None)
-    base = FetchResponse(responses=[FetchResponseFetchableTopicResponse(topic="t", partitions=[part])]).encode(12)
+    base = FetchResponse(
+        responses=[FetchResponseFetchableTopicResponse(topic="t", partitions=[part])]
+    ).encode(12)
     part.snapshot_id = FetchResponseSnapshotId(end_offset=7, epoch=3)
-    with_tag = FetchResponse(responses=[FetchResponseFetchableTopicResponse(topic="t", partitions=[part])]).encode(12)
+    with_tag = FetchResponse(
+        responses=[FetchResponseFetchableTopicResponse(topic="t", partitions=[part])]
+    ).encode(12)
     # The snapshot id (tag 2) is written only when it differs from its default.
     # tag 2, size 13, then the struct: int64 + int32 + its own empty tag block.
     assert len(with_tag) == len(base) + 1 + 1 + 13
@@ -133,7 +153,7 @@ def test_tagged_fields_sorted_and_defaults_omitted() -> None:
 def test_unknown_tags_are_kept_and_re_emitted_in_order() -> None:
     body = ApiVersionsRequest(unknown_tagged_fields=((2, b"\x01\x02\x03"), (5, b"\x04\x05")))
     encoded = body.encode(3)
-    assert encoded.endswith(bytes.fromhex("02" "020301020 3".replace(" ", "") + "05020405"))
+    assert encoded.endswith(bytes.fromhex("02020301020 3".replace(" ", "") + "05020405"))
     assert ApiVersionsRequest.decode(encoded, 3) == body
     with pytest.raises(EncodeError, match="tagged fields cannot be written"):
         body.encode(2)
@@ -145,27 +165,29 @@ def test_tag_valid_only_in_another_version_is_rejected() -> None:
     # FetchRequest tag 1 (ReplicaState) exists from v15; at v12 it must not appear.
     plain = FetchRequest().encode(12)
     assert plain.endswith(b"\x00")  # empty top-level tag block
-    tampered = plain[:-1] + bytes.fromhex("01" "01" "0d") + b"\x00" * 13
+    tampered = plain[:-1] + bytes.fromhex("01010d") + b"\x00" * 13
     with pytest.raises(InvalidValueError, match="tag 1 is not valid in version 12"):
         FetchRequest.decode(tampered, 12)
-    assert FetchRequest.decode(plain[:-1] + bytes.fromhex("01" "09" "01" "00"), 12).unknown_tagged_fields == ((9, b"\x00"),)
+    assert FetchRequest.decode(plain[:-1] + bytes.fromhex("01090100"), 12).unknown_tagged_fields == (
+        (9, b"\x00"),
+    )
 
 
 def test_null_in_non_nullable_field_is_a_decode_error() -> None:
     with pytest.raises(InvalidValueError, match="non-nullable") as info:
-        MetadataResponse.decode(bytes.fromhex("ffffffff" "ffffffff" "00000000"), 1)
+        MetadataResponse.decode(bytes.fromhex("ffffffffffffffff00000000"), 1)
     assert info.value.path == ("brokers",) and info.value.offset == 0
 
 
 def test_bad_utf8_reports_offset() -> None:
-    buf = bytes.fromhex("0003" "0001" "00000007" "0002") + b"\xff\xfe"
+    buf = bytes.fromhex("00030001000000070002") + b"\xff\xfe"
     with pytest.raises(InvalidValueError, match="UTF-8") as info:
         RequestHeader.decode(buf, 1)
     assert info.value.offset == 10 and info.value.path == ("client_id",)
 
 
 def test_unknown_api_in_request_frame() -> None:
-    frame = bytes.fromhex("0000000a" "0fa0" "0000" "0000002a" "ffff")
+    frame = bytes.fromhex("0000000a0fa000000000002affff")
     with pytest.raises(UnsupportedApiError) as info:
         kafka_wire.decode_request(frame)
     assert info.value.correlation_id == 42 and info.value.api_key == 4000
@@ -189,12 +211,16 @@ def test_error_codes() -> None:
 
 def test_schemas_and_generated_code_are_up_to_date() -> None:
     for module in ("kafka_wire.schema.importer", "kafka_wire.codegen"):
-        result = subprocess.run([sys.executable, "-m", module, "--check"], cwd=ROOT, capture_output=True, text=True)
+        result = subprocess.run(
+            [sys.executable, "-m", module, "--check"], cwd=ROOT, capture_output=True, text=True
+        )
         assert result.returncode == 0, result.stderr
 
 
 def test_decode_cli(tmp_path: object) -> None:
-    frame = kafka_wire.encode_request(RequestHeader(correlation_id=3, client_id="cli"), MetadataRequest(topics=None), 12)
+    frame = kafka_wire.encode_request(
+        RequestHeader(correlation_id=3, client_id="cli"), MetadataRequest(topics=None), 12
+    )
     result = subprocess.run(
         [sys.executable, "-m", "kafka_wire.cli", "decode", "--hex", "-"],
         input=frame.hex(), capture_output=True, text=True, cwd=ROOT,

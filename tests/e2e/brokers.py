@@ -82,7 +82,11 @@ class BrokerProcess:
         log.flush()
         start = time.monotonic()
         self.process = subprocess.Popen(
-            self.command(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log, env=self.env(),
+            self.command(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            env=self.env(),
             start_new_session=True,  # its own process group, killed whole at teardown
         )
         try:
@@ -164,11 +168,16 @@ class TansuBroker(BrokerProcess):
     def command(self) -> list[str]:
         url = f"tcp://{self.address.bootstrap}"
         return [
-            str(tansu_binary()), "broker",
-            "--cluster-id", "kafka-wire-e2e",
-            "--listener-url", url,
-            "--advertised-listener-url", url,
-            "--storage-engine", "memory://tansu/",
+            str(tansu_binary()),
+            "broker",
+            "--cluster-id",
+            "kafka-wire-e2e",
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            url,
+            "--storage-engine",
+            "memory://tansu/",
         ]
 
     def env(self) -> dict[str, str]:
@@ -186,8 +195,16 @@ class KafkaWireBroker(BrokerProcess):
     """``kafka-wire serve``: ready when it prints its ``listening on`` line on stdout."""
 
     def command(self) -> list[str]:
-        return [str(kafka_wire_cli()), "serve", "--host", self.address.host, "--port", str(self.address.port),
-                "--data-dir", str(self.data_dir)]
+        return [
+            str(kafka_wire_cli()),
+            "serve",
+            "--host",
+            self.address.host,
+            "--port",
+            str(self.address.port),
+            "--data-dir",
+            str(self.data_dir),
+        ]
 
     def _wait_ready(self, process: subprocess.Popen[bytes], log: IO[bytes], timeout_s: float) -> float:
         start = time.monotonic()
@@ -217,11 +234,17 @@ class KafkaWireBroker(BrokerProcess):
 
 def tansu(workdir: Path, host: str = "127.0.0.1") -> TansuBroker:
     """A Tansu broker (not started) on a free port, logging into ``workdir``."""
-    return TansuBroker("tansu", Address(host, free_port(host)), workdir / "data", workdir / "tansu.log",
-                       persistent=False)
+    return TansuBroker(
+        "tansu", Address(host, free_port(host)), workdir / "data", workdir / "tansu.log", persistent=False
+    )
 
 
 def kafka_wire(workdir: Path, host: str = "127.0.0.1") -> KafkaWireBroker:
     """A ``kafka-wire serve`` broker (not started) on a free port with its data in ``workdir/data``."""
-    return KafkaWireBroker("kafka_wire", Address(host, free_port(host)), workdir / "data",
-                           workdir / "kafka-wire.log", persistent=True)
+    return KafkaWireBroker(
+        "kafka_wire",
+        Address(host, free_port(host)),
+        workdir / "data",
+        workdir / "kafka-wire.log",
+        persistent=True,
+    )

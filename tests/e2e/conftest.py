@@ -31,7 +31,9 @@ def _start(name: str, tmp_path_factory: pytest.TempPathFactory) -> BrokerProcess
 
 
 @pytest.fixture(scope="session", params=TARGETS)
-def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+def target(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[BrokerProcess]:
     """The broker under test for the session (one per param), stopped at the end."""
     broker = _start(request.param, tmp_path_factory)
     try:

@@ -63,7 +63,9 @@ class Outcome:
         return _frame_complete(self.reply)
 
     def describe(self) -> str:
-        how = "reset" if self.reset else "closed" if self.closed else "timed out" if self.timed_out else "open"
+        how = (
+            "reset" if self.reset else "closed" if self.closed else "timed out" if self.timed_out else "open"
+        )
         reply = self.reply[:48].hex() + ("..." if len(self.reply) > 48 else "")
         extra = f"; {'; '.join(self.notes)}" if self.notes else ""
         return f"{self.probe}: sent {len(self.sent)} bytes; got {len(self.reply)} bytes [{reply}]; then {how}{extra}"
@@ -74,7 +76,12 @@ def _frame_complete(data: bytes) -> bool:
 
 
 def exchange(
-    address: Address, payload: bytes, *, probe: str, half_close: bool = False, timeout_s: float = PROBE_TIMEOUT_S,
+    address: Address,
+    payload: bytes,
+    *,
+    probe: str,
+    half_close: bool = False,
+    timeout_s: float = PROBE_TIMEOUT_S,
 ) -> Outcome:
     """Send ``payload`` (then shut down our sending side if ``half_close``) and read until close,
     a whole frame, or the timeout."""
@@ -120,8 +127,9 @@ def _frame(payload: bytes) -> bytes:
 
 
 def api_versions_request(version: int = 0, correlation_id: int = 1) -> bytes:
-    return encode_request(RequestHeader(correlation_id=correlation_id, client_id=CLIENT_ID), ApiVersionsRequest(),
-                          version)
+    return encode_request(
+        RequestHeader(correlation_id=correlation_id, client_id=CLIENT_ID), ApiVersionsRequest(), version
+    )
 
 
 def broker_api_versions(address: Address) -> dict[int, tuple[int, int]]:
@@ -161,8 +169,11 @@ def http(address: Address) -> Outcome:
 
 def oversized(address: Address) -> Outcome:
     """A size prefix of 2**31 - 1 bytes followed by the start of an ApiVersions header."""
-    return exchange(address, struct.pack(">i", 0x7FFFFFFF) + _header(API_VERSIONS, 0, 1, flexible=False),
-                    probe="oversized")
+    return exchange(
+        address,
+        struct.pack(">i", 0x7FFFFFFF) + _header(API_VERSIONS, 0, 1, flexible=False),
+        probe="oversized",
+    )
 
 
 def truncated(address: Address) -> Outcome:
@@ -178,15 +189,22 @@ def unknown_topic(address: Address) -> Outcome:
     does not exist, without auto-creation. Kafka answers UNKNOWN_TOPIC_OR_PARTITION (3) for it."""
     low, high = broker_api_versions(address).get(METADATA, (0, 0))
     version = max(low, min(4, high))
-    request = MetadataRequest(topics=[MetadataRequestTopic(name=UNKNOWN_TOPIC)], allow_auto_topic_creation=False)
-    outcome = exchange(address, encode_request(RequestHeader(correlation_id=5, client_id=CLIENT_ID), request, version),
-                       probe="unknown_topic")
+    request = MetadataRequest(
+        topics=[MetadataRequestTopic(name=UNKNOWN_TOPIC)], allow_auto_topic_creation=False
+    )
+    outcome = exchange(
+        address,
+        encode_request(RequestHeader(correlation_id=5, client_id=CLIENT_ID), request, version),
+        probe="unknown_topic",
+    )
     if outcome.whole_frame:
         _, body = decode_response(outcome.reply, METADATA, version)
         assert isinstance(body, MetadataResponse)
         outcome.response = body
-        outcome.notes.append(f"Metadata v{version}; topics " + ", ".join(
-            f"{t.name}: error {t.error_code}" for t in body.topics))
+        outcome.notes.append(
+            f"Metadata v{version}; topics "
+            + ", ".join(f"{t.name}: error {t.error_code}" for t in body.topics)
+        )
     return outcome
 
 
@@ -194,7 +212,9 @@ def api_versions_v99(address: Address) -> Outcome:
     """ApiVersions at v99 (flexible header and body, as a newer client would send). Kafka answers
     with a v0 body: UNSUPPORTED_VERSION (35) and its version ranges, so the client can retry lower."""
     body = b"\x07kw-raw\x061.0.0\x00"  # compact strings client_software_name/version, no tagged fields
-    outcome = exchange(address, _frame(_header(API_VERSIONS, 99, 3, flexible=True) + body), probe="api_versions_v99")
+    outcome = exchange(
+        address, _frame(_header(API_VERSIONS, 99, 3, flexible=True) + body), probe="api_versions_v99"
+    )
     if outcome.whole_frame:
         # Kafka's answer reads as v0; record what else it reads as if not.
         for version in (0, 3):
@@ -206,8 +226,10 @@ def api_versions_v99(address: Address) -> Outcome:
             assert isinstance(response, ApiVersionsResponse)
             if version == 0:
                 outcome.response = response
-            outcome.notes.append(f"reads as v{version}: correlation {header.correlation_id}, "
-                                 f"error {response.error_code}, {len(response.api_keys)} api ranges")
+            outcome.notes.append(
+                f"reads as v{version}: correlation {header.correlation_id}, "
+                f"error {response.error_code}, {len(response.api_keys)} api ranges"
+            )
             break
     return outcome
 
@@ -220,8 +242,9 @@ def metadata_unsupported(address: Address) -> Outcome:
     # v9+ is flexible: compact nullable array (0 = null: all topics), auto-create, cluster and topic
     # authorised operations (v8-10; v11+ drops the cluster one) and no tagged fields.
     body = b"\x00" + b"\x00" + b"\x00" + b"\x00"
-    outcome = exchange(address, _frame(_header(METADATA, version, 4, flexible=True) + body),
-                       probe="metadata_unsupported")
+    outcome = exchange(
+        address, _frame(_header(METADATA, version, 4, flexible=True) + body), probe="metadata_unsupported"
+    )
     outcome.notes.append(f"Metadata v{version} (broker max v{high})")
     return outcome
 

@@ -26,8 +26,13 @@ COUNT = 40
 VALUE_SIZE = 100
 TIMEOUT_S = 60.0
 #: The name each driver gives itself in values and the ``client`` header.
-CLIENT_NAME: dict[Client, str] = {"confluent": "confluent", "kafka_python": "kafka-python", "aiokafka": "aiokafka",
-                                  "kafkajs": "kafkajs", "java": "java"}
+CLIENT_NAME: dict[Client, str] = {
+    "confluent": "confluent",
+    "kafka_python": "kafka-python",
+    "aiokafka": "aiokafka",
+    "kafkajs": "kafkajs",
+    "java": "java",
+}
 #: Per codec: who writes, who reads.
 CROSS: dict[str, tuple[Client, Client]] = {
     "none": ("kafkajs", "java"),
@@ -40,7 +45,10 @@ CROSS: dict[str, tuple[Client, Client]] = {
 
 def expected_records(writer: Client, count: int = COUNT) -> list[list[Any]]:
     name = CLIENT_NAME[writer]
-    return [[0, i, f"k{i}", pad(f"{name}-{i}", VALUE_SIZE), [["i", str(i)], ["client", name]]] for i in range(count)]
+    return [
+        [0, i, f"k{i}", pad(f"{name}-{i}", VALUE_SIZE), [["i", str(i)], ["client", name]]]
+        for i in range(count)
+    ]
 
 
 def check_produced(run: DriverRun, count: int = COUNT) -> None:
@@ -61,8 +69,15 @@ def check_consumed(run: DriverRun, writer: Client) -> None:
 def test_round_trip(target: BrokerProcess, client: Client, codec: str) -> None:
     topic = f"codec-{client}-{codec}"
     options = DriverOptions(compression=codec, headers=True, value_size=VALUE_SIZE)
-    run = run_driver(client, target.bootstrap, "create,produce,consume", topic=topic, count=COUNT,
-                     timeout_s=TIMEOUT_S, options=options).check()
+    run = run_driver(
+        client,
+        target.bootstrap,
+        "create,produce,consume",
+        topic=topic,
+        count=COUNT,
+        timeout_s=TIMEOUT_S,
+        options=options,
+    ).check()
     assert run.event("created") == {"event": "created", "topic": topic}, run.describe()
     check_produced(run)
     check_consumed(run, client)
@@ -73,8 +88,17 @@ def test_cross_client(target: BrokerProcess, codec: str) -> None:
     writer, reader = CROSS[codec]
     topic = f"codec-cross-{codec}"
     options = DriverOptions(compression=codec, headers=True, value_size=VALUE_SIZE)
-    written = run_driver(writer, target.bootstrap, "create,produce", topic=topic, count=COUNT, timeout_s=TIMEOUT_S,
-                         options=options).check()
+    written = run_driver(
+        writer,
+        target.bootstrap,
+        "create,produce",
+        topic=topic,
+        count=COUNT,
+        timeout_s=TIMEOUT_S,
+        options=options,
+    ).check()
     check_produced(written)
-    read = run_driver(reader, target.bootstrap, "consume", topic=topic, count=COUNT, timeout_s=TIMEOUT_S).check()
+    read = run_driver(
+        reader, target.bootstrap, "consume", topic=topic, count=COUNT, timeout_s=TIMEOUT_S
+    ).check()
     check_consumed(read, writer)

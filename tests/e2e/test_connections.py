@@ -61,7 +61,13 @@ class ConfiguredBroker(KafkaWireBroker):
 def configured(workdir: Path, *sets: str, file_limit: int | None = None) -> ConfiguredBroker:
     plain = kafka_wire(workdir)
     return ConfiguredBroker(
-        plain.name, plain.address, plain.data_dir, plain.log_path, persistent=True, sets=list(sets), file_limit=file_limit
+        plain.name,
+        plain.address,
+        plain.data_dir,
+        plain.log_path,
+        persistent=True,
+        sets=list(sets),
+        file_limit=file_limit,
     )
 
 
@@ -82,7 +88,12 @@ def start(brokers: list[ConfiguredBroker], broker: ConfiguredBroker) -> Configur
 
 def request_frame(body: Message, version: int, correlation_id: int = 1) -> bytes:
     assert body.API_KEY is not None
-    header = RequestHeader(request_api_key=body.API_KEY, request_api_version=version, correlation_id=correlation_id, client_id="kw-e2e")
+    header = RequestHeader(
+        request_api_key=body.API_KEY,
+        request_api_version=version,
+        correlation_id=correlation_id,
+        client_id="kw-e2e",
+    )
     return encode_request(header, body, version)
 
 
@@ -136,18 +147,27 @@ def no_traceback(broker: ConfiguredBroker) -> None:
     assert "Traceback" not in log and "LocalProtocolError" not in log, log[-4000:]
 
 
-def produce(producer: confluent_kafka.Producer, topic: str, count: int, timeout_s: float = 20.0) -> list[str | None]:
+def produce(
+    producer: confluent_kafka.Producer, topic: str, count: int, timeout_s: float = 20.0
+) -> list[str | None]:
     outcomes: list[str | None] = []
     for i in range(count):
-        producer.produce(topic, f"record-{i}".encode(), callback=lambda err, _msg: outcomes.append(None if err is None else str(err)))
+        producer.produce(
+            topic,
+            f"record-{i}".encode(),
+            callback=lambda err, _msg: outcomes.append(None if err is None else str(err)),
+        )
     producer.flush(timeout_s)
     return outcomes
 
 
 @pytest.mark.timing
-def test_idle_and_half_sent_connections_are_closed_at_their_timeouts(tmp_path: Path, started: list[ConfiguredBroker]) -> None:
+def test_idle_and_half_sent_connections_are_closed_at_their_timeouts(
+    tmp_path: Path, started: list[ConfiguredBroker]
+) -> None:
     broker = start(
-        started, configured(tmp_path, "connections.max.idle.ms=1500", "kafka.wire.request.receive.timeout.ms=1000")
+        started,
+        configured(tmp_path, "connections.max.idle.ms=1500", "kafka.wire.request.receive.timeout.ms=1000"),
     )
     address = (broker.address.host, broker.address.port)
     with connections(address, 2) as (idle, half):
@@ -272,7 +292,9 @@ def test_sigterm_stops_within_seconds_while_clients_come_and_go(
     no_traceback(broker)
 
 
-def test_ordinary_client_behaviour_leaves_no_traceback(tmp_path: Path, started: list[ConfiguredBroker]) -> None:
+def test_ordinary_client_behaviour_leaves_no_traceback(
+    tmp_path: Path, started: list[ConfiguredBroker]
+) -> None:
     broker = start(started, configured(tmp_path, "max.connections.per.ip=3"))
     address = (broker.address.host, broker.address.port)
     with connections(address, 3) as held, connections(address, 3) as refused:
@@ -294,8 +316,16 @@ def _behave_as_clients_do(garbage: socket.socket, reset: socket.socket, waiting:
     size = struct.unpack(">i", waiting.recv(4, socket.MSG_WAITALL))[0]  # the topic is created
     waiting.recv(size, socket.MSG_WAITALL)
     long_poll = FetchRequest(
-        replica_id=-1, max_wait_ms=2000, min_bytes=1, max_bytes=1 << 20, session_epoch=-1,
-        topics=[FetchRequestTopic(topic="nothing-yet", partitions=[FetchRequestPartition(partition=0, partition_max_bytes=1024)])],
+        replica_id=-1,
+        max_wait_ms=2000,
+        min_bytes=1,
+        max_bytes=1 << 20,
+        session_epoch=-1,
+        topics=[
+            FetchRequestTopic(
+                topic="nothing-yet", partitions=[FetchRequestPartition(partition=0, partition_max_bytes=1024)]
+            )
+        ],
     )
     waiting.sendall(request_frame(long_poll, 12) + request_frame(ApiVersionsRequest(), 0, correlation_id=2))
     waiting.close()  # gone while its fetch is held and a request waits behind it

@@ -76,8 +76,15 @@ def wait_processed(members: list[LiveDriver], wanted: set[tuple[int, int]]) -> b
 
 def produce(target: BrokerProcess, topic: str, client: Client) -> dict[tuple[int, int], str]:
     """Phase records: (partition, offset) -> value."""
-    run = run_driver(client, target.bootstrap, "produce", topic=topic, count=PHASE_RECORDS, timeout_s=60.0,
-                     options=DriverOptions(partitions=PARTITIONS)).check()
+    run = run_driver(
+        client,
+        target.bootstrap,
+        "produce",
+        topic=topic,
+        count=PHASE_RECORDS,
+        timeout_s=60.0,
+        options=DriverOptions(partitions=PARTITIONS),
+    ).check()
     records = run.event("produced")["records"]
     assert len(records) == PHASE_RECORDS, run.describe()
     name = {"confluent": "confluent", "java": "java"}[client]
@@ -107,8 +114,10 @@ def commit_violations(runs: list[DriverRun]) -> list[str]:
     for t_commit, committer, partition, next_offset in commits:
         for t, member, p, offset in processing:
             if p == partition and offset < next_offset and t > t_commit:
-                violations.append(f"partition {p} offset {offset} processed by member {member} at {t:.3f}, "
-                                  f"after member {committer} committed {next_offset} at {t_commit:.3f}")
+                violations.append(
+                    f"partition {p} offset {offset} processed by member {member} at {t:.3f}, "
+                    f"after member {committer} committed {next_offset} at {t_commit:.3f}"
+                )
     return violations
 
 
@@ -116,16 +125,33 @@ def commit_violations(runs: list[DriverRun]) -> list[str]:
 def test_members_leave_and_rebalance(target: BrokerProcess, client: Client) -> None:
     topic = f"rebalance-{client}"
     group = f"rebalance-{client}"
-    run_driver(client, target.bootstrap, "create", topic=topic, timeout_s=30.0,
-               options=DriverOptions(partitions=PARTITIONS)).check()
+    run_driver(
+        client,
+        target.bootstrap,
+        "create",
+        topic=topic,
+        timeout_s=30.0,
+        options=DriverOptions(partitions=PARTITIONS),
+    ).check()
 
     options = DriverOptions(group=group, batch=BATCH)
-    members = [LiveDriver(client, target.bootstrap, "group", topic=topic, timeout_s=MEMBER_TIMEOUT_S,
-                          options=options, name=f"member-{i}") for i in range(3)]
+    members = [
+        LiveDriver(
+            client,
+            target.bootstrap,
+            "group",
+            topic=topic,
+            timeout_s=MEMBER_TIMEOUT_S,
+            options=options,
+            name=f"member-{i}",
+        )
+        for i in range(3)
+    ]
     runs: list[DriverRun] = []
     try:
-        assert members[0].wait_for(lambda _: settled(members, 0.0), SETTLE_TIMEOUT_S), \
+        assert members[0].wait_for(lambda _: settled(members, 0.0), SETTLE_TIMEOUT_S), (
             f"three members did not settle: {[latest_assignment(m.events, 0.0) for m in members]}"
+        )
 
         phase1 = produce(target, topic, client)
         assert wait_processed(members, set(phase1)), "phase 1 was not all processed"
@@ -135,12 +161,15 @@ def test_members_leave_and_rebalance(target: BrokerProcess, client: Client) -> N
         t_left = time.monotonic()
         leaver.terminate()
         left = leaver.finish(20.0)
-        assert left.returncode == 0 and [e["event"] for e in left.events][-2:] == ["closed", "done"], left.describe()
+        assert left.returncode == 0 and [e["event"] for e in left.events][-2:] == ["closed", "done"], (
+            left.describe()
+        )
         remaining = members[1:]
         assert remaining[0].wait_for(lambda _: settled(remaining, t_left), SETTLE_TIMEOUT_S), (
             f"two members did not settle after the leave (signalled at {t_left}): "
             f"{[latest_assignment(m.events, t_left) for m in remaining]}; their events since phase 1:\n"
-            + "\n".join(f"{m.name}: {tail(m.events)}" for m in remaining))
+            + "\n".join(f"{m.name}: {tail(m.events)}" for m in remaining)
+        )
 
         phase2 = produce(target, topic, client)
         assert wait_processed(remaining, set(phase2)), "phase 2 was not all processed"
@@ -165,7 +194,8 @@ def test_members_leave_and_rebalance(target: BrokerProcess, client: Client) -> N
                 for p, o, v in e["records"]:
                     values[(p, o)].add(v)
     assert set(values) == set(produced), (
-        f"missing {sorted(set(produced) - set(values))[:20]}, unexpected {sorted(set(values) - set(produced))[:20]}")
+        f"missing {sorted(set(produced) - set(values))[:20]}, unexpected {sorted(set(values) - set(produced))[:20]}"
+    )
     wrong = {k: v for k, v in values.items() if v != {produced[k]}}
     assert not wrong, f"values differ from those produced: {dict(list(wrong.items())[:10])}"
 
@@ -183,7 +213,9 @@ def test_members_leave_and_rebalance(target: BrokerProcess, client: Client) -> N
         offsets = [c for _, c in sorted(by_partition[p])]
         assert offsets == sorted(offsets), f"partition {p}: commits went backwards: {offsets}"
         end = max(o for q, o in produced if q == p) + 1
-        assert offsets and offsets[-1] == end, f"partition {p}: last commit {offsets[-1:]} is not the end {end}"
+        assert offsets and offsets[-1] == end, (
+            f"partition {p}: last commit {offsets[-1:]} is not the end {end}"
+        )
 
     # The work was shared in phase 1, and the leaver processed nothing after it left.
     for i, run in enumerate(runs):
@@ -198,8 +230,10 @@ def test_commit_check_catches_reprocessing() -> None:
     def run(*events: Event) -> DriverRun:
         return DriverRun("confluent", 0, list(events))
 
-    a = run({"event": "processed", "records": [[0, 0, "v0"], [0, 1, "v1"]], "t": 1.0},
-            {"event": "committed", "offsets": [[0, 2]], "t": 2.0})
+    a = run(
+        {"event": "processed", "records": [[0, 0, "v0"], [0, 1, "v1"]], "t": 1.0},
+        {"event": "committed", "offsets": [[0, 2]], "t": 2.0},
+    )
     again_after = run({"event": "processed", "records": [[0, 1, "v1"]], "t": 3.0})
     again_before = run({"event": "processed", "records": [[0, 1, "v1"]], "t": 1.5})
     assert len(commit_violations([a, again_after])) == 1

@@ -81,7 +81,10 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FastGroupsBroke
 
 def run(script: str, *args: str) -> dict[str, Any]:
     done = subprocess.run(
-        [sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=TIMEOUT_S,
+        [sys.executable, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
         cwd=Path(__file__).parent,
     )
     assert done.returncode == 0, done.stderr
@@ -95,7 +98,9 @@ def restart(broker: FastGroupsBroker) -> None:
     broker.restart()  # raises, with the log, if the broker does not start
 
 
-def test_clients_cannot_poison_the_offsets_topic_and_offsets_survive_restarts(broker: FastGroupsBroker) -> None:
+def test_clients_cannot_poison_the_offsets_topic_and_offsets_survive_restarts(
+    broker: FastGroupsBroker,
+) -> None:
     invalid_topic_exception = 17  # librdkafka's ERR_TOPIC_EXCEPTION, Kafka's INVALID_TOPIC_EXCEPTION
     assert run(POISON, broker.bootstrap) == {"delivered": [invalid_topic_exception]}
     restart(broker)

@@ -33,18 +33,30 @@ Sent = tuple[bytes | None, bytes | None, list[tuple[str, str | bytes | None]]]
 
 def produce(bootstrap: str, topic: str, codec: str) -> list[Sent]:
     sent: list[Sent] = [
-        (f"k{i}".encode(), f"{codec}-value-{i}-".encode() * 10, [("i", str(i).encode())]) for i in range(COUNT)
+        (f"k{i}".encode(), f"{codec}-value-{i}-".encode() * 10, [("i", str(i).encode())])
+        for i in range(COUNT)
     ]
-    producer = Producer({"bootstrap.servers": bootstrap, "compression.type": codec, "linger.ms": 20, "acks": "all"})
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "compression.type": codec, "linger.ms": 20, "acks": "all"}
+    )
     errors: list[object] = []
     for key, value, headers in sent:
-        producer.produce(topic, value, key, partition=0, headers=headers, on_delivery=lambda err, _: errors.append(err) if err else None)
+        producer.produce(
+            topic,
+            value,
+            key,
+            partition=0,
+            headers=headers,
+            on_delivery=lambda err, _: errors.append(err) if err else None,
+        )
     assert producer.flush(TIMEOUT_S) == 0 and errors == []
     return sent
 
 
 def consume(bootstrap: str, topic: str, count: int) -> list[Sent]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-reader", "enable.auto.commit": False})
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": f"{topic}-reader", "enable.auto.commit": False}
+    )
     consumer.assign([TopicPartition(topic, 0, 0)])
     got: list[Sent] = []
     deadline = time.monotonic() + TIMEOUT_S
@@ -64,7 +76,12 @@ def consume(bootstrap: str, topic: str, count: int) -> list[Sent]:
 
 @pytest.mark.parametrize(
     ("topic_codec", "producer_codec", "stored"),
-    [("zstd", "none", "zstd"), ("uncompressed", "lz4", "none"), ("gzip", "snappy", "gzip"), ("producer", "lz4", "lz4")],
+    [
+        ("zstd", "none", "zstd"),
+        ("uncompressed", "lz4", "none"),
+        ("gzip", "snappy", "gzip"),
+        ("producer", "lz4", "lz4"),
+    ],
 )
 def test_batches_are_stored_in_the_topics_codec_and_read_back(
     kafka_wire_broker: BrokerProcess, topic_codec: str, producer_codec: str, stored: str

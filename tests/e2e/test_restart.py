@@ -32,19 +32,37 @@ Event = dict[str, Any]
 
 def produce(broker: BrokerProcess, topic: str, *, create: bool = False) -> DriverRun:
     steps = "create,produce" if create else "produce"
-    return run_driver("confluent", broker.bootstrap, steps, topic=topic, count=COUNT, timeout_s=TIMEOUT_S,
-                      options=DriverOptions(partitions=PARTITIONS, headers=True, compression="lz4")).check()
+    return run_driver(
+        "confluent",
+        broker.bootstrap,
+        steps,
+        topic=topic,
+        count=COUNT,
+        timeout_s=TIMEOUT_S,
+        options=DriverOptions(partitions=PARTITIONS, headers=True, compression="lz4"),
+    ).check()
 
 
 def expected(run: DriverRun) -> dict[tuple[int, int], list[Any]]:
     """(partition, offset) -> [key, value, headers] of what a ``produce`` run sent."""
-    return {(p, o): [f"k{i}", f"confluent-{i}", [["i", str(i)], ["client", "confluent"]]]
-            for i, (p, o) in enumerate(run.event("produced")["records"])}
+    return {
+        (p, o): [f"k{i}", f"confluent-{i}", [["i", str(i)], ["client", "confluent"]]]
+        for i, (p, o) in enumerate(run.event("produced")["records"])
+    }
 
 
-def consume_all(broker: BrokerProcess, topic: str, count: int, group: str) -> dict[tuple[int, int], list[Any]]:
-    run = run_driver("confluent", broker.bootstrap, "consume", topic=topic, count=count, timeout_s=TIMEOUT_S,
-                     options=DriverOptions(group=group)).check()
+def consume_all(
+    broker: BrokerProcess, topic: str, count: int, group: str
+) -> dict[tuple[int, int], list[Any]]:
+    run = run_driver(
+        "confluent",
+        broker.bootstrap,
+        "consume",
+        topic=topic,
+        count=count,
+        timeout_s=TIMEOUT_S,
+        options=DriverOptions(group=group),
+    ).check()
     records = run.event("consumed")["records"]
     got = {(r[0], r[1]): r[2:] for r in records}
     assert len(got) == len(records), f"a record was read twice: {run.describe()}"
@@ -61,7 +79,9 @@ def end_offsets(records: dict[tuple[int, int], Any]) -> dict[int, int]:
 def take_down(broker: BrokerProcess, how: str) -> None:
     if how == "sigterm":
         status = broker.stop()
-        assert status == 0, f"SIGTERM: exit status {status} (None: still running after the timeout)\n{broker.log()[-3000:]}"
+        assert status == 0, (
+            f"SIGTERM: exit status {status} (None: still running after the timeout)\n{broker.log()[-3000:]}"
+        )
     else:
         broker.kill()
 
@@ -99,8 +119,14 @@ def committed(events: list[Event]) -> dict[int, int]:
 
 
 def group_member(broker: BrokerProcess, topic: str, group: str) -> LiveDriver:
-    return LiveDriver("confluent", broker.bootstrap, "group", topic=topic, timeout_s=90.0,
-                      options=DriverOptions(group=group, batch=10))
+    return LiveDriver(
+        "confluent",
+        broker.bootstrap,
+        "group",
+        topic=topic,
+        timeout_s=90.0,
+        options=DriverOptions(group=group, batch=10),
+    )
 
 
 def finish_member(member: LiveDriver) -> DriverRun:
@@ -116,8 +142,9 @@ def test_committed_offsets_survive_restart(broker: BrokerProcess, how: str) -> N
     phase1 = expected(produce(broker, topic, create=True))
     member = group_member(broker, topic, group)
     try:
-        assert member.wait_for(lambda ev: set(phase1) <= processed(ev) and committed(ev) == end_offsets(phase1),
-                               45.0), member.events
+        assert member.wait_for(
+            lambda ev: set(phase1) <= processed(ev) and committed(ev) == end_offsets(phase1), 45.0
+        ), member.events
         first = finish_member(member)
     finally:
         member.kill()
@@ -145,8 +172,9 @@ def test_consumer_rides_through_restart(broker: BrokerProcess) -> None:
     phase1 = expected(produce(broker, topic, create=True))
     member = group_member(broker, topic, group)
     try:
-        assert member.wait_for(lambda ev: set(phase1) <= processed(ev) and committed(ev) == end_offsets(phase1),
-                               45.0), member.events
+        assert member.wait_for(
+            lambda ev: set(phase1) <= processed(ev) and committed(ev) == end_offsets(phase1), 45.0
+        ), member.events
         take_down(broker, "sigterm")
         broker.restart()
         phase2 = expected(produce(broker, topic))
@@ -178,7 +206,9 @@ def test_tansu_restarts_on_the_same_port(tmp_path_factory: pytest.TempPathFactor
         broker.restart()
         assert broker.address.port == port and broker.running()
         metadata = run_driver("confluent", broker.bootstrap, "metadata", timeout_s=TIMEOUT_S).check()
-        assert "tansu-restart" not in metadata.event("metadata")["topics"], "Tansu kept data in memory storage?"
+        assert "tansu-restart" not in metadata.event("metadata")["topics"], (
+            "Tansu kept data in memory storage?"
+        )
 
         assert broker.kill() == -9
         broker.restart()

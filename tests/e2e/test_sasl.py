@@ -13,7 +13,11 @@ import pytest
 
 from tests.e2e.brokers import KafkaWireBroker, kafka_wire
 
-USERS = {"PLAIN": ("alice", "alice-secret"), "SCRAM-SHA-256": ("bob", "b0b-pw"), "SCRAM-SHA-512": ("carol", "c4rol")}
+USERS = {
+    "PLAIN": ("alice", "alice-secret"),
+    "SCRAM-SHA-256": ("bob", "b0b-pw"),
+    "SCRAM-SHA-512": ("carol", "c4rol"),
+}
 
 PRODUCE = """
 import json, sys
@@ -48,7 +52,10 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslBroker]:
 def produce(broker: SaslBroker, mechanism: str, user: str, password: str) -> dict[str, list[str | None]]:
     run = subprocess.run(
         [sys.executable, "-c", PRODUCE, broker.bootstrap, mechanism, user, password],
-        capture_output=True, text=True, timeout=60, cwd=Path(__file__).parent,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).parent,
     )
     assert run.returncode == 0, run.stderr
     result: dict[str, list[str | None]] = json.loads(run.stdout.splitlines()[-1])
@@ -105,11 +112,25 @@ def reauth_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReauthBr
 
 
 @pytest.mark.parametrize("mechanism", ["PLAIN", "SCRAM-SHA-256"])
-def test_librdkafka_reauthenticates_before_its_session_ends(reauth_broker: ReauthBroker, mechanism: str) -> None:
+def test_librdkafka_reauthenticates_before_its_session_ends(
+    reauth_broker: ReauthBroker, mechanism: str
+) -> None:
     user, password = USERS[mechanism]
     run = subprocess.run(
-        [sys.executable, "-c", PRODUCE_FOR_A_WHILE, reauth_broker.bootstrap, mechanism, user, password, str(2.5 * REAUTH_MS / 1000)],
-        capture_output=True, text=True, timeout=60, cwd=Path(__file__).parent,
+        [
+            sys.executable,
+            "-c",
+            PRODUCE_FOR_A_WHILE,
+            reauth_broker.bootstrap,
+            mechanism,
+            user,
+            password,
+            str(2.5 * REAUTH_MS / 1000),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).parent,
     )
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout.splitlines()[-1])

@@ -26,8 +26,18 @@ class StockPropertiesBroker(KafkaWireBroker):
     """``kafka-wire serve --config <Kafka's example> --port P --data-dir D``: no ``--host``."""
 
     def command(self) -> list[str]:
-        return [str(kafka_wire_cli()), "serve", "--config", str(STOCK), "--port", str(self.address.port),
-                "--data-dir", str(self.data_dir), "--log-level", "INFO"]
+        return [
+            str(kafka_wire_cli()),
+            "serve",
+            "--config",
+            str(STOCK),
+            "--port",
+            str(self.address.port),
+            "--data-dir",
+            str(self.data_dir),
+            "--log-level",
+            "INFO",
+        ]
 
 
 @pytest.fixture
@@ -40,12 +50,27 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StockProperties
 
 
 def test_kafka_4_example_server_properties_serve_a_real_client(broker: StockPropertiesBroker) -> None:
-    produced = run_driver("confluent", broker.bootstrap, "metadata,create,produce", topic="stock", count=COUNT,
-                          timeout_s=TIMEOUT_S).check()
-    assert produced.event("metadata")["brokers"] == [[1, "localhost", broker.address.port]]  # node.id, advertised
+    produced = run_driver(
+        "confluent",
+        broker.bootstrap,
+        "metadata,create,produce",
+        topic="stock",
+        count=COUNT,
+        timeout_s=TIMEOUT_S,
+    ).check()
+    assert produced.event("metadata")["brokers"] == [
+        [1, "localhost", broker.address.port]
+    ]  # node.id, advertised
     assert len(produced.event("produced")["records"]) == COUNT
-    consumed = run_driver("confluent", broker.bootstrap, "consume", topic="stock", count=COUNT, timeout_s=TIMEOUT_S,
-                          options=DriverOptions(group="stock-readers")).check()
+    consumed = run_driver(
+        "confluent",
+        broker.bootstrap,
+        "consume",
+        topic="stock",
+        count=COUNT,
+        timeout_s=TIMEOUT_S,
+        options=DriverOptions(group="stock-readers"),
+    ).check()
     assert consumed.event("consumed")["values"] == [f"confluent-{i}" for i in range(COUNT)]
     log = broker.log()
     assert "not opened: kafka_wire has no KRaft controller" in log  # INFO: the CONTROLLER listener

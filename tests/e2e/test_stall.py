@@ -105,7 +105,9 @@ class Prober(threading.Thread):
         self.error: BaseException | None = None
 
     def run(self) -> None:
-        request = MetadataRequest(topics=[MetadataRequestTopic(name="probe")], allow_auto_topic_creation=False)
+        request = MetadataRequest(
+            topics=[MetadataRequestTopic(name="probe")], allow_auto_topic_creation=False
+        )
         try:
             while not self.stop.is_set():
                 start = time.monotonic()
@@ -139,7 +141,9 @@ def probing(broker: BrokerProcess) -> Iterator[Prober]:
 
 def create_topic(conn: KafkaSocket, name: str, partitions: int) -> CreateTopicsResponse:
     request = CreateTopicsRequest(
-        topics=[CreateTopicsRequestCreatableTopic(name=name, num_partitions=partitions, replication_factor=1)],
+        topics=[
+            CreateTopicsRequestCreatableTopic(name=name, num_partitions=partitions, replication_factor=1)
+        ],
         timeout_ms=30_000,
     )
     return conn.request(request, 5, CreateTopicsResponse)
@@ -152,19 +156,27 @@ def produce(conn: KafkaSocket, topic: str, batches: list[bytes]) -> ProduceRespo
         topic_data=[
             ProduceRequestTopicProduceData(
                 name=topic,
-                partition_data=[ProduceRequestPartitionProduceData(index=i, records=b) for i, b in enumerate(batches)],
+                partition_data=[
+                    ProduceRequestPartitionProduceData(index=i, records=b) for i, b in enumerate(batches)
+                ],
             )
         ],
     )
     return conn.request(request, 8, ProduceResponse)
 
 
-
 @functools.cache
 def gzip_bomb(value_size: int = 63 << 20) -> bytes:
     """A v2 batch of one record whose value is ``value_size`` zeros, gzip-compressed (~64 kB)."""
     body = 1 + 1 + 1 + 1 + len(varint_bytes(value_size)) + value_size + 1  # attributes .. headers count
-    head = varint_bytes(body) + b"\x00" + varint_bytes(0) + varint_bytes(0) + varint_bytes(-1) + varint_bytes(value_size)
+    head = (
+        varint_bytes(body)
+        + b"\x00"
+        + varint_bytes(0)
+        + varint_bytes(0)
+        + varint_bytes(-1)
+        + varint_bytes(value_size)
+    )
     compressor = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
     parts = [compressor.compress(head)]
     zeros = bytes(1 << 20)
@@ -182,25 +194,35 @@ def test_a_gzip_bomb_produce_does_not_stall_other_connections(kafka_wire_broker:
     bomb = gzip_bomb()
     assert len(bomb) < 100_000
     small_records = build_batch(
-        [NewRecord(b"k%d" % i, b"value %d " % i * 8) for i in range(9_000)], compression="gzip", default_timestamp=int(time.time() * 1000)
+        [NewRecord(b"k%d" % i, b"value %d " % i * 8) for i in range(9_000)],
+        compression="gzip",
+        default_timestamp=int(time.time() * 1000),
     )
     with probing(kafka_wire_broker) as prober:
         start = time.monotonic()
         refused = produce(conn, "bombs", [bomb] * 50)
         took = time.monotonic() - start
         worst, probes = prober.worst_since(start)
-        assert {p.error_code for p in refused.responses[0].partition_responses} == {ErrorCode.MESSAGE_TOO_LARGE}
-        assert probes >= 2 and worst < MAX_STALL_S, f"another connection waited {worst * 1000:.0f} ms (bomb produce: {took:.2f} s)"
+        assert {p.error_code for p in refused.responses[0].partition_responses} == {
+            ErrorCode.MESSAGE_TOO_LARGE
+        }
+        assert probes >= 2 and worst < MAX_STALL_S, (
+            f"another connection waited {worst * 1000:.0f} ms (bomb produce: {took:.2f} s)"
+        )
         start = time.monotonic()
         appended = produce(conn, "bombs", [small_records] * 50)
         took = time.monotonic() - start
         worst, probes = prober.worst_since(start)
         assert {p.error_code for p in appended.responses[0].partition_responses} == {ErrorCode.NONE}
-        assert probes >= 2 and worst < MAX_STALL_S, f"another connection waited {worst * 1000:.0f} ms (heavy produce: {took:.2f} s)"
+        assert probes >= 2 and worst < MAX_STALL_S, (
+            f"another connection waited {worst * 1000:.0f} ms (heavy produce: {took:.2f} s)"
+        )
     conn.close()
 
 
-def test_a_huge_create_topics_is_refused_at_once_and_a_large_one_is_sliced(kafka_wire_broker: BrokerProcess) -> None:
+def test_a_huge_create_topics_is_refused_at_once_and_a_large_one_is_sliced(
+    kafka_wire_broker: BrokerProcess,
+) -> None:
     conn = KafkaSocket(kafka_wire_broker)
     with probing(kafka_wire_broker) as prober:
         start = time.monotonic()
@@ -216,7 +238,8 @@ def test_a_huge_create_topics_is_refused_at_once_and_a_large_one_is_sliced(kafka
         took = time.monotonic() - start
         worst, probes = prober.worst_since(start)
         assert created.topics[0].error_code == ErrorCode.NONE
-        assert probes >= 5 and worst < MAX_STALL_S, f"another connection waited {worst * 1000:.0f} ms (create: {took:.2f} s)"
+        assert probes >= 5 and worst < MAX_STALL_S, (
+            f"another connection waited {worst * 1000:.0f} ms (create: {took:.2f} s)"
+        )
     conn.close()
     assert kafka_wire_broker.kill() != 0  # no need to flush 2,000 partitions at the end
-

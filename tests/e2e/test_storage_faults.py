@@ -92,7 +92,9 @@ class Deliveries:
     def produce(self, count: int) -> None:
         for _ in range(count):
             key = f"{self.sent:06d}".encode()
-            self.producer.produce(TOPIC, key=key, value=key * (VALUE_BYTES // len(key)), on_delivery=self._report)
+            self.producer.produce(
+                TOPIC, key=key, value=key * (VALUE_BYTES // len(key)), on_delivery=self._report
+            )
             self.sent += 1
             self.producer.poll(0)
         assert self.producer.flush(DELIVERY_TIMEOUT_MS / 1000 + 20) == 0, "every record got a delivery report"
@@ -101,7 +103,9 @@ class Deliveries:
 
 def stored(bootstrap: str) -> list[tuple[int, bytes]]:
     """(offset, key) of every record of the topic, read by a real consumer from the start."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "faults-check", "enable.auto.commit": False})
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "faults-check", "enable.auto.commit": False}
+    )
     try:
         _, high = consumer.get_watermark_offsets(TopicPartition(TOPIC, 0), timeout=30)
         consumer.assign([TopicPartition(TOPIC, 0, 0)])
@@ -186,7 +190,9 @@ def test_running_out_of_file_descriptors_loses_no_acknowledged_record(tmpfs: Pat
         for connection in flood:
             connection.close()
         if broker.running():
-            assert len(deliveries.acked) == 1000, f"the broker stayed up: every record is stored: {deliveries.failed}"
+            assert len(deliveries.acked) == 1000, (
+                f"the broker stayed up: every record is stored: {deliveries.failed}"
+            )
             broker.stop()
         else:
             check_stopped_on_its_own(broker, "Too many open files")

@@ -69,7 +69,9 @@ def free_port(host: str = "127.0.0.1") -> int:
         return port
 
 
-def wait_until_accepting(address: Address, timeout_s: float, process: subprocess.Popen[Any] | None = None) -> float:
+def wait_until_accepting(
+    address: Address, timeout_s: float, process: subprocess.Popen[Any] | None = None
+) -> float:
     """Poll until ``address`` accepts a TCP connection; return the seconds waited.
 
     Raises ``RuntimeError`` if ``process`` exits first or the deadline passes.
@@ -78,13 +80,17 @@ def wait_until_accepting(address: Address, timeout_s: float, process: subprocess
     deadline = start + timeout_s
     while True:
         if process is not None and process.poll() is not None:
-            raise RuntimeError(f"process exited with status {process.returncode} before accepting connections")
+            raise RuntimeError(
+                f"process exited with status {process.returncode} before accepting connections"
+            )
         try:
             with socket.create_connection(address, timeout=0.2):
                 return time.monotonic() - start
         except OSError:
             if time.monotonic() > deadline:
-                raise RuntimeError(f"nothing accepted connections on {address.bootstrap} within {timeout_s} s") from None
+                raise RuntimeError(
+                    f"nothing accepted connections on {address.bootstrap} within {timeout_s} s"
+                ) from None
             time.sleep(0.01)  # bounded readiness polling
 
 
@@ -129,10 +135,14 @@ def start_tansu(log_path: Path, host: str = "127.0.0.1") -> Tansu:
             [
                 str(tansu_binary()),
                 "broker",
-                "--cluster-id", "kafka-wire-interop",
-                "--listener-url", url,
-                "--advertised-listener-url", url,
-                "--storage-engine", "memory://tansu/",
+                "--cluster-id",
+                "kafka-wire-interop",
+                "--listener-url",
+                url,
+                "--advertised-listener-url",
+                url,
+                "--storage-engine",
+                "memory://tansu/",
             ],
             stdin=subprocess.DEVNULL,
             stdout=log,
@@ -149,8 +159,14 @@ def start_tansu(log_path: Path, host: str = "127.0.0.1") -> Tansu:
 
 
 _TANSU_ENV: Final = frozenset(
-    {"CLUSTER_ID", "LISTENER_URL", "ADVERTISED_LISTENER_URL", "STORAGE_ENGINE", "SCHEMA_REGISTRY",
-     "OTEL_EXPORTER_OTLP_ENDPOINT"}
+    {
+        "CLUSTER_ID",
+        "LISTENER_URL",
+        "ADVERTISED_LISTENER_URL",
+        "STORAGE_ENGINE",
+        "SCHEMA_REGISTRY",
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+    }
 )
 
 
@@ -215,7 +231,9 @@ def java_jars() -> list[Path]:
         jars = [Path(location) / "lib" / name for name in JAVA_JARS]
         if all(jar.is_file() for jar in jars):
             return jars
-    raise RuntimeError(f"no pyflink/lib with {JAVA_JARS} (shigawire-apache-flink-libraries): run `make install`")
+    raise RuntimeError(
+        f"no pyflink/lib with {JAVA_JARS} (shigawire-apache-flink-libraries): run `make install`"
+    )
 
 
 _java_lock = threading.Lock()
@@ -241,7 +259,10 @@ def java_driver_classes() -> Path:
             staging = Path(tempfile.mkdtemp(prefix="kafka-wire-java-driver-"))
             result = subprocess.run(
                 [javac, "-d", str(staging), "-cp", os.pathsep.join(map(str, jars)), str(JAVA_DRIVER_SOURCE)],
-                capture_output=True, text=True, timeout=120, check=False,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
             )
             if result.returncode != 0:
                 raise RuntimeError(f"javac failed:\n{result.stderr}")
@@ -253,13 +274,28 @@ def java_driver_classes() -> Path:
 
 
 def driver_command(
-    client: Client, bootstrap: str, steps: str, *, topic: str = "interop", count: int = 3,
-    timeout_s: float = DRIVER_TIMEOUT_S, options: DriverOptions = NO_OPTIONS,
+    client: Client,
+    bootstrap: str,
+    steps: str,
+    *,
+    topic: str = "interop",
+    count: int = 3,
+    timeout_s: float = DRIVER_TIMEOUT_S,
+    options: DriverOptions = NO_OPTIONS,
 ) -> list[str]:
     """The argv that runs ``client``'s driver: STEPS is a comma-separated list of
     ``metadata``, ``create``, ``produce``, ``consume`` and ``group``."""
-    options_argv = [bootstrap, steps, "--topic", topic, "--count", str(count), "--timeout-s", str(timeout_s),
-                    *options.argv()]
+    options_argv = [
+        bootstrap,
+        steps,
+        "--topic",
+        topic,
+        "--count",
+        str(count),
+        "--timeout-s",
+        str(timeout_s),
+        *options.argv(),
+    ]
     if client == "java":
         java = shutil.which("java")
         assert java is not None  # java_driver_classes checked
@@ -315,20 +351,36 @@ def parse_events(stdout: str) -> list[dict[str, Any]]:
 
 
 def run_driver(
-    client: Client, bootstrap: str, steps: str, *, topic: str = "interop", count: int = 3,
-    timeout_s: float = DRIVER_TIMEOUT_S, options: DriverOptions = NO_OPTIONS,
+    client: Client,
+    bootstrap: str,
+    steps: str,
+    *,
+    topic: str = "interop",
+    count: int = 3,
+    timeout_s: float = DRIVER_TIMEOUT_S,
+    options: DriverOptions = NO_OPTIONS,
 ) -> DriverRun:
     """Run ``client``'s driver to completion (killed after ``timeout_s`` plus a grace period)."""
-    process = start_driver(client, bootstrap, steps, topic=topic, count=count, timeout_s=timeout_s, options=options)
+    process = start_driver(
+        client, bootstrap, steps, topic=topic, count=count, timeout_s=timeout_s, options=options
+    )
     return finish_driver(client, process, timeout_s + DRIVER_GRACE_S)
 
 
 def start_driver(
-    client: Client, bootstrap: str, steps: str, *, topic: str = "interop", count: int = 3,
-    timeout_s: float = DRIVER_TIMEOUT_S, options: DriverOptions = NO_OPTIONS,
+    client: Client,
+    bootstrap: str,
+    steps: str,
+    *,
+    topic: str = "interop",
+    count: int = 3,
+    timeout_s: float = DRIVER_TIMEOUT_S,
+    options: DriverOptions = NO_OPTIONS,
 ) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        driver_command(client, bootstrap, steps, topic=topic, count=count, timeout_s=timeout_s, options=options),
+        driver_command(
+            client, bootstrap, steps, topic=topic, count=count, timeout_s=timeout_s, options=options
+        ),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -365,14 +417,23 @@ class LiveDriver:
     """
 
     def __init__(
-        self, client: Client, bootstrap: str, steps: str, *, topic: str = "interop", count: int = 3,
-        timeout_s: float = DRIVER_TIMEOUT_S, options: DriverOptions = NO_OPTIONS, name: str = "",
+        self,
+        client: Client,
+        bootstrap: str,
+        steps: str,
+        *,
+        topic: str = "interop",
+        count: int = 3,
+        timeout_s: float = DRIVER_TIMEOUT_S,
+        options: DriverOptions = NO_OPTIONS,
+        name: str = "",
     ) -> None:
         self.client: Client = client
         self.name = name or client
         self.timeout_s = timeout_s
-        self.process = start_driver(client, bootstrap, steps, topic=topic, count=count, timeout_s=timeout_s,
-                                    options=options)
+        self.process = start_driver(
+            client, bootstrap, steps, topic=topic, count=count, timeout_s=timeout_s, options=options
+        )
         self._lock = threading.Lock()
         self._events: list[dict[str, Any]] = []
         self._stderr: list[str] = []

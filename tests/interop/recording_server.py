@@ -119,8 +119,12 @@ class FrameCopier:
 class RecordingServer:
     """Use as a context manager: ``with RecordingServer() as server: ... server.address``."""
 
-    def __init__(self, api_versions: Mapping[int, tuple[int, int]] | None = None, topic: str = "t",
-                 host: str = "127.0.0.1") -> None:
+    def __init__(
+        self,
+        api_versions: Mapping[int, tuple[int, int]] | None = None,
+        topic: str = "t",
+        host: str = "127.0.0.1",
+    ) -> None:
         self.api_versions = dict(api_versions) if api_versions is not None else advertised_versions()
         self.topic = topic
         self._host = host
@@ -162,8 +166,9 @@ class RecordingServer:
             raise RuntimeError(f"the recording server did not start: {self._errors}")
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if self._loop is not None and self._stop is not None:
             self._loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(10.0)
@@ -212,7 +217,9 @@ class RecordingServer:
             self._errors.append(text)
             self._changed.notify_all()
 
-    async def _serve(self, connection: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _serve(
+        self, connection: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         conn = ServerConnection(ServerConfig(api_versions=self.api_versions))
         frames = FrameCopier()
         try:
@@ -238,8 +245,9 @@ class RecordingServer:
             except (ConnectionResetError, BrokenPipeError):
                 pass
 
-    def _handle_events(self, connection: int, conn: ServerConnection, frames: FrameCopier,
-                       writer: asyncio.StreamWriter) -> bool:
+    def _handle_events(
+        self, connection: int, conn: ServerConnection, frames: FrameCopier, writer: asyncio.StreamWriter
+    ) -> bool:
         """Handle every complete request; False once the connection is over."""
         while True:
             event = conn.next_event()
@@ -248,8 +256,18 @@ class RecordingServer:
             if isinstance(event, ConnectionClosed):
                 return False
             if isinstance(event, UnsupportedRequest):
-                self._record(Seen(connection, event.api_key, event.api_version, event.correlation_id,
-                                  None, None, rejected=True, frame=frames.next_frame()))
+                self._record(
+                    Seen(
+                        connection,
+                        event.api_key,
+                        event.api_version,
+                        event.correlation_id,
+                        None,
+                        None,
+                        rejected=True,
+                        frame=frames.next_frame(),
+                    )
+                )
                 writer.write(conn.reject(event))
                 if conn.must_close:
                     return False
@@ -257,8 +275,17 @@ class RecordingServer:
             if not isinstance(event, Request):
                 self._error(f"connection {connection}: unexpected event {event!r}")
                 return False
-            self._record(Seen(connection, event.api_key, event.api_version, event.correlation_id,
-                              event.header.client_id, event.body, frame=frames.next_frame()))
+            self._record(
+                Seen(
+                    connection,
+                    event.api_key,
+                    event.api_version,
+                    event.correlation_id,
+                    event.header.client_id,
+                    event.body,
+                    frame=frames.next_frame(),
+                )
+            )
             answer = self._answer(event.body, event.api_version)
             if answer is not None and event.expects_response:
                 writer.write(conn.send(event.reply(answer)))
@@ -279,8 +306,11 @@ class RecordingServer:
                         partition_responses=[
                             ProduceResponsePartitionProduceResponse(
                                 index=p.index,
-                                error_code=(ErrorCode.NONE if (topic.name, p.index) == (self.topic, 0)
-                                            else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+                                error_code=(
+                                    ErrorCode.NONE
+                                    if (topic.name, p.index) == (self.topic, 0)
+                                    else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                                ),
                                 base_offset=0,
                             )
                             for p in topic.partition_data
@@ -299,12 +329,19 @@ class RecordingServer:
         for name in wanted:
             if name == self.topic:
                 partitions = [
-                    MetadataResponsePartition(partition_index=0, leader_id=NODE_ID, leader_epoch=0,
-                                              replica_nodes=[NODE_ID], isr_nodes=[NODE_ID])
+                    MetadataResponsePartition(
+                        partition_index=0,
+                        leader_id=NODE_ID,
+                        leader_epoch=0,
+                        replica_nodes=[NODE_ID],
+                        isr_nodes=[NODE_ID],
+                    )
                 ]
                 topics.append(MetadataResponseTopic(name=name, partitions=partitions))
             else:
-                topics.append(MetadataResponseTopic(name=name, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                topics.append(
+                    MetadataResponseTopic(name=name, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                )
         return MetadataResponse(
             brokers=[MetadataResponseBroker(node_id=NODE_ID, host=self.address.host, port=self.address.port)],
             cluster_id=CLUSTER_ID,

@@ -79,7 +79,9 @@ async def _round_trip(address: Address) -> None:
         topic = f"kw-{uuid.UUID(int=hash(asyncio.get_running_loop()) & ((1 << 128) - 1)).hex[:12]}"
         created = await client.request(
             CreateTopicsRequest(
-                topics=[CreateTopicsRequestCreatableTopic(name=topic, num_partitions=1, replication_factor=1)],
+                topics=[
+                    CreateTopicsRequestCreatableTopic(name=topic, num_partitions=1, replication_factor=1)
+                ],
                 timeout_ms=5000,
             )
         )
@@ -95,14 +97,18 @@ async def _round_trip(address: Address) -> None:
         sent: list[tuple[bytes | None, bytes | None]] = []
         for i, codec in enumerate(CODECS):
             records = [NewRecord(f"k{i}-{j}".encode(), f"{codec}-{j}".encode() * 20) for j in range(5)]
-            produced = await client.request(_produce(topic, topic_id, build_batch(records, compression=codec), acks=1))
+            produced = await client.request(
+                _produce(topic, topic_id, build_batch(records, compression=codec), acks=1)
+            )
             assert isinstance(assert_type(produced, ProduceResponse), ProduceResponse)
             [partition] = produced.responses[0].partition_responses
             assert partition.error_code == ErrorCode.NONE, codec
             assert partition.base_offset == len(sent)
             sent += [(r.key, r.value) for r in records]
         # acks=0: no response comes; the next request's answer still matches its own correlation id.
-        await client.send_only(_produce(topic, topic_id, build_batch([NewRecord(b"quiet", b"acks0")]), acks=0))
+        await client.send_only(
+            _produce(topic, topic_id, build_batch([NewRecord(b"quiet", b"acks0")]), acks=0)
+        )
         sent.append((b"quiet", b"acks0"))
 
         received: list[tuple[bytes | None, bytes | None]] = []
@@ -119,7 +125,11 @@ async def _round_trip(address: Address) -> None:
         offsets = await client.request(
             ListOffsetsRequest(
                 replica_id=-1,
-                topics=[ListOffsetsRequestTopic(name=topic, partitions=[ListOffsetsRequestPartition(timestamp=-1)])],
+                topics=[
+                    ListOffsetsRequestTopic(
+                        name=topic, partitions=[ListOffsetsRequestPartition(timestamp=-1)]
+                    )
+                ],
             )
         )
         assert isinstance(assert_type(offsets, ListOffsetsResponse), ListOffsetsResponse)
@@ -141,7 +151,9 @@ def test_asyncio_client_negotiates_down_from_versions_tansu_lacks(tansu: Address
 
 
 @pytest.mark.parametrize("chunk", [1, 7])
-def test_connection_survives_any_read_chunking(tansu: Address, chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_connection_survives_any_read_chunking(
+    tansu: Address, chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import kafka_wire.adapters.asyncio as adapter
 
     monkeypatch.setattr(adapter, "_READ_CHUNK", chunk)

@@ -11,8 +11,12 @@ import pytest
 
 from tests.interop.harness import CLIENTS, Address, Client, Tansu, run_driver
 
-CLIENT_VALUE_PREFIX = {"confluent": "confluent", "kafka_python": "kafka-python", "aiokafka": "aiokafka",
-                       "kafkajs": "kafkajs"}
+CLIENT_VALUE_PREFIX = {
+    "confluent": "confluent",
+    "kafka_python": "kafka-python",
+    "aiokafka": "aiokafka",
+    "kafkajs": "kafkajs",
+}
 
 
 def test_tansu_starts_quickly(tansu_broker: Tansu) -> None:

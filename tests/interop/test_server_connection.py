@@ -19,8 +19,12 @@ from tests.interop.harness import Client, DriverRun, run_driver
 from tests.interop.recording_server import RecordingServer, Seen, advertised_versions
 
 #: The record each driver produces first (see clients/driver_common.py).
-FIRST_VALUE = {"confluent": b"confluent-0", "kafka_python": b"kafka-python-0", "aiokafka": b"aiokafka-0",
-               "kafkajs": b"kafkajs-0"}
+FIRST_VALUE = {
+    "confluent": b"confluent-0",
+    "kafka_python": b"kafka-python-0",
+    "aiokafka": b"aiokafka-0",
+    "kafkajs": b"kafkajs-0",
+}
 #: The ApiVersions version each pinned client opens with (they retry lower on UNSUPPORTED_VERSION).
 FIRST_API_VERSIONS_VERSION = {"confluent": 3, "kafka_python": 4, "aiokafka": 0, "kafkajs": 2}
 
@@ -51,7 +55,10 @@ def check_proceeds_past_metadata(client: Client) -> None:
             firsts.setdefault(s.connection, s)
         assert firsts, why
         for first in firsts.values():
-            assert (first.api_key, first.api_version) == (ApiKey.API_VERSIONS, FIRST_API_VERSIONS_VERSION[client]), why
+            assert (first.api_key, first.api_version) == (
+                ApiKey.API_VERSIONS,
+                FIRST_API_VERSIONS_VERSION[client],
+            ), why
         # Nothing is refused when the server offers every version kafka_wire decodes.
         assert not [s for s in seen if s.rejected], why
         # Every request decoded into the typed body of its api key.
@@ -61,7 +68,11 @@ def check_proceeds_past_metadata(client: Client) -> None:
         # Metadata, then (on our answer) the client goes on to something else.
         keys = [s.api_key for s in seen]
         assert ApiKey.METADATA in keys, why
-        after = [k for k in keys[keys.index(ApiKey.METADATA) + 1 :] if k not in (ApiKey.API_VERSIONS, ApiKey.METADATA)]
+        after = [
+            k
+            for k in keys[keys.index(ApiKey.METADATA) + 1 :]
+            if k not in (ApiKey.API_VERSIONS, ApiKey.METADATA)
+        ]
         assert after, why
         assert set(after) <= {ApiKey.INIT_PRODUCER_ID, ApiKey.PRODUCE}, why
 

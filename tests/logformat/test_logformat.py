@@ -46,7 +46,13 @@ def test_segment_names_round_trip() -> None:
 
 @pytest.mark.parametrize(
     "name",
-    ["0000000000000000042.log", "00000000000000000042", "leader-epoch-checkpoint", "0000000000000000004².log", ""],
+    [
+        "0000000000000000042.log",
+        "00000000000000000042",
+        "leader-epoch-checkpoint",
+        "0000000000000000004².log",
+        "",
+    ],
 )
 def test_not_segment_names(name: str) -> None:
     assert parse_segment_name(name) is None
@@ -56,7 +62,15 @@ def test_partition_dirs() -> None:
     assert partition_dir("orders", 3) == "orders-3"
     assert parse_partition_dir("orders-3") == ("orders", 3)
     assert parse_partition_dir("my-topic-10") == ("my-topic", 10)
-    for name in ("orders-03", "orders-3.abc-delete", "orders-3-future", "orders-", "-3", "orders-²", "orders"):
+    for name in (
+        "orders-03",
+        "orders-3.abc-delete",
+        "orders-3-future",
+        "orders-",
+        "-3",
+        "orders-²",
+        "orders",
+    ):
         assert parse_partition_dir(name) is None, name
 
 
@@ -79,7 +93,10 @@ def test_index_entries_stop_at_first_that_does_not_increase() -> None:
 
 # -- batch headers ------------------------------------------------------------------------------------
 def test_v2_header_of_a_built_batch() -> None:
-    raw = build_batch([NewRecord(key=None, value=b"a", timestamp=5), NewRecord(key=None, value=b"b", timestamp=9)], base_offset=40)
+    raw = build_batch(
+        [NewRecord(key=None, value=b"a", timestamp=5), NewRecord(key=None, value=b"b", timestamp=9)],
+        base_offset=40,
+    )
     header = parse_header(b"junk" + raw, 4, 1000)
     assert header == BatchHeader(1000, len(raw), 2, 40, 41, 9, header.attributes if header else 0, 2, -1)
     assert header is not None and header.next_offset == 42 and header.end == 1000 + len(raw)
@@ -169,16 +186,30 @@ def test_partition_metadata_without_an_id() -> None:
 
 # -- meta.properties ----------------------------------------------------------------------------------
 def test_meta_properties_round_trip() -> None:
-    data = format_meta_properties(node_id=3, cluster_id="MkU3OEVBNTcwNTJENDM2Qg", directory_id="AAAAAAAAAAAAAAAAAAAAAA")
-    assert data == b"version=1\nnode.id=3\ncluster.id=MkU3OEVBNTcwNTJENDM2Qg\ndirectory.id=AAAAAAAAAAAAAAAAAAAAAA\n"
-    assert parse_meta_properties(data.decode()) == MetaProperties("3", "MkU3OEVBNTcwNTJENDM2Qg", "AAAAAAAAAAAAAAAAAAAAAA")
+    data = format_meta_properties(
+        node_id=3, cluster_id="MkU3OEVBNTcwNTJENDM2Qg", directory_id="AAAAAAAAAAAAAAAAAAAAAA"
+    )
+    assert (
+        data
+        == b"version=1\nnode.id=3\ncluster.id=MkU3OEVBNTcwNTJENDM2Qg\ndirectory.id=AAAAAAAAAAAAAAAAAAAAAA\n"
+    )
+    assert parse_meta_properties(data.decode()) == MetaProperties(
+        "3", "MkU3OEVBNTcwNTJENDM2Qg", "AAAAAAAAAAAAAAAAAAAAAA"
+    )
     # Kafka's own file: a comment line with the date, then the keys in any order
     kafka = "#\n#Tue Nov 25 12:00:00 UTC 2026\ncluster.id=abc\nnode.id=1\nversion=1\n"
     assert parse_meta_properties(kafka) == MetaProperties("1", "abc", None)
 
 
 @pytest.mark.parametrize(
-    "text", ["", "garbage\n", "version=0\nnode.id=1\ncluster.id=abc\n", "version=1\ncluster.id=abc\n", "version=1\nnode.id=1\ncluster.id=\n"]
+    "text",
+    [
+        "",
+        "garbage\n",
+        "version=0\nnode.id=1\ncluster.id=abc\n",
+        "version=1\ncluster.id=abc\n",
+        "version=1\nnode.id=1\ncluster.id=\n",
+    ],
 )
 def test_meta_properties_that_are_not_kraft(text: str) -> None:
     assert parse_meta_properties(text) is None

@@ -34,7 +34,11 @@ def split(data: bytes, how: str, seed: int = 0) -> list[bytes]:
     if how == "bytewise":
         return [data[i : i + 1] for i in range(len(data))]
     rng = random.Random(seed)
-    cuts = sorted(rng.sample(range(1, len(data)), min(len(data) - 1, max(1, len(data) // 5)))) if len(data) > 1 else []
+    cuts = (
+        sorted(rng.sample(range(1, len(data)), min(len(data) - 1, max(1, len(data) // 5))))
+        if len(data) > 1
+        else []
+    )
     bounds = [0, *cuts, len(data)]
     return [data[a:b] for a, b in itertools.pairwise(bounds)]
 
@@ -89,7 +93,9 @@ def failure(events: list[object]) -> tuple[type[BaseException], str]:
     return kind, message
 
 
-def fed(make: Callable[[], C], data: bytes, *, seeds: tuple[int, ...] = (0, 1, 2)) -> list[tuple[C, list[object]]]:
+def fed(
+    make: Callable[[], C], data: bytes, *, seeds: tuple[int, ...] = (0, 1, 2)
+) -> list[tuple[C, list[object]]]:
     """A fresh connection per chunking, each fed ``data`` and drained: (connection, events)."""
     runs: list[tuple[C, list[object]]] = []
     for how in CHUNKINGS:

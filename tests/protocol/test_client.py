@@ -68,7 +68,11 @@ def test_negotiation_picks_the_highest_common_version_in_every_chunking() -> Non
     assert isinstance(event, VersionsNegotiated)
     assert event.api_version == 3 and written == b""
     # Unknown api key 9999 is dropped; ranges are intersected with what kafka_wire knows.
-    assert dict(event.api_versions) == {ApiKey.API_VERSIONS: (0, 3), ApiKey.METADATA: (1, 9), ApiKey.PRODUCE: (3, 8)}
+    assert dict(event.api_versions) == {
+        ApiKey.API_VERSIONS: (0, 3),
+        ApiKey.METADATA: (1, 9),
+        ApiKey.PRODUCE: (3, 8),
+    }
     conn = negotiated()
     assert conn.version_for(ApiKey.METADATA) == 9
     assert conn.state is ClientState.READY
@@ -93,7 +97,9 @@ def test_unsupported_version_answer_makes_the_client_retry_with_the_version_the_
 
 def test_unsupported_version_without_a_named_version_retries_with_v0() -> None:
     refusal = ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
-    events, written = outcome(ClientConnection, answer(0, refusal, 0) + answer(1, api_versions_response(BROKER), 0))
+    events, written = outcome(
+        ClientConnection, answer(0, refusal, 0) + answer(1, api_versions_response(BROKER), 0)
+    )
     assert isinstance(events[0], VersionsNegotiated) and events[0].api_version == 0
     header, _ = decode_request(written)
     assert header.request_api_version == 0
@@ -101,9 +107,7 @@ def test_unsupported_version_without_a_named_version_retries_with_v0() -> None:
 
 def test_refusal_of_v0_is_a_remote_error() -> None:
     refusal = ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
-    events, _ = outcome(
-        lambda: ClientConnection(ClientConfig(api_versions_version=0)), answer(0, refusal, 0)
-    )
+    events, _ = outcome(lambda: ClientConnection(ClientConfig(api_versions_version=0)), answer(0, refusal, 0))
     assert events == [(RemoteProtocolError, "the broker refused ApiVersions v0 as UNSUPPORTED_VERSION")]
 
 
@@ -144,7 +148,9 @@ def test_pipelined_requests_are_answered_in_order_with_their_context() -> None:
         + answer(3, MetadataResponse(), 1)
     )
     events, _ = outcome(make, data)
-    assert [(e.correlation_id, e.api_key, e.api_version, e.context) for e in events if isinstance(e, Response)] == [
+    assert [
+        (e.correlation_id, e.api_key, e.api_version, e.context) for e in events if isinstance(e, Response)
+    ] == [
         (1, ApiKey.METADATA, 9, "first"),
         (2, ApiKey.PRODUCE, 8, ("second", 2)),
         (3, ApiKey.METADATA, 1, 3),
@@ -206,7 +212,9 @@ def test_mismatched_correlation_id_is_a_remote_error_and_the_connection_is_dead(
 
 def test_unsolicited_response_is_a_remote_error() -> None:
     events, _ = outcome(negotiated, answer(1, MetadataResponse(), 9))
-    assert events == [(RemoteProtocolError, "unsolicited response (correlation id 1): no request is in flight")]
+    assert events == [
+        (RemoteProtocolError, "unsolicited response (correlation id 1): no request is in flight")
+    ]
 
 
 def test_frame_size_is_checked_before_the_body_is_buffered() -> None:

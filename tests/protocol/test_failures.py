@@ -46,11 +46,17 @@ def _pair(mechanism: str | None) -> tuple[ClientConnection, ServerConnection]:
         return ClientConnection(ClientConfig()), ServerConnection(ServerConfig())
     if mechanism == "PLAIN":
         client = ClientConnection(sasl=PlainClient("alice", "secret"))
-        sasl = ServerSasl(mechanisms={"PLAIN": lambda: PlainServer(lambda user, password: password == "secret")})
+        sasl = ServerSasl(
+            mechanisms={"PLAIN": lambda: PlainServer(lambda user, password: password == "secret")}
+        )
     else:
         client = ClientConnection(sasl=ScramClient("SCRAM-SHA-256", "alice", "secret", "client-nonce"))
         sasl = ServerSasl(
-            mechanisms={"SCRAM-SHA-256": lambda: ScramServer("SCRAM-SHA-256", {"alice": CREDENTIAL}.get, "server-nonce")}
+            mechanisms={
+                "SCRAM-SHA-256": lambda: ScramServer(
+                    "SCRAM-SHA-256", {"alice": CREDENTIAL}.get, "server-nonce"
+                )
+            }
         )
     return client, ServerConnection(ServerConfig(), sasl=sasl)
 
@@ -63,7 +69,11 @@ def _pump(client: ClientConnection, server: ServerConnection, data: bytes = b"")
         answers = b""
         while (event := server.next_event()) is not NEED_DATA and event is not PAUSED:
             if isinstance(event, Request):
-                body = api_versions_response(server.api_versions) if event.api_key == ApiKey.API_VERSIONS else MetadataResponse()
+                body = (
+                    api_versions_response(server.api_versions)
+                    if event.api_key == ApiKey.API_VERSIONS
+                    else MetadataResponse()
+                )
                 answers += server.send(event.reply(body))
         client.receive_data(answers + server.data_to_send())
         while client.next_event() is not NEED_DATA:
@@ -120,7 +130,9 @@ MECHANISMS = [None, "PLAIN", "SCRAM-SHA-256"]
 
 @pytest.mark.parametrize("side", ["client connection", "server connection"])
 @pytest.mark.parametrize("mechanism", MECHANISMS, ids=str)
-def test_an_exception_at_any_transition_moves_to_error_and_propagates(side: str, mechanism: str | None) -> None:
+def test_an_exception_at_any_transition_moves_to_error_and_propagates(
+    side: str, mechanism: str | None
+) -> None:
     with _inject(side, None) as count:
         _converse(*_pair(mechanism))
     transitions = count[0]
@@ -148,7 +160,9 @@ MECHANISM_CALLS: list[tuple[str, type, str]] = [
 ]
 
 
-@pytest.mark.parametrize(("mechanism", "cls", "method"), MECHANISM_CALLS, ids=lambda x: getattr(x, "__name__", str(x)))
+@pytest.mark.parametrize(
+    ("mechanism", "cls", "method"), MECHANISM_CALLS, ids=lambda x: getattr(x, "__name__", str(x))
+)
 @pytest.mark.parametrize("call", [0, 1])
 def test_an_exception_from_a_sasl_mechanism_moves_its_connection_to_error(
     mechanism: str, cls: type, method: str, call: int, monkeypatch: pytest.MonkeyPatch
@@ -191,4 +205,6 @@ def test_send_failed_moves_to_error(side: str) -> None:
     _assert_failed_for_good(conn)
     with pytest.raises(LocalProtocolError, match="in state ERROR") as info:
         conn.next_event()
-    assert isinstance(info.value.__cause__, LocalProtocolError) and "a write failed" in str(info.value.__cause__)
+    assert isinstance(info.value.__cause__, LocalProtocolError) and "a write failed" in str(
+        info.value.__cause__
+    )

@@ -59,12 +59,17 @@ def test_a_logger_instance_can_be_injected(caplog: pytest.LogCaptureFixture) -> 
     mine = logging.getLogger("tests.machine")
     with caplog.at_level(logging.DEBUG, logger="tests.machine"):
         ClientConnection(ClientConfig(negotiate=False), logger=mine).close()
-    assert [(r.name, r.getMessage()) for r in caplog.records] == [("tests.machine", "client connection: READY -> CLOSED on close")]
+    assert [(r.name, r.getMessage()) for r in caplog.records] == [
+        ("tests.machine", "client connection: READY -> CLOSED on close")
+    ]
 
 
 def test_group_and_replica_roles_move_through_the_core(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.DEBUG, logger=LOGGER.name):
-        assert transition(GroupState.EMPTY, GroupInput.PREPARE_REBALANCE, group="g1") is GroupState.PREPARING_REBALANCE
+        assert (
+            transition(GroupState.EMPTY, GroupInput.PREPARE_REBALANCE, group="g1")
+            is GroupState.PREPARING_REBALANCE
+        )
         leadership = Leadership(node_id=1)
         leadership.become_follower(1, leader_id=2)
     assert [r.getMessage() for r in caplog.records] == [

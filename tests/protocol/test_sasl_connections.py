@@ -43,7 +43,9 @@ USERS = {"alice": "alice-secret", "bob=,x": "b0b"}
 
 
 def credential(mechanism: str, password: str) -> ScramCredential:
-    return ScramCredential.from_password(mechanism, password, hashlib.sha256(password.encode()).digest(), 4096)
+    return ScramCredential.from_password(
+        mechanism, password, hashlib.sha256(password.encode()).digest(), 4096
+    )
 
 
 def gate() -> ServerSasl:
@@ -51,8 +53,12 @@ def gate() -> ServerSasl:
     return ServerSasl(
         mechanisms={
             "PLAIN": lambda: PlainServer(lambda user, password: USERS.get(user) == password),
-            "SCRAM-SHA-256": lambda: ScramServer("SCRAM-SHA-256", scram["SCRAM-SHA-256"].get, "server-nonce-256"),
-            "SCRAM-SHA-512": lambda: ScramServer("SCRAM-SHA-512", scram["SCRAM-SHA-512"].get, "server-nonce-512"),
+            "SCRAM-SHA-256": lambda: ScramServer(
+                "SCRAM-SHA-256", scram["SCRAM-SHA-256"].get, "server-nonce-256"
+            ),
+            "SCRAM-SHA-512": lambda: ScramServer(
+                "SCRAM-SHA-512", scram["SCRAM-SHA-512"].get, "server-nonce-512"
+            ),
         }
     )
 
@@ -82,7 +88,11 @@ class Pair:
             while (event := self.server.next_event()) is not NEED_DATA:
                 self.server_events.append(event)
                 if isinstance(event, Request):
-                    body = api_versions_response(VERSIONS) if event.api_key == ApiKey.API_VERSIONS else MetadataResponse()
+                    body = (
+                        api_versions_response(VERSIONS)
+                        if event.api_key == ApiKey.API_VERSIONS
+                        else MetadataResponse()
+                    )
                     reply += self.server.send(event.reply(body))
                 elif isinstance(event, UnsupportedRequest):
                     reply += self.server.reject(event)
@@ -101,7 +111,11 @@ class Pair:
 @pytest.mark.parametrize("handshake", [None, 0], ids=["handshake-v1", "handshake-v0"])
 @pytest.mark.parametrize("user", list(USERS))
 def test_client_and_server_authenticate_each_other(name: str, handshake: int | None, user: str) -> None:
-    pair = Pair(lambda: ClientConnection(ClientConfig(sasl_handshake_version=handshake), sasl=mechanism(name, user, USERS[user])))
+    pair = Pair(
+        lambda: ClientConnection(
+            ClientConfig(sasl_handshake_version=handshake), sasl=mechanism(name, user, USERS[user])
+        )
+    )
     pair.run()
     assert [type(e) for e in pair.client_events] == [VersionsNegotiated, Authenticated]
     assert pair.client.state is ClientState.READY
@@ -129,7 +143,9 @@ def test_wrong_password_fails_clearly_on_both_sides(name: str) -> None:
 
 def test_wrong_password_over_raw_tokens_closes_without_an_answer() -> None:
     pair = Pair(
-        lambda: ClientConnection(ClientConfig(sasl_handshake_version=0), sasl=mechanism("SCRAM-SHA-256", "alice", "x"))
+        lambda: ClientConnection(
+            ClientConfig(sasl_handshake_version=0), sasl=mechanism("SCRAM-SHA-256", "alice", "x")
+        )
     )
     pair.run()
     assert any(isinstance(e, AuthenticationFailed) for e in pair.server_events)
@@ -151,7 +167,9 @@ def test_a_mechanism_the_server_does_not_enable_is_refused() -> None:
             return None
 
     pair = Pair(lambda: ClientConnection(sasl=Other()))
-    with pytest.raises(AuthenticationError, match=r"refused SASL mechanism GSSAPI.*PLAIN, SCRAM-SHA-256, SCRAM-SHA-512"):
+    with pytest.raises(
+        AuthenticationError, match=r"refused SASL mechanism GSSAPI.*PLAIN, SCRAM-SHA-256, SCRAM-SHA-512"
+    ):
         pair.run()
 
 
@@ -159,13 +177,19 @@ def test_requests_before_authentication_close_the_connection() -> None:
     server = ServerConnection(ServerConfig(api_versions=VERSIONS), sasl=gate())
     client = ClientConnection(ClientConfig(negotiate=False))
     server.receive_data(client.send(MetadataRequest(), 9))
-    with pytest.raises(RemoteProtocolError, match="MetadataRequest is not allowed in state AWAITING_HANDSHAKE"):
+    with pytest.raises(
+        RemoteProtocolError, match="MetadataRequest is not allowed in state AWAITING_HANDSHAKE"
+    ):
         server.next_event()
 
 
 def test_the_whole_server_side_exchange_is_identical_in_every_chunking() -> None:
     """Record what a client sends during a SCRAM login, then replay it to fresh servers in pieces."""
-    pair = Pair(lambda: ClientConnection(ClientConfig(api_versions_version=3), sasl=mechanism("SCRAM-SHA-256", "alice", USERS["alice"])))
+    pair = Pair(
+        lambda: ClientConnection(
+            ClientConfig(api_versions_version=3), sasl=mechanism("SCRAM-SHA-256", "alice", USERS["alice"])
+        )
+    )
     sent = bytearray()
     original = pair.client.data_to_send
 

@@ -38,7 +38,10 @@ from kafka_wire.protocol.framing import decode_response, encode_request, encode_
 from tests.protocol.chunking import failure, fed, outcome
 
 VERSIONS: dict[int, tuple[int, int]] = {
-    ApiKey.API_VERSIONS: (0, 3), ApiKey.METADATA: (0, 12), ApiKey.PRODUCE: (3, 9), ApiKey.FETCH: (4, 12),
+    ApiKey.API_VERSIONS: (0, 3),
+    ApiKey.METADATA: (0, 12),
+    ApiKey.PRODUCE: (3, 9),
+    ApiKey.FETCH: (4, 12),
 }
 
 
@@ -59,7 +62,9 @@ def test_requests_become_typed_events_in_every_chunking() -> None:
     )
     events, written = outcome(server, data)
     assert written == b""
-    assert [(type(e.body).__name__, e.api_version, e.correlation_id) for e in events if isinstance(e, Request)] == [
+    assert [
+        (type(e.body).__name__, e.api_version, e.correlation_id) for e in events if isinstance(e, Request)
+    ] == [
         ("ApiVersionsRequest", 3, 0),
         ("MetadataRequest", 12, 1),
         ("ProduceRequest", 9, 2),
@@ -84,7 +89,11 @@ def test_trailing_bytes_are_kept_as_kafka_accepts_them() -> None:
 
 
 def test_responses_leave_in_request_order_whatever_order_they_are_sent_in() -> None:
-    data = request(MetadataRequest(), 9, 10) + request(MetadataRequest(), 9, 11) + request(MetadataRequest(), 1, 12)
+    data = (
+        request(MetadataRequest(), 9, 10)
+        + request(MetadataRequest(), 9, 11)
+        + request(MetadataRequest(), 1, 12)
+    )
     outputs = []
     for conn, events in fed(server, data):
         first, second, third = events
@@ -124,7 +133,9 @@ def test_send_refuses_unknown_correlation_ids_acks_zero_and_wrong_apis() -> None
 def test_unsupported_api_versions_version_is_answered_with_a_v0_error_response() -> None:
     events, _ = outcome(server, request(ApiVersionsRequest(), 4, 3))
     assert events == [
-        UnsupportedRequest(api_key=18, api_version=4, correlation_id=3, reason="unsupported version: api 18 v4")
+        UnsupportedRequest(
+            api_key=18, api_version=4, correlation_id=3, reason="unsupported version: api 18 v4"
+        )
     ]
     conn = server()
     conn.receive_data(request(ApiVersionsRequest(), 4, 3))
@@ -192,7 +203,9 @@ def test_garbage_is_a_remote_error(data: bytes, reason: str) -> None:
 
 
 def test_eof_lists_requests_left_unanswered() -> None:
-    events, _ = outcome(server, request(MetadataRequest(), 9, 1) + request(ProduceRequest(acks=0), 9, 2), eof=True)
+    events, _ = outcome(
+        server, request(MetadataRequest(), 9, 1) + request(ProduceRequest(acks=0), 9, 2), eof=True
+    )
     assert [type(e) for e in events] == [Request, Request, ConnectionClosed]
     closed = events[-1]
     assert isinstance(closed, ConnectionClosed) and [type(r) for r in closed.unanswered] == [MetadataRequest]

@@ -37,7 +37,11 @@ from kafka_wire.protocol import (
     api_versions_response,
 )
 
-VERSIONS: dict[int, tuple[int, int]] = {ApiKey.API_VERSIONS: (0, 3), ApiKey.METADATA: (0, 12), ApiKey.PRODUCE: (3, 9)}
+VERSIONS: dict[int, tuple[int, int]] = {
+    ApiKey.API_VERSIONS: (0, 3),
+    ApiKey.METADATA: (0, 12),
+    ApiKey.PRODUCE: (3, 9),
+}
 
 
 class _EchoClient:
@@ -148,7 +152,9 @@ def _server_in(state: ServerState) -> ServerConnection:
     conn = ServerConnection(ServerConfig(api_versions=VERSIONS), sasl=sasl if gated else None)
     if state in (ServerState.AUTHENTICATING, ServerState.AWAITING_TOKEN):
         client = ClientConnection(
-            ClientConfig(negotiate=False, sasl_handshake_version=0 if state is ServerState.AWAITING_TOKEN else 1),
+            ClientConfig(
+                negotiate=False, sasl_handshake_version=0 if state is ServerState.AWAITING_TOKEN else 1
+            ),
             sasl=_EchoClient(),
         )
         conn.receive_data(client.data_to_send())
@@ -225,7 +231,9 @@ class ClientMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.conn = ClientConnection(ClientConfig(api_versions_version=3, request_timeout_ms=100, max_in_flight=2))
+        self.conn = ClientConnection(
+            ClientConfig(api_versions_version=3, request_timeout_ms=100, max_in_flight=2)
+        )
         self.broker = ServerConnection(ServerConfig(api_versions=VERSIONS))
         self.now = 0
         self.timed_out = False
@@ -240,7 +248,9 @@ class ClientMachine(RuleBasedStateMachine):
         self.broker.receive_data(data)
         while isinstance(event := self.broker.next_event(), Request):
             if isinstance(event.body, MetadataRequest):
-                self.to_client += self.broker.send(event.reply(MetadataResponse(throttle_time_ms=event.correlation_id)))
+                self.to_client += self.broker.send(
+                    event.reply(MetadataResponse(throttle_time_ms=event.correlation_id))
+                )
             elif event.api_key == ApiKey.API_VERSIONS:
                 self.to_client += self.broker.send(event.reply(api_versions_response(VERSIONS)))
 
@@ -349,7 +359,9 @@ class ServerMachine(RuleBasedStateMachine):
         if isinstance(event, Request) and event.expects_response:
             self.pending.append(event)
         elif isinstance(event, UnsupportedRequest):
-            data = _guarded(self.conn, self._legal(ServerInput.RESPONSE_SENT), lambda: self.conn.reject(event))
+            data = _guarded(
+                self.conn, self._legal(ServerInput.RESPONSE_SENT), lambda: self.conn.reject(event)
+            )
             self.out += data if isinstance(data, bytes) else b""
 
     @precondition(lambda self: bool(self.pending))

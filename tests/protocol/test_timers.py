@@ -82,7 +82,9 @@ def test_the_handshake_requests_time_out_too() -> None:
 
 
 def test_a_request_in_flight_is_not_idleness() -> None:
-    client = ClientConnection(ClientConfig(negotiate=False, max_idle_ms=500, request_timeout_ms=None), now_ms=0)
+    client = ClientConnection(
+        ClientConfig(negotiate=False, max_idle_ms=500, request_timeout_ms=None), now_ms=0
+    )
     assert client.next_deadline_ms() == 500
     client.send(MetadataRequest(), 9, now_ms=100)
     assert client.next_deadline_ms() is None  # a request in flight is not idleness
@@ -117,11 +119,15 @@ USERS = {"alice": "secret", "bob": "secret"}
 
 
 def _server(max_reauth_ms: int) -> ServerConnection:
-    plain = ServerSasl(mechanisms={"PLAIN": lambda: PlainServer(lambda user, password: USERS.get(user) == password)})
+    plain = ServerSasl(
+        mechanisms={"PLAIN": lambda: PlainServer(lambda user, password: USERS.get(user) == password)}
+    )
     return ServerConnection(ServerConfig(max_reauth_ms=max_reauth_ms), sasl=plain)
 
 
-def _pump(client: ClientConnection, server: ServerConnection, now_ms: int, data: bytes = b"") -> list[ClientEvent | ServerEvent]:
+def _pump(
+    client: ClientConnection, server: ServerConnection, now_ms: int, data: bytes = b""
+) -> list[ClientEvent | ServerEvent]:
     """Carry bytes both ways at ``now_ms`` until both are quiet; the events both sides made."""
     events: list[ClientEvent | ServerEvent] = []
     data += client.data_to_send()
@@ -131,7 +137,11 @@ def _pump(client: ClientConnection, server: ServerConnection, now_ms: int, data:
         while (event := server.next_event()) is not NEED_DATA and event is not PAUSED:
             events.append(event)
             if isinstance(event, Request):
-                body = api_versions_response(server.api_versions) if event.api_key == ApiKey.API_VERSIONS else MetadataResponse()
+                body = (
+                    api_versions_response(server.api_versions)
+                    if event.api_key == ApiKey.API_VERSIONS
+                    else MetadataResponse()
+                )
                 answers += server.send(event.reply(body))
             if isinstance(event, ConnectionClosed):
                 break
@@ -168,7 +178,9 @@ def test_the_client_reauthenticates_before_its_session_ends_by_handle_timer_alon
 
 
 def test_the_server_closes_a_session_that_expired_without_reauthentication() -> None:
-    client = ClientConnection(sasl=PlainClient("alice", "secret"), now_ms=0)  # one mechanism: no re-authentication
+    client = ClientConnection(
+        sasl=PlainClient("alice", "secret"), now_ms=0
+    )  # one mechanism: no re-authentication
     server = _server(max_reauth_ms=1_000)
     _pump(client, server, 0)
     assert client.next_deadline_ms() is None and server.next_deadline_ms() == 1_000

@@ -164,6 +164,7 @@ def test_streaming_fails_before_the_first_record() -> None:
 
 def test_same_legacy_messages() -> None:
     for magic in (0, 1):
+
         def run(mod: ModuleType, magic: int = magic) -> Any:
             out = bytearray()
             for i, (key, value) in enumerate([(b"k", b"v"), (None, b"x" * 300), (b"", None)]):

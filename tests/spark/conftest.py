@@ -67,9 +67,21 @@ class Cluster:
 
         def report(err: Any, msg: Any, headers: list[tuple[str, bytes | None]]) -> None:
             assert err is None, err  # librdkafka does not hand the headers back: keep what was sent
-            delivered.append((msg.topic(), msg.partition(), msg.offset(), msg.key(), msg.value(), headers, msg.timestamp()[1]))
+            delivered.append(
+                (
+                    msg.topic(),
+                    msg.partition(),
+                    msg.offset(),
+                    msg.key(),
+                    msg.value(),
+                    headers,
+                    msg.timestamp()[1],
+                )
+            )
 
-        producer = Producer({"bootstrap.servers": self.bootstrap, "compression.type": compression, "linger.ms": 20})
+        producer = Producer(
+            {"bootstrap.servers": self.bootstrap, "compression.type": compression, "linger.ms": 20}
+        )
         for i in range(first, first + count):
             key = None if i % 7 == 0 else f"key-{i}".encode()
             value = None if i % 11 == 5 else (f"value-{i}-" * (i % 13 + 1)).encode()
@@ -78,8 +90,15 @@ class Cluster:
             def on_delivery(err: Any, msg: Any, h: list[tuple[str, bytes | None]] = headers) -> None:
                 report(err, msg, h)
 
-            producer.produce(topic, key=key, value=value, headers=list(headers), partition=i % 2,
-                             timestamp=now + i, on_delivery=on_delivery)
+            producer.produce(
+                topic,
+                key=key,
+                value=value,
+                headers=list(headers),
+                partition=i % 2,
+                timestamp=now + i,
+                on_delivery=on_delivery,
+            )
         assert producer.flush(30) == 0
         assert len(delivered) == count
         self.sent.setdefault(topic, []).extend(delivered)

@@ -17,8 +17,11 @@ def test_fetch_range_reads_exactly_its_range(cluster: Cluster) -> None:
     sent = sorted((s[2], s[3], s[4]) for s in cluster.sent["codec-lz4"] if s[1] == 1)
     assert live.offset_bounds(cluster.bootstrap, [tp]) == {tp: (0, len(sent))}
     # small fetches: many round trips, batches straddling both ends of the range
-    got = [(r.offset, r.key, r.value) for _, rs in live.fetch_range(cluster.bootstrap, tp, 17, 121, max_bytes=1024)
-           for r in rs]
+    got = [
+        (r.offset, r.key, r.value)
+        for _, rs in live.fetch_range(cluster.bootstrap, tp, 17, 121, max_bytes=1024)
+        for r in rs
+    ]
     assert got == sent[17:121]
     # a consumer that stops early ends the fetch thread
     first = next(live.fetch_range(cluster.bootstrap, tp, 0, len(sent)))

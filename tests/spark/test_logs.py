@@ -24,12 +24,21 @@ T0 = 1_700_000_000_000
 
 
 def _records(first: int, count: int) -> list[tuple[bytes, bytes, tuple[tuple[str, bytes], ...], int]]:
-    return [(f"k{i}".encode(), f"v{i}".encode(), (("h", str(i).encode()),), T0 + i) for i in range(first, first + count)]
+    return [
+        (f"k{i}".encode(), f"v{i}".encode(), (("h", str(i).encode()),), T0 + i)
+        for i in range(first, first + count)
+    ]
 
 
-def _read(path: Path, tp: TopicPartition, start: int, end: int, *, committed: bool = False) -> list[tuple[int, bytes | None]]:
+def _read(
+    path: Path, tp: TopicPartition, start: int, end: int, *, committed: bool = False
+) -> list[tuple[int, bytes | None]]:
     log = discover([path])[tp]
-    return [(r.offset, r.value) for _, records in read_range(log, start, end, read_committed=committed) for r in records]
+    return [
+        (r.offset, r.value)
+        for _, records in read_range(log, start, end, read_committed=committed)
+        for r in records
+    ]
 
 
 def _plain_log(tmp_path: Path) -> Path:
@@ -40,10 +49,16 @@ def _plain_log(tmp_path: Path) -> Path:
             base = seg * 20 + b * 5
             codec = ["none", "gzip", "snappy", "lz4", "zstd"][(seg * 4 + b) % 5]
             magic = (2, 2, 1, 0)[b]
-            batches.append(build_batch(_records(base, 5), base_offset=base, compression=codec, magic=magic)
-                           if magic == 2 else
-                           build_batch([(k, v, (), ts) for k, v, _, ts in _records(base, 5)],
-                                       base_offset=base, compression=codec, magic=magic))
+            batches.append(
+                build_batch(_records(base, 5), base_offset=base, compression=codec, magic=magic)
+                if magic == 2
+                else build_batch(
+                    [(k, v, (), ts) for k, v, _, ts in _records(base, 5)],
+                    base_offset=base,
+                    compression=codec,
+                    magic=magic,
+                )
+            )
         segments.append(batches)
     write_partition(tmp_path, "plain", 0, segments)
     return tmp_path
@@ -100,7 +115,12 @@ def test_ranges_cover_the_log_exactly(tmp_path: Path) -> None:
 def test_compacted_log_keeps_its_offset_gaps(tmp_path: Path) -> None:
     # What the cleaner leaves: batches with holes inside (offset deltas) and between them.
     batches = [
-        build_batch([(b"a", b"1", (), T0), (b"b", b"2", (), T0)], base_offset=0, offset_deltas=[1, 4], last_offset_delta=4),
+        build_batch(
+            [(b"a", b"1", (), T0), (b"b", b"2", (), T0)],
+            base_offset=0,
+            offset_deltas=[1, 4],
+            last_offset_delta=4,
+        ),
         build_batch([(b"c", b"3", (), T0)], base_offset=9, compression="zstd"),
         build_batch([(b"a", None, (), T0)], base_offset=15),  # tombstone
     ]
@@ -114,22 +134,29 @@ def test_compacted_log_keeps_its_offset_gaps(tmp_path: Path) -> None:
 def _transactional_log(tmp_path: Path) -> Path:
     """As a transactional producer leaves a partition: pid 7 commits, pid 8 aborts (interleaved),
     plain records in between, pid 9's transaction still open at the end."""
+
     def txn(pid: int, base: int, values: list[bytes]) -> bytes:
-        return build_batch([(None, v, (), T0) for v in values], base_offset=base, producer_id=pid,
-                           producer_epoch=0, base_sequence=base, is_transactional=True)
+        return build_batch(
+            [(None, v, (), T0) for v in values],
+            base_offset=base,
+            producer_id=pid,
+            producer_epoch=0,
+            base_sequence=base,
+            is_transactional=True,
+        )
 
     batches = [
-        txn(7, 0, [b"c0", b"c1"]),                                   # 0-1 committed
-        txn(8, 2, [b"a0"]),                                          # 2 aborted
-        build_batch([(None, b"p0", (), T0)], base_offset=3),         # 3 plain
-        txn(7, 4, [b"c2"]),                                          # 4 committed
+        txn(7, 0, [b"c0", b"c1"]),  # 0-1 committed
+        txn(8, 2, [b"a0"]),  # 2 aborted
+        build_batch([(None, b"p0", (), T0)], base_offset=3),  # 3 plain
+        txn(7, 4, [b"c2"]),  # 4 committed
         build_commit_marker(producer_id=7, producer_epoch=0, coordinator_epoch=1, base_offset=5),
-        txn(8, 6, [b"a1", b"a2"]),                                   # 6-7 aborted
+        txn(8, 6, [b"a1", b"a2"]),  # 6-7 aborted
         build_abort_marker(producer_id=8, producer_epoch=0, coordinator_epoch=1, base_offset=8),
-        txn(8, 9, [b"c3"]),                                          # 9 committed (a new transaction of 8)
+        txn(8, 9, [b"c3"]),  # 9 committed (a new transaction of 8)
         build_commit_marker(producer_id=8, producer_epoch=0, coordinator_epoch=1, base_offset=10),
-        txn(9, 11, [b"open"]),                                       # 11 never ended
-        build_batch([(None, b"p1", (), T0)], base_offset=12),        # 12 plain
+        txn(9, 11, [b"open"]),  # 11 never ended
+        build_batch([(None, b"p1", (), T0)], base_offset=12),  # 12 plain
     ]
     write_partition(tmp_path, "txn", 0, [batches[:5], batches[5:]], index_every=2)
     return tmp_path
@@ -148,7 +175,18 @@ def test_read_committed_drops_aborted_transactions(tmp_path: Path) -> None:
     tp = TopicPartition("txn", 0)
     _transactional_log(tmp_path)
     uncommitted = _read(tmp_path, tp, 0, 13)
-    assert [v for _, v in uncommitted] == [b"c0", b"c1", b"a0", b"p0", b"c2", b"a1", b"a2", b"c3", b"open", b"p1"]
+    assert [v for _, v in uncommitted] == [
+        b"c0",
+        b"c1",
+        b"a0",
+        b"p0",
+        b"c2",
+        b"a1",
+        b"a2",
+        b"c3",
+        b"open",
+        b"p1",
+    ]
     committed = _read(tmp_path, tp, 0, 13, committed=True)
     assert committed == [(0, b"c0"), (1, b"c1"), (3, b"p0"), (4, b"c2"), (9, b"c3"), (12, b"p1")]
     # a range whose markers lie past its end still resolves them
@@ -158,7 +196,9 @@ def test_read_committed_drops_aborted_transactions(tmp_path: Path) -> None:
 
 def test_truncated_and_corrupt_tails(tmp_path: Path) -> None:
     tp = TopicPartition("t", 0)
-    directory = write_partition(tmp_path, "t", 0, [[build_batch(_records(0, 3)), build_batch(_records(3, 3), base_offset=3)]])
+    directory = write_partition(
+        tmp_path, "t", 0, [[build_batch(_records(0, 3)), build_batch(_records(3, 3), base_offset=3)]]
+    )
     log_file = directory / f"{0:020d}.log"
     data = log_file.read_bytes()
     log_file.write_bytes(data[:-10])  # a copy taken during an append: the partial batch is not there yet

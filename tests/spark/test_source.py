@@ -94,23 +94,52 @@ def _transactional_and_compacted(root: Path) -> None:
     now = int(time.time() * 1000)
 
     def txn(pid: int, base: int, values: list[bytes]) -> bytes:
-        return build_batch([(b"k", v, (), now) for v in values], base_offset=base, producer_id=pid,
-                           producer_epoch=0, base_sequence=0, is_transactional=True, compression="lz4")
+        return build_batch(
+            [(b"k", v, (), now) for v in values],
+            base_offset=base,
+            producer_id=pid,
+            producer_epoch=0,
+            base_sequence=0,
+            is_transactional=True,
+            compression="lz4",
+        )
 
-    write_partition(root, "txn", 0, [[
-        txn(1, 0, [b"committed-0", b"committed-1"]),
-        txn(2, 2, [b"aborted-0"]),
-        build_batch([(b"k", b"plain", (), now)], base_offset=3),
-        build_commit_marker(producer_id=1, producer_epoch=0, coordinator_epoch=0, base_offset=4),
-        txn(2, 5, [b"aborted-1"]),
-        build_abort_marker(producer_id=2, producer_epoch=0, coordinator_epoch=0, base_offset=6),
-        txn(3, 7, [b"open"]),  # the copy was taken while this transaction was open
-        build_batch([(b"k", b"after-open", (), now)], base_offset=8),
-    ]])
-    write_partition(root, "compacted", 0, [
-        [build_batch([(b"a", b"a2", (), now), (b"b", b"b1", (), now)], base_offset=0, offset_deltas=[2, 5], last_offset_delta=5)],
-        [build_batch([(b"c", b"c1", (), now)], base_offset=8, compression="snappy"), build_batch([(b"a", None, (), now)], base_offset=12)],
-    ])
+    write_partition(
+        root,
+        "txn",
+        0,
+        [
+            [
+                txn(1, 0, [b"committed-0", b"committed-1"]),
+                txn(2, 2, [b"aborted-0"]),
+                build_batch([(b"k", b"plain", (), now)], base_offset=3),
+                build_commit_marker(producer_id=1, producer_epoch=0, coordinator_epoch=0, base_offset=4),
+                txn(2, 5, [b"aborted-1"]),
+                build_abort_marker(producer_id=2, producer_epoch=0, coordinator_epoch=0, base_offset=6),
+                txn(3, 7, [b"open"]),  # the copy was taken while this transaction was open
+                build_batch([(b"k", b"after-open", (), now)], base_offset=8),
+            ]
+        ],
+    )
+    write_partition(
+        root,
+        "compacted",
+        0,
+        [
+            [
+                build_batch(
+                    [(b"a", b"a2", (), now), (b"b", b"b1", (), now)],
+                    base_offset=0,
+                    offset_deltas=[2, 5],
+                    last_offset_delta=5,
+                )
+            ],
+            [
+                build_batch([(b"c", b"c1", (), now)], base_offset=8, compression="snappy"),
+                build_batch([(b"a", None, (), now)], base_offset=12),
+            ],
+        ],
+    )
 
 
 def test_read_committed_and_compacted_logs(spark: SparkSession, tmp_path: Path) -> None:
@@ -118,24 +147,43 @@ def test_read_committed_and_compacted_logs(spark: SparkSession, tmp_path: Path) 
 
     def values(topic: str, isolation: str) -> list[tuple[int, bytes | None]]:
         df = (
-            spark.read.format("kafka_wire").option("path", str(tmp_path)).option("subscribe", topic)
-            .option("kafka.isolation.level", isolation).load()
+            spark.read.format("kafka_wire")
+            .option("path", str(tmp_path))
+            .option("subscribe", topic)
+            .option("kafka.isolation.level", isolation)
+            .load()
         )
-        return [(r.offset, None if r.value is None else bytes(r.value)) for r in df.orderBy("offset").collect()]
+        return [
+            (r.offset, None if r.value is None else bytes(r.value)) for r in df.orderBy("offset").collect()
+        ]
 
     assert values("txn", "read_uncommitted") == [
-        (0, b"committed-0"), (1, b"committed-1"), (2, b"aborted-0"), (3, b"plain"), (5, b"aborted-1"),
-        (7, b"open"), (8, b"after-open"),
+        (0, b"committed-0"),
+        (1, b"committed-1"),
+        (2, b"aborted-0"),
+        (3, b"plain"),
+        (5, b"aborted-1"),
+        (7, b"open"),
+        (8, b"after-open"),
     ]
     # Kafka's read_committed consumer stops at the last stable offset: the open transaction's first offset
     assert values("txn", "read_committed") == [(0, b"committed-0"), (1, b"committed-1"), (3, b"plain")]
     assert values("compacted", "read_uncommitted") == [(2, b"a2"), (5, b"b1"), (8, b"c1"), (12, None)]
-    headers = spark.read.format("kafka_wire").option("path", str(tmp_path)).option("subscribe", "compacted") \
-        .option("includeHeaders", "true").load().select("headers").collect()
+    headers = (
+        spark.read.format("kafka_wire")
+        .option("path", str(tmp_path))
+        .option("subscribe", "compacted")
+        .option("includeHeaders", "true")
+        .load()
+        .select("headers")
+        .collect()
+    )
     assert [r.headers for r in headers] == [None] * 4  # no headers: null, as Spark's Kafka source gives
 
 
-def test_streaming_picks_up_records_produced_after_start(spark: SparkSession, cluster: Cluster, tmp_path: Path) -> None:
+def test_streaming_picks_up_records_produced_after_start(
+    spark: SparkSession, cluster: Cluster, tmp_path: Path
+) -> None:
     cluster.create("stream", partitions=2)
     before = cluster.produce("stream", 20)
     query = (
@@ -144,7 +192,8 @@ def test_streaming_picks_up_records_produced_after_start(spark: SparkSession, cl
         .option("subscribe", "stream")
         .option("startingOffsets", "earliest")
         .load()
-        .writeStream.format("memory").queryName("stream_out")
+        .writeStream.format("memory")
+        .queryName("stream_out")
         .option("checkpointLocation", str(tmp_path / "checkpoint"))
         .trigger(processingTime="200 milliseconds")
         .start()
@@ -156,8 +205,10 @@ def test_streaming_picks_up_records_produced_after_start(spark: SparkSession, cl
         deadline = time.monotonic() + 60
         while spark.table("stream_out").count() < len(before) + len(after) and time.monotonic() < deadline:
             time.sleep(0.2)
-        got = sorted((r.partition, r.offset, None if r.value is None else bytes(r.value))
-                     for r in spark.table("stream_out").collect())
+        got = sorted(
+            (r.partition, r.offset, None if r.value is None else bytes(r.value))
+            for r in spark.table("stream_out").collect()
+        )
         assert got == sorted((s[1], s[2], s[4]) for s in before + after)
         query.processAllAvailable()
         # Spark's offset log: "v1", the batch metadata, then each source's offset as JSON.
@@ -170,16 +221,29 @@ def test_streaming_picks_up_records_produced_after_start(spark: SparkSession, cl
 
 def test_writer_output_reads_back_equal(spark: SparkSession, cluster: Cluster) -> None:
     cluster.create("written", partitions=3)
-    rows = [(f"k{i}".encode() if i % 4 else None, f"v{i}".encode(), [("h", str(i).encode())]) for i in range(500)]
-    df = spark.createDataFrame(rows, "key binary, value binary, headers array<struct<key: string, value: binary>>")
+    rows = [
+        (f"k{i}".encode() if i % 4 else None, f"v{i}".encode(), [("h", str(i).encode())]) for i in range(500)
+    ]
+    df = spark.createDataFrame(
+        rows, "key binary, value binary, headers array<struct<key: string, value: binary>>"
+    )
     (
-        df.repartition(2).write.format("kafka_wire").mode("append")
-        .option("kafka.bootstrap.servers", cluster.bootstrap).option("topic", "written")
-        .option("kafka.compression.type", "zstd").option("kafka.batch.records", "64")
+        df.repartition(2)
+        .write.format("kafka_wire")
+        .mode("append")
+        .option("kafka.bootstrap.servers", cluster.bootstrap)
+        .option("topic", "written")
+        .option("kafka.compression.type", "zstd")
+        .option("kafka.batch.records", "64")
         .save()
     )
-    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "spark-writer-check",
-                         "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "group.id": "spark-writer-check",
+            "enable.auto.commit": False,
+        }
+    )
     try:
         consumer.assign([ConfluentTP("written", p, 0) for p in range(3)])
         got: list[tuple[int | None, bytes | None, bytes | None, list[Any]]] = []
@@ -195,8 +259,13 @@ def test_writer_output_reads_back_equal(spark: SparkSession, cluster: Cluster) -
     from kafka_wire.client import partition_for_key
 
     assert all(p == partition_for_key(k, 3) for p, k, _, _ in got if k is not None)
-    back = spark.read.format("kafka_wire").option("kafka.bootstrap.servers", cluster.bootstrap) \
-        .option("subscribe", "written").option("includeHeaders", "true").load()
+    back = (
+        spark.read.format("kafka_wire")
+        .option("kafka.bootstrap.servers", cluster.bootstrap)
+        .option("subscribe", "written")
+        .option("includeHeaders", "true")
+        .load()
+    )
     assert back.count() == len(rows)
 
 
@@ -205,16 +274,41 @@ def test_spark_load_writes_parquet(spark: SparkSession, tmp_path: Path) -> None:
     from kafka_wire.cli.spark_load import load, options_of
 
     _transactional_and_compacted(tmp_path / "data")
-    args = build_parser().parse_args([
-        "spark-load", "--path", str(tmp_path / "data"), "--subscribe", "txn,compacted",
-        "--isolation-level", "read_committed", "--include-headers", "--output", str(tmp_path / "out"),
-    ])
+    args = build_parser().parse_args(
+        [
+            "spark-load",
+            "--path",
+            str(tmp_path / "data"),
+            "--subscribe",
+            "txn,compacted",
+            "--isolation-level",
+            "read_committed",
+            "--include-headers",
+            "--output",
+            str(tmp_path / "out"),
+        ]
+    )
     progress = io.StringIO()
     assert load(spark, options_of(args), args.output, args.mode, progress=progress) == 7
     table = spark.read.parquet(str(tmp_path / "out"))
-    assert table.columns == ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers"]
+    assert table.columns == [
+        "key",
+        "value",
+        "topic",
+        "partition",
+        "offset",
+        "timestamp",
+        "timestampType",
+        "headers",
+    ]
     assert sorted((r.topic, r.offset) for r in table.collect()) == [
-        ("compacted", 2), ("compacted", 5), ("compacted", 8), ("compacted", 12), ("txn", 0), ("txn", 1), ("txn", 3)
+        ("compacted", 2),
+        ("compacted", 5),
+        ("compacted", 8),
+        ("compacted", 12),
+        ("txn", 0),
+        ("txn", 1),
+        ("txn", 3),
     ]
     shown = progress.getvalue()
     assert "2 offset ranges, up to 20 records" in shown
@@ -227,12 +321,22 @@ def _error_text(e: BaseException) -> str:
 
 def test_fail_on_data_loss_at_rest(spark: SparkSession, tmp_path: Path) -> None:
     # Retention removed the segments before offset 20.
-    write_partition(tmp_path, "trimmed", 0, [[build_batch([(None, f"v{i}".encode(), (), 0) for i in range(20, 25)],
-                                                          base_offset=20)]])
+    write_partition(
+        tmp_path,
+        "trimmed",
+        0,
+        [[build_batch([(None, f"v{i}".encode(), (), 0) for i in range(20, 25)], base_offset=20)]],
+    )
 
     def read(fail: str) -> DataFrame:
-        return (spark.read.format("kafka_wire").option("path", str(tmp_path)).option("subscribe", "trimmed")
-                .option("startingOffsets", '{"trimmed": {"0": 5}}').option("failOnDataLoss", fail).load())
+        return (
+            spark.read.format("kafka_wire")
+            .option("path", str(tmp_path))
+            .option("subscribe", "trimmed")
+            .option("startingOffsets", '{"trimmed": {"0": 5}}')
+            .option("failOnDataLoss", fail)
+            .load()
+        )
 
     with pytest.raises(Exception) as lost:
         read("true").collect()
@@ -250,14 +354,22 @@ def test_fail_on_data_loss_live(spark: SparkSession, cluster: Cluster) -> None:
     assert earliest_offset(discover([cluster.broker.data_dir])[TopicPartition("deleted", 0)]) == 6
 
     def read(fail: str) -> DataFrame:
-        return (spark.read.format("kafka_wire").option("kafka.bootstrap.servers", cluster.bootstrap)
-                .option("assign", '{"deleted": [0]}').option("startingOffsets", '{"deleted": {"0": 2}}')
-                .option("failOnDataLoss", fail).load())
+        return (
+            spark.read.format("kafka_wire")
+            .option("kafka.bootstrap.servers", cluster.bootstrap)
+            .option("assign", '{"deleted": [0]}')
+            .option("startingOffsets", '{"deleted": {"0": 2}}')
+            .option("failOnDataLoss", fail)
+            .load()
+        )
 
     with pytest.raises(Exception) as lost:
         read("true").collect()
     assert "failOnDataLoss" in _error_text(lost.value)
-    got = [(r.offset, None if r.value is None else bytes(r.value)) for r in read("false").orderBy("offset").collect()]
+    got = [
+        (r.offset, None if r.value is None else bytes(r.value))
+        for r in read("false").orderBy("offset").collect()
+    ]
     assert got == [(s[2], s[4]) for s in sorted(sent, key=lambda s: s[2]) if s[2] >= 6]
 
 
@@ -267,27 +379,43 @@ def test_sasl_live_read_and_write(spark: SparkSession, tmp_path_factory: pytest.
     broker.start()
     try:
         user, password = USERS["PLAIN"]
-        admin = AdminClient({"bootstrap.servers": broker.bootstrap, "security.protocol": "SASL_PLAINTEXT",
-                             "sasl.mechanism": "PLAIN", "sasl.username": user, "sasl.password": password})
+        admin = AdminClient(
+            {
+                "bootstrap.servers": broker.bootstrap,
+                "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "PLAIN",
+                "sasl.username": user,
+                "sasl.password": password,
+            }
+        )
         for future in admin.create_topics([NewTopic("secured", 2, 1)]).values():
             future.result(30)
 
         def login(mechanism: str, who: str, secret: str) -> dict[str, str]:
             module = "plain.PlainLoginModule" if mechanism == "PLAIN" else "scram.ScramLoginModule"
-            return {"kafka.bootstrap.servers": broker.bootstrap, "kafka.security.protocol": "SASL_PLAINTEXT",
-                    "kafka.sasl.mechanism": mechanism,
-                    "kafka.sasl.jaas.config": f'org.apache.kafka.common.security.{module} required '
-                                              f'username="{who}" password="{secret}";'}
+            return {
+                "kafka.bootstrap.servers": broker.bootstrap,
+                "kafka.security.protocol": "SASL_PLAINTEXT",
+                "kafka.sasl.mechanism": mechanism,
+                "kafka.sasl.jaas.config": f"org.apache.kafka.common.security.{module} required "
+                f'username="{who}" password="{secret}";',
+            }
 
         rows = [(f"k{i}".encode(), f"v{i}".encode()) for i in range(40)]
-        spark.createDataFrame(rows, "key binary, value binary").write.format("kafka_wire").mode("append") \
-            .options(**login("SCRAM-SHA-512", *USERS["SCRAM-SHA-512"])).option("topic", "secured").save()
-        df = spark.read.format("kafka_wire").options(**login("SCRAM-SHA-256", *USERS["SCRAM-SHA-256"])) \
-            .option("subscribe", "secured").load()
+        spark.createDataFrame(rows, "key binary, value binary").write.format("kafka_wire").mode(
+            "append"
+        ).options(**login("SCRAM-SHA-512", *USERS["SCRAM-SHA-512"])).option("topic", "secured").save()
+        df = (
+            spark.read.format("kafka_wire")
+            .options(**login("SCRAM-SHA-256", *USERS["SCRAM-SHA-256"]))
+            .option("subscribe", "secured")
+            .load()
+        )
         assert sorted((bytes(r.key), bytes(r.value)) for r in df.collect()) == sorted(rows)
         with pytest.raises(Exception) as refused:
-            spark.read.format("kafka_wire").options(**login("PLAIN", user, "wrong")).option("subscribe", "secured") \
-                .load().collect()
+            spark.read.format("kafka_wire").options(**login("PLAIN", user, "wrong")).option(
+                "subscribe", "secured"
+            ).load().collect()
         assert "uthentication failed" in _error_text(refused.value)
     finally:
         broker.close()

@@ -30,7 +30,9 @@ def stale(docs: Path = DOCS) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.docs", description="write the generated pages of docs/")
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.docs", description="write the generated pages of docs/"
+    )
     parser.add_argument("--check", action="store_true", help="fail, naming them, when pages are stale")
     args = parser.parse_args(argv)
     if args.check:

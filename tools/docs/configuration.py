@@ -50,7 +50,7 @@ def _broker_section() -> list[str]:
         "",
         "What `kafka-wire serve --config FILE --set KEY=VALUE` acts on; names and defaults are Kafka's",
         "except the `kafka.wire.*` ones, which are kafka_wire's own. How each behaves:",
-        "[guide/broker.md](../guide/broker.md), \"Configuration\" and \"Connections and their limits\".",
+        '[guide/broker.md](../guide/broker.md), "Configuration" and "Connections and their limits".',
         "",
         "| property | default | `BrokerConfig` field |",
         "|---|---|---|",
@@ -62,7 +62,9 @@ def _broker_section() -> list[str]:
         lines.append(f"| `{prop}` | {_cell(default)} | `{field}` |")
     prefix = broker_config.SASL_USERS_PREFIX
     mechanisms = ", ".join(broker_config.SASL_MECHANISMS)
-    lines.append(f"| `{prefix}<MECHANISM>.<user>` | none | `sasl_users` (password; mechanisms: {mechanisms}) |")
+    lines.append(
+        f"| `{prefix}<MECHANISM>.<user>` | none | `sasl_users` (password; mechanisms: {mechanisms}) |"
+    )
     server_keys = ", ".join(f"`{key}`" for key in sorted(server_properties._SERVER_KEYS))
     lines += [
         "",

@@ -35,7 +35,11 @@ def page(schemas_dir: Path = SCHEMAS) -> str:
             f"| {api.api_key} | {api.name} | {api.versions.format()} | {flexible} | {removed} | "
             f"`{api.request.root.class_name}` | `{api.response.root.class_name}` |"
         )
-    lines += ["", f"{len(schemas.apis)} API keys, {total} request versions and {total} response versions.", ""]
+    lines += [
+        "",
+        f"{len(schemas.apis)} API keys, {total} request versions and {total} response versions.",
+        "",
+    ]
     structures = ", ".join(f"`{m.name}` v{m.valid.format()}" for m in schemas.headers + schemas.data)
     lines += [f"Headers and data structures: {structures}."]
     return "\n".join(lines) + "\n"

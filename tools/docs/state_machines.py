@@ -19,12 +19,42 @@ def _tables() -> list[tuple[str, str, str, Mapping[Any, Any]]]:
     from kafka_wire.protocol.server import SERVER_TRANSITIONS
 
     return [
-        ("Connections", "ClientConnection", "kafka_wire.protocol.client.CLIENT_TRANSITIONS", CLIENT_TRANSITIONS),
-        ("Connections", "ServerConnection", "kafka_wire.protocol.server.SERVER_TRANSITIONS", SERVER_TRANSITIONS),
-        ("SASL mechanisms", "PlainClient", "kafka_wire.protocol.sasl.PLAIN_CLIENT_TRANSITIONS", sasl.PLAIN_CLIENT_TRANSITIONS),
-        ("SASL mechanisms", "PlainServer", "kafka_wire.protocol.sasl.PLAIN_SERVER_TRANSITIONS", sasl.PLAIN_SERVER_TRANSITIONS),
-        ("SASL mechanisms", "ScramClient", "kafka_wire.protocol.sasl.SCRAM_CLIENT_TRANSITIONS", sasl.SCRAM_CLIENT_TRANSITIONS),
-        ("SASL mechanisms", "ScramServer", "kafka_wire.protocol.sasl.SCRAM_SERVER_TRANSITIONS", sasl.SCRAM_SERVER_TRANSITIONS),
+        (
+            "Connections",
+            "ClientConnection",
+            "kafka_wire.protocol.client.CLIENT_TRANSITIONS",
+            CLIENT_TRANSITIONS,
+        ),
+        (
+            "Connections",
+            "ServerConnection",
+            "kafka_wire.protocol.server.SERVER_TRANSITIONS",
+            SERVER_TRANSITIONS,
+        ),
+        (
+            "SASL mechanisms",
+            "PlainClient",
+            "kafka_wire.protocol.sasl.PLAIN_CLIENT_TRANSITIONS",
+            sasl.PLAIN_CLIENT_TRANSITIONS,
+        ),
+        (
+            "SASL mechanisms",
+            "PlainServer",
+            "kafka_wire.protocol.sasl.PLAIN_SERVER_TRANSITIONS",
+            sasl.PLAIN_SERVER_TRANSITIONS,
+        ),
+        (
+            "SASL mechanisms",
+            "ScramClient",
+            "kafka_wire.protocol.sasl.SCRAM_CLIENT_TRANSITIONS",
+            sasl.SCRAM_CLIENT_TRANSITIONS,
+        ),
+        (
+            "SASL mechanisms",
+            "ScramServer",
+            "kafka_wire.protocol.sasl.SCRAM_SERVER_TRANSITIONS",
+            sasl.SCRAM_SERVER_TRANSITIONS,
+        ),
         (
             "SASL mechanisms",
             "OAuthBearerClient",
@@ -38,7 +68,12 @@ def _tables() -> list[tuple[str, str, str, Mapping[Any, Any]]]:
             sasl.OAUTHBEARER_SERVER_TRANSITIONS,
         ),
         ("Broker", "Classic group", "kafka_wire.broker.group.states.GROUP_TRANSITIONS", GROUP_TRANSITIONS),
-        ("Broker", "Partition replica", "kafka_wire.broker.partition.roles.REPLICA_TRANSITIONS", REPLICA_TRANSITIONS),
+        (
+            "Broker",
+            "Partition replica",
+            "kafka_wire.broker.partition.roles.REPLICA_TRANSITIONS",
+            REPLICA_TRANSITIONS,
+        ),
     ]
 
 

@@ -24,7 +24,12 @@ def handle(ctx: Context, request: AlterConfigsRequest) -> AlterConfigsResponse:
     for resource in request.resources:
         configs = {c.name: c.value for c in resource.configs if c.value is not None}
         error_code, message = alter_topic(
-            ctx.state, ctx.effects, resource.resource_type, resource.resource_name, partial(_replace, configs), request.validate_only
+            ctx.state,
+            ctx.effects,
+            resource.resource_type,
+            resource.resource_name,
+            partial(_replace, configs),
+            request.validate_only,
         )
         results.append(
             AlterConfigsResponseResourceResponse(

@@ -24,7 +24,8 @@ def handle(ctx: Context, request: ApiVersionsRequest) -> ApiVersionsResponse:
 
     response = api_versions_response(SUPPORTED)
     if ctx.api_version >= 3 and not (
-        _SOFTWARE.fullmatch(request.client_software_name) and _SOFTWARE.fullmatch(request.client_software_version)
+        _SOFTWARE.fullmatch(request.client_software_name)
+        and _SOFTWARE.fullmatch(request.client_software_version)
     ):
         response = ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
     return response

@@ -32,7 +32,13 @@ RESOURCE_TOPIC: Final = 2
 RESOURCE_BROKER: Final = 4
 RESOURCE_BROKER_LOGGER: Final = 8
 
-__all__ = ["DEFAULT_CONFIG", "DYNAMIC_TOPIC_CONFIG", "STATIC_BROKER_CONFIG", "alter_topic", "describe_topic_configs"]
+__all__ = [
+    "DEFAULT_CONFIG",
+    "DYNAMIC_TOPIC_CONFIG",
+    "STATIC_BROKER_CONFIG",
+    "alter_topic",
+    "describe_topic_configs",
+]
 
 
 def describe_topic_configs(
@@ -65,7 +71,9 @@ def describe_topic_configs(
                 config_source=source,
                 is_default=version == 0 and source == DEFAULT_CONFIG,
                 is_sensitive=False,
-                synonyms=[DescribeConfigsResponseSynonym(name=n, value=v, source=s) for n, v, s in chain] if synonyms else [],
+                synonyms=[DescribeConfigsResponseSynonym(name=n, value=v, source=s) for n, v, s in chain]
+                if synonyms
+                else [],
                 config_type=spec.type_id,
                 documentation=spec.documentation if documentation else None,
             )

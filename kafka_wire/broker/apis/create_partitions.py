@@ -27,14 +27,18 @@ from kafka_wire.messages import (
 )
 
 
-def handle(ctx: Context, request: CreatePartitionsRequest) -> CreatePartitionsResponse | Job[CreatePartitionsResponse]:
+def handle(
+    ctx: Context, request: CreatePartitionsRequest
+) -> CreatePartitionsResponse | Job[CreatePartitionsResponse]:
     state = ctx.state
     limit = state.config.max_records_per_user_op
     if len(request.topics) > limit:
         return CreatePartitionsResponse(
             results=[
                 CreatePartitionsResponseTopicResult(
-                    name=entry.name, error_code=ErrorCode.POLICY_VIOLATION, error_message=EXCESSIVE_BATCH_MESSAGE
+                    name=entry.name,
+                    error_code=ErrorCode.POLICY_VIOLATION,
+                    error_message=EXCESSIVE_BATCH_MESSAGE,
                 )
                 for entry in request.topics
             ]
@@ -50,7 +54,9 @@ def handle(ctx: Context, request: CreatePartitionsRequest) -> CreatePartitionsRe
             result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         elif is_internal(topic.name):
             result.error_code = ErrorCode.INVALID_REQUEST
-            result.error_message = f"The number of partitions of internal topic {topic.name} cannot be changed."
+            result.error_message = (
+                f"The number of partitions of internal topic {topic.name} cannot be changed."
+            )
         elif entry.count <= topic.partitions:
             result.error_code = ErrorCode.INVALID_PARTITIONS
             result.error_message = (
@@ -62,7 +68,9 @@ def handle(ctx: Context, request: CreatePartitionsRequest) -> CreatePartitionsRe
             or any(a.broker_ids != [state.config.node_id] for a in entry.assignments)
         ):
             result.error_code = ErrorCode.INVALID_REPLICA_ASSIGNMENT
-            result.error_message = f"Each new partition must be assigned to broker {state.config.node_id} alone."
+            result.error_message = (
+                f"Each new partition must be assigned to broker {state.config.node_id} alone."
+            )
         elif overflowed or records + entry.count - topic.partitions > limit:
             overflowed = True  # Kafka's record list is full from here on
             result.error_code = ErrorCode.UNKNOWN_SERVER_ERROR

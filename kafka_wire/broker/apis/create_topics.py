@@ -70,7 +70,9 @@ def handle(ctx: Context, request: CreateTopicsRequest) -> CreateTopicsResponse |
         return CreateTopicsResponse(
             topics=[
                 CreateTopicsResponseCreatableTopicResult(
-                    name=entry.name, error_code=ErrorCode.POLICY_VIOLATION, error_message=EXCESSIVE_BATCH_MESSAGE
+                    name=entry.name,
+                    error_code=ErrorCode.POLICY_VIOLATION,
+                    error_message=EXCESSIVE_BATCH_MESSAGE,
                 )
                 for entry in request.topics
             ]
@@ -91,7 +93,9 @@ def _check(
     ctx: Context, entry: CreateTopicsRequestCreatableTopic
 ) -> tuple[CreateTopicsResponseCreatableTopicResult, _Creatable | None]:
     state = ctx.state
-    result = CreateTopicsResponseCreatableTopicResult(name=entry.name, num_partitions=-1, replication_factor=-1)
+    result = CreateTopicsResponseCreatableTopicResult(
+        name=entry.name, num_partitions=-1, replication_factor=-1
+    )
     if entry.name in RESERVED_TOPICS:
         result.error_code = ErrorCode.INVALID_REQUEST
         result.error_message = f"Creation of internal topic {entry.name} is prohibited."
@@ -107,7 +111,9 @@ def _check(
         indexes = sorted(a.partition_index for a in entry.assignments)
         if indexes != list(range(len(indexes))) or any(a.broker_ids != [node] for a in entry.assignments):
             result.error_code = ErrorCode.INVALID_REPLICA_ASSIGNMENT
-            result.error_message = f"Replica assignments must be consecutive partitions, each on broker {node} only."
+            result.error_message = (
+                f"Replica assignments must be consecutive partitions, each on broker {node} only."
+            )
             return result, None
         partitions, replication = len(indexes), 1
     if partitions == -1:
@@ -123,7 +129,11 @@ def _check(
     if ctx.api_version >= 5:
         result.configs = [
             CreateTopicsResponseCreatableTopicConfigs(
-                name=c.name, value=c.value, read_only=c.read_only, config_source=c.config_source, is_sensitive=c.is_sensitive
+                name=c.name,
+                value=c.value,
+                read_only=c.read_only,
+                config_source=c.config_source,
+                is_sensitive=c.is_sensitive,
             )
             for c in describe_topic_configs(state, configs, None, synonyms=False, documentation=False)
         ]

@@ -25,7 +25,9 @@ def handle(ctx: Context, request: DeleteRecordsRequest) -> DeleteRecordsResponse
     for entry in request.topics:
         results = []
         for wanted in entry.partitions:
-            result = DeleteRecordsResponsePartitionResult(partition_index=wanted.partition_index, low_watermark=-1)
+            result = DeleteRecordsResponsePartitionResult(
+                partition_index=wanted.partition_index, low_watermark=-1
+            )
             replica = state.replica(entry.name, wanted.partition_index)
             topic = state.topic_named(entry.name)
             if replica is None or topic is None:

@@ -30,14 +30,22 @@ from kafka_wire.messages import (
 
 def handle(ctx: Context, request: DeleteTopicsRequest) -> DeleteTopicsResponse | Job[DeleteTopicsResponse]:
     state = ctx.state
-    wanted = [(t.name, t.topic_id) for t in request.topics] if ctx.api_version >= 6 else [(n, ZERO_UUID) for n in request.topic_names]
+    wanted = (
+        [(t.name, t.topic_id) for t in request.topics]
+        if ctx.api_version >= 6
+        else [(n, ZERO_UUID) for n in request.topic_names]
+    )
     results = []
     removed: list[tuple[str, list[tuple[int, PartitionReplica | None]]]] = []
     for name, topic_id in wanted:
         result = DeleteTopicsResponseDeletableTopicResult(name=name, topic_id=topic_id)
-        topic: TopicInfo | None = state.topic_named(name) if name is not None else state.topic_with_id(topic_id)
+        topic: TopicInfo | None = (
+            state.topic_named(name) if name is not None else state.topic_with_id(topic_id)
+        )
         if topic is None:
-            result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if name is not None else ErrorCode.UNKNOWN_TOPIC_ID
+            result.error_code = (
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if name is not None else ErrorCode.UNKNOWN_TOPIC_ID
+            )
         elif not state.config.delete_topic_enable:
             result.error_code = ErrorCode.TOPIC_DELETION_DISABLED
         elif is_internal(topic.name):

@@ -32,8 +32,14 @@ def handle(ctx: Context, request: DescribeClusterRequest) -> DescribeClusterResp
         endpoint_type=_BROKERS,
         cluster_id=ctx.state.metadata.cluster_id,
         controller_id=config.node_id,
-        brokers=[DescribeClusterResponseBroker(broker_id=config.node_id, host=config.host, port=config.port, rack=config.rack)],
+        brokers=[
+            DescribeClusterResponseBroker(
+                broker_id=config.node_id, host=config.host, port=config.port, rack=config.rack
+            )
+        ],
         cluster_authorized_operations=(
-            ALL_CLUSTER_OPERATIONS if request.include_cluster_authorized_operations else OPERATIONS_NOT_REQUESTED
+            ALL_CLUSTER_OPERATIONS
+            if request.include_cluster_authorized_operations
+            else OPERATIONS_NOT_REQUESTED
         ),
     )

@@ -30,7 +30,9 @@ def handle(ctx: Context, request: DescribeConfigsRequest) -> DescribeConfigsResp
     state = ctx.state
     results = []
     for resource in request.resources:
-        result = DescribeConfigsResponseResult(resource_type=resource.resource_type, resource_name=resource.resource_name)
+        result = DescribeConfigsResponseResult(
+            resource_type=resource.resource_type, resource_name=resource.resource_name
+        )
         if resource.resource_type == RESOURCE_TOPIC:
             topic = state.topic_named(resource.resource_name)
             if topic is None:
@@ -45,17 +47,26 @@ def handle(ctx: Context, request: DescribeConfigsRequest) -> DescribeConfigsResp
                     documentation=request.include_documentation,
                     version=ctx.api_version,
                 )
-        elif resource.resource_type == RESOURCE_BROKER and resource.resource_name in ("", str(state.config.node_id)):
+        elif resource.resource_type == RESOURCE_BROKER and resource.resource_name in (
+            "",
+            str(state.config.node_id),
+        ):
             result.configs = [
                 DescribeConfigsResponseResourceResult(
-                    name=name, value=value, read_only=True, config_source=STATIC_BROKER_CONFIG, config_type=_STRING
+                    name=name,
+                    value=value,
+                    read_only=True,
+                    config_source=STATIC_BROKER_CONFIG,
+                    config_type=_STRING,
                 )
                 for name, value in broker_properties(ctx)
                 if resource.configuration_keys is None or name in resource.configuration_keys
             ]
         else:
             result.error_code = ErrorCode.INVALID_REQUEST
-            result.error_message = f"unsupported resource type {resource.resource_type} / name {resource.resource_name!r}"
+            result.error_message = (
+                f"unsupported resource type {resource.resource_type} / name {resource.resource_name!r}"
+            )
         results.append(result)
     return DescribeConfigsResponse(results=results)
 

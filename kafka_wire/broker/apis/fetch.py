@@ -95,7 +95,15 @@ def handle(ctx: Context, request: FetchRequest) -> FetchResponse | Spliced | Fet
             if session.partitions:
                 sessions.touch(session, ctx.now_ms)
                 wanted = [
-                    _Wanted(e.topic, e.topic_id, e.partition, e.fetch_offset, e.max_bytes, e.current_leader_epoch, e)
+                    _Wanted(
+                        e.topic,
+                        e.topic_id,
+                        e.partition,
+                        e.fetch_offset,
+                        e.max_bytes,
+                        e.current_leader_epoch,
+                        e,
+                    )
                     for e in session.partitions.values()
                 ]
                 incremental = True
@@ -141,18 +149,26 @@ class FetchWait:
     def poll(self, now_ms: int) -> FetchResponse | Spliced | None:
         state, request = self.state, self.request
         by_id = self.api_version >= 13
-        budget = min(request.max_bytes, state.config.fetch_max_bytes) if self.api_version >= 3 else state.config.fetch_max_bytes
+        budget = (
+            min(request.max_bytes, state.config.fetch_max_bytes)
+            if self.api_version >= 3
+            else state.config.fetch_max_bytes
+        )
         total = 0
         errors = False
         zero_copy = state.config.zero_copy_fetch
         results: list[tuple[_Wanted, FetchResponsePartitionData]] = []
         regions: dict[int, tuple[FileRegion | bytes, ...]] = {}
         for item in self.wanted:
-            data = FetchResponsePartitionData(partition_index=item.partition, high_watermark=-1, last_stable_offset=-1)
+            data = FetchResponsePartitionData(
+                partition_index=item.partition, high_watermark=-1, last_stable_offset=-1
+            )
             topic = state.topic_with_id(item.topic_id) if by_id else state.topic_named(item.key)
             replica = state.replica(topic.name, item.partition) if topic is not None else None
             if replica is None:
-                data.error_code = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                data.error_code = (
+                    ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                )
             elif error := epoch_error(item.current_leader_epoch, replica.leader_epoch):
                 data.error_code = error
             else:
@@ -193,7 +209,9 @@ class FetchWait:
         response = self._respond(results, by_id)
         return Spliced(response, tuple(splices)) if splices else response
 
-    def _respond(self, results: list[tuple[_Wanted, FetchResponsePartitionData]], by_id: bool) -> FetchResponse:
+    def _respond(
+        self, results: list[tuple[_Wanted, FetchResponsePartitionData]], by_id: bool
+    ) -> FetchResponse:
         topics: list[FetchResponseFetchableTopicResponse] = []
         for item, data in results:
             entry = item.entry
@@ -207,7 +225,9 @@ class FetchWait:
                 entry.remember(data.high_watermark, data.last_stable_offset, data.log_start_offset)
                 if not keep:
                     continue
-            if not topics or (topics[-1].topic_id if by_id else topics[-1].topic) != (item.topic_id if by_id else item.key):
+            if not topics or (topics[-1].topic_id if by_id else topics[-1].topic) != (
+                item.topic_id if by_id else item.key
+            ):
                 topics.append(
                     FetchResponseFetchableTopicResponse(
                         topic="" if by_id else item.key, topic_id=item.topic_id if by_id else ZERO_UUID

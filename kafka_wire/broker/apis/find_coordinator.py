@@ -23,7 +23,9 @@ def handle(ctx: Context, request: FindCoordinatorRequest) -> FindCoordinatorResp
     keys = request.coordinator_keys if ctx.api_version >= 4 else [request.key]
     coordinators = []
     for key in keys:
-        entry = FindCoordinatorResponseCoordinator(key=key, node_id=config.node_id, host=config.host, port=config.port)
+        entry = FindCoordinatorResponseCoordinator(
+            key=key, node_id=config.node_id, host=config.host, port=config.port
+        )
         if request.key_type != _GROUP:
             entry = FindCoordinatorResponseCoordinator(
                 key=key,

@@ -33,7 +33,12 @@ def handle(ctx: Context, request: IncrementalAlterConfigsRequest) -> Incremental
     results = []
     for resource in request.resources:
         error_code, message = alter_topic(
-            ctx.state, ctx.effects, resource.resource_type, resource.resource_name, partial(_apply, resource.configs), request.validate_only
+            ctx.state,
+            ctx.effects,
+            resource.resource_type,
+            resource.resource_name,
+            partial(_apply, resource.configs),
+            request.validate_only,
         )
         results.append(
             IncrementalAlterConfigsResponseAlterConfigsResourceResponse(
@@ -60,16 +65,24 @@ def _apply(
         op = change.config_operation
         if op == SET:
             if change.value is None:
-                return current, TopicError(ErrorCode.INVALID_REQUEST, f"Null value not supported for: {change.name}")
+                return current, TopicError(
+                    ErrorCode.INVALID_REQUEST, f"Null value not supported for: {change.name}"
+                )
             configs[change.name] = change.value
         elif op == DELETE:
             configs.pop(change.name, None)
         elif op in (APPEND, SUBTRACT):
             if not spec.is_list:
-                return current, TopicError(ErrorCode.INVALID_CONFIG, f"Config value append/subtract is not allowed for {change.name}")
+                return current, TopicError(
+                    ErrorCode.INVALID_CONFIG, f"Config value append/subtract is not allowed for {change.name}"
+                )
             items = [i for i in configs.get(change.name, spec.default).split(",") if i]
             given = [i.strip() for i in (change.value or "").split(",") if i.strip()]
-            items = items + [i for i in given if i not in items] if op == APPEND else [i for i in items if i not in given]
+            items = (
+                items + [i for i in given if i not in items]
+                if op == APPEND
+                else [i for i in items if i not in given]
+            )
             configs[change.name] = ",".join(items)
         else:
             return current, TopicError(ErrorCode.INVALID_REQUEST, f"Unknown config operation {op}")

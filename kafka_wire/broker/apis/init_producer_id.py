@@ -33,4 +33,6 @@ def handle(ctx: Context, request: InitProducerIdRequest) -> InitProducerIdRespon
 
 
 def _error(code: int) -> InitProducerIdResponse:
-    return InitProducerIdResponse(error_code=code, producer_id=NO_PRODUCER_ID, producer_epoch=NO_PRODUCER_EPOCH)
+    return InitProducerIdResponse(
+        error_code=code, producer_id=NO_PRODUCER_ID, producer_epoch=NO_PRODUCER_EPOCH
+    )

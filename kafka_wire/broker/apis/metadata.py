@@ -44,7 +44,9 @@ ALL_CLUSTER_OPERATIONS: Final = 0b0001_1111_1110_1000
 
 def brokers(ctx: Context) -> list[MetadataResponseBroker]:
     config = ctx.state.config
-    return [MetadataResponseBroker(node_id=config.node_id, host=config.host, port=config.port, rack=config.rack)]
+    return [
+        MetadataResponseBroker(node_id=config.node_id, host=config.host, port=config.port, rack=config.rack)
+    ]
 
 
 def topic_metadata(ctx: Context, topic: TopicInfo, *, operations: bool = False) -> MetadataResponseTopic:
@@ -53,7 +55,9 @@ def topic_metadata(ctx: Context, topic: TopicInfo, *, operations: bool = False) 
         replica = ctx.state.replica(topic.name, index)
         if replica is None:
             partitions.append(
-                MetadataResponsePartition(error_code=ErrorCode.LEADER_NOT_AVAILABLE, partition_index=index, leader_id=-1)
+                MetadataResponsePartition(
+                    error_code=ErrorCode.LEADER_NOT_AVAILABLE, partition_index=index, leader_id=-1
+                )
             )
             continue
         leader = replica.leadership.leader_id
@@ -81,7 +85,9 @@ def handle(ctx: Context, request: MetadataRequest) -> MetadataResponse | Job[Met
     wanted = request.topics
     if wanted is None or (ctx.api_version == 0 and not wanted):
         return _response(ctx, request, auto_create=False)
-    auto_create = state.config.auto_create_topics and (ctx.api_version < 4 or request.allow_auto_topic_creation)
+    auto_create = state.config.auto_create_topics and (
+        ctx.api_version < 4 or request.allow_auto_topic_creation
+    )
     creatable: dict[str, None] = {}
     if auto_create:
         for entry in wanted:
@@ -90,12 +96,17 @@ def handle(ctx: Context, request: MetadataRequest) -> MetadataResponse | Job[Met
                 if name not in state.deleting and name not in RESERVED_TOPICS:  # internal: created below
                     creatable[name] = None
     partitions = state.config.num_partitions
-    if not creatable or len(creatable) * new_topic_records(partitions, 0) > state.config.max_records_per_user_op:
+    if (
+        not creatable
+        or len(creatable) * new_topic_records(partitions, 0) > state.config.max_records_per_user_op
+    ):
         # Over the limit Kafka's CreateTopics for them fails whole: they stay LEADER_NOT_AVAILABLE.
         return _response(ctx, request, auto_create=auto_create)
     ranges = [(state.register_topic(name, partitions, {}), 0, partitions) for name in creatable]
     state.persist_metadata(ctx.effects)
-    job = OpenPartitionsJob(state, ctx.effects, ranges, lambda: _response(ctx, request, auto_create=auto_create), ctx.now_ms)
+    job = OpenPartitionsJob(
+        state, ctx.effects, ranges, lambda: _response(ctx, request, auto_create=auto_create), ctx.now_ms
+    )
     return job.start(ctx.now_ms)
 
 
@@ -104,16 +115,24 @@ def _response(ctx: Context, request: MetadataRequest, *, auto_create: bool) -> M
     operations = request.include_topic_authorized_operations
     wanted = request.topics
     if wanted is None or (ctx.api_version == 0 and not wanted):
-        topics = [topic_metadata(ctx, t, operations=operations) for t in sorted(state.metadata.topics.values(), key=lambda t: t.name)]
+        topics = [
+            topic_metadata(ctx, t, operations=operations)
+            for t in sorted(state.metadata.topics.values(), key=lambda t: t.name)
+        ]
     else:
-        topics = [_one_topic(ctx, e.name, e.topic_id, auto_create=auto_create, operations=operations) for e in wanted]
+        topics = [
+            _one_topic(ctx, e.name, e.topic_id, auto_create=auto_create, operations=operations)
+            for e in wanted
+        ]
     return MetadataResponse(
         brokers=brokers(ctx),
         cluster_id=state.metadata.cluster_id,
         controller_id=state.config.node_id,
         topics=topics,
         cluster_authorized_operations=(
-            ALL_CLUSTER_OPERATIONS if request.include_cluster_authorized_operations else OPERATIONS_NOT_REQUESTED
+            ALL_CLUSTER_OPERATIONS
+            if request.include_cluster_authorized_operations
+            else OPERATIONS_NOT_REQUESTED
         ),
     )
 
@@ -137,7 +156,9 @@ def _one_topic(
     if name in RESERVED_TOPICS:
         topic = state.internal_topic(name, ctx.now_ms, ctx.effects)
         if topic is None:
-            return MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, is_internal=is_internal(name))
+            return MetadataResponseTopic(
+                error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, is_internal=is_internal(name)
+            )
         return topic_metadata(ctx, topic, operations=operations)
     # Being deleted, deleted while its creation ran, or more than one request may create: retry.
     return MetadataResponseTopic(error_code=ErrorCode.LEADER_NOT_AVAILABLE, name=name)

@@ -53,7 +53,9 @@ class ProduceJob(Job[ProduceResponse]):
         self._state = ctx.state
         self._acks = request.acks
         self._by_id = ctx.api_version >= 13
-        self._steps = [(i, data) for i, entry in enumerate(request.topic_data) for data in entry.partition_data]
+        self._steps = [
+            (i, data) for i, entry in enumerate(request.topic_data) for data in entry.partition_data
+        ]
         self._entries = request.topic_data
         self._topics: list[TopicInfo | None] = [None] * len(request.topic_data)
         self._found = [False] * len(request.topic_data)
@@ -131,7 +133,9 @@ def _append(
         result.log_start_offset = outcome.log_start_offset
         result.error_message = outcome.error_message
         result.record_errors = [
-            ProduceResponseBatchIndexAndErrorMessage(batch_index=e.batch_index, batch_index_error_message=e.message)
+            ProduceResponseBatchIndexAndErrorMessage(
+                batch_index=e.batch_index, batch_index_error_message=e.message
+            )
             for e in outcome.record_errors
         ]
         return result, outcome.work_bytes

@@ -137,7 +137,9 @@ class GroupAdmin:
                 error = E.NONE
                 answer.outstanding += 1
                 self.delete_group(group, answer, len(answer.results))
-            answer.results.append(DeleteGroupsResponseDeletableGroupResult(group_id=group_id, error_code=error))
+            answer.results.append(
+                DeleteGroupsResponseDeletableGroupResult(group_id=group_id, error_code=error)
+            )
         if answer.outstanding == 0:
             self._rt.respond(waiter, DeleteGroupsResponse(results=answer.results))
 
@@ -158,4 +160,3 @@ class GroupAdmin:
         self._rt.transition(group, GroupInput.DELETE)
         del self._rt.groups[group_id]
         self._persistence.persist(group_id, records, write)
-

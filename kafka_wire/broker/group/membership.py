@@ -74,7 +74,11 @@ class Membership:
 
     def assignment_written(self, write: AssignmentStored, error: int) -> None:
         group = self._rt.groups.get(write.group_id)
-        if group is None or group.state is not GroupState.COMPLETING_REBALANCE or group.generation != write.generation:
+        if (
+            group is None
+            or group.state is not GroupState.COMPLETING_REBALANCE
+            or group.generation != write.generation
+        ):
             return  # the group moved on meanwhile (Kafka's callback makes the same check)
         if not error:
             for member_id, member in group.members.items():
@@ -98,7 +102,9 @@ class Membership:
                 self._rebalance.join_answer(group, member, with_members=is_leader, skip=is_leader)
             else:
                 # Older clients must not think they lead: name the old leader id.
-                self._rebalance.join_answer(group, member, with_members=False, leader=write.previous_leader or "")
+                self._rebalance.join_answer(
+                    group, member, with_members=False, leader=write.previous_leader or ""
+                )
             return
         # Put the old member id back (Kafka: "Reverting to old member id").
         old = write.old
@@ -210,7 +216,9 @@ class Membership:
         member = group.members[member_id]
         state = group.state
         if state is GroupState.PREPARING_REBALANCE:
-            self._rebalance.update_member(member, protocols, rebalance_timeout, request.session_timeout_ms, waiter)
+            self._rebalance.update_member(
+                member, protocols, rebalance_timeout, request.session_timeout_ms, waiter
+            )
             self._rebalance.maybe_prepare_rebalance_or_complete_join(group)
         elif state is GroupState.COMPLETING_REBALANCE or state is GroupState.STABLE:
             unchanged = member.protocols == protocols
@@ -225,7 +233,9 @@ class Membership:
                     group, member, with_members=is_leader and state is GroupState.COMPLETING_REBALANCE
                 )
             else:
-                self._rebalance.update_member(member, protocols, rebalance_timeout, request.session_timeout_ms, waiter)
+                self._rebalance.update_member(
+                    member, protocols, rebalance_timeout, request.session_timeout_ms, waiter
+                )
                 self._rebalance.maybe_prepare_rebalance_or_complete_join(group)
         else:
             self._rt.respond(waiter, join_error(v, E.UNKNOWN_MEMBER_ID, member_id))
@@ -275,11 +285,15 @@ class Membership:
             del group.pending_sync[old_id]
             group.pending_sync[new_id] = None
         self._rt.arm_heartbeat(group, member, member.session_timeout_ms)
-        self._rebalance.update_member(member, protocols, rebalance_timeout, request.session_timeout_ms, waiter)
+        self._rebalance.update_member(
+            member, protocols, rebalance_timeout, request.session_timeout_ms, waiter
+        )
         if group.state is GroupState.STABLE:
             if group.protocol_name == self._rebalance.select_protocol(group):
                 # Same protocol: no rebalance. Store the new member id, then answer.
-                self._persistence.persist_group(group, StaticMemberReplaced(group.group_id, old, new_id, previous_leader, waiter))
+                self._persistence.persist_group(
+                    group, StaticMemberReplaced(group.group_id, old, new_id, previous_leader, waiter)
+                )
             else:
                 self._rebalance.maybe_prepare_rebalance_or_complete_join(group)
         elif group.state is GroupState.COMPLETING_REBALANCE:
@@ -295,7 +309,9 @@ class Membership:
             self._rt.respond(waiter, SyncGroupResponse(error_code=E.UNKNOWN_MEMBER_ID))
             return
         member_id = request.member_id
-        error = self._rebalance.validate_member(group, member_id, request.group_instance_id if v >= 3 else None)
+        error = self._rebalance.validate_member(
+            group, member_id, request.group_instance_id if v >= 3 else None
+        )
         if error is None and request.generation_id != group.generation:
             error = E.ILLEGAL_GENERATION
         if (
@@ -410,4 +426,3 @@ class Membership:
         else:
             first = next((a.error_code for a in answers if a.error_code != E.NONE), E.NONE)
             self._rt.respond(waiter, LeaveGroupResponse(error_code=top or first))
-

@@ -234,7 +234,9 @@ def metadata_value(
         generation=group.generation,
         protocol=group.protocol_name,
         leader=group.leader_id if group.members else None,
-        current_state_timestamp_ms=group.state_timestamp_ms if state_timestamp_ms is None else state_timestamp_ms,
+        current_state_timestamp_ms=group.state_timestamp_ms
+        if state_timestamp_ms is None
+        else state_timestamp_ms,
         members=member_records(group, assignments),
     )
 

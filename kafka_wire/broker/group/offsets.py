@@ -139,7 +139,9 @@ class Offsets:
                 if v >= 10
                 else OffsetCommitResponseTopic(name=topic.name, partitions=answers)
             )
-        self._persistence.persist_offsets(OffsetWrite(request.group_id, offsets, waiter, OffsetCommitResponse(topics=topics)))
+        self._persistence.persist_offsets(
+            OffsetWrite(request.group_id, offsets, waiter, OffsetCommitResponse(topics=topics))
+        )
 
     def validate_offset_commit(
         self, group: Group, member_id: str, instance_id: str | None, generation: int
@@ -292,7 +294,9 @@ class Offsets:
                 if p.partition_index in committed:
                     offsets.append((topic.name, p.partition_index, None))
             topics.append(OffsetDeleteResponseTopic(name=topic.name, partitions=answers))
-        self._persistence.persist_offsets(OffsetWrite(group.group_id, offsets, waiter, OffsetDeleteResponse(topics=topics)))
+        self._persistence.persist_offsets(
+            OffsetWrite(group.group_id, offsets, waiter, OffsetDeleteResponse(topics=topics))
+        )
 
     def expire(self) -> None:
         now = self._rt.clock

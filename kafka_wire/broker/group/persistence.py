@@ -110,7 +110,9 @@ class GroupDeleted:
     index: int = -1
 
 
-PendingWrite = OffsetWrite | GroupCreated | GroupEmptied | AssignmentStored | StaticMemberReplaced | GroupDeleted
+PendingWrite = (
+    OffsetWrite | GroupCreated | GroupEmptied | AssignmentStored | StaticMemberReplaced | GroupDeleted
+)
 
 
 class GroupPersistence:
@@ -148,7 +150,9 @@ class GroupPersistence:
         elif isinstance(decoded, GroupMetadataKey):
             self.replay_group(decoded.group, None if value is None else decode_group_metadata_value(value))
         elif decoded.version not in OTHER_GROUP_KEY_VERSIONS:
-            raise InvalidValueError(f"unknown key version {decoded.version}", offset=0, message="__consumer_offsets key")
+            raise InvalidValueError(
+                f"unknown key version {decoded.version}", offset=0, message="__consumer_offsets key"
+            )
 
     def load(self, records: Iterable[KeyValue]) -> None:
         for key, value in records:
@@ -175,7 +179,9 @@ class GroupPersistence:
         write.created_group = group is None
         for topic, partition, _ in write.offsets:
             if (topic, partition) not in write.undo:
-                write.undo[topic, partition] = None if group is None else group.offsets.get(topic, {}).get(partition)
+                write.undo[topic, partition] = (
+                    None if group is None else group.offsets.get(topic, {}).get(partition)
+                )
         records = [offset_commit_record(write.group_id, t, p, value) for t, p, value in write.offsets]
         for topic, partition, value in write.offsets:
             self.replay_offset(write.group_id, topic, partition, value)
@@ -239,4 +245,3 @@ class GroupPersistence:
             group.leader_id = next(iter(group.members))
         group.subscribed_topics = subscribed_topics(group)
         self._rt.groups[group_id] = group
-

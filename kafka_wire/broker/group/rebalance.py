@@ -290,4 +290,3 @@ class Rebalance:
             member = group.members.get(member_id)
             return (member is not None and member.join is not None) or group.awaiting_join() < limit
         return member_id in group.members or len(group.members) < limit
-

@@ -273,7 +273,9 @@ _KEYS: Final[tuple[ConfigKey, ...]] = (
         "Delete segments whose newest record is older than this; -1 keeps them forever.",
         minimum=-1,
     ),
-    ConfigKey("segment.bytes", _I, "1073741824", "Largest size of one segment file.", minimum=MIN_SEGMENT_BYTES),
+    ConfigKey(
+        "segment.bytes", _I, "1073741824", "Largest size of one segment file.", minimum=MIN_SEGMENT_BYTES
+    ),
     ConfigKey(
         "segment.index.bytes",
         _I,

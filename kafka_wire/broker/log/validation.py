@@ -223,7 +223,9 @@ def validate_records(
             expected = header.next_offset
     if not assign_offsets:
         return ValidRecords(data, tuple(framed), -1)
-    return _assign_offsets(data, framed, decoded, config, next_offset, leader_epoch, now_ms if log_append_time else None)
+    return _assign_offsets(
+        data, framed, decoded, config, next_offset, leader_epoch, now_ms if log_append_time else None
+    )
 
 
 def _check_for_leader(
@@ -308,9 +310,7 @@ def _assign_offsets(
         target = stored_codec(config, codec)
         try:
             if header.magic == 2 and target != codec and not header.is_control:
-                chunk = bytearray(
-                    _recompress(checked, target, config, offset, leader_epoch, log_append_time)
-                )
+                chunk = bytearray(_recompress(checked, target, config, offset, leader_epoch, log_append_time))
                 work += len(chunk)
                 if len(chunk) > config.max_message_bytes:
                     return Rejection(
@@ -325,7 +325,9 @@ def _assign_offsets(
             else:
                 chunk, offset = _reoffset_legacy(chunk, header, offset, log_append_time)
         except (DecodeError, EncodeError) as e:
-            return Rejection(ErrorCode.INVALID_RECORD, f"batch at byte {header.position}: {e}", work_bytes=work)
+            return Rejection(
+                ErrorCode.INVALID_RECORD, f"batch at byte {header.position}: {e}", work_bytes=work
+            )
         out += chunk
     final = bytes(out)
     framed: list[BatchHeader] = []
@@ -356,7 +358,9 @@ def _recompress(
         compression_level=compression_level(config, codec),
         base_offset=offset,
         partition_leader_epoch=leader_epoch,
-        timestamp_type=TimestampType.LOG_APPEND_TIME if log_append_time is not None else TimestampType.CREATE_TIME,
+        timestamp_type=TimestampType.LOG_APPEND_TIME
+        if log_append_time is not None
+        else TimestampType.CREATE_TIME,
         log_append_time=log_append_time,
         producer_id=batch.producer_id,
         producer_epoch=batch.producer_epoch,

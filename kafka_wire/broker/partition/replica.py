@@ -143,7 +143,8 @@ class PartitionReplica:
         except DecodeError:
             if len(records) > _MAGIC_AT and records[_MAGIC_AT] < 2:
                 return ProduceOutcome(
-                    ErrorCode.INVALID_RECORD, error_message="Produce v3 and later carry record batches of magic 2 only"
+                    ErrorCode.INVALID_RECORD,
+                    error_message="Produce v3 and later carry record batches of magic 2 only",
                 )
             header = None  # garbage: the log refuses it with its own error
         if header is not None:
@@ -193,7 +194,13 @@ class PartitionReplica:
         )
 
     def read(
-        self, fetch_offset: int, max_bytes: int, *, isolation_level: int, min_one_batch: bool, zero_copy: bool = False
+        self,
+        fetch_offset: int,
+        max_bytes: int,
+        *,
+        isolation_level: int,
+        min_one_batch: bool,
+        zero_copy: bool = False,
     ) -> FetchOutcome:
         """Records from ``fetch_offset`` up to the high watermark (or last stable offset): their
         bytes, or with ``zero_copy`` the file regions holding them."""
@@ -215,9 +222,13 @@ class PartitionReplica:
             )
         if fetch_offset >= limit or (max_bytes <= 0 and not min_one_batch):
             return base
-        result: ReadResult = self.log.read(fetch_offset, max_bytes, max_offset=limit, min_one_batch=min_one_batch)
+        result: ReadResult = self.log.read(
+            fetch_offset, max_bytes, max_offset=limit, min_one_batch=min_one_batch
+        )
         if result.error_code:
-            return FetchOutcome(result.error_code, base.high_watermark, base.last_stable_offset, base.log_start_offset)
+            return FetchOutcome(
+                result.error_code, base.high_watermark, base.last_stable_offset, base.log_start_offset
+            )
         if zero_copy:
             return FetchOutcome(
                 ErrorCode.NONE,
@@ -229,7 +240,12 @@ class PartitionReplica:
             )
         records = self.log.read_bytes(result)
         return FetchOutcome(
-            ErrorCode.NONE, base.high_watermark, base.last_stable_offset, base.log_start_offset, records, size=len(records)
+            ErrorCode.NONE,
+            base.high_watermark,
+            base.last_stable_offset,
+            base.log_start_offset,
+            records,
+            size=len(records),
         )
 
     def delete_records_before(self, offset: int) -> tuple[int, int]:

@@ -90,6 +90,8 @@ class Leadership:
         for index in range(len(self.epoch_starts) - 1, -1, -1):
             cached, _ = self.epoch_starts[index]
             if cached <= epoch:
-                end = self.epoch_starts[index + 1][1] if index + 1 < len(self.epoch_starts) else log_end_offset
+                end = (
+                    self.epoch_starts[index + 1][1] if index + 1 < len(self.epoch_starts) else log_end_offset
+                )
                 return cached, end
         return -1, -1  # pragma: no cover - the first entry is <= epoch here

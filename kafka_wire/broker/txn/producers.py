@@ -121,7 +121,9 @@ class ProducerStates:
             entry.batches.clear()
         if first_sequence < 0:  # control or non-idempotent batch of a known producer id
             return
-        entry.batches.append(BatchMetadata(first_sequence, last_sequence, first_offset, last_offset, timestamp))
+        entry.batches.append(
+            BatchMetadata(first_sequence, last_sequence, first_offset, last_offset, timestamp)
+        )
 
     def truncate_before(self, log_start_offset: int) -> None:
         """Forget batches now below the log start (DeleteRecords, retention)."""

@@ -149,7 +149,9 @@ class OAuthBearerClient:
         authz = f"a={escape_username(authzid)}" if authzid else ""
         pairs = "".join(f"{key}={value}{_SEP}" for key, value in extensions.items())
         self._message = f"n,{authz},{_SEP}auth=Bearer {token}{_SEP}{pairs}{_SEP}".encode()
-        self._machine = StateMachine(f"{NAME} client", OAUTHBEARER_CLIENT_TRANSITIONS, _CS.INITIAL, error=_CS.ERROR)
+        self._machine = StateMachine(
+            f"{NAME} client", OAUTHBEARER_CLIENT_TRANSITIONS, _CS.INITIAL, error=_CS.ERROR
+        )
         #: The server's error challenge, once one arrived.
         self.server_error: OAuthBearerServerError | None = None
 
@@ -233,7 +235,9 @@ class OAuthBearerServer:
     def __init__(self, validate: Callable[[str, Mapping[str, str]], str | None]) -> None:
         self.name: str = NAME
         self._validate = validate
-        self._machine = StateMachine(f"{NAME} server", OAUTHBEARER_SERVER_TRANSITIONS, _SS.AWAITING_RESPONSE, error=_SS.ERROR)
+        self._machine = StateMachine(
+            f"{NAME} server", OAUTHBEARER_SERVER_TRANSITIONS, _SS.AWAITING_RESPONSE, error=_SS.ERROR
+        )
         self._principal = ""
         #: The client's extensions, once its message was parsed.
         self.extensions: Mapping[str, str] = _NO_EXTENSIONS

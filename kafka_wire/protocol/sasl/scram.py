@@ -270,7 +270,9 @@ class ScramClient:
         self._gs2_header = f"n,a={escape_username(authzid)}," if authzid else "n,,"
         self._client_first_bare = f"n={escape_username(username)},r={nonce}{_check_extensions(extensions)}"
         self._server_signature = b""
-        self._machine = StateMachine(f"{self.name} client", SCRAM_CLIENT_TRANSITIONS, _CS.INITIAL, error=_CS.ERROR)
+        self._machine = StateMachine(
+            f"{self.name} client", SCRAM_CLIENT_TRANSITIONS, _CS.INITIAL, error=_CS.ERROR
+        )
 
     @property
     def state(self) -> ScramClientState:

@@ -36,7 +36,9 @@ E = ErrorCode
         (E.CORRUPT_MESSAGE, E.CORRUPT_MESSAGE),  # any other code reaches the client as it is
     ],
 )
-def test_a_refused_commit_changes_nothing_and_fails_every_partition(append_error: int, client_sees: int) -> None:
+def test_a_refused_commit_changes_nothing_and_fails_every_partition(
+    append_error: int, client_sees: int
+) -> None:
     assert client_error(append_error) == client_sees
     h = Harness()
     assert h.commit("g", {("t", 0): 5}) == {("t", 0): E.NONE}

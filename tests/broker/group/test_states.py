@@ -318,7 +318,10 @@ class GroupMachine(RuleBasedStateMachine):
         fresh = GroupCoordinator(MACHINE_CONFIG)
         fresh.load(self.h.log)
         for snapshot in self.h.coord.groups():
-            if snapshot.state in (GroupState.STABLE, GroupState.EMPTY) and snapshot.group_id not in self.behind:
+            if (
+                snapshot.state in (GroupState.STABLE, GroupState.EMPTY)
+                and snapshot.group_id not in self.behind
+            ):
                 assert fresh.group(snapshot.group_id) == snapshot
         for group in GROUPS:
             if self.h.coord.group(group) is None:

@@ -48,7 +48,9 @@ def test_offsets_are_assigned_and_epoch_stamped() -> None:
 @settings(max_examples=25)
 @given(
     sizes=st.lists(
-        st.tuples(st.integers(1, 6), st.integers(0, 120_000), st.sampled_from(CODECS)), min_size=1, max_size=25
+        st.tuples(st.integers(1, 6), st.integers(0, 120_000), st.sampled_from(CODECS)),
+        min_size=1,
+        max_size=25,
     ),
     segment_bytes=st.integers(MIB, 2 * MIB),
     interval=st.integers(0, 150_000),
@@ -63,7 +65,9 @@ def test_round_trip_and_every_offset(
     storage.apply(log.take_effects())
     expected: list[tuple[int, bytes | None, bytes | None]] = []
     for i, (n, value_size, codec) in enumerate(sizes):
-        records = [(b"k%d-%d" % (i, j), noise(value_size, b"%d-%d" % (i, j)), (), 10_000 + i) for j in range(n)]
+        records = [
+            (b"k%d-%d" % (i, j), noise(value_size, b"%d-%d" % (i, j)), (), 10_000 + i) for j in range(n)
+        ]
         result = log.append(build_batch(records, compression=codec), 10_000 + i)
         assert result.error_code == 0
         assert result.base_offset == len(expected)

@@ -40,7 +40,11 @@ def test_defaults_are_kafkas() -> None:
 def test_kafka_4_defaults_and_bounds() -> None:
     """KIP-1030's 4.0 changes: segment.bytes at least 1 MiB, future timestamps at most an hour."""
     c = LogConfig()
-    assert c.message_timestamp_after_max_ms == 3_600_000 == int(CONFIG_KEYS["message.timestamp.after.max.ms"].default)
+    assert (
+        c.message_timestamp_after_max_ms
+        == 3_600_000
+        == int(CONFIG_KEYS["message.timestamp.after.max.ms"].default)
+    )
     assert c.message_timestamp_before_max_ms == LONG_MAX
     assert LogConfig.from_properties({"segment.bytes": "1048576"}).segment_bytes == 1 << 20
     with pytest.raises(ConfigError, match="below the minimum 1048576"):

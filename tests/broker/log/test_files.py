@@ -31,7 +31,12 @@ def _workload(d: Driven) -> None:
     for i in range(60):
         codec = CODECS[i % len(CODECS)]
         records = [
-            (b"k%d" % ((i + j) % 7), noise(15_000 * (1 + i % 4), b"%d-%d" % (i, j)), (), 1_700_000_000_000 + i)
+            (
+                b"k%d" % ((i + j) % 7),
+                noise(15_000 * (1 + i % 4), b"%d-%d" % (i, j)),
+                (),
+                1_700_000_000_000 + i,
+            )
             for j in range(1 + i % 4)
         ]
         assert d.append(build_batch(records, compression=codec), now_ms=1_700_000_000_000 + i).error_code == 0

@@ -28,8 +28,9 @@ def _sync(step: Callable[[Args], Awaitable[None]]) -> Callable[[Args], None]:
 
 
 async def metadata(args: Args) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=args.bootstrap, client_id=CLIENT_ID,
-                                request_timeout_ms=_ms(args.remaining_s))
+    admin = AIOKafkaAdminClient(
+        bootstrap_servers=args.bootstrap, client_id=CLIENT_ID, request_timeout_ms=_ms(args.remaining_s)
+    )
     await admin.start()
     try:
         cluster = await admin.describe_cluster()
@@ -41,11 +42,14 @@ async def metadata(args: Args) -> None:
 
 
 async def create(args: Args) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=args.bootstrap, client_id=CLIENT_ID,
-                                request_timeout_ms=_ms(args.remaining_s))
+    admin = AIOKafkaAdminClient(
+        bootstrap_servers=args.bootstrap, client_id=CLIENT_ID, request_timeout_ms=_ms(args.remaining_s)
+    )
     await admin.start()
     try:
-        await admin.create_topics([NewTopic(args.topic, num_partitions=args.partitions, replication_factor=1)])
+        await admin.create_topics(
+            [NewTopic(args.topic, num_partitions=args.partitions, replication_factor=1)]
+        )
     finally:
         await admin.close()
     emit("created", topic=args.topic)
@@ -53,24 +57,38 @@ async def create(args: Args) -> None:
 
 async def produce(args: Args) -> None:
     compression = None if args.compression == "none" else args.compression
-    producer = AIOKafkaProducer(bootstrap_servers=args.bootstrap, client_id=CLIENT_ID, compression_type=compression,
-                                request_timeout_ms=args.request_timeout_ms(),
-                                **({"linger_ms": GOLDEN_LINGER_MS} if args.golden else {}))
+    producer = AIOKafkaProducer(
+        bootstrap_servers=args.bootstrap,
+        client_id=CLIENT_ID,
+        compression_type=compression,
+        request_timeout_ms=args.request_timeout_ms(),
+        **({"linger_ms": GOLDEN_LINGER_MS} if args.golden else {}),
+    )
     await producer.start()
     try:
         # send() queues into per-partition batches (so compression sees many records a batch);
         # awaiting each returned future afterwards gives the offsets in send order.
         futures = [
-            await producer.send(args.topic, value=value.encode(), key=f"k{i}".encode(),
-                                headers=args.record_headers(CLIENT, i), partition=args.partition_of(i),
-                                timestamp_ms=args.timestamp_ms(i))
+            await producer.send(
+                args.topic,
+                value=value.encode(),
+                key=f"k{i}".encode(),
+                headers=args.record_headers(CLIENT, i),
+                partition=args.partition_of(i),
+                timestamp_ms=args.timestamp_ms(i),
+            )
             for i, value in enumerate(args.values(CLIENT))
         ]
         metas = [await f for f in futures]
     finally:
         await producer.stop()
-    emit("produced", topic=args.topic, partition=sorted({m.partition for m in metas}),
-         offsets=[m.offset for m in metas], records=[[m.partition, m.offset] for m in metas])
+    emit(
+        "produced",
+        topic=args.topic,
+        partition=sorted({m.partition for m in metas}),
+        offsets=[m.offset for m in metas],
+        records=[[m.partition, m.offset] for m in metas],
+    )
 
 
 async def consume(args: Args) -> None:
@@ -91,13 +109,21 @@ async def consume(args: Args) -> None:
         while len(got) < args.count and time.monotonic() < args.deadline:
             batches = await consumer.getmany(timeout_ms=_ms(min(0.5, args.remaining_s)))
             for records in batches.values():
-                got.extend([r.partition, r.offset, text(r.key), text(r.value), [[k, text(v)] for k, v in r.headers]]
-                           for r in records)
+                got.extend(
+                    [r.partition, r.offset, text(r.key), text(r.value), [[k, text(v)] for k, v in r.headers]]
+                    for r in records
+                )
     finally:
         await consumer.stop()
     emit("consumed", topic=args.topic, values=[r[3] for r in got], records=got)
 
 
 if __name__ == "__main__":
-    run({"metadata": _sync(metadata), "create": _sync(create), "produce": _sync(produce),
-         "consume": _sync(consume)})
+    run(
+        {
+            "metadata": _sync(metadata),
+            "create": _sync(create),
+            "produce": _sync(produce),
+            "consume": _sync(consume),
+        }
+    )

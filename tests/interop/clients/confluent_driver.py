@@ -54,7 +54,10 @@ def create(args: Args) -> None:
 
 
 def produce(args: Args) -> None:
-    settings: dict[str, Any] = {"message.timeout.ms": int(args.remaining_s * 1000), "compression.type": args.compression}
+    settings: dict[str, Any] = {
+        "message.timeout.ms": int(args.remaining_s * 1000),
+        "compression.type": args.compression,
+    }
     if args.golden:
         settings["linger.ms"] = GOLDEN_LINGER_MS
     producer = Producer(_config(args, **settings))
@@ -81,15 +84,21 @@ def produce(args: Args) -> None:
         timestamp = args.timestamp_ms(i)
         if timestamp is not None:
             options["timestamp"] = timestamp
-        producer.produce(args.topic, value=value.encode(), key=f"k{i}".encode(), on_delivery=on_delivery,
-                         **options)
+        producer.produce(
+            args.topic, value=value.encode(), key=f"k{i}".encode(), on_delivery=on_delivery, **options
+        )
         producer.poll(0)
     left = producer.flush(args.remaining_s)
     if errors or left:
         raise RuntimeError(f"delivery failed: errors={errors} undelivered={left}")
     records = [list(sent[i]) for i in sorted(sent)]
-    emit("produced", topic=args.topic, partition=sorted({p for p, _ in records}),
-         offsets=[o for _, o in records], records=records)
+    emit(
+        "produced",
+        topic=args.topic,
+        partition=sorted({p for p, _ in records}),
+        offsets=[o for _, o in records],
+        records=records,
+    )
 
 
 def _position(msg: Message) -> tuple[int, int]:
@@ -164,8 +173,12 @@ def group(args: Args) -> None:
             except KafkaException as exc:
                 # E.g. the group rebalanced meanwhile: the batch stays uncommitted, and the
                 # partition's next owner processes it again, which at-least-once allows.
-                emit("commit_failed", offsets=sorted([p, o] for p, o in next_offsets.items()),
-                     message=str(exc), t=time.monotonic())
+                emit(
+                    "commit_failed",
+                    offsets=sorted([p, o] for p, o in next_offsets.items()),
+                    message=str(exc),
+                    t=time.monotonic(),
+                )
                 continue
             emit("committed", offsets=sorted([p, o] for p, o in next_offsets.items()), t=time.monotonic())
     finally:

@@ -143,9 +143,21 @@ def parse_args(argv: list[str] | None = None) -> Args:
     unknown = [s for s in steps if s not in STEPS]
     if unknown:
         parser.error(f"unknown steps {unknown}")
-    return Args(ns.bootstrap, steps, ns.topic, ns.count, ns.timeout_s, time.monotonic() + ns.timeout_s,
-                partitions=ns.partitions, compression=ns.compression, headers=ns.headers,
-                value_size=ns.value_size, group=ns.group, batch=ns.batch, golden=ns.golden)
+    return Args(
+        ns.bootstrap,
+        steps,
+        ns.topic,
+        ns.count,
+        ns.timeout_s,
+        time.monotonic() + ns.timeout_s,
+        partitions=ns.partitions,
+        compression=ns.compression,
+        headers=ns.headers,
+        value_size=ns.value_size,
+        group=ns.group,
+        batch=ns.batch,
+        golden=ns.golden,
+    )
 
 
 def emit(event: str, **fields: Any) -> None:

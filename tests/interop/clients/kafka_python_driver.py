@@ -18,8 +18,9 @@ def _ms(seconds: float) -> int:
 
 
 def metadata(args: Args) -> None:
-    admin = KafkaAdminClient(bootstrap_servers=args.bootstrap, client_id=CLIENT_ID,
-                             request_timeout_ms=_ms(args.remaining_s))
+    admin = KafkaAdminClient(
+        bootstrap_servers=args.bootstrap, client_id=CLIENT_ID, request_timeout_ms=_ms(args.remaining_s)
+    )
     try:
         cluster = admin.describe_cluster()
         topics = admin.list_topics()
@@ -30,8 +31,9 @@ def metadata(args: Args) -> None:
 
 
 def create(args: Args) -> None:
-    admin = KafkaAdminClient(bootstrap_servers=args.bootstrap, client_id=CLIENT_ID,
-                             request_timeout_ms=_ms(args.remaining_s))
+    admin = KafkaAdminClient(
+        bootstrap_servers=args.bootstrap, client_id=CLIENT_ID, request_timeout_ms=_ms(args.remaining_s)
+    )
     try:
         admin.create_topics({args.topic: {"num_partitions": args.partitions, "replication_factor": 1}})
     finally:
@@ -41,21 +43,36 @@ def create(args: Args) -> None:
 
 def produce(args: Args) -> None:
     compression = None if args.compression == "none" else args.compression
-    producer = KafkaProducer(bootstrap_servers=args.bootstrap, client_id=CLIENT_ID, compression_type=compression,
-                             request_timeout_ms=args.request_timeout_ms(), max_block_ms=_ms(args.remaining_s),
-                             **({"linger_ms": GOLDEN_LINGER_MS} if args.golden else {}))
+    producer = KafkaProducer(
+        bootstrap_servers=args.bootstrap,
+        client_id=CLIENT_ID,
+        compression_type=compression,
+        request_timeout_ms=args.request_timeout_ms(),
+        max_block_ms=_ms(args.remaining_s),
+        **({"linger_ms": GOLDEN_LINGER_MS} if args.golden else {}),
+    )
     try:
         futures = [
-            producer.send(args.topic, value=value.encode(), key=f"k{i}".encode(),
-                          headers=args.record_headers(CLIENT, i), partition=args.partition_of(i),
-                          timestamp_ms=args.timestamp_ms(i))
+            producer.send(
+                args.topic,
+                value=value.encode(),
+                key=f"k{i}".encode(),
+                headers=args.record_headers(CLIENT, i),
+                partition=args.partition_of(i),
+                timestamp_ms=args.timestamp_ms(i),
+            )
             for i, value in enumerate(args.values(CLIENT))
         ]
         metas = [f.get(timeout=args.remaining_s) for f in futures]
     finally:
         producer.close(timeout=1)
-    emit("produced", topic=args.topic, partition=sorted({m.partition for m in metas}),
-         offsets=[m.offset for m in metas], records=[[m.partition, m.offset] for m in metas])
+    emit(
+        "produced",
+        topic=args.topic,
+        partition=sorted({m.partition for m in metas}),
+        offsets=[m.offset for m in metas],
+        records=[[m.partition, m.offset] for m in metas],
+    )
 
 
 def consume(args: Args) -> None:
@@ -75,8 +92,10 @@ def consume(args: Args) -> None:
         while len(got) < args.count and time.monotonic() < args.deadline:
             batches = consumer.poll(timeout_ms=_ms(min(0.5, args.remaining_s)))
             for records in batches.values():
-                got.extend([r.partition, r.offset, text(r.key), text(r.value), [[k, text(v)] for k, v in r.headers]]
-                           for r in records)
+                got.extend(
+                    [r.partition, r.offset, text(r.key), text(r.value), [[k, text(v)] for k, v in r.headers]]
+                    for r in records
+                )
     finally:
         consumer.close(autocommit=False)
     emit("consumed", topic=args.topic, values=[r[3] for r in got], records=got)
