@@ -27,6 +27,7 @@ from pyspark.sql.datasource import (
     InputPartition,
     WriterCommitMessage,
 )
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, ReadMinRows
 from pyspark.sql.types import Row, StructType
 
 from kafka_wire.client import TopicPartition, partition_for_key
@@ -144,10 +145,25 @@ class KafkaWireStreamReader(DataSourceStreamReader):
         bounds = source.bounds(source.partitions())
         return offsets_json(source.resolve(self.settings.starting, bounds))
 
-    def latestOffset(self) -> dict[str, dict[str, int]]:
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, dict[str, int]]:
+        """The log end offsets, or fewer rows when Spark asks for at most ``ReadMaxRows`` (taken from
+        the partitions in order) or at least ``ReadMinRows`` (``start`` until they are there)."""
         source = Source(self.settings)
         self._bounds = source.bounds(source.partitions())
-        return offsets_json({tp: high for tp, (_, high) in self._bounds.items()})
+        ends = {tp: high for tp, (_, high) in self._bounds.items()}
+        begun = offsets_from_json(start)
+        available = {tp: max(0, high - begun.get(tp, low)) for tp, (low, high) in self._bounds.items()}
+        if isinstance(limit, ReadMinRows) and sum(available.values()) < limit.min_rows:
+            return offsets_json({tp: begun.get(tp, low) for tp, (low, _) in self._bounds.items()})
+        if isinstance(limit, ReadMaxRows):
+            room = limit.max_rows
+            for tp in sorted(ends):
+                taken = min(available[tp], room)
+                room -= taken
+                ends[tp] = ends[tp] - available[tp] + taken
+        elif not isinstance(limit, (ReadAllAvailable, ReadMinRows)):
+            raise OptionError(f"kafka_wire cannot honour the read limit {limit!r}")
+        return offsets_json(ends)
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> Sequence[InputPartition]:
         ranges = Source(self.settings).stream_ranges(

@@ -208,3 +208,26 @@ def test_truncated_and_corrupt_tails(tmp_path: Path) -> None:
     log_file.write_bytes(data[:-1] + b"\x00")  # flipped byte: CRC mismatch
     with pytest.raises(CorruptBatchError):
         _read(tmp_path, tp, 0, 6)
+
+
+def test_stream_reader_honours_spark_read_limits(tmp_path: Path) -> None:
+    """Spark 4.2+ passes the previous end and a read limit to ``latestOffset``."""
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
+
+    from kafka_wire.spark.plan import Settings
+    from kafka_wire.spark.source import KafkaWireStreamReader
+
+    for partition in (0, 1):
+        write_partition(tmp_path, "s", partition, [[build_batch(_records(0, 10), base_offset=0)]])
+    reader = KafkaWireStreamReader(
+        Settings.parse(
+            {"path": str(tmp_path), "subscribe": "s", "startingOffsets": "earliest"}, streaming=True
+        )
+    )
+    start = reader.initialOffset()
+    assert start == {"s": {"0": 0, "1": 0}}
+    assert reader.latestOffset(start, ReadAllAvailable()) == {"s": {"0": 10, "1": 10}}
+    assert reader.latestOffset(start, ReadMaxRows(14)) == {"s": {"0": 10, "1": 4}}
+    assert reader.latestOffset({"s": {"0": 10, "1": 4}}, ReadMaxRows(100)) == {"s": {"0": 10, "1": 10}}
+    assert reader.latestOffset({"s": {"0": 10, "1": 4}}, ReadMinRows(7)) == {"s": {"0": 10, "1": 4}}
+    assert reader.latestOffset({"s": {"0": 10, "1": 4}}, ReadMinRows(6)) == {"s": {"0": 10, "1": 10}}
