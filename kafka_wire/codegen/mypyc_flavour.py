@@ -116,7 +116,10 @@ class NativeModuleEmitter(ModuleEmitter):
         return False  # element by element: each write is a C call
 
     def array_items(self, w: SourceWriter, f: Field, p: str) -> str:
-        w.line(f"l_{p}: list[{self.elem_type(f)}] = _as_list(x_{p})")
+        # A list only: another sized iterable (a tuple, say) fails the cast with TypeError and the
+        # message goes to the pure encoder, which takes it. (A call per array to copy other
+        # iterables cost MetadataResponse v12 encode about 10%: 2,000 partitions, three arrays each.)
+        w.line(f"l_{p}: list[{self.elem_type(f)}] = x_{p}")
         return f"l_{p}"
 
     # ----------------------------------------------------------------- fixed-width values
@@ -342,14 +345,6 @@ def _as_bytes(value: object) -> bytes:
     if isinstance(value, bytes):
         return value
     return bytes(memoryview(value))  # type: ignore[arg-type]  # non-buffers raise TypeError
-
-
-def _as_list(value: Any) -> list[Any]:
-    """An array field's value as a list: the pure encoders take any sized iterable (a tuple, say)."""
-    if isinstance(value, list):
-        return value
-    len(value)  # what has no length fails here, as in the pure encoders
-    return list(value)
 
 
 def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unknown: tuple[tuple[int, bytes], ...],

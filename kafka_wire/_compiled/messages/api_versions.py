@@ -117,14 +117,6 @@ def _as_bytes(value: object) -> bytes:
     return bytes(memoryview(value))  # type: ignore[arg-type]  # non-buffers raise TypeError
 
 
-def _as_list(value: Any) -> list[Any]:
-    """An array field's value as a list: the pure encoders take any sized iterable (a tuple, say)."""
-    if isinstance(value, list):
-        return value
-    len(value)  # what has no length fails here, as in the pure encoders
-    return list(value)
-
-
 def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unknown: tuple[tuple[int, bytes], ...],
                 known_tags: frozenset[int]) -> None:  # fmt: skip
     """A tagged-field block, written by the runtime's own writer."""
@@ -686,7 +678,7 @@ def _encode_ApiVersionsResponse_v0(o: ApiVersionsResponse, w: BytesWriter) -> No
     if x_api_keys is None:
         raise ValueOutOfRangeError('non-nullable field ApiKeys is None', version=0)
     else:
-        l_api_keys: list[ApiVersionsResponseApiVersion] = _as_list(x_api_keys)
+        l_api_keys: list[ApiVersionsResponseApiVersion] = x_api_keys
         write_i32_be(w, len(l_api_keys))
         for e_api_keys in l_api_keys:
             _encode_ApiVersionsResponseApiVersion_v0(e_api_keys, w)
@@ -727,7 +719,7 @@ def _encode_ApiVersionsResponse_v1(o: ApiVersionsResponse, w: BytesWriter) -> No
     if x_api_keys is None:
         raise ValueOutOfRangeError('non-nullable field ApiKeys is None', version=1)
     else:
-        l_api_keys: list[ApiVersionsResponseApiVersion] = _as_list(x_api_keys)
+        l_api_keys: list[ApiVersionsResponseApiVersion] = x_api_keys
         write_i32_be(w, len(l_api_keys))
         for e_api_keys in l_api_keys:
             _encode_ApiVersionsResponseApiVersion_v0(e_api_keys, w)
@@ -837,7 +829,7 @@ def _encode_ApiVersionsResponse_v3(o: ApiVersionsResponse, w: BytesWriter) -> No
     if x_api_keys is None:
         raise ValueOutOfRangeError('non-nullable field ApiKeys is None', version=3)
     else:
-        l_api_keys: list[ApiVersionsResponseApiVersion] = _as_list(x_api_keys)
+        l_api_keys: list[ApiVersionsResponseApiVersion] = x_api_keys
         m = len(l_api_keys) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -854,7 +846,7 @@ def _encode_ApiVersionsResponse_v3(o: ApiVersionsResponse, w: BytesWriter) -> No
         if x_supported_features is None:
             raise ValueOutOfRangeError('non-nullable field SupportedFeatures is None', version=3)
         else:
-            l_supported_features: list[ApiVersionsResponseSupportedFeatureKey] = _as_list(x_supported_features)
+            l_supported_features: list[ApiVersionsResponseSupportedFeatureKey] = x_supported_features
             m = len(l_supported_features) + 1
             if m < 0x80:
                 t_supported_features.append(u8(m))
@@ -874,7 +866,7 @@ def _encode_ApiVersionsResponse_v3(o: ApiVersionsResponse, w: BytesWriter) -> No
         if x_finalized_features is None:
             raise ValueOutOfRangeError('non-nullable field FinalizedFeatures is None', version=3)
         else:
-            l_finalized_features: list[ApiVersionsResponseFinalizedFeatureKey] = _as_list(x_finalized_features)
+            l_finalized_features: list[ApiVersionsResponseFinalizedFeatureKey] = x_finalized_features
             m = len(l_finalized_features) + 1
             if m < 0x80:
                 t_finalized_features.append(u8(m))

@@ -119,14 +119,6 @@ def _as_bytes(value: object) -> bytes:
     return bytes(memoryview(value))  # type: ignore[arg-type]  # non-buffers raise TypeError
 
 
-def _as_list(value: Any) -> list[Any]:
-    """An array field's value as a list: the pure encoders take any sized iterable (a tuple, say)."""
-    if isinstance(value, list):
-        return value
-    len(value)  # what has no length fails here, as in the pure encoders
-    return list(value)
-
-
 def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unknown: tuple[tuple[int, bytes], ...],
                 known_tags: frozenset[int]) -> None:  # fmt: skip
     """A tagged-field block, written by the runtime's own writer."""
@@ -744,7 +736,7 @@ def _encode_FetchRequestTopic_v0(o: FetchRequestTopic, w: BytesWriter) -> None:
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        l_partitions: list[FetchRequestPartition] = _as_list(x_partitions)
+        l_partitions: list[FetchRequestPartition] = x_partitions
         write_i32_be(w, len(l_partitions))
         for e_partitions in l_partitions:
             _encode_FetchRequestPartition_v0(e_partitions, w)
@@ -800,7 +792,7 @@ def _encode_FetchRequestTopic_v5(o: FetchRequestTopic, w: BytesWriter) -> None:
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=5)
     else:
-        l_partitions: list[FetchRequestPartition] = _as_list(x_partitions)
+        l_partitions: list[FetchRequestPartition] = x_partitions
         write_i32_be(w, len(l_partitions))
         for e_partitions in l_partitions:
             _encode_FetchRequestPartition_v5(e_partitions, w)
@@ -856,7 +848,7 @@ def _encode_FetchRequestTopic_v9(o: FetchRequestTopic, w: BytesWriter) -> None:
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=9)
     else:
-        l_partitions: list[FetchRequestPartition] = _as_list(x_partitions)
+        l_partitions: list[FetchRequestPartition] = x_partitions
         write_i32_be(w, len(l_partitions))
         for e_partitions in l_partitions:
             _encode_FetchRequestPartition_v9(e_partitions, w)
@@ -942,7 +934,7 @@ def _encode_FetchRequestTopic_v12(o: FetchRequestTopic, w: BytesWriter) -> None:
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=12)
     else:
-        l_partitions: list[FetchRequestPartition] = _as_list(x_partitions)
+        l_partitions: list[FetchRequestPartition] = x_partitions
         m = len(l_partitions) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -1008,7 +1000,7 @@ def _encode_FetchRequestTopic_v13(o: FetchRequestTopic, w: BytesWriter) -> None:
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=13)
     else:
-        l_partitions: list[FetchRequestPartition] = _as_list(x_partitions)
+        l_partitions: list[FetchRequestPartition] = x_partitions
         m = len(l_partitions) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -1074,7 +1066,7 @@ def _encode_FetchRequestTopic_v17(o: FetchRequestTopic, w: BytesWriter) -> None:
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=17)
     else:
-        l_partitions: list[FetchRequestPartition] = _as_list(x_partitions)
+        l_partitions: list[FetchRequestPartition] = x_partitions
         m = len(l_partitions) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -1140,7 +1132,7 @@ def _encode_FetchRequestTopic_v18(o: FetchRequestTopic, w: BytesWriter) -> None:
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=18)
     else:
-        l_partitions: list[FetchRequestPartition] = _as_list(x_partitions)
+        l_partitions: list[FetchRequestPartition] = x_partitions
         m = len(l_partitions) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -1203,7 +1195,7 @@ def _encode_FetchRequestForgottenTopic_v7(o: FetchRequestForgottenTopic, w: Byte
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=7)
     else:
-        l_partitions: list[int] = _as_list(x_partitions)
+        l_partitions: list[int] = x_partitions
         write_i32_be(w, len(l_partitions))
         for e_partitions in l_partitions:
             write_i32_be(w, e_partitions)
@@ -1290,7 +1282,7 @@ def _encode_FetchRequestForgottenTopic_v12(o: FetchRequestForgottenTopic, w: Byt
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=12)
     else:
-        l_partitions: list[int] = _as_list(x_partitions)
+        l_partitions: list[int] = x_partitions
         m = len(l_partitions) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -1357,7 +1349,7 @@ def _encode_FetchRequestForgottenTopic_v13(o: FetchRequestForgottenTopic, w: Byt
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=13)
     else:
-        l_partitions: list[int] = _as_list(x_partitions)
+        l_partitions: list[int] = x_partitions
         m = len(l_partitions) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -1415,7 +1407,7 @@ def _encode_FetchRequest_v0(o: FetchRequest, w: BytesWriter) -> None:
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        l_topics: list[FetchRequestTopic] = _as_list(x_topics)
+        l_topics: list[FetchRequestTopic] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_FetchRequestTopic_v0(e_topics, w)
@@ -1472,7 +1464,7 @@ def _encode_FetchRequest_v3(o: FetchRequest, w: BytesWriter) -> None:
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=3)
     else:
-        l_topics: list[FetchRequestTopic] = _as_list(x_topics)
+        l_topics: list[FetchRequestTopic] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_FetchRequestTopic_v0(e_topics, w)
@@ -1536,7 +1528,7 @@ def _encode_FetchRequest_v4(o: FetchRequest, w: BytesWriter) -> None:
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=4)
     else:
-        l_topics: list[FetchRequestTopic] = _as_list(x_topics)
+        l_topics: list[FetchRequestTopic] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_FetchRequestTopic_v0(e_topics, w)
@@ -1600,7 +1592,7 @@ def _encode_FetchRequest_v5(o: FetchRequest, w: BytesWriter) -> None:
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=5)
     else:
-        l_topics: list[FetchRequestTopic] = _as_list(x_topics)
+        l_topics: list[FetchRequestTopic] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_FetchRequestTopic_v5(e_topics, w)
@@ -1685,7 +1677,7 @@ def _encode_FetchRequest_v7(o: FetchRequest, w: BytesWriter) -> None:
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=7)
     else:
-        l_topics: list[FetchRequestTopic] = _as_list(x_topics)
+        l_topics: list[FetchRequestTopic] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_FetchRequestTopic_v5(e_topics, w)
@@ -1693,7 +1685,7 @@ def _encode_FetchRequest_v7(o: FetchRequest, w: BytesWriter) -> None:
     if x_forgotten_topics_data is None:
         raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=7)
     else:
-        l_forgotten_topics_data: list[FetchRequestForgottenTopic] = _as_list(x_forgotten_topics_data)
+        l_forgotten_topics_data: list[FetchRequestForgottenTopic] = x_forgotten_topics_data
         write_i32_be(w, len(l_forgotten_topics_data))
         for e_forgotten_topics_data in l_forgotten_topics_data:
             _encode_FetchRequestForgottenTopic_v7(e_forgotten_topics_data, w)
@@ -1778,7 +1770,7 @@ def _encode_FetchRequest_v9(o: FetchRequest, w: BytesWriter) -> None:
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=9)
     else:
-        l_topics: list[FetchRequestTopic] = _as_list(x_topics)
+        l_topics: list[FetchRequestTopic] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_FetchRequestTopic_v9(e_topics, w)
@@ -1786,7 +1778,7 @@ def _encode_FetchRequest_v9(o: FetchRequest, w: BytesWriter) -> None:
     if x_forgotten_topics_data is None:
         raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=9)
     else:
-        l_forgotten_topics_data: list[FetchRequestForgottenTopic] = _as_list(x_forgotten_topics_data)
+        l_forgotten_topics_data: list[FetchRequestForgottenTopic] = x_forgotten_topics_data
         write_i32_be(w, len(l_forgotten_topics_data))
         for e_forgotten_topics_data in l_forgotten_topics_data:
             _encode_FetchRequestForgottenTopic_v7(e_forgotten_topics_data, w)
@@ -1885,7 +1877,7 @@ def _encode_FetchRequest_v11(o: FetchRequest, w: BytesWriter) -> None:
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=11)
     else:
-        l_topics: list[FetchRequestTopic] = _as_list(x_topics)
+        l_topics: list[FetchRequestTopic] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_FetchRequestTopic_v9(e_topics, w)
@@ -1893,7 +1885,7 @@ def _encode_FetchRequest_v11(o: FetchRequest, w: BytesWriter) -> None:
     if x_forgotten_topics_data is None:
         raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=11)
     else:
-        l_forgotten_topics_data: list[FetchRequestForgottenTopic] = _as_list(x_forgotten_topics_data)
+        l_forgotten_topics_data: list[FetchRequestForgottenTopic] = x_forgotten_topics_data
         write_i32_be(w, len(l_forgotten_topics_data))
         for e_forgotten_topics_data in l_forgotten_topics_data:
             _encode_FetchRequestForgottenTopic_v7(e_forgotten_topics_data, w)
@@ -2051,7 +2043,7 @@ def _encode_FetchRequest_v12(o: FetchRequest, w: BytesWriter) -> None:
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=12)
     else:
-        l_topics: list[FetchRequestTopic] = _as_list(x_topics)
+        l_topics: list[FetchRequestTopic] = x_topics
         m = len(l_topics) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -2063,7 +2055,7 @@ def _encode_FetchRequest_v12(o: FetchRequest, w: BytesWriter) -> None:
     if x_forgotten_topics_data is None:
         raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=12)
     else:
-        l_forgotten_topics_data: list[FetchRequestForgottenTopic] = _as_list(x_forgotten_topics_data)
+        l_forgotten_topics_data: list[FetchRequestForgottenTopic] = x_forgotten_topics_data
         m = len(l_forgotten_topics_data) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -2248,7 +2240,7 @@ def _encode_FetchRequest_v13(o: FetchRequest, w: BytesWriter) -> None:
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=13)
     else:
-        l_topics: list[FetchRequestTopic] = _as_list(x_topics)
+        l_topics: list[FetchRequestTopic] = x_topics
         m = len(l_topics) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -2260,7 +2252,7 @@ def _encode_FetchRequest_v13(o: FetchRequest, w: BytesWriter) -> None:
     if x_forgotten_topics_data is None:
         raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=13)
     else:
-        l_forgotten_topics_data: list[FetchRequestForgottenTopic] = _as_list(x_forgotten_topics_data)
+        l_forgotten_topics_data: list[FetchRequestForgottenTopic] = x_forgotten_topics_data
         m = len(l_forgotten_topics_data) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -2443,7 +2435,7 @@ def _encode_FetchRequest_v15(o: FetchRequest, w: BytesWriter) -> None:
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=15)
     else:
-        l_topics: list[FetchRequestTopic] = _as_list(x_topics)
+        l_topics: list[FetchRequestTopic] = x_topics
         m = len(l_topics) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -2455,7 +2447,7 @@ def _encode_FetchRequest_v15(o: FetchRequest, w: BytesWriter) -> None:
     if x_forgotten_topics_data is None:
         raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=15)
     else:
-        l_forgotten_topics_data: list[FetchRequestForgottenTopic] = _as_list(x_forgotten_topics_data)
+        l_forgotten_topics_data: list[FetchRequestForgottenTopic] = x_forgotten_topics_data
         m = len(l_forgotten_topics_data) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -2642,7 +2634,7 @@ def _encode_FetchRequest_v17(o: FetchRequest, w: BytesWriter) -> None:
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=17)
     else:
-        l_topics: list[FetchRequestTopic] = _as_list(x_topics)
+        l_topics: list[FetchRequestTopic] = x_topics
         m = len(l_topics) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -2654,7 +2646,7 @@ def _encode_FetchRequest_v17(o: FetchRequest, w: BytesWriter) -> None:
     if x_forgotten_topics_data is None:
         raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=17)
     else:
-        l_forgotten_topics_data: list[FetchRequestForgottenTopic] = _as_list(x_forgotten_topics_data)
+        l_forgotten_topics_data: list[FetchRequestForgottenTopic] = x_forgotten_topics_data
         m = len(l_forgotten_topics_data) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -2841,7 +2833,7 @@ def _encode_FetchRequest_v18(o: FetchRequest, w: BytesWriter) -> None:
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=18)
     else:
-        l_topics: list[FetchRequestTopic] = _as_list(x_topics)
+        l_topics: list[FetchRequestTopic] = x_topics
         m = len(l_topics) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -2853,7 +2845,7 @@ def _encode_FetchRequest_v18(o: FetchRequest, w: BytesWriter) -> None:
     if x_forgotten_topics_data is None:
         raise ValueOutOfRangeError('non-nullable field ForgottenTopicsData is None', version=18)
     else:
-        l_forgotten_topics_data: list[FetchRequestForgottenTopic] = _as_list(x_forgotten_topics_data)
+        l_forgotten_topics_data: list[FetchRequestForgottenTopic] = x_forgotten_topics_data
         m = len(l_forgotten_topics_data) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -3216,7 +3208,7 @@ def _encode_FetchResponsePartitionData_v4(o: FetchResponsePartitionData, w: Byte
     if x_aborted_transactions is None:
         write_i32_be(w, -1)
     else:
-        l_aborted_transactions: list[FetchResponseAbortedTransaction] = _as_list(x_aborted_transactions)
+        l_aborted_transactions: list[FetchResponseAbortedTransaction] = x_aborted_transactions
         write_i32_be(w, len(l_aborted_transactions))
         for e_aborted_transactions in l_aborted_transactions:
             _encode_FetchResponseAbortedTransaction_v4(e_aborted_transactions, w)
@@ -3303,7 +3295,7 @@ def _encode_FetchResponsePartitionData_v5(o: FetchResponsePartitionData, w: Byte
     if x_aborted_transactions is None:
         write_i32_be(w, -1)
     else:
-        l_aborted_transactions: list[FetchResponseAbortedTransaction] = _as_list(x_aborted_transactions)
+        l_aborted_transactions: list[FetchResponseAbortedTransaction] = x_aborted_transactions
         write_i32_be(w, len(l_aborted_transactions))
         for e_aborted_transactions in l_aborted_transactions:
             _encode_FetchResponseAbortedTransaction_v4(e_aborted_transactions, w)
@@ -3390,7 +3382,7 @@ def _encode_FetchResponsePartitionData_v11(o: FetchResponsePartitionData, w: Byt
     if x_aborted_transactions is None:
         write_i32_be(w, -1)
     else:
-        l_aborted_transactions: list[FetchResponseAbortedTransaction] = _as_list(x_aborted_transactions)
+        l_aborted_transactions: list[FetchResponseAbortedTransaction] = x_aborted_transactions
         write_i32_be(w, len(l_aborted_transactions))
         for e_aborted_transactions in l_aborted_transactions:
             _encode_FetchResponseAbortedTransaction_v4(e_aborted_transactions, w)
@@ -3511,7 +3503,7 @@ def _encode_FetchResponsePartitionData_v12(o: FetchResponsePartitionData, w: Byt
     if x_aborted_transactions is None:
         w.append(_ZERO)
     else:
-        l_aborted_transactions: list[FetchResponseAbortedTransaction] = _as_list(x_aborted_transactions)
+        l_aborted_transactions: list[FetchResponseAbortedTransaction] = x_aborted_transactions
         m = len(l_aborted_transactions) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -3599,7 +3591,7 @@ def _encode_FetchResponseFetchableTopicResponse_v0(o: FetchResponseFetchableTopi
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        l_partitions: list[FetchResponsePartitionData] = _as_list(x_partitions)
+        l_partitions: list[FetchResponsePartitionData] = x_partitions
         write_i32_be(w, len(l_partitions))
         for e_partitions in l_partitions:
             _encode_FetchResponsePartitionData_v0(e_partitions, w)
@@ -3655,7 +3647,7 @@ def _encode_FetchResponseFetchableTopicResponse_v4(o: FetchResponseFetchableTopi
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=4)
     else:
-        l_partitions: list[FetchResponsePartitionData] = _as_list(x_partitions)
+        l_partitions: list[FetchResponsePartitionData] = x_partitions
         write_i32_be(w, len(l_partitions))
         for e_partitions in l_partitions:
             _encode_FetchResponsePartitionData_v4(e_partitions, w)
@@ -3711,7 +3703,7 @@ def _encode_FetchResponseFetchableTopicResponse_v5(o: FetchResponseFetchableTopi
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=5)
     else:
-        l_partitions: list[FetchResponsePartitionData] = _as_list(x_partitions)
+        l_partitions: list[FetchResponsePartitionData] = x_partitions
         write_i32_be(w, len(l_partitions))
         for e_partitions in l_partitions:
             _encode_FetchResponsePartitionData_v5(e_partitions, w)
@@ -3767,7 +3759,7 @@ def _encode_FetchResponseFetchableTopicResponse_v11(o: FetchResponseFetchableTop
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=11)
     else:
-        l_partitions: list[FetchResponsePartitionData] = _as_list(x_partitions)
+        l_partitions: list[FetchResponsePartitionData] = x_partitions
         write_i32_be(w, len(l_partitions))
         for e_partitions in l_partitions:
             _encode_FetchResponsePartitionData_v11(e_partitions, w)
@@ -3853,7 +3845,7 @@ def _encode_FetchResponseFetchableTopicResponse_v12(o: FetchResponseFetchableTop
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=12)
     else:
-        l_partitions: list[FetchResponsePartitionData] = _as_list(x_partitions)
+        l_partitions: list[FetchResponsePartitionData] = x_partitions
         m = len(l_partitions) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -3919,7 +3911,7 @@ def _encode_FetchResponseFetchableTopicResponse_v13(o: FetchResponseFetchableTop
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=13)
     else:
-        l_partitions: list[FetchResponsePartitionData] = _as_list(x_partitions)
+        l_partitions: list[FetchResponsePartitionData] = x_partitions
         m = len(l_partitions) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -4066,7 +4058,7 @@ def _encode_FetchResponse_v0(o: FetchResponse, w: BytesWriter) -> None:
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=0)
     else:
-        l_responses: list[FetchResponseFetchableTopicResponse] = _as_list(x_responses)
+        l_responses: list[FetchResponseFetchableTopicResponse] = x_responses
         write_i32_be(w, len(l_responses))
         for e_responses in l_responses:
             _encode_FetchResponseFetchableTopicResponse_v0(e_responses, w)
@@ -4109,7 +4101,7 @@ def _encode_FetchResponse_v1(o: FetchResponse, w: BytesWriter) -> None:
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=1)
     else:
-        l_responses: list[FetchResponseFetchableTopicResponse] = _as_list(x_responses)
+        l_responses: list[FetchResponseFetchableTopicResponse] = x_responses
         write_i32_be(w, len(l_responses))
         for e_responses in l_responses:
             _encode_FetchResponseFetchableTopicResponse_v0(e_responses, w)
@@ -4152,7 +4144,7 @@ def _encode_FetchResponse_v4(o: FetchResponse, w: BytesWriter) -> None:
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=4)
     else:
-        l_responses: list[FetchResponseFetchableTopicResponse] = _as_list(x_responses)
+        l_responses: list[FetchResponseFetchableTopicResponse] = x_responses
         write_i32_be(w, len(l_responses))
         for e_responses in l_responses:
             _encode_FetchResponseFetchableTopicResponse_v4(e_responses, w)
@@ -4195,7 +4187,7 @@ def _encode_FetchResponse_v5(o: FetchResponse, w: BytesWriter) -> None:
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=5)
     else:
-        l_responses: list[FetchResponseFetchableTopicResponse] = _as_list(x_responses)
+        l_responses: list[FetchResponseFetchableTopicResponse] = x_responses
         write_i32_be(w, len(l_responses))
         for e_responses in l_responses:
             _encode_FetchResponseFetchableTopicResponse_v5(e_responses, w)
@@ -4245,7 +4237,7 @@ def _encode_FetchResponse_v7(o: FetchResponse, w: BytesWriter) -> None:
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=7)
     else:
-        l_responses: list[FetchResponseFetchableTopicResponse] = _as_list(x_responses)
+        l_responses: list[FetchResponseFetchableTopicResponse] = x_responses
         write_i32_be(w, len(l_responses))
         for e_responses in l_responses:
             _encode_FetchResponseFetchableTopicResponse_v5(e_responses, w)
@@ -4295,7 +4287,7 @@ def _encode_FetchResponse_v11(o: FetchResponse, w: BytesWriter) -> None:
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=11)
     else:
-        l_responses: list[FetchResponseFetchableTopicResponse] = _as_list(x_responses)
+        l_responses: list[FetchResponseFetchableTopicResponse] = x_responses
         write_i32_be(w, len(l_responses))
         for e_responses in l_responses:
             _encode_FetchResponseFetchableTopicResponse_v11(e_responses, w)
@@ -4370,7 +4362,7 @@ def _encode_FetchResponse_v12(o: FetchResponse, w: BytesWriter) -> None:
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=12)
     else:
-        l_responses: list[FetchResponseFetchableTopicResponse] = _as_list(x_responses)
+        l_responses: list[FetchResponseFetchableTopicResponse] = x_responses
         m = len(l_responses) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -4451,7 +4443,7 @@ def _encode_FetchResponse_v13(o: FetchResponse, w: BytesWriter) -> None:
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=13)
     else:
-        l_responses: list[FetchResponseFetchableTopicResponse] = _as_list(x_responses)
+        l_responses: list[FetchResponseFetchableTopicResponse] = x_responses
         m = len(l_responses) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -4546,7 +4538,7 @@ def _encode_FetchResponse_v16(o: FetchResponse, w: BytesWriter) -> None:
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=16)
     else:
-        l_responses: list[FetchResponseFetchableTopicResponse] = _as_list(x_responses)
+        l_responses: list[FetchResponseFetchableTopicResponse] = x_responses
         m = len(l_responses) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -4561,7 +4553,7 @@ def _encode_FetchResponse_v16(o: FetchResponse, w: BytesWriter) -> None:
         if x_node_endpoints is None:
             raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=16)
         else:
-            l_node_endpoints: list[FetchResponseNodeEndpoint] = _as_list(x_node_endpoints)
+            l_node_endpoints: list[FetchResponseNodeEndpoint] = x_node_endpoints
             m = len(l_node_endpoints) + 1
             if m < 0x80:
                 t_node_endpoints.append(u8(m))

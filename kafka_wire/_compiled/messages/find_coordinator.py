@@ -109,14 +109,6 @@ def _as_bytes(value: object) -> bytes:
     return bytes(memoryview(value))  # type: ignore[arg-type]  # non-buffers raise TypeError
 
 
-def _as_list(value: Any) -> list[Any]:
-    """An array field's value as a list: the pure encoders take any sized iterable (a tuple, say)."""
-    if isinstance(value, list):
-        return value
-    len(value)  # what has no length fails here, as in the pure encoders
-    return list(value)
-
-
 def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unknown: tuple[tuple[int, bytes], ...],
                 known_tags: frozenset[int]) -> None:  # fmt: skip
     """A tagged-field block, written by the runtime's own writer."""
@@ -404,7 +396,7 @@ def _encode_FindCoordinatorRequest_v4(o: FindCoordinatorRequest, w: BytesWriter)
     if x_coordinator_keys is None:
         raise ValueOutOfRangeError('non-nullable field CoordinatorKeys is None', version=4)
     else:
-        l_coordinator_keys: list[str] = _as_list(x_coordinator_keys)
+        l_coordinator_keys: list[str] = x_coordinator_keys
         m = len(l_coordinator_keys) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -874,7 +866,7 @@ def _encode_FindCoordinatorResponse_v4(o: FindCoordinatorResponse, w: BytesWrite
     if x_coordinators is None:
         raise ValueOutOfRangeError('non-nullable field Coordinators is None', version=4)
     else:
-        l_coordinators: list[FindCoordinatorResponseCoordinator] = _as_list(x_coordinators)
+        l_coordinators: list[FindCoordinatorResponseCoordinator] = x_coordinators
         m = len(l_coordinators) + 1
         if m < 0x80:
             w.append(u8(m))

@@ -109,14 +109,6 @@ def _as_bytes(value: object) -> bytes:
     return bytes(memoryview(value))  # type: ignore[arg-type]  # non-buffers raise TypeError
 
 
-def _as_list(value: Any) -> list[Any]:
-    """An array field's value as a list: the pure encoders take any sized iterable (a tuple, say)."""
-    if isinstance(value, list):
-        return value
-    len(value)  # what has no length fails here, as in the pure encoders
-    return list(value)
-
-
 def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unknown: tuple[tuple[int, bytes], ...],
                 known_tags: frozenset[int]) -> None:  # fmt: skip
     """A tagged-field block, written by the runtime's own writer."""

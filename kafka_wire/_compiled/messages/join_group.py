@@ -109,14 +109,6 @@ def _as_bytes(value: object) -> bytes:
     return bytes(memoryview(value))  # type: ignore[arg-type]  # non-buffers raise TypeError
 
 
-def _as_list(value: Any) -> list[Any]:
-    """An array field's value as a list: the pure encoders take any sized iterable (a tuple, say)."""
-    if isinstance(value, list):
-        return value
-    len(value)  # what has no length fails here, as in the pure encoders
-    return list(value)
-
-
 def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unknown: tuple[tuple[int, bytes], ...],
                 known_tags: frozenset[int]) -> None:  # fmt: skip
     """A tagged-field block, written by the runtime's own writer."""
@@ -437,7 +429,7 @@ def _encode_JoinGroupRequest_v0(o: JoinGroupRequest, w: BytesWriter) -> None:
     if x_protocols is None:
         raise ValueOutOfRangeError('non-nullable field Protocols is None', version=0)
     else:
-        l_protocols: list[JoinGroupRequestProtocol] = _as_list(x_protocols)
+        l_protocols: list[JoinGroupRequestProtocol] = x_protocols
         write_i32_be(w, len(l_protocols))
         for e_protocols in l_protocols:
             _encode_JoinGroupRequestProtocol_v0(e_protocols, w)
@@ -549,7 +541,7 @@ def _encode_JoinGroupRequest_v1(o: JoinGroupRequest, w: BytesWriter) -> None:
     if x_protocols is None:
         raise ValueOutOfRangeError('non-nullable field Protocols is None', version=1)
     else:
-        l_protocols: list[JoinGroupRequestProtocol] = _as_list(x_protocols)
+        l_protocols: list[JoinGroupRequestProtocol] = x_protocols
         write_i32_be(w, len(l_protocols))
         for e_protocols in l_protocols:
             _encode_JoinGroupRequestProtocol_v0(e_protocols, w)
@@ -681,7 +673,7 @@ def _encode_JoinGroupRequest_v5(o: JoinGroupRequest, w: BytesWriter) -> None:
     if x_protocols is None:
         raise ValueOutOfRangeError('non-nullable field Protocols is None', version=5)
     else:
-        l_protocols: list[JoinGroupRequestProtocol] = _as_list(x_protocols)
+        l_protocols: list[JoinGroupRequestProtocol] = x_protocols
         write_i32_be(w, len(l_protocols))
         for e_protocols in l_protocols:
             _encode_JoinGroupRequestProtocol_v0(e_protocols, w)
@@ -867,7 +859,7 @@ def _encode_JoinGroupRequest_v6(o: JoinGroupRequest, w: BytesWriter) -> None:
     if x_protocols is None:
         raise ValueOutOfRangeError('non-nullable field Protocols is None', version=6)
     else:
-        l_protocols: list[JoinGroupRequestProtocol] = _as_list(x_protocols)
+        l_protocols: list[JoinGroupRequestProtocol] = x_protocols
         m = len(l_protocols) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -1076,7 +1068,7 @@ def _encode_JoinGroupRequest_v8(o: JoinGroupRequest, w: BytesWriter) -> None:
     if x_protocols is None:
         raise ValueOutOfRangeError('non-nullable field Protocols is None', version=8)
     else:
-        l_protocols: list[JoinGroupRequestProtocol] = _as_list(x_protocols)
+        l_protocols: list[JoinGroupRequestProtocol] = x_protocols
         m = len(l_protocols) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -1454,7 +1446,7 @@ def _encode_JoinGroupResponse_v0(o: JoinGroupResponse, w: BytesWriter) -> None:
     if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=0)
     else:
-        l_members: list[JoinGroupResponseMember] = _as_list(x_members)
+        l_members: list[JoinGroupResponseMember] = x_members
         write_i32_be(w, len(l_members))
         for e_members in l_members:
             _encode_JoinGroupResponseMember_v0(e_members, w)
@@ -1571,7 +1563,7 @@ def _encode_JoinGroupResponse_v2(o: JoinGroupResponse, w: BytesWriter) -> None:
     if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=2)
     else:
-        l_members: list[JoinGroupResponseMember] = _as_list(x_members)
+        l_members: list[JoinGroupResponseMember] = x_members
         write_i32_be(w, len(l_members))
         for e_members in l_members:
             _encode_JoinGroupResponseMember_v0(e_members, w)
@@ -1688,7 +1680,7 @@ def _encode_JoinGroupResponse_v5(o: JoinGroupResponse, w: BytesWriter) -> None:
     if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=5)
     else:
-        l_members: list[JoinGroupResponseMember] = _as_list(x_members)
+        l_members: list[JoinGroupResponseMember] = x_members
         write_i32_be(w, len(l_members))
         for e_members in l_members:
             _encode_JoinGroupResponseMember_v5(e_members, w)
@@ -1851,7 +1843,7 @@ def _encode_JoinGroupResponse_v6(o: JoinGroupResponse, w: BytesWriter) -> None:
     if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=6)
     else:
-        l_members: list[JoinGroupResponseMember] = _as_list(x_members)
+        l_members: list[JoinGroupResponseMember] = x_members
         m = len(l_members) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -2050,7 +2042,7 @@ def _encode_JoinGroupResponse_v7(o: JoinGroupResponse, w: BytesWriter) -> None:
     if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=7)
     else:
-        l_members: list[JoinGroupResponseMember] = _as_list(x_members)
+        l_members: list[JoinGroupResponseMember] = x_members
         m = len(l_members) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -2251,7 +2243,7 @@ def _encode_JoinGroupResponse_v9(o: JoinGroupResponse, w: BytesWriter) -> None:
     if x_members is None:
         raise ValueOutOfRangeError('non-nullable field Members is None', version=9)
     else:
-        l_members: list[JoinGroupResponseMember] = _as_list(x_members)
+        l_members: list[JoinGroupResponseMember] = x_members
         m = len(l_members) + 1
         if m < 0x80:
             w.append(u8(m))

@@ -119,14 +119,6 @@ def _as_bytes(value: object) -> bytes:
     return bytes(memoryview(value))  # type: ignore[arg-type]  # non-buffers raise TypeError
 
 
-def _as_list(value: Any) -> list[Any]:
-    """An array field's value as a list: the pure encoders take any sized iterable (a tuple, say)."""
-    if isinstance(value, list):
-        return value
-    len(value)  # what has no length fails here, as in the pure encoders
-    return list(value)
-
-
 def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unknown: tuple[tuple[int, bytes], ...],
                 known_tags: frozenset[int]) -> None:  # fmt: skip
     """A tagged-field block, written by the runtime's own writer."""
@@ -389,7 +381,7 @@ def _encode_ListOffsetsRequestTopic_v0(o: ListOffsetsRequestTopic, w: BytesWrite
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        l_partitions: list[ListOffsetsRequestPartition] = _as_list(x_partitions)
+        l_partitions: list[ListOffsetsRequestPartition] = x_partitions
         write_i32_be(w, len(l_partitions))
         for e_partitions in l_partitions:
             _encode_ListOffsetsRequestPartition_v0(e_partitions, w)
@@ -445,7 +437,7 @@ def _encode_ListOffsetsRequestTopic_v1(o: ListOffsetsRequestTopic, w: BytesWrite
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
-        l_partitions: list[ListOffsetsRequestPartition] = _as_list(x_partitions)
+        l_partitions: list[ListOffsetsRequestPartition] = x_partitions
         write_i32_be(w, len(l_partitions))
         for e_partitions in l_partitions:
             _encode_ListOffsetsRequestPartition_v1(e_partitions, w)
@@ -501,7 +493,7 @@ def _encode_ListOffsetsRequestTopic_v4(o: ListOffsetsRequestTopic, w: BytesWrite
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=4)
     else:
-        l_partitions: list[ListOffsetsRequestPartition] = _as_list(x_partitions)
+        l_partitions: list[ListOffsetsRequestPartition] = x_partitions
         write_i32_be(w, len(l_partitions))
         for e_partitions in l_partitions:
             _encode_ListOffsetsRequestPartition_v4(e_partitions, w)
@@ -587,7 +579,7 @@ def _encode_ListOffsetsRequestTopic_v6(o: ListOffsetsRequestTopic, w: BytesWrite
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=6)
     else:
-        l_partitions: list[ListOffsetsRequestPartition] = _as_list(x_partitions)
+        l_partitions: list[ListOffsetsRequestPartition] = x_partitions
         m = len(l_partitions) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -634,7 +626,7 @@ def _encode_ListOffsetsRequest_v0(o: ListOffsetsRequest, w: BytesWriter) -> None
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        l_topics: list[ListOffsetsRequestTopic] = _as_list(x_topics)
+        l_topics: list[ListOffsetsRequestTopic] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_ListOffsetsRequestTopic_v0(e_topics, w)
@@ -675,7 +667,7 @@ def _encode_ListOffsetsRequest_v1(o: ListOffsetsRequest, w: BytesWriter) -> None
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
-        l_topics: list[ListOffsetsRequestTopic] = _as_list(x_topics)
+        l_topics: list[ListOffsetsRequestTopic] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_ListOffsetsRequestTopic_v1(e_topics, w)
@@ -720,7 +712,7 @@ def _encode_ListOffsetsRequest_v2(o: ListOffsetsRequest, w: BytesWriter) -> None
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
-        l_topics: list[ListOffsetsRequestTopic] = _as_list(x_topics)
+        l_topics: list[ListOffsetsRequestTopic] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_ListOffsetsRequestTopic_v1(e_topics, w)
@@ -765,7 +757,7 @@ def _encode_ListOffsetsRequest_v4(o: ListOffsetsRequest, w: BytesWriter) -> None
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=4)
     else:
-        l_topics: list[ListOffsetsRequestTopic] = _as_list(x_topics)
+        l_topics: list[ListOffsetsRequestTopic] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_ListOffsetsRequestTopic_v4(e_topics, w)
@@ -833,7 +825,7 @@ def _encode_ListOffsetsRequest_v6(o: ListOffsetsRequest, w: BytesWriter) -> None
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=6)
     else:
-        l_topics: list[ListOffsetsRequestTopic] = _as_list(x_topics)
+        l_topics: list[ListOffsetsRequestTopic] = x_topics
         m = len(l_topics) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -910,7 +902,7 @@ def _encode_ListOffsetsRequest_v10(o: ListOffsetsRequest, w: BytesWriter) -> Non
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=10)
     else:
-        l_topics: list[ListOffsetsRequestTopic] = _as_list(x_topics)
+        l_topics: list[ListOffsetsRequestTopic] = x_topics
         m = len(l_topics) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -971,7 +963,7 @@ def _encode_ListOffsetsResponsePartitionResponse_v0(o: ListOffsetsResponsePartit
     if x_old_style_offsets is None:
         raise ValueOutOfRangeError('non-nullable field OldStyleOffsets is None', version=0)
     else:
-        l_old_style_offsets: list[int] = _as_list(x_old_style_offsets)
+        l_old_style_offsets: list[int] = x_old_style_offsets
         write_i32_be(w, len(l_old_style_offsets))
         for e_old_style_offsets in l_old_style_offsets:
             write_i64_be(w, e_old_style_offsets)
@@ -1159,7 +1151,7 @@ def _encode_ListOffsetsResponseTopicResponse_v0(o: ListOffsetsResponseTopicRespo
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        l_partitions: list[ListOffsetsResponsePartitionResponse] = _as_list(x_partitions)
+        l_partitions: list[ListOffsetsResponsePartitionResponse] = x_partitions
         write_i32_be(w, len(l_partitions))
         for e_partitions in l_partitions:
             _encode_ListOffsetsResponsePartitionResponse_v0(e_partitions, w)
@@ -1215,7 +1207,7 @@ def _encode_ListOffsetsResponseTopicResponse_v1(o: ListOffsetsResponseTopicRespo
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
-        l_partitions: list[ListOffsetsResponsePartitionResponse] = _as_list(x_partitions)
+        l_partitions: list[ListOffsetsResponsePartitionResponse] = x_partitions
         write_i32_be(w, len(l_partitions))
         for e_partitions in l_partitions:
             _encode_ListOffsetsResponsePartitionResponse_v1(e_partitions, w)
@@ -1271,7 +1263,7 @@ def _encode_ListOffsetsResponseTopicResponse_v4(o: ListOffsetsResponseTopicRespo
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=4)
     else:
-        l_partitions: list[ListOffsetsResponsePartitionResponse] = _as_list(x_partitions)
+        l_partitions: list[ListOffsetsResponsePartitionResponse] = x_partitions
         write_i32_be(w, len(l_partitions))
         for e_partitions in l_partitions:
             _encode_ListOffsetsResponsePartitionResponse_v4(e_partitions, w)
@@ -1357,7 +1349,7 @@ def _encode_ListOffsetsResponseTopicResponse_v6(o: ListOffsetsResponseTopicRespo
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=6)
     else:
-        l_partitions: list[ListOffsetsResponsePartitionResponse] = _as_list(x_partitions)
+        l_partitions: list[ListOffsetsResponsePartitionResponse] = x_partitions
         m = len(l_partitions) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -1396,7 +1388,7 @@ def _encode_ListOffsetsResponse_v0(o: ListOffsetsResponse, w: BytesWriter) -> No
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        l_topics: list[ListOffsetsResponseTopicResponse] = _as_list(x_topics)
+        l_topics: list[ListOffsetsResponseTopicResponse] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_ListOffsetsResponseTopicResponse_v0(e_topics, w)
@@ -1429,7 +1421,7 @@ def _encode_ListOffsetsResponse_v1(o: ListOffsetsResponse, w: BytesWriter) -> No
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
-        l_topics: list[ListOffsetsResponseTopicResponse] = _as_list(x_topics)
+        l_topics: list[ListOffsetsResponseTopicResponse] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_ListOffsetsResponseTopicResponse_v1(e_topics, w)
@@ -1467,7 +1459,7 @@ def _encode_ListOffsetsResponse_v2(o: ListOffsetsResponse, w: BytesWriter) -> No
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
-        l_topics: list[ListOffsetsResponseTopicResponse] = _as_list(x_topics)
+        l_topics: list[ListOffsetsResponseTopicResponse] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_ListOffsetsResponseTopicResponse_v1(e_topics, w)
@@ -1505,7 +1497,7 @@ def _encode_ListOffsetsResponse_v4(o: ListOffsetsResponse, w: BytesWriter) -> No
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=4)
     else:
-        l_topics: list[ListOffsetsResponseTopicResponse] = _as_list(x_topics)
+        l_topics: list[ListOffsetsResponseTopicResponse] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_ListOffsetsResponseTopicResponse_v4(e_topics, w)
@@ -1566,7 +1558,7 @@ def _encode_ListOffsetsResponse_v6(o: ListOffsetsResponse, w: BytesWriter) -> No
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=6)
     else:
-        l_topics: list[ListOffsetsResponseTopicResponse] = _as_list(x_topics)
+        l_topics: list[ListOffsetsResponseTopicResponse] = x_topics
         m = len(l_topics) + 1
         if m < 0x80:
             w.append(u8(m))

@@ -109,14 +109,6 @@ def _as_bytes(value: object) -> bytes:
     return bytes(memoryview(value))  # type: ignore[arg-type]  # non-buffers raise TypeError
 
 
-def _as_list(value: Any) -> list[Any]:
-    """An array field's value as a list: the pure encoders take any sized iterable (a tuple, say)."""
-    if isinstance(value, list):
-        return value
-    len(value)  # what has no length fails here, as in the pure encoders
-    return list(value)
-
-
 def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unknown: tuple[tuple[int, bytes], ...],
                 known_tags: frozenset[int]) -> None:  # fmt: skip
     """A tagged-field block, written by the runtime's own writer."""
@@ -420,7 +412,7 @@ def _encode_MetadataRequest_v0(o: MetadataRequest, w: BytesWriter) -> None:
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        l_topics: list[MetadataRequestTopic] = _as_list(x_topics)
+        l_topics: list[MetadataRequestTopic] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_MetadataRequestTopic_v0(e_topics, w)
@@ -459,7 +451,7 @@ def _encode_MetadataRequest_v1(o: MetadataRequest, w: BytesWriter) -> None:
     if x_topics is None:
         write_i32_be(w, -1)
     else:
-        l_topics: list[MetadataRequestTopic] = _as_list(x_topics)
+        l_topics: list[MetadataRequestTopic] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_MetadataRequestTopic_v0(e_topics, w)
@@ -499,7 +491,7 @@ def _encode_MetadataRequest_v4(o: MetadataRequest, w: BytesWriter) -> None:
     if x_topics is None:
         write_i32_be(w, -1)
     else:
-        l_topics: list[MetadataRequestTopic] = _as_list(x_topics)
+        l_topics: list[MetadataRequestTopic] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_MetadataRequestTopic_v0(e_topics, w)
@@ -542,7 +534,7 @@ def _encode_MetadataRequest_v8(o: MetadataRequest, w: BytesWriter) -> None:
     if x_topics is None:
         write_i32_be(w, -1)
     else:
-        l_topics: list[MetadataRequestTopic] = _as_list(x_topics)
+        l_topics: list[MetadataRequestTopic] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_MetadataRequestTopic_v0(e_topics, w)
@@ -610,7 +602,7 @@ def _encode_MetadataRequest_v9(o: MetadataRequest, w: BytesWriter) -> None:
     if x_topics is None:
         w.append(_ZERO)
     else:
-        l_topics: list[MetadataRequestTopic] = _as_list(x_topics)
+        l_topics: list[MetadataRequestTopic] = x_topics
         m = len(l_topics) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -684,7 +676,7 @@ def _encode_MetadataRequest_v10(o: MetadataRequest, w: BytesWriter) -> None:
     if x_topics is None:
         w.append(_ZERO)
     else:
-        l_topics: list[MetadataRequestTopic] = _as_list(x_topics)
+        l_topics: list[MetadataRequestTopic] = x_topics
         m = len(l_topics) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -757,7 +749,7 @@ def _encode_MetadataRequest_v11(o: MetadataRequest, w: BytesWriter) -> None:
     if x_topics is None:
         w.append(_ZERO)
     else:
-        l_topics: list[MetadataRequestTopic] = _as_list(x_topics)
+        l_topics: list[MetadataRequestTopic] = x_topics
         m = len(l_topics) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -1043,7 +1035,7 @@ def _encode_MetadataResponsePartition_v0(o: MetadataResponsePartition, w: BytesW
     if x_replica_nodes is None:
         raise ValueOutOfRangeError('non-nullable field ReplicaNodes is None', version=0)
     else:
-        l_replica_nodes: list[int] = _as_list(x_replica_nodes)
+        l_replica_nodes: list[int] = x_replica_nodes
         write_i32_be(w, len(l_replica_nodes))
         for e_replica_nodes in l_replica_nodes:
             write_i32_be(w, e_replica_nodes)
@@ -1051,7 +1043,7 @@ def _encode_MetadataResponsePartition_v0(o: MetadataResponsePartition, w: BytesW
     if x_isr_nodes is None:
         raise ValueOutOfRangeError('non-nullable field IsrNodes is None', version=0)
     else:
-        l_isr_nodes: list[int] = _as_list(x_isr_nodes)
+        l_isr_nodes: list[int] = x_isr_nodes
         write_i32_be(w, len(l_isr_nodes))
         for e_isr_nodes in l_isr_nodes:
             write_i32_be(w, e_isr_nodes)
@@ -1128,7 +1120,7 @@ def _encode_MetadataResponsePartition_v5(o: MetadataResponsePartition, w: BytesW
     if x_replica_nodes is None:
         raise ValueOutOfRangeError('non-nullable field ReplicaNodes is None', version=5)
     else:
-        l_replica_nodes: list[int] = _as_list(x_replica_nodes)
+        l_replica_nodes: list[int] = x_replica_nodes
         write_i32_be(w, len(l_replica_nodes))
         for e_replica_nodes in l_replica_nodes:
             write_i32_be(w, e_replica_nodes)
@@ -1136,7 +1128,7 @@ def _encode_MetadataResponsePartition_v5(o: MetadataResponsePartition, w: BytesW
     if x_isr_nodes is None:
         raise ValueOutOfRangeError('non-nullable field IsrNodes is None', version=5)
     else:
-        l_isr_nodes: list[int] = _as_list(x_isr_nodes)
+        l_isr_nodes: list[int] = x_isr_nodes
         write_i32_be(w, len(l_isr_nodes))
         for e_isr_nodes in l_isr_nodes:
             write_i32_be(w, e_isr_nodes)
@@ -1144,7 +1136,7 @@ def _encode_MetadataResponsePartition_v5(o: MetadataResponsePartition, w: BytesW
     if x_offline_replicas is None:
         raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=5)
     else:
-        l_offline_replicas: list[int] = _as_list(x_offline_replicas)
+        l_offline_replicas: list[int] = x_offline_replicas
         write_i32_be(w, len(l_offline_replicas))
         for e_offline_replicas in l_offline_replicas:
             write_i32_be(w, e_offline_replicas)
@@ -1226,7 +1218,7 @@ def _encode_MetadataResponsePartition_v7(o: MetadataResponsePartition, w: BytesW
     if x_replica_nodes is None:
         raise ValueOutOfRangeError('non-nullable field ReplicaNodes is None', version=7)
     else:
-        l_replica_nodes: list[int] = _as_list(x_replica_nodes)
+        l_replica_nodes: list[int] = x_replica_nodes
         write_i32_be(w, len(l_replica_nodes))
         for e_replica_nodes in l_replica_nodes:
             write_i32_be(w, e_replica_nodes)
@@ -1234,7 +1226,7 @@ def _encode_MetadataResponsePartition_v7(o: MetadataResponsePartition, w: BytesW
     if x_isr_nodes is None:
         raise ValueOutOfRangeError('non-nullable field IsrNodes is None', version=7)
     else:
-        l_isr_nodes: list[int] = _as_list(x_isr_nodes)
+        l_isr_nodes: list[int] = x_isr_nodes
         write_i32_be(w, len(l_isr_nodes))
         for e_isr_nodes in l_isr_nodes:
             write_i32_be(w, e_isr_nodes)
@@ -1242,7 +1234,7 @@ def _encode_MetadataResponsePartition_v7(o: MetadataResponsePartition, w: BytesW
     if x_offline_replicas is None:
         raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=7)
     else:
-        l_offline_replicas: list[int] = _as_list(x_offline_replicas)
+        l_offline_replicas: list[int] = x_offline_replicas
         write_i32_be(w, len(l_offline_replicas))
         for e_offline_replicas in l_offline_replicas:
             write_i32_be(w, e_offline_replicas)
@@ -1355,7 +1347,7 @@ def _encode_MetadataResponsePartition_v9(o: MetadataResponsePartition, w: BytesW
     if x_replica_nodes is None:
         raise ValueOutOfRangeError('non-nullable field ReplicaNodes is None', version=9)
     else:
-        l_replica_nodes: list[int] = _as_list(x_replica_nodes)
+        l_replica_nodes: list[int] = x_replica_nodes
         m = len(l_replica_nodes) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -1367,7 +1359,7 @@ def _encode_MetadataResponsePartition_v9(o: MetadataResponsePartition, w: BytesW
     if x_isr_nodes is None:
         raise ValueOutOfRangeError('non-nullable field IsrNodes is None', version=9)
     else:
-        l_isr_nodes: list[int] = _as_list(x_isr_nodes)
+        l_isr_nodes: list[int] = x_isr_nodes
         m = len(l_isr_nodes) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -1379,7 +1371,7 @@ def _encode_MetadataResponsePartition_v9(o: MetadataResponsePartition, w: BytesW
     if x_offline_replicas is None:
         raise ValueOutOfRangeError('non-nullable field OfflineReplicas is None', version=9)
     else:
-        l_offline_replicas: list[int] = _as_list(x_offline_replicas)
+        l_offline_replicas: list[int] = x_offline_replicas
         m = len(l_offline_replicas) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -1449,7 +1441,7 @@ def _encode_MetadataResponseTopic_v0(o: MetadataResponseTopic, w: BytesWriter) -
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        l_partitions: list[MetadataResponsePartition] = _as_list(x_partitions)
+        l_partitions: list[MetadataResponsePartition] = x_partitions
         write_i32_be(w, len(l_partitions))
         for e_partitions in l_partitions:
             _encode_MetadataResponsePartition_v0(e_partitions, w)
@@ -1517,7 +1509,7 @@ def _encode_MetadataResponseTopic_v1(o: MetadataResponseTopic, w: BytesWriter) -
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
-        l_partitions: list[MetadataResponsePartition] = _as_list(x_partitions)
+        l_partitions: list[MetadataResponsePartition] = x_partitions
         write_i32_be(w, len(l_partitions))
         for e_partitions in l_partitions:
             _encode_MetadataResponsePartition_v0(e_partitions, w)
@@ -1585,7 +1577,7 @@ def _encode_MetadataResponseTopic_v5(o: MetadataResponseTopic, w: BytesWriter) -
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=5)
     else:
-        l_partitions: list[MetadataResponsePartition] = _as_list(x_partitions)
+        l_partitions: list[MetadataResponsePartition] = x_partitions
         write_i32_be(w, len(l_partitions))
         for e_partitions in l_partitions:
             _encode_MetadataResponsePartition_v5(e_partitions, w)
@@ -1653,7 +1645,7 @@ def _encode_MetadataResponseTopic_v7(o: MetadataResponseTopic, w: BytesWriter) -
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=7)
     else:
-        l_partitions: list[MetadataResponsePartition] = _as_list(x_partitions)
+        l_partitions: list[MetadataResponsePartition] = x_partitions
         write_i32_be(w, len(l_partitions))
         for e_partitions in l_partitions:
             _encode_MetadataResponsePartition_v7(e_partitions, w)
@@ -1721,7 +1713,7 @@ def _encode_MetadataResponseTopic_v8(o: MetadataResponseTopic, w: BytesWriter) -
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=8)
     else:
-        l_partitions: list[MetadataResponsePartition] = _as_list(x_partitions)
+        l_partitions: list[MetadataResponsePartition] = x_partitions
         write_i32_be(w, len(l_partitions))
         for e_partitions in l_partitions:
             _encode_MetadataResponsePartition_v7(e_partitions, w)
@@ -1821,7 +1813,7 @@ def _encode_MetadataResponseTopic_v9(o: MetadataResponseTopic, w: BytesWriter) -
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=9)
     else:
-        l_partitions: list[MetadataResponsePartition] = _as_list(x_partitions)
+        l_partitions: list[MetadataResponsePartition] = x_partitions
         m = len(l_partitions) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -1931,7 +1923,7 @@ def _encode_MetadataResponseTopic_v10(o: MetadataResponseTopic, w: BytesWriter) 
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=10)
     else:
-        l_partitions: list[MetadataResponsePartition] = _as_list(x_partitions)
+        l_partitions: list[MetadataResponsePartition] = x_partitions
         m = len(l_partitions) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -2041,7 +2033,7 @@ def _encode_MetadataResponseTopic_v12(o: MetadataResponseTopic, w: BytesWriter) 
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=12)
     else:
-        l_partitions: list[MetadataResponsePartition] = _as_list(x_partitions)
+        l_partitions: list[MetadataResponsePartition] = x_partitions
         m = len(l_partitions) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -2098,7 +2090,7 @@ def _encode_MetadataResponse_v0(o: MetadataResponse, w: BytesWriter) -> None:
     if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=0)
     else:
-        l_brokers: list[MetadataResponseBroker] = _as_list(x_brokers)
+        l_brokers: list[MetadataResponseBroker] = x_brokers
         write_i32_be(w, len(l_brokers))
         for e_brokers in l_brokers:
             _encode_MetadataResponseBroker_v0(e_brokers, w)
@@ -2106,7 +2098,7 @@ def _encode_MetadataResponse_v0(o: MetadataResponse, w: BytesWriter) -> None:
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        l_topics: list[MetadataResponseTopic] = _as_list(x_topics)
+        l_topics: list[MetadataResponseTopic] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_MetadataResponseTopic_v0(e_topics, w)
@@ -2158,7 +2150,7 @@ def _encode_MetadataResponse_v1(o: MetadataResponse, w: BytesWriter) -> None:
     if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=1)
     else:
-        l_brokers: list[MetadataResponseBroker] = _as_list(x_brokers)
+        l_brokers: list[MetadataResponseBroker] = x_brokers
         write_i32_be(w, len(l_brokers))
         for e_brokers in l_brokers:
             _encode_MetadataResponseBroker_v1(e_brokers, w)
@@ -2168,7 +2160,7 @@ def _encode_MetadataResponse_v1(o: MetadataResponse, w: BytesWriter) -> None:
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
-        l_topics: list[MetadataResponseTopic] = _as_list(x_topics)
+        l_topics: list[MetadataResponseTopic] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_MetadataResponseTopic_v1(e_topics, w)
@@ -2234,7 +2226,7 @@ def _encode_MetadataResponse_v2(o: MetadataResponse, w: BytesWriter) -> None:
     if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=2)
     else:
-        l_brokers: list[MetadataResponseBroker] = _as_list(x_brokers)
+        l_brokers: list[MetadataResponseBroker] = x_brokers
         write_i32_be(w, len(l_brokers))
         for e_brokers in l_brokers:
             _encode_MetadataResponseBroker_v1(e_brokers, w)
@@ -2253,7 +2245,7 @@ def _encode_MetadataResponse_v2(o: MetadataResponse, w: BytesWriter) -> None:
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
-        l_topics: list[MetadataResponseTopic] = _as_list(x_topics)
+        l_topics: list[MetadataResponseTopic] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_MetadataResponseTopic_v1(e_topics, w)
@@ -2324,7 +2316,7 @@ def _encode_MetadataResponse_v3(o: MetadataResponse, w: BytesWriter) -> None:
     if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=3)
     else:
-        l_brokers: list[MetadataResponseBroker] = _as_list(x_brokers)
+        l_brokers: list[MetadataResponseBroker] = x_brokers
         write_i32_be(w, len(l_brokers))
         for e_brokers in l_brokers:
             _encode_MetadataResponseBroker_v1(e_brokers, w)
@@ -2343,7 +2335,7 @@ def _encode_MetadataResponse_v3(o: MetadataResponse, w: BytesWriter) -> None:
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=3)
     else:
-        l_topics: list[MetadataResponseTopic] = _as_list(x_topics)
+        l_topics: list[MetadataResponseTopic] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_MetadataResponseTopic_v1(e_topics, w)
@@ -2414,7 +2406,7 @@ def _encode_MetadataResponse_v5(o: MetadataResponse, w: BytesWriter) -> None:
     if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=5)
     else:
-        l_brokers: list[MetadataResponseBroker] = _as_list(x_brokers)
+        l_brokers: list[MetadataResponseBroker] = x_brokers
         write_i32_be(w, len(l_brokers))
         for e_brokers in l_brokers:
             _encode_MetadataResponseBroker_v1(e_brokers, w)
@@ -2433,7 +2425,7 @@ def _encode_MetadataResponse_v5(o: MetadataResponse, w: BytesWriter) -> None:
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=5)
     else:
-        l_topics: list[MetadataResponseTopic] = _as_list(x_topics)
+        l_topics: list[MetadataResponseTopic] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_MetadataResponseTopic_v5(e_topics, w)
@@ -2504,7 +2496,7 @@ def _encode_MetadataResponse_v7(o: MetadataResponse, w: BytesWriter) -> None:
     if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=7)
     else:
-        l_brokers: list[MetadataResponseBroker] = _as_list(x_brokers)
+        l_brokers: list[MetadataResponseBroker] = x_brokers
         write_i32_be(w, len(l_brokers))
         for e_brokers in l_brokers:
             _encode_MetadataResponseBroker_v1(e_brokers, w)
@@ -2523,7 +2515,7 @@ def _encode_MetadataResponse_v7(o: MetadataResponse, w: BytesWriter) -> None:
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=7)
     else:
-        l_topics: list[MetadataResponseTopic] = _as_list(x_topics)
+        l_topics: list[MetadataResponseTopic] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_MetadataResponseTopic_v7(e_topics, w)
@@ -2594,7 +2586,7 @@ def _encode_MetadataResponse_v8(o: MetadataResponse, w: BytesWriter) -> None:
     if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=8)
     else:
-        l_brokers: list[MetadataResponseBroker] = _as_list(x_brokers)
+        l_brokers: list[MetadataResponseBroker] = x_brokers
         write_i32_be(w, len(l_brokers))
         for e_brokers in l_brokers:
             _encode_MetadataResponseBroker_v1(e_brokers, w)
@@ -2613,7 +2605,7 @@ def _encode_MetadataResponse_v8(o: MetadataResponse, w: BytesWriter) -> None:
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=8)
     else:
-        l_topics: list[MetadataResponseTopic] = _as_list(x_topics)
+        l_topics: list[MetadataResponseTopic] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_MetadataResponseTopic_v8(e_topics, w)
@@ -2716,7 +2708,7 @@ def _encode_MetadataResponse_v9(o: MetadataResponse, w: BytesWriter) -> None:
     if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=9)
     else:
-        l_brokers: list[MetadataResponseBroker] = _as_list(x_brokers)
+        l_brokers: list[MetadataResponseBroker] = x_brokers
         m = len(l_brokers) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -2743,7 +2735,7 @@ def _encode_MetadataResponse_v9(o: MetadataResponse, w: BytesWriter) -> None:
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=9)
     else:
-        l_topics: list[MetadataResponseTopic] = _as_list(x_topics)
+        l_topics: list[MetadataResponseTopic] = x_topics
         m = len(l_topics) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -2852,7 +2844,7 @@ def _encode_MetadataResponse_v10(o: MetadataResponse, w: BytesWriter) -> None:
     if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=10)
     else:
-        l_brokers: list[MetadataResponseBroker] = _as_list(x_brokers)
+        l_brokers: list[MetadataResponseBroker] = x_brokers
         m = len(l_brokers) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -2879,7 +2871,7 @@ def _encode_MetadataResponse_v10(o: MetadataResponse, w: BytesWriter) -> None:
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=10)
     else:
-        l_topics: list[MetadataResponseTopic] = _as_list(x_topics)
+        l_topics: list[MetadataResponseTopic] = x_topics
         m = len(l_topics) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -2988,7 +2980,7 @@ def _encode_MetadataResponse_v11(o: MetadataResponse, w: BytesWriter) -> None:
     if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=11)
     else:
-        l_brokers: list[MetadataResponseBroker] = _as_list(x_brokers)
+        l_brokers: list[MetadataResponseBroker] = x_brokers
         m = len(l_brokers) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -3015,7 +3007,7 @@ def _encode_MetadataResponse_v11(o: MetadataResponse, w: BytesWriter) -> None:
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=11)
     else:
-        l_topics: list[MetadataResponseTopic] = _as_list(x_topics)
+        l_topics: list[MetadataResponseTopic] = x_topics
         m = len(l_topics) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -3122,7 +3114,7 @@ def _encode_MetadataResponse_v12(o: MetadataResponse, w: BytesWriter) -> None:
     if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=12)
     else:
-        l_brokers: list[MetadataResponseBroker] = _as_list(x_brokers)
+        l_brokers: list[MetadataResponseBroker] = x_brokers
         m = len(l_brokers) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -3149,7 +3141,7 @@ def _encode_MetadataResponse_v12(o: MetadataResponse, w: BytesWriter) -> None:
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=12)
     else:
-        l_topics: list[MetadataResponseTopic] = _as_list(x_topics)
+        l_topics: list[MetadataResponseTopic] = x_topics
         m = len(l_topics) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -3259,7 +3251,7 @@ def _encode_MetadataResponse_v13(o: MetadataResponse, w: BytesWriter) -> None:
     if x_brokers is None:
         raise ValueOutOfRangeError('non-nullable field Brokers is None', version=13)
     else:
-        l_brokers: list[MetadataResponseBroker] = _as_list(x_brokers)
+        l_brokers: list[MetadataResponseBroker] = x_brokers
         m = len(l_brokers) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -3286,7 +3278,7 @@ def _encode_MetadataResponse_v13(o: MetadataResponse, w: BytesWriter) -> None:
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=13)
     else:
-        l_topics: list[MetadataResponseTopic] = _as_list(x_topics)
+        l_topics: list[MetadataResponseTopic] = x_topics
         m = len(l_topics) + 1
         if m < 0x80:
             w.append(u8(m))

@@ -119,14 +119,6 @@ def _as_bytes(value: object) -> bytes:
     return bytes(memoryview(value))  # type: ignore[arg-type]  # non-buffers raise TypeError
 
 
-def _as_list(value: Any) -> list[Any]:
-    """An array field's value as a list: the pure encoders take any sized iterable (a tuple, say)."""
-    if isinstance(value, list):
-        return value
-    len(value)  # what has no length fails here, as in the pure encoders
-    return list(value)
-
-
 def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unknown: tuple[tuple[int, bytes], ...],
                 known_tags: frozenset[int]) -> None:  # fmt: skip
     """A tagged-field block, written by the runtime's own writer."""
@@ -496,7 +488,7 @@ def _encode_OffsetCommitRequestTopic_v0(o: OffsetCommitRequestTopic, w: BytesWri
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        l_partitions: list[OffsetCommitRequestPartition] = _as_list(x_partitions)
+        l_partitions: list[OffsetCommitRequestPartition] = x_partitions
         write_i32_be(w, len(l_partitions))
         for e_partitions in l_partitions:
             _encode_OffsetCommitRequestPartition_v0(e_partitions, w)
@@ -552,7 +544,7 @@ def _encode_OffsetCommitRequestTopic_v1(o: OffsetCommitRequestTopic, w: BytesWri
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=1)
     else:
-        l_partitions: list[OffsetCommitRequestPartition] = _as_list(x_partitions)
+        l_partitions: list[OffsetCommitRequestPartition] = x_partitions
         write_i32_be(w, len(l_partitions))
         for e_partitions in l_partitions:
             _encode_OffsetCommitRequestPartition_v1(e_partitions, w)
@@ -608,7 +600,7 @@ def _encode_OffsetCommitRequestTopic_v6(o: OffsetCommitRequestTopic, w: BytesWri
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=6)
     else:
-        l_partitions: list[OffsetCommitRequestPartition] = _as_list(x_partitions)
+        l_partitions: list[OffsetCommitRequestPartition] = x_partitions
         write_i32_be(w, len(l_partitions))
         for e_partitions in l_partitions:
             _encode_OffsetCommitRequestPartition_v6(e_partitions, w)
@@ -694,7 +686,7 @@ def _encode_OffsetCommitRequestTopic_v8(o: OffsetCommitRequestTopic, w: BytesWri
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=8)
     else:
-        l_partitions: list[OffsetCommitRequestPartition] = _as_list(x_partitions)
+        l_partitions: list[OffsetCommitRequestPartition] = x_partitions
         m = len(l_partitions) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -760,7 +752,7 @@ def _encode_OffsetCommitRequestTopic_v10(o: OffsetCommitRequestTopic, w: BytesWr
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=10)
     else:
-        l_partitions: list[OffsetCommitRequestPartition] = _as_list(x_partitions)
+        l_partitions: list[OffsetCommitRequestPartition] = x_partitions
         m = len(l_partitions) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -824,7 +816,7 @@ def _encode_OffsetCommitRequest_v0(o: OffsetCommitRequest, w: BytesWriter) -> No
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        l_topics: list[OffsetCommitRequestTopic] = _as_list(x_topics)
+        l_topics: list[OffsetCommitRequestTopic] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_OffsetCommitRequestTopic_v0(e_topics, w)
@@ -909,7 +901,7 @@ def _encode_OffsetCommitRequest_v1(o: OffsetCommitRequest, w: BytesWriter) -> No
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=1)
     else:
-        l_topics: list[OffsetCommitRequestTopic] = _as_list(x_topics)
+        l_topics: list[OffsetCommitRequestTopic] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_OffsetCommitRequestTopic_v1(e_topics, w)
@@ -999,7 +991,7 @@ def _encode_OffsetCommitRequest_v2(o: OffsetCommitRequest, w: BytesWriter) -> No
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
-        l_topics: list[OffsetCommitRequestTopic] = _as_list(x_topics)
+        l_topics: list[OffsetCommitRequestTopic] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_OffsetCommitRequestTopic_v0(e_topics, w)
@@ -1084,7 +1076,7 @@ def _encode_OffsetCommitRequest_v5(o: OffsetCommitRequest, w: BytesWriter) -> No
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=5)
     else:
-        l_topics: list[OffsetCommitRequestTopic] = _as_list(x_topics)
+        l_topics: list[OffsetCommitRequestTopic] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_OffsetCommitRequestTopic_v0(e_topics, w)
@@ -1169,7 +1161,7 @@ def _encode_OffsetCommitRequest_v6(o: OffsetCommitRequest, w: BytesWriter) -> No
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=6)
     else:
-        l_topics: list[OffsetCommitRequestTopic] = _as_list(x_topics)
+        l_topics: list[OffsetCommitRequestTopic] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_OffsetCommitRequestTopic_v6(e_topics, w)
@@ -1274,7 +1266,7 @@ def _encode_OffsetCommitRequest_v7(o: OffsetCommitRequest, w: BytesWriter) -> No
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=7)
     else:
-        l_topics: list[OffsetCommitRequestTopic] = _as_list(x_topics)
+        l_topics: list[OffsetCommitRequestTopic] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_OffsetCommitRequestTopic_v6(e_topics, w)
@@ -1425,7 +1417,7 @@ def _encode_OffsetCommitRequest_v8(o: OffsetCommitRequest, w: BytesWriter) -> No
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=8)
     else:
-        l_topics: list[OffsetCommitRequestTopic] = _as_list(x_topics)
+        l_topics: list[OffsetCommitRequestTopic] = x_topics
         m = len(l_topics) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -1582,7 +1574,7 @@ def _encode_OffsetCommitRequest_v10(o: OffsetCommitRequest, w: BytesWriter) -> N
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=10)
     else:
-        l_topics: list[OffsetCommitRequestTopic] = _as_list(x_topics)
+        l_topics: list[OffsetCommitRequestTopic] = x_topics
         m = len(l_topics) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -1707,7 +1699,7 @@ def _encode_OffsetCommitResponseTopic_v0(o: OffsetCommitResponseTopic, w: BytesW
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        l_partitions: list[OffsetCommitResponsePartition] = _as_list(x_partitions)
+        l_partitions: list[OffsetCommitResponsePartition] = x_partitions
         write_i32_be(w, len(l_partitions))
         for e_partitions in l_partitions:
             _encode_OffsetCommitResponsePartition_v0(e_partitions, w)
@@ -1793,7 +1785,7 @@ def _encode_OffsetCommitResponseTopic_v8(o: OffsetCommitResponseTopic, w: BytesW
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=8)
     else:
-        l_partitions: list[OffsetCommitResponsePartition] = _as_list(x_partitions)
+        l_partitions: list[OffsetCommitResponsePartition] = x_partitions
         m = len(l_partitions) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -1859,7 +1851,7 @@ def _encode_OffsetCommitResponseTopic_v10(o: OffsetCommitResponseTopic, w: Bytes
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=10)
     else:
-        l_partitions: list[OffsetCommitResponsePartition] = _as_list(x_partitions)
+        l_partitions: list[OffsetCommitResponsePartition] = x_partitions
         m = len(l_partitions) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -1898,7 +1890,7 @@ def _encode_OffsetCommitResponse_v0(o: OffsetCommitResponse, w: BytesWriter) -> 
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        l_topics: list[OffsetCommitResponseTopic] = _as_list(x_topics)
+        l_topics: list[OffsetCommitResponseTopic] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_OffsetCommitResponseTopic_v0(e_topics, w)
@@ -1936,7 +1928,7 @@ def _encode_OffsetCommitResponse_v3(o: OffsetCommitResponse, w: BytesWriter) -> 
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=3)
     else:
-        l_topics: list[OffsetCommitResponseTopic] = _as_list(x_topics)
+        l_topics: list[OffsetCommitResponseTopic] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_OffsetCommitResponseTopic_v0(e_topics, w)
@@ -1997,7 +1989,7 @@ def _encode_OffsetCommitResponse_v8(o: OffsetCommitResponse, w: BytesWriter) -> 
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=8)
     else:
-        l_topics: list[OffsetCommitResponseTopic] = _as_list(x_topics)
+        l_topics: list[OffsetCommitResponseTopic] = x_topics
         m = len(l_topics) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -2064,7 +2056,7 @@ def _encode_OffsetCommitResponse_v10(o: OffsetCommitResponse, w: BytesWriter) ->
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=10)
     else:
-        l_topics: list[OffsetCommitResponseTopic] = _as_list(x_topics)
+        l_topics: list[OffsetCommitResponseTopic] = x_topics
         m = len(l_topics) + 1
         if m < 0x80:
             w.append(u8(m))

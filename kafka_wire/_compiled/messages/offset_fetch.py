@@ -119,14 +119,6 @@ def _as_bytes(value: object) -> bytes:
     return bytes(memoryview(value))  # type: ignore[arg-type]  # non-buffers raise TypeError
 
 
-def _as_list(value: Any) -> list[Any]:
-    """An array field's value as a list: the pure encoders take any sized iterable (a tuple, say)."""
-    if isinstance(value, list):
-        return value
-    len(value)  # what has no length fails here, as in the pure encoders
-    return list(value)
-
-
 def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unknown: tuple[tuple[int, bytes], ...],
                 known_tags: frozenset[int]) -> None:  # fmt: skip
     """A tagged-field block, written by the runtime's own writer."""
@@ -347,7 +339,7 @@ def _encode_OffsetFetchRequestTopics_v8(o: OffsetFetchRequestTopics, w: BytesWri
     if x_partition_indexes is None:
         raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=8)
     else:
-        l_partition_indexes: list[int] = _as_list(x_partition_indexes)
+        l_partition_indexes: list[int] = x_partition_indexes
         m = len(l_partition_indexes) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -414,7 +406,7 @@ def _encode_OffsetFetchRequestTopics_v10(o: OffsetFetchRequestTopics, w: BytesWr
     if x_partition_indexes is None:
         raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=10)
     else:
-        l_partition_indexes: list[int] = _as_list(x_partition_indexes)
+        l_partition_indexes: list[int] = x_partition_indexes
         m = len(l_partition_indexes) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -506,7 +498,7 @@ def _encode_OffsetFetchRequestGroup_v8(o: OffsetFetchRequestGroup, w: BytesWrite
     if x_topics is None:
         w.append(_ZERO)
     else:
-        l_topics: list[OffsetFetchRequestTopics] = _as_list(x_topics)
+        l_topics: list[OffsetFetchRequestTopics] = x_topics
         m = len(l_topics) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -633,7 +625,7 @@ def _encode_OffsetFetchRequestGroup_v9(o: OffsetFetchRequestGroup, w: BytesWrite
     if x_topics is None:
         w.append(_ZERO)
     else:
-        l_topics: list[OffsetFetchRequestTopics] = _as_list(x_topics)
+        l_topics: list[OffsetFetchRequestTopics] = x_topics
         m = len(l_topics) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -760,7 +752,7 @@ def _encode_OffsetFetchRequestGroup_v10(o: OffsetFetchRequestGroup, w: BytesWrit
     if x_topics is None:
         w.append(_ZERO)
     else:
-        l_topics: list[OffsetFetchRequestTopics] = _as_list(x_topics)
+        l_topics: list[OffsetFetchRequestTopics] = x_topics
         m = len(l_topics) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -823,7 +815,7 @@ def _encode_OffsetFetchRequestTopic_v0(o: OffsetFetchRequestTopic, w: BytesWrite
     if x_partition_indexes is None:
         raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=0)
     else:
-        l_partition_indexes: list[int] = _as_list(x_partition_indexes)
+        l_partition_indexes: list[int] = x_partition_indexes
         write_i32_be(w, len(l_partition_indexes))
         for e_partition_indexes in l_partition_indexes:
             write_i32_be(w, e_partition_indexes)
@@ -910,7 +902,7 @@ def _encode_OffsetFetchRequestTopic_v6(o: OffsetFetchRequestTopic, w: BytesWrite
     if x_partition_indexes is None:
         raise ValueOutOfRangeError('non-nullable field PartitionIndexes is None', version=6)
     else:
-        l_partition_indexes: list[int] = _as_list(x_partition_indexes)
+        l_partition_indexes: list[int] = x_partition_indexes
         m = len(l_partition_indexes) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -976,7 +968,7 @@ def _encode_OffsetFetchRequest_v0(o: OffsetFetchRequest, w: BytesWriter) -> None
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        l_topics: list[OffsetFetchRequestTopic] = _as_list(x_topics)
+        l_topics: list[OffsetFetchRequestTopic] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_OffsetFetchRequestTopic_v0(e_topics, w)
@@ -1036,7 +1028,7 @@ def _encode_OffsetFetchRequest_v2(o: OffsetFetchRequest, w: BytesWriter) -> None
     if x_topics is None:
         write_i32_be(w, -1)
     else:
-        l_topics: list[OffsetFetchRequestTopic] = _as_list(x_topics)
+        l_topics: list[OffsetFetchRequestTopic] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_OffsetFetchRequestTopic_v0(e_topics, w)
@@ -1126,7 +1118,7 @@ def _encode_OffsetFetchRequest_v6(o: OffsetFetchRequest, w: BytesWriter) -> None
     if x_topics is None:
         w.append(_ZERO)
     else:
-        l_topics: list[OffsetFetchRequestTopic] = _as_list(x_topics)
+        l_topics: list[OffsetFetchRequestTopic] = x_topics
         m = len(l_topics) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -1223,7 +1215,7 @@ def _encode_OffsetFetchRequest_v7(o: OffsetFetchRequest, w: BytesWriter) -> None
     if x_topics is None:
         w.append(_ZERO)
     else:
-        l_topics: list[OffsetFetchRequestTopic] = _as_list(x_topics)
+        l_topics: list[OffsetFetchRequestTopic] = x_topics
         m = len(l_topics) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -1293,7 +1285,7 @@ def _encode_OffsetFetchRequest_v8(o: OffsetFetchRequest, w: BytesWriter) -> None
     if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=8)
     else:
-        l_groups: list[OffsetFetchRequestGroup] = _as_list(x_groups)
+        l_groups: list[OffsetFetchRequestGroup] = x_groups
         m = len(l_groups) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -1363,7 +1355,7 @@ def _encode_OffsetFetchRequest_v9(o: OffsetFetchRequest, w: BytesWriter) -> None
     if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=9)
     else:
-        l_groups: list[OffsetFetchRequestGroup] = _as_list(x_groups)
+        l_groups: list[OffsetFetchRequestGroup] = x_groups
         m = len(l_groups) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -1433,7 +1425,7 @@ def _encode_OffsetFetchRequest_v10(o: OffsetFetchRequest, w: BytesWriter) -> Non
     if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=10)
     else:
-        l_groups: list[OffsetFetchRequestGroup] = _as_list(x_groups)
+        l_groups: list[OffsetFetchRequestGroup] = x_groups
         m = len(l_groups) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -1609,7 +1601,7 @@ def _encode_OffsetFetchResponseTopics_v8(o: OffsetFetchResponseTopics, w: BytesW
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=8)
     else:
-        l_partitions: list[OffsetFetchResponsePartitions] = _as_list(x_partitions)
+        l_partitions: list[OffsetFetchResponsePartitions] = x_partitions
         m = len(l_partitions) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -1675,7 +1667,7 @@ def _encode_OffsetFetchResponseTopics_v10(o: OffsetFetchResponseTopics, w: Bytes
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=10)
     else:
-        l_partitions: list[OffsetFetchResponsePartitions] = _as_list(x_partitions)
+        l_partitions: list[OffsetFetchResponsePartitions] = x_partitions
         m = len(l_partitions) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -1770,7 +1762,7 @@ def _encode_OffsetFetchResponseGroup_v8(o: OffsetFetchResponseGroup, w: BytesWri
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=8)
     else:
-        l_topics: list[OffsetFetchResponseTopics] = _as_list(x_topics)
+        l_topics: list[OffsetFetchResponseTopics] = x_topics
         m = len(l_topics) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -1867,7 +1859,7 @@ def _encode_OffsetFetchResponseGroup_v10(o: OffsetFetchResponseGroup, w: BytesWr
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=10)
     else:
-        l_topics: list[OffsetFetchResponseTopics] = _as_list(x_topics)
+        l_topics: list[OffsetFetchResponseTopics] = x_topics
         m = len(l_topics) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -2119,7 +2111,7 @@ def _encode_OffsetFetchResponseTopic_v0(o: OffsetFetchResponseTopic, w: BytesWri
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=0)
     else:
-        l_partitions: list[OffsetFetchResponsePartition] = _as_list(x_partitions)
+        l_partitions: list[OffsetFetchResponsePartition] = x_partitions
         write_i32_be(w, len(l_partitions))
         for e_partitions in l_partitions:
             _encode_OffsetFetchResponsePartition_v0(e_partitions, w)
@@ -2175,7 +2167,7 @@ def _encode_OffsetFetchResponseTopic_v5(o: OffsetFetchResponseTopic, w: BytesWri
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=5)
     else:
-        l_partitions: list[OffsetFetchResponsePartition] = _as_list(x_partitions)
+        l_partitions: list[OffsetFetchResponsePartition] = x_partitions
         write_i32_be(w, len(l_partitions))
         for e_partitions in l_partitions:
             _encode_OffsetFetchResponsePartition_v5(e_partitions, w)
@@ -2261,7 +2253,7 @@ def _encode_OffsetFetchResponseTopic_v6(o: OffsetFetchResponseTopic, w: BytesWri
     if x_partitions is None:
         raise ValueOutOfRangeError('non-nullable field Partitions is None', version=6)
     else:
-        l_partitions: list[OffsetFetchResponsePartition] = _as_list(x_partitions)
+        l_partitions: list[OffsetFetchResponsePartition] = x_partitions
         m = len(l_partitions) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -2302,7 +2294,7 @@ def _encode_OffsetFetchResponse_v0(o: OffsetFetchResponse, w: BytesWriter) -> No
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=0)
     else:
-        l_topics: list[OffsetFetchResponseTopic] = _as_list(x_topics)
+        l_topics: list[OffsetFetchResponseTopic] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_OffsetFetchResponseTopic_v0(e_topics, w)
@@ -2340,7 +2332,7 @@ def _encode_OffsetFetchResponse_v2(o: OffsetFetchResponse, w: BytesWriter) -> No
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=2)
     else:
-        l_topics: list[OffsetFetchResponseTopic] = _as_list(x_topics)
+        l_topics: list[OffsetFetchResponseTopic] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_OffsetFetchResponseTopic_v0(e_topics, w)
@@ -2385,7 +2377,7 @@ def _encode_OffsetFetchResponse_v3(o: OffsetFetchResponse, w: BytesWriter) -> No
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=3)
     else:
-        l_topics: list[OffsetFetchResponseTopic] = _as_list(x_topics)
+        l_topics: list[OffsetFetchResponseTopic] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_OffsetFetchResponseTopic_v0(e_topics, w)
@@ -2430,7 +2422,7 @@ def _encode_OffsetFetchResponse_v5(o: OffsetFetchResponse, w: BytesWriter) -> No
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=5)
     else:
-        l_topics: list[OffsetFetchResponseTopic] = _as_list(x_topics)
+        l_topics: list[OffsetFetchResponseTopic] = x_topics
         write_i32_be(w, len(l_topics))
         for e_topics in l_topics:
             _encode_OffsetFetchResponseTopic_v5(e_topics, w)
@@ -2498,7 +2490,7 @@ def _encode_OffsetFetchResponse_v6(o: OffsetFetchResponse, w: BytesWriter) -> No
     if x_topics is None:
         raise ValueOutOfRangeError('non-nullable field Topics is None', version=6)
     else:
-        l_topics: list[OffsetFetchResponseTopic] = _as_list(x_topics)
+        l_topics: list[OffsetFetchResponseTopic] = x_topics
         m = len(l_topics) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -2569,7 +2561,7 @@ def _encode_OffsetFetchResponse_v8(o: OffsetFetchResponse, w: BytesWriter) -> No
     if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=8)
     else:
-        l_groups: list[OffsetFetchResponseGroup] = _as_list(x_groups)
+        l_groups: list[OffsetFetchResponseGroup] = x_groups
         m = len(l_groups) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -2638,7 +2630,7 @@ def _encode_OffsetFetchResponse_v10(o: OffsetFetchResponse, w: BytesWriter) -> N
     if x_groups is None:
         raise ValueOutOfRangeError('non-nullable field Groups is None', version=10)
     else:
-        l_groups: list[OffsetFetchResponseGroup] = _as_list(x_groups)
+        l_groups: list[OffsetFetchResponseGroup] = x_groups
         m = len(l_groups) + 1
         if m < 0x80:
             w.append(u8(m))

@@ -119,14 +119,6 @@ def _as_bytes(value: object) -> bytes:
     return bytes(memoryview(value))  # type: ignore[arg-type]  # non-buffers raise TypeError
 
 
-def _as_list(value: Any) -> list[Any]:
-    """An array field's value as a list: the pure encoders take any sized iterable (a tuple, say)."""
-    if isinstance(value, list):
-        return value
-    len(value)  # what has no length fails here, as in the pure encoders
-    return list(value)
-
-
 def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unknown: tuple[tuple[int, bytes], ...],
                 known_tags: frozenset[int]) -> None:  # fmt: skip
     """A tagged-field block, written by the runtime's own writer."""
@@ -404,7 +396,7 @@ def _encode_ProduceRequestTopicProduceData_v0(o: ProduceRequestTopicProduceData,
     if x_partition_data is None:
         raise ValueOutOfRangeError('non-nullable field PartitionData is None', version=0)
     else:
-        l_partition_data: list[ProduceRequestPartitionProduceData] = _as_list(x_partition_data)
+        l_partition_data: list[ProduceRequestPartitionProduceData] = x_partition_data
         write_i32_be(w, len(l_partition_data))
         for e_partition_data in l_partition_data:
             _encode_ProduceRequestPartitionProduceData_v0(e_partition_data, w)
@@ -490,7 +482,7 @@ def _encode_ProduceRequestTopicProduceData_v9(o: ProduceRequestTopicProduceData,
     if x_partition_data is None:
         raise ValueOutOfRangeError('non-nullable field PartitionData is None', version=9)
     else:
-        l_partition_data: list[ProduceRequestPartitionProduceData] = _as_list(x_partition_data)
+        l_partition_data: list[ProduceRequestPartitionProduceData] = x_partition_data
         m = len(l_partition_data) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -556,7 +548,7 @@ def _encode_ProduceRequestTopicProduceData_v13(o: ProduceRequestTopicProduceData
     if x_partition_data is None:
         raise ValueOutOfRangeError('non-nullable field PartitionData is None', version=13)
     else:
-        l_partition_data: list[ProduceRequestPartitionProduceData] = _as_list(x_partition_data)
+        l_partition_data: list[ProduceRequestPartitionProduceData] = x_partition_data
         m = len(l_partition_data) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -607,7 +599,7 @@ def _encode_ProduceRequest_v0(o: ProduceRequest, w: BytesWriter) -> None:
     if x_topic_data is None:
         raise ValueOutOfRangeError('non-nullable field TopicData is None', version=0)
     else:
-        l_topic_data: list[ProduceRequestTopicProduceData] = _as_list(x_topic_data)
+        l_topic_data: list[ProduceRequestTopicProduceData] = x_topic_data
         write_i32_be(w, len(l_topic_data))
         for e_topic_data in l_topic_data:
             _encode_ProduceRequestTopicProduceData_v0(e_topic_data, w)
@@ -673,7 +665,7 @@ def _encode_ProduceRequest_v3(o: ProduceRequest, w: BytesWriter) -> None:
     if x_topic_data is None:
         raise ValueOutOfRangeError('non-nullable field TopicData is None', version=3)
     else:
-        l_topic_data: list[ProduceRequestTopicProduceData] = _as_list(x_topic_data)
+        l_topic_data: list[ProduceRequestTopicProduceData] = x_topic_data
         write_i32_be(w, len(l_topic_data))
         for e_topic_data in l_topic_data:
             _encode_ProduceRequestTopicProduceData_v0(e_topic_data, w)
@@ -769,7 +761,7 @@ def _encode_ProduceRequest_v9(o: ProduceRequest, w: BytesWriter) -> None:
     if x_topic_data is None:
         raise ValueOutOfRangeError('non-nullable field TopicData is None', version=9)
     else:
-        l_topic_data: list[ProduceRequestTopicProduceData] = _as_list(x_topic_data)
+        l_topic_data: list[ProduceRequestTopicProduceData] = x_topic_data
         m = len(l_topic_data) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -871,7 +863,7 @@ def _encode_ProduceRequest_v13(o: ProduceRequest, w: BytesWriter) -> None:
     if x_topic_data is None:
         raise ValueOutOfRangeError('non-nullable field TopicData is None', version=13)
     else:
-        l_topic_data: list[ProduceRequestTopicProduceData] = _as_list(x_topic_data)
+        l_topic_data: list[ProduceRequestTopicProduceData] = x_topic_data
         m = len(l_topic_data) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -1198,7 +1190,7 @@ def _encode_ProduceResponsePartitionProduceResponse_v8(o: ProduceResponsePartiti
     if x_record_errors is None:
         raise ValueOutOfRangeError('non-nullable field RecordErrors is None', version=8)
     else:
-        l_record_errors: list[ProduceResponseBatchIndexAndErrorMessage] = _as_list(x_record_errors)
+        l_record_errors: list[ProduceResponseBatchIndexAndErrorMessage] = x_record_errors
         write_i32_be(w, len(l_record_errors))
         for e_record_errors in l_record_errors:
             _encode_ProduceResponseBatchIndexAndErrorMessage_v8(e_record_errors, w)
@@ -1309,7 +1301,7 @@ def _encode_ProduceResponsePartitionProduceResponse_v9(o: ProduceResponsePartiti
     if x_record_errors is None:
         raise ValueOutOfRangeError('non-nullable field RecordErrors is None', version=9)
     else:
-        l_record_errors: list[ProduceResponseBatchIndexAndErrorMessage] = _as_list(x_record_errors)
+        l_record_errors: list[ProduceResponseBatchIndexAndErrorMessage] = x_record_errors
         m = len(l_record_errors) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -1430,7 +1422,7 @@ def _encode_ProduceResponsePartitionProduceResponse_v10(o: ProduceResponsePartit
     if x_record_errors is None:
         raise ValueOutOfRangeError('non-nullable field RecordErrors is None', version=10)
     else:
-        l_record_errors: list[ProduceResponseBatchIndexAndErrorMessage] = _as_list(x_record_errors)
+        l_record_errors: list[ProduceResponseBatchIndexAndErrorMessage] = x_record_errors
         m = len(l_record_errors) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -1510,7 +1502,7 @@ def _encode_ProduceResponseTopicProduceResponse_v0(o: ProduceResponseTopicProduc
     if x_partition_responses is None:
         raise ValueOutOfRangeError('non-nullable field PartitionResponses is None', version=0)
     else:
-        l_partition_responses: list[ProduceResponsePartitionProduceResponse] = _as_list(x_partition_responses)
+        l_partition_responses: list[ProduceResponsePartitionProduceResponse] = x_partition_responses
         write_i32_be(w, len(l_partition_responses))
         for e_partition_responses in l_partition_responses:
             _encode_ProduceResponsePartitionProduceResponse_v0(e_partition_responses, w)
@@ -1566,7 +1558,7 @@ def _encode_ProduceResponseTopicProduceResponse_v2(o: ProduceResponseTopicProduc
     if x_partition_responses is None:
         raise ValueOutOfRangeError('non-nullable field PartitionResponses is None', version=2)
     else:
-        l_partition_responses: list[ProduceResponsePartitionProduceResponse] = _as_list(x_partition_responses)
+        l_partition_responses: list[ProduceResponsePartitionProduceResponse] = x_partition_responses
         write_i32_be(w, len(l_partition_responses))
         for e_partition_responses in l_partition_responses:
             _encode_ProduceResponsePartitionProduceResponse_v2(e_partition_responses, w)
@@ -1622,7 +1614,7 @@ def _encode_ProduceResponseTopicProduceResponse_v5(o: ProduceResponseTopicProduc
     if x_partition_responses is None:
         raise ValueOutOfRangeError('non-nullable field PartitionResponses is None', version=5)
     else:
-        l_partition_responses: list[ProduceResponsePartitionProduceResponse] = _as_list(x_partition_responses)
+        l_partition_responses: list[ProduceResponsePartitionProduceResponse] = x_partition_responses
         write_i32_be(w, len(l_partition_responses))
         for e_partition_responses in l_partition_responses:
             _encode_ProduceResponsePartitionProduceResponse_v5(e_partition_responses, w)
@@ -1678,7 +1670,7 @@ def _encode_ProduceResponseTopicProduceResponse_v8(o: ProduceResponseTopicProduc
     if x_partition_responses is None:
         raise ValueOutOfRangeError('non-nullable field PartitionResponses is None', version=8)
     else:
-        l_partition_responses: list[ProduceResponsePartitionProduceResponse] = _as_list(x_partition_responses)
+        l_partition_responses: list[ProduceResponsePartitionProduceResponse] = x_partition_responses
         write_i32_be(w, len(l_partition_responses))
         for e_partition_responses in l_partition_responses:
             _encode_ProduceResponsePartitionProduceResponse_v8(e_partition_responses, w)
@@ -1764,7 +1756,7 @@ def _encode_ProduceResponseTopicProduceResponse_v9(o: ProduceResponseTopicProduc
     if x_partition_responses is None:
         raise ValueOutOfRangeError('non-nullable field PartitionResponses is None', version=9)
     else:
-        l_partition_responses: list[ProduceResponsePartitionProduceResponse] = _as_list(x_partition_responses)
+        l_partition_responses: list[ProduceResponsePartitionProduceResponse] = x_partition_responses
         m = len(l_partition_responses) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -1856,7 +1848,7 @@ def _encode_ProduceResponseTopicProduceResponse_v10(o: ProduceResponseTopicProdu
     if x_partition_responses is None:
         raise ValueOutOfRangeError('non-nullable field PartitionResponses is None', version=10)
     else:
-        l_partition_responses: list[ProduceResponsePartitionProduceResponse] = _as_list(x_partition_responses)
+        l_partition_responses: list[ProduceResponsePartitionProduceResponse] = x_partition_responses
         m = len(l_partition_responses) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -1922,7 +1914,7 @@ def _encode_ProduceResponseTopicProduceResponse_v13(o: ProduceResponseTopicProdu
     if x_partition_responses is None:
         raise ValueOutOfRangeError('non-nullable field PartitionResponses is None', version=13)
     else:
-        l_partition_responses: list[ProduceResponsePartitionProduceResponse] = _as_list(x_partition_responses)
+        l_partition_responses: list[ProduceResponsePartitionProduceResponse] = x_partition_responses
         m = len(l_partition_responses) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -2066,7 +2058,7 @@ def _encode_ProduceResponse_v0(o: ProduceResponse, w: BytesWriter) -> None:
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=0)
     else:
-        l_responses: list[ProduceResponseTopicProduceResponse] = _as_list(x_responses)
+        l_responses: list[ProduceResponseTopicProduceResponse] = x_responses
         write_i32_be(w, len(l_responses))
         for e_responses in l_responses:
             _encode_ProduceResponseTopicProduceResponse_v0(e_responses, w)
@@ -2104,7 +2096,7 @@ def _encode_ProduceResponse_v1(o: ProduceResponse, w: BytesWriter) -> None:
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=1)
     else:
-        l_responses: list[ProduceResponseTopicProduceResponse] = _as_list(x_responses)
+        l_responses: list[ProduceResponseTopicProduceResponse] = x_responses
         write_i32_be(w, len(l_responses))
         for e_responses in l_responses:
             _encode_ProduceResponseTopicProduceResponse_v0(e_responses, w)
@@ -2144,7 +2136,7 @@ def _encode_ProduceResponse_v2(o: ProduceResponse, w: BytesWriter) -> None:
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=2)
     else:
-        l_responses: list[ProduceResponseTopicProduceResponse] = _as_list(x_responses)
+        l_responses: list[ProduceResponseTopicProduceResponse] = x_responses
         write_i32_be(w, len(l_responses))
         for e_responses in l_responses:
             _encode_ProduceResponseTopicProduceResponse_v2(e_responses, w)
@@ -2184,7 +2176,7 @@ def _encode_ProduceResponse_v5(o: ProduceResponse, w: BytesWriter) -> None:
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=5)
     else:
-        l_responses: list[ProduceResponseTopicProduceResponse] = _as_list(x_responses)
+        l_responses: list[ProduceResponseTopicProduceResponse] = x_responses
         write_i32_be(w, len(l_responses))
         for e_responses in l_responses:
             _encode_ProduceResponseTopicProduceResponse_v5(e_responses, w)
@@ -2224,7 +2216,7 @@ def _encode_ProduceResponse_v8(o: ProduceResponse, w: BytesWriter) -> None:
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=8)
     else:
-        l_responses: list[ProduceResponseTopicProduceResponse] = _as_list(x_responses)
+        l_responses: list[ProduceResponseTopicProduceResponse] = x_responses
         write_i32_be(w, len(l_responses))
         for e_responses in l_responses:
             _encode_ProduceResponseTopicProduceResponse_v8(e_responses, w)
@@ -2289,7 +2281,7 @@ def _encode_ProduceResponse_v9(o: ProduceResponse, w: BytesWriter) -> None:
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=9)
     else:
-        l_responses: list[ProduceResponseTopicProduceResponse] = _as_list(x_responses)
+        l_responses: list[ProduceResponseTopicProduceResponse] = x_responses
         m = len(l_responses) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -2374,7 +2366,7 @@ def _encode_ProduceResponse_v10(o: ProduceResponse, w: BytesWriter) -> None:
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=10)
     else:
-        l_responses: list[ProduceResponseTopicProduceResponse] = _as_list(x_responses)
+        l_responses: list[ProduceResponseTopicProduceResponse] = x_responses
         m = len(l_responses) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -2391,7 +2383,7 @@ def _encode_ProduceResponse_v10(o: ProduceResponse, w: BytesWriter) -> None:
         if x_node_endpoints is None:
             raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=10)
         else:
-            l_node_endpoints: list[ProduceResponseNodeEndpoint] = _as_list(x_node_endpoints)
+            l_node_endpoints: list[ProduceResponseNodeEndpoint] = x_node_endpoints
             m = len(l_node_endpoints) + 1
             if m < 0x80:
                 t_node_endpoints.append(u8(m))
@@ -2475,7 +2467,7 @@ def _encode_ProduceResponse_v13(o: ProduceResponse, w: BytesWriter) -> None:
     if x_responses is None:
         raise ValueOutOfRangeError('non-nullable field Responses is None', version=13)
     else:
-        l_responses: list[ProduceResponseTopicProduceResponse] = _as_list(x_responses)
+        l_responses: list[ProduceResponseTopicProduceResponse] = x_responses
         m = len(l_responses) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -2492,7 +2484,7 @@ def _encode_ProduceResponse_v13(o: ProduceResponse, w: BytesWriter) -> None:
         if x_node_endpoints is None:
             raise ValueOutOfRangeError('non-nullable field NodeEndpoints is None', version=13)
         else:
-            l_node_endpoints: list[ProduceResponseNodeEndpoint] = _as_list(x_node_endpoints)
+            l_node_endpoints: list[ProduceResponseNodeEndpoint] = x_node_endpoints
             m = len(l_node_endpoints) + 1
             if m < 0x80:
                 t_node_endpoints.append(u8(m))

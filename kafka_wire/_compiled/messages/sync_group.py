@@ -109,14 +109,6 @@ def _as_bytes(value: object) -> bytes:
     return bytes(memoryview(value))  # type: ignore[arg-type]  # non-buffers raise TypeError
 
 
-def _as_list(value: Any) -> list[Any]:
-    """An array field's value as a list: the pure encoders take any sized iterable (a tuple, say)."""
-    if isinstance(value, list):
-        return value
-    len(value)  # what has no length fails here, as in the pure encoders
-    return list(value)
-
-
 def _put_tagged(w: BytesWriter, known: list[tuple[int, bytes | bytearray]], unknown: tuple[tuple[int, bytes], ...],
                 known_tags: frozenset[int]) -> None:  # fmt: skip
     """A tagged-field block, written by the runtime's own writer."""
@@ -393,7 +385,7 @@ def _encode_SyncGroupRequest_v0(o: SyncGroupRequest, w: BytesWriter) -> None:
     if x_assignments is None:
         raise ValueOutOfRangeError('non-nullable field Assignments is None', version=0)
     else:
-        l_assignments: list[SyncGroupRequestAssignment] = _as_list(x_assignments)
+        l_assignments: list[SyncGroupRequestAssignment] = x_assignments
         write_i32_be(w, len(l_assignments))
         for e_assignments in l_assignments:
             _encode_SyncGroupRequestAssignment_v0(e_assignments, w)
@@ -498,7 +490,7 @@ def _encode_SyncGroupRequest_v3(o: SyncGroupRequest, w: BytesWriter) -> None:
     if x_assignments is None:
         raise ValueOutOfRangeError('non-nullable field Assignments is None', version=3)
     else:
-        l_assignments: list[SyncGroupRequestAssignment] = _as_list(x_assignments)
+        l_assignments: list[SyncGroupRequestAssignment] = x_assignments
         write_i32_be(w, len(l_assignments))
         for e_assignments in l_assignments:
             _encode_SyncGroupRequestAssignment_v0(e_assignments, w)
@@ -649,7 +641,7 @@ def _encode_SyncGroupRequest_v4(o: SyncGroupRequest, w: BytesWriter) -> None:
     if x_assignments is None:
         raise ValueOutOfRangeError('non-nullable field Assignments is None', version=4)
     else:
-        l_assignments: list[SyncGroupRequestAssignment] = _as_list(x_assignments)
+        l_assignments: list[SyncGroupRequestAssignment] = x_assignments
         m = len(l_assignments) + 1
         if m < 0x80:
             w.append(u8(m))
@@ -866,7 +858,7 @@ def _encode_SyncGroupRequest_v5(o: SyncGroupRequest, w: BytesWriter) -> None:
     if x_assignments is None:
         raise ValueOutOfRangeError('non-nullable field Assignments is None', version=5)
     else:
-        l_assignments: list[SyncGroupRequestAssignment] = _as_list(x_assignments)
+        l_assignments: list[SyncGroupRequestAssignment] = x_assignments
         m = len(l_assignments) + 1
         if m < 0x80:
             w.append(u8(m))
