@@ -51,7 +51,7 @@ from kafka_wire.protocol.events import (
 )
 from kafka_wire.protocol.frames import DEFAULT_MAX_FRAME_BYTES, END, Buffer, FrameReader
 from kafka_wire.protocol.framing import decode_response, encode_request
-from kafka_wire.protocol.machine import StateMachine, TransitionLogger
+from kafka_wire.protocol.machine import Guarded, StateMachine, TransitionLogger
 from kafka_wire.protocol.sasl.base import SaslClientMechanism
 
 _SIZE: Final = struct.Struct(">i")
@@ -220,7 +220,7 @@ def _our_versions(api_key: int) -> tuple[int, int] | None:
 SaslClientSource = SaslClientMechanism | Callable[[], SaslClientMechanism]
 
 
-class ClientConnection:
+class ClientConnection(Guarded):
     """The client side of one connection.
 
     Typical use: write ``data_to_send()`` (the ApiVersions request), feed what arrives to
@@ -277,7 +277,7 @@ class ClientConnection:
             initial = ClientState.NEGOTIATING
         elif sasl is not None:
             initial = ClientState.AUTHENTICATING
-        self._machine = StateMachine(
+        self._machine: StateMachine[ClientState, ClientInput] = StateMachine(
             "client connection", CLIENT_TRANSITIONS, initial, error=ClientState.ERROR, logger=logger
         )
         if config.negotiate:
@@ -309,26 +309,6 @@ class ClientConnection:
     def pending_contexts(self) -> list[object]:
         """The ``context`` of every request still awaiting its response, oldest first."""
         return [f.context for f in self._in_flight if f.kind is _Kind.USER] + [h.context for h in self._held]
-
-    def _live(self) -> None:
-        """Refuse every call after a failure (h11's discipline: ERROR is final)."""
-        if self._machine.state is ClientState.ERROR:
-            raise LocalProtocolError(
-                "the connection failed earlier: nothing is allowed in state ERROR"
-            ) from self._failure
-
-    def _fail(self, exc: BaseException) -> None:
-        if self._failure is None:
-            self._failure = exc
-        self._machine.fail(exc)
-
-    def _tick(self, now_ms: int | None) -> None:
-        if now_ms is not None and now_ms > self._now_ms:
-            self._now_ms = now_ms
-
-    def send_failed(self) -> None:
-        """The I/O layer could not write this connection's bytes: the connection is broken (ERROR)."""
-        self._fail(LocalProtocolError("a write failed"))
 
     # -- sending -------------------------------------------------------------------------------
 

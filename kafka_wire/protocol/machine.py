@@ -146,3 +146,33 @@ class StateMachine(Generic[S, In]):
     @property
     def failed(self) -> bool:
         return self.state is self.error
+
+
+class Guarded:
+    """What a connection run by a :class:`StateMachine` shares (h11's discipline): the first
+    failure moves the machine to its error state for good and is kept as the cause of every later
+    refusal, and time given to its methods only moves forward."""
+
+    _machine: StateMachine[Any, Any]
+    _failure: BaseException | None
+    _now_ms: int
+
+    def _live(self) -> None:
+        """Refuse every call after a failure: the error state is final."""
+        if self._machine.state is self._machine.error:
+            raise LocalProtocolError(
+                "the connection failed earlier: nothing is allowed in state ERROR"
+            ) from (self._failure)
+
+    def _fail(self, exc: BaseException) -> None:
+        if self._failure is None:
+            self._failure = exc
+        self._machine.fail(exc)
+
+    def _tick(self, now_ms: int | None) -> None:
+        if now_ms is not None and now_ms > self._now_ms:
+            self._now_ms = now_ms
+
+    def send_failed(self) -> None:
+        """The I/O layer could not write this connection's bytes: the connection is broken (ERROR)."""
+        self._fail(LocalProtocolError("a write failed"))

@@ -52,7 +52,7 @@ from kafka_wire.protocol.events import (
 )
 from kafka_wire.protocol.frames import DEFAULT_MAX_FRAME_BYTES, END, Buffer, FrameReader
 from kafka_wire.protocol.framing import decode_request_frame, encode_response, encode_response_spliced
-from kafka_wire.protocol.machine import StateMachine, TransitionLogger
+from kafka_wire.protocol.machine import Guarded, StateMachine, TransitionLogger
 from kafka_wire.protocol.sasl.base import SaslServerMechanism
 
 _SIZE: Final = struct.Struct(">i")
@@ -233,7 +233,7 @@ class Splice:
         object.__setattr__(self, "placeholder", bytes(self.size))  # calloc'd: pages never touched
 
 
-class ServerConnection:
+class ServerConnection(Guarded):
     """The server side of one connection (see the module docstring).
 
     Flow control: with ``max_in_flight_requests`` requests unanswered, ``next_event`` returns
@@ -275,7 +275,7 @@ class ServerConnection:
         self._closed_reason = ""
         self._failure: BaseException | None = None
         initial = ServerState.AWAITING_HANDSHAKE if sasl else ServerState.READY
-        self._machine = StateMachine(
+        self._machine: StateMachine[ServerState, ServerInput] = StateMachine(
             "server connection", SERVER_TRANSITIONS, initial, error=ServerState.ERROR, logger=logger
         )
         self.principal = ""
@@ -310,25 +310,6 @@ class ServerConnection:
         """Bytes received and not yet returned as a request: the start of a frame in progress,
         or frames not decoded yet."""
         return self._reader.buffered
-
-    def _live(self) -> None:
-        if self._machine.state is ServerState.ERROR:
-            raise LocalProtocolError(
-                "the connection failed earlier: nothing is allowed in state ERROR"
-            ) from self._failure
-
-    def _fail(self, exc: BaseException) -> None:
-        if self._failure is None:
-            self._failure = exc
-        self._machine.fail(exc)
-
-    def _tick(self, now_ms: int | None) -> None:
-        if now_ms is not None and now_ms > self._now_ms:
-            self._now_ms = now_ms
-
-    def send_failed(self) -> None:
-        """The I/O layer could not write this connection's bytes: the connection is broken (ERROR)."""
-        self._fail(LocalProtocolError("a write failed"))
 
     # -- output --------------------------------------------------------------------------------
 
