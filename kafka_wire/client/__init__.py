@@ -1,8 +1,8 @@
 """kafka_wire's Kafka client: metadata, offsets, fetch and produce against a cluster.
 
-Built on :class:`kafka_wire.adapters.asyncio.KafkaClient` (one connection per broker, each a
-Sans-IO :class:`~kafka_wire.protocol.ClientConnection`). A :class:`Cluster` holds the connections
-and the metadata; the calls are coroutines taking it:
+The calls are coroutines taking a :class:`kafka_wire.adapters.cluster.Cluster`, which holds the
+connections (a :class:`kafka_wire.adapters.asyncio.KafkaClient` per broker, each a Sans-IO
+:class:`~kafka_wire.protocol.ClientConnection`), the metadata, the clock and the retry waits:
 
 - :func:`list_offsets` / :func:`offset_bounds`: ListOffsets to each partition's leader;
 - :func:`fetch_range`: one partition's ``[start, end)`` with Kafka consumer's rules
@@ -16,7 +16,7 @@ without progress. The Spark data source (:mod:`kafka_wire.spark.live`) wraps the
 synchronous calls for its tasks.
 """
 
-from kafka_wire.client.cluster import DEFAULT_TIMEOUT_MS, Cluster, ClusterMetadata, parse_bootstrap
+from kafka_wire.client.cluster import DEFAULT_TIMEOUT_MS, ClusterMetadata, parse_bootstrap
 from kafka_wire.client.fetch import DEFAULT_PARTITION_MAX_BYTES, AbortedFilter, RangeRead, fetch_range
 from kafka_wire.client.offsets import list_offsets, offset_bounds
 from kafka_wire.client.partitioner import murmur2, partition_for_key
@@ -39,7 +39,6 @@ __all__ = [
     "READ_COMMITTED",
     "READ_UNCOMMITTED",
     "AbortedFilter",
-    "Cluster",
     "ClusterMetadata",
     "DataLossError",
     "KafkaCallError",

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import AsyncIterator, Iterable, Iterator
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from kafka_wire.client.cluster import FETCH_VERSION, LEADERSHIP_ERRORS, Cluster
+from kafka_wire.client.cluster import FETCH_VERSION, LEADERSHIP_ERRORS
 from kafka_wire.client.offsets import list_offsets
 from kafka_wire.client.types import (
     EARLIEST,
@@ -32,6 +32,9 @@ from kafka_wire.messages import (
     FetchResponsePartitionData,
 )
 from kafka_wire.records import ControlRecordType, Record, decode_control_key, read_batches
+
+if TYPE_CHECKING:
+    from kafka_wire.adapters.cluster import Cluster
 
 DEFAULT_PARTITION_MAX_BYTES: Final = 8 * 1024 * 1024
 """Bytes per Fetch (Kafka's consumer: 1 MiB per partition; one partition per read here)."""

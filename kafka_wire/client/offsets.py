@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
-from kafka_wire.client.cluster import LEADERSHIP_ERRORS, LIST_OFFSETS_VERSION, Address, Cluster, NoLeader
+from kafka_wire.client.cluster import LEADERSHIP_ERRORS, LIST_OFFSETS_VERSION, Address, NoLeader
 from kafka_wire.client.types import EARLIEST, LATEST, READ_UNCOMMITTED, KafkaCallError, TopicPartition
 from kafka_wire.messages import (
     ApiKey,
@@ -13,6 +14,9 @@ from kafka_wire.messages import (
     ListOffsetsRequestPartition,
     ListOffsetsRequestTopic,
 )
+
+if TYPE_CHECKING:
+    from kafka_wire.adapters.cluster import Cluster
 
 
 async def list_offsets(

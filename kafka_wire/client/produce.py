@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from kafka_wire.client.cluster import LEADERSHIP_ERRORS, PRODUCE_VERSION, Cluster
+from kafka_wire.client.cluster import LEADERSHIP_ERRORS, PRODUCE_VERSION
 from kafka_wire.client.types import KafkaCallError, TopicPartition
 from kafka_wire.messages import (
     ApiKey,
@@ -14,6 +14,9 @@ from kafka_wire.messages import (
     ProduceRequestPartitionProduceData,
     ProduceRequestTopicProduceData,
 )
+
+if TYPE_CHECKING:
+    from kafka_wire.adapters.cluster import Cluster
 
 PRODUCE_TIMEOUT_MS: Final = 30_000
 """How long the leader may wait for its replicas (Kafka's ``request.timeout.ms`` default)."""

@@ -1,7 +1,7 @@
 """A live cluster for Spark tasks: synchronous calls over :mod:`kafka_wire.client`.
 
 Each call runs its own asyncio loop (what a Spark task wants) over a
-:class:`kafka_wire.client.Cluster` reached as a :class:`ClusterAccess` says (bootstrap servers,
+:class:`kafka_wire.adapters.cluster.Cluster` reached as a :class:`ClusterAccess` says (bootstrap servers,
 SASL). What the calls do (leaders, retries, read_committed, aborted transactions) is the
 client's; this module adds the threads and loops, and :class:`Producer`, which keeps its
 connections across a writer task's calls.
@@ -16,7 +16,8 @@ from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Se
 from typing import Final, TypeVar
 
 from kafka_wire import client
-from kafka_wire.client import DEFAULT_PARTITION_MAX_BYTES, DEFAULT_TIMEOUT_MS, Cluster, TopicPartition
+from kafka_wire.adapters.cluster import Cluster
+from kafka_wire.client import DEFAULT_PARTITION_MAX_BYTES, DEFAULT_TIMEOUT_MS, TopicPartition
 from kafka_wire.records import Record
 from kafka_wire.spark.access import ClusterAccess
 

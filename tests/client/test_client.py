@@ -15,12 +15,12 @@ import pytest
 
 from kafka_wire import client
 from kafka_wire.adapters.broker_server import BrokerServer
+from kafka_wire.adapters.cluster import Cluster
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.client import (
     EARLIEST,
     LATEST,
     AbortedFilter,
-    Cluster,
     DataLossError,
     KafkaCallError,
     TopicPartition,
