@@ -41,7 +41,9 @@ def handle(
                 )
             )
         responses.append(
-            AlterPartitionReassignmentsResponseReassignableTopicResponse(name=entry.name, partitions=partitions)
+            AlterPartitionReassignmentsResponseReassignableTopicResponse(
+                name=entry.name, partitions=partitions
+            )
         )
     return AlterPartitionReassignmentsResponse(
         allow_replication_factor_change=request.allow_replication_factor_change,
@@ -64,7 +66,10 @@ def _outcome(
         return ErrorCode.INVALID_REPLICA_ASSIGNMENT, "The target replica list is empty."
     for broker in sorted(replicas):
         if broker != node:
-            return ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"The target names broker {broker}, which is not registered."
+            return (
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                f"The target names broker {broker}, which is not registered.",
+            )
     if len(replicas) > 1:
         return ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"The target names broker {node} more than once."
     return ErrorCode.NONE, None

@@ -95,4 +95,6 @@ def controllers_answer(
 
 
 def _operations(request: DescribeClusterRequest) -> int:
-    return ALL_CLUSTER_OPERATIONS if request.include_cluster_authorized_operations else OPERATIONS_NOT_REQUESTED
+    return (
+        ALL_CLUSTER_OPERATIONS if request.include_cluster_authorized_operations else OPERATIONS_NOT_REQUESTED
+    )

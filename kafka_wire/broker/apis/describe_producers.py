@@ -40,7 +40,10 @@ def handle(ctx: Context, request: DescribeProducersRequest) -> DescribeProducers
         if problem is not None:
             topic_error = (ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
         elif topic is None:
-            topic_error = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION.description)
+            topic_error = (
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION.description,
+            )
         partitions = []
         for index in entry.partition_indexes:
             if topic_error is not None:

@@ -83,7 +83,11 @@ def handle(ctx: Context, request: DescribeTopicPartitionsRequest) -> DescribeTop
 
 
 def _unknown(name: str) -> DescribeTopicPartitionsResponseTopic:
-    error = ErrorCode.INVALID_TOPIC_EXCEPTION if topic_name_problem(name) else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    error = (
+        ErrorCode.INVALID_TOPIC_EXCEPTION
+        if topic_name_problem(name)
+        else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    )
     return DescribeTopicPartitionsResponseTopic(error_code=error, name=name, is_internal=is_internal(name))
 
 

@@ -52,11 +52,18 @@ def handle(ctx: Context, request: ElectLeadersRequest) -> ElectLeadersResponse |
             if topic is None:
                 code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"There is no topic {entry.topic}."
             elif not 0 <= index < topic.partitions:
-                code, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"There is no partition {entry.topic}-{index}."
+                code, message = (
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    f"There is no partition {entry.topic}-{index}.",
+                )
             else:
                 code, message = ErrorCode.ELECTION_NOT_NEEDED, ErrorCode.ELECTION_NOT_NEEDED.description
             partitions.append(
-                ElectLeadersResponsePartitionResult(partition_id=index, error_code=code, error_message=message)
+                ElectLeadersResponsePartitionResult(
+                    partition_id=index, error_code=code, error_message=message
+                )
             )
-        results.append(ElectLeadersResponseReplicaElectionResult(topic=entry.topic, partition_result=partitions))
+        results.append(
+            ElectLeadersResponseReplicaElectionResult(topic=entry.topic, partition_result=partitions)
+        )
     return ElectLeadersResponse(replica_election_results=results)

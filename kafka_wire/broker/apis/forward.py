@@ -79,7 +79,9 @@ class Forwarded:
     def on_reply(self, body: Message | None, now_ms: int) -> None:
         if self._reply is None:
             self._reply = (
-                body if body is not None else self._error_answer(self._request, ErrorCode.REQUEST_TIMED_OUT, TIMED_OUT_MESSAGE)
+                body
+                if body is not None
+                else self._error_answer(self._request, ErrorCode.REQUEST_TIMED_OUT, TIMED_OUT_MESSAGE)
             )
 
     def poll(self, now_ms: int) -> Message | None:
@@ -181,7 +183,9 @@ def _elect_leaders(request: Message, code: int, message: str) -> Message:
             ElectLeadersResponseReplicaElectionResult(
                 topic=t.topic,
                 partition_result=[
-                    ElectLeadersResponsePartitionResult(partition_id=p, error_code=code, error_message=message)
+                    ElectLeadersResponsePartitionResult(
+                        partition_id=p, error_code=code, error_message=message
+                    )
                     for p in t.partitions
                 ],
             )

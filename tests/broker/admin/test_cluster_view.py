@@ -48,7 +48,14 @@ def test_metadata_tells_leaders_isr_and_offline_replicas() -> None:
     engine, _ = cluster_engine()
     reply = metadata(Client(engine, 1), 12, "orders")
     p0, p1, p2 = reply.topics[0].partitions
-    assert (p0.error_code, p0.leader_id, p0.leader_epoch, p0.replica_nodes, p0.isr_nodes, p0.offline_replicas) == (
+    assert (
+        p0.error_code,
+        p0.leader_id,
+        p0.leader_epoch,
+        p0.replica_nodes,
+        p0.isr_nodes,
+        p0.offline_replicas,
+    ) == (
         ErrorCode.NONE,
         1,
         5,
@@ -69,7 +76,11 @@ def test_metadata_v0_lists_only_reachable_replicas() -> None:
     engine, _ = cluster_engine()
     reply = metadata(Client(engine, 1), 0, "orders")
     p0 = reply.topics[0].partitions[0]
-    assert (p0.error_code, p0.replica_nodes, p0.isr_nodes) == (ErrorCode.REPLICA_NOT_AVAILABLE, [1, 2], [1, 2])
+    assert (p0.error_code, p0.replica_nodes, p0.isr_nodes) == (
+        ErrorCode.REPLICA_NOT_AVAILABLE,
+        [1, 2],
+        [1, 2],
+    )
 
 
 def test_a_leader_without_the_clients_listener_is_listener_not_found_from_v6() -> None:
@@ -140,7 +151,12 @@ def test_no_live_broker_no_controller() -> None:
 def test_the_controllers_answer_lists_the_voters() -> None:
     voters = [(3001, Endpoint("CONTROLLER", "c1", 9001)), (3000, Endpoint("CONTROLLER", "c0", 9000))]
     reply = controllers_answer(DescribeClusterRequest(endpoint_type=2), 2, "cid", 3000, voters)
-    assert (reply.error_code, reply.endpoint_type, reply.controller_id, reply.cluster_id) == (0, 2, 3000, "cid")
+    assert (reply.error_code, reply.endpoint_type, reply.controller_id, reply.cluster_id) == (
+        0,
+        2,
+        3000,
+        "cid",
+    )
     assert [(b.broker_id, b.host, b.port) for b in reply.brokers] == [(3000, "c0", 9000), (3001, "c1", 9001)]
     wrong = controllers_answer(DescribeClusterRequest(endpoint_type=1), 1, "cid", 3000, voters)
     assert wrong.error_code == ErrorCode.MISMATCHED_ENDPOINT_TYPE
@@ -149,7 +165,9 @@ def test_the_controllers_answer_lists_the_voters() -> None:
 @pytest.mark.parametrize("version", [0])
 def test_describe_producers_on_a_broker_without_the_replica(version: int) -> None:
     engine, _ = cluster_engine()
-    request = DescribeProducersRequest(topics=[DescribeProducersRequestTopicRequest(name="orders", partition_indexes=[1, 3])])
+    request = DescribeProducersRequest(
+        topics=[DescribeProducersRequestTopicRequest(name="orders", partition_indexes=[1, 3])]
+    )
     reply = Client(engine, 1).request(request, version).body
     assert isinstance(reply, DescribeProducersResponse)
     assert [p.error_code for p in reply.topics[0].partitions] == [

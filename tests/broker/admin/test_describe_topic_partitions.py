@@ -23,7 +23,9 @@ def describe(
     request = DescribeTopicPartitionsRequest(
         topics=[DescribeTopicPartitionsRequestTopicRequest(name=n) for n in names],
         response_partition_limit=limit,
-        cursor=None if cursor is None else DescribeTopicPartitionsRequestCursor(topic_name=cursor[0], partition_index=cursor[1]),
+        cursor=None
+        if cursor is None
+        else DescribeTopicPartitionsRequestCursor(topic_name=cursor[0], partition_index=cursor[1]),
     )
     reply = client.request(request, 0).body
     assert isinstance(reply, DescribeTopicPartitionsResponse)
@@ -53,7 +55,11 @@ def test_every_topic_in_name_order_with_its_partitions() -> None:
     assert listed(reply) == [("a-topic", [0, 1, 2]), ("b-topic", [0, 1]), ("c-topic", [0])]
     assert cursor_of(reply) is None
     a = reply.topics[0]
-    assert (a.error_code, a.is_internal, a.topic_authorized_operations) == (ErrorCode.NONE, False, ALL_OPERATIONS)
+    assert (a.error_code, a.is_internal, a.topic_authorized_operations) == (
+        ErrorCode.NONE,
+        False,
+        ALL_OPERATIONS,
+    )
     p = a.partitions[0]
     assert (p.error_code, p.leader_id, p.leader_epoch, p.replica_nodes, p.isr_nodes) == (0, 1, 0, [1], [1])
     assert (p.eligible_leader_replicas, p.last_known_elr, p.offline_replicas) == ([], [], [])

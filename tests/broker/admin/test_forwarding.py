@@ -76,13 +76,17 @@ CASES: list[tuple[Callable[[], Message], int, type[Message], int]] = [
     (create_topics, 7, CreateTopicsResponse, 1),
     (lambda: DeleteTopicsRequest(topic_names=["orders", "x"], timeout_ms=1000), 5, DeleteTopicsResponse, 2),
     (
-        lambda: DeleteTopicsRequest(topics=[DeleteTopicsRequestDeleteTopicState(name=None, topic_id=uuid.UUID(int=7))]),
+        lambda: DeleteTopicsRequest(
+            topics=[DeleteTopicsRequestDeleteTopicState(name=None, topic_id=uuid.UUID(int=7))]
+        ),
         6,
         DeleteTopicsResponse,
         1,
     ),
     (
-        lambda: CreatePartitionsRequest(topics=[CreatePartitionsRequestTopic(name="orders", count=6, assignments=None)]),
+        lambda: CreatePartitionsRequest(
+            topics=[CreatePartitionsRequestTopic(name="orders", count=6, assignments=None)]
+        ),
         3,
         CreatePartitionsResponse,
         1,
@@ -93,7 +97,11 @@ CASES: list[tuple[Callable[[], Message], int, type[Message], int]] = [
                 IncrementalAlterConfigsRequestAlterConfigsResource(
                     resource_type=TOPIC,
                     resource_name="orders",
-                    configs=[IncrementalAlterConfigsRequestAlterableConfig(name="retention.ms", config_operation=0, value="1")],
+                    configs=[
+                        IncrementalAlterConfigsRequestAlterableConfig(
+                            name="retention.ms", config_operation=0, value="1"
+                        )
+                    ],
                 )
             ]
         ),
@@ -117,7 +125,8 @@ CASES: list[tuple[Callable[[], Message], int, type[Message], int]] = [
     ),
     (
         lambda: ElectLeadersRequest(
-            election_type=0, topic_partitions=[ElectLeadersRequestTopicPartitions(topic="orders", partitions=[0, 1])]
+            election_type=0,
+            topic_partitions=[ElectLeadersRequestTopicPartitions(topic="orders", partitions=[0, 1])],
         ),
         2,
         ElectLeadersResponse,
@@ -128,7 +137,11 @@ CASES: list[tuple[Callable[[], Message], int, type[Message], int]] = [
             topics=[
                 AlterPartitionReassignmentsRequestReassignableTopic(
                     name="orders",
-                    partitions=[AlterPartitionReassignmentsRequestReassignablePartition(partition_index=0, replicas=[2, 3])],
+                    partitions=[
+                        AlterPartitionReassignmentsRequestReassignablePartition(
+                            partition_index=0, replicas=[2, 3]
+                        )
+                    ],
                 )
             ]
         ),
@@ -141,7 +154,8 @@ CASES: list[tuple[Callable[[], Message], int, type[Message], int]] = [
         lambda: DescribeQuorumRequest(
             topics=[
                 DescribeQuorumRequestTopicData(
-                    topic_name="__cluster_metadata", partitions=[DescribeQuorumRequestPartitionData(partition_index=0)]
+                    topic_name="__cluster_metadata",
+                    partitions=[DescribeQuorumRequestPartitionData(partition_index=0)],
                 )
             ]
         ),
@@ -183,12 +197,18 @@ def test_the_controllers_answer_is_relayed() -> None:
     engine, view = cluster_engine()
     client = send(engine, create_topics(), 7)
     reply = CreateTopicsResponse(
-        topics=[CreateTopicsResponseCreatableTopicResult(name="new", topic_id=uuid.UUID(int=9), num_partitions=3, replication_factor=3)]
+        topics=[
+            CreateTopicsResponseCreatableTopicResult(
+                name="new", topic_id=uuid.UUID(int=9), num_partitions=3, replication_factor=3
+            )
+        ]
     )
     deliver(engine, view, reply)
     body = answer(client)
     assert isinstance(body, CreateTopicsResponse)
-    assert [(t.name, t.error_code, t.topic_id, t.replication_factor) for t in body.topics] == [("new", 0, uuid.UUID(int=9), 3)]
+    assert [(t.name, t.error_code, t.topic_id, t.replication_factor) for t in body.topics] == [
+        ("new", 0, uuid.UUID(int=9), 3)
+    ]
 
 
 @pytest.mark.parametrize(("make", "version", "kind", "codes"), CASES, ids=IDS)
@@ -232,7 +252,9 @@ def test_an_unanswered_forward_times_out() -> None:
 def test_broker_configs_are_not_forwarded() -> None:
     engine, view = cluster_engine()
     request = IncrementalAlterConfigsRequest(
-        resources=[IncrementalAlterConfigsRequestAlterConfigsResource(resource_type=BROKER, resource_name="1")]
+        resources=[
+            IncrementalAlterConfigsRequestAlterConfigsResource(resource_type=BROKER, resource_name="1")
+        ]
     )
     body = answer(send(engine, request, 1))
     assert view.sent == []
@@ -242,6 +264,12 @@ def test_broker_configs_are_not_forwarded() -> None:
 
 def test_without_a_view_nothing_is_forwarded() -> None:
     engine = Engine()
-    body = answer(send(engine, CreatePartitionsRequest(topics=[CreatePartitionsRequestTopic(name="x", count=2)]), 3))
+    body = answer(
+        send(engine, CreatePartitionsRequest(topics=[CreatePartitionsRequestTopic(name="x", count=2)]), 3)
+    )
     assert isinstance(body, CreatePartitionsResponse)
-    assert body.results == [CreatePartitionsResponseTopicResult(name="x", error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, error_message=None)]
+    assert body.results == [
+        CreatePartitionsResponseTopicResult(
+            name="x", error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, error_message=None
+        )
+    ]

@@ -70,7 +70,11 @@ def test_describe_log_dirs_lists_each_replica_with_its_size() -> None:
     (result,) = reply.results
     assert (result.error_code, result.log_dir) == (ErrorCode.NONE, "/var/lib/kafka-wire")
     assert (result.total_bytes, result.usable_bytes) == (-1, -1)
-    sizes = {(t.name, p.partition_index): (p.partition_size, p.offset_lag, p.is_future_key) for t in result.topics for p in t.partitions}
+    sizes = {
+        (t.name, p.partition_index): (p.partition_size, p.offset_lag, p.is_future_key)
+        for t in result.topics
+        for p in t.partitions
+    }
     assert sizes == {
         ("audit", 0): (0, 0, False),
         ("orders", 0): (0, 0, False),
@@ -159,7 +163,10 @@ def test_elect_leaders_for_every_partition_leaves_out_those_not_needing_one() ->
     _, client = engine_with_topics()
     reply = client.request(ElectLeadersRequest(election_type=0, topic_partitions=None), 1).body
     assert isinstance(reply, ElectLeadersResponse)
-    assert [(r.topic, r.partition_result) for r in reply.replica_election_results] == [("audit", []), ("orders", [])]
+    assert [(r.topic, r.partition_result) for r in reply.replica_election_results] == [
+        ("audit", []),
+        ("orders", []),
+    ]
 
 
 def test_an_unknown_election_type_is_an_invalid_request() -> None:
@@ -179,14 +186,25 @@ def test_an_unknown_election_type_is_an_invalid_request() -> None:
 def test_reassignment_on_one_node() -> None:
     _, client = engine_with_topics()
 
-    def target(index: int, replicas: list[int] | None) -> AlterPartitionReassignmentsRequestReassignablePartition:
-        return AlterPartitionReassignmentsRequestReassignablePartition(partition_index=index, replicas=replicas)
+    def target(
+        index: int, replicas: list[int] | None
+    ) -> AlterPartitionReassignmentsRequestReassignablePartition:
+        return AlterPartitionReassignmentsRequestReassignablePartition(
+            partition_index=index, replicas=replicas
+        )
 
     request = AlterPartitionReassignmentsRequest(
         topics=[
             AlterPartitionReassignmentsRequestReassignableTopic(
                 name="orders",
-                partitions=[target(0, [1]), target(1, None), target(0, [1, 2]), target(0, []), target(0, [1, 1]), target(5, [1])],
+                partitions=[
+                    target(0, [1]),
+                    target(1, None),
+                    target(0, [1, 2]),
+                    target(0, []),
+                    target(0, [1, 1]),
+                    target(5, [1]),
+                ],
             ),
             AlterPartitionReassignmentsRequestReassignableTopic(name="missing", partitions=[target(0, [1])]),
         ]
@@ -210,7 +228,9 @@ def test_reassignment_on_one_node() -> None:
 @pytest.mark.parametrize("named", [False, True])
 def test_no_reassignment_is_listed_on_one_node(named: bool) -> None:
     _, client = engine_with_topics()
-    topics = [ListPartitionReassignmentsRequestTopics(name="orders", partition_indexes=[0, 1])] if named else None
+    topics = (
+        [ListPartitionReassignmentsRequestTopics(name="orders", partition_indexes=[0, 1])] if named else None
+    )
     reply = client.request(ListPartitionReassignmentsRequest(topics=topics), 0).body
     assert isinstance(reply, ListPartitionReassignmentsResponse)
     assert (reply.error_code, reply.topics) == (ErrorCode.NONE, [])
