@@ -25,6 +25,7 @@ from kafka_wire.broker.apis import (
     init_producer_id,
     list_offsets,
     metadata,
+    offset_for_leader_epoch,
     produce,
 )
 from kafka_wire.broker.group import GROUP_API_KEYS
@@ -49,6 +50,7 @@ HANDLERS: Final[dict[int, Handler]] = {
     ApiKey.CREATE_PARTITIONS: create_partitions.handle,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs.handle,
     ApiKey.DESCRIBE_CLUSTER: describe_cluster.handle,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch.handle,
 }
 
 #: The group coordinator's APIs.
