@@ -22,10 +22,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Final
 
+from kafka_wire.broker.cluster_view import ClusterView, LeaderRecoveryState, PartitionState
 from kafka_wire.broker.effects import FileRegion
 from kafka_wire.broker.log.log import AppendResult, PartitionLog, ReadResult
 from kafka_wire.broker.log.validation import RecordError
-from kafka_wire.broker.cluster_view import ClusterView, LeaderRecoveryState, PartitionState
 from kafka_wire.broker.partition.epoch_cache import EpochCache
 from kafka_wire.broker.partition.roles import Leadership, ReplicaRole
 from kafka_wire.broker.txn.producers import ProducerStates
