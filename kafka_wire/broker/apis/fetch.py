@@ -20,7 +20,8 @@ UNKNOWN_LEADER_EPOCH when it named a leader epoch, else NOT_LEADER_OR_FOLLOWER (
 Held follower fetches answer as soon as the log end moves; client ones when the high watermark
 does.
 Version notes: sessions from v7, ``current_leader_epoch`` v9, ``last_fetched_epoch`` and
-``diverging_epoch`` v12, topic ids v13, ``replica_state`` v15.
+``diverging_epoch`` v12, topic ids v13, ``replica_state`` v15, the follower's
+``high_watermark`` v18 (its held fetch answers as soon as the leader's high watermark is ahead).
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ class _Wanted:
     entry: SessionPartition | None = None
     last_fetched_epoch: int = -1
     log_start_offset: int = -1
+    #: The follower's high watermark (v18+): its fetch answers at once when the leader's is ahead.
+    high_watermark: int = 2**63 - 1
     #: A follower's fetch state was updated for this request.
     recorded: bool = False
 
@@ -72,6 +75,7 @@ def handle(ctx: Context, request: FetchRequest) -> FetchResponse | Spliced | Fet
             p.current_leader_epoch,
             last_fetched_epoch=p.last_fetched_epoch,
             log_start_offset=p.log_start_offset,
+            high_watermark=p.high_watermark,
         )
         for topic in request.topics
         for p in topic.partitions
@@ -182,6 +186,8 @@ class FetchWait:
         )
         total = 0
         errors = False
+        #: A follower has a high watermark to learn (KIP-1166: Fetch v18 sends the follower's).
+        news = False
         zero_copy = state.config.zero_copy_fetch
         results: list[tuple[_Wanted, FetchResponsePartitionData]] = []
         regions: dict[int, tuple[FileRegion | bytes, ...]] = {}
@@ -243,11 +249,12 @@ class FetchWait:
                 elif outcome.parts:
                     data.records = b"".join(p for p in outcome.parts if isinstance(p, bytes))
                 total += outcome.size
+                news = news or (self.replica_id >= 0 and item.high_watermark < outcome.high_watermark)
                 # No transaction is ever aborted here; read_uncommitted gets null, as from Kafka.
                 data.aborted_transactions = [] if request.isolation_level == READ_COMMITTED else None
             errors = errors or data.error_code != ErrorCode.NONE or data.diverging_epoch.end_offset >= 0
             results.append((item, data))
-        if total < request.min_bytes and not errors and now_ms < self.deadline_ms:
+        if total < request.min_bytes and not errors and not news and now_ms < self.deadline_ms:
             return None
         splices = []
         for index, parts in regions.items():

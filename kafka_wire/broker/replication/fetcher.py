@@ -2,7 +2,8 @@
 
 Each round is one Fetch (replica id and ``replica_state`` with this broker's epoch; per partition
 the fetch offset = the log end offset, ``last_fetched_epoch`` = the epoch of the last local
-batch, the current leader epoch; ``replica.fetch.wait.max.ms``, min bytes 1,
+batch, the current leader epoch, its high watermark (v18, so the leader answers when its own
+moves ahead); ``replica.fetch.wait.max.ms``, min bytes 1,
 ``replica.fetch.max.bytes`` per partition) sent with ``ClusterView.send``; the next round starts
 when the answer is applied. Per partition the answer is applied as Kafka's
 ``AbstractFetcherThread`` does:
@@ -127,6 +128,7 @@ class ReplicaFetcher:
                     last_fetched_epoch=replica.epoch_cache.latest_epoch,
                     log_start_offset=replica.log_start_offset,
                     partition_max_bytes=self.config.max_bytes,
+                    high_watermark=replica.high_watermark,
                 )
             )
         body = FetchRequest(
