@@ -258,27 +258,27 @@ class Network:
         self.now_ms += ms
         now = self.now_ms
         queue, self.queue = self.queue, []
-        for source, outbound in queue:
-            if source in self.down:
+        for sender, outbound in queue:
+            if sender in self.down:
                 continue
             if outbound.destination == CONTROLLER:
                 if self.controller_silent:
                     continue
                 assert isinstance(outbound.body, AlterPartitionRequest)
                 outbound.on_reply(self._alter(outbound.body), now)
-                self.nodes[source].flush()
+                self.nodes[sender].flush()
                 continue
             target = self.nodes.get(outbound.destination)
             if target is None or outbound.destination in self.down:
                 outbound.on_reply(None, now)
-                self.nodes[source].flush()
+                self.nodes[sender].flush()
                 continue
             answer = target.call(outbound.body, now)
             if isinstance(answer, Message):
                 outbound.on_reply(answer, now)
-                self.nodes[source].flush()
+                self.nodes[sender].flush()
             else:
-                target.held.append((answer, source, outbound))
+                target.held.append((answer, sender, outbound))
         if self._pending_publish:
             changed, self._pending_publish = self._pending_publish, []
             self.publish(*changed)
@@ -287,21 +287,22 @@ class Network:
                 continue
             node.manager.tick(now)
             node.flush()
-            still = []
-            for waiting, source, outbound in node.held:
+            still: list[tuple[Waiting, int | None, Outbound | None]] = []
+            for held in node.held:
+                waiting, origin, link = held
                 body = waiting.poll(now)
                 node.flush()
                 if body is None:
-                    still.append((waiting, source, outbound))
+                    still.append(held)
                     continue
                 if isinstance(body, Spliced):
                     body = body.body
-                if outbound is None:
-                    assert source is not None
-                    node.answers[-source] = body
-                elif source not in self.down:
-                    outbound.on_reply(body, now)
-                    self.nodes[source].flush()
+                assert origin is not None
+                if link is None:
+                    node.answers[-origin] = body
+                elif origin not in self.down:
+                    link.on_reply(body, now)
+                    self.nodes[origin].flush()
             node.held = still
 
     def run(self, ms: int, step: int = 10) -> None:
