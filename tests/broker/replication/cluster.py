@@ -182,8 +182,8 @@ class Network:
     queue: list[tuple[int, Outbound]] = field(default_factory=list)
     #: AlterPartition requests the controller received.
     alter_requests: list[AlterPartitionRequest] = field(default_factory=list)
-    #: While True the controller does not answer AlterPartition (it stays in flight).
-    controller_silent: bool = False
+    #: While True AlterPartition fails (no reply: the link's timeout or a lost connection).
+    controller_fails: bool = False
 
     def add(self, node_id: int, storage: MemoryStorage | None = None, min_isr: int = 1) -> Node:
         self.brokers[node_id] = BrokerInfo(
@@ -262,7 +262,9 @@ class Network:
             if sender in self.down:
                 continue
             if outbound.destination == CONTROLLER:
-                if self.controller_silent:
+                if self.controller_fails:
+                    outbound.on_reply(None, now)
+                    self.nodes[sender].flush()
                     continue
                 assert isinstance(outbound.body, AlterPartitionRequest)
                 outbound.on_reply(self._alter(outbound.body), now)

@@ -399,3 +399,32 @@ def test_a_client_request_for_acks_all_on_a_follower_is_not_leader() -> None:
     net = three()
     follower = net.nodes[2]
     assert produce_error(follower.answers[follower.produce([b"x"], net.now_ms)]) == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+def test_a_pending_isr_addition_counts_for_the_high_watermark_and_a_failed_request_is_retried() -> None:
+    net = three()
+    net.crash(3)
+    leader = net.nodes[1]
+    leader.produce([b"x"], net.now_ms, acks=1)
+    net.run(net.config.replica_lag_time_max_ms * 3 // 2 + 1000)
+    assert net.registrations["t", 0].isr == (1, 2)
+    net.controller_fails = True
+    net.restart(3)
+    net.run(500)
+    replica = leader.replica()
+    assert replica.pending_isr == (1, 2, 3)  # proposed, not confirmed
+    assert replica.maximal_isr == [1, 2, 3] and replica.isr == [1, 2]
+    sent = len(net.alter_requests)
+    net.crash(3)
+    leader.produce([b"y"], net.now_ms, acks=1)
+    net.run(1000)
+    assert net.nodes[2].replica().log_end_offset == 2
+    assert replica.high_watermark == 1  # node 3, in the maximal ISR, has not fetched offset 1
+    assert len(net.alter_requests) == sent  # the failed request went nowhere, and no second one
+    assert replica.pending_isr == (1, 2, 3)
+    net.restart(3)
+    net.controller_fails = False
+    net.run(1000)
+    assert sorted(net.registrations["t", 0].isr) == [1, 2, 3]
+    assert replica.pending_isr is None
+    assert replica.high_watermark == 2
