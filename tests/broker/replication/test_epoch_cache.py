@@ -56,5 +56,5 @@ def test_every_change_is_written_as_a_leader_epoch_checkpoint() -> None:
 
 def test_an_unreadable_checkpoint_loads_empty() -> None:
     storage, queue = MemoryStorage(), EffectQueue()
-    storage.files["p/leader-epoch-checkpoint"] = b"7\nnonsense\n"
+    storage.files["p/leader-epoch-checkpoint"] = bytearray(b"7\nnonsense\n")
     assert EpochCache.load(storage, "p", queue).entries == []
