@@ -184,6 +184,10 @@ class ReplicaManager:
             self.write_checkpoints()
 
     def write_checkpoints(self) -> None:
+        for replica in self.state.partitions.values():
+            if replica.registration is not None:  # retention may have moved the log start
+                replica.epoch_cache.truncate_from_start(replica.log_start_offset)
+                self.state.touch(replica)
         write_checkpoints(
             [r for r in self.state.partitions.values() if r.registration is not None], self.effects
         )

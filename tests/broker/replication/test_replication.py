@@ -428,3 +428,17 @@ def test_a_pending_isr_addition_counts_for_the_high_watermark_and_a_failed_reque
     assert sorted(net.registrations["t", 0].isr) == [1, 2, 3]
     assert replica.pending_isr is None
     assert replica.high_watermark == 2
+
+
+def test_the_epoch_cache_follows_a_log_start_moved_by_retention() -> None:
+    net = three()
+    net.nodes[1].produce([b"a", b"b"], net.now_ms, acks=-1)
+    net.run(1000)
+    net.elect(2)
+    net.nodes[2].produce([b"c", b"d"], net.now_ms, acks=-1)
+    net.run(1000)
+    leader = net.nodes[2].replica()
+    leader.log.delete_records_before(3)  # what retention does to the log
+    net.run(6000)  # the checkpoint round notices
+    assert leader.epoch_cache.entries == [(1, 3)]
+    assert net.nodes[2].storage.files[f"{leader.log.directory}/leader-epoch-checkpoint"] == b"0\n1\n1 3\n"
