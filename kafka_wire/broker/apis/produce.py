@@ -41,9 +41,7 @@ from kafka_wire.messages import (
 VALID_ACKS = (-1, 0, 1)
 
 
-def handle(
-    ctx: Context, request: ProduceRequest
-) -> ProduceResponse | Job[ProduceResponse] | DelayedProduce:
+def handle(ctx: Context, request: ProduceRequest) -> ProduceResponse | Job[ProduceResponse] | DelayedProduce:
     job = ProduceJob(ctx, request)
     if ctx.state.cluster is None or request.acks != -1:
         return job.start(ctx.now_ms)

@@ -86,7 +86,9 @@ class FollowerState:
     last_fetch_leader_leo: int = UNKNOWN_OFFSET
     broker_epoch: int = -1
 
-    def update(self, fetch_offset: int, log_start: int, now_ms: int, leader_leo: int, broker_epoch: int) -> None:
+    def update(
+        self, fetch_offset: int, log_start: int, now_ms: int, leader_leo: int, broker_epoch: int
+    ) -> None:
         """A fetch at ``fetch_offset``: caught up at this fetch if it reached the leader's log
         end, else at the previous fetch if it reached the leader's log end of then."""
         if fetch_offset >= leader_leo:
@@ -371,7 +373,10 @@ class PartitionReplica:
             return
         if partition_epoch >= self.registration.partition_epoch:
             self.registration = replace(
-                self.registration, isr=isr, partition_epoch=partition_epoch, leader_recovery_state=recovery_state
+                self.registration,
+                isr=isr,
+                partition_epoch=partition_epoch,
+                leader_recovery_state=recovery_state,
             )
         self.pending_isr = None
         self._advance_high_watermark(now_ms)
@@ -444,7 +449,8 @@ class PartitionReplica:
             return ProduceOutcome(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         if self.recovering:
             return ProduceOutcome(
-                ErrorCode.NOT_LEADER_OR_FOLLOWER, error_message="the leader is recovering after an unclean election"
+                ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                error_message="the leader is recovering after an unclean election",
             )
         producer = None
         try:

@@ -75,7 +75,9 @@ class Leadership:
         if epoch < self.epoch or (epoch == self.epoch and self.role is ReplicaRole.LEADER):
             raise LocalProtocolError(f"leader epoch {epoch} does not follow {self.epoch}")
         if self.cache.latest_epoch > epoch:
-            raise LocalProtocolError(f"leader epoch {epoch} is older than the cached {self.cache.latest_epoch}")
+            raise LocalProtocolError(
+                f"leader epoch {epoch} is older than the cached {self.cache.latest_epoch}"
+            )
         self._move(RoleInput.BECOME_LEADER)
         self.epoch, self.leader_id = epoch, self.node_id
         self.cache.assign(epoch, log_end_offset)

@@ -119,7 +119,9 @@ class ReplicaFetcher:
             replica = item.replica
             topic = topics.get(replica.topic)
             if topic is None:
-                topic = topics[replica.topic] = FetchRequestTopic(topic=replica.topic, topic_id=replica.topic_id)
+                topic = topics[replica.topic] = FetchRequestTopic(
+                    topic=replica.topic, topic_id=replica.topic_id
+                )
             topic.partitions.append(
                 FetchRequestPartition(
                     partition=replica.partition,

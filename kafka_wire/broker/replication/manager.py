@@ -59,7 +59,9 @@ class ReplicaManager:
         self.cluster = cluster
         self.effects = effects
         self.config = config or ReplicationConfig()
-        self.alter = AlterPartitionSender(cluster, retry_backoff_ms=self.config.alter_partition_retry_backoff_ms)
+        self.alter = AlterPartitionSender(
+            cluster, retry_backoff_ms=self.config.alter_partition_retry_backoff_ms
+        )
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self.checkpoints = OffsetCheckpoints.load(state.storage)
         state.cluster = cluster

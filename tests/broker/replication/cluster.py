@@ -100,7 +100,9 @@ class Node:
         self.storage = storage or MemoryStorage()
         self.effects = EffectSink()
         config = BrokerConfig(
-            node_id=node_id, zero_copy_fetch=False, topic_default_properties={"min.insync.replicas": str(min_isr)}
+            node_id=node_id,
+            zero_copy_fetch=False,
+            topic_default_properties={"min.insync.replicas": str(min_isr)},
         )
         rng = random.Random(node_id)
         self.state = BrokerState(
@@ -125,7 +127,9 @@ class Node:
     def call(self, body: Message, now_ms: int, version: int | None = None) -> Message | Waiting:
         key = _api_key(body)
         header = RequestHeader(
-            request_api_key=key, request_api_version=latest(key) if version is None else version, client_id="t"
+            request_api_key=key,
+            request_api_version=latest(key) if version is None else version,
+            client_id="t",
         )
         ctx = Context(self.state, self.effects, 0, Request(header, body), now_ms)
         answer = HANDLERS[key](ctx, body)
@@ -150,8 +154,15 @@ class Node:
         assert replica is not None
         return replica
 
-    def produce(self, values: Sequence[bytes], now_ms: int, acks: int = -1, timeout_ms: int = 30_000,
-                producer_id: int = -1, sequence: int = -1) -> int:
+    def produce(
+        self,
+        values: Sequence[bytes],
+        now_ms: int,
+        acks: int = -1,
+        timeout_ms: int = 30_000,
+        producer_id: int = -1,
+        sequence: int = -1,
+    ) -> int:
         batch = build_batch(
             [NewRecord(None, v) for v in values],
             default_timestamp=now_ms,
@@ -164,7 +175,9 @@ class Node:
             timeout_ms=timeout_ms,
             topic_data=[
                 ProduceRequestTopicProduceData(
-                    name="t", topic_id=TOPIC_ID, partition_data=[ProduceRequestPartitionProduceData(index=0, records=batch)]
+                    name="t",
+                    topic_id=TOPIC_ID,
+                    partition_data=[ProduceRequestPartitionProduceData(index=0, records=batch)],
                 )
             ],
         )
@@ -187,7 +200,10 @@ class Network:
 
     def add(self, node_id: int, storage: MemoryStorage | None = None, min_isr: int = 1) -> Node:
         self.brokers[node_id] = BrokerInfo(
-            node_id, epoch=10 + node_id, endpoints=(Endpoint("PLAINTEXT", "127.0.0.1", 9000 + node_id),), fenced=False
+            node_id,
+            epoch=10 + node_id,
+            endpoints=(Endpoint("PLAINTEXT", "127.0.0.1", 9000 + node_id),),
+            fenced=False,
         )
         node = self.nodes[node_id] = Node(node_id, self, storage, min_isr)
         return node
@@ -208,7 +224,9 @@ class Network:
         self.publish(state)
         return state
 
-    def elect(self, leader: int, isr: tuple[int, ...] | None = None, *, unclean: bool = False) -> PartitionState:
+    def elect(
+        self, leader: int, isr: tuple[int, ...] | None = None, *, unclean: bool = False
+    ) -> PartitionState:
         old = self.registrations["t", 0]
         new = replace(
             old,
@@ -216,7 +234,9 @@ class Network:
             isr=old.isr if isr is None else isr,
             leader_epoch=old.leader_epoch + 1,
             partition_epoch=old.partition_epoch + 1,
-            leader_recovery_state=LeaderRecoveryState.RECOVERING if unclean else LeaderRecoveryState.RECOVERED,
+            leader_recovery_state=LeaderRecoveryState.RECOVERING
+            if unclean
+            else LeaderRecoveryState.RECOVERED,
         )
         self.publish(new)
         return new
@@ -321,8 +341,12 @@ class Network:
     def restart(self, node_id: int) -> Node:
         storage = self.nodes[node_id].storage
         self.down.discard(node_id)
-        self.brokers[node_id] = replace(self.brokers[node_id], epoch=self.brokers[node_id].epoch + 100, fenced=False)
-        node = self.nodes[node_id] = Node(node_id, self, storage, self.nodes[node_id].state.defaults.min_insync_replicas)
+        self.brokers[node_id] = replace(
+            self.brokers[node_id], epoch=self.brokers[node_id].epoch + 100, fenced=False
+        )
+        node = self.nodes[node_id] = Node(
+            node_id, self, storage, self.nodes[node_id].state.defaults.min_insync_replicas
+        )
         node.manager.apply(list(self.registrations.values()), [], self.now_ms)
         node.flush()
         return node

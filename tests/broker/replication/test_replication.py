@@ -259,8 +259,9 @@ def test_offset_for_leader_epoch_answers_from_the_leader_epoch_cache() -> None:
     assert ask(net.nodes[1], 0)[0] == ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
-def client_fetch(node: Node, now_ms: int, *, replica_id: int = -1, current_epoch: int = -1,
-                 version: int = 12) -> FetchResponsePartitionData:
+def client_fetch(
+    node: Node, now_ms: int, *, replica_id: int = -1, current_epoch: int = -1, version: int = 12
+) -> FetchResponsePartitionData:
     answer = node.call(
         FetchRequest(
             replica_id=replica_id,
@@ -270,8 +271,12 @@ def client_fetch(node: Node, now_ms: int, *, replica_id: int = -1, current_epoch
                     topic="t",
                     topic_id=TOPIC_ID,
                     partitions=[
-                        FetchRequestPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20,
-                                              current_leader_epoch=current_epoch)
+                        FetchRequestPartition(
+                            partition=0,
+                            fetch_offset=0,
+                            partition_max_bytes=1 << 20,
+                            current_leader_epoch=current_epoch,
+                        )
                     ],
                 )
             ],
@@ -304,11 +309,20 @@ def test_a_fetch_from_a_broker_that_is_not_a_replica_or_with_a_stale_epoch_is_re
     net = three()
     net.run(100)
     leader = net.nodes[1]
-    assert client_fetch(leader, net.now_ms, replica_id=9, current_epoch=0).error_code == ErrorCode.UNKNOWN_LEADER_EPOCH
+    assert (
+        client_fetch(leader, net.now_ms, replica_id=9, current_epoch=0).error_code
+        == ErrorCode.UNKNOWN_LEADER_EPOCH
+    )
     assert client_fetch(leader, net.now_ms, replica_id=9).error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
     net.elect(1)
-    assert client_fetch(leader, net.now_ms, replica_id=2, current_epoch=0).error_code == ErrorCode.FENCED_LEADER_EPOCH
-    assert client_fetch(leader, net.now_ms, replica_id=2, current_epoch=5).error_code == ErrorCode.UNKNOWN_LEADER_EPOCH
+    assert (
+        client_fetch(leader, net.now_ms, replica_id=2, current_epoch=0).error_code
+        == ErrorCode.FENCED_LEADER_EPOCH
+    )
+    assert (
+        client_fetch(leader, net.now_ms, replica_id=2, current_epoch=5).error_code
+        == ErrorCode.UNKNOWN_LEADER_EPOCH
+    )
 
 
 def test_a_fenced_follower_is_served_but_not_taken_into_the_isr() -> None:
@@ -334,7 +348,11 @@ def test_delete_records_answers_with_the_low_watermark_of_the_isr() -> None:
     net.run(1000)
     request = leader.submit(
         DeleteRecordsRequest(
-            topics=[DeleteRecordsRequestTopic(name="t", partitions=[DeleteRecordsRequestPartition(partition_index=0, offset=3)])],
+            topics=[
+                DeleteRecordsRequestTopic(
+                    name="t", partitions=[DeleteRecordsRequestPartition(partition_index=0, offset=3)]
+                )
+            ],
             timeout_ms=30_000,
         ),
         net.now_ms,
@@ -389,7 +407,10 @@ def test_idempotent_producer_state_survives_a_failover() -> None:
     retry = net.nodes[2].produce([b"a", b"b"], net.now_ms, acks=1, producer_id=7, sequence=0)
     answer = net.nodes[2].answers[retry]
     assert isinstance(answer, ProduceResponse)
-    assert (answer.responses[0].partition_responses[0].error_code, answer.responses[0].partition_responses[0].base_offset) == (0, 0)
+    assert (
+        answer.responses[0].partition_responses[0].error_code,
+        answer.responses[0].partition_responses[0].base_offset,
+    ) == (0, 0)
     assert net.nodes[2].replica().log_end_offset == 2
     gap = net.nodes[2].produce([b"c"], net.now_ms, acks=1, producer_id=7, sequence=5)
     assert produce_error(net.nodes[2].answers[gap]) == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
@@ -398,7 +419,10 @@ def test_idempotent_producer_state_survives_a_failover() -> None:
 def test_a_client_request_for_acks_all_on_a_follower_is_not_leader() -> None:
     net = three()
     follower = net.nodes[2]
-    assert produce_error(follower.answers[follower.produce([b"x"], net.now_ms)]) == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert (
+        produce_error(follower.answers[follower.produce([b"x"], net.now_ms)])
+        == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    )
 
 
 def test_a_pending_isr_addition_counts_for_the_high_watermark_and_a_failed_request_is_retried() -> None:
