@@ -780,7 +780,13 @@ class KRaftReplica:
         if error:
             return self._vote_response(version, error, False)
         if candidate_epoch > self.epoch:
+            # Raft's rule: a vote request moves this voter to the new epoch, but only a granted
+            # vote restarts its election timer; else a candidate whose log is behind (and can never
+            # win) would keep every voter from standing.
+            running = self._election_deadline if self.role is not QuorumRole.FOLLOWER else self._fetch_deadline
             self._become_unattached(candidate_epoch, now_ms)
+            if running is not None and self.role is QuorumRole.UNATTACHED:
+                self._election_deadline = running
         up_to_date = (part.last_offset_epoch, part.last_offset) >= (self.last_epoch(), self._log.log_end_offset)
         role = self.role
         if role is QuorumRole.UNATTACHED:

@@ -85,9 +85,12 @@ class Network:
         self._waiting: list[tuple[Waiting, Node, KRaftReplica, Outbound, int]] = []
         #: Pairs of node ids that cannot reach each other.
         self.cut: set[frozenset[int]] = set()
+        #: The chance that a request, or its answer, is lost (its sender learns at its timeout).
+        self.drop_rate = 0.0
         #: Every (epoch, leader) seen: at most one leader per epoch.
         self.leaders: dict[int, int] = {}
         self.sent: list[tuple[int, int, Message]] = []
+        self.leader_hw: dict[tuple[int, int], int] = {}
 
     # -- nodes --------------------------------------------------------------------------------------
     def start(self, node_id: int | None = None) -> None:
@@ -132,6 +135,9 @@ class Network:
         if replica.role is QuorumRole.LEADER:
             seen = self.leaders.setdefault(replica.epoch, node.node_id)
             assert seen == node.node_id, f"two leaders in epoch {replica.epoch}: {seen} and {node.node_id}"
+            key = (node.node_id, replica.epoch)
+            assert replica.high_watermark >= self.leader_hw.get(key, 0), "a leader's high watermark went back"
+            self.leader_hw[key] = replica.high_watermark
         assert replica.high_watermark <= replica.log_end_offset
         # everything applied anywhere agrees: each node's applied values are a prefix of the longest
         longest = max((n.applied for n in self.nodes.values()), key=len)
@@ -171,7 +177,7 @@ class Network:
         if target is None or not target.alive:
             self._schedule(self.now_ms + 1, lambda: self._reply(source, replica, out, None))
             return
-        if frozenset((source.node_id, out.destination)) in self.cut:
+        if frozenset((source.node_id, out.destination)) in self.cut or self.rng.random() < self.drop_rate:
             self._schedule(self.now_ms + out.timeout_ms, lambda: self._reply(source, replica, out, None))
             return
 
@@ -190,7 +196,7 @@ class Network:
 
     def _answer(self, target: Node, source: Node, replica: KRaftReplica, out: Outbound, answer: Message, version: int) -> None:
         body = roundtrip(answer, version)
-        if frozenset((source.node_id, target.node_id)) in self.cut:
+        if frozenset((source.node_id, target.node_id)) in self.cut or self.rng.random() < self.drop_rate:
             self._schedule(self.now_ms + out.timeout_ms, lambda: self._reply(source, replica, out, None))
             return
         self._schedule(self.now_ms + self._latency(), lambda: self._reply(source, replica, out, body))
