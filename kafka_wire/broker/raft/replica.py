@@ -355,6 +355,16 @@ class KRaftReplica:
             return self._epochs[-1][0]
         return self._snapshot.epoch if self._snapshot is not None else 0
 
+    def epoch_of(self, offset: int) -> int:
+        """The epoch of the batch holding ``offset`` (the snapshot's epoch below the log start):
+        what :meth:`create_snapshot` takes for a snapshot ending after ``offset``."""
+        epoch = self._snapshot.epoch if self._snapshot is not None else 0
+        for cached, start in self._epochs:
+            if start > offset:
+                break
+            epoch = cached
+        return epoch
+
     def progress(self) -> dict[int, ReplicaProgress]:
         """The leader's view of the replicas that fetch from it (empty unless leader)."""
         return dict(self._progress)

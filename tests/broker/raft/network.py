@@ -119,6 +119,11 @@ class Network:
         self._collect(node)
         return result
 
+    def settle(self, node: Node) -> None:
+        """Apply a node's storage effects and take what it committed (after calling it directly)."""
+        node.storage.apply(node.sink.take())
+        self._collect(node)
+
     def _collect(self, node: Node) -> None:
         replica = node.r
         for item in replica.take_committed():

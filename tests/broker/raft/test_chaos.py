@@ -6,7 +6,19 @@ from __future__ import annotations
 
 import pytest
 
-from tests.broker.raft.network import Network
+from tests.broker.raft.network import Network, Node
+
+
+def append(net: Network, leader: Node, value: bytes) -> None:
+    leader.r.append([value], net.now_ms)
+    net.settle(leader)
+
+
+def snapshot(net: Network, leader: Node) -> None:
+    replica = leader.r
+    hw = replica.high_watermark
+    replica.create_snapshot(hw, replica.epoch_of(hw - 1), list(leader.applied), net.now_ms)
+    net.settle(leader)
 
 
 @pytest.mark.parametrize(("voters", "seed"), [(3, s) for s in range(8)] + [(5, s) for s in range(4)])
@@ -24,7 +36,7 @@ def test_committed_values_survive_crashes_and_partitions(voters: int, seed: int)
             leader = net.leader()
             if leader is not None:
                 counter += 1
-                net._call(leader, lambda r, c=counter: r.append([b"%d" % c], net.now_ms))
+                append(net, leader, b"%d" % counter)
         elif action < 0.5:
             down = [i for i in voter_ids if not net.nodes[i].alive]
             if len(down) < (voters - 1) // 2:
@@ -43,8 +55,7 @@ def test_committed_values_survive_crashes_and_partitions(voters: int, seed: int)
         elif action < 0.9:
             leader = net.leader()
             if leader is not None and leader.r.high_watermark > leader.r.log_start_offset:
-                hw = leader.r.high_watermark
-                net._call(leader, lambda r, hw=hw: r.create_snapshot(hw, r.last_epoch(), list(leader.applied), net.now_ms))
+                snapshot(net, leader)
         net.run(rng.randint(10, 1500))
     net.heal()
     net.drop_rate = 0.0
@@ -55,7 +66,7 @@ def test_committed_values_survive_crashes_and_partitions(voters: int, seed: int)
     # leadership first, so ask again until one commits
     for _ in range(10):
         leader = net.wait_for_leader()
-        net._call(leader, lambda r: r.append([b"final"], net.now_ms))
+        append(net, leader, b"final")
         net.run(3000)
         if all(n.applied and n.applied[-1] == b"final" for n in net.nodes.values()):
             break

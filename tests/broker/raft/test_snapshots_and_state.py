@@ -144,9 +144,10 @@ def test_a_far_behind_follower_gets_the_snapshot_and_catches_up() -> None:
         net.append([b"v%d" % i])
     net.run_until(lambda: len(leader.applied) == 20)
     hw = leader.r.high_watermark
-    snapshot = net._call(leader, lambda r: r.create_snapshot(hw, r.epoch, list(leader.applied), net.now_ms))
+    snapshot = net._call(leader, lambda r: r.create_snapshot(hw, r.epoch_of(hw - 1), list(leader.applied), net.now_ms))
     assert isinstance(snapshot, SnapshotId)
     assert leader.r.log_start_offset == hw
+    assert snapshot.epoch == leader.r.epoch  # the last record before hw is of the leader's epoch
     assert snapshot.file_name in leader.storage.list_dir("__cluster_metadata-0")
     net.append([b"after"])
     net.start(behind.node_id)
