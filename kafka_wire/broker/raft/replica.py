@@ -486,6 +486,8 @@ class KRaftReplica:
             out.append(self._pending_load)
             self._pending_load = None
         log = self._log
+        # below the log start is a snapshot the caller made from what it had taken already
+        self._taken = max(self._taken, log.log_start_offset)
         while self._taken < self._hw:
             result = log.read(self._taken, _READ_CHUNK_BYTES, max_offset=self._hw)
             data = log.read_bytes(result)

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from kafka_wire.broker.raft import QuorumRole
+import random
+from collections.abc import Callable
+
+from kafka_wire.broker.effects import EffectSink
+from kafka_wire.broker.raft import CommittedBatch, KRaftReplica, QuorumRole, RaftConfig, Voter
+from kafka_wire.broker.storage import MemoryStorage
 from tests.broker.raft.network import Network
 
 
@@ -118,3 +123,35 @@ def test_a_graceful_resignation_hands_over_to_the_preferred_successor_quickly() 
     assert net.now_ms - start < old.config.election_timeout_ms
     ends = {type(m).__name__ for (_, _, m) in net.sent}
     assert "EndQuorumEpochRequest" in ends
+
+
+def test_a_lone_voter_restarts_in_a_new_epoch_with_its_committed_records() -> None:
+    net = Network(1)
+    net.start()
+    node = net.nodes[1]
+    net.append([b"a"])
+    net.append([b"b"])
+    net.restart(1)
+    assert node.r.is_leader and node.r.epoch == 2
+    assert node.applied == [b"a", b"b"]  # handed out again from the log after the restart
+    net.append([b"c"])
+    assert node.applied == [b"a", b"b", b"c"]
+
+
+def test_a_snapshot_past_what_was_taken_does_not_stall_take_committed() -> None:
+    storage, sink = MemoryStorage(), EffectSink()
+    config = RaftConfig(node_id=1, voters=(Voter(1, "h", 1),))
+    replica = KRaftReplica(config, storage, sink, random.Random(0))
+
+    def call(fn: Callable[[], object]) -> None:
+        fn()
+        storage.apply(sink.take())
+
+    call(lambda: replica.start(0))
+    call(lambda: replica.append([b"a"], 0))
+    call(lambda: replica.append([b"b"], 0))
+    end = replica.high_watermark
+    call(lambda: replica.create_snapshot(end, replica.epoch_of(end - 1), [b"a", b"b"], 0))
+    assert replica.take_committed() == []
+    call(lambda: replica.append([b"c"], 0))
+    assert [batch.records for batch in replica.take_committed() if isinstance(batch, CommittedBatch)] == [(b"c",)]
