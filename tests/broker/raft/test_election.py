@@ -98,6 +98,10 @@ def test_a_minority_leader_cannot_commit_and_its_divergent_suffix_is_truncated()
     hw = old.r.high_watermark
     net.run_until(lambda: any(net.nodes[i].r.is_leader and net.nodes[i].r.leader_ready for i in others))
     assert old.r.high_watermark == hw
+    # hearing from no majority for 1.5 fetch timeouts, the cut-off leader resigns (check quorum)
+    net.run(old.config.fetch_timeout_ms * 3 // 2 + 100)
+    assert old.r.role is not QuorumRole.LEADER
+    assert old.r.append([b"refused"], net.now_ms) is None
     new = next(net.nodes[i] for i in others if net.nodes[i].r.is_leader)
     net.append([b"new"])
     net.run_until(lambda: all(net.nodes[i].applied == [b"committed", b"new"] for i in others))
