@@ -14,6 +14,7 @@ def _tables() -> list[tuple[str, str, str, Mapping[Any, Any]]]:
     """(section, machine, where the table lives, table), in page order; imported when drawn."""
     from kafka_wire.broker.group.states import GROUP_TRANSITIONS
     from kafka_wire.broker.partition.roles import REPLICA_TRANSITIONS
+    from kafka_wire.broker.raft.states import QUORUM_TRANSITIONS
     from kafka_wire.protocol import sasl
     from kafka_wire.protocol.client import CLIENT_TRANSITIONS
     from kafka_wire.protocol.server import SERVER_TRANSITIONS
@@ -73,6 +74,12 @@ def _tables() -> list[tuple[str, str, str, Mapping[Any, Any]]]:
             "Partition replica",
             "kafka_wire.broker.partition.roles.REPLICA_TRANSITIONS",
             REPLICA_TRANSITIONS,
+        ),
+        (
+            "Broker",
+            "KRaft replica",
+            "kafka_wire.broker.raft.states.QUORUM_TRANSITIONS",
+            QUORUM_TRANSITIONS,
         ),
     ]
 
