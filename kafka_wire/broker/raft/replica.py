@@ -431,7 +431,7 @@ class KRaftReplica:
     def _reset_log(self, offset: int) -> None:
         # PartitionLog has no public "empty the log and start at offset" yet (the replication
         # follower needs the same on OFFSET_OUT_OF_RANGE); use its own helper until it does.
-        self._log._truncate_fully_and_start_at(offset, self._now_ms, deferred=True)
+        self._log.truncate_fully_and_start_at(offset, self._now_ms)
 
     def _rebuild_epochs(self) -> None:
         self._epochs = []
