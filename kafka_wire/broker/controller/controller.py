@@ -770,7 +770,7 @@ class QuorumController:
                 continue
             replication = len(topic.partitions[0].replicas) if topic.partitions else 1
             active = [b.node_id for b in self.image.brokers() if not b.fenced and not b.in_controlled_shutdown]
-            if entry.assignments is not None:
+            if entry.assignments:
                 assignment = [list(a.broker_ids) for a in entry.assignments]
                 problem = (
                     f"Attempted to add {entry.count - current} additional partition(s), but only "
