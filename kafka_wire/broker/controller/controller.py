@@ -397,8 +397,19 @@ class QuorumController:
             level = self.image.features.get(name)
             if level is not None and not low <= level <= high:
                 return fail(ErrorCode.UNSUPPORTED_VERSION)
-        epoch = self.raft.log_end_offset  # the offset of the RegisterBrokerRecord, first in its batch
-        records: list[Message] = [
+        records: list[Message] = []
+        amend = existing is not None and existing.incarnation_id == req.incarnation_id
+        if amend and existing is not None:
+            # The same incarnation again (a retry): epoch, fencing and shutdown state stay.
+            epoch, fenced, shutdown = existing.info.epoch, existing.info.fenced, existing.info.in_controlled_shutdown
+        else:
+            # A new incarnation: Kafka's broker epoch is the offset of the first record written for
+            # it. With ELR, the old incarnation may have lost data (an unclean shutdown): it leaves
+            # every ISR and ELR first, and its leaderships move.
+            epoch, fenced, shutdown = self.raft.log_end_offset, True, False
+            if self.config.elr_enabled:
+                self._leader_and_isr_updates(records, unclean_shutdown=req.broker_id)
+        records.append(
             RegisterBrokerRecord(
                 broker_id=req.broker_id,
                 incarnation_id=req.incarnation_id,
@@ -414,16 +425,14 @@ class QuorumController:
                     for n, lo, hi in features
                 ],
                 rack=req.rack,
-                fenced=True,
-                in_controlled_shutdown=False,
+                fenced=fenced,
+                in_controlled_shutdown=shutdown,
                 log_dirs=list(req.log_dirs),
             )
-        ]
-        if existing is not None and self.config.elr_enabled and req.previous_broker_epoch != existing.info.epoch:
-            # An unclean shutdown: the broker may have lost data, so it leaves every ISR and ELR.
-            self._leader_and_isr_updates(records, unclean_shutdown=req.broker_id)
+        )
         self._contact_ms[req.broker_id] = now_ms
-        self._shutdown_offset.pop(req.broker_id, None)
+        if not amend:
+            self._shutdown_offset.pop(req.broker_id, None)
         return self._answer(records, lambda: BrokerRegistrationResponse(broker_epoch=epoch), fail, now_ms)
 
     def _has_session(self, broker: int, now_ms: int) -> bool:

@@ -132,8 +132,11 @@ def test_duplicate_registration_is_refused_while_the_session_lives() -> None:
     h = cluster(1)
     first = h.incarnations[1]
     assert h.register(1, uuid.UUID(int=999)).error_code == ErrorCode.DUPLICATE_BROKER_REGISTRATION
-    # The same incarnation may register again (a retry) ...
-    assert h.register(1, first).error_code == 0
+    # The same incarnation may register again (a retry): same epoch, still unfenced ...
+    epoch = h.epochs[1]
+    assert (h.register(1, first).broker_epoch, h.epochs[1]) == (epoch, epoch)
+    info = h.controller.committed.broker(1)
+    assert info is not None and not info.fenced
     # ... and another one once the session expired.
     h.now_ms += 9_001
     assert h.register(1, uuid.UUID(int=998)).error_code == 0
@@ -503,3 +506,19 @@ def test_snapshot_every_n_committed_bytes_and_standby_replay() -> None:
     standby.replay(len(standby_raft.log) - 1, [standby_raft.log[-1]])
     ready = r.poll(0)
     assert isinstance(ready, AllocateProducerIdsResponse) and ready.producer_id_start == 0
+
+
+def test_a_new_incarnation_leaves_every_isr_before_it_registers() -> None:
+    h = cluster(1, 2, 3)
+    h.create_topic("t", partitions=3)
+    led = [p.partition for p in h.controller.committed.partitions_of("t") if p.leader == 2]
+    h.now_ms += 9_001  # broker 2 died without a word; its session is over
+    for b in (1, 3):
+        h.heartbeat(b)
+    start = len(h.raft.log)
+    response = h.register(2, uuid.UUID(int=4242))
+    assert response.broker_epoch == start  # the first record written for the new incarnation
+    assert isinstance(h.raft.records()[-1], RegisterBrokerRecord)
+    for p in h.controller.committed.partitions_of("t"):
+        assert 2 not in p.isr and p.leader != 2
+    assert all(partition(h, "t", i).leader in (1, 3) for i in led)
