@@ -303,7 +303,9 @@ class MetadataImage:
         elif isinstance(record, BrokerRegistrationChangeRecord):
             change = {FENCE: True, UNFENCE: False}.get(record.fenced)
             shutdown = True if record.in_controlled_shutdown == 1 else None
-            self._change_broker(record.broker_id, record.broker_epoch, delta, fenced=change, shutdown=shutdown)
+            self._change_broker(
+                record.broker_id, record.broker_epoch, delta, fenced=change, shutdown=shutdown
+            )
         elif isinstance(record, FeatureLevelRecord):
             if record.feature_level == 0:
                 self.features.pop(record.name, None)
@@ -336,7 +338,9 @@ class MetadataImage:
         info = current.info
         if fenced is not None:
             # A broker that is fenced again leaves controlled shutdown (Kafka: fencing clears it).
-            info = replace(info, fenced=fenced, in_controlled_shutdown=info.in_controlled_shutdown and not fenced)
+            info = replace(
+                info, fenced=fenced, in_controlled_shutdown=info.in_controlled_shutdown and not fenced
+            )
         if shutdown is not None:
             info = replace(info, in_controlled_shutdown=shutdown)
         self._brokers[broker_id] = replace(current, info=info)
@@ -346,7 +350,9 @@ class MetadataImage:
 
     def snapshot_records(self) -> list[Message]:
         """The image as records, in an order that rebuilds it (a raft snapshot's content)."""
-        out: list[Message] = [FeatureLevelRecord(name=n, feature_level=v) for n, v in sorted(self.features.items())]
+        out: list[Message] = [
+            FeatureLevelRecord(name=n, feature_level=v) for n, v in sorted(self.features.items())
+        ]
         for broker_id in sorted(self._brokers):
             reg = self._brokers[broker_id]
             protocols = dict(reg.security_protocols)
@@ -357,12 +363,17 @@ class MetadataImage:
                     broker_epoch=reg.info.epoch,
                     end_points=[
                         RegisterBrokerRecordBrokerEndpoint(
-                            name=e.listener, host=e.host, port=e.port, security_protocol=protocols.get(e.listener, 0)
+                            name=e.listener,
+                            host=e.host,
+                            port=e.port,
+                            security_protocol=protocols.get(e.listener, 0),
                         )
                         for e in reg.info.endpoints
                     ],
                     features=[
-                        RegisterBrokerRecordBrokerFeature(name=n, min_supported_version=lo, max_supported_version=hi)
+                        RegisterBrokerRecordBrokerFeature(
+                            name=n, min_supported_version=lo, max_supported_version=hi
+                        )
                         for n, lo, hi in reg.features
                     ],
                     rack=reg.info.rack,
@@ -378,7 +389,9 @@ class MetadataImage:
                 out.append(partition_record(p))
         for (rtype, rname), values in sorted(self.configs.items()):
             for key in sorted(values):
-                out.append(ConfigRecord(resource_type=rtype, resource_name=rname, name=key, value=values[key]))
+                out.append(
+                    ConfigRecord(resource_type=rtype, resource_name=rname, name=key, value=values[key])
+                )
         if self.next_producer_id:
             out.append(
                 ProducerIdsRecord(

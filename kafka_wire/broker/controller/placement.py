@@ -37,5 +37,8 @@ def assign_replicas(
         if p > 0 and p % n == 0:
             next_shift += 1
         first = (p + start_index) % n
-        out.append([ids[first]] + [ids[(first + 1 + (next_shift + j) % (n - 1)) % n] for j in range(replication_factor - 1)])
+        out.append(
+            [ids[first]]
+            + [ids[(first + 1 + (next_shift + j) % (n - 1)) % n] for j in range(replication_factor - 1)]
+        )
     return out

@@ -105,7 +105,9 @@ def decode_record(data: bytes | bytearray | memoryview) -> Message:
     key, pos = _uvarint(buf, pos, "record type")
     cls = RECORD_TYPES.get(key)
     if cls is None:
-        raise InvalidValueError(f"unknown metadata record type {key}", offset=start, message="metadata record")
+        raise InvalidValueError(
+            f"unknown metadata record type {key}", offset=start, message="metadata record"
+        )
     start = pos
     version, pos = _uvarint(buf, pos, "record version")
     if version not in cls.VERSIONS:

@@ -102,9 +102,13 @@ class Harness:
                 broker_id=broker,
                 cluster_id=CLUSTER_ID,
                 incarnation_id=incarnation,
-                listeners=[BrokerRegistrationRequestListener(name="PLAINTEXT", host="127.0.0.1", port=9000 + broker)],
+                listeners=[
+                    BrokerRegistrationRequestListener(name="PLAINTEXT", host="127.0.0.1", port=9000 + broker)
+                ],
                 features=[
-                    BrokerRegistrationRequestFeature(name="metadata.version", min_supported_version=1, max_supported_version=21)
+                    BrokerRegistrationRequestFeature(
+                        name="metadata.version", min_supported_version=1, max_supported_version=21
+                    )
                 ],
                 log_dirs=[uuid.UUID(int=broker + 77)],
                 previous_broker_epoch=self.epochs.get(broker, -1),
@@ -116,7 +120,12 @@ class Harness:
         return response
 
     def heartbeat(
-        self, broker: int, *, offset: int | None = None, want_shut_down: bool = False, want_fence: bool = False
+        self,
+        broker: int,
+        *,
+        offset: int | None = None,
+        want_shut_down: bool = False,
+        want_fence: bool = False,
     ) -> BrokerHeartbeatResponse:
         response = self.call(
             ApiKey.BROKER_HEARTBEAT,
@@ -151,7 +160,8 @@ class Harness:
                         num_partitions=partitions,
                         replication_factor=replication,
                         configs=[
-                            CreateTopicsRequestCreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()
+                            CreateTopicsRequestCreatableTopicConfig(name=k, value=v)
+                            for k, v in (configs or {}).items()
                         ],
                     )
                 ],

@@ -62,8 +62,15 @@ def partition(h: Harness, topic: str = "t", index: int = 0) -> PartitionState:
 
 
 def alter_isr(
-    h: Harness, p: PartitionState, isr: list[int], *, version: int = 3, leader: int | None = None,
-    leader_epoch: int | None = None, partition_epoch: int | None = None, broker_epochs: dict[int, int] | None = None,
+    h: Harness,
+    p: PartitionState,
+    isr: list[int],
+    *,
+    version: int = 3,
+    leader: int | None = None,
+    leader_epoch: int | None = None,
+    partition_epoch: int | None = None,
+    broker_epochs: dict[int, int] | None = None,
 ) -> AlterPartitionResponse:
     sender = p.leader if leader is None else leader
     body = AlterPartitionRequest(
@@ -147,16 +154,24 @@ def test_registration_errors() -> None:
     good = h.register(1)
     assert good.error_code == 0
     wrong_cluster = h.call(
-        ApiKey.BROKER_REGISTRATION, 4,
-        BrokerRegistrationRequest(broker_id=2, cluster_id="other", incarnation_id=uuid.uuid4(), log_dirs=[uuid.uuid4()]),
+        ApiKey.BROKER_REGISTRATION,
+        4,
+        BrokerRegistrationRequest(
+            broker_id=2, cluster_id="other", incarnation_id=uuid.uuid4(), log_dirs=[uuid.uuid4()]
+        ),
     )
     assert isinstance(wrong_cluster, BrokerRegistrationResponse)
     assert wrong_cluster.error_code == ErrorCode.INCONSISTENT_CLUSTER_ID
     # Without metadata.version in its features the broker is assumed to support 3.0-IV1 only.
     old = h.call(
-        ApiKey.BROKER_REGISTRATION, 4,
-        BrokerRegistrationRequest(broker_id=2, cluster_id=h.controller.config.cluster_id,
-                                  incarnation_id=uuid.uuid4(), log_dirs=[uuid.uuid4()]),
+        ApiKey.BROKER_REGISTRATION,
+        4,
+        BrokerRegistrationRequest(
+            broker_id=2,
+            cluster_id=h.controller.config.cluster_id,
+            incarnation_id=uuid.uuid4(),
+            log_dirs=[uuid.uuid4()],
+        ),
     )
     assert isinstance(old, BrokerRegistrationResponse) and old.error_code == ErrorCode.UNSUPPORTED_VERSION
 
@@ -177,7 +192,10 @@ def test_not_controller_when_raft_does_not_lead() -> None:
 def test_held_answer_fails_when_leadership_is_lost_or_times_out() -> None:
     h = cluster(1)
     held = h.controller.handle(
-        ApiKey.ALLOCATE_PRODUCER_IDS, 0, AllocateProducerIdsRequest(broker_id=1, broker_epoch=h.epochs[1]), h.now_ms
+        ApiKey.ALLOCATE_PRODUCER_IDS,
+        0,
+        AllocateProducerIdsRequest(broker_id=1, broker_epoch=h.epochs[1]),
+        h.now_ms,
     )
     assert not isinstance(held, Message)
     assert held.poll(h.now_ms) is None  # not committed yet
@@ -209,7 +227,9 @@ def test_create_topic_errors_and_validate_only() -> None:
     h = cluster(1, 2)
     assert h.create_topic("t", replication=3).topics[0].error_code == ErrorCode.INVALID_REPLICATION_FACTOR
     assert h.create_topic("bad name").topics[0].error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
-    assert h.create_topic("t", partitions=0, replication=1).topics[0].error_code == ErrorCode.INVALID_PARTITIONS
+    assert (
+        h.create_topic("t", partitions=0, replication=1).topics[0].error_code == ErrorCode.INVALID_PARTITIONS
+    )
     assert h.create_topic("t", replication=1, configs={"cleanup.policy": "nope"}).topics[0].error_code == (
         ErrorCode.INVALID_CONFIG
     )
@@ -217,9 +237,12 @@ def test_create_topic_errors_and_validate_only() -> None:
     assert h.create_topic("t", replication=2).topics[0].error_code == ErrorCode.TOPIC_ALREADY_EXISTS
     before = len(h.raft.log)
     checked = h.call(
-        ApiKey.CREATE_TOPICS, 7,
-        CreateTopicsRequest(topics=[CreateTopicsRequestCreatableTopic(name="v", num_partitions=1, replication_factor=-1)],
-                            validate_only=True),
+        ApiKey.CREATE_TOPICS,
+        7,
+        CreateTopicsRequest(
+            topics=[CreateTopicsRequestCreatableTopic(name="v", num_partitions=1, replication_factor=-1)],
+            validate_only=True,
+        ),
     )
     assert checked.topics[0].error_code == 0  # type: ignore[attr-defined]
     assert len(h.raft.log) == before and "v" not in h.controller.committed.topics
@@ -236,12 +259,16 @@ def test_delete_topic_and_create_partitions() -> None:
     h = cluster(1, 2, 3)
     h.create_topic("t", partitions=2)
     grown = h.call(
-        ApiKey.CREATE_PARTITIONS, 3, CreatePartitionsRequest(topics=[CreatePartitionsRequestTopic(name="t", count=5)])
+        ApiKey.CREATE_PARTITIONS,
+        3,
+        CreatePartitionsRequest(topics=[CreatePartitionsRequestTopic(name="t", count=5)]),
     )
     assert isinstance(grown, CreatePartitionsResponse) and grown.results[0].error_code == 0
     assert [len(p.replicas) for p in h.controller.committed.partitions_of("t")] == [3] * 5
     shrink = h.call(
-        ApiKey.CREATE_PARTITIONS, 3, CreatePartitionsRequest(topics=[CreatePartitionsRequestTopic(name="t", count=2)])
+        ApiKey.CREATE_PARTITIONS,
+        3,
+        CreatePartitionsRequest(topics=[CreatePartitionsRequestTopic(name="t", count=2)]),
     )
     assert shrink.results[0].error_code == ErrorCode.INVALID_PARTITIONS  # type: ignore[attr-defined]
     deleted = h.call(ApiKey.DELETE_TOPICS, 5, DeleteTopicsRequest(topic_names=["t", "nope"]))
@@ -256,11 +283,21 @@ def test_incremental_alter_configs_on_topic_and_broker() -> None:
 
     def alter(rtype: int, name: str, key: str, value: str | None, op: int = 0) -> int:
         response = h.call(
-            ApiKey.INCREMENTAL_ALTER_CONFIGS, 1,
-            IncrementalAlterConfigsRequest(resources=[IncrementalAlterConfigsRequestAlterConfigsResource(
-                resource_type=rtype, resource_name=name,
-                configs=[IncrementalAlterConfigsRequestAlterableConfig(name=key, config_operation=op, value=value)],
-            )]),
+            ApiKey.INCREMENTAL_ALTER_CONFIGS,
+            1,
+            IncrementalAlterConfigsRequest(
+                resources=[
+                    IncrementalAlterConfigsRequestAlterConfigsResource(
+                        resource_type=rtype,
+                        resource_name=name,
+                        configs=[
+                            IncrementalAlterConfigsRequestAlterableConfig(
+                                name=key, config_operation=op, value=value
+                            )
+                        ],
+                    )
+                ]
+            ),
         )
         assert isinstance(response, IncrementalAlterConfigsResponse)
         return response.responses[0].error_code
@@ -316,7 +353,11 @@ def test_alter_partition_shrink_and_expand_with_epochs() -> None:
     assert only(alter_isr(h, q, list(q.replicas), leader=other)).error_code == ErrorCode.INVALID_REQUEST
     # Expand back.
     grown = only(alter_isr(h, q, list(q.replicas)))
-    assert (grown.error_code, sorted(grown.isr), grown.partition_epoch) == (0, [1, 2, 3], q.partition_epoch + 1)
+    assert (grown.error_code, sorted(grown.isr), grown.partition_epoch) == (
+        0,
+        [1, 2, 3],
+        q.partition_epoch + 1,
+    )
     assert partition(h).isr == q.replicas
 
 
@@ -330,12 +371,14 @@ def test_alter_partition_refuses_ineligible_replicas() -> None:
     h.heartbeat(follower, want_fence=True)
     q = partition(h)
     assert only(alter_isr(h, q, [q.leader, follower])).error_code == ErrorCode.INELIGIBLE_REPLICA
-    assert only(alter_isr(h, q, [q.leader, follower], version=1)).error_code == ErrorCode.OPERATION_NOT_ATTEMPTED
+    assert (
+        only(alter_isr(h, q, [q.leader, follower], version=1)).error_code == ErrorCode.OPERATION_NOT_ATTEMPTED
+    )
     # A stale broker epoch for a replica makes it ineligible too.
     live = p.replicas[2]
-    assert only(alter_isr(h, q, [q.leader, live], broker_epochs={live: 12345, q.leader: h.epochs[q.leader]})).error_code == (
-        ErrorCode.INELIGIBLE_REPLICA
-    )
+    assert only(
+        alter_isr(h, q, [q.leader, live], broker_epochs={live: 12345, q.leader: h.epochs[q.leader]})
+    ).error_code == (ErrorCode.INELIGIBLE_REPLICA)
 
 
 def test_unclean_election_only_when_enabled() -> None:
@@ -350,8 +393,11 @@ def test_unclean_election_only_when_enabled() -> None:
     assert offline.elr == (p.leader,)
     # ElectLeaders UNCLEAN picks the live out-of-sync replica: ISR := [leader], RECOVERING.
     elected = h.call(
-        ApiKey.ELECT_LEADERS, 2,
-        ElectLeadersRequest(election_type=1, topic_partitions=[ElectLeadersRequestTopicPartitions(topic="t", partitions=[0])]),
+        ApiKey.ELECT_LEADERS,
+        2,
+        ElectLeadersRequest(
+            election_type=1, topic_partitions=[ElectLeadersRequestTopicPartitions(topic="t", partitions=[0])]
+        ),
     )
     assert isinstance(elected, ElectLeadersResponse)
     assert elected.replica_election_results[0].partition_result[0].error_code == 0
@@ -393,7 +439,8 @@ def test_preferred_election_and_auto_rebalance() -> None:
     moved = [p for p in h.controller.committed.partitions_of("t") if p.leader != preferred[p.partition]]
     assert moved
     elect = h.call(
-        ApiKey.ELECT_LEADERS, 2,
+        ApiKey.ELECT_LEADERS,
+        2,
         ElectLeadersRequest(
             election_type=0,
             topic_partitions=[ElectLeadersRequestTopicPartitions(topic="t", partitions=[0, 1, 2])],
@@ -403,8 +450,13 @@ def test_preferred_election_and_auto_rebalance() -> None:
     codes = {r.partition_id: r.error_code for r in elect.replica_election_results[0].partition_result}
     assert {codes[p.partition] for p in moved} == {0}
     assert all(p.leader == preferred[p.partition] for p in h.controller.committed.partitions_of("t"))
-    again = h.call(ApiKey.ELECT_LEADERS, 2, ElectLeadersRequest(
-        election_type=0, topic_partitions=[ElectLeadersRequestTopicPartitions(topic="t", partitions=[0])]))
+    again = h.call(
+        ApiKey.ELECT_LEADERS,
+        2,
+        ElectLeadersRequest(
+            election_type=0, topic_partitions=[ElectLeadersRequestTopicPartitions(topic="t", partitions=[0])]
+        ),
+    )
     assert again.replica_election_results[0].partition_result[0].error_code == (  # type: ignore[attr-defined]
         ErrorCode.ELECTION_NOT_NEEDED
     )
@@ -422,15 +474,41 @@ def test_preferred_election_and_auto_rebalance() -> None:
 
 def test_reassignment_adds_catches_up_then_moves_leadership_and_removes() -> None:
     h = cluster(1, 2, 3)
-    h.call(ApiKey.CREATE_TOPICS, 7, CreateTopicsRequest(topics=[CreateTopicsRequestCreatableTopic(
-        name="t", num_partitions=-1, replication_factor=-1,
-        assignments=[CreateTopicsRequestCreatableReplicaAssignment(partition_index=0, broker_ids=[1])])]))
+    h.call(
+        ApiKey.CREATE_TOPICS,
+        7,
+        CreateTopicsRequest(
+            topics=[
+                CreateTopicsRequestCreatableTopic(
+                    name="t",
+                    num_partitions=-1,
+                    replication_factor=-1,
+                    assignments=[
+                        CreateTopicsRequestCreatableReplicaAssignment(partition_index=0, broker_ids=[1])
+                    ],
+                )
+            ]
+        ),
+    )
     assert partition(h).replicas == (1,)
 
     def reassign(replicas: list[int] | None) -> int:
-        response = h.call(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, AlterPartitionReassignmentsRequest(topics=[
-            AlterPartitionReassignmentsRequestReassignableTopic(name="t", partitions=[
-                AlterPartitionReassignmentsRequestReassignablePartition(partition_index=0, replicas=replicas)])]))
+        response = h.call(
+            ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+            0,
+            AlterPartitionReassignmentsRequest(
+                topics=[
+                    AlterPartitionReassignmentsRequestReassignableTopic(
+                        name="t",
+                        partitions=[
+                            AlterPartitionReassignmentsRequestReassignablePartition(
+                                partition_index=0, replicas=replicas
+                            )
+                        ],
+                    )
+                ]
+            ),
+        )
         assert isinstance(response, AlterPartitionReassignmentsResponse)
         return response.responses[0].partitions[0].error_code
 
@@ -451,7 +529,11 @@ def test_reassignment_adds_catches_up_then_moves_leadership_and_removes() -> Non
     assert done.error_code == ErrorCode.NEW_LEADER_ELECTED
     final = partition(h)
     assert (final.replicas, final.isr, final.leader, final.adding_replicas, final.removing_replicas) == (
-        (2, 3), (2, 3), 2, (), ()
+        (2, 3),
+        (2, 3),
+        2,
+        (),
+        (),
     )
     assert final.leader_epoch == p.leader_epoch + 1
 
@@ -461,14 +543,40 @@ def test_reassignment_cancel_restores_the_original_replicas() -> None:
     h.create_topic("t", replication=2)
     p = partition(h)
     spare = ({1, 2, 3} - set(p.replicas)).pop()
-    response = h.call(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, AlterPartitionReassignmentsRequest(topics=[
-        AlterPartitionReassignmentsRequestReassignableTopic(name="t", partitions=[
-            AlterPartitionReassignmentsRequestReassignablePartition(partition_index=0, replicas=[spare, p.replicas[0]])])]))
+    response = h.call(
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+        0,
+        AlterPartitionReassignmentsRequest(
+            topics=[
+                AlterPartitionReassignmentsRequestReassignableTopic(
+                    name="t",
+                    partitions=[
+                        AlterPartitionReassignmentsRequestReassignablePartition(
+                            partition_index=0, replicas=[spare, p.replicas[0]]
+                        )
+                    ],
+                )
+            ]
+        ),
+    )
     assert response.responses[0].partitions[0].error_code == 0  # type: ignore[attr-defined]
     assert partition(h).adding_replicas == (spare,)
-    cancel = h.call(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, AlterPartitionReassignmentsRequest(topics=[
-        AlterPartitionReassignmentsRequestReassignableTopic(name="t", partitions=[
-            AlterPartitionReassignmentsRequestReassignablePartition(partition_index=0, replicas=None)])]))
+    cancel = h.call(
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+        0,
+        AlterPartitionReassignmentsRequest(
+            topics=[
+                AlterPartitionReassignmentsRequestReassignableTopic(
+                    name="t",
+                    partitions=[
+                        AlterPartitionReassignmentsRequestReassignablePartition(
+                            partition_index=0, replicas=None
+                        )
+                    ],
+                )
+            ]
+        ),
+    )
     assert cancel.responses[0].partitions[0].error_code == 0  # type: ignore[attr-defined]
     back = partition(h)
     assert (back.replicas, back.adding_replicas, back.removing_replicas) == (p.replicas, (), ())
@@ -478,7 +586,9 @@ def test_allocate_producer_ids_in_blocks_of_1000() -> None:
     h = cluster(1)
     blocks = []
     for _ in range(2):
-        r = h.call(ApiKey.ALLOCATE_PRODUCER_IDS, 0, AllocateProducerIdsRequest(broker_id=1, broker_epoch=h.epochs[1]))
+        r = h.call(
+            ApiKey.ALLOCATE_PRODUCER_IDS, 0, AllocateProducerIdsRequest(broker_id=1, broker_epoch=h.epochs[1])
+        )
         assert isinstance(r, AllocateProducerIdsResponse)
         blocks.append((r.error_code, r.producer_id_start, r.producer_id_len))
     assert blocks == [(0, 0, 1000), (0, 1000, 1000)]
@@ -492,7 +602,9 @@ def test_snapshot_every_n_committed_bytes_and_standby_replay() -> None:
     assert h.raft.snapshots
     offset, records = h.raft.snapshots[-1]
     standby_raft = FakeRaft(is_leader=False)
-    standby = QuorumController(ControllerConfig(node_id=3001, cluster_id=CLUSTER_ID), standby_raft, random.Random(1))
+    standby = QuorumController(
+        ControllerConfig(node_id=3001, cluster_id=CLUSTER_ID), standby_raft, random.Random(1)
+    )
     standby.load_snapshot(offset, records)
     for index in range(offset + 1, len(h.raft.log)):
         standby.replay(index, [h.raft.log[index]])
@@ -501,7 +613,9 @@ def test_snapshot_every_n_committed_bytes_and_standby_replay() -> None:
     # The standby becomes active: it serves from what it replayed.
     standby_raft.is_leader, standby_raft.epoch = True, 2
     standby_raft.log = list(h.raft.log)
-    r = standby.handle(ApiKey.ALLOCATE_PRODUCER_IDS, 0, AllocateProducerIdsRequest(broker_id=1, broker_epoch=h.epochs[1]), 0)
+    r = standby.handle(
+        ApiKey.ALLOCATE_PRODUCER_IDS, 0, AllocateProducerIdsRequest(broker_id=1, broker_epoch=h.epochs[1]), 0
+    )
     assert not isinstance(r, Message)
     standby.replay(len(standby_raft.log) - 1, [standby_raft.log[-1]])
     ready = r.poll(0)

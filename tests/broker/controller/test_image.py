@@ -46,8 +46,24 @@ def base() -> list[Message]:
         BrokerRegistrationChangeRecord(broker_id=2, broker_epoch=2, fenced=-1),
         TopicRecord(name="t", topic_id=TID),
         ConfigRecord(resource_type=2, resource_name="t", name="min.insync.replicas", value="2"),
-        PartitionRecord(partition_id=0, topic_id=TID, replicas=[1, 2], isr=[1, 2], leader=1, leader_epoch=0, partition_epoch=0),
-        PartitionRecord(partition_id=1, topic_id=TID, replicas=[2, 1], isr=[2, 1], leader=2, leader_epoch=0, partition_epoch=0),
+        PartitionRecord(
+            partition_id=0,
+            topic_id=TID,
+            replicas=[1, 2],
+            isr=[1, 2],
+            leader=1,
+            leader_epoch=0,
+            partition_epoch=0,
+        ),
+        PartitionRecord(
+            partition_id=1,
+            topic_id=TID,
+            replicas=[2, 1],
+            isr=[2, 1],
+            leader=2,
+            leader_epoch=0,
+            partition_epoch=0,
+        ),
         ProducerIdsRecord(broker_id=1, broker_epoch=1, next_producer_id=1000),
     ]
 
@@ -74,7 +90,9 @@ def test_partition_change_delta_and_epochs() -> None:
     p0 = image.partition("t", 0)
     assert p0 is not None and (p0.leader, p0.isr, p0.leader_epoch, p0.partition_epoch) == (2, (2,), 1, 1)
     assert delta.partitions == (p0,) and not delta.removed_topics and not delta.brokers
-    image.apply_batch(11, [PartitionChangeRecord(topic_id=TID, partition_id=0, isr=[2, 1], leader_recovery_state=1)])
+    image.apply_batch(
+        11, [PartitionChangeRecord(topic_id=TID, partition_id=0, isr=[2, 1], leader_recovery_state=1)]
+    )
     p0 = image.partition("t", 0)
     assert p0 is not None and (p0.leader_epoch, p0.partition_epoch) == (1, 2)
     assert p0.leader_recovery_state is LeaderRecoveryState.RECOVERING
@@ -85,7 +103,9 @@ def test_fencing_stale_epochs_and_unregistration() -> None:
     image.apply_batch(9, base())
     image.apply_batch(10, [FenceBrokerRecord(id=1, epoch=99)])  # another registration's epoch: ignored
     assert image.broker(1) is not None and not image.broker(1).fenced  # type: ignore[union-attr]
-    image.apply_batch(11, [BrokerRegistrationChangeRecord(broker_id=1, broker_epoch=1, in_controlled_shutdown=1)])
+    image.apply_batch(
+        11, [BrokerRegistrationChangeRecord(broker_id=1, broker_epoch=1, in_controlled_shutdown=1)]
+    )
     assert image.broker(1).in_controlled_shutdown  # type: ignore[union-attr]
     image.apply_batch(12, [FenceBrokerRecord(id=1, epoch=1)])
     info = image.broker(1)
@@ -98,7 +118,11 @@ def test_remove_topic_delta_and_config_delete() -> None:
     image = MetadataImage()
     image.apply_batch(9, base())
     delta = image.apply_batch(
-        10, [ConfigRecord(resource_type=4, resource_name="", name="x", value="1"), RemoveTopicRecord(topic_id=TID)]
+        10,
+        [
+            ConfigRecord(resource_type=4, resource_name="", name="x", value="1"),
+            RemoveTopicRecord(topic_id=TID),
+        ],
     )
     assert "t" not in image.topics and image.topic_configs("t") == {}
     assert delta.removed_topics == (("t", TID),) and (2, "t") in delta.configs
@@ -109,7 +133,14 @@ def test_remove_topic_delta_and_config_delete() -> None:
 def test_snapshot_records_rebuild_the_same_image() -> None:
     image = MetadataImage()
     image.apply_batch(9, base())
-    image.apply_batch(10, [PartitionChangeRecord(topic_id=TID, partition_id=0, leader=2, isr=[2], eligible_leader_replicas=[1])])
+    image.apply_batch(
+        10,
+        [
+            PartitionChangeRecord(
+                topic_id=TID, partition_id=0, leader=2, isr=[2], eligible_leader_replicas=[1]
+            )
+        ],
+    )
     copy = MetadataImage()
     other = MetadataImage()
     other.apply_batch(3, [TopicRecord(name="gone", topic_id=uuid.UUID(int=5))])
@@ -119,7 +150,10 @@ def test_snapshot_records_rebuild_the_same_image() -> None:
         assert list(rebuilt.all_partitions()) == list(image.all_partitions())
         assert rebuilt.brokers() == image.brokers()
         assert (rebuilt.configs, rebuilt.features, rebuilt.next_producer_id, rebuilt.offset) == (
-            image.configs, image.features, image.next_producer_id, 10
+            image.configs,
+            image.features,
+            image.next_producer_id,
+            10,
         )
         assert rebuilt.registration(1) == image.registration(1)
     assert delta.removed_topics == (("gone", uuid.UUID(int=5)),)
