@@ -255,16 +255,19 @@ class QuorumController:
         info = self.image.broker(broker)
         return info is not None and not info.fenced and not info.in_controlled_shutdown
 
+    def _topic_setting(self, topic: str, key: str) -> str | None:
+        """A topic config: the topic's, else the cluster-wide dynamic default (broker "")."""
+        value = self.image.topic_configs(topic).get(key)
+        if value is None:
+            value = self.image.configs.get((ConfigResourceType.BROKER, ""), {}).get(key)
+        return value
+
     def min_isr(self, topic: str) -> int:
-        value = self.image.topic_configs(topic).get("min.insync.replicas")
-        return int(value) if value is not None else self.config.min_insync_replicas
+        value = self._topic_setting(topic, "min.insync.replicas")
+        return int(value) if value is not None and value.isdigit() else self.config.min_insync_replicas
 
     def unclean(self, topic: str) -> bool:
-        value = self.image.topic_configs(topic).get("unclean.leader.election.enable")
-        if value is None:
-            value = self.image.configs.get((ConfigResourceType.BROKER, ""), {}).get(
-                "unclean.leader.election.enable"
-            )
+        value = self._topic_setting(topic, "unclean.leader.election.enable")
         return self.config.unclean_leader_election_enable if value is None else value.lower() == "true"
 
     def change(

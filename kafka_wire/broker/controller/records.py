@@ -9,6 +9,7 @@ its class. Bytes that are not a known record decode to a typed :class:`DecodeErr
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Final
 
 from kafka_wire.codec.runtime import read_uvarint, write_uvarint
@@ -119,3 +120,8 @@ def decode_record(data: bytes | bytearray | memoryview) -> Message:
     except DecodeError as exc:
         raise exc.located(offset_base=pos, message=cls.__name__, version=version) from None
     return record
+
+
+def decode_records(values: Iterable[bytes | bytearray | memoryview]) -> list[Message]:
+    """The records of a committed batch (each log record's value), in order."""
+    return [decode_record(v) for v in values]

@@ -3,8 +3,11 @@ it shares with its API modules."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
+
+from kafka_wire.broker.config import BrokerConfigError
 
 #: The ``metadata.version`` feature and the level this controller finalizes: 3.9-IV0.
 METADATA_VERSION_FEATURE: Final = "metadata.version"
@@ -49,9 +52,47 @@ class ControllerConfig:
     elr_enabled: bool = True
 
     def __post_init__(self) -> None:
-        if self.session_timeout_ms <= 0 or self.leader_imbalance_check_interval_ms <= 0:
-            raise ValueError("controller timeouts must be positive")
-        if self.default_replication_factor < 1 or self.num_partitions < 1 or self.min_insync_replicas < 1:
-            raise ValueError(
-                "num.partitions, default.replication.factor and min.insync.replicas must be >= 1"
-            )
+        for name in ("session_timeout_ms", "leader_imbalance_check_interval_ms", "snapshot_max_bytes"):
+            if getattr(self, name) <= 0:
+                raise BrokerConfigError(_PROPERTY_OF[name], "must be positive")
+        for name in ("num_partitions", "default_replication_factor", "min_insync_replicas"):
+            if getattr(self, name) < 1:
+                raise BrokerConfigError(_PROPERTY_OF[name], "must be at least 1")
+
+    @classmethod
+    def from_properties(
+        cls, properties: Mapping[str, str], *, node_id: int, cluster_id: str
+    ) -> ControllerConfig:
+        """The settings named by Kafka ``properties`` (others are ignored); an invalid value raises
+        :class:`BrokerConfigError` naming its property."""
+        values: dict[str, Any] = {}
+        for name, key in _PROPERTY_OF.items():
+            raw = properties.get(key)
+            if raw is None:
+                continue
+            raw = raw.strip()
+            if name in _BOOLEANS:
+                if raw.lower() not in ("true", "false"):
+                    raise BrokerConfigError(key, f"{raw!r} is not a boolean")
+                values[name] = raw.lower() == "true"
+                continue
+            try:
+                number = int(raw)
+            except ValueError:
+                raise BrokerConfigError(key, f"{raw!r} is not an integer") from None
+            values[name] = number * 1000 if key == "leader.imbalance.check.interval.seconds" else number
+        return cls(node_id=node_id, cluster_id=cluster_id, **values)
+
+
+#: Each setting's Kafka property.
+_PROPERTY_OF: Final = {
+    "session_timeout_ms": "broker.session.timeout.ms",
+    "num_partitions": "num.partitions",
+    "default_replication_factor": "default.replication.factor",
+    "min_insync_replicas": "min.insync.replicas",
+    "unclean_leader_election_enable": "unclean.leader.election.enable",
+    "auto_leader_rebalance_enable": "auto.leader.rebalance.enable",
+    "leader_imbalance_check_interval_ms": "leader.imbalance.check.interval.seconds",
+    "snapshot_max_bytes": "metadata.log.max.record.bytes.between.snapshots",
+}
+_BOOLEANS: Final = frozenset({"unclean_leader_election_enable", "auto_leader_rebalance_enable"})

@@ -5,7 +5,10 @@ from __future__ import annotations
 import random
 import uuid
 
+import pytest
+
 from kafka_wire.broker.cluster_view import PartitionState
+from kafka_wire.broker.config import BrokerConfigError
 from kafka_wire.broker.controller.controller import ControllerConfig, QuorumController
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
@@ -636,3 +639,42 @@ def test_a_new_incarnation_leaves_every_isr_before_it_registers() -> None:
     for p in h.controller.committed.partitions_of("t"):
         assert 2 not in p.isr and p.leader != 2
     assert all(partition(h, "t", i).leader in (1, 3) for i in led)
+
+
+def test_config_from_kafka_properties() -> None:
+    config = ControllerConfig.from_properties(
+        {
+            "broker.session.timeout.ms": "6000",
+            "default.replication.factor": "3",
+            "unclean.leader.election.enable": "TRUE",
+            "leader.imbalance.check.interval.seconds": "30",
+            "log.dirs": "/ignored",
+        },
+        node_id=1,
+        cluster_id=CLUSTER_ID,
+    )
+    assert (config.session_timeout_ms, config.default_replication_factor) == (6000, 3)
+    assert config.unclean_leader_election_enable and config.leader_imbalance_check_interval_ms == 30_000
+    for bad in (
+        {"min.insync.replicas": "0"},
+        {"num.partitions": "x"},
+        {"auto.leader.rebalance.enable": "yes"},
+    ):
+        with pytest.raises(BrokerConfigError, match=next(iter(bad))):
+            ControllerConfig.from_properties(bad, node_id=1, cluster_id=CLUSTER_ID)
+
+
+def test_cluster_wide_min_isr_drives_elr() -> None:
+    h = cluster(1, 2, 3)
+    h.create_topic("t")
+    config = IncrementalAlterConfigsRequestAlterableConfig(name="min.insync.replicas", value="3")
+    resource = IncrementalAlterConfigsRequestAlterConfigsResource(
+        resource_type=4, resource_name="", configs=[config]
+    )
+    altered = h.call(
+        ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, IncrementalAlterConfigsRequest(resources=[resource])
+    )
+    assert isinstance(altered, IncrementalAlterConfigsResponse) and altered.responses[0].error_code == 0
+    p = partition(h)
+    only(alter_isr(h, p, [p.leader, p.replicas[1]]))
+    assert partition(h).elr == (p.replicas[2],)  # below min ISR 3: the leaver stays eligible
