@@ -35,6 +35,7 @@ from kafka_wire.messages import (
     CreateTopicsRequestCreatableReplicaAssignment,
     CreateTopicsRequestCreatableTopic,
     DeleteTopicsRequest,
+    DeleteTopicsRequestDeleteTopicState,
     DeleteTopicsResponse,
     ElectLeadersRequest,
     ElectLeadersRequestTopicPartitions,
@@ -678,3 +679,104 @@ def test_cluster_wide_min_isr_drives_elr() -> None:
     p = partition(h)
     only(alter_isr(h, p, [p.leader, p.replicas[1]]))
     assert partition(h).elr == (p.replicas[2],)  # below min ISR 3: the leaver stays eligible
+
+
+def test_an_unfenced_broker_takes_leaderless_partitions_it_is_eligible_for() -> None:
+    h = cluster(1, 2)
+    h.create_topic("t", replication=2)
+    p = partition(h)
+    only(alter_isr(h, p, [p.leader]))
+    h.heartbeat(p.leader, want_fence=True)
+    assert partition(h).leader == -1  # offline: the only ISR member is fenced (kept as ELR)
+    h.heartbeat(p.leader)  # caught up again: unfenced, and elected from the ELR
+    back = partition(h)
+    assert (back.leader, back.isr, back.elr) == (p.leader, (p.leader,), ())
+
+
+def test_alter_partition_unknown_topics_by_version() -> None:
+    h = cluster(1)
+    h.create_topic("t", replication=1)
+    p = partition(h)
+    ghost = PartitionState(
+        topic="ghost", partition=0, topic_id=uuid.UUID(int=77), replicas=(1,), isr=(1,), leader=1,
+        leader_epoch=0, partition_epoch=0,
+    )  # fmt: skip
+    assert alter_isr(h, ghost, [1]).topics[0].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_ID
+    old = alter_isr(h, ghost, [1], version=1).topics[0].partitions[0]
+    assert old.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    by_name = only(alter_isr(h, p, [1], version=1))  # v0-1 name the topic
+    assert by_name.error_code == 0
+    # RECOVERING cannot come back from RECOVERED; more than one replica while RECOVERING neither.
+    q = partition(h)
+    body = AlterPartitionRequest(
+        broker_id=1,
+        broker_epoch=h.epochs[1],
+        topics=[
+            AlterPartitionRequestTopicData(
+                topic_id=q.topic_id,
+                partitions=[
+                    AlterPartitionRequestPartitionData(
+                        partition_index=0,
+                        leader_epoch=q.leader_epoch,
+                        partition_epoch=q.partition_epoch,
+                        new_isr_with_epochs=[
+                            AlterPartitionRequestBrokerState(broker_id=1, broker_epoch=h.epochs[1])
+                        ],
+                        leader_recovery_state=1,
+                    )
+                ],
+            )
+        ],
+    )
+    refused = h.call(ApiKey.ALTER_PARTITION, 3, body)
+    assert only(refused).error_code == ErrorCode.INVALID_REQUEST  # type: ignore[arg-type]
+    assert alter_isr(h, q, [1], leader=1).error_code == 0
+    h.epochs[1] += 1
+    assert alter_isr(h, q, [1]).error_code == ErrorCode.STALE_BROKER_EPOCH
+
+
+def test_elect_all_lists_only_the_elected_and_delete_by_topic_id() -> None:
+    h = cluster(1, 2, 3)
+    h.create_topic("t", partitions=2)
+    nothing = h.call(ApiKey.ELECT_LEADERS, 2, ElectLeadersRequest(election_type=0, topic_partitions=None))
+    assert isinstance(nothing, ElectLeadersResponse) and nothing.replica_election_results == []
+    topic_id = h.controller.committed.topics["t"].topic_id
+    gone = h.call(
+        ApiKey.DELETE_TOPICS,
+        6,
+        DeleteTopicsRequest(
+            topics=[
+                DeleteTopicsRequestDeleteTopicState(name=None, topic_id=topic_id),
+                DeleteTopicsRequestDeleteTopicState(name=None, topic_id=uuid.UUID(int=5)),
+            ]
+        ),
+    )
+    assert isinstance(gone, DeleteTopicsResponse)
+    assert [(r.name, r.error_code) for r in gone.responses] == [("t", 0), (None, ErrorCode.UNKNOWN_TOPIC_ID)]
+
+
+def test_incremental_alter_configs_append_subtract_and_validate_only() -> None:
+    h = cluster(1)
+    h.create_topic("t", replication=1)
+
+    def alter(op: int, value: str, validate_only: bool = False) -> None:
+        config = IncrementalAlterConfigsRequestAlterableConfig(
+            name="cleanup.policy", config_operation=op, value=value
+        )
+        resource = IncrementalAlterConfigsRequestAlterConfigsResource(
+            resource_type=2, resource_name="t", configs=[config]
+        )
+        response = h.call(
+            ApiKey.INCREMENTAL_ALTER_CONFIGS,
+            1,
+            IncrementalAlterConfigsRequest(resources=[resource], validate_only=validate_only),
+        )
+        assert isinstance(response, IncrementalAlterConfigsResponse) and response.responses[0].error_code == 0
+
+    alter(2, "compact")
+    alter(2, "delete")
+    assert h.controller.committed.topic_configs("t") == {"cleanup.policy": "compact,delete"}
+    alter(3, "compact")
+    assert h.controller.committed.topic_configs("t") == {"cleanup.policy": "delete"}
+    alter(0, "compact", validate_only=True)
+    assert h.controller.committed.topic_configs("t") == {"cleanup.policy": "delete"}
