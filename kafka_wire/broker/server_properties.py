@@ -184,7 +184,7 @@ def _listeners(
                 Note(
                     "info",
                     f"listeners: controller listener {endpoint.listener} ({endpoint.host}:{endpoint.port}) "
-                    "is not opened: without controller.quorum.voters the node is a single-node cluster",
+                    "is not opened: kafka_wire has no KRaft controller without controller.quorum.voters",
                 )
             )
     name = _broker_listener(props, listeners or advertised, controllers)
