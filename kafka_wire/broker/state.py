@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from kafka_wire.broker.cluster_view import ClusterView
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.effects import Delete, EffectSink, MakeDir
 from kafka_wire.broker.fetch_sessions import FetchSessionCache
@@ -99,6 +100,9 @@ class BrokerState:
     #: Topics gone from the metadata whose partition directories are still being deleted: their
     #: names cannot be created again until then.
     deleting: set[str] = field(default_factory=set)
+    #: The replicated cluster as this node sees it (``kafka_wire.broker.cluster_view``); None: a
+    #: single node, which answers as the whole cluster.
+    cluster: ClusterView | None = None
 
     def begin_call(self) -> None:
         """A new engine call: a full work budget."""
