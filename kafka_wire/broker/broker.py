@@ -237,7 +237,11 @@ class Broker:
         self._starting = True
         config = self.config
         opened = DataDir.open(
-            self._storage, node_id=config.node_id, cluster_id=config.cluster_id, rng=self._rng
+            self._storage,
+            node_id=config.node_id,
+            cluster_id=config.cluster_id,
+            rng=self._rng,
+            clustered=config.cluster is not None,
         )
         for warning in opened.warnings:
             self._log.warning("%s", warning)
