@@ -49,7 +49,7 @@ from kafka_wire.broker.metadata import TopicInfo
 from kafka_wire.broker.peers import PeerLinks
 from kafka_wire.broker.state import BrokerState, Waiting
 from kafka_wire.codec.structs import Message
-from kafka_wire.errors import LocalProtocolError
+from kafka_wire.errors import KafkaWireError, LocalProtocolError
 from kafka_wire.messages import REQUESTS, ApiKey
 from kafka_wire.protocol.events import Request
 from kafka_wire.protocol.server import api_versions_response
@@ -247,6 +247,28 @@ class PartsContext:
 PartsFactory = Callable[[PartsContext], NodeParts]
 
 
+class PartsUnavailable(KafkaWireError):
+    """This build cannot make the parts of a cluster node (see :func:`default_parts`)."""
+
+
+def default_parts(context: PartsContext) -> NodeParts:
+    """The parts of a node of this build: the raft replica, the metadata image, the quorum
+    controller (controller role) and the replica manager (broker role).
+
+    Wiring point: the raft, controller and replication packages are built separately; until
+    they are composed here a cluster node cannot start, and says so.
+    """
+    raise PartsUnavailable(
+        "this kafka_wire build cannot run a cluster node yet (the KRaft quorum and controller parts are "
+        "not wired into kafka_wire.broker.node.default_parts)"
+    )
+
+
+def default_decode_record(data: bytes) -> Message:
+    """A metadata record from its framed bytes (the controller package's codec, once wired)."""
+    raise PartsUnavailable("no metadata record codec is wired into kafka_wire.broker.node")
+
+
 # -- the view --------------------------------------------------------------------------------------
 
 
@@ -321,8 +343,8 @@ class Node:
         config: BrokerConfig,
         *,
         rng: random.Random,
-        build_parts: PartsFactory,
-        decode_record: Callable[[bytes], Message],
+        build_parts: PartsFactory = default_parts,
+        decode_record: Callable[[bytes], Message] = default_decode_record,
         logger: logging.Logger | None = None,
     ) -> None:
         if config.cluster is None:
