@@ -373,7 +373,9 @@ class Broker:
             return [CloseConnection(conn_id)]
         self._check_input()
         conn = self._conns.get(conn_id)
-        if conn is None and self._cluster is not None and self._cluster.owns(conn_id):
+        if conn is None and self._cluster is not None and conn_id < 0:
+            if not self._cluster.owns(conn_id):
+                return []  # a link the node gave up (its close is on the way): bytes dropped
             self._now_ms = now_ms
             self._begin_call(jobs=False)
             self._cluster.receive_data(conn_id, data, now_ms)

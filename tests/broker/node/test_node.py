@@ -321,3 +321,11 @@ def test_the_view_finds_controllers_by_the_voters_and_brokers_by_registration() 
     assert view.endpoint_of(2, "PLAINTEXT") == Endpoint("PLAINTEXT", "h2", 9094)
     assert [b.node_id for b in view.brokers()] == [2]
     assert (view.inter_broker_listener, view.controller_listener) == ("PLAINTEXT", "CONTROLLER")
+
+
+def test_bytes_of_a_link_given_up_are_dropped() -> None:
+    h = Harness()
+    assert h.node.owns(-1)
+    h.apply(h.broker.connection_closed(-1, h.now_ms))  # refused: the link backs off
+    assert not h.node.owns(-1)
+    assert h.broker.receive_data(-1, b"late", h.now_ms) == []
