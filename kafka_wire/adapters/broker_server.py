@@ -575,7 +575,7 @@ def serve_node_until_signalled(config: BrokerConfig, data_dir: Path) -> int:
 
 
 async def _serve_node(config: BrokerConfig, data_dir: Path) -> int:
-    from kafka_wire.broker.node import Node, PartsUnavailable
+    from kafka_wire.broker.node import Node
 
     settings = config.cluster
     assert settings is not None
@@ -585,8 +585,6 @@ async def _serve_node(config: BrokerConfig, data_dir: Path) -> int:
         bound = await server.start_listeners(settings.listeners)
     except DataDirError as exc:
         return _cannot_start(f"{data_dir}: {exc}")
-    except PartsUnavailable as exc:
-        return _cannot_start(str(exc))
     except OSError as exc:
         return _cannot_start(f"{exc.strerror or exc} ({exc.filename or 'listeners'})")
     if server.failure is not None:

@@ -256,6 +256,7 @@ class Broker:
             fetch_sessions=FetchSessionCache(
                 config.fetch_session_cache_slots, self._rng, eviction_ms=config.fetch_session_eviction_ms
             ),
+            directory_id=opened.directory_id,
         )
         self._state = state
         self._effects.extend(opened.effects)

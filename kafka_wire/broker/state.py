@@ -102,6 +102,8 @@ class BrokerState:
     #: Topics gone from the metadata whose partition directories are still being deleted: their
     #: names cannot be created again until then.
     deleting: set[str] = field(default_factory=set)
+    #: ``directory.id`` of the data directory's ``meta.properties`` (None: an older file without it).
+    directory_id: uuid.UUID | None = None
     #: Topics whose auto-creation this broker asked the controller for, until it answers.
     auto_creating: set[str] = field(default_factory=set)
     #: The replicated cluster as this node sees it (``kafka_wire.broker.cluster_view``); None: a
