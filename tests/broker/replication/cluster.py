@@ -188,7 +188,8 @@ def over_the_wire(body: Message) -> Message:
     """``body`` as the receiving node decodes it: sent at the newest version, as between two
     kafka_wire nodes (a field that version lacks fails here as it fails on a real link)."""
     version = max(type(body).VERSIONS)
-    return type(body).decode(body.encode(version), version)
+    decoded: Message = type(body).decode(body.encode(version), version)
+    return decoded
 
 
 @dataclass
