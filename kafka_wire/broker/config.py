@@ -69,6 +69,12 @@ class BrokerConfig:
     #: ``offsets.topic.compression.codec`` (Kafka: 0, none; 1 gzip, 2 snappy, 3 lz4, 4 zstd): how
     #: the group coordinator compresses the batches it writes.
     offsets_topic_compression_codec: int = 0
+    #: ``offsets.topic.replication.factor`` (Kafka: 3): the replicas of ``__consumer_offsets``
+    #: when a cluster creates it (a single node makes it with one).
+    offsets_topic_replication_factor: int = 3
+    #: ``offsets.commit.timeout.ms`` (Kafka: 5 s): how long a group write waits for its
+    #: replication in a cluster before its request gets COORDINATOR_NOT_AVAILABLE.
+    offsets_commit_timeout_ms: int = 5000
     #: ``group.initial.rebalance.delay.ms`` and the session timeout bounds.
     group_initial_rebalance_delay_ms: int = 3000
     group_min_session_timeout_ms: int = 6000
@@ -136,6 +142,7 @@ class BrokerConfig:
             "default_replication_factor",
             "group_max_size",
             "offsets_retention_ms",
+            "offsets_commit_timeout_ms",
             "request_receive_timeout_ms",
             "queued_max_requests",
         ):
@@ -149,6 +156,11 @@ class BrokerConfig:
         if self.offsets_topic_segment_bytes < MIN_SEGMENT_BYTES:  # the topic's own segment.bytes minimum
             raise BrokerConfigError(
                 _PROPERTY_OF["offsets_topic_segment_bytes"], f"must be at least {MIN_SEGMENT_BYTES}"
+            )
+        if not 1 <= self.offsets_topic_replication_factor <= 32767:
+            raise BrokerConfigError(
+                _PROPERTY_OF["offsets_topic_replication_factor"],
+                f"{self.offsets_topic_replication_factor} is not between 1 and 32767",
             )
         if not 0 <= self.offsets_topic_compression_codec <= 4:
             raise BrokerConfigError(
@@ -243,6 +255,8 @@ _PROPERTY_OF: Final = {
     "offsets_retention_ms": "offsets.retention.minutes",
     "offsets_topic_segment_bytes": "offsets.topic.segment.bytes",
     "offsets_topic_compression_codec": "offsets.topic.compression.codec",
+    "offsets_topic_replication_factor": "offsets.topic.replication.factor",
+    "offsets_commit_timeout_ms": "offsets.commit.timeout.ms",
     "group_initial_rebalance_delay_ms": "group.initial.rebalance.delay.ms",
     "group_min_session_timeout_ms": "group.min.session.timeout.ms",
     "group_max_session_timeout_ms": "group.max.session.timeout.ms",

@@ -14,10 +14,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from kafka_wire.broker.cluster_view import ClusterView
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.effects import Delete, EffectSink, MakeDir
 from kafka_wire.broker.fetch_sessions import FetchSessionCache
-from kafka_wire.broker.internal_topics import internal_topic_specs
+from kafka_wire.broker.internal_topics import InternalTopicCreation, internal_topic_specs
 from kafka_wire.broker.log.config import ConfigError, LogConfig
 from kafka_wire.broker.log.log import PartitionLog
 from kafka_wire.broker.metadata import (
@@ -29,6 +30,7 @@ from kafka_wire.broker.metadata import (
     topic_name_problem,
 )
 from kafka_wire.broker.partition.replica import PartitionReplica
+from kafka_wire.broker.producer_ids import ProducerIdBlocks
 from kafka_wire.broker.storage import StorageReader
 from kafka_wire.broker.work import DEFAULT_MAX_WORK_BYTES_PER_CALL, WorkBudget
 from kafka_wire.codec.structs import Message
@@ -69,6 +71,8 @@ class Context:
     now_ms: int
     principal: str = ""
     client_host: str = ""
+    #: The listener the request came on ("": not known, e.g. a single node's only listener).
+    listener: str = ""
 
     @property
     def api_version(self) -> int:
@@ -99,6 +103,13 @@ class BrokerState:
     #: Topics gone from the metadata whose partition directories are still being deleted: their
     #: names cannot be created again until then.
     deleting: set[str] = field(default_factory=set)
+    #: Producer id blocks from the controller (``kafka_wire.broker.producer_ids``); None on a
+    #: single node, which counts its ids in the metadata file.
+    producer_ids: ProducerIdBlocks | None = None
+    #: Internal topics asked of the controller (a cluster only).
+    internal_topic_creation: InternalTopicCreation = field(default_factory=InternalTopicCreation)
+    #: The replicated cluster around this node (None: a single node, the whole cluster itself).
+    cluster: ClusterView | None = None
 
     def begin_call(self) -> None:
         """A new engine call: a full work budget."""
