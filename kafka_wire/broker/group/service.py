@@ -41,6 +41,7 @@ in ``docs/internals/group-coordinator.md``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Final
 
 from kafka_wire.broker.group.admin import GroupAdmin
@@ -284,6 +285,16 @@ class GroupCoordinator:
     def loading_partitions(self) -> frozenset[int]:
         return frozenset(self._rt.loading)
 
+    def use_partition_count(self, partitions: int) -> None:
+        """Place groups by ``partitions`` (the count the offsets topic was created with, once a
+        cluster has it); only while no partition is served or loading."""
+        rt = self._rt
+        if partitions == self.config.offsets_topic_num_partitions:
+            return
+        if rt.served or rt.loading or rt.groups:
+            raise LocalProtocolError("the offsets topic's partition count cannot change under served groups")
+        self.config = rt.config = replace(self.config, offsets_topic_num_partitions=partitions)
+
     def partition_loading(self, partition: int) -> None:
         """This node leads ``partition`` now: its records follow through :meth:`replay` (oldest
         first), then :meth:`partition_loaded`. Meanwhile its groups get COORDINATOR_LOAD_IN_PROGRESS.
@@ -304,15 +315,20 @@ class GroupCoordinator:
         self._observe(now_ms)
         return rt.take()
 
+    def stop_serving(self, partition: int) -> None:
+        """Refuse ``partition``'s groups from now on (NOT_COORDINATOR; their writes too), while
+        their pending writes are failed; :meth:`partition_lost` then drops them."""
+        self._served().discard(partition)
+        self._rt.loading.discard(partition)
+
     def partition_lost(self, partition: int, now_ms: int) -> list[GroupEffect]:
         """This node no longer leads ``partition``: its groups leave memory, their timers stop,
         and the requests waiting in them (JoinGroup, SyncGroup) get NOT_COORDINATOR, so that their
         members look the coordinator up again. Writes of the partition still awaiting
-        :meth:`persisted` should be reported (failed) before this call; their answers follow them."""
-        served = self._served()
+        :meth:`persisted` should be failed before this call, after :meth:`stop_serving` (so that
+        what their failure triggers is not written to a partition led elsewhere)."""
+        self.stop_serving(partition)
         self._observe(now_ms)
-        served.discard(partition)
-        self._rt.loading.discard(partition)
         self._drop_partition(partition, answer=ErrorCode.NOT_COORDINATOR)
         return self._rt.take()
 
