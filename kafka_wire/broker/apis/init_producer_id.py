@@ -30,8 +30,9 @@ def handle(ctx: Context, request: InitProducerIdRequest) -> InitProducerIdRespon
     if request.transactional_id is not None:
         return _error(ErrorCode.INVALID_REQUEST)
     blocks = ctx.state.producer_ids
-    if blocks is not None:
-        allocated = blocks.next_id(ctx.now_ms)
+    if ctx.state.cluster is not None:
+        # A cluster's ids come from the controller only: a node not wired for them yet hands none out.
+        allocated = None if blocks is None else blocks.next_id(ctx.now_ms)
         if allocated is None:
             return _error(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
         return InitProducerIdResponse(producer_id=allocated, producer_epoch=0)

@@ -10,6 +10,8 @@ from kafka_wire.broker.group import partition_for_group
 from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.messages import (
     ConsumerProtocolSubscription,
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
     DescribeGroupsRequest,
     DescribeGroupsResponse,
     ErrorCode,
@@ -149,6 +151,9 @@ def test_groups_of_partitions_led_elsewhere_get_not_coordinator() -> None:
     described = node.call(DescribeGroupsRequest(groups=[G, ELSEWHERE]), 5)
     assert isinstance(described, DescribeGroupsResponse)
     assert [(g.group_id, g.error_code) for g in described.groups] == [(G, E.NONE), (ELSEWHERE, E.NOT_COORDINATOR)]
+    deleted = node.call(DeleteGroupsRequest(groups_names=[G, ELSEWHERE]), 2)
+    assert isinstance(deleted, DeleteGroupsResponse)
+    assert [(r.group_id, r.error_code) for r in deleted.results] == [(G, E.NONE), (ELSEWHERE, E.NOT_COORDINATOR)]
 
 
 def test_failover_loads_the_groups_another_coordinator_wrote() -> None:

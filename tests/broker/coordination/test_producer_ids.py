@@ -118,8 +118,9 @@ def init(state: BrokerState, now_ms: int = NOW) -> InitProducerIdResponse:
 def test_init_producer_id_answers_from_the_blocks_in_a_cluster() -> None:
     cluster = FakeCluster()
     state = node_state(cluster, MemoryStorage())
-    state.producer_ids = ProducerIdBlocks(cluster, lambda: 12)
     before = state.metadata.next_producer_id
+    assert init(state).error_code == E.COORDINATOR_LOAD_IN_PROGRESS  # no blocks wired: no id
+    state.producer_ids = ProducerIdBlocks(cluster, lambda: 12)
     first = init(state)
     assert (first.error_code, first.producer_id, first.producer_epoch) == (E.COORDINATOR_LOAD_IN_PROGRESS, -1, -1)
     FakeController(next_start=3000).answer(cluster)
