@@ -257,8 +257,12 @@ class BrokerState:
 
     def internal_topic(self, name: str, now_ms: int, effects: EffectSink) -> TopicInfo | None:
         """An internal topic, created the broker's way when it is missing (None: this broker does
-        not make that one, see :func:`~kafka_wire.broker.internal_topics.internal_topic_specs`)."""
+        not make that one, see :func:`~kafka_wire.broker.internal_topics.internal_topic_specs`).
+        In a cluster a missing one is asked of the controller, and None returned until it exists."""
         topic = self.metadata.topics.get(name)
+        if topic is None and self.cluster is not None:
+            self.internal_topic_creation.request(self.cluster, self.config, name, now_ms)
+            return None
         if topic is None:
             spec = internal_topic_specs(self.config).get(name)
             if spec is None:

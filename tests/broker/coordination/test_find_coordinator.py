@@ -129,3 +129,13 @@ def test_a_single_node_still_coordinates_every_group() -> None:
     state = node_state(None, MemoryStorage())
     answer = find(state, "g")
     assert (answer.error_code, answer.node_id, answer.port) == (E.NONE, 1, state.config.port)
+
+
+def test_metadata_auto_creation_of_the_offsets_topic_goes_to_the_controller() -> None:
+    cluster = FakeCluster()
+    state = node_state(cluster, MemoryStorage())
+    del state.metadata.topics[OFFSETS_TOPIC]
+    assert state.internal_topic(OFFSETS_TOPIC, NOW, EffectSink()) is None
+    assert OFFSETS_TOPIC not in state.metadata.topics
+    [outbound] = cluster.sent
+    assert isinstance(outbound.body, CreateTopicsRequest) and outbound.body.topics[0].name == OFFSETS_TOPIC
