@@ -283,3 +283,30 @@ def test_partition_lost_fails_writes_awaiting_replication_with_not_coordinator()
     node.take(node.link.partition_lost(MINE, node.now))
     assert commit_errors(node.answers.pop(token)) == [E.NOT_COORDINATOR] * 2
     assert node.link.replicating == 0 and node.link.coordinator.groups() == []
+
+
+def test_a_sync_group_assignment_is_given_out_once_replicated() -> None:
+    node = cluster_node()
+    node.take(node.link.partition_led(MINE, node.now))
+    replica = node.replica(MINE)
+    replica.record_follower_fetch(2, replica.log_end_offset)
+    token = join(node, G)
+    node.advance(1)
+    replica.record_follower_fetch(2, replica.log_end_offset)  # the group's creation replicated
+    node.poll()
+    joined = node.answers.pop(token)
+    assert isinstance(joined, JoinGroupResponse) and joined.error_code == E.NONE
+    sync = node.send(
+        SyncGroupRequest(
+            group_id=G,
+            generation_id=joined.generation_id,
+            member_id=joined.member_id,
+            assignments=[SyncGroupRequestAssignment(member_id=joined.member_id, assignment=b"a")],
+        ),
+        3,
+    )
+    assert sync not in node.answers and node.link.replicating == 1
+    replica.record_follower_fetch(2, replica.log_end_offset)
+    node.poll()
+    synced = node.answers.pop(sync)
+    assert isinstance(synced, SyncGroupResponse) and (synced.error_code, synced.assignment) == (E.NONE, b"a")
