@@ -701,6 +701,8 @@ class Broker:
     def _poll_held(self, now_ms: int, out: list[Effect]) -> None:
         """Answer the held requests that are ready, and continue the jobs in progress as far as
         the call's work budget allows."""
+        if self._group is not None:  # group writes whose replication settled (a cluster)
+            self._group_answers(self._group.poll(now_ms))
         still: list[Held] = []
         failed_silently: list[int] = []
         for held in self._held:
