@@ -45,8 +45,9 @@ from kafka_wire.broker.cluster_view import BrokerInfo, Endpoint, Outbound, Parti
 from kafka_wire.broker.config import BrokerConfig, ClusterSettings
 from kafka_wire.broker.effects import Effect, EffectSink
 from kafka_wire.broker.lifecycle import BrokerLifecycle
-from kafka_wire.broker.metadata import TopicInfo
+from kafka_wire.broker.metadata import OFFSETS_TOPIC, TopicInfo
 from kafka_wire.broker.peers import PeerLinks
+from kafka_wire.broker.producer_ids import ProducerIdBlocks
 from kafka_wire.broker.state import BrokerState, Waiting
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import LocalProtocolError
@@ -365,6 +366,8 @@ class Node:
         self._state: BrokerState | None = None
         self.lifecycle: BrokerLifecycle | None = None
         self._leadership = (-1, -1, False)
+        #: ``__consumer_offsets`` partitions whose leadership here began (True) or ended (False).
+        self._coordinator_changes: list[tuple[int, bool]] = []
         self._controller_versions = controller_api_versions()
 
     @property
@@ -417,6 +420,8 @@ class Node:
                 log_dir_id=state.directory_id,
                 logger=self._log,
             )
+            lifecycle = self.lifecycle
+            state.producer_ids = ProducerIdBlocks(self.view, lambda: lifecycle.broker_epoch)
             self.lifecycle.start(now_ms)
         self._pump(now_ms)
 
@@ -489,6 +494,10 @@ class Node:
 
     def take_network_effects(self) -> list[Effect]:
         return self.links.take_effects()
+
+    def take_coordinator_changes(self) -> list[tuple[int, bool]]:
+        changes, self._coordinator_changes = self._coordinator_changes, []
+        return changes
 
     def begin_shutdown(self, now_ms: int) -> None:
         self._now_ms = now_ms
@@ -572,3 +581,10 @@ class Node:
         replication = self.parts.replication
         if replication is not None and (delta.partitions or removed):
             replication.apply(delta.partitions, removed, now_ms)
+        # The group coordinator follows the leadership of __consumer_offsets (after the replicas'
+        # roles changed: it reads the partition it now leads).
+        me = self.config.node_id
+        self._coordinator_changes += [(p, False) for name, p in removed if name == OFFSETS_TOPIC]
+        self._coordinator_changes += [
+            (s.partition, s.leader == me) for s in delta.partitions if s.topic == OFFSETS_TOPIC
+        ]

@@ -187,3 +187,16 @@ def _silent() -> logging.Logger:
     log.propagate = False
     return log
 
+
+
+def follower_fetched(replica: PartitionReplica, now_ms: int, offset: int) -> None:
+    """Node 2 (a follower in the ISR: added to it first if needed) fetched from ``offset``."""
+    if replica.registration is None:  # opened as a single node's replica: lead as a registration says
+        replica.make_leader(
+            PartitionState(replica.topic, replica.partition, replica.topic_id, (1, 2, 3), (1,), 1, 1, 1), now_ms
+        )
+    registration = replica.registration
+    assert registration is not None
+    if 2 not in registration.isr:
+        replica.isr_committed((*registration.isr, 2), registration.partition_epoch + 1, now_ms)
+    replica.record_follower_fetch(2, offset, now_ms)

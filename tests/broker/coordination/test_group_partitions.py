@@ -36,7 +36,7 @@ from kafka_wire.messages import (
     SyncGroupResponse,
 )
 
-from .fakes import DATA_TOPIC, PARTITIONS, FakeCluster, Node, node_state
+from .fakes import DATA_TOPIC, PARTITIONS, FakeCluster, Node, follower_fetched, node_state
 
 E = ErrorCode
 
@@ -228,17 +228,17 @@ def test_an_offset_commit_is_answered_once_the_high_watermark_passes_it() -> Non
     node = cluster_node()
     node.take(node.link.partition_led(MINE, node.now))
     replica = node.replica(MINE)
-    replica.record_follower_fetch(2, replica.log_end_offset)  # node 2 in the ISR, caught up
+    follower_fetched(replica, node.now, replica.log_end_offset)  # node 2 in the ISR, caught up
     token = node.send(commit_request(G, 30), 8)
     assert token not in node.answers and node.link.replicating == 1
     end = replica.log_end_offset
     assert replica.high_watermark < end
     node.poll()
     assert token not in node.answers
-    replica.record_follower_fetch(2, end - 1)  # not yet
+    follower_fetched(replica, node.now, end - 1)  # not yet
     node.poll()
     assert token not in node.answers
-    replica.record_follower_fetch(2, end)  # the follower has it: the HW passes the write
+    follower_fetched(replica, node.now, end)  # the follower has it: the HW passes the write
     node.poll()
     assert commit_errors(node.answers.pop(token)) == [E.NONE, E.NONE]
     assert fetched(node, G) == (E.NONE, {0: 30, 1: 31})
@@ -249,7 +249,7 @@ def test_a_write_not_replicated_in_time_is_coordinator_not_available_and_undone(
     node.take(node.link.partition_led(MINE, node.now))
     assert commit_errors(node.call(commit_request(G, 1), 8)) == [E.NONE, E.NONE]
     replica = node.replica(MINE)
-    replica.record_follower_fetch(2, replica.log_end_offset)
+    follower_fetched(replica, node.now, replica.log_end_offset)
     token = node.send(commit_request(G, 2), 8)
     assert node.link.next_deadline_ms() == node.now + node.state.config.offsets_commit_timeout_ms
     node.advance(node.state.config.offsets_commit_timeout_ms - 1)
@@ -267,9 +267,9 @@ def test_min_insync_replicas_refuses_group_writes_before_the_append() -> None:
     end = node.replica(MINE).log_end_offset
     assert commit_errors(node.call(commit_request(G, 1), 8)) == [E.COORDINATOR_NOT_AVAILABLE] * 2
     assert node.replica(MINE).log_end_offset == end  # nothing appended
-    node.replica(MINE).record_follower_fetch(2, end)  # two in the ISR now
+    follower_fetched(node.replica(MINE), node.now, end)  # two in the ISR now
     token = node.send(commit_request(G, 1), 8)
-    node.replica(MINE).record_follower_fetch(2, node.replica(MINE).log_end_offset)
+    follower_fetched(node.replica(MINE), node.now, node.replica(MINE).log_end_offset)
     node.poll()
     assert commit_errors(node.answers.pop(token)) == [E.NONE, E.NONE]
 
@@ -278,7 +278,7 @@ def test_partition_lost_fails_writes_awaiting_replication_with_not_coordinator()
     node = cluster_node()
     node.take(node.link.partition_led(MINE, node.now))
     replica = node.replica(MINE)
-    replica.record_follower_fetch(2, replica.log_end_offset)
+    follower_fetched(replica, node.now, replica.log_end_offset)
     token = node.send(commit_request(G, 9), 8)
     node.take(node.link.partition_lost(MINE, node.now))
     assert commit_errors(node.answers.pop(token)) == [E.NOT_COORDINATOR] * 2
@@ -289,10 +289,10 @@ def test_a_sync_group_assignment_is_given_out_once_replicated() -> None:
     node = cluster_node()
     node.take(node.link.partition_led(MINE, node.now))
     replica = node.replica(MINE)
-    replica.record_follower_fetch(2, replica.log_end_offset)
+    follower_fetched(replica, node.now, replica.log_end_offset)
     token = join(node, G)
     node.advance(1)
-    replica.record_follower_fetch(2, replica.log_end_offset)  # the group's creation replicated
+    follower_fetched(replica, node.now, replica.log_end_offset)  # the group's creation replicated
     node.poll()
     joined = node.answers.pop(token)
     assert isinstance(joined, JoinGroupResponse) and joined.error_code == E.NONE
@@ -306,7 +306,7 @@ def test_a_sync_group_assignment_is_given_out_once_replicated() -> None:
         3,
     )
     assert sync not in node.answers and node.link.replicating == 1
-    replica.record_follower_fetch(2, replica.log_end_offset)
+    follower_fetched(replica, node.now, replica.log_end_offset)
     node.poll()
     synced = node.answers.pop(sync)
     assert isinstance(synced, SyncGroupResponse) and (synced.error_code, synced.assignment) == (E.NONE, b"a")

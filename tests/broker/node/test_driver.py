@@ -119,7 +119,8 @@ async def run_node(tmp_path: Path) -> None:
     raft = FakeRaft(leader_id=2)
 
     def parts(context: PartsContext) -> NodeParts:
-        return NodeParts(raft, FakeImage(), FakeController(), FakeReplication())
+        image = FakeImage()
+        return NodeParts(raft, image, FakeController(image), FakeReplication())
 
     config = config_for(broker_port, controller_port, peer_port)
     node = Node(config, rng=random.Random(1), build_parts=parts, decode_record=lambda data: ApiVersionsRequest())

@@ -68,6 +68,7 @@ class FakeRaft:
     leader_id: int = 2
     epoch: int = 1
     high_watermark: int = 0
+    leader_ready: bool = False
     committed: list[object] = field(default_factory=list)
     handled: list[Message] = field(default_factory=list)
     outbound: list[Outbound] = field(default_factory=list)
@@ -129,30 +130,38 @@ class FakeImage:
         return self.apply_batch(offset, records)
 
 
+def decode(data: bytes) -> Message:
+    """The fake metadata records: an ApiVersionsRequest naming the delta the image returns."""
+    return ApiVersionsRequest(client_software_name=data.decode())
+
+
 @dataclass
 class FakeController:
+    """Its committed image is the node's (as the real one's is): replay applies to it."""
+
+    image: FakeImage
     handled: list[Message] = field(default_factory=list)
     replayed: list[int] = field(default_factory=list)
-    leaders: list[tuple[int, int]] = field(default_factory=list)
+    #: When it was ticked (the node ticks it when the raft leadership changes).
+    ticks: list[int] = field(default_factory=list)
 
     def handle(self, api_key: int, api_version: int, body: Message, now_ms: int) -> Message | Waiting:
         self.handled.append(body)
         return BrokerHeartbeatResponse(is_fenced=False)
 
-    def replay(self, offset: int, records: Sequence[Message], now_ms: int) -> None:
+    def replay(self, offset: int, records: Sequence[bytes], now_ms: int) -> Delta:
         self.replayed.append(offset)
+        return self.image.apply_batch(offset, [decode(r) for r in records])
 
-    def load_snapshot(self, offset: int, records: Sequence[Message], now_ms: int) -> None:
+    def load_snapshot(self, offset: int, records: Sequence[bytes]) -> Delta:
         self.replayed.append(offset)
-
-    def leadership_changed(self, leader_id: int, epoch: int, now_ms: int) -> None:
-        self.leaders.append((leader_id, epoch))
+        return self.image.load_snapshot(offset, [decode(r) for r in records])
 
     def next_deadline_ms(self) -> int | None:
         return None
 
     def tick(self, now_ms: int) -> None:
-        pass
+        self.ticks.append(now_ms)
 
 
 @dataclass
@@ -173,14 +182,14 @@ class Harness:
     def __init__(self) -> None:
         self.raft = FakeRaft()
         self.image = FakeImage()
-        self.controller = FakeController()
+        self.controller = FakeController(self.image)
         self.replication = FakeReplication()
         self.context: PartsContext | None = None
         self.node = Node(
             cluster_config(),
             rng=random.Random(3),
             build_parts=self._parts,
-            decode_record=lambda data: ApiVersionsRequest(client_software_name=data.decode()),
+            decode_record=decode,
         )
         self.storage = MemoryStorage()
         self.broker = Broker(self.node.config, self.storage, rng=random.Random(3), cluster=self.node)
@@ -257,11 +266,17 @@ def test_committed_batches_update_the_topics_and_the_replicas() -> None:
 
 def test_leadership_changes_reach_the_controller() -> None:
     h = Harness()
-    assert h.controller.leaders == [(2, 1)]
+    seen = len(h.controller.ticks)
+    assert seen >= 1  # the first leadership seen at start
+    h.now_ms += 10
     h.raft.leader_id, h.raft.epoch = 1, 2
     h.tick()
-    assert h.controller.leaders == [(2, 1), (1, 2)]
+    assert h.controller.ticks.count(h.now_ms) == 2  # the node's tick, and the change of leader
     assert h.node.view.controller_id == 1
+    h.now_ms += 10
+    h.raft.leader_ready = True  # this node's raft leads with its epoch committed: it may act
+    h.apply(h.broker.receive_data(-1, b"", h.now_ms))
+    assert h.controller.ticks[-1] == h.now_ms
 
 
 def test_controller_listener_requests_go_to_raft_and_controller() -> None:
