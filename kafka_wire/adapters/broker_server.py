@@ -370,7 +370,9 @@ class BrokerServer:
                 self._apply(self.broker.connection_established(conn_id, wall_clock_ms()))
             else:
                 self._apply(
-                    self.broker.connection_opened(conn_id, wall_clock_ms(), host=str(peer[0]), listener=listener)
+                    self.broker.connection_opened(
+                        conn_id, wall_clock_ms(), host=str(peer[0]), listener=listener
+                    )
                 )
             # The engine forgets a connection it closes (CloseConnection drops its queue): from
             # then on nothing more of it is read or reported.

@@ -248,13 +248,15 @@ class BrokerConfig:
         ):
             if getattr(self, name) < 1:
                 raise BrokerConfigError(_PROPERTY_OF[name], "must be at least 1")
-        for name in ("replica_fetch_wait_max_ms", "replica_fetch_min_bytes", "quorum_election_backoff_max_ms"):
+        for name in (
+            "replica_fetch_wait_max_ms",
+            "replica_fetch_min_bytes",
+            "quorum_election_backoff_max_ms",
+        ):
             if getattr(self, name) < 0:
                 raise BrokerConfigError(_PROPERTY_OF[name], "must not be negative")
         if not 0 <= self.reconnect_backoff_ms <= self.reconnect_backoff_max_ms:
-            raise BrokerConfigError(
-                "reconnect.backoff.ms", "must be between 0 and reconnect.backoff.max.ms"
-            )
+            raise BrokerConfigError("reconnect.backoff.ms", "must be between 0 and reconnect.backoff.max.ms")
         if self.broker_heartbeat_interval_ms >= self.broker_session_timeout_ms:
             raise BrokerConfigError(
                 "broker.heartbeat.interval.ms", "must be less than broker.session.timeout.ms"

@@ -204,7 +204,9 @@ class GroupLink:
         self._now_ms = max(self._now_ms, now_ms)
         coordinator = self.coordinator
         self._loads.pop(partition, None)
-        held = partition in (coordinator.served_partitions or ()) or partition in coordinator.loading_partitions
+        held = (
+            partition in (coordinator.served_partitions or ()) or partition in coordinator.loading_partitions
+        )
         coordinator.stop_serving(partition)  # what the failures below trigger is not written
         lost = [w for w in self._replicating if w.partition == partition]
         self._replicating = [w for w in self._replicating if w.partition != partition]

@@ -218,7 +218,9 @@ class ControllerPart(Protocol):
 class ReplicationPart(Protocol):
     """The broker's replicas (``replication.ReplicaManager``)."""
 
-    def apply(self, states: Sequence[PartitionState], removed: Sequence[tuple[str, int]], now_ms: int) -> None: ...
+    def apply(
+        self, states: Sequence[PartitionState], removed: Sequence[tuple[str, int]], now_ms: int
+    ) -> None: ...
 
     def next_deadline_ms(self) -> int | None: ...
 
@@ -272,7 +274,9 @@ def default_decode_record(data: bytes) -> Message:
 class MetadataView:
     """The node's :class:`~kafka_wire.broker.cluster_view.ClusterView` (see the module docstring)."""
 
-    def __init__(self, node_id: int, settings: ClusterSettings, links_send: Callable[[Outbound], None]) -> None:
+    def __init__(
+        self, node_id: int, settings: ClusterSettings, links_send: Callable[[Outbound], None]
+    ) -> None:
         self._node_id = node_id
         self._settings = settings
         self._send = links_send
@@ -523,7 +527,9 @@ class Node:
         leadership = (parts.raft.leader_id, parts.raft.epoch, parts.raft.leader_ready)
         if leadership != self._leadership:
             if leadership[:2] != self._leadership[:2]:
-                self._log.info("node %d: metadata quorum leader %d, epoch %d", self.config.node_id, *leadership[:2])
+                self._log.info(
+                    "node %d: metadata quorum leader %d, epoch %d", self.config.node_id, *leadership[:2]
+                )
             self._leadership = leadership
             if parts.controller is not None:
                 parts.controller.tick(now_ms)

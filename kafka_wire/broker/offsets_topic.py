@@ -145,7 +145,9 @@ class Appended:
     end_offset: int = -1
 
 
-def append(state: BrokerState, effects: EffectSink, write: Persist, now_ms: int, log: logging.Logger) -> Appended:
+def append(
+    state: BrokerState, effects: EffectSink, write: Persist, now_ms: int, log: logging.Logger
+) -> Appended:
     """Append one group write as one batch (compressed with ``offsets.topic.compression.codec``).
 
     A single node creates the topic if need be (emitting to ``effects``; the batch itself waits
@@ -164,7 +166,10 @@ def append(state: BrokerState, effects: EffectSink, write: Persist, now_ms: int,
         return _refused(write, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "no such partition here", log)
     if clustered and len(replica.isr) < (min_isr := state.log_config(topic).min_insync_replicas):
         return _refused(
-            write, ErrorCode.NOT_ENOUGH_REPLICAS, f"the ISR {replica.isr} is below min.insync.replicas={min_isr}", log
+            write,
+            ErrorCode.NOT_ENOUGH_REPLICAS,
+            f"the ISR {replica.isr} is below min.insync.replicas={min_isr}",
+            log,
         )
     records = [NewRecord(key, value, (), now_ms) for key, value in write.records]
     codec = COMPRESSION_NAMES[state.config.offsets_topic_compression_codec]

@@ -86,7 +86,9 @@ def node_state(
 ) -> BrokerState:
     """A broker state whose ``__consumer_offsets`` has ``partitions`` partitions open, all led here
     (the replica's role; which ones the coordinator serves is the test's business)."""
-    config = BrokerConfig(node_id=node_id, group_initial_rebalance_delay_ms=0, offsets_topic_num_partitions=partitions)
+    config = BrokerConfig(
+        node_id=node_id, group_initial_rebalance_delay_ms=0, offsets_topic_num_partitions=partitions
+    )
     state = BrokerState(
         config=config,
         storage=storage,
@@ -97,7 +99,9 @@ def node_state(
         cluster=cluster,
     )
     spec = internal_topic_specs(config)[OFFSETS_TOPIC]
-    topic = TopicInfo(name=OFFSETS_TOPIC, topic_id=OFFSETS_ID, partitions=partitions, configs=dict(spec.configs))
+    topic = TopicInfo(
+        name=OFFSETS_TOPIC, topic_id=OFFSETS_ID, partitions=partitions, configs=dict(spec.configs)
+    )
     state.metadata.topics[OFFSETS_TOPIC] = topic
     # A topic for the groups to commit offsets of (its logs are not needed).
     state.metadata.topics[DATA_TOPIC] = TopicInfo(name=DATA_TOPIC, topic_id=uuid.UUID(int=7), partitions=3)
@@ -188,12 +192,12 @@ def _silent() -> logging.Logger:
     return log
 
 
-
 def follower_fetched(replica: PartitionReplica, now_ms: int, offset: int) -> None:
     """Node 2 (a follower in the ISR: added to it first if needed) fetched from ``offset``."""
     if replica.registration is None:  # opened as a single node's replica: lead as a registration says
         replica.make_leader(
-            PartitionState(replica.topic, replica.partition, replica.topic_id, (1, 2, 3), (1,), 1, 1, 1), now_ms
+            PartitionState(replica.topic, replica.partition, replica.topic_id, (1, 2, 3), (1,), 1, 1, 1),
+            now_ms,
         )
     registration = replica.registration
     assert registration is not None

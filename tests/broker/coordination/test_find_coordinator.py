@@ -61,7 +61,11 @@ def test_the_coordinator_is_the_partition_leader_on_the_request_listener() -> No
         assert (answer.error_code, answer.node_id) == (E.NONE, leader)
         assert (answer.host, answer.port) == (f"broker{leader}.example", 9000 + leader)
         internal = find(state, group, listener="INTERNAL", version=4).coordinators[0]
-        assert (internal.node_id, internal.host, internal.port) == (leader, f"internal{leader}.example", 19000 + leader)
+        assert (internal.node_id, internal.host, internal.port) == (
+            leader,
+            f"internal{leader}.example",
+            19000 + leader,
+        )
         unnamed = find(state, group, listener="")  # no listener known: the inter-broker one
         assert (unnamed.host, unnamed.port) == (f"internal{leader}.example", 19000 + leader)
     assert not cluster.sent
@@ -109,7 +113,9 @@ def test_a_missing_offsets_topic_is_asked_of_the_controller_once() -> None:
     find(state, "g", now_ms=NOW + 500)
     assert len(cluster.sent) == 2
     exists = CreateTopicsResponse(
-        topics=[CreateTopicsResponseCreatableTopicResult(name=OFFSETS_TOPIC, error_code=E.TOPIC_ALREADY_EXISTS)]
+        topics=[
+            CreateTopicsResponseCreatableTopicResult(name=OFFSETS_TOPIC, error_code=E.TOPIC_ALREADY_EXISTS)
+        ]
     )
     cluster.sent[1].on_reply(exists, NOW + 501)
     find(state, "g", now_ms=NOW + 502)

@@ -101,7 +101,10 @@ def commit_request(group: str, offset: int, member: str = "", generation: int = 
         topics=[
             OffsetCommitRequestTopic(
                 name=DATA_TOPIC,
-                partitions=[OffsetCommitRequestPartition(partition_index=p, committed_offset=offset + p) for p in (0, 1)],
+                partitions=[
+                    OffsetCommitRequestPartition(partition_index=p, committed_offset=offset + p)
+                    for p in (0, 1)
+                ],
             )
         ],
     )
@@ -114,11 +117,15 @@ def commit_errors(answer: object) -> list[int]:
 
 def fetched(node: Node, group: str) -> tuple[int, dict[int, int]]:
     answer = node.call(
-        OffsetFetchRequest(group_id=group, topics=[OffsetFetchRequestTopic(name=DATA_TOPIC, partition_indexes=[0, 1])]),
+        OffsetFetchRequest(
+            group_id=group, topics=[OffsetFetchRequestTopic(name=DATA_TOPIC, partition_indexes=[0, 1])]
+        ),
         7,
     )
     assert isinstance(answer, OffsetFetchResponse)
-    return answer.error_code, {p.partition_index: p.committed_offset for t in answer.topics for p in t.partitions}
+    return answer.error_code, {
+        p.partition_index: p.committed_offset for t in answer.topics for p in t.partitions
+    }
 
 
 def test_groups_of_partitions_led_elsewhere_get_not_coordinator() -> None:
@@ -139,7 +146,9 @@ def test_groups_of_partitions_led_elsewhere_get_not_coordinator() -> None:
     batch = node.call(
         OffsetFetchRequest(
             groups=[
-                OffsetFetchRequestGroup(group_id=G, topics=[OffsetFetchRequestTopics(name=DATA_TOPIC, partition_indexes=[0])]),
+                OffsetFetchRequestGroup(
+                    group_id=G, topics=[OffsetFetchRequestTopics(name=DATA_TOPIC, partition_indexes=[0])]
+                ),
                 OffsetFetchRequestGroup(group_id=ELSEWHERE, topics=None),
             ]
         ),
@@ -150,10 +159,16 @@ def test_groups_of_partitions_led_elsewhere_get_not_coordinator() -> None:
     assert batch.groups[0].topics[0].partitions[0].committed_offset == 10
     described = node.call(DescribeGroupsRequest(groups=[G, ELSEWHERE]), 5)
     assert isinstance(described, DescribeGroupsResponse)
-    assert [(g.group_id, g.error_code) for g in described.groups] == [(G, E.NONE), (ELSEWHERE, E.NOT_COORDINATOR)]
+    assert [(g.group_id, g.error_code) for g in described.groups] == [
+        (G, E.NONE),
+        (ELSEWHERE, E.NOT_COORDINATOR),
+    ]
     deleted = node.call(DeleteGroupsRequest(groups_names=[G, ELSEWHERE]), 2)
     assert isinstance(deleted, DeleteGroupsResponse)
-    assert [(r.group_id, r.error_code) for r in deleted.results] == [(G, E.NONE), (ELSEWHERE, E.NOT_COORDINATOR)]
+    assert [(r.group_id, r.error_code) for r in deleted.results] == [
+        (G, E.NONE),
+        (ELSEWHERE, E.NOT_COORDINATOR),
+    ]
 
 
 def test_failover_loads_the_groups_another_coordinator_wrote() -> None:

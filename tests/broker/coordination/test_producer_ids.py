@@ -34,7 +34,10 @@ class FakeController:
     def answer(self, cluster: FakeCluster, now_ms: int = NOW) -> AllocateProducerIdsRequest:
         outbound = cluster.sent.pop(0)
         assert isinstance(outbound.body, AllocateProducerIdsRequest)
-        assert (outbound.destination, outbound.listener) == (cluster.controller_id, cluster.controller_listener)
+        assert (outbound.destination, outbound.listener) == (
+            cluster.controller_id,
+            cluster.controller_listener,
+        )
         reply = AllocateProducerIdsResponse(producer_id_start=self.next_start, producer_id_len=self.length)
         self.next_start += self.length
         outbound.on_reply(reply, now_ms)
@@ -122,7 +125,11 @@ def test_init_producer_id_answers_from_the_blocks_in_a_cluster() -> None:
     assert init(state).error_code == E.COORDINATOR_LOAD_IN_PROGRESS  # no blocks wired: no id
     state.producer_ids = ProducerIdBlocks(cluster, lambda: 12)
     first = init(state)
-    assert (first.error_code, first.producer_id, first.producer_epoch) == (E.COORDINATOR_LOAD_IN_PROGRESS, -1, -1)
+    assert (first.error_code, first.producer_id, first.producer_epoch) == (
+        E.COORDINATOR_LOAD_IN_PROGRESS,
+        -1,
+        -1,
+    )
     FakeController(next_start=3000).answer(cluster)
     second = init(state)
     assert (second.error_code, second.producer_id, second.producer_epoch) == (E.NONE, 3000, 0)

@@ -168,7 +168,9 @@ class FakeController:
 class FakeReplication:
     applied: list[tuple[tuple[str, ...], list[tuple[str, int]]]] = field(default_factory=list)
 
-    def apply(self, states: Sequence[PartitionState], removed: Sequence[tuple[str, int]], now_ms: int) -> None:
+    def apply(
+        self, states: Sequence[PartitionState], removed: Sequence[tuple[str, int]], now_ms: int
+    ) -> None:
         self.applied.append((tuple(f"{s.topic}-{s.partition}" for s in states), list(removed)))
 
     def next_deadline_ms(self) -> int | None:
@@ -245,7 +247,16 @@ def test_start_builds_the_parts_and_registers_with_the_active_controller() -> No
 def test_committed_batches_update_the_topics_and_the_replicas() -> None:
     h = Harness()
     states = tuple(
-        PartitionState("orders", p, TOPIC_ID, replicas=(1, 2, 3), isr=(1, 2, 3), leader=1, leader_epoch=0, partition_epoch=0)
+        PartitionState(
+            "orders",
+            p,
+            TOPIC_ID,
+            replicas=(1, 2, 3),
+            isr=(1, 2, 3),
+            leader=1,
+            leader_epoch=0,
+            partition_epoch=0,
+        )
         for p in range(2)
     )
     h.image.deltas["create"] = Delta(partitions=states)
@@ -322,7 +333,13 @@ def test_the_registration_reaches_the_controller_over_a_link() -> None:
             assert isinstance(event, Request)
             seen.append(event.body)
             if event.api_key == ApiKey.API_VERSIONS:
-                h.apply(h.broker.receive_data(-1, server.send(event.reply(api_versions_response(SUPPORTED | {62: (0, 4), 63: (0, 1)}))), h.now_ms))
+                h.apply(
+                    h.broker.receive_data(
+                        -1,
+                        server.send(event.reply(api_versions_response(SUPPORTED | {62: (0, 4), 63: (0, 1)}))),
+                        h.now_ms,
+                    )
+                )
     assert any(isinstance(b, BrokerRegistrationRequest) for b in seen)
 
 
