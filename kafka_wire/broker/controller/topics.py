@@ -21,7 +21,7 @@ from kafka_wire.broker.controller.settings import (
     OP_SET,
     OP_SUBTRACT,
 )
-from kafka_wire.broker.internal_topics import RESERVED_TOPICS
+from kafka_wire.broker.internal_topics import CLUSTER_METADATA_TOPIC
 from kafka_wire.broker.log.config import ConfigError, LogConfig
 from kafka_wire.broker.metadata import random_uuid, topic_name_problem
 from kafka_wire.broker.state import Waiting
@@ -94,7 +94,7 @@ def _new_topic(
         return None
 
     name = entry.name
-    if name in RESERVED_TOPICS:
+    if name == CLUSTER_METADATA_TOPIC:  # internal topics are made by brokers through this API
         return refuse(ErrorCode.INVALID_REQUEST, f"Creation of internal topic {name} is prohibited.")
     problem = topic_name_problem(name)
     if problem is not None:

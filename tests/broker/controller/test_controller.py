@@ -252,6 +252,15 @@ def test_create_topic_errors_and_validate_only() -> None:
     assert len(h.raft.log) == before and "v" not in h.controller.committed.topics
 
 
+def test_brokers_create_internal_topics_but_nobody_creates_the_metadata_log() -> None:
+    h = cluster(1, 2, 3)
+    assert h.create_topic("__consumer_offsets", partitions=3, replication=3).topics[0].error_code == 0
+    assert len(h.controller.committed.partitions_of("__consumer_offsets")) == 3
+    refused = h.create_topic("__cluster_metadata", replication=1).topics[0]
+    assert refused.error_code == ErrorCode.INVALID_REQUEST
+    assert "__cluster_metadata" not in h.controller.committed.topics
+
+
 def test_default_replication_factor_and_topic_configs() -> None:
     h = cluster(1, 2, 3, default_replication_factor=2)
     result = h.create_topic("t", replication=-1, configs={"min.insync.replicas": "2"}).topics[0]
