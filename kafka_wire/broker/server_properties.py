@@ -333,6 +333,9 @@ def _cluster(
         raise BrokerConfigError("listeners", "must be set in KRaft mode (process.roles)")
     names = [e.listener for e in listeners]
     protocols = _protocol_map(props)
+    if "listener.security.protocol.map" not in props:
+        # Kafka's KRaft rule: with no map given, controller listeners default to PLAINTEXT.
+        protocols.update({name: "PLAINTEXT" for name in controllers if name not in protocols})
     for name in names:
         protocol = protocols.get(name)
         if protocol is None:

@@ -52,6 +52,16 @@ def test_a_combined_node() -> None:
     assert not [n for n in loaded.notes if n.message.startswith("controller.quorum")]
 
 
+def test_controller_listeners_default_to_plaintext_without_a_protocol_map() -> None:
+    props = combined()
+    del props["listener.security.protocol.map"]
+    cluster = load_server_properties(props).config.cluster
+    assert cluster is not None and cluster.controller_listener == "CONTROLLER"
+    # Given a map, it must name them (Kafka's rule).
+    with pytest.raises(BrokerConfigError, match="no security protocol for listener CONTROLLER"):
+        load_server_properties(combined(listener_security_protocol_map="PLAINTEXT:PLAINTEXT"))
+
+
 def test_replication_properties_parse() -> None:
     config = BrokerConfig.from_properties(
         {
