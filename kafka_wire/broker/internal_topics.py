@@ -5,7 +5,7 @@ Clients cannot create, delete, produce to, trim, re-partition or reconfigure an 
 each API refuses with the error code listed in ``docs/guide/broker.md``. The broker creates the ones
 it uses itself (:func:`internal_topic_specs`: Metadata auto-creation, FindCoordinator, the first
 group write), with its own partition count and configs (in a cluster it asks the controller to:
-:class:`InternalTopicCreation`), and at start-up takes over one a client
+:class:`TopicCreation`), and at start-up takes over one a client
 made under an older kafka_wire (:func:`adopt`: marked internal, configs replaced).
 
 Facts from Kafka: the internal names are ``Topic.INTERNAL_TOPICS``; ``__consumer_offsets`` is
@@ -127,8 +127,9 @@ def adopt(metadata: ClusterMetadata, config: BrokerConfig, log: logging.Logger) 
 CREATE_RETRY_BACKOFF_MS: Final = 100
 
 
-class InternalTopicCreation:
-    """Internal topics a broker of a cluster asked the active controller to create.
+class TopicCreation:
+    """Topics a broker of a cluster asked the active controller to create (auto-created ones,
+    and the internal topics it makes).
 
     In a cluster the controller creates topics: the broker sends it the CreateTopics request
     Kafka's ``AutoTopicCreationManager`` sends (the spec's partitions and configs, replication
@@ -148,10 +149,27 @@ class InternalTopicCreation:
         return name in self._in_flight
 
     def request(self, cluster: ClusterView, config: BrokerConfig, name: str, now_ms: int) -> bool:
-        """Ask for ``name`` (an internal topic this broker makes) unless a request is in flight
-        or backing off; True when one was sent now."""
+        """Ask for ``name`` (an internal topic this broker makes, with its spec) unless a request
+        is in flight or backing off; True when one was sent now."""
         spec = internal_topic_specs(config).get(name)
-        if spec is None or name in self._in_flight or now_ms < self._retry_at_ms.get(name, 0):
+        if spec is None:
+            return False
+        return self.create(
+            cluster, name, spec.partitions, _replication_factor(config, name), spec.configs, now_ms
+        )
+
+    def create(
+        self,
+        cluster: ClusterView,
+        name: str,
+        partitions: int,
+        replication_factor: int,
+        configs: Mapping[str, str],
+        now_ms: int,
+    ) -> bool:
+        """Ask for topic ``name`` (auto-created, or internal) unless a request for it is in flight
+        or backing off; True when one was sent now."""
+        if name in self._in_flight or now_ms < self._retry_at_ms.get(name, 0):
             return False
         if cluster.controller_id < 0:
             return False  # no active controller known yet: asked again at the next lookup
@@ -159,11 +177,11 @@ class InternalTopicCreation:
             topics=[
                 CreateTopicsRequestCreatableTopic(
                     name=name,
-                    num_partitions=spec.partitions,
-                    replication_factor=_replication_factor(config, name),
+                    num_partitions=partitions,
+                    replication_factor=replication_factor,
                     configs=[
                         CreateTopicsRequestCreatableTopicConfig(name=key, value=value)
-                        for key, value in spec.configs.items()
+                        for key, value in configs.items()
                     ],
                 )
             ],

@@ -271,6 +271,8 @@ class PeerLinks:
                 link.move(LinkInput.NEGOTIATED)
                 link.backoff_ms = 0
                 self._write_waiting(link, now_ms)
+                if link.client is not client:  # a request that could not be written lost the link
+                    return
             elif isinstance(event, Response):
                 outbound = event.context
                 assert isinstance(outbound, Outbound)
@@ -341,8 +343,8 @@ class PeerLinks:
         failed, link.in_flight = link.in_flight, []
         failed += [w.outbound for w in link.waiting]
         link.waiting.clear()
-        # Answered at the next tick, not here: a reply handler may send again, on this very link.
-        self._fail_later(failed, now_ms)
+        for outbound in failed:
+            outbound.on_reply(None, now_ms)
 
     def _fail_later(self, outbounds: list[Outbound], now_ms: int) -> None:
         if outbounds:

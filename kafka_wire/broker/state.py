@@ -18,7 +18,7 @@ from kafka_wire.broker.cluster_view import ClusterView
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.effects import Delete, EffectSink, MakeDir
 from kafka_wire.broker.fetch_sessions import FetchSessionCache
-from kafka_wire.broker.internal_topics import InternalTopicCreation, internal_topic_specs
+from kafka_wire.broker.internal_topics import TopicCreation, internal_topic_specs
 from kafka_wire.broker.log.config import ConfigError, LogConfig
 from kafka_wire.broker.log.log import PartitionLog
 from kafka_wire.broker.metadata import (
@@ -105,13 +105,11 @@ class BrokerState:
     deleting: set[str] = field(default_factory=set)
     #: ``directory.id`` of the data directory's ``meta.properties`` (None: an older file without it).
     directory_id: uuid.UUID | None = None
-    #: Topics whose auto-creation this broker asked the controller for, until it answers.
-    auto_creating: set[str] = field(default_factory=set)
     #: Producer id blocks from the controller (``kafka_wire.broker.producer_ids``); None on a
     #: single node, which counts its ids in the metadata file.
     producer_ids: ProducerIdBlocks | None = None
-    #: Internal topics asked of the controller (a cluster only).
-    internal_topic_creation: InternalTopicCreation = field(default_factory=InternalTopicCreation)
+    #: Topics asked of the controller (a cluster only: auto-created and internal topics).
+    topic_creation: TopicCreation = field(default_factory=TopicCreation)
     #: The replicated cluster as this node sees it (``kafka_wire.broker.cluster_view``); None: a
     #: single node, which answers as the whole cluster.
     cluster: ClusterView | None = None
@@ -266,7 +264,7 @@ class BrokerState:
         In a cluster a missing one is asked of the controller, and None returned until it exists."""
         topic = self.metadata.topics.get(name)
         if topic is None and self.cluster is not None:
-            self.internal_topic_creation.request(self.cluster, self.config, name, now_ms)
+            self.topic_creation.request(self.cluster, self.config, name, now_ms)
             return None
         if topic is None:
             spec = internal_topic_specs(self.config).get(name)

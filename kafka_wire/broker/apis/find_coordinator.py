@@ -59,7 +59,7 @@ def _group_coordinator(ctx: Context, cluster: ClusterView, key: str) -> FindCoor
     """The leader of the group's ``__consumer_offsets`` partition, on the request's listener."""
     partitions = cluster.partitions_of(OFFSETS_TOPIC)
     if not partitions:
-        ctx.state.internal_topic_creation.request(cluster, ctx.state.config, OFFSETS_TOPIC, ctx.now_ms)
+        ctx.state.topic_creation.request(cluster, ctx.state.config, OFFSETS_TOPIC, ctx.now_ms)
         return _unavailable(key, f"{OFFSETS_TOPIC} is being created")
     index = partition_for_group(key, len(partitions))
     registration = cluster.partition(OFFSETS_TOPIC, index)

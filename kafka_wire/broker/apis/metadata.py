@@ -28,7 +28,6 @@ Version notes: ``cluster_id`` from v2, ``topic_id`` from v10, authorized operati
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
 from typing import Final
 
 from kafka_wire.broker.apis.cluster_facts import (
@@ -41,17 +40,13 @@ from kafka_wire.broker.apis.cluster_facts import (
 )
 from kafka_wire.broker.apis.open_partitions import OpenPartitionsJob
 from kafka_wire.broker.apis.record_limit import new_topic_records
-from kafka_wire.broker.cluster_view import ClusterView, Outbound
+from kafka_wire.broker.cluster_view import ClusterView
 from kafka_wire.broker.internal_topics import RESERVED_TOPICS, internal_topic_specs, is_internal
 from kafka_wire.broker.metadata import TopicInfo, topic_name_problem
 from kafka_wire.broker.state import Context
 from kafka_wire.broker.work import Job
 from kafka_wire.codec.runtime import ZERO_UUID
-from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
-    CreateTopicsRequest,
-    CreateTopicsRequestCreatableTopic,
-    CreateTopicsRequestCreatableTopicConfig,
     ErrorCode,
     MetadataRequest,
     MetadataResponse,
@@ -65,8 +60,6 @@ OPERATIONS_NOT_REQUESTED: Final = -(2**31)
 #: Every topic operation (READ..DESCRIBE_CONFIGS bits) for a broker without ACLs.
 ALL_TOPIC_OPERATIONS: Final = 0b0000_1111_1111_1000
 ALL_CLUSTER_OPERATIONS: Final = 0b0001_1111_1110_1000
-#: Kafka's broker gives its auto-creation requests ``request.timeout.ms`` (30 s).
-AUTO_CREATE_TIMEOUT_MS: Final = 30_000
 
 
 def brokers(ctx: Context) -> list[MetadataResponseBroker]:
@@ -172,7 +165,14 @@ def handle(ctx: Context, request: MetadataRequest) -> MetadataResponse | Job[Met
                     creatable[name] = None
     if state.cluster is not None:
         for name in creatable:
-            _ask_controller_to_create(ctx, state.cluster, name, state.config.num_partitions, {})
+            state.topic_creation.create(
+                state.cluster,
+                name,
+                state.config.num_partitions,
+                state.config.default_replication_factor,
+                {},
+                ctx.now_ms,
+            )
         return _response(ctx, request, auto_create=auto_create)
     partitions = state.config.num_partitions
     if (
@@ -238,7 +238,7 @@ def _one_topic(
             return MetadataResponseTopic(
                 error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, is_internal=is_internal(name)
             )
-        _ask_controller_to_create(ctx, state.cluster, name, spec.partitions, spec.configs)
+        state.topic_creation.request(state.cluster, state.config, name, ctx.now_ms)
         return MetadataResponseTopic(
             error_code=ErrorCode.LEADER_NOT_AVAILABLE, name=name, is_internal=is_internal(name)
         )
@@ -251,34 +251,3 @@ def _one_topic(
         return topic_metadata(ctx, topic, operations=operations)
     # Being deleted, deleted while its creation ran, or more than one request may create: retry.
     return MetadataResponseTopic(error_code=ErrorCode.LEADER_NOT_AVAILABLE, name=name)
-
-
-def _ask_controller_to_create(
-    ctx: Context, view: ClusterView, name: str, partitions: int, configs: Mapping[str, str]
-) -> None:
-    """Send the active controller a CreateTopics for an auto-created topic, unless one is on its
-    way (the answer is not awaited: the client sees the topic once the metadata has it)."""
-    state = ctx.state
-    if name in state.auto_creating or view.controller_id < 0:
-        return
-    state.auto_creating.add(name)
-
-    def done(reply: Message | None, now_ms: int) -> None:
-        state.auto_creating.discard(name)
-
-    # Internal topics take the controller's default replication factor (-1).
-    replication = -1 if name in RESERVED_TOPICS else state.config.default_replication_factor
-    request = CreateTopicsRequest(
-        topics=[
-            CreateTopicsRequestCreatableTopic(
-                name=name,
-                num_partitions=partitions,
-                replication_factor=replication,
-                configs=[
-                    CreateTopicsRequestCreatableTopicConfig(name=k, value=v) for k, v in configs.items()
-                ],
-            )
-        ],
-        timeout_ms=AUTO_CREATE_TIMEOUT_MS,
-    )
-    view.send(Outbound(view.controller_id, view.controller_listener, request, done, AUTO_CREATE_TIMEOUT_MS))

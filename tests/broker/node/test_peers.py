@@ -10,6 +10,7 @@ from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
     DescribeClusterRequest,
     DescribeClusterResponse,
+    FetchRequest,
 )
 from kafka_wire.protocol.events import NEED_DATA, Request
 from kafka_wire.protocol.server import ServerConfig, ServerConnection, api_versions_response
@@ -207,3 +208,25 @@ def test_a_reply_handler_may_send_again() -> None:
     links.receive_data(conn_id, peer.feed(links.take_effects(), conn_id), 1)
     links.receive_data(conn_id, peer.feed(links.take_effects(), conn_id), 2)
     assert [type(b).__name__ for b in got] == ["DescribeClusterResponse"] * 2
+
+
+def test_a_request_the_negotiated_version_cannot_carry_fails_alone_and_the_link_backs_off() -> None:
+    """A body with a field the newest common version lacks (a bug of its sender) cannot be
+    written: its reply is None, the link is reset, and another request still gets its answer."""
+    links = PeerLinks(7, endpoint_of)
+    peer = Peer()
+    replies = Replies()
+    unwritable = FetchRequest(replica_id=3)  # v15+ carries the replica in replica_state only
+    links.send(Outbound(2, "CONTROLLER", unwritable, lambda body, now: replies.got.append((body, now))), 0)
+    (opened,) = links.take_effects()
+    assert isinstance(opened, OpenConnection)
+    links.connection_established(opened.conn_id, 0)
+    links.receive_data(opened.conn_id, peer.feed(links.take_effects(), opened.conn_id), 1)
+    assert replies.got == [(None, 1)]
+    assert CloseConnection(opened.conn_id) in links.take_effects()
+    assert links.state_of(2, "CONTROLLER") is LinkState.BACKOFF
+    links.send(request(replies), 2)
+    links.tick(60)
+    conn_id = connected(links, peer, 60)
+    links.receive_data(conn_id, peer.feed(links.take_effects(), conn_id), 61)
+    assert isinstance(replies.got[-1][0], DescribeClusterResponse)
