@@ -46,8 +46,8 @@ from kafka_wire.messages import (
     DescribeTopicPartitionsRequestTopicRequest,
     ErrorCode,
     FetchRequest,
-    FetchRequestFetchPartition,
-    FetchRequestFetchTopic,
+    FetchRequestPartition,
+    FetchRequestTopic,
     MetadataRequest,
     MetadataRequestTopic,
     ProduceRequest,
@@ -108,7 +108,9 @@ def wait_until(what: str, check: Callable[[], T | None], timeout_s: float, inter
         if found is not None:
             return found
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what} (last error: {last_error!r})")
+            raise AssertionError(
+                f"timed out after {timeout_s} s waiting for {what} (last error: {last_error!r})"
+            )
         time.sleep(interval_s)  # bounded polling of other processes
 
 
@@ -376,7 +378,9 @@ class LocalCluster:
 
         return wait_until(f"a live leader of {topic}-{partition}", agreed, timeout_s)
 
-    def wait_isr(self, topic: str, expected: Callable[[PartitionView], bool], what: str, timeout_s: float = 60.0) -> dict[int, PartitionView]:
+    def wait_isr(
+        self, topic: str, expected: Callable[[PartitionView], bool], what: str, timeout_s: float = 60.0
+    ) -> dict[int, PartitionView]:
         """Until every partition of ``topic`` (as a live node reports it) satisfies ``expected``."""
 
         def holds() -> dict[int, PartitionView] | None:
@@ -388,11 +392,18 @@ class LocalCluster:
     def wait_full_isr(self, topic: str, timeout_s: float = 60.0) -> dict[int, PartitionView]:
         """Until every partition of ``topic`` has all its replicas in its ISR."""
         return self.wait_isr(
-            topic, lambda v: v.leader >= 0 and set(v.isr) == set(v.replicas), "every replica in the ISR", timeout_s
+            topic,
+            lambda v: v.leader >= 0 and set(v.isr) == set(v.replicas),
+            "every replica in the ISR",
+            timeout_s,
         )
 
     def create_topic(
-        self, topic: str, partitions: int, replication_factor: int = 3, configs: Mapping[str, str] | None = None
+        self,
+        topic: str,
+        partitions: int,
+        replication_factor: int = 3,
+        configs: Mapping[str, str] | None = None,
     ) -> None:
         """CreateTopics through a live node, then wait until every live node knows the topic with a
         leader for each partition."""
@@ -416,26 +427,24 @@ class LocalCluster:
 
     # -- the logs at rest ---------------------------------------------------------------------
 
-    def replica_batches(self, node_id: int) -> dict[tuple[str, int], tuple[int, list[bytes]]]:
-        """Per partition of one node's data directory (the metadata log aside): its high
-        watermark from ``replication-offset-checkpoint`` and the bytes of every stored batch
-        that ends below it, in log order."""
+    def replica_batches(self, node_id: int) -> dict[tuple[str, int], tuple[int, list[tuple[int, bytes]]]]:
+        """Per partition of one node's data directory (the metadata log aside) that its
+        ``replication-offset-checkpoint`` names: that high watermark, and the last offset and
+        bytes of every stored batch, in log order (read after the node stopped)."""
         node = self.nodes[node_id]
         hws = node.replication_offsets()
-        out: dict[tuple[str, int], tuple[int, list[bytes]]] = {}
+        out: dict[tuple[str, int], tuple[int, list[tuple[int, bytes]]]] = {}
         for tp, log in discover([node.data_dir]).items():
             key = (tp.topic, tp.partition)
             if tp.topic == METADATA_TOPIC or key not in hws:
                 continue
-            hw = hws[key]
-            batches: list[bytes] = []
+            batches: list[tuple[int, bytes]] = []
             for segment in log.segments:
                 with open(segment.log_path, "rb") as f:
                     data = f.read()
                 for position, batch in iter_segment(segment.log_path):
-                    if batch.last_offset < hw:
-                        batches.append(data[position : position + batch.batch_length + 12])
-            out[key] = (hw, batches)
+                    batches.append((batch.last_offset, data[position : position + batch.batch_length + 12]))
+            out[key] = (hws[key], batches)
         return out
 
 
@@ -485,7 +494,9 @@ async def metadata(host: str, port: int, topic: str) -> dict[int, PartitionView]
 async def metadata_brokers(host: str, port: int) -> set[int]:
     client = await _connect(host, port)
     try:
-        response = await client.request(MetadataRequest(topics=[]), METADATA_VERSION, timeout_ms=REQUEST_TIMEOUT_MS)
+        response = await client.request(
+            MetadataRequest(topics=[]), METADATA_VERSION, timeout_ms=REQUEST_TIMEOUT_MS
+        )
     finally:
         await client.close()
     return {b.node_id for b in response.brokers}
@@ -521,7 +532,8 @@ async def describe_quorum_leader(host: str, controller_port: int) -> int:
         request = DescribeQuorumRequest(
             topics=[
                 DescribeQuorumRequestTopicData(
-                    topic_name=METADATA_TOPIC, partitions=[DescribeQuorumRequestPartitionData(partition_index=0)]
+                    topic_name=METADATA_TOPIC,
+                    partitions=[DescribeQuorumRequestPartitionData(partition_index=0)],
                 )
             ]
         )
@@ -545,7 +557,9 @@ async def create_topic(
                     name=topic,
                     num_partitions=partitions,
                     replication_factor=replication_factor,
-                    configs=[CreateTopicsRequestCreatableTopicConfig(name=k, value=v) for k, v in configs.items()],
+                    configs=[
+                        CreateTopicsRequestCreatableTopicConfig(name=k, value=v) for k, v in configs.items()
+                    ],
                 )
             ],
             timeout_ms=20_000,
@@ -556,7 +570,9 @@ async def create_topic(
     return response.topics[0].error_code
 
 
-async def produce(host: str, port: int, topic: str, partition: int, values: list[bytes], acks: int = -1) -> tuple[int, int]:
+async def produce(
+    host: str, port: int, topic: str, partition: int, values: list[bytes], acks: int = -1
+) -> tuple[int, int]:
     """One Produce of ``values`` (one batch) to the node at ``port``: ``(error code, base offset)``."""
     client = await _connect(host, port)
     try:
@@ -566,7 +582,8 @@ async def produce(host: str, port: int, topic: str, partition: int, values: list
             timeout_ms=REQUEST_TIMEOUT_MS,
             topic_data=[
                 ProduceRequestTopicProduceData(
-                    name=topic, partition_data=[ProduceRequestPartitionProduceData(index=partition, records=batch)]
+                    name=topic,
+                    partition_data=[ProduceRequestPartitionProduceData(index=partition, records=batch)],
                 )
             ],
         )
@@ -577,7 +594,9 @@ async def produce(host: str, port: int, topic: str, partition: int, values: list
     return result.error_code, result.base_offset
 
 
-async def fetch(host: str, port: int, topic: str, partition: int, offset: int = 0) -> tuple[int, int, list[bytes]]:
+async def fetch(
+    host: str, port: int, topic: str, partition: int, offset: int = 0
+) -> tuple[int, int, list[bytes]]:
     """One Fetch from the node at ``port``: ``(error code, high watermark, record values)``."""
     client = await _connect(host, port)
     try:
@@ -587,10 +606,12 @@ async def fetch(host: str, port: int, topic: str, partition: int, offset: int = 
             min_bytes=1,
             max_bytes=8 << 20,
             topics=[
-                FetchRequestFetchTopic(
+                FetchRequestTopic(
                     topic=topic,
                     partitions=[
-                        FetchRequestFetchPartition(partition=partition, fetch_offset=offset, partition_max_bytes=8 << 20)
+                        FetchRequestPartition(
+                            partition=partition, fetch_offset=offset, partition_max_bytes=8 << 20
+                        )
                     ],
                 )
             ],
@@ -604,5 +625,7 @@ async def fetch(host: str, port: int, topic: str, partition: int, offset: int = 
         for batch in RecordsReader(bytes(data.records)):
             if isinstance(batch, RecordBatch) and batch.is_control:
                 continue
-            values.extend(bytes(r.value) for r in batch.records() if r.value is not None and r.offset >= offset)
+            values.extend(
+                bytes(r.value) for r in batch.records() if r.value is not None and r.offset >= offset
+            )
     return data.error_code, data.high_watermark, values
