@@ -38,13 +38,12 @@ class Credit:
             self._limit = limit
             self._changed.notify_all()
 
-    def wait_above(self, n: int, producer: Producer) -> None:
-        while True:
-            with self._changed:
-                if n < self._limit:
-                    return
-                self._changed.wait(POLL_S)
-            producer.poll(0)
+    def allows(self, n: int, timeout_s: float) -> bool:
+        """Whether record ``n`` may be sent, waiting up to ``timeout_s`` for more credit."""
+        with self._changed:
+            if n >= self._limit:
+                self._changed.wait(timeout_s)
+            return n < self._limit
 
 
 def main(argv: list[str]) -> int:
@@ -85,7 +84,9 @@ def main(argv: list[str]) -> int:
     credit = Credit()
     threading.Thread(target=credit.read, daemon=True).start()
     for n in range(count):
-        credit.wait_above(n, producer)
+        while not credit.allows(n, POLL_S):  # serve delivery reports while waiting
+            producer.poll(0)
+            flush_out()
         while True:
             try:
                 producer.produce(topic, f"{name}-{n}".encode(), on_delivery=report(n))
