@@ -420,10 +420,34 @@ class LocalCluster:
 
         wait_until(f"topic {topic} with leaders on every node", known, 30.0)
 
-    def quorum_leader(self, via: Node | None = None) -> int:
-        """The active controller (the raft leader) as a node's DescribeQuorum answers."""
+    def quorum_leader(self) -> int:
+        """The active controller (the raft leader): the live node whose DescribeQuorum answer is
+        not NOT_LEADER_OR_FOLLOWER (only the leader answers it, as in Kafka); -1 when none does."""
+        for node in self.alive():
+            try:
+                leader = run(describe_quorum_leader(HOST, node.controller_port))
+            except (OSError, TimeoutError, ConnectionError):
+                continue
+            if leader is not None:
+                return leader
+        return -1
+
+    def produce_to(
+        self, node_id: int, topic: str, partition: int, values: list[bytes], acks: int = -1
+    ) -> tuple[int, int]:
+        """One Produce to node ``node_id``: ``(error code, base offset)``."""
+        return run(produce(HOST, self.nodes[node_id].port, topic, partition, values, acks))
+
+    def fetch_from(
+        self, node_id: int, topic: str, partition: int, offset: int = 0
+    ) -> tuple[int, int, list[bytes]]:
+        """One Fetch from node ``node_id``: ``(error code, high watermark, record values)``."""
+        return run(fetch(HOST, self.nodes[node_id].port, topic, partition, offset))
+
+    def describe_partitions(self, topic: str, via: Node | None = None) -> dict[int, PartitionView]:
+        """``topic``'s partitions as a node's DescribeTopicPartitions answer shows them."""
         node = via or self.any_alive()
-        return run(describe_quorum_leader(HOST, node.controller_port))
+        return run(describe_topic_partitions(HOST, node.port, topic))
 
     # -- the logs at rest ---------------------------------------------------------------------
 
@@ -526,7 +550,9 @@ async def describe_topic_partitions(host: str, port: int, topic: str) -> dict[in
     return out
 
 
-async def describe_quorum_leader(host: str, controller_port: int) -> int:
+async def describe_quorum_leader(host: str, controller_port: int) -> int | None:
+    """The raft leader's id from DescribeQuorum on a controller listener; None when this
+    controller is not the leader (NOT_LEADER_OR_FOLLOWER)."""
     client = await _connect(host, controller_port)
     try:
         request = DescribeQuorumRequest(
@@ -540,8 +566,12 @@ async def describe_quorum_leader(host: str, controller_port: int) -> int:
         response = await client.request(request, timeout_ms=REQUEST_TIMEOUT_MS)
     finally:
         await client.close()
+    if response.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+        return None
     assert response.error_code == ErrorCode.NONE, f"DescribeQuorum: error {response.error_code}"
     partition = response.topics[0].partitions[0]
+    if partition.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+        return None
     assert partition.error_code == ErrorCode.NONE, f"DescribeQuorum: error {partition.error_code}"
     return partition.leader_id
 
