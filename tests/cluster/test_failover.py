@@ -23,11 +23,14 @@ import time
 from collections import Counter, defaultdict
 from typing import Final
 
+import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from tests.cluster.conftest import ClusterFactory
 from tests.cluster.harness import LocalCluster
 from tests.cluster.producers import ProducerProcess, confluent_command, java_producer_command
+
+pytestmark = pytest.mark.cluster
 
 TOPIC: Final = "failover"
 PARTITIONS: Final = 3

@@ -14,8 +14,12 @@ from __future__ import annotations
 import time
 from typing import Final
 
+import pytest
+
 from kafka_wire.messages import ErrorCode
 from tests.cluster.harness import FAST_FAILOVER, LocalCluster, PartitionView, wait_until
+
+pytestmark = pytest.mark.cluster
 
 TOPIC: Final = "quorum"
 PARTITIONS: Final = 6

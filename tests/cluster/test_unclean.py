@@ -23,6 +23,8 @@ from kafka_wire.messages import ErrorCode
 from tests.cluster.conftest import ClusterFactory
 from tests.cluster.harness import FAST_FAILOVER, LocalCluster, PartitionView, wait_until
 
+pytestmark = pytest.mark.cluster
+
 TOPIC: Final = "unclean"
 #: How long the offline partition is watched: past the fencing of its leader, with a margin for
 #: a controller that would (wrongly) elect a replica from outside the ISR.

@@ -15,9 +15,13 @@ import shutil
 import subprocess
 from typing import Final
 
+import pytest
+
 from tests.cluster.harness import LocalCluster, wait_until
 from tests.cluster.producers import CLUSTER_CLIENT_SOURCE
 from tests.interop.harness import java_command
+
+pytestmark = pytest.mark.cluster
 
 TOPIC: Final = "views"
 PARTITIONS: Final = 3
