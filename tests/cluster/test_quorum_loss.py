@@ -51,7 +51,6 @@ def test_controller_quorum_loss(cluster: LocalCluster) -> None:
         lambda: leader if (leader := cluster.quorum_leader()) in two else None,
         30.0,
     )
-    cluster.wait_brokers(two)
     led_by = leaders(cluster, two)
     for p, leader in led_by.items():
         error, _ = cluster.produce_to(leader, TOPIC, p, values(f"one-down-{p}"), acks=-1)

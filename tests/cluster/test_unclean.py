@@ -1,6 +1,9 @@
 """A partition whose whole ISR is down, with and without unclean leader election (issue 15).
 
-One partition, replication factor 3. Its two followers are killed and the test waits until the
+Five combined nodes, so that killing a partition's two followers leaves a controller quorum (three
+of five voters) to shrink its ISR and fence its leader; with three combined nodes that would take
+two of three controllers, and nothing could change at all. One partition, replication factor 3
+(on three of the five nodes). Its two followers are killed and the test waits until the
 ISR has shrunk to the leader alone; the leader then takes more records (``acks=1``), which the
 followers never see, and is killed too. The followers start again, out of sync.
 
@@ -26,6 +29,7 @@ from tests.cluster.harness import FAST_FAILOVER, LocalCluster, PartitionView, wa
 pytestmark = pytest.mark.cluster
 
 TOPIC: Final = "unclean"
+NODES: Final = 5
 #: How long the offline partition is watched: past the fencing of its leader, with a margin for
 #: a controller that would (wrongly) elect a replica from outside the ISR.
 OFFLINE_WATCH_S: Final = 2 * int(FAST_FAILOVER["broker.session.timeout.ms"]) / 1000 + 3
@@ -42,7 +46,8 @@ def strand_isr(cluster: LocalCluster) -> tuple[int, list[int]]:
     cluster.create_topic(TOPIC, 1, 3)
     cluster.wait_full_isr(TOPIC)
     leader = cluster.wait_leader(TOPIC, 0)
-    followers = [n for n in cluster.nodes if n != leader]
+    replicas = cluster.metadata(TOPIC)[0].replicas
+    followers = [n for n in replicas if n != leader]
     error, _ = cluster.produce_to(leader, TOPIC, 0, records("replicated"), acks=-1)
     assert error == ErrorCode.NONE, f"acks=all produce with the full ISR: {error}"
     for follower in followers:
@@ -60,7 +65,7 @@ def strand_isr(cluster: LocalCluster) -> tuple[int, list[int]]:
 
 @pytest.mark.parametrize("unclean", [False, True], ids=["unclean-disabled", "unclean-enabled"])
 def test_unclean_leader_election(cluster_factory: ClusterFactory, unclean: bool) -> None:
-    cluster = cluster_factory({"unclean.leader.election.enable": str(unclean).lower()})
+    cluster = cluster_factory({"unclean.leader.election.enable": str(unclean).lower()}, size=NODES)
     cluster.start_all()
     last_isr, followers = strand_isr(cluster)
 
