@@ -220,19 +220,23 @@ class Node:
             process.wait()
         self._close_files()
 
+    def signal_stop(self) -> None:
+        """Send SIGTERM to the node's process group (not waiting)."""
+        process = self.process
+        if process is not None and process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+
     def terminate(self, timeout_s: float = STOP_TIMEOUT_S) -> int | None:
         """SIGTERM the node and wait for it to exit; its exit status (None: it had to be killed)."""
         process = self.process
+        self.signal_stop()
         status: int | None = None
-        if process is not None and process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
+        if process is not None:
             try:
                 status = process.wait(timeout_s)
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
-        elif process is not None:
-            status = process.returncode
         self._close_files()
         return status
 
@@ -316,8 +320,13 @@ class LocalCluster:
         return self.nodes[node_id].terminate()
 
     def stop_all(self) -> dict[int, int | None]:
-        """SIGTERM every running node, one after the other; their exit statuses."""
-        return {n.node_id: n.terminate() for n in self.nodes.values() if n.running()}
+        """SIGTERM every running node at once (one by one, the last ones would shut down without
+        a controller quorum), then wait for each; their exit statuses (None: killed after
+        ``STOP_TIMEOUT_S``)."""
+        running = [n for n in self.nodes.values() if n.running()]
+        for node in running:
+            node.signal_stop()
+        return {n.node_id: n.terminate() for n in running}
 
     def close(self) -> None:
         """Teardown: SIGKILL whatever still runs."""
