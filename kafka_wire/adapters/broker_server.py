@@ -429,7 +429,13 @@ async def _serve(
         await probe.wait_closed()
     try:
         server = BrokerServer(
-            replace(config, host=advertised_host or host, port=advertised_port or port), data_dir
+            replace(
+                config,
+                host=advertised_host or host,
+                port=advertised_port or port,
+                log_dir=config.log_dir or str(data_dir.resolve()),
+            ),
+            data_dir,
         )
         bound = await server.start(host, port)
     except DataDirError as exc:

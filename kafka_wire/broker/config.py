@@ -49,6 +49,9 @@ class BrokerConfig:
     cluster_id: str | None = None
     #: ``broker.rack``
     rack: str | None = None
+    #: The data directory's absolute path (``log.dirs``), as DescribeLogDirs reports it; set by
+    #: the driver (the engine never looks at the file system).
+    log_dir: str = ""
     #: ``auto.create.topics.enable`` (Kafka's default: true), with ``num.partitions``.
     auto_create_topics: bool = True
     num_partitions: int = 1

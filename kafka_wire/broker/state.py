@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from kafka_wire.broker.cluster_view import ClusterView
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.effects import Delete, EffectSink, MakeDir
 from kafka_wire.broker.fetch_sessions import FetchSessionCache
@@ -69,6 +70,8 @@ class Context:
     now_ms: int
     principal: str = ""
     client_host: str = ""
+    #: The listener the request came in on (empty: the broker's only listener).
+    listener: str = ""
 
     @property
     def api_version(self) -> int:
@@ -99,6 +102,10 @@ class BrokerState:
     #: Topics gone from the metadata whose partition directories are still being deleted: their
     #: names cannot be created again until then.
     deleting: set[str] = field(default_factory=set)
+    #: Topics whose auto-creation this broker asked the controller for, until it answers.
+    auto_creating: set[str] = field(default_factory=set)
+    #: The cluster around this broker (None: a single node, the whole cluster).
+    cluster: ClusterView | None = None
 
     def begin_call(self) -> None:
         """A new engine call: a full work budget."""

@@ -12,6 +12,7 @@ from typing import Any, Final
 
 from kafka_wire.broker.apis import (
     alter_configs,
+    alter_partition_reassignments,
     api_versions,
     create_partitions,
     create_topics,
@@ -19,11 +20,17 @@ from kafka_wire.broker.apis import (
     delete_topics,
     describe_cluster,
     describe_configs,
+    describe_log_dirs,
+    describe_producers,
+    describe_quorum,
+    describe_topic_partitions,
+    elect_leaders,
     fetch,
     find_coordinator,
     incremental_alter_configs,
     init_producer_id,
     list_offsets,
+    list_partition_reassignments,
     metadata,
     produce,
 )
@@ -49,6 +56,13 @@ HANDLERS: Final[dict[int, Handler]] = {
     ApiKey.CREATE_PARTITIONS: create_partitions.handle,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs.handle,
     ApiKey.DESCRIBE_CLUSTER: describe_cluster.handle,
+    ApiKey.DESCRIBE_LOG_DIRS: describe_log_dirs.handle,
+    ApiKey.ELECT_LEADERS: elect_leaders.handle,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: alter_partition_reassignments.handle,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: list_partition_reassignments.handle,
+    ApiKey.DESCRIBE_QUORUM: describe_quorum.handle,
+    ApiKey.DESCRIBE_PRODUCERS: describe_producers.handle,
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: describe_topic_partitions.handle,
 }
 
 #: The group coordinator's APIs.

@@ -4,6 +4,8 @@ Behaviour: replaces a topic's whole set of overrides with the configs given (a n
 one); the new set must parse, or the topic gets INVALID_CONFIG and keeps its old set.
 ``validate_only`` checks only. Broker resources are refused (no dynamic broker configs), and so
 are internal topics (INVALID_REQUEST: their configs belong to the broker).
+In a cluster the request goes to the active controller when it names a topic, and its answer is relayed
+(``forward``).
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ from __future__ import annotations
 from functools import partial
 
 from kafka_wire.broker.apis.configs import alter_topic
+from kafka_wire.broker.apis.forward import Forwarded, forward, names_topics
 from kafka_wire.broker.state import Context
+from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
     AlterConfigsRequest,
     AlterConfigsResponse,
@@ -19,7 +23,9 @@ from kafka_wire.messages import (
 )
 
 
-def handle(ctx: Context, request: AlterConfigsRequest) -> AlterConfigsResponse:
+def handle(ctx: Context, request: AlterConfigsRequest) -> AlterConfigsResponse | Message | Forwarded:
+    if ctx.state.cluster is not None and names_topics(request.resources):  # the controller owns the metadata
+        return forward(ctx, ctx.state.cluster, request)
     results = []
     for resource in request.resources:
         configs = {c.name: c.value for c in resource.configs if c.value is not None}

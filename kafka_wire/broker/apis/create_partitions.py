@@ -9,16 +9,20 @@ UNKNOWN_SERVER_ERROR, as Kafka answers (without creating any part of them); a re
 topics than the cap fails whole with POLICY_VIOLATION (see ``record_limit``). The new counts are
 written to the metadata at once; the partitions are opened in slices of the work budget (see
 ``open_partitions``), and the answer comes when the last one is open.
+In a cluster the request goes to the active controller, and its answer is relayed
+(``forward``).
 """
 
 from __future__ import annotations
 
+from kafka_wire.broker.apis.forward import Forwarded, forward
 from kafka_wire.broker.apis.open_partitions import OpenPartitionsJob
 from kafka_wire.broker.apis.record_limit import EXCESSIVE_BATCH_MESSAGE
 from kafka_wire.broker.internal_topics import is_internal
 from kafka_wire.broker.metadata import TopicInfo
 from kafka_wire.broker.state import Context
 from kafka_wire.broker.work import Job
+from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
     CreatePartitionsRequest,
     CreatePartitionsResponse,
@@ -29,7 +33,9 @@ from kafka_wire.messages import (
 
 def handle(
     ctx: Context, request: CreatePartitionsRequest
-) -> CreatePartitionsResponse | Job[CreatePartitionsResponse]:
+) -> CreatePartitionsResponse | Job[CreatePartitionsResponse] | Message | Forwarded:
+    if ctx.state.cluster is not None:  # the controller owns the metadata
+        return forward(ctx, ctx.state.cluster, request)
     state = ctx.state
     limit = state.config.max_records_per_user_op
     if len(request.topics) > limit:

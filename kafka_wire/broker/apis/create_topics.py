@@ -13,6 +13,8 @@ partition) fails whole with POLICY_VIOLATION (see ``record_limit``), before anyt
 at once; their partitions are opened in slices of the work budget (see ``open_partitions``), and
 the answer comes when the last one is open.
 Version notes: v5+ returns the topic id, partition count, replication factor and effective configs.
+In a cluster the request goes to the active controller, and its answer is relayed
+(``forward``).
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ from collections import Counter
 from dataclasses import dataclass
 
 from kafka_wire.broker.apis.configs import describe_topic_configs
+from kafka_wire.broker.apis.forward import Forwarded, forward
 from kafka_wire.broker.apis.open_partitions import OpenPartitionsJob
 from kafka_wire.broker.apis.record_limit import EXCESSIVE_BATCH_MESSAGE, new_topic_records
 from kafka_wire.broker.internal_topics import RESERVED_TOPICS
 from kafka_wire.broker.state import Context
 from kafka_wire.broker.work import Job
+from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
     CreateTopicsRequest,
     CreateTopicsRequestCreatableTopic,
@@ -45,7 +49,11 @@ class _Creatable:
     configs: dict[str, str]
 
 
-def handle(ctx: Context, request: CreateTopicsRequest) -> CreateTopicsResponse | Job[CreateTopicsResponse]:
+def handle(
+    ctx: Context, request: CreateTopicsRequest
+) -> CreateTopicsResponse | Job[CreateTopicsResponse] | Message | Forwarded:
+    if ctx.state.cluster is not None:  # the controller owns the metadata
+        return forward(ctx, ctx.state.cluster, request)
     state = ctx.state
     counts = Counter(t.name for t in request.topics)
     results = []

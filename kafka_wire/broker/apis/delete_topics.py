@@ -9,10 +9,13 @@ UNKNOWN_SERVER_ERROR, as Kafka answers. The topics leave the metadata at once (o
 write); their partition directories are deleted in slices of the work budget (see
 ``kafka_wire.broker.work``), and the answer comes when the last one is gone. Until then the names
 cannot be created again (TOPIC_ALREADY_EXISTS, "marked for deletion").
+In a cluster the request goes to the active controller, and its answer is relayed
+(``forward``).
 """
 
 from __future__ import annotations
 
+from kafka_wire.broker.apis.forward import Forwarded, forward
 from kafka_wire.broker.effects import EffectSink
 from kafka_wire.broker.internal_topics import is_internal
 from kafka_wire.broker.metadata import TopicInfo
@@ -20,6 +23,7 @@ from kafka_wire.broker.partition.replica import PartitionReplica
 from kafka_wire.broker.state import BrokerState, Context
 from kafka_wire.broker.work import PARTITION_WORK_BYTES, Job
 from kafka_wire.codec.runtime import ZERO_UUID
+from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
     DeleteTopicsRequest,
     DeleteTopicsResponse,
@@ -28,7 +32,11 @@ from kafka_wire.messages import (
 )
 
 
-def handle(ctx: Context, request: DeleteTopicsRequest) -> DeleteTopicsResponse | Job[DeleteTopicsResponse]:
+def handle(
+    ctx: Context, request: DeleteTopicsRequest
+) -> DeleteTopicsResponse | Job[DeleteTopicsResponse] | Message | Forwarded:
+    if ctx.state.cluster is not None:  # the controller owns the metadata
+        return forward(ctx, ctx.state.cluster, request)
     state = ctx.state
     wanted = (
         [(t.name, t.topic_id) for t in request.topics]

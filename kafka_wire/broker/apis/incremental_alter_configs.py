@@ -4,6 +4,8 @@ Behaviour: per topic config, SET (0) a value, DELETE (1) the override, APPEND (2
 items of a list config (``cleanup.policy``); a key named twice in one resource is INVALID_REQUEST,
 an unknown key or bad value INVALID_CONFIG. ``validate_only`` checks only. Internal topics are
 refused (INVALID_REQUEST: their configs belong to the broker).
+In a cluster the request goes to the active controller when it names a topic, and its answer is relayed
+(``forward``).
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ from functools import partial
 from typing import Final
 
 from kafka_wire.broker.apis.configs import alter_topic
+from kafka_wire.broker.apis.forward import Forwarded, forward, names_topics
 from kafka_wire.broker.log.config import CONFIG_KEYS
 from kafka_wire.broker.state import Context, TopicError
+from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
     ErrorCode,
     IncrementalAlterConfigsRequest,
@@ -29,7 +33,11 @@ APPEND: Final = 2
 SUBTRACT: Final = 3
 
 
-def handle(ctx: Context, request: IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse:
+def handle(
+    ctx: Context, request: IncrementalAlterConfigsRequest
+) -> IncrementalAlterConfigsResponse | Message | Forwarded:
+    if ctx.state.cluster is not None and names_topics(request.resources):  # the controller owns the metadata
+        return forward(ctx, ctx.state.cluster, request)
     results = []
     for resource in request.resources:
         error_code, message = alter_topic(

@@ -10,23 +10,48 @@ deleted, the topics are LEADER_NOT_AVAILABLE and not created. An internal topic 
 broker's way (``__consumer_offsets`` with ``offsets.topic.*``, as Kafka's auto-creation does); one
 this broker does not make, and ``__cluster_metadata``, is UNKNOWN_TOPIC_OR_PARTITION. Partitions
 not open yet (a CreateTopics in progress) are LEADER_NOT_AVAILABLE. Topics may be named by id
-(v10+). This broker leads every partition; replicas and ISR are this node.
-Version notes: ``cluster_id`` from v2, ``topic_id`` from v10, authorized operations v8-v10 (cluster).
+(v10+). On a single node this broker leads every partition; replicas and ISR are this node.
+
+In a cluster (a ``ClusterView``) the answer is the metadata image's, as Kafka's broker gives it
+(see ``cluster_facts``): the brokers are the unfenced ones with an endpoint on the client's
+listener; a partition whose leader is not a registered broker with that endpoint has leader -1
+and LEADER_NOT_AVAILABLE (LISTENER_NOT_FOUND from v6 when the leader is registered without that
+listener); ``offline_replicas`` names replicas on unregistered or fenced brokers; v0 lists only
+live replicas and ISR members, with REPLICA_NOT_AVAILABLE when some are left out. The controller
+id is a random live broker (KIP-590). Auto-creation sends a CreateTopics to the active
+controller (once per topic at a time) and answers LEADER_NOT_AVAILABLE meanwhile, as Kafka's
+``AutoTopicCreationManager`` does.
+Version notes: ``cluster_id`` from v2, ``topic_id`` from v10, authorized operations v8-v10 (cluster),
+``offline_replicas`` from v5.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from typing import Final
 
+from kafka_wire.broker.apis.cluster_facts import (
+    advertised_controller,
+    client_listener,
+    is_offline,
+    live_brokers,
+    offline_replicas,
+    reachable,
+)
 from kafka_wire.broker.apis.open_partitions import OpenPartitionsJob
 from kafka_wire.broker.apis.record_limit import new_topic_records
-from kafka_wire.broker.internal_topics import RESERVED_TOPICS, is_internal
+from kafka_wire.broker.cluster_view import ClusterView, Outbound
+from kafka_wire.broker.internal_topics import RESERVED_TOPICS, internal_topic_specs, is_internal
 from kafka_wire.broker.metadata import TopicInfo, topic_name_problem
 from kafka_wire.broker.state import Context
 from kafka_wire.broker.work import Job
 from kafka_wire.codec.runtime import ZERO_UUID
+from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
+    CreateTopicsRequest,
+    CreateTopicsRequestCreatableTopic,
+    CreateTopicsRequestCreatableTopicConfig,
     ErrorCode,
     MetadataRequest,
     MetadataResponse,
@@ -40,16 +65,72 @@ OPERATIONS_NOT_REQUESTED: Final = -(2**31)
 #: Every topic operation (READ..DESCRIBE_CONFIGS bits) for a broker without ACLs.
 ALL_TOPIC_OPERATIONS: Final = 0b0000_1111_1111_1000
 ALL_CLUSTER_OPERATIONS: Final = 0b0001_1111_1110_1000
+#: Kafka's broker gives its auto-creation requests ``request.timeout.ms`` (30 s).
+AUTO_CREATE_TIMEOUT_MS: Final = 30_000
 
 
 def brokers(ctx: Context) -> list[MetadataResponseBroker]:
-    config = ctx.state.config
     return [
-        MetadataResponseBroker(node_id=config.node_id, host=config.host, port=config.port, rack=config.rack)
+        MetadataResponseBroker(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
+        for b in live_brokers(ctx)
     ]
 
 
 def topic_metadata(ctx: Context, topic: TopicInfo, *, operations: bool = False) -> MetadataResponseTopic:
+    view = ctx.state.cluster
+    partitions = (
+        _local_partitions(ctx, topic)
+        if view is None
+        else [_registered_partition(ctx, view, topic.name, index) for index in range(topic.partitions)]
+    )
+    return MetadataResponseTopic(
+        name=topic.name,
+        topic_id=topic.topic_id,
+        is_internal=is_internal(topic.name),
+        partitions=partitions,
+        topic_authorized_operations=ALL_TOPIC_OPERATIONS if operations else OPERATIONS_NOT_REQUESTED,
+    )
+
+
+def _registered_partition(
+    ctx: Context, view: ClusterView, topic: str, index: int
+) -> MetadataResponsePartition:
+    """One partition as the metadata image registers it (Kafka's ``getPartitionMetadata``)."""
+    registration = view.partition(topic, index)
+    if registration is None:  # not in the image yet: being created
+        return MetadataResponsePartition(
+            error_code=ErrorCode.LEADER_NOT_AVAILABLE, partition_index=index, leader_id=-1
+        )
+    listener = client_listener(ctx, view)
+    replicas, isr = list(registration.replicas), list(registration.isr)
+    if ctx.api_version == 0:  # v0 lists only the replicas a client can reach
+        replicas = [r for r in replicas if not is_offline(view.broker(r), listener)]
+        isr = [r for r in isr if not is_offline(view.broker(r), listener)]
+    leader = registration.leader
+    if reachable(view, leader, listener) is None:
+        registered = leader >= 0 and view.broker(leader) is not None
+        error = (
+            ErrorCode.LISTENER_NOT_FOUND
+            if registered and ctx.api_version >= 6
+            else ErrorCode.LEADER_NOT_AVAILABLE
+        )
+        leader = -1
+    elif len(replicas) < len(registration.replicas) or len(isr) < len(registration.isr):
+        error = ErrorCode.REPLICA_NOT_AVAILABLE
+    else:
+        error = ErrorCode.NONE
+    return MetadataResponsePartition(
+        error_code=error,
+        partition_index=index,
+        leader_id=leader,
+        leader_epoch=registration.leader_epoch,
+        replica_nodes=replicas,
+        isr_nodes=isr,
+        offline_replicas=offline_replicas(view, registration.replicas, listener),
+    )
+
+
+def _local_partitions(ctx: Context, topic: TopicInfo) -> list[MetadataResponsePartition]:
     partitions = []
     for index in range(topic.partitions):
         replica = ctx.state.replica(topic.name, index)
@@ -71,13 +152,7 @@ def topic_metadata(ctx: Context, topic: TopicInfo, *, operations: bool = False) 
                 isr_nodes=replica.isr,
             )
         )
-    return MetadataResponseTopic(
-        name=topic.name,
-        topic_id=topic.topic_id,
-        is_internal=is_internal(topic.name),
-        partitions=partitions,
-        topic_authorized_operations=ALL_TOPIC_OPERATIONS if operations else OPERATIONS_NOT_REQUESTED,
-    )
+    return partitions
 
 
 def handle(ctx: Context, request: MetadataRequest) -> MetadataResponse | Job[MetadataResponse]:
@@ -95,6 +170,10 @@ def handle(ctx: Context, request: MetadataRequest) -> MetadataResponse | Job[Met
             if name is not None and state.topic_named(name) is None and topic_name_problem(name) is None:
                 if name not in state.deleting and name not in RESERVED_TOPICS:  # internal: created below
                     creatable[name] = None
+    if state.cluster is not None:
+        for name in creatable:
+            _ask_controller_to_create(ctx, state.cluster, name, state.config.num_partitions, {})
+        return _response(ctx, request, auto_create=auto_create)
     partitions = state.config.num_partitions
     if (
         not creatable
@@ -127,7 +206,7 @@ def _response(ctx: Context, request: MetadataRequest, *, auto_create: bool) -> M
     return MetadataResponse(
         brokers=brokers(ctx),
         cluster_id=state.metadata.cluster_id,
-        controller_id=state.config.node_id,
+        controller_id=advertised_controller(ctx),
         topics=topics,
         cluster_authorized_operations=(
             ALL_CLUSTER_OPERATIONS
@@ -153,6 +232,16 @@ def _one_topic(
         return MetadataResponseTopic(error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, name=name)
     if not auto_create:
         return MetadataResponseTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name)
+    if name in RESERVED_TOPICS and state.cluster is not None:
+        spec = internal_topic_specs(state.config).get(name)
+        if spec is None:
+            return MetadataResponseTopic(
+                error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name, is_internal=is_internal(name)
+            )
+        _ask_controller_to_create(ctx, state.cluster, name, spec.partitions, spec.configs)
+        return MetadataResponseTopic(
+            error_code=ErrorCode.LEADER_NOT_AVAILABLE, name=name, is_internal=is_internal(name)
+        )
     if name in RESERVED_TOPICS:
         topic = state.internal_topic(name, ctx.now_ms, ctx.effects)
         if topic is None:
@@ -162,3 +251,32 @@ def _one_topic(
         return topic_metadata(ctx, topic, operations=operations)
     # Being deleted, deleted while its creation ran, or more than one request may create: retry.
     return MetadataResponseTopic(error_code=ErrorCode.LEADER_NOT_AVAILABLE, name=name)
+
+
+def _ask_controller_to_create(
+    ctx: Context, view: ClusterView, name: str, partitions: int, configs: Mapping[str, str]
+) -> None:
+    """Send the active controller a CreateTopics for an auto-created topic, unless one is on its
+    way (the answer is not awaited: the client sees the topic once the metadata has it)."""
+    state = ctx.state
+    if name in state.auto_creating or view.controller_id < 0:
+        return
+    state.auto_creating.add(name)
+
+    def done(reply: Message | None, now_ms: int) -> None:
+        state.auto_creating.discard(name)
+
+    # Internal topics take the controller's default replication factor (-1).
+    replication = -1 if name in RESERVED_TOPICS else state.config.default_replication_factor
+    request = CreateTopicsRequest(
+        topics=[
+            CreateTopicsRequestCreatableTopic(
+                name=name,
+                num_partitions=partitions,
+                replication_factor=replication,
+                configs=[CreateTopicsRequestCreatableTopicConfig(name=k, value=v) for k, v in configs.items()],
+            )
+        ],
+        timeout_ms=AUTO_CREATE_TIMEOUT_MS,
+    )
+    view.send(Outbound(view.controller_id, view.controller_listener, request, done, AUTO_CREATE_TIMEOUT_MS))

@@ -72,6 +72,10 @@ class ProducerStates:
     def entry(self, producer_id: int) -> ProducerEntry | None:
         return self._entries.get(producer_id)
 
+    def entries(self) -> list[tuple[int, ProducerEntry]]:
+        """Every producer the partition knows, by producer id (DescribeProducers)."""
+        return sorted(self._entries.items())
+
     def check(self, producer_id: int, epoch: int, first_sequence: int, last_sequence: int) -> Verdict:
         if producer_id == NO_PRODUCER_ID:
             return APPEND

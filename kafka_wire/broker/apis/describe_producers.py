@@ -1,0 +1,90 @@
+"""DescribeProducers.
+
+Behaviour: for each partition asked for, the idempotent producers its replica on this broker
+knows (Kafka answers from any replica it holds, leader or follower): producer id and epoch, the
+last sequence and the timestamp of the last batch retained (-1 when none is), coordinator epoch
+-1 and current transaction start offset -1 (no transaction coordinator writes markers here). An
+illegal topic name is INVALID_TOPIC_EXCEPTION and an unknown topic UNKNOWN_TOPIC_OR_PARTITION for
+each partition named; a partition the topic does not have is UNKNOWN_TOPIC_OR_PARTITION, and one
+this broker holds no replica of (in a cluster; on a single node, one not open yet)
+NOT_LEADER_OR_FOLLOWER, so that the client looks for the leader again.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from kafka_wire.broker.metadata import topic_name_problem
+from kafka_wire.broker.partition.replica import PartitionReplica
+from kafka_wire.broker.state import Context
+from kafka_wire.messages import (
+    DescribeProducersRequest,
+    DescribeProducersResponse,
+    DescribeProducersResponsePartitionResponse,
+    DescribeProducersResponseProducerState,
+    DescribeProducersResponseTopicResponse,
+    ErrorCode,
+)
+
+#: ``ProducerStateEntry``'s coordinator epoch and transaction start when no transaction is open.
+NO_COORDINATOR_EPOCH: Final = -1
+NO_TXN_START_OFFSET: Final = -1
+
+
+def handle(ctx: Context, request: DescribeProducersRequest) -> DescribeProducersResponse:
+    response = DescribeProducersResponse()
+    for entry in request.topics:
+        problem = topic_name_problem(entry.name)
+        topic = ctx.state.topic_named(entry.name)
+        topic_error: tuple[int, str | None] | None = None
+        if problem is not None:
+            topic_error = (ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
+        elif topic is None:
+            topic_error = (
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION.description,
+            )
+        partitions = []
+        for index in entry.partition_indexes:
+            if topic_error is not None:
+                code, message = topic_error
+                partitions.append(
+                    DescribeProducersResponsePartitionResponse(
+                        partition_index=index, error_code=code, error_message=message
+                    )
+                )
+                continue
+            assert topic is not None
+            replica = ctx.state.replica(entry.name, index)
+            if replica is not None:
+                partitions.append(_producers(index, replica))
+            else:
+                partitions.append(
+                    DescribeProducersResponsePartitionResponse(
+                        partition_index=index,
+                        error_code=(
+                            ErrorCode.NOT_LEADER_OR_FOLLOWER
+                            if 0 <= index < topic.partitions
+                            else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                        ),
+                    )
+                )
+        response.topics.append(DescribeProducersResponseTopicResponse(name=entry.name, partitions=partitions))
+    return response
+
+
+def _producers(index: int, replica: PartitionReplica) -> DescribeProducersResponsePartitionResponse:
+    states = []
+    for producer_id, producer in replica.producers.entries():
+        last = producer.batches[-1] if producer.batches else None
+        states.append(
+            DescribeProducersResponseProducerState(
+                producer_id=producer_id,
+                producer_epoch=producer.epoch,
+                last_sequence=last.last_sequence if last is not None else -1,
+                last_timestamp=last.timestamp if last is not None else -1,
+                coordinator_epoch=NO_COORDINATOR_EPOCH,
+                current_txn_start_offset=NO_TXN_START_OFFSET,
+            )
+        )
+    return DescribeProducersResponsePartitionResponse(partition_index=index, active_producers=states)

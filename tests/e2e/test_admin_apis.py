@@ -1,0 +1,46 @@
+"""The replication admin APIs of one ``kafka-wire serve`` against the Java admin client 3.9.1:
+``describeTopics`` (DescribeTopicPartitions), ``describeLogDirs``, ``describeProducers``,
+``describeMetadataQuorum``, ``electLeaders`` and ``listPartitionReassignments``
+(``tests/e2e/java/AdminProbe.java``, run as a single-file source)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+from tests.e2e.brokers import BrokerProcess
+from tests.interop.harness import java_jars
+
+PROBE = os.path.join(os.path.dirname(__file__), "java", "AdminProbe.java")
+
+
+def test_the_java_admin_client_sees_a_one_broker_cluster(kafka_wire_broker: BrokerProcess) -> None:
+    java = shutil.which("java")
+    assert java is not None, "the Java peer needs a JDK 17 on PATH"
+    classpath = os.pathsep.join(map(str, java_jars()))
+    result = subprocess.run(
+        [java, "-cp", classpath, PROBE, kafka_wire_broker.bootstrap, "probe"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    lines = result.stdout.splitlines()
+    assert result.returncode == 0, (lines, result.stderr[-3000:])
+    facts = [line.split(" ", 1) for line in lines]
+    by_key: dict[str, list[str]] = {}
+    for key, value in facts:
+        by_key.setdefault(key, []).append(value)
+    assert by_key["partition"] == ["0 leader 1 replicas [1] isr [1]", "1 leader 1 replicas [1] isr [1]"]
+    assert by_key["topic_id"][0] != "AAAAAAAAAAAAAAAAAAAAAA"
+    data_dir = str(kafka_wire_broker.data_dir.resolve())
+    logdirs = sorted(by_key["logdir"])
+    assert [d.split(" ")[:2] for d in logdirs] == [[data_dir, "0"], [data_dir, "1"]]
+    size_0 = int(logdirs[0].split(" ")[2])
+    assert size_0 > 0 and logdirs[1].endswith(" 0 0")  # partition 1 is empty; no lag
+    (producer,) = by_key["producer"]
+    _, epoch, last_sequence, has_coordinator_epoch, has_txn_start = producer.split(" ")
+    assert (epoch, last_sequence, has_coordinator_epoch, has_txn_start) == ("0", "2", "false", "false")
+    assert by_key["quorum"] == ["leader 1 epoch 1 voters [1] observers 0"]
+    assert by_key["elect"] == ["ElectionNotNeededException"]
+    assert by_key["reassignments"] == ["0"]
