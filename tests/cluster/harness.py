@@ -481,6 +481,46 @@ class LocalCluster:
         return out
 
 
+def assert_replicas_identical(
+    cluster: LocalCluster, last_acked: Mapping[tuple[str, int], int], context: str = ""
+) -> set[tuple[str, int]]:
+    """After the nodes stopped: for every partition in every node's
+    ``replication-offset-checkpoint``, the stored batches that end below the lowest of the nodes'
+    high watermarks are the same on every node, byte for byte and in the same order, and that
+    high watermark is past ``last_acked`` (the last acknowledged offset of a partition). Returns
+    the partitions compared; AssertionError naming the first difference."""
+    stored = {node_id: cluster.replica_batches(node_id) for node_id in cluster.nodes}
+    for node_id, partitions in stored.items():
+        for key in last_acked:
+            assert key in partitions, (
+                f"node {node_id}: no {key} in its replication-offset-checkpoint. {context}"
+            )
+    keys = set.intersection(*(set(partitions) for partitions in stored.values()))
+    for key in sorted(keys):
+        hws = {node_id: stored[node_id][key][0] for node_id in stored}
+        common = min(hws.values())
+        acked = last_acked.get(key, -1)
+        assert common > acked, (
+            f"{key}: high watermarks {hws}, the last acknowledged offset {acked}. {context}"
+        )
+        below = {
+            node_id: [raw for last, raw in stored[node_id][key][1] if last < common] for node_id in stored
+        }
+        reference_id = min(below)
+        reference = below[reference_id]
+        for node_id, batches in below.items():
+            for i, (mine, theirs) in enumerate(zip(batches, reference, strict=False)):
+                assert mine == theirs, (
+                    f"{key}: batch {i} below the high watermark {common} differs between nodes "
+                    f"{node_id} and {reference_id}. {context}"
+                )
+            assert len(batches) == len(reference), (
+                f"{key}: node {node_id} has {len(batches)} batches below {common}, node {reference_id} "
+                f"{len(reference)}. {context}"
+            )
+    return keys
+
+
 _NONE: Final = PartitionView(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1, (), ())
 
 
