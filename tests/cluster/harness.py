@@ -313,6 +313,15 @@ class LocalCluster:
         node.spawn()
         return node.wait_up(timeout_s)
 
+    def start_many(self, node_ids: Iterable[int], timeout_s: float = START_TIMEOUT_S) -> None:
+        """Start several stopped nodes at once, then wait until each answers (a node may only
+        answer once the others are back, when together they make the controller quorum)."""
+        nodes = [self.nodes[i] for i in node_ids]
+        for node in nodes:
+            node.spawn()
+        for node in nodes:
+            node.wait_up(timeout_s)
+
     def kill(self, node_id: int) -> None:
         self.nodes[node_id].kill()
 

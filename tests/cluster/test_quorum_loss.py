@@ -88,8 +88,7 @@ def test_controller_quorum_loss(cluster: LocalCluster) -> None:
         assert read == values(f"one-down-{p}"), f"fetch {TOPIC}-{p} from node {survivor}: {read}"
 
     # Both back: the quorum heals, the orphaned partitions get a leader, produce works everywhere.
-    cluster.start(first)
-    cluster.start(second)
+    cluster.start_many([first, second])
     wait_until(
         "an active controller again",
         lambda: leader if (leader := cluster.quorum_leader()) >= 0 else None,

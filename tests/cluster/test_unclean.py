@@ -58,8 +58,7 @@ def strand_isr(cluster: LocalCluster) -> tuple[int, list[int]]:
     error, _ = cluster.produce_to(leader, TOPIC, 0, records("leader-only"), acks=1)
     assert error == ErrorCode.NONE, f"acks=1 produce to the lone leader: {error}"
     cluster.kill(leader)
-    for follower in followers:
-        cluster.start(follower)
+    cluster.start_many(followers)
     return leader, followers
 
 
