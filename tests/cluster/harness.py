@@ -81,6 +81,9 @@ FAST_FAILOVER: Final[Mapping[str, str]] = {
 }
 
 METADATA_VERSION: Final = 12
+#: CreateTopics errors that a retry may cure (no active controller known yet, a forwarded request
+#: that timed out).
+CREATE_RETRIABLE: Final = frozenset({ErrorCode.NOT_CONTROLLER, ErrorCode.REQUEST_TIMED_OUT})
 PRODUCE_VERSION: Final = 9
 FETCH_VERSION: Final = 12
 
@@ -425,9 +428,21 @@ class LocalCluster:
     ) -> None:
         """CreateTopics through a live node, then wait until every live node knows the topic with a
         leader for each partition."""
-        node = self.any_alive()
-        error = run(create_topic(HOST, node.port, topic, partitions, replication_factor, configs or {}))
-        assert error == ErrorCode.NONE, f"CreateTopics {topic}: error {error}"
+        tries: list[int] = []
+
+        def created() -> bool | None:
+            node = self.any_alive()
+            error = run(create_topic(HOST, node.port, topic, partitions, replication_factor, configs or {}))
+            tries.append(error)
+            if error == ErrorCode.NONE or (error == ErrorCode.TOPIC_ALREADY_EXISTS and len(tries) > 1):
+                return True  # (already there after a retry: the earlier try's answer was lost)
+            assert error in CREATE_RETRIABLE, f"CreateTopics {topic}: errors {tries}"
+            return None
+
+        try:
+            wait_until(f"CreateTopics {topic} to succeed", created, 30.0, 0.5)
+        except AssertionError as e:
+            raise AssertionError(f"{e}; its answers: {tries}") from None
 
         def known() -> bool | None:
             for n in self.alive():
