@@ -14,6 +14,13 @@ clients can never make a storage write fail for want of one (logged once, at WAR
 accept that fails for want of descriptors waits a moment instead of logging a traceback.
 ``stop`` is bounded: it stops accepting, lets the engine close every connection and make its logs
 durable, gives writers :data:`STOP_GRACE_S` to flush, then aborts what is left.
+
+A node of a replicated cluster (``BrokerConfig.cluster``) listens on every listener of
+``listeners`` (each connection is reported with its listener's name), opens the outbound
+connections the engine asks for (``OpenConnection``: reported ``connection_established``, or
+``connection_closed`` when refused), and stops with a controlled shutdown: the engine asks the
+controller to move its leaderships away and the stop waits for it, within
+``kafka.wire.controlled.shutdown.timeout.ms``.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ import struct
 import sys
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO, Final
@@ -42,7 +50,8 @@ except ImportError:  # not POSIX: no file limit to manage
     resource = None  # type: ignore[assignment]  # the module or nothing
 
 from kafka_wire.adapters.file_storage import FileStorage
-from kafka_wire.broker.broker import Broker
+from kafka_wire.broker.broker import Broker, ClusterNode
+from kafka_wire.broker.cluster_view import Endpoint
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.data_dir import DataDirError
 from kafka_wire.broker.driving import settle
@@ -50,6 +59,7 @@ from kafka_wire.broker.effects import (
     CloseConnection,
     Effect,
     FileRegion,
+    OpenConnection,
     PauseReading,
     ResumeReading,
     Send,
@@ -129,7 +139,7 @@ def raise_file_limit() -> int | None:
 class BrokerServer:
     """Runs one :class:`Broker` on ``host:port`` with its data in ``data_dir``."""
 
-    def __init__(self, config: BrokerConfig, data_dir: Path) -> None:
+    def __init__(self, config: BrokerConfig, data_dir: Path, *, cluster: ClusterNode | None = None) -> None:
         data_dir.mkdir(parents=True, exist_ok=True)
         self.storage = FileStorage(data_dir)
         self.broker = Broker(
@@ -139,8 +149,12 @@ class BrokerServer:
             member_id_factory=lambda client_id: f"{client_id}-{uuid.uuid4()}",
             nonce_factory=lambda: secrets.token_urlsafe(24),
             logger=logging.getLogger("kafka_wire.broker"),
+            cluster=cluster,
         )
         self.config = config
+        self._cluster = cluster
+        #: Outbound connections being dialled, and those the engine gave up on meanwhile.
+        self._dialling: dict[int, asyncio.Task[None]] = {}
         self._queues: dict[int, asyncio.Queue[list[object] | None]] = {}
         self._ids = itertools.count(1)
         self._listeners: list[socket.socket] = []
@@ -171,6 +185,31 @@ class BrokerServer:
         bound: int = self._listeners[0].getsockname()[1]
         return bound
 
+    async def start_listeners(self, endpoints: Sequence[Endpoint]) -> dict[str, int]:
+        """A cluster node's start: recover, then listen on every endpoint (by listener name);
+        returns the bound port of each (empty when the start failed: ``failure`` says why)."""
+        self._fd_limit = raise_file_limit()
+        self._apply(self.broker.start(wall_clock_ms()))
+        if self.failure is not None:
+            return {}
+        bound: dict[str, int] = {}
+        try:
+            for endpoint in endpoints:
+                sockets = listen(endpoint.host, endpoint.port)
+                self._listeners += sockets
+                bound[endpoint.listener] = sockets[0].getsockname()[1]
+                self._acceptors += [
+                    asyncio.create_task(self._accept(sock, endpoint.listener)) for sock in sockets
+                ]
+        except BaseException:
+            for sock in self._listeners:
+                sock.close()
+            for acceptor in self._acceptors:
+                acceptor.cancel()
+            raise
+        self._timer = asyncio.create_task(self._run_timer())
+        return bound
+
     async def stop(self) -> None:
         """Stop accepting, close connections, make the logs durable; bounded in time whatever the
         clients do."""
@@ -179,6 +218,9 @@ class BrokerServer:
             acceptor.cancel()
         for listener in self._listeners:
             listener.close()
+        await self._controlled_shutdown()
+        for task in self._dialling.values():
+            task.cancel()
         if self._timer is not None:
             self._timer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -192,6 +234,21 @@ class BrokerServer:
             task.cancel()
         if self._tasks:
             await asyncio.wait(set(self._tasks), timeout=STOP_GRACE_S)
+
+    async def _controlled_shutdown(self) -> None:
+        """A cluster's broker: ask the controller to let it go, and wait (bounded) for the answer."""
+        if self._cluster is None or self.failure is not None or self.broker.stopped is not None:
+            return
+        try:
+            self._apply(self.broker.begin_controlled_shutdown(wall_clock_ms()))
+        except Exception:
+            _log.exception("the engine failed starting a controlled shutdown")
+            return
+        bound_s = self.config.controlled_shutdown_timeout_ms / 1000 + 1
+        waited = 0.0
+        while not self.broker.may_stop and waited < bound_s and self.failure is None:
+            await asyncio.sleep(0.05)
+            waited += 0.05
 
     async def _run_timer(self) -> None:
         # The wake-up at the deadline is a loop callback, not a timeout around the wait: a
@@ -222,7 +279,7 @@ class BrokerServer:
             if alarm is not None:
                 alarm.cancel()
 
-    async def _accept(self, listener: socket.socket) -> None:
+    async def _accept(self, listener: socket.socket, name: str = "PLAINTEXT") -> None:
         """Accept connections one at a time; refuse at once those that would leave fewer than
         FD_RESERVE descriptors (descriptors are allocated lowest first, so every one below the
         new socket's is in use)."""
@@ -242,7 +299,7 @@ class BrokerServer:
                 conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, _RESET)
                 conn.close()
                 continue
-            task = asyncio.create_task(self._connected(conn))
+            task = asyncio.create_task(self._connected(conn, name))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
@@ -256,20 +313,51 @@ class BrokerServer:
                 FD_RESERVE,
             )
 
-    async def _connected(self, conn: socket.socket) -> None:
+    async def _connected(self, conn: socket.socket, listener: str = "PLAINTEXT") -> None:
         try:
             reader, writer = await asyncio.open_connection(sock=conn)
         except OSError as exc:
             _log.debug("accept: %s", exc)
             conn.close()
             return
-        await self._serve(reader, writer)
+        await self._serve(reader, writer, listener)
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def _dial(self, effect: OpenConnection) -> None:
+        task = asyncio.create_task(self._outbound(effect))
+        self._dialling[effect.conn_id] = task
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _outbound(self, effect: OpenConnection) -> None:
+        """Connect to another node for the engine; report the outcome, then run the connection."""
+        conn_id = effect.conn_id
+        try:
+            reader, writer = await asyncio.open_connection(effect.host, effect.port)
+        except (OSError, asyncio.CancelledError) as exc:
+            _log.debug("connection %d to %s:%d: %s", conn_id, effect.host, effect.port, exc)
+            if self._dialling.pop(conn_id, None) is not None and not self._stopping:
+                self._apply(self.broker.connection_closed(conn_id, wall_clock_ms()))
+            return
+        if self._dialling.pop(conn_id, None) is None or self._stopping:  # given up meanwhile
+            writer.transport.abort()
+            return
+        await self._serve(reader, writer, "", conn_id=conn_id)
+
+    async def _serve(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        listener: str = "PLAINTEXT",
+        *,
+        conn_id: int | None = None,
+    ) -> None:
+        """Run one connection: accepted on ``listener``, or (``conn_id`` given) dialled for the engine."""
         if self._stopping:
             writer.transport.abort()
             return
-        conn_id = next(self._ids)
+        outbound = conn_id is not None
+        if conn_id is None:
+            conn_id = next(self._ids)
         queue: asyncio.Queue[list[object] | None] = asyncio.Queue()
         self._queues[conn_id] = queue
         readable = self._readable[conn_id] = asyncio.Event()
@@ -278,7 +366,12 @@ class BrokerServer:
         sender = asyncio.create_task(self._write_loop(conn_id, writer, queue))
         peer = writer.get_extra_info("peername") or ("", 0)
         try:
-            self._apply(self.broker.connection_opened(conn_id, wall_clock_ms(), host=str(peer[0])))
+            if outbound:
+                self._apply(self.broker.connection_established(conn_id, wall_clock_ms()))
+            else:
+                self._apply(
+                    self.broker.connection_opened(conn_id, wall_clock_ms(), host=str(peer[0]), listener=listener)
+                )
             # The engine forgets a connection it closes (CloseConnection drops its queue): from
             # then on nothing more of it is read or reported.
             while conn_id in self._queues and not sender.done():
@@ -336,7 +429,13 @@ class BrokerServer:
                     queue.put_nowait(
                         [self._open(p) if isinstance(p, FileRegion) else p for p in effect.parts]
                     )
+            elif isinstance(effect, OpenConnection):
+                if not self._stopping:
+                    self._dial(effect)
             elif isinstance(effect, CloseConnection):
+                dialling = self._dialling.pop(effect.conn_id, None)
+                if dialling is not None:  # given up before it connected
+                    dialling.cancel()
                 queue = self._queues.pop(effect.conn_id, None)  # the engine has forgotten it
                 if queue is not None:
                     queue.put_nowait(None)  # close after what was queued before
@@ -467,3 +566,50 @@ async def _serve(
 def _cannot_start(reason: str) -> int:
     print(f"kafka-wire serve: cannot start: {reason}", file=sys.stderr, flush=True)
     return 1
+
+
+def serve_node_until_signalled(config: BrokerConfig, data_dir: Path) -> int:
+    """Run a node of a replicated cluster (``BrokerConfig.cluster`` set) until SIGINT or SIGTERM:
+    every listener of ``listeners`` is opened; prints one line when ready."""
+    return asyncio.run(_serve_node(config, data_dir))
+
+
+async def _serve_node(config: BrokerConfig, data_dir: Path) -> int:
+    from kafka_wire.broker.node import Node, PartsUnavailable
+
+    settings = config.cluster
+    assert settings is not None
+    node = Node(config, rng=random.Random(secrets.randbits(128)), logger=logging.getLogger("kafka_wire.node"))
+    try:
+        server = BrokerServer(config, data_dir, cluster=node)
+        bound = await server.start_listeners(settings.listeners)
+    except DataDirError as exc:
+        return _cannot_start(f"{data_dir}: {exc}")
+    except PartsUnavailable as exc:
+        return _cannot_start(str(exc))
+    except OSError as exc:
+        return _cannot_start(f"{exc.strerror or exc} ({exc.filename or 'listeners'})")
+    if server.failure is not None:
+        await server.stop()
+        return _cannot_start(
+            f"{server.failure} (data directory {data_dir}: it must be writable, with free space)"
+        )
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, server.stop_requested.set)
+    hosts = {e.listener: e.host for e in settings.listeners}
+    listening = ", ".join(f"{name} {hosts[name]}:{port}" for name, port in bound.items())
+    roles = ",".join(sorted(settings.roles))
+    print(
+        f"kafka-wire serve: node {config.node_id} ({roles}) listening on {listening} (data in {data_dir})",
+        flush=True,
+    )
+    await server.stop_requested.wait()
+    for sig in (signal.SIGINT, signal.SIGTERM):  # a second signal while stopping: leave at once
+        loop.add_signal_handler(sig, os._exit, 1)
+    await server.stop()
+    if server.failure is not None:
+        print(f"kafka-wire serve: stopped: {server.failure} (in {data_dir})", file=sys.stderr, flush=True)
+        return 1
+    print("kafka-wire serve: stopped", flush=True)
+    return 0

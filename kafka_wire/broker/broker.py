@@ -27,6 +27,14 @@ runs as a job that yields when the call's budget is spent and goes on at the nex
 (``next_deadline_ms()`` is then the current time); like any held request it keeps its connection
 from being read meanwhile.
 
+In a replicated cluster (``BrokerConfig.cluster``), a :class:`ClusterNode` (``kafka_wire.broker.node``)
+is given at construction and the broker hands it what is not a client's: requests arriving on a
+controller listener (``connection_opened(..., listener=...)``), the bytes and events of outbound
+connections (negative ids: ``connection_established``, ``receive_data``, ``connection_closed``),
+and every ``tick``. Its network effects (``OpenConnection``, and ``Send`` / ``CloseConnection`` of
+its links) leave with the call's, after the outcome of the call's storage effects is known. With
+no cluster node nothing of this happens: a single node.
+
 No clock, socket, file or ambient randomness is used: the same inputs give the same effects.
 """
 
@@ -34,8 +42,8 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable
-from typing import Final
+from collections.abc import Callable, Mapping
+from typing import Final, Protocol
 
 from kafka_wire.broker.apis import GROUP_APIS, HANDLERS, SUPPORTED
 from kafka_wire.broker.channels import Answer, Channel, Held, failed_without_answer
@@ -61,7 +69,7 @@ from kafka_wire.broker.internal_topics import adopt
 from kafka_wire.broker.log.config import LogConfig
 from kafka_wire.broker.maintenance import LogMaintenance
 from kafka_wire.broker.sasl import server_sasl
-from kafka_wire.broker.state import BrokerState, Context, Spliced
+from kafka_wire.broker.state import BrokerState, Context, Spliced, Waiting
 from kafka_wire.broker.storage import StorageReader
 from kafka_wire.broker.timers import TimerQueue
 from kafka_wire.broker.versioning import fit
@@ -84,6 +92,57 @@ from kafka_wire.protocol.events import (
 )
 from kafka_wire.protocol.server import ServerConfig, ServerConnection
 
+
+class ClusterNode(Protocol):
+    """What a :class:`Broker` of a replicated cluster hands on (``kafka_wire.broker.node.Node``)."""
+
+    def start(self, state: BrokerState, effects: EffectSink, now_ms: int) -> None:
+        """The broker's state is loaded: build the node's parts; storage effects go to ``effects``
+        (now and in every later call)."""
+        ...
+
+    def api_versions(self, listener: str) -> Mapping[int, tuple[int, int]] | None:
+        """What a connection on ``listener`` may send (None: the broker's own APIs)."""
+        ...
+
+    def serves(self, listener: str) -> bool:
+        """Whether requests on ``listener`` go to :meth:`handle` (a controller listener)."""
+        ...
+
+    def handle(self, request: Request, now_ms: int) -> Message | Waiting: ...
+
+    def owns(self, conn_id: int) -> bool:
+        """Whether ``conn_id`` is one of the node's outbound connections."""
+        ...
+
+    def connection_established(self, conn_id: int, now_ms: int) -> None: ...
+
+    def receive_data(self, conn_id: int, data: bytes, now_ms: int) -> None: ...
+
+    def connection_closed(self, conn_id: int, now_ms: int) -> None: ...
+
+    def tick(self, now_ms: int) -> None: ...
+
+    def next_deadline_ms(self) -> int | None: ...
+
+    def take_network_effects(self) -> list[Effect]:
+        """``OpenConnection`` / ``Send`` / ``CloseConnection`` of the node's links since the last take."""
+        ...
+
+    def begin_shutdown(self, now_ms: int) -> None:
+        """Ask the controller to move leadership away (controlled shutdown)."""
+        ...
+
+    @property
+    def may_stop(self) -> bool:
+        """Controlled shutdown is done (or given up): ``shutdown`` may follow."""
+        ...
+
+    def shutdown(self) -> None:
+        """Close every link; nothing more is sent."""
+        ...
+
+
 #: The default logger: nothing is emitted.
 _SILENT: Final = logging.getLogger("kafka_wire.broker.silent")
 _SILENT.addHandler(logging.NullHandler())
@@ -102,8 +161,13 @@ class Broker:
         member_id_factory: Callable[[str], str] | None = None,
         nonce_factory: Callable[[], str] | None = None,
         logger: logging.Logger | None = None,
+        cluster: ClusterNode | None = None,
     ) -> None:
         self.config = config
+        #: The replicated cluster's node (None: a single node).
+        self._cluster = cluster
+        #: Network effects of the cluster node held while the call's writes are applied.
+        self._node_out: list[Effect] = []
         self._log = logger or _SILENT
         self._storage = storage
         self._rng = rng
@@ -116,6 +180,8 @@ class Broker:
             max_frame_bytes=config.max_frame_bytes,
             max_reauth_ms=config.connections_max_reauth_ms,
         )
+        #: Per listener whose connections may send other APIs (a controller listener).
+        self._server_configs: dict[str, ServerConfig] = {}
         self._sasl = server_sasl(config.sasl_users, self._nonce_factory)
         self._state: BrokerState | None = None
         self._group: GroupLink | None = None
@@ -171,7 +237,11 @@ class Broker:
         self._starting = True
         config = self.config
         opened = DataDir.open(
-            self._storage, node_id=config.node_id, cluster_id=config.cluster_id, rng=self._rng
+            self._storage,
+            node_id=config.node_id,
+            cluster_id=config.cluster_id,
+            rng=self._rng,
+            clustered=config.cluster is not None,
         )
         for warning in opened.warnings:
             self._log.warning("%s", warning)
@@ -191,6 +261,8 @@ class Broker:
         self._effects.extend(opened.effects)
         state.open_existing(now_ms, self._effects)
         state.persist_metadata(self._effects)
+        if self._cluster is not None:
+            self._cluster.start(state, self._effects, now_ms)
         self._group = GroupLink(
             config,
             state,
@@ -211,6 +283,9 @@ class Broker:
             return []
         self._check_input()
         out: list[Effect] = [CloseConnection(conn_id) for conn_id in self._conns]
+        if self._cluster is not None:
+            self._cluster.shutdown()
+            out += self._cluster.take_network_effects()
         self._conns.clear()
         self._held.clear()
         if self._group is not None:
@@ -226,10 +301,13 @@ class Broker:
 
     # -- connections ----------------------------------------------------------------------------
 
-    def connection_opened(self, conn_id: int, now_ms: int, *, host: str = "") -> list[Effect]:
-        """A client connected from ``host`` (its address). Over a connection limit, or after
-        ``shutdown``, the answer is ``CloseConnection``: the engine forgets the connection at once
-        (the driver need not report its close)."""
+    def connection_opened(
+        self, conn_id: int, now_ms: int, *, host: str = "", listener: str = "PLAINTEXT"
+    ) -> list[Effect]:
+        """A client connected from ``host`` (its address) to ``listener`` (its name in
+        ``listeners``). Over a connection limit, or after ``shutdown``, the answer is
+        ``CloseConnection``: the engine forgets the connection at once (the driver need not report
+        its close)."""
         if self._stopped is not None:
             return [CloseConnection(conn_id)]
         self._check_input()
@@ -238,11 +316,40 @@ class Broker:
         self._now_ms = now_ms
         if self._admission.refuses(host, now_ms):
             return [CloseConnection(conn_id)]
-        server = ServerConnection(self._server_config, sasl=self._sasl, now_ms=now_ms)
-        self._conns[conn_id] = Channel(server, host)
+        server = ServerConnection(self._server_config_of(listener), sasl=self._sasl, now_ms=now_ms)
+        self._conns[conn_id] = Channel(server, host, listener=listener)
         self._admission.opened(host)
         self._timers.active(conn_id, now_ms)
         return []
+
+    def _server_config_of(self, listener: str) -> ServerConfig:
+        if self._cluster is None or (versions := self._cluster.api_versions(listener)) is None:
+            return self._server_config
+        config = self._server_configs.get(listener)
+        if config is None:
+            config = self._server_configs[listener] = ServerConfig(
+                api_versions=versions, max_frame_bytes=self.config.max_frame_bytes
+            )
+        return config
+
+    def connection_established(self, conn_id: int, now_ms: int) -> list[Effect]:
+        """An outbound connection the cluster node asked for (``OpenConnection``) is open."""
+        if self._stopped is not None:
+            return [CloseConnection(conn_id)]
+        self._check_input()
+        if self._cluster is None:
+            raise LocalProtocolError(f"no outbound connection {conn_id} was asked for")
+        self._now_ms = now_ms
+        self._begin_call(jobs=False)
+        self._cluster.connection_established(conn_id, now_ms)
+        return self._flush([])
+
+    def _node_input(self, now_ms: int) -> list[Effect]:
+        """After the cluster node took an input: what it made ready, answered."""
+        out: list[Effect] = []
+        self._poll_held(now_ms, out)
+        self._resume(now_ms, out)
+        return self._flush(out)
 
     def connection_closed(self, conn_id: int, now_ms: int) -> list[Effect]:
         if self._stopped is not None:
@@ -251,6 +358,9 @@ class Broker:
         self._check_input()
         self._now_ms = now_ms
         self._begin_call(jobs=False)
+        if self._cluster is not None and self._cluster.owns(conn_id):
+            self._cluster.connection_closed(conn_id, now_ms)
+            return self._node_input(now_ms)
         conn = self._conns.pop(conn_id, None)
         out: list[Effect] = []
         if conn is not None:
@@ -263,6 +373,13 @@ class Broker:
             return [CloseConnection(conn_id)]
         self._check_input()
         conn = self._conns.get(conn_id)
+        if conn is None and self._cluster is not None and conn_id < 0:
+            if not self._cluster.owns(conn_id):
+                return []  # a link the node gave up (its close is on the way): bytes dropped
+            self._now_ms = now_ms
+            self._begin_call(jobs=False)
+            self._cluster.receive_data(conn_id, data, now_ms)
+            return self._node_input(now_ms)
         if conn is None:
             raise LocalProtocolError(f"no open connection {conn_id}")
         self._now_ms = now_ms
@@ -293,6 +410,8 @@ class Broker:
         assert self._group is not None
         self._expire_connections(now_ms, out)
         self._group_answers(self._group.tick(now_ms))
+        if self._cluster is not None:
+            self._cluster.tick(now_ms)
         self._maintenance.run_due(self.state, now_ms)
         self._poll_held(now_ms, out)
         self._resume(now_ms, out)
@@ -309,6 +428,8 @@ class Broker:
             deadlines.append(queued)
         if self._group is not None and (group := self._group.next_deadline_ms()) is not None:
             deadlines.append(group)  # before its first call, or with loaded members to arm: at once
+        if self._cluster is not None and (node := self._cluster.next_deadline_ms()) is not None:
+            deadlines.append(node)
         return min(deadlines) if deadlines else None
 
     # -- storage outcomes -----------------------------------------------------------------------
@@ -323,10 +444,27 @@ class Broker:
         """Why the broker stopped serving (a failed write, or ``shutdown``), or None."""
         return self._stopped
 
+    def begin_controlled_shutdown(self, now_ms: int) -> list[Effect]:
+        """Start a controlled shutdown (a cluster's broker asks the controller to move its
+        leaderships away); the driver calls ``shutdown`` once :attr:`may_stop`, or at its bound."""
+        if self._stopped is not None or self._cluster is None:
+            return []
+        self._check_input()
+        self._now_ms = now_ms
+        self._begin_call(jobs=False)
+        self._cluster.begin_shutdown(now_ms)
+        return self._flush([])
+
+    @property
+    def may_stop(self) -> bool:
+        """Whether ``shutdown`` may come now (always, but during a cluster's controlled shutdown)."""
+        return self._cluster is None or self._stopped is not None or self._cluster.may_stop
+
     def storage_applied(self, now_ms: int) -> list[Effect]:
         """Every storage effect of the last call succeeded: its answers go out."""
         answers = self._take_awaiting()
-        out: list[Effect] = []
+        out: list[Effect] = self._node_out
+        self._node_out = []
         self._release(answers, out)
         return out
 
@@ -342,6 +480,10 @@ class Broker:
         if not starting:  # a failed start is the driver's to report
             self._log.error("%s; the broker stops (its only log directory is offline)", reason)
         out: list[Effect] = []
+        self._node_out = []
+        if self._cluster is not None:
+            self._cluster.shutdown()
+            out += [e for e in self._cluster.take_network_effects() if isinstance(e, CloseConnection)]
         for answer in answers:
             body = answer.body.body if isinstance(answer.body, Spliced) else answer.body
             code = (
@@ -482,6 +624,13 @@ class Broker:
             self._log.debug(
                 "conn %d: %s v%d %r", conn_id, type(request.body).__name__, request.api_version, request.body
             )
+        if self._cluster is not None and self._cluster.serves(conn.listener):
+            served = self._cluster.handle(request, now_ms)
+            if isinstance(served, Message):
+                self._respond(conn_id, request, served)
+            else:
+                self._held.append(Held(conn_id, request, served))
+            return
         if key in GROUP_APIS:
             assert self._group is not None
             self._group_answers(self._group.handle(conn_id, request, conn.host, now_ms))
@@ -623,11 +772,16 @@ class Broker:
         if self._state is not None:
             self._maintenance.arm(self._state)
             self._state.collect_effects(self._effects)
+        if self._cluster is not None:
+            # Nothing leaves for other nodes before the call's writes are known to be applied.
+            self._node_out += self._cluster.take_network_effects()
         storage: list[Effect] = list(self._effects.take())
         answers, self._answers = self._answers, []
         if storage:
             self._awaiting = answers
             return storage + out
+        out += self._node_out
+        self._node_out = []
         self._starting = False
         self._release(answers, out)
         return out

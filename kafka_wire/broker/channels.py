@@ -24,6 +24,8 @@ class Channel:
     server: ServerConnection
     host: str
     principal: str = ""
+    #: The listener it came in on (``listeners``' name).
+    listener: str = "PLAINTEXT"
     #: The driver was told to stop reading (``PauseReading``) and not yet to resume.
     paused: bool = False
     #: Answers built for it and not yet released (they wait for the end of the call, or for its

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Final
 
+from kafka_wire.broker.cluster_view import Endpoint
 from kafka_wire.broker.fetch_sessions import DEFAULT_FETCH_SESSION_EVICTION_MS, DEFAULT_MAX_FETCH_SESSIONS
 from kafka_wire.broker.log.config import CONFIG_KEYS, MIN_SEGMENT_BYTES, ConfigError, LogConfig
 from kafka_wire.broker.topic_synonyms import TOPIC_CONFIG_OF, TopicDefault, topic_defaults
@@ -35,6 +36,55 @@ class BrokerConfigError(KafkaWireError):
         self.key = key
         self.reason = reason
         super().__init__(f"{key}: {reason}")
+
+
+@dataclass(frozen=True, slots=True)
+class Voter:
+    """One entry of ``controller.quorum.voters`` (``id@host:port``)."""
+
+    node_id: int
+    host: str
+    port: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClusterSettings:
+    """How this node belongs to a replicated cluster (KRaft mode): present exactly when
+    ``controller.quorum.voters`` is set. Built and checked by
+    :func:`kafka_wire.broker.server_properties.load_server_properties`."""
+
+    #: ``process.roles``: ``broker``, ``controller`` or both.
+    roles: frozenset[str]
+    #: ``listeners``: every listener this node opens (empty host: loopback), in the given order.
+    listeners: tuple[Endpoint, ...]
+    #: ``advertised.listeners`` completed by ``listeners``: what other nodes and clients are told.
+    advertised_listeners: tuple[Endpoint, ...]
+    #: ``controller.listener.names``; the first is the one this node uses to reach controllers.
+    controller_listener_names: tuple[str, ...]
+    #: ``inter.broker.listener.name`` (else the first broker listener); "" for a controller-only node.
+    inter_broker_listener: str
+    #: ``controller.quorum.voters``
+    voters: tuple[Voter, ...]
+    #: ``controller.quorum.bootstrap.servers`` as (host, port).
+    bootstrap_servers: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def is_broker(self) -> bool:
+        return "broker" in self.roles
+
+    @property
+    def is_controller(self) -> bool:
+        return "controller" in self.roles
+
+    @property
+    def controller_listener(self) -> str:
+        return self.controller_listener_names[0]
+
+    def voter(self, node_id: int) -> Voter | None:
+        return next((v for v in self.voters if v.node_id == node_id), None)
+
+    def advertised(self, listener: str) -> Endpoint | None:
+        return next((e for e in self.advertised_listeners if e.listener == listener), None)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -131,6 +181,42 @@ class BrokerConfig:
     #: SASL users, by mechanism (``PLAIN``, ``SCRAM-SHA-256``, ``SCRAM-SHA-512``) then user to
     #: password; empty means plaintext without authentication.
     sasl_users: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # -- replication (read in cluster mode; a single node has no replicas to manage) --
+    #: ``offsets.topic.replication.factor`` (Kafka: 3): replicas of ``__consumer_offsets`` in a
+    #: cluster (a single node clamps it to 1 with a warning).
+    offsets_topic_replication_factor: int = 3
+    #: ``replica.lag.time.max.ms``: a follower that has not caught up for this long leaves the ISR.
+    replica_lag_time_max_ms: int = 30_000
+    #: ``replica.fetch.wait.max.ms``, ``replica.fetch.min.bytes``, ``replica.fetch.max.bytes``
+    #: (per partition) and ``replica.fetch.response.max.bytes``: the followers' Fetch requests.
+    replica_fetch_wait_max_ms: int = 500
+    replica_fetch_min_bytes: int = 1
+    replica_fetch_max_bytes: int = 1_048_576
+    replica_fetch_response_max_bytes: int = 10_485_760
+    #: ``broker.session.timeout.ms``: a broker whose heartbeats stop this long is fenced.
+    broker_session_timeout_ms: int = 9000
+    #: ``broker.heartbeat.interval.ms``
+    broker_heartbeat_interval_ms: int = 2000
+    #: ``controller.quorum.election.timeout.ms``, ``controller.quorum.fetch.timeout.ms``,
+    #: ``controller.quorum.request.timeout.ms``, ``controller.quorum.election.backoff.max.ms``.
+    quorum_election_timeout_ms: int = 1000
+    quorum_fetch_timeout_ms: int = 2000
+    quorum_request_timeout_ms: int = 2000
+    quorum_election_backoff_max_ms: int = 1000
+    #: ``metadata.log.max.record.bytes.between.snapshots`` (20 MiB).
+    metadata_snapshot_bytes: int = 20 * 1024 * 1024
+    #: ``auto.leader.rebalance.enable`` and ``leader.imbalance.check.interval.seconds`` (in ms here).
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_check_interval_ms: int = 300_000
+    #: ``reconnect.backoff.ms`` / ``reconnect.backoff.max.ms``: the node's links to other nodes.
+    reconnect_backoff_ms: int = 50
+    reconnect_backoff_max_ms: int = 1000
+    #: ``controlled.shutdown.enable``, and how long a broker waits for the controller to let it go
+    #: (kafka_wire's bound on Kafka's wait, which has none but the process manager's patience).
+    controlled_shutdown_enable: bool = True
+    controlled_shutdown_timeout_ms: int = 30_000
+    #: The cluster this node belongs to (KRaft mode), or None: a single node, as before.
+    cluster: ClusterSettings | None = None
 
     def __post_init__(self) -> None:
         for name in (
@@ -144,6 +230,36 @@ class BrokerConfig:
         ):
             if getattr(self, name) < 1:
                 raise BrokerConfigError(_PROPERTY_OF[name], "must be at least 1")
+        for name in (
+            "replica_lag_time_max_ms",
+            "replica_fetch_max_bytes",
+            "replica_fetch_response_max_bytes",
+            "broker_session_timeout_ms",
+            "broker_heartbeat_interval_ms",
+            "quorum_election_timeout_ms",
+            "quorum_fetch_timeout_ms",
+            "quorum_request_timeout_ms",
+            "metadata_snapshot_bytes",
+            "leader_imbalance_check_interval_ms",
+        ):
+            if getattr(self, name) < 1:
+                raise BrokerConfigError(_PROPERTY_OF[name], "must be at least 1")
+        if not 1 <= self.offsets_topic_replication_factor <= 32767:
+            raise BrokerConfigError(
+                "offsets.topic.replication.factor",
+                f"{self.offsets_topic_replication_factor} is not between 1 and 32767",
+            )
+        for name in ("replica_fetch_wait_max_ms", "replica_fetch_min_bytes", "quorum_election_backoff_max_ms"):
+            if getattr(self, name) < 0:
+                raise BrokerConfigError(_PROPERTY_OF[name], "must not be negative")
+        if not 0 <= self.reconnect_backoff_ms <= self.reconnect_backoff_max_ms:
+            raise BrokerConfigError(
+                "reconnect.backoff.ms", "must be between 0 and reconnect.backoff.max.ms"
+            )
+        if self.broker_heartbeat_interval_ms >= self.broker_session_timeout_ms:
+            raise BrokerConfigError(
+                "broker.heartbeat.interval.ms", "must be less than broker.session.timeout.ms"
+            )
         for name in ("max_records_per_user_op", "max_work_bytes_per_call"):
             if getattr(self, name) < 1:
                 raise BrokerConfigError(_PROPERTY_OF[name], "must be at least 1")
@@ -191,6 +307,16 @@ class BrokerConfig:
             return topic_defaults(self.topic_default_properties, CONFIG_KEYS)
         except ConfigError as exc:
             raise BrokerConfigError(exc.key, exc.reason) from None
+
+    @property
+    def min_insync_replicas(self) -> int:
+        """``min.insync.replicas`` at broker level (a topic default, Kafka: 1)."""
+        return int(self.topic_defaults.get("min.insync.replicas", "1"))
+
+    @property
+    def unclean_leader_election_enable(self) -> bool:
+        """``unclean.leader.election.enable`` at broker level (a topic default, Kafka: false)."""
+        return self.topic_defaults.get("unclean.leader.election.enable", "false").lower() == "true"
 
     @property
     def topic_defaults(self) -> dict[str, str]:
@@ -265,10 +391,29 @@ _PROPERTY_OF: Final = {
     "retention_check_interval_ms": "log.retention.check.interval.ms",
     "max_records_per_user_op": "kafka.wire.max.records.per.user.op",
     "max_work_bytes_per_call": "kafka.wire.max.work.bytes.per.call",
+    "offsets_topic_replication_factor": "offsets.topic.replication.factor",
+    "replica_lag_time_max_ms": "replica.lag.time.max.ms",
+    "replica_fetch_wait_max_ms": "replica.fetch.wait.max.ms",
+    "replica_fetch_min_bytes": "replica.fetch.min.bytes",
+    "replica_fetch_max_bytes": "replica.fetch.max.bytes",
+    "replica_fetch_response_max_bytes": "replica.fetch.response.max.bytes",
+    "broker_session_timeout_ms": "broker.session.timeout.ms",
+    "broker_heartbeat_interval_ms": "broker.heartbeat.interval.ms",
+    "quorum_election_timeout_ms": "controller.quorum.election.timeout.ms",
+    "quorum_fetch_timeout_ms": "controller.quorum.fetch.timeout.ms",
+    "quorum_request_timeout_ms": "controller.quorum.request.timeout.ms",
+    "quorum_election_backoff_max_ms": "controller.quorum.election.backoff.max.ms",
+    "metadata_snapshot_bytes": "metadata.log.max.record.bytes.between.snapshots",
+    "auto_leader_rebalance_enable": "auto.leader.rebalance.enable",
+    "leader_imbalance_check_interval_ms": "leader.imbalance.check.interval.seconds",
+    "reconnect_backoff_ms": "reconnect.backoff.ms",
+    "reconnect_backoff_max_ms": "reconnect.backoff.max.ms",
+    "controlled_shutdown_enable": "controlled.shutdown.enable",
+    "controlled_shutdown_timeout_ms": "kafka.wire.controlled.shutdown.timeout.ms",
 }
 _FIELD_OF: Final = {prop: name for name, prop in _PROPERTY_OF.items()}
 #: Fields whose property is in another unit: the property's value times this.
-_SCALE: Final = {"offsets_retention_ms": 60_000}
+_SCALE: Final = {"offsets_retention_ms": 60_000, "leader_imbalance_check_interval_ms": 1000}
 _KINDS: Final = {f.name: f.type for f in fields(BrokerConfig)}
 
 

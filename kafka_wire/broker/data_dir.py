@@ -12,6 +12,13 @@
   as Kafka does, never adopted by a topic and never deleted. One that holds another topic id than
   the metadata's topic of that name stops the start (the operator moves it away).
 
+A node of a replicated cluster (``clustered``) learns its topics from the metadata log, not from
+``kafka-wire-metadata.json``: its directory is opened with no topics, and nothing is moved aside
+as a stray (which partitions are strays is known once the metadata is replayed). A new
+directory then needs ``cluster.id`` (every node of a cluster must share it, which Kafka ensures
+by formatting each directory with ``kafka-storage format``); ``__cluster_metadata-0`` holds the
+metadata log itself.
+
 Problems the operator must solve raise :class:`DataDirError`, whose message names the file and
 what to do; everything else found is reported in ``warnings``.
 """
@@ -65,10 +72,21 @@ class DataDir:
 
     @classmethod
     def open(
-        cls, storage: StorageReader, *, node_id: int, cluster_id: str | None, rng: random.Random
+        cls,
+        storage: StorageReader,
+        *,
+        node_id: int,
+        cluster_id: str | None,
+        rng: random.Random,
+        clustered: bool = False,
     ) -> DataDir:
         """Check and load the data directory, or raise :class:`DataDirError`."""
         text = read_text(storage, META_PROPERTIES)
+        if clustered and text is None and cluster_id is None:
+            raise DataDirError(
+                f"this data directory has no {META_PROPERTIES} and cluster.id is not set: a node of a cluster "
+                "needs the cluster's id (the same on every node; `kafka-wire cluster` sets it): set cluster.id"
+            )
         identity = None if text is None else parse_meta_properties(text)
         stored_node = identity.node_id if identity is not None else None
         stored_cluster = identity.cluster_id if identity is not None else None
@@ -89,12 +107,15 @@ class DataDir:
                     f"is configured with cluster.id={cluster_id}: remove cluster.id or set it to {stored_cluster}, or use "
                     "another data directory"
                 )
-        found = partition_dirs(storage)
         opened = cls(
             ClusterMetadata(
                 cluster_id=stored_cluster or cluster_id or kafka_uuid_text(random_uuid(rng)), node_id=node_id
             )
         )
+        if clustered:
+            opened._write_meta_properties(text, rng)
+            return opened
+        found = partition_dirs(storage)
         if storage.size(METADATA_FILE) is not None:
             try:
                 opened.metadata = ClusterMetadata.load(storage, node_id=node_id)
@@ -111,14 +132,17 @@ class DataDir:
         elif found:
             opened._rebuild(found)
         opened._move_strays(found, rng)
+        opened._write_meta_properties(text, rng)
+        return opened
+
+    def _write_meta_properties(self, text: str | None, rng: random.Random) -> None:
         if text is None:
             data = format_meta_properties(
-                node_id=node_id,
-                cluster_id=opened.metadata.cluster_id,
+                node_id=self.metadata.node_id,
+                cluster_id=self.metadata.cluster_id,
                 directory_id=kafka_uuid_text(random_uuid(rng)),
             )
-            opened.effects += replace_atomically(META_PROPERTIES, data)
-        return opened
+            self.effects += replace_atomically(META_PROPERTIES, data)
 
     def _rebuild(self, found: dict[str, list[tuple[int, uuid.UUID | None]]]) -> None:
         """Topics from partition directories whose ``partition.metadata`` agree on one topic id."""

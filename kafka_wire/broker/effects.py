@@ -44,6 +44,18 @@ class CloseConnection:
 
 
 @dataclass(frozen=True, slots=True)
+class OpenConnection:
+    """Connect to another node (``kafka_wire.broker.peers``). Outbound connection ids are
+    negative, so they never meet the driver's ids of accepted connections. The driver reports
+    ``connection_established`` or ``connection_closed`` (refused, or lost later) for it, then
+    carries its bytes with ``receive_data`` / ``Send`` / ``CloseConnection`` like any other."""
+
+    conn_id: int
+    host: str
+    port: int
+
+
+@dataclass(frozen=True, slots=True)
 class PauseReading:
     """Stop reading from a connection: leave further bytes in the kernel (flow control). The
     engine sends this while the connection has a request in flight, while ``queued.max.requests``
@@ -129,7 +141,9 @@ class StopBroker:
 
 
 StorageEffect = MakeDir | Append | WriteAt | Truncate | Fsync | Rename | Delete
-Effect = Send | CloseConnection | PauseReading | ResumeReading | StopBroker | StorageEffect
+Effect = (
+    Send | CloseConnection | OpenConnection | PauseReading | ResumeReading | StopBroker | StorageEffect
+)
 
 
 class EffectSink:

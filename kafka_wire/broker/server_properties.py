@@ -17,6 +17,14 @@ returns the :class:`BrokerConfig`, what the server binds and advertises, its log
 - ``log.dirs`` (else ``log.dir``): the data directory; kafka_wire keeps one.
 - ``process.roles`` must include ``broker``; ``node.id`` (``broker.id`` is its synonym and must
   agree); ``offsets.topic.replication.factor`` above 1 is clamped to the one node (WARNING).
+- **KRaft mode** (a replicated cluster): when ``controller.quorum.voters`` is set, the node is
+  one of a cluster and :attr:`BrokerConfig.cluster` holds its :class:`ClusterSettings`, checked
+  as Kafka checks them (:func:`_cluster`): ``process.roles`` and ``node.id`` set; a controller
+  is a voter and listens on the first of ``controller.listener.names``; a broker-only node is no
+  voter and opens no controller listener; a controller-only node opens controller listeners
+  only; every listener is opened, all PLAINTEXT. Without voters, nothing of this applies: a
+  single node, as before (Kafka's stock combined-mode file, whose quorum is the node itself
+  through ``controller.quorum.bootstrap.servers``, loads that way).
 - Every other property Kafka 4.0 defines is accepted and ignored (DEBUG); a property Kafka 4.0
   removed or never had is named in one WARNING each and ignored.
 
@@ -30,7 +38,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Final, Literal
 
-from kafka_wire.broker.config import BrokerConfig, BrokerConfigError, acts_on
+from kafka_wire.broker import cluster_view
+from kafka_wire.broker.config import BrokerConfig, BrokerConfigError, ClusterSettings, Voter, acts_on
 from kafka_wire.broker.kafka_properties import (
     KAFKA_BROKER_PREFIXES,
     KAFKA_BROKER_PROPERTIES,
@@ -62,6 +71,10 @@ _SERVER_KEYS: Final = frozenset(
         "offsets.topic.replication.factor",
     }
 )
+#: Read in KRaft mode only (a single node ignores them, DEBUG).
+_CLUSTER_KEYS: Final = frozenset({"controller.quorum.voters", "controller.quorum.bootstrap.servers"})
+_VOTER: Final = re.compile(r"(?P<id>[0-9]+)@(?P<host>\[[0-9A-Fa-f:.]*\]|[^:\[\]/@]+):(?P<port>[0-9]+)")
+_HOST_PORT: Final = re.compile(r"(?P<host>\[[0-9A-Fa-f:.]*\]|[^:\[\]/@]+):(?P<port>[0-9]+)")
 _ENDPOINT: Final = re.compile(
     r"(?P<name>[A-Za-z0-9_.-]+)://(?P<host>\[[0-9A-Fa-f:.]*\]|[^:\[\]/]*):(?P<port>-?[0-9]+)"
 )
@@ -110,14 +123,21 @@ def load_server_properties(
     config = BrokerConfig.from_properties(props, base)
     if "broker.id" in props and _int("broker.id", props["broker.id"]) != config.node_id:
         raise BrokerConfigError("broker.id", f"must equal node.id ({config.node_id}) when both are set")
-    _check_roles(props, notes)
-    _check_offsets_replication(props, notes)
-    bind, advertised = _listeners(props, config, notes)
+    clustered = bool(props.get("controller.quorum.voters"))
+    read = _SERVER_KEYS | _CLUSTER_KEYS if clustered else _SERVER_KEYS
+    if clustered:
+        settings, bind, advertised = _cluster(props, config)
+        config = replace(config, cluster=settings)
+    else:
+        _check_roles(props, notes)
+        _check_offsets_replication(props, notes)
+        config = replace(config, offsets_topic_replication_factor=1)
+        bind, advertised = _listeners(props, config, notes)
     if advertised is not None:
         config = replace(config, host=advertised.host, port=advertised.port)
     data_dir = _data_dir(props)
     for key in properties:
-        if acts_on(key) or key in _SERVER_KEYS:
+        if acts_on(key) or key in read:
             continue
         if key in REMOVED_BROKER_PROPERTIES or key.startswith("zookeeper."):
             notes.append(Note("warning", f"{key}: removed in Kafka 4.0; ignored"))
@@ -164,7 +184,7 @@ def _listeners(
                 Note(
                     "info",
                     f"listeners: controller listener {endpoint.listener} ({endpoint.host}:{endpoint.port}) "
-                    "is not opened: kafka_wire has no KRaft controller",
+                    "is not opened: kafka_wire has no KRaft controller without controller.quorum.voters",
                 )
             )
     name = _broker_listener(props, listeners or advertised, controllers)
@@ -244,6 +264,149 @@ def _check_protocol(name: str, protocols: Mapping[str, str], config: BrokerConfi
         )
 
 
+def parse_voters(value: str) -> tuple[Voter, ...]:
+    """``controller.quorum.voters``: ``id@host:port,...``, each id once."""
+    voters = []
+    for item in (part.strip() for part in value.split(",")):
+        if not item:
+            continue
+        match = _VOTER.fullmatch(item)
+        if match is None:
+            raise BrokerConfigError("controller.quorum.voters", f"{item!r} is not id@host:port")
+        port = int(match["port"])
+        if not 0 < port <= 65535:
+            raise BrokerConfigError("controller.quorum.voters", f"{item!r}: port {port} is not a TCP port")
+        voters.append(Voter(int(match["id"]), match["host"].strip("[]"), port))
+    ids = [v.node_id for v in voters]
+    if len(set(ids)) != len(ids):
+        raise BrokerConfigError("controller.quorum.voters", "each voter id may appear once")
+    if not voters:
+        raise BrokerConfigError("controller.quorum.voters", "no voter given")
+    return tuple(voters)
+
+
+def _bootstrap_servers(value: str) -> tuple[tuple[str, int], ...]:
+    servers = []
+    for item in (part.strip() for part in value.split(",")):
+        if not item:
+            continue
+        match = _HOST_PORT.fullmatch(item)
+        if match is None:
+            raise BrokerConfigError("controller.quorum.bootstrap.servers", f"{item!r} is not host:port")
+        servers.append((match["host"].strip("[]"), int(match["port"])))
+    return tuple(servers)
+
+
+def _roles(props: Mapping[str, str]) -> frozenset[str]:
+    roles = [r.strip() for r in props["process.roles"].split(",") if r.strip()]
+    unknown = [r for r in roles if r not in PROCESS_ROLES]
+    if unknown or not roles:
+        raise BrokerConfigError("process.roles", "must be broker, controller, or broker,controller")
+    if len(set(roles)) != len(roles):
+        raise BrokerConfigError("process.roles", "each role may appear once")
+    return frozenset(roles)
+
+
+def _cluster(
+    props: Mapping[str, str], config: BrokerConfig
+) -> tuple[ClusterSettings, Endpoint | None, Endpoint | None]:
+    """KRaft mode: the node's roles, listeners and quorum, checked (see the module docstring)."""
+    if "process.roles" not in props:
+        raise BrokerConfigError(
+            "process.roles", "must be set when controller.quorum.voters is (KRaft mode)"
+        )
+    roles = _roles(props)
+    if "node.id" not in props:
+        raise BrokerConfigError("node.id", "must be set when process.roles is (KRaft mode)")
+    if config.sasl_users:
+        raise BrokerConfigError(
+            "listeners", "a kafka_wire cluster speaks PLAINTEXT between its nodes: sasl.users.* are not served"
+        )
+    voters = parse_voters(props["controller.quorum.voters"])
+    bootstrap = _bootstrap_servers(props.get("controller.quorum.bootstrap.servers", ""))
+    controllers = tuple(
+        n.strip().upper() for n in props.get("controller.listener.names", "").split(",") if n.strip()
+    )
+    if not controllers:
+        raise BrokerConfigError("controller.listener.names", "must be set in KRaft mode")
+    listeners = parse_endpoints("listeners", props.get("listeners", ""))
+    if not listeners:
+        raise BrokerConfigError("listeners", "must be set in KRaft mode (process.roles)")
+    names = [e.listener for e in listeners]
+    protocols = _protocol_map(props)
+    for name in names:
+        protocol = protocols.get(name)
+        if protocol is None:
+            raise BrokerConfigError(
+                "listener.security.protocol.map", f"no security protocol for listener {name}"
+            )
+        if protocol != "PLAINTEXT":
+            raise BrokerConfigError(
+                "listeners", f"listener {name} uses {protocol}; a kafka_wire cluster serves PLAINTEXT only"
+            )
+    node_id = config.node_id
+    voter_ids = [v.node_id for v in voters]
+    if "controller" in roles:
+        if node_id not in voter_ids:
+            raise BrokerConfigError(
+                "controller.quorum.voters",
+                f"node.id {node_id} must be among the voters when process.roles has the controller role",
+            )
+        if controllers[0] not in names:
+            raise BrokerConfigError(
+                "controller.listener.names",
+                f"{controllers[0]} (its first name) must appear in listeners when process.roles has the "
+                "controller role",
+            )
+    else:
+        if node_id in voter_ids:
+            raise BrokerConfigError(
+                "controller.quorum.voters",
+                f"node.id {node_id} must not be a voter when process.roles has only the broker role",
+            )
+        if opened := [n for n in names if n in controllers]:
+            raise BrokerConfigError(
+                "listeners",
+                f"{', '.join(opened)} is in controller.listener.names: a broker-only node opens no controller "
+                "listener",
+            )
+    if roles == {"controller"} and (others := [n for n in names if n not in controllers]):
+        raise BrokerConfigError(
+            "listeners",
+            f"a controller-only node listens on controller listeners only; {', '.join(others)} is not one",
+        )
+    inter_broker = ""
+    if "broker" in roles:
+        inter_broker = _broker_listener(props, listeners, set(controllers)) or ""
+    bound = tuple(replace(e, host=e.host or EMPTY_HOST_BINDS) for e in listeners)
+    told = {e.listener: e for e in parse_endpoints("advertised.listeners", props.get("advertised.listeners", ""))}
+    for name in told:
+        if name not in names:
+            raise BrokerConfigError("advertised.listeners", f"{name} is not among the listeners")
+    advertised = []
+    for endpoint in bound:
+        given = told.get(endpoint.listener)
+        use = endpoint if given is None else replace(given, host=given.host or endpoint.host)
+        if use.host in _EVERY_INTERFACE:
+            key = "advertised.listeners" if given is not None else "listeners"
+            raise BrokerConfigError(
+                key, f"other nodes cannot connect to {use.host}: set advertised.listeners to their address"
+            )
+        advertised.append(use)
+    settings = ClusterSettings(
+        roles=roles,
+        listeners=tuple(cluster_view.Endpoint(e.listener, e.host, e.port) for e in bound),
+        advertised_listeners=tuple(cluster_view.Endpoint(e.listener, e.host, e.port) for e in advertised),
+        controller_listener_names=controllers,
+        inter_broker_listener=inter_broker,
+        voters=voters,
+        bootstrap_servers=bootstrap,
+    )
+    broker_bind = next((e for e in bound if e.listener == inter_broker), None)
+    broker_told = next((e for e in advertised if e.listener == inter_broker), None)
+    return settings, broker_bind, broker_told
+
+
 def _check_roles(props: Mapping[str, str], notes: list[Note]) -> None:
     if "process.roles" not in props:
         return
@@ -251,11 +414,15 @@ def _check_roles(props: Mapping[str, str], notes: list[Note]) -> None:
     unknown = [r for r in roles if r not in PROCESS_ROLES]
     if unknown or "broker" not in roles:
         raise BrokerConfigError(
-            "process.roles", "must include broker (kafka_wire is a broker; controller is accepted)"
+            "process.roles",
+            "must include broker (without controller.quorum.voters the node is a single-node cluster)",
         )
     if "controller" in roles:
         notes.append(
-            Note("info", "process.roles: kafka_wire runs the broker role; it has no KRaft controller")
+            Note(
+                "info",
+                "process.roles: without controller.quorum.voters this node is a single-node cluster of its own",
+            )
         )
 
 

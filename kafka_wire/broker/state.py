@@ -104,7 +104,8 @@ class BrokerState:
     deleting: set[str] = field(default_factory=set)
     #: Topics whose auto-creation this broker asked the controller for, until it answers.
     auto_creating: set[str] = field(default_factory=set)
-    #: The cluster around this broker (None: a single node, the whole cluster).
+    #: The replicated cluster as this node sees it (``kafka_wire.broker.cluster_view``); None: a
+    #: single node, which answers as the whole cluster.
     cluster: ClusterView | None = None
 
     def begin_call(self) -> None:

@@ -1,5 +1,6 @@
 """The ``kafka-wire`` command line: one module per subcommand.
 
+- ``cluster`` (:mod:`~kafka_wire.cli.cluster`): a local replicated cluster of ``serve`` processes.
 - ``decode`` (:mod:`~kafka_wire.cli.decode`): size-prefixed frames to JSON lines.
 - ``dump-log`` (:mod:`~kafka_wire.cli.dump_log`): the batches of a segment file or records
   payload, or the entries of an index file.
@@ -16,13 +17,13 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from kafka_wire.cli import decode, dump_log, serve, spark_load
+from kafka_wire.cli import cluster, decode, dump_log, serve, spark_load
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kafka-wire", description="Sans-IO Apache Kafka protocol toolkit")
     sub = parser.add_subparsers(dest="command", required=True)
-    for command in (decode, dump_log, serve, spark_load):
+    for command in (cluster, decode, dump_log, serve, spark_load):
         command.add_parser(sub)
     return parser
 

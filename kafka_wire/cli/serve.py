@@ -3,6 +3,10 @@
 Settings come from a Kafka broker properties file (``--config``, Kafka's ``server.properties``
 loads), ``--set KEY=VALUE`` (wins over the file) and ``--host`` / ``--port`` / ``--data-dir``
 (win over both). What the properties mean is :mod:`kafka_wire.broker.server_properties`.
+
+With ``controller.quorum.voters`` set the process is a node of a replicated cluster (KRaft mode):
+it opens every listener of ``listeners`` (``--host`` / ``--port`` do not apply; ``--data-dir``
+does) and stops with a controlled shutdown.
 """
 
 from __future__ import annotations
@@ -132,8 +136,19 @@ def run(args: argparse.Namespace) -> int:
         return 2
     for note in loaded.notes:
         _log.log(_LEVELS[note.level], "%s", note.message)
-    host, port, advertised_host, advertised_port = endpoints(args, loaded)
     data_dir = args.data_dir if args.data_dir is not None else Path(loaded.data_dir or DEFAULT_DATA_DIR)
+    if loaded.config.cluster is not None:
+        if args.host is not None or args.port is not None:
+            print(
+                "kafka-wire serve: --host and --port do not apply to a cluster node "
+                "(controller.quorum.voters is set): its addresses are its listeners",
+                file=sys.stderr,
+            )
+            return 2
+        from kafka_wire.adapters.broker_server import serve_node_until_signalled
+
+        return serve_node_until_signalled(loaded.config, data_dir)
+    host, port, advertised_host, advertised_port = endpoints(args, loaded)
     from kafka_wire.adapters.broker_server import serve_until_signalled
 
     return serve_until_signalled(

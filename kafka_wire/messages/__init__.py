@@ -129,6 +129,9 @@ if TYPE_CHECKING:
         BeginQuorumEpochResponsePartitionData,
         BeginQuorumEpochResponseTopicData,
     )
+    from kafka_wire.messages.begin_transaction_record import (
+        BeginTransactionRecord,
+    )
     from kafka_wire.messages.broker_heartbeat import (
         BrokerHeartbeatRequest,
         BrokerHeartbeatResponse,
@@ -138,6 +141,12 @@ if TYPE_CHECKING:
         BrokerRegistrationRequestFeature,
         BrokerRegistrationRequestListener,
         BrokerRegistrationResponse,
+    )
+    from kafka_wire.messages.broker_registration_change_record import (
+        BrokerRegistrationChangeRecord,
+    )
+    from kafka_wire.messages.config_record import (
+        ConfigRecord,
     )
     from kafka_wire.messages.consumer_group_describe import (
         ConsumerGroupDescribeRequest,
@@ -362,6 +371,9 @@ if TYPE_CHECKING:
         EndQuorumEpochResponsePartitionData,
         EndQuorumEpochResponseTopicData,
     )
+    from kafka_wire.messages.end_transaction_record import (
+        EndTransactionRecord,
+    )
     from kafka_wire.messages.end_txn import (
         EndTxnRequest,
         EndTxnResponse,
@@ -376,6 +388,12 @@ if TYPE_CHECKING:
     from kafka_wire.messages.expire_delegation_token import (
         ExpireDelegationTokenRequest,
         ExpireDelegationTokenResponse,
+    )
+    from kafka_wire.messages.feature_level_record import (
+        FeatureLevelRecord,
+    )
+    from kafka_wire.messages.fence_broker_record import (
+        FenceBrokerRecord,
     )
     from kafka_wire.messages.fetch import (
         FetchRequest,
@@ -502,6 +520,9 @@ if TYPE_CHECKING:
         MetadataResponsePartition,
         MetadataResponseTopic,
     )
+    from kafka_wire.messages.no_op_record import (
+        NoOpRecord,
+    )
     from kafka_wire.messages.offset_commit import (
         OffsetCommitRequest,
         OffsetCommitRequestPartition,
@@ -538,6 +559,12 @@ if TYPE_CHECKING:
         OffsetForLeaderEpochResponseEpochEndOffset,
         OffsetForLeaderEpochResponseOffsetForLeaderTopicResult,
     )
+    from kafka_wire.messages.partition_change_record import (
+        PartitionChangeRecord,
+    )
+    from kafka_wire.messages.partition_record import (
+        PartitionRecord,
+    )
     from kafka_wire.messages.produce import (
         ProduceRequest,
         ProduceRequestPartitionProduceData,
@@ -548,6 +575,9 @@ if TYPE_CHECKING:
         ProduceResponseNodeEndpoint,
         ProduceResponsePartitionProduceResponse,
         ProduceResponseTopicProduceResponse,
+    )
+    from kafka_wire.messages.producer_ids_record import (
+        ProducerIdsRecord,
     )
     from kafka_wire.messages.push_telemetry import (
         PushTelemetryRequest,
@@ -570,9 +600,17 @@ if TYPE_CHECKING:
         ReadShareGroupStateSummaryResponsePartitionResult,
         ReadShareGroupStateSummaryResponseReadStateSummaryResult,
     )
+    from kafka_wire.messages.register_broker_record import (
+        RegisterBrokerRecord,
+        RegisterBrokerRecordBrokerEndpoint,
+        RegisterBrokerRecordBrokerFeature,
+    )
     from kafka_wire.messages.remove_raft_voter import (
         RemoveRaftVoterRequest,
         RemoveRaftVoterResponse,
+    )
+    from kafka_wire.messages.remove_topic_record import (
+        RemoveTopicRecord,
     )
     from kafka_wire.messages.renew_delegation_token import (
         RenewDelegationTokenRequest,
@@ -693,6 +731,9 @@ if TYPE_CHECKING:
         SyncGroupRequestAssignment,
         SyncGroupResponse,
     )
+    from kafka_wire.messages.topic_record import (
+        TopicRecord,
+    )
     from kafka_wire.messages.txn_offset_commit import (
         TxnOffsetCommitRequest,
         TxnOffsetCommitRequestPartition,
@@ -701,9 +742,15 @@ if TYPE_CHECKING:
         TxnOffsetCommitResponsePartition,
         TxnOffsetCommitResponseTopic,
     )
+    from kafka_wire.messages.unfence_broker_record import (
+        UnfenceBrokerRecord,
+    )
     from kafka_wire.messages.unregister_broker import (
         UnregisterBrokerRequest,
         UnregisterBrokerResponse,
+    )
+    from kafka_wire.messages.unregister_broker_record import (
+        UnregisterBrokerRecord,
     )
     from kafka_wire.messages.unregister_controller import (
         UnregisterControllerRequest,
@@ -847,12 +894,15 @@ _MODULE_OF: dict[str, str] = {
     'BeginQuorumEpochResponseNodeEndpoint': 'begin_quorum_epoch',
     'BeginQuorumEpochResponsePartitionData': 'begin_quorum_epoch',
     'BeginQuorumEpochResponseTopicData': 'begin_quorum_epoch',
+    'BeginTransactionRecord': 'begin_transaction_record',
     'BrokerHeartbeatRequest': 'broker_heartbeat',
     'BrokerHeartbeatResponse': 'broker_heartbeat',
+    'BrokerRegistrationChangeRecord': 'broker_registration_change_record',
     'BrokerRegistrationRequest': 'broker_registration',
     'BrokerRegistrationRequestFeature': 'broker_registration',
     'BrokerRegistrationRequestListener': 'broker_registration',
     'BrokerRegistrationResponse': 'broker_registration',
+    'ConfigRecord': 'config_record',
     'ConsumerGroupDescribeRequest': 'consumer_group_describe',
     'ConsumerGroupDescribeResponse': 'consumer_group_describe',
     'ConsumerGroupDescribeResponseAssignment': 'consumer_group_describe',
@@ -1010,6 +1060,7 @@ _MODULE_OF: dict[str, str] = {
     'EndQuorumEpochResponseNodeEndpoint': 'end_quorum_epoch',
     'EndQuorumEpochResponsePartitionData': 'end_quorum_epoch',
     'EndQuorumEpochResponseTopicData': 'end_quorum_epoch',
+    'EndTransactionRecord': 'end_transaction_record',
     'EndTxnMarker': 'end_txn_marker',
     'EndTxnRequest': 'end_txn',
     'EndTxnResponse': 'end_txn',
@@ -1017,6 +1068,8 @@ _MODULE_OF: dict[str, str] = {
     'EnvelopeResponse': 'envelope',
     'ExpireDelegationTokenRequest': 'expire_delegation_token',
     'ExpireDelegationTokenResponse': 'expire_delegation_token',
+    'FeatureLevelRecord': 'feature_level_record',
+    'FenceBrokerRecord': 'fence_broker_record',
     'FetchRequest': 'fetch',
     'FetchRequestForgottenTopic': 'fetch',
     'FetchRequestPartition': 'fetch',
@@ -1104,6 +1157,7 @@ _MODULE_OF: dict[str, str] = {
     'MetadataResponseBroker': 'metadata',
     'MetadataResponsePartition': 'metadata',
     'MetadataResponseTopic': 'metadata',
+    'NoOpRecord': 'no_op_record',
     'OffsetCommitRequest': 'offset_commit',
     'OffsetCommitRequestPartition': 'offset_commit',
     'OffsetCommitRequestTopic': 'offset_commit',
@@ -1132,6 +1186,8 @@ _MODULE_OF: dict[str, str] = {
     'OffsetForLeaderEpochResponse': 'offset_for_leader_epoch',
     'OffsetForLeaderEpochResponseEpochEndOffset': 'offset_for_leader_epoch',
     'OffsetForLeaderEpochResponseOffsetForLeaderTopicResult': 'offset_for_leader_epoch',
+    'PartitionChangeRecord': 'partition_change_record',
+    'PartitionRecord': 'partition_record',
     'ProduceRequest': 'produce',
     'ProduceRequestPartitionProduceData': 'produce',
     'ProduceRequestTopicProduceData': 'produce',
@@ -1141,6 +1197,7 @@ _MODULE_OF: dict[str, str] = {
     'ProduceResponseNodeEndpoint': 'produce',
     'ProduceResponsePartitionProduceResponse': 'produce',
     'ProduceResponseTopicProduceResponse': 'produce',
+    'ProducerIdsRecord': 'producer_ids_record',
     'PushTelemetryRequest': 'push_telemetry',
     'PushTelemetryResponse': 'push_telemetry',
     'ReadShareGroupStateRequest': 'read_share_group_state',
@@ -1156,8 +1213,12 @@ _MODULE_OF: dict[str, str] = {
     'ReadShareGroupStateSummaryResponse': 'read_share_group_state_summary',
     'ReadShareGroupStateSummaryResponsePartitionResult': 'read_share_group_state_summary',
     'ReadShareGroupStateSummaryResponseReadStateSummaryResult': 'read_share_group_state_summary',
+    'RegisterBrokerRecord': 'register_broker_record',
+    'RegisterBrokerRecordBrokerEndpoint': 'register_broker_record',
+    'RegisterBrokerRecordBrokerFeature': 'register_broker_record',
     'RemoveRaftVoterRequest': 'remove_raft_voter',
     'RemoveRaftVoterResponse': 'remove_raft_voter',
+    'RemoveTopicRecord': 'remove_topic_record',
     'RenewDelegationTokenRequest': 'renew_delegation_token',
     'RenewDelegationTokenResponse': 'renew_delegation_token',
     'RequestHeader': 'request_header',
@@ -1245,12 +1306,15 @@ _MODULE_OF: dict[str, str] = {
     'SyncGroupRequest': 'sync_group',
     'SyncGroupRequestAssignment': 'sync_group',
     'SyncGroupResponse': 'sync_group',
+    'TopicRecord': 'topic_record',
     'TxnOffsetCommitRequest': 'txn_offset_commit',
     'TxnOffsetCommitRequestPartition': 'txn_offset_commit',
     'TxnOffsetCommitRequestTopic': 'txn_offset_commit',
     'TxnOffsetCommitResponse': 'txn_offset_commit',
     'TxnOffsetCommitResponsePartition': 'txn_offset_commit',
     'TxnOffsetCommitResponseTopic': 'txn_offset_commit',
+    'UnfenceBrokerRecord': 'unfence_broker_record',
+    'UnregisterBrokerRecord': 'unregister_broker_record',
     'UnregisterBrokerRequest': 'unregister_broker',
     'UnregisterBrokerResponse': 'unregister_broker',
     'UnregisterControllerRequest': 'unregister_controller',
@@ -1296,7 +1360,7 @@ _MODULE_OF: dict[str, str] = {
     'WriteTxnMarkersResponseWritableTxnMarkerResult': 'write_txn_markers',
     'WriteTxnMarkersResponseWritableTxnMarkerTopicResult': 'write_txn_markers',
 }
-_TUPLES: dict[str, tuple[str, ...]] = {'HEADERS': ('RequestHeader', 'ResponseHeader',), 'DATA': ('AbortedTxn', 'ConsumerProtocolAssignment', 'ConsumerProtocolSubscription', 'ControlRecordTypeSchema', 'DefaultPrincipalData', 'EndTxnMarker', 'KRaftVersionRecord', 'LeaderChangeMessage', 'SnapshotFooterRecord', 'SnapshotHeaderRecord', 'VotersRecord',)}
+_TUPLES: dict[str, tuple[str, ...]] = {'HEADERS': ('RequestHeader', 'ResponseHeader',), 'DATA': ('AbortedTxn', 'ConsumerProtocolAssignment', 'ConsumerProtocolSubscription', 'ControlRecordTypeSchema', 'DefaultPrincipalData', 'EndTxnMarker', 'KRaftVersionRecord', 'LeaderChangeMessage', 'SnapshotFooterRecord', 'SnapshotHeaderRecord', 'VotersRecord', 'BeginTransactionRecord', 'BrokerRegistrationChangeRecord', 'ConfigRecord', 'EndTransactionRecord', 'FeatureLevelRecord', 'FenceBrokerRecord', 'NoOpRecord', 'PartitionChangeRecord', 'PartitionRecord', 'ProducerIdsRecord', 'RegisterBrokerRecord', 'RemoveTopicRecord', 'TopicRecord', 'UnfenceBrokerRecord', 'UnregisterBrokerRecord',)}
 
 
 def __getattr__(name: str) -> Any:
@@ -1547,12 +1611,15 @@ __all__ = [
     'BeginQuorumEpochResponseNodeEndpoint',
     'BeginQuorumEpochResponsePartitionData',
     'BeginQuorumEpochResponseTopicData',
+    'BeginTransactionRecord',
     'BrokerHeartbeatRequest',
     'BrokerHeartbeatResponse',
+    'BrokerRegistrationChangeRecord',
     'BrokerRegistrationRequest',
     'BrokerRegistrationRequestFeature',
     'BrokerRegistrationRequestListener',
     'BrokerRegistrationResponse',
+    'ConfigRecord',
     'ConsumerGroupDescribeRequest',
     'ConsumerGroupDescribeResponse',
     'ConsumerGroupDescribeResponseAssignment',
@@ -1710,6 +1777,7 @@ __all__ = [
     'EndQuorumEpochResponseNodeEndpoint',
     'EndQuorumEpochResponsePartitionData',
     'EndQuorumEpochResponseTopicData',
+    'EndTransactionRecord',
     'EndTxnMarker',
     'EndTxnRequest',
     'EndTxnResponse',
@@ -1718,6 +1786,8 @@ __all__ = [
     'ErrorCode',
     'ExpireDelegationTokenRequest',
     'ExpireDelegationTokenResponse',
+    'FeatureLevelRecord',
+    'FenceBrokerRecord',
     'FetchRequest',
     'FetchRequestForgottenTopic',
     'FetchRequestPartition',
@@ -1805,6 +1875,7 @@ __all__ = [
     'MetadataResponseBroker',
     'MetadataResponsePartition',
     'MetadataResponseTopic',
+    'NoOpRecord',
     'OffsetCommitRequest',
     'OffsetCommitRequestPartition',
     'OffsetCommitRequestTopic',
@@ -1833,6 +1904,8 @@ __all__ = [
     'OffsetForLeaderEpochResponse',
     'OffsetForLeaderEpochResponseEpochEndOffset',
     'OffsetForLeaderEpochResponseOffsetForLeaderTopicResult',
+    'PartitionChangeRecord',
+    'PartitionRecord',
     'ProduceRequest',
     'ProduceRequestPartitionProduceData',
     'ProduceRequestTopicProduceData',
@@ -1842,6 +1915,7 @@ __all__ = [
     'ProduceResponseNodeEndpoint',
     'ProduceResponsePartitionProduceResponse',
     'ProduceResponseTopicProduceResponse',
+    'ProducerIdsRecord',
     'PushTelemetryRequest',
     'PushTelemetryResponse',
     'ReadShareGroupStateRequest',
@@ -1857,8 +1931,12 @@ __all__ = [
     'ReadShareGroupStateSummaryResponse',
     'ReadShareGroupStateSummaryResponsePartitionResult',
     'ReadShareGroupStateSummaryResponseReadStateSummaryResult',
+    'RegisterBrokerRecord',
+    'RegisterBrokerRecordBrokerEndpoint',
+    'RegisterBrokerRecordBrokerFeature',
     'RemoveRaftVoterRequest',
     'RemoveRaftVoterResponse',
+    'RemoveTopicRecord',
     'RenewDelegationTokenRequest',
     'RenewDelegationTokenResponse',
     'RequestFor',
@@ -1947,12 +2025,15 @@ __all__ = [
     'SyncGroupRequest',
     'SyncGroupRequestAssignment',
     'SyncGroupResponse',
+    'TopicRecord',
     'TxnOffsetCommitRequest',
     'TxnOffsetCommitRequestPartition',
     'TxnOffsetCommitRequestTopic',
     'TxnOffsetCommitResponse',
     'TxnOffsetCommitResponsePartition',
     'TxnOffsetCommitResponseTopic',
+    'UnfenceBrokerRecord',
+    'UnregisterBrokerRecord',
     'UnregisterBrokerRequest',
     'UnregisterBrokerResponse',
     'UnregisterControllerRequest',

@@ -1,7 +1,8 @@
 """Rebuild ``schemas/`` from the upstream Kafka message definitions.
 
 The upstream folder holds the two snapshots below (``kafka-message-schemas/`` and
-``kafka-message-schemas-latest/``). It is the one ``$KAFKA_WIRE_UPSTREAM_SCHEMAS`` names, else
+``kafka-message-schemas-latest/``), and optionally Kafka's metadata record definitions
+(``kafka-metadata-schemas/``, written to ``schemas/metadata/``). It is the one ``$KAFKA_WIRE_UPSTREAM_SCHEMAS`` names, else
 ``../shared/reference/`` beside the checkout. Where neither holds them (a plain clone), the
 importer prints one line saying it did not run and why, and exits 0: ``schemas/`` is checked in,
 and everything else (the generator and its ``--check`` included) works from it.
@@ -55,6 +56,10 @@ LATEST = Snapshot(
 )
 #: Newest first: the first snapshot that defines a version wins it.
 SNAPSHOTS = (LATEST, OLD)
+#: Kafka's metadata records (``metadata/src/main/resources/common/metadata/``, the records of the
+#: ``__cluster_metadata`` log), imported into ``schemas/metadata/``. The folder is optional: where the
+#: upstream folder lacks it, the files already in ``schemas/metadata/`` are kept as they are.
+METADATA = Snapshot("metadata", "kafka-metadata-schemas", "4.0.0-SNAPSHOT", "1eb7644349cb07139d6a3c1ad1986979647cac99")
 
 # Field attributes that change bytes on the wire or the generated API, in output order.
 _FIELD_KEYS = (
@@ -355,8 +360,8 @@ def _field_json(m: MergedField, valid: VersionSet) -> dict[str, Any]:
     return {k: out[k] for k in _FIELD_KEYS if k in out}
 
 
-def _message_json(sources: list[SourceMessage]) -> dict[str, Any]:
-    latest = next((s.valid for s in sources if s.snapshot is LATEST), VersionSet())
+def _message_json(sources: list[SourceMessage], newest_snapshot: Snapshot = LATEST) -> dict[str, Any]:
+    latest = next((s.valid for s in sources if s.snapshot is newest_snapshot), VersionSet())
     # A newer placeholder that defines no version (ZooKeeper-era APIs 4-7) contributes nothing.
     sources = [s for s in sources if s.valid] or sources[:1]
     merger = _Merger(sources)
@@ -503,7 +508,21 @@ def build(reference: Path) -> dict[str, str]:
         name = str(pair["request"]["name"]).removesuffix("Request")
         doc = {"format": FORMAT_VERSION, "kind": "api", "api_key": api_key, "name": name, **pair}
         files[f"apis/{api_key:02d}-{name}.json"] = _dump(doc)
+    metadata = reference / METADATA.folder
+    if metadata.is_dir():
+        for path in sorted(metadata.glob("*.json")):
+            msg = _read_message(METADATA, path)
+            if msg.kind != "metadata":
+                raise SchemaError("not a metadata record definition", source=f"{METADATA.folder}/{path.name}")
+            body = _message_json([msg], METADATA)
+            doc = {"format": FORMAT_VERSION, "kind": "metadata", "api_key": int(msg.doc["apiKey"]), **body}
+            files[f"metadata/{body['name']}.json"] = _dump(doc)
     return files
+
+
+def kept_folders(reference: Path) -> tuple[str, ...]:
+    """The ``schemas/`` folders ``build`` leaves alone: ``metadata/`` when its upstream is absent."""
+    return () if (reference / METADATA.folder).is_dir() else ("metadata/",)
 
 
 def _dump(doc: dict[str, Any]) -> str:
@@ -522,8 +541,9 @@ def _dump(doc: dict[str, Any]) -> str:
     return render(doc, "") + "\n"
 
 
-def write(files: dict[str, str], target: Path) -> list[str]:
-    """Write ``files`` under ``target``, delete stale ``*.json``; return the paths that changed."""
+def write(files: dict[str, str], target: Path, keep: tuple[str, ...] = ()) -> list[str]:
+    """Write ``files`` under ``target``, delete stale ``*.json`` (except under the folders in
+    ``keep``); return the paths that changed."""
     changed = []
     for rel, text in files.items():
         path = target / rel
@@ -533,14 +553,15 @@ def write(files: dict[str, str], target: Path) -> list[str]:
             changed.append(rel)
     for path in sorted(target.rglob("*.json")):
         rel = path.relative_to(target).as_posix()
-        if rel not in files:
+        if rel not in files and not rel.startswith(keep):
             path.unlink()
             changed.append(rel)
     return changed
 
 
-def diff(files: dict[str, str], target: Path) -> list[str]:
-    """The relative paths whose content on disk differs from ``files`` (or that are stale)."""
+def diff(files: dict[str, str], target: Path, keep: tuple[str, ...] = ()) -> list[str]:
+    """The relative paths whose content on disk differs from ``files`` (or that are stale, outside
+    the folders in ``keep``)."""
     out = [
         rel
         for rel, text in files.items()
@@ -549,7 +570,7 @@ def diff(files: dict[str, str], target: Path) -> list[str]:
     out += [
         p.relative_to(target).as_posix()
         for p in target.rglob("*.json")
-        if p.relative_to(target).as_posix() not in files
+        if p.relative_to(target).as_posix() not in files and not p.relative_to(target).as_posix().startswith(keep)
     ]
     return sorted(out)
 
@@ -577,11 +598,11 @@ def main(argv: list[str] | None = None) -> int:
             return 0
     files = build(reference)
     if args.check:
-        stale = diff(files, args.out)
+        stale = diff(files, args.out, kept_folders(reference))
         for rel in stale:
             print(f"schemas/{rel} is not what the importer builds", file=sys.stderr)
         return 1 if stale else 0
-    changed = write(files, args.out)
+    changed = write(files, args.out, kept_folders(reference))
     print(f"{len(files)} schema files, {len(changed)} changed")
     return 0
 

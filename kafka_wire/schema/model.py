@@ -109,7 +109,7 @@ class Message:
     """One request, response, header or data message, with its nested structs."""
 
     name: str
-    kind: str  # request | response | header | data
+    kind: str  # request | response | header | data | metadata (a __cluster_metadata record; api_key is its type)
     api_key: int | None
     valid: VersionSet
     flexible: VersionSet
@@ -262,6 +262,8 @@ def load(schemas_dir: Path) -> SchemaSet:
             name = doc["name"]
             msg = _message(doc, kind, None, name, rel)
             (out.headers if kind == "header" else out.data).append(msg)
+        elif kind == "metadata":
+            out.data.append(_message(doc, kind, doc["api_key"], doc["name"], rel))
         else:
             raise SchemaError(f"unknown schema kind {kind!r}", source=rel)
     out.apis.sort(key=lambda a: a.api_key)

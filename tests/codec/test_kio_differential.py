@@ -205,6 +205,8 @@ KIO_LACKS: dict[str, tuple[int, ...]] = {
     # kio models request header v1-2 only, and AbortedTxn only inside FetchResponse.
     "RequestHeader": (0,),
     "AbortedTxn": (0,),
+    # kio has no __cluster_metadata records (schemas/metadata/).
+    **{cls.__name__: cls.VERSIONS for cls in DATA if cls.KIND == "metadata"},
 }
 
 

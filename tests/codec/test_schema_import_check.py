@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kafka_wire.schema.importer import SNAPSHOTS, UPSTREAM_ENV
+from kafka_wire.schema.importer import METADATA, SNAPSHOTS, UPSTREAM_ENV
 from tests.conftest import ROOT
 
 
@@ -68,3 +68,30 @@ def test_one_snapshot_alone_is_an_error(tmp_path: Path) -> None:
     result = run_importer(tmp_path, "--check")
     assert result.returncode != 0
     assert "upstream reference folder is missing" in result.stderr
+
+
+def test_metadata_records_are_imported_and_kept_when_their_upstream_is_absent(tmp_path: Path) -> None:
+    upstream = tmp_path / "upstream"
+    for snapshot in SNAPSHOTS:
+        (upstream / snapshot.folder).mkdir(parents=True)
+    toy = {
+        "apiKey": 99,
+        "type": "metadata",
+        "name": "ToyRecord",
+        "validVersions": "0",
+        "flexibleVersions": "0+",
+        "fields": [{"name": "Id", "type": "int32", "versions": "0+"}],
+    }
+    (upstream / METADATA.folder).mkdir()
+    (upstream / METADATA.folder / "ToyRecord.json").write_text(json.dumps(toy))
+    schemas = tmp_path / "schemas"
+    schemas.mkdir()
+    assert run_importer(upstream, "--out", str(schemas)).returncode == 0
+    written = json.loads((schemas / "metadata" / "ToyRecord.json").read_text())
+    assert (written["kind"], written["api_key"]) == ("metadata", 99)
+    # Without the metadata folder upstream, the imported records stay and the check passes.
+    (upstream / METADATA.folder / "ToyRecord.json").unlink()
+    (upstream / METADATA.folder).rmdir()
+    assert run_importer(upstream, "--check", "--out", str(schemas)).returncode == 0
+    assert run_importer(upstream, "--out", str(schemas)).returncode == 0
+    assert (schemas / "metadata" / "ToyRecord.json").exists()

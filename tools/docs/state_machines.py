@@ -13,7 +13,10 @@ PAGE = "reference/state-machines.md"
 def _tables() -> list[tuple[str, str, str, Mapping[Any, Any]]]:
     """(section, machine, where the table lives, table), in page order; imported when drawn."""
     from kafka_wire.broker.group.states import GROUP_TRANSITIONS
+    from kafka_wire.broker.lifecycle import LIFECYCLE_TRANSITIONS
     from kafka_wire.broker.partition.roles import REPLICA_TRANSITIONS
+    from kafka_wire.broker.peers import LINK_TRANSITIONS
+    from kafka_wire.broker.raft.states import QUORUM_TRANSITIONS
     from kafka_wire.protocol import sasl
     from kafka_wire.protocol.client import CLIENT_TRANSITIONS
     from kafka_wire.protocol.server import SERVER_TRANSITIONS
@@ -73,6 +76,19 @@ def _tables() -> list[tuple[str, str, str, Mapping[Any, Any]]]:
             "Partition replica",
             "kafka_wire.broker.partition.roles.REPLICA_TRANSITIONS",
             REPLICA_TRANSITIONS,
+        ),
+        (
+            "Broker",
+            "KRaft replica",
+            "kafka_wire.broker.raft.states.QUORUM_TRANSITIONS",
+            QUORUM_TRANSITIONS,
+        ),
+        ("Broker", "Link to another node", "kafka_wire.broker.peers.LINK_TRANSITIONS", LINK_TRANSITIONS),
+        (
+            "Broker",
+            "Broker lifecycle in a cluster",
+            "kafka_wire.broker.lifecycle.LIFECYCLE_TRANSITIONS",
+            LIFECYCLE_TRANSITIONS,
         ),
     ]
 

@@ -32,6 +32,7 @@ from kafka_wire.broker.apis import (
     list_offsets,
     list_partition_reassignments,
     metadata,
+    offset_for_leader_epoch,
     produce,
 )
 from kafka_wire.broker.group import GROUP_API_KEYS
@@ -63,6 +64,7 @@ HANDLERS: Final[dict[int, Handler]] = {
     ApiKey.DESCRIBE_QUORUM: describe_quorum.handle,
     ApiKey.DESCRIBE_PRODUCERS: describe_producers.handle,
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: describe_topic_partitions.handle,
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch.handle,
 }
 
 #: The group coordinator's APIs.

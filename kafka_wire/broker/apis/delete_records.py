@@ -4,11 +4,16 @@ Behaviour: moves a partition's log start offset up to the given offset (-1 means
 watermark); an offset above the high watermark is OFFSET_OUT_OF_RANGE; internal topics get
 INVALID_TOPIC_EXCEPTION, as in Kafka. Segments wholly below the
 new start are deleted. The answer's low watermark is the new log start offset.
+In a cluster only the leader moves the start (NOT_LEADER_OR_FOLLOWER elsewhere); followers
+follow it on their next fetch, and the answer waits (``partition/purgatory.py``) until the low
+watermark, the smallest log start offset over the ISR, reaches the new start, or
+REQUEST_TIMED_OUT at ``timeout_ms``.
 """
 
 from __future__ import annotations
 
 from kafka_wire.broker.internal_topics import is_internal
+from kafka_wire.broker.partition.purgatory import DelayedDeleteRecords, PendingDelete
 from kafka_wire.broker.state import Context
 from kafka_wire.messages import (
     DeleteRecordsRequest,
@@ -19,8 +24,9 @@ from kafka_wire.messages import (
 )
 
 
-def handle(ctx: Context, request: DeleteRecordsRequest) -> DeleteRecordsResponse:
+def handle(ctx: Context, request: DeleteRecordsRequest) -> DeleteRecordsResponse | DelayedDeleteRecords:
     state = ctx.state
+    pending: list[PendingDelete] = []
     topics = []
     for entry in request.topics:
         results = []
@@ -34,9 +40,18 @@ def handle(ctx: Context, request: DeleteRecordsRequest) -> DeleteRecordsResponse
                 result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif is_internal(topic.name):
                 result.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
+            elif state.cluster is not None and not replica.is_leader:
+                result.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
             else:
                 result.error_code, result.low_watermark = replica.delete_records_before(wanted.offset)
                 state.touch(replica)
+                if state.cluster is not None and result.error_code == ErrorCode.NONE:
+                    pending.append(PendingDelete(replica, result.low_watermark, result))
             results.append(result)
         topics.append(DeleteRecordsResponseTopicResult(name=entry.name, partitions=results))
-    return DeleteRecordsResponse(topics=topics)
+    response = DeleteRecordsResponse(topics=topics)
+    if not pending:
+        return response
+    wait = DelayedDeleteRecords(response, pending, ctx.now_ms, request.timeout_ms)
+    answer = wait.poll(ctx.now_ms)
+    return wait if answer is None else answer

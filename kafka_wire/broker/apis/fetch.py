@@ -9,7 +9,19 @@ up to the high watermark, or the last stable offset for read_committed; at most
 incremental. An offset outside the log is OFFSET_OUT_OF_RANGE; a ``current_leader_epoch`` other
 than ours is fenced; unknown topics get UNKNOWN_TOPIC_OR_PARTITION (by name) or UNKNOWN_TOPIC_ID
 (v13+, by id).
-Version notes: sessions from v7, ``current_leader_epoch`` v9, topic ids v13.
+In a cluster (``BrokerState.cluster`` set) clients read only from the leader
+(NOT_LEADER_OR_FOLLOWER with ``current_leader`` elsewhere, v12+), and a fetch with a replica id
+(``replica_id`` before v15, ``replica_state`` from v15) from one of the partition's replicas is a
+follower's: it reads up to the log end offset instead of the high watermark, updates that
+follower's fetch state on the leader (which may move the high watermark and grow the ISR), and
+gets DivergingEpoch (v12+) instead of records when its ``last_fetched_epoch`` shows its log
+diverged from the leader's. A replica id that is not one of the partition's replicas gets
+UNKNOWN_LEADER_EPOCH when it named a leader epoch, else NOT_LEADER_OR_FOLLOWER (as Kafka).
+Held follower fetches answer as soon as the log end moves; client ones when the high watermark
+does.
+Version notes: sessions from v7, ``current_leader_epoch`` v9, ``last_fetched_epoch`` and
+``diverging_epoch`` v12, topic ids v13, ``replica_state`` v15, the follower's
+``high_watermark`` v18 (its held fetch answers as soon as the leader's high watermark is ahead).
 """
 
 from __future__ import annotations
@@ -42,6 +54,12 @@ class _Wanted:
     max_bytes: int
     current_leader_epoch: int
     entry: SessionPartition | None = None
+    last_fetched_epoch: int = -1
+    log_start_offset: int = -1
+    #: The follower's high watermark (v18+): its fetch answers at once when the leader's is ahead.
+    high_watermark: int = 2**63 - 1
+    #: A follower's fetch state was updated for this request.
+    recorded: bool = False
 
 
 def handle(ctx: Context, request: FetchRequest) -> FetchResponse | Spliced | FetchWait:
@@ -55,10 +73,17 @@ def handle(ctx: Context, request: FetchRequest) -> FetchResponse | Spliced | Fet
             p.fetch_offset,
             p.partition_max_bytes,
             p.current_leader_epoch,
+            last_fetched_epoch=p.last_fetched_epoch,
+            log_start_offset=p.log_start_offset,
+            high_watermark=p.high_watermark,
         )
         for topic in request.topics
         for p in topic.partitions
     ]
+    if ctx.api_version >= 15:
+        replica_id, replica_epoch = request.replica_state.replica_id, request.replica_state.replica_epoch
+    else:
+        replica_id, replica_epoch = request.replica_id, -1
     session: FetchSession | None = None
     incremental = False
     if ctx.api_version >= 7:
@@ -118,6 +143,8 @@ def handle(ctx: Context, request: FetchRequest) -> FetchResponse | Spliced | Fet
         session_id=session.session_id if session is not None else 0,
         incremental=incremental,
         deadline_ms=ctx.now_ms + max(request.max_wait_ms, 0),
+        replica_id=replica_id if state.cluster is not None else -1,
+        replica_epoch=replica_epoch,
     )
     response = wait.poll(ctx.now_ms)
     return wait if response is None else response
@@ -145,6 +172,9 @@ class FetchWait:
     session_id: int
     incremental: bool
     deadline_ms: int
+    #: A follower's node id (>= 0 only in a cluster), and its broker epoch (-1: not sent).
+    replica_id: int = -1
+    replica_epoch: int = -1
 
     def poll(self, now_ms: int) -> FetchResponse | Spliced | None:
         state, request = self.state, self.request
@@ -156,6 +186,8 @@ class FetchWait:
         )
         total = 0
         errors = False
+        #: A follower has a high watermark to learn (KIP-1166: Fetch v18 sends the follower's).
+        news = False
         zero_copy = state.config.zero_copy_fetch
         results: list[tuple[_Wanted, FetchResponsePartitionData]] = []
         regions: dict[int, tuple[FileRegion | bytes, ...]] = {}
@@ -171,13 +203,41 @@ class FetchWait:
                 )
             elif error := epoch_error(item.current_leader_epoch, replica.leader_epoch):
                 data.error_code = error
+            elif state.cluster is not None and not replica.is_leader:
+                data.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+                data.current_leader.leader_id = replica.leadership.leader_id
+                data.current_leader.leader_epoch = replica.leader_epoch
+            elif self.replica_id >= 0 and self.replica_id not in replica.replicas:
+                data.error_code = (
+                    ErrorCode.UNKNOWN_LEADER_EPOCH
+                    if item.current_leader_epoch >= 0
+                    else ErrorCode.NOT_LEADER_OR_FOLLOWER
+                )
+            elif self.replica_id >= 0 and (
+                diverging := replica.diverging(item.fetch_offset, item.last_fetched_epoch)
+            ):
+                data.diverging_epoch.epoch, data.diverging_epoch.end_offset = diverging
+                data.high_watermark = replica.high_watermark
+                data.last_stable_offset = replica.last_stable_offset
+                data.log_start_offset = replica.log_start_offset
+                data.records = b""
             else:
+                if self.replica_id >= 0 and not item.recorded and item.fetch_offset <= replica.log_end_offset:
+                    item.recorded = True
+                    replica.record_follower_fetch(
+                        self.replica_id,
+                        item.fetch_offset,
+                        now_ms,
+                        log_start=item.log_start_offset,
+                        broker_epoch=self.replica_epoch,
+                    )
                 outcome = replica.read(
                     item.fetch_offset,
                     min(item.max_bytes, budget - total),
                     isolation_level=request.isolation_level,
                     min_one_batch=total == 0,
                     zero_copy=zero_copy,
+                    to_log_end=self.replica_id >= 0,
                 )
                 data.error_code = outcome.error_code
                 data.high_watermark = outcome.high_watermark
@@ -189,11 +249,12 @@ class FetchWait:
                 elif outcome.parts:
                     data.records = b"".join(p for p in outcome.parts if isinstance(p, bytes))
                 total += outcome.size
+                news = news or (self.replica_id >= 0 and item.high_watermark < outcome.high_watermark)
                 # No transaction is ever aborted here; read_uncommitted gets null, as from Kafka.
                 data.aborted_transactions = [] if request.isolation_level == READ_COMMITTED else None
-            errors = errors or data.error_code != ErrorCode.NONE
+            errors = errors or data.error_code != ErrorCode.NONE or data.diverging_epoch.end_offset >= 0
             results.append((item, data))
-        if total < request.min_bytes and not errors and now_ms < self.deadline_ms:
+        if total < request.min_bytes and not errors and not news and now_ms < self.deadline_ms:
             return None
         splices = []
         for index, parts in regions.items():

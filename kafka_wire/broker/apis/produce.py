@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from kafka_wire.broker.internal_topics import is_internal
 from kafka_wire.broker.metadata import TopicInfo
+from kafka_wire.broker.partition.purgatory import DelayedProduce, PendingProduce
 from kafka_wire.broker.state import BrokerState, Context
 from kafka_wire.broker.work import Job
 from kafka_wire.codec.runtime import ZERO_UUID
@@ -40,8 +41,13 @@ from kafka_wire.messages import (
 VALID_ACKS = (-1, 0, 1)
 
 
-def handle(ctx: Context, request: ProduceRequest) -> ProduceResponse | Job[ProduceResponse]:
-    return ProduceJob(ctx, request).start(ctx.now_ms)
+def handle(ctx: Context, request: ProduceRequest) -> ProduceResponse | Job[ProduceResponse] | DelayedProduce:
+    job = ProduceJob(ctx, request)
+    if ctx.state.cluster is None or request.acks != -1:
+        return job.start(ctx.now_ms)
+    wait = DelayedProduce(job.start(ctx.now_ms), job.pending, ctx.now_ms, request.timeout_ms)
+    answer = wait.poll(ctx.now_ms)
+    return wait if answer is None else answer
 
 
 class ProduceJob(Job[ProduceResponse]):
@@ -60,6 +66,8 @@ class ProduceJob(Job[ProduceResponse]):
         self._topics: list[TopicInfo | None] = [None] * len(request.topic_data)
         self._found = [False] * len(request.topic_data)
         self._next = 0
+        #: acks=all appends in a cluster, for the purgatory.
+        self.pending: list[PendingProduce] = []
         self._response = ProduceResponse(
             responses=[
                 ProduceResponseTopicProduceResponse(
@@ -79,8 +87,11 @@ class ProduceJob(Job[ProduceResponse]):
         i, data = self._steps[self._next]
         self._next += 1
         topic = self._topic(i)
-        result, work = _append(self._state, self._acks, self._by_id, topic, data, now_ms)
+        result, work, next_offset = _append(self._state, self._acks, self._by_id, topic, data, now_ms)
         self._response.responses[i].partition_responses.append(result)
+        replica = self._state.replica(topic.name, data.index) if topic is not None else None
+        if next_offset >= 0 and replica is not None and self._acks == -1 and self._state.cluster is not None:
+            self.pending.append(PendingProduce(replica, replica.leader_epoch, next_offset, result))
         self.budget.spend(len(data.records or b"") + work)
 
     def _topic(self, i: int) -> TopicInfo | None:
@@ -104,10 +115,12 @@ def _append(
     topic: TopicInfo | None,
     data: ProduceRequestPartitionProduceData,
     now_ms: int,
-) -> tuple[ProduceResponsePartitionProduceResponse, int]:
-    """One partition's answer, and the decoding work its append did."""
+) -> tuple[ProduceResponsePartitionProduceResponse, int, int]:
+    """One partition's answer, the decoding work its append did, and the offset after the
+    appended batch (-1: nothing appended)."""
     result = ProduceResponsePartitionProduceResponse(index=data.index)
     replica = state.replica(topic.name, data.index) if topic is not None else None
+    clustered = state.cluster is not None
     if acks not in VALID_ACKS:
         result.error_code = ErrorCode.INVALID_REQUIRED_ACKS
     elif replica is None or topic is None:
@@ -115,6 +128,14 @@ def _append(
     elif is_internal(topic.name):
         result.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
         result.error_message = f"Cannot append to internal topic {topic.name}"
+    elif clustered and not replica.is_leader:
+        result.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+    elif clustered and acks == -1 and replica.under_min_isr:
+        result.error_code = ErrorCode.NOT_ENOUGH_REPLICAS
+        result.error_message = (
+            f"The size of the current ISR {len(replica.isr)} is insufficient to satisfy the min.isr "
+            f"requirement of {replica.effective_min_isr} for partition {topic.name}-{data.index}"
+        )
     elif acks == -1 and len(replica.isr) < state.log_config(topic).min_insync_replicas:
         result.error_code = ErrorCode.NOT_ENOUGH_REPLICAS
         result.error_message = (
@@ -138,5 +159,5 @@ def _append(
             )
             for e in outcome.record_errors
         ]
-        return result, outcome.work_bytes
-    return result, 0
+        return result, outcome.work_bytes, outcome.next_offset if not outcome.error_code else -1
+    return result, 0, -1

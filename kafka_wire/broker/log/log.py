@@ -475,6 +475,12 @@ class PartitionLog:
             self.cleaner_offset = self.log_end_offset
             write_offset(self._queue, self._path(CLEANER_OFFSET_FILE), self.cleaner_offset)
 
+    def truncate_fully_and_start_at(self, offset: int, now_ms: int) -> None:
+        """Drop every segment and start the log empty at ``offset`` (a follower whose log end is
+        below its leader's log start)."""
+        self._now_ms = now_ms
+        self._truncate_fully_and_start_at(offset, now_ms, deferred=True)
+
     def _truncate_fully_and_start_at(self, offset: int, now_ms: int, *, deferred: bool) -> None:
         self._remove_segments(list(self._segments), now_ms, deferred=deferred)
         self._add_segment(Segment.create(self._queue, self.directory, offset, now_ms))

@@ -1,21 +1,32 @@
 """One partition's replica: its log, leader epoch, ISR, high watermark and producer state.
 
-The broker is one node today, so every partition is led here and the ISR is this node alone; the
-high watermark still follows Kafka's rule, and the role (``roles.Leadership``: leader, follower or
-offline, with the leader epoch and its epoch cache) is a state machine of its own (the smallest log end offset across the ISR), so
-followers can join without a redesign: they would report their log end offsets through
-``record_follower_fetch`` and move the high watermark the same way.
+A single-node broker (no ``registration``) leads every partition at epoch 0 with itself as the
+ISR. In a cluster the replica follows its registration in the metadata (see
+``kafka_wire.broker.replication.manager``): the role (``roles.Leadership``: leader, follower or
+offline, with the leader epoch and its epoch cache) moves with each leader epoch.
+
+As leader it keeps each follower's fetch state (:class:`FollowerState`, Kafka's ``Replica``),
+moves the high watermark by Kafka's rule (the smallest log end offset over the *maximal* ISR,
+the committed ISR plus the additions an AlterPartition in flight proposes, and frozen while the
+ISR is below the effective ``min.insync.replicas``), and proposes ISR changes (expansion when a
+follower catches up, shrinking when one lags ``replica.lag.time.max.ms``) through
+``propose_isr``, one at a time. As follower it appends the leader's batches as they are
+(:meth:`PartitionReplica.append_as_follower`), truncates when its log diverged, and takes the
+leader's high watermark and log start offset.
 """
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Final
 
+from kafka_wire.broker.cluster_view import ClusterView, LeaderRecoveryState, PartitionState
 from kafka_wire.broker.effects import FileRegion
 from kafka_wire.broker.log.log import AppendResult, PartitionLog, ReadResult
 from kafka_wire.broker.log.validation import RecordError
+from kafka_wire.broker.partition.epoch_cache import EpochCache
 from kafka_wire.broker.partition.roles import Leadership, ReplicaRole
 from kafka_wire.broker.txn.producers import ProducerStates
 from kafka_wire.errors import DecodeError
@@ -28,6 +39,9 @@ _SCAN_BYTES: Final = 1 << 20
 _MAGIC_AT: Final = 16
 READ_UNCOMMITTED: Final = 0
 READ_COMMITTED: Final = 1
+#: Kafka's ``replica.lag.time.max.ms`` default.
+DEFAULT_REPLICA_LAG_TIME_MAX_MS: Final = 30_000
+UNKNOWN_OFFSET: Final = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +51,8 @@ class ProduceOutcome:
     log_append_time_ms: int = -1
     log_start_offset: int = -1
     error_message: str | None = None
+    #: The offset after the appended batch: acks=all waits for the high watermark to reach it.
+    next_offset: int = -1
     #: The records of a refused batch that caused the refusal (Produce v8+ ``record_errors``).
     record_errors: tuple[RecordError, ...] = ()
     #: Decoding the append did (see ``validation.ValidRecords.work_bytes``).
@@ -53,6 +69,44 @@ class FetchOutcome:
     #: With ``zero_copy``: the stored regions (and not yet stored bytes) instead of ``records``.
     parts: tuple[FileRegion | bytes, ...] = ()
     size: int = 0
+    #: A follower's log diverged: ``(epoch, end offset)`` to truncate to (Fetch v12+).
+    diverging_epoch: tuple[int, int] | None = None
+
+
+@dataclass(slots=True)
+class FollowerState:
+    """What a leader knows of one follower (Kafka's ``Replica``): updated on each of its fetches."""
+
+    node_id: int
+    log_end_offset: int = UNKNOWN_OFFSET
+    log_start_offset: int = UNKNOWN_OFFSET
+    last_caught_up_ms: int = 0
+    last_fetch_ms: int = 0
+    #: The leader's log end offset when the follower last fetched.
+    last_fetch_leader_leo: int = UNKNOWN_OFFSET
+    broker_epoch: int = -1
+
+    def update(
+        self, fetch_offset: int, log_start: int, now_ms: int, leader_leo: int, broker_epoch: int
+    ) -> None:
+        """A fetch at ``fetch_offset``: caught up at this fetch if it reached the leader's log
+        end, else at the previous fetch if it reached the leader's log end of then."""
+        if fetch_offset >= leader_leo:
+            self.last_caught_up_ms = max(self.last_caught_up_ms, now_ms)
+        elif fetch_offset >= self.last_fetch_leader_leo >= 0:
+            self.last_caught_up_ms = max(self.last_caught_up_ms, self.last_fetch_ms)
+        self.log_end_offset = fetch_offset
+        self.log_start_offset = log_start
+        self.last_fetch_leader_leo = leader_leo
+        self.last_fetch_ms = now_ms
+        self.broker_epoch = broker_epoch
+
+    def is_caught_up(self, leader_leo: int, now_ms: int, lag_max_ms: int) -> bool:
+        return self.log_end_offset == leader_leo or now_ms - self.last_caught_up_ms <= lag_max_ms
+
+
+#: Called with a leader replica and the ISR it wants; the AlterPartition sender owns the request.
+IsrProposer = Callable[["PartitionReplica", tuple[int, ...]], None]
 
 
 @dataclass(slots=True)
@@ -65,8 +119,16 @@ class PartitionReplica:
     leadership: Leadership = field(init=False)
     producers: ProducerStates = field(default_factory=ProducerStates)
     high_watermark: int = 0
-    #: Follower log end offsets by node id (empty while the cluster has one broker).
-    follower_leos: dict[int, int] = field(default_factory=dict)
+    #: The registration in the cluster metadata (None: the single-node broker).
+    registration: PartitionState | None = None
+    cluster: ClusterView | None = None
+    #: Each follower's fetch state while this replica leads (by node id).
+    followers: dict[int, FollowerState] = field(default_factory=dict)
+    #: The ISR an AlterPartition in flight proposes (None: none in flight).
+    pending_isr: tuple[int, ...] | None = None
+    #: Where ISR changes go (set by the replica manager in a cluster).
+    propose_isr: IsrProposer | None = None
+    lag_max_ms: int = DEFAULT_REPLICA_LAG_TIME_MAX_MS
 
     def __post_init__(self) -> None:
         self.leadership = Leadership(self.node_id)
@@ -80,12 +142,54 @@ class PartitionReplica:
         return self.leadership.role is ReplicaRole.LEADER
 
     @property
+    def is_follower(self) -> bool:
+        return self.leadership.role is ReplicaRole.FOLLOWER
+
+    @property
     def replicas(self) -> list[int]:
-        return [self.node_id, *sorted(self.follower_leos)]
+        if self.registration is None:
+            return [self.node_id]
+        return list(self.registration.replicas)
 
     @property
     def isr(self) -> list[int]:
-        return self.replicas
+        """The committed ISR (as the controller last confirmed it)."""
+        if self.registration is None:
+            return self.replicas
+        return list(self.registration.isr)
+
+    @property
+    def maximal_isr(self) -> list[int]:
+        """The committed ISR plus the replicas an AlterPartition in flight adds (KIP-497)."""
+        isr = self.isr
+        if self.pending_isr is not None:
+            isr += [r for r in self.pending_isr if r not in isr]
+        return isr
+
+    @property
+    def effective_min_isr(self) -> int:
+        return min(self.log.config.min_insync_replicas, len(self.replicas))
+
+    @property
+    def under_min_isr(self) -> bool:
+        return len(self.isr) < self.effective_min_isr
+
+    @property
+    def recovering(self) -> bool:
+        """Led after an unclean election and not yet recovered: no produce is accepted."""
+        return (
+            self.registration is not None
+            and self.registration.leader_recovery_state == LeaderRecoveryState.RECOVERING
+        )
+
+    @property
+    def epoch_cache(self) -> EpochCache:
+        return self.leadership.cache
+
+    @property
+    def epoch_start_offset(self) -> int:
+        """Where the current leader epoch starts in this log."""
+        return self.epoch_cache.start_offset_of(self.leadership.epoch)
 
     @property
     def log_end_offset(self) -> int:
@@ -125,18 +229,229 @@ class PartitionReplica:
                 break
         self._advance_high_watermark()
 
-    def _advance_high_watermark(self) -> None:
-        new = min([self.log.log_end_offset, *self.follower_leos.values()])
-        self.high_watermark = max(self.high_watermark, new, self.log.log_start_offset)
+    def _rebuild_producers(self) -> None:
+        hw = self.high_watermark
+        self.producers = ProducerStates()
+        self.open()
+        self.high_watermark = min(hw, self.log.log_end_offset)
 
-    def record_follower_fetch(self, node_id: int, log_end_offset: int) -> None:
-        self.follower_leos[node_id] = log_end_offset
-        self._advance_high_watermark()
+    def _advance_high_watermark(self, now_ms: int = 0) -> bool:
+        """Kafka's ``maybeIncrementLeaderHW``: True when the high watermark moved."""
+        if not self.is_leader:
+            return False
+        leo = self.log.log_end_offset
+        new = leo
+        if self.registration is not None:
+            if self.under_min_isr:
+                return False
+            maximal = self.maximal_isr
+            for follower in self.followers.values():
+                counted = follower.node_id in maximal or (
+                    follower.is_caught_up(leo, now_ms, self.lag_max_ms) and self.isr_eligible(follower)
+                )
+                if counted and follower.log_end_offset < new:
+                    new = follower.log_end_offset
+        new = max(self.high_watermark, new, self.log.log_start_offset)
+        if new != self.high_watermark:
+            self.high_watermark = new
+            return True
+        return False
+
+    # -- roles (cluster) --------------------------------------------------------------------------
+    def make_leader(self, registration: PartitionState, now_ms: int) -> bool:
+        """Lead as ``registration`` says; True when this starts a new leader epoch (the epoch is
+        recorded at the log end offset and every follower's fetch state starts afresh)."""
+        new_epoch = not self.is_leader or registration.leader_epoch != self.leadership.epoch
+        self.registration = registration
+        if self.pending_isr is not None and (new_epoch or registration.isr == self.pending_isr):
+            self.pending_isr = None
+        if new_epoch:
+            self.leadership.become_leader(registration.leader_epoch, self.log.log_end_offset)
+            self.followers = {
+                r: FollowerState(r, last_caught_up_ms=now_ms if r in registration.isr else 0)
+                for r in registration.replicas
+                if r != self.node_id
+            }
+        else:
+            for r in registration.replicas:
+                if r != self.node_id and r not in self.followers:
+                    self.followers[r] = FollowerState(r)
+            for r in [r for r in self.followers if r not in registration.replicas]:
+                del self.followers[r]
+        self._advance_high_watermark(now_ms)
+        return new_epoch
+
+    def make_follower(self, registration: PartitionState) -> bool:
+        """Follow ``registration.leader``; True when the leader or its epoch changed."""
+        changed = (
+            not self.is_follower
+            or registration.leader_epoch != self.leadership.epoch
+            or registration.leader != self.leadership.leader_id
+        )
+        self.registration = registration
+        self.pending_isr = None
+        self.followers = {}
+        if changed:
+            self.leadership.become_follower(registration.leader_epoch, registration.leader)
+        return changed
+
+    def make_offline(self, registration: PartitionState | None) -> None:
+        if registration is not None:
+            self.registration = registration
+        self.pending_isr = None
+        self.followers = {}
+        if self.leadership.role is not ReplicaRole.OFFLINE:
+            self.leadership.go_offline()
+
+    def isr_eligible(self, follower: FollowerState) -> bool:
+        """Kafka's ``isReplicaIsrEligible``: registered, unfenced, not shutting down, and
+        fetching with the broker epoch the metadata has (when it sent one)."""
+        if self.cluster is None:
+            return True
+        broker = self.cluster.broker(follower.node_id)
+        if broker is None or broker.fenced or broker.in_controlled_shutdown:
+            return False
+        return follower.broker_epoch in (-1, broker.epoch)
+
+    # -- leader: followers' fetches and the ISR ---------------------------------------------------
+    def record_follower_fetch(
+        self, node_id: int, fetch_offset: int, now_ms: int, *, log_start: int = -1, broker_epoch: int = -1
+    ) -> bool:
+        """A follower fetched from ``fetch_offset``: update its state, propose it for the ISR if
+        it caught up, and move the high watermark (True when it moved)."""
+        follower = self.followers.get(node_id)
+        if follower is None:
+            follower = self.followers[node_id] = FollowerState(node_id)
+        follower.update(fetch_offset, log_start, now_ms, self.log.log_end_offset, broker_epoch)
+        self.maybe_expand_isr(follower)
+        return self._advance_high_watermark(now_ms)
+
+    def maybe_expand_isr(self, follower: FollowerState) -> None:
+        """Kafka's ``maybeExpandIsr``: a follower not in the ISR whose log reaches the high
+        watermark and the current epoch's start joins it (once no other change is in flight)."""
+        if self.registration is None or self.pending_isr is not None or self.propose_isr is None:
+            return
+        if follower.node_id in self.isr or follower.node_id not in self.replicas:
+            return
+        if follower.log_end_offset < self.high_watermark or follower.log_end_offset < self.epoch_start_offset:
+            return
+        if not self.isr_eligible(follower):
+            return
+        self.propose_isr(self, tuple([*self.isr, follower.node_id]))
+
+    def out_of_sync(self, now_ms: int) -> list[int]:
+        """ISR members (other than this leader) that lag more than ``replica.lag.time.max.ms``."""
+        leo = self.log.log_end_offset
+        out = []
+        for r in self.isr:
+            if r == self.node_id:
+                continue
+            follower = self.followers.get(r)
+            if follower is None or not follower.is_caught_up(leo, now_ms, self.lag_max_ms):
+                out.append(r)
+        return out
+
+    def maybe_shrink_isr(self, now_ms: int) -> None:
+        """Kafka's ``maybeShrinkIsr``: propose the ISR without its out-of-sync members."""
+        if not self.is_leader or self.registration is None or self.pending_isr is not None:
+            return
+        if self.propose_isr is None:
+            return
+        lagging = self.out_of_sync(now_ms)
+        if lagging:
+            self.propose_isr(self, tuple(r for r in self.isr if r not in lagging))
+
+    def isr_committed(
+        self,
+        isr: tuple[int, ...],
+        partition_epoch: int,
+        now_ms: int,
+        recovery_state: LeaderRecoveryState = LeaderRecoveryState.RECOVERED,
+    ) -> None:
+        """The controller accepted an ISR change (AlterPartition's answer)."""
+        if self.registration is None:
+            return
+        if partition_epoch >= self.registration.partition_epoch:
+            self.registration = replace(
+                self.registration,
+                isr=isr,
+                partition_epoch=partition_epoch,
+                leader_recovery_state=recovery_state,
+            )
+        self.pending_isr = None
+        self._advance_high_watermark(now_ms)
+
+    def low_watermark(self) -> int:
+        """The smallest log start offset over this leader and its maximal ISR (DeleteRecords)."""
+        low = self.log.log_start_offset
+        for r in self.maximal_isr:
+            follower = self.followers.get(r)
+            if r != self.node_id and follower is not None:
+                low = min(low, follower.log_start_offset)
+        return low
+
+    # -- follower ---------------------------------------------------------------------------------
+    def append_as_follower(self, records: bytes, now_ms: int) -> AppendResult:
+        """Append the leader's batches as they are (offsets, epochs and timestamps kept); the
+        epoch cache learns their epochs, the producer state their sequences."""
+        batches = [b for b in read_batches(records, verify_crc=False) if isinstance(b, RecordBatch)]
+        result = self.log.append(records, now_ms, assign_offsets=False, origin="replication")
+        if result.error_code:
+            return result
+        self.epoch_cache.assign_all((b.partition_leader_epoch, b.base_offset) for b in batches)
+        for batch in batches:
+            if batch.producer_id >= 0:
+                self.producers.observe(
+                    batch.producer_id,
+                    batch.producer_epoch,
+                    batch.base_sequence,
+                    batch.last_sequence,
+                    batch.base_offset,
+                    batch.last_offset,
+                    batch.max_timestamp,
+                )
+        return result
+
+    def follow_leader_offsets(self, leader_high_watermark: int, leader_log_start: int) -> None:
+        """A fetch answer's high watermark and log start: HW = min(leader's HW, LEO), and the
+        log start follows the leader's (never above the HW)."""
+        leo = self.log.log_end_offset
+        self.high_watermark = max(min(leader_high_watermark, leo), self.log.log_start_offset)
+        if leader_log_start > self.log.log_start_offset:
+            self._move_log_start(min(leader_log_start, self.high_watermark))
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop the log from ``offset`` (a diverged follower); the epoch cache and producer state
+        follow."""
+        if offset >= self.log.log_end_offset:
+            return
+        self.log.truncate_to(offset)
+        self.epoch_cache.truncate_from_end(self.log.log_end_offset)
+        self._rebuild_producers()
+
+    def truncate_fully_and_start_at(self, offset: int, now_ms: int) -> None:
+        """Empty the log and start it at ``offset`` (the follower fell below the leader's log start)."""
+        self.log.truncate_fully_and_start_at(offset, now_ms)
+        self.epoch_cache.clear()
+        self.producers = ProducerStates()
+        self.high_watermark = offset
+
+    def _move_log_start(self, offset: int) -> None:
+        if offset <= self.log.log_start_offset:
+            return
+        self.log.delete_records_before(offset)
+        self.producers.truncate_before(self.log.log_start_offset)
+        self.epoch_cache.truncate_from_start(self.log.log_start_offset)
 
     def append_as_leader(self, records: bytes, now_ms: int) -> ProduceOutcome:
         """Validate, de-duplicate and append one produce request's records for this partition."""
         if not self.is_leader:
             return ProduceOutcome(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        if self.recovering:
+            return ProduceOutcome(
+                ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                error_message="the leader is recovering after an unclean election",
+            )
         producer = None
         try:
             header = validate_batch(records, verify_crc=False)
@@ -164,6 +479,7 @@ class PartitionReplica:
                         ErrorCode.NONE,
                         base_offset=verdict.duplicate.first_offset,
                         log_start_offset=self.log.log_start_offset,
+                        next_offset=verdict.duplicate.last_offset + 1,
                     )
                 producer = header
         result: AppendResult = self.log.append(records, now_ms, leader_epoch=self.leadership.epoch)
@@ -184,12 +500,13 @@ class PartitionReplica:
                 result.last_offset,
                 now_ms if result.log_append_time >= 0 else producer.max_timestamp,
             )
-        self._advance_high_watermark()
+        self._advance_high_watermark(now_ms)
         return ProduceOutcome(
             ErrorCode.NONE,
             base_offset=result.base_offset,
             log_append_time_ms=result.log_append_time,
             log_start_offset=self.log.log_start_offset,
+            next_offset=result.last_offset + 1,
             work_bytes=result.work_bytes,
         )
 
@@ -201,12 +518,19 @@ class PartitionReplica:
         isolation_level: int,
         min_one_batch: bool,
         zero_copy: bool = False,
+        to_log_end: bool = False,
     ) -> FetchOutcome:
-        """Records from ``fetch_offset`` up to the high watermark (or last stable offset): their
-        bytes, or with ``zero_copy`` the file regions holding them."""
+        """Records from ``fetch_offset`` up to the high watermark (or last stable offset; with
+        ``to_log_end``, a follower's fetch, up to the log end offset): their bytes, or with
+        ``zero_copy`` the file regions holding them."""
         if not self.is_leader:
             return FetchOutcome(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        limit = self.last_stable_offset if isolation_level == READ_COMMITTED else self.high_watermark
+        if to_log_end:
+            limit = self.log.log_end_offset
+        elif isolation_level == READ_COMMITTED:
+            limit = self.last_stable_offset
+        else:
+            limit = self.high_watermark
         base = FetchOutcome(
             ErrorCode.NONE,
             high_watermark=self.high_watermark,
@@ -257,4 +581,17 @@ class PartitionReplica:
         if result.error_code:
             return result.error_code, -1
         self.producers.truncate_before(self.log.log_start_offset)
+        if self.registration is not None:
+            self.epoch_cache.truncate_from_start(self.log.log_start_offset)
         return ErrorCode.NONE, self.log.log_start_offset
+
+    def diverging(self, fetch_offset: int, last_fetched_epoch: int) -> tuple[int, int] | None:
+        """Kafka's check in ``Partition.readRecords``: a follower that last fetched
+        ``last_fetched_epoch`` has diverged when that epoch ends here before ``fetch_offset`` or
+        this log's largest epoch not above it is older; then ``(epoch, end offset)``."""
+        if last_fetched_epoch < 0:
+            return None
+        epoch, end = self.epoch_cache.end_offset_for(last_fetched_epoch, self.log.log_end_offset)
+        if epoch < last_fetched_epoch or end < fetch_offset:
+            return epoch, end
+        return None

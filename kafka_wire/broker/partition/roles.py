@@ -1,9 +1,10 @@
 """A replica's role as a state machine: leader, follower or offline, with its leader epoch.
 
-With one broker every partition is led here at epoch 0; the table is what replication needs:
-a controller's decision moves a replica between roles, each leadership with a higher epoch, and
-a leader records the offset its epoch starts at (Kafka's leader epoch cache, used to answer
-OffsetForLeaderEpoch and to truncate followers).
+A single-node broker leads every partition here at epoch 0. In a cluster the controller's
+decisions (metadata deltas, see ``kafka_wire.broker.replication.manager``) move a replica
+between roles, each leadership with a newer epoch, and a leader records the offset its epoch
+starts at in the epoch cache (``epoch_cache.py``), used to answer OffsetForLeaderEpoch and to
+truncate followers.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
+from kafka_wire.broker.partition.epoch_cache import EpochCache
 from kafka_wire.errors import LocalProtocolError
 from kafka_wire.protocol.machine import step
 
@@ -53,23 +55,32 @@ class Leadership:
     role: ReplicaRole = ReplicaRole.LEADER
     epoch: int = 0
     leader_id: int = -1
-    #: (epoch, start offset) pairs, epochs and offsets increasing.
-    epoch_starts: list[tuple[int, int]] = field(default_factory=lambda: [(0, 0)])
+    #: (epoch, start offset) pairs, epochs and offsets increasing; the single-node broker leads
+    #: at epoch 0 from offset 0 and keeps it in memory, a cluster member persists it.
+    cache: EpochCache = field(default_factory=lambda: EpochCache([(0, 0)]))
 
     def __post_init__(self) -> None:
         if self.leader_id == -1 and self.role is ReplicaRole.LEADER:
             self.leader_id = self.node_id
+
+    @property
+    def epoch_starts(self) -> list[tuple[int, int]]:
+        return self.cache.entries
 
     def _move(self, move: RoleInput) -> None:
         self.role = step(REPLICA_TRANSITIONS, self.role, move, machine=f"replica on node {self.node_id}")
 
     def become_leader(self, epoch: int, log_end_offset: int) -> None:
         """Lead from ``epoch``; the epoch starts at this replica's log end offset."""
-        if epoch <= self.epoch and self.epoch_starts and self.epoch_starts[-1][0] >= epoch:
+        if epoch < self.epoch or (epoch == self.epoch and self.role is ReplicaRole.LEADER):
             raise LocalProtocolError(f"leader epoch {epoch} does not follow {self.epoch}")
+        if self.cache.latest_epoch > epoch:
+            raise LocalProtocolError(
+                f"leader epoch {epoch} is older than the cached {self.cache.latest_epoch}"
+            )
         self._move(RoleInput.BECOME_LEADER)
         self.epoch, self.leader_id = epoch, self.node_id
-        self.epoch_starts.append((epoch, log_end_offset))
+        self.cache.assign(epoch, log_end_offset)
 
     def become_follower(self, epoch: int, leader_id: int) -> None:
         if epoch < self.epoch:
@@ -82,16 +93,5 @@ class Leadership:
         self.leader_id = -1
 
     def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
-        """OffsetForLeaderEpoch: the largest cached epoch <= ``epoch`` and where it ends (the next
-        epoch's start, or the log end for the latest); below the first epoch, its start."""
-        first_epoch, first_start = self.epoch_starts[0]
-        if epoch < first_epoch:
-            return epoch, first_start
-        for index in range(len(self.epoch_starts) - 1, -1, -1):
-            cached, _ = self.epoch_starts[index]
-            if cached <= epoch:
-                end = (
-                    self.epoch_starts[index + 1][1] if index + 1 < len(self.epoch_starts) else log_end_offset
-                )
-                return cached, end
-        return -1, -1  # pragma: no cover - the first entry is <= epoch here
+        """OffsetForLeaderEpoch (see :meth:`EpochCache.end_offset_for`)."""
+        return self.cache.end_offset_for(epoch, log_end_offset)

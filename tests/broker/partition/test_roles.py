@@ -57,4 +57,4 @@ def test_end_offset_for_an_epoch_follows_kafkas_rule() -> None:
     assert leadership.end_offset_for(2, log_end) == (2, 90)
     assert leadership.end_offset_for(4, log_end) == (2, 90)
     assert leadership.end_offset_for(5, log_end) == (5, 120)
-    assert leadership.end_offset_for(9, log_end) == (5, 120)
+    assert leadership.end_offset_for(9, log_end) == (-1, -1)  # above the latest: undefined, as Kafka

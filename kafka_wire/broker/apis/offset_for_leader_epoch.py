@@ -1,0 +1,48 @@
+"""OffsetForLeaderEpoch (v0 to latest).
+
+Behaviour: for each partition, the largest leader epoch this leader's epoch cache holds that is
+not above the requested ``leader_epoch``, and where it ends (the start of the next epoch, or
+the log end offset for the latest); below the first cached epoch, the requested epoch and the
+first epoch's start; above the latest, -1 and -1 (Kafka's ``LeaderEpochFileCache.endOffsetFor``).
+Only the leader answers (NOT_LEADER_OR_FOLLOWER elsewhere), for clients and followers alike; a
+``current_leader_epoch`` older than the leader's is FENCED_LEADER_EPOCH, a newer one
+UNKNOWN_LEADER_EPOCH; an unknown partition UNKNOWN_TOPIC_OR_PARTITION.
+Version notes: ``current_leader_epoch`` from v2, ``replica_id`` from v3.
+"""
+
+from __future__ import annotations
+
+from kafka_wire.broker.apis.list_offsets import epoch_error
+from kafka_wire.broker.state import Context
+from kafka_wire.messages import (
+    ErrorCode,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+    OffsetForLeaderEpochResponseEpochEndOffset,
+    OffsetForLeaderEpochResponseOffsetForLeaderTopicResult,
+)
+
+
+def handle(ctx: Context, request: OffsetForLeaderEpochRequest) -> OffsetForLeaderEpochResponse:
+    state = ctx.state
+    topics = []
+    for entry in request.topics:
+        partitions = []
+        for wanted in entry.partitions:
+            result = OffsetForLeaderEpochResponseEpochEndOffset(partition=wanted.partition)
+            replica = state.replica(entry.topic, wanted.partition)
+            if replica is None:
+                result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif error := epoch_error(wanted.current_leader_epoch, replica.leader_epoch):
+                result.error_code = error
+            elif not replica.is_leader:
+                result.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+            else:
+                result.leader_epoch, result.end_offset = replica.leadership.end_offset_for(
+                    wanted.leader_epoch, replica.log_end_offset
+                )
+            partitions.append(result)
+        topics.append(
+            OffsetForLeaderEpochResponseOffsetForLeaderTopicResult(topic=entry.topic, partitions=partitions)
+        )
+    return OffsetForLeaderEpochResponse(topics=topics)

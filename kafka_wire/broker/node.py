@@ -1,0 +1,576 @@
+"""``Node``: one process of a replicated cluster, composed from its parts.
+
+A node has ``process.roles`` broker, controller or both (``BrokerConfig.cluster``). The
+:class:`~kafka_wire.broker.broker.Broker` serves clients as ever and hands its node (the
+``ClusterNode`` hooks) what is not a client's; the node holds:
+
+- :class:`~kafka_wire.broker.peers.PeerLinks`: connections to other nodes;
+- the raft replica of ``__cluster_metadata`` (every node: a voter, or an observer);
+- the metadata image (every node) and, on a controller, the quorum controller;
+- on a broker, the replica manager (partition roles and the follower fetchers) and the
+  :class:`~kafka_wire.broker.lifecycle.BrokerLifecycle` (registration, heartbeats).
+
+The parts come from a :data:`PartsFactory` (they are built by other modules and only their
+interfaces, the protocols below, are used here). The wiring, after every input (:meth:`_pump`):
+
+1. batches the raft replica committed (or a snapshot to load) are decoded and applied to the
+   image and replayed into the controller; each batch's delta updates ``BrokerState.metadata``
+   (the topics every handler reads, so existing handlers keep working) and goes to the replica
+   manager (role changes, removed partitions);
+2. a change of raft leadership is told to the controller (active on the leader only);
+3. once the image has applied everything the quorum committed, the lifecycle may ask to be
+   unfenced;
+4. the raft replica's outbound requests go to the peer links.
+
+Requests on a controller listener go to the raft replica (Vote, BeginQuorumEpoch,
+EndQuorumEpoch, Fetch and FetchSnapshot of ``__cluster_metadata``, DescribeQuorum) or to the
+controller (the rest of :data:`CONTROLLER_APIS`); ApiVersions is answered here.
+
+The :class:`MetadataView` is the node's :class:`~kafka_wire.broker.cluster_view.ClusterView`:
+the image's brokers and partitions, the raft leader as the active controller, requests sent
+through the peer links (a controller's endpoint from ``controller.quorum.voters``, a broker's
+from its registration).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final, Protocol, runtime_checkable
+
+from kafka_wire.broker.cluster_view import BrokerInfo, Endpoint, Outbound, PartitionState
+from kafka_wire.broker.config import BrokerConfig, ClusterSettings
+from kafka_wire.broker.effects import Effect, EffectSink
+from kafka_wire.broker.lifecycle import BrokerLifecycle
+from kafka_wire.broker.metadata import TopicInfo
+from kafka_wire.broker.peers import PeerLinks
+from kafka_wire.broker.state import BrokerState, Waiting
+from kafka_wire.codec.structs import Message
+from kafka_wire.errors import KafkaWireError, LocalProtocolError
+from kafka_wire.messages import REQUESTS, ApiKey
+from kafka_wire.protocol.events import Request
+from kafka_wire.protocol.server import api_versions_response
+
+#: Requests the raft replica answers on a controller listener.
+RAFT_APIS: Final = frozenset(
+    {
+        ApiKey.VOTE,
+        ApiKey.BEGIN_QUORUM_EPOCH,
+        ApiKey.END_QUORUM_EPOCH,
+        ApiKey.FETCH,
+        ApiKey.FETCH_SNAPSHOT,
+        ApiKey.DESCRIBE_QUORUM,
+    }
+)
+#: Every request a controller listener accepts (Kafka's controller ``ApiMessageType`` listeners).
+CONTROLLER_APIS: Final = RAFT_APIS | frozenset(
+    {
+        ApiKey.API_VERSIONS,
+        ApiKey.BROKER_REGISTRATION,
+        ApiKey.BROKER_HEARTBEAT,
+        ApiKey.ALTER_PARTITION,
+        ApiKey.CREATE_TOPICS,
+        ApiKey.DELETE_TOPICS,
+        ApiKey.CREATE_PARTITIONS,
+        ApiKey.INCREMENTAL_ALTER_CONFIGS,
+        ApiKey.ELECT_LEADERS,
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+        ApiKey.LIST_PARTITION_REASSIGNMENTS,
+        ApiKey.ALLOCATE_PRODUCER_IDS,
+        ApiKey.DESCRIBE_CLUSTER,
+    }
+)
+#: ``ConfigResource.Type.TOPIC``: config keys of the image are (resource type, name).
+_TOPIC_RESOURCE: Final = 2
+
+_SILENT: Final = logging.getLogger("kafka_wire.broker.node.silent")
+_SILENT.addHandler(logging.NullHandler())
+_SILENT.propagate = False
+
+
+def controller_api_versions() -> dict[int, tuple[int, int]]:
+    """What a controller listener accepts: every version kafka_wire knows of :data:`CONTROLLER_APIS`."""
+    versions: dict[int, tuple[int, int]] = {}
+    for key in sorted(CONTROLLER_APIS):
+        cls = REQUESTS.get(key)
+        if cls is not None:
+            versions[key] = (min(cls.VERSIONS), max(cls.VERSIONS))
+    return versions
+
+
+# -- the parts, as this module uses them -----------------------------------------------------------
+
+
+@runtime_checkable
+class CommittedBatchLike(Protocol):
+    """A committed batch of metadata records (``raft.CommittedBatch``)."""
+
+    @property
+    def last_offset(self) -> int: ...
+
+    @property
+    def records(self) -> tuple[bytes, ...]: ...
+
+
+class SnapshotIdLike(Protocol):
+    @property
+    def end_offset(self) -> int: ...
+
+
+@runtime_checkable
+class SnapshotLoadLike(Protocol):
+    """A snapshot replacing the state built so far (``raft.SnapshotLoad``)."""
+
+    @property
+    def snapshot_id(self) -> SnapshotIdLike: ...
+
+    @property
+    def records(self) -> tuple[bytes, ...]: ...
+
+
+class RaftPart(Protocol):
+    """The node's replica of ``__cluster_metadata`` (``raft.KRaftReplica``)."""
+
+    @property
+    def leader_id(self) -> int: ...
+
+    @property
+    def epoch(self) -> int: ...
+
+    @property
+    def high_watermark(self) -> int: ...
+
+    def start(self, now_ms: int) -> None: ...
+
+    def take_committed(self) -> Sequence[object]: ...
+
+    def handle(self, api_key: int, api_version: int, body: Message, now_ms: int) -> Message | Waiting: ...
+
+    def poll_outbound(self, now_ms: int) -> list[Outbound]: ...
+
+    def next_deadline_ms(self) -> int | None: ...
+
+    def tick(self, now_ms: int) -> None: ...
+
+
+class DeltaLike(Protocol):
+    """What one applied batch changed (``controller.image.MetadataDelta``)."""
+
+    @property
+    def partitions(self) -> tuple[PartitionState, ...]: ...
+
+    @property
+    def removed_topics(self) -> tuple[tuple[str, uuid.UUID], ...]: ...
+
+    @property
+    def configs(self) -> Sequence[tuple[int, str]]: ...
+
+
+class ImagePart(Protocol):
+    """The metadata image (``controller.image.MetadataImage``)."""
+
+    @property
+    def offset(self) -> int: ...
+
+    def brokers(self) -> Sequence[BrokerInfo]: ...
+
+    def broker(self, node_id: int) -> BrokerInfo | None: ...
+
+    def partition(self, topic: str, partition: int) -> PartitionState | None: ...
+
+    def partitions_of(self, topic: str) -> Sequence[PartitionState]: ...
+
+    def topic_configs(self, topic: str) -> dict[str, str]: ...
+
+    def apply_batch(self, offset: int, records: Sequence[Message]) -> DeltaLike: ...
+
+    def load_snapshot(self, offset: int, records: Sequence[Message]) -> DeltaLike: ...
+
+
+class ControllerPart(Protocol):
+    """The quorum controller (``controller.QuorumController``): active on the raft leader."""
+
+    def handle(self, api_key: int, api_version: int, body: Message, now_ms: int) -> Message | Waiting: ...
+
+    def replay(self, offset: int, records: Sequence[Message], now_ms: int) -> None:
+        """Records the quorum committed (the controller's own proposals included), in order."""
+        ...
+
+    def load_snapshot(self, offset: int, records: Sequence[Message], now_ms: int) -> None: ...
+
+    def leadership_changed(self, leader_id: int, epoch: int, now_ms: int) -> None:
+        """The raft leader changed: this node's controller becomes active, or stops being."""
+        ...
+
+    def next_deadline_ms(self) -> int | None: ...
+
+    def tick(self, now_ms: int) -> None: ...
+
+
+class ReplicationPart(Protocol):
+    """The broker's replicas (``replication.ReplicaManager``)."""
+
+    def apply(self, states: Sequence[PartitionState], removed: Sequence[tuple[str, int]], now_ms: int) -> None: ...
+
+    def next_deadline_ms(self) -> int | None: ...
+
+    def tick(self, now_ms: int) -> None: ...
+
+
+@dataclass(slots=True)
+class NodeParts:
+    raft: RaftPart
+    image: ImagePart
+    #: On a node with the controller role.
+    controller: ControllerPart | None = None
+    #: On a node with the broker role.
+    replication: ReplicationPart | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PartsContext:
+    """What a :data:`PartsFactory` builds the parts from."""
+
+    config: BrokerConfig
+    settings: ClusterSettings
+    state: BrokerState
+    effects: EffectSink
+    view: MetadataView
+    rng: random.Random
+    now_ms: int
+    logger: logging.Logger
+
+
+PartsFactory = Callable[[PartsContext], NodeParts]
+
+
+class PartsUnavailable(KafkaWireError):
+    """This build cannot make the parts of a cluster node (see :func:`default_parts`)."""
+
+
+def default_parts(context: PartsContext) -> NodeParts:
+    """The parts of a node of this build: the raft replica, the metadata image, the quorum
+    controller (controller role) and the replica manager (broker role).
+
+    Wiring point: the raft, controller and replication packages are built separately; until
+    they are composed here a cluster node cannot start, and says so.
+    """
+    raise PartsUnavailable(
+        "this kafka_wire build cannot run a cluster node yet (the KRaft quorum and controller parts are "
+        "not wired into kafka_wire.broker.node.default_parts)"
+    )
+
+
+def default_decode_record(data: bytes) -> Message:
+    """A metadata record from its framed bytes (the controller package's codec, once wired)."""
+    raise PartsUnavailable("no metadata record codec is wired into kafka_wire.broker.node")
+
+
+# -- the view --------------------------------------------------------------------------------------
+
+
+class MetadataView:
+    """The node's :class:`~kafka_wire.broker.cluster_view.ClusterView` (see the module docstring)."""
+
+    def __init__(self, node_id: int, settings: ClusterSettings, links_send: Callable[[Outbound], None]) -> None:
+        self._node_id = node_id
+        self._settings = settings
+        self._send = links_send
+        self._image: ImagePart | None = None
+        self._raft: RaftPart | None = None
+
+    def attach(self, image: ImagePart, raft: RaftPart) -> None:
+        self._image, self._raft = image, raft
+
+    @property
+    def image(self) -> ImagePart:
+        if self._image is None:
+            raise LocalProtocolError("the node's parts are not built yet")
+        return self._image
+
+    @property
+    def node_id(self) -> int:
+        return self._node_id
+
+    @property
+    def controller_id(self) -> int:
+        return -1 if self._raft is None else self._raft.leader_id
+
+    @property
+    def inter_broker_listener(self) -> str:
+        return self._settings.inter_broker_listener
+
+    @property
+    def controller_listener(self) -> str:
+        return self._settings.controller_listener
+
+    def brokers(self) -> Sequence[BrokerInfo]:
+        return self.image.brokers()
+
+    def broker(self, node_id: int) -> BrokerInfo | None:
+        return self.image.broker(node_id)
+
+    def partition(self, topic: str, partition: int) -> PartitionState | None:
+        return self.image.partition(topic, partition)
+
+    def partitions_of(self, topic: str) -> Sequence[PartitionState]:
+        return self.image.partitions_of(topic)
+
+    def send(self, outbound: Outbound) -> None:
+        self._send(outbound)
+
+    def endpoint_of(self, node_id: int, listener: str) -> Endpoint | None:
+        """Where to reach ``node_id`` on ``listener``: a controller listener from the voters, else
+        the broker's registration."""
+        if listener in self._settings.controller_listener_names:
+            voter = self._settings.voter(node_id)
+            return None if voter is None else Endpoint(listener, voter.host, voter.port)
+        info = None if self._image is None else self._image.broker(node_id)
+        return None if info is None else info.endpoint(listener)
+
+
+# -- the node --------------------------------------------------------------------------------------
+
+
+class Node:
+    """One node of a replicated cluster (the ``ClusterNode`` a ``Broker`` is given)."""
+
+    def __init__(
+        self,
+        config: BrokerConfig,
+        *,
+        rng: random.Random,
+        build_parts: PartsFactory = default_parts,
+        decode_record: Callable[[bytes], Message] = default_decode_record,
+        logger: logging.Logger | None = None,
+    ) -> None:
+        if config.cluster is None:
+            raise LocalProtocolError("a Node needs BrokerConfig.cluster (controller.quorum.voters)")
+        self.config = config
+        self.settings: ClusterSettings = config.cluster
+        self._rng = rng
+        self._build_parts = build_parts
+        self._decode = decode_record
+        self._log = logger or _SILENT
+        self._now_ms = 0
+        self.links = PeerLinks(
+            config.node_id,
+            self._endpoint_of,
+            reconnect_backoff_ms=config.reconnect_backoff_ms,
+            reconnect_backoff_max_ms=config.reconnect_backoff_max_ms,
+            max_frame_bytes=config.max_frame_bytes,
+            logger=self._log,
+        )
+        self.view = MetadataView(config.node_id, self.settings, self._send)
+        self._parts: NodeParts | None = None
+        self._state: BrokerState | None = None
+        self.lifecycle: BrokerLifecycle | None = None
+        self._leadership = (-1, -1)
+        self._controller_versions = controller_api_versions()
+
+    @property
+    def parts(self) -> NodeParts:
+        if self._parts is None:
+            raise LocalProtocolError("the node is not started")
+        return self._parts
+
+    def _send(self, outbound: Outbound) -> None:
+        self.links.send(outbound, self._now_ms)
+
+    def _endpoint_of(self, node_id: int, listener: str) -> Endpoint | None:
+        return self.view.endpoint_of(node_id, listener)
+
+    # -- ClusterNode ---------------------------------------------------------------------------
+
+    def start(self, state: BrokerState, effects: EffectSink, now_ms: int) -> None:
+        self._now_ms = now_ms
+        self._state = state
+        parts = self._build_parts(
+            PartsContext(
+                config=self.config,
+                settings=self.settings,
+                state=state,
+                effects=effects,
+                view=self.view,
+                rng=self._rng,
+                now_ms=now_ms,
+                logger=self._log,
+            )
+        )
+        self._parts = parts
+        self.view.attach(parts.image, parts.raft)
+        state.cluster = self.view
+        parts.raft.start(now_ms)
+        if self.settings.is_broker:
+            self.lifecycle = BrokerLifecycle(
+                self.config,
+                cluster_id=state.metadata.cluster_id,
+                rng=self._rng,
+                listeners=[
+                    e
+                    for e in self.settings.advertised_listeners
+                    if e.listener not in self.settings.controller_listener_names
+                ],
+                controller_listener=self.settings.controller_listener,
+                controller_id=lambda: self.view.controller_id,
+                metadata_offset=lambda: parts.image.offset,
+                send=self._send,
+                logger=self._log,
+            )
+            self.lifecycle.start(now_ms)
+        self._pump(now_ms)
+
+    def api_versions(self, listener: str) -> Mapping[int, tuple[int, int]] | None:
+        return self._controller_versions if self.serves(listener) else None
+
+    def serves(self, listener: str) -> bool:
+        return listener in self.settings.controller_listener_names
+
+    def handle(self, request: Request, now_ms: int) -> Message | Waiting:
+        self._now_ms = now_ms
+        parts = self.parts
+        key = request.api_key
+        answer: Message | Waiting
+        if key == ApiKey.API_VERSIONS:
+            answer = api_versions_response(self._controller_versions)
+        elif key in RAFT_APIS:
+            answer = parts.raft.handle(key, request.api_version, request.body, now_ms)
+        elif parts.controller is not None:
+            answer = parts.controller.handle(key, request.api_version, request.body, now_ms)
+        else:  # the listener is a controller listener only on a node with the controller role
+            raise LocalProtocolError("a controller request reached a node without a controller")
+        self._pump(now_ms)
+        return answer
+
+    def owns(self, conn_id: int) -> bool:
+        return self.links.owns(conn_id)
+
+    def connection_established(self, conn_id: int, now_ms: int) -> None:
+        self._now_ms = now_ms
+        self.links.connection_established(conn_id, now_ms)
+        self._pump(now_ms)
+
+    def receive_data(self, conn_id: int, data: bytes, now_ms: int) -> None:
+        self._now_ms = now_ms
+        self.links.receive_data(conn_id, data, now_ms)
+        self._pump(now_ms)
+
+    def connection_closed(self, conn_id: int, now_ms: int) -> None:
+        self._now_ms = now_ms
+        self.links.connection_closed(conn_id, now_ms)
+        self._pump(now_ms)
+
+    def tick(self, now_ms: int) -> None:
+        self._now_ms = now_ms
+        parts = self.parts
+        self.links.tick(now_ms)
+        parts.raft.tick(now_ms)
+        if parts.controller is not None:
+            parts.controller.tick(now_ms)
+        if parts.replication is not None:
+            parts.replication.tick(now_ms)
+        if self.lifecycle is not None:
+            self.lifecycle.tick(now_ms)
+        self._pump(now_ms)
+
+    def next_deadline_ms(self) -> int | None:
+        if self._parts is None:
+            return None
+        parts = self._parts
+        candidates = [self.links.next_deadline_ms(), parts.raft.next_deadline_ms()]
+        if parts.controller is not None:
+            candidates.append(parts.controller.next_deadline_ms())
+        if parts.replication is not None:
+            candidates.append(parts.replication.next_deadline_ms())
+        if self.lifecycle is not None:
+            candidates.append(self.lifecycle.next_deadline_ms())
+        deadlines = [d for d in candidates if d is not None]
+        return min(deadlines) if deadlines else None
+
+    def take_network_effects(self) -> list[Effect]:
+        return self.links.take_effects()
+
+    def begin_shutdown(self, now_ms: int) -> None:
+        self._now_ms = now_ms
+        if self.lifecycle is not None:
+            self.lifecycle.begin_shutdown(now_ms)
+            self.lifecycle.tick(now_ms)
+        self._pump(now_ms)
+
+    @property
+    def may_stop(self) -> bool:
+        return self.lifecycle is None or self.lifecycle.may_stop
+
+    def shutdown(self) -> None:
+        self.links.close_all()
+
+    # -- wiring --------------------------------------------------------------------------------
+
+    def _pump(self, now_ms: int) -> None:
+        """Move what the last input made ready from part to part (see the module docstring)."""
+        parts = self.parts
+        for item in parts.raft.take_committed():
+            self._apply_committed(item, now_ms)
+        leadership = (parts.raft.leader_id, parts.raft.epoch)
+        if leadership != self._leadership:
+            self._leadership = leadership
+            self._log.info("node %d: metadata quorum leader %d, epoch %d", self.config.node_id, *leadership)
+            if parts.controller is not None:
+                parts.controller.leadership_changed(leadership[0], leadership[1], now_ms)
+        if self.lifecycle is not None:
+            if parts.raft.high_watermark > 0 and parts.image.offset >= parts.raft.high_watermark - 1:
+                self.lifecycle.caught_up()
+            self.lifecycle.tick(now_ms)
+        for outbound in parts.raft.poll_outbound(now_ms):
+            self.links.send(outbound, now_ms)
+
+    def _apply_committed(self, item: object, now_ms: int) -> None:
+        parts = self.parts
+        if isinstance(item, SnapshotLoadLike):
+            records = [self._decode(r) for r in item.records]
+            offset = item.snapshot_id.end_offset - 1
+            delta = parts.image.load_snapshot(offset, records)
+            if parts.controller is not None:
+                parts.controller.load_snapshot(offset, records, now_ms)
+        elif isinstance(item, CommittedBatchLike):
+            records = [self._decode(r) for r in item.records]
+            delta = parts.image.apply_batch(item.last_offset, records)
+            if parts.controller is not None:
+                parts.controller.replay(item.last_offset, records, now_ms)
+        else:
+            raise LocalProtocolError(f"the raft replica committed {type(item).__name__}")
+        if self.settings.is_broker:
+            self._apply_delta(delta, now_ms)
+
+    def _apply_delta(self, delta: DeltaLike, now_ms: int) -> None:
+        """The broker's topic list (``BrokerState.metadata``) follows the image; the replica
+        manager follows the partitions."""
+        assert self._state is not None
+        topics = self._state.metadata.topics
+        image = self.parts.image
+        removed: list[tuple[str, int]] = []
+        for name, topic_id in delta.removed_topics:
+            topic = topics.get(name)
+            if topic is not None and topic.topic_id == topic_id:
+                del topics[name]
+                removed += [(name, p) for p in range(topic.partitions)]
+                self._state.deleted_topics.append(name)
+        for state in delta.partitions:
+            topic = topics.get(state.topic)
+            if topic is None or topic.topic_id != state.topic_id:
+                if topic is not None:  # the name now belongs to a new topic
+                    removed += [(topic.name, p) for p in range(topic.partitions)]
+                topics[state.topic] = TopicInfo(
+                    state.topic, state.topic_id, state.partition + 1, configs=image.topic_configs(state.topic)
+                )
+            elif state.partition >= topic.partitions:
+                topic.partitions = state.partition + 1
+        for kind, name in delta.configs:
+            if kind == _TOPIC_RESOURCE and name in topics:
+                topics[name].configs = image.topic_configs(name)
+        replication = self.parts.replication
+        if replication is not None and (delta.partitions or removed):
+            replication.apply(delta.partitions, removed, now_ms)

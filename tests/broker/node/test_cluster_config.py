@@ -1,0 +1,163 @@
+"""KRaft-mode properties: read into ClusterSettings and checked as Kafka checks them."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafka_wire.broker.cluster_view import Endpoint
+from kafka_wire.broker.config import BrokerConfig, BrokerConfigError, Voter
+from kafka_wire.broker.server_properties import load_server_properties
+
+VOTERS = "1@127.0.0.1:9093,2@127.0.0.1:9095,3@127.0.0.1:9097"
+
+
+def combined(node_id: int = 1, **extra: str) -> dict[str, str]:
+    props = {
+        "process.roles": "broker,controller",
+        "node.id": str(node_id),
+        "controller.quorum.voters": VOTERS,
+        "listeners": f"PLAINTEXT://:{9090 + 2 * node_id},CONTROLLER://:{9091 + 2 * node_id}",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+    }
+    props.update({k.replace("_", "."): v for k, v in extra.items()})
+    return props
+
+
+def test_a_combined_node() -> None:
+    loaded = load_server_properties(
+        combined(advertised_listeners="PLAINTEXT://node1.example:9092", min_insync_replicas="2")
+    )
+    cluster = loaded.config.cluster
+    assert cluster is not None
+    assert cluster.is_broker and cluster.is_controller
+    assert cluster.voters == (
+        Voter(1, "127.0.0.1", 9093),
+        Voter(2, "127.0.0.1", 9095),
+        Voter(3, "127.0.0.1", 9097),
+    )
+    assert cluster.listeners == (
+        Endpoint("PLAINTEXT", "127.0.0.1", 9092),
+        Endpoint("CONTROLLER", "127.0.0.1", 9093),
+    )
+    assert cluster.advertised("PLAINTEXT") == Endpoint("PLAINTEXT", "node1.example", 9092)
+    assert cluster.advertised("CONTROLLER") == Endpoint("CONTROLLER", "127.0.0.1", 9093)
+    assert cluster.controller_listener == "CONTROLLER" and cluster.inter_broker_listener == "PLAINTEXT"
+    assert (loaded.config.host, loaded.config.port) == ("node1.example", 9092)
+    assert loaded.config.min_insync_replicas == 2
+    assert loaded.config.offsets_topic_replication_factor == 3  # Kafka's default: no clamp in a cluster
+    assert not loaded.config.unclean_leader_election_enable
+    # The quorum properties are read, not reported as ignored.
+    assert not [n for n in loaded.notes if n.message.startswith("controller.quorum")]
+
+
+def test_replication_properties_parse() -> None:
+    config = BrokerConfig.from_properties(
+        {
+            "replica.lag.time.max.ms": "5000",
+            "replica.fetch.wait.max.ms": "100",
+            "broker.session.timeout.ms": "3000",
+            "broker.heartbeat.interval.ms": "500",
+            "controller.quorum.election.timeout.ms": "300",
+            "leader.imbalance.check.interval.seconds": "10",
+            "auto.leader.rebalance.enable": "false",
+            "unclean.leader.election.enable": "true",
+        }
+    )
+    assert config.replica_lag_time_max_ms == 5000 and config.replica_fetch_wait_max_ms == 100
+    assert (config.broker_session_timeout_ms, config.broker_heartbeat_interval_ms) == (3000, 500)
+    assert config.quorum_election_timeout_ms == 300
+    assert config.leader_imbalance_check_interval_ms == 10_000
+    assert not config.auto_leader_rebalance_enable and config.unclean_leader_election_enable
+
+
+def test_broker_only_and_controller_only_nodes() -> None:
+    broker = load_server_properties(
+        {
+            "process.roles": "broker",
+            "node.id": "4",
+            "controller.quorum.voters": VOTERS,
+            "listeners": "PLAINTEXT://:9100",
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        }
+    ).config.cluster
+    assert broker is not None and broker.is_broker and not broker.is_controller
+    assert broker.inter_broker_listener == "PLAINTEXT" and broker.controller_listener == "CONTROLLER"
+    controller = load_server_properties(
+        {
+            "process.roles": "controller",
+            "node.id": "2",
+            "controller.quorum.voters": VOTERS,
+            "listeners": "CONTROLLER://:9095",
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
+        }
+    )
+    assert controller.config.cluster is not None and controller.config.cluster.roles == {"controller"}
+    assert controller.bind is None and controller.config.cluster.inter_broker_listener == ""
+
+
+def test_without_voters_a_node_stays_single() -> None:
+    props = combined()
+    del props["controller.quorum.voters"]
+    loaded = load_server_properties(props)
+    assert loaded.config.cluster is None
+    assert loaded.config.offsets_topic_replication_factor == 1
+
+
+@pytest.mark.parametrize(
+    ("change", "key", "reason"),
+    [
+        ({"process.roles": None}, "process.roles", "must be set when controller.quorum.voters is"),
+        ({"process.roles": "broker,admin"}, "process.roles", "must be broker, controller"),
+        ({"node.id": None}, "node.id", "must be set when process.roles is"),
+        ({"controller.listener.names": None}, "controller.listener.names", "must be set in KRaft mode"),
+        ({"listeners": None}, "listeners", "must be set in KRaft mode"),
+        ({"controller.quorum.voters": "1@h"}, "controller.quorum.voters", "not id@host:port"),
+        ({"controller.quorum.voters": "1@h:1,1@h:2"}, "controller.quorum.voters", "once"),
+        ({"node.id": "5"}, "controller.quorum.voters", "node.id 5 must be among the voters"),
+        (
+            {"listeners": "PLAINTEXT://:9092,OTHER://:9093", "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,OTHER:PLAINTEXT"},
+            "controller.listener.names",
+            "must appear in listeners",
+        ),
+        (
+            {"process.roles": "broker"},
+            "controller.quorum.voters",
+            "must not be a voter when process.roles has only the broker role",
+        ),
+        (
+            {"process.roles": "controller"},
+            "listeners",
+            "controller-only node listens on controller listeners only",
+        ),
+        (
+            {"listener.security.protocol.map": "PLAINTEXT:SSL,CONTROLLER:PLAINTEXT"},
+            "listeners",
+            "PLAINTEXT only",
+        ),
+        ({"advertised.listeners": "PLAINTEXT://0.0.0.0:1"}, "advertised.listeners", "cannot connect"),
+        ({"advertised.listeners": "NOPE://h:1"}, "advertised.listeners", "not among the listeners"),
+        ({"inter.broker.listener.name": "CONTROLLER"}, "inter.broker.listener.name", "controller listener"),
+        ({"sasl.users.PLAIN.alice": "pw"}, "listeners", "PLAINTEXT between its nodes"),
+        ({"broker.heartbeat.interval.ms": "9000"}, "broker.heartbeat.interval.ms", "less than"),
+    ],
+)
+def test_inconsistent_sets_are_refused(change: dict[str, str | None], key: str, reason: str) -> None:
+    props = combined()
+    for k, v in change.items():
+        if v is None:
+            props.pop(k, None)
+        else:
+            props[k] = v
+    with pytest.raises(BrokerConfigError, match=reason) as failure:
+        load_server_properties(props)
+    assert failure.value.key == key
+
+
+def test_a_broker_only_node_opens_no_controller_listener() -> None:
+    with pytest.raises(BrokerConfigError, match="opens no controller listener") as failure:
+        load_server_properties(combined(node_id=4, process_roles="broker"))
+    assert failure.value.key == "listeners"

@@ -1,0 +1,468 @@
+"""Replication between brokers' partition parts, driven in memory (see cluster.py)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from kafka_wire.broker.cluster_view import LeaderRecoveryState, PartitionState
+from kafka_wire.broker.partition.purgatory import PendingProduce
+from kafka_wire.broker.partition.roles import ReplicaRole
+from kafka_wire.messages import (
+    DeleteRecordsRequest,
+    DeleteRecordsRequestPartition,
+    DeleteRecordsRequestTopic,
+    DeleteRecordsResponse,
+    ErrorCode,
+    FetchRequest,
+    FetchRequestPartition,
+    FetchRequestTopic,
+    FetchResponse,
+    FetchResponsePartitionData,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochRequestOffsetForLeaderPartition,
+    OffsetForLeaderEpochRequestOffsetForLeaderTopic,
+    OffsetForLeaderEpochResponse,
+    ProduceResponse,
+    ProduceResponsePartitionProduceResponse,
+)
+from kafka_wire.records import read_records
+from tests.broker.replication.cluster import TOPIC_ID, Network, Node
+
+
+def produce_error(answer: object) -> int:
+    assert isinstance(answer, ProduceResponse)
+    return answer.responses[0].partition_responses[0].error_code
+
+
+def three(min_isr: int = 1) -> Network:
+    net = Network()
+    for node_id in (1, 2, 3):
+        net.add(node_id, min_isr=min_isr)
+    net.create((1, 2, 3))
+    return net
+
+
+def test_followers_catch_up_and_the_high_watermark_follows_them() -> None:
+    net = three()
+    leader = net.nodes[1]
+    leader.produce([b"a", b"b", b"c"], net.now_ms, acks=1)
+    assert leader.replica().log_end_offset == 3
+    assert leader.replica().high_watermark == 0  # the followers have not fetched it yet
+    net.run(100)
+    for node_id in (2, 3):
+        follower = net.nodes[node_id].replica()
+        assert follower.leadership.role is ReplicaRole.FOLLOWER
+        assert follower.log_end_offset == 3
+        assert follower.high_watermark == 3
+    assert leader.replica().high_watermark == 3
+
+
+def test_acks_all_is_answered_once_the_high_watermark_passes_the_batch() -> None:
+    net = three()
+    leader = net.nodes[1]
+    request = leader.produce([b"a"], net.now_ms, acks=-1)
+    assert request not in leader.answers  # held in the purgatory
+    net.step()
+    assert leader.replica().high_watermark == 0 or request in leader.answers
+    net.run(200)
+    assert produce_error(leader.answers[request]) == ErrorCode.NONE
+    assert leader.replica().high_watermark == 1
+
+
+def test_high_watermark_waits_for_the_slowest_isr_member_until_it_is_shrunk_out() -> None:
+    net = three(min_isr=1)
+    net.run(100)
+    net.crash(3)
+    leader = net.nodes[1]
+    request = leader.produce([b"a", b"b"], net.now_ms, acks=-1, timeout_ms=60_000)
+    net.run(1000)
+    assert net.nodes[2].replica().log_end_offset == 2
+    assert leader.replica().high_watermark == 0  # node 3 is in the ISR and has not fetched
+    assert request not in leader.answers
+    net.run(net.config.replica_lag_time_max_ms * 3 // 2 + 1000)  # lag time passes: the ISR shrinks
+    assert net.registrations["t", 0].isr == (1, 2)
+    assert leader.replica().isr == [1, 2]
+    assert leader.replica().high_watermark == 2
+    assert produce_error(leader.answers[request]) == ErrorCode.NONE
+
+
+def test_isr_expands_when_a_restarted_follower_catches_up() -> None:
+    net = three()
+    net.crash(3)
+    net.nodes[1].produce([b"x"] * 5, net.now_ms, acks=1)
+    net.run(net.config.replica_lag_time_max_ms * 3 // 2 + 1000)
+    assert net.registrations["t", 0].isr == (1, 2)
+    restarted = net.restart(3)
+    net.run(1000)
+    assert restarted.replica().log_end_offset == 5
+    assert sorted(net.registrations["t", 0].isr) == [1, 2, 3]
+    assert sorted(net.nodes[1].replica().isr) == [1, 2, 3]
+
+
+def test_min_isr_refuses_before_append_and_reports_after_append() -> None:
+    net = three(min_isr=2)
+    net.run(100)
+    leader = net.nodes[1]
+    # The ISR shrinks to the leader alone: acks=all is refused before anything is appended.
+    net.publish(_with_isr(net, (1,)))
+    request = leader.produce([b"a"], net.now_ms, acks=-1)
+    assert produce_error(leader.answers[request]) == ErrorCode.NOT_ENOUGH_REPLICAS
+    assert leader.replica().log_end_offset == 0
+    assert produce_error(leader.answers[leader.produce([b"a"], net.now_ms, acks=1)]) == ErrorCode.NONE
+
+
+def test_acks_all_times_out_while_the_isr_is_below_min_isr_and_the_hw_is_frozen() -> None:
+    net = three(min_isr=2)
+    net.run(100)
+    leader = net.nodes[1]
+    net.crash(2)
+    net.crash(3)
+    request = leader.produce([b"a"], net.now_ms, acks=-1)
+    assert request not in leader.answers
+    net.run(net.config.replica_lag_time_max_ms * 3 // 2 + 1000)
+    assert leader.replica().isr == [1]
+    assert leader.replica().high_watermark == 0  # frozen: the ISR is below min.insync.replicas
+    net.run(10_000)
+    assert produce_error(leader.answers[request]) == ErrorCode.REQUEST_TIMED_OUT
+
+
+def _with_isr(net: Network, isr: tuple[int, ...]) -> PartitionState:
+    old = net.registrations["t", 0]
+    return replace(old, isr=isr, partition_epoch=old.partition_epoch + 1)
+
+
+def test_not_enough_replicas_after_append_when_the_hw_is_reached_with_too_small_an_isr() -> None:
+    net = three(min_isr=2)
+    leader = net.nodes[1]
+    leader.produce([b"a"], net.now_ms, acks=1)
+    net.run(1000)
+    replica = leader.replica()
+    assert replica.high_watermark == 1
+    result = ProduceResponsePartitionProduceResponse(index=0, base_offset=0)
+    pending = PendingProduce(replica, replica.leader_epoch, 1, result)
+    net.publish(_with_isr(net, (1,)))  # the ISR shrank before the delayed produce was checked
+    assert pending.check()
+    assert result.error_code == ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+    assert result.base_offset == -1
+
+
+def read_all(node: Node) -> bytes:
+    log = node.replica().log
+    return log.read_bytes(log.read(log.log_start_offset, 1 << 30))
+
+
+def values(node: Node) -> list[bytes | None]:
+    return [r.value for r in read_records(read_all(node))]
+
+
+def test_a_divergent_follower_truncates_after_a_double_failover() -> None:
+    """KIP-101: the old leader's unreplicated suffix is replaced by the new leader's records."""
+    net = Network()
+    for node_id in (1, 2):
+        net.add(node_id)
+    net.create((1, 2))
+    net.nodes[1].produce([b"m1"], net.now_ms, acks=-1)
+    net.run(1000)
+    assert net.nodes[2].replica().log_end_offset == 1
+    net.crash(2)
+    net.nodes[1].produce([b"m2"], net.now_ms, acks=1)  # never replicated
+    net.crash(1)
+    net.restart(2)
+    net.elect(2, isr=(2,))
+    assert net.nodes[2].replica().is_leader
+    net.nodes[2].produce([b"m3"], net.now_ms, acks=1)
+    old = net.restart(1)
+    assert old.replica().log_end_offset == 2 and values(old) == [b"m1", b"m2"]
+    net.run(2000)
+    assert values(old) == [b"m1", b"m3"]
+    assert read_all(old) == read_all(net.nodes[2])
+    assert old.replica().epoch_cache.entries == [(0, 0), (1, 1)]
+    assert sorted(net.registrations["t", 0].isr) == [1, 2]
+
+
+def test_truncation_iterates_when_the_follower_has_an_epoch_the_leader_never_had() -> None:
+    """KIP-279: the follower cuts to the end of its epoch below the leader's answer, and asks again."""
+    net = Network()
+    for node_id in (1, 2, 3):
+        net.add(node_id)
+    net.create((1, 2, 3))
+    net.nodes[1].produce([b"e0"], net.now_ms, acks=-1)
+    net.run(1000)
+    # Node 1 leads epochs 0 and 2 alone (epoch 1 went to node 2, which node 1 never heard of).
+    net.crash(2)
+    net.crash(3)
+    net.publish(replace(_with_isr(net, (1,)), leader_epoch=2))
+    net.nodes[1].produce([b"n1-e2"], net.now_ms, acks=1)
+    net.crash(1)
+    # Node 2 led epoch 1 (one record) and leads epoch 3 now.
+    net.registrations["t", 0] = replace(net.registrations["t", 0], leader=2, leader_epoch=1, isr=(2,))
+    net.restart(2)
+    net.nodes[2].produce([b"n2-e1"], net.now_ms, acks=1)
+    net.publish(replace(net.registrations["t", 0], leader=2, leader_epoch=3, isr=(2,)))
+    net.nodes[2].produce([b"n2-e3"], net.now_ms, acks=1)
+    assert net.nodes[2].replica().epoch_cache.entries == [(0, 0), (1, 1), (3, 2)]
+    old = net.restart(1)
+    assert old.replica().epoch_cache.entries == [(0, 0), (2, 1)]
+    net.run(3000)
+    assert values(old) == [b"e0", b"n2-e1", b"n2-e3"]
+    assert old.replica().epoch_cache.entries == [(0, 0), (1, 1), (3, 2)]
+
+
+def test_the_epoch_cache_is_persisted_as_kafka_writes_it() -> None:
+    net = three()
+    net.nodes[1].produce([b"a", b"b"], net.now_ms, acks=-1)
+    net.run(1000)
+    net.elect(2)
+    net.nodes[2].produce([b"c"], net.now_ms, acks=-1)
+    net.run(1000)
+    for node in net.nodes.values():
+        path = f"{node.replica().log.directory}/leader-epoch-checkpoint"
+        assert node.storage.files[path] == b"0\n2\n0 0\n1 2\n"
+
+
+def test_offset_for_leader_epoch_answers_from_the_leader_epoch_cache() -> None:
+    net = three()
+    net.nodes[1].produce([b"a", b"b"], net.now_ms, acks=-1)
+    net.run(1000)
+    net.elect(2)
+    leader = net.nodes[2]
+    leader.produce([b"c"], net.now_ms, acks=-1)
+    net.run(1000)
+
+    def ask(node: Node, epoch: int, current: int = -1) -> tuple[int, int, int]:
+        answer = node.call(
+            OffsetForLeaderEpochRequest(
+                replica_id=-1,
+                topics=[
+                    OffsetForLeaderEpochRequestOffsetForLeaderTopic(
+                        topic="t",
+                        partitions=[
+                            OffsetForLeaderEpochRequestOffsetForLeaderPartition(
+                                partition=0, current_leader_epoch=current, leader_epoch=epoch
+                            )
+                        ],
+                    )
+                ],
+            ),
+            net.now_ms,
+        )
+        assert isinstance(answer, OffsetForLeaderEpochResponse)
+        result = answer.topics[0].partitions[0]
+        return result.error_code, result.leader_epoch, result.end_offset
+
+    assert ask(leader, 0) == (0, 0, 2)
+    assert ask(leader, 1) == (0, 1, 3)
+    assert ask(leader, 5) == (0, -1, -1)
+    assert ask(leader, 0, current=0) == (ErrorCode.FENCED_LEADER_EPOCH, -1, -1)
+    assert ask(leader, 0, current=2) == (ErrorCode.UNKNOWN_LEADER_EPOCH, -1, -1)
+    assert ask(net.nodes[1], 0, current=1) == (ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1)
+    assert ask(net.nodes[1], 0)[0] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+def client_fetch(
+    node: Node, now_ms: int, *, replica_id: int = -1, current_epoch: int = -1, version: int = 12
+) -> FetchResponsePartitionData:
+    answer = node.call(
+        FetchRequest(
+            replica_id=replica_id,
+            max_wait_ms=0,
+            topics=[
+                FetchRequestTopic(
+                    topic="t",
+                    topic_id=TOPIC_ID,
+                    partitions=[
+                        FetchRequestPartition(
+                            partition=0,
+                            fetch_offset=0,
+                            partition_max_bytes=1 << 20,
+                            current_leader_epoch=current_epoch,
+                        )
+                    ],
+                )
+            ],
+        ),
+        now_ms,
+        version=version,
+    )
+    assert isinstance(answer, FetchResponse)
+    return answer.responses[0].partitions[0]
+
+
+def test_consumers_never_see_above_the_high_watermark_and_only_read_from_the_leader() -> None:
+    net = three()
+    net.nodes[1].produce([b"a"], net.now_ms, acks=-1)
+    net.run(1000)
+    net.crash(3)
+    net.nodes[1].produce([b"b", b"c"], net.now_ms, acks=1)
+    net.run(1000)
+    leader = net.nodes[1]
+    assert leader.replica().log_end_offset == 3
+    data = client_fetch(leader, net.now_ms)
+    assert data.high_watermark == 1
+    assert [r.value for r in read_records(bytes(data.records or b""))] == [b"a"]
+    elsewhere = client_fetch(net.nodes[2], net.now_ms)
+    assert elsewhere.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert (elsewhere.current_leader.leader_id, elsewhere.current_leader.leader_epoch) == (1, 0)
+
+
+def test_a_fetch_from_a_broker_that_is_not_a_replica_or_with_a_stale_epoch_is_refused() -> None:
+    net = three()
+    net.run(100)
+    leader = net.nodes[1]
+    assert (
+        client_fetch(leader, net.now_ms, replica_id=9, current_epoch=0).error_code
+        == ErrorCode.UNKNOWN_LEADER_EPOCH
+    )
+    assert client_fetch(leader, net.now_ms, replica_id=9).error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    net.elect(1)
+    assert (
+        client_fetch(leader, net.now_ms, replica_id=2, current_epoch=0).error_code
+        == ErrorCode.FENCED_LEADER_EPOCH
+    )
+    assert (
+        client_fetch(leader, net.now_ms, replica_id=2, current_epoch=5).error_code
+        == ErrorCode.UNKNOWN_LEADER_EPOCH
+    )
+
+
+def test_a_fenced_follower_is_served_but_not_taken_into_the_isr() -> None:
+    net = three()
+    net.crash(3)
+    net.nodes[1].produce([b"x"], net.now_ms, acks=1)
+    net.run(net.config.replica_lag_time_max_ms * 3 // 2 + 1000)
+    assert net.registrations["t", 0].isr == (1, 2)
+    net.restart(3)
+    net.brokers[3] = replace(net.brokers[3], fenced=True)
+    net.run(2000)
+    assert net.nodes[3].replica().log_end_offset == 1
+    assert net.registrations["t", 0].isr == (1, 2)
+    net.brokers[3] = replace(net.brokers[3], fenced=False)
+    net.run(2000)
+    assert sorted(net.registrations["t", 0].isr) == [1, 2, 3]
+
+
+def test_delete_records_answers_with_the_low_watermark_of_the_isr() -> None:
+    net = three()
+    leader = net.nodes[1]
+    leader.produce([b"v"] * 5, net.now_ms, acks=-1)
+    net.run(1000)
+    request = leader.submit(
+        DeleteRecordsRequest(
+            topics=[
+                DeleteRecordsRequestTopic(
+                    name="t", partitions=[DeleteRecordsRequestPartition(partition_index=0, offset=3)]
+                )
+            ],
+            timeout_ms=30_000,
+        ),
+        net.now_ms,
+    )
+    assert request not in leader.answers  # the followers' log starts are still 0
+    net.run(2000)
+    answer = leader.answers[request]
+    assert isinstance(answer, DeleteRecordsResponse)
+    result = answer.topics[0].partitions[0]
+    assert (result.error_code, result.low_watermark) == (ErrorCode.NONE, 3)
+    for node in net.nodes.values():
+        assert node.replica().log_start_offset == 3
+
+
+def test_a_restarted_follower_starts_from_its_checkpointed_high_watermark() -> None:
+    net = three()
+    net.nodes[1].produce([b"v"] * 4, net.now_ms, acks=-1)
+    net.run(6000)  # past replica.high.watermark.checkpoint.interval.ms
+    storage = net.nodes[2].storage
+    assert storage.files["replication-offset-checkpoint"] == b"0\n1\nt 0 4\n"
+    assert storage.files["log-start-offset-checkpoint"] == b"0\n1\nt 0 0\n"
+    assert storage.files["recovery-point-offset-checkpoint"] == b"0\n1\nt 0 4\n"
+    net.crash(2)
+    net.crash(1)
+    restarted = net.restart(2)
+    assert restarted.replica().high_watermark == 4
+    assert restarted.replica().epoch_cache.entries == [(0, 0)]
+
+
+def test_an_unclean_leader_takes_no_produce_until_it_has_recovered() -> None:
+    net = three()
+    net.run(100)
+    net.crash(1)
+    net.crash(3)
+    net.elect(2, isr=(2,), unclean=True)
+    leader = net.nodes[2]
+    assert produce_error(leader.answers[leader.produce([b"x"], net.now_ms, acks=1)]) == (
+        ErrorCode.NOT_LEADER_OR_FOLLOWER
+    )
+    net.step()
+    assert net.registrations["t", 0].leader_recovery_state == LeaderRecoveryState.RECOVERED
+    assert produce_error(leader.answers[leader.produce([b"x"], net.now_ms, acks=1)]) == ErrorCode.NONE
+
+
+def test_idempotent_producer_state_survives_a_failover() -> None:
+    net = three()
+    first = net.nodes[1].produce([b"a", b"b"], net.now_ms, acks=-1, producer_id=7, sequence=0)
+    net.run(1000)
+    assert produce_error(net.nodes[1].answers[first]) == ErrorCode.NONE
+    net.crash(1)
+    net.elect(2, isr=(2, 3))
+    retry = net.nodes[2].produce([b"a", b"b"], net.now_ms, acks=1, producer_id=7, sequence=0)
+    answer = net.nodes[2].answers[retry]
+    assert isinstance(answer, ProduceResponse)
+    assert (
+        answer.responses[0].partition_responses[0].error_code,
+        answer.responses[0].partition_responses[0].base_offset,
+    ) == (0, 0)
+    assert net.nodes[2].replica().log_end_offset == 2
+    gap = net.nodes[2].produce([b"c"], net.now_ms, acks=1, producer_id=7, sequence=5)
+    assert produce_error(net.nodes[2].answers[gap]) == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+
+
+def test_a_client_request_for_acks_all_on_a_follower_is_not_leader() -> None:
+    net = three()
+    follower = net.nodes[2]
+    assert (
+        produce_error(follower.answers[follower.produce([b"x"], net.now_ms)])
+        == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    )
+
+
+def test_a_pending_isr_addition_counts_for_the_high_watermark_and_a_failed_request_is_retried() -> None:
+    net = three()
+    net.crash(3)
+    leader = net.nodes[1]
+    leader.produce([b"x"], net.now_ms, acks=1)
+    net.run(net.config.replica_lag_time_max_ms * 3 // 2 + 1000)
+    assert net.registrations["t", 0].isr == (1, 2)
+    net.controller_fails = True
+    net.restart(3)
+    net.run(500)
+    replica = leader.replica()
+    assert replica.pending_isr == (1, 2, 3)  # proposed, not confirmed
+    assert replica.maximal_isr == [1, 2, 3] and replica.isr == [1, 2]
+    sent = len(net.alter_requests)
+    net.crash(3)
+    leader.produce([b"y"], net.now_ms, acks=1)
+    net.run(1000)
+    assert net.nodes[2].replica().log_end_offset == 2
+    assert replica.high_watermark == 1  # node 3, in the maximal ISR, has not fetched offset 1
+    assert len(net.alter_requests) == sent  # the failed request went nowhere, and no second one
+    assert replica.pending_isr == (1, 2, 3)
+    net.restart(3)
+    net.controller_fails = False
+    net.run(1000)
+    assert sorted(net.registrations["t", 0].isr) == [1, 2, 3]
+    assert replica.pending_isr is None
+    assert replica.high_watermark == 2
+
+
+def test_the_epoch_cache_follows_a_log_start_moved_by_retention() -> None:
+    net = three()
+    net.nodes[1].produce([b"a", b"b"], net.now_ms, acks=-1)
+    net.run(1000)
+    net.elect(2)
+    net.nodes[2].produce([b"c", b"d"], net.now_ms, acks=-1)
+    net.run(1000)
+    leader = net.nodes[2].replica()
+    leader.log.delete_records_before(3)  # what retention does to the log
+    net.run(6000)  # the checkpoint round notices
+    assert leader.epoch_cache.entries == [(1, 3)]
+    assert net.nodes[2].storage.files[f"{leader.log.directory}/leader-epoch-checkpoint"] == b"0\n1\n1 3\n"

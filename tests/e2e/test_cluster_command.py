@@ -1,0 +1,180 @@
+"""``kafka-wire cluster`` and the KRaft-mode start of ``kafka-wire serve``: arguments and
+properties refused in one clear line, children supervised (a node that exits is reported and the
+others are stopped; SIGINT stops every node)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.brokers import kafka_wire_cli
+
+
+def free_ports(count: int) -> int:
+    """A base port with ``count`` consecutive ports free (checked by binding them)."""
+    for _ in range(50):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            base: int = probe.getsockname()[1]
+        if base + count > 65535:
+            continue
+        sockets = []
+        try:
+            for port in range(base, base + count):
+                sock = socket.socket()
+                sockets.append(sock)
+                sock.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for sock in sockets:
+                sock.close()
+    raise AssertionError("no free port range")
+
+
+def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(kafka_wire_cli()), *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--nodes", "0"], "kafka-wire cluster: --nodes 0: must be between 1 and 32"),
+        (["--nodes", "2", "--base-port", "65534"], "kafka-wire cluster: --base-port 65534: ports 65534 to 65537"),
+        (["--set", "novalue"], "kafka-wire cluster: --set novalue: expected KEY=VALUE"),
+    ],
+)
+def test_cluster_arguments_are_refused_in_one_line(tmp_path: Path, args: list[str], message: str) -> None:
+    result = cli("cluster", "--data-dir", str(tmp_path / "data"), *args)
+    assert result.returncode == 2, result
+    assert result.stderr.strip().splitlines() == [result.stderr.strip()]
+    assert result.stderr.startswith(message), result.stderr
+
+
+CLUSTER_NODE = [
+    "--set", "process.roles=broker,controller",
+    "--set", "controller.quorum.voters=1@127.0.0.1:19093,2@127.0.0.1:19095",
+    "--set", "listeners=PLAINTEXT://127.0.0.1:19092,CONTROLLER://127.0.0.1:19093",
+    "--set", "controller.listener.names=CONTROLLER",
+    "--set", "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            ["--set", "node.id=5"],
+            "kafka-wire serve: --set: controller.quorum.voters=1@127.0.0.1:19093,2@127.0.0.1:19095: "
+            "node.id 5 must be among the voters when process.roles has the controller role",
+        ),
+        (
+            ["--set", "node.id=1", "--set", "controller.listener.names=OTHER"],
+            "kafka-wire serve: --set: controller.listener.names=OTHER: OTHER (its first name) must appear in "
+            "listeners",
+        ),
+        (["--set", "node.id=1", "--port", "9999"], "kafka-wire serve: --host and --port do not apply to a cluster node"),
+    ],
+)
+def test_cluster_node_properties_are_refused_in_one_line(tmp_path: Path, extra: list[str], message: str) -> None:
+    result = cli("serve", "--data-dir", str(tmp_path / "data"), *CLUSTER_NODE, *extra)
+    assert result.returncode == 2, result
+    assert "Traceback" not in result.stderr
+    assert result.stderr.startswith(message), result.stderr
+
+
+def test_a_new_cluster_node_needs_the_cluster_id(tmp_path: Path) -> None:
+    result = cli("serve", "--data-dir", str(tmp_path / "data"), *CLUSTER_NODE, "--set", "node.id=1")
+    assert result.returncode == 1, result
+    assert "cluster.id is not set: a node of a cluster needs the cluster's id" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_node_that_exits_is_reported_and_the_others_stopped(tmp_path: Path) -> None:
+    base = free_ports(4)
+    blocker = socket.socket()  # node 1's broker port is taken: node 1 cannot start
+    blocker.bind(("127.0.0.1", base + 2))
+    blocker.listen()
+    try:
+        result = cli("cluster", "--nodes", "2", "--base-port", str(base), "--data-dir", str(tmp_path / "data"))
+    finally:
+        blocker.close()
+    assert result.returncode == 1, result
+    assert f"bootstrap servers 127.0.0.1:{base},127.0.0.1:{base + 2}" in result.stdout
+    assert "exited with status 1" in result.stderr
+    assert "kafka-wire cluster: stopped the other nodes" in result.stderr
+    assert "Traceback" not in result.stderr
+    properties = (tmp_path / "data" / "node-1.properties").read_text()
+    assert f"listeners=PLAINTEXT://127.0.0.1:{base + 2},CONTROLLER://127.0.0.1:{base + 3}" in properties
+    assert "node.id=1" in properties
+    assert (tmp_path / "data" / "cluster.id").read_text().strip()
+
+
+CHILD = "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(120)"
+
+
+def test_sigint_stops_every_child(tmp_path: Path) -> None:
+    pids = [tmp_path / "a.pid", tmp_path / "b.pid"]
+    program = (
+        "import sys; from kafka_wire.cli.cluster import supervise; "
+        f"sys.exit(supervise([[sys.executable, '-c', {CHILD!r}, {str(pids[0])!r}], "
+        f"[sys.executable, '-c', {CHILD!r}, {str(pids[1])!r}]], ['a', 'b']))"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", program], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 30
+    while not all(p.exists() and p.read_text() for p in pids):
+        assert time.monotonic() < deadline and parent.poll() is None
+        time.sleep(0.05)
+    children = [int(p.read_text()) for p in pids]
+    parent.send_signal(signal.SIGINT)
+    out, err = parent.communicate(timeout=30)
+    assert parent.returncode == 0, (out, err)
+    assert "kafka-wire cluster: stopped" in out
+    for pid in children:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a cluster node starts once the raft and controller parts are wired into node.default_parts",
+)
+def test_the_cluster_starts_and_ctrl_c_stops_it(tmp_path: Path) -> None:
+    base = free_ports(6)
+    parent = subprocess.Popen(
+        [str(kafka_wire_cli()), "cluster", "--nodes", "3", "--base-port", str(base), "--data-dir", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and parent.poll() is None:
+            ready = 0
+            for node in range(3):
+                with socket.socket() as probe:
+                    ready += probe.connect_ex(("127.0.0.1", base + 2 * node)) == 0
+            if ready == 3:
+                break
+            time.sleep(0.1)
+        assert parent.poll() is None, parent.communicate()
+        parent.send_signal(signal.SIGINT)
+        out, err = parent.communicate(timeout=60)
+        assert parent.returncode == 0, (out, err)
+        assert "kafka-wire cluster: stopped" in out
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
