@@ -370,7 +370,9 @@ class BrokerServer:
                 self._apply(self.broker.connection_established(conn_id, wall_clock_ms()))
             else:
                 self._apply(
-                    self.broker.connection_opened(conn_id, wall_clock_ms(), host=str(peer[0]), listener=listener)
+                    self.broker.connection_opened(
+                        conn_id, wall_clock_ms(), host=str(peer[0]), listener=listener
+                    )
                 )
             # The engine forgets a connection it closes (CloseConnection drops its queue): from
             # then on nothing more of it is read or reported.
@@ -575,7 +577,7 @@ def serve_node_until_signalled(config: BrokerConfig, data_dir: Path) -> int:
 
 
 async def _serve_node(config: BrokerConfig, data_dir: Path) -> int:
-    from kafka_wire.broker.node import Node, PartsUnavailable
+    from kafka_wire.broker.node import Node
 
     settings = config.cluster
     assert settings is not None
@@ -585,8 +587,6 @@ async def _serve_node(config: BrokerConfig, data_dir: Path) -> int:
         bound = await server.start_listeners(settings.listeners)
     except DataDirError as exc:
         return _cannot_start(f"{data_dir}: {exc}")
-    except PartsUnavailable as exc:
-        return _cannot_start(str(exc))
     except OSError as exc:
         return _cannot_start(f"{exc.strerror or exc} ({exc.filename or 'listeners'})")
     if server.failure is not None:

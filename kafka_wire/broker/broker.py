@@ -129,6 +129,11 @@ class ClusterNode(Protocol):
         """``OpenConnection`` / ``Send`` / ``CloseConnection`` of the node's links since the last take."""
         ...
 
+    def take_coordinator_changes(self) -> list[tuple[int, bool]]:
+        """``__consumer_offsets`` partitions this node started (True) or stopped (False) leading
+        since the last take: the group coordinator serves the groups of the partitions it leads."""
+        ...
+
     def begin_shutdown(self, now_ms: int) -> None:
         """Ask the controller to move leadership away (controlled shutdown)."""
         ...
@@ -256,6 +261,7 @@ class Broker:
             fetch_sessions=FetchSessionCache(
                 config.fetch_session_cache_slots, self._rng, eviction_ms=config.fetch_session_eviction_ms
             ),
+            directory_id=opened.directory_id,
         )
         self._state = state
         self._effects.extend(opened.effects)
@@ -654,6 +660,7 @@ class Broker:
             now_ms=now_ms,
             principal=conn.principal,
             client_host=conn.host,
+            listener=conn.listener,
         )
         result = HANDLERS[key](ctx, request.body)
         if self.state.deleted_topics:  # their committed offsets go too, as in Kafka
@@ -700,6 +707,11 @@ class Broker:
     def _poll_held(self, now_ms: int, out: list[Effect]) -> None:
         """Answer the held requests that are ready, and continue the jobs in progress as far as
         the call's work budget allows."""
+        if self._group is not None and self._cluster is not None:
+            for partition, led in self._cluster.take_coordinator_changes():
+                change = self._group.partition_led if led else self._group.partition_lost
+                self._group_answers(change(partition, now_ms))
+            self._group_answers(self._group.poll(now_ms))  # writes whose replication settled
         still: list[Held] = []
         failed_silently: list[int] = []
         for held in self._held:

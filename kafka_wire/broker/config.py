@@ -122,6 +122,12 @@ class BrokerConfig:
     #: ``offsets.topic.compression.codec`` (Kafka: 0, none; 1 gzip, 2 snappy, 3 lz4, 4 zstd): how
     #: the group coordinator compresses the batches it writes.
     offsets_topic_compression_codec: int = 0
+    #: ``offsets.topic.replication.factor`` (Kafka: 3): the replicas of ``__consumer_offsets``
+    #: when a cluster creates it (a single node makes it with one).
+    offsets_topic_replication_factor: int = 3
+    #: ``offsets.commit.timeout.ms`` (Kafka: 5 s): how long a group write waits for its
+    #: replication in a cluster before its request gets COORDINATOR_NOT_AVAILABLE.
+    offsets_commit_timeout_ms: int = 5000
     #: ``group.initial.rebalance.delay.ms`` and the session timeout bounds.
     group_initial_rebalance_delay_ms: int = 3000
     group_min_session_timeout_ms: int = 6000
@@ -182,9 +188,6 @@ class BrokerConfig:
     #: password; empty means plaintext without authentication.
     sasl_users: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     # -- replication (read in cluster mode; a single node has no replicas to manage) --
-    #: ``offsets.topic.replication.factor`` (Kafka: 3): replicas of ``__consumer_offsets`` in a
-    #: cluster (a single node clamps it to 1 with a warning).
-    offsets_topic_replication_factor: int = 3
     #: ``replica.lag.time.max.ms``: a follower that has not caught up for this long leaves the ISR.
     replica_lag_time_max_ms: int = 30_000
     #: ``replica.fetch.wait.max.ms``, ``replica.fetch.min.bytes``, ``replica.fetch.max.bytes``
@@ -225,6 +228,7 @@ class BrokerConfig:
             "default_replication_factor",
             "group_max_size",
             "offsets_retention_ms",
+            "offsets_commit_timeout_ms",
             "request_receive_timeout_ms",
             "queued_max_requests",
         ):
@@ -244,18 +248,15 @@ class BrokerConfig:
         ):
             if getattr(self, name) < 1:
                 raise BrokerConfigError(_PROPERTY_OF[name], "must be at least 1")
-        if not 1 <= self.offsets_topic_replication_factor <= 32767:
-            raise BrokerConfigError(
-                "offsets.topic.replication.factor",
-                f"{self.offsets_topic_replication_factor} is not between 1 and 32767",
-            )
-        for name in ("replica_fetch_wait_max_ms", "replica_fetch_min_bytes", "quorum_election_backoff_max_ms"):
+        for name in (
+            "replica_fetch_wait_max_ms",
+            "replica_fetch_min_bytes",
+            "quorum_election_backoff_max_ms",
+        ):
             if getattr(self, name) < 0:
                 raise BrokerConfigError(_PROPERTY_OF[name], "must not be negative")
         if not 0 <= self.reconnect_backoff_ms <= self.reconnect_backoff_max_ms:
-            raise BrokerConfigError(
-                "reconnect.backoff.ms", "must be between 0 and reconnect.backoff.max.ms"
-            )
+            raise BrokerConfigError("reconnect.backoff.ms", "must be between 0 and reconnect.backoff.max.ms")
         if self.broker_heartbeat_interval_ms >= self.broker_session_timeout_ms:
             raise BrokerConfigError(
                 "broker.heartbeat.interval.ms", "must be less than broker.session.timeout.ms"
@@ -268,6 +269,11 @@ class BrokerConfig:
         if self.offsets_topic_segment_bytes < MIN_SEGMENT_BYTES:  # the topic's own segment.bytes minimum
             raise BrokerConfigError(
                 _PROPERTY_OF["offsets_topic_segment_bytes"], f"must be at least {MIN_SEGMENT_BYTES}"
+            )
+        if not 1 <= self.offsets_topic_replication_factor <= 32767:
+            raise BrokerConfigError(
+                _PROPERTY_OF["offsets_topic_replication_factor"],
+                f"{self.offsets_topic_replication_factor} is not between 1 and 32767",
             )
         if not 0 <= self.offsets_topic_compression_codec <= 4:
             raise BrokerConfigError(
@@ -372,6 +378,8 @@ _PROPERTY_OF: Final = {
     "offsets_retention_ms": "offsets.retention.minutes",
     "offsets_topic_segment_bytes": "offsets.topic.segment.bytes",
     "offsets_topic_compression_codec": "offsets.topic.compression.codec",
+    "offsets_topic_replication_factor": "offsets.topic.replication.factor",
+    "offsets_commit_timeout_ms": "offsets.commit.timeout.ms",
     "group_initial_rebalance_delay_ms": "group.initial.rebalance.delay.ms",
     "group_min_session_timeout_ms": "group.min.session.timeout.ms",
     "group_max_session_timeout_ms": "group.max.session.timeout.ms",
@@ -391,7 +399,6 @@ _PROPERTY_OF: Final = {
     "retention_check_interval_ms": "log.retention.check.interval.ms",
     "max_records_per_user_op": "kafka.wire.max.records.per.user.op",
     "max_work_bytes_per_call": "kafka.wire.max.work.bytes.per.call",
-    "offsets_topic_replication_factor": "offsets.topic.replication.factor",
     "replica_lag_time_max_ms": "replica.lag.time.max.ms",
     "replica_fetch_wait_max_ms": "replica.fetch.wait.max.ms",
     "replica_fetch_min_bytes": "replica.fetch.min.bytes",

@@ -49,6 +49,7 @@ from kafka_wire.logformat.meta_properties import (
 from kafka_wire.logformat.partition_metadata import (
     PARTITION_METADATA,
     kafka_uuid_text,
+    parse_kafka_uuid,
     parse_partition_metadata,
 )
 from kafka_wire.logformat.properties import parse_properties
@@ -69,6 +70,9 @@ class DataDir:
     metadata: ClusterMetadata
     effects: list[StorageEffect] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: ``directory.id`` of ``meta.properties`` (a new one for a new directory; None for a file of
+    #: an older kafka_wire without it).
+    directory_id: uuid.UUID | None = None
 
     @classmethod
     def open(
@@ -112,6 +116,8 @@ class DataDir:
                 cluster_id=stored_cluster or cluster_id or kafka_uuid_text(random_uuid(rng)), node_id=node_id
             )
         )
+        if identity is not None and identity.directory_id:
+            opened.directory_id = parse_kafka_uuid(identity.directory_id)
         if clustered:
             opened._write_meta_properties(text, rng)
             return opened
@@ -137,10 +143,11 @@ class DataDir:
 
     def _write_meta_properties(self, text: str | None, rng: random.Random) -> None:
         if text is None:
+            self.directory_id = random_uuid(rng)
             data = format_meta_properties(
                 node_id=self.metadata.node_id,
                 cluster_id=self.metadata.cluster_id,
-                directory_id=kafka_uuid_text(random_uuid(rng)),
+                directory_id=kafka_uuid_text(self.directory_id),
             )
             self.effects += replace_atomically(META_PROPERTIES, data)
 

@@ -141,9 +141,7 @@ class StopBroker:
 
 
 StorageEffect = MakeDir | Append | WriteAt | Truncate | Fsync | Rename | Delete
-Effect = (
-    Send | CloseConnection | OpenConnection | PauseReading | ResumeReading | StopBroker | StorageEffect
-)
+Effect = Send | CloseConnection | OpenConnection | PauseReading | ResumeReading | StopBroker | StorageEffect
 
 
 class EffectSink:

@@ -1,29 +1,73 @@
 """The broker's side of its group coordinator: group requests in, answers out.
 
 :class:`GroupLink` builds the coordinator from the broker's configuration (its timers in the
-engine's queue), loads ``__consumer_offsets`` at start, hands it the group requests with a token
-per request, appends each of its ``Persist`` effects to ``__consumer_offsets`` (emitting to the
-call's :class:`~kafka_wire.broker.effects.EffectSink`) and reports the outcome, and turns its
-``Respond`` effects back into answers to the requests still waiting for them.
+engine's queue), hands it the group requests with a token per request, appends each of its
+``Persist`` effects to ``__consumer_offsets`` (emitting to the call's
+:class:`~kafka_wire.broker.effects.EffectSink`) and reports the outcome, and turns its ``Respond``
+effects back into answers to the requests still waiting for them.
+
+**Single node** (``BrokerState.cluster`` is None): the coordinator serves every group; it loads
+all of ``__consumer_offsets`` at start, and a write's outcome is reported as soon as it is
+appended (the high watermark moves with the append).
+
+**Replicated cluster**: the coordinator serves the groups of the ``__consumer_offsets``
+partitions led on this node, and the node tells the link when that changes, from the metadata
+deltas it applies:
+
+* :meth:`GroupLink.partition_led` when this node becomes the partition's leader (after the
+  replica is the leader): the partition's records are replayed from its log start to its log
+  end, :data:`LOAD_READ_BYTES` per step, as far as each engine call's work budget allows (at
+  least one step per call); its groups get COORDINATOR_LOAD_IN_PROGRESS until the load ends.
+* :meth:`GroupLink.partition_lost` when another node leads it or it goes offline or away: writes
+  of the partition still awaiting replication fail (NOT_COORDINATOR), its groups leave memory and
+  requests waiting in them get NOT_COORDINATOR; clients look the coordinator up again.
+
+A write is Kafka's acks=-1 append: refused (COORDINATOR_NOT_AVAILABLE) while the ISR is below
+``min.insync.replicas``; once appended its outcome is reported when the partition's high
+watermark reaches the write's end (:func:`~kafka_wire.broker.offsets_topic.replication_outcome`;
+COORDINATOR_NOT_AVAILABLE if the ISR shrank below min ISR meanwhile, as Kafka 3's coordinator
+maps NOT_ENOUGH_REPLICAS_AFTER_APPEND), or after ``offsets.commit.timeout.ms``
+(REQUEST_TIMED_OUT: COORDINATOR_NOT_AVAILABLE). The link checks the high watermarks in
+:meth:`GroupLink.poll`, which the engine calls after every call that may move one (a follower's
+Fetch) and at :meth:`GroupLink.next_deadline_ms`.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Final
 
 from kafka_wire.broker import offsets_topic
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.effects import EffectSink
 from kafka_wire.broker.group import GroupConfig, GroupCoordinator, GroupEffect, Persist
 from kafka_wire.broker.metadata import OFFSETS_TOPIC
+from kafka_wire.broker.offsets_topic import PartitionLoad, replication_outcome
 from kafka_wire.broker.state import BrokerState
 from kafka_wire.broker.timers import TimerQueue
 from kafka_wire.codec.structs import Message
+from kafka_wire.errors import LocalProtocolError
+from kafka_wire.messages import ErrorCode
 from kafka_wire.protocol.events import Request
 
 #: A group answer: (connection id, the request it answers, the response body).
 GroupAnswer = tuple[int, Request, Message]
+
+#: Bytes one load step reads from a partition being loaded (whole batches; Kafka's
+#: ``offsets.load.buffer.size`` default, 5 MiB).
+LOAD_READ_BYTES: Final = 5 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class _Replicating:
+    """A group write appended in a cluster, waiting for the high watermark to pass its end."""
+
+    append_id: int
+    partition: int
+    end_offset: int
+    deadline_ms: int
 
 
 class GroupLink:
@@ -41,8 +85,16 @@ class GroupLink:
         self._state = state
         self._effects = effects
         self._log = log
+        self._clustered = state.cluster is not None
+        self._commit_timeout_ms = config.offsets_commit_timeout_ms
         #: Requests awaiting the coordinator's answer, by (connection id, correlation id).
         self._waiting: dict[tuple[int, int], Request] = {}
+        #: Partitions being loaded (a cluster only), in the order they were led.
+        self._loads: dict[int, PartitionLoad] = {}
+        #: Writes waiting for their replication (a cluster only), in append order.
+        self._replicating: list[_Replicating] = []
+        #: The latest time seen, for deadlines that are "now".
+        self._now_ms = 0
         offsets = state.topic_named(OFFSETS_TOPIC)
         self.coordinator = GroupCoordinator(
             GroupConfig(
@@ -62,15 +114,28 @@ class GroupLink:
             ),
             topic_id_of=lambda name: t.topic_id if (t := state.topic_named(name)) is not None else None,
             timers=timers,
+            partitioned=self._clustered,
         )
-        offsets_topic.replay(state, self.coordinator, log)
+        if not self._clustered:
+            offsets_topic.replay(state, self.coordinator, log)
 
     @property
     def waiting(self) -> int:
         """Group requests not answered yet."""
         return len(self._waiting)
 
+    @property
+    def replicating(self) -> int:
+        """Group writes waiting for their replication."""
+        return len(self._replicating)
+
+    @property
+    def loading(self) -> frozenset[int]:
+        """``__consumer_offsets`` partitions being loaded."""
+        return frozenset(self._loads)
+
     def handle(self, conn_id: int, request: Request, client_host: str, now_ms: int) -> list[GroupAnswer]:
+        self._now_ms = max(self._now_ms, now_ms)
         token = (conn_id, request.correlation_id)
         self._waiting[token] = request
         effects = self.coordinator.handle(
@@ -84,13 +149,19 @@ class GroupLink:
         return self._apply(effects, now_ms)
 
     def tick(self, now_ms: int) -> list[GroupAnswer]:
-        return self._apply(self.coordinator.tick(now_ms), now_ms)
+        answers = self.poll(now_ms)
+        return answers + self._apply(self.coordinator.tick(now_ms), now_ms)
 
     def topics_deleted(self, topics: Iterable[str], now_ms: int) -> list[GroupAnswer]:
         return self._apply(self.coordinator.topics_deleted(topics, now_ms), now_ms)
 
     def next_deadline_ms(self) -> int | None:
-        return self.coordinator.next_deadline_ms()
+        deadlines = [w.deadline_ms for w in self._replicating]
+        if self._loads:
+            deadlines.append(self._now_ms)  # a load in progress goes on at once
+        if (group := self.coordinator.next_deadline_ms()) is not None:
+            deadlines.append(group)
+        return min(deadlines) if deadlines else None
 
     def forget(self, conn_id: int) -> None:
         """A connection is gone: the coordinator's later answers to it are dropped."""
@@ -100,14 +171,122 @@ class GroupLink:
     def clear(self) -> None:
         self._waiting.clear()
 
+    # -- a replicated cluster ---------------------------------------------------------------------
+
+    def partition_led(self, partition: int, now_ms: int) -> list[GroupAnswer]:
+        """This node now leads ``__consumer_offsets`` partition ``partition`` (its replica is the
+        leader): load its groups and offsets, then serve them (see the module docstring). Nothing
+        happens when the partition is served or loading already, or has no replica here (logged)."""
+        self._require_cluster()
+        self._now_ms = max(self._now_ms, now_ms)
+        coordinator = self.coordinator
+        served = coordinator.served_partitions or frozenset()
+        if partition in served or partition in self._loads:
+            return []
+        replica = self._state.replica(OFFSETS_TOPIC, partition)
+        topic = self._state.topic_named(OFFSETS_TOPIC)
+        if replica is None or topic is None:
+            self._log.warning(
+                "%s-%d is led here but has no replica here: its groups are not served",
+                OFFSETS_TOPIC,
+                partition,
+            )
+            return []
+        if not served and not self._loads and not coordinator.groups():
+            coordinator.use_partition_count(topic.partitions)
+        coordinator.partition_loading(partition)
+        self._loads[partition] = PartitionLoad(replica, coordinator, self._log)
+        return self._continue_loads(now_ms)
+
+    def partition_lost(self, partition: int, now_ms: int) -> list[GroupAnswer]:
+        """This node no longer leads ``partition`` (see the module docstring)."""
+        self._require_cluster()
+        self._now_ms = max(self._now_ms, now_ms)
+        coordinator = self.coordinator
+        self._loads.pop(partition, None)
+        held = (
+            partition in (coordinator.served_partitions or ()) or partition in coordinator.loading_partitions
+        )
+        coordinator.stop_serving(partition)  # what the failures below trigger is not written
+        lost = [w for w in self._replicating if w.partition == partition]
+        self._replicating = [w for w in self._replicating if w.partition != partition]
+        answers: list[GroupAnswer] = []
+        for write in lost:
+            effects = coordinator.persisted(write.append_id, ErrorCode.NOT_LEADER_OR_FOLLOWER, now_ms)
+            answers += self._apply(effects, now_ms)
+        if held:
+            answers += self._apply(coordinator.partition_lost(partition, now_ms), now_ms)
+        return answers
+
+    def poll(self, now_ms: int) -> list[GroupAnswer]:
+        """Report the writes whose replication is settled (the high watermark passed their end,
+        this node lost the partition, or ``offsets.commit.timeout.ms`` passed) and go on with
+        the loads in progress. Nothing to do on a single node."""
+        if not self._replicating and not self._loads:
+            return []
+        self._now_ms = max(self._now_ms, now_ms)
+        settled: list[tuple[_Replicating, int]] = []
+        still: list[_Replicating] = []
+        for write in self._replicating:
+            outcome = self._outcome(write, now_ms)
+            if outcome is None:
+                still.append(write)
+            else:
+                settled.append((write, outcome))
+        self._replicating = still
+        answers: list[GroupAnswer] = []
+        for write, outcome in settled:
+            answers += self._apply(self.coordinator.persisted(write.append_id, outcome, now_ms), now_ms)
+        return answers + self._continue_loads(now_ms)
+
+    def _outcome(self, write: _Replicating, now_ms: int) -> int | None:
+        outcome = replication_outcome(self._state, write.partition, write.end_offset)
+        if outcome is None and now_ms >= write.deadline_ms:
+            self._log.warning(
+                "%s-%d: a group write was not replicated within offsets.commit.timeout.ms (%d ms)",
+                OFFSETS_TOPIC,
+                write.partition,
+                self._commit_timeout_ms,
+            )
+            return ErrorCode.REQUEST_TIMED_OUT
+        if outcome == ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND:
+            # Kafka 3's coordinator maps it to COORDINATOR_NOT_AVAILABLE, as NOT_ENOUGH_REPLICAS.
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        return outcome
+
+    def _continue_loads(self, now_ms: int) -> list[GroupAnswer]:
+        """Load steps as far as the call's work budget allows, at least one per call."""
+        answers: list[GroupAnswer] = []
+        budget = self._state.budget
+        stepped = False
+        for partition, load in list(self._loads.items()):
+            while not stepped or not budget.exhausted:
+                stepped = True
+                finished = load.step(LOAD_READ_BYTES)
+                budget.spend(load.last_read)
+                if finished:
+                    del self._loads[partition]
+                    answers += self._apply(self.coordinator.partition_loaded(partition, now_ms), now_ms)
+                    break
+            if budget.exhausted:
+                break
+        return answers
+
+    def _require_cluster(self) -> None:
+        if not self._clustered:
+            raise LocalProtocolError("a single node's group coordinator serves every partition")
+
+    # -- effects ----------------------------------------------------------------------------------
+
     def _apply(self, effects: list[GroupEffect], now_ms: int) -> list[GroupAnswer]:
         answers: list[GroupAnswer] = []
         pending = list(effects)
         while pending:
             effect = pending.pop(0)
             if isinstance(effect, Persist):
-                error = offsets_topic.append(self._state, self._effects, effect, now_ms, self._log)
-                pending[:0] = self.coordinator.persisted(effect.append_id, error, now_ms)
+                error = self._persist(effect, now_ms)
+                if error is not None:
+                    pending[:0] = self.coordinator.persisted(effect.append_id, error, now_ms)
                 continue
             token = effect.token
             assert isinstance(token, tuple)
@@ -117,3 +296,18 @@ class GroupLink:
             if request is not None:
                 answers.append((token[0], request, effect.body))
         return answers
+
+    def _persist(self, write: Persist, now_ms: int) -> int | None:
+        """Append one write; its outcome now, or None when it waits for its replication."""
+        if self._clustered and write.partition not in (self.coordinator.served_partitions or ()):
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER  # the partition was lost: no append
+        appended = offsets_topic.append(self._state, self._effects, write, now_ms, self._log)
+        if appended.error_code or not self._clustered:
+            return appended.error_code
+        waiting = _Replicating(
+            write.append_id, write.partition, appended.end_offset, now_ms + self._commit_timeout_ms
+        )
+        outcome = self._outcome(waiting, now_ms)
+        if outcome is None:
+            self._replicating.append(waiting)
+        return outcome

@@ -4,7 +4,8 @@ coordinators this broker does not run yet).
 Clients cannot create, delete, produce to, trim, re-partition or reconfigure an internal topic;
 each API refuses with the error code listed in ``docs/guide/broker.md``. The broker creates the ones
 it uses itself (:func:`internal_topic_specs`: Metadata auto-creation, FindCoordinator, the first
-group write), with its own partition count and configs, and at start-up takes over one a client
+group write), with its own partition count and configs (in a cluster it asks the controller to:
+:class:`InternalTopicCreation`), and at start-up takes over one a client
 made under an older kafka_wire (:func:`adopt`: marked internal, configs replaced).
 
 Facts from Kafka: the internal names are ``Topic.INTERNAL_TOPICS``; ``__consumer_offsets`` is
@@ -21,8 +22,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from kafka_wire.broker.cluster_view import ClusterView, Outbound
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.metadata import OFFSETS_TOPIC, ClusterMetadata
+from kafka_wire.codec.structs import Message
+from kafka_wire.messages import (
+    CreateTopicsRequest,
+    CreateTopicsRequestCreatableTopic,
+    CreateTopicsRequestCreatableTopicConfig,
+    CreateTopicsResponse,
+    ErrorCode,
+)
 
 TRANSACTION_STATE_TOPIC: Final = "__transaction_state"
 SHARE_GROUP_STATE_TOPIC: Final = "__share_group_state"
@@ -111,3 +121,88 @@ def adopt(metadata: ClusterMetadata, config: BrokerConfig, log: logging.Logger) 
         else:
             log.info("internal topic %s: configs set to %s", name, adopted.new_configs)
     return changed
+
+
+#: kafka_wire's own: after a creation request failed, the wait before another is sent.
+CREATE_RETRY_BACKOFF_MS: Final = 100
+
+
+class InternalTopicCreation:
+    """Internal topics a broker of a cluster asked the active controller to create.
+
+    In a cluster the controller creates topics: the broker sends it the CreateTopics request
+    Kafka's ``AutoTopicCreationManager`` sends (the spec's partitions and configs, replication
+    factor ``offsets.topic.replication.factor`` for ``__consumer_offsets``), one per topic at a
+    time; a failed one (no answer, or an error other than TOPIC_ALREADY_EXISTS) is sent again no
+    sooner than :data:`CREATE_RETRY_BACKOFF_MS` later. The topic appears in the cluster view once
+    the controller has committed it; until then the caller answers as Kafka does
+    (COORDINATOR_NOT_AVAILABLE for FindCoordinator).
+    """
+
+    def __init__(self, logger: logging.Logger | None = None) -> None:
+        self._log = logger or logging.getLogger(__name__)
+        self._in_flight: set[str] = set()
+        self._retry_at_ms: dict[str, int] = {}
+
+    def in_flight(self, name: str) -> bool:
+        return name in self._in_flight
+
+    def request(self, cluster: ClusterView, config: BrokerConfig, name: str, now_ms: int) -> bool:
+        """Ask for ``name`` (an internal topic this broker makes) unless a request is in flight
+        or backing off; True when one was sent now."""
+        spec = internal_topic_specs(config).get(name)
+        if spec is None or name in self._in_flight or now_ms < self._retry_at_ms.get(name, 0):
+            return False
+        if cluster.controller_id < 0:
+            return False  # no active controller known yet: asked again at the next lookup
+        body = CreateTopicsRequest(
+            topics=[
+                CreateTopicsRequestCreatableTopic(
+                    name=name,
+                    num_partitions=spec.partitions,
+                    replication_factor=_replication_factor(config, name),
+                    configs=[
+                        CreateTopicsRequestCreatableTopicConfig(name=key, value=value)
+                        for key, value in spec.configs.items()
+                    ],
+                )
+            ],
+            timeout_ms=CREATE_TIMEOUT_MS,
+        )
+
+        def on_reply(reply: Message | None, reply_ms: int) -> None:
+            self._in_flight.discard(name)
+            error = _creation_error(reply, name)
+            if error is None:
+                self._retry_at_ms.pop(name, None)
+                return
+            self._log.warning("creating %s through the controller failed (%s); retrying", name, error)
+            self._retry_at_ms[name] = reply_ms + CREATE_RETRY_BACKOFF_MS
+
+        self._in_flight.add(name)
+        cluster.send(
+            Outbound(cluster.controller_id, cluster.controller_listener, body, on_reply, CREATE_TIMEOUT_MS)
+        )
+        return True
+
+
+#: The timeout of a creation request (Kafka's broker uses its ``request.timeout.ms``, 30 s).
+CREATE_TIMEOUT_MS: Final = 30_000
+
+
+def _replication_factor(config: BrokerConfig, name: str) -> int:
+    if name == OFFSETS_TOPIC:
+        return config.offsets_topic_replication_factor
+    return config.default_replication_factor
+
+
+def _creation_error(reply: Message | None, name: str) -> str | None:
+    """Why a creation request failed, or None when the topic was made (or already existed)."""
+    if not isinstance(reply, CreateTopicsResponse):
+        return "no answer"
+    for topic in reply.topics:
+        if topic.name == name and topic.error_code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
+            known = ErrorCode.lookup(topic.error_code)
+            code = known.name if isinstance(known, ErrorCode) else str(topic.error_code)
+            return f"{code}: {topic.error_message}" if topic.error_message else code
+    return None

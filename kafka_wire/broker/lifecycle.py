@@ -201,12 +201,20 @@ class BrokerLifecycle:
 
     def next_deadline_ms(self) -> int | None:
         deadlines = []
-        if self._in_flight is None and self._due_ms is not None and self._state not in (
-            LifecycleState.NOT_RUNNING,
-            LifecycleState.SHUTTING_DOWN,
+        if (
+            self._in_flight is None
+            and self._due_ms is not None
+            and self._state
+            not in (
+                LifecycleState.NOT_RUNNING,
+                LifecycleState.SHUTTING_DOWN,
+            )
         ):
             deadlines.append(self._due_ms)
-        if self._shutdown_deadline_ms is not None and self._state is LifecycleState.PENDING_CONTROLLED_SHUTDOWN:
+        if (
+            self._shutdown_deadline_ms is not None
+            and self._state is LifecycleState.PENDING_CONTROLLED_SHUTDOWN
+        ):
             deadlines.append(self._shutdown_deadline_ms)
         return min(deadlines) if deadlines else None
 
@@ -224,7 +232,9 @@ class BrokerLifecycle:
                 for e in self._listeners
             ],
             features=[
-                BrokerRegistrationRequestFeature(name=name, min_supported_version=low, max_supported_version=high)
+                BrokerRegistrationRequestFeature(
+                    name=name, min_supported_version=low, max_supported_version=high
+                )
                 for name, low, high in self._features
             ],
             rack=self._config.rack,
@@ -241,9 +251,7 @@ class BrokerLifecycle:
             want_shut_down=self._state is LifecycleState.PENDING_CONTROLLED_SHUTDOWN,
         )
 
-    def _request(
-        self, body: Message, handler: Callable[[Message | None, int], None], now_ms: int
-    ) -> None:
+    def _request(self, body: Message, handler: Callable[[Message | None, int], None], now_ms: int) -> None:
         controller = self._controller_id()
         if controller < 0:
             self._retry(now_ms)
@@ -276,9 +284,7 @@ class BrokerLifecycle:
             return
         if not isinstance(reply, BrokerRegistrationResponse) or reply.error_code != ErrorCode.NONE:
             if isinstance(reply, BrokerRegistrationResponse):
-                self._log.info(
-                    "broker registration refused: %r", ErrorCode.lookup(reply.error_code)
-                )
+                self._log.info("broker registration refused: %r", ErrorCode.lookup(reply.error_code))
             self._retry(now_ms)
             return
         self.broker_epoch = reply.broker_epoch

@@ -45,11 +45,12 @@ from kafka_wire.broker.cluster_view import BrokerInfo, Endpoint, Outbound, Parti
 from kafka_wire.broker.config import BrokerConfig, ClusterSettings
 from kafka_wire.broker.effects import Effect, EffectSink
 from kafka_wire.broker.lifecycle import BrokerLifecycle
-from kafka_wire.broker.metadata import TopicInfo
+from kafka_wire.broker.metadata import OFFSETS_TOPIC, TopicInfo
 from kafka_wire.broker.peers import PeerLinks
+from kafka_wire.broker.producer_ids import ProducerIdBlocks
 from kafka_wire.broker.state import BrokerState, Waiting
 from kafka_wire.codec.structs import Message
-from kafka_wire.errors import KafkaWireError, LocalProtocolError
+from kafka_wire.errors import LocalProtocolError
 from kafka_wire.messages import REQUESTS, ApiKey
 from kafka_wire.protocol.events import Request
 from kafka_wire.protocol.server import api_versions_response
@@ -143,6 +144,11 @@ class RaftPart(Protocol):
     @property
     def high_watermark(self) -> int: ...
 
+    @property
+    def leader_ready(self) -> bool:
+        """Leader, with everything before its epoch committed."""
+        ...
+
     def start(self, now_ms: int) -> None: ...
 
     def take_committed(self) -> Sequence[object]: ...
@@ -191,29 +197,30 @@ class ImagePart(Protocol):
 
 
 class ControllerPart(Protocol):
-    """The quorum controller (``controller.QuorumController``): active on the raft leader."""
+    """The quorum controller (``controller.QuorumController``): active while the raft replica
+    leads with everything before its epoch committed. Its committed image is the node's image."""
 
     def handle(self, api_key: int, api_version: int, body: Message, now_ms: int) -> Message | Waiting: ...
 
-    def replay(self, offset: int, records: Sequence[Message], now_ms: int) -> None:
+    def replay(self, offset: int, records: Sequence[bytes], now_ms: int) -> DeltaLike:
         """Records the quorum committed (the controller's own proposals included), in order."""
         ...
 
-    def load_snapshot(self, offset: int, records: Sequence[Message], now_ms: int) -> None: ...
-
-    def leadership_changed(self, leader_id: int, epoch: int, now_ms: int) -> None:
-        """The raft leader changed: this node's controller becomes active, or stops being."""
-        ...
+    def load_snapshot(self, offset: int, records: Sequence[bytes]) -> DeltaLike: ...
 
     def next_deadline_ms(self) -> int | None: ...
 
-    def tick(self, now_ms: int) -> None: ...
+    def tick(self, now_ms: int) -> None:
+        """Periodic work; also how it learns that the raft leadership changed."""
+        ...
 
 
 class ReplicationPart(Protocol):
     """The broker's replicas (``replication.ReplicaManager``)."""
 
-    def apply(self, states: Sequence[PartitionState], removed: Sequence[tuple[str, int]], now_ms: int) -> None: ...
+    def apply(
+        self, states: Sequence[PartitionState], removed: Sequence[tuple[str, int]], now_ms: int
+    ) -> None: ...
 
     def next_deadline_ms(self) -> int | None: ...
 
@@ -247,26 +254,18 @@ class PartsContext:
 PartsFactory = Callable[[PartsContext], NodeParts]
 
 
-class PartsUnavailable(KafkaWireError):
-    """This build cannot make the parts of a cluster node (see :func:`default_parts`)."""
-
-
 def default_parts(context: PartsContext) -> NodeParts:
-    """The parts of a node of this build: the raft replica, the metadata image, the quorum
-    controller (controller role) and the replica manager (broker role).
+    """The parts of a node of this build (:func:`kafka_wire.broker.node_parts.build_parts`)."""
+    from kafka_wire.broker.node_parts import build_parts  # it builds on this module's types
 
-    Wiring point: the raft, controller and replication packages are built separately; until
-    they are composed here a cluster node cannot start, and says so.
-    """
-    raise PartsUnavailable(
-        "this kafka_wire build cannot run a cluster node yet (the KRaft quorum and controller parts are "
-        "not wired into kafka_wire.broker.node.default_parts)"
-    )
+    return build_parts(context)
 
 
 def default_decode_record(data: bytes) -> Message:
-    """A metadata record from its framed bytes (the controller package's codec, once wired)."""
-    raise PartsUnavailable("no metadata record codec is wired into kafka_wire.broker.node")
+    """A metadata record from its framed bytes (``DecodeError`` on anything else)."""
+    from kafka_wire.broker.controller.records import decode_record
+
+    return decode_record(data)
 
 
 # -- the view --------------------------------------------------------------------------------------
@@ -275,7 +274,9 @@ def default_decode_record(data: bytes) -> Message:
 class MetadataView:
     """The node's :class:`~kafka_wire.broker.cluster_view.ClusterView` (see the module docstring)."""
 
-    def __init__(self, node_id: int, settings: ClusterSettings, links_send: Callable[[Outbound], None]) -> None:
+    def __init__(
+        self, node_id: int, settings: ClusterSettings, links_send: Callable[[Outbound], None]
+    ) -> None:
         self._node_id = node_id
         self._settings = settings
         self._send = links_send
@@ -368,7 +369,9 @@ class Node:
         self._parts: NodeParts | None = None
         self._state: BrokerState | None = None
         self.lifecycle: BrokerLifecycle | None = None
-        self._leadership = (-1, -1)
+        self._leadership = (-1, -1, False)
+        #: ``__consumer_offsets`` partitions whose leadership here began (True) or ended (False).
+        self._coordinator_changes: list[tuple[int, bool]] = []
         self._controller_versions = controller_api_versions()
 
     @property
@@ -418,8 +421,11 @@ class Node:
                 controller_id=lambda: self.view.controller_id,
                 metadata_offset=lambda: parts.image.offset,
                 send=self._send,
+                log_dir_id=state.directory_id,
                 logger=self._log,
             )
+            lifecycle = self.lifecycle
+            state.producer_ids = ProducerIdBlocks(self.view, lambda: lifecycle.broker_epoch)
             self.lifecycle.start(now_ms)
         self._pump(now_ms)
 
@@ -493,6 +499,10 @@ class Node:
     def take_network_effects(self) -> list[Effect]:
         return self.links.take_effects()
 
+    def take_coordinator_changes(self) -> list[tuple[int, bool]]:
+        changes, self._coordinator_changes = self._coordinator_changes, []
+        return changes
+
     def begin_shutdown(self, now_ms: int) -> None:
         self._now_ms = now_ms
         if self.lifecycle is not None:
@@ -514,12 +524,15 @@ class Node:
         parts = self.parts
         for item in parts.raft.take_committed():
             self._apply_committed(item, now_ms)
-        leadership = (parts.raft.leader_id, parts.raft.epoch)
+        leadership = (parts.raft.leader_id, parts.raft.epoch, parts.raft.leader_ready)
         if leadership != self._leadership:
+            if leadership[:2] != self._leadership[:2]:
+                self._log.info(
+                    "node %d: metadata quorum leader %d, epoch %d", self.config.node_id, *leadership[:2]
+                )
             self._leadership = leadership
-            self._log.info("node %d: metadata quorum leader %d, epoch %d", self.config.node_id, *leadership)
             if parts.controller is not None:
-                parts.controller.leadership_changed(leadership[0], leadership[1], now_ms)
+                parts.controller.tick(now_ms)
         if self.lifecycle is not None:
             if parts.raft.high_watermark > 0 and parts.image.offset >= parts.raft.high_watermark - 1:
                 self.lifecycle.caught_up()
@@ -530,16 +543,16 @@ class Node:
     def _apply_committed(self, item: object, now_ms: int) -> None:
         parts = self.parts
         if isinstance(item, SnapshotLoadLike):
-            records = [self._decode(r) for r in item.records]
             offset = item.snapshot_id.end_offset - 1
-            delta = parts.image.load_snapshot(offset, records)
             if parts.controller is not None:
-                parts.controller.load_snapshot(offset, records, now_ms)
+                delta = parts.controller.load_snapshot(offset, item.records)
+            else:
+                delta = parts.image.load_snapshot(offset, [self._decode(r) for r in item.records])
         elif isinstance(item, CommittedBatchLike):
-            records = [self._decode(r) for r in item.records]
-            delta = parts.image.apply_batch(item.last_offset, records)
             if parts.controller is not None:
-                parts.controller.replay(item.last_offset, records, now_ms)
+                delta = parts.controller.replay(item.last_offset, item.records, now_ms)
+            else:
+                delta = parts.image.apply_batch(item.last_offset, [self._decode(r) for r in item.records])
         else:
             raise LocalProtocolError(f"the raft replica committed {type(item).__name__}")
         if self.settings.is_broker:
@@ -574,3 +587,10 @@ class Node:
         replication = self.parts.replication
         if replication is not None and (delta.partitions or removed):
             replication.apply(delta.partitions, removed, now_ms)
+        # The group coordinator follows the leadership of __consumer_offsets (after the replicas'
+        # roles changed: it reads the partition it now leads).
+        me = self.config.node_id
+        self._coordinator_changes += [(p, False) for name, p in removed if name == OFFSETS_TOPIC]
+        self._coordinator_changes += [
+            (s.partition, s.leader == me) for s in delta.partitions if s.topic == OFFSETS_TOPIC
+        ]

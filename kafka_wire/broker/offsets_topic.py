@@ -1,5 +1,6 @@
-"""``__consumer_offsets`` between the broker and its group coordinator: the replay at start-up and
-the append of each group write.
+"""``__consumer_offsets`` between the broker and its group coordinator: the replay at start-up (or,
+in a cluster, when this node becomes a partition's leader: :class:`PartitionLoad`), the append of
+each group write, and in a cluster its replication (:func:`replication_outcome`).
 
 Replay never fails the start: a batch or record that cannot be read (a decode error, a key or
 value of a version Kafka does not define, a record without a key) is logged at WARNING with its
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Final
 
 from kafka_wire.broker.effects import EffectSink
@@ -38,60 +40,137 @@ def replay(state: BrokerState, coordinator: GroupCoordinator, log: logging.Logge
     for index in range(topic.partitions):
         replica = state.replica(OFFSETS_TOPIC, index)
         if replica is not None:
-            _replay_partition(replica, coordinator, log)
+            load = PartitionLoad(replica, coordinator, log, up_to_high_watermark=True)
+            while not load.step(REPLAY_READ_BYTES):
+                pass
 
 
-def _replay_partition(replica: PartitionReplica, coordinator: GroupCoordinator, log: logging.Logger) -> None:
-    skipped = 0
+class PartitionLoad:
+    """The replay of one partition, a read of up to ``max_bytes`` per :meth:`step`.
 
-    def skip(offset: int, why: str) -> None:
-        nonlocal skipped
-        skipped += 1
-        if skipped <= MAX_SKIPPED_LOGGED:
-            log.warning(
-                "%s-%d offset %d: skipped at load (%s)", OFFSETS_TOPIC, replica.partition, offset, why
-            )
+    At start-up a single node reads up to the high watermark (its log end); a coordinator that
+    has just become the partition's leader in a cluster reads to the log end, which the new
+    leader's log defines.
+    """
 
-    offset = replica.log_start_offset
-    while offset < replica.high_watermark:
-        outcome = replica.read(offset, REPLAY_READ_BYTES, isolation_level=0, min_one_batch=True)
-        if outcome.error_code or not outcome.records:
-            break
-        start = offset
-        for header, data in _batches(outcome.records):
-            offset = max(offset, header.next_offset)
+    def __init__(
+        self,
+        replica: PartitionReplica,
+        coordinator: GroupCoordinator,
+        log: logging.Logger,
+        *,
+        up_to_high_watermark: bool = False,
+    ) -> None:
+        self.replica = replica
+        self._coordinator = coordinator
+        self._log = log
+        self._to_hw = up_to_high_watermark
+        self.offset = replica.log_start_offset
+        self.skipped = 0
+        self.done = False
+        #: Bytes the last :meth:`step` read.
+        self.last_read = 0
+
+    @property
+    def partition(self) -> int:
+        return self.replica.partition
+
+    def _limit(self) -> int:
+        return self.replica.high_watermark if self._to_hw else self.replica.log_end_offset
+
+    def step(self, max_bytes: int) -> bool:
+        """Replay the next batches (whole ones, at least one); True once the partition is loaded."""
+        self.last_read = 0
+        if self.done:
+            return True
+        replica = self.replica
+        limit = self._limit()
+        self.offset = max(self.offset, replica.log_start_offset)
+        if self.offset >= limit:
+            return self._finish()
+        result = replica.log.read(self.offset, max_bytes, max_offset=limit, min_one_batch=True)
+        data = b"" if result.error_code else replica.log.read_bytes(result)
+        if not data:
+            return self._finish()
+        self.last_read = len(data)
+        start = self.offset
+        for header, batch in _batches(data):
+            self.offset = max(self.offset, header.next_offset)
             if header.is_control:
                 continue
             try:
-                records = [r for batch in read_batches(data) for r in batch]
+                records = [r for b in read_batches(batch) for r in b]
             except DecodeError as exc:
-                skip(header.base_offset, f"unreadable batch: {exc}")
+                self._skip(header.base_offset, f"unreadable batch: {exc}")
                 continue
             for record in records:
                 if record.key is None:
-                    skip(record.offset, "a record without a key")
+                    self._skip(record.offset, "a record without a key")
                     continue
                 try:
-                    coordinator.replay(
+                    self._coordinator.replay(
                         bytes(record.key), None if record.value is None else bytes(record.value)
                     )
                 except DecodeError as exc:
-                    skip(record.offset, str(exc))
-        if offset == start:  # nothing readable: do not spin
-            skip(offset, "unreadable data; the rest of the partition is not loaded")
-            break
-    if skipped > MAX_SKIPPED_LOGGED:
-        log.warning("%s-%d: %d records skipped at load in all", OFFSETS_TOPIC, replica.partition, skipped)
+                    self._skip(record.offset, str(exc))
+        if self.offset == start:  # nothing readable: do not spin
+            self._skip(self.offset, "unreadable data; the rest of the partition is not loaded")
+            return self._finish()
+        return False
+
+    def _skip(self, offset: int, why: str) -> None:
+        self.skipped += 1
+        if self.skipped <= MAX_SKIPPED_LOGGED:
+            self._log.warning(
+                "%s-%d offset %d: skipped at load (%s)", OFFSETS_TOPIC, self.partition, offset, why
+            )
+
+    def _finish(self) -> bool:
+        self.done = True
+        if self.skipped > MAX_SKIPPED_LOGGED:
+            self._log.warning(
+                "%s-%d: %d records skipped at load in all", OFFSETS_TOPIC, self.partition, self.skipped
+            )
+        return True
 
 
-def append(state: BrokerState, effects: EffectSink, write: Persist, now_ms: int, log: logging.Logger) -> int:
-    """Append one group write as one batch (compressed with ``offsets.topic.compression.codec``);
-    the log's error code, 0 when it was appended (creating the topic emits to ``effects``; the
-    batch itself waits in the log until the end of the call)."""
-    state.offsets_topic(now_ms, effects)
+@dataclass(frozen=True, slots=True)
+class Appended:
+    """The outcome of one group write's append."""
+
+    #: The log's error code, 0 when the batch was appended.
+    error_code: int
+    #: The log end offset after the batch (-1 when refused): in a cluster the write counts once
+    #: the partition's high watermark reaches it (:func:`replication_outcome`).
+    end_offset: int = -1
+
+
+def append(
+    state: BrokerState, effects: EffectSink, write: Persist, now_ms: int, log: logging.Logger
+) -> Appended:
+    """Append one group write as one batch (compressed with ``offsets.topic.compression.codec``).
+
+    A single node creates the topic if need be (emitting to ``effects``; the batch itself waits
+    in the log until the end of the call). In a cluster the topic is the controller's to create
+    (UNKNOWN_TOPIC_OR_PARTITION until it is), and the append is Kafka's acks=-1 one: refused with
+    NOT_ENOUGH_REPLICAS while the ISR is smaller than the topic's ``min.insync.replicas``.
+    """
+    clustered = state.cluster is not None
+    if not clustered:
+        state.offsets_topic(now_ms, effects)
     replica = state.replica(OFFSETS_TOPIC, write.partition)
-    if replica is None:  # the coordinator places groups by the topic's own partition count
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    topic = state.topic_named(OFFSETS_TOPIC)
+    if replica is None or topic is None:  # the coordinator places groups by the topic's own partition count
+        if not clustered:
+            return Appended(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return _refused(write, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "no such partition here", log)
+    if clustered and len(replica.isr) < (min_isr := state.log_config(topic).min_insync_replicas):
+        return _refused(
+            write,
+            ErrorCode.NOT_ENOUGH_REPLICAS,
+            f"the ISR {replica.isr} is below min.insync.replicas={min_isr}",
+            log,
+        )
     records = [NewRecord(key, value, (), now_ms) for key, value in write.records]
     codec = COMPRESSION_NAMES[state.config.offsets_topic_compression_codec]
     outcome = replica.append_as_leader(
@@ -99,15 +178,35 @@ def append(state: BrokerState, effects: EffectSink, write: Persist, now_ms: int,
     )
     state.touch(replica)
     if outcome.error_code:
-        log.warning(
-            "%s-%d: the write of group %s was refused (%s): %s",
-            OFFSETS_TOPIC,
-            write.partition,
-            write.group_id,
-            _error_name(outcome.error_code),
-            outcome.error_message,
-        )
-    return outcome.error_code
+        return _refused(write, outcome.error_code, outcome.error_message, log)
+    return Appended(ErrorCode.NONE, replica.log_end_offset)
+
+
+def replication_outcome(state: BrokerState, partition: int, end_offset: int) -> int | None:
+    """Where a write appended up to ``end_offset`` stands (Kafka's acks=-1 completion): None while
+    the high watermark is below it; then 0, or NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR has
+    shrunk below ``min.insync.replicas``; NOT_LEADER_OR_FOLLOWER once this node no longer leads."""
+    replica = state.replica(OFFSETS_TOPIC, partition)
+    topic = state.topic_named(OFFSETS_TOPIC)
+    if replica is None or topic is None or not replica.is_leader:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    if replica.high_watermark < end_offset:
+        return None
+    if len(replica.isr) < state.log_config(topic).min_insync_replicas:
+        return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+    return ErrorCode.NONE
+
+
+def _refused(write: Persist, code: int, why: str | None, log: logging.Logger) -> Appended:
+    log.warning(
+        "%s-%d: the write of group %s was refused (%s): %s",
+        OFFSETS_TOPIC,
+        write.partition,
+        write.group_id,
+        _error_name(code),
+        why,
+    )
+    return Appended(code)
 
 
 def _batches(data: bytes) -> Iterator[tuple[BatchHeader, bytes]]:

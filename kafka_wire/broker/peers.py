@@ -341,8 +341,8 @@ class PeerLinks:
         failed, link.in_flight = link.in_flight, []
         failed += [w.outbound for w in link.waiting]
         link.waiting.clear()
-        for outbound in failed:
-            outbound.on_reply(None, now_ms)
+        # Answered at the next tick, not here: a reply handler may send again, on this very link.
+        self._fail_later(failed, now_ms)
 
     def _fail_later(self, outbounds: list[Outbound], now_ms: int) -> None:
         if outbounds:

@@ -312,15 +312,14 @@ def _cluster(
 ) -> tuple[ClusterSettings, Endpoint | None, Endpoint | None]:
     """KRaft mode: the node's roles, listeners and quorum, checked (see the module docstring)."""
     if "process.roles" not in props:
-        raise BrokerConfigError(
-            "process.roles", "must be set when controller.quorum.voters is (KRaft mode)"
-        )
+        raise BrokerConfigError("process.roles", "must be set when controller.quorum.voters is (KRaft mode)")
     roles = _roles(props)
     if "node.id" not in props:
         raise BrokerConfigError("node.id", "must be set when process.roles is (KRaft mode)")
     if config.sasl_users:
         raise BrokerConfigError(
-            "listeners", "a kafka_wire cluster speaks PLAINTEXT between its nodes: sasl.users.* are not served"
+            "listeners",
+            "a kafka_wire cluster speaks PLAINTEXT between its nodes: sasl.users.* are not served",
         )
     voters = parse_voters(props["controller.quorum.voters"])
     bootstrap = _bootstrap_servers(props.get("controller.quorum.bootstrap.servers", ""))
@@ -379,7 +378,9 @@ def _cluster(
     if "broker" in roles:
         inter_broker = _broker_listener(props, listeners, set(controllers)) or ""
     bound = tuple(replace(e, host=e.host or EMPTY_HOST_BINDS) for e in listeners)
-    told = {e.listener: e for e in parse_endpoints("advertised.listeners", props.get("advertised.listeners", ""))}
+    told = {
+        e.listener: e for e in parse_endpoints("advertised.listeners", props.get("advertised.listeners", ""))
+    }
     for name in told:
         if name not in names:
             raise BrokerConfigError("advertised.listeners", f"{name} is not among the listeners")

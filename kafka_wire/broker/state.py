@@ -18,7 +18,7 @@ from kafka_wire.broker.cluster_view import ClusterView
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.effects import Delete, EffectSink, MakeDir
 from kafka_wire.broker.fetch_sessions import FetchSessionCache
-from kafka_wire.broker.internal_topics import internal_topic_specs
+from kafka_wire.broker.internal_topics import InternalTopicCreation, internal_topic_specs
 from kafka_wire.broker.log.config import ConfigError, LogConfig
 from kafka_wire.broker.log.log import PartitionLog
 from kafka_wire.broker.metadata import (
@@ -30,6 +30,7 @@ from kafka_wire.broker.metadata import (
     topic_name_problem,
 )
 from kafka_wire.broker.partition.replica import PartitionReplica
+from kafka_wire.broker.producer_ids import ProducerIdBlocks
 from kafka_wire.broker.storage import StorageReader
 from kafka_wire.broker.work import DEFAULT_MAX_WORK_BYTES_PER_CALL, WorkBudget
 from kafka_wire.codec.structs import Message
@@ -102,8 +103,15 @@ class BrokerState:
     #: Topics gone from the metadata whose partition directories are still being deleted: their
     #: names cannot be created again until then.
     deleting: set[str] = field(default_factory=set)
+    #: ``directory.id`` of the data directory's ``meta.properties`` (None: an older file without it).
+    directory_id: uuid.UUID | None = None
     #: Topics whose auto-creation this broker asked the controller for, until it answers.
     auto_creating: set[str] = field(default_factory=set)
+    #: Producer id blocks from the controller (``kafka_wire.broker.producer_ids``); None on a
+    #: single node, which counts its ids in the metadata file.
+    producer_ids: ProducerIdBlocks | None = None
+    #: Internal topics asked of the controller (a cluster only).
+    internal_topic_creation: InternalTopicCreation = field(default_factory=InternalTopicCreation)
     #: The replicated cluster as this node sees it (``kafka_wire.broker.cluster_view``); None: a
     #: single node, which answers as the whole cluster.
     cluster: ClusterView | None = None
@@ -254,8 +262,12 @@ class BrokerState:
 
     def internal_topic(self, name: str, now_ms: int, effects: EffectSink) -> TopicInfo | None:
         """An internal topic, created the broker's way when it is missing (None: this broker does
-        not make that one, see :func:`~kafka_wire.broker.internal_topics.internal_topic_specs`)."""
+        not make that one, see :func:`~kafka_wire.broker.internal_topics.internal_topic_specs`).
+        In a cluster a missing one is asked of the controller, and None returned until it exists."""
         topic = self.metadata.topics.get(name)
+        if topic is None and self.cluster is not None:
+            self.internal_topic_creation.request(self.cluster, self.config, name, now_ms)
+            return None
         if topic is None:
             spec = internal_topic_specs(self.config).get(name)
             if spec is None:

@@ -54,8 +54,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     parser.add_argument("--nodes", type=int, default=3, help="how many nodes (default 3)")
     parser.add_argument("--base-port", type=int, default=9092, help="node 0's broker port (default 9092)")
-    parser.add_argument("--host", default="127.0.0.1", help="address every node listens on (default 127.0.0.1)")
-    parser.add_argument("--data-dir", type=Path, default=Path("data"), help="parent of node-<i>/ (default ./data)")
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address every node listens on (default 127.0.0.1)"
+    )
+    parser.add_argument(
+        "--data-dir", type=Path, default=Path("data"), help="parent of node-<i>/ (default ./data)"
+    )
     parser.add_argument(
         "--set",
         action="append",
@@ -194,10 +198,16 @@ def supervise(commands: Sequence[Sequence[str]], names: Sequence[str]) -> int:
         for command in commands:
             children.append(subprocess.Popen(list(command), start_new_session=True))
         while not stop_signal:
-            dead = [(name, child) for name, child in zip(names, children, strict=True) if child.poll() is not None]
+            dead = [
+                (name, child) for name, child in zip(names, children, strict=True) if child.poll() is not None
+            ]
             if dead:
                 for name, child in dead:
-                    print(f"kafka-wire cluster: {name} exited with status {child.returncode}", file=sys.stderr, flush=True)
+                    print(
+                        f"kafka-wire cluster: {name} exited with status {child.returncode}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
                 status = 1
                 break
             time.sleep(_POLL_S)

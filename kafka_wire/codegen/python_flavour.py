@@ -974,7 +974,8 @@ class ModuleEmitter:
         head.line("from __future__ import annotations")
         head.line()
         head.lines(self.imports.render())
-        head.line()
+        if constants.text():  # the classes start with their own two blank lines
+            head.line()
         return (
             head.text()
             + constants.text()

@@ -20,7 +20,6 @@ from kafka_wire.codec.versions import VersionSet
 from kafka_wire.errors import ValueOutOfRangeError
 
 
-
 class BeginTransactionRecord(Message):
     __slots__ = ('name',)
 

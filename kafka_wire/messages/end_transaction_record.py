@@ -16,7 +16,6 @@ from kafka_wire.codec.structs import Message
 from kafka_wire.codec.structs import new_instance as _new
 
 
-
 class EndTransactionRecord(Message):
     __slots__ = ()
 

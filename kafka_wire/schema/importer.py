@@ -59,7 +59,9 @@ SNAPSHOTS = (LATEST, OLD)
 #: Kafka's metadata records (``metadata/src/main/resources/common/metadata/``, the records of the
 #: ``__cluster_metadata`` log), imported into ``schemas/metadata/``. The folder is optional: where the
 #: upstream folder lacks it, the files already in ``schemas/metadata/`` are kept as they are.
-METADATA = Snapshot("metadata", "kafka-metadata-schemas", "4.0.0-SNAPSHOT", "1eb7644349cb07139d6a3c1ad1986979647cac99")
+METADATA = Snapshot(
+    "metadata", "kafka-metadata-schemas", "4.0.0-SNAPSHOT", "1eb7644349cb07139d6a3c1ad1986979647cac99"
+)
 
 # Field attributes that change bytes on the wire or the generated API, in output order.
 _FIELD_KEYS = (
@@ -570,7 +572,8 @@ def diff(files: dict[str, str], target: Path, keep: tuple[str, ...] = ()) -> lis
     out += [
         p.relative_to(target).as_posix()
         for p in target.rglob("*.json")
-        if p.relative_to(target).as_posix() not in files and not p.relative_to(target).as_posix().startswith(keep)
+        if p.relative_to(target).as_posix() not in files
+        and not p.relative_to(target).as_posix().startswith(keep)
     ]
     return sorted(out)
 

@@ -50,7 +50,10 @@ def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     ("args", "message"),
     [
         (["--nodes", "0"], "kafka-wire cluster: --nodes 0: must be between 1 and 32"),
-        (["--nodes", "2", "--base-port", "65534"], "kafka-wire cluster: --base-port 65534: ports 65534 to 65537"),
+        (
+            ["--nodes", "2", "--base-port", "65534"],
+            "kafka-wire cluster: --base-port 65534: ports 65534 to 65537",
+        ),
         (["--set", "novalue"], "kafka-wire cluster: --set novalue: expected KEY=VALUE"),
     ],
 )
@@ -83,10 +86,15 @@ CLUSTER_NODE = [
             "kafka-wire serve: --set: controller.listener.names=OTHER: OTHER (its first name) must appear in "
             "listeners",
         ),
-        (["--set", "node.id=1", "--port", "9999"], "kafka-wire serve: --host and --port do not apply to a cluster node"),
+        (
+            ["--set", "node.id=1", "--port", "9999"],
+            "kafka-wire serve: --host and --port do not apply to a cluster node",
+        ),
     ],
 )
-def test_cluster_node_properties_are_refused_in_one_line(tmp_path: Path, extra: list[str], message: str) -> None:
+def test_cluster_node_properties_are_refused_in_one_line(
+    tmp_path: Path, extra: list[str], message: str
+) -> None:
     result = cli("serve", "--data-dir", str(tmp_path / "data"), *CLUSTER_NODE, *extra)
     assert result.returncode == 2, result
     assert "Traceback" not in result.stderr
@@ -106,7 +114,9 @@ def test_a_node_that_exits_is_reported_and_the_others_stopped(tmp_path: Path) ->
     blocker.bind(("127.0.0.1", base + 2))
     blocker.listen()
     try:
-        result = cli("cluster", "--nodes", "2", "--base-port", str(base), "--data-dir", str(tmp_path / "data"))
+        result = cli(
+            "cluster", "--nodes", "2", "--base-port", str(base), "--data-dir", str(tmp_path / "data")
+        )
     finally:
         blocker.close()
     assert result.returncode == 1, result
@@ -154,7 +164,16 @@ def test_sigint_stops_every_child(tmp_path: Path) -> None:
 def test_the_cluster_starts_and_ctrl_c_stops_it(tmp_path: Path) -> None:
     base = free_ports(6)
     parent = subprocess.Popen(
-        [str(kafka_wire_cli()), "cluster", "--nodes", "3", "--base-port", str(base), "--data-dir", str(tmp_path)],
+        [
+            str(kafka_wire_cli()),
+            "cluster",
+            "--nodes",
+            "3",
+            "--base-port",
+            str(base),
+            "--data-dir",
+            str(tmp_path),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -1,12 +1,21 @@
 """FindCoordinator.
 
-Behaviour: this broker coordinates every group (it creates ``__consumer_offsets`` on first use, as
-Kafka does); transaction coordinators (key type 1) are not available yet (COORDINATOR_NOT_AVAILABLE).
+Behaviour: on a single node this broker coordinates every group (it creates ``__consumer_offsets``
+on first use, as Kafka does). In a replicated cluster the coordinator of a group is the leader of
+its ``__consumer_offsets`` partition (``abs(hash(group id)) % partitions``, Kafka's
+``partitionFor``), answered with that broker's endpoint on the listener the request came on (the
+inter-broker listener when the request names none); COORDINATOR_NOT_AVAILABLE while the partition
+has no leader, the leader has no such endpoint, or the topic does not exist yet (the broker then
+asks the controller to create it, and clients retry). Transaction coordinators (key type 1) are not
+available yet (COORDINATOR_NOT_AVAILABLE).
 Version notes: v0-v3 ask for one key; v4+ for a batch in ``coordinator_keys``.
 """
 
 from __future__ import annotations
 
+from kafka_wire.broker.cluster_view import ClusterView
+from kafka_wire.broker.group import partition_for_group
+from kafka_wire.broker.metadata import OFFSETS_TOPIC
 from kafka_wire.broker.state import Context
 from kafka_wire.messages import (
     ErrorCode,
@@ -20,22 +29,18 @@ _GROUP = 0
 
 def handle(ctx: Context, request: FindCoordinatorRequest) -> FindCoordinatorResponse:
     config = ctx.state.config
+    cluster = ctx.state.cluster
     keys = request.coordinator_keys if ctx.api_version >= 4 else [request.key]
     coordinators = []
     for key in keys:
-        entry = FindCoordinatorResponseCoordinator(
-            key=key, node_id=config.node_id, host=config.host, port=config.port
-        )
         if request.key_type != _GROUP:
-            entry = FindCoordinatorResponseCoordinator(
-                key=key,
-                node_id=-1,
-                host="",
-                port=-1,
-                error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                error_message="this broker has no transaction coordinator",
-            )
+            entry = _unavailable(key, "this broker has no transaction coordinator")
+        elif cluster is not None:
+            entry = _group_coordinator(ctx, cluster, key)
         else:
+            entry = FindCoordinatorResponseCoordinator(
+                key=key, node_id=config.node_id, host=config.host, port=config.port
+            )
             ctx.state.offsets_topic(ctx.now_ms, ctx.effects)
         coordinators.append(entry)
     if ctx.api_version >= 4:
@@ -47,4 +52,35 @@ def handle(ctx: Context, request: FindCoordinatorRequest) -> FindCoordinatorResp
         node_id=only.node_id,
         host=only.host,
         port=only.port,
+    )
+
+
+def _group_coordinator(ctx: Context, cluster: ClusterView, key: str) -> FindCoordinatorResponseCoordinator:
+    """The leader of the group's ``__consumer_offsets`` partition, on the request's listener."""
+    partitions = cluster.partitions_of(OFFSETS_TOPIC)
+    if not partitions:
+        ctx.state.internal_topic_creation.request(cluster, ctx.state.config, OFFSETS_TOPIC, ctx.now_ms)
+        return _unavailable(key, f"{OFFSETS_TOPIC} is being created")
+    index = partition_for_group(key, len(partitions))
+    registration = cluster.partition(OFFSETS_TOPIC, index)
+    if registration is None or registration.leader < 0:
+        return _unavailable(key, f"{OFFSETS_TOPIC}-{index} has no leader")
+    leader = cluster.broker(registration.leader)
+    listener = ctx.listener or cluster.inter_broker_listener
+    endpoint = None if leader is None else leader.endpoint(listener)
+    if endpoint is None:
+        return _unavailable(key, f"broker {registration.leader} has no {listener} endpoint")
+    return FindCoordinatorResponseCoordinator(
+        key=key, node_id=registration.leader, host=endpoint.host, port=endpoint.port
+    )
+
+
+def _unavailable(key: str, why: str) -> FindCoordinatorResponseCoordinator:
+    return FindCoordinatorResponseCoordinator(
+        key=key,
+        node_id=-1,
+        host="",
+        port=-1,
+        error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        error_message=why,
     )

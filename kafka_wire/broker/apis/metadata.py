@@ -274,7 +274,9 @@ def _ask_controller_to_create(
                 name=name,
                 num_partitions=partitions,
                 replication_factor=replication,
-                configs=[CreateTopicsRequestCreatableTopicConfig(name=k, value=v) for k, v in configs.items()],
+                configs=[
+                    CreateTopicsRequestCreatableTopicConfig(name=k, value=v) for k, v in configs.items()
+                ],
             )
         ],
         timeout_ms=AUTO_CREATE_TIMEOUT_MS,

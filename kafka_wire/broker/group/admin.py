@@ -62,6 +62,9 @@ class GroupAdmin:
         states = {s.strip().lower() for s in request.states_filter} if v >= 4 else set()
         types = {t.strip().lower() for t in request.types_filter} if v >= 5 else set()
         listed = []
+        if self._rt.loading:  # Kafka lists nothing while a partition of its groups is loading
+            self._rt.respond(waiter, ListGroupsResponse(error_code=E.COORDINATOR_LOAD_IN_PROGRESS))
+            return
         if not types or CLASSIC_GROUP_TYPE in types:
             for group in self._rt.groups.values():
                 if states and group.state.value.lower() not in states:
@@ -86,6 +89,15 @@ class GroupAdmin:
                 described.append(
                     DescribeGroupsResponseDescribedGroup(
                         group_id=group_id, error_code=E.INVALID_GROUP_ID, group_state=GroupState.DEAD.value
+                    )
+                )
+            elif (refused := self._rt.refusal(group_id)) is not None:
+                described.append(
+                    DescribeGroupsResponseDescribedGroup(
+                        group_id=group_id,
+                        error_code=refused,
+                        group_state="",
+                        authorized_operations=NO_OPERATIONS,
                     )
                 )
             elif group is None:
@@ -129,6 +141,8 @@ class GroupAdmin:
             group = self._rt.groups.get(group_id)
             if not group_id:
                 error = E.INVALID_GROUP_ID
+            elif (refused := self._rt.refusal(group_id)) is not None:
+                error = refused
             elif group is None:
                 error = E.GROUP_ID_NOT_FOUND
             elif group.state is not GroupState.EMPTY:

@@ -166,6 +166,8 @@ class Offsets:
         """The committed offsets of ``topics`` (``None``: all), as (topic, id, [(partition, value, error)])."""
         if not group_id:
             return E.INVALID_GROUP_ID, []
+        if (refused := self._rt.refusal(group_id)) is not None:
+            return refused, []
         group = self._rt.groups.get(group_id)
         offsets = {} if group is None else group.offsets
         out: list[tuple[str, uuid.UUID, list[tuple[int, OffsetCommitValue | None, ErrorCode]]]] = []
@@ -302,6 +304,8 @@ class Offsets:
         now = self._rt.clock
         retention = self._rt.config.offsets_retention_ms
         for group in list(self._rt.groups.values()):
+            if not self._rt.serves(group.group_id):
+                continue  # a partition still loading: its groups expire once it is served
             if group.protocol_type is None:
                 use_state_time = False
             elif group.state is GroupState.EMPTY:
@@ -343,6 +347,8 @@ class Offsets:
         """Tombstone the committed offsets of deleted topics in every group (Kafka does the same)."""
         gone = set(topics)
         for group in list(self._rt.groups.values()):
+            if not self._rt.serves(group.group_id):
+                continue  # a partition still loading (a gap: its offsets of the topics stay)
             offsets: list[OffsetEntry] = [
                 (topic, partition, None)
                 for topic, partitions in group.offsets.items()

@@ -21,10 +21,12 @@ from kafka_wire.broker.group.model import (
     TopicNameOf,
     Waiter,
 )
+from kafka_wire.broker.group.records import partition_for_group
 from kafka_wire.broker.group.states import GroupInput, transition
 from kafka_wire.broker.timers import TimerKey, TimerQueue
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import LocalProtocolError
+from kafka_wire.messages import ErrorCode
 
 #: The owner of the coordinator's timers in the shared queue.
 GROUP_TIMERS: Final = "group"
@@ -57,6 +59,10 @@ class GroupRuntime:
         self.topic_name_of = topic_name_of
         self.topic_id_of = topic_id_of
         self.groups: dict[str, Group] = {}
+        #: The ``__consumer_offsets`` partitions served (None: every one, as on a single node).
+        self.served: set[int] | None = None
+        #: Partitions being loaded: their groups are refused with COORDINATOR_LOAD_IN_PROGRESS.
+        self.loading: set[int] = set()
         #: The latest time seen (None before the first call), or a firing timer's deadline.
         self.now: int | None = None
         #: The effects of the call in progress, in order.
@@ -78,6 +84,23 @@ class GroupRuntime:
 
     def arm_heartbeat(self, group: Group, member: Member, timeout_ms: int) -> None:
         self.schedule(timer_key(HEARTBEAT, group.group_id, member.member_id), timeout_ms)
+
+    def partition_of(self, group_id: str) -> int:
+        return partition_for_group(group_id, self.config.offsets_topic_num_partitions)
+
+    def refusal(self, group_id: str) -> ErrorCode | None:
+        """Why a request for ``group_id`` is not served here (None: it is)."""
+        if self.served is None:
+            return None
+        partition = self.partition_of(group_id)
+        if partition in self.loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        if partition not in self.served:
+            return ErrorCode.NOT_COORDINATOR
+        return None
+
+    def serves(self, group_id: str) -> bool:
+        return self.refusal(group_id) is None
 
     def take(self) -> list[GroupEffect]:
         out, self.out = self.out, []

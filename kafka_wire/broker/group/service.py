@@ -41,6 +41,7 @@ in ``docs/internals/group-coordinator.md``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Final
 
 from kafka_wire.broker.group.admin import GroupAdmin
@@ -54,6 +55,7 @@ from kafka_wire.broker.group.model import (
     TopicIdOf,
     TopicNameOf,
     Waiter,
+    join_error,
     snapshot,
 )
 from kafka_wire.broker.group.offsets import Offsets
@@ -67,6 +69,7 @@ from kafka_wire.broker.group.persistence import (
     StaticMemberReplaced,
 )
 from kafka_wire.broker.group.rebalance import Rebalance
+from kafka_wire.broker.group.routing import refusal_answer, single_group
 from kafka_wire.broker.group.runtime import (
     GROUP_TIMERS,
     HEARTBEAT,
@@ -75,6 +78,7 @@ from kafka_wire.broker.group.runtime import (
     RETENTION_KEY,
     SYNC,
     GroupRuntime,
+    timer_key,
 )
 from kafka_wire.broker.group.states import GroupState, can_rebalance
 from kafka_wire.broker.timers import DueTimer, TimerQueue
@@ -93,6 +97,7 @@ from kafka_wire.messages import (
     OffsetDeleteRequest,
     OffsetFetchRequest,
     SyncGroupRequest,
+    SyncGroupResponse,
 )
 
 #: The APIs :meth:`GroupCoordinator.handle` answers.
@@ -122,6 +127,10 @@ class GroupCoordinator:
 
     ``timers`` is the engine's shared queue (the coordinator uses the owner ``"group"`` in it);
     without one the coordinator keeps its own.
+
+    ``partitioned`` (a replicated cluster): the coordinator serves only the ``__consumer_offsets``
+    partitions it is told this node leads (:meth:`partition_loading`, :meth:`partition_loaded`,
+    :meth:`partition_lost`); requests for other groups are refused (``routing``).
     """
 
     def __init__(
@@ -132,6 +141,7 @@ class GroupCoordinator:
         topic_name_of: TopicNameOf | None = None,
         topic_id_of: TopicIdOf | None = None,
         timers: TimerQueue | None = None,
+        partitioned: bool = False,
     ) -> None:
         self.config = config if config is not None else GroupConfig()
         rt = self._rt = GroupRuntime(
@@ -141,6 +151,8 @@ class GroupCoordinator:
             topic_name_of,
             topic_id_of,
         )
+        if partitioned:
+            rt.served = set()
         self._persistence = GroupPersistence(rt)
         self._rebalance = Rebalance(rt, self._persistence)
         self._membership = Membership(rt, self._persistence, self._rebalance)
@@ -183,7 +195,13 @@ class GroupCoordinator:
         if api_version not in type(request).VERSIONS:
             raise LocalProtocolError(f"{type(request).__name__} has no version {api_version}")
         self._observe(now_ms)
-        handler(Waiter(token, api_version), request, client_id, client_host)
+        waiter = Waiter(token, api_version)
+        group_id = single_group(request, api_version)
+        refused = None if not group_id else self._rt.refusal(group_id)
+        if refused is not None:
+            self._rt.respond(waiter, refusal_answer(request, api_version, refused))
+        else:
+            handler(waiter, request, client_id, client_host)
         self._run_timers()
         return self._rt.take()
 
@@ -233,7 +251,7 @@ class GroupCoordinator:
         """When :meth:`tick` has work next (``0``: at once, before the first call has shown a time)."""
         if self._rt.now is None:
             return 0
-        if self._persistence.unarmed:
+        if any(self._rt.serves(group_id) for group_id, _ in self._persistence.unarmed):
             return self._rt.now  # members loaded since the last call: arm their sessions now
         return self._rt.timers.next_deadline_ms(GROUP_TIMERS)
 
@@ -254,6 +272,90 @@ class GroupCoordinator:
         that cannot be read, including a key version Kafka does not define.
         """
         self._persistence.replay(key, value)
+
+    # -- partitions of __consumer_offsets (a replicated cluster) --------------------------------
+
+    @property
+    def served_partitions(self) -> frozenset[int] | None:
+        """The partitions whose groups are served (None: every one, not ``partitioned``)."""
+        served = self._rt.served
+        return None if served is None else frozenset(served)
+
+    @property
+    def loading_partitions(self) -> frozenset[int]:
+        return frozenset(self._rt.loading)
+
+    def use_partition_count(self, partitions: int) -> None:
+        """Place groups by ``partitions`` (the count the offsets topic was created with, once a
+        cluster has it); only while no partition is served or loading."""
+        rt = self._rt
+        if partitions == self.config.offsets_topic_num_partitions:
+            return
+        if rt.served or rt.loading or rt.groups:
+            raise LocalProtocolError("the offsets topic's partition count cannot change under served groups")
+        self.config = rt.config = replace(self.config, offsets_topic_num_partitions=partitions)
+
+    def partition_loading(self, partition: int) -> None:
+        """This node leads ``partition`` now: its records follow through :meth:`replay` (oldest
+        first), then :meth:`partition_loaded`. Meanwhile its groups get COORDINATOR_LOAD_IN_PROGRESS.
+        What was in memory of the partition (a stale load) is dropped first."""
+        served = self._served()
+        self._drop_partition(partition)
+        served.discard(partition)
+        self._rt.loading.add(partition)
+
+    def partition_loaded(self, partition: int, now_ms: int) -> list[GroupEffect]:
+        """The records of ``partition`` are replayed: its groups are served from now on (loaded
+        members get their session timeout from ``now_ms``)."""
+        served, rt = self._served(), self._rt
+        if partition not in rt.loading:
+            raise LocalProtocolError(f"partition {partition} of the offsets topic is not loading")
+        rt.loading.discard(partition)
+        served.add(partition)
+        self._observe(now_ms)
+        return rt.take()
+
+    def stop_serving(self, partition: int) -> None:
+        """Refuse ``partition``'s groups from now on (NOT_COORDINATOR; their writes too), while
+        their pending writes are failed; :meth:`partition_lost` then drops them."""
+        self._served().discard(partition)
+        self._rt.loading.discard(partition)
+
+    def partition_lost(self, partition: int, now_ms: int) -> list[GroupEffect]:
+        """This node no longer leads ``partition``: its groups leave memory, their timers stop,
+        and the requests waiting in them (JoinGroup, SyncGroup) get NOT_COORDINATOR, so that their
+        members look the coordinator up again. Writes of the partition still awaiting
+        :meth:`persisted` should be failed before this call, after :meth:`stop_serving` (so that
+        what their failure triggers is not written to a partition led elsewhere)."""
+        self.stop_serving(partition)
+        self._observe(now_ms)
+        self._drop_partition(partition, answer=ErrorCode.NOT_COORDINATOR)
+        return self._rt.take()
+
+    def _served(self) -> set[int]:
+        served = self._rt.served
+        if served is None:
+            raise LocalProtocolError("this group coordinator serves every partition (not partitioned)")
+        return served
+
+    def _drop_partition(self, partition: int, answer: int = 0) -> None:
+        rt = self._rt
+        for group_id in [g for g in rt.groups if rt.partition_of(g) == partition]:
+            group = rt.groups.pop(group_id)
+            rt.cancel(timer_key(JOIN, group_id))
+            rt.cancel(timer_key(SYNC, group_id))
+            for member_id in [*group.members, *group.pending_join]:
+                rt.cancel(timer_key(HEARTBEAT, group_id, member_id))
+                self._persistence.unarmed.pop((group_id, member_id), None)
+            if not answer:
+                continue
+            for member in group.members.values():
+                if member.join is not None:
+                    rt.respond(member.join, join_error(member.join.api_version, answer, member.member_id))
+                    member.join = None
+                if member.sync is not None:
+                    rt.respond(member.sync, SyncGroupResponse(error_code=answer))
+                    member.sync = None
 
     def topics_deleted(self, topics: Iterable[str], now_ms: int) -> list[GroupEffect]:
         """Tombstone the committed offsets of deleted topics in every group (Kafka does the same)."""
@@ -288,13 +390,15 @@ class GroupCoordinator:
         unarmed = self._persistence.unarmed
         if unarmed:
             loaded: dict[str, None] = {}
-            for group_id, member_id in unarmed:
+            for group_id, member_id in list(unarmed):
+                if not rt.serves(group_id):
+                    continue  # a partition still loading: armed once it is served
+                del unarmed[group_id, member_id]
                 group = rt.groups.get(group_id)
                 member = None if group is None else group.members.get(member_id)
                 if group is not None and member is not None:
                     rt.arm_heartbeat(group, member, member.session_timeout_ms)
                     loaded[group_id] = None
-            unarmed.clear()
             for group_id in loaded:
                 group = rt.groups[group_id]
                 if len(group.members) > self.config.max_group_size and can_rebalance(group.state):

@@ -443,7 +443,9 @@ class KRaftReplica:
             if result.error_code or not data:
                 break
             for batch in read_batches(data):
-                self._note_epoch(batch.partition_leader_epoch if isinstance(batch, RecordBatch) else 0, offset)
+                self._note_epoch(
+                    batch.partition_leader_epoch if isinstance(batch, RecordBatch) else 0, offset
+                )
                 offset = batch.next_offset
 
     def _note_epoch(self, epoch: int, start_offset: int) -> None:
@@ -642,7 +644,9 @@ class KRaftReplica:
         )
         result = log.append(control, now_ms, leader_epoch=self.epoch, origin="coordinator")
         if result.error_code:
-            raise LocalProtocolError(f"the metadata log refused the LeaderChangeMessage ({result.error_code})")
+            raise LocalProtocolError(
+                f"the metadata log refused the LeaderChangeMessage ({result.error_code})"
+            )
         self._note_epoch(self.epoch, self._epoch_start_offset)
         self._progress = {v: ReplicaProgress() for v in self._voters}
         self._acked = {self.node_id}
@@ -746,7 +750,9 @@ class KRaftReplica:
                 return self._handle_fetch_snapshot(body, api_version, now_ms)
             if api_key == ApiKey.DESCRIBE_QUORUM and isinstance(body, DescribeQuorumRequest):
                 return self._handle_describe_quorum(body, api_version, now_ms)
-            raise LocalProtocolError(f"the raft replica does not answer api key {api_key} ({type(body).__name__})")
+            raise LocalProtocolError(
+                f"the raft replica does not answer api key {api_key} ({type(body).__name__})"
+            )
         finally:
             self._flush()
 
@@ -795,11 +801,16 @@ class KRaftReplica:
             # Raft's rule: a vote request moves this voter to the new epoch, but only a granted
             # vote restarts its election timer; else a candidate whose log is behind (and can never
             # win) would keep every voter from standing.
-            running = self._election_deadline if self.role is not QuorumRole.FOLLOWER else self._fetch_deadline
+            running = (
+                self._election_deadline if self.role is not QuorumRole.FOLLOWER else self._fetch_deadline
+            )
             self._become_unattached(candidate_epoch, now_ms)
             if running is not None and self.role is QuorumRole.UNATTACHED:
                 self._election_deadline = running
-        up_to_date = (part.last_offset_epoch, part.last_offset) >= (self.last_epoch(), self._log.log_end_offset)
+        up_to_date = (part.last_offset_epoch, part.last_offset) >= (
+            self.last_epoch(),
+            self._log.log_end_offset,
+        )
         role = self.role
         if role is QuorumRole.UNATTACHED:
             granted = up_to_date
@@ -829,7 +840,9 @@ class KRaftReplica:
                     ],
                 )
             ],
-            node_endpoints=[VoteResponseNodeEndpoint(node_id=endpoint.node_id, host=endpoint.host, port=endpoint.port)]
+            node_endpoints=[
+                VoteResponseNodeEndpoint(node_id=endpoint.node_id, host=endpoint.host, port=endpoint.port)
+            ]
             if endpoint is not None and version >= 1
             else [],
         )
@@ -869,13 +882,17 @@ class KRaftReplica:
                 )
             ],
             node_endpoints=[
-                BeginQuorumEpochResponseNodeEndpoint(node_id=endpoint.node_id, host=endpoint.host, port=endpoint.port)
+                BeginQuorumEpochResponseNodeEndpoint(
+                    node_id=endpoint.node_id, host=endpoint.host, port=endpoint.port
+                )
             ]
             if endpoint is not None and version >= 1
             else [],
         )
 
-    def _handle_end_epoch(self, request: EndQuorumEpochRequest, version: int, now_ms: int) -> EndQuorumEpochResponse:
+    def _handle_end_epoch(
+        self, request: EndQuorumEpochRequest, version: int, now_ms: int
+    ) -> EndQuorumEpochResponse:
         if not self._cluster_ok(request.cluster_id):
             return EndQuorumEpochResponse(error_code=ErrorCode.INCONSISTENT_CLUSTER_ID)
         if (
@@ -918,7 +935,9 @@ class KRaftReplica:
                 )
             ],
             node_endpoints=[
-                EndQuorumEpochResponseNodeEndpoint(node_id=endpoint.node_id, host=endpoint.host, port=endpoint.port)
+                EndQuorumEpochResponseNodeEndpoint(
+                    node_id=endpoint.node_id, host=endpoint.host, port=endpoint.port
+                )
             ]
             if endpoint is not None and version >= 1
             else [],
@@ -944,7 +963,11 @@ class KRaftReplica:
             len(topics) != 1
             or len(topics[0].partitions) != 1
             or topics[0].partitions[0].partition != METADATA_PARTITION
-            or (topics[0].topic_id != METADATA_TOPIC_ID if version >= 13 else topics[0].topic != METADATA_TOPIC)
+            or (
+                topics[0].topic_id != METADATA_TOPIC_ID
+                if version >= 13
+                else topics[0].topic != METADATA_TOPIC
+            )
         ):
             return FetchResponse(error_code=ErrorCode.INVALID_REQUEST)
         part = topics[0].partitions[0]
@@ -976,9 +999,13 @@ class KRaftReplica:
         offset, epoch = part.fetch_offset, part.last_fetched_epoch
         log = self._log
         snapshot = self._snapshot
-        if snapshot is not None and (offset < log.log_start_offset or (offset == 0 and snapshot.end_offset > 0)):
+        if snapshot is not None and (
+            offset < log.log_start_offset or (offset == 0 and snapshot.end_offset > 0)
+        ):
             return self._fetch_response(version, ErrorCode.NONE, snapshot=snapshot)
-        if not (offset == 0 or (snapshot is not None and (offset, epoch) == (snapshot.end_offset, snapshot.epoch))):
+        if not (
+            offset == 0 or (snapshot is not None and (offset, epoch) == (snapshot.end_offset, snapshot.epoch))
+        ):
             found_epoch, end = self._end_offset_for_epoch(epoch)
             if found_epoch < 0 and snapshot is not None:
                 return self._fetch_response(version, ErrorCode.NONE, snapshot=snapshot)
@@ -1017,7 +1044,8 @@ class KRaftReplica:
                             last_stable_offset=self._hw if not error else -1,
                             log_start_offset=self._log.log_start_offset if not error else -1,
                             diverging_epoch=FetchResponseEpochEndOffset(
-                                epoch=diverging[0] if diverging else -1, end_offset=diverging[1] if diverging else -1
+                                epoch=diverging[0] if diverging else -1,
+                                end_offset=diverging[1] if diverging else -1,
                             ),
                             current_leader=FetchResponseLeaderIdAndEpoch(
                                 leader_id=self.leader_id, leader_epoch=self.epoch
@@ -1034,13 +1062,17 @@ class KRaftReplica:
                 )
             ],
             node_endpoints=[
-                FetchResponseNodeEndpoint(node_id=endpoint.node_id, host=endpoint.host, port=endpoint.port, rack=None)
+                FetchResponseNodeEndpoint(
+                    node_id=endpoint.node_id, host=endpoint.host, port=endpoint.port, rack=None
+                )
             ]
             if endpoint is not None and version >= 16
             else [],
         )
 
-    def _handle_fetch_snapshot(self, request: FetchSnapshotRequest, version: int, now_ms: int) -> FetchSnapshotResponse:
+    def _handle_fetch_snapshot(
+        self, request: FetchSnapshotRequest, version: int, now_ms: int
+    ) -> FetchSnapshotResponse:
         if not self._cluster_ok(request.cluster_id):
             return FetchSnapshotResponse(error_code=ErrorCode.INCONSISTENT_CLUSTER_ID)
         if len(request.topics) != 1 or len(request.topics[0].partitions) != 1:
@@ -1064,7 +1096,13 @@ class KRaftReplica:
             progress = self._progress.setdefault(request.replica_id, ReplicaProgress())
             progress.last_fetch_ms = now_ms
         return self._snapshot_response(
-            topic.name, part.partition, ErrorCode.NONE, snapshot=wanted, size=size, position=part.position, data=chunk
+            topic.name,
+            part.partition,
+            ErrorCode.NONE,
+            snapshot=wanted,
+            size=size,
+            position=part.position,
+            data=chunk,
         )
 
     def _snapshot_response(
@@ -1172,7 +1210,9 @@ class KRaftReplica:
             nodes=[
                 DescribeQuorumResponseNode(
                     node_id=v.node_id,
-                    listeners=[DescribeQuorumResponseListener(name=self.config.listener, host=v.host, port=v.port)],
+                    listeners=[
+                        DescribeQuorumResponseListener(name=self.config.listener, host=v.host, port=v.port)
+                    ],
                 )
                 for v in sorted(self.config.voters, key=lambda v: v.node_id)
             ]
@@ -1202,7 +1242,9 @@ class KRaftReplica:
         elif role is QuorumRole.FOLLOWER:
             fetching = self._snapshot_fetch
             if fetching is not None:
-                self._send(out, ApiKey.FETCH_SNAPSHOT, self.leader_id, self._fetch_snapshot_request(fetching), now_ms)
+                self._send(
+                    out, ApiKey.FETCH_SNAPSHOT, self.leader_id, self._fetch_snapshot_request(fetching), now_ms
+                )
             else:
                 self._send(out, ApiKey.FETCH, self.leader_id, self._fetch_request(), now_ms)
         elif not self.is_voter and self._bootstrap:
@@ -1260,7 +1302,9 @@ class KRaftReplica:
                     topic_name=METADATA_TOPIC,
                     partitions=[
                         BeginQuorumEpochRequestPartitionData(
-                            partition_index=METADATA_PARTITION, leader_id=self.node_id, leader_epoch=self.epoch
+                            partition_index=METADATA_PARTITION,
+                            leader_id=self.node_id,
+                            leader_epoch=self.epoch,
                         )
                     ],
                 )
@@ -1407,7 +1451,9 @@ class KRaftReplica:
     def _election_backoff(self) -> int:
         retries = max(1, self._election_retries)
         spread = 2 << min(20, retries - 1)
-        return min(self.config.retry_backoff_ms * self._rng.randrange(1, spread), self.config.election_backoff_max_ms)
+        return min(
+            self.config.retry_backoff_ms * self._rng.randrange(1, spread), self.config.election_backoff_max_ms
+        )
 
     def _common(self, error: int, leader_id: int, epoch: int, now_ms: int) -> bool:
         """Kafka's ``maybeHandleCommonResponse``: True when the answer changed or outdated what
@@ -1462,7 +1508,9 @@ class KRaftReplica:
             for batch in read_batches(records):
                 if batch.base_offset < self._log.log_end_offset:
                     return False
-                epochs.append((batch.partition_leader_epoch if isinstance(batch, RecordBatch) else 0, batch.base_offset))
+                epochs.append(
+                    (batch.partition_leader_epoch if isinstance(batch, RecordBatch) else 0, batch.base_offset)
+                )
         except DecodeError:
             return False
         result = self._log.append(records, now_ms, assign_offsets=False, origin="replication")

@@ -117,4 +117,3 @@ def write_snapshot(effects: EffectSink, directory: str, snapshot_id: SnapshotId,
     effects.emit(WriteAt(partial, 0, data))
     effects.emit(Fsync(partial))
     effects.emit(Rename(partial, final))
-

@@ -101,12 +101,10 @@ class AlterPartitionSender:
             topics=[
                 AlterPartitionRequestTopicData(
                     topic_id=replica.topic_id,
-                    topic_name=replica.topic,
                     partitions=[
                         AlterPartitionRequestPartitionData(
                             partition_index=replica.partition,
                             leader_epoch=proposal.leader_epoch,
-                            new_isr=list(proposal.isr),
                             new_isr_with_epochs=[
                                 AlterPartitionRequestBrokerState(broker_id=r, broker_epoch=epoch_of(r))
                                 for r in proposal.isr

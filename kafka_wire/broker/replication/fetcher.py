@@ -1,6 +1,6 @@
 """A follower's fetcher: one per leader node, fetching every partition this node follows there.
 
-Each round is one Fetch (replica id and ``replica_state`` with this broker's epoch; per partition
+Each round is one Fetch at the newest version (``replica_state`` with this broker's epoch; per partition
 the fetch offset = the log end offset, ``last_fetched_epoch`` = the epoch of the last local
 batch, the current leader epoch, its high watermark (v18, so the leader answers when its own
 moves ahead); ``replica.fetch.wait.max.ms``, min bytes 1,
@@ -119,9 +119,7 @@ class ReplicaFetcher:
             replica = item.replica
             topic = topics.get(replica.topic)
             if topic is None:
-                topic = topics[replica.topic] = FetchRequestTopic(
-                    topic=replica.topic, topic_id=replica.topic_id
-                )
+                topic = topics[replica.topic] = FetchRequestTopic(topic_id=replica.topic_id)
             topic.partitions.append(
                 FetchRequestPartition(
                     partition=replica.partition,
@@ -134,7 +132,6 @@ class ReplicaFetcher:
                 )
             )
         body = FetchRequest(
-            replica_id=self.cluster.node_id,
             replica_state=FetchRequestReplicaState(replica_id=self.cluster.node_id, replica_epoch=epoch),
             max_wait_ms=self.config.wait_max_ms,
             min_bytes=1,

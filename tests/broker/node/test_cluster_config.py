@@ -119,7 +119,10 @@ def test_without_voters_a_node_stays_single() -> None:
         ({"controller.quorum.voters": "1@h:1,1@h:2"}, "controller.quorum.voters", "once"),
         ({"node.id": "5"}, "controller.quorum.voters", "node.id 5 must be among the voters"),
         (
-            {"listeners": "PLAINTEXT://:9092,OTHER://:9093", "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,OTHER:PLAINTEXT"},
+            {
+                "listeners": "PLAINTEXT://:9092,OTHER://:9093",
+                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,OTHER:PLAINTEXT",
+            },
             "controller.listener.names",
             "must appear in listeners",
         ),

@@ -21,7 +21,9 @@ def formatted(node_id: int = 1, cluster_id: str = "AAAAAAAAAAAAAAAAAAAAAA") -> M
 
 
 def test_a_new_cluster_directory_needs_the_cluster_id() -> None:
-    with pytest.raises(DataDirError, match=r"cluster\.id is not set: a node of a cluster needs the cluster's id"):
+    with pytest.raises(
+        DataDirError, match=r"cluster\.id is not set: a node of a cluster needs the cluster's id"
+    ):
         DataDir.open(MemoryStorage(), node_id=1, cluster_id=None, rng=random.Random(0), clustered=True)
     opened = DataDir.open(
         MemoryStorage(), node_id=3, cluster_id="CCCCCCCCCCCCCCCCCCCCCC", rng=random.Random(0), clustered=True

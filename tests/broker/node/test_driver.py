@@ -119,17 +119,22 @@ async def run_node(tmp_path: Path) -> None:
     raft = FakeRaft(leader_id=2)
 
     def parts(context: PartsContext) -> NodeParts:
-        return NodeParts(raft, FakeImage(), FakeController(), FakeReplication())
+        image = FakeImage()
+        return NodeParts(raft, image, FakeController(image), FakeReplication())
 
     config = config_for(broker_port, controller_port, peer_port)
-    node = Node(config, rng=random.Random(1), build_parts=parts, decode_record=lambda data: ApiVersionsRequest())
+    node = Node(
+        config, rng=random.Random(1), build_parts=parts, decode_record=lambda data: ApiVersionsRequest()
+    )
     server = BrokerServer(config, tmp_path / "data", cluster=node)
     assert config.cluster is not None
     bound = await server.start_listeners(config.cluster.listeners)
     assert bound == {"PLAINTEXT": broker_port, "CONTROLLER": controller_port}, server.failure
     try:
         # The node dials controller 2, registers and heartbeats until unfenced.
-        await eventually(lambda: node.lifecycle is not None and node.lifecycle.state is LifecycleState.RUNNING)
+        await eventually(
+            lambda: node.lifecycle is not None and node.lifecycle.state is LifecycleState.RUNNING
+        )
         kinds = [type(r).__name__ for r in peer.requests]
         assert kinds[:3] == ["ApiVersionsRequest", "BrokerRegistrationRequest", "BrokerHeartbeatRequest"]
         assert set(peer.client_ids) == {"kafka-wire-node-1"}

@@ -64,7 +64,9 @@ def test_registration_then_heartbeats_until_unfenced() -> None:
     assert isinstance(body, BrokerRegistrationRequest)
     assert (body.broker_id, body.cluster_id, body.rack) == (4, "c-1", "r1")
     assert body.incarnation_id == life.incarnation_id
-    assert [(e.name, e.host, e.port, e.security_protocol) for e in body.listeners] == [("PLAINTEXT", "h4", 9100, 0)]
+    assert [(e.name, e.host, e.port, e.security_protocol) for e in body.listeners] == [
+        ("PLAINTEXT", "h4", 9100, 0)
+    ]
     assert {f.name for f in body.features} == {"metadata.version", "kraft.version"}
     assert life.next_deadline_ms() is None  # one request at a time
     fake.answer(BrokerRegistrationResponse(broker_epoch=17), 5)

@@ -68,6 +68,7 @@ class FakeRaft:
     leader_id: int = 2
     epoch: int = 1
     high_watermark: int = 0
+    leader_ready: bool = False
     committed: list[object] = field(default_factory=list)
     handled: list[Message] = field(default_factory=list)
     outbound: list[Outbound] = field(default_factory=list)
@@ -129,37 +130,47 @@ class FakeImage:
         return self.apply_batch(offset, records)
 
 
+def decode(data: bytes) -> Message:
+    """The fake metadata records: an ApiVersionsRequest naming the delta the image returns."""
+    return ApiVersionsRequest(client_software_name=data.decode())
+
+
 @dataclass
 class FakeController:
+    """Its committed image is the node's (as the real one's is): replay applies to it."""
+
+    image: FakeImage
     handled: list[Message] = field(default_factory=list)
     replayed: list[int] = field(default_factory=list)
-    leaders: list[tuple[int, int]] = field(default_factory=list)
+    #: When it was ticked (the node ticks it when the raft leadership changes).
+    ticks: list[int] = field(default_factory=list)
 
     def handle(self, api_key: int, api_version: int, body: Message, now_ms: int) -> Message | Waiting:
         self.handled.append(body)
         return BrokerHeartbeatResponse(is_fenced=False)
 
-    def replay(self, offset: int, records: Sequence[Message], now_ms: int) -> None:
+    def replay(self, offset: int, records: Sequence[bytes], now_ms: int) -> Delta:
         self.replayed.append(offset)
+        return self.image.apply_batch(offset, [decode(r) for r in records])
 
-    def load_snapshot(self, offset: int, records: Sequence[Message], now_ms: int) -> None:
+    def load_snapshot(self, offset: int, records: Sequence[bytes]) -> Delta:
         self.replayed.append(offset)
-
-    def leadership_changed(self, leader_id: int, epoch: int, now_ms: int) -> None:
-        self.leaders.append((leader_id, epoch))
+        return self.image.load_snapshot(offset, [decode(r) for r in records])
 
     def next_deadline_ms(self) -> int | None:
         return None
 
     def tick(self, now_ms: int) -> None:
-        pass
+        self.ticks.append(now_ms)
 
 
 @dataclass
 class FakeReplication:
     applied: list[tuple[tuple[str, ...], list[tuple[str, int]]]] = field(default_factory=list)
 
-    def apply(self, states: Sequence[PartitionState], removed: Sequence[tuple[str, int]], now_ms: int) -> None:
+    def apply(
+        self, states: Sequence[PartitionState], removed: Sequence[tuple[str, int]], now_ms: int
+    ) -> None:
         self.applied.append((tuple(f"{s.topic}-{s.partition}" for s in states), list(removed)))
 
     def next_deadline_ms(self) -> int | None:
@@ -173,14 +184,14 @@ class Harness:
     def __init__(self) -> None:
         self.raft = FakeRaft()
         self.image = FakeImage()
-        self.controller = FakeController()
+        self.controller = FakeController(self.image)
         self.replication = FakeReplication()
         self.context: PartsContext | None = None
         self.node = Node(
             cluster_config(),
             rng=random.Random(3),
             build_parts=self._parts,
-            decode_record=lambda data: ApiVersionsRequest(client_software_name=data.decode()),
+            decode_record=decode,
         )
         self.storage = MemoryStorage()
         self.broker = Broker(self.node.config, self.storage, rng=random.Random(3), cluster=self.node)
@@ -236,7 +247,16 @@ def test_start_builds_the_parts_and_registers_with_the_active_controller() -> No
 def test_committed_batches_update_the_topics_and_the_replicas() -> None:
     h = Harness()
     states = tuple(
-        PartitionState("orders", p, TOPIC_ID, replicas=(1, 2, 3), isr=(1, 2, 3), leader=1, leader_epoch=0, partition_epoch=0)
+        PartitionState(
+            "orders",
+            p,
+            TOPIC_ID,
+            replicas=(1, 2, 3),
+            isr=(1, 2, 3),
+            leader=1,
+            leader_epoch=0,
+            partition_epoch=0,
+        )
         for p in range(2)
     )
     h.image.deltas["create"] = Delta(partitions=states)
@@ -257,11 +277,17 @@ def test_committed_batches_update_the_topics_and_the_replicas() -> None:
 
 def test_leadership_changes_reach_the_controller() -> None:
     h = Harness()
-    assert h.controller.leaders == [(2, 1)]
+    seen = len(h.controller.ticks)
+    assert seen >= 1  # the first leadership seen at start
+    h.now_ms += 10
     h.raft.leader_id, h.raft.epoch = 1, 2
     h.tick()
-    assert h.controller.leaders == [(2, 1), (1, 2)]
+    assert h.controller.ticks.count(h.now_ms) == 2  # the node's tick, and the change of leader
     assert h.node.view.controller_id == 1
+    h.now_ms += 10
+    h.raft.leader_ready = True  # this node's raft leads with its epoch committed: it may act
+    h.apply(h.broker.receive_data(-1, b"", h.now_ms))
+    assert h.controller.ticks[-1] == h.now_ms
 
 
 def test_controller_listener_requests_go_to_raft_and_controller() -> None:
@@ -307,7 +333,13 @@ def test_the_registration_reaches_the_controller_over_a_link() -> None:
             assert isinstance(event, Request)
             seen.append(event.body)
             if event.api_key == ApiKey.API_VERSIONS:
-                h.apply(h.broker.receive_data(-1, server.send(event.reply(api_versions_response(SUPPORTED | {62: (0, 4), 63: (0, 1)}))), h.now_ms))
+                h.apply(
+                    h.broker.receive_data(
+                        -1,
+                        server.send(event.reply(api_versions_response(SUPPORTED | {62: (0, 4), 63: (0, 1)}))),
+                        h.now_ms,
+                    )
+                )
     assert any(isinstance(b, BrokerRegistrationRequest) for b in seen)
 
 

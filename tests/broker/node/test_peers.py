@@ -43,7 +43,11 @@ class Peer:
 
     def feed(self, effects: list[Effect], conn_id: int) -> bytes:
         data = b"".join(
-            p for e in effects if isinstance(e, Send) and e.conn_id == conn_id for p in e.parts if isinstance(p, bytes)
+            p
+            for e in effects
+            if isinstance(e, Send) and e.conn_id == conn_id
+            for p in e.parts
+            if isinstance(p, bytes)
         )
         self.server.receive_data(data)
         out = b""

@@ -96,7 +96,9 @@ class Network:
     def start(self, node_id: int | None = None) -> None:
         for node in self.nodes.values() if node_id is None else [self.nodes[node_id]]:
             assert node.replica is None
-            node.replica = KRaftReplica(node.config, node.storage, node.sink, random.Random(self.rng.random()))
+            node.replica = KRaftReplica(
+                node.config, node.storage, node.sink, random.Random(self.rng.random())
+            )
             node.applied = []
             self._call(node, lambda r: r.start(self.now_ms))
 
@@ -199,7 +201,9 @@ class Network:
 
         self._schedule(self.now_ms + self._latency(), deliver)
 
-    def _answer(self, target: Node, source: Node, replica: KRaftReplica, out: Outbound, answer: Message, version: int) -> None:
+    def _answer(
+        self, target: Node, source: Node, replica: KRaftReplica, out: Outbound, answer: Message, version: int
+    ) -> None:
         body = roundtrip(answer, version)
         if frozenset((source.node_id, target.node_id)) in self.cut or self.rng.random() < self.drop_rate:
             self._schedule(self.now_ms + out.timeout_ms, lambda: self._reply(source, replica, out, None))
@@ -296,4 +300,3 @@ class Network:
         offset = self._call(leader, lambda r: r.append(values, self.now_ms))
         assert isinstance(offset, int)
         return offset
-

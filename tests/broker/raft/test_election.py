@@ -110,7 +110,9 @@ def test_a_minority_leader_cannot_commit_and_its_divergent_suffix_is_truncated()
     assert old.r.leader_id == new.node_id
     # the cut-off leader's uncommitted batch was truncated away: its log is the new leader's
     assert old.r.log_end_offset == new.r.log_end_offset
-    assert old.r.log.read_bytes(old.r.log.read(0, 1 << 20)) == new.r.log.read_bytes(new.r.log.read(0, 1 << 20))
+    assert old.r.log.read_bytes(old.r.log.read(0, 1 << 20)) == new.r.log.read_bytes(
+        new.r.log.read(0, 1 << 20)
+    )
 
 
 def test_a_graceful_resignation_hands_over_to_the_preferred_successor_quickly() -> None:
@@ -158,4 +160,6 @@ def test_a_snapshot_past_what_was_taken_does_not_stall_take_committed() -> None:
     call(lambda: replica.create_snapshot(end, replica.epoch_of(end - 1), [b"a", b"b"], 0))
     assert replica.take_committed() == []
     call(lambda: replica.append([b"c"], 0))
-    assert [batch.records for batch in replica.take_committed() if isinstance(batch, CommittedBatch)] == [(b"c",)]
+    assert [batch.records for batch in replica.take_committed() if isinstance(batch, CommittedBatch)] == [
+        (b"c",)
+    ]

@@ -39,7 +39,13 @@ META_ID = uuid.UUID("00000000-0000-0000-0000-000000000001")
 
 
 def fetch(
-    replica: int, epoch: int, offset: int, last_epoch: int, *, topic_id: uuid.UUID = META_ID, max_wait_ms: int = 0
+    replica: int,
+    epoch: int,
+    offset: int,
+    last_epoch: int,
+    *,
+    topic_id: uuid.UUID = META_ID,
+    max_wait_ms: int = 0,
 ) -> FetchRequest:
     return FetchRequest(
         replica_state=FetchRequestReplicaState(replica_id=replica, replica_epoch=-1),
@@ -67,7 +73,11 @@ def begin(leader: int, epoch: int) -> BeginQuorumEpochRequest:
         topics=[
             BeginQuorumEpochRequestTopicData(
                 topic_name="__cluster_metadata",
-                partitions=[BeginQuorumEpochRequestPartitionData(partition_index=0, leader_id=leader, leader_epoch=epoch)],
+                partitions=[
+                    BeginQuorumEpochRequestPartitionData(
+                        partition_index=0, leader_id=leader, leader_epoch=epoch
+                    )
+                ],
             )
         ]
     )
@@ -103,21 +113,33 @@ def test_vote_errors_are_kafkas(settled: Network) -> None:
     epoch = leader.r.epoch
     node = next(n for n in net.nodes.values() if n is not leader)
     call = net._call
-    assert vote_error(call(node, lambda r: r.handle(52, 2, vote(9, epoch + 1, 0, 0), 0))) == ErrorCode.INCONSISTENT_VOTER_SET
+    assert (
+        vote_error(call(node, lambda r: r.handle(52, 2, vote(9, epoch + 1, 0, 0), 0)))
+        == ErrorCode.INCONSISTENT_VOTER_SET
+    )
     wrong_cluster = vote(2, epoch + 1)
     wrong_cluster.cluster_id = "another-cluster"
-    assert vote_error(call(node, lambda r: r.handle(52, 2, wrong_cluster, 0))) == ErrorCode.INCONSISTENT_CLUSTER_ID
+    assert (
+        vote_error(call(node, lambda r: r.handle(52, 2, wrong_cluster, 0)))
+        == ErrorCode.INCONSISTENT_CLUSTER_ID
+    )
     wrong_topic = vote(2, epoch + 1)
     wrong_topic.topics[0].topic_name = "other"
     assert vote_error(call(node, lambda r: r.handle(52, 2, wrong_topic, 0))) == ErrorCode.INVALID_REQUEST
     # the candidate's last epoch must be below its epoch
-    assert vote_error(call(node, lambda r: r.handle(52, 2, vote(2, epoch + 1, epoch + 1, 0), 0))) == ErrorCode.INVALID_REQUEST
+    assert (
+        vote_error(call(node, lambda r: r.handle(52, 2, vote(2, epoch + 1, epoch + 1, 0), 0)))
+        == ErrorCode.INVALID_REQUEST
+    )
     # none of these moved the voter
     assert node.r.epoch == epoch and node.r.role is QuorumRole.FOLLOWER
     # a candidate of an older epoch than the voter's is fenced
     call(node, lambda r: r.handle(52, 2, vote(2, epoch + 5, 0, 0), 0))
     assert node.r.epoch == epoch + 5
-    assert vote_error(call(node, lambda r: r.handle(52, 2, vote(2, epoch + 4, 0, 0), 0))) == ErrorCode.FENCED_LEADER_EPOCH
+    assert (
+        vote_error(call(node, lambda r: r.handle(52, 2, vote(2, epoch + 4, 0, 0), 0)))
+        == ErrorCode.FENCED_LEADER_EPOCH
+    )
 
 
 def test_begin_quorum_epoch_errors_and_effect(settled: Network) -> None:
@@ -152,9 +174,18 @@ def test_fetch_errors_are_kafkas(settled: Network) -> None:
         leader.node_id,
         epoch,
     )
-    assert fetch_part(call(leader, lambda r: r.handle(1, 17, fetch(3, epoch - 1, 0, 0), 0)))[0] == ErrorCode.FENCED_LEADER_EPOCH
-    assert fetch_part(call(leader, lambda r: r.handle(1, 17, fetch(3, epoch + 1, 0, 0), 0)))[0] == ErrorCode.UNKNOWN_LEADER_EPOCH
-    assert fetch_part(call(leader, lambda r: r.handle(1, 17, fetch(3, epoch, -1, 0), 0)))[0] == ErrorCode.INVALID_REQUEST
+    assert (
+        fetch_part(call(leader, lambda r: r.handle(1, 17, fetch(3, epoch - 1, 0, 0), 0)))[0]
+        == ErrorCode.FENCED_LEADER_EPOCH
+    )
+    assert (
+        fetch_part(call(leader, lambda r: r.handle(1, 17, fetch(3, epoch + 1, 0, 0), 0)))[0]
+        == ErrorCode.UNKNOWN_LEADER_EPOCH
+    )
+    assert (
+        fetch_part(call(leader, lambda r: r.handle(1, 17, fetch(3, epoch, -1, 0), 0)))[0]
+        == ErrorCode.INVALID_REQUEST
+    )
     other_topic = call(leader, lambda r: r.handle(1, 17, fetch(3, epoch, 0, 0, topic_id=uuid.uuid4()), 0))
     assert isinstance(other_topic, FetchResponse) and other_topic.error_code == ErrorCode.INVALID_REQUEST
     wrong_cluster = fetch(3, epoch, 0, 0)
@@ -188,7 +219,9 @@ def test_fetch_snapshot_errors(settled: Network) -> None:
                 FetchSnapshotRequestTopicSnapshot(
                     name=topic,
                     partitions=[
-                        FetchSnapshotRequestPartitionSnapshot(partition=partition, current_leader_epoch=leader.r.epoch)
+                        FetchSnapshotRequestPartitionSnapshot(
+                            partition=partition, current_leader_epoch=leader.r.epoch
+                        )
                     ],
                 )
             ],
@@ -211,7 +244,9 @@ def test_describe_quorum_of_an_unknown_partition() -> None:
     net = Network(1)
     net.start()
     body = DescribeQuorumRequest(
-        topics=[DescribeQuorumRequestTopicData(topic_name="t", partitions=[DescribeQuorumRequestPartitionData()])]
+        topics=[
+            DescribeQuorumRequestTopicData(topic_name="t", partitions=[DescribeQuorumRequestPartitionData()])
+        ]
     )
     answer = net._call(net.nodes[1], lambda r: r.handle(55, 2, body, 0))
     assert isinstance(answer, DescribeQuorumResponse)
@@ -299,4 +334,6 @@ def test_outbound_replies_come_back_through_bound_methods() -> None:
     assert replica.poll_outbound(5001) == []  # in flight: not sent twice
     outs[0].on_reply(None, 5002)  # lost: sent again after the retry backoff
     assert replica.poll_outbound(5003) == []
-    assert [o.destination for o in replica.poll_outbound(5002 + config.retry_backoff_ms)] == [outs[0].destination]
+    assert [o.destination for o in replica.poll_outbound(5002 + config.retry_backoff_ms)] == [
+        outs[0].destination
+    ]

@@ -110,9 +110,15 @@ def test_a_vote_is_persisted_before_the_answer_and_survives_a_restart() -> None:
     assert read_quorum_state(node.storage, "__cluster_metadata-0") == ElectionState(5, -1, 2)
     net.start(1)
     assert node.r.role is QuorumRole.VOTED and node.r.epoch == 5 and node.r.voted_id == 2
-    assert not granted(net._call(node, lambda r: r.handle(52, 2, vote(3, 5), net.now_ms)))  # one vote per epoch
-    assert granted(net._call(node, lambda r: r.handle(52, 2, vote(2, 5), net.now_ms)))  # the same candidate again
-    assert granted(net._call(node, lambda r: r.handle(52, 2, vote(3, 6), net.now_ms)))  # a new epoch, a new vote
+    assert not granted(
+        net._call(node, lambda r: r.handle(52, 2, vote(3, 5), net.now_ms))
+    )  # one vote per epoch
+    assert granted(
+        net._call(node, lambda r: r.handle(52, 2, vote(2, 5), net.now_ms))
+    )  # the same candidate again
+    assert granted(
+        net._call(node, lambda r: r.handle(52, 2, vote(3, 6), net.now_ms))
+    )  # a new epoch, a new vote
 
 
 def test_a_vote_goes_only_to_a_log_at_least_as_up_to_date() -> None:
@@ -128,10 +134,16 @@ def test_a_vote_goes_only_to_a_log_at_least_as_up_to_date() -> None:
     last_epoch, end = voter.r.last_epoch(), voter.r.log_end_offset
     epoch = voter.r.epoch
     # an older last epoch, or the same epoch with a shorter log: refused (even in a new epoch)
-    assert not granted(net._call(voter, lambda r: r.handle(52, 2, vote(candidate, epoch + 1, last_epoch - 1, end + 5), 0)))
+    assert not granted(
+        net._call(voter, lambda r: r.handle(52, 2, vote(candidate, epoch + 1, last_epoch - 1, end + 5), 0))
+    )
     assert voter.r.epoch == epoch + 1 and voter.r.role is QuorumRole.UNATTACHED
-    assert not granted(net._call(voter, lambda r: r.handle(52, 2, vote(candidate, epoch + 2, last_epoch, end - 1), 0)))
-    assert granted(net._call(voter, lambda r: r.handle(52, 2, vote(candidate, epoch + 3, last_epoch, end), 0)))
+    assert not granted(
+        net._call(voter, lambda r: r.handle(52, 2, vote(candidate, epoch + 2, last_epoch, end - 1), 0))
+    )
+    assert granted(
+        net._call(voter, lambda r: r.handle(52, 2, vote(candidate, epoch + 3, last_epoch, end), 0))
+    )
 
 
 def test_a_far_behind_follower_gets_the_snapshot_and_catches_up() -> None:
@@ -144,7 +156,9 @@ def test_a_far_behind_follower_gets_the_snapshot_and_catches_up() -> None:
         net.append([b"v%d" % i])
     net.run_until(lambda: len(leader.applied) == 20)
     hw = leader.r.high_watermark
-    snapshot = net._call(leader, lambda r: r.create_snapshot(hw, r.epoch_of(hw - 1), list(leader.applied), net.now_ms))
+    snapshot = net._call(
+        leader, lambda r: r.create_snapshot(hw, r.epoch_of(hw - 1), list(leader.applied), net.now_ms)
+    )
     assert isinstance(snapshot, SnapshotId)
     assert leader.r.log_start_offset == hw
     assert snapshot.epoch == leader.r.epoch  # the last record before hw is of the leader's epoch
@@ -188,7 +202,8 @@ def describe() -> DescribeQuorumRequest:
     return DescribeQuorumRequest(
         topics=[
             DescribeQuorumRequestTopicData(
-                topic_name="__cluster_metadata", partitions=[DescribeQuorumRequestPartitionData(partition_index=0)]
+                topic_name="__cluster_metadata",
+                partitions=[DescribeQuorumRequestPartitionData(partition_index=0)],
             )
         ]
     )
