@@ -4,7 +4,7 @@ how long a partition is unavailable after its leader is SIGKILLed.
 Not a test. Every node is a real ``kafka-wire serve`` process started by the cluster tests'
 harness (``tests/cluster/harness.py``: combined mode, ``process.roles=broker,controller``,
 Kafka's property names, the quick-failover settings ``broker.session.timeout.ms=3000``,
-``broker.heartbeat.interval.ms=500``), all on this machine, in one run:
+``broker.heartbeat.interval.ms=1000``), all on this machine, in one run:
 
 * **produce**: one confluent-kafka ``Producer`` (``acks=all``, ``linger.ms=5``, no compression,
   idempotence off) sends ``--records`` records of ``--value-bytes`` bytes (no key) to partition 0

@@ -76,7 +76,7 @@ TAIL_LINES: Final = 40
 #: Settings that make the tests' failovers quick (Kafka's defaults: 9000, 2000, 30000 ms).
 FAST_FAILOVER: Final[Mapping[str, str]] = {
     "broker.session.timeout.ms": "3000",
-    "broker.heartbeat.interval.ms": "500",
+    "broker.heartbeat.interval.ms": "1000",
     "replica.lag.time.max.ms": "5000",
 }
 
