@@ -384,20 +384,27 @@ class LocalCluster:
         self, topic: str, partition: int, allowed: Iterable[int] | None = None, timeout_s: float = 30.0
     ) -> int:
         """Until every live node reports the same live leader for the partition (one of
-        ``allowed`` when given); that leader's id."""
+        ``allowed`` when given); that leader's id. A timeout's message shows what each node said."""
         ok = set(allowed) if allowed is not None else None
+        seen: dict[int, PartitionView | None] = {}
 
         def agreed() -> int | None:
             live = {n.node_id for n in self.alive()}
-            seen = {self.metadata(topic, n).get(partition, _NONE).leader for n in self.alive()}
-            if len(seen) != 1:
+            seen.clear()
+            for n in self.alive():
+                seen[n.node_id] = self.metadata(topic, n).get(partition)
+            leaders = {v.leader if v is not None else -1 for v in seen.values()}
+            if len(leaders) != 1:
                 return None
-            leader = seen.pop()
+            leader = leaders.pop()
             if leader not in live or (ok is not None and leader not in ok):
                 return None
             return leader
 
-        return wait_until(f"a live leader of {topic}-{partition}", agreed, timeout_s)
+        try:
+            return wait_until(f"a live leader of {topic}-{partition}", agreed, timeout_s)
+        except AssertionError as e:
+            raise AssertionError(f"{e}; the live nodes said {seen}") from None
 
     def wait_isr(
         self, topic: str, expected: Callable[[PartitionView], bool], what: str, timeout_s: float = 60.0
@@ -543,9 +550,6 @@ def assert_replicas_identical(
                 f"{len(reference)}. {context}"
             )
     return keys
-
-
-_NONE: Final = PartitionView(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, -1, -1, (), ())
 
 
 # -- requests to one node, through kafka_wire's own client ----------------------------------------
