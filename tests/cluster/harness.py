@@ -409,13 +409,20 @@ class LocalCluster:
     def wait_isr(
         self, topic: str, expected: Callable[[PartitionView], bool], what: str, timeout_s: float = 60.0
     ) -> dict[int, PartitionView]:
-        """Until every partition of ``topic`` (as a live node reports it) satisfies ``expected``."""
+        """Until every partition of ``topic`` (as a live node reports it) satisfies ``expected``;
+        a timeout's message shows the last answer."""
+        seen: dict[int, PartitionView] = {}
 
         def holds() -> dict[int, PartitionView] | None:
             views = self.metadata(topic)
+            seen.clear()
+            seen.update(views)
             return views if views and all(expected(v) for v in views.values()) else None
 
-        return wait_until(f"{topic}: {what}", holds, timeout_s)
+        try:
+            return wait_until(f"{topic}: {what}", holds, timeout_s)
+        except AssertionError as e:
+            raise AssertionError(f"{e}; last seen {seen}") from None
 
     def wait_full_isr(self, topic: str, timeout_s: float = 60.0) -> dict[int, PartitionView]:
         """Until every partition of ``topic`` has all its replicas in its ISR."""
