@@ -18,7 +18,14 @@ $(STAMP): pyproject.toml package.json package-lock.json
 	npm ci --no-audit --no-fund
 	touch $(STAMP)
 
-install: $(STAMP)
+# kcat (Debian's package) is a peer of tests/cluster (`kcat -L` against the cluster's view);
+# installed with apt-get when missing (the machines and CI run as root).
+KCAT_STAMP := $(VENV)/.kcat
+$(KCAT_STAMP): $(STAMP)
+	@command -v kcat >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq kcat >/dev/null; }
+	touch $(KCAT_STAMP)
+
+install: $(STAMP) $(KCAT_STAMP)
 
 # The compiled flavour (docs/internals/compiled.md): when a C compiler is present, mypyc compiles the
 # modules listed in setup.py (the records loops, the message bases and the hot message modules) next
@@ -51,7 +58,7 @@ run: $(STAMP) $(COMPILED_STAMP)
 # The whole test suite: generated code up to date, lint, formatting, types (mypy over the package,
 # tests, tools, bench and fuzz), then pytest: the whole suite on the compiled flavour and, beside
 # it, what differs between flavours on pure Python (tools/test_flavours.py).
-test: $(STAMP) $(COMPILED_STAMP)
+test: $(STAMP) $(KCAT_STAMP) $(COMPILED_STAMP)
 	$(PY) -m compileall -q kafka_wire
 	$(PY) -m kafka_wire.schema.importer --check
 	$(PY) -m kafka_wire.codegen --check
@@ -81,10 +88,10 @@ bench: $(STAMP) $(COMPILED_STAMP)
 	$(PY) bench/bench_spark.py --records 1000000
 
 # The whole test suite in one flavour: compiled extensions ignored / required.
-test-pure: $(STAMP)
+test-pure: $(STAMP) $(KCAT_STAMP)
 	KAFKA_WIRE_PURE=1 KAFKA_WIRE_EXPECT_FLAVOUR=pure $(PY) -bb -m pytest -q -p no:cacheprovider
 
-test-compiled: $(STAMP) $(COMPILED_STAMP)
+test-compiled: $(STAMP) $(KCAT_STAMP) $(COMPILED_STAMP)
 	KAFKA_WIRE_EXPECT_FLAVOUR=compiled $(PY) -bb -m pytest -q -p no:cacheprovider
 
 clean:

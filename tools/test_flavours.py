@@ -11,9 +11,9 @@ a build that silently fell back to pure Python fails the compiled run. Without t
 the whole suite runs once on pure Python, and the script says so.
 
 Tests marked ``timing`` assert wall-clock bounds (another client's latency while a heavy request
-runs, how fast SIGTERM stops the broker): they are left out of those runs and run afterwards on
-their own, once, against the compiled flavour when it is built (else the pure one), so that the
-other run's Spark jobs and brokers do not share the two cores with them. Extra arguments are
+runs, how fast SIGTERM stops the broker), and tests marked ``cluster`` start clusters of broker
+processes (tests/cluster): they are left out of those runs and run afterwards on their own, once,
+against the compiled flavour when it is built (else the pure one), so that the other run's Spark jobs and brokers do not share the two cores with them. Extra arguments are
 passed to every pytest run (the pure run adds them to :data:`PURE_TESTS`).
 """
 
@@ -30,6 +30,10 @@ ROOT = Path(__file__).resolve().parent.parent
 PYTEST = [sys.executable, "-bb", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 #: What the pure flavour runs besides the compiled run: where the two flavours' code differs.
 PURE_TESTS = ["tests/codec", "tests/records", "tests/test_flavour.py"]
+#: The tests that run alone after the flavours' runs: wall-clock bounds, and the real-process
+#: clusters of tests/cluster (three brokers and their clients would share the two cores otherwise).
+ALONE = "timing or cluster"
+ALONE_NOT = f"not ({ALONE})"
 #: pytest's exit status when no test was selected.
 NOTHING_SELECTED = 5
 
@@ -72,14 +76,14 @@ def main(argv: list[str]) -> int:
     started = time.monotonic()
     if compiled_extensions():
         first = "compiled"
-        runs = {"compiled": ["-m", "not timing", *argv], "pure": ["-m", "not timing", *PURE_TESTS, *argv]}
+        runs = {"compiled": ["-m", ALONE_NOT, *argv], "pure": ["-m", ALONE_NOT, *PURE_TESTS, *argv]}
     else:
         print("test_flavours: no compiled extensions under kafka_wire/ (no C compiler?): pure flavour only")
         first = "pure"
-        runs = {"pure": ["-m", "not timing", *argv]}
+        runs = {"pure": ["-m", ALONE_NOT, *argv]}
     codes = _run(runs, lock)
-    alone = _run({first: ["-m", "timing", *argv]}, lock)
-    codes[f"{first}, timing tests alone"] = alone[first]
+    alone = _run({first: ["-m", ALONE, *argv]}, lock)
+    codes[f"{first}, timing and cluster tests alone"] = alone[first]
     if any(code != NOTHING_SELECTED for code in codes.values()):  # argv may choose tests of one kind only
         codes = {run: 0 if code == NOTHING_SELECTED else code for run, code in codes.items()}
     elapsed = time.monotonic() - started
