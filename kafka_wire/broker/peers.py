@@ -1,4 +1,11 @@
-"""``PeerLinks``: this node's connections to other nodes, one per (node id, listener).
+"""``PeerLinks``: this node's connections to other nodes, one per (node id, listener, channel).
+
+Two channels, as Kafka keeps separate connections for its raft client and replica fetchers and
+for its controller channel: Fetch and the KRaft RPCs (Vote, BeginQuorumEpoch, EndQuorumEpoch,
+FetchSnapshot) go on the ``quorum`` channel, every other request on ``requests``. A server reads a
+connection one request at a time, so a long-polling Fetch held there must not keep a request that
+waits for the data that Fetch brings (a BrokerRegistration answered once committed) from being
+read.
 
 The node's parts hand requests for other nodes to ``send`` as
 :class:`~kafka_wire.broker.cluster_view.Outbound` values; each link runs a
@@ -35,6 +42,7 @@ from typing import Final
 from kafka_wire.broker.cluster_view import Endpoint, Outbound
 from kafka_wire.broker.effects import CloseConnection, Effect, OpenConnection, Send
 from kafka_wire.errors import EncodeError, LocalProtocolError, ProtocolError, UnsupportedVersionError
+from kafka_wire.messages import ApiKey
 from kafka_wire.protocol.client import ClientConfig, ClientConnection
 from kafka_wire.protocol.events import (
     NEED_DATA,
@@ -51,6 +59,16 @@ DEFAULT_RECONNECT_BACKOFF_MAX_MS: Final = 1000
 
 #: Where a node's endpoint on a listener is found (None: unknown).
 EndpointOf = Callable[[int, str], Endpoint | None]
+
+#: The requests of the ``quorum`` channel (see the module docstring).
+QUORUM_CHANNEL_APIS: Final = frozenset(
+    {ApiKey.FETCH, ApiKey.VOTE, ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH, ApiKey.FETCH_SNAPSHOT}
+)
+
+
+def channel_of(outbound: Outbound) -> str:
+    return "quorum" if outbound.body.API_KEY in QUORUM_CHANNEL_APIS else "requests"
+
 
 _SILENT: Final = logging.getLogger("kafka_wire.broker.peers.silent")
 _SILENT.addHandler(logging.NullHandler())
@@ -97,6 +115,7 @@ class _Waiting:
 class _Link:
     destination: int
     listener: str
+    channel: str
     state: LinkState = LinkState.IDLE
     conn_id: int = 0
     client: ClientConnection | None = None
@@ -111,7 +130,8 @@ class _Link:
         target = LINK_TRANSITIONS.get((self.state, event))
         if target is None:
             raise LocalProtocolError(
-                f"link to node {self.destination} ({self.listener}): {event.value} in state {self.state.value}"
+                f"link to node {self.destination} ({self.listener}, {self.channel}): {event.value} in state "
+                f"{self.state.value}"
             )
         self.state = target
 
@@ -141,7 +161,7 @@ class PeerLinks:
             max_frame_bytes=max_frame_bytes,
         )
         self._log = logger or _SILENT
-        self._links: dict[tuple[int, str], _Link] = {}
+        self._links: dict[tuple[int, str, str], _Link] = {}
         self._by_conn: dict[int, _Link] = {}
         self._next_conn_id = -1
         self._effects: list[Effect] = []
@@ -153,10 +173,10 @@ class PeerLinks:
 
     def send(self, outbound: Outbound, now_ms: int) -> None:
         """Queue ``outbound``; its ``on_reply`` is called in a later call (see the module docstring)."""
-        key = (outbound.destination, outbound.listener)
+        key = (outbound.destination, outbound.listener, channel_of(outbound))
         link = self._links.get(key)
         if link is None:
-            link = self._links[key] = _Link(outbound.destination, outbound.listener)
+            link = self._links[key] = _Link(*key)
         link.waiting.append(_Waiting(outbound, now_ms + outbound.timeout_ms))
         if link.state is LinkState.IDLE:
             self._connect(link, now_ms)
@@ -237,8 +257,8 @@ class PeerLinks:
                 deadlines.append(due)
         return min(deadlines) if deadlines else None
 
-    def state_of(self, destination: int, listener: str) -> LinkState:
-        link = self._links.get((destination, listener))
+    def state_of(self, destination: int, listener: str, channel: str = "requests") -> LinkState:
+        link = self._links.get((destination, listener, channel))
         return LinkState.IDLE if link is None else link.state
 
     # -- inside --------------------------------------------------------------------------------
@@ -330,7 +350,9 @@ class PeerLinks:
 
     def _lose(self, link: _Link, now_ms: int, reason: str, *, close: bool) -> None:
         """The link's connection is gone (or given up): fail what it carried, back off."""
-        self._log.info("link to node %d (%s) lost: %s", link.destination, link.listener, reason)
+        self._log.info(
+            "link to node %d (%s, %s) lost: %s", link.destination, link.listener, link.channel, reason
+        )
         if close:
             self._effects.append(CloseConnection(link.conn_id))
         self._by_conn.pop(link.conn_id, None)

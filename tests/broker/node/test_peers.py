@@ -212,7 +212,7 @@ def test_a_reply_handler_may_send_again() -> None:
 
 def test_a_request_the_negotiated_version_cannot_carry_fails_alone_and_the_link_backs_off() -> None:
     """A body with a field the newest common version lacks (a bug of its sender) cannot be
-    written: its reply is None, the link is reset, and another request still gets its answer."""
+    written: its reply is None and its link is reset, once."""
     links = PeerLinks(7, endpoint_of)
     peer = Peer()
     replies = Replies()
@@ -224,9 +224,21 @@ def test_a_request_the_negotiated_version_cannot_carry_fails_alone_and_the_link_
     links.receive_data(opened.conn_id, peer.feed(links.take_effects(), opened.conn_id), 1)
     assert replies.got == [(None, 1)]
     assert CloseConnection(opened.conn_id) in links.take_effects()
-    assert links.state_of(2, "CONTROLLER") is LinkState.BACKOFF
-    links.send(request(replies), 2)
-    links.tick(60)
-    conn_id = connected(links, peer, 60)
-    links.receive_data(conn_id, peer.feed(links.take_effects(), conn_id), 61)
+    assert links.state_of(2, "CONTROLLER", "quorum") is LinkState.BACKOFF
+
+
+def test_fetches_and_other_requests_travel_on_separate_connections() -> None:
+    """A Fetch held at its destination (a long poll) never delays another request there."""
+    links = PeerLinks(7, endpoint_of)
+    replies = Replies()
+    links.send(Outbound(2, "CONTROLLER", FetchRequest(), lambda body, now: None), 0)
+    links.send(request(replies), 0)
+    opened = [e for e in links.take_effects() if isinstance(e, OpenConnection)]
+    assert [e.conn_id for e in opened] == [-1, -2]
+    assert links.state_of(2, "CONTROLLER", "quorum") is LinkState.CONNECTING
+    assert links.state_of(2, "CONTROLLER") is LinkState.CONNECTING
+    peer = Peer()
+    links.connection_established(-2, 1)
+    links.receive_data(-2, peer.feed(links.take_effects(), -2), 2)
+    links.receive_data(-2, peer.feed(links.take_effects(), -2), 3)
     assert isinstance(replies.got[-1][0], DescribeClusterResponse)
