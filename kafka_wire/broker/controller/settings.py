@@ -48,8 +48,10 @@ class ControllerConfig:
     leader_imbalance_check_interval_ms: int = 300_000
     #: ``metadata.log.max.record.bytes.between.snapshots`` (20 MiB).
     snapshot_max_bytes: int = 20 * 1024 * 1024
-    #: Track eligible leader replicas (KIP-966).
-    elr_enabled: bool = True
+    #: ``eligible.leader.replicas.enable``: track eligible leader replicas (KIP-966). Kafka 3.9's
+    #: default is off: the last member of an ISR stays in it when its broker goes down, and leads
+    #: again when it comes back.
+    elr_enabled: bool = False
 
     def __post_init__(self) -> None:
         for name in ("session_timeout_ms", "leader_imbalance_check_interval_ms", "snapshot_max_bytes"):

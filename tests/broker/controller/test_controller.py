@@ -394,17 +394,22 @@ def test_alter_partition_refuses_ineligible_replicas() -> None:
     ).error_code == (ErrorCode.INELIGIBLE_REPLICA)
 
 
-def test_unclean_election_only_when_enabled() -> None:
+def test_the_last_isr_member_stays_in_the_isr_and_leads_again_when_it_returns() -> None:
+    """Without ELR (Kafka 3.9's default) the ISR never empties: the partition is offline until
+    its last member is back, and an unclean election is the only other way out."""
     h = cluster(1, 2)
     h.create_topic("t", replication=2)
     p = partition(h)
     only(alter_isr(h, p, [p.leader]))  # the follower fell behind
-    follower = p.replicas[1]
     h.heartbeat(p.leader, want_fence=True)
     offline = partition(h)
-    assert offline.leader == -1 and offline.isr == ()  # ELR keeps the old leader as eligible
-    assert offline.elr == (p.leader,)
-    # ElectLeaders UNCLEAN picks the live out-of-sync replica: ISR := [leader], RECOVERING.
+    assert (offline.leader, offline.isr, offline.elr) == (-1, (p.leader,), ())
+    h.heartbeat(p.leader)  # back, caught up with the metadata: unfenced, and elected at once
+    back = partition(h)
+    assert (back.leader, back.isr) == (p.leader, (p.leader,)) and back.leader_epoch > offline.leader_epoch
+
+
+def unclean_election(h: Harness) -> None:
     elected = h.call(
         ApiKey.ELECT_LEADERS,
         2,
@@ -414,6 +419,23 @@ def test_unclean_election_only_when_enabled() -> None:
     )
     assert isinstance(elected, ElectLeadersResponse)
     assert elected.replica_election_results[0].partition_result[0].error_code == 0
+
+
+@pytest.mark.parametrize("elr", [False, True])
+def test_unclean_election_only_when_enabled(elr: bool) -> None:
+    h = cluster(1, 2, elr_enabled=elr)
+    h.create_topic("t", replication=2)
+    p = partition(h)
+    only(alter_isr(h, p, [p.leader]))  # the follower fell behind
+    follower = p.replicas[1]
+    h.heartbeat(p.leader, want_fence=True)
+    offline = partition(h)
+    if elr:  # ELR keeps the old leader as eligible, out of the ISR
+        assert (offline.leader, offline.isr, offline.elr) == (-1, (), (p.leader,))
+    else:
+        assert (offline.leader, offline.isr, offline.elr) == (-1, (p.leader,), ())
+    # ElectLeaders UNCLEAN picks the live out-of-sync replica: ISR := [leader], RECOVERING.
+    unclean_election(h)
     after = partition(h)
     assert (after.leader, after.isr, int(after.leader_recovery_state)) == (follower, (follower,), 1)
 
@@ -636,7 +658,7 @@ def test_snapshot_every_n_committed_bytes_and_standby_replay() -> None:
 
 
 def test_a_new_incarnation_leaves_every_isr_before_it_registers() -> None:
-    h = cluster(1, 2, 3)
+    h = cluster(1, 2, 3, elr_enabled=True)
     h.create_topic("t", partitions=3)
     led = [p.partition for p in h.controller.committed.partitions_of("t") if p.leader == 2]
     h.now_ms += 9_001  # broker 2 died without a word; its session is over
@@ -675,7 +697,7 @@ def test_config_from_kafka_properties() -> None:
 
 
 def test_cluster_wide_min_isr_drives_elr() -> None:
-    h = cluster(1, 2, 3)
+    h = cluster(1, 2, 3, elr_enabled=True)
     h.create_topic("t")
     config = IncrementalAlterConfigsRequestAlterableConfig(name="min.insync.replicas", value="3")
     resource = IncrementalAlterConfigsRequestAlterConfigsResource(
