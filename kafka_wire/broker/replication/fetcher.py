@@ -45,14 +45,10 @@ DEFAULT_FETCH_RESPONSE_MAX_BYTES: Final = 10 * 1024 * 1024
 DEFAULT_FETCH_BACKOFF_MS: Final = 1000
 #: How long a fetch may take beyond its wait before it counts as failed.
 REQUEST_TIMEOUT_MS: Final = 30_000
-WAIT_FOR_METADATA: Final = frozenset(
-    {
-        ErrorCode.NOT_LEADER_OR_FOLLOWER,
-        ErrorCode.FENCED_LEADER_EPOCH,
-        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-        ErrorCode.UNKNOWN_TOPIC_ID,
-    }
-)
+#: The leader has a newer epoch than this follower: fetching waits for the metadata that says so
+#: (Kafka's ``onPartitionFenced``). Other errors (NOT_LEADER_OR_FOLLOWER and UNKNOWN_TOPIC_* from a
+#: leader that has not applied its own registration yet, among them) are retried after the backoff.
+WAIT_FOR_METADATA: Final = frozenset({ErrorCode.FENCED_LEADER_EPOCH})
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +66,10 @@ class FetchedPartition:
     ready_at_ms: int = 0
     #: Stopped until the metadata says who leads.
     stalled: bool = False
+    #: The (leader epoch, fetch offset) of the request in flight for it, if any: an answer is
+    #: applied only while both still hold (the partition may have been re-added, given a new
+    #: epoch or truncated meanwhile), as Kafka's ``processFetchRequest`` checks.
+    requested: tuple[int, int] | None = None
 
 
 class ReplicaFetcher:
@@ -117,6 +117,7 @@ class ReplicaFetcher:
         topics: dict[str, FetchRequestTopic] = {}
         for item in ready:
             replica = item.replica
+            item.requested = (replica.leader_epoch, replica.log_end_offset)
             topic = topics.get(replica.topic)
             if topic is None:
                 topic = topics[replica.topic] = FetchRequestTopic(topic_id=replica.topic_id)
@@ -179,6 +180,9 @@ class ReplicaFetcher:
 
     def _apply(self, item: FetchedPartition, data: FetchResponsePartitionData, now_ms: int) -> None:
         replica = item.replica
+        requested, item.requested = item.requested, None
+        if requested != (replica.leader_epoch, replica.log_end_offset):
+            return  # asked for another state of the partition: the next round asks afresh
         self.touch(replica)
         if data.error_code == ErrorCode.NONE:
             diverging = data.diverging_epoch

@@ -57,6 +57,44 @@ def test_followers_catch_up_and_the_high_watermark_follows_them() -> None:
     assert leader.replica().high_watermark == 3
 
 
+def test_a_follower_told_before_its_new_leader_retries_until_the_leader_knows() -> None:
+    """The metadata reaches brokers at different times: a follower may fetch from a new leader
+    that still answers NOT_LEADER_OR_FOLLOWER; it tries again after the backoff."""
+    net = three()
+    net.nodes[1].produce([b"a"], net.now_ms, acks=1)
+    net.run(100)
+    new = replace(net.registrations["t", 0], leader=2, leader_epoch=1, partition_epoch=1)
+    net.registrations["t", 0] = new
+    for node_id in (1, 3):  # node 2, the new leader, learns it last
+        net.nodes[node_id].manager.apply([new], [], net.now_ms)
+        net.nodes[node_id].flush()
+    net.run(100)
+    assert net.nodes[3].replica().leader_epoch == 1 and net.nodes[2].replica().leader_epoch == 0
+    net.nodes[2].manager.apply([new], [], net.now_ms)
+    net.nodes[2].flush()
+    net.nodes[2].produce([b"b"], net.now_ms, acks=1)
+    net.run(2_000)
+    for node_id in (1, 3):
+        assert net.nodes[node_id].replica().log_end_offset == 2
+    assert net.nodes[2].replica().high_watermark == 2
+
+
+def test_an_answer_to_a_fetch_of_an_older_epoch_does_not_stop_the_follower() -> None:
+    """A new epoch reaches the leader and a follower while that follower's fetch of the old epoch
+    is on its way: the leader fences it, and the follower, already at the new epoch, goes on."""
+    net = three()
+    net.nodes[1].produce([b"a"], net.now_ms, acks=1)
+    net.run(100)  # the followers' next fetches (epoch 0) wait at the leader
+    assert len(net.nodes[1].held) == 2
+    newer = replace(net.registrations["t", 0], leader_epoch=1, partition_epoch=1)
+    net.publish(newer)
+    net.nodes[1].produce([b"b"], net.now_ms, acks=1)
+    net.run(2_000)
+    for node_id in (2, 3):
+        assert net.nodes[node_id].replica().log_end_offset == 2
+    assert net.nodes[1].replica().high_watermark == 2
+
+
 def test_acks_all_is_answered_once_the_high_watermark_passes_the_batch() -> None:
     net = three()
     leader = net.nodes[1]
