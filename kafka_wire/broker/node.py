@@ -268,6 +268,32 @@ def default_decode_record(data: bytes) -> Message:
     return decode_record(data)
 
 
+@dataclass(frozen=True, slots=True)
+class MergedDelta:
+    """Consecutive deltas as one: the last state of each partition, every removal."""
+
+    partitions: tuple[PartitionState, ...]
+    removed_topics: tuple[tuple[str, uuid.UUID], ...]
+    configs: tuple[tuple[int, str], ...]
+
+
+def merged(deltas: Sequence[DeltaLike]) -> DeltaLike:
+    if len(deltas) == 1:
+        return deltas[0]
+    partitions: dict[tuple[str, int], PartitionState] = {}
+    removed: list[tuple[str, uuid.UUID]] = []
+    configs: list[tuple[int, str]] = []
+    for delta in deltas:
+        for name, topic_id in delta.removed_topics:
+            partitions = {k: v for k, v in partitions.items() if (v.topic, v.topic_id) != (name, topic_id)}
+            removed.append((name, topic_id))
+        for state in delta.partitions:
+            partitions.pop((state.topic, state.partition), None)  # keep the order of the last change
+            partitions[state.topic, state.partition] = state
+        configs += [c for c in delta.configs if c not in configs]
+    return MergedDelta(tuple(partitions.values()), tuple(removed), tuple(configs))
+
+
 # -- the view --------------------------------------------------------------------------------------
 
 
@@ -522,8 +548,11 @@ class Node:
     def _pump(self, now_ms: int) -> None:
         """Move what the last input made ready from part to part (see the module docstring)."""
         parts = self.parts
-        for item in parts.raft.take_committed():
-            self._apply_committed(item, now_ms)
+        deltas = [self._apply_committed(item, now_ms) for item in parts.raft.take_committed()]
+        if deltas and self.settings.is_broker:
+            # Published once, as Kafka's metadata loader publishes what it caught up with: a
+            # restarted node replaying its log never acts on the stale states along the way.
+            self._apply_delta(merged(deltas), now_ms)
         leadership = (parts.raft.leader_id, parts.raft.epoch, parts.raft.leader_ready)
         if leadership != self._leadership:
             if leadership[:2] != self._leadership[:2]:
@@ -540,7 +569,8 @@ class Node:
         for outbound in parts.raft.poll_outbound(now_ms):
             self.links.send(outbound, now_ms)
 
-    def _apply_committed(self, item: object, now_ms: int) -> None:
+    def _apply_committed(self, item: object, now_ms: int) -> DeltaLike:
+        """Apply one committed batch (or snapshot) to the image and the controller."""
         parts = self.parts
         if isinstance(item, SnapshotLoadLike):
             offset = item.snapshot_id.end_offset - 1
@@ -555,8 +585,7 @@ class Node:
                 delta = parts.image.apply_batch(item.last_offset, [self._decode(r) for r in item.records])
         else:
             raise LocalProtocolError(f"the raft replica committed {type(item).__name__}")
-        if self.settings.is_broker:
-            self._apply_delta(delta, now_ms)
+        return delta
 
     def _apply_delta(self, delta: DeltaLike, now_ms: int) -> None:
         """The broker's topic list (``BrokerState.metadata``) follows the image; the replica

@@ -87,6 +87,10 @@ class ReplicaManager:
                     self._drop(*key)
                 continue
             replica = self._replica(registration, now_ms)
+            if registration.leader_epoch < max(replica.leader_epoch, replica.epoch_cache.latest_epoch):
+                # Older than what this replica has seen (its log holds batches of a later epoch):
+                # a stale registration, as Kafka's ReplicaManager ignores one; a newer one follows.
+                continue
             if registration.leader == me:
                 self._stop_fetching(*key)
                 if replica.make_leader(registration, now_ms):

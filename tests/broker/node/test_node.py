@@ -167,11 +167,13 @@ class FakeController:
 @dataclass
 class FakeReplication:
     applied: list[tuple[tuple[str, ...], list[tuple[str, int]]]] = field(default_factory=list)
+    states: list[PartitionState] = field(default_factory=list)
 
     def apply(
         self, states: Sequence[PartitionState], removed: Sequence[tuple[str, int]], now_ms: int
     ) -> None:
         self.applied.append((tuple(f"{s.topic}-{s.partition}" for s in states), list(removed)))
+        self.states += states
 
     def next_deadline_ms(self) -> int | None:
         return None
@@ -273,6 +275,32 @@ def test_committed_batches_update_the_topics_and_the_replicas() -> None:
     h.tick()
     assert "orders" not in h.broker.state.metadata.topics
     assert h.replication.applied[-1] == ((), [("orders", 0), ("orders", 1)])
+
+
+def test_batches_committed_together_reach_the_replicas_as_one_delta() -> None:
+    """A restarted node replays many batches at once: its replicas see only where they end."""
+    h = Harness()
+    first, last = (
+        PartitionState(
+            "orders",
+            0,
+            TOPIC_ID,
+            replicas=(1, 2, 3),
+            isr=(1, 2, 3),
+            leader=leader,
+            leader_epoch=epoch,
+            partition_epoch=epoch,
+        )
+        for leader, epoch in ((1, 0), (2, 1))
+    )
+    h.image.deltas["old"] = Delta(partitions=(first,))
+    h.image.deltas["new"] = Delta(partitions=(last,))
+    h.raft.committed += [Batch(5, (b"old",)), Batch(6, (b"new",))]
+    h.raft.high_watermark = 7
+    h.tick()
+    assert h.replication.applied == [(("orders-0",), [])]
+    assert h.replication.states == [last]
+    assert h.controller.replayed == [5, 6]
 
 
 def test_leadership_changes_reach_the_controller() -> None:

@@ -95,6 +95,23 @@ def test_an_answer_to_a_fetch_of_an_older_epoch_does_not_stop_the_follower() -> 
     assert net.nodes[1].replica().high_watermark == 2
 
 
+def test_a_registration_older_than_the_replica_has_seen_is_ignored() -> None:
+    net = three()
+    net.nodes[1].produce([b"a"], net.now_ms, acks=1)
+    net.run(100)
+    current = net.registrations["t", 0]
+    newer = net.elect(2)
+    net.nodes[2].produce([b"b"], net.now_ms, acks=1)
+    net.run(200)
+    node = net.nodes[1]
+    node.manager.apply([current], [], net.now_ms)  # a stale state (epoch 0: node 1 leads)
+    node.flush()
+    replica = node.replica()
+    assert replica.leadership.role is ReplicaRole.FOLLOWER and replica.leader_epoch == newer.leader_epoch
+    net.run(200)
+    assert replica.log_end_offset == 2
+
+
 def test_acks_all_is_answered_once_the_high_watermark_passes_the_batch() -> None:
     net = three()
     leader = net.nodes[1]
