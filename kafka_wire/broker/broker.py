@@ -266,9 +266,10 @@ class Broker:
         self._state = state
         self._effects.extend(opened.effects)
         state.open_existing(now_ms, self._effects)
-        state.persist_metadata(self._effects)
-        if self._cluster is not None:
+        if self._cluster is not None:  # its topics live in the metadata log
             self._cluster.start(state, self._effects, now_ms)
+        else:
+            state.persist_metadata(self._effects)
         self._group = GroupLink(
             config,
             state,
