@@ -36,8 +36,10 @@ def pytest_runtest_makereport(
 def cluster_factory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ClusterFactory]:
     built = request.node.stash.setdefault(_CLUSTERS, [])
 
-    def build(overrides: Mapping[str, str] | None = None, size: int = 3) -> LocalCluster:
-        cluster = LocalCluster(tmp_path / f"cluster-{len(built)}", size, overrides)
+    def build(
+        overrides: Mapping[str, str] | None = None, size: int = 3, controllers: int = 0
+    ) -> LocalCluster:
+        cluster = LocalCluster(tmp_path / f"cluster-{len(built)}", size, overrides, controllers)
         built.append(cluster)
         return cluster
 

@@ -137,6 +137,9 @@ class Node:
     port: int
     controller_port: int
     workdir: Path
+    #: ``process.roles``: both (combined), or one of them.
+    broker: bool = True
+    controller: bool = True
     properties: dict[str, str] = field(default_factory=dict)
     process: subprocess.Popen[bytes] | None = None
     starts: int = 0
@@ -202,17 +205,19 @@ class Node:
         self.starts += 1
 
     def wait_up(self, timeout_s: float = START_TIMEOUT_S) -> float:
-        """Wait until the broker port answers ApiVersions; return the seconds that took."""
+        """Wait until the broker port (a controller-only node: the controller port) answers
+        ApiVersions; return the seconds that took."""
         start = time.monotonic()
+        port = self.port if self.broker else self.controller_port
 
         def answers() -> bool | None:
             if self.process is not None and self.process.poll() is not None:
                 raise AssertionError(
                     f"node {self.node_id} exited with status {self.process.returncode}:\n{self.tail()}"
                 )
-            return True if run(api_versions(HOST, self.port)) else None
+            return True if run(api_versions(HOST, port)) else None
 
-        wait_until(f"node {self.node_id} to answer ApiVersions on {self.bootstrap}", answers, timeout_s, 0.1)
+        wait_until(f"node {self.node_id} to answer ApiVersions on {HOST}:{port}", answers, timeout_s, 0.1)
         return time.monotonic() - start
 
     def kill(self) -> None:
@@ -263,24 +268,40 @@ class Node:
 
 
 class LocalCluster:
-    """``size`` combined nodes (ids 1..size) of one cluster, in ``workdir``."""
+    """``size`` combined nodes (ids 1..size) of one cluster, in ``workdir``; with
+    ``controllers``, separate roles instead: that many controller-only nodes (ids 1..controllers)
+    and ``size`` broker-only nodes after them."""
 
-    def __init__(self, workdir: Path, size: int = 3, overrides: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        size: int = 3,
+        overrides: Mapping[str, str] | None = None,
+        controllers: int = 0,
+    ) -> None:
         self.workdir = workdir
         self.cluster_id = new_cluster_id()
         self.nodes: dict[int, Node] = {}
-        for node_id in range(1, size + 1):
-            self.nodes[node_id] = Node(node_id, free_port(HOST), free_port(HOST), workdir / f"node-{node_id}")
-        voters = ",".join(f"{n.node_id}@{HOST}:{n.controller_port}" for n in self.nodes.values())
+        for node_id in range(1, size + controllers + 1):
+            broker, controller = (
+                (node_id > controllers, node_id <= controllers) if controllers else (True, True)
+            )
+            self.nodes[node_id] = Node(
+                node_id, free_port(HOST), free_port(HOST), workdir / f"node-{node_id}", broker, controller
+            )
+        voters = ",".join(
+            f"{n.node_id}@{HOST}:{n.controller_port}" for n in self.nodes.values() if n.controller
+        )
         for node in self.nodes.values():
+            roles = [role for role, has in (("broker", node.broker), ("controller", node.controller)) if has]
+            listeners = [f"PLAINTEXT://{HOST}:{node.port}"] if node.broker else []
+            listeners += [f"CONTROLLER://{HOST}:{node.controller_port}"] if node.controller else []
             node.properties = {
                 "node.id": str(node.node_id),
-                "process.roles": "broker,controller",
-                "listeners": f"PLAINTEXT://{HOST}:{node.port},CONTROLLER://{HOST}:{node.controller_port}",
-                "advertised.listeners": f"PLAINTEXT://{HOST}:{node.port}",
+                "process.roles": ",".join(roles),
+                "listeners": ",".join(listeners),
                 "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
                 "controller.listener.names": "CONTROLLER",
-                "inter.broker.listener.name": "PLAINTEXT",
                 "controller.quorum.voters": voters,
                 "cluster.id": self.cluster_id,
                 "log.dirs": str(node.data_dir),
@@ -291,16 +312,20 @@ class LocalCluster:
                 **FAST_FAILOVER,
                 **(overrides or {}),
             }
+            if node.broker:
+                node.properties["advertised.listeners"] = f"PLAINTEXT://{HOST}:{node.port}"
+                node.properties["inter.broker.listener.name"] = "PLAINTEXT"
 
     # -- processes ----------------------------------------------------------------------------
 
     @property
     def bootstrap(self) -> str:
-        """Every node's broker address (clients find the live ones)."""
-        return ",".join(n.bootstrap for n in self.nodes.values())
+        """Every broker's address (clients find the live ones)."""
+        return ",".join(n.bootstrap for n in self.nodes.values() if n.broker)
 
     def alive(self) -> list[Node]:
-        return [n for n in self.nodes.values() if n.running()]
+        """The running brokers."""
+        return [n for n in self.nodes.values() if n.broker and n.running()]
 
     def start_all(self, timeout_s: float = START_TIMEOUT_S) -> None:
         """Start every node, wait until each answers, then until every broker is registered."""
@@ -308,7 +333,7 @@ class LocalCluster:
             node.spawn()
         for node in self.nodes.values():
             node.wait_up(timeout_s)
-        self.wait_brokers(set(self.nodes), timeout_s)
+        self.wait_brokers({n.node_id for n in self.nodes.values() if n.broker}, timeout_s)
 
     def start(self, node_id: int, timeout_s: float = START_TIMEOUT_S) -> float:
         """Start a stopped node again (same ports and data) and wait until it answers."""
@@ -470,7 +495,7 @@ class LocalCluster:
     def quorum_leader(self) -> int:
         """The active controller (the raft leader): the live node whose DescribeQuorum answer is
         not NOT_LEADER_OR_FOLLOWER (only the leader answers it, as in Kafka); -1 when none does."""
-        for node in self.alive():
+        for node in [n for n in self.nodes.values() if n.controller and n.running()]:
             try:
                 leader = run(describe_quorum_leader(HOST, node.controller_port))
             except (OSError, TimeoutError, ConnectionError):
