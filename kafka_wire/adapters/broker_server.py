@@ -39,7 +39,7 @@ import struct
 import sys
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO, Final
@@ -528,8 +528,9 @@ async def _serve(
         port = probe.sockets[0].getsockname()[1]
         probe.close()
         await probe.wait_closed()
-    try:
-        server = BrokerServer(
+
+    def build() -> BrokerServer:
+        return BrokerServer(
             replace(
                 config,
                 host=advertised_host or host,
@@ -538,11 +539,31 @@ async def _serve(
             ),
             data_dir,
         )
+
+    async def start(server: BrokerServer) -> str:
         bound = await server.start(host, port)
+        told = server.config.host, server.config.port
+        advertised = "" if told == (host, bound) else f", advertised as {told[0]}:{told[1]}"
+        return f"listening on {host}:{bound}{advertised}"
+
+    return await _run_until_signalled(build, start, data_dir, f"{host}:{port}")
+
+
+async def _run_until_signalled(
+    build: Callable[[], BrokerServer],
+    start: Callable[[BrokerServer], Awaitable[str]],
+    data_dir: Path,
+    where: str,
+) -> int:
+    """Build and start a server (``start`` opens its listeners and says where it listens), print
+    one line when ready, serve until SIGINT or SIGTERM, stop; the exit status."""
+    try:
+        server = build()
+        listening = await start(server)
     except DataDirError as exc:
         return _cannot_start(f"{data_dir}: {exc}")
     except OSError as exc:
-        return _cannot_start(f"{exc.strerror or exc} ({exc.filename or f'{host}:{port}'})")
+        return _cannot_start(f"{exc.strerror or exc} ({exc.filename or where})")
     if server.failure is not None:
         await server.stop()
         return _cannot_start(
@@ -551,9 +572,7 @@ async def _serve(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, server.stop_requested.set)
-    told = server.config.host, server.config.port
-    advertised = "" if told == (host, bound) else f", advertised as {told[0]}:{told[1]}"
-    print(f"kafka-wire serve: listening on {host}:{bound}{advertised} (data in {data_dir})", flush=True)
+    print(f"kafka-wire serve: {listening} (data in {data_dir})", flush=True)
     await server.stop_requested.wait()
     for sig in (signal.SIGINT, signal.SIGTERM):  # a second signal while stopping: leave at once
         loop.add_signal_handler(sig, os._exit, 1)
@@ -582,34 +601,13 @@ async def _serve_node(config: BrokerConfig, data_dir: Path) -> int:
     settings = config.cluster
     assert settings is not None
     node = Node(config, rng=random.Random(secrets.randbits(128)), logger=logging.getLogger("kafka_wire.node"))
-    try:
-        server = BrokerServer(config, data_dir, cluster=node)
+
+    async def start(server: BrokerServer) -> str:
         bound = await server.start_listeners(settings.listeners)
-    except DataDirError as exc:
-        return _cannot_start(f"{data_dir}: {exc}")
-    except OSError as exc:
-        return _cannot_start(f"{exc.strerror or exc} ({exc.filename or 'listeners'})")
-    if server.failure is not None:
-        await server.stop()
-        return _cannot_start(
-            f"{server.failure} (data directory {data_dir}: it must be writable, with free space)"
-        )
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, server.stop_requested.set)
-    hosts = {e.listener: e.host for e in settings.listeners}
-    listening = ", ".join(f"{name} {hosts[name]}:{port}" for name, port in bound.items())
-    roles = ",".join(sorted(settings.roles))
-    print(
-        f"kafka-wire serve: node {config.node_id} ({roles}) listening on {listening} (data in {data_dir})",
-        flush=True,
+        hosts = {e.listener: e.host for e in settings.listeners}
+        listening = ", ".join(f"{name} {hosts[name]}:{port}" for name, port in bound.items())
+        return f"node {config.node_id} ({','.join(sorted(settings.roles))}) listening on {listening}"
+
+    return await _run_until_signalled(
+        lambda: BrokerServer(config, data_dir, cluster=node), start, data_dir, "listeners"
     )
-    await server.stop_requested.wait()
-    for sig in (signal.SIGINT, signal.SIGTERM):  # a second signal while stopping: leave at once
-        loop.add_signal_handler(sig, os._exit, 1)
-    await server.stop()
-    if server.failure is not None:
-        print(f"kafka-wire serve: stopped: {server.failure} (in {data_dir})", file=sys.stderr, flush=True)
-        return 1
-    print("kafka-wire serve: stopped", flush=True)
-    return 0
