@@ -32,7 +32,6 @@ from kafka_wire.broker.cluster_view import Endpoint, Outbound
 from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.metadata import random_uuid
 from kafka_wire.codec.structs import Message
-from kafka_wire.errors import LocalProtocolError
 from kafka_wire.messages import (
     BrokerHeartbeatRequest,
     BrokerHeartbeatResponse,
@@ -42,6 +41,7 @@ from kafka_wire.messages import (
     BrokerRegistrationResponse,
     ErrorCode,
 )
+from kafka_wire.protocol.machine import step
 
 #: What a kafka_wire broker announces it supports (name, min, max): metadata.version 3.3-IV3 (7,
 #: the first KRaft-only level) to 3.9-IV0 (21), and kraft.version 0 to 1.
@@ -152,12 +152,13 @@ class BrokerLifecycle:
         return self._state is LifecycleState.SHUTTING_DOWN
 
     def _move(self, event: LifecycleInput) -> None:
-        target = LIFECYCLE_TRANSITIONS.get((self._state, event))
-        if target is None:
-            raise LocalProtocolError(f"broker lifecycle: {event.value} in state {self._state.value}")
-        if target is not self._state:
-            self._log.info("broker %d: %s -> %s", self._config.node_id, self._state.value, target.value)
-        self._state = target
+        self._state = step(
+            LIFECYCLE_TRANSITIONS,
+            self._state,
+            event,
+            machine=f"broker {self._config.node_id}",
+            logger=lambda t: self._log.info("%s: %s -> %s", t.machine, t.source.value, t.target.value),
+        )
 
     # -- inputs ------------------------------------------------------------------------------------
 

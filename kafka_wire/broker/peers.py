@@ -41,7 +41,7 @@ from typing import Final
 
 from kafka_wire.broker.cluster_view import Endpoint, Outbound
 from kafka_wire.broker.effects import CloseConnection, Effect, OpenConnection, Send
-from kafka_wire.errors import EncodeError, LocalProtocolError, ProtocolError, UnsupportedVersionError
+from kafka_wire.errors import EncodeError, ProtocolError, UnsupportedVersionError
 from kafka_wire.messages import ApiKey
 from kafka_wire.protocol.client import ClientConfig, ClientConnection
 from kafka_wire.protocol.events import (
@@ -52,6 +52,7 @@ from kafka_wire.protocol.events import (
     VersionsNegotiated,
 )
 from kafka_wire.protocol.frames import DEFAULT_MAX_FRAME_BYTES
+from kafka_wire.protocol.machine import step
 
 #: Kafka's ``reconnect.backoff.ms`` and ``reconnect.backoff.max.ms`` defaults.
 DEFAULT_RECONNECT_BACKOFF_MS: Final = 50
@@ -127,13 +128,12 @@ class _Link:
     backoff_until_ms: int = 0
 
     def move(self, event: LinkInput) -> None:
-        target = LINK_TRANSITIONS.get((self.state, event))
-        if target is None:
-            raise LocalProtocolError(
-                f"link to node {self.destination} ({self.listener}, {self.channel}): {event.value} in state "
-                f"{self.state.value}"
-            )
-        self.state = target
+        self.state = step(
+            LINK_TRANSITIONS,
+            self.state,
+            event,
+            machine=f"link to node {self.destination} ({self.listener}, {self.channel})",
+        )
 
 
 class PeerLinks:
