@@ -41,7 +41,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # for tests.cluster.harness (the cluster processes of the tests)
 
-from confluent_kafka import KafkaError, Producer  # noqa: E402
+
+from bench_broker import produce  # noqa: E402  # one acks=all producer, timed to its last report
 
 from kafka_wire.messages import ErrorCode, ProduceRequest  # noqa: E402
 from tests.cluster.harness import LocalCluster  # noqa: E402
@@ -52,41 +53,13 @@ def value_of(size: int) -> bytes:
     return (b"0123456789abcdef" * (size // 16 + 1))[:size]
 
 
-def produce_seconds(bootstrap: str, topic: str, records: int, value: bytes) -> float:
-    """Seconds for one producer to send ``records`` acks=all records and get every report."""
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "acks": "all",
-            "linger.ms": 5,
-            "queue.buffering.max.messages": records + 1000,
-            "compression.type": "none",
-        }
-    )
-    failures: list[str] = []
-
-    def on_delivery(err: KafkaError | None, _msg: object) -> None:
-        if err is not None:
-            failures.append(str(err))
-
-    begin = time.monotonic()
-    for _ in range(records):
-        producer.produce(topic, value=value, partition=0, on_delivery=on_delivery)
-        producer.poll(0)
-    left = producer.flush(300)
-    elapsed = time.monotonic() - begin
-    if left or failures:
-        raise RuntimeError(f"produce to {bootstrap} failed: {left} undelivered, errors {failures[:5]}")
-    return elapsed
-
-
 def cluster_produce(cluster: LocalCluster, replicas: int, args: argparse.Namespace) -> float:
     """Median produce seconds over ``args.rounds`` fresh topics of the started ``cluster``."""
     times = []
     for i in range(args.rounds):
         topic = f"bench-rf{replicas}-{i}"
         cluster.create_topic(topic, 1, replicas)
-        times.append(produce_seconds(cluster.bootstrap, topic, args.records, value_of(args.value_bytes)))
+        times.append(produce(cluster.bootstrap, topic, args.records, value_of(args.value_bytes)))
     return statistics.median(times)
 
 
@@ -98,7 +71,7 @@ def single_node_produce(workdir: Path, args: argparse.Namespace) -> float:
         times = []
         for i in range(args.rounds):
             topic = f"bench-single-{i}"
-            times.append(produce_seconds(broker.bootstrap, topic, args.records, value_of(args.value_bytes)))
+            times.append(produce(broker.bootstrap, topic, args.records, value_of(args.value_bytes)))
         return statistics.median(times)
     finally:
         broker.close()
