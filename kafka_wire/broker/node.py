@@ -149,6 +149,11 @@ class RaftPart(Protocol):
         """Leader, with everything before its epoch committed."""
         ...
 
+    @property
+    def caught_up(self) -> bool:
+        """Has what the quorum had committed when the leader last answered (a leader: always)."""
+        ...
+
     def start(self, now_ms: int) -> None: ...
 
     def take_committed(self) -> Sequence[object]: ...
@@ -396,6 +401,9 @@ class Node:
         self._state: BrokerState | None = None
         self.lifecycle: BrokerLifecycle | None = None
         self._leadership = (-1, -1, False)
+        #: Deltas applied to the image and not yet to the broker's parts (until first caught up).
+        self._unpublished: list[DeltaLike] = []
+        self._published = False
         #: ``__consumer_offsets`` partitions whose leadership here began (True) or ended (False).
         self._coordinator_changes: list[tuple[int, bool]] = []
         self._controller_versions = controller_api_versions()
@@ -548,10 +556,13 @@ class Node:
     def _pump(self, now_ms: int) -> None:
         """Move what the last input made ready from part to part (see the module docstring)."""
         parts = self.parts
-        deltas = [self._apply_committed(item, now_ms) for item in parts.raft.take_committed()]
-        if deltas and self.settings.is_broker:
-            # Published once, as Kafka's metadata loader publishes what it caught up with: a
-            # restarted node replaying its log never acts on the stale states along the way.
+        self._unpublished += [self._apply_committed(item, now_ms) for item in parts.raft.take_committed()]
+        if self._unpublished and self.settings.is_broker and (self._published or parts.raft.caught_up):
+            # Merged and published once caught up with the quorum, as Kafka's metadata loader
+            # publishes: a restarted node replaying its log never acts on the stale states
+            # along the way.
+            self._published = True
+            deltas, self._unpublished = self._unpublished, []
             self._apply_delta(merged(deltas), now_ms)
         leadership = (parts.raft.leader_id, parts.raft.epoch, parts.raft.leader_ready)
         if leadership != self._leadership:

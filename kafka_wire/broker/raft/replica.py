@@ -295,6 +295,8 @@ class KRaftReplica:
         self._epochs: list[tuple[int, int]] = []  # (epoch, start offset)
         self._snapshot: SnapshotId | None = None
         self._hw = 0
+        #: The leader's high watermark as its last Fetch answer gave it (-1: none yet).
+        self._leader_hw = -1
         self._taken = 0
         self._pending_load: SnapshotLoad | None = None
         # timers
@@ -326,6 +328,12 @@ class KRaftReplica:
     def high_watermark(self) -> int:
         """Offsets below it are committed."""
         return self._hw
+
+    @property
+    def caught_up(self) -> bool:
+        """This replica has everything the quorum had committed when its leader last answered
+        (a leader: always). A restarted node publishes its metadata once it gets there."""
+        return self.is_leader or 0 <= self._leader_hw <= self._hw
 
     @property
     def leader_ready(self) -> bool:
@@ -1496,6 +1504,7 @@ class KRaftReplica:
                 if not self._append_as_follower(bytes(records), now_ms):
                     return False
             if part.high_watermark >= 0:
+                self._leader_hw = part.high_watermark
                 new_hw = min(part.high_watermark, self._log.log_end_offset)
                 if new_hw > self._hw:
                     self._hw = new_hw

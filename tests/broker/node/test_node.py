@@ -69,6 +69,7 @@ class FakeRaft:
     epoch: int = 1
     high_watermark: int = 0
     leader_ready: bool = False
+    caught_up: bool = True
     committed: list[object] = field(default_factory=list)
     handled: list[Message] = field(default_factory=list)
     outbound: list[Outbound] = field(default_factory=list)
@@ -301,6 +302,25 @@ def test_batches_committed_together_reach_the_replicas_as_one_delta() -> None:
     assert h.replication.applied == [(("orders-0",), [])]
     assert h.replication.states == [last]
     assert h.controller.replayed == [5, 6]
+
+
+def test_a_node_behind_the_quorum_publishes_nothing_until_it_has_caught_up() -> None:
+    h = Harness()
+    state = PartitionState(
+        "orders", 0, TOPIC_ID, (1, 2, 3), (1, 2, 3), leader=1, leader_epoch=0, partition_epoch=0
+    )
+    h.image.deltas["create"] = Delta(partitions=(state,))
+    h.image.deltas["noop"] = Delta()
+    h.raft.caught_up = False  # restarted: the leader's high watermark is ahead of what it has
+    h.raft.committed.append(Batch(5, (b"create",)))
+    h.tick()
+    assert h.controller.replayed == [5]  # the image follows the log at once
+    assert h.replication.applied == [] and "orders" not in h.broker.state.metadata.topics
+    h.raft.caught_up = True
+    h.raft.committed.append(Batch(6, (b"noop",)))
+    h.tick()
+    assert h.replication.applied == [(("orders-0",), [])]
+    assert "orders" in h.broker.state.metadata.topics
 
 
 def test_leadership_changes_reach_the_controller() -> None:

@@ -283,3 +283,20 @@ def test_a_fresh_data_directory_gets_a_quorum_state_file() -> None:
     node.storage, node.sink = storage, sink
     net.start(1)
     assert read_quorum_state(storage, "__cluster_metadata-0") == ElectionState(0, -1, -1)
+
+
+def test_a_restarted_follower_is_caught_up_only_once_the_leader_has_answered() -> None:
+    net = Network(3, seed=21)
+    net.start()
+    leader = net.wait_for_leader()
+    net.append([b"a"])
+    net.run_until(lambda: all(n.applied == [b"a"] for n in net.nodes.values()))
+    follower = next(n for i, n in net.nodes.items() if i != leader.node_id)
+    assert follower.r.caught_up and leader.r.caught_up
+    net.kill(follower.node_id)
+    net.append([b"b"])
+    net.run(200)
+    net.restart(follower.node_id)
+    assert not follower.r.caught_up  # the quorum committed more while it was down: unknown yet
+    net.run_until(lambda: follower.r.caught_up)
+    assert follower.r.high_watermark == leader.r.high_watermark
