@@ -70,18 +70,7 @@ def build_parts(context: PartsContext) -> NodeParts:
     controller = None
     if settings.is_controller:
         controller = QuorumController(
-            ControllerConfig(
-                node_id=config.node_id,
-                cluster_id=context.state.metadata.cluster_id,
-                session_timeout_ms=config.broker_session_timeout_ms,
-                num_partitions=config.num_partitions,
-                default_replication_factor=config.default_replication_factor,
-                min_insync_replicas=config.min_insync_replicas,
-                unclean_leader_election_enable=config.unclean_leader_election_enable,
-                auto_leader_rebalance_enable=config.auto_leader_rebalance_enable,
-                leader_imbalance_check_interval_ms=config.leader_imbalance_check_interval_ms,
-                snapshot_max_bytes=config.metadata_snapshot_bytes,
-            ),
+            ControllerConfig.of(config, context.state.metadata.cluster_id),
             MetadataLogOfRaft(raft),
             context.rng,
         )

@@ -3,11 +3,10 @@ it shares with its API modules."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
-from kafka_wire.broker.config import BrokerConfigError
+from kafka_wire.broker.config import BrokerConfig, BrokerConfigError
 
 #: The ``metadata.version`` feature and the level this controller finalizes: 3.9-IV0.
 METADATA_VERSION_FEATURE: Final = "metadata.version"
@@ -62,28 +61,21 @@ class ControllerConfig:
                 raise BrokerConfigError(_PROPERTY_OF[name], "must be at least 1")
 
     @classmethod
-    def from_properties(
-        cls, properties: Mapping[str, str], *, node_id: int, cluster_id: str
-    ) -> ControllerConfig:
-        """The settings named by Kafka ``properties`` (others are ignored); an invalid value raises
-        :class:`BrokerConfigError` naming its property."""
-        values: dict[str, Any] = {}
-        for name, key in _PROPERTY_OF.items():
-            raw = properties.get(key)
-            if raw is None:
-                continue
-            raw = raw.strip()
-            if name in _BOOLEANS:
-                if raw.lower() not in ("true", "false"):
-                    raise BrokerConfigError(key, f"{raw!r} is not a boolean")
-                values[name] = raw.lower() == "true"
-                continue
-            try:
-                number = int(raw)
-            except ValueError:
-                raise BrokerConfigError(key, f"{raw!r} is not an integer") from None
-            values[name] = number * 1000 if key == "leader.imbalance.check.interval.seconds" else number
-        return cls(node_id=node_id, cluster_id=cluster_id, **values)
+    def of(cls, config: BrokerConfig, cluster_id: str) -> ControllerConfig:
+        """The settings of a node's broker configuration (read from Kafka's properties by
+        :mod:`kafka_wire.broker.server_properties`)."""
+        return cls(
+            node_id=config.node_id,
+            cluster_id=cluster_id,
+            session_timeout_ms=config.broker_session_timeout_ms,
+            num_partitions=config.num_partitions,
+            default_replication_factor=config.default_replication_factor,
+            min_insync_replicas=config.min_insync_replicas,
+            unclean_leader_election_enable=config.unclean_leader_election_enable,
+            auto_leader_rebalance_enable=config.auto_leader_rebalance_enable,
+            leader_imbalance_check_interval_ms=config.leader_imbalance_check_interval_ms,
+            snapshot_max_bytes=config.metadata_snapshot_bytes,
+        )
 
 
 #: Each setting's Kafka property.
@@ -97,4 +89,3 @@ _PROPERTY_OF: Final = {
     "leader_imbalance_check_interval_ms": "leader.imbalance.check.interval.seconds",
     "snapshot_max_bytes": "metadata.log.max.record.bytes.between.snapshots",
 }
-_BOOLEANS: Final = frozenset({"unclean_leader_election_enable", "auto_leader_rebalance_enable"})

@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from kafka_wire.broker.cluster_view import PartitionState
-from kafka_wire.broker.config import BrokerConfigError
+from kafka_wire.broker.config import BrokerConfig, BrokerConfigError
 from kafka_wire.broker.controller.controller import ControllerConfig, QuorumController
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
@@ -674,26 +674,19 @@ def test_a_new_incarnation_leaves_every_isr_before_it_registers() -> None:
 
 
 def test_config_from_kafka_properties() -> None:
-    config = ControllerConfig.from_properties(
+    broker = BrokerConfig.from_properties(
         {
             "broker.session.timeout.ms": "6000",
             "default.replication.factor": "3",
             "unclean.leader.election.enable": "TRUE",
             "leader.imbalance.check.interval.seconds": "30",
-            "log.dirs": "/ignored",
-        },
-        node_id=1,
-        cluster_id=CLUSTER_ID,
+        }
     )
+    config = ControllerConfig.of(broker, CLUSTER_ID)
     assert (config.session_timeout_ms, config.default_replication_factor) == (6000, 3)
     assert config.unclean_leader_election_enable and config.leader_imbalance_check_interval_ms == 30_000
-    for bad in (
-        {"min.insync.replicas": "0"},
-        {"num.partitions": "x"},
-        {"auto.leader.rebalance.enable": "yes"},
-    ):
-        with pytest.raises(BrokerConfigError, match=next(iter(bad))):
-            ControllerConfig.from_properties(bad, node_id=1, cluster_id=CLUSTER_ID)
+    with pytest.raises(BrokerConfigError, match=r"min\.insync\.replicas"):
+        ControllerConfig(node_id=1, cluster_id=CLUSTER_ID, min_insync_replicas=0)
 
 
 def test_cluster_wide_min_isr_drives_elr() -> None:
