@@ -556,8 +556,10 @@ class Node:
     def _pump(self, now_ms: int) -> None:
         """Move what the last input made ready from part to part (see the module docstring)."""
         parts = self.parts
-        self._unpublished += [self._apply_committed(item, now_ms) for item in parts.raft.take_committed()]
-        if self._unpublished and self.settings.is_broker and (self._published or parts.raft.caught_up):
+        deltas = [self._apply_committed(item, now_ms) for item in parts.raft.take_committed()]
+        if self.settings.is_broker:
+            self._unpublished += deltas
+        if self._unpublished and (self._published or parts.raft.caught_up):
             # Merged and published once caught up with the quorum, as Kafka's metadata loader
             # publishes: a restarted node replaying its log never acts on the stale states
             # along the way.
@@ -574,7 +576,8 @@ class Node:
             if parts.controller is not None:
                 parts.controller.tick(now_ms)
         if self.lifecycle is not None:
-            if parts.raft.high_watermark > 0 and parts.image.offset >= parts.raft.high_watermark - 1:
+            hw = parts.raft.high_watermark
+            if self._published and not self._unpublished and hw > 0 and parts.image.offset >= hw - 1:
                 self.lifecycle.caught_up()
             self.lifecycle.tick(now_ms)
         for outbound in parts.raft.poll_outbound(now_ms):
