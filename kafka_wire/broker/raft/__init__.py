@@ -8,17 +8,10 @@
 - :mod:`.replica`: :class:`KRaftReplica`, the replica itself (pure; see its docstring).
 """
 
-from kafka_wire.broker.raft.replica import (
-    METADATA_DIRECTORY,
-    METADATA_TOPIC,
-    METADATA_TOPIC_ID,
-    Committed,
-    CommittedBatch,
-    KRaftReplica,
-    RaftConfig,
-    ReplicaProgress,
-    SnapshotLoad,
-)
+from kafka_wire.broker.raft.committed import Committed, CommittedBatch, SnapshotLoad
+from kafka_wire.broker.raft.config import METADATA_DIRECTORY, METADATA_TOPIC, METADATA_TOPIC_ID, RaftConfig
+from kafka_wire.broker.raft.replica import KRaftReplica
+from kafka_wire.broker.raft.replica_state import ReplicaProgress
 from kafka_wire.broker.raft.snapshots import SnapshotId
 from kafka_wire.broker.raft.states import QuorumRole
 from kafka_wire.broker.raft.voters import Voter, parse_bootstrap_servers, parse_voters

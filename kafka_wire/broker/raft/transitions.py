@@ -1,0 +1,133 @@
+"""``QuorumTransitions``: the replica's moves between roles (:data:`.states.QUORUM_TRANSITIONS`),
+each persisting the epoch, leader and vote to ``quorum-state`` and arming its role's timers."""
+
+from __future__ import annotations
+
+from kafka_wire.broker.raft.leader_fetch import LeaderFetch
+from kafka_wire.broker.raft.quorum_state import NO_NODE, ElectionState, write_quorum_state
+from kafka_wire.broker.raft.replica_state import ReplicaProgress
+from kafka_wire.broker.raft.states import QUORUM_TRANSITIONS, QuorumInput, QuorumRole
+from kafka_wire.errors import LocalProtocolError
+from kafka_wire.messages import (
+    LeaderChangeMessage,
+    LeaderChangeMessageVoter,
+)
+from kafka_wire.protocol.machine import step
+from kafka_wire.records.control import ControlRecordType, build_control_batch
+
+
+class QuorumTransitions(LeaderFetch):
+    """Layer 3 of :class:`~kafka_wire.broker.raft.replica.KRaftReplica`: role transitions."""
+
+    def _random_timeout(self) -> int:
+        timeout = self.config.election_timeout_ms
+        return timeout + self._rng.randrange(timeout)
+
+    # -- transitions ------------------------------------------------------------------------------
+    def _move(self, move: QuorumInput) -> None:
+        self.role = step(
+            QUORUM_TRANSITIONS, self.role, move, machine=f"raft node {self.node_id}", logger=self._logger
+        )
+        self._generation += 1
+        self._inflight.clear()
+        self._retry_at.clear()
+        self._election_deadline = self._fetch_deadline = self._check_quorum_deadline = None
+        self._snapshot_fetch = None
+
+    def _persist(self) -> None:
+        write_quorum_state(
+            self._effects,
+            self.config.directory,
+            ElectionState(self.epoch, self.leader_id, self.voted_id),
+            self._voters,
+        )
+
+    def _become_unattached(self, epoch: int, now_ms: int) -> None:
+        self._move(QuorumInput.NEW_EPOCH)
+        if epoch != self.epoch:
+            self.voted_id = NO_NODE
+        self.epoch, self.leader_id = epoch, NO_NODE
+        self._persist()
+        if self.is_voter:
+            self._election_deadline = now_ms + self._random_timeout()
+
+    def _become_voted(self, candidate: int, now_ms: int) -> None:
+        self._move(QuorumInput.GRANT_VOTE)
+        self.voted_id = candidate
+        self._persist()
+        self._election_deadline = now_ms + self._random_timeout()
+
+    def _become_candidate(self, now_ms: int) -> None:
+        retries = self._election_retries + 1 if self.role is QuorumRole.CANDIDATE else 1
+        self._move(QuorumInput.ELECTION_TIMEOUT)
+        self._election_retries = retries
+        self.epoch += 1
+        self.leader_id, self.voted_id = NO_NODE, self.node_id
+        self._persist()
+        self._granted, self._rejected = {self.node_id}, set()
+        self._election_deadline = now_ms + self._random_timeout()
+        self._maybe_elected(now_ms)
+
+    def _maybe_elected(self, now_ms: int) -> None:
+        if self.role is QuorumRole.CANDIDATE and len(self._granted) * 2 > len(self._voters):
+            self._become_leader(now_ms)
+
+    def _become_leader(self, now_ms: int) -> None:
+        self._move(QuorumInput.ELECTED)
+        self.leader_id = self.node_id
+        self._persist()
+        log = self._log
+        self._epoch_start_offset = log.log_end_offset
+        message = LeaderChangeMessage(
+            version=0,
+            leader_id=self.node_id,
+            voters=[LeaderChangeMessageVoter(voter_id=v) for v in self._voters],
+            granting_voters=[LeaderChangeMessageVoter(voter_id=v) for v in sorted(self._granted)],
+        )
+        control = build_control_batch(
+            ControlRecordType.LEADER_CHANGE,
+            message.encode(0),
+            timestamp=now_ms,
+            partition_leader_epoch=self.epoch,
+        )
+        result = log.append(control, now_ms, leader_epoch=self.epoch, origin="coordinator")
+        if result.error_code:
+            raise LocalProtocolError(
+                f"the metadata log refused the LeaderChangeMessage ({result.error_code})"
+            )
+        self._note_epoch(self.epoch, self._epoch_start_offset)
+        self._progress = {v: ReplicaProgress() for v in self._voters}
+        self._acked = {self.node_id}
+        self._quorum_fetched = {self.node_id}
+        self._check_quorum_deadline = now_ms + self.config.fetch_timeout_ms * 3 // 2
+        self._update_leader_progress(now_ms)
+
+    def _become_follower(self, leader_id: int, epoch: int, now_ms: int) -> None:
+        if self.role is QuorumRole.LEADER and epoch == self.epoch:
+            raise LocalProtocolError(f"node {leader_id} claims epoch {epoch}, which this node leads")
+        self._move(QuorumInput.LEADER_KNOWN)
+        if epoch != self.epoch:
+            self.voted_id = NO_NODE
+        self.epoch, self.leader_id = epoch, leader_id
+        self._persist()
+        self._progress = {}
+        self._fetch_deadline = now_ms + self.config.fetch_timeout_ms
+
+    def _resign(self, now_ms: int, preferred: list[int]) -> None:
+        self._move(QuorumInput.RESIGN)
+        self._preferred = preferred
+        self._acked = {self.node_id}
+        self._progress = {}
+        self._election_deadline = now_ms + self._random_timeout()
+
+    def _maybe_transition(self, leader_id: int, epoch: int, now_ms: int) -> None:
+        """React to another node's view of the epoch and its leader (Kafka's ``maybeTransition``)."""
+        if epoch < self.epoch or leader_id == self.node_id:
+            return
+        if epoch > self.epoch:
+            if leader_id >= 0:
+                self._become_follower(leader_id, epoch, now_ms)
+            else:
+                self._become_unattached(epoch, now_ms)
+        elif leader_id >= 0 and self.leader_id != leader_id and self.role is not QuorumRole.LEADER:
+            self._become_follower(leader_id, epoch, now_ms)
