@@ -5,7 +5,13 @@
   transition table between them.
 - :mod:`.quorum_state`: the ``quorum-state`` file (epoch, leader, vote).
 - :mod:`.snapshots`: ``<offset>-<epoch>.checkpoint`` snapshot files.
-- :mod:`.replica`: :class:`KRaftReplica`, the replica itself (pure; see its docstring).
+- :mod:`.config`: :class:`RaftConfig` and the metadata topic's names; :mod:`.committed`: what
+  :meth:`KRaftReplica.take_committed` hands out.
+- :class:`KRaftReplica`, the replica itself (pure), in layers, each module's class extending the
+  previous one: :mod:`.replica_state` (fields, views), :mod:`.leader_fetch` (the leader's side of
+  Fetch, the high watermark), :mod:`.transitions` (role changes), :mod:`.handlers` (answering
+  requests), :mod:`.outbound` (requests to other nodes, the follower's side), :mod:`.replica`
+  (start, append, commit, snapshots, timers; its docstring gives the rules).
 """
 
 from kafka_wire.broker.raft.committed import Committed, CommittedBatch, SnapshotLoad

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kafka_wire.broker.raft.snapshots import (
-    SnapshotId,
-)
+from kafka_wire.broker.raft.snapshots import SnapshotId
 
 
 @dataclass(frozen=True, slots=True)

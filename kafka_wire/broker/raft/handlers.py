@@ -4,15 +4,10 @@ EndQuorumEpoch, DescribeQuorum and FetchSnapshot (Fetch is :mod:`.leader_fetch`'
 
 from __future__ import annotations
 
-from kafka_wire.broker.raft.config import (
-    METADATA_PARTITION,
-    METADATA_TOPIC,
-)
+from kafka_wire.broker.raft.config import METADATA_PARTITION, METADATA_TOPIC
 from kafka_wire.broker.raft.quorum_state import NO_NODE
 from kafka_wire.broker.raft.replica_state import ReplicaProgress
-from kafka_wire.broker.raft.snapshots import (
-    SnapshotId,
-)
+from kafka_wire.broker.raft.snapshots import SnapshotId
 from kafka_wire.broker.raft.states import QuorumRole
 from kafka_wire.broker.raft.transitions import QuorumTransitions
 from kafka_wire.broker.state import Waiting

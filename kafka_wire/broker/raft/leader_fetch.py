@@ -4,15 +4,9 @@ watermark, and the long poll of a Fetch with nothing to return yet."""
 
 from __future__ import annotations
 
-from kafka_wire.broker.raft.config import (
-    METADATA_PARTITION,
-    METADATA_TOPIC,
-    METADATA_TOPIC_ID,
-)
+from kafka_wire.broker.raft.config import METADATA_PARTITION, METADATA_TOPIC, METADATA_TOPIC_ID
 from kafka_wire.broker.raft.replica_state import ReplicaProgress, ReplicaState
-from kafka_wire.broker.raft.snapshots import (
-    SnapshotId,
-)
+from kafka_wire.broker.raft.snapshots import SnapshotId
 from kafka_wire.broker.raft.states import QuorumRole
 from kafka_wire.broker.state import Waiting
 from kafka_wire.codec.structs import Message
@@ -96,7 +90,7 @@ class LeaderFetch(ReplicaState):
         if candidate > self._epoch_start_offset and candidate > self._hw:
             self._hw = candidate
 
-    # Fetch (leader side)
+    # -- answering Fetch --------------------------------------------------------------------------
     def _handle_fetch(self, request: FetchRequest, version: int, now_ms: int) -> Message | Waiting:
         if not self._cluster_ok(request.cluster_id):
             return FetchResponse(error_code=ErrorCode.INCONSISTENT_CLUSTER_ID)

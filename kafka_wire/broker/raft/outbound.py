@@ -10,18 +10,10 @@ from dataclasses import dataclass
 from kafka_wire.broker.cluster_view import Outbound
 from kafka_wire.broker.effects import Delete
 from kafka_wire.broker.raft.committed import SnapshotLoad
-from kafka_wire.broker.raft.config import (
-    METADATA_PARTITION,
-    METADATA_TOPIC,
-    METADATA_TOPIC_ID,
-)
+from kafka_wire.broker.raft.config import METADATA_PARTITION, METADATA_TOPIC, METADATA_TOPIC_ID
 from kafka_wire.broker.raft.handlers import RequestHandlers
 from kafka_wire.broker.raft.replica_state import SnapshotFetch
-from kafka_wire.broker.raft.snapshots import (
-    SnapshotId,
-    decode_snapshot,
-    write_snapshot,
-)
+from kafka_wire.broker.raft.snapshots import SnapshotId, decode_snapshot, write_snapshot
 from kafka_wire.broker.raft.states import QuorumRole
 from kafka_wire.broker.raft.voters import Voter
 from kafka_wire.codec.structs import Message
@@ -326,6 +318,7 @@ class OutboundRequests(RequestHandlers):
             return (self.epoch, self.leader_id) != before
         return False
 
+    # -- a follower's fetching: appending, truncating, snapshots ----------------------------------
     def _on_fetch_reply(self, body: FetchResponse, current: bool, now_ms: int) -> bool:
         if body.error_code or len(body.responses) != 1 or len(body.responses[0].partitions) != 1:
             return False

@@ -15,20 +15,13 @@ from dataclasses import dataclass, field
 from kafka_wire.broker.effects import EffectSink
 from kafka_wire.broker.log.log import PartitionLog
 from kafka_wire.broker.raft.committed import SnapshotLoad
-from kafka_wire.broker.raft.config import (
-    RaftConfig,
-)
+from kafka_wire.broker.raft.config import RaftConfig
 from kafka_wire.broker.raft.quorum_state import NO_NODE
-from kafka_wire.broker.raft.snapshots import (
-    SnapshotId,
-)
+from kafka_wire.broker.raft.snapshots import SnapshotId
 from kafka_wire.broker.raft.states import QuorumRole
 from kafka_wire.broker.raft.voters import Voter
 from kafka_wire.broker.storage import StorageReader
-from kafka_wire.messages import (
-    ApiKey,
-    ErrorCode,
-)
+from kafka_wire.messages import ApiKey, ErrorCode
 from kafka_wire.protocol.machine import TransitionLogger
 
 
@@ -168,6 +161,7 @@ class ReplicaState:
         """The leader's view of the replicas that fetch from it (empty unless leader)."""
         return dict(self._progress)
 
+    # -- where each epoch starts in the log -------------------------------------------------------
     def _end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """``(largest epoch <= epoch, its end offset)``; ``(-1, log start)`` when none is."""
         found = -1
@@ -191,7 +185,7 @@ class ReplicaState:
         # follower needs the same on OFFSET_OUT_OF_RANGE); use its own helper until it does.
         self._log.truncate_fully_and_start_at(offset, self._now_ms)
 
-    # -- shared by the answers to requests ---------------------------------------------------------
+    # -- shared by the answers to requests --------------------------------------------------------
     def _cluster_ok(self, cluster_id: str | None) -> bool:
         return cluster_id is None or self.config.cluster_id is None or cluster_id == self.config.cluster_id
 

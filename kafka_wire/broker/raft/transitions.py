@@ -8,10 +8,7 @@ from kafka_wire.broker.raft.quorum_state import NO_NODE, ElectionState, write_qu
 from kafka_wire.broker.raft.replica_state import ReplicaProgress
 from kafka_wire.broker.raft.states import QUORUM_TRANSITIONS, QuorumInput, QuorumRole
 from kafka_wire.errors import LocalProtocolError
-from kafka_wire.messages import (
-    LeaderChangeMessage,
-    LeaderChangeMessageVoter,
-)
+from kafka_wire.messages import LeaderChangeMessage, LeaderChangeMessageVoter
 from kafka_wire.protocol.machine import step
 from kafka_wire.records.control import ControlRecordType, build_control_batch
 
@@ -19,11 +16,11 @@ from kafka_wire.records.control import ControlRecordType, build_control_batch
 class QuorumTransitions(LeaderFetch):
     """Layer 3 of :class:`~kafka_wire.broker.raft.replica.KRaftReplica`: role transitions."""
 
+    # -- transitions ------------------------------------------------------------------------------
     def _random_timeout(self) -> int:
         timeout = self.config.election_timeout_ms
         return timeout + self._rng.randrange(timeout)
 
-    # -- transitions ------------------------------------------------------------------------------
     def _move(self, move: QuorumInput) -> None:
         self.role = step(
             QUORUM_TRANSITIONS, self.role, move, machine=f"raft node {self.node_id}", logger=self._logger
