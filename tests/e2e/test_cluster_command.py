@@ -206,3 +206,20 @@ def test_the_cluster_starts_and_ctrl_c_stops_it(tmp_path: Path) -> None:
         if parent.poll() is None:
             parent.kill()
             parent.wait()
+        kill_nodes_of(tmp_path)  # the nodes run in their own session: a killed parent leaves them
+
+
+def kill_nodes_of(data_dir: Path) -> None:
+    """SIGKILL every process whose command line names ``data_dir`` (the nodes of a cluster)."""
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if str(data_dir).encode() in cmdline and int(proc.name) != os.getpid():
+            try:
+                os.kill(int(proc.name), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
