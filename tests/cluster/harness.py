@@ -23,7 +23,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
+import random
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -57,7 +59,6 @@ from kafka_wire.messages import (
 from kafka_wire.records import RecordsReader, build_batch
 from kafka_wire.records.batch import RecordBatch
 from kafka_wire.spark.logs import discover, iter_segment
-from tests.interop.harness import free_port
 
 T = TypeVar("T")
 
@@ -267,6 +268,30 @@ class Node:
         return parse_partition_checkpoint(path.read_text()) if path.exists() else {}
 
 
+#: Listener ports are drawn below the kernel's ephemeral range: the nodes' own outbound
+#: connections take ephemeral ports, and one of them could take a port chosen for a node that has
+#: not started listening yet ("Address already in use").
+_EPHEMERAL_RANGE: Final = Path("/proc/sys/net/ipv4/ip_local_port_range")
+_PORTS: Final = random.SystemRandom()
+_TAKEN: set[int] = set()
+
+
+def listener_port(host: str = HOST) -> int:
+    """A port outside the ephemeral range, free now, and not handed out before in this run."""
+    low = int(_EPHEMERAL_RANGE.read_text().split()[0]) if _EPHEMERAL_RANGE.exists() else 32768
+    while True:
+        port = _PORTS.randrange(10_000, low)
+        if port in _TAKEN:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind((host, port))
+            except OSError:
+                continue
+        _TAKEN.add(port)
+        return port
+
+
 class LocalCluster:
     """``size`` combined nodes (ids 1..size) of one cluster, in ``workdir``; with
     ``controllers``, separate roles instead: that many controller-only nodes (ids 1..controllers)
@@ -287,7 +312,7 @@ class LocalCluster:
                 (node_id > controllers, node_id <= controllers) if controllers else (True, True)
             )
             self.nodes[node_id] = Node(
-                node_id, free_port(HOST), free_port(HOST), workdir / f"node-{node_id}", broker, controller
+                node_id, listener_port(), listener_port(), workdir / f"node-{node_id}", broker, controller
             )
         voters = ",".join(
             f"{n.node_id}@{HOST}:{n.controller_port}" for n in self.nodes.values() if n.controller

@@ -16,17 +16,15 @@ import pytest
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
+from tests.cluster.harness import listener_port
 from tests.e2e.brokers import kafka_wire_cli
 
 
 def free_ports(count: int) -> int:
-    """A base port with ``count`` consecutive ports free (checked by binding them)."""
+    """A base port with ``count`` consecutive ports free (checked by binding them), below the
+    ephemeral range (see ``tests.cluster.harness.listener_port``)."""
     for _ in range(50):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            base: int = probe.getsockname()[1]
-        if base + count > 65535:
-            continue
+        base = listener_port()
         sockets = []
         try:
             for port in range(base, base + count):
@@ -39,7 +37,7 @@ def free_ports(count: int) -> int:
         finally:
             for sock in sockets:
                 sock.close()
-    raise AssertionError("no free port range")
+    raise AssertionError(f"no {count} consecutive free ports")
 
 
 def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
