@@ -15,7 +15,7 @@ from kafka_wire.broker.controller.image import MetadataImage
 from kafka_wire.broker.controller.records import decode_record
 from kafka_wire.broker.controller.settings import ControllerConfig
 from kafka_wire.broker.node import NodeParts, PartsContext
-from kafka_wire.broker.raft import KRaftReplica, RaftConfig, Voter
+from kafka_wire.broker.raft import KRaftReplica, RaftConfig
 from kafka_wire.broker.replication.fetcher import FetcherConfig
 from kafka_wire.broker.replication.manager import ReplicaManager, ReplicationConfig
 
@@ -54,7 +54,7 @@ def build_parts(context: PartsContext) -> NodeParts:
     raft = KRaftReplica(
         RaftConfig(
             node_id=config.node_id,
-            voters=tuple(Voter(v.node_id, v.host, v.port) for v in settings.voters),
+            voters=settings.voters,
             cluster_id=context.state.metadata.cluster_id,
             listener=settings.controller_listener,
             election_timeout_ms=config.quorum_election_timeout_ms,

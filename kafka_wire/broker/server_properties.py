@@ -285,7 +285,8 @@ def parse_voters(value: str) -> tuple[Voter, ...]:
     return tuple(voters)
 
 
-def _bootstrap_servers(value: str) -> tuple[tuple[str, int], ...]:
+def parse_bootstrap_servers(value: str) -> tuple[tuple[str, int], ...]:
+    """``controller.quorum.bootstrap.servers``: ``host:port,...``, in order."""
     servers = []
     for item in (part.strip() for part in value.split(",")):
         if not item:
@@ -322,7 +323,7 @@ def _cluster(
             "a kafka_wire cluster speaks PLAINTEXT between its nodes: sasl.users.* are not served",
         )
     voters = parse_voters(props["controller.quorum.voters"])
-    bootstrap = _bootstrap_servers(props.get("controller.quorum.bootstrap.servers", ""))
+    bootstrap = parse_bootstrap_servers(props.get("controller.quorum.bootstrap.servers", ""))
     controllers = tuple(
         n.strip().upper() for n in props.get("controller.listener.names", "").split(",") if n.strip()
     )

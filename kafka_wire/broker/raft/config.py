@@ -6,8 +6,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Final
 
+from kafka_wire.broker.config import Voter
 from kafka_wire.broker.log.config import LONG_MAX, LogConfig
-from kafka_wire.broker.raft.voters import Voter
 
 METADATA_TOPIC: Final = "__cluster_metadata"
 METADATA_TOPIC_ID: Final = uuid.UUID("00000000-0000-0000-0000-000000000001")

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kafka_wire.broker.cluster_view import Outbound
+from kafka_wire.broker.config import Voter
 from kafka_wire.broker.effects import Delete
 from kafka_wire.broker.raft.committed import SnapshotLoad
 from kafka_wire.broker.raft.config import METADATA_PARTITION, METADATA_TOPIC, METADATA_TOPIC_ID
@@ -15,7 +16,6 @@ from kafka_wire.broker.raft.handlers import RequestHandlers
 from kafka_wire.broker.raft.replica_state import SnapshotFetch
 from kafka_wire.broker.raft.snapshots import SnapshotId, decode_snapshot, write_snapshot
 from kafka_wire.broker.raft.states import QuorumRole
-from kafka_wire.broker.raft.voters import Voter
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import DecodeError, InvalidValueError
 from kafka_wire.messages import (

@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+from kafka_wire.broker.config import Voter
 from kafka_wire.broker.effects import EffectSink
 from kafka_wire.broker.log.log import PartitionLog
 from kafka_wire.broker.raft.committed import SnapshotLoad
@@ -19,7 +20,6 @@ from kafka_wire.broker.raft.config import RaftConfig
 from kafka_wire.broker.raft.quorum_state import NO_NODE
 from kafka_wire.broker.raft.snapshots import SnapshotId
 from kafka_wire.broker.raft.states import QuorumRole
-from kafka_wire.broker.raft.voters import Voter
 from kafka_wire.broker.storage import StorageReader
 from kafka_wire.messages import ApiKey, ErrorCode
 from kafka_wire.protocol.machine import TransitionLogger

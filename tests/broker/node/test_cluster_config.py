@@ -6,7 +6,7 @@ import pytest
 
 from kafka_wire.broker.cluster_view import Endpoint
 from kafka_wire.broker.config import BrokerConfig, BrokerConfigError, Voter
-from kafka_wire.broker.server_properties import load_server_properties
+from kafka_wire.broker.server_properties import load_server_properties, parse_bootstrap_servers, parse_voters
 
 VOTERS = "1@127.0.0.1:9093,2@127.0.0.1:9095,3@127.0.0.1:9097"
 
@@ -174,3 +174,17 @@ def test_a_broker_only_node_opens_no_controller_listener() -> None:
     with pytest.raises(BrokerConfigError, match="opens no controller listener") as failure:
         load_server_properties(combined(node_id=4, process_roles="broker"))
     assert failure.value.key == "listeners"
+
+
+def test_voters_and_bootstrap_servers_parse_as_kafka_writes_them() -> None:
+    assert parse_voters("1@localhost:9093, 2@[::1]:9095,3@h:1") == (
+        Voter(1, "localhost", 9093),
+        Voter(2, "::1", 9095),
+        Voter(3, "h", 1),
+    )
+    for bad in ("", "1@localhost", "x@h:1", "1@h:1,1@h:2", "-1@h:1", "1@h:99999", "1@:1"):
+        with pytest.raises(BrokerConfigError):
+            parse_voters(bad)
+    assert parse_bootstrap_servers("a:1,b:2") == (("a", 1), ("b", 2))
+    with pytest.raises(BrokerConfigError):
+        parse_bootstrap_servers("a")

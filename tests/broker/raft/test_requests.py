@@ -8,8 +8,7 @@ import uuid
 import pytest
 
 from kafka_wire.broker.cluster_view import Outbound
-from kafka_wire.broker.log.config import ConfigError
-from kafka_wire.broker.raft import KRaftReplica, QuorumRole, Voter, parse_bootstrap_servers, parse_voters
+from kafka_wire.broker.raft import KRaftReplica, QuorumRole, Voter
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
     BeginQuorumEpochRequest,
@@ -301,21 +300,6 @@ def test_every_request_the_replicas_send_encodes_at_every_version_kafka_uses(see
         for version in range(low, max(versions) + 1):
             type(body).decode(body.encode(version), version)
     assert {"VoteRequest", "BeginQuorumEpochRequest", "EndQuorumEpochRequest", "FetchRequest"} <= kinds
-
-
-def test_config_parsing() -> None:
-    assert parse_voters("1@localhost:9093, 2@[::1]:9095,3@h:1") == (
-        Voter(1, "localhost", 9093),
-        Voter(2, "::1", 9095),
-        Voter(3, "h", 1),
-    )
-    assert parse_voters("") == ()
-    for bad in ("1@localhost", "x@h:1", "1@h:1,1@h:2", "-1@h:1", "1@h:99999", "1@:1"):
-        with pytest.raises(ConfigError):
-            parse_voters(bad)
-    assert parse_bootstrap_servers("a:1,b:2") == (("a", 1), ("b", 2))
-    with pytest.raises(ConfigError):
-        parse_bootstrap_servers("a")
 
 
 def test_outbound_replies_come_back_through_bound_methods() -> None:
