@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from kafka_wire.broker.apis.forward import ERROR_ANSWERS, Forwarded, forward
+from kafka_wire.broker.apis.forward import Forwarded, forward
+from kafka_wire.broker.error_answers import ERROR_ANSWERS
 from kafka_wire.broker.state import Context
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (

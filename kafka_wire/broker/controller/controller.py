@@ -28,7 +28,6 @@ written as a snapshot (``MetadataLog.write_snapshot``).
 from __future__ import annotations
 
 import random
-import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
@@ -50,8 +49,8 @@ from kafka_wire.broker.controller.settings import (
     METADATA_VERSION_LEVEL,
     ControllerConfig,
 )
+from kafka_wire.broker.error_answers import ERROR_ANSWERS
 from kafka_wire.broker.state import Waiting
-from kafka_wire.codec.runtime import ZERO_UUID
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
     AllocateProducerIdsResponse,
@@ -60,21 +59,9 @@ from kafka_wire.messages import (
     ApiKey,
     BrokerHeartbeatResponse,
     BrokerRegistrationResponse,
-    CreatePartitionsRequest,
-    CreatePartitionsResponse,
-    CreatePartitionsResponseTopicResult,
-    CreateTopicsRequest,
-    CreateTopicsResponse,
-    CreateTopicsResponseCreatableTopicResult,
-    DeleteTopicsRequest,
-    DeleteTopicsResponse,
-    DeleteTopicsResponseDeletableTopicResult,
     ElectLeadersResponse,
     ErrorCode,
     FeatureLevelRecord,
-    IncrementalAlterConfigsRequest,
-    IncrementalAlterConfigsResponse,
-    IncrementalAlterConfigsResponseAlterConfigsResourceResponse,
     ListPartitionReassignmentsResponse,
     PartitionChangeRecord,
 )
@@ -390,39 +377,16 @@ _HANDLERS: Final[dict[int, Handler]] = {
 CONTROLLER_APIS: Final = frozenset(_HANDLERS)
 
 
+#: Requests whose error answer lists every topic or resource asked for.
+_SHAPED: Final = frozenset(
+    {ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS, ApiKey.INCREMENTAL_ALTER_CONFIGS}
+)
+
+
 def error_response(api_key: int, api_version: int, body: Message, code: int) -> Message:
     """The answer to a controller request that failed whole with ``code`` (NOT_CONTROLLER)."""
-    if isinstance(body, CreateTopicsRequest):
-        return CreateTopicsResponse(
-            topics=[
-                CreateTopicsResponseCreatableTopicResult(name=t.name, error_code=code) for t in body.topics
-            ]
-        )
-    if isinstance(body, DeleteTopicsRequest):
-        names: list[tuple[str | None, uuid.UUID]] = (
-            [(t.name, t.topic_id) for t in body.topics]
-            if api_version >= 6
-            else [(n, ZERO_UUID) for n in body.topic_names]
-        )
-        return DeleteTopicsResponse(
-            responses=[
-                DeleteTopicsResponseDeletableTopicResult(name=n, topic_id=i, error_code=code)
-                for n, i in names
-            ]
-        )
-    if isinstance(body, CreatePartitionsRequest):
-        return CreatePartitionsResponse(
-            results=[CreatePartitionsResponseTopicResult(name=t.name, error_code=code) for t in body.topics]
-        )
-    if isinstance(body, IncrementalAlterConfigsRequest):
-        return IncrementalAlterConfigsResponse(
-            responses=[
-                IncrementalAlterConfigsResponseAlterConfigsResourceResponse(
-                    resource_type=r.resource_type, resource_name=r.resource_name, error_code=code
-                )
-                for r in body.resources
-            ]
-        )
+    if api_key in _SHAPED:  # one failed result per topic or resource, as a broker answers
+        return ERROR_ANSWERS[api_key](body, code, None)
     simple: dict[int, Callable[[], Message]] = {
         ApiKey.BROKER_REGISTRATION: lambda: BrokerRegistrationResponse(error_code=code, broker_epoch=-1),
         ApiKey.BROKER_HEARTBEAT: lambda: BrokerHeartbeatResponse(error_code=code, is_fenced=True),
