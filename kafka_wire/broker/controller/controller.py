@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
 
+from kafka_wire.broker import buggify
 from kafka_wire.broker.cluster_view import PartitionState
 from kafka_wire.broker.controller import brokers, partitions, topics
 from kafka_wire.broker.controller.elections import Election, build_partition_change
@@ -333,7 +334,9 @@ class QuorumController:
         for info in self.image.brokers():
             if not info.fenced and not self.has_session(info.node_id, now_ms):
                 self._fence_now(info.node_id, now_ms)
-        if self._next_rebalance_ms is not None and now_ms >= self._next_rebalance_ms:
+        if self._next_rebalance_ms is not None and (
+            now_ms >= self._next_rebalance_ms or buggify.hooks.fire("controller.early_rebalance")
+        ):
             self._next_rebalance_ms = now_ms + self.config.leader_imbalance_check_interval_ms
             for p in self._imbalanced():
                 if len(records) >= MAX_ELECTIONS_PER_IMBALANCE:

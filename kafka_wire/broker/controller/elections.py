@@ -25,6 +25,7 @@ import enum
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
+from kafka_wire.broker import buggify
 from kafka_wire.broker.cluster_view import LeaderRecoveryState, PartitionState
 from kafka_wire.broker.controller.image import NO_LEADER, NO_LEADER_CHANGE, NO_RECOVERY_CHANGE
 from kafka_wire.messages import PartitionChangeRecord
@@ -90,7 +91,9 @@ class _Builder:
         for replica in candidates:
             if self.valid_leader(replica):
                 return ElectionResult(replica, False)
-        if self.election is Election.UNCLEAN:
+        if self.election is Election.UNCLEAN or (
+            self.election is Election.ONLINE and buggify.hooks.planted("unclean-election")
+        ):  # the second: a planted bug, unclean with the flag off
             for replica in self.replicas:
                 if self.acceptable(replica):
                     return ElectionResult(replica, True)

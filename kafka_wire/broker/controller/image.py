@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
 
+from kafka_wire.broker import buggify
 from kafka_wire.broker.cluster_view import BrokerInfo, Endpoint, LeaderRecoveryState, PartitionState
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
@@ -72,6 +73,8 @@ def merge_partition_change(state: PartitionState, record: PartitionChangeRecord)
     leader, leader_epoch = state.leader, state.leader_epoch
     if record.leader != NO_LEADER_CHANGE:
         leader, leader_epoch = record.leader, state.leader_epoch + 1
+        if buggify.hooks.planted("no-epoch-bump") and record.leader != state.leader:
+            leader_epoch = state.leader_epoch  # planted bug: a new leader in the old epoch
     recovery = state.leader_recovery_state
     if record.leader_recovery_state != NO_RECOVERY_CHANGE:
         recovery = LeaderRecoveryState(record.leader_recovery_state)

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Final
 
+from kafka_wire.broker import buggify
 from kafka_wire.broker.cluster_view import ClusterView, LeaderRecoveryState, PartitionState
 from kafka_wire.broker.effects import FileRegion
 from kafka_wire.broker.log.log import AppendResult, PartitionLog, ReadResult
@@ -207,6 +208,8 @@ class PartitionReplica:
     def open(self) -> None:
         """Rebuild the producer state from the log's batch headers and set the high watermark."""
         offset, end = self.log.log_start_offset, self.log.log_end_offset
+        if buggify.hooks.planted("forget-producer-state"):
+            offset = end  # planted bug: no producer state is rebuilt from the log
         while offset < end:
             result = self.log.read(offset, _SCAN_BYTES, max_offset=end, min_one_batch=True)
             data = self.log.read_bytes(result)
@@ -241,7 +244,7 @@ class PartitionReplica:
             return False
         leo = self.log.log_end_offset
         new = leo
-        if self.registration is not None:
+        if self.registration is not None and not buggify.hooks.planted("hw-without-isr"):
             if self.under_min_isr:
                 return False
             maximal = self.maximal_isr
@@ -360,6 +363,11 @@ class PartitionReplica:
         lagging = self.out_of_sync(now_ms)
         if lagging:
             self.propose_isr(self, tuple(r for r in self.isr if r not in lagging))
+        elif len(self.isr) > self.effective_min_isr and buggify.hooks.fire("replica.minimal_isr"):
+            # A rare legal path: the smallest ISR min.insync.replicas allows (FDB's "minimal
+            # quorum"); the members left out rejoin once they fetch again.
+            rest = [r for r in self.isr if r != self.node_id]
+            self.propose_isr(self, (self.node_id, *rest[: self.effective_min_isr - 1]))
 
     def isr_committed(
         self,
@@ -531,6 +539,8 @@ class PartitionReplica:
             limit = self.last_stable_offset
         else:
             limit = self.high_watermark
+        if not to_log_end and buggify.hooks.planted("serve-above-hw"):
+            limit = self.log.log_end_offset  # planted bug: consumers read uncommitted records
         base = FetchOutcome(
             ErrorCode.NONE,
             high_watermark=self.high_watermark,

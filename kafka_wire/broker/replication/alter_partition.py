@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+from kafka_wire.broker import buggify
 from kafka_wire.broker.cluster_view import ClusterView, LeaderRecoveryState, Outbound
 from kafka_wire.broker.partition.replica import PartitionReplica
 from kafka_wire.codec.structs import Message
@@ -28,6 +29,8 @@ from kafka_wire.messages import (
 )
 
 DEFAULT_RETRY_BACKOFF_MS: Final = 100
+#: How many retry backoffs the BUGGIFY point ``replica.delay_alter_partition`` holds a proposal.
+DELAY_BACKOFFS: Final = 30
 #: Partition errors after which the proposal is dropped (the metadata will tell what happened).
 DROP_ERRORS: Final = frozenset(
     {
@@ -74,6 +77,11 @@ class AlterPartitionSender:
         proposal = Proposal(replica, isr, replica.leader_epoch, registration.partition_epoch, recovery_state)
         self.proposals[key] = proposal
         replica.pending_isr = isr
+        if buggify.hooks.fire("replica.delay_alter_partition"):
+            # A rare legal path: the proposal stays pending (as if its first send were lost) and
+            # goes out after the backoff, so a leader change may come first.
+            proposal.retry_at_ms = self._now_ms + self.retry_backoff_ms * DELAY_BACKOFFS
+            return True
         self._send(proposal)
         return True
 

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+from kafka_wire.broker import buggify
 from kafka_wire.broker.cluster_view import ClusterView, Outbound
 from kafka_wire.broker.partition.replica import PartitionReplica
 from kafka_wire.codec.structs import Message
@@ -112,6 +113,13 @@ class ReplicaFetcher:
         ready = self._ready(now_ms)
         if not ready:
             return False
+        if buggify.hooks.fire("replica.delay_fetch"):
+            # A rare legal path: this round waits a backoff (as after a failed fetch).
+            for item in ready:
+                item.ready_at_ms = now_ms + self.config.backoff_ms
+            return False
+        # Planted bug: without the last fetched epoch the leader never answers DivergingEpoch.
+        ask_diverging = not buggify.hooks.planted("skip-truncation")
         me = self.cluster.broker(self.cluster.node_id)
         epoch = me.epoch if me is not None else -1
         topics: dict[str, FetchRequestTopic] = {}
@@ -126,7 +134,7 @@ class ReplicaFetcher:
                     partition=replica.partition,
                     current_leader_epoch=replica.leader_epoch,
                     fetch_offset=replica.log_end_offset,
-                    last_fetched_epoch=replica.epoch_cache.latest_epoch,
+                    last_fetched_epoch=replica.epoch_cache.latest_epoch if ask_diverging else -1,
                     log_start_offset=replica.log_start_offset,
                     partition_max_bytes=self.config.max_bytes,
                     high_watermark=replica.high_watermark,

@@ -1,0 +1,124 @@
+"""The planted bugs the simulator can switch on, and its BUGGIFY hooks.
+
+Each planted bug is a wrong branch beside the right code in the engine, taken only while
+``kafka_wire.broker.buggify.hooks.planted(name)`` says so; :data:`BUGS` names them, with the
+invariant of ENGINE-NOTES §7 that catches each (``kafka-wire simulate --list-bugs``).
+:data:`POINTS` names the BUGGIFY points: rare but legal paths the engine takes on purpose when
+``hooks.fire(point)`` says so.
+
+:class:`SimHooks` is what a simulated run installs (``buggify.installed(SimHooks(...))``): the
+bugs asked for are planted, and each BUGGIFY point is, FoundationDB-style, enabled for the whole
+run with probability ``enable_probability`` and then fires at each visit with probability
+``fire_probability``, all drawn from the run's buggify generator, so a run stays a pure function
+of its seed.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable
+from typing import Final
+
+#: Planted bug name -> what it breaks, and the invariant (ENGINE-NOTES §7) that catches it.
+BUGS: Final[dict[str, str]] = {
+    "hw-without-isr": (
+        "the leader moves its high watermark to its own log end offset without its ISR "
+        "(#5 HW backed by ISR; #2 lost-write after a failover)"
+    ),
+    "skip-truncation": (
+        "a follower never asks its leader whether its log diverged (no DivergingEpoch), so it "
+        "keeps an old leader's unreplicated suffix (#1 offset agreement, #9 truncation)"
+    ),
+    "unclean-election": (
+        "the controller elects an out-of-sync live replica when the ISR is offline, with unclean "
+        "election off (#11 election eligibility; #2 lost-write, #3 committed prefix truncated)"
+    ),
+    "ack-before-isr": (
+        "acks=all is answered once the batch is appended on the leader, before the high "
+        "watermark covers it (#2 lost-write)"
+    ),
+    "forget-producer-state": (
+        "a broker opening a partition (a restart) rebuilds no idempotent producer state from "
+        "the log, so a retried batch is appended again (#13 duplicate)"
+    ),
+    "serve-above-hw": (
+        "consumer fetches return records above the high watermark, up to the log end offset "
+        "(#12 read isolation; #1 inconsistent-offsets once they are truncated)"
+    ),
+    "stale-generation-commit": (
+        "the group coordinator accepts an OffsetCommit from a member of an older generation "
+        "(#16 group ownership: committed offsets regress)"
+    ),
+    "no-epoch-bump": (
+        "a partition change that names a new leader keeps the old leader epoch "
+        "(#7 single leader per epoch; #8 epoch cache; #1 offset agreement)"
+    ),
+}
+
+#: BUGGIFY point -> the rare legal path it forces.
+POINTS: Final[dict[str, str]] = {
+    "replica.delay_alter_partition": (
+        "a leader's AlterPartition stays pending (its ISR counted as maximal) and is sent only "
+        "after a retry backoff, so a leader change can overtake it"
+    ),
+    "replica.minimal_isr": (
+        "a leader shrinks its ISR to min.insync.replicas members (itself first) although "
+        "every member is caught up"
+    ),
+    "replica.delay_fetch": "a follower waits a fetch backoff before its next fetch round",
+    "controller.early_rebalance": (
+        "the controller runs its preferred-leader rebalance now, before the imbalance interval"
+    ),
+}
+
+#: A BUGGIFY point is enabled for a run with this probability (FoundationDB uses 1/4)...
+DEFAULT_ENABLE_PROBABILITY: Final = 0.25
+#: ... and then fires at each visit with this one.
+DEFAULT_FIRE_PROBABILITY: Final = 0.05
+
+
+class SimHooks:
+    """``buggify.Hooks`` for one simulated run: the planted ``bugs`` and the run's BUGGIFY draws.
+
+    Points are enabled in the order first visited, one draw each, then one draw per visit of an
+    enabled point; with ``buggify=False`` nothing fires and ``rng`` is never drawn from.
+    """
+
+    def __init__(
+        self,
+        rng: random.Random,
+        bugs: Iterable[str] = (),
+        *,
+        buggify: bool = True,
+        enable_probability: float = DEFAULT_ENABLE_PROBABILITY,
+        fire_probability: float = DEFAULT_FIRE_PROBABILITY,
+    ) -> None:
+        self.bugs = frozenset(bugs)
+        unknown = sorted(self.bugs - BUGS.keys())
+        if unknown:
+            raise ValueError(f"unknown planted bug(s): {', '.join(unknown)}")
+        self.rng = rng
+        self.buggify = buggify
+        self.enable_probability = enable_probability
+        self.fire_probability = fire_probability
+        #: Point -> enabled for this run (decided at its first visit).
+        self.enabled: dict[str, bool] = {}
+        #: Point -> times it fired (for the run's figures).
+        self.fired: dict[str, int] = {}
+
+    def planted(self, bug: str) -> bool:
+        return bug in self.bugs
+
+    def fire(self, point: str) -> bool:
+        if not self.buggify:
+            return False
+        enabled = self.enabled.get(point)
+        if enabled is None:
+            enabled = self.enabled[point] = self.rng.random() < self.enable_probability
+        if not enabled or self.rng.random() >= self.fire_probability:
+            return False
+        self.fired[point] = self.fired.get(point, 0) + 1
+        return True
+
+
+__all__ = ["BUGS", "POINTS", "SimHooks"]
