@@ -207,9 +207,12 @@ class PartitionReplica:
 
     def open(self) -> None:
         """Rebuild the producer state from the log's batch headers and set the high watermark."""
+        if not buggify.hooks.planted("forget-producer-state"):  # planted bug: a restart forgets
+            self._scan_producers()
+        self._advance_high_watermark()
+
+    def _scan_producers(self) -> None:
         offset, end = self.log.log_start_offset, self.log.log_end_offset
-        if buggify.hooks.planted("forget-producer-state"):
-            offset = end  # planted bug: no producer state is rebuilt from the log
         while offset < end:
             result = self.log.read(offset, _SCAN_BYTES, max_offset=end, min_one_batch=True)
             data = self.log.read_bytes(result)
@@ -230,12 +233,12 @@ class PartitionReplica:
                 offset = max(offset, batch.next_offset)
             if offset == start:  # nothing readable: do not spin
                 break
-        self._advance_high_watermark()
 
     def _rebuild_producers(self) -> None:
         hw = self.high_watermark
         self.producers = ProducerStates()
-        self.open()
+        self._scan_producers()
+        self._advance_high_watermark()
         self.high_watermark = min(hw, self.log.log_end_offset)
 
     def _advance_high_watermark(self, now_ms: int = 0) -> bool:
