@@ -1,0 +1,171 @@
+"""The simulated clients against one in-memory broker, through a tiny ClientIO that passes
+bytes straight through on a virtual clock."""
+
+from __future__ import annotations
+
+import heapq
+import random
+from collections.abc import Callable
+
+from kafka_wire.broker import Broker, BrokerConfig
+from kafka_wire.broker.driving import settle
+from kafka_wire.broker.effects import CloseConnection, Effect, FileRegion, Send
+from kafka_wire.broker.storage import MemoryStorage
+from kafka_wire.sim.clients.admin import AdminClient, TopicSpec
+from kafka_wire.sim.clients.base import ClientBase
+from kafka_wire.sim.contracts import SimClient
+from kafka_wire.sim.history import History
+
+ADDRESS = ("node1", 9092)
+START_MS = 1_000_000
+LATENCY_MS = 1
+
+
+class OneNode:
+    """A ClientIO over one Broker: every send arrives LATENCY_MS later; ``drop_response`` drops
+    the next response bytes on a connection and resets it (as a lost connection would)."""
+
+    def __init__(self, seed: int = 1) -> None:
+        self.storage = MemoryStorage()
+        self.broker = Broker(
+            BrokerConfig(host=ADDRESS[0], port=ADDRESS[1], group_initial_rebalance_delay_ms=0),
+            self.storage,
+            rng=random.Random(seed),
+        )
+        self.now_ms = START_MS
+        self.clients: list[SimClient] = []
+        self.owner: dict[int, SimClient] = {}
+        self.next_conn = 1
+        self.queue: list[tuple[int, int, Callable[[], None]]] = []
+        self.seq = 0
+        #: Connections whose next response is lost, with the connection.
+        self.lose_next_response: set[int] = set()
+        self.history = History()
+        self._apply(self.broker.start(self.now_ms))
+
+    # -- ClientIO ------------------------------------------------------------------------------
+
+    def connect(self, client: SimClient, host: str, port: int) -> int:
+        conn = self.next_conn
+        self.next_conn += 1
+        self.owner[conn] = client
+        if (host, port) != ADDRESS:
+            self._at(LATENCY_MS, lambda: client.closed(conn, self.now_ms))
+            return conn
+
+        def opened() -> None:
+            self._apply(self.broker.connection_opened(conn, self.now_ms, host="client"))
+            client.connected(conn, self.now_ms)
+
+        self._at(LATENCY_MS, opened)
+        return conn
+
+    def send(self, conn: int, data: bytes) -> None:
+        def arrive() -> None:
+            if conn in self.owner:
+                self._apply(self.broker.receive_data(conn, data, self.now_ms))
+
+        self._at(LATENCY_MS, arrive)
+
+    def close(self, conn: int) -> None:
+        if self.owner.pop(conn, None) is not None:
+            self._apply(self.broker.connection_closed(conn, self.now_ms))
+
+    # -- driving -------------------------------------------------------------------------------
+
+    def add(self, client: SimClient) -> None:
+        self.clients.append(client)
+        client.start(self, self.now_ms)
+
+    def _at(self, delay_ms: int, action: Callable[[], None]) -> None:
+        self.seq += 1
+        heapq.heappush(self.queue, (self.now_ms + delay_ms, self.seq, action))
+
+    def _apply(self, effects: list[Effect]) -> None:
+        for effect in settle(self.broker, effects, self.storage.apply_one, self.now_ms):
+            if isinstance(effect, Send):
+                data = b"".join(
+                    self.storage.read(p.path, p.position, p.size) if isinstance(p, FileRegion) else bytes(p)
+                    for p in effect.parts
+                )
+                self._deliver(effect.conn_id, data)
+            elif isinstance(effect, CloseConnection):
+                self._reset(effect.conn_id, tell_broker=False)
+
+    def _deliver(self, conn: int, data: bytes) -> None:
+        if conn in self.lose_next_response:
+            self.lose_next_response.discard(conn)
+            self._reset(conn, tell_broker=True)
+            return
+
+        def arrive() -> None:
+            client = self.owner.get(conn)
+            if client is not None:
+                client.received(conn, data, self.now_ms)
+
+        self._at(LATENCY_MS, arrive)
+
+    def _reset(self, conn: int, *, tell_broker: bool) -> None:
+        client = self.owner.pop(conn, None)
+        if client is None:
+            return
+        if tell_broker:
+            self._apply(self.broker.connection_closed(conn, self.now_ms))
+        self._at(LATENCY_MS, lambda: client.closed(conn, self.now_ms))
+
+    def run(self, duration_ms: int, until: Callable[[], bool] | None = None) -> None:
+        end = self.now_ms + duration_ms
+        while self.now_ms < end:
+            if until is not None and until():
+                return
+            times = [(t, 0, i) for i, c in enumerate(self.clients) if (t := c.next_deadline_ms()) is not None]
+            broker_at = self.broker.next_deadline_ms()
+            if broker_at is not None:
+                times.append((broker_at, 1, -1))
+            if self.queue:
+                times.append((self.queue[0][0], 2, -1))
+            if not times:
+                return
+            when, kind, index = min(times)
+            self.now_ms = max(self.now_ms, min(when, end))
+            if when > end:
+                return
+            if kind == 0:
+                self.clients[index].tick(self.now_ms)
+            elif kind == 1:
+                self._apply(self.broker.tick(self.now_ms))
+            else:
+                heapq.heappop(self.queue)[2]()
+
+
+SPECS = [TopicSpec("t1", 3, 1, {"min.insync.replicas": "1"}), TopicSpec("t2", 2, 1)]
+
+
+def _created(world: OneNode) -> AdminClient:
+    admin = AdminClient("admin", world.history, random.Random(1), [ADDRESS], SPECS)
+    world.add(admin)
+    world.run(5_000, until=lambda: admin.done)
+    return admin
+
+
+def test_admin_creates_the_topics_and_counts_existing_ones_as_made() -> None:
+    world = OneNode()
+    admin = _created(world)
+    assert admin.done and admin.idle()
+    assert sorted({t for t, _ in world.broker.state.partitions}) == ["t1", "t2"]
+    again = AdminClient("admin-2", world.history, random.Random(2), [ADDRESS], SPECS)
+    world.add(again)
+    world.run(5_000, until=lambda: again.done)
+    assert again.done  # TOPIC_ALREADY_EXISTS
+
+
+def test_admin_retries_while_no_node_answers() -> None:
+    world = OneNode()
+    admin = AdminClient("admin", world.history, random.Random(1), [("node9", 9092), ADDRESS], SPECS)
+    world.add(admin)
+    world.run(10_000, until=lambda: admin.done)
+    assert admin.done
+
+
+def _is_client(c: ClientBase) -> SimClient:
+    return c
