@@ -13,8 +13,10 @@ from kafka_wire.broker.effects import CloseConnection, Effect, FileRegion, Send
 from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.sim.clients.admin import AdminClient, TopicSpec
 from kafka_wire.sim.clients.base import ClientBase
+from kafka_wire.sim.clients.consumer import AssignConsumer
+from kafka_wire.sim.clients.producer import Producer
 from kafka_wire.sim.contracts import SimClient
-from kafka_wire.sim.history import History
+from kafka_wire.sim.history import History, Op, OpKind, OpType
 
 ADDRESS = ("node1", 9092)
 START_MS = 1_000_000
@@ -169,3 +171,60 @@ def test_admin_retries_while_no_node_answers() -> None:
 
 def _is_client(c: ClientBase) -> SimClient:
     return c
+
+
+def _sends(history: History, process: str) -> dict[str, list[Op]]:
+    out: dict[str, list[Op]] = {}
+    for op in history.ops:
+        if op.process == process and op.kind is OpKind.SEND:
+            out.setdefault(op.value, []).append(op)
+    return out
+
+
+def _polled(history: History, process: str) -> dict[tuple[str, int], list[tuple[int, str]]]:
+    out: dict[tuple[str, int], list[tuple[int, str]]] = {}
+    for op in history.ops:
+        if op.process == process and op.kind is OpKind.POLL and op.type is OpType.OK:
+            out.setdefault((op.topic, op.partition), []).extend(op.records)
+    return out
+
+
+def test_acked_offsets_are_what_the_consumer_polls() -> None:
+    world = OneNode()
+    _created(world)
+    rng = random.Random(3)
+    producers = [
+        Producer("p-idem", world.history, random.Random(4), [ADDRESS], ["t1", "t2"], acks=-1, idempotent=True),
+        Producer("p-all", world.history, random.Random(5), [ADDRESS], ["t1"], acks=-1, interval_ms=50),
+        Producer("p-one", world.history, random.Random(6), [ADDRESS], ["t2"], acks=1, acks0_share=0.2),
+    ]
+    consumer = AssignConsumer("consumer", world.history, rng, [ADDRESS], ["t1", "t2"])
+    for c in [*producers, consumer]:
+        world.add(c)
+    world.run(3_000)
+    for p in producers:
+        p.quiesce(world.now_ms)
+    world.run(10_000, until=lambda: all(p.idle() for p in producers))
+    world.run(1_000)
+    assert all(p.idle() for p in producers)
+    polled = _polled(world.history, "consumer")
+    by_value = {value: (tp, offset) for tp, records in polled.items() for offset, value in records}
+    assert len(by_value) == sum(len(r) for r in polled.values())  # no value polled twice
+    for tp, records in polled.items():
+        offsets = [o for o, _ in records]
+        assert offsets == list(range(len(offsets))), tp  # from 0, contiguous
+    acks0 = 0
+    for p in producers:
+        sends = _sends(world.history, p.name)
+        assert len(sends) > 10
+        for value, ops in sends.items():
+            assert ops[0].type is OpType.INVOKE and len(ops) == 2, ops
+            done = ops[1]
+            if done.acks == 0:
+                assert done.type is OpType.INFO
+                acks0 += 1
+            else:
+                assert done.type is OpType.OK, done
+                assert by_value[value] == ((done.topic, done.partition), done.offset)
+            assert value in by_value
+    assert acks0 > 0

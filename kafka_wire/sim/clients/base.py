@@ -59,7 +59,7 @@ class _Conn:
     connection: ClientConnection
     ready: bool = False
     #: Requests waiting for the ApiVersions exchange to end.
-    queued: list[tuple[Message, Handler | None]] = field(default_factory=list)
+    queued: list[tuple[Message, Handler | None, int | None]] = field(default_factory=list)
     #: Handlers of requests sent and not answered, oldest first.
     waiting: list[Handler] = field(default_factory=list)
 
@@ -169,9 +169,12 @@ class ClientBase:
     def record(self, op: Op) -> None:
         self.history.add(op)
 
-    def request(self, address: Address, message: Message, handler: Handler | None) -> None:
+    def request(
+        self, address: Address, message: Message, handler: Handler | None, *, timeout_ms: int | None = None
+    ) -> None:
         """Send ``message`` to ``address`` (dialing it when needed); ``handler`` gets the answer
-        or None. A None handler: no response is expected (Produce with acks=0)."""
+        or None. A None handler: no response is expected (Produce with acks=0). ``timeout_ms``
+        overrides :data:`REQUEST_TIMEOUT_MS` (JoinGroup waits for a whole rebalance)."""
         assert self.io is not None
         conn_id = self._by_address.get(address)
         if conn_id is None:
@@ -182,7 +185,7 @@ class ClientBase:
             self._conns[conn_id] = _Conn(address, connection)
             self._by_address[address] = conn_id
         c = self._conns[conn_id]
-        c.queued.append((message, handler))
+        c.queued.append((message, handler, timeout_ms))
         if c.ready:
             self._write(conn_id, c)
 
@@ -240,12 +243,12 @@ class ClientBase:
         connection = c.connection
         out = bytearray()
         if c.ready:
-            for message, handler in c.queued:
+            for message, handler, timeout_ms in c.queued:
                 version = connection.version_for(message.API_KEY or 0)
                 cap = VERSION_CAPS.get(message.API_KEY or 0)
                 if cap is not None and version > cap:
                     version = cap
-                out += connection.send(message, version, context=handler, now_ms=self.now_ms)
+                out += connection.send(message, version, context=handler, timeout_ms=timeout_ms, now_ms=self.now_ms)
                 if handler is not None:
                     c.waiting.append(handler)
             c.queued.clear()
@@ -281,7 +284,7 @@ class ClientBase:
         if close and self.io is not None:
             self.io.close(conn_id)
         self.metadata_wanted = True
-        handlers = c.waiting + [h for _, h in c.queued if h is not None]
+        handlers = c.waiting + [h for _, h, _ in c.queued if h is not None]
         c.waiting, c.queued = [], []
         for handler in handlers:
             handler(None, now_ms)
