@@ -14,6 +14,7 @@ from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.sim.clients.admin import AdminClient, TopicSpec
 from kafka_wire.sim.clients.base import ClientBase
 from kafka_wire.sim.clients.consumer import AssignConsumer
+from kafka_wire.sim.clients.group import GroupMember
 from kafka_wire.sim.clients.producer import Producer
 from kafka_wire.sim.contracts import SimClient
 from kafka_wire.sim.history import History, Op, OpKind, OpType
@@ -228,3 +229,36 @@ def test_acked_offsets_are_what_the_consumer_polls() -> None:
                 assert by_value[value] == ((done.topic, done.partition), done.offset)
             assert value in by_value
     assert acks0 > 0
+
+
+def test_group_members_split_the_partitions_and_commit_what_they_poll() -> None:
+    world = OneNode()
+    _created(world)
+    producer = Producer("p", world.history, random.Random(4), [ADDRESS], ["t1"], acks=-1, interval_ms=30)
+    members = [
+        GroupMember(f"m{i}", world.history, random.Random(10 + i), [ADDRESS], ["t1"], "g") for i in (1, 2)
+    ]
+    for c in [producer, *members]:
+        world.add(c)
+    world.run(4_000)
+    producer.quiesce(world.now_ms)
+    world.run(10_000, until=lambda: producer.idle() and all(m.idle() for m in members))
+    assert producer.idle() and all(m.idle() for m in members)
+    ops = world.history.ops
+    assigned = [m.assignment for m in members]
+    assert sorted(assigned[0] + assigned[1]) == [("t1", 0), ("t1", 1), ("t1", 2)]
+    assert all(assigned)
+    final = {m.name: [o for o in ops if o.process == m.name and o.kind is OpKind.ASSIGN][-1] for m in members}
+    assert final["m1"].generation == final["m2"].generation > 0
+    acked = {o.value: (o.partition, o.offset) for o in ops if o.process == "p" and o.type is OpType.OK}
+    polled = {
+        value: (op.partition, offset)
+        for op in ops
+        if op.kind is OpKind.POLL and op.process in final
+        for offset, value in op.records
+    }
+    assert polled == acked
+    ends = {p: max(o for q, o in acked.values() if q == p) + 1 for p in (0, 1, 2)}
+    commits = {(o.partition): o.offset for o in ops if o.kind is OpKind.COMMIT}
+    assert commits == ends
+    assert all(o.group == "g" and o.generation > 0 for o in ops if o.kind in (OpKind.POLL, OpKind.COMMIT))
