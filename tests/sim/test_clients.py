@@ -16,6 +16,7 @@ from kafka_wire.sim.clients.base import ClientBase
 from kafka_wire.sim.clients.consumer import AssignConsumer
 from kafka_wire.sim.clients.group import GroupMember
 from kafka_wire.sim.clients.producer import Producer
+from kafka_wire.sim.clients.workload import Workload, default_clients
 from kafka_wire.sim.contracts import SimClient
 from kafka_wire.sim.history import History, Op, OpKind, OpType
 
@@ -262,3 +263,68 @@ def test_group_members_split_the_partitions_and_commit_what_they_poll() -> None:
     commits = {(o.partition): o.offset for o in ops if o.kind is OpKind.COMMIT}
     assert commits == ends
     assert all(o.group == "g" and o.generation > 0 for o in ops if o.kind in (OpKind.POLL, OpKind.COMMIT))
+
+
+def _lose_a_produce_response(idempotent: bool) -> History:
+    """A producer's batch is written, its response lost with the connection; the batch is sent
+    again."""
+    world = OneNode()
+    _created(world)
+    producer = Producer("p", world.history, random.Random(4), [ADDRESS], ["t1"], acks=-1, idempotent=idempotent)
+    world.add(producer)
+    world.run(5_000, until=lambda: any(b.in_flight for b in producer.batches.values()) and producer.sent > 3)
+    world.lose_next_response.add(producer._by_address[ADDRESS])
+    world.run(2_000)
+    producer.quiesce(world.now_ms)
+    world.run(5_000, until=producer.idle)
+    consumer = AssignConsumer("c", world.history, random.Random(5), [ADDRESS], ["t1"])
+    world.add(consumer)
+    world.run(2_000)
+    return world.history
+
+
+def _polled_values(history: History) -> list[str]:
+    return [value for op in history.ops if op.kind is OpKind.POLL for _, value in op.records]
+
+
+def test_an_idempotent_retry_after_a_lost_response_writes_once() -> None:
+    history = _lose_a_produce_response(idempotent=True)
+    sends = _sends(history, "p")
+    assert all([o.type for o in ops] == [OpType.INVOKE, OpType.OK] for ops in sends.values())
+    values = _polled_values(history)
+    assert sorted(values) == sorted(sends) and len(values) == len(set(values))
+    acked = {ops[1].value: ops[1].offset for ops in sends.values()}
+    polled = {value: offset for op in history.ops if op.kind is OpKind.POLL for offset, value in op.records}
+    assert acked == polled
+
+
+def test_a_plain_retry_after_a_lost_response_writes_twice() -> None:
+    """The same scenario without idempotence: the retry is written again (this is what the test
+    above rules out)."""
+    history = _lose_a_produce_response(idempotent=False)
+    values = _polled_values(history)
+    assert len(values) == len(set(values)) + 1
+
+
+def test_the_default_workload_runs_deterministically() -> None:
+    def run() -> list[str]:
+        world = OneNode()
+        workload = Workload(nodes=1, replication_factor=1, min_insync_replicas=1)
+        clients = default_clients(workload, world.history, random.Random(99))
+        for client in clients:
+            world.add(client)
+        world.run(5_000)
+        for client in clients:
+            client.quiesce(world.now_ms)
+        world.run(20_000, until=lambda: all(c.idle() for c in clients))
+        assert all(c.idle() for c in clients)
+        return [op.line() for op in world.history.ops]
+
+    lines = run()
+    assert lines == run()
+    text = "\n".join(lines)
+    for process in ("producer-idem", "producer-all", "producer-one", "consumer", "member-1", "member-2"):
+        assert f" {process} " in text, process
+    assert " assign " in text and " commit " in text
+    acked = sum(1 for line in lines if " ok send " in line)
+    assert 50 < acked < 500
