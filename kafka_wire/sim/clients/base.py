@@ -242,17 +242,20 @@ class ClientBase:
         assert self.io is not None
         connection = c.connection
         out = bytearray()
-        if c.ready:
-            for message, handler, timeout_ms in c.queued:
+        try:
+            while c.ready and c.queued:
+                message, handler, timeout_ms = c.queued.pop(0)
                 version = connection.version_for(message.API_KEY or 0)
                 cap = VERSION_CAPS.get(message.API_KEY or 0)
                 if cap is not None and version > cap:
                     version = cap
-                out += connection.send(message, version, context=handler, timeout_ms=timeout_ms, now_ms=self.now_ms)
                 if handler is not None:
                     c.waiting.append(handler)
-            c.queued.clear()
-        out += connection.data_to_send()
+                out += connection.send(message, version, context=handler, timeout_ms=timeout_ms, now_ms=self.now_ms)
+            out += connection.data_to_send()
+        except KafkaWireError:  # a broker without the API, a connection gone wrong: give up on it
+            self._drop(conn_id, c, self.now_ms, close=True)
+            return
         if out:
             self.io.send(conn_id, bytes(out))
 
