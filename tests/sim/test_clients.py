@@ -14,8 +14,8 @@ from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.sim.clients.admin import AdminClient, TopicSpec
 from kafka_wire.sim.clients.base import ClientBase
 from kafka_wire.sim.clients.consumer import AssignConsumer
-from kafka_wire.sim.clients.group import GroupMember
-from kafka_wire.sim.clients.producer import Producer
+from kafka_wire.sim.clients.group import SESSION_TIMEOUT_MS, GroupMember
+from kafka_wire.sim.clients.producer import DELIVERY_TIMEOUT_MS, Producer
 from kafka_wire.sim.clients.workload import Workload, default_clients
 from kafka_wire.sim.contracts import SimClient
 from kafka_wire.sim.history import History, Op, OpKind, OpType
@@ -81,6 +81,12 @@ class OneNode:
         self.clients.append(client)
         client.start(self, self.now_ms)
 
+    def crash(self, client: SimClient) -> None:
+        """The client's process dies: its connections close and it runs no more."""
+        self.clients.remove(client)
+        for conn in [c for c, owner in self.owner.items() if owner is client]:
+            self.close(conn)
+
     def _at(self, delay_ms: int, action: Callable[[], None]) -> None:
         self.seq += 1
         heapq.heappush(self.queue, (self.now_ms + delay_ms, self.seq, action))
@@ -142,7 +148,12 @@ class OneNode:
                 heapq.heappop(self.queue)[2]()
 
 
-SPECS = [TopicSpec("t1", 3, 1, {"min.insync.replicas": "1"}), TopicSpec("t2", 2, 1)]
+SPECS = [
+    TopicSpec("t1", 3, 1, {"min.insync.replicas": "1"}),
+    TopicSpec("t2", 2, 1),
+    #: Never enough in-sync replicas for acks=all.
+    TopicSpec("tight", 1, 1, {"min.insync.replicas": "2"}),
+]
 
 
 def _created(world: OneNode) -> AdminClient:
@@ -156,7 +167,7 @@ def test_admin_creates_the_topics_and_counts_existing_ones_as_made() -> None:
     world = OneNode()
     admin = _created(world)
     assert admin.done and admin.idle()
-    assert sorted({t for t, _ in world.broker.state.partitions}) == ["t1", "t2"]
+    assert sorted({t for t, _ in world.broker.state.partitions}) == ["t1", "t2", "tight"]
     again = AdminClient("admin-2", world.history, random.Random(2), [ADDRESS], SPECS)
     world.add(again)
     world.run(5_000, until=lambda: again.done)
@@ -328,3 +339,67 @@ def test_the_default_workload_runs_deterministically() -> None:
     assert " assign " in text and " commit " in text
     acked = sum(1 for line in lines if " ok send " in line)
     assert 50 < acked < 500
+
+
+def test_a_send_refused_before_the_append_until_the_producer_gives_up_fails() -> None:
+    world = OneNode()
+    _created(world)
+    refused = Producer("p-all", world.history, random.Random(4), [ADDRESS], ["tight"], acks=-1, interval_ms=1_000)
+    leader_only = Producer("p-one", world.history, random.Random(5), [ADDRESS], ["tight"], acks=1, interval_ms=1_000)
+    for c in (refused, leader_only):
+        world.add(c)
+    world.run(3_000)
+    for c in (refused, leader_only):
+        c.quiesce(world.now_ms)
+    world.run(DELIVERY_TIMEOUT_MS + 5_000, until=lambda: refused.idle() and leader_only.idle())
+    assert refused.idle() and leader_only.idle()
+    done = [ops[-1] for ops in _sends(world.history, "p-all").values()]
+    assert done and all(o.type is OpType.FAIL and o.error == "DELIVERY_TIMEOUT:NOT_ENOUGH_REPLICAS" for o in done)
+    assert all(ops[-1].type is OpType.OK for ops in _sends(world.history, "p-one").values())
+
+
+def test_a_position_past_the_log_is_an_info_poll_and_a_reset_to_the_start() -> None:
+    world = OneNode()
+    _created(world)
+    producer = Producer("p", world.history, random.Random(4), [ADDRESS], ["t2"], acks=-1)
+    world.add(producer)
+    world.run(1_000)
+    producer.quiesce(world.now_ms)
+    world.run(2_000, until=producer.idle)
+    consumer = AssignConsumer("c", world.history, random.Random(5), [ADDRESS], ["t2"])
+    consumer.read_from(("t2", 0), 1_000)
+    world.add(consumer)
+    world.run(1_000)
+    ops = [o for o in world.history.ops if o.process == "c" and o.partition == 0]
+    assert ops[0].type is OpType.INFO and ops[0].error == "OFFSET_OUT_OF_RANGE" and ops[0].offset == 1_000
+    polled = [offset for o in ops[1:] for offset, _ in o.records]
+    acked = sorted(o.offset for o in world.history.ops if o.kind is OpKind.SEND and o.type is OpType.OK and o.partition == 0)
+    assert polled == acked == list(range(len(acked))) and acked
+
+
+def test_a_member_that_dies_leaves_its_partitions_to_the_other_from_the_committed_offsets() -> None:
+    world = OneNode()
+    _created(world)
+    producer = Producer("p", world.history, random.Random(4), [ADDRESS], ["t1"], acks=-1, interval_ms=50)
+    first, second = (GroupMember(f"m{i}", world.history, random.Random(10 + i), [ADDRESS], ["t1"], "g") for i in (1, 2))
+    for c in (producer, first, second):
+        world.add(c)
+    world.run(3_000, until=lambda: bool(first.assignment and second.assignment))
+    world.run(2_000)
+    dead = first if first.assignment else second
+    alive = second if dead is first else first
+    world.crash(dead)
+    world.run(SESSION_TIMEOUT_MS + 5_000, until=lambda: len(alive.assignment) == 3)
+    producer.quiesce(world.now_ms)
+    world.run(10_000, until=lambda: producer.idle() and alive.idle())
+    world.run(1_000)
+    assert alive.assignment == [("t1", 0), ("t1", 1), ("t1", 2)] and alive.idle()
+    assigns = [o for o in world.history.ops if o.process == alive.name and o.kind is OpKind.ASSIGN]
+    assert assigns[-1].generation > assigns[0].generation
+    acked = {o.value for o in world.history.ops if o.process == "p" and o.type is OpType.OK}
+    polled: dict[tuple[int, int], str] = {}
+    for op in world.history.ops:
+        if op.kind is OpKind.POLL:
+            for offset, value in op.records:
+                assert polled.setdefault((op.partition, offset), value) == value
+    assert set(polled.values()) == acked  # nothing skipped: the survivor went on from the commits

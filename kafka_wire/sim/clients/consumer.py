@@ -154,7 +154,7 @@ class Fetcher(ClientBase):
         self.retry_at_ms[key] = now_ms + RETRY_BACKOFF_MS
         if code == ErrorCode.OFFSET_OUT_OF_RANGE:
             self.record(self._op(OpType.INFO, key, now_ms, offset=read.offset, error="OFFSET_OUT_OF_RANGE"))
-            read.offset = max(part.log_start_offset, 0)
+            self.read_from(key, max(part.log_start_offset, 0))
             self.polled(key, now_ms)
         else:
             self.want_metadata()
