@@ -16,7 +16,7 @@ from kafka_wire.sim.clients.base import ClientBase
 from kafka_wire.sim.clients.consumer import AssignConsumer
 from kafka_wire.sim.clients.group import SESSION_TIMEOUT_MS, GroupMember
 from kafka_wire.sim.clients.producer import DELIVERY_TIMEOUT_MS, Producer
-from kafka_wire.sim.clients.workload import Workload, default_clients
+from kafka_wire.sim.clients.workload import Workload, clients_for, default_clients
 from kafka_wire.sim.contracts import SimClient
 from kafka_wire.sim.history import History, Op, OpKind, OpType
 
@@ -403,3 +403,32 @@ def test_a_member_that_dies_leaves_its_partitions_to_the_other_from_the_committe
             for offset, value in op.records:
                 assert polled.setdefault((op.partition, offset), value) == value
     assert set(polled.values()) == acked  # nothing skipped: the survivor went on from the commits
+
+
+class _World:
+    """The parts of a WorldView that clients_for reads."""
+
+    def __init__(self) -> None:
+        self.rng = random.Random(1)
+        self.history = History()
+
+    def nodes(self) -> list[int]:
+        return [1, 2, 3, 4]
+
+    def topics(self) -> list[tuple[str, int]]:
+        return [("a", 2), ("b", 5)]
+
+    def unclean_elections(self) -> bool:
+        return True
+
+
+def test_clients_for_a_world_take_its_nodes_topics_and_unclean_setting() -> None:
+    world = _World()
+    clients = clients_for(world, replication_factor=None)  # type: ignore[arg-type]  # a partial WorldView
+    admin = clients[0]
+    assert isinstance(admin, AdminClient)
+    assert admin.bootstrap == [(f"node{n}", 9092) for n in (1, 2, 3, 4)]
+    assert [(s.name, s.partitions, s.replication_factor) for s in admin.specs.values()] == [("a", 2, 3), ("b", 5, 3)]
+    assert admin.specs["a"].configs == {"min.insync.replicas": "2", "unclean.leader.election.enable": "true"}
+    members = [c for c in clients if isinstance(c, GroupMember)]
+    assert [m.topics for m in members] == [["a"], ["a"]]

@@ -12,7 +12,7 @@ from kafka_wire.sim.clients.group import GroupMember
 from kafka_wire.sim.clients.producer import Producer
 
 if TYPE_CHECKING:
-    from kafka_wire.sim.contracts import SimClient
+    from kafka_wire.sim.contracts import SimClient, WorldView
     from kafka_wire.sim.history import History
 
 
@@ -70,3 +70,17 @@ def default_clients(workload: Workload, history: History, rng: random.Random) ->
     ]
     clients += [GroupMember(f"member-{i}", history, child(), bootstrap, names[:1], workload.group) for i in (1, 2)]
     return clients
+
+
+def clients_for(world: WorldView, *, replication_factor: int | None = None) -> list[SimClient]:
+    """:func:`default_clients` for ``world``: its nodes, topics and unclean-election setting, its
+    history, generators seeded from ``world.rng`` (drawn here, once). The replication factor
+    defaults to the node count, at most 3."""
+    nodes = len(world.nodes())
+    workload = Workload(
+        nodes=nodes,
+        topics=tuple(world.topics()),
+        replication_factor=replication_factor or min(3, nodes),
+        unclean_leader_election=world.unclean_elections(),
+    )
+    return default_clients(workload, world.history, world.rng)
