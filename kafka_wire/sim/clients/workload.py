@@ -1,0 +1,86 @@
+"""The simulator's default workload: which clients run, on which topics, at what rates."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kafka_wire.sim.clients.admin import AdminClient, TopicSpec
+from kafka_wire.sim.clients.consumer import AssignConsumer
+from kafka_wire.sim.clients.group import GroupMember
+from kafka_wire.sim.clients.producer import Producer
+
+if TYPE_CHECKING:
+    from kafka_wire.sim.contracts import SimClient, WorldView
+    from kafka_wire.sim.history import History
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Workload:
+    #: Nodes ``node1..node<n>``, each listening on port 9092 for clients.
+    nodes: int = 3
+    #: ``(name, partitions)`` of each topic the admin creates.
+    topics: tuple[tuple[str, int], ...] = (("t1", 3), ("t2", 3), ("t3", 3))
+    replication_factor: int = 3
+    min_insync_replicas: int = 2
+    unclean_leader_election: bool = False
+    #: Mean time between two records of one producer.
+    producer_interval_ms: int = 150
+    #: The share of the acks=1 producer's batches sent with acks=0.
+    acks0_share: float = 0.1
+    group: str = "group-1"
+
+    def __post_init__(self) -> None:
+        if self.nodes < 1 or not self.topics or self.replication_factor < 1:
+            raise ValueError("a workload needs nodes, topics and a replication factor")
+        if self.producer_interval_ms < 2:
+            raise ValueError("producer_interval_ms must be at least 2")
+
+    def bootstrap(self) -> list[tuple[str, int]]:
+        return [(f"node{n}", 9092) for n in range(1, self.nodes + 1)]
+
+    def specs(self) -> list[TopicSpec]:
+        configs = {
+            "min.insync.replicas": str(min(self.min_insync_replicas, self.replication_factor)),
+            "unclean.leader.election.enable": "true" if self.unclean_leader_election else "false",
+        }
+        return [TopicSpec(name, partitions, self.replication_factor, dict(configs)) for name, partitions in self.topics]
+
+
+def default_clients(workload: Workload, history: History, rng: random.Random) -> list[SimClient]:
+    """One admin, an idempotent acks=all producer, an acks=all one, an acks=1 one (some batches
+    acks=0), a consumer by assignment over every topic, and two members of one group over the
+    first topic. Each client draws from its own generator, seeded from ``rng`` in this order."""
+    bootstrap = workload.bootstrap()
+    names = [name for name, _ in workload.topics]
+    interval = workload.producer_interval_ms
+
+    def child() -> random.Random:
+        return random.Random(rng.getrandbits(64))
+
+    clients: list[SimClient] = [
+        AdminClient("admin", history, child(), bootstrap, workload.specs()),
+        Producer("producer-idem", history, child(), bootstrap, names, acks=-1, idempotent=True, interval_ms=interval),
+        Producer("producer-all", history, child(), bootstrap, names, acks=-1, interval_ms=interval),
+        Producer(
+            "producer-one", history, child(), bootstrap, names, acks=1, interval_ms=interval, acks0_share=workload.acks0_share
+        ),
+        AssignConsumer("consumer", history, child(), bootstrap, names),
+    ]
+    clients += [GroupMember(f"member-{i}", history, child(), bootstrap, names[:1], workload.group) for i in (1, 2)]
+    return clients
+
+
+def clients_for(world: WorldView, *, replication_factor: int | None = None) -> list[SimClient]:
+    """:func:`default_clients` for ``world``: its nodes, topics and unclean-election setting, its
+    history, generators seeded from ``world.rng`` (drawn here, once). The replication factor
+    defaults to the node count, at most 3."""
+    nodes = len(world.nodes())
+    workload = Workload(
+        nodes=nodes,
+        topics=tuple(world.topics()),
+        replication_factor=replication_factor or min(3, nodes),
+        unclean_leader_election=world.unclean_elections(),
+    )
+    return default_clients(workload, world.history, world.rng)
