@@ -115,7 +115,10 @@ def check_end(
         done = send.done
         if done is None or done.type is not OpType.OK or done.offset < 0:
             continue
-        tp = (done.topic or send.invoke.topic, done.partition if done.partition >= 0 else send.invoke.partition)
+        tp = (
+            done.topic or send.invoke.topic,
+            done.partition if done.partition >= 0 else send.invoke.partition,
+        )
         if send.invoke.acks == -1:
             observe(tp, done.offset, send.invoke.value, f"ack to {done.process}", done.time_ms)
             acked_all.append(send)
@@ -151,12 +154,18 @@ def check_end(
             if tp in unclean:
                 report.expected["lost-write-after-unclean"] += 1
             else:
-                report.add("lost-write", done.time_ms, f"{value} acked at {tp[0]}-{tp[1]}@{done.offset}: {lost_reason}")
+                report.add(
+                    "lost-write",
+                    done.time_ms,
+                    f"{value} acked at {tp[0]}-{tp[1]}@{done.offset}: {lost_reason}",
+                )
         elif value not in polled_at:
             if tp in unclean:
                 report.expected["unseen-after-unclean"] += 1
             else:
-                report.add("unseen", done.time_ms, f"{value} acked at {tp[0]}-{tp[1]}@{done.offset}, never polled")
+                report.add(
+                    "unseen", done.time_ms, f"{value} acked at {tp[0]}-{tp[1]}@{done.offset}, never polled"
+                )
     for send in sends.values():
         done = send.done
         if send.invoke.acks in (0, 1) and (done is None or done.type is not OpType.FAIL):
@@ -191,7 +200,9 @@ def check_end(
                 continue
             if offset <= before:
                 report.add(
-                    "nonmonotonic-poll", op.time_ms, f"{op.process} {tp[0]}-{tp[1]} polled {before} then {offset}"
+                    "nonmonotonic-poll",
+                    op.time_ms,
+                    f"{op.process} {tp[0]}-{tp[1]} polled {before} then {offset}",
                 )
             elif offset > before + 1:
                 offsets = known.get(tp, [])

@@ -188,7 +188,9 @@ def read_log(replica: PartitionReplica) -> LogContents:
         try:
             for batch in read_batches(data):
                 if isinstance(batch, RecordBatch):
-                    batches.append((batch.base_offset, batch.last_offset, batch.partition_leader_epoch, batch.crc))
+                    batches.append(
+                        (batch.base_offset, batch.last_offset, batch.partition_leader_epoch, batch.crc)
+                    )
                     if not batch.is_control:
                         for record in batch:
                             value = record.value

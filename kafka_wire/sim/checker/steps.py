@@ -101,7 +101,9 @@ class StepChecker:
             hw, leo = s.high_watermark, s.log_end_offset
             # 4: log start <= HW <= LEO
             if hw > leo:
-                out.append(Violation("hw-above-leo", now_ms, f"node {s.node_id} {_tp(s.tp)} hw {hw} > leo {leo}"))
+                out.append(
+                    Violation("hw-above-leo", now_ms, f"node {s.node_id} {_tp(s.tp)} hw {hw} > leo {leo}")
+                )
             if s.log_start_offset > hw:
                 out.append(
                     Violation(
@@ -158,7 +160,9 @@ class StepChecker:
         entries = s.epoch_entries
         for (e1, o1), (e2, o2) in pairwise(entries):
             if e2 <= e1 or o2 <= o1:
-                return [Violation("epoch-cache-not-monotonic", now_ms, f"node {s.node_id} {_tp(s.tp)} {entries}")]
+                return [
+                    Violation("epoch-cache-not-monotonic", now_ms, f"node {s.node_id} {_tp(s.tp)} {entries}")
+                ]
         if entries and entries[-1][1] > s.log_end_offset:
             return [
                 Violation(
@@ -259,7 +263,9 @@ class StepChecker:
         for state in partitions:
             tp = (state.topic, state.partition)
             eligible = state.isr + state.elr + state.last_known_elr
-            now = _ImagePartition(state.leader, state.leader_epoch, state.partition_epoch, state.isr, eligible)
+            now = _ImagePartition(
+                state.leader, state.leader_epoch, state.partition_epoch, state.isr, eligible
+            )
             was = known.get(tp)
             known[tp] = now
             if is_recovering(state):
@@ -268,7 +274,9 @@ class StepChecker:
                     self._unclean_seen.add((tp, state.leader_epoch))
                     out.append(
                         Violation(
-                            "unclean-election", now_ms, f"node {node_id} image {_tp(tp)} leader {state.leader} recovering"
+                            "unclean-election",
+                            now_ms,
+                            f"node {node_id} image {_tp(tp)} leader {state.leader} recovering",
                         )
                     )
             if was is None:
@@ -288,8 +296,9 @@ class StepChecker:
                     if member not in was.isr and fenced(member):
                         out.append(
                             Violation(
-                                "fenced-isr-join", now_ms, f"node {node_id} image {_tp(tp)} isr {list(now.isr)}"
-                                f" adds fenced {member}"
+                                "fenced-isr-join",
+                                now_ms,
+                                f"node {node_id} image {_tp(tp)} isr {list(now.isr)} adds fenced {member}",
                             )
                         )
             elif now.leader >= 0 and now.leader != was.leader and now.leader not in was.eligible:
@@ -307,7 +316,9 @@ class StepChecker:
         return out
 
     # -- the raft quorum --------------------------------------------------------------------------
-    def check_raft(self, now_ms: int, snaps: Sequence[RaftSnap], restarted: Iterable[int] = ()) -> list[Violation]:
+    def check_raft(
+        self, now_ms: int, snaps: Sequence[RaftSnap], restarted: Iterable[int] = ()
+    ) -> list[Violation]:
         """One leader per epoch; epoch and HW monotonic per node (a restarted node's HW starts
         again); a majority of voters' logs reach the leader's HW."""
         out: list[Violation] = []
@@ -320,18 +331,26 @@ class StepChecker:
                 other = self._raft_leaders.setdefault(s.epoch, s.node_id)
                 if other != s.node_id:
                     out.append(
-                        Violation("raft-two-leaders", now_ms, f"epoch {s.epoch} led by node {other} and node {s.node_id}")
+                        Violation(
+                            "raft-two-leaders",
+                            now_ms,
+                            f"epoch {s.epoch} led by node {other} and node {s.node_id}",
+                        )
                     )
             seen = self._raft.get(s.node_id)
             if seen is not None:
                 if s.epoch < seen[0]:
                     out.append(
-                        Violation("raft-epoch-regressed", now_ms, f"node {s.node_id} epoch {seen[0]} -> {s.epoch}")
+                        Violation(
+                            "raft-epoch-regressed", now_ms, f"node {s.node_id} epoch {seen[0]} -> {s.epoch}"
+                        )
                     )
                 if s.high_watermark < seen[1]:
                     out.append(
                         Violation(
-                            "raft-hw-regressed", now_ms, f"node {s.node_id} hw {seen[1]} -> {s.high_watermark}"
+                            "raft-hw-regressed",
+                            now_ms,
+                            f"node {s.node_id} hw {seen[1]} -> {s.high_watermark}",
                         )
                     )
             self._raft[s.node_id] = (s.epoch, s.high_watermark)
@@ -359,7 +378,9 @@ class StepChecker:
         return out
 
 
-def image_partitions(get: Callable[[str, int], PartitionState | None], topics: Sequence[tuple[str, int]]) -> list[PartitionState]:
+def image_partitions(
+    get: Callable[[str, int], PartitionState | None], topics: Sequence[tuple[str, int]]
+) -> list[PartitionState]:
     """Each registered partition of ``topics`` through an image's ``partition`` lookup."""
     found: list[PartitionState] = []
     for name, count in topics:
