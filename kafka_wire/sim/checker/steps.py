@@ -152,8 +152,9 @@ class StepChecker:
             if self._caches.get(key) is not entries:
                 self._caches[key] = entries
                 out += self._check_cache(now_ms, s)
+        for s in snaps:  # once every replica's log end offset is known
             if s.is_leader:
-                out += self._check_leader(now_ms, s, snaps)
+                out += self._check_leader(now_ms, s)
         return out
 
     def _check_cache(self, now_ms: int, s: ReplicaSnap) -> list[Violation]:
@@ -181,7 +182,7 @@ class StepChecker:
             ]
         return []
 
-    def _check_leader(self, now_ms: int, s: ReplicaSnap, snaps: Sequence[ReplicaSnap]) -> list[Violation]:
+    def _check_leader(self, now_ms: int, s: ReplicaSnap) -> list[Violation]:
         out: list[Violation] = []
         key = (s.node_id, s.tp)
         # 7: one leader per (partition, leader epoch)
