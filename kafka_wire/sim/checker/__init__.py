@@ -18,9 +18,11 @@ from typing import TYPE_CHECKING
 from kafka_wire.sim.checker.ends import EndReport, check_end
 from kafka_wire.sim.checker.groups import GroupChecker
 from kafka_wire.sim.checker.observe import (
+    Fingerprint,
     LogContents,
     ReplicaSnap,
     TopicPartition,
+    changed_snaps,
     image_of,
     is_fenced,
     leader_of,
@@ -49,6 +51,7 @@ class Checker:
         self.groups = GroupChecker()
         self.expected: Counter[str] = Counter()
         self._rafts: dict[int, KRaftReplica] = {}
+        self._prints: dict[tuple[int, TopicPartition], Fingerprint] = {}
         self._configured = False
 
     def after_event(self, world: WorldView) -> list[Violation]:
@@ -68,8 +71,7 @@ class Checker:
             broker = host.broker
             if broker is None:
                 continue
-            for replica in partition_replicas(broker).values():
-                snaps.append(snap_replica(node_id, replica))
+            snaps += changed_snaps(node_id, broker, self._prints)
             node = host.node
             raft = raft_of(node)
             if raft is not None:

@@ -118,6 +118,41 @@ def replica_snaps(node_id: int, broker: Broker | None) -> Iterator[ReplicaSnap]:
         yield snap_replica(node_id, replica)
 
 
+#: What a replica looked like when last snapshotted (see :func:`changed_snaps`).
+Fingerprint = tuple[object, ...]
+
+
+def changed_snaps(
+    node_id: int, broker: Broker | None, seen: dict[tuple[int, TopicPartition], Fingerprint]
+) -> list[ReplicaSnap]:
+    """Snapshots of the running broker's replicas that changed since ``seen`` (updated): their
+    log end, high watermark, log start, role, epoch, registration, pending ISR or epoch cache.
+    A leader's followers' fetch positions are not part of it: a follower's position only falls
+    below the leader's HW by a truncation, which its own snapshot shows."""
+    out: list[ReplicaSnap] = []
+    for key, replica in partition_replicas(broker).items():
+        leadership = replica.leadership
+        log = replica.log
+        entries = leadership.cache.entries
+        now = (
+            log.log_end_offset,
+            replica.high_watermark,
+            log.log_start_offset,
+            leadership.role,
+            leadership.epoch,
+            replica.registration,
+            replica.pending_isr,
+            entries,
+            len(entries),
+        )
+        at = (node_id, key)
+        if seen.get(at) == now:
+            continue
+        seen[at] = now
+        out.append(snap_replica(node_id, replica))
+    return out
+
+
 def raft_of(node: Node | None) -> KRaftReplica | None:
     if node is None:
         return None
