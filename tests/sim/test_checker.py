@@ -3,17 +3,30 @@ replication parts (tests/broker/replication/cluster.py), each end anomaly on a h
 
 from __future__ import annotations
 
+import random
 import uuid
 from dataclasses import dataclass, field, replace
 
 from kafka_wire.broker.broker import Broker
 from kafka_wire.broker.cluster_view import LeaderRecoveryState, PartitionState
+from kafka_wire.broker.driving import settle
 from kafka_wire.broker.node import Node as ClusterNode
+from kafka_wire.broker.server_properties import load_server_properties
 from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.sim.checker import Checker
 from kafka_wire.sim.checker.ends import MAX_PER_ANOMALY, check_end
 from kafka_wire.sim.checker.groups import GroupChecker, parse_assignment
-from kafka_wire.sim.checker.observe import LogContents, RaftSnap, ReplicaSnap, read_log, snap_replica
+from kafka_wire.sim.checker.observe import (
+    LogContents,
+    RaftSnap,
+    ReplicaSnap,
+    image_of,
+    is_active_controller,
+    partition_replicas,
+    read_log,
+    snap_raft,
+    snap_replica,
+)
 from kafka_wire.sim.checker.steps import StepChecker
 from kafka_wire.sim.checker.violations import Violation
 from kafka_wire.sim.history import History, Op, OpKind, OpType
@@ -602,3 +615,63 @@ def test_the_checker_reads_a_world_after_every_event_and_at_the_end() -> None:
     world.history.add(Op(net.now_ms, "p", OpType.INVOKE, OpKind.SEND, "t", 0, "p-3", acks=-1))
     world.history.add(Op(net.now_ms, "p", OpType.OK, OpKind.SEND, "t", 0, "p-3", offset=3, acks=-1))
     assert anomalies(Checker().at_end(world)) == ["lost-write"]  # type: ignore[arg-type]
+
+
+# -- reading a real cluster node -------------------------------------------------------------------
+
+
+def lone_node() -> tuple[Broker, ClusterNode, MemoryStorage]:
+    """A combined broker and controller, the only voter: it elects itself at start."""
+    config = load_server_properties(
+        {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "cluster.id": "MkU3OEVBNTcwNTJENDM2Qk",
+            "controller.quorum.voters": "1@node1:9093",
+            "listeners": "PLAINTEXT://node1:9092,CONTROLLER://node1:9093",
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        }
+    ).config
+    storage = MemoryStorage()
+    node = ClusterNode(config, rng=random.Random(1))
+    broker = Broker(config, storage, rng=random.Random(2), cluster=node)
+    now = 0
+    settle(broker, broker.start(now), storage.apply_one, now)
+    while (due := broker.next_deadline_ms()) is not None and now < 5_000:
+        now = max(now, due)
+        settle(broker, broker.tick(now), storage.apply_one, now)
+    return broker, node, storage
+
+
+@dataclass
+class LoneWorld:
+    host: Host
+    history: History = field(default_factory=History)
+    now_ms: int = 5_000
+
+    def nodes(self) -> list[Host]:
+        return [self.host]
+
+    def topics(self) -> list[tuple[str, int]]:
+        return [("t", 1)]
+
+    def unclean_elections(self) -> bool:
+        return False
+
+
+def test_the_raft_replica_and_image_of_a_real_node_are_read() -> None:
+    broker, node, storage = lone_node()
+    found = snap_raft(1, node)
+    assert found is not None
+    assert found.is_leader and found.leader_id == 1 and found.voters == (1,)
+    assert 0 < found.high_watermark <= found.log_end_offset
+    assert is_active_controller(node)
+    image = image_of(node)
+    assert image is not None and image.offset >= 0
+    assert snap_raft(1, None) is None and image_of(None) is None and partition_replicas(None) == {}
+    checker = Checker()
+    world = LoneWorld(Host(1, storage, broker, node))
+    assert checker.after_event(world) == []  # type: ignore[arg-type]
+    assert checker.steps._raft[1] == (found.epoch, found.high_watermark)
+    assert checker.at_end(world) == []  # type: ignore[arg-type]
