@@ -255,7 +255,10 @@ class StepChecker:
         fenced: Callable[[int], bool],
     ) -> list[Violation]:
         """A node's image at ``offset`` (checked when it moved): epochs monotonic (#7), ISR
-        additions unfenced (#10), new leaders from the previous ISR or ELR unless unclean (#11)."""
+        additions unfenced (#10), new leaders from the previous ISR or ELR unless unclean (#11).
+        #10 and #11 are judged on one change at a time only (the partition epoch moved by one:
+        every change bumps it by one), since a node that applied several at once (a restart, a
+        lagging node) shows only their sum."""
         if self._image_offsets.get(node_id) == offset:
             return []
         self._image_offsets[node_id] = offset
@@ -292,6 +295,8 @@ class StepChecker:
                     )
                 )
                 continue
+            if now.partition_epoch != was.partition_epoch + 1:
+                continue  # unchanged, or several changes seen at once: their steps are unknown
             if now.leader_epoch == was.leader_epoch:
                 for member in now.isr:
                     if member not in was.isr and fenced(member):
