@@ -27,7 +27,7 @@ from kafka_wire.sim.checker.observe import (
     snap_raft,
     snap_replica,
 )
-from kafka_wire.sim.checker.steps import StepChecker
+from kafka_wire.sim.checker.steps import StepChecker, _ImagePartition
 from kafka_wire.sim.checker.violations import Violation
 from kafka_wire.sim.history import History, Op, OpKind, OpType
 from tests.broker.replication.cluster import Network
@@ -680,3 +680,24 @@ def test_the_raft_replica_and_image_of_a_real_node_are_read() -> None:
     assert checker.after_event(world) == []  # type: ignore[arg-type]
     assert checker.steps._raft[1] == (found.epoch, found.high_watermark)
     assert checker.at_end(world) == []  # type: ignore[arg-type]
+
+
+def test_a_restarted_node_rebuilds_its_image_from_the_start() -> None:
+    checker = StepChecker()
+    assert checker.check_image(0, 1, 50, [state(2, (2, 3), 4, 9)], lambda n: False) == []
+    checker.forget_image(1)
+    assert checker.check_image(1, 1, 3, [state(1, (1, 2, 3), 0, 0)], lambda n: False) == []
+    # the world's checker notices the new engine by itself
+    first, node, storage = lone_node()
+    world = LoneWorld(Host(1, storage, first, node))
+    facade = Checker()
+    assert facade.after_event(world) == []  # type: ignore[arg-type]
+    facade.steps._images[1][("t", 0)] = facade.steps._images[1].get(("t", 0)) or _seen(99, 99)
+    again, node2, storage2 = lone_node()
+    world.host = Host(1, storage2, again, node2)
+    assert facade.after_event(world) == []  # type: ignore[arg-type]
+    assert ("t", 0) not in facade.steps._images.get(1, {})
+
+
+def _seen(leader_epoch: int, partition_epoch: int) -> _ImagePartition:
+    return _ImagePartition(1, leader_epoch, partition_epoch, (1,), (1,))

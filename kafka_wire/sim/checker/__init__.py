@@ -37,6 +37,7 @@ from kafka_wire.sim.checker.violations import CheckerLike, Violation
 
 if TYPE_CHECKING:
     from kafka_wire.broker.cluster_view import PartitionState
+    from kafka_wire.broker.controller.image import MetadataImage
     from kafka_wire.broker.raft.replica import KRaftReplica
     from kafka_wire.sim.contracts import WorldView
 
@@ -51,6 +52,7 @@ class Checker:
         self.groups = GroupChecker()
         self.expected: Counter[str] = Counter()
         self._rafts: dict[int, KRaftReplica] = {}
+        self._image_objects: dict[int, MetadataImage] = {}
         self._prints: dict[tuple[int, TopicPartition], Fingerprint] = {}
         self._configured = False
 
@@ -84,6 +86,10 @@ class Checker:
                     rafts.append(snap)
             image = image_of(node)
             if image is not None:
+                if self._image_objects.get(node_id) is not image:
+                    if node_id in self._image_objects:
+                        steps.forget_image(node_id)
+                    self._image_objects[node_id] = image
                 out += steps.check_image(
                     now,
                     node_id,

@@ -83,6 +83,11 @@ class StepChecker:
         self._raft_leo.pop(node_id, None)
         self._raft_lossy.add(node_id)
 
+    def forget_image(self, node_id: int) -> None:
+        """The node restarted: its new image is rebuilt from its log, from the start."""
+        self._images.pop(node_id, None)
+        self._image_offsets.pop(node_id, None)
+
     def _exempt(self, node_id: int, tp: TopicPartition) -> bool:
         """A replica on a node that lost storage and has not caught up since."""
         caught = self._lossy.get(node_id)
