@@ -185,6 +185,10 @@ def test_the_leader_hw_is_monotonic_within_an_epoch_only() -> None:
     assert anomalies(checker.check_replicas(1, [snap(leader=True, hw=4, leo=5, isr=(1,), min_isr=1)])) == [
         "hw-regressed"
     ]
+    # a restarted engine starts from the HW it checkpointed, even in the same epoch
+    assert checker.check_replicas(2, [snap(leader=True, hw=5, leo=5, isr=(1,), min_isr=1)]) == []
+    checker.restarted(1)
+    assert checker.check_replicas(3, [snap(leader=True, hw=3, leo=5, isr=(1,), min_isr=1)]) == []
     # a new epoch: the new leadership starts from its own HW
     again = StepChecker()
     assert again.check_replicas(0, [snap(leader=True, hw=5, leo=5, isr=(1,), min_isr=1)]) == []
@@ -464,6 +468,11 @@ def test_unseen_an_acked_send_never_polled_above_the_polled_offsets() -> None:
     log.send("p-1", 1)
     log.poll((0, "p-0"))
     assert end(log, {1: contents("p-0", "p-1")}) == ["unseen"]
+    # a workload without consumers polls nothing: that is counted, not reported
+    alone = Log()
+    alone.send("p-0", 0)
+    report = check_end(alone.history, {TP: {1: contents("p-0")}}, {TP: 1}, {}, 99)
+    assert report.violations == [] and report.expected["unseen-no-consumer"] == 1
 
 
 def test_acks_0_and_1_losses_and_unclean_losses_are_expected_not_violations() -> None:

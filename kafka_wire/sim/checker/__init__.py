@@ -36,6 +36,7 @@ from kafka_wire.sim.checker.steps import StepChecker, image_partitions
 from kafka_wire.sim.checker.violations import CheckerLike, Violation
 
 if TYPE_CHECKING:
+    from kafka_wire.broker.broker import Broker
     from kafka_wire.broker.cluster_view import PartitionState
     from kafka_wire.broker.controller.image import MetadataImage
     from kafka_wire.broker.raft.replica import KRaftReplica
@@ -52,6 +53,7 @@ class Checker:
         self.groups = GroupChecker()
         self.expected: Counter[str] = Counter()
         self._rafts: dict[int, KRaftReplica] = {}
+        self._brokers: dict[int, Broker] = {}
         self._image_objects: dict[int, MetadataImage] = {}
         self._prints: dict[tuple[int, TopicPartition], Fingerprint] = {}
         self._configured = False
@@ -73,6 +75,10 @@ class Checker:
             broker = host.broker
             if broker is None:
                 continue
+            if self._brokers.get(node_id) is not broker:
+                if node_id in self._brokers:
+                    steps.restarted(node_id)
+                self._brokers[node_id] = broker
             snaps += changed_snaps(node_id, broker, self._prints)
             node = host.node
             raft = raft_of(node)

@@ -6,7 +6,8 @@ Anomalies:
 - ``lost-write``: an acks=all send acknowledged at an offset at or below the highest offset polled
   on its partition and never polled, or absent (another value, or nothing) from the final leader's
   log at that offset;
-- ``unseen``: an acks=all acknowledged send never polled (and not already a lost write);
+- ``unseen``: an acks=all acknowledged send never polled (and not already a lost write), when
+  the workload polled at all;
 - ``inconsistent-offsets``: two values at one offset, across polls, acknowledged sends and the
   replica logs below their high watermark;
 - ``duplicate``: an idempotent producer's value at two offsets;
@@ -160,7 +161,9 @@ def check_end(
                     f"{value} acked at {tp[0]}-{tp[1]}@{done.offset}: {lost_reason}",
                 )
         elif value not in polled_at:
-            if tp in unclean:
+            if not polls:
+                report.expected["unseen-no-consumer"] += 1
+            elif tp in unclean:
                 report.expected["unseen-after-unclean"] += 1
             else:
                 report.add(

@@ -83,6 +83,13 @@ class StepChecker:
         self._raft_leo.pop(node_id, None)
         self._raft_lossy.add(node_id)
 
+    def restarted(self, node_id: int) -> None:
+        """A new engine runs on ``node_id``: its leaders' high watermarks start again from the
+        checkpoint (Kafka's HW is monotonic within one running log, and a restarted broker may
+        lead the same epoch again with the lower HW it checkpointed)."""
+        for key in [k for k in self._leader_hw if k[0] == node_id]:
+            del self._leader_hw[key]
+
     def forget_image(self, node_id: int) -> None:
         """The node restarted: its new image is rebuilt from its log, from the start."""
         self._images.pop(node_id, None)
