@@ -28,8 +28,9 @@ from kafka_wire.sim.checker.observe import (
     leader_of,
     partition_replicas,
     raft_of,
+    raft_print,
+    raft_snap,
     read_log,
-    snap_raft,
     snap_replica,
 )
 from kafka_wire.sim.checker.steps import StepChecker, image_partitions
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from kafka_wire.broker.broker import Broker
     from kafka_wire.broker.cluster_view import PartitionState
     from kafka_wire.broker.controller.image import MetadataImage
+    from kafka_wire.broker.node import Node as ClusterNode
     from kafka_wire.broker.raft.replica import KRaftReplica
     from kafka_wire.sim.contracts import WorldView
 
@@ -52,26 +54,31 @@ class Checker:
         self.steps = StepChecker()
         self.groups = GroupChecker()
         self.expected: Counter[str] = Counter()
-        self._rafts: dict[int, KRaftReplica] = {}
         self._brokers: dict[int, Broker] = {}
-        self._image_objects: dict[int, MetadataImage] = {}
+        #: Per node: its engine's cluster node, raft replica and image (while the same runs).
+        self._parts: dict[int, tuple[ClusterNode | None, KRaftReplica, MetadataImage]] = {}
+        self._raft_prints: dict[int, tuple[int, object, int, int, int]] = {}
         self._prints: dict[tuple[int, TopicPartition], Fingerprint] = {}
-        self._configured = False
+        self._losses: dict[int, int] = {}
+        self._topics: list[tuple[str, int]] | None = None
 
     def after_event(self, world: WorldView) -> list[Violation]:
         steps = self.steps
-        if not self._configured:
+        if self._topics is None:
             steps.unclean_allowed = world.unclean_elections()
-            self._configured = True
+            self._topics = list(world.topics())
         now = world.now_ms
         snaps: list[ReplicaSnap] = []
-        rafts = []
+        live_rafts: list[tuple[int, KRaftReplica]] = []
+        raft_moved = False
         restarted: list[int] = []
         out: list[Violation] = []
         for host in world.nodes():
             node_id = host.node_id
-            if host.storage_losses:
-                steps.note_losses(node_id, len(host.storage_losses))
+            losses = host.storage_losses
+            if losses and len(losses) != self._losses.get(node_id, 0):
+                self._losses[node_id] = len(losses)
+                steps.note_losses(node_id, len(losses))
             broker = host.broker
             if broker is None:
                 continue
@@ -81,31 +88,30 @@ class Checker:
                 self._brokers[node_id] = broker
             snaps += changed_snaps(node_id, broker, self._prints)
             node = host.node
-            raft = raft_of(node)
-            if raft is not None:
-                if self._rafts.get(node_id) is not raft:
-                    if node_id in self._rafts:
-                        restarted.append(node_id)
-                    self._rafts[node_id] = raft
-                snap = snap_raft(node_id, node)
-                if snap is not None:
-                    rafts.append(snap)
-            image = image_of(node)
-            if image is not None:
-                if self._image_objects.get(node_id) is not image:
-                    if node_id in self._image_objects:
-                        steps.forget_image(node_id)
-                    self._image_objects[node_id] = image
-                out += steps.check_image(
-                    now,
-                    node_id,
-                    image.offset,
-                    _Lazy(image.partition, world.topics()),
-                    partial(is_fenced, image),
-                )
-        out += steps.check_replicas(now, snaps)
-        out += steps.check_raft(now, rafts, restarted)
-        out += self.groups.check(world.history)
+            parts = self._parts.get(node_id)
+            if parts is None or parts[0] is not node:
+                raft, image = raft_of(node), image_of(node)
+                if raft is None or image is None:
+                    continue  # not started yet
+                if parts is not None:  # a new engine: its raft and image start again
+                    restarted.append(node_id)
+                    steps.forget_image(node_id)
+                parts = self._parts[node_id] = (node, raft, image)
+            _, raft, image = parts
+            live_rafts.append((node_id, raft))
+            fingerprint = raft_print(raft)
+            if self._raft_prints.get(node_id) != fingerprint:
+                self._raft_prints[node_id] = fingerprint
+                raft_moved = True
+            out += steps.check_image(
+                now, node_id, image.offset, _Lazy(image.partition, self._topics), partial(is_fenced, image)
+            )
+        if snaps:
+            out += steps.check_replicas(now, snaps)
+        if raft_moved or restarted:
+            out += steps.check_raft(now, [raft_snap(n, r) for n, r in live_rafts], restarted)
+        if len(world.history.ops) > self.groups.read:
+            out += self.groups.check(world.history)
         return out
 
     def at_end(self, world: WorldView) -> list[Violation]:

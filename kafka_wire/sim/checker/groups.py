@@ -22,7 +22,8 @@ def parse_assignment(value: str) -> list[tuple[str, int]]:
 
 @dataclass(slots=True)
 class GroupChecker:
-    _next: int = 0
+    #: History ops read so far.
+    read: int = 0
     #: (group, generation, topic, partition) -> the member that owns it.
     _owners: dict[tuple[str, int, str, int], str] = field(default_factory=dict)
     #: (group, topic, partition) -> the highest committed offset, and by whom.
@@ -30,10 +31,10 @@ class GroupChecker:
 
     def check(self, history: History) -> list[Violation]:
         ops = history.ops
-        if self._next >= len(ops):
+        if self.read >= len(ops):
             return []
         out: list[Violation] = []
-        for op in ops[self._next :]:
+        for op in ops[self.read :]:
             if op.type is not OpType.OK or not op.group:
                 continue
             if op.kind is OpKind.ASSIGN:
@@ -63,5 +64,5 @@ class GroupChecker:
                     )
                 if seen is None or op.offset >= seen[0]:
                     self._committed[ckey] = (op.offset, op.process)
-        self._next = len(ops)
+        self.read = len(ops)
         return out

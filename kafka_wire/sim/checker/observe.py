@@ -10,17 +10,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from kafka_wire.broker.cluster_view import LeaderRecoveryState
+from kafka_wire.broker.controller.image import MetadataImage
 from kafka_wire.broker.partition.roles import ReplicaRole
+from kafka_wire.broker.raft.replica import KRaftReplica
 from kafka_wire.errors import DecodeError, LocalProtocolError
 from kafka_wire.records import RecordBatch, read_batches
 
 if TYPE_CHECKING:
     from kafka_wire.broker.broker import Broker
     from kafka_wire.broker.cluster_view import PartitionState
-    from kafka_wire.broker.controller.image import MetadataImage
     from kafka_wire.broker.node import Node
     from kafka_wire.broker.partition.replica import PartitionReplica
-    from kafka_wire.broker.raft.replica import KRaftReplica
 
 #: Bytes read per step when a whole log is read at the end.
 _READ_CHUNK: Final = 1 << 20
@@ -154,21 +154,27 @@ def changed_snaps(
 
 
 def raft_of(node: Node | None) -> KRaftReplica | None:
+    """The node's raft replica of ``__cluster_metadata`` (None: down or not started)."""
     if node is None:
         return None
     try:
         raft = node.parts.raft
     except LocalProtocolError:  # not started yet
         return None
-    from kafka_wire.broker.raft.replica import KRaftReplica
-
     return raft if isinstance(raft, KRaftReplica) else None
+
+
+def raft_print(raft: KRaftReplica) -> tuple[int, object, int, int, int]:
+    """What the raft invariants read, to tell whether it moved since the last event."""
+    return (raft.epoch, raft.role, raft.leader_id, raft.high_watermark, raft.log_end_offset)
 
 
 def snap_raft(node_id: int, node: Node | None) -> RaftSnap | None:
     raft = raft_of(node)
-    if raft is None:
-        return None
+    return None if raft is None else raft_snap(node_id, raft)
+
+
+def raft_snap(node_id: int, raft: KRaftReplica) -> RaftSnap:
     return RaftSnap(
         node_id,
         raft.is_leader,
@@ -181,14 +187,13 @@ def snap_raft(node_id: int, node: Node | None) -> RaftSnap | None:
 
 
 def image_of(node: Node | None) -> MetadataImage | None:
+    """The node's metadata image (None: down or not started)."""
     if node is None:
         return None
     try:
         image = node.parts.image
     except LocalProtocolError:
         return None
-    from kafka_wire.broker.controller.image import MetadataImage
-
     return image if isinstance(image, MetadataImage) else None
 
 
