@@ -526,6 +526,16 @@ def test_poll_skip_and_nonmonotonic_poll() -> None:
     log.poll((0, "p-0"), (2, "p-2"))
     log.poll((1, "p-1"))
     assert end(log) == ["poll-skip", "nonmonotonic-poll"]
+    # a consumer whose position fell outside the log reads again from the log start
+    reset = Log()
+    reset.send("p-0", 0)
+    reset.send("p-1", 1)
+    reset.poll((0, "p-0"), (1, "p-1"))
+    reset.op("consumer", OpType.INFO, OpKind.POLL, offset=2, error="OFFSET_OUT_OF_RANGE")
+    reset.poll((0, "p-0"))
+    assert end(reset) == []
+    reset.poll((0, "p-0"))
+    assert end(reset) == ["nonmonotonic-poll"]
     # a gap nobody saw written is not a skip
     gap = Log()
     gap.poll((0, "a"), (5, "b"))

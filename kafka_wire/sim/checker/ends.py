@@ -14,7 +14,8 @@ Anomalies:
 - ``aborted-read`` (Jepsen's G1a): a send that failed (definitely not written) was polled;
 - ``poll-skip`` / ``nonmonotonic-poll``: a consumer's successive records of one partition skip a
   known offset or go back (assign consumers over all their polls, group consumers within one
-  generation);
+  generation; an ``info`` poll with ``OFFSET_OUT_OF_RANGE``, after which the consumer reads from
+  the log start, begins its reads again);
 - ``nonmonotonic-send``: an idempotent producer's acknowledged offsets of one partition, in the
   order it invoked the sends, do not increase;
 - ``divergent-replicas``: a follower's log differs from the final leader's, batch by batch, up to
@@ -35,6 +36,8 @@ from kafka_wire.sim.checker.observe import LogContents, TopicPartition
 from kafka_wire.sim.checker.violations import Violation
 from kafka_wire.sim.history import History, Op, OpKind, OpType
 
+#: A poll's error when the consumer's position is outside the log: it resets its position.
+OFFSET_OUT_OF_RANGE = "OFFSET_OUT_OF_RANGE"
 #: At most this many violations of one anomaly are reported (the rest are counted).
 MAX_PER_ANOMALY = 20
 
@@ -78,7 +81,7 @@ def check_end(
                 sends[op.value] = _Send(op)
             elif op.value in sends:
                 sends[op.value].done = op
-        elif op.kind is OpKind.POLL and op.type is OpType.OK:
+        elif op.kind is OpKind.POLL and (op.type is OpType.OK or op.error == OFFSET_OUT_OF_RANGE):
             polls.append(op)
 
     # Every (partition, offset) -> value observed, and where.
@@ -101,6 +104,8 @@ def check_end(
 
     for op in polls:
         tp = (op.topic, op.partition)
+        if op.type is not OpType.OK:
+            continue
         for offset, value in op.records:
             observe(tp, offset, value, f"poll by {op.process}", op.time_ms)
             polled_at.setdefault(value, set()).add((tp, offset))
@@ -196,6 +201,10 @@ def check_end(
     for op in polls:
         tp = (op.topic, op.partition)
         key = (op.process, op.group, op.generation if op.group else -1, tp)
+        if op.type is not OpType.OK:  # the consumer's position was reset: its reads start again
+            last.pop(key, None)
+            report.expected["offset-out-of-range-reset"] += 1
+            continue
         for offset, _ in op.records:
             before = last.get(key)
             last[key] = offset
