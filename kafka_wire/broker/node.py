@@ -559,7 +559,7 @@ class Node:
         deltas = [self._apply_committed(item, now_ms) for item in parts.raft.take_committed()]
         if self.settings.is_broker:
             self._unpublished += deltas
-        if self._unpublished and (self._published or parts.raft.caught_up):
+        if self._unpublished and (self._published or self._may_publish()):
             # Merged and published once caught up with the quorum, as Kafka's metadata loader
             # publishes: a restarted node replaying its log never acts on the stale states
             # along the way.
@@ -582,6 +582,16 @@ class Node:
             self.lifecycle.tick(now_ms)
         for outbound in parts.raft.poll_outbound(now_ms):
             self.links.send(outbound, now_ms)
+
+    def _may_publish(self) -> bool:
+        """Caught up with the quorum and, on a broker, with its own registration: the image
+        then holds the controller's verdict on this incarnation (its old leaderships moved away
+        when it was fenced), so a restarted broker never leads on the states it had before."""
+        parts = self.parts
+        if not parts.raft.caught_up:
+            return False
+        lifecycle = self.lifecycle
+        return lifecycle is None or 0 <= lifecycle.broker_epoch <= parts.image.offset
 
     def _apply_committed(self, item: object, now_ms: int) -> DeltaLike:
         """Apply one committed batch (or snapshot) to the image and the controller."""

@@ -78,6 +78,10 @@ def broker_registration(
         epoch, fenced, shutdown = c.raft.log_end_offset, True, False
         if c.config.elr_enabled:
             c.leader_and_isr_updates(records, unclean_shutdown=req.broker_id)
+        elif existing is not None and not existing.info.fenced:
+            # Its session ended but it was not fenced yet: the new incarnation starts fenced, so
+            # the old one leaves every ISR and its leaderships move first.
+            c.leader_and_isr_updates(records, remove=req.broker_id)
     records.append(
         RegisterBrokerRecord(
             broker_id=req.broker_id,

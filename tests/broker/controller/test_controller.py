@@ -804,3 +804,19 @@ def test_incremental_alter_configs_append_subtract_and_validate_only() -> None:
     assert h.controller.committed.topic_configs("t") == {"cleanup.policy": "delete"}
     alter(0, "compact", validate_only=True)
     assert h.controller.committed.topic_configs("t") == {"cleanup.policy": "delete"}
+
+
+def test_a_new_incarnation_of_an_unfenced_broker_leaves_every_isr_first() -> None:
+    """Its session ended and no tick fenced it yet: the restarted broker may have lost what it
+    wrote, so it must not lead or count in an ISR until it has caught up again."""
+    h = cluster(1, 2, 3)
+    assert h.create_topic("t").topics[0].error_code == 0
+    h.commit()
+    leader = partition(h).leader
+    h.now_ms += 9_001  # the session ended; nothing fenced it yet
+    assert h.register(leader, uuid.UUID(int=997)).error_code == 0
+    h.commit()
+    after = partition(h)
+    assert leader not in after.isr and after.leader not in (leader, -1)
+    info = h.controller.committed.broker(leader)
+    assert info is not None and info.fenced

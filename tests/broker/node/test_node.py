@@ -202,6 +202,13 @@ class Harness:
         self.effects: list[Effect] = []
         self.outbox: dict[int, bytearray] = {}
         self.apply(self.broker.start(self.now_ms))
+        self.registered(epoch=0)
+
+    def registered(self, epoch: int) -> None:
+        """As if the controller had answered the lifecycle's registration with ``epoch`` (the
+        offset of its registration record)."""
+        assert self.node.lifecycle is not None
+        self.node.lifecycle.broker_epoch = epoch
 
     def _parts(self, context: PartsContext) -> NodeParts:
         self.context = context
@@ -409,3 +416,28 @@ def test_bytes_of_a_link_given_up_are_dropped() -> None:
     h.apply(h.broker.connection_closed(-1, h.now_ms))  # refused: the link backs off
     assert not h.node.owns(-1)
     assert h.broker.receive_data(-1, b"late", h.now_ms) == []
+
+
+def test_a_restarted_broker_publishes_nothing_until_its_registration_is_in_the_image() -> None:
+    """Its image then holds the fencing of its previous incarnation, whose leaderships moved: it
+    never leads again on the states it had before it restarted."""
+    h = Harness()
+    h.registered(epoch=-1)  # the registration is not answered yet
+    stale = PartitionState(
+        "orders", 0, TOPIC_ID, (1, 2, 3), (1, 2, 3), leader=1, leader_epoch=0, partition_epoch=0
+    )
+    moved = PartitionState("orders", 0, TOPIC_ID, (1, 2, 3), (2, 3), leader=2, leader_epoch=1, partition_epoch=1)
+    h.image.deltas["stale"] = Delta(partitions=(stale,))
+    h.image.deltas["moved"] = Delta(partitions=(moved,))
+    h.raft.committed.append(Batch(5, (b"stale",)))
+    h.raft.high_watermark = 6
+    h.tick()
+    assert h.replication.applied == []
+    h.registered(epoch=6)  # the registration record will be at offset 6
+    h.tick()
+    assert h.replication.applied == []
+    h.raft.committed.append(Batch(6, (b"moved",)))
+    h.raft.high_watermark = 7
+    h.tick()
+    assert h.replication.applied == [(("orders-0",), [])]
+    assert h.replication.states == [moved]
