@@ -426,7 +426,9 @@ def test_a_restarted_broker_publishes_nothing_until_its_registration_is_in_the_i
     stale = PartitionState(
         "orders", 0, TOPIC_ID, (1, 2, 3), (1, 2, 3), leader=1, leader_epoch=0, partition_epoch=0
     )
-    moved = PartitionState("orders", 0, TOPIC_ID, (1, 2, 3), (2, 3), leader=2, leader_epoch=1, partition_epoch=1)
+    moved = PartitionState(
+        "orders", 0, TOPIC_ID, (1, 2, 3), (2, 3), leader=2, leader_epoch=1, partition_epoch=1
+    )
     h.image.deltas["stale"] = Delta(partitions=(stale,))
     h.image.deltas["moved"] = Delta(partitions=(moved,))
     h.raft.committed.append(Batch(5, (b"stale",)))
