@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Final
 
@@ -49,6 +50,8 @@ from kafka_wire.messages import (
 
 #: Kafka's ``ElectionType.PREFERRED``.
 _PREFERRED: Final = 0
+#: How long a leader move may take to reach the asking broker's metadata.
+MOVE_TIMEOUT_S: Final = 30.0
 #: The largest control request body read.
 MAX_CONTROL_BODY: Final = 64 * 1024
 _log = logging.getLogger("kafka_wire.adapters.fault_control")
@@ -101,8 +104,9 @@ async def partition_leader(host: str, port: int, topic: str, partition: int) -> 
 async def move_leader(host: str, port: int, topic: str, partition: int, broker: int) -> None:
     """Make ``broker`` the leader of ``topic``-``partition``, through the broker at ``host:port``:
     a reassignment to the same replicas with ``broker`` first (its preferred leader), then a
-    preferred leader election (both forwarded to the controller). ``broker`` must be a replica in
-    the ISR; a partition it leads already is left as it is."""
+    preferred leader election (both forwarded to the controller); returns once the broker at
+    ``host:port`` says ``broker`` leads. ``broker`` must be a replica in the ISR; a partition it
+    leads already is left as it is."""
     leader, replicas = await partition_leader(host, port, topic, partition)
     if broker not in replicas:
         raise FaultError(f"broker {broker} is not a replica of {topic}-{partition} (replicas {replicas})")
@@ -143,6 +147,11 @@ async def move_leader(host: str, port: int, topic: str, partition: int, broker: 
     ]
     if any(c not in (ErrorCode.NONE, ErrorCode.ELECTION_NOT_NEEDED) for c in codes):
         raise FaultError(f"the election of {broker} for {topic}-{partition} failed: {_names(codes)}")
+    deadline = time.monotonic() + MOVE_TIMEOUT_S
+    while (await partition_leader(host, port, topic, partition))[0] != broker:
+        if time.monotonic() > deadline:
+            raise FaultError(f"{topic}-{partition} did not move to broker {broker} within {MOVE_TIMEOUT_S} s")
+        await asyncio.sleep(0.05)
 
 
 def _names(codes: list[int]) -> str:

@@ -9,6 +9,9 @@ from kafka_wire.errors import LocalProtocolError, RemoteProtocolError
 from kafka_wire.messages import (
     ApiKey,
     ErrorCode,
+    FetchRequest,
+    FetchRequestPartition,
+    FetchRequestTopic,
     FindCoordinatorRequest,
     FindCoordinatorResponse,
     MetadataRequest,
@@ -179,3 +182,25 @@ def produce_request(engine: Engine) -> ProduceRequest:
         ],
     )
 
+
+def test_a_followers_fetch_meets_no_fault() -> None:
+    engine = Engine()
+    client = Client(engine, 1)
+    create(client, "t")
+    faults = engine.broker.faults
+    faults.push_errors(ApiKey.FETCH, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+    follower = FetchRequest(
+        replica_id=2,
+        max_wait_ms=0,
+        session_epoch=-1,
+        topics=[
+            FetchRequestTopic(
+                topic="t",
+                partitions=[FetchRequestPartition(partition=0, fetch_offset=0, partition_max_bytes=1024)],
+            )
+        ],
+    )
+    client.request(follower, 12)  # a replica's: answered as the broker answers it
+    assert faults.describe()["errors"] == {"FETCH": [[ErrorCode.NOT_LEADER_OR_FOLLOWER]]}
+    answer = fetch(client, "t", 0)
+    assert answer.responses[0].partitions[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
