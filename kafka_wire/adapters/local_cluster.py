@@ -16,6 +16,7 @@ leadership through the controller.
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import random
 import secrets
@@ -34,7 +35,6 @@ from kafka_wire.adapters.broker_server import BrokerServer
 from kafka_wire.adapters.fault_control import FaultError, move_leader, partition_leader
 from kafka_wire.broker.server_properties import load_server_properties
 from kafka_wire.messages import (
-    ApiKey,
     CreateTopicsRequest,
     CreateTopicsRequestCreatableTopic,
     ErrorCode,
@@ -330,10 +330,7 @@ class LocalCluster:
 
 
 def _cluster_id() -> str:
-    import base64
-
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
-#: What the fixtures' users may name APIs with.
-__all__ = ["ApiKey", "ErrorCode", "FaultError", "LocalCluster", "LocalNode", "free_port"]
+__all__ = ["FaultError", "LocalCluster", "LocalNode", "free_port"]
