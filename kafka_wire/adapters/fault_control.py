@@ -31,6 +31,7 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Final
 
 from kafka_wire.adapters.asyncio import KafkaClient
@@ -86,8 +87,17 @@ def error_code(value: object) -> int:
     return int(value)
 
 
-async def partition_leader(host: str, port: int, topic: str, partition: int) -> tuple[int, list[int]]:
-    """The partition's leader and replicas, as the broker at ``host:port`` knows them."""
+@dataclass(frozen=True, slots=True)
+class PartitionView:
+    """A partition as one broker's metadata shows it."""
+
+    leader: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+async def describe_partition(host: str, port: int, topic: str, partition: int) -> PartitionView:
+    """The partition's leader, replicas and ISR, as the broker at ``host:port`` knows them."""
     client = await KafkaClient.connect(host, port)
     try:
         metadata = await client.request(MetadataRequest(topics=[MetadataRequestTopic(name=topic)]))
@@ -97,7 +107,7 @@ async def partition_leader(host: str, port: int, topic: str, partition: int) -> 
         if t.name == topic and t.error_code == ErrorCode.NONE:
             for p in t.partitions:
                 if p.partition_index == partition:
-                    return p.leader_id, list(p.replica_nodes)
+                    return PartitionView(p.leader_id, tuple(p.replica_nodes), tuple(p.isr_nodes))
     raise FaultError(f"{topic}-{partition} is not a known partition")
 
 
@@ -105,14 +115,24 @@ async def move_leader(host: str, port: int, topic: str, partition: int, broker: 
     """Make ``broker`` the leader of ``topic``-``partition``, through the broker at ``host:port``:
     a reassignment to the same replicas with ``broker`` first (its preferred leader), then a
     preferred leader election (both forwarded to the controller); returns once the broker at
-    ``host:port`` says ``broker`` leads. ``broker`` must be a replica in the ISR; a partition it
-    leads already is left as it is."""
-    leader, replicas = await partition_leader(host, port, topic, partition)
-    if broker not in replicas:
-        raise FaultError(f"broker {broker} is not a replica of {topic}-{partition} (replicas {replicas})")
-    if leader == broker:
+    ``host:port`` says ``broker`` leads. ``broker`` must be a replica; one out of the ISR is
+    waited for (within :data:`MOVE_TIMEOUT_S`); a partition it leads already is left as it is."""
+    view = await describe_partition(host, port, topic, partition)
+    if broker not in view.replicas:
+        raise FaultError(
+            f"broker {broker} is not a replica of {topic}-{partition} (replicas {list(view.replicas)})"
+        )
+    if view.leader == broker:
         return
-    order = [broker, *(r for r in replicas if r != broker)]
+    deadline = time.monotonic() + MOVE_TIMEOUT_S
+    while broker not in view.isr:  # a replica out of the ISR cannot be elected: wait for it a while
+        if time.monotonic() > deadline:
+            raise FaultError(
+                f"broker {broker} is not in the ISR of {topic}-{partition} (ISR {list(view.isr)})"
+            )
+        await asyncio.sleep(0.05)
+        view = await describe_partition(host, port, topic, partition)
+    order = [broker, *(r for r in view.replicas if r != broker)]
     client = await KafkaClient.connect(host, port)
     try:
         moved = await client.request(
@@ -148,7 +168,7 @@ async def move_leader(host: str, port: int, topic: str, partition: int, broker: 
     if any(c not in (ErrorCode.NONE, ErrorCode.ELECTION_NOT_NEEDED) for c in codes):
         raise FaultError(f"the election of {broker} for {topic}-{partition} failed: {_names(codes)}")
     deadline = time.monotonic() + MOVE_TIMEOUT_S
-    while (await partition_leader(host, port, topic, partition))[0] != broker:
+    while (await describe_partition(host, port, topic, partition)).leader != broker:
         if time.monotonic() > deadline:
             raise FaultError(f"{topic}-{partition} did not move to broker {broker} within {MOVE_TIMEOUT_S} s")
         await asyncio.sleep(0.05)

@@ -32,7 +32,7 @@ from typing import Any, Final, TypeVar
 
 from kafka_wire.adapters.asyncio import KafkaClient
 from kafka_wire.adapters.broker_server import BrokerServer
-from kafka_wire.adapters.fault_control import FaultError, move_leader, partition_leader
+from kafka_wire.adapters.fault_control import FaultError, describe_partition, move_leader
 from kafka_wire.broker.server_properties import load_server_properties
 from kafka_wire.messages import (
     CreateTopicsRequest,
@@ -260,8 +260,7 @@ class LocalCluster:
     def leader(self, topic: str, partition: int = 0) -> int:
         """The partition's leader, as the first node that is up knows it."""
         node = self._any_up()
-        leader, _ = self.run(partition_leader(HOST, node.port, topic, partition))
-        return leader
+        return self.run(describe_partition(HOST, node.port, topic, partition)).leader
 
     def move_leader(self, topic: str, partition: int, broker: int) -> None:
         """Make ``broker`` the partition's leader (through the controller), and return once every
@@ -272,7 +271,7 @@ class LocalCluster:
         self.run(move_leader(HOST, node.port, topic, partition, broker))
         deadline = time.monotonic() + TIMEOUT_S
         while any(
-            self.run(partition_leader(HOST, n.port, topic, partition))[0] != broker
+            self.run(describe_partition(HOST, n.port, topic, partition)).leader != broker
             for n in self.nodes.values()
             if n.server is not None and not n.server.down
         ):
@@ -282,7 +281,7 @@ class LocalCluster:
 
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int | None = None) -> None:
         """Create a topic (replication factor: up to 3, the cluster's size) and return once
-        every node knows its leaders."""
+        every node knows its leaders and every partition's ISR is full."""
         rf = replication_factor or min(3, self.size)
         self.run(self._create_topic(name, partitions, rf))
 
@@ -314,7 +313,8 @@ class LocalCluster:
             for partition in range(partitions):
                 while True:
                     try:
-                        if (await partition_leader(HOST, n.port, name, partition))[0] >= 0:
+                        view = await describe_partition(HOST, n.port, name, partition)
+                        if view.leader >= 0 and len(view.isr) == len(view.replicas):
                             break
                     except FaultError:
                         pass

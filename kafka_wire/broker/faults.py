@@ -148,9 +148,7 @@ class FaultInjector:
     def describe(self) -> dict[str, object]:
         """What is asked for now, as plain data (API names as keys)."""
         return {
-            "errors": {
-                ApiKey(k).name: [list(q.items) for q in qs] for k, qs in self._errors.items() if qs
-            },
+            "errors": {ApiKey(k).name: [list(q.items) for q in qs] for k, qs in self._errors.items() if qs},
             "close_mid_response": {
                 ApiKey(k).name: sum(len(q.items) for q in qs) for k, qs in self._closes.items() if qs
             },

@@ -52,4 +52,3 @@ def kafka_cluster(kafka_cluster_factory: ClusterFactory) -> LocalCluster:
 
 
 __all__ = ["ClusterFactory", "LocalCluster", "kafka_cluster", "kafka_cluster_factory"]
-
