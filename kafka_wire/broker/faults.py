@@ -28,17 +28,24 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from kafka_wire.broker.apis import SUPPORTED
 from kafka_wire.broker.error_answers import ERROR_ANSWERS
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import LocalProtocolError
 from kafka_wire.messages import (
     RESPONSES,
     ApiKey,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    DescribeGroupsResponseDescribedGroup,
     ErrorCode,
     FetchRequest,
     FetchResponse,
     FetchResponseFetchableTopicResponse,
     FetchResponsePartitionData,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    FindCoordinatorResponseCoordinator,
     ListOffsetsRequest,
     ListOffsetsResponse,
     ListOffsetsResponsePartitionResponse,
@@ -50,6 +57,13 @@ from kafka_wire.messages import (
     OffsetCommitResponse,
     OffsetCommitResponsePartition,
     OffsetCommitResponseTopic,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    OffsetFetchResponseGroup,
+    OffsetFetchResponsePartition,
+    OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopic,
+    OffsetFetchResponseTopics,
     ProduceRequest,
     ProduceResponse,
     ProduceResponsePartitionProduceResponse,
@@ -199,8 +213,14 @@ def _api(api_key: int) -> ApiKey:
 
 
 def _has_top_level_error(api_key: int) -> bool:
-    response = RESPONSES.get(api_key)
-    return response is not None and any(spec.name == "error_code" for spec in response.FIELDS)
+    """Whether every version the broker serves of ``api_key`` has a top-level ``error_code``."""
+    response, served = RESPONSES.get(api_key), SUPPORTED.get(api_key)
+    if response is None or served is None:
+        return False
+    return any(
+        spec.name == "error_code" and all(v in spec.versions for v in range(served[0], served[1] + 1))
+        for spec in response.FIELDS
+    )
 
 
 # -- answers in the request's shape -------------------------------------------------------------
@@ -289,6 +309,70 @@ def _offset_commit(request: Message, code: int) -> Message:
     )
 
 
+def _find_coordinator(request: Message, code: int) -> Message:
+    assert isinstance(request, FindCoordinatorRequest)
+    return FindCoordinatorResponse(
+        error_code=code,
+        error_message=INJECTED_MESSAGE,
+        node_id=-1,
+        host="",
+        port=-1,
+        coordinators=[
+            FindCoordinatorResponseCoordinator(
+                key=key, node_id=-1, host="", port=-1, error_code=code, error_message=INJECTED_MESSAGE
+            )
+            for key in request.coordinator_keys
+        ],
+    )
+
+
+def _offset_fetch(request: Message, code: int) -> Message:
+    assert isinstance(request, OffsetFetchRequest)
+    return OffsetFetchResponse(
+        error_code=code,
+        topics=[
+            OffsetFetchResponseTopic(
+                name=t.name,
+                partitions=[
+                    OffsetFetchResponsePartition(partition_index=i, committed_offset=-1, error_code=code)
+                    for i in t.partition_indexes
+                ],
+            )
+            for t in request.topics or []
+        ],
+        groups=[
+            OffsetFetchResponseGroup(
+                group_id=g.group_id,
+                error_code=code,
+                topics=[
+                    OffsetFetchResponseTopics(
+                        name=t.name,
+                        topic_id=t.topic_id,
+                        partitions=[
+                            OffsetFetchResponsePartitions(
+                                partition_index=i, committed_offset=-1, error_code=code
+                            )
+                            for i in t.partition_indexes
+                        ],
+                    )
+                    for t in g.topics or []
+                ],
+            )
+            for g in request.groups
+        ],
+    )
+
+
+def _describe_groups(request: Message, code: int) -> Message:
+    assert isinstance(request, DescribeGroupsRequest)
+    return DescribeGroupsResponse(
+        groups=[
+            DescribeGroupsResponseDescribedGroup(group_id=g, error_code=code, error_message=INJECTED_MESSAGE)
+            for g in request.groups
+        ]
+    )
+
+
 #: Builders for the APIs whose responses carry errors per topic or partition only.
 _ANSWERS: Final[dict[int, Callable[[Message, int], Message]]] = {
     ApiKey.PRODUCE: _produce,
@@ -296,6 +380,9 @@ _ANSWERS: Final[dict[int, Callable[[Message, int], Message]]] = {
     ApiKey.METADATA: _metadata,
     ApiKey.LIST_OFFSETS: _list_offsets,
     ApiKey.OFFSET_COMMIT: _offset_commit,
+    ApiKey.OFFSET_FETCH: _offset_fetch,
+    ApiKey.FIND_COORDINATOR: _find_coordinator,
+    ApiKey.DESCRIBE_GROUPS: _describe_groups,
 }
 
 

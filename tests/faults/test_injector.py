@@ -8,6 +8,8 @@ from kafka_wire.broker.faults import FaultInjector
 from kafka_wire.errors import LocalProtocolError, RemoteProtocolError
 from kafka_wire.messages import (
     ApiKey,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
     ErrorCode,
     FetchRequest,
     FetchRequestPartition,
@@ -17,6 +19,10 @@ from kafka_wire.messages import (
     MetadataRequest,
     MetadataRequestTopic,
     MetadataResponse,
+    OffsetFetchRequest,
+    OffsetFetchRequestGroup,
+    OffsetFetchRequestTopic,
+    OffsetFetchResponse,
     ProduceRequest,
     ProduceRequestPartitionProduceData,
     ProduceRequestTopicProduceData,
@@ -78,11 +84,35 @@ def test_error_answers_have_the_request_shape() -> None:
     body = client.request(MetadataRequest(topics=[MetadataRequestTopic(name="t")])).body
     assert isinstance(body, MetadataResponse)
     assert [(t.name, t.error_code) for t in body.topics] == [("t", ErrorCode.TOPIC_AUTHORIZATION_FAILED)]
-    # A response with a top-level error only (FindCoordinator v1).
-    engine.broker.faults.push_errors(ApiKey.FIND_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    # FindCoordinator: a top-level error up to v3, one per key asked for from v4.
+    engine.broker.faults.push_errors(ApiKey.FIND_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE, count=2)
     found = client.request(FindCoordinatorRequest(key="g"), 1).body
     assert isinstance(found, FindCoordinatorResponse)
     assert found.error_code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+    found = client.request(FindCoordinatorRequest(coordinator_keys=["g", "h"]), 4).body
+    assert isinstance(found, FindCoordinatorResponse)
+    assert [(c.key, c.error_code) for c in found.coordinators] == [
+        ("g", ErrorCode.COORDINATOR_NOT_AVAILABLE),
+        ("h", ErrorCode.COORDINATOR_NOT_AVAILABLE),
+    ]
+    # OffsetFetch: per partition up to v7 (and top-level from v2), per group from v8.
+    engine.broker.faults.push_errors(ApiKey.OFFSET_FETCH, ErrorCode.NOT_COORDINATOR, count=2)
+    old = client.request(
+        OffsetFetchRequest(group_id="g", topics=[OffsetFetchRequestTopic(name="t", partition_indexes=[0])]), 1
+    ).body
+    assert isinstance(old, OffsetFetchResponse)
+    assert [p.error_code for t in old.topics for p in t.partitions] == [ErrorCode.NOT_COORDINATOR]
+    new = client.request(
+        OffsetFetchRequest(groups=[OffsetFetchRequestGroup(group_id="g", topics=None)]), 8
+    ).body
+    assert isinstance(new, OffsetFetchResponse)
+    assert [(g.group_id, g.error_code) for g in new.groups] == [("g", ErrorCode.NOT_COORDINATOR)]
+    engine.broker.faults.push_errors(ApiKey.DESCRIBE_GROUPS, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    described = client.request(DescribeGroupsRequest(groups=["g"])).body
+    assert isinstance(described, DescribeGroupsResponse)
+    assert [(g.group_id, g.error_code) for g in described.groups] == [
+        ("g", ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    ]
 
 
 def test_acks0_produce_with_an_injected_error_closes_the_connection() -> None:
@@ -158,6 +188,10 @@ def test_the_injector_refuses_what_it_cannot_do() -> None:
         faults.push_errors(ApiKey.PRODUCE, ErrorCode.NONE)
     with pytest.raises(LocalProtocolError):
         faults.push_errors(9999, ErrorCode.UNKNOWN_SERVER_ERROR)
+    with pytest.raises(LocalProtocolError, match="OFFSET_FOR_LEADER_EPOCH"):  # errors per partition only
+        faults.push_errors(ApiKey.OFFSET_FOR_LEADER_EPOCH, ErrorCode.UNKNOWN_SERVER_ERROR)
+    with pytest.raises(LocalProtocolError, match="ADD_PARTITIONS_TO_TXN"):  # not served
+        faults.push_errors(ApiKey.ADD_PARTITIONS_TO_TXN, ErrorCode.UNKNOWN_SERVER_ERROR)
     with pytest.raises(LocalProtocolError):
         faults.add_latency(-1)
     with pytest.raises(LocalProtocolError):
