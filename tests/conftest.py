@@ -6,6 +6,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+#: The fault-injection fixtures (also a pytest11 entry point once kafka_wire is installed).
+pytest_plugins = ["kafka_wire.testing.fixtures"]
+
 ROOT = Path(__file__).resolve().parents[1]
 #: Request frames recorded from the real clients by ``tools/record_captures.py`` (``make captures``).
 CAPTURES = ROOT / "tests" / "data" / "captures"

@@ -85,6 +85,8 @@ _ACCEPT_RETRY_S: Final = 0.1
 STOP_GRACE_S: Final = 1.0
 #: How long a closing connection may take to flush before it is aborted.
 _CLOSE_TIMEOUT_S: Final = 5.0
+#: Where the fault-injection control protocol listens (``--control-port``): loopback only.
+CONTROL_HOST: Final = "127.0.0.1"
 _log = logging.getLogger("kafka_wire.adapters.broker_server")
 
 
@@ -168,6 +170,10 @@ class BrokerServer:
         self._stopping = False
         self._fd_limit: int | None = None
         self._fd_warned = False
+        #: Accepted connections by id, with their listener's name (outbound links are not here).
+        self._inbound: dict[int, str] = {}
+        #: Down on purpose (:meth:`set_down`): clients' connections are closed as they come.
+        self.down = False
         #: Set when the engine stops on its own (its log directory failed), with the reason.
         self.stop_requested = asyncio.Event()
         self.failure: str | None = None
@@ -249,6 +255,22 @@ class BrokerServer:
         while not self.broker.may_stop and waited < bound_s and self.failure is None:
             await asyncio.sleep(0.05)
             waited += 0.05
+
+    def set_down(self, down: bool) -> None:
+        """Fault injection: while down, every client connection is closed and new ones are
+        closed as soon as they are accepted (the ports stay bound, so clients see their
+        connections refused or reset); then serve again. Connections on a controller listener
+        and the node's own links to other nodes are kept: the node still takes part in its
+        cluster, as a broker cut off from its clients does. Call it on the loop's thread."""
+        self.down = down
+        if down:
+            for conn_id, listener in list(self._inbound.items()):
+                writer = self._writers.get(conn_id)
+                if writer is not None and not self._controller_listener(listener):
+                    writer.transport.abort()
+
+    def _controller_listener(self, listener: str) -> bool:
+        return self._cluster is not None and self._cluster.serves(listener)
 
     async def _run_timer(self) -> None:
         # The wake-up at the deadline is a loop callback, not a timeout around the wait: a
@@ -352,12 +374,13 @@ class BrokerServer:
         conn_id: int | None = None,
     ) -> None:
         """Run one connection: accepted on ``listener``, or (``conn_id`` given) dialled for the engine."""
-        if self._stopping:
+        if self._stopping or (self.down and conn_id is None and not self._controller_listener(listener)):
             writer.transport.abort()
             return
         outbound = conn_id is not None
         if conn_id is None:
             conn_id = next(self._ids)
+            self._inbound[conn_id] = listener
         queue: asyncio.Queue[list[object] | None] = asyncio.Queue()
         self._queues[conn_id] = queue
         readable = self._readable[conn_id] = asyncio.Event()
@@ -394,6 +417,7 @@ class BrokerServer:
             _log.exception("connection %d: the engine failed; closing the connection", conn_id)
         finally:
             self._readable.pop(conn_id, None)
+            self._inbound.pop(conn_id, None)
             if self._queues.pop(conn_id, None) is not None:
                 try:
                     self._apply(self.broker.connection_closed(conn_id, wall_clock_ms()))
@@ -507,11 +531,14 @@ def serve_until_signalled(
     *,
     advertised_host: str | None = None,
     advertised_port: int | None = None,
+    control_port: int | None = None,
 ) -> int:
     """Run a broker until SIGINT or SIGTERM (``kafka-wire serve``); prints one line when ready.
 
-    Clients are told ``advertised_host:advertised_port`` (by default the bound address)."""
-    return asyncio.run(_serve(config, host, port, data_dir, advertised_host, advertised_port))
+    Clients are told ``advertised_host:advertised_port`` (by default the bound address). With
+    ``control_port``, the fault-injection control protocol listens on 127.0.0.1 there
+    (``kafka_wire.adapters.fault_control``)."""
+    return asyncio.run(_serve(config, host, port, data_dir, advertised_host, advertised_port, control_port))
 
 
 async def _serve(
@@ -521,6 +548,7 @@ async def _serve(
     data_dir: Path,
     advertised_host: str | None,
     advertised_port: int | None,
+    control_port: int | None = None,
 ) -> int:
     if port == 0:
         # Bind first to learn the port, then advertise it.
@@ -546,7 +574,7 @@ async def _serve(
         advertised = "" if told == (host, bound) else f", advertised as {told[0]}:{told[1]}"
         return f"listening on {host}:{bound}{advertised}"
 
-    return await _run_until_signalled(build, start, data_dir, f"{host}:{port}")
+    return await _run_until_signalled(build, start, data_dir, f"{host}:{port}", control_port)
 
 
 async def _run_until_signalled(
@@ -554,9 +582,13 @@ async def _run_until_signalled(
     start: Callable[[BrokerServer], Awaitable[str]],
     data_dir: Path,
     where: str,
+    control_port: int | None = None,
 ) -> int:
     """Build and start a server (``start`` opens its listeners and says where it listens), print
-    one line when ready, serve until SIGINT or SIGTERM, stop; the exit status."""
+    one line when ready, serve until SIGINT or SIGTERM, stop; the exit status. With
+    ``control_port``, the fault-injection control protocol listens on 127.0.0.1 there."""
+    from kafka_wire.adapters.fault_control import ControlServer
+
     try:
         server = build()
         listening = await start(server)
@@ -569,11 +601,22 @@ async def _run_until_signalled(
         return _cannot_start(
             f"{server.failure} (data directory {data_dir}: it must be writable, with free space)"
         )
+    control: ControlServer | None = None
+    if control_port is not None:
+        control = ControlServer(server)
+        try:
+            bound = await control.start(CONTROL_HOST, control_port)
+        except OSError as exc:
+            await server.stop()
+            return _cannot_start(f"control port: {exc.strerror or exc} ({CONTROL_HOST}:{control_port})")
+        listening += f", fault control on {CONTROL_HOST}:{bound}"
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, server.stop_requested.set)
     print(f"kafka-wire serve: {listening} (data in {data_dir})", flush=True)
     await server.stop_requested.wait()
+    if control is not None:
+        await control.stop()
     for sig in (signal.SIGINT, signal.SIGTERM):  # a second signal while stopping: leave at once
         loop.add_signal_handler(sig, os._exit, 1)
     await server.stop()
@@ -589,13 +632,13 @@ def _cannot_start(reason: str) -> int:
     return 1
 
 
-def serve_node_until_signalled(config: BrokerConfig, data_dir: Path) -> int:
+def serve_node_until_signalled(config: BrokerConfig, data_dir: Path, control_port: int | None = None) -> int:
     """Run a node of a replicated cluster (``BrokerConfig.cluster`` set) until SIGINT or SIGTERM:
     every listener of ``listeners`` is opened; prints one line when ready."""
-    return asyncio.run(_serve_node(config, data_dir))
+    return asyncio.run(_serve_node(config, data_dir, control_port))
 
 
-async def _serve_node(config: BrokerConfig, data_dir: Path) -> int:
+async def _serve_node(config: BrokerConfig, data_dir: Path, control_port: int | None = None) -> int:
     from kafka_wire.broker.node import Node
 
     settings = config.cluster
@@ -609,5 +652,5 @@ async def _serve_node(config: BrokerConfig, data_dir: Path) -> int:
         return f"node {config.node_id} ({','.join(sorted(settings.roles))}) listening on {listening}"
 
     return await _run_until_signalled(
-        lambda: BrokerServer(config, data_dir, cluster=node), start, data_dir, "listeners"
+        lambda: BrokerServer(config, data_dir, cluster=node), start, data_dir, "listeners", control_port
     )

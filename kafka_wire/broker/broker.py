@@ -40,6 +40,7 @@ No clock, socket, file or ambient randomness is used: the same inputs give the s
 
 from __future__ import annotations
 
+import itertools
 import logging
 import random
 from collections.abc import Callable, Mapping
@@ -62,6 +63,7 @@ from kafka_wire.broker.effects import (
     StopBroker,
 )
 from kafka_wire.broker.failed_answers import failed_answer
+from kafka_wire.broker.faults import FaultInjector, injected_answer
 from kafka_wire.broker.fetch_sessions import FetchSessionCache
 from kafka_wire.broker.group import GroupCoordinator
 from kafka_wire.broker.group_link import GroupAnswer, GroupLink
@@ -79,6 +81,7 @@ from kafka_wire.errors import EncodeError, LocalProtocolError, ProtocolError
 from kafka_wire.messages import (
     ApiKey,
     ErrorCode,
+    FetchRequest,
     SaslAuthenticateResponse,
     SaslHandshakeResponse,
 )
@@ -148,6 +151,9 @@ class ClusterNode(Protocol):
         ...
 
 
+#: The owner of the timers of answers held by an injected latency.
+_FAULT_TIMERS: Final = "faults"
+
 #: The default logger: nothing is emitted.
 _SILENT: Final = logging.getLogger("kafka_wire.broker.silent")
 _SILENT.addHandler(logging.NullHandler())
@@ -216,6 +222,11 @@ class Broker:
         self._queue_blocked: dict[int, None] = {}
         #: The ``now_ms`` of the call being handled (for activity seen deep in the call).
         self._now_ms = 0
+        #: Faults a test asks for (``kafka_wire.broker.faults``); none by default.
+        self.faults = FaultInjector()
+        #: Answers held by an injected latency, by their timer's number (``("faults", n)``).
+        self._delayed: dict[int, Answer] = {}
+        self._delayed_seq = 0
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -300,6 +311,8 @@ class Broker:
         self._timers.clear()
         self._unmuted.clear()
         self._queue_blocked.clear()
+        self._delayed.clear()
+        self._timer_queue.clear(_FAULT_TIMERS)
         state = self.state
         for replica in state.partitions.values():
             self._effects.extend(replica.log.close())
@@ -420,6 +433,8 @@ class Broker:
         if self._cluster is not None:
             self._cluster.tick(now_ms)
         self._maintenance.run_due(self.state, now_ms)
+        if self._delayed:
+            self._release_delayed(now_ms)
         self._poll_held(now_ms, out)
         self._resume(now_ms, out)
         return self._flush(out)
@@ -631,6 +646,14 @@ class Broker:
             self._log.debug(
                 "conn %d: %s v%d %r", conn_id, type(request.body).__name__, request.api_version, request.body
             )
+        if self.faults.armed and self._from_client(conn, request):
+            code = self.faults.take_error(key)
+            if code is not None:
+                if request.expects_response:
+                    self._respond(conn_id, request, injected_answer(key, request.body, code))
+                else:  # acks=0: a failed produce closes the connection
+                    self._close_failed_without_answer(conn_id, out)
+                return
         if self._cluster is not None and self._cluster.serves(conn.listener):
             served = self._cluster.handle(request, now_ms)
             if isinstance(served, Message):
@@ -677,9 +700,17 @@ class Broker:
             self._held.append(Held(conn_id, request, result))
 
     def _respond(self, conn_id: int, request: Request, body: Message | Spliced) -> None:
-        """Answer ``request``: built now, sent once the writes of this call have succeeded."""
+        """Answer ``request``: built now, sent once the writes of this call have succeeded (or,
+        with an injected latency, at a later tick)."""
         conn = self._conns.get(conn_id)
         if conn is not None and request.expects_response:
+            if self.faults.armed and self._from_client(conn, request):
+                until = self.faults.held_until(request.api_key, self._now_ms)
+                if until is not None:
+                    self._delayed_seq += 1
+                    self._delayed[self._delayed_seq] = Answer(conn_id, request, body)
+                    self._timer_queue.schedule((_FAULT_TIMERS, self._delayed_seq), until)
+                    return
             conn.unreleased += 1
             self._answers.append(Answer(conn_id, request, body))
 
@@ -702,6 +733,9 @@ class Broker:
                 # A bug, not the client's doing: this connection cannot be answered correctly.
                 self._log.exception("conn %d: cannot answer %s", answer.conn_id, type(request.body).__name__)
                 self._close(answer.conn_id, conn, out)
+                continue
+            if self.faults.armed and self._from_client(conn, request) and self.faults.take_close(request.api_key):
+                self._cut(answer.conn_id, conn, ready, out)
                 continue
             self._send(answer.conn_id, ready, out)
 
@@ -728,6 +762,23 @@ class Broker:
         self._held = still
         for conn_id in failed_silently:
             self._close_failed_without_answer(conn_id, out)
+
+    def _release_delayed(self, now_ms: int) -> None:
+        """Answers whose injected latency is over: answered now (the connection is read again)."""
+        while (due := self._timer_queue.pop_due(now_ms, _FAULT_TIMERS)) is not None:
+            answer = self._delayed.pop(int(due.key[1]))  # type: ignore[call-overload]  # keys are (owner, int)
+            conn = self._conns.get(answer.conn_id)
+            if conn is not None:
+                conn.unreleased += 1
+                self._answers.append(answer)
+                self._answered(answer.conn_id)
+
+    def _from_client(self, conn: Channel, request: Request) -> bool:
+        """Whether faults apply: not on a controller listener, not a follower's Fetch."""
+        if self._cluster is not None and self._cluster.serves(conn.listener):
+            return False
+        body = request.body
+        return not isinstance(body, FetchRequest) or (body.replica_id < 0 and body.replica_state.replica_id < 0)
 
     def _group_answers(self, answers: list[GroupAnswer]) -> None:
         for conn_id, request, body in answers:
@@ -759,6 +810,19 @@ class Broker:
         if self._conns.pop(conn_id, None) is not None:
             self._forget(conn_id, conn)
 
+    def _cut(self, conn_id: int, conn: Channel, ready: bytes | list[object], out: list[Effect]) -> None:
+        """An injected fault: send the first half of the response frame, then close."""
+        parts = [ready] if isinstance(ready, bytes) else list(ready)
+        parts += conn.server.parts_to_send()
+        total = sum(len(p) if isinstance(p, bytes) else p.size if isinstance(p, FileRegion) else 0 for p in parts)
+        leading = b"".join(itertools.takewhile(lambda p: isinstance(p, bytes), parts))  # type: ignore[arg-type]  # bytes only, by the predicate
+        cut = leading[: max(1, min(len(leading), total // 2))]
+        self._log.info("conn %d: closing mid-response (%d of %d bytes sent), as injected", conn_id, len(cut), total)
+        out.append(Send(conn_id, (cut,)))
+        out.append(CloseConnection(conn_id))
+        if self._conns.pop(conn_id, None) is not None:
+            self._forget(conn_id, conn)
+
     def _close_failed_without_answer(self, conn_id: int, out: list[Effect]) -> None:
         """acks=0: the producer gets no answer, so Kafka closes the connection to tell it."""
         if (conn := self._conns.get(conn_id)) is not None:
@@ -778,6 +842,9 @@ class Broker:
         ]
         if self._group is not None:
             self._group.forget(conn_id)
+        for seq in [n for n, answer in self._delayed.items() if answer.conn_id == conn_id]:
+            del self._delayed[seq]
+            self._timer_queue.cancel((_FAULT_TIMERS, seq))
 
     def _flush(self, out: list[Effect]) -> list[Effect]:
         """End a call: its storage effects, then its network effects. Its answers go out now when

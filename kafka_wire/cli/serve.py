@@ -70,6 +70,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
         help="log to stderr (default WARNING)",
     )
+    parser.add_argument(
+        "--control-port",
+        type=int,
+        metavar="PORT",
+        help="serve the fault-injection control protocol (HTTP/JSON) on 127.0.0.1:PORT "
+        "(docs/guide/fault-injection.md); 0 picks a free port",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -147,10 +154,16 @@ def run(args: argparse.Namespace) -> int:
             return 2
         from kafka_wire.adapters.broker_server import serve_node_until_signalled
 
-        return serve_node_until_signalled(loaded.config, data_dir)
+        return serve_node_until_signalled(loaded.config, data_dir, args.control_port)
     host, port, advertised_host, advertised_port = endpoints(args, loaded)
     from kafka_wire.adapters.broker_server import serve_until_signalled
 
     return serve_until_signalled(
-        loaded.config, host, port, data_dir, advertised_host=advertised_host, advertised_port=advertised_port
+        loaded.config,
+        host,
+        port,
+        data_dir,
+        advertised_host=advertised_host,
+        advertised_port=advertised_port,
+        control_port=args.control_port,
     )
