@@ -57,7 +57,7 @@ class SimOptions:
     unclean: bool = False
     #: Per BUGGIFY point: the chance it is enabled in a run, then the chance it fires when asked.
     buggify_enable: float = 0.25
-    buggify_fire: float = 0.25
+    buggify_fire: float = 0.05
     liveness_deadline_ms: int = LIVENESS_DEADLINE_MS
     #: The workload (None: none, just the nodes) and the checker (None: none).
     clients: ClientFactory | None = None
@@ -156,6 +156,7 @@ class _Run:
             script=options.script,
             kinds=options.fault_kinds,
         )
+        self.world.faults = self.faults.recorded
         self._logged_ops = 0
 
     def run(self) -> SimResult:

@@ -17,6 +17,7 @@ from kafka_wire.sim.scheduler import Event, Scheduler
 
 if TYPE_CHECKING:
     from kafka_wire.sim.contracts import SimClient
+    from kafka_wire.sim.faults import Fault
 
 #: Virtual time at the start of a run (a plausible wall clock: record timestamps look real).
 START_MS: Final = 1_700_000_000_000
@@ -68,6 +69,8 @@ class World:
             for n in range(1, config.nodes + 1)
         ]
         self.clients: list[ClientAdapter] = []
+        #: The faults applied so far (the fault plan's record).
+        self.faults: list[Fault] = []
 
     # -- WorldView ----------------------------------------------------------------------------------
     @property
