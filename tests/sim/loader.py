@@ -55,6 +55,8 @@ class Loader:
         self._sent = 0
         #: Per (topic, partition): the node last found leading.
         self._leaders: dict[tuple[str, int], int] = {}
+        #: The partition the next send goes to (None: still creating topics).
+        self._target: tuple[str, int] | None = None
         self.acked = 0
         self.errors = 0
 
@@ -115,7 +117,9 @@ class Loader:
         return not self._in_flight
 
     # -- the work -----------------------------------------------------------------------------------
-    def _drop(self, now_ms: int) -> None:
+    def _drop(self, now_ms: int, *, failed: bool = True) -> None:
+        if failed and self._target is not None:  # its leader may be gone: try the next node
+            self._leaders[self._target] = self._node % self._nodes + 1
         if self._conn is not None and self._io is not None:
             self._io.close(self._conn)
         self._conn = None
@@ -152,9 +156,10 @@ class Loader:
             return
         topic, partitions, _ = self._topics[self._sent % len(self._topics)]
         partition = (self._sent // len(self._topics)) % partitions
+        self._target = (topic, partition)
         leader = self._leaders.get((topic, partition), 1)
         if leader != self._node:
-            self._drop(now_ms)
+            self._drop(now_ms, failed=False)
             self._node = leader
             self._next_ms = now_ms
             return
