@@ -227,9 +227,12 @@ def _run_one(args: argparse.Namespace) -> int:
     options = options_of(args, args.seed)
     result = simulate(options, clock=time.perf_counter)
     if result.trace is not None:
-        out = sys.stdout
-        for line in result.trace:
-            out.write(line + "\n")
+        try:
+            sys.stdout.write("".join(line + "\n" for line in result.trace))
+            sys.stdout.flush()
+        except BrokenPipeError:  # the reader (head, less) has seen enough
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1 if result.violations else 0
     outcome = _outcome(result)
     shrunk = None
     if result.violations and args.shrink:

@@ -139,6 +139,7 @@ class _Run:
                 seed=options.seed,
                 nodes=options.nodes,
                 topics=topic_names(options),
+                rf=options.rf,
                 unclean=options.unclean,
                 trace=options.trace,
             )

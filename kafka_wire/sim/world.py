@@ -34,6 +34,8 @@ class WorldConfig:
     seed: int
     nodes: int = 3
     topics: Sequence[tuple[str, int]] = ()
+    #: The replication factor the workload creates its topics with.
+    rf: int = 3
     unclean: bool = False
     trace: bool = False
     latency_ms: tuple[int, int] = (1, 5)
@@ -53,6 +55,8 @@ class World:
         self.rng = derived_rng(config.seed, "checker")
         self.history = History()
         self._topics = list(config.topics)
+        #: The replication factor of the workload's topics (for the admin client).
+        self.replication_factor = config.rf
         from kafka_wire.sim.host import FAST_SETTINGS
 
         settings = {**FAST_SETTINGS, **config.settings}
