@@ -90,6 +90,22 @@ def test_power_loss_drops_what_was_not_fsynced_and_the_node_recovers() -> None:
     assert world.run_until(world.cluster_ready, world.now_ms + FORM_MS)
 
 
+def test_a_disk_fault_damages_the_last_fsynced_write_of_a_partition_segment() -> None:
+    world, _ = loaded_world()
+    world.run_for(3000)  # log.flush.interval.messages=8: the segments have fsynced writes
+    host = world.hosts[1]
+    durable = {p: bytes(d) for p, d in host.storage._durable.items()}
+    lost = host.crash("disk-fault", derived_rng(1, "test"))
+    kind, _, where = lost.partition(" ")
+    path = where.split("[", 1)[0].split("@", 1)[0]
+    assert kind in ("lost", "corrupt") and path.endswith(".log") and not path.startswith("__cluster_metadata")
+    after = bytes(host.storage.files[path])
+    assert after != durable[path]
+    assert (len(after) < len(durable[path])) if kind == "lost" else (len(after) == len(durable[path]))
+    host.start()
+    assert world.run_until(world.cluster_ready, world.now_ms + FORM_MS)
+
+
 def test_a_partitioned_node_is_fenced_and_comes_back_after_the_heal() -> None:
     world, _ = loaded_world()
     lonely = world.hosts[controller_of(world) % 3]  # not the controller
