@@ -319,7 +319,8 @@ def _converged(world: World, clients: Sequence[SimClient]) -> bool:
 
 
 def _describe(exc: BaseException) -> str:
-    frames = traceback.extract_tb(exc.__traceback__)
+    # lookup_lines=False: where it was raised, without reading source files
+    frames = traceback.StackSummary.extract(traceback.walk_tb(exc.__traceback__), lookup_lines=False)
     where = ""
     if frames:
         last = frames[-1]
