@@ -39,6 +39,8 @@ class WorldConfig:
     unclean: bool = False
     trace: bool = False
     latency_ms: tuple[int, int] = (1, 5)
+    #: Each node's clock starts up to this far ahead of world time.
+    max_initial_skew_ms: int = 2000
     settings: dict[str, str] = field(default_factory=dict)
 
 
@@ -72,6 +74,9 @@ class World:
             )
             for n in range(1, config.nodes + 1)
         ]
+        clock = derived_rng(config.seed, "clock")
+        for host in self.hosts:  # skew from the start: each node's clock a little ahead
+            host.offset_ms = int(clock.random() * config.max_initial_skew_ms)
         self.clients: list[ClientAdapter] = []
         #: The faults applied so far (the fault plan's record).
         self.faults: list[Fault] = []
