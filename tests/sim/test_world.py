@@ -10,6 +10,10 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
+import kafka_wire.cli.simulate as simulate_cli
+from kafka_wire.cli import main
 from kafka_wire.sim.contracts import Violation, WorldView
 from kafka_wire.sim.faults import FaultPlan
 from kafka_wire.sim.run import SimOptions, SimResult, simulate, topic_names
@@ -274,3 +278,18 @@ def test_the_cli_runs_seeds_and_prints_a_summary() -> None:
     assert "2/2 seeds" in done.stderr
     bad = cli("--seeds", "x")
     assert bad.returncode == 2 and "--seeds x" in bad.stderr
+
+
+def test_the_cli_exits_1_on_a_violation_and_prints_the_replay_and_shrunk_commands(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(simulate_cli, "workload", lambda: (None, FailsOnPowerLoss))
+    status = main(["simulate", "--seeds", "2", "--events", "2000", "--jobs", "1", "--shrink"])
+    out = capsys.readouterr().out
+    assert status == 1
+    assert "VIOLATION planted" in out
+    assert "replay: kafka-wire simulate --seed 2 --events 2000 --nodes 3 --trace" in out
+    shrunk = [line for line in out.splitlines() if "shrunk:" in line]
+    assert len(shrunk) == 1 and "--faults " in shrunk[0]
+    faults = shrunk[0].split("--faults ", 1)[1].split(" ", 1)[0]
+    assert len(faults.split(",")) == 1  # one power loss is enough
