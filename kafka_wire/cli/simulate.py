@@ -41,18 +41,24 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--seeds", default="1..100", help="seeds to run, A..B or A,B,C (default 1..100)")
     which.add_argument("--seed", type=int, help="run one seed (with --trace: print its trace)")
-    parser.add_argument("--events", type=int, default=5000, help="events of the faulty phase per seed (default 5000)")
+    parser.add_argument(
+        "--events", type=int, default=5000, help="events of the faulty phase per seed (default 5000)"
+    )
     parser.add_argument("--nodes", type=int, default=3, help="nodes (broker and controller each; default 3)")
     parser.add_argument("--topics", type=int, default=3, help="the workload's topics (default 3)")
     parser.add_argument("--partitions", type=int, default=3, help="partitions per topic (default 3)")
     parser.add_argument("--rf", type=int, default=3, help="replication factor (default 3)")
     parser.add_argument("--bug", action="append", default=[], metavar="NAME", help="plant a bug (repeatable)")
     parser.add_argument("--list-bugs", action="store_true", help="list the planted bugs and exit")
-    parser.add_argument("--faults", metavar="I,J,...", help="apply only these fault indices (a shrunk schedule)")
+    parser.add_argument(
+        "--faults", metavar="I,J,...", help="apply only these fault indices (a shrunk schedule)"
+    )
     parser.add_argument("--no-faults", action="store_true", help="inject no faults")
     parser.add_argument("--trace", action="store_true", help="print the trace of --seed on stdout")
     parser.add_argument("--shrink", action="store_true", help="shrink the faults of each failing seed")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes (default: all cores)")
+    parser.add_argument(
+        "--jobs", type=int, default=os.cpu_count() or 1, help="worker processes (default: all cores)"
+    )
     parser.set_defaults(handler=run)
 
 
@@ -265,7 +271,9 @@ def _outcomes(args: argparse.Namespace, seeds: list[int], jobs: int) -> Iterator
         for seed in seeds:
             yield _run_seed(seed)
         return
-    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+    context = multiprocessing.get_context(
+        "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    )
     with context.Pool(jobs, initializer=_init_worker, initargs=(args,)) as pool:
         yield from pool.imap_unordered(_run_seed, seeds, chunksize=1)
 
@@ -313,7 +321,9 @@ class _Progress:
             self.out.flush()
 
 
-def _summary(outcomes: list[Outcome], args: argparse.Namespace, elapsed_s: float, jobs: int, out: TextIO) -> None:
+def _summary(
+    outcomes: list[Outcome], args: argparse.Namespace, elapsed_s: float, jobs: int, out: TextIO
+) -> None:
     from kafka_wire.sim.faults import FAULT_KINDS
 
     events = sum(o.events for o in outcomes)

@@ -192,7 +192,9 @@ class FaultPlan:
             lost = host.crash(kind, random.Random(draw.seed))
             restart_ms = draw.duration_ms
             self._later(restart_ms, f"fault {index} restart {host.location}", lambda: self._restart(host))
-            return Fault(index, now, kind, host.location, f"restart +{restart_ms}ms" + (f" {lost}" if lost else ""))
+            return Fault(
+                index, now, kind, host.location, f"restart +{restart_ms}ms" + (f" {lost}" if lost else "")
+            )
         if kind in ("partition", "partition-one-way"):
             others = [h.location for h in hosts if h is not host]
             if kind == "partition":

@@ -187,7 +187,10 @@ class NodeHost:
         candidates = sorted(
             p
             for p, before in self._durable_before.items()
-            if p in durable and len(durable[p]) > before and p.endswith(".log") and not p.startswith(METADATA_LOG)
+            if p in durable
+            and len(durable[p]) > before
+            and p.endswith(".log")
+            and not p.startswith(METADATA_LOG)
         )
         if not candidates:
             return "nothing"
@@ -228,7 +231,8 @@ class NodeHost:
                         data = parts[0]
                     else:
                         data = b"".join(
-                            p if isinstance(p, bytes) else self.storage.read(p.path, p.position, p.size) for p in parts
+                            p if isinstance(p, bytes) else self.storage.read(p.path, p.position, p.size)
+                            for p in parts
                         )
                     self.network.send(entry[0], entry[1], data)
             elif kind is OpenConnection:
@@ -250,7 +254,11 @@ class NodeHost:
                 self._paused.discard(effect.conn_id)
                 waiting = self._inbox.pop(effect.conn_id, None)
                 if waiting:
-                    self.scheduler.after(0, f"resume n{self.node_id} {effect.conn_id}", lambda c=effect.conn_id, w=waiting: self._replay(c, w))  # type: ignore[misc]
+                    self.scheduler.after(
+                        0,
+                        f"resume n{self.node_id} {effect.conn_id}",
+                        lambda c=effect.conn_id, w=waiting: self._replay(c, w),
+                    )  # type: ignore[misc]
             elif kind is StopBroker:
                 assert isinstance(effect, StopBroker)
                 self.failure = effect.reason

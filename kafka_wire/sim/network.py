@@ -49,7 +49,19 @@ class Peer(Protocol):
 
 
 class Connection:
-    __slots__ = ("accepted", "dead", "ends", "gone", "held", "id", "last_ms", "local", "locs", "port", "queues")
+    __slots__ = (
+        "accepted",
+        "dead",
+        "ends",
+        "gone",
+        "held",
+        "id",
+        "last_ms",
+        "local",
+        "locs",
+        "port",
+        "queues",
+    )
 
     def __init__(self, conn_id: int, dialer: Peer, acceptor: Peer, dialer_local: int, port: int) -> None:
         self.id = conn_id

@@ -254,9 +254,11 @@ class _Run:
 
     def _unconverged(self) -> str:
         world = self.world
-        return "did not converge after the heal: " + "; ".join(_waiting_for(world, self.clients)) if _waiting_for(
-            world, self.clients
-        ) else "did not converge after the heal"
+        return (
+            "did not converge after the heal: " + "; ".join(_waiting_for(world, self.clients))
+            if _waiting_for(world, self.clients)
+            else "did not converge after the heal"
+        )
 
 
 def _formed(world: World) -> bool:

@@ -52,7 +52,9 @@ class World:
         self.seed = config.seed
         self.scheduler = Scheduler(START_MS, trace=config.trace)
         self.scheduler_start_ms = START_MS
-        self.network = Network(self.scheduler, derived_rng(config.seed, "network"), latency_ms=config.latency_ms)
+        self.network = Network(
+            self.scheduler, derived_rng(config.seed, "network"), latency_ms=config.latency_ms
+        )
         #: For the checker and the clients (its own generator).
         self.rng = derived_rng(config.seed, "checker")
         self.history = History()

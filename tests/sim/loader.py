@@ -134,7 +134,9 @@ class Loader:
     def _step(self, now_ms: int) -> None:
         assert self._io is not None
         if self._conn is None:
-            self._client = ClientConnection(ClientConfig(client_id=self.name, request_timeout_ms=3000), now_ms=now_ms)
+            self._client = ClientConnection(
+                ClientConfig(client_id=self.name, request_timeout_ms=3000), now_ms=now_ms
+            )
             self._conn = self._io.connect(self, f"node{self._node}", 9092)
             self._next_ms = now_ms + 10
             return
@@ -181,7 +183,12 @@ class Loader:
         )
         self._send(produce, (topic, partition, value), PRODUCE_VERSION)
 
-    def _send(self, request: CreateTopicsRequest | ProduceRequest, context: object = None, version: int | None = None) -> None:
+    def _send(
+        self,
+        request: CreateTopicsRequest | ProduceRequest,
+        context: object = None,
+        version: int | None = None,
+    ) -> None:
         assert self._io is not None and self._client is not None and self._conn is not None
         self._in_flight = True
         self._io.send(self._conn, self._client.send(request, version, context=context))
@@ -202,13 +209,33 @@ class Loader:
         if answer.error_code == ErrorCode.NONE:
             self.acked += 1
             self._history.add(
-                Op(now_ms, self.name, OpType.OK, OpKind.SEND, topic, partition, value=value, offset=answer.base_offset, acks=-1)
+                Op(
+                    now_ms,
+                    self.name,
+                    OpType.OK,
+                    OpKind.SEND,
+                    topic,
+                    partition,
+                    value=value,
+                    offset=answer.base_offset,
+                    acks=-1,
+                )
             )
             self._next_ms = now_ms + (self._interval_ms or 0)
             return
         self.errors += 1
         self._history.add(
-            Op(now_ms, self.name, OpType.FAIL, OpKind.SEND, topic, partition, value=value, acks=-1, error=str(answer.error_code))
+            Op(
+                now_ms,
+                self.name,
+                OpType.FAIL,
+                OpKind.SEND,
+                topic,
+                partition,
+                value=value,
+                acks=-1,
+                error=str(answer.error_code),
+            )
         )
         if answer.error_code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION):
             self._leaders[topic, partition] = self._node % self._nodes + 1

@@ -73,7 +73,9 @@ def test_a_killed_controller_is_replaced_and_rejoins_after_its_restart() -> None
     assert not victim.up
     others = [h for h in world.hosts if h is not victim]
     assert world.run_until(
-        lambda: all(h.node is not None and h.node.view.controller_id not in (-1, victim.node_id) for h in others),
+        lambda: all(
+            h.node is not None and h.node.view.controller_id not in (-1, victim.node_id) for h in others
+        ),
         world.now_ms + FORM_MS,
     )
     acked = loader.acked
@@ -213,7 +215,11 @@ class FailsOnPowerLoss:
 
 
 def test_shrinking_a_failure_keeps_only_the_fault_that_causes_it() -> None:
-    opts = options(11, checker=FailsOnPowerLoss, fault_kinds=frozenset({"kill", "power-loss", "partition", "reset", "clock-jump"}))
+    opts = options(
+        11,
+        checker=FailsOnPowerLoss,
+        fault_kinds=frozenset({"kill", "power-loss", "partition", "reset", "clock-jump"}),
+    )
     failed = simulate(opts)
     assert failed.anomaly == "planted"
     assert len(failed.faults) > 1
