@@ -254,16 +254,16 @@ class NodeHost:
                 self._paused.discard(effect.conn_id)
                 waiting = self._inbox.pop(effect.conn_id, None)
                 if waiting:
-                    self.scheduler.after(
-                        0,
-                        f"resume n{self.node_id} {effect.conn_id}",
-                        lambda c=effect.conn_id, w=waiting: self._replay(c, w),
-                    )  # type: ignore[misc]
+                    self._replay_later(effect.conn_id, waiting)
             elif kind is StopBroker:
                 assert isinstance(effect, StopBroker)
                 self.failure = effect.reason
                 self._down()
                 return
+
+    def _replay_later(self, conn_id: int, waiting: list[bytes | None]) -> None:
+        """Deliver what arrived while the connection was paused, as its own event."""
+        self.scheduler.after(0, f"resume n{self.node_id} {conn_id}", lambda: self._replay(conn_id, waiting))
 
     def _replay(self, conn_id: int, waiting: list[bytes | None]) -> None:
         for item in waiting:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import kafka_wire.cli.simulate as simulate_cli
+from kafka_wire.broker.effects import Effect, PauseReading, ResumeReading
 from kafka_wire.cli import main
 from kafka_wire.sim.contracts import Violation, WorldView
 from kafka_wire.sim.faults import FaultPlan
@@ -299,3 +300,27 @@ def test_the_cli_exits_1_on_a_violation_and_prints_the_replay_and_shrunk_command
     assert len(shrunk) == 1 and "--faults " in shrunk[0]
     faults = shrunk[0].split("--faults ", 1)[1].split(" ", 1)[0]
     assert len(faults.split(",")) == 1  # one power loss is enough
+
+
+def test_bytes_for_a_paused_connection_wait_until_the_engine_resumes_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    world = formed_world()
+    host = world.hosts[0]
+    broker = host.broker
+    assert broker is not None
+    conn_id = min(c for c in host._conns if c > 0)  # one a peer dialled
+    seen: list[tuple[int, bytes]] = []
+
+    def spy(conn: int, data: bytes, now_ms: int) -> list[Effect]:
+        seen.append((conn, data))
+        return []
+
+    monkeypatch.setattr(broker, "receive_data", spy)
+    host._apply([PauseReading(conn_id)])
+    host.net_data(conn_id, b"held")
+    assert seen == [] and host._inbox[conn_id] == [b"held"]
+    host._apply([ResumeReading(conn_id)])
+    assert seen == []  # delivered as an event of its own
+    world.run_for(1)
+    assert (conn_id, b"held") in seen and conn_id not in host._inbox
