@@ -82,3 +82,15 @@ def test_the_walk_finds_imports() -> None:
     found = reachable("kafka_wire.broker.log")
     assert "kafka_wire.logformat.batch_header" in found
     assert "kafka_wire.broker.effects" in found
+
+
+def test_the_simulator_drives_the_engine_without_adapters() -> None:
+    """kafka_wire.sim is core: the engine on a virtual network, never the asyncio driver."""
+    assert _offenders("kafka_wire.sim", "kafka_wire.adapters") == []
+    assert _offenders("kafka_wire.sim", "kafka_wire.cli") == []
+    io_modules = {"socket", "asyncio", "threading", "time", "os", "subprocess", "multiprocessing", "secrets"}
+    for path in sorted((ROOT / "sim").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        names |= {(n.module or "").split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        assert not names & io_modules, f"{path.name} imports {sorted(names & io_modules)}"

@@ -5,6 +5,7 @@
 - ``dump-log`` (:mod:`~kafka_wire.cli.dump_log`): the batches of a segment file or records
   payload, or the entries of an index file.
 - ``serve`` (:mod:`~kafka_wire.cli.serve`): run the broker.
+- ``simulate`` (:mod:`~kafka_wire.cli.simulate`): seeded simulations of a cluster with faults.
 - ``spark-load`` (:mod:`~kafka_wire.cli.spark_load`): topics into Parquet with Spark.
 
 Each module has ``add_parser(sub)``, which registers its subcommand and sets ``handler``;
@@ -17,13 +18,13 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from kafka_wire.cli import cluster, decode, dump_log, serve, spark_load
+from kafka_wire.cli import cluster, decode, dump_log, serve, simulate, spark_load
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kafka-wire", description="Sans-IO Apache Kafka protocol toolkit")
     sub = parser.add_subparsers(dest="command", required=True)
-    for command in (cluster, decode, dump_log, serve, spark_load):
+    for command in (cluster, decode, dump_log, serve, simulate, spark_load):
         command.add_parser(sub)
     return parser
 

@@ -57,7 +57,10 @@ class VersionSet:
     def __contains__(self, version: object) -> bool:
         if not isinstance(version, int):
             return False
-        return any(lo <= version <= hi for lo, hi in self._ranges)
+        for lo, hi in self._ranges:
+            if lo <= version <= hi:
+                return True
+        return False
 
     def __iter__(self) -> Iterator[int]:
         for lo, hi in self._ranges:

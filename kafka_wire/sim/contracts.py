@@ -9,6 +9,7 @@ fails the dial (``ClientIO.closed``) when the node is down or partitioned from t
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
@@ -83,7 +84,9 @@ class NodeLike(Protocol):
 class WorldView(Protocol):
     """What the checker reads after every event."""
 
-    now_ms: int
+    @property
+    def now_ms(self) -> int: ...
+
     rng: random.Random
     history: History
 
@@ -96,3 +99,24 @@ class WorldView(Protocol):
     def unclean_elections(self) -> bool:
         """Whether unclean leader election is enabled for the workload's topics."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """A broken invariant: Jepsen's anomaly name where there is one (``lost-write``,
+    ``duplicate``, ``poll-skip``, ...), else the invariant's (``hw-monotonic``, ``liveness``)."""
+
+    anomaly: str
+    time_ms: int
+    detail: str
+
+    def line(self) -> str:
+        return f"{self.time_ms} VIOLATION {self.anomaly}: {self.detail}"
+
+
+class Checker(Protocol):
+    """Reads the world after every event and at the end; the first violation stops the run."""
+
+    def after_event(self, world: WorldView) -> list[Violation]: ...
+
+    def at_end(self, world: WorldView) -> list[Violation]: ...

@@ -435,6 +435,11 @@ class PartitionReplica:
         """Drop the log from ``offset`` (a diverged follower); the epoch cache and producer state
         follow."""
         if offset >= self.log.log_end_offset:
+            # Kafka's UnifiedLog.truncateTo: the cache is cut at the log end all the same. A
+            # replica that led an epoch and appended nothing in it keeps that epoch's entry at its
+            # log end; while it stays, every fetch names that epoch, the leader answers
+            # DivergingEpoch at this very offset, and the follower never catches up.
+            self.epoch_cache.truncate_from_end(self.log.log_end_offset)
             return
         self.log.truncate_to(offset)
         self.epoch_cache.truncate_from_end(self.log.log_end_offset)

@@ -521,3 +521,20 @@ def test_the_epoch_cache_follows_a_log_start_moved_by_retention() -> None:
     net.run(6000)  # the checkpoint round notices
     assert leader.epoch_cache.entries == [(1, 3)]
     assert net.nodes[2].storage.files[f"{leader.log.directory}/leader-epoch-checkpoint"] == b"0\n1\n1 3\n"
+
+
+def test_a_follower_that_led_an_empty_epoch_drops_it_and_catches_up() -> None:
+    """Kafka's UnifiedLog.truncateTo cuts the epoch cache at the log end even when the log keeps
+    every record: else the empty epoch it led stays its latest, every fetch names it, the leader
+    answers DivergingEpoch at the follower's log end forever, and the follower never catches up
+    (found by the simulator, seed 7)."""
+    net = three()
+    net.nodes[1].produce([b"m1"], net.now_ms, acks=-1)
+    net.run(1000)
+    net.elect(2)  # node 2 leads epoch 1 from offset 1 and appends nothing
+    assert net.nodes[2].replica().epoch_cache.entries == [(0, 0), (1, 1)]
+    net.elect(3)
+    net.nodes[3].produce([b"m2"], net.now_ms, acks=1)
+    net.run(2000)
+    assert values(net.nodes[2]) == [b"m1", b"m2"]
+    assert net.nodes[2].replica().epoch_cache.entries == [(0, 0), (2, 1)]

@@ -1,0 +1,272 @@
+"""The fault plan of a run: faults drawn lazily from the run's fault generator, applied when the
+model allows them, each recorded (index, time, kind, target), and replayable by index.
+
+Every draw takes the same numbers from the generator whatever the world's state, so the n-th
+draw is the same fault in every run of a seed: a run replayed with ``script`` (a subset of the
+recorded indices) applies exactly those faults at the same times, and nothing else moves. A
+fault carries its own end (the restart of a crashed node, the heal of a partition, the end of a
+latency spike), drawn with it.
+
+Model rules (Kafka's failure model, so that a lost acknowledged write is always a bug): at most
+one node is down at a time; a fault that loses stored bytes (``power-loss``, ``disk-fault``)
+strikes only when every node is up and every partition's ISR is full on every node. A drawn
+fault the rules forbid now is skipped (and not recorded).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from kafka_wire.sim.host import NodeHost
+    from kafka_wire.sim.network import Network
+    from kafka_wire.sim.scheduler import Event, Scheduler
+
+#: Every kind of fault, in the order the summary lists them.
+FAULT_KINDS: Final = (
+    "kill",
+    "power-loss",
+    "disk-fault",
+    "partition",
+    "partition-one-way",
+    "partition-client",
+    "heal",
+    "reset",
+    "latency-spike",
+    "clock-jump",
+)
+#: Relative weights of the kinds drawn.
+_WEIGHTS: Final = (3, 2, 1, 3, 2, 2, 1, 3, 2, 2)
+_CUMULATIVE: Final = tuple(sum(_WEIGHTS[: i + 1]) for i in range(len(_WEIGHTS)))
+DEFAULT_FAULT_INTERVAL_MS: Final = 1500
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    """One applied fault: its draw index, when (world ms), what, and on what."""
+
+    index: int
+    time_ms: int
+    kind: str
+    target: str
+    detail: str = ""
+
+    def line(self) -> str:
+        return f"fault {self.index} {self.kind} {self.target}{' ' + self.detail if self.detail else ''}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Draw:
+    """The numbers of one draw (taken in the same order for every kind)."""
+
+    kind: str
+    pick: int
+    pick2: int
+    duration_ms: int
+    amount_ms: int
+    seed: int
+
+
+def isr_full(hosts: Sequence[NodeHost]) -> bool:
+    """Every node up, and on every node every partition's ISR is its whole replica set."""
+    for host in hosts:
+        broker = host.broker
+        if broker is None:
+            return False
+        for replica in broker.state.partitions.values():
+            registration = replica.registration
+            if registration is None or len(registration.isr) != len(registration.replicas):
+                return False
+    return True
+
+
+class FaultPlan:
+    def __init__(
+        self,
+        scheduler: Scheduler,
+        network: Network,
+        hosts: Sequence[NodeHost],
+        clients: Callable[[], Sequence[str]],
+        rng: random.Random,
+        *,
+        interval_ms: int = DEFAULT_FAULT_INTERVAL_MS,
+        script: frozenset[int] | None = None,
+        kinds: frozenset[str] | None = None,
+    ) -> None:
+        self.scheduler = scheduler
+        self.network = network
+        self.hosts = hosts
+        self._clients = clients
+        self.rng = rng
+        self.interval_ms = interval_ms
+        self.script = script
+        self.kinds = kinds
+        #: The faults applied, in order.
+        self.recorded: list[Fault] = []
+        self.counts: Counter[str] = Counter()
+        self.draws = 0
+        self._next: Event | None = None
+        self._pending: list[Event] = []
+        #: The heal events of active partitions (a ``heal`` fault cancels them).
+        self._heals: list[Event] = []
+        #: Blocked directions and how many active partitions block each.
+        self._blocks: Counter[tuple[str, str]] = Counter()
+        self.running = False
+
+    # -- the plan ---------------------------------------------------------------------------------
+    def start(self) -> None:
+        self.running = True
+        self._schedule_next()
+
+    def stop(self) -> None:
+        """No more faults; partitions heal, spikes end, down nodes restart (the liveness phase)."""
+        self.running = False
+        if self._next is not None:
+            self._next.cancel()
+            self._next = None
+        for event in self._pending:
+            event.cancel()
+        self._pending.clear()
+        self._blocks.clear()
+        self.network.unblock(None)
+        self.network.extra_ms.clear()
+        for host in self.hosts:
+            if not host.up:
+                host.start()
+
+    def _schedule_next(self) -> None:
+        gap = 1 + int(self.rng.expovariate(1 / self.interval_ms))
+        self._next = self.scheduler.after(gap, "faults draw", self._on_draw)
+
+    def _draw(self) -> _Draw:
+        rng = self.rng
+        point = rng.random() * _CUMULATIVE[-1]
+        kind = FAULT_KINDS[next(i for i, c in enumerate(_CUMULATIVE) if point < c)]
+        return _Draw(
+            kind,
+            rng.getrandbits(30),
+            rng.getrandbits(30),
+            500 + int(rng.random() * 4500),
+            20 + int(rng.random() * 480),
+            rng.getrandbits(32),
+        )
+
+    def _on_draw(self) -> None:
+        self._next = None
+        self.draws += 1
+        index = self.draws
+        draw = self._draw()
+        if (self.script is None or index in self.script) and (self.kinds is None or draw.kind in self.kinds):
+            fault = self._apply(index, draw)
+            if fault is not None:
+                self.recorded.append(fault)
+                self.counts[fault.kind] += 1
+                if self.scheduler.trace is not None:
+                    self.scheduler.trace.append(f"{self.scheduler.now_ms} {fault.line()}")
+        if self.running:
+            self._schedule_next()
+
+    def _later(self, delay_ms: int, label: str, action: Callable[[], None]) -> Event:
+        now = self.scheduler.now_ms
+        self._pending = [e for e in self._pending if not e.cancelled and e.time_ms > now]
+        self._heals = [e for e in self._heals if not e.cancelled and e.time_ms > now]
+        event = self.scheduler.after(delay_ms, label, action)
+        self._pending.append(event)
+        return event
+
+    # -- applying ---------------------------------------------------------------------------------
+    def _apply(self, index: int, draw: _Draw) -> Fault | None:
+        kind = draw.kind
+        hosts = self.hosts
+        now = self.scheduler.now_ms
+        host = hosts[draw.pick % len(hosts)]
+        if kind in ("kill", "power-loss", "disk-fault"):
+            if any(not h.up for h in hosts):
+                return None
+            if kind != "kill" and not isr_full(hosts):
+                return None
+            lost = host.crash(kind, random.Random(draw.seed))
+            restart_ms = draw.duration_ms
+            self._later(restart_ms, f"fault {index} restart {host.location}", lambda: self._restart(host))
+            return Fault(
+                index, now, kind, host.location, f"restart +{restart_ms}ms" + (f" {lost}" if lost else "")
+            )
+        if kind in ("partition", "partition-one-way"):
+            others = [h.location for h in hosts if h is not host]
+            if kind == "partition":
+                pairs = [(host.location, o) for o in others] + [(o, host.location) for o in others]
+                target = f"{host.location}|{','.join(others)}"
+            else:
+                other = others[draw.pick2 % len(others)]
+                pairs = [(host.location, other)]
+                target = f"{host.location}>{other}"
+            self._block(index, pairs, draw.duration_ms)
+            return Fault(index, now, kind, target, f"heal +{draw.duration_ms}ms")
+        if kind == "partition-client":
+            clients = self._clients()
+            if not clients:
+                return None
+            client = clients[draw.pick2 % len(clients)]
+            way = draw.seed % 3
+            pairs = [(client, host.location), (host.location, client)]
+            if way < 2:
+                pairs = [pairs[way]]
+            arrow = "|" if way == 2 else ">" if way == 0 else "<"
+            self._block(index, pairs, draw.duration_ms)
+            return Fault(index, now, kind, f"{client}{arrow}{host.location}", f"heal +{draw.duration_ms}ms")
+        if kind == "heal":
+            if not self._blocks:
+                return None
+            self._blocks.clear()
+            for event in self._heals:
+                event.cancel()
+            self._heals.clear()
+            self.network.unblock(None)
+            return Fault(index, now, kind, "all")
+        if kind == "reset":
+            conns = sorted(self.network.conns)
+            if not conns:
+                return None
+            conn = self.network.conns[conns[draw.pick2 % len(conns)]]
+            target = f"{conn.id}:{conn.locs[0]}>{conn.locs[1]}"
+            self.network.reset(conn)
+            return Fault(index, now, kind, target)
+        if kind == "latency-spike":
+            where = host.location
+            extra = self.network.extra_ms
+            extra[where] = extra.get(where, 0) + draw.amount_ms
+
+            def end() -> None:
+                left = extra.get(where, 0) - draw.amount_ms
+                if left > 0:
+                    extra[where] = left
+                else:
+                    extra.pop(where, None)
+
+            self._later(draw.duration_ms, f"fault {index} spike-end {where}", end)
+            return Fault(index, now, kind, where, f"+{draw.amount_ms}ms for {draw.duration_ms}ms")
+        assert kind == "clock-jump"
+        jump = draw.amount_ms * 10
+        host.jump_clock(jump)
+        return Fault(index, now, kind, host.location, f"+{jump}ms")
+
+    def _restart(self, host: NodeHost) -> None:
+        if not host.up:
+            host.start()
+
+    def _block(self, index: int, pairs: list[tuple[str, str]], duration_ms: int) -> None:
+        self._blocks.update(pairs)
+        self.network.block(pairs)
+
+        def heal() -> None:
+            self._blocks.subtract(pairs)
+            healed = [p for p in pairs if self._blocks[p] <= 0]
+            for p in healed:
+                del self._blocks[p]
+            self.network.unblock(healed)
+
+        self._heals.append(self._later(duration_ms, f"fault {index} heal", heal))

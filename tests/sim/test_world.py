@@ -1,0 +1,326 @@
+"""The simulator's core: a cluster forms on the virtual network, crashes and partitions heal, a
+seed replays byte for byte (in this process and through the CLI), and shrinking keeps only the
+fault that makes a run fail."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+import kafka_wire.cli.simulate as simulate_cli
+from kafka_wire.broker.effects import Effect, PauseReading, ResumeReading
+from kafka_wire.cli import main
+from kafka_wire.sim.contracts import Violation, WorldView
+from kafka_wire.sim.faults import FaultPlan
+from kafka_wire.sim.run import SimOptions, SimResult, simulate, topic_names
+from kafka_wire.sim.shrink import shrink
+from kafka_wire.sim.world import World, WorldConfig, derived_rng
+from tests.sim.loader import Loader
+
+ROOT = Path(__file__).resolve().parents[2]
+FORM_MS = 30_000
+
+
+def formed_world(seed: int = 1, nodes: int = 3, *, trace: bool = False) -> World:
+    world = World(WorldConfig(seed=seed, nodes=nodes, trace=trace))
+    world.start()
+    assert world.run_until(world.cluster_ready, world.now_ms + FORM_MS), "the cluster did not form"
+    return world
+
+
+def loaded_world(seed: int = 1) -> tuple[World, Loader]:
+    world = formed_world(seed)
+    loader = Loader("producer-1", 3, [("t", 3, 3)], world.history, interval_ms=20)
+    world.add_client(loader)
+    assert world.run_until(lambda: loader.created and loader.acked >= 5, world.now_ms + FORM_MS)
+    return world, loader
+
+
+def controller_of(world: World) -> int:
+    node = world.hosts[0].node
+    assert node is not None
+    return node.view.controller_id
+
+
+def test_a_cluster_forms_with_one_controller_and_every_broker_unfenced() -> None:
+    world = formed_world()
+    assert {controller_of(world)} <= {1, 2, 3}
+    assert all(h.up for h in world.hosts)
+
+
+def test_a_client_creates_a_topic_and_its_acks_all_writes_are_acknowledged() -> None:
+    world, loader = loaded_world()
+    world.run_for(2000)
+    assert loader.acked >= 20
+    leaders = {
+        (r.topic, r.partition): h.node_id
+        for h in world.hosts
+        if h.broker is not None
+        for r in h.broker.state.partitions.values()
+        if r.is_leader and r.topic == "t"
+    }
+    assert sorted(leaders) == [("t", 0), ("t", 1), ("t", 2)]
+
+
+def test_a_killed_controller_is_replaced_and_rejoins_after_its_restart() -> None:
+    world, loader = loaded_world()
+    victim = world.hosts[controller_of(world) - 1]
+    victim.crash("kill")
+    assert not victim.up
+    others = [h for h in world.hosts if h is not victim]
+    assert world.run_until(
+        lambda: all(
+            h.node is not None and h.node.view.controller_id not in (-1, victim.node_id) for h in others
+        ),
+        world.now_ms + FORM_MS,
+    )
+    acked = loader.acked
+    world.run_for(8000)  # past broker.session.timeout.ms: its leaderships move
+    assert loader.acked > acked  # writes go on with two of three nodes (min.insync.replicas=2)
+    victim.start()
+    assert world.run_until(world.cluster_ready, world.now_ms + FORM_MS)
+
+
+def test_power_loss_drops_what_was_not_fsynced_and_the_node_recovers() -> None:
+    world, _ = loaded_world()
+    host = world.hosts[2]
+    written = sum(len(d) for d in host.storage.files.values())
+    host.crash("power-loss")
+    assert host.storage_losses == [world.now_ms]
+    assert sum(len(d) for d in host.storage.files.values()) < written
+    host.start()
+    assert world.run_until(world.cluster_ready, world.now_ms + FORM_MS)
+
+
+def test_a_disk_fault_damages_the_last_fsynced_write_of_a_partition_segment() -> None:
+    world, _ = loaded_world()
+    world.run_for(3000)  # log.flush.interval.messages=8: the segments have fsynced writes
+    host = world.hosts[1]
+    durable = {p: bytes(d) for p, d in host.storage._durable.items()}
+    lost = host.crash("disk-fault", derived_rng(1, "test"))
+    kind, _, where = lost.partition(" ")
+    path = where.split("[", 1)[0].split("@", 1)[0]
+    assert kind in ("lost", "corrupt") and path.endswith(".log") and not path.startswith("__cluster_metadata")
+    after = bytes(host.storage.files[path])
+    assert after != durable[path]
+    assert (len(after) < len(durable[path])) if kind == "lost" else (len(after) == len(durable[path]))
+    host.start()
+    assert world.run_until(world.cluster_ready, world.now_ms + FORM_MS)
+
+
+def test_a_partitioned_node_is_fenced_and_comes_back_after_the_heal() -> None:
+    world, _ = loaded_world()
+    lonely = world.hosts[controller_of(world) % 3]  # not the controller
+    pairs = [(lonely.location, h.location) for h in world.hosts if h is not lonely]
+    world.network.block(pairs + [(b, a) for a, b in pairs])
+    assert world.run_until(lambda: not world.cluster_ready(), world.now_ms + FORM_MS)
+    world.run_for(5000)  # past broker.session.timeout.ms: fenced by the controller
+    world.network.unblock(None)
+    assert world.run_until(world.cluster_ready, world.now_ms + FORM_MS)
+
+
+def test_bytes_held_by_a_one_way_partition_arrive_in_order_after_the_heal() -> None:
+    world = formed_world()
+    a, b = world.hosts[0], world.hosts[1]
+    got: list[bytes] = []
+
+    class Sink:
+        location = "sink"
+
+        def net_accept(self, port: int, conn: object) -> int | None:
+            return 7
+
+        def net_connected(self, local_id: int) -> None:
+            pass
+
+        def net_data(self, local_id: int, data: bytes) -> None:
+            got.append(data)
+
+        def net_closed(self, local_id: int) -> None:
+            got.append(b"closed")
+
+    class Source(Sink):
+        location = a.location
+
+    world.network.hosts["sink"] = Sink()
+    conn = world.network.dial(Source(), -99, "sink", 1)
+    world.run_for(100)
+    assert conn.accepted and not conn.dead
+    world.network.block([(a.location, "sink")])
+    for i in range(5):
+        world.network.send(conn, 0, bytes([i]))
+    world.run_for(1000)
+    assert got == []
+    world.network.unblock([(a.location, "sink")])
+    world.network.send(conn, 0, b"after")
+    world.run_for(100)
+    assert got == [bytes([i]) for i in range(5)] + [b"after"]
+    del b
+
+
+def options(seed: int, **changes: object) -> SimOptions:
+    base = SimOptions(seed=seed, events=1500, fault_interval_ms=400, liveness_deadline_ms=30_000)
+    return replace(base, **changes)  # type: ignore[arg-type]
+
+
+def loader_clients(world: World) -> list[Loader]:
+    return [Loader("producer-1", 3, [(t, p, 3) for t, p in world.topics()], world.history)]
+
+
+def test_the_same_seed_gives_a_byte_identical_trace_and_another_seed_differs() -> None:
+    first = simulate(options(7, trace=True, clients=loader_clients))
+    second = simulate(options(7, trace=True, clients=loader_clients))
+    other = simulate(options(8, trace=True, clients=loader_clients))
+    assert first.trace is not None and second.trace is not None and other.trace is not None
+    assert first.ok, first.violations
+    assert first.faults, "faults were injected"
+    assert any(" ok send " in line for line in first.trace), "history ops are in the trace"
+    assert "\n".join(first.trace) == "\n".join(second.trace)
+    assert first.trace != other.trace
+
+
+def test_a_run_with_faults_converges_in_the_liveness_phase() -> None:
+    result = simulate(options(3, clients=loader_clients))
+    assert result.ok, result.violations
+    assert result.converged
+    assert sum(result.fault_counts.values()) == len(result.faults) > 3
+
+
+def test_a_replayed_script_applies_only_its_faults_at_the_same_times() -> None:
+    full = simulate(options(5))
+    picked = [f for f in full.faults if f.kind in ("kill", "partition", "clock-jump")][:2]
+    assert picked
+    replayed = simulate(options(5, script=frozenset(f.index for f in picked)))
+    assert [(f.index, f.time_ms, f.kind, f.target) for f in replayed.faults] == [
+        (f.index, f.time_ms, f.kind, f.target) for f in picked
+    ]
+
+
+class FailsOnPowerLoss:
+    """A test-only checker: the run fails once a node has lost storage."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+
+    def after_event(self, world: WorldView) -> list[Violation]:
+        lost = [h for h in world.nodes() if h.storage_losses]
+        return [Violation("planted", world.now_ms, f"{lost[0].node_id} lost storage")] if lost else []
+
+    def at_end(self, world: WorldView) -> list[Violation]:
+        return []
+
+
+def test_shrinking_a_failure_keeps_only_the_fault_that_causes_it() -> None:
+    opts = options(
+        11,
+        checker=FailsOnPowerLoss,
+        fault_kinds=frozenset({"kill", "power-loss", "partition", "reset", "clock-jump"}),
+    )
+    failed = simulate(opts)
+    assert failed.anomaly == "planted"
+    assert len(failed.faults) > 1
+    shrunk = shrink(opts, failed)
+    assert [f.kind for f in shrunk.faults] == ["power-loss"]
+    assert shrunk.result.anomaly == "planted"
+    assert shrunk.result.trace is not None and any("power-loss" in line for line in shrunk.result.trace)
+
+
+def test_a_failing_run_reports_the_engine_crash_as_a_violation() -> None:
+    class Boom:
+        def __init__(self, world: World) -> None:
+            pass
+
+        def after_event(self, world: WorldView) -> list[Violation]:
+            raise RuntimeError("boom")
+
+        def at_end(self, world: WorldView) -> list[Violation]:
+            return []
+
+    result: SimResult = simulate(options(1, events=10, checker=Boom))
+    assert result.anomaly == "crash" and "boom" in result.violations[0].detail
+
+
+def test_fault_draws_do_not_depend_on_the_world() -> None:
+    world = formed_world()
+    plans = [
+        FaultPlan(world.scheduler, world.network, world.hosts, lambda: [], derived_rng(4, "faults"))
+        for _ in range(2)
+    ]
+    assert [plans[0]._draw() for _ in range(20)] == [plans[1]._draw() for _ in range(20)]
+    assert topic_names(SimOptions(seed=1)) == [("topic-1", 3), ("topic-2", 3), ("topic-3", 3)]
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "KAFKA_WIRE_PURE": os.environ.get("KAFKA_WIRE_PURE", "")}
+    env.pop("PYTHONHASHSEED", None)
+    return subprocess.run(
+        [sys.executable, "-m", "kafka_wire.cli", "simulate", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_the_cli_replays_a_seed_byte_for_byte_in_two_processes() -> None:
+    first = cli("--seed", "4", "--events", "800", "--trace")
+    second = cli("--seed", "4", "--events", "800", "--trace")
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.count("\n") > 800
+    assert "fault " in first.stdout
+    assert first.stdout == second.stdout
+    assert "events/s per core" in first.stderr
+
+
+def test_the_cli_runs_seeds_and_prints_a_summary() -> None:
+    done = cli("--seeds", "1..2", "--events", "300", "--jobs", "2")
+    assert done.returncode == 0, done.stderr
+    assert "seeds              " in done.stdout and "violations" in done.stdout
+    assert "2/2 seeds" in done.stderr
+    bad = cli("--seeds", "x")
+    assert bad.returncode == 2 and "--seeds x" in bad.stderr
+
+
+def test_the_cli_exits_1_on_a_violation_and_prints_the_replay_and_shrunk_commands(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(simulate_cli, "workload", lambda: (None, FailsOnPowerLoss))
+    status = main(["simulate", "--seeds", "2", "--events", "2000", "--jobs", "1", "--shrink"])
+    out = capsys.readouterr().out
+    assert status == 1
+    assert "VIOLATION planted" in out
+    assert "replay: kafka-wire simulate --seed 2 --events 2000 --nodes 3 --trace" in out
+    shrunk = [line for line in out.splitlines() if "shrunk:" in line]
+    assert len(shrunk) == 1 and "--faults " in shrunk[0]
+    faults = shrunk[0].split("--faults ", 1)[1].split(" ", 1)[0]
+    assert len(faults.split(",")) == 1  # one power loss is enough
+
+
+def test_bytes_for_a_paused_connection_wait_until_the_engine_resumes_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    world = formed_world()
+    host = world.hosts[0]
+    broker = host.broker
+    assert broker is not None
+    conn_id = min(c for c in host._conns if c > 0)  # one a peer dialled
+    seen: list[tuple[int, bytes]] = []
+
+    def spy(conn: int, data: bytes, now_ms: int) -> list[Effect]:
+        seen.append((conn, data))
+        return []
+
+    monkeypatch.setattr(broker, "receive_data", spy)
+    host._apply([PauseReading(conn_id)])
+    host.net_data(conn_id, b"held")
+    assert seen == [] and host._inbox[conn_id] == [b"held"]
+    host._apply([ResumeReading(conn_id)])
+    assert seen == []  # delivered as an event of its own
+    world.run_for(1)
+    assert (conn_id, b"held") in seen and conn_id not in host._inbox
