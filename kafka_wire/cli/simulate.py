@@ -120,8 +120,12 @@ def options_of(args: argparse.Namespace, seed: int) -> SimOptions:
 
 
 def workload() -> tuple[ClientFactory | None, CheckerFactory | None]:
-    """The clients and checker factories every run uses (none yet: just the nodes)."""
-    return None, None
+    """The clients and checker factories every run uses: the default workload
+    (``kafka_wire.sim.clients.workload``) and the invariant checker."""
+    from kafka_wire.sim.checker import Checker
+    from kafka_wire.sim.clients.workload import clients_for
+
+    return (lambda world: clients_for(world, replication_factor=world.replication_factor)), (lambda world: Checker())
 
 
 def replay_command(args: argparse.Namespace, seed: int, faults: Sequence[int] | None = None) -> str:

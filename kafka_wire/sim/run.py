@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from kafka_wire.broker import buggify
+from kafka_wire.sim.bugs import SimHooks
 from kafka_wire.sim.contracts import Checker, SimClient, Violation
 from kafka_wire.sim.faults import DEFAULT_FAULT_INTERVAL_MS, Fault, FaultPlan, isr_full
 from kafka_wire.sim.history import OpKind, OpType
@@ -94,35 +95,15 @@ def topic_names(options: SimOptions) -> list[tuple[str, int]]:
     return [(f"topic-{i}", options.partitions) for i in range(1, options.topics + 1)]
 
 
-class SimHooks:
-    """BUGGIFY for one run: each point is enabled or not once per run (``enable``), then fires
-    with probability ``fire``; planted bugs are those named."""
-
-    def __init__(self, seed: int, bugs: Sequence[str], enable: float, fire: float) -> None:
-        self._rng = derived_rng(seed, "buggify")
-        self._bugs = frozenset(bugs)
-        self._enable = enable
-        self._fire = fire
-        self._points: dict[str, bool] = {}
-        self.fired: Counter[str] = Counter()
-
-    def fire(self, point: str) -> bool:
-        enabled = self._points.get(point)
-        if enabled is None:
-            enabled = self._points[point] = self._rng.random() < self._enable
-        if enabled and self._rng.random() < self._fire:
-            self.fired[point] += 1
-            return True
-        return False
-
-    def planted(self, bug: str) -> bool:
-        return bug in self._bugs
-
-
 def simulate(options: SimOptions, *, clock: Callable[[], float] | None = None) -> SimResult:
     """Run one simulation (``clock``, when given, only measures its wall time)."""
     started = clock() if clock is not None else 0.0
-    hooks = SimHooks(options.seed, options.bugs, options.buggify_enable, options.buggify_fire)
+    hooks = SimHooks(
+        derived_rng(options.seed, "buggify"),
+        options.bugs,
+        enable_probability=options.buggify_enable,
+        fire_probability=options.buggify_fire,
+    )
     with buggify.installed(hooks):
         result = _Run(options).run()
     result.extra.update({f"buggify:{k}": v for k, v in sorted(hooks.fired.items())})
@@ -299,7 +280,8 @@ def _lagging(world: World) -> int:
 
 
 def _unseen(world: World) -> int:
-    """Acknowledged sends never polled, in partitions the workload polls at all."""
+    """acks=all sends acknowledged and never polled, in partitions the workload polls at all
+    (acks=1 writes may be lost with their leader, as in Kafka)."""
     polled: set[str] = set()
     polled_partitions: set[tuple[str, int]] = set()
     acked: list[tuple[str, int, str]] = []
@@ -307,7 +289,7 @@ def _unseen(world: World) -> int:
         if op.kind is OpKind.POLL and op.type is OpType.OK:
             polled_partitions.add((op.topic, op.partition))
             polled.update(value for _, value in op.records)
-        elif op.kind is OpKind.SEND and op.type is OpType.OK and op.acks != 0:
+        elif op.kind is OpKind.SEND and op.type is OpType.OK and op.acks == -1:
             acked.append((op.topic, op.partition, op.value))
     return sum(1 for t, p, v in acked if (t, p) in polled_partitions and v not in polled)
 

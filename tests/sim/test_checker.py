@@ -28,7 +28,7 @@ from kafka_wire.sim.checker.observe import (
     snap_replica,
 )
 from kafka_wire.sim.checker.steps import StepChecker, _ImagePartition
-from kafka_wire.sim.checker.violations import Violation
+from kafka_wire.sim.contracts import Violation
 from kafka_wire.sim.history import History, Op, OpKind, OpType
 from tests.broker.replication.cluster import Network
 

@@ -15,6 +15,7 @@ import pytest
 import kafka_wire.cli.simulate as simulate_cli
 from kafka_wire.broker.effects import Effect, PauseReading, ResumeReading
 from kafka_wire.cli import main
+from kafka_wire.cli.simulate import workload
 from kafka_wire.sim.contracts import Violation, WorldView
 from kafka_wire.sim.faults import FaultPlan
 from kafka_wire.sim.run import SimOptions, SimResult, simulate, topic_names
@@ -173,9 +174,10 @@ def loader_clients(world: World) -> list[Loader]:
 
 
 def test_the_same_seed_gives_a_byte_identical_trace_and_another_seed_differs() -> None:
-    first = simulate(options(7, trace=True, clients=loader_clients))
-    second = simulate(options(7, trace=True, clients=loader_clients))
-    other = simulate(options(8, trace=True, clients=loader_clients))
+    clients, checker = workload()  # the workload and checker of kafka-wire simulate
+    first = simulate(options(7, trace=True, clients=clients, checker=checker))
+    second = simulate(options(7, trace=True, clients=clients, checker=checker))
+    other = simulate(options(8, trace=True, clients=clients, checker=checker))
     assert first.trace is not None and second.trace is not None and other.trace is not None
     assert first.ok, first.violations
     assert first.faults, "faults were injected"
@@ -269,10 +271,10 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_cli_replays_a_seed_byte_for_byte_in_two_processes() -> None:
-    first = cli("--seed", "4", "--events", "800", "--trace")
-    second = cli("--seed", "4", "--events", "800", "--trace")
+    first = cli("--seed", "4", "--events", "2000", "--trace")
+    second = cli("--seed", "4", "--events", "2000", "--trace")
     assert first.returncode == 0, first.stderr
-    assert first.stdout.count("\n") > 800
+    assert first.stdout.count("\n") > 2000
     assert "fault " in first.stdout
     assert first.stdout == second.stdout
     assert "events/s per core" in first.stderr

@@ -1,6 +1,6 @@
 """The simulator's checker: Kafka's invariants after every event, Jepsen's anomalies at the end.
 
-:class:`Checker` is what the world calls (``violations.CheckerLike``): :meth:`Checker.after_event`
+:class:`Checker` is what the world calls (``contracts.Checker``): :meth:`Checker.after_event`
 reads every live node through ``observe.py`` and runs the per-step invariants (``steps.py``) and
 the group invariants over the new History ops (``groups.py``); :meth:`Checker.at_end` runs them a
 last time, then the end checks over the History and the replica logs (``ends.py``). Anomalies the
@@ -34,7 +34,7 @@ from kafka_wire.sim.checker.observe import (
     snap_replica,
 )
 from kafka_wire.sim.checker.steps import StepChecker, image_partitions
-from kafka_wire.sim.checker.violations import CheckerLike, Violation
+from kafka_wire.sim.contracts import Violation
 
 if TYPE_CHECKING:
     from kafka_wire.broker.broker import Broker
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from kafka_wire.broker.raft.replica import KRaftReplica
     from kafka_wire.sim.contracts import WorldView
 
-__all__ = ["Checker", "CheckerLike", "EndReport", "Violation", "check_end"]
+__all__ = ["Checker", "EndReport", "Violation", "check_end"]
 
 
 class Checker:

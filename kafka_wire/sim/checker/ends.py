@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kafka_wire.sim.checker.observe import LogContents, TopicPartition
-from kafka_wire.sim.checker.violations import Violation
+from kafka_wire.sim.contracts import Violation
 from kafka_wire.sim.history import History, Op, OpKind, OpType
 
 #: A poll's error when the consumer's position is outside the log: it resets its position.

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kafka_wire.sim.checker.violations import Violation
+from kafka_wire.sim.contracts import Violation
 from kafka_wire.sim.history import History, OpKind, OpType
 
 

@@ -24,7 +24,7 @@ from itertools import pairwise
 
 from kafka_wire.broker.cluster_view import PartitionState
 from kafka_wire.sim.checker.observe import RaftSnap, ReplicaSnap, TopicPartition, is_recovering
-from kafka_wire.sim.checker.violations import Violation
+from kafka_wire.sim.contracts import Violation
 
 
 def _tp(tp: TopicPartition) -> str:
