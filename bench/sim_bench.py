@@ -27,7 +27,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from kafka_wire.cli.simulate import workload
+from kafka_wire.cli.simulate import quiet_engine_logs, workload
 from kafka_wire.sim.bugs import BUGS
 from kafka_wire.sim.run import SimOptions, simulate
 
@@ -103,6 +103,7 @@ def main() -> int:
     if os.environ.get("PYTHONHASHSEED") != "0":  # the seeds replay as kafka-wire simulate runs them
         os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, "PYTHONHASHSEED": "0"})
     _EVENTS = args.events
+    quiet_engine_logs()
     print(
         f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, Python {platform.python_version()}, "
         f"{os.cpu_count()} cores, flavour {'pure' if os.environ.get('KAFKA_WIRE_PURE') else 'compiled if built'}",

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import multiprocessing
 import os
 import sys
@@ -226,9 +227,18 @@ def run(args: argparse.Namespace) -> int:
         print(f"kafka-wire simulate: {exc}", file=sys.stderr)
         return 2
     _reexec_with_hash_seed()
+    quiet_engine_logs()
     if args.seed is not None:
         return _run_one(args)
     return _run_many(args, seeds)
+
+
+def quiet_engine_logs() -> None:
+    """The engine's warnings (a retried topic creation, a lost peer) are what faults cause; a
+    run reports violations, not log lines."""
+    engine = logging.getLogger("kafka_wire")
+    engine.addHandler(logging.NullHandler())
+    engine.propagate = False
 
 
 def _run_one(args: argparse.Namespace) -> int:
