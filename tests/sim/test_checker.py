@@ -127,6 +127,37 @@ def test_a_follower_truncating_committed_records_is_caught_unless_its_node_lost_
     assert lossy.check_replicas(net2.now_ms, snaps_of(net2)) == []
 
 
+def test_a_former_leader_cutting_its_uncommitted_suffix_below_the_committed_offset_is_allowed() -> None:
+    # Node 1 leads epoch 0 and appends "c" (acks=1) that no follower copies before it crashes;
+    # node 2 leads epoch 1 from offset 2 and commits up to 5. Back as a follower, node 1 cuts
+    # "c" (3 -> 2, below the committed 5): "c" was never committed, offset 2 holds epoch 1's "d".
+    net = three()
+    checker = StepChecker()
+    net.nodes[1].produce([b"a", b"b"], net.now_ms)
+    net.run(100)
+    net.nodes[1].produce([b"c"], net.now_ms, acks=1)
+    assert checker.check_replicas(net.now_ms, snaps_of(net)) == []
+    net.crash(1)
+    net.elect(2, isr=(2, 3))
+    net.nodes[2].produce([b"d", b"e", b"f"], net.now_ms)
+    found: list[Violation] = []
+    leos: list[int] = []
+    for _ in range(10):
+        net.step()
+        found += checker.check_replicas(net.now_ms, snaps_of(net))
+    assert checker._max_hw[TP] == 5
+    net.restart(1)
+    for _ in range(30):
+        net.step()
+        found += checker.check_replicas(net.now_ms, snaps_of(net))
+        leos.append(net.nodes[1].replica().log.log_end_offset)
+    assert 2 in leos and leos[-1] == 5  # it did cut "c" below the committed offset, then caught up
+    assert found == []
+    # the same cut of a record written in the committed epoch is caught
+    net.nodes[1].replica().truncate_to(4)
+    assert "committed-truncated" in anomalies(checker.check_replicas(net.now_ms, snaps_of(net)))
+
+
 def test_a_replica_that_lost_storage_is_exempt_only_until_it_has_caught_up() -> None:
     checker = StepChecker()
     leader = snap(1, leader=True, hw=5, leo=5, isr=(1, 2), min_isr=1)

@@ -3,8 +3,11 @@ live node (``observe.py``). Each check costs a few dict operations per replica.
 
 What is tracked across steps, and why:
 
-- the highest leader high watermark ever seen per partition (#3: a replica whose log end offset
-  *falls* below it truncated committed data);
+- the highest leader high watermark ever seen per partition, and the epoch cache of the leader
+  that showed it (#3: a replica whose log end offset *falls* below it truncated committed data,
+  unless the first record it cut was written in another epoch than the committed record at that
+  offset: then it cut a divergent suffix it had written or copied from a leader that lost its
+  leadership, which the committed log never held, as Kafka's follower truncation does);
 - each replica's last log end offset, leader epoch and partition epoch (#3, #7), forgotten when
   its node loses storage (power loss, a disk fault: ``NodeLike.storage_losses``), whose own
   truncation is then expected; such a replica is also exempt from #5 until it has caught up;
@@ -31,6 +34,27 @@ def _tp(tp: TopicPartition) -> str:
     return f"{tp[0]}-{tp[1]}"
 
 
+def _epoch_at(entries: Sequence[tuple[int, int]], offset: int) -> int:
+    """The epoch of the record at ``offset`` by an epoch cache's entries (-1 before the first)."""
+    found = -1
+    for epoch, start in entries:
+        if start > offset:
+            break
+        found = epoch
+    return found
+
+
+def _committed_cache(
+    before: list[tuple[int, int]] | None, entries: list[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    """The committed log's epoch cache once a leader with ``entries`` raised its high watermark.
+    The engine replaces a cache's list on every change, so the leader's list is kept as it is;
+    entries a moved log start cut from it are kept from ``before``."""
+    if before and entries and before[0][1] < entries[0][1]:
+        return [e for e in before if e[1] < entries[0][1]] + entries
+    return entries
+
+
 @dataclass(slots=True)
 class _ImagePartition:
     leader: int
@@ -48,6 +72,8 @@ class StepChecker:
     #: Partitions that had an unclean election (their lost writes are expected, not violations).
     unclean: dict[TopicPartition, int] = field(default_factory=dict)
     _max_hw: dict[TopicPartition, int] = field(default_factory=dict)
+    #: The epoch cache of the committed log: the entries of the leader that showed ``_max_hw``.
+    _committed_epochs: dict[TopicPartition, list[tuple[int, int]]] = field(default_factory=dict)
     _leo: dict[tuple[int, TopicPartition], int] = field(default_factory=dict)
     _epochs: dict[tuple[int, TopicPartition], tuple[int, int]] = field(default_factory=dict)
     _leader_hw: dict[tuple[int, TopicPartition], tuple[int, int, bool]] = field(default_factory=dict)
@@ -105,9 +131,11 @@ class StepChecker:
         out: list[Violation] = []
         max_hw = self._max_hw
         leos = self._leo
+        committed_epochs = self._committed_epochs
         for s in snaps:  # leaders first: the committed offsets this step
             if s.is_leader and s.high_watermark > max_hw.get(s.tp, 0) and s.tp not in self.unclean:
                 max_hw[s.tp] = s.high_watermark
+                committed_epochs[s.tp] = _committed_cache(committed_epochs.get(s.tp), s.epoch_entries)
         for s in snaps:
             key = (s.node_id, s.tp)
             hw, leo = s.high_watermark, s.log_end_offset
@@ -133,6 +161,8 @@ class StepChecker:
                 and leo < committed
                 and s.tp not in self.unclean
                 and not self._exempt(s.node_id, s.tp)
+                and _epoch_at(self._caches.get(key, ()), leo)
+                == _epoch_at(committed_epochs.get(s.tp, ()), leo)
             ):
                 out.append(
                     Violation(
