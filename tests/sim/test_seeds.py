@@ -1,0 +1,30 @@
+"""CI's fixed set of simulation seeds: the default workload and checker of ``kafka-wire
+simulate``, three nodes, three topics of three partitions at replication factor 3, every fault
+kind, 5,000 events each; none may report a violation. The long run (10,000 seeds) is the command
+in docs/benchmarks/simulation.md."""
+
+from __future__ import annotations
+
+from kafka_wire.cli.simulate import workload
+from kafka_wire.sim.run import SimOptions, simulate
+
+#: Seeds every test run simulates (about a second each).
+CI_SEEDS = range(1, 31)
+
+
+def test_a_fixed_set_of_seeds_passes_every_invariant() -> None:
+    clients, checker = workload()
+    failures = []
+    faults = 0
+    for seed in CI_SEEDS:
+        result = simulate(SimOptions(seed=seed, events=5000, clients=clients, checker=checker))
+        faults += len(result.faults)
+        if not result.ok:
+            failures.append(
+                f"seed {seed}: {result.violations[0].line()} "
+                f"(replay: kafka-wire simulate --seed {seed} --events 5000 --nodes 3 --trace)"
+            )
+        elif not result.converged:
+            failures.append(f"seed {seed}: did not converge")
+    assert not failures, "\n".join(failures)
+    assert faults > 10 * len(CI_SEEDS), "faults were injected"
