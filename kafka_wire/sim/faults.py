@@ -72,15 +72,32 @@ class _Draw:
 
 
 def isr_full(hosts: Sequence[NodeHost]) -> bool:
-    """Every node up, and on every node every partition's ISR is its whole replica set."""
+    """Every node up, on every node every partition's ISR is its whole replica set, and every
+    replica really holds the committed records: each node has opened every partition a
+    registration names it a replica of, with a log end at or above the partition's highest high
+    watermark. (A node that restarted after a power loss has not opened its partitions yet, or
+    has them behind, while the others' registrations still name it in the ISR: the controller
+    has not heard of the restart yet. A second storage loss then can strike the only other
+    copies, which Kafka does not claim to survive.)"""
+    needed: set[tuple[int, str, int]] = set()
+    held: dict[tuple[int, str, int], int] = {}
+    high: dict[tuple[str, int], int] = {}
     for host in hosts:
         broker = host.broker
         if broker is None:
             return False
-        for replica in broker.state.partitions.values():
+        node_id = host.node_id
+        for (topic, index), replica in broker.state.partitions.items():
             registration = replica.registration
             if registration is None or len(registration.isr) != len(registration.replicas):
                 return False
+            needed.update((r, topic, index) for r in registration.replicas)
+            held[node_id, topic, index] = replica.log_end_offset
+            high[topic, index] = max(high.get((topic, index), 0), replica.high_watermark)
+    for node_id, topic, index in needed:
+        leo = held.get((node_id, topic, index))
+        if leo is None or leo < high[topic, index]:
+            return False
     return True
 
 

@@ -102,6 +102,32 @@ def node_config(node_id: int, nodes: int, extra: Mapping[str, str] = FAST_SETTIN
     return replace(config, zero_copy_fetch=False)
 
 
+#: A record batch's header: base offset (8 bytes), length (4), partition leader epoch (4), magic,
+#: CRC (4); the CRC covers the bytes after it.
+_BATCH_LENGTH_AT = 8
+_BATCH_EPOCH_AT = 12
+_BATCH_MAGIC_AT = 16
+_BATCH_HEADER = 12
+
+
+def crc_covered(data: bytes | bytearray, start: int) -> list[int]:
+    """The positions from ``start`` (a batch boundary) a bit flip of which Kafka detects: every
+    byte of each whole batch but its base offset and partition leader epoch, which no checksum
+    covers (Kafka leaves the epoch out of the CRC so that a leader can set it without
+    recomputing it; a flip there is taken as the truth on recovery and replication)."""
+    spots: list[int] = []
+    pos = start
+    while pos + _BATCH_HEADER <= len(data):
+        length = int.from_bytes(data[pos + _BATCH_LENGTH_AT : pos + _BATCH_HEADER], "big")
+        end = pos + _BATCH_HEADER + length
+        if length <= _BATCH_MAGIC_AT - _BATCH_HEADER or end > len(data):
+            break
+        spots += range(pos + _BATCH_LENGTH_AT, pos + _BATCH_EPOCH_AT)
+        spots += range(pos + _BATCH_MAGIC_AT, end)
+        pos = end
+    return spots
+
+
 class NodeHost:
     """Simulated node ``node_id``; a :class:`~kafka_wire.sim.network.Peer` of the network."""
 
@@ -200,7 +226,11 @@ class NodeHost:
         if rng.random() < 0.5:
             durable[path] = bytes(data[:before])
             return f"lost {path}[{before}:{len(data)}]"
-        at = rng.randrange(before, len(data))
+        spots = crc_covered(data, before)
+        if not spots:
+            durable[path] = bytes(data[:before])
+            return f"lost {path}[{before}:{len(data)}]"
+        at = rng.choice(spots)
         data[at] ^= 1 << rng.randrange(8)
         durable[path] = bytes(data)
         return f"corrupt {path}@{at}"

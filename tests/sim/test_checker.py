@@ -27,7 +27,12 @@ from kafka_wire.sim.checker.observe import (
     snap_raft,
     snap_replica,
 )
-from kafka_wire.sim.checker.steps import StepChecker, _ImagePartition
+from kafka_wire.sim.checker.steps import (
+    StepChecker,
+    _ImagePartition,
+    committed_lineage,
+    committed_prefix_held,
+)
 from kafka_wire.sim.contracts import Violation
 from kafka_wire.sim.history import History, Op, OpKind, OpType
 from tests.broker.replication.cluster import Network
@@ -169,6 +174,34 @@ def test_a_replica_that_lost_storage_is_exempt_only_until_it_has_caught_up() -> 
         "committed-truncated",
         "hw-above-isr",
     ]
+
+
+def test_a_diverging_suffix_may_be_truncated_below_the_committed_offset() -> None:
+    # Seed 73: node 3 led epoch 0 and appended 7 records that never committed (a member of its
+    # ISR never fetched); node 2, elected in epoch 1 with an empty log, committed 3 records of
+    # its own. Node 3's records at offsets 0..6 were never the committed ones: truncating them
+    # to 0 is what Kafka does (DivergingEpoch), not a lost commit.
+    checker = StepChecker()
+    leader = snap(2, leader=True, epoch=1, hw=3, leo=3, entries=[(1, 0)], isr=(2,), min_isr=1)
+    assert checker.check_replicas(0, [leader, snap(3, leo=7, entries=[(0, 0)])]) == []
+    assert checker.check_replicas(1, [leader, snap(3, epoch=1, leo=0, entries=[])]) == []
+    # A replica that held the committed epoch-1 records may not drop them.
+    assert checker.check_replicas(2, [leader, snap(1, epoch=1, hw=3, leo=3, entries=[(1, 0)])]) == []
+    found = checker.check_replicas(3, [leader, snap(1, epoch=1, hw=1, leo=1, entries=[(1, 0)])])
+    assert anomalies(found) == ["committed-truncated"]
+    assert "held the committed records up to 3" in found[0].detail
+
+
+def test_the_committed_prefix_a_replica_held_ends_where_its_epochs_differ() -> None:
+    committed = committed_lineage([], [(0, 0), (2, 4), (3, 9)], 8)
+    assert committed == [(0, 0), (2, 4)]
+    assert committed_prefix_held([(0, 0), (1, 5)], committed, 8) == 4  # epoch 1 never committed
+    assert committed_prefix_held([(0, 0), (2, 4)], committed, 8) == 8
+    assert committed_prefix_held([(0, 2), (2, 4)], committed, 8) == 8  # its log starts at 2
+    assert committed_prefix_held([(1, 0)], committed, 8) == 0
+    assert committed_prefix_held(None, committed, 8) == 8  # unknown: the whole prefix
+    # A later leader whose log starts after retention keeps the known epochs below its start.
+    assert committed_lineage(committed, [(2, 6), (5, 10)], 12) == [(0, 0), (2, 4), (2, 6), (5, 10)]
 
 
 def test_the_epoch_cache_must_increase() -> None:

@@ -3,11 +3,13 @@ live node (``observe.py``). Each check costs a few dict operations per replica.
 
 What is tracked across steps, and why:
 
-- the highest leader high watermark ever seen per partition, and the epoch cache of the leader
-  that showed it (#3: a replica whose log end offset *falls* below it truncated committed data,
-  unless the first record it cut was written in another epoch than the committed record at that
-  offset: then it cut a divergent suffix it had written or copied from a leader that lost its
-  leadership, which the committed log never held, as Kafka's follower truncation does);
+- the highest leader high watermark ever seen per partition, and the epochs of the committed
+  records below it (the leader's epoch cache cut at its HW); #3: a replica whose log end offset
+  *falls* below it truncated committed data, unless the records it dropped there were not the
+  committed ones. Two logs hold the same record at an offset when they hold it in the same leader
+  epoch (one leader per epoch, KIP-101), so the replica's epoch cache before the truncation tells
+  up to where it held the committed prefix; a replica that led or followed an epoch whose records
+  never committed (a diverging suffix) truncates it legally, even below the committed offset;
 - each replica's last log end offset, leader epoch and partition epoch (#3, #7), forgotten when
   its node loses storage (power loss, a disk fault: ``NodeLike.storage_losses``), whose own
   truncation is then expected; such a replica is also exempt from #5 until it has caught up;
@@ -34,27 +36,6 @@ def _tp(tp: TopicPartition) -> str:
     return f"{tp[0]}-{tp[1]}"
 
 
-def _epoch_at(entries: Sequence[tuple[int, int]], offset: int) -> int:
-    """The epoch of the record at ``offset`` by an epoch cache's entries (-1 before the first)."""
-    found = -1
-    for epoch, start in entries:
-        if start > offset:
-            break
-        found = epoch
-    return found
-
-
-def _committed_cache(
-    before: list[tuple[int, int]] | None, entries: list[tuple[int, int]]
-) -> list[tuple[int, int]]:
-    """The committed log's epoch cache once a leader with ``entries`` raised its high watermark.
-    The engine replaces a cache's list on every change, so the leader's list is kept as it is;
-    entries a moved log start cut from it are kept from ``before``."""
-    if before and entries and before[0][1] < entries[0][1]:
-        return [e for e in before if e[1] < entries[0][1]] + entries
-    return entries
-
-
 @dataclass(slots=True)
 class _ImagePartition:
     leader: int
@@ -72,7 +53,7 @@ class StepChecker:
     #: Partitions that had an unclean election (their lost writes are expected, not violations).
     unclean: dict[TopicPartition, int] = field(default_factory=dict)
     _max_hw: dict[TopicPartition, int] = field(default_factory=dict)
-    #: The epoch cache of the committed log: the entries of the leader that showed ``_max_hw``.
+    #: The ``(epoch, start offset)`` entries of the committed records below ``_max_hw``.
     _committed_epochs: dict[TopicPartition, list[tuple[int, int]]] = field(default_factory=dict)
     _leo: dict[tuple[int, TopicPartition], int] = field(default_factory=dict)
     _epochs: dict[tuple[int, TopicPartition], tuple[int, int]] = field(default_factory=dict)
@@ -131,11 +112,12 @@ class StepChecker:
         out: list[Violation] = []
         max_hw = self._max_hw
         leos = self._leo
-        committed_epochs = self._committed_epochs
         for s in snaps:  # leaders first: the committed offsets this step
             if s.is_leader and s.high_watermark > max_hw.get(s.tp, 0) and s.tp not in self.unclean:
                 max_hw[s.tp] = s.high_watermark
-                committed_epochs[s.tp] = _committed_cache(committed_epochs.get(s.tp), s.epoch_entries)
+                self._committed_epochs[s.tp] = committed_lineage(
+                    self._committed_epochs.get(s.tp, []), s.epoch_entries, s.high_watermark
+                )
         for s in snaps:
             key = (s.node_id, s.tp)
             hw, leo = s.high_watermark, s.log_end_offset
@@ -161,16 +143,19 @@ class StepChecker:
                 and leo < committed
                 and s.tp not in self.unclean
                 and not self._exempt(s.node_id, s.tp)
-                and _epoch_at(self._caches.get(key, ()), leo)
-                == _epoch_at(committed_epochs.get(s.tp, ()), leo)
             ):
-                out.append(
-                    Violation(
-                        "committed-truncated",
-                        now_ms,
-                        f"node {s.node_id} {_tp(s.tp)} leo {before} -> {leo} below committed {committed}",
-                    )
+                held = committed_prefix_held(
+                    self._caches.get(key), self._committed_epochs.get(s.tp, []), min(before, committed)
                 )
+                if leo < held:
+                    out.append(
+                        Violation(
+                            "committed-truncated",
+                            now_ms,
+                            f"node {s.node_id} {_tp(s.tp)} leo {before} -> {leo} below committed {committed}"
+                            f" (it held the committed records up to {held})",
+                        )
+                    )
             leos[key] = leo
             caught = self._lossy.get(s.node_id)
             if caught is not None and s.tp not in caught and leo >= committed:
@@ -441,3 +426,40 @@ def image_partitions(
 
 def fenced_of(brokers: Mapping[int, bool]) -> Callable[[int], bool]:
     return lambda node_id: brokers.get(node_id, True)
+
+
+def committed_lineage(
+    known: list[tuple[int, int]], leader_entries: Sequence[tuple[int, int]], high_watermark: int
+) -> list[tuple[int, int]]:
+    """The epochs of the committed records once a leader with ``leader_entries`` has committed
+    up to ``high_watermark``: its entries below the HW, and the ``known`` ones below its first
+    (where retention moved its log start)."""
+    new = [(e, o) for e, o in leader_entries if o < high_watermark]
+    if not new:
+        return known
+    return [(e, o) for e, o in known if o < new[0][1]] + new
+
+
+def _epoch_at(entries: Sequence[tuple[int, int]], offset: int) -> int:
+    found = -1
+    for epoch, start in entries:
+        if start > offset:
+            break
+        found = epoch
+    return found
+
+
+def committed_prefix_held(
+    entries: Sequence[tuple[int, int]] | None, committed: Sequence[tuple[int, int]], end: int
+) -> int:
+    """Up to which offset (at most ``end``) a replica whose epoch cache was ``entries`` held the
+    committed records described by ``committed``: from its first entry on, the first offset whose
+    epoch differs (a record of another epoch is another record). Unknown entries: ``end``."""
+    if not entries or not committed:
+        return end
+    first = entries[0][1]
+    points = sorted({o for _, o in entries if first <= o < end} | {o for _, o in committed if first <= o < end})
+    for offset in points:
+        if _epoch_at(entries, offset) != _epoch_at(committed, offset):
+            return offset
+    return end
