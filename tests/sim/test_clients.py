@@ -11,10 +11,12 @@ from kafka_wire.broker import Broker, BrokerConfig
 from kafka_wire.broker.driving import settle
 from kafka_wire.broker.effects import CloseConnection, Effect, FileRegion, Send
 from kafka_wire.broker.storage import MemoryStorage
+from kafka_wire.codec.structs import Message
+from kafka_wire.messages import ErrorCode, FindCoordinatorRequest, JoinGroupRequest, JoinGroupResponse
 from kafka_wire.sim.clients.admin import AdminClient, TopicSpec
-from kafka_wire.sim.clients.base import ClientBase
+from kafka_wire.sim.clients.base import Address, ClientBase, Handler
 from kafka_wire.sim.clients.consumer import AssignConsumer
-from kafka_wire.sim.clients.group import SESSION_TIMEOUT_MS, GroupMember
+from kafka_wire.sim.clients.group import SESSION_TIMEOUT_MS, GroupMember, MemberState
 from kafka_wire.sim.clients.producer import DELIVERY_TIMEOUT_MS, Producer
 from kafka_wire.sim.clients.workload import Workload, clients_for, default_clients
 from kafka_wire.sim.contracts import SimClient
@@ -432,3 +434,37 @@ def test_clients_for_a_world_take_its_nodes_topics_and_unclean_setting() -> None
     assert admin.specs["a"].configs == {"min.insync.replicas": "2", "unclean.leader.election.enable": "true"}
     members = [c for c in clients if isinstance(c, GroupMember)]
     assert [m.topics for m in members] == [["a"], ["a"]]
+
+
+class _Recording(GroupMember):
+    """A member whose requests are kept, with their handlers, instead of sent."""
+
+    def __init__(self) -> None:
+        super().__init__("m", History(), random.Random(1), [ADDRESS], ["t1"], "g")
+        self.partition_counts = {"t1": 1}
+        self.sent: list[tuple[Address, Message, Handler | None]] = []
+
+    def request(
+        self, address: Address, message: Message, handler: Handler | None, *, timeout_ms: int | None = None
+    ) -> None:
+        self.sent.append((address, message, handler))
+
+
+def test_a_join_answered_after_a_commit_lost_the_coordinator_waits_for_the_coordinator() -> None:
+    """Seed 209: a stable member's OffsetCommit is in flight when a heartbeat says
+    REBALANCE_IN_PROGRESS; the member sends JoinGroup; then the commit's answer,
+    COORDINATOR_NOT_AVAILABLE (its offsets append failed), marks the coordinator unknown; then the
+    JoinGroup is answered. Kafka's consumer disconnects from a coordinator it marks unknown, which
+    fails the JoinGroup: the member finds the coordinator again and joins again."""
+    member = _Recording()
+    member.coordinator = ADDRESS
+    member.member_id = "m-1"
+    member.pump(START_MS)
+    ((_, _, joined),) = [s for s in member.sent if isinstance(s[1], JoinGroupRequest)]
+    assert joined is not None
+    member._group_error(ErrorCode.COORDINATOR_NOT_AVAILABLE, START_MS + 1)  # the commit's answer
+    answer = JoinGroupResponse(generation_id=2, protocol_name="range", leader="m-1", member_id="m-1", members=[])
+    joined(answer, START_MS + 2)
+    assert member.coordinator is None and member.state is MemberState.JOINING
+    member.pump(START_MS + 200)
+    assert isinstance(member.sent[-1][1], FindCoordinatorRequest)

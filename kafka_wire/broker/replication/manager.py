@@ -91,6 +91,12 @@ class ReplicaManager:
                 # Older than what this replica has seen (its log holds batches of a later epoch):
                 # a stale registration, as Kafka's ReplicaManager ignores one; a newer one follows.
                 continue
+            current = replica.registration
+            if current is not None and registration.partition_epoch < current.partition_epoch:
+                # An older state within what this replica knows (AlterPartition's answer tells a
+                # leader its new partition epoch before the metadata does): Kafka's
+                # Partition.makeLeader and makeFollower skip it too.
+                continue
             if registration.leader == me:
                 self._stop_fetching(*key)
                 if replica.make_leader(registration, now_ms):

@@ -183,6 +183,11 @@ class GroupMember(Fetcher):
             self.group_in_flight = False
             if body is None:
                 self._find_coordinator(now_ms)
+            elif handler != self._on_coordinator and self.coordinator != address:
+                # Another answer (an OffsetCommit's coordinator error) marked the coordinator
+                # unknown meanwhile. Kafka's consumer then disconnects from it, which fails this
+                # request: the state is kept and retried once the coordinator is found again.
+                return
             else:
                 handler(body, now_ms)
 

@@ -112,6 +112,27 @@ def test_a_registration_older_than_the_replica_has_seen_is_ignored() -> None:
     assert replica.log_end_offset == 2
 
 
+def test_a_registration_of_an_older_partition_epoch_in_the_same_leader_epoch_is_ignored() -> None:
+    """Seed 184: the leader learns its ISR changes from AlterPartition's answers (partition epochs
+    1 then 2) before the metadata delta of the first one reaches it. Kafka's Partition.makeLeader
+    and makeFollower skip a state whose partition epoch is below the one they have."""
+    net = three()
+    first = net.registrations["t", 0]
+    leader = net.nodes[1].replica()
+    leader.isr_committed((1, 2), 1, net.now_ms)
+    leader.isr_committed((1, 2, 3), 2, net.now_ms)
+    stale = replace(first, isr=(1, 2), partition_epoch=1)
+    for node_id in (1, 2):
+        node = net.nodes[node_id]
+        if node_id == 2:
+            node.manager.apply([replace(first, partition_epoch=2)], [], net.now_ms)
+        node.manager.apply([stale], [], net.now_ms)
+        node.flush()
+        registration = node.replica().registration
+        assert registration is not None and registration.partition_epoch == 2
+    assert list(leader.isr) == [1, 2, 3]
+
+
 def test_acks_all_is_answered_once_the_high_watermark_passes_the_batch() -> None:
     net = three()
     leader = net.nodes[1]
