@@ -27,4 +27,4 @@ def test_a_fixed_set_of_seeds_passes_every_invariant() -> None:
         elif not result.converged:
             failures.append(f"seed {seed}: did not converge")
     assert not failures, "\n".join(failures)
-    assert faults > 10 * len(CI_SEEDS), "faults were injected"
+    assert faults > 5 * len(CI_SEEDS), "faults were injected"
