@@ -151,6 +151,11 @@ class BrokerLifecycle:
     def may_stop(self) -> bool:
         return self._state is LifecycleState.SHUTTING_DOWN
 
+    @property
+    def ready_to_unfence(self) -> bool:
+        """Heartbeats ask to be unfenced (``want_fence`` false): :meth:`caught_up` was called."""
+        return self._caught_up
+
     def _move(self, event: LifecycleInput) -> None:
         self._state = step(
             LIFECYCLE_TRANSITIONS,
@@ -167,7 +172,8 @@ class BrokerLifecycle:
         self._due_ms = now_ms
 
     def caught_up(self) -> None:
-        """The broker has applied the metadata up to the quorum's high watermark: it may be unfenced."""
+        """The broker has published its first metadata (caught up with the quorum's high watermark
+        and its own registration): it may be unfenced (Kafka's ``setReadyToUnfence``)."""
         self._caught_up = True
 
     def begin_shutdown(self, now_ms: int) -> None:

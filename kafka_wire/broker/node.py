@@ -576,8 +576,12 @@ class Node:
             if parts.controller is not None:
                 parts.controller.tick(now_ms)
         if self.lifecycle is not None:
-            hw = parts.raft.high_watermark
-            if self._published and not self._unpublished and hw > 0 and parts.image.offset >= hw - 1:
+            # Ready to be unfenced once the first metadata is published, as Kafka's broker is
+            # (publishing waited for the quorum's high watermark and for this incarnation's
+            # registration). Not "image offset at the HW": a committed tail of control batches
+            # (a new quorum leader's LeaderChangeMessage) never reaches the image, and with no
+            # record after it the broker would stay fenced for good.
+            if self._published and not self._unpublished:
                 self.lifecycle.caught_up()
             self.lifecycle.tick(now_ms)
         for outbound in parts.raft.poll_outbound(now_ms):

@@ -443,3 +443,30 @@ def test_a_restarted_broker_publishes_nothing_until_its_registration_is_in_the_i
     h.tick()
     assert h.replication.applied == [(("orders-0",), [])]
     assert h.replication.states == [moved]
+
+
+def test_a_broker_asks_to_be_unfenced_though_control_batches_end_the_committed_log() -> None:
+    """A new quorum leader's LeaderChangeMessage after the broker's registration never reaches
+    the image (control batches are not handed out), so the image's offset stays below the HW for
+    as long as no record follows: the broker is ready once its first metadata is published."""
+    h = Harness()
+    h.registered(epoch=5)
+    h.image.deltas["registration"] = Delta()
+    h.raft.committed.append(Batch(5, (b"registration",)))
+    h.raft.high_watermark = 8  # offsets 6 and 7: LeaderChangeMessages, never handed out
+    h.tick()
+    assert h.image.offset == 5
+    lifecycle = h.node.lifecycle
+    assert lifecycle is not None and lifecycle.ready_to_unfence
+
+
+def test_a_broker_behind_the_quorum_is_not_ready_to_be_unfenced() -> None:
+    h = Harness()
+    h.registered(epoch=5)
+    h.image.deltas["registration"] = Delta()
+    h.raft.caught_up = False
+    h.raft.committed.append(Batch(5, (b"registration",)))
+    h.raft.high_watermark = 6
+    h.tick()
+    lifecycle = h.node.lifecycle
+    assert lifecycle is not None and not lifecycle.ready_to_unfence
