@@ -49,6 +49,11 @@ BUGS: Final[dict[str, str]] = {
         "the group coordinator accepts an OffsetCommit from a member of an older generation "
         "(#16 group ownership: committed offsets regress)"
     ),
+    "offsets-not-loaded": (
+        "a group coordinator loading a partition of __consumer_offsets (a restart, a new "
+        "leadership) skips the committed offsets, so members start again from the beginning "
+        "(#16 committed offsets regress)"
+    ),
     "no-epoch-bump": (
         "a partition change that names a new leader keeps the old leader epoch "
         "(#7 single leader per epoch; #8 epoch cache; #1 offset agreement)"

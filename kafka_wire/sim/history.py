@@ -48,6 +48,8 @@ class Op:
     group: str = ""
     generation: int = -1
     error: str = ""  # FAIL / INFO: the error's name
+    #: COMMIT ok: when its OffsetCommit was sent.
+    invoked_ms: int = -1
 
     def line(self) -> str:
         """One deterministic line for the trace."""

@@ -14,6 +14,7 @@ from kafka_wire.broker import buggify
 from kafka_wire.broker.cluster_view import LeaderRecoveryState
 from kafka_wire.broker.controller.elections import Election, build_partition_change
 from kafka_wire.broker.controller.image import NO_LEADER, merge_partition_change
+from kafka_wire.broker.group import GroupCoordinator
 from kafka_wire.messages import ErrorCode, PartitionChangeRecord, ProduceResponse
 from kafka_wire.records import read_records
 from kafka_wire.sim.bugs import BUGS, POINTS, SimHooks
@@ -249,6 +250,21 @@ def test_stale_generation_commit() -> None:
     assert _stale_commit() == ({("t", 0): E.ILLEGAL_GENERATION}, 10)
     with planted("stale-generation-commit"):
         assert _stale_commit() == ({("t", 0): E.NONE}, 3)  # the committed offset went back
+
+
+def _committed_after_reload() -> dict[tuple[str, int], tuple[int, str, int]]:
+    h = GroupHarness(DELAYED)
+    ids, generation = run_group(h, "g", 1)
+    assert h.commit("g", {("t", 0): 10}, generation=generation, member_id=ids[0]) == {("t", 0): E.NONE}
+    reloaded = GroupHarness(DELAYED, coordinator=GroupCoordinator(DELAYED))
+    reloaded.coord.load(h.log)  # a restart, or a new leader of the group's partition
+    return reloaded.fetch("g", {"t": [0]})[1]
+
+
+def test_offsets_not_loaded() -> None:
+    assert _committed_after_reload()[("t", 0)][0] == 10
+    with planted("offsets-not-loaded"):
+        assert _committed_after_reload()[("t", 0)][0] == -1  # members start again from the beginning
 
 
 def test_no_epoch_bump() -> None:

@@ -435,9 +435,12 @@ def test_one_owner_per_partition_and_generation_and_commits_never_go_back() -> N
     history.add(group_op("c1", OpKind.ASSIGN, 1, "t:0,t:1"))
     history.add(group_op("c2", OpKind.ASSIGN, 2, "t:0"))  # a later generation may move it
     history.add(group_op("c1", OpKind.COMMIT, 1, offset=5))
+    history.add(replace(group_op("c2", OpKind.COMMIT, 2, offset=3), time_ms=2, invoked_ms=0))
     assert checker.check(history) == []
     history.add(group_op("c2", OpKind.ASSIGN, 1, "t:1"))
-    history.add(group_op("c2", OpKind.COMMIT, 2, offset=4))
+    # In flight together with c1's commit: either may land first.
+    history.add(replace(group_op("c2", OpKind.COMMIT, 2, offset=4), invoked_ms=-1))
+    history.add(replace(group_op("c2", OpKind.COMMIT, 2, offset=4), time_ms=3, invoked_ms=1))
     assert anomalies(checker.check(history)) == ["double-ownership", "commit-regressed"]
     assert checker.check(history) == []  # each op is read once
 
@@ -784,3 +787,17 @@ def test_a_restarted_node_rebuilds_its_image_from_the_start() -> None:
 
 def _seen(leader_epoch: int, partition_epoch: int) -> _ImagePartition:
     return _ImagePartition(1, leader_epoch, partition_epoch, (1,), (1,))
+
+
+def test_a_commit_of_an_old_generation_sent_after_a_newer_one_formed_is_a_stale_commit() -> None:
+    history = History()
+    checker = GroupChecker()
+    history.add(replace(group_op("c1", OpKind.ASSIGN, 1, "t:0"), time_ms=10))
+    # Sent before generation 2 formed, answered after: Kafka accepted it while 1 was current.
+    history.add(replace(group_op("c1", OpKind.COMMIT, 1, offset=3), time_ms=30, invoked_ms=15))
+    history.add(replace(group_op("c2", OpKind.ASSIGN, 2, "t:0"), time_ms=20))
+    history.add(replace(group_op("c2", OpKind.COMMIT, 2, offset=6), time_ms=40, invoked_ms=35))
+    assert checker.check(history) == []
+    # Sent after a member held generation 2: the coordinator must have refused it.
+    history.add(replace(group_op("c1", OpKind.COMMIT, 1, offset=7), time_ms=60, invoked_ms=50))
+    assert anomalies(checker.check(history)) == ["stale-commit"]

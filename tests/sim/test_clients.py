@@ -34,7 +34,7 @@ class OneNode:
     def __init__(self, seed: int = 1) -> None:
         self.storage = MemoryStorage()
         self.broker = Broker(
-            BrokerConfig(host=ADDRESS[0], port=ADDRESS[1], group_initial_rebalance_delay_ms=0),
+            BrokerConfig(host=ADDRESS[0], port=ADDRESS[1], group_initial_rebalance_delay_ms=0, group_min_session_timeout_ms=1000),
             self.storage,
             rng=random.Random(seed),
         )

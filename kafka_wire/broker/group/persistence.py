@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from kafka_wire.broker import buggify
 from kafka_wire.broker.group.effects import KeyValue, Persist
 from kafka_wire.broker.group.model import Group, Member, Waiter, metadata_value, subscribed_topics
 from kafka_wire.broker.group.records import (
@@ -141,6 +142,8 @@ class GroupPersistence:
         """
         decoded = decode_key(key)
         if isinstance(decoded, OffsetCommitKey):
+            if buggify.hooks.planted("offsets-not-loaded"):
+                return
             self.replay_offset(
                 decoded.group,
                 decoded.topic,

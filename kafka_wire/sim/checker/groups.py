@@ -1,6 +1,10 @@
 """Group invariants (ENGINE-NOTES §7 #16) over the History, read incrementally after each event:
-at most one member owns a partition per (group, generation), and a group's committed offset of a
-partition never goes back."""
+at most one member owns a partition per (group, generation), a group's committed offset of a
+partition never goes back (a commit sent after another was answered never stores a lower offset:
+commits in flight together may land in either order), and no commit of an old generation is accepted: a member holds its
+assignment of generation g only after the coordinator has stored g (its SyncGroup answer waits
+for the write), so an OffsetCommit of generation g - 1 sent after any member saw g must be
+refused (ILLEGAL_GENERATION)."""
 
 from __future__ import annotations
 
@@ -26,8 +30,10 @@ class GroupChecker:
     read: int = 0
     #: (group, generation, topic, partition) -> the member that owns it.
     _owners: dict[tuple[str, int, str, int], str] = field(default_factory=dict)
-    #: (group, topic, partition) -> the highest committed offset, and by whom.
-    _committed: dict[tuple[str, str, int], tuple[int, str]] = field(default_factory=dict)
+    #: (group, topic, partition) -> its acknowledged commits: (answered at, offset, by whom).
+    _committed: dict[tuple[str, str, int], list[tuple[int, int, str]]] = field(default_factory=dict)
+    #: (group, generation) -> when a member first held an assignment of it.
+    _formed: dict[tuple[str, int], int] = field(default_factory=dict)
 
     def check(self, history: History) -> list[Violation]:
         ops = history.ops
@@ -38,6 +44,7 @@ class GroupChecker:
             if op.type is not OpType.OK or not op.group:
                 continue
             if op.kind is OpKind.ASSIGN:
+                self._formed.setdefault((op.group, op.generation), op.time_ms)
                 for topic, index in parse_assignment(op.value):
                     key = (op.group, op.generation, topic, index)
                     owner = self._owners.setdefault(key, op.process)
@@ -51,18 +58,40 @@ class GroupChecker:
                             )
                         )
             elif op.kind is OpKind.COMMIT and op.offset >= 0:
+                newer = self._newer_generation(op.group, op.generation, op.invoked_ms)
+                if newer is not None:
+                    out.append(
+                        Violation(
+                            "stale-commit",
+                            op.time_ms,
+                            f"group {op.group} {op.topic}-{op.partition} commit of generation"
+                            f" {op.generation} by {op.process} sent at {op.invoked_ms} accepted, though"
+                            f" generation {newer[0]} was formed by {newer[1]}",
+                        )
+                    )
                 ckey = (op.group, op.topic, op.partition)
-                seen = self._committed.get(ckey)
-                if seen is not None and op.offset < seen[0]:
+                acked = self._committed.setdefault(ckey, [])
+                before = [(o, by) for at, o, by in acked if at < op.invoked_ms]
+                if before and op.offset < max(before)[0]:
+                    highest, by = max(before)
                     out.append(
                         Violation(
                             "commit-regressed",
                             op.time_ms,
-                            f"group {op.group} {op.topic}-{op.partition} committed {seen[0]} ({seen[1]})"
+                            f"group {op.group} {op.topic}-{op.partition} committed {highest} ({by})"
                             f" then {op.offset} ({op.process}, generation {op.generation})",
                         )
                     )
-                if seen is None or op.offset >= seen[0]:
-                    self._committed[ckey] = (op.offset, op.process)
+                acked.append((op.time_ms, op.offset, op.process))
         self.read = len(ops)
         return out
+
+    def _newer_generation(self, group: str, generation: int, sent_ms: int) -> tuple[int, int] | None:
+        """A generation of ``group`` newer than ``generation`` that a member held before
+        ``sent_ms`` (and when), or None."""
+        if sent_ms < 0 or generation < 0:
+            return None
+        for (name, other), formed_ms in self._formed.items():
+            if name == group and other > generation and formed_ms < sent_ms:
+                return other, formed_ms
+        return None

@@ -50,10 +50,10 @@ from kafka_wire.sim.history import Op, OpKind, OpType
 if TYPE_CHECKING:
     from kafka_wire.sim.history import History
 
-SESSION_TIMEOUT_MS: Final = 10_000
+SESSION_TIMEOUT_MS: Final = 3_000
 REBALANCE_TIMEOUT_MS: Final = 10_000
 #: Kafka's ``heartbeat.interval.ms`` is a third of the session timeout or less.
-HEARTBEAT_INTERVAL_MS: Final = 1_000
+HEARTBEAT_INTERVAL_MS: Final = 500
 PROTOCOL: Final = "range"
 #: The consumer protocol's version prefix of subscriptions and assignments.
 _V0: Final = b"\x00\x00"
@@ -112,10 +112,22 @@ class GroupMember(Fetcher):
     """One member of ``group``; see the module docstring."""
 
     def __init__(
-        self, name: str, history: History, rng: random.Random, bootstrap: list[Address], topics: list[str], group: str
+        self,
+        name: str,
+        history: History,
+        rng: random.Random,
+        bootstrap: list[Address],
+        topics: list[str],
+        group: str,
+        *,
+        restart_every_ms: tuple[int, int] | None = None,
     ) -> None:
         super().__init__(name, history, rng, bootstrap, topics)
         self.group = group
+        #: A consumer process restarting now and then (a new member id, its assignment dropped):
+        #: a pause drawn from this range between restarts (None: never), until quiesced.
+        self.restart_every_ms = restart_every_ms
+        self.restart_at_ms: int | None = None
         self.state = MemberState.JOINING
         self.member_id = ""
         self.coordinator: Address | None = None
@@ -167,12 +179,32 @@ class GroupMember(Fetcher):
             )
             self._send_group(self.coordinator, request, self._on_joined, REBALANCE_TIMEOUT_MS + REQUEST_TIMEOUT_MS)
         elif state is MemberState.STABLE:
+            if self._restart_due(now_ms):
+                self._rejoin(now_ms, as_new=True)
+                self.pump(now_ms)
+                return
             if now_ms >= self.heartbeat_at_ms:
                 heartbeat = HeartbeatRequest(group_id=self.group, generation_id=self.generation, member_id=self.member_id)
                 self._send_group(self.coordinator, heartbeat, self._on_heartbeat)
             else:
                 self.wake_at(self.heartbeat_at_ms)
             self._commit(now_ms)
+
+    def _restart_due(self, now_ms: int) -> bool:
+        """Time for this member's process to restart (it rejoins as a new member)?"""
+        if self.restart_every_ms is None or self.commit_in_flight:
+            return False
+        if self.restart_at_ms is None:
+            self.restart_at_ms = now_ms + self.rng.randint(*self.restart_every_ms)
+        if now_ms < self.restart_at_ms:
+            self.wake_at(self.restart_at_ms)
+            return False
+        self.restart_at_ms = None
+        return True
+
+    def quiesce(self, now_ms: int) -> None:
+        self.restart_every_ms = None
+        super().quiesce(now_ms)
 
     def _send_group(
         self, address: Address, message: Message, handler: _GroupHandler, timeout_ms: int | None = None
@@ -350,12 +382,17 @@ class GroupMember(Fetcher):
         def answered(body: Message | None, at_ms: int) -> None:
             self.commit_in_flight = False
             if isinstance(body, OffsetCommitResponse) and generation == self.generation:
-                self._on_committed(body, ahead, generation, at_ms)
+                self._on_committed(body, ahead, generation, now_ms, at_ms)
 
         self.request(self.coordinator, request, answered)
 
     def _on_committed(
-        self, body: OffsetCommitResponse, sent: dict[tuple[str, int], int], generation: int, now_ms: int
+        self,
+        body: OffsetCommitResponse,
+        sent: dict[tuple[str, int], int],
+        generation: int,
+        sent_ms: int,
+        now_ms: int,
     ) -> None:
         for topic in body.topics:
             for p in topic.partitions:
@@ -383,6 +420,7 @@ class GroupMember(Fetcher):
                         offset=offset,
                         group=self.group,
                         generation=generation,
+                        invoked_ms=sent_ms,
                     )
                 )
 

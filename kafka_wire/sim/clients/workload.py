@@ -30,6 +30,9 @@ class Workload:
     #: The share of the acks=1 producer's batches sent with acks=0.
     acks0_share: float = 0.1
     group: str = "group-1"
+    #: Each group member's process restarts (a new member id) after a pause in this range (None:
+    #: never), so the group rebalances and members fetch committed offsets again and again.
+    member_restart_ms: tuple[int, int] | None = (4000, 12000)
 
     def __post_init__(self) -> None:
         if self.nodes < 1 or not self.topics or self.replication_factor < 1:
@@ -68,7 +71,18 @@ def default_clients(workload: Workload, history: History, rng: random.Random) ->
         ),
         AssignConsumer("consumer", history, child(), bootstrap, names),
     ]
-    clients += [GroupMember(f"member-{i}", history, child(), bootstrap, names[:1], workload.group) for i in (1, 2)]
+    clients += [
+        GroupMember(
+            f"member-{i}",
+            history,
+            child(),
+            bootstrap,
+            names[:1],
+            workload.group,
+            restart_every_ms=workload.member_restart_ms,
+        )
+        for i in (1, 2)
+    ]
     return clients
 
 
