@@ -230,8 +230,8 @@ def init_module(schemas: SchemaSet, exports: list[tuple[str, list[str]]]) -> str
     w.line()
     w.line()
     with w.block("def _load(name: str) -> type[Message]:"):
-        w.line("cls: type[Message] = __getattr__(name)")
-        w.line("return cls")
+        w.line("cls: type[Message] | None = globals().get(name)")
+        w.line("return cls if cls is not None else __getattr__(name)")
     w.line()
     w.line()
     w.line("@dataclass(frozen=True, slots=True)")

@@ -1376,8 +1376,8 @@ def __getattr__(name: str) -> Any:
 
 
 def _load(name: str) -> type[Message]:
-    cls: type[Message] = __getattr__(name)
-    return cls
+    cls: type[Message] | None = globals().get(name)
+    return cls if cls is not None else __getattr__(name)
 
 
 @dataclass(frozen=True, slots=True)

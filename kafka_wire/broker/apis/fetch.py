@@ -27,12 +27,12 @@ Version notes: sessions from v7, ``current_leader_epoch`` v9, ``last_fetched_epo
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kafka_wire.broker.apis.list_offsets import epoch_error
 from kafka_wire.broker.effects import FileRegion
 from kafka_wire.broker.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, FetchSession, SessionPartition
-from kafka_wire.broker.partition.replica import READ_COMMITTED
+from kafka_wire.broker.partition.replica import READ_COMMITTED, PartitionReplica
 from kafka_wire.broker.state import BrokerState, Context, Spliced
 from kafka_wire.codec.runtime import ZERO_UUID
 from kafka_wire.messages import (
@@ -150,6 +150,23 @@ def handle(ctx: Context, request: FetchRequest) -> FetchResponse | Spliced | Fet
     return wait if response is None else response
 
 
+def _read_from(replica: PartitionReplica | None) -> tuple[object, ...]:
+    """What a poll's outcome for a partition depends on (see ``FetchWait._unchanged``; the
+    replica itself is compared by identity there)."""
+    if replica is None:
+        return (None,)
+    log = replica.log
+    return (
+        replica,
+        replica.registration,
+        replica.leadership.epoch,
+        replica.leadership.role,
+        log.log_end_offset,
+        log.log_start_offset,
+        replica.high_watermark,
+    )
+
+
 def _entry(item: _Wanted) -> SessionPartition:
     return SessionPartition(
         topic=item.key,
@@ -175,10 +192,16 @@ class FetchWait:
     #: A follower's node id (>= 0 only in a cluster), and its broker epoch (-1: not sent).
     replica_id: int = -1
     replica_epoch: int = -1
+    #: After a poll that held the request: per partition, what its outcome was read from (see
+    #: ``_unchanged``); None when the next poll must read.
+    seen: list[tuple[object, ...]] | None = field(default=None, init=False, repr=False)
 
     def poll(self, now_ms: int) -> FetchResponse | Spliced | None:
+        if self.seen is not None and now_ms < self.deadline_ms and self._unchanged():
+            return None
         state, request = self.state, self.request
         by_id = self.api_version >= 13
+        seen: list[tuple[object, ...]] = []
         budget = (
             min(request.max_bytes, state.config.fetch_max_bytes)
             if self.api_version >= 3
@@ -254,8 +277,11 @@ class FetchWait:
                 data.aborted_transactions = [] if request.isolation_level == READ_COMMITTED else None
             errors = errors or data.error_code != ErrorCode.NONE or data.diverging_epoch.end_offset >= 0
             results.append((item, data))
+            seen.append(_read_from(replica))
         if total < request.min_bytes and not errors and not news and now_ms < self.deadline_ms:
+            self.seen = seen
             return None
+        self.seen = None
         splices = []
         for index, parts in regions.items():
             # The records field holds the splice's placeholder until the connection encodes the
@@ -269,6 +295,21 @@ class FetchWait:
             splices.append(splice)
         response = self._respond(results, by_id)
         return Spliced(response, tuple(splices)) if splices else response
+
+    def _unchanged(self) -> bool:
+        """Whether every partition is as the last poll read it, so that polling again would hold
+        the request again (only the deadline is left to answer it otherwise): a partition's part of
+        a poll is a function of its replica, registration, leadership and offsets; the
+        lookups are repeated in case the topic or replica came, went or was replaced."""
+        assert self.seen is not None
+        state = self.state
+        by_id = self.api_version >= 13
+        for item, before in zip(self.wanted, self.seen, strict=True):
+            topic = state.topic_with_id(item.topic_id) if by_id else state.topic_named(item.key)
+            replica = state.replica(topic.name, item.partition) if topic is not None else None
+            if replica is not before[0] or _read_from(replica) != before:
+                return False
+        return True
 
     def _respond(
         self, results: list[tuple[_Wanted, FetchResponsePartitionData]], by_id: bool
