@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from kafka_wire.broker.apis.list_offsets import epoch_error
 from kafka_wire.broker.effects import FileRegion
 from kafka_wire.broker.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, FetchSession, SessionPartition
+from kafka_wire.broker.metadata import TopicInfo
 from kafka_wire.broker.partition.replica import READ_COMMITTED, PartitionReplica
 from kafka_wire.broker.state import BrokerState, Context, Spliced
 from kafka_wire.codec.runtime import ZERO_UUID
@@ -150,14 +151,16 @@ def handle(ctx: Context, request: FetchRequest) -> FetchResponse | Spliced | Fet
     return wait if response is None else response
 
 
-def _read_from(replica: PartitionReplica | None) -> tuple[object, ...]:
-    """What a poll's outcome for a partition depends on (see ``FetchWait._unchanged``; the
-    replica itself is compared by identity there)."""
-    if replica is None:
-        return (None,)
+def _read_from(topic: TopicInfo | None, replica: PartitionReplica | None) -> tuple[object, ...]:
+    """What a poll's outcome for a partition depends on (see ``FetchWait._unchanged``; the topic
+    and the replica are compared by identity there)."""
+    if topic is None or replica is None:
+        return (topic, replica)
     log = replica.log
     return (
+        topic,
         replica,
+        topic.topic_id,
         replica.registration,
         replica.leadership.epoch,
         replica.leadership.role,
@@ -277,7 +280,7 @@ class FetchWait:
                 data.aborted_transactions = [] if request.isolation_level == READ_COMMITTED else None
             errors = errors or data.error_code != ErrorCode.NONE or data.diverging_epoch.end_offset >= 0
             results.append((item, data))
-            seen.append(_read_from(replica))
+            seen.append(_read_from(topic, replica))
         if total < request.min_bytes and not errors and not news and now_ms < self.deadline_ms:
             self.seen = seen
             return None
@@ -299,15 +302,21 @@ class FetchWait:
     def _unchanged(self) -> bool:
         """Whether every partition is as the last poll read it, so that polling again would hold
         the request again (only the deadline is left to answer it otherwise): a partition's part of
-        a poll is a function of its replica, registration, leadership and offsets; the
-        lookups are repeated in case the topic or replica came, went or was replaced."""
+        a poll is a function of its topic, replica, registration, leadership and offsets. The
+        topic and the replica must still be the ones found then (topic ids are unique, so the
+        topic still under its name is the one its id finds)."""
         assert self.seen is not None
-        state = self.state
-        by_id = self.api_version >= 13
+        topics, partitions = self.state.metadata.topics, self.state.partitions
         for item, before in zip(self.wanted, self.seen, strict=True):
-            topic = state.topic_with_id(item.topic_id) if by_id else state.topic_named(item.key)
-            replica = state.replica(topic.name, item.partition) if topic is not None else None
-            if replica is not before[0] or _read_from(replica) != before:
+            topic, replica = before[0], before[1]
+            if topic is None or replica is None:
+                return False
+            assert isinstance(topic, TopicInfo)
+            if (
+                topics.get(topic.name) is not topic
+                or partitions.get((topic.name, item.partition)) is not replica
+                or _read_from(topic, replica) != before
+            ):
                 return False
         return True
 
