@@ -264,6 +264,11 @@ def init_module(schemas: SchemaSet, exports: list[tuple[str, list[str]]]) -> str
         with w.block("def __getitem__(self, key: int) -> type[Message]:"):
             w.line("return _load(self._names[key])")
         w.line()
+        with w.block("def get(self, key: int, default: Any = None) -> Any:"):
+            w.line('"""As ``Mapping.get``, without its detour through ``__getitem__`` (on every frame\'s path)."""')
+            w.line("name = self._names.get(key)")
+            w.line("return default if name is None else _load(name)")
+        w.line()
         with w.block("def __iter__(self) -> Iterator[int]:"):
             w.line("return iter(self._names)")
         w.line()
