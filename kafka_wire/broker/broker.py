@@ -442,10 +442,13 @@ class Broker:
     def next_deadline_ms(self) -> int | None:
         if self._stopped is not None:
             return None
-        if self._jobs_held():
-            # A job's deadline is the time of its last slice, so now: nothing else can come sooner.
-            return min(h.waiting.deadline_ms for h in self._held if isinstance(h.waiting, Job))
-        deadlines = [h.waiting.deadline_ms for h in self._held]
+        deadlines: list[int] = []
+        if self._held:
+            jobs = [h.waiting.deadline_ms for h in self._held if isinstance(h.waiting, Job)]
+            if jobs:
+                # A job's deadline is the time of its last slice, so now: nothing else can come sooner.
+                return min(jobs)
+            deadlines = [h.waiting.deadline_ms for h in self._held]
         if (queued := self._timer_queue.next_deadline_ms()) is not None:
             deadlines.append(queued)
         if self._group is not None and (group := self._group.next_deadline_ms()) is not None:

@@ -230,8 +230,8 @@ def init_module(schemas: SchemaSet, exports: list[tuple[str, list[str]]]) -> str
     w.line()
     w.line()
     with w.block("def _load(name: str) -> type[Message]:"):
-        w.line("cls: type[Message] = __getattr__(name)")
-        w.line("return cls")
+        w.line("cls: type[Message] | None = globals().get(name)")
+        w.line("return cls if cls is not None else __getattr__(name)")
     w.line()
     w.line()
     w.line("@dataclass(frozen=True, slots=True)")
@@ -263,6 +263,11 @@ def init_module(schemas: SchemaSet, exports: list[tuple[str, list[str]]]) -> str
         w.line()
         with w.block("def __getitem__(self, key: int) -> type[Message]:"):
             w.line("return _load(self._names[key])")
+        w.line()
+        with w.block("def get(self, key: int, default: Any = None) -> Any:"):
+            w.line('"""As ``Mapping.get``, without its detour through ``__getitem__`` (on every frame\'s path)."""')
+            w.line("name = self._names.get(key)")
+            w.line("return default if name is None else _load(name)")
         w.line()
         with w.block("def __iter__(self) -> Iterator[int]:"):
             w.line("return iter(self._names)")

@@ -1376,8 +1376,8 @@ def __getattr__(name: str) -> Any:
 
 
 def _load(name: str) -> type[Message]:
-    cls: type[Message] = __getattr__(name)
-    return cls
+    cls: type[Message] | None = globals().get(name)
+    return cls if cls is not None else __getattr__(name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -1409,6 +1409,11 @@ class _Classes(Mapping[int, type[Message]]):
 
     def __getitem__(self, key: int) -> type[Message]:
         return _load(self._names[key])
+
+    def get(self, key: int, default: Any = None) -> Any:
+        """As ``Mapping.get``, without its detour through ``__getitem__`` (on every frame's path)."""
+        name = self._names.get(key)
+        return default if name is None else _load(name)
 
     def __iter__(self) -> Iterator[int]:
         return iter(self._names)

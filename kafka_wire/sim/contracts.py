@@ -79,6 +79,9 @@ class NodeLike(Protocol):
     #: Times this node lost storage it had written (power loss, a corrupted or lost write): the
     #: checker exempts its own truncations at those times.
     storage_losses: list[int]
+    #: Counts the calls into the running engine: while it and ``broker`` stay the same, the
+    #: engine's state has not changed (the checker skips reading it again).
+    calls: int
 
 
 class WorldView(Protocol):

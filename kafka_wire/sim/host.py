@@ -154,6 +154,9 @@ class NodeHost:
         self.storage_losses: list[int] = []
         #: Why the engine stopped on its own (StopBroker), when it did.
         self.failure: str | None = None
+        #: Calls into the engine so far (each ends with ``_reschedule``, which counts it): the
+        #: checker reads a node again only when this moved.
+        self.calls = 0
         #: Per file: the durable size before its last fsync, for a disk fault.
         self._durable_before: dict[str, int] = {}
         self._conns: dict[int, tuple[Connection, int]] = {}
@@ -308,6 +311,7 @@ class NodeHost:
                 self.net_data(conn_id, item)
 
     def _reschedule(self) -> None:
+        self.calls += 1
         broker = self.broker
         deadline = None if broker is None else broker.next_deadline_ms()
         if deadline is not None:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import struct
 import uuid
+from typing import Any
 
 import pytest
 
 from kafka_wire.broker import BrokerConfig
 from kafka_wire.broker.effects import CloseConnection, FileRegion, Send
+from kafka_wire.broker.partition.replica import PartitionReplica
 from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.messages import (
     ApiKey,
@@ -283,6 +285,47 @@ def test_fetch_waits_for_min_bytes_and_wakes_on_produce() -> None:
     engine.advance(1)
     [late] = consumer.responses()
     assert isinstance(late.body, FetchResponse) and records_of(late.body) == []
+
+
+def test_a_held_fetch_reads_again_only_when_its_partition_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+    reads: list[int] = []
+    original = PartitionReplica.read
+
+    def counting(self: PartitionReplica, fetch_offset: int, max_bytes: int, **kw: Any) -> Any:
+        reads.append(fetch_offset)
+        return original(self, fetch_offset, max_bytes, **kw)
+
+    monkeypatch.setattr(PartitionReplica, "read", counting)
+    engine = Engine()
+    consumer, other = Client(engine, 1), Client(engine, 2)
+    create(consumer, "quiet")
+    create(consumer, "busy")
+    consumer.send(
+        FetchRequest(
+            replica_id=-1,
+            max_wait_ms=5000,
+            min_bytes=1,
+            max_bytes=1 << 20,
+            session_epoch=-1,
+            topics=[
+                FetchRequestTopic(
+                    topic="quiet",
+                    partitions=[
+                        FetchRequestPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)
+                    ],
+                )
+            ],
+        ),
+        12,
+    )
+    assert consumer.responses() == [] and len(reads) == 1  # held
+    engine.advance(100)  # a tick, and a produce to another partition: nothing to read again
+    produce(other, "busy", build_batch([NewRecord(None, b"elsewhere")], default_timestamp=engine.now_ms))
+    assert consumer.responses() == [] and len(reads) == 1
+    produce(other, "quiet", build_batch([NewRecord(None, b"here")], default_timestamp=engine.now_ms))
+    [woken] = consumer.responses()
+    assert isinstance(woken.body, FetchResponse) and records_of(woken.body) == [(None, b"here")]
+    assert len(reads) == 2
 
 
 def test_fetch_sessions_answer_incrementally() -> None:

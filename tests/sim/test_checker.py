@@ -660,6 +660,7 @@ class Host:
     broker: Broker | None
     node: ClusterNode | None = None
     storage_losses: list[int] = field(default_factory=list)
+    calls: int = 0
 
 
 @dataclass

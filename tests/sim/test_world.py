@@ -9,6 +9,7 @@ import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,6 +19,8 @@ from kafka_wire.cli import main
 from kafka_wire.cli.simulate import workload
 from kafka_wire.errors import DecodeError
 from kafka_wire.records import NewRecord, build_batch, read_batches
+from kafka_wire.sim.checker import Checker
+from kafka_wire.sim.checker.observe import changed_snaps
 from kafka_wire.sim.contracts import Violation, WorldView
 from kafka_wire.sim.faults import FaultPlan, isr_full
 from kafka_wire.sim.host import crc_covered
@@ -377,3 +380,23 @@ def test_bytes_for_a_paused_connection_wait_until_the_engine_resumes_it(
     assert seen == []  # delivered as an event of its own
     world.run_for(1)
     assert (conn_id, b"held") in seen and conn_id not in host._inbox
+
+
+def test_the_checker_reads_again_only_the_nodes_an_event_called(monkeypatch: pytest.MonkeyPatch) -> None:
+    read: list[int] = []
+
+    def recording(node_id: int, broker: Any, seen: dict[Any, Any]) -> list[Any]:
+        read.append(node_id)
+        return changed_snaps(node_id, broker, seen)
+
+    monkeypatch.setattr("kafka_wire.sim.checker.changed_snaps", recording)
+    world = formed_world()
+    checker = Checker()
+    assert checker.after_event(world) == []
+    assert read == [1, 2, 3]  # the first time, every node
+    for _ in range(50):
+        read.clear()
+        before = {h.node_id: h.calls for h in world.hosts}
+        world.scheduler.run_one()
+        assert checker.after_event(world) == []
+        assert read == [h.node_id for h in world.hosts if h.calls != before[h.node_id]]

@@ -27,12 +27,13 @@ Version notes: sessions from v7, ``current_leader_epoch`` v9, ``last_fetched_epo
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kafka_wire.broker.apis.list_offsets import epoch_error
 from kafka_wire.broker.effects import FileRegion
 from kafka_wire.broker.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, FetchSession, SessionPartition
-from kafka_wire.broker.partition.replica import READ_COMMITTED
+from kafka_wire.broker.metadata import TopicInfo
+from kafka_wire.broker.partition.replica import READ_COMMITTED, PartitionReplica
 from kafka_wire.broker.state import BrokerState, Context, Spliced
 from kafka_wire.codec.runtime import ZERO_UUID
 from kafka_wire.messages import (
@@ -150,6 +151,25 @@ def handle(ctx: Context, request: FetchRequest) -> FetchResponse | Spliced | Fet
     return wait if response is None else response
 
 
+def _read_from(topic: TopicInfo | None, replica: PartitionReplica | None) -> tuple[object, ...]:
+    """What a poll's outcome for a partition depends on (see ``FetchWait._unchanged``; the topic
+    and the replica are compared by identity there)."""
+    if topic is None or replica is None:
+        return (topic, replica)
+    log = replica.log
+    return (
+        topic,
+        replica,
+        topic.topic_id,
+        replica.registration,
+        replica.leadership.epoch,
+        replica.leadership.role,
+        log.log_end_offset,
+        log.log_start_offset,
+        replica.high_watermark,
+    )
+
+
 def _entry(item: _Wanted) -> SessionPartition:
     return SessionPartition(
         topic=item.key,
@@ -175,10 +195,16 @@ class FetchWait:
     #: A follower's node id (>= 0 only in a cluster), and its broker epoch (-1: not sent).
     replica_id: int = -1
     replica_epoch: int = -1
+    #: After a poll that held the request: per partition, what its outcome was read from (see
+    #: ``_unchanged``); None when the next poll must read.
+    seen: list[tuple[object, ...]] | None = field(default=None, init=False, repr=False)
 
     def poll(self, now_ms: int) -> FetchResponse | Spliced | None:
+        if self.seen is not None and now_ms < self.deadline_ms and self._unchanged():
+            return None
         state, request = self.state, self.request
         by_id = self.api_version >= 13
+        seen: list[tuple[object, ...]] = []
         budget = (
             min(request.max_bytes, state.config.fetch_max_bytes)
             if self.api_version >= 3
@@ -254,8 +280,11 @@ class FetchWait:
                 data.aborted_transactions = [] if request.isolation_level == READ_COMMITTED else None
             errors = errors or data.error_code != ErrorCode.NONE or data.diverging_epoch.end_offset >= 0
             results.append((item, data))
+            seen.append(_read_from(topic, replica))
         if total < request.min_bytes and not errors and not news and now_ms < self.deadline_ms:
+            self.seen = seen
             return None
+        self.seen = None
         splices = []
         for index, parts in regions.items():
             # The records field holds the splice's placeholder until the connection encodes the
@@ -269,6 +298,27 @@ class FetchWait:
             splices.append(splice)
         response = self._respond(results, by_id)
         return Spliced(response, tuple(splices)) if splices else response
+
+    def _unchanged(self) -> bool:
+        """Whether every partition is as the last poll read it, so that polling again would hold
+        the request again (only the deadline is left to answer it otherwise): a partition's part of
+        a poll is a function of its topic, replica, registration, leadership and offsets. The
+        topic and the replica must still be the ones found then (topic ids are unique, so the
+        topic still under its name is the one its id finds)."""
+        assert self.seen is not None
+        topics, partitions = self.state.metadata.topics, self.state.partitions
+        for item, before in zip(self.wanted, self.seen, strict=True):
+            topic, replica = before[0], before[1]
+            if topic is None or replica is None:
+                return False
+            assert isinstance(topic, TopicInfo)
+            if (
+                topics.get(topic.name) is not topic
+                or partitions.get((topic.name, item.partition)) is not replica
+                or _read_from(topic, replica) != before
+            ):
+                return False
+        return True
 
     def _respond(
         self, results: list[tuple[_Wanted, FetchResponsePartitionData]], by_id: bool

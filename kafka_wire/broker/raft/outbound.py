@@ -5,7 +5,9 @@ fetched batches, truncating on a diverging epoch, and fetching and installing a 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from kafka_wire.broker.cluster_view import Outbound
 from kafka_wire.broker.config import Voter
@@ -78,33 +80,43 @@ class OutboundRequests(RequestHandlers):
         if role is QuorumRole.CANDIDATE:
             for voter in others:
                 if voter not in self._granted and voter not in self._rejected:
-                    self._send(out, ApiKey.VOTE, voter, self._vote_request(voter), now_ms)
+                    self._send(out, ApiKey.VOTE, voter, partial(self._vote_request, voter), now_ms)
         elif role is QuorumRole.LEADER:
             for voter in others:
                 if voter not in self._acked:
-                    self._send(out, ApiKey.BEGIN_QUORUM_EPOCH, voter, self._begin_request(voter), now_ms)
+                    self._send(
+                        out, ApiKey.BEGIN_QUORUM_EPOCH, voter, partial(self._begin_request, voter), now_ms
+                    )
         elif role is QuorumRole.RESIGNED:
             for voter in others:
                 if voter not in self._acked:
-                    self._send(out, ApiKey.END_QUORUM_EPOCH, voter, self._end_request(), now_ms)
+                    self._send(out, ApiKey.END_QUORUM_EPOCH, voter, self._end_request, now_ms)
         elif role is QuorumRole.FOLLOWER:
             fetching = self._snapshot_fetch
             if fetching is not None:
                 self._send(
-                    out, ApiKey.FETCH_SNAPSHOT, self.leader_id, self._fetch_snapshot_request(fetching), now_ms
+                    out,
+                    ApiKey.FETCH_SNAPSHOT,
+                    self.leader_id,
+                    partial(self._fetch_snapshot_request, fetching),
+                    now_ms,
                 )
             else:
-                self._send(out, ApiKey.FETCH, self.leader_id, self._fetch_request(), now_ms)
+                self._send(out, ApiKey.FETCH, self.leader_id, self._fetch_request, now_ms)
         elif not self.is_voter and self._bootstrap:
             waiting = any(key[0] == ApiKey.FETCH for key in self._inflight) or any(
                 key[0] == ApiKey.FETCH and due > now_ms for key, due in self._retry_at.items()
             )
             if not waiting:
                 target = self._bootstrap[self._rng.randrange(len(self._bootstrap))]
-                self._send(out, ApiKey.FETCH, target, self._fetch_request(), now_ms)
+                self._send(out, ApiKey.FETCH, target, self._fetch_request, now_ms)
         return out
 
-    def _send(self, out: list[Outbound], api: ApiKey, destination: int, body: Message, now_ms: int) -> None:
+    def _send(
+        self, out: list[Outbound], api: ApiKey, destination: int, build: Callable[[], Message], now_ms: int
+    ) -> None:
+        """Send what ``build`` makes, unless one is in flight or waits for its retry (then it is
+        not built at all)."""
         key = (api, destination)
         retry_at = self._retry_at.get(key)
         if key in self._inflight or (retry_at is not None and retry_at > now_ms):
@@ -115,7 +127,7 @@ class OutboundRequests(RequestHandlers):
         timeout = self.config.request_timeout_ms
         if api == ApiKey.FETCH:
             timeout = max(timeout, self.config.fetch_max_wait_ms + timeout)
-        out.append(Outbound(destination, self.config.listener, body, call.on_reply, timeout))
+        out.append(Outbound(destination, self.config.listener, build(), call.on_reply, timeout))
 
     def _vote_request(self, voter: int) -> VoteRequest:
         return VoteRequest(

@@ -218,18 +218,14 @@ class KRaftReplica(OutboundRequests):
 
     # -- timers -----------------------------------------------------------------------------------
     def next_deadline_ms(self) -> int | None:
-        deadlines = [
-            d
-            for d in (
-                self._election_deadline,
-                self._fetch_deadline,
-                self._check_quorum_deadline,
-                self._log.next_deadline_ms() if self._started else None,
-                *self._retry_at.values(),
-            )
-            if d is not None
-        ]
-        return min(deadlines) if deadlines else None
+        best = self._log.next_deadline_ms() if self._started else None
+        for d in (self._election_deadline, self._fetch_deadline, self._check_quorum_deadline):
+            if d is not None and (best is None or d < best):
+                best = d
+        for d in self._retry_at.values():
+            if best is None or d < best:
+                best = d
+        return best
 
     def tick(self, now_ms: int) -> None:
         """Run what is due: elections, fetch timeouts, the leader's quorum check, log upkeep."""

@@ -55,6 +55,8 @@ class Checker:
         self.groups = GroupChecker()
         self.expected: Counter[str] = Counter()
         self._brokers: dict[int, Broker] = {}
+        #: Per node: its ``calls`` when last read.
+        self._calls: dict[int, int] = {}
         #: Per node: its engine's cluster node, raft replica and image (while the same runs).
         self._parts: dict[int, tuple[ClusterNode | None, KRaftReplica, MetadataImage]] = {}
         self._raft_prints: dict[int, tuple[int, object, int, int, int]] = {}
@@ -82,12 +84,19 @@ class Checker:
             broker = host.broker
             if broker is None:
                 continue
+            node = host.node
             if self._brokers.get(node_id) is not broker:
                 if node_id in self._brokers:
                     steps.restarted(node_id)
                 self._brokers[node_id] = broker
+            elif self._calls.get(node_id) == host.calls:
+                # Not called since the last read: nothing in it changed.
+                parts = self._parts.get(node_id)
+                if parts is not None and parts[0] is node:
+                    live_rafts.append((node_id, parts[1]))
+                continue
+            self._calls[node_id] = host.calls
             snaps += changed_snaps(node_id, broker, self._prints)
-            node = host.node
             parts = self._parts.get(node_id)
             if parts is None or parts[0] is not node:
                 raft, image = raft_of(node), image_of(node)
