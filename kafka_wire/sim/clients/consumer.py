@@ -15,7 +15,8 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING, Final
 
-from kafka_wire.client import RangeRead, TopicPartition
+from kafka_wire.client.fetch import RangeRead
+from kafka_wire.client.types import TopicPartition
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
     ErrorCode,
