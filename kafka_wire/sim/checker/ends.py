@@ -14,7 +14,7 @@ Anomalies:
 - ``aborted-read`` (Jepsen's G1a): a send that failed (definitely not written) was polled;
 - ``poll-skip`` / ``nonmonotonic-poll``: a consumer's successive records of one partition skip a
   known offset or go back (assign consumers over all their polls, group consumers within one
-  generation; an ``info`` poll with ``OFFSET_OUT_OF_RANGE``, after which the consumer reads from
+  assignment; an ``info`` poll with ``OFFSET_OUT_OF_RANGE``, after which the consumer reads from
   the log start, begins its reads again);
 - ``nonmonotonic-send``: an idempotent producer's acknowledged offsets of one partition, in the
   order it invoked the sends, do not increase;
@@ -75,6 +75,9 @@ def check_end(
     report = EndReport()
     sends: dict[str, _Send] = {}
     polls: list[Op] = []
+    #: Polls and group assignments, in order: a member reads from its committed offsets again
+    #: after each assignment (a rejoin may keep the generation).
+    reads: list[Op] = []
     for op in history.ops:
         if op.kind is OpKind.SEND:
             if op.type is OpType.INVOKE:
@@ -83,6 +86,9 @@ def check_end(
                 sends[op.value].done = op
         elif op.kind is OpKind.POLL and (op.type is OpType.OK or op.error == OFFSET_OUT_OF_RANGE):
             polls.append(op)
+            reads.append(op)
+        elif op.kind is OpKind.ASSIGN and op.type is OpType.OK:
+            reads.append(op)
 
     # Every (partition, offset) -> value observed, and where.
     seen: dict[TopicPartition, dict[int, str]] = {}
@@ -197,10 +203,14 @@ def check_end(
 
     # poll order
     known = {tp: sorted(at) for tp, at in seen.items()}
-    last: dict[tuple[str, str, int, TopicPartition], int] = {}
-    for op in polls:
+    last: dict[tuple[str, TopicPartition], int] = {}
+    for op in reads:
+        if op.kind is OpKind.ASSIGN:
+            for key in [k for k in last if k[0] == op.process]:
+                del last[key]
+            continue
         tp = (op.topic, op.partition)
-        key = (op.process, op.group, op.generation if op.group else -1, tp)
+        key = (op.process, tp)
         if op.type is not OpType.OK:  # the consumer's position was reset: its reads start again
             last.pop(key, None)
             report.expected["offset-out-of-range-reset"] += 1
