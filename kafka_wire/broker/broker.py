@@ -737,7 +737,11 @@ class Broker:
                 self._log.exception("conn %d: cannot answer %s", answer.conn_id, type(request.body).__name__)
                 self._close(answer.conn_id, conn, out)
                 continue
-            if self.faults.armed and self._from_client(conn, request) and self.faults.take_close(request.api_key):
+            if (
+                self.faults.armed
+                and self._from_client(conn, request)
+                and self.faults.take_close(request.api_key)
+            ):
                 self._cut(answer.conn_id, conn, ready, out)
                 continue
             self._send(answer.conn_id, ready, out)
@@ -781,7 +785,9 @@ class Broker:
         if self._cluster is not None and self._cluster.serves(conn.listener):
             return False
         body = request.body
-        return not isinstance(body, FetchRequest) or (body.replica_id < 0 and body.replica_state.replica_id < 0)
+        return not isinstance(body, FetchRequest) or (
+            body.replica_id < 0 and body.replica_state.replica_id < 0
+        )
 
     def _group_answers(self, answers: list[GroupAnswer]) -> None:
         for conn_id, request, body in answers:
@@ -817,10 +823,14 @@ class Broker:
         """An injected fault: send the first half of the response frame, then close."""
         parts = [ready] if isinstance(ready, bytes) else list(ready)
         parts += conn.server.parts_to_send()
-        total = sum(len(p) if isinstance(p, bytes) else p.size if isinstance(p, FileRegion) else 0 for p in parts)
+        total = sum(
+            len(p) if isinstance(p, bytes) else p.size if isinstance(p, FileRegion) else 0 for p in parts
+        )
         leading = b"".join(itertools.takewhile(lambda p: isinstance(p, bytes), parts))  # type: ignore[arg-type]  # bytes only, by the predicate
         cut = leading[: max(1, min(len(leading), total // 2))]
-        self._log.info("conn %d: closing mid-response (%d of %d bytes sent), as injected", conn_id, len(cut), total)
+        self._log.info(
+            "conn %d: closing mid-response (%d of %d bytes sent), as injected", conn_id, len(cut), total
+        )
         out.append(Send(conn_id, (cut,)))
         out.append(CloseConnection(conn_id))
         if self._conns.pop(conn_id, None) is not None:

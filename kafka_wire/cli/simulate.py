@@ -126,7 +126,9 @@ def workload() -> tuple[ClientFactory | None, CheckerFactory | None]:
     from kafka_wire.sim.checker import Checker
     from kafka_wire.sim.clients.workload import clients_for
 
-    return (lambda world: clients_for(world, replication_factor=world.replication_factor)), (lambda world: Checker())
+    return (lambda world: clients_for(world, replication_factor=world.replication_factor)), (
+        lambda world: Checker()
+    )
 
 
 def replay_command(args: argparse.Namespace, seed: int, faults: Sequence[int] | None = None) -> str:

@@ -265,7 +265,9 @@ def init_module(schemas: SchemaSet, exports: list[tuple[str, list[str]]]) -> str
             w.line("return _load(self._names[key])")
         w.line()
         with w.block("def get(self, key: int, default: Any = None) -> Any:"):
-            w.line('"""As ``Mapping.get``, without its detour through ``__getitem__`` (on every frame\'s path)."""')
+            w.line(
+                '"""As ``Mapping.get``, without its detour through ``__getitem__`` (on every frame\'s path)."""'
+            )
             w.line("name = self._names.get(key)")
             w.line("return default if name is None else _load(name)")
         w.line()

@@ -34,7 +34,12 @@ class OneNode:
     def __init__(self, seed: int = 1) -> None:
         self.storage = MemoryStorage()
         self.broker = Broker(
-            BrokerConfig(host=ADDRESS[0], port=ADDRESS[1], group_initial_rebalance_delay_ms=0, group_min_session_timeout_ms=1000),
+            BrokerConfig(
+                host=ADDRESS[0],
+                port=ADDRESS[1],
+                group_initial_rebalance_delay_ms=0,
+                group_min_session_timeout_ms=1000,
+            ),
             self.storage,
             rng=random.Random(seed),
         )
@@ -209,7 +214,9 @@ def test_acked_offsets_are_what_the_consumer_polls() -> None:
     _created(world)
     rng = random.Random(3)
     producers = [
-        Producer("p-idem", world.history, random.Random(4), [ADDRESS], ["t1", "t2"], acks=-1, idempotent=True),
+        Producer(
+            "p-idem", world.history, random.Random(4), [ADDRESS], ["t1", "t2"], acks=-1, idempotent=True
+        ),
         Producer("p-all", world.history, random.Random(5), [ADDRESS], ["t1"], acks=-1, interval_ms=50),
         Producer("p-one", world.history, random.Random(6), [ADDRESS], ["t2"], acks=1, acks0_share=0.2),
     ]
@@ -283,7 +290,9 @@ def _lose_a_produce_response(idempotent: bool) -> History:
     again."""
     world = OneNode()
     _created(world)
-    producer = Producer("p", world.history, random.Random(4), [ADDRESS], ["t1"], acks=-1, idempotent=idempotent)
+    producer = Producer(
+        "p", world.history, random.Random(4), [ADDRESS], ["t1"], acks=-1, idempotent=idempotent
+    )
     world.add(producer)
     world.run(5_000, until=lambda: any(b.in_flight for b in producer.batches.values()) and producer.sent > 3)
     world.lose_next_response.add(producer._by_address[ADDRESS])
@@ -346,8 +355,12 @@ def test_the_default_workload_runs_deterministically() -> None:
 def test_a_send_refused_before_the_append_until_the_producer_gives_up_fails() -> None:
     world = OneNode()
     _created(world)
-    refused = Producer("p-all", world.history, random.Random(4), [ADDRESS], ["tight"], acks=-1, interval_ms=1_000)
-    leader_only = Producer("p-one", world.history, random.Random(5), [ADDRESS], ["tight"], acks=1, interval_ms=1_000)
+    refused = Producer(
+        "p-all", world.history, random.Random(4), [ADDRESS], ["tight"], acks=-1, interval_ms=1_000
+    )
+    leader_only = Producer(
+        "p-one", world.history, random.Random(5), [ADDRESS], ["tight"], acks=1, interval_ms=1_000
+    )
     for c in (refused, leader_only):
         world.add(c)
     world.run(3_000)
@@ -356,7 +369,9 @@ def test_a_send_refused_before_the_append_until_the_producer_gives_up_fails() ->
     world.run(DELIVERY_TIMEOUT_MS + 5_000, until=lambda: refused.idle() and leader_only.idle())
     assert refused.idle() and leader_only.idle()
     done = [ops[-1] for ops in _sends(world.history, "p-all").values()]
-    assert done and all(o.type is OpType.FAIL and o.error == "DELIVERY_TIMEOUT:NOT_ENOUGH_REPLICAS" for o in done)
+    assert done and all(
+        o.type is OpType.FAIL and o.error == "DELIVERY_TIMEOUT:NOT_ENOUGH_REPLICAS" for o in done
+    )
     assert all(ops[-1].type is OpType.OK for ops in _sends(world.history, "p-one").values())
 
 
@@ -375,7 +390,11 @@ def test_a_position_past_the_log_is_an_info_poll_and_a_reset_to_the_start() -> N
     ops = [o for o in world.history.ops if o.process == "c" and o.partition == 0]
     assert ops[0].type is OpType.INFO and ops[0].error == "OFFSET_OUT_OF_RANGE" and ops[0].offset == 1_000
     polled = [offset for o in ops[1:] for offset, _ in o.records]
-    acked = sorted(o.offset for o in world.history.ops if o.kind is OpKind.SEND and o.type is OpType.OK and o.partition == 0)
+    acked = sorted(
+        o.offset
+        for o in world.history.ops
+        if o.kind is OpKind.SEND and o.type is OpType.OK and o.partition == 0
+    )
     assert polled == acked == list(range(len(acked))) and acked
 
 
@@ -383,7 +402,9 @@ def test_a_member_that_dies_leaves_its_partitions_to_the_other_from_the_committe
     world = OneNode()
     _created(world)
     producer = Producer("p", world.history, random.Random(4), [ADDRESS], ["t1"], acks=-1, interval_ms=50)
-    first, second = (GroupMember(f"m{i}", world.history, random.Random(10 + i), [ADDRESS], ["t1"], "g") for i in (1, 2))
+    first, second = (
+        GroupMember(f"m{i}", world.history, random.Random(10 + i), [ADDRESS], ["t1"], "g") for i in (1, 2)
+    )
     for c in (producer, first, second):
         world.add(c)
     world.run(3_000, until=lambda: bool(first.assignment and second.assignment))
@@ -430,7 +451,10 @@ def test_clients_for_a_world_take_its_nodes_topics_and_unclean_setting() -> None
     admin = clients[0]
     assert isinstance(admin, AdminClient)
     assert admin.bootstrap == [(f"node{n}", 9092) for n in (1, 2, 3, 4)]
-    assert [(s.name, s.partitions, s.replication_factor) for s in admin.specs.values()] == [("a", 2, 3), ("b", 5, 3)]
+    assert [(s.name, s.partitions, s.replication_factor) for s in admin.specs.values()] == [
+        ("a", 2, 3),
+        ("b", 5, 3),
+    ]
     assert admin.specs["a"].configs == {"min.insync.replicas": "2", "unclean.leader.election.enable": "true"}
     members = [c for c in clients if isinstance(c, GroupMember)]
     assert [m.topics for m in members] == [["a"], ["a"]]
@@ -463,7 +487,9 @@ def test_a_join_answered_after_a_commit_lost_the_coordinator_waits_for_the_coord
     ((_, _, joined),) = [s for s in member.sent if isinstance(s[1], JoinGroupRequest)]
     assert joined is not None
     member._group_error(ErrorCode.COORDINATOR_NOT_AVAILABLE, START_MS + 1)  # the commit's answer
-    answer = JoinGroupResponse(generation_id=2, protocol_name="range", leader="m-1", member_id="m-1", members=[])
+    answer = JoinGroupResponse(
+        generation_id=2, protocol_name="range", leader="m-1", member_id="m-1", members=[]
+    )
     joined(answer, START_MS + 2)
     assert member.coordinator is None and member.state is MemberState.JOINING
     member.pump(START_MS + 200)

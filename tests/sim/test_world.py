@@ -152,7 +152,9 @@ def test_a_disk_fault_flips_only_bits_a_checksum_covers() -> None:
     # Seed 47: a flip in a batch's partition leader epoch, which Kafka's CRC leaves out, was read
     # back as epoch 536870912 and replicated: nothing in Kafka can detect it.
     first = build_batch([NewRecord(b"k", b"v")], base_offset=0, partition_leader_epoch=3)
-    second = build_batch([NewRecord(b"k", b"w"), NewRecord(b"k", b"x")], base_offset=1, partition_leader_epoch=3)
+    second = build_batch(
+        [NewRecord(b"k", b"w"), NewRecord(b"k", b"x")], base_offset=1, partition_leader_epoch=3
+    )
     data = b"junk" + first + second
     spots = crc_covered(data, 4)
     assert 4 + 12 not in spots and 4 + 8 in spots and 4 + 16 in spots  # epoch out; length, magic in

@@ -458,7 +458,9 @@ def committed_prefix_held(
     if not entries or not committed:
         return end
     first = entries[0][1]
-    points = sorted({o for _, o in entries if first <= o < end} | {o for _, o in committed if first <= o < end})
+    points = sorted(
+        {o for _, o in entries if first <= o < end} | {o for _, o in committed if first <= o < end}
+    )
     for offset in points:
         if _epoch_at(entries, offset) != _epoch_at(committed, offset):
             return offset

@@ -37,7 +37,12 @@ class AdminClient(ClientBase):
     (``TOPIC_ALREADY_EXISTS`` counts as made)."""
 
     def __init__(
-        self, name: str, history: History, rng: random.Random, bootstrap: list[Address], specs: list[TopicSpec]
+        self,
+        name: str,
+        history: History,
+        rng: random.Random,
+        bootstrap: list[Address],
+        specs: list[TopicSpec],
     ) -> None:
         super().__init__(name, history, rng, bootstrap, [])
         self.specs = {s.name: s for s in specs}
@@ -65,7 +70,10 @@ class AdminClient(ClientBase):
                     name=s.name,
                     num_partitions=s.partitions,
                     replication_factor=s.replication_factor,
-                    configs=[CreateTopicsRequestCreatableTopicConfig(name=k, value=v) for k, v in sorted(s.configs.items())],
+                    configs=[
+                        CreateTopicsRequestCreatableTopicConfig(name=k, value=v)
+                        for k, v in sorted(s.configs.items())
+                    ],
                 )
                 for s in missing
             ],

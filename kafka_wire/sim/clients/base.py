@@ -207,7 +207,11 @@ class ClientBase:
     def maybe_refresh_metadata(self, now_ms: int) -> None:
         if self.metadata_in_flight:
             return
-        due = self.metadata_at_ms + RETRY_BACKOFF_MS if self.metadata_wanted else self.metadata_at_ms + METADATA_MAX_AGE_MS
+        due = (
+            self.metadata_at_ms + RETRY_BACKOFF_MS
+            if self.metadata_wanted
+            else self.metadata_at_ms + METADATA_MAX_AGE_MS
+        )
         if now_ms < due:
             self.wake_at(due)
             return
@@ -251,7 +255,9 @@ class ClientBase:
                     version = cap
                 if handler is not None:
                     c.waiting.append(handler)
-                out += connection.send(message, version, context=handler, timeout_ms=timeout_ms, now_ms=self.now_ms)
+                out += connection.send(
+                    message, version, context=handler, timeout_ms=timeout_ms, now_ms=self.now_ms
+                )
             out += connection.data_to_send()
         except KafkaWireError:  # a broker without the API, a connection gone wrong: give up on it
             self._drop(conn_id, c, self.now_ms, close=True)

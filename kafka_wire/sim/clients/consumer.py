@@ -139,12 +139,17 @@ class Fetcher(ClientBase):
                     continue  # not asked, or the partition was reassigned meanwhile
                 self._on_partition(key, read, part, now_ms)
 
-    def _on_partition(self, key: tuple[str, int], read: RangeRead, part: FetchResponsePartitionData, now_ms: int) -> None:
+    def _on_partition(
+        self, key: tuple[str, int], read: RangeRead, part: FetchResponsePartitionData, now_ms: int
+    ) -> None:
         code = part.error_code
         if code == ErrorCode.NONE:
             before = read.offset
             records = tuple(
-                (r.offset, _value(r.value)) for _, batch in read.take(part) for r in batch if r.offset >= before
+                (r.offset, _value(r.value))
+                for _, batch in read.take(part)
+                for r in batch
+                if r.offset >= before
             )
             if records:
                 self.record(self._op(OpType.OK, key, now_ms, records=records))

@@ -58,7 +58,9 @@ PROTOCOL: Final = "range"
 #: The consumer protocol's version prefix of subscriptions and assignments.
 _V0: Final = b"\x00\x00"
 
-_REJOIN_AS_NEW: Final = frozenset({ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION, ErrorCode.FENCED_INSTANCE_ID})
+_REJOIN_AS_NEW: Final = frozenset(
+    {ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION, ErrorCode.FENCED_INSTANCE_ID}
+)
 _COORDINATOR_ERRORS: Final = frozenset(
     {ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS}
 )
@@ -71,7 +73,9 @@ class MemberState(enum.Enum):
     STABLE = "STABLE"
 
 
-def range_assignment(members: dict[str, list[str]], counts: dict[str, int]) -> dict[str, list[tuple[str, int]]]:
+def range_assignment(
+    members: dict[str, list[str]], counts: dict[str, int]
+) -> dict[str, list[tuple[str, int]]]:
     """Kafka's range assignor: per topic, its subscribers in member id order each take a
     contiguous range, the first ``partitions % members`` one more."""
     out: dict[str, list[tuple[str, int]]] = {m: [] for m in members}
@@ -92,7 +96,9 @@ def encode_assignment(partitions: list[tuple[str, int]]) -> bytes:
     for topic, partition in partitions:
         by_topic.setdefault(topic, []).append(partition)
     assignment = ConsumerProtocolAssignment(
-        assigned_partitions=[ConsumerProtocolAssignmentTopicPartition(topic=t, partitions=ps) for t, ps in by_topic.items()]
+        assigned_partitions=[
+            ConsumerProtocolAssignmentTopicPartition(topic=t, partitions=ps) for t, ps in by_topic.items()
+        ]
     )
     return _V0 + assignment.encode(0)
 
@@ -177,14 +183,18 @@ class GroupMember(Fetcher):
                 protocol_type="consumer",
                 protocols=[JoinGroupRequestProtocol(name=PROTOCOL, metadata=_V0 + subscription.encode(0))],
             )
-            self._send_group(self.coordinator, request, self._on_joined, REBALANCE_TIMEOUT_MS + REQUEST_TIMEOUT_MS)
+            self._send_group(
+                self.coordinator, request, self._on_joined, REBALANCE_TIMEOUT_MS + REQUEST_TIMEOUT_MS
+            )
         elif state is MemberState.STABLE:
             if self._restart_due(now_ms):
                 self._rejoin(now_ms, as_new=True)
                 self.pump(now_ms)
                 return
             if now_ms >= self.heartbeat_at_ms:
-                heartbeat = HeartbeatRequest(group_id=self.group, generation_id=self.generation, member_id=self.member_id)
+                heartbeat = HeartbeatRequest(
+                    group_id=self.group, generation_id=self.generation, member_id=self.member_id
+                )
                 self._send_group(self.coordinator, heartbeat, self._on_heartbeat)
             else:
                 self.wake_at(self.heartbeat_at_ms)
@@ -274,11 +284,16 @@ class GroupMember(Fetcher):
             members: dict[str, list[str]] = {}
             for member in body.members:
                 try:
-                    members[member.member_id] = ConsumerProtocolSubscription.decode(member.metadata[2:], 0).topics
+                    members[member.member_id] = ConsumerProtocolSubscription.decode(
+                        member.metadata[2:], 0
+                    ).topics
                 except DecodeError:
                     members[member.member_id] = []
             plan = range_assignment(members, self.partition_counts)
-            assignments = [SyncGroupRequestAssignment(member_id=m, assignment=encode_assignment(ps)) for m, ps in plan.items()]
+            assignments = [
+                SyncGroupRequestAssignment(member_id=m, assignment=encode_assignment(ps))
+                for m, ps in plan.items()
+            ]
         self.state = MemberState.SYNCING
         request = SyncGroupRequest(
             group_id=self.group,
@@ -289,7 +304,9 @@ class GroupMember(Fetcher):
             assignments=assignments,
         )
         assert self.coordinator is not None
-        self._send_group(self.coordinator, request, self._on_synced, REBALANCE_TIMEOUT_MS + REQUEST_TIMEOUT_MS)
+        self._send_group(
+            self.coordinator, request, self._on_synced, REBALANCE_TIMEOUT_MS + REQUEST_TIMEOUT_MS
+        )
 
     def _on_synced(self, body: Message, now_ms: int) -> None:
         assert isinstance(body, SyncGroupResponse)
@@ -398,8 +415,10 @@ class GroupMember(Fetcher):
             for p in topic.partitions:
                 key = (topic.name, p.partition_index)
                 if p.error_code != ErrorCode.NONE:
-                    if p.error_code in _COORDINATOR_ERRORS or p.error_code in _REJOIN_AS_NEW or (
-                        p.error_code == ErrorCode.REBALANCE_IN_PROGRESS
+                    if (
+                        p.error_code in _COORDINATOR_ERRORS
+                        or p.error_code in _REJOIN_AS_NEW
+                        or (p.error_code == ErrorCode.REBALANCE_IN_PROGRESS)
                     ):
                         self._group_error(p.error_code, now_ms)
                         return

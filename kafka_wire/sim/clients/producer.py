@@ -171,7 +171,9 @@ class Producer(ClientBase):
             self.sequences.clear()
             for key, batch in list(self.batches.items()):
                 if batch.maybe_written:
-                    self._complete(key, batch, OpType.INFO, now_ms, error=batch.last_error or "PRODUCER_RESET")
+                    self._complete(
+                        key, batch, OpType.INFO, now_ms, error=batch.last_error or "PRODUCER_RESET"
+                    )
                 else:
                     batch.base_sequence = -1
         if self.producer_id >= 0 and not self.reset_needed:
@@ -247,7 +249,8 @@ class Producer(ClientBase):
             timeout_ms=PRODUCE_TIMEOUT_MS,
             topic_data=[
                 ProduceRequestTopicProduceData(
-                    name=key[0], partition_data=[ProduceRequestPartitionProduceData(index=key[1], records=records)]
+                    name=key[0],
+                    partition_data=[ProduceRequestPartitionProduceData(index=key[1], records=records)],
                 )
             ],
         )
@@ -322,7 +325,15 @@ class Producer(ClientBase):
             )
 
     def _op(
-        self, kind: OpType, batch: _Batch, now_ms: int, *, value: str, acks: int, offset: int = -1, error: str = ""
+        self,
+        kind: OpType,
+        batch: _Batch,
+        now_ms: int,
+        *,
+        value: str,
+        acks: int,
+        offset: int = -1,
+        error: str = "",
     ) -> Op:
         return Op(
             now_ms,

@@ -48,7 +48,10 @@ class Workload:
             "min.insync.replicas": str(min(self.min_insync_replicas, self.replication_factor)),
             "unclean.leader.election.enable": "true" if self.unclean_leader_election else "false",
         }
-        return [TopicSpec(name, partitions, self.replication_factor, dict(configs)) for name, partitions in self.topics]
+        return [
+            TopicSpec(name, partitions, self.replication_factor, dict(configs))
+            for name, partitions in self.topics
+        ]
 
 
 def default_clients(workload: Workload, history: History, rng: random.Random) -> list[SimClient]:
@@ -64,10 +67,26 @@ def default_clients(workload: Workload, history: History, rng: random.Random) ->
 
     clients: list[SimClient] = [
         AdminClient("admin", history, child(), bootstrap, workload.specs()),
-        Producer("producer-idem", history, child(), bootstrap, names, acks=-1, idempotent=True, interval_ms=interval),
+        Producer(
+            "producer-idem",
+            history,
+            child(),
+            bootstrap,
+            names,
+            acks=-1,
+            idempotent=True,
+            interval_ms=interval,
+        ),
         Producer("producer-all", history, child(), bootstrap, names, acks=-1, interval_ms=interval),
         Producer(
-            "producer-one", history, child(), bootstrap, names, acks=1, interval_ms=interval, acks0_share=workload.acks0_share
+            "producer-one",
+            history,
+            child(),
+            bootstrap,
+            names,
+            acks=1,
+            interval_ms=interval,
+            acks0_share=workload.acks0_share,
         ),
         AssignConsumer("consumer", history, child(), bootstrap, names),
     ]
