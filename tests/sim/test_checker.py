@@ -805,3 +805,16 @@ def test_a_commit_of_an_old_generation_sent_after_a_newer_one_formed_is_a_stale_
     # Sent after a member held generation 2: the coordinator must have refused it.
     history.add(replace(group_op("c1", OpKind.COMMIT, 1, offset=7), time_ms=60, invoked_ms=50))
     assert anomalies(checker.check(history)) == ["stale-commit"]
+
+
+def test_a_member_resuming_below_a_commit_answered_before_its_assignment_lost_the_committed_offset() -> None:
+    history = History()
+    checker = GroupChecker()
+    history.add(replace(group_op("c1", OpKind.ASSIGN, 1, "t:0"), time_ms=1))
+    history.add(replace(group_op("c1", OpKind.COMMIT, 1, offset=5), time_ms=3, invoked_ms=2))
+    history.add(replace(group_op("c2", OpKind.ASSIGN, 2, "t:0"), time_ms=4))
+    history.add(Op(5, "c2", OpType.OK, OpKind.POLL, "t", 0, records=((5, "v5"),), group="g", generation=2))
+    assert checker.check(history) == []  # resumed at the committed offset
+    history.add(replace(group_op("c1", OpKind.ASSIGN, 3, "t:0"), time_ms=6))
+    history.add(Op(7, "c1", OpType.OK, OpKind.POLL, "t", 0, records=((0, "v0"),), group="g", generation=3))
+    assert anomalies(checker.check(history)) == ["committed-offset-lost"]

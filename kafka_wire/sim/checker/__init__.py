@@ -27,6 +27,7 @@ from kafka_wire.sim.checker.observe import (
     is_fenced,
     leader_of,
     partition_replicas,
+    producers_unknown,
     raft_of,
     raft_print,
     raft_snap,
@@ -63,6 +64,8 @@ class Checker:
         self._prints: dict[tuple[int, TopicPartition], Fingerprint] = {}
         self._losses: dict[int, int] = {}
         self._topics: list[tuple[str, int]] | None = None
+        #: Per node: the partitions its running engine has opened and the checker has read.
+        self._opened: dict[int, set[TopicPartition]] = {}
 
     def after_event(self, world: WorldView) -> list[Violation]:
         steps = self.steps
@@ -89,6 +92,7 @@ class Checker:
                 if node_id in self._brokers:
                     steps.restarted(node_id)
                 self._brokers[node_id] = broker
+                self._opened[node_id] = set()
             elif self._calls.get(node_id) == host.calls:
                 # Not called since the last read: nothing in it changed.
                 parts = self._parts.get(node_id)
@@ -97,6 +101,7 @@ class Checker:
                 continue
             self._calls[node_id] = host.calls
             snaps += changed_snaps(node_id, broker, self._prints)
+            out += self._opened_replicas(now, node_id, broker)
             parts = self._parts.get(node_id)
             if parts is None or parts[0] is not node:
                 raft, image = raft_of(node), image_of(node)
@@ -121,6 +126,23 @@ class Checker:
             out += steps.check_raft(now, [raft_snap(n, r) for n, r in live_rafts], restarted)
         if len(world.history.ops) > self.groups.read:
             out += self.groups.check(world.history)
+        return out
+
+    def _opened_replicas(self, now_ms: int, node_id: int, broker: Broker) -> list[Violation]:
+        """§7 #13 where a replica opens (a start, a restart, a new replica): its producer state
+        knows the last batch of every idempotent producer in its log."""
+        opened = self._opened.setdefault(node_id, set())
+        replicas = partition_replicas(broker)
+        if len(opened) == len(replicas):
+            return []
+        out: list[Violation] = []
+        for tp, replica in replicas.items():
+            if tp not in opened:
+                opened.add(tp)
+                out += [
+                    Violation("producer-state-lost", now_ms, f"node {node_id} {tp[0]}-{tp[1]}: {gap}")
+                    for gap in producers_unknown(replica)
+                ]
         return out
 
     def at_end(self, world: WorldView) -> list[Violation]:

@@ -4,14 +4,15 @@ partition never goes back (a commit sent after another was answered never stores
 commits in flight together may land in either order), and no commit of an old generation is accepted: a member holds its
 assignment of generation g only after the coordinator has stored g (its SyncGroup answer waits
 for the write), so an OffsetCommit of generation g - 1 sent after any member saw g must be
-refused (ILLEGAL_GENERATION)."""
+refused (ILLEGAL_GENERATION). A member assigned a partition resumes at the group's committed
+offset, never below a commit answered before the assignment."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from kafka_wire.sim.contracts import Violation
-from kafka_wire.sim.history import History, OpKind, OpType
+from kafka_wire.sim.history import History, Op, OpKind, OpType
 
 
 def parse_assignment(value: str) -> list[tuple[str, int]]:
@@ -32,6 +33,9 @@ class GroupChecker:
     _owners: dict[tuple[str, int, str, int], str] = field(default_factory=dict)
     #: (group, topic, partition) -> its acknowledged commits: (answered at, offset, by whom).
     _committed: dict[tuple[str, str, int], list[tuple[int, int, str]]] = field(default_factory=dict)
+    #: (member, group, topic, partition) -> the group's committed offset when the member was
+    #: assigned the partition, until the member's first poll of it.
+    _resume_at: dict[tuple[str, str, str, int], int] = field(default_factory=dict)
     #: (group, generation) -> when a member first held an assignment of it.
     _formed: dict[tuple[str, int], int] = field(default_factory=dict)
 
@@ -41,11 +45,21 @@ class GroupChecker:
             return []
         out: list[Violation] = []
         for op in ops[self.read :]:
-            if op.type is not OpType.OK or not op.group:
+            if not op.group:
+                continue
+            if op.kind is OpKind.POLL:
+                out += self._first_poll(op)
+                continue
+            if op.type is not OpType.OK:
                 continue
             if op.kind is OpKind.ASSIGN:
                 self._formed.setdefault((op.group, op.generation), op.time_ms)
                 for topic, index in parse_assignment(op.value):
+                    answered = [
+                        o for at, o, _ in self._committed.get((op.group, topic, index), []) if at < op.time_ms
+                    ]
+                    if answered:
+                        self._resume_at[op.process, op.group, topic, index] = max(answered)
                     key = (op.group, op.generation, topic, index)
                     owner = self._owners.setdefault(key, op.process)
                     if owner != op.process:
@@ -85,6 +99,25 @@ class GroupChecker:
                 acked.append((op.time_ms, op.offset, op.process))
         self.read = len(ops)
         return out
+
+    def _first_poll(self, op: Op) -> list[Violation]:
+        """A member's first poll of a partition after an assignment starts at the group's
+        committed offset: never below a commit answered before the assignment (the coordinator
+        stored it, and OffsetFetch follows the SyncGroup). A reset (an ``info`` poll) ends it."""
+        expected = self._resume_at.pop((op.process, op.group, op.topic, op.partition), None)
+        if expected is None or op.type is not OpType.OK or not op.records:
+            return []
+        first = op.records[0][0]
+        if first >= expected:
+            return []
+        return [
+            Violation(
+                "committed-offset-lost",
+                op.time_ms,
+                f"group {op.group} {op.topic}-{op.partition}: {op.process} resumed at {first},"
+                f" below the committed {expected}",
+            )
+        ]
 
     def _newer_generation(self, group: str, generation: int, sent_ms: int) -> tuple[int, int] | None:
         """A generation of ``group`` newer than ``generation`` that a member held before

@@ -246,6 +246,37 @@ def read_log(replica: PartitionReplica) -> LogContents:
     )
 
 
+def producers_unknown(replica: PartitionReplica) -> list[str]:
+    """Idempotent producers whose last batch in the replica's log its producer state does not
+    know (a missing entry, or a last sequence behind the log's): a retry of that batch would be
+    appended again. Kafka rebuilds this state from the log when a replica opens."""
+    log = replica.log
+    last: dict[int, tuple[int, int]] = {}
+    offset, end = log.log_start_offset, log.log_end_offset
+    while offset < end:
+        result = log.read(offset, _READ_CHUNK, max_offset=end, min_one_batch=True)
+        data = log.read_bytes(result)
+        if result.error_code or not data:
+            break
+        start = offset
+        try:
+            for batch in read_batches(data, verify_crc=False):
+                if isinstance(batch, RecordBatch) and batch.producer_id >= 0:
+                    last[batch.producer_id] = (batch.last_sequence, batch.last_offset)
+                offset = max(offset, batch.next_offset)
+        except DecodeError:
+            break
+        if offset == start:
+            break
+    missing: list[str] = []
+    for producer_id, (sequence, at) in sorted(last.items()):
+        entry = replica.producers.entry(producer_id)
+        known = None if entry is None else entry.last_sequence
+        if known is None or known < sequence:
+            missing.append(f"producer {producer_id} sequence {sequence} at offset {at} (state: {known})")
+    return missing
+
+
 def leader_of(replicas: Sequence[ReplicaSnap]) -> ReplicaSnap | None:
     """The leader with the highest epoch among live replicas of one partition."""
     best: ReplicaSnap | None = None
