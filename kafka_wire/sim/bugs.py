@@ -45,10 +45,6 @@ BUGS: Final[dict[str, str]] = {
         "consumer fetches return records above the high watermark, up to the log end offset "
         "(#12 read isolation; #1 inconsistent-offsets once they are truncated)"
     ),
-    "stale-generation-commit": (
-        "the group coordinator accepts an OffsetCommit from a member of an older generation "
-        "(#16 group ownership: committed offsets regress)"
-    ),
     "offsets-not-loaded": (
         "a group coordinator loading a partition of __consumer_offsets (a restart, a new "
         "leadership) skips the committed offsets, so members start again from the beginning "

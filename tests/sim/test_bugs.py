@@ -237,21 +237,6 @@ def test_serve_above_hw() -> None:
         assert _consumer_view() == (1, 3)
 
 
-def _stale_commit() -> tuple[dict[tuple[str, int], int], int]:
-    h = GroupHarness(DELAYED)
-    ids, generation = run_group(h, "g", 1)
-    assert h.commit("g", {("t", 0): 10}, generation=generation, member_id=ids[0]) == {("t", 0): E.NONE}
-    stale = h.commit("g", {("t", 0): 3}, generation=generation - 1, member_id=ids[0])
-    committed = h.fetch("g", {"t": [0]})[1][("t", 0)][0]
-    return stale, committed
-
-
-def test_stale_generation_commit() -> None:
-    assert _stale_commit() == ({("t", 0): E.ILLEGAL_GENERATION}, 10)
-    with planted("stale-generation-commit"):
-        assert _stale_commit() == ({("t", 0): E.NONE}, 3)  # the committed offset went back
-
-
 def _committed_after_reload() -> dict[tuple[str, int], tuple[int, str, int]]:
     h = GroupHarness(DELAYED)
     ids, generation = run_group(h, "g", 1)

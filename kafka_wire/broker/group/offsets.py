@@ -9,7 +9,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable
 
-from kafka_wire.broker import buggify
 from kafka_wire.broker.group.model import (
     CONSUMER_PROTOCOL_TYPE,
     ZERO_UUID,
@@ -153,7 +152,7 @@ class Offsets:
             error = self._rebalance.validate_member(group, member_id, instance_id)
             if error is not None:
                 return error
-            if generation != group.generation and not buggify.hooks.planted("stale-generation-commit"):
+            if generation != group.generation:
                 return E.ILLEGAL_GENERATION
         elif group.state is not GroupState.EMPTY:
             return E.UNKNOWN_MEMBER_ID
