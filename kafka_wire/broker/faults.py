@@ -30,6 +30,7 @@ from typing import Final
 
 from kafka_wire.broker.apis import SUPPORTED
 from kafka_wire.broker.error_answers import ERROR_ANSWERS
+from kafka_wire.broker.group.model import offset_commit_error
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import LocalProtocolError
 from kafka_wire.messages import (
@@ -54,9 +55,6 @@ from kafka_wire.messages import (
     MetadataResponse,
     MetadataResponseTopic,
     OffsetCommitRequest,
-    OffsetCommitResponse,
-    OffsetCommitResponsePartition,
-    OffsetCommitResponseTopic,
     OffsetFetchRequest,
     OffsetFetchResponse,
     OffsetFetchResponseGroup,
@@ -294,19 +292,7 @@ def _list_offsets(request: Message, code: int) -> Message:
 
 def _offset_commit(request: Message, code: int) -> Message:
     assert isinstance(request, OffsetCommitRequest)
-    return OffsetCommitResponse(
-        topics=[
-            OffsetCommitResponseTopic(
-                name=t.name,
-                topic_id=t.topic_id,
-                partitions=[
-                    OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=code)
-                    for p in t.partitions
-                ],
-            )
-            for t in request.topics
-        ]
-    )
+    return offset_commit_error(request.topics, code)
 
 
 def _find_coordinator(request: Message, code: int) -> Message:

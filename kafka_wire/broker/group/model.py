@@ -8,7 +8,7 @@ values from a group and never change it.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -21,6 +21,7 @@ from kafka_wire.messages import (
     JoinGroupRequest,
     JoinGroupResponse,
     JoinGroupResponseMember,
+    OffsetCommitRequestTopic,
     OffsetCommitResponse,
     OffsetCommitResponsePartition,
     OffsetCommitResponseTopic,
@@ -257,23 +258,31 @@ def member_records(group: Group, assignments: dict[str, bytes] | None = None) ->
     )
 
 
+def offset_commit_error(
+    topics: Sequence[OffsetCommitRequestTopic] | Sequence[OffsetCommitResponseTopic], error: int
+) -> OffsetCommitResponse:
+    """An OffsetCommit answer with ``error`` for every partition of ``topics`` (those of the
+    request, or of an answer being replaced)."""
+    return OffsetCommitResponse(
+        topics=[
+            OffsetCommitResponseTopic(
+                name=t.name,
+                topic_id=t.topic_id,
+                partitions=[
+                    OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=error)
+                    for p in t.partitions
+                ],
+            )
+            for t in topics
+        ]
+    )
+
+
 def failed_answer(answer: Message, error: int) -> Message:
     """``answer`` (of a request whose write was refused) with ``error`` instead: every partition of
     an OffsetCommit (Kafka's ``OffsetCommitRequest.getErrorResponse``), an OffsetDelete as a whole."""
     if isinstance(answer, OffsetCommitResponse):
-        return OffsetCommitResponse(
-            topics=[
-                OffsetCommitResponseTopic(
-                    name=t.name,
-                    topic_id=t.topic_id,
-                    partitions=[
-                        OffsetCommitResponsePartition(partition_index=p.partition_index, error_code=error)
-                        for p in t.partitions
-                    ],
-                )
-                for t in answer.topics
-            ]
-        )
+        return offset_commit_error(answer.topics, error)
     if isinstance(answer, OffsetDeleteResponse):
         return OffsetDeleteResponse(error_code=error)
     raise LocalProtocolError(f"no failure answer for {type(answer).__name__}")

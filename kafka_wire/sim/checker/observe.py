@@ -213,34 +213,40 @@ def is_active_controller(node: Node | None) -> bool:
     return raft is not None and raft.leader_ready and node is not None and node.parts.controller is not None
 
 
-def read_log(replica: PartitionReplica) -> LogContents:
-    """Every record of a replica's log (values as str), and its batches."""
+def _log_batches(replica: PartitionReplica, *, verify_crc: bool | None) -> Iterator[RecordBatch[bytes]]:
+    """The v2 batches of a replica's log, from its start to its end (up to the first that cannot
+    be read)."""
     log = replica.log
-    records: list[tuple[int, str]] = []
-    batches: list[tuple[int, int, int, int]] = []
     offset, end = log.log_start_offset, log.log_end_offset
     while offset < end:
         result = log.read(offset, _READ_CHUNK, max_offset=end, min_one_batch=True)
         data = log.read_bytes(result)
         if result.error_code or not data:
-            break
+            return
         start = offset
         try:
-            for batch in read_batches(data):
+            for batch in read_batches(data, verify_crc=verify_crc):
                 if isinstance(batch, RecordBatch):
-                    batches.append(
-                        (batch.base_offset, batch.last_offset, batch.partition_leader_epoch, batch.crc)
-                    )
-                    if not batch.is_control:
-                        for record in batch:
-                            value = record.value
-                            text = "" if value is None else bytes(value).decode("utf-8", "replace")
-                            records.append((record.offset, text))
+                    yield batch
                 offset = max(offset, batch.next_offset)
         except DecodeError:
-            break
+            return
         if offset == start:
-            break
+            return
+
+
+def read_log(replica: PartitionReplica) -> LogContents:
+    """Every record of a replica's log (values as str), and its batches."""
+    log = replica.log
+    records: list[tuple[int, str]] = []
+    batches: list[tuple[int, int, int, int]] = []
+    for batch in _log_batches(replica, verify_crc=None):
+        batches.append((batch.base_offset, batch.last_offset, batch.partition_leader_epoch, batch.crc))
+        if not batch.is_control:
+            for record in batch:
+                value = record.value
+                text = "" if value is None else bytes(value).decode("utf-8", "replace")
+                records.append((record.offset, text))
     return LogContents(
         log.log_start_offset, log.log_end_offset, replica.high_watermark, tuple(records), tuple(batches)
     )
@@ -250,24 +256,10 @@ def producers_unknown(replica: PartitionReplica) -> list[str]:
     """Idempotent producers whose last batch in the replica's log its producer state does not
     know (a missing entry, or a last sequence behind the log's): a retry of that batch would be
     appended again. Kafka rebuilds this state from the log when a replica opens."""
-    log = replica.log
     last: dict[int, tuple[int, int]] = {}
-    offset, end = log.log_start_offset, log.log_end_offset
-    while offset < end:
-        result = log.read(offset, _READ_CHUNK, max_offset=end, min_one_batch=True)
-        data = log.read_bytes(result)
-        if result.error_code or not data:
-            break
-        start = offset
-        try:
-            for batch in read_batches(data, verify_crc=False):
-                if isinstance(batch, RecordBatch) and batch.producer_id >= 0:
-                    last[batch.producer_id] = (batch.last_sequence, batch.last_offset)
-                offset = max(offset, batch.next_offset)
-        except DecodeError:
-            break
-        if offset == start:
-            break
+    for batch in _log_batches(replica, verify_crc=False):
+        if batch.producer_id >= 0:
+            last[batch.producer_id] = (batch.last_sequence, batch.last_offset)
     missing: list[str] = []
     for producer_id, (sequence, at) in sorted(last.items()):
         entry = replica.producers.entry(producer_id)
