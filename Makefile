@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install lint typecheck regen docs check-generated bench clean compile test-pure test-compiled captures
+.PHONY: run test install lint typecheck regen docs check-generated bench clean compile test-pure test-compiled captures simulate-long
 
 # PySpark and pyarrow for tests/spark come from the `spark` extra (Spark runs on the machine's
 # JDK 17). Python peers come from the `test` extra (with the Java client's jars: pyflink/lib of
@@ -80,6 +80,12 @@ docs: $(STAMP)
 # Re-record the golden request frames of tests/data/captures from the real clients (tools/record_captures.py).
 captures: $(STAMP)
 	$(PY) tools/record_captures.py
+
+# The simulator's long run (docs/benchmarks/simulation.md): 10,000 seeds of 5,000 events on three
+# nodes, every fault kind, on every core; about an hour and a half on two cores. make test runs a
+# fixed set of 30 seeds (tests/sim/test_seeds.py).
+simulate-long: $(STAMP) $(COMPILED_STAMP)
+	$(VENV)/bin/kafka-wire simulate --seeds 1..10000 --events 5000 --nodes 3
 
 bench: $(STAMP) $(COMPILED_STAMP)
 	$(PY) bench/bench_metadata.py

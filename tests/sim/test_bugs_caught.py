@@ -19,7 +19,7 @@ CAUGHT = {
     "ack-before-isr": (3, "inconsistent-offsets"),
     "forget-producer-state": (1, "producer-state-lost"),
     "serve-above-hw": (3, "inconsistent-offsets"),
-    "offsets-not-loaded": (38, "committed-offset-lost"),
+    "offsets-not-loaded": (2, "committed-offset-lost"),
     "no-epoch-bump": (1, "two-leaders"),
 }
 
