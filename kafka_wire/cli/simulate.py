@@ -5,7 +5,8 @@ cores (``--jobs``), draws a progress bar on stderr and prints a summary table: s
 events per second (in all and per core), faults injected per kind, violations per anomaly, and
 each failing seed with the command that replays it. ``--seed N --trace`` replays one seed and
 prints its trace; ``--faults 1,4,9`` replays it with only those faults (a shrunk schedule);
-``--shrink`` shrinks each failing seed's faults to a minimal list. ``--bug NAME`` plants a bug
+each failing seed's faults are shrunk to a minimal list that still fails, printed as a replay
+command (``--no-shrink`` skips that). ``--bug NAME`` plants a bug
 (``--list-bugs`` lists them). Exit status 1 when any seed fails.
 
 Traces are compared across processes, so the command runs with ``PYTHONHASHSEED=0`` (it starts
@@ -56,7 +57,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     parser.add_argument("--no-faults", action="store_true", help="inject no faults")
     parser.add_argument("--trace", action="store_true", help="print the trace of --seed on stdout")
-    parser.add_argument("--shrink", action="store_true", help="shrink the faults of each failing seed")
+    parser.add_argument(
+        "--no-shrink",
+        dest="shrink",
+        action="store_false",
+        help="do not shrink the faults of a failing seed (by default each is shrunk to the fewest faults that still fail)",
+    )
     parser.add_argument(
         "--jobs", type=int, default=os.cpu_count() or 1, help="worker processes (default: all cores)"
     )

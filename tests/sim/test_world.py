@@ -349,7 +349,7 @@ def test_the_cli_exits_1_on_a_violation_and_prints_the_replay_and_shrunk_command
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(simulate_cli, "workload", lambda: (None, FailsOnPowerLoss))
-    status = main(["simulate", "--seeds", "2", "--events", "2000", "--jobs", "1", "--shrink"])
+    status = main(["simulate", "--seeds", "2", "--events", "2000", "--jobs", "1"])
     out = capsys.readouterr().out
     assert status == 1
     assert "VIOLATION planted" in out
