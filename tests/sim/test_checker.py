@@ -176,6 +176,27 @@ def test_a_replica_that_lost_storage_is_exempt_only_until_it_has_caught_up() -> 
     ]
 
 
+def test_the_leaders_record_of_a_node_that_lost_storage_is_exempt_until_it_has_caught_up() -> None:
+    # Seed 673: node 3 lost power (HW 5), the controller removed it from the ISR when it
+    # registered again, but leader 1 had not applied that yet: node 3 fetched at 0 while leader
+    # 1 still named it in its ISR. Kafka writes to disk asynchronously, so a replica can lose
+    # records it acknowledged; the leader's HW stays where it was.
+    checker = StepChecker()
+
+    def leader(fetched: int) -> ReplicaSnap:
+        return snap(1, leader=True, hw=5, leo=8, isr=(1, 2, 3), min_isr=1, followers=((2, 8), (3, fetched)))
+
+    assert checker.check_replicas(0, [leader(5), snap(2, hw=5, leo=8), snap(3, hw=5, leo=5)]) == []
+    checker.note_losses(3, 1)
+    assert checker.check_replicas(1, [leader(5)]) == []  # a record from before the loss
+    assert checker.check_replicas(2, [leader(0), snap(3, hw=0, leo=0)]) == []
+    # node 3's own log has caught up; the leader's record of it does at its next fetch
+    assert checker.check_replicas(3, [leader(0), snap(3, hw=5, leo=8)]) == []
+    assert checker.check_replicas(4, [leader(8)]) == []
+    # from then on the leader's record counts again
+    assert anomalies(checker.check_replicas(5, [leader(4)])) == ["hw-above-isr"]
+
+
 def test_a_diverging_suffix_may_be_truncated_below_the_committed_offset() -> None:
     # Seed 73: node 3 led epoch 0 and appended 7 records that never committed (a member of its
     # ISR never fetched); node 2, elected in epoch 1 with an empty log, committed 3 records of

@@ -62,6 +62,10 @@ class StepChecker:
     _caches: dict[tuple[int, TopicPartition], list[tuple[int, int]]] = field(default_factory=dict)
     #: Nodes that lost storage, and the replicas of theirs not yet caught up since.
     _lossy: dict[int, set[TopicPartition]] = field(default_factory=dict)
+    #: The same, judged by a leader's record of the node's last fetch. That record catches up
+    #: after the node's own log has (the fetch that brought the records back was sent from
+    #: below), and a record from before the loss tells nothing.
+    _lossy_fetch: dict[int, set[TopicPartition]] = field(default_factory=dict)
     _losses: dict[int, int] = field(default_factory=dict)
     _images: dict[int, dict[TopicPartition, _ImagePartition]] = field(default_factory=dict)
     _image_offsets: dict[int, int] = field(default_factory=dict)
@@ -84,6 +88,7 @@ class StepChecker:
         for key in [k for k in self._caches if k[0] == node_id]:
             del self._caches[key]
         self._lossy[node_id] = set()  # no replica caught up yet
+        self._lossy_fetch[node_id] = set()
         self._images.pop(node_id, None)
         self._image_offsets.pop(node_id, None)
         self._raft.pop(node_id, None)
@@ -249,8 +254,18 @@ class StepChecker:
         self._leader_hw[key] = (s.leader_epoch, s.high_watermark, under)
         # 5: every maximal-ISR member's log reaches the HW (its own log, and the leader's view of it)
         hw = s.high_watermark
+        committed = self._max_hw.get(s.tp, 0)
         for node_id, leo in s.follower_leos:
-            if node_id in s.maximal_isr and 0 <= leo < hw:
+            if node_id not in s.maximal_isr or leo < 0:
+                continue
+            caught = self._lossy_fetch.get(node_id)
+            if caught is not None and s.tp not in caught:
+                # A node that lost storage fetches from below the HW while the leader's metadata
+                # still names it in the ISR (the controller's removal has not reached the leader).
+                if leo >= committed and not self._exempt(node_id, s.tp):
+                    caught.add(s.tp)
+                continue
+            if leo < hw:
                 out.append(
                     Violation(
                         "hw-above-isr",
