@@ -30,7 +30,8 @@ class StorageReader(Protocol):
 
 
 class MemoryStorage:
-    """Files in memory. ``crash()`` drops what was not fsynced, as a power cut would.
+    """Files in memory. ``crash()`` drops what was not fsynced, as a power cut would; renames,
+    deletes and truncations (metadata) are durable at once.
 
     Faults, as a real file system shows them (``OSError`` from ``apply_one``): ``capacity_bytes``
     makes it a small disk (a write that does not fit writes what fits, then fails with ENOSPC),
@@ -114,6 +115,12 @@ class MemoryStorage:
                 buf[position : position + len(data)] = data
             case Truncate(path, size):
                 del self.files.setdefault(path, bytearray())[size:]
+                # A file's size is metadata, durable at once as a rename or a delete is here (a
+                # journaling file system commits it in order with any later fsync): a crash does
+                # not bring back bytes cut from a file, though it loses what was written since.
+                durable = self._durable.get(path)
+                if durable is not None and len(durable) > size:
+                    self._durable[path] = durable[:size]
             case Fsync(path):
                 if path in self.files:
                     self._durable[path] = bytes(self.files[path])

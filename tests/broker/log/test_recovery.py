@@ -266,3 +266,23 @@ def test_index_entries_decode_to_batch_positions() -> None:
     for name in segment_files(d.storage):
         written = b"".join(e.data for e in appends if isinstance(e, Append) and e.path == f"{DIR}/{name}")
         assert written == file_bytes(d.storage, name)
+
+
+def test_crash_keeps_a_truncation_of_fsynced_records() -> None:
+    """A follower cuts fsynced records of a diverging epoch, then copies its leader's records to
+    the same offsets without an fsync, and the power fails: the cut records must not come back.
+    A truncation changes the file's size, metadata a journaling file system commits in order with
+    the fsyncs after it (such as the leader epoch checkpoint's): were the old records to come
+    back, the checkpoint would vouch for them under the leader's epoch (seed 304)."""
+    config = LogConfig(segment_bytes=MIB, index_interval_bytes=60_000, flush_messages=3)
+    d = Driven(config)
+    for i in range(6):  # fsynced after the third and the sixth
+        d.append(batch(1, value_size=3, ts=1000 + i), now_ms=1000 + i)
+    d.log.truncate_to(3)
+    d.apply()
+    for i in range(2):  # not fsynced
+        d.append(batch(1, value_size=4, ts=2000 + i), now_ms=2000 + i)
+    d.storage.crash()
+    log = d.reopen(now_ms=50_000)
+    assert log.log_end_offset == 3
+    assert [value for _, _, _, value in contents(log)] == [b"vvv"] * 3
