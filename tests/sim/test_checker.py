@@ -839,3 +839,28 @@ def test_a_member_resuming_below_a_commit_answered_before_its_assignment_lost_th
     history.add(replace(group_op("c1", OpKind.ASSIGN, 3, "t:0"), time_ms=6))
     history.add(Op(7, "c1", OpType.OK, OpKind.POLL, "t", 0, records=((0, "v0"),), group="g", generation=3))
     assert anomalies(checker.check(history)) == ["committed-offset-lost"]
+
+
+def _lost_answer_history(lost_sent_ms: int) -> History:
+    """Seed 815: c1 commits 6, its connection is reset before the answer (an ``info`` commit:
+    the request still sat in the coordinator's buffer, behind a long Fetch); c1 commits 6 and
+    7 again on a new connection, both answered; the buffered commit of 6 is then read and
+    stored (last writer wins); the next assignment resumes at 6."""
+    history = History()
+    history.add(replace(group_op("c1", OpKind.ASSIGN, 1, "t:0"), time_ms=1))
+    history.add(
+        Op(20, "c1", OpType.INFO, OpKind.COMMIT, "t", 0, offset=6, group="g", generation=1,
+           invoked_ms=lost_sent_ms)
+    )  # fmt: skip
+    history.add(replace(group_op("c1", OpKind.COMMIT, 1, offset=6), time_ms=30, invoked_ms=25))
+    history.add(replace(group_op("c1", OpKind.COMMIT, 1, offset=7), time_ms=40, invoked_ms=35))
+    history.add(replace(group_op("c1", OpKind.ASSIGN, 2, "t:0"), time_ms=90))
+    history.add(Op(95, "c1", OpType.OK, OpKind.POLL, "t", 0, records=((6, "v6"),), group="g", generation=2))
+    return history
+
+
+def test_a_member_may_resume_at_a_commit_whose_answer_was_lost() -> None:
+    assert GroupChecker().check(_lost_answer_history(lost_sent_ms=10)) == []
+    # Sent only after the poll, it cannot explain where the member resumed.
+    found = GroupChecker().check(_lost_answer_history(lost_sent_ms=96))
+    assert anomalies(found) == ["committed-offset-lost"]

@@ -12,7 +12,16 @@ from kafka_wire.broker.driving import settle
 from kafka_wire.broker.effects import CloseConnection, Effect, FileRegion, Send
 from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import ErrorCode, FindCoordinatorRequest, JoinGroupRequest, JoinGroupResponse
+from kafka_wire.messages import (
+    ErrorCode,
+    FindCoordinatorRequest,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+)
 from kafka_wire.sim.clients.admin import AdminClient, TopicSpec
 from kafka_wire.sim.clients.base import Address, ClientBase, Handler
 from kafka_wire.sim.clients.consumer import AssignConsumer
@@ -494,3 +503,38 @@ def test_a_join_answered_after_a_commit_lost_the_coordinator_waits_for_the_coord
     assert member.coordinator is None and member.state is MemberState.JOINING
     member.pump(START_MS + 200)
     assert isinstance(member.sent[-1][1], FindCoordinatorRequest)
+
+
+def _commit_answered(answer: OffsetCommitResponse | None) -> list[Op]:
+    """A stable member of generation 3 commits t1-0 at 5; ``answer`` comes back (None: none)."""
+    member = _Recording()
+    member.coordinator = ADDRESS
+    member.member_id = "m-1"
+    member.generation = 3
+    member.state = MemberState.STABLE
+    member.read_from(("t1", 0), 5)
+    member._commit(START_MS)
+    ((_, _, handler),) = [s for s in member.sent if isinstance(s[1], OffsetCommitRequest)]
+    assert handler is not None
+    handler(answer, START_MS + 7)
+    return [o for o in member.history.ops if o.kind is OpKind.COMMIT]
+
+
+def _answer(code: ErrorCode) -> OffsetCommitResponse:
+    partition = OffsetCommitResponsePartition(partition_index=0, error_code=code)
+    return OffsetCommitResponse(topics=[OffsetCommitResponseTopic(name="t1", partitions=[partition])])
+
+
+def test_a_commit_whose_fate_is_unknown_is_an_info_commit() -> None:
+    """Seed 815: a commit whose answer is lost may still be stored, even after later commits
+    (the coordinator reads it late from the dead connection): the history says so, with the
+    time it was sent, so that the checker allows a member to resume there."""
+    (lost,) = _commit_answered(None)
+    assert (lost.type, lost.offset, lost.invoked_ms, lost.time_ms) == (OpType.INFO, 5, START_MS, START_MS + 7)
+    assert (lost.topic, lost.partition, lost.group, lost.generation) == ("t1", 0, "g", 3)
+    # The coordinator may have appended it before answering so (a timed-out replication).
+    (failed,) = _commit_answered(_answer(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+    assert (failed.type, failed.offset, failed.error) == (OpType.INFO, 5, "COORDINATOR_NOT_AVAILABLE")
+    (stored,) = _commit_answered(_answer(ErrorCode.NONE))
+    assert (stored.type, stored.offset, stored.invoked_ms) == (OpType.OK, 5, START_MS)
+    assert _commit_answered(_answer(ErrorCode.ILLEGAL_GENERATION)) == []  # refused: not stored

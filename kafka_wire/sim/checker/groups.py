@@ -1,11 +1,12 @@
 """Group invariants (ENGINE-NOTES §7 #16) over the History, read incrementally after each event:
 at most one member owns a partition per (group, generation), a group's committed offset of a
 partition never goes back (a commit sent after another was answered never stores a lower offset:
-commits in flight together may land in either order), and no commit of an old generation is accepted: a member holds its
+commits in flight together may land in either order, and a commit of unknown fate may land at any
+time), and no commit of an old generation is accepted: a member holds its
 assignment of generation g only after the coordinator has stored g (its SyncGroup answer waits
 for the write), so an OffsetCommit of generation g - 1 sent after any member saw g must be
 refused (ILLEGAL_GENERATION). A member assigned a partition resumes at the group's committed
-offset, never below a commit answered before the assignment."""
+offset, never below a commit answered before the assignment (or at a commit of unknown fate)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,9 @@ class GroupChecker:
     #: (member, group, topic, partition) -> the group's committed offset when the member was
     #: assigned the partition, until the member's first poll of it.
     _resume_at: dict[tuple[str, str, str, int], int] = field(default_factory=dict)
+    #: (group, topic, partition) -> commits whose fate is unknown (``info``: the answer was lost
+    #: or was an error the coordinator may give after appending): (sent at, offset).
+    _unknown: dict[tuple[str, str, int], list[tuple[int, int]]] = field(default_factory=dict)
     #: (group, generation) -> when a member first held an assignment of it.
     _formed: dict[tuple[str, int], int] = field(default_factory=dict)
 
@@ -49,6 +53,11 @@ class GroupChecker:
                 continue
             if op.kind is OpKind.POLL:
                 out += self._first_poll(op)
+                continue
+            if op.kind is OpKind.COMMIT and op.type is OpType.INFO and op.offset >= 0:
+                self._unknown.setdefault((op.group, op.topic, op.partition), []).append(
+                    (op.invoked_ms, op.offset)
+                )
                 continue
             if op.type is not OpType.OK:
                 continue
@@ -103,13 +112,23 @@ class GroupChecker:
     def _first_poll(self, op: Op) -> list[Violation]:
         """A member's first poll of a partition after an assignment starts at the group's
         committed offset: never below a commit answered before the assignment (the coordinator
-        stored it, and OffsetFetch follows the SyncGroup). A reset (an ``info`` poll) ends it."""
+        stored it, and OffsetFetch follows the SyncGroup), unless a commit of unknown fate sent
+        before the poll names an offset at or below it. Kafka stores a group's commits last
+        writer wins, with no check that an offset moves forward, and a request whose answer was
+        lost can still be stored late: an OffsetCommit read from a connection after the client
+        gave it up (the broker reads a muted connection's buffered requests, behind a long
+        Fetch, only once it answers that Fetch; the client has meanwhile reconnected and
+        committed higher) or a write appended before its error and loaded by the next
+        coordinator. A reset (an ``info`` poll) ends it."""
         expected = self._resume_at.pop((op.process, op.group, op.topic, op.partition), None)
         if expected is None or op.type is not OpType.OK or not op.records:
             return []
         first = op.records[0][0]
         if first >= expected:
             return []
+        unknown = self._unknown.get((op.group, op.topic, op.partition), [])
+        if any(sent < op.time_ms and offset <= first for sent, offset in unknown):
+            return []  # a commit of unknown fate may have been stored last
         return [
             Violation(
                 "committed-offset-lost",

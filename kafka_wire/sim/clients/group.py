@@ -9,7 +9,10 @@ ILLEGAL_GENERATION / UNKNOWN_MEMBER_ID rejoin as a new member; coordinator error
 connections find the coordinator again. A rejoin first gives up the assignment (eager).
 
 History: ``assign`` on each new assignment (value ``"t:p,..."``, with the generation), ``commit``
-per partition on each acknowledged commit, ``poll`` as the fetcher records it (group, generation).
+per partition on each acknowledged commit (``ok``) and on each commit whose fate is unknown
+(``info``: no answer, an answer the member no longer reads, or an error the coordinator may give
+after appending it; with the time it was sent), ``poll`` as the fetcher records it (group,
+generation).
 """
 
 from __future__ import annotations
@@ -63,6 +66,13 @@ _REJOIN_AS_NEW: Final = frozenset(
 )
 _COORDINATOR_ERRORS: Final = frozenset(
     {ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS}
+)
+#: OffsetCommit errors that leave the commit's fate unknown: the coordinator may have appended it
+#: before the error (a write not replicated in time, a partition whose leadership moved, Kafka's
+#: REQUEST_TIMED_OUT / NOT_ENOUGH_REPLICAS_AFTER_APPEND mapped to COORDINATOR_NOT_AVAILABLE), and
+#: a new coordinator loads whatever reached its log.
+_OUTCOME_UNKNOWN: Final = frozenset(
+    {ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.REQUEST_TIMED_OUT}
 )
 
 
@@ -400,8 +410,37 @@ class GroupMember(Fetcher):
             self.commit_in_flight = False
             if isinstance(body, OffsetCommitResponse) and generation == self.generation:
                 self._on_committed(body, ahead, generation, now_ms, at_ms)
+            else:  # no answer, or one this member no longer reads: stored or not, unknown
+                for key, offset in ahead.items():
+                    self._record_commit(OpType.INFO, key, offset, generation, now_ms, at_ms)
 
         self.request(self.coordinator, request, answered)
+
+    def _record_commit(
+        self,
+        outcome: OpType,
+        key: tuple[str, int],
+        offset: int,
+        generation: int,
+        sent_ms: int,
+        now_ms: int,
+        error: str = "",
+    ) -> None:
+        self.record(
+            Op(
+                now_ms,
+                self.name,
+                outcome,
+                OpKind.COMMIT,
+                topic=key[0],
+                partition=key[1],
+                offset=offset,
+                group=self.group,
+                generation=generation,
+                error=error,
+                invoked_ms=sent_ms,
+            )
+        )
 
     def _on_committed(
         self,
@@ -411,6 +450,13 @@ class GroupMember(Fetcher):
         sent_ms: int,
         now_ms: int,
     ) -> None:
+        for topic in body.topics:
+            for p in topic.partitions:
+                key = (topic.name, p.partition_index)
+                if p.error_code in _OUTCOME_UNKNOWN and (offset := sent.get(key)) is not None:
+                    name = ErrorCode.lookup(p.error_code)
+                    error = name.name if isinstance(name, ErrorCode) else str(p.error_code)
+                    self._record_commit(OpType.INFO, key, offset, generation, sent_ms, now_ms, error)
         for topic in body.topics:
             for p in topic.partitions:
                 key = (topic.name, p.partition_index)
@@ -428,20 +474,7 @@ class GroupMember(Fetcher):
                     continue
                 if key in self.reads:
                     self.committed[key] = max(self.committed.get(key, 0), offset)
-                self.record(
-                    Op(
-                        now_ms,
-                        self.name,
-                        OpType.OK,
-                        OpKind.COMMIT,
-                        topic=key[0],
-                        partition=key[1],
-                        offset=offset,
-                        group=self.group,
-                        generation=generation,
-                        invoked_ms=sent_ms,
-                    )
-                )
+                self._record_commit(OpType.OK, key, offset, generation, sent_ms, now_ms)
 
 
 if TYPE_CHECKING:
