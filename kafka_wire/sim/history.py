@@ -48,7 +48,7 @@ class Op:
     group: str = ""
     generation: int = -1
     error: str = ""  # FAIL / INFO: the error's name
-    #: COMMIT ok: when its OffsetCommit was sent.
+    #: COMMIT ok or info: when its OffsetCommit was sent.
     invoked_ms: int = -1
 
     def line(self) -> str:
