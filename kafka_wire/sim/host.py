@@ -189,7 +189,7 @@ class NodeHost:
     def crash(self, kind: str, rng: random.Random | None = None) -> str:
         """Stop at once (no controlled shutdown); ``kind`` is one of :data:`CRASH_KINDS`.
         Returns what was lost, for the trace."""
-        self._down()
+        self._down(machine_lost=kind in ("power-loss", "disk-fault"))
         lost = ""
         if kind == "disk-fault":
             lost = self._damage(rng or random.Random(0))
@@ -198,7 +198,7 @@ class NodeHost:
             self.storage_losses.append(self.scheduler.now_ms)
         return lost
 
-    def _down(self) -> None:
+    def _down(self, *, machine_lost: bool = False) -> None:
         self.broker = None
         self.node = None
         self._conns.clear()
@@ -208,7 +208,7 @@ class NodeHost:
             self._tick.cancel()
         self._tick = None
         self._tick_at = None
-        self.network.crash(self.location)
+        self.network.crash(self.location, machine_lost=machine_lost)
 
     def _damage(self, rng: random.Random) -> str:
         """Lose or corrupt the last fsynced write of one partition log segment (its durable copy)."""

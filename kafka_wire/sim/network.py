@@ -177,12 +177,16 @@ class Network:
                 conn.gone[d] = True
                 conn.ends[d].net_closed(conn.local[d])
 
-    def crash(self, location: str) -> None:
+    def crash(self, location: str, *, machine_lost: bool = False) -> None:
         """Every connection of ``location`` ends: the other end sees a close after what the
-        crashed end had sent; nothing more reaches the crashed end."""
+        crashed end had sent; nothing more reaches the crashed end. When the machine itself went
+        (``machine_lost``: a power loss), what a partition held back from it is lost too: no
+        kernel is left to send it again after the heal."""
         for conn in list(self.conns.values()):
             for d in (0, 1):
                 if conn.locs[d] == location and not conn.gone[d] and (d == 0 or conn.accepted):
+                    if machine_lost:
+                        conn.held[d].clear()
                     self.close(conn, d)
 
     def connections_of(self, location: str) -> list[Connection]:

@@ -220,6 +220,45 @@ def test_bytes_held_by_a_one_way_partition_arrive_in_order_after_the_heal() -> N
     del b
 
 
+def test_bytes_a_partition_held_from_a_machine_that_lost_power_never_arrive() -> None:
+    """Its kernel is gone: nothing is left to send them again after the heal (seed 2044: a
+    follower's fetch from before its power loss reached the leader after the heal and raised
+    its high watermark above what the follower still had)."""
+    world = formed_world()
+    got: list[bytes] = []
+
+    class Sink:
+        location = "sink"
+
+        def net_accept(self, port: int, conn: object) -> int | None:
+            return 7
+
+        def net_connected(self, local_id: int) -> None:
+            pass
+
+        def net_data(self, local_id: int, data: bytes) -> None:
+            got.append(data)
+
+        def net_closed(self, local_id: int) -> None:
+            got.append(b"closed")
+
+    class Source(Sink):
+        location = "source"
+
+    for machine_lost, expected in ((False, [b"held", b"closed"]), (True, [b"closed"])):
+        got.clear()
+        world.network.hosts["sink"] = Sink()
+        conn = world.network.dial(Source(), -99, "sink", 1)
+        world.run_for(100)
+        world.network.block([("source", "sink")])
+        world.network.send(conn, 0, b"held")
+        world.run_for(100)
+        world.network.crash("source", machine_lost=machine_lost)
+        world.network.unblock([("source", "sink")])
+        world.run_for(100)
+        assert got == expected
+
+
 def options(seed: int, **changes: object) -> SimOptions:
     base = SimOptions(seed=seed, events=1500, fault_interval_ms=400, liveness_deadline_ms=30_000)
     return replace(base, **changes)  # type: ignore[arg-type]
