@@ -181,31 +181,33 @@ def test_a_partitioned_node_is_fenced_and_comes_back_after_the_heal() -> None:
     assert world.run_until(world.cluster_ready, world.now_ms + FORM_MS)
 
 
+class Recorder:
+    """A network end at ``location`` that accepts every dial and records what reaches it."""
+
+    def __init__(self, location: str, got: list[bytes]) -> None:
+        self.location = location
+        self.got = got
+
+    def net_accept(self, port: int, conn: object) -> int | None:
+        return 7
+
+    def net_connected(self, local_id: int) -> None:
+        pass
+
+    def net_data(self, local_id: int, data: bytes) -> None:
+        self.got.append(data)
+
+    def net_closed(self, local_id: int) -> None:
+        self.got.append(b"closed")
+
+
 def test_bytes_held_by_a_one_way_partition_arrive_in_order_after_the_heal() -> None:
     world = formed_world()
     a, b = world.hosts[0], world.hosts[1]
     got: list[bytes] = []
 
-    class Sink:
-        location = "sink"
-
-        def net_accept(self, port: int, conn: object) -> int | None:
-            return 7
-
-        def net_connected(self, local_id: int) -> None:
-            pass
-
-        def net_data(self, local_id: int, data: bytes) -> None:
-            got.append(data)
-
-        def net_closed(self, local_id: int) -> None:
-            got.append(b"closed")
-
-    class Source(Sink):
-        location = a.location
-
-    world.network.hosts["sink"] = Sink()
-    conn = world.network.dial(Source(), -99, "sink", 1)
+    world.network.hosts["sink"] = Recorder("sink", got)
+    conn = world.network.dial(Recorder(a.location, []), -99, "sink", 1)
     world.run_for(100)
     assert conn.accepted and not conn.dead
     world.network.block([(a.location, "sink")])
@@ -227,28 +229,10 @@ def test_bytes_a_partition_held_from_a_machine_that_lost_power_never_arrive() ->
     world = formed_world()
     got: list[bytes] = []
 
-    class Sink:
-        location = "sink"
-
-        def net_accept(self, port: int, conn: object) -> int | None:
-            return 7
-
-        def net_connected(self, local_id: int) -> None:
-            pass
-
-        def net_data(self, local_id: int, data: bytes) -> None:
-            got.append(data)
-
-        def net_closed(self, local_id: int) -> None:
-            got.append(b"closed")
-
-    class Source(Sink):
-        location = "source"
-
     for machine_lost, expected in ((False, [b"held", b"closed"]), (True, [b"closed"])):
         got.clear()
-        world.network.hosts["sink"] = Sink()
-        conn = world.network.dial(Source(), -99, "sink", 1)
+        world.network.hosts["sink"] = Recorder("sink", got)
+        conn = world.network.dial(Recorder("source", []), -99, "sink", 1)
         world.run_for(100)
         world.network.block([("source", "sink")])
         world.network.send(conn, 0, b"held")
