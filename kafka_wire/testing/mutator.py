@@ -35,11 +35,10 @@ import random
 import struct
 import zlib
 from collections.abc import Callable, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 from uuid import UUID
 
 import crc32c as _crc32c
-from hypothesis import strategies as st
 
 from kafka_wire.codec import interp
 from kafka_wire.codec.runtime import INT_RANGES, MAX_STRING_BYTES, FieldSpec, value_names
@@ -57,6 +56,9 @@ from kafka_wire.protocol.framing import (
 from kafka_wire.records import NewRecord, build_batch, read_batches
 from kafka_wire.records.compression import compress, decompress
 from kafka_wire.testing.generate import random_batch, random_message, random_request
+
+if TYPE_CHECKING:  # Hypothesis is needed by the strategies only (the ``testing`` extra)
+    from hypothesis import strategies as st
 
 __all__ = [
     "BYTES_MUTATIONS",
@@ -1460,6 +1462,8 @@ class Mutator:
 
 
 def _request_frames(cls: type[Message] | None, version: int | None) -> st.SearchStrategy[bytes]:
+    from hypothesis import strategies as st
+
     from kafka_wire.testing.strategies import messages
 
     if cls is None:
@@ -1483,6 +1487,8 @@ def _named(header: RequestHeader, api_key: int, version: int) -> RequestHeader:
 def _mutated(
     frames: st.SearchStrategy[bytes], step: Callable[[Mutator, bytes], bytes]
 ) -> st.SearchStrategy[bytes]:
+    from hypothesis import strategies as st
+
     def apply(args: tuple[bytes, random.Random, int]) -> bytes:
         frame, rng, n = args
         m = Mutator(rng)
@@ -1504,6 +1510,8 @@ def mutated_requests(
 
 def mutated_responses(cls: type[Message], version: int) -> st.SearchStrategy[bytes]:
     """As :func:`mutated_requests`, for response frames of ``cls`` at ``version``."""
+    from hypothesis import strategies as st
+
     from kafka_wire.testing.strategies import messages
 
     api_key = cls.API_KEY
@@ -1517,6 +1525,7 @@ def mutated_responses(cls: type[Message], version: int) -> st.SearchStrategy[byt
 
 def mutated_record_batches() -> st.SearchStrategy[bytes]:
     """Records payloads: a valid batch (any magic and codec) then 0..3 mutations by Hypothesis."""
+    from hypothesis import strategies as st
 
     def valid(rng: random.Random) -> bytes:
         return _build(Mutator(rng), _random_records(Mutator(rng)))
@@ -1531,24 +1540,31 @@ _RESPONSE_PREFIX: Final = struct.Struct(">hh")
 KINDS: Final = ("request", "response", "records")
 
 
-def libfuzzer_mutator(kind: str) -> Callable[[bytes, int, int], bytes]:
+def libfuzzer_mutator(
+    kind: str, *, fallback: Callable[[bytes, int], bytes] | Literal["atheris", "builtin"] = "atheris"
+) -> Callable[[bytes, int, int], bytes]:
     """An atheris custom mutator ``(data, max_size, seed) -> bytes`` for ``kind`` in
     ``{"request", "response", "records"}``; deterministic for a given ``(data, seed)``.
 
     ``request``: a size-prefixed request frame. ``response``: an int16 api key and an int16 api
     version, then a size-prefixed response frame to it. ``records``: a records payload. Input that
-    does not decode goes to ``atheris.Mutate`` when atheris is importable (the built-in byte
-    mutations otherwise); now and then a fresh valid input is generated instead.
+    does not decode goes to ``fallback``: by default ``atheris.Mutate`` when atheris is importable
+    (it may only be called while ``atheris.Fuzz`` runs), ``"builtin"`` for
+    :meth:`Mutator.mutate_bytes`, or any ``(data, max_size) -> bytes``. Now and then (and for empty
+    input) a fresh valid input is generated instead.
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
-    byte_mutator: Callable[[bytes, int], bytes] | None
-    try:
-        import atheris  # type: ignore[import-untyped,import-not-found,unused-ignore]  # optional, unannotated
+    byte_mutator: Callable[[bytes, int], bytes] | None = None
+    if fallback == "atheris":
+        try:
+            import atheris  # type: ignore[import-untyped,import-not-found,unused-ignore]  # optional, unannotated
 
-        byte_mutator = atheris.Mutate
-    except ImportError:
-        byte_mutator = None
+            byte_mutator = atheris.Mutate
+        except ImportError:
+            pass
+    elif fallback != "builtin":
+        byte_mutator = fallback
 
     def mutate(data: bytes, max_size: int, seed: int) -> bytes:
         rng = random.Random(seed)
