@@ -655,6 +655,9 @@ _V2_FIELDS: Final = (  # (name, offset, struct) of the v2 batch header
     ("records_count", 57, _I32),
 )
 _V2_HEADER: Final = 61
+#: Attribute bits a mutation flips: codec (including the unknown ids 5 to 7), timestamp type,
+#: transactional, control, delete horizon, and bits Kafka does not define.
+_ATTRIBUTE_BITS: Final = (0x01, 0x02, 0x04, 0x05, 0x06, 0x07, 0x08, 0x10, 0x20, 0x40, 0x80, 0x100, 0x8000)
 
 
 def _split_batches(data: bytes) -> list[bytes] | None:
@@ -702,10 +705,8 @@ def _batch_header_field(m: Mutator, batch: bytes) -> bytes:
         if name == "magic":
             new = m.rng.choice((0, 1, 3, -1))
         elif name == "attributes":
-            new = value ^ m.rng.choice(
-                (0x01, 0x02, 0x04, 0x05, 0x06, 0x07, 0x08, 0x10, 0x20, 0x40, 0x80, 0x100)
-            )
-            new = _I16.unpack(_I16.pack(new & 0xFFFF if new < 0x8000 else new - 0x10000))[0]
+            flipped = (value ^ m.rng.choice(_ATTRIBUTE_BITS)) & 0xFFFF
+            new = flipped - 0x10000 if flipped >= 0x8000 else flipped
         else:
             new = _interesting_int(m, s.size, value)
         s.pack_into(buf, at, max(-(1 << (8 * s.size - 1)), min(new, (1 << (8 * s.size - 1)) - 1)))

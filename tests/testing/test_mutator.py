@@ -391,3 +391,15 @@ def test_libfuzzer_kind_is_checked() -> None:
 def test_libfuzzer_mutator_takes_any_input(data: bytes, seed: int) -> None:
     for kind in ("request", "response", "records"):
         assert len(libfuzzer_mutator(kind, fallback="builtin")(data, 128, seed)) <= 128
+
+
+def test_batch_header_mutation_takes_any_attributes() -> None:
+    """Regression: flipping an attribute bit of a batch whose attributes are negative (int16)
+    overflowed the int16 packer."""
+    from kafka_wire.testing.mutator import _batch_header_field
+
+    batch = bytearray(random_batch(random.Random(0), max_records=1))
+    struct.pack_into(">h", batch, 21, -1)
+    for seed in range(300):
+        out = _batch_header_field(Mutator(random.Random(seed)), bytes(batch))
+        assert len(out) == len(batch)
