@@ -327,16 +327,6 @@ def test_strategy_record_batches(data: bytes) -> None:
     read_all(data)
 
 
-def test_strategy_failures_shrink() -> None:
-    """A property that fails on mutated frames fails with a small example (Hypothesis shrinks)."""
-    from hypothesis import find
-
-    found = find(
-        mutated_requests(MetadataRequest, 12), lambda f: not decodes(f), settings=settings(database=None)
-    )
-    assert len(found) < 64
-
-
 # ------------------------------------------------------------------------------- atheris
 
 
