@@ -386,10 +386,10 @@ def test_libfuzzer_mutator_takes_any_input(data: bytes, seed: int) -> None:
 def test_batch_header_mutation_takes_any_attributes() -> None:
     """Regression: flipping an attribute bit of a batch whose attributes are negative (int16)
     overflowed the int16 packer."""
-    from kafka_wire.testing.mutator import _batch_header_field
+    from kafka_wire.testing.mutations.records import BATCH_MUTATIONS as batch_mutations
 
     batch = bytearray(random_batch(random.Random(0), max_records=1))
     struct.pack_into(">h", batch, 21, -1)
     for seed in range(300):
-        out = _batch_header_field(Mutator(random.Random(seed)), bytes(batch))
+        out = batch_mutations["batch_header_field"](Mutator(random.Random(seed)), bytes(batch))
         assert len(out) == len(batch)
