@@ -146,6 +146,15 @@ class BurstCheck:
         if not self.pending:
             self.outcome = Outcome.ANSWERED
 
+    def on_unreadable(self, reason: str) -> None:
+        """The response stream cannot be framed (a negative or oversized size prefix)."""
+        assert not self.done, "the burst is already decided"
+        index = self.pending[0]
+        if self.burst[index].valid:
+            self._find(FindingKind.MALFORMED_RESPONSE, f"response to {describe(self.burst[index])}: {reason}", index)
+        else:
+            self.outcome = Outcome.CLOSED_AFTER_INVALID
+
     def on_close(self) -> None:
         """The server closed (or reset) the connection before every answer came."""
         assert not self.done, "the burst is already decided"

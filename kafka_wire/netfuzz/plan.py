@@ -194,9 +194,12 @@ class Plan:
             return None
 
     def sentinel(self) -> Sent:
-        """An ApiVersions request the server surely answers (v0: no fields)."""
+        """An ApiVersions request the server surely answers (its oldest advertised version)."""
         header = RequestHeader(correlation_id=self._correlation_id(), client_id=CLIENT_ID)
-        frame = encode_request(header, ApiVersionsRequest(), 0)
+        lo = self.advertised.get(ApiKey.API_VERSIONS, (0, 0))[0]
+        version = min(max(lo, min(ApiVersionsRequest.VERSIONS)), max(ApiVersionsRequest.VERSIONS))
+        body = ApiVersionsRequest(client_software_name=CLIENT_ID, client_software_version="1")
+        frame = encode_request(header, body, version)
         return sent_of(frame, RequestKind.GENERATED)
 
     def next_burst(self) -> list[Sent]:
