@@ -4,7 +4,8 @@
 more; it says when it has seen enough (``done``) and what it found. The rules:
 
 - **crash**: the server closed the connection while a *valid* request (an advertised API at an
-  advertised version, not mutated) was unanswered; or a new connection is refused afterwards
+  advertised version, not mutated) was unanswered, and no Produce with acks=0 came before it
+  (Kafka closes the connection when such a produce fails); or a new connection is refused afterwards
   (the server is gone: the adapter reports that with :meth:`BurstCheck.server_gone`).
 - **hang**: no answer within the timeout to a valid request that needs one.
 - **malformed-response**: our decoder rejects the answer to a valid request.
@@ -47,6 +48,9 @@ class Outcome(enum.StrEnum):
     CLOSED_AFTER_INVALID = "closed after invalid request"
     #: No answer to a mutated or unadvertised request within the timeout.
     SILENT_AFTER_INVALID = "silent after invalid request"
+    #: The server closed after a Produce with acks=0 (Kafka's way to tell such a producer that
+    #: its request failed), every request before it answered.
+    CLOSED_AFTER_ACKS_ZERO = "closed after acks=0 produce"
     #: A mutated frame whose size prefix does not match its length: sent, then the connection
     #: was closed without waiting (the server rightly waits for the rest).
     INCOMPLETE_SENT = "incomplete frame sent"
@@ -159,7 +163,9 @@ class BurstCheck:
         """The server closed (or reset) the connection before every answer came."""
         assert not self.done, "the burst is already decided"
         valid = [i for i in self.pending if self.burst[i].valid]
-        if valid:
+        if valid and any(s.acks_zero for s in self.burst[: valid[0]]):
+            self.outcome = Outcome.CLOSED_AFTER_ACKS_ZERO
+        elif valid:
             self._find(
                 FindingKind.CRASH,
                 f"the server closed the connection with {describe(self.burst[valid[0]])} unanswered",

@@ -262,3 +262,24 @@ def sent_from_frame(frame: bytes, advertised: Mapping[int, tuple[int, int]]) -> 
 
 def burst_frames(burst: Sequence[Sent]) -> list[bytes]:
     return [s.frame for s in burst]
+
+
+def byte_mutate(rng: random.Random, frame: bytes) -> bytes:
+    """A byte-level mutation of a request frame past its 12-byte header start (bit flip, byte
+    set, insert, erase), the size prefix kept consistent: the fallback when the structure-aware
+    mutator is not available."""
+    out = bytearray(frame)
+    start = min(12, len(out))
+    choice = rng.randrange(4)
+    position = rng.randrange(start, len(out) + 1)
+    if choice == 0 and position < len(out):
+        out[position] ^= 1 << rng.randrange(8)
+    elif choice == 1 and position < len(out):
+        out[position] = rng.choice((0x00, 0x7F, 0x80, 0xFF))
+    elif choice == 2:
+        out[position:position] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 4)))
+    elif position < len(out):
+        del out[position : position + rng.randint(1, 4)]
+    if len(out) >= 4:
+        _SIZE.pack_into(out, 0, len(out) - 4)
+    return bytes(out)
