@@ -36,6 +36,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     parser.add_argument("--report", type=Path, default=None, help="write the JSON report here")
     parser.add_argument("--replay", type=Path, default=None, metavar="PATH", help="resend the findings of a report")
     parser.add_argument("--no-shrink", action="store_true", help="keep findings as found")
+    parser.add_argument(
+        "--shrink-trials", type=int, default=150, metavar="N", help="replays per finding while shrinking (default 150)"
+    )
     parser.add_argument("--sasl-mechanism", choices=["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
     parser.add_argument("--sasl-username")
     parser.add_argument("--sasl-password")
@@ -173,6 +176,7 @@ def _fuzz(args: argparse.Namespace) -> int:
         rate=args.rate,
         sasl=sasl,
         shrink=not args.no_shrink,
+        max_trials=args.shrink_trials,
     )
     progress = Progress(requests, args.seconds, sys.stderr)
     try:

@@ -1,0 +1,91 @@
+"""Each kind of finding, against a tiny server with that fault: detected, shrunk, reported,
+replayed; and the exit statuses 0, 1 and 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kafka_wire.cli import main
+from kafka_wire.netfuzz.report import loads
+from tests.netfuzz.faulty_server import FAULTS, Fault, FaultyServer
+
+EXPECTED: dict[Fault, str] = {
+    "close": "crash",
+    "hang": "hang",
+    "wrong-cid": "wrong-correlation-id",
+    "malformed": "malformed-response",
+    "acks0": "protocol-violation",
+    "reorder": "protocol-violation",
+    "die": "crash",
+}
+
+
+def fuzz(address: str, report: Path, *extra: str) -> int:
+    return main(
+        ["fuzz", address, "--requests", "150", "--timeout", "0.3", "--shrink-trials", "25", "--report", str(report), *extra]
+    )
+
+
+def test_a_well_behaved_server_gives_exit_status_0(tmp_path: Path) -> None:
+    report = tmp_path / "report.json"
+    with FaultyServer("none") as server:
+        assert fuzz(server.address, report) == 0
+    data = loads(report.read_text())
+    assert data.findings == [] and data.requests >= 150
+    assert data.sent.keys() == {"generated", "mutated", "unadvertised"}
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+def test_each_fault_is_found_shrunk_reported_and_replayed(
+    fault: Fault, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = tmp_path / "report.json"
+    with FaultyServer(fault) as server:
+        assert fuzz(server.address, report) == 1
+        address = server.address
+        out = capsys.readouterr().out
+        data = loads(report.read_text())
+        kinds = {f.kind.value for f in data.findings}
+        assert EXPECTED[fault] in kinds, out
+        finding = next(f for f in data.findings if f.kind.value == EXPECTED[fault])
+        assert f"{EXPECTED[fault]} on" in out
+        raw = json.loads(report.read_text())["findings"][0]
+        assert bytes.fromhex(raw["original"]["burst"][0])  # exact bytes, as hex
+        if fault == "die":
+            assert finding.server_gone and data.stopped
+            return
+        assert finding.shrunk is not None, out
+        assert finding.shrunk.prefix == () and finding.shrunk.size <= finding.original.size
+        if fault != "reorder":  # the culprit alone reproduces
+            assert len(finding.shrunk.burst) == 1 or fault == "acks0"
+        assert main(["fuzz", "--replay", str(report), "--timeout", "0.3"]) == 1
+        assert "reproduce" in capsys.readouterr().out
+    with FaultyServer("none") as healthy:  # fixed: nothing reproduces any more
+        assert main(["fuzz", "--replay", str(report), healthy.address, "--timeout", "0.3"]) == 0
+        assert "0 of" in capsys.readouterr().out
+    del address
+
+
+def test_a_server_that_is_not_there_gives_exit_status_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with FaultyServer("none") as server:
+        address = server.address
+    assert main(["fuzz", address, "--requests", "5"]) == 2
+    assert "cannot connect" in capsys.readouterr().err
+
+
+def test_a_remote_target_is_refused_without_allow_remote(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["fuzz", "192.0.2.1:9092", "--requests", "5"]) == 2
+    assert "--allow-remote" in capsys.readouterr().err
+    assert main(["fuzz", "[::1]:1", "--requests", "5"]) == 2  # loopback passes the guard, then finds no server
+    assert "--allow-remote" not in capsys.readouterr().err
+
+
+def test_replaying_a_missing_or_bad_report_gives_exit_status_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["fuzz", "--replay", str(tmp_path / "absent.json")]) == 2
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    assert main(["fuzz", "--replay", str(bad)]) == 2
+    assert "not a kafka-wire fuzz report" in capsys.readouterr().err
