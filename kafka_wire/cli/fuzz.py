@@ -61,8 +61,13 @@ def _mutator() -> Mutate:
 
         return byte_mutate
 
+    made: dict[int, Mutator] = {}  # one mutator per Random (the plan has one)
+
     def mutate(rng: random.Random, frame: bytes) -> bytes:
-        return Mutator(rng).mutate_request_frame(frame)
+        mutator = made.get(id(rng))
+        if mutator is None:
+            mutator = made[id(rng)] = Mutator(rng)
+        return mutator.mutate_request_frame(frame)
 
     return mutate
 
