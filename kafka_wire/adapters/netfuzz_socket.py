@@ -142,6 +142,10 @@ class Connection:
                 self.sock.sendall(out)
             event = client.next_event()
             if event is NEED_DATA:
+                out = client.data_to_send()  # handling a frame may queue the next SASL token
+                if out:
+                    self.sock.sendall(out)
+                    continue
                 if time.monotonic() > deadline:
                     raise FuzzerError(f"handshake: no answer within {self.timeout_s} s")
                 data = self.sock.recv(65536)
