@@ -27,7 +27,7 @@ from kafka_wire.protocol.framing import decode_request_frame, encode_response
 
 Fault = Literal["none", "close", "hang", "wrong-cid", "malformed", "acks0", "reorder", "die"]
 FAULTS: Final[tuple[Fault, ...]] = ("close", "hang", "wrong-cid", "malformed", "acks0", "reorder", "die")
-ADVERTISED: Final = {
+ADVERTISED: Final[dict[int, tuple[int, int]]] = {
     ApiKey.API_VERSIONS: (0, max(ApiVersionsRequest.VERSIONS)),
     ApiKey.METADATA: (0, 9),
     ApiKey.PRODUCE: (3, 8),
@@ -118,12 +118,13 @@ class FaultyServer(socketserver.ThreadingTCPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.fault = fault
         self.dead = threading.Event()
+        host, port = self.socket.getsockname()[:2]
+        self._address = f"{host}:{port}"
         self.thread = threading.Thread(target=self.serve_forever, daemon=True)
 
     @property
     def address(self) -> str:
-        host, port = self.server_address[:2]
-        return f"{host}:{port}"
+        return self._address
 
     def __enter__(self) -> FaultyServer:
         self.thread.start()

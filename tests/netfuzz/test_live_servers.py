@@ -21,9 +21,11 @@ class SaslBroker(KafkaWireBroker):
         return [*super().command(), *(arg for s in sets for arg in ("--set", s))]
 
 
-def run_fuzz(address: str, report: Path, *extra: str, timeout_s: float = 240) -> tuple[int, Report | None, str]:
+def run_fuzz(
+    address: str, report: Path, *extra: str, answer_timeout: str = "5", timeout_s: float = 240
+) -> tuple[int, Report | None, str]:
     run = subprocess.run(
-        [str(kafka_wire_cli()), "fuzz", address, "--report", str(report), "--timeout", "5", *extra],
+        [str(kafka_wire_cli()), "fuzz", address, "--report", str(report), "--timeout", answer_timeout, *extra],
         capture_output=True,
         text=True,
         timeout=timeout_s,
@@ -78,11 +80,15 @@ def test_a_short_run_against_tansu_completes(tmp_path: Path) -> None:
     broker = tansu(tmp_path)
     broker.start()
     try:
-        status, report, output = run_fuzz(broker.bootstrap, tmp_path / "r.json", "--requests", "1000", "--seed", "5")
+        # bounded by time: Tansu closes on many requests (and may die), each costing replays
+        status, report, output = run_fuzz(
+            broker.bootstrap, tmp_path / "r.json", "--seconds", "8", "--seed", "5", "--shrink-trials", "2",
+            answer_timeout="1",
+        )
     finally:
         broker.close()
     assert status in (0, 1), output  # a finding in Tansu is the tool's result, not a failure
-    assert (report is not None and report.requests >= 1000) or (report is not None and report.stopped), output
+    assert report is not None and report.requests > 20, output
     assert report is not None and len(report.advertised) > 10
 
 
