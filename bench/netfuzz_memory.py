@@ -57,14 +57,14 @@ class Clients:
 
     def __init__(self, bootstrap: str) -> None:
         import confluent_kafka as ck
-        import confluent_kafka.admin as ck_admin
+        from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # not in its stubs' exports
 
         self.stop = threading.Event()
         self.produced = 0
         self.consumed = 0
         self.errors: list[str] = []
-        admin = ck_admin.AdminClient({"bootstrap.servers": bootstrap})
-        admin.create_topics([ck_admin.NewTopic(TOPIC, 1, 1)])["well-behaved"].result(10)
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic(TOPIC, 1, 1)])["well-behaved"].result(10)
         self.producer = ck.Producer(
             {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "error_cb": self._error}
         )
