@@ -16,17 +16,19 @@ The plan does no I/O; the generator and the mutator are passed in (pure given th
 from __future__ import annotations
 
 import enum
-import random
 import struct
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import EncodeError
 from kafka_wire.messages import REQUESTS, ApiKey, ApiVersionsRequest, RequestHeader
 from kafka_wire.protocol.events import expects_response
 from kafka_wire.protocol.framing import encode_request
+
+if TYPE_CHECKING:
+    import random
 
 _SIZE: Final = struct.Struct(">i")
 _HEADER: Final = struct.Struct(">hhi")
@@ -43,9 +45,9 @@ SKIPPED_APIS: Final = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE
 MAX_BURST: Final = 4
 
 #: Draws a valid message of a class at a version (``kafka_wire.testing.generate.random_message``).
-Generate = Callable[[type[Message], int, random.Random], Message]
+Generate = Callable[[type[Message], int, "random.Random"], Message]
 #: Mutates a size-prefixed request frame (``Mutator(rng).mutate_request_frame``).
-Mutate = Callable[[random.Random, bytes], bytes]
+Mutate = Callable[["random.Random", bytes], bytes]
 
 
 class RequestKind(enum.Enum):

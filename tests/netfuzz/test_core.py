@@ -274,3 +274,25 @@ def test_the_report_round_trips_through_json() -> None:
 def test_a_bad_report_is_a_report_error(text: str) -> None:
     with pytest.raises(ReportError):
         loads(text)
+
+
+# -- purity ----------------------------------------------------------------------------------
+
+
+def test_the_core_imports_no_io_clock_or_randomness() -> None:
+    import ast
+    from pathlib import Path
+
+    import kafka_wire.netfuzz
+
+    forbidden = {"socket", "time", "threading", "os", "random", "secrets", "asyncio", "selectors", "subprocess"}
+    for path in Path(kafka_wire.netfuzz.__file__).parent.glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        runtime = [n for n in tree.body if not (isinstance(n, ast.If) and "TYPE_CHECKING" in ast.dump(n.test))]
+        for node in (sub for top in runtime for sub in ast.walk(top)):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            assert not {n.split(".")[0] for n in names} & forbidden, f"{path.name} imports {names}"
