@@ -191,7 +191,7 @@ def summary(report: Report) -> str:
         ("APIs advertised", str(len(report.advertised))),
     ]
     rows += [(f"sent {kind}", f"{count:,}") for kind, count in sorted(report.sent.items())]
-    rows += [(name, f"{count:,}") for name, count in sorted(report.outcomes.items())]
+    rows += [(f"bursts {name}", f"{count:,}") for name, count in sorted(report.outcomes.items())]
     rows.append(("findings", str(len(report.findings))))
     width = max(len(name) for name, _ in rows)
     lines = [f"{name:<{width}}  {value}" for name, value in rows]

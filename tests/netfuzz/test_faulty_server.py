@@ -90,3 +90,26 @@ def test_replaying_a_missing_or_bad_report_gives_exit_status_2(tmp_path: Path, c
     bad.write_text("{}")
     assert main(["fuzz", "--replay", str(bad)]) == 2
     assert "not a kafka-wire fuzz report" in capsys.readouterr().err
+
+
+def test_rate_and_seconds_bound_the_run(tmp_path: Path) -> None:
+    import time
+
+    report = tmp_path / "report.json"
+    with FaultyServer("none") as server:
+        started = time.monotonic()
+        assert main(["fuzz", server.address, "--requests", "60", "--rate", "100", "--report", str(report)]) == 0
+        assert time.monotonic() - started >= 0.5  # 60 requests at 100/s
+        assert main(["fuzz", server.address, "--seconds", "0.5", "--timeout", "0.3", "--report", str(report)]) == 0
+    data = loads(report.read_text())
+    assert data.requests > 0 and 0.5 <= data.elapsed_s < 3
+
+
+def test_the_same_seed_sends_the_same_requests(tmp_path: Path) -> None:
+    def frames(seed: int) -> list[str]:
+        report = tmp_path / f"r{seed}.json"
+        with FaultyServer("close") as server:
+            assert fuzz(server.address, report, 60, 1) == 1
+        return [h for f in json.loads(report.read_text())["findings"] for h in f["original"]["burst"]]
+
+    assert frames(4) == frames(4)
