@@ -43,6 +43,8 @@ MAX_RESPONSE_BYTES: Final = 64 * 1024 * 1024
 MAX_HISTORY: Final = 64
 #: Connection attempts before the server counts as gone (a listen backlog can refuse briefly).
 CONNECT_ATTEMPTS: Final = 3
+#: Shrink trials of a hang (each that reproduces waits the whole timeout).
+MAX_HANG_TRIALS: Final = 20
 SASL_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
 
@@ -419,6 +421,8 @@ def reproduces(session: Session, finding: Finding, scenario: Scenario) -> bool:
 
 def shrink_finding(session: Session, finding: Finding, max_trials: int) -> Finding:
     """The finding with ``shrunk`` set to the smallest scenario that reproduced (None if none did)."""
+    if finding.kind is FindingKind.HANG:  # each trial that reproduces costs the whole timeout
+        max_trials = min(max_trials, MAX_HANG_TRIALS)
     shrinker = Shrinker(finding.original, admissible_for(finding.kind, session_advertised(session)), max_trials=max_trials)
     while (candidate := shrinker.next_candidate()) is not None:
         shrinker.tell(reproduces(session, finding, candidate))
