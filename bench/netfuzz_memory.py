@@ -12,6 +12,7 @@ Run: ``.venv/bin/python bench/netfuzz_memory.py [--requests N] [--seed S] [--jso
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import subprocess
 import sys
@@ -72,7 +73,10 @@ class Clients:
             {"bootstrap.servers": bootstrap, "group.id": "netfuzz-memory", "enable.auto.commit": False, "error_cb": self._error}
         )
         self.consumer.assign([ck.TopicPartition(TOPIC, 0, 0)])
-        self.threads = [threading.Thread(target=self._produce), threading.Thread(target=self._consume)]
+        self.threads = [
+            threading.Thread(target=self._produce, daemon=True),
+            threading.Thread(target=self._consume, daemon=True),
+        ]
 
     def _error(self, err: object) -> None:
         if len(self.errors) < 20:
@@ -114,11 +118,13 @@ def measure(requests: int, seed: int, sample_s: float = 0.5, workdir: Path | Non
     with tempfile.TemporaryDirectory() as tmp:
         broker = kafka_wire(workdir or Path(tmp))
         broker.start()
+        stack = contextlib.ExitStack()
         try:
             assert broker.process is not None
             pid = broker.process.pid
             clients = Clients(broker.bootstrap)
             clients.start()
+            stack.callback(clients.finish)
             time.sleep(2)
             result.rss_before_kib = rss_kib(pid)
             started = time.monotonic()
@@ -129,19 +135,22 @@ def measure(requests: int, seed: int, sample_s: float = 0.5, workdir: Path | Non
                 stderr=subprocess.DEVNULL,
                 text=True,
             )
-            while fuzz.poll() is None:
+            while fuzz.poll() is None and broker.running():
                 result.samples.append(rss_kib(pid))
                 time.sleep(sample_s)
+            if not broker.running():
+                result.client_errors.append(f"the server exited with status {broker.process.returncode}")
             result.fuzz_seconds = time.monotonic() - started
             result.fuzz_summary = fuzz.communicate()[0]  # also closes the pipe
             result.fuzz_status = fuzz.returncode
             result.produced = clients.produced - produced_before
             result.consumed = clients.consumed - consumed_before
             clients.finish()
-            result.client_errors = clients.errors
-            result.rss_after_kib = rss_kib(pid)
+            result.client_errors += clients.errors
+            result.rss_after_kib = rss_kib(pid) if broker.running() else 0
             result.rss_peak_kib = max([*result.samples, result.rss_after_kib])
         finally:
+            stack.close()
             broker.close()
     return result
 
@@ -151,8 +160,9 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=20_000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--workdir", type=Path, help="keep the server's data and log here")
     args = parser.parse_args()
-    result = measure(args.requests, args.seed)
+    result = measure(args.requests, args.seed, workdir=args.workdir)
     if args.json:
         print(json.dumps(asdict(result), indent=2))
         return
