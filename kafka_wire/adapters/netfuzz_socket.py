@@ -28,6 +28,7 @@ from kafka_wire.netfuzz.plan import (
     RequestKind,
     Sent,
     classify_frame,
+    frame_api,
     sent_from_frame,
 )
 from kafka_wire.netfuzz.report import Finding, Report
@@ -428,12 +429,20 @@ def shrink_finding(session: Session, finding: Finding, max_trials: int) -> Findi
         shrinker.tell(reproduces(session, finding, candidate))
     if not shrinker.reproduced:
         return finding
+    api_key, api_version, request_kind = finding.api_key, finding.api_version, finding.request_kind
+    if shrinker.origin != finding.original.culprit:
+        # another request of the burst reproduced alone: it is the culprit
+        original = finding.original.burst[shrinker.origin]
+        api = frame_api(original)
+        if api is not None:
+            api_key, api_version = api
+            request_kind = classify_frame(original, session_advertised(session))
     return Finding(
         kind=finding.kind,
         detail=finding.detail,
-        api_key=finding.api_key,
-        api_version=finding.api_version,
-        request_kind=finding.request_kind,
+        api_key=api_key,
+        api_version=api_version,
+        request_kind=request_kind,
         original=finding.original,
         shrunk=shrinker.result(),
         server_gone=finding.server_gone,

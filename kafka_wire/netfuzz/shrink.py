@@ -5,7 +5,8 @@ one at a time (each answered before the next), then the ``burst`` sent together,
 must give the same kind of finding again. The shrinker proposes candidates
 (:meth:`Shrinker.next_candidate`) and is told whether each reproduced (:meth:`Shrinker.tell`):
 
-1. the culprit request alone, then the whole burst alone;
+1. the culprit request alone, then each other request of its burst alone (the one that
+   reproduces becomes the culprit), then the whole burst alone;
 2. failing that, the original scenario (it must reproduce, else the finding is flaky and kept
    as it is), then delta debugging over the prefix (ddmin: drop chunks, halving their size);
 3. byte-level shrinking of the culprit frame: drop chunks of its bytes after the 4-byte size
@@ -135,9 +136,16 @@ class Shrinker:
         self.trials = 0
         self.candidates = 0
         self.phase = Phase.ALONE
-        self._alone: list[Scenario] = [Scenario((), (original.burst[original.culprit],), 0)]
+        # The culprit alone, then each other request of its burst alone (when several were
+        # unanswered at a close, the first is blamed, not necessarily the one that caused it),
+        # then the whole burst.
+        order = [original.culprit] + [i for i in range(len(original.burst)) if i != original.culprit]
+        self._alone: list[tuple[Scenario, int]] = [(Scenario((), (original.burst[i],), 0), i) for i in order]
         if len(original.burst) > 1:
-            self._alone.append(Scenario((), original.burst, original.culprit))
+            self._alone.append((Scenario((), original.burst, original.culprit), original.culprit))
+        #: The index in the original burst of the request the result is about.
+        self.origin = original.culprit
+        self._origin_pending = original.culprit
         self._pending: Scenario | None = None
         self._ddmin: _DeltaDebugging | None = None
         self._bytes: Iterator[bytes] | None = None
@@ -168,7 +176,8 @@ class Shrinker:
         best = self.best
         if self.phase is Phase.ALONE:
             if self._alone:
-                return self._alone.pop(0)
+                scenario, self._origin_pending = self._alone.pop(0)
+                return scenario
             self.phase = Phase.ORIGINAL if not self.reproduced else self._bytes_phase()
             return None
         if self.phase is Phase.ORIGINAL:
@@ -208,6 +217,7 @@ class Shrinker:
         if self.phase is Phase.ALONE:
             if reproduced and (not self.reproduced or candidate.size < self.best.size):
                 self.best = candidate
+                self.origin = self._origin_pending
             if reproduced and not self.reproduced:
                 self.reproduced = True
                 self._alone.clear()  # the culprit alone (tried first) is as small as it gets

@@ -296,3 +296,11 @@ def test_the_core_imports_no_io_clock_or_randomness() -> None:
             elif isinstance(node, ast.ImportFrom) and node.module:
                 names = [node.module]
             assert not {n.split(".")[0] for n in names} & forbidden, f"{path.name} imports {names}"
+
+
+def test_another_request_of_the_burst_that_fails_alone_becomes_the_culprit() -> None:
+    original = Scenario((), (A, BAD, C), 0)  # the close was blamed on A, the first unanswered
+    shrinker = Shrinker(original, lambda f: False)
+    while (candidate := shrinker.next_candidate()) is not None:
+        shrinker.tell(BAD in candidate.burst)
+    assert shrinker.origin == 1 and shrinker.result().burst == (BAD,)
