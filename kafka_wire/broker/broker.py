@@ -671,6 +671,8 @@ class Broker:
             if isinstance(served, Message):
                 self._respond(conn_id, request, served)
             else:
+                if not request.expects_response:
+                    conn.silent_held += 1
                 self._held.append(Held(conn_id, request, served))
             return
         if key in GROUP_APIS:
@@ -709,6 +711,8 @@ class Broker:
         if isinstance(result, Message | Spliced):
             self._respond(conn_id, request, result)
         else:
+            if not request.expects_response:
+                conn.silent_held += 1
             self._held.append(Held(conn_id, request, result))
 
     def _respond(self, conn_id: int, request: Request, body: Message | Spliced) -> None:
@@ -777,6 +781,8 @@ class Broker:
             if body is None:
                 still.append(held)
                 continue
+            if not held.request.expects_response and (conn := self._conns.get(held.conn_id)) is not None:
+                conn.silent_held -= 1
             if failed_without_answer(held.request, body):
                 failed_silently.append(held.conn_id)  # closed once self._held is settled
                 continue
