@@ -30,6 +30,7 @@ from kafka_wire.netfuzz.plan import (
     classify_frame,
     frame_api,
     sent_from_frame,
+    sentinel,
 )
 from kafka_wire.netfuzz.report import Finding, Report
 from kafka_wire.netfuzz.shrink import Scenario, Shrinker
@@ -266,9 +267,11 @@ class Session:
         """Run a scenario on a fresh connection; the verdict of its burst (None: no finding)."""
         conn = self.connect()
         try:
-            for frame in scenario.prefix:
+            for number, frame in enumerate(scenario.prefix):
                 sent = sent_from_frame(frame, conn.advertised)
-                check = run_burst(conn, [sent], self.timeout_s)
+                # after an acks=0 produce, an answered ApiVersions shows it did not close
+                extra = [sentinel(conn.advertised, 0x7FFF0000 + number)] if sent.acks_zero else []
+                check = run_burst(conn, [sent, *extra], self.timeout_s)
                 if not check.connection_usable:
                     return None
             burst = [sent_from_frame(frame, conn.advertised) for frame in scenario.burst]

@@ -197,12 +197,7 @@ class Plan:
 
     def sentinel(self) -> Sent:
         """An ApiVersions request the server surely answers (its oldest advertised version)."""
-        header = RequestHeader(correlation_id=self._correlation_id(), client_id=CLIENT_ID)
-        lo = self.advertised.get(ApiKey.API_VERSIONS, (0, 0))[0]
-        version = min(max(lo, min(ApiVersionsRequest.VERSIONS)), max(ApiVersionsRequest.VERSIONS))
-        body = ApiVersionsRequest(client_software_name=CLIENT_ID, client_software_version="1")
-        frame = encode_request(header, body, version)
-        return sent_of(frame, RequestKind.GENERATED)
+        return sentinel(self.advertised, self._correlation_id())
 
     def next_burst(self) -> list[Sent]:
         """The next requests to send together (a burst of valid ones, or one other)."""
@@ -232,6 +227,16 @@ class Plan:
                     return burst
             elif not self.unadvertised:
                 raise ValueError("nothing to send: the codec knows no API")
+
+
+def sentinel(advertised: Mapping[int, tuple[int, int]], correlation_id: int) -> Sent:
+    """An ApiVersions request (the server's oldest advertised version) to follow a Produce with
+    acks=0: its answer shows the produce was handled without a close."""
+    header = RequestHeader(correlation_id=correlation_id, client_id=CLIENT_ID)
+    lo = advertised.get(ApiKey.API_VERSIONS, (0, 0))[0]
+    version = min(max(lo, min(ApiVersionsRequest.VERSIONS)), max(ApiVersionsRequest.VERSIONS))
+    body = ApiVersionsRequest(client_software_name=CLIENT_ID, client_software_version="1")
+    return sent_of(encode_request(header, body, version), RequestKind.GENERATED)
 
 
 def classify_frame(frame: bytes, advertised: Mapping[int, tuple[int, int]]) -> RequestKind:
