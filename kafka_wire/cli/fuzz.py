@@ -28,20 +28,20 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "Exit status: 0 nothing found, 1 findings, 2 the fuzzer could not run.",
     )
     parser.add_argument("target", nargs="?", metavar="HOST:PORT", help="the server (loopback unless --allow-remote)")
-    parser.add_argument("--requests", type=int, default=None, help="stop after N requests (default 1000 without --seconds)")
-    parser.add_argument("--seconds", type=float, default=None, help="stop after S seconds")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the request plan (default 0)")
-    parser.add_argument("--timeout", type=float, default=5.0, help="seconds to wait for an answer (default 5)")
-    parser.add_argument("--rate", type=float, default=None, help="at most R requests per second")
-    parser.add_argument("--report", type=Path, default=None, help="write the JSON report here")
+    parser.add_argument("--requests", type=int, default=None, metavar="N", help="stop after N requests (default 1000 without --seconds)")
+    parser.add_argument("--seconds", type=float, default=None, metavar="S", help="stop after S seconds")
+    parser.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the request plan (default 0)")
+    parser.add_argument("--timeout", type=float, default=5.0, metavar="S", help="seconds to wait for an answer (default 5)")
+    parser.add_argument("--rate", type=float, default=None, metavar="R", help="at most R requests per second")
+    parser.add_argument("--report", type=Path, default=None, metavar="PATH", help="write the JSON report here")
     parser.add_argument("--replay", type=Path, default=None, metavar="PATH", help="resend the findings of a report")
     parser.add_argument("--no-shrink", action="store_true", help="keep findings as found")
     parser.add_argument(
         "--shrink-trials", type=int, default=150, metavar="N", help="replays per finding while shrinking (default 150)"
     )
     parser.add_argument("--sasl-mechanism", choices=["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
-    parser.add_argument("--sasl-username")
-    parser.add_argument("--sasl-password")
+    parser.add_argument("--sasl-username", metavar="USER")
+    parser.add_argument("--sasl-password", metavar="PASSWORD")
     parser.add_argument("--allow-remote", action="store_true", help="allow a target that is not a loopback address")
     parser.set_defaults(handler=run)
 
