@@ -86,7 +86,7 @@ class BurstCheck:
         self.burst = list(burst)
         #: Indexes into burst of the requests awaiting an answer, oldest first.
         self.pending = [i for i, s in enumerate(burst) if s.expects_response and s.size_consistent]
-        self.acks_zero = {s.correlation_id: i for i, s in enumerate(burst) if s.acks_zero}
+        self.acks_zero = {s.correlation_id: i for i, s in enumerate(burst) if s.acks_zero and s.valid}
         self.verdict: Verdict | None = None
         self.outcome: Outcome | None = None
         if any(not s.size_consistent for s in burst):
@@ -122,6 +122,15 @@ class BurstCheck:
             index = self.acks_zero[cid]
             self._find(FindingKind.PROTOCOL_VIOLATION, f"a response (correlation id {cid}) to a Produce with acks=0", index)
             return
+        # A mutated or unadvertised request may get no answer (it may have become an acks=0
+        # produce): an answer to a later request means it got none.
+        while (
+            len(self.pending) > 1
+            and not self.burst[self.pending[0]].valid
+            and cid != self.burst[self.pending[0]].correlation_id
+            and any(self.burst[i].correlation_id == cid for i in self.pending[1:])
+        ):
+            self.pending.pop(0)
         index = self.pending[0]
         sent = self.burst[index]
         if sent.correlation_id is not None and cid != sent.correlation_id:
@@ -163,7 +172,9 @@ class BurstCheck:
         """The server closed (or reset) the connection before every answer came."""
         assert not self.done, "the burst is already decided"
         valid = [i for i in self.pending if self.burst[i].valid]
-        if valid and any(s.acks_zero for s in self.burst[: valid[0]]):
+        if valid and any(not s.valid for s in self.burst[: valid[0]]):
+            self.outcome = Outcome.CLOSED_AFTER_INVALID  # the sentinel after a mutated request
+        elif valid and any(s.acks_zero for s in self.burst[: valid[0]]):
             self.outcome = Outcome.CLOSED_AFTER_ACKS_ZERO
         elif valid:
             self._find(
@@ -178,7 +189,9 @@ class BurstCheck:
         """Nothing more came within the timeout."""
         assert not self.done, "the burst is already decided"
         index = self.pending[0]
-        if self.burst[index].valid:
+        if any(not s.valid for s in self.burst[:index]):
+            self.outcome = Outcome.SILENT_AFTER_INVALID  # the sentinel after a mutated request
+        elif self.burst[index].valid:
             self._find(FindingKind.HANG, f"no response to {describe(self.burst[index])} within {timeout_ms} ms", index)
         else:
             self.outcome = Outcome.SILENT_AFTER_INVALID

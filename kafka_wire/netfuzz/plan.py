@@ -4,9 +4,11 @@ Three kinds of request: *generated* (a valid message of an API the server advert
 version it advertises: a close or a hang after one is a finding), *mutated* (a generated frame
 with a wire-level mutation: Kafka closes on garbage, so a close is only counted) and
 *unadvertised* (a valid message of an API or version the server did not advertise). Valid
-requests go out in small pipelined bursts (which is how a wrong response order shows); mutated
-and unadvertised ones go alone. A burst holding a Produce with ``acks=0`` ends with an
-ApiVersions request, whose answer proves the server had its chance to (wrongly) answer.
+requests go out in small pipelined bursts (which is how a wrong response order shows); a mutated
+or unadvertised one goes alone, followed by an ApiVersions request (the *sentinel*: its answer
+shows the server handled the request before it without closing, even when that request gets
+no answer, as a Produce with acks=0 does). A burst holding a valid Produce with ``acks=0``
+ends with a sentinel too, whose answer proves the server had its chance to (wrongly) answer.
 
 Wait fields (Fetch ``max_wait_ms``, Produce ``timeout_ms``, JoinGroup's timeouts, ...) are
 clamped to :data:`MAX_WAIT_MS` so that a legitimate wait stays far below the hang timeout.
@@ -208,12 +210,13 @@ class Plan:
                 api_key, version = self.rng.choice(self.unadvertised)
                 built = self._build(api_key, version)
                 if built is not None:
-                    return [sent_of(built[0], RequestKind.UNADVERTISED, built[1])]
+                    return [sent_of(built[0], RequestKind.UNADVERTISED, built[1]), self.sentinel()]
             elif draw < config.unadvertised_share + config.mutated_share and self.valid:
                 api_key, version = self.rng.choice(self.valid)
                 built = self._build(api_key, version)
                 if built is not None:
-                    return [sent_of(self.mutate(self.rng, built[0]), RequestKind.MUTATED)]
+                    mutated = sent_of(self.mutate(self.rng, built[0]), RequestKind.MUTATED)
+                    return [mutated, self.sentinel()] if mutated.size_consistent else [mutated]
             elif self.valid:
                 burst: list[Sent] = []
                 for _ in range(self.rng.randint(1, config.max_burst)):

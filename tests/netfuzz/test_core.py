@@ -72,7 +72,8 @@ def test_the_plan_sends_every_kind_and_valid_requests_only_at_advertised_version
         burst = plan.next_burst()
         kinds.update(s.kind for s in burst)
         if burst[0].kind is not RequestKind.GENERATED:
-            assert len(burst) == 1  # mutated and unadvertised requests go alone
+            # mutated and unadvertised requests go alone, with a sentinel when it can be read
+            assert (len(burst) in (1, 2) and burst[-1].api_key == ApiKey.API_VERSIONS) or not burst[0].size_consistent
         for s in burst:
             if s.kind is RequestKind.GENERATED:
                 lo, hi = ADVERTISED[s.api_key]
@@ -175,6 +176,29 @@ def test_answers_out_of_order_and_an_answer_to_acks_zero_are_protocol_violations
     check.on_frame(answer(1))
     assert check.verdict is not None
     assert (check.verdict.kind, check.verdict.index) == (FindingKind.PROTOCOL_VIOLATION, 0)
+
+
+def test_a_close_or_silence_after_an_unadvertised_acks_zero_produce_is_not_blamed_on_the_sentinel() -> None:
+    produce = encode_request(RequestHeader(correlation_id=1, client_id="t"), ProduceRequest(acks=0), 0)
+    unadvertised = sent_of(produce, RequestKind.UNADVERTISED, ProduceRequest(acks=0))
+    sentinel = metadata(2)
+    check = BurstCheck([unadvertised, sentinel])
+    check.on_close()
+    assert (check.outcome, check.verdict) == (Outcome.CLOSED_AFTER_INVALID, None)
+    check = BurstCheck([unadvertised, sentinel])  # accepted without an answer: only the sentinel's
+    check.on_frame(answer(2))
+    assert (check.outcome, check.verdict) == (Outcome.ANSWERED, None)
+    garbage = sent_of(metadata(1).frame[:-1] + b"\x07", RequestKind.MUTATED)
+    check = BurstCheck([garbage, sentinel])  # a mutated request the server did not answer
+    check.on_frame(answer(2))
+    assert (check.outcome, check.verdict) == (Outcome.ANSWERED, None)
+    check = BurstCheck([garbage, sentinel])  # still working on the garbage: not a hang
+    check.on_timeout(300)
+    assert (check.outcome, check.verdict) == (Outcome.SILENT_AFTER_INVALID, None)
+    check = BurstCheck([garbage, sentinel])  # ...or answered, then the sentinel
+    check.on_frame(answer(1))
+    check.on_frame(answer(2))
+    assert (check.outcome, check.verdict) == (Outcome.ANSWERED, None)
 
 
 def test_a_frame_with_an_inconsistent_size_is_not_waited_for() -> None:
