@@ -218,6 +218,9 @@ class Broker:
         )
         #: Paused connections whose held request was answered: to be read again.
         self._unmuted: list[int] = []
+        #: Connections to close once the answers built for them have gone out (an acks=0 produce
+        #: failed after earlier requests of the connection were answered in the same call).
+        self._close_after_answers: set[int] = set()
         #: Paused connections waiting for room under queued.max.requests, in the order they stopped.
         self._queue_blocked: dict[int, None] = {}
         #: The ``now_ms`` of the call being handled (for activity seen deep in the call).
@@ -570,8 +573,8 @@ class Broker:
                 break
             if isinstance(event, Request):
                 self._dispatch(conn_id, conn, event, now_ms, out)
-                if conn_id not in self._conns:  # the request closed the connection
-                    return
+                if conn_id not in self._conns or conn_id in self._close_after_answers:
+                    return  # the request closed the connection (or will, once its answers are out)
             elif isinstance(event, UnsupportedRequest):
                 self._send(conn_id, server.reject(event), out)
             elif isinstance(event, Authenticated):
@@ -604,7 +607,13 @@ class Broker:
     def _answered(self, conn_id: int) -> None:
         """A held request of the connection was answered: read it again once nothing is owed."""
         conn = self._conns.get(conn_id)
-        if conn is not None and conn.paused and not conn.unanswered and not self._timers.closing(conn_id):
+        if (
+            conn is not None
+            and conn.paused
+            and not conn.unanswered
+            and not self._timers.closing(conn_id)
+            and conn_id not in self._close_after_answers
+        ):
             self._unmuted.append(conn_id)
 
     def _resume(self, now_ms: int, out: list[Effect]) -> None:
@@ -662,6 +671,8 @@ class Broker:
             if isinstance(served, Message):
                 self._respond(conn_id, request, served)
             else:
+                if not request.expects_response:
+                    conn.silent_held += 1
                 self._held.append(Held(conn_id, request, served))
             return
         if key in GROUP_APIS:
@@ -700,6 +711,8 @@ class Broker:
         if isinstance(result, Message | Spliced):
             self._respond(conn_id, request, result)
         else:
+            if not request.expects_response:
+                conn.silent_held += 1
             self._held.append(Held(conn_id, request, result))
 
     def _respond(self, conn_id: int, request: Request, body: Message | Spliced) -> None:
@@ -745,6 +758,13 @@ class Broker:
                 self._cut(answer.conn_id, conn, ready, out)
                 continue
             self._send(answer.conn_id, ready, out)
+        for conn_id in sorted(self._close_after_answers):
+            conn = self._conns.get(conn_id)
+            if conn is None:
+                self._close_after_answers.discard(conn_id)
+            elif not conn.unreleased:
+                self._close_after_answers.discard(conn_id)
+                self._close(conn_id, conn, out)
 
     def _poll_held(self, now_ms: int, out: list[Effect]) -> None:
         """Answer the held requests that are ready, and continue the jobs in progress as far as
@@ -761,6 +781,8 @@ class Broker:
             if body is None:
                 still.append(held)
                 continue
+            if not held.request.expects_response and (conn := self._conns.get(held.conn_id)) is not None:
+                conn.silent_held -= 1
             if failed_without_answer(held.request, body):
                 failed_silently.append(held.conn_id)  # closed once self._held is settled
                 continue
@@ -840,11 +862,18 @@ class Broker:
         """acks=0: the producer gets no answer, so Kafka closes the connection to tell it."""
         if (conn := self._conns.get(conn_id)) is not None:
             self._log.info("conn %d: closing the connection after an acks=0 produce failed", conn_id)
-            self._close(conn_id, conn, out)
+            if conn.unreleased:
+                # Earlier requests of the connection were answered in this call: as Kafka answers
+                # them before it reads the produce, their answers go out first, then the close.
+                self._close_after_answers.add(conn_id)
+                self._pause(conn_id, conn, out)
+            else:
+                self._close(conn_id, conn, out)
 
     def _forget(self, conn_id: int, conn: Channel) -> None:
         """Drop what the engine keeps for a connection that is gone."""
         self._admission.closed(conn.host)
+        self._close_after_answers.discard(conn_id)
         self._timers.forget(conn_id)
         self._queue_blocked.pop(conn_id, None)
         # Admin jobs run to their end (their answer is dropped); the rest goes with the connection.

@@ -31,11 +31,15 @@ class Channel:
     #: Answers built for it and not yet released (they wait for the end of the call, or for its
     #: writes): their requests are answered as far as reading on is concerned.
     unreleased: int = 0
+    #: Requests that get no answer (acks=0 produces) still held: the connection reads on only
+    #: once they are done, as Kafka mutes a channel until its request is handled.
+    silent_held: int = 0
 
     @property
     def unanswered(self) -> bool:
-        """A request of this connection is still held (Fetch waiting, a group join ...)."""
-        return self.server.responses_owed > self.unreleased
+        """A request of this connection is still held (Fetch waiting, a group join, an acks=0
+        produce in slices ...)."""
+        return self.server.responses_owed > self.unreleased or self.silent_held > 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,6 +2,7 @@
 
 - ``cluster`` (:mod:`~kafka_wire.cli.cluster`): a local replicated cluster of ``serve`` processes.
 - ``decode`` (:mod:`~kafka_wire.cli.decode`): size-prefixed frames to JSON lines.
+- ``fuzz`` (:mod:`~kafka_wire.cli.fuzz`): the network fuzzer for Kafka-speaking servers.
 - ``dump-log`` (:mod:`~kafka_wire.cli.dump_log`): the batches of a segment file or records
   payload, or the entries of an index file.
 - ``serve`` (:mod:`~kafka_wire.cli.serve`): run the broker.
@@ -18,13 +19,13 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from kafka_wire.cli import cluster, decode, dump_log, serve, simulate, spark_load
+from kafka_wire.cli import cluster, decode, dump_log, fuzz, serve, simulate, spark_load
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kafka-wire", description="Sans-IO Apache Kafka protocol toolkit")
     sub = parser.add_subparsers(dest="command", required=True)
-    for command in (cluster, decode, dump_log, serve, simulate, spark_load):
+    for command in (cluster, decode, dump_log, fuzz, serve, simulate, spark_load):
         command.add_parser(sub)
     return parser
 

@@ -35,6 +35,7 @@ from kafka_wire.messages import (
     SyncGroupRequestAssignment,
     SyncGroupResponse,
 )
+from kafka_wire.protocol.events import NEED_DATA, Response
 from kafka_wire.records import NewRecord, build_batch, read_batches
 from kafka_wire.records.constants import COMPRESSION_MASK
 from tests.broker.engine import Client, Engine
@@ -307,3 +308,31 @@ def test_group_writes_use_the_offsets_topic_compression_codec() -> None:
     ]
     assert len(stored) == 1 and stored[0].attributes & COMPRESSION_MASK == 1  # gzip
     assert committed(Client(Engine(storage=engine.storage), 1), "zipped", "orders", [0]) == {0: 5}
+
+
+def test_answers_to_requests_before_a_failed_acks0_produce_go_out_before_the_close() -> None:
+    """Found by ``kafka-wire fuzz`` (a CreateTopics then a failing acks=0 Produce, pipelined):
+    Kafka reads one request at a time, so what came before the produce is answered, then the
+    connection closes; the engine used to close at once and drop those answers."""
+    engine = Engine()
+    client = Client(engine, 1)
+    bad = ProduceRequest(
+        acks=0,
+        timeout_ms=1000,
+        topic_data=[
+            ProduceRequestTopicProduceData(
+                name="ghost",
+                partition_data=[
+                    ProduceRequestPartitionProduceData(index=0, records=build_batch([NewRecord(None, b"x")]))
+                ],
+            )
+        ],
+    )
+    data = client.conn.send(MetadataRequest(topics=None), 9) + client.conn.send(bad, 9)
+    data += client.conn.send(MetadataRequest(topics=None), 9)
+    engine.feed(1, data)
+    assert 1 in engine.closed
+    client.conn.receive_data(engine.take(1))
+    reply = client.conn.next_event()
+    assert isinstance(reply, Response) and isinstance(reply.body, MetadataResponse)
+    assert client.conn.next_event() is NEED_DATA  # the Metadata after the produce is not served

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kafka_wire.messages import (
     DeleteTopicsRequest,
     ErrorCode,
@@ -87,3 +89,29 @@ def test_committed_offsets_survive_a_restart_and_go_with_their_topic() -> None:
     )
     third = Client(Engine(storage=restarted.storage), 1)
     assert committed(third, "billing", "orders", [0, 2]) == {0: -1, 2: -1}
+
+
+@pytest.mark.parametrize("retention_ms", [(1 << 63) - 1, -(1 << 63), 1 << 62])
+def test_an_offset_commit_with_an_extreme_retention_is_stored(retention_ms: int) -> None:
+    """Found by ``kafka-wire fuzz``: OffsetCommit v2-v4 with ``retention_time_ms`` near the int64
+    limits made an expiry past int64, and encoding the offset record raised in the engine."""
+    engine = Engine()
+    client = Client(engine, 1)
+    create(client, "orders", 1)
+    reply = client.request(
+        OffsetCommitRequest(
+            group_id="extreme",
+            generation_id_or_member_epoch=-1,
+            member_id="",
+            retention_time_ms=retention_ms,
+            topics=[
+                OffsetCommitRequestTopic(
+                    name="orders", partitions=[OffsetCommitRequestPartition(partition_index=0, committed_offset=5)]
+                )
+            ],
+        ),
+        2,
+    )
+    assert isinstance(reply.body, OffsetCommitResponse)
+    assert [p.error_code for t in reply.body.topics for p in t.partitions] == [ErrorCode.NONE]
+    assert commit(client, "extreme", "orders", {0: 6}) == [ErrorCode.NONE]  # the engine still serves

@@ -295,3 +295,33 @@ def test_a_failed_acks0_produce_in_slices_closes_its_connection() -> None:
     assert 1 not in engine.closed
     engine.advance(10)
     assert 1 in engine.closed and leos(engine, "z", 2) == [1, 1]
+
+
+def test_a_request_after_an_acks0_produce_in_slices_waits_for_it() -> None:
+    """Found by ``kafka-wire fuzz``: the engine read on past an acks=0 produce still in slices,
+    answered the next request, then closed when the produce failed; Kafka handles one request at
+    a time, so the request after a failing acks=0 produce is never answered."""
+    engine = engine_with_budget(1)
+    client = Client(engine, 1)
+    create(client, "z", 2)
+    batch = build_batch([NewRecord(None, b"x")], default_timestamp=engine.now_ms)
+    request = produce_request("z", [batch] * 3)  # partition 2 does not exist
+    request.acks = 0
+    client.send(request, 9)
+    client.send(MetadataRequest(topics=None), 9)
+    assert engine.take(1) == b""  # the Metadata waits for the produce
+    engine.advance(10)
+    assert 1 in engine.closed and engine.take(1) == b""
+
+
+def test_a_request_after_a_good_acks0_produce_in_slices_is_answered_once_it_is_done() -> None:
+    engine = engine_with_budget(1)
+    client = Client(engine, 1)
+    create(client, "z", 3)
+    batch = build_batch([NewRecord(None, b"x")], default_timestamp=engine.now_ms)
+    request = produce_request("z", [batch] * 3)
+    request.acks = 0
+    client.send(request, 9)
+    reply = client.request(MetadataRequest(topics=None), 9)
+    assert isinstance(reply.body, MetadataResponse)
+    assert leos(engine, "z", 3) == [1, 1, 1] and 1 not in engine.closed

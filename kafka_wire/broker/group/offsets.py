@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable
+from typing import Final
 
 from kafka_wire.broker.group.model import (
     CONSUMER_PROTOCOL_TYPE,
@@ -43,6 +44,9 @@ from kafka_wire.messages import (
 
 E = ErrorCode
 
+
+_INT64_MIN: Final = -(1 << 63)
+_INT64_MAX: Final = (1 << 63) - 1
 
 class Offsets:
     """The offsets of every group (kept in ``Group.offsets``)."""
@@ -97,7 +101,9 @@ class Offsets:
                 member = group.members[member_id]
                 self._rt.arm_heartbeat(group, member, member.session_timeout_ms)
         retention = request.retention_time_ms if 2 <= v <= 4 else -1
-        expire = now + retention if retention != -1 else -1
+        # Kafka adds in a Java long, which wraps; kept within int64 here, so that the record
+        # encodes (found by kafka-wire fuzz: retention_time_ms near int64 max crashed the commit).
+        expire = min(max(now + retention, _INT64_MIN), _INT64_MAX) if retention != -1 else -1
         offsets: list[OffsetEntry] = []
         topics: list[OffsetCommitResponseTopic] = []
         for topic in request.topics:

@@ -1,0 +1,115 @@
+"""Each kind of finding, against a tiny server with that fault: detected, shrunk, reported,
+replayed; and the exit statuses 0, 1 and 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kafka_wire.cli import main
+from kafka_wire.netfuzz.report import loads
+from tests.netfuzz.faulty_server import FAULTS, Fault, FaultyServer
+
+EXPECTED: dict[Fault, str] = {
+    "close": "crash",
+    "hang": "hang",
+    "wrong-cid": "wrong-correlation-id",
+    "malformed": "malformed-response",
+    "acks0": "protocol-violation",
+    "reorder": "protocol-violation",
+    "die": "crash",
+}
+
+
+def fuzz(address: str, report: Path, requests: int = 150, trials: int = 25) -> int:
+    return main(
+        ["fuzz", address, "--requests", str(requests), "--timeout", "0.2", "--shrink-trials", str(trials), "--report", str(report)]
+    )
+
+
+def test_a_well_behaved_server_gives_exit_status_0(tmp_path: Path) -> None:
+    report = tmp_path / "report.json"
+    with FaultyServer("none") as server:
+        assert fuzz(server.address, report) == 0
+    data = loads(report.read_text())
+    assert data.findings == [] and data.requests >= 150
+    assert data.sent.keys() == {"generated", "mutated", "unadvertised"}
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+def test_each_fault_is_found_shrunk_reported_and_replayed(
+    fault: Fault, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = tmp_path / "report.json"
+    with FaultyServer(fault) as server:
+        # every Metadata hangs for the whole timeout: fewer requests and trials
+        assert fuzz(server.address, report, *((20, 6) if fault == "hang" else ())) == 1
+        address = server.address
+        out = capsys.readouterr().out
+        data = loads(report.read_text())
+        kinds = {f.kind.value for f in data.findings}
+        assert EXPECTED[fault] in kinds, out
+        finding = next(f for f in data.findings if f.kind.value == EXPECTED[fault])
+        assert f"{EXPECTED[fault]} on" in out
+        raw = json.loads(report.read_text())["findings"][0]
+        assert bytes.fromhex(raw["original"]["burst"][0])  # exact bytes, as hex
+        if fault == "die":
+            assert finding.server_gone and data.stopped
+            return
+        assert finding.shrunk is not None, out
+        assert finding.shrunk.prefix == () and finding.shrunk.size <= finding.original.size
+        if fault != "reorder":  # the culprit alone reproduces
+            assert len(finding.shrunk.burst) == 1 or fault == "acks0"
+        assert main(["fuzz", "--replay", str(report), "--timeout", "0.2"]) == 1
+        assert "reproduce" in capsys.readouterr().out
+    with FaultyServer("none") as healthy:  # fixed: nothing reproduces any more
+        assert main(["fuzz", "--replay", str(report), healthy.address, "--timeout", "0.2"]) == 0
+        assert "0 of" in capsys.readouterr().out
+    del address
+
+
+def test_a_server_that_is_not_there_gives_exit_status_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with FaultyServer("none") as server:
+        address = server.address
+    assert main(["fuzz", address, "--requests", "5"]) == 2
+    assert "cannot connect" in capsys.readouterr().err
+
+
+def test_a_remote_target_is_refused_without_allow_remote(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["fuzz", "192.0.2.1:9092", "--requests", "5"]) == 2
+    assert "--allow-remote" in capsys.readouterr().err
+    assert main(["fuzz", "[::1]:1", "--requests", "5"]) == 2  # loopback passes the guard, then finds no server
+    assert "--allow-remote" not in capsys.readouterr().err
+
+
+def test_replaying_a_missing_or_bad_report_gives_exit_status_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["fuzz", "--replay", str(tmp_path / "absent.json")]) == 2
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    assert main(["fuzz", "--replay", str(bad)]) == 2
+    assert "not a kafka-wire fuzz report" in capsys.readouterr().err
+
+
+def test_rate_and_seconds_bound_the_run(tmp_path: Path) -> None:
+    import time
+
+    report = tmp_path / "report.json"
+    with FaultyServer("none") as server:
+        started = time.monotonic()
+        assert main(["fuzz", server.address, "--requests", "60", "--rate", "100", "--report", str(report)]) == 0
+        assert time.monotonic() - started >= 0.5  # 60 requests at 100/s
+        assert main(["fuzz", server.address, "--seconds", "0.5", "--timeout", "0.3", "--report", str(report)]) == 0
+    data = loads(report.read_text())
+    assert data.requests > 0 and 0.5 <= data.elapsed_s < 3
+
+
+def test_the_same_seed_sends_the_same_requests(tmp_path: Path) -> None:
+    def frames(seed: int) -> list[str]:
+        report = tmp_path / f"r{seed}.json"
+        with FaultyServer("close") as server:
+            assert fuzz(server.address, report, 60, 1) == 1
+        return [h for f in json.loads(report.read_text())["findings"] for h in f["original"]["burst"]]
+
+    assert frames(4) == frames(4)
