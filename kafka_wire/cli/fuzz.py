@@ -10,14 +10,13 @@ Exit status: 0 nothing found (or nothing reproduced), 1 findings, 2 the fuzzer c
 from __future__ import annotations
 
 import argparse
-import random
 import sys
 import time
 from pathlib import Path
 from typing import TextIO
 
-from kafka_wire.codec.structs import Message
-from kafka_wire.netfuzz.plan import Mutate
+from kafka_wire.netfuzz.plan import mutate_frame
+from kafka_wire.testing.generate import random_message
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -27,49 +26,45 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         description="Send generated and mutated requests to a Kafka server and report what breaks it. "
         "Exit status: 0 nothing found, 1 findings, 2 the fuzzer could not run.",
     )
-    parser.add_argument("target", nargs="?", metavar="HOST:PORT", help="the server (loopback unless --allow-remote)")
-    parser.add_argument("--requests", type=int, default=None, metavar="N", help="stop after N requests (default 1000 without --seconds)")
+    parser.add_argument(
+        "target", nargs="?", metavar="HOST:PORT", help="the server (loopback unless --allow-remote)"
+    )
+    parser.add_argument(
+        "--requests",
+        type=int,
+        default=None,
+        metavar="N",
+        help="stop after N requests (default 1000 without --seconds)",
+    )
     parser.add_argument("--seconds", type=float, default=None, metavar="S", help="stop after S seconds")
-    parser.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the request plan (default 0)")
-    parser.add_argument("--timeout", type=float, default=5.0, metavar="S", help="seconds to wait for an answer (default 5)")
+    parser.add_argument(
+        "--seed", type=int, default=0, metavar="N", help="seed of the request plan (default 0)"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=5.0, metavar="S", help="seconds to wait for an answer (default 5)"
+    )
     parser.add_argument("--rate", type=float, default=None, metavar="R", help="at most R requests per second")
-    parser.add_argument("--report", type=Path, default=None, metavar="PATH", help="write the JSON report here")
-    parser.add_argument("--replay", type=Path, default=None, metavar="PATH", help="resend the findings of a report")
+    parser.add_argument(
+        "--report", type=Path, default=None, metavar="PATH", help="write the JSON report here"
+    )
+    parser.add_argument(
+        "--replay", type=Path, default=None, metavar="PATH", help="resend the findings of a report"
+    )
     parser.add_argument("--no-shrink", action="store_true", help="keep findings as found")
     parser.add_argument(
-        "--shrink-trials", type=int, default=150, metavar="N", help="replays per finding while shrinking (default 150)"
+        "--shrink-trials",
+        type=int,
+        default=150,
+        metavar="N",
+        help="replays per finding while shrinking (default 150)",
     )
     parser.add_argument("--sasl-mechanism", choices=["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"])
     parser.add_argument("--sasl-username", metavar="USER")
     parser.add_argument("--sasl-password", metavar="PASSWORD")
-    parser.add_argument("--allow-remote", action="store_true", help="allow a target that is not a loopback address")
+    parser.add_argument(
+        "--allow-remote", action="store_true", help="allow a target that is not a loopback address"
+    )
     parser.set_defaults(handler=run)
-
-
-def _generate(cls: type[Message], version: int, rng: random.Random) -> Message:
-    from kafka_wire.testing.generate import random_message
-
-    return random_message(cls, version, rng)
-
-
-def _mutator() -> Mutate:
-    """The structure-aware mutator's ``mutate_request_frame`` when present, else byte-level."""
-    try:
-        from kafka_wire.testing.mutator import Mutator
-    except ImportError:
-        from kafka_wire.netfuzz.plan import byte_mutate
-
-        return byte_mutate
-
-    made: dict[int, Mutator] = {}  # one mutator per Random (the plan has one)
-
-    def mutate(rng: random.Random, frame: bytes) -> bytes:
-        mutator = made.get(id(rng))
-        if mutator is None:
-            mutator = made[id(rng)] = Mutator(rng)
-        return mutator.mutate_request_frame(frame)
-
-    return mutate
 
 
 class Progress:
@@ -146,7 +141,9 @@ def _sasl(args: argparse.Namespace) -> object:
         return None
     if not args.sasl_username or args.sasl_password is None:
         raise FuzzerError("--sasl-mechanism needs --sasl-username and --sasl-password")
-    return SaslOptions(mechanism=args.sasl_mechanism, username=args.sasl_username, password=args.sasl_password)
+    return SaslOptions(
+        mechanism=args.sasl_mechanism, username=args.sasl_username, password=args.sasl_password
+    )
 
 
 def _target(args: argparse.Namespace, text: str | None) -> object:
@@ -170,7 +167,11 @@ def _fuzz(args: argparse.Namespace) -> int:
     assert sasl is None or isinstance(sasl, SaslOptions)
     if args.requests is not None and args.requests < 1:
         raise FuzzerError("--requests must be at least 1")
-    if args.timeout <= 0 or (args.rate is not None and args.rate <= 0) or (args.seconds is not None and args.seconds <= 0):
+    if (
+        args.timeout <= 0
+        or (args.rate is not None and args.rate <= 0)
+        or (args.seconds is not None and args.seconds <= 0)
+    ):
         raise FuzzerError("--timeout, --rate and --seconds must be positive")
     requests = args.requests if args.requests is not None or args.seconds is not None else 1000
     options = FuzzOptions(
@@ -185,7 +186,7 @@ def _fuzz(args: argparse.Namespace) -> int:
     )
     progress = Progress(requests, args.seconds, sys.stderr)
     try:
-        report = fuzz(target, options, _generate, _mutator(), progress.update)
+        report = fuzz(target, options, random_message, mutate_frame, progress.update)
     finally:
         progress.done()
     if args.report is not None:
@@ -219,7 +220,9 @@ def _replay(args: argparse.Namespace) -> int:
         f = result.finding
         status = "reproduces" if result.reproduced else "does not reproduce"
         still += result.reproduced
-        print(f"finding {number}: {f.kind.value} on {api_name(f.api_key)} v{f.api_version}: {status} ({result.detail})")
+        print(
+            f"finding {number}: {f.kind.value} on {api_name(f.api_key)} v{f.api_version}: {status} ({result.detail})"
+        )
     print(f"{still} of {len(results)} finding(s) reproduce against {target}")
     return 1 if still else 0
 

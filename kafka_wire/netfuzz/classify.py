@@ -113,14 +113,22 @@ class BurstCheck:
         if len(frame) < 8:
             index = self.pending[0]
             if self.burst[index].valid:
-                self._find(FindingKind.MALFORMED_RESPONSE, f"a {len(frame) - 4}-byte response has no correlation id", index)
+                self._find(
+                    FindingKind.MALFORMED_RESPONSE,
+                    f"a {len(frame) - 4}-byte response has no correlation id",
+                    index,
+                )
             else:
                 self.outcome = Outcome.ANSWERED
             return
         (cid,) = _SIZE.unpack_from(frame, 4)
         if cid in self.acks_zero:
             index = self.acks_zero[cid]
-            self._find(FindingKind.PROTOCOL_VIOLATION, f"a response (correlation id {cid}) to a Produce with acks=0", index)
+            self._find(
+                FindingKind.PROTOCOL_VIOLATION,
+                f"a response (correlation id {cid}) to a Produce with acks=0",
+                index,
+            )
             return
         # A mutated or unadvertised request may get no answer (it may have become an acks=0
         # produce): an answer to a later request means it got none.
@@ -164,7 +172,9 @@ class BurstCheck:
         assert not self.done, "the burst is already decided"
         index = self.pending[0]
         if self.burst[index].valid:
-            self._find(FindingKind.MALFORMED_RESPONSE, f"response to {describe(self.burst[index])}: {reason}", index)
+            self._find(
+                FindingKind.MALFORMED_RESPONSE, f"response to {describe(self.burst[index])}: {reason}", index
+            )
         else:
             self.outcome = Outcome.CLOSED_AFTER_INVALID
 
@@ -192,7 +202,11 @@ class BurstCheck:
         if any(not s.valid for s in self.burst[:index]):
             self.outcome = Outcome.SILENT_AFTER_INVALID  # the sentinel after a mutated request
         elif self.burst[index].valid:
-            self._find(FindingKind.HANG, f"no response to {describe(self.burst[index])} within {timeout_ms} ms", index)
+            self._find(
+                FindingKind.HANG,
+                f"no response to {describe(self.burst[index])} within {timeout_ms} ms",
+                index,
+            )
         else:
             self.outcome = Outcome.SILENT_AFTER_INVALID
 
@@ -200,7 +214,8 @@ class BurstCheck:
         """After this burst's connection ended, a new connection was refused."""
         index = self.verdict.index if self.verdict is not None else len(self.burst) - 1
         self.verdict = Verdict(
-            FindingKind.CRASH, f"the server is gone: a new connection was refused after {describe(self.burst[index])}",
+            FindingKind.CRASH,
+            f"the server is gone: a new connection was refused after {describe(self.burst[index])}",
             index,
             server_gone=True,
         )

@@ -28,6 +28,7 @@ from kafka_wire.errors import EncodeError
 from kafka_wire.messages import REQUESTS, ApiKey, ApiVersionsRequest, RequestHeader
 from kafka_wire.protocol.events import expects_response
 from kafka_wire.protocol.framing import encode_request
+from kafka_wire.testing.mutator import Mutator
 
 if TYPE_CHECKING:
     import random
@@ -142,7 +143,11 @@ class PlanConfig:
     max_wait_ms: int = MAX_WAIT_MS
 
     def __post_init__(self) -> None:
-        if not (0 <= self.mutated_share and 0 <= self.unadvertised_share and self.mutated_share + self.unadvertised_share <= 1):
+        if not (
+            0 <= self.mutated_share
+            and 0 <= self.unadvertised_share
+            and self.mutated_share + self.unadvertised_share <= 1
+        ):
             raise ValueError("mutated_share and unadvertised_share must be >= 0 and sum to at most 1")
         if self.max_burst < 1:
             raise ValueError("max_burst must be at least 1")
@@ -274,22 +279,7 @@ def burst_frames(burst: Sequence[Sent]) -> list[bytes]:
     return [s.frame for s in burst]
 
 
-def byte_mutate(rng: random.Random, frame: bytes) -> bytes:
-    """A byte-level mutation of a request frame past its 12-byte header start (bit flip, byte
-    set, insert, erase), the size prefix kept consistent: the fallback when the structure-aware
-    mutator is not available."""
-    out = bytearray(frame)
-    start = min(12, len(out))
-    choice = rng.randrange(4)
-    position = rng.randrange(start, len(out) + 1)
-    if choice == 0 and position < len(out):
-        out[position] ^= 1 << rng.randrange(8)
-    elif choice == 1 and position < len(out):
-        out[position] = rng.choice((0x00, 0x7F, 0x80, 0xFF))
-    elif choice == 2:
-        out[position:position] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 4)))
-    elif position < len(out):
-        del out[position : position + rng.randint(1, 4)]
-    if len(out) >= 4:
-        _SIZE.pack_into(out, 0, len(out) - 4)
-    return bytes(out)
+def mutate_frame(rng: random.Random, frame: bytes) -> bytes:
+    """A structure-aware mutation of a request frame (:class:`kafka_wire.testing.mutator.Mutator`,
+    which falls back to byte-level mutation where the frame does not decode)."""
+    return Mutator(rng).mutate_request_frame(frame)

@@ -147,7 +147,7 @@ def report_to_json(report: Report) -> dict[str, Any]:
 
 def report_from_json(data: Any) -> Report:
     if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise ReportError(f"not a kafka-wire fuzz report (expected \"format\": \"{FORMAT}\")")
+        raise ReportError(f'not a kafka-wire fuzz report (expected "format": "{FORMAT}")')
     try:
         advertised_json: Mapping[str, Any] = data.get("advertised", {})
         return Report(

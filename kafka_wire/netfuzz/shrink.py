@@ -257,4 +257,3 @@ def shrink_offline(
 
 
 __all__ = ["Phase", "Scenario", "Shrinker", "resize", "shrink_offline"]
-

@@ -87,8 +87,15 @@ class _Handler(socketserver.BaseRequestHandler):
         if not lo <= version <= hi:
             return None
         if key == ApiKey.API_VERSIONS:
-            keys = [ApiVersionsResponseApiVersion(api_key=k, min_version=a, max_version=b) for k, (a, b) in ADVERTISED.items()]
-            return [encode_response(ResponseHeader(correlation_id=cid), ApiVersionsResponse(api_keys=keys), version)]
+            keys = [
+                ApiVersionsResponseApiVersion(api_key=k, min_version=a, max_version=b)
+                for k, (a, b) in ADVERTISED.items()
+            ]
+            return [
+                encode_response(
+                    ResponseHeader(correlation_id=cid), ApiVersionsResponse(api_keys=keys), version
+                )
+            ]
         response = encode_response(ResponseHeader(correlation_id=cid), RESPONSES[key](), version)
         if isinstance(body, ProduceRequest) and body.acks == 0:
             return [response] if fault == "acks0" else []

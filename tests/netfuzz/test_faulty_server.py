@@ -25,7 +25,18 @@ EXPECTED: dict[Fault, str] = {
 
 def fuzz(address: str, report: Path, requests: int = 150, trials: int = 25) -> int:
     return main(
-        ["fuzz", address, "--requests", str(requests), "--timeout", "0.2", "--shrink-trials", str(trials), "--report", str(report)]
+        [
+            "fuzz",
+            address,
+            "--requests",
+            str(requests),
+            "--timeout",
+            "0.2",
+            "--shrink-trials",
+            str(trials),
+            "--report",
+            str(report),
+        ]
     )
 
 
@@ -80,11 +91,15 @@ def test_a_server_that_is_not_there_gives_exit_status_2(capsys: pytest.CaptureFi
 def test_a_remote_target_is_refused_without_allow_remote(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["fuzz", "192.0.2.1:9092", "--requests", "5"]) == 2
     assert "--allow-remote" in capsys.readouterr().err
-    assert main(["fuzz", "[::1]:1", "--requests", "5"]) == 2  # loopback passes the guard, then finds no server
+    assert (
+        main(["fuzz", "[::1]:1", "--requests", "5"]) == 2
+    )  # loopback passes the guard, then finds no server
     assert "--allow-remote" not in capsys.readouterr().err
 
 
-def test_replaying_a_missing_or_bad_report_gives_exit_status_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_replaying_a_missing_or_bad_report_gives_exit_status_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["fuzz", "--replay", str(tmp_path / "absent.json")]) == 2
     bad = tmp_path / "bad.json"
     bad.write_text("{}")
@@ -98,9 +113,14 @@ def test_rate_and_seconds_bound_the_run(tmp_path: Path) -> None:
     report = tmp_path / "report.json"
     with FaultyServer("none") as server:
         started = time.monotonic()
-        assert main(["fuzz", server.address, "--requests", "60", "--rate", "100", "--report", str(report)]) == 0
+        assert (
+            main(["fuzz", server.address, "--requests", "60", "--rate", "100", "--report", str(report)]) == 0
+        )
         assert time.monotonic() - started >= 0.5  # 60 requests at 100/s
-        assert main(["fuzz", server.address, "--seconds", "0.5", "--timeout", "0.3", "--report", str(report)]) == 0
+        assert (
+            main(["fuzz", server.address, "--seconds", "0.5", "--timeout", "0.3", "--report", str(report)])
+            == 0
+        )
     data = loads(report.read_text())
     assert data.requests > 0 and 0.5 <= data.elapsed_s < 3
 

@@ -12,7 +12,11 @@ import pytest
 from kafka_wire.netfuzz.report import Report, loads
 from tests.e2e.brokers import BrokerProcess, KafkaWireBroker, kafka_wire, kafka_wire_cli, tansu
 
-USERS = {"PLAIN": ("alice", "alice-secret"), "SCRAM-SHA-256": ("bob", "b0b-pw"), "SCRAM-SHA-512": ("carol", "c4rol")}
+USERS = {
+    "PLAIN": ("alice", "alice-secret"),
+    "SCRAM-SHA-256": ("bob", "b0b-pw"),
+    "SCRAM-SHA-512": ("carol", "c4rol"),
+}
 
 
 class SaslBroker(KafkaWireBroker):
@@ -25,7 +29,16 @@ def run_fuzz(
     address: str, report: Path, *extra: str, answer_timeout: str = "5", timeout_s: float = 240
 ) -> tuple[int, Report | None, str]:
     run = subprocess.run(
-        [str(kafka_wire_cli()), "fuzz", address, "--report", str(report), "--timeout", answer_timeout, *extra],
+        [
+            str(kafka_wire_cli()),
+            "fuzz",
+            address,
+            "--report",
+            str(report),
+            "--timeout",
+            answer_timeout,
+            *extra,
+        ],
         capture_output=True,
         text=True,
         timeout=timeout_s,
@@ -51,8 +64,12 @@ def sasl_serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslBroker]
     broker.close()
 
 
-def test_kafka_wire_serve_survives_a_few_thousand_requests_with_no_finding(serve: BrokerProcess, tmp_path: Path) -> None:
-    status, report, output = run_fuzz(serve.bootstrap, tmp_path / "r.json", "--requests", "2000", "--seed", "11")
+def test_kafka_wire_serve_survives_a_few_thousand_requests_with_no_finding(
+    serve: BrokerProcess, tmp_path: Path
+) -> None:
+    status, report, output = run_fuzz(
+        serve.bootstrap, tmp_path / "r.json", "--requests", "2000", "--seed", "11"
+    )
     assert status == 0, output
     assert report is not None and report.requests >= 2000 and not report.findings
     assert report.sent["mutated"] > 100 and report.sent["unadvertised"] > 10
@@ -82,7 +99,14 @@ def test_a_short_run_against_tansu_completes(tmp_path: Path) -> None:
     try:
         # bounded by time: Tansu closes on many requests (and may die), each costing replays
         status, report, output = run_fuzz(
-            broker.bootstrap, tmp_path / "r.json", "--seconds", "8", "--seed", "5", "--shrink-trials", "2",
+            broker.bootstrap,
+            tmp_path / "r.json",
+            "--seconds",
+            "8",
+            "--seed",
+            "5",
+            "--shrink-trials",
+            "2",
             answer_timeout="1",
         )
     finally:

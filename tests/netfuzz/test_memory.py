@@ -20,7 +20,9 @@ def bench() -> ModuleType:
     return module
 
 
-def test_serve_keeps_a_producer_and_a_consumer_going_with_bounded_memory_under_fuzzing(tmp_path: Path) -> None:
+def test_serve_keeps_a_producer_and_a_consumer_going_with_bounded_memory_under_fuzzing(
+    tmp_path: Path,
+) -> None:
     result = bench().measure(1500, seed=3, sample_s=0.2, workdir=tmp_path)
     assert result.fuzz_status == 0, result.fuzz_summary
     assert result.produced > 50 and result.consumed > 50, result.client_errors
