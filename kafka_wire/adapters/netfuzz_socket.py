@@ -301,6 +301,20 @@ class FuzzOptions:
     #: Shrink trials per finding.
     max_trials: int = 150
     shrink: bool = True
+    #: Seconds to wait for a server that is gone to accept connections again (restarted by a
+    #: supervisor) before the run stops; 0 stops at once.
+    wait_restart_s: float = 0.0
+
+
+def _await_restart(session: Session, seconds: float) -> Connection | None:
+    """A new connection once the server accepts again within ``seconds``, else None."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            return session.connect()
+        except ServerGone:
+            time.sleep(0.5)
+    return None
 
 
 def fuzz(
@@ -386,8 +400,12 @@ def fuzz(
                     seen[finding.signature] = len(findings)
                     findings.append(finding)
             if gone is not None:
-                report.stopped = f"the server is gone ({gone})"
-                break
+                restarted = _await_restart(session, options.wait_restart_s)
+                if restarted is None:
+                    report.stopped = f"the server is gone ({gone})"
+                    break
+                conn = restarted
+                report.restarts += 1
             if progress is not None:
                 progress(report.requests, len(findings))
     except KeyboardInterrupt:
@@ -427,7 +445,9 @@ def shrink_finding(session: Session, finding: Finding, max_trials: int) -> Findi
     """The finding with ``shrunk`` set to the smallest scenario that reproduced (None if none did)."""
     if finding.kind is FindingKind.HANG:  # each trial that reproduces costs the whole timeout
         max_trials = min(max_trials, MAX_HANG_TRIALS)
-    shrinker = Shrinker(finding.original, admissible_for(finding.kind, session_advertised(session)), max_trials=max_trials)
+    shrinker = Shrinker(
+        finding.original, admissible_for(finding.kind, session_advertised(session)), max_trials=max_trials
+    )
     while (candidate := shrinker.next_candidate()) is not None:
         shrinker.tell(reproduces(session, finding, candidate))
     if not shrinker.reproduced:
@@ -479,7 +499,9 @@ def replay(target: Target, report: Report, timeout_s: float, sasl: SaslOptions |
         try:
             verdict = session.run_scenario(finding.reproducer)
         except ServerGone as exc:
-            results.append(ReplayResult(finding, finding.kind is FindingKind.CRASH, f"the server is gone ({exc})"))
+            results.append(
+                ReplayResult(finding, finding.kind is FindingKind.CRASH, f"the server is gone ({exc})")
+            )
             continue
         if verdict is not None and verdict.kind is finding.kind:
             results.append(ReplayResult(finding, True, verdict.detail))

@@ -50,6 +50,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     parser.add_argument(
         "--replay", type=Path, default=None, metavar="PATH", help="resend the findings of a report"
     )
+    parser.add_argument(
+        "--wait-restart",
+        type=float,
+        default=0.0,
+        metavar="S",
+        help="when the server is gone, wait up to S seconds for it to come back (restarted by a supervisor) and go on",
+    )
     parser.add_argument("--no-shrink", action="store_true", help="keep findings as found")
     parser.add_argument(
         "--shrink-trials",
@@ -183,6 +190,7 @@ def _fuzz(args: argparse.Namespace) -> int:
         sasl=sasl,
         shrink=not args.no_shrink,
         max_trials=args.shrink_trials,
+        wait_restart_s=args.wait_restart,
     )
     progress = Progress(requests, args.seconds, sys.stderr)
     try:

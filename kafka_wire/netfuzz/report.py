@@ -66,6 +66,8 @@ class Report:
     findings: list[Finding] = field(default_factory=list)
     #: Why the run stopped early (the server is gone), or None.
     stopped: str | None = None
+    #: Times the server was gone and came back within ``--wait-restart``.
+    restarts: int = 0
 
     @property
     def requests_per_s(self) -> float:
@@ -141,6 +143,7 @@ def report_to_json(report: Report) -> dict[str, Any]:
         "sent": dict(sorted(report.sent.items())),
         "outcomes": dict(sorted(report.outcomes.items())),
         "stopped": report.stopped,
+        "restarts": report.restarts,
         "findings": [finding_to_json(f) for f in report.findings],
     }
 
@@ -162,6 +165,7 @@ def report_from_json(data: Any) -> Report:
             sent={str(k): int(v) for k, v in data.get("sent", {}).items()},
             outcomes={str(k): int(v) for k, v in data.get("outcomes", {}).items()},
             stopped=data.get("stopped"),
+            restarts=int(data.get("restarts", 0)),
             findings=[finding_of(f) for f in data.get("findings", [])],
         )
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
@@ -192,6 +196,8 @@ def summary(report: Report) -> str:
     ]
     rows += [(f"sent {kind}", f"{count:,}") for kind, count in sorted(report.sent.items())]
     rows += [(f"bursts {name}", f"{count:,}") for name, count in sorted(report.outcomes.items())]
+    if report.restarts:
+        rows.append(("server restarts", f"{report.restarts:,} (gone, then back within --wait-restart)"))
     rows.append(("findings", str(len(report.findings))))
     width = max(len(name) for name, _ in rows)
     lines = [f"{name:<{width}}  {value}" for name, value in rows]

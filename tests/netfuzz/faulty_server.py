@@ -113,6 +113,7 @@ class _Handler(socketserver.BaseRequestHandler):
         # die: the whole server goes away
         self.server.dead.set()
         threading.Thread(target=self.server.shutdown, daemon=True).start()
+        self.server.socket.shutdown(socket.SHUT_RDWR)  # stop listening now (close waits for the poll)
         self.server.socket.close()
         return None
 
@@ -121,8 +122,8 @@ class FaultyServer(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, fault: Fault) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+    def __init__(self, fault: Fault, port: int = 0) -> None:
+        super().__init__(("127.0.0.1", port), _Handler)
         self.fault = fault
         self.dead = threading.Event()
         host, port = self.socket.getsockname()[:2]

@@ -4,6 +4,8 @@ replayed; and the exit statuses 0, 1 and 2."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -79,6 +81,40 @@ def test_each_fault_is_found_shrunk_reported_and_replayed(
         assert main(["fuzz", "--replay", str(report), healthy.address, "--timeout", "0.2"]) == 0
         assert "0 of" in capsys.readouterr().out
     del address
+
+
+def test_with_wait_restart_the_run_goes_on_once_a_supervisor_restarts_the_server(tmp_path: Path) -> None:
+    report = tmp_path / "report.json"
+    with FaultyServer("die") as dying:
+        address = dying.address
+        port = int(address.rpartition(":")[2])
+        restarted: list[FaultyServer] = []
+
+        def supervise() -> None:  # what systemd would do: start it again on the same port
+            dying.dead.wait()
+            time.sleep(0.3)
+            restarted.append(FaultyServer("none", port).__enter__())
+
+        supervisor = threading.Thread(target=supervise, daemon=True)
+        supervisor.start()
+        args = [
+            address,
+            "--requests",
+            "300",
+            "--timeout",
+            "0.2",
+            "--wait-restart",
+            "10",
+            "--report",
+            str(report),
+        ]
+        code = main(["fuzz", *args])
+        supervisor.join()
+    restarted[0].__exit__()
+    data = loads(report.read_text())
+    assert code == 1 and data.restarts == 1 and data.stopped is None
+    assert data.requests >= 300
+    assert [f.kind.value for f in data.findings if f.server_gone] == ["crash"]
 
 
 def test_a_server_that_is_not_there_gives_exit_status_2(capsys: pytest.CaptureFixture[str]) -> None:
