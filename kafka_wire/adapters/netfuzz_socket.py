@@ -396,7 +396,7 @@ def fuzz(
                     findings[index] = _with_occurrences(old, old.occurrences + 1)
                 else:
                     if options.shrink and not finding.server_gone:
-                        finding = shrink_finding(session, finding, options.max_trials)
+                        finding = shrink_finding(session, finding, report.advertised, options.max_trials)
                     seen[finding.signature] = len(findings)
                     findings.append(finding)
             if gone is not None:
@@ -441,12 +441,14 @@ def reproduces(session: Session, finding: Finding, scenario: Scenario) -> bool:
     return verdict is not None and verdict.kind is finding.kind
 
 
-def shrink_finding(session: Session, finding: Finding, max_trials: int) -> Finding:
+def shrink_finding(
+    session: Session, finding: Finding, advertised: Mapping[int, tuple[int, int]], max_trials: int
+) -> Finding:
     """The finding with ``shrunk`` set to the smallest scenario that reproduced (None if none did)."""
     if finding.kind is FindingKind.HANG:  # each trial that reproduces costs the whole timeout
         max_trials = min(max_trials, MAX_HANG_TRIALS)
     shrinker = Shrinker(
-        finding.original, admissible_for(finding.kind, session_advertised(session)), max_trials=max_trials
+        finding.original, admissible_for(finding.kind, advertised), max_trials=max_trials
     )
     while (candidate := shrinker.next_candidate()) is not None:
         shrinker.tell(reproduces(session, finding, candidate))
@@ -459,7 +461,7 @@ def shrink_finding(session: Session, finding: Finding, max_trials: int) -> Findi
         api = frame_api(original)
         if api is not None:
             api_key, api_version = api
-            request_kind = classify_frame(original, session_advertised(session))
+            request_kind = classify_frame(original, advertised)
     return Finding(
         kind=finding.kind,
         detail=finding.detail,
@@ -472,12 +474,6 @@ def shrink_finding(session: Session, finding: Finding, max_trials: int) -> Findi
         occurrences=finding.occurrences,
         request_number=finding.request_number,
     )
-
-
-def session_advertised(session: Session) -> dict[int, tuple[int, int]]:
-    conn = session.connect()
-    conn.close()
-    return conn.advertised
 
 
 @dataclass(frozen=True, slots=True)

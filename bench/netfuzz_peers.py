@@ -1,0 +1,84 @@
+"""``kafka-wire fuzz`` for a long run against ``kafka-wire serve`` and against Tansu.
+
+Not a test (``tests/netfuzz/test_live_servers.py`` runs short versions). For each peer it starts
+the server on a free port, watches it from a supervisor thread that starts it again on the same
+port whenever it exits (as systemd would), and runs ``kafka-wire fuzz HOST:PORT --requests N
+--seed S --wait-restart 60 --report build/netfuzz/PEER-seedS.json``. It prints the fuzzer's
+summary for each peer, and the server's restarts.
+Run: ``.venv/bin/python bench/netfuzz_peers.py [--requests N] [--seed S] [--peer kafka-wire|tansu]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.e2e.brokers import BrokerProcess, kafka_wire, kafka_wire_cli, tansu  # noqa: E402
+
+PEERS = {"kafka-wire": kafka_wire, "tansu": tansu}
+
+
+class Supervisor:
+    """Starts the broker again whenever it has exited, until stopped."""
+
+    def __init__(self, broker: BrokerProcess) -> None:
+        self.broker = broker
+        self.restarts = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def _watch(self) -> None:
+        while not self._stop.wait(0.2):
+            if not self.broker.running():
+                self.broker.restart()
+                self.restarts += 1
+
+    def __enter__(self) -> Supervisor:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def run(peer: str, requests: int, seed: int, extra: list[str]) -> int:
+    out_dir = ROOT / "build" / "netfuzz"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    report = out_dir / f"{peer}-seed{seed}.json"
+    with tempfile.TemporaryDirectory() as tmp:
+        broker = PEERS[peer](Path(tmp))
+        broker.start()
+        try:
+            with Supervisor(broker) as supervisor:
+                started = time.monotonic()
+                command = [str(kafka_wire_cli()), "fuzz", broker.bootstrap, "--requests", str(requests)]
+                command += ["--seed", str(seed), "--wait-restart", "60", "--report", str(report), *extra]
+                status = subprocess.run(command, check=False).returncode
+                elapsed = time.monotonic() - started
+        finally:
+            broker.close()
+    print(f"{peer}: exit {status} in {elapsed:.0f} s, server restarted {supervisor.restarts} times, report {report}")
+    return status
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--requests", type=int, default=100_000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--peer", choices=sorted(PEERS), action="append", help="default: both")
+    args, extra = parser.parse_known_args()
+    worst = max(run(peer, args.requests, args.seed, extra) for peer in args.peer or sorted(PEERS))
+    sys.exit(worst)
+
+
+if __name__ == "__main__":
+    main()
