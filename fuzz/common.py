@@ -1,0 +1,139 @@
+"""What every harness of ``fuzz/`` shares: the memory bound, the finding type, the atheris entry.
+
+A harness is a module with ``fuzz_one_input(data: bytes) -> None`` that raises only when it finds
+something (a :class:`Finding`, or whatever escaped the code under test) and a ``main()`` that runs
+it under atheris. ``fuzz_one_input`` needs no atheris, so pytest and Hypothesis call it directly.
+
+Memory: one call in :data:`MEMORY_SAMPLE_EVERY` runs under ``tracemalloc``, and its peak must
+stay within ``MEMORY_FACTOR * len(data) + MEMORY_SLACK_BYTES`` (:func:`memory_bound`). The
+sample is chosen by a call counter, so a given sequence of inputs is always sampled the same way.
+A sampled call over the bound runs once more: the first call down a code path fills one-time
+caches (lazy imports, per-class decoder tables) that no input size explains; only a second
+excess is a finding.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import struct
+import sys
+import tracemalloc
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any, Final
+
+#: One call in this many is measured with tracemalloc (tracing makes a call several times slower).
+MEMORY_SAMPLE_EVERY: Final = 64
+#: Peak bytes allowed per input byte: a decoded message keeps Python objects for what the input
+#: holds (a 1-byte int8 becomes a 28-byte int and an 8-byte list slot), and a decompressed
+#: payload may be larger than the input (capped by ``ReadConfig.max_decompressed_bytes``).
+MEMORY_FACTOR: Final = 64
+#: Fixed allowance: the objects every call makes whatever its input (messages, events, a broker).
+MEMORY_SLACK_BYTES: Final = 1 << 20
+
+_SIZE: Final = struct.Struct(">i")
+
+OneInput = Callable[[bytes], None]
+
+
+class Finding(AssertionError):
+    """A harness's rule broken: what the fuzzer reports as a crash."""
+
+
+def memory_bound(size: int, factor: int = MEMORY_FACTOR, slack: int = MEMORY_SLACK_BYTES) -> int:
+    """The most a call on ``size`` input bytes may allocate at its peak."""
+    return factor * size + slack
+
+
+class MemorySampler:
+    """Runs one call in ``every`` under tracemalloc and checks its peak against :func:`memory_bound`."""
+
+    def __init__(
+        self, every: int = MEMORY_SAMPLE_EVERY, factor: int = MEMORY_FACTOR, slack: int = MEMORY_SLACK_BYTES
+    ) -> None:
+        self.every = every
+        self.factor = factor
+        self.slack = slack
+        self.calls = 0
+        self.sampled = 0
+
+    def run(self, check: OneInput, data: bytes) -> None:
+        self.calls += 1
+        if self.calls % self.every or tracemalloc.is_tracing():
+            check(data)
+            return
+        self.sampled += 1
+        peak = self._peak(check, data)
+        limit = memory_bound(len(data), self.factor, self.slack)
+        if peak > limit:
+            # The first call down a path fills one-time caches (a lazily imported module, a
+            # decoder table): measure again, with them filled; only a second excess counts.
+            peak = self._peak(check, data)
+            if peak > limit:
+                raise Finding(f"peak memory {peak} bytes for a {len(data)}-byte input (bound {limit})")
+
+    @staticmethod
+    def _peak(check: OneInput, data: bytes) -> int:
+        tracemalloc.start()
+        try:
+            check(data)
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+
+#: ``KAFKA_WIRE_FUZZ_INSTRUMENT`` chooses what atheris instruments for coverage: ``all`` (the
+#: default: every kafka_wire module, the generated codecs included; they take about 25 s of CPU to
+#: instrument), ``core`` (all but the generated message modules: a second or so; the CI runs) or
+#: ``none`` (libFuzzer then mutates blind).
+INSTRUMENT_ENV: Final = "KAFKA_WIRE_FUZZ_INSTRUMENT"
+_GENERATED: Final = ("kafka_wire.messages", "kafka_wire._compiled.messages")
+
+
+def instrumenting(fuzzing: bool) -> AbstractContextManager[object]:
+    """Wrap a harness's imports: under atheris (``fuzzing``, the script run as ``__main__``) the
+    kafka_wire modules imported inside, and those imported later on first use, are instrumented;
+    otherwise nothing happens."""
+    scope = os.environ.get(INSTRUMENT_ENV, "all")
+    if not fuzzing or scope == "none":
+        return contextlib.nullcontext()
+    if scope not in ("all", "core"):
+        raise SystemExit(f"{INSTRUMENT_ENV} must be all, core or none, not {scope!r}")
+    import atheris  # type: ignore[import-untyped]  # ships no annotations
+
+    exclude = list(_GENERATED) if scope == "core" else []
+    context: AbstractContextManager[object] = atheris.instrument_imports(include=["kafka_wire"], exclude=exclude)
+    return context
+
+
+def fuzz_main(one_input: OneInput, custom_mutator: Callable[[bytes, int, int], bytes] | None = None) -> None:
+    """Run ``one_input`` under atheris with ``sys.argv`` as libFuzzer's arguments (a corpus
+    directory, flags; files named instead of a directory are replayed: ``fuzz_X.py crash-file``)."""
+    import atheris
+
+    kwargs: dict[str, Any] = {}
+    if custom_mutator is not None:
+        kwargs["custom_mutator"] = custom_mutator
+    atheris.Setup(sys.argv, one_input, **kwargs)
+    atheris.Fuzz()
+
+
+def structure_mutator(kind: str) -> Callable[[bytes, int, int], bytes] | None:
+    """``kafka_wire.testing.mutator.libfuzzer_mutator(kind)`` when that module is present, else
+    None (atheris then mutates bytes only)."""
+    try:
+        from kafka_wire.testing.mutator import libfuzzer_mutator  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return None
+    mutator: Callable[[bytes, int, int], bytes] = libfuzzer_mutator(kind)
+    return mutator
+
+
+def with_size_fixed(data: bytes) -> bytes | None:
+    """``data`` with its 4-byte size prefix set to the length of what follows, or None when it
+    already is (or there is no prefix): byte-level insertions and deletions then still reach the
+    decoders behind the frame check."""
+    if len(data) < 4 or _SIZE.unpack_from(data)[0] == len(data) - 4:
+        return None
+    return _SIZE.pack(len(data) - 4) + data[4:]
