@@ -50,17 +50,18 @@ def new_server(selector: int) -> ServerConnection:
     return ServerConnection(ServerConfig(api_versions=VERSIONS), sasl=sasl)
 
 
-def answer(server: ServerConnection, event: object) -> None:
-    """Answer a request event as an application would."""
+def answer(server: ServerConnection, event: object) -> bytes:
+    """Answer a request event as an application would; returns the bytes ready to write."""
     if isinstance(event, UnsupportedRequest):
-        server.reject(event)
-    elif isinstance(event, Request) and event.expects_response:
+        return server.reject(event)
+    if isinstance(event, Request) and event.expects_response:
         body = (
             api_versions_response(server.api_versions)
             if isinstance(event.body, ApiVersionsRequest)
             else RESPONSES[event.api_key]()
         )
-        server.send(event.reply(body))
+        return server.send(event.reply(body))
+    return b""
 
 
 def _drain(server: ServerConnection, budget: list[int]) -> bool:
