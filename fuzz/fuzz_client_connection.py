@@ -2,7 +2,7 @@
 
 The client negotiates versions (and authenticates with the scenario's SASL mechanism: none,
 PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512), sends three requests once it is ready (two Metadata requests and an
-acks=0 Produce) and is fed the input's byte stream in chunks of the input's chosen size, then
+acks=0 Produce, each at the version ``version_for`` gives, skipped when there is none) and is fed the input's byte stream in chunks of the input's chosen size, then
 EOF (layout: ``fuzz/conversation.py``).
 
 The rule: every call returns, or raises a ``RemoteProtocolError`` or ``AuthenticationError``
@@ -25,7 +25,12 @@ from fuzz.common import Finding, MemorySampler, fuzz_main, instrumenting
 
 with instrumenting(__name__ == "__main__"):
     from fuzz.conversation import chunks, client_mechanism, client_requests, scenario, unpack
-    from kafka_wire.errors import AuthenticationError, LocalProtocolError, RemoteProtocolError
+    from kafka_wire.errors import (
+        AuthenticationError,
+        LocalProtocolError,
+        RemoteProtocolError,
+        UnsupportedVersionError,
+    )
     from kafka_wire.protocol import NEED_DATA, ClientConfig, ClientConnection, ClientState, ConnectionClosed
 
 #: Events a connection may hand out for one input; more means it loops.
@@ -46,7 +51,12 @@ def _drain(client: ClientConnection, budget: list[int], sent: list[bool]) -> boo
         if not sent[0] and client.state is ClientState.READY:
             sent[0] = True
             for request in client_requests():
-                client.send(request)
+                assert request.API_KEY is not None
+                try:
+                    version = client.version_for(request.API_KEY)  # a question: no state change
+                except UnsupportedVersionError:
+                    continue  # the broker offers no version in common
+                client.send(request, version)
         event = client.next_event()
         budget[0] -= 1
         if budget[0] < 0:

@@ -9,9 +9,10 @@ segment's base offset, then per present file its length; the contents follow one
 the front. :func:`pack` builds an input from files.
 
 The rule: :meth:`PartitionLog.open` recovers the directory or raises a ``DecodeError``
-subclass. After a recovery the log is usable: reads from the log start offset up make progress
-and return whole batches, with valid CRCs in the last segment (closed segments are checked at
-their tail only, as Kafka checks them after a clean shutdown), a new batch appends at the log end offset and reads back, and
+subclass. After a recovery the log is usable: reads from the log start offset up return whole
+batches, with valid CRCs in the last segment (closed segments are checked at their tail only,
+as Kafka checks them after a clean shutdown); a new batch appends at the log end offset and a
+consumer reading on from where it stopped gets it; and
 opening the directory again (the recovery's effects applied) gives the same offsets and
 segments (recovery is idempotent).
 
@@ -107,35 +108,49 @@ def _open(storage: MemoryStorage) -> PartitionLog:
     return log
 
 
-def check_usable(log: PartitionLog, storage: MemoryStorage) -> None:
-    """Reads make progress and return whole batches; those of the last segment (the one recovery
-    checks batch by batch, as Kafka does after an unclean shutdown) have valid CRCs."""
-    offset = log.log_start_offset
+def read_from(log: PartitionLog, offset: int) -> tuple[list[tuple[int, bytes | None, bytes | None]], int]:
+    """Every record from ``offset`` up as (offset, key, value), read as a consumer reads, and the
+    offset where reading stopped (the log end offset, or where no batch follows: a gap that
+    recovery or compaction left is normal, and a consumer waits there for new batches).
+
+    Reads must return whole batches; those of the last segment (the one recovery checks batch by
+    batch, as Kafka does after an unclean shutdown) must have valid CRCs."""
     checked_from = log.segments[-1].base_offset
+    records: list[tuple[int, bytes | None, bytes | None]] = []
     while offset < log.log_end_offset:
         result = log.read(offset, 1 << 20)
-        if result.error_code != ErrorCode.NONE or result.next_offset <= offset:
+        if result.error_code != ErrorCode.NONE:
             raise Finding(f"reading the recovered log at {offset}: error {result.error_code}")
+        if not result.parts:
+            break
+        if result.next_offset <= offset:
+            raise Finding(f"a read at {offset} returned batches but no progress")
         reader = RecordsReader(log.read_bytes(result), verify_crc=False)
         try:
             for batch in reader:
                 if batch.base_offset >= checked_from and not batch.is_valid():
                     raise Finding(f"the batch at {batch.base_offset} of the recovered segment has a bad CRC")
+                records += [(r.offset, r.key, r.value) for r in batch]
         except DecodeError:
             if offset >= checked_from:
                 raise
         if reader.truncated_tail:
             raise Finding(f"a read at {offset} ended inside a batch after recovery")
         offset = result.next_offset
+    return records, offset
+
+
+def check_usable(log: PartitionLog, storage: MemoryStorage) -> None:
+    """Reads work, and a batch appended at the log end offset is what a consumer reads next."""
+    _, stopped = read_from(log, log.log_start_offset)
     end = log.log_end_offset
     appended = log.append(build_batch([(b"k", b"v", [], NOW_MS)]), NOW_MS)
     storage.apply(log.take_effects())
     if appended.error_code != ErrorCode.NONE or appended.base_offset != end:
         raise Finding(f"append after recovery: error {appended.error_code} at {appended.base_offset}, end {end}")
-    result = log.read(end, 1 << 20)
-    records = [r for b in RecordsReader(log.read_bytes(result)) for r in b]
-    if [(r.offset, r.key, r.value) for r in records] != [(end, b"k", b"v")]:
-        raise Finding(f"the batch appended after recovery reads back as {records}")
+    records, _ = read_from(log, stopped)
+    if records[-1:] != [(end, b"k", b"v")] or any(offset >= end for offset, _, _ in records[:-1]):
+        raise Finding(f"reading on from {stopped} after an append at {end} gives {records[-3:]}")
 
 
 def run(files: Mapping[str, bytes]) -> PartitionLog | None:
