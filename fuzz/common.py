@@ -84,17 +84,16 @@ class MemorySampler:
 
 
 #: ``KAFKA_WIRE_FUZZ_INSTRUMENT`` chooses what atheris instruments for coverage: ``all`` (the
-#: default: every kafka_wire module, the generated codecs included; they take about 25 s of CPU to
-#: instrument), ``core`` (all but the generated message modules: a second or so; the CI runs) or
+#: default: every kafka_wire module, the generated codecs included; instrumenting them all takes
+#: about 25 s of CPU), ``core`` (the packages the harness targets: a few seconds; the CI runs) or
 #: ``none`` (libFuzzer then mutates blind).
 INSTRUMENT_ENV: Final = "KAFKA_WIRE_FUZZ_INSTRUMENT"
-_GENERATED: Final = ("kafka_wire.messages", "kafka_wire._compiled.messages")
 
 
-def instrumenting(fuzzing: bool) -> AbstractContextManager[object]:
+def instrumenting(fuzzing: bool, targets: tuple[str, ...]) -> AbstractContextManager[object]:
     """Wrap a harness's imports: under atheris (``fuzzing``, the script run as ``__main__``) the
-    kafka_wire modules imported inside, and those imported later on first use, are instrumented;
-    otherwise nothing happens."""
+    kafka_wire modules imported inside, and those imported later on first use, are instrumented
+    (all of kafka_wire, or the ``targets`` packages with ``core``); otherwise nothing happens."""
     scope = os.environ.get(INSTRUMENT_ENV, "all")
     if not fuzzing or scope == "none":
         return contextlib.nullcontext()
@@ -102,8 +101,8 @@ def instrumenting(fuzzing: bool) -> AbstractContextManager[object]:
         raise SystemExit(f"{INSTRUMENT_ENV} must be all, core or none, not {scope!r}")
     import atheris  # type: ignore[import-untyped]  # ships no annotations
 
-    exclude = list(_GENERATED) if scope == "core" else []
-    context: AbstractContextManager[object] = atheris.instrument_imports(include=["kafka_wire"], exclude=exclude)
+    include = ["kafka_wire"] if scope == "all" else list(targets)
+    context: AbstractContextManager[object] = atheris.instrument_imports(include=include)
     return context
 
 

@@ -31,7 +31,10 @@ if __package__ in (None, ""):  # run as a script: make ``fuzz`` and ``kafka_wire
 
 from fuzz.common import Finding, MemorySampler, fuzz_main, instrumenting
 
-with instrumenting(__name__ == "__main__"):
+#: What ``KAFKA_WIRE_FUZZ_INSTRUMENT=core`` instruments.
+TARGETS = ("kafka_wire.broker.broker", "kafka_wire.broker.apis", "kafka_wire.broker.channels")
+
+with instrumenting(__name__ == "__main__", TARGETS):
     from fuzz.broker_driver import CONFIG, Engine, prepared_engine, request_frame
     from fuzz.conversation import chunks, unpack
     from kafka_wire.errors import DecodeError, UnsupportedApiError

@@ -23,7 +23,10 @@ if __package__ in (None, ""):  # run as a script: make ``fuzz`` and ``kafka_wire
 
 from fuzz.common import Finding, MemorySampler, fuzz_main, instrumenting
 
-with instrumenting(__name__ == "__main__"):
+#: What ``KAFKA_WIRE_FUZZ_INSTRUMENT=core`` instruments.
+TARGETS = ("kafka_wire.protocol",)
+
+with instrumenting(__name__ == "__main__", TARGETS):
     from fuzz.conversation import chunks, client_mechanism, client_requests, scenario, unpack
     from kafka_wire.errors import (
         AuthenticationError,

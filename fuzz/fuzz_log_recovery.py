@@ -33,7 +33,10 @@ import atheris  # type: ignore[import-untyped]  # ships no annotations
 
 from fuzz.common import Finding, MemorySampler, fuzz_main, instrumenting
 
-with instrumenting(__name__ == "__main__"):
+#: What ``KAFKA_WIRE_FUZZ_INSTRUMENT=core`` instruments.
+TARGETS = ("kafka_wire.broker.log", "kafka_wire.logformat")
+
+with instrumenting(__name__ == "__main__", TARGETS):
     from kafka_wire.broker.log import LogConfig, PartitionLog
     from kafka_wire.broker.storage import MemoryStorage
     from kafka_wire.errors import DecodeError

@@ -35,7 +35,10 @@ from fuzz.common import (
     structure_mutator,
 )
 
-with instrumenting(__name__ == "__main__"):
+#: What ``KAFKA_WIRE_FUZZ_INSTRUMENT=core`` instruments.
+TARGETS = ("kafka_wire.records",)
+
+with instrumenting(__name__ == "__main__", TARGETS):
     from kafka_wire.errors import DecodeError, EncodeError
     from kafka_wire.records import (
         LegacyBatch,
@@ -100,8 +103,8 @@ def _round_trip(batch: RecordBatch[bytes] | LegacyBatch[bytes], records: list[Re
 
 
 def _read(data: bytes, config: ReadConfig, zero_copy: bool) -> None:
-    reader = RecordsReader(data, config, zero_copy=zero_copy) if zero_copy else RecordsReader(data, config)
     try:
+        reader = RecordsReader(data, config, zero_copy=zero_copy) if zero_copy else RecordsReader(data, config)
         for batch in reader:
             _ = (batch.next_offset, batch.timestamp_type, batch.compression, batch.is_valid())
             try:

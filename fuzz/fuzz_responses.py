@@ -23,7 +23,10 @@ if __package__ in (None, ""):  # run as a script: make ``fuzz`` and ``kafka_wire
 
 from fuzz.common import Finding, MemorySampler, fuzz_main, instrumenting, structure_mutator, with_size_fixed
 
-with instrumenting(__name__ == "__main__"):
+#: What ``KAFKA_WIRE_FUZZ_INSTRUMENT=core`` instruments.
+TARGETS = ("kafka_wire.protocol.framing", "kafka_wire.codec", "kafka_wire.messages.response_header")
+
+with instrumenting(__name__ == "__main__", TARGETS):
     from kafka_wire.errors import DecodeError, EncodeError
     from kafka_wire.messages import catalog
     from kafka_wire.protocol.framing import decode_response, encode_response

@@ -24,7 +24,10 @@ if __package__ in (None, ""):  # run as a script: make ``fuzz`` and ``kafka_wire
 
 from fuzz.common import Finding, MemorySampler, fuzz_main, instrumenting
 
-with instrumenting(__name__ == "__main__"):
+#: What ``KAFKA_WIRE_FUZZ_INSTRUMENT=core`` instruments.
+TARGETS = ("kafka_wire.protocol",)
+
+with instrumenting(__name__ == "__main__", TARGETS):
     from fuzz.conversation import VERSIONS, chunks, scenario, server_gate, unpack
     from kafka_wire.errors import LocalProtocolError, RemoteProtocolError
     from kafka_wire.messages import RESPONSES, ApiVersionsRequest
