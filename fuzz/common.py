@@ -19,7 +19,7 @@ import os
 import struct
 import sys
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from typing import Any, Final
 
@@ -84,26 +84,38 @@ class MemorySampler:
 
 
 #: ``KAFKA_WIRE_FUZZ_INSTRUMENT`` chooses what atheris instruments for coverage: ``all`` (the
-#: default: every kafka_wire module, the generated codecs included; instrumenting them all takes
-#: about 25 s of CPU), ``core`` (the packages the harness targets: a few seconds; the CI runs) or
+#: default: every kafka_wire module, every generated codec loaded and instrumented at start, which
+#: takes about 25 s of CPU), ``core`` (the packages the harness targets: a few seconds; the CI runs) or
 #: ``none`` (libFuzzer then mutates blind).
 INSTRUMENT_ENV: Final = "KAFKA_WIRE_FUZZ_INSTRUMENT"
 
 
-def instrumenting(fuzzing: bool, targets: tuple[str, ...]) -> AbstractContextManager[object]:
+@contextlib.contextmanager
+def _instrumented(include: list[str], load_messages: bool) -> Iterator[None]:
+    import atheris  # type: ignore[import-untyped]  # ships no annotations
+
+    with atheris.instrument_imports(include=include):
+        yield
+        if load_messages:  # loaded lazily otherwise, after the import hook is gone
+            from kafka_wire.messages import catalog
+
+            for api in catalog():
+                _ = api.request, api.response
+
+
+def instrumenting(fuzzing: bool, targets: tuple[str, ...]) -> AbstractContextManager[None]:
     """Wrap a harness's imports: under atheris (``fuzzing``, the script run as ``__main__``) the
-    kafka_wire modules imported inside, and those imported later on first use, are instrumented
-    (all of kafka_wire, or the ``targets`` packages with ``core``); otherwise nothing happens."""
+    kafka_wire modules imported inside are instrumented: all of kafka_wire, every generated
+    message module loaded up front (``all``), or the ``targets`` packages (``core``); otherwise
+    nothing happens. Modules first imported after the block are not instrumented."""
     scope = os.environ.get(INSTRUMENT_ENV, "all")
     if not fuzzing or scope == "none":
         return contextlib.nullcontext()
     if scope not in ("all", "core"):
         raise SystemExit(f"{INSTRUMENT_ENV} must be all, core or none, not {scope!r}")
-    import atheris  # type: ignore[import-untyped]  # ships no annotations
-
-    include = ["kafka_wire"] if scope == "all" else list(targets)
-    context: AbstractContextManager[object] = atheris.instrument_imports(include=include)
-    return context
+    if scope == "all":
+        return _instrumented(["kafka_wire"], load_messages=True)
+    return _instrumented(list(targets), load_messages=False)
 
 
 def fuzz_main(one_input: OneInput, custom_mutator: Callable[[bytes, int, int], bytes] | None = None) -> None:
@@ -118,15 +130,13 @@ def fuzz_main(one_input: OneInput, custom_mutator: Callable[[bytes, int, int], b
     atheris.Fuzz()
 
 
-def structure_mutator(kind: str) -> Callable[[bytes, int, int], bytes] | None:
-    """``kafka_wire.testing.mutator.libfuzzer_mutator(kind)`` when that module is present, else
-    None (atheris then mutates bytes only)."""
-    try:
-        from kafka_wire.testing.mutator import libfuzzer_mutator  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return None
-    mutator: Callable[[bytes, int, int], bytes] = libfuzzer_mutator(kind)
-    return mutator
+def structure_mutator(kind: str) -> Callable[[bytes, int, int], bytes]:
+    """The structure-aware custom mutator for ``kind`` (``kafka_wire.testing.mutator``): decodes
+    the input, mutates fields and the encoding, encodes; atheris's byte mutation when the input
+    does not decode."""
+    from kafka_wire.testing.mutator import libfuzzer_mutator
+
+    return libfuzzer_mutator(kind)
 
 
 def with_size_fixed(data: bytes) -> bytes | None:

@@ -4,8 +4,7 @@
 ``build/fuzz/corpus``), each seed a file named by the SHA-1 of its content:
 
 - ``requests``: every request frame of ``tests/data/captures``; every API and version's default
-  request; random requests of every API and version from ``kafka_wire.testing.generate`` when
-  that module is present.
+  request; random ones of every API and version from ``kafka_wire.testing.generate``.
 - ``responses``: every API and version's default response (and random ones from ``generate``),
   after the 4-byte ``api_key api_version`` prefix the harness reads.
 - ``records``: batches of every magic and codec (with headers, keys and values null, a
@@ -56,12 +55,13 @@ from kafka_wire.messages import (
 from kafka_wire.protocol import NEED_DATA, ClientState
 from kafka_wire.protocol.framing import encode_request, encode_response
 from kafka_wire.records import build_abort_marker, build_batch, build_commit_marker
+from kafka_wire.testing.generate import random_message
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 CAPTURES: Final = ROOT / "tests" / "data" / "captures"
 DEFAULT_OUT: Final = ROOT / "build" / "fuzz" / "corpus"
 CODECS: Final = ("none", "gzip", "snappy", "lz4", "zstd")
-#: Random messages per API and version when ``kafka_wire.testing.generate`` is present.
+#: Random messages per API and version (``kafka_wire.testing.generate``).
 RANDOM_PER_VERSION: Final = 3
 SEED: Final = 17
 
@@ -70,26 +70,15 @@ def captures() -> list[bytes]:
     return [bytes.fromhex(p.read_text().strip()) for p in sorted(CAPTURES.glob("*.hex"))]
 
 
-def _random_message() -> Callable[[type[Message], int, random.Random], Message] | None:
-    try:
-        from kafka_wire.testing.generate import random_message  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return None
-    generate: Callable[[type[Message], int, random.Random], Message] = random_message
-    return generate
-
-
 def _messages(kind: str) -> Iterator[tuple[int, int, Message]]:
-    """Per API and version: the default message, then random ones when the generator exists."""
-    generate = _random_message()
+    """Per API and version: the default message, then random ones."""
     rng = random.Random(SEED)
     for api in catalog():
         cls = api.request if kind == "request" else api.response
         for version in api.versions:
             yield api.api_key, version, cls()
-            if generate is not None:
-                for _ in range(RANDOM_PER_VERSION):
-                    yield api.api_key, version, generate(cls, version, rng)
+            for _ in range(RANDOM_PER_VERSION):
+                yield api.api_key, version, random_message(cls, version, rng)
 
 
 def request_seeds() -> Iterator[bytes]:
