@@ -16,7 +16,7 @@ from typing import Final
 
 import atheris  # type: ignore[import-untyped]  # ships no annotations
 
-from kafka_wire.messages import ApiKey, MetadataRequest, ProduceRequest
+from kafka_wire.messages import ApiKey, MetadataRequest, MetadataRequestTopic, ProduceRequest
 from kafka_wire.protocol import ServerSasl
 from kafka_wire.protocol.sasl import PlainClient, PlainServer, ScramClient, ScramCredential, ScramServer
 from kafka_wire.protocol.sasl.base import SaslClientMechanism
@@ -68,9 +68,14 @@ def server_gate() -> ServerSasl:
 
 
 def client_requests() -> list[MetadataRequest | ProduceRequest]:
-    """What the harness's client sends before any byte arrives: a Metadata request, a Produce with
-    acks=0 (no response expected) and another Metadata request."""
-    return [MetadataRequest(topics=None), ProduceRequest(acks=0, timeout_ms=1000), MetadataRequest()]
+    """What the harness's client sends once it is ready: a Metadata request (no topics), a
+    Produce with acks=0 (no response expected) and a Metadata request for topic ``t``; each is
+    valid at every version (a null topic list is not: Metadata v0 has no nullable topics)."""
+    return [
+        MetadataRequest(topics=[]),
+        ProduceRequest(acks=0, timeout_ms=1000),
+        MetadataRequest(topics=[MetadataRequestTopic(name="t")]),
+    ]
 
 
 def pack(stream: bytes, chunk: int, selector: int) -> bytes:
