@@ -7,7 +7,7 @@ records, so mutations behind a checksum still reach the record and decompression
 
 The rule: every step gives a value or raises a ``DecodeError`` subclass. The round trip, where
 it holds (a v2 batch with CreateTime and no delete horizon, or a legacy batch (v1: CreateTime)
-whose offsets are consecutive; the builder accepts the values): the records rebuilt into a batch with the same
+whose offsets are consecutive and whose inner messages have the wrapper's magic; the builder accepts the values): the records rebuilt into a batch with the same
 magic, codec and producer fields read back equal.
 
 Memory: a compressed batch may inflate far beyond its input, up to the reader's
@@ -53,6 +53,7 @@ with instrumenting(__name__ == "__main__", TARGETS):
 #: The decompression cap the harness reads with (the library's default is 64 MiB).
 MAX_DECOMPRESSED_BYTES: Final = 256 * 1024
 _CHECKED = ReadConfig(max_decompressed_bytes=MAX_DECOMPRESSED_BYTES)
+_STRICT_INNER_MAGIC = ReadConfig(max_decompressed_bytes=MAX_DECOMPRESSED_BYTES, strict_inner_magic=True)
 _UNCHECKED = ReadConfig(max_decompressed_bytes=MAX_DECOMPRESSED_BYTES, verify_crc=False)
 _memory = MemorySampler(slack=MEMORY_SLACK_BYTES + 8 * MAX_DECOMPRESSED_BYTES)
 
@@ -82,6 +83,10 @@ def _rebuilt(batch: RecordBatch[bytes] | LegacyBatch[bytes], records: list[Recor
             last_offset_delta=batch.last_offset_delta,
         )
     if batch.magic == 1 and batch.timestamp_type != TimestampType.CREATE_TIME:
+        return None
+    try:  # inner messages of another magic than their wrapper's (a consumer reads them) rebuild differently
+        list(next(RecordsReader(bytes(batch.buffer), _STRICT_INNER_MAGIC)))
+    except DecodeError:
         return None
     if batch.magic == 0:
         items = [(r.key, r.value, [], None) for r in records]  # magic 0 has no timestamps
