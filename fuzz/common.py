@@ -21,6 +21,7 @@ import sys
 import tracemalloc
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Any, Final
 
 #: One call in this many is measured with tracemalloc (tracing makes a call several times slower).
@@ -91,10 +92,10 @@ INSTRUMENT_ENV: Final = "KAFKA_WIRE_FUZZ_INSTRUMENT"
 
 
 @contextlib.contextmanager
-def _instrumented(include: list[str], load_messages: bool) -> Iterator[None]:
+def _instrumented(include: list[str], exclude: list[str], load_messages: bool) -> Iterator[None]:
     import atheris  # type: ignore[import-untyped]  # ships no annotations
 
-    with atheris.instrument_imports(include=include):
+    with atheris.instrument_imports(include=include, exclude=exclude):
         yield
         if load_messages:  # loaded lazily otherwise, after the import hook is gone
             from kafka_wire.messages import catalog
@@ -114,8 +115,19 @@ def instrumenting(fuzzing: bool, targets: tuple[str, ...]) -> AbstractContextMan
     if scope not in ("all", "core"):
         raise SystemExit(f"{INSTRUMENT_ENV} must be all, core or none, not {scope!r}")
     if scope == "all":
-        return _instrumented(["kafka_wire"], load_messages=True)
-    return _instrumented(list(targets), load_messages=False)
+        return _instrumented(["kafka_wire"], [], load_messages=True)
+    return _instrumented(["kafka_wire"], modules_outside(targets), load_messages=False)
+
+
+def modules_outside(targets: tuple[str, ...]) -> list[str]:
+    """Every kafka_wire module (found on disk, nothing imported) not in one of the ``targets``
+    packages: atheris's ``include`` takes top-level packages only, its ``exclude`` exact names."""
+    root = Path(__file__).resolve().parent.parent / "kafka_wire"
+    names = []
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(root.parent).with_suffix("").parts
+        names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return sorted(n for n in names if not any(n == t or n.startswith(t + ".") for t in targets))
 
 
 def fuzz_main(one_input: OneInput, custom_mutator: Callable[[bytes, int, int], bytes] | None = None) -> None:

@@ -13,10 +13,10 @@ from pathlib import Path
 from fuzz.run import HARNESSES, ROOT
 
 #: Mutations per harness after its seed corpus: a few seconds each at the slowest (the broker).
-RUNS = 300
+RUNS = 1000
 #: Coverage (libFuzzer's ``cov``: instrumented edges) each harness must reach with ``core``
-#: instrumentation; below this it would not be exercising its target at all.
-MIN_COV = 100
+#: instrumentation (its own target packages); a harness that missed its target would stay near 0.
+MIN_COV = 50
 
 
 def test_every_harness_runs_briefly_under_atheris(tmp_path: Path) -> None:
