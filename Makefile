@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install lint typecheck regen docs check-generated bench clean compile test-pure test-compiled captures simulate-long
+.PHONY: run test install lint typecheck regen docs check-generated bench clean compile test-pure test-compiled captures simulate-long fuzz-long
 
 # PySpark and pyarrow for tests/spark come from the `spark` extra (Spark runs on the machine's
 # JDK 17). Python peers come from the `test` extra (with the Java client's jars: pyflink/lib of
@@ -86,6 +86,18 @@ captures: $(STAMP)
 # fixed set of 30 seeds (tests/sim/test_seeds.py).
 simulate-long: $(STAMP) $(COMPILED_STAMP)
 	$(VENV)/bin/kafka-wire simulate --seeds 1..10000 --events 5000 --nodes 3
+
+# The long fuzzing run (docs/benchmarks/fuzzing.md): every harness of fuzz/ under atheris for
+# FUZZ_SECONDS each, two at a time, on the pure flavour (atheris sees Python code only; the compiled
+# flavour is checked against the pure one by tests/codec/test_native.py). Sized for at least
+# 10 million executions in all: the rates measured there (two harnesses at a time on two shared
+# cores) add up to about 9,500 executions per second of each harness, so 1,800 s each gives about
+# 17 million; about 1 h 45 min of wall time. Corpora, findings and logs in build/fuzz, the
+# summary in build/fuzz/long.json. make test runs each harness briefly
+# (tests/fuzz/test_short_runs.py).
+FUZZ_SECONDS ?= 1800
+fuzz-long: $(STAMP)
+	KAFKA_WIRE_PURE=1 nice -n 10 $(PY) fuzz/run.py --seconds $(FUZZ_SECONDS) --jobs 2 --json build/fuzz/long.json
 
 bench: $(STAMP) $(COMPILED_STAMP)
 	$(PY) bench/bench_metadata.py

@@ -110,8 +110,12 @@ def _decode_struct(cls: type[Struct], r: _Reader, v: int, path: Path) -> Struct:
     if flexible:
         by_tag = {f.tag: f for f in cls.FIELDS if f.tag is not None}
         count = r.uvarint((*path, "<tagged fields>"))
+        previous = -1
         for _ in range(count):
             tag = r.uvarint((*path, "<tag>"))
+            if tag <= previous:  # tags ascend: a duplicate or out-of-order tag would not encode again
+                raise InvalidValueError(f"tag {tag} after tag {previous}: tags must ascend", offset=r.pos, path=path)
+            previous = tag
             size = r.uvarint((*path, "<tag size>"))
             known = by_tag.get(tag)
             if known is None:

@@ -658,6 +658,9 @@ class ModuleEmitter:
         # An element read inline may sit inside its parent's tagged-field loop: its own list of
         # unknown fields must not replace the parent's.
         unknown = "unknown" if obj == "o" else f"unknown_{obj}"
+        # Tags must ascend (KIP-482 writers sort them; Kafka's refuses raw tags that do not), so
+        # a duplicate or out-of-order tag is refused here: what decodes always encodes again.
+        previous = "prev_tag" if obj == "o" else f"prev_tag_{obj}"
         result = self.unknown_target(obj)
         other = sorted({f.tag for f in s.fields if f.tag is not None} - valid)
         self.read_uvarint(w, "n")
@@ -665,8 +668,12 @@ class ModuleEmitter:
         with w.block("if n != 0:"):
             count = self.loop_count(w, "n")
             w.line(f"{self.typed(unknown, 'list[tuple[int, bytes]]')} = []")
+            w.line(f"{self.typed(previous, 'int')} = -1")
             with w.block(f"for _i_tag in range({count}):"):
                 w.line(f"tag, pos = {self.FLAVOUR.uvarint}(buf, pos)")
+                with w.block(f"if tag <= {previous}:"):
+                    w.line(f"raise _invalid(f'tag {{tag}} after tag {{{previous}}}: tags must ascend')")
+                w.line(f"{previous} = tag")
                 w.line(f"size, pos = {self.FLAVOUR.uvarint}(buf, pos)")
                 first = True
                 for f in tagged:

@@ -228,8 +228,12 @@ def _decode_AddPartitionsToTxnRequestTopic_v3(buf: bytes, pos: int) -> tuple[Add
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -348,8 +352,12 @@ def _decode_AddPartitionsToTxnRequestTransaction_v4(buf: bytes, pos: int) -> tup
             e_topics.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_topics = []
+                prev_tag_e_topics = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_topics:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_topics}: tags must ascend')
+                    prev_tag_e_topics = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -368,8 +376,12 @@ def _decode_AddPartitionsToTxnRequestTransaction_v4(buf: bytes, pos: int) -> tup
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -611,8 +623,12 @@ def _decode_AddPartitionsToTxnRequest_v3(buf: bytes, pos: int) -> tuple[AddParti
             e_v3_and_below_topics.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_v3_and_below_topics = []
+                prev_tag_e_v3_and_below_topics = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_v3_and_below_topics:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_v3_and_below_topics}: tags must ascend')
+                    prev_tag_e_v3_and_below_topics = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -631,8 +647,12 @@ def _decode_AddPartitionsToTxnRequest_v3(buf: bytes, pos: int) -> tuple[AddParti
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -737,8 +757,12 @@ def _decode_AddPartitionsToTxnRequest_v4(buf: bytes, pos: int) -> tuple[AddParti
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -803,8 +827,12 @@ def _decode_AddPartitionsToTxnResponsePartitionResult_v3(buf: bytes, pos: int) -
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -924,8 +952,12 @@ def _decode_AddPartitionsToTxnResponseTopicResult_v3(buf: bytes, pos: int) -> tu
             e_results_by_partition.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_results_by_partition = []
+                prev_tag_e_results_by_partition = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_results_by_partition:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_results_by_partition}: tags must ascend')
+                    prev_tag_e_results_by_partition = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -944,8 +976,12 @@ def _decode_AddPartitionsToTxnResponseTopicResult_v3(buf: bytes, pos: int) -> tu
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1036,8 +1072,12 @@ def _decode_AddPartitionsToTxnResponseResult_v4(buf: bytes, pos: int) -> tuple[A
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1149,8 +1189,12 @@ def _decode_AddPartitionsToTxnResponse_v3(buf: bytes, pos: int) -> tuple[AddPart
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1214,8 +1258,12 @@ def _decode_AddPartitionsToTxnResponse_v4(buf: bytes, pos: int) -> tuple[AddPart
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

@@ -126,8 +126,12 @@ def _decode_AddRaftVoterRequestListener_v0(buf: bytes, pos: int) -> tuple[AddRaf
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -253,8 +257,12 @@ def _decode_AddRaftVoterRequest_v0(buf: bytes, pos: int) -> tuple[AddRaftVoterRe
             e_listeners.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_listeners = []
+                prev_tag_e_listeners = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_listeners:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_listeners}: tags must ascend')
+                    prev_tag_e_listeners = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -273,8 +281,12 @@ def _decode_AddRaftVoterRequest_v0(buf: bytes, pos: int) -> tuple[AddRaftVoterRe
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -429,8 +441,12 @@ def _decode_AddRaftVoterRequest_v1(buf: bytes, pos: int) -> tuple[AddRaftVoterRe
             e_listeners.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_listeners = []
+                prev_tag_e_listeners = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_listeners:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_listeners}: tags must ascend')
+                    prev_tag_e_listeners = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -451,8 +467,12 @@ def _decode_AddRaftVoterRequest_v1(buf: bytes, pos: int) -> tuple[AddRaftVoterRe
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -556,8 +576,12 @@ def _decode_AddRaftVoterResponse_v0(buf: bytes, pos: int) -> tuple[AddRaftVoterR
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

@@ -12,6 +12,7 @@ from struct import Struct as _Struct
 
 from kafka_wire.codec.runtime import FieldSpec, TaggedFields
 from kafka_wire.codec.runtime import class_data as _class_data
+from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
@@ -67,8 +68,12 @@ def _decode_AllocateProducerIdsRequest_v0(buf: bytes, pos: int) -> tuple[Allocat
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -101,8 +106,12 @@ def _decode_AllocateProducerIdsResponse_v0(buf: bytes, pos: int) -> tuple[Alloca
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

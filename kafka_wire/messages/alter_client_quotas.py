@@ -214,8 +214,12 @@ def _decode_AlterClientQuotasRequestEntityData_v1(buf: bytes, pos: int) -> tuple
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -323,8 +327,12 @@ def _decode_AlterClientQuotasRequestOpData_v1(buf: bytes, pos: int) -> tuple[Alt
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -531,8 +539,12 @@ def _decode_AlterClientQuotasRequestEntryData_v1(buf: bytes, pos: int) -> tuple[
             e_entity.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_entity = []
+                prev_tag_e_entity = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_entity:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_entity}: tags must ascend')
+                    prev_tag_e_entity = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -584,8 +596,12 @@ def _decode_AlterClientQuotasRequestEntryData_v1(buf: bytes, pos: int) -> tuple[
             e_ops.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_ops = []
+                prev_tag_e_ops = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_ops:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_ops}: tags must ascend')
+                    prev_tag_e_ops = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -604,8 +620,12 @@ def _decode_AlterClientQuotasRequestEntryData_v1(buf: bytes, pos: int) -> tuple[
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -757,8 +777,12 @@ def _decode_AlterClientQuotasRequest_v1(buf: bytes, pos: int) -> tuple[AlterClie
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -882,8 +906,12 @@ def _decode_AlterClientQuotasResponseEntityData_v1(buf: bytes, pos: int) -> tupl
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1098,8 +1126,12 @@ def _decode_AlterClientQuotasResponseEntryData_v1(buf: bytes, pos: int) -> tuple
             e_entity.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_entity = []
+                prev_tag_e_entity = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_entity:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_entity}: tags must ascend')
+                    prev_tag_e_entity = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1118,8 +1150,12 @@ def _decode_AlterClientQuotasResponseEntryData_v1(buf: bytes, pos: int) -> tuple
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1255,8 +1291,12 @@ def _decode_AlterClientQuotasResponse_v1(buf: bytes, pos: int) -> tuple[AlterCli
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

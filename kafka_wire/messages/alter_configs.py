@@ -193,8 +193,12 @@ def _decode_AlterConfigsRequestAlterableConfig_v2(buf: bytes, pos: int) -> tuple
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -409,8 +413,12 @@ def _decode_AlterConfigsRequestResource_v2(buf: bytes, pos: int) -> tuple[AlterC
             e_configs.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_configs = []
+                prev_tag_e_configs = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_configs:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_configs}: tags must ascend')
+                    prev_tag_e_configs = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -429,8 +437,12 @@ def _decode_AlterConfigsRequestResource_v2(buf: bytes, pos: int) -> tuple[AlterC
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -568,8 +580,12 @@ def _decode_AlterConfigsRequest_v2(buf: bytes, pos: int) -> tuple[AlterConfigsRe
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -703,8 +719,12 @@ def _decode_AlterConfigsResponseResourceResponse_v2(buf: bytes, pos: int) -> tup
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -894,8 +914,12 @@ def _decode_AlterConfigsResponse_v2(buf: bytes, pos: int) -> tuple[AlterConfigsR
             e_responses.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_responses = []
+                prev_tag_e_responses = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_responses:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_responses}: tags must ascend')
+                    prev_tag_e_responses = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -914,8 +938,12 @@ def _decode_AlterConfigsResponse_v2(buf: bytes, pos: int) -> tuple[AlterConfigsR
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

@@ -128,8 +128,12 @@ def _decode_AlterUserScramCredentialsRequestScramCredentialDeletion_v0(buf: byte
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -219,8 +223,12 @@ def _decode_AlterUserScramCredentialsRequestScramCredentialUpsertion_v0(buf: byt
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -319,8 +327,12 @@ def _decode_AlterUserScramCredentialsRequest_v0(buf: bytes, pos: int) -> tuple[A
             e_deletions.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_deletions = []
+                prev_tag_e_deletions = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_deletions:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_deletions}: tags must ascend')
+                    prev_tag_e_deletions = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -400,8 +412,12 @@ def _decode_AlterUserScramCredentialsRequest_v0(buf: bytes, pos: int) -> tuple[A
             e_upsertions.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_upsertions = []
+                prev_tag_e_upsertions = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_upsertions:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_upsertions}: tags must ascend')
+                    prev_tag_e_upsertions = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -420,8 +436,12 @@ def _decode_AlterUserScramCredentialsRequest_v0(buf: bytes, pos: int) -> tuple[A
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -563,8 +583,12 @@ def _decode_AlterUserScramCredentialsResponseResult_v0(buf: bytes, pos: int) -> 
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -672,8 +696,12 @@ def _decode_AlterUserScramCredentialsResponse_v0(buf: bytes, pos: int) -> tuple[
             e_results.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_results = []
+                prev_tag_e_results = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_results:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_results}: tags must ascend')
+                    prev_tag_e_results = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -692,8 +720,12 @@ def _decode_AlterUserScramCredentialsResponse_v0(buf: bytes, pos: int) -> tuple[
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

@@ -176,8 +176,12 @@ def _decode_ApiVersionsRequest_v3(buf: bytes, pos: int) -> tuple[ApiVersionsRequ
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -283,8 +287,12 @@ def _decode_ApiVersionsRequest_v5(buf: bytes, pos: int) -> tuple[ApiVersionsRequ
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -370,8 +378,12 @@ def _decode_ApiVersionsResponseApiVersion_v3(buf: bytes, pos: int) -> tuple[ApiV
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -420,8 +432,12 @@ def _decode_ApiVersionsResponseSupportedFeatureKey_v3(buf: bytes, pos: int) -> t
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -483,8 +499,12 @@ def _decode_ApiVersionsResponseFinalizedFeatureKey_v3(buf: bytes, pos: int) -> t
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -639,8 +659,12 @@ def _decode_ApiVersionsResponse_v3(buf: bytes, pos: int) -> tuple[ApiVersionsRes
             e_api_keys.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_api_keys = []
+                prev_tag_e_api_keys = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_api_keys:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_api_keys}: tags must ascend')
+                    prev_tag_e_api_keys = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -661,8 +685,12 @@ def _decode_ApiVersionsResponse_v3(buf: bytes, pos: int) -> tuple[ApiVersionsRes
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 n = buf[pos]
@@ -706,8 +734,12 @@ def _decode_ApiVersionsResponse_v3(buf: bytes, pos: int) -> tuple[ApiVersionsRes
                         e_supported_features.unknown_tagged_fields = ()
                         if n != 0:
                             unknown_e_supported_features = []
+                            prev_tag_e_supported_features = -1
                             for _i_tag in range(n):
                                 tag, pos = _read_uvarint(buf, pos)
+                                if tag <= prev_tag_e_supported_features:
+                                    raise _invalid(f'tag {tag} after tag {prev_tag_e_supported_features}: tags must ascend')
+                                prev_tag_e_supported_features = tag
                                 size, pos = _read_uvarint(buf, pos)
                                 if True:
                                     end = pos + size
@@ -763,8 +795,12 @@ def _decode_ApiVersionsResponse_v3(buf: bytes, pos: int) -> tuple[ApiVersionsRes
                         e_finalized_features.unknown_tagged_fields = ()
                         if n != 0:
                             unknown_e_finalized_features = []
+                            prev_tag_e_finalized_features = -1
                             for _i_tag in range(n):
                                 tag, pos = _read_uvarint(buf, pos)
+                                if tag <= prev_tag_e_finalized_features:
+                                    raise _invalid(f'tag {tag} after tag {prev_tag_e_finalized_features}: tags must ascend')
+                                prev_tag_e_finalized_features = tag
                                 size, pos = _read_uvarint(buf, pos)
                                 if True:
                                     end = pos + size

@@ -179,8 +179,12 @@ def _decode_BeginQuorumEpochRequestPartitionData_v1(buf: bytes, pos: int) -> tup
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -302,8 +306,12 @@ def _decode_BeginQuorumEpochRequestTopicData_v1(buf: bytes, pos: int) -> tuple[B
             e_partitions.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_partitions = []
+                prev_tag_e_partitions = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_partitions:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_partitions}: tags must ascend')
+                    prev_tag_e_partitions = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -322,8 +330,12 @@ def _decode_BeginQuorumEpochRequestTopicData_v1(buf: bytes, pos: int) -> tuple[B
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -415,8 +427,12 @@ def _decode_BeginQuorumEpochRequestLeaderEndpoint_v1(buf: bytes, pos: int) -> tu
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -610,8 +626,12 @@ def _decode_BeginQuorumEpochRequest_v1(buf: bytes, pos: int) -> tuple[BeginQuoru
             e_leader_endpoints.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_leader_endpoints = []
+                prev_tag_e_leader_endpoints = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_leader_endpoints:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_leader_endpoints}: tags must ascend')
+                    prev_tag_e_leader_endpoints = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -630,8 +650,12 @@ def _decode_BeginQuorumEpochRequest_v1(buf: bytes, pos: int) -> tuple[BeginQuoru
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -743,8 +767,12 @@ def _decode_BeginQuorumEpochResponsePartitionData_v1(buf: bytes, pos: int) -> tu
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -864,8 +892,12 @@ def _decode_BeginQuorumEpochResponseTopicData_v1(buf: bytes, pos: int) -> tuple[
             e_partitions.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_partitions = []
+                prev_tag_e_partitions = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_partitions:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_partitions}: tags must ascend')
+                    prev_tag_e_partitions = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -884,8 +916,12 @@ def _decode_BeginQuorumEpochResponseTopicData_v1(buf: bytes, pos: int) -> tuple[
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -963,8 +999,12 @@ def _decode_BeginQuorumEpochResponseNodeEndpoint_v1(buf: bytes, pos: int) -> tup
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1065,8 +1105,12 @@ def _decode_BeginQuorumEpochResponse_v1(buf: bytes, pos: int) -> tuple[BeginQuor
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 n = buf[pos]
@@ -1112,8 +1156,12 @@ def _decode_BeginQuorumEpochResponse_v1(buf: bytes, pos: int) -> tuple[BeginQuor
                         e_node_endpoints.unknown_tagged_fields = ()
                         if n != 0:
                             unknown_e_node_endpoints = []
+                            prev_tag_e_node_endpoints = -1
                             for _i_tag in range(n):
                                 tag, pos = _read_uvarint(buf, pos)
+                                if tag <= prev_tag_e_node_endpoints:
+                                    raise _invalid(f'tag {tag} after tag {prev_tag_e_node_endpoints}: tags must ascend')
+                                prev_tag_e_node_endpoints = tag
                                 size, pos = _read_uvarint(buf, pos)
                                 if True:
                                     end = pos + size

@@ -87,8 +87,12 @@ def _decode_BrokerHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[BrokerHeart
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0 or tag == 1:
                 raise _invalid(f'tag {tag} is not valid in version 0')
@@ -129,8 +133,12 @@ def _decode_BrokerHeartbeatRequest_v1(buf: bytes, pos: int) -> tuple[BrokerHeart
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 n = buf[pos]
@@ -204,8 +212,12 @@ def _decode_BrokerHeartbeatRequest_v2(buf: bytes, pos: int) -> tuple[BrokerHeart
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 n = buf[pos]
@@ -307,8 +319,12 @@ def _decode_BrokerHeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[BrokerHear
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

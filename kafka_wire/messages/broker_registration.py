@@ -151,8 +151,12 @@ def _decode_BrokerRegistrationRequestListener_v0(buf: bytes, pos: int) -> tuple[
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -227,8 +231,12 @@ def _decode_BrokerRegistrationRequestFeature_v0(buf: bytes, pos: int) -> tuple[B
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -345,8 +353,12 @@ def _decode_BrokerRegistrationRequest_v0(buf: bytes, pos: int) -> tuple[BrokerRe
             e_listeners.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_listeners = []
+                prev_tag_e_listeners = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_listeners:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_listeners}: tags must ascend')
+                    prev_tag_e_listeners = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -398,8 +410,12 @@ def _decode_BrokerRegistrationRequest_v0(buf: bytes, pos: int) -> tuple[BrokerRe
             e_features.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_features = []
+                prev_tag_e_features = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_features:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_features}: tags must ascend')
+                    prev_tag_e_features = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -434,8 +450,12 @@ def _decode_BrokerRegistrationRequest_v0(buf: bytes, pos: int) -> tuple[BrokerRe
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -636,8 +656,12 @@ def _decode_BrokerRegistrationRequest_v1(buf: bytes, pos: int) -> tuple[BrokerRe
             e_listeners.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_listeners = []
+                prev_tag_e_listeners = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_listeners:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_listeners}: tags must ascend')
+                    prev_tag_e_listeners = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -689,8 +713,12 @@ def _decode_BrokerRegistrationRequest_v1(buf: bytes, pos: int) -> tuple[BrokerRe
             e_features.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_features = []
+                prev_tag_e_features = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_features:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_features}: tags must ascend')
+                    prev_tag_e_features = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -727,8 +755,12 @@ def _decode_BrokerRegistrationRequest_v1(buf: bytes, pos: int) -> tuple[BrokerRe
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -927,8 +959,12 @@ def _decode_BrokerRegistrationRequest_v2(buf: bytes, pos: int) -> tuple[BrokerRe
             e_listeners.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_listeners = []
+                prev_tag_e_listeners = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_listeners:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_listeners}: tags must ascend')
+                    prev_tag_e_listeners = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -980,8 +1016,12 @@ def _decode_BrokerRegistrationRequest_v2(buf: bytes, pos: int) -> tuple[BrokerRe
             e_features.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_features = []
+                prev_tag_e_features = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_features:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_features}: tags must ascend')
+                    prev_tag_e_features = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1037,8 +1077,12 @@ def _decode_BrokerRegistrationRequest_v2(buf: bytes, pos: int) -> tuple[BrokerRe
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1247,8 +1291,12 @@ def _decode_BrokerRegistrationRequest_v3(buf: bytes, pos: int) -> tuple[BrokerRe
             e_listeners.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_listeners = []
+                prev_tag_e_listeners = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_listeners:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_listeners}: tags must ascend')
+                    prev_tag_e_listeners = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1300,8 +1348,12 @@ def _decode_BrokerRegistrationRequest_v3(buf: bytes, pos: int) -> tuple[BrokerRe
             e_features.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_features = []
+                prev_tag_e_features = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_features:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_features}: tags must ascend')
+                    prev_tag_e_features = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1359,8 +1411,12 @@ def _decode_BrokerRegistrationRequest_v3(buf: bytes, pos: int) -> tuple[BrokerRe
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1502,8 +1558,12 @@ def _decode_BrokerRegistrationResponse_v0(buf: bytes, pos: int) -> tuple[BrokerR
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

@@ -62,8 +62,12 @@ def _decode_BrokerRegistrationChangeRecord_v0(buf: bytes, pos: int) -> tuple[Bro
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 o.fenced, = _S1.unpack_from(buf, pos)
@@ -113,8 +117,12 @@ def _decode_BrokerRegistrationChangeRecord_v1(buf: bytes, pos: int) -> tuple[Bro
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 o.fenced, = _S1.unpack_from(buf, pos)
@@ -169,8 +177,12 @@ def _decode_BrokerRegistrationChangeRecord_v2(buf: bytes, pos: int) -> tuple[Bro
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 o.fenced, = _S1.unpack_from(buf, pos)

@@ -149,8 +149,12 @@ def _decode_ConsumerGroupHeartbeatRequestTopicPartitions_v0(buf: bytes, pos: int
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -341,8 +345,12 @@ def _decode_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Cons
             e_topic_partitions.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_topic_partitions = []
+                prev_tag_e_topic_partitions = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_topic_partitions:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_topic_partitions}: tags must ascend')
+                    prev_tag_e_topic_partitions = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -361,8 +369,12 @@ def _decode_ConsumerGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Cons
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -670,8 +682,12 @@ def _decode_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: int) -> tuple[Cons
             e_topic_partitions.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_topic_partitions = []
+                prev_tag_e_topic_partitions = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_topic_partitions:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_topic_partitions}: tags must ascend')
+                    prev_tag_e_topic_partitions = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -690,8 +706,12 @@ def _decode_ConsumerGroupHeartbeatRequest_v1(buf: bytes, pos: int) -> tuple[Cons
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -865,8 +885,12 @@ def _decode_ConsumerGroupHeartbeatResponseTopicPartitions_v0(buf: bytes, pos: in
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -942,8 +966,12 @@ def _decode_ConsumerGroupHeartbeatResponseAssignment_v0(buf: bytes, pos: int) ->
             e_topic_partitions.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_topic_partitions = []
+                prev_tag_e_topic_partitions = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_topic_partitions:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_topic_partitions}: tags must ascend')
+                    prev_tag_e_topic_partitions = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -962,8 +990,12 @@ def _decode_ConsumerGroupHeartbeatResponseAssignment_v0(buf: bytes, pos: int) ->
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1059,8 +1091,12 @@ def _decode_ConsumerGroupHeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[Con
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

@@ -109,8 +109,12 @@ def _decode_ControlledShutdownRequest_v3(buf: bytes, pos: int) -> tuple[Controll
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -193,8 +197,12 @@ def _decode_ControlledShutdownResponseRemainingPartition_v3(buf: bytes, pos: int
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -330,8 +338,12 @@ def _decode_ControlledShutdownResponse_v3(buf: bytes, pos: int) -> tuple[Control
             e_remaining_partitions.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_remaining_partitions = []
+                prev_tag_e_remaining_partitions = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_remaining_partitions:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_remaining_partitions}: tags must ascend')
+                    prev_tag_e_remaining_partitions = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -350,8 +362,12 @@ def _decode_ControlledShutdownResponse_v3(buf: bytes, pos: int) -> tuple[Control
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

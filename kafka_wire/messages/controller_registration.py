@@ -140,8 +140,12 @@ def _decode_ControllerRegistrationRequestListener_v0(buf: bytes, pos: int) -> tu
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -216,8 +220,12 @@ def _decode_ControllerRegistrationRequestFeature_v0(buf: bytes, pos: int) -> tup
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -313,8 +321,12 @@ def _decode_ControllerRegistrationRequest_v0(buf: bytes, pos: int) -> tuple[Cont
             e_listeners.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_listeners = []
+                prev_tag_e_listeners = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_listeners:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_listeners}: tags must ascend')
+                    prev_tag_e_listeners = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -366,8 +378,12 @@ def _decode_ControllerRegistrationRequest_v0(buf: bytes, pos: int) -> tuple[Cont
             e_features.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_features = []
+                prev_tag_e_features = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_features:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_features}: tags must ascend')
+                    prev_tag_e_features = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -386,8 +402,12 @@ def _decode_ControllerRegistrationRequest_v0(buf: bytes, pos: int) -> tuple[Cont
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -505,8 +525,12 @@ def _decode_ControllerRegistrationResponse_v0(buf: bytes, pos: int) -> tuple[Con
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

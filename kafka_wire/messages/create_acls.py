@@ -313,8 +313,12 @@ def _decode_CreateAclsRequestAclCreation_v2(buf: bytes, pos: int) -> tuple[Creat
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -655,8 +659,12 @@ def _decode_CreateAclsRequest_v2(buf: bytes, pos: int) -> tuple[CreateAclsReques
             e_creations.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_creations = []
+                prev_tag_e_creations = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_creations:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_creations}: tags must ascend')
+                    prev_tag_e_creations = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -675,8 +683,12 @@ def _decode_CreateAclsRequest_v2(buf: bytes, pos: int) -> tuple[CreateAclsReques
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -814,8 +826,12 @@ def _decode_CreateAclsResponseAclCreationResult_v2(buf: bytes, pos: int) -> tupl
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -951,8 +967,12 @@ def _decode_CreateAclsResponse_v2(buf: bytes, pos: int) -> tuple[CreateAclsRespo
             e_results.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_results = []
+                prev_tag_e_results = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_results:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_results}: tags must ascend')
+                    prev_tag_e_results = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -971,8 +991,12 @@ def _decode_CreateAclsResponse_v2(buf: bytes, pos: int) -> tuple[CreateAclsRespo
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

@@ -186,8 +186,12 @@ def _decode_CreateDelegationTokenRequestCreatableRenewers_v2(buf: bytes, pos: in
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -373,8 +377,12 @@ def _decode_CreateDelegationTokenRequest_v2(buf: bytes, pos: int) -> tuple[Creat
             e_renewers.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_renewers = []
+                prev_tag_e_renewers = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_renewers:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_renewers}: tags must ascend')
+                    prev_tag_e_renewers = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -395,8 +403,12 @@ def _decode_CreateDelegationTokenRequest_v2(buf: bytes, pos: int) -> tuple[Creat
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -550,8 +562,12 @@ def _decode_CreateDelegationTokenRequest_v3(buf: bytes, pos: int) -> tuple[Creat
             e_renewers.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_renewers = []
+                prev_tag_e_renewers = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_renewers:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_renewers}: tags must ascend')
+                    prev_tag_e_renewers = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -572,8 +588,12 @@ def _decode_CreateDelegationTokenRequest_v3(buf: bytes, pos: int) -> tuple[Creat
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -841,8 +861,12 @@ def _decode_CreateDelegationTokenResponse_v2(buf: bytes, pos: int) -> tuple[Crea
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1029,8 +1053,12 @@ def _decode_CreateDelegationTokenResponse_v3(buf: bytes, pos: int) -> tuple[Crea
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

@@ -155,8 +155,12 @@ def _decode_CreatePartitionsRequestAssignment_v2(buf: bytes, pos: int) -> tuple[
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -318,8 +322,12 @@ def _decode_CreatePartitionsRequestTopic_v2(buf: bytes, pos: int) -> tuple[Creat
             e_assignments.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_assignments = []
+                prev_tag_e_assignments = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_assignments:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_assignments}: tags must ascend')
+                    prev_tag_e_assignments = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -338,8 +346,12 @@ def _decode_CreatePartitionsRequestTopic_v2(buf: bytes, pos: int) -> tuple[Creat
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -462,8 +474,12 @@ def _decode_CreatePartitionsRequest_v2(buf: bytes, pos: int) -> tuple[CreatePart
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -592,8 +608,12 @@ def _decode_CreatePartitionsResponseTopicResult_v2(buf: bytes, pos: int) -> tupl
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -777,8 +797,12 @@ def _decode_CreatePartitionsResponse_v2(buf: bytes, pos: int) -> tuple[CreatePar
             e_results.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_results = []
+                prev_tag_e_results = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_results:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_results}: tags must ascend')
+                    prev_tag_e_results = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -797,8 +821,12 @@ def _decode_CreatePartitionsResponse_v2(buf: bytes, pos: int) -> tuple[CreatePar
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

@@ -220,8 +220,12 @@ def _decode_CreateTopicsRequestCreatableReplicaAssignment_v5(buf: bytes, pos: in
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -345,8 +349,12 @@ def _decode_CreateTopicsRequestCreatableTopicConfig_v5(buf: bytes, pos: int) -> 
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -586,8 +594,12 @@ def _decode_CreateTopicsRequestCreatableTopic_v5(buf: bytes, pos: int) -> tuple[
             e_assignments.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_assignments = []
+                prev_tag_e_assignments = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_assignments:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_assignments}: tags must ascend')
+                    prev_tag_e_assignments = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -653,8 +665,12 @@ def _decode_CreateTopicsRequestCreatableTopic_v5(buf: bytes, pos: int) -> tuple[
             e_configs.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_configs = []
+                prev_tag_e_configs = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_configs:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_configs}: tags must ascend')
+                    prev_tag_e_configs = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -673,8 +689,12 @@ def _decode_CreateTopicsRequestCreatableTopic_v5(buf: bytes, pos: int) -> tuple[
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -876,8 +896,12 @@ def _decode_CreateTopicsRequest_v5(buf: bytes, pos: int) -> tuple[CreateTopicsRe
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -953,8 +977,12 @@ def _decode_CreateTopicsResponseCreatableTopicConfigs_v5(buf: bytes, pos: int) -
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1196,8 +1224,12 @@ def _decode_CreateTopicsResponseCreatableTopicResult_v5(buf: bytes, pos: int) ->
             e_configs.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_configs = []
+                prev_tag_e_configs = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_configs:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_configs}: tags must ascend')
+                    prev_tag_e_configs = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1216,8 +1248,12 @@ def _decode_CreateTopicsResponseCreatableTopicResult_v5(buf: bytes, pos: int) ->
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 o.topic_config_error_code, = _S2.unpack_from(buf, pos)
@@ -1411,8 +1447,12 @@ def _decode_CreateTopicsResponseCreatableTopicResult_v7(buf: bytes, pos: int) ->
             e_configs.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_configs = []
+                prev_tag_e_configs = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_configs:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_configs}: tags must ascend')
+                    prev_tag_e_configs = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1431,8 +1471,12 @@ def _decode_CreateTopicsResponseCreatableTopicResult_v7(buf: bytes, pos: int) ->
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 o.topic_config_error_code, = _S2.unpack_from(buf, pos)
@@ -1783,8 +1827,12 @@ def _decode_CreateTopicsResponse_v5(buf: bytes, pos: int) -> tuple[CreateTopicsR
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1845,8 +1893,12 @@ def _decode_CreateTopicsResponse_v7(buf: bytes, pos: int) -> tuple[CreateTopicsR
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

@@ -341,8 +341,12 @@ def _decode_DeleteAclsRequestFilter_v2(buf: bytes, pos: int) -> tuple[DeleteAcls
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -683,8 +687,12 @@ def _decode_DeleteAclsRequest_v2(buf: bytes, pos: int) -> tuple[DeleteAclsReques
             e_filters.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_filters = []
+                prev_tag_e_filters = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_filters:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_filters}: tags must ascend')
+                    prev_tag_e_filters = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -703,8 +711,12 @@ def _decode_DeleteAclsRequest_v2(buf: bytes, pos: int) -> tuple[DeleteAclsReques
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1062,8 +1074,12 @@ def _decode_DeleteAclsResponseMatchingAcl_v2(buf: bytes, pos: int) -> tuple[Dele
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1542,8 +1558,12 @@ def _decode_DeleteAclsResponseFilterResult_v2(buf: bytes, pos: int) -> tuple[Del
             e_matching_acls.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_matching_acls = []
+                prev_tag_e_matching_acls = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_matching_acls:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_matching_acls}: tags must ascend')
+                    prev_tag_e_matching_acls = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1562,8 +1582,12 @@ def _decode_DeleteAclsResponseFilterResult_v2(buf: bytes, pos: int) -> tuple[Del
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1762,8 +1786,12 @@ def _decode_DeleteAclsResponse_v2(buf: bytes, pos: int) -> tuple[DeleteAclsRespo
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

@@ -150,8 +150,12 @@ def _decode_DeleteGroupsRequest_v2(buf: bytes, pos: int) -> tuple[DeleteGroupsRe
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -254,8 +258,12 @@ def _decode_DeleteGroupsResponseDeletableGroupResult_v2(buf: bytes, pos: int) ->
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -333,8 +341,12 @@ def _decode_DeleteGroupsResponseDeletableGroupResult_v3(buf: bytes, pos: int) ->
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -485,8 +497,12 @@ def _decode_DeleteGroupsResponse_v2(buf: bytes, pos: int) -> tuple[DeleteGroupsR
             e_results.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_results = []
+                prev_tag_e_results = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_results:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_results}: tags must ascend')
+                    prev_tag_e_results = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -505,8 +521,12 @@ def _decode_DeleteGroupsResponse_v2(buf: bytes, pos: int) -> tuple[DeleteGroupsR
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -616,8 +636,12 @@ def _decode_DeleteGroupsResponse_v3(buf: bytes, pos: int) -> tuple[DeleteGroupsR
             e_results.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_results = []
+                prev_tag_e_results = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_results:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_results}: tags must ascend')
+                    prev_tag_e_results = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -636,8 +660,12 @@ def _decode_DeleteGroupsResponse_v3(buf: bytes, pos: int) -> tuple[DeleteGroupsR
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

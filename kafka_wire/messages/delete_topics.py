@@ -120,8 +120,12 @@ def _decode_DeleteTopicsRequestDeleteTopicState_v6(buf: bytes, pos: int) -> tupl
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -247,8 +251,12 @@ def _decode_DeleteTopicsRequest_v4(buf: bytes, pos: int) -> tuple[DeleteTopicsRe
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -335,8 +343,12 @@ def _decode_DeleteTopicsRequest_v6(buf: bytes, pos: int) -> tuple[DeleteTopicsRe
             e_topics.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_topics = []
+                prev_tag_e_topics = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_topics:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_topics}: tags must ascend')
+                    prev_tag_e_topics = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -357,8 +369,12 @@ def _decode_DeleteTopicsRequest_v6(buf: bytes, pos: int) -> tuple[DeleteTopicsRe
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -473,8 +489,12 @@ def _decode_DeleteTopicsResponseDeletableTopicResult_v4(buf: bytes, pos: int) ->
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -553,8 +573,12 @@ def _decode_DeleteTopicsResponseDeletableTopicResult_v5(buf: bytes, pos: int) ->
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -646,8 +670,12 @@ def _decode_DeleteTopicsResponseDeletableTopicResult_v6(buf: bytes, pos: int) ->
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -859,8 +887,12 @@ def _decode_DeleteTopicsResponse_v4(buf: bytes, pos: int) -> tuple[DeleteTopicsR
             e_responses.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_responses = []
+                prev_tag_e_responses = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_responses:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_responses}: tags must ascend')
+                    prev_tag_e_responses = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -879,8 +911,12 @@ def _decode_DeleteTopicsResponse_v4(buf: bytes, pos: int) -> tuple[DeleteTopicsR
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -991,8 +1027,12 @@ def _decode_DeleteTopicsResponse_v5(buf: bytes, pos: int) -> tuple[DeleteTopicsR
             e_responses.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_responses = []
+                prev_tag_e_responses = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_responses:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_responses}: tags must ascend')
+                    prev_tag_e_responses = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1011,8 +1051,12 @@ def _decode_DeleteTopicsResponse_v5(buf: bytes, pos: int) -> tuple[DeleteTopicsR
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1136,8 +1180,12 @@ def _decode_DeleteTopicsResponse_v6(buf: bytes, pos: int) -> tuple[DeleteTopicsR
             e_responses.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_responses = []
+                prev_tag_e_responses = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_responses:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_responses}: tags must ascend')
+                    prev_tag_e_responses = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1156,8 +1204,12 @@ def _decode_DeleteTopicsResponse_v6(buf: bytes, pos: int) -> tuple[DeleteTopicsR
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

@@ -328,8 +328,12 @@ def _decode_DescribeAclsRequest_v2(buf: bytes, pos: int) -> tuple[DescribeAclsRe
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -488,8 +492,12 @@ def _decode_DescribeAclsResponseAclDescription_v2(buf: bytes, pos: int) -> tuple
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -813,8 +821,12 @@ def _decode_DescribeAclsResponseResource_v2(buf: bytes, pos: int) -> tuple[Descr
             e_acls.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_acls = []
+                prev_tag_e_acls = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_acls:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_acls}: tags must ascend')
+                    prev_tag_e_acls = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -833,8 +845,12 @@ def _decode_DescribeAclsResponseResource_v2(buf: bytes, pos: int) -> tuple[Descr
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1063,8 +1079,12 @@ def _decode_DescribeAclsResponse_v2(buf: bytes, pos: int) -> tuple[DescribeAclsR
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

@@ -211,8 +211,12 @@ def _decode_DescribeClientQuotasRequestComponentData_v1(buf: bytes, pos: int) ->
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -396,8 +400,12 @@ def _decode_DescribeClientQuotasRequest_v1(buf: bytes, pos: int) -> tuple[Descri
             e_components.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_components = []
+                prev_tag_e_components = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_components:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_components}: tags must ascend')
+                    prev_tag_e_components = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -418,8 +426,12 @@ def _decode_DescribeClientQuotasRequest_v1(buf: bytes, pos: int) -> tuple[Descri
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -573,8 +585,12 @@ def _decode_DescribeClientQuotasResponseEntityData_v1(buf: bytes, pos: int) -> t
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -682,8 +698,12 @@ def _decode_DescribeClientQuotasResponseValueData_v1(buf: bytes, pos: int) -> tu
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -890,8 +910,12 @@ def _decode_DescribeClientQuotasResponseEntryData_v1(buf: bytes, pos: int) -> tu
             e_entity.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_entity = []
+                prev_tag_e_entity = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_entity:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_entity}: tags must ascend')
+                    prev_tag_e_entity = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -943,8 +967,12 @@ def _decode_DescribeClientQuotasResponseEntryData_v1(buf: bytes, pos: int) -> tu
             e_values.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_values = []
+                prev_tag_e_values = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_values:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_values}: tags must ascend')
+                    prev_tag_e_values = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -963,8 +991,12 @@ def _decode_DescribeClientQuotasResponseEntryData_v1(buf: bytes, pos: int) -> tu
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1151,8 +1183,12 @@ def _decode_DescribeClientQuotasResponse_v1(buf: bytes, pos: int) -> tuple[Descr
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

@@ -104,8 +104,12 @@ def _decode_DescribeClusterRequest_v0(buf: bytes, pos: int) -> tuple[DescribeClu
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -143,8 +147,12 @@ def _decode_DescribeClusterRequest_v1(buf: bytes, pos: int) -> tuple[DescribeClu
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -179,8 +187,12 @@ def _decode_DescribeClusterRequest_v2(buf: bytes, pos: int) -> tuple[DescribeClu
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -248,8 +260,12 @@ def _decode_DescribeClusterResponseBroker_v0(buf: bytes, pos: int) -> tuple[Desc
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -347,8 +363,12 @@ def _decode_DescribeClusterResponseBroker_v2(buf: bytes, pos: int) -> tuple[Desc
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -496,8 +516,12 @@ def _decode_DescribeClusterResponse_v0(buf: bytes, pos: int) -> tuple[DescribeCl
             e_brokers.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_brokers = []
+                prev_tag_e_brokers = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_brokers:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_brokers}: tags must ascend')
+                    prev_tag_e_brokers = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -518,8 +542,12 @@ def _decode_DescribeClusterResponse_v0(buf: bytes, pos: int) -> tuple[DescribeCl
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -714,8 +742,12 @@ def _decode_DescribeClusterResponse_v1(buf: bytes, pos: int) -> tuple[DescribeCl
             e_brokers.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_brokers = []
+                prev_tag_e_brokers = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_brokers:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_brokers}: tags must ascend')
+                    prev_tag_e_brokers = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -736,8 +768,12 @@ def _decode_DescribeClusterResponse_v1(buf: bytes, pos: int) -> tuple[DescribeCl
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -932,8 +968,12 @@ def _decode_DescribeClusterResponse_v2(buf: bytes, pos: int) -> tuple[DescribeCl
             e_brokers.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_brokers = []
+                prev_tag_e_brokers = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_brokers:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_brokers}: tags must ascend')
+                    prev_tag_e_brokers = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -954,8 +994,12 @@ def _decode_DescribeClusterResponse_v2(buf: bytes, pos: int) -> tuple[DescribeCl
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

@@ -203,8 +203,12 @@ def _decode_DescribeDelegationTokenRequestOwner_v2(buf: bytes, pos: int) -> tupl
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -379,8 +383,12 @@ def _decode_DescribeDelegationTokenRequest_v2(buf: bytes, pos: int) -> tuple[Des
             e_owners.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_owners = []
+                prev_tag_e_owners = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_owners:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_owners}: tags must ascend')
+                    prev_tag_e_owners = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -399,8 +407,12 @@ def _decode_DescribeDelegationTokenRequest_v2(buf: bytes, pos: int) -> tuple[Des
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -552,8 +564,12 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationTokenRenewer_v2(bu
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -877,8 +893,12 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v2(buf: byte
             e_renewers.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_renewers = []
+                prev_tag_e_renewers = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_renewers:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_renewers}: tags must ascend')
+                    prev_tag_e_renewers = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -897,8 +917,12 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v2(buf: byte
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1166,8 +1190,12 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(buf: byte
             e_renewers.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_renewers = []
+                prev_tag_e_renewers = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_renewers:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_renewers}: tags must ascend')
+                    prev_tag_e_renewers = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1186,8 +1214,12 @@ def _decode_DescribeDelegationTokenResponseDescribedDelegationToken_v3(buf: byte
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1391,8 +1423,12 @@ def _decode_DescribeDelegationTokenResponse_v2(buf: bytes, pos: int) -> tuple[De
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1456,8 +1492,12 @@ def _decode_DescribeDelegationTokenResponse_v3(buf: bytes, pos: int) -> tuple[De
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

@@ -235,8 +235,12 @@ def _decode_DescribeGroupsRequest_v5(buf: bytes, pos: int) -> tuple[DescribeGrou
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -604,8 +608,12 @@ def _decode_DescribeGroupsResponseDescribedGroupMember_v5(buf: bytes, pos: int) 
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1534,8 +1542,12 @@ def _decode_DescribeGroupsResponseDescribedGroup_v5(buf: bytes, pos: int) -> tup
             e_members.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_members = []
+                prev_tag_e_members = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_members:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_members}: tags must ascend')
+                    prev_tag_e_members = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1556,8 +1568,12 @@ def _decode_DescribeGroupsResponseDescribedGroup_v5(buf: bytes, pos: int) -> tup
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1920,8 +1936,12 @@ def _decode_DescribeGroupsResponseDescribedGroup_v6(buf: bytes, pos: int) -> tup
             e_members.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_members = []
+                prev_tag_e_members = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_members:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_members}: tags must ascend')
+                    prev_tag_e_members = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1942,8 +1962,12 @@ def _decode_DescribeGroupsResponseDescribedGroup_v6(buf: bytes, pos: int) -> tup
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -2279,8 +2303,12 @@ def _decode_DescribeGroupsResponse_v5(buf: bytes, pos: int) -> tuple[DescribeGro
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -2341,8 +2369,12 @@ def _decode_DescribeGroupsResponse_v6(buf: bytes, pos: int) -> tuple[DescribeGro
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

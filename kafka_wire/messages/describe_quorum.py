@@ -179,8 +179,12 @@ def _decode_DescribeQuorumRequestPartitionData_v0(buf: bytes, pos: int) -> tuple
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -244,8 +248,12 @@ def _decode_DescribeQuorumRequestTopicData_v0(buf: bytes, pos: int) -> tuple[Des
             e_partitions.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_partitions = []
+                prev_tag_e_partitions = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_partitions:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_partitions}: tags must ascend')
+                    prev_tag_e_partitions = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -264,8 +272,12 @@ def _decode_DescribeQuorumRequestTopicData_v0(buf: bytes, pos: int) -> tuple[Des
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -340,8 +352,12 @@ def _decode_DescribeQuorumRequest_v0(buf: bytes, pos: int) -> tuple[DescribeQuor
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -387,8 +403,12 @@ def _decode_DescribeQuorumResponseReplicaState_v0(buf: bytes, pos: int) -> tuple
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -424,8 +444,12 @@ def _decode_DescribeQuorumResponseReplicaState_v1(buf: bytes, pos: int) -> tuple
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -461,8 +485,12 @@ def _decode_DescribeQuorumResponseReplicaState_v2(buf: bytes, pos: int) -> tuple
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -516,8 +544,12 @@ def _decode_DescribeQuorumResponsePartitionData_v0(buf: bytes, pos: int) -> tupl
             e_current_voters.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_current_voters = []
+                prev_tag_e_current_voters = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_current_voters:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_current_voters}: tags must ascend')
+                    prev_tag_e_current_voters = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -556,8 +588,12 @@ def _decode_DescribeQuorumResponsePartitionData_v0(buf: bytes, pos: int) -> tupl
             e_observers.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_observers = []
+                prev_tag_e_observers = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_observers:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_observers}: tags must ascend')
+                    prev_tag_e_observers = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -576,8 +612,12 @@ def _decode_DescribeQuorumResponsePartitionData_v0(buf: bytes, pos: int) -> tupl
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -663,8 +703,12 @@ def _decode_DescribeQuorumResponsePartitionData_v1(buf: bytes, pos: int) -> tupl
             e_current_voters.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_current_voters = []
+                prev_tag_e_current_voters = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_current_voters:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_current_voters}: tags must ascend')
+                    prev_tag_e_current_voters = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -701,8 +745,12 @@ def _decode_DescribeQuorumResponsePartitionData_v1(buf: bytes, pos: int) -> tupl
             e_observers.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_observers = []
+                prev_tag_e_observers = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_observers:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_observers}: tags must ascend')
+                    prev_tag_e_observers = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -721,8 +769,12 @@ def _decode_DescribeQuorumResponsePartitionData_v1(buf: bytes, pos: int) -> tupl
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -825,8 +877,12 @@ def _decode_DescribeQuorumResponsePartitionData_v2(buf: bytes, pos: int) -> tupl
             e_current_voters.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_current_voters = []
+                prev_tag_e_current_voters = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_current_voters:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_current_voters}: tags must ascend')
+                    prev_tag_e_current_voters = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -863,8 +919,12 @@ def _decode_DescribeQuorumResponsePartitionData_v2(buf: bytes, pos: int) -> tupl
             e_observers.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_observers = []
+                prev_tag_e_observers = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_observers:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_observers}: tags must ascend')
+                    prev_tag_e_observers = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -883,8 +943,12 @@ def _decode_DescribeQuorumResponsePartitionData_v2(buf: bytes, pos: int) -> tupl
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -992,8 +1056,12 @@ def _decode_DescribeQuorumResponseTopicData_v0(buf: bytes, pos: int) -> tuple[De
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1080,8 +1148,12 @@ def _decode_DescribeQuorumResponseTopicData_v1(buf: bytes, pos: int) -> tuple[De
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1168,8 +1240,12 @@ def _decode_DescribeQuorumResponseTopicData_v2(buf: bytes, pos: int) -> tuple[De
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1257,8 +1333,12 @@ def _decode_DescribeQuorumResponseListener_v2(buf: bytes, pos: int) -> tuple[Des
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1366,8 +1446,12 @@ def _decode_DescribeQuorumResponseNode_v2(buf: bytes, pos: int) -> tuple[Describ
             e_listeners.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_listeners = []
+                prev_tag_e_listeners = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_listeners:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_listeners}: tags must ascend')
+                    prev_tag_e_listeners = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1386,8 +1470,12 @@ def _decode_DescribeQuorumResponseNode_v2(buf: bytes, pos: int) -> tuple[Describ
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1480,8 +1568,12 @@ def _decode_DescribeQuorumResponse_v0(buf: bytes, pos: int) -> tuple[DescribeQuo
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1546,8 +1638,12 @@ def _decode_DescribeQuorumResponse_v1(buf: bytes, pos: int) -> tuple[DescribeQuo
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1643,8 +1739,12 @@ def _decode_DescribeQuorumResponse_v2(buf: bytes, pos: int) -> tuple[DescribeQuo
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

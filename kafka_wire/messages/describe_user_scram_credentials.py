@@ -121,8 +121,12 @@ def _decode_DescribeUserScramCredentialsRequestUserName_v0(buf: bytes, pos: int)
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -196,8 +200,12 @@ def _decode_DescribeUserScramCredentialsRequest_v0(buf: bytes, pos: int) -> tupl
             e_users.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_users = []
+                prev_tag_e_users = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_users:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_users}: tags must ascend')
+                    prev_tag_e_users = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -216,8 +224,12 @@ def _decode_DescribeUserScramCredentialsRequest_v0(buf: bytes, pos: int) -> tupl
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -276,8 +288,12 @@ def _decode_DescribeUserScramCredentialsResponseCredentialInfo_v0(buf: bytes, po
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -359,8 +375,12 @@ def _decode_DescribeUserScramCredentialsResponseResult_v0(buf: bytes, pos: int) 
             e_credential_infos.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_credential_infos = []
+                prev_tag_e_credential_infos = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_credential_infos:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_credential_infos}: tags must ascend')
+                    prev_tag_e_credential_infos = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -379,8 +399,12 @@ def _decode_DescribeUserScramCredentialsResponseResult_v0(buf: bytes, pos: int) 
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -487,8 +511,12 @@ def _decode_DescribeUserScramCredentialsResponse_v0(buf: bytes, pos: int) -> tup
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

@@ -195,8 +195,12 @@ def _decode_ElectLeadersRequestTopicPartitions_v2(buf: bytes, pos: int) -> tuple
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -451,8 +455,12 @@ def _decode_ElectLeadersRequest_v2(buf: bytes, pos: int) -> tuple[ElectLeadersRe
             e_topic_partitions.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_topic_partitions = []
+                prev_tag_e_topic_partitions = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_topic_partitions:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_topic_partitions}: tags must ascend')
+                    prev_tag_e_topic_partitions = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -473,8 +481,12 @@ def _decode_ElectLeadersRequest_v2(buf: bytes, pos: int) -> tuple[ElectLeadersRe
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -596,8 +608,12 @@ def _decode_ElectLeadersResponsePartitionResult_v2(buf: bytes, pos: int) -> tupl
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -765,8 +781,12 @@ def _decode_ElectLeadersResponseReplicaElectionResult_v2(buf: bytes, pos: int) -
             e_partition_result.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_partition_result = []
+                prev_tag_e_partition_result = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_partition_result:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_partition_result}: tags must ascend')
+                    prev_tag_e_partition_result = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -785,8 +805,12 @@ def _decode_ElectLeadersResponseReplicaElectionResult_v2(buf: bytes, pos: int) -
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -945,8 +969,12 @@ def _decode_ElectLeadersResponse_v2(buf: bytes, pos: int) -> tuple[ElectLeadersR
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

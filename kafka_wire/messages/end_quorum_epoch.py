@@ -187,8 +187,12 @@ def _decode_EndQuorumEpochRequestReplicaInfo_v1(buf: bytes, pos: int) -> tuple[E
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -272,8 +276,12 @@ def _decode_EndQuorumEpochRequestPartitionData_v1(buf: bytes, pos: int) -> tuple
             e_preferred_candidates.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_preferred_candidates = []
+                prev_tag_e_preferred_candidates = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_preferred_candidates:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_preferred_candidates}: tags must ascend')
+                    prev_tag_e_preferred_candidates = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -292,8 +300,12 @@ def _decode_EndQuorumEpochRequestPartitionData_v1(buf: bytes, pos: int) -> tuple
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -445,8 +457,12 @@ def _decode_EndQuorumEpochRequestTopicData_v1(buf: bytes, pos: int) -> tuple[End
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -534,8 +550,12 @@ def _decode_EndQuorumEpochRequestLeaderEndpoint_v1(buf: bytes, pos: int) -> tupl
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -726,8 +746,12 @@ def _decode_EndQuorumEpochRequest_v1(buf: bytes, pos: int) -> tuple[EndQuorumEpo
             e_leader_endpoints.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_leader_endpoints = []
+                prev_tag_e_leader_endpoints = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_leader_endpoints:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_leader_endpoints}: tags must ascend')
+                    prev_tag_e_leader_endpoints = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -746,8 +770,12 @@ def _decode_EndQuorumEpochRequest_v1(buf: bytes, pos: int) -> tuple[EndQuorumEpo
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -858,8 +886,12 @@ def _decode_EndQuorumEpochResponsePartitionData_v1(buf: bytes, pos: int) -> tupl
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -979,8 +1011,12 @@ def _decode_EndQuorumEpochResponseTopicData_v1(buf: bytes, pos: int) -> tuple[En
             e_partitions.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_partitions = []
+                prev_tag_e_partitions = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_partitions:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_partitions}: tags must ascend')
+                    prev_tag_e_partitions = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -999,8 +1035,12 @@ def _decode_EndQuorumEpochResponseTopicData_v1(buf: bytes, pos: int) -> tuple[En
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1078,8 +1118,12 @@ def _decode_EndQuorumEpochResponseNodeEndpoint_v1(buf: bytes, pos: int) -> tuple
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1180,8 +1224,12 @@ def _decode_EndQuorumEpochResponse_v1(buf: bytes, pos: int) -> tuple[EndQuorumEp
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 n = buf[pos]
@@ -1227,8 +1275,12 @@ def _decode_EndQuorumEpochResponse_v1(buf: bytes, pos: int) -> tuple[EndQuorumEp
                         e_node_endpoints.unknown_tagged_fields = ()
                         if n != 0:
                             unknown_e_node_endpoints = []
+                            prev_tag_e_node_endpoints = -1
                             for _i_tag in range(n):
                                 tag, pos = _read_uvarint(buf, pos)
+                                if tag <= prev_tag_e_node_endpoints:
+                                    raise _invalid(f'tag {tag} after tag {prev_tag_e_node_endpoints}: tags must ascend')
+                                prev_tag_e_node_endpoints = tag
                                 size, pos = _read_uvarint(buf, pos)
                                 if True:
                                     end = pos + size

@@ -307,8 +307,12 @@ def _decode_FetchRequestReplicaState_v15(buf: bytes, pos: int) -> tuple[FetchReq
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -403,8 +407,12 @@ def _decode_FetchRequestPartition_v12(buf: bytes, pos: int) -> tuple[FetchReques
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0 or tag == 1:
                 raise _invalid(f'tag {tag} is not valid in version 12')
@@ -441,8 +449,12 @@ def _decode_FetchRequestPartition_v17(buf: bytes, pos: int) -> tuple[FetchReques
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 raw, = _S5.unpack_from(buf, pos)
@@ -488,8 +500,12 @@ def _decode_FetchRequestPartition_v18(buf: bytes, pos: int) -> tuple[FetchReques
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 raw, = _S5.unpack_from(buf, pos)
@@ -761,8 +777,12 @@ def _decode_FetchRequestTopic_v12(buf: bytes, pos: int) -> tuple[FetchRequestTop
             e_partitions.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_partitions = []
+                prev_tag_e_partitions = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_partitions:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_partitions}: tags must ascend')
+                    prev_tag_e_partitions = tag
                     size, pos = _read_uvarint(buf, pos)
                     if tag == 0 or tag == 1:
                         raise _invalid(f'tag {tag} is not valid in version 12')
@@ -783,8 +803,12 @@ def _decode_FetchRequestTopic_v12(buf: bytes, pos: int) -> tuple[FetchRequestTop
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -865,8 +889,12 @@ def _decode_FetchRequestTopic_v13(buf: bytes, pos: int) -> tuple[FetchRequestTop
             e_partitions.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_partitions = []
+                prev_tag_e_partitions = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_partitions:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_partitions}: tags must ascend')
+                    prev_tag_e_partitions = tag
                     size, pos = _read_uvarint(buf, pos)
                     if tag == 0 or tag == 1:
                         raise _invalid(f'tag {tag} is not valid in version 13')
@@ -887,8 +915,12 @@ def _decode_FetchRequestTopic_v13(buf: bytes, pos: int) -> tuple[FetchRequestTop
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -957,8 +989,12 @@ def _decode_FetchRequestTopic_v17(buf: bytes, pos: int) -> tuple[FetchRequestTop
             e_partitions.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_partitions = []
+                prev_tag_e_partitions = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_partitions:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_partitions}: tags must ascend')
+                    prev_tag_e_partitions = tag
                     size, pos = _read_uvarint(buf, pos)
                     if tag == 0:
                         raw, = _S5.unpack_from(buf, pos)
@@ -983,8 +1019,12 @@ def _decode_FetchRequestTopic_v17(buf: bytes, pos: int) -> tuple[FetchRequestTop
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1058,8 +1098,12 @@ def _decode_FetchRequestTopic_v18(buf: bytes, pos: int) -> tuple[FetchRequestTop
             e_partitions.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_partitions = []
+                prev_tag_e_partitions = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_partitions:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_partitions}: tags must ascend')
+                    prev_tag_e_partitions = tag
                     size, pos = _read_uvarint(buf, pos)
                     if tag == 0:
                         raw, = _S5.unpack_from(buf, pos)
@@ -1085,8 +1129,12 @@ def _decode_FetchRequestTopic_v18(buf: bytes, pos: int) -> tuple[FetchRequestTop
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1224,8 +1272,12 @@ def _decode_FetchRequestForgottenTopic_v12(buf: bytes, pos: int) -> tuple[FetchR
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1299,8 +1351,12 @@ def _decode_FetchRequestForgottenTopic_v13(buf: bytes, pos: int) -> tuple[FetchR
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1898,8 +1954,12 @@ def _decode_FetchRequest_v12(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
             e_forgotten_topics_data.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_forgotten_topics_data = []
+                prev_tag_e_forgotten_topics_data = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_forgotten_topics_data:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_forgotten_topics_data}: tags must ascend')
+                    prev_tag_e_forgotten_topics_data = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1934,8 +1994,12 @@ def _decode_FetchRequest_v12(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 n = buf[pos]
@@ -2122,8 +2186,12 @@ def _decode_FetchRequest_v13(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
             e_forgotten_topics_data.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_forgotten_topics_data = []
+                prev_tag_e_forgotten_topics_data = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_forgotten_topics_data:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_forgotten_topics_data}: tags must ascend')
+                    prev_tag_e_forgotten_topics_data = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -2158,8 +2226,12 @@ def _decode_FetchRequest_v13(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 n = buf[pos]
@@ -2335,8 +2407,12 @@ def _decode_FetchRequest_v15(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
             e_forgotten_topics_data.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_forgotten_topics_data = []
+                prev_tag_e_forgotten_topics_data = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_forgotten_topics_data:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_forgotten_topics_data}: tags must ascend')
+                    prev_tag_e_forgotten_topics_data = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -2371,8 +2447,12 @@ def _decode_FetchRequest_v15(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 n = buf[pos]
@@ -2552,8 +2632,12 @@ def _decode_FetchRequest_v17(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
             e_forgotten_topics_data.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_forgotten_topics_data = []
+                prev_tag_e_forgotten_topics_data = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_forgotten_topics_data:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_forgotten_topics_data}: tags must ascend')
+                    prev_tag_e_forgotten_topics_data = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -2588,8 +2672,12 @@ def _decode_FetchRequest_v17(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 n = buf[pos]
@@ -2769,8 +2857,12 @@ def _decode_FetchRequest_v18(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
             e_forgotten_topics_data.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_forgotten_topics_data = []
+                prev_tag_e_forgotten_topics_data = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_forgotten_topics_data:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_forgotten_topics_data}: tags must ascend')
+                    prev_tag_e_forgotten_topics_data = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -2805,8 +2897,12 @@ def _decode_FetchRequest_v18(buf: bytes, pos: int) -> tuple[FetchRequest, int]:
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 n = buf[pos]
@@ -2931,8 +3027,12 @@ def _decode_FetchResponseEpochEndOffset_v12(buf: bytes, pos: int) -> tuple[Fetch
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -2965,8 +3065,12 @@ def _decode_FetchResponseLeaderIdAndEpoch_v12(buf: bytes, pos: int) -> tuple[Fet
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -2999,8 +3103,12 @@ def _decode_FetchResponseSnapshotId_v12(buf: bytes, pos: int) -> tuple[FetchResp
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -3047,8 +3155,12 @@ def _decode_FetchResponseAbortedTransaction_v12(buf: bytes, pos: int) -> tuple[F
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -3351,8 +3463,12 @@ def _decode_FetchResponsePartitionData_v12(buf: bytes, pos: int) -> tuple[FetchR
             e_aborted_transactions.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_aborted_transactions = []
+                prev_tag_e_aborted_transactions = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_aborted_transactions:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_aborted_transactions}: tags must ascend')
+                    prev_tag_e_aborted_transactions = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -3387,8 +3503,12 @@ def _decode_FetchResponsePartitionData_v12(buf: bytes, pos: int) -> tuple[FetchR
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 o.diverging_epoch, pos = _decode_FetchResponseEpochEndOffset_v12(buf, pos)
@@ -3726,8 +3846,12 @@ def _decode_FetchResponseFetchableTopicResponse_v12(buf: bytes, pos: int) -> tup
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -3802,8 +3926,12 @@ def _decode_FetchResponseFetchableTopicResponse_v13(buf: bytes, pos: int) -> tup
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -3881,8 +4009,12 @@ def _decode_FetchResponseNodeEndpoint_v16(buf: bytes, pos: int) -> tuple[FetchRe
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -4192,8 +4324,12 @@ def _decode_FetchResponse_v12(buf: bytes, pos: int) -> tuple[FetchResponse, int]
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 raise _invalid(f'tag {tag} is not valid in version 12')
@@ -4259,8 +4395,12 @@ def _decode_FetchResponse_v13(buf: bytes, pos: int) -> tuple[FetchResponse, int]
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 raise _invalid(f'tag {tag} is not valid in version 13')
@@ -4326,8 +4466,12 @@ def _decode_FetchResponse_v16(buf: bytes, pos: int) -> tuple[FetchResponse, int]
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 n = buf[pos]
@@ -4389,8 +4533,12 @@ def _decode_FetchResponse_v16(buf: bytes, pos: int) -> tuple[FetchResponse, int]
                         e_node_endpoints.unknown_tagged_fields = ()
                         if n != 0:
                             unknown_e_node_endpoints = []
+                            prev_tag_e_node_endpoints = -1
                             for _i_tag in range(n):
                                 tag, pos = _read_uvarint(buf, pos)
+                                if tag <= prev_tag_e_node_endpoints:
+                                    raise _invalid(f'tag {tag} after tag {prev_tag_e_node_endpoints}: tags must ascend')
+                                prev_tag_e_node_endpoints = tag
                                 size, pos = _read_uvarint(buf, pos)
                                 if True:
                                     end = pos + size

@@ -197,8 +197,12 @@ def _decode_FetchSnapshotRequestSnapshotId_v0(buf: bytes, pos: int) -> tuple[Fet
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -235,8 +239,12 @@ def _decode_FetchSnapshotRequestPartitionSnapshot_v0(buf: bytes, pos: int) -> tu
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 raise _invalid(f'tag {tag} is not valid in version 0')
@@ -277,8 +285,12 @@ def _decode_FetchSnapshotRequestPartitionSnapshot_v1(buf: bytes, pos: int) -> tu
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 raw, = _S3.unpack_from(buf, pos)
@@ -353,8 +365,12 @@ def _decode_FetchSnapshotRequestTopicSnapshot_v0(buf: bytes, pos: int) -> tuple[
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -441,8 +457,12 @@ def _decode_FetchSnapshotRequestTopicSnapshot_v1(buf: bytes, pos: int) -> tuple[
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -516,8 +536,12 @@ def _decode_FetchSnapshotRequest_v0(buf: bytes, pos: int) -> tuple[FetchSnapshot
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 n = buf[pos]
@@ -613,8 +637,12 @@ def _decode_FetchSnapshotRequest_v1(buf: bytes, pos: int) -> tuple[FetchSnapshot
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 n = buf[pos]
@@ -692,8 +720,12 @@ def _decode_FetchSnapshotResponseSnapshotId_v0(buf: bytes, pos: int) -> tuple[Fe
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -726,8 +758,12 @@ def _decode_FetchSnapshotResponseLeaderIdAndEpoch_v0(buf: bytes, pos: int) -> tu
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -779,8 +815,12 @@ def _decode_FetchSnapshotResponsePartitionSnapshot_v0(buf: bytes, pos: int) -> t
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 o.current_leader, pos = _decode_FetchSnapshotResponseLeaderIdAndEpoch_v0(buf, pos)
@@ -864,8 +904,12 @@ def _decode_FetchSnapshotResponseTopicSnapshot_v0(buf: bytes, pos: int) -> tuple
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -939,8 +983,12 @@ def _decode_FetchSnapshotResponseNodeEndpoint_v1(buf: bytes, pos: int) -> tuple[
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1005,8 +1053,12 @@ def _decode_FetchSnapshotResponse_v0(buf: bytes, pos: int) -> tuple[FetchSnapsho
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 raise _invalid(f'tag {tag} is not valid in version 0')
@@ -1072,8 +1124,12 @@ def _decode_FetchSnapshotResponse_v1(buf: bytes, pos: int) -> tuple[FetchSnapsho
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 n = buf[pos]
@@ -1119,8 +1175,12 @@ def _decode_FetchSnapshotResponse_v1(buf: bytes, pos: int) -> tuple[FetchSnapsho
                         e_node_endpoints.unknown_tagged_fields = ()
                         if n != 0:
                             unknown_e_node_endpoints = []
+                            prev_tag_e_node_endpoints = -1
                             for _i_tag in range(n):
                                 tag, pos = _read_uvarint(buf, pos)
+                                if tag <= prev_tag_e_node_endpoints:
+                                    raise _invalid(f'tag {tag} after tag {prev_tag_e_node_endpoints}: tags must ascend')
+                                prev_tag_e_node_endpoints = tag
                                 size, pos = _read_uvarint(buf, pos)
                                 if True:
                                     end = pos + size

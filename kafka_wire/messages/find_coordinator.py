@@ -196,8 +196,12 @@ def _decode_FindCoordinatorRequest_v3(buf: bytes, pos: int) -> tuple[FindCoordin
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -276,8 +280,12 @@ def _decode_FindCoordinatorRequest_v4(buf: bytes, pos: int) -> tuple[FindCoordin
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -381,8 +389,12 @@ def _decode_FindCoordinatorResponseCoordinator_v4(buf: bytes, pos: int) -> tuple
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -596,8 +608,12 @@ def _decode_FindCoordinatorResponse_v3(buf: bytes, pos: int) -> tuple[FindCoordi
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -732,8 +748,12 @@ def _decode_FindCoordinatorResponse_v4(buf: bytes, pos: int) -> tuple[FindCoordi
             e_coordinators.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_coordinators = []
+                prev_tag_e_coordinators = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_coordinators:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_coordinators}: tags must ascend')
+                    prev_tag_e_coordinators = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -752,8 +772,12 @@ def _decode_FindCoordinatorResponse_v4(buf: bytes, pos: int) -> tuple[FindCoordi
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

@@ -200,8 +200,12 @@ def _decode_IncrementalAlterConfigsRequestAlterableConfig_v1(buf: bytes, pos: in
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -422,8 +426,12 @@ def _decode_IncrementalAlterConfigsRequestAlterConfigsResource_v1(buf: bytes, po
             e_configs.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_configs = []
+                prev_tag_e_configs = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_configs:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_configs}: tags must ascend')
+                    prev_tag_e_configs = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -442,8 +450,12 @@ def _decode_IncrementalAlterConfigsRequestAlterConfigsResource_v1(buf: bytes, po
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -582,8 +594,12 @@ def _decode_IncrementalAlterConfigsRequest_v1(buf: bytes, pos: int) -> tuple[Inc
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -717,8 +733,12 @@ def _decode_IncrementalAlterConfigsResponseAlterConfigsResourceResponse_v1(buf: 
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -908,8 +928,12 @@ def _decode_IncrementalAlterConfigsResponse_v1(buf: bytes, pos: int) -> tuple[In
             e_responses.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_responses = []
+                prev_tag_e_responses = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_responses:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_responses}: tags must ascend')
+                    prev_tag_e_responses = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -928,8 +952,12 @@ def _decode_IncrementalAlterConfigsResponse_v1(buf: bytes, pos: int) -> tuple[In
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

@@ -204,8 +204,12 @@ def _decode_JoinGroupRequestProtocol_v6(buf: bytes, pos: int) -> tuple[JoinGroup
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -790,8 +794,12 @@ def _decode_JoinGroupRequest_v6(buf: bytes, pos: int) -> tuple[JoinGroupRequest,
             e_protocols.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_protocols = []
+                prev_tag_e_protocols = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_protocols:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_protocols}: tags must ascend')
+                    prev_tag_e_protocols = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -810,8 +818,12 @@ def _decode_JoinGroupRequest_v6(buf: bytes, pos: int) -> tuple[JoinGroupRequest,
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1043,8 +1055,12 @@ def _decode_JoinGroupRequest_v8(buf: bytes, pos: int) -> tuple[JoinGroupRequest,
             e_protocols.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_protocols = []
+                prev_tag_e_protocols = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_protocols:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_protocols}: tags must ascend')
+                    prev_tag_e_protocols = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1079,8 +1095,12 @@ def _decode_JoinGroupRequest_v8(buf: bytes, pos: int) -> tuple[JoinGroupRequest,
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1376,8 +1396,12 @@ def _decode_JoinGroupResponseMember_v6(buf: bytes, pos: int) -> tuple[JoinGroupR
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1981,8 +2005,12 @@ def _decode_JoinGroupResponse_v6(buf: bytes, pos: int) -> tuple[JoinGroupRespons
             e_members.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_members = []
+                prev_tag_e_members = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_members:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_members}: tags must ascend')
+                    prev_tag_e_members = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -2001,8 +2029,12 @@ def _decode_JoinGroupResponse_v6(buf: bytes, pos: int) -> tuple[JoinGroupRespons
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -2253,8 +2285,12 @@ def _decode_JoinGroupResponse_v7(buf: bytes, pos: int) -> tuple[JoinGroupRespons
             e_members.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_members = []
+                prev_tag_e_members = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_members:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_members}: tags must ascend')
+                    prev_tag_e_members = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -2273,8 +2309,12 @@ def _decode_JoinGroupResponse_v7(buf: bytes, pos: int) -> tuple[JoinGroupRespons
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -2539,8 +2579,12 @@ def _decode_JoinGroupResponse_v9(buf: bytes, pos: int) -> tuple[JoinGroupRespons
             e_members.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_members = []
+                prev_tag_e_members = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_members:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_members}: tags must ascend')
+                    prev_tag_e_members = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -2559,8 +2603,12 @@ def _decode_JoinGroupResponse_v9(buf: bytes, pos: int) -> tuple[JoinGroupRespons
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

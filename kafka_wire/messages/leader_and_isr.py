@@ -566,8 +566,12 @@ def _decode_LeaderAndIsrRequestPartitionState_v4(buf: bytes, pos: int) -> tuple[
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -717,8 +721,12 @@ def _decode_LeaderAndIsrRequestPartitionState_v6(buf: bytes, pos: int) -> tuple[
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1135,8 +1143,12 @@ def _decode_LeaderAndIsrRequestTopicState_v4(buf: bytes, pos: int) -> tuple[Lead
             e_partition_states.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_partition_states = []
+                prev_tag_e_partition_states = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_partition_states:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_partition_states}: tags must ascend')
+                    prev_tag_e_partition_states = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1155,8 +1167,12 @@ def _decode_LeaderAndIsrRequestTopicState_v4(buf: bytes, pos: int) -> tuple[Lead
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1368,8 +1384,12 @@ def _decode_LeaderAndIsrRequestTopicState_v5(buf: bytes, pos: int) -> tuple[Lead
             e_partition_states.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_partition_states = []
+                prev_tag_e_partition_states = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_partition_states:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_partition_states}: tags must ascend')
+                    prev_tag_e_partition_states = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1388,8 +1408,12 @@ def _decode_LeaderAndIsrRequestTopicState_v5(buf: bytes, pos: int) -> tuple[Lead
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1601,8 +1625,12 @@ def _decode_LeaderAndIsrRequestTopicState_v6(buf: bytes, pos: int) -> tuple[Lead
             e_partition_states.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_partition_states = []
+                prev_tag_e_partition_states = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_partition_states:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_partition_states}: tags must ascend')
+                    prev_tag_e_partition_states = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1621,8 +1649,12 @@ def _decode_LeaderAndIsrRequestTopicState_v6(buf: bytes, pos: int) -> tuple[Lead
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1784,8 +1816,12 @@ def _decode_LeaderAndIsrRequestLiveLeader_v4(buf: bytes, pos: int) -> tuple[Lead
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -2377,8 +2413,12 @@ def _decode_LeaderAndIsrRequest_v4(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
             e_live_leaders.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_live_leaders = []
+                prev_tag_e_live_leaders = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_live_leaders:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_live_leaders}: tags must ascend')
+                    prev_tag_e_live_leaders = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -2397,8 +2437,12 @@ def _decode_LeaderAndIsrRequest_v4(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -2531,8 +2575,12 @@ def _decode_LeaderAndIsrRequest_v5(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
             e_live_leaders.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_live_leaders = []
+                prev_tag_e_live_leaders = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_live_leaders:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_live_leaders}: tags must ascend')
+                    prev_tag_e_live_leaders = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -2551,8 +2599,12 @@ def _decode_LeaderAndIsrRequest_v5(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -2683,8 +2735,12 @@ def _decode_LeaderAndIsrRequest_v6(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
             e_live_leaders.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_live_leaders = []
+                prev_tag_e_live_leaders = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_live_leaders:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_live_leaders}: tags must ascend')
+                    prev_tag_e_live_leaders = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -2703,8 +2759,12 @@ def _decode_LeaderAndIsrRequest_v6(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -2834,8 +2894,12 @@ def _decode_LeaderAndIsrRequest_v7(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
             e_live_leaders.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_live_leaders = []
+                prev_tag_e_live_leaders = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_live_leaders:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_live_leaders}: tags must ascend')
+                    prev_tag_e_live_leaders = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -2854,8 +2918,12 @@ def _decode_LeaderAndIsrRequest_v7(buf: bytes, pos: int) -> tuple[LeaderAndIsrRe
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -2980,8 +3048,12 @@ def _decode_LeaderAndIsrResponsePartitionError_v4(buf: bytes, pos: int) -> tuple
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -3028,8 +3100,12 @@ def _decode_LeaderAndIsrResponsePartitionError_v5(buf: bytes, pos: int) -> tuple
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -3081,8 +3157,12 @@ def _decode_LeaderAndIsrResponseTopicError_v5(buf: bytes, pos: int) -> tuple[Lea
             e_partition_errors.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_partition_errors = []
+                prev_tag_e_partition_errors = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_partition_errors:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_partition_errors}: tags must ascend')
+                    prev_tag_e_partition_errors = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -3101,8 +3181,12 @@ def _decode_LeaderAndIsrResponseTopicError_v5(buf: bytes, pos: int) -> tuple[Lea
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -3244,8 +3328,12 @@ def _decode_LeaderAndIsrResponse_v4(buf: bytes, pos: int) -> tuple[LeaderAndIsrR
             e_partition_errors.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_partition_errors = []
+                prev_tag_e_partition_errors = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_partition_errors:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_partition_errors}: tags must ascend')
+                    prev_tag_e_partition_errors = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -3264,8 +3352,12 @@ def _decode_LeaderAndIsrResponse_v4(buf: bytes, pos: int) -> tuple[LeaderAndIsrR
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -3346,8 +3438,12 @@ def _decode_LeaderAndIsrResponse_v5(buf: bytes, pos: int) -> tuple[LeaderAndIsrR
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

@@ -70,8 +70,12 @@ def _decode_LeaderChangeMessageVoter_v0(buf: bytes, pos: int) -> tuple[LeaderCha
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -107,8 +111,12 @@ def _decode_LeaderChangeMessageVoter_v1(buf: bytes, pos: int) -> tuple[LeaderCha
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -159,8 +167,12 @@ def _decode_LeaderChangeMessage_v0(buf: bytes, pos: int) -> tuple[LeaderChangeMe
             e_voters.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_voters = []
+                prev_tag_e_voters = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_voters:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_voters}: tags must ascend')
+                    prev_tag_e_voters = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -197,8 +209,12 @@ def _decode_LeaderChangeMessage_v0(buf: bytes, pos: int) -> tuple[LeaderChangeMe
             e_granting_voters.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_granting_voters = []
+                prev_tag_e_granting_voters = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_granting_voters:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_granting_voters}: tags must ascend')
+                    prev_tag_e_granting_voters = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -217,8 +233,12 @@ def _decode_LeaderChangeMessage_v0(buf: bytes, pos: int) -> tuple[LeaderChangeMe
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -303,8 +323,12 @@ def _decode_LeaderChangeMessage_v1(buf: bytes, pos: int) -> tuple[LeaderChangeMe
             e_voters.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_voters = []
+                prev_tag_e_voters = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_voters:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_voters}: tags must ascend')
+                    prev_tag_e_voters = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -341,8 +365,12 @@ def _decode_LeaderChangeMessage_v1(buf: bytes, pos: int) -> tuple[LeaderChangeMe
             e_granting_voters.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_granting_voters = []
+                prev_tag_e_granting_voters = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_granting_voters:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_granting_voters}: tags must ascend')
+                    prev_tag_e_granting_voters = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -361,8 +389,12 @@ def _decode_LeaderChangeMessage_v1(buf: bytes, pos: int) -> tuple[LeaderChangeMe
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

@@ -182,8 +182,12 @@ def _decode_LeaveGroupRequestMemberIdentity_v4(buf: bytes, pos: int) -> tuple[Le
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -287,8 +291,12 @@ def _decode_LeaveGroupRequestMemberIdentity_v5(buf: bytes, pos: int) -> tuple[Le
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -570,8 +578,12 @@ def _decode_LeaveGroupRequest_v4(buf: bytes, pos: int) -> tuple[LeaveGroupReques
             e_members.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_members = []
+                prev_tag_e_members = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_members:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_members}: tags must ascend')
+                    prev_tag_e_members = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -590,8 +602,12 @@ def _decode_LeaveGroupRequest_v4(buf: bytes, pos: int) -> tuple[LeaveGroupReques
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -756,8 +772,12 @@ def _decode_LeaveGroupRequest_v5(buf: bytes, pos: int) -> tuple[LeaveGroupReques
             e_members.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_members = []
+                prev_tag_e_members = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_members:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_members}: tags must ascend')
+                    prev_tag_e_members = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -776,8 +796,12 @@ def _decode_LeaveGroupRequest_v5(buf: bytes, pos: int) -> tuple[LeaveGroupReques
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -962,8 +986,12 @@ def _decode_LeaveGroupResponseMemberResponse_v4(buf: bytes, pos: int) -> tuple[L
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1182,8 +1210,12 @@ def _decode_LeaveGroupResponse_v4(buf: bytes, pos: int) -> tuple[LeaveGroupRespo
             e_members.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_members = []
+                prev_tag_e_members = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_members:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_members}: tags must ascend')
+                    prev_tag_e_members = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1202,8 +1234,12 @@ def _decode_LeaveGroupResponse_v4(buf: bytes, pos: int) -> tuple[LeaveGroupRespo
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

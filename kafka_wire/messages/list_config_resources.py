@@ -78,8 +78,12 @@ def _decode_ListConfigResourcesRequest_v0(buf: bytes, pos: int) -> tuple[ListCon
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -127,8 +131,12 @@ def _decode_ListConfigResourcesRequest_v1(buf: bytes, pos: int) -> tuple[ListCon
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -186,8 +194,12 @@ def _decode_ListConfigResourcesResponseConfigResource_v0(buf: bytes, pos: int) -
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -248,8 +260,12 @@ def _decode_ListConfigResourcesResponseConfigResource_v1(buf: bytes, pos: int) -
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -327,8 +343,12 @@ def _decode_ListConfigResourcesResponse_v0(buf: bytes, pos: int) -> tuple[ListCo
             e_config_resources.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_config_resources = []
+                prev_tag_e_config_resources = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_config_resources:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_config_resources}: tags must ascend')
+                    prev_tag_e_config_resources = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -347,8 +367,12 @@ def _decode_ListConfigResourcesResponse_v0(buf: bytes, pos: int) -> tuple[ListCo
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -441,8 +465,12 @@ def _decode_ListConfigResourcesResponse_v1(buf: bytes, pos: int) -> tuple[ListCo
             e_config_resources.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_config_resources = []
+                prev_tag_e_config_resources = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_config_resources:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_config_resources}: tags must ascend')
+                    prev_tag_e_config_resources = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -461,8 +489,12 @@ def _decode_ListConfigResourcesResponse_v1(buf: bytes, pos: int) -> tuple[ListCo
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

@@ -104,8 +104,12 @@ def _decode_ListGroupsRequest_v3(buf: bytes, pos: int) -> tuple[ListGroupsReques
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -170,8 +174,12 @@ def _decode_ListGroupsRequest_v4(buf: bytes, pos: int) -> tuple[ListGroupsReques
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -282,8 +290,12 @@ def _decode_ListGroupsRequest_v5(buf: bytes, pos: int) -> tuple[ListGroupsReques
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -437,8 +449,12 @@ def _decode_ListGroupsResponseListedGroup_v3(buf: bytes, pos: int) -> tuple[List
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -543,8 +559,12 @@ def _decode_ListGroupsResponseListedGroup_v4(buf: bytes, pos: int) -> tuple[List
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -677,8 +697,12 @@ def _decode_ListGroupsResponseListedGroup_v5(buf: bytes, pos: int) -> tuple[List
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -962,8 +986,12 @@ def _decode_ListGroupsResponse_v3(buf: bytes, pos: int) -> tuple[ListGroupsRespo
             e_groups.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_groups = []
+                prev_tag_e_groups = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_groups:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_groups}: tags must ascend')
+                    prev_tag_e_groups = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -982,8 +1010,12 @@ def _decode_ListGroupsResponse_v3(buf: bytes, pos: int) -> tuple[ListGroupsRespo
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1120,8 +1152,12 @@ def _decode_ListGroupsResponse_v4(buf: bytes, pos: int) -> tuple[ListGroupsRespo
             e_groups.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_groups = []
+                prev_tag_e_groups = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_groups:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_groups}: tags must ascend')
+                    prev_tag_e_groups = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1140,8 +1176,12 @@ def _decode_ListGroupsResponse_v4(buf: bytes, pos: int) -> tuple[ListGroupsRespo
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1306,8 +1346,12 @@ def _decode_ListGroupsResponse_v5(buf: bytes, pos: int) -> tuple[ListGroupsRespo
             e_groups.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_groups = []
+                prev_tag_e_groups = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_groups:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_groups}: tags must ascend')
+                    prev_tag_e_groups = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1326,8 +1370,12 @@ def _decode_ListGroupsResponse_v5(buf: bytes, pos: int) -> tuple[ListGroupsRespo
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

@@ -197,8 +197,12 @@ def _decode_ListOffsetsRequestPartition_v6(buf: bytes, pos: int) -> tuple[ListOf
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -441,8 +445,12 @@ def _decode_ListOffsetsRequestTopic_v6(buf: bytes, pos: int) -> tuple[ListOffset
             e_partitions.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_partitions = []
+                prev_tag_e_partitions = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_partitions:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_partitions}: tags must ascend')
+                    prev_tag_e_partitions = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -461,8 +469,12 @@ def _decode_ListOffsetsRequestTopic_v6(buf: bytes, pos: int) -> tuple[ListOffset
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -684,8 +696,12 @@ def _decode_ListOffsetsRequest_v6(buf: bytes, pos: int) -> tuple[ListOffsetsRequ
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -748,8 +764,12 @@ def _decode_ListOffsetsRequest_v10(buf: bytes, pos: int) -> tuple[ListOffsetsReq
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -872,8 +892,12 @@ def _decode_ListOffsetsResponsePartitionResponse_v6(buf: bytes, pos: int) -> tup
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1142,8 +1166,12 @@ def _decode_ListOffsetsResponseTopicResponse_v6(buf: bytes, pos: int) -> tuple[L
             e_partitions.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_partitions = []
+                prev_tag_e_partitions = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_partitions:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_partitions}: tags must ascend')
+                    prev_tag_e_partitions = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1162,8 +1190,12 @@ def _decode_ListOffsetsResponseTopicResponse_v6(buf: bytes, pos: int) -> tuple[L
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1374,8 +1406,12 @@ def _decode_ListOffsetsResponse_v6(buf: bytes, pos: int) -> tuple[ListOffsetsRes
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

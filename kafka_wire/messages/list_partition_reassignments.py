@@ -141,8 +141,12 @@ def _decode_ListPartitionReassignmentsRequestTopics_v0(buf: bytes, pos: int) -> 
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -245,8 +249,12 @@ def _decode_ListPartitionReassignmentsRequest_v0(buf: bytes, pos: int) -> tuple[
             e_topics.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_topics = []
+                prev_tag_e_topics = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_topics:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_topics}: tags must ascend')
+                    prev_tag_e_topics = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -265,8 +273,12 @@ def _decode_ListPartitionReassignmentsRequest_v0(buf: bytes, pos: int) -> tuple[
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -385,8 +397,12 @@ def _decode_ListPartitionReassignmentsResponseOngoingPartitionReassignment_v0(bu
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -531,8 +547,12 @@ def _decode_ListPartitionReassignmentsResponseOngoingTopicReassignment_v0(buf: b
             e_partitions.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_partitions = []
+                prev_tag_e_partitions = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_partitions:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_partitions}: tags must ascend')
+                    prev_tag_e_partitions = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -551,8 +571,12 @@ def _decode_ListPartitionReassignmentsResponseOngoingTopicReassignment_v0(buf: b
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -678,8 +702,12 @@ def _decode_ListPartitionReassignmentsResponse_v0(buf: bytes, pos: int) -> tuple
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

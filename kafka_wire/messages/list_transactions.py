@@ -135,8 +135,12 @@ def _decode_ListTransactionsRequest_v0(buf: bytes, pos: int) -> tuple[ListTransa
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -249,8 +253,12 @@ def _decode_ListTransactionsRequest_v1(buf: bytes, pos: int) -> tuple[ListTransa
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -377,8 +385,12 @@ def _decode_ListTransactionsRequest_v2(buf: bytes, pos: int) -> tuple[ListTransa
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -486,8 +498,12 @@ def _decode_ListTransactionsResponseTransactionState_v0(buf: bytes, pos: int) ->
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -625,8 +641,12 @@ def _decode_ListTransactionsResponse_v0(buf: bytes, pos: int) -> tuple[ListTrans
             e_transaction_states.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_transaction_states = []
+                prev_tag_e_transaction_states = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_transaction_states:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_transaction_states}: tags must ascend')
+                    prev_tag_e_transaction_states = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -645,8 +665,12 @@ def _decode_ListTransactionsResponse_v0(buf: bytes, pos: int) -> tuple[ListTrans
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

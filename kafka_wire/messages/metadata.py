@@ -223,8 +223,12 @@ def _decode_MetadataRequestTopic_v9(buf: bytes, pos: int) -> tuple[MetadataReque
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -286,8 +290,12 @@ def _decode_MetadataRequestTopic_v10(buf: bytes, pos: int) -> tuple[MetadataRequ
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -609,8 +617,12 @@ def _decode_MetadataRequest_v9(buf: bytes, pos: int) -> tuple[MetadataRequest, i
             e_topics.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_topics = []
+                prev_tag_e_topics = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_topics:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_topics}: tags must ascend')
+                    prev_tag_e_topics = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -631,8 +643,12 @@ def _decode_MetadataRequest_v9(buf: bytes, pos: int) -> tuple[MetadataRequest, i
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -724,8 +740,12 @@ def _decode_MetadataRequest_v10(buf: bytes, pos: int) -> tuple[MetadataRequest, 
             e_topics.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_topics = []
+                prev_tag_e_topics = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_topics:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_topics}: tags must ascend')
+                    prev_tag_e_topics = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -746,8 +766,12 @@ def _decode_MetadataRequest_v10(buf: bytes, pos: int) -> tuple[MetadataRequest, 
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -841,8 +865,12 @@ def _decode_MetadataRequest_v11(buf: bytes, pos: int) -> tuple[MetadataRequest, 
             e_topics.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_topics = []
+                prev_tag_e_topics = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_topics:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_topics}: tags must ascend')
+                    prev_tag_e_topics = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -863,8 +891,12 @@ def _decode_MetadataRequest_v11(buf: bytes, pos: int) -> tuple[MetadataRequest, 
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1055,8 +1087,12 @@ def _decode_MetadataResponseBroker_v9(buf: bytes, pos: int) -> tuple[MetadataRes
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1350,8 +1386,12 @@ def _decode_MetadataResponsePartition_v9(buf: bytes, pos: int) -> tuple[Metadata
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -2050,8 +2090,12 @@ def _decode_MetadataResponseTopic_v9(buf: bytes, pos: int) -> tuple[MetadataResp
             e_partitions.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_partitions = []
+                prev_tag_e_partitions = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_partitions:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_partitions}: tags must ascend')
+                    prev_tag_e_partitions = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -2072,8 +2116,12 @@ def _decode_MetadataResponseTopic_v9(buf: bytes, pos: int) -> tuple[MetadataResp
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -2253,8 +2301,12 @@ def _decode_MetadataResponseTopic_v10(buf: bytes, pos: int) -> tuple[MetadataRes
             e_partitions.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_partitions = []
+                prev_tag_e_partitions = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_partitions:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_partitions}: tags must ascend')
+                    prev_tag_e_partitions = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -2275,8 +2327,12 @@ def _decode_MetadataResponseTopic_v10(buf: bytes, pos: int) -> tuple[MetadataRes
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -2456,8 +2512,12 @@ def _decode_MetadataResponseTopic_v12(buf: bytes, pos: int) -> tuple[MetadataRes
             e_partitions.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_partitions = []
+                prev_tag_e_partitions = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_partitions:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_partitions}: tags must ascend')
+                    prev_tag_e_partitions = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -2478,8 +2538,12 @@ def _decode_MetadataResponseTopic_v12(buf: bytes, pos: int) -> tuple[MetadataRes
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -3434,8 +3498,12 @@ def _decode_MetadataResponse_v9(buf: bytes, pos: int) -> tuple[MetadataResponse,
             e_brokers.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_brokers = []
+                prev_tag_e_brokers = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_brokers:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_brokers}: tags must ascend')
+                    prev_tag_e_brokers = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -3491,8 +3559,12 @@ def _decode_MetadataResponse_v9(buf: bytes, pos: int) -> tuple[MetadataResponse,
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -3645,8 +3717,12 @@ def _decode_MetadataResponse_v10(buf: bytes, pos: int) -> tuple[MetadataResponse
             e_brokers.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_brokers = []
+                prev_tag_e_brokers = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_brokers:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_brokers}: tags must ascend')
+                    prev_tag_e_brokers = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -3702,8 +3778,12 @@ def _decode_MetadataResponse_v10(buf: bytes, pos: int) -> tuple[MetadataResponse
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -3857,8 +3937,12 @@ def _decode_MetadataResponse_v11(buf: bytes, pos: int) -> tuple[MetadataResponse
             e_brokers.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_brokers = []
+                prev_tag_e_brokers = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_brokers:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_brokers}: tags must ascend')
+                    prev_tag_e_brokers = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -3912,8 +3996,12 @@ def _decode_MetadataResponse_v11(buf: bytes, pos: int) -> tuple[MetadataResponse
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -4068,8 +4156,12 @@ def _decode_MetadataResponse_v12(buf: bytes, pos: int) -> tuple[MetadataResponse
             e_brokers.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_brokers = []
+                prev_tag_e_brokers = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_brokers:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_brokers}: tags must ascend')
+                    prev_tag_e_brokers = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -4123,8 +4215,12 @@ def _decode_MetadataResponse_v12(buf: bytes, pos: int) -> tuple[MetadataResponse
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -4278,8 +4374,12 @@ def _decode_MetadataResponse_v13(buf: bytes, pos: int) -> tuple[MetadataResponse
             e_brokers.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_brokers = []
+                prev_tag_e_brokers = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_brokers:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_brokers}: tags must ascend')
+                    prev_tag_e_brokers = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -4335,8 +4435,12 @@ def _decode_MetadataResponse_v13(buf: bytes, pos: int) -> tuple[MetadataResponse
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

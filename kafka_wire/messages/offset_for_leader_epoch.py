@@ -155,8 +155,12 @@ def _decode_OffsetForLeaderEpochRequestOffsetForLeaderPartition_v4(buf: bytes, p
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -333,8 +337,12 @@ def _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v4(buf: bytes, pos: 
             e_partitions.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_partitions = []
+                prev_tag_e_partitions = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_partitions:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_partitions}: tags must ascend')
+                    prev_tag_e_partitions = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -353,8 +361,12 @@ def _decode_OffsetForLeaderEpochRequestOffsetForLeaderTopic_v4(buf: bytes, pos: 
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -530,8 +542,12 @@ def _decode_OffsetForLeaderEpochRequest_v4(buf: bytes, pos: int) -> tuple[Offset
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -604,8 +620,12 @@ def _decode_OffsetForLeaderEpochResponseEpochEndOffset_v4(buf: bytes, pos: int) 
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -782,8 +802,12 @@ def _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v4(buf: bytes
             e_partitions.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_partitions = []
+                prev_tag_e_partitions = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_partitions:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_partitions}: tags must ascend')
+                    prev_tag_e_partitions = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -802,8 +826,12 @@ def _decode_OffsetForLeaderEpochResponseOffsetForLeaderTopicResult_v4(buf: bytes
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -979,8 +1007,12 @@ def _decode_OffsetForLeaderEpochResponse_v4(buf: bytes, pos: int) -> tuple[Offse
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

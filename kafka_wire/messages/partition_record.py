@@ -148,8 +148,12 @@ def _decode_PartitionRecord_v0(buf: bytes, pos: int) -> tuple[PartitionRecord, i
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 o.leader_recovery_state, = _S2.unpack_from(buf, pos)
@@ -332,8 +336,12 @@ def _decode_PartitionRecord_v1(buf: bytes, pos: int) -> tuple[PartitionRecord, i
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 o.leader_recovery_state, = _S2.unpack_from(buf, pos)
@@ -525,8 +533,12 @@ def _decode_PartitionRecord_v2(buf: bytes, pos: int) -> tuple[PartitionRecord, i
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 o.leader_recovery_state, = _S2.unpack_from(buf, pos)

@@ -135,8 +135,12 @@ def _decode_RegisterBrokerRecordBrokerEndpoint_v0(buf: bytes, pos: int) -> tuple
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -211,8 +215,12 @@ def _decode_RegisterBrokerRecordBrokerFeature_v0(buf: bytes, pos: int) -> tuple[
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -311,8 +319,12 @@ def _decode_RegisterBrokerRecord_v0(buf: bytes, pos: int) -> tuple[RegisterBroke
             e_end_points.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_end_points = []
+                prev_tag_e_end_points = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_end_points:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_end_points}: tags must ascend')
+                    prev_tag_e_end_points = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -364,8 +376,12 @@ def _decode_RegisterBrokerRecord_v0(buf: bytes, pos: int) -> tuple[RegisterBroke
             e_features.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_features = []
+                prev_tag_e_features = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_features:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_features}: tags must ascend')
+                    prev_tag_e_features = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -402,8 +418,12 @@ def _decode_RegisterBrokerRecord_v0(buf: bytes, pos: int) -> tuple[RegisterBroke
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 raise _invalid(f'tag {tag} is not valid in version 0')
@@ -579,8 +599,12 @@ def _decode_RegisterBrokerRecord_v1(buf: bytes, pos: int) -> tuple[RegisterBroke
             e_end_points.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_end_points = []
+                prev_tag_e_end_points = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_end_points:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_end_points}: tags must ascend')
+                    prev_tag_e_end_points = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -632,8 +656,12 @@ def _decode_RegisterBrokerRecord_v1(buf: bytes, pos: int) -> tuple[RegisterBroke
             e_features.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_features = []
+                prev_tag_e_features = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_features:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_features}: tags must ascend')
+                    prev_tag_e_features = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -670,8 +698,12 @@ def _decode_RegisterBrokerRecord_v1(buf: bytes, pos: int) -> tuple[RegisterBroke
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 raise _invalid(f'tag {tag} is not valid in version 1')
@@ -844,8 +876,12 @@ def _decode_RegisterBrokerRecord_v2(buf: bytes, pos: int) -> tuple[RegisterBroke
             e_end_points.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_end_points = []
+                prev_tag_e_end_points = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_end_points:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_end_points}: tags must ascend')
+                    prev_tag_e_end_points = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -897,8 +933,12 @@ def _decode_RegisterBrokerRecord_v2(buf: bytes, pos: int) -> tuple[RegisterBroke
             e_features.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_features = []
+                prev_tag_e_features = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_features:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_features}: tags must ascend')
+                    prev_tag_e_features = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -935,8 +975,12 @@ def _decode_RegisterBrokerRecord_v2(buf: bytes, pos: int) -> tuple[RegisterBroke
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 raise _invalid(f'tag {tag} is not valid in version 2')
@@ -1107,8 +1151,12 @@ def _decode_RegisterBrokerRecord_v3(buf: bytes, pos: int) -> tuple[RegisterBroke
             e_end_points.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_end_points = []
+                prev_tag_e_end_points = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_end_points:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_end_points}: tags must ascend')
+                    prev_tag_e_end_points = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1160,8 +1208,12 @@ def _decode_RegisterBrokerRecord_v3(buf: bytes, pos: int) -> tuple[RegisterBroke
             e_features.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_features = []
+                prev_tag_e_features = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_features:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_features}: tags must ascend')
+                    prev_tag_e_features = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1198,8 +1250,12 @@ def _decode_RegisterBrokerRecord_v3(buf: bytes, pos: int) -> tuple[RegisterBroke
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 n = buf[pos]

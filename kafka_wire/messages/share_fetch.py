@@ -255,8 +255,12 @@ def _decode_ShareFetchRequestAcknowledgementBatch_v0(buf: bytes, pos: int) -> tu
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -333,8 +337,12 @@ def _decode_ShareFetchRequestFetchPartition_v0(buf: bytes, pos: int) -> tuple[Sh
             e_acknowledgement_batches.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_acknowledgement_batches = []
+                prev_tag_e_acknowledgement_batches = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_acknowledgement_batches:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_acknowledgement_batches}: tags must ascend')
+                    prev_tag_e_acknowledgement_batches = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -353,8 +361,12 @@ def _decode_ShareFetchRequestFetchPartition_v0(buf: bytes, pos: int) -> tuple[Sh
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -447,8 +459,12 @@ def _decode_ShareFetchRequestFetchPartition_v1(buf: bytes, pos: int) -> tuple[Sh
             e_acknowledgement_batches.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_acknowledgement_batches = []
+                prev_tag_e_acknowledgement_batches = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_acknowledgement_batches:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_acknowledgement_batches}: tags must ascend')
+                    prev_tag_e_acknowledgement_batches = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -467,8 +483,12 @@ def _decode_ShareFetchRequestFetchPartition_v1(buf: bytes, pos: int) -> tuple[Sh
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -547,8 +567,12 @@ def _decode_ShareFetchRequestFetchTopic_v0(buf: bytes, pos: int) -> tuple[ShareF
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -610,8 +634,12 @@ def _decode_ShareFetchRequestFetchTopic_v1(buf: bytes, pos: int) -> tuple[ShareF
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -672,8 +700,12 @@ def _decode_ShareFetchRequestForgottenTopic_v0(buf: bytes, pos: int) -> tuple[Sh
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -804,8 +836,12 @@ def _decode_ShareFetchRequest_v0(buf: bytes, pos: int) -> tuple[ShareFetchReques
             e_forgotten_topics_data.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_forgotten_topics_data = []
+                prev_tag_e_forgotten_topics_data = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_forgotten_topics_data:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_forgotten_topics_data}: tags must ascend')
+                    prev_tag_e_forgotten_topics_data = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -824,8 +860,12 @@ def _decode_ShareFetchRequest_v0(buf: bytes, pos: int) -> tuple[ShareFetchReques
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1012,8 +1052,12 @@ def _decode_ShareFetchRequest_v1(buf: bytes, pos: int) -> tuple[ShareFetchReques
             e_forgotten_topics_data.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_forgotten_topics_data = []
+                prev_tag_e_forgotten_topics_data = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_forgotten_topics_data:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_forgotten_topics_data}: tags must ascend')
+                    prev_tag_e_forgotten_topics_data = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1032,8 +1076,12 @@ def _decode_ShareFetchRequest_v1(buf: bytes, pos: int) -> tuple[ShareFetchReques
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1214,8 +1262,12 @@ def _decode_ShareFetchRequest_v2(buf: bytes, pos: int) -> tuple[ShareFetchReques
             e_forgotten_topics_data.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_forgotten_topics_data = []
+                prev_tag_e_forgotten_topics_data = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_forgotten_topics_data:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_forgotten_topics_data}: tags must ascend')
+                    prev_tag_e_forgotten_topics_data = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1234,8 +1286,12 @@ def _decode_ShareFetchRequest_v2(buf: bytes, pos: int) -> tuple[ShareFetchReques
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1331,8 +1387,12 @@ def _decode_ShareFetchResponseLeaderIdAndEpoch_v0(buf: bytes, pos: int) -> tuple
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1365,8 +1425,12 @@ def _decode_ShareFetchResponseAcquiredRecords_v0(buf: bytes, pos: int) -> tuple[
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1466,8 +1530,12 @@ def _decode_ShareFetchResponsePartitionData_v0(buf: bytes, pos: int) -> tuple[Sh
             e_acquired_records.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_acquired_records = []
+                prev_tag_e_acquired_records = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_acquired_records:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_acquired_records}: tags must ascend')
+                    prev_tag_e_acquired_records = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1486,8 +1554,12 @@ def _decode_ShareFetchResponsePartitionData_v0(buf: bytes, pos: int) -> tuple[Sh
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1641,8 +1713,12 @@ def _decode_ShareFetchResponsePartitionData_v1(buf: bytes, pos: int) -> tuple[Sh
             e_acquired_records.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_acquired_records = []
+                prev_tag_e_acquired_records = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_acquired_records:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_acquired_records}: tags must ascend')
+                    prev_tag_e_acquired_records = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1661,8 +1737,12 @@ def _decode_ShareFetchResponsePartitionData_v1(buf: bytes, pos: int) -> tuple[Sh
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1767,8 +1847,12 @@ def _decode_ShareFetchResponseShareFetchableTopicResponse_v0(buf: bytes, pos: in
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1830,8 +1914,12 @@ def _decode_ShareFetchResponseShareFetchableTopicResponse_v1(buf: bytes, pos: in
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1909,8 +1997,12 @@ def _decode_ShareFetchResponseNodeEndpoint_v0(buf: bytes, pos: int) -> tuple[Sha
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -2055,8 +2147,12 @@ def _decode_ShareFetchResponse_v0(buf: bytes, pos: int) -> tuple[ShareFetchRespo
             e_node_endpoints.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_node_endpoints = []
+                prev_tag_e_node_endpoints = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_node_endpoints:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_node_endpoints}: tags must ascend')
+                    prev_tag_e_node_endpoints = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -2075,8 +2171,12 @@ def _decode_ShareFetchResponse_v0(buf: bytes, pos: int) -> tuple[ShareFetchRespo
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -2263,8 +2363,12 @@ def _decode_ShareFetchResponse_v1(buf: bytes, pos: int) -> tuple[ShareFetchRespo
             e_node_endpoints.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_node_endpoints = []
+                prev_tag_e_node_endpoints = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_node_endpoints:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_node_endpoints}: tags must ascend')
+                    prev_tag_e_node_endpoints = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -2283,8 +2387,12 @@ def _decode_ShareFetchResponse_v1(buf: bytes, pos: int) -> tuple[ShareFetchRespo
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

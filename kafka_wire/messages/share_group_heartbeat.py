@@ -190,8 +190,12 @@ def _decode_ShareGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[ShareGr
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -299,8 +303,12 @@ def _decode_ShareGroupHeartbeatResponseTopicPartitions_v0(buf: bytes, pos: int) 
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -376,8 +384,12 @@ def _decode_ShareGroupHeartbeatResponseAssignment_v0(buf: bytes, pos: int) -> tu
             e_topic_partitions.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_topic_partitions = []
+                prev_tag_e_topic_partitions = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_topic_partitions:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_topic_partitions}: tags must ascend')
+                    prev_tag_e_topic_partitions = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -396,8 +408,12 @@ def _decode_ShareGroupHeartbeatResponseAssignment_v0(buf: bytes, pos: int) -> tu
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -493,8 +509,12 @@ def _decode_ShareGroupHeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[ShareG
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

@@ -152,8 +152,12 @@ def _decode_StopReplicaRequestPartitionState_v3(buf: bytes, pos: int) -> tuple[S
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -217,8 +221,12 @@ def _decode_StopReplicaRequestTopicState_v3(buf: bytes, pos: int) -> tuple[StopR
             e_partition_states.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_partition_states = []
+                prev_tag_e_partition_states = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_partition_states:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_partition_states}: tags must ascend')
+                    prev_tag_e_partition_states = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -237,8 +245,12 @@ def _decode_StopReplicaRequestTopicState_v3(buf: bytes, pos: int) -> tuple[StopR
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -377,8 +389,12 @@ def _decode_StopReplicaRequestTopicV1_v2(buf: bytes, pos: int) -> tuple[StopRepl
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -666,8 +682,12 @@ def _decode_StopReplicaRequest_v2(buf: bytes, pos: int) -> tuple[StopReplicaRequ
             e_topics.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_topics = []
+                prev_tag_e_topics = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_topics:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_topics}: tags must ascend')
+                    prev_tag_e_topics = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -686,8 +706,12 @@ def _decode_StopReplicaRequest_v2(buf: bytes, pos: int) -> tuple[StopReplicaRequ
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -785,8 +809,12 @@ def _decode_StopReplicaRequest_v3(buf: bytes, pos: int) -> tuple[StopReplicaRequ
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -858,8 +886,12 @@ def _decode_StopReplicaRequest_v4(buf: bytes, pos: int) -> tuple[StopReplicaRequ
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -959,8 +991,12 @@ def _decode_StopReplicaResponsePartitionError_v2(buf: bytes, pos: int) -> tuple[
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1096,8 +1132,12 @@ def _decode_StopReplicaResponse_v2(buf: bytes, pos: int) -> tuple[StopReplicaRes
             e_partition_errors.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_partition_errors = []
+                prev_tag_e_partition_errors = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_partition_errors:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_partition_errors}: tags must ascend')
+                    prev_tag_e_partition_errors = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1116,8 +1156,12 @@ def _decode_StopReplicaResponse_v2(buf: bytes, pos: int) -> tuple[StopReplicaRes
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

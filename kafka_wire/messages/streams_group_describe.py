@@ -345,8 +345,12 @@ def _decode_StreamsGroupDescribeRequest_v0(buf: bytes, pos: int) -> tuple[Stream
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -430,8 +434,12 @@ def _decode_StreamsGroupDescribeRequest_v1(buf: bytes, pos: int) -> tuple[Stream
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -513,8 +521,12 @@ def _decode_StreamsGroupDescribeResponseKeyValue_v0(buf: bytes, pos: int) -> tup
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -635,8 +647,12 @@ def _decode_StreamsGroupDescribeResponseTopicInfo_v0(buf: bytes, pos: int) -> tu
             e_topic_configs.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_topic_configs = []
+                prev_tag_e_topic_configs = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_topic_configs:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_topic_configs}: tags must ascend')
+                    prev_tag_e_topic_configs = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -655,8 +671,12 @@ def _decode_StreamsGroupDescribeResponseTopicInfo_v0(buf: bytes, pos: int) -> tu
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -850,8 +870,12 @@ def _decode_StreamsGroupDescribeResponseSubtopology_v0(buf: bytes, pos: int) -> 
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -973,8 +997,12 @@ def _decode_StreamsGroupDescribeResponseTopology_v0(buf: bytes, pos: int) -> tup
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1034,8 +1062,12 @@ def _decode_StreamsGroupDescribeResponseEndpoint_v0(buf: bytes, pos: int) -> tup
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1097,8 +1129,12 @@ def _decode_StreamsGroupDescribeResponseTaskOffset_v0(buf: bytes, pos: int) -> t
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1174,8 +1210,12 @@ def _decode_StreamsGroupDescribeResponseTaskIds_v0(buf: bytes, pos: int) -> tupl
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1276,8 +1316,12 @@ def _decode_StreamsGroupDescribeResponseAssignment_v0(buf: bytes, pos: int) -> t
             e_active_tasks.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_active_tasks = []
+                prev_tag_e_active_tasks = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_active_tasks:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_active_tasks}: tags must ascend')
+                    prev_tag_e_active_tasks = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1343,8 +1387,12 @@ def _decode_StreamsGroupDescribeResponseAssignment_v0(buf: bytes, pos: int) -> t
             e_standby_tasks.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_standby_tasks = []
+                prev_tag_e_standby_tasks = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_standby_tasks:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_standby_tasks}: tags must ascend')
+                    prev_tag_e_standby_tasks = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1410,8 +1458,12 @@ def _decode_StreamsGroupDescribeResponseAssignment_v0(buf: bytes, pos: int) -> t
             e_warmup_tasks.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_warmup_tasks = []
+                prev_tag_e_warmup_tasks = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_warmup_tasks:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_warmup_tasks}: tags must ascend')
+                    prev_tag_e_warmup_tasks = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1430,8 +1482,12 @@ def _decode_StreamsGroupDescribeResponseAssignment_v0(buf: bytes, pos: int) -> t
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1728,8 +1784,12 @@ def _decode_StreamsGroupDescribeResponseMember_v0(buf: bytes, pos: int) -> tuple
             e_client_tags.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_client_tags = []
+                prev_tag_e_client_tags = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_client_tags:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_client_tags}: tags must ascend')
+                    prev_tag_e_client_tags = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1781,8 +1841,12 @@ def _decode_StreamsGroupDescribeResponseMember_v0(buf: bytes, pos: int) -> tuple
             e_task_offsets.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_task_offsets = []
+                prev_tag_e_task_offsets = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_task_offsets:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_task_offsets}: tags must ascend')
+                    prev_tag_e_task_offsets = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1834,8 +1898,12 @@ def _decode_StreamsGroupDescribeResponseMember_v0(buf: bytes, pos: int) -> tuple
             e_task_end_offsets.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_task_end_offsets = []
+                prev_tag_e_task_end_offsets = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_task_end_offsets:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_task_end_offsets}: tags must ascend')
+                    prev_tag_e_task_end_offsets = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1858,8 +1926,12 @@ def _decode_StreamsGroupDescribeResponseMember_v0(buf: bytes, pos: int) -> tuple
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -2198,8 +2270,12 @@ def _decode_StreamsGroupDescribeResponseTopologyDescriptionNode_v1(buf: bytes, p
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -2346,8 +2422,12 @@ def _decode_StreamsGroupDescribeResponseTopologyDescriptionSubtopology_v1(buf: b
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -2403,8 +2483,12 @@ def _decode_StreamsGroupDescribeResponseTopologyDescriptionGlobalStore_v1(buf: b
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -2470,8 +2554,12 @@ def _decode_StreamsGroupDescribeResponseTopologyDescription_v1(buf: bytes, pos: 
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -2601,8 +2689,12 @@ def _decode_StreamsGroupDescribeResponseDescribedGroup_v0(buf: bytes, pos: int) 
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -2792,8 +2884,12 @@ def _decode_StreamsGroupDescribeResponseDescribedGroup_v1(buf: bytes, pos: int) 
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -2921,8 +3017,12 @@ def _decode_StreamsGroupDescribeResponse_v0(buf: bytes, pos: int) -> tuple[Strea
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -2983,8 +3083,12 @@ def _decode_StreamsGroupDescribeResponse_v1(buf: bytes, pos: int) -> tuple[Strea
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

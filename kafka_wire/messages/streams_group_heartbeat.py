@@ -341,8 +341,12 @@ def _decode_StreamsGroupHeartbeatRequestKeyValue_v0(buf: bytes, pos: int) -> tup
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -463,8 +467,12 @@ def _decode_StreamsGroupHeartbeatRequestTopicInfo_v0(buf: bytes, pos: int) -> tu
             e_topic_configs.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_topic_configs = []
+                prev_tag_e_topic_configs = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_topic_configs:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_topic_configs}: tags must ascend')
+                    prev_tag_e_topic_configs = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -483,8 +491,12 @@ def _decode_StreamsGroupHeartbeatRequestTopicInfo_v0(buf: bytes, pos: int) -> tu
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -616,8 +628,12 @@ def _decode_StreamsGroupHeartbeatRequestCopartitionGroup_v0(buf: bytes, pos: int
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -883,8 +899,12 @@ def _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf: bytes, pos: int) -> 
             e_copartition_groups.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_copartition_groups = []
+                prev_tag_e_copartition_groups = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_copartition_groups:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_copartition_groups}: tags must ascend')
+                    prev_tag_e_copartition_groups = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -903,8 +923,12 @@ def _decode_StreamsGroupHeartbeatRequestSubtopology_v0(buf: bytes, pos: int) -> 
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1092,8 +1116,12 @@ def _decode_StreamsGroupHeartbeatRequestTopology_v0(buf: bytes, pos: int) -> tup
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1167,8 +1195,12 @@ def _decode_StreamsGroupHeartbeatRequestTaskIds_v0(buf: bytes, pos: int) -> tupl
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1240,8 +1272,12 @@ def _decode_StreamsGroupHeartbeatRequestEndpoint_v0(buf: bytes, pos: int) -> tup
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1303,8 +1339,12 @@ def _decode_StreamsGroupHeartbeatRequestTaskOffset_v0(buf: bytes, pos: int) -> t
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1467,8 +1507,12 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Strea
             e_active_tasks.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_active_tasks = []
+                prev_tag_e_active_tasks = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_active_tasks:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_active_tasks}: tags must ascend')
+                    prev_tag_e_active_tasks = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1534,8 +1578,12 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Strea
             e_standby_tasks.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_standby_tasks = []
+                prev_tag_e_standby_tasks = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_standby_tasks:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_standby_tasks}: tags must ascend')
+                    prev_tag_e_standby_tasks = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1601,8 +1649,12 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Strea
             e_warmup_tasks.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_warmup_tasks = []
+                prev_tag_e_warmup_tasks = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_warmup_tasks:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_warmup_tasks}: tags must ascend')
+                    prev_tag_e_warmup_tasks = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1690,8 +1742,12 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Strea
             e_client_tags.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_client_tags = []
+                prev_tag_e_client_tags = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_client_tags:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_client_tags}: tags must ascend')
+                    prev_tag_e_client_tags = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1743,8 +1799,12 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Strea
             e_task_offsets.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_task_offsets = []
+                prev_tag_e_task_offsets = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_task_offsets:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_task_offsets}: tags must ascend')
+                    prev_tag_e_task_offsets = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1796,8 +1856,12 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Strea
             e_task_end_offsets.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_task_end_offsets = []
+                prev_tag_e_task_end_offsets = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_task_end_offsets:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_task_end_offsets}: tags must ascend')
+                    prev_tag_e_task_end_offsets = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1818,8 +1882,12 @@ def _decode_StreamsGroupHeartbeatRequest_v0(buf: bytes, pos: int) -> tuple[Strea
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -2157,8 +2225,12 @@ def _decode_StreamsGroupHeartbeatResponseStatus_v0(buf: bytes, pos: int) -> tupl
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -2234,8 +2306,12 @@ def _decode_StreamsGroupHeartbeatResponseTaskIds_v0(buf: bytes, pos: int) -> tup
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -2307,8 +2383,12 @@ def _decode_StreamsGroupHeartbeatResponseEndpoint_v0(buf: bytes, pos: int) -> tu
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -2384,8 +2464,12 @@ def _decode_StreamsGroupHeartbeatResponseTopicPartition_v0(buf: bytes, pos: int)
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -2487,8 +2571,12 @@ def _decode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(buf: bytes, pos
             e_active_partitions.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_active_partitions = []
+                prev_tag_e_active_partitions = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_active_partitions:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_active_partitions}: tags must ascend')
+                    prev_tag_e_active_partitions = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -2554,8 +2642,12 @@ def _decode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(buf: bytes, pos
             e_standby_partitions.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_standby_partitions = []
+                prev_tag_e_standby_partitions = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_standby_partitions:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_standby_partitions}: tags must ascend')
+                    prev_tag_e_standby_partitions = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -2574,8 +2666,12 @@ def _decode_StreamsGroupHeartbeatResponseEndpointToPartitions_v0(buf: bytes, pos
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -2753,8 +2849,12 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[Stre
             e_status.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_status = []
+                prev_tag_e_status = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_status:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_status}: tags must ascend')
+                    prev_tag_e_status = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -2820,8 +2920,12 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[Stre
             e_active_tasks.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_active_tasks = []
+                prev_tag_e_active_tasks = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_active_tasks:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_active_tasks}: tags must ascend')
+                    prev_tag_e_active_tasks = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -2887,8 +2991,12 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[Stre
             e_standby_tasks.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_standby_tasks = []
+                prev_tag_e_standby_tasks = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_standby_tasks:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_standby_tasks}: tags must ascend')
+                    prev_tag_e_standby_tasks = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -2954,8 +3062,12 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[Stre
             e_warmup_tasks.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_warmup_tasks = []
+                prev_tag_e_warmup_tasks = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_warmup_tasks:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_warmup_tasks}: tags must ascend')
+                    prev_tag_e_warmup_tasks = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -2993,8 +3105,12 @@ def _decode_StreamsGroupHeartbeatResponse_v0(buf: bytes, pos: int) -> tuple[Stre
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -3278,8 +3394,12 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: int) -> tuple[Stre
             e_status.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_status = []
+                prev_tag_e_status = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_status:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_status}: tags must ascend')
+                    prev_tag_e_status = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -3345,8 +3465,12 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: int) -> tuple[Stre
             e_active_tasks.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_active_tasks = []
+                prev_tag_e_active_tasks = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_active_tasks:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_active_tasks}: tags must ascend')
+                    prev_tag_e_active_tasks = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -3412,8 +3536,12 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: int) -> tuple[Stre
             e_standby_tasks.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_standby_tasks = []
+                prev_tag_e_standby_tasks = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_standby_tasks:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_standby_tasks}: tags must ascend')
+                    prev_tag_e_standby_tasks = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -3479,8 +3607,12 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: int) -> tuple[Stre
             e_warmup_tasks.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_warmup_tasks = []
+                prev_tag_e_warmup_tasks = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_warmup_tasks:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_warmup_tasks}: tags must ascend')
+                    prev_tag_e_warmup_tasks = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -3518,8 +3650,12 @@ def _decode_StreamsGroupHeartbeatResponse_v1(buf: bytes, pos: int) -> tuple[Stre
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

@@ -175,8 +175,12 @@ def _decode_SyncGroupRequestAssignment_v4(buf: bytes, pos: int) -> tuple[SyncGro
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -575,8 +579,12 @@ def _decode_SyncGroupRequest_v4(buf: bytes, pos: int) -> tuple[SyncGroupRequest,
             e_assignments.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_assignments = []
+                prev_tag_e_assignments = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_assignments:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_assignments}: tags must ascend')
+                    prev_tag_e_assignments = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -595,8 +603,12 @@ def _decode_SyncGroupRequest_v4(buf: bytes, pos: int) -> tuple[SyncGroupRequest,
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -831,8 +843,12 @@ def _decode_SyncGroupRequest_v5(buf: bytes, pos: int) -> tuple[SyncGroupRequest,
             e_assignments.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_assignments = []
+                prev_tag_e_assignments = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_assignments:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_assignments}: tags must ascend')
+                    prev_tag_e_assignments = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -851,8 +867,12 @@ def _decode_SyncGroupRequest_v5(buf: bytes, pos: int) -> tuple[SyncGroupRequest,
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1069,8 +1089,12 @@ def _decode_SyncGroupResponse_v4(buf: bytes, pos: int) -> tuple[SyncGroupRespons
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1160,8 +1184,12 @@ def _decode_SyncGroupResponse_v5(buf: bytes, pos: int) -> tuple[SyncGroupRespons
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

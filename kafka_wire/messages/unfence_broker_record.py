@@ -11,6 +11,7 @@ from struct import Struct as _Struct
 
 from kafka_wire.codec.runtime import FieldSpec, TaggedFields
 from kafka_wire.codec.runtime import class_data as _class_data
+from kafka_wire.codec.runtime import invalid as _invalid
 from kafka_wire.codec.runtime import read_uvarint as _read_uvarint
 from kafka_wire.codec.runtime import truncated as _truncated
 from kafka_wire.codec.runtime import write_tagged as _write_tagged
@@ -46,8 +47,12 @@ def _decode_UnfenceBrokerRecord_v0(buf: bytes, pos: int) -> tuple[UnfenceBrokerR
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

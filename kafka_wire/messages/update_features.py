@@ -123,8 +123,12 @@ def _decode_UpdateFeaturesRequestFeatureUpdateKey_v0(buf: bytes, pos: int) -> tu
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -189,8 +193,12 @@ def _decode_UpdateFeaturesRequestFeatureUpdateKey_v1(buf: bytes, pos: int) -> tu
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -273,8 +281,12 @@ def _decode_UpdateFeaturesRequest_v0(buf: bytes, pos: int) -> tuple[UpdateFeatur
             e_feature_updates.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_feature_updates = []
+                prev_tag_e_feature_updates = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_feature_updates:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_feature_updates}: tags must ascend')
+                    prev_tag_e_feature_updates = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -293,8 +305,12 @@ def _decode_UpdateFeaturesRequest_v0(buf: bytes, pos: int) -> tuple[UpdateFeatur
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -393,8 +409,12 @@ def _decode_UpdateFeaturesRequest_v1(buf: bytes, pos: int) -> tuple[UpdateFeatur
             e_feature_updates.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_feature_updates = []
+                prev_tag_e_feature_updates = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_feature_updates:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_feature_updates}: tags must ascend')
+                    prev_tag_e_feature_updates = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -415,8 +435,12 @@ def _decode_UpdateFeaturesRequest_v1(buf: bytes, pos: int) -> tuple[UpdateFeatur
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -512,8 +536,12 @@ def _decode_UpdateFeaturesResponseUpdatableFeatureResult_v0(buf: bytes, pos: int
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -637,8 +665,12 @@ def _decode_UpdateFeaturesResponse_v0(buf: bytes, pos: int) -> tuple[UpdateFeatu
             e_results.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_results = []
+                prev_tag_e_results = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_results:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_results}: tags must ascend')
+                    prev_tag_e_results = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -657,8 +689,12 @@ def _decode_UpdateFeaturesResponse_v0(buf: bytes, pos: int) -> tuple[UpdateFeatu
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -762,8 +798,12 @@ def _decode_UpdateFeaturesResponse_v2(buf: bytes, pos: int) -> tuple[UpdateFeatu
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

@@ -450,8 +450,12 @@ def _decode_UpdateMetadataRequestPartitionState_v6(buf: bytes, pos: int) -> tupl
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -712,8 +716,12 @@ def _decode_UpdateMetadataRequestTopicState_v6(buf: bytes, pos: int) -> tuple[Up
             e_partition_states.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_partition_states = []
+                prev_tag_e_partition_states = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_partition_states:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_partition_states}: tags must ascend')
+                    prev_tag_e_partition_states = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -732,8 +740,12 @@ def _decode_UpdateMetadataRequestTopicState_v6(buf: bytes, pos: int) -> tuple[Up
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -912,8 +924,12 @@ def _decode_UpdateMetadataRequestTopicState_v7(buf: bytes, pos: int) -> tuple[Up
             e_partition_states.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_partition_states = []
+                prev_tag_e_partition_states = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_partition_states:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_partition_states}: tags must ascend')
+                    prev_tag_e_partition_states = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -932,8 +948,12 @@ def _decode_UpdateMetadataRequestTopicState_v7(buf: bytes, pos: int) -> tuple[Up
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1156,8 +1176,12 @@ def _decode_UpdateMetadataRequestEndpoint_v6(buf: bytes, pos: int) -> tuple[Upda
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1555,8 +1579,12 @@ def _decode_UpdateMetadataRequestBroker_v6(buf: bytes, pos: int) -> tuple[Update
             e_endpoints.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_endpoints = []
+                prev_tag_e_endpoints = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_endpoints:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_endpoints}: tags must ascend')
+                    prev_tag_e_endpoints = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -1591,8 +1619,12 @@ def _decode_UpdateMetadataRequestBroker_v6(buf: bytes, pos: int) -> tuple[Update
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -2440,8 +2472,12 @@ def _decode_UpdateMetadataRequest_v6(buf: bytes, pos: int) -> tuple[UpdateMetada
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 raise _invalid(f'tag {tag} is not valid in version 6')
@@ -2541,8 +2577,12 @@ def _decode_UpdateMetadataRequest_v7(buf: bytes, pos: int) -> tuple[UpdateMetada
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 raise _invalid(f'tag {tag} is not valid in version 7')
@@ -2641,8 +2681,12 @@ def _decode_UpdateMetadataRequest_v8(buf: bytes, pos: int) -> tuple[UpdateMetada
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 o.type, = _S11.unpack_from(buf, pos)
@@ -2721,8 +2765,12 @@ def _decode_UpdateMetadataResponse_v6(buf: bytes, pos: int) -> tuple[UpdateMetad
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

@@ -156,8 +156,12 @@ def _decode_UpdateRaftVoterRequestListener_v0(buf: bytes, pos: int) -> tuple[Upd
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -216,8 +220,12 @@ def _decode_UpdateRaftVoterRequestKRaftVersionFeature_v0(buf: bytes, pos: int) -
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -316,8 +324,12 @@ def _decode_UpdateRaftVoterRequest_v0(buf: bytes, pos: int) -> tuple[UpdateRaftV
             e_listeners.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_listeners = []
+                prev_tag_e_listeners = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_listeners:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_listeners}: tags must ascend')
+                    prev_tag_e_listeners = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -337,8 +349,12 @@ def _decode_UpdateRaftVoterRequest_v0(buf: bytes, pos: int) -> tuple[UpdateRaftV
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -444,8 +460,12 @@ def _decode_UpdateRaftVoterResponseCurrentLeader_v0(buf: bytes, pos: int) -> tup
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -493,8 +513,12 @@ def _decode_UpdateRaftVoterResponse_v0(buf: bytes, pos: int) -> tuple[UpdateRaft
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if tag == 0:
                 o.current_leader, pos = _decode_UpdateRaftVoterResponseCurrentLeader_v0(buf, pos)

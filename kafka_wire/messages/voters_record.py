@@ -128,8 +128,12 @@ def _decode_VotersRecordEndpoint_v0(buf: bytes, pos: int) -> tuple[VotersRecordE
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -188,8 +192,12 @@ def _decode_VotersRecordKRaftVersionFeature_v0(buf: bytes, pos: int) -> tuple[Vo
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -272,8 +280,12 @@ def _decode_VotersRecordVoter_v0(buf: bytes, pos: int) -> tuple[VotersRecordVote
             e_endpoints.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_endpoints = []
+                prev_tag_e_endpoints = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_endpoints:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_endpoints}: tags must ascend')
+                    prev_tag_e_endpoints = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -293,8 +305,12 @@ def _decode_VotersRecordVoter_v0(buf: bytes, pos: int) -> tuple[VotersRecordVote
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -386,8 +402,12 @@ def _decode_VotersRecord_v0(buf: bytes, pos: int) -> tuple[VotersRecord, int]:
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

@@ -219,8 +219,12 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarkerTopic_v1(buf: bytes, pos: int
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -400,8 +404,12 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarker_v1(buf: bytes, pos: int) -> 
             e_topics.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_topics = []
+                prev_tag_e_topics = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_topics:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_topics}: tags must ascend')
+                    prev_tag_e_topics = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -422,8 +430,12 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarker_v1(buf: bytes, pos: int) -> 
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -542,8 +554,12 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarker_v2(buf: bytes, pos: int) -> 
             e_topics.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_topics = []
+                prev_tag_e_topics = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_topics:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_topics}: tags must ascend')
+                    prev_tag_e_topics = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -564,8 +580,12 @@ def _decode_WriteTxnMarkersRequestWritableTxnMarker_v2(buf: bytes, pos: int) -> 
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -684,8 +704,12 @@ def _decode_WriteTxnMarkersRequest_v1(buf: bytes, pos: int) -> tuple[WriteTxnMar
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -743,8 +767,12 @@ def _decode_WriteTxnMarkersRequest_v2(buf: bytes, pos: int) -> tuple[WriteTxnMar
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -801,8 +829,12 @@ def _decode_WriteTxnMarkersResponseWritableTxnMarkerPartitionResult_v1(buf: byte
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -922,8 +954,12 @@ def _decode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v1(buf: bytes, p
             e_partitions.unknown_tagged_fields = ()
             if n != 0:
                 unknown_e_partitions = []
+                prev_tag_e_partitions = -1
                 for _i_tag in range(n):
                     tag, pos = _read_uvarint(buf, pos)
+                    if tag <= prev_tag_e_partitions:
+                        raise _invalid(f'tag {tag} after tag {prev_tag_e_partitions}: tags must ascend')
+                    prev_tag_e_partitions = tag
                     size, pos = _read_uvarint(buf, pos)
                     if True:
                         end = pos + size
@@ -942,8 +978,12 @@ def _decode_WriteTxnMarkersResponseWritableTxnMarkerTopicResult_v1(buf: bytes, p
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1053,8 +1093,12 @@ def _decode_WriteTxnMarkersResponseWritableTxnMarkerResult_v1(buf: bytes, pos: i
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1145,8 +1189,12 @@ def _decode_WriteTxnMarkersResponse_v1(buf: bytes, pos: int) -> tuple[WriteTxnMa
     o.unknown_tagged_fields = ()
     if n != 0:
         unknown = []
+        prev_tag = -1
         for _i_tag in range(n):
             tag, pos = _read_uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _read_uvarint(buf, pos)
             if True:
                 end = pos + size

@@ -10,6 +10,7 @@ from uuid import UUID
 import pytest
 
 import kafka_wire
+from kafka_wire.codec import interp
 from kafka_wire.errors import (
     EncodeError,
     FieldNotInVersionError,
@@ -171,6 +172,30 @@ def test_tag_valid_only_in_another_version_is_rejected() -> None:
     assert FetchRequest.decode(plain[:-1] + bytes.fromhex("01090100"), 12).unknown_tagged_fields == (
         (9, b"\x00"),
     )
+
+
+# Found by fuzz/fuzz_requests.py and fuzz/fuzz_responses.py: a tag block with the same tag twice
+# decoded, and the message could not be encoded again (EncodeError: tag used twice).
+_ASCENDING_TAGS = "00000015" "00120003" "00000001" "000163" "{tags}" "02610231" "00"  # ApiVersions v3
+
+
+@pytest.mark.parametrize(("tags", "message"), [("0200000000", "tag 0 after tag 0"), ("0205000300", "tag 3 after tag 5")])
+def test_tags_that_do_not_ascend_are_rejected(tags: str, message: str) -> None:
+    frame = bytes.fromhex(_ASCENDING_TAGS.format(tags=tags))  # in the request header's tag block
+    with pytest.raises(InvalidValueError, match=message):
+        kafka_wire.decode_request(frame)
+    with pytest.raises(InvalidValueError, match=message):
+        interp.decode(RequestHeader, frame, 4, 2)
+    ascending = bytes.fromhex(_ASCENDING_TAGS.format(tags="0203000500"))
+    header, _ = kafka_wire.decode_request(ascending)
+    assert header.unknown_tagged_fields == ((3, b""), (5, b""))
+
+
+def test_duplicate_tags_in_a_response_body_are_rejected() -> None:
+    # SaslAuthenticateResponse v2 as the fuzzer found it (size put right): tag 0 twice in the body's tag block.
+    frame = bytes.fromhex("00000018000000fa0000000101000000000303030303030000000000")
+    with pytest.raises(InvalidValueError, match="tags must ascend"):
+        kafka_wire.decode_response(frame, ApiKey.SASL_AUTHENTICATE, 2)
 
 
 def test_null_in_non_nullable_field_is_a_decode_error() -> None:

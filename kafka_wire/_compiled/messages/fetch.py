@@ -345,8 +345,12 @@ def _decode_FetchRequestReplicaState_v15(buf: bytes, pos: i64) -> tuple[FetchReq
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -499,8 +503,12 @@ def _decode_FetchRequestPartition_v12(buf: bytes, pos: i64) -> tuple[FetchReques
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if tag == 0 or tag == 1:
                 raise _invalid(f'tag {tag} is not valid in version 12')
@@ -565,8 +573,12 @@ def _decode_FetchRequestPartition_v17(buf: bytes, pos: i64) -> tuple[FetchReques
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if tag == 0:
                 f_replica_directory_id = _uuid(buf, pos)
@@ -640,8 +652,12 @@ def _decode_FetchRequestPartition_v18(buf: bytes, pos: i64) -> tuple[FetchReques
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if tag == 0:
                 f_replica_directory_id = _uuid(buf, pos)
@@ -903,8 +919,12 @@ def _decode_FetchRequestTopic_v12(buf: bytes, pos: i64) -> tuple[FetchRequestTop
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -981,8 +1001,12 @@ def _decode_FetchRequestTopic_v13(buf: bytes, pos: i64) -> tuple[FetchRequestTop
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1047,8 +1071,12 @@ def _decode_FetchRequestTopic_v17(buf: bytes, pos: i64) -> tuple[FetchRequestTop
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1113,8 +1141,12 @@ def _decode_FetchRequestTopic_v18(buf: bytes, pos: i64) -> tuple[FetchRequestTop
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1251,8 +1283,12 @@ def _decode_FetchRequestForgottenTopic_v12(buf: bytes, pos: i64) -> tuple[FetchR
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1330,8 +1366,12 @@ def _decode_FetchRequestForgottenTopic_v13(buf: bytes, pos: i64) -> tuple[FetchR
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1990,8 +2030,12 @@ def _decode_FetchRequest_v12(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if tag == 0:
                 n = buf[pos]
@@ -2187,8 +2231,12 @@ def _decode_FetchRequest_v13(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if tag == 0:
                 n = buf[pos]
@@ -2382,8 +2430,12 @@ def _decode_FetchRequest_v15(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if tag == 0:
                 n = buf[pos]
@@ -2581,8 +2633,12 @@ def _decode_FetchRequest_v17(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if tag == 0:
                 n = buf[pos]
@@ -2780,8 +2836,12 @@ def _decode_FetchRequest_v18(buf: bytes, pos: i64) -> tuple[FetchRequest, i64]:
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if tag == 0:
                 n = buf[pos]
@@ -2912,8 +2972,12 @@ def _decode_FetchResponseEpochEndOffset_v12(buf: bytes, pos: i64) -> tuple[Fetch
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -2955,8 +3019,12 @@ def _decode_FetchResponseLeaderIdAndEpoch_v12(buf: bytes, pos: i64) -> tuple[Fet
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -2998,8 +3066,12 @@ def _decode_FetchResponseSnapshotId_v12(buf: bytes, pos: i64) -> tuple[FetchResp
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -3061,8 +3133,12 @@ def _decode_FetchResponseAbortedTransaction_v12(buf: bytes, pos: i64) -> tuple[F
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -3466,8 +3542,12 @@ def _decode_FetchResponsePartitionData_v12(buf: bytes, pos: i64) -> tuple[FetchR
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if tag == 0:
                 x_diverging_epoch, pos = _decode_FetchResponseEpochEndOffset_v12(buf, pos)
@@ -3814,8 +3894,12 @@ def _decode_FetchResponseFetchableTopicResponse_v12(buf: bytes, pos: i64) -> tup
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -3892,8 +3976,12 @@ def _decode_FetchResponseFetchableTopicResponse_v13(buf: bytes, pos: i64) -> tup
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -3978,8 +4066,12 @@ def _decode_FetchResponseNodeEndpoint_v16(buf: bytes, pos: i64) -> tuple[FetchRe
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -4334,8 +4426,12 @@ def _decode_FetchResponse_v12(buf: bytes, pos: i64) -> tuple[FetchResponse, i64]
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if tag == 0:
                 raise _invalid(f'tag {tag} is not valid in version 12')
@@ -4415,8 +4511,12 @@ def _decode_FetchResponse_v13(buf: bytes, pos: i64) -> tuple[FetchResponse, i64]
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if tag == 0:
                 raise _invalid(f'tag {tag} is not valid in version 13')
@@ -4497,8 +4597,12 @@ def _decode_FetchResponse_v16(buf: bytes, pos: i64) -> tuple[FetchResponse, i64]
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if tag == 0:
                 n = buf[pos]

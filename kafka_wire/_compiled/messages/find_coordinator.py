@@ -289,8 +289,12 @@ def _decode_FindCoordinatorRequest_v3(buf: bytes, pos: i64) -> tuple[FindCoordin
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -374,8 +378,12 @@ def _decode_FindCoordinatorRequest_v4(buf: bytes, pos: i64) -> tuple[FindCoordin
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -491,8 +499,12 @@ def _decode_FindCoordinatorResponseCoordinator_v4(buf: bytes, pos: i64) -> tuple
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -746,8 +758,12 @@ def _decode_FindCoordinatorResponse_v3(buf: bytes, pos: i64) -> tuple[FindCoordi
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -835,8 +851,12 @@ def _decode_FindCoordinatorResponse_v4(buf: bytes, pos: i64) -> tuple[FindCoordi
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size

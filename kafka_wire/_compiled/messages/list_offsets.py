@@ -304,8 +304,12 @@ def _decode_ListOffsetsRequestPartition_v6(buf: bytes, pos: i64) -> tuple[ListOf
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -548,8 +552,12 @@ def _decode_ListOffsetsRequestTopic_v6(buf: bytes, pos: i64) -> tuple[ListOffset
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -803,8 +811,12 @@ def _decode_ListOffsetsRequest_v6(buf: bytes, pos: i64) -> tuple[ListOffsetsRequ
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -880,8 +892,12 @@ def _decode_ListOffsetsRequest_v10(buf: bytes, pos: i64) -> tuple[ListOffsetsReq
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1071,8 +1087,12 @@ def _decode_ListOffsetsResponsePartitionResponse_v6(buf: bytes, pos: i64) -> tup
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1318,8 +1338,12 @@ def _decode_ListOffsetsResponseTopicResponse_v6(buf: bytes, pos: i64) -> tuple[L
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1538,8 +1562,12 @@ def _decode_ListOffsetsResponse_v6(buf: bytes, pos: i64) -> tuple[ListOffsetsRes
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size

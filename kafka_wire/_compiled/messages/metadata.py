@@ -281,8 +281,12 @@ def _decode_MetadataRequestTopic_v9(buf: bytes, pos: i64) -> tuple[MetadataReque
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -347,8 +351,12 @@ def _decode_MetadataRequestTopic_v10(buf: bytes, pos: i64) -> tuple[MetadataRequ
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -584,8 +592,12 @@ def _decode_MetadataRequest_v9(buf: bytes, pos: i64) -> tuple[MetadataRequest, i
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -658,8 +670,12 @@ def _decode_MetadataRequest_v10(buf: bytes, pos: i64) -> tuple[MetadataRequest, 
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -729,8 +745,12 @@ def _decode_MetadataRequest_v11(buf: bytes, pos: i64) -> tuple[MetadataRequest, 
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -930,8 +950,12 @@ def _decode_MetadataResponseBroker_v9(buf: bytes, pos: i64) -> tuple[MetadataRes
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1321,8 +1345,12 @@ def _decode_MetadataResponsePartition_v9(buf: bytes, pos: i64) -> tuple[Metadata
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1779,8 +1807,12 @@ def _decode_MetadataResponseTopic_v9(buf: bytes, pos: i64) -> tuple[MetadataResp
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1888,8 +1920,12 @@ def _decode_MetadataResponseTopic_v10(buf: bytes, pos: i64) -> tuple[MetadataRes
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1998,8 +2034,12 @@ def _decode_MetadataResponseTopic_v12(buf: bytes, pos: i64) -> tuple[MetadataRes
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -2688,8 +2728,12 @@ def _decode_MetadataResponse_v9(buf: bytes, pos: i64) -> tuple[MetadataResponse,
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -2824,8 +2868,12 @@ def _decode_MetadataResponse_v10(buf: bytes, pos: i64) -> tuple[MetadataResponse
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -2957,8 +3005,12 @@ def _decode_MetadataResponse_v11(buf: bytes, pos: i64) -> tuple[MetadataResponse
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -3091,8 +3143,12 @@ def _decode_MetadataResponse_v12(buf: bytes, pos: i64) -> tuple[MetadataResponse
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -3228,8 +3284,12 @@ def _decode_MetadataResponse_v13(buf: bytes, pos: i64) -> tuple[MetadataResponse
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size

@@ -264,8 +264,12 @@ def _decode_SyncGroupRequestAssignment_v4(buf: bytes, pos: i64) -> tuple[SyncGro
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -582,8 +586,12 @@ def _decode_SyncGroupRequest_v4(buf: bytes, pos: i64) -> tuple[SyncGroupRequest,
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -773,8 +781,12 @@ def _decode_SyncGroupRequest_v5(buf: bytes, pos: i64) -> tuple[SyncGroupRequest,
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -983,8 +995,12 @@ def _decode_SyncGroupResponse_v4(buf: bytes, pos: i64) -> tuple[SyncGroupRespons
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size
@@ -1086,8 +1102,12 @@ def _decode_SyncGroupResponse_v5(buf: bytes, pos: i64) -> tuple[SyncGroupRespons
     if n != 0:
         ntags: i64 = n
         unknown: list[tuple[int, bytes]] = []
+        prev_tag: int = -1
         for _i_tag in range(ntags):
             tag, pos = _uvarint(buf, pos)
+            if tag <= prev_tag:
+                raise _invalid(f'tag {tag} after tag {prev_tag}: tags must ascend')
+            prev_tag = tag
             size, pos = _uvarint(buf, pos)
             if True:
                 end = pos + size

@@ -168,17 +168,17 @@ class PartitionLog:
         segments: list[Segment] = []
         for i, base in enumerate(ordered):
             last = i == len(ordered) - 1
+            next_base = None if last else ordered[i + 1]
             if base in swapped:
                 segment = swapped[base]
-                segment.recover(storage, self.config, closed=not last)
+                segment.recover(storage, self.config, closed=not last, next_base_offset=next_base)
             else:
                 missing = any(
                     storage.size(segment_path(self.directory, base, s)) is None for s in SUFFIXES[1:]
                 )
                 segment = Segment.open(queue, storage, self.directory, base, now_ms)
-                next_base = None if last else ordered[i + 1]
                 if last or missing or not segment.check(storage, next_base):
-                    segment.recover(storage, self.config, closed=not last)
+                    segment.recover(storage, self.config, closed=not last, next_base_offset=next_base)
             if segment.first_append_ms is None and not segment.is_empty:
                 first = next(iter(segment.scan(storage, chunk=RECORD_BATCH_OVERHEAD)), None)
                 stamp = first[0].max_timestamp if first is not None else -1

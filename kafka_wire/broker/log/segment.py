@@ -312,11 +312,20 @@ class Segment:
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
         return True
 
-    def recover(self, storage: StorageReader, config: LogConfig, *, closed: bool = False) -> int:
+    def recover(
+        self,
+        storage: StorageReader,
+        config: LogConfig,
+        *,
+        closed: bool = False,
+        next_base_offset: int | None = None,
+    ) -> int:
         """Scan every batch, check its CRC, cut a torn or corrupt tail, rebuild both indexes.
 
         A batch must hold offsets at or above the segment's base, above the previous batch's,
-        and within an int32 of the base. The indexes are rebuilt in memory and rewritten only
+        within an int32 of the base and, for a segment followed by another, below that one's
+        base (``next_base_offset``; a v2 batch's base offset is outside its CRC, so a corrupt one
+        can pass the CRC check and would hide the next segment's offsets from readers). The indexes are rebuilt in memory and rewritten only
         when they differ from the stored ones; a ``closed`` segment gets its final time-index
         entry. Returns the number of log bytes cut.
         """
@@ -336,6 +345,7 @@ class Segment:
                 (header.magic == 2 and header.base_offset < next_offset)
                 or header.last_offset < next_offset
                 or header.last_offset - self.base_offset > INT_MAX
+                or (next_base_offset is not None and header.last_offset >= next_base_offset)
             ):
                 break
             try:

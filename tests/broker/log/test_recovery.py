@@ -12,6 +12,7 @@ from kafka_wire.broker.effects import Append, Fsync, MakeDir
 from kafka_wire.broker.log import LogConfig, PartitionLog
 from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.logformat.index import OFFSET_ENTRY, decode_offset_entries, decode_time_entries
+from kafka_wire.records import read_batches
 
 from .helpers import DIR, MIB, Driven, batch, contents, file_bytes, segment_files
 
@@ -286,3 +287,50 @@ def test_crash_keeps_a_truncation_of_fsynced_records() -> None:
     log = d.reopen(now_ms=50_000)
     assert log.log_end_offset == 3
     assert [value for _, _, _, value in contents(log)] == [b"vvv"] * 3
+
+
+# Found by fuzz/fuzz_log_recovery.py: segment 0's first batch had its base offset changed to
+# 16777216 (a v2 base offset is outside the CRC), segment 3 followed it (an interrupted compaction's
+# swap file), and recovery kept the batch: segment 0 then held offsets beyond segment 3's base, a
+# read at offset 0 returned nothing forever, and the batch appended at offset 3 was never reached.
+_FUZZ_SEGMENT_0 = bytes.fromhex(
+    "00000000010000000000004f0000000002191d738b0000000000020000018bcfe568000000018bcfe56802ffffffff"
+    "ffffffffffffffffffff0000000310000000046b30000012000202046b3102760014000404046b3204767600000000"
+    "00000000030000006300000000029c51710f0001000000020000018bcfe568000000018bcfe56802ffffffffffffff"
+    "ffffffffffffff000000031f8b08000000000000031360606060c93660601062606262c936642a631061606161c936"
+    "62292b6300002282baa51e000000"
+)
+_FUZZ_SWAP_3 = bytes.fromhex(
+    "00000000000000000000000000000000000003000000000000003affffffff02818ceeaa0000000000000000000000"
+    "0000010000000000000001ffffffffffffffffffffffff"
+)
+
+
+def test_a_closed_segment_holding_offsets_of_the_next_one_is_cut_there() -> None:
+    storage = MemoryStorage()
+    storage.dirs.add(DIR)
+    storage.files[f"{DIR}/00000000000000000000.log"] = bytearray(_FUZZ_SEGMENT_0)
+    storage.files[f"{DIR}/00000000000000000003.log.swap"] = bytearray(_FUZZ_SWAP_3)
+    log = PartitionLog.open(DIR, LogConfig(), storage, 1_700_000_000_000)
+    storage.apply(log.take_effects())
+    assert [(s.base_offset, s.next_offset) for s in log.segments] == [(0, 0), (3, 3)]
+    assert storage.size(f"{DIR}/00000000000000000000.log") == 0  # the batch at 16777216 is cut
+    appended = log.append(batch(1), 1_700_000_000_000)
+    storage.apply(log.take_effects())
+    assert (appended.error_code, appended.base_offset) == (0, 3)
+    read = log.read(0, 1 << 20)  # a consumer at 0 reads on to the new batch
+    assert [r.offset for b in read_batches(log.read_bytes(read)) for r in b] == [3]
+
+
+def test_recovery_cuts_batches_at_or_above_the_next_segments_base() -> None:
+    d = _filled()
+    first, second = d.log.segments[0], d.log.segments[1]
+    path = first.log.path
+    data = bytearray(file_bytes(d.storage, path.rsplit("/", 1)[1]))
+    # The first batch's base offset, moved into the second segment (not covered by the CRC).
+    data[0:8] = (second.base_offset + 5).to_bytes(8, "big")
+    d.storage.files[path] = data
+    del d.storage.files[first.index.file.path]  # a missing index makes recovery run
+    log = d.reopen(now_ms=99_000)
+    assert log.segments[0].next_offset == log.segments[0].base_offset
+    assert all(offset >= second.base_offset for offset, *_ in contents(log))
