@@ -1,7 +1,8 @@
 """Committed offsets: OffsetCommit, OffsetFetch, OffsetDelete, retention and deleted topics.
 
 What Kafka's ``OffsetMetadataManager`` holds. Offsets are applied when their write is handed out
-and taken back if the write is refused (see ``persistence.OffsetWrite``).
+and taken back if the write is refused, unless a later write of the same partition was handed
+out meanwhile (see ``persistence.OffsetWrite``).
 """
 
 from __future__ import annotations
@@ -65,10 +66,19 @@ class Offsets:
         self._delete_group = delete_group
 
     def offsets_written(self, write: OffsetWrite, error: int) -> None:
+        later = self._persistence.offset_write_settled(write)
         group = self._rt.groups.get(write.group_id)
         if error and group is not None:
             for (topic, partition), before in write.undo.items():
-                self._persistence.replay_offset(write.group_id, topic, partition, before)
+                successor = later.get((topic, partition))
+                if successor is None:
+                    self._persistence.replay_offset(write.group_id, topic, partition, before)
+                else:
+                    # A later write of the partition holds it: keep its value (a later write
+                    # wins, as in Kafka), and should it fail too, it takes back to what this
+                    # refused write replaced.
+                    successor.undo[topic, partition] = before
+                    successor.created_group = successor.created_group or write.created_group
             if (
                 write.created_group
                 and not group.offsets

@@ -41,7 +41,10 @@ OffsetEntry = tuple[str, int, OffsetCommitValue | None]
 @dataclass(slots=True)
 class OffsetWrite:
     """Offset records (commits or tombstones): applied when handed out (so that the timers of the
-    same call see them), taken back if the write is refused."""
+    same call see them), taken back if the write is refused. A partition a later write named
+    meanwhile keeps the later value; the later write then takes back to what this one replaced
+    (Kafka keeps the latest write that did not fail: ``GroupMetadata.onOffsetCommitAppend``
+    never puts an earlier record over a later one)."""
 
     group_id: str
     offsets: list[OffsetEntry]
@@ -126,6 +129,9 @@ class GroupPersistence:
         self.next_append_id = 0
         #: Members replayed by load(): their heartbeat timers start at the first time seen.
         self.unarmed: dict[tuple[str, str], None] = {}
+        #: Offset writes awaiting their outcome, by (group, topic, partition), in the order they
+        #: were handed out: a refused write must not take back what a later one wrote.
+        self.offset_writes: dict[tuple[str, str, int], list[OffsetWrite]] = {}
 
     def take_write(self, append_id: int) -> PendingWrite:
         """The write ``append_id`` stands for; it no longer awaits its outcome."""
@@ -188,7 +194,26 @@ class GroupPersistence:
         records = [offset_commit_record(write.group_id, t, p, value) for t, p, value in write.offsets]
         for topic, partition, value in write.offsets:
             self.replay_offset(write.group_id, topic, partition, value)
+        for topic, partition in write.undo:
+            self.offset_writes.setdefault((write.group_id, topic, partition), []).append(write)
         self.persist(write.group_id, records, write)
+
+    def offset_write_settled(self, write: OffsetWrite) -> dict[tuple[str, int], OffsetWrite]:
+        """``write`` has its outcome: it no longer awaits one. Returns, for each of its
+        partitions that a later write still awaiting its outcome names, the first such write."""
+        later: dict[tuple[str, int], OffsetWrite] = {}
+        for topic, partition in write.undo:
+            key = (write.group_id, topic, partition)
+            writes = self.offset_writes.get(key, [])
+            index = next((i for i, w in enumerate(writes) if w is write), None)
+            if index is None:
+                continue
+            del writes[index]
+            if index < len(writes):
+                later[topic, partition] = writes[index]
+            if not writes:
+                del self.offset_writes[key]
+        return later
 
     def replay_offset(
         self, group_id: str, topic: str, partition: int, value: OffsetCommitValue | None

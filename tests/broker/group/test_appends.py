@@ -6,13 +6,29 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_wire.broker.group import APPEND_ERRORS, GroupConfig, GroupCoordinator, GroupState, client_error
+from kafka_wire.broker.group import (
+    APPEND_ERRORS,
+    GroupConfig,
+    GroupCoordinator,
+    GroupEffect,
+    GroupState,
+    Persist,
+    Respond,
+    client_error,
+)
 from kafka_wire.errors import DecodeError, LocalProtocolError
 from kafka_wire.messages import (
     DeleteGroupsRequest,
     DeleteGroupsResponse,
     ErrorCode,
     JoinGroupResponse,
+    OffsetCommitRequest,
+    OffsetCommitRequestPartition,
+    OffsetCommitRequestTopic,
+    OffsetCommitResponse,
+    OffsetFetchRequest,
+    OffsetFetchRequestTopic,
+    OffsetFetchResponse,
     SyncGroupResponse,
 )
 from tests.broker.group.harness import CONFIG, DELAYED, REBALANCE_MS, Harness, range_assign, run_group
@@ -224,3 +240,87 @@ def test_a_group_loaded_over_its_max_size_rebalances_and_refuses_the_extra_membe
     assert all(isinstance(j, JoinGroupResponse) and j.error_code == E.NONE for j in joined)
     snapshot = smaller.coord.group("g")
     assert snapshot is not None and [m.member_id for m in snapshot.members] == ids[:2]
+
+
+# -- outcomes reported late (a cluster: a write waits for its replication) ------------------------
+
+
+def _commit_held(coordinator: GroupCoordinator, token: int, offsets: dict[int, int]) -> int:
+    """Send a simple group's commit of topic ``t`` and return the append id of its write, whose
+    outcome is not reported yet."""
+    request = OffsetCommitRequest(
+        group_id="g",
+        generation_id_or_member_epoch=-1,
+        topics=[
+            OffsetCommitRequestTopic(
+                name="t",
+                partitions=[
+                    OffsetCommitRequestPartition(partition_index=p, committed_offset=o, committed_metadata="")
+                    for p, o in offsets.items()
+                ],
+            )
+        ],
+    )
+    effects = coordinator.handle(token, request, 8, 0)
+    (persist,) = effects
+    assert isinstance(persist, Persist)
+    return persist.append_id
+
+
+def _committed(coordinator: GroupCoordinator, partitions: list[int]) -> dict[int, int]:
+    request = OffsetFetchRequest(
+        group_id="g", topics=[OffsetFetchRequestTopic(name="t", partition_indexes=partitions)]
+    )
+    (answer,) = coordinator.handle(0, request, 7, 0)
+    assert isinstance(answer, Respond) and isinstance(answer.body, OffsetFetchResponse)
+    return {p.partition_index: p.committed_offset for t in answer.body.topics for p in t.partitions}
+
+
+def _errors(effects: list[GroupEffect]) -> dict[int, int]:
+    (answer,) = effects
+    assert isinstance(answer, Respond) and isinstance(answer.body, OffsetCommitResponse)
+    return {p.partition_index: p.error_code for t in answer.body.topics for p in t.partitions}
+
+
+def test_a_commit_that_fails_after_a_later_one_does_not_take_the_later_one_back() -> None:
+    # Seed 2600 of the simulator: a commit timed out waiting for its replication after a later
+    # commit of the same partition was appended; taking the first back put the offset before it
+    # over the later commit, which was then acknowledged, and OffsetFetch answered the older one.
+    coordinator = GroupCoordinator(CONFIG)
+    first = _commit_held(coordinator, 1, {0: 1})
+    assert _errors(coordinator.persisted(first, 0, 0)) == {0: E.NONE}
+    timed_out = _commit_held(coordinator, 2, {0: 2})
+    later = _commit_held(coordinator, 3, {0: 2, 1: 2})
+    assert _errors(coordinator.persisted(timed_out, E.REQUEST_TIMED_OUT, 0)) == {
+        0: E.COORDINATOR_NOT_AVAILABLE
+    }
+    assert _committed(coordinator, [0, 1]) == {0: 2, 1: 2}
+    assert _errors(coordinator.persisted(later, 0, 0)) == {0: E.NONE, 1: E.NONE}
+    assert _committed(coordinator, [0, 1]) == {0: 2, 1: 2}
+
+
+def test_refused_commits_out_of_order_leave_the_latest_write_that_did_not_fail() -> None:
+    coordinator = GroupCoordinator(CONFIG)
+    stored = _commit_held(coordinator, 1, {0: 1})
+    coordinator.persisted(stored, 0, 0)
+    # The earlier of two commits fails first, then the later one: back to what was stored.
+    a = _commit_held(coordinator, 2, {0: 2})
+    b = _commit_held(coordinator, 3, {0: 3})
+    coordinator.persisted(a, E.REQUEST_TIMED_OUT, 0)
+    assert _committed(coordinator, [0]) == {0: 3}
+    coordinator.persisted(b, E.REQUEST_TIMED_OUT, 0)
+    assert _committed(coordinator, [0]) == {0: 1}
+    # The later fails first: the earlier one, still in flight, shows; then it is stored.
+    c = _commit_held(coordinator, 4, {0: 4})
+    d = _commit_held(coordinator, 5, {0: 5})
+    coordinator.persisted(d, E.REQUEST_TIMED_OUT, 0)
+    assert _committed(coordinator, [0]) == {0: 4}
+    coordinator.persisted(c, 0, 0)
+    assert _committed(coordinator, [0]) == {0: 4}
+    # An earlier commit stored after a later one was handed out does not put its value back.
+    e = _commit_held(coordinator, 6, {0: 6})
+    f = _commit_held(coordinator, 7, {0: 7})
+    coordinator.persisted(f, 0, 0)
+    coordinator.persisted(e, 0, 0)
+    assert _committed(coordinator, [0]) == {0: 7}
+    assert coordinator.pending_writes() == 0
