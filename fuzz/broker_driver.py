@@ -101,7 +101,9 @@ def _prepared() -> MemoryStorage:
         topic_data=[
             ProduceRequestTopicProduceData(
                 name=TOPIC,
-                partition_data=[ProduceRequestPartitionProduceData(index=p, records=batch) for p in range(PARTITIONS)],
+                partition_data=[
+                    ProduceRequestPartitionProduceData(index=p, records=batch) for p in range(PARTITIONS)
+                ],
             )
         ],
     )

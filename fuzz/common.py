@@ -145,11 +145,10 @@ def fuzz_main(one_input: OneInput, custom_mutator: Callable[[bytes, int, int], b
 def structure_mutator(kind: str) -> Callable[[bytes, int, int], bytes]:
     """The structure-aware custom mutator for ``kind`` (``kafka_wire.testing.mutator``): decodes
     the input, mutates fields and the encoding, encodes; the mutator's own byte-level mutation
-    when the input does not decode. (Its default fallback, ``atheris.Mutate``, stops atheris 3.0.0
-    with "Fuzz() must be called before Mutate() can be called" inside these harnesses.)"""
+    when the input does not decode."""
     from kafka_wire.testing.mutator import libfuzzer_mutator
 
-    return libfuzzer_mutator(kind, fallback="builtin")
+    return libfuzzer_mutator(kind)
 
 
 def with_size_fixed(data: bytes) -> bytes | None:

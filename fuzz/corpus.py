@@ -85,7 +85,9 @@ def request_seeds() -> Iterator[bytes]:
     yield from captures()
     for correlation_id, (_, version, body) in enumerate(_messages("request")):
         try:
-            yield encode_request(RequestHeader(correlation_id=correlation_id, client_id="seed"), body, version)
+            yield encode_request(
+                RequestHeader(correlation_id=correlation_id, client_id="seed"), body, version
+            )
         except KafkaWireError:
             continue  # a default that this version cannot hold
 
@@ -107,13 +109,21 @@ def record_seeds() -> Iterator[bytes]:
     ]
     for codec in CODECS:
         yield build_batch(rows, compression=codec)
-        yield build_batch(rows, compression=codec, producer_id=7, producer_epoch=1, base_sequence=0, is_transactional=True)
+        yield build_batch(
+            rows, compression=codec, producer_id=7, producer_epoch=1, base_sequence=0, is_transactional=True
+        )
         for magic in (0, 1):
             if codec != "zstd":
                 yield build_batch([(k, v, [], ts) for k, v, _, ts in rows], magic=magic, compression=codec)
-    yield build_commit_marker(producer_id=7, producer_epoch=1, coordinator_epoch=0, timestamp=1_700_000_000_003)
-    yield build_abort_marker(producer_id=7, producer_epoch=1, coordinator_epoch=0, timestamp=1_700_000_000_004)
-    yield build_batch(rows) + build_batch(rows, compression="gzip", base_offset=3) + build_batch(rows[:1])[:-5]
+    yield build_commit_marker(
+        producer_id=7, producer_epoch=1, coordinator_epoch=0, timestamp=1_700_000_000_003
+    )
+    yield build_abort_marker(
+        producer_id=7, producer_epoch=1, coordinator_epoch=0, timestamp=1_700_000_000_004
+    )
+    yield (
+        build_batch(rows) + build_batch(rows, compression="gzip", base_offset=3) + build_batch(rows[:1])[:-5]
+    )
     yield build_batch([])
 
 
@@ -179,7 +189,8 @@ def broker_seeds() -> Iterator[bytes]:
         max_bytes=1 << 20,
         topics=[
             FetchRequestTopic(
-                topic=TOPIC, partitions=[FetchRequestPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)]
+                topic=TOPIC,
+                partitions=[FetchRequestPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)],
             )
         ],
     )
@@ -200,7 +211,9 @@ def _log_files(batches: Iterable[bytes], *, roll: bool, close: bool) -> tuple[di
     if close:
         storage.apply(log.close())
     prefix = fuzz_log_recovery.DIR + "/"
-    files = {path[len(prefix) :]: bytes(data) for path, data in storage.files.items() if path.startswith(prefix)}
+    files = {
+        path[len(prefix) :]: bytes(data) for path, data in storage.files.items() if path.startswith(prefix)
+    }
     return files, log.segments[-1].base_offset
 
 

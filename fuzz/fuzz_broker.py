@@ -51,7 +51,9 @@ _SIZE: Final = struct.Struct(">i")
 _CORRELATION: Final = struct.Struct(">hhi")
 _API_VERSIONS_VERSION: Final = 3
 _METADATA_VERSION: Final = 12
-_API_VERSIONS_REQUEST: Final = ApiVersionsRequest(client_software_name="kafka-wire-fuzz", client_software_version="1")
+_API_VERSIONS_REQUEST: Final = ApiVersionsRequest(
+    client_software_name="kafka-wire-fuzz", client_software_version="1"
+)
 _memory = MemorySampler(slack=4 << 20)
 
 
@@ -100,7 +102,9 @@ def check_answers(sent: bytes, stream: bytes) -> None:
             decode_response(answer, api_key, version)
         except DecodeError as exc:
             if api_key != ApiKey.API_VERSIONS:
-                raise Finding(f"the broker's answer to api {api_key} v{version} does not decode: {exc}") from exc
+                raise Finding(
+                    f"the broker's answer to api {api_key} v{version} does not decode: {exc}"
+                ) from exc
             decode_response(answer, api_key, 0)  # an unsupported ApiVersions version: answered at v0
 
 

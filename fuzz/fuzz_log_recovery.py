@@ -150,7 +150,9 @@ def check_usable(log: PartitionLog, storage: MemoryStorage) -> None:
     appended = log.append(build_batch([(b"k", b"v", [], NOW_MS)]), NOW_MS)
     storage.apply(log.take_effects())
     if appended.error_code != ErrorCode.NONE or appended.base_offset != end:
-        raise Finding(f"append after recovery: error {appended.error_code} at {appended.base_offset}, end {end}")
+        raise Finding(
+            f"append after recovery: error {appended.error_code} at {appended.base_offset}, end {end}"
+        )
     records, _ = read_from(log, stopped)
     if records[-1:] != [(end, b"k", b"v")] or any(offset >= end for offset, _, _ in records[:-1]):
         raise Finding(f"reading on from {stopped} after an append at {end} gives {records[-3:]}")

@@ -109,7 +109,9 @@ def _round_trip(batch: RecordBatch[bytes] | LegacyBatch[bytes], records: list[Re
 
 def _read(data: bytes, config: ReadConfig, zero_copy: bool) -> None:
     try:
-        reader = RecordsReader(data, config, zero_copy=zero_copy) if zero_copy else RecordsReader(data, config)
+        reader = (
+            RecordsReader(data, config, zero_copy=zero_copy) if zero_copy else RecordsReader(data, config)
+        )
         for batch in reader:
             _ = (batch.next_offset, batch.timestamp_type, batch.compression, batch.is_valid())
             try:

@@ -122,7 +122,12 @@ def run_one(name: str, args: argparse.Namespace) -> Result:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
     start = time.monotonic()
     done = subprocess.run(
-        command(name, corpus, findings, args), env=env, capture_output=True, text=True, errors="replace", check=False
+        command(name, corpus, findings, args),
+        env=env,
+        capture_output=True,
+        text=True,
+        errors="replace",
+        check=False,
     )
     result = parse(name, done.stdout + done.stderr, done.returncode, time.monotonic() - start)
     (work / f"{name}.log").write_text(done.stdout + done.stderr)
@@ -130,9 +135,13 @@ def run_one(name: str, args: argparse.Namespace) -> Result:
 
 
 def table(results: list[Result]) -> str:
-    lines = [f"{'harness':18} {'execs':>10} {'exec/s':>7} {'cov':>6} {'ft':>7} {'corpus':>7} {'wall s':>7}  findings"]
+    lines = [
+        f"{'harness':18} {'execs':>10} {'exec/s':>7} {'cov':>6} {'ft':>7} {'corpus':>7} {'wall s':>7}  findings"
+    ]
     for r in results:
-        found = ", ".join(r.findings) if r.findings else (f"FAILED (exit {r.exit_code})" if r.failed else "none")
+        found = (
+            ", ".join(r.findings) if r.findings else (f"FAILED (exit {r.exit_code})" if r.failed else "none")
+        )
         lines.append(
             f"{r.name:18} {r.execs:>10} {r.exec_per_s:>7} {r.cov:>6} {r.ft:>7} {r.corpus:>7} {r.wall_s:>7}  {found}"
         )
@@ -150,8 +159,12 @@ def arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--json", help="write the summary as JSON to this path")
     parser.add_argument("--work", default=str(DEFAULT_WORK), help="corpora, findings and logs (build/fuzz)")
     parser.add_argument("--timeout", type=int, default=10, help="seconds one input may take (default 10)")
-    parser.add_argument("--rss-limit-mb", type=int, default=2048, help="libFuzzer's memory limit (default 2048)")
-    parser.add_argument("--max-len", type=int, default=8192, help="largest input libFuzzer makes (default 8192)")
+    parser.add_argument(
+        "--rss-limit-mb", type=int, default=2048, help="libFuzzer's memory limit (default 2048)"
+    )
+    parser.add_argument(
+        "--max-len", type=int, default=8192, help="largest input libFuzzer makes (default 8192)"
+    )
     parser.add_argument(
         "--instrument",
         choices=("all", "core", "none"),

@@ -35,7 +35,7 @@ from __future__ import annotations
 import random
 import struct
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Final
 
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import DecodeError, EncodeError
@@ -368,30 +368,20 @@ KINDS: Final = ("request", "response", "records")
 
 
 def libfuzzer_mutator(
-    kind: str, *, fallback: Callable[[bytes, int], bytes] | Literal["atheris", "builtin"] = "atheris"
+    kind: str, *, fallback: Callable[[bytes, int], bytes] | None = None
 ) -> Callable[[bytes, int, int], bytes]:
     """An atheris custom mutator ``(data, max_size, seed) -> bytes`` for ``kind`` in
     ``{"request", "response", "records"}``; deterministic for a given ``(data, seed)``.
 
     ``request``: a size-prefixed request frame. ``response``: an int16 api key and an int16 api
     version, then a size-prefixed response frame to it. ``records``: a records payload. Input that
-    does not decode goes to ``fallback``: by default ``atheris.Mutate`` when atheris is importable
-    (it may only be called while ``atheris.Fuzz`` runs), ``"builtin"`` for
-    :meth:`Mutator.mutate_bytes`, or any ``(data, max_size) -> bytes``. Now and then (and for empty
+    does not decode goes to ``fallback``, any ``(data, max_size) -> bytes``, by default
+    :meth:`Mutator.mutate_bytes`. Now and then (and for empty
     input) a fresh valid input is generated instead.
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
-    byte_mutator: Callable[[bytes, int], bytes] | None = None
-    if fallback == "atheris":
-        try:
-            import atheris  # type: ignore[import-untyped,import-not-found,unused-ignore]  # optional, unannotated
-
-            byte_mutator = atheris.Mutate
-        except ImportError:
-            pass
-    elif fallback != "builtin":
-        byte_mutator = fallback
+    byte_mutator = fallback
 
     def mutate(data: bytes, max_size: int, seed: int) -> bytes:
         rng = random.Random(seed)

@@ -332,7 +332,7 @@ def test_strategy_record_batches(data: bytes) -> None:
 
 @pytest.mark.parametrize("kind", ["request", "response", "records"])
 def test_libfuzzer_mutator_is_deterministic_and_bounded(kind: str) -> None:
-    mutate = libfuzzer_mutator(kind, fallback="builtin")
+    mutate = libfuzzer_mutator(kind)
     rng = random.Random(kind)
     if kind == "request":
         data = request_frame(rng)
@@ -352,7 +352,7 @@ def test_libfuzzer_mutator_is_deterministic_and_bounded(kind: str) -> None:
 
 
 def test_libfuzzer_response_layout() -> None:
-    mutate = libfuzzer_mutator("response", fallback="builtin")
+    mutate = libfuzzer_mutator("response")
     out = mutate(b"", 1 << 16, 5)
     api_key, version = struct.unpack_from(">hh", out)
     decode_response(out[4:], api_key, version)  # a fresh input is a valid response
@@ -380,7 +380,7 @@ def test_libfuzzer_kind_is_checked() -> None:
 @given(st.binary(max_size=64), st.integers(0, 2**32 - 1))
 def test_libfuzzer_mutator_takes_any_input(data: bytes, seed: int) -> None:
     for kind in ("request", "response", "records"):
-        assert len(libfuzzer_mutator(kind, fallback="builtin")(data, 128, seed)) <= 128
+        assert len(libfuzzer_mutator(kind)(data, 128, seed)) <= 128
 
 
 def test_batch_header_mutation_takes_any_attributes() -> None:
