@@ -11,6 +11,8 @@ Run: ``.venv/bin/python bench/netfuzz_peers.py [--requests N] [--seed S] [--peer
 from __future__ import annotations
 
 import argparse
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -26,8 +28,25 @@ from tests.e2e.brokers import BrokerProcess, kafka_wire, kafka_wire_cli, tansu  
 PEERS = {"kafka-wire": kafka_wire, "tansu": tansu}
 
 
+#: An ApiVersions v0 request frame (correlation id 1, client id "supervisor").
+_PROBE = struct.pack(">ihhih", 20, 18, 0, 1, 10) + b"supervisor"
+
+
+def answers(address: tuple[str, int], timeout_s: float) -> bool:
+    """Whether the server answers an ApiVersions on a new connection within ``timeout_s``."""
+    try:
+        with socket.create_connection(address, timeout_s) as sock:
+            sock.sendall(_PROBE)
+            return len(sock.recv(4)) == 4
+    except OSError:
+        return False
+
+
 class Supervisor:
-    """Starts the broker again whenever it has exited, until stopped."""
+    """Starts the broker again whenever it has exited, or has not answered an ApiVersions for
+    ``HUNG_S`` seconds (then it is killed first), until stopped."""
+
+    HUNG_S = 10.0
 
     def __init__(self, broker: BrokerProcess) -> None:
         self.broker = broker
@@ -36,10 +55,21 @@ class Supervisor:
         self._thread = threading.Thread(target=self._watch, daemon=True)
 
     def _watch(self) -> None:
-        while not self._stop.wait(0.2):
-            if not self.broker.running():
-                self.broker.restart()
-                self.restarts += 1
+        address = (self.broker.address.host, self.broker.address.port)
+        silent_since: float | None = None
+        while not self._stop.wait(1.0):
+            if self.broker.running():
+                if answers(address, 2.0):
+                    silent_since = None
+                    continue
+                silent_since = silent_since or time.monotonic()
+                if time.monotonic() - silent_since < self.HUNG_S:
+                    continue
+                self.broker.kill()
+            self.broker.stop()  # collects the exit status and the rest of its log
+            self.broker.restart()
+            self.restarts += 1
+            silent_since = None
 
     def __enter__(self) -> Supervisor:
         self._thread.start()
@@ -66,7 +96,9 @@ def run(peer: str, requests: int, seed: int, extra: list[str]) -> int:
                 elapsed = time.monotonic() - started
         finally:
             broker.close()
-    print(f"{peer}: exit {status} in {elapsed:.0f} s, server restarted {supervisor.restarts} times, report {report}")
+    print(
+        f"{peer}: exit {status} in {elapsed:.0f} s, server restarted {supervisor.restarts} times, report {report}"
+    )
     return status
 
 
