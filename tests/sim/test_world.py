@@ -332,7 +332,7 @@ class FailsOnPowerLoss:
 
 def test_shrinking_a_failure_keeps_only_the_fault_that_causes_it() -> None:
     opts = options(
-        11,
+        13,
         checker=FailsOnPowerLoss,
         fault_kinds=frozenset({"kill", "power-loss", "partition", "reset", "clock-jump"}),
     )
