@@ -1,11 +1,17 @@
 """``PeerLinks``: this node's connections to other nodes, one per (node id, listener, channel).
 
-Two channels, as Kafka keeps separate connections for its raft client and replica fetchers and
-for its controller channel: Fetch and the KRaft RPCs (Vote, BeginQuorumEpoch, EndQuorumEpoch,
-FetchSnapshot) go on the ``quorum`` channel, every other request on ``requests``. A server reads a
-connection one request at a time, so a long-polling Fetch held there must not keep a request that
-waits for the data that Fetch brings (a BrokerRegistration answered once committed) from being
-read.
+Four channels, as Kafka keeps separate connections for its raft client and replica fetchers and
+one per controller channel manager: Fetch and the KRaft RPCs (Vote, BeginQuorumEpoch,
+EndQuorumEpoch, FetchSnapshot) go on the ``quorum`` channel; BrokerRegistration and
+BrokerHeartbeat on ``heartbeat`` (Kafka's ``BrokerLifecycleManager`` channel); AlterPartition on
+``alter-partition`` (``AlterPartitionManager``'s); every other request on ``requests`` (Kafka's
+``forwarding`` channel). A server reads a connection one request at a time, so a long-polling
+Fetch held there must not keep a request that waits for the data that Fetch brings (a
+BrokerRegistration answered once committed) from being read; and a request the controller holds
+until its records commit (an AlterPartition while the quorum cannot commit) must not keep the
+broker's heartbeats from its controller, or the controller fences a live broker once its
+session passes (seed 3789: a new controller fenced both live brokers, whose heartbeats waited
+behind held AlterPartitions, and elected the one that had lost power).
 
 The node's parts hand requests for other nodes to ``send`` as
 :class:`~kafka_wire.broker.cluster_view.Outbound` values; each link runs a
@@ -65,10 +71,18 @@ EndpointOf = Callable[[int, str], Endpoint | None]
 QUORUM_CHANNEL_APIS: Final = frozenset(
     {ApiKey.FETCH, ApiKey.VOTE, ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH, ApiKey.FETCH_SNAPSHOT}
 )
+#: The channel of each request that does not go on ``requests`` (see the module docstring).
+CHANNEL_OF_API: Final[Mapping[int, str]] = {
+    **{api: "quorum" for api in QUORUM_CHANNEL_APIS},
+    ApiKey.BROKER_REGISTRATION: "heartbeat",
+    ApiKey.BROKER_HEARTBEAT: "heartbeat",
+    ApiKey.ALTER_PARTITION: "alter-partition",
+}
 
 
 def channel_of(outbound: Outbound) -> str:
-    return "quorum" if outbound.body.API_KEY in QUORUM_CHANNEL_APIS else "requests"
+    api = outbound.body.API_KEY
+    return "requests" if api is None else CHANNEL_OF_API.get(api, "requests")
 
 
 _SILENT: Final = logging.getLogger("kafka_wire.broker.peers.silent")

@@ -9,7 +9,9 @@ latency spike), drawn with it.
 
 Model rules (Kafka's failure model, so that a lost acknowledged write is always a bug): at most
 one node is down at a time; a fault that loses stored bytes (``power-loss``, ``disk-fault``)
-strikes only when every node is up and every partition's ISR is full on every node. A drawn
+strikes only when every node is up and registered, every partition's ISR is full on every node
+and every replica holds the committed records (:func:`isr_full`), and after it no node crashes
+until that holds again (the node that lost bytes counts as failed until it caught up). A drawn
 fault the rules forbid now is skipped (and not recorded).
 """
 
@@ -20,6 +22,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
+
+from kafka_wire.broker.lifecycle import LifecycleState
 
 if TYPE_CHECKING:
     from kafka_wire.sim.host import NodeHost
@@ -72,19 +76,25 @@ class _Draw:
 
 
 def isr_full(hosts: Sequence[NodeHost]) -> bool:
-    """Every node up, on every node every partition's ISR is its whole replica set, and every
-    replica really holds the committed records: each node has opened every partition a
-    registration names it a replica of, with a log end at or above the partition's highest high
-    watermark. (A node that restarted after a power loss has not opened its partitions yet, or
-    has them behind, while the others' registrations still name it in the ISR: the controller
-    has not heard of the restart yet. A second storage loss then can strike the only other
-    copies, which Kafka does not claim to survive.)"""
+    """Every node up and serving (its current incarnation registered and unfenced), on every
+    node every partition's ISR is its whole replica set, and every replica really holds the
+    committed records: each node has opened every partition a registration names it a replica
+    of, with a log end at or above the partition's highest high watermark. (A node that
+    restarted after a power loss has not opened its partitions yet, or has them behind, while
+    the others' registrations still name it in the ISR: the controller has not heard of the
+    restart yet. A second storage loss then can strike the only other copies, which Kafka does
+    not claim to survive.) A node opens its partitions once registered: while every node waits to
+    register again (all restarted, the controller refusing the new incarnations until the old
+    sessions pass), no node has a partition open and there would be nothing to compare; the
+    controller then fences the old incarnations one by one, the last one fenced stays alone in
+    each ISR, and without ELR Kafka elects it whatever its unclean shutdown lost (seed 3201)."""
     needed: set[tuple[int, str, int]] = set()
     held: dict[tuple[int, str, int], int] = {}
     high: dict[tuple[str, int], int] = {}
     for host in hosts:
         broker = host.broker
-        if broker is None:
+        lifecycle = None if host.node is None else host.node.lifecycle
+        if broker is None or lifecycle is None or lifecycle.state is not LifecycleState.RUNNING or lifecycle.fenced:
             return False
         node_id = host.node_id
         for (topic, index), replica in broker.state.partitions.items():
@@ -132,6 +142,9 @@ class FaultPlan:
         self._heals: list[Event] = []
         #: Blocked directions and how many active partitions block each.
         self._blocks: Counter[tuple[str, str]] = Counter()
+        #: A node lost stored bytes and :func:`isr_full` has not been seen to hold since: it still
+        #: counts as failed, so no other node may crash yet.
+        self._lossy = False
         self.running = False
 
     # -- the plan ---------------------------------------------------------------------------------
@@ -204,9 +217,17 @@ class FaultPlan:
         if kind in ("kill", "power-loss", "disk-fault"):
             if any(not h.up for h in hosts):
                 return None
-            if kind != "kill" and not isr_full(hosts):
-                return None
+            if kind != "kill" or self._lossy:
+                # A node that lost stored bytes is failed until it holds the committed records
+                # again, though up: Kafka keeps it in every ISR meanwhile (the controller cannot
+                # tell what its unclean shutdown lost, ELR aside), so if the other members then
+                # crash and are fenced, it is the last one fenced, stays alone in the ISR and is
+                # elected with what it has (KIP-966's last replica standing; seed 3201).
+                if not isr_full(hosts):
+                    return None
+                self._lossy = False
             lost = host.crash(kind, random.Random(draw.seed))
+            self._lossy = kind != "kill"
             restart_ms = draw.duration_ms
             self._later(restart_ms, f"fault {index} restart {host.location}", lambda: self._restart(host))
             return Fault(

@@ -14,7 +14,7 @@ from kafka_wire.sim.run import SimOptions, simulate
 #: bug -> (seed, the anomaly the checker reports)
 CAUGHT = {
     "hw-without-isr": (1, "hw-above-isr"),
-    "skip-truncation": (7, "inconsistent-offsets"),
+    "skip-truncation": (2, "inconsistent-offsets"),
     "unclean-election": (55, "unclean-election"),
     "ack-before-isr": (3, "inconsistent-offsets"),
     "forget-producer-state": (1, "producer-state-lost"),

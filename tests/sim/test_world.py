@@ -22,7 +22,7 @@ from kafka_wire.records import NewRecord, build_batch, read_batches
 from kafka_wire.sim.checker import Checker
 from kafka_wire.sim.checker.observe import changed_snaps
 from kafka_wire.sim.contracts import Violation, WorldView
-from kafka_wire.sim.faults import FaultPlan, isr_full
+from kafka_wire.sim.faults import FaultPlan, _Draw, isr_full
 from kafka_wire.sim.host import crc_covered
 from kafka_wire.sim.run import SimOptions, SimResult, simulate, topic_names
 from kafka_wire.sim.shrink import shrink
@@ -133,6 +133,40 @@ def test_a_node_restarted_after_a_power_loss_does_not_count_as_in_sync_until_it_
     host.start()
     assert not isr_full(world.hosts)  # up, but its partitions are not open and caught up yet
     assert world.run_until(lambda: isr_full(world.hosts), world.now_ms + FORM_MS)
+
+
+def test_no_storage_loss_while_every_node_waits_to_register_again() -> None:
+    # Seed 3201: every node had restarted (kills) and none had registered again, so none had
+    # opened a partition and the check had no replica to compare: it passed, and a disk fault
+    # struck node 3. The controller then fenced the old incarnations one by one, node 3 stayed
+    # alone in every ISR, and was elected with what its power loss had left.
+    world, _ = loaded_world()
+    assert world.run_until(lambda: isr_full(world.hosts), world.now_ms + FORM_MS)
+    for host in world.hosts:
+        host.crash("kill")
+    for host in world.hosts:
+        host.start()
+    assert all(h.up and h.broker is not None and not h.broker.state.partitions for h in world.hosts)
+    assert not isr_full(world.hosts)  # up, but no node serves yet
+    assert world.run_until(lambda: isr_full(world.hosts), world.now_ms + FORM_MS)
+
+
+def test_after_a_storage_loss_no_node_crashes_until_the_node_that_lost_bytes_caught_up() -> None:
+    # Seed 3201: node 3 lost power, restarted and could not register again (no quorum) while
+    # the controller still named it in every ISR; nodes 2 and 1 were then killed in turn. The
+    # controller fenced all three old incarnations, node 3 last, so it stayed alone in every ISR
+    # and was elected with what its power loss had left: Kafka without ELR does the same.
+    world, _ = loaded_world()
+    assert world.run_until(lambda: isr_full(world.hosts), world.now_ms + FORM_MS)
+    plan = FaultPlan(world.scheduler, world.network, world.hosts, lambda: [], derived_rng(4, "faults"))
+    lost = plan._apply(1, _Draw("power-loss", 2, 0, 500, 20, 1))
+    assert lost is not None and lost.target == "n3"
+    assert world.run_until(lambda: world.hosts[2].up, world.now_ms + 1000)
+    assert not isr_full(world.hosts)
+    assert plan._apply(2, _Draw("kill", 0, 0, 500, 20, 2)) is None  # node 3 has not caught up
+    assert world.run_until(lambda: isr_full(world.hosts), world.now_ms + FORM_MS)
+    killed = plan._apply(3, _Draw("kill", 0, 0, 500, 20, 3))
+    assert killed is not None and killed.target == "n1"
 
 
 def _batches_read(data: bytes) -> list[tuple[int, int]]:
@@ -298,7 +332,7 @@ class FailsOnPowerLoss:
 
 def test_shrinking_a_failure_keeps_only_the_fault_that_causes_it() -> None:
     opts = options(
-        11,
+        13,
         checker=FailsOnPowerLoss,
         fault_kinds=frozenset({"kill", "power-loss", "partition", "reset", "clock-jump"}),
     )

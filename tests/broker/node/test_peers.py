@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from kafka_wire.broker.apis import SUPPORTED
 from kafka_wire.broker.cluster_view import Endpoint, Outbound
 from kafka_wire.broker.effects import CloseConnection, Effect, OpenConnection, Send
+from kafka_wire.broker.node import controller_api_versions
 from kafka_wire.broker.peers import LinkState, PeerLinks
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
+    AlterPartitionRequest,
+    BrokerHeartbeatRequest,
     DescribeClusterRequest,
     DescribeClusterResponse,
     FetchRequest,
@@ -35,10 +40,12 @@ def request(replies: Replies, *, destination: int = 2, timeout_ms: int = 30_000)
 
 
 class Peer:
-    """The far side: a ServerConnection answering ApiVersions and DescribeCluster."""
+    """The far side: a ServerConnection answering ApiVersions and DescribeCluster (holding any
+    other request)."""
 
-    def __init__(self) -> None:
-        self.server = ServerConnection(ServerConfig(api_versions=SUPPORTED))
+    def __init__(self, api_versions: Mapping[int, tuple[int, int]] = SUPPORTED) -> None:
+        self.api_versions = api_versions
+        self.server = ServerConnection(ServerConfig(api_versions=api_versions))
         self.requests: list[Request] = []
         self.client_ids: list[str | None] = []
 
@@ -56,11 +63,12 @@ class Peer:
             if isinstance(event, Request):
                 self.requests.append(event)
                 self.client_ids.append(event.header.client_id)
-                body: Message = (
-                    api_versions_response(SUPPORTED)
-                    if event.api_key == 18
-                    else DescribeClusterResponse(cluster_id="c")
-                )
+                if event.api_key == 18:
+                    body: Message = api_versions_response(self.api_versions)
+                elif isinstance(event.body, DescribeClusterRequest):
+                    body = DescribeClusterResponse(cluster_id="c")
+                else:
+                    continue  # any other request is held, unanswered
                 out += self.server.send(event.reply(body))
         return out + self.server.data_to_send()
 
@@ -242,3 +250,25 @@ def test_fetches_and_other_requests_travel_on_separate_connections() -> None:
     links.receive_data(-2, peer.feed(links.take_effects(), -2), 2)
     links.receive_data(-2, peer.feed(links.take_effects(), -2), 3)
     assert isinstance(replies.got[-1][0], DescribeClusterResponse)
+
+
+def test_heartbeats_never_wait_behind_an_alter_partition_the_controller_holds() -> None:
+    """Kafka's broker talks to its controller on one connection per channel manager: the
+    lifecycle's (registration, heartbeats), AlterPartition's, and the rest's. A controller holds
+    an AlterPartition until its records commit, and reads nothing more on that connection
+    meanwhile; a heartbeat behind it would wait out the broker's session (seed 3789: a new
+    controller whose quorum could not commit fenced both live brokers)."""
+    links = PeerLinks(7, endpoint_of)
+    links.send(Outbound(2, "CONTROLLER", AlterPartitionRequest(broker_id=7), lambda body, now: None), 0)
+    links.send(Outbound(2, "CONTROLLER", BrokerHeartbeatRequest(broker_id=7), lambda body, now: None), 0)
+    links.send(request(Replies()), 0)
+    opened = [e.conn_id for e in links.take_effects() if isinstance(e, OpenConnection)]
+    assert opened == [-1, -2, -3]
+    assert links.state_of(2, "CONTROLLER", "alter-partition") is LinkState.CONNECTING
+    assert links.state_of(2, "CONTROLLER", "heartbeat") is LinkState.CONNECTING
+    assert links.state_of(2, "CONTROLLER") is LinkState.CONNECTING
+    controller = Peer(controller_api_versions())  # the AlterPartition's connection (-1) is never read
+    links.connection_established(-2, 1)
+    links.receive_data(-2, controller.feed(links.take_effects(), -2), 2)
+    controller.feed(links.take_effects(), -2)
+    assert [type(r.body).__name__ for r in controller.requests] == ["ApiVersionsRequest", "BrokerHeartbeatRequest"]
