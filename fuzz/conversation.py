@@ -16,8 +16,10 @@ from typing import Final
 
 import atheris  # type: ignore[import-untyped]  # ships no annotations
 
+from fuzz.common import Finding
+from kafka_wire.errors import LocalProtocolError
 from kafka_wire.messages import ApiKey, MetadataRequest, MetadataRequestTopic, ProduceRequest
-from kafka_wire.protocol import ServerSasl
+from kafka_wire.protocol import ClientConnection, ServerConnection, ServerSasl
 from kafka_wire.protocol.sasl import PlainClient, PlainServer, ScramClient, ScramCredential, ScramServer
 from kafka_wire.protocol.sasl.base import SaslClientMechanism
 
@@ -98,3 +100,15 @@ def chunks(stream: bytes, size: int) -> Iterator[bytes]:
         return
     for start in range(0, len(stream), size):
         yield stream[start : start + size]
+
+
+def check_failed(conn: ClientConnection | ServerConnection, error_state: object, exc: Exception) -> None:
+    """A connection that raised a protocol error must be in its ``ERROR`` state and refuse to go on."""
+    what = type(conn).__name__
+    if conn.state is not error_state:
+        raise Finding(f"{type(exc).__name__} left the {what} in {conn.state}") from exc
+    try:
+        conn.next_event()
+    except LocalProtocolError:
+        return
+    raise Finding(f"a failed {what} went on handing out events") from exc

@@ -27,10 +27,9 @@ from fuzz.common import Finding, MemorySampler, fuzz_main, instrumenting
 TARGETS = ("kafka_wire.protocol",)
 
 with instrumenting(__name__ == "__main__", TARGETS):
-    from fuzz.conversation import chunks, client_mechanism, client_requests, scenario, unpack
+    from fuzz.conversation import check_failed, chunks, client_mechanism, client_requests, scenario, unpack
     from kafka_wire.errors import (
         AuthenticationError,
-        LocalProtocolError,
         RemoteProtocolError,
         UnsupportedVersionError,
     )
@@ -85,13 +84,7 @@ def run(stream: bytes, chunk: int, selector: int) -> ClientConnection:
         if _drain(client, budget, sent):
             raise Finding("no ConnectionClosed after EOF")
     except (RemoteProtocolError, AuthenticationError) as exc:
-        if client.state is not ClientState.ERROR:
-            raise Finding(f"{type(exc).__name__} left the client in {client.state}") from exc
-        try:
-            client.next_event()
-        except LocalProtocolError:
-            return client
-        raise Finding("a failed client went on handing out events") from exc
+        check_failed(client, ClientState.ERROR, exc)
     return client
 
 

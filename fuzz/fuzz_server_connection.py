@@ -28,8 +28,8 @@ from fuzz.common import Finding, MemorySampler, fuzz_main, instrumenting
 TARGETS = ("kafka_wire.protocol",)
 
 with instrumenting(__name__ == "__main__", TARGETS):
-    from fuzz.conversation import VERSIONS, chunks, scenario, server_gate, unpack
-    from kafka_wire.errors import LocalProtocolError, RemoteProtocolError
+    from fuzz.conversation import VERSIONS, check_failed, chunks, scenario, server_gate, unpack
+    from kafka_wire.errors import RemoteProtocolError
     from kafka_wire.messages import RESPONSES, ApiVersionsRequest
     from kafka_wire.protocol import (
         NEED_DATA,
@@ -98,13 +98,7 @@ def run(stream: bytes, chunk: int, selector: int) -> ServerConnection:
         if _drain(server, budget):
             raise Finding("no ConnectionClosed after EOF")
     except RemoteProtocolError as exc:
-        if server.state is not ServerState.ERROR:
-            raise Finding(f"{type(exc).__name__} left the server in {server.state}") from exc
-        try:
-            server.next_event()
-        except LocalProtocolError:
-            return server
-        raise Finding("a failed server went on handing out events") from exc
+        check_failed(server, ServerState.ERROR, exc)
     return server
 
 
