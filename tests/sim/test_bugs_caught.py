@@ -16,9 +16,9 @@ CAUGHT = {
     "hw-without-isr": (1, "hw-above-isr"),
     "skip-truncation": (2, "inconsistent-offsets"),
     "unclean-election": (55, "unclean-election"),
-    "ack-before-isr": (3, "inconsistent-offsets"),
+    "ack-before-isr": (2, "inconsistent-offsets"),
     "forget-producer-state": (1, "producer-state-lost"),
-    "serve-above-hw": (3, "inconsistent-offsets"),
+    "serve-above-hw": (2, "inconsistent-offsets"),
     "offsets-not-loaded": (2, "committed-offset-lost"),
     "no-epoch-bump": (1, "two-leaders"),
 }
