@@ -70,7 +70,12 @@ class Clients:
             {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "error_cb": self._error}
         )
         self.consumer = ck.Consumer(
-            {"bootstrap.servers": bootstrap, "group.id": "netfuzz-memory", "enable.auto.commit": False, "error_cb": self._error}
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": "netfuzz-memory",
+                "enable.auto.commit": False,
+                "error_cb": self._error,
+            }
         )
         self.consumer.assign([ck.TopicPartition(TOPIC, 0, 0)])
         self.threads = [
@@ -130,7 +135,15 @@ def measure(requests: int, seed: int, sample_s: float = 0.5, workdir: Path | Non
             started = time.monotonic()
             produced_before, consumed_before = clients.produced, clients.consumed
             fuzz = subprocess.Popen(
-                [str(kafka_wire_cli()), "fuzz", broker.bootstrap, "--requests", str(requests), "--seed", str(seed)],
+                [
+                    str(kafka_wire_cli()),
+                    "fuzz",
+                    broker.bootstrap,
+                    "--requests",
+                    str(requests),
+                    "--seed",
+                    str(seed),
+                ],
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
                 text=True,
@@ -166,7 +179,9 @@ def main() -> None:
     if args.json:
         print(json.dumps(asdict(result), indent=2))
         return
-    print(f"fuzz: {args.requests} requests, seed {args.seed}, exit {result.fuzz_status}, {result.fuzz_seconds:.1f} s")
+    print(
+        f"fuzz: {args.requests} requests, seed {args.seed}, exit {result.fuzz_status}, {result.fuzz_seconds:.1f} s"
+    )
     print(
         f"server RSS: {result.rss_before_kib / 1024:.1f} MiB before, {result.rss_peak_kib / 1024:.1f} MiB peak, "
         f"{result.rss_after_kib / 1024:.1f} MiB after ({len(result.samples)} samples)"

@@ -447,9 +447,7 @@ def shrink_finding(
     """The finding with ``shrunk`` set to the smallest scenario that reproduced (None if none did)."""
     if finding.kind is FindingKind.HANG:  # each trial that reproduces costs the whole timeout
         max_trials = min(max_trials, MAX_HANG_TRIALS)
-    shrinker = Shrinker(
-        finding.original, admissible_for(finding.kind, advertised), max_trials=max_trials
-    )
+    shrinker = Shrinker(finding.original, admissible_for(finding.kind, advertised), max_trials=max_trials)
     while (candidate := shrinker.next_candidate()) is not None:
         shrinker.tell(reproduces(session, finding, candidate))
     if not shrinker.reproduced:

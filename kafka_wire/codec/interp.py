@@ -114,7 +114,9 @@ def _decode_struct(cls: type[Struct], r: _Reader, v: int, path: Path) -> Struct:
         for _ in range(count):
             tag = r.uvarint((*path, "<tag>"))
             if tag <= previous:  # tags ascend: a duplicate or out-of-order tag would not encode again
-                raise InvalidValueError(f"tag {tag} after tag {previous}: tags must ascend", offset=r.pos, path=path)
+                raise InvalidValueError(
+                    f"tag {tag} after tag {previous}: tags must ascend", offset=r.pos, path=path
+                )
             previous = tag
             size = r.uvarint((*path, "<tag size>"))
             known = by_tag.get(tag)

@@ -94,7 +94,12 @@ def isr_full(hosts: Sequence[NodeHost]) -> bool:
     for host in hosts:
         broker = host.broker
         lifecycle = None if host.node is None else host.node.lifecycle
-        if broker is None or lifecycle is None or lifecycle.state is not LifecycleState.RUNNING or lifecycle.fenced:
+        if (
+            broker is None
+            or lifecycle is None
+            or lifecycle.state is not LifecycleState.RUNNING
+            or lifecycle.fenced
+        ):
             return False
         node_id = host.node_id
         for (topic, index), replica in broker.state.partitions.items():

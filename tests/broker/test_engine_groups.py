@@ -106,7 +106,8 @@ def test_an_offset_commit_with_an_extreme_retention_is_stored(retention_ms: int)
             retention_time_ms=retention_ms,
             topics=[
                 OffsetCommitRequestTopic(
-                    name="orders", partitions=[OffsetCommitRequestPartition(partition_index=0, committed_offset=5)]
+                    name="orders",
+                    partitions=[OffsetCommitRequestPartition(partition_index=0, committed_offset=5)],
                 )
             ],
         ),

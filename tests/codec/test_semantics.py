@@ -176,10 +176,12 @@ def test_tag_valid_only_in_another_version_is_rejected() -> None:
 
 # Found by fuzz/fuzz_requests.py and fuzz/fuzz_responses.py: a tag block with the same tag twice
 # decoded, and the message could not be encoded again (EncodeError: tag used twice).
-_ASCENDING_TAGS = "00000015" "00120003" "00000001" "000163" "{tags}" "02610231" "00"  # ApiVersions v3
+_ASCENDING_TAGS = "000000150012000300000001000163{tags}0261023100"  # ApiVersions v3
 
 
-@pytest.mark.parametrize(("tags", "message"), [("0200000000", "tag 0 after tag 0"), ("0205000300", "tag 3 after tag 5")])
+@pytest.mark.parametrize(
+    ("tags", "message"), [("0200000000", "tag 0 after tag 0"), ("0205000300", "tag 3 after tag 5")]
+)
 def test_tags_that_do_not_ascend_are_rejected(tags: str, message: str) -> None:
     frame = bytes.fromhex(_ASCENDING_TAGS.format(tags=tags))  # in the request header's tag block
     with pytest.raises(InvalidValueError, match=message):

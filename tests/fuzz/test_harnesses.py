@@ -74,8 +74,12 @@ def test_connection_inputs_pack_and_unpack(stream: bytes, chunk: int, selector: 
 
 
 @given(
-    contents=st.lists(st.binary(max_size=40), min_size=len(fuzz_log_recovery.FILES), max_size=len(fuzz_log_recovery.FILES)),
-    present=st.lists(st.booleans(), min_size=len(fuzz_log_recovery.FILES), max_size=len(fuzz_log_recovery.FILES)),
+    contents=st.lists(
+        st.binary(max_size=40), min_size=len(fuzz_log_recovery.FILES), max_size=len(fuzz_log_recovery.FILES)
+    ),
+    present=st.lists(
+        st.booleans(), min_size=len(fuzz_log_recovery.FILES), max_size=len(fuzz_log_recovery.FILES)
+    ),
     base=st.integers(1, fuzz_log_recovery.MAX_BASE),
 )
 def test_log_inputs_pack_and_unpack(contents: list[bytes], present: list[bool], base: int) -> None:
@@ -145,7 +149,9 @@ def _planted(monkeypatch: pytest.MonkeyPatch, module: ModuleType, name: str, err
         ("log_recovery", "PartitionLog.open"),
     ],
 )
-def test_a_bug_escapes_but_a_decode_error_does_not(monkeypatch: pytest.MonkeyPatch, name: str, attribute: str) -> None:
+def test_a_bug_escapes_but_a_decode_error_does_not(
+    monkeypatch: pytest.MonkeyPatch, name: str, attribute: str
+) -> None:
     module = harness(name)
     seed = _seeds(name)[0]
     _planted(monkeypatch, module, attribute, DecodeError("planted"))
@@ -159,7 +165,9 @@ def test_the_request_harness_catches_a_broken_round_trip(monkeypatch: pytest.Mon
     module = harness("requests")
     seed = next(s for s in _seeds("requests") if len(s) > 40)
     real = module.encode_request
-    monkeypatch.setattr(module, "encode_request", lambda h, b, v, trailing=b"": real(h, b, v, trailing=trailing + b"!"))
+    monkeypatch.setattr(
+        module, "encode_request", lambda h, b, v, trailing=b"": real(h, b, v, trailing=trailing + b"!")
+    )
     with pytest.raises(Finding, match="changed the message"):
         module.fuzz_one_input(seed)
 

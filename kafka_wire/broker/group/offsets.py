@@ -49,6 +49,7 @@ E = ErrorCode
 _INT64_MIN: Final = -(1 << 63)
 _INT64_MAX: Final = (1 << 63) - 1
 
+
 class Offsets:
     """The offsets of every group (kept in ``Group.offsets``)."""
 

@@ -271,4 +271,7 @@ def test_heartbeats_never_wait_behind_an_alter_partition_the_controller_holds() 
     links.connection_established(-2, 1)
     links.receive_data(-2, controller.feed(links.take_effects(), -2), 2)
     controller.feed(links.take_effects(), -2)
-    assert [type(r.body).__name__ for r in controller.requests] == ["ApiVersionsRequest", "BrokerHeartbeatRequest"]
+    assert [type(r.body).__name__ for r in controller.requests] == [
+        "ApiVersionsRequest",
+        "BrokerHeartbeatRequest",
+    ]
