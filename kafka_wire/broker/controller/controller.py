@@ -331,9 +331,8 @@ class QuorumController:
         if not self._refresh(now_ms):
             return
         records: list[Message] = []
-        for info in self.image.brokers():
-            if not info.fenced and not self.has_session(info.node_id, now_ms):
-                self._fence_now(info.node_id, now_ms)
+        for broker in self._stale_brokers(now_ms):
+            self._fence_now(broker, now_ms)
         if self._next_rebalance_ms is not None and (
             now_ms >= self._next_rebalance_ms or buggify.hooks.fire("controller.early_rebalance")
         ):
@@ -343,6 +342,20 @@ class QuorumController:
                     break
                 self.change(p, records, election=Election.PREFERRED)
             self.propose(records, now_ms)
+
+    def _stale_brokers(self, now_ms: int) -> list[int]:
+        """The unfenced brokers whose sessions expired, the longest silent first (Kafka's
+        ``BrokerHeartbeatManager`` keeps its unfenced brokers sorted by last contact and fences
+        them one at a time from the oldest). The order matters when several expire at once (the
+        controller's clock jumped, or it stalled): a fenced broker leaves every ISR but the last
+        member standing, so the broker that has been silent longest (a dead incarnation still
+        registered) must go first, never be the one left."""
+        stale = [
+            (self.contact_ms.get(info.node_id, -1), info.node_id)
+            for info in self.image.brokers()
+            if not info.fenced and not self.has_session(info.node_id, now_ms)
+        ]
+        return [broker for _, broker in sorted(stale)]
 
     def _fence_now(self, broker: int, now_ms: int) -> None:
         records: list[Message] = []

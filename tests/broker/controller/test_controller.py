@@ -349,6 +349,22 @@ def test_missed_heartbeats_fence_the_broker_and_its_leaderships_move() -> None:
     assert all(not b.fenced for b in h.controller.committed.brokers() if b.node_id != 1)
 
 
+def test_brokers_expiring_together_are_fenced_the_longest_silent_first() -> None:
+    # Seed 481: the controller's clock jumped past every session at once. Fenced in id order,
+    # brokers 1 and 2 left every ISR and broker 3, silent longest (a dead incarnation), stayed
+    # the last member standing, to be elected on its return with what it had left.
+    h = cluster(1, 2, 3)
+    h.create_topic("t", partitions=3)
+    h.now_ms += 1_000
+    h.heartbeat(1)
+    h.now_ms += 1_000
+    h.heartbeat(2)
+    h.tick(20_000)  # every session expired; broker 3 silent longest, broker 2 heard last
+    assert all(b.fenced for b in h.controller.committed.brokers())
+    for p in h.controller.committed.partitions_of("t"):
+        assert p.isr == (2,), p
+
+
 def test_alter_partition_shrink_and_expand_with_epochs() -> None:
     h = cluster(1, 2, 3)
     h.create_topic("t")
