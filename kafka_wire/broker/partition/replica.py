@@ -268,8 +268,12 @@ class PartitionReplica:
         """Lead as ``registration`` says; True when this starts a new leader epoch (the epoch is
         recorded at the log end offset and every follower's fetch state starts afresh)."""
         new_epoch = not self.is_leader or registration.leader_epoch != self.leadership.epoch
+        newer = self.registration is None or registration.partition_epoch > self.registration.partition_epoch
         self.registration = registration
-        if self.pending_isr is not None and (new_epoch or registration.isr == self.pending_isr):
+        if self.pending_isr is not None and (newer or new_epoch or registration.isr == self.pending_isr):
+            # A newer partition state settles the pending change, applied or not: a proposal
+            # made on an older partition epoch can no longer be (Kafka's makeLeader commits the
+            # metadata's ISR).
             self.pending_isr = None
         if new_epoch:
             self.leadership.become_leader(registration.leader_epoch, self.log.log_end_offset)

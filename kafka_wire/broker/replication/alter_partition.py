@@ -5,9 +5,13 @@ RECOVERING state after an unclean election calls :meth:`AlterPartitionSender.pro
 replica's ``pending_isr`` holds the proposal while it is in flight (the high watermark counts
 the maximal ISR meanwhile); no other proposal is made for that partition until it is settled.
 The controller's answer is applied (new ISR and partition epoch); a failed request (no reply, a
-top-level error, a retriable partition error) is sent again after ``retry_backoff_ms``; a stale
-proposal (fenced leader epoch, stale partition epoch, ineligible replica, no such partition,
-another leader elected) is dropped, and the next metadata decides.
+top-level error, a retriable partition error) is sent again after ``retry_backoff_ms``. A refusal
+that proves the proposal was not applied (an ineligible replica) drops it and the replica goes back
+to its committed ISR. A stale proposal (fenced leader epoch, stale partition epoch, no such
+partition, another leader elected) is dropped too, but the replica stays pending until the next
+metadata: the request may have been applied by the controller before (an answer lost, then the
+retry found the partition epoch it had made), so the proposed ISR still counts for the high
+watermark (Kafka's ``Partition.handleAlterPartitionError``).
 """
 
 from __future__ import annotations
@@ -31,18 +35,22 @@ from kafka_wire.messages import (
 DEFAULT_RETRY_BACKOFF_MS: Final = 100
 #: How many retry backoffs the BUGGIFY point ``replica.delay_alter_partition`` holds a proposal.
 DELAY_BACKOFFS: Final = 30
-#: Partition errors after which the proposal is dropped (the metadata will tell what happened).
+#: Partition errors after which the proposal is dropped and the replica waits for the metadata to
+#: tell what happened, still counting the proposed ISR (an earlier send may have been applied).
 DROP_ERRORS: Final = frozenset(
     {
         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
         ErrorCode.UNKNOWN_TOPIC_ID,
         ErrorCode.FENCED_LEADER_EPOCH,
         ErrorCode.INVALID_UPDATE_VERSION,
-        ErrorCode.INELIGIBLE_REPLICA,
         ErrorCode.NEW_LEADER_ELECTED,
         ErrorCode.NOT_LEADER_OR_FOLLOWER,
     }
 )
+#: Partition errors by which the controller says the proposal was not applied, by it or any
+#: controller before or after it: the proposal is dropped and the replica goes back to its
+#: committed ISR.
+RESET_ERRORS: Final = frozenset({ErrorCode.INELIGIBLE_REPLICA, ErrorCode.OPERATION_NOT_ATTEMPTED})
 
 
 @dataclass(slots=True)
@@ -147,10 +155,12 @@ class AlterPartitionSender:
                     continue
                 if topic.topic_name not in ("", replica.topic) and topic.topic_id != replica.topic_id:
                     continue
-                if data.error_code in DROP_ERRORS:
+                if data.error_code in RESET_ERRORS:
                     del self.proposals[key]
                     if replica.pending_isr == proposal.isr:
                         replica.pending_isr = None
+                elif data.error_code in DROP_ERRORS:
+                    del self.proposals[key]  # pending until the metadata tells
                 elif data.error_code:
                     proposal.retry_at_ms = now_ms + self.retry_backoff_ms
                 else:
@@ -162,8 +172,7 @@ class AlterPartitionSender:
                             now_ms,
                             LeaderRecoveryState(data.leader_recovery_state),
                         )
-                    elif replica.pending_isr == proposal.isr:
-                        replica.pending_isr = None
+                    # else another leader epoch: pending until the metadata tells
                 return
         proposal.retry_at_ms = now_ms + self.retry_backoff_ms  # the answer did not name it
 

@@ -99,7 +99,9 @@ class ReplicaManager:
                 continue
             if registration.leader == me:
                 self._stop_fetching(*key)
-                if replica.make_leader(registration, now_ms):
+                if replica.make_leader(registration, now_ms) or replica.pending_isr is None:
+                    # A new epoch, or a state that settled the change in flight: a proposal made
+                    # on an older state is not sent again.
                     self.alter.forget(*key)
                 if registration.leader_recovery_state == LeaderRecoveryState.RECOVERING:
                     # Nothing to recover in this broker's logs (no transaction state to rebuild):

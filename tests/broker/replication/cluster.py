@@ -205,6 +205,10 @@ class Network:
     alter_requests: list[AlterPartitionRequest] = field(default_factory=list)
     #: While True AlterPartition fails (no reply: the link's timeout or a lost connection).
     controller_fails: bool = False
+    #: While True the controller applies an AlterPartition but its answer is lost.
+    answers_lost: bool = False
+    #: While True the controller's changes reach no broker (their metadata lags).
+    metadata_held: bool = False
 
     def add(self, node_id: int, storage: MemoryStorage | None = None, min_isr: int = 1) -> Node:
         self.brokers[node_id] = BrokerInfo(
@@ -274,6 +278,7 @@ class Network:
                         leader_recovery_state=LeaderRecoveryState(data.leader_recovery_state),
                     )
                     changed.append(new)
+                    self.registrations[new.topic, new.partition] = new
                     result.leader_id, result.leader_epoch = new.leader, new.leader_epoch
                     result.isr, result.partition_epoch = list(new.isr), new.partition_epoch
                     result.leader_recovery_state = int(new.leader_recovery_state)
@@ -300,7 +305,8 @@ class Network:
                     self.nodes[sender].flush()
                     continue
                 assert isinstance(outbound.body, AlterPartitionRequest)
-                outbound.on_reply(self._alter(outbound.body), now)
+                reply = self._alter(outbound.body)
+                outbound.on_reply(None if self.answers_lost else reply, now)
                 self.nodes[sender].flush()
                 continue
             target = self.nodes.get(outbound.destination)
@@ -314,7 +320,7 @@ class Network:
                 self.nodes[sender].flush()
             else:
                 target.held.append((answer, sender, outbound))
-        if self._pending_publish:
+        if self._pending_publish and not self.metadata_held:
             changed, self._pending_publish = self._pending_publish, []
             self.publish(*changed)
         for node_id, node in self.nodes.items():

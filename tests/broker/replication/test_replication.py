@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from kafka_wire.broker.cluster_view import LeaderRecoveryState, PartitionState
 from kafka_wire.broker.partition.purgatory import PendingProduce
+from kafka_wire.broker.partition.replica import PartitionReplica
 from kafka_wire.broker.partition.roles import ReplicaRole
 from kafka_wire.messages import (
     DeleteRecordsRequest,
@@ -559,3 +560,61 @@ def test_a_follower_that_led_an_empty_epoch_drops_it_and_catches_up() -> None:
     net.run(2000)
     assert values(net.nodes[2]) == [b"m1", b"m2"]
     assert net.nodes[2].replica().epoch_cache.entries == [(0, 0), (2, 1)]
+
+
+def lost_isr_addition(net: Network) -> PartitionReplica:
+    """Node 3 rejoins; the controller adds it to the ISR, but its answer is lost and its metadata
+    lags; the retry is refused (INVALID_UPDATE_VERSION: the partition epoch moved). Then node 3
+    dies again with the leader's log ahead of it."""
+    net.crash(3)
+    leader = net.nodes[1]
+    leader.produce([b"x"], net.now_ms, acks=1)
+    net.run(net.config.replica_lag_time_max_ms * 3 // 2 + 1000)
+    assert net.registrations["t", 0].isr == (1, 2)
+    net.answers_lost = net.metadata_held = True
+    net.restart(3)
+    sent = len(net.alter_requests)
+    while len(net.alter_requests) == sent:
+        net.step()
+    assert list(net.registrations["t", 0].isr) == [1, 2, 3]  # applied, answer lost
+    net.answers_lost = False
+    net.run(500)
+    assert [r.topics[0].partitions[0].partition_epoch for r in net.alter_requests[-2:]] == [1, 1]
+    replica = leader.replica()
+    net.crash(3)
+    leader.produce([b"y"], net.now_ms, acks=1)
+    net.run(1000)
+    assert net.nodes[2].replica().log_end_offset == 2
+    return replica
+
+
+def test_a_refused_retry_keeps_the_isr_addition_pending_until_the_metadata_tells() -> None:
+    """Kafka's Partition.handleAlterPartitionError keeps the pending state on INVALID_UPDATE_VERSION
+    (and FENCED_LEADER_EPOCH, ...): an earlier send may have been applied, as here, so node 3 is
+    in the controller's ISR. Dropping the pending ISR let the leader's high watermark pass node 3's
+    log end (the simulator's hw-above-isr, seed 1664)."""
+    net = three()
+    replica = lost_isr_addition(net)
+    assert replica.high_watermark == 1  # node 3, in the controller's ISR, has only offset 0
+    assert replica.pending_isr == (1, 2, 3)
+    assert len(net.alter_requests) == 1 + 2  # the shrink; the lost one and its refused retry
+    assert not net.nodes[1].manager.alter.proposals
+    net.metadata_held = False
+    net.run(100)
+    assert replica.isr == [1, 2, 3] and replica.pending_isr is None
+    assert replica.high_watermark == 1
+
+
+def test_a_newer_partition_state_settles_a_pending_isr_it_does_not_name() -> None:
+    """The metadata then brings another ISR (the controller took node 3 out again): it settles
+    the pending change (Kafka's makeLeader commits the metadata's ISR) and the HW moves on."""
+    net = three()
+    replica = lost_isr_addition(net)
+    current = net.registrations["t", 0]
+    net.metadata_held = False
+    net._pending_publish.clear()
+    net.publish(replace(current, isr=(1, 2), partition_epoch=current.partition_epoch + 1))
+    assert replica.pending_isr is None and replica.isr == [1, 2]
+    net.run(1000)
+    assert replica.high_watermark == 2
+    assert not net.nodes[1].manager.alter.proposals
