@@ -197,6 +197,42 @@ def test_the_leaders_record_of_a_node_that_lost_storage_is_exempt_until_it_has_c
     assert anomalies(checker.check_replicas(5, [leader(4)])) == ["hw-above-isr"]
 
 
+def test_one_leaders_record_of_a_node_that_lost_storage_says_nothing_of_anothers() -> None:
+    # Seed 2609: node 2 lost its unflushed records (disk fault, HW 6); back, it fetched at 0
+    # from leader 1, cut off from the metadata quorum, still leading epoch 0 with node 2 in its
+    # ISR. Node 2 then followed the new leader 3 and caught up there. Its old fetch, sent from 0
+    # while it followed leader 1, reached leader 1 after that (a latency spike): Kafka's leader
+    # records the fetch offset it is sent, and its HW stays where it was.
+    checker = StepChecker()
+
+    def stale(fetched: int) -> ReplicaSnap:
+        return snap(1, leader=True, hw=6, leo=14, isr=(1, 2, 3), min_isr=1, followers=((2, fetched), (3, 14)))
+
+    def new(fetched: int) -> ReplicaSnap:
+        return snap(
+            3,
+            leader=True,
+            epoch=1,
+            entries=[(0, 0), (1, 14)],
+            hw=14,
+            leo=14,
+            isr=(3, 2),
+            min_isr=1,
+            followers=((1, -1), (2, fetched)),
+        )
+
+    assert checker.check_replicas(0, [stale(6), snap(2, hw=6, leo=6), snap(3, hw=6, leo=6)]) == []
+    checker.note_losses(2, 1)
+    assert checker.check_replicas(1, [stale(6), snap(2, hw=0, leo=0)]) == []
+    # node 2 caught up on leader 3, whose record of it did too
+    assert checker.check_replicas(2, [new(0), snap(2, epoch=1, entries=[(0, 0)], hw=14, leo=14)]) == []
+    assert checker.check_replicas(3, [new(14)]) == []
+    # leader 1 records the fetch node 2 sent it from 0 before
+    assert checker.check_replicas(4, [stale(0)]) == []
+    # leader 3's record counts again
+    assert anomalies(checker.check_replicas(5, [new(10)])) == ["hw-above-isr"]
+
+
 def test_a_diverging_suffix_may_be_truncated_below_the_committed_offset() -> None:
     # Seed 73: node 3 led epoch 0 and appended 7 records that never committed (a member of its
     # ISR never fetched); node 2, elected in epoch 1 with an empty log, committed 3 records of

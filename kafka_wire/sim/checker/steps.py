@@ -62,10 +62,13 @@ class StepChecker:
     _caches: dict[tuple[int, TopicPartition], list[tuple[int, int]]] = field(default_factory=dict)
     #: Nodes that lost storage, and the replicas of theirs not yet caught up since.
     _lossy: dict[int, set[TopicPartition]] = field(default_factory=dict)
-    #: The same, judged by a leader's record of the node's last fetch. That record catches up
-    #: after the node's own log has (the fetch that brought the records back was sent from
-    #: below), and a record from before the loss tells nothing.
-    _lossy_fetch: dict[int, set[TopicPartition]] = field(default_factory=dict)
+    #: The same, judged by each leader's record of the node's last fetch to it: the
+    #: ``(leader, partition)`` records caught up. A record catches up after the node's own log
+    #: has (the fetch that brought the records back was sent from below), a record from before
+    #: the loss tells nothing, and one leader's record says nothing of another's: a fetch the
+    #: node sent from below to a leader it no longer follows may reach it after the node caught
+    #: up on its new leader (seed 2609).
+    _lossy_fetch: dict[int, set[tuple[int, TopicPartition]]] = field(default_factory=dict)
     _losses: dict[int, int] = field(default_factory=dict)
     _images: dict[int, dict[TopicPartition, _ImagePartition]] = field(default_factory=dict)
     _image_offsets: dict[int, int] = field(default_factory=dict)
@@ -259,11 +262,11 @@ class StepChecker:
             if node_id not in s.maximal_isr or leo < 0:
                 continue
             caught = self._lossy_fetch.get(node_id)
-            if caught is not None and s.tp not in caught:
+            if caught is not None and (s.node_id, s.tp) not in caught:
                 # A node that lost storage fetches from below the HW while the leader's metadata
                 # still names it in the ISR (the controller's removal has not reached the leader).
                 if leo >= committed and not self._exempt(node_id, s.tp):
-                    caught.add(s.tp)
+                    caught.add((s.node_id, s.tp))
                 continue
             if leo < hw:
                 out.append(
