@@ -14,11 +14,11 @@ from kafka_wire.sim.run import SimOptions, simulate
 #: bug -> (seed, the anomaly the checker reports)
 CAUGHT = {
     "hw-without-isr": (1, "hw-above-isr"),
-    "skip-truncation": (2, "inconsistent-offsets"),
+    "skip-truncation": (3, "inconsistent-offsets"),
     "unclean-election": (55, "unclean-election"),
-    "ack-before-isr": (2, "inconsistent-offsets"),
+    "ack-before-isr": (3, "lost-write"),
     "forget-producer-state": (1, "producer-state-lost"),
-    "serve-above-hw": (2, "inconsistent-offsets"),
+    "serve-above-hw": (10, "inconsistent-offsets"),
     "offsets-not-loaded": (2, "committed-offset-lost"),
     "no-epoch-bump": (1, "two-leaders"),
 }

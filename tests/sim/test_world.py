@@ -169,6 +169,32 @@ def test_after_a_storage_loss_no_node_crashes_until_the_node_that_lost_bytes_cau
     assert killed is not None and killed.target == "n1"
 
 
+def test_after_a_storage_loss_no_partition_cuts_nodes_apart_until_the_node_caught_up() -> None:
+    # Seed 2390: node 2 lost power while partitions cut the nodes apart, and a one-way partition
+    # then kept node 3, the leader, from the controller. The controller fenced node 3 and the
+    # ISR kept only node 2's dead incarnation, elected on its return with what its power loss
+    # had left (Kafka without ELR does the same): no live in-sync copy was left.
+    world, _ = loaded_world()
+    assert world.run_until(lambda: isr_full(world.hosts), world.now_ms + FORM_MS)
+    plan = FaultPlan(world.scheduler, world.network, world.hosts, lambda: ["c"], derived_rng(4, "faults"))
+    lost = plan._apply(1, _Draw("power-loss", 1, 0, 500, 20, 1))
+    assert lost is not None and lost.target == "n2"
+    assert world.run_until(lambda: world.hosts[1].up, world.now_ms + 1000)
+    assert plan._apply(2, _Draw("partition-one-way", 2, 0, 500, 20, 2)) is None
+    assert plan._apply(3, _Draw("partition", 0, 0, 500, 20, 3)) is None
+    client = plan._apply(4, _Draw("partition-client", 0, 0, 500, 20, 2))  # no node cut from another
+    assert client is not None and client.target == "c|n1"
+    assert world.run_until(lambda: isr_full(world.hosts), world.now_ms + FORM_MS)
+    cut = plan._apply(5, _Draw("partition-one-way", 2, 0, 5000, 20, 5))
+    assert cut is not None and cut.target == "n3>n1"
+    # And no storage loss while a partition cuts nodes apart (the registrations read are stale).
+    assert isr_full(world.hosts)
+    assert plan._apply(6, _Draw("power-loss", 0, 0, 500, 20, 6)) is None
+    assert plan._apply(7, _Draw("disk-fault", 0, 0, 500, 20, 7)) is None
+    killed = plan._apply(8, _Draw("kill", 0, 0, 500, 20, 8))
+    assert killed is not None and killed.target == "n1"
+
+
 def _batches_read(data: bytes) -> list[tuple[int, int]]:
     """(base offset, partition leader epoch) of each batch, or raise when one is found corrupt."""
     return [(b.base_offset, b.partition_leader_epoch) for b in read_batches(data, verify_crc=True)]
