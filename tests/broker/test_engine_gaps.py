@@ -170,21 +170,18 @@ def test_a_failed_acks0_produce_closes_the_connection() -> None:
     assert isinstance(reply.body, MetadataResponse)
 
 
+def acks0_produce_to_a_missing_topic() -> ProduceRequest:
+    """An acks=0 Produce that fails (its topic does not exist): Kafka closes the connection."""
+    records = build_batch([NewRecord(None, b"x")])
+    partition = ProduceRequestPartitionProduceData(index=0, records=records)
+    topic = ProduceRequestTopicProduceData(name="ghost", partition_data=[partition])
+    return ProduceRequest(acks=0, timeout_ms=1000, topic_data=[topic])
+
+
 def test_requests_pipelined_after_a_failed_acks0_produce_are_not_served() -> None:
     engine = Engine()
     client = Client(engine, 1)
-    bad = ProduceRequest(
-        acks=0,
-        timeout_ms=1000,
-        topic_data=[
-            ProduceRequestTopicProduceData(
-                name="ghost",
-                partition_data=[
-                    ProduceRequestPartitionProduceData(index=0, records=build_batch([NewRecord(None, b"x")]))
-                ],
-            )
-        ],
-    )
+    bad = acks0_produce_to_a_missing_topic()
     data = client.conn.send(bad, 9) + client.conn.send(MetadataRequest(topics=None), 9)
     engine.feed(1, data)
     assert 1 in engine.closed and engine.take(1) == b""
@@ -316,18 +313,7 @@ def test_answers_to_requests_before_a_failed_acks0_produce_go_out_before_the_clo
     connection closes; the engine used to close at once and drop those answers."""
     engine = Engine()
     client = Client(engine, 1)
-    bad = ProduceRequest(
-        acks=0,
-        timeout_ms=1000,
-        topic_data=[
-            ProduceRequestTopicProduceData(
-                name="ghost",
-                partition_data=[
-                    ProduceRequestPartitionProduceData(index=0, records=build_batch([NewRecord(None, b"x")]))
-                ],
-            )
-        ],
-    )
+    bad = acks0_produce_to_a_missing_topic()
     data = client.conn.send(MetadataRequest(topics=None), 9) + client.conn.send(bad, 9)
     data += client.conn.send(MetadataRequest(topics=None), 9)
     engine.feed(1, data)
