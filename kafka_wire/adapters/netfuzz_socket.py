@@ -15,7 +15,7 @@ import secrets
 import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 from kafka_wire.errors import DecodeError, KafkaWireError
@@ -313,7 +313,7 @@ def _await_restart(session: Session, seconds: float) -> Connection | None:
         try:
             return session.connect()
         except ServerGone:
-            time.sleep(0.5)
+            time.sleep(0.1)
     return None
 
 
@@ -339,7 +339,7 @@ def fuzz(
     report.advertised = dict(conn.advertised)
     plan = Plan(random.Random(options.seed), conn.advertised, generate, mutate, options.plan)
     started = time.monotonic()
-    seen: dict[tuple[str, int, int, bool], int] = {}
+    seen: dict[tuple[str, int, bool], int] = {}
     history: list[bytes] = []
     findings: list[Finding] = []
     try:
@@ -390,14 +390,14 @@ def fuzz(
                     server_gone=verdict.server_gone,
                     request_number=report.requests - len(burst) + verdict.index + 1,
                 )
-                if finding.signature in seen:
-                    index = seen[finding.signature]
-                    old = findings[index]
-                    findings[index] = _with_occurrences(old, old.occurrences + 1)
+                # keyed as first seen: shrinking can move the blame to another request's API
+                index = seen.get(finding.signature)
+                if index is not None:
+                    findings[index] = findings[index].seen_again(finding.api_key, finding.api_version)
                 else:
+                    seen[finding.signature] = len(findings)
                     if options.shrink and not finding.server_gone:
                         finding = shrink_finding(session, finding, report.advertised, options.max_trials)
-                    seen[finding.signature] = len(findings)
                     findings.append(finding)
             if gone is not None:
                 restarted = _await_restart(session, options.wait_restart_s)
@@ -416,21 +416,6 @@ def fuzz(
         report.connections = session.connections
         report.findings = findings
     return report
-
-
-def _with_occurrences(f: Finding, occurrences: int) -> Finding:
-    return Finding(
-        kind=f.kind,
-        detail=f.detail,
-        api_key=f.api_key,
-        api_version=f.api_version,
-        request_kind=f.request_kind,
-        original=f.original,
-        shrunk=f.shrunk,
-        server_gone=f.server_gone,
-        occurrences=occurrences,
-        request_number=f.request_number,
-    )
 
 
 def reproduces(session: Session, finding: Finding, scenario: Scenario) -> bool:
@@ -460,17 +445,13 @@ def shrink_finding(
         if api is not None:
             api_key, api_version = api
             request_kind = classify_frame(original, advertised)
-    return Finding(
-        kind=finding.kind,
-        detail=finding.detail,
+    return replace(
+        finding,
         api_key=api_key,
         api_version=api_version,
         request_kind=request_kind,
-        original=finding.original,
         shrunk=shrinker.result(),
-        server_gone=finding.server_gone,
-        occurrences=finding.occurrences,
-        request_number=finding.request_number,
+        versions=(),
     )
 
 

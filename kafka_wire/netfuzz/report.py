@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from kafka_wire.netfuzz.classify import FindingKind, api_name
@@ -35,14 +35,26 @@ class Finding:
     #: The smallest scenario that reproduced; None when none did (not shrunk, or flaky).
     shrunk: Scenario | None = None
     server_gone: bool = False
-    #: How many times the same kind of finding came from the same API and version.
+    #: How many times the same kind of finding came from the same API (any version).
     occurrences: int = 1
     #: The request number (1-based, across the run) that revealed it.
     request_number: int = 0
+    #: Every version of the API it was seen on (``api_version`` is the first, the reproducer's).
+    versions: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.api_version not in self.versions:
+            object.__setattr__(self, "versions", tuple(sorted({*self.versions, self.api_version})))
 
     @property
-    def signature(self) -> tuple[str, int, int, bool]:
-        return (self.kind.value, self.api_key, self.api_version, self.server_gone)
+    def signature(self) -> tuple[str, int, bool]:
+        """Findings with the same signature count as one: same kind, same API, same server fate."""
+        return (self.kind.value, self.api_key, self.server_gone)
+
+    def seen_again(self, api_key: int, api_version: int) -> Finding:
+        """This finding with one more occurrence, by a request of ``api_key`` v``api_version``."""
+        versions = {*self.versions, api_version} if api_key == self.api_key else set(self.versions)
+        return replace(self, occurrences=self.occurrences + 1, versions=tuple(sorted(versions)))
 
     @property
     def reproducer(self) -> Scenario:
@@ -99,6 +111,7 @@ def finding_to_json(f: Finding) -> dict[str, Any]:
         "api_key": f.api_key,
         "api": api_name(f.api_key),
         "api_version": f.api_version,
+        "versions": list(f.versions),
         "request_kind": f.request_kind.value,
         "server_gone": f.server_gone,
         "occurrences": f.occurrences,
@@ -123,6 +136,7 @@ def finding_of(data: Any) -> Finding:
             server_gone=bool(data.get("server_gone", False)),
             occurrences=int(data.get("occurrences", 1)),
             request_number=int(data.get("request_number", 0)),
+            versions=tuple(int(v) for v in data.get("versions", [])),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ReportError(f"bad finding: {exc!r}") from None
@@ -205,9 +219,11 @@ def summary(report: Report) -> str:
         lines.append(f"stopped early: {report.stopped}")
     for number, f in enumerate(report.findings, 1):
         repro = f.reproducer
+        others = [v for v in f.versions if v != f.api_version]
+        also = f", also v{', v'.join(map(str, others))}" if others else ""
         lines.append(
             f"finding {number}: {f.kind.value} on {api_name(f.api_key)} v{f.api_version} "
-            f"({f.request_kind.value}; seen {f.occurrences}x, first at request {f.request_number})"
+            f"({f.request_kind.value}; seen {f.occurrences}x{also}; first at request {f.request_number})"
         )
         lines.append(f"  {f.detail}")
         shrunk = "shrunk" if f.shrunk is not None else "not shrunk"

@@ -284,7 +284,9 @@ def test_the_report_round_trips_through_json() -> None:
         shrunk=Scenario((), (BAD,), 0),
         occurrences=3,
         request_number=17,
+        versions=(4,),
     )
+    assert finding.versions == (1, 4)
     report = Report(target="127.0.0.1:9092", seed=5, requests=100, elapsed_s=2.5, advertised=dict(ADVERTISED))
     report.sent = {"generated": 90, "mutated": 10}
     report.outcomes = {"answered": 40}
@@ -293,7 +295,21 @@ def test_the_report_round_trips_through_json() -> None:
     assert again == report
     assert again.findings[0].reproducer.burst == (BAD,)
     text = summary(report)
-    assert "hang on Metadata v1" in text and BAD[:8].hex() in text
+    assert "hang on Metadata v1" in text and "seen 3x, also v4;" in text and BAD[:8].hex() in text
+
+
+def test_a_finding_seen_again_counts_the_version_of_its_own_api_only() -> None:
+    finding = Finding(
+        kind=FindingKind.CRASH,
+        detail="closed",
+        api_key=3,
+        api_version=5,
+        request_kind=RequestKind.GENERATED,
+        original=Scenario((), (B,), 0),
+    )
+    again = finding.seen_again(3, 2).seen_again(3, 5).seen_again(18, 1)
+    assert again.occurrences == 4 and again.versions == (2, 5) and again.api_version == 5
+    assert again.signature == finding.signature == ("crash", 3, False)
 
 
 @pytest.mark.parametrize("text", ["", "{}", '{"format": "other"}', '{"format": "kafka-wire-fuzz/1"}'])
