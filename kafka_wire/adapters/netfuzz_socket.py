@@ -409,7 +409,7 @@ def fuzz(
             if progress is not None:
                 progress(report.requests, len(findings))
     except KeyboardInterrupt:
-        report.stopped = "interrupted (Ctrl-C)"  # the report of what ran so far is still written
+        report.stopped = "interrupted (Ctrl-C or SIGTERM)"  # the report of what ran so far is still written
     finally:
         conn.close()
         report.elapsed_s = time.monotonic() - started

@@ -10,6 +10,7 @@ Exit status: 0 nothing found (or nothing reproduced), 1 findings, 2 the fuzzer c
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
 from pathlib import Path
@@ -193,9 +194,12 @@ def _fuzz(args: argparse.Namespace) -> int:
         wait_restart_s=args.wait_restart,
     )
     progress = Progress(requests, args.seconds, sys.stderr)
+    # SIGTERM stops the run the way Ctrl-C does: the report of what ran is still written
+    previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         report = fuzz(target, options, random_message, mutate_frame, progress.update)
     finally:
+        signal.signal(signal.SIGTERM, previous)
         progress.done()
     if args.report is not None:
         try:
@@ -205,6 +209,10 @@ def _fuzz(args: argparse.Namespace) -> int:
     sys.stdout.write(summary(report))
     sys.stdout.flush()
     return 1 if report.findings else 0
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _replay(args: argparse.Namespace) -> int:

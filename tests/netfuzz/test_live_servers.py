@@ -4,6 +4,7 @@ SCRAM) and Tansu, each a short bounded run; the reports are read back."""
 from __future__ import annotations
 
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -119,3 +120,26 @@ def test_a_short_run_against_tansu_completes(tmp_path: Path) -> None:
 def test_the_console_script_prints_a_progress_bar(serve: BrokerProcess, tmp_path: Path) -> None:
     status, _, output = run_fuzz(serve.bootstrap, tmp_path / "r.json", "--requests", "50")
     assert status == 0 and "[##############################] " in output and "requests/s" in output
+
+
+def test_sigterm_stops_the_run_and_the_report_of_what_ran_is_written(
+    serve: BrokerProcess, tmp_path: Path
+) -> None:
+    report_path = tmp_path / "r.json"
+    command = [
+        str(kafka_wire_cli()),
+        "fuzz",
+        serve.bootstrap,
+        "--seconds",
+        "120",
+        "--report",
+        str(report_path),
+    ]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) as process:
+        time.sleep(5)  # startup, then some requests
+        process.terminate()
+        stdout, _ = process.communicate(timeout=60)
+    report = loads(report_path.read_text())
+    assert process.returncode == 0, stdout
+    assert report.stopped == "interrupted (Ctrl-C or SIGTERM)" and report.requests > 0
+    assert "stopped early: interrupted" in stdout
