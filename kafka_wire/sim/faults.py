@@ -10,10 +10,10 @@ latency spike), drawn with it.
 Model rules (Kafka's failure model, so that a lost acknowledged write is always a bug): at most
 one node is down at a time; a fault that loses stored bytes (``power-loss``, ``disk-fault``)
 strikes only when every node is up and registered, every partition's ISR is full on every node
-and every replica holds the committed records (:func:`isr_full`) and no partition cuts one node
-from another, and after it no node crashes and no partition cuts nodes apart until that holds
-again (the node that lost bytes counts as failed until it caught up). A drawn fault the rules
-forbid now is skipped (and not recorded).
+(no leader proposing a smaller one) and every replica holds the committed records
+(:func:`isr_full`) and no partition cuts one node from another, and after it no node crashes
+and no partition cuts nodes apart until that holds again (the node that lost bytes counts as
+failed until it caught up). A drawn fault the rules forbid now is skipped (and not recorded).
 """
 
 from __future__ import annotations
@@ -88,7 +88,12 @@ def isr_full(hosts: Sequence[NodeHost]) -> bool:
     register again (all restarted, the controller refusing the new incarnations until the old
     sessions pass), no node has a partition open and there would be nothing to compare; the
     controller then fences the old incarnations one by one, the last one fenced stays alone in
-    each ISR, and without ELR Kafka elects it whatever its unclean shutdown lost (seed 3201)."""
+    each ISR, and without ELR Kafka elects it whatever its unclean shutdown lost (seed 3201).
+    A leader's ISR change in flight (its pending ISR) counts too: the controller may apply a
+    shrink after the check, even one the leader sent just before it lost power, and a leader
+    that shrank its ISR to itself (its clock jumped past ``replica.lag.time.max.ms``) is then
+    the last replica standing, elected on its return with what its power loss left (seed
+    6172)."""
     needed: set[tuple[int, str, int]] = set()
     held: dict[tuple[int, str, int], int] = {}
     high: dict[tuple[str, int], int] = {}
@@ -106,6 +111,9 @@ def isr_full(hosts: Sequence[NodeHost]) -> bool:
         for (topic, index), replica in broker.state.partitions.items():
             registration = replica.registration
             if registration is None or len(registration.isr) != len(registration.replicas):
+                return False
+            pending = replica.pending_isr
+            if pending is not None and set(pending) != set(registration.replicas):
                 return False
             needed.update((r, topic, index) for r in registration.replicas)
             held[node_id, topic, index] = replica.log_end_offset

@@ -195,6 +195,33 @@ def test_after_a_storage_loss_no_partition_cuts_nodes_apart_until_the_node_caugh
     assert killed is not None and killed.target == "n1"
 
 
+def test_no_storage_loss_while_a_leader_proposes_a_smaller_isr() -> None:
+    # Seed 6172: node 2's clock jumped 4.5 s, past replica.lag.time.max.ms, while a latency spike
+    # kept node 1 a fetch behind, so as leader of __consumer_offsets-2 it saw its followers out
+    # of sync and proposed an ISR of itself alone (Kafka's ISR expiration reads the wall clock).
+    # Every registration still named the full ISR, so the check passed and node 2 lost power;
+    # the controller applied the AlterPartition it had sent, fenced its dead incarnation (leader
+    # none, ISR {2}) and elected it on its return with an empty log: the others truncated
+    # committed records (KIP-966's last replica standing; Kafka without ELR does the same).
+    world, _ = loaded_world()
+    assert world.run_until(lambda: isr_full(world.hosts), world.now_ms + FORM_MS)
+    broker = world.hosts[1].broker
+    assert broker is not None
+    led = [r for r in broker.state.partitions.values() if r.is_leader]
+    assert led
+    replica = led[0]
+    replica.pending_isr = (2,)  # the AlterPartition in flight, as the engine's sender keeps it
+    assert not isr_full(world.hosts)  # every registration is still full, the proposal is not
+    plan = FaultPlan(world.scheduler, world.network, world.hosts, lambda: [], derived_rng(4, "faults"))
+    assert plan._apply(1, _Draw("power-loss", 1, 0, 500, 20, 1)) is None
+    assert plan._apply(2, _Draw("disk-fault", 0, 0, 500, 20, 2)) is None
+    replica.pending_isr = tuple(replica.registration.replicas) if replica.registration else None
+    assert isr_full(world.hosts)  # a proposal of the whole replica set takes no one out
+    replica.pending_isr = None
+    lost = plan._apply(3, _Draw("power-loss", 1, 0, 500, 20, 3))
+    assert lost is not None and lost.target == "n2"
+
+
 def _batches_read(data: bytes) -> list[tuple[int, int]]:
     """(base offset, partition leader epoch) of each batch, or raise when one is found corrupt."""
     return [(b.base_offset, b.partition_leader_epoch) for b in read_batches(data, verify_crc=True)]
