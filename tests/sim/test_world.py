@@ -20,11 +20,13 @@ from kafka_wire.cli.simulate import workload
 from kafka_wire.errors import DecodeError
 from kafka_wire.records import NewRecord, build_batch, read_batches
 from kafka_wire.sim.checker import Checker
+from kafka_wire.sim.checker.ends import check_end
 from kafka_wire.sim.checker.observe import changed_snaps
 from kafka_wire.sim.contracts import Violation, WorldView
 from kafka_wire.sim.faults import FaultPlan, _Draw, isr_full
+from kafka_wire.sim.history import History, Op, OpKind, OpType
 from kafka_wire.sim.host import crc_covered
-from kafka_wire.sim.run import SimOptions, SimResult, simulate, topic_names
+from kafka_wire.sim.run import SimOptions, SimResult, simulate, topic_names, unseen_acks
 from kafka_wire.sim.shrink import shrink
 from kafka_wire.sim.world import World, WorldConfig, derived_rng
 from tests.sim.loader import Loader
@@ -357,6 +359,31 @@ def test_a_run_with_faults_converges_in_the_liveness_phase() -> None:
     assert result.ok, result.violations
     assert result.converged
     assert sum(result.fault_counts.values()) == len(result.faults) > 3
+
+
+def test_convergence_waits_for_acked_writes_in_partitions_not_polled_yet() -> None:
+    # Seed 8030: topic-2-1 had no leader until the liveness phase, so the consumer had polled no
+    # record of it when its first writes were acknowledged; other partitions had been polled. The
+    # world must not count as converged before the consumer reads them: the end check reports
+    # every acknowledged write never polled (``unseen``), whatever partition it is in.
+    history = History()
+
+    def send(value: str, partition: int, offset: int) -> None:
+        sent = Op(1, "p", OpType.INVOKE, OpKind.SEND, topic="t", partition=partition, value=value, acks=-1)
+        history.add(sent)
+        history.add(replace(sent, time_ms=2, type=OpType.OK, offset=offset))
+
+    send("p-0", 0, 0)
+    send("p-1", 1, 0)
+    assert unseen_acks(history) == 0, "nothing polled yet: a workload without consumers"
+    history.add(Op(3, "c", OpType.OK, OpKind.POLL, topic="t", partition=0, records=((0, "p-0"),)))
+    assert unseen_acks(history) == 1
+    tp0, tp1 = ("t", 0), ("t", 1)
+    report = check_end(history, {}, {tp0: 1, tp1: 1}, {}, 9)
+    assert [v.anomaly for v in report.violations] == ["unseen"]
+    history.add(Op(4, "c", OpType.OK, OpKind.POLL, topic="t", partition=1, records=((0, "p-1"),)))
+    assert unseen_acks(history) == 0
+    assert check_end(history, {}, {tp0: 1, tp1: 1}, {}, 9).violations == []
 
 
 def test_a_replayed_script_applies_only_its_faults_at_the_same_times() -> None:
