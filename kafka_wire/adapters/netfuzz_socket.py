@@ -390,14 +390,17 @@ def fuzz(
                     server_gone=verdict.server_gone,
                     request_number=report.requests - len(burst) + verdict.index + 1,
                 )
-                # keyed as first seen: shrinking can move the blame to another request's API
                 index = seen.get(finding.signature)
+                if index is None and options.shrink and not finding.server_gone:
+                    # shrinking can move the blame to another request of the burst, and its API
+                    first_seen = finding.signature
+                    finding = shrink_finding(session, finding, report.advertised, options.max_trials)
+                    index = seen.get(finding.signature)
+                    seen[first_seen] = len(findings) if index is None else index
                 if index is not None:
                     findings[index] = findings[index].seen_again(finding.api_key, finding.api_version)
                 else:
                     seen[finding.signature] = len(findings)
-                    if options.shrink and not finding.server_gone:
-                        finding = shrink_finding(session, finding, report.advertised, options.max_trials)
                     findings.append(finding)
             if gone is not None:
                 restarted = _await_restart(session, options.wait_restart_s)
@@ -418,12 +421,13 @@ def fuzz(
     return report
 
 
-def reproduces(session: Session, finding: Finding, scenario: Scenario) -> bool:
+def reproduces(session: Session, finding: Finding, scenario: Scenario) -> Verdict | None:
+    """The verdict of a trial when it is the same kind of finding, else None."""
     try:
         verdict = session.run_scenario(scenario)
     except ServerGone:
-        return False
-    return verdict is not None and verdict.kind is finding.kind
+        return None
+    return verdict if verdict is not None and verdict.kind is finding.kind else None
 
 
 def shrink_finding(
@@ -433,20 +437,27 @@ def shrink_finding(
     if finding.kind is FindingKind.HANG:  # each trial that reproduces costs the whole timeout
         max_trials = min(max_trials, MAX_HANG_TRIALS)
     shrinker = Shrinker(finding.original, admissible_for(finding.kind, advertised), max_trials=max_trials)
+    details: dict[Scenario, str] = {}  # what each reproducing candidate gave, for a moved blame
     while (candidate := shrinker.next_candidate()) is not None:
-        shrinker.tell(reproduces(session, finding, candidate))
+        verdict = reproduces(session, finding, candidate)
+        if verdict is not None:
+            details[candidate] = verdict.detail
+        shrinker.tell(verdict is not None)
     if not shrinker.reproduced:
         return finding
     api_key, api_version, request_kind = finding.api_key, finding.api_version, finding.request_kind
+    detail = finding.detail
     if shrinker.origin != finding.original.culprit:
-        # another request of the burst reproduced alone: it is the culprit
+        # another request of the burst reproduced alone: it is the culprit, as it was sent
         original = finding.original.burst[shrinker.origin]
         api = frame_api(original)
         if api is not None:
             api_key, api_version = api
             request_kind = classify_frame(original, advertised)
+        detail = details.get(Scenario((), (original,), 0), detail)
     return replace(
         finding,
+        detail=detail,
         api_key=api_key,
         api_version=api_version,
         request_kind=request_kind,

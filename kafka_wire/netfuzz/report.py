@@ -39,7 +39,7 @@ class Finding:
     occurrences: int = 1
     #: The request number (1-based, across the run) that revealed it.
     request_number: int = 0
-    #: Every version of the API it was seen on (``api_version`` is the first, the reproducer's).
+    #: Every version of the API it was seen on (``api_version``: the request that revealed it).
     versions: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:

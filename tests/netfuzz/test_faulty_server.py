@@ -10,9 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from kafka_wire.adapters.netfuzz_socket import Session, Target, shrink_finding
 from kafka_wire.cli import main
-from kafka_wire.netfuzz.report import loads
-from tests.netfuzz.faulty_server import FAULTS, Fault, FaultyServer
+from kafka_wire.messages import ApiKey, MetadataRequest, ProduceRequest, RequestHeader
+from kafka_wire.netfuzz.classify import FindingKind, api_name
+from kafka_wire.netfuzz.plan import RequestKind, frame_api
+from kafka_wire.netfuzz.report import Finding, loads
+from kafka_wire.netfuzz.shrink import Scenario
+from kafka_wire.protocol.framing import encode_request
+from tests.netfuzz.faulty_server import ADVERTISED, FAULTS, Fault, FaultyServer
 
 EXPECTED: dict[Fault, str] = {
     "close": "crash",
@@ -73,6 +79,13 @@ def test_each_fault_is_found_shrunk_reported_and_replayed(
             return
         assert finding.shrunk is not None, out
         assert finding.shrunk.prefix == () and finding.shrunk.size <= finding.original.size
+        # one finding per kind and API; the detail of a shrunk one names the API its reproducer
+        # blames (a protocol violation names the two requests answered out of order)
+        assert len({f.signature for f in data.findings}) == len(data.findings)
+        one_request = [
+            f for f in data.findings if f.shrunk is not None and f.kind.value != "protocol-violation"
+        ]
+        assert all(api_name(f.api_key) in f.detail for f in one_request), out
         if fault != "reorder":  # the culprit alone reproduces
             assert len(finding.shrunk.burst) == 1 or fault == "acks0"
         assert main(["fuzz", "--replay", str(report), "--timeout", "0.2"]) == 1
@@ -169,3 +182,27 @@ def test_the_same_seed_sends_the_same_requests(tmp_path: Path) -> None:
         return [h for f in json.loads(report.read_text())["findings"] for h in f["original"]["burst"]]
 
     assert frames(4) == frames(4)
+
+
+def test_a_finding_blamed_on_the_wrong_request_is_shrunk_to_the_right_one_and_its_detail() -> None:
+    produce = encode_request(
+        RequestHeader(correlation_id=7, client_id="t"), ProduceRequest(acks=1, timeout_ms=100), 3
+    )
+    metadata = encode_request(RequestHeader(correlation_id=8, client_id="t"), MetadataRequest(topics=[]), 1)
+    blamed = Finding(
+        kind=FindingKind.CRASH,
+        detail="the server closed the connection with Produce v3 (generated) unanswered",
+        api_key=ApiKey.PRODUCE,
+        api_version=3,
+        request_kind=RequestKind.GENERATED,
+        original=Scenario((), (produce, metadata), 0),
+    )
+    with FaultyServer("close") as server:  # closes on Metadata
+        host, _, port = server.address.rpartition(":")
+        session = Session(Target(host, int(port)), 2.0)
+        shrunk = shrink_finding(session, blamed, ADVERTISED, max_trials=10)
+    # named as sent in the run; the reproducer may be shrunk further, down to its bytes
+    assert shrunk.api_key == ApiKey.METADATA and shrunk.api_version == 1 and shrunk.versions == (1,)
+    assert "Metadata v1" in shrunk.detail and "Produce" not in shrunk.detail
+    assert shrunk.shrunk is not None and shrunk.shrunk.prefix == () and len(shrunk.shrunk.burst) == 1
+    assert frame_api(shrunk.shrunk.burst[0]) == (ApiKey.METADATA, 0)  # its version bytes zeroed
