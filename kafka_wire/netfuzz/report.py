@@ -42,9 +42,8 @@ class Finding:
     #: Every version of the API it was seen on (``api_version``: the request that revealed it).
     versions: tuple[int, ...] = ()
 
-    def __post_init__(self) -> None:
-        if self.api_version not in self.versions:
-            object.__setattr__(self, "versions", tuple(sorted({*self.versions, self.api_version})))
+    def __post_init__(self) -> None:  # sorted, without repeats, and always holding api_version
+        object.__setattr__(self, "versions", tuple(sorted({*self.versions, self.api_version})))
 
     @property
     def signature(self) -> tuple[str, int, bool]:
@@ -53,8 +52,8 @@ class Finding:
 
     def seen_again(self, api_key: int, api_version: int) -> Finding:
         """This finding with one more occurrence, by a request of ``api_key`` v``api_version``."""
-        versions = {*self.versions, api_version} if api_key == self.api_key else set(self.versions)
-        return replace(self, occurrences=self.occurrences + 1, versions=tuple(sorted(versions)))
+        versions = (*self.versions, api_version) if api_key == self.api_key else self.versions
+        return replace(self, occurrences=self.occurrences + 1, versions=versions)
 
     @property
     def reproducer(self) -> Scenario:
