@@ -365,6 +365,11 @@ def build_message_set(
         return bytes(out)
     if not fields:
         raise EncodeError("a compressed legacy wrapper needs at least one record")
+    if magic == 1 and base_offset < 0:
+        # Its inner offsets are relative to a wrapper offset of base + n - 1: a reader takes a
+        # wrapper offset of 0 as base 0 and refuses one below the last inner offset, so no
+        # negative base reads back.
+        raise ValueOutOfRangeError(f"a compressed magic v1 wrapper cannot start at offset {base_offset}")
     inner = bytearray()
     for i, (key, value, _, _) in enumerate(fields):
         inner_offset = i if magic == 1 else base_offset + i
