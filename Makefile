@@ -90,10 +90,10 @@ simulate-long: $(STAMP) $(COMPILED_STAMP)
 # The long fuzzing run (docs/benchmarks/fuzzing.md): every harness of fuzz/ under atheris for
 # FUZZ_SECONDS each, two at a time, on the pure flavour (atheris sees Python code only; the compiled
 # flavour is checked against the pure one by tests/codec/test_native.py). Sized for at least
-# 10 million executions in all: the rates measured there (two harnesses at a time on two shared
-# cores) add up to about 9,500 executions per second of each harness, so 1,800 s each gives about
-# 17 million; about 1 h 45 min of wall time. Corpora, findings and logs in build/fuzz, the
-# summary in build/fuzz/long.json. make test runs each harness briefly
+# 10 million executions in all: the rates measured there add up to about 9,500 executions per
+# second of each harness on two shared cores (about 17,800 on idle ones), so 1,800 s each gives
+# about 17 million (30 million); four rounds, about 2 h of wall time. Corpora, findings and logs
+# in build/fuzz, the summary in build/fuzz/long.json. make test runs each harness briefly
 # (tests/fuzz/test_short_runs.py).
 FUZZ_SECONDS ?= 1800
 fuzz-long: $(STAMP)
