@@ -96,7 +96,8 @@ def build_batch(
 
     Legacy: one message per record, or with compression one wrapper whose inner offsets are
     absolute (v0) or relative (v1); v1 wrappers carry the max timestamp (the log append time for
-    LogAppendTime). v2-only fields must keep their defaults.
+    LogAppendTime) and need a base offset of 0 or more (no negative one reads back). v2-only
+    fields must keep their defaults.
     """
     codec = codec_id(compression)
     items = records if isinstance(records, list | tuple) else list(records)
