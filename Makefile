@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install lint typecheck regen docs check-generated bench clean compile test-pure test-compiled captures simulate-long fuzz-long
+.PHONY: run test install peers lint typecheck regen docs check-generated bench clean compile test-pure test-compiled captures simulate-long fuzz-long
 
 # PySpark and pyarrow for tests/spark come from the `spark` extra (Spark runs on the machine's
 # JDK 17). Python peers come from the `test` extra (with the Java client's jars: pyflink/lib of
@@ -26,6 +26,21 @@ $(KCAT_STAMP): $(STAMP)
 	touch $(KCAT_STAMP)
 
 install: $(STAMP) $(KCAT_STAMP)
+
+# Apache Kafka 4.4.0 (the reference broker, its tools, the 4.4 clients and Kafka Streams) with every
+# jar it needs, resolved from Maven Central by Maven's dependency plugin from tools/peers/pom.xml
+# into build/peers/kafka-4.4/lib (about 125 MB; Maven keeps its own cache in ~/.m2). The e2e suite
+# starts real Kafka brokers from it (tests/e2e/brokers.py) and the Java drivers build against it.
+PEERS_DIR := build/peers/kafka-4.4
+PEERS_STAMP := $(PEERS_DIR)/.resolved
+$(PEERS_STAMP): tools/peers/pom.xml
+	@command -v mvn >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven >/dev/null; }
+	rm -rf $(PEERS_DIR)
+	mvn -q -B -f tools/peers/pom.xml dependency:copy-dependencies \
+		-DoutputDirectory=$(CURDIR)/$(PEERS_DIR)/lib -DincludeScope=runtime
+	touch $(PEERS_STAMP)
+
+peers: $(PEERS_STAMP)
 
 # The compiled flavour (docs/internals/compiled.md): when a C compiler is present, mypyc compiles the
 # modules listed in setup.py (the records loops, the message bases and the hot message modules) next
@@ -58,7 +73,7 @@ run: $(STAMP) $(COMPILED_STAMP)
 # The whole test suite: generated code up to date, lint, formatting, types (mypy over the package,
 # tests, tools, bench and fuzz), then pytest: the whole suite on the compiled flavour and, beside
 # it, what differs between flavours on pure Python (tools/test_flavours.py).
-test: $(STAMP) $(KCAT_STAMP) $(COMPILED_STAMP)
+test: $(STAMP) $(KCAT_STAMP) $(PEERS_STAMP) $(COMPILED_STAMP)
 	$(PY) -m compileall -q kafka_wire
 	$(PY) -m kafka_wire.schema.importer --check
 	$(PY) -m kafka_wire.codegen --check
@@ -106,10 +121,10 @@ bench: $(STAMP) $(COMPILED_STAMP)
 	$(PY) bench/bench_spark.py --records 1000000
 
 # The whole test suite in one flavour: compiled extensions ignored / required.
-test-pure: $(STAMP) $(KCAT_STAMP)
+test-pure: $(STAMP) $(KCAT_STAMP) $(PEERS_STAMP)
 	KAFKA_WIRE_PURE=1 KAFKA_WIRE_EXPECT_FLAVOUR=pure $(PY) -bb -m pytest -q -p no:cacheprovider
 
-test-compiled: $(STAMP) $(KCAT_STAMP) $(COMPILED_STAMP)
+test-compiled: $(STAMP) $(KCAT_STAMP) $(PEERS_STAMP) $(COMPILED_STAMP)
 	KAFKA_WIRE_EXPECT_FLAVOUR=compiled $(PY) -bb -m pytest -q -p no:cacheprovider
 
 clean:
