@@ -117,7 +117,8 @@ def answers_api_versions(address: Address, timeout_s: float = 1.0) -> bool:
                 data += chunk
     except OSError:
         return False
-    return struct.unpack_from(">i", data, 4)[0] == 1
+    correlation_id: int = struct.unpack_from(">i", data, 4)[0]
+    return correlation_id == 1
 
 
 @dataclass
