@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from kafka_wire.broker import buggify
 from kafka_wire.broker.cluster_view import LeaderRecoveryState, PartitionState
-from kafka_wire.broker.controller.image import NO_LEADER, NO_LEADER_CHANGE, NO_RECOVERY_CHANGE
+from kafka_wire.broker.controller.topics_image import NO_LEADER, NO_LEADER_CHANGE, NO_RECOVERY_CHANGE
 from kafka_wire.messages import PartitionChangeRecord
 
 
