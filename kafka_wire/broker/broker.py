@@ -68,6 +68,7 @@ from kafka_wire.broker.fetch_sessions import FetchSessionCache
 from kafka_wire.broker.group import GroupCoordinator
 from kafka_wire.broker.group_link import GroupAnswer, GroupLink
 from kafka_wire.broker.internal_topics import adopt
+from kafka_wire.broker.legacy_import import LegacyImport
 from kafka_wire.broker.log.config import LogConfig
 from kafka_wire.broker.maintenance import LogMaintenance
 from kafka_wire.broker.sasl import server_sasl
@@ -261,6 +262,7 @@ class Broker:
             cluster_id=config.cluster_id,
             rng=self._rng,
             clustered=config.cluster is not None,
+            sole_voter=config.cluster is not None and config.cluster.sole_voter(config.node_id),
         )
         for warning in opened.warnings:
             self._log.warning("%s", warning)
@@ -279,9 +281,20 @@ class Broker:
         )
         self._state = state
         self._effects.extend(opened.effects)
+        legacy = None
+        if config.cluster is not None and config.cluster.sole_voter(config.node_id):
+            legacy = LegacyImport.find(self._storage, cluster_id=metadata.cluster_id, rng=self._rng)
+        if legacy is not None:
+            for warning in legacy.warnings:
+                self._log.warning("%s", warning)
+            legacy.adopt_internal_topics(config, self._log)
+            state.bootstrap_records = legacy.records(config.node_id)
+            self._effects.extend(legacy.effects)
         state.open_existing(now_ms, self._effects)
         if self._cluster is not None:  # its topics live in the metadata log
             self._cluster.start(state, self._effects, now_ms)
+            if legacy is not None:  # imported: the first metadata batch is written by now
+                self._effects.extend(legacy.renamed())
         else:
             state.persist_metadata(self._effects)
         self._group = GroupLink(

@@ -16,8 +16,9 @@ A node of a replicated cluster (``clustered``) learns its topics from the metada
 ``kafka-wire-metadata.json``: its directory is opened with no topics, and nothing is moved aside
 as a stray (which partitions are strays is known once the metadata is replayed). A new
 directory then needs ``cluster.id`` (every node of a cluster must share it, which Kafka ensures
-by formatting each directory with ``kafka-storage format``); ``__cluster_metadata-0`` holds the
-metadata log itself.
+by formatting each directory with ``kafka-storage format``), unless the node is the only voter of
+its quorum (a cluster of its own: it makes up its id, as a single node does);
+``__cluster_metadata-0`` holds the metadata log itself.
 
 Problems the operator must solve raise :class:`DataDirError`, whose message names the file and
 what to do; everything else found is reported in ``warnings``.
@@ -83,10 +84,11 @@ class DataDir:
         cluster_id: str | None,
         rng: random.Random,
         clustered: bool = False,
+        sole_voter: bool = False,
     ) -> DataDir:
         """Check and load the data directory, or raise :class:`DataDirError`."""
         text = read_text(storage, META_PROPERTIES)
-        if clustered and text is None and cluster_id is None:
+        if clustered and not sole_voter and text is None and cluster_id is None:
             raise DataDirError(
                 f"this data directory has no {META_PROPERTIES} and cluster.id is not set: a node of a cluster "
                 "needs the cluster's id (the same on every node; `kafka-wire cluster` sets it): set cluster.id"

@@ -13,7 +13,8 @@ Kafka's ``BrokerLifecycleManager``, as a pure state machine:
   (the controller lost the registration): register again.
 - **Controlled shutdown**: ``begin_shutdown`` sends heartbeats with ``want_shut_down`` until one
   answers ``should_shut_down`` (the controller moved the broker's leaderships away), or
-  ``controlled_shutdown_timeout_ms`` passes; then :attr:`may_stop`.
+  ``controlled_shutdown_timeout_ms`` passes; then :attr:`may_stop`. After the first answer the
+  next heartbeat comes 50 ms later, then at the heartbeat interval, as Kafka's.
 
 States (Kafka's ``BrokerState`` names) move by :data:`LIFECYCLE_TRANSITIONS`. One request is in
 flight at a time; a reply is taken only from the request it answers.
@@ -50,6 +51,9 @@ SUPPORTED_FEATURES: Final = (("metadata.version", 7, 21), ("kraft.version", 0, 1
 PLAINTEXT_ID: Final = 0
 #: The first wait before a failed request is sent again (Kafka's lifecycle manager: 100 ms).
 INITIAL_RETRY_MS: Final = 100
+#: After the first heartbeat answer of a controlled shutdown, the next heartbeat comes this soon
+#: (Kafka's ``BrokerLifecycleManager``: 50 ms), then at the heartbeat interval.
+SHUTDOWN_RECHECK_MS: Final = 50
 
 _SILENT: Final = logging.getLogger("kafka_wire.broker.lifecycle.silent")
 _SILENT.addHandler(logging.NullHandler())
@@ -142,6 +146,8 @@ class BrokerLifecycle:
         self._in_flight: int | None = None
         self._sequence = 0
         self._shutdown_deadline_ms: int | None = None
+        #: A heartbeat answered while in controlled shutdown (the next one then waits a full interval).
+        self._shutdown_answered = False
 
     @property
     def state(self) -> LifecycleState:
@@ -321,7 +327,14 @@ class BrokerLifecycle:
         self._retry_ms = INITIAL_RETRY_MS
         self.fenced = reply.is_fenced
         self._move(LifecycleInput.FENCED if reply.is_fenced else LifecycleInput.UNFENCED)
-        if self.state is LifecycleState.PENDING_CONTROLLED_SHUTDOWN and reply.should_shut_down:
-            self._move(LifecycleInput.SHUTDOWN_ALLOWED)
-            return
+        if self.state is LifecycleState.PENDING_CONTROLLED_SHUTDOWN:
+            if reply.should_shut_down:
+                self._move(LifecycleInput.SHUTDOWN_ALLOWED)
+                return
+            if not self._shutdown_answered:
+                # The first answer to the shutdown: ask again soon, as Kafka does, since the
+                # leadership moves are often done at once.
+                self._shutdown_answered = True
+                self._due_ms = now_ms + SHUTDOWN_RECHECK_MS
+                return
         self._due_ms = now_ms + self._config.broker_heartbeat_interval_ms

@@ -329,6 +329,8 @@ class PeerLinks:
             try:
                 assert body.API_KEY is not None
                 version = client.version_for(body.API_KEY)
+                if item.outbound.api_version is not None:
+                    version = min(version, item.outbound.api_version)
             except UnsupportedVersionError as exc:
                 self._log.warning("node %d: %s", link.destination, exc)
                 self._fail_later([item.outbound], now_ms)

@@ -113,6 +113,9 @@ class BrokerState:
     #: The replicated cluster as this node sees it (``kafka_wire.broker.cluster_view``); None: a
     #: single node, which answers as the whole cluster.
     cluster: ClusterView | None = None
+    #: The records a new metadata log starts with: an old single node's topics, imported
+    #: (``kafka_wire.broker.legacy_import``).
+    bootstrap_records: list[Message] = field(default_factory=list)
 
     def begin_call(self) -> None:
         """A new engine call: a full work budget."""
@@ -202,14 +205,14 @@ class BrokerState:
             effects.extend(replica.log.take_effects())
         effects.emit(Delete(partition_dir(name, index)))
 
-    def update_topic_configs(self, topic: TopicInfo, configs: Mapping[str, str], effects: EffectSink) -> None:
+    def update_topic_configs(self, topic: TopicInfo, configs: Mapping[str, str]) -> None:
+        """A topic's overrides changed: its open logs run with the new config."""
         topic.configs = dict(configs)
         config = self.log_config(topic)
         for index in range(topic.partitions):
             replica = self.partitions.get((topic.name, index))
             if replica is not None:
                 replica.log.update_config(config)
-        self.persist_metadata(effects)
 
     def open_existing(self, now_ms: int, effects: EffectSink) -> None:
         """Open (and recover) the log of every partition the metadata names."""

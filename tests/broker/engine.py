@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+import os
 import random
 
 from kafka_wire.broker import Broker, BrokerConfig
+from kafka_wire.broker.config import standalone
 from kafka_wire.broker.driving import settle
 from kafka_wire.broker.effects import (
     CloseConnection,
@@ -16,6 +18,7 @@ from kafka_wire.broker.effects import (
     Send,
     StorageEffect,
 )
+from kafka_wire.broker.node import Node
 from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.codec.structs import Message
 from kafka_wire.protocol import NEED_DATA, ClientConfig, ClientConnection, Response
@@ -34,13 +37,19 @@ class Engine:
     ) -> None:
         self.storage = storage or MemoryStorage()
         self.config = config or BrokerConfig(group_initial_rebalance_delay_ms=0)
+        rng = random.Random(seed)
+        node = None
+        if os.environ.get("KAFKA_WIRE_ONE_VOTER"):
+            self.config = standalone(self.config)
+            node = Node(self.config, rng=rng, logger=logger)
         self.broker = Broker(
             self.config,
             self.storage,
-            rng=random.Random(seed),
+            rng=rng,
             member_id_factory=lambda client_id: f"{client_id}-member",
             nonce_factory=lambda: "fixed-nonce",
             logger=logger,
+            cluster=node,
         )
         self.now_ms = 1_700_000_000_000
         self.log: list[Effect] = []

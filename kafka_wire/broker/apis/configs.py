@@ -104,5 +104,6 @@ def alter_topic(
     if problem is not None:
         return problem.error_code, problem.message
     if not validate_only:
-        state.update_topic_configs(topic, configs, effects)
+        state.update_topic_configs(topic, configs)
+        state.persist_metadata(effects)
     return ErrorCode.NONE, None

@@ -118,10 +118,20 @@ class _Held:
 class QuorumController:
     """Answers the controller APIs while the local raft replica leads."""
 
-    def __init__(self, config: ControllerConfig, raft: MetadataLog, rng: random.Random) -> None:
+    def __init__(
+        self,
+        config: ControllerConfig,
+        raft: MetadataLog,
+        rng: random.Random,
+        *,
+        bootstrap: Sequence[Message] = (),
+    ) -> None:
         self.config = config
         self.raft = raft
         self.rng = rng
+        #: Records a new metadata log starts with, after ``metadata.version`` (an imported old
+        #: single node's topics, ``kafka_wire.broker.legacy_import``).
+        self._bootstrap = list(bootstrap)
         #: The committed image (replayed batches only): the node's image.
         self.committed = MetadataImage()
         self.committed_offset = -1
@@ -203,7 +213,8 @@ class QuorumController:
             if self.config.auto_leader_rebalance_enable
             else None
         )
-        self.propose(self.features.bootstrap_records(), now_ms)
+        first = self.features.bootstrap_records()
+        self.propose(first + self._bootstrap if first else first, now_ms)
         return True
 
     # -- the committed log -----------------------------------------------------------------------

@@ -400,7 +400,9 @@ class RequestHandlers(QuorumTransitions):
                     node_id=v.node_id,
                     listeners=[
                         DescribeQuorumResponseListener(name=self.config.listener, host=v.host, port=v.port)
-                    ],
+                    ]
+                    if v.port  # a standalone node's controller has no listener
+                    else [],
                 )
                 for v in sorted(self.config.voters, key=lambda v: v.node_id)
             ]

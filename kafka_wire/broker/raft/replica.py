@@ -150,13 +150,14 @@ class KRaftReplica(OutboundRequests):
         self._now_ms = now_ms
         if self.role is not QuorumRole.LEADER or not records:
             return None
-        batch = build_batch(
-            [(None, bytes(value), (), now_ms) for value in records], partition_leader_epoch=self.epoch
-        )
+        values = tuple(bytes(value) for value in records)
+        batch = build_batch([(None, value, (), now_ms) for value in values], partition_leader_epoch=self.epoch)
+        base = self._log.log_end_offset
         result = self._log.append(batch, now_ms, leader_epoch=self.epoch, origin="coordinator")
         if result.error_code:
             self._flush()
             return None
+        self._remember(base, CommittedBatch(base, result.last_offset, self.epoch, now_ms, values))
         self._update_leader_progress(now_ms)
         self._flush()
         return result.last_offset
@@ -171,7 +172,17 @@ class KRaftReplica(OutboundRequests):
         log = self._log
         # below the log start is a snapshot the caller made from what it had taken already
         self._taken = max(self._taken, log.log_start_offset)
+        appended = self._appended
         while self._taken < self._hw:
+            while appended and appended[0][0] < self._taken:
+                appended.popleft()
+            if appended and appended[0][0] == self._taken:
+                if appended[0][1] > self._hw:
+                    break
+                _, self._taken, mine = appended.popleft()
+                if mine is not None:
+                    out.append(mine)
+                continue
             result = log.read(self._taken, _READ_CHUNK_BYTES, max_offset=self._hw)
             data = log.read_bytes(result)
             if result.error_code or not data:

@@ -26,6 +26,7 @@ class QuorumTransitions(LeaderFetch):
             QUORUM_TRANSITIONS, self.role, move, machine=f"raft node {self.node_id}", logger=self._logger
         )
         self._generation += 1
+        self._appended.clear()  # a new role reads what it hands out from the log
         self._inflight.clear()
         self._retry_at.clear()
         self._election_deadline = self._fetch_deadline = self._check_quorum_deadline = None
@@ -92,6 +93,7 @@ class QuorumTransitions(LeaderFetch):
             raise LocalProtocolError(
                 f"the metadata log refused the LeaderChangeMessage ({result.error_code})"
             )
+        self._remember(self._epoch_start_offset, None)
         self._note_epoch(self.epoch, self._epoch_start_offset)
         self._progress = {v: ReplicaProgress() for v in self._voters}
         self._acked = {self.node_id}

@@ -164,17 +164,26 @@ class FakeController:
     def tick(self, now_ms: int) -> None:
         self.ticks.append(now_ms)
 
+    def local_broker(self, incarnation_id: uuid.UUID) -> None:
+        self.local_incarnation = incarnation_id
+
 
 @dataclass
 class FakeReplication:
     applied: list[tuple[tuple[str, ...], list[tuple[str, int]]]] = field(default_factory=list)
     states: list[PartitionState] = field(default_factory=list)
+    untaken: list[PartitionState] = field(default_factory=list)
 
     def apply(
         self, states: Sequence[PartitionState], removed: Sequence[tuple[str, int]], now_ms: int
     ) -> None:
         self.applied.append((tuple(f"{s.topic}-{s.partition}" for s in states), list(removed)))
         self.states += states
+        self.untaken += states
+
+    def take_applied(self) -> list[PartitionState]:
+        taken, self.untaken = self.untaken, []
+        return taken
 
     def next_deadline_ms(self) -> int | None:
         return None
