@@ -28,7 +28,8 @@ import time
 from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
+from confluent_kafka.cimpl import NewTopic
 
 TOPICS = {
     "orders": (3, {"retention.ms": "86400000", "max.message.bytes": "500000"}),
@@ -73,9 +74,19 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "data"
         env = {**os.environ, "PYTHONPATH": str(args.source.resolve()), "KAFKA_WIRE_PURE": "1"}
+        command = [
+            sys.executable,
+            "-m",
+            "kafka_wire.cli",
+            "serve",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ]
+        command += ["--data-dir", str(data), "--set", "offsets.topic.num.partitions=5"]
         server = subprocess.Popen(
-            [sys.executable, "-m", "kafka_wire.cli", "serve", "--host", "127.0.0.1", "--port", str(port)]
-            + ["--data-dir", str(data), "--set", "offsets.topic.num.partitions=5"],
+            command,
             env=env,
             cwd=tmp,
         )

@@ -153,8 +153,8 @@ class BrokerServer:
             logger=logging.getLogger("kafka_wire.broker"),
             cluster=cluster,
         )
-        self.config = config
-        self._cluster = cluster
+        self.config = self.broker.config
+        self._node = self.broker.node
         #: Outbound connections being dialled, and those the engine gave up on meanwhile.
         self._dialling: dict[int, asyncio.Task[None]] = {}
         self._queues: dict[int, asyncio.Queue[list[object] | None]] = {}
@@ -242,8 +242,9 @@ class BrokerServer:
             await asyncio.wait(set(self._tasks), timeout=STOP_GRACE_S)
 
     async def _controlled_shutdown(self) -> None:
-        """A cluster's broker: ask the controller to let it go, and wait (bounded) for the answer."""
-        if self._cluster is None or self.failure is not None or self.broker.stopped is not None:
+        """Ask the controller to let the broker go, and wait (bounded) for the answer (a single
+        node's own controller answers in-process)."""
+        if self.failure is not None or self.broker.stopped is not None:
             return
         try:
             self._apply(self.broker.begin_controlled_shutdown(wall_clock_ms()))
@@ -270,7 +271,7 @@ class BrokerServer:
                     writer.transport.abort()
 
     def _controller_listener(self, listener: str) -> bool:
-        return self._cluster is not None and self._cluster.serves(listener)
+        return self._node.serves(listener)
 
     async def _run_timer(self) -> None:
         # The wake-up at the deadline is a loop callback, not a timeout around the wait: a

@@ -225,9 +225,9 @@ async def _leader(server: BrokerServer, body: Mapping[str, object]) -> dict[str,
     topic = body.get("topic")
     if not isinstance(topic, str):
         raise ValueError("topic: a string is needed")
-    if server.config.cluster is None:
-        raise FaultError("a single node leads every partition: there is no other leader to move to")
     settings = server.config.cluster
+    if settings is None or len(server.broker.node.view.brokers()) < 2:
+        raise FaultError("a single node leads every partition: there is no other leader to move to")
     endpoint = next(
         (e for e in settings.listeners if e.listener not in settings.controller_listener_names), None
     )

@@ -48,7 +48,8 @@ from typing import Final, Protocol
 
 from kafka_wire.broker.apis import GROUP_APIS, HANDLERS, SUPPORTED
 from kafka_wire.broker.channels import Answer, Channel, Held, failed_without_answer
-from kafka_wire.broker.config import BrokerConfig
+from kafka_wire.broker.cluster_view import ClusterView
+from kafka_wire.broker.config import BrokerConfig, standalone
 from kafka_wire.broker.connections import Admission, ConnectionTimers, Expiry
 from kafka_wire.broker.data_dir import DataDir
 from kafka_wire.broker.driving import StorageFailure
@@ -67,10 +68,10 @@ from kafka_wire.broker.faults import FaultInjector, injected_answer
 from kafka_wire.broker.fetch_sessions import FetchSessionCache
 from kafka_wire.broker.group import GroupCoordinator
 from kafka_wire.broker.group_link import GroupAnswer, GroupLink
-from kafka_wire.broker.internal_topics import adopt
 from kafka_wire.broker.legacy_import import LegacyImport
 from kafka_wire.broker.log.config import LogConfig
 from kafka_wire.broker.maintenance import LogMaintenance
+from kafka_wire.broker.node import Node
 from kafka_wire.broker.sasl import server_sasl
 from kafka_wire.broker.state import BrokerState, Context, Spliced, Waiting
 from kafka_wire.broker.storage import StorageReader
@@ -98,7 +99,12 @@ from kafka_wire.protocol.server import ServerConfig, ServerConnection
 
 
 class ClusterNode(Protocol):
-    """What a :class:`Broker` of a replicated cluster hands on (``kafka_wire.broker.node.Node``)."""
+    """What a :class:`Broker` hands on to its node (``kafka_wire.broker.node.Node``)."""
+
+    @property
+    def view(self) -> ClusterView:
+        """The cluster as the node sees it (``BrokerState.cluster``)."""
+        ...
 
     def start(self, state: BrokerState, effects: EffectSink, now_ms: int) -> None:
         """The broker's state is loaded: build the node's parts; storage effects go to ``effects``
@@ -114,6 +120,11 @@ class ClusterNode(Protocol):
         ...
 
     def handle(self, request: Request, now_ms: int) -> Message | Waiting: ...
+
+    def pump(self, now_ms: int) -> bool:
+        """Serve what the broker's handlers asked of the node's own controller in this call;
+        whether there was anything."""
+        ...
 
     def owns(self, conn_id: int) -> bool:
         """Whether ``conn_id`` is one of the node's outbound connections."""
@@ -175,9 +186,12 @@ class Broker:
         logger: logging.Logger | None = None,
         cluster: ClusterNode | None = None,
     ) -> None:
+        if cluster is None:  # a node of its own: a one-voter cluster
+            config = standalone(config)
+            cluster = Node(config, rng=rng, logger=logger)
         self.config = config
-        #: The replicated cluster's node (None: a single node).
-        self._cluster = cluster
+        #: The node of the cluster (a replicated one, or the one-voter cluster of a single node).
+        self._cluster: ClusterNode = cluster
         #: Network effects of the cluster node held while the call's writes are applied.
         self._node_out: list[Effect] = []
         self._log = logger or _SILENT
@@ -241,6 +255,11 @@ class Broker:
         return self._state
 
     @property
+    def node(self) -> ClusterNode:
+        """The node of the cluster this broker belongs to."""
+        return self._cluster
+
+    @property
     def group_coordinator(self) -> GroupCoordinator:
         """The group coordinator, for its read-only views (``group``, ``groups``, ``state_of``)."""
         if self._group is None:
@@ -256,18 +275,17 @@ class Broker:
         self._check_input()
         self._starting = True
         config = self.config
+        sole_voter = config.cluster is not None and config.cluster.sole_voter(config.node_id)
         opened = DataDir.open(
             self._storage,
             node_id=config.node_id,
             cluster_id=config.cluster_id,
             rng=self._rng,
-            clustered=config.cluster is not None,
-            sole_voter=config.cluster is not None and config.cluster.sole_voter(config.node_id),
+            sole_voter=sole_voter,
         )
         for warning in opened.warnings:
             self._log.warning("%s", warning)
         metadata = opened.metadata
-        adopt(metadata, config, self._log)  # internal topics get the broker's configs
         state = BrokerState(
             config=config,
             storage=self._storage,
@@ -277,12 +295,13 @@ class Broker:
             fetch_sessions=FetchSessionCache(
                 config.fetch_session_cache_slots, self._rng, eviction_ms=config.fetch_session_eviction_ms
             ),
+            cluster=self._cluster.view,
             directory_id=opened.directory_id,
         )
         self._state = state
         self._effects.extend(opened.effects)
         legacy = None
-        if config.cluster is not None and config.cluster.sole_voter(config.node_id):
+        if sole_voter:  # a cluster of its own: the node may hold an old single node's directory
             legacy = LegacyImport.find(self._storage, cluster_id=metadata.cluster_id, rng=self._rng)
         if legacy is not None:
             for warning in legacy.warnings:
@@ -290,13 +309,9 @@ class Broker:
             legacy.adopt_internal_topics(config, self._log)
             state.bootstrap_records = legacy.records(config.node_id)
             self._effects.extend(legacy.effects)
-        state.open_existing(now_ms, self._effects)
-        if self._cluster is not None:  # its topics live in the metadata log
-            self._cluster.start(state, self._effects, now_ms)
-            if legacy is not None:  # imported: the first metadata batch is written by now
-                self._effects.extend(legacy.renamed())
-        else:
-            state.persist_metadata(self._effects)
+        self._cluster.start(state, self._effects, now_ms)  # the topics come from the metadata log
+        if legacy is not None:  # imported: the first metadata batch is written by now
+            self._effects.extend(legacy.renamed())
         self._group = GroupLink(
             config,
             state,
@@ -317,9 +332,8 @@ class Broker:
             return []
         self._check_input()
         out: list[Effect] = [CloseConnection(conn_id) for conn_id in self._conns]
-        if self._cluster is not None:
-            self._cluster.shutdown()
-            out += self._cluster.take_network_effects()
+        self._cluster.shutdown()
+        out += self._cluster.take_network_effects()
         self._conns.clear()
         self._held.clear()
         if self._group is not None:
@@ -359,7 +373,7 @@ class Broker:
         return []
 
     def _server_config_of(self, listener: str) -> ServerConfig:
-        if self._cluster is None or (versions := self._cluster.api_versions(listener)) is None:
+        if (versions := self._cluster.api_versions(listener)) is None:
             return self._server_config
         config = self._server_configs.get(listener)
         if config is None:
@@ -373,8 +387,6 @@ class Broker:
         if self._stopped is not None:
             return [CloseConnection(conn_id)]
         self._check_input()
-        if self._cluster is None:
-            raise LocalProtocolError(f"no outbound connection {conn_id} was asked for")
         self._now_ms = now_ms
         self._begin_call(jobs=False)
         self._cluster.connection_established(conn_id, now_ms)
@@ -394,7 +406,7 @@ class Broker:
         self._check_input()
         self._now_ms = now_ms
         self._begin_call(jobs=False)
-        if self._cluster is not None and self._cluster.owns(conn_id):
+        if self._cluster.owns(conn_id):
             self._cluster.connection_closed(conn_id, now_ms)
             return self._node_input(now_ms)
         conn = self._conns.pop(conn_id, None)
@@ -409,7 +421,7 @@ class Broker:
             return [CloseConnection(conn_id)]
         self._check_input()
         conn = self._conns.get(conn_id)
-        if conn is None and self._cluster is not None and conn_id < 0:
+        if conn is None and conn_id < 0:
             if not self._cluster.owns(conn_id):
                 return []  # a link the node gave up (its close is on the way): bytes dropped
             self._now_ms = now_ms
@@ -431,6 +443,7 @@ class Broker:
         except ProtocolError:
             # Not Kafka, or not allowed: Kafka closes the connection. Others are unaffected.
             self._close(conn_id, conn, out)
+        self._cluster.pump(now_ms)  # what the requests asked of the node's own controller
         self._end_jobs()  # the jobs in progress go on at the next tick, not in this call
         self._poll_held(now_ms, out)
         self._resume(now_ms, out)
@@ -446,8 +459,7 @@ class Broker:
         assert self._group is not None
         self._expire_connections(now_ms, out)
         self._group_answers(self._group.tick(now_ms))
-        if self._cluster is not None:
-            self._cluster.tick(now_ms)
+        self._cluster.tick(now_ms)
         self._maintenance.run_due(self.state, now_ms)
         if self._delayed:
             self._release_delayed(now_ms)
@@ -469,7 +481,7 @@ class Broker:
             deadlines.append(queued)
         if self._group is not None and (group := self._group.next_deadline_ms()) is not None:
             deadlines.append(group)  # before its first call, or with loaded members to arm: at once
-        if self._cluster is not None and (node := self._cluster.next_deadline_ms()) is not None:
+        if (node := self._cluster.next_deadline_ms()) is not None:
             deadlines.append(node)
         return min(deadlines) if deadlines else None
 
@@ -488,7 +500,7 @@ class Broker:
     def begin_controlled_shutdown(self, now_ms: int) -> list[Effect]:
         """Start a controlled shutdown (a cluster's broker asks the controller to move its
         leaderships away); the driver calls ``shutdown`` once :attr:`may_stop`, or at its bound."""
-        if self._stopped is not None or self._cluster is None:
+        if self._stopped is not None:
             return []
         self._check_input()
         self._now_ms = now_ms
@@ -499,7 +511,7 @@ class Broker:
     @property
     def may_stop(self) -> bool:
         """Whether ``shutdown`` may come now (always, but during a cluster's controlled shutdown)."""
-        return self._cluster is None or self._stopped is not None or self._cluster.may_stop
+        return self._stopped is not None or self._cluster.may_stop
 
     def storage_applied(self, now_ms: int) -> list[Effect]:
         """Every storage effect of the last call succeeded: its answers go out."""
@@ -522,9 +534,8 @@ class Broker:
             self._log.error("%s; the broker stops (its only log directory is offline)", reason)
         out: list[Effect] = []
         self._node_out = []
-        if self._cluster is not None:
-            self._cluster.shutdown()
-            out += [e for e in self._cluster.take_network_effects() if isinstance(e, CloseConnection)]
+        self._cluster.shutdown()
+        out += [e for e in self._cluster.take_network_effects() if isinstance(e, CloseConnection)]
         for answer in answers:
             body = answer.body.body if isinstance(answer.body, Spliced) else answer.body
             code = (
@@ -679,7 +690,7 @@ class Broker:
                 else:  # acks=0: a failed produce closes the connection
                     self._close_failed_without_answer(conn_id, out)
                 return
-        if self._cluster is not None and self._cluster.serves(conn.listener):
+        if self._cluster.serves(conn.listener):
             served = self._cluster.handle(request, now_ms)
             if isinstance(served, Message):
                 self._respond(conn_id, request, served)
@@ -714,10 +725,13 @@ class Broker:
             listener=conn.listener,
         )
         result = HANDLERS[key](ctx, request.body)
-        if self.state.deleted_topics:  # their committed offsets go too, as in Kafka
-            assert self._group is not None
-            deleted, self.state.deleted_topics = self.state.deleted_topics, []
-            self._group_answers(self._group.topics_deleted(deleted, now_ms))
+        if not isinstance(result, Message | Spliced) and self._cluster.pump(now_ms):
+            # Asked of this node's own controller (a single node's admin request): answered
+            # in-process, often at once, and then the connection need not pause.
+            ready = result.poll(now_ms)
+            if ready is not None:
+                result = ready
+        self._topics_deleted(now_ms)
         if failed_without_answer(request, result):
             self._close_failed_without_answer(conn_id, out)
             return
@@ -727,6 +741,13 @@ class Broker:
             if not request.expects_response:
                 conn.silent_held += 1
             self._held.append(Held(conn_id, request, result))
+
+    def _topics_deleted(self, now_ms: int) -> None:
+        """The committed offsets of topics the metadata deleted go too, as in Kafka."""
+        if self.state.deleted_topics:
+            assert self._group is not None
+            deleted, self.state.deleted_topics = self.state.deleted_topics, []
+            self._group_answers(self._group.topics_deleted(deleted, now_ms))
 
     def _respond(self, conn_id: int, request: Request, body: Message | Spliced) -> None:
         """Answer ``request``: built now, sent once the writes of this call have succeeded (or,
@@ -780,9 +801,12 @@ class Broker:
                 self._close(conn_id, conn, out)
 
     def _poll_held(self, now_ms: int, out: list[Effect]) -> None:
-        """Answer the held requests that are ready, and continue the jobs in progress as far as
-        the call's work budget allows."""
-        if self._group is not None and self._cluster is not None:
+        """Answer the held requests that are ready (after the node served what was asked of its
+        own controller), and continue the jobs in progress as far as the call's work budget
+        allows."""
+        self._cluster.pump(now_ms)
+        if self._group is not None:
+            self._topics_deleted(now_ms)
             for partition, led in self._cluster.take_coordinator_changes():
                 change = self._group.partition_led if led else self._group.partition_lost
                 self._group_answers(change(partition, now_ms))
@@ -817,7 +841,7 @@ class Broker:
 
     def _from_client(self, conn: Channel, request: Request) -> bool:
         """Whether faults apply: not on a controller listener, not a follower's Fetch."""
-        if self._cluster is not None and self._cluster.serves(conn.listener):
+        if self._cluster.serves(conn.listener):
             return False
         body = request.body
         return not isinstance(body, FetchRequest) or (
@@ -907,9 +931,8 @@ class Broker:
         if self._state is not None:
             self._maintenance.arm(self._state)
             self._state.collect_effects(self._effects)
-        if self._cluster is not None:
-            # Nothing leaves for other nodes before the call's writes are known to be applied.
-            self._node_out += self._cluster.take_network_effects()
+        # Nothing leaves for other nodes before the call's writes are known to be applied.
+        self._node_out += self._cluster.take_network_effects()
         storage: list[Effect] = list(self._effects.take())
         answers, self._answers = self._answers, []
         if storage:

@@ -227,7 +227,8 @@ class BrokerConfig:
     #: (kafka_wire's bound on Kafka's wait, which has none but the process manager's patience).
     controlled_shutdown_enable: bool = True
     controlled_shutdown_timeout_ms: int = 30_000
-    #: The cluster this node belongs to (KRaft mode), or None: a single node, as before.
+    #: The cluster this node belongs to (KRaft mode), or None: a node that is a cluster of its own
+    #: (one voter, no controller listener: :func:`standalone` makes its settings).
     cluster: ClusterSettings | None = None
 
     def __post_init__(self) -> None:

@@ -38,7 +38,7 @@ from kafka_wire.broker.config import BrokerConfig
 from kafka_wire.broker.controller.configs_image import ConfigResourceType
 from kafka_wire.broker.data_dir import DataDirError, partition_dirs
 from kafka_wire.broker.effects import Rename, StorageEffect
-from kafka_wire.broker.internal_topics import INTERNAL_TOPICS, internal_topic_specs
+from kafka_wire.broker.internal_topics import CLUSTER_METADATA_TOPIC, INTERNAL_TOPICS, internal_topic_specs
 from kafka_wire.broker.log.config import REMOVED_CONFIGS
 from kafka_wire.broker.metadata import random_uuid, topic_name_problem
 from kafka_wire.broker.raft.config import METADATA_DIRECTORY
@@ -82,6 +82,7 @@ class LegacyImport:
         nothing of an old node. A file left after an import (the process stopped between the
         records and the rename) is renamed now."""
         found = partition_dirs(storage)
+        found.pop(CLUSTER_METADATA_TOPIC, None)  # the metadata log's own directory
         has_file = storage.size(METADATA_FILE) is not None
         if has_metadata_log(storage):
             if has_file:

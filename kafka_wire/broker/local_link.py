@@ -78,8 +78,14 @@ class LocalLink:
             outbound.on_reply(reply, now_ms)
         return bool(queued or ready)
 
+    @property
+    def busy(self) -> bool:
+        """Requests are queued or held."""
+        return bool(self._queued or self._held)
+
     def next_deadline_ms(self) -> int | None:
         deadlines = [min(h.deadline_ms, h.waiting.deadline_ms) for h in self._held]
+        deadlines += [deadline_ms - outbound.timeout_ms for outbound, deadline_ms in self._queued]  # now
         return min(deadlines, default=None)
 
     def close(self) -> None:

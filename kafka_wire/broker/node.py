@@ -47,10 +47,11 @@ from typing import Final
 from kafka_wire.broker.cluster_view import Endpoint, Outbound
 from kafka_wire.broker.config import BrokerConfig, ClusterSettings
 from kafka_wire.broker.controller.records import decode_record
-from kafka_wire.broker.effects import Effect, EffectSink
+from kafka_wire.broker.data_dir import partition_dirs
+from kafka_wire.broker.effects import Effect, EffectSink, Rename
 from kafka_wire.broker.lifecycle import BrokerLifecycle
 from kafka_wire.broker.local_link import LocalLink
-from kafka_wire.broker.metadata import OFFSETS_TOPIC, TopicInfo
+from kafka_wire.broker.metadata import OFFSETS_TOPIC, TopicInfo, random_uuid
 from kafka_wire.broker.metadata_view import MetadataView
 from kafka_wire.broker.node_contracts import (
     CommittedBatchLike,
@@ -64,9 +65,11 @@ from kafka_wire.broker.node_contracts import (
 from kafka_wire.broker.node_parts import build_parts
 from kafka_wire.broker.peers import PeerLinks
 from kafka_wire.broker.producer_ids import ProducerIdBlocks
+from kafka_wire.broker.raft.config import METADATA_TOPIC
 from kafka_wire.broker.state import BrokerState, Waiting
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import LocalProtocolError
+from kafka_wire.logformat.names import partition_dir
 from kafka_wire.messages import REQUESTS, ApiKey
 from kafka_wire.protocol.events import Request
 from kafka_wire.protocol.server import api_versions_response
@@ -95,6 +98,7 @@ CONTROLLER_APIS: Final = RAFT_APIS | frozenset(
         ApiKey.DELETE_TOPICS,
         ApiKey.CREATE_PARTITIONS,
         ApiKey.INCREMENTAL_ALTER_CONFIGS,
+        ApiKey.ALTER_CONFIGS,
         ApiKey.ELECT_LEADERS,
         ApiKey.ALTER_PARTITION_REASSIGNMENTS,
         ApiKey.LIST_PARTITION_REASSIGNMENTS,
@@ -167,6 +171,7 @@ class Node:
         self.local = LocalLink(self._serve_local)
         self._parts: NodeParts | None = None
         self._state: BrokerState | None = None
+        self._effects = EffectSink()
         self.lifecycle: BrokerLifecycle | None = None
         self._leadership = (-1, -1, False)
         #: Deltas applied to the image and not yet to the broker's parts (until first caught up).
@@ -212,6 +217,7 @@ class Node:
     def start(self, state: BrokerState, effects: EffectSink, now_ms: int) -> None:
         self._now_ms = now_ms
         self._state = state
+        self._effects = effects
         parts = self._build_parts(
             PartsContext(
                 config=self.config,
@@ -226,7 +232,6 @@ class Node:
         )
         self._parts = parts
         self.view.attach(parts.image, parts.raft)
-        state.cluster = self.view
         parts.raft.start(now_ms)
         if self.settings.is_broker:
             self.lifecycle = BrokerLifecycle(
@@ -273,6 +278,16 @@ class Node:
             raise LocalProtocolError("a controller request reached a node without a controller")
         self._pump(now_ms)
         return answer
+
+    def pump(self, now_ms: int) -> bool:
+        """Serve what the broker's handlers asked of this node's own controller in this call
+        (a forwarded request, a topic to create, producer ids), and what that moves; whether
+        there was anything."""
+        if not self.local.busy:
+            return False
+        self._now_ms = now_ms
+        self._pump(now_ms)
+        return True
 
     def owns(self, conn_id: int) -> bool:
         return self.links.owns(conn_id)
@@ -366,9 +381,12 @@ class Node:
             # Merged and published once caught up with the quorum, as Kafka's metadata loader
             # publishes: a restarted node replaying its log never acts on the stale states
             # along the way.
+            first = not self._published
             self._published = True
             deltas, self._unpublished = self._unpublished, []
             self._apply_delta(merged(deltas), now_ms)
+            if first:
+                self._move_strays()
         leadership = (parts.raft.leader_id, parts.raft.epoch, parts.raft.leader_ready)
         changed = leadership != self._leadership
         if changed:
@@ -388,6 +406,8 @@ class Node:
             if self._published and not self._unpublished:
                 self.lifecycle.caught_up()
             self.lifecycle.tick(now_ms)
+            if not self.lifecycle.fenced and self._state is not None and self._state.producer_ids is not None:
+                self._state.producer_ids.prefetch(now_ms)
         for outbound in parts.raft.poll_outbound(now_ms):
             self.links.send(outbound, now_ms)
         return bool(deltas) or changed
@@ -451,6 +471,32 @@ class Node:
             replication.apply(delta.partitions, removed, now_ms)
         self._coordinator_changes += [(p, False) for name, p in removed if name == OFFSETS_TOPIC]
         self._follow_applied()
+
+    def _move_strays(self) -> None:
+        """Partition directories the metadata does not give this broker (a topic deleted while
+        the node was down, a deletion cut short) are renamed ``<dir>.<id>-stray`` once the first
+        metadata is published, as Kafka's log manager moves them aside; never served, never
+        deleted."""
+        assert self._state is not None
+        storage, me = self._state.storage, self.config.node_id
+        image = self.parts.image
+        for name, partitions in partition_dirs(storage).items():
+            if name == METADATA_TOPIC:
+                continue
+            for index, topic_id in partitions:
+                registration = image.partition(name, index)
+                if (
+                    registration is not None
+                    and me in registration.replicas
+                    and topic_id in (None, registration.topic_id)
+                ):
+                    continue
+                directory = partition_dir(name, index)
+                target = f"{directory}.{random_uuid(self._rng).hex}-stray"
+                self._effects.emit(Rename(directory, target))
+                self._log.warning(
+                    "%s belongs to no partition of this broker: moved aside to %s", directory, target
+                )
 
     def _follow_applied(self) -> None:
         """The group coordinator follows the leadership of ``__consumer_offsets`` as the replica

@@ -1,11 +1,12 @@
-"""Producer ids in a replicated cluster: blocks allocated by the active controller.
+"""Producer ids: blocks allocated by the active controller.
 
-A single node counts its producer ids in its metadata file. In a cluster every broker answers
-InitProducerId, so the ids come from the controller in blocks (AllocateProducerIds with the
+Every broker answers InitProducerId, so the ids come from the controller in blocks (AllocateProducerIds with the
 broker's id and epoch; the controller records each block as a ProducerIdsRecord in the metadata
 log, so no id is handed out twice, across brokers or restarts). :class:`ProducerIdBlocks` is the
 broker's side, as Kafka's ``RPCProducerIdManager``:
 
+* the first block is asked for once the broker is unfenced (:meth:`ProducerIdBlocks.prefetch`:
+  a single node, whose controller answers in-process, has it before its first client);
 * ids are taken in order from the current block;
 * when 90% of the current block is used, the next block is asked for (one request in flight);
 * when the current block is used up and the next has not come, there is no id:
@@ -113,6 +114,11 @@ class ProducerIdBlocks:
         if producer_id >= current.prefetch_at:
             self._request(now_ms)
         return producer_id
+
+    def prefetch(self, now_ms: int) -> None:
+        """Ask for the first block ahead of need (nothing when one is held or asked for)."""
+        if self._current is None:
+            self._request(now_ms)
 
     def _request(self, now_ms: int) -> None:
         if self._in_flight or self._prefetched is not None or now_ms < self._retry_at_ms:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import logging
-import os
 import random
+from pathlib import Path
+from typing import Final
 
 from kafka_wire.broker import Broker, BrokerConfig
-from kafka_wire.broker.config import standalone
 from kafka_wire.broker.driving import settle
 from kafka_wire.broker.effects import (
     CloseConnection,
@@ -18,14 +18,31 @@ from kafka_wire.broker.effects import (
     Send,
     StorageEffect,
 )
-from kafka_wire.broker.node import Node
 from kafka_wire.broker.storage import MemoryStorage
 from kafka_wire.codec.structs import Message
 from kafka_wire.protocol import NEED_DATA, ClientConfig, ClientConnection, Response
 
+#: The data directory of a single node of the release before the one-voter node
+#: (``tests/data/legacy-single-node.toml`` says how it was made).
+LEGACY_DATA_DIR: Final = Path(__file__).parent.parent / "data" / "legacy-single-node"
+
+
+def legacy_storage() -> MemoryStorage:
+    """A MemoryStorage holding a copy of :data:`LEGACY_DATA_DIR`, as a disk would (durable)."""
+    storage = MemoryStorage()
+    for path in sorted(LEGACY_DATA_DIR.rglob("*")):
+        name = path.relative_to(LEGACY_DATA_DIR).as_posix()
+        if path.is_dir():
+            storage.dirs.add(name)
+        else:
+            storage.files[name] = bytearray(path.read_bytes())
+            storage._durable[name] = path.read_bytes()
+    return storage
+
 
 class Engine:
-    """A broker on MemoryStorage; effects are applied as a driver would apply them."""
+    """A broker on MemoryStorage (a node of its own one-voter cluster); effects are applied as a
+    driver would apply them."""
 
     def __init__(
         self,
@@ -37,20 +54,16 @@ class Engine:
     ) -> None:
         self.storage = storage or MemoryStorage()
         self.config = config or BrokerConfig(group_initial_rebalance_delay_ms=0)
-        rng = random.Random(seed)
-        node = None
-        if os.environ.get("KAFKA_WIRE_ONE_VOTER"):
-            self.config = standalone(self.config)
-            node = Node(self.config, rng=rng, logger=logger)
         self.broker = Broker(
             self.config,
             self.storage,
-            rng=rng,
+            rng=random.Random(seed),
             member_id_factory=lambda client_id: f"{client_id}-member",
             nonce_factory=lambda: "fixed-nonce",
             logger=logger,
-            cluster=node,
         )
+        #: The broker's own configuration: a node of its own one-voter cluster.
+        self.config = self.broker.config
         self.now_ms = 1_700_000_000_000
         self.log: list[Effect] = []
         self.outbox: dict[int, bytearray] = {}

@@ -62,6 +62,8 @@ CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 
 
 def create(client: Client, name: str, partitions: int = 1, **configs: str) -> CreateTopicsResponse:
+    """Create a topic; back once its partitions are open (the replica manager opens them in
+    slices after the controller's answer)."""
     reply = client.request(
         CreateTopicsRequest(
             topics=[
@@ -79,6 +81,7 @@ def create(client: Client, name: str, partitions: int = 1, **configs: str) -> Cr
         )
     )
     assert isinstance(reply.body, CreateTopicsResponse)
+    client.engine.advance(0)
     return reply.body
 
 
@@ -157,9 +160,11 @@ def test_produce_and_fetch_every_codec() -> None:
 
 def test_metadata_auto_creates_and_names_topics_by_id() -> None:
     client = Client(Engine(), 1)
-    reply = client.request(
-        MetadataRequest(topics=[MetadataRequestTopic(name="auto")], allow_auto_topic_creation=True)
-    )
+    asking = MetadataRequest(topics=[MetadataRequestTopic(name="auto")], allow_auto_topic_creation=True)
+    first = client.request(asking)
+    assert isinstance(first.body, MetadataResponse)  # asked of the controller: Kafka's first answer
+    assert first.body.topics[0].error_code == ErrorCode.LEADER_NOT_AVAILABLE
+    reply = client.request(asking)
     assert isinstance(reply.body, MetadataResponse)
     [topic] = reply.body.topics
     assert (topic.error_code, topic.name, len(topic.partitions)) == (ErrorCode.NONE, "auto", 1)

@@ -40,7 +40,7 @@ from kafka_wire.records import NewRecord, build_batch, read_batches
 from kafka_wire.records.constants import COMPRESSION_MASK
 from tests.broker.engine import Client, Engine
 from tests.broker.test_engine import create, produce
-from tests.broker.test_engine_groups import commit, committed
+from tests.broker.test_engine_groups import commit, committed, find_coordinator
 
 # -- Produce: record_errors --------------------------------------------------------------------
 
@@ -232,6 +232,7 @@ def test_a_commit_too_large_to_store_is_refused_and_not_applied() -> None:
 
 
 def join(client: Client, group: str, member_id: str = "") -> JoinGroupResponse:
+    find_coordinator(client, group)
     reply = client.request(
         JoinGroupRequest(
             group_id=group,

@@ -37,6 +37,7 @@ from kafka_wire.protocol import Response
 from kafka_wire.records import NewRecord, build_batch
 from tests.broker.engine import Client, Engine
 from tests.broker.test_engine import create, fetch, produce, records_of
+from tests.broker.test_engine_groups import find_coordinator
 
 
 def idempotent_batch(engine: Engine, pid: int, seq: int, count: int) -> bytes:
@@ -173,6 +174,7 @@ def test_a_commit_whose_write_fails_is_not_acknowledged() -> None:
     engine = Engine(storage=storage)
     client = Client(engine, 1)
     create(client, "t")
+    find_coordinator(client, "g")
     assert commit(client, 5).topics[0].partitions[0].error_code == ErrorCode.NONE
     storage.fail_writes_with = errno.EIO
     client.send(
@@ -192,14 +194,16 @@ def test_a_commit_whose_write_fails_is_not_acknowledged() -> None:
     assert isinstance(answer.body, OffsetCommitResponse)
     assert answer.body.topics[0].partitions[0].error_code == ErrorCode.NOT_COORDINATOR
     storage.fail_writes_with = None
-    assert committed(Client(Engine(storage=storage), 1)) == 5
+    again = Client(Engine(storage=storage), 1)
+    find_coordinator(again, "g")
+    assert committed(again) == 5
 
 
 def test_a_topic_whose_write_fails_is_not_created() -> None:
     storage = MemoryStorage()
     engine = Engine(storage=storage)
     client = Client(engine, 1)
-    storage.capacity_bytes = storage.used_bytes() + 150  # not the metadata, written first
+    storage.capacity_bytes = storage.used_bytes() + 50  # not the metadata batch, written first
     client.send(
         CreateTopicsRequest(
             topics=[CreateTopicsRequestCreatableTopic(name="lost", num_partitions=1, replication_factor=1)],
@@ -219,21 +223,24 @@ def test_a_topic_whose_partition_write_fails_is_whole_after_a_restart() -> None:
     storage = MemoryStorage()
     engine = Engine(storage=storage)
     client = Client(engine, 1)
-    storage.capacity_bytes = storage.used_bytes() + 1_000  # the metadata, not every partition directory
     client.send(
         CreateTopicsRequest(
             topics=[CreateTopicsRequestCreatableTopic(name="cut", num_partitions=20, replication_factor=1)],
             timeout_ms=1000,
         )
     )
-    engine.advance(10)  # the partitions are opened in slices
-    (answer,) = client.responses()
-    assert isinstance(answer.body, CreateTopicsResponse)
-    assert answer.body.topics[0].error_code == ErrorCode.KAFKA_STORAGE_ERROR
+    (answer,) = client.responses()  # committed: the partitions are opened in slices after it
+    assert (
+        isinstance(answer.body, CreateTopicsResponse) and answer.body.topics[0].error_code == ErrorCode.NONE
+    )
+    storage.fail_writes_with = errno.ENOSPC
+    engine.advance(10)
+    assert engine.broker.stopped is not None
     made = [i for i in range(20) if storage.size(f"cut-{i}/partition.metadata") is not None]
     assert 0 < len(made) < 20
-    storage.capacity_bytes = None
+    storage.fail_writes_with = None
     restarted = Engine(storage=storage)  # the metadata names 20 partitions: all are opened
+    restarted.advance(10)
     topic = restarted.broker.state.topic_named("cut")
     assert topic is not None and all(restarted.broker.state.replica("cut", i) is not None for i in range(20))
 

@@ -1,8 +1,12 @@
-"""One handler module per API key; this table maps keys to handlers and to the versions served.
+"""One handler module per API key a broker answers; this table maps keys to handlers and to the
+versions served.
 
 A handler is ``handle(ctx, request) -> response`` (or a :class:`~kafka_wire.broker.state.Waiting`
-for requests it holds). Group APIs go to the group coordinator (``kafka_wire.broker.group``),
-which answers them itself; SASL is answered by the connection layer.
+for requests it holds). The metadata's admin APIs (:data:`FORWARDED`) go to the active controller
+(``forward``; the controller part answering each is listed in ``docs/internals/broker.md``), as a
+Kafka broker forwards them; CreateTopics first refuses the internal topics clients may not create
+(``create_topics``). Group APIs go to the group coordinator (``kafka_wire.broker.group``), which
+answers them itself; SASL is answered by the connection layer.
 """
 
 from __future__ import annotations
@@ -11,26 +15,19 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from kafka_wire.broker.apis import (
-    alter_configs,
-    alter_partition_reassignments,
     api_versions,
-    create_partitions,
     create_topics,
     delete_records,
-    delete_topics,
     describe_cluster,
     describe_configs,
     describe_log_dirs,
     describe_producers,
-    describe_quorum,
     describe_topic_partitions,
-    elect_leaders,
     fetch,
     find_coordinator,
-    incremental_alter_configs,
+    forward,
     init_producer_id,
     list_offsets,
-    list_partition_reassignments,
     metadata,
     offset_for_leader_epoch,
     produce,
@@ -41,6 +38,20 @@ from kafka_wire.messages import REQUESTS, ApiKey
 # Handlers take their own request type; the broker dispatches by api key, so the table is untyped.
 Handler = Callable[[Any, Any], Any]
 
+#: The admin APIs a broker forwards to the active controller as they are.
+FORWARDED: Final = frozenset(
+    {
+        ApiKey.DELETE_TOPICS,
+        ApiKey.ALTER_CONFIGS,
+        ApiKey.CREATE_PARTITIONS,
+        ApiKey.INCREMENTAL_ALTER_CONFIGS,
+        ApiKey.ELECT_LEADERS,
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS,
+        ApiKey.LIST_PARTITION_REASSIGNMENTS,
+        ApiKey.DESCRIBE_QUORUM,
+    }
+)
+
 HANDLERS: Final[dict[int, Handler]] = {
     ApiKey.PRODUCE: produce.handle,
     ApiKey.FETCH: fetch.handle,
@@ -49,22 +60,15 @@ HANDLERS: Final[dict[int, Handler]] = {
     ApiKey.FIND_COORDINATOR: find_coordinator.handle,
     ApiKey.API_VERSIONS: api_versions.handle,
     ApiKey.CREATE_TOPICS: create_topics.handle,
-    ApiKey.DELETE_TOPICS: delete_topics.handle,
     ApiKey.DELETE_RECORDS: delete_records.handle,
     ApiKey.INIT_PRODUCER_ID: init_producer_id.handle,
     ApiKey.DESCRIBE_CONFIGS: describe_configs.handle,
-    ApiKey.ALTER_CONFIGS: alter_configs.handle,
-    ApiKey.CREATE_PARTITIONS: create_partitions.handle,
-    ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs.handle,
     ApiKey.DESCRIBE_CLUSTER: describe_cluster.handle,
     ApiKey.DESCRIBE_LOG_DIRS: describe_log_dirs.handle,
-    ApiKey.ELECT_LEADERS: elect_leaders.handle,
-    ApiKey.ALTER_PARTITION_REASSIGNMENTS: alter_partition_reassignments.handle,
-    ApiKey.LIST_PARTITION_REASSIGNMENTS: list_partition_reassignments.handle,
-    ApiKey.DESCRIBE_QUORUM: describe_quorum.handle,
     ApiKey.DESCRIBE_PRODUCERS: describe_producers.handle,
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: describe_topic_partitions.handle,
     ApiKey.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch.handle,
+    **dict.fromkeys(FORWARDED, forward.handle),
 }
 
 #: The group coordinator's APIs.

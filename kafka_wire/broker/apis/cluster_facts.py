@@ -1,10 +1,10 @@
 """What the client-facing handlers tell about the cluster: brokers, leaders and offline replicas.
 
-With a :class:`~kafka_wire.broker.cluster_view.ClusterView` the answers come from the metadata
-image, as Kafka's broker metadata cache gives them: the live brokers are the registered unfenced
-ones that have an endpoint on the listener the client connected to; a replica is offline when its
-broker is not registered, fenced, or has no such endpoint; a leader is reported when its broker is
-registered with that endpoint (-1 otherwise). Without a view this broker is the whole cluster.
+The answers come from the metadata image (the node's
+:class:`~kafka_wire.broker.cluster_view.ClusterView`), as Kafka's broker metadata cache gives them:
+the live brokers are the registered unfenced ones that have an endpoint on the listener the client
+connected to; a replica is offline when its broker is not registered, fenced, or has no such
+endpoint; a leader is reported when its broker is registered with that endpoint (-1 otherwise).
 
 The "controller" told to clients is, as in Kafka since KIP-590, a random live broker (clients send
 their admin requests to it, and brokers forward them to the active controller); the choice uses
@@ -37,9 +37,6 @@ def client_listener(ctx: Context, view: ClusterView) -> str:
 def live_brokers(ctx: Context, *, include_fenced: bool = False) -> list[LiveBroker]:
     """The brokers a client may connect to, by node id (fenced ones too when asked)."""
     view = ctx.state.cluster
-    if view is None:
-        config = ctx.state.config
-        return [LiveBroker(config.node_id, config.host, config.port, config.rack)]
     listener = client_listener(ctx, view)
     found = []
     for broker in sorted(view.brokers(), key=lambda b: b.node_id):
@@ -67,9 +64,7 @@ def offline_replicas(view: ClusterView, replicas: Sequence[int], listener: str) 
 
 
 def advertised_controller(ctx: Context) -> int:
-    """The controller id clients are told: this node alone, or a random live broker (-1: none)."""
+    """The controller id clients are told: a random live broker (-1: none)."""
     view = ctx.state.cluster
-    if view is None:
-        return ctx.state.config.node_id
     alive = sorted(b.node_id for b in view.brokers() if not b.fenced)
     return ctx.state.rng.choice(alive) if alive else -1

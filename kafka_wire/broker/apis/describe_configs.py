@@ -8,13 +8,9 @@ supported (INVALID_REQUEST).
 
 from __future__ import annotations
 
-from kafka_wire.broker.apis.configs import (
-    RESOURCE_BROKER,
-    RESOURCE_TOPIC,
-    STATIC_BROKER_CONFIG,
-    describe_topic_configs,
-)
 from kafka_wire.broker.state import Context
+from kafka_wire.broker.topic_configs import RESOURCE_BROKER, RESOURCE_TOPIC, describe_topic_configs
+from kafka_wire.broker.topic_synonyms import STATIC_BROKER_CONFIG
 from kafka_wire.messages import (
     DescribeConfigsRequest,
     DescribeConfigsResponse,
@@ -40,7 +36,8 @@ def handle(ctx: Context, request: DescribeConfigsRequest) -> DescribeConfigsResp
                 result.error_message = f"Topic '{resource.resource_name}' does not exist."
             else:
                 result.configs = describe_topic_configs(
-                    state,
+                    state.defaults,
+                    state.config.topic_default_properties,
                     topic.configs,
                     resource.configuration_keys,
                     synonyms=request.include_synonyms,

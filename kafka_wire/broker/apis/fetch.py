@@ -9,7 +9,7 @@ up to the high watermark, or the last stable offset for read_committed; at most
 incremental. An offset outside the log is OFFSET_OUT_OF_RANGE; a ``current_leader_epoch`` other
 than ours is fenced; unknown topics get UNKNOWN_TOPIC_OR_PARTITION (by name) or UNKNOWN_TOPIC_ID
 (v13+, by id).
-In a cluster (``BrokerState.cluster`` set) clients read only from the leader
+Clients read only from the leader
 (NOT_LEADER_OR_FOLLOWER with ``current_leader`` elsewhere, v12+), and a fetch with a replica id
 (``replica_id`` before v15, ``replica_state`` from v15) from one of the partition's replicas is a
 follower's: it reads up to the log end offset instead of the high watermark, updates that
@@ -144,7 +144,7 @@ def handle(ctx: Context, request: FetchRequest) -> FetchResponse | Spliced | Fet
         session_id=session.session_id if session is not None else 0,
         incremental=incremental,
         deadline_ms=ctx.now_ms + max(request.max_wait_ms, 0),
-        replica_id=replica_id if state.cluster is not None else -1,
+        replica_id=replica_id,
         replica_epoch=replica_epoch,
     )
     response = wait.poll(ctx.now_ms)
@@ -229,7 +229,7 @@ class FetchWait:
                 )
             elif error := epoch_error(item.current_leader_epoch, replica.leader_epoch):
                 data.error_code = error
-            elif state.cluster is not None and not replica.is_leader:
+            elif not replica.is_leader:
                 data.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
                 data.current_leader.leader_id = replica.leadership.leader_id
                 data.current_leader.leader_epoch = replica.leader_epoch

@@ -5,22 +5,37 @@
 the cluster-wide broker defaults (the broker resource named ""). It answers
 IncrementalAlterConfigs and gives the replication part each topic's effective
 ``min.insync.replicas`` and ``unclean.leader.election.enable``.
+
+IncrementalAlterConfigs and the legacy AlterConfigs (whole sets of overrides) alter topics (they
+must exist; internal ones are refused with INVALID_REQUEST, kafka_wire's: their configs belong to
+the broker) and brokers (by id, or "" for the cluster-wide defaults). Checks, as Kafka makes them
+(the broker's before forwarding, then the controller's): a key named twice in one resource
+(INVALID_REQUEST), a null SET (INVALID_REQUEST), an unknown topic config (INVALID_CONFIG), APPEND
+or SUBTRACT of a key that is not a list (INVALID_CONFIG; an absent key starts from its default),
+a result that is not a valid topic config (INVALID_CONFIG). One ConfigRecord per changed key;
+``validate_only`` checks only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Mapping
 
 from kafka_wire.broker.controller.configs_image import ConfigResourceType, ConfigsImage
 from kafka_wire.broker.controller.delta import DeltaBuilder
 from kafka_wire.broker.controller.result import ControllerResult, Decision
 from kafka_wire.broker.controller.settings import OP_APPEND, OP_DELETE, OP_SET, OP_SUBTRACT, ControllerConfig
-from kafka_wire.broker.log.config import ConfigError, LogConfig
+from kafka_wire.broker.internal_topics import is_internal
+from kafka_wire.broker.log.config import CONFIG_KEYS, ConfigError, LogConfig
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
+    AlterConfigsRequest,
+    AlterConfigsResponse,
+    AlterConfigsResponseResourceResponse,
     ConfigRecord,
     ErrorCode,
     IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsRequestAlterableConfig,
     IncrementalAlterConfigsResponse,
     IncrementalAlterConfigsResponseAlterConfigsResourceResponse,
 )
@@ -65,14 +80,43 @@ class ConfigurationControl:
         value = self.topic_setting(topic, "unclean.leader.election.enable")
         return self.config.unclean_leader_election_enable if value is None else value.lower() == "true"
 
-    @staticmethod
-    def topic_config_problem(configs: dict[str, str]) -> str | None:
-        """Why a topic's overrides do not make a valid log config, or None."""
+    def topic_config_problem(self, configs: Mapping[str, str]) -> str | None:
+        """Why a topic's overrides do not make a valid log config (on the broker's topic
+        defaults), or None."""
         try:
-            LogConfig.from_properties(configs)
+            LogConfig.from_properties(configs, base=self.config.topic_defaults)
         except ConfigError as exc:
             return str(exc)
         return None
+
+    # -- checks shared by both APIs --------------------------------------------------------------
+
+    def _resource_problem(self, resource_type: int, name: str) -> tuple[int, str | None] | None:
+        """Why the resource cannot be altered: unknown or internal topics, malformed broker
+        names, other resource types."""
+        if resource_type == ConfigResourceType.TOPIC:
+            if not self._topic_exists(name):
+                return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist."
+            if is_internal(name):  # kafka_wire's: Kafka's controller would change them
+                return (
+                    ErrorCode.INVALID_REQUEST,
+                    f"The configs of internal topic {name} belong to the broker.",
+                )
+        elif resource_type == ConfigResourceType.BROKER:
+            if name and not name.isdigit():
+                return ErrorCode.INVALID_REQUEST, f"Invalid broker name {name}"
+        else:
+            return ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource_type}"
+        return None
+
+    def _changes(self, resource_type: int, name: str, new: dict[str, str]) -> list[Message]:
+        """A ConfigRecord per key whose value changes (a null value removes the override)."""
+        old = self.image.configs.get((resource_type, name), {})
+        return [
+            ConfigRecord(resource_type=resource_type, resource_name=name, name=key, value=new.get(key))
+            for key in sorted(set(old) | set(new))
+            if old.get(key) != new.get(key)
+        ]
 
     # -- IncrementalAlterConfigs -----------------------------------------------------------------
 
@@ -86,60 +130,15 @@ class ConfigurationControl:
                 resource_type=resource.resource_type, resource_name=resource.resource_name
             )
             results.append(result)
-            key = (resource.resource_type, resource.resource_name)
-            if resource.resource_type == ConfigResourceType.TOPIC:
-                if not self._topic_exists(resource.resource_name):
-                    result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                    result.error_message = f"Topic {resource.resource_name} does not exist."
-                    continue
-            elif resource.resource_type == ConfigResourceType.BROKER:
-                if resource.resource_name and not resource.resource_name.isdigit():
-                    result.error_code = ErrorCode.INVALID_REQUEST
-                    result.error_message = f"Invalid broker name {resource.resource_name}"
-                    continue
-            else:
-                result.error_code = ErrorCode.INVALID_REQUEST
-                result.error_message = f"Unsupported resource type {resource.resource_type}"
-                continue
-            old = dict(self.image.configs.get(key, {}))
-            new = dict(old)
-            problem = None
-            for op in resource.configs:
-                if op.config_operation == OP_SET:
-                    if op.value is None:
-                        problem = f"Null value not supported for {op.name}"
-                        break
-                    new[op.name] = op.value
-                elif op.config_operation == OP_DELETE:
-                    new.pop(op.name, None)
-                elif op.config_operation in (OP_APPEND, OP_SUBTRACT):
-                    items = [v for v in new.get(op.name, "").split(",") if v]
-                    given = [v for v in (op.value or "").split(",") if v]
-                    if op.config_operation == OP_APPEND:
-                        items += [v for v in given if v not in items]
-                    else:
-                        items = [v for v in items if v not in given]
-                    new[op.name] = ",".join(items)
-                else:
-                    problem = f"Unknown operation {op.config_operation}"
-                    break
-            if problem is None and resource.resource_type == ConfigResourceType.TOPIC:
-                problem = self.topic_config_problem(new)
+            problem = self._resource_problem(resource.resource_type, resource.resource_name)
+            if problem is None:
+                old = self.image.configs.get((resource.resource_type, resource.resource_name), {})
+                new, problem = self._apply_ops(resource.resource_type, resource.configs, old)
             if problem is not None:
-                result.error_code, result.error_message = ErrorCode.INVALID_CONFIG, problem
+                result.error_code, result.error_message = problem
                 continue
-            if req.validate_only:
-                continue
-            for name in sorted(set(old) | set(new)):
-                if old.get(name) != new.get(name):
-                    records.append(
-                        ConfigRecord(
-                            resource_type=resource.resource_type,
-                            resource_name=resource.resource_name,
-                            name=name,
-                            value=new.get(name),
-                        )
-                    )
+            if not req.validate_only:
+                records += self._changes(resource.resource_type, resource.resource_name, new)
 
         def fail(code: int) -> Message:
             return IncrementalAlterConfigsResponse(
@@ -152,3 +151,81 @@ class ConfigurationControl:
             )
 
         return ControllerResult(records, lambda: IncrementalAlterConfigsResponse(responses=results), fail)
+
+    def _apply_ops(
+        self,
+        resource_type: int,
+        ops: list[IncrementalAlterConfigsRequestAlterableConfig],
+        current: Mapping[str, str],
+    ) -> tuple[dict[str, str], tuple[int, str | None] | None]:
+        """The overrides after ``ops``, or why they cannot be applied (Kafka's broker-side checks
+        of the request, then its controller's of each operation and of the result)."""
+        repeated = [name for name, n in Counter(op.name for op in ops).items() if n > 1]
+        if repeated:
+            return {}, (ErrorCode.INVALID_REQUEST, f"Duplicate config keys: {', '.join(repeated)}")
+        topic = resource_type == ConfigResourceType.TOPIC
+        new = dict(current)
+        for op in ops:
+            spec = CONFIG_KEYS.get(op.name)
+            if topic and spec is None:
+                return {}, (ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {op.name}")
+            if op.config_operation == OP_SET:
+                if op.value is None:
+                    return {}, (ErrorCode.INVALID_REQUEST, f"Null value not supported for : {op.name}")
+                new[op.name] = op.value
+            elif op.config_operation == OP_DELETE:
+                new.pop(op.name, None)
+            elif op.config_operation in (OP_APPEND, OP_SUBTRACT):
+                if spec is not None and not spec.is_list:
+                    verb = "APPEND" if op.config_operation == OP_APPEND else "SUBTRACT"
+                    return {}, (
+                        ErrorCode.INVALID_CONFIG,
+                        f"Can't {verb} to key {op.name} because its type is not LIST.",
+                    )
+                base = new.get(op.name, spec.default if spec is not None else "")
+                items = [v for v in base.split(",") if v]
+                given = [v.strip() for v in (op.value or "").split(",") if v.strip()]
+                if op.config_operation == OP_APPEND:
+                    items += [v for v in given if v not in items]
+                else:
+                    items = [v for v in items if v not in given]
+                new[op.name] = ",".join(items)
+            else:
+                return {}, (ErrorCode.INVALID_REQUEST, f"Unknown config operation {op.config_operation}")
+        problem = self.topic_config_problem(new) if topic else None
+        return new, None if problem is None else (ErrorCode.INVALID_CONFIG, problem)
+
+    # -- AlterConfigs ----------------------------------------------------------------------------
+
+    def alter_configs(self, version: int, req: AlterConfigsRequest, now_ms: int) -> Decision:
+        """The legacy API: each resource's whole set of overrides is replaced by the one given (a
+        null value drops one)."""
+        results: list[AlterConfigsResponseResourceResponse] = []
+        records: list[Message] = []
+        for resource in req.resources:
+            result = AlterConfigsResponseResourceResponse(
+                resource_type=resource.resource_type, resource_name=resource.resource_name
+            )
+            results.append(result)
+            problem = self._resource_problem(resource.resource_type, resource.resource_name)
+            new = {c.name: c.value for c in resource.configs if c.value is not None}
+            if problem is None and resource.resource_type == ConfigResourceType.TOPIC:
+                invalid = self.topic_config_problem(new)
+                problem = None if invalid is None else (ErrorCode.INVALID_CONFIG, invalid)
+            if problem is not None:
+                result.error_code, result.error_message = problem
+                continue
+            if not req.validate_only:
+                records += self._changes(resource.resource_type, resource.resource_name, new)
+
+        def fail(code: int) -> Message:
+            return AlterConfigsResponse(
+                responses=[
+                    AlterConfigsResponseResourceResponse(
+                        resource_type=r.resource_type, resource_name=r.resource_name, error_code=code
+                    )
+                    for r in req.resources
+                ]
+            )
+
+        return ControllerResult(records, lambda: AlterConfigsResponse(responses=results), fail)

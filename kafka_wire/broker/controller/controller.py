@@ -20,7 +20,7 @@ unless this controller proposed them, go to the parts. On a new leadership the p
 from the committed image.
 
 APIs (Kafka's error codes): BrokerRegistration, BrokerHeartbeat, AlterPartition, CreateTopics,
-DeleteTopics, CreatePartitions, IncrementalAlterConfigs, ElectLeaders,
+DeleteTopics, CreatePartitions, IncrementalAlterConfigs, AlterConfigs, ElectLeaders,
 AlterPartitionReassignments, ListPartitionReassignments, AllocateProducerIds. A request reaching a
 controller that is not active is answered NOT_CONTROLLER, as is a held request whose controller
 lost its leadership before its records were committed; a held request that is not committed by
@@ -151,6 +151,7 @@ class QuorumController:
             ApiKey.DELETE_TOPICS: self.replication.delete_topics,  # type: ignore[dict-item]
             ApiKey.CREATE_PARTITIONS: self.replication.create_partitions,  # type: ignore[dict-item]
             ApiKey.INCREMENTAL_ALTER_CONFIGS: self.configuration.incremental_alter_configs,  # type: ignore[dict-item]
+            ApiKey.ALTER_CONFIGS: self.configuration.alter_configs,  # type: ignore[dict-item]
             ApiKey.ELECT_LEADERS: self.replication.elect_leaders,  # type: ignore[dict-item]
             ApiKey.ALTER_PARTITION_REASSIGNMENTS: self.replication.alter_partition_reassignments,  # type: ignore[dict-item]
             ApiKey.LIST_PARTITION_REASSIGNMENTS: self.replication.list_partition_reassignments,  # type: ignore[dict-item]
@@ -326,6 +327,7 @@ CONTROLLER_APIS: Final = frozenset(
         ApiKey.DELETE_TOPICS,
         ApiKey.CREATE_PARTITIONS,
         ApiKey.INCREMENTAL_ALTER_CONFIGS,
+        ApiKey.ALTER_CONFIGS,
         ApiKey.ELECT_LEADERS,
         ApiKey.ALTER_PARTITION_REASSIGNMENTS,
         ApiKey.LIST_PARTITION_REASSIGNMENTS,
@@ -335,7 +337,13 @@ CONTROLLER_APIS: Final = frozenset(
 
 #: Requests whose error answer lists every topic or resource asked for.
 _SHAPED: Final = frozenset(
-    {ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS, ApiKey.INCREMENTAL_ALTER_CONFIGS}
+    {
+        ApiKey.CREATE_TOPICS,
+        ApiKey.DELETE_TOPICS,
+        ApiKey.CREATE_PARTITIONS,
+        ApiKey.INCREMENTAL_ALTER_CONFIGS,
+        ApiKey.ALTER_CONFIGS,
+    }
 )
 
 

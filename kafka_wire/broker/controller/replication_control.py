@@ -11,12 +11,15 @@ CreatePartitions) and :class:`ReplicationControl` (this module).
 
 from __future__ import annotations
 
+from typing import Final
+
 from kafka_wire.broker.cluster_view import LeaderRecoveryState, PartitionState
 from kafka_wire.broker.controller.elections import Election
 from kafka_wire.broker.controller.result import ControllerResult, Decision
-from kafka_wire.broker.controller.settings import ELECTION_UNCLEAN
+from kafka_wire.broker.controller.settings import ELECTION_PREFERRED, ELECTION_UNCLEAN
 from kafka_wire.broker.controller.topic_requests import TopicRequests
 from kafka_wire.broker.controller.topics_image import NO_LEADER, NO_LEADER_CHANGE, merge_partition_change
+from kafka_wire.broker.error_answers import ERROR_ANSWERS
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
     AlterPartitionReassignmentsRequest,
@@ -28,6 +31,7 @@ from kafka_wire.messages import (
     AlterPartitionResponse,
     AlterPartitionResponsePartitionData,
     AlterPartitionResponseTopicData,
+    ApiKey,
     ElectLeadersRequest,
     ElectLeadersResponse,
     ElectLeadersResponsePartitionResult,
@@ -38,6 +42,13 @@ from kafka_wire.messages import (
     ListPartitionReassignmentsResponseOngoingPartitionReassignment,
     ListPartitionReassignmentsResponseOngoingTopicReassignment,
 )
+
+#: The messages Kafka's ``Errors`` give these codes (an ``ApiError`` without its own message).
+_MESSAGES: Final = {
+    ErrorCode.ELECTION_NOT_NEEDED: "Leader election not needed for topic partition.",
+    ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE: "Eligible topic partition leaders are not available.",
+    ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE: "The preferred leader was not available.",
+}
 
 
 class ReplicationControl(TopicRequests):
@@ -147,30 +158,35 @@ class ReplicationControl(TopicRequests):
     # -- ElectLeaders ----------------------------------------------------------------------------
 
     def elect_leaders(self, version: int, req: ElectLeadersRequest, now_ms: int) -> Decision:
+        """Kafka's ``electLeaders``: each topic asked for is listed with a result per partition; a
+        null list means every partition of every topic, and then the partitions that need no
+        election are left out (each topic is still listed)."""
+        if req.election_type not in (ELECTION_PREFERRED, ELECTION_UNCLEAN):  # Kafka: the whole request
+            return ERROR_ANSWERS[ApiKey.ELECT_LEADERS](
+                req, ErrorCode.INVALID_REQUEST, f"Unknown election type {req.election_type}"
+            )
         unclean = version >= 1 and req.election_type == ELECTION_UNCLEAN
         everything = req.topic_partitions is None
-        wanted: list[tuple[str, int]] = (
-            [(p.topic, p.partition) for p in self.image.all_partitions()]
+        wanted: list[tuple[str, list[int]]] = (
+            [(name, sorted(self.image.topics[name].partitions)) for name in sorted(self.image.topics)]
             if req.topic_partitions is None
-            else [(t.topic, i) for t in req.topic_partitions for i in t.partitions]
+            else [(t.topic, list(t.partitions)) for t in req.topic_partitions]
         )
-        by_topic: dict[str, list[ElectLeadersResponsePartitionResult]] = {}
         records: list[Message] = []
-        for topic, index in wanted:
-            code, message = self._elect_one(topic, index, unclean, records)
-            if everything and code != ErrorCode.NONE:
-                continue  # Kafka lists only the partitions it elected when asked for all
-            by_topic.setdefault(topic, []).append(
-                ElectLeadersResponsePartitionResult(
-                    partition_id=index, error_code=code, error_message=message
+        results: list[ElectLeadersResponseReplicaElectionResult] = []
+        for topic, indexes in wanted:
+            out = ElectLeadersResponseReplicaElectionResult(topic=topic)
+            results.append(out)
+            for index in indexes:
+                code, message = self._elect_one(topic, index, unclean, records)
+                if everything and code == ErrorCode.ELECTION_NOT_NEEDED:
+                    continue
+                out.partition_result.append(
+                    ElectLeadersResponsePartitionResult(
+                        partition_id=index, error_code=code, error_message=message
+                    )
                 )
-            )
-        response = ElectLeadersResponse(
-            replica_election_results=[
-                ElectLeadersResponseReplicaElectionResult(topic=t, partition_result=r)
-                for t, r in by_topic.items()
-            ]
-        )
+        response = ElectLeadersResponse(replica_election_results=results)
         return ControllerResult(
             records, lambda: response, lambda code: ElectLeadersResponse(error_code=code), req.timeout_ms
         )
@@ -178,25 +194,27 @@ class ReplicationControl(TopicRequests):
     def _elect_one(
         self, topic: str, index: int, unclean: bool, records: list[Message]
     ) -> tuple[int, str | None]:
+        if topic not in self.image.topics:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such topic as {topic}"
         p = self.image.partition(topic, index)
         if p is None:
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such topic-partition {topic}-{index}"
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such partition as {topic}-{index}"
+        not_needed = ErrorCode.ELECTION_NOT_NEEDED, _MESSAGES[ErrorCode.ELECTION_NOT_NEEDED]
         if unclean:
             if p.leader != NO_LEADER:
-                return ErrorCode.ELECTION_NOT_NEEDED, None
+                return not_needed
             record = self.change(p, records, election=Election.UNCLEAN)
             if record is None or record.leader == NO_LEADER:
-                return (
-                    ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE,
-                    f"Unable to find any eligible leader for {topic}-{index}",
-                )
+                code = ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+                return code, _MESSAGES[code]
             return ErrorCode.NONE, None
         if p.replicas and p.leader == p.replicas[0]:
-            return ErrorCode.ELECTION_NOT_NEEDED, None
+            return not_needed
         candidate: list[Message] = []
         record = self.change(p, candidate, election=Election.PREFERRED)
         if record is None or record.leader != p.replicas[0]:
-            return ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, f"Failed to elect leader for {topic}-{index}"
+            code = ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+            return code, _MESSAGES[code]
         records += candidate
         return ErrorCode.NONE, None
 

@@ -1,31 +1,49 @@
 """``TopicRequests``: layer 2 of the replication part
 (:class:`~kafka_wire.broker.controller.replication_control.ReplicationControl`): CreateTopics,
-DeleteTopics and CreatePartitions, with their checks, replica placement
+DeleteTopics and CreatePartitions, with their checks and limits, replica placement
 (:func:`~kafka_wire.broker.controller.placement.assign_replicas` over the active brokers) and the
 records each writes (TopicRecord, a ConfigRecord per config, a PartitionRecord per partition;
 RemoveTopicRecord).
+
+The limit on what one request may write is Kafka's ``MAX_RECORDS_PER_USER_OP``
+(``ControllerConfig.max_records_per_user_op``, 10,000), counted before anything is placed, so that
+a request over it costs no more than reading it:
+
+* CreateTopics: the whole request fails, every topic getting POLICY_VIOLATION with
+  :data:`EXCESSIVE_BATCH_MESSAGE`, when the topics that pass their checks need more records (one
+  per topic, per config and per partition); validate-only requests too;
+* CreatePartitions: more topics than the limit fail the request whole the same way; else the
+  topic whose new partitions no longer fit, and every later topic adding partitions, get
+  UNKNOWN_SERVER_ERROR without a message, and none of their partitions is made;
+* DeleteTopics: the topics past the limit get UNKNOWN_SERVER_ERROR.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections import Counter
+from dataclasses import dataclass
+from typing import Final
 
 from kafka_wire.broker.controller.configs_image import ConfigResourceType
 from kafka_wire.broker.controller.partition_changes import PartitionChanges
 from kafka_wire.broker.controller.placement import assign_replicas
 from kafka_wire.broker.controller.result import ControllerResult, Decision
-from kafka_wire.broker.internal_topics import CLUSTER_METADATA_TOPIC
+from kafka_wire.broker.internal_topics import CLUSTER_METADATA_TOPIC, is_internal
 from kafka_wire.broker.metadata import random_uuid, topic_name_problem
+from kafka_wire.broker.topic_configs import describe_topic_configs
 from kafka_wire.codec.runtime import ZERO_UUID
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
     ConfigRecord,
     CreatePartitionsRequest,
+    CreatePartitionsRequestTopic,
     CreatePartitionsResponse,
     CreatePartitionsResponseTopicResult,
     CreateTopicsRequest,
     CreateTopicsRequestCreatableTopic,
     CreateTopicsResponse,
+    CreateTopicsResponseCreatableTopicConfigs,
     CreateTopicsResponseCreatableTopicResult,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
@@ -36,6 +54,25 @@ from kafka_wire.messages import (
     TopicRecord,
 )
 
+EXCESSIVE_BATCH_MESSAGE: Final = "Unable to perform excessively large batch operation."
+
+
+@dataclass(slots=True)
+class _NewTopic:
+    """A topic that passed the checks made before placement."""
+
+    entry: CreateTopicsRequestCreatableTopic
+    result: CreateTopicsResponseCreatableTopicResult
+    partitions: int
+    replication: int
+    configs: dict[str, str]
+    #: The manual assignment, partition by partition (None: placed by the controller).
+    assignment: list[list[int]] | None
+
+    @property
+    def record_count(self) -> int:
+        return 1 + len(self.configs) + self.partitions
+
 
 class TopicRequests(PartitionChanges):
     """Creating and deleting topics, adding partitions."""
@@ -43,64 +80,98 @@ class TopicRequests(PartitionChanges):
     # -- CreateTopics ----------------------------------------------------------------------------
 
     def create_topics(self, version: int, req: CreateTopicsRequest, now_ms: int) -> Decision:
-        counts: dict[str, int] = {}
-        for t in req.topics:
-            counts[t.name] = counts.get(t.name, 0) + 1
+        counts = Counter(t.name for t in req.topics)
         results: list[CreateTopicsResponseCreatableTopicResult] = []
-        records: list[Message] = []
+        checked: list[_NewTopic] = []
         for entry in req.topics:
             result = CreateTopicsResponseCreatableTopicResult(
                 name=entry.name, num_partitions=-1, replication_factor=-1
             )
             results.append(result)
             if counts[entry.name] > 1:
-                result.error_code = ErrorCode.INVALID_REQUEST
-                result.error_message = f"Found multiple entries for topic {entry.name}"
+                result.error_code, result.error_message = ErrorCode.INVALID_REQUEST, "Duplicate topic name."
                 continue
-            topic_records = self._new_topic(entry, result)
-            if topic_records is not None and not req.validate_only:
-                records += topic_records
-        response = CreateTopicsResponse(topics=results)
+            new = self._check_new_topic(entry, result)
+            if new is not None:
+                checked.append(new)
 
-        def fail(code: int) -> Message:
+        def fail(code: int, message: str | None = None) -> Message:
             return CreateTopicsResponse(
                 topics=[
-                    CreateTopicsResponseCreatableTopicResult(name=t.name, error_code=code) for t in req.topics
+                    CreateTopicsResponseCreatableTopicResult(
+                        name=t.name, error_code=code, error_message=message
+                    )
+                    for t in req.topics
                 ]
             )
 
+        if sum(new.record_count for new in checked) > self.config.max_records_per_user_op:
+            return fail(ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE)
+        records: list[Message] = []
+        for new in checked:
+            topic_records = self._place(new, version)
+            if topic_records is not None and not req.validate_only:
+                records += topic_records
+        response = CreateTopicsResponse(topics=results)
         return ControllerResult(records, lambda: response, fail, req.timeout_ms)
 
-    def _new_topic(
+    def _check_new_topic(
         self, entry: CreateTopicsRequestCreatableTopic, result: CreateTopicsResponseCreatableTopicResult
-    ) -> list[Message] | None:
-        def refuse(code: int, message: str) -> list[Message] | None:
+    ) -> _NewTopic | None:
+        """Kafka's checks before placement, in its order (``ReplicationControlManager.createTopic``)."""
+
+        def refuse(code: int, message: str) -> _NewTopic | None:
             result.error_code, result.error_message = code, message
             return None
 
         name = entry.name
-        if name == CLUSTER_METADATA_TOPIC:  # internal topics are made by brokers through this API
+        if name == CLUSTER_METADATA_TOPIC:
             return refuse(ErrorCode.INVALID_REQUEST, f"Creation of internal topic {name} is prohibited.")
         problem = topic_name_problem(name)
         if problem is not None:
             return refuse(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
         if name in self.image.topics:
             return refuse(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
-        active = self.cluster.active_brokers()
+        configs = {cfg.name: cfg.value for cfg in entry.configs if cfg.value is not None}
+        problem = self.configuration.topic_config_problem(configs)
+        if problem is not None:
+            return refuse(ErrorCode.INVALID_CONFIG, problem)
+        assignment = None
         if entry.assignments:
-            if entry.num_partitions != -1 or entry.replication_factor != -1:
+            if entry.replication_factor != -1:
                 return refuse(
                     ErrorCode.INVALID_REQUEST,
-                    "A manual partition assignment was specified, but numPartitions or replicationFactor was not set to -1.",
+                    "A manual partition assignment was specified, but replication factor was not set to -1.",
                 )
-            indexes = sorted(a.partition_index for a in entry.assignments)
-            if indexes != list(range(len(indexes))):
-                return refuse(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Partitions must be numbered 0 .. n-1.")
+            if entry.num_partitions != -1:
+                return refuse(
+                    ErrorCode.INVALID_REQUEST,
+                    "A manual partition assignment was specified, but numPartitions was not set to -1.",
+                )
             by_index = {a.partition_index: list(a.broker_ids) for a in entry.assignments}
-            assignment = [by_index[i] for i in indexes]
+            if len(by_index) != len(entry.assignments):
+                return refuse(
+                    ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Found multiple manual partition assignments."
+                )
+            if sorted(by_index) != list(range(len(by_index))):
+                return refuse(
+                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    "partitions should be a consecutive 0-based integer sequence",
+                )
+            assignment = [by_index[i] for i in range(len(by_index))]
             problem = self.assignment_problem(assignment)
             if problem is not None:
                 return refuse(ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem)
+            partitions, replication = len(assignment), len(assignment[0])
+        elif entry.replication_factor < -1 or entry.replication_factor == 0:
+            return refuse(
+                ErrorCode.INVALID_REPLICATION_FACTOR,
+                "Replication factor must be larger than 0, or -1 to use the default value.",
+            )
+        elif entry.num_partitions < -1 or entry.num_partitions == 0:
+            return refuse(
+                ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value."
+            )
         else:
             partitions = self.config.num_partitions if entry.num_partitions == -1 else entry.num_partitions
             replication = (
@@ -108,40 +179,40 @@ class TopicRequests(PartitionChanges):
                 if entry.replication_factor == -1
                 else entry.replication_factor
             )
-            if partitions < 1:
-                return refuse(
-                    ErrorCode.INVALID_PARTITIONS,
-                    "Number of partitions was set to an invalid non-positive value.",
+        return _NewTopic(entry, result, partitions, replication, configs, assignment)
+
+    def _place(self, new: _NewTopic, version: int) -> list[Message] | None:
+        """The new topic's records, its replicas placed; None (the result says why) when it
+        cannot be placed."""
+        result = new.result
+        assignment = new.assignment
+        if assignment is None:
+            active = self.cluster.active_brokers()
+            if new.replication > len(active):
+                result.error_code = ErrorCode.INVALID_REPLICATION_FACTOR
+                result.error_message = (
+                    f"Unable to replicate the partition {new.replication} time(s): The target replication "
+                    f"factor of {new.replication} cannot be reached because only {len(active)} broker(s) "
+                    "are registered."
                 )
-            if replication < 1:
-                return refuse(
-                    ErrorCode.INVALID_REPLICATION_FACTOR,
-                    "Replication factor must be larger than 0, or -1 to use the default value.",
-                )
-            if replication > len(active):
-                return refuse(
-                    ErrorCode.INVALID_REPLICATION_FACTOR,
-                    f"Unable to replicate the partition {replication} time(s): The target replication factor of "
-                    f"{replication} cannot be reached because only {len(active)} broker(s) are registered.",
-                )
-            assignment = assign_replicas(active, partitions, replication, self.rng)
-        configs = {cfg.name: cfg.value for cfg in entry.configs if cfg.value is not None}
-        problem = self.configuration.topic_config_problem(configs)
-        if problem is not None:
-            return refuse(ErrorCode.INVALID_CONFIG, problem)
+                return None
+            assignment = assign_replicas(active, new.partitions, new.replication, self.rng)
         topic_id = random_uuid(self.rng)
+        name = new.entry.name
         records: list[Message] = [TopicRecord(name=name, topic_id=topic_id)]
         records += [
             ConfigRecord(resource_type=ConfigResourceType.TOPIC, resource_name=name, name=k, value=v)
-            for k, v in sorted(configs.items())
+            for k, v in sorted(new.configs.items())
         ]
         for index, replicas in enumerate(assignment):
             isr = [r for r in replicas if self.cluster.acceptable(r)]
             if not isr:
-                return refuse(
-                    ErrorCode.INVALID_REPLICATION_FACTOR,
-                    f"Unable to replicate the partition {len(replicas)} time(s): All brokers are currently fenced.",
+                result.error_code = ErrorCode.INVALID_REPLICATION_FACTOR
+                result.error_message = (
+                    f"Unable to replicate the partition {len(replicas)} time(s): All brokers are currently "
+                    "fenced or in controlled shutdown."
                 )
+                return None
             records.append(
                 PartitionRecord(
                     partition_id=index, topic_id=topic_id, replicas=replicas, isr=isr, leader=isr[0],
@@ -150,6 +221,24 @@ class TopicRequests(PartitionChanges):
             )  # fmt: skip
         result.topic_id = topic_id
         result.num_partitions, result.replication_factor = len(assignment), len(assignment[0])
+        if version >= 5:
+            result.configs = [
+                CreateTopicsResponseCreatableTopicConfigs(
+                    name=c.name,
+                    value=c.value,
+                    read_only=c.read_only,
+                    config_source=c.config_source,
+                    is_sensitive=c.is_sensitive,
+                )
+                for c in describe_topic_configs(
+                    self.config.topic_defaults,
+                    self.config.static_topic_properties,
+                    new.configs,
+                    None,
+                    synonyms=False,
+                    documentation=False,
+                )
+            ]
         return records
 
     # -- DeleteTopics ----------------------------------------------------------------------------
@@ -166,6 +255,11 @@ class TopicRequests(PartitionChanges):
         for name, topic_id in wanted:
             result = DeleteTopicsResponseDeletableTopicResult(name=name, topic_id=topic_id)
             results.append(result)
+            if not self.config.delete_topic_enable:  # Kafka: INVALID_REQUEST before v3
+                result.error_code = (
+                    ErrorCode.TOPIC_DELETION_DISABLED if version >= 3 else ErrorCode.INVALID_REQUEST
+                )
+                continue
             if name is not None and topic_id == ZERO_UUID:
                 topic = self.image.topics.get(name)
                 if topic is None:
@@ -179,7 +273,14 @@ class TopicRequests(PartitionChanges):
                 topic = self.image.topics[found]
                 result.name = found
             result.topic_id = topic.topic_id
-            if topic.topic_id not in removed:
+            if is_internal(topic.name):  # kafka_wire's: Kafka's controller would delete it
+                result.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
+                result.error_message = f"Cannot delete internal topic {topic.name}"
+            elif topic.topic_id in removed:
+                continue
+            elif len(records) >= self.config.max_records_per_user_op:
+                result.error_code = ErrorCode.UNKNOWN_SERVER_ERROR
+            else:
                 removed.add(topic.topic_id)
                 records.append(RemoveTopicRecord(topic_id=topic.topic_id))
 
@@ -198,74 +299,103 @@ class TopicRequests(PartitionChanges):
     # -- CreatePartitions ------------------------------------------------------------------------
 
     def create_partitions(self, version: int, req: CreatePartitionsRequest, now_ms: int) -> Decision:
+        def fail(code: int, message: str | None = None) -> Message:
+            return CreatePartitionsResponse(
+                results=[
+                    CreatePartitionsResponseTopicResult(name=t.name, error_code=code, error_message=message)
+                    for t in req.topics
+                ]
+            )
+
+        limit = self.config.max_records_per_user_op
+        if len(req.topics) > limit:
+            return fail(ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE)
         results: list[CreatePartitionsResponseTopicResult] = []
         records: list[Message] = []
+        counted = 0
+        overflowed = False
         for entry in req.topics:
             result = CreatePartitionsResponseTopicResult(name=entry.name)
             results.append(result)
             topic = self.image.topics.get(entry.name)
+            current = 0 if topic is None else len(topic.partitions)
             if topic is None:
                 result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                continue
-            current = len(topic.partitions)
-            if entry.count <= current:
+            elif is_internal(topic.name):  # kafka_wire's: groups are placed by the partition count
+                result.error_code = ErrorCode.INVALID_REQUEST
+                result.error_message = (
+                    f"The number of partitions of internal topic {topic.name} cannot be changed."
+                )
+            elif entry.count == current:
+                result.error_code = ErrorCode.INVALID_PARTITIONS
+                result.error_message = f"Topic already has {current} partition(s)."
+            elif entry.count < current:
                 result.error_code = ErrorCode.INVALID_PARTITIONS
                 result.error_message = (
-                    f"Topic currently has {current} partitions, which is higher than the requested {entry.count}."
-                    if entry.count < current
-                    else f"Topic already has {current} partition(s)."
+                    f"The topic {topic.name} currently has {current} partition(s); {entry.count} would not "
+                    "be an increase."
                 )
-                continue
-            replication = len(topic.partitions[0].replicas) if topic.partitions else 1
-            active = self.cluster.active_brokers()
-            if entry.assignments:
-                assignment = [list(a.broker_ids) for a in entry.assignments]
-                problem = (
-                    f"Attempted to add {entry.count - current} additional partition(s), but only "
-                    f"{len(assignment)} assignment(s) were specified."
-                    if len(assignment) != entry.count - current
-                    else self.assignment_problem(assignment)
-                )
-                if problem is not None:
-                    result.error_code, result.error_message = ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem
-                    continue
-            elif replication > len(active):
-                result.error_code = ErrorCode.INVALID_REPLICATION_FACTOR
+            elif entry.assignments and len(entry.assignments) != entry.count - current:
+                result.error_code = ErrorCode.INVALID_REPLICA_ASSIGNMENT
                 result.error_message = (
-                    f"Unable to replicate the partition {replication} time(s): The target replication factor of "
-                    f"{replication} cannot be reached because only {len(active)} broker(s) are registered."
+                    f"Attempted to add {entry.count - current} additional partition(s), but only "
+                    f"{len(entry.assignments)} assignment(s) were specified."
                 )
-                continue
+            elif overflowed or counted + entry.count - current > limit:
+                overflowed = True  # Kafka's record list is full from here on
+                result.error_code = ErrorCode.UNKNOWN_SERVER_ERROR
             else:
-                assignment = assign_replicas(
-                    active, entry.count - current, replication, self.rng, first_partition=current
-                )
-            new: list[Message] = []
-            for offset, replicas in enumerate(assignment):
-                isr = [r for r in replicas if self.cluster.acceptable(r)]
-                if not isr:
-                    result.error_code = ErrorCode.INVALID_REPLICATION_FACTOR
-                    result.error_message = (
-                        "All brokers specified in the partition assignment are currently fenced."
-                    )
-                    break
-                new.append(
-                    PartitionRecord(
-                        partition_id=current + offset, topic_id=topic.topic_id, replicas=replicas, isr=isr,
-                        leader=isr[0], leader_epoch=0, partition_epoch=0,
-                    )
-                )  # fmt: skip
-            else:
-                if not req.validate_only:
+                counted += entry.count - current
+                new = self._new_partitions(entry, current, topic.topic_id, result)
+                if new is not None and not req.validate_only:
                     records += new
-
-        def fail(code: int) -> Message:
-            return CreatePartitionsResponse(
-                results=[
-                    CreatePartitionsResponseTopicResult(name=t.name, error_code=code) for t in req.topics
-                ]
-            )
-
         return ControllerResult(
             records, lambda: CreatePartitionsResponse(results=results), fail, req.timeout_ms
         )
+
+    def _new_partitions(
+        self,
+        entry: CreatePartitionsRequestTopic,
+        current: int,
+        topic_id: uuid.UUID,
+        result: CreatePartitionsResponseTopicResult,
+    ) -> list[Message] | None:
+        """The PartitionRecords of a topic's new partitions; None (the result says why) when they
+        cannot be placed."""
+        count = entry.count
+        first = self.image.partition(entry.name, 0)
+        replication = len(first.replicas) if first is not None else 1
+        if entry.assignments:
+            assignment = [list(a.broker_ids) for a in entry.assignments]
+            problem = self.assignment_problem(assignment)
+            if problem is not None:
+                result.error_code, result.error_message = ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem
+                return None
+        else:
+            active = self.cluster.active_brokers()
+            if replication > len(active):
+                result.error_code = ErrorCode.INVALID_REPLICATION_FACTOR
+                result.error_message = (
+                    f"Unable to replicate the partition {replication} time(s): The target replication factor "
+                    f"of {replication} cannot be reached because only {len(active)} broker(s) are registered."
+                )
+                return None
+            assignment = assign_replicas(
+                active, count - current, replication, self.rng, first_partition=current
+            )
+        new: list[Message] = []
+        for offset, replicas in enumerate(assignment):
+            isr = [r for r in replicas if self.cluster.acceptable(r)]
+            if not isr:
+                result.error_code = ErrorCode.INVALID_REPLICATION_FACTOR
+                result.error_message = (
+                    "All brokers specified in the partition assignment are currently fenced."
+                )
+                return None
+            new.append(
+                PartitionRecord(
+                    partition_id=current + offset, topic_id=topic_id, replicas=replicas, isr=isr,
+                    leader=isr[0], leader_epoch=0, partition_epoch=0,
+                )
+            )  # fmt: skip
+        return new

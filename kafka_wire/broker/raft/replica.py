@@ -151,7 +151,9 @@ class KRaftReplica(OutboundRequests):
         if self.role is not QuorumRole.LEADER or not records:
             return None
         values = tuple(bytes(value) for value in records)
-        batch = build_batch([(None, value, (), now_ms) for value in values], partition_leader_epoch=self.epoch)
+        batch = build_batch(
+            [(None, value, (), now_ms) for value in values], partition_leader_epoch=self.epoch
+        )
         base = self._log.log_end_offset
         result = self._log.append(batch, now_ms, leader_epoch=self.epoch, origin="coordinator")
         if result.error_code:

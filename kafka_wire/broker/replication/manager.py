@@ -75,7 +75,6 @@ class ReplicaManager:
         )
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self.checkpoints = OffsetCheckpoints.load(state.storage)
-        state.cluster = cluster
         self._next_isr_check_ms = now_ms + self._isr_check_interval
         self._next_checkpoint_ms = now_ms + self.config.replica_high_watermark_checkpoint_interval_ms
         #: Partitions to open and directories to delete, in the order the metadata asked.
@@ -181,13 +180,12 @@ class ReplicaManager:
                 topic = TopicInfo(registration.topic, registration.topic_id, count)
                 self.state.metadata.topics[topic.name] = topic
             replica = self.state.open_partition(topic, registration.partition, now_ms, self.effects)
-        if replica.cluster is None:
             self._adopt(replica)
         return replica
 
     def _adopt(self, replica: PartitionReplica) -> None:
-        """A replica opened the single-node way becomes a cluster member: its persisted epoch
-        cache, its checkpointed high watermark, offline until the registration says otherwise."""
+        """A replica just opened joins the cluster: its persisted epoch cache, its checkpointed
+        high watermark, offline until the registration says otherwise."""
         key = (replica.topic, replica.partition)
         log = replica.log
         replica.cluster = self.cluster

@@ -1,5 +1,5 @@
-"""The replication admin APIs on a single node (no ClusterView): the broker is the only broker,
-the leader of every partition and its own controller."""
+"""The replication admin APIs on a single node: the broker is the only broker, the leader of every
+partition, and its own one-voter controller quorum (reached in-process)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import pytest
 
 from kafka_wire.broker import BrokerConfig
 from kafka_wire.broker.apis import SUPPORTED
+from kafka_wire.broker.node import Node
 from kafka_wire.messages import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsRequestReassignablePartition,
@@ -256,11 +257,18 @@ def test_a_single_node_is_its_own_one_voter_quorum() -> None:
     assert reply.error_code == ErrorCode.NONE
     (partition,) = reply.topics[0].partitions
     assert (partition.error_code, partition.leader_id, partition.leader_epoch) == (ErrorCode.NONE, 1, 1)
+    # Its raft replica's figures: the metadata log holds the topics' records, all committed.
+    node = engine.broker.node
+    assert isinstance(node, Node)
+    raft = node.parts.raft
+    assert partition.high_watermark == raft.high_watermark > 0
     (voter,) = partition.current_voters
-    assert voter.replica_id == 1 and voter.last_caught_up_timestamp == engine.now_ms
+    assert (voter.replica_id, voter.log_end_offset) == (1, raft.high_watermark)
+    assert voter.last_caught_up_timestamp == engine.now_ms
     assert partition.observers == []
-    (node,) = reply.nodes
-    assert (node.node_id, node.listeners[0].host, node.listeners[0].port) == (1, "127.0.0.1", 9092)
+    (described,) = reply.nodes
+    assert (described.node_id, described.listeners) == (1, []), "its controller has no listener"
+    assert "__cluster_metadata-0" in engine.storage.list_dir("")
 
 
 @pytest.mark.parametrize(("topic", "partition"), [("orders", 0), ("__cluster_metadata", 1)])

@@ -82,7 +82,7 @@ class FakeCluster:
 
 
 def node_state(
-    cluster: FakeCluster | None, storage: MemoryStorage, *, node_id: int = 1, partitions: int = PARTITIONS
+    cluster: FakeCluster, storage: MemoryStorage, *, node_id: int = 1, partitions: int = PARTITIONS
 ) -> BrokerState:
     """A broker state whose ``__consumer_offsets`` has ``partitions`` partitions open, all led here
     (the replica's role; which ones the coordinator serves is the test's business)."""

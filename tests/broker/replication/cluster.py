@@ -105,6 +105,7 @@ class Node:
             topic_default_properties={"min.insync.replicas": str(min_isr)},
         )
         rng = random.Random(node_id)
+        self.view = View(node_id, net)
         self.state = BrokerState(
             config=config,
             storage=self.storage,
@@ -112,8 +113,8 @@ class Node:
             metadata=ClusterMetadata(cluster_id="test-cluster", node_id=node_id),
             defaults=LogConfig.from_properties(config.topic_default_properties),
             fetch_sessions=FetchSessionCache(100, rng),
+            cluster=self.view,
         )
-        self.view = View(node_id, net)
         self.manager = ReplicaManager(self.state, self.view, self.effects, net.config, now_ms=net.now_ms)
         #: Requests held here: (waiting, source node, outbound) or (waiting, None, None) for tests.
         self.held: list[tuple[Waiting, int | None, Outbound | None]] = []
