@@ -46,6 +46,7 @@ from typing import Final
 
 from kafka_wire.broker.cluster_view import Endpoint, Outbound
 from kafka_wire.broker.config import BrokerConfig, ClusterSettings
+from kafka_wire.broker.controller.controller import CONTROLLER_APIS as QUORUM_CONTROLLER_APIS
 from kafka_wire.broker.controller.records import decode_record
 from kafka_wire.broker.data_dir import partition_dirs
 from kafka_wire.broker.effects import Effect, EffectSink, Rename
@@ -88,23 +89,8 @@ RAFT_APIS: Final = frozenset(
     }
 )
 #: Every request a controller listener accepts (Kafka's controller ``ApiMessageType`` listeners).
-CONTROLLER_APIS: Final = RAFT_APIS | frozenset(
-    {
-        ApiKey.API_VERSIONS,
-        ApiKey.BROKER_REGISTRATION,
-        ApiKey.BROKER_HEARTBEAT,
-        ApiKey.ALTER_PARTITION,
-        ApiKey.CREATE_TOPICS,
-        ApiKey.DELETE_TOPICS,
-        ApiKey.CREATE_PARTITIONS,
-        ApiKey.INCREMENTAL_ALTER_CONFIGS,
-        ApiKey.ALTER_CONFIGS,
-        ApiKey.ELECT_LEADERS,
-        ApiKey.ALTER_PARTITION_REASSIGNMENTS,
-        ApiKey.LIST_PARTITION_REASSIGNMENTS,
-        ApiKey.ALLOCATE_PRODUCER_IDS,
-        ApiKey.DESCRIBE_CLUSTER,
-    }
+CONTROLLER_APIS: Final = (
+    RAFT_APIS | QUORUM_CONTROLLER_APIS | frozenset({ApiKey.API_VERSIONS, ApiKey.DESCRIBE_CLUSTER})
 )
 #: ``ConfigResource.Type.TOPIC``: config keys of the image are (resource type, name).
 _TOPIC_RESOURCE: Final = 2

@@ -76,7 +76,9 @@ def host_of(node_id: int) -> str:
 def node_properties(node_id: int, nodes: int, extra: Mapping[str, str] = FAST_SETTINGS) -> dict[str, str]:
     """The ``server.properties`` of simulated node ``node_id`` (1-based) of ``nodes``. A cluster
     of one node runs what ``kafka-wire serve`` runs without cluster properties: a node that is
-    its own one-voter cluster, with no controller listener."""
+    its own one-voter cluster, with no controller listener; it fsyncs every write before
+    acknowledging it (``log.flush.interval.messages=1``), the only way one replica keeps what
+    it acknowledged through a power loss (Kafka's default leaves that to other replicas)."""
     host = host_of(node_id)
     if nodes == 1:
         return {
@@ -85,6 +87,7 @@ def node_properties(node_id: int, nodes: int, extra: Mapping[str, str] = FAST_SE
             "listeners": f"PLAINTEXT://{host}:{BROKER_PORT}",
             "log.dirs": f"/sim/{host}",
             **extra,
+            "log.flush.interval.messages": "1",
         }
     voters = ",".join(f"{n}@{host_of(n)}:{CONTROLLER_PORT}" for n in range(1, nodes + 1))
     listeners = f"PLAINTEXT://{host}:{BROKER_PORT},CONTROLLER://{host}:{CONTROLLER_PORT}"

@@ -19,7 +19,8 @@ a result that is not a valid topic config (INVALID_CONFIG). One ConfigRecord per
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from kafka_wire.broker.controller.configs_image import ConfigResourceType, ConfigsImage
 from kafka_wire.broker.controller.delta import DeltaBuilder
@@ -39,6 +40,9 @@ from kafka_wire.messages import (
     IncrementalAlterConfigsResponse,
     IncrementalAlterConfigsResponseAlterConfigsResourceResponse,
 )
+
+#: Why a resource's change is refused: (error code, message).
+Problem = tuple[int, str | None]
 
 
 class ConfigurationControl:
@@ -91,7 +95,7 @@ class ConfigurationControl:
 
     # -- checks shared by both APIs --------------------------------------------------------------
 
-    def _resource_problem(self, resource_type: int, name: str) -> tuple[int, str | None] | None:
+    def _resource_problem(self, resource_type: int, name: str) -> Problem | None:
         """Why the resource cannot be altered: unknown or internal topics, malformed broker
         names, other resource types."""
         if resource_type == ConfigResourceType.TOPIC:
@@ -118,46 +122,62 @@ class ConfigurationControl:
             if old.get(key) != new.get(key)
         ]
 
+    # -- both APIs -------------------------------------------------------------------------------
+
+    def _alter(
+        self,
+        resources: Sequence[Any],
+        validate_only: bool,
+        new_configs: Callable[[Any, Mapping[str, str]], tuple[dict[str, str], Problem | None]],
+        response: Callable[..., Message],
+        result_of: Callable[..., Any],
+    ) -> Decision:
+        """One result per resource (``result_of``), the records of the changes ``new_configs``
+        computes, the answer (``response``) once they are committed."""
+        results = []
+        records: list[Message] = []
+        for resource in resources:
+            result = result_of(resource_type=resource.resource_type, resource_name=resource.resource_name)
+            results.append(result)
+            problem = self._resource_problem(resource.resource_type, resource.resource_name)
+            if problem is None:
+                old = self.image.configs.get((resource.resource_type, resource.resource_name), {})
+                new, problem = new_configs(resource, old)
+            if problem is not None:
+                result.error_code, result.error_message = problem
+                continue
+            if not validate_only:
+                records += self._changes(resource.resource_type, resource.resource_name, new)
+
+        def fail(code: int) -> Message:
+            return response(
+                responses=[
+                    result_of(resource_type=r.resource_type, resource_name=r.resource_name, error_code=code)
+                    for r in resources
+                ]
+            )
+
+        return ControllerResult(records, lambda: response(responses=results), fail)
+
     # -- IncrementalAlterConfigs -----------------------------------------------------------------
 
     def incremental_alter_configs(
         self, version: int, req: IncrementalAlterConfigsRequest, now_ms: int
     ) -> Decision:
-        results: list[IncrementalAlterConfigsResponseAlterConfigsResourceResponse] = []
-        records: list[Message] = []
-        for resource in req.resources:
-            result = IncrementalAlterConfigsResponseAlterConfigsResourceResponse(
-                resource_type=resource.resource_type, resource_name=resource.resource_name
-            )
-            results.append(result)
-            problem = self._resource_problem(resource.resource_type, resource.resource_name)
-            if problem is None:
-                old = self.image.configs.get((resource.resource_type, resource.resource_name), {})
-                new, problem = self._apply_ops(resource.resource_type, resource.configs, old)
-            if problem is not None:
-                result.error_code, result.error_message = problem
-                continue
-            if not req.validate_only:
-                records += self._changes(resource.resource_type, resource.resource_name, new)
-
-        def fail(code: int) -> Message:
-            return IncrementalAlterConfigsResponse(
-                responses=[
-                    IncrementalAlterConfigsResponseAlterConfigsResourceResponse(
-                        resource_type=r.resource_type, resource_name=r.resource_name, error_code=code
-                    )
-                    for r in req.resources
-                ]
-            )
-
-        return ControllerResult(records, lambda: IncrementalAlterConfigsResponse(responses=results), fail)
+        return self._alter(
+            req.resources,
+            req.validate_only,
+            lambda resource, old: self._apply_ops(resource.resource_type, resource.configs, old),
+            IncrementalAlterConfigsResponse,
+            IncrementalAlterConfigsResponseAlterConfigsResourceResponse,
+        )
 
     def _apply_ops(
         self,
         resource_type: int,
         ops: list[IncrementalAlterConfigsRequestAlterableConfig],
         current: Mapping[str, str],
-    ) -> tuple[dict[str, str], tuple[int, str | None] | None]:
+    ) -> tuple[dict[str, str], Problem | None]:
         """The overrides after ``ops``, or why they cannot be applied (Kafka's broker-side checks
         of the request, then its controller's of each operation and of the result)."""
         repeated = [name for name, n in Counter(op.name for op in ops).items() if n > 1]
@@ -200,32 +220,18 @@ class ConfigurationControl:
     def alter_configs(self, version: int, req: AlterConfigsRequest, now_ms: int) -> Decision:
         """The legacy API: each resource's whole set of overrides is replaced by the one given (a
         null value drops one)."""
-        results: list[AlterConfigsResponseResourceResponse] = []
-        records: list[Message] = []
-        for resource in req.resources:
-            result = AlterConfigsResponseResourceResponse(
-                resource_type=resource.resource_type, resource_name=resource.resource_name
-            )
-            results.append(result)
-            problem = self._resource_problem(resource.resource_type, resource.resource_name)
+
+        def replaced(resource: Any, old: Mapping[str, str]) -> tuple[dict[str, str], Problem | None]:
             new = {c.name: c.value for c in resource.configs if c.value is not None}
-            if problem is None and resource.resource_type == ConfigResourceType.TOPIC:
-                invalid = self.topic_config_problem(new)
-                problem = None if invalid is None else (ErrorCode.INVALID_CONFIG, invalid)
-            if problem is not None:
-                result.error_code, result.error_message = problem
-                continue
-            if not req.validate_only:
-                records += self._changes(resource.resource_type, resource.resource_name, new)
-
-        def fail(code: int) -> Message:
-            return AlterConfigsResponse(
-                responses=[
-                    AlterConfigsResponseResourceResponse(
-                        resource_type=r.resource_type, resource_name=r.resource_name, error_code=code
-                    )
-                    for r in req.resources
-                ]
+            invalid = (
+                self.topic_config_problem(new) if resource.resource_type == ConfigResourceType.TOPIC else None
             )
+            return new, None if invalid is None else (ErrorCode.INVALID_CONFIG, invalid)
 
-        return ControllerResult(records, lambda: AlterConfigsResponse(responses=results), fail)
+        return self._alter(
+            req.resources,
+            req.validate_only,
+            replaced,
+            AlterConfigsResponse,
+            AlterConfigsResponseResourceResponse,
+        )
