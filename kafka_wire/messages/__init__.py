@@ -579,6 +579,10 @@ if TYPE_CHECKING:
     from kafka_wire.messages.producer_ids_record import (
         ProducerIdsRecord,
     )
+    from kafka_wire.messages.producer_snapshot import (
+        ProducerSnapshot,
+        ProducerSnapshotProducerEntry,
+    )
     from kafka_wire.messages.push_telemetry import (
         PushTelemetryRequest,
         PushTelemetryResponse,
@@ -733,6 +737,13 @@ if TYPE_CHECKING:
     )
     from kafka_wire.messages.topic_record import (
         TopicRecord,
+    )
+    from kafka_wire.messages.transaction_log_key import (
+        TransactionLogKey,
+    )
+    from kafka_wire.messages.transaction_log_value import (
+        TransactionLogValue,
+        TransactionLogValuePartitionsSchema,
     )
     from kafka_wire.messages.txn_offset_commit import (
         TxnOffsetCommitRequest,
@@ -1198,6 +1209,8 @@ _MODULE_OF: dict[str, str] = {
     'ProduceResponsePartitionProduceResponse': 'produce',
     'ProduceResponseTopicProduceResponse': 'produce',
     'ProducerIdsRecord': 'producer_ids_record',
+    'ProducerSnapshot': 'producer_snapshot',
+    'ProducerSnapshotProducerEntry': 'producer_snapshot',
     'PushTelemetryRequest': 'push_telemetry',
     'PushTelemetryResponse': 'push_telemetry',
     'ReadShareGroupStateRequest': 'read_share_group_state',
@@ -1307,6 +1320,9 @@ _MODULE_OF: dict[str, str] = {
     'SyncGroupRequestAssignment': 'sync_group',
     'SyncGroupResponse': 'sync_group',
     'TopicRecord': 'topic_record',
+    'TransactionLogKey': 'transaction_log_key',
+    'TransactionLogValue': 'transaction_log_value',
+    'TransactionLogValuePartitionsSchema': 'transaction_log_value',
     'TxnOffsetCommitRequest': 'txn_offset_commit',
     'TxnOffsetCommitRequestPartition': 'txn_offset_commit',
     'TxnOffsetCommitRequestTopic': 'txn_offset_commit',
@@ -1360,7 +1376,7 @@ _MODULE_OF: dict[str, str] = {
     'WriteTxnMarkersResponseWritableTxnMarkerResult': 'write_txn_markers',
     'WriteTxnMarkersResponseWritableTxnMarkerTopicResult': 'write_txn_markers',
 }
-_TUPLES: dict[str, tuple[str, ...]] = {'HEADERS': ('RequestHeader', 'ResponseHeader',), 'DATA': ('AbortedTxn', 'ConsumerProtocolAssignment', 'ConsumerProtocolSubscription', 'ControlRecordTypeSchema', 'DefaultPrincipalData', 'EndTxnMarker', 'KRaftVersionRecord', 'LeaderChangeMessage', 'SnapshotFooterRecord', 'SnapshotHeaderRecord', 'VotersRecord', 'BeginTransactionRecord', 'BrokerRegistrationChangeRecord', 'ConfigRecord', 'EndTransactionRecord', 'FeatureLevelRecord', 'FenceBrokerRecord', 'NoOpRecord', 'PartitionChangeRecord', 'PartitionRecord', 'ProducerIdsRecord', 'RegisterBrokerRecord', 'RemoveTopicRecord', 'TopicRecord', 'UnfenceBrokerRecord', 'UnregisterBrokerRecord',)}
+_TUPLES: dict[str, tuple[str, ...]] = {'HEADERS': ('RequestHeader', 'ResponseHeader',), 'DATA': ('AbortedTxn', 'ConsumerProtocolAssignment', 'ConsumerProtocolSubscription', 'ControlRecordTypeSchema', 'DefaultPrincipalData', 'EndTxnMarker', 'KRaftVersionRecord', 'LeaderChangeMessage', 'SnapshotFooterRecord', 'SnapshotHeaderRecord', 'VotersRecord', 'BeginTransactionRecord', 'BrokerRegistrationChangeRecord', 'ConfigRecord', 'EndTransactionRecord', 'FeatureLevelRecord', 'FenceBrokerRecord', 'NoOpRecord', 'PartitionChangeRecord', 'PartitionRecord', 'ProducerIdsRecord', 'RegisterBrokerRecord', 'RemoveTopicRecord', 'TopicRecord', 'UnfenceBrokerRecord', 'UnregisterBrokerRecord', 'ProducerSnapshot', 'TransactionLogKey', 'TransactionLogValue',)}
 
 
 def __getattr__(name: str) -> Any:
@@ -1921,6 +1937,8 @@ __all__ = [
     'ProduceResponsePartitionProduceResponse',
     'ProduceResponseTopicProduceResponse',
     'ProducerIdsRecord',
+    'ProducerSnapshot',
+    'ProducerSnapshotProducerEntry',
     'PushTelemetryRequest',
     'PushTelemetryResponse',
     'ReadShareGroupStateRequest',
@@ -2031,6 +2049,9 @@ __all__ = [
     'SyncGroupRequestAssignment',
     'SyncGroupResponse',
     'TopicRecord',
+    'TransactionLogKey',
+    'TransactionLogValue',
+    'TransactionLogValuePartitionsSchema',
     'TxnOffsetCommitRequest',
     'TxnOffsetCommitRequestPartition',
     'TxnOffsetCommitRequestTopic',

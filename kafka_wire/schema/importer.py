@@ -2,7 +2,8 @@
 
 The upstream folder holds the two snapshots below (``kafka-message-schemas/`` and
 ``kafka-message-schemas-latest/``), and optionally Kafka's metadata record definitions
-(``kafka-metadata-schemas/``, written to ``schemas/metadata/``). It is the one ``$KAFKA_WIRE_UPSTREAM_SCHEMAS`` names, else
+(``kafka-metadata-schemas/``, written to ``schemas/metadata/``) and the records Kafka stores outside
+the protocol (``kafka-stored-schemas/``, written to ``schemas/stored/``). It is the one ``$KAFKA_WIRE_UPSTREAM_SCHEMAS`` names, else
 ``../shared/reference/`` beside the checkout. Where neither holds them (a plain clone), the
 importer prints one line saying it did not run and why, and exits 0: ``schemas/`` is checked in,
 and everything else (the generator and its ``--check`` included) works from it.
@@ -62,6 +63,15 @@ SNAPSHOTS = (LATEST, OLD)
 METADATA = Snapshot(
     "metadata", "kafka-metadata-schemas", "4.0.0-SNAPSHOT", "1eb7644349cb07139d6a3c1ad1986979647cac99"
 )
+#: Records Kafka stores outside the protocol, defined in its server modules (the transaction
+#: coordinator's ``TransactionLogKey`` / ``TransactionLogValue`` of ``__transaction_state``, the
+#: storage module's ``ProducerSnapshot`` of a partition's ``.snapshot`` files), imported into
+#: ``schemas/stored/`` as data messages. Optional as ``metadata/`` is.
+STORED = Snapshot(
+    "stored", "kafka-stored-schemas", "4.0.0-SNAPSHOT", "1eb7644349cb07139d6a3c1ad1986979647cac99"
+)
+#: The optional upstream folders and the ``schemas/`` folder each is imported into.
+OPTIONAL_FOLDERS = ((METADATA, "metadata"), (STORED, "stored"))
 
 # Field attributes that change bytes on the wire or the generated API, in output order.
 _FIELD_KEYS = (
@@ -519,12 +529,23 @@ def build(reference: Path) -> dict[str, str]:
             body = _message_json([msg], METADATA)
             doc = {"format": FORMAT_VERSION, "kind": "metadata", "api_key": int(msg.doc["apiKey"]), **body}
             files[f"metadata/{body['name']}.json"] = _dump(doc)
+    stored = reference / STORED.folder
+    if stored.is_dir():
+        for path in sorted(stored.glob("*.json")):
+            msg = _read_message(STORED, path)
+            if msg.kind != "data":
+                raise SchemaError("not a data record definition", source=f"{STORED.folder}/{path.name}")
+            body = _message_json([msg], STORED)
+            files[f"stored/{body['name']}.json"] = _dump({"format": FORMAT_VERSION, "kind": "data", **body})
     return files
 
 
 def kept_folders(reference: Path) -> tuple[str, ...]:
-    """The ``schemas/`` folders ``build`` leaves alone: ``metadata/`` when its upstream is absent."""
-    return () if (reference / METADATA.folder).is_dir() else ("metadata/",)
+    """The ``schemas/`` folders ``build`` leaves alone: those whose optional upstream folder
+    (``metadata/``, ``stored/``) is absent."""
+    return tuple(
+        f"{folder}/" for snapshot, folder in OPTIONAL_FOLDERS if not (reference / snapshot.folder).is_dir()
+    )
 
 
 def _dump(doc: dict[str, Any]) -> str:
