@@ -51,6 +51,7 @@ from kafka_wire.broker.channels import Answer, Channel, Held, failed_without_ans
 from kafka_wire.broker.cluster_view import ClusterView
 from kafka_wire.broker.config import BrokerConfig, standalone
 from kafka_wire.broker.connections import Admission, ConnectionTimers, Expiry
+from kafka_wire.broker.coordinators import Coordinators, is_coordinator_request
 from kafka_wire.broker.data_dir import DataDir
 from kafka_wire.broker.driving import StorageFailure
 from kafka_wire.broker.effects import (
@@ -67,8 +68,9 @@ from kafka_wire.broker.failed_answers import failed_answer
 from kafka_wire.broker.faults import FaultInjector, injected_answer
 from kafka_wire.broker.fetch_sessions import FetchSessionCache
 from kafka_wire.broker.group import GroupCoordinator
-from kafka_wire.broker.group_link import GroupAnswer, GroupLink
+from kafka_wire.broker.group_link import GroupAnswer
 from kafka_wire.broker.legacy_import import LegacyImport
+from kafka_wire.broker.local_link import LocalLink
 from kafka_wire.broker.log.config import LogConfig
 from kafka_wire.broker.maintenance import LogMaintenance
 from kafka_wire.broker.node import Node
@@ -76,6 +78,7 @@ from kafka_wire.broker.sasl import server_sasl
 from kafka_wire.broker.state import BrokerState, Context, Spliced, Waiting
 from kafka_wire.broker.storage import StorageReader
 from kafka_wire.broker.timers import TimerQueue
+from kafka_wire.broker.txn.coordinator import TXN_API_KEYS
 from kafka_wire.broker.versioning import fit
 from kafka_wire.broker.work import Job
 from kafka_wire.codec.structs import Message
@@ -144,9 +147,15 @@ class ClusterNode(Protocol):
         """``OpenConnection`` / ``Send`` / ``CloseConnection`` of the node's links since the last take."""
         ...
 
-    def take_coordinator_changes(self) -> list[tuple[int, bool]]:
-        """``__consumer_offsets`` partitions this node started (True) or stopped (False) leading
-        since the last take: the group coordinator serves the groups of the partitions it leads."""
+    def take_coordinator_changes(self) -> list[tuple[str, int, bool]]:
+        """``__consumer_offsets`` and ``__transaction_state`` partitions this node started (True)
+        or stopped (False) leading since the last take: the group and transaction coordinators
+        serve the groups and transactional ids of the partitions they lead."""
+        ...
+
+    def set_loopback(self, link: LocalLink) -> None:
+        """Requests the broker's parts send to this node itself (not to its controller) go to
+        ``link``, served in-process."""
         ...
 
     def begin_shutdown(self, now_ms: int) -> None:
@@ -210,7 +219,8 @@ class Broker:
         self._server_configs: dict[str, ServerConfig] = {}
         self._sasl = server_sasl(config.sasl_users, self._nonce_factory)
         self._state: BrokerState | None = None
-        self._group: GroupLink | None = None
+        #: The group and transaction coordinators (``kafka_wire.broker.coordinators``).
+        self._group: Coordinators | None = None
         #: Every deadline of the engine: connections, logs, groups (``kafka_wire.broker.timers``).
         self._timer_queue = TimerQueue()
         #: The storage effects of the call in progress (``kafka_wire.broker.effects.EffectSink``).
@@ -264,7 +274,14 @@ class Broker:
         """The group coordinator, for its read-only views (``group``, ``groups``, ``state_of``)."""
         if self._group is None:
             raise LocalProtocolError("the broker has not been started")
-        return self._group.coordinator
+        return self._group.group.coordinator
+
+    @property
+    def coordinators(self) -> Coordinators:
+        """The group and transaction coordinators (for read-only views)."""
+        if self._group is None:
+            raise LocalProtocolError("the broker has not been started")
+        return self._group
 
     def start(self, now_ms: int) -> list[Effect]:
         """Check the data directory, open (and recover) every log, load group state; effects create
@@ -312,14 +329,16 @@ class Broker:
         self._cluster.start(state, self._effects, now_ms)  # the topics come from the metadata log
         if legacy is not None:  # imported: the first metadata batch is written by now
             self._effects.extend(legacy.renamed())
-        self._group = GroupLink(
+        self._group = Coordinators(
             config,
             state,
             self._effects,
             self._timer_queue,
             self._log,
             member_id_factory=self._member_id_factory,
+            take_changes=self._cluster.take_coordinator_changes,
         )
+        self._cluster.set_loopback(self._group.loopback)
         self._maintenance.start(now_ms)
         return self._flush([])
 
@@ -345,7 +364,7 @@ class Broker:
         self._timer_queue.clear(_FAULT_TIMERS)
         state = self.state
         for replica in state.partitions.values():
-            self._effects.extend(replica.log.close())
+            self._effects.extend(replica.close())
         self._stopped = "shut down"
         return self._flush(out)
 
@@ -540,7 +559,7 @@ class Broker:
             body = answer.body.body if isinstance(answer.body, Spliced) else answer.body
             code = (
                 ErrorCode.NOT_COORDINATOR
-                if answer.request.api_key in GROUP_APIS
+                if answer.request.api_key in GROUP_APIS or answer.request.api_key in TXN_API_KEYS
                 else ErrorCode.KAFKA_STORAGE_ERROR
             )
             self._release([Answer(answer.conn_id, answer.request, failed_answer(body, code, reason))], out)
@@ -699,7 +718,7 @@ class Broker:
                     conn.silent_held += 1
                 self._held.append(Held(conn_id, request, served))
             return
-        if key in GROUP_APIS:
+        if is_coordinator_request(request):
             assert self._group is not None
             self._group_answers(self._group.handle(conn_id, request, conn.host, now_ms))
             return
@@ -731,7 +750,6 @@ class Broker:
             ready = result.poll(now_ms)
             if ready is not None:
                 result = ready
-        self._topics_deleted(now_ms)
         if failed_without_answer(request, result):
             self._close_failed_without_answer(conn_id, out)
             return
@@ -741,13 +759,6 @@ class Broker:
             if not request.expects_response:
                 conn.silent_held += 1
             self._held.append(Held(conn_id, request, result))
-
-    def _topics_deleted(self, now_ms: int) -> None:
-        """The committed offsets of topics the metadata deleted go too, as in Kafka."""
-        if self.state.deleted_topics:
-            assert self._group is not None
-            deleted, self.state.deleted_topics = self.state.deleted_topics, []
-            self._group_answers(self._group.topics_deleted(deleted, now_ms))
 
     def _respond(self, conn_id: int, request: Request, body: Message | Spliced) -> None:
         """Answer ``request``: built now, sent once the writes of this call have succeeded (or,
@@ -806,11 +817,8 @@ class Broker:
         allows."""
         self._cluster.pump(now_ms)
         if self._group is not None:
-            self._topics_deleted(now_ms)
-            for partition, led in self._cluster.take_coordinator_changes():
-                change = self._group.partition_led if led else self._group.partition_lost
-                self._group_answers(change(partition, now_ms))
-            self._group_answers(self._group.poll(now_ms))  # writes whose replication settled
+            # Leaderships, replicated writes, loads, markers, the loopback (see coordinators.py).
+            self._group_answers(self._group.poll(now_ms))
         still: list[Held] = []
         failed_silently: list[int] = []
         for held in self._held:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import enum
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -119,4 +119,8 @@ class ClusterView(Protocol):
 
     def send(self, outbound: Outbound) -> None:
         """Queue a request to another node; its reply comes to ``outbound.on_reply``."""
+        ...
+
+    def finalized_features(self) -> tuple[int, Mapping[str, int]]:
+        """The finalized feature levels and their epoch (the metadata offset; -1 while none)."""
         ...

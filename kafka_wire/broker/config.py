@@ -144,6 +144,30 @@ class BrokerConfig:
     #: ``group.max.size``: members one classic group may hold (Kafka: no limit); joins beyond it
     #: get GROUP_MAX_SIZE_REACHED.
     group_max_size: int = INT32_MAX
+    # -- transactions (the transaction coordinator, ``kafka_wire.broker.txn``) --
+    #: ``transaction.state.log.num.partitions`` (Kafka: 50), ``.replication.factor`` (3),
+    #: ``.min.isr`` (2) and ``.segment.bytes`` (100 MiB): ``__transaction_state`` when the broker
+    #: creates it (a single node makes it with one replica and min ISR 1).
+    transaction_state_log_num_partitions: int = 50
+    transaction_state_log_replication_factor: int = 3
+    transaction_state_log_min_isr: int = 2
+    transaction_state_log_segment_bytes: int = 100 * 1024 * 1024
+    #: ``transaction.max.timeout.ms`` (15 minutes): InitProducerId asking for more gets
+    #: INVALID_TRANSACTION_TIMEOUT.
+    transaction_max_timeout_ms: int = 900_000
+    #: ``transactional.id.expiration.ms`` (7 days).
+    transactional_id_expiration_ms: int = 604_800_000
+    #: ``transaction.abort.timed.out.transaction.cleanup.interval.ms`` (10 s) and
+    #: ``transaction.remove.expired.transaction.cleanup.interval.ms`` (1 hour).
+    transaction_abort_timed_out_interval_ms: int = 10_000
+    transaction_remove_expired_interval_ms: int = 3_600_000
+    #: ``transaction.partition.verification.enable`` (KIP-890 part 1): a partition leader asks the
+    #: coordinator before it appends a transaction's first batch.
+    transaction_partition_verification_enable: bool = True
+    #: ``kafka.wire.bootstrap.transaction.version``, kafka_wire's own (Kafka sets it when it formats
+    #: the storage, ``--feature transaction.version=N``): the ``transaction.version`` feature level a
+    #: new cluster finalizes (2: an epoch bump at every transaction end, KIP-890).
+    bootstrap_transaction_version: int = 2
     #: ``socket.request.max.bytes``
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
     #: ``fetch.max.bytes`` on the broker (55 MiB): the cap on one Fetch response.
@@ -271,9 +295,28 @@ class BrokerConfig:
             raise BrokerConfigError(
                 "broker.heartbeat.interval.ms", "must be less than broker.session.timeout.ms"
             )
-        for name in ("max_records_per_user_op", "max_work_bytes_per_call"):
+        for name in (
+            "max_records_per_user_op",
+            "max_work_bytes_per_call",
+            "transaction_state_log_num_partitions",
+            "transaction_state_log_min_isr",
+            "transaction_max_timeout_ms",
+            "transactional_id_expiration_ms",
+            "transaction_abort_timed_out_interval_ms",
+            "transaction_remove_expired_interval_ms",
+        ):
             if getattr(self, name) < 1:
                 raise BrokerConfigError(_PROPERTY_OF[name], "must be at least 1")
+        if not 1 <= self.transaction_state_log_replication_factor <= 32767:
+            raise BrokerConfigError(
+                _PROPERTY_OF["transaction_state_log_replication_factor"], "must be between 1 and 32767"
+            )
+        if self.transaction_state_log_segment_bytes < MIN_SEGMENT_BYTES:
+            raise BrokerConfigError(
+                _PROPERTY_OF["transaction_state_log_segment_bytes"], f"must be at least {MIN_SEGMENT_BYTES}"
+            )
+        if not 0 <= self.bootstrap_transaction_version <= 2:
+            raise BrokerConfigError(_PROPERTY_OF["bootstrap_transaction_version"], "must be 0, 1 or 2")
         if self.node_id < 0:
             raise BrokerConfigError("node.id", "must not be negative")
         if self.offsets_topic_segment_bytes < MIN_SEGMENT_BYTES:  # the topic's own segment.bytes minimum
@@ -394,6 +437,16 @@ _PROPERTY_OF: Final = {
     "group_min_session_timeout_ms": "group.min.session.timeout.ms",
     "group_max_session_timeout_ms": "group.max.session.timeout.ms",
     "group_max_size": "group.max.size",
+    "transaction_state_log_num_partitions": "transaction.state.log.num.partitions",
+    "transaction_state_log_replication_factor": "transaction.state.log.replication.factor",
+    "transaction_state_log_min_isr": "transaction.state.log.min.isr",
+    "transaction_state_log_segment_bytes": "transaction.state.log.segment.bytes",
+    "transaction_max_timeout_ms": "transaction.max.timeout.ms",
+    "transactional_id_expiration_ms": "transactional.id.expiration.ms",
+    "transaction_abort_timed_out_interval_ms": "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+    "transaction_remove_expired_interval_ms": "transaction.remove.expired.transaction.cleanup.interval.ms",
+    "transaction_partition_verification_enable": "transaction.partition.verification.enable",
+    "bootstrap_transaction_version": "kafka.wire.bootstrap.transaction.version",
     "max_frame_bytes": "socket.request.max.bytes",
     "fetch_max_bytes": "fetch.max.bytes",
     "fetch_session_cache_slots": "max.incremental.fetch.session.cache.slots",
@@ -479,4 +532,10 @@ def standalone(config: BrokerConfig) -> BrokerConfig:
         inter_broker_listener=STANDALONE_LISTENER,
         voters=(Voter(config.node_id, "", 0),),
     )
-    return replace(config, cluster=settings, offsets_topic_replication_factor=1)
+    return replace(
+        config,
+        cluster=settings,
+        offsets_topic_replication_factor=1,
+        transaction_state_log_replication_factor=1,
+        transaction_state_log_min_isr=1,
+    )

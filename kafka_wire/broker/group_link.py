@@ -43,8 +43,9 @@ from kafka_wire.broker.metadata import OFFSETS_TOPIC
 from kafka_wire.broker.offsets_topic import PartitionLoad, replication_outcome
 from kafka_wire.broker.state import BrokerState
 from kafka_wire.broker.timers import TimerQueue
+from kafka_wire.broker.txn_offset_commits import TxnCommitGate
 from kafka_wire.codec.structs import Message
-from kafka_wire.messages import ErrorCode
+from kafka_wire.messages import ErrorCode, TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from kafka_wire.protocol.events import Request
 
 #: A group answer: (connection id, the request it answers, the response body).
@@ -87,6 +88,10 @@ class GroupLink:
         self._loads: dict[int, PartitionLoad] = {}
         #: Writes waiting for their replication, in append order.
         self._replicating: list[_Replicating] = []
+        #: The client host of each request waiting, by token (handed to the coordinator).
+        self._hosts: dict[tuple[int, int], str] = {}
+        #: TxnOffsetCommits checked before the coordinator sees them.
+        self._txn_commits = TxnCommitGate(state)
         #: The latest time seen, for deadlines that are "now".
         self._now_ms = 0
         offsets = state.topic_named(OFFSETS_TOPIC)
@@ -130,6 +135,19 @@ class GroupLink:
         self._now_ms = max(self._now_ms, now_ms)
         token = (conn_id, request.correlation_id)
         self._waiting[token] = request
+        self._hosts[token] = client_host
+        if isinstance(request.body, TxnOffsetCommitRequest):
+            admitted = self._txn_commits.admit(token, request, now_ms)
+            if admitted is None:
+                return []  # verifying the transaction
+            if not isinstance(admitted, Request):
+                del self._waiting[token]
+                return [(conn_id, request, admitted)]
+            request = admitted
+        return self._handle(token, request, now_ms)
+
+    def _handle(self, token: tuple[int, int], request: Request, now_ms: int) -> list[GroupAnswer]:
+        client_host = self._hosts.pop(token, "")
         effects = self.coordinator.handle(
             token,
             request.body,
@@ -147,8 +165,14 @@ class GroupLink:
     def topics_deleted(self, topics: Iterable[str], now_ms: int) -> list[GroupAnswer]:
         return self._apply(self.coordinator.topics_deleted(topics, now_ms), now_ms)
 
+    def transactions_ended(self, ended: list[tuple[int, int, bool]], now_ms: int) -> list[GroupAnswer]:
+        """Markers ``__consumer_offsets`` partitions took: (partition, producer id, commit)."""
+        return self._apply(self.coordinator.transactions_ended(ended, now_ms), now_ms)
+
     def next_deadline_ms(self) -> int | None:
         deadlines = [w.deadline_ms for w in self._replicating]
+        if (retry := self._txn_commits.next_deadline_ms) is not None:
+            deadlines.append(retry)
         if self._loads:
             deadlines.append(self._now_ms)  # a load in progress goes on at once
         if (group := self.coordinator.next_deadline_ms()) is not None:
@@ -159,6 +183,8 @@ class GroupLink:
         """A connection is gone: the coordinator's later answers to it are dropped."""
         if self._waiting:
             self._waiting = {token: r for token, r in self._waiting.items() if token[0] != conn_id}
+            self._hosts = {token: h for token, h in self._hosts.items() if token[0] != conn_id}
+        self._txn_commits.forget(conn_id)
 
     def clear(self) -> None:
         self._waiting.clear()
@@ -212,8 +238,18 @@ class GroupLink:
         """Report the writes whose replication is settled (the high watermark passed their end,
         this node lost the partition, or ``offsets.commit.timeout.ms`` passed) and go on with
         the loads in progress."""
+        answers: list[GroupAnswer] = []
+        for token, admitted in self._txn_commits.poll(now_ms):
+            request = self._waiting.get(token)
+            if request is None:
+                continue
+            if isinstance(admitted, Request):
+                answers += self._handle(token, admitted, now_ms)
+            else:
+                del self._waiting[token]
+                answers.append((token[0], request, admitted))
         if not self._replicating and not self._loads:
-            return []
+            return answers
         self._now_ms = max(self._now_ms, now_ms)
         settled: list[tuple[_Replicating, int]] = []
         still: list[_Replicating] = []
@@ -224,7 +260,6 @@ class GroupLink:
             else:
                 settled.append((write, outcome))
         self._replicating = still
-        answers: list[GroupAnswer] = []
         for write, outcome in settled:
             answers += self._apply(self.coordinator.persisted(write.append_id, outcome, now_ms), now_ms)
         return answers + self._continue_loads(now_ms)
@@ -280,7 +315,10 @@ class GroupLink:
             if self._log.isEnabledFor(logging.DEBUG):
                 self._log.debug("conn %d: group answer %r", token[0], effect.body)
             if request is not None:
-                answers.append((token[0], request, effect.body))
+                body = effect.body
+                if isinstance(body, TxnOffsetCommitResponse):
+                    body = self._txn_commits.merge(token, body)
+                answers.append((token[0], request, body))
         return answers
 
     def _persist(self, write: Persist, now_ms: int) -> int | None:

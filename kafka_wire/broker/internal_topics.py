@@ -61,8 +61,10 @@ def is_internal(name: str | None) -> bool:
 def internal_topic_specs(config: BrokerConfig) -> dict[str, InternalTopicSpec]:
     """The internal topics this broker creates itself, as it creates them.
 
-    ``__transaction_state`` and ``__share_group_state`` join this table with their coordinators
-    (Kafka: ``transaction.state.log.*`` and ``share.coordinator.state.topic.*``).
+    ``__transaction_state`` is made as Kafka's ``transactionTopicConfigs``:
+    ``transaction.state.log.num.partitions`` partitions, compacted, uncompressed, no unclean
+    election, ``min.insync.replicas=transaction.state.log.min.isr`` and ``segment.bytes``.
+    ``__share_group_state`` joins this table with its coordinator.
     """
     return {
         OFFSETS_TOPIC: InternalTopicSpec(
@@ -72,6 +74,17 @@ def internal_topic_specs(config: BrokerConfig) -> dict[str, InternalTopicSpec]:
                 "cleanup.policy": "compact",
                 "compression.type": "producer",
                 "segment.bytes": str(config.offsets_topic_segment_bytes),
+            },
+        ),
+        TRANSACTION_STATE_TOPIC: InternalTopicSpec(
+            TRANSACTION_STATE_TOPIC,
+            config.transaction_state_log_num_partitions,
+            {
+                "unclean.leader.election.enable": "false",
+                "compression.type": "uncompressed",
+                "cleanup.policy": "compact",
+                "min.insync.replicas": str(config.transaction_state_log_min_isr),
+                "segment.bytes": str(config.transaction_state_log_segment_bytes),
             },
         ),
     }
@@ -87,7 +100,8 @@ class TopicCreation:
 
     The controller creates topics: the broker sends it the CreateTopics request Kafka's
     ``AutoTopicCreationManager`` sends (the spec's partitions and configs, replication factor
-    ``offsets.topic.replication.factor`` for ``__consumer_offsets``; the topics one Metadata
+    ``offsets.topic.replication.factor`` for ``__consumer_offsets``,
+    ``transaction.state.log.replication.factor`` for ``__transaction_state``; the topics one Metadata
     request auto-creates go in one request, so that Kafka's limit on the records of one request
     applies to them together), with at most one request in flight per topic; a failed one (no
     answer, or an error other than TOPIC_ALREADY_EXISTS) is asked again no sooner than
@@ -172,6 +186,8 @@ CREATE_TIMEOUT_MS: Final = 30_000
 def _replication_factor(config: BrokerConfig, name: str) -> int:
     if name == OFFSETS_TOPIC:
         return config.offsets_topic_replication_factor
+    if name == TRANSACTION_STATE_TOPIC:
+        return config.transaction_state_log_replication_factor
     return config.default_replication_factor
 
 

@@ -45,8 +45,12 @@ from kafka_wire.messages import (
 from kafka_wire.protocol.machine import step
 
 #: What a kafka_wire broker announces it supports (name, min, max): metadata.version 3.3-IV3 (7,
-#: the first KRaft-only level) to 3.9-IV0 (21), and kraft.version 0 to 1.
-SUPPORTED_FEATURES: Final = (("metadata.version", 7, 21), ("kraft.version", 0, 1))
+#: the first KRaft-only level) to 3.9-IV0 (21), kraft.version 0 to 1, transaction.version 0 to 2.
+SUPPORTED_FEATURES: Final = (
+    ("metadata.version", 7, 21),
+    ("kraft.version", 0, 1),
+    ("transaction.version", 0, 2),
+)
 #: Kafka's ``SecurityProtocol.PLAINTEXT`` id.
 PLAINTEXT_ID: Final = 0
 #: The first wait before a failed request is sent again (Kafka's lifecycle manager: 100 ms).

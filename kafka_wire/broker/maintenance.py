@@ -61,4 +61,5 @@ class LogMaintenance:
         for replica in replicas:
             replica.log.maintain(now_ms, high_watermark=replica.high_watermark)
             replica.producers.truncate_before(replica.log_start_offset)
+            replica.producer_log.prune(replica.log)
             state.touch(replica)

@@ -7,7 +7,7 @@ controller's endpoint comes from ``controller.quorum.voters``, a broker's from i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from kafka_wire.broker.cluster_view import BrokerInfo, Endpoint, Outbound, PartitionState
 from kafka_wire.broker.config import ClusterSettings
@@ -66,6 +66,11 @@ class MetadataView:
 
     def send(self, outbound: Outbound) -> None:
         self._send(outbound)
+
+    def finalized_features(self) -> tuple[int, Mapping[str, int]]:
+        if self._image is None:
+            return -1, {}
+        return self._image.offset, self._image.features
 
     def endpoint_of(self, node_id: int, listener: str) -> Endpoint | None:
         """Where to reach ``node_id`` on ``listener``: a controller listener from the voters, else

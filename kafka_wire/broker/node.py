@@ -50,6 +50,7 @@ from kafka_wire.broker.controller.controller import CONTROLLER_APIS as QUORUM_CO
 from kafka_wire.broker.controller.records import decode_record
 from kafka_wire.broker.data_dir import partition_dirs
 from kafka_wire.broker.effects import Effect, EffectSink, Rename
+from kafka_wire.broker.internal_topics import TRANSACTION_STATE_TOPIC
 from kafka_wire.broker.lifecycle import BrokerLifecycle
 from kafka_wire.broker.local_link import LocalLink
 from kafka_wire.broker.metadata import OFFSETS_TOPIC, TopicInfo, random_uuid
@@ -92,6 +93,8 @@ RAFT_APIS: Final = frozenset(
 CONTROLLER_APIS: Final = (
     RAFT_APIS | QUORUM_CONTROLLER_APIS | frozenset({ApiKey.API_VERSIONS, ApiKey.DESCRIBE_CLUSTER})
 )
+#: The internal topics whose partitions' leaders are coordinators.
+COORDINATOR_TOPICS: Final = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC})
 #: ``ConfigResource.Type.TOPIC``: config keys of the image are (resource type, name).
 _TOPIC_RESOURCE: Final = 2
 
@@ -155,6 +158,11 @@ class Node:
         self.view = MetadataView(config.node_id, self.settings, self._send)
         #: Requests to this node's own controller, answered in-process.
         self.local = LocalLink(self._serve_local)
+        #: Requests of the broker's parts to this node's broker side (a transaction coordinator's
+        #: markers for partitions led here, a leader's verification with the coordinator here):
+        #: served in-process by the broker (``Broker``'s loopback), as Kafka's would be over a
+        #: connection to itself.
+        self.loopback: LocalLink | None = None
         self._parts: NodeParts | None = None
         self._state: BrokerState | None = None
         self._effects = EffectSink()
@@ -163,8 +171,9 @@ class Node:
         #: Deltas applied to the image and not yet to the broker's parts (until first caught up).
         self._unpublished: list[DeltaLike] = []
         self._published = False
-        #: ``__consumer_offsets`` partitions whose leadership here began (True) or ended (False).
-        self._coordinator_changes: list[tuple[int, bool]] = []
+        #: Coordinator partitions (``__consumer_offsets``, ``__transaction_state``) whose leadership
+        #: here began (True) or ended (False).
+        self._coordinator_changes: list[tuple[str, int, bool]] = []
         self._controller_versions = controller_api_versions()
 
     @property
@@ -176,8 +185,13 @@ class Node:
     def _send(self, outbound: Outbound) -> None:
         if self._is_local(outbound):
             self.local.send(outbound, self._now_ms)
+        elif outbound.destination == self.config.node_id and self.loopback is not None:
+            self.loopback.send(outbound, self._now_ms)  # the broker side of this very node
         else:
             self.links.send(outbound, self._now_ms)
+
+    def set_loopback(self, link: LocalLink) -> None:
+        self.loopback = link
 
     def _is_local(self, outbound: Outbound) -> bool:
         """A request for this node's own controller (it has the role): served in-process."""
@@ -328,7 +342,7 @@ class Node:
     def take_network_effects(self) -> list[Effect]:
         return self.links.take_effects()
 
-    def take_coordinator_changes(self) -> list[tuple[int, bool]]:
+    def take_coordinator_changes(self) -> list[tuple[str, int, bool]]:
         changes, self._coordinator_changes = self._coordinator_changes, []
         return changes
 
@@ -455,7 +469,7 @@ class Node:
         replication = self.parts.replication
         if replication is not None and (delta.partitions or removed):
             replication.apply(delta.partitions, removed, now_ms)
-        self._coordinator_changes += [(p, False) for name, p in removed if name == OFFSETS_TOPIC]
+        self._coordinator_changes += [(name, p, False) for name, p in removed if name in COORDINATOR_TOPICS]
         self._follow_applied()
 
     def _move_strays(self) -> None:
@@ -485,11 +499,14 @@ class Node:
                 )
 
     def _follow_applied(self) -> None:
-        """The group coordinator follows the leadership of ``__consumer_offsets`` as the replica
-        manager applies it (after the replica's role changed: it reads the partition it leads)."""
+        """The group and transaction coordinators follow the leadership of ``__consumer_offsets``
+        and ``__transaction_state`` as the replica manager applies it (after the replica's role
+        changed: the coordinator reads the partition it leads)."""
         replication = self.parts.replication
         if replication is not None:
             me = self.config.node_id
             self._coordinator_changes += [
-                (s.partition, s.leader == me) for s in replication.take_applied() if s.topic == OFFSETS_TOPIC
+                (s.topic, s.partition, s.leader == me)
+                for s in replication.take_applied()
+                if s.topic in COORDINATOR_TOPICS
             ]

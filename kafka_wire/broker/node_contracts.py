@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import random
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -101,6 +101,11 @@ class ImagePart(Protocol):
 
     @property
     def offset(self) -> int: ...
+
+    @property
+    def features(self) -> Mapping[str, int]:
+        """Finalized feature levels, by name."""
+        ...
 
     def brokers(self) -> Sequence[BrokerInfo]: ...
 

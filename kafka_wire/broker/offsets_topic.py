@@ -1,6 +1,7 @@
-"""``__consumer_offsets`` between the broker and its group coordinator: the replay of a partition
-when this node becomes its leader (:class:`PartitionLoad`), the append of each group write, and
-its replication (:func:`replication_outcome`).
+"""A coordinator's internal topic (``__consumer_offsets`` for the group coordinator,
+``__transaction_state`` for the transaction coordinator) between the broker and the coordinator:
+the replay of a partition when this node becomes its leader (:class:`PartitionLoad`), the append
+of each write, and its replication (:func:`replication_outcome`).
 
 Replay never fails the start: a batch or record that cannot be read (a decode error, a key or
 value of a version Kafka does not define, a record without a key) is logged at WARNING with its
@@ -13,20 +14,33 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Protocol
 
-from kafka_wire.broker.group import GroupCoordinator, Persist
+from kafka_wire.broker.group import Persist
 from kafka_wire.broker.metadata import OFFSETS_TOPIC
 from kafka_wire.broker.partition.replica import PartitionReplica
+from kafka_wire.broker.partition.transactions import marker_of
 from kafka_wire.broker.state import BrokerState
 from kafka_wire.errors import DecodeError
 from kafka_wire.logformat.batch_header import BatchHeader, parse_header
 from kafka_wire.messages import ErrorCode
-from kafka_wire.records import NewRecord, build_batch, read_batches
+from kafka_wire.records import NewRecord, RecordBatch, build_batch, read_batches
 from kafka_wire.records.constants import COMPRESSION_NAMES
 
 #: Skipped records logged one by one per partition; past that, one line gives the count.
 MAX_SKIPPED_LOGGED: Final = 10
+
+
+class Replayer(Protocol):
+    """What a load feeds: each record of the partition, oldest first (``DecodeError`` when one
+    cannot be read: it is logged and skipped); the records of a transactional batch (a
+    transactional offset commit) with their producer, and the COMMIT / ABORT markers."""
+
+    def replay(self, key: bytes, value: bytes | None) -> None: ...
+
+    def replay_transactional(self, producer_id: int, key: bytes, value: bytes | None) -> None: ...
+
+    def replay_marker(self, partition: int, producer_id: int, commit: bool) -> None: ...
 
 
 class PartitionLoad:
@@ -34,10 +48,17 @@ class PartitionLoad:
     end (a coordinator that has just become the partition's leader: the new leader's log defines
     it)."""
 
-    def __init__(self, replica: PartitionReplica, coordinator: GroupCoordinator, log: logging.Logger) -> None:
+    def __init__(
+        self,
+        replica: PartitionReplica,
+        coordinator: Replayer,
+        log: logging.Logger,
+        topic: str = OFFSETS_TOPIC,
+    ) -> None:
         self.replica = replica
         self._coordinator = coordinator
         self._log = log
+        self._topic = topic
         self.offset = replica.log_start_offset
         self.skipped = 0
         self.done = False
@@ -66,21 +87,28 @@ class PartitionLoad:
         start = self.offset
         for header, batch in _batches(data):
             self.offset = max(self.offset, header.next_offset)
-            if header.is_control:
-                continue
             try:
-                records = [r for b in read_batches(batch) for r in b]
+                batches = list(read_batches(batch))
+                records = [(b, r) for b in batches for r in b]
             except DecodeError as exc:
                 self._skip(header.base_offset, f"unreadable batch: {exc}")
                 continue
-            for record in records:
+            if header.is_control:
+                for control in batches:
+                    marker = marker_of(control) if isinstance(control, RecordBatch) else None
+                    if marker is not None and control.producer_id >= 0:
+                        self._coordinator.replay_marker(self.partition, control.producer_id, marker[0])
+                continue
+            for owner, record in records:
                 if record.key is None:
                     self._skip(record.offset, "a record without a key")
                     continue
+                key, value = bytes(record.key), None if record.value is None else bytes(record.value)
                 try:
-                    self._coordinator.replay(
-                        bytes(record.key), None if record.value is None else bytes(record.value)
-                    )
+                    if isinstance(owner, RecordBatch) and owner.is_transactional and owner.producer_id >= 0:
+                        self._coordinator.replay_transactional(owner.producer_id, key, value)
+                    else:
+                        self._coordinator.replay(key, value)
                 except DecodeError as exc:
                     self._skip(record.offset, str(exc))
         if self.offset == start:  # nothing readable: do not spin
@@ -92,14 +120,14 @@ class PartitionLoad:
         self.skipped += 1
         if self.skipped <= MAX_SKIPPED_LOGGED:
             self._log.warning(
-                "%s-%d offset %d: skipped at load (%s)", OFFSETS_TOPIC, self.partition, offset, why
+                "%s-%d offset %d: skipped at load (%s)", self._topic, self.partition, offset, why
             )
 
     def _finish(self) -> bool:
         self.done = True
         if self.skipped > MAX_SKIPPED_LOGGED:
             self._log.warning(
-                "%s-%d: %d records skipped at load in all", OFFSETS_TOPIC, self.partition, self.skipped
+                "%s-%d: %d records skipped at load in all", self._topic, self.partition, self.skipped
             )
         return True
 
@@ -116,40 +144,72 @@ class Appended:
 
 
 def append(state: BrokerState, write: Persist, now_ms: int, log: logging.Logger) -> Appended:
-    """Append one group write as one batch (compressed with ``offsets.topic.compression.codec``).
+    """Append one group write as one batch (compressed with ``offsets.topic.compression.codec``)."""
+    codec = COMPRESSION_NAMES[state.config.offsets_topic_compression_codec]
+    return append_records(
+        state,
+        OFFSETS_TOPIC,
+        write.partition,
+        write.records,
+        codec,
+        now_ms,
+        log,
+        f"group {write.group_id}",
+        producer=(write.producer_id, write.producer_epoch),
+    )
+
+
+def append_records(
+    state: BrokerState,
+    topic_name: str,
+    partition: int,
+    records: list[tuple[bytes, bytes | None]],
+    codec: str,
+    now_ms: int,
+    log: logging.Logger,
+    whose: str,
+    producer: tuple[int, int] = (-1, -1),
+) -> Appended:
+    """Append a coordinator's write to its internal topic as one batch (a transactional batch of
+    ``producer``'s id and epoch when it has one: a transactional offset commit).
 
     The topic is the controller's to create (UNKNOWN_TOPIC_OR_PARTITION until it is), and the
     append is Kafka's acks=-1 one: refused with NOT_ENOUGH_REPLICAS while the ISR is smaller than
     the topic's ``min.insync.replicas``.
     """
-    replica = state.replica(OFFSETS_TOPIC, write.partition)
-    topic = state.topic_named(OFFSETS_TOPIC)
-    if replica is None or topic is None:  # the coordinator places groups by the topic's own partition count
-        return _refused(write, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "no such partition here", log)
+    replica = state.replica(topic_name, partition)
+    topic = state.topic_named(topic_name)
+    if replica is None or topic is None:  # the coordinator places its keys by the topic's own partition count
+        return _refused(
+            topic_name, partition, whose, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "no such partition here", log
+        )
     if len(replica.isr) < (min_isr := state.log_config(topic).min_insync_replicas):
         return _refused(
-            write,
+            topic_name,
+            partition,
+            whose,
             ErrorCode.NOT_ENOUGH_REPLICAS,
             f"the ISR {replica.isr} is below min.insync.replicas={min_isr}",
             log,
         )
-    records = [NewRecord(key, value, (), now_ms) for key, value in write.records]
-    codec = COMPRESSION_NAMES[state.config.offsets_topic_compression_codec]
+    batch = [NewRecord(key, value, (), now_ms) for key, value in records]
     outcome = replica.append_as_leader(
-        build_batch(records, compression=codec, default_timestamp=now_ms), now_ms
+        build_batch(batch, compression=codec, default_timestamp=now_ms), now_ms
     )
     state.touch(replica)
     if outcome.error_code:
-        return _refused(write, outcome.error_code, outcome.error_message, log)
+        return _refused(topic_name, partition, whose, outcome.error_code, outcome.error_message, log)
     return Appended(ErrorCode.NONE, replica.log_end_offset)
 
 
-def replication_outcome(state: BrokerState, partition: int, end_offset: int) -> int | None:
+def replication_outcome(
+    state: BrokerState, partition: int, end_offset: int, topic_name: str = OFFSETS_TOPIC
+) -> int | None:
     """Where a write appended up to ``end_offset`` stands (Kafka's acks=-1 completion): None while
     the high watermark is below it; then 0, or NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR has
     shrunk below ``min.insync.replicas``; NOT_LEADER_OR_FOLLOWER once this node no longer leads."""
-    replica = state.replica(OFFSETS_TOPIC, partition)
-    topic = state.topic_named(OFFSETS_TOPIC)
+    replica = state.replica(topic_name, partition)
+    topic = state.topic_named(topic_name)
     if replica is None or topic is None or not replica.is_leader:
         return ErrorCode.NOT_LEADER_OR_FOLLOWER
     if replica.high_watermark < end_offset:
@@ -159,14 +219,11 @@ def replication_outcome(state: BrokerState, partition: int, end_offset: int) -> 
     return ErrorCode.NONE
 
 
-def _refused(write: Persist, code: int, why: str | None, log: logging.Logger) -> Appended:
+def _refused(
+    topic: str, partition: int, whose: str, code: int, why: str | None, log: logging.Logger
+) -> Appended:
     log.warning(
-        "%s-%d: the write of group %s was refused (%s): %s",
-        OFFSETS_TOPIC,
-        write.partition,
-        write.group_id,
-        _error_name(code),
-        why,
+        "%s-%d: the write of %s was refused (%s): %s", topic, partition, whose, _error_name(code), why
     )
     return Appended(code)
 

@@ -29,6 +29,7 @@ from kafka_wire.broker.metadata import (
 from kafka_wire.broker.partition.replica import PartitionReplica
 from kafka_wire.broker.producer_ids import ProducerIdBlocks
 from kafka_wire.broker.storage import StorageReader
+from kafka_wire.broker.txn.verifier import TxnVerifier
 from kafka_wire.broker.work import DEFAULT_MAX_WORK_BYTES_PER_CALL, WorkBudget
 from kafka_wire.codec.structs import Message
 from kafka_wire.logformat.names import partition_dir
@@ -89,6 +90,9 @@ class BrokerState:
     partitions: dict[tuple[str, int], PartitionReplica] = field(default_factory=dict)
     #: Topics deleted since the broker last told the group coordinator.
     deleted_topics: list[str] = field(default_factory=list)
+    #: Transactions whose marker a ``__consumer_offsets`` partition took since the broker last
+    #: told the group coordinator: (partition, producer id, commit).
+    txn_offsets_ended: list[tuple[int, int, bool]] = field(default_factory=list)
     #: Logs touched since the last collection, in first-touch order.
     touched: dict[tuple[str, int], None] = field(default_factory=dict)
     #: What the current engine call may still do (see ``kafka_wire.broker.work``).
@@ -98,6 +102,9 @@ class BrokerState:
     #: Producer id blocks from the controller (``kafka_wire.broker.producer_ids``); None on a
     #: node without the broker role.
     producer_ids: ProducerIdBlocks | None = None
+    #: Checks of transactional batches with their coordinator (``kafka_wire.broker.txn.verifier``),
+    #: set once the broker starts.
+    txn_verifier: TxnVerifier | None = None
     #: Topics asked of the controller (auto-created and internal topics).
     topic_creation: TopicCreation = field(default_factory=TopicCreation)
     #: The records a new metadata log starts with: an old single node's topics, imported

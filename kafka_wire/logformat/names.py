@@ -2,7 +2,9 @@
 
 A partition's directory is ``<topic>-<partition>`` (``orders-3``). Its segments are named by their
 base offset, zero-padded to 20 digits: ``00000000000000000042.log`` holds the batches,
-``.index`` and ``.timeindex`` beside it the sparse indexes. While the cleaner replaces a segment
+``.index`` and ``.timeindex`` beside it the sparse indexes, and ``.txnindex`` the aborted
+transactions whose markers it holds (only once there is one). A partition's producer state is
+snapshotted in ``<offset>.snapshot`` files, named like segments. While the cleaner replaces a segment
 its new files carry ``.cleaned`` then ``.swap`` after the usual suffix; a segment being removed
 is renamed with ``.deleted``.
 """
@@ -15,6 +17,8 @@ LOG_SUFFIX: Final = ".log"
 INDEX_SUFFIX: Final = ".index"
 TIME_INDEX_SUFFIX: Final = ".timeindex"
 SUFFIXES: Final = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+TXN_INDEX_SUFFIX: Final = ".txnindex"
+SNAPSHOT_SUFFIX: Final = ".snapshot"
 CLEANED_SUFFIX: Final = ".cleaned"
 SWAP_SUFFIX: Final = ".swap"
 DELETED_SUFFIX: Final = ".deleted"

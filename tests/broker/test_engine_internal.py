@@ -175,10 +175,13 @@ def test_metadata_auto_creation_makes_the_offsets_topic_the_brokers_way() -> Non
         "producer",
         "2000000",
     )
-    # Internal topics of coordinators this broker does not run are not auto-created.
+    # The transaction coordinator's topic is auto-created the same way (Kafka's
+    # AutoTopicCreationManager makes both); the share coordinator's is not (none runs here).
     [other] = metadata(client, "__transaction_state").topics
-    assert (other.error_code, other.is_internal) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, True)
-    assert "__transaction_state" not in engine.broker.state.metadata.topics
+    assert (other.error_code, other.is_internal) == (ErrorCode.LEADER_NOT_AVAILABLE, True)
+    [shares] = metadata(client, "__share_group_state").topics
+    assert (shares.error_code, shares.is_internal) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, True)
+    assert "__share_group_state" not in engine.broker.state.metadata.topics
 
 
 def test_the_poison_produce_is_refused_and_the_broker_restarts() -> None:

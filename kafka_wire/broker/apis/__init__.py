@@ -5,8 +5,9 @@ A handler is ``handle(ctx, request) -> response`` (or a :class:`~kafka_wire.brok
 for requests it holds). The metadata's admin APIs (:data:`FORWARDED`) go to the active controller
 (``forward``; the controller part answering each is listed in ``docs/internals/broker.md``), as a
 Kafka broker forwards them; CreateTopics first refuses the internal topics clients may not create
-(``create_topics``). Group APIs go to the group coordinator (``kafka_wire.broker.group``), which
-answers them itself; SASL is answered by the connection layer.
+(``create_topics``). Group APIs go to the group coordinator (``kafka_wire.broker.group``), and
+transaction APIs to the transaction coordinator (``kafka_wire.broker.txn``), which answer them
+themselves; SASL is answered by the connection layer.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from kafka_wire.broker.apis import (
     metadata,
     offset_for_leader_epoch,
     produce,
+    write_txn_markers,
 )
 from kafka_wire.broker.group import GROUP_API_KEYS
 from kafka_wire.messages import REQUESTS, ApiKey
@@ -68,11 +70,23 @@ HANDLERS: Final[dict[int, Handler]] = {
     ApiKey.DESCRIBE_PRODUCERS: describe_producers.handle,
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: describe_topic_partitions.handle,
     ApiKey.OFFSET_FOR_LEADER_EPOCH: offset_for_leader_epoch.handle,
+    ApiKey.WRITE_TXN_MARKERS: write_txn_markers.handle,
     **dict.fromkeys(FORWARDED, forward.handle),
 }
 
 #: The group coordinator's APIs.
 GROUP_APIS: Final = frozenset(GROUP_API_KEYS)
+#: The transaction coordinator's (``kafka_wire.broker.txn``; InitProducerId with a transactional
+#: id goes there too).
+TXN_APIS: Final = frozenset(
+    {
+        ApiKey.ADD_PARTITIONS_TO_TXN,
+        ApiKey.ADD_OFFSETS_TO_TXN,
+        ApiKey.END_TXN,
+        ApiKey.DESCRIBE_TRANSACTIONS,
+        ApiKey.LIST_TRANSACTIONS,
+    }
+)
 
 #: Lowest versions served where Kafka 4 dropped older ones this broker cannot answer faithfully.
 _MIN_VERSION: Final[dict[int, int]] = {ApiKey.PRODUCE: 3, ApiKey.FETCH: 4}
@@ -80,7 +94,7 @@ _MIN_VERSION: Final[dict[int, int]] = {ApiKey.PRODUCE: 3, ApiKey.FETCH: 4}
 
 def _supported() -> dict[int, tuple[int, int]]:
     table = {}
-    for key in sorted({*HANDLERS, *GROUP_APIS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE}):
+    for key in sorted({*HANDLERS, *GROUP_APIS, *TXN_APIS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE}):
         versions = REQUESTS[key].VERSIONS
         table[int(key)] = (max(min(versions), _MIN_VERSION.get(key, 0)), max(versions))
     return table

@@ -2,16 +2,16 @@
 
 Behaviour: for each partition asked for, the idempotent producers its replica on this broker
 knows (Kafka answers from any replica it holds, leader or follower): producer id and epoch, the
-last sequence and the timestamp of the last batch retained (-1 when none is), coordinator epoch
--1 and current transaction start offset -1 (no transaction coordinator writes markers here). An
+last sequence of the last batch retained (-1 when none is), the timestamp of its last batch or
+marker, the coordinator epoch of its last marker (-1: none) and the first offset of its
+transaction open in the partition (-1: none; what ``kafka-transactions.sh find-hanging`` looks
+for). An
 illegal topic name is INVALID_TOPIC_EXCEPTION and an unknown topic UNKNOWN_TOPIC_OR_PARTITION for
 each partition named; a partition the topic does not have is UNKNOWN_TOPIC_OR_PARTITION, and one
 this broker holds no replica of (or not open yet) NOT_LEADER_OR_FOLLOWER, so that the client looks for the leader again.
 """
 
 from __future__ import annotations
-
-from typing import Final
 
 from kafka_wire.broker.metadata import topic_name_problem
 from kafka_wire.broker.partition.replica import PartitionReplica
@@ -24,10 +24,6 @@ from kafka_wire.messages import (
     DescribeProducersResponseTopicResponse,
     ErrorCode,
 )
-
-#: ``ProducerStateEntry``'s coordinator epoch and transaction start when no transaction is open.
-NO_COORDINATOR_EPOCH: Final = -1
-NO_TXN_START_OFFSET: Final = -1
 
 
 def handle(ctx: Context, request: DescribeProducersRequest) -> DescribeProducersResponse:
@@ -81,9 +77,9 @@ def _producers(index: int, replica: PartitionReplica) -> DescribeProducersRespon
                 producer_id=producer_id,
                 producer_epoch=producer.epoch,
                 last_sequence=last.last_sequence if last is not None else -1,
-                last_timestamp=last.timestamp if last is not None else -1,
-                coordinator_epoch=NO_COORDINATOR_EPOCH,
-                current_txn_start_offset=NO_TXN_START_OFFSET,
+                last_timestamp=producer.last_timestamp,
+                coordinator_epoch=producer.coordinator_epoch,
+                current_txn_start_offset=producer.txn_first_offset,
             )
         )
     return DescribeProducersResponsePartitionResponse(partition_index=index, active_producers=states)

@@ -33,13 +33,14 @@ from kafka_wire.broker.apis.list_offsets import epoch_error
 from kafka_wire.broker.effects import FileRegion
 from kafka_wire.broker.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, FetchSession, SessionPartition
 from kafka_wire.broker.metadata import TopicInfo
-from kafka_wire.broker.partition.replica import READ_COMMITTED, PartitionReplica
+from kafka_wire.broker.partition.replica import PartitionReplica
 from kafka_wire.broker.state import BrokerState, Context, Spliced
 from kafka_wire.codec.runtime import ZERO_UUID
 from kafka_wire.messages import (
     ErrorCode,
     FetchRequest,
     FetchResponse,
+    FetchResponseAbortedTransaction,
     FetchResponseFetchableTopicResponse,
     FetchResponsePartitionData,
 )
@@ -167,6 +168,7 @@ def _read_from(topic: TopicInfo | None, replica: PartitionReplica | None) -> tup
         log.log_end_offset,
         log.log_start_offset,
         replica.high_watermark,
+        replica.last_stable_offset,
     )
 
 
@@ -276,8 +278,18 @@ class FetchWait:
                     data.records = b"".join(p for p in outcome.parts if isinstance(p, bytes))
                 total += outcome.size
                 news = news or (self.replica_id >= 0 and item.high_watermark < outcome.high_watermark)
-                # No transaction is ever aborted here; read_uncommitted gets null, as from Kafka.
-                data.aborted_transactions = [] if request.isolation_level == READ_COMMITTED else None
+                # read_committed lists the aborted transactions overlapping the records;
+                # read_uncommitted gets null, as from Kafka.
+                data.aborted_transactions = (
+                    None
+                    if outcome.aborted is None
+                    else [
+                        FetchResponseAbortedTransaction(
+                            producer_id=t.producer_id, first_offset=t.first_offset
+                        )
+                        for t in outcome.aborted
+                    ]
+                )
             errors = errors or data.error_code != ErrorCode.NONE or data.diverging_epoch.end_offset >= 0
             results.append((item, data))
             seen.append(_read_from(topic, replica))

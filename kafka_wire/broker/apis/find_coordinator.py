@@ -1,11 +1,12 @@
 """FindCoordinator.
 
-Behaviour: the coordinator of a group is the leader of its ``__consumer_offsets`` partition (``abs(hash(group id)) % partitions``, Kafka's
-``partitionFor``), answered with that broker's endpoint on the listener the request came on (the
-inter-broker listener when the request names none); COORDINATOR_NOT_AVAILABLE while the partition
-has no leader, the leader has no such endpoint, or the topic does not exist yet (the broker then
-asks the controller to create it, and clients retry). Transaction coordinators (key type 1) are not
-available yet (COORDINATOR_NOT_AVAILABLE).
+Behaviour: the coordinator of a group (key type 0) is the leader of its ``__consumer_offsets``
+partition, that of a transactional id (key type 1) the leader of its ``__transaction_state``
+partition (``abs(hash(key)) % partitions``, Kafka's ``partitionFor``), answered with that broker's
+endpoint on the listener the request came on (the inter-broker listener when the request names
+none); COORDINATOR_NOT_AVAILABLE while the partition has no leader, the leader has no such
+endpoint, or the topic does not exist yet (the broker then asks the controller to create it, and
+clients retry). Another key type is INVALID_REQUEST, as in Kafka.
 Version notes: v0-v3 ask for one key; v4+ for a batch in ``coordinator_keys``.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from kafka_wire.broker.cluster_view import ClusterView
 from kafka_wire.broker.group import partition_for_group
+from kafka_wire.broker.internal_topics import TRANSACTION_STATE_TOPIC
 from kafka_wire.broker.metadata import OFFSETS_TOPIC
 from kafka_wire.broker.state import Context
 from kafka_wire.messages import (
@@ -22,7 +24,8 @@ from kafka_wire.messages import (
     FindCoordinatorResponseCoordinator,
 )
 
-_GROUP = 0
+#: The internal topic whose partition leaders coordinate each key type (0: groups, 1: transactions).
+_TOPICS = {0: OFFSETS_TOPIC, 1: TRANSACTION_STATE_TOPIC}
 
 
 def handle(ctx: Context, request: FindCoordinatorRequest) -> FindCoordinatorResponse:
@@ -30,10 +33,11 @@ def handle(ctx: Context, request: FindCoordinatorRequest) -> FindCoordinatorResp
     keys = request.coordinator_keys if ctx.api_version >= 4 else [request.key]
     coordinators = []
     for key in keys:
-        if request.key_type != _GROUP:
-            entry = _unavailable(key, "this broker has no transaction coordinator")
+        topic = _TOPICS.get(request.key_type)
+        if topic is None:
+            entry = _error(key, ErrorCode.INVALID_REQUEST, f"Unknown coordinator type: {request.key_type}")
         else:
-            entry = _group_coordinator(ctx, cluster, key)
+            entry = _coordinator(ctx, cluster, key, topic)
         coordinators.append(entry)
     if ctx.api_version >= 4:
         return FindCoordinatorResponse(coordinators=coordinators)
@@ -47,16 +51,18 @@ def handle(ctx: Context, request: FindCoordinatorRequest) -> FindCoordinatorResp
     )
 
 
-def _group_coordinator(ctx: Context, cluster: ClusterView, key: str) -> FindCoordinatorResponseCoordinator:
-    """The leader of the group's ``__consumer_offsets`` partition, on the request's listener."""
-    partitions = cluster.partitions_of(OFFSETS_TOPIC)
+def _coordinator(
+    ctx: Context, cluster: ClusterView, key: str, topic: str
+) -> FindCoordinatorResponseCoordinator:
+    """The leader of the key's partition of ``topic``, on the request's listener."""
+    partitions = cluster.partitions_of(topic)
     if not partitions:
-        ctx.state.topic_creation.request(cluster, ctx.state.config, OFFSETS_TOPIC, ctx.now_ms)
-        return _unavailable(key, f"{OFFSETS_TOPIC} is being created")
+        ctx.state.topic_creation.request(cluster, ctx.state.config, topic, ctx.now_ms)
+        return _unavailable(key, f"{topic} is being created")
     index = partition_for_group(key, len(partitions))
-    registration = cluster.partition(OFFSETS_TOPIC, index)
+    registration = cluster.partition(topic, index)
     if registration is None or registration.leader < 0:
-        return _unavailable(key, f"{OFFSETS_TOPIC}-{index} has no leader")
+        return _unavailable(key, f"{topic}-{index} has no leader")
     leader = cluster.broker(registration.leader)
     listener = ctx.listener or cluster.inter_broker_listener
     endpoint = None if leader is None else leader.endpoint(listener)
@@ -68,11 +74,10 @@ def _group_coordinator(ctx: Context, cluster: ClusterView, key: str) -> FindCoor
 
 
 def _unavailable(key: str, why: str) -> FindCoordinatorResponseCoordinator:
+    return _error(key, ErrorCode.COORDINATOR_NOT_AVAILABLE, why)
+
+
+def _error(key: str, code: int, why: str) -> FindCoordinatorResponseCoordinator:
     return FindCoordinatorResponseCoordinator(
-        key=key,
-        node_id=-1,
-        host="",
-        port=-1,
-        error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
-        error_message=why,
+        key=key, node_id=-1, host="", port=-1, error_code=code, error_message=why
     )

@@ -3,9 +3,8 @@
 Behaviour: without a transactional id, every request gets a new producer id at epoch 0, including an idempotent producer that names its current id
 and epoch (KIP-360, v3+): Kafka's transaction coordinator "blindly accepts" requests without a
 transactional id and hands out a fresh id. A producer id without an epoch, or an epoch without a
-producer id, is INVALID_REQUEST (Kafka checks this before anything else). An empty transactional
-id is INVALID_REQUEST, as in Kafka; other transactional ids are refused with INVALID_REQUEST too:
-this broker has no transaction coordinator yet.
+producer id, is INVALID_REQUEST (Kafka checks this before anything else). A request with a
+transactional id goes to the transaction coordinator (``kafka_wire.broker.txn``), not here.
 
 The ids come from blocks the controller allocates (:mod:`kafka_wire.broker.producer_ids`; each
 block is a metadata record, so no id is handed out twice, across brokers and restarts); while this

@@ -16,18 +16,28 @@ closes the connection).
 The partitions are appended in request order, in slices of the work budget (see
 ``kafka_wire.broker.work``): a request of many large or compressed batches yields to other
 connections between partitions, and its answer comes after the last one.
+Transactions: a transactional batch is refused while the producer's transaction in the
+partition does not match (INVALID_TXN_STATE for a plain batch while one is open); the first
+transactional batch of a producer in a partition is first checked with the transaction
+coordinator (KIP-890, ``transaction.partition.verification.enable``), or added to the transaction
+for Produce v12+ (transaction version 2), before anything of the request is appended
+(:mod:`kafka_wire.broker.txn.verifier`); a partition that fails it is not appended.
 Version notes: v13 names topics by id; ``log_start_offset`` from v5, ``record_errors`` and
 ``error_message`` from v8.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from kafka_wire.broker.internal_topics import is_internal
 from kafka_wire.broker.metadata import TopicInfo
 from kafka_wire.broker.partition.purgatory import DelayedProduce, PendingProduce
 from kafka_wire.broker.state import BrokerState, Context
+from kafka_wire.broker.txn.verifier import REQUEST_TIMEOUT_MS, Operation, produce_error
 from kafka_wire.broker.work import Job
 from kafka_wire.codec.runtime import ZERO_UUID
+from kafka_wire.errors import DecodeError
 from kafka_wire.messages import (
     ErrorCode,
     ProduceRequest,
@@ -38,12 +48,26 @@ from kafka_wire.messages import (
     ProduceResponsePartitionProduceResponse,
     ProduceResponseTopicProduceResponse,
 )
+from kafka_wire.records import RecordBatch, validate_batch
 
 VALID_ACKS = (-1, 0, 1)
 
 
-def handle(ctx: Context, request: ProduceRequest) -> ProduceResponse | Job[ProduceResponse] | DelayedProduce:
-    job = ProduceJob(ctx, request)
+def handle(
+    ctx: Context, request: ProduceRequest
+) -> ProduceResponse | Job[ProduceResponse] | DelayedProduce | VerifyingProduce:
+    guards = _verifications(ctx, request)
+    if guards:
+        verifying = VerifyingProduce(ctx, request, guards)
+        answer = verifying.poll(ctx.now_ms)
+        return verifying if answer is None else answer
+    return _run(ctx, request, {})
+
+
+def _run(
+    ctx: Context, request: ProduceRequest, verdicts: dict[tuple[str, int], Verdict]
+) -> ProduceResponse | Job[ProduceResponse] | DelayedProduce:
+    job = ProduceJob(ctx, request, verdicts)
     if request.acks != -1:
         return job.start(ctx.now_ms)
     wait = DelayedProduce(job.start(ctx.now_ms), job.pending, ctx.now_ms, request.timeout_ms)
@@ -51,13 +75,102 @@ def handle(ctx: Context, request: ProduceRequest) -> ProduceResponse | Job[Produ
     return wait if answer is None else answer
 
 
+#: A partition's outcome of verification: the guard its append shows, or the error it answers.
+Verdict = int | tuple[int, str | None]
+
+
+def _verifications(ctx: Context, request: ProduceRequest) -> dict[tuple[str, int], tuple[int, int, int]]:
+    """The partitions whose transactional batch must be checked with the coordinator first:
+    (topic, partition) -> (guard, producer id, epoch)."""
+    state = ctx.state
+    operation = Operation.of_produce(ctx.api_version)
+    if (
+        not request.transactional_id
+        or state.txn_verifier is None
+        or not (state.config.transaction_partition_verification_enable or operation.adds)
+    ):
+        return {}
+    found: dict[tuple[str, int], tuple[int, int, int]] = {}
+    for entry in request.topic_data:
+        topic = (
+            state.topic_with_id(entry.topic_id) if ctx.api_version >= 13 else state.topic_named(entry.name)
+        )
+        for data in entry.partition_data:
+            replica = state.replica(topic.name, data.index) if topic is not None else None
+            header = _transactional_header(data.records)
+            if replica is None or header is None or not replica.is_leader:
+                continue
+            producers = replica.producers
+            current = producers.entry(header.producer_id)
+            if current is not None and header.producer_epoch < current.epoch:
+                continue  # the append refuses it (INVALID_PRODUCER_EPOCH) without asking
+            guard = producers.start_verification(
+                header.producer_id, header.producer_epoch, bumps_epoch=operation.adds
+            )
+            if guard is not None:
+                found[(replica.topic, data.index)] = (guard, header.producer_id, header.producer_epoch)
+    return found
+
+
+def _transactional_header(records: bytes | memoryview | None) -> RecordBatch[bytes] | None:
+    if not records:
+        return None
+    try:
+        header = validate_batch(bytes(records), verify_crc=False)
+    except DecodeError:
+        return None
+    return header if header.is_transactional and header.producer_id >= 0 else None
+
+
+class VerifyingProduce:
+    """A transactional Produce waiting for its partitions' verification with the coordinator;
+    then appended as any other (see the module docstring)."""
+
+    def __init__(
+        self, ctx: Context, request: ProduceRequest, guards: dict[tuple[str, int], tuple[int, int, int]]
+    ) -> None:
+        self._ctx = ctx
+        self._request = request
+        self._guards = guards
+        self._operation = Operation.of_produce(ctx.api_version)
+        _, producer_id, epoch = next(iter(guards.values()))
+        verifier = ctx.state.txn_verifier
+        assert verifier is not None
+        self._verifier = verifier
+        self._verification = verifier.start(
+            request.transactional_id or "", producer_id, epoch, sorted(guards), self._operation, ctx.now_ms
+        )
+        self._then: ProduceResponse | Job[ProduceResponse] | DelayedProduce | None = None
+        self.deadline_ms = ctx.now_ms + REQUEST_TIMEOUT_MS
+
+    def poll(self, now_ms: int) -> ProduceResponse | None:
+        if self._then is None:
+            if not self._verifier.poll(self._verification, now_ms):
+                v = self._verification
+                self.deadline_ms = v.retry_at_ms if v.retry_at_ms is not None else self.deadline_ms
+                return None
+            verdicts: dict[tuple[str, int], Verdict] = {}
+            for key, (guard, _, _) in self._guards.items():
+                error = self._verification.errors.get(key)
+                verdicts[key] = guard if error is None else produce_error(error, self._operation)
+            self._then = _run(replace(self._ctx, now_ms=now_ms), self._request, verdicts)
+        if isinstance(self._then, ProduceResponse):
+            return self._then
+        answer = self._then.poll(now_ms)
+        self.deadline_ms = self._then.deadline_ms
+        return answer
+
+
 class ProduceJob(Job[ProduceResponse]):
     """Appends one partition's records per step, in request order; each step spends the bytes it
     read and the decoding it did. Dropped (the rest not appended) if its connection closes."""
 
-    def __init__(self, ctx: Context, request: ProduceRequest) -> None:
+    def __init__(
+        self, ctx: Context, request: ProduceRequest, verdicts: dict[tuple[str, int], Verdict] | None = None
+    ) -> None:
         super().__init__(ctx.state.budget, ctx.now_ms)
         self._state = ctx.state
+        self._verdicts = verdicts or {}
         self._acks = request.acks
         self._by_id = ctx.api_version >= 13
         self._steps = [
@@ -88,7 +201,10 @@ class ProduceJob(Job[ProduceResponse]):
         i, data = self._steps[self._next]
         self._next += 1
         topic = self._topic(i)
-        result, work, next_offset = _append(self._state, self._acks, self._by_id, topic, data, now_ms)
+        verdict = self._verdicts.get((topic.name, data.index)) if topic is not None else None
+        result, work, next_offset = _append(
+            self._state, self._acks, self._by_id, topic, data, now_ms, verdict
+        )
         self._response.responses[i].partition_responses.append(result)
         replica = self._state.replica(topic.name, data.index) if topic is not None else None
         if next_offset >= 0 and replica is not None and self._acks == -1:
@@ -116,6 +232,7 @@ def _append(
     topic: TopicInfo | None,
     data: ProduceRequestPartitionProduceData,
     now_ms: int,
+    verdict: Verdict | None = None,
 ) -> tuple[ProduceResponsePartitionProduceResponse, int, int]:
     """One partition's answer, the decoding work its append did, and the offset after the
     appended batch (-1: nothing appended)."""
@@ -139,8 +256,15 @@ def _append(
     elif not data.records:
         result.error_code = ErrorCode.INVALID_RECORD
         result.error_message = "no records"
+    elif isinstance(verdict, tuple):
+        result.error_code, result.error_message = verdict  # the coordinator refused the partition
     else:
-        outcome = replica.append_as_leader(bytes(data.records), now_ms)
+        outcome = replica.append_as_leader(
+            bytes(data.records),
+            now_ms,
+            require_verification=state.config.transaction_partition_verification_enable,
+            guard=verdict,
+        )
         state.touch(replica)
         result.error_code = outcome.error_code
         result.base_offset = outcome.base_offset

@@ -137,7 +137,7 @@ class QuorumController:
         self.committed_offset = -1
         #: The offset of the last record applied to the parts (proposed, or replayed).
         self.applied_offset = -1
-        self.features = FeatureControl()
+        self.features = FeatureControl(config.bootstrap_transaction_version)
         self.cluster = ClusterControl(config, self, self.features)
         self.configuration = ConfigurationControl(config, lambda name: self.replication.topic_exists(name))
         self.replication = ReplicationControl(config, self.cluster, self.configuration, rng)

@@ -1,7 +1,8 @@
 """Finalized features, for the active controller (Kafka's ``FeatureControlManager``).
 
 It owns the controller's view of the finalized feature levels (:class:`FeaturesImage`) and
-finalizes ``metadata.version`` when a leader finds none (a new cluster's first records).
+finalizes ``metadata.version`` (and ``transaction.version`` at the configured level, as Kafka's
+storage tool formats a new cluster) when a leader finds none (a new cluster's first records).
 """
 
 from __future__ import annotations
@@ -10,7 +11,11 @@ from collections.abc import Mapping
 
 from kafka_wire.broker.controller.delta import DeltaBuilder
 from kafka_wire.broker.controller.features_image import FeaturesImage
-from kafka_wire.broker.controller.settings import METADATA_VERSION_FEATURE, METADATA_VERSION_LEVEL
+from kafka_wire.broker.controller.settings import (
+    METADATA_VERSION_FEATURE,
+    METADATA_VERSION_LEVEL,
+    TRANSACTION_VERSION_FEATURE,
+)
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import FeatureLevelRecord
 
@@ -18,8 +23,9 @@ from kafka_wire.messages import FeatureLevelRecord
 class FeatureControl:
     """The finalized feature levels."""
 
-    def __init__(self) -> None:
+    def __init__(self, transaction_version: int = 2) -> None:
         self.image = FeaturesImage()
+        self._transaction_version = transaction_version
 
     @property
     def finalized(self) -> Mapping[str, int]:
@@ -38,4 +44,11 @@ class FeatureControl:
         """What a new leader writes when no ``metadata.version`` is finalized yet."""
         if METADATA_VERSION_FEATURE in self.image.features:
             return []
-        return [FeatureLevelRecord(name=METADATA_VERSION_FEATURE, feature_level=METADATA_VERSION_LEVEL)]
+        records: list[Message] = [
+            FeatureLevelRecord(name=METADATA_VERSION_FEATURE, feature_level=METADATA_VERSION_LEVEL)
+        ]
+        if self._transaction_version:
+            records.append(
+                FeatureLevelRecord(name=TRANSACTION_VERSION_FEATURE, feature_level=self._transaction_version)
+            )
+        return records

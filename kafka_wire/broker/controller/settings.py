@@ -13,6 +13,8 @@ from kafka_wire.broker.log.config import LogConfig
 #: The ``metadata.version`` feature and the level this controller finalizes: 3.9-IV0.
 METADATA_VERSION_FEATURE: Final = "metadata.version"
 METADATA_VERSION_LEVEL: Final = 21
+#: The ``transaction.version`` feature (KIP-890): 2 bumps the producer epoch at every transaction end.
+TRANSACTION_VERSION_FEATURE: Final = "transaction.version"
 #: ``ProducerIdManager``'s block size (``ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE``).
 PRODUCER_ID_BLOCK_SIZE: Final = 1000
 #: Most preferred elections one rebalance run proposes (Kafka's ``maxElectionsPerImbalance``).
@@ -63,6 +65,9 @@ class ControllerConfig:
     #: with them, and its overrides are checked on them.
     static_topic_properties: Mapping[str, str] = field(default_factory=dict)
     topic_defaults: LogConfig = field(default_factory=LogConfig)
+    #: The ``transaction.version`` level a new cluster finalizes
+    #: (``kafka.wire.bootstrap.transaction.version``; 0 finalizes none).
+    bootstrap_transaction_version: int = 2
 
     def __post_init__(self) -> None:
         for name in ("session_timeout_ms", "leader_imbalance_check_interval_ms", "snapshot_max_bytes"):
@@ -91,6 +96,7 @@ class ControllerConfig:
             max_records_per_user_op=config.max_records_per_user_op,
             static_topic_properties=dict(config.topic_default_properties),
             topic_defaults=LogConfig.from_properties(config.topic_defaults),
+            bootstrap_transaction_version=config.bootstrap_transaction_version,
         )
 
 

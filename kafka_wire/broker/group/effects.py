@@ -49,6 +49,10 @@ class Persist:
     records: list[KeyValue]
     #: Names this write in :meth:`GroupCoordinator.persisted`; unique per coordinator.
     append_id: int
+    #: A transactional offset commit's producer (its batch is transactional: the records count
+    #: only once the producer's COMMIT marker follows them); -1: an ordinary write.
+    producer_id: int = -1
+    producer_epoch: int = -1
 
 
 GroupEffect = Respond | Persist

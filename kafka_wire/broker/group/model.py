@@ -26,6 +26,7 @@ from kafka_wire.messages import (
     OffsetCommitResponsePartition,
     OffsetCommitResponseTopic,
     OffsetDeleteResponse,
+    TxnOffsetCommitResponse,
 )
 
 #: Given a prefix (the group instance id of a static member, else the client id), a new member id.
@@ -285,6 +286,11 @@ def failed_answer(answer: Message, error: int) -> Message:
         return offset_commit_error(answer.topics, error)
     if isinstance(answer, OffsetDeleteResponse):
         return OffsetDeleteResponse(error_code=error)
+    if isinstance(answer, TxnOffsetCommitResponse):  # TxnOffsetCommitRequest.getErrorResponse
+        for topic in answer.topics:
+            for partition in topic.partitions:
+                partition.error_code = error
+        return answer
     raise LocalProtocolError(f"no failure answer for {type(answer).__name__}")
 
 

@@ -59,10 +59,13 @@ class Offsets:
         persistence: GroupPersistence,
         rebalance: Rebalance,
         delete_group: Callable[[Group], None],
+        pending: Callable[[str, str, int], bool] = lambda group, topic, partition: False,
     ) -> None:
         self._rt = rt
         self._persistence = persistence
         self._rebalance = rebalance
+        #: Whether a transaction holds an offset of (group, topic, partition) (``txn_offsets``).
+        self._pending = pending
         #: Tombstones an empty group whose offsets all expired (``admin``).
         self._delete_group = delete_group
 
@@ -178,9 +181,34 @@ class Offsets:
         return None
 
     def fetch_group(
+        self,
+        group_id: str,
+        topics: list[tuple[str | None, uuid.UUID, list[int]]] | None,
+        require_stable: bool = False,
+    ) -> tuple[ErrorCode, list[tuple[str, uuid.UUID, list[tuple[int, OffsetCommitValue | None, ErrorCode]]]]]:
+        """The committed offsets of ``topics`` (``None``: all), as (topic, id, [(partition, value,
+        error)]); with ``require_stable`` a partition a transaction holds an offset of answers
+        UNSTABLE_OFFSET_COMMIT (Kafka: the client retries until the transaction ends)."""
+        error, found = self._fetch_group(group_id, topics)
+        if not require_stable:
+            return error, found
+        return error, [
+            (
+                name,
+                topic_id,
+                [
+                    (p, None, E.UNSTABLE_OFFSET_COMMIT)
+                    if self._pending(group_id, name, p)
+                    else (p, value, p_error)
+                    for p, value, p_error in partitions
+                ],
+            )
+            for name, topic_id, partitions in found
+        ]
+
+    def _fetch_group(
         self, group_id: str, topics: list[tuple[str | None, uuid.UUID, list[int]]] | None
     ) -> tuple[ErrorCode, list[tuple[str, uuid.UUID, list[tuple[int, OffsetCommitValue | None, ErrorCode]]]]]:
-        """The committed offsets of ``topics`` (``None``: all), as (topic, id, [(partition, value, error)])."""
         if not group_id:
             return E.INVALID_GROUP_ID, []
         if (refused := self._rt.refusal(group_id)) is not None:
@@ -205,9 +233,9 @@ class Offsets:
         return E.NONE, out
 
     def offset_fetch(self, waiter: Waiter, request: Message, client_id: str, client_host: str) -> None:
-        # require_stable (v7+) needs no work: transactional offset commits are not handled here.
         assert isinstance(request, OffsetFetchRequest)
         v = waiter.api_version
+        stable = v >= 7 and request.require_stable
         if v >= 8:
             groups = []
             for g in request.groups:
@@ -221,7 +249,7 @@ class Offsets:
                         )
                         for t in g.topics
                     ]
-                error, found = self.fetch_group(g.group_id, wanted)
+                error, found = self.fetch_group(g.group_id, wanted, stable)
                 groups.append(
                     OffsetFetchResponseGroup(
                         group_id=g.group_id,
@@ -250,7 +278,7 @@ class Offsets:
         wanted = None
         if request.topics is not None:
             wanted = [(t.name, ZERO_UUID, list(t.partition_indexes)) for t in request.topics]
-        error, found = self.fetch_group(request.group_id, wanted)
+        error, found = self.fetch_group(request.group_id, wanted, stable)
         if error != E.NONE and v < 2:
             # v0-v1 have no group-level error: every asked-for partition carries it.
             found = [

@@ -114,8 +114,26 @@ class GroupDeleted:
     index: int = -1
 
 
+@dataclass(slots=True)
+class TxnOffsetWrite:
+    """A transactional offset commit's write (``txn_offsets``): pending once written."""
+
+    group_id: str
+    producer_id: int
+    #: (topic, partition) -> the offset the transaction commits.
+    offsets: dict[tuple[str, int], OffsetCommitValue]
+    waiter: Waiter
+    answer: Message
+
+
 PendingWrite = (
-    OffsetWrite | GroupCreated | GroupEmptied | AssignmentStored | StaticMemberReplaced | GroupDeleted
+    OffsetWrite
+    | GroupCreated
+    | GroupEmptied
+    | AssignmentStored
+    | StaticMemberReplaced
+    | GroupDeleted
+    | TxnOffsetWrite
 )
 
 
@@ -167,12 +185,19 @@ class GroupPersistence:
         for key, value in records:
             self.replay(key, value)
 
-    def persist(self, group_id: str, records: list[KeyValue], write: PendingWrite) -> None:
-        """Ask for ``records`` to be appended; ``write`` says what to do with the outcome."""
+    def persist(
+        self,
+        group_id: str,
+        records: list[KeyValue],
+        write: PendingWrite,
+        producer: tuple[int, int] = (-1, -1),
+    ) -> None:
+        """Ask for ``records`` to be appended (as a transactional batch of ``producer``'s id and
+        epoch when it has one); ``write`` says what to do with the outcome."""
         partition = partition_for_group(group_id, self._rt.config.offsets_topic_num_partitions)
         self.next_append_id += 1
         self.writes[self.next_append_id] = write
-        self._rt.out.append(Persist(group_id, partition, records, self.next_append_id))
+        self._rt.out.append(Persist(group_id, partition, records, self.next_append_id, *producer))
 
     def persist_group(self, group: Group, write: PendingWrite) -> None:
         self.persist(group.group_id, [group_metadata_record(group.group_id, metadata_value(group))], write)

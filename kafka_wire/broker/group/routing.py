@@ -31,6 +31,10 @@ from kafka_wire.messages import (
     OffsetFetchResponseTopic,
     SyncGroupRequest,
     SyncGroupResponse,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
+    TxnOffsetCommitResponsePartition,
+    TxnOffsetCommitResponseTopic,
 )
 
 #: The requests that name one group, in ``group_id``.
@@ -41,6 +45,7 @@ SINGLE_GROUP_REQUESTS = (
     LeaveGroupRequest,
     OffsetCommitRequest,
     OffsetDeleteRequest,
+    TxnOffsetCommitRequest,
 )
 
 
@@ -81,6 +86,8 @@ def refusal_answer(request: Message, api_version: int, error: int) -> Message:
                 for t in request.topics
             ]
         )
+    if isinstance(request, TxnOffsetCommitRequest):
+        return txn_offset_commit_error(request, api_version, error)
     if isinstance(request, OffsetFetchRequest):
         if v >= 2:
             return OffsetFetchResponse(error_code=error)
@@ -100,3 +107,22 @@ def refusal_answer(request: Message, api_version: int, error: int) -> Message:
             ]
         )
     raise TypeError(f"{type(request).__name__} names no single group")
+
+
+def txn_offset_commit_error(
+    request: TxnOffsetCommitRequest, api_version: int, error: int
+) -> TxnOffsetCommitResponse:
+    """Every partition carries the error (``TxnOffsetCommitRequest.getErrorResponse``)."""
+    return TxnOffsetCommitResponse(
+        topics=[
+            TxnOffsetCommitResponseTopic(
+                name=t.name if api_version < 6 else "",
+                topic_id=t.topic_id,
+                partitions=[
+                    TxnOffsetCommitResponsePartition(partition_index=p.partition_index, error_code=error)
+                    for p in t.partitions
+                ],
+            )
+            for t in request.topics
+        ]
+    )

@@ -67,8 +67,10 @@ from kafka_wire.broker.group.persistence import (
     GroupPersistence,
     OffsetWrite,
     StaticMemberReplaced,
+    TxnOffsetWrite,
 )
 from kafka_wire.broker.group.rebalance import Rebalance
+from kafka_wire.broker.group.records import OffsetCommitKey, decode_key, decode_offset_commit_value
 from kafka_wire.broker.group.routing import refusal_answer, single_group
 from kafka_wire.broker.group.runtime import (
     GROUP_TIMERS,
@@ -81,6 +83,7 @@ from kafka_wire.broker.group.runtime import (
     timer_key,
 )
 from kafka_wire.broker.group.states import GroupState, can_rebalance
+from kafka_wire.broker.group.txn_offsets import TxnOffsets
 from kafka_wire.broker.timers import DueTimer, TimerQueue
 from kafka_wire.codec.structs import Message
 from kafka_wire.errors import LocalProtocolError
@@ -98,6 +101,7 @@ from kafka_wire.messages import (
     OffsetFetchRequest,
     SyncGroupRequest,
     SyncGroupResponse,
+    TxnOffsetCommitRequest,
 )
 
 #: The APIs :meth:`GroupCoordinator.handle` answers.
@@ -112,6 +116,7 @@ GROUP_API_KEYS: Final = (
     ApiKey.LIST_GROUPS,
     ApiKey.DELETE_GROUPS,
     ApiKey.OFFSET_DELETE,
+    ApiKey.TXN_OFFSET_COMMIT,
 )
 
 _Handler = Callable[[Waiter, Message, str, str], None]
@@ -157,7 +162,10 @@ class GroupCoordinator:
         self._rebalance = Rebalance(rt, self._persistence)
         self._membership = Membership(rt, self._persistence, self._rebalance)
         self._admin = GroupAdmin(rt, self._persistence, self._rebalance)
-        self._offsets = Offsets(rt, self._persistence, self._rebalance, self._admin.delete_group)
+        self._txn_offsets = TxnOffsets(rt, self._persistence, self._rebalance)
+        self._offsets = Offsets(
+            rt, self._persistence, self._rebalance, self._admin.delete_group, self._txn_offsets.has_pending
+        )
         self._handlers: dict[type[Message], _Handler] = {
             JoinGroupRequest: self._membership.join,
             SyncGroupRequest: self._membership.sync,
@@ -169,6 +177,7 @@ class GroupCoordinator:
             ListGroupsRequest: self._admin.list_groups,
             DescribeGroupsRequest: self._admin.describe_groups,
             DeleteGroupsRequest: self._admin.delete_groups,
+            TxnOffsetCommitRequest: self._txn_offsets.txn_offset_commit,
         }
 
     # -- public API -----------------------------------------------------------------------------
@@ -240,6 +249,8 @@ class GroupCoordinator:
                 self._membership.static_member_written(write, error)
             case GroupDeleted():
                 self._admin.deletion_written(write, error)
+            case TxnOffsetWrite():
+                self._txn_offsets.written(write, error)
         self._run_timers()
         return self._rt.take()
 
@@ -272,6 +283,30 @@ class GroupCoordinator:
         that cannot be read, including a key version Kafka does not define.
         """
         self._persistence.replay(key, value)
+
+    def replay_transactional(self, producer_id: int, key: bytes, value: bytes | None) -> None:
+        """Replay one record of a transactional batch (a TxnOffsetCommit's offsets): pending until
+        the producer's marker (:meth:`replay_marker`); ``DecodeError`` as :meth:`replay`."""
+        decoded = decode_key(key)
+        if isinstance(decoded, OffsetCommitKey):
+            offset = None if value is None else decode_offset_commit_value(value)
+            self._txn_offsets.replay_pending(
+                producer_id, decoded.group, decoded.topic, decoded.partition, offset
+            )
+        else:
+            self._persistence.replay(key, value)
+
+    def replay_marker(self, partition: int, producer_id: int, commit: bool) -> None:
+        """Replay a COMMIT or ABORT marker of ``__consumer_offsets-<partition>``."""
+        self._txn_offsets.transaction_ended(partition, producer_id, commit)
+
+    def transactions_ended(self, ended: Iterable[tuple[int, int, bool]], now_ms: int) -> list[GroupEffect]:
+        """Markers ``__consumer_offsets`` partitions took (replicated): (partition, producer id,
+        commit); the producers' pending offsets there are committed or dropped."""
+        self._observe(now_ms)
+        for partition, producer_id, commit in ended:
+            self._txn_offsets.transaction_ended(partition, producer_id, commit)
+        return self._rt.take()
 
     # -- partitions of __consumer_offsets (a replicated cluster) --------------------------------
 
@@ -340,6 +375,7 @@ class GroupCoordinator:
 
     def _drop_partition(self, partition: int, answer: int = 0) -> None:
         rt = self._rt
+        self._txn_offsets.drop_partition(partition)
         for group_id in [g for g in rt.groups if rt.partition_of(g) == partition]:
             group = rt.groups.pop(group_id)
             rt.cancel(timer_key(JOIN, group_id))

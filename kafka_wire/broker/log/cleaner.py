@@ -25,7 +25,8 @@ A pass is a job that runs over several :meth:`PartitionLog.maintain` calls, read
    fields and codec (it is recompressed). A batch left without records is dropped, unless it
    carries a producer id: then it stays as an empty batch so the producer's state survives.
    Control batches and transactional batches are kept whole, and their keys are not mapped
-   (simpler than Kafka, which drops aborted data: they are never compacted away here). Legacy
+   (simpler than Kafka, which drops aborted data: they are never compacted away here, so the
+   cleaned segment takes the ``.txnindex`` entries of the segments it replaces). Legacy
    (magic 0/1) messages are kept or dropped whole and their tombstones are kept.
 3. *swap*: per group, fsync the cleaned files, rename them to ``.swap``, rename the old
    segments' files to ``.deleted`` (removed after ``file.delete.delay.ms``), rename the
@@ -47,6 +48,7 @@ from kafka_wire.broker.log.config import INT_MAX
 from kafka_wire.broker.log.files import PendingFile
 from kafka_wire.broker.log.index import OffsetIndex, TimeIndex
 from kafka_wire.broker.log.segment import Segment, segment_path
+from kafka_wire.broker.log.txn_index import TxnIndex
 from kafka_wire.errors import DecodeError, EncodeError
 from kafka_wire.logformat.batch_header import BatchHeader, parse_header
 from kafka_wire.logformat.checkpoints import CLEANER_OFFSET_FILE
@@ -56,6 +58,7 @@ from kafka_wire.logformat.names import (
     LOG_SUFFIX,
     SWAP_SUFFIX,
     TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
 )
 from kafka_wire.records import RecordBatch, build_batch, read_batches
 from kafka_wire.records.constants import TimestampType
@@ -270,12 +273,18 @@ def _cleaned_segment(log: PartitionLog, base: int, now_ms: int) -> Segment:
         PendingFile.create(queue, segment_path(log.directory, base, s + CLEANED_SUFFIX))
         for s in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)
     ]
-    segment = Segment(log.directory, base, files[0], OffsetIndex(files[1], base), TimeIndex(files[2], base))
+    txn_index = TxnIndex(queue, segment_path(log.directory, base, TXN_INDEX_SUFFIX + CLEANED_SUFFIX))
+    segment = Segment(
+        log.directory, base, files[0], OffsetIndex(files[1], base), TimeIndex(files[2], base), txn_index
+    )
     segment.last_append_ms = now_ms
     return segment
 
 
 def _swap(log: PartitionLog, group: list[Segment], output: Segment, now_ms: int) -> None:
+    for source in group:  # markers are kept, so are the aborted transactions they end
+        for txn in source.txn_index.entries(log.storage):
+            output.txn_index.append(txn)
     output.close_for_appends()
     output.next_offset = max(output.next_offset, group[-1].next_offset)
     output.last_append_ms = max(s.last_append_ms for s in group)
@@ -286,6 +295,7 @@ def _swap(log: PartitionLog, group: list[Segment], output: Segment, now_ms: int)
     log.retire_segments(group, now_ms)
     for file, final in zip(output.files(), finals, strict=True):
         file.rename(final)
+    output.txn_index.path = segment_path(log.directory, output.base_offset, TXN_INDEX_SUFFIX)
     log.insert_segment(output)
 
 

@@ -33,6 +33,7 @@ from kafka_wire.broker.log.files import EffectQueue, PendingFile
 from kafka_wire.broker.log.index import OffsetIndex, TimeIndex
 from kafka_wire.broker.log.retention import apply_retention, retention_deadlines
 from kafka_wire.broker.log.segment import Segment, segment_path
+from kafka_wire.broker.log.txn_index import TxnIndex
 from kafka_wire.broker.log.validation import AppendOrigin, RecordError, Rejection, validate_records
 from kafka_wire.broker.storage import StorageReader
 from kafka_wire.logformat.checkpoints import CLEANER_OFFSET_FILE, LOG_START_OFFSET_FILE, STATE_FILES
@@ -44,6 +45,7 @@ from kafka_wire.logformat.names import (
     SUFFIXES,
     SWAP_SUFFIX,
     TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
     parse_segment_name,
 )
 from kafka_wire.messages import ErrorCode
@@ -78,6 +80,10 @@ class ReadResult:
     size: int = 0
     next_offset: int = -1
     """The offset after the last batch returned (the fetch offset when nothing was)."""
+    end_segment: int = -1
+    """The base offset of the segment the last batch returned is in (-1: nothing returned)."""
+    end_position: int = -1
+    """Where that batch ends in its segment."""
 
 
 class DeleteRecordsResult(NamedTuple):
@@ -139,6 +145,7 @@ class PartitionLog:
         bases: set[int] = set()
         index_files: dict[int, list[str]] = {}
         swaps: list[int] = []
+        txn_swaps: set[int] = set()
         for name in names:
             if name.endswith(".tmp") and name[: -len(".tmp")] in STATE_FILES:
                 queue.delete(self._path(name))
@@ -151,15 +158,19 @@ class PartitionLog:
                 queue.delete(self._path(name))
             elif suffix == LOG_SUFFIX + SWAP_SUFFIX:
                 swaps.append(base)
+            elif suffix == TXN_INDEX_SUFFIX + SWAP_SUFFIX:
+                txn_swaps.add(base)  # completed with its log swap, else deleted below
             elif suffix.endswith(SWAP_SUFFIX):
                 queue.delete(self._path(name))  # index swaps: the indexes are rebuilt
             elif suffix == LOG_SUFFIX:
                 bases.add(base)
-            elif suffix in SUFFIXES:
+            elif suffix in SUFFIXES or suffix == TXN_INDEX_SUFFIX:
                 index_files.setdefault(base, []).append(name)
         swapped: dict[int, Segment] = {}
         for base in sorted(swaps):
-            swapped[base] = self._complete_swap(base, bases, now_ms)
+            swapped[base] = self._complete_swap(base, bases, now_ms, txn_swap=base in txn_swaps)
+        for base in txn_swaps - set(swaps):
+            queue.delete(segment_path(self.directory, base, TXN_INDEX_SUFFIX + SWAP_SUFFIX))
         for base, files in index_files.items():
             if base not in bases and base not in swapped:
                 for name in files:
@@ -198,8 +209,9 @@ class PartitionLog:
             read_offset(storage, self._path(CLEANER_OFFSET_FILE)) or 0, self.log_start_offset
         )
 
-    def _complete_swap(self, base: int, bases: set[int], now_ms: int) -> Segment:
-        """Finish an interrupted compaction: the ``.log.swap`` replaces every segment it covers."""
+    def _complete_swap(self, base: int, bases: set[int], now_ms: int, *, txn_swap: bool) -> Segment:
+        """Finish an interrupted compaction: the ``.log.swap`` (and ``.txnindex.swap``, renamed
+        after it) replaces every segment it covers."""
         queue, storage = self._queue, self.storage
         swap_path = segment_path(self.directory, base, LOG_SUFFIX + SWAP_SUFFIX)
         swap = PendingFile(queue, swap_path, storage.size(swap_path) or 0)
@@ -208,16 +220,20 @@ class PartitionLog:
             next_offset = header.next_offset
         for old in sorted(bases):
             if base <= old < max(next_offset, base + 1):
-                for suffix in SUFFIXES:
+                for suffix in (*SUFFIXES, TXN_INDEX_SUFFIX):
                     if old != base or suffix != LOG_SUFFIX:
                         queue.delete(segment_path(self.directory, old, suffix))
                 bases.discard(old)
         swap.rename(segment_path(self.directory, base, LOG_SUFFIX))
+        txn_path = segment_path(self.directory, base, TXN_INDEX_SUFFIX)
         index = OffsetIndex(PendingFile.create(queue, segment_path(self.directory, base, INDEX_SUFFIX)), base)
         time_index = TimeIndex(
             PendingFile.create(queue, segment_path(self.directory, base, TIME_INDEX_SUFFIX)), base
         )
-        segment = Segment(self.directory, base, swap, index, time_index)
+        txn_index = TxnIndex.open(queue, storage, txn_path + SWAP_SUFFIX if txn_swap else txn_path)
+        if txn_swap:
+            txn_index.rename(txn_path)
+        segment = Segment(self.directory, base, swap, index, time_index, txn_index)
         segment.last_append_ms = now_ms
         return segment
 
@@ -373,6 +389,7 @@ class PartitionLog:
         parts: list[FileRegion | bytes] = []
         total = 0
         next_offset = offset
+        end_segment = end_position = -1
         done = offset >= limit
         i = self._segment_index(offset)
         while not done and i < len(self._segments):
@@ -397,7 +414,8 @@ class PartitionLog:
                     parts.append(FileRegion(segment.log.path, region[0], region[1]))
                 if tail:
                     parts.append(tail)
-        return ReadResult(ErrorCode.NONE, tuple(parts), total, next_offset)
+                end_segment, end_position = segment.base_offset, run_end
+        return ReadResult(ErrorCode.NONE, tuple(parts), total, next_offset, end_segment, end_position)
 
     def read_bytes(self, result: ReadResult) -> bytes:
         """The bytes of a read's parts (file regions read through storage)."""

@@ -1,4 +1,5 @@
-"""One log segment: a ``.log`` file of batches and its ``.index`` / ``.timeindex``.
+"""One log segment: a ``.log`` file of batches, its ``.index`` / ``.timeindex`` and, once it holds
+an ABORT marker, its ``.txnindex`` (:mod:`kafka_wire.broker.log.txn_index`).
 
 Files are named by the segment's base offset, zero-padded to 20 digits, in the partition
 directory (``orders-0/00000000000000000042.log``; see :mod:`kafka_wire.logformat.names`). In memory a segment keeps only its base
@@ -15,11 +16,18 @@ from kafka_wire.broker.log.batches import DEFAULT_SCAN_CHUNK, BatchScanner
 from kafka_wire.broker.log.config import INT_MAX, LogConfig
 from kafka_wire.broker.log.files import EffectQueue, PendingFile
 from kafka_wire.broker.log.index import OffsetIndex, TimeIndex
+from kafka_wire.broker.log.txn_index import TxnIndex
 from kafka_wire.broker.storage import StorageReader
 from kafka_wire.errors import DecodeError
 from kafka_wire.logformat.batch_header import BatchHeader, check_batch
 from kafka_wire.logformat.index import OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE
-from kafka_wire.logformat.names import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_file_name
+from kafka_wire.logformat.names import (
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
+    segment_file_name,
+)
 from kafka_wire.records import read_batches
 
 
@@ -43,17 +51,25 @@ class Segment:
         "next_offset",
         "offset_of_max_timestamp",
         "time_index",
+        "txn_index",
         "unflushed_offsets",
     )
 
     def __init__(
-        self, directory: str, base_offset: int, log: PendingFile, index: OffsetIndex, time_index: TimeIndex
+        self,
+        directory: str,
+        base_offset: int,
+        log: PendingFile,
+        index: OffsetIndex,
+        time_index: TimeIndex,
+        txn_index: TxnIndex,
     ) -> None:
         self.directory = directory
         self.base_offset = base_offset
         self.log = log
         self.index = index
         self.time_index = time_index
+        self.txn_index = txn_index
         self.next_offset = base_offset
         self.max_timestamp = -1
         self.offset_of_max_timestamp = base_offset
@@ -76,7 +92,8 @@ class Segment:
         time_index = TimeIndex(
             PendingFile.create(queue, segment_path(directory, base_offset, TIME_INDEX_SUFFIX)), base_offset
         )
-        segment = cls(directory, base_offset, log, index, time_index)
+        txn_index = TxnIndex(queue, segment_path(directory, base_offset, TXN_INDEX_SUFFIX))
+        segment = cls(directory, base_offset, log, index, time_index, txn_index)
         segment.last_append_ms = now_ms
         return segment
 
@@ -107,6 +124,7 @@ class Segment:
             log,
             OffsetIndex.load(files[0], storage, base_offset),
             TimeIndex.load(files[1], storage, base_offset),
+            TxnIndex.open(queue, storage, segment_path(directory, base_offset, TXN_INDEX_SUFFIX)),
         )
         segment.last_append_ms = now_ms
         return segment
@@ -120,8 +138,9 @@ class Segment:
     def is_empty(self) -> bool:
         return self.log.size == 0
 
-    def files(self) -> tuple[PendingFile, PendingFile, PendingFile]:
-        return (self.log, self.index.file, self.time_index.file)
+    def files(self) -> tuple[PendingFile, ...]:
+        txn = self.txn_index.file
+        return (self.log, self.index.file, self.time_index.file, *(() if txn is None else (txn,)))
 
     def holds_memory(self) -> int:
         """Bytes of file content this segment keeps in memory (its not-yet-taken appends)."""
@@ -359,6 +378,7 @@ class Segment:
         if cut:
             self.log.truncate(valid)
         self.next_offset = next_offset if valid else self.base_offset
+        self.txn_index.truncate_to(storage, self.next_offset)
         if closed:
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
         built = (self.index, self.time_index)
@@ -387,5 +407,6 @@ class Segment:
             return
         self.log.truncate(header.position)
         self.recover(storage, config)
+        self.txn_index.truncate_to(storage, offset)
         if self.is_empty:
             self.first_append_ms = None

@@ -24,18 +24,19 @@ from typing import Final
 
 from kafka_wire.broker import buggify
 from kafka_wire.broker.cluster_view import ClusterView, LeaderRecoveryState, PartitionState
-from kafka_wire.broker.effects import FileRegion
+from kafka_wire.broker.effects import FileRegion, StorageEffect
+from kafka_wire.broker.log.aborted import aborted_transactions
 from kafka_wire.broker.log.log import AppendResult, PartitionLog, ReadResult
-from kafka_wire.broker.log.validation import RecordError
+from kafka_wire.broker.log.validation import AppendOrigin, RecordError
 from kafka_wire.broker.partition.epoch_cache import EpochCache
 from kafka_wire.broker.partition.roles import Leadership, ReplicaRole
+from kafka_wire.broker.partition.transactions import ProducerLog, index_abort, last_stable_offset
 from kafka_wire.broker.txn.producers import ProducerStates
 from kafka_wire.errors import DecodeError
+from kafka_wire.logformat.txn_index import AbortedTxn
 from kafka_wire.messages import ErrorCode
-from kafka_wire.records import RecordBatch, read_batches, validate_batch
+from kafka_wire.records import RecordBatch, build_end_txn_marker, read_batches, validate_batch
 
-#: Chunk size when the producer state is rebuilt from the log at start-up.
-_SCAN_BYTES: Final = 1 << 20
 #: Where the magic byte sits in a batch or legacy message set.
 _MAGIC_AT: Final = 16
 READ_UNCOMMITTED: Final = 0
@@ -72,6 +73,8 @@ class FetchOutcome:
     size: int = 0
     #: A follower's log diverged: ``(epoch, end offset)`` to truncate to (Fetch v12+).
     diverging_epoch: tuple[int, int] | None = None
+    #: read_committed: the aborted transactions overlapping the records (None: read_uncommitted).
+    aborted: tuple[AbortedTxn, ...] | None = None
 
 
 @dataclass(slots=True)
@@ -119,6 +122,8 @@ class PartitionReplica:
     node_id: int
     leadership: Leadership = field(init=False)
     producers: ProducerStates = field(default_factory=ProducerStates)
+    #: The producer state's snapshots and replay (``partition/transactions.py``).
+    producer_log: ProducerLog = field(default_factory=ProducerLog)
     high_watermark: int = 0
     #: The registration in the cluster metadata (None: the single-node broker).
     registration: PartitionState | None = None
@@ -202,44 +207,28 @@ class PartitionReplica:
 
     @property
     def last_stable_offset(self) -> int:
-        # No transactions are open on this broker (it has no transaction coordinator yet).
-        return self.high_watermark
+        return last_stable_offset(self)
 
     def open(self) -> None:
-        """Rebuild the producer state from the log's batch headers and set the high watermark."""
+        """Rebuild the producer state (from its snapshot and the log after it) and set the high
+        watermark."""
         if not buggify.hooks.planted("forget-producer-state"):  # planted bug: a restart forgets
-            self._scan_producers()
+            self.producer_log.rebuild(self)
         self._advance_high_watermark()
+        self.producers.on_high_watermark(self.high_watermark)
 
-    def _scan_producers(self) -> None:
-        offset, end = self.log.log_start_offset, self.log.log_end_offset
-        while offset < end:
-            result = self.log.read(offset, _SCAN_BYTES, max_offset=end, min_one_batch=True)
-            data = self.log.read_bytes(result)
-            if result.error_code or not data:
-                break
-            start = offset
-            for batch in read_batches(data, verify_crc=False):
-                if isinstance(batch, RecordBatch) and batch.producer_id >= 0:
-                    self.producers.observe(
-                        batch.producer_id,
-                        batch.producer_epoch,
-                        batch.base_sequence,
-                        batch.last_sequence,
-                        batch.base_offset,
-                        batch.last_offset,
-                        batch.max_timestamp,
-                    )
-                offset = max(offset, batch.next_offset)
-            if offset == start:  # nothing readable: do not spin
-                break
+    def close(self) -> list[StorageEffect]:
+        """A clean shutdown: the producer state is snapshotted at the log end, the log fsynced."""
+        self.producer_log.take(self)
+        return self.log.close()
 
     def _rebuild_producers(self) -> None:
         hw = self.high_watermark
-        self.producers = ProducerStates()
-        self._scan_producers()
+        self.producer_log.prune(self.log)
+        self.producer_log.rebuild(self)
         self._advance_high_watermark()
         self.high_watermark = min(hw, self.log.log_end_offset)
+        self.producers.on_high_watermark(self.high_watermark)
 
     def _advance_high_watermark(self, now_ms: int = 0) -> bool:
         """Kafka's ``maybeIncrementLeaderHW``: True when the high watermark moved."""
@@ -260,6 +249,7 @@ class PartitionReplica:
         new = max(self.high_watermark, new, self.log.log_start_offset)
         if new != self.high_watermark:
             self.high_watermark = new
+            self.producers.on_high_watermark(new)
             return True
         return False
 
@@ -413,18 +403,10 @@ class PartitionReplica:
         result = self.log.append(records, now_ms, assign_offsets=False, origin="replication")
         if result.error_code:
             return result
+        self.producer_log.after_append(self)
         self.epoch_cache.assign_all((b.partition_leader_epoch, b.base_offset) for b in batches)
         for batch in batches:
-            if batch.producer_id >= 0:
-                self.producers.observe(
-                    batch.producer_id,
-                    batch.producer_epoch,
-                    batch.base_sequence,
-                    batch.last_sequence,
-                    batch.base_offset,
-                    batch.last_offset,
-                    batch.max_timestamp,
-                )
+            self.producer_log.replay(self, batch)
         return result
 
     def follow_leader_offsets(self, leader_high_watermark: int, leader_log_start: int) -> None:
@@ -432,6 +414,7 @@ class PartitionReplica:
         log start follows the leader's (never above the HW)."""
         leo = self.log.log_end_offset
         self.high_watermark = max(min(leader_high_watermark, leo), self.log.log_start_offset)
+        self.producers.on_high_watermark(self.high_watermark)
         if leader_log_start > self.log.log_start_offset:
             self._move_log_start(min(leader_log_start, self.high_watermark))
 
@@ -454,6 +437,7 @@ class PartitionReplica:
         self.log.truncate_fully_and_start_at(offset, now_ms)
         self.epoch_cache.clear()
         self.producers = ProducerStates()
+        self.producer_log.prune(self.log)
         self.high_watermark = offset
 
     def _move_log_start(self, offset: int) -> None:
@@ -463,8 +447,21 @@ class PartitionReplica:
         self.producers.truncate_before(self.log.log_start_offset)
         self.epoch_cache.truncate_from_start(self.log.log_start_offset)
 
-    def append_as_leader(self, records: bytes, now_ms: int) -> ProduceOutcome:
-        """Validate, de-duplicate and append one produce request's records for this partition."""
+    def append_as_leader(
+        self,
+        records: bytes,
+        now_ms: int,
+        *,
+        require_verification: bool = False,
+        guard: int | None = None,
+        origin: AppendOrigin = "client",
+    ) -> ProduceOutcome:
+        """Validate, de-duplicate and append one produce request's records for this partition.
+
+        A transactional batch starting a transaction here must show the ``guard`` of its
+        verification with the coordinator (``require_verification``, KIP-890 part 1), else it is
+        refused with INVALID_TXN_STATE. A coordinator's batch (``origin``) has no sequence: only
+        its producer epoch is checked, as Kafka checks a ``COORDINATOR`` append."""
         if not self.is_leader:
             return ProduceOutcome(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         if self.recovering:
@@ -490,7 +487,12 @@ class PartitionReplica:
                 )
             if header.producer_id >= 0:
                 verdict = self.producers.check(
-                    header.producer_id, header.producer_epoch, header.base_sequence, header.last_sequence
+                    header.producer_id,
+                    header.producer_epoch,
+                    header.base_sequence,
+                    header.last_sequence,
+                    transactional=header.is_transactional,
+                    sequenced=origin == "client",
                 )
                 if verdict.error_code:
                     return ProduceOutcome(verdict.error_code, error_message=verdict.message)
@@ -501,8 +503,20 @@ class PartitionReplica:
                         log_start_offset=self.log.log_start_offset,
                         next_offset=verdict.duplicate.last_offset + 1,
                     )
+                if (
+                    require_verification
+                    and header.is_transactional
+                    and not self.producers.has_open_transaction(header.producer_id)
+                    and not self.producers.verified(header.producer_id, guard)
+                ):
+                    return ProduceOutcome(
+                        ErrorCode.INVALID_TXN_STATE,
+                        error_message="Record was not part of an ongoing transaction",
+                    )
                 producer = header
-        result: AppendResult = self.log.append(records, now_ms, leader_epoch=self.leadership.epoch)
+        result: AppendResult = self.log.append(
+            records, now_ms, leader_epoch=self.leadership.epoch, origin=origin
+        )
         if result.error_code:
             return ProduceOutcome(
                 result.error_code,
@@ -510,6 +524,7 @@ class PartitionReplica:
                 record_errors=result.record_errors,
                 work_bytes=result.work_bytes,
             )
+        self.producer_log.after_append(self)
         if producer is not None:
             self.producers.observe(
                 producer.producer_id,
@@ -519,6 +534,7 @@ class PartitionReplica:
                 result.base_offset,
                 result.last_offset,
                 now_ms if result.log_append_time >= 0 else producer.max_timestamp,
+                transactional=producer.is_transactional,
             )
         self._advance_high_watermark(now_ms)
         return ProduceOutcome(
@@ -528,6 +544,39 @@ class PartitionReplica:
             log_start_offset=self.log.log_start_offset,
             next_offset=result.last_offset + 1,
             work_bytes=result.work_bytes,
+        )
+
+    def append_marker(
+        self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool, now_ms: int
+    ) -> ProduceOutcome:
+        """Append a COMMIT or ABORT marker from the transaction coordinator (WriteTxnMarkers)."""
+        if not self.is_leader:
+            return ProduceOutcome(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        verdict = self.producers.check_marker(producer_id, producer_epoch, coordinator_epoch)
+        if verdict.error_code:
+            return ProduceOutcome(verdict.error_code, error_message=verdict.message)
+        marker = build_end_txn_marker(
+            commit,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            coordinator_epoch=coordinator_epoch,
+            timestamp=now_ms,
+        )
+        result = self.log.append(marker, now_ms, leader_epoch=self.leadership.epoch, origin="coordinator")
+        if result.error_code:
+            return ProduceOutcome(result.error_code, error_message=result.error_message)
+        self.producer_log.after_append(self)
+        completed = self.producers.observe_marker(
+            producer_id, producer_epoch, coordinator_epoch, result.base_offset, now_ms, commit=commit
+        )
+        if completed is not None and completed.aborted:
+            index_abort(self.log, self.producers, completed)
+        self._advance_high_watermark(now_ms)
+        return ProduceOutcome(
+            ErrorCode.NONE,
+            base_offset=result.base_offset,
+            log_start_offset=self.log.log_start_offset,
+            next_offset=result.last_offset + 1,
         )
 
     def read(
@@ -553,11 +602,13 @@ class PartitionReplica:
             limit = self.high_watermark
         if not to_log_end and buggify.hooks.planted("serve-above-hw"):
             limit = self.log.log_end_offset  # planted bug: consumers read uncommitted records
+        committed = isolation_level == READ_COMMITTED and not to_log_end
         base = FetchOutcome(
             ErrorCode.NONE,
             high_watermark=self.high_watermark,
             last_stable_offset=self.last_stable_offset,
             log_start_offset=self.log.log_start_offset,
+            aborted=() if committed else None,
         )
         if fetch_offset < self.log.log_start_offset or fetch_offset > self.log.log_end_offset:
             return FetchOutcome(
@@ -575,24 +626,11 @@ class PartitionReplica:
             return FetchOutcome(
                 result.error_code, base.high_watermark, base.last_stable_offset, base.log_start_offset
             )
+        aborted = tuple(aborted_transactions(self.log, fetch_offset, result)) if committed else None
         if zero_copy:
-            return FetchOutcome(
-                ErrorCode.NONE,
-                base.high_watermark,
-                base.last_stable_offset,
-                base.log_start_offset,
-                parts=result.parts,
-                size=result.size,
-            )
+            return replace(base, parts=result.parts, size=result.size, aborted=aborted)
         records = self.log.read_bytes(result)
-        return FetchOutcome(
-            ErrorCode.NONE,
-            base.high_watermark,
-            base.last_stable_offset,
-            base.log_start_offset,
-            records,
-            size=len(records),
-        )
+        return replace(base, records=records, size=len(records), aborted=aborted)
 
     def delete_records_before(self, offset: int) -> tuple[int, int]:
         """(error code, low watermark) for DeleteRecords; -1 means up to the high watermark."""
@@ -603,6 +641,7 @@ class PartitionReplica:
         if result.error_code:
             return result.error_code, -1
         self.producers.truncate_before(self.log.log_start_offset)
+        self.producer_log.prune(self.log)
         if self.registration is not None:
             self.epoch_cache.truncate_from_start(self.log.log_start_offset)
         return ErrorCode.NONE, self.log.log_start_offset

@@ -246,6 +246,9 @@ class TxnCoordinator:
                     ),
                 )
 
+        if (request.producer_id == NO_PRODUCER_ID) != (request.producer_epoch == NO_PRODUCER_EPOCH):
+            answer(ErrorCode.INVALID_REQUEST)  # KafkaApis checks this first
+            return
         transactional_id = request.transactional_id or ""
         timeout_ms = request.transaction_timeout_ms
         expected = (

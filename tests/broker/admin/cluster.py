@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from kafka_wire.broker.cluster_view import BrokerInfo, Endpoint, Outbound, PartitionState
 from kafka_wire.broker.metadata import TopicInfo
@@ -56,6 +56,9 @@ class FakeView:
 
     def partitions_of(self, topic: str) -> Sequence[PartitionState]:
         return [p for (t, _), p in sorted(self._partitions.items()) if t == topic]
+
+    def finalized_features(self) -> tuple[int, Mapping[str, int]]:
+        return -1, {}
 
     def send(self, outbound: Outbound) -> None:
         self.sent.append(outbound)

@@ -118,7 +118,7 @@ def test_activation_finalizes_metadata_version() -> None:
     h = Harness()
     h.register(1)
     assert isinstance(h.raft.records()[0], FeatureLevelRecord)
-    assert h.controller.committed.features == {"metadata.version": 21}
+    assert h.controller.committed.features == {"metadata.version": 21, "transaction.version": 2}
 
 
 def test_registration_epoch_is_the_offset_of_its_record_and_broker_starts_fenced() -> None:

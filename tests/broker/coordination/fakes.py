@@ -6,7 +6,7 @@ import itertools
 import logging
 import random
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kafka_wire.broker import BrokerConfig
@@ -67,6 +67,9 @@ class FakeCluster:
 
     def partitions_of(self, topic: str) -> Sequence[PartitionState]:
         return [p for (t, _), p in sorted(self.partitions.items()) if t == topic]
+
+    def finalized_features(self) -> tuple[int, Mapping[str, int]]:
+        return -1, {}
 
     def send(self, outbound: Outbound) -> None:
         self.sent.append(outbound)

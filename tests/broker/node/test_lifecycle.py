@@ -67,7 +67,7 @@ def test_registration_then_heartbeats_until_unfenced() -> None:
     assert [(e.name, e.host, e.port, e.security_protocol) for e in body.listeners] == [
         ("PLAINTEXT", "h4", 9100, 0)
     ]
-    assert {f.name for f in body.features} == {"metadata.version", "kraft.version"}
+    assert {f.name for f in body.features} == {"metadata.version", "kraft.version", "transaction.version"}
     assert life.next_deadline_ms() is None  # one request at a time
     fake.answer(BrokerRegistrationResponse(broker_epoch=17), 5)
     assert life.state is LifecycleState.RECOVERY and life.broker_epoch == 17

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kafka_wire.broker.broker import Broker
@@ -118,6 +118,10 @@ class FakeImage:
 
     def partitions_of(self, topic: str) -> Sequence[PartitionState]:
         return []
+
+    @property
+    def features(self) -> Mapping[str, int]:
+        return {}
 
     def topic_configs(self, topic: str) -> dict[str, str]:
         return dict(self.configs.get(topic, {}))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from kafka_wire.broker.apis import HANDLERS
@@ -86,6 +86,9 @@ class View:
 
     def partitions_of(self, topic: str) -> Sequence[PartitionState]:
         return [s for (t, _), s in sorted(self.net.registrations.items()) if t == topic]
+
+    def finalized_features(self) -> tuple[int, Mapping[str, int]]:
+        return -1, {}
 
     def send(self, outbound: Outbound) -> None:
         self.net.queue.append((self._node_id, outbound))

@@ -1,0 +1,195 @@
+"""The broker's coordinators, composed: the group coordinator (:mod:`.group_link`), the transaction
+coordinator (:mod:`.txn_link`), and the loopback that serves this node's requests to itself.
+
+``Broker`` hands every request of a coordinator API to :meth:`Coordinators.handle` and takes
+their answers from every call that may produce some (``handle``, ``tick``, ``poll``).
+:meth:`Coordinators.poll` runs after every engine call: it follows the leadership changes of
+``__consumer_offsets`` and ``__transaction_state`` the node applied, reports the writes whose
+replication settled, goes on with loads, tells the group coordinator of deleted topics and of the
+transaction markers ``__consumer_offsets`` partitions took, lets the marker channel send, and
+serves the loopback until nothing moves.
+
+The loopback (:class:`~kafka_wire.broker.local_link.LocalLink` over :meth:`_serve`): requests the
+broker's parts send to this very node (a transaction coordinator's markers for partitions it
+leads, a leader's verification with a coordinator it is) are served in-process, as Kafka serves
+them over a connection to itself: a coordinator API by the coordinators (their answer is kept
+for the request under the :data:`LOOPBACK_CONN` pseudo connection), another API by its handler.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Final
+
+from kafka_wire.broker.apis import GROUP_APIS, HANDLERS
+from kafka_wire.broker.config import BrokerConfig
+from kafka_wire.broker.effects import EffectSink
+from kafka_wire.broker.group_link import GroupAnswer, GroupLink
+from kafka_wire.broker.internal_topics import TRANSACTION_STATE_TOPIC
+from kafka_wire.broker.local_link import LocalLink
+from kafka_wire.broker.state import BrokerState, Context, Spliced, Waiting
+from kafka_wire.broker.timers import TimerQueue
+from kafka_wire.broker.txn.coordinator import TXN_API_KEYS
+from kafka_wire.broker.txn.verifier import TxnVerifier
+from kafka_wire.broker.txn_link import TxnLink
+from kafka_wire.codec.structs import Message
+from kafka_wire.messages import ApiKey, InitProducerIdRequest, RequestHeader
+from kafka_wire.protocol.events import Request
+
+#: The connection id the loopback's requests are answered on (no real connection has it).
+LOOPBACK_CONN: Final = -(2**62)
+#: The most rounds one poll serves the loopback (a round's answers may send more).
+_MAX_ROUNDS: Final = 16
+
+
+def is_coordinator_request(request: Request) -> bool:
+    """Whether the coordinators answer ``request`` (InitProducerId only with a transactional id:
+    without one any broker hands out a producer id)."""
+    key = request.api_key
+    if key == ApiKey.INIT_PRODUCER_ID:
+        body = request.body
+        return isinstance(body, InitProducerIdRequest) and body.transactional_id is not None
+    return key in GROUP_APIS or key in TXN_API_KEYS
+
+
+class _LoopbackAnswer:
+    """A coordinator's answer to a loopback request, once it comes."""
+
+    def __init__(self, answers: dict[int, Message], correlation_id: int, now_ms: int) -> None:
+        self._answers = answers
+        self._correlation_id = correlation_id
+        self.deadline_ms = now_ms + 30_000
+
+    def poll(self, now_ms: int) -> Message | None:
+        return self._answers.pop(self._correlation_id, None)
+
+
+class Coordinators:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        config: BrokerConfig,
+        state: BrokerState,
+        effects: EffectSink,
+        timers: TimerQueue,
+        log: logging.Logger,
+        *,
+        member_id_factory: Callable[[str], str] | None,
+        take_changes: Callable[[], list[tuple[str, int, bool]]],
+    ) -> None:
+        self._state = state
+        self._effects = effects
+        self._take_changes = take_changes
+        self.group = GroupLink(config, state, effects, timers, log, member_id_factory=member_id_factory)
+        producer_ids = state.producer_ids
+        self.txn = TxnLink(
+            config,
+            state,
+            effects,
+            timers,
+            log,
+            new_producer_id=lambda now: None if producer_ids is None else producer_ids.next_id(now),
+        )
+        state.txn_verifier = TxnVerifier(state.cluster)
+        self.loopback = LocalLink(self._serve)
+        self._loopback_answers: dict[int, Message] = {}
+        #: Answers for the broker's connections made while the loopback was served.
+        self._stray: list[GroupAnswer] = []
+        self._correlation = 0
+
+    @property
+    def waiting(self) -> int:
+        """Requests held unanswered (counted against ``queued.max.requests``)."""
+        return self.group.waiting + self.txn.waiting
+
+    def handle(self, conn_id: int, request: Request, client_host: str, now_ms: int) -> list[GroupAnswer]:
+        if request.api_key in GROUP_APIS:
+            return self._route(self.group.handle(conn_id, request, client_host, now_ms))
+        return self._route(self.txn.handle(conn_id, request, now_ms))
+
+    def tick(self, now_ms: int) -> list[GroupAnswer]:
+        return self._route(self.group.tick(now_ms) + self.txn.tick(now_ms))
+
+    def poll(self, now_ms: int) -> list[GroupAnswer]:
+        """Everything that moves after an engine call (see the module docstring)."""
+        group, txn, state = self.group, self.txn, self._state
+        answers: list[GroupAnswer] = []
+        if state.deleted_topics:
+            deleted, state.deleted_topics = state.deleted_topics, []
+            answers += group.topics_deleted(deleted, now_ms)
+        for topic, partition, led in self._take_changes():
+            if topic == TRANSACTION_STATE_TOPIC:
+                answers += (
+                    txn.partition_led(partition, now_ms) if led else txn.partition_lost(partition, now_ms)
+                )
+            else:
+                answers += (
+                    group.partition_led(partition, now_ms) if led else group.partition_lost(partition, now_ms)
+                )
+        for _ in range(_MAX_ROUNDS):
+            if state.txn_offsets_ended:
+                ended, state.txn_offsets_ended = state.txn_offsets_ended, []
+                answers += group.transactions_ended(ended, now_ms)
+            answers += group.poll(now_ms) + txn.poll(now_ms)
+            if not self.loopback.pump(now_ms) and not state.txn_offsets_ended:
+                break
+        answers, self._stray = self._stray + answers, []
+        return self._route(answers)
+
+    def next_deadline_ms(self) -> int | None:
+        if self._stray:
+            return 0
+        deadlines = [
+            d
+            for d in (
+                self.group.next_deadline_ms(),
+                self.txn.next_deadline_ms(),
+                self.loopback.next_deadline_ms(),
+            )
+            if d is not None
+        ]
+        return min(deadlines) if deadlines else None
+
+    def forget(self, conn_id: int) -> None:
+        self.group.forget(conn_id)
+        self.txn.forget(conn_id)
+
+    def clear(self) -> None:
+        self.group.clear()
+        self.txn.clear()
+        self.loopback.close()
+
+    # -- the loopback ------------------------------------------------------------------------------
+
+    def _serve(self, api_key: int, api_version: int, body: Message, now_ms: int) -> Message | Waiting:
+        self._correlation += 1
+        header = RequestHeader(
+            request_api_key=api_key,
+            request_api_version=api_version,
+            correlation_id=self._correlation,
+            client_id="kafka-wire-loopback",
+        )
+        request = Request(header=header, body=body)
+        if is_coordinator_request(request):
+            self._stray += self.handle(LOOPBACK_CONN, request, "", now_ms)
+            return _LoopbackAnswer(self._loopback_answers, self._correlation, now_ms)
+        ctx = Context(
+            state=self._state, effects=self._effects, conn_id=LOOPBACK_CONN, request=request, now_ms=now_ms
+        )
+        result = HANDLERS[api_key](ctx, body)
+        if isinstance(result, Spliced):
+            return result.body
+        answer: Message | Waiting = result
+        return answer
+
+    def _route(self, answers: list[GroupAnswer]) -> list[GroupAnswer]:
+        """Keep the loopback's answers; the rest are for the broker's connections."""
+        out = []
+        for answer in answers:
+            if answer[0] == LOOPBACK_CONN:
+                self._loopback_answers[answer[1].correlation_id] = answer[2]
+            else:
+                out.append(answer)
+        return out
