@@ -347,9 +347,12 @@ class Node:
         return changes
 
     def begin_shutdown(self, now_ms: int) -> None:
+        """A controlled shutdown; none for the only broker registered (a single node): its
+        leaderships have nowhere to move, and its restart replaces its registration at once."""
         self._now_ms = now_ms
         if self.lifecycle is not None:
-            self.lifecycle.begin_shutdown(now_ms)
+            alone = [b.node_id for b in self.parts.image.brokers()] == [self.config.node_id]
+            self.lifecycle.begin_shutdown(now_ms, controlled=not alone)
             self.lifecycle.tick(now_ms)
         self._pump(now_ms)
 

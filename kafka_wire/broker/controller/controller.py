@@ -159,8 +159,9 @@ class QuorumController:
         }
         self._active_epoch: int | None = None
         self._last_proposed = -1
-        #: Last offsets of the batches proposed in this leadership and not yet replayed.
-        self._proposed: set[int] = set()
+        #: The batches proposed in this leadership and not yet replayed, by last offset, with
+        #: their bytes: a replay of the same bytes needs no decoding.
+        self._proposed: dict[int, tuple[list[Message], list[bytes]]] = {}
         self._next_rebalance_ms: int | None = None
         self._bytes_since_snapshot = 0
 
@@ -223,11 +224,12 @@ class QuorumController:
     def replay(self, offset: int, records: Sequence[bytes], now_ms: int = 0) -> MetadataDelta:
         """Apply a committed batch (its last record at ``offset``); ``DecodeError`` on bytes that
         are no metadata record."""
-        decoded = [decode_record(r) for r in records]
+        proposed = self._proposed.pop(offset, None)
+        if proposed is not None and proposed[1] != list(records):
+            proposed = None  # another leader's batch at that offset: ours was truncated
+        decoded = proposed[0] if proposed is not None else [decode_record(r) for r in records]
         delta = self.committed.apply_batch(offset, decoded)
-        if offset in self._proposed:
-            self._proposed.discard(offset)  # applied to the parts when proposed
-        else:
+        if proposed is None:
             self._apply_to_parts(decoded)
             self.applied_offset = max(self.applied_offset, offset)
         self.committed_offset = max(self.committed_offset, offset)
@@ -251,13 +253,14 @@ class QuorumController:
     def propose(self, records: list[Message], now_ms: int) -> int | None:
         if not records:
             return self._last_proposed
-        last = self.raft.append([encode_record(r) for r in records], now_ms)
+        encoded = [encode_record(r) for r in records]
+        last = self.raft.append(encoded, now_ms)
         if last is None:
             return None
         self._apply_to_parts(records)
         self.applied_offset = max(self.applied_offset, last)
         self._last_proposed = last
-        self._proposed.add(last)
+        self._proposed[last] = (records, encoded)
         return last
 
     def _answer_when_committed(self, result: ControllerResult, now_ms: int) -> Message | Waiting:
