@@ -1,11 +1,13 @@
 """``PeerLinks``: this node's connections to other nodes, one per (node id, listener, channel).
 
-Four channels, as Kafka keeps separate connections for its raft client and replica fetchers and
+Six channels, as Kafka keeps separate connections for its raft client and replica fetchers and
 one per controller channel manager: Fetch and the KRaft RPCs (Vote, BeginQuorumEpoch,
 EndQuorumEpoch, FetchSnapshot) go on the ``quorum`` channel; BrokerRegistration and
 BrokerHeartbeat on ``heartbeat`` (Kafka's ``BrokerLifecycleManager`` channel); AlterPartition on
-``alter-partition`` (``AlterPartitionManager``'s); every other request on ``requests`` (Kafka's
-``forwarding`` channel). A server reads a connection one request at a time, so a long-polling
+``alter-partition`` (``AlterPartitionManager``'s); a transaction coordinator's WriteTxnMarkers on
+``txn-markers`` (Kafka's ``TransactionMarkerChannelManager``) and a partition leader's
+AddPartitionsToTxn on ``txn-verify`` (``AddPartitionsToTxnManager``); every other request on
+``requests`` (Kafka's ``forwarding`` channel). A server reads a connection one request at a time, so a long-polling
 Fetch held there must not keep a request that waits for the data that Fetch brings (a
 BrokerRegistration answered once committed) from being read; and a request the controller holds
 until its records commit (an AlterPartition while the quorum cannot commit) must not keep the
@@ -77,6 +79,8 @@ CHANNEL_OF_API: Final[Mapping[int, str]] = {
     ApiKey.BROKER_REGISTRATION: "heartbeat",
     ApiKey.BROKER_HEARTBEAT: "heartbeat",
     ApiKey.ALTER_PARTITION: "alter-partition",
+    ApiKey.WRITE_TXN_MARKERS: "txn-markers",
+    ApiKey.ADD_PARTITIONS_TO_TXN: "txn-verify",
 }
 
 
