@@ -1,0 +1,78 @@
+"""Real clients run transactions that commit and abort, with offsets sent to them, against
+``kafka-wire serve`` (one node, and a 3-node cluster) and, with the same test, against Apache
+Kafka 4.4 (one node, and a 3-node cluster): a read_committed consumer of each client sees exactly
+the committed records in order, a read_uncommitted one all of them, and the group's offset is the
+last committed transaction's (``clients/common.py`` has the scenario)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # not in its stubs' exports
+
+from tests.cluster.harness import LocalCluster
+from tests.e2e.apache_kafka import apache_kafka, apache_kafka_cluster, start_cluster
+from tests.e2e.brokers import kafka_wire
+from tests.txn.harness import CLIENTS, Client, check, run_scenario
+
+TARGETS = ("kafka_wire", "kafka_wire_cluster", "apache_kafka", "apache_kafka_cluster")
+
+
+class Target:
+    """A running broker or cluster: its bootstrap and how many replicas its topics get."""
+
+    def __init__(self, bootstrap: str, replicas: int) -> None:
+        self.bootstrap = bootstrap
+        self.replicas = replicas
+
+    def create(self, *topics: tuple[str, int]) -> None:
+        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        futures = admin.create_topics(
+            [NewTopic(name, partitions, self.replicas) for name, partitions in topics], request_timeout=60
+        )
+        for future in futures.values():
+            future.result(timeout=60)
+
+
+@pytest.fixture(scope="module", params=TARGETS)
+def target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
+    name: str = request.param
+    workdir: Path = tmp_path_factory.mktemp(name)
+    if name == "kafka_wire":
+        broker = kafka_wire(workdir)
+        broker.start()
+        try:
+            yield Target(broker.bootstrap, 1)
+        finally:
+            broker.close()
+    elif name == "apache_kafka":
+        node = apache_kafka(workdir)
+        node.start()
+        try:
+            yield Target(node.bootstrap, 1)
+        finally:
+            node.close()
+    elif name == "kafka_wire_cluster":
+        cluster = LocalCluster(workdir, 3)
+        try:
+            cluster.start_all()
+            yield Target(cluster.bootstrap, 3)
+        finally:
+            cluster.close()
+    else:
+        nodes = apache_kafka_cluster(workdir, 3)
+        try:
+            start_cluster(nodes)
+            yield Target(",".join(n.bootstrap for n in nodes), 3)
+        finally:
+            for node in nodes:
+                node.close()
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_transactions_commit_and_abort_with_offsets(target: Target, client: Client) -> None:
+    topic = f"txn-{client}"
+    target.create((topic, 2), (f"{topic}-src", 1))
+    check(run_scenario(client, target.bootstrap, topic=topic, source=f"{topic}-src"))
