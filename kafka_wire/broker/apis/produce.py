@@ -15,6 +15,8 @@ closes the connection).
 The partitions are appended in request order, in slices of the work budget (see
 ``kafka_wire.broker.work``): a request of many large or compressed batches yields to other
 connections between partitions, and its answer comes after the last one.
+An error answer's offsets are -1 (the log start too, unless records were refused), as Kafka answers. By topic id (v13), an unknown id is UNKNOWN_TOPIC_ID, an
+unknown partition of a known topic UNKNOWN_TOPIC_OR_PARTITION.
 Version notes: v13 names topics by id; ``log_start_offset`` from v5, ``record_errors`` and
 ``error_message`` from v8.
 """
@@ -118,13 +120,18 @@ def _append(
 ) -> tuple[ProduceResponsePartitionProduceResponse, int, int]:
     """One partition's answer, the decoding work its append did, and the offset after the
     appended batch (-1: nothing appended)."""
-    result = ProduceResponsePartitionProduceResponse(index=data.index)
+    # An error answer has no offsets (Kafka's).
+    result = ProduceResponsePartitionProduceResponse(
+        index=data.index, base_offset=-1, log_append_time_ms=-1, log_start_offset=-1
+    )
     replica = state.replica(topic.name, data.index) if topic is not None else None
     clustered = state.cluster is not None
     if acks not in VALID_ACKS:
         result.error_code = ErrorCode.INVALID_REQUIRED_ACKS
-    elif replica is None or topic is None:
+    elif topic is None:
         result.error_code = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    elif replica is None:
+        result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     elif is_internal(topic.name):
         result.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
         result.error_message = f"Cannot append to internal topic {topic.name}"
@@ -149,9 +156,13 @@ def _append(
         outcome = replica.append_as_leader(bytes(data.records), now_ms)
         state.touch(replica)
         result.error_code = outcome.error_code
-        result.base_offset = outcome.base_offset
-        result.log_append_time_ms = outcome.log_append_time_ms
-        result.log_start_offset = outcome.log_start_offset
+        if not outcome.error_code:
+            result.base_offset = outcome.base_offset
+            result.log_append_time_ms = outcome.log_append_time_ms
+            result.log_start_offset = outcome.log_start_offset
+        elif outcome.record_errors:
+            # Refused records name the log start, as Kafka's RecordValidationException answer does.
+            result.log_start_offset = replica.log_start_offset
         result.error_message = outcome.error_message
         result.record_errors = [
             ProduceResponseBatchIndexAndErrorMessage(
