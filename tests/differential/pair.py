@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, TypeVar
+from uuid import UUID
 
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
@@ -110,6 +111,20 @@ class Pair:
         self.judge(a, b, f"{type(request).__name__} v{version}", rules, ordered=ordered)
         return a, b
 
+    def check_each(
+        self,
+        make: Callable[[Peer], Asks[R]],
+        version: int,
+        rules: Iterable[Rule] = (),
+        *,
+        ordered: Sequence[str] = (),
+    ) -> tuple[R, R]:
+        """Like :meth:`check`, with each broker's own request: ``make(peer)`` puts in what each
+        chose itself (topic ids, producer ids, fetch session ids); the rest must be the same."""
+        a, b = (peer.request(make(peer), version) for peer in (self.kafka, self.kafka_wire))
+        self.judge(a, b, f"{type(a).__name__.replace('Response', 'Request')} v{version}", rules, ordered=ordered)
+        return a, b
+
     def judge(
         self,
         a: Any,
@@ -161,6 +176,14 @@ class Pair:
             code = response.topics[0].error_code
             assert code == ErrorCode.NONE, f"{peer.side.name}: creating {name}: error {code}"
         self.wait_for_leaders(name, partitions)
+
+    def topic_ids(self, topic: str) -> dict[str, UUID]:
+        """Each broker's id of ``topic``, by the broker's side name."""
+        request = MetadataRequest(topics=[MetadataRequestTopic(name=topic)], allow_auto_topic_creation=False)
+        return {
+            peer.side.name: peer.request(request, METADATA_VERSION).topics[0].topic_id
+            for peer in (self.kafka, self.kafka_wire)
+        }
 
     def wait_for_leaders(self, topic: str, partitions: int) -> None:
         request = MetadataRequest(topics=[MetadataRequestTopic(name=topic)], allow_auto_topic_creation=False)
