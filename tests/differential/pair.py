@@ -42,6 +42,8 @@ class Asks(Protocol[R_co]):
     """A request message: it names its response class (every generated request does)."""
 
     def response_class(self) -> type[R_co]: ...
+
+
 #: How long a broker may take to show a change it acknowledged (a topic's leader in Metadata).
 SETTLE_TIMEOUT_S: Final = 15.0
 CREATE_TOPICS_VERSION: Final = 7
@@ -122,7 +124,9 @@ class Pair:
         """Like :meth:`check`, with each broker's own request: ``make(peer)`` puts in what each
         chose itself (topic ids, producer ids, fetch session ids); the rest must be the same."""
         a, b = (peer.request(make(peer), version) for peer in (self.kafka, self.kafka_wire))
-        self.judge(a, b, f"{type(a).__name__.replace('Response', 'Request')} v{version}", rules, ordered=ordered)
+        self.judge(
+            a, b, f"{type(a).__name__.replace('Response', 'Request')} v{version}", rules, ordered=ordered
+        )
         return a, b
 
     def judge(

@@ -36,7 +36,11 @@ INIT_PRODUCER_ID_VERSION: Final = 5
 #: What differs in records read back: producer ids (each broker hands out its own), so the CRC of
 #: an idempotent batch; the time a LogAppendTime topic stamps.
 RECORDS_RULES: Final = (
-    Rule("*records.batches[].producer_id", lambda v, s: v if v < 0 else "<producer id>", "each broker's own ids"),
+    Rule(
+        "*records.batches[].producer_id",
+        lambda v, s: v if v < 0 else "<producer id>",
+        "each broker's own ids",
+    ),
     Rule("*records.batches[].crc", ignored, "covers the producer id; the broker checked it on append"),
     Rule("*log_append_time_ms", clock, "each broker's clock"),
     Rule("*records.batches[].max_timestamp", ignored, "LogAppendTime batches carry each broker's clock"),
@@ -53,6 +57,7 @@ def batch(
     key: bytes | None = b"k",
     timestamp_ms: int | None = None,
     producer_id: int = -1,
+    epoch: int = 0,
     sequence: int = -1,
     compression: str = "none",
     value_size: int = 10,
@@ -60,14 +65,16 @@ def batch(
     """``count`` records (keys ``k0``.., values of ``value_size`` bytes) at ``timestamp_ms``."""
     at = now_ms() if timestamp_ms is None else timestamp_ms
     records = [
-        NewRecord(None if key is None else key + str(i).encode(), bytes([65 + i % 26]) * value_size, (), at + i)
+        NewRecord(
+            None if key is None else key + str(i).encode(), bytes([65 + i % 26]) * value_size, (), at + i
+        )
         for i in range(count)
     ]
     return build_batch(
         records,
         compression=compression,
         producer_id=producer_id,
-        producer_epoch=0 if producer_id >= 0 else -1,
+        producer_epoch=epoch if producer_id >= 0 else -1,
         base_sequence=sequence,
     )
 
@@ -113,7 +120,9 @@ def fetch(
     partitions = [
         FetchRequestPartition(partition=p, fetch_offset=o, partition_max_bytes=max_bytes) for p, o in offsets
     ]
-    topics = [FetchRequestTopic(topic=topic if topic_id is None else "", partitions=partitions)] if offsets else []
+    topics = (
+        [FetchRequestTopic(topic=topic if topic_id is None else "", partitions=partitions)] if offsets else []
+    )
     if topic_id is not None and topics:
         topics[0].topic_id = topic_id
     return FetchRequest(
@@ -137,7 +146,9 @@ def producer_id(peer: Peer) -> int:
         answer = peer.request(request, INIT_PRODUCER_ID_VERSION)
         if answer.error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
             return False
-        assert answer.error_code == ErrorCode.NONE, f"{peer.side.name}: InitProducerId error {answer.error_code}"
+        assert answer.error_code == ErrorCode.NONE, (
+            f"{peer.side.name}: InitProducerId error {answer.error_code}"
+        )
         answers.append(answer.producer_id)
         return True
 

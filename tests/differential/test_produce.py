@@ -58,10 +58,28 @@ CASES: Final[dict[str, tuple[str, Batches, int, int, int]]] = {
     "unknown partition": ("pr-plain", lambda: [batch()], -1, 7, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
     "compacted with keys": ("pr-compact", lambda: [batch()], -1, 0, ErrorCode.NONE),
     "compacted without a key": ("pr-compact", lambda: [batch(key=None)], -1, 0, ErrorCode.INVALID_RECORD),
-    "over max.message.bytes": ("pr-small", lambda: [batch(value_size=2000)], -1, 0, ErrorCode.MESSAGE_TOO_LARGE),
+    "over max.message.bytes": (
+        "pr-small",
+        lambda: [batch(value_size=2000)],
+        -1,
+        0,
+        ErrorCode.MESSAGE_TOO_LARGE,
+    ),
     "under max.message.bytes": ("pr-small", lambda: [batch(value_size=100)], -1, 0, ErrorCode.NONE),
-    "too old": ("pr-before", lambda: [batch(timestamp_ms=now_ms() - 2 * HOUR_MS)], -1, 0, ErrorCode.INVALID_TIMESTAMP),
-    "too new": ("pr-plain", lambda: [batch(timestamp_ms=now_ms() + 2 * HOUR_MS)], -1, 0, ErrorCode.INVALID_TIMESTAMP),
+    "too old": (
+        "pr-before",
+        lambda: [batch(timestamp_ms=now_ms() - 2 * HOUR_MS)],
+        -1,
+        0,
+        ErrorCode.INVALID_TIMESTAMP,
+    ),
+    "too new": (
+        "pr-plain",
+        lambda: [batch(timestamp_ms=now_ms() + 2 * HOUR_MS)],
+        -1,
+        0,
+        ErrorCode.INVALID_TIMESTAMP,
+    ),
     "old enough": ("pr-before", lambda: [batch(timestamp_ms=now_ms() - HOUR_MS // 2)], -1, 0, ErrorCode.NONE),
     "log append time": ("pr-append-time", lambda: [batch()], -1, 0, ErrorCode.NONE),
 }
@@ -73,24 +91,21 @@ def topics(pair_module: Pair) -> None:
         pair_module.create_topic(name, configs=configs)
 
 
-def by_version(topic: str, version: int, make: Callable[[str | None], ProduceRequest]) -> Callable[[Peer], ProduceRequest]:
-    """Each broker's Produce: by topic id from v13 (``make`` gets None for the name), else by name."""
+def by_version(
+    pair: Pair, topic: str, version: int, make: Callable[[str], ProduceRequest]
+) -> Callable[[Peer], ProduceRequest]:
+    """Each broker's Produce of ``make(name)``: by name before v13, by that broker's topic id from
+    v13."""
+    ids = pair.topic_ids(topic) if version >= 13 else {}
 
     def request(peer: Peer) -> ProduceRequest:
         if version < 13:
             return make(topic)
-        found = make(None)
-        found.topic_data[0].topic_id = peer_topic_id(peer, topic)
+        found = make("")
+        found.topic_data[0].topic_id = ids[peer.side.name]
         return found
 
     return request
-
-
-def peer_topic_id(peer: Peer, topic: str) -> object:
-    from kafka_wire.messages import MetadataRequest, MetadataRequestTopic
-
-    answer = peer.request(MetadataRequest(topics=[MetadataRequestTopic(name=topic)], allow_auto_topic_creation=False), 12)
-    return answer.topics[0].topic_id
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -98,7 +113,7 @@ def peer_topic_id(peer: Peer, topic: str) -> object:
 def test_produce(pair: Pair, topics: None, case: str, version: int) -> None:
     topic, batches, acks, partition, error = CASES[case]
     data = batches()  # the same bytes to both
-    make = by_version(topic, version, lambda name: produce(name or "", *data, partition=partition, acks=acks))
+    make = by_version(pair, topic, version, lambda name: produce(name, *data, partition=partition, acks=acks))
     kafka, _ = pair.check_each(make, version, RECORDS_RULES)
     assert kafka.responses[0].partition_responses[0].error_code == error
 
@@ -121,7 +136,11 @@ def test_acks_0_then_read_back(pair: Pair, topics: None) -> None:
         peer.connection.send_only(produce("pr-acks0", data, acks=0), 9)
     latest = ListOffsetsRequest(
         replica_id=-1,
-        topics=[ListOffsetsRequestTopic(name="pr-acks0", partitions=[ListOffsetsRequestPartition(partition_index=0, timestamp=-1)])],
+        topics=[
+            ListOffsetsRequestTopic(
+                name="pr-acks0", partitions=[ListOffsetsRequestPartition(partition_index=0, timestamp=-1)]
+            )
+        ],
     )
     for peer in (pair.kafka, pair.kafka_wire):
 
@@ -153,13 +172,14 @@ def test_idempotent_sequences(pair: Pair, version: int) -> None:
 
         def make(peer: Peer, epoch: int | None = epoch, sequence: int = sequence) -> ProduceRequest:
             pid = ids[peer.side.name] + (0 if epoch is not None else 1000)
-            data = bytearray(batch(3, producer_id=pid, sequence=sequence, timestamp_ms=at))
-            data = _with_epoch(bytes(data), epoch or 0)
-            return by_version(topic, version, lambda name: produce(name or "", data))(peer)
+            data = batch(3, producer_id=pid, epoch=epoch or 0, sequence=sequence, timestamp_ms=at)
+            return by_version(pair, topic, version, lambda name: produce(name, data))(peer)
 
         kafka, _ = pair.check_each(make, version, RECORDS_RULES)
         assert kafka.responses[0].partition_responses[0].error_code == error, (epoch, sequence)
-    describe = DescribeProducersRequest(topics=[DescribeProducersRequestTopicRequest(name=topic, partition_indexes=[0, 3])])
+    describe = DescribeProducersRequest(
+        topics=[DescribeProducersRequestTopicRequest(name=topic, partition_indexes=[0, 3])]
+    )
     pair.check(describe, 0, PRODUCER_RULES)
     pair.check(fetch(topic, [(0, 0)]), 12, RECORDS_RULES)
 
@@ -170,14 +190,3 @@ PRODUCER_RULES: Final = (
     Rule("*last_timestamp", clock, "the batch's timestamp: the same here, but compared as a time"),
     Rule("*coordinator_epoch", ignored, "no transactions"),
 )
-
-
-def _with_epoch(data: bytes, epoch: int) -> bytes:
-    """The batch with producer epoch ``epoch`` (and its CRC recomputed)."""
-    from kafka_wire.records.crc import crc32c
-
-    epoch_at, attributes_at = 51, 21
-    out = bytearray(data)
-    out[epoch_at : epoch_at + 2] = epoch.to_bytes(2, "big", signed=True)
-    out[17:21] = crc32c(bytes(out[attributes_at:])).to_bytes(4, "big")
-    return bytes(out)
