@@ -1,9 +1,11 @@
 """Fixtures of the cluster tests: a :class:`~tests.cluster.harness.LocalCluster` per test.
 
 ``cluster_factory(overrides)`` builds (does not start) a three-node cluster in the test's temp
-dir; every cluster it built is SIGKILLed at the end of the test whatever happened. When a test
-fails (or its setup does), the tail of each node's stderr and stdout is added to the failure's
-report as a "node logs" section.
+dir; every cluster it built is SIGKILLed at the end of the test whatever happened.
+``module_cluster`` is one started three-node cluster shared by the tests of a module (each test
+uses topics of its own), SIGKILLed after the module's last test. When a test fails (or its setup
+does), the tail of each node's stderr and stdout of the clusters it used is added to the
+failure's report as a "node logs" section.
 """
 
 from __future__ import annotations
@@ -27,7 +29,10 @@ def pytest_runtest_makereport(
     """A failed setup or test shows the end of every node's output."""
     report = yield
     if report.failed and report.when in ("setup", "call"):
-        for cluster in item.stash.get(_CLUSTERS, []):
+        used: list[LocalCluster] = [*item.stash.get(_CLUSTERS, [])]
+        arguments = getattr(item, "funcargs", {})
+        used += [c for c in arguments.values() if isinstance(c, LocalCluster) and c not in used]
+        for cluster in used:
             report.sections.append((f"node logs ({cluster.workdir.name})", cluster.log_tails()))
     return report
 
@@ -56,3 +61,14 @@ def cluster(cluster_factory: ClusterFactory) -> LocalCluster:
     started = cluster_factory()
     started.start_all()
     return started
+
+
+@pytest.fixture(scope="module")
+def module_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """A started three-node cluster with the default settings, shared by a module's tests."""
+    cluster = LocalCluster(tmp_path_factory.mktemp("module-cluster") / "cluster-0")
+    try:
+        cluster.start_all()
+        yield cluster
+    finally:
+        cluster.close()

@@ -377,7 +377,7 @@ def test_consumers_never_see_above_the_high_watermark_and_only_read_from_the_lea
     data = client_fetch(leader, net.now_ms)
     assert data.high_watermark == 1
     assert [r.value for r in read_records(bytes(data.records or b""))] == [b"a"]
-    elsewhere = client_fetch(net.nodes[2], net.now_ms)
+    elsewhere = client_fetch(net.nodes[2], net.now_ms, version=16)
     assert elsewhere.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert (elsewhere.current_leader.leader_id, elsewhere.current_leader.leader_epoch) == (1, 0)
 
