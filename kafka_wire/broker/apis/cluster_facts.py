@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from kafka_wire.broker.cluster_view import BrokerInfo, ClusterView, Endpoint
 from kafka_wire.broker.state import BrokerState, Context
+from kafka_wire.messages import ErrorCode
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +83,15 @@ def current_leader(state: BrokerState, listener: str, topic: str, partition: int
         leader_id, leader_epoch = -1, -1
     node = next((b for b in brokers_on(state, listener) if b.node_id == leader_id), None)
     return CurrentLeader(leader_id, leader_epoch, node)
+
+
+def missing_replica_error(state: BrokerState, topic: str, partition: int) -> int:
+    """The error for a partition this node holds no replica of (Kafka's ``getPartitionOrError``):
+    NOT_LEADER_OR_FOLLOWER when the cluster's metadata has it elsewhere (the client's metadata is
+    stale), UNKNOWN_TOPIC_OR_PARTITION otherwise."""
+    if state.cluster is not None and state.cluster.partition(topic, partition) is not None:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
 def reachable(view: ClusterView, node_id: int, listener: str) -> Endpoint | None:

@@ -33,7 +33,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Final
 
-from kafka_wire.broker.apis.cluster_facts import LiveBroker, current_leader
+from kafka_wire.broker.apis.cluster_facts import LiveBroker, current_leader, missing_replica_error
 from kafka_wire.broker.apis.list_offsets import epoch_error
 from kafka_wire.broker.effects import FileRegion
 from kafka_wire.broker.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, FetchSession, SessionPartition
@@ -161,12 +161,6 @@ def handle(ctx: Context, request: FetchRequest) -> FetchResponse | Spliced | Fet
     return wait if response is None else response
 
 
-def _registered_elsewhere(state: BrokerState, topic: str, partition: int) -> bool:
-    """A partition of the cluster that this node holds no replica of: Kafka's broker answers
-    NOT_LEADER_OR_FOLLOWER for it (the client's metadata is stale), not an unknown partition."""
-    return state.cluster is not None and state.cluster.partition(topic, partition) is not None
-
-
 def _read_from(topic: TopicInfo | None, replica: PartitionReplica | None) -> tuple[object, ...]:
     """What a poll's outcome for a partition depends on (see ``FetchWait._unchanged``; the topic
     and the replica are compared by identity there)."""
@@ -247,13 +241,14 @@ class FetchWait:
             topic = state.topic_with_id(item.topic_id) if by_id else state.topic_named(item.key)
             replica = state.replica(topic.name, item.partition) if topic is not None else None
             if replica is None:
-                if topic is not None and _registered_elsewhere(state, topic.name, item.partition):
-                    data.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
-                    data.aborted_transactions = None
-                else:
+                if topic is None:
                     data.error_code = (
                         ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                     )
+                else:
+                    data.error_code = missing_replica_error(state, topic.name, item.partition)
+                    if data.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                        data.aborted_transactions = None
             elif error := epoch_error(item.current_leader_epoch, replica.leader_epoch):
                 data.error_code = error
                 data.aborted_transactions = None
