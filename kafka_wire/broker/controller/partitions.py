@@ -20,6 +20,7 @@ from kafka_wire.broker.controller.settings import (
     ELECTION_UNCLEAN,
 )
 from kafka_wire.broker.controller.topics import assignment_problem
+from kafka_wire.broker.error_answers import failure_answer
 from kafka_wire.broker.state import Waiting
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
@@ -32,6 +33,7 @@ from kafka_wire.messages import (
     AlterPartitionResponse,
     AlterPartitionResponsePartitionData,
     AlterPartitionResponseTopicData,
+    ApiKey,
     ElectLeadersRequest,
     ElectLeadersResponse,
     ElectLeadersResponsePartitionResult,
@@ -176,7 +178,11 @@ def elect_leaders(
         ]
     )
     return c.answer_when_committed(
-        records, lambda: response, lambda code: ElectLeadersResponse(error_code=code), now_ms, req.timeout_ms
+        records,
+        lambda: response,
+        lambda code: failure_answer(ApiKey.ELECT_LEADERS, req, code),
+        now_ms,
+        req.timeout_ms,
     )
 
 
@@ -225,7 +231,7 @@ def alter_partition_reassignments(
     return c.answer_when_committed(
         records,
         lambda: response,
-        lambda code: AlterPartitionReassignmentsResponse(error_code=code),
+        lambda code: failure_answer(ApiKey.ALTER_PARTITION_REASSIGNMENTS, req, code),
         now_ms,
         req.timeout_ms,
     )
