@@ -9,8 +9,8 @@ has no leader, the leader has no such endpoint, or the topic does not exist yet 
 asks the controller to create it, and clients retry). Transaction coordinators (key type 1) are not
 available yet (COORDINATOR_NOT_AVAILABLE).
 Version notes: v0-v3 ask for one key, and their answer's ``error_message`` (v1+) says why or,
-on success, "NONE" (as Kafka's); v4+ ask for a batch in ``coordinator_keys``, answered without
-messages (as Kafka's).
+on success, "NONE" (as Kafka's); v4+ ask for a batch in ``coordinator_keys``, answered with
+empty messages (as Kafka's).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def handle(ctx: Context, request: FindCoordinatorRequest) -> FindCoordinatorResp
         coordinators.append(entry)
     if ctx.api_version >= 4:
         for entry in coordinators:
-            entry.error_message = None  # Kafka's v4+ coordinators carry no message
+            entry.error_message = ""  # Kafka's v4+ coordinators leave it at its default
         return FindCoordinatorResponse(coordinators=coordinators)
     [only] = coordinators
     return FindCoordinatorResponse(

@@ -194,7 +194,7 @@ def _elect_one(
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such topic-partition {topic}-{index}"
     if unclean:
         if p.leader != NO_LEADER:
-            return ErrorCode.ELECTION_NOT_NEEDED, None
+            return ErrorCode.ELECTION_NOT_NEEDED, ErrorCode.ELECTION_NOT_NEEDED.description
         record = c.change(p, records, election=Election.UNCLEAN)
         if record is None or record.leader == NO_LEADER:
             return (
@@ -203,7 +203,7 @@ def _elect_one(
             )
         return ErrorCode.NONE, None
     if p.replicas and p.leader == p.replicas[0]:
-        return ErrorCode.ELECTION_NOT_NEEDED, None
+        return ErrorCode.ELECTION_NOT_NEEDED, ErrorCode.ELECTION_NOT_NEEDED.description
     candidate: list[Message] = []
     record = c.change(p, candidate, election=Election.PREFERRED)
     if record is None or record.leader != p.replicas[0]:
@@ -227,7 +227,7 @@ def alter_partition_reassignments(
                     partition_index=part.partition_index, error_code=code, error_message=message
                 )
             )
-    response = AlterPartitionReassignmentsResponse(responses=responses)
+    response = AlterPartitionReassignmentsResponse(error_message=None, responses=responses)
     return c.answer_when_committed(
         records,
         lambda: response,
@@ -242,10 +242,10 @@ def _reassign_one(
 ) -> tuple[int, str | None]:
     p = c.image.partition(topic, index)
     if p is None:
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find partition {topic}-{index}"
     if target is None:  # cancel: back to the original replicas
         if not p.adding_replicas and not p.removing_replicas:
-            return ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, None
+            return ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, ErrorCode.NO_REASSIGNMENT_IN_PROGRESS.description
         original = [r for r in p.replicas if r not in p.adding_replicas]
         isr = [r for r in p.isr if r in original] or [r for r in original if c.acceptable(r)][:1]
         c.change(p, records, target_replicas=original, target_isr=isr, target_adding=[], target_removing=[])
@@ -289,8 +289,9 @@ def list_partition_reassignments(
             )
         )
     return ListPartitionReassignmentsResponse(
+        error_message=None,
         topics=[
             ListPartitionReassignmentsResponseOngoingTopicReassignment(name=n, partitions=ps)
             for n, ps in by_topic.items()
-        ]
+        ],
     )

@@ -63,8 +63,9 @@ def create_topics(
     results: list[CreateTopicsResponseCreatableTopicResult] = []
     records: list[Message] = []
     for entry in req.topics:
+        # A success's message is null, as Kafka's controller sets it (the default is "").
         result = CreateTopicsResponseCreatableTopicResult(
-            name=entry.name, num_partitions=-1, replication_factor=-1
+            name=entry.name, num_partitions=-1, replication_factor=-1, error_message=None
         )
         results.append(result)
         if counts[entry.name] > 1:

@@ -340,7 +340,6 @@ class RequestHandlers(QuorumTransitions):
         if not valid:
             return DescribeQuorumResponse(
                 error_code=ErrorCode.NONE,
-                error_message=None,
                 topics=[
                     DescribeQuorumResponseTopicData(
                         topic_name=t.topic_name,
@@ -369,7 +368,6 @@ class RequestHandlers(QuorumTransitions):
             partition = DescribeQuorumResponsePartitionData(
                 partition_index=METADATA_PARTITION,
                 error_code=ErrorCode.NONE,
-                error_message=None,
                 leader_id=self.node_id,
                 leader_epoch=self.epoch,
                 high_watermark=self._hw,
@@ -378,7 +376,6 @@ class RequestHandlers(QuorumTransitions):
             )
         return DescribeQuorumResponse(
             error_code=ErrorCode.NONE,
-            error_message=None,
             topics=[DescribeQuorumResponseTopicData(topic_name=METADATA_TOPIC, partitions=[partition])],
             nodes=[
                 DescribeQuorumResponseNode(
