@@ -15,8 +15,12 @@ closes the connection).
 The partitions are appended in request order, in slices of the work budget (see
 ``kafka_wire.broker.work``): a request of many large or compressed batches yields to other
 connections between partitions, and its answer comes after the last one.
+In a cluster only the leader appends: NOT_LEADER_OR_FOLLOWER elsewhere (also on a node without a
+replica of the partition), which from v10 (KIP-951) names the leader this node knows of in
+``current_leader`` and its endpoint in ``node_endpoints``, as Kafka's broker does. Errors carry
+a message only where Kafka's do (a record-level refusal).
 Version notes: v13 names topics by id; ``log_start_offset`` from v5, ``record_errors`` and
-``error_message`` from v8.
+``error_message`` from v8, ``current_leader`` and ``node_endpoints`` from v10.
 """
 
 from __future__ import annotations
