@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from typing import Final
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, Message, TopicPartition
 
 #: How long one poll waits (the test bounds the whole run with its own deadline).
 POLL_S: Final = 0.2
@@ -42,21 +43,21 @@ def main(argv: list[str]) -> int:
         sys.stdout.write(line + "\n")
         sys.stdout.flush()
 
-    def report_error(message_error: object) -> None:
-        name = getattr(message_error, "name", lambda: str(message_error))()
-        say(f"error {name}")
-
-    try:
-        consumer.assign([TopicPartition(topic, warm, 0)])
+    def records_of(wanted: int) -> Iterator[Message]:
+        """The records of partition ``wanted`` as they come; errors are printed."""
         while True:
             message = consumer.poll(POLL_S)
             if message is None:
                 continue
-            if message.error() is not None:
-                report_error(message.error())
-                continue
-            if message.partition() == warm:
-                break
+            error = message.error()
+            if error is not None:
+                say(f"error {error.name()}")
+            elif message.partition() == wanted:
+                yield message
+
+    try:
+        consumer.assign([TopicPartition(topic, warm, 0)])
+        next(records_of(warm))
         say("warm")
         if sys.stdin.readline().strip() != "go":
             return 1
@@ -66,19 +67,8 @@ def main(argv: list[str]) -> int:
         partitions = stats[-1]["topics"][topic]["partitions"]  # type: ignore[index]  # librdkafka's stats JSON
         say(f"leader {partitions[str(partition)]['leader']}")
         consumer.incremental_assign([TopicPartition(topic, partition, 0)])
-        read = 0
-        while read < count:
-            message = consumer.poll(POLL_S)
-            if message is None:
-                continue
-            if message.error() is not None:
-                report_error(message.error())
-                continue
-            if message.partition() != partition:
-                continue
-            value = message.value() or b""
-            say(f"record {message.offset()} {value.decode()}")
-            read += 1
+        for _, message in zip(range(count), records_of(partition), strict=False):
+            say(f"record {message.offset()} {(message.value() or b'').decode()}")
         say("done")
         return 0
     finally:

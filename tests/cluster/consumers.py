@@ -18,9 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
-from tests.cluster.harness import ROOT
-from tests.cluster.producers import CLUSTER_CLIENT_SOURCE
-from tests.interop.harness import java_command, stop_process_group
+from tests.cluster.producers import CLUSTER_CLIENT_SOURCE, spawn, stop
+from tests.interop.harness import java_command
 
 ConsumerCommand = Callable[[str, str, int, int, int], list[str]]
 
@@ -65,16 +64,7 @@ class ConsumerProcess:
 
     @classmethod
     def start(cls, name: str, command: list[str]) -> ConsumerProcess:
-        process = subprocess.Popen(
-            command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=ROOT,
-            start_new_session=True,
-        )
-        consumer = cls(name, process)
+        consumer = cls(name, spawn(command))
         for target in (consumer._read_stdout, consumer._read_stderr):
             threading.Thread(target=target, daemon=True).start()
         return consumer
@@ -117,10 +107,7 @@ class ConsumerProcess:
         return [(int(offset), value) for _, offset, value in rows]
 
     def kill(self) -> None:
-        stop_process_group(self.process, timeout_s=2.0)
-        for pipe in (self.process.stdin, self.process.stdout, self.process.stderr):
-            if pipe is not None and not pipe.closed:
-                pipe.close()
+        stop(self.process)
 
     def describe(self) -> str:
         with self._lock:

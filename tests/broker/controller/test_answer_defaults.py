@@ -3,10 +3,7 @@ would differ (docs/internals/response-defaults.md), read back as a client decode
 
 from __future__ import annotations
 
-from typing import TypeVar
-
 from kafka_wire.broker.controller.controller import error_response
-from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsRequestReassignablePartition,
@@ -24,19 +21,12 @@ from kafka_wire.messages import (
     ListPartitionReassignmentsResponse,
 )
 from tests.broker.controller.test_controller import cluster
-
-M = TypeVar("M", bound=Message)
-
-
-def wire(answer: Message, cls: type[M], version: int) -> M:
-    decoded = cls.decode(answer.encode(version), version)
-    assert isinstance(decoded, cls)
-    return decoded
+from tests.broker.engine import on_the_wire
 
 
 def test_a_created_topic_has_a_null_message() -> None:
     h = cluster(1, 2, 3)
-    result = wire(h.create_topic("t"), CreateTopicsResponse, 7).topics[0]
+    result = on_the_wire(h.create_topic("t"), CreateTopicsResponse, 7).topics[0]
     assert (result.error_code, result.error_message) == (ErrorCode.NONE, None)
 
 
@@ -50,7 +40,7 @@ def test_election_and_reassignment_answers_carry_kafkas_messages() -> None:
             election_type=0, topic_partitions=[ElectLeadersRequestTopicPartitions(topic="t", partitions=[0])]
         ),
     )
-    [result] = wire(elect, ElectLeadersResponse, 2).replica_election_results[0].partition_result
+    [result] = on_the_wire(elect, ElectLeadersResponse, 2).replica_election_results[0].partition_result
     # Kafka's new ApiError(ELECTION_NOT_NEEDED) carries the error's own message.
     assert result.error_code == ErrorCode.ELECTION_NOT_NEEDED and result.error_message
 
@@ -62,7 +52,7 @@ def test_election_and_reassignment_answers_carry_kafkas_messages() -> None:
             )
         ]
     )
-    moved = wire(
+    moved = on_the_wire(
         h.call(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, cancel), AlterPartitionReassignmentsResponse, 0
     )
     assert moved.error_message is None  # Kafka's controller sets null, not the default ""
@@ -70,14 +60,14 @@ def test_election_and_reassignment_answers_carry_kafkas_messages() -> None:
     assert partition.error_code == ErrorCode.NO_REASSIGNMENT_IN_PROGRESS and partition.error_message
 
     listed = h.call(ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, ListPartitionReassignmentsRequest(topics=None))
-    assert wire(listed, ListPartitionReassignmentsResponse, 0).error_message is None
+    assert on_the_wire(listed, ListPartitionReassignmentsResponse, 0).error_message is None
 
 
 def test_an_inactive_controller_answers_in_the_requests_shape_with_a_message() -> None:
     elect = ElectLeadersRequest(
         election_type=0, topic_partitions=[ElectLeadersRequestTopicPartitions(topic="t", partitions=[0, 1])]
     )
-    refused = wire(
+    refused = on_the_wire(
         error_response(ApiKey.ELECT_LEADERS, 2, elect, ErrorCode.NOT_CONTROLLER), ElectLeadersResponse, 2
     )
     assert refused.error_code == ErrorCode.NOT_CONTROLLER
@@ -89,7 +79,7 @@ def test_an_inactive_controller_answers_in_the_requests_shape_with_a_message() -
     assert all(r.error_message for r in results)
 
     create = CreateTopicsRequest(topics=[CreateTopicsRequestCreatableTopic(name="t", num_partitions=1)])
-    created = wire(
+    created = on_the_wire(
         error_response(ApiKey.CREATE_TOPICS, 7, create, ErrorCode.NOT_CONTROLLER), CreateTopicsResponse, 7
     )
     [topic] = created.topics

@@ -5,22 +5,15 @@ endpoint (KIP-951). Each answer is read back as the client decodes it."""
 
 from __future__ import annotations
 
-from typing import TypeVar
-
 import pytest
 
 from kafka_wire.broker.metadata import TopicInfo
-from kafka_wire.broker.versioning import fit
-from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
     DeleteRecordsRequest,
     DeleteRecordsRequestPartition,
     DeleteRecordsRequestTopic,
     DeleteRecordsResponse,
     ErrorCode,
-    FetchRequest,
-    FetchRequestPartition,
-    FetchRequestTopic,
     FetchResponse,
     ListOffsetsRequest,
     ListOffsetsRequestPartition,
@@ -36,40 +29,28 @@ from kafka_wire.messages import (
     ProduceResponse,
 )
 from kafka_wire.records import NewRecord, build_batch
+from tests.broker.engine import on_the_wire
 from tests.broker.replication.cluster import TOPIC_ID, Network, Node
-from tests.broker.replication.test_replication import three
-
-M = TypeVar("M", bound=Message)
-
-
-def wire(answer: object, cls: type[M], version: int) -> M:
-    """``answer`` fitted to ``version`` as the broker sends it, then decoded as a client would."""
-    assert isinstance(answer, cls)
-    decoded = cls.decode(fit(answer, version).encode(version), version)
-    assert isinstance(decoded, cls)
-    return decoded
+from tests.broker.replication.test_replication import client_fetch_response, three
 
 
 def fetch_answer(node: Node, now_ms: int, version: int, current_epoch: int = -1) -> FetchResponse:
-    request = FetchRequest(
-        replica_id=-1,
-        max_wait_ms=0,
+    answer = client_fetch_response(node, now_ms, version=version, current_epoch=current_epoch)
+    return on_the_wire(answer, FetchResponse, version)
+
+
+def latest_offset(node: Node, now_ms: int, *, replica_id: int = -1, partition: int = 0) -> tuple[int, int]:
+    """ListOffsets v7 of t-``partition``'s latest offset: (error code, offset)."""
+    request = ListOffsetsRequest(
+        replica_id=replica_id,
         topics=[
-            FetchRequestTopic(
-                topic="t",
-                topic_id=TOPIC_ID,
-                partitions=[
-                    FetchRequestPartition(
-                        partition=0,
-                        fetch_offset=0,
-                        partition_max_bytes=1 << 20,
-                        current_leader_epoch=current_epoch,
-                    )
-                ],
+            ListOffsetsRequestTopic(
+                name="t", partitions=[ListOffsetsRequestPartition(partition_index=partition, timestamp=-1)]
             )
         ],
     )
-    return wire(node.call(request, now_ms, version), FetchResponse, version)
+    result = on_the_wire(node.call(request, now_ms, 7), ListOffsetsResponse, 7).topics[0].partitions[0]
+    return result.error_code, result.offset
 
 
 def four_with_a_stranger() -> Network:
@@ -136,13 +117,13 @@ def produce_request() -> ProduceRequest:
 def test_a_produce_to_a_follower_names_the_leader_from_v10() -> None:
     net = three()
     net.run(100)
-    new = wire(net.nodes[3].call(produce_request(), net.now_ms, 10), ProduceResponse, 10)
+    new = on_the_wire(net.nodes[3].call(produce_request(), net.now_ms, 10), ProduceResponse, 10)
     result = new.responses[0].partition_responses[0]
     assert result.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert (result.current_leader.leader_id, result.current_leader.leader_epoch) == (1, 0)
     assert [(e.node_id, e.port) for e in new.node_endpoints] == [(1, 9001)]
     assert result.error_message is None
-    old = wire(net.nodes[3].call(produce_request(), net.now_ms, 9), ProduceResponse, 9)
+    old = on_the_wire(net.nodes[3].call(produce_request(), net.now_ms, 9), ProduceResponse, 9)
     assert old.responses[0].partition_responses[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
@@ -154,22 +135,10 @@ def test_a_node_without_a_replica_answers_not_leader_and_names_the_leader() -> N
     data = fetched.responses[0].partitions[0]
     assert data.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert (data.current_leader.leader_id, data.current_leader.leader_epoch) == (1, 0)
-    produced = wire(stranger.call(produce_request(), net.now_ms, 11), ProduceResponse, 11)
+    produced = on_the_wire(stranger.call(produce_request(), net.now_ms, 11), ProduceResponse, 11)
     assert produced.responses[0].partition_responses[0].error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
     assert [e.node_id for e in produced.node_endpoints] == [1]
-    listed = stranger.call(
-        ListOffsetsRequest(
-            replica_id=-1,
-            topics=[
-                ListOffsetsRequestTopic(name="t", partitions=[ListOffsetsRequestPartition(timestamp=-1)])
-            ],
-        ),
-        net.now_ms,
-        7,
-    )
-    assert wire(listed, ListOffsetsResponse, 7).topics[0].partitions[0].error_code == (
-        ErrorCode.NOT_LEADER_OR_FOLLOWER
-    )
+    assert latest_offset(stranger, net.now_ms) == (ErrorCode.NOT_LEADER_OR_FOLLOWER, -1)
     epochs = stranger.call(
         OffsetForLeaderEpochRequest(
             topics=[
@@ -182,7 +151,7 @@ def test_a_node_without_a_replica_answers_not_leader_and_names_the_leader() -> N
         net.now_ms,
         4,
     )
-    assert wire(epochs, OffsetForLeaderEpochResponse, 4).topics[0].partitions[0].error_code == (
+    assert on_the_wire(epochs, OffsetForLeaderEpochResponse, 4).topics[0].partitions[0].error_code == (
         ErrorCode.NOT_LEADER_OR_FOLLOWER
     )
     deleted = stranger.call(
@@ -195,24 +164,10 @@ def test_a_node_without_a_replica_answers_not_leader_and_names_the_leader() -> N
         net.now_ms,
         2,
     )
-    result = wire(deleted, DeleteRecordsResponse, 2).topics[0].partitions[0]
+    result = on_the_wire(deleted, DeleteRecordsResponse, 2).topics[0].partitions[0]
     assert (result.error_code, result.low_watermark) == (ErrorCode.NOT_LEADER_OR_FOLLOWER, -1)
     # A partition the topic does not have stays unknown.
-    beyond = stranger.call(
-        ListOffsetsRequest(
-            replica_id=-1,
-            topics=[
-                ListOffsetsRequestTopic(
-                    name="t", partitions=[ListOffsetsRequestPartition(partition_index=5, timestamp=-1)]
-                )
-            ],
-        ),
-        net.now_ms,
-        7,
-    )
-    assert wire(beyond, ListOffsetsResponse, 7).topics[0].partitions[0].error_code == (
-        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    )
+    assert latest_offset(stranger, net.now_ms, partition=5)[0] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
 def test_only_the_leader_answers_list_offsets_but_for_the_debugging_replica() -> None:
@@ -220,20 +175,6 @@ def test_only_the_leader_answers_list_offsets_but_for_the_debugging_replica() ->
     net.nodes[1].produce([b"a", b"b"], net.now_ms, acks=1)
     net.run(1000)
 
-    def latest(node: Node, replica_id: int) -> tuple[int, int]:
-        answer = node.call(
-            ListOffsetsRequest(
-                replica_id=replica_id,
-                topics=[
-                    ListOffsetsRequestTopic(name="t", partitions=[ListOffsetsRequestPartition(timestamp=-1)])
-                ],
-            ),
-            net.now_ms,
-            7,
-        )
-        result = wire(answer, ListOffsetsResponse, 7).topics[0].partitions[0]
-        return result.error_code, result.offset
-
-    assert latest(net.nodes[1], -1) == (ErrorCode.NONE, 2)
-    assert latest(net.nodes[2], -1) == (ErrorCode.NOT_LEADER_OR_FOLLOWER, -1)
-    assert latest(net.nodes[2], -2)[0] == ErrorCode.NONE
+    assert latest_offset(net.nodes[1], net.now_ms) == (ErrorCode.NONE, 2)
+    assert latest_offset(net.nodes[2], net.now_ms) == (ErrorCode.NOT_LEADER_OR_FOLLOWER, -1)
+    assert latest_offset(net.nodes[2], net.now_ms, replica_id=-2)[0] == ErrorCode.NONE

@@ -339,6 +339,16 @@ def test_offset_for_leader_epoch_answers_from_the_leader_epoch_cache() -> None:
 def client_fetch(
     node: Node, now_ms: int, *, replica_id: int = -1, current_epoch: int = -1, version: int = 12
 ) -> FetchResponsePartitionData:
+    answer = client_fetch_response(
+        node, now_ms, replica_id=replica_id, current_epoch=current_epoch, version=version
+    )
+    return answer.responses[0].partitions[0]
+
+
+def client_fetch_response(
+    node: Node, now_ms: int, *, replica_id: int = -1, current_epoch: int = -1, version: int = 12
+) -> FetchResponse:
+    """A Fetch of partition t-0 from offset 0 (not held), as ``node`` answers it."""
     answer = node.call(
         FetchRequest(
             replica_id=replica_id,
@@ -362,7 +372,7 @@ def client_fetch(
         version=version,
     )
     assert isinstance(answer, FetchResponse)
-    return answer.responses[0].partitions[0]
+    return answer
 
 
 def test_consumers_never_see_above_the_high_watermark_and_only_read_from_the_leader() -> None:
