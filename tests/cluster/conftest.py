@@ -2,10 +2,9 @@
 
 ``cluster_factory(overrides)`` builds (does not start) a three-node cluster in the test's temp
 dir; every cluster it built is SIGKILLed at the end of the test whatever happened.
-``module_cluster`` is one started three-node cluster shared by the tests of a module (each test
-uses topics of its own), SIGKILLed after the module's last test. When a test fails (or its setup
-does), the tail of each node's stderr and stdout of the clusters it used is added to the
-failure's report as a "node logs" section.
+When a test fails (or its setup does), the tail of each node's stderr and stdout of the clusters
+it used (those it built, and any cluster fixture it takes) is added to the failure's report as a
+"node logs" section.
 """
 
 from __future__ import annotations
@@ -61,14 +60,3 @@ def cluster(cluster_factory: ClusterFactory) -> LocalCluster:
     started = cluster_factory()
     started.start_all()
     return started
-
-
-@pytest.fixture(scope="module")
-def module_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    """A started three-node cluster with the default settings, shared by a module's tests."""
-    cluster = LocalCluster(tmp_path_factory.mktemp("module-cluster") / "cluster-0")
-    try:
-        cluster.start_all()
-        yield cluster
-    finally:
-        cluster.close()

@@ -1,8 +1,8 @@
 """A consumer whose first Fetch of a partition goes to its old leader reads every record (issue 26).
 
-Three combined ``kafka-wire serve`` nodes (one cluster for every client, each client with a topic
-of its own); a topic of two partitions, replication factor 3,
-``RECORDS`` records in partition 0. A consumer (confluent-kafka or the Java client, in its own
+Three combined nodes, Apache Kafka 4.4 first (the judge of the test itself) and then
+``kafka-wire serve``, one cluster of each for every client, each client with a topic of its own;
+a topic of two partitions, replication factor 3, ``RECORDS`` records in partition 0. A consumer (confluent-kafka or the Java client, in its own
 process: ``consumers.py``) reads partition 1, which fills its metadata with every partition of the
 topic; then partition 0's leadership moves to another replica (a reassignment putting it first,
 then a preferred election, through the admin APIs as ``kafka-wire serve --control-port``'s
@@ -27,7 +27,7 @@ import pytest
 
 from kafka_wire.adapters.fault_control import FaultError, move_leader
 from tests.cluster.consumers import CONSUMERS, ConsumerProcess
-from tests.cluster.harness import HOST, LocalCluster, run, wait_until
+from tests.cluster.harness import HOST, Implementation, LocalCluster, run, wait_until
 
 pytestmark = pytest.mark.cluster
 
@@ -45,6 +45,23 @@ READ_S: Final = 60.0
 MOVE_RETRIABLE: Final = ("NOT_CONTROLLER", "REQUEST_TIMED_OUT")
 
 
+@pytest.fixture(scope="module", params=["apache_kafka", "kafka_wire"])
+def moved_cluster(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalCluster]:
+    """Three started nodes shared by the module's tests: ``kafka-wire serve``, and Apache Kafka 4.4
+    (what every assertion must hold on first)."""
+    implementation: Implementation = request.param
+    cluster = LocalCluster(
+        tmp_path_factory.mktemp(f"moved-{implementation}") / "cluster-0", implementation=implementation
+    )
+    try:
+        cluster.start_all()
+        yield cluster
+    finally:
+        cluster.close()
+
+
 @pytest.fixture
 def consumers() -> Iterator[list[ConsumerProcess]]:
     started: list[ConsumerProcess] = []
@@ -57,9 +74,9 @@ def consumers() -> Iterator[list[ConsumerProcess]]:
 
 @pytest.mark.parametrize("client", sorted(CONSUMERS))
 def test_first_fetch_at_the_old_leader(
-    module_cluster: LocalCluster, consumers: list[ConsumerProcess], client: str
+    moved_cluster: LocalCluster, consumers: list[ConsumerProcess], client: str
 ) -> None:
-    cluster = module_cluster
+    cluster = moved_cluster
     topic = f"moved-{client}"
     cluster.create_topic(topic, 2, 3)
     cluster.wait_full_isr(topic)
