@@ -3,9 +3,9 @@
 When the storage effects of an engine call fail, every answer built in that call is replaced by a
 copy of itself in which each successful outcome carries an error instead: every ``error_code``
 that says NONE gets the failure's code (and ``error_message`` its reason where the message has
-one), offsets and records that the failed writes would have backed are cleared, as Kafka
-clears them for a storage error. Outcomes that were
-errors already keep their own code: they did not depend on the write.
+one), offsets and records that the failed writes would have backed are cleared, as Kafka clears
+them for a storage error. Outcomes that were errors already keep their own code: they did not
+depend on the write.
 
 The code is Kafka's for a failed log directory, KAFKA_STORAGE_ERROR, except for the group
 coordinator's APIs: Kafka's coordinator reports a failed ``__consumer_offsets`` write as

@@ -38,8 +38,11 @@ def handle(ctx: Context, request: DeleteRecordsRequest) -> DeleteRecordsResponse
             )
             replica = state.replica(entry.name, wanted.partition_index)
             topic = state.topic_named(entry.name)
-            missing = missing_replica_error(state, entry.name, wanted.partition_index)
-            if topic is None or (replica is None and missing != ErrorCode.NOT_LEADER_OR_FOLLOWER):
+            if topic is None or (
+                replica is None
+                and missing_replica_error(state, entry.name, wanted.partition_index)
+                != ErrorCode.NOT_LEADER_OR_FOLLOWER
+            ):
                 result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif is_internal(topic.name):
                 result.error_code = ErrorCode.INVALID_TOPIC_EXCEPTION
