@@ -250,7 +250,7 @@ def skip_unserved(target: str, client: Client) -> None:
 
 
 def java_jars(client: JavaClient = "java") -> list[Path]:
-    """The jars of one release of the Java client: kafka-clients with its codecs and logging API.
+    """The jars of one release of the Java client: kafka-clients (first) with its codecs and logging API.
 
     ``java`` (3.9.1) comes from pyflink/lib of the shigawire-apache-flink-libraries wheel, ``java4``
     (4.4.0) from the jars of ``make peers``.
