@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import base64
 import json
+import random
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,6 +48,7 @@ from kafka_wire.codec.runtime import FieldSpec
 from kafka_wire.codec.structs import Message, Struct
 from kafka_wire.messages import DATA, HEADERS, ApiKey, MetadataRequest, MetadataRequestTopic, catalog
 from kafka_wire.protocol.framing import request_header_version, response_header_version
+from kafka_wire.testing.generate import random_message
 from kafka_wire.testing.strategies import messages
 from tests.interop.harness import java_command, peer_jars, stop_process_group
 
@@ -61,9 +63,13 @@ ORACLE_ARTIFACTS: Final = (
     "jackson-databind",
     "jackson-annotations",
 )
-#: Examples per (class, version): about 1,150 pairs at a few milliseconds each keep this module
-#: within its minute on two busy cores (the ci profile's 12 would take about three).
-EXAMPLES: Final = max(2, settings().max_examples // 3)
+#: Random messages per (class, version), checked in one round trip to the oracle: the ci profile's
+#: example count (12), as many as the round-trip tests draw.
+RANDOM_EXAMPLES: Final = settings().max_examples
+#: Hypothesis messages, each of a pair drawn from all of them: Hypothesis draws nested messages at
+#: about 20 ms each on two cores, so one for each of the 666 pairs would take this module past its
+#: minute; the random messages above cover every pair.
+HYPOTHESIS_EXAMPLES: Final = settings().max_examples * 10
 #: How long one answer of the oracle may take (its JVM starts in about half a second).
 ANSWER_TIMEOUT_S: Final = 60.0
 
@@ -326,49 +332,72 @@ def test_header_versions(oracle: Oracle) -> None:
             assert response_header_version(api["key"], version) == response_header, (api["name"], version)
 
 
-@pytest.mark.parametrize(("kind", "api", "version", "cls"), CASES)
-@settings(max_examples=EXAMPLES)
-@given(data=st.data())
-def test_kafka_agrees(
-    oracle: Oracle, kind: str, api: Any, version: int, cls: type[Message], data: st.DataObject
-) -> None:
-    msg = data.draw(messages(cls, version, max_text=40, max_bytes=200))
-    encoded = msg.encode(version)
-    plain = without_unknown_tags(msg, version)
-    answer = oracle.ask(
+def kafka_answers(
+    oracle: Oracle, kind: str, api: Any, version: int, msgs: list[Message]
+) -> list[dict[str, Any]]:
+    """Kafka's answers for ``msgs`` (our bytes, and the JSON of our values without the unknown
+    tagged fields), one round trip for all of them."""
+    cases = [
         {
-            "op": "check",
-            "kind": kind,
-            "api": api,
-            "version": version,
-            "bytes": _b64(encoded),
-            "json": to_kafka_json(plain, version),
+            "bytes": _b64(msg.encode(version)),
+            "json": to_kafka_json(without_unknown_tags(msg, version), version),
         }
-    )
-    assert "error" not in answer, f"Kafka failed at {answer['stage']}: {answer['error']}"
+        for msg in msgs
+    ]
+    request = {"op": "check", "kind": kind, "api": api, "version": version, "cases": cases}
+    answers: list[dict[str, Any]] = oracle.ask(request)["answers"]
+    assert len(answers) == len(msgs)
+    return answers
+
+
+def check_agreement(cls: type[Message], version: int, msg: Message, answer: dict[str, Any]) -> None:
+    """What ``answer`` (Kafka's, for ``msg``) must be for the two codecs to agree."""
+    assert "error" not in answer, f"Kafka failed at {answer['stage']}: {answer['error']}\n{msg!r}"
+    encoded = msg.encode(version)
     # Our bytes -> Kafka's read -> Kafka's write: the same bytes, the same values.
-    assert base64.b64decode(answer["reread"]) == encoded
-    assert answer["readJson"] == to_kafka_json(msg, version, records_as_size=True)
+    assert base64.b64decode(answer["reread"]) == encoded, msg
+    assert answer["readJson"] == to_kafka_json(msg, version, records_as_size=True), msg
     # Our values as JSON -> Kafka's message -> Kafka's bytes: ours, and we read them back.
+    plain = without_unknown_tags(msg, version)
     built = base64.b64decode(answer["built"])
-    assert built == plain.encode(version)
+    assert built == plain.encode(version), msg
     back = cls.decode(built, version, strict=True)
     assert back == plain
     assert back.encode(version) == built
 
 
+@pytest.mark.parametrize(("kind", "api", "version", "cls"), CASES)
+def test_kafka_agrees(oracle: Oracle, kind: str, api: Any, version: int, cls: type[Message]) -> None:
+    """RANDOM_EXAMPLES messages of ``random_message`` (boundary values weighted, records either a
+    valid batch or any bytes, unknown tagged fields now and then), from a generator seeded with the
+    class and version: a failure replays."""
+    rng = random.Random(f"{cls.__name__}-v{version}")
+    msgs = [random_message(cls, version, rng, max_text=40, max_bytes=200) for _ in range(RANDOM_EXAMPLES)]
+    for msg, answer in zip(msgs, kafka_answers(oracle, kind, api, version, msgs), strict=True):
+        check_agreement(cls, version, msg, answer)
+
+
+@settings(max_examples=HYPOTHESIS_EXAMPLES)
+@given(data=st.data())
+def test_kafka_agrees_on_hypothesis_messages(oracle: Oracle, data: st.DataObject) -> None:
+    """Hypothesis messages (``kafka_wire.testing.strategies``) of pairs drawn from all of them."""
+    kind, api, version, cls = data.draw(st.sampled_from([c.values for c in CASES]))
+    msg = data.draw(messages(cls, version, max_text=40, max_bytes=200))
+    (answer,) = kafka_answers(oracle, kind, api, version, [msg])
+    check_agreement(cls, version, msg, answer)
+
+
 def _check(oracle: Oracle, data: bytes, json_value: dict[str, Any]) -> dict[str, Any]:
     """Kafka's answers for ``data`` and ``json_value`` as a MetadataRequest v12."""
-    return oracle.ask(
-        {
-            "op": "check",
-            "kind": "request",
-            "api": int(ApiKey.METADATA),
-            "version": 12,
-            "bytes": _b64(data),
-            "json": json_value,
-        }
-    )
+    request = {
+        "op": "check",
+        "kind": "request",
+        "api": int(ApiKey.METADATA),
+        "version": 12,
+        "cases": [{"bytes": _b64(data), "json": json_value}],
+    }
+    answer: dict[str, Any] = oracle.ask(request)["answers"][0]
+    return answer
 
 
 def test_the_oracle_sees_differences(oracle: Oracle) -> None:
