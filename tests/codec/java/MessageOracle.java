@@ -1,8 +1,8 @@
-// Apache Kafka's own generated message classes (kafka-clients 4.4) as an oracle for the codec
-// differential test (tests/codec/test_kafka_differential.py). One long-lived process: it reads one
-// JSON object a line on stdin and answers each with one JSON object a line on stdout.
+// Apache Kafka's own generated message classes (kafka-clients and kafka-metadata 4.4) as an oracle
+// for the codec differential test (tests/codec/test_kafka_differential.py). One long-lived process:
+// it reads one JSON object a line on stdin and answers each with one JSON object a line on stdout.
 //
-//   java -cp KAFKA_CLIENTS:JACKSON MessageOracle
+//   java -cp KAFKA_CLIENTS:KAFKA_METADATA:JACKSON MessageOracle
 //
 // {"op": "describe", "data": [CLASS NAME, ...]}
 //     -> {"apis": [{"key", "name", "request": [lo, hi], "response": [lo, hi], "highestStable",
