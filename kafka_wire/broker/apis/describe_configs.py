@@ -3,9 +3,9 @@
 Behaviour: topic resources list every topic config (or the keys asked for; none named, or an
 empty list, is every one) with value, source, synonyms (v1+), type and documentation (v3+); this
 broker's resource (its node id) lists the broker's settings as read-only static configs; the
-cluster-default resource ("") lists none (this broker applies no dynamic broker configs); unknown
-topics get UNKNOWN_TOPIC_OR_PARTITION with an empty message, other brokers and broker loggers
-INVALID_REQUEST. A resource type Kafka does not define fails the whole request (INVALID_REQUEST
+cluster-default resource ("") lists none (this broker applies no dynamic broker configs); illegal
+topic names get INVALID_TOPIC_EXCEPTION, unknown topics UNKNOWN_TOPIC_OR_PARTITION (without a
+message, as from Kafka), other brokers and broker loggers INVALID_REQUEST. A resource type Kafka does not define fails the whole request (INVALID_REQUEST
 for every resource), as Kafka's request parsing does.
 """
 
@@ -20,6 +20,7 @@ from kafka_wire.broker.apis.configs import (
     STATIC_BROKER_CONFIG,
     describe_topic_configs,
 )
+from kafka_wire.broker.metadata import topic_name_problem
 from kafka_wire.broker.state import Context
 from kafka_wire.messages import (
     DescribeConfigsRequest,
@@ -64,9 +65,11 @@ def _describe(
     )
     if resource.resource_type == RESOURCE_TOPIC:
         topic = state.topic_named(resource.resource_name)
-        if topic is None:
+        problem = topic_name_problem(resource.resource_name)
+        if problem is not None:  # Kafka's ConfigHelper validates the name first
+            result.error_code, result.error_message = ErrorCode.INVALID_TOPIC_EXCEPTION, problem
+        elif topic is None:  # without a message, as Kafka's ConfigHelper answers it
             result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            result.error_message = ""  # Kafka's answer has an empty message
         else:
             result.configs = describe_topic_configs(
                 state,

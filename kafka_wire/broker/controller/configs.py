@@ -17,10 +17,12 @@ from typing import TYPE_CHECKING
 
 from kafka_wire.broker.controller.image import ConfigResourceType
 from kafka_wire.broker.controller.settings import OP_APPEND, OP_DELETE, OP_SET, OP_SUBTRACT
+from kafka_wire.broker.error_answers import failure_answer
 from kafka_wire.broker.log.config import CONFIG_KEYS, ConfigError, LogConfig
 from kafka_wire.broker.state import Waiting
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
+    ApiKey,
     ConfigRecord,
     ErrorCode,
     IncrementalAlterConfigsRequest,
@@ -77,14 +79,7 @@ def incremental_alter_configs(
                 )
 
     def fail(code: int) -> Message:
-        return IncrementalAlterConfigsResponse(
-            responses=[
-                IncrementalAlterConfigsResponseAlterConfigsResourceResponse(
-                    resource_type=r.resource_type, resource_name=r.resource_name, error_code=code
-                )
-                for r in req.resources
-            ]
-        )
+        return failure_answer(ApiKey.INCREMENTAL_ALTER_CONFIGS, req, code)
 
     return c.answer_when_committed(
         records, lambda: IncrementalAlterConfigsResponse(responses=results), fail, now_ms

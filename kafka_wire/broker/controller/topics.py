@@ -18,6 +18,7 @@ from kafka_wire.broker.controller.placement import assign_replicas
 from kafka_wire.broker.controller.settings import (
     MAX_PARTITIONS_PER_BATCH,
 )
+from kafka_wire.broker.error_answers import failure_answer
 from kafka_wire.broker.internal_topics import CLUSTER_METADATA_TOPIC
 from kafka_wire.broker.log.config import ConfigError, LogConfig
 from kafka_wire.broker.metadata import random_uuid, topic_name_problem
@@ -27,6 +28,7 @@ from kafka_wire.broker.topic_synonyms import DEFAULT_CONFIG, STATIC_BROKER_CONFI
 from kafka_wire.codec.runtime import ZERO_UUID
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
+    ApiKey,
     ConfigRecord,
     CreatePartitionsRequest,
     CreatePartitionsRequestTopic,
@@ -86,11 +88,7 @@ def create_topics(
     response = CreateTopicsResponse(topics=results)
 
     def fail(code: int) -> Message:
-        return CreateTopicsResponse(
-            topics=[
-                CreateTopicsResponseCreatableTopicResult(name=t.name, error_code=code) for t in req.topics
-            ]
-        )
+        return failure_answer(ApiKey.CREATE_TOPICS, req, code)
 
     return c.answer_when_committed(records, lambda: response, fail, now_ms, req.timeout_ms)
 
@@ -307,12 +305,7 @@ def delete_topics(
             records.append(RemoveTopicRecord(topic_id=topic.topic_id))
 
     def fail(code: int) -> Message:
-        return DeleteTopicsResponse(
-            responses=[
-                DeleteTopicsResponseDeletableTopicResult(name=n, topic_id=i, error_code=code)
-                for n, i in wanted
-            ]
-        )
+        return failure_answer(ApiKey.DELETE_TOPICS, req, code)
 
     return c.answer_when_committed(
         records, lambda: DeleteTopicsResponse(responses=results), fail, now_ms, req.timeout_ms
@@ -413,9 +406,7 @@ def create_partitions(
                 records += new
 
     def fail(code: int) -> Message:
-        return CreatePartitionsResponse(
-            results=[CreatePartitionsResponseTopicResult(name=t.name, error_code=code) for t in req.topics]
-        )
+        return failure_answer(ApiKey.CREATE_PARTITIONS, req, code)
 
     return c.answer_when_committed(
         records, lambda: CreatePartitionsResponse(results=results), fail, now_ms, req.timeout_ms
