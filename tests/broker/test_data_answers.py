@@ -1,12 +1,18 @@
-"""The fields of a Produce answer besides its error code, as Apache Kafka 4.4 fills them (found by
-tests/differential): a refused partition has offsets -1; one refused for its records (a record
-errors list) names the log start; by topic id, an unknown partition of a known topic is
-UNKNOWN_TOPIC_OR_PARTITION."""
+"""Answers of the data plane as Apache Kafka 4.4 gives them (found by tests/differential).
+
+Produce: a refused partition has offsets -1; one refused for its records (a record errors list)
+names the log start; by topic id, an unknown partition of a known topic is
+UNKNOWN_TOPIC_OR_PARTITION; a duplicate batch is answered with its timestamp. ListOffsets: a
+partition named twice is answered once."""
 
 from __future__ import annotations
 
 from kafka_wire.messages import (
     ErrorCode,
+    ListOffsetsRequest,
+    ListOffsetsRequestPartition,
+    ListOffsetsRequestTopic,
+    ListOffsetsResponse,
     MetadataRequest,
     MetadataRequestTopic,
     MetadataResponse,
@@ -77,3 +83,28 @@ def test_a_duplicate_is_answered_with_its_offsets_and_its_timestamp() -> None:
     batch = build_batch([NewRecord(b"k", b"v", (), at)], producer_id=7, producer_epoch=0, base_sequence=0)
     assert answer(produce(client, "t", batch)) == (ErrorCode.NONE, 0, -1, 0)
     assert answer(produce(client, "t", batch)) == (ErrorCode.NONE, 0, at, 0)
+
+
+def test_list_offsets_answers_a_partition_named_twice_once_invalid_request() -> None:
+    engine = Engine()
+    client = Client(engine, 1)
+    create(client, "t", 2)
+    request = ListOffsetsRequest(
+        replica_id=-1,
+        topics=[
+            ListOffsetsRequestTopic(
+                name="t",
+                partitions=[
+                    ListOffsetsRequestPartition(partition_index=0, timestamp=-1),
+                    ListOffsetsRequestPartition(partition_index=1, timestamp=-1),
+                    ListOffsetsRequestPartition(partition_index=0, timestamp=-2),
+                ],
+            )
+        ],
+    )
+    reply = client.request(request, 11).body
+    assert isinstance(reply, ListOffsetsResponse)
+    assert [(p.partition_index, p.error_code, p.offset) for p in reply.topics[0].partitions] == [
+        (0, ErrorCode.INVALID_REQUEST, -1),
+        (1, ErrorCode.NONE, 0),
+    ]
