@@ -116,3 +116,13 @@ def test_an_offset_commit_with_an_extreme_retention_is_stored(retention_ms: int)
     assert isinstance(reply.body, OffsetCommitResponse)
     assert [p.error_code for t in reply.body.topics for p in t.partitions] == [ErrorCode.NONE]
     assert commit(client, "extreme", "orders", {0: 6}) == [ErrorCode.NONE]  # the engine still serves
+
+
+def test_a_commit_to_a_partition_the_topic_lacks_is_unknown_topic_or_partition() -> None:
+    """Kafka's broker checks each committed partition exists before its coordinator sees it
+    (found by tests/differential); the other partitions are committed."""
+    engine = Engine()
+    client = Client(engine, 1)
+    create(client, "t", 2)
+    assert commit(client, "g", "t", {0: 5, 1: 6, 9: 1}) == [0, 0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+    assert committed(client, "g", "t", [0, 1]) == {0: 5, 1: 6}
