@@ -84,7 +84,9 @@ class Missing:
 
 ABSENT: Final = Missing()
 ZERO_UUID: Final = UUID(int=0)
-#: Fields that identify an element of an array of structs, in order of preference.
+#: Fields that identify an element of an array of structs, in order of preference. Values each
+#: broker chooses itself (member, producer and topic ids, directories) are no keys: such arrays
+#: compare position by position.
 KEY_FIELDS: Final = (
     "name",
     "topic",
@@ -99,10 +101,6 @@ KEY_FIELDS: Final = (
     "broker_id",
     "node_id",
     "group_id",
-    "member_id",
-    "log_dir",
-    "producer_id",
-    "topic_id",
 )
 
 

@@ -26,9 +26,11 @@ from tests.interop.harness import Address, free_port
 HOST: Final = "127.0.0.1"
 NODE_ID: Final = 1
 #: Broker properties both nodes get. Kafka's own example sets the initial rebalance delay to 0 (a
-#: group's first join waits 3 s otherwise); the replication factors of one node.
+#: group's first join waits 3 s otherwise); the replication factors of one node; one partition of
+#: the offsets topic (both load it at once, not 50 one by one).
 COMMON: Final[Mapping[str, str]] = {
     "group.initial.rebalance.delay.ms": "0",
+    "offsets.topic.num.partitions": "1",
     "offsets.topic.replication.factor": "1",
     "default.replication.factor": "1",
     "min.insync.replicas": "1",
