@@ -108,3 +108,18 @@ def test_list_offsets_answers_a_partition_named_twice_once_invalid_request() -> 
         (0, ErrorCode.INVALID_REQUEST, -1),
         (1, ErrorCode.NONE, 0),
     ]
+
+
+def test_a_refused_sequence_names_the_log_start() -> None:
+    """Kafka names the log start for refusals of the log (a sequence out of order), not for those
+    of the batch's bytes (a CRC mismatch, found before the batch is taken for a duplicate)."""
+    engine = Engine()
+    client = Client(engine, 1)
+    create(client, "t")
+    first = build_batch([NewRecord(b"k", b"v")], producer_id=7, producer_epoch=0, base_sequence=0)
+    gap = build_batch([NewRecord(b"k", b"v")], producer_id=7, producer_epoch=0, base_sequence=5)
+    assert answer(produce(client, "t", first))[0] == ErrorCode.NONE
+    assert answer(produce(client, "t", gap)) == (ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, -1, -1, 0)
+    corrupt = bytearray(first)
+    corrupt[-1] ^= 0xFF
+    assert answer(produce(client, "t", bytes(corrupt))) == (ErrorCode.CORRUPT_MESSAGE, -1, -1, -1)

@@ -126,3 +126,22 @@ def test_a_commit_to_a_partition_the_topic_lacks_is_unknown_topic_or_partition()
     create(client, "t", 2)
     assert commit(client, "g", "t", {0: 5, 1: 6, 9: 1}) == [0, 0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
     assert committed(client, "g", "t", [0, 1]) == {0: 5, 1: 6}
+    stale = client.request(
+        OffsetCommitRequest(
+            group_id="g",
+            generation_id_or_member_epoch=3,
+            member_id="nobody",
+            topics=[
+                OffsetCommitRequestTopic(
+                    name="t",
+                    partitions=[
+                        OffsetCommitRequestPartition(partition_index=0, committed_offset=1),
+                        OffsetCommitRequestPartition(partition_index=9, committed_offset=1),
+                    ],
+                )
+            ],
+        ),
+        9,
+    ).body
+    assert isinstance(stale, OffsetCommitResponse)  # the partition's own error comes first
+    assert [p.error_code for p in stale.topics[0].partitions][1] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION

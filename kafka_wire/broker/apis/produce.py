@@ -19,12 +19,14 @@ In a cluster only the leader appends: NOT_LEADER_OR_FOLLOWER elsewhere (also on 
 replica of the partition), which from v10 (KIP-951) names the leader this node knows of in
 ``current_leader`` and its endpoint in ``node_endpoints``, as Kafka's broker does. Errors carry
 a message only where Kafka's do (a record-level refusal). An error answer's offsets are -1 (the
-log start too, unless records were refused), as Kafka answers.
+log start too, unless the log refused the records, their sequence or their epoch), as Kafka answers.
 Version notes: v13 names topics by id; ``log_start_offset`` from v5, ``record_errors`` and
 ``error_message`` from v8, ``current_leader`` and ``node_endpoints`` from v10.
 """
 
 from __future__ import annotations
+
+from typing import Final
 
 from kafka_wire.broker.apis.cluster_facts import current_leader, missing_replica_error
 from kafka_wire.broker.internal_topics import is_internal
@@ -46,6 +48,20 @@ from kafka_wire.messages import (
 )
 
 VALID_ACKS = (-1, 0, 1)
+#: Refusals answered without the log start offset (Kafka's ReplicaManager: corrupt or oversized
+#: batches, storage errors, unknown partitions, not the leader; and what ProduceRequest's own
+#: validation refuses first: not exactly one v2 batch, INVALID_RECORD without record errors).
+NO_LOG_START: Final = frozenset(
+    {
+        ErrorCode.CORRUPT_MESSAGE,
+        ErrorCode.MESSAGE_TOO_LARGE,
+        ErrorCode.RECORD_LIST_TOO_LARGE,
+        ErrorCode.KAFKA_STORAGE_ERROR,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.INVALID_RECORD,
+    }
+)
 
 
 def handle(ctx: Context, request: ProduceRequest) -> ProduceResponse | Job[ProduceResponse] | DelayedProduce:
@@ -185,8 +201,9 @@ def _append(
             result.base_offset = outcome.base_offset
             result.log_append_time_ms = outcome.log_append_time_ms
             result.log_start_offset = outcome.log_start_offset
-        elif outcome.record_errors:
-            # Refused records name the log start, as Kafka's RecordValidationException answer does.
+        elif outcome.record_errors or outcome.error_code not in NO_LOG_START:
+            # Kafka's ReplicaManager names the log start for refusals of the log (records, sequences,
+            # epochs), not for those of the batch's bytes or of the partition.
             result.log_start_offset = replica.log_start_offset
         result.error_message = outcome.error_message
         result.record_errors = [

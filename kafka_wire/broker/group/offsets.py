@@ -134,7 +134,7 @@ class Offsets:
             count = None if name is None or self._rt.partitions_of is None else self._rt.partitions_of(name)
             for p in topic.partitions:
                 p_error = topic_error
-                if p_error is None and count is not None and not 0 <= p.partition_index < count:
+                if count is not None and not 0 <= p.partition_index < count:
                     p_error = E.UNKNOWN_TOPIC_OR_PARTITION  # Kafka's broker checks each partition first
                 metadata = p.committed_metadata if p.committed_metadata is not None else ""
                 if p_error is None and len(metadata.encode()) > self._rt.config.offset_metadata_max_bytes:

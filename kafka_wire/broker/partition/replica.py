@@ -494,6 +494,9 @@ class PartitionReplica:
                 )
                 if verdict.error_code:
                     return ProduceOutcome(verdict.error_code, error_message=verdict.message)
+                if verdict.duplicate is not None and not header.is_valid():
+                    # Kafka validates a batch (its CRC first) before it looks for a duplicate.
+                    return ProduceOutcome(ErrorCode.CORRUPT_MESSAGE, error_message="CRC-32C mismatch")
                 if verdict.duplicate is not None:
                     # Kafka answers a duplicate with the retained batch's offsets and timestamp
                     # (as the log append time, whatever the topic's timestamp type).
