@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 import pytest
 
@@ -57,27 +58,40 @@ class Nodes:
         )
 
     def close(self) -> None:
-        self.kafka.close()
-        self.kafka_wire.close()
+        """Kill both (their data is the session's temporary directory: nothing to shut down
+        cleanly for, and a Kafka node's controlled shutdown takes seconds)."""
+        for node in (self.kafka, self.kafka_wire):
+            if node.running():
+                node.kill()
+            else:
+                node.close()
 
 
-def start_nodes(workdir: Path, overrides: Mapping[str, str] = COMMON) -> Nodes:
-    """Start a Kafka node and a kafka-wire node with ``overrides``, each while the other starts."""
-    nodes = Nodes(
-        kafka_node(workdir / "kafka", overrides), kafka_wire_node(workdir / "kafka-wire", overrides)
-    )
-    with ThreadPoolExecutor(2) as pool:
-        started = [pool.submit(nodes.kafka.start), pool.submit(nodes.kafka_wire.start)]
+def start_nodes(workdir: Path, configurations: Mapping[str, Mapping[str, str]]) -> dict[str, Nodes]:
+    """A Kafka node and a kafka-wire node per configuration (name -> broker properties), in
+    ``workdir/<name>``, all started at once."""
+    started = {
+        name: Nodes(
+            kafka_node(workdir / name / "kafka", overrides),
+            kafka_wire_node(workdir / name / "kafka-wire", overrides),
+        )
+        for name, overrides in configurations.items()
+    }
+    processes = [node for nodes in started.values() for node in (nodes.kafka, nodes.kafka_wire)]
+    with ThreadPoolExecutor(len(processes)) as pool:
+        futures = [pool.submit(node.start) for node in processes]
         try:
-            for future in started:
+            for future in futures:
                 future.result()
+            for nodes in started.values():
+                wait_until_serving(nodes)
         except BaseException:
-            for future in started:
+            for future in futures:
                 future.exception()
-            nodes.close()
+            for nodes in started.values():
+                nodes.close()
             raise
-    wait_until_serving(nodes)
-    return nodes
+    return started
 
 
 def wait_until_serving(nodes: Nodes) -> None:
@@ -106,14 +120,38 @@ def wait_until_serving(nodes: Nodes) -> None:
             connection.close()
 
 
+#: The broker properties of each pair of nodes a test may use, by the fixture that gives it.
+CONFIGURATIONS: Final[Mapping[str, Mapping[str, str]]] = {
+    "nodes": COMMON,
+    "no_auto_create_nodes": {**COMMON, "auto.create.topics.enable": "false"},
+}
+
+
 @pytest.fixture(scope="session")
-def nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Nodes]:
-    """The session's two nodes (Kafka's defaults: topics are created automatically)."""
-    started = start_nodes(tmp_path_factory.mktemp("differential"))
+def all_nodes(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Nodes]]:
+    """Every pair of nodes the session's tests use, started side by side (JVMs start slowly)."""
+    used = {name for item in request.session.items for name in getattr(item, "fixturenames", ())}
+    wanted = {name: props for name, props in CONFIGURATIONS.items() if name in used or name == "nodes"}
+    started = start_nodes(tmp_path_factory.mktemp("differential"), wanted)
     try:
         yield started
     finally:
-        started.close()
+        for nodes in started.values():
+            nodes.close()
+
+
+@pytest.fixture(scope="session")
+def nodes(all_nodes: dict[str, Nodes]) -> Nodes:
+    """The session's main pair (Kafka's defaults: topics are created automatically)."""
+    return all_nodes["nodes"]
+
+
+@pytest.fixture(scope="session")
+def no_auto_create_nodes(all_nodes: dict[str, Nodes]) -> Nodes:
+    """A pair with ``auto.create.topics.enable=false``."""
+    return all_nodes["no_auto_create_nodes"]
 
 
 def pair_of(nodes: Nodes, request: pytest.FixtureRequest) -> Iterator[Pair]:

@@ -221,8 +221,11 @@ def refused_topic(pair_module: Pair) -> None:
     pair_module.create_topic("ac-refused")
 
 
-@pytest.mark.parametrize("validate_only", [True, False], ids=["validate-only", "for-real"])
-@pytest.mark.parametrize("version", [0, 1])
+@pytest.mark.parametrize(
+    ("version", "validate_only"),
+    [(0, True), (1, True), (1, False)],
+    ids=["v0-validate-only", "validate-only", "for-real"],
+)
 @pytest.mark.parametrize(
     "case",
     [

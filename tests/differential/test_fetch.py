@@ -1,7 +1,7 @@
 """Fetch, ListOffsets and DeleteRecords over the same records on both brokers.
 
-Fetch v4 (Kafka 4's lowest), v7 (sessions), v11, v12 (the last by name), v13 (topic ids), v15,
-v17 and v18: records, offsets out of range, unknown topics, ids and partitions, a small
+Fetch v4 (Kafka 4's lowest), v7 (sessions), v12 (the last by name), v13 (topic ids), v17 and
+v18: records, offsets out of range, unknown topics, ids and partitions, a small
 ``partition_max_bytes``, fetch sessions (new, incremental, unchanged, forgotten topics, a wrong
 epoch, an unknown session, closing one). ListOffsets v1, v4, v7, v8, v9 and v11 with every special
 timestamp and times before, at and after the records. DeleteRecords v0 and v2.
@@ -33,7 +33,7 @@ from tests.differential.records import RECORDS_RULES, batch, fetch, now_ms, prod
 TOPIC: Final = "fe-data"
 #: When the fixture's records were made: record ``i`` of batch ``b`` is at BASE + 100 * b + i.
 BASE_MS: Final = now_ms() - 60_000
-FETCH_VERSIONS: Final = [4, 7, 11, 12, 13, 15, 17, 18]
+FETCH_VERSIONS: Final = [4, 12, 13, 18]
 Make = Callable[[UUID | None], FetchRequest]
 MakeFor = Callable[[Peer], FetchRequest]
 #: A fetch session's id is each broker's own choice: compared as zero or not.

@@ -5,13 +5,12 @@ invalid names, topics by id, authorized operations, every topic; v1 (auto-creati
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from uuid import UUID
 
 import pytest
 
 from kafka_wire.messages import ErrorCode, MetadataRequest, MetadataRequestTopic
-from tests.differential.conftest import pair_of, start_nodes
+from tests.differential.conftest import Nodes, pair_of
 from tests.differential.pair import Pair
 from tests.differential.peers import COMMON
 
@@ -96,16 +95,9 @@ def test_every_topic(pair: Pair, known: None, version: int) -> None:
 
 
 @pytest.fixture(scope="module")
-def no_auto_create(
-    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
-) -> Iterator[Pair]:
-    """A second pair of nodes, with ``auto.create.topics.enable=false``."""
-    workdir: Path = tmp_path_factory.mktemp("no-auto-create")
-    started = start_nodes(workdir, {**COMMON, "auto.create.topics.enable": "false"})
-    try:
-        yield from pair_of(started, request)
-    finally:
-        started.close()
+def no_auto_create(no_auto_create_nodes: Nodes, request: pytest.FixtureRequest) -> Iterator[Pair]:
+    """The pair of nodes with ``auto.create.topics.enable=false``."""
+    yield from pair_of(no_auto_create_nodes, request)
 
 
 @pytest.mark.parametrize("version", [1, 4, 12])

@@ -160,23 +160,27 @@ def test_idempotent_sequences(pair: Pair, version: int) -> None:
     ids = {peer.side.name: producer_id(peer) for peer in (pair.kafka, pair.kafka_wire)}
     at = now_ms()
     steps = [
-        (0, 0, ErrorCode.NONE),
-        (0, 0, ErrorCode.NONE),  # the same batch again: a duplicate, answered with its offset
-        (0, 5, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER),
-        (0, 3, ErrorCode.NONE),
-        (None, 5, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER),  # a producer id the broker never saw
-        (1, 0, ErrorCode.NONE),
-        (0, 6, ErrorCode.INVALID_PRODUCER_EPOCH),
+        (0, 0, False, ErrorCode.NONE),
+        (0, 0, False, ErrorCode.NONE),  # the same batch again: a duplicate, answered with its offset
+        (0, 0, True, ErrorCode.CORRUPT_MESSAGE),  # a duplicate's header on corrupt bytes
+        (0, 5, False, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER),
+        (0, 3, False, ErrorCode.NONE),
+        (None, 5, False, ErrorCode.NONE),  # a producer id the broker never saw: any sequence (KIP-360)
+        (1, 0, False, ErrorCode.NONE),
+        (0, 6, False, ErrorCode.INVALID_PRODUCER_EPOCH),
     ]
-    for epoch, sequence, error in steps:
+    for epoch, sequence, broken, error in steps:
 
-        def make(peer: Peer, epoch: int | None = epoch, sequence: int = sequence) -> ProduceRequest:
+        def make(
+            peer: Peer, epoch: int | None = epoch, sequence: int = sequence, broken: bool = broken
+        ) -> ProduceRequest:
             pid = ids[peer.side.name] + (0 if epoch is not None else 1000)
             data = batch(3, producer_id=pid, epoch=epoch or 0, sequence=sequence, timestamp_ms=at)
+            data = corrupt(data) if broken else data
             return by_version(pair, topic, version, lambda name: produce(name, data))(peer)
 
         kafka, _ = pair.check_each(make, version, RECORDS_RULES)
-        assert kafka.responses[0].partition_responses[0].error_code == error, (epoch, sequence)
+        assert kafka.responses[0].partition_responses[0].error_code == error, (epoch, sequence, broken)
     describe = DescribeProducersRequest(
         topics=[DescribeProducersRequestTopicRequest(name=topic, partition_indexes=[0, 3])]
     )

@@ -31,6 +31,10 @@ Config = CreateTopicsRequestCreatableTopicConfig
 Assign = CreateTopicsRequestCreatableReplicaAssignment
 
 CREATE_VERSIONS: Final = [2, 5, 7]
+#: Refusals: validate-only at the lowest and highest version, for real at the highest.
+MODES: Final = [(2, True), (7, True), (7, False)]
+GROW_MODES: Final = [(0, True), (3, True), (3, False)]
+MODE_IDS: Final = ["lowest-validate-only", "validate-only", "for-real"]
 
 
 def create(*topics: Topic, validate_only: bool = False) -> CreateTopicsRequest:
@@ -104,8 +108,7 @@ def existing(pair_module: Pair) -> None:
     pair_module.create_topic("ct.dotted")
 
 
-@pytest.mark.parametrize("validate_only", [True, False], ids=["validate-only", "for-real"])
-@pytest.mark.parametrize("version", [2, 7])
+@pytest.mark.parametrize(("version", "validate_only"), MODES, ids=MODE_IDS)
 @pytest.mark.parametrize("case", list(REFUSED))
 def test_create_refused(pair: Pair, existing: None, case: str, version: int, validate_only: bool) -> None:
     topics, error = REFUSED[case]
@@ -215,8 +218,7 @@ def three(pair_module: Pair) -> None:
     pair_module.create_topic("cp-three", 3)
 
 
-@pytest.mark.parametrize("validate_only", [True, False], ids=["validate-only", "for-real"])
-@pytest.mark.parametrize("version", [0, 3])
+@pytest.mark.parametrize(("version", "validate_only"), GROW_MODES, ids=MODE_IDS)
 @pytest.mark.parametrize("case", list(GROW_REFUSED))
 def test_create_partitions_refused(
     pair: Pair, three: None, case: str, version: int, validate_only: bool
