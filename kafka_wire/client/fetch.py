@@ -8,8 +8,7 @@ read as ``[start, end)``, so a retried read returns exactly it.
 
 from __future__ import annotations
 
-import heapq
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Final
 
 from kafka_wire.client.cluster import FETCH_VERSION, LEADERSHIP_ERRORS
@@ -31,7 +30,8 @@ from kafka_wire.messages import (
     FetchResponse,
     FetchResponsePartitionData,
 )
-from kafka_wire.records import ControlRecordType, Record, decode_control_key, read_batches
+from kafka_wire.records import Record, read_batches
+from kafka_wire.records.aborted import AbortedFilter
 
 if TYPE_CHECKING:
     from kafka_wire.adapters.cluster import Cluster
@@ -40,26 +40,6 @@ DEFAULT_PARTITION_MAX_BYTES: Final = 8 * 1024 * 1024
 """Bytes per Fetch (Kafka's consumer: 1 MiB per partition; one partition per read here)."""
 FETCH_MAX_WAIT_MS: Final = 500
 """How long the broker may hold a Fetch that has no data yet (Kafka's ``fetch.max.wait.ms``)."""
-
-
-class AbortedFilter:
-    """Kafka consumer's rule for one fetch response's aborted transactions."""
-
-    def __init__(self, aborted: Iterable[tuple[int, int]]) -> None:
-        """``aborted``: ``(producer id, first offset)`` of each aborted transaction."""
-        self._heap = [(first, pid) for pid, first in aborted]
-        heapq.heapify(self._heap)
-        self._open: set[int] = set()
-
-    def skip(self, producer_id: int, last_offset: int, is_control: bool, abort_marker: bool) -> bool:
-        """Whether the batch is left out (a control batch always is)."""
-        while self._heap and self._heap[0][0] <= last_offset:
-            self._open.add(heapq.heappop(self._heap)[1])
-        if is_control:
-            if abort_marker:
-                self._open.discard(producer_id)
-            return True
-        return producer_id in self._open
 
 
 class RangeRead:
@@ -143,12 +123,11 @@ class RangeRead:
                 return
             self.progressed = True
             self.offset = next_offset
-            if batch.magic == 2 and (batch.is_control or (self.read_committed and batch.is_transactional)):
-                abort = batch.is_control and any(
-                    decode_control_key(r.key).type == ControlRecordType.ABORT for r in batch.records()
-                )
-                if aborted.skip(batch.producer_id, batch.last_offset, batch.is_control, abort):
-                    continue
+            if batch.magic == 2 and batch.is_control:
+                aborted.skips(batch)
+                continue
+            if self.read_committed and aborted.skips(batch):
+                continue
             records = [r for r in batch.records() if self.start <= r.offset < self.end]
             if records:
                 yield int(batch.timestamp_type), records
