@@ -32,6 +32,7 @@ from kafka_wire.messages import (
 )
 from kafka_wire.records import Record, read_batches
 from kafka_wire.records.aborted import AbortedFilter
+from kafka_wire.records.reader import Batch
 
 if TYPE_CHECKING:
     from kafka_wire.adapters.cluster import Cluster
@@ -110,6 +111,14 @@ class RangeRead:
     def take(self, part: FetchResponsePartitionData) -> Iterator[tuple[int, list[Record[bytes]]]]:
         """The records of the range in ``part`` as ``(timestamp type, records)`` per batch,
         decoded one batch at a time, with Kafka consumer's rules (see the module docstring)."""
+        for batch in self.take_batches(part):
+            records = [r for r in batch.records() if self.start <= r.offset < self.end]
+            if records:
+                yield int(batch.timestamp_type), records
+
+    def take_batches(self, part: FetchResponsePartitionData) -> Iterator[Batch[bytes]]:
+        """The batches of ``part`` that hold records of the range, with Kafka consumer's rules;
+        a batch that straddles an end of the range is yielded whole (its records are not decoded here)."""
         self.progressed = False
         aborted = AbortedFilter(
             (a.producer_id, a.first_offset) for a in (part.aborted_transactions or ()) if self.read_committed
@@ -128,9 +137,7 @@ class RangeRead:
                 continue
             if self.read_committed and aborted.skips(batch):
                 continue
-            records = [r for r in batch.records() if self.start <= r.offset < self.end]
-            if records:
-                yield int(batch.timestamp_type), records
+            yield batch
 
     def stable_end(self, part: FetchResponsePartitionData) -> int:
         """Where the log readable by this read ends: the last stable offset with read_committed,
@@ -145,7 +152,7 @@ class RangeRead:
         return self.stable_end(part) > self.offset
 
 
-async def fetch_range(
+async def fetch_batches(
     cluster: Cluster,
     tp: TopicPartition,
     start: int,
@@ -154,10 +161,11 @@ async def fetch_range(
     read_committed: bool = False,
     max_bytes: int = DEFAULT_PARTITION_MAX_BYTES,
     fail_on_data_loss: bool = True,
-) -> AsyncIterator[tuple[int, list[Record[bytes]]]]:
-    """The records of ``[start, end)`` as ``(timestamp type, records)`` per batch. Offsets of the
-    range that retention or DeleteRecords removed raise :class:`DataLossError`, or are skipped
-    when ``fail_on_data_loss`` is false; a range that the log does not reach yet is waited for."""
+) -> AsyncIterator[Batch[bytes]]:
+    """The batches holding the records of ``[start, end)`` (:meth:`RangeRead.take_batches`: a
+    batch that straddles an end of the range is whole). Offsets of the range that retention or
+    DeleteRecords removed raise :class:`DataLossError`, or are skipped when ``fail_on_data_loss``
+    is false; a range that the log does not reach yet is waited for."""
     read = RangeRead(tp, start, end, read_committed=read_committed, max_bytes=max_bytes)
     await cluster.refresh([tp.topic])
     while not read.done:
@@ -189,8 +197,8 @@ async def fetch_range(
             continue
         if part.error_code != ErrorCode.NONE:
             raise KafkaCallError(f"Fetch {tp} at offset {read.offset}: error {part.error_code}")
-        for item in read.take(part):
-            yield item
+        for batch in read.take_batches(part):
+            yield batch
         if read.progressed:  # retries may go on for timeout_ms from here
             cluster.progressed()
         elif not read.done:
@@ -199,3 +207,29 @@ async def fetch_range(
             await cluster.retry_wait(
                 f"Fetch {tp}: waiting for offsets {read.offset}..{end} (log ends at {read.stable_end(part)})"
             )
+
+
+async def fetch_range(
+    cluster: Cluster,
+    tp: TopicPartition,
+    start: int,
+    end: int,
+    *,
+    read_committed: bool = False,
+    max_bytes: int = DEFAULT_PARTITION_MAX_BYTES,
+    fail_on_data_loss: bool = True,
+) -> AsyncIterator[tuple[int, list[Record[bytes]]]]:
+    """The records of ``[start, end)`` as ``(timestamp type, records)`` per batch
+    (:func:`fetch_batches`, decoded)."""
+    async for batch in fetch_batches(
+        cluster,
+        tp,
+        start,
+        end,
+        read_committed=read_committed,
+        max_bytes=max_bytes,
+        fail_on_data_loss=fail_on_data_loss,
+    ):
+        records = [r for r in batch.records() if start <= r.offset < end]
+        if records:
+            yield int(batch.timestamp_type), records

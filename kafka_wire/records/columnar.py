@@ -48,7 +48,16 @@ else:
 COMPILED: Final[bool] = Columns.__module__ == "kafka_wire._compiled.columnar"
 """Whether the C extension does the per-record work (else the pure-Python twin)."""
 
-KAFKA_COLUMNS: Final = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers")
+KAFKA_COLUMNS: Final = (
+    "key",
+    "value",
+    "topic",
+    "partition",
+    "offset",
+    "timestamp",
+    "timestampType",
+    "headers",
+)
 """Spark's Kafka source columns, in its order (``headers`` only with ``includeHeaders``)."""
 NO_HEADERS: Final = KAFKA_COLUMNS[:-1]
 
@@ -163,7 +172,10 @@ class ArrowDecoder:
             return
         if batch.is_control and not self.include_control:
             return
-        if batch.base_offset + batch.last_offset_delta < self.start_offset or batch.base_offset >= self.end_offset:
+        if (
+            batch.base_offset + batch.last_offset_delta < self.start_offset
+            or batch.base_offset >= self.end_offset
+        ):
             return
         data, _, pos, end, shift, note, log_append_time = batch._source()
         try:
@@ -223,14 +235,17 @@ class ArrowDecoder:
             elif name == "offset":
                 arrays[name] = pa.Array.from_buffers(pa.int64(), rows, [None, buf(offsets)])
             elif name == "timestamp":
-                arrays[name] = pa.Array.from_buffers(self.schema.field(name).type, rows, [None, buf(timestamps)])
+                arrays[name] = pa.Array.from_buffers(
+                    self.schema.field(name).type, rows, [None, buf(timestamps)]
+                )
             elif name == "timestampType":
                 arrays[name] = pa.Array.from_buffers(pa.int32(), rows, [None, buf(ts_types)])
             else:
                 validity, nulls, ends, hkey, hvalue = headers
                 count = (len(hkey[2]) // 4) - 1
                 pairs = pa.StructArray.from_arrays(
-                    [binary(pa.string(), hkey, count), binary(pa.binary(), hvalue, count)], names=["key", "value"]
+                    [binary(pa.string(), hkey, count), binary(pa.binary(), hvalue, count)],
+                    names=["key", "value"],
                 )
                 arrays[name] = pa.Array.from_buffers(
                     self.schema.field(name).type,

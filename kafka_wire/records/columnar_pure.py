@@ -79,7 +79,9 @@ class Columns:
         hi: int,
     ) -> int:
         if count > (end - pos) // 7:
-            raise _corrupt(f"{count} records cannot fit in {end - pos} bytes (a record takes at least 7)", pos)
+            raise _corrupt(
+                f"{count} records cannot fit in {end - pos} bytes (a record takes at least 7)", pos
+            )
         data = bytes(data) if type(data) is not bytes else data
         want_key, want_value, want_headers = self.want_key, self.want_value, self.want_headers
         offsets, timestamps, ts_types = self.offsets, self.timestamps, self.ts_types
@@ -250,7 +252,13 @@ class Columns:
             )
             pairs = lists.values
             validity, list_offsets = lists.buffers()[:2]
-            headers = (validity, lists.null_count, list_offsets, parts(pairs.field("key")), parts(pairs.field("value")))
+            headers = (
+                validity,
+                lists.null_count,
+                list_offsets,
+                parts(pairs.field("key")),
+                parts(pairs.field("value")),
+            )
         return (
             len(self.offsets),
             self.offsets.tobytes(),
