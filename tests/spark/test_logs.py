@@ -245,7 +245,9 @@ def test_stream_reader_honours_spark_read_limits(tmp_path: Path) -> None:
     assert eager.latestOffset({"s": {"0": 10, "1": 4}}, ReadMinRows(50)) == {"s": {"0": 10, "1": 10}}
     # Trigger.AvailableNow: the end offsets seen at the start, whatever is appended later
     capped = KafkaWireStreamReader(
-        Settings.parse({"path": str(tmp_path), "subscribe": "s", "maxOffsetsPerTrigger": "8"}, streaming=True),
+        Settings.parse(
+            {"path": str(tmp_path), "subscribe": "s", "maxOffsetsPerTrigger": "8"}, streaming=True
+        ),
         ["offset"],
     )
     assert capped.getDefaultReadLimit() == ReadMaxRows(8)
