@@ -64,14 +64,24 @@ class RangePartition(InputPartition):
         self.range = r
 
 
+_KAFKA_TYPES: Final = {
+    "key": "binary",
+    "value": "binary",
+    "topic": "string",
+    "partition": "int",
+    "offset": "bigint",
+    "timestamp": "timestamp",
+    "timestampType": "int",
+    "headers": "array<struct<key:string,value:binary>>",
+}
+"""Each Kafka column's Spark type (:func:`schema_for`), as ``DataType.simpleString()`` writes it."""
+
+
 def columns_of(schema: StructType) -> list[str]:
     """The Kafka columns Spark asks for: the source's schema, or a subset a query gave with
     ``.schema(...)`` (only those columns are decoded). Other names or types are refused."""
-    full = StructType.fromDDL(schema_for(True))
-    assert isinstance(full, StructType)
-    expected = {f.name: f.dataType for f in full.fields}
     for f in schema.fields:
-        if expected.get(f.name) != f.dataType:
+        if _KAFKA_TYPES.get(f.name) != f.dataType.simpleString():
             raise OptionError(
                 f"column {f.name} {f.dataType.simpleString()} is not one of the Kafka source's columns"
                 f" ({schema_for(True)})"
