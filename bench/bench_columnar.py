@@ -21,7 +21,8 @@ from __future__ import annotations
 import argparse
 import platform
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import aiokafka  # type: ignore[import-untyped]
 import kafka  # type: ignore[import-untyped]
@@ -42,14 +43,21 @@ from kafka.record.memory_records import MemoryRecords as KpMemoryRecords  # type
 from kafka_wire.records import columnar, columnar_pure
 
 
+@contextmanager
+def flavour(columns_cls: type) -> Iterator[None]:
+    """``decode_arrow`` runs on ``columns_cls`` (the C ``Columns`` or its pure twin) inside."""
+    chosen = columnar.Columns
+    setattr(columnar, "Columns", columns_cls)  # noqa: B010  # the module's choice, swapped for a path
+    try:
+        yield
+    finally:
+        setattr(columnar, "Columns", chosen)  # noqa: B010
+
+
 def kw_columnar(data: bytes, columns_cls: type) -> Callable[[], int]:
     def run() -> int:
-        chosen = columnar.Columns
-        columnar.Columns = columns_cls  # type: ignore[misc]  # the flavour of this path
-        try:
+        with flavour(columns_cls):
             return int(columnar.decode_arrow(data).num_rows)
-        finally:
-            columnar.Columns = chosen  # type: ignore[misc]
 
     return run
 
@@ -58,13 +66,8 @@ def check(data: bytes) -> None:
     """The columnar output (both flavours) equals the per-record decoder's records."""
     expected = [(o, t * 1000, k, v, h or None) for o, t, k, v, h in contents(data)]
     for cls in (columnar.Columns, columnar_pure.Columns):
-        kw_columnar(data, cls)()
-        chosen = columnar.Columns
-        columnar.Columns = cls  # type: ignore[misc]
-        try:
+        with flavour(cls):
             batch = columnar.decode_arrow(data)
-        finally:
-            columnar.Columns = chosen  # type: ignore[misc]
         got = list(
             zip(
                 batch.column("offset").to_pylist(),

@@ -293,4 +293,12 @@ def decode_arrow(
     return decoder.take()
 
 
-__all__ = ["COMPILED", "KAFKA_COLUMNS", "NO_HEADERS", "ArrowDecoder", "arrow_schema", "decode_arrow"]
+__all__ = [
+    "COMPILED",
+    "KAFKA_COLUMNS",
+    "NO_HEADERS",
+    "ArrowDecoder",
+    "Columns",
+    "arrow_schema",
+    "decode_arrow",
+]
