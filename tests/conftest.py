@@ -63,10 +63,13 @@ def apache_kafka_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kafk
     """One Apache Kafka 4.4 node (KRaft, broker and controller in one JVM) for the whole session,
     started when a test first asks for it and shared by every test that runs against Kafka: the
     ``apache_kafka`` param of the e2e ``target`` and of the interop ``peer``. Tests on it use their
-    own topic and group names. Without ``make peers`` it fails with a RuntimeError saying so."""
+    own topic and group names. It runs with ``QUICK_GROUPS`` (no initial rebalance delay), as the
+    e2e suite's ``kafka-wire serve`` does. Without ``make peers`` it fails with a RuntimeError
+    saying so."""
     from tests.e2e.apache_kafka import apache_kafka
+    from tests.e2e.brokers import QUICK_GROUPS
 
-    node = apache_kafka(tmp_path_factory.mktemp("apache_kafka"))
+    node = apache_kafka(tmp_path_factory.mktemp("apache_kafka"), overrides=QUICK_GROUPS)
     node.start()
     try:
         yield node

@@ -7,7 +7,8 @@ tests that read a broker's data directory or ask it about its log directories: K
 ``kafka-wire serve`` (Tansu keeps its partitions in memory). Each param's broker is one process
 for the whole session (the ``*_node`` fixtures, started when first asked for), shared by every
 test of that param, which therefore use their own topic and group names; the Kafka node is the
-session's ``apache_kafka_node`` (``tests/conftest.py``), shared with the interop tests.
+session's ``apache_kafka_node`` (``tests/conftest.py``), shared with the interop tests. Kafka and
+``kafka-wire serve`` run with ``brokers.QUICK_GROUPS`` (no initial rebalance delay).
 
 ``kafka_wire_broker`` (and its alias ``broker``, the fixture the restart tests are written
 against) is a fresh ``kafka-wire serve`` per test, with its own data dir, that the test may stop,
@@ -23,7 +24,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.brokers import BrokerProcess, kafka_wire, tansu
+from tests.e2e.brokers import QUICK_GROUPS, BrokerProcess, kafka_wire, tansu
 
 TARGETS = [
     pytest.param("apache_kafka", id="apache_kafka"),
@@ -36,15 +37,8 @@ DISK_TARGETS = [pytest.param("apache_kafka", id="apache_kafka"), pytest.param("k
 NODES = {"apache_kafka": "apache_kafka_node", "tansu": "tansu_node", "kafka_wire": "kafka_wire_node"}
 
 
-def _start(name: str, tmp_path_factory: pytest.TempPathFactory) -> BrokerProcess:
-    workdir = tmp_path_factory.mktemp(name)
-    broker = tansu(workdir) if name == "tansu" else kafka_wire(workdir)
+def _running(broker: BrokerProcess) -> Iterator[BrokerProcess]:
     broker.start()
-    return broker
-
-
-def _running(name: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    broker = _start(name, tmp_path_factory)
     try:
         yield broker
     finally:
@@ -54,13 +48,13 @@ def _running(name: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Br
 @pytest.fixture(scope="session")
 def tansu_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     """The session's Tansu broker (memory storage)."""
-    yield from _running("tansu", tmp_path_factory)
+    yield from _running(tansu(tmp_path_factory.mktemp("tansu")))
 
 
 @pytest.fixture(scope="session")
 def kafka_wire_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    """The session's ``kafka-wire serve``."""
-    yield from _running("kafka_wire", tmp_path_factory)
+    """The session's ``kafka-wire serve``, with ``QUICK_GROUPS`` as the Kafka node."""
+    yield from _running(kafka_wire(tmp_path_factory.mktemp("kafka_wire"), settings=QUICK_GROUPS))
 
 
 @pytest.fixture(scope="session", params=TARGETS)
@@ -80,7 +74,7 @@ def disk_target(request: pytest.FixtureRequest) -> BrokerProcess:
 @pytest.fixture
 def kafka_wire_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     """A fresh ``kafka-wire serve`` for one test, with its own port and data dir."""
-    yield from _running("kafka_wire", tmp_path_factory)
+    yield from _running(kafka_wire(tmp_path_factory.mktemp("kafka_wire")))
 
 
 @pytest.fixture

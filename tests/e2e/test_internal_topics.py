@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.brokers import BrokerProcess, KafkaWireBroker, kafka_wire
+from tests.e2e.brokers import QUICK_GROUPS, BrokerProcess, KafkaWireBroker, kafka_wire
 
 TIMEOUT_S = 60
 #: librdkafka's ERR_TOPIC_EXCEPTION, Kafka's INVALID_TOPIC_EXCEPTION.
@@ -67,17 +67,10 @@ print(json.dumps(out))
 """
 
 
-class FastGroupsBroker(KafkaWireBroker):
-    """``kafka-wire serve`` without the 3 s initial rebalance delay (the group has one member)."""
-
-    def command(self) -> list[str]:
-        return [*super().command(), "--set", "group.initial.rebalance.delay.ms=0"]
-
-
 @pytest.fixture
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FastGroupsBroker]:
-    plain = kafka_wire(tmp_path_factory.mktemp("internal"))
-    server = FastGroupsBroker(plain.name, plain.address, plain.data_dir, plain.log_path, persistent=True)
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaWireBroker]:
+    """``kafka-wire serve`` without the 3 s initial rebalance delay (the group has one member)."""
+    server = kafka_wire(tmp_path_factory.mktemp("internal"), settings=QUICK_GROUPS)
     server.start()
     yield server
     server.close()
@@ -96,7 +89,7 @@ def run(script: str, *args: str) -> dict[str, Any]:
     return result
 
 
-def restart(broker: FastGroupsBroker) -> None:
+def restart(broker: KafkaWireBroker) -> None:
     status = broker.stop()
     assert status == 0, f"SIGTERM: exit status {status}\n{broker.log()[-3000:]}"
     broker.restart()  # raises, with the log, if the broker does not start
@@ -112,7 +105,7 @@ def test_a_client_cannot_write_to_the_offsets_topic(
 
 
 def test_clients_cannot_poison_the_offsets_topic_and_offsets_survive_restarts(
-    broker: FastGroupsBroker,
+    broker: KafkaWireBroker,
 ) -> None:
     assert run(POISON, broker.bootstrap) == {"delivered": [INVALID_TOPIC_EXCEPTION]}
     restart(broker)
