@@ -7,8 +7,9 @@ STAMP := $(VENV)/.installed
 .PHONY: run test install peers lint typecheck regen docs check-generated bench clean compile test-pure test-compiled captures simulate-long fuzz-long
 
 # PySpark and pyarrow for tests/spark come from the `spark` extra (Spark runs on the machine's
-# JDK 17). Python peers come from the `test` extra (with the Java client's jars: pyflink/lib of
-# shigawire-apache-flink-libraries, run by the machine's JDK 17); the Node.js peer (kafkajs and its
+# JDK 17). Python peers come from the `test` extra (with the jars of the Java client 3.9.1: pyflink/lib
+# of shigawire-apache-flink-libraries, run by the machine's JDK 17; the 4.4 client comes from
+# `make peers`); the Node.js peer (kafkajs and its
 # snappy/lz4/zstd codecs, two of them native addons that npm builds) from package-lock.json into
 # ./node_modules. All of them serve tests/interop and tests/e2e.
 $(STAMP): pyproject.toml package.json package-lock.json
@@ -93,7 +94,7 @@ docs: $(STAMP)
 	$(PY) -m tools.docs
 
 # Re-record the golden request frames of tests/data/captures from the real clients (tools/record_captures.py).
-captures: $(STAMP)
+captures: $(STAMP) $(PEERS_STAMP)
 	$(PY) tools/record_captures.py
 
 # The simulator's long run (docs/benchmarks/simulation.md): 10,000 seeds of 5,000 events on three

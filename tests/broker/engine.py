@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import random
+from typing import TypeVar
 
 from kafka_wire.broker import Broker, BrokerConfig
 from kafka_wire.broker.driving import settle
@@ -17,8 +18,20 @@ from kafka_wire.broker.effects import (
     StorageEffect,
 )
 from kafka_wire.broker.storage import MemoryStorage
+from kafka_wire.broker.versioning import fit
 from kafka_wire.codec.structs import Message
 from kafka_wire.protocol import NEED_DATA, ClientConfig, ClientConnection, Response
+
+M = TypeVar("M", bound=Message)
+
+
+def on_the_wire(answer: object, cls: type[M], version: int) -> M:
+    """An answer a handler built, fitted to ``version`` and encoded as the broker sends it, then
+    decoded as a client reads it."""
+    assert isinstance(answer, cls)
+    decoded = cls.decode(fit(answer, version).encode(version), version)
+    assert isinstance(decoded, cls)
+    return decoded
 
 
 class Engine:

@@ -101,8 +101,9 @@ def _check(
     ctx: Context, entry: CreateTopicsRequestCreatableTopic
 ) -> tuple[CreateTopicsResponseCreatableTopicResult, _Creatable | None]:
     state = ctx.state
+    # A success's message is null, as Kafka's controller sets it (the default is "").
     result = CreateTopicsResponseCreatableTopicResult(
-        name=entry.name, num_partitions=-1, replication_factor=-1
+        name=entry.name, num_partitions=-1, replication_factor=-1, error_message=None
     )
     if entry.name in RESERVED_TOPICS:
         result.error_code = ErrorCode.INVALID_REQUEST

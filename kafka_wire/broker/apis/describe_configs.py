@@ -2,7 +2,8 @@
 
 Behaviour: topic resources list every topic config (or the keys asked for) with value, source,
 synonyms (v1+), type and documentation (v3+); broker resources list the broker's settings as
-read-only static configs; unknown topics get UNKNOWN_TOPIC_OR_PARTITION; broker loggers are not
+read-only static configs; unknown topics get UNKNOWN_TOPIC_OR_PARTITION (without a message, as
+from Kafka) and illegal names INVALID_TOPIC_EXCEPTION; broker loggers are not
 supported (INVALID_REQUEST).
 """
 
@@ -14,6 +15,7 @@ from kafka_wire.broker.apis.configs import (
     STATIC_BROKER_CONFIG,
     describe_topic_configs,
 )
+from kafka_wire.broker.metadata import topic_name_problem
 from kafka_wire.broker.state import Context
 from kafka_wire.messages import (
     DescribeConfigsRequest,
@@ -35,9 +37,11 @@ def handle(ctx: Context, request: DescribeConfigsRequest) -> DescribeConfigsResp
         )
         if resource.resource_type == RESOURCE_TOPIC:
             topic = state.topic_named(resource.resource_name)
-            if topic is None:
+            problem = topic_name_problem(resource.resource_name)
+            if problem is not None:  # Kafka's ConfigHelper validates the name first
+                result.error_code, result.error_message = ErrorCode.INVALID_TOPIC_EXCEPTION, problem
+            elif topic is None:  # without a message, as Kafka's ConfigHelper answers it
                 result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                result.error_message = f"Topic '{resource.resource_name}' does not exist."
             else:
                 result.configs = describe_topic_configs(
                     state,

@@ -7,6 +7,7 @@ high watermark of 0 (it keeps its metadata in ``kafka-wire-metadata.json``, not 
 ``__cluster_metadata`` log), no observers, and (v2) this node with its listener. A request for
 anything but ``__cluster_metadata`` partition 0, alone, is UNKNOWN_TOPIC_OR_PARTITION for each
 partition named, as Kafka's raft client answers it.
+Error messages are left empty where Kafka's raft client sets none (its generated default).
 Version notes: timestamps from v1, ``replica_directory_id`` and ``nodes`` from v2.
 """
 
@@ -54,14 +55,12 @@ def handle(ctx: Context, request: DescribeQuorumRequest) -> DescribeQuorumRespon
         last_caught_up_timestamp=ctx.now_ms,
     )
     return DescribeQuorumResponse(
-        error_message=None,
         topics=[
             DescribeQuorumResponseTopicData(
                 topic_name=METADATA_TOPIC,
                 partitions=[
                     DescribeQuorumResponsePartitionData(
                         partition_index=0,
-                        error_message=None,
                         leader_id=config.node_id,
                         leader_epoch=SINGLE_NODE_EPOCH,
                         high_watermark=0,
@@ -87,7 +86,6 @@ def unknown_partitions(request: DescribeQuorumRequest) -> DescribeQuorumResponse
     """UNKNOWN_TOPIC_OR_PARTITION for every partition of ``request`` (Kafka's partition-level error)."""
     code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     return DescribeQuorumResponse(
-        error_message=None,
         topics=[
             DescribeQuorumResponseTopicData(
                 topic_name=t.topic_name,

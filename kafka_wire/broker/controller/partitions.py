@@ -20,6 +20,7 @@ from kafka_wire.broker.controller.settings import (
     ELECTION_UNCLEAN,
 )
 from kafka_wire.broker.controller.topics import assignment_problem
+from kafka_wire.broker.error_answers import failure_answer
 from kafka_wire.broker.state import Waiting
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
@@ -32,6 +33,7 @@ from kafka_wire.messages import (
     AlterPartitionResponse,
     AlterPartitionResponsePartitionData,
     AlterPartitionResponseTopicData,
+    ApiKey,
     ElectLeadersRequest,
     ElectLeadersResponse,
     ElectLeadersResponsePartitionResult,
@@ -176,7 +178,11 @@ def elect_leaders(
         ]
     )
     return c.answer_when_committed(
-        records, lambda: response, lambda code: ElectLeadersResponse(error_code=code), now_ms, req.timeout_ms
+        records,
+        lambda: response,
+        lambda code: failure_answer(ApiKey.ELECT_LEADERS, req, code),
+        now_ms,
+        req.timeout_ms,
     )
 
 
@@ -188,7 +194,7 @@ def _elect_one(
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such topic-partition {topic}-{index}"
     if unclean:
         if p.leader != NO_LEADER:
-            return ErrorCode.ELECTION_NOT_NEEDED, None
+            return ErrorCode.ELECTION_NOT_NEEDED, ErrorCode.ELECTION_NOT_NEEDED.description
         record = c.change(p, records, election=Election.UNCLEAN)
         if record is None or record.leader == NO_LEADER:
             return (
@@ -197,7 +203,7 @@ def _elect_one(
             )
         return ErrorCode.NONE, None
     if p.replicas and p.leader == p.replicas[0]:
-        return ErrorCode.ELECTION_NOT_NEEDED, None
+        return ErrorCode.ELECTION_NOT_NEEDED, ErrorCode.ELECTION_NOT_NEEDED.description
     candidate: list[Message] = []
     record = c.change(p, candidate, election=Election.PREFERRED)
     if record is None or record.leader != p.replicas[0]:
@@ -221,11 +227,11 @@ def alter_partition_reassignments(
                     partition_index=part.partition_index, error_code=code, error_message=message
                 )
             )
-    response = AlterPartitionReassignmentsResponse(responses=responses)
+    response = AlterPartitionReassignmentsResponse(error_message=None, responses=responses)
     return c.answer_when_committed(
         records,
         lambda: response,
-        lambda code: AlterPartitionReassignmentsResponse(error_code=code),
+        lambda code: failure_answer(ApiKey.ALTER_PARTITION_REASSIGNMENTS, req, code),
         now_ms,
         req.timeout_ms,
     )
@@ -236,10 +242,10 @@ def _reassign_one(
 ) -> tuple[int, str | None]:
     p = c.image.partition(topic, index)
     if p is None:
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find partition {topic}-{index}"
     if target is None:  # cancel: back to the original replicas
         if not p.adding_replicas and not p.removing_replicas:
-            return ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, None
+            return ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, ErrorCode.NO_REASSIGNMENT_IN_PROGRESS.description
         original = [r for r in p.replicas if r not in p.adding_replicas]
         isr = [r for r in p.isr if r in original] or [r for r in original if c.acceptable(r)][:1]
         c.change(p, records, target_replicas=original, target_isr=isr, target_adding=[], target_removing=[])
@@ -283,8 +289,9 @@ def list_partition_reassignments(
             )
         )
     return ListPartitionReassignmentsResponse(
+        error_message=None,
         topics=[
             ListPartitionReassignmentsResponseOngoingTopicReassignment(name=n, partitions=ps)
             for n, ps in by_topic.items()
-        ]
+        ],
     )

@@ -21,6 +21,7 @@ from kafka_wire.broker.controller.settings import (
     OP_SET,
     OP_SUBTRACT,
 )
+from kafka_wire.broker.error_answers import failure_answer
 from kafka_wire.broker.internal_topics import CLUSTER_METADATA_TOPIC
 from kafka_wire.broker.log.config import ConfigError, LogConfig
 from kafka_wire.broker.metadata import random_uuid, topic_name_problem
@@ -28,6 +29,7 @@ from kafka_wire.broker.state import Waiting
 from kafka_wire.codec.runtime import ZERO_UUID
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
+    ApiKey,
     ConfigRecord,
     CreatePartitionsRequest,
     CreatePartitionsResponse,
@@ -61,8 +63,9 @@ def create_topics(
     results: list[CreateTopicsResponseCreatableTopicResult] = []
     records: list[Message] = []
     for entry in req.topics:
+        # A success's message is null, as Kafka's controller sets it (the default is "").
         result = CreateTopicsResponseCreatableTopicResult(
-            name=entry.name, num_partitions=-1, replication_factor=-1
+            name=entry.name, num_partitions=-1, replication_factor=-1, error_message=None
         )
         results.append(result)
         if counts[entry.name] > 1:
@@ -75,11 +78,7 @@ def create_topics(
     response = CreateTopicsResponse(topics=results)
 
     def fail(code: int) -> Message:
-        return CreateTopicsResponse(
-            topics=[
-                CreateTopicsResponseCreatableTopicResult(name=t.name, error_code=code) for t in req.topics
-            ]
-        )
+        return failure_answer(ApiKey.CREATE_TOPICS, req, code)
 
     return c.answer_when_committed(records, lambda: response, fail, now_ms, req.timeout_ms)
 
@@ -215,12 +214,7 @@ def delete_topics(
             records.append(RemoveTopicRecord(topic_id=topic.topic_id))
 
     def fail(code: int) -> Message:
-        return DeleteTopicsResponse(
-            responses=[
-                DeleteTopicsResponseDeletableTopicResult(name=n, topic_id=i, error_code=code)
-                for n, i in wanted
-            ]
-        )
+        return failure_answer(ApiKey.DELETE_TOPICS, req, code)
 
     return c.answer_when_committed(
         records, lambda: DeleteTopicsResponse(responses=results), fail, now_ms, req.timeout_ms
@@ -292,9 +286,7 @@ def create_partitions(
                 records += new
 
     def fail(code: int) -> Message:
-        return CreatePartitionsResponse(
-            results=[CreatePartitionsResponseTopicResult(name=t.name, error_code=code) for t in req.topics]
-        )
+        return failure_answer(ApiKey.CREATE_PARTITIONS, req, code)
 
     return c.answer_when_committed(
         records, lambda: CreatePartitionsResponse(results=results), fail, now_ms, req.timeout_ms
@@ -370,14 +362,7 @@ def incremental_alter_configs(
                 )
 
     def fail(code: int) -> Message:
-        return IncrementalAlterConfigsResponse(
-            responses=[
-                IncrementalAlterConfigsResponseAlterConfigsResourceResponse(
-                    resource_type=r.resource_type, resource_name=r.resource_name, error_code=code
-                )
-                for r in req.resources
-            ]
-        )
+        return failure_answer(ApiKey.INCREMENTAL_ALTER_CONFIGS, req, code)
 
     return c.answer_when_committed(
         records, lambda: IncrementalAlterConfigsResponse(responses=results), fail, now_ms
