@@ -5,8 +5,8 @@ The issue's reproducer: a producer writing ``key=b"\\x00\\x01\\xff\\xff\\xff"`` 
 could not replay, so the broker never started again. Now the write is refused with Kafka's
 INVALID_TOPIC_EXCEPTION, the broker restarts, and a consumer group's committed offsets survive
 restarts as before. The clients run in a child process (as in ``test_sasl.py``). The refusal
-alone is checked on every target, Kafka 4.4 first (it refuses a client's Produce to an internal
-topic in ``ReplicaManager``); the restarts on ``kafka-wire serve``.
+alone is checked on every target (Kafka 4.4's ``ReplicaManager`` refuses a client's Produce to an
+internal topic); the restarts on ``kafka-wire serve``.
 """
 
 from __future__ import annotations
