@@ -34,7 +34,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.brokers import BrokerProcess
-from tests.interop.harness import Client, DriverOptions, DriverRun, LiveDriver, run_driver, skip_unserved
+from tests.interop.harness import Client, DriverOptions, DriverRun, LiveDriver, run_driver
 
 PARTITIONS = 6
 PHASE_RECORDS = 300
@@ -144,7 +144,6 @@ def commit_violations(runs: list[DriverRun]) -> list[str]:
 
 @pytest.mark.parametrize("client", ["confluent", "java", "java4"])
 def test_members_leave_and_rebalance(target: BrokerProcess, client: Client) -> None:
-    skip_unserved(target.name, client)
     topic = f"rebalance-{client}"
     group = f"rebalance-{client}"
     run_driver(
