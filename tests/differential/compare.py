@@ -8,18 +8,18 @@ error_code``), Kafka's value and kafka-wire's value.
 - Arrays of structs are matched by key: the first of :data:`KEY_FIELDS` the element has (a
   topic's name, a partition's index, ...), when that key is unique on both sides; an element on
   one side only is a difference named by its key. Their order is not compared (Kafka answers
-  topics and partitions in the order of its own maps) unless the path is in ``ordered``. Arrays of
-  structs without a key, and arrays of plain values, compare position by position.
+  topics and partitions in the order of its own maps). Arrays of structs without such a key, and
+  arrays of plain values, compare position by position.
 - Records (the ``records`` fields of Produce and Fetch) compare by content: each batch's header
   fields and its records (offset, timestamp, key, value, headers), under the path
   ``...records.batches[i].<field>`` / ``...records.batches[i].records[j]``.
-- A :class:`Rule` names a field path pattern (:func:`matches`: ``*`` stands for any text, nothing
-  else is special; matched against the path with every array index written ``[]``:
-  ``topics[].topic_id``, or against the path as reported: ``*configs[name='segment.ms']``) and a
-  function that maps each side's value to what is compared (a struct or array it returns is
-  compared field by field in turn, a rule further down applying to its fields): values that legitimately differ (ids chosen at random, ports, the
-  wording of error messages, clocks) are replaced by a placeholder that keeps what must still
-  agree (null or not, zero or not). Rules are explicit: a field no rule names compares exactly.
+- A :class:`Rule` names a field path pattern and a function that maps each side's value to what
+  is compared: values that legitimately differ (ids chosen at random, ports, clocks, prose) are
+  replaced by a placeholder that keeps what must still agree (null or not, zero or not). A
+  pattern is matched (:func:`matches`: ``*`` stands for any text, nothing else is special)
+  against the path with every array index written ``[]`` (``topics[].topic_id``) and against the
+  path as reported (``*configs[name='segment.ms']``). A struct or array a rule returns is compared
+  field by field in turn. Rules are explicit: a field no rule names compares exactly.
 """
 
 from __future__ import annotations
@@ -175,20 +175,17 @@ def differences(
     kafka_wire: Any,
     sides: tuple[Side, Side],
     rules: Iterable[Rule] = (),
-    *,
-    ordered: Sequence[str] = (),
 ) -> list[Difference]:
     """Every difference between the two values; ``rules`` come before :data:`COMMON_RULES`."""
-    walk = _Walk(sides, (*rules, *COMMON_RULES), tuple(ordered))
+    walk = _Walk(sides, (*rules, *COMMON_RULES))
     walk.value(kafka, kafka_wire, "", "")
     return walk.found
 
 
 class _Walk:
-    def __init__(self, sides: tuple[Side, Side], rules: tuple[Rule, ...], ordered: tuple[str, ...]) -> None:
+    def __init__(self, sides: tuple[Side, Side], rules: tuple[Rule, ...]) -> None:
         self.sides = sides
         self.rules = rules
-        self.ordered = ordered
         self.found: list[Difference] = []
 
     def differ(self, shown: str, canon: str, a: Any, b: Any) -> None:
@@ -239,8 +236,6 @@ class _Walk:
         by_key_b = {getattr(y, key): y for y in b}
         for k in dict.fromkeys([*by_key_a, *by_key_b]):
             self.value(by_key_a.get(k, ABSENT), by_key_b.get(k, ABSENT), f"{shown}[{key}={k!r}]", element)
-        if any(matches(pattern, canon) for pattern in self.ordered) and list(by_key_a) != list(by_key_b):
-            self.differ(f"{shown} (order of {key})", canon, list(by_key_a), list(by_key_b))
 
 
 def _field(path: str, name: str) -> str:

@@ -2,11 +2,13 @@
 
 A :class:`Pair` holds one connection to Apache Kafka and one to kafka-wire. :meth:`Pair.check`
 sends one request at one version to each, compares the answers (:mod:`tests.differential.compare`)
-and raises :class:`Differences` with a report when they differ. A test that shows a deliberate
-difference is marked ``@pytest.mark.deliberate("path pattern", ..., reason="...")``: the
-conftest turns that into a strict xfail whose failure must be :class:`DeliberateDifference`, which
-:meth:`Pair.check` raises only when every difference found matches one of the patterns (so a new
-difference still fails the test, and the mark must go when the difference does).
+and raises :class:`Differences` with a report when they differ; :meth:`Pair.check_each` does the
+same with each broker's own request (its topic ids, producer ids, session and member ids). A test
+that shows a deliberate difference is marked ``@pytest.mark.deliberate("path pattern", ...,
+reason="...")``: the conftest turns that into a strict xfail whose failure must be
+:class:`DeliberateDifference`, which is raised only when every difference found matches one of the
+patterns (by its path as reported or with ``[]`` for every index), so a new difference still
+fails the test, and the mark must go when the difference does.
 
 :meth:`Pair.both` sends a request to both without comparing (set-up); :meth:`Pair.create_topic`
 creates a topic on both and waits until each broker's Metadata shows a leader for every partition.
@@ -15,7 +17,7 @@ creates a topic on both and waits until each broker's Metadata shows a leader fo
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, TypeVar
 from uuid import UUID
@@ -84,6 +86,8 @@ class Statistics:
 
 @dataclass
 class Pair:
+    """Kafka and kafka-wire, for one test (or one module's set-up)."""
+
     kafka: Peer
     kafka_wire: Peer
     statistics: Statistics
@@ -104,13 +108,11 @@ class Pair:
         request: Asks[R],
         version: int,
         rules: Iterable[Rule] = (),
-        *,
-        ordered: Sequence[str] = (),
     ) -> tuple[R, R]:
         """Send ``request`` to both at ``version`` and compare the answers; return them (Kafka's
         first)."""
         a, b = self.both(request, version)
-        self.judge(a, b, f"{type(request).__name__} v{version}", rules, ordered=ordered)
+        self.judge(a, b, f"{type(request).__name__} v{version}", rules)
         return a, b
 
     def check_each(
@@ -118,15 +120,11 @@ class Pair:
         make: Callable[[Peer], Asks[R]],
         version: int,
         rules: Iterable[Rule] = (),
-        *,
-        ordered: Sequence[str] = (),
     ) -> tuple[R, R]:
         """Like :meth:`check`, with each broker's own request: ``make(peer)`` puts in what each
         chose itself (topic ids, producer ids, fetch session ids); the rest must be the same."""
         a, b = (peer.request(make(peer), version) for peer in (self.kafka, self.kafka_wire))
-        self.judge(
-            a, b, f"{type(a).__name__.replace('Response', 'Request')} v{version}", rules, ordered=ordered
-        )
+        self.judge(a, b, f"{type(a).__name__.replace('Response', 'Request')} v{version}", rules)
         return a, b
 
     def judge(
@@ -135,14 +133,12 @@ class Pair:
         b: Any,
         title: str,
         rules: Iterable[Rule] = (),
-        *,
-        ordered: Sequence[str] = (),
     ) -> None:
         """Compare two answers (Kafka's first); raise when they differ."""
         self.statistics.checks += 1
         api = title.split(" ")[0]
         self.statistics.by_api[api] = self.statistics.by_api.get(api, 0) + 1
-        found = differences(a, b, self.sides, rules, ordered=ordered)
+        found = differences(a, b, self.sides, rules)
         if not found:
             return
         text = report(found, title)

@@ -273,7 +273,7 @@ def delete_topics(
     )
     by_name = [n for n, i in wanted if n is not None and i == ZERO_UUID]
     by_id = [i for n, i in wanted if not (n is not None and i == ZERO_UUID)]
-    twice_named, twice_id = set(_duplicates(by_name)), set(_duplicates(by_id))
+    twice_named, twice_id = _duplicates(by_name), _duplicates(by_id)  # in request order
     results: list[DeleteTopicsResponseDeletableTopicResult] = [
         *(
             _deleted(name, ZERO_UUID, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
