@@ -10,7 +10,7 @@ peer link, every request ends in exactly one ``on_reply`` call, never inside ``s
 request not answered within its ``timeout_ms`` gets None. A node that is the only voter of its
 quorum (a single node) thus needs no controller socket at all.
 
-The request is served at the version it names (``Outbound.api_version``: a forwarded request
+The request is served at the version it names (``Outbound.version``: a forwarded request
 keeps its client's version), else at the newest version kafka_wire knows, which is what a peer
 link between two kafka_wire nodes negotiates.
 """
@@ -56,7 +56,7 @@ class LocalLink:
         for outbound, deadline_ms in queued:
             key = outbound.body.API_KEY
             assert key is not None
-            version = outbound.api_version
+            version = outbound.version
             if version is None:
                 version = max(REQUESTS[key].VERSIONS)
             answer = self._serve(key, version, outbound.body, now_ms)

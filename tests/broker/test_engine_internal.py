@@ -166,7 +166,10 @@ def test_metadata_auto_creation_makes_the_offsets_topic_the_brokers_way() -> Non
     engine = Engine(BrokerConfig(offsets_topic_num_partitions=4, offsets_topic_segment_bytes=2_000_000))
     client = Client(engine, 1)
     [asked] = metadata(client, OFFSETS_TOPIC).topics
-    assert (asked.error_code, asked.is_internal) == (ErrorCode.LEADER_NOT_AVAILABLE, True)  # Kafka's answer
+    assert (asked.error_code, asked.is_internal) == (
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        True,
+    )  # Kafka's answer
     [listed] = metadata(client, OFFSETS_TOPIC).topics
     assert (listed.error_code, listed.is_internal, len(listed.partitions)) == (ErrorCode.NONE, True, 4)
     configs = topic_configs(client, OFFSETS_TOPIC)
@@ -178,7 +181,7 @@ def test_metadata_auto_creation_makes_the_offsets_topic_the_brokers_way() -> Non
     # The transaction coordinator's topic is auto-created the same way (Kafka's
     # AutoTopicCreationManager makes both); the share coordinator's is not (none runs here).
     [other] = metadata(client, "__transaction_state").topics
-    assert (other.error_code, other.is_internal) == (ErrorCode.LEADER_NOT_AVAILABLE, True)
+    assert (other.error_code, other.is_internal) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, True)
     [shares] = metadata(client, "__share_group_state").topics
     assert (shares.error_code, shares.is_internal) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, True)
     assert "__share_group_state" not in engine.broker.state.metadata.topics

@@ -89,7 +89,9 @@ class Outcome:
         for event in self.events:
             if event["event"] == name and all(event.get(k) == v for k, v in match.items()):
                 return event
-        raise AssertionError(f"{self.client}: no {name} {match} event; events {self.events}\n{self.stderr[-3000:]}")
+        raise AssertionError(
+            f"{self.client}: no {name} {match} event; events {self.events}\n{self.stderr[-3000:]}"
+        )
 
     def consumed(self, isolation: str) -> dict[int, list[str]]:
         """The values a consumer read, by partition, in offset order (offsets checked increasing)."""

@@ -9,11 +9,14 @@ IncrementalAlterConfigs and gives the replication part each topic's effective
 IncrementalAlterConfigs and the legacy AlterConfigs (whole sets of overrides) alter topics (they
 must exist; internal ones are refused with INVALID_REQUEST, kafka_wire's: their configs belong to
 the broker) and brokers (by id, or "" for the cluster-wide defaults). Checks, as Kafka makes them
-(the broker's before forwarding, then the controller's): a key named twice in one resource
-(INVALID_REQUEST), a null SET (INVALID_REQUEST), an unknown topic config (INVALID_CONFIG), APPEND
-or SUBTRACT of a key that is not a list (INVALID_CONFIG; an absent key starts from its default),
-a result that is not a valid topic config (INVALID_CONFIG). One ConfigRecord per changed key;
-``validate_only`` checks only.
+(the broker's before forwarding, then the controller's): a resource named twice in one
+IncrementalAlterConfigs (INVALID_REQUEST "Duplicate resource." each time), a key named twice in one
+resource (INVALID_REQUEST), a null SET (INVALID_REQUEST), an unknown topic config (INVALID_CONFIG),
+APPEND or SUBTRACT of a key that is not a list (INVALID_CONFIG; an absent key starts from its
+default), an unknown operation (UNKNOWN_SERVER_ERROR, Kafka's failed lookup), a result that is not
+a valid topic config (INVALID_CONFIG). One ConfigRecord per changed key; ``validate_only`` checks
+only. A request the controller cannot carry out fails in its shape
+(:func:`~kafka_wire.broker.error_answers.failure_answer`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from kafka_wire.broker.controller.configs_image import ConfigResourceType, Confi
 from kafka_wire.broker.controller.delta import DeltaBuilder
 from kafka_wire.broker.controller.result import ControllerResult, Decision
 from kafka_wire.broker.controller.settings import OP_APPEND, OP_DELETE, OP_SET, OP_SUBTRACT, ControllerConfig
+from kafka_wire.broker.error_answers import failure_answer
 from kafka_wire.broker.internal_topics import is_internal
 from kafka_wire.broker.log.config import CONFIG_KEYS, ConfigError, LogConfig
 from kafka_wire.codec.structs import Message
@@ -33,10 +37,12 @@ from kafka_wire.messages import (
     AlterConfigsRequest,
     AlterConfigsResponse,
     AlterConfigsResponseResourceResponse,
+    ApiKey,
     ConfigRecord,
     ErrorCode,
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsRequestAlterableConfig,
+    IncrementalAlterConfigsRequestAlterConfigsResource,
     IncrementalAlterConfigsResponse,
     IncrementalAlterConfigsResponseAlterConfigsResourceResponse,
 )
@@ -131,15 +137,24 @@ class ConfigurationControl:
         new_configs: Callable[[Any, Mapping[str, str]], tuple[dict[str, str], Problem | None]],
         response: Callable[..., Message],
         result_of: Callable[..., Any],
+        api_key: ApiKey,
+        req: Message,
+        shape_problem: Callable[[Any], Problem | None] = lambda resource: None,
     ) -> Decision:
         """One result per resource (``result_of``), the records of the changes ``new_configs``
-        computes, the answer (``response``) once they are committed."""
+        computes, the answer (``response``) once they are committed. ``shape_problem`` is checked
+        before the resource itself (Kafka's broker checks the request before its controller)."""
         results = []
         records: list[Message] = []
         for resource in resources:
-            result = result_of(resource_type=resource.resource_type, resource_name=resource.resource_name)
+            # A success's message is null, as Kafka's ApiError.NONE has it (the default is "").
+            result = result_of(
+                resource_type=resource.resource_type, resource_name=resource.resource_name, error_message=None
+            )
             results.append(result)
-            problem = self._resource_problem(resource.resource_type, resource.resource_name)
+            problem = shape_problem(resource) or self._resource_problem(
+                resource.resource_type, resource.resource_name
+            )
             if problem is None:
                 old = self.image.configs.get((resource.resource_type, resource.resource_name), {})
                 new, problem = new_configs(resource, old)
@@ -150,12 +165,7 @@ class ConfigurationControl:
                 records += self._changes(resource.resource_type, resource.resource_name, new)
 
         def fail(code: int) -> Message:
-            return response(
-                responses=[
-                    result_of(resource_type=r.resource_type, resource_name=r.resource_name, error_code=code)
-                    for r in resources
-                ]
-            )
+            return failure_answer(api_key, req, code)
 
         return ControllerResult(records, lambda: response(responses=results), fail)
 
@@ -164,12 +174,29 @@ class ConfigurationControl:
     def incremental_alter_configs(
         self, version: int, req: IncrementalAlterConfigsRequest, now_ms: int
     ) -> Decision:
+        named = Counter((r.resource_type, r.resource_name) for r in req.resources)
+
+        def shape_problem(resource: IncrementalAlterConfigsRequestAlterConfigsResource) -> Problem | None:
+            """A resource named twice (every mention), a key named twice, a null SET."""
+            if named[(resource.resource_type, resource.resource_name)] > 1:
+                return ErrorCode.INVALID_REQUEST, "Duplicate resource."
+            names = [op.name for op in resource.configs]
+            if len(set(names)) != len(names):
+                return ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys"
+            unset = [op.name for op in resource.configs if op.config_operation == OP_SET and op.value is None]
+            if unset:
+                return ErrorCode.INVALID_REQUEST, f"Null value not supported for : {unset[0]}"
+            return None
+
         return self._alter(
             req.resources,
             req.validate_only,
             lambda resource, old: self._apply_ops(resource.resource_type, resource.configs, old),
             IncrementalAlterConfigsResponse,
             IncrementalAlterConfigsResponseAlterConfigsResourceResponse,
+            ApiKey.INCREMENTAL_ALTER_CONFIGS,
+            req,
+            shape_problem,
         )
 
     def _apply_ops(
@@ -180,27 +207,21 @@ class ConfigurationControl:
     ) -> tuple[dict[str, str], Problem | None]:
         """The overrides after ``ops``, or why they cannot be applied (Kafka's broker-side checks
         of the request, then its controller's of each operation and of the result)."""
-        repeated = [name for name, n in Counter(op.name for op in ops).items() if n > 1]
-        if repeated:
-            return {}, (ErrorCode.INVALID_REQUEST, f"Duplicate config keys: {', '.join(repeated)}")
         topic = resource_type == ConfigResourceType.TOPIC
         new = dict(current)
         for op in ops:
             spec = CONFIG_KEYS.get(op.name)
             if topic and spec is None:
                 return {}, (ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {op.name}")
-            if op.config_operation == OP_SET:
-                if op.value is None:
-                    return {}, (ErrorCode.INVALID_REQUEST, f"Null value not supported for : {op.name}")
+            if op.config_operation == OP_SET and op.value is not None:
                 new[op.name] = op.value
             elif op.config_operation == OP_DELETE:
                 new.pop(op.name, None)
             elif op.config_operation in (OP_APPEND, OP_SUBTRACT):
                 if spec is not None and not spec.is_list:
-                    verb = "APPEND" if op.config_operation == OP_APPEND else "SUBTRACT"
                     return {}, (
                         ErrorCode.INVALID_CONFIG,
-                        f"Can't {verb} to key {op.name} because its type is not LIST.",
+                        f"Config value append or subtract is not allowed for config {op.name}",
                     )
                 base = new.get(op.name, spec.default if spec is not None else "")
                 items = [v for v in base.split(",") if v]
@@ -211,7 +232,7 @@ class ConfigurationControl:
                     items = [v for v in items if v not in given]
                 new[op.name] = ",".join(items)
             else:
-                return {}, (ErrorCode.INVALID_REQUEST, f"Unknown config operation {op.config_operation}")
+                return {}, (ErrorCode.UNKNOWN_SERVER_ERROR, None)  # Kafka's failed lookup of the operation
         problem = self.topic_config_problem(new) if topic else None
         return new, None if problem is None else (ErrorCode.INVALID_CONFIG, problem)
 
@@ -234,4 +255,6 @@ class ConfigurationControl:
             replaced,
             AlterConfigsResponse,
             AlterConfigsResponseResourceResponse,
+            ApiKey.ALTER_CONFIGS,
+            req,
         )

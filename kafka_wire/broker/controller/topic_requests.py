@@ -21,20 +21,24 @@ a request over it costs no more than reading it:
 from __future__ import annotations
 
 import uuid
-from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeVar
 
 from kafka_wire.broker.controller.configs_image import ConfigResourceType
 from kafka_wire.broker.controller.partition_changes import PartitionChanges
 from kafka_wire.broker.controller.placement import assign_replicas
 from kafka_wire.broker.controller.result import ControllerResult, Decision
+from kafka_wire.broker.controller.settings import MAX_PARTITIONS_PER_BATCH
+from kafka_wire.broker.error_answers import failure_answer
 from kafka_wire.broker.internal_topics import CLUSTER_METADATA_TOPIC, is_internal
 from kafka_wire.broker.metadata import random_uuid, topic_name_problem
-from kafka_wire.broker.topic_configs import describe_topic_configs
+from kafka_wire.broker.topic_config_view import describe_topic_configs
+from kafka_wire.broker.topic_synonyms import DEFAULT_CONFIG, STATIC_BROKER_CONFIG, set_by_broker
 from kafka_wire.codec.runtime import ZERO_UUID
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
+    ApiKey,
     ConfigRecord,
     CreatePartitionsRequest,
     CreatePartitionsRequestTopic,
@@ -53,6 +57,8 @@ from kafka_wire.messages import (
     RemoveTopicRecord,
     TopicRecord,
 )
+
+T = TypeVar("T")
 
 EXCESSIVE_BATCH_MESSAGE: Final = "Unable to perform excessively large batch operation."
 
@@ -80,33 +86,50 @@ class TopicRequests(PartitionChanges):
     # -- CreateTopics ----------------------------------------------------------------------------
 
     def create_topics(self, version: int, req: CreateTopicsRequest, now_ms: int) -> Decision:
-        counts = Counter(t.name for t in req.topics)
+        duplicates = _duplicates(t.name for t in req.topics)
+        topics = [t for t in req.topics if t.name not in duplicates]
         results: list[CreateTopicsResponseCreatableTopicResult] = []
         checked: list[_NewTopic] = []
-        for entry in req.topics:
-            result = CreateTopicsResponseCreatableTopicResult(
-                name=entry.name, num_partitions=-1, replication_factor=-1
+        if self._requested_partitions(topics) > MAX_PARTITIONS_PER_BATCH:
+            results = [
+                CreateTopicsResponseCreatableTopicResult(
+                    name=t.name,
+                    error_code=ErrorCode.POLICY_VIOLATION,
+                    error_message="Excessively large number of partitions per request.",
+                )
+                for t in topics
+            ]
+        else:
+            for entry in topics:
+                # A success's message is null, as Kafka's controller sets it (the default is "").
+                result = CreateTopicsResponseCreatableTopicResult(
+                    name=entry.name, error_message=None, num_partitions=-1, replication_factor=-1
+                )
+                results.append(result)
+                new = self._check_new_topic(entry, result)
+                if new is not None:
+                    checked.append(new)
+        results += [
+            CreateTopicsResponseCreatableTopicResult(
+                name=name, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic name."
             )
-            results.append(result)
-            if counts[entry.name] > 1:
-                result.error_code, result.error_message = ErrorCode.INVALID_REQUEST, "Duplicate topic name."
-                continue
-            new = self._check_new_topic(entry, result)
-            if new is not None:
-                checked.append(new)
+            for name in duplicates
+        ]
 
-        def fail(code: int, message: str | None = None) -> Message:
+        def fail(code: int) -> Message:
+            return failure_answer(ApiKey.CREATE_TOPICS, req, code)
+
+        if sum(new.record_count for new in checked) > self.config.max_records_per_user_op:
             return CreateTopicsResponse(
                 topics=[
                     CreateTopicsResponseCreatableTopicResult(
-                        name=t.name, error_code=code, error_message=message
+                        name=t.name,
+                        error_code=ErrorCode.POLICY_VIOLATION,
+                        error_message=EXCESSIVE_BATCH_MESSAGE,
                     )
                     for t in req.topics
                 ]
             )
-
-        if sum(new.record_count for new in checked) > self.config.max_records_per_user_op:
-            return fail(ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE)
         records: list[Message] = []
         for new in checked:
             topic_records = self._place(new, version)
@@ -114,6 +137,27 @@ class TopicRequests(PartitionChanges):
                 records += topic_records
         response = CreateTopicsResponse(topics=results)
         return ControllerResult(records, lambda: response, fail, req.timeout_ms)
+
+    def _requested_partitions(self, topics: Sequence[CreateTopicsRequestCreatableTopic]) -> int:
+        """The partitions a CreateTopics asks for in all (Kafka's ``validateTotalNumberOfPartitions``:
+        -1 counts the default, a manual assignment its partitions, a non-positive count nothing)."""
+        total = 0
+        for t in topics:
+            if t.assignments:
+                total += len(t.assignments)
+            elif t.num_partitions == -1:
+                total += self.config.num_partitions
+            elif t.num_partitions > 0:
+                total += t.num_partitions
+        return total
+
+    def _colliding(self, name: str) -> str | None:
+        """An existing topic whose name equals ``name`` once '.' and '_' are taken as one character
+        (their metric names would collide; Kafka refuses such a topic)."""
+        if "." not in name and "_" not in name:
+            return None
+        folded = name.replace(".", "_")
+        return next((t for t in self.image.topics if t.replace(".", "_") == folded), None)
 
     def _check_new_topic(
         self, entry: CreateTopicsRequestCreatableTopic, result: CreateTopicsResponseCreatableTopicResult
@@ -132,6 +176,15 @@ class TopicRequests(PartitionChanges):
             return refuse(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
         if name in self.image.topics:
             return refuse(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        collision = self._colliding(name)
+        if collision is not None:
+            return refuse(
+                ErrorCode.INVALID_TOPIC_EXCEPTION,
+                f"Topic '{name}' collides with existing topic '{collision}'.",
+            )
+        unset = [cfg.name for cfg in entry.configs if cfg.value is None]
+        if unset:
+            return refuse(ErrorCode.INVALID_CONFIG, f"Null value not supported for topic configs: {unset[0]}")
         configs = {cfg.name: cfg.value for cfg in entry.configs if cfg.value is not None}
         problem = self.configuration.topic_config_problem(configs)
         if problem is not None:
@@ -222,19 +275,24 @@ class TopicRequests(PartitionChanges):
         result.topic_id = topic_id
         result.num_partitions, result.replication_factor = len(assignment), len(assignment[0])
         if version >= 5:
+            static = self.config.static_topic_properties
             result.configs = [
                 CreateTopicsResponseCreatableTopicConfigs(
                     name=c.name,
                     value=c.value,
                     read_only=c.read_only,
-                    config_source=c.config_source,
+                    # Kafka's controller names a config a broker property sets STATIC_BROKER_CONFIG
+                    # even where DescribeConfigs says DEFAULT_CONFIG.
+                    config_source=STATIC_BROKER_CONFIG
+                    if c.config_source == DEFAULT_CONFIG and set_by_broker(c.name, static)
+                    else c.config_source,
                     is_sensitive=c.is_sensitive,
                 )
                 for c in describe_topic_configs(
-                    self.config.topic_defaults,
-                    self.config.static_topic_properties,
                     new.configs,
                     None,
+                    defaults=self.config.topic_defaults,
+                    static=static,
                     synonyms=False,
                     documentation=False,
                 )
@@ -249,10 +307,21 @@ class TopicRequests(PartitionChanges):
             if version >= 6
             else [(n, ZERO_UUID) for n in req.topic_names]
         )
-        results: list[DeleteTopicsResponseDeletableTopicResult] = []
+        by_name = [n for n, i in wanted if n is not None and i == ZERO_UUID]
+        by_id = [i for n, i in wanted if not (n is not None and i == ZERO_UUID)]
+        twice_named, twice_id = _duplicates(by_name), _duplicates(by_id)  # in request order
+        results: list[DeleteTopicsResponseDeletableTopicResult] = [
+            *(
+                _deleted(name, ZERO_UUID, ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+                for name in twice_named
+            ),
+            *(_deleted(None, i, ErrorCode.INVALID_REQUEST, "Duplicate topic id.") for i in twice_id),
+        ]
         records: list[Message] = []
         removed: set[uuid.UUID] = set()
         for name, topic_id in wanted:
+            if name in twice_named if topic_id == ZERO_UUID else topic_id in twice_id:
+                continue
             result = DeleteTopicsResponseDeletableTopicResult(name=name, topic_id=topic_id)
             results.append(result)
             if not self.config.delete_topic_enable:  # Kafka: INVALID_REQUEST before v3
@@ -283,14 +352,13 @@ class TopicRequests(PartitionChanges):
             else:
                 removed.add(topic.topic_id)
                 records.append(RemoveTopicRecord(topic_id=topic.topic_id))
+        for result in results:  # an error without a message of its own: its code's (Kafka's ApiError)
+            known = ErrorCode.lookup(result.error_code)
+            if result.error_code and result.error_message is None and isinstance(known, ErrorCode):
+                result.error_message = known.description
 
         def fail(code: int) -> Message:
-            return DeleteTopicsResponse(
-                responses=[
-                    DeleteTopicsResponseDeletableTopicResult(name=n, topic_id=i, error_code=code)
-                    for n, i in wanted
-                ]
-            )
+            return failure_answer(ApiKey.DELETE_TOPICS, req, code)
 
         return ControllerResult(
             records, lambda: DeleteTopicsResponse(responses=results), fail, req.timeout_ms
@@ -310,11 +378,28 @@ class TopicRequests(PartitionChanges):
         limit = self.config.max_records_per_user_op
         if len(req.topics) > limit:
             return fail(ErrorCode.POLICY_VIOLATION, EXCESSIVE_BATCH_MESSAGE)
-        results: list[CreatePartitionsResponseTopicResult] = []
+        duplicates = _duplicates(t.name for t in req.topics)
+        topics = [t for t in req.topics if t.name not in duplicates]
+        results: list[CreatePartitionsResponseTopicResult] = [
+            CreatePartitionsResponseTopicResult(
+                name=name, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic name."
+            )
+            for name in duplicates
+        ]
+        if self._added_partitions(topics) > MAX_PARTITIONS_PER_BATCH:
+            results += [
+                CreatePartitionsResponseTopicResult(
+                    name=t.name,
+                    error_code=ErrorCode.POLICY_VIOLATION,
+                    error_message="Excessively large number of additional partitions per request.",
+                )
+                for t in topics
+            ]
+            topics = []
         records: list[Message] = []
         counted = 0
         overflowed = False
-        for entry in req.topics:
+        for entry in topics:
             result = CreatePartitionsResponseTopicResult(name=entry.name)
             results.append(result)
             topic = self.image.topics.get(entry.name)
@@ -350,8 +435,21 @@ class TopicRequests(PartitionChanges):
                 if new is not None and not req.validate_only:
                     records += new
         return ControllerResult(
-            records, lambda: CreatePartitionsResponse(results=results), fail, req.timeout_ms
+            records,
+            lambda: CreatePartitionsResponse(results=results),
+            lambda code: failure_answer(ApiKey.CREATE_PARTITIONS, req, code),
+            req.timeout_ms,
         )
+
+    def _added_partitions(self, topics: Sequence[CreatePartitionsRequestTopic]) -> int:
+        """The partitions a CreatePartitions adds in all to existing topics (Kafka's
+        ``validateTotalNumberOfPartitions``)."""
+        total = 0
+        for t in topics:
+            topic = self.image.topics.get(t.name)
+            if topic is not None and t.count > len(topic.partitions):
+                total += t.count - len(topic.partitions)
+        return total
 
     def _new_partitions(
         self,
@@ -399,3 +497,20 @@ class TopicRequests(PartitionChanges):
                 )
             )  # fmt: skip
         return new
+
+
+def _duplicates(names: Iterable[T]) -> list[T]:
+    """The names (or ids) given more than once, in the order of their first mention (Kafka's
+    controller answers each once with INVALID_REQUEST and handles the rest of the request)."""
+    seen: dict[T, int] = {}
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+    return [name for name, count in seen.items() if count > 1]
+
+
+def _deleted(
+    name: str | None, topic_id: uuid.UUID, code: ErrorCode, message: str | None = None
+) -> DeleteTopicsResponseDeletableTopicResult:
+    return DeleteTopicsResponseDeletableTopicResult(
+        name=name, topic_id=topic_id, error_code=code, error_message=message
+    )

@@ -26,7 +26,9 @@ async def scenario(args: Args) -> None:
             await producer.begin_transaction()
             records = args.records(CLIENT, phase)
             for partition, key, value in records:
-                await producer.send_and_wait(args.topic, value=value.encode(), key=key.encode(), partition=partition)
+                await producer.send_and_wait(
+                    args.topic, value=value.encode(), key=key.encode(), partition=partition
+                )
             if offset is not None:
                 await producer.send_offsets_to_transaction(
                     {TopicPartition(args.source, 0): OffsetAndMetadata(offset, "")}, args.group

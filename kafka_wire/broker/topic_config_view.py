@@ -1,10 +1,11 @@
-"""A topic's configs as Kafka describes them: shared by DescribeConfigs, CreateTopics' v5+
-answer (built by the controller) and the broker's own views.
+"""A topic's configs as DescribeConfigs and CreateTopics (v5+) report them.
 
-A topic's value comes from its override (source DYNAMIC_TOPIC_CONFIG), else the broker
-property that sets it by Kafka's synonym table (``log.retention.hours`` …, STATIC_BROKER_CONFIG),
-else Kafka's default (DEFAULT_CONFIG). The source and synonyms are reported as Kafka reports
-them (see :mod:`kafka_wire.broker.topic_synonyms`), the value is the one the topic's log runs with.
+A topic's value comes from its override (source DYNAMIC_TOPIC_CONFIG), else the broker property
+that sets it by Kafka's synonym table (``log.retention.hours`` …, STATIC_BROKER_CONFIG), else
+Kafka's default (DEFAULT_CONFIG). The source and synonyms are reported as Kafka reports them (see
+:mod:`kafka_wire.broker.topic_synonyms`), the value is the one the topic's log runs with. Used by
+the brokers' DescribeConfigs and by the controller's CreateTopics answer; the broker properties
+are the answering node's.
 """
 
 from __future__ import annotations
@@ -23,19 +24,20 @@ RESOURCE_BROKER_LOGGER: Final = 8
 
 
 def describe_topic_configs(
-    defaults: LogConfig,
-    static: Mapping[str, str],
     overrides: Mapping[str, str],
     keys: Iterable[str] | None,
     *,
+    defaults: LogConfig,
+    static: Mapping[str, str],
     synonyms: bool,
     documentation: bool,
     version: int = 1,
 ) -> list[DescribeConfigsResponseResourceResult]:
-    """Topic configs as DescribeConfigs lists them at ``version`` (``is_default`` exists in v0 only):
-    ``overrides`` on ``defaults`` (the broker's topic defaults, set by the ``static`` broker
-    properties, by Kafka's name)."""
-    wanted = sorted(CONFIG_KEYS) if keys is None else [k for k in keys if k in CONFIG_KEYS]
+    """Topic configs as DescribeConfigs lists them at ``version`` (``is_default`` exists in v0
+    only): every one when ``keys`` is None or empty, as Kafka's ``ConfigHelper`` does, else the
+    ones named. ``defaults`` are the node's topic defaults, ``static`` its broker properties that
+    set them."""
+    wanted = sorted(CONFIG_KEYS) if not keys else [k for k in keys if k in CONFIG_KEYS]
     effective = LogConfig.from_properties(overrides, base=defaults)
     results = []
     for name in wanted:
