@@ -27,7 +27,7 @@ HOST: Final = "127.0.0.1"
 NODE_ID: Final = 1
 #: Broker properties both nodes get. Kafka's own example sets the initial rebalance delay to 0 (a
 #: group's first join waits 3 s otherwise); the replication factors of one node; one partition of
-#: the offsets topic (both load it at once, not 50 one by one).
+#: the offsets and transaction state topics (both load it at once, not 50 one by one).
 COMMON: Final[Mapping[str, str]] = {
     "group.initial.rebalance.delay.ms": "0",
     "offsets.topic.num.partitions": "1",
@@ -35,6 +35,9 @@ COMMON: Final[Mapping[str, str]] = {
     "default.replication.factor": "1",
     "min.insync.replicas": "1",
     "num.partitions": "1",
+    "transaction.state.log.num.partitions": "1",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
 }
 
 

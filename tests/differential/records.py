@@ -61,6 +61,7 @@ def batch(
     sequence: int = -1,
     compression: str = "none",
     value_size: int = 10,
+    transactional: bool = False,
 ) -> bytes:
     """``count`` records (keys ``k0``.., values of ``value_size`` bytes) at ``timestamp_ms``."""
     at = now_ms() if timestamp_ms is None else timestamp_ms
@@ -76,6 +77,7 @@ def batch(
         producer_id=producer_id,
         producer_epoch=epoch if producer_id >= 0 else -1,
         base_sequence=sequence,
+        is_transactional=transactional,
     )
 
 
