@@ -15,8 +15,6 @@ from kafka_wire.broker.node import Node, NodeParts, PartsContext
 from kafka_wire.broker.server_properties import load_server_properties
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
-    AllocateProducerIdsRequest,
-    AllocateProducerIdsResponse,
     ApiKey,
     ApiVersionsRequest,
     ApiVersionsResponse,
@@ -86,8 +84,6 @@ class ControllerPeer:
             return api_versions_response(all_api_versions())
         if isinstance(body, BrokerRegistrationRequest):
             return BrokerRegistrationResponse(broker_epoch=5)
-        if isinstance(body, AllocateProducerIdsRequest):  # the node's first block, once unfenced
-            return AllocateProducerIdsResponse(producer_id_start=0, producer_id_len=1000)
         assert isinstance(body, BrokerHeartbeatRequest)
         return BrokerHeartbeatResponse(is_fenced=False, should_shut_down=body.want_shut_down)
 
