@@ -1,14 +1,20 @@
-"""The transaction coordinator's state comes back from ``__transaction_state`` when ``kafka-wire
-serve`` is killed and restarted: a committed transaction stays committed, a transaction left open
-is still open (same producer id, epoch and partitions), and a new producer with the same
-transactional id fences it and aborts it, so that a read_committed consumer reads exactly the
-committed records and is not held back by the open one."""
+"""The transaction coordinator of ``kafka-wire serve`` with confluent-kafka (librdkafka):
+
+- a transaction left open is aborted at its timeout, and its producer cannot commit it;
+- a zombie (a producer whose transactional id was initialized again) is fenced;
+- the coordinator's state comes back from ``__transaction_state`` when the broker is killed and
+  restarted: a committed transaction stays committed, a transaction left open is still open
+  (same producer id, epoch and partitions), and a new producer with the same transactional id
+  fences it and aborts it, so that a read_committed consumer reads exactly the committed records
+  and is not held back by the open one.
+
+The tests share one broker (the last restarts it); each uses its own topic and transactional id.
+"""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Final
 
 import pytest
@@ -22,17 +28,19 @@ from tests.e2e.brokers import KafkaWireBroker, kafka_wire
 TOPIC: Final = "txn-restart"
 TXN_ID: Final = "txn-restart-id"
 TIMEOUT_S: Final = 60.0
-#: The broker's own topics: one partition each, so that a restart loads them quickly.
+#: The broker's own topics: one partition each, so that a restart loads them quickly; timed-out
+#: transactions looked for every 100 ms (Kafka: 10 s).
 SETTINGS: Final = {
     "group.initial.rebalance.delay.ms": "0",
     "offsets.topic.num.partitions": "1",
     "transaction.state.log.num.partitions": "1",
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "100",
 }
 
 
-@pytest.fixture
-def broker(tmp_path: Path) -> Iterator[KafkaWireBroker]:
-    server = kafka_wire(tmp_path, settings=SETTINGS)
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaWireBroker]:
+    server = kafka_wire(tmp_path_factory.mktemp("txn-broker"), settings=SETTINGS)
     server.start()
     try:
         yield server
@@ -40,13 +48,18 @@ def broker(tmp_path: Path) -> Iterator[KafkaWireBroker]:
         server.close()
 
 
-def describe(broker: KafkaWireBroker) -> DescribeTransactionsResponse:
-    """DescribeTransactions of :data:`TXN_ID`, asked again while the coordinator loads its state."""
+def create(broker: KafkaWireBroker, topic: str) -> None:
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(timeout=TIMEOUT_S)
+
+
+def describe(broker: KafkaWireBroker, transactional_id: str = TXN_ID) -> DescribeTransactionsResponse:
+    """DescribeTransactions of one id, asked again while the coordinator loads its state."""
     connection = Connection(broker.address)
     deadline = time.monotonic() + TIMEOUT_S
     try:
         while True:
-            answer = connection.request(DescribeTransactionsRequest(transactional_ids=[TXN_ID]), 0)
+            answer = connection.request(DescribeTransactionsRequest(transactional_ids=[transactional_id]), 0)
             assert isinstance(answer, DescribeTransactionsResponse)
             code = answer.transaction_states[0].error_code
             if code not in (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NOT_COORDINATOR):
@@ -57,31 +70,31 @@ def describe(broker: KafkaWireBroker) -> DescribeTransactionsResponse:
         connection.close()
 
 
-def producer(broker: KafkaWireBroker) -> Producer:
-    made = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": TXN_ID})
+def producer(broker: KafkaWireBroker, transactional_id: str = TXN_ID, **config: object) -> Producer:
+    made = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": transactional_id, **config})
     made.init_transactions(TIMEOUT_S)
     return made
 
 
-def send(made: Producer, *values: str) -> None:
+def send(made: Producer, *values: str, topic: str = TOPIC) -> None:
     for value in values:
-        made.produce(TOPIC, value=value.encode(), partition=0)
+        made.produce(topic, value=value.encode(), partition=0)
     made.flush(TIMEOUT_S)
 
 
-def read_committed(broker: KafkaWireBroker, expected: int) -> list[str]:
-    """What a read_committed consumer reads of :data:`TOPIC` until it reaches the end of the
+def read_committed(broker: KafkaWireBroker, expected: int, topic: str = TOPIC) -> list[str]:
+    """What a read_committed consumer reads of ``topic`` until it reaches the end of the
     partition with at least ``expected`` records."""
     consumer = Consumer(
         {
             "bootstrap.servers": broker.bootstrap,
-            "group.id": "txn-restart-reader",
+            "group.id": f"{topic}-reader",
             "isolation.level": "read_committed",
             "auto.offset.reset": "earliest",
             "enable.partition.eof": True,
         }
     )
-    consumer.subscribe([TOPIC])
+    consumer.subscribe([topic])
     values: list[str] = []
     deadline = time.monotonic() + TIMEOUT_S
     try:
@@ -104,9 +117,48 @@ def read_committed(broker: KafkaWireBroker, expected: int) -> list[str]:
     raise AssertionError(f"read_committed read {values}, expected {expected} records")
 
 
+def wait_for_state(broker: KafkaWireBroker, transactional_id: str, state: str) -> None:
+    deadline = time.monotonic() + TIMEOUT_S
+    while (found := describe(broker, transactional_id).transaction_states[0].transaction_state) != state:
+        assert time.monotonic() < deadline, f"{transactional_id} is {found}, not {state}"
+        time.sleep(0.1)
+
+
+def test_an_open_transaction_is_aborted_at_its_timeout(broker: KafkaWireBroker) -> None:
+    topic, txn_id = "txn-timeout", "txn-timeout-id"
+    create(broker, topic)
+    made = producer(broker, txn_id, **{"transaction.timeout.ms": 1000})
+    made.begin_transaction()
+    send(made, "lost1", "lost2", topic=topic)
+    wait_for_state(broker, txn_id, "CompleteAbort")  # no commit came within the second
+    with pytest.raises(KafkaException) as refused:
+        made.commit_transaction(TIMEOUT_S)
+    assert refused.value.args[0].txn_requires_abort() or refused.value.args[0].fatal()
+    later = producer(broker, txn_id)
+    later.begin_transaction()
+    send(later, "kept", topic=topic)
+    later.commit_transaction(TIMEOUT_S)
+    assert read_committed(broker, 1, topic) == ["kept"]
+
+
+def test_a_zombie_is_fenced(broker: KafkaWireBroker) -> None:
+    topic, txn_id = "txn-zombie", "txn-zombie-id"
+    create(broker, topic)
+    zombie = producer(broker, txn_id)
+    zombie.begin_transaction()
+    send(zombie, "zombie", topic=topic)
+    successor = producer(broker, txn_id)  # the same id again: the zombie's epoch is old now
+    with pytest.raises(KafkaException) as fenced:
+        zombie.commit_transaction(TIMEOUT_S)
+    assert fenced.value.args[0].fatal(), fenced.value.args[0]  # librdkafka: fenced is fatal
+    successor.begin_transaction()
+    send(successor, "successor", topic=topic)
+    successor.commit_transaction(TIMEOUT_S)
+    assert read_committed(broker, 1, topic) == ["successor"]
+
+
 def test_transaction_state_survives_a_restart(broker: KafkaWireBroker) -> None:
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(timeout=TIMEOUT_S)
+    create(broker, TOPIC)
     first = producer(broker)
     first.begin_transaction()
     send(first, "c1", "c2", "c3")
