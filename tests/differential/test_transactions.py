@@ -1,10 +1,11 @@
 """Transactions: FindCoordinator for a transactional id, InitProducerId (a transactional id, a
-timeout over the maximum, a fenced epoch), AddPartitionsToTxn (v3, the client's form: unknown
-topics, unknown producers, wrong epochs), AddOffsetsToTxn, a transactional Produce, EndTxn (abort
-under transaction version 1's requests, commit under version 2's: Produce v12 adds the partition,
-EndTxn v5 bumps the epoch), DescribeTransactions and ListTransactions at each step, and what a
-read_committed Fetch and ListOffsets see of open and aborted transactions (the last stable
-offset, the aborted transactions listed).
+timeout over the maximum), AddPartitionsToTxn (v3, the client's form: unknown topics, unknown
+producers, wrong epochs), AddOffsetsToTxn, transactional Produce, EndTxn (abort under transaction
+version 1's requests, commit under version 2's: Produce v12 adds the partition, EndTxn v5 bumps the
+epoch), DescribeTransactions and ListTransactions at each step, and what a read_committed Fetch
+and ListOffsets see of open and aborted transactions (the last stable offset, the aborted
+transactions listed). Refusals: a transactional Produce to a partition never added, a
+TxnOffsetCommit naming an unknown member, an admin's ABORT marker for an unknown producer.
 
 Producer ids are each broker's own (:data:`TXN_RULES`); each broker gets its own in the requests
 that name one (``check_each``).
@@ -33,6 +34,13 @@ from kafka_wire.messages import (
     ListOffsetsRequestPartition,
     ListOffsetsRequestTopic,
     ListTransactionsRequest,
+    ProduceRequest,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitRequestPartition,
+    TxnOffsetCommitRequestTopic,
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersRequestWritableTxnMarker,
+    WriteTxnMarkersRequestWritableTxnMarkerTopic,
 )
 from tests.differential.compare import Rule, Side, clock
 from tests.differential.pair import Pair, Peer, poll
@@ -91,6 +99,24 @@ class Producer:
             if answer.error_code == ErrorCode.NONE:
                 self.ids[peer.side.name] = (answer.producer_id, answer.producer_epoch)
         return kafka, wire
+
+    def produce(self, topic: str, count: int, at: int) -> Callable[[Peer], ProduceRequest]:
+        """A Produce of one transactional batch of ``count`` records (each broker's producer id)."""
+
+        def make(peer: Peer) -> ProduceRequest:
+            data = batch(
+                count,
+                producer_id=self.pid(peer),
+                epoch=self.epoch(peer),
+                sequence=0,
+                timestamp_ms=at,
+                transactional=True,
+            )
+            request = produce(topic, data)
+            request.transactional_id = self.transactional_id
+            return request
+
+        return make
 
     def pid(self, peer: Peer) -> int:
         return self.ids[peer.side.name][0]
@@ -211,20 +237,7 @@ def test_abort_under_version_1(pair: Pair, coordinators: None) -> None:
 
     pair.check_each(offsets, 3, TXN_RULES)
 
-    def records(peer: Peer) -> Any:
-        data = batch(
-            3,
-            producer_id=producer.pid(peer),
-            epoch=producer.epoch(peer),
-            sequence=0,
-            timestamp_ms=at,
-            transactional=True,
-        )
-        request = produce(topic, data)
-        request.transactional_id = "tx-v1"
-        return request
-
-    kafka_produced, _ = pair.check_each(records, 9, TXN_RULES)
+    kafka_produced, _ = pair.check_each(producer.produce(topic, 3, at), 9, TXN_RULES)
     assert kafka_produced.responses[0].partition_responses[0].error_code == ErrorCode.NONE
     # Open: read_committed stops at the transaction's first offset.
     pair.check(fetch(topic, [(0, 0)], isolation_level=1), 12, TXN_RULES)
@@ -266,20 +279,7 @@ def test_commit_under_version_2(pair: Pair, coordinators: None) -> None:
     producer.init(5)
     at = now_ms()
 
-    def records(peer: Peer) -> Any:
-        data = batch(
-            2,
-            producer_id=producer.pid(peer),
-            epoch=producer.epoch(peer),
-            sequence=0,
-            timestamp_ms=at,
-            transactional=True,
-        )
-        request = produce(topic, data)
-        request.transactional_id = "tx-v2"
-        return request
-
-    kafka_produced, _ = pair.check_each(records, 12, TXN_RULES)
+    kafka_produced, _ = pair.check_each(producer.produce(topic, 2, at), 12, TXN_RULES)
     assert kafka_produced.responses[0].partition_responses[0].error_code == ErrorCode.NONE
     describe(pair, "tx-v2")
 
@@ -301,3 +301,57 @@ def test_commit_under_version_2(pair: Pair, coordinators: None) -> None:
     pair.check(fetch(topic, [(0, 0)], isolation_level=1), 12, MARKER_RULES)
     pair.check(list_offsets(topic, 1), 7, TXN_RULES)
     pair.check_each(end, 5, TXN_RULES)  # the old epoch's commit again: a retry of the one that ended
+
+
+def test_refusals(pair: Pair, coordinators: None) -> None:
+    """A transactional Produce to a partition never added (transaction version 1's requests), a
+    TxnOffsetCommit naming a member the group does not have, an admin's ABORT marker for a
+    producer the partition never saw (KIP-664)."""
+    topic = "tx-bad"
+    pair.create_topic(topic)
+    producer = Producer(pair, "tx-bad")
+    producer.init(4)
+    at = now_ms()
+
+    pair.check_each(producer.produce(topic, 1, at), 9, TXN_RULES)
+
+    def offsets(peer: Peer) -> AddOffsetsToTxnRequest:
+        return AddOffsetsToTxnRequest(
+            transactional_id="tx-bad",
+            producer_id=producer.pid(peer),
+            producer_epoch=producer.epoch(peer),
+            group_id="tx-bad-group",
+        )
+
+    pair.check_each(offsets, 3, TXN_RULES)
+
+    def commit(peer: Peer) -> TxnOffsetCommitRequest:
+        return TxnOffsetCommitRequest(
+            transactional_id="tx-bad",
+            group_id="tx-bad-group",
+            producer_id=producer.pid(peer),
+            producer_epoch=producer.epoch(peer),
+            generation_id_or_member_epoch=7,
+            member_id="ghost",
+            topics=[
+                TxnOffsetCommitRequestTopic(
+                    name=topic,
+                    partitions=[TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=1)],
+                )
+            ],
+        )
+
+    pair.check_each(commit, 3, TXN_RULES)
+    marker = WriteTxnMarkersRequest(
+        markers=[
+            WriteTxnMarkersRequestWritableTxnMarker(
+                producer_id=424_242,
+                producer_epoch=0,
+                transaction_result=False,
+                topics=[WriteTxnMarkersRequestWritableTxnMarkerTopic(name=topic, partition_indexes=[0])],
+                coordinator_epoch=0,
+            )
+        ]
+    )
+    pair.check(marker, 1, TXN_RULES)
+    pair.check(list_offsets(topic, 0), 7, TXN_RULES)
