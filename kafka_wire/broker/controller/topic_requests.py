@@ -5,6 +5,14 @@ DeleteTopics and CreatePartitions, with their checks and limits, replica placeme
 records each writes (TopicRecord, a ConfigRecord per config, a PartitionRecord per partition;
 RemoveTopicRecord).
 
+As Kafka 4.4's controller answers them (the differential suite compares): a name (or id) given
+twice in one request is answered once, INVALID_REQUEST, after the others; CreateTopics and
+CreatePartitions asking for more than 10,000 partitions in all (Kafka's
+``MAX_PARTITIONS_PER_BATCH``) are POLICY_VIOLATION for every topic; a new topic whose name equals
+an existing one once '.' and '_' are taken as one character is INVALID_TOPIC_EXCEPTION; a success
+has a null message; a request that cannot be carried out fails in its shape
+(:func:`~kafka_wire.broker.error_answers.failure_answer`).
+
 The limit on what one request may write is Kafka's ``MAX_RECORDS_PER_USER_OP``
 (``ControllerConfig.max_records_per_user_op``, 10,000), counted before anything is placed, so that
 a request over it costs no more than reading it:
