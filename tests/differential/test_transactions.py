@@ -45,6 +45,7 @@ from kafka_wire.messages import (
 from tests.differential.compare import Rule, Side, clock
 from tests.differential.pair import Pair, Peer, poll
 from tests.differential.records import RECORDS_RULES, batch, fetch, now_ms, produce
+from tests.differential.test_groups import coordinate
 
 
 def _producer_id(value: Any, side: Side) -> Any:
@@ -324,6 +325,7 @@ def test_refusals(pair: Pair, coordinators: None) -> None:
         )
 
     pair.check_each(offsets, 3, TXN_RULES)
+    coordinate(pair, "tx-bad-group")  # both coordinate the group (their offsets topic is loaded)
 
     def commit(peer: Peer) -> TxnOffsetCommitRequest:
         return TxnOffsetCommitRequest(

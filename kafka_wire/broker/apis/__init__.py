@@ -88,8 +88,9 @@ TXN_APIS: Final = frozenset(
     }
 )
 
-#: Lowest versions served where Kafka 4 dropped older ones this broker cannot answer faithfully.
-_MIN_VERSION: Final[dict[int, int]] = {ApiKey.PRODUCE: 3, ApiKey.FETCH: 4}
+#: Lowest versions served where Kafka 4 dropped older ones this broker cannot answer faithfully
+#: (WriteTxnMarkers v0: KIP-896, as Kafka 4.4's ApiVersions shows).
+_MIN_VERSION: Final[dict[int, int]] = {ApiKey.PRODUCE: 3, ApiKey.FETCH: 4, ApiKey.WRITE_TXN_MARKERS: 1}
 #: Highest versions served where the codec knows versions Kafka 4.4 does not serve: InitProducerId
 #: v6 is KIP-939's two-phase commit, unreleased in 4.4 (and not served here).
 _MAX_VERSION: Final[dict[int, int]] = {ApiKey.INIT_PRODUCER_ID: 5}
