@@ -55,7 +55,7 @@ def test_response(pair: Pair, version: int) -> None:
 @pytest.mark.deliberate(
     "supported_features*",
     "finalized_features*",
-    reason="kafka-wire reports no feature levels (it has no group, share, streams or transaction "
+    reason="kafka-wire reports transaction.version only (it has no group, share or streams "
     "versions; its metadata log is 3.9's)",
 )
 @pytest.mark.parametrize("version", [3, 4])
