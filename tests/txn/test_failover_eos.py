@@ -1,0 +1,177 @@
+"""Exactly-once consume-transform-produce on a 3-node ``kafka-wire`` cluster while the transaction
+coordinator's node and then the output partition's leader are SIGKILLed (and started again).
+
+A confluent-kafka worker (a read_committed consumer of ``ctp-in`` and a transactional producer)
+turns each input value ``v-<i>`` into ``out-v-<i>`` and commits it with the input offsets in one
+transaction; on an abortable error it aborts and rewinds to the group's committed offsets, on a
+fatal one (fenced) it starts a new producer. Afterwards a read_committed consumer of ``ctp-out``
+reads every output exactly once, in input order.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Final
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # not in its stubs' exports
+
+from kafka_wire.messages import ErrorCode, FindCoordinatorRequest, FindCoordinatorResponse
+from tests.cluster.harness import LocalCluster, wait_until
+from tests.differential.wire import Connection
+from tests.interop.harness import Address
+
+pytestmark = pytest.mark.cluster
+
+RECORDS: Final = 400
+TXN_ID: Final = "ctp-worker"
+TIMEOUT_S: Final = 60.0
+OVERRIDES: Final = {
+    "group.initial.rebalance.delay.ms": "0",
+    "offsets.topic.num.partitions": "1",
+    "transaction.state.log.num.partitions": "1",
+    "transaction.state.log.replication.factor": "3",
+    "transaction.state.log.min.isr": "2",
+}
+
+
+class Worker(threading.Thread):
+    """The consume-transform-produce loop (see the module docstring)."""
+
+    def __init__(self, bootstrap: str) -> None:
+        super().__init__(daemon=True)
+        self.bootstrap = bootstrap
+        self.committed = 0  # input records committed so far
+        self.failure: BaseException | None = None
+        self.stop = threading.Event()
+
+    def producer(self) -> Producer:
+        made = Producer({"bootstrap.servers": self.bootstrap, "transactional.id": TXN_ID})
+        made.init_transactions(TIMEOUT_S)
+        return made
+
+    def run(self) -> None:
+        try:
+            self.loop()
+        except BaseException as exc:  # reported by the test
+            self.failure = exc
+
+    def loop(self) -> None:
+        consumer = Consumer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "group.id": "ctp",
+                "isolation.level": "read_committed",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+            }
+        )
+        consumer.assign([TopicPartition("ctp-in", 0)])
+        producer = self.producer()
+        deadline = time.monotonic() + 240
+        while self.committed < RECORDS and not self.stop.is_set():
+            assert time.monotonic() < deadline, f"committed {self.committed} of {RECORDS}"
+            batch = [m for m in consumer.consume(20, 0.5) if m.error() is None]
+            if not batch:
+                continue
+            try:
+                producer.begin_transaction()
+                for message in batch:
+                    producer.produce("ctp-out", value=b"out-" + (message.value() or b""), partition=0)
+                after = (batch[-1].offset() or 0) + 1
+                position = [TopicPartition("ctp-in", 0, after)]
+                producer.send_offsets_to_transaction(position, consumer.consumer_group_metadata(), TIMEOUT_S)
+                producer.commit_transaction(TIMEOUT_S)
+                self.committed = after
+            except KafkaException as exc:
+                error: KafkaError = exc.args[0]
+                if error.fatal():
+                    producer = self.producer()
+                elif error.txn_requires_abort():
+                    producer.abort_transaction(TIMEOUT_S)
+                elif not error.retriable():
+                    raise
+                [at] = consumer.committed([TopicPartition("ctp-in", 0)], TIMEOUT_S)
+                consumer.seek(TopicPartition("ctp-in", 0, max(at.offset, 0)))
+        consumer.close()
+
+
+def coordinator(cluster: LocalCluster) -> int:
+    """The node coordinating :data:`TXN_ID`."""
+
+    def found() -> int | None:
+        node = cluster.any_alive()
+        connection = Connection(Address("127.0.0.1", node.port))
+        try:
+            answer = connection.request(FindCoordinatorRequest(key=TXN_ID, key_type=1), 3)
+        except OSError:
+            return None
+        finally:
+            connection.close()
+        assert isinstance(answer, FindCoordinatorResponse)
+        return answer.node_id if answer.error_code == ErrorCode.NONE else None
+
+    return wait_until("a transaction coordinator", found, TIMEOUT_S)
+
+
+def progress(worker: Worker, committed: int) -> None:
+    """Wait until the worker committed more than ``committed`` input records."""
+    wait_until(f"{committed} records committed", lambda: worker.committed > committed or None, 120)
+
+
+def test_consume_transform_produce_exactly_once_across_kills(tmp_path: Path) -> None:
+    cluster = LocalCluster(tmp_path, 3, OVERRIDES)
+    try:
+        cluster.start_all()
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        for future in admin.create_topics([NewTopic("ctp-in", 1, 3), NewTopic("ctp-out", 1, 3)]).values():
+            future.result(timeout=TIMEOUT_S)
+        source = Producer({"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True})
+        for i in range(RECORDS):
+            source.produce("ctp-in", value=f"v-{i}".encode(), partition=0)
+        assert source.flush(TIMEOUT_S) == 0
+        worker = Worker(cluster.bootstrap)
+        worker.start()
+        victims: list[Callable[[], int]] = [
+            lambda: coordinator(cluster),
+            lambda: cluster.metadata("ctp-out")[0].leader,
+        ]
+        for step, victim in enumerate(victims):
+            progress(worker, (step + 1) * RECORDS // 4)
+            node = victim()
+            cluster.kill(node)
+            progress(worker, (step + 1) * RECORDS // 4 + 40)  # without the node
+            cluster.start(node)
+        worker.join(240)
+        assert worker.failure is None, worker.failure
+        assert worker.committed == RECORDS
+        reader = Consumer(
+            {
+                "bootstrap.servers": cluster.bootstrap,
+                "group.id": "ctp-check",
+                "isolation.level": "read_committed",
+                "auto.offset.reset": "earliest",
+                "enable.partition.eof": True,
+            }
+        )
+        reader.assign([TopicPartition("ctp-out", 0)])
+        values: list[str] = []
+        deadline = time.monotonic() + TIMEOUT_S
+        while time.monotonic() < deadline:
+            message = reader.poll(0.5)
+            if message is None:
+                continue
+            error = message.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF and len(values) >= RECORDS:
+                    break
+                continue
+            values.append((message.value() or b"").decode())
+        reader.close()
+        assert values == [f"out-v-{i}" for i in range(RECORDS)]
+    finally:
+        cluster.close()
