@@ -292,7 +292,8 @@ class QuorumController:
         return decision
 
     def local_broker(self, incarnation_id: uuid.UUID) -> None:
-        """The incarnation of the broker in this controller's own process (a combined node)."""
+        """The incarnation of the broker in this controller's own process, when it is the
+        quorum's only voter (a single node): its broker is then alive while the controller runs."""
         self.cluster.local_incarnation = incarnation_id
 
     # -- periodic work ---------------------------------------------------------------------------
