@@ -56,7 +56,7 @@ class LocalLink:
         for outbound, deadline_ms in queued:
             key = outbound.body.API_KEY
             assert key is not None
-            version = outbound.api_version
+            version = outbound.version
             if version is None:
                 version = max(REQUESTS[key].VERSIONS)
             answer = self._serve(key, version, outbound.body, now_ms)

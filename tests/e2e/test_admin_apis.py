@@ -1,26 +1,28 @@
-"""The replication admin APIs of one ``kafka-wire serve`` against the Java admin client 3.9.1:
-``describeTopics`` (DescribeTopicPartitions), ``describeLogDirs``, ``describeProducers``,
-``describeMetadataQuorum``, ``electLeaders`` and ``listPartitionReassignments``
-(``tests/e2e/java/AdminProbe.java``, run as a single-file source)."""
+"""The replication admin APIs of one broker (Kafka 4.4 and ``kafka-wire serve``: ``disk_target``)
+against the Java admin client, 3.9.1 and 4.4.0: ``describeTopics`` (DescribeTopicPartitions),
+``describeLogDirs``, ``describeProducers``, ``describeMetadataQuorum``, ``electLeaders`` and
+``listPartitionReassignments`` (``tests/e2e/java/AdminProbe.java``, compiled once per release).
+Both brokers are single KRaft nodes with node id 1 that are their own quorum's one voter."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
+from pathlib import Path
+
+import pytest
 
 from tests.e2e.brokers import BrokerProcess
-from tests.interop.harness import java_jars
+from tests.interop.harness import JAVA_CLIENTS, JavaClient, java_command
 
-PROBE = os.path.join(os.path.dirname(__file__), "java", "AdminProbe.java")
+PROBE = Path(__file__).resolve().parent / "java" / "AdminProbe.java"
 
 
-def test_the_java_admin_client_sees_a_one_broker_cluster(kafka_wire_broker: BrokerProcess) -> None:
-    java = shutil.which("java")
-    assert java is not None, "the Java peer needs a JDK 17 on PATH"
-    classpath = os.pathsep.join(map(str, java_jars()))
+@pytest.mark.parametrize("client", JAVA_CLIENTS)
+def test_the_java_admin_client_sees_a_one_broker_cluster(
+    disk_target: BrokerProcess, client: JavaClient
+) -> None:
     result = subprocess.run(
-        [java, "-cp", classpath, PROBE, kafka_wire_broker.bootstrap, "probe"],
+        java_command(PROBE, disk_target.bootstrap, f"admin-probe-{client}", client=client),
         capture_output=True,
         text=True,
         timeout=120,
@@ -33,7 +35,7 @@ def test_the_java_admin_client_sees_a_one_broker_cluster(kafka_wire_broker: Brok
         by_key.setdefault(key, []).append(value)
     assert by_key["partition"] == ["0 leader 1 replicas [1] isr [1]", "1 leader 1 replicas [1] isr [1]"]
     assert by_key["topic_id"][0] != "AAAAAAAAAAAAAAAAAAAAAA"
-    data_dir = str(kafka_wire_broker.data_dir.resolve())
+    data_dir = str(disk_target.data_dir.resolve())
     logdirs = sorted(by_key["logdir"])
     assert [d.split(" ")[:2] for d in logdirs] == [[data_dir, "0"], [data_dir, "1"]]
     size_0 = int(logdirs[0].split(" ")[2])

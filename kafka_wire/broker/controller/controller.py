@@ -54,19 +54,16 @@ from kafka_wire.broker.controller.records import decode_record, encode_record
 from kafka_wire.broker.controller.replication_control import ReplicationControl
 from kafka_wire.broker.controller.result import ControllerResult, Decision
 from kafka_wire.broker.controller.settings import DEFAULT_COMMIT_TIMEOUT_MS, ControllerConfig
-from kafka_wire.broker.error_answers import ERROR_ANSWERS
+from kafka_wire.broker.error_answers import ERROR_ANSWERS, failure_answer
 from kafka_wire.broker.state import Waiting
 from kafka_wire.codec.structs import Message
 from kafka_wire.messages import (
     AllocateProducerIdsResponse,
-    AlterPartitionReassignmentsResponse,
     AlterPartitionResponse,
     ApiKey,
     BrokerHeartbeatResponse,
     BrokerRegistrationResponse,
-    ElectLeadersResponse,
     ErrorCode,
-    ListPartitionReassignmentsResponse,
 )
 
 
@@ -339,29 +336,15 @@ CONTROLLER_APIS: Final = frozenset(
     }
 )
 
-#: Requests whose error answer lists every topic or resource asked for.
-_SHAPED: Final = frozenset(
-    {
-        ApiKey.CREATE_TOPICS,
-        ApiKey.DELETE_TOPICS,
-        ApiKey.CREATE_PARTITIONS,
-        ApiKey.INCREMENTAL_ALTER_CONFIGS,
-        ApiKey.ALTER_CONFIGS,
-    }
-)
-
 
 def error_response(api_key: int, api_version: int, body: Message, code: int) -> Message:
     """The answer to a controller request that failed whole with ``code`` (NOT_CONTROLLER)."""
-    if api_key in _SHAPED:  # one failed result per topic or resource, as a broker answers
-        return ERROR_ANSWERS[api_key](body, code, None)
+    if api_key in ERROR_ANSWERS:  # the request's shape with a message, as Kafka's getErrorResponse
+        return failure_answer(api_key, body, code)
     simple: dict[int, Callable[[], Message]] = {
         ApiKey.BROKER_REGISTRATION: lambda: BrokerRegistrationResponse(error_code=code, broker_epoch=-1),
         ApiKey.BROKER_HEARTBEAT: lambda: BrokerHeartbeatResponse(error_code=code, is_fenced=True),
         ApiKey.ALTER_PARTITION: lambda: AlterPartitionResponse(error_code=code),
-        ApiKey.ELECT_LEADERS: lambda: ElectLeadersResponse(error_code=code),
-        ApiKey.ALTER_PARTITION_REASSIGNMENTS: lambda: AlterPartitionReassignmentsResponse(error_code=code),
-        ApiKey.LIST_PARTITION_REASSIGNMENTS: lambda: ListPartitionReassignmentsResponse(error_code=code),
         ApiKey.ALLOCATE_PRODUCER_IDS: lambda: AllocateProducerIdsResponse(
             error_code=code, producer_id_start=-1, producer_id_len=0
         ),
