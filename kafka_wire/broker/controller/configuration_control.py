@@ -11,9 +11,9 @@ must exist; internal ones are refused with INVALID_REQUEST, kafka_wire's: their 
 the broker) and brokers (by id, or "" for the cluster-wide defaults). Checks, as Kafka makes them
 (the broker's before forwarding, then the controller's): a resource named twice in one request
 (INVALID_REQUEST, every time it appears), a key named twice in one resource (INVALID_REQUEST), a
-null SET (INVALID_REQUEST), an unknown topic config (INVALID_CONFIG), APPEND or SUBTRACT of a key
-that is not a list (INVALID_CONFIG; an absent key starts from its default),
-a result that is not a valid topic config (INVALID_CONFIG), an unknown operation
+null SET (INVALID_REQUEST), an unknown topic config set (INVALID_CONFIG; deleting one is no
+error), APPEND or SUBTRACT of a key that is not a list (INVALID_CONFIG; an absent key starts from
+its default), a result that is not a valid topic config (INVALID_CONFIG), an unknown operation
 (UNKNOWN_SERVER_ERROR, as Kafka answers its failed lookup). One ConfigRecord per changed key;
 ``validate_only`` checks only.
 """
@@ -197,7 +197,7 @@ class ConfigurationControl:
         new = dict(current)
         for op in ops:
             spec = CONFIG_KEYS.get(op.name)
-            if topic and spec is None:
+            if topic and spec is None and op.config_operation != OP_DELETE:  # Kafka deletes any name
                 return {}, (ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {op.name}")
             if op.config_operation == OP_SET:
                 if op.value is None:
