@@ -33,6 +33,70 @@ from kafka_wire.broker.effects import (
 )
 
 
+class GroupCommit:
+    """Fsyncs that several effects asked for, each done once (a group commit).
+
+    A file or a directory is synced once however many effects asked, files first, when
+    :meth:`flush` is called: at the end of the group, and before a rename or a delete (a rename
+    must never become durable before what was synced ahead of it). A truncation first syncs the
+    file it cuts, if that was asked."""
+
+    __slots__ = ("_directories", "_files", "flushes")
+
+    def __init__(self) -> None:
+        self._files: dict[Path, None] = {}
+        self._directories: dict[Path, None] = {}
+        #: How many times the group was flushed.
+        self.flushes = 0
+
+    def __len__(self) -> int:
+        return len(self._files) + len(self._directories)
+
+    def file(self, path: Path) -> None:
+        self._files[path] = None
+
+    def directory(self, path: Path) -> None:
+        self._directories[path] = None
+
+    def flush_file(self, path: Path) -> None:
+        if path in self._files:
+            del self._files[path]
+            _fsync_file(path)
+
+    def flush(self) -> None:
+        """Do every fsync asked since the last flush (``OSError`` naming the path when one fails)."""
+        files, self._files = self._files, {}
+        directories, self._directories = self._directories, {}
+        self.flushes += 1
+        for path in files:
+            _fsync_file(path)
+        for path in directories:
+            _fsync_dir(path)
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(directory: Path) -> None:
+    if not directory.is_dir():
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.ENOTSUP):  # file systems that cannot fsync a directory
+            raise OSError(exc.errno, exc.strerror, str(directory)) from exc
+    finally:
+        os.close(fd)
+
+
 class FileStorage:
     """Files under ``root``: ``list_dir`` / ``size`` / ``read`` for the engine, ``apply`` for its effects."""
 
@@ -86,13 +150,16 @@ class FileStorage:
             if isinstance(effect, StorageEffect):
                 self.apply_one(effect)
 
-    def apply_one(self, effect: StorageEffect) -> None:
+    def apply_one(self, effect: StorageEffect, group: GroupCommit | None = None) -> None:
+        """Apply one effect. With ``group``, the fsyncs it asks for join the group's (done by
+        :meth:`GroupCommit.flush`); without, they are done before it returns."""
+        fsyncs = GroupCommit() if group is None else group
         match effect:
             case MakeDir(path):
                 real = self._real(path)
                 if not real.is_dir():
                     real.mkdir(parents=True, exist_ok=True)
-                    self._fsync_dir(real.parent)
+                    fsyncs.directory(real.parent)
             case Append(path, data):
                 real = self._real(path)
                 real.parent.mkdir(parents=True, exist_ok=True)
@@ -110,6 +177,7 @@ class FileStorage:
                     os.close(fd)
             case Truncate(path, size):
                 real = self._real(path)
+                fsyncs.flush_file(real)  # a sync asked before the cut covers what was there
                 real.parent.mkdir(parents=True, exist_ok=True)
                 fd = os.open(real, os.O_WRONLY | os.O_CREAT, 0o644)
                 try:
@@ -119,21 +187,18 @@ class FileStorage:
             case Fsync(path):
                 real = self._real(path)
                 if real.is_file():
-                    fd = os.open(real, os.O_RDONLY)
-                    try:
-                        os.fsync(fd)
-                    finally:
-                        os.close(fd)
-                self._fsync_dir(real.parent if real.is_file() or not real.exists() else real)
+                    fsyncs.file(real)
+                fsyncs.directory(real.parent if real.is_file() or not real.exists() else real)
             case Rename(source, target):
+                fsyncs.flush()  # what was synced before a rename is durable before it happens
                 src, dst = self._real(source), self._real(target)
                 if src.exists():
                     dst.parent.mkdir(parents=True, exist_ok=True)
                     os.replace(src, dst)
-                    self._fsync_dir(dst.parent)
-                    if src.parent != dst.parent:
-                        self._fsync_dir(src.parent)
+                    fsyncs.directory(dst.parent)
+                    fsyncs.directory(src.parent)
             case Delete(path):
+                fsyncs.flush()
                 real = self._real(path)
                 if real.is_dir() and not real.is_symlink():
                     with contextlib.suppress(FileNotFoundError):
@@ -143,19 +208,8 @@ class FileStorage:
                         real.unlink()
                     except FileNotFoundError:
                         pass
-
-    @staticmethod
-    def _fsync_dir(directory: Path) -> None:
-        if not directory.is_dir():
-            return
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        except OSError as exc:
-            if exc.errno not in (errno.EINVAL, errno.ENOTSUP):  # file systems that cannot fsync a directory
-                raise
-        finally:
-            os.close(fd)
+        if group is None:
+            fsyncs.flush()
 
     # -- zero-copy sends ---------------------------------------------------------------------------
     def open_region(self, region: FileRegion) -> tuple[int, int, int]:
