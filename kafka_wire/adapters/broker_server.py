@@ -72,10 +72,11 @@ from kafka_wire.broker.effects import (
 _READ_CHUNK: Final = 256 * 1024
 #: Sends queued on one connection before its reader yields to the writer.
 _MAX_QUEUED: Final = 64
-#: How long the timer lets other tasks run before a tick that is already due (between two slices
-#: of a request in progress, see ``kafka_wire.broker.work``): long enough for the few loop
-#: iterations in which a connection that became readable meanwhile is read and answered.
-_YIELD_S: Final = 0.0002
+#: Loop iterations the timer lets other tasks run before a tick that is already due (between two
+#: slices of a request in progress, see ``kafka_wire.broker.work``): a connection that became
+#: readable meanwhile is read in the first, its request handled in the second and its answer
+#: written in the third, so it waits for one slice, not one per step.
+_YIELD_ITERATIONS: Final = 4
 #: Kafka's ``socket.listen.backlog.size`` default.
 LISTEN_BACKLOG: Final = 50
 #: File descriptors never given to connections: what storage (one file at a time), zero-copy
@@ -298,15 +299,18 @@ class BrokerServer:
             while True:
                 self._wake.clear()
                 deadline = self.broker.next_deadline_ms()
-                if deadline is not None:
+                if deadline is not None and deadline <= wall_clock_ms():
                     # Due already (a request in progress goes on in slices): let the connections
                     # that became ready be read and answered first.
-                    delay = max(_YIELD_S, (deadline - wall_clock_ms()) / 1000)
-                    alarm = loop.call_later(delay, self._wake.set)
-                await self._wake.wait()
-                if alarm is not None:
-                    alarm.cancel()
-                    alarm = None
+                    for _ in range(_YIELD_ITERATIONS):
+                        await asyncio.sleep(0)
+                else:
+                    if deadline is not None:
+                        alarm = loop.call_later((deadline - wall_clock_ms()) / 1000, self._wake.set)
+                    await self._wake.wait()
+                    if alarm is not None:
+                        alarm.cancel()
+                        alarm = None
                 now = wall_clock_ms()
                 deadline = self.broker.next_deadline_ms()
                 if deadline is not None and now >= deadline:

@@ -491,10 +491,19 @@ class Broker:
         return self._cluster is None or self._stopped is not None or self._cluster.may_stop
 
     def storage_applied(self, now_ms: int) -> list[Effect]:
-        """Every storage effect of the oldest batch in flight succeeded: what waited for it goes out."""
+        """Every storage effect of the oldest batch in flight succeeded: what waited for it goes
+        out, and the connections whose answers it held are read again (their next requests are
+        handled in this call, which may hand out another batch)."""
         answers, out = self._pipeline.applied()
         self._release(answers, out)
-        return out
+        if self._stopped is not None:
+            return out
+        self._now_ms = now_ms
+        self._begin_call(jobs=self._pipeline.jobs_may_step)
+        for conn_id in dict.fromkeys(answer.conn_id for answer in answers):
+            self._answered(conn_id)
+        self._resume(now_ms, out)
+        return self._flush(out)
 
     def storage_failed(self, failure: StorageFailure, now_ms: int) -> list[Effect]:
         """A storage effect of the oldest batch in flight failed (the driver applies nothing more).
@@ -551,7 +560,8 @@ class Broker:
         while one is held unanswered or the request queue is full."""
         server = conn.server
         while True:
-            if conn.unanswered:  # one request at a time, as Kafka mutes a channel
+            if conn.unanswered or self._pipeline.holds_answers_for(conn_id):
+                # One request at a time, as Kafka mutes a channel until its answer is sent.
                 self._pause(conn_id, conn, out)
                 break
             if self._held_count() >= self.config.queued_max_requests:
@@ -602,6 +612,7 @@ class Broker:
             conn is not None
             and conn.paused
             and not conn.unanswered
+            and not self._pipeline.holds_answers_for(conn_id)
             and not self._timers.closing(conn_id)
             and conn_id not in self._close_after_answers
         ):

@@ -12,7 +12,8 @@ waits for the writes it depends on (:class:`StoragePipeline`):
   which waits only for the batches that changed the metadata (files outside partition
   directories, and ``__cluster_metadata``): a topic's partitions are created in slices while
   other connections read the metadata;
-- answers on one connection leave in the order they were built;
+- answers on one connection leave in the order they were built, and a connection whose answers
+  wait is not read further until they leave (one request at a time, as Kafka mutes a channel);
 - what a cluster node sends other nodes leaves once every batch returned before it is applied.
 
 So nothing is acknowledged, and no record, offset or committed state is shown, before the write
@@ -37,6 +38,7 @@ from typing import Final
 from kafka_wire.broker.channels import Answer
 from kafka_wire.broker.effects import Effect, Rename, StorageEffect, WriteProgress
 from kafka_wire.broker.internal_topics import CLUSTER_METADATA_TOPIC
+from kafka_wire.logformat.names import parse_partition_dir
 from kafka_wire.messages import ApiKey
 from kafka_wire.protocol.machine import TransitionLogger, step
 
@@ -55,8 +57,6 @@ METADATA_ANSWERS: Final = frozenset(
 JOB_BATCHES_IN_FLIGHT: Final = 1
 """A job takes steps only while at most this many batches are in flight: its next slice is
 computed while the last one is written, and no further ahead."""
-
-_METADATA_DIR: Final = f"{CLUSTER_METADATA_TOPIC}-"
 
 
 class DriverState(enum.Enum):
@@ -116,10 +116,15 @@ DRIVER_TRANSITIONS: Final[Mapping[tuple[DriverState, DriverInput], DriverState]]
 
 
 def changes_metadata(effect: StorageEffect) -> bool:
-    """Whether ``effect`` writes the cluster metadata: a file of the data directory itself (the
-    metadata file, ``meta.properties``) or anything in ``__cluster_metadata-0``."""
+    """Whether ``effect`` writes the cluster metadata: anything outside the partition directories
+    (the metadata file, ``meta.properties``) or in ``__cluster_metadata-0``."""
     paths = (effect.source, effect.target) if isinstance(effect, Rename) else (effect.path,)
-    return any("/" not in path or path.startswith(_METADATA_DIR) for path in paths)
+    for path in paths:
+        top = path.partition("/")[0]
+        parsed = parse_partition_dir(top)
+        if parsed is None or parsed[0] == CLUSTER_METADATA_TOPIC:
+            return True
+    return False
 
 
 class StoragePipeline:
@@ -150,6 +155,11 @@ class StoragePipeline:
     def in_flight(self) -> int:
         """Batches handed out whose outcome is not reported yet."""
         return self.progress.in_flight
+
+    def holds_answers_for(self, conn_id: int) -> bool:
+        """Whether answers of ``conn_id`` wait for writes: its next request is not read until they
+        leave (as Kafka mutes a channel until its answer is sent)."""
+        return conn_id in self._after
 
     @property
     def jobs_may_step(self) -> bool:

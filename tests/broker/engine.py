@@ -55,7 +55,7 @@ class Engine:
         self.closed: set[int] = set()
         #: Connections the broker asked not to read (PauseReading without ResumeReading yet).
         self.paused: set[int] = set()
-        self.lag = lag or int(__import__("os").environ.get("KW_TEST_LAG", "0"))  # TEMP
+        self.lag = lag
         #: Batches handed out and not yet applied (with ``lag``), oldest first.
         self.in_flight: deque[list[StorageEffect]] = deque()
         self._apply(self.broker.start(self.now_ms))
@@ -67,7 +67,7 @@ class Engine:
         if not self.lag:
             self._carry_out(settle(self.broker, effects, self.storage.apply_one, self.now_ms))
             return
-        rest = [e for e in effects if not isinstance(e, StorageEffect)]
+        rest: list[Effect] = [e for e in effects if not isinstance(e, StorageEffect)]
         if batch:
             self.in_flight.append(batch)
         self._carry_out(rest)
@@ -111,6 +111,10 @@ class Engine:
 
     def feed(self, conn_id: int, data: bytes) -> None:
         self._apply(self.broker.receive_data(conn_id, data, self.now_ms))
+
+    def tick(self) -> None:
+        """One tick at the current time."""
+        self._apply(self.broker.tick(self.now_ms))
 
     def advance(self, ms: int) -> None:
         """Move the clock, ticking at every deadline on the way (the writes in flight are applied

@@ -612,5 +612,6 @@ class PartitionLog:
 
     # -- inspection -------------------------------------------------------------------------------
     def memory_held_bytes(self) -> int:
-        """File content held in memory: the appends not yet taken (0 right after a take)."""
+        """File content held in memory: the appends storage may not hold yet (0 once what was taken
+        is applied)."""
         return sum(s.holds_memory() for s in self._segments)
