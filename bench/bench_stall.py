@@ -109,6 +109,7 @@ def old_package(commit: str, into: Path, compiled: bool) -> Path:
 
 def run_case(broker: Build, case: str, partitions: int) -> tuple[list[float], float]:
     conn = KafkaSocket(broker)
+    conn.sock.settimeout(None)  # a slow disk may take minutes over 10,000 partitions
     try:
         if case == "produce":
             assert create_topic(conn, "heavy", 50).topics[0].error_code == ErrorCode.NONE

@@ -155,6 +155,8 @@ class BrokerServer:
         #: Set while no write is in flight.
         self._storage_idle = asyncio.Event()
         self._storage_idle.set()
+        #: When the engine was last given something (``time.monotonic()``).
+        self._busy_at = time.monotonic()
         self.broker = Broker(
             config,
             self.worker,
@@ -469,6 +471,7 @@ class BrokerServer:
     def _apply(self, effects: list[Effect]) -> None:
         """Hand a call's storage effects (its batch) to the worker; queue sends on each
         connection's writer, in order; stop when the engine stops."""
+        self._busy_at = time.monotonic()
         batch = [effect for effect in effects if isinstance(effect, StorageEffect)]
         if batch:
             self._storage_idle.clear()
@@ -499,6 +502,14 @@ class BrokerServer:
                 self.failure = effect.reason
                 self.stop_requested.set()
         self._wake.set()
+
+    def quiet_for(self) -> float:
+        """Seconds since the engine was last given something, 0 while it has work in progress (a
+        request in slices, writes in flight)."""
+        deadline = self.broker.next_deadline_ms()
+        if self.worker.in_flight or (deadline is not None and deadline <= wall_clock_ms()):
+            return 0.0
+        return time.monotonic() - self._busy_at
 
     def _storage_reported(self, outcomes: list[Outcome]) -> None:
         """The worker's outcomes of the oldest batches in flight (on the loop): report them to the
@@ -633,6 +644,7 @@ async def _run_until_signalled(
     """Build and start a server (``start`` opens its listeners and says where it listens), print
     one line when ready, serve until SIGINT or SIGTERM, stop; the exit status. With
     ``control_port``, the fault-injection control protocol listens on 127.0.0.1 there."""
+    from kafka_wire.adapters.collector import Collector
     from kafka_wire.adapters.fault_control import ControlServer
 
     try:
@@ -659,8 +671,11 @@ async def _run_until_signalled(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, server.stop_requested.set)
+    collector = Collector(server.quiet_for)
+    collector.start()
     print(f"kafka-wire serve: {listening} (data in {data_dir})", flush=True)
     await server.stop_requested.wait()
+    await collector.stop()
     if control is not None:
         await control.stop()
     for sig in (signal.SIGINT, signal.SIGTERM):  # a second signal while stopping: leave at once
