@@ -55,10 +55,6 @@ _log = logging.getLogger("kafka_wire.adapters.storage_worker")
 Outcome = StorageFailure | None
 
 
-def _parent(path: str) -> str:
-    return path.rpartition("/")[0]
-
-
 def _with_ancestors(path: str) -> list[str]:
     parts = path.split("/")
     return ["/".join(parts[: i + 1]) for i in range(len(parts))]
@@ -105,17 +101,18 @@ class StorageWorker:
         """Queue one batch (on the loop's thread)."""
         self.submitted += 1
         batch = self.submitted
+        changed, resized, listed = self._changed, self._resized, self._listed
         for effect in effects:
-            if isinstance(effect, Rename):
+            if isinstance(effect, Append):
+                resized[effect.path] = batch
+                listed[effect.path.rpartition("/")[0]] = batch
+            elif isinstance(effect, Rename):
                 for path in (effect.source, effect.target):
-                    self._changed[path] = batch
-                    self._listed[_parent(path)] = batch
-            elif isinstance(effect, Append):
-                self._resized[effect.path] = batch
-                self._listed[_parent(effect.path)] = batch
+                    changed[path] = batch
+                    listed[path.rpartition("/")[0]] = batch
             elif not isinstance(effect, Fsync):
-                self._changed[effect.path] = batch
-                self._listed[_parent(effect.path)] = batch
+                changed[effect.path] = batch
+                listed[effect.path.rpartition("/")[0]] = batch
         with self._cond:
             self._queue.append((batch, effects))
             self._cond.notify()

@@ -115,12 +115,15 @@ DRIVER_TRANSITIONS: Final[Mapping[tuple[DriverState, DriverInput], DriverState]]
 }
 
 
-def changes_metadata(effect: StorageEffect) -> bool:
-    """Whether ``effect`` writes the cluster metadata: anything outside the partition directories
+def changes_metadata(effects: list[StorageEffect]) -> bool:
+    """Whether ``effects`` write the cluster metadata: anything outside the partition directories
     (the metadata file, ``meta.properties``) or in ``__cluster_metadata-0``."""
-    paths = (effect.source, effect.target) if isinstance(effect, Rename) else (effect.path,)
-    for path in paths:
-        top = path.partition("/")[0]
+    tops = {
+        path.partition("/")[0]
+        for effect in effects
+        for path in ((effect.source, effect.target) if isinstance(effect, Rename) else (effect.path,))
+    }
+    for top in tops:
         parsed = parse_partition_dir(top)
         if parsed is None or parsed[0] == CLUSTER_METADATA_TOPIC:
             return True
@@ -184,7 +187,7 @@ class StoragePipeline:
         progress = self.progress
         if storage:
             batch = progress.hand_out()
-            if any(changes_metadata(effect) for effect in storage):
+            if changes_metadata(storage):
                 self._metadata_batch = batch
         self._move(DriverInput.IN_FLIGHT if progress.in_flight else DriverInput.IDLE)
         latest, applied = progress.handed_out, progress.applied

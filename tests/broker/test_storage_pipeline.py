@@ -288,10 +288,10 @@ def test_a_log_keeps_the_bytes_in_flight_until_their_batch_is_applied() -> None:
 
 
 def test_what_changes_the_metadata() -> None:
-    assert changes_metadata(Append("kafka-wire-metadata.json.tmp", b""))
-    assert changes_metadata(Append("__cluster_metadata-0/00000000000000000000.log", b""))
-    assert not changes_metadata(Append("orders-0/00000000000000000000.log", b""))
-    assert not changes_metadata(MakeDir("orders-12")) and not changes_metadata(Delete("orders-12"))
+    assert changes_metadata([Append("kafka-wire-metadata.json.tmp", b"")])
+    assert changes_metadata([Append("__cluster_metadata-0/00000000000000000000.log", b"")])
+    assert not changes_metadata([Append("orders-0/00000000000000000000.log", b""), MakeDir("orders-12")])
+    assert not changes_metadata([Delete("orders-12")])
 
 
 def test_the_driver_contract_table() -> None:
