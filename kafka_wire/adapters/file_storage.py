@@ -23,7 +23,6 @@ from pathlib import Path
 from kafka_wire.broker.effects import (
     Append,
     Delete,
-    FileRegion,
     Fsync,
     MakeDir,
     Rename,
@@ -225,13 +224,3 @@ class FileStorage:
                         os.unlink(real)
         if group is None:
             fsyncs.flush()
-
-    # -- zero-copy sends ---------------------------------------------------------------------------
-    def open_region(self, region: FileRegion) -> tuple[int, int, int]:
-        """``(fd, offset, size)`` for ``os.sendfile``; the caller closes ``fd``.
-
-        Open regions as soon as a send is queued: an open descriptor keeps reading the same file
-        even after a later effect renames or deletes it.
-        """
-        fd = os.open(self._real(region.path), os.O_RDONLY)
-        return fd, region.position, region.size

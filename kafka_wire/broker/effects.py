@@ -1,13 +1,15 @@
 """What the engine asks its driver to do: small frozen values.
 
 Storage effects name files by POSIX paths relative to the data directory
-(``"orders-0/00000000000000000000.log"``). A driver applies every storage effect of one call, in
-order, and reports the outcome (``Broker.storage_applied`` or, at the first failure,
-``Broker.storage_failed``) before it feeds the engine its next input; the engine may read back
-through its :class:`~kafka_wire.broker.storage.StorageReader` only what earlier calls wrote.
-Network effects (``Send``, ``CloseConnection``) never depend on the storage effects returned with
-them: answers that do are returned by the outcome report. :func:`kafka_wire.broker.driving.settle`
-does all of this for a driver.
+(``"orders-0/00000000000000000000.log"``). The storage effects of one call are one *batch*: a
+driver applies the batches in the order they were returned, each one's effects in order, and
+reports each batch's outcome in that order (``Broker.storage_applied`` or, at the first failure,
+``Broker.storage_failed``), while it goes on feeding the engine other input
+(``kafka_wire.broker.storage_pipeline`` has the contract). A read through the
+:class:`~kafka_wire.broker.storage.StorageReader` sees what earlier calls wrote. Network effects
+(``Send``, ``CloseConnection``) never depend on the storage effects returned with them: answers
+that do are returned by the outcome reports. :func:`kafka_wire.broker.driving.settle` does all of
+this for a synchronous driver.
 """
 
 from __future__ import annotations
