@@ -37,9 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # for tests.e2e (the broker processes and the stall test's clients)
 
 from kafka_wire.messages import ErrorCode  # noqa: E402
-from kafka_wire.records import NewRecord, build_batch  # noqa: E402
 from tests.e2e.brokers import KafkaWireBroker  # noqa: E402
-from tests.e2e.test_stall import KafkaSocket, create_topic, probing, produce  # noqa: E402
+from tests.e2e.test_stall import KafkaSocket, create_topic, probing, produce, small_gzip_batch  # noqa: E402
 from tests.interop.harness import Address, free_port  # noqa: E402
 
 
@@ -113,11 +112,7 @@ def run_case(broker: Build, case: str, partitions: int) -> tuple[list[float], fl
     try:
         if case == "produce":
             assert create_topic(conn, "heavy", 50).topics[0].error_code == ErrorCode.NONE
-            batch = build_batch(
-                [NewRecord(b"k%d" % i, b"value %d " % i * 8) for i in range(9_000)],
-                compression="gzip",
-                default_timestamp=int(time.time() * 1000),
-            )
+            batch = small_gzip_batch()
         with probing(broker) as prober:
             start = time.monotonic()
             if case == "produce":

@@ -210,7 +210,11 @@ class StorageWorker:
                 if not self._queue:
                     return
                 group = [self._queue.popleft() for _ in range(min(len(self._queue), MAX_GROUP_BATCHES))]
-            outcomes = self._apply_group(group)
+            try:
+                outcomes = self._apply_group(group)
+            except Exception as exc:  # a bug: the group fails, and the broker stops
+                _log.exception("the storage worker failed")
+                outcomes = [StorageFailure(group[0][1][0], None, f"storage worker: {exc!r}")]
             applied = sum(1 for outcome in outcomes if outcome is None)
             with self._cond:
                 self.applied = group[0][0] + applied - 1

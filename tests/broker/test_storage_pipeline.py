@@ -40,9 +40,6 @@ from kafka_wire.messages import (
     MetadataRequest,
     MetadataRequestTopic,
     MetadataResponse,
-    ProduceRequest,
-    ProduceRequestPartitionProduceData,
-    ProduceRequestTopicProduceData,
     ProduceResponse,
 )
 from kafka_wire.protocol import Response
@@ -50,23 +47,15 @@ from kafka_wire.protocol.machine import step
 from kafka_wire.records import NewRecord, build_batch
 from tests.broker.engine import Client, Engine
 from tests.broker.test_engine import create, fetch, records_of
+from tests.broker.test_engine_connections import produce_request
 
 
-def produce_request(topic: str, value: bytes, now_ms: int, partition: int = 0) -> ProduceRequest:
-    return ProduceRequest(
-        acks=-1,
-        timeout_ms=1000,
-        topic_data=[
-            ProduceRequestTopicProduceData(
-                name=topic,
-                partition_data=[
-                    ProduceRequestPartitionProduceData(
-                        index=partition,
-                        records=build_batch([NewRecord(b"k", value)], default_timestamp=now_ms),
-                    )
-                ],
-            )
+def create_request(name: str, partitions: int) -> CreateTopicsRequest:
+    return CreateTopicsRequest(
+        topics=[
+            CreateTopicsRequestCreatableTopic(name=name, num_partitions=partitions, replication_factor=1)
         ],
+        timeout_ms=1000,
     )
 
 
@@ -123,7 +112,7 @@ def test_other_connections_are_served_while_writes_are_in_flight() -> None:
     (offsets,) = reader.responses()
     assert isinstance(offsets.body, ListOffsetsResponse) and offsets.body.topics[0].partitions[0].offset == 1
     (fetched,) = reader_fetch.responses()
-    assert isinstance(fetched.body, FetchResponse) and records_of(fetched.body) == [(b"k", b"one")]
+    assert isinstance(fetched.body, FetchResponse) and records_of(fetched.body) == [(None, b"one")]
     # The second produce was read once the first was answered; it is now in flight.
     (first,) = producer.responses()
     assert isinstance(first.body, ProduceResponse) and len(engine.in_flight) == 1
@@ -174,12 +163,7 @@ def test_a_metadata_answer_waits_for_the_metadata_write() -> None:
     """A topic is shown once the metadata naming it is written, not before."""
     engine = Engine(lag=8)
     admin, prober = Client(engine, 1), Client(engine, 2)
-    admin.send(
-        CreateTopicsRequest(
-            topics=[CreateTopicsRequestCreatableTopic(name="n", num_partitions=1, replication_factor=1)],
-            timeout_ms=1000,
-        )
-    )
+    admin.send(create_request("n", 1))
     prober.send(metadata_request("n"), 9)
     assert not prober.responses()
     engine.apply_oldest()
@@ -194,12 +178,7 @@ def test_a_metadata_answer_waits_for_the_metadata_write() -> None:
 def test_a_job_waits_for_its_writes_and_the_others_are_served_meanwhile() -> None:
     engine = Engine(lag=100)
     admin, prober = Client(engine, 1), Client(engine, 2)
-    admin.send(
-        CreateTopicsRequest(
-            topics=[CreateTopicsRequestCreatableTopic(name="big", num_partitions=64, replication_factor=1)],
-            timeout_ms=1000,
-        )
-    )
+    admin.send(create_request("big", 64))
     broker = engine.broker
     engine.apply_oldest()  # the first slice's batch: the topic is in the metadata file
     for _ in range(3):  # slices go on while few batches are in flight, then wait for the writes

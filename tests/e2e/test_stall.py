@@ -198,6 +198,15 @@ def produce(conn: KafkaSocket, topic: str, batches: list[bytes]) -> ProduceRespo
     return conn.request(request, 8, ProduceResponse)
 
 
+def small_gzip_batch() -> bytes:
+    """A v2 batch of 9,000 small records, gzip-compressed (~80 kB; one step of a Produce job)."""
+    return build_batch(
+        [NewRecord(b"k%d" % i, b"value %d " % i * 8) for i in range(9_000)],
+        compression="gzip",
+        default_timestamp=int(time.time() * 1000),
+    )
+
+
 @functools.cache
 def gzip_bomb(value_size: int = 63 << 20) -> bytes:
     """A v2 batch of one record whose value is ``value_size`` zeros, gzip-compressed (~64 kB)."""
@@ -226,11 +235,7 @@ def test_a_gzip_bomb_produce_does_not_stall_other_connections(kafka_wire_broker:
         assert create_topic(conn, "bombs", 50).topics[0].error_code == ErrorCode.NONE
         bomb = gzip_bomb()
         assert len(bomb) < 100_000
-        small_records = build_batch(
-            [NewRecord(b"k%d" % i, b"value %d " % i * 8) for i in range(9_000)],
-            compression="gzip",
-            default_timestamp=int(time.time() * 1000),
-        )
+        small_records = small_gzip_batch()
         with probing(kafka_wire_broker) as prober:
             start = time.monotonic()
             refused = produce(conn, "bombs", [bomb] * 50)
