@@ -5,7 +5,7 @@ Inputs: ``start``, ``connection_opened``, ``receive_data``, ``connection_closed`
 storage effects of the call first (its *batch*), then ``Send`` / ``CloseConnection`` /
 ``PauseReading`` / ``ResumeReading`` that do not depend on them.
 The driver applies the batches in order and reports each one's outcome in order, while it goes on
-feeding the engine other input (but while ``start``'s writes are in flight); answers wait for the
+feeding the engine other input (except while ``start``'s writes are in flight); answers wait for the
 writes they depend on (``kafka_wire.broker.storage_pipeline``; a synchronous driver applies and
 reports at once: :func:`kafka_wire.broker.driving.settle`):
 
