@@ -54,7 +54,8 @@ class Build(KafkaWireBroker):
                 "--data-dir", str(self.data_dir)]  # fmt: skip
 
     def env(self) -> dict[str, str]:
-        env = dict(os.environ)
+        # Not the working directory first on sys.path: it would shadow the old package.
+        env = dict(os.environ, PYTHONSAFEPATH="1")
         if self.package is not None:
             env["PYTHONPATH"] = str(self.package)
         if self.pure:
@@ -79,6 +80,13 @@ class Case:
             f"| {self.build} | {self.fs} | {self.case} | {len(ms)} | {statistics.median(ms):.1f} | "
             f"{p99:.1f} | {ms[-1]:.1f} | {self.took_s:.2f} |"
         )
+
+
+def imported_from(env: dict[str, str]) -> Path:
+    """Where ``kafka_wire`` comes from for a process with ``env``."""
+    code = "import kafka_wire; print(kafka_wire.__file__)"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    return Path(out.stdout.strip()).parent.parent
 
 
 def fs_type(path: Path) -> str:
@@ -156,6 +164,10 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="bench-stall-old-") as old_dir:
         packages = {"new": None, "old": old_package(old, Path(old_dir), args.compiled)}
+        for build, package in packages.items():
+            probe = Build(build, Address("127.0.0.1", 0), Path(old_dir), Path(old_dir), persistent=False)
+            probe.package = package
+            assert imported_from(probe.env()) == (package or ROOT), f"{build} would not run its own package"
         for fs in args.fs.split(","):
             for build in args.builds.split(","):
                 for case in args.cases.split(","):
