@@ -2,15 +2,18 @@
 
 Inputs: ``start``, ``connection_opened``, ``receive_data``, ``connection_closed``, ``tick`` (at
 ``next_deadline_ms()``) and ``shutdown``, each with ``now_ms``. Each returns a list of effects: the
-storage effects of the call first, then ``Send`` / ``CloseConnection`` / ``PauseReading`` /
-``ResumeReading`` that do not depend on them.
-When a call returned storage effects, the driver applies them in order and reports the outcome
-before any other input (:func:`kafka_wire.broker.driving.settle` does both):
+storage effects of the call first (its *batch*), then ``Send`` / ``CloseConnection`` /
+``PauseReading`` / ``ResumeReading`` that do not depend on them.
+The driver applies the batches in order and reports each one's outcome in order, while it goes on
+feeding the engine other input (except while ``start``'s writes are in flight); answers wait for the
+writes they depend on (``kafka_wire.broker.storage_pipeline``; a synchronous driver applies and
+reports at once: :func:`kafka_wire.broker.driving.settle`):
 
-- ``storage_applied(now_ms)``: every write succeeded; it returns the answers built in that call,
-  so nothing is acknowledged before the write holding it succeeded;
+- ``storage_applied(now_ms)``: every write of the oldest batch in flight succeeded; it returns the
+  answers (and messages to other nodes) that waited for it, so nothing is acknowledged before the
+  write holding it succeeded;
 - ``storage_failed(failure, now_ms)``: a write failed. The data directory is the broker's only log
-  directory, so it goes offline as a whole: the answers of the call report the failure
+  directory, so it goes offline as a whole: the answers still waiting report the failure
   (KAFKA_STORAGE_ERROR; NOT_COORDINATOR for group APIs), every connection is closed and
   ``StopBroker`` follows. Nothing more is written, so no state in memory is ever served ahead of
   the disk; the next start recovers the logs from what the disk holds.
@@ -32,7 +35,7 @@ is given at construction and the broker hands it what is not a client's: request
 controller listener (``connection_opened(..., listener=...)``), the bytes and events of outbound
 connections (negative ids: ``connection_established``, ``receive_data``, ``connection_closed``),
 and every ``tick``. Its network effects (``OpenConnection``, and ``Send`` / ``CloseConnection`` of
-its links) leave with the call's, after the outcome of the call's storage effects is known. With
+its links) leave with the call's, once every batch handed out up to that call is applied. With
 no cluster node nothing of this happens: a single node.
 
 No clock, socket, file or ambient randomness is used: the same inputs give the same effects.
@@ -62,6 +65,7 @@ from kafka_wire.broker.effects import (
     ResumeReading,
     Send,
     StopBroker,
+    WriteProgress,
 )
 from kafka_wire.broker.failed_answers import failed_answer
 from kafka_wire.broker.faults import FaultInjector, injected_answer
@@ -75,6 +79,7 @@ from kafka_wire.broker.node import Node
 from kafka_wire.broker.sasl import server_sasl
 from kafka_wire.broker.state import BrokerState, Context, Spliced, Waiting
 from kafka_wire.broker.storage import StorageReader
+from kafka_wire.broker.storage_pipeline import StoragePipeline
 from kafka_wire.broker.timers import TimerQueue
 from kafka_wire.broker.versioning import fit
 from kafka_wire.broker.work import Job
@@ -192,8 +197,6 @@ class Broker:
         self.config = config
         #: The node of the cluster (a replicated one, or the one-voter cluster of a single node).
         self._cluster: ClusterNode = cluster
-        #: Network effects of the cluster node held while the call's writes are applied.
-        self._node_out: list[Effect] = []
         self._log = logger or _SILENT
         self._storage = storage
         self._rng = rng
@@ -214,16 +217,15 @@ class Broker:
         #: Every deadline of the engine: connections, logs, groups (``kafka_wire.broker.timers``).
         self._timer_queue = TimerQueue()
         #: The storage effects of the call in progress (``kafka_wire.broker.effects.EffectSink``).
-        self._effects = EffectSink()
+        progress = WriteProgress()
+        self._effects = EffectSink(progress)
+        #: The writes in flight and what waits for them; the driver contract's state.
+        self._pipeline = StoragePipeline(progress, self._log)
         self._maintenance = LogMaintenance(self._timer_queue, config.retention_check_interval_ms)
         #: Answers built during the current call.
         self._answers: list[Answer] = []
-        #: While the driver applies a call's storage effects: that call's answers (else None).
-        self._awaiting: list[Answer] | None = None
         #: Why the broker stopped serving (None while it serves): a failed write, or ``shutdown``.
         self._stopped: str | None = None
-        #: From ``start`` until the outcome of its writes is known.
-        self._starting = False
         self._admission = Admission(config, self._log)
         self._timers = ConnectionTimers(
             self._timer_queue,
@@ -272,8 +274,7 @@ class Broker:
         :class:`~kafka_wire.broker.data_dir.DataDirError`, whose message says what to do."""
         if self._state is not None:
             raise LocalProtocolError("the broker is already started")
-        self._check_input()
-        self._starting = True
+        self._pipeline.start()
         config = self.config
         sole_voter = config.cluster is not None and config.cluster.sole_voter(config.node_id)
         opened = DataDir.open(
@@ -330,7 +331,7 @@ class Broker:
         whose creation was cut short, and moves aside the directories of one whose deletion was."""
         if self._stopped is not None:
             return []
-        self._check_input()
+        self._pipeline.shutdown()
         out: list[Effect] = [CloseConnection(conn_id) for conn_id in self._conns]
         self._cluster.shutdown()
         out += self._cluster.take_network_effects()
@@ -455,7 +456,7 @@ class Broker:
         self._check_input()
         self._now_ms = now_ms
         out: list[Effect] = []
-        self._begin_call()
+        self._begin_call(jobs=self._pipeline.jobs_may_step)
         assert self._group is not None
         self._expire_connections(now_ms, out)
         self._group_answers(self._group.tick(now_ms))
@@ -473,10 +474,11 @@ class Broker:
         deadlines: list[int] = []
         if self._held:
             jobs = [h.waiting.deadline_ms for h in self._held if isinstance(h.waiting, Job)]
-            if jobs:
+            if jobs and self._pipeline.jobs_may_step:
                 # A job's deadline is the time of its last slice, so now: nothing else can come sooner.
                 return min(jobs)
-            deadlines = [h.waiting.deadline_ms for h in self._held]
+            # Jobs wait for the writes in flight: the driver's report wakes them.
+            deadlines = [h.waiting.deadline_ms for h in self._held if not isinstance(h.waiting, Job)]
         if (queued := self._timer_queue.next_deadline_ms()) is not None:
             deadlines.append(queued)
         if self._group is not None and (group := self._group.next_deadline_ms()) is not None:
@@ -489,8 +491,8 @@ class Broker:
 
     @property
     def awaiting_storage(self) -> bool:
-        """True from a call that returned storage effects until their outcome is reported."""
-        return self._awaiting is not None
+        """True while batches handed out wait for their outcome to be reported."""
+        return self._pipeline.in_flight > 0
 
     @property
     def stopped(self) -> str | None:
@@ -514,26 +516,33 @@ class Broker:
         return self._stopped is not None or self._cluster.may_stop
 
     def storage_applied(self, now_ms: int) -> list[Effect]:
-        """Every storage effect of the last call succeeded: its answers go out."""
-        answers = self._take_awaiting()
-        out: list[Effect] = self._node_out
-        self._node_out = []
+        """Every storage effect of the oldest batch in flight succeeded: what waited for it goes
+        out, and the connections whose answers it held are read again (their next requests are
+        handled in this call, which may hand out another batch)."""
+        answers, out = self._pipeline.applied()
         self._release(answers, out)
-        return out
+        if self._stopped is not None:
+            return out
+        self._now_ms = now_ms
+        self._begin_call(jobs=self._pipeline.jobs_may_step)
+        for conn_id in dict.fromkeys(answer.conn_id for answer in answers):
+            self._answered(conn_id)
+        self._resume(now_ms, out)
+        return self._flush(out)
 
     def storage_failed(self, failure: StorageFailure, now_ms: int) -> list[Effect]:
-        """A storage effect of the last call failed (the driver applied none after it).
+        """A storage effect of the oldest batch in flight failed (the driver applies nothing more).
 
-        The data directory goes offline, and with it the broker: the call's answers report the
-        failure, every connection closes after what it was sent, and ``StopBroker`` ends the list.
+        The data directory goes offline, and with it the broker: the answers still waiting report
+        the failure, every connection closes after what it was sent, and ``StopBroker`` ends the
+        list.
         """
-        starting = self._starting
-        answers = self._take_awaiting()
+        starting = self._pipeline.starting
+        answers = self._pipeline.failed()
         reason = f"log directory failed: {failure}"
         if not starting:  # a failed start is the driver's to report
             self._log.error("%s; the broker stops (its only log directory is offline)", reason)
         out: list[Effect] = []
-        self._node_out = []
         self._cluster.shutdown()
         out += [e for e in self._cluster.take_network_effects() if isinstance(e, CloseConnection)]
         for answer in answers:
@@ -550,17 +559,8 @@ class Broker:
         out.append(StopBroker(reason))
         return out
 
-    def _take_awaiting(self) -> list[Answer]:
-        answers = self._awaiting
-        if answers is None:
-            raise LocalProtocolError("no storage effects await an outcome")
-        self._awaiting = None
-        self._starting = False
-        return answers
-
     def _check_input(self) -> None:
-        if self._awaiting is not None:
-            raise LocalProtocolError("the outcome of the last call's storage effects was not reported")
+        self._pipeline.check_input()
 
     # -- request handling -----------------------------------------------------------------------
 
@@ -584,7 +584,8 @@ class Broker:
         while one is held unanswered or the request queue is full."""
         server = conn.server
         while True:
-            if conn.unanswered:  # one request at a time, as Kafka mutes a channel
+            if conn.unanswered or self._pipeline.holds_answers_for(conn_id):
+                # One request at a time, as Kafka mutes a channel until its answer is sent.
                 self._pause(conn_id, conn, out)
                 break
             if self._held_count() >= self.config.queued_max_requests:
@@ -635,6 +636,7 @@ class Broker:
             conn is not None
             and conn.paused
             and not conn.unanswered
+            and not self._pipeline.holds_answers_for(conn_id)
             and not self._timers.closing(conn_id)
             and conn_id not in self._close_after_answers
         ):
@@ -926,20 +928,16 @@ class Broker:
             self._timer_queue.cancel((_FAULT_TIMERS, seq))
 
     def _flush(self, out: list[Effect]) -> list[Effect]:
-        """End a call: its storage effects, then its network effects. Its answers go out now when
-        it wrote nothing, else once the driver reports that the writes succeeded."""
+        """End a call: its storage effects (its batch), then its network effects. Its answers and
+        messages to other nodes go out now when the writes they depend on are applied, else once
+        the driver reports them applied (``kafka_wire.broker.storage_pipeline``)."""
         if self._state is not None:
             self._maintenance.arm(self._state)
             self._state.collect_effects(self._effects)
-        # Nothing leaves for other nodes before the call's writes are known to be applied.
-        self._node_out += self._cluster.take_network_effects()
-        storage: list[Effect] = list(self._effects.take())
+        node = self._cluster.take_network_effects()
+        storage = self._effects.take()
         answers, self._answers = self._answers, []
-        if storage:
-            self._awaiting = answers
-            return storage + out
-        out += self._node_out
-        self._node_out = []
-        self._starting = False
-        self._release(answers, out)
-        return out
+        ready, node = self._pipeline.end_call(storage, answers, node)
+        out += node
+        self._release(ready, out)
+        return [*storage, *out]

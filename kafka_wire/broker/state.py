@@ -141,7 +141,9 @@ class BrokerState:
         if self.storage.size(f"{directory}/partition.metadata") is None:
             effects.emit(MakeDir(directory))
             effects.extend(partition_metadata_effects(topic, index))
-        log = PartitionLog.open(directory, config or self.log_config(topic), self.storage, now_ms)
+        log = PartitionLog.open(
+            directory, config or self.log_config(topic), self.storage, now_ms, progress=effects.progress
+        )
         replica = PartitionReplica(
             topic=topic.name, partition=index, topic_id=topic.topic_id, log=log, node_id=self.config.node_id
         )

@@ -2,7 +2,10 @@
 
 The engine writes only through effects; it reads through a :class:`StorageReader` its driver
 passes in (the file store in ``kafka_wire.adapters``, or :class:`MemoryStorage` in tests). Reads
-see every effect applied by earlier calls.
+see every effect of earlier calls: a driver that applies effects while the engine goes on (the
+asyncio one) makes a read wait for the effects in flight on its path, except appends, whose bytes
+the engine keeps until its :class:`~kafka_wire.broker.effects.WriteProgress` says they were
+applied.
 """
 
 from __future__ import annotations

@@ -68,7 +68,9 @@ class KRaftReplica(OutboundRequests):
         self._started = True
         self._now_ms = now_ms
         config = self.config
-        self._log = PartitionLog.open(config.directory, config.log_config, self._storage, now_ms)
+        self._log = PartitionLog.open(
+            config.directory, config.log_config, self._storage, now_ms, progress=self._effects.progress
+        )
         self._load_snapshot()
         self._rebuild_epochs()
         stored = read_quorum_state(self._storage, config.directory)
