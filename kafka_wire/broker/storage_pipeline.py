@@ -38,6 +38,12 @@ from typing import Final
 from kafka_wire.broker.channels import Answer
 from kafka_wire.broker.effects import Effect, Rename, StorageEffect, WriteProgress
 from kafka_wire.broker.internal_topics import CLUSTER_METADATA_TOPIC
+from kafka_wire.logformat.checkpoints import (
+    CLEANER_OFFSET_CHECKPOINT,
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+)
 from kafka_wire.logformat.names import parse_partition_dir
 from kafka_wire.messages import ApiKey
 from kafka_wire.protocol.machine import TransitionLogger, step
@@ -115,15 +121,30 @@ DRIVER_TRANSITIONS: Final[Mapping[tuple[DriverState, DriverInput], DriverState]]
 }
 
 
+#: Files of the data directory that hold no cluster metadata: the replica manager's checkpoints
+#: (written as ``NAME.tmp``, then renamed), rewritten as partitions open.
+_CHECKPOINTS: Final = frozenset(
+    {
+        RECOVERY_POINT_CHECKPOINT,
+        REPLICATION_OFFSET_CHECKPOINT,
+        LOG_START_OFFSET_CHECKPOINT,
+        CLEANER_OFFSET_CHECKPOINT,
+    }
+)
+
+
 def changes_metadata(effects: list[StorageEffect]) -> bool:
     """Whether ``effects`` write the cluster metadata: anything outside the partition directories
-    (the metadata file, ``meta.properties``) or in ``__cluster_metadata-0``."""
+    but the checkpoint files (``meta.properties``, the metadata file of an old single node being
+    imported) or in ``__cluster_metadata-0``."""
     tops = {
         path.partition("/")[0]
         for effect in effects
         for path in ((effect.source, effect.target) if isinstance(effect, Rename) else (effect.path,))
     }
     for top in tops:
+        if top.removesuffix(".tmp") in _CHECKPOINTS:
+            continue
         parsed = parse_partition_dir(top)
         if parsed is None or parsed[0] == CLUSTER_METADATA_TOPIC:
             return True

@@ -182,6 +182,20 @@ def create_topic(conn: KafkaSocket, name: str, partitions: int) -> CreateTopicsR
     return conn.request(request, 5, CreateTopicsResponse)
 
 
+def wait_until_open(conn: KafkaSocket, name: str, partitions: int, timeout_s: float = 120.0) -> None:
+    """Until every partition of ``name`` has a leader: the controller answers CreateTopics once its
+    records are committed, and the broker opens the partitions in slices after that."""
+    request = MetadataRequest(topics=[MetadataRequestTopic(name=name)], allow_auto_topic_creation=False)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        [topic] = conn.request(request, 9, MetadataResponse).topics
+        led = [p for p in topic.partitions if p.error_code == ErrorCode.NONE and p.leader_id >= 0]
+        if topic.error_code == ErrorCode.NONE and len(led) == partitions:
+            return
+        assert time.monotonic() < deadline, f"{name}: {len(led)} of {partitions} partitions open"
+        time.sleep(0.01)
+
+
 def produce(conn: KafkaSocket, topic: str, batches: list[bytes]) -> ProduceResponse:
     request = ProduceRequest(
         acks=-1,
@@ -233,6 +247,7 @@ def gzip_bomb(value_size: int = 63 << 20) -> bytes:
 def test_a_gzip_bomb_produce_does_not_stall_other_connections(kafka_wire_broker: BrokerProcess) -> None:
     with KafkaSocket(kafka_wire_broker) as conn:
         assert create_topic(conn, "bombs", 50).topics[0].error_code == ErrorCode.NONE
+        wait_until_open(conn, "bombs", 50)
         bomb = gzip_bomb()
         assert len(bomb) < 100_000
         small_records = small_gzip_batch()
@@ -265,8 +280,9 @@ def test_a_huge_create_topics_is_refused_at_once_and_a_large_one_is_sliced(
             prober.check_since(start, "the refused create")
             start = time.monotonic()
             created = create_topic(conn, "large", 2_000)
-            took = time.monotonic() - start
             assert created.topics[0].error_code == ErrorCode.NONE
+            wait_until_open(conn, "large", 2_000)
+            took = time.monotonic() - start
             prober.check_since(start, f"the creation of 2,000 partitions ({took:.2f} s)", least=5)
     assert kafka_wire_broker.kill() != 0  # no need to flush 2,000 partitions at the end
 
@@ -279,8 +295,9 @@ def test_a_create_topics_of_9999_partitions_does_not_stall_other_connections() -
         with KafkaSocket(broker) as conn, probing(broker) as prober:
             start = time.monotonic()
             created = create_topic(conn, "huge", 9_999)
-            took = time.monotonic() - start
             assert created.topics[0].error_code == ErrorCode.NONE
+            wait_until_open(conn, "huge", 9_999)
+            took = time.monotonic() - start
             prober.check_since(start, f"the creation of 9,999 partitions ({took:.2f} s)", least=100)
         assert broker.kill() != 0  # no need to flush 10,000 partitions at the end
     finally:
