@@ -10,8 +10,9 @@ from their modules on first use.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING
+
+from kafka_wire.lazy_exports import exports
 
 if TYPE_CHECKING:
     from kafka_wire.broker.broker import Broker
@@ -21,15 +22,11 @@ __all__ = ["Broker", "BrokerConfig", "BrokerConfigError"]
 
 #: Each name of ``__all__`` and its module, imported on first use: ``kafka_wire.broker.config``
 #: (what ``kafka-wire serve`` reads first) does not load the engine.
-_MODULE_OF: Final = {
-    "Broker": "kafka_wire.broker.broker",
-    "BrokerConfig": "kafka_wire.broker.config",
-    "BrokerConfigError": "kafka_wire.broker.config",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'kafka_wire.broker' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = exports(
+    __name__,
+    {
+        "Broker": "kafka_wire.broker.broker",
+        "BrokerConfig": "kafka_wire.broker.config",
+        "BrokerConfigError": "kafka_wire.broker.config",
+    },
+)
