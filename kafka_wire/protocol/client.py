@@ -25,7 +25,7 @@ from kafka_wire.errors import (
     RemoteProtocolError,
     UnsupportedVersionError,
 )
-from kafka_wire.messages import REQUESTS, ApiKey, ErrorCode, catalog
+from kafka_wire.messages import REQUESTS, VALID_VERSIONS, ApiKey, ErrorCode
 from kafka_wire.protocol.events import (
     NEED_DATA,
     Authenticated,
@@ -121,9 +121,7 @@ DEFAULT_REQUEST_TIMEOUT_MS: Final = 30_000
 REAUTHENTICATE_AT: Final = 0.90
 
 #: The ApiVersions version a client tries first: the newest this library knows.
-DEFAULT_API_VERSIONS_VERSION: Final = max(
-    next(a.versions for a in catalog() if a.api_key == ApiKey.API_VERSIONS)
-)
+DEFAULT_API_VERSIONS_VERSION: Final = max(VALID_VERSIONS[ApiKey.API_VERSIONS])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -159,11 +157,11 @@ class ClientConfig:
     max_idle_ms: int | None = None
 
     def __post_init__(self) -> None:
-        if self.api_versions_version not in messages.ApiVersionsRequest.VERSIONS:
-            raise ValueError(f"api_versions_version must be one of {messages.ApiVersionsRequest.VERSIONS}")
-        if self.sasl_handshake_version not in (None, *messages.SaslHandshakeRequest.VERSIONS):
+        if self.api_versions_version not in VALID_VERSIONS[ApiKey.API_VERSIONS]:
+            raise ValueError(f"api_versions_version must be one of {VALID_VERSIONS[ApiKey.API_VERSIONS]}")
+        if self.sasl_handshake_version not in (None, *VALID_VERSIONS[ApiKey.SASL_HANDSHAKE]):
             raise ValueError(
-                f"sasl_handshake_version must be None or one of {messages.SaslHandshakeRequest.VERSIONS}"
+                f"sasl_handshake_version must be None or one of {VALID_VERSIONS[ApiKey.SASL_HANDSHAKE]}"
             )
         if self.max_frame_bytes < 8:
             raise ValueError("max_frame_bytes must be at least 8")
@@ -211,8 +209,8 @@ class _Held:
 
 
 def _our_versions(api_key: int) -> tuple[int, int] | None:
-    cls = REQUESTS.get(api_key)
-    return None if cls is None else (min(cls.VERSIONS), max(cls.VERSIONS))
+    versions = VALID_VERSIONS.get(api_key)
+    return None if versions is None else (min(versions), max(versions))
 
 
 #: A SASL mechanism, or a factory making a fresh one per exchange (needed to re-authenticate).

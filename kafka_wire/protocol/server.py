@@ -26,7 +26,7 @@ from kafka_wire.errors import (
     RemoteProtocolError,
     UnsupportedApiError,
 )
-from kafka_wire.messages import REQUESTS, ApiKey, ErrorCode, catalog
+from kafka_wire.messages import REQUESTS, VALID_VERSIONS, ApiKey, ErrorCode
 from kafka_wire.protocol.events import (
     NEED_DATA,
     PAUSED,
@@ -135,10 +135,7 @@ _PREAUTH: Final[Mapping[ServerState, frozenset[int]]] = {
 
 def all_api_versions() -> dict[int, tuple[int, int]]:
     """Per api key, the (min, max) request versions this library can decode."""
-    return {
-        info.api_key: (min(info.versions), max(info.versions))
-        for info in sorted(catalog(), key=lambda i: i.api_key)
-    }
+    return {key: (min(versions), max(versions)) for key, versions in sorted(VALID_VERSIONS.items())}
 
 
 def api_versions_response(api_versions: Mapping[int, tuple[int, int]]) -> ApiVersionsResponse:
@@ -182,11 +179,8 @@ class ServerConfig:
             raise ValueError("max_idle_ms must be None or >= 0")
         if self.max_reauth_ms < 0:
             raise ValueError("max_reauth_ms must be >= 0")
-        decodable: dict[int, tuple[int, ...]] = (
-            {info.api_key: info.versions for info in catalog()} if self.api_versions else {}
-        )
         for key, (lo, hi) in (self.api_versions or {}).items():
-            versions = decodable.get(key)  # without loading the message classes
+            versions = VALID_VERSIONS.get(key)
             if versions is None or lo > hi or lo not in versions or hi not in versions:
                 raise ValueError(f"api_versions[{key}] = ({lo}, {hi}) is not a range this library can decode")
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
 from kafka_wire.broker.group import GROUP_API_KEYS
-from kafka_wire.messages import ApiKey, catalog
+from kafka_wire.messages import VALID_VERSIONS, ApiKey
 
 # Handlers take their own request type; the broker dispatches by api key, so the table is untyped.
 Handler = Callable[[Any, Any], Any]
@@ -85,10 +85,9 @@ _MAX_VERSION: Final[dict[int, int]] = {ApiKey.INIT_PRODUCER_ID: 5}
 
 
 def _supported() -> dict[int, tuple[int, int]]:
-    known = {info.api_key: info.versions for info in catalog()}  # without loading message modules
     table = {}
     for key in sorted({*HANDLERS, *GROUP_APIS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE}):
-        versions = known[ApiKey(key)]
+        versions = VALID_VERSIONS[key]
         high = min(max(versions), _MAX_VERSION.get(key, max(versions)))
         table[int(key)] = (max(min(versions), _MIN_VERSION.get(key, 0)), high)
     return table
