@@ -78,6 +78,11 @@ _NOT_ON_SERVE_PATH = (
 )
 
 
+#: The APIs a one-voter node sends its own controller while it starts (registration, heartbeats, a
+#: block of producer ids): their classes are in use before any client connects.
+_SENT_BY_THE_NODE = {"broker_registration", "broker_heartbeat", "allocate_producer_ids"}
+
+
 def _api_modules() -> set[str]:
     """The generated modules holding a request or response class: their last name part."""
     return {cls.__module__.rpartition(".")[2] for info in catalog() for cls in (info.request, info.response)}
@@ -101,7 +106,7 @@ def test_started_serve_loads_only_the_message_modules_of_apis_it_was_sent(tmp_pa
     assert report["answer"] == [7, 0]  # the ApiVersions answer, NONE
     api = _api_modules()
     assert "api_versions" in api
-    assert _message_modules(report["listening"]) & api == set()
-    assert _message_modules(report["answered"]) & api == {"api_versions"}
+    assert _message_modules(report["listening"]) & api <= _SENT_BY_THE_NODE
+    assert (_message_modules(report["answered"]) & api) - _SENT_BY_THE_NODE == {"api_versions"}
     elsewhere = [m for m in report["answered"] if m.startswith(_NOT_ON_SERVE_PATH)]
     assert elsewhere == []
